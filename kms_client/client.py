@@ -1,0 +1,610 @@
+"""`KmsClient`: one method per route of the KMA management API (docs/api.md).
+
+Threading: use a client from one thread at a time (e.g. the GUI's serial worker lane); handing it
+from one worker thread to another is fine, since the session token is a single attribute.
+Never call it on the GUI thread: every method does network I/O and may block for up to
+`timeout` seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+import httpx
+
+from ._http import (
+    base_url,
+    error_from_response,
+    segment,
+    translated_transport_errors,
+    unreadable_response,
+)
+from .errors import TrustError, Unauthenticated
+from .models import (
+    Agent,
+    AuditEvent,
+    CaInfo,
+    ChainReport,
+    Dashboard,
+    DataUnit,
+    EnrollmentPassphrase,
+    JsonObject,
+    Key,
+    KeyGroup,
+    KeyPolicy,
+    Kma,
+    Page,
+    Session,
+    Site,
+    Status,
+    User,
+)
+from .paging import iter_all, iter_pages
+from .trust import Trust, fingerprint_of, same_fingerprint, ssl_context_for
+
+T = TypeVar("T")
+FilterValue = str | int | bool | datetime | None
+Order = Literal["asc", "desc"]
+
+
+def _query_value(value: str | int | bool | datetime) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        return aware.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return str(value)
+
+
+def _query(filters: dict[str, FilterValue], /, **common: FilterValue) -> dict[str, str]:
+    """Query parameters of a list call: None values are left out, bools sent as true/false."""
+    return {k: _query_value(v) for k, v in {**common, **filters}.items() if v is not None}
+
+
+def _present(**fields: Any) -> dict[str, Any]:
+    """A JSON body of the fields that were given: None means "leave unchanged / default"."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+class KmsClient:
+    """A signed-in (or not yet) connection to one KMA, verified against a pinned cluster CA.
+
+    `ca_pem` is the CA saved at first contact (`Trust.fetch`). Without it the CA is read from
+    the KMA again and must still match `ca_fingerprint`, so the pin is what is trusted either
+    way. Refuses (`TrustError`) a CA whose fingerprint is not `ca_fingerprint`.
+    `transport` replaces the network, for tests.
+    """
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        ca_pem: str | None = None,
+        ca_fingerprint: str,
+        timeout: float = 15,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        url = base_url(address)
+        if ca_pem is None:
+            ca_pem = Trust.fetch(address, timeout=timeout, transport=transport).ca_pem
+        actual = fingerprint_of(ca_pem)
+        if not same_fingerprint(actual, ca_fingerprint):
+            raise TrustError(
+                f"The cluster CA for {address} has fingerprint {actual}, not the pinned "
+                f"{ca_fingerprint}. This is not the cluster you trusted; do not sign in. If the "
+                "cluster CA really changed, confirm its new fingerprint with the KMA's "
+                "administrator and trust it again."
+            )
+        self._address = address
+        self._timeout = timeout
+        self._token: str | None = None
+        self._http = httpx.Client(
+            base_url=url,
+            verify=ssl_context_for(ca_pem),
+            timeout=timeout,
+            transport=transport,
+            headers={"Accept": "application/json"},
+        )
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    @property
+    def token(self) -> str | None:
+        """The session token, or None when not signed in."""
+        return self._token
+
+    def use_token(self, token: str | None) -> None:
+        """Resume a saved session (or forget it with None) without signing in again."""
+        self._token = token
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> KmsClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        signed_in = "signed in" if self._token else "not signed in"
+        return f"<KmsClient {self._address} {signed_in}>"
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: dict[str, Any] | None = None,
+        auth: bool = True,
+    ) -> httpx.Response:
+        headers = {}
+        token = self._token
+        if auth and token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        with translated_transport_errors(self._address, self._timeout):
+            response = self._http.request(method, path, params=params, json=body, headers=headers)
+        if response.is_error:
+            raise error_from_response(response)
+        return response
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        parse: Callable[[JsonObject], T],
+        *,
+        params: dict[str, str] | None = None,
+        body: dict[str, Any] | None = None,
+        auth: bool = True,
+    ) -> T:
+        response = self._request(method, path, params=params, body=body, auth=auth)
+        try:
+            return parse(response.json())
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise unreadable_response(response, exc) from exc
+
+    def _list(self, path: str, item: Callable[[JsonObject], T], params: dict[str, str]) -> Page[T]:
+        return self._call("GET", path, lambda d: Page.from_json(d, item), params=params)
+
+    # -- paging helpers -------------------------------------------------------------------------
+
+    @staticmethod
+    def iter_pages(list_method: Callable[..., Page[T]], /, **kw: Any) -> Iterator[Page[T]]:
+        """Every page of `list_method` (e.g. `client.list_keys`), following `next_cursor`."""
+        return iter_pages(list_method, **kw)
+
+    @staticmethod
+    def iter_all(list_method: Callable[..., Page[T]], /, **kw: Any) -> Iterator[T]:
+        """Every item of `list_method` across all pages."""
+        return iter_all(list_method, **kw)
+
+    # -- no sign-in -----------------------------------------------------------------------------
+
+    def status(self) -> Status:
+        return self._call("GET", "/status", Status.from_json)
+
+    def ca(self) -> CaInfo:
+        """The CA as this KMA reports it, over the verified connection."""
+        return self._call("GET", "/ca", CaInfo.from_json)
+
+    # -- session --------------------------------------------------------------------------------
+
+    def sign_in(self, user_id: str, passphrase: str) -> Session:
+        """Sign in and keep the token for later calls. Wrong credentials: `Unauthenticated`;
+        too many failures in a row: `LockedOut`."""
+        session = self._call(
+            "POST",
+            "/auth/sign-in",
+            Session.from_json,
+            body={"user_id": user_id, "passphrase": passphrase},
+            auth=False,
+        )
+        self._token = session.token
+        return session
+
+    def sign_out(self) -> None:
+        """End the session on the KMA and forget the token; an already expired session is fine."""
+        if self._token is None:
+            return
+        try:
+            self._request("POST", "/auth/sign-out")
+        except Unauthenticated:
+            pass
+        finally:
+            self._token = None
+
+    def me(self) -> User:
+        return self._call("GET", "/auth/me", User.from_json)
+
+    def dashboard(self) -> Dashboard:
+        return self._call("GET", "/dashboard", Dashboard.from_json)
+
+    # -- sites ----------------------------------------------------------------------------------
+
+    def list_sites(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+        **filters: FilterValue,
+    ) -> Page[Site]:
+        return self._list(
+            "/sites",
+            Site.from_json,
+            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+        )
+
+    def iter_sites(self, **kw: Any) -> Iterator[Site]:
+        return iter_all(self.list_sites, **kw)
+
+    def create_site(self, id: str, name: str, description: str | None = None) -> Site:
+        body = _present(id=id, name=name, description=description)
+        return self._call("POST", "/sites", Site.from_json, body=body)
+
+    def update_site(
+        self, id: str, *, name: str | None = None, description: str | None = None
+    ) -> Site:
+        body = _present(name=name, description=description)
+        return self._call("PATCH", f"/sites/{segment(id)}", Site.from_json, body=body)
+
+    def delete_site(self, id: str) -> None:
+        """`Conflict` while KMAs or agents still belong to the site."""
+        self._request("DELETE", f"/sites/{segment(id)}")
+
+    # -- KMAs -----------------------------------------------------------------------------------
+
+    def list_kmas(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+        **filters: FilterValue,
+    ) -> Page[Kma]:
+        return self._list(
+            "/kmas",
+            Kma.from_json,
+            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+        )
+
+    def iter_kmas(self, **kw: Any) -> Iterator[Kma]:
+        return iter_all(self.list_kmas, **kw)
+
+    def update_kma(
+        self,
+        id: str,
+        *,
+        name: str | None = None,
+        site_id: str | None = None,
+        key_pool_size: int | None = None,
+    ) -> Kma:
+        body = _present(name=name, site_id=site_id, key_pool_size=key_pool_size)
+        return self._call("PATCH", f"/kmas/{segment(id)}", Kma.from_json, body=body)
+
+    # -- users ----------------------------------------------------------------------------------
+
+    def list_users(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+        **filters: FilterValue,
+    ) -> Page[User]:
+        """Filters: `role`."""
+        return self._list(
+            "/users",
+            User.from_json,
+            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+        )
+
+    def iter_users(self, **kw: Any) -> Iterator[User]:
+        return iter_all(self.list_users, **kw)
+
+    def get_user(self, id: str) -> User:
+        return self._call("GET", f"/users/{segment(id)}", User.from_json)
+
+    def create_user(self, id: str, name: str, roles: Iterable[str], passphrase: str) -> User:
+        body = {"id": id, "name": name, "roles": list(roles), "passphrase": passphrase}
+        return self._call("POST", "/users", User.from_json, body=body)
+
+    def update_user(
+        self,
+        id: str,
+        *,
+        name: str | None = None,
+        roles: Iterable[str] | None = None,
+        enabled: bool | None = None,
+    ) -> User:
+        body = _present(name=name, roles=None if roles is None else list(roles), enabled=enabled)
+        return self._call("PATCH", f"/users/{segment(id)}", User.from_json, body=body)
+
+    def set_user_passphrase(self, id: str, passphrase: str) -> None:
+        self._request("PUT", f"/users/{segment(id)}/passphrase", body={"passphrase": passphrase})
+
+    # -- key policies ---------------------------------------------------------------------------
+
+    def list_key_policies(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+        **filters: FilterValue,
+    ) -> Page[KeyPolicy]:
+        return self._list(
+            "/key-policies",
+            KeyPolicy.from_json,
+            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+        )
+
+    def iter_key_policies(self, **kw: Any) -> Iterator[KeyPolicy]:
+        return iter_all(self.list_key_policies, **kw)
+
+    def get_key_policy(self, id: str) -> KeyPolicy:
+        return self._call("GET", f"/key-policies/{segment(id)}", KeyPolicy.from_json)
+
+    def create_key_policy(
+        self,
+        id: str,
+        *,
+        encryption_period: int,
+        cryptoperiod: int,
+        description: str | None = None,
+        allow_export: bool | None = None,
+        allow_import: bool | None = None,
+        agents_may_revoke: bool | None = None,
+    ) -> KeyPolicy:
+        """Periods are whole seconds, > 0, cryptoperiod >= encryption_period; fixed for good."""
+        body = _present(
+            id=id,
+            description=description,
+            encryption_period=encryption_period,
+            cryptoperiod=cryptoperiod,
+            allow_export=allow_export,
+            allow_import=allow_import,
+            agents_may_revoke=agents_may_revoke,
+        )
+        return self._call("POST", "/key-policies", KeyPolicy.from_json, body=body)
+
+    def update_key_policy(
+        self,
+        id: str,
+        *,
+        description: str | None = None,
+        allow_export: bool | None = None,
+        allow_import: bool | None = None,
+        agents_may_revoke: bool | None = None,
+    ) -> KeyPolicy:
+        """Periods cannot change once set, so they are not arguments here."""
+        body = _present(
+            description=description,
+            allow_export=allow_export,
+            allow_import=allow_import,
+            agents_may_revoke=agents_may_revoke,
+        )
+        return self._call("PATCH", f"/key-policies/{segment(id)}", KeyPolicy.from_json, body=body)
+
+    # -- key groups -----------------------------------------------------------------------------
+
+    def list_key_groups(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+        **filters: FilterValue,
+    ) -> Page[KeyGroup]:
+        return self._list(
+            "/key-groups",
+            KeyGroup.from_json,
+            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+        )
+
+    def iter_key_groups(self, **kw: Any) -> Iterator[KeyGroup]:
+        return iter_all(self.list_key_groups, **kw)
+
+    def get_key_group(self, id: str) -> KeyGroup:
+        return self._call("GET", f"/key-groups/{segment(id)}", KeyGroup.from_json)
+
+    def create_key_group(self, id: str, policy_id: str, description: str | None = None) -> KeyGroup:
+        body = _present(id=id, description=description, policy_id=policy_id)
+        return self._call("POST", "/key-groups", KeyGroup.from_json, body=body)
+
+    def update_key_group(self, id: str, *, description: str | None = None) -> KeyGroup:
+        body = _present(description=description)
+        return self._call("PATCH", f"/key-groups/{segment(id)}", KeyGroup.from_json, body=body)
+
+    def set_key_group_agents(self, id: str, agent_ids: Iterable[str]) -> KeyGroup:
+        """Replace the set of agents that may use the key group."""
+        body = {"agent_ids": list(agent_ids)}
+        return self._call("PUT", f"/key-groups/{segment(id)}/agents", KeyGroup.from_json, body=body)
+
+    # -- agents ---------------------------------------------------------------------------------
+
+    def list_agents(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+        **filters: FilterValue,
+    ) -> Page[Agent]:
+        """Filters: `site_id`, `enabled`."""
+        return self._list(
+            "/agents",
+            Agent.from_json,
+            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+        )
+
+    def iter_agents(self, **kw: Any) -> Iterator[Agent]:
+        return iter_all(self.list_agents, **kw)
+
+    def get_agent(self, id: str) -> Agent:
+        return self._call("GET", f"/agents/{segment(id)}", Agent.from_json)
+
+    def create_agent(
+        self,
+        id: str,
+        site_id: str,
+        default_key_group_id: str,
+        description: str | None = None,
+    ) -> Agent:
+        body = _present(
+            id=id,
+            description=description,
+            site_id=site_id,
+            default_key_group_id=default_key_group_id,
+        )
+        return self._call("POST", "/agents", Agent.from_json, body=body)
+
+    def update_agent(
+        self,
+        id: str,
+        *,
+        description: str | None = None,
+        site_id: str | None = None,
+        default_key_group_id: str | None = None,
+        enabled: bool | None = None,
+    ) -> Agent:
+        body = _present(
+            description=description,
+            site_id=site_id,
+            default_key_group_id=default_key_group_id,
+            enabled=enabled,
+        )
+        return self._call("PATCH", f"/agents/{segment(id)}", Agent.from_json, body=body)
+
+    def new_enrollment_passphrase(self, id: str) -> EnrollmentPassphrase:
+        """A new one-time passphrase for the agent (replaces any earlier one); shown once."""
+        return self._call(
+            "POST", f"/agents/{segment(id)}/enrollment-passphrase", EnrollmentPassphrase.from_json
+        )
+
+    # -- data units -----------------------------------------------------------------------------
+
+    def list_data_units(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+        **filters: FilterValue,
+    ) -> Page[DataUnit]:
+        """Filters: `state`."""
+        return self._list(
+            "/data-units",
+            DataUnit.from_json,
+            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+        )
+
+    def iter_data_units(self, **kw: Any) -> Iterator[DataUnit]:
+        return iter_all(self.list_data_units, **kw)
+
+    def get_data_unit(self, id: str) -> DataUnit:
+        return self._call("GET", f"/data-units/{segment(id)}", DataUnit.from_json)
+
+    def create_data_unit(self, id: str, description: str | None = None) -> DataUnit:
+        body = _present(id=id, description=description)
+        return self._call("POST", "/data-units", DataUnit.from_json, body=body)
+
+    def update_data_unit(self, id: str, *, description: str | None = None) -> DataUnit:
+        body = _present(description=description)
+        return self._call("PATCH", f"/data-units/{segment(id)}", DataUnit.from_json, body=body)
+
+    # -- keys -----------------------------------------------------------------------------------
+
+    def list_keys(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+        **filters: FilterValue,
+    ) -> Page[Key]:
+        """Filters: `state`, `key_group_id`, `data_unit_id`, `compromised`."""
+        return self._list(
+            "/keys",
+            Key.from_json,
+            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+        )
+
+    def iter_keys(self, **kw: Any) -> Iterator[Key]:
+        return iter_all(self.list_keys, **kw)
+
+    def get_key(self, id: str) -> Key:
+        return self._call("GET", f"/keys/{segment(id)}", Key.from_json)
+
+    def issue_key(self, key_group_id: str, data_unit_id: str) -> Key:
+        """Issue a key from this KMA's pool for the data unit, as an agent's request would."""
+        body = {"key_group_id": key_group_id, "data_unit_id": data_unit_id}
+        return self._call("POST", "/keys", Key.from_json, body=body)
+
+    def compromise_key(self, id: str, comment: str) -> Key:
+        return self._call(
+            "POST", f"/keys/{segment(id)}/compromise", Key.from_json, body={"comment": comment}
+        )
+
+    def destroy_key(self, id: str, comment: str) -> Key:
+        """`Conflict` unless the key is deactivated or compromised; comment 1..500 characters."""
+        return self._call(
+            "POST", f"/keys/{segment(id)}/destroy", Key.from_json, body={"comment": comment}
+        )
+
+    # -- audit ----------------------------------------------------------------------------------
+
+    def list_audit_events(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+        **filters: FilterValue,
+    ) -> Page[AuditEvent]:
+        """Newest first by default. Filters: `operation`, `severity`, `condition`,
+        `event_class`, `entity_id`, `kma_id`, `site_id`, `subject_type`, `subject_id`, `since`,
+        `until` (a `datetime` is sent as ISO 8601 UTC)."""
+        return self._list(
+            "/audit-events",
+            AuditEvent.from_json,
+            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+        )
+
+    def iter_audit_events(self, **kw: Any) -> Iterator[AuditEvent]:
+        return iter_all(self.list_audit_events, **kw)
+
+    def verify_audit_chain(self) -> ChainReport:
+        return self._call("GET", "/audit-events/verify", ChainReport.from_json)

@@ -1,0 +1,432 @@
+"""Response objects of the KMA management API (docs/api.md "Objects"), as frozen dataclasses.
+
+`from_json` reads only the keys it knows, so a newer KMA may add fields without breaking an older
+client. Times become timezone-aware `datetime`s (a time without an offset is taken as UTC, which is
+what the contract says every time is); lists become tuples so the objects are truly immutable.
+State, role, severity and similar enumerations stay plain strings: a newer KMA may add a value,
+and the constants below list the ones this client knows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
+
+JsonObject = Mapping[str, Any]
+T = TypeVar("T")
+
+ROLES = (
+    "security_officer",
+    "compliance_officer",
+    "operator",
+    "backup_operator",
+    "auditor",
+    "quorum_member",
+)
+DATA_UNIT_STATES = ("no_key", "readable_normal", "readable_needs_rekey", "shredded")
+KEY_STATES = (
+    "generated",
+    "ready",
+    "protect_and_process",
+    "process_only",
+    "deactivated",
+    "destroyed",
+)
+SEVERITIES = ("info", "warning", "error")
+CONDITIONS = ("success", "warning", "error")
+RETENTIONS = ("long", "medium", "short")
+
+
+def parse_time(value: str) -> datetime:
+    """An ISO 8601 time from the KMA as an aware `datetime` (UTC when no offset is given)."""
+    parsed = datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _opt_time(value: str | None) -> datetime | None:
+    return None if value is None else parse_time(value)
+
+
+def _strs(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value or ())
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a list: `next_cursor` is None on the last page; `total` counts every match."""
+
+    items: list[T]
+    next_cursor: str | None
+    total: int
+
+    @classmethod
+    def from_json(cls, d: JsonObject, item: Callable[[JsonObject], T]) -> Page[T]:
+        return cls(
+            items=[item(i) for i in d["items"]],
+            next_cursor=d.get("next_cursor"),
+            total=int(d["total"]),
+        )
+
+
+@dataclass(frozen=True)
+class Status:
+    cluster_name: str
+    kma_id: str
+    kma_name: str
+    site_id: str
+    version: str
+    locked: bool
+    autonomous_unlock: bool
+    time: datetime
+    warnings: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Status:
+        return cls(
+            cluster_name=d["cluster_name"],
+            kma_id=d["kma_id"],
+            kma_name=d["kma_name"],
+            site_id=d["site_id"],
+            version=d["version"],
+            locked=bool(d["locked"]),
+            autonomous_unlock=bool(d["autonomous_unlock"]),
+            time=parse_time(d["time"]),
+            warnings=_strs(d.get("warnings")),
+        )
+
+
+@dataclass(frozen=True)
+class User:
+    id: str
+    name: str
+    roles: tuple[str, ...]
+    enabled: bool
+    locked_until: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> User:
+        return cls(
+            id=d["id"],
+            name=d["name"],
+            roles=_strs(d["roles"]),
+            enabled=bool(d["enabled"]),
+            locked_until=_opt_time(d.get("locked_until")),
+            created_at=parse_time(d["created_at"]),
+            updated_at=parse_time(d["updated_at"]),
+        )
+
+
+@dataclass(frozen=True)
+class Session:
+    """A signed-in session. The token is a secret: it is left out of `repr`."""
+
+    token: str = field(repr=False)
+    expires_at: datetime
+    user: User
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Session:
+        return cls(
+            token=d["token"],
+            expires_at=parse_time(d["expires_at"]),
+            user=User.from_json(d["user"]),
+        )
+
+
+@dataclass(frozen=True)
+class Site:
+    id: str
+    name: str
+    description: str
+    created_at: datetime
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Site:
+        return cls(
+            id=d["id"],
+            name=d["name"],
+            description=d.get("description") or "",
+            created_at=parse_time(d["created_at"]),
+        )
+
+
+@dataclass(frozen=True)
+class Kma:
+    id: str
+    name: str
+    site_id: str
+    management_address: str
+    service_address: str
+    version: str
+    locked: bool
+    key_pool_size: int
+    pool_ready: int
+    created_at: datetime
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Kma:
+        return cls(
+            id=d["id"],
+            name=d["name"],
+            site_id=d["site_id"],
+            management_address=d["management_address"],
+            service_address=d["service_address"],
+            version=d["version"],
+            locked=bool(d["locked"]),
+            key_pool_size=int(d["key_pool_size"]),
+            pool_ready=int(d["pool_ready"]),
+            created_at=parse_time(d["created_at"]),
+        )
+
+
+@dataclass(frozen=True)
+class KeyPolicy:
+    """Periods are whole seconds and cannot change once the policy exists."""
+
+    id: str
+    description: str
+    encryption_period: int
+    cryptoperiod: int
+    allow_export: bool
+    allow_import: bool
+    agents_may_revoke: bool
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> KeyPolicy:
+        return cls(
+            id=d["id"],
+            description=d.get("description") or "",
+            encryption_period=int(d["encryption_period"]),
+            cryptoperiod=int(d["cryptoperiod"]),
+            allow_export=bool(d["allow_export"]),
+            allow_import=bool(d["allow_import"]),
+            agents_may_revoke=bool(d["agents_may_revoke"]),
+            created_at=parse_time(d["created_at"]),
+            updated_at=parse_time(d["updated_at"]),
+        )
+
+
+@dataclass(frozen=True)
+class KeyGroup:
+    id: str
+    description: str
+    policy_id: str
+    agent_ids: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> KeyGroup:
+        return cls(
+            id=d["id"],
+            description=d.get("description") or "",
+            policy_id=d["policy_id"],
+            agent_ids=_strs(d.get("agent_ids")),
+            created_at=parse_time(d["created_at"]),
+            updated_at=parse_time(d["updated_at"]),
+        )
+
+
+@dataclass(frozen=True)
+class Agent:
+    id: str
+    description: str
+    site_id: str
+    default_key_group_id: str
+    enabled: bool
+    enrolled: bool
+    enrollment_pending: bool
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Agent:
+        return cls(
+            id=d["id"],
+            description=d.get("description") or "",
+            site_id=d["site_id"],
+            default_key_group_id=d["default_key_group_id"],
+            enabled=bool(d["enabled"]),
+            enrolled=bool(d["enrolled"]),
+            enrollment_pending=bool(d["enrollment_pending"]),
+            created_at=parse_time(d["created_at"]),
+            updated_at=parse_time(d["updated_at"]),
+        )
+
+
+@dataclass(frozen=True)
+class DataUnit:
+    """A tape cartridge or other unit an agent encrypts; `id` is its volser or external ID."""
+
+    id: str
+    description: str
+    state: str
+    key_count: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> DataUnit:
+        return cls(
+            id=d["id"],
+            description=d.get("description") or "",
+            state=d["state"],
+            key_count=int(d["key_count"]),
+            created_at=parse_time(d["created_at"]),
+            updated_at=parse_time(d["updated_at"]),
+        )
+
+
+@dataclass(frozen=True)
+class Key:
+    """A key's metadata; key material never leaves the KMA through this API."""
+
+    id: str
+    key_group_id: str | None
+    data_unit_id: str | None
+    kma_id: str
+    algorithm: str
+    state: str
+    compromised: bool
+    created_at: datetime
+    activated_at: datetime | None
+    protect_until: datetime | None
+    deactivate_at: datetime | None
+    destroyed_at: datetime | None
+    destroy_comment: str | None
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Key:
+        return cls(
+            id=d["id"],
+            key_group_id=d.get("key_group_id"),
+            data_unit_id=d.get("data_unit_id"),
+            kma_id=d["kma_id"],
+            algorithm=d["algorithm"],
+            state=d["state"],
+            compromised=bool(d["compromised"]),
+            created_at=parse_time(d["created_at"]),
+            activated_at=_opt_time(d.get("activated_at")),
+            protect_until=_opt_time(d.get("protect_until")),
+            deactivate_at=_opt_time(d.get("deactivate_at")),
+            destroyed_at=_opt_time(d.get("destroyed_at")),
+            destroy_comment=d.get("destroy_comment"),
+        )
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    id: int
+    kma_id: str
+    chain_seq: int
+    created_at: datetime
+    site_id: str
+    operation: str
+    severity: str
+    condition: str
+    event_class: str
+    entity_id: str
+    entity_address: str
+    message: str
+    retention: str
+    subject_type: str | None
+    subject_id: str | None
+    hash: str
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> AuditEvent:
+        return cls(
+            id=int(d["id"]),
+            kma_id=d["kma_id"],
+            chain_seq=int(d["chain_seq"]),
+            created_at=parse_time(d["created_at"]),
+            site_id=d["site_id"],
+            operation=d["operation"],
+            severity=d["severity"],
+            condition=d["condition"],
+            event_class=d["event_class"],
+            entity_id=d["entity_id"],
+            entity_address=d["entity_address"],
+            message=d["message"],
+            retention=d["retention"],
+            subject_type=d.get("subject_type"),
+            subject_id=d.get("subject_id"),
+            hash=d["hash"],
+        )
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    cluster_name: str
+    sites: int
+    kmas: tuple[Kma, ...]
+    keys_by_state: Mapping[str, int]
+    data_units: int
+    agents: int
+    users: int
+    pending_quorum_operations: int
+    warnings: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> Dashboard:
+        return cls(
+            cluster_name=d["cluster_name"],
+            sites=int(d["sites"]),
+            kmas=tuple(Kma.from_json(k) for k in d.get("kmas") or ()),
+            keys_by_state={str(k): int(v) for k, v in (d.get("keys_by_state") or {}).items()},
+            data_units=int(d["data_units"]),
+            agents=int(d["agents"]),
+            users=int(d["users"]),
+            pending_quorum_operations=int(d["pending_quorum_operations"]),
+            warnings=_strs(d.get("warnings")),
+        )
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """Result of checking the audit hash chain; `intact` False means an event was altered."""
+
+    intact: bool
+    events_checked: int
+    first_bad_event_id: int | None
+    reason: str | None
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> ChainReport:
+        bad = d.get("first_bad_event_id")
+        return cls(
+            intact=bool(d["intact"]),
+            events_checked=int(d["events_checked"]),
+            first_bad_event_id=None if bad is None else int(bad),
+            reason=d.get("reason"),
+        )
+
+
+@dataclass(frozen=True)
+class EnrollmentPassphrase:
+    """A one-time agent enrollment passphrase, shown once; left out of `repr`."""
+
+    agent_id: str
+    passphrase: str = field(repr=False)
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> EnrollmentPassphrase:
+        return cls(agent_id=d["agent_id"], passphrase=d["passphrase"])
+
+
+@dataclass(frozen=True)
+class CaInfo:
+    """The cluster CA as the KMA describes it (`GET /ca`); not yet checked by this client."""
+
+    ca_pem: str
+    fingerprint: str
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> CaInfo:
+        return cls(ca_pem=d["ca_pem"], fingerprint=d["fingerprint"])

@@ -1,0 +1,97 @@
+"""Trust on first use of a cluster CA, and TLS settings that trust only that CA.
+
+The first contact with a KMA cannot verify anything: `Trust.fetch` reads the CA over unverified
+TLS and recomputes its fingerprint, so a person can compare it with the one `kma serve` printed.
+From then on the client pins that fingerprint and verifies every connection against that CA only.
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+
+import httpx
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+
+from ._http import base_url, error_from_response, translated_transport_errors, unreadable_response
+from .errors import TrustError
+from .models import CaInfo
+
+
+def fingerprint_of(ca_pem: str) -> str:
+    """`SHA256:AB:CD:...`: SHA-256 of the certificate's DER, the string `kma serve` prints."""
+    try:
+        cert = x509.load_pem_x509_certificate(ca_pem.encode("ascii"))
+    except (ValueError, UnicodeEncodeError, AttributeError) as exc:
+        raise TrustError(f"The cluster CA is not a valid PEM certificate ({exc}).") from exc
+    digest = cert.fingerprint(hashes.SHA256())
+    return "SHA256:" + ":".join(f"{b:02X}" for b in digest)
+
+
+def normalize_fingerprint(fingerprint: str) -> str:
+    """A fingerprint in canonical form, so a pasted lowercase or space-padded one still matches."""
+    return fingerprint.strip().upper()
+
+
+def same_fingerprint(a: str, b: str) -> bool:
+    return normalize_fingerprint(a) == normalize_fingerprint(b)
+
+
+def ssl_context_for(ca_pem: str) -> ssl.SSLContext:
+    """A client context that trusts `ca_pem` only (no system CAs), checks the host name and
+    refuses anything older than TLS 1.2."""
+    try:
+        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cadata=ca_pem)
+    except ssl.SSLError as exc:
+        raise TrustError(f"The cluster CA cannot be loaded ({exc}).") from exc
+    ctx.check_hostname = True
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
+@dataclass(frozen=True)
+class Trust:
+    """A cluster CA read on first contact; `fingerprint` is recomputed here, not the server's."""
+
+    ca_pem: str
+    fingerprint: str
+
+    @classmethod
+    def from_pem(cls, ca_pem: str) -> Trust:
+        return cls(ca_pem=ca_pem, fingerprint=fingerprint_of(ca_pem))
+
+    @classmethod
+    def fetch(
+        cls,
+        address: str,
+        timeout: float = 5,
+        *,
+        transport: httpx.BaseTransport | None = None,
+    ) -> Trust:
+        """GET https://ADDRESS/api/v1/ca without verifying TLS (trust on first use).
+
+        Raises `TrustError` if the CA's fingerprint is not the one the KMA claims for it,
+        `KmaUnreachable` if the KMA does not answer. Show `fingerprint` to the user to compare
+        with the one the KMA printed before pinning it. `transport` is for tests.
+        """
+        url = base_url(address) + "/ca"
+        with (
+            httpx.Client(verify=False, timeout=timeout, transport=transport) as http,  # noqa: S501
+            translated_transport_errors(address, timeout),
+        ):
+            response = http.get(url, headers={"Accept": "application/json"})
+        if response.is_error:
+            raise error_from_response(response)
+        try:
+            info = CaInfo.from_json(response.json())
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise unreadable_response(response, exc) from exc
+        trust = cls.from_pem(info.ca_pem)
+        if not same_fingerprint(trust.fingerprint, info.fingerprint):
+            raise TrustError(
+                f"The KMA at {address} claims its CA has fingerprint {info.fingerprint}, but the "
+                f"certificate it sent has {trust.fingerprint}. Do not trust this server."
+            )
+        return trust
