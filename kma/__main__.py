@@ -1,0 +1,3 @@
+from kma.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The management API: thin FastAPI routers over the service layer."""

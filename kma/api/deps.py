@@ -1,0 +1,82 @@
+"""Typed dependencies: the appliance, the signed-in actor, and role checks on every route."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends, Query, Request
+
+from kma.appliance import Appliance
+from kma.domain.actor import Actor
+from kma.domain.roles import GRANTS, Permission, allows
+from kma.errors import Forbidden, Unauthenticated
+from kma.services import auth
+from kma.services.paging import PageRequest
+
+
+def get_appliance(request: Request) -> Appliance:
+    kma: Appliance = request.app.state.kma
+    return kma
+
+
+Kma = Annotated[Appliance, Depends(get_appliance)]
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def bearer_token(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated("Sign in first: this request carries no session token.")
+    return token.strip()
+
+
+Token = Annotated[str, Depends(bearer_token)]
+
+
+def current_actor(request: Request, kma: Kma, token: Token) -> Actor:
+    actor = auth.authenticate(kma, token, client_address(request))
+    request.state.actor = actor  # so a refusal later in the request is audited under this user
+    return actor
+
+
+CurrentActor = Annotated[Actor, Depends(current_actor)]
+
+
+def require(permission: Permission) -> Callable[[Actor], Actor]:
+    """A dependency that lets only the roles granted `permission` through."""
+
+    def check(actor: CurrentActor) -> Actor:
+        if not allows(actor.roles, permission):
+            roles = ", ".join(sorted(GRANTS[permission]))
+            raise Forbidden(f"Your roles do not allow this; it needs one of: {roles}.")
+        return actor
+
+    return check
+
+
+def page_request(
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    q: Annotated[str | None, Query(max_length=200)] = None,
+    sort: Annotated[str | None, Query(max_length=64)] = None,
+    order: Annotated[str | None, Query(pattern="^(asc|desc)$")] = None,
+) -> PageRequest:
+    return PageRequest(limit=limit, cursor=cursor, q=q, sort=sort, order=order)
+
+
+Paging = Annotated[PageRequest, Depends(page_request)]
+
+
+def with_filters(req: PageRequest, **filters: str | bool | int | None) -> PageRequest:
+    given = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in filters.items() if v is not None}
+    return PageRequest(req.limit, req.cursor, req.q, req.sort, req.order, given)
+
+
+def role(permission: Permission) -> type[Actor]:
+    """`actor: role(Permission.X)` in a route signature: the signed-in actor, checked."""
+    return Annotated[Actor, Depends(require(permission))]  # type: ignore[return-value]

@@ -1,0 +1,75 @@
+"""Every error leaves as `{"error": {"code", "message"}}`, and every refusal is audited.
+
+Internal failures are logged in full and reported to the client only as a generic message
+(PyKMIP's engine does the same with result codes).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from kma.appliance import Appliance
+from kma.audit.record import Condition
+from kma.domain.actor import Actor
+from kma.errors import KmaError
+
+log = logging.getLogger(__name__)
+
+
+def error_response(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def _audit_refusal(request: Request, code: str, message: str) -> None:
+    kma: Appliance = request.app.state.kma
+    actor = getattr(request.state, "actor", None)
+    if actor is None:
+        host = request.client.host if request.client else "unknown"
+        actor = Actor("anonymous", host)
+    try:
+        kma.audit(actor, "api.refused", f"{request.method} {request.url.path[:200]}: {code}: {message}",
+                  Condition.ERROR, event_class="security" if code in ("unauthenticated", "forbidden") else "api")
+    except Exception:  # the refusal still goes out; the failure is in the log
+        log.exception("could not audit a refusal")
+
+
+def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
+    errors = exc.errors()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return 400, "bad_request", "The request body is not valid JSON."
+    first = errors[0] if errors else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "request"
+    return 422, "validation_failed", f"{where}: {first.get('msg', 'is not valid')}."
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(KmaError)
+    async def kma_error(request: Request, exc: KmaError) -> JSONResponse:
+        if not exc.audited:
+            _audit_refusal(request, exc.code, exc.message)
+        return error_response(exc.status, exc.code, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        status, code, message = _validation_message(exc)
+        _audit_refusal(request, code, message)
+        return error_response(status, code, message)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        codes = {404: "not_found", 405: "bad_request", 413: "payload_too_large", 401: "unauthenticated"}
+        code = codes.get(exc.status_code, "bad_request")
+        message = {404: "There is no such route.", 405: "That method is not allowed here."}.get(
+            exc.status_code, str(exc.detail))
+        _audit_refusal(request, code, message)
+        return error_response(exc.status_code, code, message)
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("internal error on %s %s", request.method, request.url.path)
+        return error_response(500, "internal", "The KMA could not complete this request; the details are in its log.")

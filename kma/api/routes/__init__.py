@@ -1,0 +1,8 @@
+"""One router per area; `ROUTERS` is the list the app mounts under /api/v1."""
+
+from __future__ import annotations
+
+from kma.api.routes import agents, audit, auth, data_units, keys, kmas, policies, sites, status, users
+
+ROUTERS = [status.router, auth.router, sites.router, kmas.router, users.router, policies.router,
+           agents.router, data_units.router, keys.router, audit.router]  # fmt: skip

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from kma.api import schemas
+from kma.api.deps import Kma, role
+from kma.crypto import fingerprint
+from kma.domain.roles import Permission
+from kma.services import dashboard
+
+router = APIRouter(tags=["status"])
+
+
+@router.get("/status", response_model=schemas.Status)
+def get_status(kma: Kma) -> dict[str, object]:
+    return dashboard.status(kma)
+
+
+@router.get("/ca", response_model=schemas.CaInfo)
+def get_ca(kma: Kma) -> dict[str, object]:
+    pem = kma.data_dir.ca_cert.read_bytes()
+    return {"ca_pem": pem.decode(), "fingerprint": fingerprint(pem)}
+
+
+@router.get("/dashboard", response_model=schemas.Dashboard)
+def get_dashboard(kma: Kma, actor: role(Permission.SIGNED_IN)) -> dict[str, object]:
+    return dashboard.dashboard(kma)

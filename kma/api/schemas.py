@@ -1,0 +1,311 @@
+"""Request and response bodies. Requests refuse unknown fields; responses never carry key material."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Generic, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+
+
+def _from_epoch(value: Any) -> Any:
+    return datetime.fromtimestamp(value, UTC) if isinstance(value, int) else value
+
+
+Time = Annotated[
+    datetime,
+    BeforeValidator(_from_epoch),
+    PlainSerializer(lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ"), return_type=str),
+]
+Id = Annotated[str, Field(min_length=1, max_length=64)]
+Text = Annotated[str, Field(max_length=200)]
+Passphrase = Annotated[str, Field(min_length=1, max_length=256)]
+Comment = Annotated[str, Field(min_length=1, max_length=500)]
+Period = Annotated[int, Field(gt=0, le=100 * 365 * 86400)]
+T = TypeVar("T")
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Response(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class Page(Response, Generic[T]):
+    items: list[T]
+    next_cursor: str | None
+    total: int
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class Error(BaseModel):
+    error: ErrorBody
+
+
+# --- responses -------------------------------------------------------------------------
+class Status(Response):
+    cluster_name: str
+    kma_id: str
+    kma_name: str
+    site_id: str
+    version: str
+    locked: bool
+    autonomous_unlock: bool
+    time: Time
+    warnings: list[str]
+
+
+class CaInfo(Response):
+    ca_pem: str
+    fingerprint: str
+
+
+class User(Response):
+    id: str
+    name: str
+    roles: list[str]
+    enabled: bool
+    locked_until: Time | None
+    created_at: Time
+    updated_at: Time
+
+
+class Session(Response):
+    token: str
+    expires_at: Time
+    user: User
+
+
+class Site(Response):
+    id: str
+    name: str
+    description: str
+    created_at: Time
+
+
+class Kma(Response):
+    id: str
+    name: str
+    site_id: str
+    management_address: str
+    service_address: str
+    version: str
+    locked: bool
+    key_pool_size: int
+    pool_ready: int
+    created_at: Time
+
+
+class KeyPolicy(Response):
+    id: str
+    description: str
+    encryption_period: int
+    cryptoperiod: int
+    allow_export: bool
+    allow_import: bool
+    agents_may_revoke: bool
+    created_at: Time
+    updated_at: Time
+
+
+class KeyGroup(Response):
+    id: str
+    description: str
+    policy_id: str
+    agent_ids: list[str]
+    created_at: Time
+    updated_at: Time
+
+
+class Agent(Response):
+    id: str
+    description: str
+    site_id: str
+    default_key_group_id: str
+    enabled: bool
+    enrolled: bool
+    enrollment_pending: bool
+    created_at: Time
+    updated_at: Time
+
+
+class EnrollmentPassphrase(Response):
+    agent_id: str
+    passphrase: str
+
+
+class DataUnit(Response):
+    id: str
+    description: str
+    state: str
+    key_count: int
+    created_at: Time
+    updated_at: Time
+
+
+class Key(Response):
+    id: str
+    key_group_id: str | None
+    data_unit_id: str | None
+    agent_id: str | None
+    kma_id: str
+    algorithm: str
+    state: str
+    compromised: bool
+    created_at: Time
+    activated_at: Time | None
+    protect_until: Time | None
+    deactivate_at: Time | None
+    compromised_at: Time | None
+    destroyed_at: Time | None
+    destroy_comment: str | None
+
+
+class AuditEvent(Response):
+    id: int
+    kma_id: str
+    chain_seq: int
+    created_at: Time
+    site_id: str
+    operation: str
+    severity: str
+    condition: str
+    event_class: str
+    entity_id: str
+    entity_address: str
+    message: str
+    retention: str
+    subject_type: str | None
+    subject_id: str | None
+    hash: str
+
+
+class ChainReport(Response):
+    intact: bool
+    events_checked: int
+    first_bad_event_id: int | None
+    reason: str | None
+
+
+class Dashboard(Response):
+    cluster_name: str
+    sites: int
+    kmas: list[Kma]
+    keys_by_state: dict[str, int]
+    data_units: int
+    agents: int
+    users: int
+    pending_quorum_operations: int
+    warnings: list[str]
+
+
+# --- requests --------------------------------------------------------------------------
+class SignIn(Request):
+    user_id: Annotated[str, Field(min_length=1, max_length=256)]
+    passphrase: Passphrase
+
+
+class SiteCreate(Request):
+    id: Id
+    name: Text
+    description: Text = ""
+
+
+class SitePatch(Request):
+    name: Text | None = None
+    description: Text | None = None
+
+
+class KmaPatch(Request):
+    name: Text | None = None
+    site_id: Id | None = None
+    key_pool_size: Annotated[int, Field(ge=0, le=100_000)] | None = None
+
+
+class UserCreate(Request):
+    id: Id
+    name: Text
+    roles: list[str]
+    passphrase: Passphrase
+
+
+class UserPatch(Request):
+    name: Text | None = None
+    roles: list[str] | None = None
+    enabled: bool | None = None
+
+
+class PassphraseBody(Request):
+    passphrase: Passphrase
+
+
+class PolicyCreate(Request):
+    id: Id
+    description: Text = ""
+    encryption_period: Period
+    cryptoperiod: Period
+    allow_export: bool = False
+    allow_import: bool = False
+    agents_may_revoke: bool = False
+
+
+class PolicyPatch(Request):
+    description: Text | None = None
+    allow_export: bool | None = None
+    allow_import: bool | None = None
+    agents_may_revoke: bool | None = None
+    # Accepted only to be refused with a clear 409: periods never change once set.
+    encryption_period: int | None = None
+    cryptoperiod: int | None = None
+
+
+class GroupCreate(Request):
+    id: Id
+    description: Text = ""
+    policy_id: Id
+
+
+class GroupPatch(Request):
+    description: Text | None = None
+
+
+class GroupAgents(Request):
+    agent_ids: Annotated[list[Id], Field(max_length=10_000)]
+
+
+class AgentCreate(Request):
+    id: Id
+    description: Text = ""
+    site_id: Id
+    default_key_group_id: Id
+
+
+class AgentPatch(Request):
+    description: Text | None = None
+    site_id: Id | None = None
+    default_key_group_id: Id | None = None
+    enabled: bool | None = None
+
+
+class DataUnitCreate(Request):
+    id: Id
+    description: Text = ""
+
+
+class DataUnitPatch(Request):
+    description: Text | None = None
+
+
+class KeyIssue(Request):
+    key_group_id: Id
+    data_unit_id: Id
+
+
+class CommentBody(Request):
+    comment: Comment

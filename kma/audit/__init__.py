@@ -1,0 +1,1 @@
+"""The audit trail: every operation, allowed or refused, as a hash-chained event."""

@@ -1,0 +1,115 @@
+"""The hash chain over audit events.
+
+Each KMA appends to its own chain (kma_id, chain_seq 1, 2, ...): each event's hash covers its
+fields and the previous event's hash, and the head (last seq and hash) is stored beside the
+events, so a changed, removed or truncated event breaks verification. Only the store's writer
+thread appends, so the in-memory head needs no lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kma.audit.record import AuditRecord
+from kma.clock import Clock
+from kma.store.batch import Stmt
+
+GENESIS = "0" * 64
+HASHED_FIELDS = (
+    "kma_id", "chain_seq", "created_at", "site_id", "operation", "severity", "condition",
+    "event_class", "entity_id", "entity_address", "message", "retention", "subject_type",
+    "subject_id", "prev_hash",
+)  # fmt: skip
+
+
+def event_hash(event: Mapping[str, Any]) -> str:
+    canonical = json.dumps([event[f] for f in HASHED_FIELDS], ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class AuditChain:
+    def __init__(self, kma_id: str, site_id: str, clock: Clock) -> None:
+        self.kma_id = kma_id
+        self.site_id = site_id
+        self.clock = clock
+        self.seq = 0
+        self.head = GENESIS
+
+    def load_head(self, conn: sqlite3.Connection) -> None:
+        row = conn.execute(
+            "SELECT chain_seq, hash FROM audit_heads WHERE kma_id = ?", (self.kma_id,)
+        ).fetchone()
+        self.seq, self.head = (row[0], row[1]) if row else (0, GENESIS)
+
+    def append(self, record: AuditRecord) -> list[Stmt]:
+        """The statements that append `record`; the head advances now (writer thread only)."""
+        event: dict[str, Any] = {
+            "kma_id": self.kma_id,
+            "chain_seq": self.seq + 1,
+            "created_at": self.clock.now(),
+            "site_id": self.site_id,
+            "operation": record.operation,
+            "severity": record.severity,
+            "condition": str(record.condition),
+            "event_class": record.event_class,
+            "entity_id": record.entity_id,
+            "entity_address": record.entity_address,
+            "message": record.message,
+            "retention": str(record.retention),
+            "subject_type": record.subject_type,
+            "subject_id": record.subject_id,
+            "prev_hash": self.head,
+        }
+        event["hash"] = event_hash(event)
+        self.seq, self.head = event["chain_seq"], event["hash"]
+        columns = ", ".join(event)
+        marks = ", ".join(f":{c}" for c in event)
+        return [
+            Stmt(f"INSERT INTO audit_events ({columns}) VALUES ({marks})", event),
+            Stmt(
+                "INSERT INTO audit_heads (kma_id, chain_seq, hash) VALUES (?, ?, ?) "
+                "ON CONFLICT (kma_id) DO UPDATE SET chain_seq = excluded.chain_seq, "
+                "hash = excluded.hash",
+                (self.kma_id, self.seq, self.head),
+            ),
+        ]
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    intact: bool
+    events_checked: int
+    first_bad_event_id: int | None = None
+    reason: str | None = None
+
+
+def verify_events(events: Iterable[Mapping[str, Any]], heads: Mapping[str, tuple[int, str]]) -> ChainReport:
+    """Check every chain: hashes, links, no gaps, and each chain ends at its recorded head.
+
+    `events` must come ordered by (kma_id, chain_seq).
+    """
+    checked = 0
+    last: dict[str, tuple[int, str]] = {}
+    for event in events:
+        checked += 1
+        kma_id = event["kma_id"]
+        seq, prev = last.get(kma_id, (0, GENESIS))
+        if event["chain_seq"] != seq + 1:
+            return ChainReport(False, checked, event["id"], f"event missing before #{event['id']} (KMA {kma_id})")
+        if event["prev_hash"] != prev:
+            return ChainReport(False, checked, event["id"], f"event #{event['id']} does not follow the one before it")
+        if event_hash(event) != event["hash"]:
+            return ChainReport(False, checked, event["id"], f"event #{event['id']} was changed after it was written")
+        last[kma_id] = (event["chain_seq"], event["hash"])
+    for kma_id, head in heads.items():
+        if last.get(kma_id, (0, GENESIS)) != tuple(head):
+            return ChainReport(False, checked, None, f"events at the end of KMA {kma_id}'s chain are missing")
+    for kma_id in last:
+        if kma_id not in heads:
+            return ChainReport(False, checked, None, f"the recorded head of KMA {kma_id}'s chain is missing")
+    return ChainReport(True, checked)

@@ -1,0 +1,225 @@
+"""First set-up of a new KMA that creates a new cluster (QuickStart, from an answers file).
+
+It makes the cluster CA and this KMA's certificate, a random root secret split M-of-N among
+the key split members (each share sealed under that member's passphrase), the master key
+(wrapped under the root secret, and under a local unlock key when autonomous unlock is on), the
+first site, this KMA and the initial Security Officer, all recorded in the audit trail.
+"""
+
+from __future__ import annotations
+
+import secrets
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kma.clock import Clock
+from kma.crypto import WrappingKey, create_cluster_ca, hash_passphrase, issue_server_certificate
+from kma.crypto import seal_share, split_secret
+from kma.datadir import DataDir, Identity, write_private
+from kma.domain.actor import Actor
+from kma.domain.roles import Role
+from kma.domain.validation import check_id, check_passphrase, check_text
+from kma.errors import Conflict, ValidationFailed
+from kma.store import Stmt
+from kma.vault import wrap_master_for_root
+
+MAX_SPLIT_MEMBERS = 10
+DEFAULT_POOL = 1000
+
+
+@dataclass(frozen=True)
+class SplitMember:
+    name: str
+    passphrase: str
+
+
+@dataclass(frozen=True)
+class Answers:
+    cluster_name: str
+    site_id: str
+    site_name: str
+    kma_id: str
+    kma_name: str
+    management_address: str
+    service_address: str
+    officer_id: str
+    officer_name: str
+    officer_passphrase: str
+    threshold: int
+    members: tuple[SplitMember, ...]
+    autonomous_unlock: bool = True
+    key_pool_size: int = DEFAULT_POOL
+    time_server: str = ""
+
+
+def check_key_split(threshold: Any, members: tuple[SplitMember, ...]) -> None:
+    """The rules of a key split configuration, each refusal with its reason."""
+    if not members:
+        raise ValidationFailed("The key split needs at least one member.")
+    if len(members) > MAX_SPLIT_MEMBERS:
+        raise ValidationFailed(f"The key split can have at most {MAX_SPLIT_MEMBERS} members, not {len(members)}.")
+    if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1:
+        raise ValidationFailed("The key split threshold must be a whole number of at least 1.")
+    if threshold > len(members):
+        raise ValidationFailed(
+            f"The threshold ({threshold}) cannot exceed the number of members ({len(members)})."
+        )
+    names = [m.name for m in members]
+    if len(set(names)) != len(names):
+        raise ValidationFailed("Each key split member must have a different name.")
+    for member in members:
+        check_id(member.name, "A key split member's name")
+        if not member.passphrase:
+            raise ValidationFailed(f"Key split member '{member.name}' has an empty passphrase.")
+        check_passphrase(member.passphrase, f"The passphrase of key split member '{member.name}'")
+
+
+def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
+    value = data.get(name)
+    if not isinstance(value, dict):
+        raise ValidationFailed(f"The answers file needs a [{name}] table.")
+    return value
+
+
+def _str(table: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
+    value = table.get(key, default)
+    if not isinstance(value, str):
+        raise ValidationFailed(f"'{key}' in {where} must be a string.")
+    return value
+
+
+def parse_answers(text: str) -> Answers:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValidationFailed(f"The answers file is not valid TOML: {exc}.") from None
+    site, kma, officer, split = (_table(data, n) for n in ("site", "kma", "security_officer", "key_split"))
+    raw_members = split.get("members")
+    if not isinstance(raw_members, list) or not all(isinstance(m, dict) for m in raw_members):
+        raise ValidationFailed("[key_split] needs [[key_split.members]] entries with a name and a passphrase.")
+    members = tuple(SplitMember(_str(m, "name", "a key split member"), _str(m, "passphrase", "a key split member"))
+                    for m in raw_members)  # fmt: skip
+    pool = data.get("key_pool_size", DEFAULT_POOL)
+    unlock = data.get("autonomous_unlock", True)
+    if not isinstance(pool, int) or isinstance(pool, bool) or not 0 <= pool <= 100_000:
+        raise ValidationFailed("key_pool_size must be a whole number from 0 to 100,000.")
+    if not isinstance(unlock, bool):
+        raise ValidationFailed("autonomous_unlock must be true or false.")
+    answers = Answers(
+        cluster_name=_str(data, "cluster_name", "the answers file"),
+        site_id=_str(site, "id", "[site]"),
+        site_name=_str(site, "name", "[site]", _str(site, "id", "[site]")),
+        kma_id=_str(kma, "id", "[kma]"),
+        kma_name=_str(kma, "name", "[kma]", _str(kma, "id", "[kma]")),
+        management_address=_str(kma, "management_address", "[kma]", "127.0.0.1:8443"),
+        service_address=_str(kma, "service_address", "[kma]", "127.0.0.1:5696"),
+        officer_id=_str(officer, "id", "[security_officer]"),
+        officer_name=_str(officer, "name", "[security_officer]", _str(officer, "id", "[security_officer]")),
+        officer_passphrase=_str(officer, "passphrase", "[security_officer]"),
+        threshold=split.get("threshold"),  # type: ignore[arg-type]  # checked below
+        members=members,
+        autonomous_unlock=unlock,
+        key_pool_size=pool,
+        time_server=_str(data, "time_server", "the answers file", ""),
+    )
+    check_answers(answers)
+    return answers
+
+
+def _check_address(address: str, what: str) -> None:
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValidationFailed(f"{what} must be HOST:PORT, not '{address}'.")
+
+
+def check_answers(a: Answers) -> None:
+    check_text(a.cluster_name, "The cluster name", required=True)
+    check_id(a.site_id, "The site ID")
+    check_text(a.site_name, "The site name", required=True)
+    check_id(a.kma_id, "The KMA ID")
+    check_text(a.kma_name, "The KMA name", required=True)
+    _check_address(a.management_address, "The management address")
+    _check_address(a.service_address, "The service address")
+    check_id(a.officer_id, "The Security Officer's user ID")
+    check_text(a.officer_name, "The Security Officer's name", required=True)
+    check_passphrase(a.officer_passphrase, "The Security Officer's passphrase")
+    check_key_split(a.threshold, a.members)
+
+
+def initialise(data_dir: DataDir, answers: Answers, clock: Clock | None = None) -> None:
+    """Create a new cluster in `data_dir`; refuses a directory that already holds a KMA."""
+    from kma.appliance import Appliance
+
+    check_answers(answers)
+    if data_dir.is_initialised() or data_dir.db.exists():
+        raise Conflict(f"{data_dir.root} already holds a KMA; choose an empty directory.")
+    data_dir.root.mkdir(parents=True, exist_ok=True)
+
+    ca = create_cluster_ca(answers.cluster_name)
+    hosts = {addr.rpartition(":")[0].strip("[]") for addr in (answers.management_address, answers.service_address)}
+    server = issue_server_certificate(ca, answers.kma_id, sorted(h for h in hosts if h not in ("0.0.0.0", "::")))
+    data_dir.ca_cert.parent.mkdir(parents=True, exist_ok=True)
+    data_dir.ca_cert.write_bytes(ca.cert_pem)
+    data_dir.server_cert.write_bytes(server.cert_pem + ca.cert_pem)
+    write_private(data_dir.server_key, server.key_pem)
+
+    root_secret = secrets.token_bytes(32)
+    master = WrappingKey.generate()
+    shares = split_secret(root_secret, answers.threshold, len(answers.members))
+    identity = Identity(answers.kma_id, answers.site_id, answers.management_address, answers.service_address)
+    data_dir.identity_file.write_text(identity.to_toml(), encoding="utf-8")
+
+    autounlock = None
+    if answers.autonomous_unlock:
+        local = WrappingKey.generate()
+        write_private(data_dir.unlock_key, local.raw())
+        autounlock = local.wrap(f"autounlock:{answers.kma_id}", master.raw())
+
+    kma = Appliance(data_dir, clock)
+    try:
+        now = kma.clock.now()
+        installer = Actor("installer", "local console", kind="kma")
+        statements = [
+            Stmt("INSERT INTO cluster (id, name, created_at, master_wrapped_by_root, ca_cert_pem, "
+                 "ca_key_wrapped, split_threshold) VALUES (1, ?, ?, ?, ?, ?, ?)",
+                 (answers.cluster_name, now, wrap_master_for_root(root_secret, master),
+                  ca.cert_pem.decode(), master.wrap("cluster-ca-key", ca.key_pem), answers.threshold)),
+            Stmt("INSERT INTO sites (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                 (answers.site_id, answers.site_name, now, now)),
+            Stmt("INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
+                 "key_pool_size, autounlock_master, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (answers.kma_id, answers.kma_name, answers.site_id, answers.management_address,
+                  answers.service_address, _version(), answers.key_pool_size, autounlock, now, now)),
+            Stmt("INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
+                 "VALUES (?, ?, ?, ?, ?, ?)",
+                 (answers.officer_id, answers.officer_name, str(Role.SECURITY_OFFICER),
+                  hash_passphrase(answers.officer_passphrase), now, now)),
+        ] + [
+            Stmt("INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, 1)",
+                 (m.name, seal_share(share, m.name, m.passphrase)))
+            for m, share in zip(answers.members, shares, strict=True)
+        ]  # fmt: skip
+        kma.commit(installer, "cluster.create", statements,
+                   f"created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' at site "
+                   f"'{answers.site_id}'; key split {answers.threshold} of {len(answers.members)}; "
+                   f"autonomous unlock {'on' if answers.autonomous_unlock else 'off'}; key pool "
+                   f"{answers.key_pool_size}" + (f"; time server {answers.time_server}" if answers.time_server else ""),
+                   ("kma", answers.kma_id))  # fmt: skip
+    finally:
+        kma.close()
+
+
+def _version() -> str:
+    from kma import __version__
+
+    return __version__
+
+
+def load_answers(path: Path) -> Answers:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationFailed(f"Cannot read the answers file {path}: {exc}.") from None
+    return parse_answers(text)

@@ -1,0 +1,34 @@
+"""The `kma` command: first set-up, serving, status, audit verification and demo data."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+
+from kma.cli import admin, serve
+from kma.errors import KmaError
+
+COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
+    admin.add_init, serve.add_serve, admin.add_status, admin.add_audit, admin.add_demo,
+]  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kma", description="The reference Key Management Appliance.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        result: int = args.run(args)
+        return result
+    except KmaError as exc:
+        print(f"kma: {exc.message}", file=sys.stderr)
+        return 2

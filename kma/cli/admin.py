@@ -1,0 +1,132 @@
+"""`kma init`, `kma status`, `kma audit verify`, `kma demo`: commands on a data directory."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kma.datadir import DataDir
+from kma.errors import Conflict, NotFound
+
+Sub = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def _data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
+    data_dir = DataDir(Path(args.data_dir).expanduser().resolve())
+    if must_exist and not data_dir.is_initialised():
+        raise NotFound(f"{data_dir.root} holds no KMA; run `kma init` or `kma demo` first.")
+    return data_dir
+
+
+def add_init(sub: Any) -> None:
+    p = sub.add_parser("init", help="first set-up of a new KMA from a TOML answers file")
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--answers", required=True, type=Path, help="TOML answers file (see README)")
+    p.set_defaults(run=run_init)
+
+
+def run_init(args: argparse.Namespace) -> int:
+    from kma.bootstrap import initialise, load_answers
+    from kma.crypto import fingerprint
+
+    answers = load_answers(args.answers)
+    data_dir = _data_dir(args, must_exist=False)
+    initialise(data_dir, answers)
+    print(f"Created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' in {data_dir.root}")
+    print(f"Key split: {answers.threshold} of {len(answers.members)}; autonomous unlock "
+          f"{'on' if answers.autonomous_unlock else 'off'}")  # fmt: skip
+    print(f"CA fingerprint {fingerprint(data_dir.ca_cert.read_bytes())}")
+    print("The answers file holds passphrases: store it offline or destroy it now.")
+    return 0
+
+
+def add_status(sub: Any) -> None:
+    p = sub.add_parser("status", help="this KMA's state, key counts and warnings")
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=run_status)
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from kma.appliance import Appliance
+    from kma.services.dashboard import keys_by_state, status
+
+    kma = Appliance(_data_dir(args))
+    try:
+        kma.try_autonomous_unlock()  # only to report whether it would; nothing is written
+        info = status(kma)
+        info["keys_by_state"] = keys_by_state(kma)
+        info["autonomous_unlock_works"] = not kma.vault.locked
+    finally:
+        kma.close()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"Cluster {info['cluster_name']}: KMA {info['kma_id']} ({info['kma_name']}) at site {info['site_id']}")
+    print(f"Version {info['version']}; autonomous unlock {'on' if info['autonomous_unlock'] else 'off'}")
+    print("Keys: " + ", ".join(f"{state} {count}" for state, count in info["keys_by_state"].items()))
+    for warning in info["warnings"]:
+        if not warning.startswith("This KMA is locked"):
+            print(f"WARNING: {warning}")
+    return 0
+
+
+def add_audit(sub: Any) -> None:
+    p = sub.add_parser("audit", help="the audit trail")
+    audit_sub = p.add_subparsers(dest="audit_command", required=True)
+    v = audit_sub.add_parser("verify", help="check the audit trail's hash chain")
+    v.add_argument("--data-dir", required=True)
+    v.set_defaults(run=run_audit_verify)
+
+
+def run_audit_verify(args: argparse.Namespace) -> int:
+    from kma.services.audit_log import verify_chain
+    from kma.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(_data_dir(args).db)  # no chain: this command never writes
+    try:
+        report = verify_chain(store)
+    finally:
+        store.close()
+    if report.intact:
+        print(f"Audit trail intact: {report.events_checked} events verified.")
+        return 0
+    where = f" (first bad event: #{report.first_bad_event_id})" if report.first_bad_event_id else ""
+    print(f"Audit trail BROKEN{where}: {report.reason}", file=sys.stderr)
+    return 1
+
+
+def add_demo(sub: Any) -> None:
+    p = sub.add_parser("demo", help="make a ready-to-explore KMA with demo data")
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--port", type=int, default=8443, help="management port recorded for the KMA")
+    p.add_argument("--json", action="store_true", help="print the credentials as one JSON object")
+    p.set_defaults(run=run_demo)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from kma.demo import make_demo
+
+    data_dir = _data_dir(args, must_exist=False)
+    if data_dir.root.exists() and any(data_dir.root.iterdir()):
+        raise Conflict(f"{data_dir.root} is not empty; choose a new directory for the demo KMA.")
+    info = make_demo(data_dir, args.port)
+    if args.json:
+        print(json.dumps(info))
+        return 0
+    print(f"Demo KMA made in {info['data_dir']} (CA fingerprint {info['ca_fingerprint']})")
+    print("Users (user ID, roles, passphrase):")
+    for user in info["users"]:
+        print(f"  {user['id']:<8} {','.join(user['roles']):<40} {user['passphrase']}")
+    split = info["key_split"]
+    print(f"Key split ({split['threshold']} of {len(split['members'])}):")
+    for member in split["members"]:
+        print(f"  {member['name']:<8} {member['passphrase']}")
+    print("Agents (one-time enrollment passphrases):")
+    for agent in info["agents"]:
+        print(f"  {agent['id']:<14} {agent['enrollment_passphrase']}")
+    print(f"Now run: kma serve --data-dir {data_dir.root}")
+    return 0

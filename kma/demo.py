@@ -1,0 +1,116 @@
+"""`kma demo`: a KMA ready to explore, with a year of realistic history.
+
+It initialises a cluster, then replays a year of work on a clock that starts 400 days ago:
+sites, users of every role, key policies and groups, agents (tape drives) with one-time
+enrollment passphrases, data units (tapes) and keys, so that today keys exist in every state
+and the audit trail tells how they got there. Passphrases are random and printed once.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.bootstrap import Answers, SplitMember, initialise
+from kma.clock import FixedClock
+from kma.datadir import DataDir
+from kma.domain.actor import Actor
+from kma.domain.roles import Role
+from kma.services import agents, data_units, keys, policies, sites, users
+
+DAY = 86400
+DEMO_USERS: list[tuple[str, str, list[Role]]] = [
+    ("co", "Casey Compliance", [Role.COMPLIANCE_OFFICER]),
+    ("op", "Olu Operator", [Role.OPERATOR]),
+    ("backup", "Bea Backup", [Role.BACKUP_OPERATOR]),
+    ("auditor", "Avery Auditor", [Role.AUDITOR]),
+    ("qm1", "Quinn Member", [Role.QUORUM_MEMBER]),
+    ("qm2", "Rowan Member", [Role.QUORUM_MEMBER]),
+    ("qm3", "Sasha Member", [Role.QUORUM_MEMBER]),
+    ("admin", "Ada Admin", list(Role)),
+]
+
+
+def _passphrase() -> str:
+    return "-".join(secrets.token_urlsafe(6) for _ in range(3))
+
+
+def make_demo(data_dir: DataDir, port: int = 8443) -> dict[str, Any]:
+    clock = FixedClock(int(time.time()) - 400 * DAY)
+    so_pass = _passphrase()
+    members = [SplitMember(name, _passphrase()) for name in ("alice", "bob", "carol", "dave", "erin")]
+    initialise(data_dir, Answers(
+        cluster_name="Demo Tape Vault", site_id="dallas", site_name="Dallas", kma_id="kma-dal-1",
+        kma_name="KMA Dallas 1", management_address=f"127.0.0.1:{port}",
+        service_address="127.0.0.1:5696", officer_id="so", officer_name="Sam Officer",
+        officer_passphrase=so_pass, threshold=3, members=tuple(members), key_pool_size=200,
+    ), clock)  # fmt: skip
+    credentials = [{"id": "so", "roles": [str(Role.SECURITY_OFFICER)], "passphrase": so_pass}]
+    kma = Appliance(data_dir, clock)
+    try:
+        kma.try_autonomous_unlock()
+        enrollment = _replay_a_year(kma, clock, credentials)
+    finally:
+        kma.close()
+    from kma.crypto import fingerprint
+
+    return {
+        "data_dir": str(data_dir.root),
+        "management_address": f"127.0.0.1:{port}",
+        "ca_fingerprint": fingerprint(data_dir.ca_cert.read_bytes()),
+        "users": credentials,
+        "key_split": {"threshold": 3, "members": [{"name": m.name, "passphrase": m.passphrase} for m in members]},
+        "agents": enrollment,
+    }
+
+
+def _replay_a_year(kma: Appliance, clock: FixedClock, credentials: list[dict[str, Any]]) -> list[dict[str, str]]:
+    so = Actor("so", "10.0.1.20", roles=frozenset({Role.SECURITY_OFFICER}))
+    co = Actor("co", "10.0.1.21", roles=frozenset({Role.COMPLIANCE_OFFICER}))
+    op = Actor("op", "10.0.1.22", roles=frozenset({Role.OPERATOR}))
+    sites.create_site(kma, so, "boston", "Boston", "Second data centre")
+    for user_id, name, roles in DEMO_USERS:
+        passphrase = _passphrase()
+        users.create_user(kma, so, user_id, name, [str(r) for r in roles], passphrase)
+        credentials.append({"id": user_id, "roles": [str(r) for r in roles], "passphrase": passphrase})
+
+    policies.create_policy(kma, co, "tape-90d", 30 * DAY, 365 * DAY, "Backup tapes: 30-day writes, 1-year life",
+                           allow_export=True)
+    policies.create_policy(kma, co, "archive-7y", 365 * DAY, 7 * 365 * DAY, "Archive: 1-year writes, 7-year life")
+    policies.create_group(kma, co, "backup-dallas", "tape-90d", "Nightly backups, Dallas")
+    policies.create_group(kma, co, "backup-boston", "tape-90d", "Nightly backups, Boston")
+    policies.create_group(kma, co, "archive", "archive-7y", "Long-term archive")
+
+    enrollment = []
+    drives = [("t10k-dal-01", "dallas", "backup-dallas", "T10000B, library SL3000 Dallas"),
+              ("t10k-dal-02", "dallas", "backup-dallas", "T10000B, library SL3000 Dallas"),
+              ("lto4-dal-01", "dallas", "archive", "HP LTO4, archive library"),
+              ("t10k-bos-01", "boston", "backup-boston", "T10000, library SL8500 Boston"),
+              ("9840d-bos-01", "boston", "backup-boston", "T9840D, library SL8500 Boston")]  # fmt: skip
+    for agent_id, site, group, description in drives:
+        agents.create_agent(kma, op, agent_id, site, group, description)
+        enrollment.append({"id": agent_id, "enrollment_passphrase": agents.new_enrollment_passphrase(kma, op, agent_id)})
+    policies.set_group_agents(kma, co, "archive", ["lto4-dal-01", "t10k-dal-01"])
+
+    # Tapes written over the year: day 0 (400 days ago) to day 395 (5 days ago).
+    schedule = [(0, "E00001", "backup-dallas"), (0, "E00002", "backup-dallas"), (10, "E00003", "backup-boston"),
+                (20, "A00001", "archive"), (300, "E00004", "backup-dallas"), (310, "E00005", "backup-boston"),
+                (330, "E00006", "backup-dallas"), (395, "E00007", "backup-dallas"), (395, "E00008", "backup-boston"),
+                (396, "A00002", "archive")]  # fmt: skip
+    issued: dict[str, str] = {}
+    day = 0
+    for when, volser, group in schedule:
+        clock.advance((when - day) * DAY)
+        day = when
+        data_units.create_data_unit(kma, op, volser, f"Cartridge {volser}")
+        issued[volser] = keys.issue_key(kma, op, group, volser)["id"]
+    data_units.create_data_unit(kma, op, "E00009", "Scratch cartridge, not yet written")
+    clock.advance(2 * DAY)
+    keys.compromise_key(kma, op, issued["E00005"], "Cartridge lost in transit to the vault")
+    clock.current = int(time.time()) - 1 * DAY
+    keys.destroy_key(kma, op, issued["E00001"], "Retention ended: backup set expired")
+    keys.destroy_key(kma, op, issued["E00002"], "Retention ended: backup set expired")
+    clock.current = int(time.time())
+    return enrollment

@@ -1,0 +1,59 @@
+"""The six roles and what each may do: one table the API enforces on every route."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Role(StrEnum):
+    SECURITY_OFFICER = "security_officer"
+    COMPLIANCE_OFFICER = "compliance_officer"
+    OPERATOR = "operator"
+    BACKUP_OPERATOR = "backup_operator"
+    AUDITOR = "auditor"
+    QUORUM_MEMBER = "quorum_member"
+
+
+class Permission(StrEnum):
+    SIGNED_IN = "signed_in"
+    USERS_READ = "users.read"
+    USERS_WRITE = "users.write"
+    SITES_WRITE = "sites.write"
+    KMAS_WRITE = "kmas.write"
+    POLICIES_READ = "policies.read"
+    POLICIES_WRITE = "policies.write"
+    AGENTS_READ = "agents.read"
+    AGENTS_WRITE = "agents.write"
+    DATA_READ = "data.read"  # data units and keys
+    DATA_WRITE = "data.write"
+    AUDIT_READ = "audit.read"
+
+
+SO, CO, OP, BO, AU, QM = Role
+
+GRANTS: dict[Permission, frozenset[Role]] = {
+    Permission.SIGNED_IN: frozenset(Role),
+    Permission.USERS_READ: frozenset({SO, AU}),
+    Permission.USERS_WRITE: frozenset({SO}),
+    Permission.SITES_WRITE: frozenset({SO}),
+    Permission.KMAS_WRITE: frozenset({SO}),
+    Permission.POLICIES_READ: frozenset({CO, OP, AU, SO}),
+    Permission.POLICIES_WRITE: frozenset({CO}),
+    Permission.AGENTS_READ: frozenset({OP, CO, AU, SO}),
+    Permission.AGENTS_WRITE: frozenset({OP}),
+    Permission.DATA_READ: frozenset({OP, CO, AU}),
+    Permission.DATA_WRITE: frozenset({OP}),
+    Permission.AUDIT_READ: frozenset({AU, SO, CO}),
+}
+
+
+def allows(roles: frozenset[Role], permission: Permission) -> bool:
+    return bool(roles & GRANTS[permission])
+
+
+def parse_roles(text: str) -> frozenset[Role]:
+    return frozenset(Role(r) for r in text.split(",") if r)
+
+
+def format_roles(roles: frozenset[Role] | list[Role]) -> str:
+    return ",".join(sorted(str(r) for r in roles))

@@ -1,0 +1,55 @@
+"""Errors a KMA operation can end in, each with a stable code and HTTP status.
+
+Clients see the code and a plain message; details go to the log and the audit trail.
+"""
+
+from __future__ import annotations
+
+
+class KmaError(Exception):
+    code = "internal"
+    status = 500
+
+    def __init__(self, message: str, audited: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.audited = audited  # its refusal is already in the audit trail
+
+
+class BadRequest(KmaError):
+    code, status = "bad_request", 400
+
+
+class ValidationFailed(KmaError):
+    code, status = "validation_failed", 422
+
+
+class Unauthenticated(KmaError):
+    code, status = "unauthenticated", 401
+
+
+class Forbidden(KmaError):
+    code, status = "forbidden", 403
+
+
+class NotFound(KmaError):
+    code, status = "not_found", 404
+
+
+class Conflict(KmaError):
+    code, status = "conflict", 409
+
+
+class PayloadTooLarge(KmaError):
+    code, status = "payload_too_large", 413
+
+
+class LockedOut(KmaError):
+    code, status = "locked_out", 429
+
+
+class KmaLocked(KmaError):
+    code, status = "kma_locked", 503
+
+    def __init__(self, message: str = "This KMA is locked; a quorum must unlock it.", audited: bool = False) -> None:
+        super().__init__(message, audited)

@@ -1,0 +1,92 @@
+"""`kma serve`: the management listener (HTTPS) of one KMA, run by uvicorn.
+
+TLS 1.2 and 1.3 only, with the KMA's certificate from the cluster CA. The ready file is written
+once the socket listens, so a caller (tests, the manager's local mode) never races start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import ssl
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from kma.api.app import create_app
+from kma.appliance import Appliance
+from kma.crypto import fingerprint
+from kma.datadir import DataDir
+
+log = logging.getLogger(__name__)
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.set_inheritable(True)
+    return sock
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, on_ready: Any) -> None:
+        super().__init__(config)
+        self._on_ready = on_ready
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self._on_ready()
+
+
+def serve(data_dir: DataDir, management_port: int | None, service_port: int | None,
+          ready_file: Path | None, announce: Any = print) -> None:  # fmt: skip
+    identity = data_dir.identity()
+    host, configured_port = split_address(identity.management_address)
+    sock = listen(host, configured_port if management_port is None else management_port)
+    bound = sock.getsockname()
+    management = f"{host}:{bound[1]}"
+    service = identity.service_address if service_port is None else f"{host}:{service_port}"
+    ca = fingerprint(data_dir.ca_cert.read_bytes())
+
+    kma = Appliance(data_dir)
+    kma.start()
+    config = uvicorn.Config(
+        create_app(kma),
+        ssl_certfile=str(data_dir.server_cert),
+        ssl_keyfile=str(data_dir.server_key),
+        ssl_version=ssl.PROTOCOL_TLS_SERVER,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+
+    def ready() -> None:
+        announce(f"KMA {identity.kma_id} ({'locked' if kma.vault.locked else 'unlocked'})")
+        announce(f"management  https://{management}")
+        announce(f"service     {service}")
+        announce(f"CA fingerprint {ca}")
+        if ready_file is not None:
+            tmp = ready_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"management_address": management, "service_address": service,
+                                       "ca_fingerprint": ca, "pid": os.getpid()}))  # fmt: skip
+            tmp.replace(ready_file)
+
+    server = _Server(config, ready)
+    try:
+        asyncio.run(server.serve(sockets=[sock]))
+    finally:
+        kma.close()
+        if ready_file is not None:
+            ready_file.unlink(missing_ok=True)

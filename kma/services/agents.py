@@ -1,0 +1,107 @@
+"""Agents (Operator's area): records, enable/disable, one-time enrollment passphrases.
+
+The enrollment passphrase is shown once and only its Argon2id hash is kept; enrolling (the
+service listener) clears it, so it works once.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.crypto import hash_passphrase
+from kma.domain.actor import Actor
+from kma.domain.validation import check_id, check_text
+from kma.errors import NotFound
+from kma.services.common import describe, patch, require
+from kma.services.paging import Filter, ListSpec, Page, PageRequest, boolean, list_page
+from kma.store import Stmt
+
+LIST = ListSpec(
+    select=(
+        "SELECT id, description, site_id, default_key_group_id, enabled, "
+        "enrolled_at IS NOT NULL AS enrolled, enrollment_passphrase_hash IS NOT NULL AS "
+        "enrollment_pending, enrolled_at, created_at, updated_at FROM agents"
+    ),
+    sort_fields={"id": "id", "site_id": "site_id", "created_at": "created_at"},
+    default_sort="id",
+    search=("id", "description", "site_id"),
+    filters={
+        "site_id": Filter("site_id = :value"),
+        "enabled": Filter("enabled = :value", boolean),
+        "key_group_id": Filter("id IN (SELECT agent_id FROM key_group_agents WHERE key_group_id = :value)"),
+    },
+)
+
+
+def _row(row: Any) -> dict[str, Any]:
+    out = dict(row)
+    for flag in ("enabled", "enrolled", "enrollment_pending"):
+        out[flag] = bool(out[flag])
+    return out
+
+
+def list_agents(kma: Appliance, req: PageRequest) -> Page:
+    page = list_page(kma.store, LIST, req)
+    return Page([_row(r) for r in page.items], page.next_cursor, page.total)
+
+
+def get_agent(kma: Appliance, agent_id: str) -> dict[str, Any]:
+    row = kma.store.query_one(f"SELECT * FROM ({LIST.select}) WHERE id = ?", (agent_id,))
+    if row is None:
+        raise NotFound(f"There is no agent '{agent_id}'.")
+    return _row(row)
+
+
+def create_agent(
+    kma: Appliance, actor: Actor, agent_id: str, site_id: str, default_key_group_id: str,
+    description: str = "",
+) -> dict[str, Any]:  # fmt: skip
+    check_id(agent_id, "The agent ID")
+    check_text(description, "The description")
+    require(kma, "site", site_id)
+    require(kma, "key group", default_key_group_id)
+    now = kma.clock.now()
+    kma.commit(actor, "agent.create", [
+        Stmt("INSERT INTO agents (id, description, site_id, default_key_group_id, created_at, "
+             "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+             (agent_id, description, site_id, default_key_group_id, now, now)),
+        Stmt("INSERT OR IGNORE INTO key_group_agents (key_group_id, agent_id) VALUES (?, ?)",
+             (default_key_group_id, agent_id)),
+    ], f"created agent '{agent_id}' at site '{site_id}', default key group "
+       f"'{default_key_group_id}'", ("agent", agent_id))  # fmt: skip
+    return get_agent(kma, agent_id)
+
+
+def update_agent(kma: Appliance, actor: Actor, agent_id: str, **changes: Any) -> dict[str, Any]:
+    changes = {k: v for k, v in changes.items() if v is not None}
+    if "description" in changes:
+        check_text(changes["description"], "The description")
+    if "site_id" in changes:
+        require(kma, "site", changes["site_id"])
+    statements = []
+    if "default_key_group_id" in changes:
+        require(kma, "key group", changes["default_key_group_id"])
+        statements.append(Stmt(
+            "INSERT OR IGNORE INTO key_group_agents (key_group_id, agent_id) VALUES (?, ?)",
+            (changes["default_key_group_id"], agent_id),
+        ))  # fmt: skip
+    if "enabled" in changes:
+        changes["enabled"] = int(changes["enabled"])
+    if changes:
+        statements.insert(0, patch("agent", agent_id, changes, kma.clock.now()))
+        kma.commit(actor, "agent.update", statements,
+                   f"changed agent '{agent_id}': {describe(changes)}", ("agent", agent_id))
+    return get_agent(kma, agent_id)
+
+
+def new_enrollment_passphrase(kma: Appliance, actor: Actor, agent_id: str) -> str:
+    """A fresh one-time passphrase; it replaces any earlier one. Returned once, never stored."""
+    passphrase = "-".join(secrets.token_hex(3).upper() for _ in range(4))
+    kma.commit(actor, "agent.enrollment_passphrase", [Stmt(
+        "UPDATE agents SET enrollment_passphrase_hash = ?, updated_at = ? WHERE id = ?",
+        (hash_passphrase(passphrase), kma.clock.now(), agent_id),
+        expect=1, missing=True, refusal=f"there is no agent '{agent_id}'",
+    )], f"set a new one-time enrollment passphrase for agent '{agent_id}'", ("agent", agent_id))  # fmt: skip
+    return passphrase

@@ -1,0 +1,34 @@
+"""Small pieces every area service uses: existence checks and PATCH statements."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.errors import NotFound
+from kma.store import Stmt
+
+TABLES = {  # noun -> table, for messages and existence checks
+    "site": "sites", "KMA": "kmas", "user": "users", "key policy": "key_policies",
+    "key group": "key_groups", "agent": "agents", "data unit": "data_units", "key": "keys",
+}  # fmt: skip
+
+
+def require(kma: Appliance, noun: str, object_id: str) -> None:
+    """404 with a plain message; the write that follows still guards itself."""
+    if kma.store.query_one(f"SELECT 1 FROM {TABLES[noun]} WHERE id = ?", (object_id,)) is None:
+        raise NotFound(f"There is no {noun} '{object_id}'.")
+
+
+def patch(noun: str, object_id: str, changes: Mapping[str, Any], now: int) -> Stmt:
+    values = {**changes, "updated_at": now}
+    sets = ", ".join(f"{k} = :{k}" for k in values)
+    return Stmt(
+        f"UPDATE {TABLES[noun]} SET {sets} WHERE id = :id", {**values, "id": object_id},
+        expect=1, missing=True, refusal=f"there is no {noun} '{object_id}'",
+    )  # fmt: skip
+
+
+def describe(changes: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in changes.items())

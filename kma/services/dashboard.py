@@ -1,0 +1,69 @@
+"""The cluster at a glance, and the warnings a Security Officer must see."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.domain.lifecycle import KeyState, key_state_sql
+from kma.services.kmas import list_kmas
+from kma.services.paging import PageRequest
+
+
+def warnings(kma: Appliance) -> list[str]:
+    out = []
+    if kma.vault.locked:
+        out.append("This KMA is locked: it serves no keys until a quorum unlocks it.")
+    kma_count = int(kma.store.scalar("SELECT count(*) FROM kmas") or 0)
+    issued = int(kma.store.scalar("SELECT count(*) FROM keys WHERE activated_at IS NOT NULL") or 0)
+    if kma_count == 1 and issued:
+        out.append(
+            f"{issued} keys exist on this KMA only: there is no second KMA and no backup yet. "
+            "Add a KMA or take a backup before relying on them."
+        )
+    if kma.test_clock:
+        out.append("This KMA runs on a test clock (KMA_TEST_CLOCK_FILE); never in production.")
+    return out
+
+
+def keys_by_state(kma: Appliance) -> dict[str, int]:
+    counts = {str(s): 0 for s in KeyState}
+    rows = kma.store.query(
+        f"SELECT {key_state_sql()} AS state, count(*) FROM keys GROUP BY state", {"now": kma.clock.now()}
+    )
+    counts.update({r[0]: r[1] for r in rows})
+    return counts
+
+
+def dashboard(kma: Appliance) -> dict[str, Any]:
+    scalar = kma.store.scalar
+    return {
+        "cluster_name": scalar("SELECT name FROM cluster"),
+        "sites": scalar("SELECT count(*) FROM sites"),
+        "kmas": list_kmas(kma, PageRequest(limit=20)).items,
+        "keys_by_state": keys_by_state(kma),
+        "data_units": scalar("SELECT count(*) FROM data_units"),
+        "agents": scalar("SELECT count(*) FROM agents"),
+        "users": scalar("SELECT count(*) FROM users"),
+        "pending_quorum_operations": 0,
+        "warnings": warnings(kma),
+    }
+
+
+def status(kma: Appliance) -> dict[str, Any]:
+    from kma import __version__
+
+    row = kma.store.query_one("SELECT name FROM cluster")
+    me = kma.store.query_one("SELECT name, site_id, autounlock_master IS NOT NULL AS auto FROM kmas WHERE id = ?",
+                             (kma.kma_id,))
+    return {
+        "cluster_name": row["name"] if row else "",
+        "kma_id": kma.kma_id,
+        "kma_name": me["name"] if me else kma.kma_id,
+        "site_id": me["site_id"] if me else kma.identity.site_id,
+        "version": __version__,
+        "locked": kma.vault.locked,
+        "autonomous_unlock": bool(me["auto"]) if me else False,
+        "time": kma.clock.now(),
+        "warnings": warnings(kma),
+    }

@@ -1,0 +1,58 @@
+"""Data units: what an agent encrypts (a tape cartridge, by volser), and their state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.domain.actor import Actor
+from kma.domain.lifecycle import DATA_UNIT_STATE_SQL, DataUnitState
+from kma.domain.validation import check_id, check_text
+from kma.errors import NotFound
+from kma.services.common import patch
+from kma.services.paging import Filter, ListSpec, Page, PageRequest, list_page, one_of
+from kma.store import Stmt
+
+LIST = ListSpec(
+    select=(
+        f"SELECT id, description, {DATA_UNIT_STATE_SQL} AS state, "
+        "(SELECT count(*) FROM keys k WHERE k.data_unit_id = data_units.id) AS key_count, "
+        "created_at, updated_at FROM data_units"
+    ),
+    sort_fields={"id": "id", "created_at": "created_at", "state": "state"},
+    default_sort="id",
+    search=("id", "description"),
+    filters={"state": Filter("state = :value", one_of(*DataUnitState))},
+)
+
+
+def list_data_units(kma: Appliance, req: PageRequest) -> Page:
+    return list_page(kma.store, LIST, req, {"now": kma.clock.now()})
+
+
+def get_data_unit(kma: Appliance, unit_id: str) -> dict[str, Any]:
+    row = kma.store.query_one(f"SELECT * FROM ({LIST.select}) WHERE id = :id",
+                              {"id": unit_id, "now": kma.clock.now()})
+    if row is None:
+        raise NotFound(f"There is no data unit '{unit_id}'.")
+    return dict(row)
+
+
+def create_data_unit(kma: Appliance, actor: Actor, unit_id: str, description: str = "") -> dict[str, Any]:
+    check_id(unit_id, "The data unit's external ID")
+    check_text(description, "The description")
+    now = kma.clock.now()
+    kma.commit(actor, "data_unit.create", [Stmt(
+        "INSERT INTO data_units (id, description, created_at, updated_at) VALUES (?, ?, ?, ?)",
+        (unit_id, description, now, now),
+    )], f"registered data unit '{unit_id}'", ("data_unit", unit_id))  # fmt: skip
+    return get_data_unit(kma, unit_id)
+
+
+def update_data_unit(kma: Appliance, actor: Actor, unit_id: str, description: str | None = None) -> dict[str, Any]:
+    if description is not None:
+        check_text(description, "The description")
+        kma.commit(actor, "data_unit.update",
+                   [patch("data unit", unit_id, {"description": description}, kma.clock.now())],
+                   f"changed data unit '{unit_id}' description", ("data_unit", unit_id))
+    return get_data_unit(kma, unit_id)

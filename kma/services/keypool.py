@@ -1,0 +1,116 @@
+"""This KMA's pool of pre-generated keys, so that issuing a key never waits.
+
+Keys are generated (random 256-bit material, wrapped under the master key) in batches by a
+background thread whenever the pool falls below its configured size; issuing takes one from
+memory and activates it in a single guarded UPDATE. If the pool ever runs dry, the key is
+generated inline in the issuing batch instead, so an agent still never waits on the pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+from collections import deque
+from typing import TYPE_CHECKING
+
+from kma.audit.record import Retention
+from kma.errors import KmaLocked
+from kma.store import Stmt
+
+if TYPE_CHECKING:
+    from kma.appliance import Appliance
+
+log = logging.getLogger(__name__)
+REFILL_CHUNK = 250
+
+
+def new_key_id() -> str:
+    return secrets.token_hex(16).upper()
+
+
+class KeyPool:
+    def __init__(self, kma: Appliance) -> None:
+        self.kma = kma
+        self._ready: deque[str] = deque()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        rows = self.kma.store.query(
+            "SELECT id FROM keys WHERE kma_id = ? AND activated_at IS NULL AND destroyed_at IS NULL",
+            (self.kma.kma_id,),
+        )
+        with self._lock:
+            self._ready.extend(r[0] for r in rows)
+        self._thread = threading.Thread(target=self._run, name="kma-key-pool", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def size(self) -> int:
+        return int(self.kma.store.scalar("SELECT key_pool_size FROM kmas WHERE id = ?", (self.kma.kma_id,)) or 0)
+
+    def ready(self) -> int:
+        return len(self._ready)
+
+    def take_notice(self) -> None:
+        """The configured size may have changed: check now rather than at the next tick."""
+        self._wake.set()
+
+    def take(self) -> str | None:
+        """A pool key's ID for the caller to activate, or None when the pool is empty."""
+        with self._lock:
+            key_id = self._ready.popleft() if self._ready else None
+        self._wake.set()
+        return key_id
+
+    def give_back(self, key_id: str) -> None:
+        """The caller's activation was refused; the key is still unassigned."""
+        with self._lock:
+            self._ready.appendleft(key_id)
+
+    def generate_stmt(self, key_id: str, now: int) -> Stmt:
+        """The INSERT of one freshly generated, wrapped key (raises KmaLocked when locked)."""
+        wrapped = self.kma.vault.master().wrap(f"key:{key_id}", secrets.token_bytes(32))
+        return Stmt(
+            "INSERT INTO keys (id, kma_id, material_wrapped, created_at) VALUES (?, ?, ?, ?)",
+            (key_id, self.kma.kma_id, wrapped, now),
+        )
+
+    def refill(self) -> int:
+        """Top the pool up to its size; returns how many keys were generated."""
+        made = 0
+        while not self._stop.is_set():
+            missing = min(self.size() - self.ready(), REFILL_CHUNK)
+            if missing <= 0:
+                break
+            now = self.kma.clock.now()
+            ids = [new_key_id() for _ in range(missing)]
+            statements = [self.generate_stmt(key_id, now) for key_id in ids]
+            self.kma.commit(
+                self.kma.itself, "key.generate", statements,
+                f"generated {missing} keys for the key pool", ("kma", self.kma.kma_id),
+                retention=Retention.SHORT,
+            )  # fmt: skip
+            with self._lock:
+                self._ready.extend(ids)
+            made += missing
+        return made
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.refill()
+            except KmaLocked:
+                pass  # a locked KMA generates nothing; unlocking wakes us
+            except Exception:
+                log.exception("key pool refill failed; retrying")
+            self._wake.wait(timeout=5)
+            self._wake.clear()

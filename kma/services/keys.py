@@ -1,0 +1,125 @@
+"""Keys: issue from the pool, compromise, destroy, and list them by lifecycle state.
+
+Key material never leaves this module except wrapped (and, for agents, inside TLS); the API
+returns only a key's metadata.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.domain.actor import Actor
+from kma.domain.lifecycle import DESTROYABLE_SQL, KeyState, key_state_sql
+from kma.domain.validation import check_text
+from kma.errors import Conflict, NotFound
+from kma.services.common import require
+from kma.services.keypool import new_key_id
+from kma.services.paging import Filter, ListSpec, Page, PageRequest, boolean, list_page, one_of
+from kma.store import Stmt
+
+PUBLIC = (
+    "id, key_group_id, data_unit_id, agent_id, kma_id, 'AES-256' AS algorithm, "
+    f"{key_state_sql()} AS state, compromised_at IS NOT NULL AS compromised, compromised_at, "
+    "created_at, activated_at, protect_until, deactivate_at, destroyed_at, destroy_comment"
+)
+LIST = ListSpec(
+    select=f"SELECT {PUBLIC} FROM keys",
+    sort_fields={"created_at": "created_at", "activated_at": "coalesce(activated_at, 0)",
+                 "id": "id", "state": "state", "data_unit_id": "coalesce(data_unit_id, '')"},
+    default_sort="created_at",
+    default_order="desc",
+    search=("id", "data_unit_id", "key_group_id"),
+    filters={
+        "state": Filter("state = :value", one_of(*KeyState)),
+        "key_group_id": Filter("key_group_id = :value"),
+        "data_unit_id": Filter("data_unit_id = :value"),
+        "agent_id": Filter("agent_id = :value"),
+        "compromised": Filter("compromised = :value", boolean),
+    },
+)  # fmt: skip
+ACTIVATE = """UPDATE keys SET key_group_id = :g, data_unit_id = :du, agent_id = :agent,
+    activated_at = :now,
+    protect_until = :now + (SELECT p.encryption_period FROM key_groups g
+                            JOIN key_policies p ON p.id = g.policy_id WHERE g.id = :g),
+    deactivate_at = :now + (SELECT p.cryptoperiod FROM key_groups g
+                            JOIN key_policies p ON p.id = g.policy_id WHERE g.id = :g)
+    WHERE id = :id AND activated_at IS NULL AND destroyed_at IS NULL
+    AND EXISTS (SELECT 1 FROM key_groups WHERE id = :g)"""
+
+
+def _row(row: Any) -> dict[str, Any]:
+    out = dict(row)
+    out["compromised"] = bool(out["compromised"])
+    return out
+
+
+def list_keys(kma: Appliance, req: PageRequest) -> Page:
+    page = list_page(kma.store, LIST, req, {"now": kma.clock.now()})
+    return Page([_row(r) for r in page.items], page.next_cursor, page.total)
+
+
+def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
+    row = kma.store.query_one(f"SELECT {PUBLIC} FROM keys WHERE id = :id",
+                              {"id": key_id, "now": kma.clock.now()})
+    if row is None:
+        raise NotFound(f"There is no key '{key_id}'.")
+    return _row(row)
+
+
+def issue_key(
+    kma: Appliance, actor: Actor, key_group_id: str, data_unit_id: str,
+    agent_id: str | None = None, register_data_unit: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """Activate a key for a data unit: Protect-and-Process from now, per the group's policy."""
+    require(kma, "key group", key_group_id)
+    if not register_data_unit:
+        require(kma, "data unit", data_unit_id)
+    kma.vault.master()  # a locked KMA issues nothing
+    now = kma.clock.now()
+    statements: list[Stmt] = []
+    if register_data_unit:
+        statements.append(Stmt(
+            "INSERT OR IGNORE INTO data_units (id, created_at, updated_at) VALUES (?, ?, ?)",
+            (data_unit_id, now, now),
+        ))  # fmt: skip
+    key_id = kma.pool.take()
+    from_pool = key_id is not None
+    if key_id is None:
+        key_id = new_key_id()
+        statements.append(kma.pool.generate_stmt(key_id, now))
+    statements.append(Stmt(
+        ACTIVATE, {"g": key_group_id, "du": data_unit_id, "agent": agent_id, "now": now, "id": key_id},
+        expect=1, refusal="the key could not be activated",
+    ))  # fmt: skip
+    try:
+        kma.commit(actor, "key.issue", statements,
+                   f"issued key {key_id} for data unit '{data_unit_id}' in key group '{key_group_id}'",
+                   ("key", key_id))
+    except Conflict:
+        if from_pool:
+            kma.pool.give_back(key_id)
+        raise
+    return get_key(kma, key_id)
+
+
+def compromise_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict[str, Any]:
+    check_text(comment, "The comment", max_len=500, required=True)
+    require(kma, "key", key_id)
+    kma.commit(actor, "key.compromise", [Stmt(
+        "UPDATE keys SET compromised_at = ? WHERE id = ? AND compromised_at IS NULL AND destroyed_at IS NULL",
+        (kma.clock.now(), key_id), expect=1, refusal="the key is already compromised or destroyed",
+    )], f"marked key {key_id} compromised: {comment}", ("key", key_id))  # fmt: skip
+    return get_key(kma, key_id)
+
+
+def destroy_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict[str, Any]:
+    check_text(comment, "The comment", max_len=500, required=True)
+    require(kma, "key", key_id)
+    kma.commit(actor, "key.destroy", [Stmt(
+        "UPDATE keys SET destroyed_at = :now, destroy_comment = :comment, material_wrapped = NULL "
+        f"WHERE id = :id AND {DESTROYABLE_SQL}",
+        {"now": kma.clock.now(), "comment": comment, "id": key_id},
+        expect=1, refusal="only deactivated or compromised keys can be destroyed",
+    )], f"destroyed key {key_id}: {comment}", ("key", key_id))  # fmt: skip
+    return get_key(kma, key_id)

@@ -1,0 +1,58 @@
+"""The KMAs of the cluster, with each one's key pool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.domain.actor import Actor
+from kma.domain.validation import check_text
+from kma.errors import NotFound, ValidationFailed
+from kma.services.common import describe, patch, require
+from kma.services.paging import ListSpec, Page, PageRequest, list_page
+
+LIST = ListSpec(
+    select=(
+        "SELECT id, name, site_id, management_address, service_address, version, locked, "
+        "key_pool_size, (SELECT count(*) FROM keys k WHERE k.kma_id = kmas.id "
+        "AND k.activated_at IS NULL AND k.destroyed_at IS NULL) AS pool_ready, created_at "
+        "FROM kmas"
+    ),
+    sort_fields={"id": "id", "name": "name", "site_id": "site_id"},
+    default_sort="name",
+    search=("id", "name", "site_id"),
+)
+
+
+def _row(kma: Appliance, row: Any) -> dict[str, Any]:
+    out = dict(row)
+    # This KMA knows its own lock state first-hand; the others' is what they last recorded.
+    out["locked"] = kma.vault.locked if out["id"] == kma.kma_id else bool(out["locked"])
+    return out
+
+
+def list_kmas(kma: Appliance, req: PageRequest) -> Page:
+    page = list_page(kma.store, LIST, req)
+    return Page([_row(kma, r) for r in page.items], page.next_cursor, page.total)
+
+
+def get_kma(kma: Appliance, kma_id: str) -> dict[str, Any]:
+    row = kma.store.query_one(f"SELECT * FROM ({LIST.select}) WHERE id = ?", (kma_id,))
+    if row is None:
+        raise NotFound(f"There is no KMA '{kma_id}'.")
+    return _row(kma, row)
+
+
+def update_kma(kma: Appliance, actor: Actor, kma_id: str, **changes: Any) -> dict[str, Any]:
+    changes = {k: v for k, v in changes.items() if v is not None}
+    if "name" in changes:
+        check_text(changes["name"], "The name", required=True)
+    if "site_id" in changes:
+        require(kma, "site", changes["site_id"])
+    if "key_pool_size" in changes and not 0 <= changes["key_pool_size"] <= 100_000:
+        raise ValidationFailed("The key pool size must be 0 to 100,000.")
+    if changes:
+        kma.commit(actor, "kma.update", [patch("KMA", kma_id, changes, kma.clock.now())],
+                   f"changed KMA '{kma_id}': {describe(changes)}", ("kma", kma_id))
+        kma.pool.take_notice()
+    return get_kma(kma, kma_id)

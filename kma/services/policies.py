@@ -1,0 +1,155 @@
+"""Key policies and key groups (Compliance Officer's area).
+
+A policy's encryption period and cryptoperiod can never change once set: refused here with a
+clear message, and refused again by a trigger in the store should anything else try.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.domain.actor import Actor
+from kma.domain.validation import check_id, check_text
+from kma.errors import Conflict, NotFound, ValidationFailed
+from kma.services.common import describe, patch, require
+from kma.services.paging import ListSpec, Page, PageRequest, list_page
+from kma.store import Stmt
+
+MAX_PERIOD = 100 * 365 * 86400
+FLAGS = ("allow_export", "allow_import", "agents_may_revoke")
+POLICIES = ListSpec(
+    select="SELECT * FROM key_policies",
+    sort_fields={"id": "id", "created_at": "created_at", "encryption_period": "encryption_period",
+                 "cryptoperiod": "cryptoperiod"},
+    default_sort="id",
+    search=("id", "description"),
+)  # fmt: skip
+GROUPS = ListSpec(
+    select=(
+        "SELECT g.*, (SELECT group_concat(agent_id, ',') FROM key_group_agents a "
+        "WHERE a.key_group_id = g.id) AS agent_ids FROM key_groups g"
+    ),
+    sort_fields={"id": "id", "policy_id": "policy_id", "created_at": "created_at"},
+    default_sort="id",
+    search=("id", "description", "policy_id"),
+)
+
+
+def _policy(row: Any) -> dict[str, Any]:
+    out = dict(row)
+    for flag in FLAGS:
+        out[flag] = bool(out[flag])
+    return out
+
+
+def _group(row: Any) -> dict[str, Any]:
+    out = dict(row)
+    out["agent_ids"] = sorted(a for a in (out["agent_ids"] or "").split(",") if a)
+    return out
+
+
+def list_policies(kma: Appliance, req: PageRequest) -> Page:
+    page = list_page(kma.store, POLICIES, req)
+    return Page([_policy(r) for r in page.items], page.next_cursor, page.total)
+
+
+def get_policy(kma: Appliance, policy_id: str) -> dict[str, Any]:
+    row = kma.store.query_one("SELECT * FROM key_policies WHERE id = ?", (policy_id,))
+    if row is None:
+        raise NotFound(f"There is no key policy '{policy_id}'.")
+    return _policy(row)
+
+
+def create_policy(
+    kma: Appliance, actor: Actor, policy_id: str, encryption_period: int, cryptoperiod: int,
+    description: str = "", allow_export: bool = False, allow_import: bool = False,
+    agents_may_revoke: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    check_id(policy_id, "The key policy ID")
+    check_text(description, "The description")
+    if not 0 < encryption_period <= MAX_PERIOD or not 0 < cryptoperiod <= MAX_PERIOD:
+        raise ValidationFailed("Periods must be at least one second and at most 100 years.")
+    if cryptoperiod < encryption_period:
+        raise ValidationFailed("The cryptoperiod cannot be shorter than the encryption period.")
+    now = kma.clock.now()
+    kma.commit(actor, "key_policy.create", [Stmt(
+        "INSERT INTO key_policies (id, description, encryption_period, cryptoperiod, allow_export, "
+        "allow_import, agents_may_revoke, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (policy_id, description, encryption_period, cryptoperiod, int(allow_export),
+         int(allow_import), int(agents_may_revoke), now, now),
+    )], f"created key policy '{policy_id}': encryption period {encryption_period}s, "
+        f"cryptoperiod {cryptoperiod}s", ("key_policy", policy_id))  # fmt: skip
+    return get_policy(kma, policy_id)
+
+
+def update_policy(kma: Appliance, actor: Actor, policy_id: str, **changes: Any) -> dict[str, Any]:
+    changes = {k: v for k, v in changes.items() if v is not None}
+    if {"encryption_period", "cryptoperiod"} & changes.keys():
+        require(kma, "key policy", policy_id)
+        kma.audit(actor, "key_policy.update", "refused: key policy periods cannot change once set",
+                  subject=("key_policy", policy_id))
+        raise Conflict("A key policy's periods cannot change once set; create a new policy instead.", audited=True)
+    if "description" in changes:
+        check_text(changes["description"], "The description")
+    changes = {k: int(v) if k in FLAGS else v for k, v in changes.items()}
+    if changes:
+        kma.commit(actor, "key_policy.update", [patch("key policy", policy_id, changes, kma.clock.now())],
+                   f"changed key policy '{policy_id}': {describe(changes)}", ("key_policy", policy_id))
+    return get_policy(kma, policy_id)
+
+
+def list_groups(kma: Appliance, req: PageRequest) -> Page:
+    page = list_page(kma.store, GROUPS, req)
+    return Page([_group(r) for r in page.items], page.next_cursor, page.total)
+
+
+def get_group(kma: Appliance, group_id: str) -> dict[str, Any]:
+    row = kma.store.query_one(f"SELECT * FROM ({GROUPS.select}) WHERE id = ?", (group_id,))
+    if row is None:
+        raise NotFound(f"There is no key group '{group_id}'.")
+    return _group(row)
+
+
+def create_group(kma: Appliance, actor: Actor, group_id: str, policy_id: str, description: str = "") -> dict[str, Any]:
+    check_id(group_id, "The key group ID")
+    check_text(description, "The description")
+    require(kma, "key policy", policy_id)
+    now = kma.clock.now()
+    kma.commit(actor, "key_group.create", [Stmt(
+        "INSERT INTO key_groups (id, description, policy_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+        (group_id, description, policy_id, now, now),
+    )], f"created key group '{group_id}' under policy '{policy_id}'", ("key_group", group_id))  # fmt: skip
+    return get_group(kma, group_id)
+
+
+def update_group(kma: Appliance, actor: Actor, group_id: str, description: str | None = None) -> dict[str, Any]:
+    if description is not None:
+        check_text(description, "The description")
+        kma.commit(actor, "key_group.update",
+                   [patch("key group", group_id, {"description": description}, kma.clock.now())],
+                   f"changed key group '{group_id}' description", ("key_group", group_id))
+    return get_group(kma, group_id)
+
+
+def set_group_agents(kma: Appliance, actor: Actor, group_id: str, agent_ids: Sequence[str]) -> dict[str, Any]:
+    require(kma, "key group", group_id)
+    wanted = sorted(set(agent_ids))
+    for agent_id in wanted:
+        require(kma, "agent", agent_id)
+    statements = [Stmt("DELETE FROM key_group_agents WHERE key_group_id = ?", (group_id,))]
+    statements += [
+        Stmt("INSERT INTO key_group_agents (key_group_id, agent_id) VALUES (?, ?)", (group_id, a))
+        for a in wanted
+    ]
+    # An agent always keeps access to its own default key group.
+    statements.append(Stmt(
+        "UPDATE key_groups SET id = id WHERE id = :g AND NOT EXISTS (SELECT 1 FROM agents "
+        "WHERE default_key_group_id = :g AND id NOT IN (SELECT agent_id FROM key_group_agents "
+        "WHERE key_group_id = :g))", {"g": group_id},
+        expect=1, refusal="an agent cannot lose access to its default key group",
+    ))  # fmt: skip
+    kma.commit(actor, "key_group.set_agents", statements,
+               f"key group '{group_id}' agents: {', '.join(wanted) or 'none'}", ("key_group", group_id))
+    return get_group(kma, group_id)

@@ -1,0 +1,119 @@
+"""Users and their roles (Security Officer's area)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.crypto import hash_passphrase
+from kma.domain.actor import Actor
+from kma.domain.roles import Role, format_roles
+from kma.domain.validation import check_id, check_passphrase, check_text
+from kma.errors import NotFound, ValidationFailed
+from kma.services.paging import Filter, ListSpec, Page, PageRequest, boolean, list_page, one_of
+from kma.store import Stmt
+
+PUBLIC = "id, name, roles, enabled, locked_until, created_at, updated_at"
+LIST = ListSpec(
+    select=f"SELECT {PUBLIC} FROM users",
+    sort_fields={"id": "id", "name": "name", "created_at": "created_at"},
+    default_sort="id",
+    search=("id", "name"),
+    filters={
+        "role": Filter("(',' || roles || ',') LIKE '%,' || :value || ',%'", one_of(*Role)),
+        "enabled": Filter("enabled = :value", boolean),
+    },
+)
+# A batch that touches users ends with this guard, so no change leaves the cluster without an
+# enabled Security Officer (checked on the state after the change, inside the same batch).
+KEEP_A_SECURITY_OFFICER = Stmt(
+    "UPDATE cluster SET id = id WHERE EXISTS (SELECT 1 FROM users WHERE enabled = 1 "
+    "AND (',' || roles || ',') LIKE '%,security_officer,%')",
+    expect=1, refusal="the cluster must keep at least one enabled Security Officer",
+)  # fmt: skip
+
+
+def user_row(row: Any) -> dict[str, Any]:
+    out = {k: row[k] for k in PUBLIC.split(", ")}
+    out["roles"] = [r for r in out["roles"].split(",") if r]
+    out["enabled"] = bool(out["enabled"])
+    return out
+
+
+def check_roles(roles: Sequence[str]) -> str:
+    if not roles:
+        raise ValidationFailed("A user needs at least one role.")
+    try:
+        return format_roles([Role(r) for r in roles])
+    except ValueError:
+        raise ValidationFailed(f"Roles must be among: {', '.join(Role)}.") from None
+
+
+def list_users(kma: Appliance, req: PageRequest) -> Page:
+    page = list_page(kma.store, LIST, req)
+    return Page([user_row(r) for r in page.items], page.next_cursor, page.total)
+
+
+def get_user(kma: Appliance, user_id: str) -> dict[str, Any]:
+    row = kma.store.query_one(f"SELECT {PUBLIC} FROM users WHERE id = ?", (user_id,))
+    if row is None:
+        raise NotFound(f"There is no user '{user_id}'.")
+    return user_row(row)
+
+
+def create_user(
+    kma: Appliance, actor: Actor, user_id: str, name: str, roles: Sequence[str], passphrase: str
+) -> dict[str, Any]:
+    check_id(user_id, "The user ID")
+    check_text(name, "The name", required=True)
+    role_text = check_roles(roles)
+    check_passphrase(passphrase)
+    now = kma.clock.now()
+    kma.commit(actor, "user.create", [Stmt(
+        "INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (user_id, name, role_text, hash_passphrase(passphrase), now, now),
+    )], f"created user '{user_id}' with roles {role_text}", ("user", user_id))  # fmt: skip
+    return get_user(kma, user_id)
+
+
+def update_user(
+    kma: Appliance,
+    actor: Actor,
+    user_id: str,
+    name: str | None = None,
+    roles: Sequence[str] | None = None,
+    enabled: bool | None = None,
+) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    if name is not None:
+        changes["name"] = check_text(name, "The name", required=True)
+    if roles is not None:
+        changes["roles"] = check_roles(roles)
+    if enabled is not None:
+        changes["enabled"] = int(enabled)
+    if not changes:
+        return get_user(kma, user_id)
+    changes["updated_at"] = kma.clock.now()
+    sets = ", ".join(f"{k} = :{k}" for k in changes)
+    statements = [
+        Stmt(f"UPDATE users SET {sets} WHERE id = :id", {**changes, "id": user_id},
+             expect=1, missing=True, refusal=f"there is no user '{user_id}'"),
+        KEEP_A_SECURITY_OFFICER,
+    ]  # fmt: skip
+    if enabled is False:
+        statements.append(Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)))
+    described = ", ".join(f"{k}={v}" for k, v in changes.items() if k != "updated_at")
+    kma.commit(actor, "user.update", statements, f"changed user '{user_id}': {described}", ("user", user_id))
+    return get_user(kma, user_id)
+
+
+def set_passphrase(kma: Appliance, actor: Actor, user_id: str, passphrase: str) -> None:
+    check_passphrase(passphrase)
+    kma.commit(actor, "user.set_passphrase", [
+        Stmt("UPDATE users SET passphrase_hash = ?, failed_sign_ins = 0, locked_until = NULL, "
+             "updated_at = ? WHERE id = ?", (hash_passphrase(passphrase), kma.clock.now(), user_id),
+             expect=1, missing=True, refusal=f"there is no user '{user_id}'"),
+        Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)),
+    ], f"set the passphrase of user '{user_id}'", ("user", user_id))  # fmt: skip

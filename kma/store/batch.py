@@ -1,0 +1,44 @@
+"""What a write is made of: statements with expected row counts, plus its audit events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kma.audit.record import AuditRecord
+
+Params = Sequence[Any] | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Stmt:
+    sql: str
+    params: Params = ()
+    expect: int | None = None  # rows this statement must touch, else the batch is refused
+    refusal: str = ""  # what the user is told when `expect` is not met
+    missing: bool = False  # a failed `expect` here means the object does not exist (404)
+
+
+class Refused(Exception):
+    """A statement's state check failed: the batch changed nothing."""
+
+    def __init__(self, message: str, index: int = -1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.index = index
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    rowcounts: list[int]
+    event_id: int | None
+
+
+@dataclass
+class Batch:
+    statements: Sequence[Stmt]
+    event: AuditRecord | None = None
+    # The audit event written instead when the batch is refused; it gets the refusal message.
+    on_refusal: Callable[[str], AuditRecord] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
