@@ -1,0 +1,117 @@
+"""A real KMA in a child process, on loopback, over TLS: what integration tests talk to.
+
+`RunningKma.demo(tmp)` runs `kma demo` then `kma serve --management-port 0 --ready-file F`
+and waits for the ready file; `client(user)` returns a signed-in `KmsClient` pinned to the
+cluster CA. The test clock file lets a test move the server's time forward.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kms_client import KmsClient, Trust
+
+READY_TIMEOUT = 30.0
+
+
+def run_kma(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kma", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, check=check, timeout=120)  # fmt: skip
+
+
+@dataclass
+class RunningKma:
+    data_dir: Path
+    demo: dict[str, Any] = field(default_factory=dict)
+    clock_file: Path | None = None
+    process: subprocess.Popen[str] | None = None
+    address: str = ""
+    ca_pem: str = ""
+    fingerprint: str = ""
+    _clients: list[KmsClient] = field(default_factory=list)
+
+    @classmethod
+    def demo_in(cls, tmp: Path, test_clock: bool = True) -> RunningKma:
+        data_dir = tmp / "kma"
+        info = json.loads(run_kma("demo", "--data-dir", str(data_dir), "--json").stdout)
+        kma = cls(data_dir, info, tmp / "clock-offset" if test_clock else None)
+        kma.start()
+        return kma
+
+    @property
+    def passphrases(self) -> dict[str, str]:
+        return {u["id"]: u["passphrase"] for u in self.demo.get("users", [])}
+
+    def env(self) -> dict[str, str]:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if self.clock_file is not None:
+            env["KMA_TEST_CLOCK_FILE"] = str(self.clock_file)
+        return env
+
+    def start(self, port: int = 0) -> None:
+        ready = self.data_dir.parent / "ready.json"
+        ready.unlink(missing_ok=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "kma", "serve", "--data-dir", str(self.data_dir),
+             "--management-port", str(port), "--service-port", "0", "--ready-file", str(ready)],
+            env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not ready.exists():
+            if self.process.poll() is not None:
+                raise RuntimeError(f"kma serve exited: {self.process.stdout.read() if self.process.stdout else ''}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("kma serve did not become ready")
+            time.sleep(0.05)
+        info = json.loads(ready.read_text())
+        self.address = info["management_address"]
+        trust = Trust.fetch(self.address)
+        assert trust.fingerprint == info["ca_fingerprint"]
+        self.ca_pem, self.fingerprint = trust.ca_pem, trust.fingerprint
+
+    def restart(self) -> None:
+        port = int(self.address.rsplit(":", 1)[1])
+        self.stop()
+        self.start(port)
+
+    def client(self, user_id: str | None = None, passphrase: str | None = None) -> KmsClient:
+        client = KmsClient(self.address, ca_pem=self.ca_pem, ca_fingerprint=self.fingerprint)
+        self._clients.append(client)
+        if user_id is not None:
+            client.sign_in(user_id, passphrase or self.passphrases[user_id])
+        return client
+
+    def advance_clock(self, seconds: int) -> None:
+        assert self.clock_file is not None, "start the KMA with test_clock=True"
+        current = int(self.clock_file.read_text()) if self.clock_file.exists() else 0
+        self.clock_file.write_text(str(current + seconds))
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        for client in self._clients:
+            client.close()
+        self._clients.clear()
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
+        self.process = None
+
+    def kill(self) -> None:
+        self.stop(signal.SIGKILL)
+
+    def log_text(self) -> str:
+        log = self.data_dir / "logs" / "kma.log"
+        return log.read_text(errors="replace") if log.exists() else ""
