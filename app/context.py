@@ -1,0 +1,23 @@
+"""What every page gets: the background operations and the session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QSettings
+
+from app.operations import Operations
+from app.session import SessionController
+
+
+@dataclass
+class AppContext:
+    ops: Operations
+    session: SessionController
+
+    @property
+    def roles(self) -> frozenset[str]:
+        return self.session.roles
+
+    def settings(self) -> QSettings:
+        return QSettings()

@@ -1,0 +1,113 @@
+"""Wires the windows together: sign-in -> main window -> (expired) sign-in again -> sign-out.
+
+This is the composition root, so it is the one place in ``app`` that builds ``ui`` windows; the
+windows themselves only know the context they are given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QApplication, QDialog
+
+from app import secrets
+from app.context import AppContext
+from app.operations import Operations
+from app.profiles import ConnectionProfile
+from app.session import SessionController
+from app.signin import SignedIn
+
+
+class AppController(QObject):
+    def __init__(self, app: QApplication) -> None:
+        super().__init__(app)
+        import ui.pages
+
+        ui.pages.load_all()
+        self.app = app
+        self.ops = Operations(self)
+        self.session = SessionController(self.ops, self)
+        self.ctx = AppContext(self.ops, self.session)
+        self.window: Any = None
+        self.sign_in_window: Any = None
+        self.reauth_window: Any = None
+        self.presenter: Any = None
+        self.local_note = ""
+        self.session.session_expired.connect(self._reauth)
+        app.aboutToQuit.connect(self.shutdown)
+
+    # -- sign-in ------------------------------------------------------------------------------
+    def show_sign_in(self, profile: ConnectionProfile | None = None, message: str = "",
+                     try_remembered: bool = True) -> Any:
+        from ui.sign_in import SignInWindow
+
+        window = SignInWindow(self.ops, reauth_profile=profile, message=message)
+        window.signed_in.connect(self.signed_in)
+        window.rejected.connect(self._sign_in_closed)
+        self.sign_in_window = window
+        window.show()
+        if try_remembered:
+            window.try_remembered()
+        return window
+
+    def _sign_in_closed(self) -> None:
+        if self.window is None:
+            self.app.quit()
+
+    def signed_in(self, signed: SignedIn, profile: ConnectionProfile) -> Any:
+        from ui.main_window import MainWindow
+        from ui.messages import ErrorPresenter
+
+        self.session.start(signed.client, signed.user, profile)
+        if self.sign_in_window is not None:
+            self.sign_in_window.signed_in.disconnect(self.signed_in)
+            self.sign_in_window.rejected.disconnect(self._sign_in_closed)
+            self.sign_in_window.close()
+            self.sign_in_window = None
+        self.window = MainWindow(self.ctx, self.local_note)
+        self.presenter = ErrorPresenter(self.session, self.window)
+        self.ops.error_handler = self.presenter
+        self.window.sign_out_requested.connect(self.sign_out)
+        self.window.show()
+        return self.window
+
+    # -- expired session ----------------------------------------------------------------------
+    def _reauth(self) -> None:
+        from ui.sign_in import SignInWindow
+
+        if self.window is None or self.reauth_window is not None or self.session.client is None:
+            return
+        window = SignInWindow(
+            self.ops, self.window, reauth_client=self.session.client,
+            reauth_profile=self.session.profile,
+            message="Your session has ended. Enter your passphrase to carry on where you were.",
+        )
+        window.signed_in.connect(lambda s, _p: self.session.resume(s.user))
+        window.finished.connect(self._reauth_finished)
+        self.reauth_window = window
+        window.open()
+
+    def _reauth_finished(self, result: int) -> None:
+        self.reauth_window = None
+        if result != QDialog.Accepted:
+            self.sign_out()
+
+    # -- sign-out and exit --------------------------------------------------------------------
+    def sign_out(self) -> None:
+        profile = self.session.profile
+        if profile is not None and self.session.user is not None:
+            secrets.forget(secrets.token_account(profile.key, self.session.user.id))
+        self.session.sign_out()
+        if self.window is not None:
+            self.window.save_state()
+            self.window.hide()
+            self.window.deleteLater()
+            self.window = None
+        self.ops.error_handler = None
+        self.show_sign_in(profile, "Signed out.", try_remembered=False)
+
+    def shutdown(self) -> None:
+        if self.window is not None:
+            self.window.save_state()
+        self.ops.wait_idle(3000)

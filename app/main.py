@@ -1,0 +1,70 @@
+"""``kms-manager``: the desktop KMS manager's entry point."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="kms-manager",
+        description="Manage a cluster of Key Management Appliances for encrypting tape drives.",
+    )
+    parser.add_argument("--local", action="store_true",
+                        help="run the bundled demo KMA on this computer and sign in to it")
+    parser.add_argument("--data-dir", type=Path,
+                        help="local mode: where the local KMA keeps its data "
+                             "(default: the user data folder)")
+    parser.add_argument("--screenshots", type=Path, metavar="DIR",
+                        help="local mode: render every page into DIR and exit (automatic "
+                             "when there is no display)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    from app.local_kma import has_display
+
+    headless = args.local and (args.screenshots is not None or not has_display())
+    if headless and not os.environ.get("QT_QPA_PLATFORM"):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+    from PySide6.QtGui import QIcon
+    from PySide6.QtWidgets import QApplication
+
+    from app.assets import get_asset
+    from app.controller import AppController
+    from app.theme import apply_theme
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setOrganizationName("KMS")
+    app.setOrganizationDomain("kms.example")
+    app.setApplicationName("kms-manager")
+    app.setApplicationDisplayName("KMS Manager")
+    app.setDesktopFileName("kms-manager")
+    app.setWindowIcon(QIcon(str(get_asset("icons/app.svg"))))
+    apply_theme()
+    controller = AppController(app)
+
+    if args.local:
+        from app.local_mode import LocalMode
+
+        local = LocalMode(controller, args.data_dir)
+        if headless:
+            if args.screenshots is None:
+                print("No display found: rendering the pages to PNG files instead.",
+                      file=sys.stderr)
+            return local.render_headless(args.screenshots)
+        local.start()
+    else:
+        controller.show_sign_in()
+    return app.exec()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""Worker-side steps of signing in (no Qt): first-contact trust, connect, resume a session.
+
+These run inside background operations, so they only use ``kms_client``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import kms_client
+from app.profiles import ConnectionProfile
+
+
+@dataclass
+class SignedIn:
+    client: kms_client.KmsClient
+    user: kms_client.User
+    token: str
+
+
+def fetch_trust(address: str) -> kms_client.Trust:
+    """First contact: the KMA's CA over unverified TLS, fingerprint recomputed locally."""
+    return kms_client.Trust.fetch(address)
+
+
+def make_client(profile: ConnectionProfile) -> kms_client.KmsClient:
+    """A client that trusts only the profile's pinned CA."""
+    return kms_client.KmsClient(
+        profile.address,
+        ca_pem=profile.ca_pem or None,
+        ca_fingerprint=profile.ca_fingerprint,
+    )
+
+
+def sign_in(profile: ConnectionProfile, passphrase: str) -> SignedIn:
+    client = make_client(profile)
+    try:
+        session = client.sign_in(profile.user_id, passphrase)
+    except BaseException:
+        client.close()
+        raise
+    return SignedIn(client, session.user, session.token)
+
+
+def resume(profile: ConnectionProfile, token: str) -> SignedIn:
+    """Use a remembered token; raises ``Unauthenticated`` if it expired."""
+    client = make_client(profile)
+    client.use_token(token)
+    try:
+        user = client.me()
+    except BaseException:
+        client.close()
+        raise
+    return SignedIn(client, user, token)

@@ -1,0 +1,1 @@
+"""Bundled assets (icons, style sheets); load them with ``app.assets.get_asset``."""

@@ -1,0 +1,1 @@
+"""Views of the KMS manager: windows, dialogs, pages and table models."""

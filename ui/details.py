@@ -1,0 +1,64 @@
+"""A read-only view of one object: every field, in words, selectable for copying."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui.format import display, words
+
+
+def field_rows(obj: Any, labels: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    labels = labels or {}
+    rows = []
+    names = [f.name for f in dataclasses.fields(obj)] if dataclasses.is_dataclass(obj) else []
+    for name in names:
+        value = getattr(obj, name)
+        if name == "token":
+            continue
+        text = words(value) if name in ("state", "condition", "severity") else display(value)
+        rows.append((labels.get(name, name.replace("_", " ").capitalize()), text or "—"))
+    return rows
+
+
+class DetailsDialog(QDialog):
+    """Shows an object's fields; extra tabs (e.g. its audit history) can be added."""
+
+    def __init__(self, title: str, obj: Any, parent: QWidget | None = None,
+                 labels: dict[str, str] | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(title)
+        self.setWindowModality(Qt.WindowModal)
+        self.setMinimumWidth(520)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        form_host = QWidget()
+        form = QFormLayout(form_host)
+        form.setLabelAlignment(Qt.AlignRight)
+        for label, text in field_rows(obj, labels):
+            value = QLabel(text)
+            value.setTextInteractionFlags(Qt.TextSelectableByMouse | Qt.TextSelectableByKeyboard)
+            value.setWordWrap(True)
+            value.setAccessibleName(label)
+            form.addRow(label + ":", value)
+        self.tabs.addTab(form_host, "Details")
+        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.tabs)
+        layout.addWidget(buttons)
+
+    def add_tab(self, widget: QWidget, title: str) -> None:
+        self.tabs.addTab(widget, title)
+        self.resize(max(self.width(), 900), max(self.height(), 520))

@@ -1,0 +1,394 @@
+"""The one list page every area uses: filter box, filters, table, column chooser, actions.
+
+An area module declares a :class:`ListSpec` (columns, filters, actions, how to fetch); this page
+does the rest: server-side filter (debounced) and sort, lazy paging through
+:class:`~ui.paged_model.PagedTableModel`, a context menu, double-click or Enter for details,
+keyboard shortcuts (Ctrl+F filter, F5 refresh, Menu key for the context menu), and remembers
+column widths, order and visibility per list in ``QSettings``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QPoint, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QPushButton,
+    QTableView,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.context import AppContext
+from ui.details import DetailsDialog
+from ui.paged_model import Column, ObjectRole, PagedTableModel
+from ui.widgets import page_header
+
+
+@dataclass(frozen=True)
+class FilterSpec:
+    """A drop-down filter sent to the KMA as ``param=value`` (first choice: no filter)."""
+
+    param: str
+    label: str
+    choices: list[tuple[str, Any]]
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """Something the user can do to the selected row(s) (or to the list, ``needs="none"``)."""
+
+    text: str
+    run: Callable[[ListPage, Any], None]  # (page, selected object or None)
+    roles: frozenset[str] = frozenset()  # who sees it (empty = whoever sees the page)
+    needs: str = "one"  # "one" | "none"
+    enabled: Callable[[Any], bool] | None = None  # for the selected object
+    shortcut: str = ""
+    toolbar: bool = False
+    danger: bool = False
+
+
+@dataclass
+class ListSpec:
+    """Everything specific to one area's list."""
+
+    key: str
+    title: str
+    noun: str  # "key", "agent": used in messages
+    columns: list[Column]
+    fetch: Callable[[Any], Callable[..., Any]]  # client -> client.list_things
+    get: Callable[[Any], Callable[[str], Any]] | None = None  # client -> client.get_thing
+    subtitle: str = ""
+    filters: list[FilterSpec] = field(default_factory=list)
+    actions: list[ActionSpec] = field(default_factory=list)
+    details: Callable[[ListPage, Any], None] | None = None
+    page_size: int = 200
+    default_sort: tuple[str, Qt.SortOrder] | None = None
+    searchable: bool = True
+    fixed_filters: dict[str, Any] = field(default_factory=dict)
+
+
+class ListPage(QWidget):
+    """A paged, sortable, filterable list of one kind of object."""
+
+    details_requested = Signal(object)
+
+    def __init__(self, ctx: AppContext, spec: ListSpec, parent: QWidget | None = None,
+                 *, embedded: bool = False) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.spec = spec
+        self.setObjectName(f"list:{spec.key}")
+        self.model = PagedTableModel(spec.columns, spec.fetch, ctx.ops, spec.page_size, self)
+        self.model.parent_widget = self
+        self.model.fixed_filters = dict(spec.fixed_filters)
+        self._actions: list[tuple[ActionSpec, QAction]] = []
+        self._filter_boxes: dict[str, QComboBox] = {}
+        self._loaded_once = False
+
+        layout = QVBoxLayout(self)
+        if not embedded:
+            layout.addWidget(page_header(spec.title, spec.subtitle))
+        layout.addLayout(self._build_toolbar())
+        self.view = self._build_view()
+        layout.addWidget(self.view, 1)
+        self.status = QLabel()
+        self.status.setObjectName("listStatus")
+        self.status.setAccessibleName(f"{spec.title} status")
+        layout.addWidget(self.status)
+
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(300)
+        self._debounce.timeout.connect(self._apply_filter)
+        self._save_timer = QTimer(self)
+        self._save_timer.setSingleShot(True)
+        self._save_timer.setInterval(500)
+        self._save_timer.timeout.connect(self.save_state)
+
+        self.model.total_changed.connect(self._update_status)
+        self.model.page_loaded.connect(self._update_status)
+        self.model.loading_changed.connect(self._update_status)
+        self.model.rowsInserted.connect(self._select_first_if_none)
+        self._restore_state()
+        self._update_actions()
+
+    # -- construction -------------------------------------------------------------------------
+    def _build_toolbar(self) -> QHBoxLayout:
+        bar = QHBoxLayout()
+        self.filter_edit = QLineEdit()
+        self.filter_edit.setPlaceholderText(f"Filter {self.spec.title.lower()}…  (Ctrl+F)")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.filter_edit.setAccessibleName(f"Filter {self.spec.title}")
+        self.filter_edit.textChanged.connect(lambda _t: self._debounce.start())
+        self.filter_edit.returnPressed.connect(self._apply_filter)
+        self.filter_edit.setVisible(self.spec.searchable)
+        bar.addWidget(self.filter_edit, 2)
+        for f in self.spec.filters:
+            combo = QComboBox()
+            combo.setAccessibleName(f.label)
+            combo.setToolTip(f.label)
+            for label, value in f.choices:
+                combo.addItem(label, value)
+            combo.currentIndexChanged.connect(self._apply_filter)
+            self._filter_boxes[f.param] = combo
+            bar.addWidget(combo, 1)
+        bar.addStretch(1)
+        for spec in self.spec.actions:
+            if not self._allowed(spec):
+                continue
+            action = QAction(spec.text, self)
+            if spec.shortcut:
+                action.setShortcut(QKeySequence(spec.shortcut))
+                action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+                self.addAction(action)
+            action.triggered.connect(lambda _c=False, s=spec: self.run_action(s))
+            self._actions.append((spec, action))
+            if spec.toolbar:
+                button = QPushButton(spec.text.replace("…", "") + ("…" if "…" in spec.text else ""))
+                button.setAccessibleName(spec.text.rstrip("…"))
+                button.clicked.connect(action.trigger)
+                action.changed.connect(lambda b=button, a=action: b.setEnabled(a.isEnabled()))
+                bar.addWidget(button)
+        refresh = QToolButton()
+        refresh.setText("Refresh")
+        refresh.setToolTip("Reload from the KMA (F5)")
+        refresh.setAccessibleName(f"Refresh {self.spec.title}")
+        refresh.clicked.connect(self.refresh)
+        bar.addWidget(refresh)
+        self.columns_button = QToolButton()
+        self.columns_button.setText("Columns")
+        self.columns_button.setToolTip("Choose which columns to show")
+        self.columns_button.setAccessibleName("Choose columns")
+        self.columns_button.setPopupMode(QToolButton.InstantPopup)
+        self.columns_button.setMenu(QMenu(self.columns_button))
+        self.columns_button.menu().aboutToShow.connect(
+            lambda: self._fill_column_menu(self.columns_button.menu())
+        )
+        bar.addWidget(self.columns_button)
+        QShortcut(QKeySequence.Find, self, activated=self._focus_filter,
+                  context=Qt.WidgetWithChildrenShortcut)
+        QShortcut(QKeySequence.Refresh, self, activated=self.refresh,
+                  context=Qt.WidgetWithChildrenShortcut)
+        return bar
+
+    def _build_view(self) -> QTableView:
+        view = QTableView()
+        view.setModel(self.model)
+        view.setAccessibleName(self.spec.title)
+        view.setSelectionBehavior(QAbstractItemView.SelectRows)
+        view.setSelectionMode(QAbstractItemView.SingleSelection)
+        view.setAlternatingRowColors(True)
+        view.setWordWrap(False)
+        view.setShowGrid(False)
+        view.setTabKeyNavigation(False)
+        view.setVerticalScrollMode(QAbstractItemView.ScrollPerPixel)
+        view.setHorizontalScrollMode(QAbstractItemView.ScrollPerPixel)
+        vheader = view.verticalHeader()
+        vheader.setVisible(False)
+        vheader.setSectionResizeMode(QHeaderView.Fixed)  # uniform rows: cheap for 100k
+        vheader.setDefaultSectionSize(max(22, view.fontMetrics().height() + 8))
+        header = view.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.Interactive)  # never ResizeToContents
+        header.setStretchLastSection(True)
+        header.setSectionsMovable(True)
+        header.setHighlightSections(False)
+        header.setContextMenuPolicy(Qt.CustomContextMenu)
+        header.customContextMenuRequested.connect(self._header_menu)
+        header.sectionResized.connect(lambda *_: self._save_timer.start())
+        header.sectionMoved.connect(lambda *_: self._save_timer.start())
+        for i, col in enumerate(self.spec.columns):
+            header.resizeSection(i, col.width)
+            view.setColumnHidden(i, col.hidden)
+        view.setSortingEnabled(False)
+        header.setSortIndicatorShown(True)
+        header.setSectionsClickable(True)
+        if self.spec.default_sort:
+            field_name, order = self.spec.default_sort
+            self.model.sort_field, self.model.sort_order = field_name, order
+            for i, col in enumerate(self.spec.columns):
+                if (col.sort_field or col.key) == field_name:
+                    header.setSortIndicator(i, order)
+        else:
+            header.setSortIndicator(-1, Qt.AscendingOrder)
+        header.sortIndicatorChanged.connect(self._sort_changed)
+        view.setContextMenuPolicy(Qt.CustomContextMenu)
+        view.customContextMenuRequested.connect(self._context_menu)
+        view.activated.connect(lambda _i: self.show_details())
+        view.doubleClicked.connect(lambda _i: None)
+        view.selectionModel().currentRowChanged.connect(lambda *_: self._update_actions())
+        return view
+
+    # -- behaviour ----------------------------------------------------------------------------
+    def _allowed(self, spec: ActionSpec) -> bool:
+        return not spec.roles or bool(spec.roles & self.ctx.roles)
+
+    def refresh(self) -> None:
+        """Reload from the first page with the current filter and sort."""
+        self._loaded_once = True
+        self.model.reload()
+
+    def ensure_loaded(self) -> None:
+        """Load the first page the first time the page is shown (pages load lazily)."""
+        if not self._loaded_once:
+            self.refresh()
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        self.ensure_loaded()
+
+    def _focus_filter(self) -> None:
+        self.filter_edit.setFocus(Qt.ShortcutFocusReason)
+        self.filter_edit.selectAll()
+
+    def _apply_filter(self) -> None:
+        self._debounce.stop()
+        filters = {p: box.currentData() for p, box in self._filter_boxes.items()}
+        self._loaded_once = True
+        self.model.set_query(self.filter_edit.text(), filters)
+
+    def _sort_changed(self, section: int, order: Qt.SortOrder) -> None:
+        if section < 0:
+            return
+        col = self.spec.columns[section]
+        if not col.sortable:
+            return
+        self._loaded_once = True
+        self.model.sort(section, order)
+
+    def current_object(self) -> Any:
+        index = self.view.currentIndex()
+        if not index.isValid() or not self.view.selectionModel().isRowSelected(index.row()):
+            return None
+        return self.model.data(index, ObjectRole)
+
+    def _select_first_if_none(self, *_: Any) -> None:
+        if not self.view.currentIndex().isValid() and self.model.rowCount():
+            self.view.selectionModel().setCurrentIndex(
+                self.model.index(0, 0),
+                self.view.selectionModel().SelectionFlag.NoUpdate,
+            )
+        self._update_actions()
+
+    def _update_actions(self) -> None:
+        obj = self.current_object()
+        for spec, action in self._actions:
+            if spec.needs == "none":
+                action.setEnabled(True)
+            else:
+                action.setEnabled(obj is not None and (spec.enabled is None or spec.enabled(obj)))
+
+    def run_action(self, spec: ActionSpec) -> None:
+        obj = None if spec.needs == "none" else self.current_object()
+        if spec.needs != "none" and obj is None:
+            return
+        spec.run(self, obj)
+
+    def show_details(self, obj: Any = None) -> None:
+        obj = obj or self.current_object()
+        if obj is None:
+            return
+        self.details_requested.emit(obj)
+        if self.spec.details is not None:
+            self.spec.details(self, obj)
+            return
+        DetailsDialog(f"{self.spec.noun.capitalize()} {getattr(obj, 'id', '')}", obj, self).open()
+
+    def object_changed(self, obj: Any) -> None:
+        """An action changed ``obj``: show the new state in place."""
+        self.model.replace(obj)
+        self._update_actions()
+
+    def _update_status(self, *_: Any) -> None:
+        shown, total = self.model.rowCount(), self.model.total
+        noun = self.spec.title.lower()
+        if self.model.loading and not shown:
+            text = f"Loading {noun}…"
+        elif total == 0:
+            text = f"No {noun} match." if (self.model.q or self.model.filters) else f"No {noun} yet."
+        else:
+            text = f"{total:,} {noun}" if shown >= total else f"Showing {shown:,} of {total:,} {noun}"
+            if self.model.loading:
+                text += " — loading more…"
+        self.status.setText(text)
+
+    # -- menus --------------------------------------------------------------------------------
+    def _context_menu(self, pos: QPoint) -> None:
+        index = self.view.indexAt(pos)
+        if index.isValid():
+            self.view.selectRow(index.row())
+        elif self.view.currentIndex().isValid():
+            pos = self.view.visualRect(self.view.currentIndex()).center()  # Menu key
+        menu = QMenu(self)
+        obj = self.current_object()
+        if obj is not None:
+            details = menu.addAction("Details…")
+            details.triggered.connect(lambda: self.show_details(obj))
+            menu.setDefaultAction(details)
+            copy = menu.addAction("Copy ID")
+            copy.triggered.connect(
+                lambda: QGuiApplication.clipboard().setText(str(getattr(obj, "id", "")))
+            )
+            menu.addSeparator()
+        for spec, action in self._actions:
+            if spec.needs == "none" or obj is not None:
+                menu.addAction(action)
+        menu.addSeparator()
+        menu.addAction("Refresh", self.refresh)
+        menu.popup(self.view.viewport().mapToGlobal(pos))
+
+    def _header_menu(self, pos: QPoint) -> None:
+        menu = QMenu(self)
+        self._fill_column_menu(menu)
+        menu.popup(self.view.horizontalHeader().mapToGlobal(pos))
+
+    def _fill_column_menu(self, menu: QMenu) -> None:
+        menu.clear()
+        for i, col in enumerate(self.spec.columns):
+            action = menu.addAction(col.title)
+            action.setCheckable(True)
+            action.setChecked(not self.view.isColumnHidden(i))
+            action.toggled.connect(lambda on, i=i: self._set_column_visible(i, on))
+        menu.addSeparator()
+        menu.addAction("Reset columns", self._reset_columns)
+
+    def _set_column_visible(self, i: int, visible: bool) -> None:
+        if not visible and sum(not self.view.isColumnHidden(c)
+                               for c in range(len(self.spec.columns))) <= 1:
+            return  # keep at least one column
+        self.view.setColumnHidden(i, not visible)
+        self.save_state()
+
+    def _reset_columns(self) -> None:
+        header = self.view.horizontalHeader()
+        for i, col in enumerate(self.spec.columns):
+            header.moveSection(header.visualIndex(i), i)
+            header.resizeSection(i, col.width)
+            self.view.setColumnHidden(i, col.hidden)
+        self.save_state()
+
+    # -- persistence --------------------------------------------------------------------------
+    def _state_key(self) -> str:
+        return f"lists/{self.spec.key}/header"
+
+    def save_state(self) -> None:
+        QSettings().setValue(self._state_key(), self.view.horizontalHeader().saveState())
+
+    def _restore_state(self) -> None:
+        state = QSettings().value(self._state_key())
+        if state is not None:
+            header = self.view.horizontalHeader()
+            header.blockSignals(True)
+            header.restoreState(state)
+            header.blockSignals(False)

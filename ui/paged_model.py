@@ -1,0 +1,251 @@
+"""One table model for every list: lazy pages from the KMA, server-side sort and filter.
+
+Rows arrive a page at a time through ``canFetchMore``/``fetchMore`` as the view scrolls (Vorta
+``archive_table_model``, Anki ``browser/table/model``), so a 100,000-row list costs one page to
+open and stays smooth: the view only asks for the rows it paints. Sorting and filtering are done by
+the KMA (``sort``/``order``/``q`` and per-list filters) because a proxy could only sort the rows
+already loaded. Each reload bumps a generation so a late page from an older query is dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+
+from app.operations import OpContext, Operations
+from ui.format import display
+
+ObjectRole = Qt.UserRole + 1  # the kms_client object behind the row
+IdRole = Qt.UserRole + 2  # the object's id
+SortRole = Qt.UserRole + 3  # raw value of the cell, for comparisons
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a list: which field, its heading, and how the KMA sorts by it."""
+
+    key: str
+    title: str
+    width: int = 140
+    sortable: bool = True
+    sort_field: str | None = None  # defaults to key
+    format: Callable[[Any], str] | None = None  # value -> text
+    hidden: bool = False  # hidden until the user turns it on in the column chooser
+    align_right: bool = False
+    tone: Callable[[Any], str | None] | None = None  # object -> "bad"/"warn"/None
+
+    def value(self, obj: Any) -> Any:
+        return getattr(obj, self.key, None)
+
+    def text(self, obj: Any) -> str:
+        value = self.value(obj)
+        return self.format(value) if self.format else display(value)
+
+
+Fetcher = Callable[..., Any]  # kms_client list method signature: (limit, cursor, q, sort, order, **filters)
+
+_TONES = {"bad": QColor(200, 40, 40), "warn": QColor(190, 120, 0)}
+
+
+class PagedTableModel(QAbstractTableModel):
+    """Rows from a ``kms_client`` ``list_*`` method, loaded page by page."""
+
+    loading_changed = Signal(bool)
+    total_changed = Signal(int)
+    page_loaded = Signal(int)  # rows in the page just added
+    load_failed = Signal(object)
+
+    def __init__(
+        self,
+        columns: list[Column],
+        fetch: Callable[[Any], Fetcher],
+        ops: Operations,
+        page_size: int = 200,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.columns = columns
+        self._fetch = fetch  # client -> bound list method; resolved on the worker thread
+        self._ops = ops
+        self._page_size = page_size
+        self._rows: list[Any] = []
+        self._ids: dict[str, int] = {}
+        self._cursor: str | None = None
+        self._more = False
+        self._loading = False
+        self._generation = 0
+        self._total = 0
+        self.sort_field: str | None = None
+        self.sort_order = Qt.AscendingOrder
+        self.q = ""
+        self.filters: dict[str, Any] = {}
+        self.fixed_filters: dict[str, Any] = {}
+        self.parent_widget: Any = None
+
+    # -- Qt model API -------------------------------------------------------------------------
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.columns)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole) -> Any:
+        if orientation == Qt.Horizontal and 0 <= section < len(self.columns):
+            if role in (Qt.DisplayRole, Qt.AccessibleTextRole):
+                return self.columns[section].title
+            if role == Qt.TextAlignmentRole:
+                right = self.columns[section].align_right
+                return int((Qt.AlignRight if right else Qt.AlignLeft) | Qt.AlignVCenter)
+        if orientation == Qt.Vertical and role == Qt.DisplayRole:
+            return section + 1
+        return None
+
+    def data(self, index: Index, role: int = Qt.DisplayRole) -> Any:
+        if not index.isValid() or index.row() >= len(self._rows):
+            return None
+        obj = self._rows[index.row()]
+        col = self.columns[index.column()]
+        if role in (Qt.DisplayRole, Qt.ToolTipRole, Qt.AccessibleTextRole):
+            return col.text(obj)
+        if role == ObjectRole:
+            return obj
+        if role == IdRole:
+            return getattr(obj, "id", None)
+        if role == SortRole:
+            return col.value(obj)
+        if role == Qt.TextAlignmentRole:
+            right = col.align_right
+            return int((Qt.AlignRight if right else Qt.AlignLeft) | Qt.AlignVCenter)
+        if role == Qt.ForegroundRole and col.tone is not None:
+            tone = col.tone(obj)
+            return QBrush(_TONES[tone]) if tone in _TONES else None
+        return None
+
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.NoItemFlags
+        return Qt.ItemIsEnabled | Qt.ItemIsSelectable
+
+    def canFetchMore(self, parent: Index = QModelIndex()) -> bool:  # noqa: B008
+        return not parent.isValid() and self._more and not self._loading
+
+    def fetchMore(self, parent: Index = QModelIndex()) -> None:  # noqa: B008
+        if self.canFetchMore(parent):
+            self._request(self._cursor)
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:
+        if not 0 <= column < len(self.columns) or not self.columns[column].sortable:
+            return
+        col = self.columns[column]
+        field = col.sort_field or col.key
+        if field == self.sort_field and order == self.sort_order and self._generation:
+            return
+        self.sort_field = field
+        self.sort_order = order
+        self.reload()
+
+    # -- loading ------------------------------------------------------------------------------
+    @property
+    def total(self) -> int:
+        return self._total
+
+    @property
+    def loading(self) -> bool:
+        return self._loading
+
+    def objects(self) -> list[Any]:
+        return list(self._rows)
+
+    def object_at(self, row: int) -> Any:
+        return self._rows[row] if 0 <= row < len(self._rows) else None
+
+    def row_of(self, obj_id: str) -> int:
+        return self._ids.get(str(obj_id), -1)
+
+    def set_query(self, q: str, filters: dict[str, Any] | None = None) -> None:
+        self.q = q.strip()
+        if filters is not None:
+            self.filters = {k: v for k, v in filters.items() if v not in (None, "")}
+        self.reload()
+
+    def reload(self) -> None:
+        """Forget every row and load the first page for the current sort and filter."""
+        self._generation += 1
+        self.beginResetModel()
+        self._rows = []
+        self._ids = {}
+        self._cursor = None
+        self._more = False
+        self.endResetModel()
+        self._set_loading(False)
+        self._request(None)
+
+    def replace(self, obj: Any) -> None:
+        """Show an object the user just changed without reloading the list."""
+        row = self.row_of(getattr(obj, "id", ""))
+        if row < 0:
+            return
+        self._rows[row] = obj
+        self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.columns) - 1))
+
+    def _params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {**self.filters, **self.fixed_filters}
+        if self.q:
+            params["q"] = self.q
+        if self.sort_field:
+            params["sort"] = self.sort_field
+            params["order"] = "asc" if self.sort_order == Qt.AscendingOrder else "desc"
+        return params
+
+    def _request(self, cursor: str | None) -> None:
+        generation = self._generation
+        params = self._params()
+        limit = self._page_size
+        fetch = self._fetch
+
+        def op(ctx: OpContext) -> Any:  # worker thread: no Qt calls
+            return fetch(ctx.client)(limit=limit, cursor=cursor, **params)
+
+        self._set_loading(True)
+        self._ops.read(
+            op,
+            parent=self.parent_widget,
+            success=lambda page: self._page_arrived(generation, page),
+            failure=lambda exc: self._page_failed(generation, exc),
+        )
+
+    def _page_arrived(self, generation: int, page: Any) -> None:
+        if generation != self._generation:
+            return
+        items = list(page.items)
+        if items:
+            first = len(self._rows)
+            self.beginInsertRows(QModelIndex(), first, first + len(items) - 1)
+            for offset, obj in enumerate(items):
+                self._ids[str(getattr(obj, "id", ""))] = first + offset
+            self._rows.extend(items)
+            self.endInsertRows()
+        self._cursor = page.next_cursor
+        self._more = page.next_cursor is not None
+        if page.total != self._total:
+            self._total = page.total
+        self.total_changed.emit(self._total)
+        self._set_loading(False)
+        self.page_loaded.emit(len(items))
+
+    def _page_failed(self, generation: int, exc: BaseException) -> bool:
+        if generation == self._generation:
+            self._set_loading(False)
+            self.load_failed.emit(exc)
+        return False  # let the application say what happened
+
+    def _set_loading(self, loading: bool) -> None:
+        if loading != self._loading:
+            self._loading = loading
+            self.loading_changed.emit(loading)

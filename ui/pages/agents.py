@@ -1,0 +1,134 @@
+"""Agents: the tape drives that enrol with a one-time passphrase and then ask for keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+
+from app.context import AppContext
+from app.pages import PageSpec, register
+from ui.form_dialog import Field, FormDialog
+from ui.format import yes_no
+from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
+from ui.paged_model import Column
+from ui.pages.common import OP, enabled_tone, run_change
+from ui.pages.sites import _site_choices
+from ui.secret_dialog import OneTimeSecretDialog
+
+READERS = frozenset({"operator", "compliance_officer", "auditor", "security_officer"})
+
+
+def _group_choices(client: Any) -> list[tuple[str, Any]]:
+    return [(g.id, g.id) for g in client.iter_key_groups()]
+
+
+def show_passphrase(page: ListPage, agent_id: str, passphrase: str) -> OneTimeSecretDialog:
+    dialog = OneTimeSecretDialog(
+        f"Enrollment passphrase for {agent_id}",
+        f"Agent <b>{agent_id}</b> enrols once with this passphrase, then holds a certificate.",
+        passphrase, page,
+    )
+    dialog.open()
+    page.last_secret_dialog = dialog  # type: ignore[attr-defined]
+    return dialog
+
+
+def _create_and_enrol(client: Any, v: dict[str, Any]) -> tuple[Any, Any]:
+    """Worker: create the agent, then its first one-time enrollment passphrase."""
+    agent = client.create_agent(v["id"], v["site_id"], v["default_key_group_id"],
+                                v["description"] or None)
+    return agent, client.new_enrollment_passphrase(agent.id)
+
+
+def _new_agent(page: ListPage, _obj: Any) -> None:
+    def done(result: tuple[Any, Any]) -> None:
+        agent, secret = result
+        page.refresh()
+        show_passphrase(page, agent.id, secret.passphrase)
+
+    FormDialog(
+        page.ctx, "New agent",
+        [
+            Field("id", "Agent ID", "id", required=True, help="e.g. the drive's name"),
+            Field("description", "Description", help="e.g. T10000B in library 2, slot 4"),
+            Field("site_id", "Site", "choice", required=True, load_choices=_site_choices),
+            Field("default_key_group_id", "Default key group", "choice", required=True,
+                  load_choices=_group_choices),
+        ],
+        _create_and_enrol, done,
+        intro="The agent gets a one-time enrollment passphrase, shown once after it is created.",
+        ok_text="Create agent", busy_text="Creating agent…", parent=page,
+    ).open()
+
+
+def _new_passphrase(page: ListPage, agent: Any) -> None:
+    FormDialog(
+        page.ctx, f"New enrollment passphrase for {agent.id}",
+        [],
+        lambda c, _v: c.new_enrollment_passphrase(agent.id),
+        lambda s: (show_passphrase(page, agent.id, s.passphrase), page.refresh()),
+        intro="A new one-time passphrase replaces any earlier one, which stops working. "
+              "Use this to re-enrol a replaced drive.",
+        ok_text="Generate passphrase", busy_text="Generating passphrase…", parent=page,
+    ).open()
+
+
+def _edit_agent(page: ListPage, a: Any) -> None:
+    FormDialog(
+        page.ctx, f"Edit agent {a.id}",
+        [
+            Field("description", "Description", default=a.description),
+            Field("site_id", "Site", "choice", required=True, default=a.site_id,
+                  load_choices=_site_choices),
+            Field("default_key_group_id", "Default key group", "choice", required=True,
+                  default=a.default_key_group_id, load_choices=_group_choices),
+        ],
+        lambda c, v: c.update_agent(a.id, **v),
+        page.object_changed, busy_text="Saving agent…", parent=page,
+    ).open()
+
+
+def _set_enabled(enabled: bool) -> Any:
+    def run(page: ListPage, agent: Any) -> None:
+        label = "Enabling agent…" if enabled else "Disabling agent…"
+        run_change(page, label, lambda c: c.update_agent(agent.id, enabled=enabled))
+    return run
+
+
+SPEC = ListSpec(
+    key="agents", title="Agents", noun="agent",
+    subtitle="Encrypting tape drives. An agent enrols once with a one-time passphrase; "
+             "a disabled agent gets no keys.",
+    columns=[
+        Column("id", "Agent ID", 140),
+        Column("description", "Description", 220),
+        Column("site_id", "Site", 100),
+        Column("default_key_group_id", "Default key group", 140),
+        Column("enabled", "Enabled", 70, tone=enabled_tone),
+        Column("enrolled", "Enrolled", 70),
+        Column("enrollment_pending", "Awaiting enrolment", 130, format=yes_no),
+        Column("created_at", "Created", 140),
+        Column("updated_at", "Updated", 140, hidden=True),
+    ],
+    fetch=lambda c: c.list_agents,
+    get=lambda c: c.get_agent,
+    filters=[FilterSpec("enabled", "Enabled", [("Enabled and disabled", None),
+                                                ("Enabled only", True),
+                                                ("Disabled only", False)])],
+    actions=[
+        ActionSpec("New agent…", _new_agent, OP, needs="none", toolbar=True, shortcut="Ctrl+N"),
+        ActionSpec("New enrollment passphrase…", _new_passphrase, OP, toolbar=True),
+        ActionSpec("Enable", _set_enabled(True), OP, enabled=lambda a: not a.enabled),
+        ActionSpec("Disable", _set_enabled(False), OP, enabled=lambda a: a.enabled),
+        ActionSpec("Edit agent…", _edit_agent, OP),
+    ],
+    default_sort=("id", Qt.AscendingOrder),
+)
+
+
+def build(ctx: AppContext) -> ListPage:
+    return ListPage(ctx, SPEC)
+
+
+register(PageSpec("agents", "Agents", build, READERS, order=60, icon="SP_DriveHDIcon"))

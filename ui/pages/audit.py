@@ -1,0 +1,97 @@
+"""Audit log: every operation, successful or refused, as a plain filtered list.
+
+``history_list`` reuses the same list for one key's, data unit's or agent's history (a tab in their
+details). The auditor's browser (next issue) replaces the page by registering under the same key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+from app.context import AppContext
+from app.pages import PageSpec, register
+from ui.format import words
+from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
+from ui.paged_model import Column
+from ui.pages.common import AUDIT_READERS
+
+
+def _tone(e: Any) -> str | None:
+    if e.condition == "error" or e.severity == "error":
+        return "bad"
+    if e.condition == "warning" or e.severity == "warning":
+        return "warn"
+    return None
+
+
+COLUMNS = [
+    Column("created_at", "Time", 140),
+    Column("severity", "Severity", 80, format=words, tone=_tone),
+    Column("condition", "Condition", 80, format=words, tone=_tone),
+    Column("operation", "Operation", 170),
+    Column("entity_id", "By", 110),
+    Column("subject_id", "Subject", 150, sortable=False,
+           format=lambda v: v or ""),
+    Column("message", "Message", 420, sortable=False),
+    Column("event_class", "Class", 110, hidden=True),
+    Column("entity_address", "Address", 120, hidden=True),
+    Column("kma_id", "KMA", 90, hidden=True),
+    Column("site_id", "Site", 90, hidden=True),
+    Column("retention", "Retention", 80, format=words, hidden=True),
+    Column("chain_seq", "Chain #", 80, align_right=True, hidden=True),
+    Column("id", "Event ID", 80, align_right=True, hidden=True),
+]
+
+
+def _verify(page: ListPage, _obj: Any) -> None:
+    def show(report: Any) -> None:
+        if report.intact:
+            QMessageBox.information(page, "Audit chain intact",
+                                    f"All {report.events_checked:,} events check out: "
+                                    "none was changed or removed.")
+        else:
+            QMessageBox.critical(
+                page, "Audit chain broken",
+                f"Event {report.first_bad_event_id} does not match the chain: {report.reason}.\n\n"
+                "Preserve this KMA's data folder and tell the Security Officer now.")
+
+    page.ctx.ops.read(lambda c: c.client.verify_audit_chain(), parent=page,
+                      label="Verifying the audit chain…", success=show)
+
+
+SPEC = ListSpec(
+    key="audit", title="Audit log", noun="audit event",
+    subtitle="Every operation by a user, an agent or a KMA, successful or refused. "
+             "Newest first.",
+    columns=COLUMNS,
+    fetch=lambda c: c.list_audit_events,
+    filters=[
+        FilterSpec("severity", "Severity", [("Any severity", None), ("Info", "info"),
+                                            ("Warning", "warning"), ("Error", "error")]),
+        FilterSpec("condition", "Condition", [("Any outcome", None), ("Success", "success"),
+                                              ("Warning", "warning"), ("Error", "error")]),
+    ],
+    actions=[ActionSpec("Verify chain", _verify, needs="none", toolbar=True)],
+    page_size=300,
+)
+
+
+def history_list(ctx: AppContext, subject_type: str, subject_id: str,
+                 parent: QWidget | None = None) -> ListPage:
+    """The audit events about one object, for a History tab."""
+    spec = ListSpec(
+        key=f"history_{subject_type}", title="History", noun="audit event", columns=COLUMNS,
+        fetch=lambda c: c.list_audit_events,
+        fixed_filters={"subject_type": subject_type, "subject_id": subject_id},
+    )
+    return ListPage(ctx, spec, parent, embedded=True)
+
+
+def build(ctx: AppContext) -> ListPage:
+    return ListPage(ctx, SPEC)
+
+
+register(PageSpec("audit", "Audit log", build, AUDIT_READERS, order=90,
+                  icon="SP_FileDialogContentsView"))

@@ -1,0 +1,192 @@
+"""Dashboard: the cluster at a glance — sites, KMAs, keys by state, approvals, warnings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.context import AppContext
+from app.pages import PageSpec, register
+from ui.format import words
+from ui.widgets import page_header
+
+KEY_STATE_ORDER = ("generated", "ready", "protect_and_process", "process_only", "deactivated",
+                   "destroyed")
+REFRESH_MS = 60_000
+
+
+class StatCard(QFrame):
+    """A number with a caption."""
+
+    def __init__(self, caption: str) -> None:
+        super().__init__()
+        self.setFrameShape(QFrame.StyledPanel)
+        self.setObjectName("statCard")
+        layout = QVBoxLayout(self)
+        self.value = QLabel("–")
+        font = self.value.font()
+        font.setPointSizeF(font.pointSizeF() * 2.2)
+        font.setBold(True)
+        self.value.setFont(font)
+        self.caption = QLabel(caption)
+        layout.addWidget(self.value)
+        layout.addWidget(self.caption)
+        self.setAccessibleName(caption)
+
+    def set(self, value: int, note: str = "") -> None:
+        self.value.setText(f"{value:,}")
+        self.setAccessibleDescription(f"{value} {note}")
+        if note:
+            self.caption.setText(note)
+
+
+class DashboardPage(QWidget):
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.setObjectName("page:dashboard")
+        outer = QVBoxLayout(self)
+        top = QHBoxLayout()
+        self.header = page_header("Dashboard", "Loading the cluster's state…")
+        top.addWidget(self.header, 1)
+        refresh = QPushButton("Refresh")
+        refresh.setAccessibleName("Refresh dashboard")
+        refresh.clicked.connect(self.refresh)
+        top.addWidget(refresh, 0, Qt.AlignTop)
+        outer.addLayout(top)
+
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        body = QWidget()
+        scroll.setWidget(body)
+        outer.addWidget(scroll, 1)
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
+
+        cards = QGridLayout()
+        self.cards = {k: StatCard(t) for k, t in (
+            ("sites", "Sites"), ("kmas", "KMAs"), ("agents", "Agents"),
+            ("data_units", "Data units"), ("users", "Users"),
+            ("pending", "Pending approvals"))}
+        for i, card in enumerate(self.cards.values()):
+            cards.addWidget(card, 0, i)
+        layout.addLayout(cards)
+
+        self.warnings = QLabel()
+        self.warnings.setWordWrap(True)
+        self.warnings.setObjectName("dashboardWarnings")
+        self.warnings.setAccessibleName("Warnings")
+        layout.addWidget(self.warnings)
+
+        row = QHBoxLayout()
+        keys_box = QFrame()
+        keys_box.setFrameShape(QFrame.StyledPanel)
+        keys_layout = QVBoxLayout(keys_box)
+        keys_layout.addWidget(QLabel("<b>Keys by state</b>"))
+        self.key_grid = QGridLayout()
+        self.key_bars: dict[str, tuple[QLabel, QProgressBar]] = {}
+        for i, state in enumerate(KEY_STATE_ORDER):
+            label = QLabel(words(state))
+            bar = QProgressBar()
+            bar.setTextVisible(True)
+            bar.setFormat("%v")
+            bar.setAccessibleName(f"Keys {words(state)}")
+            self.key_grid.addWidget(label, i, 0)
+            self.key_grid.addWidget(bar, i, 1)
+            self.key_bars[state] = (label, bar)
+        keys_layout.addLayout(self.key_grid)
+        self.keys_total = QLabel()
+        keys_layout.addWidget(self.keys_total)
+        keys_layout.addStretch(1)
+        row.addWidget(keys_box, 1)
+
+        kma_box = QFrame()
+        kma_box.setFrameShape(QFrame.StyledPanel)
+        kma_layout = QVBoxLayout(kma_box)
+        kma_layout.addWidget(QLabel("<b>KMAs</b>"))
+        self.kmas = QTreeWidget()
+        self.kmas.setRootIsDecorated(False)
+        self.kmas.setHeaderLabels(["KMA", "Site", "Address", "State", "Key pool"])
+        self.kmas.setAccessibleName("KMAs")
+        self.kmas.header().setSectionResizeMode(QHeaderView.Interactive)
+        for i, w in enumerate((130, 80, 150, 80)):
+            self.kmas.setColumnWidth(i, w)
+        kma_layout.addWidget(self.kmas)
+        row.addWidget(kma_box, 1)
+        layout.addLayout(row)
+        layout.addStretch(1)
+
+        self._timer = QTimer(self)
+        self._timer.setInterval(REFRESH_MS)
+        self._timer.timeout.connect(self.refresh)
+        self._loaded = False
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802
+        super().showEvent(event)
+        if not self._loaded:
+            self.refresh()
+        self._timer.start()
+
+    def hideEvent(self, event: Any) -> None:  # noqa: N802
+        self._timer.stop()
+        super().hideEvent(event)
+
+    def refresh(self) -> None:
+        self._loaded = True
+        self.ctx.ops.read(lambda c: (c.client.dashboard(), c.client.status()), parent=self,
+                          success=self._show)
+
+    def _show(self, result: tuple[Any, Any]) -> None:
+        dash, status = result
+        subtitle = self.header.findChild(QLabel, "pageSubtitle")
+        lock = "locked" if status.locked else "unlocked"
+        auto = "autonomous unlock on" if status.autonomous_unlock else "autonomous unlock off"
+        if subtitle is not None:
+            subtitle.setText(f"Cluster <b>{dash.cluster_name}</b> · connected to "
+                             f"{status.kma_name} ({status.kma_id}) at site {status.site_id} · "
+                             f"{lock}, {auto} · version {status.version}")
+        self.cards["sites"].set(dash.sites)
+        self.cards["kmas"].set(len(dash.kmas))
+        self.cards["agents"].set(dash.agents)
+        self.cards["data_units"].set(dash.data_units)
+        self.cards["users"].set(dash.users)
+        self.cards["pending"].set(dash.pending_quorum_operations)
+        warnings = list(dict.fromkeys([*dash.warnings, *status.warnings]))
+        if warnings:
+            self.warnings.setText("⚠ " + "<br>⚠ ".join(warnings))
+            self.warnings.setStyleSheet("color: #b26a00;")
+        else:
+            self.warnings.setText("✔ No warnings.")
+            self.warnings.setStyleSheet("")
+        total = sum(dash.keys_by_state.values())
+        for state, (label, bar) in self.key_bars.items():
+            count = dash.keys_by_state.get(state, 0)
+            bar.setRange(0, max(total, 1))
+            bar.setValue(count)
+            bar.setFormat(f"{count:,}")
+        self.keys_total.setText(f"{total:,} keys in all")
+        self.kmas.clear()
+        for k in dash.kmas:
+            state = "Locked" if k.locked else "Unlocked"
+            item = QTreeWidgetItem([f"{k.name} ({k.id})", k.site_id, k.management_address,
+                                    state, f"{k.pool_ready:,} / {k.key_pool_size:,} ready"])
+            self.kmas.addTopLevelItem(item)
+
+
+register(PageSpec("dashboard", "Dashboard", DashboardPage, order=10, icon="SP_ComputerIcon"))

@@ -1,0 +1,97 @@
+"""Data units: tape cartridges (by volser) and the keys that protect them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+
+from app.context import AppContext
+from app.pages import PageSpec, register
+from ui.details import DetailsDialog
+from ui.form_dialog import Field, FormDialog
+from ui.format import words
+from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
+from ui.paged_model import Column
+from ui.pages.common import AUDIT_READERS, OP, state_tone
+
+READERS = frozenset({"operator", "compliance_officer", "auditor"})
+STATES = ("no_key", "readable_normal", "readable_needs_rekey", "shredded")
+
+
+def _new_unit(page: ListPage, _obj: Any) -> None:
+    FormDialog(
+        page.ctx, "New data unit",
+        [Field("id", "Volser or external ID", "id", required=True,
+               help="e.g. E00001 (an 'E' prefix marks encrypted media pools)"),
+         Field("description", "Description")],
+        lambda c, v: c.create_data_unit(v["id"], v["description"] or None),
+        lambda _d: page.refresh(),
+        ok_text="Create data unit", busy_text="Creating data unit…", parent=page,
+    ).open()
+
+
+def _edit_unit(page: ListPage, d: Any) -> None:
+    FormDialog(
+        page.ctx, f"Edit data unit {d.id}",
+        [Field("description", "Description", default=d.description)],
+        lambda c, v: c.update_data_unit(d.id, description=v["description"]),
+        page.object_changed, busy_text="Saving data unit…", parent=page,
+    ).open()
+
+
+def _issue_key(page: ListPage, d: Any) -> None:
+    FormDialog(
+        page.ctx, f"Issue a key for {d.id}",
+        [Field("key_group_id", "Key group", "choice", required=True,
+               load_choices=lambda c: [(g.id, g.id) for g in c.iter_key_groups()])],
+        lambda c, v: (c.issue_key(v["key_group_id"], d.id), c.get_data_unit(d.id))[1],
+        page.object_changed,
+        intro="Issues a key from this KMA's pool, as an agent's request would.",
+        ok_text="Issue key", busy_text="Issuing key…", parent=page,
+    ).open()
+
+
+def _details(page: ListPage, unit: Any) -> None:
+    from ui.pages.audit import history_list
+    from ui.pages.keys import keys_list
+
+    dialog = DetailsDialog(f"Data unit {unit.id}", unit, page)
+    dialog.add_tab(keys_list(page.ctx, {"data_unit_id": unit.id}, dialog), "Keys")
+    if page.ctx.roles & AUDIT_READERS:
+        dialog.add_tab(history_list(page.ctx, "data_unit", unit.id, dialog), "History")
+    dialog.open()
+
+
+SPEC = ListSpec(
+    key="data_units", title="Data units", noun="data unit",
+    subtitle="What agents encrypt, such as tape cartridges by volser. A new write key is "
+             "issued per tape.",
+    columns=[
+        Column("id", "Volser / ID", 130),
+        Column("description", "Description", 260),
+        Column("state", "State", 170, format=words, tone=state_tone),
+        Column("key_count", "Keys", 60, align_right=True),
+        Column("created_at", "Created", 140),
+        Column("updated_at", "Updated", 140),
+    ],
+    fetch=lambda c: c.list_data_units,
+    get=lambda c: c.get_data_unit,
+    filters=[FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES])],
+    actions=[
+        ActionSpec("New data unit…", _new_unit, OP, needs="none", toolbar=True,
+                   shortcut="Ctrl+N"),
+        ActionSpec("Edit description…", _edit_unit, OP),
+        ActionSpec("Issue key…", _issue_key, OP,
+                   enabled=lambda d: d.state != "shredded"),
+    ],
+    details=_details,
+    default_sort=("id", Qt.AscendingOrder),
+)
+
+
+def build(ctx: AppContext) -> ListPage:
+    return ListPage(ctx, SPEC)
+
+
+register(PageSpec("data_units", "Data units", build, READERS, order=70, icon="SP_DriveCDIcon"))

@@ -1,0 +1,94 @@
+"""Key policies: how long a key protects new data and how long it may be used at all."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+
+from app.context import AppContext
+from app.pages import PageSpec, register
+from ui.form_dialog import Field, FormDialog
+from ui.format import period
+from ui.list_page import ActionSpec, ListPage, ListSpec
+from ui.paged_model import Column
+from ui.pages.common import CO
+
+READERS = frozenset({"compliance_officer", "operator", "auditor", "security_officer"})
+
+
+def _new_policy(page: ListPage, _obj: Any) -> None:
+    FormDialog(
+        page.ctx, "New key policy",
+        [
+            Field("id", "Policy ID", "id", required=True),
+            Field("description", "Description"),
+            Field("encryption_period", "Encryption period", "days", default=90, maximum=36500,
+                  help="How long a key protects new writes. Cannot change later."),
+            Field("cryptoperiod", "Cryptoperiod", "days", default=3650, maximum=36500,
+                  help="How long a key may be used at all (at least the encryption period). "
+                       "Cannot change later."),
+            Field("allow_export", "Allow export", "bool"),
+            Field("allow_import", "Allow import", "bool"),
+            Field("agents_may_revoke", "Agents may revoke keys", "bool"),
+        ],
+        lambda c, v: c.create_key_policy(
+            v["id"], encryption_period=v["encryption_period"], cryptoperiod=v["cryptoperiod"],
+            description=v["description"] or None, allow_export=v["allow_export"],
+            allow_import=v["allow_import"], agents_may_revoke=v["agents_may_revoke"]),
+        lambda _p: page.refresh(),
+        intro="Periods are fixed once the policy exists.",
+        ok_text="Create policy", busy_text="Creating key policy…", parent=page,
+    ).open()
+
+
+def _edit_policy(page: ListPage, p: Any) -> None:
+    FormDialog(
+        page.ctx, f"Edit key policy {p.id}",
+        [
+            Field("description", "Description", default=p.description),
+            Field("allow_export", "Allow export", "bool", default=p.allow_export),
+            Field("allow_import", "Allow import", "bool", default=p.allow_import),
+            Field("agents_may_revoke", "Agents may revoke keys", "bool",
+                  default=p.agents_may_revoke),
+        ],
+        lambda c, v: c.update_key_policy(p.id, **v),
+        page.object_changed,
+        intro=f"Encryption period {period(p.encryption_period)}, cryptoperiod "
+              f"{period(p.cryptoperiod)}: periods cannot change once set.",
+        busy_text="Saving key policy…", parent=page,
+    ).open()
+
+
+SPEC = ListSpec(
+    key="key_policies", title="Key policies", noun="key policy",
+    subtitle="Encryption period and cryptoperiod of the keys in each key group, and whether "
+             "they may be exported, imported or revoked by agents.",
+    columns=[
+        Column("id", "Policy ID", 150),
+        Column("description", "Description", 240),
+        Column("encryption_period", "Encryption period", 130, format=period, align_right=True),
+        Column("cryptoperiod", "Cryptoperiod", 110, format=period, align_right=True),
+        Column("allow_export", "Export", 70),
+        Column("allow_import", "Import", 70),
+        Column("agents_may_revoke", "Agents revoke", 100),
+        Column("created_at", "Created", 140),
+        Column("updated_at", "Updated", 140, hidden=True),
+    ],
+    fetch=lambda c: c.list_key_policies,
+    get=lambda c: c.get_key_policy,
+    actions=[
+        ActionSpec("New key policy…", _new_policy, CO, needs="none", toolbar=True,
+                   shortcut="Ctrl+N"),
+        ActionSpec("Edit key policy…", _edit_policy, CO, toolbar=True),
+    ],
+    default_sort=("id", Qt.AscendingOrder),
+)
+
+
+def build(ctx: AppContext) -> ListPage:
+    return ListPage(ctx, SPEC)
+
+
+register(PageSpec("key_policies", "Key policies", build, READERS, order=40,
+                  icon="SP_FileDialogDetailedView"))

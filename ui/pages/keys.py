@@ -1,0 +1,117 @@
+"""Keys: AES-256 keys through their lifecycle; compromise and destroy with a comment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QWidget
+
+from app.context import AppContext
+from app.pages import PageSpec, register
+from ui.details import DetailsDialog
+from ui.form_dialog import Field, FormDialog
+from ui.format import words, yes_no
+from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
+from ui.paged_model import Column
+from ui.pages.common import AUDIT_READERS, OP, state_tone
+
+READERS = frozenset({"operator", "compliance_officer", "auditor"})
+STATES = ("generated", "ready", "protect_and_process", "process_only", "deactivated", "destroyed")
+
+
+def destroyable(key: Any) -> bool:
+    return key.state != "destroyed" and (key.state == "deactivated" or key.compromised)
+
+
+def _compromise(page: ListPage, key: Any) -> None:
+    FormDialog(
+        page.ctx, f"Mark key {key.id} compromised",
+        [Field("comment", "Why", "multiline", required=True, max_length=500)],
+        lambda c, v: c.compromise_key(key.id, v["comment"]),
+        page.object_changed,
+        intro="A compromised key can still decrypt existing data but gets flagged everywhere, "
+              "and it may then be destroyed.",
+        ok_text="Mark compromised", busy_text="Marking key compromised…", danger=True,
+        parent=page,
+    ).open()
+
+
+def _destroy(page: ListPage, key: Any) -> None:
+    FormDialog(
+        page.ctx, f"Destroy key {key.id}",
+        [Field("comment", "Reason (recorded in the audit log)", "multiline", required=True,
+               max_length=500)],
+        lambda c, v: c.destroy_key(key.id, v["comment"]),
+        page.object_changed,
+        intro="<b>Destroying a key cannot be undone.</b> Data written with it becomes "
+              f"unreadable{' on ' + key.data_unit_id if key.data_unit_id else ''}. "
+              "Destruction stays incomplete while a backup still holds the key.",
+        ok_text="Destroy key", busy_text="Destroying key…", danger=True, parent=page,
+    ).open()
+
+
+def _details(page: ListPage, key: Any) -> None:
+    from ui.pages.audit import history_list
+
+    dialog = DetailsDialog(f"Key {key.id}", key, page)
+    if page.ctx.roles & AUDIT_READERS:
+        dialog.add_tab(history_list(page.ctx, "key", key.id, dialog), "History")
+    dialog.open()
+
+
+COLUMNS = [
+    Column("id", "Key ID", 200),
+    Column("state", "State", 190, format=words, tone=state_tone),
+    Column("compromised", "Compromised", 95, format=yes_no,
+           tone=lambda k: "bad" if k.compromised else None),
+    Column("data_unit_id", "Data unit", 100),
+    Column("key_group_id", "Key group", 120),
+    Column("created_at", "Created", 140),
+    Column("activated_at", "Activated", 140),
+    Column("protect_until", "Protect until", 140),
+    Column("deactivate_at", "Deactivate at", 140),
+    Column("destroyed_at", "Destroyed", 140, hidden=True),
+    Column("kma_id", "KMA", 90, hidden=True),
+    Column("algorithm", "Algorithm", 80, hidden=True),
+]
+
+ACTIONS = [
+    ActionSpec("Mark compromised…", _compromise, OP, enabled=lambda k: not k.compromised
+               and k.state != "destroyed"),
+    ActionSpec("Destroy…", _destroy, OP, enabled=destroyable, toolbar=True, danger=True,
+               shortcut="Ctrl+Shift+Delete"),
+]
+
+SPEC = ListSpec(
+    key="keys", title="Keys", noun="key",
+    subtitle="Keys are never shown: only their state and dates. Only deactivated or "
+             "compromised keys can be destroyed.",
+    columns=COLUMNS,
+    fetch=lambda c: c.list_keys,
+    get=lambda c: c.get_key,
+    filters=[
+        FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES]),
+        FilterSpec("compromised", "Compromised", [("Compromised or not", None),
+                                                  ("Compromised only", True),
+                                                  ("Not compromised", False)]),
+    ],
+    actions=ACTIONS,
+    details=_details,
+    page_size=250,
+)
+
+
+def keys_list(ctx: AppContext, fixed: dict[str, Any], parent: QWidget | None = None) -> ListPage:
+    """Keys of one data unit or key group, for a details tab."""
+    spec = ListSpec(key="keys_of", title="Keys", noun="key", columns=COLUMNS,
+                    fetch=lambda c: c.list_keys, actions=ACTIONS, details=_details,
+                    fixed_filters=fixed)
+    return ListPage(ctx, spec, parent, embedded=True)
+
+
+def build(ctx: AppContext) -> ListPage:
+    return ListPage(ctx, SPEC)
+
+
+register(PageSpec("keys", "Keys", build, READERS, order=80, icon="SP_DialogApplyButton"))

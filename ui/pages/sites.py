@@ -1,0 +1,143 @@
+"""Sites and KMAs: where the cluster's appliances are (Security Officers change them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
+
+from app.context import AppContext
+from app.pages import PageSpec, register
+from ui.form_dialog import Field, FormDialog
+from ui.format import yes_no
+from ui.list_page import ActionSpec, ListPage, ListSpec
+from ui.paged_model import Column
+from ui.pages.common import SO
+from ui.widgets import page_header
+
+
+def _site_choices(client: Any) -> list[tuple[str, Any]]:
+    return [(f"{s.name} ({s.id})", s.id) for s in client.iter_sites()]
+
+
+def _new_site(page: ListPage, _obj: Any) -> None:
+    FormDialog(
+        page.ctx, "New site",
+        [Field("id", "Site ID", "id", required=True), Field("name", "Name", required=True),
+         Field("description", "Description", "multiline")],
+        lambda c, v: c.create_site(v["id"], v["name"], v["description"] or None),
+        lambda _s: page.refresh(), ok_text="Create site", busy_text="Creating site…", parent=page,
+    ).open()
+
+
+def _edit_site(page: ListPage, site: Any) -> None:
+    FormDialog(
+        page.ctx, f"Edit site {site.id}",
+        [Field("name", "Name", required=True, default=site.name),
+         Field("description", "Description", "multiline", default=site.description)],
+        lambda c, v: c.update_site(site.id, name=v["name"], description=v["description"]),
+        page.object_changed, busy_text="Saving site…", parent=page,
+    ).open()
+
+
+def _delete_site(page: ListPage, site: Any) -> None:
+    FormDialog(
+        page.ctx, f"Delete site {site.id}",
+        [],
+        lambda c, _v: c.delete_site(site.id),
+        lambda _r: page.refresh(),
+        intro=f"Delete the site <b>{site.name}</b>? The KMA refuses while KMAs or agents "
+              "still belong to it.",
+        ok_text="Delete site", busy_text="Deleting site…", danger=True, parent=page,
+    ).open()
+
+
+def _edit_kma(page: ListPage, kma: Any) -> None:
+    FormDialog(
+        page.ctx, f"Edit KMA {kma.id}",
+        [Field("name", "Name", required=True, default=kma.name),
+         Field("site_id", "Site", "choice", required=True, default=kma.site_id,
+               load_choices=_site_choices),
+         Field("key_pool_size", "Key pool size", "int", default=kma.key_pool_size,
+               minimum=1, maximum=1_000_000,
+               help="Keys kept ready so issuing never waits for replication (default 1,000).")],
+        lambda c, v: c.update_kma(kma.id, name=v["name"], site_id=v["site_id"],
+                                  key_pool_size=v["key_pool_size"]),
+        page.object_changed, busy_text="Saving KMA…", parent=page,
+    ).open()
+
+
+SITES = ListSpec(
+    key="sites", title="Sites", noun="site",
+    columns=[
+        Column("id", "Site ID", 140),
+        Column("name", "Name", 200),
+        Column("description", "Description", 360),
+        Column("created_at", "Created", 140),
+    ],
+    fetch=lambda c: c.list_sites,
+    actions=[
+        ActionSpec("New site…", _new_site, SO, needs="none", toolbar=True),
+        ActionSpec("Edit site…", _edit_site, SO),
+        ActionSpec("Delete site…", _delete_site, SO, danger=True),
+    ],
+    default_sort=("id", Qt.AscendingOrder),
+)
+
+KMAS = ListSpec(
+    key="kmas", title="KMAs", noun="KMA",
+    columns=[
+        Column("id", "KMA ID", 120),
+        Column("name", "Name", 160),
+        Column("site_id", "Site", 110),
+        Column("management_address", "Management address", 170),
+        Column("service_address", "Service address", 170),
+        Column("locked", "Locked", 70, format=yes_no,
+               tone=lambda k: "bad" if k.locked else None),
+        Column("pool_ready", "Pool ready", 90, align_right=True,
+               format=lambda v: f"{v:,}"),
+        Column("key_pool_size", "Pool size", 90, align_right=True, format=lambda v: f"{v:,}"),
+        Column("version", "Version", 80),
+        Column("created_at", "Created", 140, hidden=True),
+    ],
+    fetch=lambda c: c.list_kmas,
+    actions=[ActionSpec("Edit KMA…", _edit_kma, SO, toolbar=True)],
+    searchable=False,
+)
+
+
+class SitesPage(QWidget):
+    """Sites above, KMAs below: one place for the cluster's layout."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__()
+        layout = QVBoxLayout(self)
+        layout.addWidget(page_header(
+            "Sites and KMAs",
+            "Agents prefer the KMAs of their own site and fail over to other sites. "
+            "At least two KMAs per site is recommended.",
+        ))
+        split = QSplitter(Qt.Vertical)
+        self.sites = ListPage(ctx, SITES, embedded=True)
+        self.kmas = ListPage(ctx, KMAS, embedded=True)
+        for title, widget in (("Sites", self.sites), ("KMAs", self.kmas)):
+            box = QWidget()
+            inner = QVBoxLayout(box)
+            inner.setContentsMargins(0, 0, 0, 0)
+            label = QLabel(f"<b>{title}</b>")
+            inner.addWidget(label)
+            inner.addWidget(widget)
+            split.addWidget(box)
+        layout.addWidget(split, 1)
+
+    def refresh(self) -> None:
+        self.sites.refresh()
+        self.kmas.refresh()
+
+    def save_state(self) -> None:
+        self.sites.save_state()
+        self.kmas.save_state()
+
+
+register(PageSpec("sites", "Sites and KMAs", SitesPage, order=30, icon="SP_DriveNetIcon"))

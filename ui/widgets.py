@@ -1,0 +1,70 @@
+"""Small reusable widgets: passphrase field, page header, status pill."""
+
+from __future__ import annotations
+
+import secrets
+import string
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QFont
+from PySide6.QtWidgets import QLabel, QLineEdit, QVBoxLayout, QWidget
+
+
+class PasswordLineEdit(QLineEdit):
+    """A passphrase field that overwrites its text before clearing (Electrum PasswordLineEdit).
+
+    Python strings cannot be wiped, but replacing the widget's buffer with noise first keeps the
+    passphrase from lingering in Qt's own storage and undo history.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setEchoMode(QLineEdit.Password)
+        self.setInputMethodHints(
+            Qt.ImhHiddenText | Qt.ImhNoPredictiveText | Qt.ImhNoAutoUppercase | Qt.ImhSensitiveData
+        )
+        self._reveal = QAction("Show passphrase", self)
+        self._reveal.setCheckable(True)
+        self._reveal.setIcon(self.style().standardIcon(self.style().StandardPixmap.SP_DialogHelpButton))
+        self._reveal.toggled.connect(self._toggle)
+        self.addAction(self._reveal, QLineEdit.TrailingPosition)
+
+    def _toggle(self, shown: bool) -> None:
+        self.setEchoMode(QLineEdit.Normal if shown else QLineEdit.Password)
+        self._reveal.setText("Hide passphrase" if shown else "Show passphrase")
+
+    def clear(self) -> None:
+        n = len(self.text())
+        if n:
+            noise = string.ascii_letters + string.digits
+            self.setText("".join(secrets.choice(noise) for _ in range(n)))
+            self.setText("\0" * n)
+        super().clear()
+        self.setModified(False)
+
+    def hideEvent(self, event: object) -> None:  # noqa: N802 - Qt override
+        self._reveal.setChecked(False)
+        super().hideEvent(event)  # type: ignore[arg-type]
+
+
+def page_header(title: str, subtitle: str = "") -> QWidget:
+    """The bold title line every page starts with."""
+    box = QWidget()
+    layout = QVBoxLayout(box)
+    layout.setContentsMargins(0, 0, 0, 4)
+    layout.setSpacing(2)
+    heading = QLabel(title)
+    font = QFont(heading.font())
+    font.setPointSizeF(font.pointSizeF() * 1.5)
+    font.setBold(True)
+    heading.setFont(font)
+    heading.setAccessibleName(title)
+    heading.setObjectName("pageTitle")
+    layout.addWidget(heading)
+    if subtitle:
+        sub = QLabel(subtitle)
+        sub.setWordWrap(True)
+        sub.setObjectName("pageSubtitle")
+        sub.setEnabled(False)
+        layout.addWidget(sub)
+    return box
