@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a fresh Debian machine (idempotent; run as root or with sudo).
+# System: Qt's runtime libraries, Xvfb for a real window, D-Bus and gnome-keyring for a real
+# Secret Service. Python: this project and its dev extras.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  xvfb xauth dbus dbus-x11 gnome-keyring
+  libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libfreetype6 libdbus-1-3
+  libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
+  libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libxcb-xfixes0 libxrender1
+  libxi6 libsm6 libice6 fonts-dejavu-core
+)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PYTHON="${PYTHON:-python3}"
+if ! "$PYTHON" -c "import kma, app, PySide6, pytestqt, schemathesis, kmip" 2>/dev/null \
+   || [ pyproject.toml -nt .setup-done ]; then
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+  touch .setup-done
+fi
