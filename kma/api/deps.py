@@ -77,6 +77,16 @@ def with_filters(req: PageRequest, **filters: str | bool | int | None) -> PageRe
     return PageRequest(req.limit, req.cursor, req.q, req.sort, req.order, given)
 
 
-def role(permission: Permission) -> type[Actor]:
-    """`actor: role(Permission.X)` in a route signature: the signed-in actor, checked."""
-    return Annotated[Actor, Depends(require(permission))]  # type: ignore[return-value]
+# The signed-in actor, checked against one permission: `actor: UsersWrite` in a route signature.
+SignedIn = Annotated[Actor, Depends(require(Permission.SIGNED_IN))]
+UsersRead = Annotated[Actor, Depends(require(Permission.USERS_READ))]
+UsersWrite = Annotated[Actor, Depends(require(Permission.USERS_WRITE))]
+SitesWrite = Annotated[Actor, Depends(require(Permission.SITES_WRITE))]
+KmasWrite = Annotated[Actor, Depends(require(Permission.KMAS_WRITE))]
+PoliciesRead = Annotated[Actor, Depends(require(Permission.POLICIES_READ))]
+PoliciesWrite = Annotated[Actor, Depends(require(Permission.POLICIES_WRITE))]
+AgentsRead = Annotated[Actor, Depends(require(Permission.AGENTS_READ))]
+AgentsWrite = Annotated[Actor, Depends(require(Permission.AGENTS_WRITE))]
+DataRead = Annotated[Actor, Depends(require(Permission.DATA_READ))]
+DataWrite = Annotated[Actor, Depends(require(Permission.DATA_WRITE))]
+AuditRead = Annotated[Actor, Depends(require(Permission.AUDIT_READ))]

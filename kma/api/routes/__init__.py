@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from kma.api.routes import agents, audit, auth, data_units, keys, kmas, policies, sites, status, users
+from kma.api.routes import (
+           agents,
+           audit,
+           auth,
+           data_units,
+           keys,
+           kmas,
+           policies,
+           sites,
+           status,
+           users,
+)
 
 ROUTERS = [status.router, auth.router, sites.router, kmas.router, users.router, policies.router,
            agents.router, data_units.router, keys.router, audit.router]  # fmt: skip

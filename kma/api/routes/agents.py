@@ -3,36 +3,34 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from kma.api import schemas
-from kma.api.deps import Kma, Paging, role, with_filters
-from kma.domain.roles import Permission
+from kma.api.deps import AgentsRead, AgentsWrite, Kma, Paging, with_filters
 from kma.services import agents
 from kma.services.paging import Page
 
 router = APIRouter(prefix="/agents", tags=["agents"])
-Reader, Writer = role(Permission.AGENTS_READ), role(Permission.AGENTS_WRITE)
 
 
 @router.get("", response_model=schemas.Page[schemas.Agent])
-def list_agents(kma: Kma, actor: Reader, paging: Paging, site_id: str | None = None,
+def list_agents(kma: Kma, actor: AgentsRead, paging: Paging, site_id: str | None = None,
                 enabled: bool | None = None, key_group_id: str | None = None) -> Page:  # fmt: skip
     return agents.list_agents(kma, with_filters(paging, site_id=site_id, enabled=enabled, key_group_id=key_group_id))
 
 
 @router.get("/{agent_id}", response_model=schemas.Agent)
-def get_agent(agent_id: str, kma: Kma, actor: Reader) -> dict[str, object]:
+def get_agent(agent_id: str, kma: Kma, actor: AgentsRead) -> dict[str, object]:
     return agents.get_agent(kma, agent_id)
 
 
 @router.post("", response_model=schemas.Agent, status_code=201)
-def create_agent(body: schemas.AgentCreate, kma: Kma, actor: Writer) -> dict[str, object]:
+def create_agent(body: schemas.AgentCreate, kma: Kma, actor: AgentsWrite) -> dict[str, object]:
     return agents.create_agent(kma, actor, body.id, body.site_id, body.default_key_group_id, body.description)
 
 
 @router.patch("/{agent_id}", response_model=schemas.Agent)
-def update_agent(agent_id: str, body: schemas.AgentPatch, kma: Kma, actor: Writer) -> dict[str, object]:
+def update_agent(agent_id: str, body: schemas.AgentPatch, kma: Kma, actor: AgentsWrite) -> dict[str, object]:
     return agents.update_agent(kma, actor, agent_id, **body.model_dump(exclude_none=True))
 
 
 @router.post("/{agent_id}/enrollment-passphrase", response_model=schemas.EnrollmentPassphrase)
-def new_enrollment_passphrase(agent_id: str, kma: Kma, actor: Writer) -> dict[str, object]:
+def new_enrollment_passphrase(agent_id: str, kma: Kma, actor: AgentsWrite) -> dict[str, object]:
     return {"agent_id": agent_id, "passphrase": agents.new_enrollment_passphrase(kma, actor, agent_id)}

@@ -3,18 +3,16 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from kma.api import schemas
-from kma.api.deps import Kma, Paging, role, with_filters
+from kma.api.deps import AuditRead, Kma, Paging, with_filters
 from kma.audit.chain import ChainReport
-from kma.domain.roles import Permission
 from kma.services import audit_log
 from kma.services.paging import Page
 
 router = APIRouter(prefix="/audit-events", tags=["audit"])
-Reader = role(Permission.AUDIT_READ)
 
 
 @router.get("", response_model=schemas.Page[schemas.AuditEvent])
-def list_events(kma: Kma, actor: Reader, paging: Paging, operation: str | None = None,
+def list_events(kma: Kma, actor: AuditRead, paging: Paging, operation: str | None = None,
                 severity: str | None = None, condition: str | None = None,
                 event_class: str | None = None, entity_id: str | None = None,
                 kma_id: str | None = None, site_id: str | None = None,
@@ -29,5 +27,5 @@ def list_events(kma: Kma, actor: Reader, paging: Paging, operation: str | None =
 
 
 @router.get("/verify", response_model=schemas.ChainReport)
-def verify(kma: Kma, actor: Reader) -> ChainReport:
+def verify(kma: Kma, actor: AuditRead) -> ChainReport:
     return audit_log.verify_chain(kma.store)

@@ -3,9 +3,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from kma.api import schemas
-from kma.api.deps import Kma, role
+from kma.api.deps import Kma, SignedIn
 from kma.crypto import fingerprint
-from kma.domain.roles import Permission
 from kma.services import dashboard
 
 router = APIRouter(tags=["status"])
@@ -23,5 +22,5 @@ def get_ca(kma: Kma) -> dict[str, object]:
 
 
 @router.get("/dashboard", response_model=schemas.Dashboard)
-def get_dashboard(kma: Kma, actor: role(Permission.SIGNED_IN)) -> dict[str, object]:
+def get_dashboard(kma: Kma, actor: SignedIn) -> dict[str, object]:
     return dashboard.dashboard(kma)
