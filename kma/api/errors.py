@@ -11,6 +11,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from kma.appliance import Appliance
@@ -25,7 +26,12 @@ def error_response(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-def _audit_refusal(request: Request, code: str, message: str) -> None:
+async def _audit_refusal(request: Request, code: str, message: str) -> None:
+    """Audit off the event loop: the write waits for its commit (fsync)."""
+    await run_in_threadpool(_audit_refusal_sync, request, code, message)
+
+
+def _audit_refusal_sync(request: Request, code: str, message: str) -> None:
     kma: Appliance = request.app.state.kma
     actor = getattr(request.state, "actor", None)
     if actor is None:
@@ -51,13 +57,13 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(KmaError)
     async def kma_error(request: Request, exc: KmaError) -> JSONResponse:
         if not exc.audited:
-            _audit_refusal(request, exc.code, exc.message)
+            await _audit_refusal(request, exc.code, exc.message)
         return error_response(exc.status, exc.code, exc.message)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         status, code, message = _validation_message(exc)
-        _audit_refusal(request, code, message)
+        await _audit_refusal(request, code, message)
         return error_response(status, code, message)
 
     @app.exception_handler(HTTPException)
@@ -66,7 +72,7 @@ def install(app: FastAPI) -> None:
         code = codes.get(exc.status_code, "bad_request")
         message = {404: "There is no such route.", 405: "That method is not allowed here."}.get(
             exc.status_code, str(exc.detail))
-        _audit_refusal(request, code, message)
+        await _audit_refusal(request, code, message)
         return error_response(exc.status_code, code, message)
 
     @app.exception_handler(Exception)
