@@ -34,6 +34,7 @@ class AppController(QObject):
         self.reauth_window: Any = None
         self.presenter: Any = None
         self.local_note = ""
+        self.quit_when_sign_in_closes = True
         self.session.session_expired.connect(self._reauth)
         app.aboutToQuit.connect(self.shutdown)
 
@@ -52,7 +53,7 @@ class AppController(QObject):
         return window
 
     def _sign_in_closed(self) -> None:
-        if self.window is None:
+        if self.window is None and self.quit_when_sign_in_closes:
             self.app.quit()
 
     def signed_in(self, signed: SignedIn, profile: ConnectionProfile) -> Any:

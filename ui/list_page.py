@@ -70,6 +70,7 @@ class ListSpec:
     fetch: Callable[[Any], Callable[..., Any]]  # client -> client.list_things
     get: Callable[[Any], Callable[[str], Any]] | None = None  # client -> client.get_thing
     subtitle: str = ""
+    plural: str = ""  # "keys", "KMAs", "audit events" (default: title in lower case)
     filters: list[FilterSpec] = field(default_factory=list)
     actions: list[ActionSpec] = field(default_factory=list)
     details: Callable[[ListPage, Any], None] | None = None
@@ -97,6 +98,15 @@ class ListPage(QWidget):
         self._filter_boxes: dict[str, QComboBox] = {}
         self._loaded_once = False
 
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(300)
+        self._debounce.timeout.connect(self._apply_filter)
+        self._save_timer = QTimer(self)
+        self._save_timer.setSingleShot(True)
+        self._save_timer.setInterval(500)
+        self._save_timer.timeout.connect(self.save_state)
+
         layout = QVBoxLayout(self)
         if not embedded:
             layout.addWidget(page_header(spec.title, spec.subtitle))
@@ -108,14 +118,6 @@ class ListPage(QWidget):
         self.status.setAccessibleName(f"{spec.title} status")
         layout.addWidget(self.status)
 
-        self._debounce = QTimer(self)
-        self._debounce.setSingleShot(True)
-        self._debounce.setInterval(300)
-        self._debounce.timeout.connect(self._apply_filter)
-        self._save_timer = QTimer(self)
-        self._save_timer.setSingleShot(True)
-        self._save_timer.setInterval(500)
-        self._save_timer.timeout.connect(self.save_state)
 
         self.model.total_changed.connect(self._update_status)
         self.model.page_loaded.connect(self._update_status)
@@ -312,7 +314,7 @@ class ListPage(QWidget):
 
     def _update_status(self, *_: Any) -> None:
         shown, total = self.model.rowCount(), self.model.total
-        noun = self.spec.title.lower()
+        noun = self.spec.plural or self.spec.title.lower()
         if self.model.loading and not shown:
             text = f"Loading {noun}…"
         elif total == 0:

@@ -29,7 +29,7 @@ from app.errors import describe
 from app.operations import Operations
 from app.profiles import ConnectionProfile, ProfileStore
 from app.signin import SignedIn, fetch_trust, resume, sign_in
-from ui.trust_dialog import TrustDialog
+from ui.trust_dialog import TrustDialog, grouped
 from ui.widgets import PasswordLineEdit
 
 NEW_PROFILE = "New connection…"
@@ -170,7 +170,9 @@ class SignInWindow(QDialog):
 
     def _show_pin(self, p: ConnectionProfile | None) -> None:
         if p and p.ca_fingerprint and p.address == self.address.text().strip():
-            self.fingerprint.setText(f"Pinned: <code>{p.ca_fingerprint}</code>")
+            self.fingerprint.setText(
+                "Pinned: <code>" + grouped(p.ca_fingerprint).replace("\n", "<br>") + "</code>"
+            )
         else:
             self.fingerprint.setText("Not trusted yet: its fingerprint is shown on first connect.")
 

@@ -6,8 +6,10 @@ import secrets
 import string
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QFont
+from PySide6.QtGui import QAction, QFont, QIcon
 from PySide6.QtWidgets import QLabel, QLineEdit, QVBoxLayout, QWidget
+
+from app.assets import get_asset
 
 
 class PasswordLineEdit(QLineEdit):
@@ -25,7 +27,7 @@ class PasswordLineEdit(QLineEdit):
         )
         self._reveal = QAction("Show passphrase", self)
         self._reveal.setCheckable(True)
-        self._reveal.setIcon(self.style().standardIcon(self.style().StandardPixmap.SP_DialogHelpButton))
+        self._reveal.setIcon(QIcon(str(get_asset("icons/eye.svg"))))
         self._reveal.toggled.connect(self._toggle)
         self.addAction(self._reveal, QLineEdit.TrailingPosition)
 
@@ -65,6 +67,11 @@ def page_header(title: str, subtitle: str = "") -> QWidget:
         sub = QLabel(subtitle)
         sub.setWordWrap(True)
         sub.setObjectName("pageSubtitle")
-        sub.setEnabled(False)
+        role = sub.foregroundRole()
+        palette = sub.palette()
+        color = palette.color(role)
+        color.setAlpha(170)
+        palette.setColor(role, color)
+        sub.setPalette(palette)
         layout.addWidget(sub)
     return box

@@ -62,7 +62,7 @@ def _verify(page: ListPage, _obj: Any) -> None:
 
 
 SPEC = ListSpec(
-    key="audit", title="Audit log", noun="audit event",
+    key="audit", title="Audit log", noun="audit event", plural="audit events",
     subtitle="Every operation by a user, an agent or a KMA, successful or refused. "
              "Newest first.",
     columns=COLUMNS,
@@ -82,7 +82,8 @@ def history_list(ctx: AppContext, subject_type: str, subject_id: str,
                  parent: QWidget | None = None) -> ListPage:
     """The audit events about one object, for a History tab."""
     spec = ListSpec(
-        key=f"history_{subject_type}", title="History", noun="audit event", columns=COLUMNS,
+        key=f"history_{subject_type}", title="History", noun="audit event",
+        plural="audit events", columns=COLUMNS,
         fetch=lambda c: c.list_audit_events,
         fixed_filters={"subject_type": subject_type, "subject_id": subject_id},
     )

@@ -125,7 +125,8 @@ class DashboardPage(QWidget):
         self.kmas.setHeaderLabels(["KMA", "Site", "Address", "State", "Key pool"])
         self.kmas.setAccessibleName("KMAs")
         self.kmas.header().setSectionResizeMode(QHeaderView.Interactive)
-        for i, w in enumerate((130, 80, 150, 80)):
+        self.kmas.header().setStretchLastSection(True)
+        for i, w in enumerate((150, 70, 120, 80)):
             self.kmas.setColumnWidth(i, w)
         kma_layout.addWidget(self.kmas)
         row.addWidget(kma_box, 1)
@@ -185,7 +186,7 @@ class DashboardPage(QWidget):
         for k in dash.kmas:
             state = "Locked" if k.locked else "Unlocked"
             item = QTreeWidgetItem([f"{k.name} ({k.id})", k.site_id, k.management_address,
-                                    state, f"{k.pool_ready:,} / {k.key_pool_size:,} ready"])
+                                    state, f"{k.pool_ready:,} of {k.key_pool_size:,}"])
             self.kmas.addTopLevelItem(item)
 
 

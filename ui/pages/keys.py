@@ -61,7 +61,7 @@ def _details(page: ListPage, key: Any) -> None:
 
 
 COLUMNS = [
-    Column("id", "Key ID", 200),
+    Column("id", "Key ID", 290),
     Column("state", "State", 190, format=words, tone=state_tone),
     Column("compromised", "Compromised", 95, format=yes_no,
            tone=lambda k: "bad" if k.compromised else None),

@@ -50,6 +50,7 @@ class SettingsPage(QWidget):
             self.theme.addItem(label, key)
         self.theme.setCurrentIndex(max(0, self.theme.findData(saved_theme())))
         self.theme.currentIndexChanged.connect(lambda _i: set_theme(self.theme.currentData()))
+        self.theme.setMaximumWidth(260)
         look_form.addRow("Theme:", self.theme)
         layout.addWidget(look)
 
@@ -58,6 +59,7 @@ class SettingsPage(QWidget):
         self.profiles = QListWidget()
         self.profiles.setAccessibleName("Connection profiles")
         self.profiles.currentRowChanged.connect(lambda _r: self._update_buttons())
+        self.profiles.setMaximumHeight(200)
         pl.addWidget(self.profiles)
         buttons = QHBoxLayout()
         self.unpin = QPushButton("Remove CA pin")
@@ -72,7 +74,7 @@ class SettingsPage(QWidget):
             buttons.addWidget(b)
         buttons.addStretch(1)
         pl.addLayout(buttons)
-        layout.addWidget(profiles, 1)
+        layout.addWidget(profiles)
 
         keyring_box = QGroupBox("Secrets")
         kl = QVBoxLayout(keyring_box)
@@ -84,6 +86,7 @@ class SettingsPage(QWidget):
         self.keyring_label.setWordWrap(True)
         kl.addWidget(self.keyring_label)
         layout.addWidget(keyring_box)
+        layout.addStretch(1)
         self.refresh()
 
     def refresh(self) -> None:
@@ -98,6 +101,11 @@ class SettingsPage(QWidget):
             item = QListWidgetItem(f"{p.name} — {p.address} — user {p.user_id or '?'}\n"
                                    f"    CA {pin}")
             item.setData(Qt.UserRole, p.name)
+            self.profiles.addItem(item)
+        if not self.profiles.count():
+            item = QListWidgetItem("No saved connections yet: they are added when you sign in "
+                                   "from the sign-in window.")
+            item.setFlags(Qt.NoItemFlags)
             self.profiles.addItem(item)
         self._update_buttons()
 

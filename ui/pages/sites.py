@@ -86,7 +86,7 @@ SITES = ListSpec(
 )
 
 KMAS = ListSpec(
-    key="kmas", title="KMAs", noun="KMA",
+    key="kmas", title="KMAs", noun="KMA", plural="KMAs",
     columns=[
         Column("id", "KMA ID", 120),
         Column("name", "Name", 160),

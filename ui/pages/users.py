@@ -71,6 +71,7 @@ def _set_passphrase(page: ListPage, user: Any) -> None:
 SPEC = ListSpec(
     key="users",
     title="Users",
+    plural="users",
     noun="user",
     subtitle="People who sign in to the manager, and the roles that decide what each may do.",
     columns=[
