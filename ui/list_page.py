@@ -230,6 +230,7 @@ class ListPage(QWidget):
         view.activated.connect(lambda _i: self.show_details())
         view.doubleClicked.connect(lambda _i: None)
         view.selectionModel().currentRowChanged.connect(lambda *_: self._update_actions())
+        view.selectionModel().selectionChanged.connect(lambda *_: self._update_actions())
         return view
 
     # -- behaviour ----------------------------------------------------------------------------
