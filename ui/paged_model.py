@@ -19,9 +19,19 @@ from PySide6.QtGui import QBrush, QColor
 from app.operations import OpContext, Operations
 from ui.format import display
 
-ObjectRole = Qt.UserRole + 1  # the kms_client object behind the row
-IdRole = Qt.UserRole + 2  # the object's id
-SortRole = Qt.UserRole + 3  # raw value of the cell, for comparisons
+ObjectRole = int(Qt.UserRole) + 1  # the kms_client object behind the row
+IdRole = int(Qt.UserRole) + 2  # the object's id
+SortRole = int(Qt.UserRole) + 3  # raw value of the cell, for comparisons
+
+# data() runs for every visible cell and role on every paint: compare plain ints, because
+# comparing PySide6 enums costs microseconds each and dominated scrolling a 100k-row list.
+_TEXT_ROLES = frozenset({int(Qt.DisplayRole), int(Qt.ToolTipRole), int(Qt.AccessibleTextRole)})
+_ALIGN_ROLE = int(Qt.TextAlignmentRole)
+_FOREGROUND_ROLE = int(Qt.ForegroundRole)
+_HANDLED = _TEXT_ROLES | {_ALIGN_ROLE, _FOREGROUND_ROLE, ObjectRole, IdRole, SortRole}
+_LEFT = int((Qt.AlignLeft | Qt.AlignVCenter).value)
+_RIGHT = int((Qt.AlignRight | Qt.AlignVCenter).value)
+_ROW_FLAGS = Qt.ItemIsEnabled | Qt.ItemIsSelectable
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -50,7 +60,7 @@ class Column:
 
 Fetcher = Callable[..., Any]  # kms_client list method signature: (limit, cursor, q, sort, order, **filters)
 
-_TONES = {"bad": QColor(200, 40, 40), "warn": QColor(190, 120, 0)}
+_BRUSHES = {"bad": QBrush(QColor(200, 40, 40)), "warn": QBrush(QColor(190, 120, 0))}
 
 
 class PagedTableModel(QAbstractTableModel):
@@ -76,6 +86,7 @@ class PagedTableModel(QAbstractTableModel):
         self._page_size = page_size
         self._rows: list[Any] = []
         self._ids: dict[str, int] = {}
+        self._texts: dict[int, list[str]] = {}
         self._cursor: str | None = None
         self._more = False
         self._loading = False
@@ -106,31 +117,36 @@ class PagedTableModel(QAbstractTableModel):
             return section + 1
         return None
 
-    def data(self, index: Index, role: int = Qt.DisplayRole) -> Any:
-        if not index.isValid() or index.row() >= len(self._rows):
+    def data(self, index: Index, role: int = 0) -> Any:
+        if role not in _HANDLED:
             return None
-        obj = self._rows[index.row()]
-        col = self.columns[index.column()]
-        if role in (Qt.DisplayRole, Qt.ToolTipRole, Qt.AccessibleTextRole):
-            return col.text(obj)
+        row = index.row()
+        if row < 0 or row >= len(self._rows):
+            return None
+        column = index.column()
+        if role in _TEXT_ROLES:
+            texts = self._texts.get(row)
+            if texts is None:  # format a row once, not on every paint
+                obj = self._rows[row]
+                texts = self._texts[row] = [c.text(obj) for c in self.columns]
+            return texts[column]
+        col = self.columns[column]
+        if role == _ALIGN_ROLE:
+            return _RIGHT if col.align_right else _LEFT
+        obj = self._rows[row]
+        if role == _FOREGROUND_ROLE:
+            if col.tone is None:
+                return None
+            tone = col.tone(obj)
+            return _BRUSHES.get(tone) if tone else None
         if role == ObjectRole:
             return obj
         if role == IdRole:
             return getattr(obj, "id", None)
-        if role == SortRole:
-            return col.value(obj)
-        if role == Qt.TextAlignmentRole:
-            right = col.align_right
-            return int((Qt.AlignRight if right else Qt.AlignLeft) | Qt.AlignVCenter)
-        if role == Qt.ForegroundRole and col.tone is not None:
-            tone = col.tone(obj)
-            return QBrush(_TONES[tone]) if tone in _TONES else None
-        return None
+        return col.value(obj)  # SortRole
 
     def flags(self, index: Index) -> Qt.ItemFlag:
-        if not index.isValid():
-            return Qt.NoItemFlags
-        return Qt.ItemIsEnabled | Qt.ItemIsSelectable
+        return _ROW_FLAGS
 
     def canFetchMore(self, parent: Index = QModelIndex()) -> bool:  # noqa: B008
         return not parent.isValid() and self._more and not self._loading
@@ -180,6 +196,7 @@ class PagedTableModel(QAbstractTableModel):
         self.beginResetModel()
         self._rows = []
         self._ids = {}
+        self._texts = {}
         self._cursor = None
         self._more = False
         self.endResetModel()
@@ -192,6 +209,7 @@ class PagedTableModel(QAbstractTableModel):
         if row < 0:
             return
         self._rows[row] = obj
+        self._texts.pop(row, None)
         self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.columns) - 1))
 
     def _params(self) -> dict[str, Any]:

@@ -1,0 +1,190 @@
+"""GUI benchmark: cold start to first window, and a 100,000-row keys list.
+
+Prints the figures, then one JSON object on the last line. Starts its own demo KMA in a temporary
+folder and fills it to 100,000 keys through the API (raising the KMA's key pool size, so the KMA
+itself generates them), then opens the Keys page the way a user does.
+
+    python bench/gui.py [--keys 100000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+CHILD = r"""
+import sys, time
+sys.path.insert(0, {root!r})
+from PySide6.QtCore import QTimer, QSettings
+from PySide6.QtWidgets import QApplication
+QSettings.setDefaultFormat(QSettings.IniFormat)
+QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, {settings!r})
+app = QApplication([])
+app.setOrganizationName("KMS-bench"); app.setApplicationName("kms-manager")
+from app.controller import AppController
+controller = AppController(app)
+window = controller.show_sign_in()
+def shown():
+    print("FIRST_WINDOW", flush=True)
+    app.quit()
+QTimer.singleShot(0, shown)
+app.exec()
+"""
+
+
+def cold_start(runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        settings = tempfile.mkdtemp(prefix="kms-bench-settings-")
+        code = CHILD.format(root=str(ROOT), settings=settings)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                                env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("FIRST_WINDOW"):
+                times.append(time.perf_counter() - t0)
+                break
+        proc.wait(30)
+    return times
+
+
+def fill_keys(kma, demo: dict, target: int) -> float:
+    """Raise the pool size so the KMA generates ``target`` ready keys; returns seconds taken."""
+    from kms_client import KmsClient
+
+    ready = kma.ready
+    client = KmsClient(ready.management_address, ca_fingerprint=ready.ca_fingerprint)
+    pw = {u["id"]: u["passphrase"] for u in demo["users"]}
+    client.sign_in("so", pw["so"])
+    t0 = time.perf_counter()
+    own = next(k for k in client.iter_kmas())
+    client.update_kma(own.id, key_pool_size=target)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if sum(client.dashboard().keys_by_state.values()) >= target:
+            break
+        time.sleep(0.5)
+    client.close()
+    return time.perf_counter() - t0
+
+
+def wait_for(predicate, timeout: float = 60.0) -> None:
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("gave up waiting")
+        loop = QEventLoop()
+        QTimer.singleShot(1, loop.quit)
+        loop.exec()
+
+
+def keys_list(kma, demo: dict) -> dict:
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from app.controller import AppController
+    from app.local_mode import local_profile
+    from app.signin import sign_in
+
+    QSettings.setDefaultFormat(QSettings.IniFormat)
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope,
+                      tempfile.mkdtemp(prefix="kms-bench-settings-"))
+    app = QApplication.instance() or QApplication([])
+    app.setOrganizationName("KMS-bench")
+    controller = AppController(app)
+    profile = local_profile(kma.ready)
+    profile.user_id = "auditor"
+    pw = {u["id"]: u["passphrase"] for u in demo["users"]}
+    window = controller.signed_in(sign_in(profile, pw["auditor"]), profile)
+    window.resize(1280, 800)
+    window.show()
+    wait_for(lambda: controller.ops.busy == 0)
+
+    t0 = time.perf_counter()
+    window.show_page("keys")
+    page = window.page("keys")
+    wait_for(lambda: page.model.rowCount() > 0)
+    first_page = time.perf_counter() - t0
+    total = page.model.total
+
+    # Scroll down the way a user drags the scroll bar: each step paints, the view asks for the
+    # next page when it reaches the end.
+    bar = page.view.verticalScrollBar()
+    paint_ms = []
+    t0 = time.perf_counter()
+    target_rows = 5000
+    while page.model.rowCount() < target_rows:
+        bar.setValue(bar.maximum())
+        t_paint = time.perf_counter()
+        page.view.viewport().repaint()
+        paint_ms.append((time.perf_counter() - t_paint) * 1000)
+        wait_for(lambda: not page.model.loading)
+        QApplication.processEvents()
+    scroll_s = time.perf_counter() - t0
+    # Repaint cost at a random position deep in the loaded rows
+    steps = []
+    for value in range(0, bar.maximum(), max(1, bar.maximum() // 200)):
+        bar.setValue(value)
+        t_paint = time.perf_counter()
+        page.view.viewport().repaint()
+        steps.append((time.perf_counter() - t_paint) * 1000)
+    window.close()
+    controller.ops.wait_idle(3000)
+    return {
+        "keys_total": total,
+        "first_page_s": round(first_page, 3),
+        "rows_loaded_while_scrolling": page.model.rowCount(),
+        "scroll_to_5000_rows_s": round(scroll_s, 3),
+        "repaint_ms_p50": round(statistics.median(steps), 2),
+        "repaint_ms_max": round(max(steps), 2),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="KMS manager GUI benchmark")
+    parser.add_argument("--keys", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+
+    from app.local_kma import LocalKma
+
+    starts = cold_start(args.runs)
+    print(f"cold start to first window: median {statistics.median(starts):.3f} s "
+          f"(runs: {', '.join(f'{t:.3f}' for t in starts)})")
+
+    kma = LocalKma(Path(tempfile.mkdtemp(prefix="kms-bench-")) / "kma")
+    demo = kma.create_demo()
+    kma.start()
+    try:
+        fill_s = fill_keys(kma, demo, args.keys)
+        print(f"filled the demo KMA to {args.keys:,} keys through the API in {fill_s:.1f} s")
+        figures = keys_list(kma, demo)
+    finally:
+        kma.stop()
+    print(f"keys list: {figures['keys_total']:,} keys; first page shown after "
+          f"{figures['first_page_s'] * 1000:.0f} ms")
+    print(f"scrolling: {figures['rows_loaded_while_scrolling']:,} rows loaded page by page in "
+          f"{figures['scroll_to_5000_rows_s']:.2f} s; viewport repaint median "
+          f"{figures['repaint_ms_p50']} ms, worst {figures['repaint_ms_max']} ms")
+    result = {"cold_start_first_window_s": round(statistics.median(starts), 3),
+              "cold_start_runs_s": [round(t, 3) for t in starts], **figures}
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

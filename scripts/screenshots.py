@@ -1,0 +1,110 @@
+"""Render every page of the KMS manager against a demo KMA into docs/screenshots/<page>.png.
+
+Starts ``python -m kma demo`` + ``serve`` in a temporary folder, signs in as the demo ``admin``
+(every role, so every page shows), renders offscreen at 1280x800, and stops the KMA. Settings go
+to a temporary folder too, so your own profiles are untouched.
+
+    python scripts/screenshots.py [--out docs/screenshots]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    args = parser.parse_args()
+
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from app.controller import AppController
+    from app.local_kma import LocalKma
+    from app.local_mode import admin_passphrase, local_profile
+    from app.screenshots import grab, render_pages, settle
+    from app.signin import sign_in
+
+    tmp = Path(tempfile.mkdtemp(prefix="kms-screenshots-"))
+    QSettings.setDefaultFormat(QSettings.IniFormat)
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp / "settings"))
+    app = QApplication(sys.argv[:1])
+    app.setOrganizationName("KMS")
+    app.setApplicationName("kms-manager")
+    app.setApplicationDisplayName("KMS Manager")
+    controller = AppController(app)
+    kma = LocalKma(tmp / "kma")
+    demo = kma.create_demo()
+    ready = kma.start()
+    try:
+        profile = local_profile(ready)
+        profile.name = "Dallas production"
+        signed = sign_in(profile, admin_passphrase(demo) or "")
+        window = controller.signed_in(signed, profile)
+        settle(controller.ops)
+        paths = render_pages(window, controller.ops, args.out)
+        paths += render_dialogs(window, controller, profile, args.out, grab, settle)
+        for path in paths:
+            print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+        window.close()
+        controller.ops.wait_idle(3000)
+    finally:
+        kma.stop()
+    return 0
+
+
+def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]:
+    """The windows a user meets outside the pages: sign-in, first-contact trust, a key's
+    details, and the one-time enrollment passphrase."""
+    from ui.details import DetailsDialog
+    from ui.secret_dialog import OneTimeSecretDialog
+    from ui.sign_in import SignInWindow
+    from ui.trust_dialog import TrustDialog
+
+    paths = []
+    sign_in_window = SignInWindow(controller.ops, reauth_profile=profile)
+    sign_in_window.show()
+    paths.append(grab(sign_in_window, out / "sign_in.png"))
+    sign_in_window.close()
+
+    trust = TrustDialog(profile.address, profile.ca_fingerprint, window)
+    trust.show()
+    paths.append(grab(trust, out / "trust_ca.png"))
+    trust.close()
+
+    keys = window.show_page("keys") or window.page("keys")
+    settle(controller.ops)
+    keys = window.page("keys")
+    active = next((k for k in keys.model.objects() if k.data_unit_id), None)
+    if active is not None:
+        from ui.pages.audit import history_list
+
+        dialog = DetailsDialog(f"Key {active.id}", active, window)
+        dialog.add_tab(history_list(controller.ctx, "key", active.id, dialog), "History")
+        dialog.show()
+        settle(controller.ops)
+        paths.append(grab(dialog, out / "key_details.png"))
+        dialog.close()
+
+    agents = window.show_page("agents") or window.page("agents")
+    secret = OneTimeSecretDialog(
+        "Enrollment passphrase for t10k-dal-02",
+        "Agent <b>t10k-dal-02</b> enrols once with this passphrase, then holds a certificate.",
+        "K7QX-M2PD-9WTR-4HZA", window.page("agents"))
+    secret.show()
+    paths.append(grab(secret, out / "enrollment_passphrase.png"))
+    secret.close()
+    return paths
+
+
+if __name__ == "__main__":
+    sys.exit(main())
