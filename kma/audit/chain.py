@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kma.audit.checkpoint import Checkpoint, RetainedDigest
 from kma.audit.record import AuditRecord
 from kma.clock import Clock
 from kma.store.batch import Stmt
@@ -86,30 +87,73 @@ class ChainReport:
     events_checked: int
     first_bad_event_id: int | None = None
     reason: str | None = None
+    # The signed checkpoints verification started from (one per pruned or checkpointed chain).
+    checkpoints: tuple[Checkpoint, ...] = ()
 
 
-def verify_events(events: Iterable[Mapping[str, Any]], heads: Mapping[str, tuple[int, str]]) -> ChainReport:
+def verify_events(
+    events: Iterable[Mapping[str, Any]],
+    heads: Mapping[str, tuple[int, str]],
+    checkpoints: Mapping[str, Checkpoint] | None = None,
+) -> ChainReport:
     """Check every chain: hashes, links, no gaps, and each chain ends at its recorded head.
 
-    `events` must come ordered by (kma_id, chain_seq).
+    `events` must come ordered by (kma_id, chain_seq). `checkpoints` holds, per chain, the
+    latest checkpoint whose signature the caller has checked: events up to it are checked one
+    by one (their own hash) and together (the checkpoint's digest of what was kept), so events
+    pruned below it leave no gap; above it the links start from the checkpoint's hash.
     """
+    starts = dict(checkpoints or {})
     checked = 0
-    last: dict[str, tuple[int, str]] = {}
+    last = {kma_id: (cp.chain_seq, cp.hash) for kma_id, cp in starts.items()}
+    kept = {kma_id: RetainedDigest() for kma_id in starts}
     for event in events:
         checked += 1
-        kma_id = event["kma_id"]
-        seq, prev = last.get(kma_id, (0, GENESIS))
-        if event["chain_seq"] != seq + 1:
-            return ChainReport(False, checked, event["id"], f"event missing before #{event['id']} (KMA {kma_id})")
-        if event["prev_hash"] != prev:
-            return ChainReport(False, checked, event["id"], f"event #{event['id']} does not follow the one before it")
-        if event_hash(event) != event["hash"]:
-            return ChainReport(False, checked, event["id"], f"event #{event['id']} was changed after it was written")
-        last[kma_id] = (event["chain_seq"], event["hash"])
+        problem = _event_problem(event, starts.get(event["kma_id"]), last, kept)
+        if problem:
+            return ChainReport(False, checked, event["id"], problem)
+    problem = _ends_problem(starts, kept, heads, last)
+    if problem:
+        return ChainReport(False, checked, None, problem)
+    return ChainReport(True, checked, checkpoints=tuple(starts.values()))
+
+
+def _event_problem(event: Mapping[str, Any], cp: Checkpoint | None, last: dict[str, tuple[int, str]],
+                   kept: dict[str, RetainedDigest]) -> str | None:  # fmt: skip
+    """What is wrong with one event in its place, or None; advances `last` or `kept`."""
+    kma_id, event_id, seq_no = event["kma_id"], event["id"], event["chain_seq"]
+    if event_hash(event) != event["hash"]:
+        return f"event #{event_id} was changed after it was written"
+    if cp is not None and seq_no <= cp.chain_seq:
+        if seq_no == cp.chain_seq and event["hash"] != cp.hash:
+            return f"event #{event_id} is not the one signed checkpoint #{cp.id} names"
+        kept[kma_id].add(seq_no, event["hash"])
+        return None
+    seq, prev = last.get(kma_id, (0, GENESIS))
+    if seq_no != seq + 1:
+        return f"event missing before #{event_id} (KMA {kma_id})"
+    if event["prev_hash"] != prev:
+        return f"event #{event_id} does not follow the one before it"
+    last[kma_id] = (seq_no, event["hash"])
+    return None
+
+
+def _ends_problem(
+    starts: Mapping[str, Checkpoint],
+    kept: Mapping[str, RetainedDigest],
+    heads: Mapping[str, tuple[int, str]],
+    last: Mapping[str, tuple[int, str]],
+) -> str | None:
+    """Checkpoint digests match what is kept below them, and each chain ends at its head."""
+    for kma_id, cp in starts.items():
+        digest = kept[kma_id]
+        if (digest.count, digest.hexdigest()) != (cp.retained_count, cp.retained_digest):
+            return (f"events covered by signed checkpoint #{cp.id} (KMA {kma_id}, up to chain "
+                    f"#{cp.chain_seq}) were removed, added or replaced")  # fmt: skip
     for kma_id, head in heads.items():
         if last.get(kma_id, (0, GENESIS)) != tuple(head):
-            return ChainReport(False, checked, None, f"events at the end of KMA {kma_id}'s chain are missing")
+            return f"events at the end of KMA {kma_id}'s chain are missing"
     for kma_id in last:
         if kma_id not in heads:
-            return ChainReport(False, checked, None, f"the recorded head of KMA {kma_id}'s chain is missing")
-    return ChainReport(True, checked)
+            return f"the recorded head of KMA {kma_id}'s chain is missing"
+    return None

@@ -1,12 +1,36 @@
-"""Reading the audit trail and verifying its hash chain."""
+"""Reading the audit trail and verifying its hash chain.
+
+Free text (`q`) goes through the FTS5 index (migration 0004), not LIKE: a LIKE '%word%' scans
+every row, which on a million events is seconds; the index answers in milliseconds.
+"""
 
 from __future__ import annotations
 
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping
+from typing import Any
+
 from kma.appliance import Appliance
 from kma.audit.chain import ChainReport, verify_events
+from kma.audit.checkpoint import Checkpoint
 from kma.audit.record import Condition, Retention
+from kma.audit.signing import certificate_problem, signature_checks
+from kma.errors import ValidationFailed
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, list_page, one_of, timestamp
 from kma.store import SQLiteStore
+
+FILTERS = (
+    "operation", "severity", "condition", "event_class", "entity_id", "kma_id", "site_id",
+    "subject_type", "subject_id", "retention", "since", "until", "after_id",
+)  # fmt: skip
+
+
+def event_id(text: str) -> int:
+    if not text.isdigit():
+        raise ValidationFailed(f"'{text}' is not an audit event ID (a whole number).")
+    return int(text)
+
 
 LIST = ListSpec(
     select="SELECT * FROM audit_events",
@@ -27,16 +51,136 @@ LIST = ListSpec(
         "retention": Filter("retention = :value", one_of(*Retention)),
         "since": Filter("created_at >= :value", timestamp),
         "until": Filter("created_at < :value", timestamp),
+        # The live tail: only what arrived after the newest event the browser already shows.
+        "after_id": Filter("id > :value", event_id),
+        # Set from `q` by `with_text`, never directly by a client.
+        "text": Filter("id IN (SELECT rowid FROM audit_fts WHERE audit_fts MATCH :value)"),
     },
 )
 
 
+def fts_query(text: str) -> str:
+    """The user's words as an FTS5 query: every word must appear, each as a prefix.
+
+    Each word is quoted, so FTS5 syntax in it (AND, NEAR, *, ^, :) is taken literally, and
+    "key.destroy" becomes the phrase "key destroy", as the index tokenised it.
+    """
+    words = [w for w in text.split() if re.search(r"\w", w)]
+    return " AND ".join('"' + w.replace('"', '""') + '"*' for w in words)
+
+
+def with_text(req: PageRequest) -> PageRequest:
+    """Move free text from `q` (LIKE in the generic pager) to the FTS filter."""
+    if not req.q:
+        return req
+    filters = dict(req.filters)
+    query = fts_query(req.q)
+    if query:
+        filters["text"] = query
+    return PageRequest(req.limit, req.cursor, None, req.sort, req.order, filters)
+
+
 def list_events(kma: Appliance, req: PageRequest) -> Page:
-    return list_page(kma.store, LIST, req)
+    return list_page(kma.store, LIST, with_text(req))
 
 
-def verify_chain(store: SQLiteStore) -> ChainReport:
+def where_clause(req: PageRequest) -> tuple[str, dict[str, Any]]:
+    """The WHERE of a filter (exports walk it by id rather than by page)."""
+    req = with_text(req)
+    where, bound = [], {}
+    for name, value in req.filters.items():
+        if name not in LIST.filters:
+            raise ValidationFailed(f"Unknown filter '{name}'.")
+        flt = LIST.filters[name]
+        where.append(flt.sql.replace(":value", f":f_{name}"))
+        bound[f"f_{name}"] = flt.convert(value)
+    return " AND ".join(where) or "1", bound
+
+
+def iter_events(store: SQLiteStore, req: PageRequest, chunk: int = 2000) -> Iterator[dict[str, Any]]:
+    """Every event matching the filter, oldest first, read in chunks (bounded memory)."""
+    where, bound = where_clause(req)
+    last = 0
+    while True:
+        sql = f"SELECT * FROM audit_events WHERE {where} AND id > :last ORDER BY id LIMIT {chunk}"
+        rows = store.query(sql, {**bound, "last": last})
+        if not rows:
+            return
+        for row in rows:
+            yield dict(row)
+        last = rows[-1]["id"]
+
+
+def facets(store: SQLiteStore, limit: int = 500) -> dict[str, list[str]]:
+    """The distinct values of each filterable column, for the browser's pick lists.
+
+    Each is an index skip-scan (`min(col) WHERE col > previous`), so the cost grows with the
+    number of distinct values, not with the number of events.
+    """
+    out: dict[str, list[str]] = {}
+    for column in ("operation", "event_class", "entity_id", "kma_id", "site_id", "subject_type"):
+        values: list[str] = []
+        current = store.scalar(f"SELECT min({column}) FROM audit_events")
+        while current is not None and len(values) < limit:
+            values.append(current)
+            current = store.scalar(f"SELECT min({column}) FROM audit_events WHERE {column} > ?", (current,))
+        out[column] = values
+    return out
+
+
+# --- verification --------------------------------------------------------------------------
+def trusted_checkpoints(conn: sqlite3.Connection, ca_pem: bytes) -> tuple[dict[str, Checkpoint], list[str]]:
+    """Per chain, the latest checkpoint whose signature checks, and what failed to check."""
+    keys: dict[int, bytes | None] = {}
+    for row in conn.execute("SELECT id, public_key, certificate_pem FROM audit_signing_keys"):
+        problem = certificate_problem(row["certificate_pem"], bytes(row["public_key"]), ca_pem)
+        keys[row["id"]] = None if problem else bytes(row["public_key"])
+    best: dict[str, Checkpoint] = {}
+    problems: list[str] = []
+    for row in conn.execute("SELECT * FROM audit_checkpoints ORDER BY kma_id, chain_seq, id"):
+        cp = Checkpoint.from_row(row)
+        public_key = keys.get(cp.signing_key_id)
+        if public_key is None or not signature_checks(public_key, bytes(cp.signature), cp.message()):
+            problems.append(f"signed checkpoint #{cp.id} (KMA {cp.kma_id}) does not check: it was "
+                            "altered, or not signed by this cluster's audit key")  # fmt: skip
+            continue
+        best[cp.kma_id] = cp
+    return best, problems
+
+
+def cluster_ca(conn: sqlite3.Connection) -> bytes:
+    row = conn.execute("SELECT ca_cert_pem FROM cluster").fetchone()
+    return str(row[0]).encode() if row else b""
+
+
+def verify_chain(store: SQLiteStore, ca_pem: bytes | None = None) -> ChainReport:
+    """Verify every chain from its latest trusted checkpoint (or from its start).
+
+    `ca_pem` is the CA this KMA serves TLS with (tls/ca.pem); the copy in the database is used
+    only when none is given, since whoever can rewrite the database could replace that copy.
+    """
     with store.snapshot() as conn:
-        heads = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT kma_id, chain_seq, hash FROM audit_heads")}
-        events = conn.execute("SELECT * FROM audit_events ORDER BY kma_id, chain_seq")
-        return verify_events(events, heads)
+        return verify_connection(conn, ca_pem)
+
+
+def verify_connection(conn: sqlite3.Connection, ca_pem: bytes | None = None) -> ChainReport:
+    heads = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT kma_id, chain_seq, hash FROM audit_heads")}
+    checkpoints, problems = trusted_checkpoints(conn, ca_pem or cluster_ca(conn))
+    events = conn.execute("SELECT * FROM audit_events ORDER BY kma_id, chain_seq")
+    report = verify_events(events, heads, checkpoints)
+    if report.intact and problems:
+        return ChainReport(False, report.events_checked, None, problems[0], report.checkpoints)
+    return report
+
+
+def report_json(report: ChainReport) -> Mapping[str, Any]:
+    return {
+        "intact": report.intact,
+        "events_checked": report.events_checked,
+        "first_bad_event_id": report.first_bad_event_id,
+        "reason": report.reason,
+        "checkpoints": [
+            {"id": cp.id, "kma_id": cp.kma_id, "chain_seq": cp.chain_seq, "created_at": cp.created_at}
+            for cp in report.checkpoints
+        ],
+    }

@@ -1,31 +1,105 @@
+"""The audit trail: browse (with free text and a live tail), verify, export, retention and pruning.
+
+Reading is for the audit readers (auditor, security officer, compliance officer); changing the
+retention, signing checkpoints and pruning are Security Officer work. Exports are signed, so
+they need an unlocked KMA.
+"""
+
 from __future__ import annotations
 
-from fastapi import APIRouter
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
-from kma.api import schemas
-from kma.api.deps import AuditRead, Kma, Paging, with_filters
-from kma.audit.chain import ChainReport
-from kma.services import audit_log
-from kma.services.paging import Page
+from fastapi import APIRouter, Depends
+from fastapi.responses import StreamingResponse
+
+from kma.api import audit_schemas, schemas
+from kma.api.deps import AuditRead, Kma, Paging, SignedIn, with_filters
+from kma.domain.actor import Actor
+from kma.domain.roles import Role
+from kma.errors import Forbidden
+from kma.services import audit_export, audit_log, audit_retention
+from kma.services.paging import Page, PageRequest
 
 router = APIRouter(prefix="/audit-events", tags=["audit"])
 
 
+def audit_filter(paging: Paging, operation: str | None = None, severity: str | None = None,
+                 condition: str | None = None, event_class: str | None = None,
+                 entity_id: str | None = None, kma_id: str | None = None, site_id: str | None = None,
+                 subject_type: str | None = None, subject_id: str | None = None,
+                 retention: str | None = None, since: str | None = None, until: str | None = None,
+                 after_id: int | None = None) -> PageRequest:  # fmt: skip
+    """The browser's filter; `q` is free text (FTS5), `after_id` the live tail's cursor."""
+    return with_filters(paging, operation=operation, severity=severity, condition=condition,
+                        event_class=event_class, entity_id=entity_id, kma_id=kma_id, site_id=site_id,
+                        subject_type=subject_type, subject_id=subject_id, retention=retention,
+                        since=since, until=until, after_id=after_id)  # fmt: skip
+
+
+AuditFilter = Annotated[PageRequest, Depends(audit_filter)]
+
+
+def security_officer(actor: SignedIn) -> Actor:
+    if Role.SECURITY_OFFICER not in actor.roles:
+        raise Forbidden("Your roles do not allow this; it needs one of: security_officer.")
+    return actor
+
+
+AuditAdmin = Annotated[Actor, Depends(security_officer)]
+
+
 @router.get("", response_model=schemas.Page[schemas.AuditEvent])
-def list_events(kma: Kma, actor: AuditRead, paging: Paging, operation: str | None = None,
-                severity: str | None = None, condition: str | None = None,
-                event_class: str | None = None, entity_id: str | None = None,
-                kma_id: str | None = None, site_id: str | None = None,
-                subject_type: str | None = None, subject_id: str | None = None,
-                retention: str | None = None, since: str | None = None,
-                until: str | None = None) -> Page:  # fmt: skip
-    filters = with_filters(paging, operation=operation, severity=severity, condition=condition,
-                           event_class=event_class, entity_id=entity_id, kma_id=kma_id,
-                           site_id=site_id, subject_type=subject_type, subject_id=subject_id,
-                           retention=retention, since=since, until=until)  # fmt: skip
+def list_events(kma: Kma, actor: AuditRead, filters: AuditFilter) -> Page:
     return audit_log.list_events(kma, filters)
 
 
-@router.get("/verify", response_model=schemas.ChainReport)
-def verify(kma: Kma, actor: AuditRead) -> ChainReport:
-    return audit_log.verify_chain(kma.store)
+@router.get("/verify", response_model=audit_schemas.ChainReport)
+def verify(kma: Kma, actor: AuditRead) -> Mapping[str, Any]:
+    return audit_log.report_json(audit_log.verify_chain(kma.store, kma.data_dir.ca_cert.read_bytes()))
+
+
+@router.get("/facets", response_model=audit_schemas.Facets)
+def facets(kma: Kma, actor: AuditRead) -> dict[str, list[str]]:
+    return audit_log.facets(kma.store)
+
+
+@router.get("/export.csv", response_class=StreamingResponse,
+            responses={200: {"content": {"text/csv": {}}, "description": "Signed CSV (trailer line)"}})
+def export_csv(kma: Kma, actor: AuditRead, filters: AuditFilter) -> StreamingResponse:
+    stream = audit_export.csv_export(kma, actor, filters)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    disposition = f'attachment; filename="audit-events-{stamp}.csv"'
+    return StreamingResponse(stream, media_type="text/csv; charset=utf-8",
+                             headers={"Content-Disposition": disposition})
+
+
+@router.get("/report", response_model=audit_schemas.Report)
+def report(kma: Kma, actor: AuditRead, filters: AuditFilter) -> dict[str, Any]:
+    return audit_export.report(kma, actor, filters)
+
+
+@router.get("/checkpoints", response_model=list[audit_schemas.Checkpoint])
+def list_checkpoints(kma: Kma, actor: AuditRead) -> list[dict[str, Any]]:
+    return audit_retention.list_checkpoints(kma)
+
+
+@router.post("/checkpoints", response_model=list[audit_schemas.Checkpoint], status_code=201)
+def make_checkpoint(kma: Kma, actor: AuditAdmin) -> list[dict[str, Any]]:
+    return audit_retention.checkpoint(kma, actor)
+
+
+@router.get("/retention", response_model=audit_schemas.Retention)
+def get_retention(kma: Kma, actor: AuditRead) -> dict[str, Any]:
+    return audit_retention.get_retention(kma)
+
+
+@router.patch("/retention", response_model=audit_schemas.Retention)
+def set_retention(body: audit_schemas.RetentionPatch, kma: Kma, actor: AuditAdmin) -> dict[str, Any]:
+    return audit_retention.set_retention(kma, actor, long=body.long, medium=body.medium, short=body.short)
+
+
+@router.post("/prune", response_model=audit_schemas.PruneResult)
+def prune(kma: Kma, actor: AuditAdmin) -> dict[str, Any]:
+    return audit_retention.prune(kma, actor)

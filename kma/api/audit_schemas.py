@@ -1,0 +1,133 @@
+"""Request and response bodies of the auditor's routes: histories, exports, retention, series."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from kma.api.schemas import AuditEvent, Request, Response, Time
+
+Period = Annotated[int, Field(ge=86400, le=100 * 365 * 86400)]
+
+
+class CheckpointRef(Response):
+    id: int
+    kma_id: str
+    chain_seq: int
+    created_at: Time
+
+
+class ChainReport(Response):
+    intact: bool
+    events_checked: int
+    first_bad_event_id: int | None
+    reason: str | None
+    checkpoints: list[CheckpointRef] = []
+
+
+class Checkpoint(Response):
+    id: int
+    kma_id: str
+    chain_seq: int
+    hash: str
+    created_at: Time
+    retained_count: int
+    signing_key_id: int
+    signing_key: str
+
+
+class Retention(Response):
+    long: int
+    medium: int
+    short: int
+    updated_at: Time
+    last_pruned_at: Time | None
+    last_prune: str | None
+    checkpoints: int
+
+
+class RetentionPatch(Request):
+    long: Period | None = None
+    medium: Period | None = None
+    short: Period | None = None
+
+
+class PruneResult(Response):
+    removed: int
+    checkpoints: int
+    retention: Retention
+
+
+class Facets(Response):
+    operation: list[str]
+    event_class: list[str]
+    entity_id: list[str]
+    kma_id: list[str]
+    site_id: list[str]
+    subject_type: list[str]
+
+
+class Report(Response):
+    filename: str
+    html: str
+    signature: str  # the detached signature file's exact text (JSON)
+    chain: ChainReport
+
+
+class Span(Response):
+    state: str
+    start: Time
+    end: Time | None
+    by: str | None
+    note: str | None
+
+
+class Boundary(Response):
+    kind: str
+    at: Time
+    label: str
+    planned: bool
+    by: str | None
+    lane: int
+
+
+class Lane(Response):
+    label: str
+    subject_type: str
+    subject_id: str
+    spans: list[Span]
+
+
+class History(Response):
+    subject_type: str
+    subject_id: str
+    title: str
+    now: Time
+    state: str
+    lanes: list[Lane]
+    boundaries: list[Boundary]
+    events: list[AuditEvent]
+    events_total: int
+    events_truncated: bool
+    facts: dict[str, Any]
+
+
+class DayCount(Response):
+    day: str
+    count: int
+
+
+class DaySeverity(Response):
+    day: str
+    info: int
+    warning: int
+    error: int
+
+
+class Series(Response):
+    days: int
+    start: Time
+    keys_by_state: dict[str, int]
+    keys_issued: list[DayCount]
+    events_by_severity: list[DaySeverity]

@@ -1,0 +1,18 @@
+"""Day-by-day series for the dashboard's charts (any signed-in user, like the dashboard)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from kma.api import audit_schemas
+from kma.api.deps import Kma, SignedIn
+from kma.services import series as day_series
+
+router = APIRouter(tags=["status"])
+
+
+@router.get("/dashboard/series", response_model=audit_schemas.Series)
+def get_series(kma: Kma, actor: SignedIn, days: Annotated[int, Query(ge=1, le=3660)] = 30) -> dict[str, Any]:
+    return day_series.series(kma, days)

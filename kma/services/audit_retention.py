@@ -1,0 +1,176 @@
+"""Retention classes, signed checkpoints and pruning: how old events leave without a trace of doubt.
+
+Pruning is deliberate and narrow: it verifies the whole trail first (a broken trail is evidence
+and is never pruned), then, chain by chain and in bounded chunks, signs a checkpoint and removes
+only events that are both below that checkpoint and older than their class's period. The removal
+runs in one batch with its checkpoint, a permit the delete-blocking trigger checks, and its own
+audit event, so either all of it is committed or none. A chunk is at most CHUNK events, which
+keeps the store's single writer (and so key issuance) from waiting long on a big first prune.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.audit.checkpoint import RetainedDigest, signed_message
+from kma.audit.record import Condition, Retention
+from kma.audit.signing import Signer
+from kma.domain.actor import Actor
+from kma.errors import Conflict, ValidationFailed
+from kma.services.audit_log import verify_chain
+from kma.services.audit_signer import signer, state
+from kma.store import Stmt
+
+DAY = 86400
+MIN_PERIOD = DAY
+MAX_PERIOD = 100 * 365 * DAY
+CHUNK = 10_000
+CLASSES = ("long", "medium", "short")
+
+
+def get_retention(kma: Appliance) -> dict[str, Any]:
+    row = kma.store.query_one("SELECT long, medium, short, updated_at FROM audit_retention WHERE id = 1")
+    assert row is not None, "migration 0004 inserts the retention row"
+    last = kma.store.query_one(
+        "SELECT created_at, message FROM audit_events WHERE operation = 'audit.prune' "
+        "AND condition = 'success' ORDER BY id DESC LIMIT 1"
+    )  # fmt: skip
+    checkpoints = int(kma.store.scalar("SELECT count(*) FROM audit_checkpoints") or 0)
+    return {**dict(row), "last_pruned_at": last["created_at"] if last else None,
+            "last_prune": last["message"] if last else None, "checkpoints": checkpoints}  # fmt: skip
+
+
+def _years_days(seconds: int) -> str:
+    days = seconds // DAY
+    return f"{days // 365} y {days % 365} d" if days >= 365 else f"{days} d"
+
+
+def set_retention(kma: Appliance, actor: Actor, **periods: int | None) -> dict[str, Any]:
+    given = {k: v for k, v in periods.items() if v is not None}
+    for name, value in given.items():
+        if name not in CLASSES:
+            raise ValidationFailed(f"Unknown retention class '{name}'.")
+        if not MIN_PERIOD <= value <= MAX_PERIOD:
+            raise ValidationFailed(f"The {name} retention period must be 1 day to 100 years, in seconds.")
+    current = get_retention(kma)
+    new = {c: given.get(c, current[c]) for c in CLASSES}
+    if not new["long"] >= new["medium"] >= new["short"]:
+        raise ValidationFailed("Retention periods must keep long >= medium >= short.")
+    if given:
+        kma.commit(actor, "audit.retention", [Stmt(
+            "UPDATE audit_retention SET long = :long, medium = :medium, short = :short, updated_at = :now "
+            "WHERE id = 1", {**new, "now": kma.clock.now()}, expect=1,
+        )], "set audit retention: " + ", ".join(f"{c} {_years_days(new[c])}" for c in CLASSES),
+            ("audit", "retention"))  # fmt: skip
+    return get_retention(kma)
+
+
+@dataclass(frozen=True)
+class _Cut:
+    """One chunk of one chain: checkpoint at `seq` (ending in `head`), removing `removed` events."""
+
+    kma_id: str
+    seq: int
+    head: str
+    removed: int
+    kept_count: int
+    kept_digest: str
+
+
+def _plan(kma: Appliance, cutoffs: dict[str, int] | None) -> list[_Cut]:
+    """Walk every chain up to its committed head; cut a chunk every CHUNK removals.
+
+    With `cutoffs` None nothing is removed: one checkpoint per chain, at its head.
+    """
+    cuts: list[_Cut] = []
+    with kma.store.snapshot() as conn:
+        heads = conn.execute("SELECT kma_id, chain_seq, hash FROM audit_heads ORDER BY kma_id").fetchall()
+        for kma_id, head_seq, head_hash in heads:
+            kept, removed = RetainedDigest(), 0
+            rows = conn.execute(
+                "SELECT chain_seq, hash, retention, created_at FROM audit_events "
+                "WHERE kma_id = ? AND chain_seq <= ? ORDER BY chain_seq", (kma_id, head_seq))  # fmt: skip
+            for seq, event_hash, retention, created_at in rows:
+                if cutoffs is not None and created_at < cutoffs.get(retention, cutoffs["short"]):
+                    removed += 1
+                else:
+                    kept.add(seq, event_hash)
+                if removed >= CHUNK:
+                    cuts.append(_Cut(kma_id, seq, event_hash, removed, kept.count, kept.hexdigest()))
+                    removed = 0
+            if removed or not cuts or cuts[-1].kma_id != kma_id:
+                cuts.append(_Cut(kma_id, head_seq, head_hash, removed, kept.count, kept.hexdigest()))
+    return cuts
+
+
+def _checkpoint_stmt(sig: Signer, cut: _Cut, now: int) -> Stmt:
+    message = signed_message(cut.kma_id, cut.seq, cut.head, now, cut.kept_count, cut.kept_digest)
+    return Stmt(
+        "INSERT INTO audit_checkpoints (kma_id, chain_seq, hash, created_at, retained_count, "
+        "retained_digest, signing_key_id, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (cut.kma_id, cut.seq, cut.head, now, cut.kept_count, cut.kept_digest, sig.key_id, sig.sign(message)),
+    )  # fmt: skip
+
+
+def _refuse_broken(kma: Appliance, actor: Actor, operation: str) -> None:
+    report = verify_chain(kma.store, kma.data_dir.ca_cert.read_bytes())
+    if not report.intact:
+        message = f"the audit trail does not verify ({report.reason}); nothing was changed"
+        kma.audit(actor, operation, f"refused: {message}", Condition.ERROR, ("audit", "chain"),
+                  Retention.LONG, event_class="audit")  # fmt: skip
+        raise Conflict(message[0].upper() + message[1:] + ".", audited=True)
+
+
+def checkpoint(kma: Appliance, actor: Actor) -> list[dict[str, Any]]:
+    """Sign each chain's current head (after verifying the whole trail)."""
+    sig = signer(kma)
+    with state(kma).prune_lock:
+        _refuse_broken(kma, actor, "audit.checkpoint")
+        now = kma.clock.now()
+        cuts = _plan(kma, None)
+        what = ", ".join(f"KMA {c.kma_id} up to chain #{c.seq}" for c in cuts)
+        kma.commit(actor, "audit.checkpoint", [_checkpoint_stmt(sig, c, now) for c in cuts],
+                   f"signed audit checkpoints: {what}", ("audit", "chain"))
+    return list_checkpoints(kma)[: len(cuts)]
+
+
+def prune(kma: Appliance, actor: Actor) -> dict[str, Any]:
+    """Remove events older than their retention class's period, up to signed checkpoints."""
+    sig = signer(kma)
+    with state(kma).prune_lock:
+        _refuse_broken(kma, actor, "audit.prune")
+        now = kma.clock.now()
+        periods = get_retention(kma)
+        cutoffs = {c: now - int(periods[c]) for c in CLASSES}
+        cuts = _plan(kma, cutoffs)
+        removed = 0
+        for cut in cuts:
+            kma.commit(actor, "audit.prune", [
+                _checkpoint_stmt(sig, cut, now),
+                Stmt("INSERT INTO audit_prune_permits (kma_id, checkpoint_id, cutoff_long, cutoff_medium, "
+                     "cutoff_short) VALUES (?, last_insert_rowid(), ?, ?, ?)",
+                     (cut.kma_id, cutoffs["long"], cutoffs["medium"], cutoffs["short"])),
+                Stmt("DELETE FROM audit_events WHERE kma_id = :kma AND chain_seq <= :seq AND created_at < "
+                     "CASE retention WHEN 'long' THEN :long WHEN 'medium' THEN :medium ELSE :short END",
+                     {"kma": cut.kma_id, "seq": cut.seq, **cutoffs}, expect=cut.removed,
+                     refusal="the events to prune changed while pruning; try again"),
+                Stmt("DELETE FROM audit_prune_permits WHERE kma_id = ?", (cut.kma_id,), expect=1),
+            ], f"pruned {cut.removed} audit events of KMA {cut.kma_id} up to chain #{cut.seq} under a signed "
+               f"checkpoint (retention: long {_years_days(periods['long'])}, medium "
+               f"{_years_days(periods['medium'])}, short {_years_days(periods['short'])})",
+               ("audit", "chain"))  # fmt: skip
+            removed += cut.removed
+    return {"removed": removed, "checkpoints": len(cuts), "cutoffs": cutoffs, "retention": get_retention(kma)}
+
+
+def list_checkpoints(kma: Appliance, limit: int = 100) -> list[dict[str, Any]]:
+    rows = kma.store.query(
+        "SELECT c.id, c.kma_id, c.chain_seq, c.hash, c.created_at, c.retained_count, c.signing_key_id, "
+        "k.public_key FROM audit_checkpoints c JOIN audit_signing_keys k ON k.id = c.signing_key_id "
+        "ORDER BY c.id DESC LIMIT ?", (limit,))  # fmt: skip
+    from kma.audit.signing import key_fingerprint
+
+    return [{**{k: r[k] for k in r.keys() if k != "public_key"},
+             "signing_key": key_fingerprint(bytes(r["public_key"]))} for r in rows]  # fmt: skip
