@@ -137,8 +137,8 @@ class LocalMode:
             # The admin passphrase of the saved local KMA is unknown here: render from a fresh,
             # temporary demo KMA instead (it is removed when it stops).
             kma.stop()
-            print(f"The local admin passphrase is not in a keyring; rendering from a temporary "
-                  f"demo KMA instead of {kma.data_dir}.", file=sys.stderr)
+            sys.stderr.write(f"The local admin passphrase is not in a keyring; rendering from a "
+                             f"temporary demo KMA instead of {kma.data_dir}.\n")
             kma = LocalKma(Path(tempfile.mkdtemp(prefix="kms-manager-demo-")) / "kma")
             self.kma = kma
             demo, ready = _start(kma)
@@ -157,7 +157,7 @@ class LocalMode:
             paths.insert(0, grab(sign_in_window, out / "sign_in.png"))
             sign_in_window.close()
             for path in paths:
-                print(path)
+                print(path)  # noqa: T201 - the command's documented output
             window.close()
             return 0
         finally:

@@ -58,8 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         local = LocalMode(controller, args.data_dir)
         if headless:
             if args.screenshots is None:
-                print("No display found: rendering the pages to PNG files instead.",
-                      file=sys.stderr)
+                sys.stderr.write("No display found: rendering the pages to PNG files instead.\n")
             return local.render_headless(args.screenshots)
         local.start()
     else:

@@ -95,7 +95,7 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
         paths.append(grab(dialog, out / "key_details.png"))
         dialog.close()
 
-    agents = window.show_page("agents") or window.page("agents")
+    window.show_page("agents")
     secret = OneTimeSecretDialog(
         "Enrollment passphrase for t10k-dal-02",
         "Agent <b>t10k-dal-02</b> enrols once with this passphrase, then holds a certificate.",

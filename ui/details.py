@@ -18,6 +18,19 @@ from PySide6.QtWidgets import (
 
 from ui.format import display, words
 
+_WORDS = {"id": "ID", "kma": "KMA", "ca": "CA"}
+
+
+def label_for(name: str) -> str:
+    """``key_group_id`` -> ``Key group``, ``kma_id`` -> ``KMA``, ``created_at`` -> ``Created``."""
+    if name == "id":
+        return "ID"
+    parts = name.split("_")
+    if parts[-1] in ("id", "ids", "at") and len(parts) > 1:
+        parts = parts[:-1] if parts[-1] != "ids" else [*parts[:-1], "IDs"]
+    text = " ".join(_WORDS.get(p, p) for p in parts)
+    return text[0].upper() + text[1:]
+
 
 def field_rows(obj: Any, labels: dict[str, str] | None = None) -> list[tuple[str, str]]:
     labels = labels or {}
@@ -28,7 +41,7 @@ def field_rows(obj: Any, labels: dict[str, str] | None = None) -> list[tuple[str
         if name == "token":
             continue
         text = words(value) if name in ("state", "condition", "severity") else display(value)
-        rows.append((labels.get(name, name.replace("_", " ").capitalize()), text or "—"))
+        rows.append((labels.get(name, label_for(name)), text or "—"))
     return rows
 
 

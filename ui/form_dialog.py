@@ -131,66 +131,77 @@ class FormDialog(QDialog):
 
     # -- editors ------------------------------------------------------------------------------
     def _make_editor(self, spec: Field) -> QWidget:
-        kind = spec.kind
-        if kind in ("text", "id"):
-            edit = QLineEdit()
-            edit.setMaxLength(64 if kind == "id" else spec.max_length)
-            if kind == "id":
-                edit.setValidator(
-                    QRegularExpressionValidator(QRegularExpression(ID_PATTERN), edit)
-                )
-                edit.setPlaceholderText("letters, digits, . _ - (up to 64)")
-            if spec.default is not None:
-                edit.setText(str(spec.default))
-            edit.setReadOnly(spec.read_only)
-            edit.textChanged.connect(self._validate)
-            return edit
-        if kind == "password":
-            pw = PasswordLineEdit()
-            pw.setPlaceholderText("8 to 256 characters")
-            pw.textChanged.connect(self._validate)
-            return pw
-        if kind == "multiline":
-            text = QPlainTextEdit()
-            text.setTabChangesFocus(True)
-            text.setFixedHeight(80)
-            if spec.default:
-                text.setPlainText(str(spec.default))
-            text.textChanged.connect(self._validate)
-            return text
-        if kind == "bool":
-            box = QCheckBox()
-            box.setChecked(bool(spec.default))
-            return box
-        if kind in ("int", "days"):
-            spin = QSpinBox()
-            spin.setRange(spec.minimum, spec.maximum)
-            spin.setValue(int(spec.default or spec.minimum))
-            if kind == "days":
-                spin.setSuffix(" days")
-            spin.valueChanged.connect(self._validate)
-            return spin
-        if kind == "choice":
-            combo = QComboBox()
-            for label, value in spec.choices:
-                combo.addItem(label, value)
-            if spec.default is not None:
-                combo.setCurrentIndex(max(0, combo.findData(spec.default)))
-            combo.currentIndexChanged.connect(self._validate)
-            return combo
-        if kind == "roles":
-            group = QGroupBox()
-            inner = QVBoxLayout(group)
-            inner.setContentsMargins(6, 6, 6, 6)
-            chosen = set(spec.default or ())
-            for role in ROLE_NAMES:
-                check = QCheckBox(words(role))
-                check.setObjectName(role)
-                check.setChecked(role in chosen)
-                check.toggled.connect(self._validate)
-                inner.addWidget(check)
-            return group
-        raise ValueError(f"unknown field kind {kind!r}")
+        makers = {
+            "text": self._line_edit, "id": self._line_edit, "password": self._password,
+            "multiline": self._multiline, "bool": self._check, "int": self._spin,
+            "days": self._spin, "choice": self._combo, "roles": self._roles,
+        }
+        if spec.kind not in makers:
+            raise ValueError(f"unknown field kind {spec.kind!r}")
+        return makers[spec.kind](spec)
+
+    def _line_edit(self, spec: Field) -> QWidget:
+        edit = QLineEdit()
+        edit.setMaxLength(64 if spec.kind == "id" else spec.max_length)
+        if spec.kind == "id":
+            edit.setValidator(QRegularExpressionValidator(QRegularExpression(ID_PATTERN), edit))
+            edit.setPlaceholderText("letters, digits, . _ - (up to 64)")
+        if spec.default is not None:
+            edit.setText(str(spec.default))
+        edit.setReadOnly(spec.read_only)
+        edit.textChanged.connect(self._validate)
+        return edit
+
+    def _password(self, spec: Field) -> QWidget:
+        pw = PasswordLineEdit()
+        pw.setPlaceholderText("8 to 256 characters")
+        pw.textChanged.connect(self._validate)
+        return pw
+
+    def _multiline(self, spec: Field) -> QWidget:
+        text = QPlainTextEdit()
+        text.setTabChangesFocus(True)
+        text.setFixedHeight(80)
+        if spec.default:
+            text.setPlainText(str(spec.default))
+        text.textChanged.connect(self._validate)
+        return text
+
+    def _check(self, spec: Field) -> QWidget:
+        box = QCheckBox()
+        box.setChecked(bool(spec.default))
+        return box
+
+    def _spin(self, spec: Field) -> QWidget:
+        spin = QSpinBox()
+        spin.setRange(spec.minimum, spec.maximum)
+        spin.setValue(int(spec.default or spec.minimum))
+        if spec.kind == "days":
+            spin.setSuffix(" days")
+        spin.valueChanged.connect(self._validate)
+        return spin
+
+    def _combo(self, spec: Field) -> QWidget:
+        combo = QComboBox()
+        for label, value in spec.choices:
+            combo.addItem(label, value)
+        if spec.default is not None:
+            combo.setCurrentIndex(max(0, combo.findData(spec.default)))
+        combo.currentIndexChanged.connect(self._validate)
+        return combo
+
+    def _roles(self, spec: Field) -> QWidget:
+        group = QGroupBox()
+        inner = QVBoxLayout(group)
+        inner.setContentsMargins(6, 6, 6, 6)
+        chosen = set(spec.default or ())
+        for role in ROLE_NAMES:
+            check = QCheckBox(words(role))
+            check.setObjectName(role)
+            check.setChecked(role in chosen)
+            check.toggled.connect(self._validate)
+            inner.addWidget(check)
+        return group
 
     def _load_choices(self) -> None:
         for spec in self.fields:

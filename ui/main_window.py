@@ -98,8 +98,7 @@ class MainWindow(QMainWindow):
             item = QListWidgetItem(spec.title)
             item.setData(Qt.UserRole, spec.key)
             item.setToolTip(spec.description or spec.title)
-            if spec.icon and hasattr(QStyle.StandardPixmap, spec.icon):
-                item.setIcon(self.style().standardIcon(getattr(QStyle.StandardPixmap, spec.icon)))
+            item.setIcon(self._icon(spec))
             self.nav.addItem(item)
             slot = self.pages.get(spec.key) or QWidget()
             self._slots[spec.key] = slot
@@ -107,6 +106,15 @@ class MainWindow(QMainWindow):
         self.nav.blockSignals(False)
         self._rebuild_go_menu()
         self._user_text()
+
+    def _icon(self, spec: PageSpec) -> QIcon:
+        """``resources/icons/pages/<key>.svg`` if bundled, else a named QStyle icon."""
+        try:
+            return QIcon(str(get_asset(f"icons/pages/{spec.key}.svg")))
+        except FileNotFoundError:
+            if spec.icon and hasattr(QStyle.StandardPixmap, spec.icon):
+                return self.style().standardIcon(getattr(QStyle.StandardPixmap, spec.icon))
+        return QIcon()
 
     def visible_page_keys(self) -> list[str]:
         return [s.key for s in self.specs]

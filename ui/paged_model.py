@@ -117,7 +117,7 @@ class PagedTableModel(QAbstractTableModel):
             return section + 1
         return None
 
-    def data(self, index: Index, role: int = 0) -> Any:
+    def data(self, index: Index, role: int = 0) -> Any:  # noqa: PLR0911 - hot path, flat
         if role not in _HANDLED:
             return None
         row = index.row()

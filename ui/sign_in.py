@@ -40,7 +40,7 @@ class SignInWindow(QDialog):
 
     signed_in = Signal(object, object)  # SignedIn, ConnectionProfile
 
-    def __init__(
+    def __init__(  # noqa: PLR0915 - layout, top to bottom
         self,
         ops: Operations,
         parent: QWidget | None = None,

@@ -36,7 +36,7 @@ def test_wrong_passphrase_says_so_and_stays_on_sign_in(qtbot, controller, demo_k
     qtbot.mouseClick(window.sign_in_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: getattr(window, "trust_dialog", None) is not None, timeout=WAIT_MS)
     qtbot.mouseClick(window.trust_dialog.trust, Qt.LeftButton)
-    qtbot.waitUntil(lambda: window.error.isVisible(), timeout=WAIT_MS)
+    qtbot.waitUntil(window.error.isVisible, timeout=WAIT_MS)
     assert "Wrong user ID or passphrase" in window.error.text()
     assert controller.window is None
 

@@ -91,7 +91,7 @@ def test_server_refusal_shows_a_message_and_the_app_keeps_working(qtbot, control
 
     # The same volser again: the KMA refuses; the form says why and stays open
     dialog = _new(qtbot, page, "New data unit…", {"id": f"D{tag}"})
-    qtbot.waitUntil(lambda: dialog.error.isVisible(), timeout=WAIT_MS)
+    qtbot.waitUntil(dialog.error.isVisible, timeout=WAIT_MS)
     assert dialog.isVisible()
     assert dialog.error.text()
     assert "Traceback" not in dialog.error.text()

@@ -56,7 +56,7 @@ class StatCard(QFrame):
 
 
 class DashboardPage(QWidget):
-    def __init__(self, ctx: AppContext) -> None:
+    def __init__(self, ctx: AppContext) -> None:  # noqa: PLR0915 - layout, top to bottom
         super().__init__()
         self.ctx = ctx
         self.setObjectName("page:dashboard")
@@ -176,7 +176,7 @@ class DashboardPage(QWidget):
             self.warnings.setText("✔ No warnings.")
             self.warnings.setStyleSheet("")
         total = sum(dash.keys_by_state.values())
-        for state, (label, bar) in self.key_bars.items():
+        for state, (_label, bar) in self.key_bars.items():
             count = dash.keys_by_state.get(state, 0)
             bar.setRange(0, max(total, 1))
             bar.setValue(count)

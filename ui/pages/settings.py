@@ -26,7 +26,7 @@ from ui.widgets import page_header
 
 
 class SettingsPage(QWidget):
-    def __init__(self, ctx: AppContext) -> None:
+    def __init__(self, ctx: AppContext) -> None:  # noqa: PLR0915 - layout, top to bottom
         super().__init__()
         self.ctx = ctx
         self.store = ProfileStore()
