@@ -10,7 +10,7 @@ column widths, order and visibility per list in ``QSettings``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from PySide6.QtCore import QPoint, QSettings, Qt, QTimer, Signal
@@ -78,6 +78,15 @@ class ListSpec:
     default_sort: tuple[str, Qt.SortOrder] | None = None
     searchable: bool = True
     fixed_filters: dict[str, Any] = field(default_factory=dict)
+    sort_fields: frozenset[str] | None = None  # what the KMA sorts by; None = every column
+
+    def __post_init__(self) -> None:
+        if self.sort_fields is not None:
+            allowed = self.sort_fields
+            self.columns = [
+                replace(c, sortable=c.sortable and (c.sort_field or c.key) in allowed)
+                for c in self.columns
+            ]
 
 
 class ListPage(QWidget):
@@ -266,9 +275,22 @@ class ListPage(QWidget):
             return
         col = self.spec.columns[section]
         if not col.sortable:
+            self._show_sort_indicator()
             return
         self._loaded_once = True
         self.model.sort(section, order)
+
+    def _show_sort_indicator(self) -> None:
+        """Put the header's arrow back on the column the KMA actually sorted by."""
+        header = self.view.horizontalHeader()
+        header.blockSignals(True)
+        for i, col in enumerate(self.spec.columns):
+            if (col.sort_field or col.key) == self.model.sort_field:
+                header.setSortIndicator(i, self.model.sort_order)
+                break
+        else:
+            header.setSortIndicator(-1, Qt.AscendingOrder)
+        header.blockSignals(False)
 
     def current_object(self) -> Any:
         index = self.view.currentIndex()

@@ -112,6 +112,7 @@ SPEC = ListSpec(
         Column("updated_at", "Updated", 140, hidden=True),
     ],
     fetch=lambda c: c.list_agents,
+    sort_fields=frozenset({"id", "site_id", "created_at"}),
     get=lambda c: c.get_agent,
     filters=[FilterSpec("enabled", "Enabled", [("Enabled and disabled", None),
                                                 ("Enabled only", True),

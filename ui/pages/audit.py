@@ -45,6 +45,9 @@ COLUMNS = [
 ]
 
 
+AUDIT_SORT = frozenset({"id", "created_at"})
+
+
 def _verify(page: ListPage, _obj: Any) -> None:
     def show(report: Any) -> None:
         if report.intact:
@@ -67,6 +70,7 @@ SPEC = ListSpec(
              "Newest first.",
     columns=COLUMNS,
     fetch=lambda c: c.list_audit_events,
+    sort_fields=AUDIT_SORT,
     filters=[
         FilterSpec("severity", "Severity", [("Any severity", None), ("Info", "info"),
                                             ("Warning", "warning"), ("Error", "error")]),
@@ -84,7 +88,7 @@ def history_list(ctx: AppContext, subject_type: str, subject_id: str,
     spec = ListSpec(
         key=f"history_{subject_type}", title="History", noun="audit event",
         plural="audit events", columns=COLUMNS,
-        fetch=lambda c: c.list_audit_events,
+        fetch=lambda c: c.list_audit_events, sort_fields=AUDIT_SORT,
         fixed_filters={"subject_type": subject_type, "subject_id": subject_id},
     )
     return ListPage(ctx, spec, parent, embedded=True)

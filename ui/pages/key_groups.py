@@ -142,6 +142,7 @@ SPEC = ListSpec(
         Column("updated_at", "Updated", 140, hidden=True),
     ],
     fetch=lambda c: c.list_key_groups,
+    sort_fields=frozenset({"id", "policy_id", "created_at"}),
     get=lambda c: c.get_key_group,
     actions=[
         ActionSpec("New key group…", _new_group, CO, needs="none", toolbar=True,

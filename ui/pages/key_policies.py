@@ -76,6 +76,7 @@ SPEC = ListSpec(
         Column("updated_at", "Updated", 140, hidden=True),
     ],
     fetch=lambda c: c.list_key_policies,
+    sort_fields=frozenset({"id", "created_at", "encryption_period", "cryptoperiod"}),
     get=lambda c: c.get_key_policy,
     actions=[
         ActionSpec("New key policy…", _new_policy, CO, needs="none", toolbar=True,

@@ -15,6 +15,7 @@ from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import AUDIT_READERS, OP, state_tone
 
+KEY_SORT = frozenset({"created_at", "activated_at", "id", "state", "data_unit_id"})
 READERS = frozenset({"operator", "compliance_officer", "auditor"})
 STATES = ("generated", "ready", "protect_and_process", "process_only", "deactivated", "destroyed")
 
@@ -88,6 +89,7 @@ SPEC = ListSpec(
              "compromised keys can be destroyed.",
     columns=COLUMNS,
     fetch=lambda c: c.list_keys,
+    sort_fields=KEY_SORT,
     get=lambda c: c.get_key,
     filters=[
         FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES]),
@@ -104,7 +106,7 @@ SPEC = ListSpec(
 def keys_list(ctx: AppContext, fixed: dict[str, Any], parent: QWidget | None = None) -> ListPage:
     """Keys of one data unit or key group, for a details tab."""
     spec = ListSpec(key="keys_of", title="Keys", noun="key", columns=COLUMNS,
-                    fetch=lambda c: c.list_keys, actions=ACTIONS, details=_details,
+                    fetch=lambda c: c.list_keys, sort_fields=KEY_SORT, actions=ACTIONS, details=_details,
                     fixed_filters=fixed)
     return ListPage(ctx, spec, parent, embedded=True)
 

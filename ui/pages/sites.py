@@ -77,6 +77,7 @@ SITES = ListSpec(
         Column("created_at", "Created", 140),
     ],
     fetch=lambda c: c.list_sites,
+    sort_fields=frozenset({"id", "name", "created_at"}),
     actions=[
         ActionSpec("New site…", _new_site, SO, needs="none", toolbar=True),
         ActionSpec("Edit site…", _edit_site, SO),
@@ -102,6 +103,7 @@ KMAS = ListSpec(
         Column("created_at", "Created", 140, hidden=True),
     ],
     fetch=lambda c: c.list_kmas,
+    sort_fields=frozenset({"id", "name", "site_id"}),
     actions=[ActionSpec("Edit KMA…", _edit_kma, SO, toolbar=True)],
     searchable=False,
 )

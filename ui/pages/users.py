@@ -84,6 +84,7 @@ SPEC = ListSpec(
         Column("updated_at", "Updated", 140, hidden=True),
     ],
     fetch=lambda c: c.list_users,
+    sort_fields=frozenset({"id", "name", "created_at"}),
     get=lambda c: c.get_user,
     filters=[FilterSpec("role", "Role", ROLE_CHOICES)],
     actions=[
