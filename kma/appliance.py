@@ -116,7 +116,8 @@ class Appliance:
 
     def try_autonomous_unlock(self) -> bool:
         path = self.data_dir.unlock_key
-        blob = self.store.scalar("SELECT autounlock_master FROM kmas WHERE id = ?", (self.kma_id,))
+        # A Security Officer's lock (kmas.locked) outlives a restart: only a quorum lifts it.
+        blob = self.store.scalar("SELECT autounlock_master FROM kmas WHERE id = ? AND locked = 0", (self.kma_id,))
         if blob is None or not path.exists():
             return False
         try:

@@ -8,7 +8,7 @@ Never call it on the GUI thread: every method does network I/O and may block for
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -26,8 +26,10 @@ from .errors import TrustError, Unauthenticated
 from .models import (
     Agent,
     AuditEvent,
+    AutonomousUnlock,
     CaInfo,
     ChainReport,
+    Credential,
     Dashboard,
     DataUnit,
     EnrollmentPassphrase,
@@ -35,8 +37,10 @@ from .models import (
     Key,
     KeyGroup,
     KeyPolicy,
+    KeySplit,
     Kma,
     Page,
+    PendingQuorumOp,
     Session,
     Site,
     Status,
@@ -62,6 +66,21 @@ def _query_value(value: str | int | bool | datetime) -> str:
 def _query(filters: dict[str, FilterValue], /, **common: FilterValue) -> dict[str, str]:
     """Query parameters of a list call: None values are left out, bools sent as true/false."""
     return {k: _query_value(v) for k, v in {**common, **filters}.items() if v is not None}
+
+
+Credentials = Iterable[Credential | tuple[str, str]] | Mapping[str, str]
+
+
+def _credentials(credentials: Credentials | None) -> list[dict[str, str]] | None:
+    """Key split credentials as the body's `credentials` list: `{"member", "passphrase"}` each."""
+    if credentials is None:
+        return None
+    pairs = credentials.items() if isinstance(credentials, Mapping) else credentials
+    out = []
+    for item in pairs:
+        cred = item if isinstance(item, Credential) else Credential(str(item[0]), str(item[1]))
+        out.append(cred.to_json())
+    return out
 
 
 def _present(**fields: Any) -> dict[str, Any]:
@@ -179,6 +198,20 @@ class KmsClient:
 
     def _list(self, path: str, item: Callable[[JsonObject], T], params: dict[str, str]) -> Page[T]:
         return self._call("GET", path, lambda d: Page.from_json(d, item), params=params)
+
+    def _call_or_pending(
+        self, method: str, path: str, parse: Callable[[JsonObject], T], body: dict[str, Any]
+    ) -> T | PendingQuorumOp:
+        """A quorum-protected call: its result when it ran (2xx), the pending operation on 202."""
+        response = self._request(method, path, body=body)
+        if response.status_code == 204:
+            return parse({})
+        try:
+            if response.status_code == 202:
+                return PendingQuorumOp.from_json(response.json())
+            return parse(response.json())
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise unreadable_response(response, exc) from exc
 
     # -- paging helpers -------------------------------------------------------------------------
 
@@ -325,9 +358,20 @@ class KmsClient:
     def get_user(self, id: str) -> User:
         return self._call("GET", f"/users/{segment(id)}", User.from_json)
 
-    def create_user(self, id: str, name: str, roles: Iterable[str], passphrase: str) -> User:
+    def create_user(
+        self,
+        id: str,
+        name: str,
+        roles: Iterable[str],
+        passphrase: str,
+        *,
+        credentials: Credentials | None = None,
+    ) -> User | PendingQuorumOp:
+        """Quorum-protected: with M key split `credentials` the user is made at once (`User`);
+        with fewer it becomes a `PendingQuorumOp` for Quorum Members to approve."""
         body = {"id": id, "name": name, "roles": list(roles), "passphrase": passphrase}
-        return self._call("POST", "/users", User.from_json, body=body)
+        body.update(_present(credentials=_credentials(credentials)))
+        return self._call_or_pending("POST", "/users", User.from_json, body)
 
     def update_user(
         self,
@@ -336,12 +380,23 @@ class KmsClient:
         name: str | None = None,
         roles: Iterable[str] | None = None,
         enabled: bool | None = None,
-    ) -> User:
-        body = _present(name=name, roles=None if roles is None else list(roles), enabled=enabled)
-        return self._call("PATCH", f"/users/{segment(id)}", User.from_json, body=body)
+        credentials: Credentials | None = None,
+    ) -> User | PendingQuorumOp:
+        """Quorum-protected, like `create_user`."""
+        body = _present(
+            name=name,
+            roles=None if roles is None else list(roles),
+            enabled=enabled,
+            credentials=_credentials(credentials),
+        )
+        return self._call_or_pending("PATCH", f"/users/{segment(id)}", User.from_json, body)
 
-    def set_user_passphrase(self, id: str, passphrase: str) -> None:
-        self._request("PUT", f"/users/{segment(id)}/passphrase", body={"passphrase": passphrase})
+    def set_user_passphrase(
+        self, id: str, passphrase: str, *, credentials: Credentials | None = None
+    ) -> PendingQuorumOp | None:
+        """Quorum-protected: None when the passphrase was set, else the pending operation."""
+        body = _present(passphrase=passphrase, credentials=_credentials(credentials))
+        return self._call_or_pending("PUT", f"/users/{segment(id)}/passphrase", lambda d: None, body)
 
     # -- key policies ---------------------------------------------------------------------------
 
@@ -608,3 +663,83 @@ class KmsClient:
 
     def verify_audit_chain(self) -> ChainReport:
         return self._call("GET", "/audit-events/verify", ChainReport.from_json)
+
+    # -- quorum ---------------------------------------------------------------------------------
+
+    def list_quorum_operations(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+        **filters: FilterValue,
+    ) -> Page[PendingQuorumOp]:
+        """Newest first by default. Filters: `state`, `type`."""
+        return self._list(
+            "/quorum-operations",
+            PendingQuorumOp.from_json,
+            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+        )
+
+    def iter_quorum_operations(self, **kw: Any) -> Iterator[PendingQuorumOp]:
+        return iter_all(self.list_quorum_operations, **kw)
+
+    def get_quorum_operation(self, id: str) -> PendingQuorumOp:
+        return self._call("GET", f"/quorum-operations/{segment(id)}", PendingQuorumOp.from_json)
+
+    def approve_quorum_operation(self, id: str, member: str, passphrase: str) -> PendingQuorumOp:
+        """Approve as key split member `member`; at the M-th approval the operation runs, and the
+        returned operation says `executed` (or `failed`, with the reason in `result`)."""
+        return self._call(
+            "POST",
+            f"/quorum-operations/{segment(id)}/approve",
+            PendingQuorumOp.from_json,
+            body={"member": member, "passphrase": passphrase},
+        )
+
+    def delete_quorum_operation(self, id: str) -> None:
+        """Security Officer: a deleted operation never runs. `Conflict` unless it is pending."""
+        self._request("DELETE", f"/quorum-operations/{segment(id)}")
+
+    def lock_kma(self, id: str) -> Kma:
+        """Security Officer: the KMA serves nothing secret until a quorum unlocks it."""
+        return self._call("POST", f"/kmas/{segment(id)}/lock", Kma.from_json)
+
+    def unlock_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:
+        """Quorum-protected; a locked KMA still answers this (and sign-in, status, approvals)."""
+        body = _present(credentials=_credentials(credentials))
+        return self._call_or_pending("POST", f"/kmas/{segment(id)}/unlock", Kma.from_json, body)
+
+    def get_key_split(self) -> KeySplit:
+        return self._call("GET", "/cluster/key-split", KeySplit.from_json)
+
+    def change_key_split(
+        self,
+        threshold: int,
+        members: Credentials,
+        *,
+        credentials: Credentials | None = None,
+    ) -> KeySplit | PendingQuorumOp:
+        """Re-split under a new root secret: `members` are the new (name, passphrase) pairs,
+        `credentials` those of the current members (the old quorum). Old shares stop working."""
+        new = [{"name": c["member"], "passphrase": c["passphrase"]} for c in _credentials(members) or []]
+        body = _present(threshold=threshold, members=new, credentials=_credentials(credentials))
+        return self._call_or_pending("PUT", "/cluster/key-split", KeySplit.from_json, body)
+
+    def set_quorum_lifetime(self, seconds: int) -> KeySplit:
+        """How long new pending quorum operations wait for approvals (default 24 hours)."""
+        return self._call("PUT", "/cluster/quorum-lifetime", KeySplit.from_json, body={"seconds": seconds})
+
+    def get_autonomous_unlock(self) -> AutonomousUnlock:
+        return self._call("GET", "/cluster/autonomous-unlock", AutonomousUnlock.from_json)
+
+    def set_autonomous_unlock(
+        self, enabled: bool, *, credentials: Credentials | None = None
+    ) -> AutonomousUnlock | PendingQuorumOp:
+        """Quorum-protected; applies to the KMA this client talks to."""
+        body = _present(enabled=enabled, credentials=_credentials(credentials))
+        return self._call_or_pending(
+            "PUT", "/cluster/autonomous-unlock", AutonomousUnlock.from_json, body
+        )

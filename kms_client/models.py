@@ -430,3 +430,113 @@ class CaInfo:
     @classmethod
     def from_json(cls, d: JsonObject) -> CaInfo:
         return cls(ca_pem=d["ca_pem"], fingerprint=d["fingerprint"])
+
+
+# -- quorum ---------------------------------------------------------------------------------------
+
+QUORUM_OP_STATES = ("pending", "executed", "expired", "deleted", "failed")
+QUORUM_OP_TYPES = (
+    "create_user",
+    "update_user",
+    "set_user_passphrase",
+    "unlock_kma",
+    "set_autonomous_unlock",
+    "change_key_split",
+)
+
+
+@dataclass(frozen=True)
+class Credential:
+    """One key split member's credential sent with a quorum-protected request; never logged."""
+
+    member: str
+    passphrase: str = field(repr=False)
+
+    def to_json(self) -> dict[str, str]:
+        return {"member": self.member, "passphrase": self.passphrase}
+
+
+@dataclass(frozen=True)
+class QuorumApproval:
+    member: str  # the key split member
+    approved_by: str  # the signed-in user who entered the member's passphrase
+    approved_at: datetime
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> QuorumApproval:
+        return cls(
+            member=d["member"],
+            approved_by=d["approved_by"],
+            approved_at=parse_time(d["approved_at"]),
+        )
+
+
+@dataclass(frozen=True)
+class PendingQuorumOp:
+    """A quorum-protected request waiting for (or done with) approvals by key split members.
+
+    `request` is the canonical request exactly as it will run; secrets in it are replaced by a note.
+    """
+
+    id: str
+    type: str
+    summary: str
+    request: Mapping[str, Any]
+    requested_by: str
+    submitted_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    state: str
+    approvals_needed: int
+    approvals: tuple[QuorumApproval, ...]
+    result: str | None
+
+    @property
+    def pending(self) -> bool:
+        return self.state == "pending"
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> PendingQuorumOp:
+        return cls(
+            id=d["id"],
+            type=d["type"],
+            summary=d["summary"],
+            request=dict(d.get("request") or {}),
+            requested_by=d["requested_by"],
+            submitted_at=parse_time(d["submitted_at"]),
+            updated_at=parse_time(d["updated_at"]),
+            expires_at=parse_time(d["expires_at"]),
+            state=d["state"],
+            approvals_needed=int(d["approvals_needed"]),
+            approvals=tuple(QuorumApproval.from_json(a) for a in d.get("approvals") or ()),
+            result=d.get("result"),
+        )
+
+
+@dataclass(frozen=True)
+class KeySplit:
+    """The key split configuration: M of N member names (never their shares or passphrases)."""
+
+    threshold: int
+    members: tuple[str, ...]
+    generation: int
+    operation_lifetime: int  # seconds a pending quorum operation waits before it expires
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> KeySplit:
+        return cls(
+            threshold=int(d["threshold"]),
+            members=_strs(d["members"]),
+            generation=int(d["generation"]),
+            operation_lifetime=int(d["operation_lifetime"]),
+        )
+
+
+@dataclass(frozen=True)
+class AutonomousUnlock:
+    kma_id: str
+    enabled: bool
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> AutonomousUnlock:
+        return cls(kma_id=d["kma_id"], enabled=bool(d["enabled"]))

@@ -10,13 +10,29 @@ from fastapi import Depends, Query, Request
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.domain.roles import GRANTS, Permission, allows
-from kma.errors import Forbidden, Unauthenticated
+from kma.errors import Forbidden, KmaLocked, Unauthenticated
 from kma.services import auth
 from kma.services.paging import PageRequest
 
 
+API_PREFIX = "/api/v1"
+# What a locked KMA still answers: its state, signing in and out, and what a quorum needs to see
+# and do to unlock it. Everything else is refused with 503 `kma_locked` here, in one place.
+AVAILABLE_WHEN_LOCKED = frozenset({
+    ("GET", "/status"), ("GET", "/ca"),
+    ("POST", "/auth/sign-in"), ("POST", "/auth/sign-out"), ("GET", "/auth/me"),
+    ("GET", "/quorum-operations"), ("GET", "/quorum-operations/{op_id}"),
+    ("POST", "/quorum-operations/{op_id}/approve"), ("POST", "/kmas/{kma_id}/unlock"),
+})  # fmt: skip
+
+
 def get_appliance(request: Request) -> Appliance:
     kma: Appliance = request.app.state.kma
+    if kma.vault.locked:
+        route = getattr(request.scope.get("route"), "path", "")
+        if (request.method, route.removeprefix(API_PREFIX)) not in AVAILABLE_WHEN_LOCKED:
+            raise KmaLocked("This KMA is locked: it serves nothing secret and no management until a quorum "
+                            "of the key split unlocks it.")  # fmt: skip
     return kma
 
 
@@ -90,3 +106,7 @@ AgentsWrite = Annotated[Actor, Depends(require(Permission.AGENTS_WRITE))]
 DataRead = Annotated[Actor, Depends(require(Permission.DATA_READ))]
 DataWrite = Annotated[Actor, Depends(require(Permission.DATA_WRITE))]
 AuditRead = Annotated[Actor, Depends(require(Permission.AUDIT_READ))]
+QuorumRead = Annotated[Actor, Depends(require(Permission.QUORUM_READ))]
+QuorumApprove = Annotated[Actor, Depends(require(Permission.QUORUM_APPROVE))]
+QuorumDelete = Annotated[Actor, Depends(require(Permission.QUORUM_DELETE))]
+QuorumSubmit = Annotated[Actor, Depends(require(Permission.QUORUM_SUBMIT))]

@@ -27,6 +27,10 @@ class Permission(StrEnum):
     DATA_READ = "data.read"  # data units and keys
     DATA_WRITE = "data.write"
     AUDIT_READ = "audit.read"
+    QUORUM_READ = "quorum.read"  # pending quorum operations and the key split configuration
+    QUORUM_APPROVE = "quorum.approve"
+    QUORUM_DELETE = "quorum.delete"
+    QUORUM_SUBMIT = "quorum.submit"  # lock/unlock, key split, autonomous unlock, operation lifetime
 
 
 SO, CO, OP, BO, AU, QM = Role
@@ -44,6 +48,10 @@ GRANTS: dict[Permission, frozenset[Role]] = {
     Permission.DATA_READ: frozenset({OP, CO, AU}),
     Permission.DATA_WRITE: frozenset({OP}),
     Permission.AUDIT_READ: frozenset({AU, SO, CO}),
+    Permission.QUORUM_READ: frozenset({QM, SO, AU}),
+    Permission.QUORUM_APPROVE: frozenset({QM}),
+    Permission.QUORUM_DELETE: frozenset({SO}),
+    Permission.QUORUM_SUBMIT: frozenset({SO}),
 }
 
 

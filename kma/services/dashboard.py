@@ -8,6 +8,7 @@ from kma.appliance import Appliance
 from kma.domain.lifecycle import KeyState, key_state_sql
 from kma.services.kmas import list_kmas
 from kma.services.paging import PageRequest
+from kma.services.quorum import pending_count
 
 
 def warnings(kma: Appliance) -> list[str]:
@@ -45,7 +46,7 @@ def dashboard(kma: Appliance) -> dict[str, Any]:
         "data_units": scalar("SELECT count(*) FROM data_units"),
         "agents": scalar("SELECT count(*) FROM agents"),
         "users": scalar("SELECT count(*) FROM users"),
-        "pending_quorum_operations": 0,
+        "pending_quorum_operations": pending_count(kma),
         "warnings": warnings(kma),
     }
 

@@ -1,4 +1,9 @@
-"""Users and their roles (Security Officer's area)."""
+"""Users and their roles (Security Officer's area).
+
+Creating, changing and setting the passphrase of a user are quorum-protected through the API:
+each has a `*_change` builder that `kma.services.quorum_ops` commits together with its pending
+quorum operation. The plain functions commit at once, for first set-up and the demo.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from kma.domain.actor import Actor
 from kma.domain.roles import Role, format_roles
 from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import NotFound, ValidationFailed
+from kma.services.change import Change
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, boolean, list_page, one_of
 from kma.store import Stmt
 
@@ -62,20 +68,61 @@ def get_user(kma: Appliance, user_id: str) -> dict[str, Any]:
     return user_row(row)
 
 
-def create_user(
-    kma: Appliance, actor: Actor, user_id: str, name: str, roles: Sequence[str], passphrase: str
-) -> dict[str, Any]:
+def check_new_user(user_id: str, name: str, roles: Sequence[str], passphrase: str) -> str:
+    """Validate a new user; returns the roles as stored."""
     check_id(user_id, "The user ID")
     check_text(name, "The name", required=True)
     role_text = check_roles(roles)
     check_passphrase(passphrase)
+    return role_text
+
+
+def create_user_change(
+    kma: Appliance, user_id: str, name: str, role_text: str, passphrase_hash: str
+) -> Change:
     now = kma.clock.now()
-    kma.commit(actor, "user.create", [Stmt(
+    return Change("user.create", [Stmt(
         "INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        (user_id, name, role_text, hash_passphrase(passphrase), now, now),
+        (user_id, name, role_text, passphrase_hash, now, now),
     )], f"created user '{user_id}' with roles {role_text}", ("user", user_id))  # fmt: skip
+
+
+def create_user(
+    kma: Appliance, actor: Actor, user_id: str, name: str, roles: Sequence[str], passphrase: str
+) -> dict[str, Any]:
+    role_text = check_new_user(user_id, name, roles, passphrase)
+    change = create_user_change(kma, user_id, name, role_text, hash_passphrase(passphrase))
+    kma.commit(actor, change.operation, change.statements, change.message, change.subject)
     return get_user(kma, user_id)
+
+
+def check_user_changes(
+    name: str | None = None, roles: Sequence[str] | None = None, enabled: bool | None = None
+) -> dict[str, Any]:
+    """The columns a user update sets, validated; empty when nothing changes."""
+    changes: dict[str, Any] = {}
+    if name is not None:
+        changes["name"] = check_text(name, "The name", required=True)
+    if roles is not None:
+        changes["roles"] = check_roles(roles)
+    if enabled is not None:
+        changes["enabled"] = int(enabled)
+    return changes
+
+
+def update_user_change(kma: Appliance, user_id: str, changes: dict[str, Any]) -> Change:
+    values = {**changes, "updated_at": kma.clock.now()}
+    sets = ", ".join(f"{k} = :{k}" for k in values)
+    statements = [
+        Stmt(f"UPDATE users SET {sets} WHERE id = :id", {**values, "id": user_id},
+             expect=1, missing=True, refusal=f"there is no user '{user_id}'"),
+        KEEP_A_SECURITY_OFFICER,
+    ]  # fmt: skip
+    if changes.get("enabled") == 0:
+        statements.append(Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)))
+    described = ", ".join(f"{k}={v}" for k, v in changes.items())
+    return Change("user.update", statements, f"changed user '{user_id}': {described}", ("user", user_id))
 
 
 def update_user(
@@ -86,34 +133,24 @@ def update_user(
     roles: Sequence[str] | None = None,
     enabled: bool | None = None,
 ) -> dict[str, Any]:
-    changes: dict[str, Any] = {}
-    if name is not None:
-        changes["name"] = check_text(name, "The name", required=True)
-    if roles is not None:
-        changes["roles"] = check_roles(roles)
-    if enabled is not None:
-        changes["enabled"] = int(enabled)
+    changes = check_user_changes(name, roles, enabled)
     if not changes:
         return get_user(kma, user_id)
-    changes["updated_at"] = kma.clock.now()
-    sets = ", ".join(f"{k} = :{k}" for k in changes)
-    statements = [
-        Stmt(f"UPDATE users SET {sets} WHERE id = :id", {**changes, "id": user_id},
-             expect=1, missing=True, refusal=f"there is no user '{user_id}'"),
-        KEEP_A_SECURITY_OFFICER,
-    ]  # fmt: skip
-    if enabled is False:
-        statements.append(Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)))
-    described = ", ".join(f"{k}={v}" for k, v in changes.items() if k != "updated_at")
-    kma.commit(actor, "user.update", statements, f"changed user '{user_id}': {described}", ("user", user_id))
+    change = update_user_change(kma, user_id, changes)
+    kma.commit(actor, change.operation, change.statements, change.message, change.subject)
     return get_user(kma, user_id)
+
+
+def set_passphrase_change(kma: Appliance, user_id: str, passphrase_hash: str) -> Change:
+    return Change("user.set_passphrase", [
+        Stmt("UPDATE users SET passphrase_hash = ?, failed_sign_ins = 0, locked_until = NULL, "
+             "updated_at = ? WHERE id = ?", (passphrase_hash, kma.clock.now(), user_id),
+             expect=1, missing=True, refusal=f"there is no user '{user_id}'"),
+        Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)),
+    ], f"set the passphrase of user '{user_id}'", ("user", user_id))  # fmt: skip
 
 
 def set_passphrase(kma: Appliance, actor: Actor, user_id: str, passphrase: str) -> None:
     check_passphrase(passphrase)
-    kma.commit(actor, "user.set_passphrase", [
-        Stmt("UPDATE users SET passphrase_hash = ?, failed_sign_ins = 0, locked_until = NULL, "
-             "updated_at = ? WHERE id = ?", (hash_passphrase(passphrase), kma.clock.now(), user_id),
-             expect=1, missing=True, refusal=f"there is no user '{user_id}'"),
-        Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)),
-    ], f"set the passphrase of user '{user_id}'", ("user", user_id))  # fmt: skip
+    change = set_passphrase_change(kma, user_id, hash_passphrase(passphrase))
+    kma.commit(actor, change.operation, change.statements, change.message, change.subject)

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
 
 from kma.api import schemas
 from kma.api.deps import Kma, Paging, UsersRead, UsersWrite, with_filters
-from kma.services import users
+from kma.api.quorum_schemas import PENDING, PassphraseQuorum, PendingQuorumOp, UserCreateQuorum, UserPatchQuorum
+from kma.services import quorum, users
 from kma.services.paging import Page
 
 router = APIRouter(prefix="/users", tags=["users"])
@@ -21,17 +23,36 @@ def get_user(user_id: str, kma: Kma, actor: UsersRead) -> dict[str, object]:
     return users.get_user(kma, user_id)
 
 
-@router.post("", response_model=schemas.User, status_code=201)
-def create_user(body: schemas.UserCreate, kma: Kma, actor: UsersWrite) -> dict[str, object]:
-    return users.create_user(kma, actor, body.id, body.name, body.roles, body.passphrase)
+# Creating, changing and setting the passphrase of a user are quorum-protected: with M key split
+# credentials in the body they run at once, with fewer they answer 202 with the pending operation.
+@router.post("", response_model=schemas.User | PendingQuorumOp, status_code=201, responses=PENDING)
+def create_user(body: UserCreateQuorum, kma: Kma, actor: UsersWrite,
+                response: Response) -> schemas.User | PendingQuorumOp:  # fmt: skip
+    request = body.model_dump(exclude={"credentials"})
+    done = quorum.submit(kma, actor, "create_user", request, body.key_split_credentials())
+    if not done.executed:
+        response.status_code = 202
+        return PendingQuorumOp.model_validate(done.op)
+    return schemas.User.model_validate(users.get_user(kma, body.id))
 
 
-@router.patch("/{user_id}", response_model=schemas.User)
-def update_user(user_id: str, body: schemas.UserPatch, kma: Kma, actor: UsersWrite) -> dict[str, object]:
-    return users.update_user(kma, actor, user_id, body.name, body.roles, body.enabled)
+@router.patch("/{user_id}", response_model=schemas.User | PendingQuorumOp, responses=PENDING)
+def update_user(user_id: str, body: UserPatchQuorum, kma: Kma, actor: UsersWrite,
+                response: Response) -> schemas.User | PendingQuorumOp:  # fmt: skip
+    request = {"id": user_id, **body.model_dump(exclude={"credentials"}, exclude_none=True)}
+    if len(request) == 1:  # nothing to change: no quorum needed to say so
+        return schemas.User.model_validate(users.get_user(kma, user_id))
+    done = quorum.submit(kma, actor, "update_user", request, body.key_split_credentials())
+    if not done.executed:
+        response.status_code = 202
+        return PendingQuorumOp.model_validate(done.op)
+    return schemas.User.model_validate(users.get_user(kma, user_id))
 
 
-@router.put("/{user_id}/passphrase", status_code=204)
-def set_passphrase(user_id: str, body: schemas.PassphraseBody, kma: Kma, actor: UsersWrite) -> Response:
-    users.set_passphrase(kma, actor, user_id, body.passphrase)
+@router.put("/{user_id}/passphrase", status_code=204, response_model=None, responses=PENDING)
+def set_passphrase(user_id: str, body: PassphraseQuorum, kma: Kma, actor: UsersWrite) -> Response:
+    request = {"id": user_id, "passphrase": body.passphrase}
+    done = quorum.submit(kma, actor, "set_user_passphrase", request, body.key_split_credentials())
+    if not done.executed:
+        return JSONResponse(PendingQuorumOp.model_validate(done.op).model_dump(mode="json"), status_code=202)
     return Response(status_code=204)

@@ -1,0 +1,106 @@
+"""Request and response bodies of quorum-protected routes, and how they answer.
+
+A quorum-protected request may carry key split credentials; the route answers with its usual
+result when they reach the threshold, or 202 with the `PendingQuorumOp` when they do not.
+Threshold and member rules of a new key split are left to `check_key_split` on purpose, so a
+refusal says the domain's reason ("the threshold cannot exceed the number of members") rather than
+a schema error.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from kma.api.schemas import PassphraseBody, Request, Response, Time, UserCreate, UserPatch
+from kma.services.key_split import Credential
+
+MemberName = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class CredentialBody(Request):
+    member: MemberName
+    passphrase: Annotated[str, Field(min_length=1, max_length=256)]
+
+
+Credentials = Annotated[list[CredentialBody], Field(max_length=10)]
+
+
+class WithCredentials(Request):
+    credentials: Credentials = Field(default_factory=list)
+
+    def key_split_credentials(self) -> list[Credential]:
+        return [Credential(c.member, c.passphrase) for c in self.credentials]
+
+
+class UserCreateQuorum(UserCreate, WithCredentials):
+    pass
+
+
+class UserPatchQuorum(UserPatch, WithCredentials):
+    pass
+
+
+class PassphraseQuorum(PassphraseBody, WithCredentials):
+    pass
+
+
+class UnlockBody(WithCredentials):
+    pass
+
+
+class AutonomousUnlockBody(WithCredentials):
+    enabled: bool
+
+
+class NewMember(Request):
+    name: Annotated[str, Field(max_length=64)]
+    passphrase: Annotated[str, Field(max_length=256)]
+
+
+class KeySplitChange(WithCredentials):
+    threshold: int | None = None
+    members: Annotated[list[NewMember], Field(max_length=64)] = Field(default_factory=list)
+
+
+class LifetimeBody(Request):
+    seconds: int
+
+
+class QuorumApproval(Response):
+    member: str
+    approved_by: str
+    approved_at: Time
+
+
+class PendingQuorumOp(Response):
+    id: str
+    type: str
+    summary: str
+    request: dict[str, Any]
+    requested_by: str
+    submitted_at: Time
+    updated_at: Time
+    expires_at: Time
+    state: str
+    approvals_needed: int
+    approvals: list[QuorumApproval]
+    result: str | None
+
+
+class KeySplit(Response):
+    threshold: int
+    members: list[str]
+    generation: int
+    operation_lifetime: int
+
+
+class AutonomousUnlock(Response):
+    kma_id: str
+    enabled: bool
+
+
+PENDING: dict[int | str, dict[str, Any]] = {
+    202: {"model": PendingQuorumOp, "description": "Fewer than M credentials: now a pending quorum operation"},
+}

@@ -1,0 +1,99 @@
+"""Pending quorum operations, lock and unlock, the key split and autonomous unlock."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from kma.api import schemas
+from kma.api.deps import Kma, Paging, QuorumApprove, QuorumDelete, QuorumRead, QuorumSubmit, with_filters
+from kma.api.quorum_schemas import (
+    PENDING,
+    AutonomousUnlock,
+    AutonomousUnlockBody,
+    CredentialBody,
+    KeySplit,
+    KeySplitChange,
+    LifetimeBody,
+    PendingQuorumOp,
+    UnlockBody,
+)
+from kma.services import kmas, locking, quorum
+from kma.services.key_split import Credential
+from kma.services.paging import Page
+
+router = APIRouter(tags=["quorum"])
+
+
+@router.get("/quorum-operations", response_model=schemas.Page[PendingQuorumOp])
+def list_operations(kma: Kma, actor: QuorumRead, paging: Paging, state: str | None = None,
+                    type: str | None = None) -> Page:  # noqa: A002  # fmt: skip
+    return quorum.list_ops(kma, with_filters(paging, state=state, type=type))
+
+
+@router.get("/quorum-operations/{op_id}", response_model=PendingQuorumOp)
+def get_operation(op_id: str, kma: Kma, actor: QuorumRead) -> dict[str, object]:
+    return quorum.show_op(kma, op_id)
+
+
+@router.post("/quorum-operations/{op_id}/approve", response_model=PendingQuorumOp)
+def approve_operation(op_id: str, body: CredentialBody, kma: Kma, actor: QuorumApprove) -> dict[str, object]:
+    return quorum.approve(kma, actor, op_id, Credential(body.member, body.passphrase))
+
+
+@router.delete("/quorum-operations/{op_id}", status_code=204)
+def delete_operation(op_id: str, kma: Kma, actor: QuorumDelete) -> Response:
+    quorum.delete(kma, actor, op_id)
+    return Response(status_code=204)
+
+
+@router.post("/kmas/{kma_id}/lock", response_model=schemas.Kma)
+def lock(kma_id: str, kma: Kma, actor: QuorumSubmit) -> dict[str, object]:
+    return locking.lock_kma(kma, actor, kma_id)
+
+
+@router.post("/kmas/{kma_id}/unlock", response_model=schemas.Kma | PendingQuorumOp, responses=PENDING)
+def unlock(kma_id: str, body: UnlockBody, kma: Kma, actor: QuorumSubmit,
+           response: Response) -> schemas.Kma | PendingQuorumOp:  # fmt: skip
+    done = quorum.submit(kma, actor, "unlock_kma", {"kma_id": kma_id}, body.key_split_credentials())
+    if not done.executed:
+        response.status_code = 202
+        return PendingQuorumOp.model_validate(done.op)
+    return schemas.Kma.model_validate(kmas.get_kma(kma, kma_id))
+
+
+@router.get("/cluster/key-split", response_model=KeySplit)
+def get_key_split(kma: Kma, actor: QuorumRead) -> dict[str, object]:
+    return quorum.key_split_view(kma)
+
+
+@router.put("/cluster/key-split", response_model=KeySplit | PendingQuorumOp, responses=PENDING)
+def change_key_split(body: KeySplitChange, kma: Kma, actor: QuorumSubmit,
+                     response: Response) -> KeySplit | PendingQuorumOp:  # fmt: skip
+    request = {"threshold": body.threshold,
+               "members": [{"name": m.name, "passphrase": m.passphrase} for m in body.members]}  # fmt: skip
+    done = quorum.submit(kma, actor, "change_key_split", request, body.key_split_credentials())
+    if not done.executed:
+        response.status_code = 202
+        return PendingQuorumOp.model_validate(done.op)
+    return KeySplit.model_validate(quorum.key_split_view(kma))
+
+
+@router.put("/cluster/quorum-lifetime", response_model=KeySplit)
+def set_quorum_lifetime(body: LifetimeBody, kma: Kma, actor: QuorumSubmit) -> dict[str, object]:
+    return quorum.set_lifetime(kma, actor, body.seconds)
+
+
+@router.get("/cluster/autonomous-unlock", response_model=AutonomousUnlock)
+def get_autonomous_unlock(kma: Kma, actor: QuorumRead) -> dict[str, object]:
+    return {"kma_id": kma.kma_id, "enabled": locking.autonomous_unlock_on(kma)}
+
+
+@router.put("/cluster/autonomous-unlock", response_model=AutonomousUnlock | PendingQuorumOp, responses=PENDING)
+def set_autonomous_unlock(body: AutonomousUnlockBody, kma: Kma, actor: QuorumSubmit,
+                          response: Response) -> AutonomousUnlock | PendingQuorumOp:  # fmt: skip
+    done = quorum.submit(kma, actor, "set_autonomous_unlock", {"enabled": body.enabled},
+                         body.key_split_credentials())  # fmt: skip
+    if not done.executed:
+        response.status_code = 202
+        return PendingQuorumOp.model_validate(done.op)
+    return AutonomousUnlock(kma_id=kma.kma_id, enabled=locking.autonomous_unlock_on(kma))

@@ -1,0 +1,138 @@
+"""The key split credentials: opening members' shares, rebuilding the root secret, re-splitting.
+
+Quorum is a cryptographic fact here, not a counter: `reconstruct` combines M opened shares into
+the root secret and proves it by unwrapping `cluster.master_wrapped_by_root`. Every quorum
+operation runs only with the `Quorum` this returns, so none can run without M real credentials.
+Shamir shares carry no integrity of their own, which is why the unwrap is the check.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.bootstrap import SplitMember, check_key_split
+from kma.crypto import BadPassphrase, CryptoError, WrappingKey, combine_shares, open_share, seal_share, split_secret
+from kma.errors import Conflict, KmaError, ValidationFailed
+from kma.vault import unwrap_master_with_root, wrap_master_for_root
+
+Share = tuple[int, bytes]
+
+
+@dataclass(frozen=True)
+class Credential:
+    """One key split member's name and passphrase, as typed by a person; never stored."""
+
+    member: str
+    passphrase: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class KeySplit:
+    """The cluster's key split as stored: sealed shares, never a clear one."""
+
+    threshold: int
+    generation: int
+    lifetime: int  # seconds a pending quorum operation waits for approvals
+    sealed: dict[str, str]  # member name -> share sealed under that member's passphrase
+    master_wrapped_by_root: bytes
+
+    @property
+    def members(self) -> list[str]:
+        return sorted(self.sealed)
+
+
+@dataclass(frozen=True)
+class Quorum:
+    """Proof that M members' credentials were given: the root secret and the master key it opens."""
+
+    root_secret: bytes = field(repr=False)
+    master: WrappingKey
+    members: tuple[str, ...]
+    generation: int  # of the key split these members belong to
+
+
+class WrongCredential(ValidationFailed):
+    """A key split member is unknown or their passphrase is wrong (422, audited by the caller)."""
+
+
+def current_split(kma: Appliance) -> KeySplit:
+    with kma.store.snapshot() as conn:
+        cluster = conn.execute(
+            "SELECT split_threshold, split_generation, quorum_op_lifetime, master_wrapped_by_root FROM cluster"
+        ).fetchone()
+        rows = conn.execute(
+            "SELECT name, share_sealed FROM key_split_members WHERE generation = ?", (cluster[1],)
+        ).fetchall()
+    return KeySplit(cluster[0], cluster[1], cluster[2], {r[0]: r[1] for r in rows}, cluster[3])
+
+
+def check_distinct(credentials: Sequence[Credential]) -> None:
+    names = [c.member for c in credentials]
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise ValidationFailed(f"Each key split member counts once; given more than once: {', '.join(twice)}.")
+
+
+def open_credential(split: KeySplit, credential: Credential) -> Share:
+    """The member's share, or `WrongCredential` (an unknown member and a wrong passphrase alike)."""
+    sealed = split.sealed.get(credential.member)
+    if sealed is None:
+        raise WrongCredential(f"'{credential.member[:64]}' is not a member of the key split.")
+    try:
+        return open_share(sealed, credential.member, credential.passphrase)
+    except BadPassphrase:
+        raise WrongCredential(f"The passphrase of key split member '{credential.member}' is wrong.") from None
+    except CryptoError:
+        raise KmaError(f"The stored share of key split member '{credential.member}' is damaged.") from None
+
+
+def reconstruct(split: KeySplit, shares: Sequence[Share], members: Sequence[str]) -> Quorum:
+    """Combine at least M shares into the root secret and prove it opens the master key."""
+    if len(shares) < split.threshold:
+        raise Conflict(f"The quorum needs {split.threshold} key split members; {len(shares)} given.")
+    try:
+        root = combine_shares(list(shares)[: split.threshold])
+        master = unwrap_master_with_root(root, split.master_wrapped_by_root)
+    except (CryptoError, ValueError):
+        raise Conflict("These key split credentials do not rebuild the cluster's root secret "
+                       "(the key split may have changed).") from None  # fmt: skip
+    return Quorum(root, master, tuple(members), split.generation)
+
+
+@dataclass(frozen=True)
+class NewSplit:
+    """A new root secret already split and sealed, and the master key wrapped under it.
+
+    The new root secret itself is dropped as soon as this is made: nothing stores it.
+    """
+
+    threshold: int
+    sealed: tuple[tuple[str, str], ...]  # (member, share sealed under the member's new passphrase)
+    master_wrapped_by_root: bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {"threshold": self.threshold, "members": [list(m) for m in self.sealed],
+                "master_wrapped_by_root": self.master_wrapped_by_root.hex()}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NewSplit:
+        return cls(int(data["threshold"]), tuple((str(n), str(s)) for n, s in data["members"]),
+                   bytes.fromhex(data["master_wrapped_by_root"]))  # fmt: skip
+
+
+def check_new_split(threshold: Any, members: Sequence[Credential]) -> tuple[SplitMember, ...]:
+    """The same rules as first set-up: threshold >= 1, M <= N <= 10, distinct names, passphrases."""
+    split_members = tuple(SplitMember(m.member, m.passphrase) for m in members)
+    check_key_split(threshold, split_members)
+    return split_members
+
+
+def make_new_split(master: WrappingKey, threshold: int, members: Sequence[SplitMember]) -> NewSplit:
+    root = secrets.token_bytes(32)
+    shares = split_secret(root, threshold, len(members))
+    sealed = tuple((m.name, seal_share(share, m.name, m.passphrase)) for m, share in zip(members, shares, strict=True))
+    return NewSplit(threshold, sealed, wrap_master_for_root(root, master))
