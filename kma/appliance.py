@@ -103,8 +103,15 @@ class Appliance:
         self.store.write(Batch((), record))
 
     # --- start and stop ---------------------------------------------------------------
-    def start(self) -> None:
-        """Unlock autonomously when this KMA may, then keep the key pool filled."""
+    def start(self, management_address: str | None = None, service_address: str | None = None) -> None:
+        """Record where this KMA listens, unlock autonomously if it may, keep the key pool filled."""
+        if management_address and service_address:
+            self.commit(self.itself, "kma.listen", [Stmt(
+                "UPDATE kmas SET management_address = ?, service_address = ? WHERE id = ? "
+                "AND (management_address, service_address) IS NOT (?, ?)",
+                (management_address, service_address, self.kma_id, management_address, service_address),
+            )], f"listening on {management_address} (management) and {service_address} (service)",
+                ("kma", self.kma_id), retention=Retention.MEDIUM)  # fmt: skip
         if self.try_autonomous_unlock():
             self.audit(self.itself, "kma.start", "KMA started and unlocked itself (autonomous unlock)",
                        Condition.SUCCESS, ("kma", self.kma_id), event_class="kma")

@@ -61,7 +61,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
     ca = fingerprint(data_dir.ca_cert.read_bytes())
 
     kma = Appliance(data_dir)
-    kma.start()
+    kma.start(management, service)
     config = uvicorn.Config(
         create_app(kma),
         ssl_certfile=str(data_dir.server_cert),

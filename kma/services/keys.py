@@ -27,7 +27,7 @@ LIST = ListSpec(
     select=f"SELECT {PUBLIC} FROM keys",
     sort_fields={"created_at": "created_at", "activated_at": "coalesce(activated_at, 0)",
                  "id": "id", "state": "state", "data_unit_id": "coalesce(data_unit_id, '')"},
-    default_sort="created_at",
+    default_sort="activated_at",  # newest issued first; unassigned pool keys last
     default_order="desc",
     search=("id", "data_unit_id", "key_group_id"),
     filters={
