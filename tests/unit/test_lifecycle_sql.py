@@ -1,0 +1,114 @@
+"""The lifecycle rules are written twice, in Python and in SQL (lists filter and count by state
+in the store): for any times, both must give the same state, or a key would show one state in
+its details and be counted under another on the dashboard."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kma.domain.lifecycle import (
+    DATA_UNIT_STATE_SQL,
+    DESTROYABLE_SQL,
+    KeyState,
+    data_unit_state,
+    key_state,
+    key_state_sql,
+)
+
+KEYS_TABLE = """CREATE TABLE keys (id INTEGER PRIMARY KEY, data_unit_id TEXT, activated_at INTEGER,
+    protect_until INTEGER, deactivate_at INTEGER, compromised_at INTEGER, destroyed_at INTEGER)"""
+TIME = st.integers(min_value=0, max_value=2**40)
+PERIOD = st.integers(min_value=1, max_value=200 * 365 * 86400)
+
+
+@dataclass(frozen=True)
+class KeyTimes:
+    activated_at: int | None
+    protect_until: int | None
+    deactivate_at: int | None
+    compromised_at: int | None
+    destroyed_at: int | None
+
+
+@st.composite
+def key_times(draw: st.DrawFn) -> KeyTimes:
+    """A key as the store can hold it: in the pool (no times), or activated with both period ends."""
+    compromised_at = draw(st.none() | TIME)
+    destroyed_at = draw(st.none() | TIME)
+    if draw(st.booleans()):
+        return KeyTimes(None, None, None, compromised_at, destroyed_at)
+    activated = draw(TIME)
+    encryption_period = draw(PERIOD)
+    cryptoperiod = encryption_period + draw(st.integers(min_value=0, max_value=100 * 365 * 86400))
+    return KeyTimes(activated, activated + encryption_period, activated + cryptoperiod, compromised_at, destroyed_at)
+
+
+@st.composite
+def moments(draw: st.DrawFn, key: KeyTimes) -> int:
+    """Any time, but often right on (or one second either side of) a period's end."""
+    edges = [t for t in (key.activated_at, key.protect_until, key.deactivate_at) if t is not None]
+    if edges and draw(st.booleans()):
+        return draw(st.sampled_from(edges)) + draw(st.integers(min_value=-1, max_value=1))
+    return draw(TIME)
+
+
+def memory_db(keys: list[KeyTimes], data_unit: str = "E00001") -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:")
+    db.execute(KEYS_TABLE)
+    db.execute("CREATE TABLE data_units (id TEXT PRIMARY KEY)")
+    db.execute("INSERT INTO data_units VALUES (?)", (data_unit,))
+    db.executemany(
+        "INSERT INTO keys (data_unit_id, activated_at, protect_until, deactivate_at, compromised_at, "
+        "destroyed_at) VALUES (?, ?, ?, ?, ?, ?)",
+        [(data_unit, k.activated_at, k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at)
+         for k in keys],
+    )  # fmt: skip
+    return db
+
+
+def python_state(key: KeyTimes, now: int) -> KeyState:
+    return key_state(now, key.activated_at, key.protect_until, key.deactivate_at, key.destroyed_at)
+
+
+@given(data=st.data(), key=key_times())
+@settings(max_examples=500, deadline=None)
+def test_key_state_in_python_and_in_sql_agree(data: st.DataObject, key: KeyTimes) -> None:
+    now = data.draw(moments(key))
+    db = memory_db([key])
+    (sql_state,) = db.execute(f"SELECT {key_state_sql()} FROM keys", {"now": now}).fetchone()
+    (aliased,) = db.execute(f"SELECT {key_state_sql('k.')} FROM keys k", {"now": now}).fetchone()
+    assert sql_state == aliased == python_state(key, now)
+
+
+@given(data=st.data(), key=key_times())
+@settings(max_examples=300, deadline=None)
+def test_only_deactivated_or_compromised_keys_are_destroyable_in_sql(data: st.DataObject, key: KeyTimes) -> None:
+    now = data.draw(moments(key))
+    db = memory_db([key])
+    (destroyable,) = db.execute(f"SELECT count(*) FROM keys WHERE {DESTROYABLE_SQL}", {"now": now}).fetchone()
+    state = python_state(key, now)
+    expected = state is not KeyState.DESTROYED and (
+        key.compromised_at is not None or state is KeyState.DEACTIVATED)
+    assert bool(destroyable) == expected, (state, key, now)
+
+
+@given(data=st.data(), keys=st.lists(key_times(), max_size=5))
+@settings(max_examples=300, deadline=None)
+def test_data_unit_state_in_python_and_in_sql_agree(data: st.DataObject, keys: list[KeyTimes]) -> None:
+    now = data.draw(moments(keys[0]) if keys else TIME)
+    db = memory_db(keys)
+    (sql_state,) = db.execute(f"SELECT {DATA_UNIT_STATE_SQL} FROM data_units", {"now": now}).fetchone()
+    assert sql_state == data_unit_state([python_state(k, now) for k in keys])
+
+
+def test_the_edges_of_the_periods() -> None:
+    """At the very second a period ends, the next state has begun."""
+    assert key_state(99, 0, 100, 200, None) is KeyState.PROTECT_AND_PROCESS
+    assert key_state(100, 0, 100, 200, None) is KeyState.PROCESS_ONLY
+    assert key_state(200, 0, 100, 200, None) is KeyState.DEACTIVATED
+    assert key_state(0, None, None, None, None) is KeyState.READY
+    assert key_state(0, 0, 100, 200, 50) is KeyState.DESTROYED
