@@ -1,0 +1,66 @@
+"""`kma lock`, `kma unlock` and `kma quorum list|show|approve|delete` against a running KMA."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.integration.test_quorum import creds
+from tests.support.kma_process import RunningKma, run_kma
+
+
+def secret_file(tmp: Path, name: str, text: str) -> str:
+    path = tmp / name
+    path.write_text(text + "\n", encoding="utf-8")
+    path.chmod(0o600)
+    return str(path)
+
+
+def kma_cli(kma: RunningKma, tmp: Path, user: str, *args: str, pin: str = "data-dir") -> tuple[int, str, str]:
+    trust = ["--data-dir", str(kma.data_dir)] if pin == "data-dir" else ["--ca-fingerprint", kma.fingerprint]
+    result = run_kma(*args, "--kma", kma.address, "--user", user, *trust,
+                     "--passphrase-file", secret_file(tmp, f"{user}.pass", kma.passphrases[user]), check=False)  # fmt: skip
+    return result.returncode, result.stdout, result.stderr
+
+
+def test_lock_then_unlock_through_a_pending_quorum_operation(fresh_kma: RunningKma, tmp_path: Path) -> None:
+    code, out, err = kma_cli(fresh_kma, tmp_path, "so", "lock")
+    assert code == 0 and "is locked" in out, err
+    assert fresh_kma.client().status().locked
+
+    (alice,) = creds(fresh_kma, "alice")
+    cred_file = secret_file(tmp_path, "creds", f"# one member for now\n{alice[0]} {alice[1]}")
+    code, out, err = kma_cli(fresh_kma, tmp_path, "so", "unlock", "--credentials-file", cred_file)
+    assert code == 0 and "Pending quorum operation" in out and "1 of 3 approvals" in out, err
+    op_id = out.split()[3].rstrip(":")
+
+    code, out, err = kma_cli(fresh_kma, tmp_path, "qm1", "quorum", "list", "--state", "pending", pin="fingerprint")
+    assert code == 0 and op_id in out and "Unlock KMA" in out, err
+    code, out, err = kma_cli(fresh_kma, tmp_path, "qm1", "quorum", "show", op_id, "--json")
+    shown = json.loads(out)
+    assert shown["state"] == "pending" and shown["approvals"] == ["alice"] and shown["type"] == "unlock_kma"
+
+    for member, passphrase in creds(fresh_kma, "bob", "carol"):
+        code, out, err = kma_cli(fresh_kma, tmp_path, "qm2", "quorum", "approve", op_id, "--member", member,
+                                 "--member-passphrase-file", secret_file(tmp_path, member, passphrase))  # fmt: skip
+        assert code == 0, err
+    assert "3 of 3 approvals; the operation is executed" in out
+    assert not fresh_kma.client().status().locked
+
+
+def test_wrong_member_passphrase_and_delete(fresh_kma: RunningKma, tmp_path: Path) -> None:
+    op = fresh_kma.client("so").create_user("cli-user", "Cli", ["auditor"], "a good passphrase",
+                                            credentials=creds(fresh_kma, "alice"))  # fmt: skip
+    code, out, err = kma_cli(fresh_kma, tmp_path, "qm1", "quorum", "approve", op.id, "--member", "bob",
+                             "--member-passphrase-file", secret_file(tmp_path, "bad", "not bob's"))  # fmt: skip
+    assert code == 2 and "'bob' is wrong" in err
+    code, out, err = kma_cli(fresh_kma, tmp_path, "so", "quorum", "delete", op.id)
+    assert code == 0 and "will never run" in out, err
+    code, out, err = kma_cli(fresh_kma, tmp_path, "qm1", "quorum", "show", op.id)
+    assert code == 0 and "state      deleted" in out, err
+
+
+def test_refuses_to_talk_without_a_pinned_ca(fresh_kma: RunningKma, tmp_path: Path) -> None:
+    result = run_kma("quorum", "list", "--kma", fresh_kma.address, "--user", "qm1", "--passphrase-file",
+                     secret_file(tmp_path, "qm1", fresh_kma.passphrases["qm1"]), check=False)  # fmt: skip
+    assert result.returncode == 2 and "Pin the cluster CA" in result.stderr
