@@ -35,15 +35,23 @@ def boolean(text: str) -> int:
     raise ValidationFailed(f"'{text}' is not true or false.")
 
 
+# Years 1 to 9999, what ISO 8601 can say; also keeps epoch seconds inside SQLite's 64-bit integers.
+FIRST_SECOND, LAST_SECOND = -62135596800, 253402300799
+
+
 def timestamp(text: str) -> int:
     """Seconds since the epoch, or an ISO 8601 time (UTC when no zone is given)."""
-    if text.lstrip("-").isdigit():
-        return int(text)
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValidationFailed(f"'{text}' is not a time (use ISO 8601 or epoch seconds).") from None
-    return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp())
+        seconds = int(text)
+    except ValueError:  # not an integer (`int` refuses e.g. "²", which `str.isdigit` accepts)
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValidationFailed(f"'{text}' is not a time (use ISO 8601 or epoch seconds).") from None
+        seconds = int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp())
+    if not FIRST_SECOND <= seconds <= LAST_SECOND:
+        raise ValidationFailed(f"'{text}' is not a time between the years 1 and 9999.")
+    return seconds
 
 
 def one_of(*allowed: str) -> Callable[[str], str]:
@@ -93,9 +101,16 @@ def _decode(cursor: str) -> list[Any]:
         values = json.loads(raw)
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise BadRequest("The cursor is not valid; start again from the first page.") from None
-    if not isinstance(values, list) or len(values) != 2:
+    if not isinstance(values, list) or len(values) != 2 or not all(map(_sql_scalar, values)):
         raise BadRequest("The cursor is not valid; start again from the first page.")
     return values
+
+
+def _sql_scalar(value: Any) -> bool:
+    """What a cursor may hold: values SQLite can compare with (a crafted one must not reach it)."""
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63
+    return value is None or isinstance(value, str | float)
 
 
 def list_page(
