@@ -117,3 +117,19 @@ __all__ = [
     "iter_pages",
     "ssl_context_for",
 ]
+
+from .audit_models import (  # noqa: E402  the auditor's routes
+    AuditCheckpoint,
+    AuditFacets,
+    AuditReport,
+    Boundary,
+    History,
+    Lane,
+    PruneResult,
+    Retention,
+    Series,
+    Span,
+)
+
+__all__ += ["AuditCheckpoint", "AuditFacets", "AuditReport", "Boundary", "History", "Lane", "PruneResult",
+            "Retention", "Series", "Span"]  # fmt: skip

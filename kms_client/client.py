@@ -46,6 +46,7 @@ from .models import (
     Status,
     User,
 )
+from .audit import AuditMethods
 from .paging import iter_all, iter_pages
 from .trust import Trust, fingerprint_of, same_fingerprint, ssl_context_for
 
@@ -88,7 +89,7 @@ def _present(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-class KmsClient:
+class KmsClient(AuditMethods):
     """A signed-in (or not yet) connection to one KMA, verified against a pinned cluster CA.
 
     `ca_pem` is the CA saved at first contact (`Trust.fetch`). Without it the CA is read from

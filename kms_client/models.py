@@ -396,6 +396,8 @@ class ChainReport:
     events_checked: int
     first_bad_event_id: int | None
     reason: str | None
+    # The signed checkpoints verification started from, one per pruned or checkpointed chain.
+    checkpoints: tuple[CheckpointRef, ...] = ()
 
     @classmethod
     def from_json(cls, d: JsonObject) -> ChainReport:
@@ -405,7 +407,22 @@ class ChainReport:
             events_checked=int(d["events_checked"]),
             first_bad_event_id=None if bad is None else int(bad),
             reason=d.get("reason"),
+            checkpoints=tuple(CheckpointRef.from_json(c) for c in d.get("checkpoints") or ()),
         )
+
+
+@dataclass(frozen=True)
+class CheckpointRef:
+    """A signed checkpoint: KMA `kma_id`'s chain up to `chain_seq`, signed at `created_at`."""
+
+    id: int
+    kma_id: str
+    chain_seq: int
+    created_at: datetime
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> CheckpointRef:
+        return cls(int(d["id"]), d["kma_id"], int(d["chain_seq"]), parse_time(d["created_at"]))
 
 
 @dataclass(frozen=True)

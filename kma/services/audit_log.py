@@ -17,7 +17,9 @@ from kma.audit.checkpoint import Checkpoint
 from kma.audit.record import Condition, Retention
 from kma.audit.signing import certificate_problem, signature_checks
 from kma.errors import ValidationFailed
-from kma.services.paging import Filter, ListSpec, Page, PageRequest, list_page, one_of, timestamp
+from kma.services.paging import MAX_LIMIT, Filter, ListSpec, Page, PageRequest, list_page, one_of, timestamp
+from kma.services.paging import _decode as decode_cursor
+from kma.services.paging import _encode as encode_cursor
 from kma.store import SQLiteStore
 
 FILTERS = (
@@ -81,7 +83,44 @@ def with_text(req: PageRequest) -> PageRequest:
 
 
 def list_events(kma: Appliance, req: PageRequest) -> Page:
-    return list_page(kma.store, LIST, with_text(req))
+    req = with_text(req)
+    if "text" in req.filters and (req.sort or "id") == "id":
+        return _text_page(kma.store, req)
+    return list_page(kma.store, LIST, req)
+
+
+# Free text driven by the FTS index: it hands matches over in rowid (= event id) order, so the
+# newest page stops after `limit` matches instead of collecting every match first, and a
+# text-only count is read from the index alone. Measured on a million events, a common word:
+# 35 ms instead of 400 ms (bench/audit.py).
+TEXT_SOURCE = ("(SELECT e.*, f.rowid AS _r FROM audit_fts f JOIN audit_events e ON e.id = f.rowid "
+               "WHERE audit_fts MATCH :f_text)")  # fmt: skip
+
+
+def _text_page(store: SQLiteStore, req: PageRequest) -> Page:
+    if not 1 <= req.limit <= MAX_LIMIT:
+        raise ValidationFailed(f"limit must be 1 to {MAX_LIMIT}.")
+    order = (req.order or "desc").lower()
+    if order not in ("asc", "desc"):
+        raise ValidationFailed("order must be asc or desc.")
+    others = PageRequest(filters={k: v for k, v in req.filters.items() if k != "text"})
+    where, bound = where_clause(others)
+    bound["f_text"] = req.filters["text"]
+    if where == "1":
+        total = store.scalar("SELECT count(*) FROM audit_fts WHERE audit_fts MATCH :f_text", bound)
+    else:
+        total = store.scalar(f"SELECT count(*) FROM {TEXT_SOURCE} WHERE {where}", bound)
+    if req.cursor:
+        bound["c_id"] = decode_cursor(req.cursor)[1]
+        where += f" AND _r {'>' if order == 'asc' else '<'} :c_id"
+    sql = f"SELECT * FROM {TEXT_SOURCE} WHERE {where} ORDER BY _r {order} LIMIT {req.limit + 1}"
+    rows = [dict(r) for r in store.query(sql, bound)]
+    for row in rows:
+        del row["_r"]
+    more = len(rows) > req.limit
+    rows = rows[: req.limit]
+    next_cursor = encode_cursor([rows[-1]["id"], rows[-1]["id"]]) if more else None
+    return Page(rows, next_cursor, int(total or 0))
 
 
 def where_clause(req: PageRequest) -> tuple[str, dict[str, Any]]:

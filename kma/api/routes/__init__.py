@@ -18,6 +18,10 @@ from kma.api.routes import (
 ROUTERS = [status.router, auth.router, sites.router, kmas.router, users.router, policies.router,
            agents.router, data_units.router, keys.router, audit.router]  # fmt: skip
 
+from kma.api.routes import history, series  # noqa: E402  the auditor's view: histories, chart series
+
+ROUTERS += [history.router, series.router]
+
 from kma.api.routes import quorum  # noqa: E402  pending quorum operations, lock/unlock, key split
 
 ROUTERS += [quorum.router]

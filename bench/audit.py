@@ -1,0 +1,208 @@
+"""Audit browser at scale: 1,000,000 events, then the browser's queries through the real API.
+
+    python bench/audit.py [--events 1000000] [--keep DIR]
+
+Makes a demo KMA, appends N events to its chain directly in the database (one transaction,
+every hash computed by `kma.audit.chain.event_hash`, the same function the store's writer uses,
+so `kma audit verify` passes afterwards), starts `kma serve` on it and times, over HTTPS with a
+signed-in auditor:
+- first page of the browser (newest first, 100 rows, with the total): target <= 200 ms
+- a filtered query (severity + date range + event class): target <= 300 ms
+- a free-text search (FTS5): target <= 500 ms
+plus the next page, the live tail, facets and the day series. Each figure is the median of
+several runs after one warm-up. The last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kma.audit.chain import event_hash  # noqa: E402
+from tests.support.kma_process import RunningKma, run_kma  # noqa: E402
+
+DAY = 86400
+USERS = ["op", "op2", "op3", "co", "so", "auditor", "backup"]
+AGENTS = [f"t10k-{site}-{n:02d}" for site in ("dal", "bos") for n in range(1, 41)]
+WORDS = ("nightly weekly archive offsite vault rotation restore audit retention lost damaged expired "
+         "relabel scratch migration library robot slot cleaning firmware").split()  # fmt: skip
+
+
+def _key_id(rng: random.Random) -> str:
+    return "%032X" % rng.getrandbits(128)
+
+
+def _volser(rng: random.Random) -> str:
+    return f"{rng.choice('EAN')}{rng.randrange(100000):05d}"
+
+
+def _event(rng: random.Random, kma_id: str, site_id: str) -> dict[str, Any]:
+    """One plausible event: mostly agents' key requests, then users' work, refusals, pool refills."""
+    roll = rng.random()
+    agent = rng.choice(AGENTS)
+    user = rng.choice(USERS)
+    if roll < 0.45:
+        key, volser = _key_id(rng), _volser(rng)
+        return dict(operation="key.issue", condition="success", event_class="key", entity_id=agent,
+                    entity_address=f"10.2.{rng.randrange(4)}.{rng.randrange(250)}", retention="long",
+                    subject_type="key", subject_id=key,
+                    message=f"issued key {key} for data unit '{volser}' in key group 'backup-{agent[5:8]}'")
+    if roll < 0.65:
+        volser = _volser(rng)
+        return dict(operation="key.retrieve", condition="success", event_class="key", entity_id=agent,
+                    entity_address="10.2.0.7", retention="medium", subject_type="data_unit", subject_id=volser,
+                    message=f"served the read key of data unit '{volser}' to {agent}")
+    if roll < 0.80:
+        return dict(operation="auth.sign_in", condition="success", event_class="auth", entity_id=user,
+                    entity_address=f"10.0.1.{rng.randrange(250)}", retention="medium", subject_type="user",
+                    subject_id=user, message="signed in")
+    if roll < 0.88:
+        volser = _volser(rng)
+        return dict(operation="data_unit.update", condition="success", event_class="data_unit", entity_id=user,
+                    entity_address="10.0.1.22", retention="long", subject_type="data_unit", subject_id=volser,
+                    message=f"changed data unit '{volser}' description: {' '.join(rng.sample(WORDS, 3))}")
+    if roll < 0.93:
+        return dict(operation="api.refused", condition="error", event_class="security", entity_id=user,
+                    entity_address="10.0.1.40", retention="medium", subject_type=None, subject_id=None,
+                    message=f"POST /api/v1/keys: forbidden: Your roles do not allow this ({rng.choice(WORDS)})")
+    if roll < 0.97:
+        return dict(operation="key.generate", condition="success", event_class="key", entity_id=kma_id,
+                    entity_address="127.0.0.1:8443", retention="short", subject_type="kma", subject_id=kma_id,
+                    message=f"generated {rng.randrange(1, 250)} keys for the key pool")
+    return dict(operation="agent.update", condition="warning", event_class="agent", entity_id=user,
+                entity_address="10.0.1.22", retention="long", subject_type="agent", subject_id=agent,
+                message=f"changed agent '{agent}': enabled=0 ({' '.join(rng.sample(WORDS, 2))})")
+
+
+SEVERITY = {"success": "info", "warning": "warning", "error": "error"}
+
+
+def generate(db: Path, count: int, seed: int = 6) -> float:
+    """Append `count` events to the chain of the KMA in `db`; returns seconds taken."""
+    started = time.perf_counter()
+    rng = random.Random(seed)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA synchronous = OFF")
+    conn.execute("PRAGMA cache_size = -1500000")  # ~1.5 GB: no spills mid-transaction
+    kma_id, seq, head = conn.execute("SELECT kma_id, chain_seq, hash FROM audit_heads").fetchone()
+    site_id = conn.execute("SELECT site_id FROM kmas WHERE id = ?", (kma_id,)).fetchone()[0]
+    now = int(time.time())
+    start = now - 365 * DAY
+    step = (365 * DAY - 3600) / count
+
+    def rows() -> Iterator[dict[str, Any]]:
+        nonlocal seq, head
+        for i in range(count):
+            event = _event(rng, kma_id, site_id)
+            seq += 1
+            event.update(kma_id=kma_id, chain_seq=seq, created_at=int(start + i * step), site_id=site_id,
+                         severity=SEVERITY[event["condition"]], prev_hash=head)  # fmt: skip
+            event["hash"] = head = event_hash(event)
+            yield event
+
+    columns = ("kma_id", "chain_seq", "created_at", "site_id", "operation", "severity", "condition",
+               "event_class", "entity_id", "entity_address", "message", "retention", "subject_type",
+               "subject_id", "prev_hash", "hash")  # fmt: skip
+    sql = f"INSERT INTO audit_events ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})"
+    conn.execute("BEGIN")
+    conn.executemany(sql, rows())
+    conn.execute("UPDATE audit_heads SET chain_seq = ?, hash = ? WHERE kma_id = ?", (seq, head, kma_id))
+    conn.execute("COMMIT")
+    conn.execute("ANALYZE")
+    conn.close()
+    return time.perf_counter() - started
+
+
+def timed(call: Callable[[], Any], runs: int = 7) -> tuple[float, Any]:
+    """Median milliseconds of `runs` calls after one warm-up, and the last result."""
+    result = call()
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        result = call()
+        samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples), result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--keep", type=Path, help="keep the KMA in this (new) directory")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="kma-audit-bench-"))
+    data_dir = work / "kma"
+    info = json.loads(run_kma("demo", "--data-dir", str(data_dir), "--json").stdout)
+    print(f"demo KMA in {data_dir}; appending {args.events:,} events ...", flush=True)
+    gen_s = generate(data_dir / "kma.db", args.events)
+    size_mb = (data_dir / "kma.db").stat().st_size / 1e6
+    print(f"  generated in {gen_s:.1f} s; database {size_mb:.0f} MB", flush=True)
+
+    kma = RunningKma(data_dir, info)
+    kma.start()
+    results: dict[str, Any] = {"events": args.events, "generate_s": round(gen_s, 1), "db_mb": round(size_mb)}
+    try:
+        auditor = kma.client("auditor")
+        now = int(time.time())
+        month_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 30 * DAY))
+        checks: list[tuple[str, Callable[[], Any], float | None]] = [
+            ("first_page_ms", lambda: auditor.list_audit_events(limit=100), 200),
+            ("filtered_ms", lambda: auditor.list_audit_events(limit=100, severity="error", event_class="security",
+                                                              since=month_ago), 300),
+            ("free_text_ms", lambda: auditor.list_audit_events(limit=100, q="damaged"), 500),
+            ("free_text_volser_ms", lambda: auditor.list_audit_events(limit=100, q="E01234"), 500),
+            ("free_text_and_filter_ms", lambda: auditor.list_audit_events(limit=100, q="vault robot",
+                                                                          operation="data_unit.update"), 500),
+            ("entity_filter_ms", lambda: auditor.list_audit_events(limit=100, entity_id="t10k-dal-07"), None),
+            ("subject_history_ms", lambda: auditor.list_audit_events(limit=100, subject_type="user",
+                                                                     subject_id="op"), None),
+        ]  # fmt: skip
+        for name, call, target in checks:
+            ms, page = timed(call)
+            results[name] = round(ms, 1)
+            verdict = "" if target is None else ("  (target <= %d ms: %s)" % (target, "met" if ms <= target else "MISSED"))
+            print(f"{name:<26} {ms:8.1f} ms   {page.total:>9,} matching{verdict}", flush=True)
+        first = auditor.list_audit_events(limit=100)
+        ms, _ = timed(lambda: auditor.list_audit_events(limit=100, cursor=first.next_cursor))
+        results["next_page_ms"] = round(ms, 1)
+        print(f"{'next_page_ms':<26} {ms:8.1f} ms")
+        newest = first.items[0].id
+        ms, _ = timed(lambda: auditor.tail_audit_events(newest - 5))
+        results["live_tail_ms"] = round(ms, 1)
+        print(f"{'live_tail_ms':<26} {ms:8.1f} ms")
+        ms, _ = timed(auditor.audit_facets, runs=3)
+        results["facets_ms"] = round(ms, 1)
+        print(f"{'facets_ms':<26} {ms:8.1f} ms")
+        ms, _ = timed(lambda: auditor.dashboard_series(days=30), runs=3)
+        results["series_30d_ms"] = round(ms, 1)
+        print(f"{'series_30d_ms':<26} {ms:8.1f} ms")
+        t0 = time.perf_counter()
+        report = auditor.verify_audit_chain()
+        results["verify_s"] = round(time.perf_counter() - t0, 1)
+        results["verify_intact"] = report.intact
+        print(f"{'verify (whole chain)':<26} {results['verify_s']:8.1f} s    intact={report.intact}, "
+              f"{report.events_checked:,} events")  # fmt: skip
+    finally:
+        kma.stop()
+        if args.keep:
+            shutil.move(str(data_dir), str(args.keep))
+        shutil.rmtree(work, ignore_errors=True)
+    results["targets_met"] = (results["first_page_ms"] <= 200 and results["filtered_ms"] <= 300
+                              and results["free_text_ms"] <= 500)  # fmt: skip
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,115 @@
+"""The auditor's routes: histories, live tail, exports, retention, checkpoints, chart series.
+
+A mixin of `KmsClient` (kept apart so the client module stays small); same threading rule:
+every method does network I/O, never call one on the GUI thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any, TypeVar
+
+from ._http import error_from_response, segment, translated_transport_errors
+from .audit_models import AuditCheckpoint, AuditFacets, AuditReport, History, PruneResult, Retention, Series
+from .models import AuditEvent, JsonObject, Page
+
+if TYPE_CHECKING:
+    import httpx
+
+T = TypeVar("T")
+_HISTORY_PATHS = {"key": "keys", "data_unit": "data-units", "agent": "agents"}
+
+
+def _params(filters: dict[str, Any]) -> dict[str, str]:
+    from .client import _query  # the one place list parameters are encoded
+
+    return _query(filters)
+
+
+def _checkpoints(d: Any) -> list[AuditCheckpoint]:  # the body is a JSON list
+    return [AuditCheckpoint.from_json(c) for c in d]
+
+
+class AuditMethods:
+    if TYPE_CHECKING:
+        _http: httpx.Client
+        _address: str
+        _timeout: float
+        _token: str | None
+
+        def _call(self, method: str, path: str, parse: Callable[[JsonObject], T], *,
+                  params: dict[str, str] | None = None, body: dict[str, Any] | None = None,
+                  auth: bool = True) -> T: ...  # fmt: skip
+
+        def list_audit_events(self, **kw: Any) -> Page[AuditEvent]: ...
+
+    # -- histories ------------------------------------------------------------------------------
+    def history(self, subject_type: str, subject_id: str) -> History:
+        """`subject_type` is "key", "data_unit" or "agent"."""
+        area = _HISTORY_PATHS.get(subject_type)
+        if area is None:
+            raise ValueError(f"no history for {subject_type!r}; use one of {', '.join(_HISTORY_PATHS)}")
+        return self._call("GET", f"/{area}/{segment(subject_id)}/history", History.from_json)
+
+    def key_history(self, key_id: str) -> History:
+        return self.history("key", key_id)
+
+    def data_unit_history(self, data_unit_id: str) -> History:
+        return self.history("data_unit", data_unit_id)
+
+    def agent_history(self, agent_id: str) -> History:
+        return self.history("agent", agent_id)
+
+    # -- browsing -------------------------------------------------------------------------------
+    def tail_audit_events(self, after_id: int, *, limit: int = 1000, **filters: Any) -> Page[AuditEvent]:
+        """Events newer than `after_id`, oldest first (the live tail: poll with the last ID seen)."""
+        return self.list_audit_events(limit=limit, order="asc", sort="id", after_id=after_id, **filters)
+
+    def audit_facets(self) -> AuditFacets:
+        return self._call("GET", "/audit-events/facets", AuditFacets.from_json)
+
+    # -- exports --------------------------------------------------------------------------------
+    def export_audit_csv(self, dest: IO[bytes], *, q: str | None = None, **filters: Any) -> int:
+        """Stream the signed CSV of the filter into `dest`; returns the bytes written."""
+        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        written = 0
+        with translated_transport_errors(self._address, self._timeout), self._http.stream(
+            "GET", "/audit-events/export.csv", params=_params({"q": q, **filters}), headers=headers
+        ) as response:
+            if response.is_error:
+                response.read()
+                raise error_from_response(response)
+            for chunk in response.iter_bytes():
+                dest.write(chunk)
+                written += len(chunk)
+        return written
+
+    def audit_report(self, *, q: str | None = None, **filters: Any) -> AuditReport:
+        """The signed HTML report of the filter (first 5,000 events) stating the chain check."""
+        params = _params({"q": q, **filters})
+        return self._call("GET", "/audit-events/report", AuditReport.from_json, params=params)
+
+    # -- retention and checkpoints --------------------------------------------------------------
+    def audit_retention(self) -> Retention:
+        return self._call("GET", "/audit-events/retention", Retention.from_json)
+
+    def set_audit_retention(self, *, long: int | None = None, medium: int | None = None,
+                            short: int | None = None) -> Retention:  # fmt: skip
+        """Periods in seconds (1 day to 100 years), long >= medium >= short. Security Officer."""
+        body = {k: v for k, v in {"long": long, "medium": medium, "short": short}.items() if v is not None}
+        return self._call("PATCH", "/audit-events/retention", Retention.from_json, body=body)
+
+    def list_audit_checkpoints(self) -> list[AuditCheckpoint]:
+        return self._call("GET", "/audit-events/checkpoints", _checkpoints)
+
+    def create_audit_checkpoint(self) -> list[AuditCheckpoint]:
+        """Sign every chain's head now (verifies the trail first). Security Officer."""
+        return self._call("POST", "/audit-events/checkpoints", _checkpoints)
+
+    def prune_audit_events(self) -> PruneResult:
+        """Remove events past their retention class's period, under signed checkpoints."""
+        return self._call("POST", "/audit-events/prune", PruneResult.from_json)
+
+    # -- dashboard ------------------------------------------------------------------------------
+    def dashboard_series(self, days: int = 30) -> Series:
+        return self._call("GET", "/dashboard/series", Series.from_json, params={"days": str(days)})

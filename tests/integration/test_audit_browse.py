@@ -1,0 +1,90 @@
+"""What an auditor does in the browser: free text, filters, the live tail, histories, charts."""
+
+from __future__ import annotations
+
+from tests.support.kma_process import RunningKma
+
+
+def test_free_text_finds_words_anywhere_in_the_message(demo_kma: RunningKma) -> None:
+    auditor = demo_kma.client("auditor")
+    lost = auditor.list_audit_events(q="lost transit")
+    assert [e.operation for e in lost.items] == ["key.compromise"]
+    assert lost.total == 1
+    destroyed = auditor.list_audit_events(q="key.destroy")
+    assert destroyed.total >= 2 and {e.operation for e in destroyed.items} == {"key.destroy"}
+    prefix = auditor.list_audit_events(q="E0000", subject_type="data_unit")
+    assert prefix.total >= 9  # E00001..E00009 registered
+    assert auditor.list_audit_events(q='" AND NEAR(').total == 0  # FTS syntax is taken literally
+
+
+def test_the_live_tail_returns_only_what_is_new(demo_kma: RunningKma) -> None:
+    auditor, op = demo_kma.client("auditor"), demo_kma.client("op")
+    newest = auditor.list_audit_events(limit=1).items[0].id
+    op.create_data_unit("TAIL01", "for the live tail")
+    tail = auditor.tail_audit_events(newest)
+    assert [e.id for e in tail.items] == sorted(e.id for e in tail.items)
+    assert all(e.id > newest for e in tail.items)
+    assert any(e.operation == "data_unit.create" and e.subject_id == "TAIL01" for e in tail.items)
+    assert auditor.tail_audit_events(tail.items[-1].id, operation="data_unit.create").total == 0
+
+
+def test_filters_combine(demo_kma: RunningKma) -> None:
+    auditor = demo_kma.client("auditor")
+    page = auditor.list_audit_events(event_class="key", entity_id="op", kma_id="kma-dal-1", site_id="dallas",
+                                     condition="success", severity="info", limit=1000)  # fmt: skip
+    assert page.total == len(page.items) > 0
+    assert all((e.event_class, e.entity_id) == ("key", "op") for e in page.items)
+    facets = auditor.audit_facets()
+    assert "key.destroy" in facets.operation and "dallas" in facets.site_id
+
+
+def test_key_history_shows_each_state_with_who_did_it(demo_kma: RunningKma) -> None:
+    auditor = demo_kma.client("auditor")
+    key = next(k for k in auditor.iter_keys(state="destroyed"))
+    history = auditor.key_history(key.id)
+    spans = history.lanes[0].spans
+    assert [s.state for s in spans][-4:] == ["protect_and_process", "process_only", "deactivated", "destroyed"]
+    assert spans[-1].by == "op" and spans[-1].end is None
+    assert next(s for s in spans if s.state == "protect_and_process").by == "op"
+    kinds = {b.kind for b in history.boundaries}
+    assert {"encryption_period_end", "cryptoperiod_end"} <= kinds
+    assert [e.operation for e in history.events] == ["key.issue", "key.destroy"]
+
+
+def test_data_unit_history_has_its_keys_as_lanes(demo_kma: RunningKma) -> None:
+    auditor = demo_kma.client("auditor")
+    history = auditor.data_unit_history("E00005")
+    assert history.state == "readable_needs_rekey"
+    assert [lane.subject_type for lane in history.lanes] == ["data_unit", "key"]
+    assert any(b.kind == "compromised" and b.by == "op" for b in history.boundaries)
+    assert {e.operation for e in history.events} >= {"data_unit.create", "key.issue", "key.compromise"}
+
+
+def test_agent_history_follows_enable_and_disable(demo_kma: RunningKma) -> None:
+    op, auditor = demo_kma.client("op"), demo_kma.client("auditor")
+    op.update_agent("9840d-bos-01", enabled=False)
+    history = auditor.agent_history("9840d-bos-01")
+    assert history.state == "disabled"
+    last = history.lanes[0].spans[-1]
+    assert (last.state, last.by) == ("disabled", "op")
+    op.update_agent("9840d-bos-01", enabled=True)
+    assert auditor.agent_history("9840d-bos-01").lanes[0].spans[-1].state == "enrollment_pending"
+
+
+def test_dashboard_series_count_keys_issued_and_events_by_severity(demo_kma: RunningKma) -> None:
+    auditor = demo_kma.client("auditor")
+    series = auditor.dashboard_series(days=410)
+    assert len(series.keys_issued) == 410
+    issued = auditor.list_keys(limit=1, sort="activated_at").total - series.keys_by_state.get("ready", 0)
+    assert sum(count for _, count in series.keys_issued) == issued
+    assert sum(d.info for d in series.events_by_severity) > 0
+    assert series.keys_by_state["destroyed"] >= 2
+
+
+def test_free_text_pages_follow_on_without_gaps(demo_kma: RunningKma) -> None:
+    auditor = demo_kma.client("auditor")
+    everything = auditor.list_audit_events(q="key", limit=1000)
+    paged = [e.id for e in auditor.iter_audit_events(q="key", limit=3)]
+    assert paged == [e.id for e in everything.items] and len(paged) == everything.total
+    oldest_first = [e.id for e in auditor.iter_audit_events(q="key", limit=4, order="asc")]
+    assert oldest_first == sorted(paged)
