@@ -14,7 +14,6 @@ from kma.errors import Forbidden, KmaLocked, Unauthenticated
 from kma.services import auth
 from kma.services.paging import PageRequest
 
-
 API_PREFIX = "/api/v1"
 # What a locked KMA still answers: its state, signing in and out, and what a quorum needs to see
 # and do to unlock it. Everything else is refused with 503 `kma_locked` here, in one place.

@@ -102,5 +102,8 @@ class AutonomousUnlock(Response):
 
 
 PENDING: dict[int | str, dict[str, Any]] = {
-    202: {"model": PendingQuorumOp, "description": "Fewer than M credentials: now a pending quorum operation"},
+    202: {
+        "model": PendingQuorumOp,
+        "description": "Fewer than M credentials: now a pending quorum operation",
+    },
 }

@@ -24,7 +24,9 @@ CONNECTION_HELP = "connection: --kma HOST:PORT (or --data-dir), --user ID, and -
 
 
 def add_quorum_commands(sub: Any) -> None:
-    q = sub.add_parser("quorum", help="pending quorum operations on a running KMA", description=CONNECTION_HELP)
+    q = sub.add_parser(
+        "quorum", help="pending quorum operations on a running KMA", description=CONNECTION_HELP
+    )
     q_sub = q.add_subparsers(dest="quorum_command", required=True, metavar="ACTION")
     p = _connected(q_sub.add_parser("list", help="list quorum operations (newest first)"))
     p.add_argument("--state", choices=("pending", "executed", "expired", "deleted", "failed"))
@@ -43,15 +45,25 @@ def add_quorum_commands(sub: Any) -> None:
     p.add_argument("op_id")
     p.set_defaults(run=run_delete)
 
-    p = _connected(sub.add_parser("lock", help="lock a running KMA (Security Officer)", description=CONNECTION_HELP))
+    p = _connected(
+        sub.add_parser("lock", help="lock a running KMA (Security Officer)", description=CONNECTION_HELP)
+    )
     p.add_argument("--kma-id", help="default: the KMA at --kma")
     p.set_defaults(run=run_lock)
-    p = _connected(sub.add_parser("unlock", help="unlock a locked KMA with key split credentials",
-                                  description=CONNECTION_HELP))  # fmt: skip
+    p = _connected(
+        sub.add_parser(
+            "unlock", help="unlock a locked KMA with key split credentials", description=CONNECTION_HELP
+        )
+    )
     p.add_argument("--kma-id", help="default: the KMA at --kma")
-    p.add_argument("--member", action="append", default=[], help="a key split member (repeat); prompts for each")
-    p.add_argument("--credentials-file", type=Path,
-                   help="lines of 'MEMBER PASSPHRASE' (the passphrase is the rest of the line)")  # fmt: skip
+    p.add_argument(
+        "--member", action="append", default=[], help="a key split member (repeat); prompts for each"
+    )
+    p.add_argument(
+        "--credentials-file",
+        type=Path,
+        help="lines of 'MEMBER PASSPHRASE' (the passphrase is the rest of the line)",
+    )
     p.set_defaults(run=run_unlock)
 
 
@@ -122,32 +134,47 @@ def _when(moment: Any) -> str:
 
 
 def _describe(op: Any) -> list[str]:
-    approvals = ", ".join(f"{a.member} (entered by {a.approved_by}, {_when(a.approved_at)})" for a in op.approvals)
+    approvals = ", ".join(
+        f"{a.member} (entered by {a.approved_by}, {_when(a.approved_at)})" for a in op.approvals
+    )
     lines = [
         f"Quorum operation {op.id}: {op.summary}",
         f"  type       {op.type}",
         f"  state      {op.state}" + (f" ({op.result})" if op.result else ""),
         f"  requested  by {op.requested_by} at {_when(op.submitted_at)}",
         f"  expires    {_when(op.expires_at)}",
-        f"  approvals  {len(op.approvals)} of {op.approvals_needed}" + (f": {approvals}" if approvals else ""),
+        f"  approvals  {len(op.approvals)} of {op.approvals_needed}"
+        + (f": {approvals}" if approvals else ""),
         f"  request    {json.dumps(dict(op.request), sort_keys=True)}",
     ]
     return lines
 
 
 def _as_json(op: Any) -> dict[str, Any]:
-    return {"id": op.id, "type": op.type, "summary": op.summary, "request": dict(op.request),
-            "requested_by": op.requested_by, "submitted_at": _when(op.submitted_at),
-            "expires_at": _when(op.expires_at), "state": op.state, "approvals_needed": op.approvals_needed,
-            "approvals": [a.member for a in op.approvals], "result": op.result}  # fmt: skip
+    return {
+        "id": op.id,
+        "type": op.type,
+        "summary": op.summary,
+        "request": dict(op.request),
+        "requested_by": op.requested_by,
+        "submitted_at": _when(op.submitted_at),
+        "expires_at": _when(op.expires_at),
+        "state": op.state,
+        "approvals_needed": op.approvals_needed,
+        "approvals": [a.member for a in op.approvals],
+        "result": op.result,
+    }
 
 
 def _report(result: Any, done: str) -> int:
     from kms_client import PendingQuorumOp
 
     if isinstance(result, PendingQuorumOp):
-        print(f"Pending quorum operation {result.id}: {result.summary}; "
-              f"{len(result.approvals)} of {result.approvals_needed} approvals, expires {_when(result.expires_at)}.")
+        print(
+            f"Pending quorum operation {result.id}: {result.summary}; "
+            f"{len(result.approvals)} of {result.approvals_needed} approvals, "
+            f"expires {_when(result.expires_at)}."
+        )
         print(f"Quorum Members approve it with: kma quorum approve {result.id} --member NAME ...")
         return 0
     print(done)
@@ -164,8 +191,10 @@ def run_list(args: argparse.Namespace, client: Any) -> int:
     if not ops:
         print("No quorum operations.")
     for op in ops:
-        print(f"{op.id}  {op.state:<8}  {len(op.approvals)}/{op.approvals_needed}  expires {_when(op.expires_at)}  "
-              f"{op.summary}")  # fmt: skip
+        print(
+            f"{op.id}  {op.state:<8}  {len(op.approvals)}/{op.approvals_needed}  "
+            f"expires {_when(op.expires_at)}  {op.summary}"
+        )
     return 0
 
 
@@ -180,8 +209,10 @@ def run_show(args: argparse.Namespace, client: Any) -> int:
 def run_approve(args: argparse.Namespace, client: Any) -> int:
     passphrase = _secret(args.member_passphrase_file, f"Key split passphrase of member {args.member}: ")
     op = client.approve_quorum_operation(args.op_id, args.member, passphrase)
-    print(f"Approved as {args.member}: {len(op.approvals)} of {op.approvals_needed} approvals; "
-          f"the operation is {op.state}" + (f" ({op.result})." if op.result else "."))  # fmt: skip
+    print(
+        f"Approved as {args.member}: {len(op.approvals)} of {op.approvals_needed} approvals; "
+        f"the operation is {op.state}" + (f" ({op.result})." if op.result else ".")
+    )
     return 0 if op.state in ("pending", "executed") else 1
 
 

@@ -15,7 +15,15 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.bootstrap import SplitMember, check_key_split
-from kma.crypto import BadPassphrase, CryptoError, WrappingKey, combine_shares, open_share, seal_share, split_secret
+from kma.crypto import (
+    BadPassphrase,
+    CryptoError,
+    WrappingKey,
+    combine_shares,
+    open_share,
+    seal_share,
+    split_secret,
+)
 from kma.errors import Conflict, KmaError, ValidationFailed
 from kma.vault import unwrap_master_with_root, wrap_master_for_root
 
@@ -62,7 +70,8 @@ class WrongCredential(ValidationFailed):
 def current_split(kma: Appliance) -> KeySplit:
     with kma.store.snapshot() as conn:
         cluster = conn.execute(
-            "SELECT split_threshold, split_generation, quorum_op_lifetime, master_wrapped_by_root FROM cluster"
+            "SELECT split_threshold, split_generation, quorum_op_lifetime, master_wrapped_by_root "
+            "FROM cluster"
         ).fetchone()
         rows = conn.execute(
             "SELECT name, share_sealed FROM key_split_members WHERE generation = ?", (cluster[1],)
@@ -74,7 +83,9 @@ def check_distinct(credentials: Sequence[Credential]) -> None:
     names = [c.member for c in credentials]
     if len(set(names)) != len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
-        raise ValidationFailed(f"Each key split member counts once; given more than once: {', '.join(twice)}.")
+        raise ValidationFailed(
+            f"Each key split member counts once; given more than once: {', '.join(twice)}."
+        )
 
 
 def open_credential(split: KeySplit, credential: Credential) -> Share:
@@ -98,8 +109,10 @@ def reconstruct(split: KeySplit, shares: Sequence[Share], members: Sequence[str]
         root = combine_shares(list(shares)[: split.threshold])
         master = unwrap_master_with_root(root, split.master_wrapped_by_root)
     except (CryptoError, ValueError):
-        raise Conflict("These key split credentials do not rebuild the cluster's root secret "
-                       "(the key split may have changed).") from None  # fmt: skip
+        raise Conflict(
+            "These key split credentials do not rebuild the cluster's root secret "
+            "(the key split may have changed)."
+        ) from None
     return Quorum(root, master, tuple(members), split.generation)
 
 
@@ -115,13 +128,19 @@ class NewSplit:
     master_wrapped_by_root: bytes
 
     def to_json(self) -> dict[str, Any]:
-        return {"threshold": self.threshold, "members": [list(m) for m in self.sealed],
-                "master_wrapped_by_root": self.master_wrapped_by_root.hex()}  # fmt: skip
+        return {
+            "threshold": self.threshold,
+            "members": [list(m) for m in self.sealed],
+            "master_wrapped_by_root": self.master_wrapped_by_root.hex(),
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NewSplit:
-        return cls(int(data["threshold"]), tuple((str(n), str(s)) for n, s in data["members"]),
-                   bytes.fromhex(data["master_wrapped_by_root"]))  # fmt: skip
+        return cls(
+            int(data["threshold"]),
+            tuple((str(n), str(s)) for n, s in data["members"]),
+            bytes.fromhex(data["master_wrapped_by_root"]),
+        )
 
 
 def check_new_split(threshold: Any, members: Sequence[Credential]) -> tuple[SplitMember, ...]:
@@ -134,5 +153,7 @@ def check_new_split(threshold: Any, members: Sequence[Credential]) -> tuple[Spli
 def make_new_split(master: WrappingKey, threshold: int, members: Sequence[SplitMember]) -> NewSplit:
     root = secrets.token_bytes(32)
     shares = split_secret(root, threshold, len(members))
-    sealed = tuple((m.name, seal_share(share, m.name, m.passphrase)) for m, share in zip(members, shares, strict=True))
+    sealed = tuple(
+        (m.name, seal_share(share, m.name, m.passphrase)) for m, share in zip(members, shares, strict=True)
+    )
     return NewSplit(threshold, sealed, wrap_master_for_root(root, master))

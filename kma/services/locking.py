@@ -32,8 +32,10 @@ from kma.store import Stmt
 def this_kma_only(kma: Appliance, kma_id: str, what: str) -> None:
     require(kma, "KMA", kma_id)
     if kma_id != kma.kma_id:
-        raise Conflict(f"KMA '{kma_id}' can only be {what} through its own management address; "
-                       f"this is KMA '{kma.kma_id}'.")  # fmt: skip
+        raise Conflict(
+            f"KMA '{kma_id}' can only be {what} through its own management address; "
+            f"this is KMA '{kma.kma_id}'."
+        )
 
 
 def lock_kma(kma: Appliance, actor: Actor, kma_id: str) -> dict[str, Any]:
@@ -42,10 +44,21 @@ def lock_kma(kma: Appliance, actor: Actor, kma_id: str) -> dict[str, Any]:
     if kma.vault.locked:
         raise Conflict(f"KMA '{kma_id}' is already locked.")
     kma.vault.lock()
-    kma.commit(actor, "kma.lock", [
-        Stmt("UPDATE kmas SET locked = 1, updated_at = ? WHERE id = ?", (kma.clock.now(), kma_id), expect=1,
-             missing=True, refusal=f"there is no KMA '{kma_id}'"),
-    ], f"locked KMA '{kma_id}': it serves no keys until a quorum unlocks it", ("kma", kma_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "kma.lock",
+        [
+            Stmt(
+                "UPDATE kmas SET locked = 1, updated_at = ? WHERE id = ?",
+                (kma.clock.now(), kma_id),
+                expect=1,
+                missing=True,
+                refusal=f"there is no KMA '{kma_id}'",
+            ),
+        ],
+        f"locked KMA '{kma_id}': it serves no keys until a quorum unlocks it",
+        ("kma", kma_id),
+    )
     return get_kma(kma, kma_id)
 
 
@@ -64,12 +77,18 @@ def _execute_unlock(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping
         raise Conflict(f"Only KMA '{kma_id}' itself can run its unlock.")
     now = kma.clock.now()
     statements = [
-        Stmt("UPDATE kmas SET locked = 0, updated_at = ? WHERE id = ?", (now, kma_id), expect=1,
-             refusal=f"there is no KMA '{kma_id}'"),
-        Stmt("UPDATE pending_quorum_ops SET state = 'failed', updated_at = ?, result = ? "
-             "WHERE state = 'pending' AND type = 'unlock_kma' AND target_kma_id = ? AND id <> ?",
-             (now, f"KMA '{kma_id}' was unlocked by quorum operation {op_id}", kma_id, op_id)),
-    ]  # fmt: skip
+        Stmt(
+            "UPDATE kmas SET locked = 0, updated_at = ? WHERE id = ?",
+            (now, kma_id),
+            expect=1,
+            refusal=f"there is no KMA '{kma_id}'",
+        ),
+        Stmt(
+            "UPDATE pending_quorum_ops SET state = 'failed', updated_at = ?, result = ? "
+            "WHERE state = 'pending' AND type = 'unlock_kma' AND target_kma_id = ? AND id <> ?",
+            (now, f"KMA '{kma_id}' was unlocked by quorum operation {op_id}", kma_id, op_id),
+        ),
+    ]
 
     def unlock() -> None:
         kma.vault.unlock(quorum.master)
@@ -84,7 +103,9 @@ UNLOCK_KMA = OpType("unlock_kma", _prepare_unlock, _execute_unlock)
 
 # --- autonomous unlock -------------------------------------------------------------------
 def autonomous_unlock_on(kma: Appliance) -> bool:
-    return bool(kma.store.scalar("SELECT autounlock_master IS NOT NULL FROM kmas WHERE id = ?", (kma.kma_id,)))
+    return bool(
+        kma.store.scalar("SELECT autounlock_master IS NOT NULL FROM kmas WHERE id = ?", (kma.kma_id,))
+    )
 
 
 def _prepare_autonomous(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
@@ -95,8 +116,9 @@ def _prepare_autonomous(kma: Appliance, op_id: str, request: Mapping[str, Any]) 
         raise Conflict(f"Autonomous unlock is already {'on' if enabled else 'off'} for KMA '{kma.kma_id}'.")
     word = "on" if enabled else "off"
     shown = {"kma_id": kma.kma_id, "enabled": enabled}
-    return Prepared(f"Turn autonomous unlock {word} for KMA '{kma.kma_id}'", shown, shown, kma.kma_id,
-                    exclusive=True)  # fmt: skip
+    return Prepared(
+        f"Turn autonomous unlock {word} for KMA '{kma.kma_id}'", shown, shown, kma.kma_id, exclusive=True
+    )
 
 
 def _execute_autonomous(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping[str, Any]) -> Outcome:
@@ -109,15 +131,33 @@ def _execute_autonomous(kma: Appliance, quorum: Quorum, op_id: str, payload: Map
         # The file is written only after the commit, so a racing or refused run leaves no stray key.
         local = WrappingKey.generate()
         blob = local.wrap(f"autounlock:{kma_id}", quorum.master.raw())
-        stmt = Stmt("UPDATE kmas SET autounlock_master = ?, updated_at = ? WHERE id = ? AND autounlock_master IS NULL",
-                    (blob, now, kma_id), expect=1, refusal=f"autonomous unlock is already on for KMA '{kma_id}'")  # fmt: skip
-        change = Change("kma.autonomous_unlock", [stmt], f"turned autonomous unlock on for KMA '{kma_id}'",
-                        ("kma", kma_id))  # fmt: skip
+        stmt = Stmt(
+            "UPDATE kmas SET autounlock_master = ?, updated_at = ? "
+            "WHERE id = ? AND autounlock_master IS NULL",
+            (blob, now, kma_id),
+            expect=1,
+            refusal=f"autonomous unlock is already on for KMA '{kma_id}'",
+        )
+        change = Change(
+            "kma.autonomous_unlock",
+            [stmt],
+            f"turned autonomous unlock on for KMA '{kma_id}'",
+            ("kma", kma_id),
+        )
         return Outcome(change, lambda: write_private(path, local.raw()))
-    stmt = Stmt("UPDATE kmas SET autounlock_master = NULL, updated_at = ? WHERE id = ? AND autounlock_master IS NOT NULL",
-                (now, kma_id), expect=1, refusal=f"autonomous unlock is already off for KMA '{kma_id}'")  # fmt: skip
-    change = Change("kma.autonomous_unlock", [stmt], f"turned autonomous unlock off for KMA '{kma_id}': "
-                    "after a restart it waits locked for a quorum", ("kma", kma_id))  # fmt: skip
+    stmt = Stmt(
+        "UPDATE kmas SET autounlock_master = NULL, updated_at = ? "
+        "WHERE id = ? AND autounlock_master IS NOT NULL",
+        (now, kma_id),
+        expect=1,
+        refusal=f"autonomous unlock is already off for KMA '{kma_id}'",
+    )
+    change = Change(
+        "kma.autonomous_unlock",
+        [stmt],
+        f"turned autonomous unlock off for KMA '{kma_id}': after a restart it waits locked for a quorum",
+        ("kma", kma_id),
+    )
     return Outcome(change, lambda: path.unlink(missing_ok=True))
 
 

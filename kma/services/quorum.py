@@ -38,17 +38,25 @@ from kma.store import Batch, Refused, Stmt
 log = logging.getLogger(__name__)
 STATES = ("pending", "executed", "expired", "deleted", "failed")
 MIN_LIFETIME, MAX_LIFETIME = 300, 30 * 86400
-PUBLIC = ("id, type, summary, request, requested_by, submitted_at, updated_at, expires_at, state, "
-          "threshold, result")  # fmt: skip
+PUBLIC = (
+    "id, type, summary, request, requested_by, submitted_at, updated_at, expires_at, state, threshold, result"
+)
 LIST = ListSpec(
     select=f"SELECT {PUBLIC} FROM pending_quorum_ops",
-    sort_fields={"submitted_at": "submitted_at", "expires_at": "expires_at", "updated_at": "updated_at",
-                 "type": "type", "state": "state"},  # fmt: skip
+    sort_fields={
+        "submitted_at": "submitted_at",
+        "expires_at": "expires_at",
+        "updated_at": "updated_at",
+        "type": "type",
+        "state": "state",
+    },
     default_sort="submitted_at",
     default_order="desc",
     search=("id", "summary", "type", "requested_by"),
-    filters={"state": Filter("state = :value", one_of(*STATES)),
-             "type": Filter("type = :value", one_of(*OP_TYPES))},  # fmt: skip
+    filters={
+        "state": Filter("state = :value", one_of(*STATES)),
+        "type": Filter("type = :value", one_of(*OP_TYPES)),
+    },
 )
 
 
@@ -66,12 +74,19 @@ def _when(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _refuse(kma: Appliance, actor: Actor, operation: str, exc: KmaError, op_id: str | None = None,
-            what: str = "") -> NoReturn:  # fmt: skip
+def _refuse(
+    kma: Appliance, actor: Actor, operation: str, exc: KmaError, op_id: str | None = None, what: str = ""
+) -> NoReturn:
     """Audit a refusal under the quorum operation it concerns, then raise it (already audited)."""
     if not exc.audited:
-        kma.audit(actor, operation, f"refused{what}: {exc.message}", Condition.ERROR,
-                  _subject(op_id) if op_id else None, event_class="quorum")  # fmt: skip
+        kma.audit(
+            actor,
+            operation,
+            f"refused{what}: {exc.message}",
+            Condition.ERROR,
+            _subject(op_id) if op_id else None,
+            event_class="quorum",
+        )
         exc.audited = True
     raise exc
 
@@ -81,8 +96,10 @@ def _view(row: Any, approvals: Sequence[Any]) -> dict[str, Any]:
     out = {k: row[k] for k in PUBLIC.split(", ")}
     out["request"] = json.loads(out["request"])
     out["approvals_needed"] = out.pop("threshold")
-    out["approvals"] = [{"member": a["member_name"], "approved_by": a["approved_by"],
-                         "approved_at": a["approved_at"]} for a in approvals]  # fmt: skip
+    out["approvals"] = [
+        {"member": a["member_name"], "approved_by": a["approved_by"], "approved_at": a["approved_at"]}
+        for a in approvals
+    ]
     return out
 
 
@@ -92,8 +109,9 @@ def _approvals(kma: Appliance, op_ids: Sequence[str]) -> dict[str, list[Any]]:
         marks = ",".join("?" * len(op_ids))
         for row in kma.store.query(
             f"SELECT op_id, member_name, approved_by, approved_at FROM quorum_approvals "
-            f"WHERE op_id IN ({marks}) ORDER BY approved_at, member_name", list(op_ids),
-        ):  # fmt: skip
+            f"WHERE op_id IN ({marks}) ORDER BY approved_at, member_name",
+            list(op_ids),
+        ):
             found[row["op_id"]].append(row)
     return found
 
@@ -118,8 +136,13 @@ def show_op(kma: Appliance, op_id: str) -> dict[str, Any]:
 
 
 def pending_count(kma: Appliance) -> int:
-    return int(kma.store.scalar("SELECT count(*) FROM pending_quorum_ops WHERE state = 'pending' "
-                                "AND expires_at > ?", (kma.clock.now(),)) or 0)  # fmt: skip
+    return int(
+        kma.store.scalar(
+            "SELECT count(*) FROM pending_quorum_ops WHERE state = 'pending' AND expires_at > ?",
+            (kma.clock.now(),),
+        )
+        or 0
+    )
 
 
 # --- submitting --------------------------------------------------------------------------
@@ -127,8 +150,13 @@ def new_op_id() -> str:
     return secrets.token_hex(5)
 
 
-def submit(kma: Appliance, actor: Actor, op_type: str, request: Mapping[str, Any],
-           credentials: Sequence[Credential] = ()) -> Submitted:  # fmt: skip
+def submit(
+    kma: Appliance,
+    actor: Actor,
+    op_type: str,
+    request: Mapping[str, Any],
+    credentials: Sequence[Credential] = (),
+) -> Submitted:
     """Run `op_type` now if the credentials reach the threshold, else make it pending."""
     kind = OP_TYPES[op_type]
     sweep(kma)
@@ -144,32 +172,51 @@ def submit(kma: Appliance, actor: Actor, op_type: str, request: Mapping[str, Any
     except KmaError as exc:
         _refuse(kma, actor, "quorum.submit", exc, what=f" {op_type}")
     now = kma.clock.now()
-    row = {"id": op_id, "type": op_type, "summary": prepared.summary,
-           "request": json.dumps(prepared.request, sort_keys=True, separators=(",", ":")),
-           "payload": json.dumps(prepared.payload, sort_keys=True), "target": prepared.target_kma_id,
-           "by": actor.entity_id, "from": actor.address, "generation": split.generation,
-           "threshold": split.threshold, "now": now, "expires": now + split.lifetime}  # fmt: skip
+    row = {
+        "id": op_id,
+        "type": op_type,
+        "summary": prepared.summary,
+        "request": json.dumps(prepared.request, sort_keys=True, separators=(",", ":")),
+        "payload": json.dumps(prepared.payload, sort_keys=True),
+        "target": prepared.target_kma_id,
+        "by": actor.entity_id,
+        "from": actor.address,
+        "generation": split.generation,
+        "threshold": split.threshold,
+        "now": now,
+        "expires": now + split.lifetime,
+    }
     if outcome is not None:
         return _run_at_once(kma, actor, row, members, outcome)
     return _make_pending(kma, actor, row, prepared, list(zip(members, shares, strict=True)))
 
 
-def _insert_op(row: Mapping[str, Any], state: str, result: str | None, holder: str | None,
-               wrapped: bytes | None, exclusive: bool) -> Stmt:  # fmt: skip
+def _insert_op(
+    row: Mapping[str, Any],
+    state: str,
+    result: str | None,
+    holder: str | None,
+    wrapped: bytes | None,
+    exclusive: bool,
+) -> Stmt:
     values = {**row, "state": state, "result": result, "holder": holder, "wrapped": wrapped}
     guard = ""
     if exclusive:  # one pending operation of this type per target KMA
-        guard = (" WHERE NOT EXISTS (SELECT 1 FROM pending_quorum_ops WHERE state = 'pending' "
-                 "AND type = :type AND target_kma_id IS :target)")  # fmt: skip
+        guard = (
+            " WHERE NOT EXISTS (SELECT 1 FROM pending_quorum_ops WHERE state = 'pending' "
+            "AND type = :type AND target_kma_id IS :target)"
+        )
     return Stmt(
         "INSERT INTO pending_quorum_ops (id, type, summary, request, payload, target_kma_id, requested_by, "
         "requested_from, split_generation, threshold, submitted_at, updated_at, expires_at, state, result, "
-        "escrow_holder, escrow_wrapped) SELECT :id, :type, :summary, :request, :payload, :target, :by, :from, "
-        ":generation, :threshold, :now, :now, :expires, :state, :result, :holder, :wrapped" + guard,
-        values, expect=1,
+        "escrow_holder, escrow_wrapped) "
+        "SELECT :id, :type, :summary, :request, :payload, :target, :by, :from, :generation, :threshold, "
+        ":now, :now, :expires, :state, :result, :holder, :wrapped" + guard,
+        values,
+        expect=1,
         refusal=f"a quorum operation of type {row['type']} is already pending for this KMA; approve or "
-                "delete that one",
-    )  # fmt: skip
+        "delete that one",
+    )
 
 
 def _insert_approval(op_id: str, member: str, by: str, now: int, share: bytes | None) -> Stmt:
@@ -177,40 +224,63 @@ def _insert_approval(op_id: str, member: str, by: str, now: int, share: bytes | 
         "INSERT INTO quorum_approvals (op_id, member_name, approved_by, approved_at, share_escrowed) "
         "SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS "
         "(SELECT 1 FROM quorum_approvals WHERE op_id = ? AND member_name = ?)",
-        (op_id, member, by, now, share, op_id, member), expect=1,
+        (op_id, member, by, now, share, op_id, member),
+        expect=1,
         refusal=f"key split member '{member}' has already approved quorum operation {op_id}",
-    )  # fmt: skip
+    )
 
 
-def _run_at_once(kma: Appliance, actor: Actor, row: dict[str, Any], members: list[str],
-                 outcome: Outcome) -> Submitted:  # fmt: skip
+def _run_at_once(
+    kma: Appliance, actor: Actor, row: dict[str, Any], members: list[str], outcome: Outcome
+) -> Submitted:
     op_id, change = row["id"], outcome.change
-    statements = [_insert_op(row, "executed", change.message, None, None, exclusive=False),
-                  *(_insert_approval(op_id, m, actor.entity_id, row["now"], None) for m in members),
-                  *change.statements]  # fmt: skip
-    kma.commit(actor, "quorum.execute", statements,
-               f"ran quorum operation {op_id} ({row['type']}) at once with the key split credentials of "
-               f"{', '.join(members)}: {change.message}", change.subject)  # fmt: skip
+    statements = [
+        _insert_op(row, "executed", change.message, None, None, exclusive=False),
+        *(_insert_approval(op_id, m, actor.entity_id, row["now"], None) for m in members),
+        *change.statements,
+    ]
+    kma.commit(
+        actor,
+        "quorum.execute",
+        statements,
+        f"ran quorum operation {op_id} ({row['type']}) at once with the key split credentials of "
+        f"{', '.join(members)}: {change.message}",
+        change.subject,
+    )
     if outcome.after is not None:
         outcome.after()
     return Submitted(get_op(kma, op_id), executed=True)
 
 
-def _make_pending(kma: Appliance, actor: Actor, row: dict[str, Any], prepared: Prepared,
-                  approved: list[tuple[str, tuple[int, bytes]]]) -> Submitted:  # fmt: skip
+def _make_pending(
+    kma: Appliance,
+    actor: Actor,
+    row: dict[str, Any],
+    prepared: Prepared,
+    approved: list[tuple[str, tuple[int, bytes]]],
+) -> Submitted:
     op_id, now = row["id"], row["now"]
     try:
         key, holder, wrapped = escrow.new_escrow(kma, op_id)
     except KmaError as exc:
         _refuse(kma, actor, "quorum.submit", exc, what=f" {row['type']}")
-    statements = [_insert_op(row, "pending", None, holder, wrapped, prepared.exclusive),
-                  *(_insert_approval(op_id, member, actor.entity_id, now, escrow.seal(key, op_id, member, share))
-                    for member, share in approved)]  # fmt: skip
+    statements = [
+        _insert_op(row, "pending", None, holder, wrapped, prepared.exclusive),
+        *(
+            _insert_approval(op_id, member, actor.entity_id, now, escrow.seal(key, op_id, member, share))
+            for member, share in approved
+        ),
+    ]
     so_far = f"; approved at submission by {', '.join(m for m, _ in approved)}" if approved else ""
     try:
-        kma.commit(actor, "quorum.submit", statements,
-                   f"submitted quorum operation {op_id}: {prepared.summary}{so_far}; needs {row['threshold']} "
-                   f"approvals by {_when(row['expires'])}", _subject(op_id))  # fmt: skip
+        kma.commit(
+            actor,
+            "quorum.submit",
+            statements,
+            f"submitted quorum operation {op_id}: {prepared.summary}{so_far}; needs {row['threshold']} "
+            f"approvals by {_when(row['expires'])}",
+            _subject(op_id),
+        )
     except KmaError:
         escrow.forget(kma, op_id)
         raise
@@ -236,16 +306,37 @@ def approve(kma: Appliance, actor: Actor, op_id: str, credential: Credential) ->
         share = open_credential(split, credential)
         key = escrow.escrow_key(kma, op_id, row["escrow_holder"], row["escrow_wrapped"])
     except KmaError as exc:
-        _refuse(kma, actor, "quorum.approve", exc, op_id, f" approval by key split member '{credential.member[:64]}'")
+        _refuse(
+            kma,
+            actor,
+            "quorum.approve",
+            exc,
+            op_id,
+            f" approval by key split member '{credential.member[:64]}'",
+        )
     now = kma.clock.now()
-    kma.commit(actor, "quorum.approve", [
-        Stmt("UPDATE pending_quorum_ops SET updated_at = ? WHERE id = ? AND state = 'pending' "
-             "AND expires_at > ? AND split_generation = ?", (now, op_id, now, split.generation), expect=1,
-             refusal=f"quorum operation {op_id} is no longer pending"),
-        _insert_approval(op_id, credential.member, actor.entity_id, now,
-                         escrow.seal(key, op_id, credential.member, share)),
-    ], f"key split member '{credential.member}' approved quorum operation {op_id}: {row['summary']}",
-       _subject(op_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "quorum.approve",
+        [
+            Stmt(
+                "UPDATE pending_quorum_ops SET updated_at = ? WHERE id = ? AND state = 'pending' "
+                "AND expires_at > ? AND split_generation = ?",
+                (now, op_id, now, split.generation),
+                expect=1,
+                refusal=f"quorum operation {op_id} is no longer pending",
+            ),
+            _insert_approval(
+                op_id,
+                credential.member,
+                actor.entity_id,
+                now,
+                escrow.seal(key, op_id, credential.member, share),
+            ),
+        ],
+        f"key split member '{credential.member}' approved quorum operation {op_id}: {row['summary']}",
+        _subject(op_id),
+    )
     run_if_ready(kma, actor, op_id)
     return get_op(kma, op_id)
 
@@ -254,9 +345,11 @@ def run_if_ready(kma: Appliance, actor: Actor, op_id: str) -> None:
     """Run the operation if it has M escrowed shares; any number of callers may race here."""
     with kma.store.snapshot() as conn:
         row = conn.execute("SELECT * FROM pending_quorum_ops WHERE id = ?", (op_id,)).fetchone()
-        approvals = conn.execute("SELECT member_name, share_escrowed FROM quorum_approvals WHERE op_id = ? "
-                                 "AND share_escrowed IS NOT NULL ORDER BY approved_at, member_name",
-                                 (op_id,)).fetchall()  # fmt: skip
+        approvals = conn.execute(
+            "SELECT member_name, share_escrowed FROM quorum_approvals WHERE op_id = ? "
+            "AND share_escrowed IS NOT NULL ORDER BY approved_at, member_name",
+            (op_id,),
+        ).fetchall()
     if row is None or row["state"] != "pending" or len(approvals) < row["threshold"]:
         return
     try:
@@ -271,13 +364,21 @@ def run_if_ready(kma: Appliance, actor: Actor, op_id: str) -> None:
         return
     now, change = kma.clock.now(), outcome.change
     statements = [
-        Stmt("UPDATE pending_quorum_ops SET state = 'executed', result = ?, updated_at = ? "
-             "WHERE id = ? AND state = 'pending' AND expires_at > ?", (change.message, now, op_id, now), expect=1),
+        Stmt(
+            "UPDATE pending_quorum_ops SET state = 'executed', result = ?, updated_at = ? "
+            "WHERE id = ? AND state = 'pending' AND expires_at > ?",
+            (change.message, now, op_id, now),
+            expect=1,
+        ),
         *change.statements,
-    ]  # fmt: skip
+    ]
     approvers = ", ".join(a["member_name"] for a in approvals)
-    event = kma.record(actor, "quorum.execute", f"ran quorum operation {op_id} ({row['type']}) approved by "
-                       f"{approvers}: {change.message}", change.subject)  # fmt: skip
+    event = kma.record(
+        actor,
+        "quorum.execute",
+        f"ran quorum operation {op_id} ({row['type']}) approved by {approvers}: {change.message}",
+        change.subject,
+    )
     try:
         kma.store.write(Batch(statements, event))
     except Refused as refusal:
@@ -292,12 +393,25 @@ def run_if_ready(kma: Appliance, actor: Actor, op_id: str) -> None:
 def fail(kma: Appliance, actor: Actor, op_id: str, reason: str) -> None:
     now = kma.clock.now()
     try:
-        kma.store.write(Batch(
-            [Stmt("UPDATE pending_quorum_ops SET state = 'failed', result = ?, updated_at = ? "
-                  "WHERE id = ? AND state = 'pending'", (reason, now, op_id), expect=1)],
-            kma.record(actor, "quorum.execute", f"quorum operation {op_id} failed and will not run: {reason}",
-                       _subject(op_id), Condition.ERROR),
-        ))  # fmt: skip
+        kma.store.write(
+            Batch(
+                [
+                    Stmt(
+                        "UPDATE pending_quorum_ops SET state = 'failed', result = ?, updated_at = ? "
+                        "WHERE id = ? AND state = 'pending'",
+                        (reason, now, op_id),
+                        expect=1,
+                    )
+                ],
+                kma.record(
+                    actor,
+                    "quorum.execute",
+                    f"quorum operation {op_id} failed and will not run: {reason}",
+                    _subject(op_id),
+                    Condition.ERROR,
+                ),
+            )
+        )
     except Refused:
         pass  # it ended some other way meanwhile
     escrow.forget(kma, op_id)
@@ -307,11 +421,21 @@ def fail(kma: Appliance, actor: Actor, op_id: str, reason: str) -> None:
 def delete(kma: Appliance, actor: Actor, op_id: str) -> None:
     sweep(kma)
     row = _op_row(kma, op_id)
-    kma.commit(actor, "quorum.delete", [
-        Stmt("UPDATE pending_quorum_ops SET state = 'deleted', result = ?, updated_at = ? "
-             "WHERE id = ? AND state = 'pending'", (f"deleted by {actor.entity_id}", kma.clock.now(), op_id),
-             expect=1, refusal=f"quorum operation {op_id} is {row['state']}; only a pending one can be deleted"),
-    ], f"deleted quorum operation {op_id}: {row['summary']}; it will never run", _subject(op_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "quorum.delete",
+        [
+            Stmt(
+                "UPDATE pending_quorum_ops SET state = 'deleted', result = ?, updated_at = ? "
+                "WHERE id = ? AND state = 'pending'",
+                (f"deleted by {actor.entity_id}", kma.clock.now(), op_id),
+                expect=1,
+                refusal=f"quorum operation {op_id} is {row['state']}; only a pending one can be deleted",
+            ),
+        ],
+        f"deleted quorum operation {op_id}: {row['summary']}; it will never run",
+        _subject(op_id),
+    )
     escrow.forget(kma, op_id)
 
 
@@ -320,18 +444,32 @@ def sweep(kma: Appliance) -> None:
     now = kma.clock.now()
     for row in kma.store.query(
         "SELECT o.id, o.summary, o.threshold, (SELECT count(*) FROM quorum_approvals a WHERE a.op_id = o.id) "
-        "AS approvals FROM pending_quorum_ops o WHERE o.state = 'pending' AND o.expires_at <= ?", (now,),
-    ):  # fmt: skip
+        "AS approvals FROM pending_quorum_ops o WHERE o.state = 'pending' AND o.expires_at <= ?",
+        (now,),
+    ):
         op_id = row["id"]
         try:
-            kma.store.write(Batch(
-                [Stmt("UPDATE pending_quorum_ops SET state = 'expired', result = 'expired before the quorum "
-                      "approved it', updated_at = ? WHERE id = ? AND state = 'pending' AND expires_at <= ?",
-                      (now, op_id, now), expect=1)],
-                kma.record(kma.itself, "quorum.expire", f"quorum operation {op_id} expired with {row['approvals']} "
-                           f"of {row['threshold']} approvals and will never run: {row['summary']}",
-                           _subject(op_id), Condition.WARNING),
-            ))  # fmt: skip
+            kma.store.write(
+                Batch(
+                    [
+                        Stmt(
+                            "UPDATE pending_quorum_ops SET state = 'expired', "
+                            "result = 'expired before the quorum approved it', updated_at = ? "
+                            "WHERE id = ? AND state = 'pending' AND expires_at <= ?",
+                            (now, op_id, now),
+                            expect=1,
+                        )
+                    ],
+                    kma.record(
+                        kma.itself,
+                        "quorum.expire",
+                        f"quorum operation {op_id} expired with {row['approvals']} "
+                        f"of {row['threshold']} approvals and will never run: {row['summary']}",
+                        _subject(op_id),
+                        Condition.WARNING,
+                    ),
+                )
+            )
         except Refused:
             pass  # it ended otherwise meanwhile
         escrow.forget(kma, op_id)
@@ -339,7 +477,7 @@ def sweep(kma: Appliance) -> None:
     for row in kma.store.query(
         "SELECT o.id FROM pending_quorum_ops o WHERE o.state = 'pending' AND o.threshold <= (SELECT count(*) "
         "FROM quorum_approvals a WHERE a.op_id = o.id AND a.share_escrowed IS NOT NULL)"
-    ):  # fmt: skip
+    ):
         try:
             run_if_ready(kma, kma.itself, row["id"])  # its M-th approval came while it could not run
         except KmaLocked:
@@ -352,15 +490,21 @@ def _settle_memory_escrow(kma: Appliance) -> None:
     for row in kma.store.query(
         "SELECT o.id, EXISTS (SELECT 1 FROM quorum_approvals a WHERE a.op_id = o.id "
         "AND a.share_escrowed IS NOT NULL) AS has_shares FROM pending_quorum_ops o "
-        "WHERE o.state = 'pending' AND o.escrow_holder = 'memory' AND o.target_kma_id = ?", (kma.kma_id,),
-    ):  # fmt: skip
+        "WHERE o.state = 'pending' AND o.escrow_holder = 'memory' AND o.target_kma_id = ?",
+        (kma.kma_id,),
+    ):
         if escrow.in_memory(kma, row["id"]) is not None:
             continue
         if not kma.vault.locked:
             fail(kma, kma.itself, row["id"], f"KMA '{kma.kma_id}' is no longer locked")
         elif row["has_shares"]:
-            fail(kma, kma.itself, row["id"], "its approvals were held in the memory of this KMA, which has "
-                 "restarted since; submit it again")  # fmt: skip
+            fail(
+                kma,
+                kma.itself,
+                row["id"],
+                "its approvals were held in the memory of this KMA, which has "
+                "restarted since; submit it again",
+            )
         else:
             escrow.new_escrow(kma, row["id"])
 
@@ -368,16 +512,28 @@ def _settle_memory_escrow(kma: Appliance) -> None:
 # --- settings ----------------------------------------------------------------------------
 def key_split_view(kma: Appliance) -> dict[str, Any]:
     split = current_split(kma)
-    return {"threshold": split.threshold, "members": split.members, "generation": split.generation,
-            "operation_lifetime": split.lifetime}  # fmt: skip
+    return {
+        "threshold": split.threshold,
+        "members": split.members,
+        "generation": split.generation,
+        "operation_lifetime": split.lifetime,
+    }
 
 
 def set_lifetime(kma: Appliance, actor: Actor, seconds: int) -> dict[str, Any]:
     """How long new pending quorum operations wait for approvals (existing ones keep their expiry)."""
     if not MIN_LIFETIME <= seconds <= MAX_LIFETIME:
-        raise ValidationFailed(f"The lifetime of a pending quorum operation must be {MIN_LIFETIME} seconds "
-                               f"to {MAX_LIFETIME // 86400} days.")  # fmt: skip
-    kma.commit(actor, "cluster.quorum_lifetime", [
-        Stmt("UPDATE cluster SET quorum_op_lifetime = ? WHERE id = 1", (seconds,), expect=1),
-    ], f"pending quorum operations now expire after {seconds} seconds", ("cluster", "key_split"))  # fmt: skip
+        raise ValidationFailed(
+            f"The lifetime of a pending quorum operation must be {MIN_LIFETIME} seconds "
+            f"to {MAX_LIFETIME // 86400} days."
+        )
+    kma.commit(
+        actor,
+        "cluster.quorum_lifetime",
+        [
+            Stmt("UPDATE cluster SET quorum_op_lifetime = ? WHERE id = 1", (seconds,), expect=1),
+        ],
+        f"pending quorum operations now expire after {seconds} seconds",
+        ("cluster", "key_split"),
+    )
     return key_split_view(kma)

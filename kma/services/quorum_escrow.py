@@ -63,16 +63,20 @@ def new_escrow(kma: Appliance, op_id: str) -> tuple[WrappingKey, str, bytes | No
 def escrow_key(kma: Appliance, op_id: str, holder: str | None, wrapped: bytes | None) -> WrappingKey:
     if holder == MASTER and wrapped is not None:
         if kma.vault.locked:
-            raise KmaLocked("This KMA is locked, and the approvals of this quorum operation are held under "
-                            "the master key: unlock the KMA first.")  # fmt: skip
+            raise KmaLocked(
+                "This KMA is locked, and the approvals of this quorum operation are held under "
+                "the master key: unlock the KMA first."
+            )
         try:
             return WrappingKey(kma.vault.master().unwrap(_context(op_id), wrapped))
         except (CryptoError, ValueError):
             raise EscrowLost("The approvals of this quorum operation cannot be opened.") from None
     key = in_memory(kma, op_id) if holder == MEMORY else None
     if key is None:
-        raise EscrowLost("The approvals of this quorum operation were held in the memory of a KMA process "
-                         "that has since restarted; submit the operation again.")  # fmt: skip
+        raise EscrowLost(
+            "The approvals of this quorum operation were held in the memory of a KMA process "
+            "that has since restarted; submit the operation again."
+        )
     return key
 
 

@@ -18,7 +18,14 @@ from kma.domain.validation import check_passphrase
 from kma.errors import Conflict, ValidationFailed
 from kma.services import users
 from kma.services.change import Change
-from kma.services.key_split import Credential, NewSplit, Quorum, check_new_split, current_split, make_new_split
+from kma.services.key_split import (
+    Credential,
+    NewSplit,
+    Quorum,
+    check_new_split,
+    current_split,
+    make_new_split,
+)
 from kma.services.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
 from kma.services.quorum_types import OpType, Outcome, Prepared
 from kma.store import Stmt
@@ -37,8 +44,12 @@ def _prepare_create_user(kma: Appliance, op_id: str, request: Mapping[str, Any])
     if kma.store.query_one("SELECT 1 FROM users WHERE id = ?", (user_id,)) is not None:
         raise Conflict(f"There is already a user '{user_id}'.")
     shown = {"id": user_id, "name": name, "roles": role_text.split(","), "passphrase": KEPT_AS_HASH}
-    payload = {"id": user_id, "name": name, "roles": role_text,
-               "passphrase_hash": hash_passphrase(str(request["passphrase"]))}  # fmt: skip
+    payload = {
+        "id": user_id,
+        "name": name,
+        "roles": role_text,
+        "passphrase_hash": hash_passphrase(str(request["passphrase"])),
+    }
     return Prepared(f"Create user '{user_id}' ({name}) with roles {role_text}", shown, payload)
 
 
@@ -53,7 +64,9 @@ def _prepare_update_user(kma: Appliance, op_id: str, request: Mapping[str, Any])
         raise ValidationFailed("The request changes nothing.")
     _user_must_exist(kma, user_id)
     shown: dict[str, Any] = {"id": user_id}
-    shown.update({k: (v.split(",") if k == "roles" else bool(v) if k == "enabled" else v) for k, v in changes.items()})
+    shown.update(
+        {k: (v.split(",") if k == "roles" else bool(v) if k == "enabled" else v) for k, v in changes.items()}
+    )
     described = ", ".join(f"{k} {v!r}" for k, v in shown.items() if k != "id")
     return Prepared(f"Change user '{user_id}': {described}", shown, {"id": user_id, "changes": changes})
 
@@ -66,8 +79,11 @@ def _prepare_set_passphrase(kma: Appliance, op_id: str, request: Mapping[str, An
     user_id, passphrase = str(request["id"]), str(request["passphrase"])
     check_passphrase(passphrase)
     _user_must_exist(kma, user_id)
-    return Prepared(f"Set the passphrase of user '{user_id}'", {"id": user_id, "passphrase": KEPT_AS_HASH},
-                    {"id": user_id, "passphrase_hash": hash_passphrase(passphrase)})  # fmt: skip
+    return Prepared(
+        f"Set the passphrase of user '{user_id}'",
+        {"id": user_id, "passphrase": KEPT_AS_HASH},
+        {"id": user_id, "passphrase_hash": hash_passphrase(passphrase)},
+    )
 
 
 def _execute_set_passphrase(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
@@ -98,44 +114,63 @@ def _prepare_change_split(kma: Appliance, op_id: str, request: Mapping[str, Any]
     old = current_split(kma)
     names = [m.name for m in split_members]
     shown = {"threshold": threshold, "members": names}
-    summary = (f"Change the key split from {old.threshold} of {len(old.sealed)} ({', '.join(old.members)}) "
-               f"to {threshold} of {len(names)} ({', '.join(names)})")  # fmt: skip
+    summary = (
+        f"Change the key split from {old.threshold} of {len(old.sealed)} ({', '.join(old.members)}) "
+        f"to {threshold} of {len(names)} ({', '.join(names)})"
+    )
     return Prepared(summary, shown, {"new_split": new_split.to_json(), "binding": binding.hex()})
 
 
 def _execute_change_split(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
     new_split = NewSplit.from_json(dict(p["new_split"]))
     try:
-        made_here = quorum.master.unwrap(_seal_context(op_id), bytes.fromhex(p["binding"])) == _digest(new_split)
+        made_here = quorum.master.unwrap(_seal_context(op_id), bytes.fromhex(p["binding"])) == _digest(
+            new_split
+        )
     except (CryptoError, ValueError):
         made_here = False
     if not made_here:
         raise Conflict("The new key split of this operation was not made by this cluster for it.")
     now, generation = kma.clock.now(), quorum.generation + 1
     statements = [
-        Stmt("UPDATE cluster SET master_wrapped_by_root = ?, split_threshold = ?, split_generation = ? "
-             "WHERE id = 1 AND split_generation = ?",
-             (new_split.master_wrapped_by_root, new_split.threshold, generation, quorum.generation),
-             expect=1, refusal="the key split changed meanwhile"),
+        Stmt(
+            "UPDATE cluster SET master_wrapped_by_root = ?, split_threshold = ?, split_generation = ? "
+            "WHERE id = 1 AND split_generation = ?",
+            (new_split.master_wrapped_by_root, new_split.threshold, generation, quorum.generation),
+            expect=1,
+            refusal="the key split changed meanwhile",
+        ),
         Stmt("DELETE FROM key_split_members"),
-        *(Stmt("INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, ?)",
-               (name, sealed, generation)) for name, sealed in new_split.sealed),
+        *(
+            Stmt(
+                "INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, ?)",
+                (name, sealed, generation),
+            )
+            for name, sealed in new_split.sealed
+        ),
         # Approvals collected under the old split can never rebuild the new root secret.
-        Stmt("UPDATE pending_quorum_ops SET state = 'failed', updated_at = ?, result = ? "
-             "WHERE state = 'pending' AND id <> ?",
-             (now, f"the key split changed (quorum operation {op_id}); submit it again", op_id)),
-    ]  # fmt: skip
+        Stmt(
+            "UPDATE pending_quorum_ops SET state = 'failed', updated_at = ?, result = ? "
+            "WHERE state = 'pending' AND id <> ?",
+            (now, f"the key split changed (quorum operation {op_id}); submit it again", op_id),
+        ),
+    ]
     names = ", ".join(name for name, _ in new_split.sealed)
-    message = (f"changed the key split to {new_split.threshold} of {len(new_split.sealed)} ({names}); "
-               f"generation {generation}; the old shares no longer work")  # fmt: skip
+    message = (
+        f"changed the key split to {new_split.threshold} of {len(new_split.sealed)} ({names}); "
+        f"generation {generation}; the old shares no longer work"
+    )
     return Outcome(Change("cluster.key_split", statements, message, ("cluster", "key_split")))
 
 
-OP_TYPES: dict[str, OpType] = {op.name: op for op in (
-    OpType("create_user", _prepare_create_user, _execute_create_user),
-    OpType("update_user", _prepare_update_user, _execute_update_user),
-    OpType("set_user_passphrase", _prepare_set_passphrase, _execute_set_passphrase),
-    UNLOCK_KMA,
-    SET_AUTONOMOUS_UNLOCK,
-    OpType("change_key_split", _prepare_change_split, _execute_change_split),
-)}  # fmt: skip
+OP_TYPES: dict[str, OpType] = {
+    op.name: op
+    for op in (
+        OpType("create_user", _prepare_create_user, _execute_create_user),
+        OpType("update_user", _prepare_update_user, _execute_update_user),
+        OpType("set_user_passphrase", _prepare_set_passphrase, _execute_set_passphrase),
+        UNLOCK_KMA,
+        SET_AUTONOMOUS_UNLOCK,
+        OpType("change_key_split", _prepare_change_split, _execute_change_split),
+    )
+}

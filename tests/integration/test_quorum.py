@@ -43,7 +43,9 @@ def events(kma: RunningKma, **filters: Any) -> list[Any]:
 
 
 def submit_pending_user(so: KmsClient, kma: RunningKma, user_id: str, *members: str) -> PendingQuorumOp:
-    op = so.create_user(user_id, f"User {user_id}", ["auditor"], "a good passphrase", credentials=creds(kma, *members))
+    op = so.create_user(
+        user_id, f"User {user_id}", ["auditor"], "a good passphrase", credentials=creds(kma, *members)
+    )
     assert isinstance(op, PendingQuorumOp), op
     return op
 
@@ -58,8 +60,13 @@ def user_exists(kma: RunningKma, user_id: str) -> bool:
 
 def test_create_user_with_three_credentials_runs_at_once(fresh_kma: RunningKma) -> None:
     so = fresh_kma.client("so")
-    user = so.create_user("jo", "Jo Auditor", ["auditor"], "jo's passphrase",
-                          credentials=creds(fresh_kma, "alice", "bob", "carol"))  # fmt: skip
+    user = so.create_user(
+        "jo",
+        "Jo Auditor",
+        ["auditor"],
+        "jo's passphrase",
+        credentials=creds(fresh_kma, "alice", "bob", "carol"),
+    )
     assert isinstance(user, User) and user.id == "jo"
     fresh_kma.client("jo", "jo's passphrase")  # the new user can sign in
     executed = events(fresh_kma, operation="quorum.execute", subject_id="jo")
@@ -73,8 +80,12 @@ def test_one_credential_makes_it_pending_and_two_more_approvals_run_it_once(fres
     op = submit_pending_user(so, fresh_kma, "pat", "alice")
     assert op.state == "pending" and op.approvals_needed == 3
     assert [a.member for a in op.approvals] == ["alice"]
-    assert op.request == {"id": "pat", "name": "User pat", "roles": ["auditor"],
-                          "passphrase": "(given; kept only as its hash)"}  # fmt: skip
+    assert op.request == {
+        "id": "pat",
+        "name": "User pat",
+        "roles": ["auditor"],
+        "passphrase": "(given; kept only as its hash)",
+    }
     assert op.requested_by == "so" and (op.expires_at - op.submitted_at).total_seconds() == DAY
     assert so.dashboard().pending_quorum_operations == 1
     assert not user_exists(fresh_kma, "pat")
@@ -106,15 +117,22 @@ def test_the_same_member_cannot_approve_twice(fresh_kma: RunningKma) -> None:
         fresh_kma.client("qm2").approve_quorum_operation(op.id, *creds(fresh_kma, "alice")[0])
     op = qm1.get_quorum_operation(op.id)
     assert op.state == "pending" and [a.member for a in op.approvals] == ["alice", "bob"]
-    refused = [e for e in events(fresh_kma, operation="quorum.approve", subject_id=op.id) if e.condition == "error"]
+    refused = [
+        e for e in events(fresh_kma, operation="quorum.approve", subject_id=op.id) if e.condition == "error"
+    ]
     assert len(refused) == 2 and all("already approved" in e.message for e in refused)
 
 
 def test_credentials_naming_a_member_twice_are_refused(fresh_kma: RunningKma) -> None:
     so = fresh_kma.client("so")
     with pytest.raises(ValidationFailed, match="counts once"):
-        so.create_user("dup", "Dup", ["auditor"], "a good passphrase",
-                       credentials=creds(fresh_kma, "alice", "alice", "bob"))  # fmt: skip
+        so.create_user(
+            "dup",
+            "Dup",
+            ["auditor"],
+            "a good passphrase",
+            credentials=creds(fresh_kma, "alice", "alice", "bob"),
+        )
     assert not user_exists(fresh_kma, "dup")
 
 
@@ -122,8 +140,13 @@ def test_a_wrong_passphrase_is_refused_and_audited(fresh_kma: RunningKma) -> Non
     so, qm1 = fresh_kma.client("so"), fresh_kma.client("qm1")
     # At submission: nothing is made, and the refusal is in the audit trail.
     with pytest.raises(ValidationFailed, match="passphrase of key split member 'bob' is wrong"):
-        so.create_user("wp", "Wrong", ["auditor"], "a good passphrase",
-                       credentials=[*creds(fresh_kma, "alice", "carol"), ("bob", "not bob's passphrase")])  # fmt: skip
+        so.create_user(
+            "wp",
+            "Wrong",
+            ["auditor"],
+            "a good passphrase",
+            credentials=[*creds(fresh_kma, "alice", "carol"), ("bob", "not bob's passphrase")],
+        )
     assert not user_exists(fresh_kma, "wp")
     assert so.list_quorum_operations().total == 0
     submit = [e for e in events(fresh_kma, operation="quorum.submit") if e.condition == "error"]
@@ -136,9 +159,13 @@ def test_a_wrong_passphrase_is_refused_and_audited(fresh_kma: RunningKma) -> Non
     with pytest.raises(ValidationFailed, match="not a member"):
         qm1.approve_quorum_operation(op.id, "mallory", "whatever it is")
     assert len(qm1.get_quorum_operation(op.id).approvals) == 1
-    refused = [e for e in events(fresh_kma, operation="quorum.approve", subject_id=op.id) if e.condition == "error"]
+    refused = [
+        e for e in events(fresh_kma, operation="quorum.approve", subject_id=op.id) if e.condition == "error"
+    ]
     assert {e.entity_id for e in refused} == {"qm1"}
-    assert any("'carol' is wrong" in e.message for e in refused) and any("mallory" in e.message for e in refused)
+    assert any("'carol' is wrong" in e.message for e in refused) and any(
+        "mallory" in e.message for e in refused
+    )
 
 
 def test_an_expired_operation_never_runs(fresh_kma: RunningKma) -> None:
@@ -197,10 +224,17 @@ def test_approvals_racing_from_several_threads_run_it_exactly_once(fresh_kma: Ru
         start = threading.Barrier(len(clients))
         outcomes: dict[str, str] = {}
 
-        def approve(member: str, op_id: str = op.id) -> None:
+        def approve(
+            member: str,
+            op_id: str = op.id,
+            start: threading.Barrier = start,
+            outcomes: dict[str, str] = outcomes,
+        ) -> None:
             start.wait()
             try:
-                outcomes[member] = clients[member].approve_quorum_operation(op_id, member, passphrases[member]).state
+                outcomes[member] = (
+                    clients[member].approve_quorum_operation(op_id, member, passphrases[member]).state
+                )
             except Conflict:
                 outcomes[member] = "conflict"  # it ran before this approval could be recorded
 
@@ -231,8 +265,12 @@ def test_update_and_passphrase_changes_wait_for_the_quorum(fresh_kma: RunningKma
     assert isinstance(pending, PendingQuorumOp) and "passphrase" in pending.summary
     assert "the new operator passphrase" not in str(pending.request)
     fresh_kma.client("op")  # the old passphrase still works while it is pending
-    assert so.set_user_passphrase("op", "the new operator passphrase",
-                                  credentials=creds(fresh_kma, "carol", "dave", "erin")) is None  # fmt: skip
+    assert (
+        so.set_user_passphrase(
+            "op", "the new operator passphrase", credentials=creds(fresh_kma, "carol", "dave", "erin")
+        )
+        is None
+    )
     fresh_kma.client("op", "the new operator passphrase")
     so.delete_quorum_operation(pending.id)
 
@@ -258,19 +296,31 @@ def test_shares_are_never_stored_in_the_clear_and_are_wiped_when_it_ends(fresh_k
     try:
         sealed = dict(db.execute("SELECT name, share_sealed FROM key_split_members").fetchall())
         clear = {m: open_share(sealed[m], m, passphrases[m])[1] for m in ("alice", "bob")}
-        held = dict(db.execute("SELECT member_name, share_escrowed FROM quorum_approvals WHERE op_id = ?",
-                               (op.id,)).fetchall())  # fmt: skip
+        held = dict(
+            db.execute(
+                "SELECT member_name, share_escrowed FROM quorum_approvals WHERE op_id = ?", (op.id,)
+            ).fetchall()
+        )
         assert set(held) == {"alice", "bob"}
         for member, blob in held.items():
             assert blob is not None and clear[member] not in blob
-        assert db.execute("SELECT escrow_holder FROM pending_quorum_ops WHERE id = ?", (op.id,)).fetchone() == ("master",)
-        assert str(db.execute("SELECT payload FROM pending_quorum_ops WHERE id = ?", (op.id,)).fetchone()).find(
-            "a good passphrase") == -1
+        assert db.execute(
+            "SELECT escrow_holder FROM pending_quorum_ops WHERE id = ?", (op.id,)
+        ).fetchone() == ("master",)
+        assert (
+            str(db.execute("SELECT payload FROM pending_quorum_ops WHERE id = ?", (op.id,)).fetchone()).find(
+                "a good passphrase"
+            )
+            == -1
+        )
 
         fresh_kma.client("qm1").approve_quorum_operation(op.id, "carol", passphrases["carol"])
-        assert db.execute("SELECT count(*) FROM quorum_approvals WHERE op_id = ? AND share_escrowed IS NOT NULL",
-                          (op.id,)).fetchone() == (0,)  # fmt: skip
-        assert db.execute("SELECT escrow_wrapped FROM pending_quorum_ops WHERE id = ?", (op.id,)).fetchone() == (None,)
+        assert db.execute(
+            "SELECT count(*) FROM quorum_approvals WHERE op_id = ? AND share_escrowed IS NOT NULL", (op.id,)
+        ).fetchone() == (0,)
+        assert db.execute(
+            "SELECT escrow_wrapped FROM pending_quorum_ops WHERE id = ?", (op.id,)
+        ).fetchone() == (None,)
     finally:
         db.close()
 

@@ -18,8 +18,17 @@ def secret_file(tmp: Path, name: str, text: str) -> str:
 
 def kma_cli(kma: RunningKma, tmp: Path, user: str, *args: str, pin: str = "data-dir") -> tuple[int, str, str]:
     trust = ["--data-dir", str(kma.data_dir)] if pin == "data-dir" else ["--ca-fingerprint", kma.fingerprint]
-    result = run_kma(*args, "--kma", kma.address, "--user", user, *trust,
-                     "--passphrase-file", secret_file(tmp, f"{user}.pass", kma.passphrases[user]), check=False)  # fmt: skip
+    result = run_kma(
+        *args,
+        "--kma",
+        kma.address,
+        "--user",
+        user,
+        *trust,
+        "--passphrase-file",
+        secret_file(tmp, f"{user}.pass", kma.passphrases[user]),
+        check=False,
+    )
     return result.returncode, result.stdout, result.stderr
 
 
@@ -34,25 +43,48 @@ def test_lock_then_unlock_through_a_pending_quorum_operation(fresh_kma: RunningK
     assert code == 0 and "Pending quorum operation" in out and "1 of 3 approvals" in out, err
     op_id = out.split()[3].rstrip(":")
 
-    code, out, err = kma_cli(fresh_kma, tmp_path, "qm1", "quorum", "list", "--state", "pending", pin="fingerprint")
+    code, out, err = kma_cli(
+        fresh_kma, tmp_path, "qm1", "quorum", "list", "--state", "pending", pin="fingerprint"
+    )
     assert code == 0 and op_id in out and "Unlock KMA" in out, err
     code, out, err = kma_cli(fresh_kma, tmp_path, "qm1", "quorum", "show", op_id, "--json")
     shown = json.loads(out)
     assert shown["state"] == "pending" and shown["approvals"] == ["alice"] and shown["type"] == "unlock_kma"
 
     for member, passphrase in creds(fresh_kma, "bob", "carol"):
-        code, out, err = kma_cli(fresh_kma, tmp_path, "qm2", "quorum", "approve", op_id, "--member", member,
-                                 "--member-passphrase-file", secret_file(tmp_path, member, passphrase))  # fmt: skip
+        code, out, err = kma_cli(
+            fresh_kma,
+            tmp_path,
+            "qm2",
+            "quorum",
+            "approve",
+            op_id,
+            "--member",
+            member,
+            "--member-passphrase-file",
+            secret_file(tmp_path, member, passphrase),
+        )
         assert code == 0, err
     assert "3 of 3 approvals; the operation is executed" in out
     assert not fresh_kma.client().status().locked
 
 
 def test_wrong_member_passphrase_and_delete(fresh_kma: RunningKma, tmp_path: Path) -> None:
-    op = fresh_kma.client("so").create_user("cli-user", "Cli", ["auditor"], "a good passphrase",
-                                            credentials=creds(fresh_kma, "alice"))  # fmt: skip
-    code, out, err = kma_cli(fresh_kma, tmp_path, "qm1", "quorum", "approve", op.id, "--member", "bob",
-                             "--member-passphrase-file", secret_file(tmp_path, "bad", "not bob's"))  # fmt: skip
+    op = fresh_kma.client("so").create_user(
+        "cli-user", "Cli", ["auditor"], "a good passphrase", credentials=creds(fresh_kma, "alice")
+    )
+    code, out, err = kma_cli(
+        fresh_kma,
+        tmp_path,
+        "qm1",
+        "quorum",
+        "approve",
+        op.id,
+        "--member",
+        "bob",
+        "--member-passphrase-file",
+        secret_file(tmp_path, "bad", "not bob's"),
+    )
     assert code == 2 and "'bob' is wrong" in err
     code, out, err = kma_cli(fresh_kma, tmp_path, "so", "quorum", "delete", op.id)
     assert code == 0 and "will never run" in out, err
@@ -61,6 +93,15 @@ def test_wrong_member_passphrase_and_delete(fresh_kma: RunningKma, tmp_path: Pat
 
 
 def test_refuses_to_talk_without_a_pinned_ca(fresh_kma: RunningKma, tmp_path: Path) -> None:
-    result = run_kma("quorum", "list", "--kma", fresh_kma.address, "--user", "qm1", "--passphrase-file",
-                     secret_file(tmp_path, "qm1", fresh_kma.passphrases["qm1"]), check=False)  # fmt: skip
+    result = run_kma(
+        "quorum",
+        "list",
+        "--kma",
+        fresh_kma.address,
+        "--user",
+        "qm1",
+        "--passphrase-file",
+        secret_file(tmp_path, "qm1", fresh_kma.passphrases["qm1"]),
+        check=False,
+    )
     assert result.returncode == 2 and "Pin the cluster CA" in result.stderr

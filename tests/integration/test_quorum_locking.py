@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from kms_client import AutonomousUnlock, Conflict, Forbidden, Kma, KmaLocked, PendingQuorumOp, ValidationFailed
+from kms_client import (
+    AutonomousUnlock,
+    Conflict,
+    Forbidden,
+    Kma,
+    KmaLocked,
+    PendingQuorumOp,
+    ValidationFailed,
+)
 from tests.integration.test_quorum import creds
 from tests.support.kma_process import RunningKma
 
@@ -25,7 +33,9 @@ def assert_locked_out(kma: RunningKma) -> None:
     with pytest.raises(KmaLocked):
         so.dashboard()
     with pytest.raises(KmaLocked):
-        so.create_user("nope", "Nope", ["auditor"], "a good passphrase", credentials=creds(kma, "alice", "bob", "carol"))
+        so.create_user(
+            "nope", "Nope", ["auditor"], "a good passphrase", credentials=creds(kma, "alice", "bob", "carol")
+        )
 
 
 def assert_serving(kma: RunningKma) -> None:
@@ -35,7 +45,9 @@ def assert_serving(kma: RunningKma) -> None:
     assert op.issue_key("backup-dallas", "E00009").state == "protect_and_process"
 
 
-def test_restart_with_autonomous_unlock_off_stays_locked_until_a_quorum_unlocks(fresh_kma: RunningKma) -> None:
+def test_restart_with_autonomous_unlock_off_stays_locked_until_a_quorum_unlocks(
+    fresh_kma: RunningKma,
+) -> None:
     so = fresh_kma.client("so")
     assert so.get_autonomous_unlock().enabled and fresh_kma.client().status().autonomous_unlock
     pending = so.set_autonomous_unlock(False, credentials=creds(fresh_kma, "alice"))
@@ -59,7 +71,12 @@ def test_restart_with_autonomous_unlock_off_stays_locked_until_a_quorum_unlocks(
     assert fresh_kma.client().status().locked
     assert qm1.approve_quorum_operation(op.id, *creds(fresh_kma, "erin")[0]).state == "executed"
     assert_serving(fresh_kma)
-    assert len(fresh_kma.client("auditor").list_audit_events(operation="quorum.execute", subject_id=kma_id).items) >= 1
+    assert (
+        len(
+            fresh_kma.client("auditor").list_audit_events(operation="quorum.execute", subject_id=kma_id).items
+        )
+        >= 1
+    )
 
 
 def test_restart_with_autonomous_unlock_on_resumes_service_at_once(fresh_kma: RunningKma) -> None:
@@ -78,7 +95,9 @@ def test_autonomous_unlock_can_be_turned_back_on(fresh_kma: RunningKma) -> None:
     assert_serving(fresh_kma)
 
 
-def test_a_security_officers_lock_holds_across_a_restart_until_a_quorum_unlocks(fresh_kma: RunningKma) -> None:
+def test_a_security_officers_lock_holds_across_a_restart_until_a_quorum_unlocks(
+    fresh_kma: RunningKma,
+) -> None:
     so = fresh_kma.client("so")
     kma_id = so.status().kma_id
     with pytest.raises(Forbidden):
@@ -93,7 +112,9 @@ def test_a_security_officers_lock_holds_across_a_restart_until_a_quorum_unlocks(
 
     so = fresh_kma.client("so")
     with pytest.raises(ValidationFailed, match="'carol' is wrong"):
-        so.unlock_kma(kma_id, credentials=[*creds(fresh_kma, "alice", "bob"), ("carol", "not carol's passphrase")])
+        so.unlock_kma(
+            kma_id, credentials=[*creds(fresh_kma, "alice", "bob"), ("carol", "not carol's passphrase")]
+        )
     unlocked = so.unlock_kma(kma_id, credentials=creds(fresh_kma, "alice", "bob", "carol"))
     assert isinstance(unlocked, Kma) and not unlocked.locked
     assert_serving(fresh_kma)

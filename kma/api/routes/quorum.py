@@ -25,8 +25,9 @@ router = APIRouter(tags=["quorum"])
 
 
 @router.get("/quorum-operations", response_model=schemas.Page[PendingQuorumOp])
-def list_operations(kma: Kma, actor: QuorumRead, paging: Paging, state: str | None = None,
-                    type: str | None = None) -> Page:  # noqa: A002  # fmt: skip
+def list_operations(
+    kma: Kma, actor: QuorumRead, paging: Paging, state: str | None = None, type: str | None = None
+) -> Page:  # noqa: A002
     return quorum.list_ops(kma, with_filters(paging, state=state, type=type))
 
 
@@ -52,8 +53,9 @@ def lock(kma_id: str, kma: Kma, actor: QuorumSubmit) -> dict[str, object]:
 
 
 @router.post("/kmas/{kma_id}/unlock", response_model=schemas.Kma | PendingQuorumOp, responses=PENDING)
-def unlock(kma_id: str, body: UnlockBody, kma: Kma, actor: QuorumSubmit,
-           response: Response) -> schemas.Kma | PendingQuorumOp:  # fmt: skip
+def unlock(
+    kma_id: str, body: UnlockBody, kma: Kma, actor: QuorumSubmit, response: Response
+) -> schemas.Kma | PendingQuorumOp:
     done = quorum.submit(kma, actor, "unlock_kma", {"kma_id": kma_id}, body.key_split_credentials())
     if not done.executed:
         response.status_code = 202
@@ -67,10 +69,13 @@ def get_key_split(kma: Kma, actor: QuorumRead) -> dict[str, object]:
 
 
 @router.put("/cluster/key-split", response_model=KeySplit | PendingQuorumOp, responses=PENDING)
-def change_key_split(body: KeySplitChange, kma: Kma, actor: QuorumSubmit,
-                     response: Response) -> KeySplit | PendingQuorumOp:  # fmt: skip
-    request = {"threshold": body.threshold,
-               "members": [{"name": m.name, "passphrase": m.passphrase} for m in body.members]}  # fmt: skip
+def change_key_split(
+    body: KeySplitChange, kma: Kma, actor: QuorumSubmit, response: Response
+) -> KeySplit | PendingQuorumOp:
+    request = {
+        "threshold": body.threshold,
+        "members": [{"name": m.name, "passphrase": m.passphrase} for m in body.members],
+    }
     done = quorum.submit(kma, actor, "change_key_split", request, body.key_split_credentials())
     if not done.executed:
         response.status_code = 202
@@ -88,11 +93,15 @@ def get_autonomous_unlock(kma: Kma, actor: QuorumRead) -> dict[str, object]:
     return {"kma_id": kma.kma_id, "enabled": locking.autonomous_unlock_on(kma)}
 
 
-@router.put("/cluster/autonomous-unlock", response_model=AutonomousUnlock | PendingQuorumOp, responses=PENDING)
-def set_autonomous_unlock(body: AutonomousUnlockBody, kma: Kma, actor: QuorumSubmit,
-                          response: Response) -> AutonomousUnlock | PendingQuorumOp:  # fmt: skip
-    done = quorum.submit(kma, actor, "set_autonomous_unlock", {"enabled": body.enabled},
-                         body.key_split_credentials())  # fmt: skip
+@router.put(
+    "/cluster/autonomous-unlock", response_model=AutonomousUnlock | PendingQuorumOp, responses=PENDING
+)
+def set_autonomous_unlock(
+    body: AutonomousUnlockBody, kma: Kma, actor: QuorumSubmit, response: Response
+) -> AutonomousUnlock | PendingQuorumOp:
+    done = quorum.submit(
+        kma, actor, "set_autonomous_unlock", {"enabled": body.enabled}, body.key_split_credentials()
+    )
     if not done.executed:
         response.status_code = 202
         return PendingQuorumOp.model_validate(done.op)

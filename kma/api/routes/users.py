@@ -5,7 +5,13 @@ from fastapi.responses import JSONResponse
 
 from kma.api import schemas
 from kma.api.deps import Kma, Paging, UsersRead, UsersWrite, with_filters
-from kma.api.quorum_schemas import PENDING, PassphraseQuorum, PendingQuorumOp, UserCreateQuorum, UserPatchQuorum
+from kma.api.quorum_schemas import (
+    PENDING,
+    PassphraseQuorum,
+    PendingQuorumOp,
+    UserCreateQuorum,
+    UserPatchQuorum,
+)
 from kma.services import quorum, users
 from kma.services.paging import Page
 
