@@ -14,7 +14,7 @@ MIN_PASSPHRASE, MAX_PASSPHRASE = 8, 256
 
 
 def check_id(value: str, what: str) -> str:
-    if not _ID.match(value):
+    if not _ID.fullmatch(value):  # `match` would let "$" accept a trailing newline
         raise ValidationFailed(
             f"{what} must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit."
         )

@@ -133,6 +133,8 @@ def list_page(
         key = f"f_{name}"
         where.append(flt.sql.replace(":value", f":{key}"))
         bound[key] = flt.convert(value)
+    if req.q and "\x00" in req.q:  # SQLite's LIKE would stop at the NUL and match every row
+        raise ValidationFailed("The search text contains a NUL character.")
     if req.q:
         bound["q"] = "%" + req.q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         where.append("(" + " OR ".join(f"{c} LIKE :q ESCAPE '\\'" for c in spec.search) + ")")
