@@ -17,6 +17,7 @@ AREA_MODULES = (
     "ui.pages.keys",
     "ui.pages.audit",
     "ui.pages.settings",
+    "ui.audit.pages",  # the auditor's browser, histories and dashboard charts (replace by key)
 )
 
 

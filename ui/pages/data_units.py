@@ -53,7 +53,7 @@ def _issue_key(page: ListPage, d: Any) -> None:
 
 
 def _details(page: ListPage, unit: Any) -> None:
-    from ui.pages.audit import history_list
+    from ui.audit.history import history_tab as history_list  # timeline + events
     from ui.pages.keys import keys_list
 
     dialog = DetailsDialog(f"Data unit {unit.id}", unit, page)

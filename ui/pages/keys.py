@@ -52,7 +52,7 @@ def _destroy(page: ListPage, key: Any) -> None:
 
 
 def _details(page: ListPage, key: Any) -> None:
-    from ui.pages.audit import history_list
+    from ui.audit.history import history_tab as history_list  # timeline + events
 
     dialog = DetailsDialog(f"Key {key.id}", key, page)
     if page.ctx.roles & AUDIT_READERS:

@@ -1,0 +1,134 @@
+"""The auditor's view in the real window: browser, free text, live tail, verify, exports,
+history timeline and the dashboard charts, against a real KMA."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from PySide6.QtCore import Qt
+
+from tests.gui.helpers import WAIT_MS, open_page, sign_in, wait_idle
+from ui.audit.pages import AuditArea
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def audit_area(qtbot, controller, demo_kma) -> AuditArea:
+    window = sign_in(qtbot, controller, demo_kma, "auditor")
+    page = open_page(qtbot, window, "audit")
+    assert isinstance(page, AuditArea)
+    qtbot.waitUntil(lambda: page.browser.model.rowCount() > 0, timeout=WAIT_MS)
+    wait_idle(qtbot, controller.ops)
+    return page
+
+
+def test_browser_filters_and_searches_on_the_server(qtbot, audit_area, controller):
+    browser = audit_area.browser
+    assert browser.model.total > 20
+    browser.filters.combos["operation"].setCurrentText("key.destroy")
+    qtbot.waitUntil(lambda: browser.model.filters.get("operation") == "key.destroy", timeout=WAIT_MS)
+    wait_idle(qtbot, controller.ops)
+    assert browser.model.rowCount() >= 2
+    assert {browser.model.object_at(i).operation for i in range(browser.model.rowCount())} == {"key.destroy"}
+
+    browser.filters.clear()
+    qtbot.keyClicks(browser.filters.text, "lost transit")
+    qtbot.waitUntil(lambda: browser.model.q == "lost transit", timeout=WAIT_MS)
+    wait_idle(qtbot, controller.ops)
+    assert browser.model.rowCount() == 1
+    assert browser.model.object_at(0).operation == "key.compromise"
+    assert "1 audit events" in browser.status.text()
+
+
+def test_saved_filters_come_back(qtbot, audit_area, controller):
+    filters = audit_area.browser.filters
+    filters.combos["severity"].setCurrentIndex(filters.combos["severity"].findData("error"))
+    filters.text.setText("forbidden")
+    filters.save_as("refusals")
+    filters.clear()
+    assert filters.values() == {}
+    filters.apply_saved("refusals")
+    assert filters.values() == {"severity": "error", "q": "forbidden"}
+
+
+def test_live_tail_shows_new_events_on_top(qtbot, audit_area, controller, demo_kma):
+    browser = audit_area.browser
+    browser.tail_button.setChecked(True)
+    wait_idle(qtbot, controller.ops)
+    before = browser.model.newest_id()
+    demo_kma.client("op").create_data_unit("GUITAIL1", "live tail")
+    browser.poll_tail()
+    qtbot.waitUntil(lambda: browser.model.newest_id() != before, timeout=WAIT_MS)
+    wait_idle(qtbot, controller.ops)
+    ops = [browser.model.object_at(i).operation for i in range(5)]
+    assert "data_unit.create" in ops
+    assert "live" in browser.status.text()
+    browser.tail_button.setChecked(False)
+
+
+def test_verify_shows_the_result_plainly(qtbot, audit_area, controller):
+    browser = audit_area.browser
+    qtbot.mouseClick(browser.verify_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: browser.last_report is not None, timeout=WAIT_MS)
+    assert "Audit chain intact" in browser.chain_banner.text()
+
+
+def test_exports_are_saved_and_verify_offline(qtbot, audit_area, controller, tmp_path):
+    browser = audit_area.browser
+    browser.filters.combos["event_class"].setCurrentText("key")
+    qtbot.waitUntil(lambda: browser.model.filters.get("event_class") == "key", timeout=WAIT_MS)
+    sizes, reports = [], []
+    browser.export_csv(tmp_path / "events.csv", done=sizes.append)
+    browser.save_report(tmp_path / "report.html", done=reports.append)
+    qtbot.waitUntil(lambda: bool(sizes and reports), timeout=WAIT_MS)
+    for exported in ("events.csv", "report.html"):
+        command = [sys.executable, "-m", "kma", "audit", "verify", "--export", str(tmp_path / exported)]
+        check = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert check.returncode == 0, check.stderr
+    assert (tmp_path / "report.html.sig").exists()
+    assert "Audit chain intact" in browser.chain_banner.text()
+
+
+def test_history_draws_the_timeline_beside_the_events(qtbot, audit_area, controller, demo_kma):
+    browser, history = audit_area.browser, audit_area.history
+    browser.filters.combos["operation"].setCurrentText("key.destroy")
+    qtbot.waitUntil(lambda: browser.model.filters.get("operation") == "key.destroy", timeout=WAIT_MS)
+    wait_idle(qtbot, controller.ops)
+    browser.view.selectRow(0)
+    assert browser.history_button.isEnabled()
+    qtbot.mouseClick(browser.history_button, Qt.LeftButton)
+    assert audit_area.tabs.currentWidget() is history
+    qtbot.waitUntil(lambda: history.history is not None, timeout=WAIT_MS)
+    timeline = history.timeline
+    assert "Destroyed" in timeline.describe() and "by op" in timeline.describe()
+    assert history.events.rowCount() == 2
+    image = timeline.grab()
+    assert not image.isNull() and image.height() >= timeline.minimumHeight()
+
+    # Clicking the destroy marker selects that event in the list.
+    destroy = history.history.events[-1]
+    point = timeline.marker_position(destroy.id)
+    assert point is not None
+    qtbot.mouseClick(timeline, Qt.LeftButton, pos=point.toPoint())
+    assert history.table.currentIndex().row() == 1
+
+    # A data unit: its own lane, then one per key.
+    history.load("data_unit", "E00005")
+    qtbot.waitUntil(lambda: history.history.subject_id == "E00005", timeout=WAIT_MS)
+    assert len(history.history.lanes) == 2
+    assert "compromised" in {b.kind for b in history.history.boundaries}
+
+
+def test_dashboard_has_the_three_charts(qtbot, controller, demo_kma):
+    window = sign_in(qtbot, controller, demo_kma, "auditor")
+    page = open_page(qtbot, window, "dashboard")
+    qtbot.waitUntil(lambda: page.charts.series is not None, timeout=WAIT_MS)
+    charts = page.charts
+    assert "Destroyed" in charts.keys_by_state.accessibleDescription()
+    assert "keys issued in the last 30 days" in charts.keys_issued.accessibleDescription()
+    assert "info" in charts.events.accessibleDescription()
+    if charts.events.view is not None:
+        assert len(charts.events.view.chart().series()) == 3  # info, warning, error stacked

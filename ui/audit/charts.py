@@ -1,0 +1,228 @@
+"""Dashboard charts: keys by state, keys issued per day, audit events per day by severity.
+
+Drawn with QtCharts from ``GET /dashboard/series`` (UTC days, empty days as zeros). Each chart
+also carries its numbers in words (accessible description), so a screen reader, a test or a
+build without QtCharts still gets them; without QtCharts the words are shown instead.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from PySide6.QtCore import QDateTime, QMargins, Qt
+from PySide6.QtGui import QColor, QPainter, QPalette
+from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+
+from app.context import AppContext
+from ui.audit.timeline import STATE_COLOURS
+from ui.format import words
+
+try:
+    from PySide6 import QtCharts
+except ImportError:  # a trimmed Qt build: numbers in words instead
+    QtCharts = None
+
+KEY_STATES = ("ready", "protect_and_process", "process_only", "deactivated", "destroyed")
+SEVERITY_COLOURS = {"info": "#4a8fd1", "warning": "#d9a21b", "error": "#c0392b"}
+DAY_CHOICES = ((7, "Last 7 days"), (30, "Last 30 days"), (90, "Last 90 days"), (365, "Last 365 days"))
+
+
+def _msecs(day: str) -> float:
+    return datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp() * 1000
+
+
+class ChartBox(QWidget):
+    """One chart with a title; falls back to its description in words."""
+
+    def __init__(self, title: str) -> None:
+        super().__init__()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.title = title
+        self.words = QLabel()
+        self.words.setWordWrap(True)
+        self.setAccessibleName(title)
+        self.view: Any = None
+        if QtCharts is not None:
+            self.view = QtCharts.QChartView()
+            self.view.setRenderHint(QPainter.Antialiasing)
+            self.view.setMinimumHeight(220)
+            self.view.setAccessibleName(title)
+            layout.addWidget(self.view)
+            self.words.setVisible(False)
+        layout.addWidget(self.words)
+
+    def show_chart(self, chart: Any, description: str) -> None:
+        self.setAccessibleDescription(description)
+        self.words.setText(f"<b>{self.title}</b>: {description}")
+        if self.view is not None:
+            chart.setTitle(self.title)
+            chart.setMargins(QMargins(4, 4, 4, 4))
+            dark = self.palette().color(QPalette.Window).lightness() < 128
+            chart.setTheme(QtCharts.QChart.ChartThemeDark if dark else QtCharts.QChart.ChartThemeLight)
+            chart.setBackgroundVisible(False)
+            self.view.setChart(chart)
+            self.view.setAccessibleDescription(description)
+
+
+class ChartsPanel(QWidget):
+    """The three charts and the period they cover."""
+
+    def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.series: Any = None
+        self.setObjectName("dashboardCharts")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        top = QHBoxLayout()
+        top.addWidget(QLabel("<b>Trends</b>"))
+        top.addStretch(1)
+        self.days = QComboBox()
+        self.days.setAccessibleName("Chart period")
+        for value, label in DAY_CHOICES:
+            self.days.addItem(label, value)
+        self.days.setCurrentIndex(1)
+        self.days.currentIndexChanged.connect(self.refresh)
+        top.addWidget(self.days)
+        layout.addLayout(top)
+        grid = QGridLayout()
+        self.keys_by_state = ChartBox("Keys by state")
+        self.keys_issued = ChartBox("Keys issued per day")
+        self.events = ChartBox("Audit events per day by severity")
+        grid.addWidget(self.keys_by_state, 0, 0)
+        grid.addWidget(self.keys_issued, 0, 1)
+        grid.addWidget(self.events, 1, 0, 1, 2)
+        layout.addLayout(grid, 1)
+        self._loaded = False
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        if not self._loaded:
+            self.refresh()
+
+    def refresh(self) -> None:
+        self._loaded = True
+        days = int(self.days.currentData())
+        self.ctx.ops.read(lambda c: c.client.dashboard_series(days), parent=self, success=self.show_series)
+
+    def show_series(self, series: Any) -> None:
+        self.series = series
+        self._keys_by_state(series)
+        self._keys_issued(series)
+        self._events(series)
+
+    # -- the charts ---------------------------------------------------------------------------
+    def _keys_by_state(self, series: Any) -> None:
+        counts = [(s, series.keys_by_state.get(s, 0)) for s in KEY_STATES]
+        text = ", ".join(f"{words(s)} {n:,}" for s, n in counts)
+        chart = None
+        if QtCharts is not None:
+            bars = QtCharts.QHorizontalBarSeries()
+            for state, count in counts:  # one set per state, so each has its lifecycle colour
+                bar = QtCharts.QBarSet(words(state))
+                bar.setColor(QColor(STATE_COLOURS[state]))
+                bar.append([float(count) if s == state else 0.0 for s, _ in counts])
+                bars.append(bar)
+            bars.setBarWidth(3.5)
+            chart = QtCharts.QChart()
+            chart.addSeries(bars)
+            axis_y = QtCharts.QBarCategoryAxis()
+            axis_y.append([words(s) for s in KEY_STATES])
+            axis_x = QtCharts.QValueAxis()
+            axis_x.setLabelFormat("%d")
+            axis_x.setMin(0)
+            chart.addAxis(axis_y, Qt.AlignLeft)
+            chart.addAxis(axis_x, Qt.AlignBottom)
+            bars.attachAxis(axis_y)
+            bars.attachAxis(axis_x)
+            chart.legend().setVisible(False)
+        self.keys_by_state.show_chart(chart, text)
+
+    def _keys_issued(self, series: Any) -> None:
+        total = sum(n for _, n in series.keys_issued)
+        busiest = max(series.keys_issued, key=lambda d: d[1], default=("", 0))
+        text = f"{total:,} keys issued in the last {series.days} days" + (
+            f"; busiest day {busiest[0]} with {busiest[1]:,}" if busiest[1] else "")
+        chart = None
+        if QtCharts is not None:
+            line = QtCharts.QLineSeries()
+            line.setName("Keys issued")
+            for day, count in series.keys_issued:
+                line.append(_msecs(day), float(count))
+            line.setColor(QColor(STATE_COLOURS["protect_and_process"]))
+            line.setPointsVisible(True)
+            chart = self._time_chart([line], max((n for _, n in series.keys_issued), default=0), series.days)
+            chart.legend().setVisible(False)
+        self.keys_issued.show_chart(chart, text)
+
+    def _events(self, series: Any) -> None:
+        days = series.events_by_severity
+        sums = {s: sum(getattr(d, s) for d in days) for s in SEVERITY_COLOURS}
+        text = f"in the last {series.days} days: " + ", ".join(f"{n:,} {s}" for s, n in sums.items())
+        chart = None
+        if QtCharts is not None:
+            areas, below = [], [0.0] * len(days)
+            for severity, colour in SEVERITY_COLOURS.items():  # stacked: info, then warning, then error
+                lower, upper = QtCharts.QLineSeries(), QtCharts.QLineSeries()
+                for i, d in enumerate(days):
+                    x = _msecs(d.day)
+                    lower.append(x, below[i])
+                    below[i] += getattr(d, severity)
+                    upper.append(x, below[i])
+                area = QtCharts.QAreaSeries(upper, lower)
+                area.setName(severity.capitalize())
+                area.setColor(QColor(colour))
+                area.setBorderColor(QColor(colour).darker(120))
+                area.setParent(self)
+                areas.append((area, upper, lower))
+            chart = self._time_chart([a for a, _, _ in areas], max(below, default=0), series.days)
+            for _area, upper, lower in areas:
+                upper.setParent(chart)
+                lower.setParent(chart)
+        self.events.show_chart(chart, text)
+
+    @staticmethod
+    def _time_chart(all_series: list[Any], top: float, days: int) -> Any:
+        chart = QtCharts.QChart()
+        for s in all_series:
+            chart.addSeries(s)
+        axis_x = QtCharts.QDateTimeAxis()
+        axis_x.setFormat("MM-dd" if days <= 90 else "yyyy-MM")
+        axis_x.setTickCount(min(days, 8))
+        now = QDateTime.currentDateTimeUtc()
+        axis_x.setRange(now.addDays(-days), now)
+        axis_y = QtCharts.QValueAxis()
+        axis_y.setLabelFormat("%d")
+        axis_y.setRange(0, max(top * 1.1, 1))
+        chart.addAxis(axis_x, Qt.AlignBottom)
+        chart.addAxis(axis_y, Qt.AlignLeft)
+        for s in all_series:
+            s.attachAxis(axis_x)
+            s.attachAxis(axis_y)
+        return chart
+
+
+class DashboardWithCharts(QWidget):
+    """The dashboard page with the charts below it (registered under the dashboard's key)."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__()
+        from ui.pages.dashboard import DashboardPage
+
+        self.setObjectName("page:dashboard")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.dashboard = DashboardPage(ctx)
+        self.charts = ChartsPanel(ctx)
+        split = QSplitter(Qt.Vertical)
+        split.addWidget(self.dashboard)
+        split.addWidget(self.charts)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
+        layout.addWidget(split)
+
+    def refresh(self) -> None:
+        self.dashboard.refresh()
+        self.charts.refresh()

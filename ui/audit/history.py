@@ -1,0 +1,188 @@
+"""History of one key, data unit (volser) or agent: the drawn timeline above its events.
+
+Selecting an event in the list marks it on the timeline, and clicking a marker selects the event,
+so "what happened, when, and who did it" reads in either direction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.context import AppContext
+from ui.audit.timeline import TimelineWidget
+from ui.format import when, words
+
+SUBJECTS = (("key", "Key"), ("data_unit", "Data unit (volser)"), ("agent", "Agent"))
+Index = QModelIndex | QPersistentModelIndex
+
+
+class HistoryEventsModel(QAbstractTableModel):
+    """The events of one history (at most 1,000, all in memory: no paging needed)."""
+
+    COLUMNS = (("created_at", "Time"), ("operation", "Operation"), ("entity_id", "By"),
+               ("condition", "Outcome"), ("message", "Message"))  # fmt: skip
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[Any] = []
+
+    def set_events(self, events: list[Any]) -> None:
+        self.beginResetModel()
+        self.events = list(events)
+        self.endResetModel()
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self.events)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole) -> Any:  # noqa: N802
+        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+            return self.COLUMNS[section][1]
+        return None
+
+    def data(self, index: Index, role: int = Qt.DisplayRole) -> Any:
+        if not index.isValid() or role not in (Qt.DisplayRole, Qt.ToolTipRole):
+            return None
+        event = self.events[index.row()]
+        key = self.COLUMNS[index.column()][0]
+        value = getattr(event, key)
+        if key == "created_at":
+            return when(value)
+        return words(value) if key == "condition" else str(value)
+
+    def row_of(self, event_id: int) -> int:
+        return next((i for i, e in enumerate(self.events) if e.id == event_id), -1)
+
+
+class HistoryView(QWidget):
+    """Timeline and events of one object, with an optional picker to choose the object."""
+
+    def __init__(self, ctx: AppContext, subject_type: str | None = None, subject_id: str | None = None,
+                 parent: QWidget | None = None, *, picker: bool = True) -> None:  # fmt: skip
+        super().__init__(parent)
+        self.ctx = ctx
+        self.history: Any = None
+        self.setObjectName("historyView")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self._picker(picker))
+        self.title = QLabel("Choose a key, a data unit or an agent.")
+        self.title.setObjectName("historyTitle")
+        self.title.setWordWrap(True)
+        self.title.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        layout.addWidget(self.title)
+        layout.addWidget(self._body(), 1)
+        if subject_type and subject_id:
+            self.load(subject_type, subject_id)
+
+    def _picker(self, visible: bool) -> QWidget:
+        row = QHBoxLayout()
+        self.kind = QComboBox()
+        self.kind.setAccessibleName("History of")
+        for value, label in SUBJECTS:
+            self.kind.addItem(label, value)
+        self.subject = QLineEdit()
+        self.subject.setPlaceholderText("Key ID, volser (e.g. E00001) or agent ID")
+        self.subject.setAccessibleName("Object ID")
+        self.subject.returnPressed.connect(self._show_chosen)
+        self.show_button = QPushButton("Show history")
+        self.show_button.clicked.connect(self._show_chosen)
+        row.addWidget(QLabel("History of"))
+        row.addWidget(self.kind)
+        row.addWidget(self.subject, 1)
+        row.addWidget(self.show_button)
+        box = QWidget()
+        box.setLayout(row)
+        box.setVisible(visible)
+        return box
+
+    def _body(self) -> QSplitter:
+        """The timeline above the list of events."""
+        self.timeline = TimelineWidget()
+        self.timeline.event_clicked.connect(self._select_event)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.timeline)
+        self.events = HistoryEventsModel()
+        self.table = QTableView()
+        self.table.setModel(self.events)
+        self.table.setAccessibleName("Events of this history")
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.Interactive)
+        header.setStretchLastSection(True)
+        for i, width in enumerate((130, 150, 90, 80)):
+            header.resizeSection(i, width)
+        self.table.selectionModel().currentRowChanged.connect(self._row_changed)
+        split = QSplitter(Qt.Vertical)
+        split.addWidget(scroll)
+        split.addWidget(self.table)
+        split.setStretchFactor(0, 2)
+        split.setStretchFactor(1, 3)
+        return split
+
+    def _show_chosen(self) -> None:
+        subject_id = self.subject.text().strip()
+        if subject_id:
+            self.load(self.kind.currentData(), subject_id)
+
+    def load(self, subject_type: str, subject_id: str) -> None:
+        """Fetch and show the history (on the read lane; shown when it arrives)."""
+        self.kind.setCurrentIndex(max(self.kind.findData(subject_type), 0))
+        self.subject.setText(subject_id)
+        self.title.setText(f"Loading the history of {words(subject_type).lower()} {subject_id}…")
+
+        def failed(exc: BaseException) -> bool:
+            message = getattr(exc, "message", str(exc))
+            self.title.setText(f"<b>No history shown.</b> {message}")
+            return getattr(exc, "code", "") == "not_found"  # other failures go to the error handler
+
+        self.ctx.ops.read(lambda c: c.client.history(subject_type, subject_id), parent=self,
+                          success=self.show_history, failure=failed)  # fmt: skip
+
+    def show_history(self, history: Any) -> None:
+        self.history = history
+        facts = ", ".join(f"{words(k).lower()}: {v}" for k, v in history.facts.items() if v not in (None, ""))
+        shown = (f"the newest {len(history.events):,} of {history.events_total:,} events"
+                 if history.events_truncated else f"{history.events_total:,} events")  # fmt: skip
+        self.title.setText(f"<b>{history.title}</b> — now <b>{words(history.state)}</b>"
+                           + (f" · {facts}" if facts else "") + f" · {shown}")
+        self.timeline.set_history(history)
+        self.events.set_events(list(history.events))
+
+    def _select_event(self, event_id: int) -> None:
+        row = self.events.row_of(event_id)
+        if row >= 0:
+            self.table.selectRow(row)
+            self.table.scrollTo(self.events.index(row, 0))
+
+    def _row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if current.isValid():
+            self.timeline.select_event(self.events.events[current.row()].id)
+
+
+def history_tab(ctx: AppContext, subject_type: str, subject_id: str,
+                parent: QWidget | None = None) -> HistoryView:
+    """The History tab of a key's, data unit's or agent's details."""
+    return HistoryView(ctx, subject_type, subject_id, parent, picker=False)

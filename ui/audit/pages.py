@@ -1,0 +1,67 @@
+"""Registers the auditor's pages: the Audit area (browser + history) and the dashboard's charts.
+
+Both register under existing keys, which the page registry allows ("add or replace, by key"):
+"audit" becomes the browser with a History tab, and "dashboard" gains its charts below the
+foundation's dashboard, which it embeds unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
+
+import ui.pages.audit  # noqa: F401  the pages replaced here register first, whatever imports this
+import ui.pages.dashboard  # noqa: F401
+from app.context import AppContext
+from app.pages import PageSpec, register
+from ui.audit.browser import LIST_SPEC, AuditBrowser
+from ui.audit.charts import DashboardWithCharts
+from ui.audit.history import HistoryView
+from ui.pages.common import AUDIT_READERS
+from ui.widgets import page_header
+
+
+class AuditArea(QWidget):
+    """Events (the browser) and History (timeline of one key, data unit or agent) as tabs."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.setObjectName("page:audit")
+        layout = QVBoxLayout(self)
+        layout.addWidget(page_header(
+            "Audit log", "Every operation by a user, an agent or a KMA, successful or refused, in a hash "
+            "chain nothing can silently change. Newest first."))  # fmt: skip
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.browser = AuditBrowser(ctx, open_history=self.open_history)
+        self.history = HistoryView(ctx)
+        self.tabs.addTab(self.browser, "Events")
+        self.tabs.addTab(self.history, "History")
+        layout.addWidget(self.tabs, 1)
+
+    # What a list page exposes, so code and tests written for the generic list keep working.
+    @property
+    def model(self) -> Any:
+        return self.browser.model
+
+    @property
+    def view(self) -> Any:
+        return self.browser.view
+
+    @property
+    def spec(self) -> Any:
+        return LIST_SPEC
+
+    def refresh(self) -> None:
+        self.browser.refresh()
+
+    def open_history(self, subject_type: str, subject_id: str) -> None:
+        self.tabs.setCurrentWidget(self.history)
+        self.history.load(subject_type, subject_id)
+
+
+register(PageSpec("audit", "Audit log", AuditArea, AUDIT_READERS, order=90, icon="SP_FileDialogContentsView",
+                  description="Browse, search, tail, verify and export the audit trail; histories."))
+register(PageSpec("dashboard", "Dashboard", DashboardWithCharts, order=10, icon="SP_ComputerIcon"))
