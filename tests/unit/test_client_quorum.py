@@ -1,0 +1,111 @@
+"""kms_client's quorum-protected calls over `httpx.MockTransport`: credentials in the body, and the
+result when the request ran versus the `PendingQuorumOp` on 202."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from kms_client import Credential, Kma, PendingQuorumOp, User
+from tests.unit.test_client_http import T0, USER, Handler, client_with, make_ca_pem
+
+OP = {
+    "id": "9f3a0b12cd",
+    "type": "create_user",
+    "summary": "Create user 'jo' (Jo) with roles auditor",
+    "request": {
+        "id": "jo",
+        "name": "Jo",
+        "roles": ["auditor"],
+        "passphrase": "(given; kept only as its hash)",
+    },
+    "requested_by": "so",
+    "submitted_at": T0,
+    "updated_at": T0,
+    "expires_at": "2026-11-22T07:40:00Z",
+    "state": "pending",
+    "approvals_needed": 3,
+    "approvals": [{"member": "alice", "approved_by": "so", "approved_at": T0}],
+    "result": None,
+}
+KMA = {
+    "id": "k1",
+    "name": "K1",
+    "site_id": "s",
+    "management_address": "a:1",
+    "service_address": "a:2",
+    "version": "0.1.0",
+    "locked": False,
+    "key_pool_size": 10,
+    "pool_ready": 10,
+    "created_at": T0,
+}
+
+
+@pytest.fixture(scope="module")
+def ca_pem() -> str:
+    return make_ca_pem()
+
+
+def recording(status: int, body: object, seen: list[httpx.Request]) -> Handler:
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(status, json=body) if body is not None else httpx.Response(status)
+
+    return handler
+
+
+def test_create_user_with_enough_credentials_returns_the_user(ca_pem: str) -> None:
+    seen: list[httpx.Request] = []
+    client = client_with(ca_pem, recording(201, USER, seen))
+    user = client.create_user(
+        "so1", "Sam", ["security_officer"], "passphrase", credentials={"alice": "pa", "bob": "pb"}
+    )
+    assert isinstance(user, User)
+    assert json.loads(seen[0].content)["credentials"] == [
+        {"member": "alice", "passphrase": "pa"},
+        {"member": "bob", "passphrase": "pb"},
+    ]
+
+
+def test_a_202_gives_the_pending_quorum_operation(ca_pem: str) -> None:
+    seen: list[httpx.Request] = []
+    client = client_with(ca_pem, recording(202, OP, seen))
+    op = client.create_user("jo", "Jo", ["auditor"], "passphrase", credentials=[Credential("alice", "pa")])
+    assert isinstance(op, PendingQuorumOp) and op.pending and op.approvals[0].member == "alice"
+    assert op.request["passphrase"].startswith("(given")
+    assert "pa" not in repr(Credential("alice", "pa"))  # passphrases stay out of logs
+
+
+def test_without_credentials_the_body_is_unchanged(ca_pem: str) -> None:
+    seen: list[httpx.Request] = []
+    client = client_with(ca_pem, recording(204, None, seen))
+    assert client.set_user_passphrase("so1", "new passphrase") is None
+    assert json.loads(seen[0].content) == {"passphrase": "new passphrase"}
+
+
+def test_unlock_and_approve(ca_pem: str) -> None:
+    seen: list[httpx.Request] = []
+    client = client_with(ca_pem, recording(200, KMA, seen))
+    assert isinstance(client.unlock_kma("k1", credentials=[("alice", "pa")]), Kma)
+    assert seen[-1].url.path == "/api/v1/kmas/k1/unlock"
+    client = client_with(ca_pem, recording(200, {**OP, "state": "executed"}, seen))
+    op = client.approve_quorum_operation(OP["id"], "bob", "pb")
+    assert op.state == "executed" and not op.pending
+    assert seen[-1].url.path == f"/api/v1/quorum-operations/{OP['id']}/approve"
+    assert json.loads(seen[-1].content) == {"member": "bob", "passphrase": "pb"}
+
+
+def test_change_key_split_sends_new_members_and_the_old_quorum(ca_pem: str) -> None:
+    seen: list[httpx.Request] = []
+    split = {"threshold": 2, "members": ["a", "b"], "generation": 2, "operation_lifetime": 86400}
+    client = client_with(ca_pem, recording(200, split, seen))
+    result = client.change_key_split(2, [("a", "pa-new"), ("b", "pb-new")], credentials={"alice": "pa"})
+    assert not isinstance(result, PendingQuorumOp) and result.generation == 2
+    assert json.loads(seen[0].content) == {
+        "threshold": 2,
+        "members": [{"name": "a", "passphrase": "pa-new"}, {"name": "b", "passphrase": "pb-new"}],
+        "credentials": [{"member": "alice", "passphrase": "pa"}],
+    }
