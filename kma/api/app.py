@@ -65,9 +65,10 @@ TOO_LARGE = "The request body is over 64 KiB."
 
 async def _too_large(scope: Scope, send: Send) -> None:
     await errors._audit_refusal(Request(scope), "payload_too_large", TOO_LARGE)
-    body = json.dumps({"error": {"code": "payload_too_large", "message": TOO_LARGE}}, separators=(",", ":")).encode()
-    await send({"type": "http.response.start", "status": 413,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    error = {"error": {"code": "payload_too_large", "message": TOO_LARGE}}
+    body = json.dumps(error, separators=(",", ":")).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 

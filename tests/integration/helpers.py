@@ -80,7 +80,8 @@ def row_counts(kma: RunningKma) -> dict[str, int]:
     with read_only_db(kma) as db:
         counts = {t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in DOMAIN_TABLES}
         counts["keys (issued)"] = db.execute(
-            "SELECT count(*) FROM keys WHERE activated_at IS NOT NULL").fetchone()[0]
+            "SELECT count(*) FROM keys WHERE activated_at IS NOT NULL"
+        ).fetchone()[0]
     return counts
 
 
@@ -101,6 +102,8 @@ def events_since(kma: RunningKma, event_id: int) -> list[dict[str, Any]]:
     """Audit events written after `event_id` by users (or anonymous callers), leaving out what
     KMAs do on their own (the key pool's refills)."""
     with read_only_db(kma) as db:
-        rows = db.execute("SELECT * FROM audit_events WHERE id > ? AND entity_id NOT IN (SELECT id FROM kmas) "
-                          "ORDER BY id", (event_id,))  # fmt: skip
+        rows = db.execute(
+            "SELECT * FROM audit_events WHERE id > ? AND entity_id NOT IN (SELECT id FROM kmas) ORDER BY id",
+            (event_id,),
+        )
         return [dict(r) for r in rows]

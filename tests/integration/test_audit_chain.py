@@ -49,16 +49,20 @@ def verify(data_dir: Path) -> tuple[int, str]:
 
 def event_with(data_dir: Path, operation: str) -> tuple[int, str]:
     with read_only_db(data_dir / "kma.db") as db:
-        rows = db.execute("SELECT id, message FROM audit_events WHERE operation = ? AND condition = 'success' "
-                          "ORDER BY id", (operation,)).fetchall()  # fmt: skip
+        rows = db.execute(
+            "SELECT id, message FROM audit_events WHERE operation = ? AND condition = 'success' ORDER BY id",
+            (operation,),
+        ).fetchall()
     assert rows, f"the demo has no {operation} event"
     event_id, message = rows[len(rows) // 2]
     return int(event_id), str(message)
 
 
 # "issued key ..." -> "issuee key ...": the sixth character of one event's message.
-ONE_CHARACTER = ("UPDATE audit_events SET message = substr(message, 1, 5) || 'e' || substr(message, 7) "
-                 "WHERE id = {event_id}")
+ONE_CHARACTER = (
+    "UPDATE audit_events SET message = substr(message, 1, 5) || 'e' || substr(message, 7) "
+    "WHERE id = {event_id}"
+)
 
 
 def sql(data_dir: Path, *statements: str) -> None:
@@ -77,8 +81,9 @@ def test_verify_passes_on_an_untouched_kma(stopped_kma: RunningKma, tmp_path: Pa
     assert code == 0, output
 
 
-def test_one_flipped_bit_in_the_database_file_is_found_and_the_event_named(stopped_kma: RunningKma,
-                                                                            tmp_path: Path) -> None:  # fmt: skip
+def test_one_flipped_bit_in_the_database_file_is_found_and_the_event_named(
+    stopped_kma: RunningKma, tmp_path: Path
+) -> None:
     data_dir = copy_of(stopped_kma, tmp_path)
     event_id, message = event_with(data_dir, "key.destroy")
     db_file = data_dir / "kma.db"
@@ -101,22 +106,26 @@ def test_one_flipped_bit_in_the_database_file_is_found_and_the_event_named(stopp
     assert f"(first bad event: #{event_id})" in output, output
 
 
-def test_one_character_changed_through_sqlite_is_found_and_the_event_named(stopped_kma: RunningKma,
-                                                                            tmp_path: Path) -> None:  # fmt: skip
+def test_one_character_changed_through_sqlite_is_found_and_the_event_named(
+    stopped_kma: RunningKma, tmp_path: Path
+) -> None:
     data_dir = copy_of(stopped_kma, tmp_path)
     event_id, message = event_with(data_dir, "key.issue")
     assert message.startswith("issued key ")
     sql(data_dir, "DROP TRIGGER audit_events_no_update", ONE_CHARACTER.format(event_id=event_id))
     with read_only_db(data_dir / "kma.db") as db:
         assert db.execute("SELECT message FROM audit_events WHERE id = ?", (event_id,)).fetchone()[0] == (
-            "issuee" + message[len("issued"):])
+            "issuee" + message[len("issued") :]
+        )
 
     code, output = verify(data_dir)
     assert code == 1, output
     assert f"(first bad event: #{event_id})" in output, output
 
 
-def test_the_guard_triggers_refuse_changes_while_they_are_in_place(stopped_kma: RunningKma, tmp_path: Path) -> None:
+def test_the_guard_triggers_refuse_changes_while_they_are_in_place(
+    stopped_kma: RunningKma, tmp_path: Path
+) -> None:
     data_dir = copy_of(stopped_kma, tmp_path)
     event_id, _ = event_with(data_dir, "key.issue")
     with pytest.raises(sqlite3.IntegrityError, match="cannot be changed"):

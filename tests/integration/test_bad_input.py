@@ -20,7 +20,6 @@ import httpx
 import pytest
 
 from kms_client import ValidationFailed
-
 from tests.integration.helpers import (
     error_of,
     events_since,
@@ -79,44 +78,185 @@ def bad_requests() -> list[Bad]:
         # Malformed JSON
         Bad("truncated JSON", "POST", "/data-units", 400, "bad_request", content=b'{"id":', headers=JSON),
         Bad("not JSON", "POST", "/data-units", 400, "bad_request", content=b"id=E1", headers=JSON),
-        Bad("trailing comma", "POST", "/data-units", 400, "bad_request", content=b'{"id":"BAD001",}', headers=JSON),
-        Bad("invalid UTF-8", "POST", "/data-units", 400, "bad_request", content=b'{"id":"\xff\xfe"}', headers=JSON),
+        Bad(
+            "trailing comma",
+            "POST",
+            "/data-units",
+            400,
+            "bad_request",
+            content=b'{"id":"BAD001",}',
+            headers=JSON,
+        ),
+        Bad(
+            "invalid UTF-8",
+            "POST",
+            "/data-units",
+            400,
+            "bad_request",
+            content=b'{"id":"\xff\xfe"}',
+            headers=JSON,
+        ),
         Bad("a list", "POST", "/data-units", 422, "validation_failed", json=[1, 2]),
         Bad("a string", "POST", "/data-units", 422, "validation_failed", json="E00001"),
-        Bad("null", "POST", "/data-units", 422, "validation_failed", json=None, content=b"null", headers=JSON),
+        Bad(
+            "null", "POST", "/data-units", 422, "validation_failed", json=None, content=b"null", headers=JSON
+        ),
         Bad("no body", "POST", "/data-units", 422, "validation_failed"),
-        Bad("JSON sent as text", "POST", "/data-units", 422, None, content=b'{"id":"BAD002"}',
-            headers={"content-type": "text/plain"}),
-        Bad("sign-in not JSON", "POST", "/auth/sign-in", 400, "bad_request", user=None, content=b"{", headers=JSON),
+        Bad(
+            "JSON sent as text",
+            "POST",
+            "/data-units",
+            422,
+            None,
+            content=b'{"id":"BAD002"}',
+            headers={"content-type": "text/plain"},
+        ),
+        Bad(
+            "sign-in not JSON",
+            "POST",
+            "/auth/sign-in",
+            400,
+            "bad_request",
+            user=None,
+            content=b"{",
+            headers=JSON,
+        ),
         # Wrong types and unknown fields
         Bad("id a number", "POST", "/data-units", 422, "validation_failed", json={"id": 123}),
         Bad("id a list", "POST", "/data-units", 422, "validation_failed", json={"id": ["E1"]}),
         Bad("id a boolean", "POST", "/data-units", 422, "validation_failed", json={"id": True}),
-        Bad("description a number", "POST", "/data-units", 422, "validation_failed", json={"id": "BAD003", "description": 5}),
-        Bad("unknown field", "POST", "/data-units", 422, "validation_failed", json={"id": "BAD004", "state": "shredded"}),
-        Bad("key ids as numbers", "POST", "/keys", 422, "validation_failed", json={"key_group_id": 1, "data_unit_id": None}),
-        Bad("period a string", "POST", "/key-policies", 422, "validation_failed", user="co",
-            json={"id": "bad-p1", "encryption_period": "10", "cryptoperiod": 20}),
-        Bad("period a float", "POST", "/key-policies", 422, "validation_failed", user="co",
-            json={"id": "bad-p2", "encryption_period": 10.5, "cryptoperiod": 20}),
-        Bad("period zero", "POST", "/key-policies", 422, "validation_failed", user="co",
-            json={"id": "bad-p3", "encryption_period": 0, "cryptoperiod": 20}),
-        Bad("period negative", "POST", "/key-policies", 422, "validation_failed", user="co",
-            json={"id": "bad-p4", "encryption_period": -5, "cryptoperiod": 20}),
-        Bad("period enormous", "POST", "/key-policies", 422, "validation_failed", user="co",
-            json={"id": "bad-p5", "encryption_period": 10**30, "cryptoperiod": 10**30}),
-        Bad("cryptoperiod shorter", "POST", "/key-policies", 422, "validation_failed", user="co",
-            json={"id": "bad-p6", "encryption_period": 100, "cryptoperiod": 50}),
-        Bad("roles not a list", "POST", "/users", 422, "validation_failed", user="so",
-            json={"id": "bad-u1", "name": "X", "roles": "auditor", "passphrase": "long enough"}),
-        Bad("pool size a string", "PATCH", "/kmas/kma-dal-1", 422, "validation_failed", user="so",
-            json={"key_pool_size": "lots"}),
-        Bad("enabled not a boolean", "PATCH", "/agents/t10k-dal-01", 422, "validation_failed", json={"enabled": "no"}),
-        Bad("sign-in user a number", "POST", "/auth/sign-in", 422, "validation_failed", user=None,
-            json={"user_id": 5, "passphrase": "whatever1"}),
-        Bad("sign-in no passphrase", "POST", "/auth/sign-in", 422, "validation_failed", user=None, json={"user_id": "op"}),
-        Bad("sign-in lone surrogate", "POST", "/auth/sign-in", 422, "validation_failed", user=None,
-            content=b'{"user_id":"\\ud800","passphrase":"whatever1"}', headers=JSON),
+        Bad(
+            "description a number",
+            "POST",
+            "/data-units",
+            422,
+            "validation_failed",
+            json={"id": "BAD003", "description": 5},
+        ),
+        Bad(
+            "unknown field",
+            "POST",
+            "/data-units",
+            422,
+            "validation_failed",
+            json={"id": "BAD004", "state": "shredded"},
+        ),
+        Bad(
+            "key ids as numbers",
+            "POST",
+            "/keys",
+            422,
+            "validation_failed",
+            json={"key_group_id": 1, "data_unit_id": None},
+        ),
+        Bad(
+            "period a string",
+            "POST",
+            "/key-policies",
+            422,
+            "validation_failed",
+            user="co",
+            json={"id": "bad-p1", "encryption_period": "10", "cryptoperiod": 20},
+        ),
+        Bad(
+            "period a float",
+            "POST",
+            "/key-policies",
+            422,
+            "validation_failed",
+            user="co",
+            json={"id": "bad-p2", "encryption_period": 10.5, "cryptoperiod": 20},
+        ),
+        Bad(
+            "period zero",
+            "POST",
+            "/key-policies",
+            422,
+            "validation_failed",
+            user="co",
+            json={"id": "bad-p3", "encryption_period": 0, "cryptoperiod": 20},
+        ),
+        Bad(
+            "period negative",
+            "POST",
+            "/key-policies",
+            422,
+            "validation_failed",
+            user="co",
+            json={"id": "bad-p4", "encryption_period": -5, "cryptoperiod": 20},
+        ),
+        Bad(
+            "period enormous",
+            "POST",
+            "/key-policies",
+            422,
+            "validation_failed",
+            user="co",
+            json={"id": "bad-p5", "encryption_period": 10**30, "cryptoperiod": 10**30},
+        ),
+        Bad(
+            "cryptoperiod shorter",
+            "POST",
+            "/key-policies",
+            422,
+            "validation_failed",
+            user="co",
+            json={"id": "bad-p6", "encryption_period": 100, "cryptoperiod": 50},
+        ),
+        Bad(
+            "roles not a list",
+            "POST",
+            "/users",
+            422,
+            "validation_failed",
+            user="so",
+            json={"id": "bad-u1", "name": "X", "roles": "auditor", "passphrase": "long enough"},
+        ),
+        Bad(
+            "pool size a string",
+            "PATCH",
+            "/kmas/kma-dal-1",
+            422,
+            "validation_failed",
+            user="so",
+            json={"key_pool_size": "lots"},
+        ),
+        Bad(
+            "enabled not a boolean",
+            "PATCH",
+            "/agents/t10k-dal-01",
+            422,
+            "validation_failed",
+            json={"enabled": "no"},
+        ),
+        Bad(
+            "sign-in user a number",
+            "POST",
+            "/auth/sign-in",
+            422,
+            "validation_failed",
+            user=None,
+            json={"user_id": 5, "passphrase": "whatever1"},
+        ),
+        Bad(
+            "sign-in no passphrase",
+            "POST",
+            "/auth/sign-in",
+            422,
+            "validation_failed",
+            user=None,
+            json={"user_id": "op"},
+        ),
+        Bad(
+            "sign-in lone surrogate",
+            "POST",
+            "/auth/sign-in",
+            422,
+            "validation_failed",
+            user=None,
+            content=b'{"user_id":"\\ud800","passphrase":"whatever1"}',
+            headers=JSON,
+        ),
         # Bad query parameters
         Bad("limit 0", "GET", "/keys", 422, "validation_failed", params={"limit": "0"}),
         Bad("limit 1001", "GET", "/keys", 422, "validation_failed", params={"limit": "1001"}),
@@ -127,25 +267,98 @@ def bad_requests() -> list[Bad]:
         Bad("compromised maybe", "GET", "/keys", 422, "validation_failed", params={"compromised": "maybe"}),
         Bad("garbage cursor", "GET", "/keys", 400, "bad_request", params={"cursor": "%%%not-a-cursor"}),
         Bad("cursor of three", "GET", "/keys", 400, "bad_request", params={"cursor": cursor([1, 2, 3])}),
-        Bad("cursor of objects", "GET", "/keys", 400, "bad_request", params={"cursor": cursor([[1], {"a": 1}])}),
+        Bad(
+            "cursor of objects",
+            "GET",
+            "/keys",
+            400,
+            "bad_request",
+            params={"cursor": cursor([[1], {"a": 1}])},
+        ),
         Bad("cursor too big", "GET", "/keys", 400, "bad_request", params={"cursor": cursor([10**30, "x"])}),
-        Bad("since superscript", "GET", "/audit-events", 422, "validation_failed", user="auditor", params={"since": "²"}),
-        Bad("since year 10^12", "GET", "/audit-events", 422, "validation_failed", user="auditor",
-            params={"since": "9" * 20}),
-        Bad("until not a time", "GET", "/audit-events", 422, "validation_failed", user="auditor",
-            params={"until": "yesterday"}),
+        Bad(
+            "since superscript",
+            "GET",
+            "/audit-events",
+            422,
+            "validation_failed",
+            user="auditor",
+            params={"since": "²"},
+        ),
+        Bad(
+            "since year 10^12",
+            "GET",
+            "/audit-events",
+            422,
+            "validation_failed",
+            user="auditor",
+            params={"since": "9" * 20},
+        ),
+        Bad(
+            "until not a time",
+            "GET",
+            "/audit-events",
+            422,
+            "validation_failed",
+            user="auditor",
+            params={"until": "yesterday"},
+        ),
         # Oversize bodies: announced, streamed, and before any sign-in
-        Bad("70 KiB announced", "POST", "/data-units", 413, "payload_too_large", content=oversize(70 * KIB), headers=JSON),
-        Bad("70 KiB chunked", "POST", "/data-units", 413, "payload_too_large", content=chunks(oversize(70 * KIB)),
-            headers=JSON),
-        Bad("64 KiB + 1 byte", "POST", "/data-units", 413, "payload_too_large", content=oversize(64 * KIB + 1),
-            headers=JSON),
-        Bad("64 KiB + 1 chunked", "POST", "/data-units", 413, "payload_too_large",
-            content=chunks(oversize(64 * KIB + 1)), headers=JSON),
-        Bad("exactly 64 KiB is read (then too long a description)", "POST", "/data-units", 422, "validation_failed",
-            content=oversize(64 * KIB), headers=JSON),
-        Bad("1 MiB to sign-in", "POST", "/auth/sign-in", 413, "payload_too_large", user=None,
-            content=b"{" + b" " * (1024 * KIB) + b"}", headers=JSON),
+        Bad(
+            "70 KiB announced",
+            "POST",
+            "/data-units",
+            413,
+            "payload_too_large",
+            content=oversize(70 * KIB),
+            headers=JSON,
+        ),
+        Bad(
+            "70 KiB chunked",
+            "POST",
+            "/data-units",
+            413,
+            "payload_too_large",
+            content=chunks(oversize(70 * KIB)),
+            headers=JSON,
+        ),
+        Bad(
+            "64 KiB + 1 byte",
+            "POST",
+            "/data-units",
+            413,
+            "payload_too_large",
+            content=oversize(64 * KIB + 1),
+            headers=JSON,
+        ),
+        Bad(
+            "64 KiB + 1 chunked",
+            "POST",
+            "/data-units",
+            413,
+            "payload_too_large",
+            content=chunks(oversize(64 * KIB + 1)),
+            headers=JSON,
+        ),
+        Bad(
+            "exactly 64 KiB is read (then too long a description)",
+            "POST",
+            "/data-units",
+            422,
+            "validation_failed",
+            content=oversize(64 * KIB),
+            headers=JSON,
+        ),
+        Bad(
+            "1 MiB to sign-in",
+            "POST",
+            "/auth/sign-in",
+            413,
+            "payload_too_large",
+            user=None,
+            content=b"{" + b" " * (1024 * KIB) + b"}",
+            headers=JSON,
+        ),
         # Unknown IDs and routes
         Bad("unknown key", "GET", "/keys/0123456789ABCDEF0123456789ABCDEF", 404, "not_found"),
         Bad("unknown data unit", "GET", "/data-units/NOPE01", 404, "not_found"),
@@ -155,33 +368,87 @@ def bad_requests() -> list[Bad]:
         Bad("unknown site", "GET", "/sites/atlantis", 404, "not_found"),
         Bad("unknown KMA", "GET", "/kmas/kma-nowhere", 404, "not_found"),
         Bad("unknown user", "GET", "/users/nobody", 404, "not_found", user="auditor"),
-        Bad("patch unknown data unit", "PATCH", "/data-units/NOPE01", 404, "not_found", json={"description": "x"}),
+        Bad(
+            "patch unknown data unit",
+            "PATCH",
+            "/data-units/NOPE01",
+            404,
+            "not_found",
+            json={"description": "x"},
+        ),
         Bad("destroy unknown key", "POST", "/keys/NOPE/destroy", 404, "not_found", json={"comment": "x"}),
-        Bad("compromise unknown key", "POST", "/keys/NOPE/compromise", 404, "not_found", json={"comment": "x"}),
-        Bad("issue for unknown tape", "POST", "/keys", 404, "not_found",
-            json={"key_group_id": "backup-dallas", "data_unit_id": "NOPE01"}),
-        Bad("issue in unknown group", "POST", "/keys", 404, "not_found",
-            json={"key_group_id": "no-such-group", "data_unit_id": "E00009"}),
-        Bad("agent at unknown site", "POST", "/agents", 404, "not_found",
-            json={"id": "bad-agent", "site_id": "atlantis", "default_key_group_id": "backup-dallas"}),
+        Bad(
+            "compromise unknown key", "POST", "/keys/NOPE/compromise", 404, "not_found", json={"comment": "x"}
+        ),
+        Bad(
+            "issue for unknown tape",
+            "POST",
+            "/keys",
+            404,
+            "not_found",
+            json={"key_group_id": "backup-dallas", "data_unit_id": "NOPE01"},
+        ),
+        Bad(
+            "issue in unknown group",
+            "POST",
+            "/keys",
+            404,
+            "not_found",
+            json={"key_group_id": "no-such-group", "data_unit_id": "E00009"},
+        ),
+        Bad(
+            "agent at unknown site",
+            "POST",
+            "/agents",
+            404,
+            "not_found",
+            json={"id": "bad-agent", "site_id": "atlantis", "default_key_group_id": "backup-dallas"},
+        ),
         Bad("unknown route", "GET", "/no-such-thing", 404, "not_found"),
         Bad("wrong method", "DELETE", "/keys", 405, "bad_request"),
         # Conflicts
         Bad("existing data unit", "POST", "/data-units", 409, "conflict", json={"id": "E00001"}),
-        Bad("destroy an active key", "POST", "/keys/{active}/destroy", 409, "conflict", json={"comment": "no"}),
+        Bad(
+            "destroy an active key", "POST", "/keys/{active}/destroy", 409, "conflict", json={"comment": "no"}
+        ),
     ]
     for odd in [*ODD_IDS, "E0000_"]:  # "E0000_" is a valid ID, but must not match E00001 as a pattern
         path_id = quote(odd, safe="").replace(".", "%2E")  # "." and ".." would be resolved as paths
         bad.append(Bad(f"GET key {odd!r}", "GET", f"/keys/{path_id}", 404, "not_found"))
         bad.append(Bad(f"GET data unit {odd!r}", "GET", f"/data-units/{path_id}", 404, "not_found"))
     for odd in ODD_IDS:
-        bad.append(Bad(f"create data unit {odd!r}", "POST", "/data-units", 422, "validation_failed",
-                       json={"id": odd, "description": "odd"}))
+        bad.append(
+            Bad(
+                f"create data unit {odd!r}",
+                "POST",
+                "/data-units",
+                422,
+                "validation_failed",
+                json={"id": odd, "description": "odd"},
+            )
+        )
     for text in ("a\x00b", "bell\x07", "\x1b[31mred", "private \ue000 use", "unassigned \U000e0080"):
-        bad.append(Bad(f"description {text!r}", "POST", "/data-units", 422, "validation_failed",
-                       json={"id": "BAD005", "description": text}))
-    bad.append(Bad("description lone surrogate", "POST", "/data-units", 422, "validation_failed",
-                   content=b'{"id":"BAD006","description":"a\\udc80b"}', headers=JSON))
+        bad.append(
+            Bad(
+                f"description {text!r}",
+                "POST",
+                "/data-units",
+                422,
+                "validation_failed",
+                json={"id": "BAD005", "description": text},
+            )
+        )
+    bad.append(
+        Bad(
+            "description lone surrogate",
+            "POST",
+            "/data-units",
+            422,
+            "validation_failed",
+            content=b'{"id":"BAD006","description":"a\\udc80b"}',
+            headers=JSON,
+        )
+    )
     return bad
 
 
@@ -251,12 +518,16 @@ def test_forged_and_ended_sessions_are_401_and_audited(demo_kma: RunningKma) -> 
     with raw_http(demo_kma) as http:
         for label, headers in cases.items():
             for method, path in (("GET", "/keys"), ("POST", "/data-units")):
-                response = http.request(method, path, headers=headers, json={"id": "FORGED"} if method == "POST" else None)
+                response = http.request(
+                    method, path, headers=headers, json={"id": "FORGED"} if method == "POST" else None
+                )
                 assert response.status_code == 401, (label, response.text)
                 assert error_of(response)["code"] == "unauthenticated", label
     refusals = events_since(demo_kma, last)
     assert len(refusals) == 2 * len(cases)
-    assert {(e["entity_id"], e["event_class"], e["condition"]) for e in refusals} == {("anonymous", "security", "error")}
+    assert {(e["entity_id"], e["event_class"], e["condition"]) for e in refusals} == {
+        ("anonymous", "security", "error")
+    }
     with read_only_db(demo_kma) as db:
         assert db.execute("SELECT count(*) FROM data_units WHERE id = 'FORGED'").fetchone()[0] == 0
     assert op.me().id == "op"  # the real session still works

@@ -65,15 +65,25 @@ def test_every_acknowledged_key_survives_a_sigkill_in_the_middle_of_a_burst(fres
     fresh_kma.kill()  # let the harness forget the dead process
 
     acknowledged = {key_id: o.data_unit for o in operators for key_id in o.acknowledged}
-    assert len(acknowledged) == sum(len(o.acknowledged) for o in operators) >= KILL_AFTER  # no key issued twice
+    assert (
+        len(acknowledged) == sum(len(o.acknowledged) for o in operators) >= KILL_AFTER
+    )  # no key issued twice
 
     fresh_kma.start()
     op, auditor = fresh_kma.client("op"), fresh_kma.client("auditor")
     for key_id, data_unit in acknowledged.items():
         key = op.get_key(key_id)
-        assert (key.state, key.data_unit_id, key.key_group_id) == ("protect_and_process", data_unit, "backup-dallas")
-    issued_events = Counter(e.subject_id for e in auditor.iter_audit_events(operation="key.issue", subject_type="key"))
-    assert all(issued_events[key_id] == 1 for key_id in acknowledged), "an acknowledged key lost its audit event"
+        assert (key.state, key.data_unit_id, key.key_group_id) == (
+            "protect_and_process",
+            data_unit,
+            "backup-dallas",
+        )
+    issued_events = Counter(
+        e.subject_id for e in auditor.iter_audit_events(operation="key.issue", subject_type="key")
+    )
+    assert all(issued_events[key_id] == 1 for key_id in acknowledged), (
+        "an acknowledged key lost its audit event"
+    )
     for operator in operators:  # keys committed but not yet acknowledged when the KMA died may also be there
         assert op.get_data_unit(operator.data_unit).key_count >= len(operator.acknowledged)
 

@@ -56,7 +56,12 @@ def test_a_key_goes_from_protect_and_process_to_destroyed_as_its_periods_end(fre
     # Given a key issued for a tape: it protects and processes, for exactly the policy's periods.
     key = op.issue_key("lc-group", "LC0001")
     assert key.state == "protect_and_process"
-    assert (key.key_group_id, key.data_unit_id, key.algorithm, key.compromised) == ("lc-group", "LC0001", "AES-256", False)
+    assert (key.key_group_id, key.data_unit_id, key.algorithm, key.compromised) == (
+        "lc-group",
+        "LC0001",
+        "AES-256",
+        False,
+    )
     assert key.activated_at is not None and key.protect_until is not None and key.deactivate_at is not None
     assert (key.protect_until - key.activated_at).total_seconds() == ENCRYPTION_PERIOD
     assert (key.deactivate_at - key.activated_at).total_seconds() == CRYPTOPERIOD
@@ -98,7 +103,9 @@ def test_a_key_goes_from_protect_and_process_to_destroyed_as_its_periods_end(fre
         op.destroy_key(key.id, "twice")
 
     # The trail tells the story, refusals included.
-    events = fresh_kma.client("auditor").list_audit_events(subject_type="key", subject_id=key.id, limit=100).items
+    events = (
+        fresh_kma.client("auditor").list_audit_events(subject_type="key", subject_id=key.id, limit=100).items
+    )
     destroys = [(e.condition, e.message) for e in events if e.operation == "key.destroy"]
     assert sum(c == "error" for c, _ in destroys) >= 3  # two before deactivation, one after it was destroyed
     assert [m for c, m in destroys if c == "success"] == [f"destroyed key {key.id}: End of retention"]
@@ -184,7 +191,10 @@ def test_policy_periods_cannot_change_through_the_api_or_behind_its_back(steady_
 
     policy = co.get_key_policy("lc-policy")
     assert (policy.encryption_period, policy.cryptoperiod, policy.description) == (
-        ENCRYPTION_PERIOD, CRYPTOPERIOD, "10-day writes, 30-day life")
+        ENCRYPTION_PERIOD,
+        CRYPTOPERIOD,
+        "10-day writes, 30-day life",
+    )
     # ... and keys issued now still get the original periods.
     op = steady_kma.client("op")
     op.create_data_unit("LC0005")

@@ -17,7 +17,7 @@ import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
-from schemathesis import Case, GenerationMode
+from schemathesis import APIOperation, Case, GenerationMode
 from schemathesis.checks import not_a_server_error, response_schema_conformance
 
 from tests.integration.helpers import API, ERROR_STATUS, read_only_db
@@ -63,6 +63,36 @@ def error_shape_problem(response: requests.Response) -> str | None:
     return None
 
 
+def fuzz(operation: APIOperation, mode: GenerationMode, examples: int, call: dict[str, Any]) -> list[str]:
+    """Run `examples` generated requests on one operation; what went wrong, for every one of them."""
+    problems: list[str] = []
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    def check(case: Case) -> None:
+        response = case.call(**call)
+        where = f"{operation.label} ({mode.value}) {case.method} {case.formatted_path} query={case.query}"
+        problem = error_shape_problem(response)
+        if problem:
+            problems.append(f"{where}: {problem}")
+        try:
+            case.validate_response(response, checks=[not_a_server_error, response_schema_conformance])
+        except (Exception, BaseExceptionGroup) as failure:  # collected: one run reports every operation
+            problems.append(f"{where}: {str(failure)[:400]}")
+
+    try:
+        check()
+    except Unsatisfiable:  # nothing to get wrong (e.g. negative data for a route without input)
+        assert mode is GenerationMode.NEGATIVE, operation.label
+    return problems
+
+
 def test_no_generated_request_gets_a_server_error(fuzzed_kma: RunningKma, tmp_path: Path) -> None:
     ca_file = tmp_path / "ca.pem"
     ca_file.write_text(fuzzed_kma.ca_pem)
@@ -70,6 +100,7 @@ def test_no_generated_request_gets_a_server_error(fuzzed_kma: RunningKma, tmp_pa
     base_url = f"https://{fuzzed_kma.address}"
     schema = schemathesis.openapi.from_dict(session.get(f"{base_url}{API}/openapi.json").json())
 
+    call = {"base_url": base_url, "session": session, "verify": str(ca_file), "timeout": 30}
     problems: list[str] = []
     operations = 0
     for result in schema.get_all_operations():
@@ -78,25 +109,7 @@ def test_no_generated_request_gets_a_server_error(fuzzed_kma: RunningKma, tmp_pa
             continue
         operations += 1
         for mode, examples in EXAMPLES.items():
-
-            @given(case=operation.as_strategy(generation_mode=mode))
-            @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-                      suppress_health_check=list(HealthCheck))  # fmt: skip
-            def check(case: Case) -> None:
-                response = case.call(base_url=base_url, session=session, verify=str(ca_file), timeout=30)
-                where = f"{operation.label} ({mode.value}) {case.method} {case.formatted_path} query={case.query}"
-                problem = error_shape_problem(response)
-                if problem:
-                    problems.append(f"{where}: {problem}")
-                try:
-                    case.validate_response(response, checks=[not_a_server_error, response_schema_conformance])
-                except (Exception, BaseExceptionGroup) as failure:  # collected: one run reports every operation
-                    problems.append(f"{where}: {str(failure)[:400]}")
-
-            try:
-                check()
-            except Unsatisfiable:  # nothing to get wrong (e.g. negative data for a route without input)
-                assert mode is GenerationMode.NEGATIVE, operation.label
+            problems += fuzz(operation, mode, examples, call)
     assert operations >= 40, "the OpenAPI document lost its operations"
     assert problems == [], "\n".join(problems[:40])
 
@@ -104,4 +117,3 @@ def test_no_generated_request_gets_a_server_error(fuzzed_kma: RunningKma, tmp_pa
     with read_only_db(fuzzed_kma) as db:
         assert [tuple(r) for r in db.execute("PRAGMA integrity_check")] == [("ok",)]
     assert fuzzed_kma.client("auditor").verify_audit_chain().intact
-

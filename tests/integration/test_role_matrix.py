@@ -147,8 +147,15 @@ CALLS: dict[str, Prep] = {
     "PATCH /kmas/{id}": lambda w, u: ({"id": w.kma_id}, {"name": f"KMA Dallas {w.n()}"}),
     "GET /users": none,
     "GET /users/{id}": lambda w, u: ({"id": "so"}, None),
-    "POST /users": lambda w, u: ({}, {"id": f"mx-user-{w.n()}", "name": "Matrix User",
-                                      "roles": [AU], "passphrase": "correct horse battery"}),
+    "POST /users": lambda w, u: (
+        {},
+        {
+            "id": f"mx-user-{w.n()}",
+            "name": "Matrix User",
+            "roles": [AU],
+            "passphrase": "correct horse battery",
+        },
+    ),
     # qm3 is never an actor here. These are quorum-protected: without credentials they may only
     # become pending operations (202), which is still "allowed".
     "PATCH /users/{id}": lambda w, u: ({"id": "qm3"}, {"name": f"Sasha Member {w.n()}"}),
@@ -157,16 +164,20 @@ CALLS: dict[str, Prep] = {
     "GET /key-policies/{id}": lambda w, u: ({"id": "mx-policy"}, None),
     "GET /key-groups": none,
     "GET /key-groups/{id}": lambda w, u: ({"id": "mx-group"}, None),
-    "POST /key-policies": lambda w, u: ({}, {"id": f"mx-policy-{w.n()}", "encryption_period": 3600,
-                                             "cryptoperiod": 7200}),
+    "POST /key-policies": lambda w, u: (
+        {},
+        {"id": f"mx-policy-{w.n()}", "encryption_period": 3600, "cryptoperiod": 7200},
+    ),
     "PATCH /key-policies/{id}": lambda w, u: ({"id": "mx-policy"}, {"description": f"changed {w.n()}"}),
     "POST /key-groups": lambda w, u: ({}, {"id": f"mx-group-{w.n()}", "policy_id": "mx-policy"}),
     "PATCH /key-groups/{id}": lambda w, u: ({"id": "mx-group"}, {"description": f"changed {w.n()}"}),
     "PUT /key-groups/{id}/agents": lambda w, u: ({"id": "mx-group"}, {"agent_ids": ["mx-agent"]}),
     "GET /agents": none,
     "GET /agents/{id}": lambda w, u: ({"id": "mx-agent"}, None),
-    "POST /agents": lambda w, u: ({}, {"id": f"mx-agent-{w.n()}", "site_id": "dallas",
-                                       "default_key_group_id": "mx-other"}),
+    "POST /agents": lambda w, u: (
+        {},
+        {"id": f"mx-agent-{w.n()}", "site_id": "dallas", "default_key_group_id": "mx-other"},
+    ),
     "PATCH /agents/{id}": lambda w, u: ({"id": "mx-agent"}, {"description": f"changed {w.n()}"}),
     "POST /agents/{id}/enrollment-passphrase": lambda w, u: ({"id": "mx-agent"}, None),
     "GET /data-units": none,
@@ -214,8 +225,9 @@ def request_for(w: World, route: str, user: str | None) -> httpx.Request:
 
 
 def newest_refusal(w: World, entity_id: str) -> dict[str, Any] | None:
-    page = w.http.get("/audit-events", params={"operation": "api.refused", "entity_id": entity_id, "limit": 1},
-                      headers={"Authorization": f"Bearer {w.tokens['auditor']}"}).json()  # fmt: skip
+    params: dict[str, str | int] = {"operation": "api.refused", "entity_id": entity_id, "limit": 1}
+    auditor = {"Authorization": f"Bearer {w.tokens['auditor']}"}
+    page = w.http.get("/audit-events", params=params, headers=auditor).json()
     return page["items"][0] if page["items"] else None
 
 
@@ -238,9 +250,15 @@ def test_each_role_is_allowed_exactly_what_the_role_table_says(world: World, rou
     assert response.status_code == 403, f"{route} as {user}: {response.status_code} {response.text}"
     assert error_of(response)["code"] == "forbidden"
     event = newest_refusal(world, user)
-    assert event is not None and (before is None or event["id"] > before["id"]), f"{route} as {user}: not audited"
+    assert event is not None and (before is None or event["id"] > before["id"]), (
+        f"{route} as {user}: not audited"
+    )
     assert event["message"].startswith(f"{request.method} {request.url.path}: forbidden:"), event
-    assert (event["condition"], event["event_class"], event["entity_address"]) == ("error", "security", "127.0.0.1")
+    assert (event["condition"], event["event_class"], event["entity_address"]) == (
+        "error",
+        "security",
+        "127.0.0.1",
+    )
     assert domain_snapshot(world.kma) == unchanged, f"{route} as {user} was refused but changed the store"
 
 
@@ -280,7 +298,9 @@ def served_routes(world: World) -> dict[str, str]:
 
 
 def test_every_route_in_the_role_table_is_served(world: World) -> None:
-    assert EXPECTED.keys() - served_routes(world).keys() == set(), "routes in the role table the API does not serve"
+    assert EXPECTED.keys() - served_routes(world).keys() == set(), (
+        "routes in the role table the API does not serve"
+    )
 
 
 def test_routes_outside_the_role_table_still_refuse_callers_without_a_session(world: World) -> None:

@@ -44,7 +44,9 @@ def key_times(draw: st.DrawFn) -> KeyTimes:
     activated = draw(TIME)
     encryption_period = draw(PERIOD)
     cryptoperiod = encryption_period + draw(st.integers(min_value=0, max_value=100 * 365 * 86400))
-    return KeyTimes(activated, activated + encryption_period, activated + cryptoperiod, compromised_at, destroyed_at)
+    return KeyTimes(
+        activated, activated + encryption_period, activated + cryptoperiod, compromised_at, destroyed_at
+    )
 
 
 @st.composite
@@ -86,13 +88,16 @@ def test_key_state_in_python_and_in_sql_agree(data: st.DataObject, key: KeyTimes
 
 @given(data=st.data(), key=key_times())
 @settings(max_examples=300, deadline=None)
-def test_only_deactivated_or_compromised_keys_are_destroyable_in_sql(data: st.DataObject, key: KeyTimes) -> None:
+def test_only_deactivated_or_compromised_keys_are_destroyable_in_sql(
+    data: st.DataObject, key: KeyTimes
+) -> None:
     now = data.draw(moments(key))
     db = memory_db([key])
     (destroyable,) = db.execute(f"SELECT count(*) FROM keys WHERE {DESTROYABLE_SQL}", {"now": now}).fetchone()
     state = python_state(key, now)
     expected = state is not KeyState.DESTROYED and (
-        key.compromised_at is not None or state is KeyState.DEACTIVATED)
+        key.compromised_at is not None or state is KeyState.DEACTIVATED
+    )
     assert bool(destroyable) == expected, (state, key, now)
 
 
