@@ -112,14 +112,16 @@ class AuditBrowser(QWidget):
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self.view)
         split.addWidget(self.details)
-        split.setStretchFactor(0, 3)
+        split.setStretchFactor(0, 4)
         split.setStretchFactor(1, 1)
+        split.setSizes([900, 260])
         layout.addWidget(split, 1)
         self.status = QLabel()
         self.status.setObjectName("listStatus")
         layout.addWidget(self.status)
         for signal in (self.model.total_changed, self.model.page_loaded, self.model.loading_changed):
             signal.connect(self._update_status)
+        self.model.rowsInserted.connect(self._select_first_if_none)
 
         self._tail = QTimer(self)
         self._tail.setInterval(TAIL_MS)
@@ -258,6 +260,10 @@ class AuditBrowser(QWidget):
         self.details.setHtml("<table>" + "".join(
             f"<tr><td valign='top'><b>{k}</b></td><td>{html.escape(str(v))}</td></tr>" for k, v in rows
         ) + "</table>")  # fmt: skip
+
+    def _select_first_if_none(self, *_: Any) -> None:
+        if not self.view.currentIndex().isValid() and self.model.rowCount():
+            self.view.setCurrentIndex(self.model.index(0, 0))
 
     def history_of_selected(self) -> None:
         event = self.current_event()

@@ -32,6 +32,20 @@ def _msecs(day: str) -> float:
     return datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp() * 1000
 
 
+def _count_axis(top: float) -> Any:
+    """A value axis of whole numbers, ticks at a round step (1, 2, 5, 10, 20, 50, ...)."""
+    step = 1
+    while top / step > 6:
+        step = step * 5 // 2 if str(step)[0] == "2" else step * 2
+    axis = QtCharts.QValueAxis()
+    axis.setLabelFormat("%d")
+    axis.setRange(0, max(step * (int(top // step) + 1), 1))
+    axis.setTickType(QtCharts.QValueAxis.TicksDynamic)
+    axis.setTickAnchor(0)
+    axis.setTickInterval(step)
+    return axis
+
+
 class ChartBox(QWidget):
     """One chart with a title; falls back to its description in words."""
 
@@ -47,7 +61,7 @@ class ChartBox(QWidget):
         if QtCharts is not None:
             self.view = QtCharts.QChartView()
             self.view.setRenderHint(QPainter.Antialiasing)
-            self.view.setMinimumHeight(220)
+            self.view.setMinimumHeight(240)
             self.view.setAccessibleName(title)
             layout.addWidget(self.view)
             self.words.setVisible(False)
@@ -93,7 +107,9 @@ class ChartsPanel(QWidget):
         self.events = ChartBox("Audit events per day by severity")
         grid.addWidget(self.keys_by_state, 0, 0)
         grid.addWidget(self.keys_issued, 0, 1)
-        grid.addWidget(self.events, 1, 0, 1, 2)
+        grid.addWidget(self.events, 0, 2)
+        for column, stretch in enumerate((2, 2, 3)):
+            grid.setColumnStretch(column, stretch)
         layout.addLayout(grid, 1)
         self._loaded = False
 
@@ -119,20 +135,18 @@ class ChartsPanel(QWidget):
         text = ", ".join(f"{words(s)} {n:,}" for s, n in counts)
         chart = None
         if QtCharts is not None:
-            bars = QtCharts.QHorizontalBarSeries()
-            for state, count in counts:  # one set per state, so each has its lifecycle colour
+            bars = QtCharts.QHorizontalStackedBarSeries()
+            for state, count in counts:  # one set per state (zero elsewhere): each its lifecycle colour
                 bar = QtCharts.QBarSet(words(state))
                 bar.setColor(QColor(STATE_COLOURS[state]))
                 bar.append([float(count) if s == state else 0.0 for s, _ in counts])
                 bars.append(bar)
-            bars.setBarWidth(3.5)
+            bars.setBarWidth(0.7)
             chart = QtCharts.QChart()
             chart.addSeries(bars)
             axis_y = QtCharts.QBarCategoryAxis()
             axis_y.append([words(s) for s in KEY_STATES])
-            axis_x = QtCharts.QValueAxis()
-            axis_x.setLabelFormat("%d")
-            axis_x.setMin(0)
+            axis_x = _count_axis(max((n for _, n in counts), default=0))
             chart.addAxis(axis_y, Qt.AlignLeft)
             chart.addAxis(axis_x, Qt.AlignBottom)
             bars.attachAxis(axis_y)
@@ -190,12 +204,10 @@ class ChartsPanel(QWidget):
             chart.addSeries(s)
         axis_x = QtCharts.QDateTimeAxis()
         axis_x.setFormat("MM-dd" if days <= 90 else "yyyy-MM")
-        axis_x.setTickCount(min(days, 8))
+        axis_x.setTickCount(min(days, 5))
         now = QDateTime.currentDateTimeUtc()
         axis_x.setRange(now.addDays(-days), now)
-        axis_y = QtCharts.QValueAxis()
-        axis_y.setLabelFormat("%d")
-        axis_y.setRange(0, max(top * 1.1, 1))
+        axis_y = _count_axis(top)
         chart.addAxis(axis_x, Qt.AlignBottom)
         chart.addAxis(axis_y, Qt.AlignLeft)
         for s in all_series:
@@ -219,8 +231,9 @@ class DashboardWithCharts(QWidget):
         split = QSplitter(Qt.Vertical)
         split.addWidget(self.dashboard)
         split.addWidget(self.charts)
-        split.setStretchFactor(0, 1)
-        split.setStretchFactor(1, 1)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setSizes([430, 370])
         layout.addWidget(split)
 
     def refresh(self) -> None:

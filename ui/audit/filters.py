@@ -34,8 +34,9 @@ CHOICES = {
     "condition": [("Any outcome", None), ("Success", "success"), ("Warning", "warning"), ("Error", "error")],
     "retention": [("Any retention", None), ("Long", "long"), ("Medium", "medium"), ("Short", "short")],
 }
-PICKED = (("operation", "Operation"), ("event_class", "Class"), ("entity_id", "By (entity)"),
-          ("kma_id", "KMA"), ("site_id", "Site"))  # fmt: skip
+PICKED = (("operation", "Operation", "Any operation"), ("event_class", "Class", "Any class"),
+          ("entity_id", "By (entity)", "Anyone (user, agent, KMA)"), ("kma_id", "KMA", "Any KMA"),
+          ("site_id", "Site", "Any site"))  # fmt: skip
 
 
 def _iso(moment: datetime) -> str:
@@ -114,11 +115,11 @@ class AuditFilterBar(QWidget):
             combo.currentIndexChanged.connect(lambda _i: self._edited())
             self.combos[param] = combo
             grid.addWidget(combo, 1, column)
-        for column, (param, label) in enumerate(PICKED):
+        for column, (param, label, placeholder) in enumerate(PICKED):
             combo = QComboBox()
             combo.setEditable(True)
             combo.setInsertPolicy(QComboBox.NoInsert)
-            combo.lineEdit().setPlaceholderText(f"Any {label.lower()}")
+            combo.lineEdit().setPlaceholderText(placeholder)
             combo.setAccessibleName(label)
             combo.setToolTip(label)
             combo.addItem("")
@@ -130,7 +131,7 @@ class AuditFilterBar(QWidget):
     def set_facets(self, facets: Any) -> None:
         """Fill the pick lists from the KMA's distinct values, keeping what the user typed."""
         self._quiet = True
-        for param, _label in PICKED:
+        for param, _label, _placeholder in PICKED:
             combo = self.combos[param]
             current = combo.currentText()
             combo.clear()

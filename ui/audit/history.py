@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from ui.audit.timeline import TimelineWidget
-from ui.format import when, words
+from ui.format import display, when, words
 
 SUBJECTS = (("key", "Key"), ("data_unit", "Data unit (volser)"), ("agent", "Agent"))
 Index = QModelIndex | QPersistentModelIndex
@@ -163,7 +163,8 @@ class HistoryView(QWidget):
 
     def show_history(self, history: Any) -> None:
         self.history = history
-        facts = ", ".join(f"{words(k).lower()}: {v}" for k, v in history.facts.items() if v not in (None, ""))
+        facts = ", ".join(f"{words(k).lower()}: {display(v)}" for k, v in history.facts.items()
+                          if v not in (None, ""))  # fmt: skip
         shown = (f"the newest {len(history.events):,} of {history.events_total:,} events"
                  if history.events_truncated else f"{history.events_total:,} events")  # fmt: skip
         self.title.setText(f"<b>{history.title}</b> — now <b>{words(history.state)}</b>"

@@ -34,7 +34,7 @@ STATE_COLOURS = {
 SEVERITY_COLOURS = {"info": "#4a8fd1", "warning": "#d9a21b", "error": "#c0392b"}
 BOUNDARY_COLOURS = {"encryption_period_end": "#d9a21b", "cryptoperiod_end": "#d9731b",
                     "compromised": "#c0392b"}  # fmt: skip
-LABEL_W, AXIS_H, LANE_H, LANE_GAP, EVENTS_H, MARGIN = 190, 34, 24, 6, 30, 10
+LABEL_W, AXIS_H, LANE_H, LANE_GAP, EVENTS_H, LEGEND_H, MARGIN = 190, 34, 24, 6, 30, 22, 10
 TICK_STEPS = [timedelta(hours=h) for h in (1, 6)] + [timedelta(days=d) for d in (1, 7, 30, 91, 365, 730)]
 
 
@@ -86,7 +86,7 @@ class TimelineWidget(QWidget):
 
     def _height(self) -> int:
         lanes = len(self.history.lanes) if self.history is not None else 1
-        return AXIS_H + lanes * (LANE_H + LANE_GAP) + EVENTS_H + 2 * MARGIN
+        return AXIS_H + lanes * (LANE_H + LANE_GAP) + EVENTS_H + LEGEND_H + 2 * MARGIN
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
         return QSize(800, self._height())
@@ -129,6 +129,7 @@ class TimelineWidget(QWidget):
         self._boundaries(painter, start, end, text)
         self._events(painter, start, end, text)
         self._now(painter, start, end)
+        self._legend(painter, text)
         painter.end()
 
     def _axis(self, painter: QPainter, start: datetime, end: datetime, text: QColor) -> None:
@@ -159,7 +160,7 @@ class TimelineWidget(QWidget):
         for span in lane.spans:
             x0 = self._x(span.start, start, end)
             x1 = self._x(span.end or self.history.now, start, end)
-            rect = QRectF(x0, y + 2, max(x1 - x0, 2.0), LANE_H - 4)
+            rect = QRectF(x0, y + 2, max(x1 - x0, 2.0 if span.end else 6.0), LANE_H - 4)
             colour = QColor(STATE_COLOURS.get(span.state, "#888888"))
             painter.fillRect(rect, colour)
             if rect.width() > 60:
@@ -203,6 +204,29 @@ class TimelineWidget(QWidget):
                    f"{e.condition}<br>{e.message}")
             self._hits.insert(0, _Hit(QRectF(x - 6, y - 8, 12, 16), tip, e.id))
         painter.setBrush(Qt.NoBrush)
+
+    def _legend(self, painter: QPainter, text: QColor) -> None:
+        """The colours in use, then what the lines and markers mean."""
+        y = self._lane_y(len(self.history.lanes)) + EVENTS_H + 4
+        states = list(dict.fromkeys(s.state for lane in self.history.lanes for s in lane.spans))
+        items = [(QColor(STATE_COLOURS.get(s, "#888888")), words(s), "box") for s in states]
+        kinds = list(dict.fromkeys(b.kind for b in self.history.boundaries if b.kind in BOUNDARY_COLOURS))
+        items += [(QColor(BOUNDARY_COLOURS[k]), words(k), "line") for k in kinds]
+        if any(b.planned for b in self.history.boundaries):
+            items.append((text, "dashed: still ahead", "dash"))
+        x = float(LABEL_W)
+        metrics = painter.fontMetrics()
+        for colour, label, shape in items:
+            if shape == "box":
+                painter.fillRect(QRectF(x, y + 3, 12, 12), colour)
+            else:
+                painter.setPen(QPen(colour, 2, Qt.DashLine if shape == "dash" else Qt.SolidLine))
+                painter.drawLine(QPointF(x + 6, y + 1), QPointF(x + 6, y + 17))
+            painter.setPen(text)
+            painter.drawText(QPointF(x + 16, y + 14), label)
+            x += 16 + metrics.horizontalAdvance(label) + 14
+            if x > self.width() - 80:
+                break
 
     def _now(self, painter: QPainter, start: datetime, end: datetime) -> None:
         x = self._x(self.history.now, start, end)
