@@ -247,8 +247,7 @@ def _run_at_once(
         f"{', '.join(members)}: {change.message}",
         change.subject,
     )
-    if outcome.after is not None:
-        outcome.after()
+    _follow_up(kma, actor, op_id, outcome)
     return Submitted(get_op(kma, op_id), executed=True)
 
 
@@ -386,8 +385,31 @@ def run_if_ready(kma: Appliance, actor: Actor, op_id: str) -> None:
             fail(kma, actor, op_id, refusal.message)
         return  # index 0: another approval ran it first, or it has just expired
     escrow.forget(kma, op_id)
-    if outcome.after is not None:
+    _follow_up(kma, actor, op_id, outcome)
+
+
+def _follow_up(kma: Appliance, actor: Actor, op_id: str, outcome: Outcome) -> None:
+    """The step after the commit (e.g. writing this KMA's unlock key file); if it fails, the
+    operation still ran, so say so plainly rather than pretend nothing happened."""
+    if outcome.after is None:
+        return
+    try:
         outcome.after()
+    except OSError as exc:
+        log.exception("quorum operation %s ran, but its follow-up on this KMA failed", op_id)
+        kma.audit(
+            actor,
+            "quorum.execute",
+            f"quorum operation {op_id} ran, but its follow-up on this KMA failed: {exc.strerror or exc}",
+            Condition.ERROR,
+            _subject(op_id),
+            event_class="quorum",
+        )
+        raise KmaError(
+            f"Quorum operation {op_id} ran, but this KMA could not finish it locally "
+            "(see its log); run the operation again once that is fixed.",
+            audited=True,
+        ) from None
 
 
 def fail(kma: Appliance, actor: Actor, op_id: str, reason: str) -> None:
