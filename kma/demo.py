@@ -83,7 +83,6 @@ def _replay_a_year(kma: Appliance, clock: FixedClock, credentials: list[dict[str
     policies.create_group(kma, co, "backup-boston", "tape-90d", "Nightly backups, Boston")
     policies.create_group(kma, co, "archive", "archive-7y", "Long-term archive")
 
-    enrollment = []
     drives = [("t10k-dal-01", "dallas", "backup-dallas", "T10000B, library SL3000 Dallas"),
               ("t10k-dal-02", "dallas", "backup-dallas", "T10000B, library SL3000 Dallas"),
               ("lto4-dal-01", "dallas", "archive", "HP LTO4, archive library"),
@@ -91,7 +90,6 @@ def _replay_a_year(kma: Appliance, clock: FixedClock, credentials: list[dict[str
               ("9840d-bos-01", "boston", "backup-boston", "T9840D, library SL8500 Boston")]  # fmt: skip
     for agent_id, site, group, description in drives:
         agents.create_agent(kma, op, agent_id, site, group, description)
-        enrollment.append({"id": agent_id, "enrollment_passphrase": agents.new_enrollment_passphrase(kma, op, agent_id)})
     policies.set_group_agents(kma, co, "archive", ["lto4-dal-01", "t10k-dal-01"])
 
     # Tapes written over the year: day 0 (400 days ago) to day 395 (5 days ago).
@@ -113,4 +111,6 @@ def _replay_a_year(kma: Appliance, clock: FixedClock, credentials: list[dict[str
     keys.destroy_key(kma, op, issued["E00001"], "Retention ended: backup set expired")
     keys.destroy_key(kma, op, issued["E00002"], "Retention ended: backup set expired")
     clock.current = int(time.time())
-    return enrollment
+    # Today, so that they have not expired (enrollment passphrases last a week).
+    return [{"id": agent_id, "enrollment_passphrase": agents.new_enrollment_passphrase(kma, op, agent_id)}
+            for agent_id, *_ in drives]

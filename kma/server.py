@@ -1,7 +1,8 @@
-"""`kma serve`: the management listener (HTTPS) of one KMA, run by uvicorn.
+"""`kma serve`: the management listener (HTTPS, run by uvicorn) and the service listener (KMIP
+for agents, kma/kmip/server.py, in its own thread) of one KMA.
 
 TLS 1.2 and 1.3 only, with the KMA's certificate from the cluster CA. The ready file is written
-once the socket listens, so a caller (tests, the manager's local mode) never races start-up.
+once both sockets listen, so a caller (tests, the manager's local mode) never races start-up.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kma.api.app import create_app
 from kma.appliance import Appliance
 from kma.crypto import fingerprint
 from kma.datadir import DataDir
+from kma.kmip.server import ServiceListener
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +61,15 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
     sock = listen(host, configured_port if management_port is None else management_port)
     bound = sock.getsockname()
     management = f"{host}:{bound[1]}"
-    service = identity.service_address if service_port is None else f"{host}:{service_port}"
+    service_host, configured_service_port = split_address(identity.service_address)
+    service_sock = listen(service_host, configured_service_port if service_port is None else service_port)
+    service = f"{service_host}:{service_sock.getsockname()[1]}"
     ca = fingerprint(data_dir.ca_cert.read_bytes())
 
     kma = Appliance(data_dir)
     kma.start(management, service)
+    agents = ServiceListener(kma, service_sock, service)
+    agents.start()
     config = uvicorn.Config(
         create_app(kma),
         ssl_certfile=str(data_dir.server_cert),
@@ -89,6 +95,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:
+        agents.stop()
         kma.close()
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)

@@ -40,7 +40,9 @@ class KeyPool:
 
     def start(self) -> None:
         rows = self.kma.store.query(
-            "SELECT id FROM keys WHERE kma_id = ? AND activated_at IS NULL AND destroyed_at IS NULL",
+            # An agent's not-yet-activated key (KMIP Pre-Active) has a key group: not pool.
+            "SELECT id FROM keys WHERE kma_id = ? AND activated_at IS NULL AND destroyed_at IS NULL "
+            "AND key_group_id IS NULL",
             (self.kma.kma_id,),
         )
         with self._lock:

@@ -15,7 +15,8 @@ LIST = ListSpec(
     select=(
         "SELECT id, name, site_id, management_address, service_address, version, locked, "
         "key_pool_size, (SELECT count(*) FROM keys k WHERE k.kma_id = kmas.id "
-        "AND k.activated_at IS NULL AND k.destroyed_at IS NULL) AS pool_ready, created_at "
+        "AND k.activated_at IS NULL AND k.destroyed_at IS NULL AND k.key_group_id IS NULL) "
+        "AS pool_ready, created_at "
         "FROM kmas"
     ),
     sort_fields={"id": "id", "name": "name", "site_id": "site_id"},

@@ -13,7 +13,7 @@ import logging
 import queue
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from importlib import resources
@@ -111,6 +111,13 @@ class SQLiteStore:
         future: Future[WriteResult] = Future()
         self._queue.put((batch, future))
         return future.result()
+
+    def submit(self, batch: Batch) -> Future[WriteResult]:
+        """Queue `batch` for the next group commit without waiting: the future resolves once it
+        is durable (or with `Refused`). For the asyncio service listener (`asyncio.wrap_future`)."""
+        future: Future[WriteResult] = Future()
+        self._queue.put((batch, future))
+        return future
 
     def _write_loop(self) -> None:
         while True:

@@ -1,0 +1,190 @@
+"""`kma agent simulate`: N tape drives mounting tapes at a given rate, for demos and load.
+
+Each drive is a thread with its own KMIP connection (to a KMA of the agent's site first, the
+others after: kmas.json from enrollment), mounting tapes E00001, E00002, ... at random:
+
+- a write mount asks for the tape's write key (a new key when the tape has none or its key's
+  encryption period has ended) and gets it; some writes start from the beginning of the tape
+  (relabel/erase), which lets the tape's old keys go and issues a new one;
+- a read mount locates the tape's keys and gets the newest (a tape never written has none).
+
+Mounts are paced to `rate` per second over all drives; the summary counts mounts, new keys,
+failures, and mount latencies (the key manager's part of a mount; a real mount takes 12-17 s).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kma.kmip.client import KmipClient, KmipFailure
+from kma.kmip.tls import agent_context
+
+
+@dataclass
+class Simulation:
+    agent_dir: Path
+    drives: int = 4
+    rate: float = 2.0  # mounts per second, all drives together
+    duration: float | None = 10.0
+    mounts: int | None = None
+    write_ratio: float = 0.3
+    rewrite_ratio: float = 0.1  # of writes: from beginning of tape
+    tapes: int = 50
+    prefix: str = "E"
+    seed: int | None = None
+
+
+@dataclass
+class Tally:
+    mounts: int = 0
+    writes: int = 0
+    reads: int = 0
+    keys_issued: int = 0
+    rewrites: int = 0
+    unwritten_reads: int = 0
+    failures: int = 0
+    errors: list[str] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def summary(self, elapsed: float) -> dict[str, Any]:
+        lat = sorted(self.latencies)
+
+        def pct(p: float) -> float:
+            return round(lat[min(len(lat) - 1, int(len(lat) * p))] * 1000, 2) if lat else 0.0
+
+        return {
+            "mounts": self.mounts,
+            "writes": self.writes,
+            "reads": self.reads,
+            "keys_issued": self.keys_issued,
+            "rewrites": self.rewrites,
+            "reads_of_unwritten_tapes": self.unwritten_reads,
+            "failures": self.failures,
+            "seconds": round(elapsed, 2),
+            "mounts_per_second": round(self.mounts / elapsed, 2) if elapsed else 0,
+            "latency_ms": {"p50": pct(0.5), "p99": pct(0.99)},
+            "errors": self.errors[:5],
+        }
+
+
+def kma_order(agent_dir: Path) -> list[str]:
+    """Service addresses, the agent's own site first (then the others), unlocked KMAs first."""
+    info = json.loads((agent_dir / "agent.json").read_text())
+    kmas = json.loads((agent_dir / "kmas.json").read_text()) if (agent_dir / "kmas.json").exists() else []
+    site = info.get("site_id")
+    ranked = sorted(kmas, key=lambda k: (k.get("status") != "ready", k.get("site_id") != site))
+    addresses = [k["service_address"] for k in ranked]
+    return addresses or [info["kma"]]
+
+
+class Drive:
+    def __init__(self, name: str, agent_dir: Path, addresses: list[str]) -> None:
+        self.name = name
+        self.addresses = addresses
+        self.context = agent_context(agent_dir / "ca.pem", agent_dir / "agent.pem", agent_dir / "agent.key")
+        self.client: KmipClient | None = None
+
+    def _with_failover(self, action: Callable[[KmipClient], Any]) -> Any:
+        last: Exception | None = None
+        for address in self.addresses:
+            try:
+                if self.client is None:
+                    self.client = KmipClient(address, self.context)
+                    self.client.connect()
+                return action(self.client)
+            except (OSError, ConnectionError) as exc:  # this KMA is unreachable: the next one
+                last = exc
+                if self.client is not None:
+                    self.client.close()
+                self.client = None
+        raise ConnectionError(f"no KMA reachable: {last}")
+
+    def mount(self, volser: str, write: bool, rewrite: bool, tally: Tally) -> None:
+        def run(client: KmipClient) -> None:
+            if write and rewrite:
+                uid, _ = client.write_from_beginning(volser)
+                client.get(uid)
+                with tally.lock:
+                    tally.rewrites += 1
+                    tally.keys_issued += 1
+            elif write:
+                uid, issued = client.write_key(volser)
+                client.get(uid)
+                with tally.lock:
+                    tally.keys_issued += int(issued)
+            else:
+                uids = client.locate(data_unit=volser, maximum=1)
+                if uids:
+                    client.get(uids[0])
+                else:
+                    with tally.lock:
+                        tally.unwritten_reads += 1
+
+        self._with_failover(run)
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+
+def simulate(sim: Simulation, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    rng = random.Random(sim.seed)
+    addresses = kma_order(sim.agent_dir)
+    tally = Tally()
+    schedule = threading.Lock()
+    start = time.monotonic()
+    issued = [0]
+
+    def next_slot() -> float | None:
+        with schedule:
+            n = issued[0]
+            if sim.mounts is not None and n >= sim.mounts:
+                return None
+            due = start + n / sim.rate
+            if sim.duration is not None and due - start >= sim.duration:
+                return None
+            issued[0] += 1
+            return due
+
+    def drive_loop(index: int) -> None:
+        drive = Drive(f"drive-{index + 1}", sim.agent_dir, addresses)
+        try:
+            while (due := next_slot()) is not None:
+                time.sleep(max(0.0, due - time.monotonic()))
+                with schedule:
+                    volser = f"{sim.prefix}{rng.randint(1, sim.tapes):05d}"
+                    write = rng.random() < sim.write_ratio
+                    rewrite = write and rng.random() < sim.rewrite_ratio
+                began = time.perf_counter()
+                try:
+                    drive.mount(volser, write, rewrite, tally)
+                    ok = True
+                except (KmipFailure, ConnectionError) as exc:
+                    ok = False
+                    with tally.lock:
+                        tally.failures += 1
+                        tally.errors.append(f"{drive.name} {volser}: {exc}")
+                with tally.lock:
+                    tally.mounts += 1
+                    tally.writes += int(write)
+                    tally.reads += int(not write)
+                    tally.latencies.append(time.perf_counter() - began)
+                if progress is not None and ok:
+                    progress(f"{drive.name} mounted {volser} for {'writing' if write else 'reading'}")
+        finally:
+            drive.close()
+
+    threads = [threading.Thread(target=drive_loop, args=(i,), daemon=True) for i in range(sim.drives)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return tally.summary(time.monotonic() - start)

@@ -1,0 +1,207 @@
+"""Who is asking and what one request may touch: the agent session and the per-message call.
+
+An `AgentSession` is one TLS connection: the agent is the certificate's subject CN, and the
+certificate must be the one the agent enrolled with last. What the agent may do (enabled, key
+groups) is re-read at most once a second, so disabling an agent or taking a key group from it
+takes effect within a second on open connections too; every write re-checks it in its SQL.
+
+A `Call` is one request message: it carries the ID placeholder between batch items and the
+two ways a handler writes: `commit` (statements with their audit event) and `audit` (an event
+alone, e.g. "key sent"). Both wait until the event is durable: a key never leaves the KMA
+before the event recording it is on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.audit.record import Condition, Retention
+from kma.domain.actor import Actor
+from kma.kmip.enums import ResultReason, Tag
+from kma.kmip.messages import KmipError
+from kma.kmip.ttlv import Item
+from kma.services import agent_keys
+from kma.services.agent_keys import AgentAccess
+from kma.store import Batch, Refused, Stmt, WriteResult
+
+ACCESS_TTL = 1.0  # seconds an agent's permissions are cached on a connection
+
+
+class CommitBridge:
+    """Hands the store's commit results to the listener's event loop, cheaply.
+
+    The store's writer thread resolves a whole group of futures at once. `asyncio.wrap_future`
+    would wake the loop once per future (a self-pipe write each, and a GIL hand-over each);
+    here the first completion of a group schedules one drain and the rest only queue up.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._done: deque[tuple[asyncio.Future[Any], Future[Any]]] = deque()
+        self._lock = threading.Lock()
+        self._scheduled = False
+
+    def wait(self, future: Future[WriteResult]) -> asyncio.Future[WriteResult]:
+        waiter: asyncio.Future[WriteResult] = self.loop.create_future()
+        future.add_done_callback(lambda done: self._completed(waiter, done))
+        return waiter
+
+    def _completed(self, waiter: asyncio.Future[Any], done: Future[Any]) -> None:  # writer thread
+        with self._lock:
+            self._done.append((waiter, done))
+            if self._scheduled:
+                return
+            self._scheduled = True
+        self.loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:  # loop thread
+        with self._lock:
+            ready = list(self._done)
+            self._done.clear()
+            self._scheduled = False
+        for waiter, done in ready:
+            if waiter.cancelled():
+                continue
+            error = done.exception()
+            if error is not None:
+                waiter.set_exception(error)
+            else:
+                waiter.set_result(done.result())
+
+
+def durable(kma: Appliance, batch: Batch, bridge: CommitBridge | None) -> asyncio.Future[WriteResult]:
+    """Submit `batch` to the group commit; the awaitable resolves once it is on disk."""
+    future = kma.store.submit(batch)
+    return bridge.wait(future) if bridge is not None else asyncio.wrap_future(future)
+
+
+class AgentSession:
+    def __init__(
+        self,
+        kma: Appliance,
+        agent_id: str | None,
+        fingerprint: str | None,
+        address: str,
+        bridge: CommitBridge | None = None,
+    ) -> None:
+        self.kma = kma
+        self.bridge = bridge
+        self.agent_id = agent_id
+        self.fingerprint = fingerprint
+        self.address = address
+        self.actor = Actor(agent_id or "unknown", address, kind="agent")
+        self._access: AgentAccess | None = None
+        self._loaded = 0.0
+
+    def access(self) -> AgentAccess:
+        """The agent's current permissions, or KmipError when it may not use the service."""
+        if self._access is not None and time.monotonic() - self._loaded < ACCESS_TTL:
+            return self._access
+        if self.agent_id is None:
+            raise KmipError(
+                ResultReason.AUTHENTICATION_NOT_SUCCESSFUL,
+                "a client certificate from enrollment is required for KMIP",
+            )
+        access = agent_keys.agent_access(self.kma, self.agent_id)
+        if access is None or access.certificate_fingerprint is None:
+            raise KmipError(
+                ResultReason.AUTHENTICATION_NOT_SUCCESSFUL,
+                f"'{self.agent_id}' is not an enrolled agent of this cluster",
+            )
+        if access.certificate_fingerprint != self.fingerprint:
+            raise KmipError(
+                ResultReason.AUTHENTICATION_NOT_SUCCESSFUL,
+                f"this certificate of agent '{self.agent_id}' was replaced when it enrolled again",
+            )
+        if not access.enabled:
+            raise KmipError(ResultReason.PERMISSION_DENIED, f"agent '{self.agent_id}' is disabled")
+        self._access, self._loaded = access, time.monotonic()
+        return access
+
+
+class Call:
+    def __init__(self, kma: Appliance, session: AgentSession, version: tuple[int, int], now: int) -> None:
+        self.kma = kma
+        self.session = session
+        self.version = version
+        self.now = now
+        self.placeholder: str | None = None  # ID Placeholder: the last object created or registered
+        self.subject: tuple[str, str] | None = None  # what the current item is about (for refusals)
+
+    @property
+    def agent_id(self) -> str:
+        return self.session.actor.entity_id
+
+    @property
+    def access(self) -> AgentAccess:
+        return self.session.access()
+
+    # --- reading --------------------------------------------------------------------------
+    def uid(self, payload: Item) -> str:
+        """The payload's Unique Identifier, else the ID placeholder (KMIP batch semantics)."""
+        uid = payload.get(Tag.UNIQUE_IDENTIFIER, self.placeholder)
+        if not isinstance(uid, str) or not uid:
+            raise KmipError(
+                ResultReason.MISSING_DATA, "no Unique Identifier, and no earlier item created one"
+            )
+        self.subject = ("key", uid[:64])
+        return uid
+
+    def key(self, uid: str, material: bool = False) -> Any:
+        row = agent_keys.visible_key(self.kma, self.agent_id, uid, material)
+        if row is None:
+            raise KmipError(ResultReason.ITEM_NOT_FOUND, f"no key '{uid[:64]}' that this agent may see")
+        return row
+
+    # --- writing --------------------------------------------------------------------------
+    async def commit(
+        self,
+        operation: str,
+        statements: Sequence[Stmt],
+        message: str,
+        subject: tuple[str, str] | None = None,
+        retention: Retention = Retention.LONG,
+    ) -> WriteResult:
+        event = self.kma.record(
+            self.session.actor, operation, message, subject or self.subject, retention=retention
+        )
+        batch = Batch(statements, event, on_refusal=event.refused)
+        try:
+            return await durable(self.kma, batch, self.session.bridge)
+        except Refused as refusal:
+            raise KmipError(ResultReason.PERMISSION_DENIED, refusal.message, audited=True) from None
+
+    async def audit(
+        self,
+        operation: str,
+        message: str,
+        subject: tuple[str, str] | None = None,
+        condition: Condition = Condition.SUCCESS,
+        retention: Retention = Retention.SHORT,
+    ) -> None:
+        record = self.kma.record(
+            self.session.actor, operation, message, subject or self.subject, condition, retention
+        )
+        await durable(self.kma, Batch((), record), self.session.bridge)
+
+
+async def audit_event(
+    kma: Appliance,
+    actor: Actor,
+    operation: str,
+    message: str,
+    condition: Condition = Condition.ERROR,
+    retention: Retention = Retention.MEDIUM,
+    subject: tuple[str, str] | None = None,
+    bridge: CommitBridge | None = None,
+) -> None:
+    """An event outside any call (a refused handshake, a malformed message)."""
+    record = kma.record(actor, operation, message, subject, condition, retention)
+    await durable(kma, Batch((), record), bridge)

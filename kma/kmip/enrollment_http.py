@@ -1,0 +1,134 @@
+"""Enrollment over HTTPS on the service listener: the only thing served without a certificate.
+
+The listener tells the two protocols apart by their first byte after the TLS handshake: a KMIP
+message starts with 0x42, an HTTP request with a method name. Two routes, JSON in and out, one
+request per connection (`Connection: close`), bounded sizes and times:
+
+    GET  /v1/ca      -> {"ca_pem", "fingerprint"}            trust on first use, as /api/v1/ca
+    POST /v1/enroll  {"agent_id", "passphrase", "csr_pem"}
+                     -> {"agent_id", "certificate_pem", "ca_pem", "kmas": [...]}
+
+Errors use the management API's shape: {"error": {"code", "message"}} with its status codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.crypto import fingerprint
+from kma.errors import BadRequest, KmaError, PayloadTooLarge
+from kma.services import enrollment
+
+log = logging.getLogger(__name__)
+MAX_HEAD = 8192
+MAX_BODY = 32768
+READ_TIMEOUT = 10.0
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    413: "Payload Too Large",
+    422: "Unprocessable Entity",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+
+def _response(status: int, body: dict[str, Any]) -> bytes:
+    data = json.dumps(body).encode()
+    head = (
+        f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n"
+    )
+    return head.encode() + data
+
+
+def _error(status: int, code: str, message: str) -> bytes:
+    return _response(status, {"error": {"code": code, "message": message}})
+
+
+async def _read_request(first: bytes, reader: asyncio.StreamReader) -> tuple[str, str, bytes]:
+    async with asyncio.timeout(READ_TIMEOUT):
+        head = first
+        while b"\r\n\r\n" not in head:
+            chunk = await reader.read(MAX_HEAD)
+            if not chunk:
+                raise BadRequest("The request ended before its headers did.")
+            head += chunk
+            if len(head) > MAX_HEAD + MAX_BODY:
+                raise PayloadTooLarge("The request headers are too large.")
+        head, _, body = head.partition(b"\r\n\r\n")
+        if len(head) > MAX_HEAD:
+            raise PayloadTooLarge("The request headers are too large.")
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            raise BadRequest("This is not an HTTP/1.1 request.")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+        declared = headers.get("content-length", "0")
+        if not declared.isdigit():
+            raise BadRequest("The Content-Length header is not a number.")
+        length = int(declared)
+        if length > MAX_BODY:
+            raise PayloadTooLarge(f"The request body must be at most {MAX_BODY} bytes.")
+        if len(body) < length:
+            body += await reader.readexactly(length - len(body))
+        return parts[0], parts[1], body[:length]
+
+
+async def serve(
+    kma: Appliance,
+    first: bytes,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    address: str,
+    service_address: str,
+) -> None:
+    try:
+        method, path, body = await _read_request(first, reader)
+        reply = await _route(kma, method, path, body, address, service_address)
+    except KmaError as error:
+        if not error.audited:
+            await asyncio.get_running_loop().run_in_executor(
+                None, enrollment.refuse_unknown, kma, address, error.message
+            )
+        reply = _error(error.status, error.code, error.message)
+    except (TimeoutError, asyncio.IncompleteReadError, ValueError):
+        await asyncio.get_running_loop().run_in_executor(
+            None, enrollment.refuse_unknown, kma, address, "incomplete or malformed HTTP request"
+        )
+        reply = _error(400, "bad_request", "The request was incomplete or malformed.")
+    writer.write(reply)
+    await writer.drain()
+
+
+async def _route(
+    kma: Appliance, method: str, path: str, body: bytes, address: str, service_address: str
+) -> bytes:
+    if path == "/v1/ca" and method == "GET":
+        ca_pem = kma.data_dir.ca_cert.read_bytes()
+        return _response(200, {"ca_pem": ca_pem.decode(), "fingerprint": fingerprint(ca_pem)})
+    if path == "/v1/enroll" and method == "POST":
+        try:
+            request = json.loads(body)
+            agent_id, passphrase, csr = request["agent_id"], request["passphrase"], request["csr_pem"]
+            if not all(isinstance(v, str) for v in (agent_id, passphrase, csr)):
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            raise BadRequest('Send JSON {"agent_id", "passphrase", "csr_pem"} (all strings).') from None
+        result = await asyncio.get_running_loop().run_in_executor(
+            None, enrollment.enroll, kma, agent_id, passphrase, csr.encode(), address, service_address
+        )
+        return _response(200, result)
+    if path in ("/v1/ca", "/v1/enroll"):
+        return _error(405, "bad_request", f"{method} is not allowed on {path}.")
+    return _error(404, "not_found", "The service listener serves KMIP, /v1/ca and /v1/enroll only.")

@@ -1,0 +1,129 @@
+"""The dispatch table (operation -> handler) and running one request's batch items.
+
+A handler is `async (call, payload) -> bytes` returning the encoded children of its Response
+Payload, or raising `KmipError`. Here every refusal becomes a failed batch item with a clear
+message and an audit event (unless the handler's refused commit already wrote one), and an
+unexpected failure becomes General Failure: logged with its traceback, audited, and never
+allowed to take the connection or the server down.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from kma.audit.record import Condition, Retention
+from kma.errors import KmaLocked
+from kma.kmip import ops_attributes, ops_keys, ops_server, ops_tape, ttlv
+from kma.kmip.context import Call
+from kma.kmip.enums import BatchErrorContinuation, Operation, ResultReason, ResultStatus, Tag
+from kma.kmip.messages import SUPPORTED_VERSIONS, KmipError, Request, RequestItem, Result
+from kma.kmip.ttlv import Item
+
+log = logging.getLogger(__name__)
+Handler = Callable[[Call, Item], Awaitable[bytes]]
+
+HANDLERS: dict[int, Handler] = {
+    Operation.DISCOVER_VERSIONS: ops_server.discover_versions,
+    Operation.QUERY: ops_server.query,
+    Operation.CREATE: ops_keys.create,
+    Operation.REGISTER: ops_keys.register,
+    Operation.GET: ops_keys.get,
+    Operation.ACTIVATE: ops_keys.activate,
+    Operation.REVOKE: ops_keys.revoke,
+    Operation.DESTROY: ops_keys.destroy,
+    Operation.GET_ATTRIBUTES: ops_attributes.get_attributes,
+    Operation.GET_ATTRIBUTE_LIST: ops_attributes.get_attribute_list,
+    Operation.ADD_ATTRIBUTE: ops_attributes.add_attribute,
+    Operation.MODIFY_ATTRIBUTE: ops_attributes.modify_attribute,
+    Operation.DELETE_ATTRIBUTE: ops_attributes.delete_attribute,
+    Operation.LOCATE: ops_attributes.locate,
+    Operation.WRITE_KEY: ops_tape.write_key,
+    Operation.WRITE_FROM_BEGINNING: ops_tape.write_from_beginning,
+}
+# Needs no enrolled agent's permissions: a client may learn what the server speaks.
+OPEN_OPERATIONS = frozenset({Operation.DISCOVER_VERSIONS, Operation.QUERY})
+
+
+def operation_name(code: int) -> str:
+    try:
+        return Operation(code).name.lower()
+    except ValueError:
+        return f"0x{code:08X}"
+
+
+def _creates_then_activates(item: RequestItem, following: RequestItem | None) -> bool:
+    """Create, then Activate of the ID placeholder: how drives ask for a new tape key."""
+    return (
+        item.operation == Operation.CREATE
+        and following is not None
+        and following.operation == Operation.ACTIVATE
+        and following.payload.find(Tag.UNIQUE_IDENTIFIER) is None
+    )
+
+
+async def run(call: Call, request: Request) -> list[Result]:
+    """The batch items in order. A Create followed by an Activate of its placeholder is done as
+    one durable write (the key is created active), answered as the two items it was."""
+    results: list[Result] = []
+    items = request.items
+    index = 0
+    while index < len(items):
+        item = items[index]
+        following = items[index + 1] if index + 1 < len(items) else None
+        fused = _creates_then_activates(item, following)
+        result = await run_item(call, request, item, ops_keys.create_active if fused else None)
+        results.append(result)
+        index += 1
+        if fused and following is not None and result.status == ResultStatus.SUCCESS:
+            results.append(
+                Result(
+                    following.operation,
+                    following.batch_id,
+                    payload=ttlv.text(Tag.UNIQUE_IDENTIFIER, call.placeholder or ""),
+                )
+            )
+            index += 1
+        if result.status != ResultStatus.SUCCESS and request.continuation != BatchErrorContinuation.CONTINUE:
+            break  # Stop (the default); Undo is treated as Stop: nothing done is ever undone
+    return results
+
+
+async def run_item(call: Call, request: Request, item: RequestItem, handler: Handler | None = None) -> Result:
+    name = operation_name(item.operation)
+    call.subject = None
+    try:
+        handler = handler or HANDLERS.get(item.operation)
+        if handler is None:
+            raise KmipError(
+                ResultReason.OPERATION_NOT_SUPPORTED, f"operation {name} is not supported by this KMA"
+            )
+        if request.version not in SUPPORTED_VERSIONS and item.operation != Operation.DISCOVER_VERSIONS:
+            raise KmipError(
+                ResultReason.INVALID_MESSAGE,
+                f"KMIP {request.version[0]}.{request.version[1]} is not supported; this KMA speaks "
+                "KMIP 1.0 to 1.4",
+            )
+        if item.operation not in OPEN_OPERATIONS:
+            call.session.access()
+        payload = await handler(call, item.payload)
+        return Result(item.operation, item.batch_id, payload=payload)
+    except KmipError as error:
+        reason, message, audited = error.reason, error.message, error.audited
+    except KmaLocked as locked:
+        reason, message, audited = ResultReason.GENERAL_FAILURE, locked.message, False
+    except Exception:
+        log.exception("KMIP %s by %s failed", name, call.agent_id)
+        reason, message, audited = (
+            ResultReason.GENERAL_FAILURE,
+            "internal error; it is logged on the KMA",
+            False,
+        )
+    if not audited:
+        await call.audit(
+            f"kmip.{name}",
+            f"refused {name}: {message}",
+            condition=Condition.ERROR,
+            retention=Retention.MEDIUM,
+        )
+    return Result(item.operation, item.batch_id, ResultStatus.OPERATION_FAILED, reason, message)

@@ -1,0 +1,239 @@
+"""Get Attributes, Get Attribute List, Add/Modify/Delete Attribute and Locate.
+
+What an agent may change: a key's data unit while it has none (Name, x-Data-Unit or x-Barcode:
+a key protects one tape, and only writing from beginning of tape lets go of it), and its own
+`x-` attributes. Everything else is the KMA's to set. Locate finds the keys the agent may see
+by data unit, key group, state, usage or custom attribute, newest first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kma.kmip import attributes, ttlv
+from kma.kmip.attributes import DATA_UNIT_ALIASES, Attr, KeyView, field_error
+from kma.kmip.context import Call
+from kma.kmip.enums import CryptographicAlgorithm, ItemType, ObjectType, ResultReason, Tag
+from kma.kmip.messages import KmipError
+from kma.kmip.ttlv import Item
+from kma.services import agent_keys
+from kma.services.agent_keys import LocateFilter
+
+MAX_LOCATED = 1000  # IDs in one Locate answer; Located Items (KMIP 1.3+) still counts them all
+
+
+def _view(call: Call, uid: str) -> KeyView:
+    return KeyView(call.key(uid), call.now, agent_keys.custom_attributes(call.kma, uid))
+
+
+async def get_attributes(call: Call, payload: Item) -> bytes:
+    uid = call.uid(payload)
+    key = _view(call, uid)
+    names = [n.value for n in payload.all(Tag.ATTRIBUTE_NAME) if isinstance(n.value, str)]
+    encoded = attributes.encode_attributes(key, names or None)
+    await call.audit("kmip.get_attributes", f"read {len(encoded)} attributes of key {uid}")
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(encoded)
+
+
+async def get_attribute_list(call: Call, payload: Item) -> bytes:
+    uid = call.uid(payload)
+    names = attributes.attribute_names(_view(call, uid))
+    await call.audit("kmip.get_attribute_list", f"listed the attributes of key {uid}")
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(ttlv.text(Tag.ATTRIBUTE_NAME, n) for n in names)
+
+
+def _one_attribute(payload: Item) -> Attr:
+    item = payload.find(Tag.ATTRIBUTE)
+    if item is None:
+        raise KmipError(ResultReason.MISSING_DATA, "the request has no Attribute")
+    return attributes.parse_attribute(item)
+
+
+def _read_only(name: str) -> KmipError:
+    return KmipError(
+        ResultReason.PERMISSION_DENIED, f"attribute '{name[:80]}' is set by the KMA, not by agents"
+    )
+
+
+async def add_attribute(call: Call, payload: Item) -> bytes:
+    uid = call.uid(payload)
+    attr = _one_attribute(payload)
+    row = call.key(uid)
+    if attr.name == "Name" or attr.name in DATA_UNIT_ALIASES:
+        unit = attributes.data_unit_of(attr)
+        if row["data_unit_id"] is not None:
+            raise KmipError(
+                ResultReason.PERMISSION_DENIED,
+                f"key {uid} already belongs to data unit '{row['data_unit_id']}'; a key is "
+                "bound to one data unit until the tape is written from its beginning",
+            )
+        await call.commit(
+            "kmip.add_attribute",
+            agent_keys.bind_data_unit(call.agent_id, uid, unit, call.now),
+            f"bound key {uid} to data unit '{unit}'",
+        )
+        return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
+    if not attr.name.startswith("x-") or attr.name in attributes.STANDARD:
+        raise _read_only(attr.name)
+    value = attributes.custom_value(attr)
+    await call.commit(
+        "kmip.add_attribute",
+        [
+            agent_keys.guard_key(call.agent_id, uid, call.now),
+            agent_keys.add_custom_attribute(uid, attr.name, value),
+        ],
+        f"added attribute '{attr.name}' to key {uid}",
+    )
+    index = (
+        call.kma.store.scalar(
+            "SELECT max(idx) FROM key_custom_attributes WHERE key_id = ? AND name = ?", (uid, attr.name)
+        )
+        or 0
+    )
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + attributes.attribute(
+        attr.name, ttlv.text(Tag.ATTRIBUTE_VALUE, value), index
+    )
+
+
+def _raw(attr: Attr) -> list[bytes]:
+    parts = [ttlv.text(Tag.ATTRIBUTE_NAME, attr.name)]
+    if attr.index:
+        parts.append(ttlv.integer(Tag.ATTRIBUTE_INDEX, attr.index))
+    return [*parts, attr.value.encode()]
+
+
+async def modify_attribute(call: Call, payload: Item) -> bytes:
+    uid = call.uid(payload)
+    attr = _one_attribute(payload)
+    row = call.key(uid)
+    if attr.name == "Name" or attr.name in DATA_UNIT_ALIASES:
+        unit = attributes.data_unit_of(attr)
+        if row["data_unit_id"] != unit:
+            raise KmipError(
+                ResultReason.PERMISSION_DENIED,
+                f"key {uid} stays bound to its data unit; write the tape from its beginning "
+                "to let its keys go",
+            )
+        await call.audit("kmip.modify_attribute", f"kept key {uid} bound to data unit '{unit}' (no change)")
+        return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
+    if not attr.name.startswith("x-") or attr.name in attributes.STANDARD:
+        raise _read_only(attr.name)
+    value = attributes.custom_value(attr)
+    await call.commit(
+        "kmip.modify_attribute",
+        [
+            agent_keys.guard_key(call.agent_id, uid, call.now),
+            agent_keys.modify_custom_attribute(uid, attr.name, attr.index, value),
+        ],
+        f"changed attribute '{attr.name}' of key {uid}",
+    )
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
+
+
+async def delete_attribute(call: Call, payload: Item) -> bytes:
+    uid = call.uid(payload)
+    name = payload.get(Tag.ATTRIBUTE_NAME)
+    index = payload.get(Tag.ATTRIBUTE_INDEX, 0)
+    if not isinstance(name, str) or not isinstance(index, int):
+        raise KmipError(ResultReason.MISSING_DATA, "Delete Attribute needs an Attribute Name")
+    call.key(uid)
+    if not name.startswith("x-") or name in attributes.STANDARD or name in DATA_UNIT_ALIASES:
+        raise _read_only(name)
+    old = call.kma.store.scalar(
+        "SELECT value FROM key_custom_attributes WHERE key_id = ? AND name = ? AND idx = ?",
+        (uid, name, index),
+    )
+    await call.commit(
+        "kmip.delete_attribute",
+        [
+            agent_keys.guard_key(call.agent_id, uid, call.now),
+            agent_keys.delete_custom_attribute(uid, name, index),
+        ],
+        f"deleted attribute '{name}' of key {uid}",
+    )
+    deleted = attributes.attribute(name, ttlv.text(Tag.ATTRIBUTE_VALUE, str(old or "")), index)
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + deleted
+
+
+def _must_be(expected: int) -> Callable[[LocateFilter, Attr], None]:
+    """A filter on something every key here has the same value of: it matches all or none."""
+
+    def rule(wanted: LocateFilter, attr: Attr) -> None:
+        wanted.nothing |= attr.value.value != expected
+
+    return rule
+
+
+def _by_data_unit(wanted: LocateFilter, attr: Attr) -> None:
+    try:
+        wanted.data_units.append(attributes.data_unit_of(attr))
+    except KmipError:
+        wanted.nothing = True  # not a data unit ID: no key has that name
+
+
+def _typed_rule(
+    typ: ItemType, add: Callable[[LocateFilter, Any], None]
+) -> Callable[[LocateFilter, Attr], None]:
+    def rule(wanted: LocateFilter, attr: Attr) -> None:
+        if attr.value.type != typ:
+            raise field_error(f"attribute '{attr.name}' must be a {typ.name.lower().replace('_', ' ')}")
+        add(wanted, attr.value.value)
+
+    return rule
+
+
+def _by_state(wanted: LocateFilter, state: int) -> None:
+    if state in agent_keys.STATE_SQL:
+        wanted.states.append(state)
+    else:
+        wanted.nothing = True
+
+
+def _by_usage(wanted: LocateFilter, mask: int) -> None:
+    wanted.usage_mask = (wanted.usage_mask or 0) | mask
+
+
+LOCATE_BY: dict[str, Callable[[LocateFilter, Attr], None]] = {
+    "Object Type": _must_be(ObjectType.SYMMETRIC_KEY),
+    "Cryptographic Algorithm": _must_be(CryptographicAlgorithm.AES),
+    "Cryptographic Length": _must_be(attributes.KEY_BITS),
+    "Name": _by_data_unit,
+    **dict.fromkeys(DATA_UNIT_ALIASES, _by_data_unit),
+    "Object Group": _typed_rule(ItemType.TEXT_STRING, lambda w, v: w.groups.append(v)),
+    "State": _typed_rule(ItemType.ENUMERATION, _by_state),
+    "Unique Identifier": _typed_rule(ItemType.TEXT_STRING, lambda w, v: w.key_ids.append(v)),
+    "Cryptographic Usage Mask": _typed_rule(ItemType.INTEGER, _by_usage),
+}
+
+
+def _locate_filter(attrs: list[Attr]) -> LocateFilter:
+    wanted = LocateFilter([], [], [], [], [])
+    for attr in attrs:
+        rule = LOCATE_BY.get(attr.name)
+        if rule is not None:
+            rule(wanted, attr)
+        elif attr.name.startswith("x-"):
+            wanted.custom.append((attr.name, attributes.custom_value(attr)))
+        else:
+            raise field_error(f"Locate cannot look for attribute '{attr.name[:80]}'")
+    if len(set(wanted.states)) > 1 or len(set(wanted.data_units)) > 1 or len(set(wanted.groups)) > 1:
+        wanted.nothing = True  # a key has one state, one data unit, one group
+    return wanted
+
+
+async def locate(call: Call, payload: Item) -> bytes:
+    wanted = _locate_filter(attributes.request_attributes(payload))
+    limit = payload.get(Tag.MAXIMUM_ITEMS, MAX_LOCATED)
+    offset = payload.get(Tag.OFFSET_ITEMS, 0)
+    if not isinstance(limit, int) or not isinstance(offset, int) or limit < 0 or offset < 0:
+        raise field_error("Maximum Items and Offset Items must be non-negative integers")
+    ids, total = agent_keys.locate(call.kma, call.agent_id, call.now, wanted, offset, min(limit, MAX_LOCATED))
+    what = ", ".join(f"data unit '{u}'" for u in wanted.data_units) or "all visible keys"
+    await call.audit(
+        "kmip.locate",
+        f"located {len(ids)} of {total} keys ({what})",
+        ("data_unit", wanted.data_units[0]) if wanted.data_units else None,
+    )
+    located = ttlv.integer(Tag.LOCATED_ITEMS, total) if call.version >= (1, 3) else b""
+    return located + b"".join(ttlv.text(Tag.UNIQUE_IDENTIFIER, i) for i in ids)

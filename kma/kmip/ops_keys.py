@@ -1,0 +1,329 @@
+"""Create, Register, Get, Activate, Revoke, Destroy: a key's life as an agent drives it.
+
+Create takes a pre-generated key from this KMA's pool (kma/services/keypool.py) and assigns it
+to the agent's key group (its default group unless it names another with Object Group) and, if
+the request names one, to a data unit: one guarded UPDATE, committed durably with its audit
+event before the agent hears of the key. Get sends the key inside TLS and, when the client asks
+for it with a Key Wrapping Specification, wrapped under another key it may use (RFC 3394/5649).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from cryptography.hazmat.primitives.keywrap import aes_key_wrap, aes_key_wrap_with_padding
+
+from kma.kmip import attributes, ttlv
+from kma.kmip.attributes import NewKey, field_error
+from kma.kmip.context import Call
+from kma.kmip.enums import (
+    BlockCipherMode,
+    CryptographicAlgorithm,
+    EncodingOption,
+    ItemType,
+    KeyFormatType,
+    ObjectType,
+    ResultReason,
+    RevocationReasonCode,
+    State,
+    Tag,
+    UsageMask,
+    WrappingMethod,
+)
+from kma.kmip.messages import KmipError
+from kma.kmip.ttlv import Item
+from kma.services import agent_keys
+from kma.services.keypool import new_key_id
+from kma.store import Stmt, WriteResult
+
+COMPROMISE_REASONS = (RevocationReasonCode.KEY_COMPROMISE, RevocationReasonCode.CA_COMPROMISE)
+
+
+def _symmetric_only(payload: Item) -> None:
+    if payload.get(Tag.OBJECT_TYPE) != ObjectType.SYMMETRIC_KEY:
+        raise field_error("this KMA holds symmetric (AES-256) keys only")
+
+
+def chosen_group(call: Call, asked: str | None) -> str:
+    """The agent's default key group, or the one it names if it may use that one."""
+    access = call.access
+    group = asked or access.default_group
+    if group not in access.groups:
+        raise KmipError(
+            ResultReason.PERMISSION_DENIED, f"agent '{call.agent_id}' may not use key group '{group[:64]}'"
+        )
+    return group
+
+
+def _extras(key_id: str, spec: NewKey) -> list[Stmt]:
+    out = []
+    if spec.usage_mask != attributes.DEFAULT_USAGE:
+        out.append(agent_keys.set_usage_mask(key_id, spec.usage_mask))
+    out += [agent_keys.add_custom_attribute(key_id, name, value) for name, value in spec.custom]
+    return out
+
+
+async def issue(
+    call: Call,
+    operation: str,
+    group: str,
+    spec: NewKey,
+    describe: Callable[[str], str],
+    before: Sequence[Stmt] = (),
+    only_if_no_write_key: bool = False,
+) -> tuple[str, WriteResult]:
+    """Assign a pool key (generated inline if the pool is empty) and commit it durably."""
+    kma = call.kma
+    kma.vault.master()  # a locked KMA issues nothing
+    key_id = kma.pool.take()
+    from_pool = key_id is not None
+    statements = list(before)
+    if spec.data_unit is not None:
+        statements.append(agent_keys.register_data_unit(spec.data_unit, call.now))
+    if key_id is None:
+        key_id = new_key_id()
+        statements.append(kma.pool.generate_stmt(key_id, call.now))
+    statements.append(
+        agent_keys.assign_pool_key(
+            key_id, call.agent_id, group, spec.data_unit, call.now, spec.activate, only_if_no_write_key
+        )
+    )
+    statements += _extras(key_id, spec)
+    try:
+        result = await call.commit(operation, statements, describe(key_id), ("key", key_id))
+    except KmipError:
+        if from_pool:
+            kma.pool.give_back(key_id)
+        raise
+    call.placeholder = key_id
+    return key_id, result
+
+
+def _where(spec: NewKey, group: str) -> str:
+    unit = f"data unit '{spec.data_unit}'" if spec.data_unit else "no data unit"
+    state = "active" if spec.activate else "pre-active"
+    return f"for {unit} in key group '{group}' ({state})"
+
+
+async def create(call: Call, payload: Item, activate: bool = False) -> bytes:
+    _symmetric_only(payload)
+    spec = attributes.new_key(attributes.request_attributes(payload), call.now)
+    spec.activate |= activate
+    group = chosen_group(call, spec.group)
+    then = " and activated it (Activate in the same request)" if activate else ""
+    key_id, _ = await issue(
+        call, "kmip.create", group, spec, lambda k: f"created key {k} {_where(spec, group)}{then}"
+    )
+    return ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + ttlv.text(Tag.UNIQUE_IDENTIFIER, key_id)
+
+
+async def create_active(call: Call, payload: Item) -> bytes:
+    """Create immediately followed by Activate of the placeholder, as one write."""
+    return await create(call, payload, activate=True)
+
+
+def _key_block_material(block: Item) -> bytes:
+    """Plain AES-256 key bytes from a Key Block (Raw or Transparent Symmetric Key)."""
+    if block.find(Tag.KEY_WRAPPING_DATA) is not None:
+        raise KmipError(ResultReason.FEATURE_NOT_SUPPORTED, "register key material unwrapped, inside TLS")
+    fmt = block.get(Tag.KEY_FORMAT_TYPE)
+    value = block.find(Tag.KEY_VALUE)
+    material = value.find(Tag.KEY_MATERIAL) if value is not None else None
+    if material is None:
+        raise KmipError(ResultReason.MISSING_DATA, "the key block has no key material")
+    if fmt == KeyFormatType.TRANSPARENT_SYMMETRIC_KEY and material.type == ItemType.STRUCTURE:
+        raw = material.get(Tag.KEY)
+    elif fmt == KeyFormatType.RAW and material.type == ItemType.BYTE_STRING:
+        raw = material.value
+    else:
+        raise KmipError(
+            ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED,
+            "key material must be Raw or Transparent Symmetric Key",
+        )
+    algorithm = block.get(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES)
+    if algorithm != CryptographicAlgorithm.AES or not isinstance(raw, bytes) or len(raw) != 32:
+        raise field_error("this KMA holds AES-256 keys only (32 bytes of key material)")
+    return raw
+
+
+async def register(call: Call, payload: Item) -> bytes:
+    _symmetric_only(payload)
+    symmetric = payload.find(Tag.SYMMETRIC_KEY)
+    block = symmetric.find(Tag.KEY_BLOCK) if symmetric is not None else None
+    if block is None:
+        raise KmipError(ResultReason.MISSING_DATA, "Register needs a Symmetric Key with a Key Block")
+    raw = _key_block_material(block)
+    spec = attributes.new_key(attributes.request_attributes(payload), call.now)
+    group = chosen_group(call, spec.group)
+    kma = call.kma
+    key_id = new_key_id()
+    wrapped = kma.vault.master().wrap(f"key:{key_id}", raw)
+    statements = [agent_keys.register_data_unit(spec.data_unit, call.now)] if spec.data_unit else []
+    statements.append(
+        agent_keys.insert_registered_key(
+            key_id, kma.kma_id, wrapped, call.agent_id, group, spec.data_unit, call.now, spec.activate
+        )
+    )
+    statements += _extras(key_id, spec)
+    await call.commit(
+        "kmip.register",
+        statements,
+        f"registered key {key_id} supplied by the agent {_where(spec, group)}",
+        ("key", key_id),
+    )
+    call.placeholder = key_id
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, key_id)
+
+
+def _wrapping_key(call: Call, spec: Item) -> tuple[str, bytes, int]:
+    """(wrapping key ID, its material, block cipher mode) for a Key Wrapping Specification."""
+    if spec.get(Tag.WRAPPING_METHOD) != WrappingMethod.ENCRYPT:
+        raise KmipError(ResultReason.FEATURE_NOT_SUPPORTED, "only the Encrypt wrapping method is supported")
+    if spec.find(Tag.MAC_SIGNATURE_KEY_INFORMATION) is not None:
+        raise KmipError(ResultReason.FEATURE_NOT_SUPPORTED, "MAC/signature key wrapping is not supported")
+    if spec.get(Tag.ENCODING_OPTION, EncodingOption.NO_ENCODING) != EncodingOption.NO_ENCODING:
+        raise KmipError(ResultReason.ENCODING_OPTION_ERROR, "only the No Encoding option is supported")
+    info = spec.find(Tag.ENCRYPTION_KEY_INFORMATION)
+    uid = info.get(Tag.UNIQUE_IDENTIFIER) if info is not None else None
+    if not isinstance(uid, str):
+        raise KmipError(ResultReason.MISSING_DATA, "the Key Wrapping Specification names no wrapping key")
+    params = info.find(Tag.CRYPTOGRAPHIC_PARAMETERS) if info is not None else None
+    mode = (
+        params.get(Tag.BLOCK_CIPHER_MODE, BlockCipherMode.NIST_KEY_WRAP)
+        if params
+        else BlockCipherMode.NIST_KEY_WRAP
+    )
+    if mode not in (BlockCipherMode.NIST_KEY_WRAP, BlockCipherMode.AES_KEY_WRAP_PADDING):
+        raise KmipError(
+            ResultReason.FEATURE_NOT_SUPPORTED, "keys are wrapped with AES Key Wrap (RFC 3394 or 5649) only"
+        )
+    row = call.key(uid, material=True)
+    view = attributes.KeyView(row, call.now)
+    if view.state != State.ACTIVE or row["material_wrapped"] is None:
+        raise KmipError(ResultReason.PERMISSION_DENIED, f"wrapping key {uid} is not active")
+    if not view.usage_mask & UsageMask.WRAP_KEY:
+        raise KmipError(ResultReason.PERMISSION_DENIED, f"key {uid} is not for wrapping (no Wrap Key usage)")
+    return uid, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]), int(mode)
+
+
+async def get(call: Call, payload: Item) -> bytes:
+    uid = call.uid(payload)
+    fmt = payload.get(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW)
+    if fmt not in (KeyFormatType.RAW, KeyFormatType.TRANSPARENT_SYMMETRIC_KEY):
+        raise KmipError(
+            ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED, "keys are sent Raw or as Transparent Symmetric Key"
+        )
+    if payload.find(Tag.KEY_COMPRESSION_TYPE) is not None:
+        raise KmipError(
+            ResultReason.KEY_COMPRESSION_TYPE_NOT_SUPPORTED, "key compression does not apply to AES keys"
+        )
+    row = call.key(uid, material=True)
+    if row["material_wrapped"] is None:
+        raise KmipError(ResultReason.KEY_VALUE_NOT_PRESENT, f"key {uid} was destroyed")
+    master = call.kma.vault.master()
+    material = master.unwrap(f"key:{uid}", row["material_wrapped"])
+    spec = payload.find(Tag.KEY_WRAPPING_SPECIFICATION)
+    if spec is None:
+        value = (
+            ttlv.struct_(Tag.KEY_MATERIAL, ttlv.byte_string(Tag.KEY, material))
+            if fmt == KeyFormatType.TRANSPARENT_SYMMETRIC_KEY
+            else ttlv.byte_string(Tag.KEY_MATERIAL, material)
+        )
+        key_value, wrapping, how = ttlv.struct_(Tag.KEY_VALUE, value), b"", ""
+    else:
+        wrap_id, kek, mode = _wrapping_key(call, spec)
+        wrap = aes_key_wrap if mode == BlockCipherMode.NIST_KEY_WRAP else aes_key_wrap_with_padding
+        key_value = ttlv.byte_string(Tag.KEY_VALUE, wrap(kek, material))
+        wrapping = ttlv.struct_(
+            Tag.KEY_WRAPPING_DATA,
+            ttlv.enum(Tag.WRAPPING_METHOD, WrappingMethod.ENCRYPT),
+            ttlv.struct_(
+                Tag.ENCRYPTION_KEY_INFORMATION,
+                ttlv.text(Tag.UNIQUE_IDENTIFIER, wrap_id),
+                ttlv.struct_(Tag.CRYPTOGRAPHIC_PARAMETERS, ttlv.enum(Tag.BLOCK_CIPHER_MODE, mode)),
+            ),
+            ttlv.enum(Tag.ENCODING_OPTION, EncodingOption.NO_ENCODING),
+        )
+        how = f", wrapped under key {wrap_id}"
+    await call.audit("kmip.get", f"sent key {uid} to agent '{call.agent_id}'{how}", ("key", uid))
+    block = ttlv.struct_(
+        Tag.KEY_BLOCK,
+        ttlv.enum(Tag.KEY_FORMAT_TYPE, fmt),
+        key_value,
+        ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES),
+        ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, attributes.KEY_BITS),
+        wrapping,
+    )
+    return (
+        ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY)
+        + ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
+        + ttlv.struct_(Tag.SYMMETRIC_KEY, block)
+    )
+
+
+async def activate(call: Call, payload: Item) -> bytes:
+    uid = call.uid(payload)
+    row = call.key(uid)
+    state = attributes.KeyView(row, call.now).state
+    if state != State.PRE_ACTIVE:
+        raise KmipError(
+            ResultReason.PERMISSION_DENIED,
+            f"key {uid} is {state.name.lower().replace('_', '-')}; only a pre-active key can be activated",
+        )
+    await call.commit(
+        "kmip.activate",
+        [agent_keys.activate(call.agent_id, uid, call.now)],
+        f"activated key {uid} (encryption period and cryptoperiod start now)",
+    )
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
+
+
+def _may_revoke(call: Call, row: object, what: str) -> None:
+    policy = agent_keys.group_policy(call.kma, row["key_group_id"])  # type: ignore[index]
+    if policy is None or not policy["agents_may_revoke"]:
+        name = policy["id"] if policy is not None else "?"
+        raise KmipError(
+            ResultReason.PERMISSION_DENIED, f"key policy '{name}' does not allow agents to {what} keys"
+        )
+
+
+async def revoke(call: Call, payload: Item) -> bytes:
+    uid = call.uid(payload)
+    row = call.key(uid)
+    reason_item = payload.find(Tag.REVOCATION_REASON)
+    code = reason_item.get(Tag.REVOCATION_REASON_CODE) if reason_item is not None else None
+    if not isinstance(code, int):
+        raise KmipError(ResultReason.MISSING_DATA, "Revoke needs a Revocation Reason")
+    message = reason_item.get(Tag.REVOCATION_MESSAGE) if reason_item is not None else None
+    message = message[:500] if isinstance(message, str) else None
+    _may_revoke(call, row, "revoke")
+    compromised = code in COMPROMISE_REASONS
+    occurred = payload.get(Tag.COMPROMISE_OCCURRENCE_DATE)
+    what = "compromised" if compromised else "deactivated"
+    detail = f"; compromise occurred at {occurred}" if compromised and isinstance(occurred, int) else ""
+    await call.commit(
+        "kmip.revoke",
+        agent_keys.revoke(call.agent_id, uid, call.now, call.now if compromised else None, code, message),
+        f"revoked key {uid}: {what} (reason {code}{': ' + message if message else ''}{detail})",
+    )
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
+
+
+async def destroy(call: Call, payload: Item) -> bytes:
+    uid = call.uid(payload)
+    row = call.key(uid)
+    _may_revoke(call, row, "destroy")
+    state = attributes.KeyView(row, call.now).state
+    if state not in (State.DEACTIVATED, State.COMPROMISED):
+        raise KmipError(
+            ResultReason.PERMISSION_DENIED,
+            f"key {uid} is {state.name.lower().replace('_', '-')}; only deactivated or "
+            "compromised keys can be destroyed (revoke it first)",
+        )
+    comment = f"destroyed by agent '{call.agent_id}' over KMIP"
+    await call.commit(
+        "kmip.destroy",
+        [agent_keys.destroy(call.agent_id, uid, call.now, comment)],
+        f"destroyed key {uid}: {comment}",
+    )
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)

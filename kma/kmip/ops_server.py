@@ -1,0 +1,60 @@
+"""Discover Versions and Query: what this server speaks and can do."""
+
+from __future__ import annotations
+
+from kma.kmip import ttlv
+from kma.kmip.context import Call
+from kma.kmip.enums import ItemType, ObjectType, Operation, QueryFunction, Tag
+from kma.kmip.messages import SUPPORTED_VERSIONS
+from kma.kmip.ttlv import Item
+
+VENDOR = "KMS Manager reference KMA"
+# Standard operations only: vendor operation codes would not parse in most clients' Query.
+QUERY_OPERATIONS = [op for op in Operation if op < 0x80000000]
+EXTENSIONS = [
+    ("Data Unit", Tag.DATA_UNIT, ItemType.TEXT_STRING),
+    ("Key Issued", Tag.KEY_ISSUED, ItemType.BOOLEAN),
+    ("Keys Released", Tag.KEYS_RELEASED, ItemType.INTEGER),
+]
+
+
+def _version(major: int, minor: int) -> bytes:
+    return ttlv.struct_(
+        Tag.PROTOCOL_VERSION,
+        ttlv.integer(Tag.PROTOCOL_VERSION_MAJOR, major),
+        ttlv.integer(Tag.PROTOCOL_VERSION_MINOR, minor),
+    )
+
+
+async def discover_versions(call: Call, payload: Item) -> bytes:
+    asked = {
+        (v.get(Tag.PROTOCOL_VERSION_MAJOR), v.get(Tag.PROTOCOL_VERSION_MINOR))
+        for v in payload.all(Tag.PROTOCOL_VERSION)
+    }
+    versions = [v for v in SUPPORTED_VERSIONS if not asked or v in asked]
+    await call.audit(
+        "kmip.discover_versions",
+        f"offered KMIP {', '.join(f'{a}.{b}' for a, b in versions) or 'no common version'}",
+    )
+    return b"".join(_version(*v) for v in versions)
+
+
+async def query(call: Call, payload: Item) -> bytes:
+    functions = {f for f in (i.value for i in payload.all(Tag.QUERY_FUNCTION)) if isinstance(f, int)}
+    parts: list[bytes] = []
+    if QueryFunction.OPERATIONS in functions:
+        parts += [ttlv.enum(Tag.OPERATION, op) for op in QUERY_OPERATIONS]
+    if QueryFunction.OBJECTS in functions:
+        parts.append(ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY))
+    if QueryFunction.SERVER_INFORMATION in functions:
+        parts.append(ttlv.text(Tag.VENDOR_IDENTIFICATION, VENDOR))
+        parts.append(ttlv.struct_(Tag.SERVER_INFORMATION))
+    if functions & {QueryFunction.EXTENSION_LIST, QueryFunction.EXTENSION_MAP} and call.version >= (1, 1):
+        with_map = QueryFunction.EXTENSION_MAP in functions
+        for name, tag, typ in EXTENSIONS:
+            fields = [ttlv.text(Tag.EXTENSION_NAME, name)]
+            if with_map:
+                fields += [ttlv.integer(Tag.EXTENSION_TAG, tag), ttlv.integer(Tag.EXTENSION_TYPE, typ)]
+            parts.append(ttlv.struct_(Tag.EXTENSION_INFORMATION, *fields))
+    await call.audit("kmip.query", f"answered a query ({len(functions)} functions)")
+    return b"".join(parts)

@@ -1,0 +1,370 @@
+"""The service listener: KMIP over mutual TLS (and enrollment over HTTPS) on one port.
+
+It runs in its own thread with its own asyncio loop, beside the management API, so neither can
+stall the other. Per connection: a TLS handshake (refusals are audited), then requests in turn:
+an 8-byte TTLV header is read and checked (a Request Message, at most `MAX_MESSAGE` bytes)
+before the body is, so an oversize or foreign message is answered with a KMIP error and the
+connection closed, never buffered. A body that does not decode gets Invalid Message and the
+connection stays usable (its framing was sound). Slow or silent peers time out. Whatever one
+connection does, the others keep being served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import socket
+import ssl
+import threading
+import time
+from typing import Any
+
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+
+from kma.appliance import Appliance
+from kma.audit.record import Condition, Retention
+from kma.domain.actor import Actor
+from kma.kmip import enrollment_http, operations, ttlv
+from kma.kmip.context import AgentSession, Call, CommitBridge, audit_event
+from kma.kmip.enums import ItemType, ResultReason, ResultStatus, Tag
+from kma.kmip.messages import (
+    KmipError,
+    Request,
+    Result,
+    encode_response,
+    error_response,
+    parse_request,
+    request_version,
+)
+from kma.kmip.tls import service_context
+from kma.kmip.ttlv import TTLVError
+
+log = logging.getLogger(__name__)
+MAX_MESSAGE = 65536  # bytes of one request (header excluded): far above any real KMIP request here
+MAX_CONNECTIONS = 1024
+HANDSHAKE_TIMEOUT = 10.0
+MESSAGE_TIMEOUT = 10.0  # to finish a message once it started
+IDLE_TIMEOUT = 300.0  # between messages
+PROCESSING_TIMEOUT = 120.0  # a request waiting on the store (it never should this long)
+HTTP_TIMEOUT = 60.0  # an enrollment: Argon2id, signing and a durable commit
+SWEEP_INTERVAL = 0.5
+UNAUTHENTICATED_EVENTS_PER_SECOND = 20
+
+
+class _Throttle:
+    """Audits refusals by unauthenticated peers, at most N a second; the rest are counted and
+    reported in one event, so a flood of bad handshakes cannot flood the audit trail."""
+
+    def __init__(self, per_second: int) -> None:
+        self.per_second = per_second
+        self.window = 0
+        self.used = 0
+        self.dropped = 0
+
+    def allow(self) -> tuple[bool, int]:
+        """(record this one?, events dropped in the previous window to report now)."""
+        now = int(time.monotonic())
+        report = 0
+        if now != self.window:
+            self.window, self.used, report, self.dropped = now, 0, self.dropped, 0
+        self.used += 1
+        if self.used > self.per_second:
+            self.dropped += 1
+            return False, report
+        return True, report
+
+
+class _Conn:
+    """One connection's deadline: the sweeper cancels a connection that misses it."""
+
+    __slots__ = ("deadline", "phase", "task", "timed_out")
+
+    def __init__(self, task: asyncio.Task[Any], phase: str, seconds: float) -> None:
+        self.task = task
+        self.timed_out = False
+        self.phase = phase
+        self.deadline = time.monotonic() + seconds
+
+    def expect(self, phase: str, seconds: float) -> None:
+        self.phase = phase
+        self.deadline = time.monotonic() + seconds
+
+
+class ServiceListener:
+    def __init__(self, kma: Appliance, sock: socket.socket, address: str) -> None:
+        self.kma = kma
+        self.sock = sock
+        self.address = address
+        self.context = service_context(
+            kma.data_dir.server_cert, kma.data_dir.server_key, kma.data_dir.ca_cert
+        )
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._connections: dict[asyncio.Task[Any], _Conn] = {}
+        self._throttle = _Throttle(UNAUTHENTICATED_EVENTS_PER_SECOND)
+        self._bridge: CommitBridge | None = None
+        self._failure: BaseException | None = None
+
+    # --- lifecycle (called from the main thread) ------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="kma-service-listener", daemon=True)
+        self._thread.start()
+        self._ready.wait(timeout=30)
+        if self._failure is not None:
+            raise RuntimeError(f"the service listener did not start: {self._failure}")
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stopping is not None:
+            self._loop.call_soon_threadsafe(self._stopping.set)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # noqa: BLE001 - reported to start() and the log
+            self._failure = exc
+            log.exception("service listener failed")
+            self._ready.set()
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        self._bridge = CommitBridge(self._loop)
+        server = await asyncio.start_server(self._accepted, sock=self.sock, limit=MAX_MESSAGE)
+        sweeper = asyncio.create_task(self._sweep())
+        self._ready.set()
+        log.info("service listener on %s", self.address)
+        await self._stopping.wait()
+        server.close()
+        sweeper.cancel()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(sweeper, *self._connections, return_exceptions=True)
+        await server.wait_closed()
+
+    async def _sweep(self) -> None:
+        """Cancel connections past their deadline (cheaper than a timer per read)."""
+        while True:
+            await asyncio.sleep(SWEEP_INTERVAL)
+            now = time.monotonic()
+            for conn in list(self._connections.values()):
+                if conn.deadline < now and not conn.timed_out:
+                    conn.timed_out = True
+                    conn.task.cancel()
+
+    # --- one connection ---------------------------------------------------------------------
+    async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        peer = writer.get_extra_info("peername") or ("unknown", 0)
+        address = f"{peer[0]}:{peer[1]}"
+        if len(self._connections) >= MAX_CONNECTIONS:
+            log.warning("refused a connection from %s: %d connections open", address, len(self._connections))
+            writer.close()
+            return
+        conn = _Conn(task, "handshake", HANDSHAKE_TIMEOUT)
+        self._connections[task] = conn
+        try:
+            await self._connection(conn, reader, writer, address)
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            pass  # the peer left or broke TLS: nothing more to say to it
+        except asyncio.CancelledError:
+            if conn.timed_out and conn.phase == "handshake":
+                await self._unauthenticated(address, "service.tls", "TLS handshake refused: timed out")
+            elif conn.timed_out and conn.phase == "message":
+                log.info("a message from %s stalled; connection closed", address)
+        except Exception:
+            log.exception("service connection from %s failed", address)
+        finally:
+            self._connections.pop(task, None)
+            writer.close()
+
+    async def _connection(
+        self, conn: _Conn, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str
+    ) -> None:
+        try:
+            await writer.start_tls(self.context)
+        except (ssl.SSLError, OSError) as exc:
+            reason = getattr(exc, "reason", None) or type(exc).__name__
+            await self._unauthenticated(address, "service.tls", f"TLS handshake refused: {reason}")
+            return
+        session = self._session(writer, address)
+        conn.expect("idle", IDLE_TIMEOUT)
+        first = await reader.readexactly(1)
+        if first == b"\x42":
+            await self._kmip(conn, session, first, reader, writer)
+        elif first.isalpha():
+            conn.expect("http", HTTP_TIMEOUT)
+            await enrollment_http.serve(self.kma, first, reader, writer, address, self.address)
+        else:
+            await self._refuse(
+                session, writer, None, "kmip.malformed", "the connection carried neither KMIP nor HTTP"
+            )
+
+    def _session(self, writer: asyncio.StreamWriter, address: str) -> AgentSession:
+        ssl_object = writer.get_extra_info("ssl_object")
+        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        if not der:
+            return AgentSession(self.kma, None, None, address, self._bridge)
+        names = x509.load_der_x509_certificate(der).subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+        agent_id = str(names[0].value) if names else None
+        return AgentSession(self.kma, agent_id, hashlib.sha256(der).hexdigest(), address, self._bridge)
+
+    async def _kmip(
+        self,
+        conn: _Conn,
+        session: AgentSession,
+        first: bytes,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        conn.expect("message", MESSAGE_TIMEOUT)
+        header = first + await self._read(session, writer, reader, ttlv.HEADER_SIZE - 1, 1)
+        while True:
+            tag, typ, length = ttlv.read_header(header)
+            if tag != Tag.REQUEST_MESSAGE or typ != ItemType.STRUCTURE:
+                await self._refuse(
+                    session,
+                    writer,
+                    None,
+                    "kmip.malformed",
+                    f"not a KMIP request message (tag 0x{tag:06X}, type 0x{typ:02X})",
+                )
+                return
+            if length > MAX_MESSAGE:
+                await self._refuse(
+                    session,
+                    writer,
+                    None,
+                    "kmip.oversize",
+                    f"a request of {length} bytes exceeds this KMA's limit of {MAX_MESSAGE}",
+                )
+                return
+            body = await self._read(session, writer, reader, length, ttlv.HEADER_SIZE)
+            conn.expect("processing", PROCESSING_TIMEOUT)
+            response, keep = await self.process(session, header + body)
+            conn.expect("message", MESSAGE_TIMEOUT)
+            writer.write(response)
+            await writer.drain()
+            if not keep:
+                return
+            conn.expect("idle", IDLE_TIMEOUT)
+            header = await reader.read(ttlv.HEADER_SIZE)
+            if not header:
+                return  # the agent closed the connection between messages
+            conn.expect("message", MESSAGE_TIMEOUT)
+            if len(header) < ttlv.HEADER_SIZE:
+                header += await self._read(
+                    session, writer, reader, ttlv.HEADER_SIZE - len(header), len(header)
+                )
+
+    async def _read(
+        self,
+        session: AgentSession,
+        writer: asyncio.StreamWriter,
+        reader: asyncio.StreamReader,
+        n: int,
+        already: int,
+    ) -> bytes:
+        """Exactly n more bytes of a message; a message cut short is answered and audited."""
+        try:
+            return await reader.readexactly(n)
+        except asyncio.IncompleteReadError as exc:
+            got = already + len(exc.partial)
+            await self._refuse(
+                session,
+                writer,
+                None,
+                "kmip.truncated",
+                f"the message ended after {got} bytes, {n - len(exc.partial)} short",
+            )
+            raise
+
+    async def process(self, session: AgentSession, raw: bytes) -> tuple[bytes, bool]:
+        """One request message -> (response bytes, keep the connection open?)."""
+        now = self.kma.clock.now()
+        try:
+            message = ttlv.decode(raw)
+        except TTLVError as exc:
+            await self._audit(session, "kmip.malformed", f"refused a malformed message: {exc}")
+            return error_response(None, ResultReason.INVALID_MESSAGE, f"malformed TTLV: {exc}", now), True
+        try:
+            request = parse_request(message)
+        except KmipError as exc:
+            await self._audit(session, "kmip.malformed", f"refused a request: {exc.message}")
+            return error_response(request_version(message), exc.reason, exc.message, now), True
+        if any(item.operation not in operations.OPEN_OPERATIONS for item in request.items):
+            try:
+                session.access()
+            except KmipError as exc:
+                if exc.reason == ResultReason.AUTHENTICATION_NOT_SUCCESSFUL:
+                    await self._audit(session, "kmip.authenticate", f"refused: {exc.message}")
+                    return self._all_failed(request, exc, now), False
+        call = Call(self.kma, session, request.version, now)
+        results = await operations.run(call, request)
+        response = encode_response(request.version, results, now)
+        limit = request.max_response_size
+        if limit is not None and len(response) > limit:
+            error = KmipError(
+                ResultReason.RESPONSE_TOO_LARGE,
+                f"the response has {len(response)} bytes, more than the {limit} asked for",
+            )
+            await self._audit(session, "kmip.response_too_large", error.message)
+            return self._all_failed(request, error, now), True
+        return response, True
+
+    @staticmethod
+    def _all_failed(request: Request, error: KmipError, now: int) -> bytes:
+        results = [
+            Result(i.operation, i.batch_id, ResultStatus.OPERATION_FAILED, error.reason, error.message)
+            for i in request.items
+        ]
+        return encode_response(request.version, results, now)
+
+    async def _refuse(
+        self,
+        session: AgentSession,
+        writer: asyncio.StreamWriter,
+        version: tuple[int, int] | None,
+        operation: str,
+        message: str,
+    ) -> None:
+        await self._audit(session, operation, f"refused: {message}; connection closed")
+        writer.write(error_response(version, ResultReason.INVALID_MESSAGE, message, self.kma.clock.now()))
+        await writer.drain()
+
+    async def _audit(self, session: AgentSession, operation: str, message: str) -> None:
+        if session.agent_id is None:
+            await self._unauthenticated(session.address, operation, message)
+            return
+        await audit_event(
+            self.kma,
+            session.actor,
+            operation,
+            message,
+            Condition.ERROR,
+            Retention.MEDIUM,
+            ("agent", session.agent_id),
+            self._bridge,
+        )
+
+    async def _unauthenticated(self, address: str, operation: str, message: str) -> None:
+        record, dropped = self._throttle.allow()
+        actor = Actor("unknown", address, kind="agent")
+        if dropped:
+            await audit_event(
+                self.kma,
+                actor,
+                "service.throttled",
+                f"{dropped} more refusals of unauthenticated peers in one second were not recorded "
+                "one by one",
+                Condition.WARNING,
+                bridge=self._bridge,
+            )
+        if record:
+            await audit_event(self.kma, actor, operation, message, bridge=self._bridge)

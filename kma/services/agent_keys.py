@@ -1,0 +1,406 @@
+"""Keys as an encryption agent sees and changes them: the store side of the KMIP service.
+
+An agent sees the keys of the key groups it may use (`key_group_agents`) and nothing else. Every
+statement that changes a key checks again, inside the SQL, that the agent is enabled and may
+use the key's group (and, for revoke and destroy, that the group's policy lets agents revoke),
+so a permission withdrawn a moment ago holds even for a request already in flight. The
+functions here only read or build statements; the caller commits them with their audit event.
+
+Key states as KMIP names them: a key an agent made sits in its key group before activation
+(Pre-Active: `key_group_id` set, `activated_at` NULL; pool keys have no group). Activation starts
+the encryption period and the cryptoperiod from the group's policy.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.domain.lifecycle import DESTROYABLE_SQL
+from kma.store import Stmt
+
+MAX_CUSTOM_ATTRIBUTES = 32  # instances of x-... attributes per key
+Row = sqlite3.Row
+
+AGENT_GROUPS = "(SELECT key_group_id FROM key_group_agents WHERE agent_id = :agent)"
+
+
+def may_use(group: str) -> str:
+    """SQL: the agent (:agent) is enabled and may use key group `group` (an SQL expression)."""
+    return (
+        "EXISTS (SELECT 1 FROM agents a JOIN key_group_agents ga ON ga.agent_id = a.id "
+        f"WHERE a.id = :agent AND a.enabled = 1 AND ga.key_group_id = {group})"
+    )
+
+
+def _policy_value(column: str, group: str) -> str:
+    return (
+        f"(SELECT p.{column} FROM key_groups g JOIN key_policies p ON p.id = g.policy_id "
+        f"WHERE g.id = {group})"
+    )
+
+
+MAY_REVOKE = f"{_policy_value('agents_may_revoke', 'keys.key_group_id')} = 1"
+# Active for writing: activated, inside its encryption period, neither compromised nor destroyed.
+PROTECTING = (
+    "{t}destroyed_at IS NULL AND {t}compromised_at IS NULL AND {t}activated_at IS NOT NULL "
+    "AND {t}protect_until > :now AND {t}deactivate_at > :now"
+)
+
+
+def _activation(group: str) -> str:
+    return (
+        f"activated_at = :now, protect_until = :now + {_policy_value('encryption_period', group)}, "
+        f"deactivate_at = :now + {_policy_value('cryptoperiod', group)}"
+    )
+
+
+KEY_COLUMNS = (
+    "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.kma_id, k.created_at, k.activated_at, "
+    "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, m.usage_mask, "
+    "m.revocation_reason"
+)
+
+
+@dataclass(frozen=True)
+class AgentAccess:
+    """What an agent may do, read once per request (or less often: see the session's TTL)."""
+
+    agent_id: str
+    enabled: bool
+    site_id: str
+    default_group: str
+    groups: frozenset[str]
+    certificate_fingerprint: str | None
+
+
+def agent_access(kma: Appliance, agent_id: str) -> AgentAccess | None:
+    row = kma.store.query_one(
+        "SELECT enabled, site_id, default_key_group_id, certificate_fingerprint, "
+        "(SELECT group_concat(key_group_id, char(10)) FROM key_group_agents WHERE agent_id = agents.id) "
+        "AS groups FROM agents WHERE id = ?",
+        (agent_id,),
+    )
+    if row is None:
+        return None
+    groups = frozenset(g for g in (row["groups"] or "").split("\n") if g)
+    return AgentAccess(
+        agent_id,
+        bool(row["enabled"]),
+        row["site_id"],
+        row["default_key_group_id"],
+        groups,
+        row["certificate_fingerprint"],
+    )
+
+
+def visible_key(kma: Appliance, agent_id: str, key_id: str, material: bool = False) -> Row | None:
+    """The key if the agent may see it (its group is one the agent may use), else None."""
+    extra = ", k.material_wrapped" if material else ""
+    return kma.store.query_one(
+        f"SELECT {KEY_COLUMNS}{extra} FROM keys k LEFT JOIN key_kmip m ON m.key_id = k.id "
+        f"WHERE k.id = :id AND k.key_group_id IN {AGENT_GROUPS}",
+        {"id": key_id, "agent": agent_id},
+    )
+
+
+def custom_attributes(kma: Appliance, key_id: str) -> list[Row]:
+    return kma.store.query(
+        "SELECT name, idx, value FROM key_custom_attributes WHERE key_id = ? ORDER BY name, idx", (key_id,)
+    )
+
+
+def group_policy(kma: Appliance, group_id: str) -> Row | None:
+    return kma.store.query_one(
+        "SELECT p.id, p.encryption_period, p.cryptoperiod, p.agents_may_revoke FROM key_groups g "
+        "JOIN key_policies p ON p.id = g.policy_id WHERE g.id = ?",
+        (group_id,),
+    )
+
+
+def current_write_key(kma: Appliance, agent_id: str, data_unit_id: str, now: int) -> str | None:
+    """The data unit's newest key still in its encryption period, among those the agent sees."""
+    value = kma.store.scalar(
+        f"SELECT k.id FROM keys k WHERE k.data_unit_id = :du AND k.key_group_id IN {AGENT_GROUPS} "
+        f"AND {PROTECTING.format(t='k.')} ORDER BY k.activated_at DESC, k.id LIMIT 1",
+        {"du": data_unit_id, "agent": agent_id, "now": now},
+    )
+    return None if value is None else str(value)
+
+
+# --- statements -----------------------------------------------------------------------------
+def register_data_unit(data_unit_id: str, now: int) -> Stmt:
+    return Stmt(
+        "INSERT OR IGNORE INTO data_units (id, created_at, updated_at) VALUES (?, ?, ?)",
+        (data_unit_id, now, now),
+    )
+
+
+def assign_pool_key(
+    key_id: str,
+    agent_id: str,
+    group_id: str,
+    data_unit_id: str | None,
+    now: int,
+    activate: bool,
+    only_if_no_write_key: bool = False,
+) -> Stmt:
+    """Give a pool key to the agent's group (and data unit), activated or Pre-Active."""
+    sets = "key_group_id = :g, data_unit_id = :du, agent_id = :agent"
+    if activate:
+        sets += ", " + _activation(":g")
+    sql = (
+        f"UPDATE keys SET {sets} WHERE id = :id AND key_group_id IS NULL AND activated_at IS NULL "
+        f"AND destroyed_at IS NULL AND {may_use(':g')}"
+    )
+    refusal = f"agent '{agent_id}' is disabled or may not use key group '{group_id}'"
+    if only_if_no_write_key:
+        sql += (
+            f" AND NOT EXISTS (SELECT 1 FROM keys c WHERE c.data_unit_id = :du AND "
+            f"c.key_group_id IN {AGENT_GROUPS} AND {PROTECTING.format(t='c.')})"
+        )
+        refusal += ", or another write key was issued for the data unit a moment ago"
+    params = {"id": key_id, "agent": agent_id, "g": group_id, "du": data_unit_id, "now": now}
+    return Stmt(sql, params, expect=1, refusal=refusal)
+
+
+def insert_registered_key(
+    key_id: str,
+    kma_id: str,
+    wrapped: bytes,
+    agent_id: str,
+    group_id: str,
+    data_unit_id: str | None,
+    now: int,
+    activate: bool,
+) -> Stmt:
+    columns = "id, kma_id, material_wrapped, key_group_id, data_unit_id, agent_id, created_at"
+    values = ":id, :kma, :material, :g, :du, :agent, :now"
+    if activate:
+        columns += ", activated_at, protect_until, deactivate_at"
+        values += (
+            f", :now, :now + {_policy_value('encryption_period', ':g')}, "
+            f":now + {_policy_value('cryptoperiod', ':g')}"
+        )
+    return Stmt(
+        f"INSERT INTO keys ({columns}) SELECT {values} WHERE {may_use(':g')}",
+        {
+            "id": key_id,
+            "kma": kma_id,
+            "material": wrapped,
+            "agent": agent_id,
+            "g": group_id,
+            "du": data_unit_id,
+            "now": now,
+        },
+        expect=1,
+        refusal=f"agent '{agent_id}' is disabled or may not use key group '{group_id}'",
+    )
+
+
+def set_usage_mask(key_id: str, mask: int) -> Stmt:
+    return Stmt(
+        "INSERT INTO key_kmip (key_id, usage_mask) VALUES (?, ?) ON CONFLICT (key_id) "
+        "DO UPDATE SET usage_mask = excluded.usage_mask",
+        (key_id, mask),
+    )
+
+
+def guard_key(agent_id: str, key_id: str, now: int) -> Stmt:
+    """Changes nothing; refuses the batch unless the agent may still change this live key."""
+    return Stmt(
+        f"UPDATE keys SET id = id WHERE id = :id AND destroyed_at IS NULL AND {may_use('keys.key_group_id')}",
+        {"id": key_id, "agent": agent_id, "now": now},
+        expect=1,
+        refusal="the key was destroyed, or the agent may no longer use its key group",
+    )
+
+
+def activate(agent_id: str, key_id: str, now: int) -> Stmt:
+    return Stmt(
+        f"UPDATE keys SET {_activation('keys.key_group_id')} WHERE id = :id AND activated_at IS NULL "
+        "AND destroyed_at IS NULL AND compromised_at IS NULL AND key_group_id IS NOT NULL "
+        f"AND {may_use('keys.key_group_id')}",
+        {"id": key_id, "agent": agent_id, "now": now},
+        expect=1,
+        refusal="only a Pre-Active key can be activated",
+    )
+
+
+def revoke(
+    agent_id: str, key_id: str, now: int, compromised_at: int | None, reason: int, message: str | None
+) -> list[Stmt]:
+    """Compromise (any live key) or deactivate now (a key not yet deactivated)."""
+    params = {"id": key_id, "agent": agent_id, "now": now, "when": compromised_at}
+    guard = f"AND {may_use('keys.key_group_id')} AND {MAY_REVOKE}"
+    if compromised_at is not None:
+        change = Stmt(
+            f"UPDATE keys SET compromised_at = :when WHERE id = :id AND compromised_at IS NULL "
+            f"AND destroyed_at IS NULL {guard}",
+            params,
+            expect=1,
+            refusal="the key is already compromised or destroyed",
+        )
+    else:
+        change = Stmt(
+            "UPDATE keys SET activated_at = coalesce(activated_at, :now), "
+            "protect_until = min(coalesce(protect_until, :now), :now), "
+            "deactivate_at = min(coalesce(deactivate_at, :now), :now) "
+            "WHERE id = :id AND destroyed_at IS NULL AND compromised_at IS NULL "
+            f"AND (deactivate_at IS NULL OR deactivate_at > :now) {guard}",
+            params,
+            expect=1,
+            refusal="the key is already deactivated, compromised or destroyed",
+        )
+    record = Stmt(
+        "INSERT INTO key_kmip (key_id, revocation_reason, revocation_message) VALUES (?, ?, ?) "
+        "ON CONFLICT (key_id) DO UPDATE SET revocation_reason = excluded.revocation_reason, "
+        "revocation_message = excluded.revocation_message",
+        (key_id, reason, message),
+    )
+    return [change, record]
+
+
+def destroy(agent_id: str, key_id: str, now: int, comment: str) -> Stmt:
+    return Stmt(
+        "UPDATE keys SET destroyed_at = :now, destroy_comment = :comment, material_wrapped = NULL "
+        f"WHERE id = :id AND {DESTROYABLE_SQL} AND {may_use('keys.key_group_id')} AND {MAY_REVOKE}",
+        {"id": key_id, "agent": agent_id, "now": now, "comment": comment},
+        expect=1,
+        refusal="only deactivated or compromised keys can be destroyed",
+    )
+
+
+def bind_data_unit(agent_id: str, key_id: str, data_unit_id: str, now: int) -> list[Stmt]:
+    return [
+        register_data_unit(data_unit_id, now),
+        Stmt(
+            "UPDATE keys SET data_unit_id = :du WHERE id = :id AND data_unit_id IS NULL "
+            f"AND destroyed_at IS NULL AND {may_use('keys.key_group_id')}",
+            {"id": key_id, "du": data_unit_id, "agent": agent_id},
+            expect=1,
+            refusal="the key is already bound to a data unit",
+        ),
+    ]
+
+
+def release_data_unit(agent_id: str, data_unit_id: str, now: int) -> list[Stmt]:
+    """Writing from beginning of tape: the data unit's keys (that the agent sees) let go of it."""
+    params = {"du": data_unit_id, "agent": agent_id, "now": now}
+    return [
+        Stmt(
+            "INSERT INTO data_unit_released_keys (key_id, data_unit_id, agent_id, released_at) "
+            f"SELECT id, data_unit_id, :agent, :now FROM keys WHERE data_unit_id = :du "
+            f"AND key_group_id IN {AGENT_GROUPS}",
+            params,
+        ),
+        Stmt(
+            "UPDATE keys SET data_unit_id = NULL "
+            f"WHERE data_unit_id = :du AND key_group_id IN {AGENT_GROUPS}",
+            params,
+        ),
+    ]
+
+
+def add_custom_attribute(key_id: str, name: str, value: str) -> Stmt:
+    return Stmt(
+        "INSERT INTO key_custom_attributes (key_id, name, idx, value) "
+        "SELECT :id, :name, coalesce(max(idx) + 1, 0), :value FROM key_custom_attributes "
+        "WHERE key_id = :id AND name = :name "
+        "HAVING (SELECT count(*) FROM key_custom_attributes WHERE key_id = :id) < :most",
+        {"id": key_id, "name": name, "value": value, "most": MAX_CUSTOM_ATTRIBUTES},
+        expect=1,
+        refusal=f"a key holds at most {MAX_CUSTOM_ATTRIBUTES} custom attribute values",
+    )
+
+
+def modify_custom_attribute(key_id: str, name: str, index: int, value: str) -> Stmt:
+    return Stmt(
+        "UPDATE key_custom_attributes SET value = ? WHERE key_id = ? AND name = ? AND idx = ?",
+        (value, key_id, name, index),
+        expect=1,
+        refusal=f"the key has no attribute '{name}' at index {index}",
+    )
+
+
+def delete_custom_attribute(key_id: str, name: str, index: int) -> Stmt:
+    return Stmt(
+        "DELETE FROM key_custom_attributes WHERE key_id = ? AND name = ? AND idx = ?",
+        (key_id, name, index),
+        expect=1,
+        refusal=f"the key has no attribute '{name}' at index {index}",
+    )
+
+
+# --- Locate ---------------------------------------------------------------------------------
+STATE_SQL = {  # KMIP State -> condition on a key row
+    1: "k.destroyed_at IS NULL AND k.compromised_at IS NULL AND k.activated_at IS NULL",
+    2: "k.destroyed_at IS NULL AND k.compromised_at IS NULL AND k.activated_at IS NOT NULL "
+    "AND k.deactivate_at > :now",
+    3: "k.destroyed_at IS NULL AND k.compromised_at IS NULL AND k.activated_at IS NOT NULL "
+    "AND k.deactivate_at <= :now",
+    4: "k.destroyed_at IS NULL AND k.compromised_at IS NOT NULL",
+    5: "k.destroyed_at IS NOT NULL AND k.compromised_at IS NULL",
+    6: "k.destroyed_at IS NOT NULL AND k.compromised_at IS NOT NULL",
+}
+
+
+@dataclass
+class LocateFilter:
+    """What a Locate asks for; every condition must hold (KMIP: all attributes match)."""
+
+    data_units: list[str]
+    groups: list[str]
+    states: list[int]
+    custom: list[tuple[str, str]]
+    key_ids: list[str]
+    usage_mask: int | None = None
+    nothing: bool = False  # e.g. an object type other than symmetric keys: no match at all
+
+
+def locate(
+    kma: Appliance, agent_id: str, now: int, wanted: LocateFilter, offset: int, limit: int
+) -> tuple[list[str], int]:
+    """(IDs newest first, from `offset`, at most `limit`; how many match in all)."""
+    if wanted.nothing:
+        return [], 0
+    where = [f"k.key_group_id IN {AGENT_GROUPS}"]
+    params: dict[str, Any] = {"agent": agent_id, "now": now}
+
+    def bind(prefix: str, values: Sequence[Any]) -> list[str]:
+        names = []
+        for i, value in enumerate(values):
+            params[f"{prefix}{i}"] = value
+            names.append(f":{prefix}{i}")
+        return names
+
+    where += [f"k.data_unit_id = {p}" for p in bind("du", wanted.data_units)]
+    where += [f"k.key_group_id = {p}" for p in bind("g", wanted.groups)]
+    where += [f"k.id = {p}" for p in bind("id", wanted.key_ids)]
+    for i, (name, value) in enumerate(wanted.custom):
+        params[f"cn{i}"], params[f"cv{i}"] = name, value
+        where.append(
+            f"EXISTS (SELECT 1 FROM key_custom_attributes c WHERE c.key_id = k.id "
+            f"AND c.name = :cn{i} AND c.value = :cv{i})"
+        )
+    if wanted.states:
+        where.append("(" + " OR ".join(f"({STATE_SQL[s]})" for s in wanted.states) + ")")
+    else:
+        where.append("k.destroyed_at IS NULL")  # destroyed keys only when asked for by state
+    if wanted.usage_mask is not None:
+        params["mask"] = wanted.usage_mask
+        where.append(
+            "(coalesce((SELECT usage_mask FROM key_kmip m WHERE m.key_id = k.id), 12) & :mask) = :mask"
+        )
+    condition = " AND ".join(where)
+    total = int(kma.store.scalar(f"SELECT count(*) FROM keys k WHERE {condition}", params) or 0)
+    params["limit"], params["offset"] = limit, offset
+    rows = kma.store.query(
+        f"SELECT k.id FROM keys k WHERE {condition} ORDER BY k.activated_at IS NULL DESC, "
+        "k.activated_at DESC, k.created_at DESC, k.id LIMIT :limit OFFSET :offset",
+        params,
+    )
+    return [str(r[0]) for r in rows], total

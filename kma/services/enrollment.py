@@ -1,0 +1,192 @@
+"""Agent enrollment: an agent ID, its one-time passphrase and a CSR become a certificate.
+
+The passphrase is checked against its Argon2id hash, then the cluster CA signs the CSR with
+subject CN=<agent ID> (whatever the CSR claims), and one guarded UPDATE clears the passphrase
+hash *only if it is still the hash that was checked* and the agent is still enabled, recording
+the new certificate's fingerprint. Two enrollments racing with one passphrase: one wins, the
+other is refused. The certificate fingerprint makes any earlier certificate of the agent stop
+working on the service listener.
+
+Refusals say no more than needed: an unknown agent and a wrong passphrase get the same answer
+(and cost the same Argon2id time). A passphrase unused for `PASSPHRASE_LIFETIME` expires, and
+after `MAX_FAILURES` wrong passphrases an agent ID is refused for `LOCKOUT` seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from functools import cache
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+
+from kma.appliance import Appliance
+from kma.audit.record import Condition
+from kma.crypto import (
+    CertifiedKey,
+    CryptoError,
+    hash_passphrase,
+    load_certificate,
+    sign_agent_csr,
+    verify_passphrase,
+)
+from kma.domain.actor import Actor
+from kma.domain.validation import ID_PATTERN
+from kma.errors import Forbidden, LockedOut, Unauthenticated, ValidationFailed
+from kma.store import Stmt
+
+PASSPHRASE_LIFETIME = 7 * 86400
+CERTIFICATE_DAYS = 3650
+MAX_CSR_BYTES = 16384
+MAX_FAILURES, LOCKOUT = 5, 900
+_AGENT_ID = re.compile(ID_PATTERN)
+WRONG = "The agent ID or enrollment passphrase is wrong, or the passphrase was already used."
+
+
+@cache
+def _decoy_hash() -> str:
+    """Checked when there is no real hash, so an unknown agent costs the same time."""
+    return hash_passphrase("no passphrase is set for this agent")
+
+
+class _Failures:
+    """Recent wrong passphrases per agent ID (in memory: a restart forgives)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, list[float]] = {}
+
+    def locked(self, agent_id: str) -> bool:
+        with self._lock:
+            recent = [t for t in self._seen.get(agent_id, []) if time.monotonic() - t < LOCKOUT]
+            self._seen[agent_id] = recent
+            return len(recent) >= MAX_FAILURES
+
+    def add(self, agent_id: str) -> None:
+        with self._lock:
+            self._seen.setdefault(agent_id, []).append(time.monotonic())
+
+    def clear(self, agent_id: str) -> None:
+        with self._lock:
+            self._seen.pop(agent_id, None)
+
+
+FAILURES = _Failures()
+
+
+def cluster_kmas(kma: Appliance, own_service_address: str) -> list[dict[str, Any]]:
+    """The KMAs an agent may use, for discovery: its own site's first is the agent's choice."""
+    rows = kma.store.query("SELECT id, name, site_id, service_address, locked FROM kmas ORDER BY site_id, id")
+    out = []
+    for r in rows:
+        own = r["id"] == kma.kma_id
+        locked = kma.vault.locked if own else bool(r["locked"])
+        out.append(
+            {
+                "id": r["id"],
+                "name": r["name"],
+                "site_id": r["site_id"],
+                "service_address": own_service_address if own else r["service_address"],
+                "status": "locked" if locked else "ready",
+            }
+        )
+    return out
+
+
+def enroll(
+    kma: Appliance, agent_id: str, passphrase: str, csr_pem: bytes, address: str, own_service_address: str
+) -> dict[str, Any]:
+    """Blocking (Argon2id, signing, a durable commit): run it off any event loop."""
+    known_form = bool(_AGENT_ID.match(agent_id))
+    actor = Actor(agent_id if known_form else "unknown", address, kind="agent")
+    subject = ("agent", agent_id) if known_form else None
+
+    def refuse(message: str, error: type[Exception], audit: str) -> Exception:
+        kma.audit(actor, "agent.enroll", f"refused enrollment: {audit}", subject=subject)
+        return error(message, audited=True)  # type: ignore[call-arg]
+
+    if not known_form or len(passphrase) > 256:
+        raise refuse(WRONG, Unauthenticated, "malformed agent ID or passphrase")
+    if FAILURES.locked(agent_id):
+        raise refuse(
+            f"Too many wrong passphrases for agent '{agent_id}'; try again in 15 minutes.",
+            LockedOut,
+            "too many wrong passphrases in a row",
+        )
+    row = kma.store.query_one(
+        "SELECT enabled, site_id, enrollment_passphrase_hash AS hash, enrollment_passphrase_set_at AS set_at "
+        "FROM agents WHERE id = ?",
+        (agent_id,),
+    )
+    stored = row["hash"] if row is not None else None
+    if not verify_passphrase(passphrase, stored or _decoy_hash()) or stored is None:
+        FAILURES.add(agent_id)
+        why = (
+            "no such agent" if row is None else "no passphrase set" if stored is None else "wrong passphrase"
+        )
+        raise refuse(WRONG, Unauthenticated, why)
+    assert row is not None
+    now = kma.clock.now()
+    if row["set_at"] is None or now - int(row["set_at"]) > PASSPHRASE_LIFETIME:
+        raise refuse(
+            "This enrollment passphrase has expired (they last 7 days); ask an Operator for a new one.",
+            Unauthenticated,
+            "the enrollment passphrase has expired",
+        )
+    if not row["enabled"]:
+        raise refuse(
+            f"Agent '{agent_id}' is disabled; an Operator must enable it first.",
+            Forbidden,
+            "the agent is disabled",
+        )
+    if len(csr_pem) > MAX_CSR_BYTES:
+        raise refuse("The certificate signing request is too large.", ValidationFailed, "oversize CSR")
+    cluster = kma.store.query_one("SELECT ca_cert_pem, ca_key_wrapped FROM cluster WHERE id = 1")
+    assert cluster is not None
+    ca = CertifiedKey(
+        cluster["ca_cert_pem"].encode(),
+        kma.vault.master().unwrap("cluster-ca-key", cluster["ca_key_wrapped"]),
+    )
+    try:
+        cert_pem = sign_agent_csr(ca, csr_pem, agent_id, days=CERTIFICATE_DAYS)
+    except (CryptoError, ValueError) as exc:
+        raise refuse(
+            f"The certificate signing request was refused: {exc}.", ValidationFailed, f"bad CSR ({exc})"
+        ) from None
+    cert = load_certificate(cert_pem)
+    fingerprint = hashlib.sha256(cert.public_bytes(serialization.Encoding.DER)).hexdigest()
+    not_after = int(cert.not_valid_after_utc.timestamp())
+    kma.commit(
+        actor,
+        "agent.enroll",
+        [
+            Stmt(
+                "UPDATE agents SET enrollment_passphrase_hash = NULL, enrollment_passphrase_set_at = NULL, "
+                "enrolled_at = :now, certificate_fingerprint = :fp, certificate_not_after = :not_after, "
+                "updated_at = :now WHERE id = :id AND enabled = 1 AND enrollment_passphrase_hash = :hash",
+                {"now": now, "fp": fingerprint, "not_after": not_after, "id": agent_id, "hash": stored},
+                expect=1,
+                refusal="the passphrase was used by another enrollment a moment ago, "
+                "or the agent was disabled",
+            )
+        ],
+        f"agent '{agent_id}' enrolled; certificate sha256 {fingerprint[:16]}..., valid until "
+        f"{cert.not_valid_after_utc:%Y-%m-%d}",
+        subject,
+    )
+    FAILURES.clear(agent_id)
+    return {
+        "agent_id": agent_id,
+        "site_id": row["site_id"],
+        "certificate_pem": cert_pem.decode(),
+        "ca_pem": cluster["ca_cert_pem"],
+        "kmas": cluster_kmas(kma, own_service_address),
+    }
+
+
+def refuse_unknown(kma: Appliance, address: str, why: str) -> None:
+    """Audit a refused request on the enrollment route that names no agent."""
+    kma.audit(Actor("unknown", address, kind="agent"), "agent.enroll", f"refused: {why}", Condition.ERROR)
