@@ -74,6 +74,19 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /keys/{id}/destroy": frozenset({OP}),
     "GET /audit-events": frozenset({AU, SO, CO}),
     "GET /audit-events/verify": frozenset({AU, SO, CO}),
+    # The auditor's view (issue 6).
+    "GET /audit-events/facets": frozenset({AU, SO, CO}),
+    "GET /audit-events/export.csv": frozenset({AU, SO, CO}),
+    "GET /audit-events/report": frozenset({AU, SO, CO}),
+    "GET /audit-events/checkpoints": frozenset({AU, SO, CO}),
+    "GET /audit-events/retention": frozenset({AU, SO, CO}),
+    "GET /keys/{id}/history": frozenset({AU, SO, CO}),
+    "GET /data-units/{id}/history": frozenset({AU, SO, CO}),
+    "GET /agents/{id}/history": frozenset({AU, SO, CO}),
+    "PATCH /audit-events/retention": frozenset({SO}),
+    "POST /audit-events/checkpoints": frozenset({SO}),
+    "POST /audit-events/prune": frozenset({SO}),
+    "GET /dashboard/series": ANY,
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
@@ -191,6 +204,18 @@ CALLS: dict[str, Prep] = {
     "POST /keys/{id}/destroy": lambda w, u: ({"id": w.fresh_key(compromised=True)}, {"comment": "matrix"}),
     "GET /audit-events": none,
     "GET /audit-events/verify": none,
+    "GET /audit-events/facets": none,
+    "GET /audit-events/export.csv": none,
+    "GET /audit-events/report": none,
+    "GET /audit-events/checkpoints": none,
+    "GET /audit-events/retention": none,
+    "GET /keys/{id}/history": lambda w, u: ({"id": w.key_id}, None),
+    "GET /data-units/{id}/history": lambda w, u: ({"id": "MX0001"}, None),
+    "GET /agents/{id}/history": lambda w, u: ({"id": "mx-agent"}, None),
+    "PATCH /audit-events/retention": lambda w, u: ({}, {"short": 90 * 86400}),
+    "POST /audit-events/checkpoints": none,
+    "POST /audit-events/prune": none,
+    "GET /dashboard/series": none,
 }
 assert CALLS.keys() == EXPECTED.keys()
 
