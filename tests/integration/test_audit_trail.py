@@ -61,7 +61,8 @@ def test_a_changed_event_is_found_by_verify_which_names_it(fresh_kma: RunningKma
 def test_a_removed_event_is_found_by_verify(fresh_kma: RunningKma) -> None:
     auditor = fresh_kma.client("auditor")
     target = auditor.list_audit_events(operation="key.compromise", limit=1).items[0]
-    tamper(fresh_kma, "DROP TRIGGER audit_events_no_delete", f"DELETE FROM audit_events WHERE id = {target.id}")
+    tamper(fresh_kma, "DROP TRIGGER audit_events_no_delete",
+           f"DELETE FROM audit_events WHERE id = {target.id}")
     report = auditor.verify_audit_chain()
     assert not report.intact
     assert report.first_bad_event_id == target.id + 1  # the one after the gap
@@ -89,7 +90,8 @@ def test_csv_export_verifies_offline_and_one_changed_byte_fails(demo_kma: Runnin
         assert "does NOT verify" in bad.stderr
 
 
-def test_signed_report_states_the_chain_result_and_verifies_offline(demo_kma: RunningKma, tmp_path: Path) -> None:
+def test_signed_report_states_the_chain_result_and_verifies_offline(demo_kma: RunningKma,
+                                                                    tmp_path: Path) -> None:
     auditor = demo_kma.client("auditor")
     report = auditor.audit_report(operation="key.destroy")
     assert report.chain.intact
@@ -181,3 +183,15 @@ def test_pruning_refuses_a_broken_trail(fresh_kma: RunningKma) -> None:
         so.prune_audit_events()
     refused = auditor.list_audit_events(operation="audit.prune", limit=1).items[0]
     assert refused.condition == "error"
+
+
+def test_an_altered_checkpoint_signature_is_reported(fresh_kma: RunningKma) -> None:
+    so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
+    checkpoint = so.create_audit_checkpoint()[0]
+    assert auditor.verify_audit_chain().checkpoints[0].id == checkpoint.id
+    tamper(fresh_kma, "DROP TRIGGER audit_checkpoints_no_update",
+           f"UPDATE audit_checkpoints SET retained_count = retained_count - 1 WHERE id = {checkpoint.id}")
+    report = auditor.verify_audit_chain()
+    assert not report.intact
+    reason = report.reason or ""
+    assert f"checkpoint #{checkpoint.id}" in reason and "does not check" in reason
