@@ -121,7 +121,7 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
         )
     if not audited:
         await call.audit(
-            f"kmip.{name}",
+            f"kmip.{name}" if item.operation in HANDLERS else "kmip.unsupported",
             f"refused {name}: {message}",
             condition=Condition.ERROR,
             retention=Retention.MEDIUM,

@@ -190,7 +190,8 @@ class ServiceListener:
         try:
             await writer.start_tls(self.context)
         except (ssl.SSLError, OSError) as exc:
-            reason = getattr(exc, "reason", None) or type(exc).__name__
+            # e.g. "certificate has expired", "unable to get local issuer certificate"
+            reason = getattr(exc, "verify_message", None) or getattr(exc, "reason", None) or type(exc).__name__
             await self._unauthenticated(address, "service.tls", f"TLS handshake refused: {reason}")
             return
         session = self._session(writer, address)

@@ -1,0 +1,133 @@
+"""Acceptance: an unmodified PyKMIP ProxyKmipClient, configured only with the files `kma agent
+enroll` wrote, runs create, activate, get, get_attributes, locate, revoke and destroy."""
+
+from __future__ import annotations
+
+import configparser
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kmip.core import enums
+from kmip.pie.client import ProxyKmipClient
+from kmip.pie.exceptions import KmipOperationFailure
+
+from kma.kmip.client import KmipFailure
+from kma.kmip.enums import ResultReason
+from tests.support.agents import demo_passphrase, enroll, events, key_row, kmip, last_event
+from tests.support.kma_process import RunningKma
+
+AGENT = "t10k-dal-01"
+
+
+@pytest.fixture(scope="module")
+def kma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
+    kma = RunningKma.demo_in(tmp_path_factory.mktemp("kmip-pykmip"))
+    yield kma
+    kma.stop()
+
+
+@pytest.fixture(scope="module")
+def agent_dir(kma: RunningKma, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("agent") / AGENT
+    enroll(kma, AGENT, out, demo_passphrase(kma, AGENT))
+    return out
+
+
+def test_enrollment_writes_what_a_pykmip_client_needs(agent_dir: Path) -> None:
+    assert {p.name for p in agent_dir.iterdir()} >= {
+        "agent.key",
+        "agent.pem",
+        "ca.pem",
+        "kmas.json",
+        "pykmip.conf",
+    }
+    assert agent_dir.joinpath("agent.key").stat().st_mode & 0o077 == 0  # the private key is the agent's only
+    config = configparser.ConfigParser()
+    config.read(agent_dir / "pykmip.conf")
+    assert Path(config["client"]["certfile"]).is_file() and Path(config["client"]["ca_certs"]).is_file()
+
+
+def test_pykmip_client_runs_a_key_through_its_life(kma: RunningKma, agent_dir: Path) -> None:
+    # Given a key policy that lets agents revoke (set by the Compliance Officer)
+    kma.client("co").update_key_policy("tape-90d", agents_may_revoke=True)
+    before = last_event(kma)
+    with ProxyKmipClient(config_file=str(agent_dir / "pykmip.conf")) as client:
+        # When the drive creates a key for tape E10001, activates and fetches it
+        uid = client.create(enums.CryptographicAlgorithm.AES, 256, name="E10001")
+        _, attrs = client.get_attributes(uid, ["State"])
+        assert attrs[0].attribute_value.value == enums.State.PRE_ACTIVE
+        client.activate(uid)
+        key = client.get(uid)
+        assert key.cryptographic_algorithm == enums.CryptographicAlgorithm.AES
+        assert key.cryptographic_length == 256 and len(key.value) == 32
+
+        _, attrs = client.get_attributes(uid, ["State", "Name", "Object Group", "x-Key-State"])
+        by_name = {a.attribute_name.value: a.attribute_value for a in attrs}
+        assert by_name["State"].value == enums.State.ACTIVE
+        assert by_name["Name"].name_value.value == "E10001"
+        assert by_name["Object Group"].value == "backup-dallas"  # the agent's default key group
+        assert by_name["x-Key-State"].value == "protect_and_process"
+
+        name = client.attribute_factory.create_attribute(enums.AttributeType.NAME, "E10001")
+        assert client.locate(attributes=[name]) == [uid]
+
+        # Then it revokes and destroys it
+        client.revoke(enums.RevocationReasonCode.CESSATION_OF_OPERATION, uid, "tape retired")
+        client.destroy(uid)
+        with pytest.raises(KmipOperationFailure) as refused:
+            client.get(uid)
+        assert refused.value.reason == enums.ResultReason.KEY_VALUE_NOT_PRESENT
+
+    row = key_row(kma, uid)
+    assert row["destroyed_at"] is not None and row["material_wrapped"] is None
+    assert row["data_unit_id"] == "E10001" and row["agent_id"] == AGENT
+    done = [
+        e["operation"] for e in events(kma, before) if e["entity_id"] == AGENT and e["condition"] == "success"
+    ]
+    for operation in (
+        "kmip.create",
+        "kmip.activate",
+        "kmip.get",
+        "kmip.get_attributes",
+        "kmip.locate",
+        "kmip.revoke",
+        "kmip.destroy",
+    ):
+        assert operation in done, operation
+    assert kma.client("op").get_data_unit("E10001").state == "shredded"
+
+
+def test_pykmip_client_offering_only_tls_1_2_gets_ecdhe_ecdsa_aes_gcm(
+    kma: RunningKma, agent_dir: Path
+) -> None:
+    config = configparser.ConfigParser()
+    config.read(agent_dir / "pykmip.conf")
+    config["client"]["ssl_version"] = "PROTOCOL_TLSv1_2"
+    tls12 = agent_dir.parent / "pykmip-tls12.conf"
+    with open(tls12, "w") as f:
+        config.write(f)
+    client = ProxyKmipClient(config_file=str(tls12))
+    with client:
+        uid = client.create(enums.CryptographicAlgorithm.AES, 256, name="E10002")
+        cipher = client.proxy.socket.cipher()
+        assert client.proxy.socket.version() == "TLSv1.2"
+        assert cipher[0] in ("ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA-AES128-GCM-SHA256")
+        assert client.get(uid).value
+
+
+def test_revoke_is_refused_when_the_key_policy_does_not_allow_agents(
+    kma: RunningKma, agent_dir: Path
+) -> None:
+    # Given a key in the "archive" group, whose policy does not let agents revoke
+    with kmip(agent_dir) as client:
+        archive_key = client.create_and_activate("A10002", group="archive")
+        before = last_event(kma)
+        # When the agent tries, Then it is refused with a plain reason, and the key still serves
+        with pytest.raises(KmipFailure) as refused:
+            client.revoke(archive_key)
+        assert refused.value.reason == ResultReason.PERMISSION_DENIED
+        assert "does not allow agents to revoke" in refused.value.message
+        assert len(client.get(archive_key)) == 32
+    refusal = events(kma, before, "kmip.revoke")
+    assert refusal and refusal[0]["condition"] == "error" and refusal[0]["subject_id"] == archive_key

@@ -1,0 +1,210 @@
+"""What the network may send: malformed, truncated, oversize, foreign and unknown messages get a
+clear KMIP error (or the connection closed), an audit event and nothing else; the server keeps
+serving everyone else, also under a stream of random and truncated TTLV."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kma.kmip import ttlv
+from kma.kmip.client import key_template, parse_response, request_message
+from kma.kmip.enums import ObjectType, Operation, ResultReason, ResultStatus, Tag
+from tests.support.agents import agent_state, demo_passphrase, enroll, events, kmip, last_event
+from tests.support.kma_process import RunningKma
+
+AGENT = "t10k-dal-01"
+
+
+@pytest.fixture(scope="module")
+def kma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
+    kma = RunningKma.demo_in(tmp_path_factory.mktemp("kmip-robustness"))
+    yield kma
+    kma.stop()
+
+
+@pytest.fixture(scope="module")
+def agent_dir(kma: RunningKma, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("agent") / AGENT
+    enroll(kma, AGENT, out, demo_passphrase(kma, AGENT))
+    return out
+
+
+def _create() -> bytes:
+    payload = ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + key_template("E40001")
+    return request_message([(Operation.CREATE, payload)])
+
+
+def _only_error(raw: bytes) -> tuple[int | None, str]:
+    [result] = parse_response(raw)
+    assert result.status == ResultStatus.OPERATION_FAILED
+    return result.reason, result.message or ""
+
+
+def test_a_malformed_body_gets_invalid_message_and_the_connection_stays_usable(
+    kma: RunningKma, agent_dir: Path
+) -> None:
+    state, before = agent_state(kma), last_event(kma)
+    with kmip(agent_dir) as client:
+        body = ttlv.struct_(Tag.REQUEST_HEADER) + b"\x42\x00\x01\x0f\x00\x00\x00\x00"  # item type 0x0F
+        reason, message = _only_error(client.send_raw(ttlv.struct_(Tag.REQUEST_MESSAGE, body)))
+        assert reason == ResultReason.INVALID_MESSAGE and "unknown item type 0x0F" in message
+        bad_padding = _create()[:-1] + b"\x01"
+        reason, message = _only_error(client.send_raw(bad_padding))
+        assert "non-zero padding" in message
+        assert client.create()  # same connection, next message
+    assert len(events(kma, before, "kmip.malformed")) == 2
+    assert len(agent_state(kma)["keys"]) == len(state["keys"]) + 1
+
+
+def test_envelope_errors_are_explained(kma: RunningKma, agent_dir: Path) -> None:
+    header = ttlv.struct_(
+        Tag.REQUEST_HEADER,
+        ttlv.struct_(
+            Tag.PROTOCOL_VERSION,
+            ttlv.integer(Tag.PROTOCOL_VERSION_MAJOR, 1),
+            ttlv.integer(Tag.PROTOCOL_VERSION_MINOR, 2),
+        ),
+        ttlv.integer(Tag.BATCH_COUNT, 3),
+    )
+    item = ttlv.struct_(
+        Tag.BATCH_ITEM, ttlv.enum(Tag.OPERATION, Operation.QUERY), ttlv.struct_(Tag.REQUEST_PAYLOAD)
+    )
+    with kmip(agent_dir) as client:
+        reason, message = _only_error(client.send_raw(ttlv.struct_(Tag.REQUEST_MESSAGE, header, item)))
+        assert reason == ResultReason.INVALID_MESSAGE and "batch count (3)" in message
+        reason, message = _only_error(
+            client.send_raw(request_message([(Operation.GET, b"")], version=(2, 0)))
+        )
+        assert "KMIP 2.0 is not supported" in message
+        [unknown] = client.batch([(0x7FFFFFF0, b"")])
+        assert unknown.reason == ResultReason.OPERATION_NOT_SUPPORTED and "not supported" in (
+            unknown.message or ""
+        )
+        [encrypt] = client.batch([(0x1F, b"")])  # a KMIP operation this KMA does not offer
+        assert encrypt.reason == ResultReason.OPERATION_NOT_SUPPORTED
+
+
+def test_unknown_operations_are_audited(kma: RunningKma, agent_dir: Path) -> None:
+    before = last_event(kma)
+    with kmip(agent_dir) as client:
+        client.batch([(0x7FFFFFF0, b"")])
+    [event] = events(kma, before, "kmip.unsupported")
+    assert event["entity_id"] == AGENT and "0x7FFFFFF0" in event["message"]
+
+
+def test_an_oversize_message_is_refused_before_it_is_read(kma: RunningKma, agent_dir: Path) -> None:
+    before = last_event(kma)
+    with kmip(agent_dir) as client:
+        client.sock.sendall(b"\x42\x00\x78\x01" + (10 * 1024 * 1024).to_bytes(4, "big"))  # claims 10 MiB
+        reason, message = _only_error(client.send_raw(b""))
+        assert reason == ResultReason.INVALID_MESSAGE and "exceeds this KMA's limit" in message
+        with pytest.raises((ConnectionError, OSError)):
+            client.send_raw(_create())  # the connection was closed
+    assert events(kma, before, "kmip.oversize")
+
+
+def test_a_foreign_message_or_protocol_closes_the_connection(kma: RunningKma, agent_dir: Path) -> None:
+    before = last_event(kma)
+    with kmip(agent_dir) as client:
+        response_not_request = ttlv.struct_(Tag.RESPONSE_MESSAGE)
+        reason, message = _only_error(client.send_raw(response_not_request))
+        assert "not a KMIP request message" in message
+    with kmip(agent_dir) as client:
+        client.sock.sendall(b"\x16\x03\x01 something else entirely")
+        reason, message = _only_error(client.send_raw(b""))
+        assert "neither KMIP nor HTTP" in message
+    assert len(events(kma, before, "kmip.malformed")) == 2
+
+
+def test_a_truncated_message_is_audited(kma: RunningKma, agent_dir: Path) -> None:
+    before = last_event(kma)
+    client = kmip(agent_dir)
+    assert client.sock is not None
+    client.sock.sendall(_create()[:50])
+    client.sock.unwrap()  # TLS close_notify: the message ends here, 50 bytes in
+    client.sock.close()
+    deadline = time.monotonic() + 10
+    while not events(kma, before, "kmip.truncated") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    [event] = events(kma, before, "kmip.truncated")
+    assert "ended after 50 bytes" in event["message"]
+
+
+def _mutations(rng: random.Random, valid: list[bytes]) -> bytes:
+    """Random bytes, or a valid message cut short, with flipped bytes, or a lying length."""
+    base = bytearray(rng.choice(valid))
+    kind = rng.randrange(5)
+    if kind == 0:
+        return bytes([0x42, 0x00, 0x78, 0x01]) + rng.randbytes(4) + rng.randbytes(rng.randrange(64))
+    if kind == 1:
+        return bytes(base[: rng.randrange(1, len(base))])
+    if kind == 2:
+        for _ in range(rng.randrange(1, 6)):
+            base[rng.randrange(8, len(base))] = rng.randrange(256)
+        return bytes(base)
+    if kind == 3:
+        at = rng.randrange(8, len(base) - 8, 8)
+        base[at + 4 : at + 8] = rng.randrange(0, 1 << 16).to_bytes(4, "big")
+        return bytes(base)
+    return b"\x42" + rng.randbytes(rng.randrange(200))
+
+
+def test_random_and_truncated_ttlv_never_disturbs_other_agents(kma: RunningKma, agent_dir: Path) -> None:
+    valid = [
+        _create(),
+        request_message([(Operation.LOCATE, b"")]),
+        request_message([(Operation.DISCOVER_VERSIONS, b"")]),
+    ]
+    stop = threading.Event()
+    sent = [0]
+    served: list[float] = []
+    failures: list[str] = []
+
+    def fuzz(seed: int) -> None:
+        rng = random.Random(seed)
+        while not stop.is_set():
+            try:
+                with kmip(agent_dir) as client:
+                    assert client.sock is not None
+                    client.sock.settimeout(0.5)
+                    for _ in range(20):
+                        client.sock.sendall(_mutations(rng, valid))
+                        sent[0] += 1
+                        try:
+                            client.sock.recv(65536)
+                        except TimeoutError:
+                            break  # the server waits for the rest of a message that never comes
+            except OSError:
+                pass  # the server closed a connection it could no longer trust: reconnect
+
+    def work() -> None:
+        with kmip(agent_dir) as client:
+            while not stop.is_set():
+                began = time.perf_counter()
+                try:
+                    uid = client.create_and_activate("E40002")
+                    assert len(client.get(uid)) == 32
+                except Exception as exc:  # noqa: BLE001 - any failure of the good client fails the test
+                    failures.append(repr(exc))
+                served.append(time.perf_counter() - began)
+
+    threads = [threading.Thread(target=fuzz, args=(seed,)) for seed in range(3)] + [
+        threading.Thread(target=work)
+    ]
+    for t in threads:
+        t.start()
+    time.sleep(8)
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    assert not failures, failures[:3]
+    assert sent[0] > 200 and len(served) > 50
+    assert "Traceback" not in kma.log_text()  # every bad message was an expected refusal
+    with kmip(agent_dir) as client:
+        assert client.discover_versions()
