@@ -42,6 +42,7 @@ HANDLERS: dict[int, Handler] = {
     Operation.WRITE_FROM_BEGINNING: ops_tape.write_from_beginning,
 }
 # Needs no enrolled agent's permissions: a client may learn what the server speaks.
+LOCKED = "This KMA is locked; use another KMA of the cluster until a quorum unlocks it."
 OPEN_OPERATIONS = frozenset({Operation.DISCOVER_VERSIONS, Operation.QUERY})
 
 
@@ -106,6 +107,8 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
             )
         if item.operation not in OPEN_OPERATIONS:
             call.session.access()
+            if call.kma.vault.locked:
+                raise KmaLocked(LOCKED)
         payload = await handler(call, item.payload)
         return Result(item.operation, item.batch_id, payload=payload)
     except KmipError as error:

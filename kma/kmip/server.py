@@ -191,7 +191,8 @@ class ServiceListener:
             await writer.start_tls(self.context)
         except (ssl.SSLError, OSError) as exc:
             # e.g. "certificate has expired", "unable to get local issuer certificate"
-            reason = getattr(exc, "verify_message", None) or getattr(exc, "reason", None) or type(exc).__name__
+            reason = getattr(exc, "verify_message", None) or getattr(exc, "reason", None)
+            reason = reason or type(exc).__name__
             await self._unauthenticated(address, "service.tls", f"TLS handshake refused: {reason}")
             return
         session = self._session(writer, address)

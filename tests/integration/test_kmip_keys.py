@@ -258,3 +258,22 @@ def test_the_drive_simulator_mounts_tapes(agents: dict[str, Path], kma: RunningK
     assert summary["keys_issued"] >= 1 and summary["writes"] + summary["reads"] == summary["mounts"]
     written = kma.client("op").list_data_units(q="S0000", limit=100).items
     assert written and all(unit.state == "readable_normal" for unit in written)
+
+
+def test_a_locked_kma_serves_agents_nothing_until_a_quorum_unlocks_it(
+    fresh_kma: RunningKma, tmp_path: Path
+) -> None:
+    enroll(fresh_kma, "t10k-dal-02", tmp_path / "drive", demo_passphrase(fresh_kma, "t10k-dal-02"))
+    so = fresh_kma.client("so")
+    with kmip(tmp_path / "drive") as drive:
+        key = drive.create_and_activate("E30003")
+        so.lock_kma("kma-dal-1")
+        time.sleep(1.1)
+        for attempt in (lambda: drive.get(key), lambda: drive.locate(data_unit="E30003"), drive.create):
+            with pytest.raises(KmipFailure) as refused:
+                attempt()
+            assert refused.value.reason == ResultReason.GENERAL_FAILURE and "locked" in refused.value.message
+        assert drive.discover_versions()  # what it speaks is no secret
+        members = fresh_kma.demo["key_split"]["members"][:3]
+        so.unlock_kma("kma-dal-1", credentials=[(m["name"], m["passphrase"]) for m in members])
+        assert len(drive.get(key)) == 32
