@@ -110,6 +110,8 @@ def test_no_generated_request_gets_a_server_error(fuzzed_kma: RunningKma, tmp_pa
         operations += 1
         for mode, examples in EXAMPLES.items():
             problems += fuzz(operation, mode, examples, call)
+    # The run really went past sign-in: the session it used still works.
+    assert session.get(f"{base_url}{API}/auth/me").status_code == 200
     session.close()  # an open keep-alive connection would hold up the KMA's shutdown
     assert operations >= 40, "the OpenAPI document lost its operations"
     assert problems == [], "\n".join(problems[:40])
