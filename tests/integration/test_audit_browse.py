@@ -43,7 +43,8 @@ def test_key_history_shows_each_state_with_who_did_it(demo_kma: RunningKma) -> N
     key = next(k for k in auditor.iter_keys(state="destroyed"))
     history = auditor.key_history(key.id)
     spans = history.lanes[0].spans
-    assert [s.state for s in spans][-4:] == ["protect_and_process", "process_only", "deactivated", "destroyed"]
+    lifecycle = ["protect_and_process", "process_only", "deactivated", "destroyed"]
+    assert [s.state for s in spans][-4:] == lifecycle
     assert spans[-1].by == "op" and spans[-1].end is None
     assert next(s for s in spans if s.state == "protect_and_process").by == "op"
     kinds = {b.kind for b in history.boundaries}
