@@ -87,6 +87,18 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /audit-events/checkpoints": frozenset({SO}),
     "POST /audit-events/prune": frozenset({SO}),
     "GET /dashboard/series": ANY,
+    # Quorum (issue 3).
+    "GET /quorum-operations": frozenset({QM, SO, AU}),
+    "GET /quorum-operations/{id}": frozenset({QM, SO, AU}),
+    "GET /cluster/key-split": frozenset({QM, SO, AU}),
+    "GET /cluster/autonomous-unlock": frozenset({QM, SO, AU}),
+    "POST /quorum-operations/{id}/approve": frozenset({QM}),
+    "DELETE /quorum-operations/{id}": frozenset({SO}),
+    "POST /kmas/{id}/lock": frozenset({SO}),
+    "POST /kmas/{id}/unlock": frozenset({SO}),
+    "PUT /cluster/key-split": frozenset({SO}),
+    "PUT /cluster/autonomous-unlock": frozenset({SO}),
+    "PUT /cluster/quorum-lifetime": frozenset({SO}),
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
@@ -128,6 +140,43 @@ class World:
         if compromised:
             self.admin.compromise_key(key_id, "matrix: destroy needs a compromised key")
         return key_id
+
+    def as_admin(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        return self.http.request(
+            method, path, json=body, headers={"Authorization": f"Bearer {self.tokens['admin']}"}
+        )
+
+    def credentials(self) -> list[dict[str, str]]:
+        """Key split credentials of a quorum (the demo's first M members)."""
+        split = self.kma.demo["key_split"]
+        return [
+            {"member": m["name"], "passphrase": m["passphrase"]}
+            for m in split["members"][: split["threshold"]]
+        ]
+
+    def pending_op(self) -> str:
+        """A new pending quorum operation (a user change submitted without credentials)."""
+        response = self.as_admin("PATCH", "/users/qm3", {"name": f"Sasha Member {self.n()}"})
+        assert response.status_code == 202, response.text
+        return str(response.json()["id"])
+
+    def locked_kma(self) -> str:
+        response = self.as_admin("POST", f"/kmas/{self.kma_id}/lock")
+        assert response.status_code == 200, response.text
+        return self.kma_id
+
+    def ensure_unlocked(self) -> None:
+        if self.http.get("/status").json()["locked"]:
+            response = self.as_admin(
+                "POST", f"/kmas/{self.kma_id}/unlock", {"credentials": self.credentials()}
+            )
+            assert response.status_code == 200, response.text
+
+    def drop_pending(self, op_type: str) -> None:
+        """Delete pending operations of a type (only one of some types may be pending at a time)."""
+        page = self.as_admin("GET", f"/quorum-operations?state=pending&type={op_type}&limit=1000").json()
+        for op in page["items"]:
+            assert self.as_admin("DELETE", f"/quorum-operations/{op['id']}").status_code == 204
 
     def fresh_token(self, user: str) -> str:
         client = self.kma.client(user)
@@ -216,6 +265,28 @@ CALLS: dict[str, Prep] = {
     "POST /audit-events/checkpoints": none,
     "POST /audit-events/prune": none,
     "GET /dashboard/series": none,
+    "GET /quorum-operations": none,
+    "GET /quorum-operations/{id}": lambda w, u: ({"id": w.pending_op()}, None),
+    "GET /cluster/key-split": none,
+    "GET /cluster/autonomous-unlock": none,
+    "POST /quorum-operations/{id}/approve": lambda w, u: ({"id": w.pending_op()}, w.credentials()[0]),
+    "DELETE /quorum-operations/{id}": lambda w, u: ({"id": w.pending_op()}, None),
+    "POST /kmas/{id}/lock": lambda w, u: ({"id": w.kma_id}, None),
+    "POST /kmas/{id}/unlock": lambda w, u: ({"id": w.locked_kma()}, {"credentials": w.credentials()}),
+    # Without credentials these become pending operations (202): allowed, and nothing changes yet.
+    "PUT /cluster/key-split": lambda w, u: (
+        {},
+        {"threshold": 3, "members": [dict(m) for m in w.kma.demo["key_split"]["members"]]},
+    ),
+    "PUT /cluster/autonomous-unlock": lambda w, u: ({}, {"enabled": False}),
+    "PUT /cluster/quorum-lifetime": lambda w, u: ({}, {"seconds": 86400}),
+}
+# Run after the call, whatever its outcome: lock and unlock must leave the KMA unlocked.
+AFTER: dict[str, Callable[[World], None]] = {
+    "POST /kmas/{id}/lock": World.ensure_unlocked,
+    "POST /kmas/{id}/unlock": World.ensure_unlocked,
+    "PUT /cluster/key-split": lambda w: w.drop_pending("change_key_split"),
+    "PUT /cluster/autonomous-unlock": lambda w: w.drop_pending("set_autonomous_unlock"),
 }
 assert CALLS.keys() == EXPECTED.keys()
 
@@ -263,10 +334,12 @@ SIGNED_IN_ROUTES = [r for r in ROUTES if EXPECTED[r] != PUBLIC]
 @pytest.mark.parametrize("user", list(USERS))
 @pytest.mark.parametrize("route", ROUTES)
 def test_each_role_is_allowed_exactly_what_the_role_table_says(world: World, route: str, user: str) -> None:
-    request = request_for(world, route, user)
     before = newest_refusal(world, user)
+    request = request_for(world, route, user)
     unchanged = domain_snapshot(world.kma) if not may(user, route) else None
     response = world.http.send(request)
+    after = domain_snapshot(world.kma) if not may(user, route) else None
+    AFTER.get(route, lambda w: None)(world)
 
     if may(user, route):
         assert response.is_success, f"{route} as {user}: {response.status_code} {response.text}"
@@ -284,21 +357,23 @@ def test_each_role_is_allowed_exactly_what_the_role_table_says(world: World, rou
         "security",
         "127.0.0.1",
     )
-    assert domain_snapshot(world.kma) == unchanged, f"{route} as {user} was refused but changed the store"
+    assert after == unchanged, f"{route} as {user} was refused but changed the store"
 
 
 @pytest.mark.parametrize("route", SIGNED_IN_ROUTES)
 def test_without_a_session_every_non_public_route_is_401_and_audited(world: World, route: str) -> None:
-    request = request_for(world, route, None)
     before = newest_refusal(world, "anonymous")
+    request = request_for(world, route, None)
     unchanged = domain_snapshot(world.kma)
     response = world.http.send(request)
+    after = domain_snapshot(world.kma)
+    AFTER.get(route, lambda w: None)(world)
     assert response.status_code == 401, f"{route}: {response.status_code} {response.text}"
     assert error_of(response)["code"] == "unauthenticated"
     event = newest_refusal(world, "anonymous")
     assert event is not None and (before is None or event["id"] > before["id"]), f"{route}: not audited"
     assert event["message"].startswith(f"{request.method} {request.url.path}: unauthenticated:"), event
-    assert domain_snapshot(world.kma) == unchanged
+    assert after == unchanged
 
 
 @pytest.mark.parametrize("route", [r for r in ROUTES if EXPECTED[r] == PUBLIC])
