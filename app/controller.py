@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QApplication, QDialog
 from app import secrets
 from app.context import AppContext
 from app.operations import Operations
+from app.pages import window_extensions
 from app.profiles import ConnectionProfile
 from app.session import SessionController
 from app.signin import SignedIn
@@ -70,6 +71,8 @@ class AppController(QObject):
         self.presenter = ErrorPresenter(self.session, self.window)
         self.ops.error_handler = self.presenter
         self.window.sign_out_requested.connect(self.sign_out)
+        for extend in window_extensions():  # badges, banners, polls added by areas
+            extend(self.window, self.ctx)
         self.window.show()
         return self.window
 

@@ -65,3 +65,20 @@ def all_pages() -> list[PageSpec]:
 
 def pages_for(roles: frozenset[str]) -> list[PageSpec]:
     return [s for s in all_pages() if s.visible_to(roles)]
+
+
+# -- window extensions ---------------------------------------------------------------------------
+# Things an area adds to the main window as a whole rather than to its own page (a badge on its
+# navigation item, a banner, a light poll): ``extend(window, ctx)`` runs once per signed-in main
+# window, after the window and its error handler exist.
+WindowExtension = Callable[[Any, "AppContext"], None]
+_EXTENSIONS: dict[str, WindowExtension] = {}
+
+
+def register_window_extension(key: str, extend: WindowExtension) -> None:
+    """Add (or replace, by key) a window extension."""
+    _EXTENSIONS[key] = extend
+
+
+def window_extensions() -> list[WindowExtension]:
+    return list(_EXTENSIONS.values())

@@ -77,7 +77,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.user_label, 1)
         self.statusBar().addPermanentWidget(self.busy_label)
         ctx.ops.busy_changed.connect(self._busy)
-        ctx.session.user_changed.connect(lambda _u: self._user_text())
+        ctx.session.user_changed.connect(self._user_text)  # a method: dropped with the window
         ctx.session.reconnected.connect(self.refresh_current)
         ctx.session.state_changed.connect(self._state)
 
@@ -212,7 +212,7 @@ class MainWindow(QMainWindow):
         )
 
     # -- status -------------------------------------------------------------------------------
-    def _user_text(self) -> None:
+    def _user_text(self, *_user: Any) -> None:
         user = self.ctx.session.user
         client = self.ctx.session.client
         if user is None:

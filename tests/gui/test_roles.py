@@ -10,15 +10,16 @@ pytestmark = pytest.mark.gui
 
 EVERYONE = {"dashboard", "sites", "settings"}
 EXPECTED = {
-    "so": EVERYONE | {"users", "key_policies", "key_groups", "agents", "audit"},
+    "so": EVERYONE | {"users", "key_policies", "key_groups", "agents", "audit", "quorum",
+                      "locking"},
     "co": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys", "audit"},
     "op": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys"},
     "backup": EVERYONE,
     "auditor": EVERYONE | {"users", "key_policies", "key_groups", "agents", "data_units",
-                           "keys", "audit"},
-    "qm1": EVERYONE,
+                           "keys", "audit", "quorum", "locking"},
+    "qm1": EVERYONE | {"quorum"},
     "admin": EVERYONE | {"users", "key_policies", "key_groups", "agents", "data_units", "keys",
-                         "audit"},
+                         "audit", "quorum", "locking"},
 }
 
 

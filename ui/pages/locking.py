@@ -1,0 +1,352 @@
+"""Lock and unlock: the KMA's lock, autonomous unlock, the key split and the quorum's lifetime.
+
+A locked KMA forgets its master key and serves nothing secret; unlocking needs the quorum (M key
+split members' passphrases, or a pending unlock that quorum members approve). Lock and unlock act
+on the KMA this manager is connected to (the KMA answers 409 for another one). While it is locked
+the KMA still answers its status, pending operations and the unlock itself, so this page shows
+what it can and says what it cannot.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+import kms_client
+from app.context import AppContext
+from app.operations import OpContext
+from app.pages import PageSpec, register
+from app.quorum_watch import QuorumWatch
+from ui.form_dialog import Field, FormDialog
+from ui.format import period
+from ui.quorum_widgets import QuorumFormDialog, handle_result, open_operation, progress_text
+from ui.widgets import page_header
+
+KEY = "locking"
+SO = frozenset({"security_officer"})
+GOOD, BAD = "#2e7d32", "#c62828"
+
+
+def _pill(label: QLabel, text: str, color: str) -> None:
+    label.setText(f"<b style='color:{color}'>●</b> <b>{html.escape(text)}</b>")
+
+
+def open_unlock(ctx: AppContext, parent: QWidget, kma_id: str | None) -> QuorumFormDialog | None:
+    """Unlock ``kma_id`` with key split credentials (fewer than M: a pending unlock)."""
+    watch = QuorumWatch.of(ctx)
+    if kma_id is None and watch.status is not None:
+        kma_id = watch.status.kma_id
+    if kma_id is None:  # not polled yet: ask which KMA this is, then open
+        ctx.ops.read(lambda c: c.client.status(), parent=parent,
+                     success=lambda s: open_unlock(ctx, parent, s.kma_id))
+        return None
+    threshold = watch.threshold()
+
+    def unlocked(kma: Any) -> None:
+        watch.poll_now()
+        box = QMessageBox(QMessageBox.Information, "KMA unlocked",
+                          f"{kma.name} ({kma.id}) is unlocked and serves keys again.",
+                          QMessageBox.Ok, parent)
+        box.setObjectName("unlockedMessage")
+        box.setWindowModality(Qt.WindowModal)
+        box.open()
+
+    dialog = QuorumFormDialog(
+        ctx, f"Unlock KMA {kma_id}", [],
+        lambda c, v: c.unlock_kma(kma_id, credentials=v["credentials"]),
+        lambda result: handle_result(ctx, parent, result, unlocked),
+        rows=threshold or 1, what="the KMA unlocks",
+        intro=f"Unlock <b>{html.escape(kma_id)}</b>: it rebuilds the cluster's root secret from "
+              "the key split members' shares, opens its master key and serves keys again.",
+        ok_text="Unlock", busy_text="Unlocking…", parent=parent,
+    )
+    dialog.open()
+    return dialog
+
+
+def _load(c: OpContext) -> dict[str, Any]:  # worker thread: kms_client only
+    client = c.client
+
+    def maybe(fn: Any) -> Any:
+        try:
+            return fn()
+        except (kms_client.KmaLocked, kms_client.Forbidden):
+            return None
+
+    return {
+        "status": client.status(),
+        "split": maybe(client.get_key_split),
+        "auto": maybe(client.get_autonomous_unlock),
+        "kmas": maybe(lambda: list(client.iter_kmas())),
+        "unlocks": maybe(lambda: list(client.list_quorum_operations(
+            state="pending", type="unlock_kma", limit=20).items)),
+    }
+
+
+class LockingPage(QWidget):
+    def __init__(self, ctx: AppContext) -> None:  # noqa: PLR0915 - layout, top to bottom
+        super().__init__()
+        self.ctx = ctx
+        self.setObjectName("page:locking")
+        self.watch = QuorumWatch.of(ctx)
+        self.data: dict[str, Any] = {}
+        self._loaded = False
+        can_change = bool(ctx.roles & SO)
+        layout = QVBoxLayout(self)
+        top = QHBoxLayout()
+        top.addWidget(page_header(
+            "Lock and unlock",
+            "A locked KMA forgets its master key and serves nothing secret until a quorum of key "
+            "split members unlocks it. Lock and unlock act on the KMA this manager is connected "
+            "to.",
+        ), 1)
+        refresh = QPushButton("Refresh")
+        refresh.setAccessibleName("Refresh lock state")
+        refresh.clicked.connect(self.refresh)
+        top.addWidget(refresh, 0, Qt.AlignTop)
+        layout.addLayout(top)
+
+        this = QGroupBox("This KMA")
+        form = QFormLayout(this)
+        form.setLabelAlignment(Qt.AlignRight)
+        self.kma = QLabel("Loading…")
+        self.kma.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.state = QLabel()
+        self.state.setAccessibleName("Lock state")
+        self.state.setObjectName("lockState")
+        self.auto = QLabel()
+        self.auto.setWordWrap(True)
+        self.auto.setAccessibleName("Autonomous unlock")
+        self.pending = QLabel()
+        self.pending.setWordWrap(True)
+        self.pending.setAccessibleName("Pending unlock")
+        self.pending.linkActivated.connect(lambda op_id: open_operation(self, op_id))
+        form.addRow("KMA:", self.kma)
+        form.addRow("State:", self.state)
+        form.addRow("Pending unlock:", self.pending)
+        form.addRow("Autonomous unlock:", self.auto)
+        buttons = QHBoxLayout()
+        self.lock_button = QPushButton("Lock this KMA…")
+        self.lock_button.setAccessibleName("Lock this KMA")
+        self.lock_button.clicked.connect(self.lock)
+        self.unlock_button = QPushButton("Unlock…")
+        self.unlock_button.setAccessibleName("Unlock this KMA")
+        self.unlock_button.clicked.connect(self.unlock)
+        self.auto_button = QPushButton("Turn autonomous unlock off…")
+        self.auto_button.setAccessibleName("Change autonomous unlock")
+        self.auto_button.clicked.connect(self.toggle_autonomous)
+        for b in (self.lock_button, self.unlock_button, self.auto_button):
+            b.setVisible(can_change)
+            b.setEnabled(False)
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        form.addRow("", buttons)
+        layout.addWidget(this)
+
+        quorum = QGroupBox("Quorum")
+        qform = QFormLayout(quorum)
+        qform.setLabelAlignment(Qt.AlignRight)
+        self.split = QLabel()
+        self.split.setWordWrap(True)
+        self.split.setAccessibleName("Key split")
+        self.lifetime = QLabel()
+        self.lifetime.setAccessibleName("Pending operation lifetime")
+        life_row = QHBoxLayout()
+        life_row.addWidget(self.lifetime)
+        self.lifetime_button = QPushButton("Change…")
+        self.lifetime_button.setAccessibleName("Change pending operation lifetime")
+        self.lifetime_button.clicked.connect(self.change_lifetime)
+        self.lifetime_button.setVisible(can_change)
+        self.lifetime_button.setEnabled(False)
+        life_row.addWidget(self.lifetime_button)
+        life_row.addStretch(1)
+        qform.addRow("Key split:", self.split)
+        qform.addRow("Pending operations expire after:", life_row)
+        layout.addWidget(quorum)
+
+        cluster = QGroupBox("KMAs in the cluster")
+        cl = QVBoxLayout(cluster)
+        self.kmas = QTreeWidget()
+        self.kmas.setRootIsDecorated(False)
+        self.kmas.setHeaderLabels(["KMA", "Site", "Management address", "State"])
+        self.kmas.setAccessibleName("KMAs in the cluster")
+        self.kmas.header().setSectionResizeMode(QHeaderView.Interactive)
+        self.kmas.header().setStretchLastSection(True)
+        for i, w in enumerate((220, 110, 200)):
+            self.kmas.setColumnWidth(i, w)
+        self.kmas.setMinimumHeight(120)
+        cl.addWidget(self.kmas)
+        self.kmas_note = QLabel()
+        self.kmas_note.setWordWrap(True)
+        self.kmas_note.hide()
+        cl.addWidget(self.kmas_note)
+        layout.addWidget(cluster, 1)
+        self.watch.locked_changed.connect(self._lock_changed)
+
+    # -- loading ------------------------------------------------------------------------------
+    def showEvent(self, event: Any) -> None:  # noqa: N802
+        super().showEvent(event)
+        if not self._loaded:
+            self.refresh()
+
+    def refresh(self) -> None:
+        self._loaded = True
+        self.ctx.ops.read(_load, parent=self, success=self._show)
+
+    def _lock_changed(self, _locked: bool) -> None:
+        if self._loaded and self.isVisible():
+            self.refresh()
+
+    def _show(self, data: dict[str, Any]) -> None:  # noqa: PLR0912 - one field after another
+        self.data = data
+        status, split, auto = data["status"], data["split"], data["auto"]
+        self.watch.remember_key_split(split)
+        split = split or self.watch.key_split
+        self.kma.setText(f"{html.escape(status.kma_name)} ({html.escape(status.kma_id)}) · site "
+                         f"{html.escape(status.site_id)} · cluster "
+                         f"{html.escape(status.cluster_name)}")
+        if status.locked:
+            _pill(self.state, "Locked — serves nothing secret", BAD)
+        else:
+            _pill(self.state, "Unlocked — serving keys", GOOD)
+        enabled = auto.enabled if auto is not None else status.autonomous_unlock
+        self.auto.setText(
+            "<b>On</b> — after a restart this KMA unlocks itself (a lock set here still holds)."
+            if enabled else
+            "<b>Off</b> — after a restart this KMA waits, locked, until a quorum unlocks it.")
+        self.auto_button.setText("Turn autonomous unlock off…" if enabled
+                                 else "Turn autonomous unlock on…")
+        unlocks = [op for op in data["unlocks"] or () if op.request.get("kma_id") == status.kma_id]
+        if unlocks:
+            op = unlocks[0]
+            self.pending.setText(f"Waiting for approval: <b>{progress_text(op)}</b> — "
+                                 f"<a href='{op.id}'>open it under Pending approvals</a>")
+        else:
+            self.pending.setText("None")
+        can_change = bool(self.ctx.roles & SO)
+        self.lock_button.setEnabled(can_change and not status.locked)
+        self.unlock_button.setEnabled(can_change and status.locked and not unlocks)
+        self.unlock_button.setToolTip("An unlock is already waiting for approval." if unlocks
+                                      else "")
+        self.auto_button.setEnabled(can_change and not status.locked)
+        self.lifetime_button.setEnabled(can_change and not status.locked and split is not None)
+        if split is not None:
+            self.split.setText(f"<b>{split.threshold} of {len(split.members)}</b> members: "
+                               f"{html.escape(', '.join(split.members))} · generation "
+                               f"{split.generation}")
+            self.lifetime.setText(period(split.operation_lifetime))
+        else:
+            self.split.setText("Not shown while this KMA is locked." if status.locked
+                               else "Not available.")
+            self.lifetime.setText("—")
+        self.kmas.clear()
+        kmas = data["kmas"]
+        self.kmas_note.setVisible(kmas is None)
+        self.kmas_note.setText("The cluster's KMAs are not listed while this KMA is locked.")
+        for k in kmas or ():
+            here = " — this KMA" if k.id == status.kma_id else ""
+            item = QTreeWidgetItem([f"{k.name} ({k.id}){here}", k.site_id, k.management_address,
+                                    "Locked" if k.locked else "Unlocked"])
+            self.kmas.addTopLevelItem(item)
+
+    # -- actions ------------------------------------------------------------------------------
+    def _status(self) -> Any:
+        return self.data.get("status")
+
+    def lock(self) -> FormDialog | None:
+        status = self._status()
+        if status is None:
+            return None
+        split = self.watch.key_split
+        quorum = (f"{split.threshold} of {len(split.members)} key split members" if split
+                  else "a quorum of key split members")
+        dialog = FormDialog(
+            self.ctx, f"Lock KMA {status.kma_id}", [],
+            lambda c, _v: c.lock_kma(status.kma_id),
+            lambda _k: self._locked_now(),
+            intro=f"Lock <b>{html.escape(status.kma_name)}</b> ({html.escape(status.kma_id)}) "
+                  "now?<br><br>It forgets its master key at once and serves nothing secret — "
+                  "agents fail over to other KMAs — until " + quorum + " unlock it. The lock "
+                  "outlives a restart, even with autonomous unlock on.",
+            ok_text="Lock KMA", busy_text="Locking…", danger=True, parent=self,
+        )
+        dialog.open()
+        return dialog
+
+    def _locked_now(self) -> None:
+        self.watch.note_locked()
+        self.refresh()
+
+    def unlock(self) -> QuorumFormDialog | None:
+        status = self._status()
+        return open_unlock(self.ctx, self, status.kma_id if status else None)
+
+    def toggle_autonomous(self) -> QuorumFormDialog | None:
+        status = self._status()
+        auto = self.data.get("auto")
+        if status is None:
+            return None
+        enabled = auto.enabled if auto is not None else status.autonomous_unlock
+        turn_on = not enabled
+        what = ("After a restart this KMA will unlock itself from its local unlock key file."
+                if turn_on else
+                "After a restart this KMA will start locked and wait until a quorum unlocks it.")
+
+        dialog = QuorumFormDialog(
+            self.ctx, f"Turn autonomous unlock {'on' if turn_on else 'off'}", [],
+            lambda c, v: c.set_autonomous_unlock(turn_on, credentials=v["credentials"]),
+            self._after_quorum,
+            what="the setting changes",
+            intro=f"Turn autonomous unlock <b>{'on' if turn_on else 'off'}</b> for "
+                  f"{html.escape(status.kma_id)}? {what}",
+            ok_text=f"Turn {'on' if turn_on else 'off'}", busy_text="Saving…", parent=self,
+        )
+        dialog.open()
+        return dialog
+
+    def _after_quorum(self, result: Any) -> None:
+        handle_result(self.ctx, self, result)
+        self.refresh()
+
+    def change_lifetime(self) -> FormDialog | None:
+        split = self.watch.key_split
+        if split is None:
+            return None
+
+        def saved(new: Any) -> None:
+            self.watch.remember_key_split(new)
+            self.refresh()
+
+        dialog = FormDialog(
+            self.ctx, "Pending operation lifetime",
+            [Field("hours", "Expire after (hours)", "int",
+                   default=max(1, split.operation_lifetime // 3600), minimum=1, maximum=720,
+                   help="From 1 hour to 30 days. Operations already pending keep their expiry.")],
+            lambda c, v: c.set_quorum_lifetime(v["hours"] * 3600),
+            saved,
+            intro="How long a new pending quorum operation waits for approvals before it "
+                  "expires. Operations already pending keep their expiry.",
+            ok_text="Save", busy_text="Saving…", parent=self,
+        )
+        dialog.open()
+        return dialog
+
+
+register(PageSpec(KEY, "Lock and unlock", LockingPage,
+                  frozenset({"security_officer", "auditor"}), order=35, icon="SP_DialogNoButton",
+                  description="Lock a KMA, unlock it with the quorum, autonomous unlock"))

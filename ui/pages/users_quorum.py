@@ -1,0 +1,122 @@
+"""Users and roles, quorum-aware: creating a user, changing one (name, roles, enabled) and setting a
+passphrase are quorum-protected, so every such form offers optional key split credentials.
+
+With M credentials the change runs at once; with fewer the KMA answers with a pending quorum
+operation and the manager says so plainly ("Waiting for approval: 0 of 3 — quorum members can
+approve it under Pending approvals") with a link to it. The list itself (columns, filters) is
+:mod:`ui.pages.users`'; this module replaces only its actions, registering under the same key.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import replace
+from typing import Any
+
+from app.context import AppContext
+from app.pages import PageSpec, register
+from ui.form_dialog import Field
+from ui.list_page import ActionSpec, ListPage
+from ui.pages import users as base
+from ui.pages.common import SO
+from ui.quorum_widgets import QuorumFormDialog, handle_result
+
+
+def _then(page: ListPage, changed: Any = None) -> Any:
+    """After a quorum-protected call: pending -> say so; done -> show the new state."""
+
+    def done(result: Any) -> None:
+        handle_result(page.ctx, page, result,
+                      changed or (lambda r: page.object_changed(r) if r is not None
+                                  else page.refresh()))
+
+    return done
+
+
+def _new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
+    dialog = QuorumFormDialog(
+        page.ctx, "New user",
+        [
+            Field("id", "User ID", "id", required=True),
+            Field("name", "Name", required=True),
+            Field("roles", "Roles", "roles", required=True),
+            Field("passphrase", "Passphrase", "password", required=True,
+                  help="8 to 256 characters; give it to the user in person."),
+        ],
+        lambda c, v: c.create_user(v["id"], v["name"], v["roles"], v["passphrase"],
+                                   credentials=v["credentials"]),
+        _then(page, lambda _u: page.refresh()),
+        what="the user is created", ok_text="Create user", busy_text="Creating user…",
+        parent=page,
+    )
+    dialog.open()
+    return dialog
+
+
+def _edit_user(page: ListPage, user: Any) -> QuorumFormDialog:
+    dialog = QuorumFormDialog(
+        page.ctx, f"Edit user {user.id}",
+        [
+            Field("name", "Name", required=True, default=user.name),
+            Field("roles", "Roles", "roles", required=True, default=user.roles),
+        ],
+        lambda c, v: c.update_user(user.id, name=v["name"], roles=v["roles"],
+                                   credentials=v["credentials"]),
+        _then(page), what="the change is made", busy_text="Saving user…", parent=page,
+    )
+    dialog.open()
+    return dialog
+
+
+def _set_enabled(enabled: bool) -> Any:
+    verb = "Enable" if enabled else "Disable"
+
+    def run(page: ListPage, user: Any) -> QuorumFormDialog:
+        effect = ("may sign in again" if enabled else
+                  "can no longer sign in; their sessions end")
+        dialog = QuorumFormDialog(
+            page.ctx, f"{verb} user {user.id}", [],
+            lambda c, v: c.update_user(user.id, enabled=enabled, credentials=v["credentials"]),
+            _then(page), what="the change is made",
+            intro=f"{verb} <b>{html.escape(user.name)}</b> ({html.escape(user.id)})? The user "
+                  f"{effect}.",
+            ok_text=f"{verb} user", busy_text="Saving user…", danger=not enabled, parent=page,
+        )
+        dialog.open()
+        return dialog
+
+    return run
+
+
+def _set_passphrase(page: ListPage, user: Any) -> QuorumFormDialog:
+    dialog = QuorumFormDialog(
+        page.ctx, f"Set passphrase for {user.id}",
+        [Field("passphrase", "New passphrase", "password", required=True,
+               help="8 to 256 characters; give it to the user in person.")],
+        lambda c, v: c.set_user_passphrase(user.id, v["passphrase"],
+                                           credentials=v["credentials"]),
+        _then(page, lambda _r: page.refresh()),
+        what="the passphrase is set", ok_text="Set passphrase", busy_text="Setting passphrase…",
+        parent=page,
+    )
+    dialog.open()
+    return dialog
+
+
+SPEC = replace(base.SPEC, actions=[
+    ActionSpec("New user…", _new_user, SO, needs="none", toolbar=True, shortcut="Ctrl+N"),
+    ActionSpec("Edit user…", _edit_user, SO, toolbar=True),
+    ActionSpec("Set passphrase…", _set_passphrase, SO),
+    ActionSpec("Enable…", _set_enabled(True), SO, enabled=lambda u: not u.enabled),
+    ActionSpec("Disable…", _set_enabled(False), SO, enabled=lambda u: u.enabled),
+])
+SPEC.subtitle = (base.SPEC.subtitle + " Creating or changing a user needs the quorum: without "
+                 "enough key split credentials the change waits under Pending approvals.")
+
+
+def build(ctx: AppContext) -> ListPage:
+    return ListPage(ctx, SPEC)
+
+
+register(PageSpec("users", "Users and roles", build,
+                  frozenset({"security_officer", "auditor"}), order=20, icon="SP_DirHomeIcon"))

@@ -1,0 +1,450 @@
+"""Widgets and dialogs for quorum-protected changes.
+
+* :class:`CredentialsEditor`: rows of key split member name + passphrase (fields that overwrite
+  their text when cleared).
+* :class:`QuorumFormDialog`: a :class:`~ui.form_dialog.FormDialog` that also offers optional key
+  split credentials, for every quorum-protected request (users, unlock, autonomous unlock).
+* :class:`ApproveDialog`: approve one pending quorum operation as one key split member.
+* :func:`tell_pending` / :func:`tell_outcome`: say plainly what happened (waiting for N of M, or
+  executed) with a link to the operation under Pending approvals.
+
+Key split members are names with passphrases, not users: the person at the keyboard types the
+member's name and passphrase. Passphrases go to the KMA once and are not kept by the manager.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from PySide6.QtCore import QRegularExpression, Qt, Signal
+from PySide6.QtGui import QRegularExpressionValidator
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+import kms_client
+from app.context import AppContext
+from app.errors import ErrorKind, describe
+from app.quorum_watch import QuorumWatch
+from ui.form_dialog import ID_PATTERN, Field, FormDialog
+from ui.format import when
+from ui.widgets import PasswordLineEdit
+
+MAX_CREDENTIALS = 10
+QUORUM_PAGE = "quorum"
+TYPE_WORDS = {
+    "create_user": "Create user",
+    "update_user": "Change user",
+    "set_user_passphrase": "Set user passphrase",
+    "unlock_kma": "Unlock KMA",
+    "set_autonomous_unlock": "Autonomous unlock",
+    "change_key_split": "Change key split",
+}
+
+
+def type_words(op_type: str) -> str:
+    return TYPE_WORDS.get(op_type, op_type.replace("_", " ").capitalize())
+
+
+def progress_text(op: Any) -> str:
+    """``1 of 3``: approvals so far of the threshold."""
+    return f"{len(op.approvals)} of {op.approvals_needed}"
+
+
+def member_box(members: Sequence[str], accessible: str) -> QComboBox:
+    """An editable pick list of key split member names (typed freely when the list is unknown,
+    e.g. while the KMA is locked and will not tell them)."""
+    box = QComboBox()
+    box.setEditable(True)
+    box.setInsertPolicy(QComboBox.NoInsert)
+    box.addItems(list(members))
+    box.setCurrentIndex(-1)
+    box.setEditText("")
+    box.lineEdit().setPlaceholderText("Key split member name")
+    box.lineEdit().setValidator(
+        QRegularExpressionValidator(QRegularExpression(ID_PATTERN), box)
+    )
+    box.setAccessibleName(accessible)
+    box.setMinimumContentsLength(12)
+    return box
+
+
+def set_members(box: QComboBox, members: Sequence[str]) -> None:
+    text = box.currentText()
+    box.blockSignals(True)
+    box.clear()
+    box.addItems(list(members))
+    box.setCurrentIndex(-1)
+    box.setEditText(text)
+    box.blockSignals(False)
+
+
+def load_members(ctx: AppContext, parent: QWidget, then: Callable[[tuple[str, ...]], None]) -> None:
+    """Known member names now if cached, else read once in the background (quietly: a locked
+    KMA does not tell them, and the names can still be typed)."""
+    watch = QuorumWatch.of(ctx)
+    if watch.members():
+        then(watch.members())
+        return
+
+    def got(split: Any) -> None:
+        watch.remember_key_split(split)
+        then(watch.members())
+
+    ctx.ops.read(lambda c: c.client.get_key_split(), parent=parent, quiet=True, success=got,
+                 failure=lambda _e: True)
+
+
+class CredentialsEditor(QWidget):
+    """Rows of (key split member, passphrase). Empty rows are ignored."""
+
+    changed = Signal()
+
+    def __init__(self, members: Sequence[str] = (), rows: int = 0,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._members = list(members)
+        self.rows: list[tuple[QWidget, QComboBox, PasswordLineEdit]] = []
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self.row_box = QVBoxLayout()
+        self.row_box.setSpacing(4)
+        outer.addLayout(self.row_box)
+        self.add_button = QPushButton("Add key split member")
+        self.add_button.setAccessibleName("Add key split member")
+        self.add_button.clicked.connect(self.add_row)
+        outer.addWidget(self.add_button, 0, Qt.AlignLeft)
+        for _ in range(rows):
+            self.add_row()
+
+    def add_row(self) -> None:
+        if len(self.rows) >= MAX_CREDENTIALS:
+            return
+        n = len(self.rows) + 1
+        row = QWidget()
+        line = QHBoxLayout(row)
+        line.setContentsMargins(0, 0, 0, 0)
+        member = member_box(self._members, f"Key split member {n}")
+        member.currentTextChanged.connect(lambda _t: self.changed.emit())
+        passphrase = PasswordLineEdit()
+        passphrase.setPlaceholderText("Member's passphrase")
+        passphrase.setAccessibleName(f"Passphrase of key split member {n}")
+        passphrase.textChanged.connect(lambda _t: self.changed.emit())
+        remove = QToolButton()
+        remove.setText("Remove")
+        remove.setAccessibleName(f"Remove key split member {n}")
+        remove.clicked.connect(lambda _c=False, r=row: self.remove_row(r))
+        line.addWidget(member, 2)
+        line.addWidget(passphrase, 3)
+        line.addWidget(remove)
+        self.row_box.addWidget(row)
+        self.rows.append((row, member, passphrase))
+        self.add_button.setEnabled(len(self.rows) < MAX_CREDENTIALS)
+        self.changed.emit()
+
+    def remove_row(self, row: QWidget) -> None:
+        for entry in list(self.rows):
+            if entry[0] is row:
+                entry[2].clear()
+                self.rows.remove(entry)
+                self.row_box.removeWidget(row)
+                row.deleteLater()
+        self.add_button.setEnabled(len(self.rows) < MAX_CREDENTIALS)
+        self.changed.emit()
+
+    def set_members(self, members: Sequence[str]) -> None:
+        self._members = list(members)
+        for _row, member, _pw in self.rows:
+            set_members(member, members)
+
+    def credentials(self) -> list[tuple[str, str]]:
+        return [(m.currentText().strip(), p.text()) for _r, m, p in self.rows
+                if m.currentText().strip()]
+
+    def problem(self) -> str:
+        names: list[str] = []
+        for i, (_r, member, passphrase) in enumerate(self.rows, start=1):
+            name = member.currentText().strip()
+            if not name and passphrase.text():
+                return f"Choose the key split member of row {i}, or remove the row."
+            if name and not passphrase.text():
+                return f"Enter the passphrase of key split member {name}, or remove the row."
+            if name in names:
+                return f"Key split member {name} is named twice; each member counts once."
+            if name:
+                names.append(name)
+        return ""
+
+    def clear(self) -> None:
+        """Overwrite every passphrase field (see :class:`~ui.widgets.PasswordLineEdit`)."""
+        for _r, _m, passphrase in self.rows:
+            passphrase.clear()
+
+
+def credentials_note(watch: QuorumWatch, what: str) -> str:
+    threshold, members = watch.threshold(), watch.members()
+    quorum = (f"{threshold} of the {len(members)} key split members" if threshold
+              else "a quorum of key split members")
+    return (f"With the passphrases of {quorum} {what} at once. With fewer (or none) it waits "
+            "under Pending approvals until quorum members approve it. Each member types their "
+            "own passphrase; it is sent once and not stored.")
+
+
+class QuorumFormDialog(FormDialog):
+    """A form for a quorum-protected request: the fields, then optional key split credentials.
+
+    ``submit(client, values)`` finds the credentials in ``values["credentials"]`` (None if none
+    were given). The result may be a ``PendingQuorumOp``: hand it to :func:`handle_result`.
+    """
+
+    def __init__(self, ctx: AppContext, title: str, fields: list[Field],
+                 submit: Callable[[Any, dict[str, Any]], Any],
+                 on_done: Callable[[Any], None] | None = None, *, rows: int = 0,
+                 what: str = "the change runs", **kw: Any) -> None:
+        self.credentials: CredentialsEditor | None = None
+        super().__init__(ctx, title, fields, submit, on_done, **kw)
+        self._ok_text = self.ok.text()
+        watch = QuorumWatch.of(ctx)
+        self._watch = watch
+        group = QGroupBox("Key split credentials" + ("" if rows else " (optional)"))
+        group.setObjectName("credentialsGroup")
+        inner = QVBoxLayout(group)
+        note = QLabel(credentials_note(watch, what))
+        note.setWordWrap(True)
+        inner.addWidget(note)
+        self.credentials = CredentialsEditor(watch.members(), rows)
+        self.credentials.changed.connect(self._validate)
+        self.credentials.changed.connect(self._ok_label)
+        inner.addWidget(self.credentials)
+        layout = self.layout()
+        layout.insertWidget(layout.indexOf(self.error), group)
+        load_members(ctx, self, self._members_known)
+        self._validate()
+        self._ok_label()
+
+    def _members_known(self, members: tuple[str, ...]) -> None:
+        if self.credentials is not None:
+            self.credentials.set_members(members)
+        self._ok_label()
+
+    def _ok_label(self) -> None:
+        if self.credentials is None:
+            return
+        threshold = self._watch.threshold()
+        enough = threshold is not None and len(self.credentials.credentials()) >= threshold
+        self.ok.setText(self._ok_text if enough or threshold is None else "Submit for approval")
+
+    def values(self) -> dict[str, Any]:
+        out = super().values()
+        given = self.credentials.credentials() if self.credentials is not None else []
+        out["credentials"] = given or None
+        return out
+
+    def problem(self) -> str:
+        base = super().problem()
+        if base or self.credentials is None:
+            return base
+        return self.credentials.problem()
+
+    def done(self, result: int) -> None:
+        if self.credentials is not None:
+            self.credentials.clear()
+        super().done(result)
+
+
+# -- saying what happened --------------------------------------------------------------------------
+def open_operation(widget: QWidget | None, op_id: str) -> None:
+    """Show ``op_id`` under Pending approvals in ``widget``'s main window."""
+    window = widget.window() if widget is not None else None
+    show = getattr(window, "show_page", None)
+    if show is None:
+        return
+    show(QUORUM_PAGE)
+    page = window.page(QUORUM_PAGE) if hasattr(window, "page") else None
+    if page is not None and hasattr(page, "select_operation"):
+        page.select_operation(op_id)
+
+
+def _box(parent: QWidget | None, icon: QMessageBox.Icon, title: str, text: str,
+         informative: str, name: str) -> QMessageBox:
+    box = QMessageBox(icon, title, text, QMessageBox.NoButton, parent)
+    box.setInformativeText(informative)
+    box.setObjectName(name)
+    box.setWindowModality(Qt.WindowModal)
+    return box
+
+
+def tell_pending(ctx: AppContext, parent: QWidget | None, op: Any) -> QMessageBox:
+    """A request became a pending quorum operation: say so, and link to it."""
+    box = _box(
+        parent, QMessageBox.Information, "Waiting for approval",
+        f"Waiting for approval: {progress_text(op)} — quorum members can approve it under "
+        "Pending approvals.",
+        f"{html.escape(op.summary)}.<br>It runs once {op.approvals_needed} key split members "
+        f"have approved, and expires on {when(op.expires_at)} if they have not.",
+        "quorumPending",
+    )
+    link = box.addButton("Open Pending approvals", QMessageBox.AcceptRole)
+    box.addButton(QMessageBox.Close)
+    box.setDefaultButton(link)
+    link.clicked.connect(lambda: open_operation(parent, op.id))
+    box.open()
+    QuorumWatch.of(ctx).poll_now()
+    return box
+
+
+def tell_outcome(ctx: AppContext, parent: QWidget | None, op: Any, member: str) -> QMessageBox:
+    """After an approval: still pending with N of M, executed, or failed (and why)."""
+    got, need = len(op.approvals), op.approvals_needed
+    if op.state == "executed":
+        box = _box(parent, QMessageBox.Information, "Approved and executed",
+                   f"Approved as {member}: {got} of {need}. The quorum is complete and the KMA "
+                   "has executed the operation.",
+                   html.escape(f"{op.summary}: {op.result or 'done'}."), "quorumOutcome")
+    elif op.state == "pending":
+        more = max(need - got, 0)
+        box = _box(parent, QMessageBox.Information, "Approval recorded",
+                   f"Approved as {member}. Still pending: {got} of {need} — {more} more key "
+                   f"split member{'s' if more != 1 else ''} must approve before it runs.",
+                   html.escape(op.summary) + ".", "quorumOutcome")
+    else:
+        box = _box(parent, QMessageBox.Warning, "Quorum reached, but it did not run",
+                   f"The operation is {op.state}: {op.result or 'no reason given'}.",
+                   "Nothing was changed. Check the details and the audit log; submit the request "
+                   "again if it still applies.", "quorumOutcome")
+    box.addButton(QMessageBox.Ok)
+    box.open()
+    QuorumWatch.of(ctx).poll_now()
+    return box
+
+
+def handle_result(ctx: AppContext, parent: QWidget | None, result: Any,
+                  then: Callable[[Any], None] | None = None) -> None:
+    """Route a quorum-protected call's answer: pending -> say so; done -> ``then(result)``."""
+    if isinstance(result, kms_client.PendingQuorumOp):
+        tell_pending(ctx, parent, result)
+    elif then is not None:
+        then(result)
+
+
+# -- approving ---------------------------------------------------------------------------------------
+class ApproveDialog(QDialog):
+    """Approve ``op`` as one key split member: name + passphrase, window-modal."""
+
+    approved = Signal(object)  # the PendingQuorumOp as the KMA answered
+
+    def __init__(self, ctx: AppContext, op: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.op = op
+        self.outcome: QMessageBox | None = None
+        self.setWindowTitle(f"Approve: {type_words(op.type)}")
+        self.setWindowModality(Qt.WindowModal)
+        self.setMinimumWidth(520)
+        self._approved = {a.member for a in op.approvals}
+        layout = QVBoxLayout(self)
+        done = ", ".join(f"{a.member} (by {a.approved_by})" for a in op.approvals) or "none yet"
+        intro = QLabel(
+            f"<b>{html.escape(op.summary)}</b><br>Requested by {html.escape(op.requested_by)} · "
+            f"{progress_text(op)} approvals so far: {html.escape(done)}.<br><br>Approve only if "
+            "this is exactly the change you expect (see the canonical request under Details). "
+            "The passphrase opens this member's share of the cluster's root secret for this "
+            "operation only; the manager does not keep it."
+        )
+        intro.setWordWrap(True)
+        intro.setTextFormat(Qt.RichText)
+        layout.addWidget(intro)
+        form = QFormLayout()
+        self.member = member_box((), "Key split member")
+        self.member.currentTextChanged.connect(self._validate)
+        self.passphrase = PasswordLineEdit()
+        self.passphrase.setAccessibleName("Key split member passphrase")
+        self.passphrase.setPlaceholderText("The member's own passphrase")
+        self.passphrase.textChanged.connect(self._validate)
+        self.passphrase.returnPressed.connect(self._accept)
+        form.addRow("Key split &member:", self.member)
+        form.addRow("&Passphrase:", self.passphrase)
+        layout.addLayout(form)
+        self.error = QLabel()
+        self.error.setObjectName("formError")
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet("color: #c62828;")
+        self.error.setAccessibleName("Error")
+        self.error.hide()
+        layout.addWidget(self.error)
+        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        self.ok = buttons.button(QDialogButtonBox.Ok)
+        self.ok.setText("Approve")
+        buttons.accepted.connect(self._accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+        load_members(ctx, self, self._members_known)
+        self._validate()
+
+    def _members_known(self, members: tuple[str, ...]) -> None:
+        set_members(self.member, [m for m in members if m not in self._approved])
+
+    def problem(self) -> str:
+        name = self.member.currentText().strip()
+        if not name:
+            return "Choose the key split member you approve as."
+        if name in self._approved:
+            return f"Key split member {name} has already approved this operation."
+        if not self.passphrase.text():
+            return f"Enter the passphrase of key split member {name}."
+        return ""
+
+    def _validate(self) -> None:
+        problem = self.problem()
+        self.ok.setEnabled(not problem)
+        self.ok.setToolTip(problem)
+
+    def _show_error(self, text: str) -> None:
+        self.error.setText(text)
+        self.error.setVisible(bool(text))
+
+    def _accept(self) -> None:
+        if self.problem():
+            self._show_error(self.problem())
+            return
+        member, passphrase, op_id = self.member.currentText().strip(), self.passphrase.text(), self.op.id
+        self._show_error("")
+        self.ok.setEnabled(False)
+        self.ctx.ops.write(
+            lambda c: c.client.approve_quorum_operation(op_id, member, passphrase),
+            parent=self, label="Approving…",
+            success=lambda op: self._done(op, member), failure=self._failed,
+        )
+
+    def _done(self, op: Any, member: str) -> None:
+        self.accept()
+        self.approved.emit(op)
+        self.outcome = tell_outcome(self.ctx, self.parentWidget(), op, member)
+
+    def _failed(self, exc: BaseException) -> bool:
+        message = describe(exc)
+        self.ok.setEnabled(True)
+        if message.kind in (ErrorKind.SESSION_EXPIRED, ErrorKind.UNREACHABLE):
+            self._show_error(message.what)
+            return False
+        if isinstance(exc, kms_client.ValidationFailed):
+            self.passphrase.clear()  # most often a mistyped passphrase: type it again
+        self._show_error(f"{message.what} {message.todo}")
+        return True
+
+    def done(self, result: int) -> None:
+        self.passphrase.clear()
+        super().done(result)
