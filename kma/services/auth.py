@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +41,34 @@ class Session:
     user: dict[str, Any]
 
 
+class _Gate:
+    """One sign-in at a time per client address (weakly held: gone when nobody waits on it)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+_GATES: weakref.WeakValueDictionary[str, _Gate] = weakref.WeakValueDictionary()
+_GATES_LOCK = threading.Lock()
+
+
+def _gate(address: str) -> _Gate:
+    with _GATES_LOCK:
+        gate = _GATES.get(address)
+        if gate is None:
+            gate = _GATES[address] = _Gate()
+        return gate
+
+
 def sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Session:
+    """Sign-ins from one address run one after another, so a flood of guesses from one place
+    (unknown user IDs never lock out) uses at most one core and the KMA keeps serving."""
+    gate = _gate(address)
+    with gate.lock:
+        return _sign_in(kma, user_id, passphrase, address)
+
+
+def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Session:
     now = kma.clock.now()
     who = Actor(user_id[:64], address)
     row = kma.store.query_one("SELECT * FROM users WHERE id = ?", (user_id,))
