@@ -77,6 +77,7 @@ ERROR_CLASSES: dict[str, type[ApiError]] = {
     "unauthenticated": Unauthenticated,
     "forbidden": Forbidden,
     "not_found": NotFound,
+    "method_not_allowed": BadRequest,  # a client calling a route the wrong way: a bug of the caller
     "conflict": Conflict,
     "payload_too_large": PayloadTooLarge,
     "locked_out": LockedOut,

@@ -68,7 +68,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        codes = {404: "not_found", 405: "bad_request", 413: "payload_too_large", 401: "unauthenticated"}
+        codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large", 401: "unauthenticated"}
         code = codes.get(exc.status_code, "bad_request")
         message = {404: "There is no such route.", 405: "That method is not allowed here."}.get(
             exc.status_code, str(exc.detail))

@@ -22,7 +22,8 @@ def check_id(value: str, what: str) -> str:
 
 
 def check_text(value: str, what: str, max_len: int = MAX_TEXT, required: bool = False) -> str:
-    if required and not value.strip():
+    # "Required" means something a person can see: whitespace or zero-width characters alone are not.
+    if required and not any(unicodedata.category(c)[0] in "LNPS" for c in value):
         raise ValidationFailed(f"{what} is required.")
     if len(value) > max_len:
         raise ValidationFailed(f"{what} must be at most {max_len} characters.")

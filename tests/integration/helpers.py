@@ -26,6 +26,7 @@ ERROR_STATUS = {
     "unauthenticated": 401,
     "forbidden": 403,
     "not_found": 404,
+    "method_not_allowed": 405,
     "conflict": 409,
     "payload_too_large": 413,
     "locked_out": 429,
@@ -58,9 +59,7 @@ def error_of(response: httpx.Response) -> dict[str, str]:
     assert set(error) == {"code", "message"}, body
     assert isinstance(error["code"], str) and isinstance(error["message"], str), body
     assert error["message"].strip(), body
-    # 405 has no code of its own in the contract; it comes as bad_request.
-    expected = 400 if response.status_code == 405 else response.status_code
-    assert ERROR_STATUS.get(error["code"]) == expected, (response.status_code, body)
+    assert ERROR_STATUS.get(error["code"]) == response.status_code, (response.status_code, body)
     return dict(error)
 
 

@@ -405,7 +405,7 @@ def bad_requests() -> list[Bad]:
             json={"id": "bad-agent", "site_id": "atlantis", "default_key_group_id": "backup-dallas"},
         ),
         Bad("unknown route", "GET", "/no-such-thing", 404, "not_found"),
-        Bad("wrong method", "DELETE", "/keys", 405, "bad_request"),
+        Bad("wrong method", "DELETE", "/keys", 405, "method_not_allowed"),
         # Conflicts
         Bad("existing data unit", "POST", "/data-units", 409, "conflict", json={"id": "E00001"}),
         Bad(
