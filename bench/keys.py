@@ -2,17 +2,22 @@
 
     python bench/keys.py [--duration 5] [--levels 1,16,64] [--no-pykmip]
 
-Two workloads, each at 1, 16 and 64 concurrent agents (one TLS connection each, one request at
-a time, as a drive does it):
-- create: a new tape key: one KMIP message with Create (AES-256, Name = a new volser) and
-  Activate (ID placeholder) as two batch items; durable before the answer (the KMA: WAL +
-  fsync through its group commit; PyKMIP: its SQLite database, each commit synced);
-- get: Get of an existing key (the KMA also commits an audit event per Get before answering).
+Three workloads, each at 1, 16 and 64 concurrent agents (one TLS connection each, one request
+at a time, as a drive does it):
+- create: a new tape key: Create (AES-256, Name = a new volser), durable before the answer
+  (the KMA: WAL + fsync through its group commit, with its audit event; PyKMIP: its SQLite
+  database, each commit synced);
+- create_activate: Create, then Activate of the new key: two round trips (PyKMIP 0.11 cannot
+  parse an Activate that relies on the ID placeholder, so the one-message batch drives use is
+  measured for the KMA only by its tests, not here);
+- get: Get of an existing active key (the KMA also commits an audit event per Get before
+  answering: keys leaving the KMA are audited).
 
 Both servers get byte-identical requests (KMIP 1.2) from the same client code, which runs in
 two processes of threads so that the client is not what is measured. Each KMA agent is a real
-enrolled agent (64 of them); PyKMIP's clients carry certificates of a CA made for it. Prints a
-table, the KMA/PyKMIP ratios, the issue's targets, and, last, one JSON object.
+enrolled agent (64 of them); PyKMIP's clients carry certificates of a CA made for it. A failed
+request counts as an error, not as throughput. Prints a table, the KMA/PyKMIP ratios, the
+issue's targets, and, last, one JSON object.
 """
 
 from __future__ import annotations
@@ -50,17 +55,31 @@ from tests.support.kma_process import RunningKma  # noqa: E402
 VERSION = (1, 2)
 MAX_AGENTS = 64
 POOL = 1000  # the KMA's default key pool size
+WORKLOADS = ("create", "create_activate", "get")
 TARGETS = {"create_per_s_16": 1000, "get_per_s_16": 3000, "p99_ms_16": 10.0, "ratio_vs_pykmip": 10.0}
 
 
 # --- requests (identical bytes for both servers) --------------------------------------------
 def create_request(volser: str) -> bytes:
     create = ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + key_template(volser)
-    return request_message([(Operation.CREATE, create), (Operation.ACTIVATE, b"")], VERSION)
+    return request_message([(Operation.CREATE, create)], VERSION)
+
+
+def activate_request(uid: str) -> bytes:
+    return request_message([(Operation.ACTIVATE, ttlv.text(Tag.UNIQUE_IDENTIFIER, uid))], VERSION)
 
 
 def get_request(uid: str) -> bytes:
     return request_message([(Operation.GET, ttlv.text(Tag.UNIQUE_IDENTIFIER, uid))], VERSION)
+
+
+_UID = ttlv.text(Tag.UNIQUE_IDENTIFIER, "")[:4]  # tag and type of a Unique Identifier
+
+
+def uid_of(response: bytes) -> str:
+    at = response.find(_UID)
+    length = int.from_bytes(response[at + 4 : at + 8], "big")
+    return response[at + 8 : at + 8 + length].decode()
 
 
 # --- one client connection ------------------------------------------------------------------
@@ -123,19 +142,26 @@ def _worker(
     def run(i: int, conn: Conn) -> None:
         rng = random.Random(f"{tag}-{i}")
         gets = [get_request(uid) for uid in uids]
+
+        def step(n: int) -> bool:
+            """One unit of work: a new tape key (Create, + Activate), or a Get."""
+            if op == "get":
+                return ok(conn.exchange(rng.choice(gets)))
+            created = conn.exchange(create_request(f"{tag}{i:02d}{n:06d}"))
+            if op == "create" or not ok(created):
+                return ok(created)
+            return ok(conn.exchange(activate_request(uid_of(created))))
+
         done = errors = 0
         lat: list[float] = []
         n = 0
         while time.time() < start:
             time.sleep(0.001)
-        while True:
+        while time.time() < end:
             n += 1
-            request = create_request(f"{tag}{i:02d}{n:06d}"[:64]) if op == "create" else rng.choice(gets)
             began = time.perf_counter()
-            if time.time() >= end:
-                break
             try:
-                good = ok(conn.exchange(request))
+                good = step(n)
             except (OSError, ValueError):
                 good = False
             lat.append(time.perf_counter() - began)
@@ -265,13 +291,15 @@ def start_pykmip(tmp: Path, count: int) -> tuple[subprocess.Popen[bytes], str, l
 
 
 def make_keys(address: str, files: tuple[str, str, str], count: int, tag: str) -> list[str]:
+    """Active keys for the Get workload (checked with the full response parser)."""
     conn = Conn(address, files)
     uids = []
     for i in range(count):
-        for item in parse_response(conn.exchange(create_request(f"{tag}{i:06d}"))):
-            if item.payload is not None and item.payload.get(Tag.UNIQUE_IDENTIFIER):
-                uids.append(str(item.payload.get(Tag.UNIQUE_IDENTIFIER)))
-                break
+        [created] = parse_response(conn.exchange(create_request(f"{tag}{i:06d}")))
+        uid = str(created.check().get(Tag.UNIQUE_IDENTIFIER))
+        [activated] = parse_response(conn.exchange(activate_request(uid)))
+        activated.check()
+        uids.append(uid)
     conn.sock.close()
     return uids
 
@@ -281,9 +309,9 @@ def run_server(
     name: str, address: str, files: list[tuple[str, str, str]], levels: list[int], duration: float
 ) -> dict[str, dict[str, dict[str, float]]]:
     uids = make_keys(address, files[0], 200, f"W{name[0].upper()}")
-    out: dict[str, dict[str, dict[str, float]]] = {"create": {}, "get": {}}
+    out: dict[str, dict[str, dict[str, float]]] = {op: {} for op in WORKLOADS}
     for level in levels:
-        for op in ("create", "get"):
+        for op in WORKLOADS:
             figures = measure(address, files, op, uids, level, duration, f"{name[0].upper()}{op[0]}{level}-")
             out[op][str(level)] = figures
             print(
@@ -330,17 +358,19 @@ def main() -> int:
             kma.stop()
     summarise(result)
     print(json.dumps(result))
-    return 0
+    failed = any(f["errors"] for server in ("kma", "pykmip") for op in result.get(server, {}).values()
+                 for f in op.values())  # fmt: skip
+    return 1 if failed else 0
 
 
 def summarise(result: dict[str, Any]) -> None:
     kma = result["kma"]
-    ratios: dict[str, float] = {}
+    ratios: dict[str, float | None] = {}
     if "pykmip" in result:
-        for op in ("create", "get"):
+        for op in WORKLOADS:
             for level, figures in kma[op].items():
                 theirs = result["pykmip"][op][level]["ops_per_s"]
-                ratios[f"{op}_{level}"] = round(figures["ops_per_s"] / theirs, 1) if theirs else float("inf")
+                ratios[f"{op}_{level}"] = round(figures["ops_per_s"] / theirs, 1) if theirs else None
         print("KMA / PyKMIP throughput: " + ", ".join(f"{k} {v}x" for k, v in ratios.items()))
     result["ratios"] = ratios
     c16, g16 = kma["create"].get("16"), kma["get"].get("16")
@@ -351,9 +381,8 @@ def summarise(result: dict[str, Any]) -> None:
             "p99_ms_16": max(c16["p99_ms"], g16["p99_ms"]) <= TARGETS["p99_ms_16"],
         }
         if ratios:
-            met["ratio_vs_pykmip"] = (
-                min(ratios.get("create_16", 0), ratios.get("get_16", 0)) >= TARGETS["ratio_vs_pykmip"]
-            )
+            at_16 = [ratios.get(f"{op}_16") for op in WORKLOADS]
+            met["ratio_vs_pykmip"] = all(r is not None and r >= TARGETS["ratio_vs_pykmip"] for r in at_16)
         result["targets"] = {"wanted": TARGETS, "met": met}
         print("targets at 16 agents: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in met.items()))
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kma.appliance import Appliance
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 MAX_HEAD = 8192
 MAX_BODY = 32768
 READ_TIMEOUT = 10.0
+Refuse = Callable[[str, str, str], Awaitable[None]]  # (address, operation, message): audited, rate-limited
 REASONS = {
     200: "OK",
     400: "Bad Request",
@@ -92,20 +94,17 @@ async def serve(
     writer: asyncio.StreamWriter,
     address: str,
     service_address: str,
+    refuse: Refuse,
 ) -> None:
     try:
         method, path, body = await _read_request(first, reader)
         reply = await _route(kma, method, path, body, address, service_address)
     except KmaError as error:
         if not error.audited:
-            await asyncio.get_running_loop().run_in_executor(
-                None, enrollment.refuse_unknown, kma, address, error.message
-            )
+            await refuse(address, "agent.enroll", f"refused: {error.message}")
         reply = _error(error.status, error.code, error.message)
     except (TimeoutError, asyncio.IncompleteReadError, ValueError):
-        await asyncio.get_running_loop().run_in_executor(
-            None, enrollment.refuse_unknown, kma, address, "incomplete or malformed HTTP request"
-        )
+        await refuse(address, "agent.enroll", "refused: incomplete or malformed HTTP request")
         reply = _error(400, "bad_request", "The request was incomplete or malformed.")
     writer.write(reply)
     await writer.drain()

@@ -40,6 +40,7 @@ from kma.kmip.messages import (
 )
 from kma.kmip.tls import service_context
 from kma.kmip.ttlv import TTLVError
+from kma.services import refusals
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 65536  # bytes of one request (header excluded): far above any real KMIP request here
@@ -50,30 +51,7 @@ IDLE_TIMEOUT = 300.0  # between messages
 PROCESSING_TIMEOUT = 120.0  # a request waiting on the store (it never should this long)
 HTTP_TIMEOUT = 60.0  # an enrollment: Argon2id, signing and a durable commit
 SWEEP_INTERVAL = 0.5
-UNAUTHENTICATED_EVENTS_PER_SECOND = 20
-
-
-class _Throttle:
-    """Audits refusals by unauthenticated peers, at most N a second; the rest are counted and
-    reported in one event, so a flood of bad handshakes cannot flood the audit trail."""
-
-    def __init__(self, per_second: int) -> None:
-        self.per_second = per_second
-        self.window = 0
-        self.used = 0
-        self.dropped = 0
-
-    def allow(self) -> tuple[bool, int]:
-        """(record this one?, events dropped in the previous window to report now)."""
-        now = int(time.monotonic())
-        report = 0
-        if now != self.window:
-            self.window, self.used, report, self.dropped = now, 0, self.dropped, 0
-        self.used += 1
-        if self.used > self.per_second:
-            self.dropped += 1
-            return False, report
-        return True, report
+MAX_ENROLLMENTS = 2  # at once: each costs an Argon2id verification and a signature
 
 
 class _Conn:
@@ -105,7 +83,7 @@ class ServiceListener:
         self._stopping: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
         self._connections: dict[asyncio.Task[Any], _Conn] = {}
-        self._throttle = _Throttle(UNAUTHENTICATED_EVENTS_PER_SECOND)
+        self._enrollments: asyncio.Semaphore | None = None
         self._bridge: CommitBridge | None = None
         self._failure: BaseException | None = None
 
@@ -135,6 +113,7 @@ class ServiceListener:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         self._bridge = CommitBridge(self._loop)
+        self._enrollments = asyncio.Semaphore(MAX_ENROLLMENTS)
         server = await asyncio.start_server(self._accepted, sock=self.sock, limit=MAX_MESSAGE)
         sweeper = asyncio.create_task(self._sweep())
         self._ready.set()
@@ -202,7 +181,11 @@ class ServiceListener:
             await self._kmip(conn, session, first, reader, writer)
         elif first.isalpha():
             conn.expect("http", HTTP_TIMEOUT)
-            await enrollment_http.serve(self.kma, first, reader, writer, address, self.address)
+            assert self._enrollments is not None
+            async with self._enrollments:
+                await enrollment_http.serve(
+                    self.kma, first, reader, writer, address, self.address, self._unauthenticated
+                )
         else:
             await self._refuse(
                 session, writer, None, "kmip.malformed", "the connection carried neither KMIP nor HTTP"
@@ -356,17 +339,13 @@ class ServiceListener:
         )
 
     async def _unauthenticated(self, address: str, operation: str, message: str) -> None:
-        record, dropped = self._throttle.allow()
+        """A refusal of a peer with no agent identity: audited within the shared rate limit."""
+        record, dropped = refusals.UNKNOWN_PEERS.admit()
         actor = Actor("unknown", address, kind="agent")
         if dropped:
+            summary_actor, summary_op, summary = refusals.throttled_summary(actor, dropped)
             await audit_event(
-                self.kma,
-                actor,
-                "service.throttled",
-                f"{dropped} more refusals of unauthenticated peers in one second were not recorded "
-                "one by one",
-                Condition.WARNING,
-                bridge=self._bridge,
+                self.kma, summary_actor, summary_op, summary, Condition.WARNING, bridge=self._bridge
             )
         if record:
             await audit_event(self.kma, actor, operation, message, bridge=self._bridge)

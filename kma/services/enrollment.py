@@ -24,7 +24,6 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 
 from kma.appliance import Appliance
-from kma.audit.record import Condition
 from kma.crypto import (
     CertifiedKey,
     CryptoError,
@@ -36,12 +35,14 @@ from kma.crypto import (
 from kma.domain.actor import Actor
 from kma.domain.validation import ID_PATTERN
 from kma.errors import Forbidden, LockedOut, Unauthenticated, ValidationFailed
+from kma.services import refusals
 from kma.store import Stmt
 
 PASSPHRASE_LIFETIME = 7 * 86400
 CERTIFICATE_DAYS = 3650
 MAX_CSR_BYTES = 16384
 MAX_FAILURES, LOCKOUT = 5, 900
+MAX_TRACKED = 10_000
 _AGENT_ID = re.compile(ID_PATTERN)
 WRONG = "The agent ID or enrollment passphrase is wrong, or the passphrase was already used."
 
@@ -67,7 +68,10 @@ class _Failures:
 
     def add(self, agent_id: str) -> None:
         with self._lock:
-            self._seen.setdefault(agent_id, []).append(time.monotonic())
+            now = time.monotonic()
+            if len(self._seen) > MAX_TRACKED:  # made-up agent IDs must not grow this for ever
+                self._seen = {a: ts for a, ts in self._seen.items() if ts and now - ts[-1] < LOCKOUT}
+            self._seen.setdefault(agent_id, []).append(now)
 
     def clear(self, agent_id: str) -> None:
         with self._lock:
@@ -104,12 +108,15 @@ def enroll(
     actor = Actor(agent_id if known_form else "unknown", address, kind="agent")
     subject = ("agent", agent_id) if known_form else None
 
-    def refuse(message: str, error: type[Exception], audit: str) -> Exception:
-        kma.audit(actor, "agent.enroll", f"refused enrollment: {audit}", subject=subject)
+    def refuse(message: str, error: type[Exception], audit: str, known: bool = True) -> Exception:
+        if known:
+            kma.audit(actor, "agent.enroll", f"refused enrollment: {audit}", subject=subject)
+        else:  # anyone can make these up: audited within the rate limit for unknown peers
+            refusals.audit_unknown(kma, address, "agent.enroll", f"refused enrollment: {audit}")
         return error(message, audited=True)  # type: ignore[call-arg]
 
     if not known_form or len(passphrase) > 256:
-        raise refuse(WRONG, Unauthenticated, "malformed agent ID or passphrase")
+        raise refuse(WRONG, Unauthenticated, "malformed agent ID or passphrase", known=False)
     if FAILURES.locked(agent_id):
         raise refuse(
             f"Too many wrong passphrases for agent '{agent_id}'; try again in 15 minutes.",
@@ -124,10 +131,9 @@ def enroll(
     stored = row["hash"] if row is not None else None
     if not verify_passphrase(passphrase, stored or _decoy_hash()) or stored is None:
         FAILURES.add(agent_id)
-        why = (
-            "no such agent" if row is None else "no passphrase set" if stored is None else "wrong passphrase"
-        )
-        raise refuse(WRONG, Unauthenticated, why)
+        if row is None:
+            raise refuse(WRONG, Unauthenticated, f"no agent '{agent_id}'", known=False)
+        raise refuse(WRONG, Unauthenticated, "no passphrase set" if stored is None else "wrong passphrase")
     assert row is not None
     now = kma.clock.now()
     if row["set_at"] is None or now - int(row["set_at"]) > PASSPHRASE_LIFETIME:
@@ -185,8 +191,3 @@ def enroll(
         "ca_pem": cluster["ca_cert_pem"],
         "kmas": cluster_kmas(kma, own_service_address),
     }
-
-
-def refuse_unknown(kma: Appliance, address: str, why: str) -> None:
-    """Audit a refused request on the enrollment route that names no agent."""
-    kma.audit(Actor("unknown", address, kind="agent"), "agent.enroll", f"refused: {why}", Condition.ERROR)

@@ -1,9 +1,9 @@
 """This KMA's pool of pre-generated keys, so that issuing a key never waits.
 
 Keys are generated (random 256-bit material, wrapped under the master key) in batches by a
-background thread whenever the pool falls below its configured size; issuing takes one from
-memory and activates it in a single guarded UPDATE. If the pool ever runs dry, the key is
-generated inline in the issuing batch instead, so an agent still never waits on the pool.
+background thread once the pool is a tenth (at most one batch) below its configured size;
+issuing takes one from memory and activates it in a single guarded UPDATE. If the pool ever runs
+dry, the key is generated inline in the issuing batch instead, so an agent never waits on it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,11 @@ log = logging.getLogger(__name__)
 REFILL_CHUNK = 250
 
 
+def low_water(size: int) -> int:
+    """Keys missing from a pool of `size` before it is refilled (a tenth, at most a chunk)."""
+    return max(1, min(REFILL_CHUNK, size // 10))
+
+
 def new_key_id() -> str:
     return secrets.token_hex(16).upper()
 
@@ -37,6 +42,7 @@ class KeyPool:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._size_hint = 0  # the configured size as the refill last read it
 
     def start(self) -> None:
         rows = self.kma.store.query(
@@ -70,7 +76,9 @@ class KeyPool:
         """A pool key's ID for the caller to activate, or None when the pool is empty."""
         with self._lock:
             key_id = self._ready.popleft() if self._ready else None
-        self._wake.set()
+            missing = self._size_hint - len(self._ready)
+        if missing >= low_water(self._size_hint):
+            self._wake.set()
         return key_id
 
     def give_back(self, key_id: str) -> None:
@@ -87,8 +95,13 @@ class KeyPool:
         )
 
     def refill(self) -> int:
-        """Top the pool up to its size; returns how many keys were generated."""
+        """Top the pool up to its size once it is short by `low_water` keys; returns how many
+        keys were generated. Waiting for a batch's worth makes a few large generations (one
+        commit and one audit event each) instead of one per key issued."""
         made = 0
+        self._size_hint = self.size()
+        if self._size_hint - self.ready() < low_water(self._size_hint):
+            return 0
         while not self._stop.is_set():
             missing = min(self.size() - self.ready(), REFILL_CHUNK)
             if missing <= 0:
