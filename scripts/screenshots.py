@@ -25,6 +25,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     args = parser.parse_args()
 
+    import quorum_screenshots  # scripts/ (next to this file)
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
@@ -49,10 +50,12 @@ def main() -> int:
         profile = local_profile(ready)
         profile.name = "Dallas production"
         signed = sign_in(profile, admin_passphrase(demo) or "")
+        quorum_screenshots.seed(signed.client, demo)  # pending approvals for the inbox
         window = controller.signed_in(signed, profile)
         settle(controller.ops)
         paths = render_pages(window, controller.ops, args.out)
         paths += render_dialogs(window, controller, profile, args.out, grab, settle)
+        paths += quorum_screenshots.render(window, controller, demo, args.out, grab, settle)
         for path in paths:
             print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
         window.close()

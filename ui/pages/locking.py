@@ -93,8 +93,8 @@ def _load(c: OpContext) -> dict[str, Any]:  # worker thread: kms_client only
         "split": maybe(client.get_key_split),
         "auto": maybe(client.get_autonomous_unlock),
         "kmas": maybe(lambda: list(client.iter_kmas())),
-        "unlocks": maybe(lambda: list(client.list_quorum_operations(
-            state="pending", type="unlock_kma", limit=20).items)),
+        "pending": maybe(lambda: list(client.list_quorum_operations(
+            state="pending", limit=100).items)),
     }
 
 
@@ -132,6 +132,7 @@ class LockingPage(QWidget):
         self.auto = QLabel()
         self.auto.setWordWrap(True)
         self.auto.setAccessibleName("Autonomous unlock")
+        self.auto.linkActivated.connect(lambda op_id: open_operation(self, op_id))
         self.pending = QLabel()
         self.pending.setWordWrap(True)
         self.pending.setAccessibleName("Pending unlock")
@@ -189,13 +190,15 @@ class LockingPage(QWidget):
         self.kmas.header().setStretchLastSection(True)
         for i, w in enumerate((220, 110, 200)):
             self.kmas.setColumnWidth(i, w)
-        self.kmas.setMinimumHeight(120)
+        self.kmas.setMinimumHeight(90)
+        self.kmas.setMaximumHeight(240)
         cl.addWidget(self.kmas)
         self.kmas_note = QLabel()
         self.kmas_note.setWordWrap(True)
         self.kmas_note.hide()
         cl.addWidget(self.kmas_note)
-        layout.addWidget(cluster, 1)
+        layout.addWidget(cluster)
+        layout.addStretch(1)
         self.watch.locked_changed.connect(self._lock_changed)
 
     # -- loading ------------------------------------------------------------------------------
@@ -224,14 +227,23 @@ class LockingPage(QWidget):
             _pill(self.state, "Locked — serves nothing secret", BAD)
         else:
             _pill(self.state, "Unlocked — serving keys", GOOD)
+        pending = data["pending"] or ()
+        unlocks = [op for op in pending
+                   if op.type == "unlock_kma" and op.request.get("kma_id") == status.kma_id]
+        toggles = [op for op in pending if op.type == "set_autonomous_unlock"]
         enabled = auto.enabled if auto is not None else status.autonomous_unlock
-        self.auto.setText(
-            "<b>On</b> — after a restart this KMA unlocks itself (a lock set here still holds)."
-            if enabled else
-            "<b>Off</b> — after a restart this KMA waits, locked, until a quorum unlocks it.")
+        text = ("<b>On</b> — after a restart this KMA unlocks itself (a lock set here still "
+                "holds)." if enabled else
+                "<b>Off</b> — after a restart this KMA waits, locked, until a quorum unlocks it.")
+        if toggles:
+            op = toggles[0]
+            turn = "on" if op.request.get("enabled") else "off"
+            text += (f"<br>Turning it <b>{turn}</b> is waiting for approval: "
+                     f"<b>{progress_text(op)}</b> — <a href='{op.id}'>open it under Pending "
+                     "approvals</a>")
+        self.auto.setText(text)
         self.auto_button.setText("Turn autonomous unlock off…" if enabled
                                  else "Turn autonomous unlock on…")
-        unlocks = [op for op in data["unlocks"] or () if op.request.get("kma_id") == status.kma_id]
         if unlocks:
             op = unlocks[0]
             self.pending.setText(f"Waiting for approval: <b>{progress_text(op)}</b> — "
@@ -243,7 +255,7 @@ class LockingPage(QWidget):
         self.unlock_button.setEnabled(can_change and status.locked and not unlocks)
         self.unlock_button.setToolTip("An unlock is already waiting for approval." if unlocks
                                       else "")
-        self.auto_button.setEnabled(can_change and not status.locked)
+        self.auto_button.setEnabled(can_change and not status.locked and not toggles)
         self.lifetime_button.setEnabled(can_change and not status.locked and split is not None)
         if split is not None:
             self.split.setText(f"<b>{split.threshold} of {len(split.members)}</b> members: "
@@ -257,11 +269,12 @@ class LockingPage(QWidget):
         self.kmas.clear()
         kmas = data["kmas"]
         self.kmas_note.setVisible(kmas is None)
+        self.kmas.setVisible(kmas is not None)
         self.kmas_note.setText("The cluster's KMAs are not listed while this KMA is locked.")
         for k in kmas or ():
-            here = " — this KMA" if k.id == status.kma_id else ""
-            item = QTreeWidgetItem([f"{k.name} ({k.id}){here}", k.site_id, k.management_address,
-                                    "Locked" if k.locked else "Unlocked"])
+            here = " (this KMA)" if k.id == status.kma_id else ""
+            item = QTreeWidgetItem([f"{k.name} ({k.id})", k.site_id, k.management_address,
+                                    ("Locked" if k.locked else "Unlocked") + here])
             self.kmas.addTopLevelItem(item)
 
     # -- actions ------------------------------------------------------------------------------
