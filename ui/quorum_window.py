@@ -216,5 +216,5 @@ def _unlink(links: list[tuple[Any, Any]]) -> None:
             pass
 
 
-def attach(window: Any, ctx: AppContext) -> QuorumWindowExtras:
-    return QuorumWindowExtras(window, ctx)
+def attach(window: Any, ctx: AppContext) -> None:
+    QuorumWindowExtras(window, ctx)  # a child of the window: lives and dies with it

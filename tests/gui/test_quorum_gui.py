@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QCheckBox, QFrame, QLabel, QMessageBox
+from PySide6.QtWidgets import QApplication, QCheckBox, QFrame, QLabel, QMessageBox, QPushButton
 
 import kms_client
 from app.quorum_watch import QuorumWatch
 from tests.gui.helpers import WAIT_MS, action, active_dialog, fill_form, open_page, sign_in, submit
 from ui.form_dialog import FormDialog
+from ui.pages.quorum import OperationDialog
 from ui.quorum_widgets import ApproveDialog, QuorumFormDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
@@ -285,3 +286,48 @@ def test_security_officer_deletes_a_pending_operation(qtbot, controller, demo_km
     submit(qtbot, confirm)
     qtbot.waitUntil(lambda: page.list.model.row_of(op.id) < 0, timeout=WAIT_MS)
     assert demo_kma.client("so").get_quorum_operation(op.id).state == "deleted"
+
+
+def test_quorum_settings_lifetime_and_autonomous_unlock(qtbot, controller, fresh_kma):
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    page = open_page(qtbot, window, "locking")
+    qtbot.waitUntil(page.lifetime_button.isEnabled, timeout=WAIT_MS)
+    assert page.lifetime.text() == "1 day"
+
+    # The lifetime of new pending operations (not quorum-protected)
+    qtbot.mouseClick(page.lifetime_button, Qt.LeftButton)
+    dialog = active_dialog(qtbot, FormDialog)
+    fill_form(qtbot, dialog, {"hours": 2})
+    submit(qtbot, dialog)
+    qtbot.waitUntil(lambda: page.lifetime.text() == "2 hours", timeout=WAIT_MS)
+    assert fresh_kma.client("so").get_key_split().operation_lifetime == 7200
+
+    # Autonomous unlock is quorum-protected: without credentials it waits for approval
+    assert "On" in page.auto.text()
+    qtbot.mouseClick(page.auto_button, Qt.LeftButton)
+    dialog = active_dialog(qtbot, QuorumFormDialog)
+    assert dialog.ok.text() == "Submit for approval"
+    submit(qtbot, dialog)
+    box = _box(qtbot, "quorumPending")
+    assert "Waiting for approval: 0 of 3" in box.text()
+    box.close()
+    qtbot.waitUntil(lambda: "waiting for approval: <b>0 of 3" in page.auto.text(),
+                    timeout=WAIT_MS)
+    assert not page.auto_button.isEnabled()  # one change at a time
+    assert fresh_kma.client("so").get_autonomous_unlock().enabled
+
+
+def test_double_click_shows_the_operation_with_its_actions(qtbot, controller, demo_kma):
+    op = demo_kma.client("so").update_user("auditor", name=f"Avery {uuid.uuid4().hex[:4]}")
+    window = sign_in(qtbot, controller, demo_kma, "admin")  # quorum member and officer
+    page = open_page(qtbot, window, "quorum")
+    qtbot.waitUntil(lambda: page.list.model.row_of(op.id) >= 0, timeout=WAIT_MS)
+    page.list.view.selectRow(page.list.model.row_of(op.id))
+    page.list.show_details()
+    dialog = active_dialog(qtbot, OperationDialog)
+    assert dialog.details.headline.text() == op.summary
+    assert json.loads(dialog.details.request.toPlainText()) == dict(op.request)
+    labels = sorted(b.text() for b in dialog.findChildren(QPushButton))
+    assert "Approve…" in labels and "Delete…" in labels
+    dialog.reject()
+    demo_kma.client("so").delete_quorum_operation(op.id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -188,29 +188,26 @@ class OperationDialog(QDialog):
         layout.addWidget(self.details, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.Close)
         roles = page.ctx.roles
+        self.page, self.op = page, op
         if roles & QM and op.pending:
             approve = buttons.addButton("Approve…", QDialogButtonBox.ActionRole)
-            approve.clicked.connect(lambda: (self.accept(), page.approve(op)))
+            approve.clicked.connect(self._approve)
         if roles & SO and op.pending:
             delete = buttons.addButton("Delete…", QDialogButtonBox.DestructiveRole)
-            delete.clicked.connect(lambda: (self.accept(), page.delete(op)))
+            delete.clicked.connect(self._delete)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
 
+    def _approve(self) -> None:
+        self.accept()
+        self.page.approve(self.op)
+
+    def _delete(self) -> None:
+        self.accept()
+        self.page.delete(self.op)
+
 
 # -- the page -------------------------------------------------------------------------------------
-def _approve(page: ListPage, op: Any) -> None:
-    page.parent_page.approve(op)
-
-
-def _delete(page: ListPage, op: Any) -> None:
-    page.parent_page.delete(op)
-
-
-def _details(page: ListPage, op: Any) -> None:
-    OperationDialog(page.parent_page, op).open()
-
-
 SPEC = ListSpec(
     key=QUORUM_PAGE,
     title=TITLE,
@@ -233,13 +230,6 @@ SPEC = ListSpec(
     get=lambda c: c.get_quorum_operation,
     sort_fields=frozenset({"submitted_at", "expires_at", "updated_at", "type", "state"}),
     filters=[FilterSpec("state", "State", STATE_CHOICES), FilterSpec("type", "Type", TYPE_CHOICES)],
-    actions=[
-        ActionSpec("Approve…", _approve, QM, toolbar=True, shortcut="Ctrl+Return",
-                   enabled=lambda op: op.pending),
-        ActionSpec("Delete…", _delete, SO, toolbar=True, danger=True,
-                   enabled=lambda op: op.pending),
-    ],
-    details=_details,
     default_sort=("submitted_at", Qt.DescendingOrder),
 )
 
@@ -257,8 +247,13 @@ class QuorumPage(QWidget):
         top.addWidget(page_header(TITLE, self._subtitle()), 1)
         layout.addLayout(top)
         split = QSplitter(Qt.Vertical)
-        self.list = ListPage(ctx, SPEC, embedded=True)
-        self.list.parent_page = self  # type: ignore[attr-defined]
+        spec = replace(SPEC, details=lambda _p, op: self.show_operation(op), actions=[
+            ActionSpec("Approve…", lambda _p, op: self.approve(op), QM, toolbar=True,
+                       shortcut="Ctrl+Return", enabled=lambda op: op.pending),
+            ActionSpec("Delete…", lambda _p, op: self.delete(op), SO, toolbar=True, danger=True,
+                       enabled=lambda op: op.pending),
+        ])
+        self.list = ListPage(ctx, spec, embedded=True)
         self.list.model.filters = {"state": "pending"}  # the State filter's first choice
         self.details = OperationDetails()
         split.addWidget(self.list)
@@ -313,6 +308,11 @@ class QuorumPage(QWidget):
         return self.list.current_object()
 
     # -- actions ------------------------------------------------------------------------------
+    def show_operation(self, op: Any) -> OperationDialog:
+        dialog = OperationDialog(self, op)
+        dialog.open()
+        return dialog
+
     def approve(self, op: Any) -> ApproveDialog:
         dialog = ApproveDialog(self.ctx, op, self)
         dialog.approved.connect(self._changed)
