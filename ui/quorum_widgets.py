@@ -15,11 +15,12 @@ member's name and passphrase. Passphrases go to the KMA once and are not kept by
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from PySide6.QtCore import QRegularExpression, Qt, Signal
-from PySide6.QtGui import QRegularExpressionValidator
+from PySide6.QtGui import QFontDatabase, QRegularExpressionValidator
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -29,6 +30,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMessageBox,
+    QPlainTextEdit,
     QPushButton,
     QToolButton,
     QVBoxLayout,
@@ -57,6 +59,21 @@ TYPE_WORDS = {
 
 def type_words(op_type: str) -> str:
     return TYPE_WORDS.get(op_type, op_type.replace("_", " ").capitalize())
+
+
+def canonical_text(op: Any) -> str:
+    """The canonical request, pretty-printed: exactly what the KMA will run."""
+    return json.dumps(dict(op.request), indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def request_view(text: str = "") -> QPlainTextEdit:
+    """A read-only, monospace view of a canonical request."""
+    view = QPlainTextEdit(text)
+    view.setObjectName("canonicalRequest")
+    view.setReadOnly(True)
+    view.setAccessibleName("Canonical request")
+    view.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+    return view
 
 
 def progress_text(op: Any) -> str:
@@ -359,14 +376,20 @@ class ApproveDialog(QDialog):
         done = ", ".join(f"{a.member} (by {a.approved_by})" for a in op.approvals) or "none yet"
         intro = QLabel(
             f"<b>{html.escape(op.summary)}</b><br>Requested by {html.escape(op.requested_by)} · "
-            f"{progress_text(op)} approvals so far: {html.escape(done)}.<br><br>Approve only if "
-            "this is exactly the change you expect (see the canonical request under Details). "
-            "The passphrase opens this member's share of the cluster's root secret for this "
-            "operation only; the manager does not keep it."
+            f"{progress_text(op)} approvals so far: {html.escape(done)}."
         )
         intro.setWordWrap(True)
         intro.setTextFormat(Qt.RichText)
         layout.addWidget(intro)
+        layout.addWidget(QLabel("What will run, exactly:"))
+        request = request_view(canonical_text(op))
+        request.setMinimumHeight(150)
+        layout.addWidget(request, 1)  # spare height goes here, not between the labels
+        note = QLabel("Approve only if this is exactly the change you expect. The passphrase "
+                      "opens this member's share of the cluster's root secret for this operation "
+                      "only; the manager does not keep it.")
+        note.setWordWrap(True)
+        layout.addWidget(note)
         form = QFormLayout()
         self.member = member_box((), "Key split member")
         self.member.currentTextChanged.connect(self._validate)

@@ -10,13 +10,11 @@ Officers may delete, Auditors read. The window's badge, notification and locked 
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -24,7 +22,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
-    QPlainTextEdit,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
@@ -38,7 +35,15 @@ from ui.form_dialog import FormDialog
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.quorum_widgets import QUORUM_PAGE, TYPE_WORDS, ApproveDialog, progress_text, type_words
+from ui.quorum_widgets import (
+    QUORUM_PAGE,
+    TYPE_WORDS,
+    ApproveDialog,
+    canonical_text,
+    progress_text,
+    request_view,
+    type_words,
+)
 from ui.quorum_window import attach
 from ui.widgets import page_header
 
@@ -82,10 +87,6 @@ def _left(expires: datetime) -> str:
 
 
 # -- the details of one operation --------------------------------------------------------------------
-def canonical_text(op: Any) -> str:
-    return json.dumps(dict(op.request), indent=2, sort_keys=True, ensure_ascii=False)
-
-
 class OperationDetails(QWidget):
     """Exactly what an operation will change, who approved it, and when it expires."""
 
@@ -134,11 +135,7 @@ class OperationDetails(QWidget):
                          "will execute it (secrets replaced by a note):")
         caption.setWordWrap(True)
         request_box.addWidget(caption)
-        self.request = QPlainTextEdit()
-        self.request.setObjectName("canonicalRequest")
-        self.request.setReadOnly(True)
-        self.request.setAccessibleName("Canonical request")
-        self.request.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+        self.request = request_view()
         self.request.setMinimumHeight(110)
         request_box.addWidget(self.request, 1)
         row.addLayout(request_box, 3)
