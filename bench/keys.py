@@ -333,13 +333,22 @@ def main() -> int:
     agents = max(levels)
     if agents > MAX_AGENTS:
         parser.error(f"at most {MAX_AGENTS} agents")
+    busy = os.getloadavg()[0]  # before this run starts anything
+    if busy > 0.5:
+        print(f"note: load average {busy:.2f} before the run: other work shares these CPUs", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-keys-") as tmp_name:
         tmp = Path(tmp_name)
         kma, service = start_kma(tmp)
         pykmip: subprocess.Popen[bytes] | None = None
         try:
             files = enroll_agents(kma, service, tmp, agents)
+            busy = os.getloadavg()[0]
+            if busy > 0.5:
+                print(
+                    f"note: load average {busy:.2f} before the run: other work shares these CPUs", flush=True
+                )
             result: dict[str, Any] = {
+                "load_average_before": round(busy, 2),
                 "machine": {"cpus": os.cpu_count()},
                 "duration_s": args.duration,
                 "kmip_version": "1.2",

@@ -32,9 +32,14 @@ def service_context(cert: Path, key: Path, ca: Path) -> ssl.SSLContext:
 
 
 def agent_context(
-    ca: Path, cert: Path | None = None, key: Path | None = None, check_hostname: bool = True
+    ca: Path, cert: Path | None = None, key: Path | None = None, check_hostname: bool = False
 ) -> ssl.SSLContext:
-    """What `kma agent` (simulator, enrollment) and the bench use to reach the service listener."""
+    """What `kma agent` (simulator, enrollment) and the bench use to reach the service listener.
+
+    The server is verified against the pinned cluster CA, which certifies KMAs only as servers
+    (agents' certificates are for client authentication): any KMA of the cluster may serve the
+    agent, under whatever address it is reached by, as with tape drives and PyKMIP's client.
+    """
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_verify_locations(str(ca))
