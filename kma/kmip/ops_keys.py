@@ -10,6 +10,7 @@ for it with a Key Wrapping Specification, wrapped under another key it may use (
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from cryptography.hazmat.primitives.keywrap import aes_key_wrap, aes_key_wrap_with_padding
 
@@ -278,8 +279,8 @@ async def activate(call: Call, payload: Item) -> bytes:
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
 
 
-def _may_revoke(call: Call, row: object, what: str) -> None:
-    policy = agent_keys.group_policy(call.kma, row["key_group_id"])  # type: ignore[index]
+def _may_revoke(call: Call, row: Any, what: str) -> None:
+    policy = agent_keys.group_policy(call.kma, row["key_group_id"])
     if policy is None or not policy["agents_may_revoke"]:
         name = policy["id"] if policy is not None else "?"
         raise KmipError(

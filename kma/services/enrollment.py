@@ -34,7 +34,7 @@ from kma.crypto import (
 )
 from kma.domain.actor import Actor
 from kma.domain.validation import ID_PATTERN
-from kma.errors import Forbidden, LockedOut, Unauthenticated, ValidationFailed
+from kma.errors import Forbidden, KmaError, LockedOut, Unauthenticated, ValidationFailed
 from kma.services import refusals
 from kma.store import Stmt
 
@@ -108,12 +108,12 @@ def enroll(
     actor = Actor(agent_id if known_form else "unknown", address, kind="agent")
     subject = ("agent", agent_id) if known_form else None
 
-    def refuse(message: str, error: type[Exception], audit: str, known: bool = True) -> Exception:
+    def refuse(message: str, error: type[KmaError], audit: str, known: bool = True) -> KmaError:
         if known:
             kma.audit(actor, "agent.enroll", f"refused enrollment: {audit}", subject=subject)
         else:  # anyone can make these up: audited within the rate limit for unknown peers
             refusals.audit_unknown(kma, address, "agent.enroll", f"refused enrollment: {audit}")
-        return error(message, audited=True)  # type: ignore[call-arg]
+        return error(message, audited=True)
 
     if not known_form or len(passphrase) > 256:
         raise refuse(WRONG, Unauthenticated, "malformed agent ID or passphrase", known=False)
