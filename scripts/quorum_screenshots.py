@@ -72,7 +72,7 @@ class Shots:
     def new_user(self) -> list[Path]:
         from PySide6.QtWidgets import QCheckBox
 
-        from ui.pages.users_quorum import _new_user
+        from ui.pages.users import _new_user
 
         form = _new_user(self.page("users"), None)
         self.settle()

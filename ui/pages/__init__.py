@@ -19,7 +19,6 @@ AREA_MODULES = (
     "ui.pages.settings",
     "ui.pages.quorum",  # Pending approvals: inbox, badge, notifications, locked banner
     "ui.pages.locking",  # Lock and unlock, autonomous unlock, quorum lifetime
-    "ui.pages.users_quorum",  # Users with key split credentials (replaces by key)
     "ui.audit.pages",  # the auditor's browser, histories and dashboard charts (replace by key)
 )
 

@@ -1,18 +1,26 @@
-"""Users and roles: who may do what (Security Officers change; Auditors read)."""
+"""Users and roles: who may do what (Security Officers change; Auditors read).
+
+Creating a user, changing one (name, roles, enabled) and setting a passphrase are
+quorum-protected, so every such form offers optional key split credentials. With M credentials
+the change runs at once; with fewer the KMA answers with a pending quorum operation and the
+manager says so plainly, with a link to it under Pending approvals.
+"""
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from PySide6.QtCore import Qt
 
 from app.context import AppContext
 from app.pages import PageSpec, register
-from ui.form_dialog import Field, FormDialog
+from ui.form_dialog import Field
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.pages.common import SO, enabled_tone, run_change
+from ui.pages.common import SO, enabled_tone
+from ui.quorum_widgets import QuorumFormDialog, handle_result
 
 ROLE_CHOICES = [("All roles", None)] + [
     (words(r), r)
@@ -24,9 +32,19 @@ ROLE_CHOICES = [("All roles", None)] + [
 def _roles_text(roles: Any) -> str:
     return ", ".join(words(r) for r in roles or ())
 
+def _then(page: ListPage, changed: Any = None) -> Any:
+    """After a quorum-protected call: pending -> say so; done -> show the new state."""
 
-def _new_user(page: ListPage, _obj: Any) -> None:
-    FormDialog(
+    def done(result: Any) -> None:
+        handle_result(page.ctx, page, result,
+                      changed or (lambda r: page.object_changed(r) if r is not None
+                                  else page.refresh()))
+
+    return done
+
+
+def _new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
+    dialog = QuorumFormDialog(
         page.ctx, "New user",
         [
             Field("id", "User ID", "id", required=True),
@@ -35,37 +53,64 @@ def _new_user(page: ListPage, _obj: Any) -> None:
             Field("passphrase", "Passphrase", "password", required=True,
                   help="8 to 256 characters; give it to the user in person."),
         ],
-        lambda c, v: c.create_user(v["id"], v["name"], v["roles"], v["passphrase"]),
-        lambda _u: page.refresh(),
-        ok_text="Create user", busy_text="Creating user…", parent=page,
-    ).open()
+        lambda c, v: c.create_user(v["id"], v["name"], v["roles"], v["passphrase"],
+                                   credentials=v["credentials"]),
+        _then(page, lambda _u: page.refresh()),
+        what="the user is created", ok_text="Create user", busy_text="Creating user…",
+        parent=page,
+    )
+    dialog.open()
+    return dialog
 
 
-def _edit_user(page: ListPage, user: Any) -> None:
-    FormDialog(
+def _edit_user(page: ListPage, user: Any) -> QuorumFormDialog:
+    dialog = QuorumFormDialog(
         page.ctx, f"Edit user {user.id}",
         [
             Field("name", "Name", required=True, default=user.name),
             Field("roles", "Roles", "roles", required=True, default=user.roles),
         ],
-        lambda c, v: c.update_user(user.id, name=v["name"], roles=v["roles"]),
-        page.object_changed, busy_text="Saving user…", parent=page,
-    ).open()
+        lambda c, v: c.update_user(user.id, name=v["name"], roles=v["roles"],
+                                   credentials=v["credentials"]),
+        _then(page), what="the change is made", busy_text="Saving user…", parent=page,
+    )
+    dialog.open()
+    return dialog
 
 
 def _set_enabled(enabled: bool) -> Any:
-    def run(page: ListPage, user: Any) -> None:
-        run_change(page, "Saving user…", lambda c: c.update_user(user.id, enabled=enabled))
+    verb = "Enable" if enabled else "Disable"
+
+    def run(page: ListPage, user: Any) -> QuorumFormDialog:
+        effect = ("may sign in again" if enabled else
+                  "can no longer sign in; their sessions end")
+        dialog = QuorumFormDialog(
+            page.ctx, f"{verb} user {user.id}", [],
+            lambda c, v: c.update_user(user.id, enabled=enabled, credentials=v["credentials"]),
+            _then(page), what="the change is made",
+            intro=f"{verb} <b>{html.escape(user.name)}</b> ({html.escape(user.id)})? The user "
+                  f"{effect}.",
+            ok_text=f"{verb} user", busy_text="Saving user…", danger=not enabled, parent=page,
+        )
+        dialog.open()
+        return dialog
+
     return run
 
 
-def _set_passphrase(page: ListPage, user: Any) -> None:
-    FormDialog(
+def _set_passphrase(page: ListPage, user: Any) -> QuorumFormDialog:
+    dialog = QuorumFormDialog(
         page.ctx, f"Set passphrase for {user.id}",
-        [Field("passphrase", "New passphrase", "password", required=True)],
-        lambda c, v: c.set_user_passphrase(user.id, v["passphrase"]),
-        None, ok_text="Set passphrase", busy_text="Setting passphrase…", parent=page,
-    ).open()
+        [Field("passphrase", "New passphrase", "password", required=True,
+               help="8 to 256 characters; give it to the user in person.")],
+        lambda c, v: c.set_user_passphrase(user.id, v["passphrase"],
+                                           credentials=v["credentials"]),
+        _then(page, lambda _r: page.refresh()),
+        what="the passphrase is set", ok_text="Set passphrase", busy_text="Setting passphrase…",
+        parent=page,
+    )
+    dialog.open()
+    return dialog
 
 
 SPEC = ListSpec(
@@ -73,7 +118,9 @@ SPEC = ListSpec(
     title="Users",
     plural="users",
     noun="user",
-    subtitle="People who sign in to the manager, and the roles that decide what each may do.",
+    subtitle=("People who sign in to the manager, and the roles that decide what each may do. "
+              "Creating or changing a user needs the quorum: without enough key split "
+              "credentials the change waits under Pending approvals."),
     columns=[
         Column("id", "User ID", 140),
         Column("name", "Name", 200),
@@ -91,8 +138,8 @@ SPEC = ListSpec(
         ActionSpec("New user…", _new_user, SO, needs="none", toolbar=True, shortcut="Ctrl+N"),
         ActionSpec("Edit user…", _edit_user, SO, toolbar=True),
         ActionSpec("Set passphrase…", _set_passphrase, SO),
-        ActionSpec("Enable", _set_enabled(True), SO, enabled=lambda u: not u.enabled),
-        ActionSpec("Disable", _set_enabled(False), SO, enabled=lambda u: u.enabled),
+        ActionSpec("Enable…", _set_enabled(True), SO, enabled=lambda u: not u.enabled),
+        ActionSpec("Disable…", _set_enabled(False), SO, enabled=lambda u: u.enabled),
     ],
     default_sort=("id", Qt.AscendingOrder),
 )
