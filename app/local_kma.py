@@ -92,6 +92,7 @@ class LocalKma:
                 "--management-port", "0",
                 "--service-port", "0",
                 "--ready-file", str(ready_file),
+                "--parent-pid", str(os.getpid()),
             ),
             stdout=log,
             stderr=subprocess.STDOUT,

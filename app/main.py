@@ -63,7 +63,26 @@ def main(argv: list[str] | None = None) -> int:
         local.start()
     else:
         controller.show_sign_in()
+    _quit_on_signals(app)
     return app.exec()
+
+
+def _quit_on_signals(app: object) -> None:
+    """Ctrl-C or SIGTERM quits through Qt, so aboutToQuit runs (local mode stops its KMA).
+
+    Python runs signal handlers only between bytecodes, so a timer wakes the interpreter while
+    Qt's event loop is idle.
+    """
+    import signal
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: QApplication.quit())
+    timer = QTimer(app)  # type: ignore[call-overload]
+    timer.timeout.connect(lambda: None)
+    timer.start(250)
 
 
 if __name__ == "__main__":

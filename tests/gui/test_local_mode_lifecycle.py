@@ -1,0 +1,59 @@
+"""The manager's local mode never leaves its KMA running behind it.
+
+Given `kms-manager --local` running with its bundled KMA, when the manager is stopped
+(SIGTERM) or killed (SIGKILL), then the KMA process stops too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+def _kma_serving(data_dir: Path) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"serve" in cmd and str(data_dir).encode() in cmd:
+                pids.append(int(entry.name))
+    return pids
+
+
+def _wait_for(predicate, timeout: float = 60.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_local_kma_stops_with_the_manager(tmp_path: Path, stop: signal.Signals) -> None:
+    data_dir = tmp_path / "local-kma"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path),
+           "XDG_CONFIG_HOME": str(tmp_path / "config"), "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
+    manager = subprocess.Popen([sys.executable, "-m", "app.main", "--local", "--data-dir", str(data_dir)],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert _wait_for(lambda: bool(_kma_serving(data_dir))), "the local KMA never started"
+        manager.send_signal(stop)
+        manager.wait(timeout=30)
+        assert _wait_for(lambda: not _kma_serving(data_dir), timeout=30), "the local KMA outlived the manager"
+    finally:
+        if manager.poll() is None:
+            manager.kill()
+        for pid in _kma_serving(data_dir):
+            os.kill(pid, signal.SIGKILL)
