@@ -86,7 +86,9 @@ class Appliance:
             return self.store.write(Batch(statements, event, on_refusal=event.refused))
         except Refused as refusal:
             missing = 0 <= refusal.index < len(statements) and statements[refusal.index].missing
-            raise (NotFound if missing else Conflict)(refusal.message.capitalize() + ".", audited=True) from None
+            raise (NotFound if missing else Conflict)(
+                refusal.message.capitalize() + ".", audited=True
+            ) from None
 
     def audit(
         self,
@@ -113,18 +115,31 @@ class Appliance:
             )], f"listening on {management_address} (management) and {service_address} (service)",
                 ("kma", self.kma_id), retention=Retention.MEDIUM)  # fmt: skip
         if self.try_autonomous_unlock():
-            self.audit(self.itself, "kma.start", "KMA started and unlocked itself (autonomous unlock)",
-                       Condition.SUCCESS, ("kma", self.kma_id), event_class="kma")
+            self.audit(
+                self.itself,
+                "kma.start",
+                "KMA started and unlocked itself (autonomous unlock)",
+                Condition.SUCCESS,
+                ("kma", self.kma_id),
+                event_class="kma",
+            )
         else:
-            self.audit(self.itself, "kma.start",
-                       "KMA started locked; a quorum of the key split must unlock it",
-                       Condition.WARNING, ("kma", self.kma_id), event_class="kma")
+            self.audit(
+                self.itself,
+                "kma.start",
+                "KMA started locked; a quorum of the key split must unlock it",
+                Condition.WARNING,
+                ("kma", self.kma_id),
+                event_class="kma",
+            )
         self.pool.start()
 
     def try_autonomous_unlock(self) -> bool:
         path = self.data_dir.unlock_key
         # A Security Officer's lock (kmas.locked) outlives a restart: only a quorum lifts it.
-        blob = self.store.scalar("SELECT autounlock_master FROM kmas WHERE id = ? AND locked = 0", (self.kma_id,))
+        blob = self.store.scalar(
+            "SELECT autounlock_master FROM kmas WHERE id = ? AND locked = 0", (self.kma_id,)
+        )
         if blob is None or not path.exists():
             return False
         try:

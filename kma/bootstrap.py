@@ -15,8 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from kma.clock import Clock
-from kma.crypto import WrappingKey, create_cluster_ca, hash_passphrase, issue_server_certificate
-from kma.crypto import seal_share, split_secret
+from kma.crypto import (
+    WrappingKey,
+    create_cluster_ca,
+    hash_passphrase,
+    issue_server_certificate,
+    seal_share,
+    split_secret,
+)
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
@@ -59,7 +65,9 @@ def check_key_split(threshold: Any, members: tuple[SplitMember, ...]) -> None:
     if not members:
         raise ValidationFailed("The key split needs at least one member.")
     if len(members) > MAX_SPLIT_MEMBERS:
-        raise ValidationFailed(f"The key split can have at most {MAX_SPLIT_MEMBERS} members, not {len(members)}.")
+        raise ValidationFailed(
+            f"The key split can have at most {MAX_SPLIT_MEMBERS} members, not {len(members)}."
+        )
     if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1:
         raise ValidationFailed("The key split threshold must be a whole number of at least 1.")
     if threshold > len(members):
@@ -98,7 +106,9 @@ def parse_answers(text: str) -> Answers:
     site, kma, officer, split = (_table(data, n) for n in ("site", "kma", "security_officer", "key_split"))
     raw_members = split.get("members")
     if not isinstance(raw_members, list) or not all(isinstance(m, dict) for m in raw_members):
-        raise ValidationFailed("[key_split] needs [[key_split.members]] entries with a name and a passphrase.")
+        raise ValidationFailed(
+            "[key_split] needs [[key_split.members]] entries with a name and a passphrase."
+        )
     members = tuple(SplitMember(_str(m, "name", "a key split member"), _str(m, "passphrase", "a key split member"))
                     for m in raw_members)  # fmt: skip
     pool = data.get("key_pool_size", DEFAULT_POOL)
@@ -158,8 +168,12 @@ def initialise(data_dir: DataDir, answers: Answers, clock: Clock | None = None) 
     data_dir.root.mkdir(parents=True, exist_ok=True)
 
     ca = create_cluster_ca(answers.cluster_name)
-    hosts = {addr.rpartition(":")[0].strip("[]") for addr in (answers.management_address, answers.service_address)}
-    server = issue_server_certificate(ca, answers.kma_id, sorted(h for h in hosts if h not in ("0.0.0.0", "::")))
+    hosts = {
+        addr.rpartition(":")[0].strip("[]") for addr in (answers.management_address, answers.service_address)
+    }
+    server = issue_server_certificate(
+        ca, answers.kma_id, sorted(h for h in hosts if h not in ("0.0.0.0", "::"))
+    )
     data_dir.ca_cert.parent.mkdir(parents=True, exist_ok=True)
     data_dir.ca_cert.write_bytes(ca.cert_pem)
     data_dir.server_cert.write_bytes(server.cert_pem + ca.cert_pem)

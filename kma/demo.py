@@ -61,12 +61,17 @@ def make_demo(data_dir: DataDir, port: int = 8443) -> dict[str, Any]:
         "management_address": f"127.0.0.1:{port}",
         "ca_fingerprint": fingerprint(data_dir.ca_cert.read_bytes()),
         "users": credentials,
-        "key_split": {"threshold": 3, "members": [{"name": m.name, "passphrase": m.passphrase} for m in members]},
+        "key_split": {
+            "threshold": 3,
+            "members": [{"name": m.name, "passphrase": m.passphrase} for m in members],
+        },
         "agents": enrollment,
     }
 
 
-def _replay_a_year(kma: Appliance, clock: FixedClock, credentials: list[dict[str, Any]]) -> list[dict[str, str]]:
+def _replay_a_year(
+    kma: Appliance, clock: FixedClock, credentials: list[dict[str, Any]]
+) -> list[dict[str, str]]:
     so = Actor("so", "10.0.1.20", roles=frozenset({Role.SECURITY_OFFICER}))
     co = Actor("co", "10.0.1.21", roles=frozenset({Role.COMPLIANCE_OFFICER}))
     op = Actor("op", "10.0.1.22", roles=frozenset({Role.OPERATOR}))
@@ -76,9 +81,18 @@ def _replay_a_year(kma: Appliance, clock: FixedClock, credentials: list[dict[str
         users.create_user(kma, so, user_id, name, [str(r) for r in roles], passphrase)
         credentials.append({"id": user_id, "roles": [str(r) for r in roles], "passphrase": passphrase})
 
-    policies.create_policy(kma, co, "tape-90d", 30 * DAY, 365 * DAY, "Backup tapes: 30-day writes, 1-year life",
-                           allow_export=True)
-    policies.create_policy(kma, co, "archive-7y", 365 * DAY, 7 * 365 * DAY, "Archive: 1-year writes, 7-year life")
+    policies.create_policy(
+        kma,
+        co,
+        "tape-90d",
+        30 * DAY,
+        365 * DAY,
+        "Backup tapes: 30-day writes, 1-year life",
+        allow_export=True,
+    )
+    policies.create_policy(
+        kma, co, "archive-7y", 365 * DAY, 7 * 365 * DAY, "Archive: 1-year writes, 7-year life"
+    )
     policies.create_group(kma, co, "backup-dallas", "tape-90d", "Nightly backups, Dallas")
     policies.create_group(kma, co, "backup-boston", "tape-90d", "Nightly backups, Boston")
     policies.create_group(kma, co, "archive", "archive-7y", "Long-term archive")
@@ -112,5 +126,7 @@ def _replay_a_year(kma: Appliance, clock: FixedClock, credentials: list[dict[str
     keys.destroy_key(kma, op, issued["E00002"], "Retention ended: backup set expired")
     clock.current = int(time.time())
     # Today, so that they have not expired (enrollment passphrases last a week).
-    return [{"id": agent_id, "enrollment_passphrase": agents.new_enrollment_passphrase(kma, op, agent_id)}
-            for agent_id, *_ in drives]
+    return [
+        {"id": agent_id, "enrollment_passphrase": agents.new_enrollment_passphrase(kma, op, agent_id)}
+        for agent_id, *_ in drives
+    ]

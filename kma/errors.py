@@ -51,5 +51,7 @@ class LockedOut(KmaError):
 class KmaLocked(KmaError):
     code, status = "kma_locked", 503
 
-    def __init__(self, message: str = "This KMA is locked; a quorum must unlock it.", audited: bool = False) -> None:
+    def __init__(
+        self, message: str = "This KMA is locked; a quorum must unlock it.", audited: bool = False
+    ) -> None:
         super().__init__(message, audited)

@@ -22,6 +22,7 @@ from ._http import (
     translated_transport_errors,
     unreadable_response,
 )
+from .audit import AuditMethods
 from .errors import TrustError, Unauthenticated
 from .models import (
     Agent,
@@ -46,7 +47,6 @@ from .models import (
     Status,
     User,
 )
-from .audit import AuditMethods
 from .paging import iter_all, iter_pages
 from .trust import Trust, fingerprint_of, same_fingerprint, ssl_context_for
 

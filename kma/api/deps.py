@@ -88,7 +88,9 @@ Paging = Annotated[PageRequest, Depends(page_request)]
 
 
 def with_filters(req: PageRequest, **filters: str | bool | int | None) -> PageRequest:
-    given = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in filters.items() if v is not None}
+    given = {
+        k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in filters.items() if v is not None
+    }
     return PageRequest(req.limit, req.cursor, req.q, req.sort, req.order, given)
 
 

@@ -38,8 +38,13 @@ def _audit_refusal_sync(request: Request, code: str, message: str) -> None:
         host = request.client.host if request.client else "unknown"
         actor = Actor("anonymous", host)
     try:
-        kma.audit(actor, "api.refused", f"{request.method} {request.url.path[:200]}: {code}: {message}",
-                  Condition.ERROR, event_class="security" if code in ("unauthenticated", "forbidden") else "api")
+        kma.audit(
+            actor,
+            "api.refused",
+            f"{request.method} {request.url.path[:200]}: {code}: {message}",
+            Condition.ERROR,
+            event_class="security" if code in ("unauthenticated", "forbidden") else "api",
+        )
     except Exception:  # the refusal still goes out; the failure is in the log
         log.exception("could not audit a refusal")
 
@@ -68,14 +73,22 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large", 401: "unauthenticated"}
+        codes = {
+            404: "not_found",
+            405: "method_not_allowed",
+            413: "payload_too_large",
+            401: "unauthenticated",
+        }
         code = codes.get(exc.status_code, "bad_request")
         message = {404: "There is no such route.", 405: "That method is not allowed here."}.get(
-            exc.status_code, str(exc.detail))
+            exc.status_code, str(exc.detail)
+        )
         await _audit_refusal(request, code, message)
         return error_response(exc.status_code, code, message)
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception) -> JSONResponse:
         log.exception("internal error on %s %s", request.method, request.url.path)
-        return error_response(500, "internal", "The KMA could not complete this request; the details are in its log.")
+        return error_response(
+            500, "internal", "The KMA could not complete this request; the details are in its log."
+        )

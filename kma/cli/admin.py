@@ -65,7 +65,9 @@ def run_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
-    print(f"Cluster {info['cluster_name']}: KMA {info['kma_id']} ({info['kma_name']}) at site {info['site_id']}")
+    print(
+        f"Cluster {info['cluster_name']}: KMA {info['kma_id']} ({info['kma_name']}) at site {info['site_id']}"
+    )
     print(f"Version {info['version']}; autonomous unlock {'on' if info['autonomous_unlock'] else 'off'}")
     print("Keys: " + ", ".join(f"{state} {count}" for state, count in info["keys_by_state"].items()))
     for warning in info["warnings"]:

@@ -22,8 +22,12 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--management-port", type=int, default=None, help="0 picks a free port")
     p.add_argument("--service-port", type=int, default=None, help="0 picks a free port")
     p.add_argument("--ready-file", type=Path, default=None, help="written as JSON once listening")
-    p.add_argument("--parent-pid", type=int, default=None,
-                   help="stop when process PID (the manager in local mode) is no longer our parent")
+    p.add_argument(
+        "--parent-pid",
+        type=int,
+        default=None,
+        help="stop when process PID (the manager in local mode) is no longer our parent",
+    )
     p.set_defaults(run=run_serve)
 
 

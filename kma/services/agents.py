@@ -91,8 +91,13 @@ def update_agent(kma: Appliance, actor: Actor, agent_id: str, **changes: Any) ->
         changes["enabled"] = int(changes["enabled"])
     if changes:
         statements.insert(0, patch("agent", agent_id, changes, kma.clock.now()))
-        kma.commit(actor, "agent.update", statements,
-                   f"changed agent '{agent_id}': {describe(changes)}", ("agent", agent_id))
+        kma.commit(
+            actor,
+            "agent.update",
+            statements,
+            f"changed agent '{agent_id}': {describe(changes)}",
+            ("agent", agent_id),
+        )
     return get_agent(kma, agent_id)
 
 

@@ -74,13 +74,25 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
     row = kma.store.query_one("SELECT * FROM users WHERE id = ?", (user_id,))
     if row is None or not row["enabled"]:
         verify_passphrase(passphrase, _DUMMY_HASH)  # same time as a real check
-        kma.audit(who, "auth.sign_in", "refused: unknown or disabled user",
-                  event_class="security", subject=("user", user_id[:64]))
+        kma.audit(
+            who,
+            "auth.sign_in",
+            "refused: unknown or disabled user",
+            event_class="security",
+            subject=("user", user_id[:64]),
+        )
         raise Unauthenticated(WRONG, audited=True)
     if row["locked_until"] is not None and row["locked_until"] > now:
-        kma.audit(who, "auth.sign_in", "refused: user is locked out after failed sign-ins",
-                  event_class="security", subject=("user", user_id))
-        raise LockedOut("Too many failed sign-ins; try again in 15 minutes or ask a Security Officer.", audited=True)
+        kma.audit(
+            who,
+            "auth.sign_in",
+            "refused: user is locked out after failed sign-ins",
+            event_class="security",
+            subject=("user", user_id),
+        )
+        raise LockedOut(
+            "Too many failed sign-ins; try again in 15 minutes or ask a Security Officer.", audited=True
+        )
     if not verify_passphrase(passphrase, row["passphrase_hash"]):
         _record_failure(kma, who, user_id, now)
         raise Unauthenticated(WRONG, audited=True)
@@ -124,5 +136,11 @@ def authenticate(kma: Appliance, token: str, address: str) -> Actor:
 
 
 def sign_out(kma: Appliance, actor: Actor, token: str) -> None:
-    kma.commit(actor, "auth.sign_out", [Stmt("DELETE FROM sessions WHERE token_hash = ?", (token_hash(token),))],
-               "signed out", ("user", actor.entity_id), retention=Retention.MEDIUM)
+    kma.commit(
+        actor,
+        "auth.sign_out",
+        [Stmt("DELETE FROM sessions WHERE token_hash = ?", (token_hash(token),))],
+        "signed out",
+        ("user", actor.entity_id),
+        retention=Retention.MEDIUM,
+    )

@@ -55,8 +55,9 @@ def status(kma: Appliance) -> dict[str, Any]:
     from kma import __version__
 
     row = kma.store.query_one("SELECT name FROM cluster")
-    me = kma.store.query_one("SELECT name, site_id, autounlock_master IS NOT NULL AS auto FROM kmas WHERE id = ?",
-                             (kma.kma_id,))
+    me = kma.store.query_one(
+        "SELECT name, site_id, autounlock_master IS NOT NULL AS auto FROM kmas WHERE id = ?", (kma.kma_id,)
+    )
     return {
         "cluster_name": row["name"] if row else "",
         "kma_id": kma.kma_id,

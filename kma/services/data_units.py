@@ -31,8 +31,9 @@ def list_data_units(kma: Appliance, req: PageRequest) -> Page:
 
 
 def get_data_unit(kma: Appliance, unit_id: str) -> dict[str, Any]:
-    row = kma.store.query_one(f"SELECT * FROM ({LIST.select}) WHERE id = :id",
-                              {"id": unit_id, "now": kma.clock.now()})
+    row = kma.store.query_one(
+        f"SELECT * FROM ({LIST.select}) WHERE id = :id", {"id": unit_id, "now": kma.clock.now()}
+    )
     if row is None:
         raise NotFound(f"There is no data unit '{unit_id}'.")
     return dict(row)
@@ -49,10 +50,16 @@ def create_data_unit(kma: Appliance, actor: Actor, unit_id: str, description: st
     return get_data_unit(kma, unit_id)
 
 
-def update_data_unit(kma: Appliance, actor: Actor, unit_id: str, description: str | None = None) -> dict[str, Any]:
+def update_data_unit(
+    kma: Appliance, actor: Actor, unit_id: str, description: str | None = None
+) -> dict[str, Any]:
     if description is not None:
         check_text(description, "The description")
-        kma.commit(actor, "data_unit.update",
-                   [patch("data unit", unit_id, {"description": description}, kma.clock.now())],
-                   f"changed data unit '{unit_id}' description", ("data_unit", unit_id))
+        kma.commit(
+            actor,
+            "data_unit.update",
+            [patch("data unit", unit_id, {"description": description}, kma.clock.now())],
+            f"changed data unit '{unit_id}' description",
+            ("data_unit", unit_id),
+        )
     return get_data_unit(kma, unit_id)

@@ -63,7 +63,9 @@ class KeyPool:
             self._thread.join(timeout=10)
 
     def size(self) -> int:
-        return int(self.kma.store.scalar("SELECT key_pool_size FROM kmas WHERE id = ?", (self.kma.kma_id,)) or 0)
+        return int(
+            self.kma.store.scalar("SELECT key_pool_size FROM kmas WHERE id = ?", (self.kma.kma_id,)) or 0
+        )
 
     def ready(self) -> int:
         return len(self._ready)

@@ -60,8 +60,9 @@ def list_keys(kma: Appliance, req: PageRequest) -> Page:
 
 
 def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
-    row = kma.store.query_one(f"SELECT {PUBLIC} FROM keys WHERE id = :id",
-                              {"id": key_id, "now": kma.clock.now()})
+    row = kma.store.query_one(
+        f"SELECT {PUBLIC} FROM keys WHERE id = :id", {"id": key_id, "now": kma.clock.now()}
+    )
     if row is None:
         raise NotFound(f"There is no key '{key_id}'.")
     return _row(row)
@@ -93,9 +94,13 @@ def issue_key(
         expect=1, refusal="the key could not be activated",
     ))  # fmt: skip
     try:
-        kma.commit(actor, "key.issue", statements,
-                   f"issued key {key_id} for data unit '{data_unit_id}' in key group '{key_group_id}'",
-                   ("key", key_id))
+        kma.commit(
+            actor,
+            "key.issue",
+            statements,
+            f"issued key {key_id} for data unit '{data_unit_id}' in key group '{key_group_id}'",
+            ("key", key_id),
+        )
     except Conflict:
         if from_pool:
             kma.pool.give_back(key_id)

@@ -53,7 +53,12 @@ def update_kma(kma: Appliance, actor: Actor, kma_id: str, **changes: Any) -> dic
     if "key_pool_size" in changes and not 0 <= changes["key_pool_size"] <= 100_000:
         raise ValidationFailed("The key pool size must be 0 to 100,000.")
     if changes:
-        kma.commit(actor, "kma.update", [patch("KMA", kma_id, changes, kma.clock.now())],
-                   f"changed KMA '{kma_id}': {describe(changes)}", ("kma", kma_id))
+        kma.commit(
+            actor,
+            "kma.update",
+            [patch("KMA", kma_id, changes, kma.clock.now())],
+            f"changed KMA '{kma_id}': {describe(changes)}",
+            ("kma", kma_id),
+        )
         kma.pool.take_notice()
     return get_kma(kma, kma_id)

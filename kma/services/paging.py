@@ -147,9 +147,7 @@ def list_page(
     page_where = base_where
     if req.cursor:
         bound["c_sort"], bound["c_id"] = _decode(req.cursor)
-        page_where += (
-            f" AND ({sort_sql} {cmp} :c_sort OR ({sort_sql} = :c_sort AND {id_sql} {cmp} :c_id))"
-        )
+        page_where += f" AND ({sort_sql} {cmp} :c_sort OR ({sort_sql} = :c_sort AND {id_sql} {cmp} :c_id))"
     sql = (
         f"SELECT *, {sort_sql} AS _sort FROM {source} WHERE {page_where} "
         f"ORDER BY {sort_sql} {order}, {id_sql} {order} LIMIT {req.limit + 1}"

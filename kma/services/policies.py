@@ -88,15 +88,26 @@ def update_policy(kma: Appliance, actor: Actor, policy_id: str, **changes: Any) 
     changes = {k: v for k, v in changes.items() if v is not None}
     if {"encryption_period", "cryptoperiod"} & changes.keys():
         require(kma, "key policy", policy_id)
-        kma.audit(actor, "key_policy.update", "refused: key policy periods cannot change once set",
-                  subject=("key_policy", policy_id))
-        raise Conflict("A key policy's periods cannot change once set; create a new policy instead.", audited=True)
+        kma.audit(
+            actor,
+            "key_policy.update",
+            "refused: key policy periods cannot change once set",
+            subject=("key_policy", policy_id),
+        )
+        raise Conflict(
+            "A key policy's periods cannot change once set; create a new policy instead.", audited=True
+        )
     if "description" in changes:
         check_text(changes["description"], "The description")
     changes = {k: int(v) if k in FLAGS else v for k, v in changes.items()}
     if changes:
-        kma.commit(actor, "key_policy.update", [patch("key policy", policy_id, changes, kma.clock.now())],
-                   f"changed key policy '{policy_id}': {describe(changes)}", ("key_policy", policy_id))
+        kma.commit(
+            actor,
+            "key_policy.update",
+            [patch("key policy", policy_id, changes, kma.clock.now())],
+            f"changed key policy '{policy_id}': {describe(changes)}",
+            ("key_policy", policy_id),
+        )
     return get_policy(kma, policy_id)
 
 
@@ -112,7 +123,9 @@ def get_group(kma: Appliance, group_id: str) -> dict[str, Any]:
     return _group(row)
 
 
-def create_group(kma: Appliance, actor: Actor, group_id: str, policy_id: str, description: str = "") -> dict[str, Any]:
+def create_group(
+    kma: Appliance, actor: Actor, group_id: str, policy_id: str, description: str = ""
+) -> dict[str, Any]:
     check_id(group_id, "The key group ID")
     check_text(description, "The description")
     require(kma, "key policy", policy_id)
@@ -124,12 +137,18 @@ def create_group(kma: Appliance, actor: Actor, group_id: str, policy_id: str, de
     return get_group(kma, group_id)
 
 
-def update_group(kma: Appliance, actor: Actor, group_id: str, description: str | None = None) -> dict[str, Any]:
+def update_group(
+    kma: Appliance, actor: Actor, group_id: str, description: str | None = None
+) -> dict[str, Any]:
     if description is not None:
         check_text(description, "The description")
-        kma.commit(actor, "key_group.update",
-                   [patch("key group", group_id, {"description": description}, kma.clock.now())],
-                   f"changed key group '{group_id}' description", ("key_group", group_id))
+        kma.commit(
+            actor,
+            "key_group.update",
+            [patch("key group", group_id, {"description": description}, kma.clock.now())],
+            f"changed key group '{group_id}' description",
+            ("key_group", group_id),
+        )
     return get_group(kma, group_id)
 
 
@@ -150,6 +169,11 @@ def set_group_agents(kma: Appliance, actor: Actor, group_id: str, agent_ids: Seq
         "WHERE key_group_id = :g))", {"g": group_id},
         expect=1, refusal="an agent cannot lose access to its default key group",
     ))  # fmt: skip
-    kma.commit(actor, "key_group.set_agents", statements,
-               f"key group '{group_id}' agents: {', '.join(wanted) or 'none'}", ("key_group", group_id))
+    kma.commit(
+        actor,
+        "key_group.set_agents",
+        statements,
+        f"key group '{group_id}' agents: {', '.join(wanted) or 'none'}",
+        ("key_group", group_id),
+    )
     return get_group(kma, group_id)

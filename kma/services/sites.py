@@ -31,7 +31,9 @@ def get_site(kma: Appliance, site_id: str) -> dict[str, Any]:
     return dict(row)
 
 
-def create_site(kma: Appliance, actor: Actor, site_id: str, name: str, description: str = "") -> dict[str, Any]:
+def create_site(
+    kma: Appliance, actor: Actor, site_id: str, name: str, description: str = ""
+) -> dict[str, Any]:
     check_id(site_id, "The site ID")
     check_text(name, "The name", required=True)
     check_text(description, "The description")
@@ -50,8 +52,13 @@ def update_site(kma: Appliance, actor: Actor, site_id: str, **changes: Any) -> d
     if "description" in changes:
         check_text(changes["description"], "The description")
     if changes:
-        kma.commit(actor, "site.update", [patch("site", site_id, changes, kma.clock.now())],
-                   f"changed site '{site_id}': {describe(changes)}", ("site", site_id))
+        kma.commit(
+            actor,
+            "site.update",
+            [patch("site", site_id, changes, kma.clock.now())],
+            f"changed site '{site_id}': {describe(changes)}",
+            ("site", site_id),
+        )
     return get_site(kma, site_id)
 
 

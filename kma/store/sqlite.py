@@ -53,7 +53,9 @@ def migrate(conn: sqlite3.Connection) -> int:
         if version in done:
             continue
         sql = script.read_text(encoding="utf-8")
-        conn.executescript(f"BEGIN IMMEDIATE;\n{sql}\nINSERT INTO schema_migrations VALUES ({version});\nCOMMIT;")
+        conn.executescript(
+            f"BEGIN IMMEDIATE;\n{sql}\nINSERT INTO schema_migrations VALUES ({version});\nCOMMIT;"
+        )
         log.info("applied migration %s", script.name)
     row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
     return int(row[0] or 0)

@@ -26,5 +26,7 @@ def create_data_unit(body: schemas.DataUnitCreate, kma: Kma, actor: DataWrite) -
 
 
 @router.patch("/{unit_id}", response_model=schemas.DataUnit)
-def update_data_unit(unit_id: str, body: schemas.DataUnitPatch, kma: Kma, actor: DataWrite) -> dict[str, object]:
+def update_data_unit(
+    unit_id: str, body: schemas.DataUnitPatch, kma: Kma, actor: DataWrite
+) -> dict[str, object]:
     return data_units.update_data_unit(kma, actor, unit_id, body.description)

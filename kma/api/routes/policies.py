@@ -28,7 +28,9 @@ def create_policy(body: schemas.PolicyCreate, kma: Kma, actor: PoliciesWrite) ->
 
 
 @router.patch("/key-policies/{policy_id}", response_model=schemas.KeyPolicy)
-def update_policy(policy_id: str, body: schemas.PolicyPatch, kma: Kma, actor: PoliciesWrite) -> dict[str, object]:
+def update_policy(
+    policy_id: str, body: schemas.PolicyPatch, kma: Kma, actor: PoliciesWrite
+) -> dict[str, object]:
     return policies.update_policy(kma, actor, policy_id, **body.model_dump(exclude_none=True))
 
 
@@ -48,10 +50,14 @@ def create_group(body: schemas.GroupCreate, kma: Kma, actor: PoliciesWrite) -> d
 
 
 @router.patch("/key-groups/{group_id}", response_model=schemas.KeyGroup)
-def update_group(group_id: str, body: schemas.GroupPatch, kma: Kma, actor: PoliciesWrite) -> dict[str, object]:
+def update_group(
+    group_id: str, body: schemas.GroupPatch, kma: Kma, actor: PoliciesWrite
+) -> dict[str, object]:
     return policies.update_group(kma, actor, group_id, body.description)
 
 
 @router.put("/key-groups/{group_id}/agents", response_model=schemas.KeyGroup)
-def set_group_agents(group_id: str, body: schemas.GroupAgents, kma: Kma, actor: PoliciesWrite) -> dict[str, object]:
+def set_group_agents(
+    group_id: str, body: schemas.GroupAgents, kma: Kma, actor: PoliciesWrite
+) -> dict[str, object]:
     return policies.set_group_agents(kma, actor, group_id, body.agent_ids)
