@@ -35,7 +35,14 @@ class ReadyInfo:
 
 
 def kma_command(*args: str) -> list[str]:
-    """``python -m kma ...`` with this interpreter (works from a venv and a source tree)."""
+    """``python -m kma ...`` with this interpreter (works from a venv and a source tree).
+
+    Frozen by PyInstaller there is no interpreter to pass ``-m`` to: the bundle ships a ``kma``
+    executable next to ``kms-manager`` (installers/kms-manager.spec), and that is what runs.
+    """
+    if getattr(sys, "frozen", False):
+        exe = Path(sys.executable).with_name("kma.exe" if sys.platform == "win32" else "kma")
+        return [str(exe), *args]
     return [sys.executable, "-m", "kma", *args]
 
 
@@ -139,6 +146,8 @@ class LocalKma:
 
 def _project_root() -> str | None:
     """Run from the source tree when not installed, so ``-m kma`` resolves."""
+    if getattr(sys, "frozen", False):
+        return None  # the bundle's kma needs no source tree; keep relative --data-dir working
     root = Path(__file__).resolve().parent.parent
     return str(root) if (root / "kma").is_dir() else None
 
