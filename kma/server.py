@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import socket
 import ssl
 from pathlib import Path
@@ -92,6 +93,11 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
             tmp.replace(ready_file)
 
     server = _Server(config, ready)
+    # uvicorn shuts down on SIGTERM/SIGINT and then raises the signal again for the previous
+    # handler; with the default one that would end the process before the clean-up below (agents,
+    # store, ready file). A do-nothing handler lets `serve` return normally: exit 0 = stopped cleanly.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:
