@@ -106,15 +106,9 @@ EOF
   kill -TERM "$serve_pid"
   code=0; wait "$serve_pid" || code=$?
   serve_pid=""
-  # uvicorn (>= 0.29) shuts down gracefully, then re-raises the signal it caught: 143 is a
-  # normal stop on SIGTERM, from source and frozen alike.
-  case "$code" in 0|143) echo "stopped on SIGTERM (exit $code)" ;;
-    *) die "kma serve exited $code on SIGTERM (see $SMOKE/serve.log)" ;; esac
-  if [ -e "$SMOKE/ready.json" ]; then
-    # Known kma issue, not a packaging one: the re-raised signal ends the process before
-    # kma.server.serve's `finally` (agents.stop, kma.close, ready file removal) runs.
-    echo "WARNING: kma serve left its ready file behind (its clean-up did not run)"
-  fi
+  [ "$code" -eq 0 ] || die "kma serve exited $code on SIGTERM, not 0 (see $SMOKE/serve.log)"
+  [ ! -e "$SMOKE/ready.json" ] || die "kma serve left its ready file behind: its clean-up did not run"
+  echo "stopped cleanly on SIGTERM"
 
   step "smoke: kms-manager --local --screenshots (offscreen; local mode runs the bundled kma)"
   QT_QPA_PLATFORM=offscreen limit 600 "$BUNDLE/kms-manager" --local --data-dir "$SMOKE/gui/kma" \
