@@ -16,7 +16,6 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QSpli
 
 from app.context import AppContext
 from ui.audit.timeline import STATE_COLOURS
-from ui.format import words
 
 try:
     from PySide6 import QtCharts
@@ -81,7 +80,7 @@ class ChartBox(QWidget):
 
 
 class ChartsPanel(QWidget):
-    """The three charts and the period they cover."""
+    """The trends over the period chosen; keys by state is the bar panel just above them."""
 
     def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -102,13 +101,11 @@ class ChartsPanel(QWidget):
         top.addWidget(self.days)
         layout.addLayout(top)
         grid = QGridLayout()
-        self.keys_by_state = ChartBox("Keys by state")
         self.keys_issued = ChartBox("Keys issued per day")
         self.events = ChartBox("Audit events per day by severity")
-        grid.addWidget(self.keys_by_state, 0, 0)
-        grid.addWidget(self.keys_issued, 0, 1)
-        grid.addWidget(self.events, 0, 2)
-        for column, stretch in enumerate((2, 2, 3)):
+        grid.addWidget(self.keys_issued, 0, 0)
+        grid.addWidget(self.events, 0, 1)
+        for column, stretch in enumerate((2, 3)):
             grid.setColumnStretch(column, stretch)
         layout.addLayout(grid, 1)
         self._loaded = False
@@ -125,35 +122,10 @@ class ChartsPanel(QWidget):
 
     def show_series(self, series: Any) -> None:
         self.series = series
-        self._keys_by_state(series)
         self._keys_issued(series)
         self._events(series)
 
     # -- the charts ---------------------------------------------------------------------------
-    def _keys_by_state(self, series: Any) -> None:
-        counts = [(s, series.keys_by_state.get(s, 0)) for s in KEY_STATES]
-        text = ", ".join(f"{words(s)} {n:,}" for s, n in counts)
-        chart = None
-        if QtCharts is not None:
-            bars = QtCharts.QHorizontalStackedBarSeries()
-            for state, count in counts:  # one set per state (zero elsewhere): each its lifecycle colour
-                bar = QtCharts.QBarSet(words(state))
-                bar.setColor(QColor(STATE_COLOURS[state]))
-                bar.append([float(count) if s == state else 0.0 for s, _ in counts])
-                bars.append(bar)
-            bars.setBarWidth(0.7)
-            chart = QtCharts.QChart()
-            chart.addSeries(bars)
-            axis_y = QtCharts.QBarCategoryAxis()
-            axis_y.append([words(s) for s in KEY_STATES])
-            axis_x = _count_axis(max((n for _, n in counts), default=0))
-            chart.addAxis(axis_y, Qt.AlignLeft)
-            chart.addAxis(axis_x, Qt.AlignBottom)
-            bars.attachAxis(axis_y)
-            bars.attachAxis(axis_x)
-            chart.legend().setVisible(False)
-        self.keys_by_state.show_chart(chart, text)
-
     def _keys_issued(self, series: Any) -> None:
         total = sum(n for _, n in series.keys_issued)
         busiest = max(series.keys_issued, key=lambda d: d[1], default=("", 0))
