@@ -28,8 +28,16 @@ HASHED_FIELDS = (
 )  # fmt: skip
 
 
+# json.dumps(..., ensure_ascii=False) builds a new encoder at every call; one encoder with the
+# same settings gives the same text (the hash of every event written so far) at less cost.
+_CANONICAL = json.JSONEncoder(ensure_ascii=False).encode
+EVENT_COLUMNS = (*HASHED_FIELDS, "hash")
+INSERT_EVENT = (f"INSERT INTO audit_events ({', '.join(EVENT_COLUMNS)}) "
+                f"VALUES ({', '.join(':' + c for c in EVENT_COLUMNS)})")  # fmt: skip
+
+
 def event_hash(event: Mapping[str, Any]) -> str:
-    canonical = json.dumps([event[f] for f in HASHED_FIELDS], ensure_ascii=False)
+    canonical = _CANONICAL([event[f] for f in HASHED_FIELDS])
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -48,7 +56,11 @@ class AuditChain:
         self.seq, self.head = (row[0], row[1]) if row else (0, GENESIS)
 
     def append(self, record: AuditRecord) -> list[Stmt]:
-        """The statements that append `record`; the head advances now (writer thread only)."""
+        """The statement that appends `record`; the head advances now (writer thread only).
+
+        The stored head is not written here: the writer writes it once per commit, after the
+        last event of the group (`head_stmt`), so at every commit it names the last event.
+        """
         event: dict[str, Any] = {
             "kma_id": self.kma_id,
             "chain_seq": self.seq + 1,
@@ -68,17 +80,15 @@ class AuditChain:
         }
         event["hash"] = event_hash(event)
         self.seq, self.head = event["chain_seq"], event["hash"]
-        columns = ", ".join(event)
-        marks = ", ".join(f":{c}" for c in event)
-        return [
-            Stmt(f"INSERT INTO audit_events ({columns}) VALUES ({marks})", event),
-            Stmt(
-                "INSERT INTO audit_heads (kma_id, chain_seq, hash) VALUES (?, ?, ?) "
-                "ON CONFLICT (kma_id) DO UPDATE SET chain_seq = excluded.chain_seq, "
-                "hash = excluded.hash",
-                (self.kma_id, self.seq, self.head),
-            ),
-        ]
+        return [Stmt(INSERT_EVENT, event)]
+
+    def head_stmt(self) -> Stmt:
+        """The statement that stores the in-memory head (seq and hash of the last event)."""
+        return Stmt(
+            "INSERT INTO audit_heads (kma_id, chain_seq, hash) VALUES (?, ?, ?) "
+            "ON CONFLICT (kma_id) DO UPDATE SET chain_seq = excluded.chain_seq, hash = excluded.hash",
+            (self.kma_id, self.seq, self.head),
+        )
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
 """Reading the audit trail and verifying its hash chain.
 
 Free text (`q`) goes through the FTS5 index (migration 0004), not LIKE: a LIKE '%word%' scans
-every row, which on a million events is seconds; the index answers in milliseconds.
+every row, which on a million events is seconds; the index answers in milliseconds. The index is
+filled in the background (migration 0005, kma/store/fts.py): it holds the events up to a mark,
+and the few newer ones are matched directly (`audit_text_match`, the same tokens and prefixes),
+so an event is found from the moment it is committed.
 """
 
 from __future__ import annotations
@@ -55,8 +58,11 @@ LIST = ListSpec(
         "until": Filter("created_at < :value", timestamp),
         # The live tail: only what arrived after the newest event the browser already shows.
         "after_id": Filter("id > :value", event_id),
-        # Set from `q` by `with_text`, never directly by a client.
-        "text": Filter("id IN (SELECT rowid FROM audit_fts WHERE audit_fts MATCH :value)"),
+        # Set from `q` by `with_text`, never directly by a client. Indexed events, or the
+        # tail above the index's mark matched directly.
+        "text": Filter("(id IN (SELECT rowid FROM audit_fts WHERE audit_fts MATCH :value) OR "
+                       "(id > (SELECT indexed_to FROM audit_fts_state WHERE id = 1) AND "
+                       "audit_text_match(:value, message, operation, entity_id, subject_id)))"),
     },
 )
 
@@ -92,9 +98,13 @@ def list_events(kma: Appliance, req: PageRequest) -> Page:
 # Free text driven by the FTS index: it hands matches over in rowid (= event id) order, so the
 # newest page stops after `limit` matches instead of collecting every match first, and a
 # text-only count is read from the index alone. Measured on a million events, a common word:
-# 35 ms instead of 400 ms (bench/audit.py).
+# 35 ms instead of 400 ms (bench/audit.py). Events above the index's mark (not indexed yet, a
+# short tail) come from TAIL_SOURCE; all their ids are above every indexed one, so the page is
+# the tail's matches then the index's (newest first), or the other way round (oldest first).
 TEXT_SOURCE = ("(SELECT e.*, f.rowid AS _r FROM audit_fts f JOIN audit_events e ON e.id = f.rowid "
                "WHERE audit_fts MATCH :f_text)")  # fmt: skip
+TAIL_SOURCE = ("(SELECT *, id AS _r FROM audit_events WHERE id > :f_mark "
+               "AND audit_text_match(:f_text, message, operation, entity_id, subject_id))")  # fmt: skip
 
 
 def _text_page(store: SQLiteStore, req: PageRequest) -> Page:
@@ -106,21 +116,30 @@ def _text_page(store: SQLiteStore, req: PageRequest) -> Page:
     others = PageRequest(filters={k: v for k, v in req.filters.items() if k != "text"})
     where, bound = where_clause(others)
     bound["f_text"] = req.filters["text"]
-    if where == "1":
-        total = store.scalar("SELECT count(*) FROM audit_fts WHERE audit_fts MATCH :f_text", bound)
-    else:
-        total = store.scalar(f"SELECT count(*) FROM {TEXT_SOURCE} WHERE {where}", bound)
+    page_where = where
     if req.cursor:
         bound["c_id"] = decode_cursor(req.cursor)[1]
-        where += f" AND _r {'>' if order == 'asc' else '<'} :c_id"
-    sql = f"SELECT * FROM {TEXT_SOURCE} WHERE {where} ORDER BY _r {order} LIMIT {req.limit + 1}"
-    rows = [dict(r) for r in store.query(sql, bound)]
+        page_where += f" AND _r {'>' if order == 'asc' else '<'} :c_id"
+    want = req.limit + 1
+    with store.snapshot() as conn:  # the mark, the counts and the rows agree
+        bound["f_mark"] = conn.execute("SELECT indexed_to FROM audit_fts_state WHERE id = 1").fetchone()[0]
+        if where == "1":
+            total = conn.execute("SELECT count(*) FROM audit_fts WHERE audit_fts MATCH :f_text", bound)
+        else:
+            total = conn.execute(f"SELECT count(*) FROM {TEXT_SOURCE} WHERE {where}", bound)
+        count = int(total.fetchone()[0] or 0)
+        count += int(conn.execute(f"SELECT count(*) FROM {TAIL_SOURCE} WHERE {where}", bound).fetchone()[0])
+        rows: list[dict[str, Any]] = []
+        for source in (TAIL_SOURCE, TEXT_SOURCE) if order == "desc" else (TEXT_SOURCE, TAIL_SOURCE):
+            if len(rows) < want:
+                sql = f"SELECT * FROM {source} WHERE {page_where} ORDER BY _r {order} LIMIT {want - len(rows)}"
+                rows += [dict(r) for r in conn.execute(sql, bound)]
     for row in rows:
         del row["_r"]
     more = len(rows) > req.limit
     rows = rows[: req.limit]
     next_cursor = encode_cursor([rows[-1]["id"], rows[-1]["id"]]) if more else None
-    return Page(rows, next_cursor, int(total or 0))
+    return Page(rows, next_cursor, count)
 
 
 def where_clause(req: PageRequest) -> tuple[str, dict[str, Any]]:

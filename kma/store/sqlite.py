@@ -3,8 +3,13 @@
 Writers hand batches to the writer thread and wait. The thread takes every batch waiting,
 runs each inside its own SAVEPOINT (so one refused batch does not undo its neighbours), appends
 each batch's audit event to the chain, then COMMITs once: one fsync makes many operations
-durable, and nothing is acknowledged before its commit returns. Readers use one connection per
-thread and see only committed data (WAL snapshot isolation).
+durable, and nothing is acknowledged before its commit returns. The chain's stored head is
+written once per commit, after the group's last event. Readers use one connection per thread and
+see only committed data (WAL snapshot isolation).
+
+The free-text index of the audit trail is not maintained per event: when no write has arrived
+for a moment (or the unindexed tail passes FTS_TAIL_LIMIT under sustained load), the writer
+indexes the events above the mark in chunks, each in a transaction of its own (kma/store/fts.py).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -20,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kma.store import fts
 from kma.store.batch import Batch, Params, Refused, Stmt, WriteResult
 
 if TYPE_CHECKING:
@@ -27,6 +34,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 MAX_GROUP = 256  # batches per commit; bounds the latency of the first one in a group
+FTS_IDLE_S = 0.05  # index free text once no write has arrived for this long
+FTS_TAIL_LIMIT = 5000  # ... or, under sustained load, once this many events wait for it
+FTS_RETRY_S = 30.0  # after a failed indexing transaction, wait this long before the next
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -36,6 +46,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = FULL")  # fsync the WAL at every commit
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA busy_timeout = 30000")
+    fts.register(conn)  # audit_text_match(): free text over the not yet indexed events
     return conn
 
 
@@ -72,6 +83,10 @@ class SQLiteStore:
         self.schema_version = migrate(self._writer)
         if chain is not None:
             chain.load_head(self._writer)
+        # What the writer knows of the free-text index: the mark, and the newest event it wrote.
+        self._fts_mark = int(self._writer.execute("SELECT indexed_to FROM audit_fts_state").fetchone()[0])
+        self._fts_last = int(self._writer.execute("SELECT coalesce(max(id), 0) FROM audit_events").fetchone()[0])
+        self._fts_retry_at = 0.0
         self._queue: queue.Queue[tuple[Batch, Future[WriteResult]] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._write_loop, name="kma-store-writer", daemon=True)
         self._thread.start()
@@ -123,7 +138,12 @@ class SQLiteStore:
 
     def _write_loop(self) -> None:
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=FTS_IDLE_S) if self._fts_behind() else self._queue.get()
+            except queue.Empty:  # idle: catch the free-text index up, a chunk at a time
+                while self._fts_behind() and self._queue.empty() and self._index_fts():
+                    pass
+                continue
             if item is None:
                 return
             group = [item]
@@ -137,14 +157,46 @@ class SQLiteStore:
                     break
                 group.append(nxt)
             self._commit_group(group)
+            if self._fts_last - self._fts_mark >= FTS_TAIL_LIMIT:
+                self._index_fts()
+
+    # --- the free-text index, off the write path ---------------------------------------
+    def _fts_behind(self) -> bool:
+        return self._fts_last > self._fts_mark and time.monotonic() >= self._fts_retry_at
+
+    def _index_fts(self) -> bool:
+        """Index one chunk of events above the mark in its own transaction; False when there
+        is nothing more to index (or indexing failed: it is retried later, searches meanwhile
+        match the tail directly)."""
+        conn = self._writer
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            mark, count = fts.index_batch(conn)
+            conn.execute("COMMIT")
+        except Exception:
+            log.exception("indexing audit events for free-text search failed; retrying later")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self._fts_retry_at = time.monotonic() + FTS_RETRY_S
+            return False
+        self._fts_mark = mark
+        if count < fts.INDEX_CHUNK:  # caught up (events written behind the store's back included)
+            self._fts_last = mark
+            return False
+        self._fts_last = max(self._fts_last, mark)
+        return True
 
     def _commit_group(self, group: list[tuple[Batch, Future[WriteResult]]]) -> None:
         conn = self._writer
         outcomes: list[WriteResult | BaseException] = []
+        seq_before = self.chain.seq if self.chain else 0
         try:
             conn.execute("BEGIN IMMEDIATE")
             for batch, _ in group:
                 outcomes.append(self._apply(conn, batch))
+            if self.chain is not None and self.chain.seq != seq_before:
+                head = self.chain.head_stmt()  # once per group: the head is the last event
+                conn.execute(head.sql, head.params)
             conn.execute("COMMIT")
         except BaseException as exc:  # the commit itself failed: nothing of the group is durable
             log.exception("commit failed")
@@ -194,6 +246,8 @@ class SQLiteStore:
         for stmt in self.chain.append(record):
             cursor = conn.execute(stmt.sql, stmt.params)
             event_id = event_id or cursor.lastrowid
+        if event_id is not None and event_id > self._fts_last:
+            self._fts_last = event_id
         return event_id
 
     def close(self) -> None:
