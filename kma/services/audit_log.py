@@ -17,7 +17,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.audit.chain import ChainReport, verify_events
 from kma.audit.checkpoint import Checkpoint
-from kma.audit.record import Condition, Retention
+from kma.audit.record import SEVERITY, Condition, Retention
 from kma.audit.signing import certificate_problem, signature_checks
 from kma.errors import ValidationFailed
 from kma.services.paging import MAX_LIMIT, Filter, ListSpec, Page, PageRequest, list_page, one_of, timestamp
@@ -37,6 +37,9 @@ def event_id(text: str) -> int:
     return int(text)
 
 
+_SEVERITY_OF = "CASE :value " + " ".join(f"WHEN '{c}' THEN '{s}'" for c, s in SEVERITY.items()) + " END"
+_CONDITION_OF = "CASE :value " + " ".join(f"WHEN '{s}' THEN '{c}'" for c, s in SEVERITY.items()) + " END"
+
 LIST = ListSpec(
     select="SELECT * FROM audit_events",
     sort_fields={"id": "id", "created_at": "created_at"},
@@ -45,8 +48,10 @@ LIST = ListSpec(
     search=("message", "operation", "entity_id", "subject_id"),
     filters={
         "operation": Filter("operation = :value"),
-        "severity": Filter("severity = :value", one_of("info", "warning", "error")),
-        "condition": Filter("condition = :value", one_of(*Condition)),
+        # Severity follows from the condition; naming both lets one index (severity, condition)
+        # serve either filter in id order (migration 0006).
+        "severity": Filter(f"severity = :value AND condition = {_CONDITION_OF}", one_of(*SEVERITY.values())),
+        "condition": Filter(f"severity = {_SEVERITY_OF} AND condition = :value", one_of(*Condition)),
         "event_class": Filter("event_class = :value"),
         "entity_id": Filter("entity_id = :value"),
         "kma_id": Filter("kma_id = :value"),
