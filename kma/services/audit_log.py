@@ -65,9 +65,11 @@ LIST = ListSpec(
         "after_id": Filter("id > :value", event_id),
         # Set from `q` by `with_text`, never directly by a client. Indexed events, or the
         # tail above the index's mark matched directly.
-        "text": Filter("(id IN (SELECT rowid FROM audit_fts WHERE audit_fts MATCH :value) OR "
-                       "(id > (SELECT indexed_to FROM audit_fts_state WHERE id = 1) AND "
-                       "audit_text_match(:value, message, operation, entity_id, subject_id)))"),
+        "text": Filter(
+            "(id IN (SELECT rowid FROM audit_fts WHERE audit_fts MATCH :value) OR "
+            "(id > (SELECT indexed_to FROM audit_fts_state WHERE id = 1) AND "
+            "audit_text_match(:value, message, operation, entity_id, subject_id)))"
+        ),
     },
 )
 
@@ -137,8 +139,8 @@ def _text_page(store: SQLiteStore, req: PageRequest) -> Page:
         rows: list[dict[str, Any]] = []
         for source in (TAIL_SOURCE, TEXT_SOURCE) if order == "desc" else (TEXT_SOURCE, TAIL_SOURCE):
             if len(rows) < want:
-                sql = f"SELECT * FROM {source} WHERE {page_where} ORDER BY _r {order} LIMIT {want - len(rows)}"
-                rows += [dict(r) for r in conn.execute(sql, bound)]
+                sql = f"SELECT * FROM {source} WHERE {page_where} ORDER BY _r {order} LIMIT :n"
+                rows += [dict(r) for r in conn.execute(sql, {**bound, "n": want - len(rows)})]
     for row in rows:
         del row["_r"]
     more = len(rows) > req.limit

@@ -87,8 +87,9 @@ def _fold(ch: str) -> str:
             continue
         base = unicodedata.normalize("NFD", c)
         if len(base) > 1 and _latin(base[0]):
-            c = "".join(b for b in base if unicodedata.category(b) != "Mn")
-        out.append(c)
+            out.append("".join(b for b in base if unicodedata.category(b) != "Mn"))
+        else:
+            out.append(c)
     return "".join(out)
 
 
@@ -119,12 +120,10 @@ def parse_query(query: str) -> tuple[tuple[str, ...], ...]:
     """The phrases of a query `fts_query` built: `"w1"* AND "w2"* ...` -> folded tokens of each."""
     phrases = []
     for part in query.split(" AND "):
-        part = part.strip()
-        if part.endswith("*"):
-            part = part[:-1]
-        if len(part) >= 2 and part[0] == '"' and part[-1] == '"':
-            part = part[1:-1].replace('""', '"')
-        phrases.append(tuple(tokens(part)))
+        word = part.strip().removesuffix("*")
+        if len(word) >= 2 and word[0] == '"' and word[-1] == '"':
+            word = word[1:-1].replace('""', '"')
+        phrases.append(tuple(tokens(word)))
     return tuple(phrases)
 
 

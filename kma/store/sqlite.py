@@ -1,11 +1,13 @@
 """Embedded SQLite store: WAL, fsync on commit, one writer thread doing group commit.
 
-Writers hand batches to the writer thread and wait. The thread takes every batch waiting,
-runs each inside its own SAVEPOINT (so one refused batch does not undo its neighbours), appends
-each batch's audit event to the chain, then COMMITs once: one fsync makes many operations
-durable, and nothing is acknowledged before its commit returns. The chain's stored head is
-written once per commit, after the group's last event. Readers use one connection per thread and
-see only committed data (WAL snapshot isolation).
+Writers hand batches to the writer thread and wait. The thread takes every batch waiting, runs
+them one after the other, appending each batch's audit event to the chain, then COMMITs once: one
+fsync makes many operations durable, and nothing is acknowledged before its commit returns. If a
+batch is refused, the whole transaction is rolled back and the group runs again with each batch
+inside its own SAVEPOINT (so one refused batch does not undo its neighbours); savepoints cost a
+copy of every page a batch touches, so only groups with a refusal pay for them. The chain's
+stored head is written once per commit, after the group's last event. Readers use one connection
+per thread and see only committed data (WAL snapshot isolation).
 
 The free-text index of the audit trail is not maintained per event: when no write has arrived
 for a moment (or the unindexed tail passes FTS_TAIL_LIMIT under sustained load), the writer
@@ -85,7 +87,8 @@ class SQLiteStore:
             chain.load_head(self._writer)
         # What the writer knows of the free-text index: the mark, and the newest event it wrote.
         self._fts_mark = int(self._writer.execute("SELECT indexed_to FROM audit_fts_state").fetchone()[0])
-        self._fts_last = int(self._writer.execute("SELECT coalesce(max(id), 0) FROM audit_events").fetchone()[0])
+        last = self._writer.execute("SELECT coalesce(max(id), 0) FROM audit_events").fetchone()[0]
+        self._fts_last = int(last)
         self._fts_retry_at = 0.0
         self._queue: queue.Queue[tuple[Batch, Future[WriteResult]] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._write_loop, name="kma-store-writer", daemon=True)
@@ -190,10 +193,17 @@ class SQLiteStore:
         conn = self._writer
         outcomes: list[WriteResult | BaseException] = []
         seq_before = self.chain.seq if self.chain else 0
+        head_before = self.chain.head if self.chain else ""
         try:
             conn.execute("BEGIN IMMEDIATE")
-            for batch, _ in group:
-                outcomes.append(self._apply(conn, batch))
+            fast = self._apply_all(conn, group)
+            if fast is None:  # a batch was refused: start again, each batch in a savepoint
+                conn.execute("ROLLBACK")
+                if self.chain is not None:
+                    self.chain.seq, self.chain.head = seq_before, head_before
+                conn.execute("BEGIN IMMEDIATE")
+                fast = [self._apply(conn, batch) for batch, _ in group]
+            outcomes = fast
             if self.chain is not None and self.chain.seq != seq_before:
                 head = self.chain.head_stmt()  # once per group: the head is the last event
                 conn.execute(head.sql, head.params)
@@ -213,10 +223,25 @@ class SQLiteStore:
             else:
                 future.set_result(outcome)
 
+    def _apply_all(
+        self, conn: sqlite3.Connection, group: list[tuple[Batch, Future[WriteResult]]]
+    ) -> list[WriteResult | BaseException] | None:
+        """The group without savepoints (a SAVEPOINT makes SQLite copy every page a batch touches
+        first, ~20 us a batch with the audit indexes), or None at the first refusal: the caller
+        rolls the whole transaction back and runs the group again through `_apply`."""
+        outcomes: list[WriteResult | BaseException] = []
+        for batch, _ in group:
+            try:
+                counts = [self._run(conn, i, stmt) for i, stmt in enumerate(batch.statements)]
+                outcomes.append(WriteResult(counts, self._audit(conn, batch.event)))
+            except (Refused, sqlite3.IntegrityError):
+                return None
+        return outcomes
+
     def _apply(self, conn: sqlite3.Connection, batch: Batch) -> WriteResult | BaseException:
-        conn.execute("SAVEPOINT batch")
         seq_before = self.chain.seq if self.chain else 0
         head_before = self.chain.head if self.chain else ""
+        conn.execute("SAVEPOINT batch")
         try:
             counts = [self._run(conn, i, stmt) for i, stmt in enumerate(batch.statements)]
             event_id = self._audit(conn, batch.event)

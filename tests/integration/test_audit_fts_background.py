@@ -2,7 +2,8 @@
 
 An event is found from the moment it is committed (matched directly above the index's mark),
 after the writer indexed it, and across the boundary while paging; pruning keeps the index
-exactly the events below the mark, even when an id is re-used.
+exactly the events below the mark, even when an id is re-used. And the cheaper group commit
+(no savepoints unless a batch is refused) keeps a refused batch from undoing its neighbours.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from kma.store.fts import index_all
 
 
 def record(message: str, subject: str = "E00001") -> AuditRecord:
-    return AuditRecord(operation="data_unit.update", entity_id="op", entity_address="10.0.1.22", message=message,
+    return AuditRecord(operation="data_unit.update", entity_id="op", entity_address="10.0.1.22",
+                       message=message,
                        condition=Condition.SUCCESS, event_class="data_unit", retention=Retention.LONG,
                        subject_type="data_unit", subject_id=subject)  # fmt: skip
 
@@ -145,3 +147,38 @@ def test_pruning_keeps_the_index_exact_and_a_reused_id_is_not_taken_for_indexed(
         index_all(conn)
     fts_integrity(store)
     assert search(store, "weekly") == [again, ids[3], ids[2], ids[0]]
+
+
+def test_a_refused_batch_in_a_group_undoes_only_itself(store: SQLiteStore) -> None:
+    """Groups run without savepoints until a batch is refused; then the group runs again, each
+    batch in its own savepoint: the refused batch's first statement is undone, its neighbours
+    stay, its refusal is audited, and the stored head is the group's last event."""
+    from concurrent.futures import Future
+
+    from kma.services.audit_log import verify_chain
+    from kma.store import Refused, Stmt
+
+    with raw(store) as conn:
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+
+    def batch(v: str, refused: bool = False) -> Batch:
+        statements = [Stmt("INSERT INTO t (v) VALUES (?)", (v,))]
+        if refused:
+            statements.append(Stmt("UPDATE t SET v = v WHERE v = 'x'", expect=1, refusal="no such thing"))
+        event = record(f"wrote {v}")
+        return Batch(statements, event, on_refusal=event.refused)
+
+    group = [(batch(v, refused=v == "c"), Future()) for v in "abcde"]
+    store._commit_group(group)  # what the writer thread does with five batches waiting
+    outcomes = [f.exception() or f.result() for _, f in group]
+    assert isinstance(outcomes[2], Refused) and outcomes[2].message == "no such thing"
+    assert [r[0] for r in store.query("SELECT v FROM t ORDER BY id")] == ["a", "b", "d", "e"]
+    messages = [r[0] for r in store.query("SELECT message FROM audit_events ORDER BY id")]
+    assert messages[:2] == ["wrote a", "wrote b"] and messages[3:] == ["wrote d", "wrote e"]
+    assert "no such thing" in messages[2]
+    head = store.query_one("SELECT chain_seq, hash FROM audit_heads")
+    last = store.query_one("SELECT chain_seq, hash FROM audit_events ORDER BY id DESC LIMIT 1")
+    assert tuple(head) == tuple(last) == (store.chain.seq, store.chain.head)
+    assert verify_chain(store).intact
+    store.write(batch("f"))  # and the writer goes on from there
+    assert verify_chain(store).intact

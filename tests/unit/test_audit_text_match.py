@@ -20,12 +20,13 @@ def test_text_match_agrees_with_fts5_on_random_text_and_queries() -> None:
     conn.execute("CREATE VIRTUAL TABLE f USING fts5(message, operation, entity_id, subject_id)")
     rows = []
     for i in range(300):
-        cols: list[str | None] = ["".join(rng.choice(ALPHABET) for _ in range(rng.randrange(12))) for _ in range(4)]
+        cols: list[str | None] = ["".join(rng.choice(ALPHABET) for _ in range(rng.randrange(12)))
+                                  for _ in range(4)]  # fmt: skip
         if rng.random() < 0.2:
             cols[3] = None
         rows.append(cols)
-        conn.execute("INSERT INTO f (rowid, message, operation, entity_id, subject_id) VALUES (?, ?, ?, ?, ?)",
-                     (i, *cols))  # fmt: skip
+        conn.execute("INSERT INTO f (rowid, message, operation, entity_id, subject_id) "
+                     "VALUES (?, ?, ?, ?, ?)", (i, *cols))  # fmt: skip
     compared = with_hits = 0
     for _ in range(400):
         words = " ".join("".join(rng.choice(ALPHABET) for _ in range(rng.randrange(1, 4)))
