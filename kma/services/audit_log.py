@@ -63,12 +63,12 @@ LIST = ListSpec(
         "until": Filter("created_at < :value", timestamp),
         # The live tail: only what arrived after the newest event the browser already shows.
         "after_id": Filter("id > :value", event_id),
-        # Set from `q` by `with_text`, never directly by a client. Indexed events, or the
-        # tail above the index's mark matched directly.
+        # Set from `q` by `with_text`, never directly by a client. Indexed events, and the
+        # tail above the index's mark matched directly (one IN list: planned as the index alone).
         "text": Filter(
-            "(id IN (SELECT rowid FROM audit_fts WHERE audit_fts MATCH :value) OR "
-            "(id > (SELECT indexed_to FROM audit_fts_state WHERE id = 1) AND "
-            "audit_text_match(:value, message, operation, entity_id, subject_id)))"
+            "id IN (SELECT rowid FROM audit_fts WHERE audit_fts MATCH :value UNION ALL "
+            "SELECT id FROM audit_events WHERE id > (SELECT indexed_to FROM audit_fts_state WHERE id = 1) "
+            "AND audit_text_match(:value, message, operation, entity_id, subject_id))"
         ),
     },
 )
