@@ -19,7 +19,7 @@ import sqlite3
 import unicodedata
 
 FTS_COLUMNS = ("message", "operation", "entity_id", "subject_id")
-INDEX_CHUNK = 2000  # events per indexing transaction: bounds how long a write waits behind one
+INDEX_CHUNK = 500  # events per indexing transaction: bounds how long a write waits behind one
 
 _INDEX_SQL = (
     f"INSERT INTO audit_fts (rowid, {', '.join(FTS_COLUMNS)}) "
