@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 from app.context import AppContext
 from app.errors import ErrorKind, describe
 from ui.format import words
-from ui.widgets import PasswordLineEdit
+from ui.widgets import ErrorLabel, PasswordLineEdit
 
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 ROLE_NAMES = (
@@ -111,12 +111,7 @@ class FormDialog(QDialog):
             label.setBuddy(editor)
             form.addRow(label, editor)
         layout.addLayout(form)
-        self.error = QLabel()
-        self.error.setObjectName("formError")
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet("color: #c62828;")
-        self.error.setAccessibleName("Error")
-        self.error.hide()
+        self.error = ErrorLabel()
         layout.addWidget(self.error)
         self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         self.ok = self.buttons.button(QDialogButtonBox.Ok)
@@ -233,7 +228,7 @@ class FormDialog(QDialog):
     def _fill_failed(self, combo: QComboBox, exc: BaseException) -> bool:
         combo.clear()
         combo.addItem("(could not load)", None)
-        self._show_error(describe(exc).text)
+        self.error.say(describe(exc).text)
         return True
 
     # -- values -------------------------------------------------------------------------------
@@ -277,17 +272,13 @@ class FormDialog(QDialog):
         self.ok.setEnabled(not problem)
         self.ok.setToolTip(problem)
 
-    def _show_error(self, text: str) -> None:
-        self.error.setText(text)
-        self.error.setVisible(bool(text))
-
     def _accept(self) -> None:
         problem = self.problem()
         if problem:
-            self._show_error(problem)
+            self.error.say(problem)
             return
         values = self.values()
-        self._show_error("")
+        self.error.say("")
         self.ok.setEnabled(False)
         submit = self._submit
         self.ctx.ops.write(
@@ -310,9 +301,9 @@ class FormDialog(QDialog):
         self.ok.setEnabled(True)
         message = describe(exc)
         if message.kind in (ErrorKind.SESSION_EXPIRED, ErrorKind.UNREACHABLE):
-            self._show_error(message.what)
+            self.error.say(message.what)
             return False
-        self._show_error(f"{message.what} {message.todo}")
+        self.error.say(f"{message.what} {message.todo}")
         return True
 
     def reject(self) -> None:

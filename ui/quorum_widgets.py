@@ -43,7 +43,7 @@ from app.errors import ErrorKind, describe
 from app.quorum_watch import QuorumWatch
 from ui.form_dialog import ID_PATTERN, Field, FormDialog
 from ui.format import when
-from ui.widgets import PasswordLineEdit
+from ui.widgets import ErrorLabel, PasswordLineEdit
 
 MAX_CREDENTIALS = 10
 QUORUM_PAGE = "quorum"
@@ -401,12 +401,7 @@ class ApproveDialog(QDialog):
         form.addRow("Key split &member:", self.member)
         form.addRow("&Passphrase:", self.passphrase)
         layout.addLayout(form)
-        self.error = QLabel()
-        self.error.setObjectName("formError")
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet("color: #c62828;")
-        self.error.setAccessibleName("Error")
-        self.error.hide()
+        self.error = ErrorLabel()
         layout.addWidget(self.error)
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         self.ok = buttons.button(QDialogButtonBox.Ok)
@@ -435,16 +430,12 @@ class ApproveDialog(QDialog):
         self.ok.setEnabled(not problem)
         self.ok.setToolTip(problem)
 
-    def _show_error(self, text: str) -> None:
-        self.error.setText(text)
-        self.error.setVisible(bool(text))
-
     def _accept(self) -> None:
         if self.problem():
-            self._show_error(self.problem())
+            self.error.say(self.problem())
             return
         member, passphrase, op_id = self.member.currentText().strip(), self.passphrase.text(), self.op.id
-        self._show_error("")
+        self.error.say("")
         self.ok.setEnabled(False)
         self.ctx.ops.write(
             lambda c: c.client.approve_quorum_operation(op_id, member, passphrase),
@@ -461,11 +452,11 @@ class ApproveDialog(QDialog):
         message = describe(exc)
         self.ok.setEnabled(True)
         if message.kind in (ErrorKind.SESSION_EXPIRED, ErrorKind.UNREACHABLE):
-            self._show_error(message.what)
+            self.error.say(message.what)
             return False
         if isinstance(exc, kms_client.ValidationFailed):
             self.passphrase.clear()  # most often a mistyped passphrase: type it again
-        self._show_error(f"{message.what} {message.todo}")
+        self.error.say(f"{message.what} {message.todo}")
         return True
 
     def done(self, result: int) -> None:

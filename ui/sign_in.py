@@ -30,7 +30,7 @@ from app.operations import Operations
 from app.profiles import ConnectionProfile, ProfileStore
 from app.signin import SignedIn, fetch_trust, resume, sign_in
 from ui.trust_dialog import TrustDialog, grouped
-from ui.widgets import PasswordLineEdit
+from ui.widgets import ErrorLabel, PasswordLineEdit
 
 NEW_PROFILE = "New connection…"
 
@@ -95,12 +95,7 @@ class SignInWindow(QDialog):
         form.addRow("", self.remember)
         layout.addLayout(form)
 
-        self.error = QLabel()
-        self.error.setObjectName("signInError")
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet("color: #c62828;")
-        self.error.setAccessibleName("Sign-in problem")
-        self.error.hide()
+        self.error = ErrorLabel("Sign-in problem", "signInError")
         layout.addWidget(self.error)
 
         self.buttons = QDialogButtonBox()
@@ -197,8 +192,7 @@ class SignInWindow(QDialog):
 
     # -- signing in ---------------------------------------------------------------------------
     def show_error(self, text: str) -> None:
-        self.error.setText(text)
-        self.error.setVisible(bool(text))
+        self.error.say(text)
 
     def _busy(self, busy: bool, text: str = "") -> None:
         self.sign_in_button.setEnabled(not busy)

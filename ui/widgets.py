@@ -49,6 +49,22 @@ class PasswordLineEdit(QLineEdit):
         super().hideEvent(event)  # type: ignore[arg-type]
 
 
+class ErrorLabel(QLabel):
+    """A form's problem, in red under its fields; hidden while there is none."""
+
+    def __init__(self, accessible_name: str = "Error", object_name: str = "formError") -> None:
+        super().__init__()
+        self.setObjectName(object_name)
+        self.setWordWrap(True)
+        self.setStyleSheet("color: #c62828;")
+        self.setAccessibleName(accessible_name)
+        self.hide()
+
+    def say(self, text: str) -> None:
+        self.setText(text)
+        self.setVisible(bool(text))
+
+
 def page_header(title: str, subtitle: str = "") -> QWidget:
     """The bold title line every page starts with."""
     box = QWidget()

@@ -23,6 +23,7 @@ from ui.list_page import ActionSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import CO
 from ui.pages.key_policies import READERS
+from ui.widgets import ErrorLabel
 
 
 def _policy_choices(client: Any) -> list[tuple[str, Any]]:
@@ -75,10 +76,7 @@ class AgentAccessDialog(QDialog):
         self.list = QListWidget()
         self.list.setAccessibleName("Agents")
         layout.addWidget(self.list, 1)
-        self.error = QLabel()
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet("color: #c62828;")
-        self.error.hide()
+        self.error = ErrorLabel()
         layout.addWidget(self.error)
         self.buttons = QDialogButtonBox(QDialogButtonBox.Save | QDialogButtonBox.Cancel)
         self.buttons.accepted.connect(self._save)
@@ -123,8 +121,7 @@ class AgentAccessDialog(QDialog):
     def _failed(self, exc: BaseException) -> bool:
         from app.errors import describe
         self.buttons.button(QDialogButtonBox.Save).setEnabled(True)
-        self.error.setText(describe(exc).text)
-        self.error.show()
+        self.error.say(describe(exc).text)
         return True
 
 
