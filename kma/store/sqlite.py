@@ -128,9 +128,7 @@ class SQLiteStore:
     # --- writes ------------------------------------------------------------------------
     def write(self, batch: Batch) -> WriteResult:
         """Commit `batch` durably, or raise `Refused` (its refusal event is then committed)."""
-        future: Future[WriteResult] = Future()
-        self._queue.put((batch, future))
-        return future.result()
+        return self.submit(batch).result()
 
     def submit(self, batch: Batch) -> Future[WriteResult]:
         """Queue `batch` for the next group commit without waiting: the future resolves once it
