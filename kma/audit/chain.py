@@ -61,6 +61,10 @@ class AuditChain:
         The stored head is not written here: the writer writes it once per commit, after the
         last event of the group (`head_stmt`), so at every commit it names the last event.
         """
+        return [Stmt(INSERT_EVENT, self.next_event(record))]
+
+    def next_event(self, record: AuditRecord) -> dict[str, Any]:
+        """`record` as the chain's next event row (hash included); the head advances now."""
         event: dict[str, Any] = {
             "kma_id": self.kma_id,
             "chain_seq": self.seq + 1,
@@ -80,7 +84,15 @@ class AuditChain:
         }
         event["hash"] = event_hash(event)
         self.seq, self.head = event["chain_seq"], event["hash"]
-        return [Stmt(INSERT_EVENT, event)]
+        return event
+
+    @staticmethod
+    def insert_stmt(events: list[dict[str, Any]]) -> Stmt:
+        """One INSERT of many events (the store's writer appends a whole group's events with it)."""
+        row = f"({', '.join('?' * len(EVENT_COLUMNS))})"
+        values = ", ".join([row] * len(events))
+        params = [event[c] for event in events for c in EVENT_COLUMNS]
+        return Stmt(f"INSERT INTO audit_events ({', '.join(EVENT_COLUMNS)}) VALUES {values}", params)
 
     def head_stmt(self) -> Stmt:
         """The statement that stores the in-memory head (seq and hash of the last event)."""

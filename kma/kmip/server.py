@@ -114,17 +114,36 @@ class ServiceListener:
         self._stopping = asyncio.Event()
         self._bridge = CommitBridge(self._loop)
         self._enrollments = asyncio.Semaphore(MAX_ENROLLMENTS)
-        server = await asyncio.start_server(self._accepted, sock=self.sock, limit=MAX_MESSAGE)
+        self.sock.setblocking(False)
+        acceptor = asyncio.create_task(self._accept())
         sweeper = asyncio.create_task(self._sweep())
         self._ready.set()
         log.info("service listener on %s", self.address)
         await self._stopping.wait()
-        server.close()
+        acceptor.cancel()
         sweeper.cancel()
         for task in list(self._connections):
             task.cancel()
-        await asyncio.gather(sweeper, *self._connections, return_exceptions=True)
-        await server.wait_closed()
+        await asyncio.gather(acceptor, sweeper, *self._connections, return_exceptions=True)
+        self.sock.close()
+
+    async def _accept(self) -> None:
+        """Accept connections; each gets a task that starts with its TLS handshake."""
+        assert self._loop is not None
+        while True:
+            try:
+                sock, peer = await self._loop.sock_accept(self.sock)
+            except OSError as exc:  # e.g. EMFILE: say so, and keep accepting
+                log.warning("accepting a connection failed: %s", exc)
+                await asyncio.sleep(0.1)
+                continue
+            if len(self._connections) >= MAX_CONNECTIONS:
+                log.warning("refused a connection from %s: %d connections open", peer, len(self._connections))
+                sock.close()
+                continue
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            task = asyncio.create_task(self._accepted(sock, f"{peer[0]}:{peer[1]}"))
+            self._connections[task] = _Conn(task, "handshake", HANDSHAKE_TIMEOUT + 5)
 
     async def _sweep(self) -> None:
         """Cancel connections past their deadline (cheaper than a timer per read)."""
@@ -137,18 +156,32 @@ class ServiceListener:
                     conn.task.cancel()
 
     # --- one connection ---------------------------------------------------------------------
-    async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accepted(self, sock: socket.socket, address: str) -> None:
         task = asyncio.current_task()
-        assert task is not None
-        peer = writer.get_extra_info("peername") or ("unknown", 0)
-        address = f"{peer[0]}:{peer[1]}"
-        if len(self._connections) >= MAX_CONNECTIONS:
-            log.warning("refused a connection from %s: %d connections open", address, len(self._connections))
-            writer.close()
-            return
-        conn = _Conn(task, "handshake", HANDSHAKE_TIMEOUT)
-        self._connections[task] = conn
+        assert task is not None and self._loop is not None
+        conn = self._connections[task]
+        writer: asyncio.StreamWriter | None = None
         try:
+            # TLS from the first byte, not a stream upgraded by start_tls: bytes a stream buffers
+            # before the upgrade are lost and the handshake hangs (MagicStack/uvloop#707,
+            # python/cpython#142352). A refused handshake raises here, so it can be audited.
+            reader = asyncio.StreamReader(limit=MAX_MESSAGE)
+            protocol = asyncio.StreamReaderProtocol(reader)  # ours: uvloop returns its TLS layer
+            try:
+                transport, _ = await self._loop.connect_accepted_socket(
+                    lambda: protocol,
+                    sock,
+                    ssl=self.context,
+                    ssl_handshake_timeout=HANDSHAKE_TIMEOUT,
+                )
+            except (ssl.SSLError, OSError) as exc:
+                # e.g. "certificate has expired", "unable to get local issuer certificate"
+                reason = getattr(exc, "verify_message", None) or getattr(exc, "reason", None)
+                reason = reason or str(exc) or type(exc).__name__
+                sock.close()
+                await self._unauthenticated(address, "service.tls", f"TLS handshake refused: {reason}")
+                return
+            writer = asyncio.StreamWriter(transport, protocol, reader, self._loop)
             await self._connection(conn, reader, writer, address)
         except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
             pass  # the peer left or broke TLS: nothing more to say to it
@@ -161,19 +194,12 @@ class ServiceListener:
             log.exception("service connection from %s failed", address)
         finally:
             self._connections.pop(task, None)
-            writer.close()
+            if writer is not None:
+                writer.close()
 
     async def _connection(
         self, conn: _Conn, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str
     ) -> None:
-        try:
-            await writer.start_tls(self.context)
-        except (ssl.SSLError, OSError) as exc:
-            # e.g. "certificate has expired", "unable to get local issuer certificate"
-            reason = getattr(exc, "verify_message", None) or getattr(exc, "reason", None)
-            reason = reason or type(exc).__name__
-            await self._unauthenticated(address, "service.tls", f"TLS handshake refused: {reason}")
-            return
         session = self._session(writer, address)
         conn.expect("idle", IDLE_TIMEOUT)
         first = await reader.readexactly(1)
