@@ -32,8 +32,6 @@ HASHED_FIELDS = (
 # same settings gives the same text (the hash of every event written so far) at less cost.
 _CANONICAL = json.JSONEncoder(ensure_ascii=False).encode
 EVENT_COLUMNS = (*HASHED_FIELDS, "hash")
-INSERT_EVENT = (f"INSERT INTO audit_events ({', '.join(EVENT_COLUMNS)}) "
-                f"VALUES ({', '.join(':' + c for c in EVENT_COLUMNS)})")  # fmt: skip
 
 
 def event_hash(event: Mapping[str, Any]) -> str:
@@ -55,16 +53,11 @@ class AuditChain:
         ).fetchone()
         self.seq, self.head = (row[0], row[1]) if row else (0, GENESIS)
 
-    def append(self, record: AuditRecord) -> list[Stmt]:
-        """The statement that appends `record`; the head advances now (writer thread only).
-
-        The stored head is not written here: the writer writes it once per commit, after the
-        last event of the group (`head_stmt`), so at every commit it names the last event.
-        """
-        return [Stmt(INSERT_EVENT, self.next_event(record))]
-
     def next_event(self, record: AuditRecord) -> dict[str, Any]:
-        """`record` as the chain's next event row (hash included); the head advances now."""
+        """`record` as the chain's next event row (hash included); the head advances now
+        (the store's writer only). The stored head is not written here: the writer writes it
+        once per commit, after the last event of the group (`head_stmt`), so at every commit it
+        names the last event."""
         event: dict[str, Any] = {
             "kma_id": self.kma_id,
             "chain_seq": self.seq + 1,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kma.audit.record import AuditRecord
@@ -41,4 +41,3 @@ class Batch:
     event: AuditRecord | None = None
     # The audit event written instead when the batch is refused; it gets the refusal message.
     on_refusal: Callable[[str], AuditRecord] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import kma.store.sqlite as store_module
+import kma.store.group_commit as store_module
 from kma.audit.chain import AuditChain
 from kma.audit.record import AuditRecord, Condition, Retention
 from kma.clock import SystemClock
@@ -153,8 +153,6 @@ def test_a_refused_batch_in_a_group_undoes_only_itself(store: SQLiteStore) -> No
     """Groups run without savepoints until a batch is refused; then the group runs again, each
     batch in its own savepoint: the refused batch's first statement is undone, its neighbours
     stay, its refusal is audited, and the stored head is the group's last event."""
-    from concurrent.futures import Future
-
     from kma.services.audit_log import verify_chain
     from kma.store import Refused, Stmt
 
@@ -168,9 +166,8 @@ def test_a_refused_batch_in_a_group_undoes_only_itself(store: SQLiteStore) -> No
         event = record(f"wrote {v}")
         return Batch(statements, event, on_refusal=event.refused)
 
-    group = [(batch(v, refused=v == "c"), Future()) for v in "abcde"]
-    store._commit_group(group)  # what the writer thread does with five batches waiting
-    outcomes = [f.exception() or f.result() for _, f in group]
+    group = [(batch(v, refused=v == "c"), None) for v in "abcde"]
+    outcomes = store.committer.commit_group(group)  # what the writer does with five batches waiting
     assert isinstance(outcomes[2], Refused) and outcomes[2].message == "no such thing"
     assert [r[0] for r in store.query("SELECT v FROM t ORDER BY id")] == ["a", "b", "d", "e"]
     messages = [r[0] for r in store.query("SELECT message FROM audit_events ORDER BY id")]
