@@ -177,6 +177,12 @@ def _worker(
     out.put([(d, e, lat) for d, e, lat in results])
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(
     address: str,
     files: list[tuple[str, str, str]],
@@ -185,6 +191,7 @@ def measure(
     level: int,
     duration: float,
     tag: str,
+    server_pid: int,
 ) -> dict[str, float]:
     processes = 1 if level == 1 else 2
     queue: Any = mp.get_context("spawn").Queue()
@@ -198,6 +205,11 @@ def measure(
         )
         proc.start()
         procs.append(proc)
+    while time.time() < start:
+        time.sleep(0.001)
+    cpu_before = cpu_seconds(server_pid)
+    time.sleep(max(0.0, end - time.time()))
+    cpu = cpu_seconds(server_pid) - cpu_before
     gathered = [queue.get(timeout=duration + 120) for _ in procs]
     for proc in procs:
         proc.join()
@@ -208,7 +220,14 @@ def measure(
     def pct(q: float) -> float:
         return round(lat[min(len(lat) - 1, int(len(lat) * q))] * 1000, 2) if lat else float("nan")
 
-    return {"ops_per_s": round(done / duration, 1), "p50_ms": pct(0.5), "p99_ms": pct(0.99), "errors": errors}
+    return {
+        "ops_per_s": round(done / duration, 1),
+        "p50_ms": pct(0.5),
+        "p99_ms": pct(0.99),
+        "errors": errors,
+        # the server's CPU (every thread, user + system) per unit of work, in the window
+        "server_cpu_us_per_op": round(cpu / done * 1e6, 1) if done else float("nan"),
+    }
 
 
 # --- the two servers ------------------------------------------------------------------------
@@ -310,6 +329,7 @@ def make_keys(address: str, files: tuple[str, str, str], count: int, tag: str) -
 # --- the run --------------------------------------------------------------------------------
 def run_server(
     name: str,
+    server_pid: int,
     address: str,
     files: list[tuple[str, str, str]],
     levels: list[int],
@@ -320,12 +340,13 @@ def run_server(
     out: dict[str, dict[str, dict[str, float]]] = {op: {} for op in workloads}
     for level in levels:
         for op in workloads:
-            figures = measure(address, files, op, uids, level, duration, f"{name[0].upper()}{op[0]}{level}-")
+            tag = f"{name[0].upper()}{op[0]}{level}-"
+            figures = measure(address, files, op, uids, level, duration, tag, server_pid)
             out[op][str(level)] = figures
             print(
                 f"{name:7} {op:6} {level:3} agents: {figures['ops_per_s']:8.1f}/s  "
                 f"p50 {figures['p50_ms']:6.2f} ms  p99 {figures['p99_ms']:7.2f} ms  "
-                f"errors {figures['errors']}",
+                f"server CPU {figures['server_cpu_us_per_op']:6.0f} us/op  errors {figures['errors']}",
                 flush=True,
             )
     return out
@@ -354,6 +375,8 @@ def main() -> int:
         pykmip: subprocess.Popen[bytes] | None = None
         try:
             files = enroll_agents(kma, service, tmp, agents)
+            assert kma.process is not None
+            kma_pid = kma.process.pid
             busy = os.getloadavg()[0]
             if busy > 0.5:
                 print(
@@ -364,11 +387,13 @@ def main() -> int:
                 "machine": {"cpus": os.cpu_count()},
                 "duration_s": args.duration,
                 "kmip_version": "1.2",
-                "kma": run_server("kma", service, files, levels, args.duration, workloads),
+                "kma": run_server("kma", kma_pid, service, files, levels, args.duration, workloads),
             }
             if not args.no_pykmip:
                 pykmip, paddress, pfiles = start_pykmip(tmp, agents)
-                result["pykmip"] = run_server("pykmip", paddress, pfiles, levels, args.duration, workloads)
+                result["pykmip"] = run_server(
+                    "pykmip", pykmip.pid, paddress, pfiles, levels, args.duration, workloads
+                )
         finally:
             if pykmip is not None:
                 pykmip.send_signal(signal.SIGINT)
