@@ -50,6 +50,8 @@ class Tally:
     rewrites: int = 0
     unwritten_reads: int = 0
     failures: int = 0
+    failovers: int = 0  # a KMA could not be reached and the drive went on to the next
+    served_by: dict[str, int] = field(default_factory=dict)  # mounts per KMA service address
     errors: list[str] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -68,6 +70,8 @@ class Tally:
             "rewrites": self.rewrites,
             "reads_of_unwritten_tapes": self.unwritten_reads,
             "failures": self.failures,
+            "failovers": self.failovers,
+            "served_by": dict(self.served_by),
             "seconds": round(elapsed, 2),
             "mounts_per_second": round(self.mounts / elapsed, 2) if elapsed else 0,
             "latency_ms": {"p50": pct(0.5), "p99": pct(0.99)},
@@ -91,17 +95,29 @@ class Drive:
         self.addresses = addresses
         self.context = agent_context(agent_dir / "ca.pem", agent_dir / "agent.pem", agent_dir / "agent.key")
         self.client: KmipClient | None = None
+        self.address = ""  # the KMA the client is connected to
 
-    def _with_failover(self, action: Callable[[KmipClient], Any]) -> Any:
+    def _with_failover(self, action: Callable[[KmipClient], Any], tally: Tally) -> Any:
+        """Run `action` on the KMA the drive is connected to; if it cannot be reached, connect
+        to the next in the agent's order (its own site first), as a drive does."""
         last: Exception | None = None
-        for address in self.addresses:
+        ordered = self.addresses
+        if self.client is not None:  # the current KMA first, then the rest in order
+            ordered = [self.address, *(a for a in self.addresses if a != self.address)]
+        for address in ordered:
             try:
                 if self.client is None:
                     self.client = KmipClient(address, self.context)
                     self.client.connect()
-                return action(self.client)
+                    self.address = address
+                result = action(self.client)
+                with tally.lock:
+                    tally.served_by[address] = tally.served_by.get(address, 0) + 1
+                return result
             except (OSError, ConnectionError) as exc:  # this KMA is unreachable: the next one
                 last = exc
+                with tally.lock:
+                    tally.failovers += address != ordered[-1]
                 if self.client is not None:
                     self.client.close()
                 self.client = None
@@ -128,7 +144,7 @@ class Drive:
                     with tally.lock:
                         tally.unwritten_reads += 1
 
-        self._with_failover(run)
+        self._with_failover(run, tally)
 
     def close(self) -> None:
         if self.client is not None:

@@ -109,6 +109,8 @@ def run_simulate(args: argparse.Namespace) -> int:
             f"from beginning of tape, {summary['failures']} failures; key manager time per mount "
             f"p50 {summary['latency_ms']['p50']} ms, p99 {summary['latency_ms']['p99']} ms"
         )
+        served = ", ".join(f"{address} ({mounts})" for address, mounts in summary["served_by"].items())
+        print(f"mounts served by {served or 'no KMA'}; failovers to the next KMA: {summary['failovers']}")
         for error in summary["errors"]:
             print(f"  {error}")
     return 0 if summary["failures"] == 0 else 1

@@ -260,6 +260,34 @@ def test_the_drive_simulator_mounts_tapes(agents: dict[str, Path], kma: RunningK
     assert written and all(unit.state == "readable_normal" for unit in written)
 
 
+def test_drives_fail_over_to_the_next_kma_of_their_list(agents: dict[str, Path], tmp_path: Path) -> None:
+    """The agent's KMA list (from enrollment) names an unreachable KMA of its own site first:
+    every drive fails over to the next KMA, every mount succeeds, and the summary says who
+    served them."""
+    import shutil
+    import socket
+
+    agent_dir = tmp_path / "drive"
+    shutil.copytree(agents["t10k-dal-02"], agent_dir)
+    [live] = json.loads((agent_dir / "kmas.json").read_text())
+    with socket.socket() as s:  # a port nothing listens on: connections are refused
+        s.bind(("127.0.0.1", 0))
+        gone = f"127.0.0.1:{s.getsockname()[1]}"
+    down = {**live, "id": "kma-dal-9", "service_address": gone}
+    (agent_dir / "kmas.json").write_text(json.dumps([down, live]))
+    result = run_kma(
+        "agent", "simulate", "--agent-dir", str(agent_dir), "--drives", "2", "--mounts", "12",
+        "--rate", "50", "--tapes", "4", "--prefix", "F", "--json",
+    )  # fmt: skip
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["failures"] == 0 and summary["mounts"] == 12
+    assert summary["served_by"] == {live["service_address"]: 12}
+    assert summary["failovers"] == 2  # once per drive: each then stays on the KMA that answered
+    human = run_kma("agent", "simulate", "--agent-dir", str(agent_dir), "--drives", "1", "--mounts", "2",
+                    "--rate", "50", "--tapes", "4", "--prefix", "F")  # fmt: skip
+    assert f"mounts served by {live['service_address']} (2); failovers to the next KMA: 1" in human.stdout
+
+
 def test_a_locked_kma_serves_agents_nothing_until_a_quorum_unlocks_it(
     fresh_kma: RunningKma, tmp_path: Path
 ) -> None:
