@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from kma.audit.record import Condition, Retention
 from kma.errors import KmaLocked
-from kma.kmip import ops_attributes, ops_keys, ops_server, ops_tape, ttlv
+from kma.kmip import ops_attributes, ops_keys, ops_server, ops_tape, ttlv, v2
 from kma.kmip.context import Call
 from kma.kmip.enums import BatchErrorContinuation, Operation, ResultReason, ResultStatus, Tag
 from kma.kmip.messages import SUPPORTED_VERSIONS, KmipError, Request, RequestItem, Result
@@ -103,12 +103,15 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
             raise KmipError(
                 ResultReason.INVALID_MESSAGE,
                 f"KMIP {request.version[0]}.{request.version[1]} is not supported; this KMA speaks "
-                "KMIP 1.0 to 1.4",
+                "KMIP 1.0 to 1.4 and 2.0",
             )
         if item.operation not in OPEN_OPERATIONS:
             call.session.access()
             if call.kma.vault.locked:
                 raise KmaLocked(LOCKED)
+        if v2.is_v2(request.version):  # one implementation: 2.0 in, as 1.4, and back
+            answer = await handler(call, v2.request_payload(item.operation, item.payload))
+            return Result(item.operation, item.batch_id, payload=v2.response_payload(item.operation, answer))
         payload = await handler(call, item.payload)
         return Result(item.operation, item.batch_id, payload=payload)
     except KmipError as error:

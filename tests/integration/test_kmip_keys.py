@@ -226,11 +226,37 @@ def test_creates_are_durable_and_audited_before_the_answer(dal01: KmipClient, km
 
 
 def test_query_and_discover_versions(dal01: KmipClient) -> None:
-    assert dal01.discover_versions() == [(1, 4), (1, 3), (1, 2), (1, 1), (1, 0)]
+    assert dal01.discover_versions() == [(2, 0), (1, 4), (1, 3), (1, 2), (1, 1), (1, 0)]
     payload = dal01.call(Operation.QUERY, ttlv.enum(Tag.QUERY_FUNCTION, 1) + ttlv.enum(Tag.QUERY_FUNCTION, 3))
     operations = {i.value for i in payload.all(Tag.OPERATION)}
     assert {Operation.CREATE, Operation.GET, Operation.LOCATE, Operation.REVOKE} <= operations
     assert payload.get(Tag.VENDOR_IDENTIFICATION)
+
+
+def test_kmip_2_0_requests_it_cannot_read_are_refused_plainly(agents: dict[str, Path], kma: RunningKma) -> None:
+    """KMIP 2.0 names attributes by tag: one this KMA does not know (a vendor's) or a malformed
+    Attributes structure gets a clear failure, is audited, and creates nothing."""
+    from kma.kmip import v2
+
+    with kmip(agents["t10k-dal-02"]) as client:
+        client.version = (2, 0)
+        before = last_event(kma)
+        vendor = ttlv.struct_(
+            v2.ATTRIBUTES,
+            ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, 3),
+            ttlv.text(0x540001, "E30001"),  # an extension tag: a vendor's own attribute
+        )
+        [unknown] = client.batch([(Operation.CREATE, ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + vendor)])
+        assert unknown.reason == ResultReason.FEATURE_NOT_SUPPORTED
+        assert "tag 0x540001 is not supported" in unknown.message and "KMIP 1.x" in unknown.message
+        flat = ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + ttlv.text(v2.ATTRIBUTES, "E30001")
+        [malformed] = client.batch([(Operation.CREATE, flat)])
+        assert malformed.reason == ResultReason.INVALID_FIELD and "Attributes" in malformed.message
+        uid = client.create_and_activate("E30002")  # the connection serves on, in 2.0
+        assert len(client.get(uid)) == 32
+    created = events(kma, before, "kmip.create")  # the refused two made nothing; the third a key
+    assert [e["condition"] for e in created] == ["error", "error", "success"]
+    assert "E30002" in created[2]["message"]
 
 
 def test_the_drive_simulator_mounts_tapes(agents: dict[str, Path], kma: RunningKma) -> None:

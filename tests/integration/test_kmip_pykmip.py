@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from kmip.core import enums
+from kmip.core import objects as cobjects
+from kmip.core.exceptions import OperationFailure
 from kmip.pie.client import ProxyKmipClient
 from kmip.pie.exceptions import KmipOperationFailure
 
@@ -131,3 +133,49 @@ def test_revoke_is_refused_when_the_key_policy_does_not_allow_agents(
         assert len(client.get(archive_key)) == 32
     refusal = events(kma, before, "kmip.revoke")
     assert refusal and refusal[0]["condition"] == "error" and refusal[0]["subject_id"] == archive_key
+
+
+def test_pykmip_client_speaking_kmip_2_0_runs_a_key_through_its_life(kma: RunningKma, agent_dir: Path) -> None:
+    """KMIP 2.0: attributes travel as their own tags (Attributes, Attribute Reference); the
+    same operations answer, with the same rules, as over 1.4."""
+    kma.client("co").update_key_policy("tape-90d", agents_may_revoke=True)
+    before = last_event(kma)
+    with ProxyKmipClient(config_file=str(agent_dir / "pykmip.conf"), kmip_version=enums.KMIPVersion.KMIP_2_0) as client:
+        uid = client.create(enums.CryptographicAlgorithm.AES, 256, name="E20001")
+        _, attrs = client.get_attributes(uid, ["State", "Cryptographic Length"])
+        by_name = {a.attribute_name.value: a.attribute_value.value for a in attrs}
+        assert by_name == {"State": enums.State.PRE_ACTIVE, "Cryptographic Length": 256}
+        client.activate(uid)
+        key = client.get(uid)
+        assert key.cryptographic_algorithm == enums.CryptographicAlgorithm.AES and len(key.value) == 32
+
+        _, attrs = client.get_attributes(uid, ["State", "Name", "Object Group"])
+        by_name = {a.attribute_name.value: a.attribute_value for a in attrs}
+        assert by_name["State"].value == enums.State.ACTIVE
+        assert by_name["Name"].name_value.value == "E20001"
+        assert by_name["Object Group"].value == "backup-dallas"
+        listed = client.get_attribute_list(uid)
+        assert {"Name", "State", "Activation Date", "Object Group"} <= set(listed)
+
+        name = client.attribute_factory.create_attribute(enums.AttributeType.NAME, "E20001")
+        assert client.locate(attributes=[name]) == [uid]
+        # New Attribute / Current Attribute: the key stays bound to its tape, as over 1.4
+        bound = client.attribute_value_factory.create_attribute_value_by_enum(enums.Tags.NAME, "E20001")
+        assert client.modify_attribute(uid, new_attribute=cobjects.NewAttribute(attribute=bound))[0] == uid
+        other = client.attribute_value_factory.create_attribute_value_by_enum(enums.Tags.NAME, "E20009")
+        with pytest.raises(OperationFailure) as kept:  # (PyKMIP's 2.0 path raises its core error)
+            client.modify_attribute(uid, new_attribute=cobjects.NewAttribute(attribute=other))
+        assert kept.value.reason == enums.ResultReason.PERMISSION_DENIED
+        assert "stays bound to its data unit" in str(kept.value)
+
+        client.revoke(enums.RevocationReasonCode.CESSATION_OF_OPERATION, uid, "tape retired")
+        client.destroy(uid)
+        with pytest.raises(KmipOperationFailure) as refused:
+            client.get(uid)
+        assert refused.value.reason == enums.ResultReason.KEY_VALUE_NOT_PRESENT
+    row = key_row(kma, uid)
+    assert row["data_unit_id"] == "E20001" and row["destroyed_at"] is not None
+    assert {e["operation"] for e in events(kma, before) if e["entity_id"] == AGENT} >= {
+        "kmip.create", "kmip.get_attributes", "kmip.activate", "kmip.get", "kmip.get_attribute_list",
+        "kmip.locate", "kmip.revoke", "kmip.destroy",
+    }  # fmt: skip

@@ -79,9 +79,9 @@ def test_envelope_errors_are_explained(kma: RunningKma, agent_dir: Path) -> None
         reason, message = _only_error(client.send_raw(ttlv.struct_(Tag.REQUEST_MESSAGE, header, item)))
         assert reason == ResultReason.INVALID_MESSAGE and "batch count (3)" in message
         reason, message = _only_error(
-            client.send_raw(request_message([(Operation.GET, b"")], version=(2, 0)))
+            client.send_raw(request_message([(Operation.GET, b"")], version=(3, 0)))
         )
-        assert "KMIP 2.0 is not supported" in message
+        assert reason == ResultReason.INVALID_MESSAGE and "KMIP 3.0 is not supported" in message
         [unknown] = client.batch([(0x7FFFFFF0, b"")])
         assert unknown.reason == ResultReason.OPERATION_NOT_SUPPORTED and "not supported" in (
             unknown.message or ""

@@ -1,0 +1,144 @@
+"""KMIP 2.0: the same operations, with attributes named by their tags.
+
+KMIP 2.0 dropped Template-Attribute and the name/value Attribute structure: a request carries an
+Attributes structure whose children are the attributes themselves (a Cryptographic Algorithm item,
+a Name structure, ...), refers to an attribute by an Attribute Reference (an enumeration whose
+value is the attribute's tag), and adds or changes one with New Attribute / Current Attribute.
+Everything else these operations carry is as in 1.4.
+
+So a 2.0 request is translated into its 1.4 form before the operation runs, and its answer back:
+one implementation of each operation, one set of rules. Custom `x-` attributes are for KMIP 1.x
+clients; in 2.0 they would be Vendor Attributes, which this KMA does not offer (their absence is
+said, not guessed around).
+"""
+
+from __future__ import annotations
+
+from kma.kmip import ttlv
+from kma.kmip.enums import ItemType, Operation, ResultReason, Tag
+from kma.kmip.messages import KmipError
+from kma.kmip.ttlv import Item
+
+VERSION = (2, 0)
+
+# The standard attributes this KMA reads or writes, by name and by tag.
+TAG_OF: dict[str, int] = {
+    "Unique Identifier": Tag.UNIQUE_IDENTIFIER,
+    "Object Type": Tag.OBJECT_TYPE,
+    "Cryptographic Algorithm": Tag.CRYPTOGRAPHIC_ALGORITHM,
+    "Cryptographic Length": Tag.CRYPTOGRAPHIC_LENGTH,
+    "Cryptographic Usage Mask": Tag.CRYPTOGRAPHIC_USAGE_MASK,
+    "State": Tag.STATE,
+    "Initial Date": Tag.INITIAL_DATE,
+    "Activation Date": Tag.ACTIVATION_DATE,
+    "Process Start Date": Tag.PROCESS_START_DATE,
+    "Protect Stop Date": Tag.PROTECT_STOP_DATE,
+    "Deactivation Date": Tag.DEACTIVATION_DATE,
+    "Compromise Date": Tag.COMPROMISE_DATE,
+    "Destroy Date": Tag.DESTROY_DATE,
+    "Name": Tag.NAME,
+    "Object Group": Tag.OBJECT_GROUP,
+    "Operation Policy Name": Tag.OPERATION_POLICY_NAME,
+}
+NAME_OF: dict[int, str] = {tag: name for name, tag in TAG_OF.items()}
+
+ATTRIBUTES = 0x420125
+ATTRIBUTE_REFERENCE = 0x42013B
+CURRENT_ATTRIBUTE = 0x42013C
+NEW_ATTRIBUTE = 0x42013D
+
+_WITH_ATTRIBUTES = frozenset({Operation.CREATE, Operation.REGISTER, Operation.LOCATE})
+_CHANGING = frozenset({Operation.ADD_ATTRIBUTE, Operation.MODIFY_ATTRIBUTE, Operation.DELETE_ATTRIBUTE})
+_ANSWERED_BY_TAG = _CHANGING | {Operation.GET_ATTRIBUTES, Operation.GET_ATTRIBUTE_LIST}
+
+
+def is_v2(version: tuple[int, int]) -> bool:
+    return version >= VERSION
+
+
+# --- requests: 2.0 -> 1.4 -----------------------------------------------------------------
+def request_payload(operation: int, payload: Item) -> Item:
+    """A 2.0 request payload in the 1.4 form the operations read."""
+    if payload.type != ItemType.STRUCTURE:
+        return payload
+    children: list[Item] = []
+    for child in payload:
+        if child.tag == ATTRIBUTES and operation in _WITH_ATTRIBUTES:
+            children += [_named(attribute) for attribute in _members(child)]
+        elif child.tag == ATTRIBUTE_REFERENCE:
+            children.append(Item(Tag.ATTRIBUTE_NAME, ItemType.TEXT_STRING, _referenced(child)))
+        elif child.tag == NEW_ATTRIBUTE and operation in _CHANGING:
+            children.append(_named(_single(child, "New Attribute")))
+        elif child.tag == CURRENT_ATTRIBUTE and operation in _CHANGING:
+            if operation == Operation.DELETE_ATTRIBUTE:  # 1.4 deletes by name
+                name = _name_of(_single(child, "Current Attribute"))
+                children.append(Item(Tag.ATTRIBUTE_NAME, ItemType.TEXT_STRING, name))
+            # Modify: the new value replaces the attribute's (one value each here)
+        else:
+            children.append(child)
+    return Item(payload.tag, payload.type, children)
+
+
+def _members(attributes: Item) -> list[Item]:
+    if attributes.type != ItemType.STRUCTURE:
+        raise KmipError(ResultReason.INVALID_FIELD, "Attributes is not a structure")
+    return list(attributes)
+
+
+def _single(holder: Item, what: str) -> Item:
+    members = list(holder) if holder.type == ItemType.STRUCTURE else []
+    if len(members) != 1:
+        raise KmipError(ResultReason.INVALID_FIELD, f"{what} must hold exactly one attribute")
+    return members[0]
+
+
+def _name_of(attribute: Item) -> str:
+    name = NAME_OF.get(attribute.tag)
+    if name is None:
+        raise KmipError(
+            ResultReason.FEATURE_NOT_SUPPORTED,
+            f"attribute with tag 0x{attribute.tag:06X} is not supported by this KMA over KMIP 2.0"
+            " (custom x- attributes need KMIP 1.x)",
+        )
+    return name
+
+
+def _named(attribute: Item) -> Item:
+    """A tagged 2.0 attribute as a 1.4 Attribute structure (name, value)."""
+    name = Item(Tag.ATTRIBUTE_NAME, ItemType.TEXT_STRING, _name_of(attribute))
+    value = Item(Tag.ATTRIBUTE_VALUE, attribute.type, attribute.value)
+    return Item(Tag.ATTRIBUTE, ItemType.STRUCTURE, [name, value])
+
+
+def _referenced(reference: Item) -> str:
+    if reference.type != ItemType.ENUMERATION:  # the Vendor Identification + name form
+        raise KmipError(
+            ResultReason.FEATURE_NOT_SUPPORTED,
+            "vendor attributes are not supported by this KMA over KMIP 2.0 (custom x- attributes need KMIP 1.x)",
+        )
+    return _name_of(Item(reference.value, ItemType.ENUMERATION, 0))
+
+
+# --- answers: 1.4 -> 2.0 ------------------------------------------------------------------
+def response_payload(operation: int, payload: bytes) -> bytes:
+    """The 2.0 form of a 1.4 answer: attributes by tag; the changing operations answer with
+    the Unique Identifier only."""
+    if operation not in _ANSWERED_BY_TAG:
+        return payload
+    items = list(ttlv.decode(ttlv.struct_(Tag.RESPONSE_PAYLOAD, payload)))
+    out = [item.encode() for item in items if item.tag == Tag.UNIQUE_IDENTIFIER]
+    if operation == Operation.GET_ATTRIBUTES:
+        tagged = []
+        for attribute in (i for i in items if i.tag == Tag.ATTRIBUTE):
+            tag = TAG_OF.get(attribute.get(Tag.ATTRIBUTE_NAME))
+            value = attribute.find(Tag.ATTRIBUTE_VALUE)
+            if tag is not None and value is not None:
+                tagged.append(Item(tag, value.type, value.value).encode())
+        out.append(ttlv.struct_of(ATTRIBUTES, tagged))
+    elif operation == Operation.GET_ATTRIBUTE_LIST:
+        out += [
+            ttlv.enum(ATTRIBUTE_REFERENCE, TAG_OF[i.value])
+            for i in items
+            if i.tag == Tag.ATTRIBUTE_NAME and i.value in TAG_OF
+        ]
+    return b"".join(out)
