@@ -28,7 +28,7 @@ def seed(client: Any, demo: dict[str, Any]) -> None:
 def render(window: Any, controller: Any, demo: dict[str, Any], out: Path,
            grab: Callable[[Any, Path], Path], settle: Callable[[Any], None]) -> list[Path]:
     shots = Shots(window, controller, _members(demo), out, grab, settle)
-    return shots.inbox() + shots.new_user() + shots.locked()
+    return shots.inbox() + shots.new_user() + shots.key_split() + shots.locked()
 
 
 class Shots:
@@ -86,6 +86,28 @@ class Shots:
         passphrase.setText(self.m["erin"])
         path = self.grab(form, "user_with_credentials.png")
         form.reject()
+        return [path]
+
+    def key_split(self) -> list[Path]:
+        """The key split change: 2 of alice, bob and frank, with the current quorum's three."""
+        page = self.page("locking")
+        dialog = page.change_split()
+        self.settle()
+        new = dialog.new_members
+        for _ in range(2):
+            new.remove_row(new.rows[-1][0])
+        new.rows[2][1].setText("frank")
+        for _row, _name, passphrase, again in new.rows:
+            passphrase.setText("a-new-passphrase")
+            again.setText("a-new-passphrase")
+        dialog.editors["threshold"].setValue(2)
+        for name in ("alice", "bob", "carol"):
+            dialog.credentials.add_row()
+            _row, member, passphrase = dialog.credentials.rows[-1]
+            member.setEditText(name)
+            passphrase.setText(self.m[name])
+        path = self.grab(dialog, "key_split_change.png")
+        dialog.reject()
         return [path]
 
     def locked(self) -> list[Path]:

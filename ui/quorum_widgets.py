@@ -43,7 +43,7 @@ from app.errors import ErrorKind, describe
 from app.quorum_watch import QuorumWatch
 from ui.form_dialog import ID_PATTERN, Field, FormDialog
 from ui.format import when
-from ui.widgets import ErrorLabel, PasswordLineEdit
+from ui.widgets import ErrorLabel, PasswordLineEdit, grow_to_fit
 
 MAX_CREDENTIALS = 10
 QUORUM_PAGE = "quorum"
@@ -170,6 +170,7 @@ class CredentialsEditor(QWidget):
         self.row_box.addWidget(row)
         self.rows.append((row, member, passphrase))
         self.add_button.setEnabled(len(self.rows) < MAX_CREDENTIALS)
+        grow_to_fit(self)
         self.changed.emit()
 
     def remove_row(self, row: QWidget) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 import string
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QFont, QIcon
 from PySide6.QtWidgets import QLabel, QLineEdit, QVBoxLayout, QWidget
 
@@ -91,3 +91,15 @@ def page_header(title: str, subtitle: str = "") -> QWidget:
         sub.setPalette(palette)
         layout.addWidget(sub)
     return box
+
+
+def grow_to_fit(widget: QWidget) -> None:
+    """Once the event loop has laid out rows just added to `widget`, let its window grow to
+    show them unsquashed (never shrinking what the user sized)."""
+
+    def grow() -> None:
+        window = widget.window()
+        hint = window.sizeHint()
+        window.resize(max(window.width(), hint.width()), max(window.height(), hint.height()))
+
+    QTimer.singleShot(0, widget, grow)

@@ -331,3 +331,81 @@ def test_double_click_shows_the_operation_with_its_actions(qtbot, controller, de
     assert "Approve…" in labels and "Delete…" in labels
     dialog.reject()
     demo_kma.client("so").delete_quorum_operation(op.id)
+
+
+def test_security_officer_changes_the_key_split_with_the_quorum(qtbot, controller, fresh_kma):
+    from ui.key_split_dialog import KeySplitDialog
+
+    members = _members(fresh_kma)
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    page = open_page(qtbot, window, "locking")
+    qtbot.waitUntil(page.split_button.isEnabled, timeout=WAIT_MS)
+    assert "3 of 5" in page.split.text()
+
+    # Given the dialog, filled with the current members' names
+    qtbot.mouseClick(page.split_button, Qt.LeftButton)
+    dialog = active_dialog(qtbot, KeySplitDialog)
+    new = dialog.new_members
+    assert [m.text() for _r, m, _p, _a in new.rows] == ["alice", "bob", "carol", "dave", "erin"]
+
+    # When it becomes 2 of alice, bob and frank, each with a new passphrase typed twice
+    new.remove_row(new.rows[4][0])
+    new.remove_row(new.rows[3][0])
+    new.rows[2][1].setText("frank")
+    passphrases = {"alice": "alice-new-pass-1", "bob": "bob-new-pass-22", "frank": "frank-new-pass-3"}
+    for (_row, name, passphrase, again), member in zip(new.rows, passphrases, strict=True):
+        assert name.text() == member
+        qtbot.keyClicks(passphrase, passphrases[member])
+        qtbot.keyClicks(again, passphrases[member] if member != "frank" else "frank-typo")
+    fill_form(qtbot, dialog, {"threshold": 4})
+    assert not dialog.ok.isEnabled() and "frank differ" in dialog.ok.toolTip()
+    new.rows[2][3].clear()
+    qtbot.keyClicks(new.rows[2][3], passphrases["frank"])
+    assert not dialog.ok.isEnabled() and "4 members needed, but only 3" in dialog.ok.toolTip()
+    fill_form(qtbot, dialog, {"threshold": 2})
+    # ... with the current quorum's credentials (3 of 5), so it runs at once
+    for name in ("carol", "dave", "erin"):
+        dialog.credentials.add_row()
+        _row, member, passphrase = dialog.credentials.rows[-1]
+        member.setEditText(name)
+        qtbot.keyClicks(passphrase, members[name])
+    assert dialog.ok.text() == "Change key split"
+    submit(qtbot, dialog)
+
+    # Then the KMA holds the new split, the page says so, and every passphrase field is cleared
+    _box(qtbot, "keySplitChanged").close()
+    qtbot.waitUntil(lambda: "2 of 3" in page.split.text(), timeout=WAIT_MS)
+    split = fresh_kma.client("so").get_key_split()
+    assert (split.threshold, split.members, split.generation) == (2, ("alice", "bob", "frank"), 2)
+    assert all(p.text() == a.text() == "" for _r, _m, p, a in new.rows)
+    assert all(p.text() == "" for _r, _m, p in dialog.credentials.rows)
+
+    # And the old shares open nothing; the new ones run a quorum operation with two members
+    op = fresh_kma.client("so").update_user("co", name="Casey Resplit")
+    with pytest.raises(kms_client.KmsError):
+        fresh_kma.client("qm1").approve_quorum_operation(op.id, "carol", members["carol"])
+    fresh_kma.client("qm1").approve_quorum_operation(op.id, "alice", passphrases["alice"])
+    done = fresh_kma.client("qm2").approve_quorum_operation(op.id, "frank", passphrases["frank"])
+    assert done.state == "executed"
+
+
+def test_a_key_split_change_without_credentials_waits_for_the_quorum(qtbot, controller, fresh_kma):
+    from ui.key_split_dialog import KeySplitDialog
+
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    page = open_page(qtbot, window, "locking")
+    qtbot.waitUntil(page.split_button.isEnabled, timeout=WAIT_MS)
+    qtbot.mouseClick(page.split_button, Qt.LeftButton)
+    dialog = active_dialog(qtbot, KeySplitDialog)
+    for _row, _name, passphrase, again in dialog.new_members.rows:
+        qtbot.keyClicks(passphrase, "a-new-passphrase")
+        qtbot.keyClicks(again, "a-new-passphrase")
+    fill_form(qtbot, dialog, {"threshold": 4})
+    assert dialog.ok.text() == "Submit for approval"
+    submit(qtbot, dialog)
+    box = _box(qtbot, "quorumPending")
+    assert "Waiting for approval: 0 of 3" in box.text()
+    box.close()
+    qtbot.waitUntil(lambda: "A change to <b>4 of 5</b> is waiting" in page.split.text(), timeout=WAIT_MS)
+    assert not page.split_button.isEnabled()  # one change of the split at a time
+    assert fresh_kma.client("so").get_key_split().threshold == 3  # nothing changed yet

@@ -34,6 +34,7 @@ from app.pages import PageSpec, register
 from app.quorum_watch import QuorumWatch
 from ui.form_dialog import Field, FormDialog
 from ui.format import period
+from ui.key_split_dialog import KeySplitDialog
 from ui.quorum_widgets import QuorumFormDialog, handle_result, open_operation, progress_text
 from ui.widgets import page_header
 
@@ -163,8 +164,9 @@ class LockingPage(QWidget):
         qform = QFormLayout(quorum)
         qform.setLabelAlignment(Qt.AlignRight)
         self.split = QLabel()
-        self.split.setWordWrap(True)
+        self.split.setWordWrap(False)  # one line each (the button sits right after it)
         self.split.setAccessibleName("Key split")
+        self.split.linkActivated.connect(lambda op_id: open_operation(self, op_id))
         self.lifetime = QLabel()
         self.lifetime.setAccessibleName("Pending operation lifetime")
         life_row = QHBoxLayout()
@@ -176,7 +178,16 @@ class LockingPage(QWidget):
         self.lifetime_button.setEnabled(False)
         life_row.addWidget(self.lifetime_button)
         life_row.addStretch(1)
-        qform.addRow("Key split:", self.split)
+        split_row = QHBoxLayout()
+        split_row.addWidget(self.split)
+        self.split_button = QPushButton("Change…")
+        self.split_button.setAccessibleName("Change the key split")
+        self.split_button.clicked.connect(self.change_split)
+        self.split_button.setVisible(can_change)
+        self.split_button.setEnabled(False)
+        split_row.addWidget(self.split_button, 0, Qt.AlignTop)
+        split_row.addStretch(1)
+        qform.addRow("Key split:", split_row)
         qform.addRow("Pending operations expire after:", life_row)
         layout.addWidget(quorum)
 
@@ -257,15 +268,7 @@ class LockingPage(QWidget):
                                       else "")
         self.auto_button.setEnabled(can_change and not status.locked and not toggles)
         self.lifetime_button.setEnabled(can_change and not status.locked and split is not None)
-        if split is not None:
-            self.split.setText(f"<b>{split.threshold} of {len(split.members)}</b> members: "
-                               f"{html.escape(', '.join(split.members))} · generation "
-                               f"{split.generation}")
-            self.lifetime.setText(period(split.operation_lifetime))
-        else:
-            self.split.setText("Not shown while this KMA is locked." if status.locked
-                               else "Not available.")
-            self.lifetime.setText("—")
+        self._show_split(split, status, [op for op in pending if op.type == "change_key_split"])
         self.kmas.clear()
         kmas = data["kmas"]
         self.kmas_note.setVisible(kmas is None)
@@ -276,6 +279,28 @@ class LockingPage(QWidget):
             item = QTreeWidgetItem([f"{k.name} ({k.id})", k.site_id, k.management_address,
                                     ("Locked" if k.locked else "Unlocked") + here])
             self.kmas.addTopLevelItem(item)
+
+    def _show_split(self, split: Any, status: Any, resplits: list[Any]) -> None:
+        can_change = bool(self.ctx.roles & SO)
+        self.split_button.setEnabled(can_change and not status.locked and split is not None
+                                     and not resplits)
+        self.split_button.setToolTip("A change of the key split is already waiting for approval."
+                                     if resplits else "")
+        if split is None:
+            self.split.setText("Not shown while this KMA is locked." if status.locked
+                               else "Not available.")
+            self.lifetime.setText("—")
+            return
+        text = (f"<b>{split.threshold} of {len(split.members)}</b> members: "
+                f"{html.escape(', '.join(split.members))} · generation {split.generation}")
+        if resplits:
+            op = resplits[0]
+            new = op.request.get("threshold"), len(op.request.get("members") or ())
+            text += (f"<br>A change to <b>{new[0]} of {new[1]}</b> is waiting for approval: "
+                     f"<b>{progress_text(op)}</b> — <a href='{op.id}'>open it under Pending "
+                     "approvals</a>")
+        self.split.setText(text)
+        self.lifetime.setText(period(split.operation_lifetime))
 
     # -- actions ------------------------------------------------------------------------------
     def _status(self) -> Any:
@@ -335,6 +360,29 @@ class LockingPage(QWidget):
     def _after_quorum(self, result: Any) -> None:
         handle_result(self.ctx, self, result)
         self.refresh()
+
+    def change_split(self) -> KeySplitDialog | None:
+        split = self.watch.key_split
+        if split is None:
+            return None
+
+        def changed(new: Any) -> None:
+            self.watch.remember_key_split(new)
+            box = QMessageBox(QMessageBox.Information, "Key split changed",
+                              f"The key split is now {new.threshold} of {len(new.members)}: "
+                              f"{', '.join(new.members)} (generation {new.generation}). The "
+                              "previous members' shares no longer open anything.",
+                              QMessageBox.Ok, self)
+            box.setObjectName("keySplitChanged")
+            box.open()
+
+        def answered(result: Any) -> None:
+            handle_result(self.ctx, self, result, changed)
+            self.refresh()
+
+        dialog = KeySplitDialog(self.ctx, split, answered, parent=self)
+        dialog.open()
+        return dialog
 
     def change_lifetime(self) -> FormDialog | None:
         split = self.watch.key_split
