@@ -37,6 +37,7 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = FULL")  # fsync the WAL at every commit
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA temp_store = MEMORY")  # IN-lists and sorts: no temp file per query
     fts.register(conn)  # audit_text_match(): free text over the not yet indexed events
     return conn
 
