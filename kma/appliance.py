@@ -31,7 +31,8 @@ def default_clock() -> Clock:
 
 class Appliance:
     def __init__(self, data_dir: DataDir, clock: Clock | None = None) -> None:
-        from kma.services.keypool import KeyPool  # the pool needs the appliance it serves
+        from kma.services.audit_pruner import AutoPrune  # (both need the appliance they serve)
+        from kma.services.keypool import KeyPool
         from kma.vault import Vault
 
         self.data_dir = data_dir
@@ -42,6 +43,7 @@ class Appliance:
         self.store = SQLiteStore(data_dir.db, self.chain)
         self.vault = Vault()
         self.pool = KeyPool(self)
+        self.auto_prune = AutoPrune(self)
         self.itself = Actor(self.kma_id, self.identity.management_address, kind="kma")
 
     @property
@@ -106,7 +108,8 @@ class Appliance:
 
     # --- start and stop ---------------------------------------------------------------
     def start(self, management_address: str | None = None, service_address: str | None = None) -> None:
-        """Record where this KMA listens, unlock autonomously if it may, keep the key pool filled."""
+        """Record where this KMA listens, unlock autonomously if it may, keep the key pool filled,
+        prune the audit trail on schedule."""
         if management_address and service_address:
             self.commit(self.itself, "kma.listen", [Stmt(
                 "UPDATE kmas SET management_address = ?, service_address = ? WHERE id = ? "
@@ -133,6 +136,7 @@ class Appliance:
                 event_class="kma",
             )
         self.pool.start()
+        self.auto_prune.start()
 
     def try_autonomous_unlock(self) -> bool:
         path = self.data_dir.unlock_key
@@ -151,6 +155,7 @@ class Appliance:
         return True
 
     def close(self) -> None:
+        self.auto_prune.stop()
         self.pool.stop()
         self.store.close()
         self.vault.lock()

@@ -94,9 +94,12 @@ class AuditMethods:
         return self._call("GET", "/audit-events/retention", Retention.from_json)
 
     def set_audit_retention(self, *, long: int | None = None, medium: int | None = None,
-                            short: int | None = None) -> Retention:  # fmt: skip
-        """Periods in seconds (1 day to 100 years), long >= medium >= short. Security Officer."""
-        body = {k: v for k, v in {"long": long, "medium": medium, "short": short}.items() if v is not None}
+                            short: int | None = None,
+                            auto_prune: bool | None = None) -> Retention:  # fmt: skip
+        """Periods in seconds (1 day to 100 years), long >= medium >= short; `auto_prune`: the
+        KMA prunes by itself once a day. Security Officer."""
+        given = {"long": long, "medium": medium, "short": short, "auto_prune": auto_prune}
+        body = {k: v for k, v in given.items() if v is not None}
         return self._call("PATCH", "/audit-events/retention", Retention.from_json, body=body)
 
     def list_audit_checkpoints(self) -> list[AuditCheckpoint]:

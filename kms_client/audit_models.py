@@ -125,7 +125,8 @@ class Series:
 
 @dataclass(frozen=True)
 class Retention:
-    """Retention periods in seconds per class, and when the trail was last pruned."""
+    """Retention periods in seconds per class, whether the KMA prunes daily by itself, and when
+    the trail was last pruned."""
 
     long: int
     medium: int
@@ -134,12 +135,13 @@ class Retention:
     last_pruned_at: datetime | None
     last_prune: str | None
     checkpoints: int
+    auto_prune: bool = False
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Retention:
         return cls(int(d["long"]), int(d["medium"]), int(d["short"]), parse_time(d["updated_at"]),
                    _opt_time(d.get("last_pruned_at")), d.get("last_prune"),
-                   int(d.get("checkpoints", 0)))  # fmt: skip
+                   int(d.get("checkpoints", 0)), bool(d.get("auto_prune", False)))  # fmt: skip
 
 
 @dataclass(frozen=True)

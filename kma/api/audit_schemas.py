@@ -41,6 +41,7 @@ class Retention(Response):
     long: int
     medium: int
     short: int
+    auto_prune: bool  # the KMA prunes by itself once a day
     updated_at: Time
     last_pruned_at: Time | None
     last_prune: str | None
@@ -51,6 +52,7 @@ class RetentionPatch(Request):
     long: Period | None = None
     medium: Period | None = None
     short: Period | None = None
+    auto_prune: bool | None = None
 
 
 class PruneResult(Response):

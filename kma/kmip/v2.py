@@ -114,7 +114,8 @@ def _referenced(reference: Item) -> str:
     if reference.type != ItemType.ENUMERATION:  # the Vendor Identification + name form
         raise KmipError(
             ResultReason.FEATURE_NOT_SUPPORTED,
-            "vendor attributes are not supported by this KMA over KMIP 2.0 (custom x- attributes need KMIP 1.x)",
+            "vendor attributes are not supported by this KMA over KMIP 2.0"
+            " (custom x- attributes need KMIP 1.x)",
         )
     return _name_of(Item(reference.value, ItemType.ENUMERATION, 0))
 

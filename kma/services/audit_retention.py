@@ -31,14 +31,17 @@ CLASSES = ("long", "medium", "short")
 
 
 def get_retention(kma: Appliance) -> dict[str, Any]:
-    row = kma.store.query_one("SELECT long, medium, short, updated_at FROM audit_retention WHERE id = 1")
+    row = kma.store.query_one(
+        "SELECT long, medium, short, auto_prune, updated_at FROM audit_retention WHERE id = 1"
+    )
     assert row is not None, "migration 0004 inserts the retention row"
     last = kma.store.query_one(
         "SELECT created_at, message FROM audit_events WHERE operation = 'audit.prune' "
         "AND condition = 'success' ORDER BY id DESC LIMIT 1"
     )  # fmt: skip
     checkpoints = int(kma.store.scalar("SELECT count(*) FROM audit_checkpoints") or 0)
-    return {**dict(row), "last_pruned_at": last["created_at"] if last else None,
+    return {**dict(row), "auto_prune": bool(row["auto_prune"]),
+            "last_pruned_at": last["created_at"] if last else None,
             "last_prune": last["message"] if last else None, "checkpoints": checkpoints}  # fmt: skip
 
 
@@ -47,7 +50,9 @@ def _years_days(seconds: int) -> str:
     return f"{days // 365} y {days % 365} d" if days >= 365 else f"{days} d"
 
 
-def set_retention(kma: Appliance, actor: Actor, **periods: int | None) -> dict[str, Any]:
+def set_retention(
+    kma: Appliance, actor: Actor, auto_prune: bool | None = None, **periods: int | None
+) -> dict[str, Any]:
     given = {k: v for k, v in periods.items() if v is not None}
     for name, value in given.items():
         if name not in CLASSES:
@@ -58,13 +63,24 @@ def set_retention(kma: Appliance, actor: Actor, **periods: int | None) -> dict[s
     new = {c: given.get(c, current[c]) for c in CLASSES}
     if not new["long"] >= new["medium"] >= new["short"]:
         raise ValidationFailed("Retention periods must keep long >= medium >= short.")
-    if given:
+    auto = current["auto_prune"] if auto_prune is None else auto_prune
+    if given or auto_prune is not None:
+        what = ", ".join(f"{c} {_years_days(new[c])}" for c in CLASSES)
         kma.commit(actor, "audit.retention", [Stmt(
-            "UPDATE audit_retention SET long = :long, medium = :medium, short = :short, updated_at = :now "
-            "WHERE id = 1", {**new, "now": kma.clock.now()}, expect=1,
-        )], "set audit retention: " + ", ".join(f"{c} {_years_days(new[c])}" for c in CLASSES),
+            "UPDATE audit_retention SET long = :long, medium = :medium, short = :short, "
+            "auto_prune = :auto, updated_at = :now WHERE id = 1",
+            {**new, "auto": int(auto), "now": kma.clock.now()}, expect=1,
+        )], f"set audit retention: {what}; pruning {'every day' if auto else 'by hand only'}",
             ("audit", "retention"))  # fmt: skip
+        kma.auto_prune.wake()  # a schedule just turned on may be due now
     return get_retention(kma)
+
+
+def prune_due(kma: Appliance) -> bool:
+    """Automatic pruning is on and the last prune (by anyone) is a day old or more."""
+    retention = get_retention(kma)
+    last = retention["last_pruned_at"]
+    return bool(retention["auto_prune"]) and (last is None or kma.clock.now() - last >= DAY)
 
 
 @dataclass(frozen=True)

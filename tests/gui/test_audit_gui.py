@@ -132,3 +132,22 @@ def test_dashboard_shows_keys_by_state_and_the_trends(qtbot, controller, demo_km
     assert "info" in charts.events.accessibleDescription()
     if charts.events.view is not None:
         assert len(charts.events.view.chart().series()) == 3  # info, warning, error stacked
+
+
+def test_security_officer_turns_on_daily_pruning(qtbot, controller, fresh_kma):
+    from tests.gui.helpers import active_dialog
+    from ui.audit.retention import RetentionDialog
+
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    page = open_page(qtbot, window, "audit")
+    page.browser._retention()
+    dialog = active_dialog(qtbot, RetentionDialog)
+    qtbot.waitUntil(lambda: dialog.info.text() != "Loading…", timeout=WAIT_MS)
+    assert not dialog.auto.isChecked()
+    dialog.auto.setChecked(True)
+    qtbot.mouseClick(dialog.save_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: fresh_kma.client("auditor").audit_retention().auto_prune, timeout=WAIT_MS)
+    dialog.reject()
+    again = RetentionDialog(controller.ctx, page)
+    qtbot.waitUntil(lambda: again.info.text() != "Loading…", timeout=WAIT_MS)
+    assert again.auto.isChecked()  # read back from the KMA

@@ -195,3 +195,43 @@ def test_an_altered_checkpoint_signature_is_reported(fresh_kma: RunningKma) -> N
     assert not report.intact
     reason = report.reason or ""
     assert f"checkpoint #{checkpoint.id}" in reason and "does not check" in reason
+
+
+def test_the_kma_prunes_by_itself_once_a_day_when_told_to(fresh_kma: RunningKma) -> None:
+    """Off by default; turned on, the KMA runs the same verified, checkpointed prune itself, as
+    the actor of its audit event, and again only once a day has passed since the last prune."""
+    import time
+
+    fresh_kma.advance_clock(400 * DAY)  # short and medium events are past their period
+    so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
+    assert not auditor.audit_retention().auto_prune
+
+    def prunes() -> list[object]:
+        return auditor.list_audit_events(operation="audit.prune", condition="success", limit=100).items
+
+    time.sleep(1.0)
+    assert prunes() == []  # nobody prunes while it is off
+
+    turned = so.set_audit_retention(auto_prune=True)  # the change wakes the KMA's check
+    assert turned.auto_prune
+    deadline = time.monotonic() + 30
+    while not prunes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [first] = prunes()
+    assert first.entity_id == "kma-dal-1" and "pruned" in first.message  # the KMA itself
+    assert auditor.verify_audit_chain().intact
+    changed = auditor.list_audit_events(operation="audit.retention", limit=1).items[0]
+    assert "pruning every day" in changed.message and changed.entity_id == "so"
+
+    so.set_audit_retention(short=30 * DAY)  # wakes the check again: not due, a day has not passed
+    time.sleep(1.5)
+    assert len(prunes()) == 1
+    fresh_kma.advance_clock(2 * DAY)
+    so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")  # (sessions expired meanwhile)
+    so.set_audit_retention(short=31 * DAY)  # due now
+    deadline = time.monotonic() + 30
+    while len(prunes()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(prunes()) == 2
+    off = so.set_audit_retention(auto_prune=False)
+    assert not off.auto_prune and auditor.audit_retention().long == off.long

@@ -11,6 +11,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QCheckBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
@@ -53,12 +54,16 @@ class RetentionDialog(QDialog):
             spin.setAccessibleName(f"{label} retention")
             self.spins[key] = spin
             form.addRow(f"{label}:", spin)
+        self.auto = QCheckBox("Prune automatically once a day")
+        self.auto.setAccessibleName("Prune automatically once a day")
+        self.auto.setToolTip("The KMA runs the same verified, checkpointed prune by itself daily.")
+        form.addRow("", self.auto)
         layout.addLayout(form)
         self.info = QLabel("Loading…")
         self.info.setWordWrap(True)
         layout.addWidget(self.info)
         row = QHBoxLayout()
-        self.save_button = QPushButton("Save periods")
+        self.save_button = QPushButton("Save")
         self.save_button.clicked.connect(self.save)
         self.checkpoint_button = QPushButton("Sign checkpoint now")
         self.checkpoint_button.clicked.connect(self.checkpoint)
@@ -75,6 +80,7 @@ class RetentionDialog(QDialog):
     def show_retention(self, retention: Any) -> None:
         for key, _ in CLASSES:
             self.spins[key].setValue(getattr(retention, key) // DAY)
+        self.auto.setChecked(retention.auto_prune)
         last = "Never pruned."
         if retention.last_pruned_at:
             last = f"Last pruned {when(retention.last_pruned_at)}: {retention.last_prune}"
@@ -82,7 +88,8 @@ class RetentionDialog(QDialog):
 
     def save(self) -> None:
         periods = {k: s.value() * DAY for k, s in self.spins.items()}
-        self.ctx.ops.write(lambda c: c.client.set_audit_retention(**periods), parent=self,
+        auto = self.auto.isChecked()
+        self.ctx.ops.write(lambda c: c.client.set_audit_retention(**periods, auto_prune=auto), parent=self,
                            label="Saving retention…", success=self.show_retention)  # fmt: skip
 
     def checkpoint(self) -> None:

@@ -97,7 +97,9 @@ def get_retention(kma: Kma, actor: AuditRead) -> dict[str, Any]:
 
 @router.patch("/retention", response_model=audit_schemas.Retention)
 def set_retention(body: audit_schemas.RetentionPatch, kma: Kma, actor: AuditAdmin) -> dict[str, Any]:
-    return audit_retention.set_retention(kma, actor, long=body.long, medium=body.medium, short=body.short)
+    return audit_retention.set_retention(
+        kma, actor, auto_prune=body.auto_prune, long=body.long, medium=body.medium, short=body.short
+    )
 
 
 @router.post("/prune", response_model=audit_schemas.PruneResult)
