@@ -109,7 +109,8 @@ def parse_answers(text: str) -> Answers:
         raise ValidationFailed(
             "[key_split] needs [[key_split.members]] entries with a name and a passphrase."
         )
-    members = tuple(SplitMember(_str(m, "name", "a key split member"), _str(m, "passphrase", "a key split member"))
+    what = "a key split member"
+    members = tuple(SplitMember(_str(m, "name", what), _str(m, "passphrase", what))
                     for m in raw_members)  # fmt: skip
     pool = data.get("key_pool_size", DEFAULT_POOL)
     unlock = data.get("autonomous_unlock", True)
@@ -203,7 +204,8 @@ def initialise(data_dir: DataDir, answers: Answers, clock: Clock | None = None) 
             Stmt("INSERT INTO sites (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
                  (answers.site_id, answers.site_name, now, now)),
             Stmt("INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
-                 "key_pool_size, autounlock_master, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 "key_pool_size, autounlock_master, created_at, updated_at) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                  (answers.kma_id, answers.kma_name, answers.site_id, answers.management_address,
                   answers.service_address, _version(), answers.key_pool_size, autounlock, now, now)),
             Stmt("INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
@@ -219,7 +221,8 @@ def initialise(data_dir: DataDir, answers: Answers, clock: Clock | None = None) 
                    f"created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' at site "
                    f"'{answers.site_id}'; key split {answers.threshold} of {len(answers.members)}; "
                    f"autonomous unlock {'on' if answers.autonomous_unlock else 'off'}; key pool "
-                   f"{answers.key_pool_size}" + (f"; time server {answers.time_server}" if answers.time_server else ""),
+                   f"{answers.key_pool_size}"
+                   + (f"; time server {answers.time_server}" if answers.time_server else ""),
                    ("kma", answers.kma_id))  # fmt: skip
     finally:
         kma.close()

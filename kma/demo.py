@@ -107,9 +107,11 @@ def _replay_a_year(
     policies.set_group_agents(kma, co, "archive", ["lto4-dal-01", "t10k-dal-01"])
 
     # Tapes written over the year: day 0 (400 days ago) to day 395 (5 days ago).
-    schedule = [(0, "E00001", "backup-dallas"), (0, "E00002", "backup-dallas"), (10, "E00003", "backup-boston"),
+    schedule = [(0, "E00001", "backup-dallas"), (0, "E00002", "backup-dallas"),
+                (10, "E00003", "backup-boston"),
                 (20, "A00001", "archive"), (300, "E00004", "backup-dallas"), (310, "E00005", "backup-boston"),
-                (330, "E00006", "backup-dallas"), (395, "E00007", "backup-dallas"), (395, "E00008", "backup-boston"),
+                (330, "E00006", "backup-dallas"), (395, "E00007", "backup-dallas"),
+                (395, "E00008", "backup-boston"),
                 (396, "A00002", "archive")]  # fmt: skip
     issued: dict[str, str] = {}
     day = 0

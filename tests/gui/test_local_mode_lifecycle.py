@@ -44,7 +44,8 @@ def _wait_for(predicate, timeout: float = 60.0) -> bool:  # type: ignore[no-unty
 def test_local_kma_stops_with_the_manager(tmp_path: Path, stop: signal.Signals) -> None:
     data_dir = tmp_path / "local-kma"
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path),
-           "XDG_CONFIG_HOME": str(tmp_path / "config"), "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
+           "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
     manager = subprocess.Popen([sys.executable, "-m", "app.main", "--local", "--data-dir", str(data_dir)],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

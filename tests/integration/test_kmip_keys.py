@@ -233,7 +233,9 @@ def test_query_and_discover_versions(dal01: KmipClient) -> None:
     assert payload.get(Tag.VENDOR_IDENTIFICATION)
 
 
-def test_kmip_2_0_requests_it_cannot_read_are_refused_plainly(agents: dict[str, Path], kma: RunningKma) -> None:
+def test_kmip_2_0_requests_it_cannot_read_are_refused_plainly(
+    agents: dict[str, Path], kma: RunningKma
+) -> None:
     """KMIP 2.0 names attributes by tag: one this KMA does not know (a vendor's) or a malformed
     Attributes structure gets a clear failure, is audited, and creates nothing."""
     from kma.kmip import v2
@@ -246,7 +248,8 @@ def test_kmip_2_0_requests_it_cannot_read_are_refused_plainly(agents: dict[str, 
             ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, 3),
             ttlv.text(0x540001, "E30001"),  # an extension tag: a vendor's own attribute
         )
-        [unknown] = client.batch([(Operation.CREATE, ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + vendor)])
+        key = ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY)
+        [unknown] = client.batch([(Operation.CREATE, key + vendor)])
         assert unknown.reason == ResultReason.FEATURE_NOT_SUPPORTED
         assert "tag 0x540001 is not supported" in unknown.message and "KMIP 1.x" in unknown.message
         flat = ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + ttlv.text(v2.ATTRIBUTES, "E30001")

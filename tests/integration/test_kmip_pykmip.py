@@ -135,12 +135,15 @@ def test_revoke_is_refused_when_the_key_policy_does_not_allow_agents(
     assert refusal and refusal[0]["condition"] == "error" and refusal[0]["subject_id"] == archive_key
 
 
-def test_pykmip_client_speaking_kmip_2_0_runs_a_key_through_its_life(kma: RunningKma, agent_dir: Path) -> None:
+def test_pykmip_client_speaking_kmip_2_0_runs_a_key_through_its_life(
+    kma: RunningKma, agent_dir: Path
+) -> None:
     """KMIP 2.0: attributes travel as their own tags (Attributes, Attribute Reference); the
     same operations answer, with the same rules, as over 1.4."""
     kma.client("co").update_key_policy("tape-90d", agents_may_revoke=True)
     before = last_event(kma)
-    with ProxyKmipClient(config_file=str(agent_dir / "pykmip.conf"), kmip_version=enums.KMIPVersion.KMIP_2_0) as client:
+    config = str(agent_dir / "pykmip.conf")
+    with ProxyKmipClient(config_file=config, kmip_version=enums.KMIPVersion.KMIP_2_0) as client:
         uid = client.create(enums.CryptographicAlgorithm.AES, 256, name="E20001")
         _, attrs = client.get_attributes(uid, ["State", "Cryptographic Length"])
         by_name = {a.attribute_name.value: a.attribute_value.value for a in attrs}

@@ -22,7 +22,9 @@ from kms_client import KmsClient, Trust
 READY_TIMEOUT = 30.0
 
 
-def run_kma(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run_kma(
+    *args: str, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kma", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, check=check, timeout=120)  # fmt: skip
 
@@ -67,7 +69,8 @@ class RunningKma:
         deadline = time.monotonic() + READY_TIMEOUT
         while not ready.exists():
             if self.process.poll() is not None:
-                raise RuntimeError(f"kma serve exited: {self.process.stdout.read() if self.process.stdout else ''}")
+                said = self.process.stdout.read() if self.process.stdout else ""
+                raise RuntimeError(f"kma serve exited: {said}")
             if time.monotonic() > deadline:
                 raise RuntimeError("kma serve did not become ready")
             time.sleep(0.05)
