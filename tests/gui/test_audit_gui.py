@@ -151,3 +151,19 @@ def test_security_officer_turns_on_daily_pruning(qtbot, controller, fresh_kma):
     again = RetentionDialog(controller.ctx, page)
     qtbot.waitUntil(lambda: again.info.text() != "Loading…", timeout=WAIT_MS)
     assert again.auto.isChecked()  # read back from the KMA
+
+
+def test_dashboard_cards_open_their_pages_where_the_roles_allow(qtbot, controller, demo_kma):
+    window = sign_in(qtbot, controller, demo_kma, "op")  # agents, data units; no quorum inbox
+    page = open_page(qtbot, window, "dashboard")
+    cards = page.dashboard.cards
+    qtbot.waitUntil(lambda: cards["pending"].value.text() != "–", timeout=WAIT_MS)
+    assert "quorum" not in window.visible_page_keys()
+    qtbot.mouseClick(cards["pending"], Qt.LeftButton)
+    assert window.current_key() == "dashboard"  # not a link for this user
+    qtbot.mouseClick(cards["agents"], Qt.LeftButton)
+    qtbot.waitUntil(lambda: window.current_key() == "agents", timeout=WAIT_MS)
+    open_page(qtbot, window, "dashboard")
+    cards["data_units"].setFocus()
+    qtbot.keyClick(cards["data_units"], Qt.Key_Return)
+    qtbot.waitUntil(lambda: window.current_key() == "data_units", timeout=WAIT_MS)

@@ -31,10 +31,11 @@ REFRESH_MS = 60_000
 
 
 class StatCard(QFrame):
-    """A number with a caption."""
+    """A number with a caption; clicked (or Enter/Space with focus) it opens its page."""
 
-    def __init__(self, caption: str) -> None:
+    def __init__(self, caption: str, page: str) -> None:
         super().__init__()
+        self.page = page
         self.setFrameShape(QFrame.StyledPanel)
         self.setObjectName("statCard")
         layout = QVBoxLayout(self)
@@ -47,6 +48,28 @@ class StatCard(QFrame):
         layout.addWidget(self.value)
         layout.addWidget(self.caption)
         self.setAccessibleName(caption)
+
+    def link(self, on: bool) -> None:
+        """Clickable only where the user may open the page (roles decide which pages exist)."""
+        self.setCursor(Qt.PointingHandCursor if on else Qt.ArrowCursor)
+        self.setFocusPolicy(Qt.StrongFocus if on else Qt.NoFocus)
+        self.setToolTip(f"Open {self.caption.text()}" if on else "")
+
+    def _open(self) -> None:
+        window = self.window()
+        if self.focusPolicy() != Qt.NoFocus and hasattr(window, "show_page"):
+            window.show_page(self.page)
+
+    def mouseReleaseEvent(self, event: Any) -> None:  # noqa: N802
+        if event.button() == Qt.LeftButton and self.rect().contains(event.position().toPoint()):
+            self._open()
+        super().mouseReleaseEvent(event)
+
+    def keyPressEvent(self, event: Any) -> None:  # noqa: N802
+        if event.key() in (Qt.Key_Return, Qt.Key_Enter, Qt.Key_Space):
+            self._open()
+            return
+        super().keyPressEvent(event)
 
     def set(self, value: int, note: str = "") -> None:
         self.value.setText(f"{value:,}")
@@ -80,10 +103,10 @@ class DashboardPage(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
 
         cards = QGridLayout()
-        self.cards = {k: StatCard(t) for k, t in (
-            ("sites", "Sites"), ("kmas", "KMAs"), ("agents", "Agents"),
-            ("data_units", "Data units"), ("users", "Users"),
-            ("pending", "Pending approvals"))}
+        self.cards = {k: StatCard(t, page) for k, t, page in (
+            ("sites", "Sites", "sites"), ("kmas", "KMAs", "sites"), ("agents", "Agents", "agents"),
+            ("data_units", "Data units", "data_units"), ("users", "Users", "users"),
+            ("pending", "Pending approvals", "quorum"))}
         for i, card in enumerate(self.cards.values()):
             cards.addWidget(card, 0, i)
         layout.addLayout(cards)
@@ -140,6 +163,9 @@ class DashboardPage(QWidget):
 
     def showEvent(self, event: Any) -> None:  # noqa: N802
         super().showEvent(event)
+        pages = getattr(self.window(), "visible_page_keys", lambda: [])()
+        for card in self.cards.values():
+            card.link(card.page in pages)
         if not self._loaded:
             self.refresh()
         self._timer.start()
