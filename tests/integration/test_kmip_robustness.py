@@ -155,11 +155,31 @@ def _mutations(rng: random.Random, valid: list[bytes]) -> bytes:
     return b"\x42" + rng.randbytes(rng.randrange(200))
 
 
+def _kmip_2_0() -> list[bytes]:
+    """KMIP 2.0 messages whose attributes go by tag (the translation to 1.4 gets fuzzed too)."""
+    from kma.kmip import v2
+
+    name = ttlv.struct_(Tag.NAME, ttlv.text(Tag.NAME_VALUE, "E40003"), ttlv.enum(Tag.NAME_TYPE, 1))
+    attributes = ttlv.struct_(v2.ATTRIBUTES, ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, 3),
+                              ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, 256), name)  # fmt: skip
+    uid = ttlv.text(Tag.UNIQUE_IDENTIFIER, "0" * 32)
+    symmetric = ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY)
+    items = [
+        (Operation.CREATE, symmetric + attributes),
+        (Operation.LOCATE, attributes),
+        (Operation.GET_ATTRIBUTES, uid + ttlv.enum(v2.ATTRIBUTE_REFERENCE, Tag.STATE)),
+        (Operation.MODIFY_ATTRIBUTE, uid + ttlv.struct_(v2.NEW_ATTRIBUTE, name)),
+        (Operation.DELETE_ATTRIBUTE, uid + ttlv.struct_(v2.CURRENT_ATTRIBUTE, name)),
+    ]
+    return [request_message([item], (2, 0)) for item in items]
+
+
 def test_random_and_truncated_ttlv_never_disturbs_other_agents(kma: RunningKma, agent_dir: Path) -> None:
     valid = [
         _create(),
         request_message([(Operation.LOCATE, b"")]),
         request_message([(Operation.DISCOVER_VERSIONS, b"")]),
+        *_kmip_2_0(),
     ]
     stop = threading.Event()
     sent = [0]
