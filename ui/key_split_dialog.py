@@ -14,54 +14,36 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from PySide6.QtCore import QRegularExpression, Qt, Signal
+from PySide6.QtCore import QRegularExpression
 from PySide6.QtGui import QRegularExpressionValidator
 from PySide6.QtWidgets import (
     QGroupBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPushButton,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app.context import AppContext
 from ui.form_dialog import ID_PATTERN, Field
-from ui.quorum_widgets import MAX_CREDENTIALS, QuorumFormDialog
-from ui.widgets import PasswordLineEdit, grow_to_fit
+from ui.quorum_widgets import MAX_CREDENTIALS, QuorumFormDialog, RowsEditor
+from ui.widgets import PasswordLineEdit
 
 MIN_PASSPHRASE = 8  # the KMA's rule (kma/domain/validation.py); it checks again
 
 
-class NewMembersEditor(QWidget):
+class NewMembersEditor(RowsEditor):
     """Rows of new key split members: name, passphrase, the passphrase again."""
 
-    changed = Signal()
-
     def __init__(self, names: Sequence[str] = (), parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.rows: list[tuple[QWidget, QLineEdit, PasswordLineEdit, PasswordLineEdit]] = []
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        self.row_box = QVBoxLayout()
-        self.row_box.setSpacing(4)
-        outer.addLayout(self.row_box)
-        self.add_button = QPushButton("Add member")
-        self.add_button.setAccessibleName("Add a new key split member")
-        self.add_button.clicked.connect(lambda: self.add_row())  # noqa: PLW0108 - not `checked` as a name
-        outer.addWidget(self.add_button, 0, Qt.AlignLeft)
+        super().__init__("Add member", "Add a new key split member", parent)
         for name in names:
             self.add_row(name)
 
     def add_row(self, name: str = "") -> None:
-        if len(self.rows) >= MAX_CREDENTIALS:
+        if self.full():
             return
         n = len(self.rows) + 1
-        row = QWidget()
-        line = QHBoxLayout(row)
-        line.setContentsMargins(0, 0, 0, 0)
         member = QLineEdit(name)
         member.setPlaceholderText("Member name")
         member.setValidator(QRegularExpressionValidator(QRegularExpression(ID_PATTERN), member))
@@ -72,32 +54,9 @@ class NewMembersEditor(QWidget):
         again = PasswordLineEdit()
         again.setPlaceholderText("Again")
         again.setAccessibleName(f"New passphrase of member {n}, again")
-        remove = QToolButton()
-        remove.setText("Remove")
-        remove.setAccessibleName(f"Remove new key split member {n}")
-        remove.clicked.connect(lambda _c=False, r=row: self.remove_row(r))
         for edit in (member, passphrase, again):
             edit.textChanged.connect(lambda _t: self.changed.emit())
-        line.addWidget(member, 2)
-        line.addWidget(passphrase, 3)
-        line.addWidget(again, 3)
-        line.addWidget(remove)
-        self.row_box.addWidget(row)
-        self.rows.append((row, member, passphrase, again))
-        self.add_button.setEnabled(len(self.rows) < MAX_CREDENTIALS)
-        grow_to_fit(self)
-        self.changed.emit()
-
-    def remove_row(self, row: QWidget) -> None:
-        for entry in list(self.rows):
-            if entry[0] is row:
-                entry[2].clear()
-                entry[3].clear()
-                self.rows.remove(entry)
-                self.row_box.removeWidget(row)
-                row.deleteLater()
-        self.add_button.setEnabled(len(self.rows) < MAX_CREDENTIALS)
-        self.changed.emit()
+        self._append([(member, 2), (passphrase, 3), (again, 3)], f"Remove new key split member {n}")
 
     def members(self) -> list[tuple[str, str]]:
         return [(m.text().strip(), p.text()) for _r, m, p, _a in self.rows]
@@ -118,12 +77,6 @@ class NewMembersEditor(QWidget):
             if passphrase.text() != again.text():
                 return f"The two passphrases of {name} differ; type them again."
         return ""
-
-    def clear(self) -> None:
-        """Overwrite every passphrase field (see :class:`~ui.widgets.PasswordLineEdit`)."""
-        for _r, _m, passphrase, again in self.rows:
-            passphrase.clear()
-            again.clear()
 
 
 class KeySplitDialog(QuorumFormDialog):

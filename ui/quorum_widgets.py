@@ -125,63 +125,92 @@ def load_members(ctx: AppContext, parent: QWidget, then: Callable[[tuple[str, ..
                  failure=lambda _e: True)
 
 
-class CredentialsEditor(QWidget):
-    """Rows of (key split member, passphrase). Empty rows are ignored."""
+class RowsEditor(QWidget):
+    """Rows of fields, each with a Remove button, under an Add button (at most MAX_CREDENTIALS
+    rows). ``rows`` holds (row widget, *fields). Passphrase fields are overwritten when their row
+    goes and on :meth:`clear`."""
 
     changed = Signal()
 
-    def __init__(self, members: Sequence[str] = (), rows: int = 0,
-                 parent: QWidget | None = None) -> None:
+    def __init__(self, add_text: str, add_name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._members = list(members)
-        self.rows: list[tuple[QWidget, QComboBox, PasswordLineEdit]] = []
+        self.rows: list[tuple[Any, ...]] = []
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         self.row_box = QVBoxLayout()
         self.row_box.setSpacing(4)
         outer.addLayout(self.row_box)
-        self.add_button = QPushButton("Add key split member")
-        self.add_button.setAccessibleName("Add key split member")
-        self.add_button.clicked.connect(self.add_row)
+        self.add_button = QPushButton(add_text)
+        self.add_button.setAccessibleName(add_name)
+        self.add_button.clicked.connect(lambda: self.add_row())  # noqa: PLW0108 - not `checked`
         outer.addWidget(self.add_button, 0, Qt.AlignLeft)
-        for _ in range(rows):
-            self.add_row()
 
     def add_row(self) -> None:
-        if len(self.rows) >= MAX_CREDENTIALS:
-            return
-        n = len(self.rows) + 1
+        raise NotImplementedError
+
+    def full(self) -> bool:
+        return len(self.rows) >= MAX_CREDENTIALS
+
+    def _append(self, fields: Sequence[tuple[QWidget, int]], remove_name: str) -> None:
         row = QWidget()
         line = QHBoxLayout(row)
         line.setContentsMargins(0, 0, 0, 0)
-        member = member_box(self._members, f"Key split member {n}")
-        member.currentTextChanged.connect(lambda _t: self.changed.emit())
-        passphrase = PasswordLineEdit()
-        passphrase.setPlaceholderText("Member's passphrase")
-        passphrase.setAccessibleName(f"Passphrase of key split member {n}")
-        passphrase.textChanged.connect(lambda _t: self.changed.emit())
+        for widget, stretch in fields:
+            line.addWidget(widget, stretch)
         remove = QToolButton()
         remove.setText("Remove")
-        remove.setAccessibleName(f"Remove key split member {n}")
+        remove.setAccessibleName(remove_name)
         remove.clicked.connect(lambda _c=False, r=row: self.remove_row(r))
-        line.addWidget(member, 2)
-        line.addWidget(passphrase, 3)
         line.addWidget(remove)
         self.row_box.addWidget(row)
-        self.rows.append((row, member, passphrase))
-        self.add_button.setEnabled(len(self.rows) < MAX_CREDENTIALS)
+        self.rows.append((row, *(widget for widget, _ in fields)))
+        self.add_button.setEnabled(not self.full())
         grow_to_fit(self)
         self.changed.emit()
 
     def remove_row(self, row: QWidget) -> None:
         for entry in list(self.rows):
             if entry[0] is row:
-                entry[2].clear()
+                _clear_passphrases(entry)
                 self.rows.remove(entry)
                 self.row_box.removeWidget(row)
                 row.deleteLater()
-        self.add_button.setEnabled(len(self.rows) < MAX_CREDENTIALS)
+        self.add_button.setEnabled(not self.full())
         self.changed.emit()
+
+    def clear(self) -> None:
+        """Overwrite every passphrase field (see :class:`~ui.widgets.PasswordLineEdit`)."""
+        for entry in self.rows:
+            _clear_passphrases(entry)
+
+
+def _clear_passphrases(entry: tuple[Any, ...]) -> None:
+    for field in entry:
+        if isinstance(field, PasswordLineEdit):
+            field.clear()
+
+
+class CredentialsEditor(RowsEditor):
+    """Rows of (key split member, passphrase). Empty rows are ignored."""
+
+    def __init__(self, members: Sequence[str] = (), rows: int = 0,
+                 parent: QWidget | None = None) -> None:
+        super().__init__("Add key split member", "Add key split member", parent)
+        self._members = list(members)
+        for _ in range(rows):
+            self.add_row()
+
+    def add_row(self) -> None:
+        if self.full():
+            return
+        n = len(self.rows) + 1
+        member = member_box(self._members, f"Key split member {n}")
+        member.currentTextChanged.connect(lambda _t: self.changed.emit())
+        passphrase = PasswordLineEdit()
+        passphrase.setPlaceholderText("Member's passphrase")
+        passphrase.setAccessibleName(f"Passphrase of key split member {n}")
+        passphrase.textChanged.connect(lambda _t: self.changed.emit())
+        self._append([(member, 2), (passphrase, 3)], f"Remove key split member {n}")
 
     def set_members(self, members: Sequence[str]) -> None:
         self._members = list(members)
@@ -205,11 +234,6 @@ class CredentialsEditor(QWidget):
             if name:
                 names.append(name)
         return ""
-
-    def clear(self) -> None:
-        """Overwrite every passphrase field (see :class:`~ui.widgets.PasswordLineEdit`)."""
-        for _r, _m, passphrase in self.rows:
-            passphrase.clear()
 
 
 def credentials_note(watch: QuorumWatch, what: str) -> str:

@@ -32,6 +32,8 @@ HASHED_FIELDS = (
 # same settings gives the same text (the hash of every event written so far) at less cost.
 _CANONICAL = json.JSONEncoder(ensure_ascii=False).encode
 EVENT_COLUMNS = (*HASHED_FIELDS, "hash")
+_INSERT_EVENTS = f"INSERT INTO audit_events ({', '.join(EVENT_COLUMNS)}) VALUES "
+_EVENT_ROW = f"({', '.join('?' * len(EVENT_COLUMNS))})"
 
 
 def event_hash(event: Mapping[str, Any]) -> str:
@@ -82,10 +84,8 @@ class AuditChain:
     @staticmethod
     def insert_stmt(events: list[dict[str, Any]]) -> Stmt:
         """One INSERT of many events (the store's writer appends a whole group's events with it)."""
-        row = f"({', '.join('?' * len(EVENT_COLUMNS))})"
-        values = ", ".join([row] * len(events))
         params = [event[c] for event in events for c in EVENT_COLUMNS]
-        return Stmt(f"INSERT INTO audit_events ({', '.join(EVENT_COLUMNS)}) VALUES {values}", params)
+        return Stmt(_INSERT_EVENTS + ", ".join([_EVENT_ROW] * len(events)), params)
 
     def head_stmt(self) -> Stmt:
         """The statement that stores the in-memory head (seq and hash of the last event)."""

@@ -109,11 +109,11 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
             call.session.access()
             if call.kma.vault.locked:
                 raise KmaLocked(LOCKED)
-        if v2.is_v2(request.version):  # one implementation: 2.0 in, as 1.4, and back
-            answer = await handler(call, v2.request_payload(item.operation, item.payload))
-            return Result(item.operation, item.batch_id, payload=v2.response_payload(item.operation, answer))
-        payload = await handler(call, item.payload)
-        return Result(item.operation, item.batch_id, payload=payload)
+        if not v2.is_v2(request.version):
+            return Result(item.operation, item.batch_id, payload=await handler(call, item.payload))
+        # one implementation of each operation: 2.0 in, run as 1.4, answered in 2.0
+        answer = await handler(call, v2.request_payload(item.operation, item.payload))
+        return Result(item.operation, item.batch_id, payload=v2.response_payload(item.operation, answer))
     except KmipError as error:
         reason, message, audited = error.reason, error.message, error.audited
     except KmaLocked as locked:

@@ -99,6 +99,22 @@ def _load(c: OpContext) -> dict[str, Any]:  # worker thread: kms_client only
     }
 
 
+def _with_change_button(value: QLabel, accessible: str, slot: Any,
+                        visible: bool) -> tuple[QHBoxLayout, QPushButton]:
+    """A value with its "Change…" button right after it (shown to those who may change it;
+    enabled once the page knows the state)."""
+    row = QHBoxLayout()
+    row.addWidget(value)
+    button = QPushButton("Change…")
+    button.setAccessibleName(accessible)
+    button.clicked.connect(slot)
+    button.setVisible(visible)
+    button.setEnabled(False)
+    row.addWidget(button, 0, Qt.AlignTop)
+    row.addStretch(1)
+    return row, button
+
+
 class LockingPage(QWidget):
     def __init__(self, ctx: AppContext) -> None:  # noqa: PLR0915 - layout, top to bottom
         super().__init__()
@@ -169,24 +185,10 @@ class LockingPage(QWidget):
         self.split.linkActivated.connect(lambda op_id: open_operation(self, op_id))
         self.lifetime = QLabel()
         self.lifetime.setAccessibleName("Pending operation lifetime")
-        life_row = QHBoxLayout()
-        life_row.addWidget(self.lifetime)
-        self.lifetime_button = QPushButton("Change…")
-        self.lifetime_button.setAccessibleName("Change pending operation lifetime")
-        self.lifetime_button.clicked.connect(self.change_lifetime)
-        self.lifetime_button.setVisible(can_change)
-        self.lifetime_button.setEnabled(False)
-        life_row.addWidget(self.lifetime_button)
-        life_row.addStretch(1)
-        split_row = QHBoxLayout()
-        split_row.addWidget(self.split)
-        self.split_button = QPushButton("Change…")
-        self.split_button.setAccessibleName("Change the key split")
-        self.split_button.clicked.connect(self.change_split)
-        self.split_button.setVisible(can_change)
-        self.split_button.setEnabled(False)
-        split_row.addWidget(self.split_button, 0, Qt.AlignTop)
-        split_row.addStretch(1)
+        split_row, self.split_button = _with_change_button(
+            self.split, "Change the key split", self.change_split, can_change)
+        life_row, self.lifetime_button = _with_change_button(
+            self.lifetime, "Change pending operation lifetime", self.change_lifetime, can_change)
         qform.addRow("Key split:", split_row)
         qform.addRow("Pending operations expire after:", life_row)
         layout.addWidget(quorum)
