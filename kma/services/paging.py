@@ -146,11 +146,15 @@ def _after(columns: Sequence[str], values: Sequence[Any], order: str) -> str:
     if not rest:
         return f"{first} {'>' if order == 'asc' else '<'} :c{len(values) - 1}"
     at = f":c{len(values) - len(columns)}"
+    after_ties = _after(rest, values, order)
     if values[len(values) - len(columns)] is None:
-        beyond = f"{first} IS NOT NULL" if order == "asc" else "0"
-    else:
-        beyond = f"{first} > {at}" if order == "asc" else f"({first} < {at} OR {first} IS NULL)"
-    return f"({beyond} OR ({first} IS {at} AND {_after(rest, values, order)}))"
+        if order == "desc":  # NULLs come last: only the NULL rows' tail is left
+            return f"({first} IS NULL AND {after_ties})"
+        return f"({first} IS NOT NULL OR ({first} IS NULL AND {after_ties}))"
+    # Descending, the NULLs after the cursor are in `coalesce(...)`, not a separate OR term, which
+    # would have the planner fetch the two sets apart and sort them together.
+    beyond = f"{first} > {at}" if order == "asc" else f"coalesce({first} < {at}, 1)"
+    return f"({beyond} OR ({first} = {at} AND {after_ties}))"
 
 
 def list_page(
@@ -179,12 +183,14 @@ def list_page(
         where.append("(" + " OR ".join(f"{c} LIKE :q ESCAPE '\\'" for c in spec.search) + ")")
     base_where = " AND ".join(where) or "1"
     source = f"({spec.select}) AS listed"
-    counted = int(store.scalar(
-        f"SELECT count(*) FROM (SELECT 1 FROM {source} WHERE {base_where} LIMIT {COUNT_LIMIT + 1})", bound
-    ))  # fmt: skip
-
     chosen = spec.sort_fields[sort]
-    columns = (*((chosen,) if isinstance(chosen, str) else chosen), spec.id_sql)
+    columns = tuple(dict.fromkeys((*((chosen,) if isinstance(chosen, str) else chosen), spec.id_sql)))
+    ordered = ", ".join(f"{c} {order}" for c in columns)
+    # Counted in the page's order: the count reads the index the page reads, and stops as soon.
+    counted = int(store.scalar(
+        f"SELECT count(*) FROM (SELECT 1 FROM {source} WHERE {base_where} ORDER BY {ordered} "
+        f"LIMIT {COUNT_LIMIT + 1})", bound
+    ))  # fmt: skip
     page_where = base_where
     if req.cursor:
         values = _decode(req.cursor, len(columns))
@@ -193,7 +199,7 @@ def list_page(
     sorted_by = ", ".join(f"{c} AS _s{i}" for i, c in enumerate(columns))
     sql = (
         f"SELECT *, {sorted_by} FROM {source} WHERE {page_where} "
-        f"ORDER BY {', '.join(f'{c} {order}' for c in columns)} LIMIT {req.limit + 1}"
+        f"ORDER BY {ordered} LIMIT {req.limit + 1}"
     )
     rows = [dict(r) for r in store.query(sql, bound)]
     next_cursor = None
