@@ -197,10 +197,7 @@ def list_page(
         bound.update({f"c{i}": v for i, v in enumerate(values)})
         page_where += f" AND {_after(columns, values, order)}"
     sorted_by = ", ".join(f"{c} AS _s{i}" for i, c in enumerate(columns))
-    sql = (
-        f"SELECT *, {sorted_by} FROM {source} WHERE {page_where} "
-        f"ORDER BY {ordered} LIMIT {req.limit + 1}"
-    )
+    sql = f"SELECT *, {sorted_by} FROM {source} WHERE {page_where} ORDER BY {ordered} LIMIT {req.limit + 1}"
     rows = [dict(r) for r in store.query(sql, bound)]
     next_cursor = None
     if len(rows) > req.limit:
