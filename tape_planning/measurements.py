@@ -116,8 +116,7 @@ def drive_named(text: str) -> str:
             return drive
     raise PlanError(
         "drive",
-        f"{str(text).strip() or 'nothing'!r} was not measured; "
-        f"the paper measured {', '.join(DRIVES)}"
+        f"{str(text).strip() or 'nothing'!r} was not measured; the paper measured {', '.join(DRIVES)}",
     )
 
 
@@ -131,7 +130,9 @@ def workloads(drive: str) -> list[Workload]:
     return list(seen)
 
 
-def measured(drive: str, data_buffers: int, buffer_size_kb: int, workload: Workload, encrypted: bool) -> float:
+def measured(
+    drive: str, data_buffers: int, buffer_size_kb: int, workload: Workload, encrypted: bool
+) -> float:
     """The figure printed in the paper for exactly this cell; :class:`PlanError` if there is none."""
     key = (drive, data_buffers, buffer_size_kb, workload.file_size, workload.compressibility, encrypted)
     try:
@@ -140,7 +141,7 @@ def measured(drive: str, data_buffers: int, buffer_size_kb: int, workload: Workl
         raise PlanError(
             "setting",
             f"{drive} was not measured with {data_buffers} buffers of {buffer_size_kb} KB on "
-            f"{workload}; measured buffer sizes: {', '.join(f'{s} KB' for s in buffer_sizes(drive))}"
+            f"{workload}; measured buffer sizes: {', '.join(f'{s} KB' for s in buffer_sizes(drive))}",
         ) from None
 
 
@@ -162,4 +163,3 @@ def _either_side(values: list[float], x: float) -> list[float]:
     below = [v for v in values if v < x]
     above = [v for v in values if v > x]
     return ([below[-1]] if below else []) + ([above[0]] if above else [])
-

@@ -178,8 +178,13 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out["workload"] = {"file_size": self.workload.file_size, "compressibility": self.workload.compressibility}
-        out["nearest"] = [{"file_size": w.file_size, "compressibility": w.compressibility} for w in self.nearest]
+        out["workload"] = {
+            "file_size": self.workload.file_size,
+            "compressibility": self.workload.compressibility,
+        }
+        out["nearest"] = [
+            {"file_size": w.file_size, "compressibility": w.compressibility} for w in self.nearest
+        ]
         return out
 
 
@@ -213,8 +218,10 @@ def make_plan(request: PlanRequest, capacity: KmaCapacity = KMA_CAPACITY) -> Pla
     recommended = max((s for s in settings if s.allowed), key=lambda s: s.encrypted_mb_per_s)
     best = _best(drive, workload, allowed)
     if _pair(drive, workload, recommended.buffer_size_kb, recommended.data_buffers).suspect:
-        notes.append("The encrypted figure of the recommended setting is one of those repeated cells; "
-                     f"the T10000B's own figure without encryption is {recommended.plain_mb_per_s:.3f} MB/s.")
+        notes.append(
+            "The encrypted figure of the recommended setting is one of those repeated cells; "
+            f"the T10000B's own figure without encryption is {recommended.plain_mb_per_s:.3f} MB/s."
+        )
     buffers, mux_rule = multiplexed_buffers(recommended.data_buffers, inputs.streams)
     if inputs.streams == 7:
         notes.append("The paper names 2-6 streams moderate and 8 or more heavy multiplexing; "
@@ -233,11 +240,16 @@ def make_plan(request: PlanRequest, capacity: KmaCapacity = KMA_CAPACITY) -> Pla
         workload=workload,
         exact_match=exact,
         nearest=nearest,
-        throughput=[_pair(drive, workload, size, n) for size in m.buffer_sizes(drive) for n in m.BUFFER_COUNTS],
+        throughput=[
+            _pair(drive, workload, size, n) for size in m.buffer_sizes(drive) for n in m.BUFFER_COUNTS
+        ],
         settings=settings,
         recommended=recommended,
         best_measured=best,
-        touch_files={"SIZE_DATA_BUFFERS": str(recommended.buffer_size_kb * 1024), "NUMBER_DATA_BUFFERS": str(buffers)},
+        touch_files={
+            "SIZE_DATA_BUFFERS": str(recommended.buffer_size_kb * 1024),
+            "NUMBER_DATA_BUFFERS": str(buffers),
+        },
         multiplexing=Multiplexing(inputs.streams, buffers, mux_rule.key if mux_rule else ""),
         encryption=_encryption(drive, workload, recommended),
         drives=drives,
@@ -273,8 +285,13 @@ def key_service(tape_mounts_per_hour: float, capacity: KmaCapacity = KMA_CAPACIT
 # -- helpers ------------------------------------------------------------------------------------
 def _pair(drive: str, w: m.Workload, size: int, buffers: int) -> Throughput:
     encrypted = m.measured(drive, buffers, size, w, True)
-    return Throughput(size, buffers, m.measured(drive, buffers, size, w, False), encrypted,
-                      m.Cell(drive, buffers, size, w.file_size, w.compressibility, True, encrypted).suspect)
+    return Throughput(
+        size,
+        buffers,
+        m.measured(drive, buffers, size, w, False),
+        encrypted,
+        m.Cell(drive, buffers, size, w.file_size, w.compressibility, True, encrypted).suspect,
+    )
 
 
 def _setting(drive: str, w: m.Workload, size: int, allowed: bool) -> Setting:
@@ -298,15 +315,16 @@ def _best(drive: str, w: m.Workload, sizes: tuple[int, ...] | None = None) -> Se
 
 def _not_measured_note(inputs: Inputs, nearest: list[m.Workload], used: m.Workload) -> str:
     asked = f"{format_size(inputs.file_size_bytes)} files, {format_ratio(inputs.ratio)}"
+    which = "the slowest of them, to stay on the safe side" if len(nearest) > 1 else "that row"
     return (f"{asked} was not measured for the {inputs.drive}; nothing is interpolated. Nearest "
-            f"measured: {'; '.join(str(w) for w in nearest)}. This plan uses {used}, the slowest of "
-            "them, to stay on the safe side.")  # fmt: skip
+            f"measured: {'; '.join(str(w) for w in nearest)}. This plan uses {used}, {which}.")  # fmt: skip
 
 
 def _encryption(drive: str, w: m.Workload, at: Setting) -> Encryption:
     pairs = [_pair(drive, w, size, n) for size in m.buffer_sizes(drive) for n in m.BUFFER_COUNTS]
-    differences = [100 * (p.encrypted_mb_per_s - p.plain_mb_per_s) / p.plain_mb_per_s
-                   for p in pairs if not p.suspect]  # the repeated LTO4 figures say nothing here
+    differences = [
+        100 * (p.encrypted_mb_per_s - p.plain_mb_per_s) / p.plain_mb_per_s for p in pairs if not p.suspect
+    ]  # the repeated LTO4 figures say nothing here
     return Encryption(
         overhead_bytes_per_buffer=m.ENCRYPTION_OVERHEAD_BYTES,
         overhead_percent=100 * m.ENCRYPTION_OVERHEAD_BYTES / (at.buffer_size_kb * 1024),

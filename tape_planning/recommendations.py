@@ -80,21 +80,51 @@ _T10000_2M = _r("t10000-2mb-at-most-8", "T10000",
 _T9840D_64 = _r("t9840d-64k-16-buffers", "T9840D",
                 "At 64 KB, 16 data buffers is the best setting, but 64 KB is too small: always raise it "
                 "under NetBackup.", "1433-1441")  # fmt: skip
-_LTO4_256_UNC = _r("lto4-256k-16-uncompressible", "LTO4",
-                   "With 256 KB buffers, use at least 16 data buffers for uncompressible data.", "1763-1767")
-_LTO4_256_CMP = _r("lto4-256k-32-compressible", "LTO4",
-                   "With 256 KB buffers, 32 data buffers give a clear gain on compressible data.", "1763-1767")
-_LTO4_LARGE_UNC = _r("lto4-uncompressible-4-threads", "LTO4",
-                     "Uncompressible data: 4 data buffers (threads) are optimal at 2 MB and 8 MB.", "1788-1802")
-_LTO4_8M_CMP = _r("lto4-8mb-4-compressible", "LTO4",
-                  "Compressible data with 8 MB buffers: 4 data buffers are close to optimal.", "1788-1802")
-_LTO4_2M_CMP = _r("lto4-2mb-16-compressible", "LTO4",
-                  "Compressible data with 2 MB buffers needs at least 16 data buffers.", "1788-1802")
-_T10000B_256 = _r("t10000b-256k-32-buffers", "T10000B", "With 256 KB buffers use 32 data buffers.", "2338-2341")
-_T10000B_2M_UNC = _r("t10000b-2mb-4-uncompressible", "T10000B",
-                     "With 2 MB buffers, 4 data buffers suffice for uncompressible data.", "2366-2369")
-_T10000B_2M_CMP = _r("t10000b-2mb-16-compressible", "T10000B",
-                     "With 2 MB buffers, compressible data needs at least 16 data buffers.", "2366-2369")
+_LTO4_256_UNC = _r(
+    "lto4-256k-16-uncompressible",
+    "LTO4",
+    "With 256 KB buffers, use at least 16 data buffers for uncompressible data.",
+    "1763-1767",
+)
+_LTO4_256_CMP = _r(
+    "lto4-256k-32-compressible",
+    "LTO4",
+    "With 256 KB buffers, 32 data buffers give a clear gain on compressible data.",
+    "1763-1767",
+)
+_LTO4_LARGE_UNC = _r(
+    "lto4-uncompressible-4-threads",
+    "LTO4",
+    "Uncompressible data: 4 data buffers (threads) are optimal at 2 MB and 8 MB.",
+    "1788-1802",
+)
+_LTO4_8M_CMP = _r(
+    "lto4-8mb-4-compressible",
+    "LTO4",
+    "Compressible data with 8 MB buffers: 4 data buffers are close to optimal.",
+    "1788-1802",
+)
+_LTO4_2M_CMP = _r(
+    "lto4-2mb-16-compressible",
+    "LTO4",
+    "Compressible data with 2 MB buffers needs at least 16 data buffers.",
+    "1788-1802",
+)
+_T10000B_256 = _r(
+    "t10000b-256k-32-buffers", "T10000B", "With 256 KB buffers use 32 data buffers.", "2338-2341"
+)
+_T10000B_2M_UNC = _r(
+    "t10000b-2mb-4-uncompressible",
+    "T10000B",
+    "With 2 MB buffers, 4 data buffers suffice for uncompressible data.",
+    "2366-2369",
+)
+_T10000B_2M_CMP = _r(
+    "t10000b-2mb-16-compressible",
+    "T10000B",
+    "With 2 MB buffers, compressible data needs at least 16 data buffers.",
+    "2366-2369",
+)
 
 COUNT_RULES: dict[tuple[str, int, bool], tuple[int, Recommendation]] = {
     **{("T10000", 256, c): (32, _T10000_256) for c in (False, True)},
@@ -114,12 +144,20 @@ COUNT_RULES: dict[tuple[str, int, bool], tuple[int, Recommendation]] = {
 # -- everything else ------------------------------------------------------------------------------
 LARGE_FILE_BYTES = 1_000_000_000  # the paper's "large files" rows: 1GB and up
 MULTIPLEX_LINES = "T10000 1308-1313, LTO4 2200-2205, T10000B 2587-2592"
-MODERATE = _r("multiplexing-moderate", "ALL",
-              "Moderate multiplexing (2-6 concurrent backups): halve the number of data buffers "
-              "(e.g. 16 to 8); multiplexing costs the media server memory.", MULTIPLEX_LINES)
-HEAVY = _r("multiplexing-heavy", "ALL",
-           "Heavy multiplexing (8 or more concurrent backups): cut the number of data buffers by three "
-           "quarters (e.g. 16 to 4).", MULTIPLEX_LINES)
+MODERATE = _r(
+    "multiplexing-moderate",
+    "ALL",
+    "Moderate multiplexing (2-6 concurrent backups): halve the number of data buffers "
+    "(e.g. 16 to 8); multiplexing costs the media server memory.",
+    MULTIPLEX_LINES,
+)
+HEAVY = _r(
+    "multiplexing-heavy",
+    "ALL",
+    "Heavy multiplexing (8 or more concurrent backups): cut the number of data buffers by three "
+    "quarters (e.g. 16 to 4).",
+    MULTIPLEX_LINES,
+)
 
 
 def _encryption(drive: str, lines: str, text: str = "") -> Recommendation:
@@ -137,41 +175,93 @@ def _large_files(s: Situation) -> bool:
 
 
 ADVICE: list[tuple[Recommendation, Callable[[Situation], bool]]] = [
-    (_r("netbackup-touch-files", "ALL",
-        "NetBackup reads the touch files SIZE_DATA_BUFFERS (bytes) and NUMBER_DATA_BUFFERS from "
-        "<install path>/netbackup/db/config on the media server; they take effect without a restart.",
-        "975-978"), _always),
-    (_r("encryption-after-compression", "ALL",
-        "Encryption adds a fixed 100 bytes per data buffer (about 0.04% at 256 KB) and is done in the "
-        "drive after compression, so compression keeps its full benefit; applications should use at "
-        "least 256 KB transfers.", "995-1010, 1387-1402, 2288-2306"), _always),
+    (
+        _r(
+            "netbackup-touch-files",
+            "ALL",
+            "NetBackup reads the touch files SIZE_DATA_BUFFERS (bytes) and NUMBER_DATA_BUFFERS from "
+            "<install path>/netbackup/db/config on the media server; they take effect without a restart.",
+            "975-978",
+        ),
+        _always,
+    ),
+    (
+        _r(
+            "encryption-after-compression",
+            "ALL",
+            "Encryption adds a fixed 100 bytes per data buffer (about 0.04% at 256 KB) and is done in the "
+            "drive after compression, so compression keeps its full benefit; applications should use at "
+            "least 256 KB transfers.",
+            "995-1010, 1387-1402, 2288-2306",
+        ),
+        _always,
+    ),
     (_encryption("T10000", "987-991"), lambda s: s.drive == "T10000"),
-    (_encryption("T9840D", "1383-1386", "Encryption has no visible effect on T9840D throughput."),
-     lambda s: s.drive == "T9840D"),
+    (
+        _encryption("T9840D", "1383-1386", "Encryption has no visible effect on T9840D throughput."),
+        lambda s: s.drive == "T9840D",
+    ),
     (_encryption("LTO4", "1727-1731"), lambda s: s.drive == "LTO4"),
     (_encryption("T10000B", "2274-2278"), lambda s: s.drive == "T10000B"),
-    (_r("t10000-apps-256k", "T10000", "Configure applications for transfers of at least 256 KB.",
-        "999-1001"), lambda s: s.drive == "T10000"),
-    (_r("t10000-2mb-large-files", "T10000", "2 MB buffers suit archiving and large files.", "1085-1086"),
-     lambda s: s.drive == "T10000" and _large_files(s)),
-    (_r("t10000b-2mb-large-files", "T10000B", "2 MB buffers suit archiving and large files.", "2369-2371"),
-     lambda s: s.drive == "T10000B" and _large_files(s)),
-    (_r("t9840d-raise-64k", "T9840D",
-        "The T9840D takes blocks up to 256 KB; NetBackup's 64 KB default streams worse: raise it to 256 KB.",
-        "1366-1369"), lambda s: s.drive == "T9840D"),
+    (
+        _r(
+            "t10000-apps-256k",
+            "T10000",
+            "Configure applications for transfers of at least 256 KB.",
+            "999-1001",
+        ),
+        lambda s: s.drive == "T10000",
+    ),
+    (
+        _r("t10000-2mb-large-files", "T10000", "2 MB buffers suit archiving and large files.", "1085-1086"),
+        lambda s: s.drive == "T10000" and _large_files(s),
+    ),
+    (
+        _r("t10000b-2mb-large-files", "T10000B", "2 MB buffers suit archiving and large files.", "2369-2371"),
+        lambda s: s.drive == "T10000B" and _large_files(s),
+    ),
+    (
+        _r(
+            "t9840d-raise-64k",
+            "T9840D",
+            "The T9840D takes blocks up to 256 KB; NetBackup's 64 KB default streams worse: "
+            "raise it to 256 KB.",
+            "1366-1369",
+        ),
+        lambda s: s.drive == "T9840D",
+    ),
     (_T9840D_64, lambda s: s.drive == "T9840D"),
-    (_r("t9840d-streaming", "T9840D",
-        "Most servers can keep a T9840D streaming; several write drives can shorten large backups.",
-        "1658-1661, 1668-1669"), lambda s: s.drive == "T9840D"),
-    (_r("lto4-512k-to-8mb-threads", "LTO4",
-        "Optimal throughput comes at buffer sizes from 512 KB to 8 MB; the number of concurrent data "
-        "buffers (threads) matters most.", "1732-1733"), lambda s: s.drive == "LTO4"),
+    (
+        _r(
+            "t9840d-streaming",
+            "T9840D",
+            "Most servers can keep a T9840D streaming; several write drives can shorten large backups.",
+            "1658-1661, 1668-1669",
+        ),
+        lambda s: s.drive == "T9840D",
+    ),
+    (
+        _r(
+            "lto4-512k-to-8mb-threads",
+            "LTO4",
+            "Optimal throughput comes at buffer sizes from 512 KB to 8 MB; the number of concurrent data "
+            "buffers (threads) matters most.",
+            "1732-1733",
+        ),
+        lambda s: s.drive == "LTO4",
+    ),
     (MODERATE, lambda s: 2 <= s.streams <= 6),
     (HEAVY, lambda s: s.streams >= 7),
-    (_r("multiplexing-separate-clients", "ALL",
-        "Multiplex streams from separate clients on separate source disks for the best results; restores "
-        "of multiplexed backups are slower, since the application sorts through several backups.",
-        "1302-1304, 1313-1315, 2195-2196, 2581-2583"), lambda s: s.streams >= 2),
+    (
+        _r(
+            "multiplexing-separate-clients",
+            "ALL",
+            "Multiplex streams from separate clients on separate source disks for the best results; restores "
+            "of multiplexed backups are slower, since the application sorts through several backups.",
+            "1302-1304, 1313-1315, 2195-2196, 2581-2583",
+        ),
+        lambda s: s.streams >= 2,
+    ),
 ]
 
 

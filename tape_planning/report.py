@@ -22,7 +22,9 @@ def _mb(value: float) -> str:
 
 def _why(plan: Plan, setting: Setting) -> str:
     rule = next((r for r in plan.recommendations if r.key == setting.because), None)
-    return f"{rule.text.rstrip('.')} (lines {rule.lines})" if rule else "the paper gives none; the measured best"
+    return (
+        f"{rule.text.rstrip('.')} (lines {rule.lines})" if rule else "the paper gives none; the measured best"
+    )
 
 
 def sections(plan: Plan) -> list[tuple[str, list[str]]]:
@@ -158,6 +160,8 @@ def plan_html(plan: Plan) -> str:
     parts.append(_html_table(header, rows))
     if any(t.suspect for t in plan.throughput):
         parts.append("<p>* repeats the HP LTO4 figure (see the T10000B caveat above)</p>")
-    parts.append("<p><small>Source: Sun KMS 2.0 Management Practices white paper, chapters 6-9 "
-                 "(line numbers refer to the text dump described in the data README).</small></p>")
+    parts.append(
+        "<p><small>Source: Sun KMS 2.0 Management Practices white paper, chapters 6-9 "
+        "(line numbers refer to the text dump described in the data README).</small></p>"
+    )
     return "".join(parts)

@@ -35,8 +35,10 @@ def parse_size(text: str, field: str = "size") -> int:
     """``"20TB"`` -> 20,000,000,000,000 bytes. Refuses zero, negative and malformed sizes."""
     match = _SIZE.match(str(text))
     if match is None:
-        raise PlanError(field, f"{str(text).strip() or 'nothing'!r} is not a size; "
-            "type a number and a unit, e.g. 20TB, 500GB, 1GB or 256KB"
+        raise PlanError(
+            field,
+            f"{str(text).strip() or 'nothing'!r} is not a size; "
+            "type a number and a unit, e.g. 20TB, 500GB, 1GB or 256KB",
         )
     number, prefix, binary = float(match[1]), match[2].lower(), match[3]
     if number <= 0:
@@ -52,8 +54,10 @@ def parse_window(text: str, field: str = "window") -> float:
     match = _WINDOW.match(str(text))
     unit = match[2].lower() if match else ""
     if match is None or unit not in _SECONDS:
-        raise PlanError(field, f"{str(text).strip() or 'nothing'!r} is not a duration; "
-            "type a number and a unit, e.g. 8h, 90min or 1.5d"
+        raise PlanError(
+            field,
+            f"{str(text).strip() or 'nothing'!r} is not a duration; "
+            "type a number and a unit, e.g. 8h, 90min or 1.5d",
         )
     seconds = float(match[1]) * _SECONDS[unit]
     if seconds <= 0:
@@ -65,8 +69,10 @@ def parse_ratio(text: str, field: str = "compressibility") -> float:
     """``"2:1"`` -> 2.0. Data cannot compress to more than it was, so N is at least 1."""
     match = _RATIO.match(str(text))
     if match is None:
-        raise PlanError(field, f"{str(text).strip() or 'nothing'!r} is not a ratio; type it as N:1, "
-            "e.g. 1:1 (does not compress), 2:1 or 10:1"
+        raise PlanError(
+            field,
+            f"{str(text).strip() or 'nothing'!r} is not a ratio; type it as N:1, "
+            "e.g. 1:1 (does not compress), 2:1 or 10:1",
         )
     ratio = float(match[1])
     if ratio < 1:

@@ -22,10 +22,17 @@ def add_plan(sub: Any) -> None:
     p.add_argument("--window", required=True, help="backup window, e.g. 8h or 90min")
     p.add_argument("--compressibility", required=True, help="N:1, e.g. 1:1, 2:1 or 10:1")
     p.add_argument("--file-size", required=True, help="typical file size, e.g. 1GB or 256KB")
-    p.add_argument("--mixed-256k", action="store_true",
-                   help="the library also has drives limited to 256 KB blocks (e.g. 9x40)")
-    p.add_argument("--streams", default="1", metavar="N",
-                   help="concurrent backup streams multiplexed onto each drive (default 1)")
+    p.add_argument(
+        "--mixed-256k",
+        action="store_true",
+        help="the library also has drives limited to 256 KB blocks (e.g. 9x40)",
+    )
+    p.add_argument(
+        "--streams",
+        default="1",
+        metavar="N",
+        help="concurrent backup streams multiplexed onto each drive (default 1)",
+    )
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     p.set_defaults(run=run_plan)
 
