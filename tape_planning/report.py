@@ -102,12 +102,14 @@ def _rec(r: Recommendation) -> str:
 
 
 def settings_rows(plan: Plan) -> list[list[str]]:
+    lines = {r.key: r.lines for r in plan.recommendations}
     return [[buffer_label(s.buffer_size_kb), str(s.data_buffers), _mb(s.plain_mb_per_s),
-             _mb(s.encrypted_mb_per_s), "yes" if s.allowed else "no", s.because]
+             _mb(s.encrypted_mb_per_s), "yes" if s.allowed else "no",
+             f"the paper, lines {lines[s.because]}" if s.because in lines else s.because]
             for s in plan.settings]  # fmt: skip
 
 
-SETTINGS_HEADER = ["buffer size", "buffers", "MB/s", "MB/s encrypted", "allowed", "buffer count from"]
+SETTINGS_HEADER = ["buffer size", "buffers", "MB/s", "MB/s encrypted", "allowed here", "buffer count from"]
 
 
 def throughput_rows(plan: Plan) -> tuple[list[str], list[list[str]]]:
