@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtPdf import QPdfDocument
 
 from tests.gui.helpers import open_page, sign_in
+from ui.audit.charts import ChartBox
 from ui.planning.area import PlanningArea, PlanningWindow
 
 pytestmark = pytest.mark.gui
@@ -110,3 +111,4 @@ def test_planning_is_an_area_of_the_main_window_for_every_role(qtbot, controller
     assert touch == {"SIZE_DATA_BUFFERS": "262144", "NUMBER_DATA_BUFFERS": "8"}  # 16, halved for 4 streams
     assert "Moderate multiplexing" in area.report.toPlainText()
     assert len(area.charts.boxes) == 4
+    assert len(area.charts.findChildren(ChartBox)) == 4  # the previous plan's charts are gone at once

@@ -99,7 +99,6 @@ class PlanningArea(QWidget):
         self.mixed = QCheckBox("Mixed with 256 KB-limited drives (e.g. 9x40)")
         self.streams = QSpinBox()
         self.streams.setRange(1, 64)
-        self.streams.setSuffix(" a drive")
         self.export_button = QPushButton("Export PDF…")
         self.export_button.setToolTip("Save this plan, with its charts, as a PDF file")
         self.export_button.clicked.connect(self.choose_pdf)
@@ -116,7 +115,7 @@ class PlanningArea(QWidget):
         grid = QGridLayout()
         cells = [("Drive:", self.drive), ("Data:", self.data), ("Window:", self.window),
                  ("Compressibility:", self.ratio), ("File size:", self.file_size),
-                 ("Streams:", self.streams)]  # fmt: skip
+                 ("Streams a drive:", self.streams)]  # fmt: skip
         for i, (label, widget) in enumerate(cells):
             row, col = divmod(i, 3)
             text = QLabel(label)

@@ -31,8 +31,10 @@ class ThroughputCharts(QWidget):
         self.boxes: list[ChartBox] = []
 
     def show_plan(self, plan: Plan) -> None:
-        for box in self.boxes:
+        for box in self.boxes:  # out of sight now, not at the next turn of the event loop
             self.grid.removeWidget(box)
+            box.hide()
+            box.setParent(None)
             box.deleteLater()
         self.boxes = []
         sizes = sorted({t.buffer_size_kb for t in plan.throughput})
