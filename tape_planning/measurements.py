@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -157,7 +158,7 @@ def nearest_workloads(drive: str, file_size_bytes: int, ratio: float) -> list[Wo
     return nearest
 
 
-def _either_side(values: list[float], x: float) -> list[float]:
+def _either_side(values: Sequence[float], x: float) -> list[float]:
     if x in values:
         return [x]
     below = [v for v in values if v < x]

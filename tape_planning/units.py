@@ -43,7 +43,7 @@ def parse_size(text: str, field: str = "size") -> int:
     number, prefix, binary = float(match[1]), match[2].lower(), match[3]
     if number <= 0:
         raise PlanError(field, f"{text.strip()!r} must be more than zero")
-    size = round(number * (1024 if binary else 1000) ** _POWERS[prefix])
+    size = round(number * float((1024 if binary else 1000) ** _POWERS[prefix]))
     if size < 1:
         raise PlanError(field, f"{text.strip()!r} is less than one byte")
     return size
