@@ -62,6 +62,21 @@ def test_planning_opens_from_sign_in_before_any_kma_exists(qtbot, controller, tm
     assert "NUMBER_DATA_BUFFERS = 8" in text and "KMAs per site: 2" in text
 
 
+def test_closing_the_sign_in_window_leaves_an_open_planning_window(qtbot, controller):
+    quits = []
+    controller.quit_when_sign_in_closes = True
+    controller.app = type("App", (), {"quit": lambda self: quits.append(1)})()
+    sign_in_window = controller.show_sign_in()
+    qtbot.mouseClick(sign_in_window.plan_button, Qt.LeftButton)
+    planning = sign_in_window.planning_window  # deleted when closed, below
+    sign_in_window.reject()  # Close
+    assert planning.isVisible() and quits == []
+    planning.close()
+    second = controller.show_sign_in()
+    second.reject()  # with nothing else open, closing the sign-in window quits as before
+    assert quits == [1]
+
+
 def test_bad_fields_are_named_and_keep_what_was_typed(qtbot, tmp_path):
     area = PlanningArea()
     qtbot.addWidget(area)
