@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import functools
 import json
 import multiprocessing as mp
 import os
@@ -37,15 +38,16 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from kma.agent.enroll import (
-    enroll,  # noqa: E402
-    make_csr,  # noqa: E402
-)
+from bench.rounds import interleave, ratio_of, summarise, too_wide  # noqa: E402
+from kma.agent.enroll import enroll, make_csr  # noqa: E402
 from kma.crypto import create_cluster_ca, issue_server_certificate, sign_agent_csr  # noqa: E402
 from kma.kmip import ttlv  # noqa: E402
 from kma.kmip.client import key_template, parse_response, request_message  # noqa: E402
@@ -56,6 +58,9 @@ VERSION = (1, 2)
 MAX_AGENTS = 64
 POOL = 1000  # the KMA's default key pool size
 WORKLOADS = ("create", "create_activate", "get")
+ROUNDS = 7  # per server and cell: 7 rounds make min..max a 98% confidence interval of the median
+DURATION_S = 2.0  # per round: short rounds, many of them, withstand a drifting machine best
+SETTLE_MAX_S = 3.0
 TARGETS = {"create_per_s_16": 1000, "get_per_s_16": 3000, "p99_ms_16": 10.0, "ratio_vs_pykmip": 10.0}
 
 
@@ -125,56 +130,63 @@ def ok(response: bytes) -> bool:
     return True
 
 
-def _worker(
-    address: str,
-    files: list[tuple[str, str, str]],
-    op: str,
-    uids: list[str],
-    start: float,
-    end: float,
-    tag: str,
-    out: Any,
-) -> None:
-    """One process: a thread per connection; reports (ops, errors, latencies) in the window."""
-    conns = [Conn(address, f) for f in files]
-    results: list[tuple[int, int, list[float]]] = []
+def _worker(pipe: Any, address: str) -> None:
+    """One client process, kept for the whole run. Per round it gets (files, op, uids, tag),
+    opens one connection per file, answers "ready", waits for the window's end time, runs a
+    thread per connection until then and answers [(ops, errors, latencies)] per connection."""
+    while (job := pipe.recv()) is not None:
+        files, op, uids, tag = job
+        conns = [Conn(address, f) for f in files]
+        window = Window(op, [get_request(uid) for uid in uids], tag)
+        threads = [threading.Thread(target=window.drive, args=(i, c)) for i, c in enumerate(conns)]
+        for t in threads:
+            t.start()
+        pipe.send("ready")
+        window.end = pipe.recv()
+        window.go.set()
+        for t in threads:
+            t.join()
+        for conn in conns:
+            conn.sock.close()
+        pipe.send(window.results)
 
-    def run(i: int, conn: Conn) -> None:
-        rng = random.Random(f"{tag}-{i}")
-        gets = [get_request(uid) for uid in uids]
 
-        def step(n: int) -> bool:
-            """One unit of work: a new tape key (Create, + Activate), or a Get."""
-            if op == "get":
-                return ok(conn.exchange(rng.choice(gets)))
-            created = conn.exchange(create_request(f"{tag}{i:02d}{n:06d}"))
-            if op == "create" or not ok(created):
-                return ok(created)
-            return ok(conn.exchange(activate_request(uid_of(created))))
+class Window:
+    """One measurement window in one client process: its threads wait for `go`, then work until
+    `end` (wall clock, the same for every process)."""
 
-        done = errors = 0
+    def __init__(self, op: str, gets: list[bytes], tag: str) -> None:
+        self.op, self.gets, self.tag = op, gets, tag
+        self.go = threading.Event()
+        self.end = 0.0
+        self.results: list[tuple[int, int, list[float]]] = []
+
+    def step(self, conn: Conn, rng: random.Random, name: str) -> bool:
+        """One unit of work: a new tape key (Create, + Activate), or a Get."""
+        if self.op == "get":
+            return ok(conn.exchange(rng.choice(self.gets)))
+        created = conn.exchange(create_request(name))
+        if self.op == "create" or not ok(created):
+            return ok(created)
+        return ok(conn.exchange(activate_request(uid_of(created))))
+
+    def drive(self, i: int, conn: Conn) -> None:
+        """One agent: one request at a time on its connection, as a drive does it."""
+        rng = random.Random(f"{self.tag}-{i}")
+        done = errors = n = 0
         lat: list[float] = []
-        n = 0
-        while time.time() < start:
-            time.sleep(0.001)
-        while time.time() < end:
+        self.go.wait()
+        while time.time() < self.end:
             n += 1
             began = time.perf_counter()
             try:
-                good = step(n)
+                good = self.step(conn, rng, f"{self.tag}{i:02d}{n:06d}")
             except (OSError, ValueError):
                 good = False
             lat.append(time.perf_counter() - began)
             done += good
             errors += not good
-        results.append((done, errors, lat))
-
-    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(conns)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    out.put([(d, e, lat) for d, e, lat in results])
+        self.results.append((done, errors, lat))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -183,58 +195,72 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(
-    address: str,
-    files: list[tuple[str, str, str]],
-    op: str,
-    uids: list[str],
-    level: int,
-    duration: float,
-    tag: str,
-    server_pid: int,
-) -> dict[str, float]:
-    processes = 1 if level == 1 else 2
-    queue: Any = mp.get_context("spawn").Queue()
-    start = time.time() + 2.0 + level * 0.03  # time to connect (TLS handshakes) before the window
-    end = start + duration
-    procs = []
-    for p in range(processes):
-        share = files[p:level:processes]
-        proc = mp.get_context("spawn").Process(
-            target=_worker, args=(address, share, op, uids, start, end, f"{tag}{p}", queue)
-        )
-        proc.start()
-        procs.append(proc)
-    while time.time() < start:
-        time.sleep(0.001)
-    cpu_before = cpu_seconds(server_pid)
-    time.sleep(max(0.0, end - time.time()))
-    cpu = cpu_seconds(server_pid) - cpu_before
-    gathered = [queue.get(timeout=duration + 120) for _ in procs]
-    for proc in procs:
-        proc.join()
-    done = sum(d for part in gathered for d, _, _ in part)
-    errors = sum(e for part in gathered for _, e, _ in part)
-    lat = sorted(x for part in gathered for _, _, ls in part for x in ls)
+class LoadGenerator:
+    """The agents' side for one server: client processes started once and kept warm for the
+    whole run (two, so that the client is not what is measured; threads within each). Each
+    round opens its connections first (TLS handshakes outside the window), then measures."""
 
-    def pct(q: float) -> float:
-        return round(lat[min(len(lat) - 1, int(len(lat) * q))] * 1000, 2) if lat else float("nan")
+    PROCESSES = 2
 
-    return {
-        "ops_per_s": round(done / duration, 1),
-        "p50_ms": pct(0.5),
-        "p99_ms": pct(0.99),
-        "errors": errors,
-        # the server's CPU (every thread, user + system) per unit of work, in the window
-        "server_cpu_us_per_op": round(cpu / done * 1e6, 1) if done else float("nan"),
-    }
+    def __init__(self, address: str, files: list[tuple[str, str, str]], server_pid: int) -> None:
+        self.files, self.server_pid = files, server_pid
+        ctx = mp.get_context("spawn")
+        self.pipes = []
+        self.procs = []
+        for _ in range(self.PROCESSES):
+            ours, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(theirs, address), daemon=True)
+            proc.start()
+            self.pipes.append(ours)
+            self.procs.append(proc)
+
+    def round(self, op: str, uids: list[str], level: int, duration: float, tag: str) -> dict[str, float]:
+        """One measurement window of `duration` seconds with `level` agents at once."""
+        shares = [self.files[p : level : self.PROCESSES] for p in range(self.PROCESSES)]
+        busy = [(p, pipe) for p, pipe in enumerate(self.pipes) if shares[p]]
+        for p, pipe in busy:
+            pipe.send((shares[p], op, uids, f"{tag}{p}"))
+        for _, pipe in busy:
+            if not pipe.poll(120) or pipe.recv() != "ready":
+                raise RuntimeError("a client process did not connect")
+        cpu_before = cpu_seconds(self.server_pid)
+        end = time.time() + duration
+        for _, pipe in busy:
+            pipe.send(end)
+        time.sleep(max(0.0, end - time.time()))
+        cpu = cpu_seconds(self.server_pid) - cpu_before
+        gathered = [pipe.recv() for _, pipe in busy]
+        done = sum(d for part in gathered for d, _, _ in part)
+        errors = sum(e for part in gathered for _, e, _ in part)
+        lat = sorted(x for part in gathered for _, _, ls in part for x in ls)
+
+        def pct(q: float) -> float:
+            return round(lat[min(len(lat) - 1, int(len(lat) * q))] * 1000, 2) if lat else float("nan")
+
+        return {
+            "ops_per_s": round(done / duration, 1),
+            "p50_ms": pct(0.5),
+            "p99_ms": pct(0.99),
+            "errors": errors,
+            # the server's CPU (every thread, user + system) per unit of work, in the window
+            "server_cpu_us_per_op": round(cpu / done * 1e6, 1) if done else float("nan"),
+        }
+
+    def close(self) -> None:
+        for pipe in self.pipes:
+            pipe.send(None)
+        for proc in self.procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
 
 
 # --- the two servers ------------------------------------------------------------------------
-def start_kma(tmp: Path) -> tuple[RunningKma, str]:
+def start_kma(tmp: Path, source: Path | None = None) -> tuple[RunningKma, str]:
     """A demo KMA with the product's default key pool (1,000), filled before the run; under
-    sustained load the pool refills while keys are issued, and that cost is measured too."""
-    kma = RunningKma.demo_in(tmp / "kma-demo", test_clock=False)
+    sustained load the pool refills while keys are issued, and that cost is measured too.
+    `source`: a checkout of another commit whose KMA to run (the before/after mode)."""
+    kma = RunningKma.demo_in(tmp / "kma-demo", test_clock=False, source=source)
     so = kma.client("so")
     so.update_kma("kma-dal-1", key_pool_size=POOL)
     deadline = time.time() + 60
@@ -326,111 +352,230 @@ def make_keys(address: str, files: tuple[str, str, str], count: int, tag: str) -
     return uids
 
 
+@dataclass
+class Server:
+    """One contender, started once and kept warm for the whole run."""
+
+    name: str
+    pid: int
+    address: str
+    files: list[tuple[str, str, str]]  # one (ca, cert, key) per agent
+    stop: Callable[[], None]
+    uids: list[str] = field(default_factory=list)  # active keys for the Get workload
+    load: LoadGenerator | None = None
+    rounds_run: int = 0
+
+    def warm(self) -> None:
+        self.uids = make_keys(self.address, self.files[0], 200, f"W{self.name[0].upper()}")
+        self.load = LoadGenerator(self.address, self.files, self.pid)
+
+    def round(self, op: str, level: int, duration: float) -> dict[str, float]:
+        assert self.load is not None
+        self.rounds_run += 1  # every round's new keys get names of their own
+        tag = f"{self.name[0].upper()}{op[0]}{level}r{self.rounds_run}-"
+        return self.load.round(op, self.uids, level, duration, tag)
+
+    def close(self) -> None:
+        if self.load is not None:
+            self.load.close()
+        self.stop()
+
+
+def kma_server(tmp: Path, agents: int, name: str = "kma", source: Path | None = None) -> Server:
+    kma, service = start_kma(tmp / name, source)
+    try:
+        files = enroll_agents(kma, service, tmp / name, agents)
+    except BaseException:
+        kma.stop()
+        raise
+    assert kma.process is not None
+    return Server(name, kma.process.pid, service, files, kma.stop)
+
+
+def pykmip_server(tmp: Path, agents: int) -> Server:
+    proc, address, files = start_pykmip(tmp, agents)
+
+    def stop() -> None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+    return Server("pykmip", proc.pid, address, files, stop)
+
+
+def settle(servers: list[Server]) -> Callable[[], None]:
+    """Before each round: wait (at most SETTLE_MAX_S) until no server is still busy from the last
+    round (a KMA refilling its key pool, say), so that work does not land in the next round."""
+
+    def wait() -> None:
+        deadline = time.monotonic() + SETTLE_MAX_S
+        while time.monotonic() < deadline:
+            before = [cpu_seconds(s.pid) for s in servers]
+            time.sleep(0.1)
+            if all(cpu_seconds(s.pid) - b < 0.1 * 0.1 for s, b in zip(servers, before, strict=True)):
+                return
+
+    return wait
+
+
+def git_worktree(rev: str, into: Path) -> Path:
+    """A checkout of `rev` (of the repository this bench is in) at `into`, for the baseline KMA."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                            capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(into), commit],
+                   capture_output=True, check=True)  # fmt: skip
+    return into
+
+
+def remove_worktree(path: Path) -> None:
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)],
+                   capture_output=True, check=False)  # fmt: skip
+
+
 # --- the run --------------------------------------------------------------------------------
-def run_server(
-    name: str,
-    server_pid: int,
-    address: str,
-    files: list[tuple[str, str, str]],
-    levels: list[int],
-    duration: float,
-    workloads: list[str],
-) -> dict[str, dict[str, dict[str, float]]]:
-    uids = make_keys(address, files[0], 200, f"W{name[0].upper()}")
-    out: dict[str, dict[str, dict[str, float]]] = {op: {} for op in workloads}
+def run(
+    servers: list[Server], levels: list[int], workloads: list[str], rounds: int, duration: float
+) -> dict[str, Any]:
+    """Every (workload, agent count) cell: `rounds` interleaved rounds of every server; the
+    per-round figures, summarised (medians, spreads), and the first server's ratios to the
+    second's (the median of the per-round ratios)."""
+    result: dict[str, Any] = {s.name: {op: {} for op in workloads} for s in servers}
+    ratios: dict[str, float | None] = {}
+    ratio_spreads: dict[str, dict[str, float]] = {}
+    unreliable: list[str] = []
+    loads = [os.getloadavg()[0]]
     for level in levels:
         for op in workloads:
-            tag = f"{name[0].upper()}{op[0]}{level}-"
-            figures = measure(address, files, op, uids, level, duration, tag, server_pid)
-            out[op][str(level)] = figures
-            print(
-                f"{name:7} {op:6} {level:3} agents: {figures['ops_per_s']:8.1f}/s  "
-                f"p50 {figures['p50_ms']:6.2f} ms  p99 {figures['p99_ms']:7.2f} ms  "
-                f"server CPU {figures['server_cpu_us_per_op']:6.0f} us/op  errors {figures['errors']}",
-                flush=True,
+            per_round = interleave(
+                {s.name: functools.partial(s.round, op, level, duration) for s in servers},
+                rounds,
+                settle=settle(servers),
             )
-    return out
+            loads.append(os.getloadavg()[0])
+            for s in servers:
+                summary = summarise([{k: v for k, v in f.items() if k != "errors"} for f in per_round[s.name]])
+                summary["errors"] = sum(f["errors"] for f in per_round[s.name])  # every round's, not a median
+                result[s.name][op][str(level)] = summary
+                print(f"{s.name:8} {op:15} {level:3} agents: {cell_line(summary)}", flush=True)
+                if warning := too_wide(f"{s.name} {op} {level}", per_round[s.name], "ops_per_s"):
+                    unreliable.append(warning)
+            if len(servers) == 2:
+                a, b = (per_round[s.name] for s in servers)
+                ratio = ratio_of(a, b, "ops_per_s")
+                key = f"{op}_{level}"
+                ratios[key] = ratio.median if ratio.median == ratio.median else None
+                ratio_spreads[key] = ratio.as_dict()
+                print(f"{'':8} {op:15} {level:3} agents: {servers[0].name} / {servers[1].name} {ratio}x",
+                      flush=True)  # fmt: skip
+    result["ratios"] = ratios
+    result["ratio_spreads"] = ratio_spreads
+    result["unreliable"] = unreliable
+    result["load_average_max"] = round(max(loads), 2)
+    return result
+
+
+def cell_line(f: dict[str, Any]) -> str:
+    spread = f["spread"]["ops_per_s"]
+    return (
+        f"{f['ops_per_s']:8.1f}/s ({spread['min']:g}..{spread['max']:g}, spread {spread['spread_pct']:4.1f}%)"
+        f"  p50 {f['p50_ms']:6.2f} ms  p99 {f['p99_ms']:7.2f} ms"
+        f"  server CPU {f['server_cpu_us_per_op']:6.0f} us/op  errors {f['errors']}"
+    )
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved rounds per server and cell")
+    parser.add_argument("--duration", type=float, default=DURATION_S, help="seconds per round")
+    parser.add_argument("--levels", default="1,16,64", help="agent counts, e.g. 16")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="a subset, e.g. get,create")
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument("--no-pykmip", action="store_true", help="measure the KMA only")
+    who.add_argument("--baseline", metavar="REV", help="compare with the KMA of commit REV instead of PyKMIP")
+    args = parser.parse_args()
+    args.levels = [int(x) for x in args.levels.split(",")]
+    args.workloads = [w for w in args.workloads.split(",") if w]
+    if not args.workloads or set(args.workloads) - set(WORKLOADS):
+        parser.error(f"workloads are a subset of {','.join(WORKLOADS)}")
+    if max(args.levels) > MAX_AGENTS:
+        parser.error(f"at most {MAX_AGENTS} agents")
+    if args.rounds < 3:
+        parser.error("at least 3 rounds: a median of fewer says nothing about the spread")
+    return args
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--duration", type=float, default=5.0, help="seconds per measurement")
-    parser.add_argument("--levels", default="1,16,64")
-    parser.add_argument("--no-pykmip", action="store_true", help="measure the KMA only")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="a subset, e.g. get,create")
-    args = parser.parse_args()
-    levels = [int(x) for x in args.levels.split(",")]
-    workloads = [w for w in args.workloads.split(",") if w]
-    if not workloads or set(workloads) - set(WORKLOADS):
-        parser.error(f"workloads are a subset of {','.join(WORKLOADS)}")
-    agents = max(levels)
-    if agents > MAX_AGENTS:
-        parser.error(f"at most {MAX_AGENTS} agents")
+    args = parse_args()
     busy = os.getloadavg()[0]  # before this run starts anything
     if busy > 0.5:
         print(f"note: load average {busy:.2f} before the run: other work shares these CPUs", flush=True)
+    result: dict[str, Any] = {
+        "load_average_before": round(busy, 2),
+        "machine": {"cpus": os.cpu_count()},
+        "rounds": args.rounds,
+        "duration_s": args.duration,
+        "kmip_version": "1.2",
+    }
+    servers: list[Server] = []
+    baseline_tree: Path | None = None
     with tempfile.TemporaryDirectory(prefix="bench-keys-") as tmp_name:
         tmp = Path(tmp_name)
-        kma, service = start_kma(tmp)
-        pykmip: subprocess.Popen[bytes] | None = None
+        agents = max(args.levels)
         try:
-            files = enroll_agents(kma, service, tmp, agents)
-            assert kma.process is not None
-            kma_pid = kma.process.pid
-            busy = os.getloadavg()[0]
-            if busy > 0.5:
-                print(
-                    f"note: load average {busy:.2f} before the run: other work shares these CPUs", flush=True
-                )
-            result: dict[str, Any] = {
-                "load_average_before": round(busy, 2),
-                "machine": {"cpus": os.cpu_count()},
-                "duration_s": args.duration,
-                "kmip_version": "1.2",
-                "kma": run_server("kma", kma_pid, service, files, levels, args.duration, workloads),
-            }
-            if not args.no_pykmip:
-                pykmip, paddress, pfiles = start_pykmip(tmp, agents)
-                result["pykmip"] = run_server(
-                    "pykmip", pykmip.pid, paddress, pfiles, levels, args.duration, workloads
-                )
+            servers.append(kma_server(tmp, agents))
+            if args.baseline:
+                baseline_tree = git_worktree(args.baseline, tmp / "baseline-tree")
+                result["commit"] = head_of(ROOT)
+                result["baseline"] = {"rev": args.baseline, "commit": head_of(baseline_tree)}
+                servers.append(kma_server(tmp, agents, "baseline", baseline_tree))
+            elif not args.no_pykmip:
+                servers.append(pykmip_server(tmp, agents))
+            for server in servers:
+                server.warm()
+            started = time.monotonic()
+            result |= run(servers, args.levels, args.workloads, args.rounds, args.duration)
+            result["run_s"] = round(time.monotonic() - started)
         finally:
-            if pykmip is not None:
-                pykmip.send_signal(signal.SIGINT)
-                try:
-                    pykmip.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    pykmip.kill()
-            kma.stop()
-    summarise(result)
+            for server in servers:
+                server.close()
+            if baseline_tree is not None:
+                remove_worktree(baseline_tree)
+    summarise_targets(result)
+    if args.baseline:
+        for key, ratio in result["ratio_spreads"].items():
+            change = (ratio["median"] - 1) * 100
+            print(f"{key}: {abs(change):.1f}% {'faster' if change >= 0 else 'slower'} than {args.baseline} "
+                  f"(ratio {ratio['median']:g}, spread {ratio['spread_pct']:g}%)")  # fmt: skip
+    for warning in result["unreliable"]:
+        print(f"UNRELIABLE: {warning}", flush=True)
     print(json.dumps(result))
-    failed = any(f["errors"] for server in ("kma", "pykmip") for op in result.get(server, {}).values()
-                 for f in op.values())  # fmt: skip
-    return 1 if failed else 0
+    failed = any(f["errors"] for s in servers for op in result[s.name].values() for f in op.values())
+    return 1 if failed else 2 if result["unreliable"] else 0
 
 
-def summarise(result: dict[str, Any]) -> None:
-    kma = result["kma"]
-    ratios: dict[str, float | None] = {}
-    if "pykmip" in result:
-        for op in kma:
-            for level, figures in kma[op].items():
-                theirs = result["pykmip"][op][level]["ops_per_s"]
-                ratios[f"{op}_{level}"] = round(figures["ops_per_s"] / theirs, 1) if theirs else None
-        print("KMA / PyKMIP throughput: " + ", ".join(f"{k} {v}x" for k, v in ratios.items()))
-    result["ratios"] = ratios
+def head_of(tree: Path) -> str:
+    return subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+
+
+def summarise_targets(result: dict[str, Any]) -> None:
+    """The issue's targets at 16 agents, from the medians."""
+    kma, ratios = result["kma"], result["ratios"]
     c16, g16 = kma.get("create", {}).get("16"), kma.get("get", {}).get("16")
-    if c16 and g16:
-        met = {
-            "create_per_s_16": c16["ops_per_s"] >= TARGETS["create_per_s_16"],
-            "get_per_s_16": g16["ops_per_s"] >= TARGETS["get_per_s_16"],
-            "p99_ms_16": max(c16["p99_ms"], g16["p99_ms"]) <= TARGETS["p99_ms_16"],
-        }
-        if ratios:
-            at_16 = [ratios.get(f"{op}_16") for op in kma]
-            met["ratio_vs_pykmip"] = all(r is not None and r >= TARGETS["ratio_vs_pykmip"] for r in at_16)
-        result["targets"] = {"wanted": TARGETS, "met": met}
-        print("targets at 16 agents: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in met.items()))
+    if not (c16 and g16):
+        return
+    met = {
+        "create_per_s_16": c16["ops_per_s"] >= TARGETS["create_per_s_16"],
+        "get_per_s_16": g16["ops_per_s"] >= TARGETS["get_per_s_16"],
+        "p99_ms_16": max(c16["p99_ms"], g16["p99_ms"]) <= TARGETS["p99_ms_16"],
+    }
+    if "pykmip" in result:
+        at_16 = [ratios.get(f"{op}_16") for op in kma]
+        met["ratio_vs_pykmip"] = all(r is not None and r >= TARGETS["ratio_vs_pykmip"] for r in at_16)
+    result["targets"] = {"wanted": TARGETS, "met": met}
+    print("targets at 16 agents: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in met.items()))
 
 
 if __name__ == "__main__":
