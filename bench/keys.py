@@ -455,11 +455,12 @@ def run(
             )
             loads.append(os.getloadavg()[0])
             for s in servers:
-                summary = summarise([{k: v for k, v in f.items() if k != "errors"} for f in per_round[s.name]])
-                summary["errors"] = sum(f["errors"] for f in per_round[s.name])  # every round's, not a median
+                figures = per_round[s.name]
+                summary = summarise([{k: v for k, v in f.items() if k != "errors"} for f in figures])
+                summary["errors"] = sum(f["errors"] for f in figures)  # every round's, not a median
                 result[s.name][op][str(level)] = summary
                 print(f"{s.name:8} {op:15} {level:3} agents: {cell_line(summary)}", flush=True)
-                if warning := too_wide(f"{s.name} {op} {level}", per_round[s.name], "ops_per_s"):
+                if warning := too_wide(f"{s.name} {op} {level}", figures, "ops_per_s"):
                     unreliable.append(warning)
             if len(servers) == 2:
                 a, b = (per_round[s.name] for s in servers)
