@@ -46,7 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.rounds import interleave, ratio_of, summarise, too_wide  # noqa: E402
+from bench.rounds import Spread, interleave, ratio_of, summarise, too_wide  # noqa: E402
 from kma.agent.enroll import enroll, make_csr  # noqa: E402
 from kma.crypto import create_cluster_ca, issue_server_certificate, sign_agent_csr  # noqa: E402
 from kma.kmip import ttlv  # noqa: E402
@@ -58,8 +58,9 @@ VERSION = (1, 2)
 MAX_AGENTS = 64
 POOL = 1000  # the KMA's default key pool size
 WORKLOADS = ("create", "create_activate", "get")
-ROUNDS = 7  # per server and cell: 7 rounds make min..max a 98% confidence interval of the median
-DURATION_S = 2.0  # per round: short rounds, many of them, withstand a drifting machine best
+ROUNDS = 15  # per server and cell: many short rounds withstand a drifting machine best
+DURATION_S = 1.0  # measured per round, after WARM_S of load that is not counted
+WARM_S = 0.3
 SETTLE_MAX_S = 3.0
 TARGETS = {"create_per_s_16": 1000, "get_per_s_16": 3000, "p99_ms_16": 10.0, "ratio_vs_pykmip": 10.0}
 
@@ -131,34 +132,42 @@ def ok(response: bytes) -> bool:
 
 
 def _worker(pipe: Any, address: str) -> None:
-    """One client process, kept for the whole run. Per round it gets (files, op, uids, tag),
-    opens one connection per file, answers "ready", waits for the window's end time, runs a
-    thread per connection until then and answers [(ops, errors, latencies)] per connection."""
+    """One client process, kept for the whole run, driven over `pipe`:
+    ("cell", files, op, uids): open one connection per file (kept for the cell's rounds), "ready";
+    ("round", tag): start a thread per connection, "ready"; then (start, end): run the threads,
+    answer [(ops, errors, latencies)] per connection; None: exit."""
+    conns: list[Conn] = []
+    op, gets = "", []
     while (job := pipe.recv()) is not None:
-        files, op, uids, tag = job
-        conns = [Conn(address, f) for f in files]
-        window = Window(op, [get_request(uid) for uid in uids], tag)
+        if job[0] == "cell":
+            for conn in conns:
+                conn.sock.close()
+            _, files, op, uids = job
+            conns = [Conn(address, f) for f in files]
+            gets = [get_request(uid) for uid in uids]
+            pipe.send("ready")
+            continue
+        window = Window(op, gets, job[1])
         threads = [threading.Thread(target=window.drive, args=(i, c)) for i, c in enumerate(conns)]
         for t in threads:
             t.start()
         pipe.send("ready")
-        window.end = pipe.recv()
+        window.start, window.end = pipe.recv()
         window.go.set()
         for t in threads:
             t.join()
-        for conn in conns:
-            conn.sock.close()
         pipe.send(window.results)
 
 
 class Window:
-    """One measurement window in one client process: its threads wait for `go`, then work until
-    `end` (wall clock, the same for every process)."""
+    """One round in one client process. Its agents start together at `go`, WARM_S before `start`
+    (the queue filling up is not measured); every request begun in [start, end) is measured to
+    its end, however long it takes. See LoadGenerator.round for why."""
 
     def __init__(self, op: str, gets: list[bytes], tag: str) -> None:
         self.op, self.gets, self.tag = op, gets, tag
         self.go = threading.Event()
-        self.end = 0.0
+        self.start = self.end = 0.0  # wall clock, the same for every process
         self.results: list[tuple[int, int, list[float]]] = []
 
     def step(self, conn: Conn, rng: random.Random, name: str) -> bool:
@@ -176,16 +185,17 @@ class Window:
         done = errors = n = 0
         lat: list[float] = []
         self.go.wait()
-        while time.time() < self.end:
+        while (now := time.time()) < self.end:
             n += 1
             began = time.perf_counter()
             try:
                 good = self.step(conn, rng, f"{self.tag}{i:02d}{n:06d}")
             except (OSError, ValueError):
                 good = False
-            lat.append(time.perf_counter() - began)
-            done += good
-            errors += not good
+            errors += not good  # a failure counts wherever it falls
+            if now >= self.start:
+                lat.append(time.perf_counter() - began)
+                done += good
         self.results.append((done, errors, lat))
 
 
@@ -197,8 +207,8 @@ def cpu_seconds(pid: int) -> float:
 
 class LoadGenerator:
     """The agents' side for one server: client processes started once and kept warm for the
-    whole run (two, so that the client is not what is measured; threads within each). Each
-    round opens its connections first (TLS handshakes outside the window), then measures."""
+    whole run (two, so that the client is not what is measured; threads within each). Each cell
+    (workload and agent count) opens its connections once (TLS handshakes outside any round)."""
 
     PROCESSES = 2
 
@@ -213,38 +223,59 @@ class LoadGenerator:
             proc.start()
             self.pipes.append(ours)
             self.procs.append(proc)
+        self.busy: list[Any] = []
 
-    def round(self, op: str, uids: list[str], level: int, duration: float, tag: str) -> dict[str, float]:
-        """One measurement window of `duration` seconds with `level` agents at once."""
+    def cell(self, op: str, uids: list[str], level: int) -> None:
+        """Connect `level` agents for the rounds of workload `op` that follow."""
         shares = [self.files[p : level : self.PROCESSES] for p in range(self.PROCESSES)]
-        busy = [(p, pipe) for p, pipe in enumerate(self.pipes) if shares[p]]
-        for p, pipe in busy:
-            pipe.send((shares[p], op, uids, f"{tag}{p}"))
-        for _, pipe in busy:
-            if not pipe.poll(120) or pipe.recv() != "ready":
-                raise RuntimeError("a client process did not connect")
+        for pipe, share in zip(self.pipes, shares, strict=True):
+            pipe.send(("cell", share, op, uids))
+        self._all_ready(self.pipes)
+        self.busy = [pipe for pipe, share in zip(self.pipes, shares, strict=True) if share]
+
+    def round(self, duration: float, tag: str) -> dict[str, float]:
+        """One round: WARM_S of load, then a measured window of `duration` seconds.
+
+        Throughput is the agents' count over the mean time of the requests begun in the window
+        (Little's law: each agent has exactly one request in flight, with no pause between),
+        not the requests that happen to end inside it: a server that answers its agents in
+        waves (PyKMIP's threads under the GIL finish 16 requests together, a second apart)
+        would otherwise read 16 or 32 per window by chance."""
+        for p, pipe in enumerate(self.busy):
+            pipe.send(("round", f"{tag}{p}"))
+        self._all_ready(self.busy)
+        start = time.time() + WARM_S
+        end = start + duration
+        for pipe in self.busy:
+            pipe.send((start, end))  # its agents start now, and count from `start`
+        time.sleep(max(0.0, start - time.time()))
         cpu_before = cpu_seconds(self.server_pid)
-        end = time.time() + duration
-        for _, pipe in busy:
-            pipe.send(end)
         time.sleep(max(0.0, end - time.time()))
         cpu = cpu_seconds(self.server_pid) - cpu_before
-        gathered = [pipe.recv() for _, pipe in busy]
+        gathered = [pipe.recv() for pipe in self.busy]
         done = sum(d for part in gathered for d, _, _ in part)
         errors = sum(e for part in gathered for _, e, _ in part)
         lat = sorted(x for part in gathered for _, _, ls in part for x in ls)
+        level = sum(len(part) for part in gathered)
+        per_s = level * done / sum(lat) if lat else 0.0
 
         def pct(q: float) -> float:
             return round(lat[min(len(lat) - 1, int(len(lat) * q))] * 1000, 2) if lat else float("nan")
 
         return {
-            "ops_per_s": round(done / duration, 1),
+            "ops_per_s": round(per_s, 1),
             "p50_ms": pct(0.5),
             "p99_ms": pct(0.99),
             "errors": errors,
             # the server's CPU (every thread, user + system) per unit of work, in the window
-            "server_cpu_us_per_op": round(cpu / done * 1e6, 1) if done else float("nan"),
+            "server_cpu_us_per_op": round(cpu / (per_s * duration) * 1e6, 1) if per_s else float("nan"),
         }
+
+    @staticmethod
+    def _all_ready(pipes: list[Any]) -> None:
+        for pipe in pipes:
+            if not pipe.poll(120) or pipe.recv() != "ready":
+                raise RuntimeError("a client process did not connect")
 
     def close(self) -> None:
         for pipe in self.pipes:
@@ -369,11 +400,14 @@ class Server:
         self.uids = make_keys(self.address, self.files[0], 200, f"W{self.name[0].upper()}")
         self.load = LoadGenerator(self.address, self.files, self.pid)
 
-    def round(self, op: str, level: int, duration: float) -> dict[str, float]:
+    def cell(self, op: str, level: int) -> None:
+        assert self.load is not None
+        self.load.cell(op, self.uids, level)
+
+    def round(self, duration: float) -> dict[str, float]:
         assert self.load is not None
         self.rounds_run += 1  # every round's new keys get names of their own
-        tag = f"{self.name[0].upper()}{op[0]}{level}r{self.rounds_run}-"
-        return self.load.round(op, self.uids, level, duration, tag)
+        return self.load.round(duration, f"{self.name[0].upper()}{self.rounds_run}-")
 
     def close(self) -> None:
         if self.load is not None:
@@ -448,8 +482,10 @@ def run(
     loads = [os.getloadavg()[0]]
     for level in levels:
         for op in workloads:
+            for s in servers:
+                s.cell(op, level)
             per_round = interleave(
-                {s.name: functools.partial(s.round, op, level, duration) for s in servers},
+                {s.name: functools.partial(s.round, duration) for s in servers},
                 rounds,
                 settle=settle(servers),
             )
@@ -458,9 +494,11 @@ def run(
                 figures = per_round[s.name]
                 summary = summarise([{k: v for k, v in f.items() if k != "errors"} for f in figures])
                 summary["errors"] = sum(f["errors"] for f in figures)  # every round's, not a median
+                summary["ops_per_s_rounds"] = [f["ops_per_s"] for f in figures]
                 result[s.name][op][str(level)] = summary
                 print(f"{s.name:8} {op:15} {level:3} agents: {cell_line(summary)}", flush=True)
-                if warning := too_wide(f"{s.name} {op} {level}", figures, "ops_per_s"):
+                throughput = Spread.of(summary["ops_per_s_rounds"])
+                if warning := too_wide(f"{s.name} {op} {level} agents, throughput", throughput):
                     unreliable.append(warning)
             if len(servers) == 2:
                 a, b = (per_round[s.name] for s in servers)
@@ -468,6 +506,8 @@ def run(
                 key = f"{op}_{level}"
                 ratios[key] = ratio.median if ratio.median == ratio.median else None
                 ratio_spreads[key] = ratio.as_dict()
+                if warning := too_wide(f"{servers[0].name} / {servers[1].name} {op} {level} agents", ratio):
+                    unreliable.append(warning)
                 print(f"{'':8} {op:15} {level:3} agents: {servers[0].name} / {servers[1].name} {ratio}x",
                       flush=True)  # fmt: skip
     result["ratios"] = ratios
@@ -478,11 +518,12 @@ def run(
 
 
 def cell_line(f: dict[str, Any]) -> str:
-    spread = f["spread"]["ops_per_s"]
+    """A cell's medians; throughput with its rounds' range and its median's confidence interval."""
+    s = f["spread"]["ops_per_s"]
     return (
-        f"{f['ops_per_s']:8.1f}/s ({spread['min']:g}..{spread['max']:g}, spread {spread['spread_pct']:4.1f}%)"
-        f"  p50 {f['p50_ms']:6.2f} ms  p99 {f['p99_ms']:7.2f} ms"
-        f"  server CPU {f['server_cpu_us_per_op']:6.0f} us/op  errors {f['errors']}"
+        f"{f['ops_per_s']:7.1f}/s (rounds {s['min']:g}..{s['max']:g}, median within {s['ci_pct']:g}%)"
+        f"  p50 {f['p50_ms']:g} ms  p99 {f['p99_ms']:g} ms"
+        f"  server CPU {f['server_cpu_us_per_op']:g} us/op  errors {f['errors']}"
     )
 
 
