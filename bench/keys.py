@@ -1,6 +1,7 @@
 """Key service throughput: the KMA's KMIP listener beside PyKMIP's server, same machine, same work.
 
-    python bench/keys.py [--duration 5] [--levels 1,16,64] [--no-pykmip]
+    python bench/keys.py [--rounds 15] [--duration 1] [--levels 1,16,64] [--workloads create,get]
+                         [--no-pykmip | --baseline REV]
 
 Three workloads, each at 1, 16 and 64 concurrent agents (one TLS connection each, one request
 at a time, as a drive does it):
@@ -13,11 +14,26 @@ at a time, as a drive does it):
 - get: Get of an existing active key (the KMA also commits an audit event per Get before
   answering: keys leaving the KMA are audited).
 
+Both servers are started once and kept warm; for each workload and agent count they are measured
+in interleaved rounds (bench/rounds.py: A B, B A, ...; `--rounds` of `--duration` seconds each),
+so that a machine whose speed drifts slows both alike. Each server's figures are the medians of
+its rounds, with their range and the confidence interval of the median; the KMA/PyKMIP ratio is
+the median of the per-round ratios. A median known only within more than 40% is listed under
+"UNRELIABLE" and in the JSON's `unreliable` (exit status 2). A default run takes about 10 minutes.
+
+`--baseline REV` measures a before/after pair instead: REV is checked out into a temporary git
+worktree and its KMA ("baseline") is run interleaved against this tree's ("kma"); the ratios are
+then this tree's over REV's, printed as "x% faster (spread y%)".
+
 Both servers get byte-identical requests (KMIP 1.2) from the same client code, which runs in
 two processes of threads so that the client is not what is measured. Each KMA agent is a real
 enrolled agent (64 of them); PyKMIP's clients carry one certificate of a CA made for it. A failed
-request counts as an error, not as throughput. Prints a table, the KMA/PyKMIP ratios, the
-issue's targets, and, last, one JSON object.
+request counts as an error, not as throughput. Prints a line per cell, the issue's targets, and,
+last, one JSON object: per server, workload and agent count the medians (`ops_per_s`, `p50_ms`,
+`p99_ms`, `server_cpu_us_per_op`), `errors` over all rounds, `ops_per_s_rounds` and `spread`
+(each figure's Spread); `ratios` (medians) and `ratio_spreads`; `cpu_ratios`, the second
+server's CPU per operation over the first's (a Spread: it moves little with the machine's load);
+the load average before the run and its highest during it.
 """
 
 from __future__ import annotations
@@ -478,6 +494,7 @@ def run(
     result: dict[str, Any] = {s.name: {op: {} for op in workloads} for s in servers}
     ratios: dict[str, float | None] = {}
     ratio_spreads: dict[str, dict[str, float]] = {}
+    cpu_ratios: dict[str, dict[str, float]] = {}
     unreliable: list[str] = []
     loads = [os.getloadavg()[0]]
     for level in levels:
@@ -508,10 +525,15 @@ def run(
                 ratio_spreads[key] = ratio.as_dict()
                 if warning := too_wide(f"{servers[0].name} / {servers[1].name} {op} {level} agents", ratio):
                     unreliable.append(warning)
-                print(f"{'':8} {op:15} {level:3} agents: {servers[0].name} / {servers[1].name} {ratio}x",
+                # the CPU each spends per operation hardly depends on how busy the machine is
+                cpu = ratio_of(b, a, "server_cpu_us_per_op")
+                cpu_ratios[key] = cpu.as_dict()
+                print(f"{'':8} {op:15} {level:3} agents: throughput {servers[0].name} / {servers[1].name} "
+                      f"{ratio}x; CPU per operation {servers[1].name} / {servers[0].name} {cpu}x",
                       flush=True)  # fmt: skip
     result["ratios"] = ratios
     result["ratio_spreads"] = ratio_spreads
+    result["cpu_ratios"] = cpu_ratios
     result["unreliable"] = unreliable
     result["load_average_max"] = round(max(loads), 2)
     return result
