@@ -23,7 +23,8 @@ the median of the per-round ratios. A median known only within more than 40% is 
 
 `--baseline REV` measures a before/after pair instead: REV is checked out into a temporary git
 worktree and its KMA ("baseline") is run interleaved against this tree's ("kma"); the ratios are
-then this tree's over REV's, printed as "x% faster (spread y%)".
+then this tree's over REV's, printed as "x% faster (median within a% slower..b% faster,
+spread y%)".
 
 Both servers get byte-identical requests (KMIP 1.2) from the same client code, which runs in
 two processes of threads so that the client is not what is measured. Each KMA agent is a real
@@ -609,14 +610,20 @@ def main() -> int:
     summarise_targets(result)
     if args.baseline:
         for key, ratio in result["ratio_spreads"].items():
-            change = (ratio["median"] - 1) * 100
-            print(f"{key}: {abs(change):.1f}% {'faster' if change >= 0 else 'slower'} than {args.baseline} "
-                  f"(ratio {ratio['median']:g}, spread {ratio['spread_pct']:g}%)")  # fmt: skip
+            print(f"{key}: {change(ratio['median'])} than {args.baseline} (ratio {ratio['median']:g}; "
+                  f"median within {change(ratio['ci_low'])}..{change(ratio['ci_high'])}, "
+                  f"spread {ratio['ci_pct']:g}%)")  # fmt: skip
     for warning in result["unreliable"]:
         print(f"UNRELIABLE: {warning}", flush=True)
     print(json.dumps(result))
     failed = any(f["errors"] for s in servers for op in result[s.name].values() for f in op.values())
     return 1 if failed else 2 if result["unreliable"] else 0
+
+
+def change(ratio: float) -> str:
+    """A before/after ratio as a note says it: "4.0% faster", "2.5% slower"."""
+    pct = (ratio - 1) * 100
+    return f"{abs(pct):.1f}% {'faster' if pct >= 0 else 'slower'}"
 
 
 def head_of(tree: Path) -> str:
