@@ -43,6 +43,7 @@ import argparse
 import configparser
 import functools
 import json
+import math
 import multiprocessing as mp
 import os
 import random
@@ -50,6 +51,7 @@ import shutil
 import signal
 import socket
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -78,6 +80,9 @@ WORKLOADS = ("create", "create_activate", "get")
 ROUNDS = 15  # per server and cell: many short rounds withstand a drifting machine best
 DURATION_S = 1.0  # measured per round, after WARM_S of load that is not counted
 WARM_S = 0.3
+# A slow cell (PyKMIP at 64 agents takes seconds per request) gets longer rounds, as long as
+# its requests take, within these bounds: each agent must begin a request inside the window.
+WARM_MAX_S, WINDOW_MAX_S = 2.0, 3.0
 SETTLE_MAX_S = 3.0
 TARGETS = {"create_per_s_16": 1000, "get_per_s_16": 3000, "p99_ms_16": 10.0, "ratio_vs_pykmip": 10.0}
 
@@ -152,7 +157,7 @@ def _worker(pipe: Any, address: str) -> None:
     """One client process, kept for the whole run, driven over `pipe`:
     ("cell", files, op, uids): open one connection per file (kept for the cell's rounds), "ready";
     ("round", tag): start a thread per connection, "ready"; then (start, end): run the threads,
-    answer [(ops, errors, latencies)] per connection; None: exit."""
+    answer [(ops, errors, latencies in the window, every latency)] per connection; None: exit."""
     conns: list[Conn] = []
     op, gets = "", []
     while (job := pipe.recv()) is not None:
@@ -185,7 +190,7 @@ class Window:
         self.op, self.gets, self.tag = op, gets, tag
         self.go = threading.Event()
         self.start = self.end = 0.0  # wall clock, the same for every process
-        self.results: list[tuple[int, int, list[float]]] = []
+        self.results: list[tuple[int, int, list[float], list[float]]] = []
 
     def step(self, conn: Conn, rng: random.Random, name: str) -> bool:
         """One unit of work: a new tape key (Create, + Activate), or a Get."""
@@ -200,7 +205,8 @@ class Window:
         """One agent: one request at a time on its connection, as a drive does it."""
         rng = random.Random(f"{self.tag}-{i}")
         done = errors = n = 0
-        lat: list[float] = []
+        lat: list[float] = []  # the requests begun in the window
+        seen: list[float] = []  # every request of the round: how long this cell's requests take
         self.go.wait()
         while (now := time.time()) < self.end:
             n += 1
@@ -209,11 +215,13 @@ class Window:
                 good = self.step(conn, rng, f"{self.tag}{i:02d}{n:06d}")
             except (OSError, ValueError):
                 good = False
+            took = time.perf_counter() - began
             errors += not good  # a failure counts wherever it falls
+            seen.append(took)
             if now >= self.start:
-                lat.append(time.perf_counter() - began)
+                lat.append(took)
                 done += good
-        self.results.append((done, errors, lat))
+        self.results.append((done, errors, lat, seen))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -241,6 +249,7 @@ class LoadGenerator:
             self.pipes.append(ours)
             self.procs.append(proc)
         self.busy: list[Any] = []
+        self.latency = 0.0  # the cell's median request time so far, in seconds
 
     def cell(self, op: str, uids: list[str], level: int) -> None:
         """Connect `level` agents for the rounds of workload `op` that follow."""
@@ -249,9 +258,11 @@ class LoadGenerator:
             pipe.send(("cell", share, op, uids))
         self._all_ready(self.pipes)
         self.busy = [pipe for pipe, share in zip(self.pipes, shares, strict=True) if share]
+        self.latency = 0.0
 
     def round(self, duration: float, tag: str) -> dict[str, float]:
-        """One round: WARM_S of load, then a measured window of `duration` seconds.
+        """One round: WARM_S of load, then a measured window of `duration` seconds (both longer
+        when the cell's requests take longer: see WARM_MAX_S).
 
         Throughput is the agents' count over the mean time of the requests begun in the window
         (Little's law: each agent has exactly one request in flight, with no pause between),
@@ -261,7 +272,9 @@ class LoadGenerator:
         for p, pipe in enumerate(self.busy):
             pipe.send(("round", f"{tag}{p}"))
         self._all_ready(self.busy)
-        start = time.time() + WARM_S
+        warm = min(max(WARM_S, self.latency), WARM_MAX_S)
+        duration = min(max(duration, 2 * self.latency), max(duration, WINDOW_MAX_S))
+        start = time.time() + warm
         end = start + duration
         for pipe in self.busy:
             pipe.send((start, end))  # its agents start now, and count from `start`
@@ -270,22 +283,23 @@ class LoadGenerator:
         time.sleep(max(0.0, end - time.time()))
         cpu = cpu_seconds(self.server_pid) - cpu_before
         gathered = [pipe.recv() for pipe in self.busy]
-        done = sum(d for part in gathered for d, _, _ in part)
-        errors = sum(e for part in gathered for _, e, _ in part)
-        lat = sorted(x for part in gathered for _, _, ls in part for x in ls)
+        done = sum(d for part in gathered for d, _, _, _ in part)
+        errors = sum(e for part in gathered for _, e, _, _ in part)
+        lat = sorted(x for part in gathered for _, _, ls, _ in part for x in ls)
         level = sum(len(part) for part in gathered)
-        per_s = level * done / sum(lat) if lat else 0.0
+        per_s = level * done / sum(lat) if lat else math.nan  # no request begun: no figure
+        self.latency = statistics.median(x for part in gathered for *_, seen in part for x in seen)
 
         def pct(q: float) -> float:
-            return round(lat[min(len(lat) - 1, int(len(lat) * q))] * 1000, 2) if lat else float("nan")
+            return round(lat[min(len(lat) - 1, int(len(lat) * q))] * 1000, 2) if lat else math.nan
 
         return {
-            "ops_per_s": round(per_s, 1),
+            "ops_per_s": round(per_s, 1) if lat else math.nan,
             "p50_ms": pct(0.5),
             "p99_ms": pct(0.99),
             "errors": errors,
             # the server's CPU (every thread, user + system) per unit of work, in the window
-            "server_cpu_us_per_op": round(cpu / (per_s * duration) * 1e6, 1) if per_s else float("nan"),
+            "server_cpu_us_per_op": round(cpu / (per_s * duration) * 1e6, 1) if done else math.nan,
         }
 
     @staticmethod
@@ -502,6 +516,7 @@ def run(
         for op in workloads:
             for s in servers:
                 s.cell(op, level)
+                s.round(duration)  # not measured: warms the cell up and learns its request time
             per_round = interleave(
                 {s.name: functools.partial(s.round, duration) for s in servers},
                 rounds,
@@ -512,17 +527,19 @@ def run(
                 figures = per_round[s.name]
                 summary = summarise([{k: v for k, v in f.items() if k != "errors"} for f in figures])
                 summary["errors"] = sum(f["errors"] for f in figures)  # every round's, not a median
-                summary["ops_per_s_rounds"] = [f["ops_per_s"] for f in figures]
+                summary["ops_per_s_rounds"] = [
+                    None if math.isnan(x) else x for x in (f["ops_per_s"] for f in figures)
+                ]
                 result[s.name][op][str(level)] = summary
                 print(f"{s.name:8} {op:15} {level:3} agents: {cell_line(summary)}", flush=True)
-                throughput = Spread.of(summary["ops_per_s_rounds"])
+                throughput = Spread.of([f["ops_per_s"] for f in figures])
                 if warning := too_wide(f"{s.name} {op} {level} agents, throughput", throughput):
                     unreliable.append(warning)
             if len(servers) == 2:
                 a, b = (per_round[s.name] for s in servers)
                 ratio = ratio_of(a, b, "ops_per_s")
                 key = f"{op}_{level}"
-                ratios[key] = ratio.median if ratio.median == ratio.median else None
+                ratios[key] = None if math.isnan(ratio.median) else ratio.median
                 ratio_spreads[key] = ratio.as_dict()
                 if warning := too_wide(f"{servers[0].name} / {servers[1].name} {op} {level} agents", ratio):
                     unreliable.append(warning)
