@@ -29,13 +29,13 @@ import string
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.keys import Conn, enroll_agents, ok, start_kma, uid_of  # noqa: E402
+from bench.rounds import Spread, interleave, ratio_of, summarise, too_wide  # noqa: E402
 from kma.kmip import ttlv  # noqa: E402
 from kma.kmip.client import key_template, name_attribute, request_message  # noqa: E402
 from kma.kmip.enums import ObjectType, Operation, Tag  # noqa: E402
@@ -161,26 +161,6 @@ def open_store(root: Path, keys_total: int, tapes: int) -> tuple[RunningKma, str
     return kma, address, files, uids
 
 
-# --- rounds: each measurement alternately on both stores ----------------------------------
-# (issue 19's shared module for interleaved rounds replaces these two functions when it lands)
-def interleaved(rounds: int, subjects: dict[str, Callable[[int], Any]]) -> dict[str, list[Any]]:
-    """Run every subject once per round, the order alternating (A B, B A, ...), so that drift
-    of a busy machine weighs on all alike. Returns each subject's result per round."""
-    out: dict[str, list[Any]] = {name: [] for name in subjects}
-    names = list(subjects)
-    for r in range(rounds):
-        for name in names if r % 2 == 0 else reversed(names):
-            out[name].append(subjects[name](r))
-    return out
-
-
-def summarise(values: list[float]) -> dict[str, float]:
-    """Median over rounds, and the spread (max - min) relative to it."""
-    median = statistics.median(values)
-    spread = (max(values) - min(values)) / median if median else 0.0
-    return {"median": round(median, 2), "spread": round(spread, 2)}
-
-
 # --- the agent path ----------------------------------------------------------------------
 AGENT_OPS = ("write_key_existing", "write_key_new", "get", "locate")
 
@@ -245,7 +225,12 @@ def agent_round(store: Store, op: str, duration: float, seed: str) -> dict[str, 
     def pct(q: float) -> float:
         return lat[min(len(lat) - 1, int(len(lat) * q))] * 1000 if lat else float("nan")
 
-    return {"ops_per_s": len(lat) / duration, "p50_ms": pct(0.5), "p99_ms": pct(0.99), "errors": errors}
+    return {
+        "ops_per_s": len(lat) / duration,
+        "p50_ms": pct(0.5),
+        "p99_ms": pct(0.99),
+        "errors": float(errors),
+    }
 
 
 # --- the manager's lists -----------------------------------------------------------------
@@ -318,7 +303,7 @@ def main() -> int:
         help="the fresh store to compare with (400 keys on 200 tapes; reused)",
     )
     parser.add_argument("--build-only", action="store_true", help="fill the store, measure nothing")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds, alternating the stores")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds, alternating the stores")
     parser.add_argument("--duration", type=float, default=3.0, help="seconds per agent measurement")
     parser.add_argument("--repeats", type=int, default=5, help="requests per list query and round")
     args = parser.parse_args()
@@ -339,39 +324,44 @@ def main() -> int:
 
 
 def report(args: argparse.Namespace, stores: dict[str, Store]) -> int:
+    """Every measurement in rounds alternating the two stores (bench/rounds.py); medians, and the
+    large/fresh ratio as the median of the per-round ratios."""
     result: dict[str, Any] = {"keys": args.keys, "tapes": args.tapes, "rounds": args.rounds}
+    unreliable: list[str] = []
     agent: dict[str, Any] = {}
     for op in AGENT_OPS:
-        runs = interleaved(args.rounds, {
-            name: (lambda r, s=store, o=op: agent_round(s, o, args.duration, f"{o}{r}{time.time()}"))
+        runs = interleave({
+            name: (lambda s=store, o=op: agent_round(s, o, args.duration, f"{o}{time.time()}"))
             for name, store in stores.items()
-        })  # fmt: skip
+        }, args.rounds)  # fmt: skip
+        p99 = ratio_of(runs["large"], runs["fresh"], "p99_ms")
         agent[op] = {
-            name: {m: summarise([r[m] for r in rounds]) for m in ("ops_per_s", "p50_ms", "p99_ms")}
-            | {"errors": sum(r["errors"] for r in rounds)}
+            name: summarise(rounds) | {"errors": sum(r["errors"] for r in rounds)}
             for name, rounds in runs.items()
-        }
+        } | {"p99_ratio": p99.as_dict()}
+        unreliable += filter(None, [too_wide(f"{op} p99 large/fresh", p99)])
         f, g = agent[op]["fresh"], agent[op]["large"]
-        agent[op]["p99_ratio"] = round(g["p99_ms"]["median"] / f["p99_ms"]["median"], 2)
-        print(f"{op:19} p99 fresh {f['p99_ms']['median']:7.2f} ms  large {g['p99_ms']['median']:7.2f} ms  "
-              f"x{agent[op]['p99_ratio']:.2f}   ops/s {f['ops_per_s']['median']:7.0f} / "
-              f"{g['ops_per_s']['median']:7.0f}  errors {f['errors']}/{g['errors']}", flush=True)  # fmt: skip
+        print(f"{op:19} p99 fresh {f['p99_ms']:7.2f} ms  large {g['p99_ms']:7.2f} ms  large/fresh {p99}   "
+              f"ops/s {f['ops_per_s']:5.0f} / {g['ops_per_s']:5.0f}  errors {f['errors']}/{g['errors']}",
+              flush=True)  # fmt: skip
     result["agent_path"] = agent
-    runs = interleaved(args.rounds, {
-        name: (lambda r, s=store: list_round(s, args.repeats)) for name, store in stores.items()
-    })  # fmt: skip
+    runs = interleave({name: (lambda s=store: list_round(s, args.repeats)) for name, store in stores.items()},
+                      args.rounds)  # fmt: skip
     lists: dict[str, Any] = {}
     for label, _, _ in list_queries():
-        fresh, large = (summarise([r[label] for r in runs[n]]) for n in ("fresh", "large"))
-        lists[label] = {"fresh_ms": fresh, "large_ms": large}
-        print(f"{label:58} fresh {fresh['median']:7.1f} ms  large {large['median']:7.1f} ms", flush=True)
+        fresh, large = (Spread.of([r[label] for r in runs[n]]) for n in ("fresh", "large"))
+        lists[label] = {"fresh_ms": fresh.median, "large_ms": large.median, "large_spread": large.as_dict()}
+        print(f"{label:52} fresh {fresh.median:7.1f} ms  large {large}", flush=True)
     result["lists"] = lists
-    worst = max(lists.items(), key=lambda kv: kv[1]["large_ms"]["median"])
-    result["slowest_list"] = {"query": worst[0], "ms": worst[1]["large_ms"]["median"]}
-    result["lists_over_50ms"] = sorted(k for k, v in lists.items() if v["large_ms"]["median"] > 50)
-    result["agent_p99_ratio_max"] = max(v["p99_ratio"] for v in agent.values())
+    worst = max(lists.items(), key=lambda kv: kv[1]["large_ms"])
+    result["slowest_list"] = {"query": worst[0], "ms": worst[1]["large_ms"]}
+    result["lists_over_50ms"] = sorted(k for k, v in lists.items() if v["large_ms"] > 50)
+    result["agent_p99_ratio_max"] = max(v["p99_ratio"]["median"] for v in agent.values())
+    result["unreliable"] = unreliable
+    for line in unreliable:
+        print(f"UNRELIABLE: {line}", flush=True)
     print(json.dumps(result))
-    return 0
+    return 2 if unreliable else 0
 
 
 if __name__ == "__main__":
