@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from kma.appliance import Appliance
@@ -24,7 +25,9 @@ from kma.crypto import (
     seal_share,
     split_secret,
 )
-from kma.errors import Conflict, KmaError, ValidationFailed
+from kma.errors import Conflict, KmaError, LockedOut, ValidationFailed
+from kma.services import lockout
+from kma.store import Batch
 from kma.vault import unwrap_master_with_root, wrap_master_for_root
 
 Share = tuple[int, bytes]
@@ -88,17 +91,41 @@ def check_distinct(credentials: Sequence[Credential]) -> None:
         )
 
 
-def open_credential(split: KeySplit, credential: Credential) -> Share:
-    """The member's share, or `WrongCredential` (an unknown member and a wrong passphrase alike)."""
-    sealed = split.sealed.get(credential.member)
+def open_credential(kma: Appliance, split: KeySplit, credential: Credential) -> Share:
+    """The member's share, or `WrongCredential` (an unknown member and a wrong passphrase alike).
+
+    Each check takes one of the member's failure slots first (`kma.services.lockout`): five wrong
+    passphrases lock the member out for 15 minutes, whoever typed them and on whatever path, and
+    while locked not even the right passphrase is checked. The caller audits the refusal.
+    """
+    member = credential.member
+    sealed = split.sealed.get(member)
     if sealed is None:
-        raise WrongCredential(f"'{credential.member[:64]}' is not a member of the key split.")
+        raise WrongCredential(f"'{member[:64]}' is not a member of the key split.")
+    (counter,) = lockout.for_member(member)
+    if not lockout.take_slots(kma, [counter]):
+        _, until = lockout.standing(kma, counter)
+        raise LockedOut(
+            f"Key split member '{member}' is locked out after {counter.limit} wrong passphrases "
+            f"until {_when(until)}; nothing is checked for this member until then."
+        )
     try:
-        return open_share(sealed, credential.member, credential.passphrase)
+        share = open_share(sealed, member, credential.passphrase)
     except BadPassphrase:
-        raise WrongCredential(f"The passphrase of key split member '{credential.member}' is wrong.") from None
+        failures, until = lockout.standing(kma, counter)
+        locked = f"; member '{member}' is now locked out until {_when(until)}" if until else ""
+        raise WrongCredential(
+            f"The passphrase of key split member '{member}' is wrong "
+            f"({failures} of {counter.limit} failures{locked})."
+        ) from None
     except CryptoError:
-        raise KmaError(f"The stored share of key split member '{credential.member}' is damaged.") from None
+        raise KmaError(f"The stored share of key split member '{member}' is damaged.") from None
+    kma.store.write(Batch([lockout.give_back(counter)]))
+    return share
+
+
+def _when(epoch: int | None) -> str:
+    return "later" if epoch is None else datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def reconstruct(split: KeySplit, shares: Sequence[Share], members: Sequence[str]) -> Quorum:

@@ -165,7 +165,7 @@ def submit(
         check_distinct(credentials)
         prepared = kind.prepare(kma, op_id, request)
         split = current_split(kma)
-        shares = [open_credential(split, c) for c in credentials]
+        shares = [open_credential(kma, split, c) for c in credentials]
         members = [c.member for c in credentials]
         quorum = reconstruct(split, shares, members) if len(shares) >= split.threshold else None
         outcome = kind.execute(kma, quorum, op_id, prepared.payload) if quorum else None
@@ -302,7 +302,7 @@ def approve(kma: Appliance, actor: Actor, op_id: str, credential: Credential) ->
         if row["state"] != "pending":
             raise Conflict(f"Quorum operation {op_id} is {row['state']}; it can no longer be approved.")
         split = current_split(kma)
-        share = open_credential(split, credential)
+        share = open_credential(kma, split, credential)
         key = escrow.escrow_key(kma, op_id, row["escrow_holder"], row["escrow_wrapped"])
     except KmaError as exc:
         _refuse(

@@ -16,7 +16,7 @@ from kma.appliance import Appliance
 from kma.crypto import CryptoError, hash_passphrase
 from kma.domain.validation import check_passphrase
 from kma.errors import Conflict, ValidationFailed
-from kma.services import users
+from kma.services import lockout, users
 from kma.services.change import Change
 from kma.services.key_split import (
     Credential,
@@ -141,6 +141,7 @@ def _execute_change_split(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping
             refusal="the key split changed meanwhile",
         ),
         Stmt("DELETE FROM key_split_members"),
+        lockout.clear("key_split_member"),  # new passphrases: old failures count no more
         *(
             Stmt(
                 "INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, ?)",
