@@ -8,27 +8,22 @@ Shamir shares carry no integrity of their own, which is why the unwrap is the ch
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from kma.appliance import Appliance
-from kma.bootstrap import SplitMember, check_key_split
 from kma.crypto import (
     BadPassphrase,
     CryptoError,
     WrappingKey,
     combine_shares,
     open_share,
-    seal_share,
-    split_secret,
 )
 from kma.errors import Conflict, KmaError, LockedOut, ValidationFailed
 from kma.services import lockout
 from kma.store import Batch
-from kma.vault import unwrap_master_with_root, wrap_master_for_root
+from kma.vault import unwrap_master_with_root
 
 Share = tuple[int, bytes]
 
@@ -141,46 +136,3 @@ def reconstruct(split: KeySplit, shares: Sequence[Share], members: Sequence[str]
             "(the key split may have changed)."
         ) from None
     return Quorum(root, master, tuple(members), split.generation)
-
-
-@dataclass(frozen=True)
-class NewSplit:
-    """A new root secret already split and sealed, and the master key wrapped under it.
-
-    The new root secret itself is dropped as soon as this is made: nothing stores it.
-    """
-
-    threshold: int
-    sealed: tuple[tuple[str, str], ...]  # (member, share sealed under the member's new passphrase)
-    master_wrapped_by_root: bytes
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "threshold": self.threshold,
-            "members": [list(m) for m in self.sealed],
-            "master_wrapped_by_root": self.master_wrapped_by_root.hex(),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> NewSplit:
-        return cls(
-            int(data["threshold"]),
-            tuple((str(n), str(s)) for n, s in data["members"]),
-            bytes.fromhex(data["master_wrapped_by_root"]),
-        )
-
-
-def check_new_split(threshold: Any, members: Sequence[Credential]) -> tuple[SplitMember, ...]:
-    """The same rules as first set-up: threshold >= 1, M <= N <= 10, distinct names, passphrases."""
-    split_members = tuple(SplitMember(m.member, m.passphrase) for m in members)
-    check_key_split(threshold, split_members)
-    return split_members
-
-
-def make_new_split(master: WrappingKey, threshold: int, members: Sequence[SplitMember]) -> NewSplit:
-    root = secrets.token_bytes(32)
-    shares = split_secret(root, threshold, len(members))
-    sealed = tuple(
-        (m.name, seal_share(share, m.name, m.passphrase)) for m, share in zip(members, shares, strict=True)
-    )
-    return NewSplit(threshold, sealed, wrap_master_for_root(root, master))
