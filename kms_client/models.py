@@ -459,6 +459,7 @@ QUORUM_OP_TYPES = (
     "unlock_kma",
     "set_autonomous_unlock",
     "change_key_split",
+    "shorten_audit_retention",
 )
 
 

@@ -16,6 +16,7 @@ from kma.crypto import hash_passphrase
 from kma.domain.validation import check_passphrase
 from kma.errors import Conflict, ValidationFailed
 from kma.services import users
+from kma.services.audit_retention import SHORTEN_RETENTION
 from kma.services.key_split import Quorum
 from kma.services.key_split_change import CHANGE_KEY_SPLIT
 from kma.services.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
@@ -90,5 +91,6 @@ OP_TYPES: dict[str, OpType] = {
         UNLOCK_KMA,
         SET_AUTONOMOUS_UNLOCK,
         CHANGE_KEY_SPLIT,
+        SHORTEN_RETENTION,
     )
 }

@@ -153,6 +153,31 @@ def test_security_officer_turns_on_daily_pruning(qtbot, controller, fresh_kma):
     assert again.auto.isChecked()  # read back from the KMA
 
 
+def test_shortening_retention_in_the_manager_waits_for_the_quorum(qtbot, controller, fresh_kma):
+    from PySide6.QtWidgets import QMessageBox
+
+    from tests.gui.helpers import active_dialog
+    from ui.audit.retention import RetentionDialog
+
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    page = open_page(qtbot, window, "audit")
+    page.browser._retention()
+    dialog = active_dialog(qtbot, RetentionDialog)
+    qtbot.waitUntil(lambda: dialog.info.text() != "Loading…", timeout=WAIT_MS)
+    assert dialog.spins["long"].minimum() == 365 and dialog.spins["short"].minimum() == 30
+    dialog.spins["long"].setValue(1)  # below the floor: the field stops at a year
+    assert dialog.spins["long"].value() == 365
+    qtbot.mouseClick(dialog.save_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: isinstance(dialog.pending, QMessageBox), timeout=WAIT_MS)
+    assert "Waiting for approval" in dialog.pending.text()
+    qtbot.waitUntil(lambda: dialog.spins["long"].value() > 365, timeout=WAIT_MS)  # read back: unchanged
+    (op,) = fresh_kma.client("so").list_quorum_operations(state="pending").items
+    assert op.type == "shorten_audit_retention"
+    assert fresh_kma.client("auditor").audit_retention().long > 365 * 86400
+    dialog.pending.close()
+    dialog.reject()
+
+
 def test_dashboard_cards_open_their_pages_where_the_roles_allow(qtbot, controller, demo_kma):
     window = sign_in(qtbot, controller, demo_kma, "op")  # agents, data units; no quorum inbox
     page = open_page(qtbot, window, "dashboard")
