@@ -341,12 +341,16 @@ def approve(kma: Appliance, actor: Actor, op_id: str, credential: Credential) ->
         actor,
         "quorum.approve",
         [
+            # Counted in the statement: an approval racing past the M-th is refused, not recorded
+            # beside an operation that runs (or ran) with the first M.
             Stmt(
                 "UPDATE pending_quorum_ops SET updated_at = ? WHERE id = ? AND state = 'pending' "
-                "AND expires_at > ? AND split_generation = ?",
-                (now, op_id, now, split.generation),
+                "AND expires_at > ? AND split_generation = ? "
+                "AND (SELECT count(*) FROM quorum_approvals WHERE op_id = ?) < threshold",
+                (now, op_id, now, split.generation, op_id),
                 expect=1,
-                refusal=f"quorum operation {op_id} is no longer pending",
+                refusal=f"quorum operation {op_id} is no longer pending, or already has the "
+                f"{row['threshold']} approvals it needs and is executed",
             ),
             _insert_approval(
                 op_id,
