@@ -122,6 +122,26 @@ def test_history_draws_the_timeline_beside_the_events(qtbot, audit_area, control
     assert "compromised" in {b.kind for b in history.history.boundaries}
 
 
+def test_the_timeline_of_a_tape_written_from_beginning_keeps_its_released_key(
+    qtbot, controller, fresh_kma, tmp_path
+):
+    from tests.support.agents import demo_passphrase, enroll, kmip
+
+    enroll(fresh_kma, "t10k-dal-02", tmp_path / "drive", demo_passphrase(fresh_kma, "t10k-dal-02"))
+    with kmip(tmp_path / "drive") as drive:
+        first, _ = drive.write_key("E50002")
+        drive.write_from_beginning("E50002")
+    window = sign_in(qtbot, controller, fresh_kma, "auditor")
+    area = open_page(qtbot, window, "audit")
+    area.history.load("data_unit", "E50002")
+    qtbot.waitUntil(lambda: area.history.history is not None, timeout=WAIT_MS)
+    described = area.history.timeline.describe()
+    assert f"Key {first} (released): Ready from" in described
+    assert "let go of data unit E50002 (written from beginning of tape)" in described
+    assert "by t10k-dal-02" in described
+    assert not area.history.timeline.grab().isNull()
+
+
 def test_dashboard_shows_keys_by_state_and_the_trends(qtbot, controller, demo_kma):
     window = sign_in(qtbot, controller, demo_kma, "auditor")
     page = open_page(qtbot, window, "dashboard")
