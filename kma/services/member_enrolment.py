@@ -16,7 +16,7 @@ from kma.appliance import Appliance
 from kma.crypto import CryptoError, seal_share
 from kma.domain.actor import Actor
 from kma.domain.validation import check_passphrase
-from kma.errors import Conflict, KmaError, NotFound, Unauthenticated
+from kma.errors import Conflict, KmaError, NotFound, ValidationFailed
 from kma.services import quorum
 from kma.services.key_split_change import code_hash, unwrap_share
 from kma.store import Stmt
@@ -43,7 +43,7 @@ def enrol(
             raise Conflict(f"Quorum operation {op_id} is {row['state']}; nobody can enrol for it any more.")
         given = code_hash(code)
         if row["code_hash"] is None or not hmac.compare_digest(row["code_hash"], given):
-            raise Unauthenticated(WRONG_CODE)
+            raise ValidationFailed(WRONG_CODE)
         check_passphrase(passphrase, f"The passphrase of key split member '{member}'")
         try:
             share = unwrap_share(kma.vault.master(), op_id, member, row["share_wrapped"])

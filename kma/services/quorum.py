@@ -350,7 +350,7 @@ def approve(kma: Appliance, actor: Actor, op_id: str, credential: Credential) ->
                 (now, op_id, now, split.generation, op_id),
                 expect=1,
                 refusal=f"quorum operation {op_id} is no longer pending, or already has the "
-                f"{row['threshold']} approvals it needs and is executed",
+                f"{row['threshold']} approvals it needs: it is executed, or runs when nothing else is due",
             ),
             _insert_approval(
                 op_id,
