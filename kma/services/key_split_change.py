@@ -113,7 +113,7 @@ def _ready(kma: Appliance, op_id: str) -> bool:
     waiting = kma.store.scalar(
         "SELECT count(*) FROM key_split_enrolments WHERE op_id = ? AND share_sealed IS NULL", (op_id,)
     )
-    return waiting == 0
+    return int(waiting or 0) == 0
 
 
 def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
