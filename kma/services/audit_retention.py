@@ -28,7 +28,7 @@ from kma.services.quorum_types import OpType, Outcome, Prepared
 from kma.store import Stmt
 
 DAY = 86400
-# The shortest each class may be (migration 0011 holds them in the store too): long keeps a year
+# The shortest each class may be (migration 0012 holds them in the store too): long keeps a year
 # as compliance regimes ask at the least; medium and short keep what an investigation of the
 # last quarter and month needs.
 FLOORS = {"long": 365 * DAY, "medium": 90 * DAY, "short": 30 * DAY}
