@@ -35,6 +35,7 @@ from kma.errors import Conflict
 from kma.services import lockout
 from kma.services.change import Change
 from kma.services.key_split import Quorum, Share, current_split
+from kma.services.quorum_escrow import seal_share, unseal_share
 from kma.services.quorum_types import OpType, Outcome, Prepared
 from kma.store import Stmt
 from kma.vault import wrap_master_for_root
@@ -65,13 +66,11 @@ def _digest(threshold: int, names: list[str], master_wrapped_by_root: str) -> by
 
 
 def wrap_share(master: WrappingKey, op_id: str, member: str, share: Share) -> bytes:
-    index, value = share
-    return master.wrap(share_context(op_id, member), bytes([index]) + value)
+    return seal_share(master, share_context(op_id, member), share)
 
 
 def unwrap_share(master: WrappingKey, op_id: str, member: str, blob: bytes) -> Share:
-    raw = master.unwrap(share_context(op_id, member), blob)
-    return raw[0], raw[1:]
+    return unseal_share(master, share_context(op_id, member), blob)
 
 
 def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
