@@ -139,6 +139,23 @@ def test_keys_in_a_rare_state_are_read_from_its_own_index(large_store: Path, nam
                 assert all(f" USING INDEX {RARE_KEYS[name, value]}" in step for step in reads), reads
 
 
+@pytest.mark.parametrize("state", ["shredded", "readable_needs_rekey"])
+@pytest.mark.parametrize("sort", data_units.LIST.sort_fields)
+def test_data_units_in_a_rare_state_are_found_from_their_keys(
+    large_store: Path, state: str, sort: str
+) -> None:
+    """Such a unit has a key in a rare state: the units are looked up from those keys, never by
+    testing every data unit in turn (what took 2 s at 200,000 tapes)."""
+    with read_only_db(large_store) as conn:
+        captured = CapturingStore()
+        req = PageRequest(limit=100, sort=sort, filters={"state": state})
+        list_page(captured, data_units.LIST, req, {"now": int(time.time())})  # type: ignore[arg-type]
+        for sql, params in captured.statements:  # the count, then the page
+            reads = [s for s in plan_of(conn, sql, params) if re.match(r"(SEARCH|SCAN) data_units\b", s)]
+            assert reads, sql
+            assert all(step.startswith("SEARCH data_units ") and "(id=?)" in step for step in reads), reads
+
+
 @pytest.mark.parametrize("sort", keys.LIST.sort_fields)
 @pytest.mark.parametrize("order", ["asc", "desc"])
 def test_paging_through_keys_gives_each_key_once_in_order(
