@@ -54,7 +54,9 @@ def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
     from kma.services.dashboard import keys_by_state, status
 
-    kma = Appliance(_data_dir(args))
+    data_dir = _data_dir(args)
+    data_dir.check_private()
+    kma = Appliance(data_dir)
     try:
         kma.try_autonomous_unlock()  # only to report whether it would; nothing is written
         info = status(kma)
