@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kma.errors import UnsafePermissions
+from kma.limits import ListenerLimits
 
 PRIVATE_UMASK = 0o077  # new files and folders: no access for group or others
 
@@ -122,6 +123,12 @@ class DataDir:
     def is_initialised(self) -> bool:
         return self.identity_file.exists() and self.db.exists()
 
+    def _config(self) -> dict[str, Any]:
+        return tomllib.loads(self.identity_file.read_text(encoding="utf-8"))
+
     def identity(self) -> Identity:
-        data: dict[str, Any] = tomllib.loads(self.identity_file.read_text(encoding="utf-8"))
+        data = self._config()
         return Identity(**{k: str(data[k]) for k in Identity.__dataclass_fields__})
+
+    def listener_limits(self) -> ListenerLimits:
+        return ListenerLimits.from_table(self._config().get("listeners", {}))

@@ -1,7 +1,11 @@
 """Every error leaves as `{"error": {"code", "message"}}`, and every refusal is audited.
 
-Internal failures are logged in full and reported to the client only as a generic message
-(PyKMIP's engine does the same with result codes).
+A refusal is audited under the user whose valid session the request carries (even when it was
+refused before the route ran, e.g. an oversize body), with the object it was about as subject
+(the route's key, agent, user... ID), so that object's history shows it. Refusals of requests
+with no valid session are audited at a bounded rate (kma/services/refusals.py): anyone can send
+those as fast as the network allows. Internal failures are logged in full and reported to the
+client only as a generic message (PyKMIP's engine does the same with result codes).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from starlette.exceptions import HTTPException
 from kma.appliance import Appliance
 from kma.audit.record import Condition
 from kma.domain.actor import Actor
-from kma.errors import KmaError
+from kma.errors import KmaError, Unauthenticated
+from kma.services import auth, refusals
 
 log = logging.getLogger(__name__)
 
@@ -31,22 +36,40 @@ async def _audit_refusal(request: Request, code: str, message: str) -> None:
     await run_in_threadpool(_audit_refusal_sync, request, code, message)
 
 
+# A route's path parameter -> the audit subject type of the object it names.
+SUBJECTS = {
+    "key_id": "key", "unit_id": "data_unit", "agent_id": "agent", "user_id": "user",
+    "group_id": "key_group", "policy_id": "key_policy", "kma_id": "kma", "site_id": "site",
+    "op_id": "quorum_operation",
+}  # fmt: skip
+
+
 def _audit_refusal_sync(request: Request, code: str, message: str) -> None:
     kma: Appliance = request.app.state.kma
-    actor = getattr(request.state, "actor", None)
-    if actor is None:
-        host = request.client.host if request.client else "unknown"
-        actor = Actor("anonymous", host)
+    text = f"{request.method} {request.url.path[:200]}: {code}: {message}"
+    event_class = "security" if code in ("unauthenticated", "forbidden") else "api"
+    named = [(SUBJECTS[k], str(v)[:200]) for k, v in request.path_params.items() if k in SUBJECTS]
+    subject = named[0] if named else None
     try:
-        kma.audit(
-            actor,
-            "api.refused",
-            f"{request.method} {request.url.path[:200]}: {code}: {message}",
-            Condition.ERROR,
-            event_class="security" if code in ("unauthenticated", "forbidden") else "api",
-        )
+        actor = getattr(request.state, "actor", None) or _session_user(kma, request)
+        if actor is None:
+            host = request.client.host if request.client else "unknown"
+            refusals.audit_anonymous(kma, host, "api.refused", text, event_class, subject)
+        else:
+            kma.audit(actor, "api.refused", text, Condition.ERROR, subject, event_class=event_class)
     except Exception:  # the refusal still goes out; the failure is in the log
         log.exception("could not audit a refusal")
+
+
+def _session_user(kma: Appliance, request: Request) -> Actor | None:
+    """The user of the request's session, for a refusal that came before the route checked it."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    try:
+        return auth.authenticate(kma, token.strip(), request.client.host if request.client else "unknown")
+    except Unauthenticated:
+        return None
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
