@@ -26,11 +26,14 @@ from kma.errors import ValidationFailed
 class ListenerLimits:
     handshake_timeout: float = 10.0  # seconds to finish the TLS handshake (both listeners)
     request_timeout: float = 10.0  # seconds to send a whole HTTP request, headers and body
+    message_timeout: float = 10.0  # service: to finish sending a KMIP message once it started
+    agent_idle_timeout: float = 300.0  # service: an enrolled agent's connection, between messages
     anonymous_idle_timeout: float = 10.0  # service: a connection without a client certificate, idle
     management_max_connections: int = 512
     service_max_connections: int = 1024
     kept_for_agents: int = 256  # of the service connections: only for enrolled agents
     max_per_address: int = 64  # connections from one address not (yet) identified by a certificate
+    enrollments_at_once: int = 2  # each costs an Argon2id verification and a signature
     # Addresses of reverse proxies whose X-Forwarded-For is believed; none by default.
     trusted_proxies: tuple[str, ...] = ()
 

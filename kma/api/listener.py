@@ -16,6 +16,7 @@ import logging
 import socket
 import ssl
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -115,7 +116,7 @@ class ManagementAcceptor:
                 self.refused(f"{peer[0]}:{peer[1]}", str(refused))
                 continue
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            task = asyncio.create_task(self._handshake(conn, lambda t=ticket: self.gate.release(t)))
+            task = asyncio.create_task(self._handshake(conn, partial(self.gate.release, ticket)))
             self._handshakes.add(task)
             task.add_done_callback(self._handshakes.discard)
 

@@ -50,12 +50,9 @@ from kma.tls import server_context
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 65536  # bytes of one request (header excluded): far above any real KMIP request here
-MESSAGE_TIMEOUT = 10.0  # to finish a message once it started
-IDLE_TIMEOUT = 300.0  # between messages, for an enrolled agent (see ListenerLimits for the others)
 PROCESSING_TIMEOUT = 120.0  # a request waiting on the store (it never should this long)
 HTTP_TIMEOUT = 60.0  # an enrollment: Argon2id, signing and a durable commit
 SWEEP_INTERVAL = 0.5
-MAX_ENROLLMENTS = 2  # at once: each costs an Argon2id verification and a signature
 
 
 class _Conn:
@@ -63,10 +60,12 @@ class _Conn:
 
     __slots__ = ("deadline", "idle", "phase", "task", "ticket", "timed_out")
 
-    def __init__(self, task: asyncio.Task[Any], ticket: Ticket, phase: str, seconds: float) -> None:
+    def __init__(
+        self, task: asyncio.Task[Any], ticket: Ticket, phase: str, seconds: float, idle: float
+    ) -> None:
         self.task = task
         self.ticket = ticket
-        self.idle = IDLE_TIMEOUT
+        self.idle = idle  # between messages
         self.timed_out = False
         self.phase = phase
         self.deadline = time.monotonic() + seconds
@@ -121,7 +120,7 @@ class ServiceListener:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         self._bridge = CommitBridge(self._loop)
-        self._enrollments = asyncio.Semaphore(MAX_ENROLLMENTS)
+        self._enrollments = asyncio.Semaphore(self.limits.enrollments_at_once)
         self.sock.setblocking(False)
         acceptor = asyncio.create_task(self._accept())
         sweeper = asyncio.create_task(self._sweep())
@@ -154,7 +153,9 @@ class ServiceListener:
                 continue
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             task = asyncio.create_task(self._accepted(sock, address))
-            self._connections[task] = _Conn(task, ticket, "handshake", self.limits.handshake_timeout + 5)
+            self._connections[task] = _Conn(
+                task, ticket, "handshake", self.limits.handshake_timeout + 5, self.limits.agent_idle_timeout
+            )
 
     def _refuse_later(self, address: str, message: str) -> None:
         """Audit a refused connection without holding up the accept loop."""
@@ -268,7 +269,7 @@ class ServiceListener:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> None:
-        conn.expect("message", MESSAGE_TIMEOUT)
+        conn.expect("message", self.limits.message_timeout)
         header = first + await self._read(session, writer, reader, ttlv.HEADER_SIZE - 1, 1)
         while True:
             tag, typ, length = ttlv.read_header(header)
@@ -293,7 +294,7 @@ class ServiceListener:
             body = await self._read(session, writer, reader, length, ttlv.HEADER_SIZE)
             conn.expect("processing", PROCESSING_TIMEOUT)
             response, keep = await self.process(session, header + body)
-            conn.expect("message", MESSAGE_TIMEOUT)
+            conn.expect("message", self.limits.message_timeout)
             writer.write(response)
             await writer.drain()
             if not keep:
@@ -302,7 +303,7 @@ class ServiceListener:
             header = await reader.read(ttlv.HEADER_SIZE)
             if not header:
                 return  # the agent closed the connection between messages
-            conn.expect("message", MESSAGE_TIMEOUT)
+            conn.expect("message", self.limits.message_timeout)
             if len(header) < ttlv.HEADER_SIZE:
                 header += await self._read(
                     session, writer, reader, ttlv.HEADER_SIZE - len(header), len(header)
