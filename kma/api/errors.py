@@ -36,20 +36,28 @@ async def _audit_refusal(request: Request, code: str, message: str) -> None:
     await run_in_threadpool(_audit_refusal_sync, request, code, message)
 
 
-# A route's path parameter -> the audit subject type of the object it names.
+# The API's collections (`/api/v1/keys/{key_id}/...`) -> the audit subject type of their objects.
 SUBJECTS = {
-    "key_id": "key", "unit_id": "data_unit", "agent_id": "agent", "user_id": "user",
-    "group_id": "key_group", "policy_id": "key_policy", "kma_id": "kma", "site_id": "site",
-    "op_id": "quorum_operation",
+    "keys": "key", "data-units": "data_unit", "agents": "agent", "users": "user",
+    "key-groups": "key_group", "key-policies": "key_policy", "kmas": "kma", "sites": "site",
+    "quorum-operations": "quorum_operation",
 }  # fmt: skip
+
+
+def _subject(path: str) -> tuple[str, str] | None:
+    """The object a request is about, from its path alone: also for a request refused before
+    it was routed (an oversize body)."""
+    parts = path.removeprefix("/api/v1/").split("/")
+    if len(parts) >= 2 and parts[0] in SUBJECTS and parts[1]:
+        return SUBJECTS[parts[0]], parts[1][:200]
+    return None
 
 
 def _audit_refusal_sync(request: Request, code: str, message: str) -> None:
     kma: Appliance = request.app.state.kma
     text = f"{request.method} {request.url.path[:200]}: {code}: {message}"
     event_class = "security" if code in ("unauthenticated", "forbidden") else "api"
-    named = [(SUBJECTS[k], str(v)[:200]) for k, v in request.path_params.items() if k in SUBJECTS]
-    subject = named[0] if named else None
+    subject = _subject(request.url.path)
     try:
         actor = getattr(request.state, "actor", None) or _session_user(kma, request)
         if actor is None:

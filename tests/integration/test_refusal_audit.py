@@ -10,6 +10,7 @@ kma.toml names the proxy.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,10 +75,13 @@ def test_a_refusal_about_an_object_names_it(kma: RunningKma) -> None:
     last = last_event_id(kma)
     with raw_http(kma, op.token) as http:
         assert http.post(f"/keys/{key.id}/destroy", json={}).status_code == 422  # no comment
+        oversize = json.dumps({"comment": "x" * 70_000})
+        assert http.post(f"/keys/{key.id}/destroy", content=oversize).status_code == 413
     with raw_http(kma) as http:
         assert http.get(f"/keys/{key.id}/history").status_code == 401
     refused = events_after(kma, last, "api.refused")
     assert [(e["entity_id"], e["subject_type"], e["subject_id"]) for e in refused] == [
+        ("op", "key", key.id),
         ("op", "key", key.id),
         ("anonymous", "key", key.id),
     ]
