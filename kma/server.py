@@ -95,6 +95,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
           ready_file: Path | None, announce: Any = print) -> None:  # fmt: skip
     identity = data_dir.identity()
     limits = data_dir.listener_limits()
+    refusals.set_rate(limits.refusals_per_second)
     host, configured_port = split_address(identity.management_address)
     sock = listen(host, configured_port if management_port is None else management_port)
     bound = sock.getsockname()

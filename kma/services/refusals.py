@@ -97,6 +97,11 @@ UNKNOWN_PEERS = RefusalThrottle("service.throttled", "refusals of unknown peers"
 ANONYMOUS_REQUESTS = RefusalThrottle("api.throttled", "refused requests without a valid session")
 
 
+def set_rate(per_second: int) -> None:
+    """How many refusals of each listener are recorded one by one a second (`kma serve` sets it)."""
+    UNKNOWN_PEERS.per_second = ANONYMOUS_REQUESTS.per_second = per_second
+
+
 def audit_summary(kma: Appliance, summary: Summary | None) -> None:
     if summary is not None:
         kma.audit(kma.itself, summary.operation, summary.message, Condition.WARNING)
