@@ -32,7 +32,7 @@ class ListenerLimits:
     management_max_connections: int = 512
     service_max_connections: int = 1024
     kept_for_agents: int = 256  # of the service connections: only for enrolled agents
-    max_per_address: int = 64  # connections from one address not (yet) identified by a certificate
+    max_per_address: int = 128  # connections from one address not (yet) identified by a certificate
     enrollments_at_once: int = 2  # each costs an Argon2id verification and a signature
     refusals_per_second: int = 20  # per listener, of peers without an identity, recorded one by one
     # Addresses of reverse proxies whose X-Forwarded-For is believed; none by default.

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
+from kma.api.deps import bearer_token, client_address
 from kma.appliance import Appliance
 from kma.audit.record import Condition
 from kma.domain.actor import Actor
@@ -61,8 +62,7 @@ def _audit_refusal_sync(request: Request, code: str, message: str) -> None:
     try:
         actor = getattr(request.state, "actor", None) or _session_user(kma, request)
         if actor is None:
-            host = request.client.host if request.client else "unknown"
-            refusals.audit_anonymous(kma, host, "api.refused", text, event_class, subject)
+            refusals.audit_anonymous(kma, client_address(request), "api.refused", text, event_class, subject)
         else:
             kma.audit(actor, "api.refused", text, Condition.ERROR, subject, event_class=event_class)
     except Exception:  # the refusal still goes out; the failure is in the log
@@ -71,11 +71,8 @@ def _audit_refusal_sync(request: Request, code: str, message: str) -> None:
 
 def _session_user(kma: Appliance, request: Request) -> Actor | None:
     """The user of the request's session, for a refusal that came before the route checked it."""
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
     try:
-        return auth.authenticate(kma, token.strip(), request.client.host if request.client else "unknown")
+        return auth.authenticate(kma, bearer_token(request), client_address(request))
     except Unauthenticated:
         return None
 
