@@ -49,10 +49,21 @@ class RunningKma:
     _clients: list[KmsClient] = field(default_factory=list)
 
     @classmethod
-    def demo_in(cls, tmp: Path, test_clock: bool = True, source: Path | None = None) -> RunningKma:
+    def demo_in(
+        cls,
+        tmp: Path,
+        test_clock: bool = True,
+        source: Path | None = None,
+        listeners: dict[str, Any] | None = None,
+    ) -> RunningKma:
+        """A demo KMA, started; `listeners` sets kma.toml's [listeners] (kma/limits.py) first."""
         data_dir = tmp / "kma"
         info = json.loads(run_kma("demo", "--data-dir", str(data_dir), "--json", source=source).stdout)
         kma = cls(data_dir, info, tmp / "clock-offset" if test_clock else None, source=source)
+        if listeners:
+            lines = "".join(f"{name} = {json.dumps(value)}\n" for name, value in listeners.items())
+            with open(data_dir / "kma.toml", "a", encoding="utf-8") as config:
+                config.write(f"\n[listeners]\n{lines}")
         kma.start()
         return kma
 
