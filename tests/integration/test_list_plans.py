@@ -65,7 +65,8 @@ def requests(spec: ListSpec) -> Iterator[tuple[str, PageRequest]]:
         if flt.convert.__name__ == "boolean":
             values = ["true", "false"]
         filters += [{name: v} for v in values]
-    asked = [(sort, {}) for sort in spec.sort_fields] + [(spec.default_sort, f) for f in filters]
+    asked: list[tuple[str, dict[str, str]]] = [(sort, {}) for sort in spec.sort_fields]
+    asked += [(spec.default_sort, f) for f in filters]
     for (sort, chosen), order in itertools.product(asked, ("asc", "desc")):
         fields = spec.sort_fields[sort]
         width = len({*((fields,) if isinstance(fields, str) else fields), spec.id_sql})
