@@ -111,7 +111,7 @@ def installed(built: Built) -> Iterator[Installed]:
         answers = answers.replace("10.0.1.10:8443", management).replace("10.0.2.10:5696", service)
         answers = answers.replace("at least eight characters", PASSPHRASE)
         # the answers hold passphrases: root reads them and pipes them to kma, as README.Debian says
-        state.init = _as_kma("init", "--data-dir", str(STATE), "--answers", "/dev/stdin", input=answers)
+        state.init = _as_kma("init", "--data-dir", str(STATE), "--answers", "-", input=answers)
         assert state.init.returncode == 0, state.init.stderr
         ready_file = STATE / "ready.json"
         state.serve = subprocess.Popen(
