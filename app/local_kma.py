@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 DEMO_ADMIN = "admin"
+# The frozen kma.exe is a console program: started from the windowed manager it would open a
+# console window of its own on Windows.
+NO_CONSOLE: dict[str, Any] = {"creationflags": subprocess.CREATE_NO_WINDOW} if sys.platform == "win32" else {}
 
 
 class LocalKmaError(RuntimeError):
@@ -70,6 +73,7 @@ class LocalKma:
                 timeout=timeout,
                 check=False,
                 cwd=_project_root(),
+                **NO_CONSOLE,
             )
         except subprocess.TimeoutExpired as exc:
             raise LocalKmaError(
@@ -106,6 +110,7 @@ class LocalKma:
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=_project_root(),
+            **NO_CONSOLE,
         )
         log.close()
         deadline = time.monotonic() + timeout

@@ -156,7 +156,8 @@ def test_installed_unit_passes_systemd_analyze_verify(installed: Installed) -> N
     assert done.returncode == 0, done.stdout + done.stderr
     unit = UNIT.read_text()
     for line in ("User=kma", "StateDirectory=kma", "StateDirectoryMode=0700", "ProtectSystem=strict",
-                 "NoNewPrivileges=yes", "PrivateTmp=yes", "ExecStart=/usr/bin/kma serve --data-dir /var/lib/kma"):
+                 "NoNewPrivileges=yes", "PrivateTmp=yes",
+                 "ExecStart=/usr/bin/kma serve --data-dir /var/lib/kma"):
         assert line in unit.splitlines(), line  # fmt: skip
 
 
@@ -183,7 +184,8 @@ def test_built_manager_signs_in_to_the_installed_kma_offscreen(
            "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_DATA_HOME": str(tmp_path / "data")}  # fmt: skip
     done = subprocess.run(
         [str(built.bundle / "kms-manager"), "--screenshots", str(shots),
-         "--kma", installed.ready["management_address"], "--ca-fingerprint", installed.ready["ca_fingerprint"],
+         "--kma", installed.ready["management_address"],
+         "--ca-fingerprint", installed.ready["ca_fingerprint"],
          "--user", "so", "--passphrase-file", str(passphrase_file)],
         env=env, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
@@ -199,7 +201,8 @@ def test_installed_kma_stops_cleanly_and_purging_leaves_only_its_state(installed
     assert installed.serve.returncode == 0, output
     assert not (STATE / "ready.json").exists()
 
-    done = subprocess.run(["dpkg", "--purge", "kma"], capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(["dpkg", "--purge", "kma"], capture_output=True, text=True, timeout=300,
+                          check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert _files() == installed.before  # nothing of the package's left in /usr, /etc, /opt, /var/lib
     assert (STATE / "kma.db").is_file()  # the keys and the audit trail are never deleted by a removal
