@@ -88,7 +88,7 @@ def _render_kma(controller: object, args: argparse.Namespace) -> int:
     from app.screenshots import render_signed_in
 
     try:
-        passphrase = args.passphrase_file.read_text(encoding="utf-8").strip()
+        passphrase = args.passphrase_file.read_text(encoding="utf-8").rstrip("\r\n")  # the line, as typed
     except OSError as exc:
         sys.stderr.write(f"kms-manager: cannot read the passphrase file: {exc}\n")
         return 2
