@@ -114,6 +114,8 @@ def _quit_on_signals(app: object) -> None:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
+    # Both exist on Windows too (signal.signal accepts them); SIGTERM only ever arrives on Linux and
+    # macOS, where it is how a session or service manager asks a program to quit.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: QApplication.quit())
     timer = QTimer(app)  # type: ignore[call-overload]
