@@ -94,6 +94,7 @@ class LocalKma:
 
     def start(self, timeout: float = 60) -> ReadyInfo:
         """Start ``kma serve`` on free ports and wait for its ready file."""
+        make_private(self.data_dir)
         ready_file = Path(tempfile.mkdtemp(prefix="kms-manager-")) / "ready.json"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it for its lifetime
@@ -150,6 +151,23 @@ class LocalKma:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+def make_private(data_dir: Path) -> None:
+    """Make the local KMA's folder this account's only, as `kma serve` demands.
+
+    The manager made this folder itself (`kma demo`); one made before the KMA set its files
+    private from creation still has the default modes (0755, 0644), and `kma serve` would refuse
+    it. It is the user's own KMA, so the manager tightens it rather than stop working.
+    """
+    if not data_dir.is_dir():
+        return
+    for folder, _, files in os.walk(data_dir):
+        os.chmod(folder, 0o700)
+        for name in files:
+            path = Path(folder, name)
+            if not path.is_symlink():
+                os.chmod(path, path.stat().st_mode & 0o700)
 
 
 def _project_root() -> str | None:

@@ -172,7 +172,7 @@ def initialise(data_dir: DataDir, answers: Answers, clock: Clock | None = None) 
     check_answers(answers)
     if data_dir.is_initialised() or data_dir.db.exists():
         raise Conflict(f"{data_dir.root} already holds a KMA; choose an empty directory.")
-    data_dir.root.mkdir(parents=True, exist_ok=True)
+    data_dir.create()
 
     ca = create_cluster_ca(answers.cluster_name)
     hosts = {

@@ -7,15 +7,34 @@ DIR/tls/server.pem    this KMA's certificate, signed by the cluster CA
 DIR/tls/server.key    its private key (0600; a locked KMA must still serve TLS to be unlocked)
 DIR/unlock.key        with autonomous unlock only: the local key that unwraps the master key (0600)
 DIR/logs/kma.log      the log (never any key material or passphrase)
+
+Everything in DIR is its owner's only (folders 0700, files 0600): the database holds the sealed
+key split shares and the users' passphrase hashes, enough to attack them offline. Every `kma`
+command sets the umask at start (`keep_private`), so no file is ever created open to others,
+SQLite's -wal and -shm files included, and `kma serve` and `kma status` refuse a data directory
+that others can read (`DataDir.check_private`).
 """
 
 from __future__ import annotations
 
 import os
+import shlex
+import stat
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kma.errors import UnsafePermissions
+from kma.limits import ListenerLimits
+
+PRIVATE_UMASK = 0o077  # new files and folders: no access for group or others
+
+
+def keep_private() -> None:
+    """From now on, every file and folder this process creates is its owner's only."""
+    os.umask(PRIVATE_UMASK)
 
 
 def write_private(path: Path, data: bytes) -> None:
@@ -73,9 +92,51 @@ class DataDir:
     def log_file(self) -> Path:
         return self.root / "logs" / "kma.log"
 
+    def create(self) -> None:
+        """Make the data directory, private even if it already existed (empty) with looser modes."""
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.root, 0o700)
+
+    def exposed(self) -> list[tuple[Path, int]]:
+        """Every file and folder in the data directory that other accounts can use, with its mode.
+
+        Windows has no POSIX modes (Python makes st_mode up from the read-only flag, so everything
+        would look open): access there is by ACL, not checked here; the manager's local KMA lives in
+        the account's own %APPDATA%, which is private to it by default.
+        """
+        if sys.platform == "win32":
+            return []
+        found = []
+        for folder, _, files in os.walk(self.root):  # each folder once, then its files
+            for path in [Path(folder), *(Path(folder, name) for name in files)]:
+                mode = path.lstat().st_mode
+                if mode & 0o077 and not stat.S_ISLNK(mode):
+                    found.append((path, stat.S_IMODE(mode)))
+        return found
+
+    def check_private(self) -> None:
+        """Refuse to run on a data directory that other local accounts can read."""
+        exposed = self.exposed()
+        if not exposed:
+            return
+        shown = ", ".join(f"{p.relative_to(self.root) if p != self.root else p} ({m:04o})"
+                          for p, m in exposed[:5])  # fmt: skip
+        more = f" and {len(exposed) - 5} more" if len(exposed) > 5 else ""
+        raise UnsafePermissions(
+            f"{self.root} is open to other accounts on this machine: {shown}{more}. It holds the sealed "
+            "key split shares and the passphrase hashes, which a copy lets anyone attack offline. "
+            f"Make it this account's only, then start again: chmod -R go-rwx {shlex.quote(str(self.root))}"
+        )
+
     def is_initialised(self) -> bool:
         return self.identity_file.exists() and self.db.exists()
 
+    def _config(self) -> dict[str, Any]:
+        return tomllib.loads(self.identity_file.read_text(encoding="utf-8"))
+
     def identity(self) -> Identity:
-        data: dict[str, Any] = tomllib.loads(self.identity_file.read_text(encoding="utf-8"))
+        data = self._config()
         return Identity(**{k: str(data[k]) for k in Identity.__dataclass_fields__})
+
+    def listener_limits(self) -> ListenerLimits:
+        return ListenerLimits.from_table(self._config().get("listeners", {}))

@@ -48,6 +48,10 @@ class LockedOut(KmaError):
     code, status = "locked_out", 429
 
 
+class UnsafePermissions(KmaError):
+    code, status = "unsafe_permissions", 500
+
+
 class KmaLocked(KmaError):
     code, status = "kma_locked", 503
 

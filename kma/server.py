@@ -1,8 +1,10 @@
 """`kma serve`: the management listener (HTTPS, run by uvicorn) and the service listener (KMIP
 for agents, kma/kmip/server.py, in its own thread) of one KMA.
 
-TLS 1.2 and 1.3 only, with the KMA's certificate from the cluster CA. The ready file is written
-once both sockets listen, so a caller (tests, the manager's local mode) never races start-up.
+Both under one TLS policy (kma/tls.py) with the KMA's certificate from the cluster CA, both
+bounded by the limits in kma.toml's [listeners] (kma/limits.py, docs/security.md). The ready file
+is written once both sockets listen, so a caller (tests, the manager's local mode) never races
+start-up.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import logging
 import os
 import signal
 import socket
-import ssl
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,14 @@ from typing import Any
 import uvicorn
 
 from kma.api.app import create_app
+from kma.api.listener import ManagementAcceptor, ManagementProtocol
 from kma.appliance import Appliance
 from kma.crypto import fingerprint
 from kma.datadir import DataDir
 from kma.kmip.server import ServiceListener
+from kma.limits import ListenerLimits
+from kma.services import refusals
+from kma.tls import server_context
 
 log = logging.getLogger(__name__)
 
@@ -50,18 +55,50 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, on_ready: Any) -> None:
+    """uvicorn serving the management API on connections that ManagementAcceptor lets in."""
+
+    def __init__(self, config: uvicorn.Config, kma: Appliance, limits: ListenerLimits, on_ready: Any) -> None:
         super().__init__(config)
+        self.kma = kma
+        self.limits = limits
         self._on_ready = on_ready
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
+        await self.lifespan.startup()
+        if self.lifespan.should_exit:
+            sys.exit(3)  # uvicorn's STARTUP_FAILURE
+        assert sockets is not None and len(sockets) == 1
+        data_dir = self.kma.data_dir
+        acceptor = ManagementAcceptor(sockets[0], self._protocol, server_context(data_dir.server_cert,
+                                      data_dir.server_key), self.limits, self._refused)  # fmt: skip
+        acceptor.start()
+        self.servers = [acceptor]  # type: ignore[list-item]  # closed and awaited by uvicorn's shutdown
+        self.started = True
         self._on_ready()
+
+    def _protocol(self, on_lost: Any) -> ManagementProtocol:
+        return ManagementProtocol(config=self.config, server_state=self.server_state,
+                                  app_state=self.lifespan.state, request_timeout=self.limits.request_timeout,
+                                  on_lost=on_lost)  # fmt: skip
+
+    def _refused(self, address: str, message: str) -> None:
+        asyncio.get_running_loop().run_in_executor(None, refusals.audit_anonymous, self.kma, address,
+                                                   "api.connection_refused", message)  # fmt: skip
+
+    async def on_tick(self, counter: int) -> bool:
+        # Every second: record what the refusal throttle did not record one by one.
+        if counter % 10 == 0:
+            summary = refusals.ANONYMOUS_REQUESTS.flush()
+            if summary is not None:
+                asyncio.get_running_loop().run_in_executor(None, refusals.audit_summary, self.kma, summary)
+        return await super().on_tick(counter)
 
 
 def serve(data_dir: DataDir, management_port: int | None, service_port: int | None,
           ready_file: Path | None, announce: Any = print) -> None:  # fmt: skip
     identity = data_dir.identity()
+    limits = data_dir.listener_limits()
+    refusals.set_rate(limits.refusals_per_second)
     host, configured_port = split_address(identity.management_address)
     sock = listen(host, configured_port if management_port is None else management_port)
     bound = sock.getsockname()
@@ -73,16 +110,17 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
 
     kma = Appliance(data_dir)
     kma.start(management, service)
-    agents = ServiceListener(kma, service_sock, service)
+    agents = ServiceListener(kma, service_sock, service, limits)
     agents.start()
     config = uvicorn.Config(
         create_app(kma),
-        ssl_certfile=str(data_dir.server_cert),
-        ssl_keyfile=str(data_dir.server_key),
-        ssl_version=ssl.PROTOCOL_TLS_SERVER,
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=5,
+        # X-Forwarded-For is believed only from the reverse proxies kma.toml names (none by
+        # default): anyone else could put any address in the audit trail and the sign-in gate.
+        proxy_headers=bool(limits.trusted_proxies),
+        forwarded_allow_ips=list(limits.trusted_proxies),
     )
 
     def ready() -> None:
@@ -96,7 +134,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
                                        "ca_fingerprint": ca, "pid": os.getpid()}))  # fmt: skip
             tmp.replace(ready_file)
 
-    server = _Server(config, ready)
+    server = _Server(config, kma, limits, ready)
     # uvicorn shuts down on SIGTERM/SIGINT and then raises the signal again for the previous
     # handler; with the default one that would end the process before the clean-up below (agents,
     # store, ready file). A do-nothing handler lets `serve` return normally: exit 0 = stopped cleanly.

@@ -343,7 +343,12 @@ class ListPage(QWidget):
         elif total == 0:
             text = f"No {noun} match." if (self.model.q or self.model.filters) else f"No {noun} yet."
         else:
-            text = f"{total:,} {noun}" if shown >= total else f"Showing {shown:,} of {total:,} {noun}"
+            if not self.model.total_exact:  # the KMA stops counting at large numbers
+                text = f"Showing {shown:,} of more than {total:,} {noun}"
+            elif shown >= total:
+                text = f"{total:,} {noun}"
+            else:
+                text = f"Showing {shown:,} of {total:,} {noun}"
             if self.model.loading:
                 text += " — loading more…"
         self.status.setText(text)

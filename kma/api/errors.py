@@ -1,7 +1,11 @@
 """Every error leaves as `{"error": {"code", "message"}}`, and every refusal is audited.
 
-Internal failures are logged in full and reported to the client only as a generic message
-(PyKMIP's engine does the same with result codes).
+A refusal is audited under the user whose valid session the request carries (even when it was
+refused before the route ran, e.g. an oversize body), with the object it was about as subject
+(the route's key, agent, user... ID), so that object's history shows it. Refusals of requests
+with no valid session are audited at a bounded rate (kma/services/refusals.py): anyone can send
+those as fast as the network allows. Internal failures are logged in full and reported to the
+client only as a generic message (PyKMIP's engine does the same with result codes).
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
+from kma.api.deps import bearer_token, client_address
 from kma.appliance import Appliance
 from kma.audit.record import Condition
 from kma.domain.actor import Actor
-from kma.errors import KmaError
+from kma.errors import KmaError, Unauthenticated
+from kma.services import auth, refusals
 
 log = logging.getLogger(__name__)
 
@@ -31,22 +37,44 @@ async def _audit_refusal(request: Request, code: str, message: str) -> None:
     await run_in_threadpool(_audit_refusal_sync, request, code, message)
 
 
+# The API's collections (`/api/v1/keys/{key_id}/...`) -> the audit subject type of their objects.
+SUBJECTS = {
+    "keys": "key", "data-units": "data_unit", "agents": "agent", "users": "user",
+    "key-groups": "key_group", "key-policies": "key_policy", "kmas": "kma", "sites": "site",
+    "quorum-operations": "quorum_operation",
+}  # fmt: skip
+
+
+def _subject(path: str) -> tuple[str, str] | None:
+    """The object a request is about, from its path alone: also for a request refused before
+    it was routed (an oversize body)."""
+    parts = path.removeprefix("/api/v1/").split("/")
+    if len(parts) >= 2 and parts[0] in SUBJECTS and parts[1]:
+        return SUBJECTS[parts[0]], parts[1][:200]
+    return None
+
+
 def _audit_refusal_sync(request: Request, code: str, message: str) -> None:
     kma: Appliance = request.app.state.kma
-    actor = getattr(request.state, "actor", None)
-    if actor is None:
-        host = request.client.host if request.client else "unknown"
-        actor = Actor("anonymous", host)
+    text = f"{request.method} {request.url.path[:200]}: {code}: {message}"
+    event_class = "security" if code in ("unauthenticated", "forbidden") else "api"
+    subject = _subject(request.url.path)
     try:
-        kma.audit(
-            actor,
-            "api.refused",
-            f"{request.method} {request.url.path[:200]}: {code}: {message}",
-            Condition.ERROR,
-            event_class="security" if code in ("unauthenticated", "forbidden") else "api",
-        )
+        actor = getattr(request.state, "actor", None) or _session_user(kma, request)
+        if actor is None:
+            refusals.audit_anonymous(kma, client_address(request), "api.refused", text, event_class, subject)
+        else:
+            kma.audit(actor, "api.refused", text, Condition.ERROR, subject, event_class=event_class)
     except Exception:  # the refusal still goes out; the failure is in the log
         log.exception("could not audit a refusal")
+
+
+def _session_user(kma: Appliance, request: Request) -> Actor | None:
+    """The user of the request's session, for a refusal that came before the route checked it."""
+    try:
+        return auth.authenticate(kma, bearer_token(request), client_address(request))
+    except Unauthenticated:
+        return None
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:

@@ -81,7 +81,7 @@ def render(
 <h1>Audit report: {escape(cluster)}</h1>
 <p class="sub">Made {escape(iso(created_at))} by KMA {escape(kma_id)} for {escape(created_by)}.
 This report is signed; check it with
-<code>kma audit verify --export REPORT.html --signature REPORT.html.sig</code>.</p>
+<code>kma audit verify --export REPORT.html --signature REPORT.html.sig --ca CLUSTER-CA.pem</code>.</p>
 <div class="verdict {'ok' if intact else 'bad'}">{escape(verdict)}</div>
 <dl><dt>Filter</dt><dd>{escape(filter_text)}</dd>
 <dt>Matching events</dt><dd>{total:,}</dd>

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from kma.cli import admin, agent, plan, quorum, serve
+from kma.datadir import keep_private
 from kma.errors import KmaError
 
 COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    keep_private()  # before anything is created: data dirs, databases, logs, agent keys
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -57,7 +57,9 @@ def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
     from kma.services.dashboard import keys_by_state, status
 
-    kma = Appliance(_data_dir(args))
+    data_dir = _data_dir(args)
+    data_dir.check_private()
+    kma = Appliance(data_dir)
     try:
         kma.try_autonomous_unlock()  # only to report whether it would; nothing is written
         info = status(kma)
@@ -85,8 +87,8 @@ def add_audit(sub: Any) -> None:
     v = audit_sub.add_parser(
         "verify", help="check the audit trail's hash chain, or an exported file offline",
         description="With --data-dir: verify this KMA's audit chain (from its latest signed checkpoint). "
-                    "With --export: check a signed export (CSV, or HTML report with its .sig) offline; "
-                    "any changed byte fails.")  # fmt: skip
+                    "With --export: check a signed export (CSV, or HTML report with its .sig) offline "
+                    "against the cluster CA (--ca, or --data-dir's); any changed byte fails.")  # fmt: skip
     v.add_argument("--data-dir", help="the KMA's data directory (also gives the CA for --export)")
     v.add_argument("--export", type=Path, metavar="FILE", help="an exported CSV or HTML report")
     v.add_argument("--signature", type=Path, metavar="F", help="the detached signature (default FILE.sig)")
@@ -127,10 +129,15 @@ def _verify_export(args: argparse.Namespace) -> int:
     elif args.data_dir:
         ca_pem = _data_dir(args).ca_cert.read_bytes()
     check = verify_export(args.export, args.signature, ca_pem)
-    print(check.summary(), file=sys.stdout if check.ok else sys.stderr)
     if check.ok and ca_pem is None:
-        print("  (checked against the CA inside the signature: compare its fingerprint with the one you "
-              "pinned, or give --ca)")  # fmt: skip
+        # Anyone can make a CA and sign a forged export with it: without the cluster's own CA,
+        # a matching signature proves nothing, and scripts read only the exit code.
+        print(f"Export NOT verified: it is signed consistently, but by a CA this command was not told to "
+              f"trust (fingerprint {check.meta.get('ca_fingerprint', '?')} in the signature itself). Give "
+              "--ca CA_PEM (your cluster's CA certificate) or --data-dir DIR (a KMA of the cluster).",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    print(check.summary(), file=sys.stdout if check.ok else sys.stderr)
     return 0 if check.ok else 1
 
 

@@ -35,6 +35,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from kma.server import serve
 
     data_dir = _data_dir(args)
+    data_dir.check_private()
     data_dir.log_file.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(data_dir.log_file)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

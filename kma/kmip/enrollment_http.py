@@ -9,6 +9,10 @@ request per connection (`Connection: close`), bounded sizes and times:
                      -> {"agent_id", "certificate_pem", "ca_pem", "kmas": [...]}
 
 Errors use the management API's shape: {"error": {"code", "message"}} with its status codes.
+
+The whole request is read (within `request_timeout`) before an enrollment slot is taken: only
+a complete enrollment waits for one of the few slots (each costs an Argon2id verification and a
+signature), so stalled connections hold up neither `GET /v1/ca` nor anyone else's enrollment.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kma.appliance import Appliance
@@ -27,7 +32,6 @@ from kma.services import enrollment
 log = logging.getLogger(__name__)
 MAX_HEAD = 8192
 MAX_BODY = 32768
-READ_TIMEOUT = 10.0
 Refuse = Callable[[str, str, str], Awaitable[None]]  # (address, operation, message): audited, rate-limited
 REASONS = {
     200: "OK",
@@ -54,12 +58,23 @@ def _response(status: int, body: dict[str, Any]) -> bytes:
     return head.encode() + data
 
 
+@dataclass(frozen=True)
+class Listener:
+    """What enrollment needs from the service listener it runs on."""
+
+    kma: Appliance
+    service_address: str
+    slots: asyncio.Semaphore  # enrollments at once
+    request_timeout: float  # to receive the whole request
+    refuse: Refuse
+
+
 def _error(status: int, code: str, message: str) -> bytes:
     return _response(status, {"error": {"code": code, "message": message}})
 
 
-async def _read_request(first: bytes, reader: asyncio.StreamReader) -> tuple[str, str, bytes]:
-    async with asyncio.timeout(READ_TIMEOUT):
+async def _read_request(first: bytes, reader: asyncio.StreamReader, timeout: float) -> tuple[str, str, bytes]:
+    async with asyncio.timeout(timeout):
         head = first
         while b"\r\n\r\n" not in head:
             chunk = await reader.read(MAX_HEAD)
@@ -88,31 +103,24 @@ async def _read_request(first: bytes, reader: asyncio.StreamReader) -> tuple[str
 
 
 async def serve(
-    kma: Appliance,
-    first: bytes,
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
-    address: str,
-    service_address: str,
-    refuse: Refuse,
+    listener: Listener, first: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str
 ) -> None:
     try:
-        method, path, body = await _read_request(first, reader)
-        reply = await _route(kma, method, path, body, address, service_address)
+        method, path, body = await _read_request(first, reader, listener.request_timeout)
+        reply = await _route(listener, method, path, body, address)
     except KmaError as error:
         if not error.audited:
-            await refuse(address, "agent.enroll", f"refused: {error.message}")
+            await listener.refuse(address, "agent.enroll", f"refused: {error.message}")
         reply = _error(error.status, error.code, error.message)
     except (TimeoutError, asyncio.IncompleteReadError, ValueError):
-        await refuse(address, "agent.enroll", "refused: incomplete or malformed HTTP request")
+        await listener.refuse(address, "agent.enroll", "refused: incomplete or malformed HTTP request")
         reply = _error(400, "bad_request", "The request was incomplete or malformed.")
     writer.write(reply)
     await writer.drain()
 
 
-async def _route(
-    kma: Appliance, method: str, path: str, body: bytes, address: str, service_address: str
-) -> bytes:
+async def _route(listener: Listener, method: str, path: str, body: bytes, address: str) -> bytes:
+    kma = listener.kma
     if path == "/v1/ca" and method == "GET":
         ca_pem = kma.data_dir.ca_cert.read_bytes()
         return _response(200, {"ca_pem": ca_pem.decode(), "fingerprint": fingerprint(ca_pem)})
@@ -124,9 +132,11 @@ async def _route(
                 raise TypeError
         except (ValueError, KeyError, TypeError):
             raise BadRequest('Send JSON {"agent_id", "passphrase", "csr_pem"} (all strings).') from None
-        result = await asyncio.get_running_loop().run_in_executor(
-            None, enrollment.enroll, kma, agent_id, passphrase, csr.encode(), address, service_address
-        )
+        async with listener.slots:
+            result = await asyncio.get_running_loop().run_in_executor(
+                None, enrollment.enroll, kma, agent_id, passphrase, csr.encode(), address,
+                listener.service_address,
+            )  # fmt: skip
         return _response(200, result)
     if path in ("/v1/ca", "/v1/enroll"):
         return _error(405, "bad_request", f"{method} is not allowed on {path}.")

@@ -7,6 +7,11 @@ before the body is, so an oversize or foreign message is answered with a KMIP er
 connection closed, never buffered. A body that does not decode gets Invalid Message and the
 connection stays usable (its framing was sound). Slow or silent peers time out. Whatever one
 connection does, the others keep being served.
+
+Connections are counted (kma/limits.py): at most `service_max_connections`, at most
+`max_per_address` from one address before a certificate identifies them, and connections
+without a client certificate get only the room not kept for enrolled agents and a short idle
+limit. A refused connection is audited within the shared rate limit for unknown peers.
 """
 
 from __future__ import annotations
@@ -38,29 +43,29 @@ from kma.kmip.messages import (
     parse_request,
     request_version,
 )
-from kma.kmip.tls import service_context
 from kma.kmip.ttlv import TTLVError
+from kma.limits import ConnectionGate, ListenerLimits, Refused, Ticket
 from kma.services import refusals
+from kma.tls import server_context
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 65536  # bytes of one request (header excluded): far above any real KMIP request here
-MAX_CONNECTIONS = 1024
-HANDSHAKE_TIMEOUT = 10.0
-MESSAGE_TIMEOUT = 10.0  # to finish a message once it started
-IDLE_TIMEOUT = 300.0  # between messages
 PROCESSING_TIMEOUT = 120.0  # a request waiting on the store (it never should this long)
 HTTP_TIMEOUT = 60.0  # an enrollment: Argon2id, signing and a durable commit
 SWEEP_INTERVAL = 0.5
-MAX_ENROLLMENTS = 2  # at once: each costs an Argon2id verification and a signature
 
 
 class _Conn:
     """One connection's deadline: the sweeper cancels a connection that misses it."""
 
-    __slots__ = ("deadline", "phase", "task", "timed_out")
+    __slots__ = ("deadline", "idle", "phase", "task", "ticket", "timed_out")
 
-    def __init__(self, task: asyncio.Task[Any], phase: str, seconds: float) -> None:
+    def __init__(
+        self, task: asyncio.Task[Any], ticket: Ticket, phase: str, seconds: float, idle: float
+    ) -> None:
         self.task = task
+        self.ticket = ticket
+        self.idle = idle  # between messages
         self.timed_out = False
         self.phase = phase
         self.deadline = time.monotonic() + seconds
@@ -71,19 +76,21 @@ class _Conn:
 
 
 class ServiceListener:
-    def __init__(self, kma: Appliance, sock: socket.socket, address: str) -> None:
+    def __init__(self, kma: Appliance, sock: socket.socket, address: str, limits: ListenerLimits) -> None:
         self.kma = kma
+        self.limits = limits
+        self.gate = ConnectionGate(limits.service_max_connections, limits.max_per_address,
+                                   limits.kept_for_agents)  # fmt: skip
         self.sock = sock
         self.address = address
-        self.context = service_context(
-            kma.data_dir.server_cert, kma.data_dir.server_key, kma.data_dir.ca_cert
-        )
+        self.context = server_context(kma.data_dir.server_cert, kma.data_dir.server_key, kma.data_dir.ca_cert)
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
         self._connections: dict[asyncio.Task[Any], _Conn] = {}
         self._enrollments: asyncio.Semaphore | None = None
+        self._refusals: set[asyncio.Task[None]] = set()
         self._bridge: CommitBridge | None = None
         self._failure: BaseException | None = None
 
@@ -113,7 +120,7 @@ class ServiceListener:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         self._bridge = CommitBridge(self._loop)
-        self._enrollments = asyncio.Semaphore(MAX_ENROLLMENTS)
+        self._enrollments = asyncio.Semaphore(self.limits.enrollments_at_once)
         self.sock.setblocking(False)
         acceptor = asyncio.create_task(self._accept())
         sweeper = asyncio.create_task(self._sweep())
@@ -122,9 +129,9 @@ class ServiceListener:
         await self._stopping.wait()
         acceptor.cancel()
         sweeper.cancel()
-        for task in list(self._connections):
+        for task in [*self._connections, *self._refusals]:
             task.cancel()
-        await asyncio.gather(acceptor, sweeper, *self._connections, return_exceptions=True)
+        await asyncio.gather(acceptor, sweeper, *self._connections, *self._refusals, return_exceptions=True)
         self.sock.close()
 
     async def _accept(self) -> None:
@@ -137,16 +144,30 @@ class ServiceListener:
                 log.warning("accepting a connection failed: %s", exc)
                 await asyncio.sleep(0.1)
                 continue
-            if len(self._connections) >= MAX_CONNECTIONS:
-                log.warning("refused a connection from %s: %d connections open", peer, len(self._connections))
+            address = f"{peer[0]}:{peer[1]}"
+            try:
+                ticket = self.gate.admit(peer[0])
+            except Refused as refused:
                 sock.close()
+                self._refuse_later(address, str(refused))
                 continue
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            task = asyncio.create_task(self._accepted(sock, f"{peer[0]}:{peer[1]}"))
-            self._connections[task] = _Conn(task, "handshake", HANDSHAKE_TIMEOUT + 5)
+            task = asyncio.create_task(self._accepted(sock, address))
+            self._connections[task] = _Conn(
+                task, ticket, "handshake", self.limits.handshake_timeout + 5, self.limits.agent_idle_timeout
+            )
+
+    def _refuse_later(self, address: str, message: str) -> None:
+        """Audit a refused connection without holding up the accept loop."""
+        self._track(asyncio.create_task(self._unauthenticated(address, "service.refused", message)))
+
+    def _track(self, task: asyncio.Task[None]) -> None:
+        self._refusals.add(task)
+        task.add_done_callback(self._refusals.discard)
 
     async def _sweep(self) -> None:
-        """Cancel connections past their deadline (cheaper than a timer per read)."""
+        """Cancel connections past their deadline (cheaper than a timer per read), and record what
+        the refusal throttle did not record one by one in the second that ended."""
         while True:
             await asyncio.sleep(SWEEP_INTERVAL)
             now = time.monotonic()
@@ -154,6 +175,11 @@ class ServiceListener:
                 if conn.deadline < now and not conn.timed_out:
                     conn.timed_out = True
                     conn.task.cancel()
+            self._summarise_later(refusals.UNKNOWN_PEERS.flush())
+
+    def _summarise_later(self, summary: refusals.Summary | None) -> None:
+        if summary is not None:
+            self._track(asyncio.create_task(self._summarise(summary)))
 
     # --- one connection ---------------------------------------------------------------------
     async def _accepted(self, sock: socket.socket, address: str) -> None:
@@ -172,7 +198,7 @@ class ServiceListener:
                     lambda: protocol,
                     sock,
                     ssl=self.context,
-                    ssl_handshake_timeout=HANDSHAKE_TIMEOUT,
+                    ssl_handshake_timeout=self.limits.handshake_timeout,
                 )
             except (ssl.SSLError, OSError) as exc:
                 # e.g. "certificate has expired", "unable to get local issuer certificate"
@@ -194,6 +220,7 @@ class ServiceListener:
             log.exception("service connection from %s failed", address)
         finally:
             self._connections.pop(task, None)
+            self.gate.release(conn.ticket)
             if writer is not None:
                 writer.close()
 
@@ -201,17 +228,25 @@ class ServiceListener:
         self, conn: _Conn, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str
     ) -> None:
         session = self._session(writer, address)
-        conn.expect("idle", IDLE_TIMEOUT)
+        try:
+            self.gate.handshaken(conn.ticket, session.agent_id is not None)
+        except Refused as refused:
+            await self._unauthenticated(address, "service.refused", str(refused))
+            return
+        if session.agent_id is None:  # it may enroll or ask what the KMA speaks, not linger
+            conn.idle = self.limits.anonymous_idle_timeout
+        conn.expect("idle", conn.idle)
         first = await reader.readexactly(1)
         if first == b"\x42":
             await self._kmip(conn, session, first, reader, writer)
         elif first.isalpha():
             conn.expect("http", HTTP_TIMEOUT)
             assert self._enrollments is not None
-            async with self._enrollments:
-                await enrollment_http.serve(
-                    self.kma, first, reader, writer, address, self.address, self._unauthenticated
-                )
+            await enrollment_http.serve(
+                enrollment_http.Listener(self.kma, self.address, self._enrollments,
+                                         self.limits.request_timeout, self._unauthenticated),
+                first, reader, writer, address,
+            )  # fmt: skip
         else:
             await self._refuse(
                 session, writer, None, "kmip.malformed", "the connection carried neither KMIP nor HTTP"
@@ -234,7 +269,7 @@ class ServiceListener:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> None:
-        conn.expect("message", MESSAGE_TIMEOUT)
+        conn.expect("message", self.limits.message_timeout)
         header = first + await self._read(session, writer, reader, ttlv.HEADER_SIZE - 1, 1)
         while True:
             tag, typ, length = ttlv.read_header(header)
@@ -259,16 +294,16 @@ class ServiceListener:
             body = await self._read(session, writer, reader, length, ttlv.HEADER_SIZE)
             conn.expect("processing", PROCESSING_TIMEOUT)
             response, keep = await self.process(session, header + body)
-            conn.expect("message", MESSAGE_TIMEOUT)
+            conn.expect("message", self.limits.message_timeout)
             writer.write(response)
             await writer.drain()
             if not keep:
                 return
-            conn.expect("idle", IDLE_TIMEOUT)
+            conn.expect("idle", conn.idle)
             header = await reader.read(ttlv.HEADER_SIZE)
             if not header:
                 return  # the agent closed the connection between messages
-            conn.expect("message", MESSAGE_TIMEOUT)
+            conn.expect("message", self.limits.message_timeout)
             if len(header) < ttlv.HEADER_SIZE:
                 header += await self._read(
                     session, writer, reader, ttlv.HEADER_SIZE - len(header), len(header)
@@ -366,12 +401,13 @@ class ServiceListener:
 
     async def _unauthenticated(self, address: str, operation: str, message: str) -> None:
         """A refusal of a peer with no agent identity: audited within the shared rate limit."""
-        record, dropped = refusals.UNKNOWN_PEERS.admit()
-        actor = Actor("unknown", address, kind="agent")
-        if dropped:
-            summary_actor, summary_op, summary = refusals.throttled_summary(actor, dropped)
-            await audit_event(
-                self.kma, summary_actor, summary_op, summary, Condition.WARNING, bridge=self._bridge
-            )
+        record, summary = refusals.UNKNOWN_PEERS.admit(address)
+        await self._summarise(summary)
         if record:
+            actor = Actor("unknown", address, kind="agent")
             await audit_event(self.kma, actor, operation, message, bridge=self._bridge)
+
+    async def _summarise(self, summary: refusals.Summary | None) -> None:
+        if summary is not None:
+            await audit_event(self.kma, self.kma.itself, summary.operation, summary.message,
+                              Condition.WARNING, bridge=self._bridge)  # fmt: skip

@@ -76,7 +76,7 @@ def test_verify_shows_the_result_plainly(qtbot, audit_area, controller):
     assert "Audit chain intact" in browser.chain_banner.text()
 
 
-def test_exports_are_saved_and_verify_offline(qtbot, audit_area, controller, tmp_path):
+def test_exports_are_saved_and_verify_offline(qtbot, audit_area, controller, demo_kma, tmp_path):
     browser = audit_area.browser
     browser.filters.combos["event_class"].setCurrentText("key")
     qtbot.waitUntil(lambda: browser.model.filters.get("event_class") == "key", timeout=WAIT_MS)
@@ -85,7 +85,8 @@ def test_exports_are_saved_and_verify_offline(qtbot, audit_area, controller, tmp
     browser.save_report(tmp_path / "report.html", done=reports.append)
     qtbot.waitUntil(lambda: bool(sizes and reports), timeout=WAIT_MS)
     for exported in ("events.csv", "report.html"):
-        command = [sys.executable, "-m", "kma", "audit", "verify", "--export", str(tmp_path / exported)]
+        command = [sys.executable, "-m", "kma", "audit", "verify", "--export", str(tmp_path / exported),
+                   "--data-dir", str(demo_kma.data_dir)]  # fmt: skip
         check = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
         assert check.returncode == 0, check.stderr
     assert (tmp_path / "report.html.sig").exists()

@@ -8,6 +8,7 @@ never changes what it inspects.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -95,6 +96,25 @@ def domain_snapshot(kma: RunningKma) -> dict[str, list[tuple[Any, ...]]]:
 def last_event_id(kma: RunningKma) -> int:
     with read_only_db(kma) as db:
         return int(db.execute("SELECT coalesce(max(id), 0) FROM audit_events").fetchone()[0])
+
+
+def anonymous_refusals(kma: RunningKma, event_id: int, expected: int, wait: float = 5.0) -> int:
+    """How many refused requests without a valid session since `event_id` the audit trail
+    accounts for: recorded one by one, or counted in an `api.throttled` summary (which comes once
+    its second is over). Waits up to `wait` s for `expected`."""
+    deadline = time.monotonic() + wait
+    while True:
+        with read_only_db(kma) as db:
+            one_by_one = db.execute(
+                "SELECT count(*) FROM audit_events WHERE id > ? AND entity_id = 'anonymous'", (event_id,)
+            ).fetchone()[0]
+            summaries = db.execute(
+                "SELECT message FROM audit_events WHERE id > ? AND operation = 'api.throttled'", (event_id,)
+            ).fetchall()
+        accounted = int(one_by_one) + sum(int(row[0].split(" ", 1)[0]) for row in summaries)
+        if accounted >= expected or time.monotonic() > deadline:
+            return accounted
+        time.sleep(0.2)
 
 
 def events_since(kma: RunningKma, event_id: int) -> list[dict[str, Any]]:

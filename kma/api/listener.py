@@ -1,0 +1,146 @@
+"""The management listener's connections: accepted, bounded and timed here, served by uvicorn.
+
+asyncio's own server accepts every connection and gives a TLS handshake a minute; uvicorn then
+waits as long as a client likes for a request's first byte, or for the rest of one. So this
+module accepts connections itself: each must fit the listener's limits (kma/limits.py, counted
+per address and in all), finish its handshake in `handshake_timeout` under the KMA's TLS policy
+(kma/tls.py), and send each whole request (headers and body) within `request_timeout` of
+connecting or of its previous response. Refused connections are audited at a bounded rate
+(kma/services/refusals.py). A request that has fully arrived may take as long as it needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import ssl
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from kma.limits import ConnectionGate, ListenerLimits, Refused
+
+log = logging.getLogger(__name__)
+
+
+class ManagementProtocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, with a deadline for receiving each whole request."""
+
+    def __init__(
+        self, *args: Any, request_timeout: float, on_lost: Callable[[], None], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._request_timeout = request_timeout
+        self._on_lost = on_lost
+        self._deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._expect_request()
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        if self._request_in():
+            self._cancel_deadline()
+
+    def on_response_complete(self) -> None:
+        self._expect_request()  # before uvicorn goes on to a pipelined request, which may be whole
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_deadline()
+        super().connection_lost(exc)
+        self._on_lost()
+
+    def _request_in(self) -> bool:
+        """A request has fully arrived and is being answered."""
+        return self.cycle is not None and not self.cycle.more_body and not self.cycle.response_complete
+
+    def _expect_request(self) -> None:
+        self._cancel_deadline()
+        self._deadline = self.loop.call_later(self._request_timeout, self._too_slow)
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if not self._request_in() and not self.transport.is_closing():
+            log.info("closed a management connection from %s: no whole request in %.0f s",
+                     self.client, self._request_timeout)  # fmt: skip
+            self.transport.close()
+
+    def _cancel_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+
+class ManagementAcceptor:
+    """Accepts on the management socket; stands in for asyncio's server in uvicorn's shutdown."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        protocol: Callable[[Callable[[], None]], asyncio.Protocol],
+        context: ssl.SSLContext,
+        limits: ListenerLimits,
+        refused: Callable[[str, str], None],
+    ) -> None:
+        self.sock = sock
+        self.protocol = protocol  # (called when the connection ends) -> a protocol for it
+        self.context = context
+        self.limits = limits
+        self.refused = refused  # (address, why): audits it, off the event loop
+        self.gate = ConnectionGate(limits.management_max_connections, limits.max_per_address)
+        self._handshakes: set[asyncio.Task[None]] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.sock.setblocking(False)
+        self._task = asyncio.create_task(self._accept())
+
+    async def _accept(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, peer = await loop.sock_accept(self.sock)
+            except OSError as exc:  # e.g. EMFILE: say so, and keep accepting
+                log.warning("accepting a management connection failed: %s", exc)
+                await asyncio.sleep(0.1)
+                continue
+            try:
+                ticket = self.gate.admit(peer[0])
+            except Refused as refused:
+                conn.close()
+                self.refused(f"{peer[0]}:{peer[1]}", str(refused))
+                continue
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            task = asyncio.create_task(self._handshake(conn, partial(self.gate.release, ticket)))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, conn: socket.socket, release: Callable[[], None]) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.connect_accepted_socket(
+                lambda: self.protocol(release),
+                conn,
+                ssl=self.context,
+                ssl_handshake_timeout=self.limits.handshake_timeout,
+            )
+        except (OSError, ssl.SSLError) as exc:  # refused or too slow: the protocol never started
+            log.info("a management TLS handshake failed: %s", exc)
+            conn.close()
+            release()
+
+    # --- what uvicorn's shutdown calls on each of its servers ---------------------------------
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        for task in self._handshakes:
+            task.cancel()
+        self.sock.close()
+
+    async def wait_closed(self) -> None:
+        await asyncio.gather(*filter(None, [self._task]), *self._handshakes, return_exceptions=True)

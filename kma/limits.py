@@ -1,0 +1,134 @@
+"""How long the listeners wait and how many connections they hold: `[listeners]` in kma.toml.
+
+Anyone who can reach a port can open connections and say nothing. Each listener therefore
+bounds the TLS handshake and the time to send a request, holds at most so many connections, and
+at most so many unidentified ones from one address. The service listener keeps part of its room
+for enrolled agents (connections that present a client certificate of the cluster CA), so
+strangers cannot crowd out the tape drives. Every value can be set in kma.toml, for example:
+
+    [listeners]
+    management_max_connections = 64
+    handshake_timeout = 5
+
+The defaults and what each means are in docs/security.md.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, fields
+from typing import Any
+
+from kma.errors import ValidationFailed
+
+
+@dataclass(frozen=True)
+class ListenerLimits:
+    handshake_timeout: float = 10.0  # seconds to finish the TLS handshake (both listeners)
+    request_timeout: float = 10.0  # seconds to send a whole HTTP request, headers and body
+    message_timeout: float = 10.0  # service: to finish sending a KMIP message once it started
+    agent_idle_timeout: float = 300.0  # service: an enrolled agent's connection, between messages
+    anonymous_idle_timeout: float = 10.0  # service: a connection without a client certificate, idle
+    management_max_connections: int = 512
+    service_max_connections: int = 1024
+    kept_for_agents: int = 256  # of the service connections: only for enrolled agents
+    max_per_address: int = 128  # connections from one address not (yet) identified by a certificate
+    enrollments_at_once: int = 2  # each costs an Argon2id verification and a signature
+    refusals_per_second: int = 20  # per listener, of peers without an identity, recorded one by one
+    # Addresses of reverse proxies whose X-Forwarded-For is believed; none by default.
+    trusted_proxies: tuple[str, ...] = ()
+
+    @classmethod
+    def from_table(cls, table: dict[str, Any]) -> ListenerLimits:
+        """The `[listeners]` table of kma.toml; a wrong name or value is refused, with the fix."""
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(table) - set(known))
+        if unknown:
+            raise ValidationFailed(f"kma.toml [listeners]: unknown setting {unknown[0]!r}; "
+                                   f"the settings are {', '.join(known)}.")  # fmt: skip
+        values: dict[str, Any] = {}
+        for name, value in table.items():
+            if name == "trusted_proxies":
+                if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                    raise ValidationFailed('kma.toml [listeners]: trusted_proxies is a list of addresses, '
+                                           'e.g. ["10.0.0.5"].')  # fmt: skip
+                values[name] = tuple(value)
+                continue
+            kind = int if known[name].type == "int" else float
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or value <= 0
+                or (kind is int and not isinstance(value, int))
+            ):
+                what = "whole number" if kind is int else "number of seconds"
+                raise ValidationFailed(f"kma.toml [listeners]: {name} must be a positive {what}.")
+            values[name] = kind(value)
+        limits = cls(**values)
+        if limits.kept_for_agents >= limits.service_max_connections:
+            raise ValidationFailed("kma.toml [listeners]: kept_for_agents must be less than "
+                                   "service_max_connections, or no one could enroll.")  # fmt: skip
+        return limits
+
+
+class Refused(Exception):
+    """A connection the listener will not hold; the message says why (for the audit trail)."""
+
+
+@dataclass
+class Ticket:
+    """One admitted connection's place in its listener's counts."""
+
+    host: str
+    identified: bool = False  # presented a valid client certificate
+    anonymous: bool = False  # finished its handshake without one
+
+
+class ConnectionGate:
+    """Counts one listener's connections and refuses those over its limits.
+
+    Used from its listener's event loop only, so it needs no lock. A new connection counts as
+    unidentified (per address) until its handshake shows a client certificate; one that shows
+    none must then fit in the room not kept for agents.
+    """
+
+    def __init__(self, most: int, per_address: int, kept_for_agents: int = 0) -> None:
+        self.most = most
+        self.per_address = per_address
+        self.most_anonymous = most - kept_for_agents
+        self.open = 0
+        self.anonymous = 0
+        self._unidentified: Counter[str] = Counter()
+
+    def admit(self, host: str) -> Ticket:
+        if self.open >= self.most:
+            raise Refused(f"connection refused: {self.open} connections are open, this listener's limit")
+        if self._unidentified[host] >= self.per_address:
+            raise Refused(f"connection refused: {self.per_address} unidentified connections from {host} "
+                          "are open, the limit per address")  # fmt: skip
+        self.open += 1
+        self._unidentified[host] += 1
+        return Ticket(host)
+
+    def handshaken(self, ticket: Ticket, identified: bool) -> None:
+        """After the TLS handshake: an agent's connection is no longer counted against its address."""
+        if identified:
+            self._forget(ticket.host)
+            ticket.identified = True
+            return
+        if self.anonymous >= self.most_anonymous:
+            raise Refused(f"connection refused: {self.anonymous} connections without a client certificate "
+                          "are open; the rest is kept for enrolled agents")  # fmt: skip
+        self.anonymous += 1
+        ticket.anonymous = True
+
+    def release(self, ticket: Ticket) -> None:
+        self.open -= 1
+        self.anonymous -= ticket.anonymous
+        if not ticket.identified:
+            self._forget(ticket.host)
+
+    def _forget(self, host: str) -> None:
+        self._unidentified[host] -= 1
+        if self._unidentified[host] <= 0:
+            del self._unidentified[host]

@@ -1,0 +1,216 @@
+"""Strangers cannot fill either port of a KMA (issue 10, findings 4, 5, 12, 13).
+
+One KMA with its listener limits lowered in kma.toml ([listeners], as an administrator would set
+them) so that each test needs only a handful of connections and seconds. Strangers come from
+other loopback addresses (127.0.0.2 ...) than the enrolled agent and the manager (127.0.0.1).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.helpers import read_only_db
+from tests.support.agents import demo_passphrase, enroll, kmip, service_address
+from tests.support.kma_process import RunningKma
+
+LIMITS = {
+    "service_max_connections": 12,
+    "kept_for_agents": 6,  # so at most 6 connections without a client certificate
+    "management_max_connections": 8,
+    "max_per_address": 4,
+    "handshake_timeout": 2,
+    "request_timeout": 2,
+    "anonymous_idle_timeout": 2,
+}
+AGENT = "t10k-dal-01"
+CLOSE_WAIT = 8.0  # well past every lowered limit, well short of the defaults (10 s and more)
+
+
+@pytest.fixture(scope="module")
+def kma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
+    kma = RunningKma.demo_in(tmp_path_factory.mktemp("limits"), listeners=LIMITS)
+    yield kma
+    kma.stop()
+
+
+@pytest.fixture(scope="module")
+def agent_dir(kma: RunningKma, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("agent") / AGENT
+    enroll(kma, AGENT, out, demo_passphrase(kma, AGENT))
+    return out
+
+
+def address_of(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host, int(port)
+
+
+def tcp(address: tuple[str, int], source: str) -> socket.socket:
+    return socket.create_connection(address, timeout=5, source_address=(source, 0))
+
+
+def tls(kma: RunningKma, address: tuple[str, int], source: str) -> ssl.SSLSocket | None:
+    """A TLS connection without a client certificate, handshake done; None if it was refused."""
+    context = ssl.create_default_context(cadata=kma.ca_pem)
+    context.check_hostname = False
+    raw = tcp(address, source)
+    try:
+        return context.wrap_socket(raw)
+    except (ssl.SSLError, OSError):
+        raw.close()
+        return None
+
+
+def is_closed(sock: socket.socket) -> bool:
+    sock.settimeout(0.05)
+    try:
+        return sock.recv(1) == b""
+    except TimeoutError:
+        return False
+    except (ssl.SSLError, OSError):
+        return True
+
+
+def held(socks: list[ssl.SSLSocket | None]) -> list[ssl.SSLSocket]:
+    time.sleep(0.5)  # the listener decides right after each handshake
+    return [s for s in socks if s is not None and not is_closed(s)]
+
+
+def eventually(condition: Callable[[], bool], within: float = CLOSE_WAIT) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def refusals(kma: RunningKma, operation: str) -> list[str]:
+    with read_only_db(kma) as db:
+        rows = db.execute("SELECT message FROM audit_events WHERE operation = ?", (operation,))
+        return [r[0] for r in rows]
+
+
+def close_all(socks: list[ssl.SSLSocket | None] | list[socket.socket]) -> None:
+    for s in socks:
+        if s is not None:
+            s.close()
+    time.sleep(0.3)  # the listener counts them out
+
+
+# --- the service listener (agents) ------------------------------------------------------------
+def test_strangers_without_certificates_cannot_crowd_out_enrolled_agents(
+    kma: RunningKma, agent_dir: Path
+) -> None:
+    service = address_of(service_address(kma))
+    strangers = [tls(kma, service, f"127.0.0.{n}") for n in (2, 3, 4) for _ in range(4)]
+    try:
+        assert len(held(strangers)) <= 6, "connections without a certificate used the room kept for agents"
+        agent = kmip(agent_dir)  # a drive mounting a tape meanwhile
+        try:
+            assert agent.discover_versions()
+            assert agent.get(agent.create_and_activate("E10001"))
+        finally:
+            agent.close()
+        assert any("kept for enrolled agents" in m for m in refusals(kma, "service.refused"))
+        # They may enroll or ask what the KMA speaks, not linger: the idle limit closes them.
+        assert eventually(lambda: all(s is None or is_closed(s) for s in strangers))
+    finally:
+        close_all(strangers)
+
+
+def test_one_address_holds_only_so_many_unidentified_connections(kma: RunningKma) -> None:
+    service = address_of(service_address(kma))
+    strangers = [tls(kma, service, "127.0.0.5") for _ in range(8)]
+    try:
+        assert len(held(strangers)) <= 4
+        assert any("127.0.0.5" in m and "per address" in m for m in refusals(kma, "service.refused"))
+    finally:
+        close_all(strangers)
+
+
+def test_a_silent_connection_is_closed_at_the_handshake_deadline(kma: RunningKma) -> None:
+    silent = [tcp(address_of(service_address(kma)), "127.0.0.6"), tcp(address_of(kma.address), "127.0.0.6")]
+    try:
+        assert eventually(lambda: all(is_closed(s) for s in silent)), (
+            "a connection that never said hello stayed"
+        )
+    finally:
+        close_all(silent)
+
+
+def test_stalled_enrollments_hold_up_no_one(kma: RunningKma) -> None:
+    """Given enrollment requests stalled half-way, the CA is still served at once (finding 13)."""
+    service = address_of(service_address(kma))
+    stalled = [tls(kma, service, "127.0.0.7") for _ in range(3)]
+    try:
+        for s in stalled:
+            assert s is not None
+            s.sendall(b"POST /v1/enroll HTTP/1.1\r\nHost: kma\r\nContent-Length: 300\r\n\r\n{")
+        fetch = tls(kma, service, "127.0.0.8")
+        assert fetch is not None
+        fetch.settimeout(1.5)  # before any stalled request's deadline (2 s): it must not wait for them
+        fetch.sendall(b"GET /v1/ca HTTP/1.1\r\nHost: kma\r\n\r\n")
+        answer = b""
+        while chunk := fetch.recv(65536):
+            answer += chunk
+        fetch.close()
+        assert answer.startswith(b"HTTP/1.1 200")
+        assert json.loads(answer.partition(b"\r\n\r\n")[2])["ca_pem"] == kma.ca_pem
+    finally:
+        close_all(stalled)
+
+
+# --- the management listener (managers) --------------------------------------------------------
+def test_management_closes_idle_and_half_sent_requests_and_keeps_answering(kma: RunningKma) -> None:
+    management = address_of(kma.address)
+    idle = tls(kma, management, "127.0.0.9")
+    half = tls(kma, management, "127.0.0.9")
+    assert idle is not None and half is not None
+    half.sendall(b"GET /api/v1/status HTTP/1.1\r\nHost: kma\r\nX-Slow: ")
+    try:
+        assert eventually(lambda: is_closed(idle) and is_closed(half))
+        assert kma.client().status().cluster_name  # the listener keeps answering
+    finally:
+        close_all([idle, half])
+
+
+def test_management_caps_connections_per_address_and_in_all(kma: RunningKma) -> None:
+    management = address_of(kma.address)
+    one_address = [tls(kma, management, "127.0.0.10") for _ in range(6)]
+    try:
+        assert len(held(one_address)) <= 4
+        assert kma.client().status().cluster_name  # others are still served meanwhile
+    finally:
+        close_all(one_address)
+    many = [tls(kma, management, f"127.0.1.{n}") for n in range(1, 11)]
+    try:
+        assert len(held(many)) <= 8
+        assert any("this listener's limit" in m for m in refusals(kma, "api.connection_refused"))
+    finally:
+        close_all(many)
+    assert kma.client().status().cluster_name
+
+
+def test_both_listeners_share_one_tls_policy(kma: RunningKma) -> None:
+    """TLS 1.2 with CBC or ChaCha20 suites is refused by both listeners (finding 12)."""
+    for address in (kma.address, service_address(kma)):
+        for suite in ("ECDHE-ECDSA-AES256-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305"):
+            context = ssl.create_default_context(cadata=kma.ca_pem)
+            context.check_hostname = False
+            context.maximum_version = ssl.TLSVersion.TLSv1_2
+            context.set_ciphers(suite)
+            with tcp(address_of(address), "127.0.0.1") as raw, pytest.raises(ssl.SSLError):
+                context.wrap_socket(raw)
+        context = ssl.create_default_context(cadata=kma.ca_pem)
+        context.check_hostname = False
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+        with context.wrap_socket(tcp(address_of(address), "127.0.0.1")) as accepted:
+            assert accepted.cipher()[0] in ("ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA-AES128-GCM-SHA256")
