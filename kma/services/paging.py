@@ -40,7 +40,7 @@ class Filter:
         return self.sql.replace(":value", f":{key}"), {key: value}
 
 
-def choice(conditions: Mapping[str, str], convert: Callable[[str], Any] | None = None) -> Filter:
+def choice(conditions: Mapping[Any, str], convert: Callable[[str], Any] | None = None) -> Filter:
     """A filter with a closed set of values, each its own SQL condition."""
     return Filter("", convert or one_of(*conditions), conditions)
 
@@ -173,9 +173,9 @@ def list_page(
     for name, value in req.filters.items():
         if name not in spec.filters:
             raise ValidationFailed(f"Unknown filter '{name}'.")
-        condition, values = spec.filters[name].condition(value, f"f_{name}")
+        condition, filter_params = spec.filters[name].condition(value, f"f_{name}")
         where.append(condition)
-        bound.update(values)
+        bound.update(filter_params)
     if req.q and "\x00" in req.q:  # SQLite's LIKE would stop at the NUL and match every row
         raise ValidationFailed("The search text contains a NUL character.")
     if req.q:
