@@ -155,10 +155,12 @@ def test_installed_unit_passes_systemd_analyze_verify(installed: Installed) -> N
                           timeout=120, check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     unit = UNIT.read_text()
-    for line in ("User=kma", "StateDirectory=kma", "StateDirectoryMode=0700", "ProtectSystem=strict",
-                 "NoNewPrivileges=yes", "PrivateTmp=yes",
-                 "ExecStart=/usr/bin/kma serve --data-dir /var/lib/kma"):
-        assert line in unit.splitlines(), line  # fmt: skip
+    expected = [
+        "User=kma", "StateDirectory=kma", "StateDirectoryMode=0700", "ProtectSystem=strict",
+        "NoNewPrivileges=yes", "PrivateTmp=yes", "ExecStart=/usr/bin/kma serve --data-dir /var/lib/kma",
+    ]  # fmt: skip
+    for line in expected:
+        assert line in unit.splitlines(), line
 
 
 def test_installed_kma_was_set_up_from_the_answers_file(installed: Installed) -> None:
