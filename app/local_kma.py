@@ -3,8 +3,9 @@
 The manager never imports ``kma``; it runs ``python -m kma`` like any other client would start a
 server, so local mode exercises exactly the API a remote cluster serves. First use makes a demo
 KMA (``kma demo --json``) in the user's data folder; every start runs ``kma serve`` on a free port
-and waits for its ready file. :meth:`LocalKma.stop` sends SIGTERM (the KMA stops cleanly) and
-kills only if it does not exit in time.
+and waits for its ready file. The KMA's standard input is a pipe the manager holds: :meth:`LocalKma.stop`
+closes it (the KMA stops cleanly, on Windows too, where there is no SIGTERM) and kills only if it
+does not exit in time; if the manager dies, the OS closes the pipe and the KMA stops by itself.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 DEMO_ADMIN = "admin"
+# The frozen kma.exe is a console program: started from the windowed manager it would open a
+# console window of its own on Windows.
+NO_CONSOLE: dict[str, Any] = {"creationflags": subprocess.CREATE_NO_WINDOW} if sys.platform == "win32" else {}
 
 
 class LocalKmaError(RuntimeError):
@@ -69,6 +73,7 @@ class LocalKma:
                 timeout=timeout,
                 check=False,
                 cwd=_project_root(),
+                **NO_CONSOLE,
             )
         except subprocess.TimeoutExpired as exc:
             raise LocalKmaError(
@@ -100,11 +105,13 @@ class LocalKma:
                 "--management-port", "0",
                 "--service-port", "0",
                 "--ready-file", str(ready_file),
-                "--parent-pid", str(os.getpid()),
+                "--stop-on-stdin-close",
             ),
+            stdin=subprocess.PIPE,
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=_project_root(),
+            **NO_CONSOLE,
         )
         log.close()
         deadline = time.monotonic() + timeout
@@ -137,7 +144,8 @@ class LocalKma:
         proc = self.process
         if proc is None or proc.poll() is not None:
             return
-        proc.terminate()
+        if proc.stdin is not None:
+            proc.stdin.close()  # the KMA's signal to stop cleanly (kma serve --stop-on-stdin-close)
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:

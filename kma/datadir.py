@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shlex
 import stat
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,7 +98,14 @@ class DataDir:
         os.chmod(self.root, 0o700)
 
     def exposed(self) -> list[tuple[Path, int]]:
-        """Every file and folder in the data directory that other accounts can use, with its mode."""
+        """Every file and folder in the data directory that other accounts can use, with its mode.
+
+        Windows has no POSIX modes (Python makes st_mode up from the read-only flag, so everything
+        would look open): access there is by ACL, not checked here; the manager's local KMA lives in
+        the account's own %APPDATA%, which is private to it by default.
+        """
+        if sys.platform == "win32":
+            return []
         found = []
         for folder, _, files in os.walk(self.root):  # each folder once, then its files
             for path in [Path(folder), *(Path(folder, name) for name in files)]:
