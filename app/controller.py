@@ -35,6 +35,8 @@ class AppController(QObject):
         self.reauth_window: Any = None
         self.presenter: Any = None
         self.local_note = ""
+        self.demo: Any = None  # DemoCredentials in local mode: Help > Demo credentials, "sign in as"
+        self.remember_layout = True  # False when rendering headless: the next real window is untouched
         self.quit_when_sign_in_closes = True
         self.session.session_expired.connect(self._reauth)
         app.aboutToQuit.connect(self.shutdown)
@@ -67,10 +69,12 @@ class AppController(QObject):
             self.sign_in_window.rejected.disconnect(self._sign_in_closed)
             self.sign_in_window.close()
             self.sign_in_window = None
-        self.window = MainWindow(self.ctx, self.local_note)
+        self.ctx.demo = self.demo
+        self.window = MainWindow(self.ctx, self.local_note, remember=self.remember_layout)
         self.presenter = ErrorPresenter(self.session, self.window)
         self.ops.error_handler = self.presenter
         self.window.sign_out_requested.connect(self.sign_out)
+        self.window.sign_in_as_requested.connect(self.sign_in_as)
         for extend in window_extensions():  # badges, banners, polls added by areas
             extend(self.window, self.ctx)
         self.window.show()
@@ -100,6 +104,11 @@ class AppController(QObject):
     # -- sign-out and exit --------------------------------------------------------------------
     def sign_out(self) -> None:
         profile = self.session.profile
+        self._end_session()
+        self.show_sign_in(profile, "Signed out.", try_remembered=False)
+
+    def _end_session(self) -> None:
+        profile = self.session.profile
         if profile is not None and self.session.user is not None:
             secrets.forget(secrets.token_account(profile.key, self.session.user.id))
         self.session.sign_out()
@@ -109,7 +118,26 @@ class AppController(QObject):
             self.window.deleteLater()
             self.window = None
         self.ops.error_handler = None
-        self.show_sign_in(profile, "Signed out.", try_remembered=False)
+
+    def sign_in_as(self, user_id: str) -> None:
+        """Local mode: sign out and sign in again as another demo user (Help > Demo credentials)."""
+        from dataclasses import replace
+
+        from app.signin import sign_in
+
+        passphrase = self.demo.passphrase_of(user_id) if self.demo is not None else None
+        profile = self.session.profile
+        if not passphrase or profile is None:
+            return
+        profile = replace(profile, user_id=user_id)
+        parent = self.window
+        self.ops.write(lambda c: sign_in(profile, passphrase), parent=parent,
+                       label=f"Signing in as {user_id}…",
+                       success=lambda signed: self._switched(signed, profile))
+
+    def _switched(self, signed: SignedIn, profile: ConnectionProfile) -> None:
+        self._end_session()
+        self.signed_in(signed, profile)
 
     def shutdown(self) -> None:
         if self.window is not None:

@@ -2,24 +2,29 @@
 
 The manager never imports ``kma``; it runs ``python -m kma`` like any other client would start a
 server, so local mode exercises exactly the API a remote cluster serves. First use makes a demo
-KMA (``kma demo --json``) in the user's data folder; every start runs ``kma serve`` on a free port
-and waits for its ready file. :meth:`LocalKma.stop` sends SIGTERM (the KMA stops cleanly) and
-kills only if it does not exit in time.
+KMA (``kma demo --json``) in the user's data folder; every start runs ``kma serve`` and waits for
+its ready file. The first start picks free ports and later starts keep them (agents enrolled
+against the local KMA find it again), falling back to free ones only when they are taken.
+:meth:`LocalKma.stop` sends SIGTERM (the KMA stops cleanly) and kills only if it does not exit in
+time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 DEMO_ADMIN = "admin"
+PORTS_FILE = "local-mode-ports.json"  # the manager's own note inside the local KMA's folder
+LOCK_FILE = "kma.lock"  # held by a running `kma serve` (one process per data folder)
 
 
 class LocalKmaError(RuntimeError):
@@ -32,6 +37,7 @@ class ReadyInfo:
     service_address: str
     ca_fingerprint: str
     pid: int
+    moved_from: tuple[int, ...] = ()  # remembered ports that were taken, so others were chosen
 
 
 def kma_command(*args: str) -> list[str]:
@@ -87,17 +93,22 @@ class LocalKma:
         except (json.JSONDecodeError, IndexError) as exc:
             raise LocalKmaError(f"kma demo printed no JSON: {out[:200]!r}") from exc
 
-    def start(self, timeout: float = 60) -> ReadyInfo:
-        """Start ``kma serve`` on free ports and wait for its ready file."""
-        ready_file = Path(tempfile.mkdtemp(prefix="kms-manager-")) / "ready.json"
+    def start(self, timeout: float = 60, wait_for_previous: float = 15) -> ReadyInfo:
+        """Start ``kma serve`` on the remembered ports (free ones the first time) and wait for its
+        ready file. A previous local KMA on this folder that is still stopping is waited for."""
+        self._wait_until_free(wait_for_previous)
+        ports, moved = self._ports()
+        ready_file = self.data_dir / "local-mode-ready.json"
+        ready_file.unlink(missing_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it for its lifetime
         self.process = subprocess.Popen(
             kma_command(
                 "serve",
                 "--data-dir", str(self.data_dir),
-                "--management-port", "0",
-                "--service-port", "0",
+                "--management-port", str(ports[0]),
+                "--service-port", str(ports[1]),
                 "--ready-file", str(ready_file),
                 "--parent-pid", str(os.getpid()),
             ),
@@ -110,8 +121,8 @@ class LocalKma:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise LocalKmaError(
-                    f"The local KMA exited with code {self.process.returncode}. "
-                    f"See {self.log_path} for why."
+                    f"The local KMA stopped at once: {self._last_log_line(log_start)}\n\n"
+                    f"The whole log is in {self.log_path}."
                 )
             if ready_file.exists():
                 try:
@@ -124,13 +135,73 @@ class LocalKma:
                     service_address=data.get("service_address", ""),
                     ca_fingerprint=data["ca_fingerprint"],
                     pid=int(data.get("pid", self.process.pid)),
+                    moved_from=moved,
                 )
+                self._remember_ports(self.ready)
                 return self.ready
             time.sleep(0.05)
         self.stop()
         raise LocalKmaError(
             f"The local KMA did not become ready within {timeout:.0f} s. See {self.log_path}."
         )
+
+    # -- ports --------------------------------------------------------------------------------
+    def _ports(self) -> tuple[tuple[int, int], tuple[int, ...]]:
+        """(management, service) ports to ask for, and the remembered ones that are taken."""
+        try:
+            saved = json.loads((self.data_dir / PORTS_FILE).read_text())
+            wanted = (int(saved["management_port"]), int(saved["service_port"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return (0, 0), ()
+        taken = tuple(port for port in wanted if not _port_free(port))
+        management, service = (0 if port in taken else port for port in wanted)
+        return (management, service), taken
+
+    def _remember_ports(self, ready: ReadyInfo) -> None:
+        ports = {"management_port": _port_of(ready.management_address),
+                 "service_port": _port_of(ready.service_address)}
+        with contextlib.suppress(OSError):
+            (self.data_dir / PORTS_FILE).write_text(json.dumps(ports) + "\n")
+
+    # -- a previous local KMA -----------------------------------------------------------------
+    def serving_elsewhere(self) -> bool:
+        """Whether some ``kma serve`` (a previous local mode still stopping, or another manager)
+        holds this folder's lock now."""
+        lock_path = self.data_dir / LOCK_FILE
+        if not lock_path.exists():
+            return False
+        try:
+            import fcntl
+        except ImportError:  # Windows: the KMA's own refusal, reported from its log, will say so
+            return False
+        with open(lock_path, "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(lock, fcntl.LOCK_UN)
+        return False
+
+    def _wait_until_free(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.serving_elsewhere():
+            if time.monotonic() >= deadline:
+                raise LocalKmaError(
+                    f"Another KMA is still running on {self.data_dir} (another KMS Manager in "
+                    f"local mode, or a `kma serve` started by hand). Quit it, or wait until it "
+                    f"has stopped, then start again."
+                )
+            time.sleep(0.1)
+
+    def _last_log_line(self, since: int) -> str:
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(since)
+                lines = [ln.strip() for ln in log.read().decode(errors="replace").splitlines()]
+        except OSError:
+            return "no reason was logged."
+        lines = [ln for ln in lines if ln]
+        return lines[-1] if lines else "no reason was logged."
 
     def stop(self, timeout: float = 10) -> None:
         proc = self.process
@@ -142,6 +213,21 @@ class LocalKma:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+def _port_of(address: str) -> int:
+    return int(address.rsplit(":", 1)[1]) if ":" in address else 0
+
+
+def _port_free(port: int) -> bool:
+    """Whether ``kma serve`` could listen on 127.0.0.1:``port`` now (same options as it uses)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _project_root() -> str | None:

@@ -7,6 +7,8 @@ DIR/tls/server.pem    this KMA's certificate, signed by the cluster CA
 DIR/tls/server.key    its private key (0600; a locked KMA must still serve TLS to be unlocked)
 DIR/unlock.key        with autonomous unlock only: the local key that unwraps the master key (0600)
 DIR/logs/kma.log      the log (never any key material or passphrase)
+DIR/demo-credentials.json  `kma demo` only: every demo passphrase (0600). A demo is not a secret;
+                      a KMA made with `kma init` never stores a credential.
 """
 
 from __future__ import annotations
@@ -72,6 +74,10 @@ class DataDir:
     @property
     def log_file(self) -> Path:
         return self.root / "logs" / "kma.log"
+
+    @property
+    def demo_credentials(self) -> Path:
+        return self.root / "demo-credentials.json"
 
     def is_initialised(self) -> bool:
         return self.identity_file.exists() and self.db.exists()

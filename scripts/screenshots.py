@@ -31,7 +31,8 @@ def main() -> int:
 
     from app.controller import AppController
     from app.local_kma import LocalKma
-    from app.local_mode import admin_passphrase, local_profile
+    from app.demo_credentials import DemoCredentials
+    from app.local_mode import local_profile
     from app.screenshots import grab, render_pages, settle
     from app.signin import sign_in
 
@@ -49,7 +50,8 @@ def main() -> int:
     try:
         profile = local_profile(ready)
         profile.name = "Dallas production"
-        signed = sign_in(profile, admin_passphrase(demo) or "")
+        controller.demo = DemoCredentials(demo)
+        signed = sign_in(profile, controller.demo.passphrase_of("admin") or "")
         quorum_screenshots.seed(signed.client, demo)  # pending approvals for the inbox
         window = controller.signed_in(signed, profile)
         settle(controller.ops)
