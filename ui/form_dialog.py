@@ -92,6 +92,7 @@ class FormDialog(QDialog):
         self.setMinimumWidth(480)
         self.editors: dict[str, QWidget] = {}
 
+        self.intro_text = intro
         layout = QVBoxLayout(self)
         if intro:
             label = QLabel(intro)
@@ -117,7 +118,13 @@ class FormDialog(QDialog):
         self.ok = self.buttons.button(QDialogButtonBox.Ok)
         self.ok.setText(ok_text)
         if danger:
+            # A destructive confirmation: Enter (or a stray double-click) must not confirm it.
             self.ok.setStyleSheet("QPushButton { color: #c62828; font-weight: bold; }")
+            self.ok.setAutoDefault(False)
+            cancel = self.buttons.button(QDialogButtonBox.Cancel)
+            cancel.setDefault(True)
+            if not fields:
+                cancel.setFocus(Qt.OtherFocusReason)
         self.buttons.accepted.connect(self._accept)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
