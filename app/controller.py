@@ -6,6 +6,7 @@ windows themselves only know the context they are given.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from PySide6.QtCore import QObject
@@ -18,6 +19,8 @@ from app.pages import window_extensions
 from app.profiles import ConnectionProfile
 from app.session import SessionController
 from app.signin import SignedIn
+
+log = logging.getLogger(__name__)
 
 
 class AppController(QObject):
@@ -36,6 +39,7 @@ class AppController(QObject):
         self.presenter: Any = None
         self.local_note = ""
         self.demo: Any = None  # DemoCredentials in local mode: Help > Demo credentials, "sign in as"
+        self.local_kma: Any = None  # local mode's LocalKma: stopped when the application quits
         self.remember_layout = True  # False when rendering headless: the next real window is untouched
         self.quit_when_sign_in_closes = True
         self.session.session_expired.connect(self._reauth)
@@ -78,6 +82,7 @@ class AppController(QObject):
         for extend in window_extensions():  # badges, banners, polls added by areas
             extend(self.window, self.ctx)
         self.window.show()
+        log.info("signed in as %s to %s", signed.user.id, profile.address)
         return self.window
 
     # -- expired session ----------------------------------------------------------------------
@@ -140,6 +145,17 @@ class AppController(QObject):
         self.signed_in(signed, profile)
 
     def shutdown(self) -> None:
+        """Quit promptly: save the layout, let a change in flight finish, then close the client
+        (reads still running end with it: their answers are no longer wanted, and an open
+        keep-alive connection would hold a local KMA's shutdown for its graceful timeout), and
+        stop the local KMA."""
         if self.window is not None:
             self.window.save_state()
-        self.ops.wait_idle(3000)
+        if self.local_kma is not None:
+            self.local_kma.stop_making_demo()  # a start-up still making the demo ends now
+        self.ops.wait_writes(3000)
+        if self.session.client is not None:
+            self.session.client.close()
+        if self.local_kma is not None:
+            self.local_kma.stop(timeout=0.5, kill=False)
+        self.ops.wait_idle(500)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -59,6 +60,7 @@ class LocalKma:
         self.data_dir = Path(data_dir)
         self.log_path = log_path or self.data_dir.parent / "local-kma.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self.demo_process: subprocess.Popen[bytes] | None = None  # `kma demo` while it runs
         self.ready: ReadyInfo | None = None
 
     @property
@@ -66,27 +68,32 @@ class LocalKma:
         return self.data_dir.is_dir() and any(self.data_dir.iterdir())
 
     def create_demo(self, timeout: float = 180) -> dict[str, Any]:
-        """Run ``kma demo --json``; returns its JSON (holds the demo passphrases: keep in memory)."""
+        """Run ``kma demo --json``; returns its JSON. Stopped half-way (the user quit while it
+        ran), the half-made folder is removed so the next start makes the demo again."""
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        self.demo_process = subprocess.Popen(
+            kma_command("demo", "--data-dir", str(self.data_dir), "--json"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=_project_root(),
+        )
         try:
-            done = subprocess.run(
-                kma_command("demo", "--data-dir", str(self.data_dir), "--json"),
-                capture_output=True,
-                timeout=timeout,
-                check=False,
-                cwd=_project_root(),
-            )
+            stdout, stderr = self.demo_process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
+            self.demo_process.kill()
+            self.demo_process.communicate()
+            shutil.rmtree(self.data_dir, ignore_errors=True)
             raise LocalKmaError(
                 f"Creating the demo KMA took longer than {timeout:.0f} s. Try again."
             ) from exc
-        if done.returncode != 0:
-            tail = done.stderr.decode(errors="replace").strip().splitlines()[-5:]
-            raise LocalKmaError(
-                "Creating the demo KMA failed:\n" + "\n".join(tail)
-                + f"\n\nRemove {self.data_dir} and try again."
-            )
-        out = done.stdout.decode().strip()
+        finally:
+            returncode, self.demo_process = self.demo_process.returncode, None
+        if returncode != 0:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            tail = stderr.decode(errors="replace").strip().splitlines()[-5:]
+            raise LocalKmaError("Creating the demo KMA failed:\n" + "\n".join(tail)
+                                + "\n\nStart again to make a new one.")
+        out = stdout.decode().strip()
         try:
             return json.loads(out.splitlines()[-1] if "\n" in out and not out.startswith("{")
                               else out)
@@ -203,7 +210,15 @@ class LocalKma:
         lines = [ln for ln in lines if ln]
         return lines[-1] if lines else "no reason was logged."
 
-    def stop(self, timeout: float = 10) -> None:
+    def stop_making_demo(self) -> None:
+        making = self.demo_process
+        if making is not None and making.poll() is None:
+            making.terminate()  # create_demo() then removes the half-made folder
+
+    def stop(self, timeout: float = 10, kill: bool = True) -> None:
+        """SIGTERM, then wait ``timeout`` s; after that kill it, or with ``kill=False`` (quitting)
+        let it finish stopping by itself (its shutdown is bounded; the next start waits for it)."""
+        self.stop_making_demo()
         proc = self.process
         if proc is None or proc.poll() is not None:
             return
@@ -211,8 +226,9 @@ class LocalKma:
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+            if kill:
+                proc.kill()
+                proc.wait(5)
 
 
 def _port_of(address: str) -> int:

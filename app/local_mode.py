@@ -67,7 +67,7 @@ class LocalMode:
         self.controller = controller
         self.kma = LocalKma(data_dir or default_data_dir())
         self.progress: QProgressDialog | None = None
-        controller.app.aboutToQuit.connect(self.kma.stop)
+        controller.local_kma = self.kma  # the controller stops it on quit, after the last call
 
     # -- with a display -----------------------------------------------------------------------
     def start(self) -> None:

@@ -30,8 +30,8 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.controller import AppController
-    from app.local_kma import LocalKma
     from app.demo_credentials import DemoCredentials
+    from app.local_kma import LocalKma
     from app.local_mode import local_profile
     from app.screenshots import grab, render_pages, settle
     from app.signin import sign_in

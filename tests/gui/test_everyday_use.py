@@ -4,8 +4,6 @@ next to the field, in words, what is wrong while the user types."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
