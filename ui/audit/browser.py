@@ -128,7 +128,8 @@ class AuditBrowser(QWidget):
         self._tail.timeout.connect(self.poll_tail)
         QShortcut(QKeySequence.Find, self, activated=self.filters.text.setFocus,
                   context=Qt.WidgetWithChildrenShortcut)  # fmt: skip
-        QShortcut(QKeySequence.Refresh, self, activated=self.refresh, context=Qt.WidgetWithChildrenShortcut)
+        # F5 is the main window's View > Refresh, which refreshes this page: a second F5 here
+        # would make the key ambiguous (and do nothing) whenever the table has focus.
 
     # -- construction -------------------------------------------------------------------------
     def _toolbar(self) -> QHBoxLayout:
