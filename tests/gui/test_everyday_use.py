@@ -5,13 +5,15 @@ next to the field, in words, what is wrong while the user types."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDialogButtonBox
 
-from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in, wait_idle
+from tests.gui.helpers import WAIT_MS, action, active_dialog, open_page, sign_in, wait_idle
 from ui.form_dialog import FormDialog
+from ui.quorum_widgets import QuorumFormDialog
 
 pytestmark = [pytest.mark.gui]
 
@@ -65,3 +67,89 @@ def test_f5_in_a_focused_table_refreshes_and_lists_follow_changes(qtbot, qtlog, 
     # Then the list shows it by itself, and the selection stays where the user put it
     qtbot.waitUntil(lambda: page.model.row_of(f"zz-follow-{tag}") >= 0, timeout=WAIT_MS)
     assert page.current_object().id == chosen
+
+
+def _open_form(qtbot: Any, page: Any, text: str, kind: type = FormDialog) -> Any:
+    action(page, text).trigger()
+    dialog = active_dialog(qtbot, kind)
+    qtbot.addWidget(dialog)
+    return dialog
+
+
+def _apart(dialog: Any, a: Any, b: Any) -> bool:
+    """Two widgets of a dialog do not overlap on screen."""
+    ra = a.geometry().translated(a.parentWidget().mapTo(dialog, a.pos()) - a.pos())
+    rb = b.geometry().translated(b.parentWidget().mapTo(dialog, b.pos()) - b.pos())
+    return not ra.intersects(rb)
+
+
+def test_forms_say_next_to_the_field_what_is_wrong_as_the_user_types(qtbot, controller, demo_kma):
+    window = sign_in(qtbot, controller, demo_kma, "admin")
+
+    # An ID with a space and '!': kept as typed, and the field says which characters are wrong
+    groups = open_page(qtbot, window, "key_groups")
+    dialog = _open_form(qtbot, groups, "New key group…")
+    qtbot.keyClicks(dialog.editors["id"], "nc group!")
+    assert dialog.editors["id"].text() == "nc group!"
+    hint = dialog.hints["id"]
+    assert hint.isVisible()
+    assert "only letters, digits" in hint.text() and "a space" in hint.text() and "'!'" in hint.text()
+    assert not dialog.ok.isEnabled()
+    # Corrected, the message goes at once
+    dialog.editors["id"].clear()
+    qtbot.keyClicks(dialog.editors["id"], "nc-group")
+    assert not hint.isVisible()
+    dialog.reject()
+
+    # A too-short passphrase: the field says so, with how many characters are missing
+    users = open_page(qtbot, window, "users")
+    dialog = _open_form(qtbot, users, "New user…", QuorumFormDialog)
+    qtbot.keyClicks(dialog.editors["passphrase"], "short")
+    assert dialog.hints["passphrase"].isVisible()
+    assert "too short: at least 8 characters (3 more)" in dialog.hints["passphrase"].text()
+    dialog.reject()
+
+    # Destroying a key with no reason: the button is not active and the dialog says why
+    keys = open_page(qtbot, window, "keys")
+    qtbot.waitUntil(lambda: any(k.compromised and k.state != "destroyed"
+                                for k in keys.model.objects()), timeout=WAIT_MS)
+    key = next(k for k in keys.model.objects() if k.compromised and k.state != "destroyed")
+    keys.view.selectRow(keys.model.row_of(key.id))
+    dialog = _open_form(qtbot, keys, "Destroy…")
+    assert not dialog.ok.isEnabled()
+    assert dialog.missing.isVisible() and "Reason" in dialog.missing.text()
+    assert "required" in dialog.missing.text()
+    dialog.reject()
+
+    # A site ID already taken: said under the ID field, naming the site and what to do, and the
+    # message does not cover the Description box
+    sites = open_page(qtbot, window, "sites").sites
+    dialog = _open_form(qtbot, sites, "New site…")
+    qtbot.keyClicks(dialog.editors["id"], "dallas")
+    qtbot.keyClicks(dialog.editors["name"], "Dallas again")
+    qtbot.keyClicks(dialog.editors["description"], "a second Dallas")
+    qtbot.mouseClick(dialog.ok, Qt.LeftButton)
+    hint = dialog.hints["id"]
+    qtbot.waitUntil(hint.isVisible, timeout=WAIT_MS)
+    assert hint.text() == "There is already a site 'dallas'. Choose another site ID."
+    qtbot.waitUntil(lambda: dialog.height() >= dialog.sizeHint().height(), timeout=WAIT_MS)
+    assert _apart(dialog, hint, dialog.editors["description"])
+    dialog.reject()
+
+
+def test_a_sign_in_error_leaves_the_pinned_fingerprint_in_view(qtbot, controller, demo_kma):
+    window = sign_in(qtbot, controller, demo_kma, "auditor")
+    controller.sign_out()
+    sign_in_window = controller.sign_in_window
+    qtbot.keyClicks(sign_in_window.passphrase, "not the passphrase")
+    qtbot.mouseClick(sign_in_window.sign_in_button, Qt.LeftButton)
+    qtbot.waitUntil(sign_in_window.error.isVisible, timeout=WAIT_MS)
+    fingerprint = sign_in_window.fingerprint
+    assert "Pinned" in fingerprint.text()
+    qtbot.waitUntil(lambda: fingerprint.height() >= fingerprint.heightForWidth(fingerprint.width()),
+                    timeout=WAIT_MS)
+    assert _apart(sign_in_window, fingerprint, sign_in_window.error)
+    # Typing again takes the old error away
+    qtbot.keyClicks(sign_in_window.passphrase, "x")
+    assert not sign_in_window.error.isVisible()
+    del window
