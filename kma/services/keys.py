@@ -13,6 +13,7 @@ from kma.domain.actor import Actor
 from kma.domain.lifecycle import DESTROYABLE_SQL, KeyState, key_state_sql
 from kma.domain.validation import check_text
 from kma.errors import Conflict, NotFound
+from kma.services import agent_keys
 from kma.services.common import require
 from kma.services.keypool import new_key_id
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, boolean, list_page, one_of
@@ -78,12 +79,8 @@ def issue_key(
         require(kma, "data unit", data_unit_id)
     kma.vault.master()  # a locked KMA issues nothing
     now = kma.clock.now()
-    statements: list[Stmt] = []
-    if register_data_unit:
-        statements.append(Stmt(
-            "INSERT OR IGNORE INTO data_units (id, created_at, updated_at) VALUES (?, ?, ?)",
-            (data_unit_id, now, now),
-        ))  # fmt: skip
+    note = agent_keys.shredded_note(kma, data_unit_id, now)
+    statements: list[Stmt] = [agent_keys.register_data_unit(data_unit_id, now)]
     key_id = kma.pool.take()
     from_pool = key_id is not None
     if key_id is None:
@@ -98,7 +95,7 @@ def issue_key(
             actor,
             "key.issue",
             statements,
-            f"issued key {key_id} for data unit '{data_unit_id}' in key group '{key_group_id}'",
+            f"issued key {key_id} for data unit '{data_unit_id}' in key group '{key_group_id}'{note}",
             ("key", key_id),
         )
     except Conflict:
