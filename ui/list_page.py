@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from ui.details import DetailsDialog
+from ui.format import counted
 from ui.paged_model import Column, ObjectRole, PagedTableModel
 from ui.widgets import page_header
 
@@ -377,7 +378,9 @@ class ListPage(QWidget):
         elif total == 0:
             text = f"No {noun} match." if (self.model.q or self.model.filters) else f"No {noun} yet."
         else:
-            text = f"{total:,} {noun}" if shown >= total else f"Showing {shown:,} of {total:,} {noun}"
+            singular = self.spec.noun or noun
+            text = (counted(total, singular, noun) if shown >= total
+                    else f"Showing {shown:,} of {counted(total, singular, noun)}")
             if self.model.loading:
                 text += " — loading more…"
         self.status.setText(text)

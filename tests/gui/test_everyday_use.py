@@ -153,3 +153,33 @@ def test_a_sign_in_error_leaves_the_pinned_fingerprint_in_view(qtbot, controller
     qtbot.keyClicks(sign_in_window.passphrase, "x")
     assert not sign_in_window.error.isVisible()
     del window
+
+
+def test_words_agree_and_every_area_has_a_shortcut_and_help_explains_the_roles(qtbot, controller,
+                                                                               demo_kma):
+    window = sign_in(qtbot, controller, demo_kma, "admin")
+
+    # One KMA in the demo cluster: "1 KMA", never "1 KMAs"; one matching tape: "1 data unit"
+    kmas = open_page(qtbot, window, "sites").kmas
+    qtbot.waitUntil(lambda: kmas.model.total == 1 and "KMA" in kmas.status.text(), timeout=WAIT_MS)
+    assert kmas.status.text() == "1 KMA"
+    units = open_page(qtbot, window, "data_units")
+    qtbot.keyClicks(units.filter_edit, "E00009")
+    qtbot.waitUntil(lambda: units.status.text() == "1 data unit", timeout=WAIT_MS)
+
+    # Every area can be reached from the keyboard
+    missing = [a.text() for a in window.go_menu.actions() if a.shortcut().isEmpty()]
+    assert missing == []
+    assert len({a.shortcut().toString() for a in window.go_menu.actions()}) == len(window.specs)
+
+    # Help > User guide says what each role does, in people's words
+    from ui.user_guide import UserGuide
+
+    guide = UserGuide.show_for(window)
+    qtbot.addWidget(guide)
+    text = guide.browser.toPlainText()
+    for role in ("Security Officer", "Compliance Officer", "Operator", "Backup Operator", "Auditor",
+                 "Quorum Member"):
+        assert role in text
+    assert "_" not in text.replace("E00001", "")  # no internal names such as security_officer
+    guide.close()

@@ -58,6 +58,10 @@ def test_headless_first_run_then_local_mode_signs_in_by_itself(qtbot, controller
     credentials = data_dir / "demo-credentials.json"
     assert f"passphrases are in {credentials}" in done.stdout  # it says where they are
     assert credentials.stat().st_mode & 0o777 == 0o600
+    kept = local_credentials(data_dir)
+    secrets = [u.passphrase for u in kept.users] + [p for _n, p in kept.members]
+    assert len(kept.users) == 9 and len(kept.members) == 5  # the whole demo, not only admin
+    assert not [p for p in secrets if p.startswith("-")]  # safe on a command line
     settings = (home / ".config/KMS/kms-manager.conf").read_text()
     assert "page=" not in settings  # the rendering did not choose the next window's page
 

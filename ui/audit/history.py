@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from ui.audit.timeline import TimelineWidget
-from ui.format import display, when, words
+from ui.format import counted, display, when, words
 
 # The tape (volser) first: it is what people look up most, and what the placeholder shows.
 SUBJECTS = (("data_unit", "Data unit (volser)"), ("key", "Key"), ("agent", "Agent"))
@@ -170,8 +170,8 @@ class HistoryView(QWidget):
         self.history = history
         facts = ", ".join(f"{words(k).lower()}: {display(v)}" for k, v in history.facts.items()
                           if v not in (None, ""))  # fmt: skip
-        shown = (f"the newest {len(history.events):,} of {history.events_total:,} events"
-                 if history.events_truncated else f"{history.events_total:,} events")  # fmt: skip
+        shown = (f"the newest {len(history.events):,} of {counted(history.events_total, 'event')}"
+                 if history.events_truncated else counted(history.events_total, "event"))  # fmt: skip
         self.title.setText(f"<b>{history.title}</b> — now <b>{words(history.state)}</b>"
                            + (f" · {facts}" if facts else "") + f" · {shown}")
         self.timeline.set_history(history)

@@ -107,7 +107,7 @@ SPEC = ListSpec(
         Column("default_key_group_id", "Default key group", 140),
         Column("enabled", "Enabled", 70, tone=enabled_tone),
         Column("enrolled", "Enrolled", 70),
-        Column("enrollment_pending", "Awaiting enrolment", 130, format=yes_no),
+        Column("enrollment_pending", "Awaiting enrollment", 130, format=yes_no),
         Column("created_at", "Created", 140),
         Column("updated_at", "Updated", 140, hidden=True),
     ],

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.pages import PageSpec, register
-from ui.format import words
+from ui.format import counted, words
 from ui.widgets import page_header
 
 KEY_STATE_ORDER = ("generated", "ready", "protect_and_process", "process_only", "deactivated",
@@ -207,7 +207,7 @@ class DashboardPage(QWidget):
             bar.setRange(0, max(total, 1))
             bar.setValue(count)
             bar.setFormat(f"{count:,}")
-        self.keys_total.setText(f"{total:,} keys in all")
+        self.keys_total.setText(counted(total, 'key') + ' in all')
         self.kmas.clear()
         for k in dash.kmas:
             state = "Locked" if k.locked else "Unlocked"
