@@ -183,3 +183,26 @@ def test_words_agree_and_every_area_has_a_shortcut_and_help_explains_the_roles(q
         assert role in text
     assert "_" not in text.replace("E00001", "")  # no internal names such as security_officer
     guide.close()
+
+
+def test_a_tape_that_needs_a_rekey_is_rekeyed_from_the_data_units_page(qtbot, controller, fresh_kma):
+    window = sign_in(qtbot, controller, fresh_kma, "op")
+    page = open_page(qtbot, window, "data_units")
+    qtbot.waitUntil(lambda: page.model.row_of("E00004") >= 0, timeout=WAIT_MS)
+    unit = page.model.object_at(page.model.row_of("E00004"))
+    assert unit.state == "readable_needs_rekey"  # written 100 days ago under a 30-day policy
+
+    # When the Operator selects it, Rekey is offered, with the tape's own key group first
+    page.view.selectRow(page.model.row_of("E00004"))
+    assert action(page, "Rekey…").isEnabled()
+    dialog = _open_form(qtbot, page, "Rekey…")
+    group = dialog.editors["key_group_id"]
+    qtbot.waitUntil(group.isEnabled, timeout=WAIT_MS)
+    assert group.currentData() == "backup-dallas"
+    qtbot.mouseClick(dialog.ok, Qt.LeftButton)
+
+    # Then the tape is readable and writable again, with one more key
+    qtbot.waitUntil(lambda: page.model.object_at(page.model.row_of("E00004")).state
+                    == "readable_normal", timeout=WAIT_MS)
+    assert page.model.object_at(page.model.row_of("E00004")).key_count == unit.key_count + 1
+    assert not action(page, "Rekey…").isEnabled()
