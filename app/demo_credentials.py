@@ -35,6 +35,7 @@ class DemoCredentials:
     """What ``kma demo --json`` printed: users, the key split and the agents."""
 
     data: dict[str, Any]
+    kept_in: str = ""  # where they were read from, to tell the user
 
     @property
     def users(self) -> list[DemoUser]:
@@ -76,7 +77,7 @@ def load(data_dir: Path) -> DemoCredentials | None:
     KMA made by an older version) the admin passphrase alone if the keyring kept it."""
     path = file_path(data_dir)
     try:
-        return DemoCredentials(json.loads(path.read_text(encoding="utf-8")))
+        return DemoCredentials(json.loads(path.read_text(encoding="utf-8")), str(path))
     except FileNotFoundError:
         pass
     except (OSError, ValueError) as exc:
@@ -84,7 +85,7 @@ def load(data_dir: Path) -> DemoCredentials | None:
     kept = secrets.load(_account(data_dir))
     if kept:
         try:
-            return DemoCredentials(json.loads(kept))
+            return DemoCredentials(json.loads(kept), "the OS keyring (the file beside the KMA is gone)")
         except ValueError:
             log.warning("the keyring's copy of the demo credentials is not JSON; ignored")
     admin = secrets.load(secrets.LOCAL_ADMIN_ACCOUNT)

@@ -100,6 +100,29 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
         paths.append(grab(dialog, out / "key_details.png"))
         dialog.close()
 
+    demo = window.show_demo_credentials()
+    demo.show()
+    settle(controller.ops)
+    paths.append(grab(demo, out / "demo_credentials.png"))
+    demo.close()
+
+    from ui.user_guide import UserGuide
+
+    guide = UserGuide.show_for(window)
+    paths.append(grab(guide, out / "user_guide.png"))
+    guide.close()
+
+    from ui.form_dialog import Field, FormDialog
+
+    form = FormDialog(controller.ctx, "New key group",
+                      [Field("id", "Key group ID", "id", required=True), Field("description", "Description")],
+                      lambda c, v: None, parent=window, ok_text="Create key group")
+    form.show()
+    form.editors["id"].setText("nc group!")
+    settle(controller.ops)
+    paths.append(grab(form, out / "form_validation.png"))
+    form.close()
+
     window.show_page("agents")
     secret = OneTimeSecretDialog(
         "Enrollment passphrase for t10k-dal-02",

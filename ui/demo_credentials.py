@@ -62,12 +62,11 @@ class DemoCredentialsDialog(QDialog):
         self.setWindowTitle("Demo credentials")
         self.resize(820, 640)
         layout = QVBoxLayout(self)
-        where = credentials.data.get("data_dir", "")
+        where = credentials.kept_in or f"{credentials.data.get('data_dir', '')}/demo-credentials.json"
         intro = QLabel(
-            "This is a demo KMA, and a demo is not a secret: every passphrase it made is kept "
-            f"beside it in <code>{html.escape(where)}/demo-credentials.json</code> (readable by "
-            "you only) and shown here. A real KMA, made with <code>kma init</code>, never keeps "
-            "one.")
+            "This is a demo KMA, and a demo is not a secret: every passphrase it made is kept in "
+            f"<code>{html.escape(where)}</code> (readable by you only) and shown here. A real "
+            "KMA, made with <code>kma init</code>, never keeps one.")
         intro.setWordWrap(True)
         layout.addWidget(intro)
 

@@ -151,6 +151,8 @@ class DashboardPage(QWidget):
         self.kmas.header().setStretchLastSection(True)
         for i, w in enumerate((150, 70, 120, 80)):
             self.kmas.setColumnWidth(i, w)
+        # At most 20 KMAs: the name column may fit its contents ("KMA Dallas 1 (kma-dal-1)").
+        self.kmas.header().setSectionResizeMode(0, QHeaderView.ResizeToContents)
         kma_layout.addWidget(self.kmas)
         row.addWidget(kma_box, 1)
         layout.addLayout(row)
