@@ -49,7 +49,8 @@ def _button(dialog: Any, name: str) -> QPushButton:
     return found[0]
 
 
-def test_headless_first_run_then_local_mode_signs_in_by_itself(qtbot, controller, tmp_path):
+def test_headless_first_run_then_local_mode_signs_in_by_itself(qtbot, controller, tmp_path,
+                                                              memory_keyring):
     # Given the main job run on a machine with no display and no keyring
     home = tmp_path / "home"
     done = _headless_main_job(home)
@@ -73,6 +74,8 @@ def test_headless_first_run_then_local_mode_signs_in_by_itself(qtbot, controller
         assert controller.session.user.id == "admin"
         assert window.current_key() == "dashboard"
         assert "Help &gt; Demo credentials" in window.local_banner.label.text()
+        # where there is a keyring, it keeps a second copy
+        assert [k for k in memory_keyring.items if k[1].endswith(":demo-credentials")]
 
         # And Help > Demo credentials lets the newcomer try another role
         dialog = window.show_demo_credentials()
