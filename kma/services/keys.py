@@ -118,10 +118,14 @@ def compromise_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> d
 def destroy_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict[str, Any]:
     check_text(comment, "The comment", max_len=500, required=True)
     require(kma, "key", key_id)
+    now = kma.clock.now()
     kma.commit(actor, "key.destroy", [Stmt(
         "UPDATE keys SET destroyed_at = :now, destroy_comment = :comment, material_wrapped = NULL "
         f"WHERE id = :id AND {DESTROYABLE_SQL}",
-        {"now": kma.clock.now(), "comment": comment, "id": key_id},
+        {"now": now, "comment": comment, "id": key_id},
         expect=1, refusal="only deactivated or compromised keys can be destroyed",
+    ), Stmt(  # its data unit changed too (it may now be shredded)
+        "UPDATE data_units SET updated_at = ? WHERE id = (SELECT data_unit_id FROM keys WHERE id = ?)",
+        (now, key_id),
     )], f"destroyed key {key_id}: {comment}", ("key", key_id))  # fmt: skip
     return get_key(kma, key_id)

@@ -16,6 +16,7 @@ def test_a_shredded_tape_that_gets_a_key_says_so_and_its_updated_date_moves(fres
     op = fresh_kma.client("op")
     before = op.get_data_unit("E00001")
     assert before.state == "shredded"  # the demo destroyed its only key yesterday
+    assert before.updated_at > before.created_at  # and that changed the data unit
 
     # When a key is issued for it again (a drive writes the tape)
     key = op.issue_key("backup-dallas", "E00001")
