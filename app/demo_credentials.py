@@ -39,8 +39,12 @@ class DemoCredentials:
 
     @property
     def users(self) -> list[DemoUser]:
-        return [DemoUser(str(u["id"]), str(u.get("name", u["id"])), tuple(u.get("roles", ())),
-                         str(u["passphrase"])) for u in self.data.get("users", [])]
+        return [
+            DemoUser(
+                str(u["id"]), str(u.get("name", u["id"])), tuple(u.get("roles", ())), str(u["passphrase"])
+            )
+            for u in self.data.get("users", [])
+        ]
 
     @property
     def members(self) -> list[tuple[str, str]]:
@@ -90,8 +94,9 @@ def load(data_dir: Path) -> DemoCredentials | None:
             log.warning("the keyring's copy of the demo credentials is not JSON; ignored")
     admin = secrets.load(secrets.LOCAL_ADMIN_ACCOUNT)
     if admin:
-        return DemoCredentials({"users": [{"id": "admin", "name": "Ada Admin", "roles": [],
-                                           "passphrase": admin}]})
+        return DemoCredentials(
+            {"users": [{"id": "admin", "name": "Ada Admin", "roles": [], "passphrase": admin}]}
+        )
     return None
 
 

@@ -66,7 +66,8 @@ class DemoCredentialsDialog(QDialog):
         intro = QLabel(
             "This is a demo KMA, and a demo is not a secret: every passphrase it made is kept in "
             f"<code>{html.escape(where)}</code> (readable by you only) and shown here. A real "
-            "KMA, made with <code>kma init</code>, never keeps one.")
+            "KMA, made with <code>kma init</code>, never keeps one."
+        )
         intro.setWordWrap(True)
         layout.addWidget(intro)
 
@@ -92,7 +93,8 @@ class DemoCredentialsDialog(QDialog):
         if credentials.members:
             split = QGroupBox(
                 f"Key split members: any {credentials.threshold} of them approve a pending "
-                "quorum operation (Pending approvals > Approve)")
+                "quorum operation (Pending approvals > Approve)"
+            )
             grid = QGridLayout(split)
             for row, (name, passphrase) in enumerate(credentials.members):
                 grid.addWidget(QLabel(f"<b>{html.escape(name)}</b>"), row, 0)
@@ -107,8 +109,9 @@ class DemoCredentialsDialog(QDialog):
             for row, (agent_id, passphrase) in enumerate(credentials.agents):
                 grid.addWidget(QLabel(f"<b>{html.escape(agent_id)}</b>"), row, 0)
                 grid.addWidget(_secret_label(passphrase), row, 1)
-                grid.addWidget(copy_button(passphrase, f"Copy the enrollment passphrase of {agent_id}"),
-                               row, 2)
+                grid.addWidget(
+                    copy_button(passphrase, f"Copy the enrollment passphrase of {agent_id}"), row, 2
+                )
             grid.setColumnStretch(1, 1)
             inner.addWidget(agents)
         inner.addStretch(1)

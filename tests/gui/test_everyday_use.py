@@ -18,8 +18,7 @@ from ui.quorum_widgets import QuorumFormDialog
 pytestmark = [pytest.mark.gui]
 
 
-def test_lock_confirmation_defaults_to_cancel_and_says_there_is_no_other_kma(qtbot, controller,
-                                                                            fresh_kma):
+def test_lock_confirmation_defaults_to_cancel_and_says_there_is_no_other_kma(qtbot, controller, fresh_kma):
     # Given a Security Officer on a one-KMA cluster
     window = sign_in(qtbot, controller, fresh_kma, "so")
     page = open_page(qtbot, window, "locking")
@@ -111,8 +110,9 @@ def test_forms_say_next_to_the_field_what_is_wrong_as_the_user_types(qtbot, cont
 
     # Destroying a key with no reason: the button is not active and the dialog says why
     keys = open_page(qtbot, window, "keys")
-    qtbot.waitUntil(lambda: any(k.compromised and k.state != "destroyed"
-                                for k in keys.model.objects()), timeout=WAIT_MS)
+    qtbot.waitUntil(
+        lambda: any(k.compromised and k.state != "destroyed" for k in keys.model.objects()), timeout=WAIT_MS
+    )
     key = next(k for k in keys.model.objects() if k.compromised and k.state != "destroyed")
     keys.view.selectRow(keys.model.row_of(key.id))
     dialog = _open_form(qtbot, keys, "Destroy…")
@@ -146,8 +146,9 @@ def test_a_sign_in_error_leaves_the_pinned_fingerprint_in_view(qtbot, controller
     qtbot.waitUntil(sign_in_window.error.isVisible, timeout=WAIT_MS)
     fingerprint = sign_in_window.fingerprint
     assert "Pinned" in fingerprint.text()
-    qtbot.waitUntil(lambda: fingerprint.height() >= fingerprint.heightForWidth(fingerprint.width()),
-                    timeout=WAIT_MS)
+    qtbot.waitUntil(
+        lambda: fingerprint.height() >= fingerprint.heightForWidth(fingerprint.width()), timeout=WAIT_MS
+    )
     assert _apart(sign_in_window, fingerprint, sign_in_window.error)
     # Typing again takes the old error away
     qtbot.keyClicks(sign_in_window.passphrase, "x")
@@ -155,8 +156,7 @@ def test_a_sign_in_error_leaves_the_pinned_fingerprint_in_view(qtbot, controller
     del window
 
 
-def test_words_agree_and_every_area_has_a_shortcut_and_help_explains_the_roles(qtbot, controller,
-                                                                               demo_kma):
+def test_words_agree_and_every_area_has_a_shortcut_and_help_explains_the_roles(qtbot, controller, demo_kma):
     window = sign_in(qtbot, controller, demo_kma, "admin")
 
     # One KMA in the demo cluster: "1 KMA", never "1 KMAs"; one matching tape: "1 data unit"
@@ -178,8 +178,14 @@ def test_words_agree_and_every_area_has_a_shortcut_and_help_explains_the_roles(q
     guide = UserGuide.show_for(window)
     qtbot.addWidget(guide)
     text = guide.browser.toPlainText()
-    for role in ("Security Officer", "Compliance Officer", "Operator", "Backup Operator", "Auditor",
-                 "Quorum Member"):
+    for role in (
+        "Security Officer",
+        "Compliance Officer",
+        "Operator",
+        "Backup Operator",
+        "Auditor",
+        "Quorum Member",
+    ):
         assert role in text
     assert "_" not in text.replace("E00001", "")  # no internal names such as security_officer
     guide.close()
@@ -202,7 +208,8 @@ def test_a_tape_that_needs_a_rekey_is_rekeyed_from_the_data_units_page(qtbot, co
     qtbot.mouseClick(dialog.ok, Qt.LeftButton)
 
     # Then the tape is readable and writable again, with one more key
-    qtbot.waitUntil(lambda: page.model.object_at(page.model.row_of("E00004")).state
-                    == "readable_normal", timeout=WAIT_MS)
+    qtbot.waitUntil(
+        lambda: page.model.object_at(page.model.row_of("E00004")).state == "readable_normal", timeout=WAIT_MS
+    )
     assert page.model.object_at(page.model.row_of("E00004")).key_count == unit.key_count + 1
     assert not action(page, "Rekey…").isEnabled()

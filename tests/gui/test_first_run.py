@@ -27,19 +27,27 @@ START_MS = 120_000  # making the demo KMA replays a year of history
 
 def _headless_main_job(home: Path) -> subprocess.CompletedProcess[str]:
     """`kms-manager --local` (what ./scripts/run.sh runs) with no display, no keyring and a new HOME."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM", "XDG_CONFIG_HOME",
-                        "XDG_DATA_HOME")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
+    }
     env.update(HOME=str(home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
-    return subprocess.run([sys.executable, "-m", "app.main", "--local"], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "app.main", "--local"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def _start_local(qtbot: Any, controller: Any, data_dir: Path) -> tuple[LocalMode, Any]:
     local = LocalMode(controller, data_dir)
     local.start()
-    qtbot.waitUntil(lambda: controller.window is not None and controller.window.isVisible(),
-                    timeout=START_MS)
+    qtbot.waitUntil(lambda: controller.window is not None and controller.window.isVisible(), timeout=START_MS)
     return local, controller.window
 
 
@@ -49,8 +57,7 @@ def _button(dialog: Any, name: str) -> QPushButton:
     return found[0]
 
 
-def test_headless_first_run_then_local_mode_signs_in_by_itself(qtbot, controller, tmp_path,
-                                                              memory_keyring):
+def test_headless_first_run_then_local_mode_signs_in_by_itself(qtbot, controller, tmp_path, memory_keyring):
     # Given the main job run on a machine with no display and no keyring
     home = tmp_path / "home"
     done = _headless_main_job(home)
@@ -83,10 +90,13 @@ def test_headless_first_run_then_local_mode_signs_in_by_itself(qtbot, controller
         qtbot.mouseClick(_button(dialog, "Copy the passphrase of auditor"), Qt.LeftButton)
         assert QApplication.clipboard().text() == local_credentials(data_dir).passphrase_of("auditor")
         qtbot.mouseClick(_button(dialog, "Sign in as auditor"), Qt.LeftButton)
-        qtbot.waitUntil(lambda: controller.session.user is not None
-                        and controller.session.user.id == "auditor", timeout=WAIT_MS)
-        qtbot.waitUntil(lambda: controller.window is not None and controller.window.isVisible(),
-                        timeout=WAIT_MS)
+        qtbot.waitUntil(
+            lambda: controller.session.user is not None and controller.session.user.id == "auditor",
+            timeout=WAIT_MS,
+        )
+        qtbot.waitUntil(
+            lambda: controller.window is not None and controller.window.isVisible(), timeout=WAIT_MS
+        )
         assert "users" in controller.window.visible_page_keys()  # the Auditor's view
         assert "locking" in controller.window.visible_page_keys()
     finally:
@@ -105,8 +115,9 @@ def test_a_pending_quorum_operation_is_approved_with_the_demo_key_split(qtbot, c
     # Given local mode on a new demo, and a user request that waits for the quorum
     local, window = _start_local(qtbot, controller, tmp_path / "local-kma")
     try:
-        op = controller.session.client.create_user("newcomer", "New Comer", ["auditor"],
-                                                   "newcomer-passphrase")
+        op = controller.session.client.create_user(
+            "newcomer", "New Comer", ["auditor"], "newcomer-passphrase"
+        )
         assert op.state == "pending"
         threshold = local_credentials(local.kma.data_dir).threshold
         page = open_page(qtbot, window, "quorum")

@@ -23,7 +23,9 @@ def test_restarts_keep_the_ports_and_a_taken_one_is_replaced_and_said(tmp_path: 
         # When it starts again, it listens where agents were told it is
         second = kma.start()
         assert (second.management_address, second.service_address) == (
-            first.management_address, first.service_address)
+            first.management_address,
+            first.service_address,
+        )
         assert second.moved_from == ()
         kma.stop()
 
