@@ -210,14 +210,18 @@ class MainWindow(QMainWindow):
     def _rebuild_go_menu(self) -> None:
         self.go_menu.clear()
         numbered = [spec for spec in self.specs if spec.key != "settings"]
+        taken = {"L"}  # Ctrl+Shift+L signs out
         for spec in self.specs:
             action = self.go_menu.addAction(spec.title)
             if spec.key == "settings":
                 action.setShortcut(QKeySequence("Ctrl+,"))
             elif (i := numbered.index(spec)) < 10:  # Ctrl+1 ... Ctrl+9, then Ctrl+0
                 action.setShortcut(QKeySequence(f"Ctrl+{(i + 1) % 10}"))
-            else:  # beyond ten areas: Ctrl+Shift+ the title's first letter (Audit log: A)
-                action.setShortcut(QKeySequence(f"Ctrl+Shift+{spec.title[0].upper()}"))
+            else:  # beyond ten areas: Ctrl+Shift+ a free letter of the title (Audit log: A)
+                letter = next((c for c in spec.title.upper() if c.isalpha() and c not in taken), "")
+                if letter:
+                    taken.add(letter)
+                    action.setShortcut(QKeySequence(f"Ctrl+Shift+{letter}"))
             action.triggered.connect(lambda _c=False, k=spec.key: self.show_page(k))
 
     def _user_guide(self) -> None:
