@@ -86,12 +86,13 @@ def test_quitting_is_prompt_and_quiet_and_a_quick_restart_signs_in(tmp_path: Pat
         seen: list[str] = []
         assert _wait_signed_in(first, seen), "".join(seen)
 
-        # When the user quits (the same path as closing the window) and at once starts again
+        # When the user quits (the same path as closing the window) and starts again at once,
+        # while the local KMA may still be stopping
         started = time.monotonic()
         first.send_signal(signal.SIGTERM)
-        second = _manager(data_dir, tmp_path)
         _, rest = first.communicate(timeout=60)
         quit_took = time.monotonic() - started
+        second = _manager(data_dir, tmp_path)
 
         # Then the first quits promptly, without a traceback, and the second signs in by itself
         assert first.returncode == 0
