@@ -60,7 +60,9 @@ class AppController(QObject):
         return window
 
     def _sign_in_closed(self) -> None:
-        if self.window is None and self.quit_when_sign_in_closes:
+        # A window opened from the sign-in (Planning) stays; Qt quits when it closes.
+        others = any(w.isVisible() for w in QApplication.topLevelWidgets())
+        if self.window is None and self.quit_when_sign_in_closes and not others:
             self.app.quit()
 
     def signed_in(self, signed: SignedIn, profile: ConnectionProfile) -> Any:

@@ -58,6 +58,7 @@ def main() -> int:
         paths = render_pages(window, controller.ops, args.out)
         paths += render_dialogs(window, controller, profile, args.out, grab, settle)
         paths += quorum_screenshots.render(window, controller, demo, args.out, grab, settle)
+        paths += render_planning(args.out, grab)
         for path in paths:
             print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
         window.close()
@@ -132,6 +133,25 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
     paths.append(grab(secret, out / "enrollment_passphrase.png"))
     secret.close()
     return paths
+
+
+def render_planning(out, grab) -> list[Path]:
+    """The Planning window as the sign-in window opens it (no KMA needed), planning HP LTO4s: one
+    chart per buffer size. (The Planning page of the main window is among the pages above.)"""
+    from ui.planning.area import PlanningWindow
+
+    window = PlanningWindow()
+    window.resize(1280, 800)
+    area = window.area
+    area.drive.setCurrentIndex(area.drive.findData("LTO4"))
+    area.data.setText("50TB")
+    area.window.setText("10h")
+    area.ratio.setEditText("2:1")
+    area.file_size.setEditText("1GB")
+    window.show()
+    path = grab(window, out / "planning_window.png")
+    window.close()
+    return [path]
 
 
 if __name__ == "__main__":

@@ -103,6 +103,9 @@ class SignInWindow(QDialog):
         self.sign_in_button.setDefault(True)
         self.buttons.addButton(QDialogButtonBox.Cancel if reauth_client else
                                QDialogButtonBox.Close)
+        if reauth_client is None:  # planning needs no KMA: open it before there is one
+            self.plan_button = self.buttons.addButton("Plan a deployment…", QDialogButtonBox.HelpRole)
+            self.plan_button.clicked.connect(self.open_planning)
         self.buttons.accepted.connect(self.submit)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
@@ -121,6 +124,11 @@ class SignInWindow(QDialog):
                 w.setEnabled(False)
             self.passphrase.setFocus()
         self._validate()
+
+    def open_planning(self) -> None:
+        from ui.planning.area import open_planning_window
+
+        self.planning_window = open_planning_window()
 
     # -- keyring ------------------------------------------------------------------------------
     def _setup_keyring(self) -> None:

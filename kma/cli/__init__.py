@@ -1,4 +1,4 @@
-"""The `kma` command: first set-up, serving, status, audit verification and demo data."""
+"""The `kma` command: first set-up, serving, status, audit verification, demo data and planning."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from kma.cli import admin, agent, quorum, serve
+from kma.cli import admin, agent, plan, quorum, serve
 from kma.errors import KmaError
 
 COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     admin.add_init, serve.add_serve, admin.add_status, admin.add_audit, admin.add_demo,
     quorum.add_quorum_commands,  # quorum, lock, unlock: through a running KMA's API
     agent.add_agent,  # agent enroll, agent simulate: an encryption agent's side
+    plan.add_plan,  # planning a deployment: needs no KMA
 ]  # fmt: skip
 
 

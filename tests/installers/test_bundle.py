@@ -87,6 +87,16 @@ def test_frozen_kma_help_exits_zero(built: Built) -> None:
     assert "serve" in done.stdout and "demo" in done.stdout
 
 
+def test_frozen_kma_plans_from_the_bundled_measurements(built: Built) -> None:
+    done = subprocess.run(
+        [str(built.bundle / "kma"), "plan", "--drive", "LTO4", "--data", "2TB", "--window", "4h",
+         "--compressibility", "1:1", "--file-size", "1GB", "--json"],
+        capture_output=True, text=True, timeout=60, cwd=built.dist, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["cartridges"]["native_gb"] == 800
+
+
 def test_frozen_kma_demo_prints_json(built: Built) -> None:
     demo = json.loads((built.smoke / "demo.json").read_text())
     assert demo["ca_fingerprint"].startswith("SHA256:")

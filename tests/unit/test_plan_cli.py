@@ -1,0 +1,49 @@
+"""`kma plan`: the issue's example, its JSON form, and clear refusals (a real `python -m kma`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.kma_process import run_kma
+
+EXAMPLE = ["plan", "--drive", "T10000", "--data", "20TB", "--window", "8h", "--compressibility", "2:1",
+           "--file-size", "1GB"]  # fmt: skip
+
+
+def test_the_issues_example_prints_the_plan():
+    result = run_kma(*EXAMPLE)
+    out = result.stdout
+    assert result.returncode == 0, result.stderr
+    assert "SIZE_DATA_BUFFERS = 2097152 (2 MB)" in out and "NUMBER_DATA_BUFFERS = 8" in out
+    assert "308.969 MB/s encrypted" in out  # T10000, 1GB ~2:1, 2 MB x 8 buffers, as printed
+    assert "3 drives" in out and "KMAs per site: 2" in out and "bench/keys.py" in out
+    assert "lines 1082-1084" in out
+
+
+def test_json_is_one_object_with_the_same_plan():
+    result = run_kma(*EXAMPLE, "--mixed-256k", "--streams", "4", "--json")
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["touch_files"] == {"SIZE_DATA_BUFFERS": "262144", "NUMBER_DATA_BUFFERS": "16"}
+    assert plan["multiplexing"] == {"streams": 4, "data_buffers": 16, "rule": "multiplexing-moderate"}
+    assert plan["recommended"]["data_buffers"] == 32 and plan["key_service"]["kmas_per_site"] == 2
+    assert len(plan["throughput"]) == 12
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (["--drive", "T20000"], "kma plan: drive: 'T20000' was not measured"),
+        (["--data", "0TB"], "kma plan: data: '0TB' must be more than zero"),
+        (["--window=-8h"], "kma plan: window: '-8h' must be longer than zero"),
+        (["--file-size", "1 gigabyte"], "kma plan: file size: '1 gigabyte' is not a size"),
+        (["--compressibility", "2"], "kma plan: compressibility: '2' is not a ratio"),
+        (["--streams", "0"], "kma plan: streams: 0 must be at least 1"),
+    ],
+)
+def test_bad_input_exits_2_with_a_clear_message(change, says):
+    result = run_kma(*EXAMPLE, *change, check=False)
+    assert result.returncode == 2
+    assert says in result.stderr and result.stdout == ""

@@ -1,0 +1,292 @@
+"""The Planning area's view: the inputs, the plan in words, the charts, and export to PDF.
+
+The plan is recomputed on every edit (the engine only looks up measured cells, so it takes
+milliseconds and runs on the GUI thread; there is no network call to put in the background). A bad
+field is outlined and named in the error line; the fields keep what was typed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QSettings, Qt, QUrl
+from PySide6.QtGui import QPageSize, QPdfWriter, QTextDocument
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QSplitter,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from tape_planning import Plan, PlanError, PlanRequest, make_plan
+from tape_planning.measurements import DRIVE_NAMES, DRIVES
+from tape_planning.report import buffer_label, plan_html
+from ui.planning.charts import ThroughputCharts
+from ui.widgets import ErrorLabel, page_header
+
+DEFAULTS = {"drive": "T10000", "data": "20TB", "window": "8h", "compressibility": "2:1", "file_size": "1GB",
+            "mixed_256k": False, "streams": 1}  # fmt: skip
+RATIOS = ("1:1", "2:1", "10:1")  # the measured ones; others may be typed
+FILE_SIZES = ("32KB", "256KB", "1MB", "1GB", "5GB", "10GB")
+BAD_FIELD = "border: 2px solid #c62828;"
+
+
+class PlanningArea(QWidget):
+    """Inputs on top; the plan (left) beside the throughput charts (right)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("page:planning")
+        self.plan: Plan | None = None
+        layout = QVBoxLayout(self)
+        layout.addWidget(page_header(
+            "Planning",
+            "Drive settings, drives, cartridges and KMAs for an encrypted tape deployment, answered from "
+            "the KMS 2.0 white paper's measured figures only. No KMA needed.",
+        ))  # fmt: skip
+        layout.addLayout(self._inputs())
+        self.error = ErrorLabel("Planning problem", "planningError")
+        layout.addWidget(self.error)
+        self.summary = QLabel()
+        self.summary.setObjectName("planningSummary")
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.summary.setAccessibleName("Plan summary")
+        layout.addWidget(self.summary)
+
+        self.report = QTextBrowser()
+        self.report.setAccessibleName("Plan")
+        self.report.setOpenLinks(False)
+        self.charts = ThroughputCharts()
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.charts)
+        scroll.setAccessibleName("Throughput charts")
+        self.splitter = QSplitter(Qt.Horizontal)
+        self.splitter.addWidget(self.report)
+        self.splitter.addWidget(scroll)
+        self.splitter.setStretchFactor(0, 4)
+        self.splitter.setStretchFactor(1, 5)
+        self.splitter.setSizes([520, 700])
+        layout.addWidget(self.splitter, 1)
+        self._load()  # before the signals: loading must not replan (and save) half-loaded inputs
+        self._replan_on_edits()
+        self.replan()
+
+    # -- inputs ---------------------------------------------------------------------------------
+    def _inputs(self) -> QGridLayout:
+        self.drive = QComboBox()
+        for drive in DRIVES:
+            self.drive.addItem(DRIVE_NAMES[drive], drive)
+        self.data = QLineEdit()
+        self.data.setPlaceholderText("e.g. 20TB")
+        self.window = QLineEdit()
+        self.window.setPlaceholderText("e.g. 8h")
+        self.ratio = _editable(RATIOS, "N:1, e.g. 2:1")
+        self.file_size = _editable(FILE_SIZES, "e.g. 1GB")
+        self.mixed = QCheckBox("Mixed with 256 KB-limited drives (e.g. 9x40)")
+        self.streams = QSpinBox()
+        self.streams.setRange(1, 64)
+        self.export_button = QPushButton("Export PDF…")
+        self.export_button.setToolTip("Save this plan, with its charts, as a PDF file")
+        self.export_button.clicked.connect(self.choose_pdf)
+        self.fields: dict[str, QWidget] = {
+            "drive": self.drive, "data": self.data, "window": self.window,
+            "compressibility": self.ratio, "file size": self.file_size, "streams": self.streams,
+        }  # fmt: skip
+        names = {"data": "Data to back up", "window": "Backup window", "file size": "Typical file size",
+                 "streams": "Multiplexed streams"}  # fmt: skip
+        for field, widget in self.fields.items():
+            widget.setAccessibleName(names.get(field, field.capitalize()))
+        self.mixed.setAccessibleName("Mixed with 256 KB-limited drives")
+
+        grid = QGridLayout()
+        cells = [("Drive:", self.drive), ("Data:", self.data), ("Window:", self.window),
+                 ("Compressibility:", self.ratio), ("File size:", self.file_size),
+                 ("Streams a drive:", self.streams)]  # fmt: skip
+        for i, (label, widget) in enumerate(cells):
+            row, col = divmod(i, 3)
+            text = QLabel(label)
+            text.setBuddy(widget)
+            grid.addWidget(text, row, col * 2)
+            grid.addWidget(widget, row, col * 2 + 1)
+        options = QHBoxLayout()
+        options.addWidget(self.mixed)
+        options.addStretch(1)
+        options.addWidget(self.export_button)
+        grid.addLayout(options, 2, 0, 1, 6)
+        for col in (1, 3, 5):
+            grid.setColumnStretch(col, 1)
+        return grid
+
+    def _replan_on_edits(self) -> None:
+        self.drive.currentIndexChanged.connect(self.replan)
+        for edit in (self.data, self.window):
+            edit.textChanged.connect(self.replan)
+        for combo in (self.ratio, self.file_size):
+            combo.editTextChanged.connect(self.replan)
+        self.mixed.toggled.connect(self.replan)
+        self.streams.valueChanged.connect(self.replan)
+
+    def request(self) -> PlanRequest:
+        return PlanRequest(
+            drive=str(self.drive.currentData()),
+            data=self.data.text(),
+            window=self.window.text(),
+            compressibility=self.ratio.currentText(),
+            file_size=self.file_size.currentText(),
+            mixed_256k=self.mixed.isChecked(),
+            streams=self.streams.value(),
+        )
+
+    # -- the plan -------------------------------------------------------------------------------
+    def replan(self, *_: Any) -> None:
+        for widget in self.fields.values():
+            widget.setStyleSheet("")
+        try:
+            plan = make_plan(self.request())
+        except PlanError as exc:
+            self.plan = None
+            if exc.field in self.fields:
+                self.fields[exc.field].setStyleSheet(BAD_FIELD)
+            self.error.say(f"{exc}. The plan shown is from the last good inputs; fix this to update it.")
+            for part in (self.summary, self.report, self.charts, self.export_button):
+                part.setEnabled(False)
+            return
+        self.plan = plan
+        self.error.say("")
+        for part in (self.summary, self.report, self.charts, self.export_button):
+            part.setEnabled(True)
+        self.summary.setText(summary_html(plan))
+        scroll = self.report.verticalScrollBar().value()
+        self.report.setHtml(plan_html(plan))
+        self.report.verticalScrollBar().setValue(scroll)
+        self.charts.show_plan(plan)
+        self._save()
+
+    # -- PDF ------------------------------------------------------------------------------------
+    def choose_pdf(self) -> None:
+        if self.plan is None:
+            return
+        name = f"tape-plan-{self.plan.inputs.drive}.pdf"
+        path, _ = QFileDialog.getSaveFileName(self, "Export the plan as PDF", str(Path.home() / name),
+                                              "PDF files (*.pdf)")  # fmt: skip
+        if not path:
+            return
+        try:
+            self.export_pdf(Path(path))
+        except OSError as exc:
+            QMessageBox.warning(self, "Plan not exported",
+                                f"Could not write {path}: {exc.strerror or exc}. Choose another folder "
+                                "or file name and export again.")  # fmt: skip
+
+    def export_pdf(self, path: Path) -> Path:
+        """Write the plan and its charts to ``path`` (A4). Raises OSError if the file cannot be written."""
+        if self.plan is None:
+            raise ValueError("no plan to export")
+        path.write_bytes(b"")  # fails here, with the reason, if the folder is not writable
+        doc = QTextDocument()
+        images = []
+        for i, box in enumerate(self.charts.boxes):
+            if box.view is not None:
+                images.append(f"<td><img src='chart{i}.png' width='330'></td>")
+                doc.addResource(QTextDocument.ImageResource, QUrl(f"chart{i}.png"), box.view.grab().toImage())
+        rows = "".join(f"<tr>{''.join(images[i : i + 2])}</tr>" for i in range(0, len(images), 2))
+        doc.setHtml(plan_html(self.plan) + f"<h3>Throughput by data buffers (MB/s)</h3><table>{rows}</table>")
+        writer = QPdfWriter(str(path))
+        writer.setPageSize(QPageSize(QPageSize.A4))
+        writer.setTitle(f"Tape encryption plan: {self.plan.inputs.summary()}")
+        writer.setCreator("KMS Manager")
+        doc.print_(writer)
+        del writer  # closes the file
+        return path
+
+    # -- remembered inputs ----------------------------------------------------------------------
+    def _load(self) -> None:
+        s = QSettings()
+        get = lambda key: s.value(f"planning/{key}", DEFAULTS[key])  # noqa: E731
+        index = self.drive.findData(str(get("drive")))
+        self.drive.setCurrentIndex(max(index, 0))
+        self.data.setText(str(get("data")))
+        self.window.setText(str(get("window")))
+        self.ratio.setEditText(str(get("compressibility")))
+        self.file_size.setEditText(str(get("file_size")))
+        self.mixed.setChecked(str(get("mixed_256k")).lower() == "true")
+        self.streams.setValue(int(get("streams") or 1))
+
+    def _save(self) -> None:
+        s = QSettings()
+        for key, value in vars(self.request()).items():
+            s.setValue(f"planning/{key}", value)
+
+
+def summary_html(plan: Plan) -> str:
+    r, d, c, k = plan.recommended, plan.drives, plan.cartridges, plan.key_service
+    touch = plan.touch_files
+    cartridges = f"{c.needed} cartridges" + (" at most" if c.note else "")
+    return (
+        f"<b>{d.needed} drive{'s' if d.needed != 1 else ''}</b> ({d.exact:.1f} at "
+        f"{r.encrypted_mb_per_s:.1f} MB/s encrypted) · <b>{buffer_label(r.buffer_size_kb)} x "
+        f"{touch['NUMBER_DATA_BUFFERS']} buffers</b> (SIZE_DATA_BUFFERS {touch['SIZE_DATA_BUFFERS']}, "
+        f"NUMBER_DATA_BUFFERS {touch['NUMBER_DATA_BUFFERS']}) · <b>{cartridges}</b> · "
+        f"<b>{k.kmas_per_site} KMAs per site</b>"
+        + ("" if plan.exact_match else " · <i>nearest measured row, see Workload</i>")
+    )
+
+
+def _editable(items: tuple[str, ...], hint: str) -> QComboBox:
+    combo = QComboBox()
+    combo.setEditable(True)
+    combo.addItems(list(items))
+    combo.setInsertPolicy(QComboBox.NoInsert)
+    combo.lineEdit().setPlaceholderText(hint)
+    return combo
+
+
+class PlanningWindow(QWidget):
+    """The Planning area on its own, opened from the sign-in window before any KMA exists."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setObjectName("planningWindow")
+        self.setWindowTitle("Planning — KMS Manager")
+        self.setAttribute(Qt.WA_DeleteOnClose)
+        layout = QVBoxLayout(self)
+        self.area = PlanningArea(self)
+        layout.addWidget(self.area)
+        geometry = QSettings().value("planning/geometry")
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.resize(1200, 800)
+
+    def closeEvent(self, event: Any) -> None:  # noqa: N802 - Qt override
+        QSettings().setValue("planning/geometry", self.saveGeometry())
+        super().closeEvent(event)
+
+
+_open: list[PlanningWindow] = []
+
+
+def open_planning_window() -> PlanningWindow:
+    """Show the one Planning window (raised if already open); it outlives the sign-in window."""
+    if _open:
+        window = _open[0]
+    else:
+        window = PlanningWindow()
+        _open.append(window)
+        window.destroyed.connect(lambda *_: _open.clear())
+    window.show()
+    window.raise_()
+    window.activateWindow()
+    return window
