@@ -62,26 +62,32 @@ class Answers:
 
 def check_key_split(threshold: Any, members: tuple[SplitMember, ...]) -> None:
     """The rules of a key split configuration, each refusal with its reason."""
-    if not members:
-        raise ValidationFailed("The key split needs at least one member.")
-    if len(members) > MAX_SPLIT_MEMBERS:
-        raise ValidationFailed(
-            f"The key split can have at most {MAX_SPLIT_MEMBERS} members, not {len(members)}."
-        )
-    if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1:
-        raise ValidationFailed("The key split threshold must be a whole number of at least 1.")
-    if threshold > len(members):
-        raise ValidationFailed(
-            f"The threshold ({threshold}) cannot exceed the number of members ({len(members)})."
-        )
-    names = [m.name for m in members]
-    if len(set(names)) != len(names):
-        raise ValidationFailed("Each key split member must have a different name.")
+    check_split_members(threshold, [m.name for m in members])
     for member in members:
-        check_id(member.name, "A key split member's name")
         if not member.passphrase:
             raise ValidationFailed(f"Key split member '{member.name}' has an empty passphrase.")
         check_passphrase(member.passphrase, f"The passphrase of key split member '{member.name}'")
+
+
+def check_split_members(threshold: Any, names: list[str]) -> None:
+    """The threshold and the member names (a key split change names members; each then sets their
+    own passphrase)."""
+    if not names:
+        raise ValidationFailed("The key split needs at least one member.")
+    if len(names) > MAX_SPLIT_MEMBERS:
+        raise ValidationFailed(
+            f"The key split can have at most {MAX_SPLIT_MEMBERS} members, not {len(names)}."
+        )
+    if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1:
+        raise ValidationFailed("The key split threshold must be a whole number of at least 1.")
+    if threshold > len(names):
+        raise ValidationFailed(
+            f"The threshold ({threshold}) cannot exceed the number of members ({len(names)})."
+        )
+    if len(set(names)) != len(names):
+        raise ValidationFailed("Each key split member must have a different name.")
+    for name in names:
+        check_id(name, "A key split member's name")
 
 
 def _table(data: dict[str, Any], name: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from ._http import error_from_response, segment, translated_transport_errors
 from .audit_models import AuditCheckpoint, AuditFacets, AuditReport, History, PruneResult, Retention, Series
-from .models import AuditEvent, JsonObject, Page
+from .models import AuditEvent, JsonObject, Page, PendingQuorumOp
 
 if TYPE_CHECKING:
     import httpx
@@ -42,6 +42,9 @@ class AuditMethods:
                   auth: bool = True) -> T: ...  # fmt: skip
 
         def list_audit_events(self, **kw: Any) -> Page[AuditEvent]: ...
+
+        def _call_or_pending(self, method: str, path: str, parse: Callable[[JsonObject], T],
+                             body: dict[str, Any]) -> T | PendingQuorumOp: ...  # fmt: skip
 
     # -- histories ------------------------------------------------------------------------------
     def history(self, subject_type: str, subject_id: str) -> History:
@@ -94,13 +97,18 @@ class AuditMethods:
         return self._call("GET", "/audit-events/retention", Retention.from_json)
 
     def set_audit_retention(self, *, long: int | None = None, medium: int | None = None,
-                            short: int | None = None,
-                            auto_prune: bool | None = None) -> Retention:  # fmt: skip
-        """Periods in seconds (1 day to 100 years), long >= medium >= short; `auto_prune`: the
-        KMA prunes by itself once a day. Security Officer."""
-        given = {"long": long, "medium": medium, "short": short, "auto_prune": auto_prune}
+                            short: int | None = None, auto_prune: bool | None = None,
+                            credentials: Any = None) -> Retention | PendingQuorumOp:  # fmt: skip
+        """Periods in seconds, long >= medium >= short, no shorter than the floors (long 365 days,
+        medium 90, short 30); `auto_prune`: the KMA prunes by itself once a day. Security Officer.
+        Lengthening runs at once; shortening is quorum-protected: with M key split `credentials`
+        it runs, with fewer it returns the `PendingQuorumOp`."""
+        from .client import _credentials
+
+        given = {"long": long, "medium": medium, "short": short, "auto_prune": auto_prune,
+                 "credentials": _credentials(credentials)}  # fmt: skip
         body = {k: v for k, v in given.items() if v is not None}
-        return self._call("PATCH", "/audit-events/retention", Retention.from_json, body=body)
+        return self._call_or_pending("PATCH", "/audit-events/retention", Retention.from_json, body)
 
     def list_audit_checkpoints(self) -> list[AuditCheckpoint]:
         return self._call("GET", "/audit-events/checkpoints", _checkpoints)

@@ -39,6 +39,7 @@ from .models import (
     KeyGroup,
     KeyPolicy,
     KeySplit,
+    KeySplitChange,
     Kma,
     Page,
     PendingQuorumOp,
@@ -719,15 +720,28 @@ class KmsClient(AuditMethods):
     def change_key_split(
         self,
         threshold: int,
-        members: Credentials,
+        members: Iterable[str],
         *,
         credentials: Credentials | None = None,
-    ) -> KeySplit | PendingQuorumOp:
-        """Re-split under a new root secret: `members` are the new (name, passphrase) pairs,
-        `credentials` those of the current members (the old quorum). Old shares stop working."""
-        new = [{"name": c["member"], "passphrase": c["passphrase"]} for c in _credentials(members) or []]
-        body = _present(threshold=threshold, members=new, credentials=_credentials(credentials))
-        return self._call_or_pending("PUT", "/cluster/key-split", KeySplit.from_json, body)
+    ) -> KeySplitChange:
+        """Re-split under a new root secret among the named new `members`; `credentials` are those
+        of current members (the old quorum). Always pending: it runs once every new member has set
+        their own passphrase (`enrol_key_split_member`, with the code in `enrolment_codes`) and M
+        current members have approved. Old shares then stop working."""
+        body = _present(
+            threshold=threshold, members=[{"name": m} for m in members], credentials=_credentials(credentials)
+        )
+        return self._call("PUT", "/cluster/key-split", KeySplitChange.from_json, body=body)
+
+    def enrol_key_split_member(self, op_id: str, member: str, code: str, passphrase: str) -> PendingQuorumOp:
+        """A new key split member sets their own passphrase for a pending key split change; the
+        one-time `code` authenticates them (no sign-in needed)."""
+        return self._call(
+            "POST",
+            f"/quorum-operations/{segment(op_id)}/enrol",
+            PendingQuorumOp.from_json,
+            body={"member": member, "code": code, "passphrase": passphrase},
+        )
 
     def set_quorum_lifetime(self, seconds: int) -> KeySplit:
         """How long new pending quorum operations wait for approvals (default 24 hours)."""

@@ -465,6 +465,7 @@ QUORUM_OP_TYPES = (
     "unlock_kma",
     "set_autonomous_unlock",
     "change_key_split",
+    "shorten_audit_retention",
 )
 
 
@@ -495,6 +496,23 @@ class QuorumApproval:
 
 
 @dataclass(frozen=True)
+class MemberEnrolment:
+    """A new member of a pending key split change, and whether they have set their passphrase."""
+
+    member: str
+    enrolled_at: datetime | None
+    enrolled_from: str | None
+
+    @property
+    def enrolled(self) -> bool:
+        return self.enrolled_at is not None
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> MemberEnrolment:
+        return cls(d["member"], _opt_time(d.get("enrolled_at")), d.get("enrolled_from"))
+
+
+@dataclass(frozen=True)
 class PendingQuorumOp:
     """A quorum-protected request waiting for (or done with) approvals by key split members.
 
@@ -513,10 +531,16 @@ class PendingQuorumOp:
     approvals_needed: int
     approvals: tuple[QuorumApproval, ...]
     result: str | None
+    enrolment: tuple[MemberEnrolment, ...] = ()  # key split changes: the new members
 
     @property
     def pending(self) -> bool:
         return self.state == "pending"
+
+    @property
+    def awaiting_enrolment(self) -> tuple[str, ...]:
+        """New key split members who have not set their passphrase yet."""
+        return tuple(e.member for e in self.enrolment if not e.enrolled)
 
     @classmethod
     def from_json(cls, d: JsonObject) -> PendingQuorumOp:
@@ -533,7 +557,21 @@ class PendingQuorumOp:
             approvals_needed=int(d["approvals_needed"]),
             approvals=tuple(QuorumApproval.from_json(a) for a in d.get("approvals") or ()),
             result=d.get("result"),
+            enrolment=tuple(MemberEnrolment.from_json(e) for e in d.get("enrolment") or ()),
         )
+
+
+@dataclass(frozen=True)
+class KeySplitChange:
+    """A key split change just submitted: the pending operation, and each new member's one-time
+    enrolment code (shown this once; pass each to its member, who sets their own passphrase)."""
+
+    op: PendingQuorumOp
+    enrolment_codes: Mapping[str, str]
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> KeySplitChange:
+        return cls(PendingQuorumOp.from_json(d), dict(d["enrolment_codes"]))
 
 
 @dataclass(frozen=True)

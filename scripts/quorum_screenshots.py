@@ -89,7 +89,10 @@ class Shots:
         return [path]
 
     def key_split(self) -> list[Path]:
-        """The key split change: 2 of alice, bob and frank, with the current quorum's three."""
+        """The key split change (2 of alice, bob and frank, with the current quorum's three), then
+        the ceremony where each new member types their own passphrase (alice has, bob's turn)."""
+        from ui.key_split_dialog import MemberEnrolmentDialog
+
         page = self.page("locking")
         dialog = page.change_split()
         self.settle()
@@ -97,18 +100,28 @@ class Shots:
         for _ in range(2):
             new.remove_row(new.rows[-1][0])
         new.rows[2][1].setText("frank")
-        for _row, _name, passphrase, again in new.rows:
-            passphrase.setText("a-new-passphrase")
-            again.setText("a-new-passphrase")
         dialog.editors["threshold"].setValue(2)
         for name in ("alice", "bob", "carol"):
             dialog.credentials.add_row()
             _row, member, passphrase = dialog.credentials.rows[-1]
             member.setEditText(name)
             passphrase.setText(self.m[name])
-        path = self.grab(dialog, "key_split_change.png")
+        paths = [self.grab(dialog, "key_split_change.png")]
         dialog.reject()
-        return [path]
+        client = self.ctx.session.client
+        change = client.change_key_split(2, ["alice", "bob", "frank"], credentials=[("dave", self.m["dave"])])
+        alice = client.enrol_key_split_member(
+            change.op.id, "alice", change.enrolment_codes["alice"], "alice-own-passphrase"
+        )
+        after_alice = type(change)(alice, change.enrolment_codes)
+        ceremony = MemberEnrolmentDialog(self.ctx, after_alice, lambda _op: None, parent=page)
+        ceremony.open()
+        ceremony.passphrase.setText("bob-types-this")
+        ceremony.again.setText("bob-types-this")
+        paths.append(self.grab(ceremony, "key_split_enrolment.png"))
+        ceremony.reject()
+        client.delete_quorum_operation(change.op.id)
+        return paths
 
     def locked(self) -> list[Path]:
         """Confirm, the banner across the page, the unlock window; unlocks again at the end."""

@@ -1,39 +1,50 @@
-"""Change the key split: a new M of N, new members and their new passphrases, under the quorum.
+"""Change the key split: a new M of N and the new members' names, under the current quorum; then
+each new member sets their own passphrase at the keyboard.
 
-The KMA makes a new root secret, splits it among the new members (each share sealed under the
-member's new passphrase) and re-wraps the master key under it; the current members' shares stop
-working. It is quorum-protected like every change of who holds the keys: the current members'
-credentials go in the form's "Key split credentials" (enough of them: it runs at once; fewer:
-it waits under Pending approvals). Every new passphrase is typed twice: a mistyped one would
-leave its member with a share nobody can open.
+The KMA makes a new root secret and splits it among the named members; nobody who submits the
+change chooses a member's passphrase (otherwise one person would hold every new share). So the
+change is always pending at first: :class:`KeySplitDialog` submits it (with the current members'
+credentials, or fewer: then it also waits for approvals), and :class:`MemberEnrolmentDialog` is
+the ceremony: each new member in turn takes the keyboard and types their new passphrase twice (a
+mistyped one would leave the member with a share nobody can open). It is sent once, with the
+member's one-time enrolment code, and the manager keeps nothing. A member who is not in the room
+enrols on their own with their code (``kma quorum enrol``). Once every new member has set their
+passphrase and the current quorum has approved, the KMA runs the change and the old shares stop
+working.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from PySide6.QtCore import QRegularExpression
+from PySide6.QtCore import QRegularExpression, Qt
 from PySide6.QtGui import QRegularExpressionValidator
 from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
     QGroupBox,
     QLabel,
     QLineEdit,
+    QMessageBox,
+    QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app.context import AppContext
+from app.errors import describe
 from ui.form_dialog import ID_PATTERN, Field
-from ui.quorum_widgets import MAX_CREDENTIALS, QuorumFormDialog, RowsEditor
-from ui.widgets import PasswordLineEdit
+from ui.quorum_widgets import MAX_CREDENTIALS, QuorumFormDialog, RowsEditor, progress_text
+from ui.widgets import ErrorLabel, PasswordLineEdit
 
 MIN_PASSPHRASE = 8  # the KMA's rule (kma/domain/validation.py); it checks again
 
 
 class NewMembersEditor(RowsEditor):
-    """Rows of new key split members: name, passphrase, the passphrase again."""
+    """Rows of new key split members' names (each member sets their own passphrase later)."""
 
     def __init__(self, names: Sequence[str] = (), parent: QWidget | None = None) -> None:
         super().__init__("Add member", "Add a new key split member", parent)
@@ -48,40 +59,28 @@ class NewMembersEditor(RowsEditor):
         member.setPlaceholderText("Member name")
         member.setValidator(QRegularExpressionValidator(QRegularExpression(ID_PATTERN), member))
         member.setAccessibleName(f"New key split member {n}")
-        passphrase = PasswordLineEdit()
-        passphrase.setPlaceholderText("New passphrase")
-        passphrase.setAccessibleName(f"New passphrase of member {n}")
-        again = PasswordLineEdit()
-        again.setPlaceholderText("Again")
-        again.setAccessibleName(f"New passphrase of member {n}, again")
-        for edit in (member, passphrase, again):
-            edit.textChanged.connect(lambda _t: self.changed.emit())
-        self._append([(member, 2), (passphrase, 3), (again, 3)], f"Remove new key split member {n}")
+        member.textChanged.connect(lambda _t: self.changed.emit())
+        self._append([(member, 1)], f"Remove new key split member {n}")
 
-    def members(self) -> list[tuple[str, str]]:
-        return [(m.text().strip(), p.text()) for _r, m, p, _a in self.rows]
+    def names(self) -> list[str]:
+        return [m.text().strip() for _r, m in self.rows]
 
     def problem(self) -> str:
         if not self.rows:
             return "Add the new key split members."
         names: list[str] = []
-        for i, (_r, member, passphrase, again) in enumerate(self.rows, start=1):
-            name = member.text().strip()
+        for i, name in enumerate(self.names(), start=1):
             if not name:
                 return f"Name new member {i}, or remove the row."
             if name in names:
                 return f"Member {name} is named twice; each member holds one share."
             names.append(name)
-            if len(passphrase.text()) < MIN_PASSPHRASE:
-                return f"The new passphrase of {name} needs at least {MIN_PASSPHRASE} characters."
-            if passphrase.text() != again.text():
-                return f"The two passphrases of {name} differ; type them again."
         return ""
 
 
 class KeySplitDialog(QuorumFormDialog):
-    """New threshold and members; the current members' credentials below, as for any quorum change.
-    ``on_done`` gets the KMA's answer: the new KeySplit, or the PendingQuorumOp it waits as."""
+    """New threshold and member names; the current members' credentials below, as for any quorum
+    change. ``on_done`` gets the KMA's answer, a ``kms_client.KeySplitChange``."""
 
     def __init__(self, ctx: AppContext, split: Any, on_done: Any, parent: QWidget | None = None) -> None:
         self.new_members: NewMembersEditor | None = None
@@ -92,13 +91,13 @@ class KeySplitDialog(QuorumFormDialog):
                    help="How many of the new members it takes to unlock a KMA or approve a change")],
             lambda c, v: c.change_key_split(v["threshold"], v["members"], credentials=v["credentials"]),
             on_done,
-            what="the new split takes effect",
+            what="the current quorum approves it",
             intro=f"Now <b>{split.threshold} of {len(split.members)}</b>: "
                   f"{html.escape(', '.join(split.members))}. The KMA makes a new root secret and "
                   "splits it among the members below; the current members' shares stop working "
-                  "once the change runs. Each new member types their new passphrase twice; it is "
-                  "sent once and not stored.",
-            ok_text="Change key split", busy_text="Changing…", parent=parent,
+                  "once the change runs. Next, each new member sets their own passphrase, at this "
+                  "keyboard or with their enrolment code; nobody chooses it for them.",
+            ok_text="Submit change", busy_text="Submitting…", parent=parent,
         )  # fmt: skip
         group = QGroupBox("New key split members")
         group.setObjectName("newMembersGroup")
@@ -113,9 +112,12 @@ class KeySplitDialog(QuorumFormDialog):
         layout.insertWidget(layout.indexOf(self.error) - 1, group)  # above the current quorum's
         self._validate()
 
+    def _ok_label(self) -> None:
+        """Always "Submit change": it waits for the new members whatever credentials come with it."""
+
     def values(self) -> dict[str, Any]:
         out = super().values()
-        out["members"] = self.new_members.members() if self.new_members is not None else []
+        out["members"] = self.new_members.names() if self.new_members is not None else []
         return out
 
     def problem(self) -> str:
@@ -129,7 +131,162 @@ class KeySplitDialog(QuorumFormDialog):
             return f"{threshold} members needed, but only {len(self.new_members.rows)} named."
         return super().problem()
 
+
+class MemberEnrolmentDialog(QDialog):
+    """The ceremony: each new member in turn types their own passphrase twice.
+
+    ``on_changed(op)`` runs when the change has executed (the last enrolment completed it)."""
+
+    def __init__(self, ctx: AppContext, change: Any, on_changed: Callable[[Any], None],
+                 parent: QWidget | None = None) -> None:  # fmt: skip
+        super().__init__(parent)
+        self.ctx = ctx
+        self.op = change.op
+        self._codes = dict(change.enrolment_codes)
+        self._on_changed = on_changed
+        self.outcome: QMessageBox | None = None
+        self.setWindowTitle("New key split members set their passphrases")
+        self.setWindowModality(Qt.WindowModal)
+        self.setMinimumWidth(540)
+        layout = QVBoxLayout(self)
+        intro = QLabel(
+            f"{html.escape(self.op.summary)}.<br><br>Each new member in turn takes the keyboard and "
+            "types their own new passphrase twice. It goes to the KMA once, sealed there under the "
+            "member's share; the manager keeps nothing and nobody else chooses it."
+        )
+        intro.setWordWrap(True)
+        intro.setTextFormat(Qt.RichText)
+        layout.addWidget(intro)
+        self.progress = QLabel()
+        self.progress.setObjectName("enrolmentProgress")
+        self.progress.setTextFormat(Qt.RichText)
+        self.progress.setWordWrap(True)
+        layout.addWidget(self.progress)
+
+        self.turn = QGroupBox()
+        self.turn.setObjectName("memberTurn")
+        form = QFormLayout(self.turn)
+        self.passphrase = PasswordLineEdit()
+        self.passphrase.setAccessibleName("New passphrase")
+        self.again = PasswordLineEdit()
+        self.again.setAccessibleName("New passphrase, again")
+        form.addRow("New passphrase:", self.passphrase)
+        form.addRow("Again:", self.again)
+        self.set_button = QPushButton()
+        self.set_button.setDefault(True)
+        self.set_button.clicked.connect(self._enrol)
+        form.addRow(self.set_button)
+        for edit in (self.passphrase, self.again):
+            edit.textChanged.connect(self._validate)
+        layout.addWidget(self.turn)
+        self.error = ErrorLabel()
+        layout.addWidget(self.error)
+
+        self.codes_button = QPushButton("Codes for members enrolling elsewhere…")
+        self.codes_button.setToolTip("A member who is not here sets their passphrase with their one-time "
+                                     "code: kma quorum enrol")  # fmt: skip
+        self.codes_button.clicked.connect(self.show_codes)
+        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons.addButton(self.codes_button, QDialogButtonBox.ActionRole)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+        self._show()
+
+    # -- state --------------------------------------------------------------------------------
+    def current(self) -> str | None:
+        """The member whose turn it is: the first who has not set a passphrase yet."""
+        waiting = self.op.awaiting_enrolment
+        return waiting[0] if waiting else None
+
+    def _show(self) -> None:
+        lines = [
+            f"{html.escape(e.member)}: {'<b>passphrase set</b>' if e.enrolled else 'waiting'}"
+            for e in self.op.enrolment
+        ]
+        self.progress.setText("<br>".join(lines))
+        member = self.current()
+        self.turn.setVisible(member is not None)
+        self.codes_button.setEnabled(member is not None)
+        if member is not None:
+            self.turn.setTitle(f"{member}: type your new passphrase")
+            self.set_button.setText(f"Set {member}'s passphrase")
+            self.set_button.setAccessibleName(f"Set {member}'s passphrase")
+            self.passphrase.setFocus()
+        self._validate()
+
+    def problem(self) -> str:
+        member = self.current()
+        if member is None:
+            return ""
+        if len(self.passphrase.text()) < MIN_PASSPHRASE:
+            return f"{member}'s new passphrase needs at least {MIN_PASSPHRASE} characters."
+        if self.passphrase.text() != self.again.text():
+            return "The two passphrases differ; type them again."
+        return ""
+
+    def _validate(self) -> None:
+        problem = self.problem()
+        self.set_button.setEnabled(not problem)
+        self.set_button.setToolTip(problem)
+
+    # -- actions ------------------------------------------------------------------------------
+    def _enrol(self) -> None:
+        member = self.current()
+        if member is None or self.problem():
+            return
+        op_id, code, passphrase = self.op.id, self._codes[member], self.passphrase.text()
+        self.passphrase.clear()
+        self.again.clear()
+        self.set_button.setEnabled(False)
+        self.error.say("")
+        self.ctx.ops.write(
+            lambda c: c.client.enrol_key_split_member(op_id, member, code, passphrase),
+            parent=self,
+            label=f"Setting {member}'s passphrase…",
+            success=self._enrolled,
+            failure=self._failed,
+        )
+
+    def _enrolled(self, op: Any) -> None:
+        self.op = op
+        self._show()
+        if op.state == "executed":
+            self.accept()
+            self._on_changed(op)
+        elif self.current() is None:
+            self.outcome = QMessageBox(
+                QMessageBox.Information, "Every new member has set their passphrase",
+                f"Every new member has set their passphrase. The change now waits for the current "
+                f"key split members' approval ({progress_text(op)} so far); quorum members approve "
+                "it under Pending approvals.", QMessageBox.Ok, self,
+            )  # fmt: skip
+            self.outcome.setObjectName("enrolmentComplete")
+            self.outcome.finished.connect(self.accept)
+            self.outcome.open()
+
+    def _failed(self, exc: BaseException) -> bool:
+        message = describe(exc)
+        self.error.say(f"{message.what} {message.todo}")
+        self._validate()
+        return True
+
+    def show_codes(self) -> QMessageBox:
+        waiting = [m for m in self.op.awaiting_enrolment if m in self._codes]
+        codes = "<br>".join(f"{html.escape(m)}: <tt>{html.escape(self._codes[m])}</tt>" for m in waiting)
+        box = QMessageBox(
+            QMessageBox.Information, "Enrolment codes",
+            "Give each member who is not here their own code, privately. With it they set their "
+            f"passphrase themselves:<br><tt>kma quorum enrol {html.escape(self.op.id)} --member NAME "
+            "--code CODE --kma ADDRESS</tt>",
+            QMessageBox.Ok, self,
+        )  # fmt: skip
+        box.setTextFormat(Qt.RichText)
+        box.setInformativeText(codes)
+        box.setObjectName("enrolmentCodes")
+        box.open()
+        return box
+
     def done(self, result: int) -> None:
-        if self.new_members is not None:
-            self.new_members.clear()
+        self.passphrase.clear()
+        self.again.clear()
         super().done(result)

@@ -54,6 +54,7 @@ TYPE_WORDS = {
     "unlock_kma": "Unlock KMA",
     "set_autonomous_unlock": "Autonomous unlock",
     "change_key_split": "Change key split",
+    "shorten_audit_retention": "Shorten audit retention",
 }
 
 

@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from kma.api.schemas import AuditEvent, Request, Response, Time
+from kma.api.quorum_schemas import WithCredentials
+from kma.api.schemas import AuditEvent, Response, Time
 
 Period = Annotated[int, Field(ge=86400, le=100 * 365 * 86400)]
 
@@ -48,7 +49,9 @@ class Retention(Response):
     checkpoints: int
 
 
-class RetentionPatch(Request):
+class RetentionPatch(WithCredentials):
+    """Key split credentials matter only when a period gets shorter (quorum-protected)."""
+
     long: Period | None = None
     medium: Period | None = None
     short: Period | None = None

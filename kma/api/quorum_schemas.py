@@ -55,8 +55,15 @@ class AutonomousUnlockBody(WithCredentials):
 
 
 class NewMember(Request):
+    """A new member is named only: each sets their own passphrase (`EnrolmentBody`)."""
+
     name: Annotated[str, Field(max_length=64)]
-    passphrase: Annotated[str, Field(max_length=256)]
+
+
+class EnrolmentBody(Request):
+    member: MemberName
+    code: Annotated[str, Field(min_length=1, max_length=64)]
+    passphrase: Annotated[str, Field(min_length=1, max_length=256)]
 
 
 class KeySplitChange(WithCredentials):
@@ -74,6 +81,12 @@ class QuorumApproval(Response):
     approved_at: Time
 
 
+class MemberEnrolment(Response):
+    member: str
+    enrolled_at: Time | None
+    enrolled_from: str | None
+
+
 class PendingQuorumOp(Response):
     id: str
     type: str
@@ -86,7 +99,14 @@ class PendingQuorumOp(Response):
     state: str
     approvals_needed: int
     approvals: list[QuorumApproval]
+    enrolment: list[MemberEnrolment] = []  # key split changes: the new members, who has enrolled
     result: str | None
+
+
+class KeySplitChangePending(PendingQuorumOp):
+    """Shown once, to the submitter only: each new member's one-time enrolment code, to pass on."""
+
+    enrolment_codes: dict[str, str]
 
 
 class KeySplit(Response):

@@ -2,9 +2,9 @@
 
 Two forms:
 - CSV, streamed: a header, one row per event (every hashed field, so each row's hash can be
-  recomputed), then one trailer line `#KMA-EXPORT-SIGNATURE {json}` whose JSON carries the SHA-256
-  of every byte before it, signed with the cluster's audit key. Streaming cannot sign first,
-  so the signature comes last.
+  recomputed; cells a spreadsheet would take for a formula are neutralised), then one trailer
+  line `#KMA-EXPORT-SIGNATURE {json}` whose JSON carries the SHA-256 of every byte before it,
+  signed with the cluster's audit key. Streaming cannot sign first, so the signature comes last.
 - HTML report with a detached signature file (`report.html.sig`, the same JSON).
 
 The signature JSON also carries the signing key's certificate and the cluster CA, so the check
@@ -71,9 +71,26 @@ def signature_record(signer: Signer, body_sha256: str, kind: str, ca_pem: bytes,
     return meta
 
 
+# OWASP's rule against CSV (formula) injection: a cell a spreadsheet could read as a formula gets a
+# leading apostrophe. Cells that already start with one get another, so the rule is reversible and
+# the offline check recovers every value exactly (each row's hash is recomputed from them).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+QUOTE = "'"
+
+
+def neutralised(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith((*FORMULA_STARTS, QUOTE)):
+        return QUOTE + value
+    return value
+
+
+def restored(cell: str) -> str:
+    return cell[1:] if cell.startswith(QUOTE) else cell
+
+
 def _csv_line(values: list[Any]) -> bytes:
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerow(values)
+    csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_MINIMAL).writerow([neutralised(v) for v in values])
     return out.getvalue().encode()
 
 
@@ -208,7 +225,7 @@ def _check_rows(reader: Iterator[list[str]], meta: dict[str, Any]) -> ExportChec
     rows = 0
     for values in reader:
         rows += 1
-        row = dict(zip(COLUMNS, values, strict=True))
+        row = dict(zip(COLUMNS, (restored(v) for v in values), strict=True))
         event: dict[str, Any] = {f: row[f] for f in HASHED_FIELDS}
         event["chain_seq"] = int(row["chain_seq"])
         event["created_at"] = int(row["created_at_epoch"])

@@ -1,4 +1,4 @@
-"""`kma quorum list|show|approve|delete`, `kma lock`, `kma unlock`: talk to a running KMA.
+"""`kma quorum list|show|approve|enrol|delete`, `kma lock`, `kma unlock`: talk to a running KMA.
 
 These go through `kms_client` over the management API like any other client, never the data
 directory's database: a locked KMA must be unlocked through the KMA process that holds its vault.
@@ -41,6 +41,14 @@ def add_quorum_commands(sub: Any) -> None:
     p.add_argument("--member", required=True, help="the key split member's name")
     p.add_argument("--member-passphrase-file", type=Path, help="read the member's passphrase from this file")
     p.set_defaults(run=run_approve)
+    p = _reaching(q_sub.add_parser(
+        "enrol", help="as a new key split member, set your own passphrase for a pending key split change"
+    ))  # fmt: skip
+    p.add_argument("op_id")
+    p.add_argument("--member", required=True, help="your name as a new key split member")
+    p.add_argument("--code-file", type=Path, help="read your one-time enrolment code from this file")
+    p.add_argument("--member-passphrase-file", type=Path, help="read your new passphrase from this file")
+    p.set_defaults(run=run_enrol)
     p = _connected(q_sub.add_parser("delete", help="delete a pending operation (Security Officer)"))
     p.add_argument("op_id")
     p.set_defaults(run=run_delete)
@@ -68,9 +76,15 @@ def add_quorum_commands(sub: Any) -> None:
 
 
 def _connected(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p.add_argument("--kma", help="the KMA's management address HOST:PORT")
+    _reaching(p)
     p.add_argument("--user", required=True, help="your user ID")
     p.add_argument("--passphrase-file", type=Path, help="read your sign-in passphrase from this file")
+    return p
+
+
+def _reaching(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Which KMA, and the CA to pin; no sign-in (a new key split member need not be a user)."""
+    p.add_argument("--kma", help="the KMA's management address HOST:PORT")
     p.add_argument("--data-dir", help="the KMA's data directory: its CA is pinned from tls/ca.pem")
     p.add_argument("--ca-fingerprint", help="the cluster CA fingerprint (SHA256:...) to pin")
     return p
@@ -88,6 +102,12 @@ def _secret(path: Path | None, prompt: str) -> str:
 
 
 def _client(args: argparse.Namespace) -> Any:
+    client = _pinned_client(args)
+    client.sign_in(args.user, _secret(args.passphrase_file, f"Passphrase of user {args.user}: "))
+    return client
+
+
+def _pinned_client(args: argparse.Namespace) -> Any:
     from kms_client import KmsClient, Trust
 
     address, ca_pem = args.kma, None
@@ -104,9 +124,7 @@ def _client(args: argparse.Namespace) -> Any:
     if ca_pem is None and not args.ca_fingerprint:
         raise ValidationFailed("Pin the cluster CA: --data-dir DIR or --ca-fingerprint SHA256:...")
     pin = args.ca_fingerprint or Trust.from_pem(ca_pem or "").fingerprint
-    client = KmsClient(address, ca_pem=ca_pem, ca_fingerprint=pin)
-    client.sign_in(args.user, _secret(args.passphrase_file, f"Passphrase of user {args.user}: "))
-    return client
+    return KmsClient(address, ca_pem=ca_pem, ca_fingerprint=pin)
 
 
 def _talking(run: Callable[[argparse.Namespace, Any], int]) -> Callable[[argparse.Namespace], int]:
@@ -214,6 +232,28 @@ def run_approve(args: argparse.Namespace, client: Any) -> int:
         f"the operation is {op.state}" + (f" ({op.result})." if op.result else ".")
     )
     return 0 if op.state in ("pending", "executed") else 1
+
+
+def run_enrol(args: argparse.Namespace) -> int:
+    """The new member's own call: their code proves who they are; nobody else types the passphrase."""
+    from kms_client import KmsError
+
+    try:
+        with _pinned_client(args) as client:
+            code = _secret(args.code_file, f"One-time enrolment code of {args.member}: ")
+            passphrase = _secret(args.member_passphrase_file, f"New key split passphrase of {args.member}: ")
+            if args.member_passphrase_file is None and passphrase != getpass.getpass("Again: "):
+                raise ValidationFailed("The two passphrases differ; nothing was set.")
+            op = client.enrol_key_split_member(args.op_id, args.member, code, passphrase)
+    except KmsError as exc:
+        print(f"kma: {exc}", file=sys.stderr)
+        return 2
+    waiting = ", ".join(op.awaiting_enrolment) or "nobody"
+    print(
+        f"Passphrase set for key split member {args.member}. The key split change is {op.state}; "
+        f"new members still to enrol: {waiting}; approvals {len(op.approvals)} of {op.approvals_needed}."
+    )
+    return 0
 
 
 @_talking

@@ -145,7 +145,17 @@ def _key_block_material(block: Item) -> bytes:
     algorithm = block.get(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES)
     if algorithm != CryptographicAlgorithm.AES or not isinstance(raw, bytes) or len(raw) != 32:
         raise field_error("this KMA holds AES-256 keys only (32 bytes of key material)")
+    if repeats_a_short_pattern(raw):
+        raise field_error(
+            "the key material is one byte value or a short pattern repeated; register a random key"
+        )
     return raw
+
+
+def repeats_a_short_pattern(raw: bytes) -> bool:
+    """All one value, or a pattern of up to half the key's length repeated (zeros, 0xFF, "ABAB...",
+    a 16-byte key twice): no real key generator makes these, a mistake or a plant does."""
+    return any(raw == (raw[:n] * (len(raw) // n + 1))[: len(raw)] for n in range(1, len(raw) // 2 + 1))
 
 
 async def register(call: Call, payload: Item) -> bytes:
@@ -157,6 +167,13 @@ async def register(call: Call, payload: Item) -> bytes:
     raw = _key_block_material(block)
     spec = attributes.new_key(attributes.request_attributes(payload), call.now)
     group = chosen_group(call, spec.group)
+    policy = agent_keys.group_policy(call.kma, group)
+    if policy is None or not policy["allow_import"]:
+        name = policy["id"] if policy is not None else "?"
+        raise KmipError(
+            ResultReason.PERMISSION_DENIED,
+            f"key policy '{name}' of key group '{group}' does not allow import: Register is refused",
+        )
     kma = call.kma
     key_id = new_key_id()
     wrapped = kma.vault.master().wrap(f"key:{key_id}", raw)

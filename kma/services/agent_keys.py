@@ -44,10 +44,16 @@ def _policy_value(column: str, group: str) -> str:
 
 
 MAY_REVOKE = f"{_policy_value('agents_may_revoke', 'keys.key_group_id')} = 1"
-# Active for writing: activated, inside its encryption period, neither compromised nor destroyed.
+MAY_IMPORT = f"{_policy_value('allow_import', ':g')} = 1"
+# Active for writing by agent :agent: activated, inside its encryption period, neither compromised
+# nor destroyed; and made by the cluster, or registered by this very agent, or in a group whose
+# policy allows import. Otherwise one drive could plant key bytes of its choosing (named like a
+# tape) and have every other drive write that tape under them.
 PROTECTING = (
     "{t}destroyed_at IS NULL AND {t}compromised_at IS NULL AND {t}activated_at IS NOT NULL "
-    "AND {t}protect_until > :now AND {t}deactivate_at > :now"
+    "AND {t}protect_until > :now AND {t}deactivate_at > :now AND ({t}registered_by IS NULL "
+    "OR {t}registered_by = :agent OR (SELECT p.allow_import FROM key_groups g JOIN key_policies p "
+    "ON p.id = g.policy_id WHERE g.id = {t}key_group_id) = 1)"
 )
 
 
@@ -115,8 +121,8 @@ def custom_attributes(kma: Appliance, key_id: str) -> list[Row]:
 
 def group_policy(kma: Appliance, group_id: str) -> Row | None:
     return kma.store.query_one(
-        "SELECT p.id, p.encryption_period, p.cryptoperiod, p.agents_may_revoke FROM key_groups g "
-        "JOIN key_policies p ON p.id = g.policy_id WHERE g.id = ?",
+        "SELECT p.id, p.encryption_period, p.cryptoperiod, p.agents_may_revoke, p.allow_import "
+        "FROM key_groups g JOIN key_policies p ON p.id = g.policy_id WHERE g.id = ?",
         (group_id,),
     )
 
@@ -194,8 +200,9 @@ def insert_registered_key(
     now: int,
     activate: bool,
 ) -> Stmt:
-    columns = "id, kma_id, material_wrapped, key_group_id, data_unit_id, agent_id, created_at"
-    values = ":id, :kma, :material, :g, :du, :agent, :now"
+    """A key with the agent's own material, only into a group whose policy allows import."""
+    columns = "id, kma_id, material_wrapped, key_group_id, data_unit_id, agent_id, registered_by, created_at"
+    values = ":id, :kma, :material, :g, :du, :agent, :agent, :now"
     if activate:
         columns += ", activated_at, protect_until, deactivate_at"
         values += (
@@ -203,7 +210,7 @@ def insert_registered_key(
             f":now + {_policy_value('cryptoperiod', ':g')}"
         )
     return Stmt(
-        f"INSERT INTO keys ({columns}) SELECT {values} WHERE {may_use(':g')}",
+        f"INSERT INTO keys ({columns}) SELECT {values} WHERE {may_use(':g')} AND {MAY_IMPORT}",
         {
             "id": key_id,
             "kma": kma_id,
@@ -214,7 +221,8 @@ def insert_registered_key(
             "now": now,
         },
         expect=1,
-        refusal=f"agent '{agent_id}' is disabled or may not use key group '{group_id}'",
+        refusal=f"agent '{agent_id}' is disabled, may not use key group '{group_id}', or its policy "
+        "does not allow import",
     )
 
 

@@ -10,6 +10,7 @@ keeps the store's single writer (and so key issuance) from waiting long on a big
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,10 +22,16 @@ from kma.domain.actor import Actor
 from kma.errors import Conflict, ValidationFailed
 from kma.services.audit_log import verify_chain
 from kma.services.audit_signer import signer, state
+from kma.services.change import Change
+from kma.services.key_split import Quorum
+from kma.services.quorum_types import OpType, Outcome, Prepared
 from kma.store import Stmt
 
 DAY = 86400
-MIN_PERIOD = DAY
+# The shortest each class may be (migration 0012 holds them in the store too): long keeps a year
+# as compliance regimes ask at the least; medium and short keep what an investigation of the
+# last quarter and month needs.
+FLOORS = {"long": 365 * DAY, "medium": 90 * DAY, "short": 30 * DAY}
 MAX_PERIOD = 100 * 365 * DAY
 CHUNK = 10_000
 CLASSES = ("long", "medium", "short")
@@ -50,30 +57,76 @@ def _years_days(seconds: int) -> str:
     return f"{days // 365} y {days % 365} d" if days >= 365 else f"{days} d"
 
 
-def set_retention(
-    kma: Appliance, actor: Actor, auto_prune: bool | None = None, **periods: int | None
-) -> dict[str, Any]:
-    given = {k: v for k, v in periods.items() if v is not None}
+def _checked(kma: Appliance, periods: Mapping[str, int | None]) -> tuple[dict[str, int], dict[str, int]]:
+    """(the periods given, all three as they would be), checked against the floors and the order."""
+    given = {k: int(v) for k, v in periods.items() if v is not None}
     for name, value in given.items():
         if name not in CLASSES:
             raise ValidationFailed(f"Unknown retention class '{name}'.")
-        if not MIN_PERIOD <= value <= MAX_PERIOD:
-            raise ValidationFailed(f"The {name} retention period must be 1 day to 100 years, in seconds.")
+        if not FLOORS[name] <= value <= MAX_PERIOD:
+            raise ValidationFailed(
+                f"The {name} retention period must be {_years_days(FLOORS[name])} to 100 years, in seconds "
+                f"(floors: {', '.join(f'{c} {_years_days(f)}' for c, f in FLOORS.items())})."
+            )
     current = get_retention(kma)
     new = {c: given.get(c, current[c]) for c in CLASSES}
     if not new["long"] >= new["medium"] >= new["short"]:
         raise ValidationFailed("Retention periods must keep long >= medium >= short.")
+    return given, new
+
+
+def shortens(kma: Appliance, **periods: int | None) -> bool:
+    """Whether these periods shorten any class: that removes history, so it needs the quorum."""
+    current = get_retention(kma)
+    return any(v is not None and v < current[c] for c, v in periods.items() if c in CLASSES)
+
+
+def _change(kma: Appliance, given: Mapping[str, int], auto_prune: bool | None) -> Change:
+    current = get_retention(kma)
+    new = {c: given.get(c, current[c]) for c in CLASSES}
     auto = current["auto_prune"] if auto_prune is None else auto_prune
+    what = ", ".join(f"{c} {_years_days(new[c])}" for c in CLASSES)
+    sets = ", ".join(f"{c} = :{c}" for c in given)
+    return Change("audit.retention", [Stmt(
+        f"UPDATE audit_retention SET {sets}{', ' if sets else ''}auto_prune = :auto, updated_at = :now "
+        "WHERE id = 1", {**given, "auto": int(auto), "now": kma.clock.now()}, expect=1,
+        refusal="the retention periods would break long >= medium >= short or a floor",
+    )], f"set audit retention: {what}; pruning {'every day' if auto else 'by hand only'}",
+        ("audit", "retention"))  # fmt: skip
+
+
+def set_retention(
+    kma: Appliance, actor: Actor, auto_prune: bool | None = None, **periods: int | None
+) -> dict[str, Any]:
+    """Lengthen periods or switch automatic pruning; shortening goes through the quorum
+    (`SHORTEN_RETENTION`), so one Security Officer cannot make pruning erase history."""
+    given, _ = _checked(kma, periods)
+    if shortens(kma, **given):
+        raise Conflict("Shortening a retention period needs the quorum of the key split.")
     if given or auto_prune is not None:
-        what = ", ".join(f"{c} {_years_days(new[c])}" for c in CLASSES)
-        kma.commit(actor, "audit.retention", [Stmt(
-            "UPDATE audit_retention SET long = :long, medium = :medium, short = :short, "
-            "auto_prune = :auto, updated_at = :now WHERE id = 1",
-            {**new, "auto": int(auto), "now": kma.clock.now()}, expect=1,
-        )], f"set audit retention: {what}; pruning {'every day' if auto else 'by hand only'}",
-            ("audit", "retention"))  # fmt: skip
+        change = _change(kma, given, auto_prune)
+        kma.commit(actor, change.operation, change.statements, change.message, change.subject)
         kma.auto_prune.wake()  # a schedule just turned on may be due now
     return get_retention(kma)
+
+
+def _prepare_shorten(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
+    given, new = _checked(kma, {c: request.get(c) for c in CLASSES})
+    auto = request.get("auto_prune")
+    current = get_retention(kma)
+    what = ", ".join(
+        f"{c} {_years_days(current[c])} -> {_years_days(new[c])}" for c in CLASSES if c in given
+    )
+    shown: dict[str, Any] = {**given, **({"auto_prune": auto} if auto is not None else {})}
+    return Prepared(f"Change audit retention: {what}", shown, {"periods": given, "auto_prune": auto})
+
+
+def _execute_shorten(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
+    change = _change(kma, dict(p["periods"]), p.get("auto_prune"))
+    return Outcome(change, kma.auto_prune.wake)
+
+
+SHORTEN_RETENTION = OpType("shorten_audit_retention", _prepare_shorten, _execute_shorten)
 
 
 def prune_due(kma: Appliance) -> bool:

@@ -1,8 +1,9 @@
 """Sign-in, sessions and lockout.
 
 Tokens are random and kept only as their SHA-256 in the store, so a stolen database holds no
-usable session. Five failures in a row lock a user out for 15 minutes; the counter moves inside
-the UPDATE itself, so parallel guesses cannot slip past it.
+usable session. Failed sign-ins are bounded per user ID and source address, and per user ID
+over all addresses (`kma.services.lockout`): a slot is taken before each passphrase check, so
+parallel guesses cannot slip past the limit.
 """
 
 from __future__ import annotations
@@ -12,21 +13,20 @@ import secrets
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from kma.appliance import Appliance
-from kma.audit.record import Condition, Retention
+from kma.audit.record import Retention
 from kma.crypto import hash_passphrase, verify_passphrase
 from kma.domain.actor import Actor
 from kma.domain.roles import parse_roles
 from kma.errors import LockedOut, Unauthenticated
-from kma.services.users import user_row
-from kma.store import Batch, Stmt
+from kma.services import lockout, users
+from kma.store import Stmt
 
 SESSION_SECONDS = 30 * 60
-MAX_FAILURES = 5
-LOCKOUT_SECONDS = 15 * 60
 WRONG = "The user ID or passphrase is wrong."
+LOCKED = "Too many failed sign-ins; try again in 15 minutes or ask a Security Officer."
 _DUMMY_HASH = hash_passphrase("timing equaliser for unknown users")
 
 
@@ -70,58 +70,58 @@ def sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Sess
 
 def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Session:
     now = kma.clock.now()
-    who = Actor(user_id[:64], address)
+    name = user_id[:64]
+    who = Actor(name, address)
+    counters = lockout.for_sign_in(name, address)
+    # The slot comes before looking the user up: unknown and known IDs count and answer alike.
+    if not lockout.take_slots(kma, counters):
+        kma.audit(
+            who,
+            "auth.sign_in",
+            f"refused: locked out after failed sign-ins (from {address} or from everywhere)",
+            event_class="security",
+            subject=("user", name),
+        )
+        raise LockedOut(LOCKED, audited=True)
     row = kma.store.query_one("SELECT * FROM users WHERE id = ?", (user_id,))
     if row is None or not row["enabled"]:
         verify_passphrase(passphrase, _DUMMY_HASH)  # same time as a real check
-        kma.audit(
-            who,
-            "auth.sign_in",
-            "refused: unknown or disabled user",
-            event_class="security",
-            subject=("user", user_id[:64]),
-        )
-        raise Unauthenticated(WRONG, audited=True)
-    if row["locked_until"] is not None and row["locked_until"] > now:
-        kma.audit(
-            who,
-            "auth.sign_in",
-            "refused: user is locked out after failed sign-ins",
-            event_class="security",
-            subject=("user", user_id),
-        )
-        raise LockedOut(
-            "Too many failed sign-ins; try again in 15 minutes or ask a Security Officer.", audited=True
-        )
+        _refuse(kma, who, "unknown or disabled user", counters)
     if not verify_passphrase(passphrase, row["passphrase_hash"]):
-        _record_failure(kma, who, user_id, now)
-        raise Unauthenticated(WRONG, audited=True)
+        _refuse(kma, who, "wrong passphrase", counters)
     token = secrets.token_urlsafe(32)
     expires = now + SESSION_SECONDS
+    here, everywhere = counters
     kma.commit(who, "auth.sign_in", [
         Stmt(
             "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) "
-            "SELECT ?, id, ?, ? FROM users WHERE id = ? AND enabled = 1 "
-            "AND (locked_until IS NULL OR locked_until <= ?)",
-            (token_hash(token), now, expires, user_id, now), expect=1,
-            refusal="the user was disabled or locked out",
+            "SELECT ?, id, ?, ? FROM users WHERE id = ? AND enabled = 1",
+            (token_hash(token), now, expires, user_id), expect=1,
+            refusal="the user was disabled",
         ),
-        Stmt("UPDATE users SET failed_sign_ins = 0, locked_until = NULL WHERE id = ?", (user_id,)),
+        lockout.forget(here),
+        lockout.give_back(everywhere),
         Stmt("DELETE FROM sessions WHERE expires_at <= ?", (now,)),
     ], "signed in", ("user", user_id), retention=Retention.MEDIUM)  # fmt: skip
-    return Session(token, expires, user_row(row))
+    return Session(token, expires, users.get_user(kma, user_id))
 
 
-def _record_failure(kma: Appliance, who: Actor, user_id: str, now: int) -> None:
-    kma.store.write(Batch(
-        [Stmt(
-            "UPDATE users SET failed_sign_ins = failed_sign_ins + 1, locked_until = CASE "
-            "WHEN failed_sign_ins + 1 >= ? THEN ? ELSE locked_until END WHERE id = ?",
-            (MAX_FAILURES, now + LOCKOUT_SECONDS, user_id),
-        )],
-        kma.record(who, "auth.sign_in", "refused: wrong passphrase", ("user", user_id),
-                   Condition.ERROR, Retention.MEDIUM, "security"),
-    ))  # fmt: skip
+def _refuse(kma: Appliance, who: Actor, reason: str, counters: tuple[lockout.Counter, ...]) -> NoReturn:
+    """The failure keeps its slot; the event says how far each count has got."""
+    counts = []
+    for counter in counters:
+        failures, until = lockout.standing(kma, counter)
+        where = "everywhere" if counter.address == lockout.EVERYWHERE else f"from {counter.address}"
+        locked = " (now locked out)" if until is not None and until > kma.clock.now() else ""
+        counts.append(f"{failures} of {counter.limit} {where}{locked}")
+    kma.audit(
+        who,
+        "auth.sign_in",
+        f"refused: {reason}; failed sign-ins {', '.join(counts)}",
+        event_class="security",
+        subject=("user", who.entity_id),
+    )
+    raise Unauthenticated(WRONG, audited=True)
 
 
 def authenticate(kma: Appliance, token: str, address: str) -> Actor:

@@ -24,6 +24,7 @@ KEY_COLUMNS = (
     "id, kma_id, key_group_id, data_unit_id, agent_id, created_at, activated_at, protect_until, "
     "deactivate_at, compromised_at, destroyed_at, destroy_comment"
 )
+RELEASED_KEY_COLUMNS = ", ".join(f"k.{c.strip()}" for c in KEY_COLUMNS.split(","))
 KEY_LANES = 24  # a data unit has a handful of keys; more would not be readable as lanes
 
 
@@ -112,12 +113,14 @@ def key_state_at(key: Mapping[str, Any], t: int) -> KeyState | None:
 
 def _key_lane(key: Mapping[str, Any], events: Events, now: int) -> Lane:
     kid = key["id"]
+    tape = key["data_unit_id"] or key.get("released_from")
+    issued_for = f"data unit {tape}" if tape else "no data unit"
     points: list[tuple[int, str, str | None, str | None]] = [
         (key["created_at"], KeyState.READY, f"KMA {key['kma_id']}", "generated into the key pool")]
     if key["activated_at"] is not None:
         points += [
             (key["activated_at"], KeyState.PROTECT_AND_PROCESS, _first_actor(events, "key.issue", kid),
-             f"issued for data unit {key['data_unit_id']} in key group {key['key_group_id']}"),
+             f"issued for {issued_for} in key group {key['key_group_id']}"),
             (key["protect_until"], KeyState.PROCESS_ONLY, None, "encryption period ended: read only"),
             (key["deactivate_at"], KeyState.DEACTIVATED, None, "cryptoperiod ended"),
         ]  # fmt: skip
@@ -137,11 +140,31 @@ def _key_boundaries(key: Mapping[str, Any], events: Events, now: int, lane: int)
     if key["compromised_at"] is not None:
         out.append(Boundary("compromised", key["compromised_at"], "marked compromised", False,
                             _first_actor(events, "key.compromise", key["id"]), lane))  # fmt: skip
+    if key.get("released_at") is not None:
+        out.append(Boundary("released", key["released_at"],
+                            f"let go of data unit {key['released_from']} (written from beginning of tape)",
+                            False, key["released_by"], lane))  # fmt: skip
     return out
 
 
+# Writing from beginning of tape lets a data unit's keys go (keys.data_unit_id becomes NULL); the
+# tape each key was issued for, and when and by which agent it let go, stay here.
+RELEASE = (
+    "SELECT data_unit_id AS released_from, released_at, agent_id AS released_by "
+    "FROM data_unit_released_keys WHERE key_id = ? ORDER BY released_at DESC, id DESC LIMIT 1"
+)
+
+
+NOT_RELEASED = {"released_from": None, "released_at": None, "released_by": None}
+
+
+def _with_release(kma: Appliance, key: dict[str, Any]) -> dict[str, Any]:
+    row = kma.store.query_one(RELEASE, (key["id"],))
+    return {**key, **(dict(row) if row else NOT_RELEASED)}
+
+
 def key_history(kma: Appliance, key_id: str) -> dict[str, Any]:
-    key = _key_row(kma, key_id)
+    key = _with_release(kma, _key_row(kma, key_id))
     now = kma.clock.now()
     events, total = _events(kma, "subject_type = 'key' AND subject_id = :id", {"id": key_id})
     lane = _key_lane(key, events, now)
@@ -149,36 +172,54 @@ def key_history(kma: Appliance, key_id: str) -> dict[str, Any]:
     return _result("key", key_id, f"Key {key_id}", now, str(state), [lane],
                    _key_boundaries(key, events, now, 0), events, total,
                    {"compromised": key["compromised_at"] is not None, "data_unit_id": key["data_unit_id"],
-                    "key_group_id": key["key_group_id"]})  # fmt: skip
+                    "key_group_id": key["key_group_id"], "released_from": key["released_from"],
+                    "released_at": key["released_at"]})  # fmt: skip
 
 
 # --- data units ----------------------------------------------------------------------------
 def data_unit_history(kma: Appliance, unit_id: str) -> dict[str, Any]:
+    """The tape's state over time and a lane per key, including the keys that let go of it when it
+    was written from beginning (each with its release): they stay in the tape's history."""
     unit = kma.store.query_one("SELECT id, description, created_at FROM data_units WHERE id = ?", (unit_id,))
     if unit is None:
         raise NotFound(f"There is no data unit '{unit_id}'.")
     now = kma.clock.now()
-    keys = [dict(r) for r in kma.store.query(
-        f"SELECT {KEY_COLUMNS} FROM keys WHERE data_unit_id = ? ORDER BY activated_at, id", (unit_id,))]
-    events, total = _events(
-        kma, "(subject_type = 'data_unit' AND subject_id = :id) OR (subject_type = 'key' AND subject_id IN "
-             "(SELECT id FROM keys WHERE data_unit_id = :id))", {"id": unit_id})  # fmt: skip
+    current = [{**dict(r), **NOT_RELEASED} for r in kma.store.query(
+        f"SELECT {KEY_COLUMNS} FROM keys WHERE data_unit_id = ?", (unit_id,))]  # fmt: skip
+    released = [dict(r) for r in kma.store.query(
+        f"SELECT {RELEASED_KEY_COLUMNS}, r.data_unit_id AS released_from, r.released_at, "
+        "r.agent_id AS released_by FROM data_unit_released_keys r JOIN keys k ON k.id = r.key_id "
+        "WHERE r.data_unit_id = ?", (unit_id,))]  # fmt: skip
+    keys = sorted(current + released, key=lambda k: (k["activated_at"] or 0, k["released_at"] or now))
+    tape_keys = (
+        "SELECT id FROM keys WHERE data_unit_id = :id UNION "
+        "SELECT key_id FROM data_unit_released_keys WHERE data_unit_id = :id"
+    )
+    where = (
+        "(subject_type = 'data_unit' AND subject_id = :id) OR "
+        f"(subject_type = 'key' AND subject_id IN ({tape_keys}))"
+    )
+    events, total = _events(kma, where, {"id": unit_id})
 
     def state_at(t: int) -> DataUnitState:
-        states = [s for s in (key_state_at(k, t) for k in keys if (k["activated_at"] or t + 1) <= t) if s]
-        return data_unit_state(states)
+        held = [k for k in keys if (k["activated_at"] or t + 1) <= t and (k["released_at"] or t + 1) > t]
+        return data_unit_state([s for s in (key_state_at(k, t) for k in held) if s])
 
-    moments = ("activated_at", "protect_until", "deactivate_at", "destroyed_at")
+    moments = ("activated_at", "protect_until", "deactivate_at", "destroyed_at", "released_at")
     changes = {unit["created_at"]} | {k[f] for k in keys for f in moments if k[f]}
     points = [(t, str(state_at(t)), _by_at(events, t), None) for t in sorted(changes)]
     lanes = [Lane(f"Data unit {unit_id}", "data_unit", unit_id, _spans(points, now))]
     boundaries = [Boundary("created", unit["created_at"], "registered", False,
                            _first_actor(events, "data_unit.create"), 0)]  # fmt: skip
     for index, key in enumerate(keys[-KEY_LANES:], start=1):
-        lanes.append(_key_lane(key, events, now))
+        lane = _key_lane(key, events, now)
+        if key["released_at"] is not None:
+            lane.label += " (released)"
+        lanes.append(lane)
         boundaries += _key_boundaries(key, events, now, index)
     return _result("data_unit", unit_id, f"Data unit {unit_id}", now, str(state_at(now)), lanes, boundaries,
-                   events, total, {"description": unit["description"], "keys": len(keys)})  # fmt: skip
+                   events, total, {"description": unit["description"], "keys": len(current),
+                                   "released_keys": len(released)})  # fmt: skip
 
 
 def _by_at(events: Events, t: int) -> str | None:

@@ -8,24 +8,22 @@ Shamir shares carry no integrity of their own, which is why the unwrap is the ch
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import UTC, datetime
 
 from kma.appliance import Appliance
-from kma.bootstrap import SplitMember, check_key_split
 from kma.crypto import (
     BadPassphrase,
     CryptoError,
     WrappingKey,
     combine_shares,
     open_share,
-    seal_share,
-    split_secret,
 )
-from kma.errors import Conflict, KmaError, ValidationFailed
-from kma.vault import unwrap_master_with_root, wrap_master_for_root
+from kma.errors import Conflict, KmaError, LockedOut, ValidationFailed
+from kma.services import lockout
+from kma.store import Batch
+from kma.vault import unwrap_master_with_root
 
 Share = tuple[int, bytes]
 
@@ -88,17 +86,41 @@ def check_distinct(credentials: Sequence[Credential]) -> None:
         )
 
 
-def open_credential(split: KeySplit, credential: Credential) -> Share:
-    """The member's share, or `WrongCredential` (an unknown member and a wrong passphrase alike)."""
-    sealed = split.sealed.get(credential.member)
+def open_credential(kma: Appliance, split: KeySplit, credential: Credential) -> Share:
+    """The member's share, or `WrongCredential` (an unknown member and a wrong passphrase alike).
+
+    Each check takes one of the member's failure slots first (`kma.services.lockout`): five wrong
+    passphrases lock the member out for 15 minutes, whoever typed them and on whatever path, and
+    while locked not even the right passphrase is checked. The caller audits the refusal.
+    """
+    member = credential.member
+    sealed = split.sealed.get(member)
     if sealed is None:
-        raise WrongCredential(f"'{credential.member[:64]}' is not a member of the key split.")
+        raise WrongCredential(f"'{member[:64]}' is not a member of the key split.")
+    (counter,) = lockout.for_member(member)
+    if not lockout.take_slots(kma, [counter]):
+        _, until = lockout.standing(kma, counter)
+        raise LockedOut(
+            f"Key split member '{member}' is locked out after {counter.limit} wrong passphrases "
+            f"until {_when(until)}; nothing is checked for this member until then."
+        )
     try:
-        return open_share(sealed, credential.member, credential.passphrase)
+        share = open_share(sealed, member, credential.passphrase)
     except BadPassphrase:
-        raise WrongCredential(f"The passphrase of key split member '{credential.member}' is wrong.") from None
+        failures, until = lockout.standing(kma, counter)
+        locked = f"; member '{member}' is now locked out until {_when(until)}" if until else ""
+        raise WrongCredential(
+            f"The passphrase of key split member '{member}' is wrong "
+            f"({failures} of {counter.limit} failures{locked})."
+        ) from None
     except CryptoError:
-        raise KmaError(f"The stored share of key split member '{credential.member}' is damaged.") from None
+        raise KmaError(f"The stored share of key split member '{member}' is damaged.") from None
+    kma.store.write(Batch([lockout.give_back(counter)]))
+    return share
+
+
+def _when(epoch: int | None) -> str:
+    return "later" if epoch is None else datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def reconstruct(split: KeySplit, shares: Sequence[Share], members: Sequence[str]) -> Quorum:
@@ -114,46 +136,3 @@ def reconstruct(split: KeySplit, shares: Sequence[Share], members: Sequence[str]
             "(the key split may have changed)."
         ) from None
     return Quorum(root, master, tuple(members), split.generation)
-
-
-@dataclass(frozen=True)
-class NewSplit:
-    """A new root secret already split and sealed, and the master key wrapped under it.
-
-    The new root secret itself is dropped as soon as this is made: nothing stores it.
-    """
-
-    threshold: int
-    sealed: tuple[tuple[str, str], ...]  # (member, share sealed under the member's new passphrase)
-    master_wrapped_by_root: bytes
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "threshold": self.threshold,
-            "members": [list(m) for m in self.sealed],
-            "master_wrapped_by_root": self.master_wrapped_by_root.hex(),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> NewSplit:
-        return cls(
-            int(data["threshold"]),
-            tuple((str(n), str(s)) for n, s in data["members"]),
-            bytes.fromhex(data["master_wrapped_by_root"]),
-        )
-
-
-def check_new_split(threshold: Any, members: Sequence[Credential]) -> tuple[SplitMember, ...]:
-    """The same rules as first set-up: threshold >= 1, M <= N <= 10, distinct names, passphrases."""
-    split_members = tuple(SplitMember(m.member, m.passphrase) for m in members)
-    check_key_split(threshold, split_members)
-    return split_members
-
-
-def make_new_split(master: WrappingKey, threshold: int, members: Sequence[SplitMember]) -> NewSplit:
-    root = secrets.token_bytes(32)
-    shares = split_secret(root, threshold, len(members))
-    sealed = tuple(
-        (m.name, seal_share(share, m.name, m.passphrase)) for m, share in zip(members, shares, strict=True)
-    )
-    return NewSplit(threshold, sealed, wrap_master_for_root(root, master))

@@ -19,7 +19,7 @@ import json
 import logging
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
@@ -64,6 +64,7 @@ LIST = ListSpec(
 class Submitted:
     op: dict[str, Any]  # the PendingQuorumOp as the API shows it
     executed: bool  # ran at once (M credentials came with the request)
+    handed_out: dict[str, Any] = field(default_factory=dict)  # for the submitter's eyes only
 
 
 def _subject(op_id: str) -> tuple[str, str]:
@@ -74,7 +75,7 @@ def _when(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _refuse(
+def refuse(
     kma: Appliance, actor: Actor, operation: str, exc: KmaError, op_id: str | None = None, what: str = ""
 ) -> NoReturn:
     """Audit a refusal under the quorum operation it concerns, then raise it (already audited)."""
@@ -92,13 +93,17 @@ def _refuse(
 
 
 # --- reading -----------------------------------------------------------------------------
-def _view(row: Any, approvals: Sequence[Any]) -> dict[str, Any]:
+def _view(row: Any, approvals: Sequence[Any], enrolment: Sequence[Any] = ()) -> dict[str, Any]:
     out = {k: row[k] for k in PUBLIC.split(", ")}
     out["request"] = json.loads(out["request"])
     out["approvals_needed"] = out.pop("threshold")
     out["approvals"] = [
         {"member": a["member_name"], "approved_by": a["approved_by"], "approved_at": a["approved_at"]}
         for a in approvals
+    ]
+    out["enrolment"] = [
+        {"member": e["member_name"], "enrolled_at": e["enrolled_at"], "enrolled_from": e["enrolled_from"]}
+        for e in enrolment
     ]
     return out
 
@@ -116,18 +121,34 @@ def _approvals(kma: Appliance, op_ids: Sequence[str]) -> dict[str, list[Any]]:
     return found
 
 
+def _enrolments(kma: Appliance, op_ids: Sequence[str]) -> dict[str, list[Any]]:
+    """New key split members of key split changes, and whether each has set their passphrase."""
+    found: dict[str, list[Any]] = {op_id: [] for op_id in op_ids}
+    if op_ids:
+        marks = ",".join("?" * len(op_ids))
+        for row in kma.store.query(
+            f"SELECT op_id, member_name, enrolled_at, enrolled_from FROM key_split_enrolments "
+            f"WHERE op_id IN ({marks}) ORDER BY position",
+            list(op_ids),
+        ):
+            found[row["op_id"]].append(row)
+    return found
+
+
 def get_op(kma: Appliance, op_id: str) -> dict[str, Any]:
     row = kma.store.query_one(f"SELECT {PUBLIC} FROM pending_quorum_ops WHERE id = ?", (op_id,))
     if row is None:
         raise NotFound(f"There is no quorum operation '{op_id[:64]}'.")
-    return _view(row, _approvals(kma, [op_id])[op_id])
+    return _view(row, _approvals(kma, [op_id])[op_id], _enrolments(kma, [op_id])[op_id])
 
 
 def list_ops(kma: Appliance, req: PageRequest) -> Page:
     sweep(kma)
     page = list_page(kma.store, LIST, req)
-    approvals = _approvals(kma, [r["id"] for r in page.items])
-    return Page([_view(r, approvals[r["id"]]) for r in page.items], page.next_cursor, page.total)
+    ids = [r["id"] for r in page.items]
+    approvals, enrolments = _approvals(kma, ids), _enrolments(kma, ids)
+    return Page([_view(r, approvals[r["id"]], enrolments[r["id"]]) for r in page.items], page.next_cursor,
+                page.total)  # fmt: skip
 
 
 def show_op(kma: Appliance, op_id: str) -> dict[str, Any]:
@@ -165,12 +186,13 @@ def submit(
         check_distinct(credentials)
         prepared = kind.prepare(kma, op_id, request)
         split = current_split(kma)
-        shares = [open_credential(split, c) for c in credentials]
+        shares = [open_credential(kma, split, c) for c in credentials]
         members = [c.member for c in credentials]
         quorum = reconstruct(split, shares, members) if len(shares) >= split.threshold else None
-        outcome = kind.execute(kma, quorum, op_id, prepared.payload) if quorum else None
+        runs_now = quorum is not None and not prepared.waits
+        outcome = kind.execute(kma, quorum, op_id, prepared.payload) if quorum and runs_now else None
     except KmaError as exc:
-        _refuse(kma, actor, "quorum.submit", exc, what=f" {op_type}")
+        refuse(kma, actor, "quorum.submit", exc, what=f" {op_type}")
     now = kma.clock.now()
     row = {
         "id": op_id,
@@ -262,13 +284,14 @@ def _make_pending(
     try:
         key, holder, wrapped = escrow.new_escrow(kma, op_id)
     except KmaError as exc:
-        _refuse(kma, actor, "quorum.submit", exc, what=f" {row['type']}")
+        refuse(kma, actor, "quorum.submit", exc, what=f" {row['type']}")
     statements = [
         _insert_op(row, "pending", None, holder, wrapped, prepared.exclusive),
         *(
             _insert_approval(op_id, member, actor.entity_id, now, escrow.seal(key, op_id, member, share))
             for member, share in approved
         ),
+        *prepared.statements,
     ]
     so_far = f"; approved at submission by {', '.join(m for m, _ in approved)}" if approved else ""
     try:
@@ -283,7 +306,7 @@ def _make_pending(
     except KmaError:
         escrow.forget(kma, op_id)
         raise
-    return Submitted(get_op(kma, op_id), executed=False)
+    return Submitted(get_op(kma, op_id), executed=False, handed_out=prepared.handed_out)
 
 
 # --- approving and running ---------------------------------------------------------------
@@ -302,10 +325,10 @@ def approve(kma: Appliance, actor: Actor, op_id: str, credential: Credential) ->
         if row["state"] != "pending":
             raise Conflict(f"Quorum operation {op_id} is {row['state']}; it can no longer be approved.")
         split = current_split(kma)
-        share = open_credential(split, credential)
+        share = open_credential(kma, split, credential)
         key = escrow.escrow_key(kma, op_id, row["escrow_holder"], row["escrow_wrapped"])
     except KmaError as exc:
-        _refuse(
+        refuse(
             kma,
             actor,
             "quorum.approve",
@@ -318,12 +341,16 @@ def approve(kma: Appliance, actor: Actor, op_id: str, credential: Credential) ->
         actor,
         "quorum.approve",
         [
+            # Counted in the statement: an approval racing past the M-th is refused, not recorded
+            # beside an operation that runs (or ran) with the first M.
             Stmt(
                 "UPDATE pending_quorum_ops SET updated_at = ? WHERE id = ? AND state = 'pending' "
-                "AND expires_at > ? AND split_generation = ?",
-                (now, op_id, now, split.generation),
+                "AND expires_at > ? AND split_generation = ? "
+                "AND (SELECT count(*) FROM quorum_approvals WHERE op_id = ?) < threshold",
+                (now, op_id, now, split.generation, op_id),
                 expect=1,
-                refusal=f"quorum operation {op_id} is no longer pending",
+                refusal=f"quorum operation {op_id} is no longer pending, or already has the "
+                f"{row['threshold']} approvals it needs: it is executed, or runs when nothing else is due",
             ),
             _insert_approval(
                 op_id,
@@ -351,6 +378,9 @@ def run_if_ready(kma: Appliance, actor: Actor, op_id: str) -> None:
         ).fetchall()
     if row is None or row["state"] != "pending" or len(approvals) < row["threshold"]:
         return
+    ready = OP_TYPES[row["type"]].ready
+    if ready is not None and not ready(kma, op_id):
+        return  # e.g. new key split members still to set their passphrases; they run it then
     try:
         key = escrow.escrow_key(kma, op_id, row["escrow_holder"], row["escrow_wrapped"])
         shares = [escrow.unseal(key, op_id, a["member_name"], a["share_escrowed"]) for a in approvals]

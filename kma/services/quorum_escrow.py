@@ -95,10 +95,19 @@ def _share_context(op_id: str, member: str) -> str:
 
 
 def seal(key: WrappingKey, op_id: str, member: str, share: Share) -> bytes:
-    index, value = share
-    return key.wrap(_share_context(op_id, member), bytes([index]) + value)
+    return seal_share(key, _share_context(op_id, member), share)
 
 
 def unseal(key: WrappingKey, op_id: str, member: str, blob: bytes) -> Share:
-    raw = key.unwrap(_share_context(op_id, member), blob)
+    return unseal_share(key, _share_context(op_id, member), blob)
+
+
+def seal_share(key: WrappingKey, context: str, share: Share) -> bytes:
+    """A share wrapped under `key`, bound to `context` so it opens only where it was sealed."""
+    index, value = share
+    return key.wrap(context, bytes([index]) + value)
+
+
+def unseal_share(key: WrappingKey, context: str, blob: bytes) -> Share:
+    raw = key.unwrap(context, blob)
     return raw[0], raw[1:]

@@ -11,12 +11,13 @@ operation's own transition to `executed`, plus an optional step to take once tha
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kma.appliance import Appliance
 from kma.services.change import Change
 from kma.services.key_split import Quorum
+from kma.store import Stmt
 
 Json = dict[str, Any]
 
@@ -28,6 +29,9 @@ class Prepared:
     payload: Json  # what `execute` needs
     target_kma_id: str | None = None
     exclusive: bool = False  # at most one pending operation of this type per target
+    statements: tuple[Stmt, ...] = ()  # written with the pending operation (e.g. its enrolments)
+    handed_out: Json = field(default_factory=dict)  # shown once to the submitter, never stored
+    waits: bool = False  # never runs at submission, even with M credentials: a later step is due
 
 
 @dataclass(frozen=True)
@@ -41,3 +45,4 @@ class OpType:
     name: str
     prepare: Callable[[Appliance, str, Mapping[str, Any]], Prepared]  # (kma, op_id, request)
     execute: Callable[[Appliance, Quorum, str, Mapping[str, Any]], Outcome]  # (kma, quorum, op_id, payload)
+    ready: Callable[[Appliance, str], bool] | None = None  # (kma, op_id): all but approvals done

@@ -16,13 +16,20 @@ from kma.domain.actor import Actor
 from kma.domain.roles import Role, format_roles, role_words
 from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import NotFound, ValidationFailed
+from kma.services import lockout
 from kma.services.change import Change
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, boolean, list_page, one_of
 from kma.store import Stmt
 
-PUBLIC = "id, name, roles, enabled, locked_until, created_at, updated_at"
+PUBLIC = ("id", "name", "roles", "enabled", "locked_until", "created_at", "updated_at")
+# A user's `locked_until` is the lockout over all addresses (kma.services.lockout); a lockout of one
+# source address shows in the audit trail, not here.
+SELECT = (
+    "SELECT id, name, roles, enabled, created_at, updated_at, (SELECT l.locked_until FROM lockouts l "
+    "WHERE l.kind = 'user' AND l.name = users.id AND l.address = '*') AS locked_until FROM users"
+)
 LIST = ListSpec(
-    select=f"SELECT {PUBLIC} FROM users",
+    select=SELECT,
     sort_fields={"id": "id", "name": "name", "created_at": "created_at"},
     default_sort="id",
     search=("id", "name"),
@@ -41,7 +48,7 @@ KEEP_A_SECURITY_OFFICER = Stmt(
 
 
 def user_row(row: Any) -> dict[str, Any]:
-    out = {k: row[k] for k in PUBLIC.split(", ")}
+    out = {k: row[k] for k in PUBLIC}
     out["roles"] = [r for r in out["roles"].split(",") if r]
     out["enabled"] = bool(out["enabled"])
     return out
@@ -62,7 +69,7 @@ def list_users(kma: Appliance, req: PageRequest) -> Page:
 
 
 def get_user(kma: Appliance, user_id: str) -> dict[str, Any]:
-    row = kma.store.query_one(f"SELECT {PUBLIC} FROM users WHERE id = ?", (user_id,))
+    row = kma.store.query_one(f"{SELECT} WHERE id = ?", (user_id,))
     if row is None:
         raise NotFound(f"There is no user '{user_id}'.")
     return user_row(row)
@@ -144,9 +151,10 @@ def update_user(
 
 def set_passphrase_change(kma: Appliance, user_id: str, passphrase_hash: str) -> Change:
     return Change("user.set_passphrase", [
-        Stmt("UPDATE users SET passphrase_hash = ?, failed_sign_ins = 0, locked_until = NULL, "
-             "updated_at = ? WHERE id = ?", (passphrase_hash, kma.clock.now(), user_id),
+        Stmt("UPDATE users SET passphrase_hash = ?, updated_at = ? WHERE id = ?",
+             (passphrase_hash, kma.clock.now(), user_id),
              expect=1, missing=True, refusal=f"there is no user '{user_id}'"),
+        lockout.clear("user", user_id),  # a new passphrase lifts every lockout of the user
         Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)),
     ], f"set the passphrase of user '{user_id}'", ("user", user_id))  # fmt: skip
 

@@ -122,6 +122,26 @@ def test_history_draws_the_timeline_beside_the_events(qtbot, audit_area, control
     assert "compromised" in {b.kind for b in history.history.boundaries}
 
 
+def test_the_timeline_of_a_tape_written_from_beginning_keeps_its_released_key(
+    qtbot, controller, fresh_kma, tmp_path
+):
+    from tests.support.agents import demo_passphrase, enroll, kmip
+
+    enroll(fresh_kma, "t10k-dal-02", tmp_path / "drive", demo_passphrase(fresh_kma, "t10k-dal-02"))
+    with kmip(tmp_path / "drive") as drive:
+        first, _ = drive.write_key("E50002")
+        drive.write_from_beginning("E50002")
+    window = sign_in(qtbot, controller, fresh_kma, "auditor")
+    area = open_page(qtbot, window, "audit")
+    area.history.load("data_unit", "E50002")
+    qtbot.waitUntil(lambda: area.history.history is not None, timeout=WAIT_MS)
+    described = area.history.timeline.describe()
+    assert f"Key {first} (released): Ready from" in described
+    assert "let go of data unit E50002 (written from beginning of tape)" in described
+    assert "by t10k-dal-02" in described
+    assert not area.history.timeline.grab().isNull()
+
+
 def test_dashboard_shows_keys_by_state_and_the_trends(qtbot, controller, demo_kma):
     window = sign_in(qtbot, controller, demo_kma, "auditor")
     page = open_page(qtbot, window, "dashboard")
@@ -151,6 +171,31 @@ def test_security_officer_turns_on_daily_pruning(qtbot, controller, fresh_kma):
     again = RetentionDialog(controller.ctx, page)
     qtbot.waitUntil(lambda: again.info.text() != "Loading…", timeout=WAIT_MS)
     assert again.auto.isChecked()  # read back from the KMA
+
+
+def test_shortening_retention_in_the_manager_waits_for_the_quorum(qtbot, controller, fresh_kma):
+    from PySide6.QtWidgets import QMessageBox
+
+    from tests.gui.helpers import active_dialog
+    from ui.audit.retention import RetentionDialog
+
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    page = open_page(qtbot, window, "audit")
+    page.browser._retention()
+    dialog = active_dialog(qtbot, RetentionDialog)
+    qtbot.waitUntil(lambda: dialog.info.text() != "Loading…", timeout=WAIT_MS)
+    assert dialog.spins["long"].minimum() == 365 and dialog.spins["short"].minimum() == 30
+    dialog.spins["long"].setValue(1)  # below the floor: the field stops at a year
+    assert dialog.spins["long"].value() == 365
+    qtbot.mouseClick(dialog.save_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: isinstance(dialog.pending, QMessageBox), timeout=WAIT_MS)
+    assert "Waiting for approval" in dialog.pending.text()
+    qtbot.waitUntil(lambda: dialog.spins["long"].value() > 365, timeout=WAIT_MS)  # read back: unchanged
+    (op,) = fresh_kma.client("so").list_quorum_operations(state="pending").items
+    assert op.type == "shorten_audit_retention"
+    assert fresh_kma.client("auditor").audit_retention().long > 365 * 86400
+    dialog.pending.close()
+    dialog.reject()
 
 
 def test_dashboard_cards_open_their_pages_where_the_roles_allow(qtbot, controller, demo_kma):

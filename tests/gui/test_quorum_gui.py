@@ -18,6 +18,7 @@ from tests.gui.helpers import WAIT_MS, action, active_dialog, fill_form, open_pa
 from ui.form_dialog import FormDialog
 from ui.pages.quorum import OperationDialog
 from ui.quorum_widgets import ApproveDialog, QuorumFormDialog
+from ui.widgets import PasswordLineEdit
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -38,9 +39,12 @@ def _box(qtbot: Any, name: str) -> QMessageBox:
     found: list[QMessageBox] = []
 
     def shown() -> bool:
-        found[:] = [w for top in QApplication.topLevelWidgets()
-                    for w in [top, *top.findChildren(QMessageBox)]
-                    if isinstance(w, QMessageBox) and w.objectName() == name and w.isVisible()]
+        found[:] = [
+            w
+            for top in QApplication.topLevelWidgets()
+            for w in [top, *top.findChildren(QMessageBox)]
+            if isinstance(w, QMessageBox) and w.objectName() == name and w.isVisible()
+        ]
         return bool(found)
 
     qtbot.waitUntil(shown, timeout=WAIT_MS)
@@ -108,14 +112,17 @@ def test_new_user_waits_for_three_quorum_members_and_runs(qtbot, controller, dem
     assert "Pending approvals" in box.text()
     with pytest.raises(kms_client.NotFound):
         demo_kma.client("so").get_user(user_id)  # nothing made yet
-    qtbot.waitUntil(lambda: _nav_text(window, "quorum")
-                    == f"Pending approvals ({_pending_total(demo_kma)})", timeout=WAIT_MS)
+    qtbot.waitUntil(
+        lambda: _nav_text(window, "quorum") == f"Pending approvals ({_pending_total(demo_kma)})",
+        timeout=WAIT_MS,
+    )
     link = next(b for b in box.buttons() if b.text() == "Open Pending approvals")
     qtbot.mouseClick(link, Qt.LeftButton)
     qtbot.waitUntil(lambda: window.current_key() == "quorum", timeout=WAIT_MS)
     inbox = window.page("quorum")
-    qtbot.waitUntil(lambda: inbox.current() is not None
-                    and user_id in inbox.current().summary, timeout=WAIT_MS)
+    qtbot.waitUntil(
+        lambda: inbox.current() is not None and user_id in inbox.current().summary, timeout=WAIT_MS
+    )
     op_id = inbox.current().id
     assert user_id in inbox.details.request.toPlainText()
     assert "jo-passphrase-1" not in inbox.details.request.toPlainText()
@@ -137,8 +144,7 @@ def test_new_user_waits_for_three_quorum_members_and_runs(qtbot, controller, dem
     assert demo_kma.client("so").get_user(user_id).roles == ("auditor",)
 
 
-def test_a_member_cannot_approve_twice_and_a_wrong_passphrase_is_said_inline(
-        qtbot, controller, demo_kma):
+def test_a_member_cannot_approve_twice_and_a_wrong_passphrase_is_said_inline(qtbot, controller, demo_kma):
     members = _members(demo_kma)
     op = demo_kma.client("so").set_user_passphrase("op", "another-passphrase-9")
     demo_kma.client("qm1").approve_quorum_operation(op.id, "dave", members["dave"])
@@ -256,8 +262,9 @@ def test_badge_and_notification_follow_new_operations(qtbot, controller, demo_km
     op = demo_kma.client("so").update_user("backup", name=f"Bea {uuid.uuid4().hex[:4]}")
 
     # Then the badge counts it and the window says a new one arrived (no tray offscreen)
-    qtbot.waitUntil(lambda: _nav_text(window, "quorum") == f"Pending approvals ({before + 1})",
-                    timeout=WAIT_MS)
+    qtbot.waitUntil(
+        lambda: _nav_text(window, "quorum") == f"Pending approvals ({before + 1})", timeout=WAIT_MS
+    )
     arrival = _banner(window, "quorumArrivalBanner")
     qtbot.waitUntil(arrival.isVisible, timeout=WAIT_MS)
     assert "New pending approval" in arrival.label.text()
@@ -265,8 +272,7 @@ def test_badge_and_notification_follow_new_operations(qtbot, controller, demo_km
     qtbot.mouseClick(arrival.review, Qt.LeftButton)
     qtbot.waitUntil(lambda: window.current_key() == "quorum", timeout=WAIT_MS)
     inbox = window.page("quorum")
-    qtbot.waitUntil(lambda: inbox.current() is not None and inbox.current().id == op.id,
-                    timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: inbox.current() is not None and inbox.current().id == op.id, timeout=WAIT_MS)
     assert not arrival.isVisible()
 
     # When a Security Officer deletes it, the badge goes back down
@@ -311,8 +317,7 @@ def test_quorum_settings_lifetime_and_autonomous_unlock(qtbot, controller, fresh
     box = _box(qtbot, "quorumPending")
     assert "Waiting for approval: 0 of 3" in box.text()
     box.close()
-    qtbot.waitUntil(lambda: "waiting for approval: <b>0 of 3" in page.auto.text(),
-                    timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: "waiting for approval: <b>0 of 3" in page.auto.text(), timeout=WAIT_MS)
     assert not page.auto_button.isEnabled()  # one change at a time
     assert fresh_kma.client("so").get_autonomous_unlock().enabled
 
@@ -333,8 +338,10 @@ def test_double_click_shows_the_operation_with_its_actions(qtbot, controller, de
     demo_kma.client("so").delete_quorum_operation(op.id)
 
 
-def test_security_officer_changes_the_key_split_with_the_quorum(qtbot, controller, fresh_kma):
-    from ui.key_split_dialog import KeySplitDialog
+def test_security_officer_changes_the_key_split_and_each_new_member_types_their_own_passphrase(
+    qtbot, controller, fresh_kma
+):
+    from ui.key_split_dialog import KeySplitDialog, MemberEnrolmentDialog
 
     members = _members(fresh_kma)
     window = sign_in(qtbot, controller, fresh_kma, "so")
@@ -342,45 +349,56 @@ def test_security_officer_changes_the_key_split_with_the_quorum(qtbot, controlle
     qtbot.waitUntil(page.split_button.isEnabled, timeout=WAIT_MS)
     assert "3 of 5" in page.split.text()
 
-    # Given the dialog, filled with the current members' names
+    # Given the dialog, filled with the current members' names, and no passphrase field for them
     qtbot.mouseClick(page.split_button, Qt.LeftButton)
     dialog = active_dialog(qtbot, KeySplitDialog)
     new = dialog.new_members
-    assert [m.text() for _r, m, _p, _a in new.rows] == ["alice", "bob", "carol", "dave", "erin"]
+    assert new.names() == ["alice", "bob", "carol", "dave", "erin"]
+    assert not [e for e in dialog.findChildren(PasswordLineEdit) if "New passphrase" in e.accessibleName()]
 
-    # When it becomes 2 of alice, bob and frank, each with a new passphrase typed twice
+    # When it becomes 2 of alice, bob and frank ...
     new.remove_row(new.rows[4][0])
     new.remove_row(new.rows[3][0])
     new.rows[2][1].setText("frank")
-    passphrases = {"alice": "alice-new-pass-1", "bob": "bob-new-pass-22", "frank": "frank-new-pass-3"}
-    for (_row, name, passphrase, again), member in zip(new.rows, passphrases, strict=True):
-        assert name.text() == member
-        qtbot.keyClicks(passphrase, passphrases[member])
-        qtbot.keyClicks(again, passphrases[member] if member != "frank" else "frank-typo")
     fill_form(qtbot, dialog, {"threshold": 4})
-    assert not dialog.ok.isEnabled() and "frank differ" in dialog.ok.toolTip()
-    new.rows[2][3].clear()
-    qtbot.keyClicks(new.rows[2][3], passphrases["frank"])
     assert not dialog.ok.isEnabled() and "4 members needed, but only 3" in dialog.ok.toolTip()
     fill_form(qtbot, dialog, {"threshold": 2})
-    # ... with the current quorum's credentials (3 of 5), so it runs at once
+    # ... with the current quorum's credentials (3 of 5)
     for name in ("carol", "dave", "erin"):
         dialog.credentials.add_row()
         _row, member, passphrase = dialog.credentials.rows[-1]
         member.setEditText(name)
         qtbot.keyClicks(passphrase, members[name])
-    assert dialog.ok.text() == "Change key split"
+    assert dialog.ok.text() == "Submit change"
     submit(qtbot, dialog)
 
-    # Then the KMA holds the new split, the page says so, and every passphrase field is cleared
+    # Then nothing has changed yet: each new member takes the keyboard in turn
+    ceremony = active_dialog(qtbot, MemberEnrolmentDialog)
+    assert fresh_kma.client("so").get_key_split().generation == 1
+    passphrases = {"alice": "alice-new-pass-1", "bob": "bob-new-pass-22", "frank": "frank-new-pass-3"}
+    for member, passphrase in passphrases.items():
+        qtbot.waitUntil(lambda m=member: ceremony.current() == m, timeout=WAIT_MS)
+        assert ceremony.set_button.text() == f"Set {member}'s passphrase"
+        qtbot.keyClicks(ceremony.passphrase, passphrase)
+        qtbot.keyClicks(ceremony.again, passphrase if member != "frank" else "frank-typo")
+        if member == "frank":
+            assert not ceremony.set_button.isEnabled() and "differ" in ceremony.set_button.toolTip()
+            ceremony.again.clear()
+            qtbot.keyClicks(ceremony.again, passphrase)
+        qtbot.mouseClick(ceremony.set_button, Qt.LeftButton)
+        if member != "frank":
+            qtbot.waitUntil(lambda m=member: f"{m}: <b>passphrase set</b>" in ceremony.progress.text(),
+                            timeout=WAIT_MS)  # fmt: skip
+            assert ceremony.passphrase.text() == ceremony.again.text() == ""
+
+    # Then the last one runs the change; the page says so
     _box(qtbot, "keySplitChanged").close()
     qtbot.waitUntil(lambda: "2 of 3" in page.split.text(), timeout=WAIT_MS)
     split = fresh_kma.client("so").get_key_split()
     assert (split.threshold, split.members, split.generation) == (2, ("alice", "bob", "frank"), 2)
-    assert all(p.text() == a.text() == "" for _r, _m, p, a in new.rows)
     assert all(p.text() == "" for _r, _m, p in dialog.credentials.rows)
 
-    # And the old shares open nothing; the new ones run a quorum operation with two members
+    # And the old shares open nothing; the passphrases the members typed run a quorum operation
     op = fresh_kma.client("so").update_user("co", name="Casey Resplit")
     with pytest.raises(kms_client.KmsError):
         fresh_kma.client("qm1").approve_quorum_operation(op.id, "carol", members["carol"])
@@ -390,22 +408,29 @@ def test_security_officer_changes_the_key_split_with_the_quorum(qtbot, controlle
 
 
 def test_a_key_split_change_without_credentials_waits_for_the_quorum(qtbot, controller, fresh_kma):
-    from ui.key_split_dialog import KeySplitDialog
+    from ui.key_split_dialog import KeySplitDialog, MemberEnrolmentDialog
 
     window = sign_in(qtbot, controller, fresh_kma, "so")
     page = open_page(qtbot, window, "locking")
     qtbot.waitUntil(page.split_button.isEnabled, timeout=WAIT_MS)
     qtbot.mouseClick(page.split_button, Qt.LeftButton)
     dialog = active_dialog(qtbot, KeySplitDialog)
-    for _row, _name, passphrase, again in dialog.new_members.rows:
-        qtbot.keyClicks(passphrase, "a-new-passphrase")
-        qtbot.keyClicks(again, "a-new-passphrase")
     fill_form(qtbot, dialog, {"threshold": 4})
-    assert dialog.ok.text() == "Submit for approval"
+    assert dialog.ok.text() == "Submit change"
     submit(qtbot, dialog)
-    box = _box(qtbot, "quorumPending")
-    assert "Waiting for approval: 0 of 3" in box.text()
-    box.close()
+    ceremony = active_dialog(qtbot, MemberEnrolmentDialog)
+
+    # Given only alice at the keyboard, the others get their codes to enrol on their own
+    qtbot.keyClicks(ceremony.passphrase, "alice-own-passphrase")
+    qtbot.keyClicks(ceremony.again, "alice-own-passphrase")
+    qtbot.mouseClick(ceremony.set_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: ceremony.current() == "bob", timeout=WAIT_MS)
+    codes = ceremony.show_codes()
+    assert "alice" not in codes.informativeText() and "bob" in codes.informativeText()
+    codes.close()
+    ceremony.reject()
     qtbot.waitUntil(lambda: "A change to <b>4 of 5</b> is waiting" in page.split.text(), timeout=WAIT_MS)
+    waiting = "still to set their passphrases: <b>bob, carol, dave, erin</b>"
+    qtbot.waitUntil(lambda: waiting in page.split.text(), timeout=WAIT_MS)
     assert not page.split_button.isEnabled()  # one change of the split at a time
     assert fresh_kma.client("so").get_key_split().threshold == 3  # nothing changed yet

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kms_client import Conflict, ValidationFailed
+from kms_client import Conflict, PendingQuorumOp, Retention, ValidationFailed
+from tests.integration.helpers import raw_http
+from tests.integration.test_quorum import creds
 from tests.support.kma_process import RunningKma, run_kma
 
 DAY = 86400
@@ -88,6 +90,36 @@ def test_csv_export_verifies_offline_and_one_changed_byte_fails(demo_kma: Runnin
         bad = verify_export("--export", flip_byte(export, offset), "--ca", ca)
         assert bad.returncode == 1, f"byte {offset} changed but the export still verified"
         assert "does NOT verify" in bad.stderr
+
+
+FORMULAS = ['=HYPERLINK("http://evil.example/?x","click")', "@SUM(A1:A9)", "+cmd|' /C calc'!A0",
+            "-2+3", "\tleading tab", "'already quoted"]  # fmt: skip
+
+
+def test_csv_export_neutralises_formulas_and_still_verifies(fresh_kma: RunningKma, tmp_path: Path) -> None:
+    """Given sign-ins by strangers whose user IDs are spreadsheet formulas (audited as typed),
+    the export has no cell a spreadsheet would run, and the offline check recovers every value."""
+    import csv
+
+    with raw_http(fresh_kma) as http:
+        for user_id in FORMULAS:
+            http.post("/auth/sign-in", json={"user_id": user_id, "passphrase": "anything at all"})
+    export = tmp_path / "events.csv"
+    with export.open("wb") as out:
+        fresh_kma.client("auditor").export_audit_csv(out, operation="auth.sign_in", condition="error")
+    body = export.read_text(encoding="utf-8").rsplit("#KMA-EXPORT-SIGNATURE ", 1)[0]
+    rows = list(csv.DictReader(body.splitlines(keepends=True)))
+    ids = [row["entity_id"] for row in rows]
+    for user_id in FORMULAS:
+        assert "'" + user_id in ids  # the value, behind one apostrophe
+    cells = [cell for row in rows for cell in row.values()]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+
+    ca = tmp_path / "ca.pem"
+    ca.write_text(fresh_kma.ca_pem)
+    ok = verify_export("--export", export, "--ca", ca)
+    assert ok.returncode == 0, ok.stderr
+    assert f"{len(rows)} events, each event's hash recomputed and matching" in ok.stdout
 
 
 def test_signed_report_states_the_chain_result_and_verifies_offline(demo_kma: RunningKma,
@@ -167,11 +199,39 @@ def test_events_cannot_be_deleted_outside_pruning(fresh_kma: RunningKma) -> None
 def test_retention_periods_are_settings_with_rules(fresh_kma: RunningKma) -> None:
     so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
     assert auditor.audit_retention().short == 90 * DAY
-    changed = so.set_audit_retention(short=30 * DAY)
-    assert changed.short == 30 * DAY and changed.long >= changed.medium >= changed.short
+    changed = so.set_audit_retention(short=120 * DAY)  # longer: runs at once
+    assert isinstance(changed, Retention)
+    assert changed.short == 120 * DAY and changed.long >= changed.medium >= changed.short
     with pytest.raises(ValidationFailed):
         so.set_audit_retention(medium=10 * 365 * DAY)  # longer than long
     assert auditor.list_audit_events(operation="audit.retention", limit=1).items[0].entity_id == "so"
+
+
+def test_one_officer_cannot_shorten_retention_to_erase_history(fresh_kma: RunningKma) -> None:
+    """Floors (long a year, medium 90 days, short 30 days) hold for everyone; above them, shortening
+    is quorum-protected: alone, a Security Officer's shortening only waits for approval."""
+    so, auditor, qm1 = fresh_kma.client("so"), fresh_kma.client("auditor"), fresh_kma.client("qm1")
+    for too_short, reason in [({"long": 2 * DAY}, "long retention period must be 1 y 0 d"),
+                              ({"medium": 30 * DAY}, "medium retention period must be 90 d"),
+                              ({"short": 7 * DAY}, "short retention period must be 30 d")]:  # fmt: skip
+        with pytest.raises(ValidationFailed, match=reason):
+            so.set_audit_retention(**too_short, credentials=creds(fresh_kma, "alice", "bob", "carol"))
+    before = auditor.audit_retention()
+
+    pending = so.set_audit_retention(long=365 * DAY, medium=90 * DAY, short=30 * DAY)
+    assert isinstance(pending, PendingQuorumOp) and pending.type == "shorten_audit_retention"
+    assert "long 7 y 2 d -> 1 y 0 d" in pending.summary
+    assert auditor.audit_retention() == before  # nothing changed yet
+    so.delete_quorum_operation(pending.id)
+
+    op = so.set_audit_retention(long=365 * DAY, credentials=creds(fresh_kma, "alice"))
+    assert isinstance(op, PendingQuorumOp)
+    for member in ("bob", "carol"):
+        op = qm1.approve_quorum_operation(op.id, *creds(fresh_kma, member)[0])
+    assert op.state == "executed"
+    assert auditor.audit_retention().long == 365 * DAY
+    executed = auditor.list_audit_events(operation="quorum.execute", subject_id="retention").items[0]
+    assert "long 1 y 0 d" in executed.message
 
 
 def test_pruning_refuses_a_broken_trail(fresh_kma: RunningKma) -> None:
@@ -223,12 +283,12 @@ def test_the_kma_prunes_by_itself_once_a_day_when_told_to(fresh_kma: RunningKma)
     changed = auditor.list_audit_events(operation="audit.retention", limit=1).items[0]
     assert "pruning every day" in changed.message and changed.entity_id == "so"
 
-    so.set_audit_retention(short=30 * DAY)  # wakes the check again: not due, a day has not passed
+    so.set_audit_retention(short=100 * DAY)  # wakes the check again: not due, a day has not passed
     time.sleep(1.5)
     assert len(prunes()) == 1
     fresh_kma.advance_clock(2 * DAY)
     so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")  # (sessions expired meanwhile)
-    so.set_audit_retention(short=31 * DAY)  # due now
+    so.set_audit_retention(short=101 * DAY)  # due now
     deadline = time.monotonic() + 30
     while len(prunes()) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -175,27 +175,22 @@ def test_attributes_an_agent_may_read_and_set(dal01: KmipClient) -> None:
         assert refused.value.reason == ResultReason.PERMISSION_DENIED
 
 
-def test_register_keeps_an_agents_own_key(dal01: KmipClient, kma: RunningKma) -> None:
-    def register(material: bytes) -> bytes:
-        block = ttlv.struct_(
-            Tag.KEY_BLOCK,
-            ttlv.enum(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW),
-            ttlv.struct_(Tag.KEY_VALUE, ttlv.byte_string(Tag.KEY_MATERIAL, material)),
-            ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES),
-            ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, 8 * len(material)),
-        )
-        return (
-            ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY)
-            + key_template("E20006")
-            + ttlv.struct_(Tag.SYMMETRIC_KEY, block)
-        )
-
-    material = os.urandom(32)
-    uid = dal01.call(Operation.REGISTER, register(material)).get(Tag.UNIQUE_IDENTIFIER)
-    assert dal01.get(uid) == material
-    assert key_row(kma, uid)["material_wrapped"] != material  # stored wrapped under the master key
+def test_register_refuses_key_material_that_is_not_aes_256(dal01: KmipClient) -> None:
+    """(Register of good material, and import rules: tests/integration/test_kmip_import.py.)"""
+    block = ttlv.struct_(
+        Tag.KEY_BLOCK,
+        ttlv.enum(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW),
+        ttlv.struct_(Tag.KEY_VALUE, ttlv.byte_string(Tag.KEY_MATERIAL, os.urandom(16))),
+        ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES),
+        ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, 128),
+    )
+    payload = (
+        ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY)
+        + key_template("E20006")
+        + ttlv.struct_(Tag.SYMMETRIC_KEY, block)
+    )
     with pytest.raises(KmipFailure) as refused:
-        dal01.call(Operation.REGISTER, register(material[:16]))  # AES-128: not what this KMA holds
+        dal01.call(Operation.REGISTER, payload)  # AES-128: not what this KMA holds
     assert refused.value.reason == ResultReason.INVALID_FIELD
 
 

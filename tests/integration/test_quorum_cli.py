@@ -105,3 +105,29 @@ def test_refuses_to_talk_without_a_pinned_ca(fresh_kma: RunningKma, tmp_path: Pa
         check=False,
     )
     assert result.returncode == 2 and "Pin the cluster CA" in result.stderr
+
+
+def test_a_new_key_split_member_enrols_on_their_own_with_their_code(
+    fresh_kma: RunningKma, tmp_path: Path
+) -> None:
+    so = fresh_kma.client("so")
+    change = so.change_key_split(1, ["frank"], credentials=creds(fresh_kma, "alice", "bob", "carol"))
+
+    def enrol(code: str) -> tuple[int, str, str]:
+        result = run_kma(
+            "quorum", "enrol", change.op.id, "--member", "frank", "--kma", fresh_kma.address,
+            "--ca-fingerprint", fresh_kma.fingerprint,  # no --user: frank need not be a user
+            "--code-file", secret_file(tmp_path, "code", code),
+            "--member-passphrase-file", secret_file(tmp_path, "frank", "frank's own passphrase"),
+            check=False,
+        )  # fmt: skip
+        return result.returncode, result.stdout, result.stderr
+
+    code, out, err = enrol("AAAAAA-BBBBBB-CCCCCC-DDDDDD")
+    assert code == 2 and "enrolment code is wrong" in err
+    code, out, err = enrol(change.enrolment_codes["frank"].lower())  # as typed, in any case
+    assert code == 0 and "Passphrase set for key split member frank" in out and "is executed" in out, err
+    assert so.get_key_split().members == ("frank",)
+    assert so.create_user(
+        "u2", "U2", ["auditor"], "a good passphrase", credentials=[("frank", "frank's own passphrase")]
+    )

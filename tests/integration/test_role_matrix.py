@@ -33,6 +33,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "GET /status": PUBLIC,
     "GET /ca": PUBLIC,
     "POST /auth/sign-in": PUBLIC,
+    "POST /quorum-operations/{id}/enrol": PUBLIC,  # a new key split member, with their one-time code
     "POST /auth/sign-out": ANY,
     "GET /auth/me": ANY,
     "GET /dashboard": ANY,
@@ -178,6 +179,15 @@ class World:
         for op in page["items"]:
             assert self.as_admin("DELETE", f"/quorum-operations/{op['id']}").status_code == 204
 
+    def enrolment(self) -> tuple[dict[str, str], dict[str, Any]]:
+        """A new pending key split change, and what its new member sends to set their passphrase."""
+        self.drop_pending("change_key_split")
+        response = self.as_admin("PUT", "/cluster/key-split", {"threshold": 1, "members": [{"name": "mx"}]})
+        assert response.status_code == 202, response.text
+        op = response.json()
+        code = op["enrolment_codes"]["mx"]
+        return {"id": op["id"]}, {"member": "mx", "code": code, "passphrase": f"mx passphrase {self.n()}"}
+
     def fresh_token(self, user: str) -> str:
         client = self.kma.client(user)
         assert client.token is not None
@@ -276,8 +286,9 @@ CALLS: dict[str, Prep] = {
     # Without credentials these become pending operations (202): allowed, and nothing changes yet.
     "PUT /cluster/key-split": lambda w, u: (
         {},
-        {"threshold": 3, "members": [dict(m) for m in w.kma.demo["key_split"]["members"]]},
+        {"threshold": 3, "members": [{"name": m["name"]} for m in w.kma.demo["key_split"]["members"]]},
     ),
+    "POST /quorum-operations/{id}/enrol": lambda w, u: w.enrolment(),
     "PUT /cluster/autonomous-unlock": lambda w, u: ({}, {"enabled": False}),
     "PUT /cluster/quorum-lifetime": lambda w, u: ({}, {"seconds": 86400}),
 }
@@ -286,6 +297,7 @@ AFTER: dict[str, Callable[[World], None]] = {
     "POST /kmas/{id}/lock": World.ensure_unlocked,
     "POST /kmas/{id}/unlock": World.ensure_unlocked,
     "PUT /cluster/key-split": lambda w: w.drop_pending("change_key_split"),
+    "POST /quorum-operations/{id}/enrol": lambda w: w.drop_pending("change_key_split"),
     "PUT /cluster/autonomous-unlock": lambda w: w.drop_pending("set_autonomous_unlock"),
 }
 assert CALLS.keys() == EXPECTED.keys()

@@ -98,14 +98,30 @@ def test_unlock_and_approve(ca_pem: str) -> None:
     assert json.loads(seen[-1].content) == {"member": "bob", "passphrase": "pb"}
 
 
-def test_change_key_split_sends_new_members_and_the_old_quorum(ca_pem: str) -> None:
+def test_change_key_split_sends_only_the_new_members_names_and_the_old_quorum(ca_pem: str) -> None:
     seen: list[httpx.Request] = []
-    split = {"threshold": 2, "members": ["a", "b"], "generation": 2, "operation_lifetime": 86400}
-    client = client_with(ca_pem, recording(200, split, seen))
-    result = client.change_key_split(2, [("a", "pa-new"), ("b", "pb-new")], credentials={"alice": "pa"})
-    assert not isinstance(result, PendingQuorumOp) and result.generation == 2
+    client = client_with(
+        ca_pem, recording(202, {**OP, "enrolment_codes": {"a": "CODE-A", "b": "CODE-B"}}, seen)
+    )
+    change = client.change_key_split(2, ["a", "b"], credentials={"alice": "pa"})
+    assert change.op.id == OP["id"] and change.enrolment_codes == {"a": "CODE-A", "b": "CODE-B"}
     assert json.loads(seen[0].content) == {
         "threshold": 2,
-        "members": [{"name": "a", "passphrase": "pa-new"}, {"name": "b", "passphrase": "pb-new"}],
+        "members": [{"name": "a"}, {"name": "b"}],
         "credentials": [{"member": "alice", "passphrase": "pa"}],
+    }
+
+
+def test_a_new_member_enrols_with_their_code_and_own_passphrase(ca_pem: str) -> None:
+    seen: list[httpx.Request] = []
+    enrolment = [{"member": "a", "enrolled_at": "2026-11-21T07:55:00Z", "enrolled_from": "10.0.0.9"},
+                 {"member": "b", "enrolled_at": None, "enrolled_from": None}]  # fmt: skip
+    client = client_with(ca_pem, recording(200, {**OP, "enrolment": enrolment}, seen))
+    op = client.enrol_key_split_member(OP["id"], "a", "CODE-A", "a's own passphrase")
+    assert op.awaiting_enrolment == ("b",) and op.enrolment[0].enrolled
+    assert seen[-1].url.path == f"/api/v1/quorum-operations/{OP['id']}/enrol"
+    assert json.loads(seen[-1].content) == {
+        "member": "a",
+        "code": "CODE-A",
+        "passphrase": "a's own passphrase",
     }

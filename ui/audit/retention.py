@@ -24,11 +24,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+import kms_client
 from app.context import AppContext
 from ui.format import when
+from ui.quorum_widgets import tell_pending
 
 DAY = 86400
 CLASSES = (("long", "Long"), ("medium", "Medium"), ("short", "Short"))
+FLOOR_DAYS = {"long": 365, "medium": 90, "short": 30}  # the KMA's floors (kma/services/audit_retention.py)
 
 
 class RetentionDialog(QDialog):
@@ -37,19 +40,23 @@ class RetentionDialog(QDialog):
         super().__init__(parent)
         self.ctx = ctx
         self.on_pruned = on_pruned
+        self.pending: QMessageBox | None = None  # the "waiting for approval" note after a shortening
         self.setWindowTitle("Audit retention")
         self.setWindowModality(Qt.WindowModal)
         layout = QVBoxLayout(self)
         intro = QLabel("Each audit event has a retention class. Pruning removes events older than their "
                        "class's period, and only up to a checkpoint signed with the cluster's audit key, so "
-                       "the chain still verifies afterwards. Pruning is itself audited.")  # fmt: skip
+                       "the chain still verifies afterwards. Pruning is itself audited. Shortening a "
+                       "period lets pruning remove history sooner, so it waits for the quorum's "
+                       "approval under Pending approvals; no class goes below its floor (long a year, "
+                       "medium 90 days, short 30 days).")  # fmt: skip
         intro.setWordWrap(True)
         layout.addWidget(intro)
         form = QFormLayout()
         self.spins: dict[str, QSpinBox] = {}
         for key, label in CLASSES:
             spin = QSpinBox()
-            spin.setRange(1, 36500)
+            spin.setRange(FLOOR_DAYS[key], 36500)
             spin.setSuffix(" days")
             spin.setAccessibleName(f"{label} retention")
             self.spins[key] = spin
@@ -90,7 +97,15 @@ class RetentionDialog(QDialog):
         periods = {k: s.value() * DAY for k, s in self.spins.items()}
         auto = self.auto.isChecked()
         self.ctx.ops.write(lambda c: c.client.set_audit_retention(**periods, auto_prune=auto), parent=self,
-                           label="Saving retention…", success=self.show_retention)  # fmt: skip
+                           label="Saving retention…", success=self.saved)  # fmt: skip
+
+    def saved(self, result: Any) -> None:
+        """Lengthened: the new periods. Shortened: pending for the quorum, the periods unchanged."""
+        if isinstance(result, kms_client.PendingQuorumOp):
+            self.pending = tell_pending(self.ctx, self, result)
+            self.ctx.ops.read(lambda c: c.client.audit_retention(), parent=self, success=self.show_retention)
+            return
+        self.show_retention(result)
 
     def checkpoint(self) -> None:
         def done(points: list[Any]) -> None:

@@ -33,7 +33,7 @@ STATE_COLOURS = {
 }  # fmt: skip
 SEVERITY_COLOURS = {"info": "#4a8fd1", "warning": "#d9a21b", "error": "#c0392b"}
 BOUNDARY_COLOURS = {"encryption_period_end": "#d9a21b", "cryptoperiod_end": "#d9731b",
-                    "compromised": "#c0392b"}  # fmt: skip
+                    "compromised": "#c0392b", "released": "#7b5cc4"}  # fmt: skip
 LABEL_W, AXIS_H, LANE_H, LANE_GAP, EVENTS_H, LEGEND_H, MARGIN = 190, 34, 24, 6, 30, 22, 10
 TICK_STEPS = [timedelta(hours=h) for h in (1, 6)] + [timedelta(days=d) for d in (1, 7, 30, 91, 365, 730)]
 
@@ -82,6 +82,8 @@ class TimelineWidget(QWidget):
             spans = "; ".join(f"{words(s.state)} from {when(s.start)}" + (f" by {s.by}" if s.by else "")
                               for s in lane.spans)  # fmt: skip
             parts.append(f"{lane.label}: {spans}")
+        parts += [f"{b.label} {when(b.at)}" + (f" by {b.by}" if b.by else "")
+                  for b in self.history.boundaries if b.kind == "released"]  # fmt: skip
         return ". ".join(parts)
 
     def _height(self) -> int:

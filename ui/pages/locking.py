@@ -34,7 +34,7 @@ from app.pages import PageSpec, register
 from app.quorum_watch import QuorumWatch
 from ui.form_dialog import Field, FormDialog
 from ui.format import period
-from ui.key_split_dialog import KeySplitDialog
+from ui.key_split_dialog import KeySplitDialog, MemberEnrolmentDialog
 from ui.quorum_widgets import QuorumFormDialog, handle_result, open_operation, progress_text
 from ui.widgets import page_header
 
@@ -123,6 +123,7 @@ class LockingPage(QWidget):
         self.watch = QuorumWatch.of(ctx)
         self.data: dict[str, Any] = {}
         self._loaded = False
+        self.enrolment: MemberEnrolmentDialog | None = None  # the ceremony after a key split change
         can_change = bool(ctx.roles & SO)
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
@@ -301,6 +302,9 @@ class LockingPage(QWidget):
             text += (f"<br>A change to <b>{new[0]} of {new[1]}</b> is waiting for approval: "
                      f"<b>{progress_text(op)}</b> — <a href='{op.id}'>open it under Pending "
                      "approvals</a>")
+            if op.awaiting_enrolment:
+                text += ("<br>New members still to set their passphrases: "
+                         f"<b>{html.escape(', '.join(op.awaiting_enrolment))}</b>")
         self.split.setText(text)
         self.lifetime.setText(period(split.operation_lifetime))
 
@@ -372,21 +376,22 @@ class LockingPage(QWidget):
         if split is None:
             return None
 
-        def changed(new: Any) -> None:
-            self.watch.remember_key_split(new)
+        def changed(_op: Any) -> None:
+            self.watch.poll_now()
+            self.refresh()
             box = QMessageBox(QMessageBox.Information, "Key split changed",
-                              f"The key split is now {new.threshold} of {len(new.members)}: "
-                              f"{', '.join(new.members)} (generation {new.generation}). The "
-                              "previous members' shares no longer open anything.",
-                              QMessageBox.Ok, self)
+                              f"{_op.result or 'The key split changed'}. The previous members' "
+                              "shares no longer open anything.", QMessageBox.Ok, self)
             box.setObjectName("keySplitChanged")
             box.open()
 
-        def answered(result: Any) -> None:
-            handle_result(self.ctx, self, result, changed)
+        def submitted(change: Any) -> None:
             self.refresh()
+            self.enrolment = MemberEnrolmentDialog(self.ctx, change, changed, parent=self)
+            self.enrolment.finished.connect(lambda _r: self.refresh())
+            self.enrolment.open()
 
-        dialog = KeySplitDialog(self.ctx, split, answered, parent=self)
+        dialog = KeySplitDialog(self.ctx, split, submitted, parent=self)
         dialog.open()
         return dialog
 

@@ -11,15 +11,16 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Response
 from fastapi.responses import StreamingResponse
 
 from kma.api import audit_schemas, schemas
 from kma.api.deps import AuditRead, Kma, Paging, SignedIn, with_filters
+from kma.api.quorum_schemas import PENDING, PendingQuorumOp
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
 from kma.errors import Forbidden
-from kma.services import audit_export, audit_log, audit_retention
+from kma.services import audit_export, audit_log, audit_retention, quorum
 from kma.services.paging import Page, PageRequest
 
 router = APIRouter(prefix="/audit-events", tags=["audit"])
@@ -95,11 +96,21 @@ def get_retention(kma: Kma, actor: AuditRead) -> dict[str, Any]:
     return audit_retention.get_retention(kma)
 
 
-@router.patch("/retention", response_model=audit_schemas.Retention)
-def set_retention(body: audit_schemas.RetentionPatch, kma: Kma, actor: AuditAdmin) -> dict[str, Any]:
-    return audit_retention.set_retention(
-        kma, actor, auto_prune=body.auto_prune, long=body.long, medium=body.medium, short=body.short
-    )
+@router.patch("/retention", response_model=audit_schemas.Retention | PendingQuorumOp, responses=PENDING)
+def set_retention(
+    body: audit_schemas.RetentionPatch, kma: Kma, actor: AuditAdmin, response: Response
+) -> dict[str, Any] | PendingQuorumOp:
+    """Lengthening runs at once; shortening any period is quorum-protected (it lets pruning remove
+    history): with M key split credentials it runs, with fewer it answers 202 pending."""
+    periods = {"long": body.long, "medium": body.medium, "short": body.short}
+    if not audit_retention.shortens(kma, **periods):
+        return audit_retention.set_retention(kma, actor, auto_prune=body.auto_prune, **periods)
+    request = {**{k: v for k, v in periods.items() if v is not None}, "auto_prune": body.auto_prune}
+    done = quorum.submit(kma, actor, "shorten_audit_retention", request, body.key_split_credentials())
+    if not done.executed:
+        response.status_code = 202
+        return PendingQuorumOp.model_validate(done.op)
+    return audit_retention.get_retention(kma)
 
 
 @router.post("/prune", response_model=audit_schemas.PruneResult)

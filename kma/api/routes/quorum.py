@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from kma.api import schemas
-from kma.api.deps import Kma, Paging, QuorumApprove, QuorumDelete, QuorumRead, QuorumSubmit, with_filters
+from kma.api.deps import (
+    Kma,
+    Paging,
+    QuorumApprove,
+    QuorumDelete,
+    QuorumRead,
+    QuorumSubmit,
+    client_address,
+    with_filters,
+)
 from kma.api.quorum_schemas import (
     PENDING,
     AutonomousUnlock,
     AutonomousUnlockBody,
     CredentialBody,
+    EnrolmentBody,
     KeySplit,
     KeySplitChange,
+    KeySplitChangePending,
     LifetimeBody,
     PendingQuorumOp,
     UnlockBody,
 )
-from kma.services import kmas, locking, quorum
+from kma.services import kmas, locking, member_enrolment, quorum
 from kma.services.key_split import Credential
 from kma.services.paging import Page
 
@@ -68,19 +79,21 @@ def get_key_split(kma: Kma, actor: QuorumRead) -> dict[str, object]:
     return quorum.key_split_view(kma)
 
 
-@router.put("/cluster/key-split", response_model=KeySplit | PendingQuorumOp, responses=PENDING)
-def change_key_split(
-    body: KeySplitChange, kma: Kma, actor: QuorumSubmit, response: Response
-) -> KeySplit | PendingQuorumOp:
-    request = {
-        "threshold": body.threshold,
-        "members": [{"name": m.name, "passphrase": m.passphrase} for m in body.members],
-    }
+@router.put("/cluster/key-split", response_model=KeySplitChangePending, status_code=202)
+def change_key_split(body: KeySplitChange, kma: Kma, actor: QuorumSubmit) -> KeySplitChangePending:
+    """Always pending: it runs once each new member has set their passphrase (POST
+    /quorum-operations/{id}/enrol with their code) and M current members have approved."""
+    request = {"threshold": body.threshold, "members": [{"name": m.name} for m in body.members]}
     done = quorum.submit(kma, actor, "change_key_split", request, body.key_split_credentials())
-    if not done.executed:
-        response.status_code = 202
-        return PendingQuorumOp.model_validate(done.op)
-    return KeySplit.model_validate(quorum.key_split_view(kma))
+    return KeySplitChangePending.model_validate({**done.op, "enrolment_codes": done.handed_out})
+
+
+@router.post("/quorum-operations/{op_id}/enrol", response_model=PendingQuorumOp)
+def enrol_member(op_id: str, body: EnrolmentBody, kma: Kma, request: Request) -> dict[str, object]:
+    """A new key split member sets their own passphrase; their one-time code authenticates them."""
+    return member_enrolment.enrol(
+        kma, client_address(request), op_id, body.member, body.code, body.passphrase
+    )
 
 
 @router.put("/cluster/quorum-lifetime", response_model=KeySplit)

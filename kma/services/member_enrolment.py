@@ -1,0 +1,74 @@
+"""A new key split member sets their own passphrase for a pending key split change.
+
+The member proves who they are with the one-time enrolment code the change handed out for them
+(see `kma.services.key_split_change`); no session is needed, since a member need not be a user of
+the KMA. The code is checked (a SHA-256 comparison, cheap) before any passphrase work, and is
+spent by the same statement that stores the sealed share, so it enrols once. Wrong codes are
+audited; with 120 random bits they cannot be guessed.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.crypto import CryptoError, seal_share
+from kma.domain.actor import Actor
+from kma.domain.validation import check_passphrase
+from kma.errors import Conflict, KmaError, NotFound, ValidationFailed
+from kma.services import quorum
+from kma.services.key_split_change import code_hash, unwrap_share
+from kma.store import Stmt
+
+WRONG_CODE = "The enrolment code is wrong, already used, or not for this member of this key split change."
+
+
+def enrol(
+    kma: Appliance, address: str, op_id: str, member: str, code: str, passphrase: str
+) -> dict[str, Any]:
+    actor = Actor(member[:64], address)
+    quorum.sweep(kma)
+    row = kma.store.query_one(
+        "SELECT o.state, o.type, e.code_hash, e.share_wrapped FROM pending_quorum_ops o "
+        "LEFT JOIN key_split_enrolments e ON e.op_id = o.id AND e.member_name = ? WHERE o.id = ?",
+        (member, op_id),
+    )
+    try:
+        if row is None:
+            raise NotFound(f"There is no quorum operation '{op_id[:64]}'.")
+        if row["type"] != "change_key_split":
+            raise Conflict(f"Quorum operation {op_id} is not a key split change; nobody enrols for it.")
+        if row["state"] != "pending":
+            raise Conflict(f"Quorum operation {op_id} is {row['state']}; nobody can enrol for it any more.")
+        given = code_hash(code)
+        if row["code_hash"] is None or not hmac.compare_digest(row["code_hash"], given):
+            raise ValidationFailed(WRONG_CODE)
+        check_passphrase(passphrase, f"The passphrase of key split member '{member}'")
+        try:
+            share = unwrap_share(kma.vault.master(), op_id, member, row["share_wrapped"])
+        except (CryptoError, ValueError):
+            raise KmaError(f"The new share of key split member '{member}' cannot be opened.") from None
+    except KmaError as exc:
+        quorum.refuse(
+            kma, actor, "quorum.enrol", exc, op_id, f" enrolment of key split member '{member[:64]}'"
+        )
+    now = kma.clock.now()
+    kma.commit(
+        actor,
+        "quorum.enrol",
+        [
+            Stmt(
+                "UPDATE key_split_enrolments SET share_sealed = ?, share_wrapped = NULL, code_hash = NULL, "
+                "enrolled_at = ?, enrolled_from = ? WHERE op_id = ? AND member_name = ? AND code_hash = ? "
+                "AND EXISTS (SELECT 1 FROM pending_quorum_ops WHERE id = ? AND state = 'pending')",
+                (seal_share(share, member, passphrase), now, address, op_id, member, given, op_id),
+                expect=1,
+                refusal=f"member '{member}' has enrolled already, or operation {op_id} is no longer pending",
+            ),
+        ],
+        f"new key split member '{member}' set their own passphrase for quorum operation {op_id}",
+        ("quorum_operation", op_id),
+    )
+    quorum.run_if_ready(kma, actor, op_id)  # the last enrolment may complete it
+    return quorum.get_op(kma, op_id)

@@ -1,0 +1,101 @@
+"""KMIP Register (an agent supplying its own key material) over a real KMA: refused unless the key
+group's policy allows import; degenerate key bytes refused; and a key one drive registered never
+becomes another drive's write key for a tape unless the policy allows import."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kma.kmip import ttlv
+from kma.kmip.client import KmipClient, KmipFailure, key_template
+from kma.kmip.enums import CryptographicAlgorithm, KeyFormatType, ObjectType, Operation, ResultReason, Tag
+from tests.support.agents import demo_passphrase, enroll, events, key_row, kmip, last_event
+from tests.support.kma_process import RunningKma
+
+DAY = 86400
+
+
+def register(client: KmipClient, material: bytes, data_unit: str, group: str | None = None) -> str:
+    block = ttlv.struct_(
+        Tag.KEY_BLOCK,
+        ttlv.enum(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW),
+        ttlv.struct_(Tag.KEY_VALUE, ttlv.byte_string(Tag.KEY_MATERIAL, material)),
+        ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES),
+        ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, 8 * len(material)),
+    )
+    payload = (
+        ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY)
+        + key_template(data_unit, group)
+        + ttlv.struct_(Tag.SYMMETRIC_KEY, block)
+    )
+    return str(client.call(Operation.REGISTER, payload).get(Tag.UNIQUE_IDENTIFIER))
+
+
+def drives(kma: RunningKma, tmp: Path) -> tuple[KmipClient, KmipClient]:
+    for agent_id in ("t10k-dal-01", "t10k-dal-02"):
+        enroll(kma, agent_id, tmp / agent_id, demo_passphrase(kma, agent_id))
+    return kmip(tmp / "t10k-dal-01"), kmip(tmp / "t10k-dal-02")
+
+
+def importing_group(kma: RunningKma) -> None:
+    """A Compliance Officer's key group whose policy allows import, for both Dallas drives."""
+    co = kma.client("co")
+    co.create_key_policy("imports", encryption_period=30 * DAY, cryptoperiod=365 * DAY, allow_import=True)
+    co.create_key_group("imported", "imports")
+    co.set_key_group_agents("imported", ["t10k-dal-01", "t10k-dal-02"])
+
+
+def test_register_is_refused_where_the_policy_does_not_allow_import(
+    fresh_kma: RunningKma, tmp_path: Path
+) -> None:
+    dal01, _ = drives(fresh_kma, tmp_path)
+    with dal01:
+        before = last_event(fresh_kma)
+        with pytest.raises(KmipFailure) as refused:
+            register(dal01, os.urandom(32), "E40001")  # default group backup-dallas: tape-90d
+        assert refused.value.reason == ResultReason.PERMISSION_DENIED
+        assert "does not allow import" in refused.value.message
+        (event,) = events(fresh_kma, before, "kmip.register")
+        assert event["condition"] == "error" and "does not allow import" in event["message"]
+        assert dal01.locate(data_unit="E40001") == []
+
+
+@pytest.mark.parametrize(
+    "material",
+    [bytes(32), b"\xff" * 32, b"AB" * 16, b"0123" * 8, os.urandom(16) * 2, os.urandom(5) * 7],
+    ids=["zeros", "ones", "2-byte pattern", "4-byte pattern", "16 bytes twice", "5 bytes repeated"],
+)
+def test_degenerate_key_bytes_are_refused(fresh_kma: RunningKma, tmp_path: Path, material: bytes) -> None:
+    importing_group(fresh_kma)
+    dal01, _ = drives(fresh_kma, tmp_path)
+    with dal01:
+        with pytest.raises(KmipFailure) as refused:
+            register(dal01, material[:32], "E40002", "imported")
+        assert refused.value.reason == ResultReason.INVALID_FIELD
+        assert "short pattern repeated" in refused.value.message
+        good = os.urandom(32)
+        uid = register(dal01, good, "E40002", "imported")
+        assert dal01.get(uid) == good
+        assert key_row(fresh_kma, uid)["material_wrapped"] != good  # stored wrapped under the master key
+
+
+def test_a_registered_key_becomes_another_drives_write_key_only_while_the_policy_allows_import(
+    fresh_kma: RunningKma, tmp_path: Path
+) -> None:
+    importing_group(fresh_kma)
+    dal01, dal02 = drives(fresh_kma, tmp_path)
+    with dal01, dal02:
+        planted = register(dal01, os.urandom(32), "E40003", "imported")
+        dal01.activate(planted)
+        assert dal01.write_key("E40003", "imported") == (planted, False)  # its own key: its choice
+        assert dal02.write_key("E40003", "imported") == (planted, False)  # the policy allows import
+
+        fresh_kma.client("co").update_key_policy("imports", allow_import=False)
+        assert dal01.write_key("E40003", "imported") == (planted, False)
+        issued, new = dal02.write_key("E40003", "imported")
+        assert new and issued != planted  # another drive writes under a key the cluster made
+        assert key_row(fresh_kma, issued)["registered_by"] is None
+        assert key_row(fresh_kma, planted)["registered_by"] == "t10k-dal-01"
