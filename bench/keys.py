@@ -1,6 +1,7 @@
 """Key service throughput: the KMA's KMIP listener beside PyKMIP's server, same machine, same work.
 
-    python bench/keys.py [--duration 5] [--levels 1,16,64] [--no-pykmip]
+    python bench/keys.py [--rounds 15] [--duration 1] [--levels 1,16,64] [--workloads create,get]
+                         [--no-pykmip | --baseline REV]
 
 Three workloads, each at 1, 16 and 64 concurrent agents (one TLS connection each, one request
 at a time, as a drive does it):
@@ -13,18 +14,36 @@ at a time, as a drive does it):
 - get: Get of an existing active key (the KMA also commits an audit event per Get before
   answering: keys leaving the KMA are audited).
 
+Both servers are started once and kept warm; for each workload and agent count they are measured
+in interleaved rounds (bench/rounds.py: A B, B A, ...; `--rounds` of `--duration` seconds each),
+so that a machine whose speed drifts slows both alike. Each server's figures are the medians of
+its rounds, with their range and the confidence interval of the median; the KMA/PyKMIP ratio is
+the median of the per-round ratios. A median known only within more than 40% is listed under
+"UNRELIABLE" and in the JSON's `unreliable` (exit status 2). A default run takes about 10 minutes.
+
+`--baseline REV` measures a before/after pair instead: REV is checked out into a temporary git
+worktree and its KMA ("baseline") is run interleaved against this tree's ("kma"); the ratios are
+then this tree's over REV's, printed as "x% faster (median within a% slower..b% faster,
+spread y%)".
+
 Both servers get byte-identical requests (KMIP 1.2) from the same client code, which runs in
 two processes of threads so that the client is not what is measured. Each KMA agent is a real
 enrolled agent (64 of them); PyKMIP's clients carry one certificate of a CA made for it. A failed
-request counts as an error, not as throughput. Prints a table, the KMA/PyKMIP ratios, the
-issue's targets, and, last, one JSON object.
+request counts as an error, not as throughput. Prints a line per cell, the issue's targets, and,
+last, one JSON object: per server, workload and agent count the medians (`ops_per_s`, `p50_ms`,
+`p99_ms`, `server_cpu_us_per_op`), `errors` over all rounds, `ops_per_s_rounds` and `spread`
+(each figure's Spread); `ratios` (medians) and `ratio_spreads`; `cpu_ratios`, the second
+server's CPU per operation over the first's (a Spread: it moves little with the machine's load);
+the load average before the run and its highest during it.
 """
 
 from __future__ import annotations
 
 import argparse
 import configparser
+import functools
 import json
+import math
 import multiprocessing as mp
 import os
 import random
@@ -32,20 +51,22 @@ import shutil
 import signal
 import socket
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from kma.agent.enroll import (
-    enroll,  # noqa: E402
-    make_csr,  # noqa: E402
-)
+from bench.rounds import Spread, interleave, ratio_of, summarise, too_wide  # noqa: E402
+from kma.agent.enroll import enroll, make_csr  # noqa: E402
 from kma.crypto import create_cluster_ca, issue_server_certificate, sign_agent_csr  # noqa: E402
 from kma.kmip import ttlv  # noqa: E402
 from kma.kmip.client import key_template, parse_response, request_message  # noqa: E402
@@ -56,6 +77,13 @@ VERSION = (1, 2)
 MAX_AGENTS = 64
 POOL = 1000  # the KMA's default key pool size
 WORKLOADS = ("create", "create_activate", "get")
+ROUNDS = 15  # per server and cell: many short rounds withstand a drifting machine best
+DURATION_S = 1.0  # measured per round, after WARM_S of load that is not counted
+WARM_S = 0.3
+# A slow cell (PyKMIP at 64 agents takes seconds per request) gets longer rounds, as long as
+# its requests take, within these bounds: each agent must begin a request inside the window.
+WARM_MAX_S, WINDOW_MAX_S = 2.0, 3.0
+SETTLE_MAX_S = 3.0
 TARGETS = {"create_per_s_16": 1000, "get_per_s_16": 3000, "p99_ms_16": 10.0, "ratio_vs_pykmip": 10.0}
 
 
@@ -125,56 +153,75 @@ def ok(response: bytes) -> bool:
     return True
 
 
-def _worker(
-    address: str,
-    files: list[tuple[str, str, str]],
-    op: str,
-    uids: list[str],
-    start: float,
-    end: float,
-    tag: str,
-    out: Any,
-) -> None:
-    """One process: a thread per connection; reports (ops, errors, latencies) in the window."""
-    conns = [Conn(address, f) for f in files]
-    results: list[tuple[int, int, list[float]]] = []
+def _worker(pipe: Any, address: str) -> None:
+    """One client process, kept for the whole run, driven over `pipe`:
+    ("cell", files, op, uids): open one connection per file (kept for the cell's rounds), "ready";
+    ("round", tag): start a thread per connection, "ready"; then (start, end): run the threads,
+    answer [(ops, errors, latencies in the window, every latency)] per connection; None: exit."""
+    conns: list[Conn] = []
+    op, gets = "", []
+    while (job := pipe.recv()) is not None:
+        if job[0] == "cell":
+            for conn in conns:
+                conn.sock.close()
+            _, files, op, uids = job
+            conns = [Conn(address, f) for f in files]
+            gets = [get_request(uid) for uid in uids]
+            pipe.send("ready")
+            continue
+        window = Window(op, gets, job[1])
+        threads = [threading.Thread(target=window.drive, args=(i, c)) for i, c in enumerate(conns)]
+        for t in threads:
+            t.start()
+        pipe.send("ready")
+        window.start, window.end = pipe.recv()
+        window.go.set()
+        for t in threads:
+            t.join()
+        pipe.send(window.results)
 
-    def run(i: int, conn: Conn) -> None:
-        rng = random.Random(f"{tag}-{i}")
-        gets = [get_request(uid) for uid in uids]
 
-        def step(n: int) -> bool:
-            """One unit of work: a new tape key (Create, + Activate), or a Get."""
-            if op == "get":
-                return ok(conn.exchange(rng.choice(gets)))
-            created = conn.exchange(create_request(f"{tag}{i:02d}{n:06d}"))
-            if op == "create" or not ok(created):
-                return ok(created)
-            return ok(conn.exchange(activate_request(uid_of(created))))
+class Window:
+    """One round in one client process. Its agents start together at `go`, WARM_S before `start`
+    (the queue filling up is not measured); every request begun in [start, end) is measured to
+    its end, however long it takes. See LoadGenerator.round for why."""
 
-        done = errors = 0
-        lat: list[float] = []
-        n = 0
-        while time.time() < start:
-            time.sleep(0.001)
-        while time.time() < end:
+    def __init__(self, op: str, gets: list[bytes], tag: str) -> None:
+        self.op, self.gets, self.tag = op, gets, tag
+        self.go = threading.Event()
+        self.start = self.end = 0.0  # wall clock, the same for every process
+        self.results: list[tuple[int, int, list[float], list[float]]] = []
+
+    def step(self, conn: Conn, rng: random.Random, name: str) -> bool:
+        """One unit of work: a new tape key (Create, + Activate), or a Get."""
+        if self.op == "get":
+            return ok(conn.exchange(rng.choice(self.gets)))
+        created = conn.exchange(create_request(name))
+        if self.op == "create" or not ok(created):
+            return ok(created)
+        return ok(conn.exchange(activate_request(uid_of(created))))
+
+    def drive(self, i: int, conn: Conn) -> None:
+        """One agent: one request at a time on its connection, as a drive does it."""
+        rng = random.Random(f"{self.tag}-{i}")
+        done = errors = n = 0
+        lat: list[float] = []  # the requests begun in the window
+        seen: list[float] = []  # every request of the round: how long this cell's requests take
+        self.go.wait()
+        while (now := time.time()) < self.end:
             n += 1
             began = time.perf_counter()
             try:
-                good = step(n)
+                good = self.step(conn, rng, f"{self.tag}{i:02d}{n:06d}")
             except (OSError, ValueError):
                 good = False
-            lat.append(time.perf_counter() - began)
-            done += good
-            errors += not good
-        results.append((done, errors, lat))
-
-    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(conns)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    out.put([(d, e, lat) for d, e, lat in results])
+            took = time.perf_counter() - began
+            errors += not good  # a failure counts wherever it falls
+            seen.append(took)
+            if now >= self.start:
+                lat.append(took)
+                done += good
+        self.results.append((done, errors, lat, seen))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -183,58 +230,99 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(
-    address: str,
-    files: list[tuple[str, str, str]],
-    op: str,
-    uids: list[str],
-    level: int,
-    duration: float,
-    tag: str,
-    server_pid: int,
-) -> dict[str, float]:
-    processes = 1 if level == 1 else 2
-    queue: Any = mp.get_context("spawn").Queue()
-    start = time.time() + 2.0 + level * 0.03  # time to connect (TLS handshakes) before the window
-    end = start + duration
-    procs = []
-    for p in range(processes):
-        share = files[p:level:processes]
-        proc = mp.get_context("spawn").Process(
-            target=_worker, args=(address, share, op, uids, start, end, f"{tag}{p}", queue)
-        )
-        proc.start()
-        procs.append(proc)
-    while time.time() < start:
-        time.sleep(0.001)
-    cpu_before = cpu_seconds(server_pid)
-    time.sleep(max(0.0, end - time.time()))
-    cpu = cpu_seconds(server_pid) - cpu_before
-    gathered = [queue.get(timeout=duration + 120) for _ in procs]
-    for proc in procs:
-        proc.join()
-    done = sum(d for part in gathered for d, _, _ in part)
-    errors = sum(e for part in gathered for _, e, _ in part)
-    lat = sorted(x for part in gathered for _, _, ls in part for x in ls)
+class LoadGenerator:
+    """The agents' side for one server: client processes started once and kept warm for the
+    whole run (two, so that the client is not what is measured; threads within each). Each cell
+    (workload and agent count) opens its connections once (TLS handshakes outside any round)."""
 
-    def pct(q: float) -> float:
-        return round(lat[min(len(lat) - 1, int(len(lat) * q))] * 1000, 2) if lat else float("nan")
+    PROCESSES = 2
 
-    return {
-        "ops_per_s": round(done / duration, 1),
-        "p50_ms": pct(0.5),
-        "p99_ms": pct(0.99),
-        "errors": errors,
-        # the server's CPU (every thread, user + system) per unit of work, in the window
-        "server_cpu_us_per_op": round(cpu / done * 1e6, 1) if done else float("nan"),
-    }
+    def __init__(self, address: str, files: list[tuple[str, str, str]], server_pid: int) -> None:
+        self.files, self.server_pid = files, server_pid
+        ctx = mp.get_context("spawn")
+        self.pipes = []
+        self.procs = []
+        for _ in range(self.PROCESSES):
+            ours, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(theirs, address), daemon=True)
+            proc.start()
+            self.pipes.append(ours)
+            self.procs.append(proc)
+        self.busy: list[Any] = []
+        self.latency = 0.0  # the cell's median request time so far, in seconds
+
+    def cell(self, op: str, uids: list[str], level: int) -> None:
+        """Connect `level` agents for the rounds of workload `op` that follow."""
+        shares = [self.files[p : level : self.PROCESSES] for p in range(self.PROCESSES)]
+        for pipe, share in zip(self.pipes, shares, strict=True):
+            pipe.send(("cell", share, op, uids))
+        self._all_ready(self.pipes)
+        self.busy = [pipe for pipe, share in zip(self.pipes, shares, strict=True) if share]
+        self.latency = 0.0
+
+    def round(self, duration: float, tag: str) -> dict[str, float]:
+        """One round: WARM_S of load, then a measured window of `duration` seconds (both longer
+        when the cell's requests take longer: see WARM_MAX_S).
+
+        Throughput is the agents' count over the mean time of the requests begun in the window
+        (Little's law: each agent has exactly one request in flight, with no pause between),
+        not the requests that happen to end inside it: a server that answers its agents in
+        waves (PyKMIP's threads under the GIL finish 16 requests together, a second apart)
+        would otherwise read 16 or 32 per window by chance."""
+        for p, pipe in enumerate(self.busy):
+            pipe.send(("round", f"{tag}{p}"))
+        self._all_ready(self.busy)
+        warm = min(max(WARM_S, self.latency), WARM_MAX_S)
+        duration = min(max(duration, 2 * self.latency), max(duration, WINDOW_MAX_S))
+        start = time.time() + warm
+        end = start + duration
+        for pipe in self.busy:
+            pipe.send((start, end))  # its agents start now, and count from `start`
+        time.sleep(max(0.0, start - time.time()))
+        cpu_before = cpu_seconds(self.server_pid)
+        time.sleep(max(0.0, end - time.time()))
+        cpu = cpu_seconds(self.server_pid) - cpu_before
+        gathered = [pipe.recv() for pipe in self.busy]
+        done = sum(d for part in gathered for d, _, _, _ in part)
+        errors = sum(e for part in gathered for _, e, _, _ in part)
+        lat = sorted(x for part in gathered for _, _, ls, _ in part for x in ls)
+        level = sum(len(part) for part in gathered)
+        per_s = level * done / sum(lat) if lat else math.nan  # no request begun: no figure
+        self.latency = statistics.median(x for part in gathered for *_, seen in part for x in seen)
+
+        def pct(q: float) -> float:
+            return round(lat[min(len(lat) - 1, int(len(lat) * q))] * 1000, 2) if lat else math.nan
+
+        return {
+            "ops_per_s": round(per_s, 1) if lat else math.nan,
+            "p50_ms": pct(0.5),
+            "p99_ms": pct(0.99),
+            "errors": errors,
+            # the server's CPU (every thread, user + system) per unit of work, in the window
+            "server_cpu_us_per_op": round(cpu / (per_s * duration) * 1e6, 1) if done else math.nan,
+        }
+
+    @staticmethod
+    def _all_ready(pipes: list[Any]) -> None:
+        for pipe in pipes:
+            if not pipe.poll(120) or pipe.recv() != "ready":
+                raise RuntimeError("a client process did not connect")
+
+    def close(self) -> None:
+        for pipe in self.pipes:
+            pipe.send(None)
+        for proc in self.procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
 
 
 # --- the two servers ------------------------------------------------------------------------
-def start_kma(tmp: Path) -> tuple[RunningKma, str]:
+def start_kma(tmp: Path, source: Path | None = None) -> tuple[RunningKma, str]:
     """A demo KMA with the product's default key pool (1,000), filled before the run; under
-    sustained load the pool refills while keys are issued, and that cost is measured too."""
-    kma = RunningKma.demo_in(tmp / "kma-demo", test_clock=False)
+    sustained load the pool refills while keys are issued, and that cost is measured too.
+    `source`: a checkout of another commit whose KMA to run (the before/after mode)."""
+    kma = RunningKma.demo_in(tmp / "kma-demo", test_clock=False, source=source)
     so = kma.client("so")
     so.update_kma("kma-dal-1", key_pool_size=POOL)
     deadline = time.time() + 60
@@ -326,111 +414,256 @@ def make_keys(address: str, files: tuple[str, str, str], count: int, tag: str) -
     return uids
 
 
+@dataclass
+class Server:
+    """One contender, started once and kept warm for the whole run."""
+
+    name: str
+    pid: int
+    address: str
+    files: list[tuple[str, str, str]]  # one (ca, cert, key) per agent
+    stop: Callable[[], None]
+    uids: list[str] = field(default_factory=list)  # active keys for the Get workload
+    load: LoadGenerator | None = None
+    rounds_run: int = 0
+
+    def warm(self) -> None:
+        self.uids = make_keys(self.address, self.files[0], 200, f"W{self.name[0].upper()}")
+        self.load = LoadGenerator(self.address, self.files, self.pid)
+
+    def cell(self, op: str, level: int) -> None:
+        assert self.load is not None
+        self.load.cell(op, self.uids, level)
+
+    def round(self, duration: float) -> dict[str, float]:
+        assert self.load is not None
+        self.rounds_run += 1  # every round's new keys get names of their own
+        return self.load.round(duration, f"{self.name[0].upper()}{self.rounds_run}-")
+
+    def close(self) -> None:
+        if self.load is not None:
+            self.load.close()
+        self.stop()
+
+
+def kma_server(tmp: Path, agents: int, name: str = "kma", source: Path | None = None) -> Server:
+    kma, service = start_kma(tmp / name, source)
+    try:
+        files = enroll_agents(kma, service, tmp / name, agents)
+    except BaseException:
+        kma.stop()
+        raise
+    assert kma.process is not None
+    return Server(name, kma.process.pid, service, files, kma.stop)
+
+
+def pykmip_server(tmp: Path, agents: int) -> Server:
+    proc, address, files = start_pykmip(tmp, agents)
+
+    def stop() -> None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+    return Server("pykmip", proc.pid, address, files, stop)
+
+
+def settle(servers: list[Server]) -> Callable[[], None]:
+    """Before each round: wait (at most SETTLE_MAX_S) until no server is still busy from the last
+    round (a KMA refilling its key pool, say), so that work does not land in the next round."""
+
+    def wait() -> None:
+        deadline = time.monotonic() + SETTLE_MAX_S
+        while time.monotonic() < deadline:
+            before = [cpu_seconds(s.pid) for s in servers]
+            time.sleep(0.1)
+            if all(cpu_seconds(s.pid) - b < 0.1 * 0.1 for s, b in zip(servers, before, strict=True)):
+                return
+
+    return wait
+
+
+def git_worktree(rev: str, into: Path) -> Path:
+    """A checkout of `rev` (of the repository this bench is in) at `into`, for the baseline KMA."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                            capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(into), commit],
+                   capture_output=True, check=True)  # fmt: skip
+    return into
+
+
+def remove_worktree(path: Path) -> None:
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)],
+                   capture_output=True, check=False)  # fmt: skip
+
+
 # --- the run --------------------------------------------------------------------------------
-def run_server(
-    name: str,
-    server_pid: int,
-    address: str,
-    files: list[tuple[str, str, str]],
-    levels: list[int],
-    duration: float,
-    workloads: list[str],
-) -> dict[str, dict[str, dict[str, float]]]:
-    uids = make_keys(address, files[0], 200, f"W{name[0].upper()}")
-    out: dict[str, dict[str, dict[str, float]]] = {op: {} for op in workloads}
+def run(
+    servers: list[Server], levels: list[int], workloads: list[str], rounds: int, duration: float
+) -> dict[str, Any]:
+    """Every (workload, agent count) cell: `rounds` interleaved rounds of every server; the
+    per-round figures, summarised (medians, spreads), and the first server's ratios to the
+    second's (the median of the per-round ratios)."""
+    result: dict[str, Any] = {s.name: {op: {} for op in workloads} for s in servers}
+    ratios: dict[str, float | None] = {}
+    ratio_spreads: dict[str, dict[str, float]] = {}
+    cpu_ratios: dict[str, dict[str, float]] = {}
+    unreliable: list[str] = []
+    loads = [os.getloadavg()[0]]
     for level in levels:
         for op in workloads:
-            tag = f"{name[0].upper()}{op[0]}{level}-"
-            figures = measure(address, files, op, uids, level, duration, tag, server_pid)
-            out[op][str(level)] = figures
-            print(
-                f"{name:7} {op:6} {level:3} agents: {figures['ops_per_s']:8.1f}/s  "
-                f"p50 {figures['p50_ms']:6.2f} ms  p99 {figures['p99_ms']:7.2f} ms  "
-                f"server CPU {figures['server_cpu_us_per_op']:6.0f} us/op  errors {figures['errors']}",
-                flush=True,
+            for s in servers:
+                s.cell(op, level)
+                s.round(duration)  # not measured: warms the cell up and learns its request time
+            per_round = interleave(
+                {s.name: functools.partial(s.round, duration) for s in servers},
+                rounds,
+                settle=settle(servers),
             )
-    return out
+            loads.append(os.getloadavg()[0])
+            for s in servers:
+                figures = per_round[s.name]
+                summary = summarise([{k: v for k, v in f.items() if k != "errors"} for f in figures])
+                summary["errors"] = sum(f["errors"] for f in figures)  # every round's, not a median
+                summary["ops_per_s_rounds"] = [
+                    None if math.isnan(x) else x for x in (f["ops_per_s"] for f in figures)
+                ]
+                result[s.name][op][str(level)] = summary
+                print(f"{s.name:8} {op:15} {level:3} agents: {cell_line(summary)}", flush=True)
+                throughput = Spread.of([f["ops_per_s"] for f in figures])
+                if warning := too_wide(f"{s.name} {op} {level} agents, throughput", throughput):
+                    unreliable.append(warning)
+            if len(servers) == 2:
+                a, b = (per_round[s.name] for s in servers)
+                ratio = ratio_of(a, b, "ops_per_s")
+                key = f"{op}_{level}"
+                ratios[key] = None if math.isnan(ratio.median) else ratio.median
+                ratio_spreads[key] = ratio.as_dict()
+                if warning := too_wide(f"{servers[0].name} / {servers[1].name} {op} {level} agents", ratio):
+                    unreliable.append(warning)
+                # the CPU each spends per operation hardly depends on how busy the machine is
+                cpu = ratio_of(b, a, "server_cpu_us_per_op")
+                cpu_ratios[key] = cpu.as_dict()
+                print(f"{'':8} {op:15} {level:3} agents: throughput {servers[0].name} / {servers[1].name} "
+                      f"{ratio}x; CPU per operation {servers[1].name} / {servers[0].name} {cpu}x",
+                      flush=True)  # fmt: skip
+    result["ratios"] = ratios
+    result["ratio_spreads"] = ratio_spreads
+    result["cpu_ratios"] = cpu_ratios
+    result["unreliable"] = unreliable
+    result["load_average_max"] = round(max(loads), 2)
+    return result
+
+
+def cell_line(f: dict[str, Any]) -> str:
+    """A cell's medians; throughput with its rounds' range and its median's confidence interval."""
+    s = f["spread"]["ops_per_s"]
+    return (
+        f"{f['ops_per_s']:7.1f}/s (rounds {s['min']:g}..{s['max']:g}, median within {s['ci_pct']:g}%)"
+        f"  p50 {f['p50_ms']:g} ms  p99 {f['p99_ms']:g} ms"
+        f"  server CPU {f['server_cpu_us_per_op']:g} us/op  errors {f['errors']}"
+    )
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved rounds per server and cell")
+    parser.add_argument("--duration", type=float, default=DURATION_S, help="seconds per round")
+    parser.add_argument("--levels", default="1,16,64", help="agent counts, e.g. 16")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="a subset, e.g. get,create")
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument("--no-pykmip", action="store_true", help="measure the KMA only")
+    who.add_argument("--baseline", metavar="REV", help="compare with the KMA of commit REV instead of PyKMIP")
+    args = parser.parse_args()
+    args.levels = [int(x) for x in args.levels.split(",")]
+    args.workloads = [w for w in args.workloads.split(",") if w]
+    if not args.workloads or set(args.workloads) - set(WORKLOADS):
+        parser.error(f"workloads are a subset of {','.join(WORKLOADS)}")
+    if max(args.levels) > MAX_AGENTS:
+        parser.error(f"at most {MAX_AGENTS} agents")
+    if args.rounds < 3:
+        parser.error("at least 3 rounds: a median of fewer says nothing about the spread")
+    return args
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--duration", type=float, default=5.0, help="seconds per measurement")
-    parser.add_argument("--levels", default="1,16,64")
-    parser.add_argument("--no-pykmip", action="store_true", help="measure the KMA only")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="a subset, e.g. get,create")
-    args = parser.parse_args()
-    levels = [int(x) for x in args.levels.split(",")]
-    workloads = [w for w in args.workloads.split(",") if w]
-    if not workloads or set(workloads) - set(WORKLOADS):
-        parser.error(f"workloads are a subset of {','.join(WORKLOADS)}")
-    agents = max(levels)
-    if agents > MAX_AGENTS:
-        parser.error(f"at most {MAX_AGENTS} agents")
+    args = parse_args()
     busy = os.getloadavg()[0]  # before this run starts anything
     if busy > 0.5:
         print(f"note: load average {busy:.2f} before the run: other work shares these CPUs", flush=True)
+    result: dict[str, Any] = {
+        "load_average_before": round(busy, 2),
+        "machine": {"cpus": os.cpu_count()},
+        "rounds": args.rounds,
+        "duration_s": args.duration,
+        "kmip_version": "1.2",
+    }
+    servers: list[Server] = []
+    baseline_tree: Path | None = None
     with tempfile.TemporaryDirectory(prefix="bench-keys-") as tmp_name:
         tmp = Path(tmp_name)
-        kma, service = start_kma(tmp)
-        pykmip: subprocess.Popen[bytes] | None = None
+        agents = max(args.levels)
         try:
-            files = enroll_agents(kma, service, tmp, agents)
-            assert kma.process is not None
-            kma_pid = kma.process.pid
-            busy = os.getloadavg()[0]
-            if busy > 0.5:
-                print(
-                    f"note: load average {busy:.2f} before the run: other work shares these CPUs", flush=True
-                )
-            result: dict[str, Any] = {
-                "load_average_before": round(busy, 2),
-                "machine": {"cpus": os.cpu_count()},
-                "duration_s": args.duration,
-                "kmip_version": "1.2",
-                "kma": run_server("kma", kma_pid, service, files, levels, args.duration, workloads),
-            }
-            if not args.no_pykmip:
-                pykmip, paddress, pfiles = start_pykmip(tmp, agents)
-                result["pykmip"] = run_server(
-                    "pykmip", pykmip.pid, paddress, pfiles, levels, args.duration, workloads
-                )
+            servers.append(kma_server(tmp, agents))
+            if args.baseline:
+                baseline_tree = git_worktree(args.baseline, tmp / "baseline-tree")
+                result["commit"] = head_of(ROOT)
+                result["baseline"] = {"rev": args.baseline, "commit": head_of(baseline_tree)}
+                servers.append(kma_server(tmp, agents, "baseline", baseline_tree))
+            elif not args.no_pykmip:
+                servers.append(pykmip_server(tmp, agents))
+            for server in servers:
+                server.warm()
+            started = time.monotonic()
+            result |= run(servers, args.levels, args.workloads, args.rounds, args.duration)
+            result["run_s"] = round(time.monotonic() - started)
         finally:
-            if pykmip is not None:
-                pykmip.send_signal(signal.SIGINT)
-                try:
-                    pykmip.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    pykmip.kill()
-            kma.stop()
-    summarise(result)
+            for server in servers:
+                server.close()
+            if baseline_tree is not None:
+                remove_worktree(baseline_tree)
+    summarise_targets(result)
+    if args.baseline:
+        for key, ratio in result["ratio_spreads"].items():
+            print(f"{key}: {change(ratio['median'])} than {args.baseline} (ratio {ratio['median']:g}; "
+                  f"median within {change(ratio['ci_low'])}..{change(ratio['ci_high'])}, "
+                  f"spread {ratio['ci_pct']:g}%)")  # fmt: skip
+    for warning in result["unreliable"]:
+        print(f"UNRELIABLE: {warning}", flush=True)
     print(json.dumps(result))
-    failed = any(f["errors"] for server in ("kma", "pykmip") for op in result.get(server, {}).values()
-                 for f in op.values())  # fmt: skip
-    return 1 if failed else 0
+    failed = any(f["errors"] for s in servers for op in result[s.name].values() for f in op.values())
+    return 1 if failed else 2 if result["unreliable"] else 0
 
 
-def summarise(result: dict[str, Any]) -> None:
-    kma = result["kma"]
-    ratios: dict[str, float | None] = {}
-    if "pykmip" in result:
-        for op in kma:
-            for level, figures in kma[op].items():
-                theirs = result["pykmip"][op][level]["ops_per_s"]
-                ratios[f"{op}_{level}"] = round(figures["ops_per_s"] / theirs, 1) if theirs else None
-        print("KMA / PyKMIP throughput: " + ", ".join(f"{k} {v}x" for k, v in ratios.items()))
-    result["ratios"] = ratios
+def change(ratio: float) -> str:
+    """A before/after ratio as a note says it: "4.0% faster", "2.5% slower"."""
+    pct = (ratio - 1) * 100
+    return f"{abs(pct):.1f}% {'faster' if pct >= 0 else 'slower'}"
+
+
+def head_of(tree: Path) -> str:
+    return subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+
+
+def summarise_targets(result: dict[str, Any]) -> None:
+    """The issue's targets at 16 agents, from the medians."""
+    kma, ratios = result["kma"], result["ratios"]
     c16, g16 = kma.get("create", {}).get("16"), kma.get("get", {}).get("16")
-    if c16 and g16:
-        met = {
-            "create_per_s_16": c16["ops_per_s"] >= TARGETS["create_per_s_16"],
-            "get_per_s_16": g16["ops_per_s"] >= TARGETS["get_per_s_16"],
-            "p99_ms_16": max(c16["p99_ms"], g16["p99_ms"]) <= TARGETS["p99_ms_16"],
-        }
-        if ratios:
-            at_16 = [ratios.get(f"{op}_16") for op in kma]
-            met["ratio_vs_pykmip"] = all(r is not None and r >= TARGETS["ratio_vs_pykmip"] for r in at_16)
-        result["targets"] = {"wanted": TARGETS, "met": met}
-        print("targets at 16 agents: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in met.items()))
+    if not (c16 and g16):
+        return
+    met = {
+        "create_per_s_16": c16["ops_per_s"] >= TARGETS["create_per_s_16"],
+        "get_per_s_16": g16["ops_per_s"] >= TARGETS["get_per_s_16"],
+        "p99_ms_16": max(c16["p99_ms"], g16["p99_ms"]) <= TARGETS["p99_ms_16"],
+    }
+    if "pykmip" in result:
+        at_16 = [ratios.get(f"{op}_16") for op in kma]
+        met["ratio_vs_pykmip"] = all(r is not None and r >= TARGETS["ratio_vs_pykmip"] for r in at_16)
+    result["targets"] = {"wanted": TARGETS, "met": met}
+    print("targets at 16 agents: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in met.items()))
 
 
 if __name__ == "__main__":

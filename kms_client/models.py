@@ -55,11 +55,13 @@ def _strs(value: Any) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
-    """One page of a list: `next_cursor` is None on the last page; `total` counts every match."""
+    """One page of a list: `next_cursor` is None on the last page; `total` counts the matches,
+    or, when `total_exact` is false, is what the KMA counted before it stopped: more match."""
 
     items: list[T]
     next_cursor: str | None
     total: int
+    total_exact: bool = True
 
     @classmethod
     def from_json(cls, d: JsonObject, item: Callable[[JsonObject], T]) -> Page[T]:
@@ -67,6 +69,7 @@ class Page(Generic[T]):
             items=[item(i) for i in d["items"]],
             next_cursor=d.get("next_cursor"),
             total=int(d["total"]),
+            total_exact=bool(d.get("total_exact", True)),
         )
 
 

@@ -379,8 +379,12 @@ class ListPage(QWidget):
             text = f"No {noun} match." if (self.model.q or self.model.filters) else f"No {noun} yet."
         else:
             singular = self.spec.noun or noun
-            text = (counted(total, singular, noun) if shown >= total
-                    else f"Showing {shown:,} of {counted(total, singular, noun)}")
+            if not self.model.total_exact:  # the KMA stops counting at large numbers
+                text = f"Showing {shown:,} of more than {total:,} {noun}"
+            elif shown >= total:
+                text = counted(total, singular, noun)
+            else:
+                text = f"Showing {shown:,} of {counted(total, singular, noun)}"
             if self.model.loading:
                 text += " — loading more…"
         self.status.setText(text)

@@ -92,6 +92,7 @@ class PagedTableModel(QAbstractTableModel):
         self._loading = False
         self._generation = 0
         self._total = 0
+        self._total_exact = True
         self.sort_field: str | None = None
         self.sort_order = Qt.AscendingOrder
         self.q = ""
@@ -170,6 +171,11 @@ class PagedTableModel(QAbstractTableModel):
     @property
     def total(self) -> int:
         return self._total
+
+    @property
+    def total_exact(self) -> bool:
+        """False when the KMA stopped counting at `total`: more rows match (a large store)."""
+        return self._total_exact
 
     @property
     def loading(self) -> bool:
@@ -288,8 +294,7 @@ class PagedTableModel(QAbstractTableModel):
             self.endInsertRows()
         self._cursor = page.next_cursor
         self._more = page.next_cursor is not None
-        if page.total != self._total:
-            self._total = page.total
+        self._total, self._total_exact = page.total, getattr(page, "total_exact", True)
         self.total_changed.emit(self._total)
         self._set_loading(False)
         self.page_loaded.emit(len(items))

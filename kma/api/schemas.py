@@ -36,7 +36,8 @@ class Response(BaseModel):
 class Page(Response, Generic[T]):
     items: list[T]
     next_cursor: str | None
-    total: int
+    total: int  # the matches, counted up to a limit: then `total_exact` is false ("more than total")
+    total_exact: bool = True
 
 
 class ErrorBody(BaseModel):

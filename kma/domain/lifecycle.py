@@ -2,8 +2,9 @@
 
 Generated -> Ready -> Protect-and-Process (activated; encryption period runs) -> Process-Only
 (read, no new writes) -> Deactivated (cryptoperiod over, or revoked) -> Destroyed. Compromised is
-a flag beside the state. The same rules are written once more as SQL (`KEY_STATE_SQL`) so lists
-can filter and count by state in the store; a test keeps the two in agreement.
+a flag beside the state. The same rules are written once more as SQL (`key_in_state`, one
+condition per state, and `key_state_sql` made of them) so lists can filter and count by state in
+the store; a test keeps the two in agreement.
 """
 
 from __future__ import annotations
@@ -46,16 +47,51 @@ def key_state(
     return KeyState.PROTECT_AND_PROCESS
 
 
-# `:now` is bound by the caller. A one-KMA cluster without backups treats new keys as Ready
-# (domain.md); `kma status` warns that they exist on this KMA only.
+# Each state as a condition on a key row's columns: what lists filter by (an index serves the
+# condition; the CASE below could not be), what KMIP's Locate composes its states from, and what
+# the CASE itself is made of. `:now` is bound by the caller; `t` is a table alias with its dot.
+# A one-KMA cluster without backups treats new keys as Ready (domain.md; `kma status` warns that
+# they exist on this KMA only), so no row is Generated.
+_LIVE = "{t}destroyed_at IS NULL AND {t}activated_at IS NOT NULL"
+_STATE_COLUMNS = {
+    KeyState.GENERATED: "0",
+    KeyState.READY: "{t}destroyed_at IS NULL AND {t}activated_at IS NULL",
+    KeyState.DEACTIVATED: f"{_LIVE} AND {{t}}deactivate_at <= :now",
+    KeyState.PROCESS_ONLY: f"{_LIVE} AND {{t}}deactivate_at > :now AND {{t}}protect_until <= :now",
+    KeyState.PROTECT_AND_PROCESS: f"{_LIVE} AND {{t}}deactivate_at > :now AND {{t}}protect_until > :now",
+    KeyState.DESTROYED: "{t}destroyed_at IS NOT NULL",
+}
+# Implied bounds on activated_at, so that a state is a range of the activation-time index rather
+# than a walk through every key. They hold because a key's periods are its policy's, counted from
+# its activation (policies are never removed and their periods never change), and revocation only
+# brings both ends forward to the moment of revocation: a Protect-and-Process key was activated
+# less than the longest encryption period ago; a Process-Only key (never revoked, or it would be
+# Deactivated) at least the shortest encryption period and less than the longest cryptoperiod ago.
+_ACTIVATED_BOUNDS = {
+    KeyState.PROCESS_ONLY: (
+        "{t}activated_at <= :now - (SELECT min(encryption_period) FROM key_policies) "
+        "AND {t}activated_at > :now - (SELECT max(cryptoperiod) FROM key_policies)"
+    ),
+    KeyState.PROTECT_AND_PROCESS: (
+        "{t}activated_at > :now - (SELECT max(encryption_period) FROM key_policies)"
+    ),
+}
+
+
+def key_in_state(state: KeyState, t: str = "") -> str:
+    """SQL: the key row (alias `t`, with its dot) is in `state` at :now; plain column conditions."""
+    bound = _ACTIVATED_BOUNDS.get(state)
+    return "(" + (_STATE_COLUMNS[state] + (f" AND {bound}" if bound else "")).format(t=t) + ")"
+
+
+# The order in which the states are decided: the first whose condition holds.
+_DECIDED = (KeyState.DESTROYED, KeyState.READY, KeyState.DEACTIVATED, KeyState.PROCESS_ONLY)
+
+
 def key_state_sql(t: str = "") -> str:
-    """The state of a key row as an SQL expression; `t` is a table alias with its dot."""
-    return f"""CASE
-    WHEN {t}destroyed_at IS NOT NULL THEN 'destroyed'
-    WHEN {t}activated_at IS NULL THEN 'ready'
-    WHEN {t}deactivate_at <= :now THEN 'deactivated'
-    WHEN {t}protect_until <= :now THEN 'process_only'
-    ELSE 'protect_and_process' END"""
+    """The state of a key row as an SQL expression (a column to show, not to filter by)."""
+    whens = " ".join(f"WHEN {_STATE_COLUMNS[s].format(t=t)} THEN '{s}'" for s in _DECIDED)
+    return f"CASE {whens} ELSE '{KeyState.PROTECT_AND_PROCESS}' END"
 
 
 # What may be destroyed, as a condition inside the UPDATE itself.
@@ -72,9 +108,25 @@ def data_unit_state(key_states: list[KeyState]) -> DataUnitState:
     return DataUnitState.READABLE_NEEDS_REKEY
 
 
-DATA_UNIT_STATE_SQL = f"""(SELECT CASE
-    WHEN count(*) = 0 THEN 'no_key'
-    WHEN sum(k.destroyed_at IS NULL) = 0 THEN 'shredded'
-    WHEN sum(({key_state_sql("k.")}) = 'protect_and_process') > 0 THEN 'readable_normal'
-    ELSE 'readable_needs_rekey' END
-    FROM keys k WHERE k.data_unit_id = data_units.id)"""
+# A data unit's state as conditions on its keys, decided in this order; `unit` is the SQL of the
+# data unit's ID in the query that uses them.
+def _unit_has_key(unit: str, condition: str = "1") -> str:
+    return f"EXISTS (SELECT 1 FROM keys k WHERE k.data_unit_id = {unit} AND {condition})"
+
+
+def data_unit_conditions(unit: str = "data_units.id") -> dict[DataUnitState, str]:
+    has_key, has_live_key = _unit_has_key(unit), _unit_has_key(unit, "k.destroyed_at IS NULL")
+    has_write_key = _unit_has_key(unit, key_in_state(KeyState.PROTECT_AND_PROCESS, "k."))
+    return {
+        DataUnitState.NO_KEY: f"NOT {has_key}",
+        DataUnitState.SHREDDED: f"{has_key} AND NOT {has_live_key}",
+        DataUnitState.READABLE_NORMAL: has_write_key,
+        DataUnitState.READABLE_NEEDS_REKEY: f"{has_live_key} AND NOT {has_write_key}",
+    }
+
+
+DATA_UNIT_IN_STATE = data_unit_conditions()
+*_FIRST, _LAST = DATA_UNIT_IN_STATE  # the last needs no test of its own
+DATA_UNIT_STATE_SQL = (
+    "(CASE " + " ".join(f"WHEN {DATA_UNIT_IN_STATE[s]} THEN '{s}'" for s in _FIRST) + f" ELSE '{_LAST}' END)"
+)

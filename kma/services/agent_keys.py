@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.domain.lifecycle import DATA_UNIT_STATE_SQL, DESTROYABLE_SQL
+from kma.domain.lifecycle import DATA_UNIT_STATE_SQL, DESTROYABLE_SQL, KeyState, key_in_state
 from kma.store import Stmt
 
 MAX_CUSTOM_ATTRIBUTES = 32  # instances of x-... attributes per key
@@ -45,13 +45,12 @@ def _policy_value(column: str, group: str) -> str:
 
 MAY_REVOKE = f"{_policy_value('agents_may_revoke', 'keys.key_group_id')} = 1"
 MAY_IMPORT = f"{_policy_value('allow_import', ':g')} = 1"
-# Active for writing by agent :agent: activated, inside its encryption period, neither compromised
-# nor destroyed; and made by the cluster, or registered by this very agent, or in a group whose
-# policy allows import. Otherwise one drive could plant key bytes of its choosing (named like a
-# tape) and have every other drive write that tape under them.
-PROTECTING = (
-    "{t}destroyed_at IS NULL AND {t}compromised_at IS NULL AND {t}activated_at IS NOT NULL "
-    "AND {t}protect_until > :now AND {t}deactivate_at > :now AND ({t}registered_by IS NULL "
+# Active for writing by agent :agent: Protect-and-Process, not compromised; and made by the
+# cluster, or registered by this very agent, or in a group whose policy allows import. Otherwise
+# one drive could plant key bytes of its choosing (named like a tape) and have every other drive
+# write that tape under them.
+PROTECTING = key_in_state(KeyState.PROTECT_AND_PROCESS, "{t}") + (
+    " AND {t}compromised_at IS NULL AND ({t}registered_by IS NULL "
     "OR {t}registered_by = :agent OR (SELECT p.allow_import FROM key_groups g JOIN key_policies p "
     "ON p.id = g.policy_id WHERE g.id = {t}key_group_id) = 1)"
 )
@@ -361,15 +360,19 @@ def delete_custom_attribute(key_id: str, name: str, index: int) -> Stmt:
 
 
 # --- Locate ---------------------------------------------------------------------------------
+def _kmip_state(*states: KeyState, compromised: bool = False) -> str:
+    """A KMIP State: the lifecycle's states (kma/domain/lifecycle.py), compromised or not."""
+    either = " OR ".join(key_in_state(s, "k.") for s in states)
+    return f"({either}) AND k.compromised_at IS {'NOT ' if compromised else ''}NULL"
+
+
 STATE_SQL = {  # KMIP State -> condition on a key row
-    1: "k.destroyed_at IS NULL AND k.compromised_at IS NULL AND k.activated_at IS NULL",
-    2: "k.destroyed_at IS NULL AND k.compromised_at IS NULL AND k.activated_at IS NOT NULL "
-    "AND k.deactivate_at > :now",
-    3: "k.destroyed_at IS NULL AND k.compromised_at IS NULL AND k.activated_at IS NOT NULL "
-    "AND k.deactivate_at <= :now",
-    4: "k.destroyed_at IS NULL AND k.compromised_at IS NOT NULL",
-    5: "k.destroyed_at IS NOT NULL AND k.compromised_at IS NULL",
-    6: "k.destroyed_at IS NOT NULL AND k.compromised_at IS NOT NULL",
+    1: _kmip_state(KeyState.READY),  # Pre-Active
+    2: _kmip_state(KeyState.PROTECT_AND_PROCESS, KeyState.PROCESS_ONLY),  # Active
+    3: _kmip_state(KeyState.DEACTIVATED),
+    4: f"NOT {key_in_state(KeyState.DESTROYED, 'k.')} AND k.compromised_at IS NOT NULL",  # Compromised
+    5: _kmip_state(KeyState.DESTROYED),
+    6: _kmip_state(KeyState.DESTROYED, compromised=True),  # Destroyed Compromised
 }
 
 

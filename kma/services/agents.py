@@ -43,7 +43,10 @@ LIST = ListSpec(
     filters={
         "site_id": Filter("site_id = :value"),
         "enabled": Filter("enabled = :value", boolean),
-        "key_group_id": Filter("id IN (SELECT agent_id FROM key_group_agents WHERE key_group_id = :value)"),
+        "key_group_id": Filter(
+            "EXISTS (SELECT 1 FROM key_group_agents ga "
+            "WHERE ga.agent_id = listed.id AND ga.key_group_id = :value)"
+        ),
     },
 )
 
@@ -57,7 +60,7 @@ def _row(row: Any) -> dict[str, Any]:
 
 def list_agents(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, LIST, req, {"now": kma.clock.now()})
-    return Page([_row(r) for r in page.items], page.next_cursor, page.total)
+    return page.with_items([_row(r) for r in page.items])
 
 
 def get_agent(kma: Appliance, agent_id: str) -> dict[str, Any]:

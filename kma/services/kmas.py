@@ -34,7 +34,7 @@ def _row(kma: Appliance, row: Any) -> dict[str, Any]:
 
 def list_kmas(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, LIST, req)
-    return Page([_row(kma, r) for r in page.items], page.next_cursor, page.total)
+    return page.with_items([_row(kma, r) for r in page.items])
 
 
 def get_kma(kma: Appliance, kma_id: str) -> dict[str, Any]:

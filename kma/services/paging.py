@@ -1,7 +1,10 @@
 """Cursor paging, sorting, filtering and text search for every list, in one place.
 
 Keyset paging (`WHERE (sort, id) > (last sort, last id)`) keeps page N as fast as page 1 on
-tables of millions of rows, and a cursor stays valid while rows are added.
+tables of millions of rows, and a cursor stays valid while rows are added. Each list offers the
+sorts and filters an index serves (tests/integration/test_list_plans.py checks every one on a
+large store), and counts its matches only up to `COUNT_LIMIT`: beyond that a page says "more
+than" (`total_exact` false) rather than read a million index entries to say how many.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +21,7 @@ from kma.errors import BadRequest, ValidationFailed
 from kma.store import SQLiteStore
 
 MAX_LIMIT = 1000
+COUNT_LIMIT = 10_000
 Row = dict[str, Any]
 
 
@@ -25,6 +29,20 @@ Row = dict[str, Any]
 class Filter:
     sql: str  # a condition using the named parameter :value
     convert: Callable[[str], Any] = str
+    # Instead of `sql`: one condition per allowed (converted) value, for values that are not
+    # stored as such (a key's state is a condition on its times, which an index can serve).
+    choices: Mapping[Any, str] | None = None
+
+    def condition(self, text: str, key: str) -> tuple[str, dict[str, Any]]:
+        value = self.convert(text)
+        if self.choices is not None:
+            return self.choices[value], {}
+        return self.sql.replace(":value", f":{key}"), {key: value}
+
+
+def choice(conditions: Mapping[str, str], convert: Callable[[str], Any] | None = None) -> Filter:
+    """A filter with a closed set of values, each its own SQL condition."""
+    return Filter("", convert or one_of(*conditions), conditions)
 
 
 def boolean(text: str) -> int:
@@ -65,8 +83,10 @@ def one_of(*allowed: str) -> Callable[[str], str]:
 
 @dataclass(frozen=True)
 class ListSpec:
-    select: str  # a full SELECT; filters, search and sort apply to its output columns
-    sort_fields: Mapping[str, str]  # API field -> SQL over the output columns
+    select: str  # a full SELECT; filters, search and sort apply to its output columns (`listed`)
+    # API field -> SQL over the output columns, or several (ties in the first ordered by the next),
+    # so that one index (a, b, id) serves both a filter on a and the sort by a.
+    sort_fields: Mapping[str, str | tuple[str, ...]]
     default_sort: str
     search: Sequence[str] = ()
     filters: Mapping[str, Filter] = field(default_factory=dict)
@@ -89,19 +109,24 @@ class Page:
     items: list[Row]
     next_cursor: str | None
     total: int
+    total_exact: bool = True  # false: there are more than `total` matches (counting stopped)
+
+    def with_items(self, items: list[Row]) -> Page:
+        """The same page with its rows as the service shows them."""
+        return replace(self, items=items)
 
 
 def _encode(values: list[Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(values).encode()).decode().rstrip("=")
 
 
-def _decode(cursor: str) -> list[Any]:
+def _decode(cursor: str, size: int = 2) -> list[Any]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         values = json.loads(raw)
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise BadRequest("The cursor is not valid; start again from the first page.") from None
-    if not isinstance(values, list) or len(values) != 2 or not all(map(_sql_scalar, values)):
+    if not isinstance(values, list) or len(values) != size or not all(map(_sql_scalar, values)):
         raise BadRequest("The cursor is not valid; start again from the first page.")
     return values
 
@@ -111,6 +136,25 @@ def _sql_scalar(value: Any) -> bool:
     if isinstance(value, int):
         return -(2**63) <= value < 2**63
     return value is None or isinstance(value, str | float)
+
+
+def _after(columns: Sequence[str], values: Sequence[Any], order: str) -> str:
+    """SQL: the row comes after the cursor (`:c0`, `:c1`, ...) in `ORDER BY columns` (each in
+    `order`). SQLite puts NULL first ascending and last descending; the last column (the ID)
+    is never NULL."""
+    first, rest = columns[0], columns[1:]
+    if not rest:
+        return f"{first} {'>' if order == 'asc' else '<'} :c{len(values) - 1}"
+    at = f":c{len(values) - len(columns)}"
+    after_ties = _after(rest, values, order)
+    if values[len(values) - len(columns)] is None:
+        if order == "desc":  # NULLs come last: only the NULL rows' tail is left
+            return f"({first} IS NULL AND {after_ties})"
+        return f"({first} IS NOT NULL OR ({first} IS NULL AND {after_ties}))"
+    # Descending, the NULLs after the cursor are in `coalesce(...)`, not a separate OR term, which
+    # would have the planner fetch the two sets apart and sort them together.
+    beyond = f"{first} > {at}" if order == "asc" else f"coalesce({first} < {at}, 1)"
+    return f"({beyond} OR ({first} = {at} AND {after_ties}))"
 
 
 def list_page(
@@ -129,34 +173,37 @@ def list_page(
     for name, value in req.filters.items():
         if name not in spec.filters:
             raise ValidationFailed(f"Unknown filter '{name}'.")
-        flt = spec.filters[name]
-        key = f"f_{name}"
-        where.append(flt.sql.replace(":value", f":{key}"))
-        bound[key] = flt.convert(value)
+        condition, values = spec.filters[name].condition(value, f"f_{name}")
+        where.append(condition)
+        bound.update(values)
     if req.q and "\x00" in req.q:  # SQLite's LIKE would stop at the NUL and match every row
         raise ValidationFailed("The search text contains a NUL character.")
     if req.q:
         bound["q"] = "%" + req.q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         where.append("(" + " OR ".join(f"{c} LIKE :q ESCAPE '\\'" for c in spec.search) + ")")
     base_where = " AND ".join(where) or "1"
-    source = f"({spec.select})"
-    total = int(store.scalar(f"SELECT count(*) FROM {source} WHERE {base_where}", bound))
-
-    sort_sql, id_sql = spec.sort_fields[sort], spec.id_sql
-    cmp = ">" if order == "asc" else "<"
+    source = f"({spec.select}) AS listed"
+    chosen = spec.sort_fields[sort]
+    columns = tuple(dict.fromkeys((*((chosen,) if isinstance(chosen, str) else chosen), spec.id_sql)))
+    ordered = ", ".join(f"{c} {order}" for c in columns)
+    # Counted in the page's order: the count reads the index the page reads, and stops as soon.
+    counted = int(store.scalar(
+        f"SELECT count(*) FROM (SELECT 1 FROM {source} WHERE {base_where} ORDER BY {ordered} "
+        f"LIMIT {COUNT_LIMIT + 1})", bound
+    ))  # fmt: skip
     page_where = base_where
     if req.cursor:
-        bound["c_sort"], bound["c_id"] = _decode(req.cursor)
-        page_where += f" AND ({sort_sql} {cmp} :c_sort OR ({sort_sql} = :c_sort AND {id_sql} {cmp} :c_id))"
-    sql = (
-        f"SELECT *, {sort_sql} AS _sort FROM {source} WHERE {page_where} "
-        f"ORDER BY {sort_sql} {order}, {id_sql} {order} LIMIT {req.limit + 1}"
-    )
+        values = _decode(req.cursor, len(columns))
+        bound.update({f"c{i}": v for i, v in enumerate(values)})
+        page_where += f" AND {_after(columns, values, order)}"
+    sorted_by = ", ".join(f"{c} AS _s{i}" for i, c in enumerate(columns))
+    sql = f"SELECT *, {sorted_by} FROM {source} WHERE {page_where} ORDER BY {ordered} LIMIT {req.limit + 1}"
     rows = [dict(r) for r in store.query(sql, bound)]
     next_cursor = None
     if len(rows) > req.limit:
         rows = rows[: req.limit]
-        next_cursor = _encode([rows[-1]["_sort"], rows[-1]["id"]])
+        next_cursor = _encode([rows[-1][f"_s{i}"] for i in range(len(columns))])
     for row in rows:
-        del row["_sort"]
-    return Page(rows, next_cursor, total)
+        for i in range(len(columns)):
+            del row[f"_s{i}"]
+    return Page(rows, next_cursor, min(counted, COUNT_LIMIT), counted <= COUNT_LIMIT)

@@ -52,7 +52,7 @@ def _group(row: Any) -> dict[str, Any]:
 
 def list_policies(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, POLICIES, req)
-    return Page([_policy(r) for r in page.items], page.next_cursor, page.total)
+    return page.with_items([_policy(r) for r in page.items])
 
 
 def get_policy(kma: Appliance, policy_id: str) -> dict[str, Any]:
@@ -113,7 +113,7 @@ def update_policy(kma: Appliance, actor: Actor, policy_id: str, **changes: Any) 
 
 def list_groups(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, GROUPS, req)
-    return Page([_group(r) for r in page.items], page.next_cursor, page.total)
+    return page.with_items([_group(r) for r in page.items])
 
 
 def get_group(kma: Appliance, group_id: str) -> dict[str, Any]:

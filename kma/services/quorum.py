@@ -47,8 +47,8 @@ LIST = ListSpec(
         "submitted_at": "submitted_at",
         "expires_at": "expires_at",
         "updated_at": "updated_at",
-        "type": "type",
-        "state": "state",
+        "type": ("type", "submitted_at"),
+        "state": ("state", "submitted_at"),
     },
     default_sort="submitted_at",
     default_order="desc",
@@ -147,8 +147,7 @@ def list_ops(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, LIST, req)
     ids = [r["id"] for r in page.items]
     approvals, enrolments = _approvals(kma, ids), _enrolments(kma, ids)
-    return Page([_view(r, approvals[r["id"]], enrolments[r["id"]]) for r in page.items], page.next_cursor,
-                page.total)  # fmt: skip
+    return page.with_items([_view(r, approvals[r["id"]], enrolments[r["id"]]) for r in page.items])
 
 
 def show_op(kma: Appliance, op_id: str) -> dict[str, Any]:

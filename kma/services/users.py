@@ -65,7 +65,7 @@ def check_roles(roles: Sequence[str]) -> str:
 
 def list_users(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, LIST, req)
-    return Page([user_row(r) for r in page.items], page.next_cursor, page.total)
+    return page.with_items([user_row(r) for r in page.items])
 
 
 def get_user(kma: Appliance, user_id: str) -> dict[str, Any]:

@@ -90,3 +90,28 @@ def test_every_sortable_column_is_accepted_by_the_kma(qtbot, controller, demo_km
                 page.view.horizontalHeader().setSortIndicator(i, Qt.DescendingOrder)
                 wait_idle(qtbot, controller.ops)
     assert shown == [], [m.what for m in shown]
+
+
+def test_a_list_too_long_to_count_says_more_than(qtbot, controller, tmp_path):
+    """Given a KMA with more keys than it counts per page (its pool filled past 10,000), the keys
+    page says how many it shows of "more than 10,000" instead of a number it never counted."""
+    from kma.services.paging import COUNT_LIMIT
+    from tests.support.kma_process import RunningKma
+
+    kma = RunningKma.demo_in(tmp_path)
+    try:
+        so = kma.client("so")
+        so.update_kma("kma-dal-1", key_pool_size=COUNT_LIMIT + 500)
+        qtbot.waitUntil(
+            lambda: next(k for k in so.list_kmas().items if k.id == "kma-dal-1").pool_ready > COUNT_LIMIT,
+            timeout=120_000,
+        )
+        sign_in(qtbot, controller, kma, "auditor")
+        page = ListPage(controller.ctx, keys_area.SPEC)
+        qtbot.addWidget(page)
+        page.show()
+        wait_idle(qtbot, controller.ops)
+        assert not page.model.total_exact
+        assert page.status.text() == f"Showing 250 of more than {COUNT_LIMIT:,} keys"
+    finally:
+        kma.stop()

@@ -23,10 +23,17 @@ READY_TIMEOUT = 30.0
 
 
 def run_kma(
-    *args: str, env: dict[str, str] | None = None, check: bool = True
+    *args: str, env: dict[str, str] | None = None, check: bool = True, source: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """`python -m kma ARGS`; `source`: a checkout whose kma runs instead of this one."""
     return subprocess.run([sys.executable, "-m", "kma", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, check=check, timeout=120)  # fmt: skip
+                          env={**os.environ, **(env or {}), **_source_env(source)}, cwd=source,
+                          check=check, timeout=120)  # fmt: skip
+
+
+def _source_env(source: Path | None) -> dict[str, str]:
+    # `python -m` puts the working directory first on sys.path; PYTHONPATH covers the KMA's children
+    return {} if source is None else {"PYTHONPATH": str(source)}
 
 
 @dataclass
@@ -38,13 +45,14 @@ class RunningKma:
     address: str = ""
     ca_pem: str = ""
     fingerprint: str = ""
+    source: Path | None = None  # a checkout whose kma runs (a bench's baseline commit); None: this one
     _clients: list[KmsClient] = field(default_factory=list)
 
     @classmethod
-    def demo_in(cls, tmp: Path, test_clock: bool = True) -> RunningKma:
+    def demo_in(cls, tmp: Path, test_clock: bool = True, source: Path | None = None) -> RunningKma:
         data_dir = tmp / "kma"
-        info = json.loads(run_kma("demo", "--data-dir", str(data_dir), "--json").stdout)
-        kma = cls(data_dir, info, tmp / "clock-offset" if test_clock else None)
+        info = json.loads(run_kma("demo", "--data-dir", str(data_dir), "--json", source=source).stdout)
+        kma = cls(data_dir, info, tmp / "clock-offset" if test_clock else None, source=source)
         kma.start()
         return kma
 
@@ -53,7 +61,7 @@ class RunningKma:
         return {u["id"]: u["passphrase"] for u in self.demo.get("users", [])}
 
     def env(self) -> dict[str, str]:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **_source_env(self.source)}
         if self.clock_file is not None:
             env["KMA_TEST_CLOCK_FILE"] = str(self.clock_file)
         return env
@@ -64,7 +72,7 @@ class RunningKma:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "kma", "serve", "--data-dir", str(self.data_dir),
              "--management-port", str(port), "--service-port", "0", "--ready-file", str(ready)],
-            env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=self.env(), cwd=self.source, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         deadline = time.monotonic() + READY_TIMEOUT
         while not ready.exists():

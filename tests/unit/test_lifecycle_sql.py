@@ -11,10 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kma.domain.lifecycle import (
+    DATA_UNIT_IN_STATE,
     DATA_UNIT_STATE_SQL,
     DESTROYABLE_SQL,
+    DataUnitState,
     KeyState,
     data_unit_state,
+    key_in_state,
     key_state,
     key_state_sql,
 )
@@ -32,21 +35,26 @@ class KeyTimes:
     deactivate_at: int | None
     compromised_at: int | None
     destroyed_at: int | None
+    periods: tuple[int, int] = (1, 1)  # its policy's encryption period and cryptoperiod
 
 
 @st.composite
 def key_times(draw: st.DrawFn) -> KeyTimes:
-    """A key as the store can hold it: in the pool (no times), or activated with both period ends."""
+    """A key as the store can hold it: in the pool (no times), or activated with both period ends
+    from its policy, perhaps brought forward since by a revocation (KMIP Revoke)."""
     compromised_at = draw(st.none() | TIME)
     destroyed_at = draw(st.none() | TIME)
-    if draw(st.booleans()):
-        return KeyTimes(None, None, None, compromised_at, destroyed_at)
-    activated = draw(TIME)
     encryption_period = draw(PERIOD)
     cryptoperiod = encryption_period + draw(st.integers(min_value=0, max_value=100 * 365 * 86400))
-    return KeyTimes(
-        activated, activated + encryption_period, activated + cryptoperiod, compromised_at, destroyed_at
-    )
+    periods = (encryption_period, cryptoperiod)
+    if draw(st.booleans()):
+        return KeyTimes(None, None, None, compromised_at, destroyed_at, periods)
+    activated = draw(TIME)
+    protect_until, deactivate_at = activated + encryption_period, activated + cryptoperiod
+    revoked = draw(st.none() | st.integers(min_value=activated, max_value=deactivate_at))
+    if revoked is not None:
+        protect_until, deactivate_at = min(protect_until, revoked), min(deactivate_at, revoked)
+    return KeyTimes(activated, protect_until, deactivate_at, compromised_at, destroyed_at, periods)
 
 
 @st.composite
@@ -63,6 +71,11 @@ def memory_db(keys: list[KeyTimes], data_unit: str = "E00001") -> sqlite3.Connec
     db.execute(KEYS_TABLE)
     db.execute("CREATE TABLE data_units (id TEXT PRIMARY KEY)")
     db.execute("INSERT INTO data_units VALUES (?)", (data_unit,))
+    # Every key's policy is in the store (policies are never removed), beside a default one.
+    db.execute("CREATE TABLE key_policies (encryption_period INTEGER, cryptoperiod INTEGER)")
+    db.executemany(
+        "INSERT INTO key_policies VALUES (?, ?)", [(86400, 365 * 86400), *(k.periods for k in keys)]
+    )
     db.executemany(
         "INSERT INTO keys (data_unit_id, activated_at, protect_until, deactivate_at, compromised_at, "
         "destroyed_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -70,6 +83,10 @@ def memory_db(keys: list[KeyTimes], data_unit: str = "E00001") -> sqlite3.Connec
          for k in keys],
     )  # fmt: skip
     return db
+
+
+def count(db: sqlite3.Connection, table: str, condition: str, now: int) -> int:
+    return int(db.execute(f"SELECT count(*) FROM {table} WHERE {condition}", {"now": now}).fetchone()[0])
 
 
 def python_state(key: KeyTimes, now: int) -> KeyState:
@@ -84,6 +101,16 @@ def test_key_state_in_python_and_in_sql_agree(data: st.DataObject, key: KeyTimes
     (sql_state,) = db.execute(f"SELECT {key_state_sql()} FROM keys", {"now": now}).fetchone()
     (aliased,) = db.execute(f"SELECT {key_state_sql('k.')} FROM keys k", {"now": now}).fetchone()
     assert sql_state == aliased == python_state(key, now)
+
+
+@given(data=st.data(), key=key_times())
+@settings(max_examples=500, deadline=None)
+def test_each_state_condition_holds_exactly_for_keys_in_its_state(data: st.DataObject, key: KeyTimes) -> None:
+    """What a list filters by (one condition per state) says what the Python rules say."""
+    now = data.draw(moments(key))
+    db = memory_db([key])
+    matching = {state for state in KeyState if count(db, "keys k", key_in_state(state, "k."), now)}
+    assert matching == {python_state(key, now)}, (key, now)
 
 
 @given(data=st.data(), key=key_times())
@@ -108,6 +135,8 @@ def test_data_unit_state_in_python_and_in_sql_agree(data: st.DataObject, keys: l
     db = memory_db(keys)
     (sql_state,) = db.execute(f"SELECT {DATA_UNIT_STATE_SQL} FROM data_units", {"now": now}).fetchone()
     assert sql_state == data_unit_state([python_state(k, now) for k in keys])
+    matching = {state for state in DataUnitState if count(db, "data_units", DATA_UNIT_IN_STATE[state], now)}
+    assert matching == {sql_state}
 
 
 def test_the_edges_of_the_periods() -> None:

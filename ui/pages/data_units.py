@@ -100,7 +100,7 @@ SPEC = ListSpec(
         Column("updated_at", "Updated", 140),
     ],
     fetch=lambda c: c.list_data_units,
-    sort_fields=frozenset({"id", "created_at", "state"}),
+    sort_fields=frozenset({"id", "created_at"}),  # the KMA filters by state, does not sort by it
     get=lambda c: c.get_data_unit,
     filters=[FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES])],
     actions=[

@@ -15,7 +15,7 @@ from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import AUDIT_READERS, OP, state_tone
 
-KEY_SORT = frozenset({"created_at", "activated_at", "id", "state", "data_unit_id"})
+KEY_SORT = frozenset({"created_at", "activated_at", "id", "data_unit_id"})  # the KMA filters by state
 READERS = frozenset({"operator", "compliance_officer", "auditor"})
 STATES = ("generated", "ready", "protect_and_process", "process_only", "deactivated", "destroyed")
 

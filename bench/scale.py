@@ -1,0 +1,368 @@
+"""A million keys: the agent path and the manager's lists on a large store beside a fresh one.
+
+    python bench/scale.py                                   # small: 20,000 keys on 4,000 tapes
+    python bench/scale.py --keys 1000000 --tapes 200000 --store /work/scratch/scale-store
+
+The large store is filled through the KMA's own KMIP service, as drives fill it: each tape gets
+its first key by Write Key, and the remaining keys come by Create + Activate (one request, the
+ID placeholder) bound to those tapes, from 16 enrolled agents. No row is written by hand. The
+store is kept in `--store` and reused when it already holds the asked-for size (filling a
+million keys takes many minutes).
+
+Then, against the large store and a fresh demo store (both served at once, measured in
+alternating rounds so that a busy machine weighs on both alike):
+- the agent path at 16 agents: Write Key for an existing tape and for a new one, Get of an
+  active key, Locate by data unit (Name = volser);
+- the API's first page (limit 100, over HTTPS as the manager asks) of every list, for every
+  sort it offers (both orders) and every filter it offers (each value of a closed filter).
+Prints a table, then, last, one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import random
+import statistics
+import string
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.keys import Conn, enroll_agents, ok, start_kma, uid_of  # noqa: E402
+from bench.rounds import Spread, interleave, ratio_of, summarise, too_wide  # noqa: E402
+from kma.kmip import ttlv  # noqa: E402
+from kma.kmip.client import key_template, name_attribute, request_message  # noqa: E402
+from kma.kmip.enums import ObjectType, Operation, Tag  # noqa: E402
+from kma.services import agents, data_units, keys, quorum, users  # noqa: E402
+from kma.services.paging import ListSpec  # noqa: E402
+from tests.support.kma_process import RunningKma  # noqa: E402
+
+AGENTS = 16
+VERSION = (1, 4)  # Create + Activate in one message (the ID placeholder)
+SAMPLE = 2000  # keys and tapes remembered for Get, Write Key and Locate
+ALPHABET = string.digits + string.ascii_uppercase
+Files = tuple[str, str, str]
+
+
+def volser(n: int, prefix: str = "S") -> str:
+    """Tape n as a six-character volser: a prefix and five base-36 digits (60 million tapes)."""
+    digits = ""
+    for _ in range(5):
+        n, d = divmod(n, 36)
+        digits = ALPHABET[d] + digits
+    return prefix + digits
+
+
+# --- requests -----------------------------------------------------------------------------
+def write_key_request(unit: str) -> bytes:
+    return request_message([(Operation.WRITE_KEY, ttlv.text(Tag.DATA_UNIT, unit))], VERSION)
+
+
+def create_activate_request(unit: str) -> bytes:
+    create = ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + key_template(unit)
+    return request_message([(Operation.CREATE, create), (Operation.ACTIVATE, b"")], VERSION)
+
+
+def get_request(uid: str) -> bytes:
+    return request_message([(Operation.GET, ttlv.text(Tag.UNIQUE_IDENTIFIER, uid))], VERSION)
+
+
+def locate_request(unit: str) -> bytes:
+    return request_message([(Operation.LOCATE, name_attribute(unit))], VERSION)
+
+
+# --- filling a store through KMIP ---------------------------------------------------------
+def _fill_agent(address: str, files: Files, agent: int, tapes: int, keys_total: int, out: Any) -> None:
+    """One agent (a thread): its share of the tapes by Write Key, then its share of the other
+    keys by Create + Activate on those tapes. Reports (done, errors, sampled uids)."""
+    done = errors = 0
+    uids: list[str] = []
+    try:
+        conn = Conn(address, files)
+        for n in range(agent, tapes, AGENTS):
+            good = ok(conn.exchange(write_key_request(volser(n))))
+            done, errors = done + good, errors + (not good)
+        for i in range(agent, keys_total - tapes, AGENTS):
+            response = conn.exchange(create_activate_request(volser(i % tapes)))
+            good = ok(response)
+            done, errors = done + good, errors + (not good)
+            if good and len(uids) < SAMPLE // AGENTS:
+                uids.append(uid_of(response))
+    except Exception as exc:  # reported, never a thread that dies silently and a fill that waits
+        print(f"agent {agent}: {exc!r}", file=sys.stderr, flush=True)
+        errors += 1
+    out.put((done, errors, uids))
+
+
+def _fill_process(address: str, files: list[Files], agents: list[int], tapes: int, keys_total: int,
+                  out: Any) -> None:  # fmt: skip
+    threads = [
+        threading.Thread(target=_fill_agent, args=(address, f, a, tapes, keys_total, out))
+        for f, a in zip(files, agents, strict=True)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def fill(kma: RunningKma, address: str, files: list[Files], tapes: int, keys_total: int) -> list[str]:
+    ctx = mp.get_context("spawn")
+    out: Any = ctx.Queue()
+    procs = [
+        ctx.Process(target=_fill_process, args=(address, files[p::2], list(range(AGENTS))[p::2], tapes,
+                                                 keys_total, out))
+        for p in range(2)
+    ]  # fmt: skip
+    began = time.time()
+    for proc in procs:
+        proc.start()
+    results = []
+    while len(results) < AGENTS:
+        try:
+            results.append(out.get(timeout=30))
+        except Exception:  # queue.Empty: report progress while the agents work
+            count = kma.client("op").list_keys(limit=1).total
+            print(f"  {time.time() - began:6.0f} s: about {count:,} keys", flush=True)
+    for proc in procs:
+        proc.join()
+    done, errors = sum(r[0] for r in results), sum(r[1] for r in results)
+    wall = time.time() - began
+    print(f"filled {done:,} requests in {wall:.0f} s ({done / wall:.0f}/s), {errors} errors", flush=True)
+    if errors:
+        raise RuntimeError(f"{errors} requests failed while filling the store")
+    return [u for r in results for u in r[2]]
+
+
+def open_store(root: Path, keys_total: int, tapes: int) -> tuple[RunningKma, str, list[Files], list[str]]:
+    """The store in `root` when it holds `keys_total` keys on `tapes` tapes; else build it there."""
+    meta_file = root / "scale.json"
+    if meta_file.exists():
+        meta = json.loads(meta_file.read_text())
+        if meta["keys"] == keys_total and meta["tapes"] == tapes:
+            kma = RunningKma(root / "kma-demo" / "kma", meta["demo"])
+            kma.start()
+            address = next(k for k in kma.client("so").list_kmas().items).service_address
+            print(f"reusing the store in {root}", flush=True)
+            return kma, address, [tuple(f) for f in meta["agents"]], meta["uids"]  # type: ignore[misc]
+        raise SystemExit(f"{root} holds another size ({meta['keys']} keys); name another --store")
+    root.mkdir(parents=True, exist_ok=True)
+    kma, address = start_kma(root)
+    files = enroll_agents(kma, address, root, AGENTS)
+    uids = fill(kma, address, files, tapes, keys_total)
+    meta = {"keys": keys_total, "tapes": tapes, "demo": kma.demo, "agents": files, "uids": uids}
+    meta_file.write_text(json.dumps(meta))
+    return kma, address, files, uids
+
+
+# --- the agent path ----------------------------------------------------------------------
+AGENT_OPS = ("write_key_existing", "write_key_new", "get", "locate")
+
+
+def _agent_worker(address: str, files: list[Files], op: str, uids: list[str], tapes: int, start: float,
+                  end: float, seed: str, out: Any) -> None:  # fmt: skip
+    """One process: a thread per agent, one request at a time; reports the latencies."""
+    conns = [Conn(address, f) for f in files]
+    results: list[tuple[int, list[float]]] = []
+
+    def run(i: int, conn: Conn) -> None:
+        rng = random.Random(f"{seed}-{i}")
+
+        def request() -> bytes:
+            if op == "write_key_existing":
+                return write_key_request(volser(rng.randrange(tapes)))
+            if op == "write_key_new":  # a tape this store has not seen (60 million names)
+                return write_key_request(volser(rng.randrange(36**5), prefix="N"))
+            if op == "get":
+                return get_request(rng.choice(uids))
+            return locate_request(volser(rng.randrange(tapes)))
+
+        errors, lat = 0, []
+        while time.time() < start:
+            time.sleep(0.001)
+        while time.time() < end:
+            data = request()
+            began = time.perf_counter()
+            try:
+                good = ok(conn.exchange(data))
+            except (OSError, ValueError):
+                good = False
+            lat.append(time.perf_counter() - began)
+            errors += not good
+        results.append((errors, lat))
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(conns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out.put(results)
+
+
+def agent_round(store: Store, op: str, duration: float, seed: str) -> dict[str, float]:
+    ctx = mp.get_context("spawn")
+    out: Any = ctx.Queue()
+    start = time.time() + 5.0  # TLS handshakes (16, on a busy machine) before the window
+    procs = [
+        ctx.Process(target=_agent_worker, args=(store.address, store.files[p::2], op, store.uids,
+                                                 store.tapes, start, start + duration, f"{seed}{p}", out))
+        for p in range(2)
+    ]  # fmt: skip
+    for proc in procs:
+        proc.start()
+    gathered = [out.get(timeout=duration + 120) for _ in procs]
+    for proc in procs:
+        proc.join()
+    lat = sorted(x for part in gathered for _, ls in part for x in ls)
+    errors = sum(e for part in gathered for e, _ in part)
+
+    def pct(q: float) -> float:
+        return lat[min(len(lat) - 1, int(len(lat) * q))] * 1000 if lat else float("nan")
+
+    return {
+        "ops_per_s": len(lat) / duration,
+        "p50_ms": pct(0.5),
+        "p99_ms": pct(0.99),
+        "errors": float(errors),
+    }
+
+
+# --- the manager's lists -----------------------------------------------------------------
+LISTS: dict[str, tuple[str, ListSpec]] = {
+    "keys": ("list_keys", keys.LIST),
+    "data_units": ("list_data_units", data_units.LIST),
+    "agents": ("list_agents", agents.LIST),
+    "users": ("list_users", users.LIST),
+    "quorum_operations": ("list_quorum_operations", quorum.LIST),
+}
+# A value for each filter of a free value (closed ones are tried with every value).
+FILTER_VALUES: dict[str, Any] = {
+    "key_group_id": "backup-dallas", "data_unit_id": volser(1), "agent_id": "bench-01",
+    "site_id": "dallas", "role": "operator", "type": "create_user",
+}  # fmt: skip
+
+
+def list_queries() -> list[tuple[str, str, dict[str, Any]]]:
+    """(label, client method, arguments): each list's first page, every sort in both orders, and
+    every filter (every value of a closed one) in the default sort, as the manager asks them."""
+    out = []
+    for name, (method, spec) in LISTS.items():
+        for sort in spec.sort_fields:
+            for order in ("asc", "desc"):
+                out.append((f"{name} sort={sort} {order}", method, {"sort": sort, "order": order}))
+        for field, flt in spec.filters.items():
+            if flt.convert.__name__ == "boolean":
+                values: list[Any] = [True, False]
+            elif flt.choices is not None:
+                values = list(flt.choices)
+            elif field == "state":
+                values = list(quorum.STATES)
+            else:
+                values = [FILTER_VALUES[field]]
+            out += [(f"{name} {field}={v}", method, {field: v}) for v in values]
+    return out
+
+
+def list_round(store: Store, repeats: int) -> dict[str, float]:
+    """Each query's median latency (ms) over `repeats`, as the manager's client sees it."""
+    client = store.kma.client("auditor")
+    so = store.kma.client("so")  # users and quorum operations are the Security Officer's
+    out = {}
+    for label, method, kwargs in list_queries():
+        who = so if method in ("list_users", "list_quorum_operations") else client
+        times = []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            getattr(who, method)(limit=100, **kwargs)
+            times.append((time.perf_counter() - began) * 1000)
+        out[label] = statistics.median(times)
+    return out
+
+
+class Store:
+    def __init__(self, root: Path, keys_total: int, tapes: int) -> None:
+        self.kma, self.address, self.files, self.uids = open_store(root, keys_total, tapes)
+        self.tapes = tapes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--keys", type=int, default=20_000, help="keys in the large store")
+    parser.add_argument("--tapes", type=int, default=4_000, help="tapes (data units) they are bound to")
+    parser.add_argument("--store", type=Path, default=None, help="keep (and reuse) the large store here")
+    parser.add_argument(
+        "--fresh-store",
+        type=Path,
+        default=Path("/tmp/kma-scale-fresh"),
+        help="the fresh store to compare with (400 keys on 200 tapes; reused)",
+    )
+    parser.add_argument("--build-only", action="store_true", help="fill the store, measure nothing")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds, alternating the stores")
+    parser.add_argument("--duration", type=float, default=3.0, help="seconds per agent measurement")
+    parser.add_argument("--repeats", type=int, default=5, help="requests per list query and round")
+    args = parser.parse_args()
+    if not 0 < args.tapes <= args.keys:
+        parser.error("--tapes must be between 1 and --keys")
+    root = args.store or Path(f"/tmp/kma-scale-{args.keys}-{args.tapes}")
+    large = Store(root, args.keys, args.tapes)
+    if args.build_only:
+        large.kma.stop()
+        return 0
+    fresh = Store(args.fresh_store, 400, 200)
+    stores = {"fresh": fresh, "large": large}
+    try:
+        return report(args, stores)
+    finally:
+        for store in stores.values():
+            store.kma.stop()
+
+
+def report(args: argparse.Namespace, stores: dict[str, Store]) -> int:
+    """Every measurement in rounds alternating the two stores (bench/rounds.py); medians, and the
+    large/fresh ratio as the median of the per-round ratios."""
+    result: dict[str, Any] = {"keys": args.keys, "tapes": args.tapes, "rounds": args.rounds}
+    unreliable: list[str] = []
+    agent: dict[str, Any] = {}
+    for op in AGENT_OPS:
+        runs = interleave({
+            name: (lambda s=store, o=op: agent_round(s, o, args.duration, f"{o}{time.time()}"))
+            for name, store in stores.items()
+        }, args.rounds)  # fmt: skip
+        p99 = ratio_of(runs["large"], runs["fresh"], "p99_ms")
+        agent[op] = {
+            name: summarise(rounds) | {"errors": sum(r["errors"] for r in rounds)}
+            for name, rounds in runs.items()
+        } | {"p99_ratio": p99.as_dict()}
+        unreliable += filter(None, [too_wide(f"{op} p99 large/fresh", p99)])
+        f, g = agent[op]["fresh"], agent[op]["large"]
+        print(f"{op:19} p99 fresh {f['p99_ms']:7.2f} ms  large {g['p99_ms']:7.2f} ms  large/fresh {p99}   "
+              f"ops/s {f['ops_per_s']:5.0f} / {g['ops_per_s']:5.0f}  errors {f['errors']}/{g['errors']}",
+              flush=True)  # fmt: skip
+    result["agent_path"] = agent
+    runs = interleave({name: (lambda s=store: list_round(s, args.repeats)) for name, store in stores.items()},
+                      args.rounds)  # fmt: skip
+    lists: dict[str, Any] = {}
+    for label, _, _ in list_queries():
+        fresh, large = (Spread.of([r[label] for r in runs[n]]) for n in ("fresh", "large"))
+        lists[label] = {"fresh_ms": fresh.median, "large_ms": large.median, "large_spread": large.as_dict()}
+        print(f"{label:52} fresh {fresh.median:7.1f} ms  large {large}", flush=True)
+    result["lists"] = lists
+    worst = max(lists.items(), key=lambda kv: kv[1]["large_ms"])
+    result["slowest_list"] = {"query": worst[0], "ms": worst[1]["large_ms"]}
+    result["lists_over_50ms"] = sorted(k for k, v in lists.items() if v["large_ms"] > 50)
+    result["agent_p99_ratio_max"] = max(v["p99_ratio"]["median"] for v in agent.values())
+    result["unreliable"] = unreliable
+    for line in unreliable:
+        print(f"UNRELIABLE: {line}", flush=True)
+    print(json.dumps(result))
+    return 2 if unreliable else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
