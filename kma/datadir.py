@@ -13,6 +13,8 @@ key split shares and the users' passphrase hashes, enough to attack them offline
 command sets the umask at start (`keep_private`), so no file is ever created open to others,
 SQLite's -wal and -shm files included, and `kma serve` and `kma status` refuse a data directory
 that others can read (`DataDir.check_private`).
+DIR/demo-credentials.json  `kma demo` only: every demo passphrase (0600). A demo is not a secret;
+                      a KMA made with `kma init` never stores a credential.
 """
 
 from __future__ import annotations
@@ -127,6 +129,10 @@ class DataDir:
             "key split shares and the passphrase hashes, which a copy lets anyone attack offline. "
             f"Make it this account's only, then start again: chmod -R go-rwx {shlex.quote(str(self.root))}"
         )
+
+    @property
+    def demo_credentials(self) -> Path:
+        return self.root / "demo-credentials.json"
 
     def is_initialised(self) -> bool:
         return self.identity_file.exists() and self.db.exists()

@@ -170,5 +170,6 @@ def run_demo(args: argparse.Namespace) -> int:
     print("Agents (one-time enrollment passphrases):")
     for agent in info["agents"]:
         print(f"  {agent['id']:<14} {agent['enrollment_passphrase']}")
+    print(f"All of these are kept in {data_dir.demo_credentials} (readable by you only).")
     print(f"Now run: kma serve --data-dir {data_dir.root}")
     return 0
