@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from PySide6.QtCore import QSettings
 
@@ -14,6 +15,7 @@ from app.session import SessionController
 class AppContext:
     ops: Operations
     session: SessionController
+    demo: Any = None  # the demo KMA's DemoCredentials in local mode, else None
 
     @property
     def roles(self) -> frozenset[str]:

@@ -6,6 +6,7 @@ windows themselves only know the context they are given.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from PySide6.QtCore import QObject
@@ -18,6 +19,8 @@ from app.pages import window_extensions
 from app.profiles import ConnectionProfile
 from app.session import SessionController
 from app.signin import SignedIn
+
+log = logging.getLogger(__name__)
 
 
 class AppController(QObject):
@@ -35,6 +38,9 @@ class AppController(QObject):
         self.reauth_window: Any = None
         self.presenter: Any = None
         self.local_note = ""
+        self.demo: Any = None  # DemoCredentials in local mode: Help > Demo credentials, "sign in as"
+        self.local_kma: Any = None  # local mode's LocalKma: stopped when the application quits
+        self.remember_layout = True  # False when rendering headless: the next real window is untouched
         self.quit_when_sign_in_closes = True
         self.session.session_expired.connect(self._reauth)
         app.aboutToQuit.connect(self.shutdown)
@@ -69,13 +75,16 @@ class AppController(QObject):
             self.sign_in_window.rejected.disconnect(self._sign_in_closed)
             self.sign_in_window.close()
             self.sign_in_window = None
-        self.window = MainWindow(self.ctx, self.local_note)
+        self.ctx.demo = self.demo
+        self.window = MainWindow(self.ctx, self.local_note, remember=self.remember_layout)
         self.presenter = ErrorPresenter(self.session, self.window)
         self.ops.error_handler = self.presenter
         self.window.sign_out_requested.connect(self.sign_out)
+        self.window.sign_in_as_requested.connect(self.sign_in_as)
         for extend in window_extensions():  # badges, banners, polls added by areas
             extend(self.window, self.ctx)
         self.window.show()
+        log.info("signed in as %s to %s", signed.user.id, profile.address)
         return self.window
 
     # -- expired session ----------------------------------------------------------------------
@@ -102,6 +111,11 @@ class AppController(QObject):
     # -- sign-out and exit --------------------------------------------------------------------
     def sign_out(self) -> None:
         profile = self.session.profile
+        self._end_session()
+        self.show_sign_in(profile, "Signed out.", try_remembered=False)
+
+    def _end_session(self) -> None:
+        profile = self.session.profile
         if profile is not None and self.session.user is not None:
             secrets.forget(secrets.token_account(profile.key, self.session.user.id))
         self.session.sign_out()
@@ -111,9 +125,39 @@ class AppController(QObject):
             self.window.deleteLater()
             self.window = None
         self.ops.error_handler = None
-        self.show_sign_in(profile, "Signed out.", try_remembered=False)
+
+    def sign_in_as(self, user_id: str) -> None:
+        """Local mode: sign out and sign in again as another demo user (Help > Demo credentials)."""
+        from dataclasses import replace
+
+        from app.signin import sign_in
+
+        passphrase = self.demo.passphrase_of(user_id) if self.demo is not None else None
+        profile = self.session.profile
+        if not passphrase or profile is None:
+            return
+        profile = replace(profile, user_id=user_id)
+        parent = self.window
+        self.ops.write(lambda c: sign_in(profile, passphrase), parent=parent,
+                       label=f"Signing in as {user_id}…",
+                       success=lambda signed: self._switched(signed, profile))
+
+    def _switched(self, signed: SignedIn, profile: ConnectionProfile) -> None:
+        self._end_session()
+        self.signed_in(signed, profile)
 
     def shutdown(self) -> None:
+        """Quit promptly: save the layout, let a change in flight finish, then close the client
+        (reads still running end with it: their answers are no longer wanted, and an open
+        keep-alive connection would hold a local KMA's shutdown for its graceful timeout), and
+        stop the local KMA."""
         if self.window is not None:
             self.window.save_state()
-        self.ops.wait_idle(3000)
+        if self.local_kma is not None:
+            self.local_kma.stop_making_demo()  # a start-up still making the demo ends now
+        self.ops.wait_writes(3000)
+        if self.session.client is not None:
+            self.session.client.close()
+        if self.local_kma is not None:
+            self.local_kma.stop(timeout=0.5, kill=False)
+        self.ops.wait_idle(500)

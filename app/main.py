@@ -20,9 +20,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="local mode: where the local KMA keeps its data "
                              "(default: the user data folder)")
     parser.add_argument("--screenshots", type=Path, metavar="DIR",
-                        help="local mode: render every page into DIR and exit (automatic "
-                             "when there is no display)")
-    return parser.parse_args(argv)
+                        help="render every page into DIR and exit: of the local KMA (automatic "
+                             "with --local when there is no display), or of the KMA given by "
+                             "--kma, signed in as --user")
+    remote = parser.add_argument_group("screenshots of a KMA you sign in to (no window opens)")
+    remote.add_argument("--kma", metavar="HOST:PORT", help="the KMA's management address")
+    remote.add_argument("--ca-fingerprint", metavar="SHA256:...",
+                        help="its cluster CA's fingerprint (as `kma serve` prints it), pinned")
+    remote.add_argument("--user", metavar="ID", help="the user to sign in as")
+    remote.add_argument("--passphrase-file", type=Path, metavar="FILE",
+                        help="a file holding that user's passphrase (never given on the command line)")
+    args = parser.parse_args(argv)
+    remote_given = [args.kma, args.ca_fingerprint, args.user, args.passphrase_file]
+    if any(remote_given) and (args.local or args.screenshots is None or not all(remote_given)):
+        parser.error("screenshots of a KMA need --screenshots DIR with --kma, --ca-fingerprint, --user "
+                     "and --passphrase-file (and not --local)")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     from app.local_kma import has_display
 
-    headless = args.local and (args.screenshots is not None or not has_display())
+    headless = args.kma is not None or (args.local and (args.screenshots is not None or not has_display()))
     if headless and not os.environ.get("QT_QPA_PLATFORM"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
@@ -52,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     apply_theme()
     controller = AppController(app)
 
+    if args.kma is not None:
+        return _render_kma(controller, args)
     if args.local:
         from app.local_mode import LocalMode
 
@@ -67,6 +82,27 @@ def main(argv: list[str] | None = None) -> int:
     return app.exec()
 
 
+def _render_kma(controller: object, args: argparse.Namespace) -> int:
+    """Sign in to the KMA at ``--kma`` (its CA pinned) and render its pages; print their paths."""
+    from app.profiles import ConnectionProfile
+    from app.screenshots import render_signed_in
+
+    try:
+        passphrase = args.passphrase_file.read_text(encoding="utf-8").rstrip("\r\n")  # the line, as typed
+    except OSError as exc:
+        sys.stderr.write(f"kms-manager: cannot read the passphrase file: {exc}\n")
+        return 2
+    profile = ConnectionProfile(args.kma, args.kma, args.user, args.ca_fingerprint)
+    try:
+        paths = render_signed_in(controller, profile, passphrase, args.screenshots)
+    except Exception as exc:  # noqa: BLE001 - one line for the user, not a traceback
+        sys.stderr.write(f"kms-manager: {exc}\n")
+        return 1
+    for path in paths:
+        print(path)  # noqa: T201 - the command's documented output
+    return 0
+
+
 def _quit_on_signals(app: object) -> None:
     """Ctrl-C or SIGTERM quits through Qt, so aboutToQuit runs (local mode stops its KMA).
 
@@ -78,6 +114,8 @@ def _quit_on_signals(app: object) -> None:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
+    # Both exist on Windows too (signal.signal accepts them); SIGTERM only ever arrives on Linux and
+    # macOS, where it is how a session or service manager asks a program to quit.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: QApplication.quit())
     timer = QTimer(app)  # type: ignore[call-overload]

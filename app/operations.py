@@ -98,10 +98,16 @@ class _Runnable(QRunnable):
         try:
             result = self._fn(self._ctx)
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the GUI thread
-            self._relay.failed.emit(key, exc)
+            outcome: tuple[Any, ...] = (self._relay.failed, key, exc)
         else:
-            self._relay.succeeded.emit(key, result)
-        self._relay.finished.emit(key)
+            outcome = (self._relay.succeeded, key, result)
+        try:
+            outcome[0].emit(*outcome[1:])
+            self._relay.finished.emit(key)
+        except RuntimeError:
+            # The application quit while this ran (its relay is gone with it): nobody is left to
+            # tell, and a traceback on the way out would only alarm the user.
+            pass
 
 
 @dataclass
@@ -192,6 +198,11 @@ class Operations(QObject):
     @property
     def busy(self) -> int:
         return len(self._handles)
+
+    def wait_writes(self, msecs: int) -> bool:
+        """Block until the write lane drains (quitting: a change the user made must finish;
+        reads are not worth waiting for)."""
+        return self._writes.waitForDone(msecs)
 
     def wait_idle(self, msecs: int = 30000) -> bool:
         """Block until the pools drain (tests, screenshots, shutdown); callbacks still queue."""

@@ -52,3 +52,17 @@ def render_pages(window: Any, ops: Any, out_dir: Path,
             settle(ops)
         paths.append(grab(window, out_dir / f"{key}.png"))
     return paths
+
+
+def render_signed_in(controller: Any, profile: Any, passphrase: str, out_dir: Path) -> list[Path]:
+    """Sign in to the profile's KMA and render every page this user sees, then close the window."""
+    from app.signin import sign_in
+
+    signed = sign_in(profile, passphrase)
+    window = controller.signed_in(signed, profile)
+    try:
+        settle(controller.ops)
+        return render_pages(window, controller.ops, out_dir)
+    finally:
+        window.close()
+        controller.ops.wait_idle(3000)

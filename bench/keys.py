@@ -19,7 +19,8 @@ in interleaved rounds (bench/rounds.py: A B, B A, ...; `--rounds` of `--duration
 so that a machine whose speed drifts slows both alike. Each server's figures are the medians of
 its rounds, with their range and the confidence interval of the median; the KMA/PyKMIP ratio is
 the median of the per-round ratios. A median known only within more than 40% is listed under
-"UNRELIABLE" and in the JSON's `unreliable` (exit status 2). A default run takes about 10 minutes.
+"UNRELIABLE" and in the JSON's `unreliable` (exit status 2). A default run takes about 12 minutes
+on a busy two-core machine; `--levels 16` about 5.
 
 `--baseline REV` measures a before/after pair instead: REV is checked out into a temporary git
 worktree and its KMA ("baseline") is run interleaved against this tree's ("kma"); the ratios are

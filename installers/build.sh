@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Build the onedir bundle (kms-manager + kma sharing one _internal/) with PyInstaller, smoke-test
-# the frozen executables, and pack dist/kms-manager-<version>-<os>-<arch>.tar.gz. Linux and macOS.
+# the frozen executables, and pack dist/kms-manager-<version>-<os>-<arch>.tar.gz; on Linux with
+# dpkg-deb also the headless KMA's Debian package, dist/kma_<version>_<arch>.deb (from dist/kma/).
 #
-# Usage: installers/build.sh [--clean] [--skip-build] [--no-smoke] [--no-archive]
+# Usage: installers/build.sh [--clean] [--skip-build] [--no-smoke] [--no-archive] [--no-deb]
 #   --clean        empty PyInstaller's cache and work folder first (release builds)
 #   --skip-build   smoke-test (and pack) an existing bundle
 #   --no-smoke     build and pack without running the bundle
 #   --no-archive   do not make the .tar.gz
+#   --no-deb       do not make the .deb
 # Environment:
 #   KMS_DIST_DIR   where the bundle and the archive go (default: <repo>/dist)
 #   KMS_BUILD_DIR  PyInstaller's work folder (default: <repo>/build)
@@ -19,14 +21,15 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DIST="${KMS_DIST_DIR:-$ROOT/dist}"
 WORK="${KMS_BUILD_DIR:-$ROOT/build}"
 PYTHON="${PYTHON:-python3}"
-clean=() build=1 smoke=1 archive=1
+clean=() build=1 smoke=1 archive=1 deb=1
 for arg in "$@"; do
   case "$arg" in
     --clean) clean=(--clean) ;;
     --skip-build) build=0 ;;
     --no-smoke) smoke=0 ;;
     --no-archive) archive=0 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-deb) deb=0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build.sh: unknown argument $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -149,4 +152,16 @@ if [ "$archive" = 1 ]; then
   step "archive: $tarball"
   tar -C "$DIST" -czf "$tarball" kms-manager
   echo "$(du -h "$tarball" | cut -f1) $tarball"
+fi
+
+if [ "$deb" = 1 ]; then
+  step "deb: the headless KMA (dist/kma/) as a Debian package"
+  if [ "$(uname -s)" = Linux ] && command -v dpkg-deb >/dev/null; then
+    [ -x "$DIST/kma/kma" ] || die "no KMA-only bundle at $DIST/kma (build it first)"
+    rm -f "$DIST"/kma_*.deb
+    debfile="$("$ROOT/installers/debian/build-deb.sh" "$DIST/kma" "$DIST")"
+    echo "$(du -h "$debfile" | cut -f1) $debfile"
+  else
+    echo "skipped (Linux with dpkg-deb only)"
+  fi
 fi

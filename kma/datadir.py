@@ -13,6 +13,8 @@ key split shares and the users' passphrase hashes, enough to attack them offline
 command sets the umask at start (`keep_private`), so no file is ever created open to others,
 SQLite's -wal and -shm files included, and `kma serve` and `kma status` refuse a data directory
 that others can read (`DataDir.check_private`).
+DIR/demo-credentials.json  `kma demo` only: every demo passphrase (0600). A demo is not a secret;
+                      a KMA made with `kma init` never stores a credential.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import os
 import shlex
 import stat
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,7 +100,14 @@ class DataDir:
         os.chmod(self.root, 0o700)
 
     def exposed(self) -> list[tuple[Path, int]]:
-        """Every file and folder in the data directory that other accounts can use, with its mode."""
+        """Every file and folder in the data directory that other accounts can use, with its mode.
+
+        Windows has no POSIX modes (Python makes st_mode up from the read-only flag, so everything
+        would look open): access there is by ACL, not checked here; the manager's local KMA lives in
+        the account's own %APPDATA%, which is private to it by default.
+        """
+        if sys.platform == "win32":
+            return []
         found = []
         for folder, _, files in os.walk(self.root):  # each folder once, then its files
             for path in [Path(folder), *(Path(folder, name) for name in files)]:
@@ -119,6 +129,10 @@ class DataDir:
             "key split shares and the passphrase hashes, which a copy lets anyone attack offline. "
             f"Make it this account's only, then start again: chmod -R go-rwx {shlex.quote(str(self.root))}"
         )
+
+    @property
+    def demo_credentials(self) -> Path:
+        return self.root / "demo-credentials.json"
 
     def is_initialised(self) -> bool:
         return self.identity_file.exists() and self.db.exists()

@@ -3,19 +3,23 @@
 It initialises a cluster, then replays a year of work on a clock that starts 400 days ago:
 sites, users of every role, key policies and groups, agents (tape drives) with one-time
 enrollment passphrases, data units (tapes) and keys, so that today keys exist in every state
-and the audit trail tells how they got there. Passphrases are random and printed once.
+and the audit trail tells how they got there. Passphrases are random; a demo is not a secret, so
+all of them (users, key split members, agents' enrollment passphrases) are kept beside the demo
+KMA in ``demo-credentials.json`` (0600), where anyone exploring it can find them again.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
+import string
 import time
 from typing import Any
 
 from kma.appliance import Appliance
 from kma.bootstrap import Answers, SplitMember, initialise
 from kma.clock import FixedClock
-from kma.datadir import DataDir
+from kma.datadir import DataDir, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
 from kma.services import agents, data_units, keys, policies, sites, users
@@ -33,8 +37,13 @@ DEMO_USERS: list[tuple[str, str, list[Role]]] = [
 ]
 
 
+_ALPHABET = string.ascii_letters + string.digits
+
+
 def _passphrase() -> str:
-    return "-".join(secrets.token_urlsafe(6) for _ in range(3))
+    """Three groups of eight letters or digits joined by ``-``: never starts with ``-`` (which a
+    command line would take for an option) and survives any shell unquoted."""
+    return "-".join("".join(secrets.choice(_ALPHABET) for _ in range(8)) for _ in range(3))
 
 
 def make_demo(data_dir: DataDir, port: int = 8443) -> dict[str, Any]:
@@ -47,7 +56,9 @@ def make_demo(data_dir: DataDir, port: int = 8443) -> dict[str, Any]:
         service_address="127.0.0.1:5696", officer_id="so", officer_name="Sam Officer",
         officer_passphrase=so_pass, threshold=3, members=tuple(members), key_pool_size=200,
     ), clock)  # fmt: skip
-    credentials = [{"id": "so", "roles": [str(Role.SECURITY_OFFICER)], "passphrase": so_pass}]
+    credentials = [
+        {"id": "so", "name": "Sam Officer", "roles": [str(Role.SECURITY_OFFICER)], "passphrase": so_pass}
+    ]
     kma = Appliance(data_dir, clock)
     try:
         kma.try_autonomous_unlock()
@@ -56,7 +67,7 @@ def make_demo(data_dir: DataDir, port: int = 8443) -> dict[str, Any]:
         kma.close()
     from kma.crypto import fingerprint
 
-    return {
+    info = {
         "data_dir": str(data_dir.root),
         "management_address": f"127.0.0.1:{port}",
         "ca_fingerprint": fingerprint(data_dir.ca_cert.read_bytes()),
@@ -67,6 +78,8 @@ def make_demo(data_dir: DataDir, port: int = 8443) -> dict[str, Any]:
         },
         "agents": enrollment,
     }
+    write_private(data_dir.demo_credentials, json.dumps(info, indent=2).encode())
+    return info
 
 
 def _replay_a_year(
@@ -79,12 +92,14 @@ def _replay_a_year(
     for user_id, name, roles in DEMO_USERS:
         passphrase = _passphrase()
         users.create_user(kma, so, user_id, name, [str(r) for r in roles], passphrase)
-        credentials.append({"id": user_id, "roles": [str(r) for r in roles], "passphrase": passphrase})
+        credentials.append(
+            {"id": user_id, "name": name, "roles": [str(r) for r in roles], "passphrase": passphrase}
+        )
 
     policies.create_policy(
         kma,
         co,
-        "tape-90d",
+        "tape-30d",
         30 * DAY,
         365 * DAY,
         "Backup tapes: 30-day writes, 1-year life",
@@ -93,8 +108,8 @@ def _replay_a_year(
     policies.create_policy(
         kma, co, "archive-7y", 365 * DAY, 7 * 365 * DAY, "Archive: 1-year writes, 7-year life"
     )
-    policies.create_group(kma, co, "backup-dallas", "tape-90d", "Nightly backups, Dallas")
-    policies.create_group(kma, co, "backup-boston", "tape-90d", "Nightly backups, Boston")
+    policies.create_group(kma, co, "backup-dallas", "tape-30d", "Nightly backups, Dallas")
+    policies.create_group(kma, co, "backup-boston", "tape-30d", "Nightly backups, Boston")
     policies.create_group(kma, co, "archive", "archive-7y", "Long-term archive")
 
     drives = [("t10k-dal-01", "dallas", "backup-dallas", "T10000B, library SL3000 Dallas"),

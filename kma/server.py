@@ -44,7 +44,10 @@ def listen(host: str, port: int) -> socket.socket:
     # proto must be IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say so, and without
     # it every response (headers, then body) waits ~40 ms for a delayed ACK (Nagle).
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Restart on the same port at once (no TIME_WAIT wait). On Windows SO_REUSEADDR would instead
+    # let another program bind the port the KMA listens on; there the exclusive option is the safe one.
+    reuse = socket.SO_EXCLUSIVEADDRUSE if sys.platform == "win32" else socket.SO_REUSEADDR  # type: ignore[attr-defined]
+    sock.setsockopt(socket.SOL_SOCKET, reuse, 1)
     sock.bind((host, port))
     sock.listen(1024)
     sock.set_inheritable(True)

@@ -247,6 +247,9 @@ class Agent:
     enrollment_pending: bool
     created_at: datetime
     updated_at: datetime
+    last_contact_at: datetime | None = None
+    certificate_expires_at: datetime | None = None
+    keys_served_7d: int = 0
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Agent:
@@ -260,6 +263,9 @@ class Agent:
             enrollment_pending=bool(d["enrollment_pending"]),
             created_at=parse_time(d["created_at"]),
             updated_at=parse_time(d["updated_at"]),
+            last_contact_at=_opt_time(d.get("last_contact_at")),
+            certificate_expires_at=_opt_time(d.get("certificate_expires_at")),
+            keys_served_7d=int(d.get("keys_served_7d") or 0),
         )
 
 

@@ -30,8 +30,9 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.controller import AppController
+    from app.demo_credentials import DemoCredentials
     from app.local_kma import LocalKma
-    from app.local_mode import admin_passphrase, local_profile
+    from app.local_mode import local_profile
     from app.screenshots import grab, render_pages, settle
     from app.signin import sign_in
 
@@ -49,7 +50,8 @@ def main() -> int:
     try:
         profile = local_profile(ready)
         profile.name = "Dallas production"
-        signed = sign_in(profile, admin_passphrase(demo) or "")
+        controller.demo = DemoCredentials(demo)
+        signed = sign_in(profile, controller.demo.passphrase_of("admin") or "")
         quorum_screenshots.seed(signed.client, demo)  # pending approvals for the inbox
         window = controller.signed_in(signed, profile)
         settle(controller.ops)
@@ -98,6 +100,29 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
         settle(controller.ops)
         paths.append(grab(dialog, out / "key_details.png"))
         dialog.close()
+
+    demo = window.show_demo_credentials()
+    demo.show()
+    settle(controller.ops)
+    paths.append(grab(demo, out / "demo_credentials.png"))
+    demo.close()
+
+    from ui.user_guide import UserGuide
+
+    guide = UserGuide.show_for(window)
+    paths.append(grab(guide, out / "user_guide.png"))
+    guide.close()
+
+    from ui.form_dialog import Field, FormDialog
+
+    form = FormDialog(controller.ctx, "New key group",
+                      [Field("id", "Key group ID", "id", required=True), Field("description", "Description")],
+                      lambda c, v: None, parent=window, ok_text="Create key group")
+    form.show()
+    form.editors["id"].setText("nc group!")
+    settle(controller.ops)
+    paths.append(grab(form, out / "form_validation.png"))
+    form.close()
 
     window.show_page("agents")
     secret = OneTimeSecretDialog(

@@ -4,6 +4,11 @@ Area modules say *what* to ask (``Field`` specs) and *what to call* (``submit(cl
 this module handles validation, the background write, and showing a refusal inline so the user can
 correct the value without retyping the rest. Choice lists (sites, key groups, policies) are read
 from the KMA when the dialog opens.
+
+Validation runs as the user types: what is wrong with a field is said in words right under it
+once the user has touched it (nothing is silently dropped); while the form cannot be sent, a line
+above the buttons says why; a refusal from the KMA goes under the field it is about (a taken ID)
+or above the buttons, and goes away as soon as the user changes something.
 """
 
 from __future__ import annotations
@@ -13,8 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QRegularExpression, Qt
-from PySide6.QtGui import QRegularExpressionValidator
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -30,10 +34,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+import kms_client
 from app.context import AppContext
 from app.errors import ErrorKind, describe
 from ui.format import words
-from ui.widgets import ErrorLabel, PasswordLineEdit
+from ui.widgets import ErrorLabel, PasswordLineEdit, grow_to_fit
 
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 ROLE_NAMES = (
@@ -44,6 +49,32 @@ ROLE_NAMES = (
     "auditor",
     "quorum_member",
 )
+
+
+def _id_problem(spec: Field, value: str) -> str:
+    if re.fullmatch(ID_PATTERN, value):
+        return ""
+    if len(value) > 64:
+        return f"{spec.label} is longer than 64 characters."
+    bad = sorted({c for c in value if not re.fullmatch(r"[A-Za-z0-9._-]", c)})
+    if bad:
+        shown = ", ".join("a space" if c == " " else f"'{c}'" for c in bad)
+        return f"{spec.label} may use only letters, digits, '.', '_' and '-' (not {shown})."
+    return f"{spec.label} must start with a letter or a digit."
+
+
+def _passphrase_problem(spec: Field, value: str) -> str:
+    if len(value) < 8:
+        return f"{spec.label} is too short: at least 8 characters ({8 - len(value)} more)."
+    if len(value) > 256:
+        return f"{spec.label} is too long: at most 256 characters."
+    return ""
+
+
+def _length_problem(spec: Field, value: str) -> str:
+    if len(value) > spec.max_length:
+        return f"{spec.label} is longer than {spec.max_length} characters."
+    return ""
 
 
 @dataclass
@@ -64,6 +95,12 @@ class Field:
     read_only: bool = False
 
 
+_VALUE_CHECKS: dict[str, Callable[[Field, Any], str]] = {
+    "id": _id_problem, "password": _passphrase_problem, "text": _length_problem,
+    "multiline": _length_problem,
+}
+
+
 class FormDialog(QDialog):
     """Asks for ``fields``, then runs ``submit(client, values)`` on the write lane."""
 
@@ -76,6 +113,7 @@ class FormDialog(QDialog):
         on_done: Callable[[Any], None] | None = None,
         *,
         intro: str = "",
+        noun: str = "",
         ok_text: str = "Save",
         busy_text: str = "Saving…",
         danger: bool = False,
@@ -91,13 +129,47 @@ class FormDialog(QDialog):
         self.setWindowModality(Qt.WindowModal)
         self.setMinimumWidth(480)
         self.editors: dict[str, QWidget] = {}
+        self.hints: dict[str, ErrorLabel] = {}  # the message under each field
+        self._touched: set[str] = set()
+        self._refusal: tuple[str, str] | None = None  # (field key, the KMA's words) until an edit
+        self._noun = noun or (title[4:] if title.startswith("New ") else "")
 
+        self.intro_text = intro
         layout = QVBoxLayout(self)
         if intro:
             label = QLabel(intro)
             label.setWordWrap(True)
             label.setTextFormat(Qt.RichText)
             layout.addWidget(label)
+        layout.addLayout(self._build_rows(fields))
+        self.error = ErrorLabel()
+        layout.addWidget(self.error)
+        self.missing = QLabel()  # why the form cannot be sent yet, before the user touched it
+        self.missing.setObjectName("formMissing")
+        self.missing.setWordWrap(True)
+        self.missing.setEnabled(False)  # drawn muted: a to-do, not an error
+        self.missing.hide()
+        layout.addWidget(self.missing)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        self.ok = self.buttons.button(QDialogButtonBox.Ok)
+        self.ok.setText(ok_text)
+        if danger:
+            # A destructive confirmation: Enter (or a stray double-click) must not confirm it.
+            self.ok.setStyleSheet("QPushButton { color: #c62828; font-weight: bold; }"
+                                  "QPushButton:disabled { color: palette(mid); }")
+            self.ok.setAutoDefault(False)
+            cancel = self.buttons.button(QDialogButtonBox.Cancel)
+            cancel.setDefault(True)
+            if not fields:
+                cancel.setFocus(Qt.OtherFocusReason)
+        self.buttons.accepted.connect(self._accept)
+        self.buttons.rejected.connect(self.reject)
+        layout.addWidget(self.buttons)
+        self._validate()
+        self._load_choices()
+
+    def _build_rows(self, fields: list[Field]) -> QFormLayout:
+        """Each field with its label, and under it the line that says what is wrong with it."""
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.ExpandingFieldsGrow)
         for spec in fields:
@@ -109,20 +181,16 @@ class FormDialog(QDialog):
             self.editors[spec.key] = editor
             label = QLabel(spec.label + (" *" if spec.required else "") + ":")
             label.setBuddy(editor)
-            form.addRow(label, editor)
-        layout.addLayout(form)
-        self.error = ErrorLabel()
-        layout.addWidget(self.error)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.ok = self.buttons.button(QDialogButtonBox.Ok)
-        self.ok.setText(ok_text)
-        if danger:
-            self.ok.setStyleSheet("QPushButton { color: #c62828; font-weight: bold; }")
-        self.buttons.accepted.connect(self._accept)
-        self.buttons.rejected.connect(self.reject)
-        layout.addWidget(self.buttons)
-        self._validate()
-        self._load_choices()
+            cell = QWidget()
+            column = QVBoxLayout(cell)
+            column.setContentsMargins(0, 0, 0, 0)
+            column.setSpacing(2)
+            column.addWidget(editor)
+            hint = ErrorLabel(f"{spec.label}: problem", f"hint:{spec.key}")
+            column.addWidget(hint)
+            self.hints[spec.key] = hint
+            form.addRow(label, cell)
+        return form
 
     # -- editors ------------------------------------------------------------------------------
     def _make_editor(self, spec: Field) -> QWidget:
@@ -138,19 +206,18 @@ class FormDialog(QDialog):
     def _line_edit(self, spec: Field) -> QWidget:
         edit = QLineEdit()
         edit.setMaxLength(64 if spec.kind == "id" else spec.max_length)
-        if spec.kind == "id":
-            edit.setValidator(QRegularExpressionValidator(QRegularExpression(ID_PATTERN), edit))
+        if spec.kind == "id":  # checked in words as typed, never filtered: see field_problem()
             edit.setPlaceholderText("letters, digits, . _ - (up to 64)")
         if spec.default is not None:
             edit.setText(str(spec.default))
         edit.setReadOnly(spec.read_only)
-        edit.textChanged.connect(self._validate)
+        edit.textChanged.connect(lambda _t, k=spec.key: self._edited(k))
         return edit
 
     def _password(self, spec: Field) -> QWidget:
         pw = PasswordLineEdit()
         pw.setPlaceholderText("8 to 256 characters")
-        pw.textChanged.connect(self._validate)
+        pw.textChanged.connect(lambda _t, k=spec.key: self._edited(k))
         return pw
 
     def _multiline(self, spec: Field) -> QWidget:
@@ -159,7 +226,7 @@ class FormDialog(QDialog):
         text.setFixedHeight(80)
         if spec.default:
             text.setPlainText(str(spec.default))
-        text.textChanged.connect(self._validate)
+        text.textChanged.connect(lambda k=spec.key: self._edited(k))
         return text
 
     def _check(self, spec: Field) -> QWidget:
@@ -173,7 +240,7 @@ class FormDialog(QDialog):
         spin.setValue(int(spec.default or spec.minimum))
         if spec.kind == "days":
             spin.setSuffix(" days")
-        spin.valueChanged.connect(self._validate)
+        spin.valueChanged.connect(lambda _v, k=spec.key: self._edited(k))
         return spin
 
     def _combo(self, spec: Field) -> QWidget:
@@ -182,7 +249,7 @@ class FormDialog(QDialog):
             combo.addItem(label, value)
         if spec.default is not None:
             combo.setCurrentIndex(max(0, combo.findData(spec.default)))
-        combo.currentIndexChanged.connect(self._validate)
+        combo.currentIndexChanged.connect(lambda _i, k=spec.key: self._edited(k))
         return combo
 
     def _roles(self, spec: Field) -> QWidget:
@@ -194,7 +261,7 @@ class FormDialog(QDialog):
             check = QCheckBox(words(role))
             check.setObjectName(role)
             check.setChecked(role in chosen)
-            check.toggled.connect(self._validate)
+            check.toggled.connect(lambda _on, k=spec.key: self._edited(k))
             inner.addWidget(check)
         return group
 
@@ -252,25 +319,51 @@ class FormDialog(QDialog):
                                  if c.isChecked()]
         return out
 
+    def field_problem(self, spec: Field, value: Any) -> str:
+        """What is wrong with one field's value, in words ("" if nothing)."""
+        if spec.required and value in (None, "", []):
+            return f"{spec.label} is required." if spec.kind != "roles" else "Choose at least one role."
+        check = _VALUE_CHECKS.get(spec.kind)
+        problem = check(spec, value) if check is not None and value else ""
+        if not problem and self._refusal is not None and self._refusal[0] == spec.key:
+            problem = self._refusal[1]
+        return problem
+
     def problem(self) -> str:
         """Why the form cannot be sent yet ("" when it can)."""
         values = self.values()
         for spec in self.fields:
-            value = values[spec.key]
-            if spec.required and (value in (None, "", []) ):
-                return f"{spec.label} is required."
-            if spec.kind == "id" and value and not re.fullmatch(ID_PATTERN, value):
-                return f"{spec.label} may use letters, digits, '.', '_' and '-' (up to 64)."
-            if spec.kind == "password" and value and not 8 <= len(value) <= 256:
-                return f"{spec.label} must be 8 to 256 characters."
-            if spec.kind in ("text", "multiline") and value and len(value) > spec.max_length:
-                return f"{spec.label} is longer than {spec.max_length} characters."
+            problem = self.field_problem(spec, values[spec.key])
+            if problem:
+                return problem
         return ""
+
+    def _edited(self, key: str) -> None:
+        self._touched.add(key)
+        self._refusal = None  # the KMA's refusal was about the old value
+        self.error.say("")
+        self._validate()
 
     def _validate(self) -> None:
         problem = self.problem()
         self.ok.setEnabled(not problem)
         self.ok.setToolTip(problem)
+        values = self.values()
+        shown_inline = False
+        for spec in self.fields:
+            hint = self.hints[spec.key]
+            text = self.field_problem(spec, values[spec.key])
+            if spec.key not in self._touched and (self._refusal or ("", ""))[0] != spec.key:
+                text = ""
+            if text != hint.text():
+                hint.say(text)
+                grow_to_fit(self)
+            shown_inline = shown_inline or bool(text)
+        missing = "" if shown_inline or not problem else problem
+        if missing != self.missing.text():
+            self.missing.setText(missing)
+            self.missing.setVisible(bool(missing))
+            grow_to_fit(self)
 
     def _accept(self) -> None:
         problem = self.problem()
@@ -303,8 +396,27 @@ class FormDialog(QDialog):
         if message.kind in (ErrorKind.SESSION_EXPIRED, ErrorKind.UNREACHABLE):
             self.error.say(message.what)
             return False
+        taken = self._taken_id(exc)
+        if taken is not None:
+            self._refusal = taken
+            self._validate()
+            self.editors[taken[0]].setFocus(Qt.OtherFocusReason)
+            return True
         self.error.say(f"{message.what} {message.todo}")
+        grow_to_fit(self)
         return True
+
+    def _taken_id(self, exc: BaseException) -> tuple[str, str] | None:
+        """A create refused because the ID is in use: (the ID field, what to say under it)."""
+        if not isinstance(exc, kms_client.Conflict) or "already exists" not in str(exc):
+            return None
+        spec = next((f for f in self.fields if f.kind == "id" and not f.read_only), None)
+        if spec is None:
+            return None
+        value = self.values()[spec.key]
+        label = " ".join(w if w.isupper() else w.lower() for w in spec.label.split())  # "site ID"
+        return spec.key, (f"There is already a {self._noun or 'item'} '{value}'. "
+                          f"Choose another {label}.")
 
     def reject(self) -> None:
         for editor in self.editors.values():

@@ -25,6 +25,11 @@ def words(value: str | None) -> str:
     return _STATE_WORDS.get(value, value.replace("_", " ").capitalize())
 
 
+def counted(n: int, noun: str, plural: str = "") -> str:
+    """``1 key``, ``2 keys``, ``1,200 audit events``: the number with the noun it agrees with."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def when(value: datetime | None) -> str:
     if value is None:
         return ""

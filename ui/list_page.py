@@ -32,8 +32,11 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from ui.details import DetailsDialog
+from ui.format import counted
 from ui.paged_model import Column, ObjectRole, PagedTableModel
 from ui.widgets import page_header
+
+POLL_MS = 5000
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,15 @@ class ListPage(QWidget):
         self._actions: list[tuple[ActionSpec, QAction]] = []
         self._filter_boxes: dict[str, QComboBox] = {}
         self._loaded_once = False
+        self._embedded = embedded
+        self._kept: tuple[str | None, int] = (None, 0)  # selected ID and scroll, across a poll
+
+        # Lists follow changes made elsewhere (an agent enrolling, another user's edit): a light
+        # poll of the first page while the list is on screen, applied without losing the
+        # selection or the scroll position.
+        self._poll = QTimer(self)
+        self._poll.setInterval(POLL_MS)
+        self._poll.timeout.connect(self._follow_changes)
 
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)
@@ -132,6 +144,8 @@ class ListPage(QWidget):
         self.model.page_loaded.connect(self._update_status)
         self.model.loading_changed.connect(self._update_status)
         self.model.rowsInserted.connect(self._select_first_if_none)
+        self.model.modelAboutToBeReset.connect(self._keep_place)
+        self.model.modelReset.connect(self._restore_place)
         self._restore_state()
         self._update_actions()
 
@@ -190,8 +204,9 @@ class ListPage(QWidget):
         bar.addWidget(self.columns_button)
         QShortcut(QKeySequence.Find, self, activated=self._focus_filter,
                   context=Qt.WidgetWithChildrenShortcut)
-        QShortcut(QKeySequence.Refresh, self, activated=self.refresh,
-                  context=Qt.WidgetWithChildrenShortcut)
+        if self._embedded:  # in a dialog; in the main window F5 is View > Refresh (one owner)
+            QShortcut(QKeySequence.Refresh, self, activated=self.refresh,
+                      context=Qt.WidgetWithChildrenShortcut)
         return bar
 
     def _build_view(self) -> QTableView:
@@ -259,6 +274,26 @@ class ListPage(QWidget):
     def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
         self.ensure_loaded()
+        self._poll.start()
+
+    def hideEvent(self, event: Any) -> None:  # noqa: N802 - Qt override
+        self._poll.stop()
+        super().hideEvent(event)
+
+    def _follow_changes(self) -> None:
+        if self.isVisible() and self._loaded_once:
+            self.model.poll()
+
+    def _keep_place(self) -> None:
+        current = self.current_object()
+        self._kept = (getattr(current, "id", None), self.view.verticalScrollBar().value())
+
+    def _restore_place(self) -> None:
+        kept_id, scroll = self._kept
+        row = self.model.row_of(kept_id) if kept_id is not None else -1
+        if row >= 0:
+            self.view.selectRow(row)
+        self.view.verticalScrollBar().setValue(scroll)
 
     def _focus_filter(self) -> None:
         self.filter_edit.setFocus(Qt.ShortcutFocusReason)
@@ -343,12 +378,13 @@ class ListPage(QWidget):
         elif total == 0:
             text = f"No {noun} match." if (self.model.q or self.model.filters) else f"No {noun} yet."
         else:
+            singular = self.spec.noun or noun
             if not self.model.total_exact:  # the KMA stops counting at large numbers
                 text = f"Showing {shown:,} of more than {total:,} {noun}"
             elif shown >= total:
-                text = f"{total:,} {noun}"
+                text = counted(total, singular, noun)
             else:
-                text = f"Showing {shown:,} of {total:,} {noun}"
+                text = f"Showing {shown:,} of {counted(total, singular, noun)}"
             if self.model.loading:
                 text += " — loading more…"
         self.status.setText(text)

@@ -35,11 +35,13 @@ from ui.format import words
 
 class MainWindow(QMainWindow):
     sign_out_requested = Signal()
+    sign_in_as_requested = Signal(str)  # a demo user's ID (local mode)
     reauth_requested = Signal()
 
-    def __init__(self, ctx: AppContext, local_note: str = "") -> None:
+    def __init__(self, ctx: AppContext, local_note: str = "", remember: bool = True) -> None:
         super().__init__()
         self.ctx = ctx
+        self.remember = remember  # False: layout and last page are not saved (headless renders)
         self.setObjectName("mainWindow")
         self.setWindowTitle("KMS Manager")
         self.setWindowIcon(QIcon(str(get_asset("icons/app.svg"))))
@@ -147,7 +149,8 @@ class MainWindow(QMainWindow):
             self._slots[spec.key] = page
         self.stack.setCurrentWidget(page)
         self.setWindowTitle(f"{spec.title} — KMS Manager")
-        QSettings().setValue("main/page", spec.key)
+        if self.remember:
+            QSettings().setValue("main/page", spec.key)
 
     def current_page(self) -> QWidget | None:
         key = self.current_key()
@@ -190,6 +193,15 @@ class MainWindow(QMainWindow):
         self.go_menu = bar.addMenu("&Go")
 
         help_menu = bar.addMenu("&Help")
+        guide = QAction("&User guide", self)
+        guide.setShortcut(QKeySequence.HelpContents)
+        guide.triggered.connect(self._user_guide)
+        help_menu.addAction(guide)
+        if self.ctx.demo is not None:
+            demo = QAction("&Demo credentials…", self)
+            demo.triggered.connect(self.show_demo_credentials)
+            help_menu.addAction(demo)
+        help_menu.addSeparator()
         about = QAction("&About KMS Manager", self)
         about.setMenuRole(QAction.AboutRole)
         about.triggered.connect(self._about)
@@ -197,11 +209,33 @@ class MainWindow(QMainWindow):
 
     def _rebuild_go_menu(self) -> None:
         self.go_menu.clear()
-        for i, spec in enumerate(self.specs):
+        numbered = [spec for spec in self.specs if spec.key != "settings"]
+        taken = {"L"}  # Ctrl+Shift+L signs out
+        for spec in self.specs:
             action = self.go_menu.addAction(spec.title)
-            if i < 9:
-                action.setShortcut(QKeySequence(f"Ctrl+{i + 1}"))
+            if spec.key == "settings":
+                action.setShortcut(QKeySequence("Ctrl+,"))
+            elif (i := numbered.index(spec)) < 10:  # Ctrl+1 ... Ctrl+9, then Ctrl+0
+                action.setShortcut(QKeySequence(f"Ctrl+{(i + 1) % 10}"))
+            else:  # beyond ten areas: Ctrl+Shift+ a free letter of the title (Audit log: A)
+                letter = next((c for c in spec.title.upper() if c.isalpha() and c not in taken), "")
+                if letter:
+                    taken.add(letter)
+                    action.setShortcut(QKeySequence(f"Ctrl+Shift+{letter}"))
             action.triggered.connect(lambda _c=False, k=spec.key: self.show_page(k))
+
+    def _user_guide(self) -> None:
+        from ui.user_guide import UserGuide
+
+        UserGuide.show_for(self)
+
+    def show_demo_credentials(self) -> Any:
+        from ui.demo_credentials import DemoCredentialsDialog
+
+        dialog = DemoCredentialsDialog(self.ctx.demo, self.ctx.session.user, self)
+        dialog.sign_in_as.connect(self.sign_in_as_requested)
+        dialog.open()
+        return dialog
 
     def _about(self) -> None:
         QMessageBox.about(
@@ -247,6 +281,8 @@ class MainWindow(QMainWindow):
             self.nav.setCurrentRow(0)
 
     def save_state(self) -> None:
+        if not self.remember:
+            return
         s = QSettings()
         s.setValue("main/geometry", self.saveGeometry())
         s.setValue("main/splitter", self.splitter.saveState())

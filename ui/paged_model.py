@@ -209,6 +209,43 @@ class PagedTableModel(QAbstractTableModel):
         self._set_loading(False)
         self._request(None)
 
+    def poll(self) -> None:
+        """Quietly read the first page again and apply what changed (a light poll)."""
+        if self._loading or not self._generation:
+            return
+        generation, params, limit, fetch = self._generation, self._params(), self._page_size, self._fetch
+
+        def op(ctx: OpContext) -> Any:  # worker thread: no Qt calls
+            return fetch(ctx.client)(limit=limit, cursor=None, **params)
+
+        self._ops.read(op, parent=self.parent_widget, quiet=True,
+                       success=lambda page: self._poll_arrived(generation, page),
+                       failure=lambda _exc: True)  # the next poll or F5 will say it
+
+    def _poll_arrived(self, generation: int, page: Any) -> None:
+        if generation != self._generation or self._loading:
+            return
+        items = list(page.items)
+        if len(self._rows) <= self._page_size:
+            # Only the first page is loaded: take the new one whole. Views keep their place
+            # through modelAboutToBeReset/modelReset (ListPage keeps selection and scroll).
+            if items != self._rows or page.total != self._total:
+                self.beginResetModel()
+                self._rows = items
+                self._ids = {str(getattr(obj, "id", "")): row for row, obj in enumerate(items)}
+                self._texts = {}
+                self._cursor = page.next_cursor
+                self._more = page.next_cursor is not None
+                self.endResetModel()
+        else:  # a long list scrolled far: update the rows it shows, never move them
+            for obj in items:
+                row = self.row_of(getattr(obj, "id", ""))
+                if row >= 0 and self._rows[row] != obj:
+                    self.replace(obj)
+        if page.total != self._total:
+            self._total = page.total
+            self.total_changed.emit(self._total)
+
     def replace(self, obj: Any) -> None:
         """Show an object the user just changed without reloading the list."""
         row = self.row_of(getattr(obj, "id", ""))

@@ -30,7 +30,7 @@ from app.operations import Operations
 from app.profiles import ConnectionProfile, ProfileStore
 from app.signin import SignedIn, fetch_trust, resume, sign_in
 from ui.trust_dialog import TrustDialog, grouped
-from ui.widgets import ErrorLabel, PasswordLineEdit
+from ui.widgets import ErrorLabel, PasswordLineEdit, grow_to_fit
 
 NEW_PROFILE = "New connection…"
 
@@ -117,6 +117,8 @@ class SignInWindow(QDialog):
             edit.textChanged.connect(self._validate)
         self.address.textEdited.connect(lambda _t: self._show_pin(None))
         self.passphrase.textChanged.connect(self._validate)
+        for edit in (self.address, self.user, self.passphrase):  # an old error goes with the edit
+            edit.textEdited.connect(lambda _t: self.error.say(""))
         if reauth_client is not None:
             for w in (self.profile, self.name, self.address, self.user):
                 w.setEnabled(False)
@@ -201,6 +203,8 @@ class SignInWindow(QDialog):
     # -- signing in ---------------------------------------------------------------------------
     def show_error(self, text: str) -> None:
         self.error.say(text)
+        if text:  # grow rather than squeeze the pinned CA fingerprint out of view
+            grow_to_fit(self)
 
     def _busy(self, busy: bool, text: str = "") -> None:
         self.sign_in_button.setEnabled(not busy)

@@ -1,4 +1,5 @@
-"""Every error leaves as `{"error": {"code", "message"}}`, and every refusal is audited.
+"""Every error leaves as `{"error": {"code", "message"}}`, and every refusal is audited (a
+lookup of something that does not exist is not a refusal).
 
 A refusal is audited under the user whose valid session the request carries (even when it was
 refused before the route ran, e.g. an oversize body), with the object it was about as subject
@@ -89,7 +90,10 @@ def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
 def install(app: FastAPI) -> None:
     @app.exception_handler(KmaError)
     async def kma_error(request: Request, exc: KmaError) -> JSONResponse:
-        if not exc.audited:
+        # A read that finds nothing changed nothing and refused nothing (an auditor looking up
+        # a mistyped volser): like a successful read, it is not an audit event.
+        lookup_miss = request.method == "GET" and exc.code == "not_found"
+        if not exc.audited and not lookup_miss:
             await _audit_refusal(request, exc.code, exc.message)
         return error_response(exc.status, exc.code, exc.message)
 

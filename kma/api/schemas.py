@@ -134,6 +134,9 @@ class Agent(Response):
     enrollment_pending: bool
     created_at: Time
     updated_at: Time
+    last_contact_at: Time | None = None  # its newest request on the service listener
+    certificate_expires_at: Time | None = None  # of the certificate it enrolled with last
+    keys_served_7d: int = 0  # keys sent to it (KMIP Get) in the last seven days
 
 
 class EnrollmentPassphrase(Response):

@@ -24,15 +24,18 @@ def _data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
 def add_init(sub: Any) -> None:
     p = sub.add_parser("init", help="first set-up of a new KMA from a TOML answers file")
     p.add_argument("--data-dir", required=True)
-    p.add_argument("--answers", required=True, type=Path, help="TOML answers file (see README)")
+    p.add_argument("--answers", required=True, type=Path,
+                   help="TOML answers file (see README); - reads them from standard input")
     p.set_defaults(run=run_init)
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from kma.bootstrap import initialise, load_answers
+    from kma.bootstrap import initialise, load_answers, parse_answers
     from kma.crypto import fingerprint
 
-    answers = load_answers(args.answers)
+    # From standard input, the answers (which hold passphrases) need no file the KMA's own user
+    # can read: root pipes them in (`... | runuser -u kma -- kma init --answers -`).
+    answers = parse_answers(sys.stdin.read()) if str(args.answers) == "-" else load_answers(args.answers)
     data_dir = _data_dir(args, must_exist=False)
     initialise(data_dir, answers)
     print(f"Created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' in {data_dir.root}")
@@ -167,5 +170,6 @@ def run_demo(args: argparse.Namespace) -> int:
     print("Agents (one-time enrollment passphrases):")
     for agent in info["agents"]:
         print(f"  {agent['id']:<14} {agent['enrollment_passphrase']}")
+    print(f"All of these are kept in {data_dir.demo_credentials} (readable by you only).")
     print(f"Now run: kma serve --data-dir {data_dir.root}")
     return 0

@@ -1,16 +1,16 @@
-"""`kma serve`: run this KMA's listeners until stopped (SIGTERM or Ctrl-C)."""
+"""`kma serve`: run this KMA's listeners until stopped (SIGTERM, Ctrl-C, or its input closing)."""
 
 from __future__ import annotations
 
 import argparse
-import fcntl
 import logging
-import os
 import signal
+import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock, Timeout
 
 from kma.cli.admin import _data_dir
 from kma.errors import Conflict
@@ -23,10 +23,10 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--service-port", type=int, default=None, help="0 picks a free port")
     p.add_argument("--ready-file", type=Path, default=None, help="written as JSON once listening")
     p.add_argument(
-        "--parent-pid",
-        type=int,
-        default=None,
-        help="stop when process PID (the manager in local mode) is no longer our parent",
+        "--stop-on-stdin-close",
+        action="store_true",
+        help="stop cleanly once standard input closes: the manager in local mode holds it open and "
+        "closes it to stop the KMA (or the OS does, when the manager ends), on every OS",
     )
     p.set_defaults(run=run_serve)
 
@@ -41,30 +41,39 @@ def run_serve(args: argparse.Namespace) -> int:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(logging.INFO)
-    if args.parent_pid is not None:
-        _stop_with_parent(args.parent_pid)
-    # One process per data directory: two writers would fork the audit chain.
-    with open(data_dir.root / "kma.lock", "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise Conflict(f"Another `kma serve` is already running on {data_dir.root}.") from None
+    if args.stop_on_stdin_close:
+        _stop_when_stdin_closes()
+    # One process per data directory: two writers would fork the audit chain. (flock on Linux and
+    # macOS, as before, so an older kma still sees the lock; LockFileEx on Windows.)
+    lock = FileLock(data_dir.root / "kma.lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise Conflict(f"Another `kma serve` is already running on {data_dir.root}.") from None
+    with lock:
         serve(data_dir, args.management_port, args.service_port, args.ready_file,
               announce=lambda line: print(line, flush=True))  # fmt: skip
     return 0
 
 
-def _stop_with_parent(parent: int) -> None:
-    """Stop cleanly (SIGTERM to ourselves) once `parent` is gone, however it ended.
+def _stop_when_stdin_closes() -> None:
+    """Stop cleanly once standard input reaches its end, however the other side ended.
 
-    A local KMA must not outlive the manager that started it, even when the manager is killed
-    and could not stop it. The parent's PID comes from the parent itself: had it died before we
-    looked, our own `getppid()` would already name another process.
+    A local KMA must not outlive the manager that started it, even when the manager is killed and
+    could not stop it: the OS closes the manager's end of the pipe then. The same EOF is how the
+    manager asks for a clean stop where there is no SIGTERM to send (Windows). SIGINT reaches the
+    server's shutdown on every OS; it is raised again each second until the process has ended, in
+    case the listeners were not up yet the first time.
     """
 
     def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1)
-        os.kill(os.getpid(), signal.SIGTERM)
+        try:
+            while sys.stdin.buffer.read(4096):
+                pass
+        except (OSError, ValueError):
+            pass
+        while True:
+            signal.raise_signal(signal.SIGINT)
+            threading.Event().wait(1)
 
-    threading.Thread(target=watch, name="kma-parent-watch", daemon=True).start()
+    threading.Thread(target=watch, name="kma-stdin-watch", daemon=True).start()

@@ -14,6 +14,12 @@ class Role(StrEnum):
     QUORUM_MEMBER = "quorum_member"
 
 
+def role_words(role_text: str) -> str:
+    """``security_officer,auditor`` -> ``Security Officer, Auditor``: for summaries and audit
+    messages people read (the canonical request keeps the stored names)."""
+    return ", ".join(Role(r).value.replace("_", " ").title() for r in role_text.split(",") if r)
+
+
 class Permission(StrEnum):
     SIGNED_IN = "signed_in"
     USERS_READ = "users.read"

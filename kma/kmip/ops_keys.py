@@ -79,6 +79,7 @@ async def issue(
     key_id = kma.pool.take()
     from_pool = key_id is not None
     statements = list(before)
+    note = agent_keys.shredded_note(kma, spec.data_unit, call.now)
     if spec.data_unit is not None:
         statements.append(agent_keys.register_data_unit(spec.data_unit, call.now))
     if key_id is None:
@@ -91,7 +92,7 @@ async def issue(
     )
     statements += _extras(key_id, spec)
     try:
-        result = await call.commit(operation, statements, describe(key_id), ("key", key_id))
+        result = await call.commit(operation, statements, describe(key_id) + note, ("key", key_id))
     except KmipError:
         if from_pool:
             kma.pool.give_back(key_id)
@@ -176,6 +177,7 @@ async def register(call: Call, payload: Item) -> bytes:
     kma = call.kma
     key_id = new_key_id()
     wrapped = kma.vault.master().wrap(f"key:{key_id}", raw)
+    note = agent_keys.shredded_note(kma, spec.data_unit, call.now)
     statements = [agent_keys.register_data_unit(spec.data_unit, call.now)] if spec.data_unit else []
     statements.append(
         agent_keys.insert_registered_key(
@@ -186,7 +188,7 @@ async def register(call: Call, payload: Item) -> bytes:
     await call.commit(
         "kmip.register",
         statements,
-        f"registered key {key_id} supplied by the agent {_where(spec, group)}",
+        f"registered key {key_id} supplied by the agent {_where(spec, group)}{note}",
         ("key", key_id),
     )
     call.placeholder = key_id

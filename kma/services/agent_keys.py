@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.domain.lifecycle import DESTROYABLE_SQL, KeyState, key_in_state
+from kma.domain.lifecycle import DATA_UNIT_STATE_SQL, DESTROYABLE_SQL, KeyState, key_in_state
 from kma.store import Stmt
 
 MAX_CUSTOM_ATTRIBUTES = 32  # instances of x-... attributes per key
@@ -138,10 +138,27 @@ def current_write_key(kma: Appliance, agent_id: str, data_unit_id: str, now: int
 
 # --- statements -----------------------------------------------------------------------------
 def register_data_unit(data_unit_id: str, now: int) -> Stmt:
+    """Make the data unit if it is new; either way it was updated now (it gets a key)."""
     return Stmt(
-        "INSERT OR IGNORE INTO data_units (id, created_at, updated_at) VALUES (?, ?, ?)",
+        "INSERT INTO data_units (id, created_at, updated_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at",
         (data_unit_id, now, now),
     )
+
+
+def shredded_note(kma: Appliance, data_unit_id: str | None, now: int) -> str:
+    """For the audit message of a key given to a shredded data unit: it becomes readable again,
+    which must not happen silently (a read of the state for the message only; the write does not
+    depend on it)."""
+    if not data_unit_id:
+        return ""
+    state = kma.store.scalar(
+        f"SELECT {DATA_UNIT_STATE_SQL} FROM data_units WHERE id = :id", {"id": data_unit_id, "now": now}
+    )
+    if state != "shredded":
+        return ""
+    return (f"; data unit '{data_unit_id}' was shredded (every key destroyed) and is readable "
+            "again from now on with this key")
 
 
 def assign_pool_key(

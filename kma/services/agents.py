@@ -18,11 +18,24 @@ from kma.services.common import describe, patch, require
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, boolean, list_page
 from kma.store import Stmt
 
+WEEK = 7 * 86400
+
+# An agent's health from what the KMA already records (every KMIP request is an audit event
+# with the agent as its entity). Both subqueries walk the audit_entity index, ordered by
+# (entity_id, id): the newest event is its last entry, and this week's events are its tail.
+HEALTH = (
+    "(SELECT created_at FROM audit_events WHERE id = "
+    "(SELECT max(id) FROM audit_events WHERE entity_id = agents.id)) AS last_contact_at, "
+    "(SELECT count(*) FROM audit_events WHERE entity_id = agents.id AND operation = 'kmip.get' "
+    f"AND condition = 'success' AND created_at >= :now - {WEEK}) AS keys_served_7d, "
+    "certificate_not_after AS certificate_expires_at"
+)
+
 LIST = ListSpec(
     select=(
         "SELECT id, description, site_id, default_key_group_id, enabled, "
         "enrolled_at IS NOT NULL AS enrolled, enrollment_passphrase_hash IS NOT NULL AS "
-        "enrollment_pending, enrolled_at, created_at, updated_at FROM agents"
+        f"enrollment_pending, enrolled_at, created_at, updated_at, {HEALTH} FROM agents"
     ),
     sort_fields={"id": "id", "site_id": "site_id", "created_at": "created_at"},
     default_sort="id",
@@ -46,12 +59,13 @@ def _row(row: Any) -> dict[str, Any]:
 
 
 def list_agents(kma: Appliance, req: PageRequest) -> Page:
-    page = list_page(kma.store, LIST, req)
+    page = list_page(kma.store, LIST, req, {"now": kma.clock.now()})
     return page.with_items([_row(r) for r in page.items])
 
 
 def get_agent(kma: Appliance, agent_id: str) -> dict[str, Any]:
-    row = kma.store.query_one(f"SELECT * FROM ({LIST.select}) WHERE id = ?", (agent_id,))
+    row = kma.store.query_one(f"SELECT * FROM ({LIST.select}) WHERE id = :id",
+                              {"id": agent_id, "now": kma.clock.now()})
     if row is None:
         raise NotFound(f"There is no agent '{agent_id}'.")
     return _row(row)

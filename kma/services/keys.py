@@ -13,6 +13,7 @@ from kma.domain.actor import Actor
 from kma.domain.lifecycle import DESTROYABLE_SQL, KeyState, key_in_state, key_state_sql
 from kma.domain.validation import check_text
 from kma.errors import Conflict, NotFound
+from kma.services import agent_keys
 from kma.services.common import require
 from kma.services.keypool import new_key_id
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, boolean, choice, list_page
@@ -81,12 +82,8 @@ def issue_key(
         require(kma, "data unit", data_unit_id)
     kma.vault.master()  # a locked KMA issues nothing
     now = kma.clock.now()
-    statements: list[Stmt] = []
-    if register_data_unit:
-        statements.append(Stmt(
-            "INSERT OR IGNORE INTO data_units (id, created_at, updated_at) VALUES (?, ?, ?)",
-            (data_unit_id, now, now),
-        ))  # fmt: skip
+    note = agent_keys.shredded_note(kma, data_unit_id, now)
+    statements: list[Stmt] = [agent_keys.register_data_unit(data_unit_id, now)]
     key_id = kma.pool.take()
     from_pool = key_id is not None
     if key_id is None:
@@ -101,7 +98,7 @@ def issue_key(
             actor,
             "key.issue",
             statements,
-            f"issued key {key_id} for data unit '{data_unit_id}' in key group '{key_group_id}'",
+            f"issued key {key_id} for data unit '{data_unit_id}' in key group '{key_group_id}'{note}",
             ("key", key_id),
         )
     except Conflict:
@@ -124,10 +121,14 @@ def compromise_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> d
 def destroy_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict[str, Any]:
     check_text(comment, "The comment", max_len=500, required=True)
     require(kma, "key", key_id)
+    now = kma.clock.now()
     kma.commit(actor, "key.destroy", [Stmt(
         "UPDATE keys SET destroyed_at = :now, destroy_comment = :comment, material_wrapped = NULL "
         f"WHERE id = :id AND {DESTROYABLE_SQL}",
-        {"now": kma.clock.now(), "comment": comment, "id": key_id},
+        {"now": now, "comment": comment, "id": key_id},
         expect=1, refusal="only deactivated or compromised keys can be destroyed",
+    ), Stmt(  # its data unit changed too (it may now be shredded)
+        "UPDATE data_units SET updated_at = ? WHERE id = (SELECT data_unit_id FROM keys WHERE id = ?)",
+        (now, key_id),
     )], f"destroyed key {key_id}: {comment}", ("key", key_id))  # fmt: skip
     return get_key(kma, key_id)

@@ -13,6 +13,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.crypto import hash_passphrase
+from kma.domain.roles import role_words
 from kma.domain.validation import check_passphrase
 from kma.errors import Conflict, ValidationFailed
 from kma.services import users
@@ -42,7 +43,7 @@ def _prepare_create_user(kma: Appliance, op_id: str, request: Mapping[str, Any])
         "roles": role_text,
         "passphrase_hash": hash_passphrase(str(request["passphrase"])),
     }
-    return Prepared(f"Create user '{user_id}' ({name}) with roles {role_text}", shown, payload)
+    return Prepared(f"Create user '{user_id}' ({name}) with roles {role_words(role_text)}", shown, payload)
 
 
 def _execute_create_user(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
@@ -59,7 +60,8 @@ def _prepare_update_user(kma: Appliance, op_id: str, request: Mapping[str, Any])
     shown.update(
         {k: (v.split(",") if k == "roles" else bool(v) if k == "enabled" else v) for k, v in changes.items()}
     )
-    described = ", ".join(f"{k} {v!r}" for k, v in shown.items() if k != "id")
+    described = "; ".join(f"roles {role_words(changes['roles'])}" if k == "roles" else f"{k} {v!r}"
+                          for k, v in shown.items() if k != "id")
     return Prepared(f"Change user '{user_id}': {described}", shown, {"id": user_id, "changes": changes})
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.crypto import hash_passphrase
 from kma.domain.actor import Actor
-from kma.domain.roles import Role, format_roles
+from kma.domain.roles import Role, format_roles, role_words
 from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import NotFound, ValidationFailed
 from kma.services import lockout
@@ -92,7 +92,7 @@ def create_user_change(
         "INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
         "VALUES (?, ?, ?, ?, ?, ?)",
         (user_id, name, role_text, passphrase_hash, now, now),
-    )], f"created user '{user_id}' with roles {role_text}", ("user", user_id))  # fmt: skip
+    )], f"created user '{user_id}' with roles {role_words(role_text)}", ("user", user_id))  # fmt: skip
 
 
 def create_user(
@@ -128,7 +128,8 @@ def update_user_change(kma: Appliance, user_id: str, changes: dict[str, Any]) ->
     ]  # fmt: skip
     if changes.get("enabled") == 0:
         statements.append(Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)))
-    described = ", ".join(f"{k}={v}" for k, v in changes.items())
+    described = ", ".join(f"roles={role_words(v)}" if k == "roles" else f"{k}={v}"
+                          for k, v in changes.items())
     return Change("user.update", statements, f"changed user '{user_id}': {described}", ("user", user_id))
 
 

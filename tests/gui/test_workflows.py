@@ -89,16 +89,18 @@ def test_server_refusal_shows_a_message_and_the_app_keeps_working(qtbot, control
     _new(qtbot, page, "New data unit…", {"id": f"D{tag}"})
     _wait_row(qtbot, page, f"D{tag}")
 
-    # The same volser again: the KMA refuses; the form says why and stays open
+    # The same volser again: the KMA refuses; the form says why, under the field, and stays open
     dialog = _new(qtbot, page, "New data unit…", {"id": f"D{tag}"})
-    qtbot.waitUntil(dialog.error.isVisible, timeout=WAIT_MS)
+    hint = dialog.hints["id"]
+    qtbot.waitUntil(hint.isVisible, timeout=WAIT_MS)
     assert dialog.isVisible()
-    assert dialog.error.text()
-    assert "Traceback" not in dialog.error.text()
+    assert f"There is already a data unit 'D{tag}'" in hint.text()
+    assert "Choose another" in hint.text()
 
     # The user corrects the value and carries on
     dialog.editors["id"].clear()
     qtbot.keyClicks(dialog.editors["id"], f"F{tag}")
+    assert not hint.isVisible()  # the old refusal goes with the old value
     submit(qtbot, dialog)
     _wait_row(qtbot, page, f"F{tag}")
     assert not dialog.isVisible()

@@ -15,10 +15,11 @@ import os
 import subprocess
 import sys
 import tarfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.installers.conftest import Built
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -28,40 +29,6 @@ pytestmark = [
     pytest.mark.skipif(sys.platform not in ("linux", "darwin"), reason="build.sh is for Linux and macOS"),
     pytest.mark.skipif(importlib.util.find_spec("PyInstaller") is None, reason="PyInstaller not installed"),
 ]
-
-
-@dataclass(frozen=True)
-class Built:
-    dist: Path
-    smoke: Path
-    log: str
-
-    @property
-    def bundle(self) -> Path:
-        return self.dist / "kms-manager"
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    out = tmp_path_factory.mktemp("bundle")
-    env = {
-        **os.environ,
-        "KMS_DIST_DIR": str(out / "dist"),
-        "KMS_BUILD_DIR": str(out / "build"),
-        "KMS_SMOKE_DIR": str(out / "smoke"),
-        "PYTHON": sys.executable,
-    }
-    done = subprocess.run(
-        [str(ROOT / "installers" / "build.sh")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-    )
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, f"installers/build.sh failed:\n{log[-6000:]}"
-    return Built(out / "dist", out / "smoke", log)
 
 
 def test_bundle_has_both_executables_sharing_one_internal_folder(built: Built) -> None:

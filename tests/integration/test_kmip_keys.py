@@ -94,7 +94,7 @@ def test_a_tape_gets_a_new_write_key_when_the_encryption_period_ends(
         assert issued
         assert drive.write_key("E30001") == (first, False)  # appending: same key
         old_material = drive.get(first)
-        # The tape-90d policy: 30-day encryption period, one-year cryptoperiod
+        # The tape-30d policy: 30-day encryption period, one-year cryptoperiod
         fresh_kma.advance_clock(31 * DAY)
         time.sleep(1.1)
         second, issued = drive.write_key("E30001")

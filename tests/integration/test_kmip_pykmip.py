@@ -52,7 +52,7 @@ def test_enrollment_writes_what_a_pykmip_client_needs(agent_dir: Path) -> None:
 
 def test_pykmip_client_runs_a_key_through_its_life(kma: RunningKma, agent_dir: Path) -> None:
     # Given a key policy that lets agents revoke (set by the Compliance Officer)
-    kma.client("co").update_key_policy("tape-90d", agents_may_revoke=True)
+    kma.client("co").update_key_policy("tape-30d", agents_may_revoke=True)
     before = last_event(kma)
     with ProxyKmipClient(config_file=str(agent_dir / "pykmip.conf")) as client:
         # When the drive creates a key for tape E10001, activates and fetches it
@@ -140,7 +140,7 @@ def test_pykmip_client_speaking_kmip_2_0_runs_a_key_through_its_life(
 ) -> None:
     """KMIP 2.0: attributes travel as their own tags (Attributes, Attribute Reference); the
     same operations answer, with the same rules, as over 1.4."""
-    kma.client("co").update_key_policy("tape-90d", agents_may_revoke=True)
+    kma.client("co").update_key_policy("tape-30d", agents_may_revoke=True)
     before = last_event(kma)
     config = str(agent_dir / "pykmip.conf")
     with ProxyKmipClient(config_file=config, kmip_version=enums.KMIPVersion.KMIP_2_0) as client:

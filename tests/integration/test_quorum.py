@@ -95,7 +95,7 @@ def test_one_credential_makes_it_pending_and_two_more_approvals_run_it_once(fres
     assert not user_exists(fresh_kma, "pat")
 
     op = qm2.approve_quorum_operation(op.id, *creds(fresh_kma, "carol")[0])
-    assert op.state == "executed" and op.result == "created user 'pat' with roles auditor"
+    assert op.state == "executed" and op.result == "created user 'pat' with roles Auditor"
     assert [a.member for a in op.approvals] == ["alice", "bob", "carol"]
     assert user_exists(fresh_kma, "pat")
     fresh_kma.client("pat", "a good passphrase")

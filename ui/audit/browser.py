@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from PySide6.QtCore import QModelIndex, Qt, QTimer
+from PySide6.QtCore import QModelIndex, QSettings, QStandardPaths, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -128,7 +128,8 @@ class AuditBrowser(QWidget):
         self._tail.timeout.connect(self.poll_tail)
         QShortcut(QKeySequence.Find, self, activated=self.filters.text.setFocus,
                   context=Qt.WidgetWithChildrenShortcut)  # fmt: skip
-        QShortcut(QKeySequence.Refresh, self, activated=self.refresh, context=Qt.WidgetWithChildrenShortcut)
+        # F5 is the main window's View > Refresh, which refreshes this page: a second F5 here
+        # would make the key ambiguous (and do nothing) whenever the table has focus.
 
     # -- construction -------------------------------------------------------------------------
     def _toolbar(self) -> QHBoxLayout:
@@ -337,10 +338,22 @@ class AuditBrowser(QWidget):
         self.chain_banner.setStyleSheet(style % colour)
 
     # -- exports ------------------------------------------------------------------------------
+    def _ask_save(self, title: str, name: str, kinds: str) -> Path | None:
+        """A save dialog that opens where the user saved last, else in Documents (never in the
+        folder the manager happened to start from)."""
+        settings = QSettings()
+        folder = str(settings.value("audit/export_folder", "")) or QStandardPaths.writableLocation(
+            QStandardPaths.DocumentsLocation) or str(Path.home())
+        path, _ = QFileDialog.getSaveFileName(self, title, str(Path(folder) / name), kinds)
+        if not path:
+            return None
+        settings.setValue("audit/export_folder", str(Path(path).parent))
+        return Path(path)
+
     def _ask_export_csv(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export audit events", "audit-events.csv", "CSV (*.csv)")
+        path = self._ask_save("Export audit events", "audit-events.csv", "CSV (*.csv)")
         if path:
-            self.export_csv(Path(path))
+            self.export_csv(path)
 
     def export_csv(self, path: Path, done: Callable[[int], None] | None = None) -> None:
         """Stream the current filter's signed CSV into `path` (on a worker; cancellable)."""
@@ -365,10 +378,9 @@ class AuditBrowser(QWidget):
         self.ctx.ops.read(op, parent=self, label="Exporting audit events…", success=finished)
 
     def _ask_report(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save signed audit report", "audit-report.html",
-                                              "HTML report (*.html)")  # fmt: skip
+        path = self._ask_save("Save signed audit report", "audit-report.html", "HTML report (*.html)")
         if path:
-            self.save_report(Path(path))
+            self.save_report(path)
 
     def save_report(self, path: Path, done: Callable[[Any], None] | None = None) -> None:
         values = self.filters.values()

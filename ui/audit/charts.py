@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QSpli
 
 from app.context import AppContext
 from ui.audit.timeline import STATE_COLOURS
+from ui.format import counted
 
 try:
     from PySide6 import QtCharts
@@ -129,7 +130,7 @@ class ChartsPanel(QWidget):
     def _keys_issued(self, series: Any) -> None:
         total = sum(n for _, n in series.keys_issued)
         busiest = max(series.keys_issued, key=lambda d: d[1], default=("", 0))
-        text = f"{total:,} keys issued in the last {series.days} days" + (
+        text = f"{counted(total, 'key')} issued in the last {counted(series.days, 'day')}" + (
             f"; busiest day {busiest[0]} with {busiest[1]:,}" if busiest[1] else "")
         chart = None
         if QtCharts is not None:

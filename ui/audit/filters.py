@@ -35,7 +35,7 @@ CHOICES = {
     "retention": [("Any retention", None), ("Long", "long"), ("Medium", "medium"), ("Short", "short")],
 }
 PICKED = (("operation", "Operation", "Any operation"), ("event_class", "Class", "Any class"),
-          ("entity_id", "By (entity)", "Anyone (user, agent, KMA)"), ("kma_id", "KMA", "Any KMA"),
+          ("entity_id", "By (a user, an agent or a KMA)", "Anyone"), ("kma_id", "KMA", "Any KMA"),
           ("site_id", "Site", "Any site"))  # fmt: skip
 
 

@@ -26,9 +26,12 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from ui.audit.timeline import TimelineWidget
-from ui.format import display, when, words
+from ui.format import counted, display, when, words
 
-SUBJECTS = (("key", "Key"), ("data_unit", "Data unit (volser)"), ("agent", "Agent"))
+# The tape (volser) first: it is what people look up most, and what the placeholder shows.
+SUBJECTS = (("data_unit", "Data unit (volser)"), ("key", "Key"), ("agent", "Agent"))
+PLACEHOLDERS = {"data_unit": "Volser, e.g. E00001", "key": "Key ID (32 hexadecimal digits)",
+                "agent": "Agent ID, e.g. t10k-dal-01"}
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -100,7 +103,9 @@ class HistoryView(QWidget):
         for value, label in SUBJECTS:
             self.kind.addItem(label, value)
         self.subject = QLineEdit()
-        self.subject.setPlaceholderText("Key ID, volser (e.g. E00001) or agent ID")
+        self.subject.setPlaceholderText(PLACEHOLDERS[SUBJECTS[0][0]])
+        self.kind.currentIndexChanged.connect(
+            lambda _i: self.subject.setPlaceholderText(PLACEHOLDERS[self.kind.currentData()]))
         self.subject.setAccessibleName("Object ID")
         self.subject.returnPressed.connect(self._show_chosen)
         self.show_button = QPushButton("Show history")
@@ -165,8 +170,8 @@ class HistoryView(QWidget):
         self.history = history
         facts = ", ".join(f"{words(k).lower()}: {display(v)}" for k, v in history.facts.items()
                           if v not in (None, ""))  # fmt: skip
-        shown = (f"the newest {len(history.events):,} of {history.events_total:,} events"
-                 if history.events_truncated else f"{history.events_total:,} events")  # fmt: skip
+        shown = (f"the newest {len(history.events):,} of {counted(history.events_total, 'event')}"
+                 if history.events_truncated else counted(history.events_total, "event"))  # fmt: skip
         self.title.setText(f"<b>{history.title}</b> — now <b>{words(history.state)}</b>"
                            + (f" · {facts}" if facts else "") + f" · {shown}")
         self.timeline.set_history(history)

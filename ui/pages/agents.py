@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -9,7 +10,7 @@ from PySide6.QtCore import Qt
 from app.context import AppContext
 from app.pages import PageSpec, register
 from ui.form_dialog import Field, FormDialog
-from ui.format import yes_no
+from ui.format import when, yes_no
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import OP, enabled_tone, run_change
@@ -96,19 +97,39 @@ def _set_enabled(enabled: bool) -> Any:
     return run
 
 
+CERTIFICATE_WARNING = timedelta(days=30)
+
+
+def certificate_tone(agent: Any) -> str | None:
+    """Red once the agent's certificate has expired (it can no longer connect), amber within
+    30 days of it (enroll it again before then)."""
+    expires = agent.certificate_expires_at
+    if expires is None:
+        return None
+    left = expires - datetime.now(UTC)
+    return "bad" if left <= timedelta(0) else "warn" if left <= CERTIFICATE_WARNING else None
+
+
 SPEC = ListSpec(
     key="agents", title="Agents", noun="agent",
-    subtitle="Encrypting tape drives. An agent enrols once with a one-time passphrase; "
+    subtitle="Encrypting tape drives. An agent enrolls once with a one-time passphrase; "
              "a disabled agent gets no keys.",
     columns=[
-        Column("id", "Agent ID", 140),
-        Column("description", "Description", 220),
-        Column("site_id", "Site", 100),
-        Column("default_key_group_id", "Default key group", 140),
-        Column("enabled", "Enabled", 70, tone=enabled_tone),
-        Column("enrolled", "Enrolled", 70),
-        Column("enrollment_pending", "Awaiting enrolment", 130, format=yes_no),
-        Column("created_at", "Created", 140),
+        Column("id", "Agent ID", 120),
+        Column("description", "Description", 230),
+        Column("site_id", "Site", 70),
+        Column("default_key_group_id", "Default key group", 125),
+        Column("enabled", "Enabled", 65, tone=enabled_tone),
+        Column("enrolled", "Enrolled", 65),
+        Column("enrollment_pending", "Awaiting enrollment", 130, format=yes_no, hidden=True),
+        Column("last_contact_at", "Last contact", 125, sortable=False,
+               format=lambda t: when(t) if t else "Never"),
+        Column("certificate_expires_at", "Certificate expires", 125, sortable=False,
+               format=lambda t: t.astimezone().strftime("%Y-%m-%d") if t else "",
+               tone=certificate_tone),
+        Column("keys_served_7d", "Keys this week", 100, sortable=False, align_right=True,
+               format=lambda n: f"{n:,}"),
+        Column("created_at", "Created", 140, hidden=True),
         Column("updated_at", "Updated", 140, hidden=True),
     ],
     fetch=lambda c: c.list_agents,

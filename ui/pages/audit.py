@@ -28,9 +28,9 @@ def _tone(e: Any) -> str | None:
 
 COLUMNS = [
     Column("created_at", "Time", 140),
-    Column("severity", "Severity", 80, format=words, tone=_tone),
-    Column("condition", "Condition", 80, format=words, tone=_tone),
-    Column("operation", "Operation", 170),
+    Column("severity", "Severity", 70, format=words, tone=_tone),
+    Column("condition", "Condition", 75, format=words, tone=_tone),
+    Column("operation", "Operation", 200),
     Column("entity_id", "By", 110),
     Column("subject_id", "Subject", 150, sortable=False,
            format=lambda v: v or ""),

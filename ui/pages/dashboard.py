@@ -22,12 +22,12 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.pages import PageSpec, register
-from ui.format import words
+from ui.format import counted, words
 from ui.widgets import page_header
 
 KEY_STATE_ORDER = ("generated", "ready", "protect_and_process", "process_only", "deactivated",
                    "destroyed")
-REFRESH_MS = 60_000
+REFRESH_MS = 15_000  # follows changes made elsewhere; two cheap reads
 
 
 class StatCard(QFrame):
@@ -151,6 +151,8 @@ class DashboardPage(QWidget):
         self.kmas.header().setStretchLastSection(True)
         for i, w in enumerate((150, 70, 120, 80)):
             self.kmas.setColumnWidth(i, w)
+        # At most 20 KMAs: the name column may fit its contents ("KMA Dallas 1 (kma-dal-1)").
+        self.kmas.header().setSectionResizeMode(0, QHeaderView.ResizeToContents)
         kma_layout.addWidget(self.kmas)
         row.addWidget(kma_box, 1)
         layout.addLayout(row)
@@ -207,7 +209,7 @@ class DashboardPage(QWidget):
             bar.setRange(0, max(total, 1))
             bar.setValue(count)
             bar.setFormat(f"{count:,}")
-        self.keys_total.setText(f"{total:,} keys in all")
+        self.keys_total.setText(counted(total, 'key') + ' in all')
         self.kmas.clear()
         for k in dash.kmas:
             state = "Locked" if k.locked else "Unlocked"

@@ -52,6 +52,30 @@ def _issue_key(page: ListPage, d: Any) -> None:
     ).open()
 
 
+def _groups_last_used_first(client: Any, unit_id: str) -> list[tuple[str, Any]]:
+    """Key groups, the one of the data unit's newest key first (worker thread)."""
+    newest = client.list_keys(data_unit_id=unit_id, limit=1).items  # newest issued first
+    groups = [g.id for g in client.iter_key_groups()]
+    if newest and newest[0].key_group_id in groups:
+        groups.remove(newest[0].key_group_id)
+        groups.insert(0, newest[0].key_group_id)
+    return [(g, g) for g in groups]
+
+
+def _rekey(page: ListPage, d: Any) -> None:
+    FormDialog(
+        page.ctx, f"Rekey {d.id}",
+        [Field("key_group_id", "Key group", "choice", required=True,
+               load_choices=lambda c: _groups_last_used_first(c, d.id))],
+        lambda c, v: (c.issue_key(v["key_group_id"], d.id), c.get_data_unit(d.id))[1],
+        page.object_changed,
+        intro=f"<b>{d.id}</b> needs a rekey: none of its keys is in its encryption period, so "
+              "a drive may read it but write nothing new with them. Rekeying issues a new write "
+              "key now; what is already on the tape stays readable with its old keys.",
+        ok_text="Rekey", busy_text="Rekeying…", parent=page,
+    ).open()
+
+
 def _details(page: ListPage, unit: Any) -> None:
     from ui.audit.history import history_tab as history_list  # timeline + events
     from ui.pages.keys import keys_list
@@ -83,6 +107,8 @@ SPEC = ListSpec(
         ActionSpec("New data unit…", _new_unit, OP, needs="none", toolbar=True,
                    shortcut="Ctrl+N"),
         ActionSpec("Edit description…", _edit_unit, OP),
+        ActionSpec("Rekey…", _rekey, OP, toolbar=True,
+                   enabled=lambda d: d.state == "readable_needs_rekey"),
         ActionSpec("Issue key…", _issue_key, OP,
                    enabled=lambda d: d.state != "shredded"),
     ],

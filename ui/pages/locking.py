@@ -319,14 +319,18 @@ class LockingPage(QWidget):
         split = self.watch.key_split
         quorum = (f"{split.threshold} of {len(split.members)} key split members" if split
                   else "a quorum of key split members")
+        others = [k for k in (self.data.get("kmas") or []) if k.id != status.kma_id]
+        agents = ("Agents fail over to the cluster's other KMAs." if others else
+                  "<b>It is the only KMA in this cluster</b>, so no tape drive gets a key "
+                  "(encrypted tapes can be neither written nor read) while it is locked.")
         dialog = FormDialog(
             self.ctx, f"Lock KMA {status.kma_id}", [],
             lambda c, _v: c.lock_kma(status.kma_id),
             lambda _k: self._locked_now(),
             intro=f"Lock <b>{html.escape(status.kma_name)}</b> ({html.escape(status.kma_id)}) "
-                  "now?<br><br>It forgets its master key at once and serves nothing secret — "
-                  "agents fail over to other KMAs — until " + quorum + " unlock it. The lock "
-                  "outlives a restart, even with autonomous unlock on.",
+                  f"now?<br><br>It forgets its master key at once and serves nothing secret "
+                  f"until {quorum} unlock it. {agents} The lock outlives a restart, even with "
+                  "autonomous unlock on.",
             ok_text="Lock KMA", busy_text="Locking…", danger=True, parent=self,
         )
         dialog.open()

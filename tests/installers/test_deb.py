@@ -1,0 +1,210 @@
+"""The headless KMA's Debian package, installed for real on this machine and removed again.
+
+Given the ``.deb`` that ``installers/build.sh`` made from the frozen ``kma``, installing it creates
+the ``kma`` user and /var/lib/kma (0700); the installed ``kma`` is set up with ``kma init`` from an
+answers file, serves as that user, reports its status, the built manager signs in to it offscreen
+and renders its pages, it stops cleanly on SIGTERM, and purging the package leaves nothing behind
+but the state directory.
+
+Installing needs root and dpkg, and must not clobber a real KMA: elsewhere the test is skipped
+with the reason, but under CI (``CI`` set, as ``.ci/run`` does) a skip would hide a broken package,
+so it fails instead. There is no systemd running here (a container), so ``kma serve`` runs as the
+unit's user without the unit's sandbox; the unit itself is checked with ``systemd-analyze verify``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.installers.conftest import Built
+
+pytestmark = [pytest.mark.slow]
+
+STATE = Path("/var/lib/kma")
+UNIT = Path("/lib/systemd/system/kma.service")
+WATCHED = ["/usr", "/etc", "/opt", "/var/lib"]  # /lib, /bin and /sbin are /usr's on Debian 12
+PASSPHRASE = "officer passphrase 1"
+
+
+def _cannot_run_here() -> str | None:
+    if sys.platform != "linux" or shutil.which("dpkg") is None:
+        return "needs Debian's dpkg"
+    if os.geteuid() != 0:
+        return "installing a .deb needs root"
+    if subprocess.run(["dpkg", "-s", "kma"], capture_output=True, check=False).returncode == 0:
+        return "a kma package is already installed on this machine; the test will not touch it"
+    if STATE.exists():
+        return f"{STATE} already exists (a real KMA's keys?); the test will not touch it"
+    return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def machine_allows_installing() -> None:
+    reason = _cannot_run_here()
+    if reason is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must install the .deb, but cannot: {reason}")
+    pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _files() -> set[str]:
+    """Every path under the watched trees, but dpkg's own records and the state directory."""
+    found: set[str] = set()
+    for top in WATCHED:
+        for here, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if os.path.join(here, d) not in ("/var/lib/dpkg", str(STATE))]
+            found.update(os.path.join(here, name) for name in dirs + files)
+    # useradd's backups of the account files (/etc/passwd- ...) are the system's, not ours
+    return {path for path in found if not (path.startswith("/etc/") and path.endswith("-"))}
+
+
+def _as_kma(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["/usr/bin/kma", *args], user="kma", group="kma", extra_groups=[], env=_KMA_ENV,
+        cwd="/", capture_output=True, text=True, timeout=300, check=False, **kwargs,
+    )  # fmt: skip
+
+
+_KMA_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+
+class Installed:
+    def __init__(self, deb: Path, before: set[str]) -> None:
+        self.deb = deb
+        self.before = before
+        self.install = subprocess.CompletedProcess[str]([], 0)
+        self.init = subprocess.CompletedProcess[str]([], 0)
+        self.serve: subprocess.Popen[str] | None = None
+        self.ready: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module")
+def installed(built: Built) -> Iterator[Installed]:
+    (deb,) = built.dist.glob("kma_*.deb")
+    state = Installed(deb, _files())
+    try:
+        state.install = subprocess.run(["dpkg", "-i", str(deb)], capture_output=True, text=True,
+                                       timeout=300, check=False)  # fmt: skip
+        assert state.install.returncode == 0, state.install.stdout + state.install.stderr
+        management, service = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
+        answers = (Path(__file__).resolve().parents[2] / "installers" / "debian" / "answers.toml").read_text()
+        answers = answers.replace("10.0.1.10:8443", management).replace("10.0.2.10:5696", service)
+        answers = answers.replace("at least eight characters", PASSPHRASE)
+        # the answers hold passphrases: root reads them and pipes them to kma, as README.Debian says
+        state.init = _as_kma("init", "--data-dir", str(STATE), "--answers", "-", input=answers)
+        assert state.init.returncode == 0, state.init.stderr
+        ready_file = STATE / "ready.json"
+        state.serve = subprocess.Popen(
+            ["/usr/bin/kma", "serve", "--data-dir", str(STATE), "--ready-file", str(ready_file)],
+            user="kma", group="kma", extra_groups=[], env=_KMA_ENV, cwd="/",
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while not ready_file.exists():
+            assert state.serve.poll() is None, f"kma serve exited: {state.serve.communicate()[0]}"
+            assert time.monotonic() < deadline, "kma serve wrote no ready file within 2 minutes"
+            time.sleep(0.2)
+        state.ready = json.loads(ready_file.read_text())
+        yield state
+    finally:
+        if state.serve is not None and state.serve.poll() is None:
+            state.serve.kill()
+            state.serve.wait(30)
+        # The package keeps the state directory and the user by design; the test's machine gets
+        # back to how it was found.
+        subprocess.run(["dpkg", "--purge", "kma"], capture_output=True, check=False)
+        shutil.rmtree(STATE, ignore_errors=True)
+        subprocess.run(["userdel", "kma"], capture_output=True, check=False)
+
+
+def test_installing_creates_the_unprivileged_user_and_a_private_state_directory(installed: Installed) -> None:
+    user = pwd.getpwnam("kma")
+    assert user.pw_uid != 0 and user.pw_shell == "/usr/sbin/nologin"
+    info = STATE.stat()
+    assert stat.S_IMODE(info.st_mode) == 0o700
+    assert info.st_uid == user.pw_uid
+    # the set-up writes only what its owner can read
+    assert stat.S_IMODE((STATE / "tls" / "server.key").stat().st_mode) == 0o600
+    assert "kma init" in installed.install.stderr  # the next step, told at install time
+
+
+def test_installed_unit_passes_systemd_analyze_verify(installed: Installed) -> None:
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed")
+    done = subprocess.run(["systemd-analyze", "verify", str(UNIT)], capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    unit = UNIT.read_text()
+    expected = [
+        "User=kma", "StateDirectory=kma", "StateDirectoryMode=0700", "ProtectSystem=strict",
+        "NoNewPrivileges=yes", "PrivateTmp=yes", "ExecStart=/usr/bin/kma serve --data-dir /var/lib/kma",
+    ]  # fmt: skip
+    for line in expected:
+        assert line in unit.splitlines(), line
+
+
+def test_installed_kma_was_set_up_from_the_answers_file(installed: Installed) -> None:
+    assert "Created cluster 'Acme Tape Vault'" in installed.init.stdout
+    assert f"CA fingerprint {installed.ready['ca_fingerprint']}" in installed.init.stdout
+
+
+def test_installed_kma_reports_its_status(installed: Installed) -> None:
+    done = _as_kma("status", "--data-dir", str(STATE), "--json")
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert info["cluster_name"] == "Acme Tape Vault"
+    assert info["kma_id"] == "kma-dal-1"
+
+
+def test_built_manager_signs_in_to_the_installed_kma_offscreen(
+    installed: Installed, built: Built, tmp_path: Path
+) -> None:
+    passphrase_file = tmp_path / "passphrase"
+    passphrase_file.write_text(PASSPHRASE)
+    shots = tmp_path / "shots"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path),
+           "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_DATA_HOME": str(tmp_path / "data")}  # fmt: skip
+    done = subprocess.run(
+        [str(built.bundle / "kms-manager"), "--screenshots", str(shots),
+         "--kma", installed.ready["management_address"],
+         "--ca-fingerprint", installed.ready["ca_fingerprint"],
+         "--user", "so", "--passphrase-file", str(passphrase_file)],
+        env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (shots / "dashboard.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert str(shots / "dashboard.png") in done.stdout
+
+
+def test_installed_kma_stops_cleanly_and_purging_leaves_only_its_state(installed: Installed) -> None:
+    assert installed.serve is not None
+    installed.serve.send_signal(signal.SIGTERM)
+    output, _ = installed.serve.communicate(timeout=60)
+    assert installed.serve.returncode == 0, output
+    assert not (STATE / "ready.json").exists()
+
+    done = subprocess.run(["dpkg", "--purge", "kma"], capture_output=True, text=True, timeout=300,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _files() == installed.before  # nothing of the package's left in /usr, /etc, /opt, /var/lib
+    assert (STATE / "kma.db").is_file()  # the keys and the audit trail are never deleted by a removal
