@@ -184,7 +184,10 @@ class LocalKma:
             "service_port": _port_of(ready.service_address),
         }
         with contextlib.suppress(OSError):
-            (self.data_dir / PORTS_FILE).write_text(json.dumps(ports) + "\n")
+            # Private like every file in a KMA's folder: `kma serve` refuses a folder others can read.
+            fd = os.open(self.data_dir / PORTS_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(fd, "w") as note:
+                note.write(json.dumps(ports) + "\n")
 
     # -- a previous local KMA -----------------------------------------------------------------
     def serving_elsewhere(self) -> bool:
