@@ -109,28 +109,23 @@ def _view(row: Any, approvals: Sequence[Any], enrolment: Sequence[Any] = ()) -> 
 
 
 def _approvals(kma: Appliance, op_ids: Sequence[str]) -> dict[str, list[Any]]:
-    found: dict[str, list[Any]] = {op_id: [] for op_id in op_ids}
-    if op_ids:
-        marks = ",".join("?" * len(op_ids))
-        for row in kma.store.query(
-            f"SELECT op_id, member_name, approved_by, approved_at FROM quorum_approvals "
-            f"WHERE op_id IN ({marks}) ORDER BY approved_at, member_name",
-            list(op_ids),
-        ):
-            found[row["op_id"]].append(row)
-    return found
+    return _rows_by_op(kma, op_ids, "op_id, member_name, approved_by, approved_at FROM quorum_approvals",
+                       "approved_at, member_name")  # fmt: skip
 
 
 def _enrolments(kma: Appliance, op_ids: Sequence[str]) -> dict[str, list[Any]]:
     """New key split members of key split changes, and whether each has set their passphrase."""
+    columns_from = "op_id, member_name, enrolled_at, enrolled_from FROM key_split_enrolments"
+    return _rows_by_op(kma, op_ids, columns_from, "position")
+
+
+def _rows_by_op(kma: Appliance, op_ids: Sequence[str], columns_from: str, order: str) -> dict[str, list[Any]]:
+    """The rows of a per-operation table for these operations, in one query, grouped by op_id."""
     found: dict[str, list[Any]] = {op_id: [] for op_id in op_ids}
     if op_ids:
         marks = ",".join("?" * len(op_ids))
-        for row in kma.store.query(
-            f"SELECT op_id, member_name, enrolled_at, enrolled_from FROM key_split_enrolments "
-            f"WHERE op_id IN ({marks}) ORDER BY position",
-            list(op_ids),
-        ):
+        sql = f"SELECT {columns_from} WHERE op_id IN ({marks}) ORDER BY {order}"
+        for row in kma.store.query(sql, list(op_ids)):
             found[row["op_id"]].append(row)
     return found
 

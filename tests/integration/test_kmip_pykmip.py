@@ -16,7 +16,7 @@ from kmip.pie.exceptions import KmipOperationFailure
 
 from kma.kmip.client import KmipFailure
 from kma.kmip.enums import ResultReason
-from tests.support.agents import demo_passphrase, enroll, events, key_row, kmip, last_event
+from tests.support.agents import enrolled_demo_agent, events, key_row, kmip, last_event
 from tests.support.kma_process import RunningKma
 
 AGENT = "t10k-dal-01"
@@ -31,9 +31,7 @@ def kma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
 
 @pytest.fixture(scope="module")
 def agent_dir(kma: RunningKma, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("agent") / AGENT
-    enroll(kma, AGENT, out, demo_passphrase(kma, AGENT))
-    return out
+    return enrolled_demo_agent(kma, tmp_path_factory, AGENT)
 
 
 def test_enrollment_writes_what_a_pykmip_client_needs(agent_dir: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 from kma.kmip import ttlv
 from kma.kmip.client import key_template, parse_response, request_message
 from kma.kmip.enums import ObjectType, Operation, ResultReason, ResultStatus, Tag
-from tests.support.agents import agent_state, demo_passphrase, enroll, events, kmip, last_event
+from tests.support.agents import agent_state, enrolled_demo_agent, events, kmip, last_event
 from tests.support.kma_process import RunningKma
 
 AGENT = "t10k-dal-01"
@@ -30,9 +30,7 @@ def kma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
 
 @pytest.fixture(scope="module")
 def agent_dir(kma: RunningKma, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("agent") / AGENT
-    enroll(kma, AGENT, out, demo_passphrase(kma, AGENT))
-    return out
+    return enrolled_demo_agent(kma, tmp_path_factory, AGENT)
 
 
 def _create() -> bytes:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.helpers import read_only_db
-from tests.support.agents import demo_passphrase, enroll, kmip, service_address
+from tests.support.agents import enrolled_demo_agent, kmip, service_address
 from tests.support.kma_process import RunningKma
 
 LIMITS = {
@@ -42,9 +42,7 @@ def kma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
 
 @pytest.fixture(scope="module")
 def agent_dir(kma: RunningKma, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("agent") / AGENT
-    enroll(kma, AGENT, out, demo_passphrase(kma, AGENT))
-    return out
+    return enrolled_demo_agent(kma, tmp_path_factory, AGENT)
 
 
 def address_of(text: str) -> tuple[str, int]:

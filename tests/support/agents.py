@@ -33,6 +33,13 @@ def demo_passphrase(kma: RunningKma, agent_id: str) -> str:
     return next(a["enrollment_passphrase"] for a in kma.demo["agents"] if a["id"] == agent_id)
 
 
+def enrolled_demo_agent(kma: RunningKma, tmp_path_factory: Any, agent_id: str) -> Path:
+    """A demo agent enrolled with its demo passphrase; returns the folder of its enrolled files."""
+    out = tmp_path_factory.mktemp("agent") / agent_id
+    enroll(kma, agent_id, out, demo_passphrase(kma, agent_id))
+    return out
+
+
 def new_passphrase(kma: RunningKma, agent_id: str) -> str:
     return kma.client("op").new_enrollment_passphrase(agent_id).passphrase
 
