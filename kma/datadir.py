@@ -144,5 +144,10 @@ class DataDir:
         data = self._config()
         return Identity(**{k: str(data[k]) for k in Identity.__dataclass_fields__})
 
+    def settings(self, table: str) -> dict[str, Any]:
+        """One table of kma.toml, e.g. `[metrics]`; empty when absent."""
+        found = self._config().get(table, {})
+        return found if isinstance(found, dict) else {}
+
     def listener_limits(self) -> ListenerLimits:
         return ListenerLimits.from_table(self._config().get("listeners", {}))

@@ -137,3 +137,17 @@ from .audit_models import (  # noqa: E402  the auditor's routes
 
 __all__ += ["AuditCheckpoint", "AuditFacets", "AuditReport", "Boundary", "History", "Lane", "PruneResult",
             "Retention", "Series", "Span"]  # fmt: skip
+
+from .topology_models import (  # noqa: E402  the cluster at a glance
+    KMA_HEALTH,
+    FailureTolerance,
+    KmaNode,
+    ReplicationLag,
+    SiteAgents,
+    SiteLink,
+    Topology,
+    TopologySite,
+)
+
+__all__ += ["KMA_HEALTH", "FailureTolerance", "KmaNode", "ReplicationLag", "SiteAgents", "SiteLink",
+            "Topology", "TopologySite"]  # fmt: skip

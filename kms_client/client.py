@@ -49,6 +49,7 @@ from .models import (
     User,
 )
 from .paging import iter_all, iter_pages
+from .topology import TopologyMethods
 from .trust import Trust, fingerprint_of, same_fingerprint, ssl_context_for
 
 T = TypeVar("T")
@@ -90,7 +91,7 @@ def _present(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-class KmsClient(AuditMethods):
+class KmsClient(AuditMethods, TopologyMethods):
     """A signed-in (or not yet) connection to one KMA, verified against a pinned cluster CA.
 
     `ca_pem` is the CA saved at first contact (`Trust.fetch`). Without it the CA is read from

@@ -11,7 +11,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kma import __version__
 from kma.api import errors, schemas
-from kma.api.routes import ROUTERS
+from kma.api.routes import ROUTERS, metrics
 from kma.appliance import Appliance
 
 MAX_BODY = 64 * 1024
@@ -98,5 +98,6 @@ def create_app(kma: Appliance) -> FastAPI:
     errors.install(app)
     for router in ROUTERS:
         app.include_router(router, prefix=PREFIX, responses=ERROR_RESPONSES)
+    metrics.install(app, kma)  # GET /metrics, outside /api/v1, where Prometheus looks
     app.add_middleware(BodyLimit)
     return app

@@ -22,6 +22,7 @@ AVAILABLE_WHEN_LOCKED = frozenset({
     ("POST", "/auth/sign-in"), ("POST", "/auth/sign-out"), ("GET", "/auth/me"),
     ("GET", "/quorum-operations"), ("GET", "/quorum-operations/{op_id}"),
     ("POST", "/quorum-operations/{op_id}/approve"), ("POST", "/kmas/{kma_id}/unlock"),
+    ("GET", "/cluster/topology"), ("GET", "/metrics"),
 })  # fmt: skip
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from kma import metrics
 from kma.limits import ConnectionGate, ListenerLimits, Refused
 
 log = logging.getLogger(__name__)
@@ -130,6 +131,7 @@ class ManagementAcceptor:
                 ssl_handshake_timeout=self.limits.handshake_timeout,
             )
         except (OSError, ssl.SSLError) as exc:  # refused or too slow: the protocol never started
+            metrics.TLS_REFUSALS.labels("management").inc()
             log.info("a management TLS handshake failed: %s", exc)
             conn.close()
             release()

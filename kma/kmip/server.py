@@ -28,12 +28,13 @@ from typing import Any
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
+from kma import metrics
 from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
 from kma.domain.actor import Actor
 from kma.kmip import enrollment_http, operations, ttlv
 from kma.kmip.context import AgentSession, Call, CommitBridge, audit_event
-from kma.kmip.enums import ItemType, ResultReason, ResultStatus, Tag
+from kma.kmip.enums import ItemType, Operation, ResultReason, ResultStatus, Tag
 from kma.kmip.messages import (
     KmipError,
     Request,
@@ -205,6 +206,7 @@ class ServiceListener:
                 reason = getattr(exc, "verify_message", None) or getattr(exc, "reason", None)
                 reason = reason or str(exc) or type(exc).__name__
                 sock.close()
+                metrics.TLS_REFUSALS.labels("service").inc()
                 await self._unauthenticated(address, "service.tls", f"TLS handshake refused: {reason}")
                 return
             writer = asyncio.StreamWriter(transport, protocol, reader, self._loop)
@@ -213,6 +215,7 @@ class ServiceListener:
             pass  # the peer left or broke TLS: nothing more to say to it
         except asyncio.CancelledError:
             if conn.timed_out and conn.phase == "handshake":
+                metrics.TLS_REFUSALS.labels("service").inc()
                 await self._unauthenticated(address, "service.tls", "TLS handshake refused: timed out")
             elif conn.timed_out and conn.phase == "message":
                 log.info("a message from %s stalled; connection closed", address)
@@ -352,7 +355,9 @@ class ServiceListener:
                     await self._audit(session, "kmip.authenticate", f"refused: {exc.message}")
                     return self._all_failed(request, exc, now), False
         call = Call(self.kma, session, request.version, now)
+        started = time.perf_counter()
         results = await operations.run(call, request)
+        _measure(results, time.perf_counter() - started)
         response = encode_response(request.version, results, now)
         limit = request.max_response_size
         if limit is not None and len(response) > limit:
@@ -411,3 +416,28 @@ class ServiceListener:
         if summary is not None:
             await audit_event(self.kma, self.kma.itself, summary.operation, summary.message,
                               Condition.WARNING, bridge=self._bridge)  # fmt: skip
+
+
+# Label values for /metrics: operations this KMA knows by name, anything else as "other", so an
+# agent cannot grow the label set. Children are looked up once per (operation, result).
+_OPERATION = {int(op): op.name.lower() for op in Operation}
+_RESULT = {int(st): st.name.lower() for st in ResultStatus}
+_COUNTERS: dict[tuple[int | None, int], Any] = {}
+_TIMERS: dict[int | None, Any] = {}
+
+
+def _measure(results: list[Result], seconds: float) -> None:
+    """Count each operation's result; time the message under its first operation."""
+    for r in results:
+        counter = _COUNTERS.get((r.operation, r.status))
+        if counter is None:
+            operation = _OPERATION.get(r.operation or 0, "other")
+            counter = metrics.KEY_REQUESTS.labels(operation, _RESULT.get(r.status, "other"))
+            _COUNTERS[(r.operation, r.status)] = counter
+        counter.inc()
+    if results:
+        timer = _TIMERS.get(results[0].operation)
+        if timer is None:
+            timer = metrics.KEY_REQUEST_SECONDS.labels(_OPERATION.get(results[0].operation or 0, "other"))
+            _TIMERS[results[0].operation] = timer
+        timer.observe(seconds)

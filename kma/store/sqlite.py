@@ -18,8 +18,10 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kma import metrics
 from kma.store import fts
 from kma.store.batch import Batch, Params, WriteResult
+from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import GroupCommitter, Item, Outcome
 
 if TYPE_CHECKING:
@@ -123,6 +125,19 @@ class SQLiteStore:
         self._queue.put((batch, future))
         return future
 
+    # --- the cluster, as this store sees it ----------------------------------------------
+    def cluster_nodes(self) -> list[NodeStatus]:
+        """Embedded, the store is one node: this KMA, which leads and votes by itself."""
+        from kma import __version__
+
+        kma_id = self.chain.kma_id if self.chain is not None else ""
+        return [NodeStatus(kma_id, leader=True, voter=True, reachable=True, version=__version__,
+                           last_contact_seconds=0.0)]  # fmt: skip
+
+    def replication_lag(self) -> ReplicationLag:
+        """Nothing waits to reach another node: every commit is already the cluster's."""
+        return ReplicationLag(depth=0, age_seconds=0.0)
+
     def close(self) -> None:
         self._queue.put(None)
         self._thread.join(timeout=10)
@@ -135,7 +150,8 @@ class SQLiteStore:
 
 def _resolve(group: Sequence[Item], outcomes: Sequence[Outcome]) -> None:
     """The writer thread's delivery: each batch's future gets its outcome."""
-    for (_, future), outcome in zip(group, outcomes, strict=True):
+    for (batch, future), outcome in zip(group, outcomes, strict=True):
+        metrics.count_committed(batch, outcome)
         if isinstance(outcome, BaseException):
             future.set_exception(outcome)
         else:

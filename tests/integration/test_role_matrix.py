@@ -100,6 +100,9 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "PUT /cluster/key-split": frozenset({SO}),
     "PUT /cluster/autonomous-unlock": frozenset({SO}),
     "PUT /cluster/quorum-lifetime": frozenset({SO}),
+    # The cluster at a glance (issue 14).
+    "GET /cluster/topology": ANY,
+    "GET /metrics": ANY,  # outside /api/v1; also a metrics token (tests/integration/test_metrics.py)
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
@@ -291,6 +294,8 @@ CALLS: dict[str, Prep] = {
     "POST /quorum-operations/{id}/enrol": lambda w, u: w.enrolment(),
     "PUT /cluster/autonomous-unlock": lambda w, u: ({}, {"enabled": False}),
     "PUT /cluster/quorum-lifetime": lambda w, u: ({}, {"seconds": 86400}),
+    "GET /cluster/topology": none,
+    "GET /metrics": none,
 }
 # Run after the call, whatever its outcome: lock and unlock must leave the KMA unlocked.
 AFTER: dict[str, Callable[[World], None]] = {
@@ -332,7 +337,8 @@ def request_for(w: World, route: str, user: str | None) -> httpx.Request:
     if route == "POST /auth/sign-out" and user:
         token = w.fresh_token(user)  # signing out must not end the session the matrix uses
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.Request(method, f"https://{w.kma.address}{API}{template.format(**params)}",
+    prefix = "" if template == "/metrics" else API  # Prometheus looks at the root
+    return httpx.Request(method, f"https://{w.kma.address}{prefix}{template.format(**params)}",
                          json=body, headers=headers)  # fmt: skip
 
 

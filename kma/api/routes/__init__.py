@@ -25,3 +25,7 @@ ROUTERS += [history.router, series.router]
 from kma.api.routes import quorum  # noqa: E402  pending quorum operations, lock/unlock, key split
 
 ROUTERS += [quorum.router]
+
+from kma.api.routes import topology  # noqa: E402  the cluster at a glance
+
+ROUTERS += [topology.router]

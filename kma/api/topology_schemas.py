@@ -1,0 +1,66 @@
+"""Response bodies of the cluster topology: sites, KMAs, agents per site, failure tolerance."""
+
+from __future__ import annotations
+
+from kma.api.schemas import Response, Time
+
+
+class ReplicationLag(Response):
+    depth: int  # agent-path writes not yet in the cluster's store
+    age_seconds: float  # age of the oldest of them
+
+
+class KmaNode(Response):
+    id: str
+    name: str
+    site_id: str
+    management_address: str
+    service_address: str
+    leader: bool
+    voter: bool
+    responding: bool
+    locked: bool
+    version: str
+    replication_lag: ReplicationLag | None  # known for the answering KMA only
+    last_contact_seconds: float | None
+    this_kma: bool
+    health: str  # ok | warning (locked or lagging) | down (not responding)
+
+
+class SiteAgents(Response):
+    total: int
+    enrolled: int
+    disabled: int
+    seen_last_hour: int
+
+
+class TopologySite(Response):
+    id: str
+    name: str
+    kmas: list[KmaNode]
+    agents: SiteAgents
+
+
+class SiteLink(Response):
+    site_a: str
+    site_b: str
+    lag_seconds: float | None
+
+
+class FailureTolerance(Response):
+    voters: int
+    voters_responding: int
+    majority: int
+    voters_may_lose: int
+    management_writes: bool
+    sites_whose_loss_stops_writes: list[str]
+    summary: str
+
+
+class Topology(Response):
+    cluster_name: str
+    answered_by: str
+    time: Time
+    sites: list[TopologySite]
+    links: list[SiteLink]
+    failure_tolerance: FailureTolerance

@@ -1,0 +1,59 @@
+"""`kma cluster status [--json]`: the cluster at a glance, through a running KMA's API.
+
+Further `kma cluster ...` actions hang off the same `cluster` parser (`add_cluster_commands`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from typing import Any
+
+from kma.cli.quorum import CONNECTION_HELP, _connected, _talking
+
+
+def add_cluster_commands(sub: Any) -> None:
+    c = sub.add_parser("cluster", help="the cluster of a running KMA", description=CONNECTION_HELP)
+    c_sub = c.add_subparsers(dest="cluster_command", required=True, metavar="ACTION")
+    p = _connected(c_sub.add_parser(
+        "status", help="sites, KMAs (leader, voter, responding, locked, lag), agents, failure tolerance"
+    ))  # fmt: skip
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=run_status)
+
+
+def _seconds(value: float | None) -> str:
+    return "never" if value is None else f"{value:.1f} s ago"
+
+
+def _kma_line(k: Any) -> str:
+    role = ("leader" if k.leader else "") + (" voter" if k.voter else " non-voter")
+    lag = "lag unknown" if k.replication_lag is None else (
+        f"lag {k.replication_lag.depth} writes ({k.replication_lag.age_seconds:.1f} s)"
+    )  # fmt: skip
+    return (
+        f"  {k.id:<12} {k.name:<20} {role.strip():<16} "
+        f"{'responding' if k.responding else 'NOT RESPONDING':<14} {'LOCKED' if k.locked else 'unlocked':<8} "
+        f"{k.version:<8} {lag}; last contact {_seconds(k.last_contact_seconds)}"
+    )
+
+
+@_talking
+def run_status(args: argparse.Namespace, client: Any) -> int:
+    topo = client.cluster_topology()
+    if args.json:
+        print(json.dumps(dataclasses.asdict(topo), indent=2, default=str))
+        return 0
+    print(f"Cluster {topo.cluster_name} (as KMA {topo.answered_by} sees it)")
+    print(topo.failure_tolerance.summary)
+    for site in topo.sites:
+        a = site.agents
+        print(f"\nSite {site.name} ({site.id}): {len(site.kmas)} KMAs; agents {a.enrolled} enrolled, "
+              f"{a.disabled} disabled, {a.seen_last_hour} seen in the last hour")  # fmt: skip
+        for k in site.kmas:
+            print(_kma_line(k))
+    for link in topo.links:
+        lag = "unknown" if link.lag_seconds is None else f"{link.lag_seconds:.1f} s"
+        print(f"\nLink {link.site_a} - {link.site_b}: lag {lag}")
+    return 0

@@ -1,0 +1,205 @@
+"""The cluster at a glance: sites, KMAs, agents per site, and how many failures it survives.
+
+What the store knows about its nodes (`store.cluster_nodes()`: one node when embedded, the Raft
+peers on rqlite) is joined with the sites, kmas and agents tables, so the same code answers for
+one KMA and for twenty. A KMA the store has no node status for is "not responding".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kma import __version__
+from kma.appliance import Appliance
+from kma.store.cluster_view import NodeStatus
+
+HOUR = 3600
+# A KMA whose writes have waited this long to reach the cluster is shown as lagging.
+LAGGING_SECONDS = 10.0
+_COUNT = {0: "no", 1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+@dataclass(frozen=True)
+class Member:
+    """One KMA as the failure tolerance sees it."""
+
+    site: str  # the site's ID
+    voter: bool
+    responding: bool
+
+
+@dataclass(frozen=True)
+class FailureTolerance:
+    voters: int
+    voters_responding: int
+    majority: int
+    voters_may_lose: int  # further voters that may stop responding before management writes stop
+    management_writes: bool  # a majority of the voters responds
+    sites_whose_loss_stops_writes: tuple[str, ...]  # site IDs
+    summary: str  # in words, with the sites' names
+
+
+def _voters(n: int) -> str:
+    return f"{_COUNT.get(n, str(n))} voter{'' if n == 1 else 's'}"
+
+
+def _either(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def failure_tolerance(
+    members: Iterable[Member], site_names: Mapping[str, str] | None = None
+) -> FailureTolerance:
+    """A majority of the voters (floor(v/2)+1) keeps management writes going; the key service
+    keeps going on every KMA that responds (each issues keys from its own pool), so losing voters
+    stops management writes, and only losing every KMA stops key service."""
+    kmas = list(members)
+    voters = [m for m in kmas if m.voter]
+    responding = [m for m in voters if m.responding]
+    majority = len(voters) // 2 + 1
+    may_lose = max(0, len(responding) - majority)
+    sites = sorted({m.site for m in kmas})
+    critical = tuple(s for s in sites if len(responding) - sum(m.site == s for m in responding) < majority)
+    answering = {m.site for m in kmas if m.responding}
+    named = site_names or {}
+
+    def loss_of(site: str) -> str:
+        if answering <= {site}:
+            return "stops everything"
+        return "stops management writes, key service continues"
+
+    if len(kmas) == 1:
+        summary = (
+            "This is the only KMA: losing it stops key service and management alike. Add KMAs (two per "
+            "site, three voters) so that the cluster survives the loss of one."
+        )
+    elif len(responding) < majority:
+        summary = (
+            f"Management writes are stopped: {len(responding)} of {len(voters)} voters respond and a "
+            f"majority needs {majority}. Key service continues on the KMAs that respond."
+        )
+    else:
+        parts = [f"Survives the loss of {_voters(may_lose)}"]
+        if may_lose == 0:
+            parts[0] += ": losing any voter stops management writes, key service continues"
+        by_outcome: dict[str, list[str]] = {}
+        for site in critical:
+            by_outcome.setdefault(loss_of(site), []).append(named.get(site, site))
+        parts += [f"losing {_either(names)} {outcome}" for outcome, names in by_outcome.items()]
+        if not critical:
+            parts.append("no single site's loss stops management writes")
+        summary = "; ".join(parts) + "."
+        if len(voters) % 2 == 0:
+            summary += (
+                f" {len(voters)} voters survive no more losses than {len(voters) - 1}: add a voter (another"
+                " KMA, or a witness in a third site)."
+            )
+    return FailureTolerance(
+        voters=len(voters),
+        voters_responding=len(responding),
+        majority=majority,
+        voters_may_lose=may_lose,
+        management_writes=len(responding) >= majority,
+        sites_whose_loss_stops_writes=critical,
+        summary=summary,
+    )
+
+
+def _health(node: dict[str, Any]) -> str:
+    if not node["responding"]:
+        return "down"
+    lag = node["replication_lag"]
+    if node["locked"] or (lag is not None and lag["age_seconds"] >= LAGGING_SECONDS):
+        return "warning"
+    return "ok"
+
+
+def _kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
+    status = {n.kma_id: n for n in kma.store.cluster_nodes()}
+    lag = kma.store.replication_lag()
+    rows = kma.store.query(
+        "SELECT id, name, site_id, management_address, service_address, version, locked FROM kmas "
+        "ORDER BY site_id, name, id"
+    )
+    nodes = []
+    for row in rows:
+        node: NodeStatus | None = status.get(row["id"])
+        me = row["id"] == kma.kma_id
+        out = {
+            "id": row["id"],
+            "name": row["name"],
+            "site_id": row["site_id"],
+            "management_address": row["management_address"],
+            "service_address": row["service_address"],
+            "leader": bool(node and node.leader),
+            "voter": bool(node and node.voter),
+            "responding": me or bool(node and node.reachable),
+            # This KMA knows its own lock state first-hand; the others' is what they last recorded.
+            "locked": kma.vault.locked if me else bool(row["locked"]),
+            "version": __version__ if me else (node.version if node and node.version else row["version"]),
+            # Each KMA knows its own outbox; the others' lag is theirs to tell.
+            "replication_lag": {"depth": lag.depth, "age_seconds": lag.age_seconds} if me else None,
+            "last_contact_seconds": 0.0 if me else (node.last_contact_seconds if node else None),
+            "this_kma": me,
+        }
+        out["health"] = _health(out)
+        nodes.append(out)
+    return nodes
+
+
+def _agents_by_site(kma: Appliance) -> dict[str, dict[str, int]]:
+    # Last contact is the agent's newest audit event (every KMIP request is one): one index seek.
+    rows = kma.store.query(
+        "SELECT site_id, count(*) AS total, coalesce(sum(enrolled_at IS NOT NULL), 0) AS enrolled, "
+        "coalesce(sum(enabled = 0), 0) AS disabled, coalesce(sum((SELECT created_at FROM audit_events "
+        "WHERE id = (SELECT max(id) FROM audit_events WHERE entity_id = agents.id)) >= ?), 0) AS seen "
+        "FROM agents GROUP BY site_id",
+        (kma.clock.now() - HOUR,),
+    )
+    return {
+        r["site_id"]: {"total": r["total"], "enrolled": r["enrolled"], "disabled": r["disabled"],
+                       "seen_last_hour": r["seen"]}
+        for r in rows
+    }  # fmt: skip
+
+
+def _links(site_ids: Sequence[str], nodes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every pair of sites with KMAs replicates both ways; a link's lag is the largest known at its ends."""
+    with_kmas = [s for s in site_ids if any(n["site_id"] == s for n in nodes)]
+    links = []
+    for i, a in enumerate(with_kmas):
+        for b in with_kmas[i + 1 :]:
+            lags = [n["replication_lag"]["age_seconds"] for n in nodes
+                    if n["site_id"] in (a, b) and n["replication_lag"] is not None]  # fmt: skip
+            links.append({"site_a": a, "site_b": b, "lag_seconds": max(lags) if lags else None})
+    return links
+
+
+def topology(kma: Appliance) -> dict[str, Any]:
+    nodes = _kma_nodes(kma)
+    agents = _agents_by_site(kma)
+    sites = [dict(r) for r in kma.store.query("SELECT id, name FROM sites ORDER BY name, id")]
+    names = {s["id"]: s["name"] for s in sites}
+    none = {"total": 0, "enrolled": 0, "disabled": 0, "seen_last_hour": 0}
+    tolerance = failure_tolerance((Member(n["site_id"], n["voter"], n["responding"]) for n in nodes), names)
+    return {
+        "cluster_name": kma.store.scalar("SELECT name FROM cluster") or "",
+        "answered_by": kma.kma_id,
+        "time": kma.clock.now(),
+        "sites": [
+            {**s, "kmas": [n for n in nodes if n["site_id"] == s["id"]], "agents": agents.get(s["id"], none)}
+            for s in sites
+        ],
+        "links": _links([s["id"] for s in sites], nodes),
+        "failure_tolerance": {
+            "voters": tolerance.voters,
+            "voters_responding": tolerance.voters_responding,
+            "majority": tolerance.majority,
+            "voters_may_lose": tolerance.voters_may_lose,
+            "management_writes": tolerance.management_writes,
+            "sites_whose_loss_stops_writes": list(tolerance.sites_whose_loss_stops_writes),
+            "summary": tolerance.summary,
+        },
+    }

@@ -1,0 +1,100 @@
+"""`GET /metrics` on a real KMA: Prometheus can parse it, counters move with traffic, and only a
+metrics token or a signed-in user may read it."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from kms_client.trust import ssl_context_for
+from tests.integration.helpers import error_of
+from tests.support.agents import enroll, kmip, new_passphrase, service_address
+from tests.support.kma_process import RunningKma
+
+TOKEN = "f" * 16 + "0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture
+def kma(tmp_path: Path) -> RunningKma:
+    """A demo KMA whose kma.toml names a metrics token file, as an operator sets it up."""
+    kma = RunningKma.demo_in(tmp_path)
+    (kma.data_dir / "metrics.token").write_text(TOKEN + "\n")
+    (kma.data_dir / "metrics.token").chmod(0o600)
+    with open(kma.data_dir / "kma.toml", "a", encoding="utf-8") as config:
+        config.write('\n[metrics]\ntoken_file = "metrics.token"\n')
+    kma.restart()
+    yield kma  # type: ignore[misc]
+    kma.stop()
+
+
+def scrape(kma: RunningKma, token: str | None) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.get(f"https://{kma.address}/metrics", headers=headers, verify=ssl_context_for(kma.ca_pem))
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def value(found: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str) -> float:
+    return found.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_metrics_parse_and_count_key_requests_audit_events_and_tls_refusals(
+    kma: RunningKma, tmp_path: Path
+) -> None:
+    before = samples(scrape(kma, TOKEN).text)
+    assert value(before, "kma_locked") == 0
+    assert value(before, "kma_pool_ready_keys") > 0
+    assert value(before, "kma_replication_lag_writes") == 0
+
+    # When a drive writes two tapes and reads their keys, and a stranger fails a TLS handshake
+    enroll(kma, "t10k-dal-02", tmp_path / "drive", new_passphrase(kma, "t10k-dal-02"))
+    drive = kmip(tmp_path / "drive")
+    try:
+        for volser in ("E50001", "E50002"):
+            key_id, _ = drive.write_key(volser)
+            drive.get(key_id)
+    finally:
+        drive.close()
+    host, port = service_address(kma).rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as raw, pytest.raises((ssl.SSLError, OSError)):
+        untrusting = ssl.create_default_context()  # trusts no cluster CA: the handshake fails
+        untrusting.wrap_socket(raw, server_hostname="kma").do_handshake()
+
+    response = scrape(kma, TOKEN)
+    assert response.headers["content-type"].startswith("text/plain")
+    after = samples(response.text)
+    assert value(after, "kma_key_requests_total", operation="get", result="success") == (
+        value(before, "kma_key_requests_total", operation="get", result="success") + 2
+    )
+    assert value(after, "kma_key_requests_total", operation="write_key", result="success") >= 2
+    assert value(after, "kma_key_request_seconds_count", operation="get") >= 2
+    assert value(after, "kma_audit_events_total", severity="info") > value(
+        before, "kma_audit_events_total", severity="info"
+    )
+    assert value(after, "kma_tls_refusals_total", listener="service") >= 1
+
+
+def test_metrics_are_refused_without_credentials_and_a_wrong_token(kma: RunningKma) -> None:
+    for token in (None, "not-the-token"):
+        response = scrape(kma, token)
+        assert response.status_code == 401
+        assert error_of(response)["code"] == "unauthenticated"
+
+
+def test_a_signed_in_user_of_any_role_may_read_them_and_a_locked_kma_reports_itself(kma: RunningKma) -> None:
+    for user in ("qm1", "op"):
+        response = scrape(kma, kma.client(user).token)
+        assert response.status_code == 200
+    kma.client("so").lock_kma("kma-dal-1")
+    assert value(samples(scrape(kma, TOKEN).text), "kma_locked") == 1
