@@ -95,15 +95,14 @@ class _ApplianceState(Collector):
 
 def extra_gauges(kma: Appliance) -> list[GaugeMetricFamily]:
     """Gauges of optional parts (audit forwarding), present only when configured."""
-    forwarder = getattr(kma, "forwarder", None)
-    if forwarder is None:
+    lag = kma.forwarder.status()
+    if lag.address is None:
         return []
-    lag = forwarder.lag()
     return [
         GaugeMetricFamily("kma_audit_forwarding_lag_events", "Committed audit events not yet sent to the "
-                          "syslog collector", value=lag.events),
+                          "syslog collector", value=lag.lag_events),
         GaugeMetricFamily("kma_audit_forwarding_lag_seconds", "Age of the oldest audit event not yet sent",
-                          value=lag.age_seconds),
+                          value=lag.lag_seconds),
         GaugeMetricFamily("kma_audit_forwarding_connected", "1 while the syslog collector is connected",
                           value=int(lag.connected)),
     ]  # fmt: skip

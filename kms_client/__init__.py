@@ -140,7 +140,9 @@ __all__ += ["AuditCheckpoint", "AuditFacets", "AuditReport", "Boundary", "Histor
 
 from .topology_models import (  # noqa: E402  the cluster at a glance
     KMA_HEALTH,
+    AuditForwarding,
     FailureTolerance,
+    ForwardingStatus,
     KmaNode,
     ReplicationLag,
     SiteAgents,
@@ -149,5 +151,5 @@ from .topology_models import (  # noqa: E402  the cluster at a glance
     TopologySite,
 )
 
-__all__ += ["KMA_HEALTH", "FailureTolerance", "KmaNode", "ReplicationLag", "SiteAgents", "SiteLink",
-            "Topology", "TopologySite"]  # fmt: skip
+__all__ += ["KMA_HEALTH", "AuditForwarding", "FailureTolerance", "ForwardingStatus", "KmaNode",
+            "ReplicationLag", "SiteAgents", "SiteLink", "Topology", "TopologySite"]  # fmt: skip

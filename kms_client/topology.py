@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .models import JsonObject
-from .topology_models import Topology
+from .topology_models import AuditForwarding, Topology
 
 T = TypeVar("T")
 
@@ -23,3 +23,12 @@ class TopologyMethods:
         """Sites, KMAs (leader, voter, responding, locked, lag), agents per site, failure tolerance.
         Any signed-in user; a locked KMA answers it too."""
         return self._call("GET", "/cluster/topology", Topology.from_json)
+
+    def audit_forwarding(self) -> AuditForwarding:
+        """Where the audit trail is copied to (syslog over TLS); auditors and Security Officers."""
+        return self._call("GET", "/audit-forwarding", AuditForwarding.from_json)
+
+    def set_audit_forwarding(self, address: str, ca_pem: str, *, enabled: bool = True) -> AuditForwarding:
+        """Security Officer: send every committed audit event to the collector at HOST:PORT."""
+        body = {"address": address, "ca_pem": ca_pem, "enabled": enabled}
+        return self._call("PUT", "/audit-forwarding", AuditForwarding.from_json, body=body)

@@ -122,6 +122,47 @@ class FailureTolerance:
 
 
 @dataclass(frozen=True)
+class ForwardingStatus:
+    """One KMA's copy of its audit trail to a syslog collector."""
+
+    address: str | None
+    source: str | None
+    connected: bool
+    sent_seq: int
+    lag_events: int
+    lag_seconds: float
+    last_error: str | None
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> ForwardingStatus:
+        return cls(
+            address=d.get("address"),
+            source=d.get("source"),
+            connected=bool(d["connected"]),
+            sent_seq=int(d["sent_seq"]),
+            lag_events=int(d["lag_events"]),
+            lag_seconds=float(d["lag_seconds"]),
+            last_error=d.get("last_error"),
+        )
+
+
+@dataclass(frozen=True)
+class AuditForwarding:
+    """The cluster's collector, and how this KMA's forwarding goes."""
+
+    address: str | None
+    ca_pem: str | None
+    enabled: bool
+    this_kma: ForwardingStatus
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> AuditForwarding:
+        return cls(
+            d.get("address"), d.get("ca_pem"), bool(d["enabled"]), ForwardingStatus.from_json(d["this_kma"])
+        )
+
+
+@dataclass(frozen=True)
 class Topology:
     cluster_name: str
     answered_by: str
@@ -129,6 +170,7 @@ class Topology:
     sites: tuple[TopologySite, ...]
     links: tuple[SiteLink, ...]
     failure_tolerance: FailureTolerance
+    audit_forwarding: ForwardingStatus | None = None  # the answering KMA's, when it forwards
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Topology:
@@ -139,6 +181,9 @@ class Topology:
             sites=tuple(TopologySite.from_json(s) for s in d["sites"]),
             links=tuple(SiteLink.from_json(x) for x in d["links"]),
             failure_tolerance=FailureTolerance.from_json(d["failure_tolerance"]),
+            audit_forwarding=(
+                ForwardingStatus.from_json(d["audit_forwarding"]) if d.get("audit_forwarding") else None
+            ),
         )
 
     @property

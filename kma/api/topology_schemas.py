@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kma.api.forwarding_schemas import ForwardingStatus
 from kma.api.schemas import Response, Time
 
 
@@ -63,4 +64,5 @@ class Topology(Response):
     time: Time
     sites: list[TopologySite]
     links: list[SiteLink]
+    audit_forwarding: ForwardingStatus | None  # the answering KMA's, when it forwards
     failure_tolerance: FailureTolerance

@@ -8,7 +8,7 @@ one KMA and for twenty. A KMA the store has no node status for is "not respondin
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from kma import __version__
@@ -177,6 +177,12 @@ def _links(site_ids: Sequence[str], nodes: Sequence[dict[str, Any]]) -> list[dic
     return links
 
 
+def _forwarding(kma: Appliance) -> dict[str, Any] | None:
+    """The answering KMA's copy of its audit trail to a syslog collector, when it sends one."""
+    status = kma.forwarder.status()
+    return None if status.address is None else asdict(status)
+
+
 def topology(kma: Appliance) -> dict[str, Any]:
     nodes = _kma_nodes(kma)
     agents = _agents_by_site(kma)
@@ -193,6 +199,7 @@ def topology(kma: Appliance) -> dict[str, Any]:
             for s in sites
         ],
         "links": _links([s["id"] for s in sites], nodes),
+        "audit_forwarding": _forwarding(kma),
         "failure_tolerance": {
             "voters": tolerance.voters,
             "voters_responding": tolerance.voters_responding,

@@ -103,6 +103,8 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     # The cluster at a glance (issue 14).
     "GET /cluster/topology": ANY,
     "GET /metrics": ANY,  # outside /api/v1; also a metrics token (tests/integration/test_metrics.py)
+    "GET /audit-forwarding": frozenset({AU, SO, CO}),
+    "PUT /audit-forwarding": frozenset({SO}),
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
@@ -296,6 +298,9 @@ CALLS: dict[str, Prep] = {
     "PUT /cluster/quorum-lifetime": lambda w, u: ({}, {"seconds": 86400}),
     "GET /cluster/topology": none,
     "GET /metrics": none,
+    "GET /audit-forwarding": none,
+    # Enabled: the KMA starts sending to a port where nothing listens, and keeps trying.
+    "PUT /audit-forwarding": lambda w, u: ({}, {"address": "127.0.0.1:9", "ca_pem": w.kma.ca_pem}),
 }
 # Run after the call, whatever its outcome: lock and unlock must leave the KMA unlocked.
 AFTER: dict[str, Callable[[World], None]] = {

@@ -26,6 +26,6 @@ from kma.api.routes import quorum  # noqa: E402  pending quorum operations, lock
 
 ROUTERS += [quorum.router]
 
-from kma.api.routes import topology  # noqa: E402  the cluster at a glance
+from kma.api.routes import audit_forwarding, topology  # noqa: E402  the cluster at a glance
 
-ROUTERS += [topology.router]
+ROUTERS += [topology.router, audit_forwarding.router]

@@ -1,0 +1,24 @@
+"""Audit forwarding: who may see where the audit trail is copied to, and who may change it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from kma.api.deps import AuditRead, Kma
+from kma.api.forwarding_schemas import AuditForwarding, AuditForwardingPut
+from kma.api.routes.audit import AuditAdmin
+from kma.services import audit_forwarding
+
+router = APIRouter(prefix="/audit-forwarding", tags=["audit"])
+
+
+@router.get("", response_model=AuditForwarding)
+def get_forwarding(kma: Kma, actor: AuditRead) -> dict[str, Any]:
+    return audit_forwarding.get_setting(kma)
+
+
+@router.put("", response_model=AuditForwarding)
+def set_forwarding(body: AuditForwardingPut, kma: Kma, actor: AuditAdmin) -> dict[str, Any]:
+    return audit_forwarding.set_setting(kma, actor, body.address, body.ca_pem, body.enabled)
