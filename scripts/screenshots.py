@@ -25,7 +25,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     args = parser.parse_args()
 
-    import quorum_screenshots  # scripts/ (next to this file)
+    import cluster_screenshots  # scripts/ (next to this file)
+    import quorum_screenshots
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
@@ -59,6 +60,7 @@ def main() -> int:
         paths += render_dialogs(window, controller, profile, args.out, grab, settle)
         paths += quorum_screenshots.render(window, controller, demo, args.out, grab, settle)
         paths += render_planning(args.out, grab)
+        paths += cluster_screenshots.render_synthetic(args.out, grab)  # two sites, one KMA down; twenty
         for path in paths:
             print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
         window.close()

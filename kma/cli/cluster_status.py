@@ -53,6 +53,11 @@ def run_status(args: argparse.Namespace, client: Any) -> int:
               f"{a.disabled} disabled, {a.seen_last_hour} seen in the last hour")  # fmt: skip
         for k in site.kmas:
             print(_kma_line(k))
+    forwarding = topo.audit_forwarding
+    if forwarding is not None:
+        why = forwarding.last_error or "retrying"
+        state = "connected" if forwarding.connected else f"not connected ({why})"
+        print(f"Audit forwarding to {forwarding.address}: {state}; {forwarding.lag_events} events behind")
     for link in topo.links:
         lag = "unknown" if link.lag_seconds is None else f"{link.lag_seconds:.1f} s"
         print(f"\nLink {link.site_a} - {link.site_b}: lag {lag}")

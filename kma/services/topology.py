@@ -18,6 +18,7 @@ from kma.store.cluster_view import NodeStatus
 HOUR = 3600
 # A KMA whose writes have waited this long to reach the cluster is shown as lagging.
 LAGGING_SECONDS = 10.0
+STOPS_WRITES = "stops management writes, key service continues"
 _COUNT = {0: "no", 1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
 
 
@@ -41,8 +42,8 @@ class FailureTolerance:
     summary: str  # in words, with the sites' names
 
 
-def _voters(n: int) -> str:
-    return f"{_COUNT.get(n, str(n))} voter{'' if n == 1 else 's'}"
+def _voters(n: int, more: bool = False) -> str:
+    return f"{_COUNT.get(n, str(n))}{' more' if more else ''} voter{'' if n == 1 else 's'}"
 
 
 def _either(names: Sequence[str]) -> str:
@@ -68,7 +69,7 @@ def failure_tolerance(
     def loss_of(site: str) -> str:
         if answering <= {site}:
             return "stops everything"
-        return "stops management writes, key service continues"
+        return STOPS_WRITES
 
     if len(kmas) == 1:
         summary = (
@@ -81,12 +82,22 @@ def failure_tolerance(
             f"majority needs {majority}. Key service continues on the KMAs that respond."
         )
     else:
-        parts = [f"Survives the loss of {_voters(may_lose)}"]
-        if may_lose == 0:
-            parts[0] += ": losing any voter stops management writes, key service continues"
+        down = len(voters) - len(responding)
+        if may_lose == 0 and down:
+            head = f"losing one more {STOPS_WRITES}"
+        elif may_lose == 0:
+            which = "the only voter" if len(responding) == 1 else "any voter"
+            head = f"survives the loss of no voter: losing {which} {STOPS_WRITES}"
+        else:
+            head = f"survives the loss of {_voters(may_lose, more=bool(down))}"
+        lead = f"{down} of {len(voters)} voters not responding; " if down else ""
+        parts = [(lead + head)[0].upper() + (lead + head)[1:]]
         by_outcome: dict[str, list[str]] = {}
         for site in critical:
-            by_outcome.setdefault(loss_of(site), []).append(named.get(site, site))
+            outcome = loss_of(site)
+            if may_lose == 0 and outcome != "stops everything":
+                continue  # said already: losing any voter stops management writes
+            by_outcome.setdefault(outcome, []).append(named.get(site, site))
         parts += [f"losing {_either(names)} {outcome}" for outcome, names in by_outcome.items()]
         if not critical:
             parts.append("no single site's loss stops management writes")

@@ -8,7 +8,7 @@ from tests.gui.helpers import open_page, sign_in
 
 pytestmark = pytest.mark.gui
 
-EVERYONE = {"dashboard", "sites", "settings", "planning"}
+EVERYONE = {"dashboard", "cluster", "sites", "settings", "planning"}
 EXPECTED = {
     "so": EVERYONE | {"users", "key_policies", "key_groups", "agents", "audit", "quorum",
                       "locking"},

@@ -22,7 +22,7 @@ def test_two_voters_at_one_site_survive_no_loss_and_ask_for_a_third() -> None:
     t = layout(("dal", True, True), ("dal", True, True))
     assert (t.majority, t.voters_may_lose, t.sites_whose_loss_stops_writes) == (2, 0, ("dal",))
     assert t.summary.startswith(
-        "Survives the loss of no voters: losing any voter stops management writes, key service continues; "
+        "Survives the loss of no voter: losing any voter stops management writes, key service continues; "
         "losing Dallas stops everything."
     )
     assert "add a voter" in t.summary
@@ -58,7 +58,9 @@ def test_a_voter_down_lowers_what_the_cluster_survives() -> None:
     t = layout(("dal", True, True), ("dal", True, False), ("bos", True, True))
     assert (t.voters, t.voters_responding, t.voters_may_lose, t.management_writes) == (3, 2, 0, True)
     assert t.sites_whose_loss_stops_writes == ("bos", "dal")
-    assert t.summary.startswith("Survives the loss of no voters: losing any voter stops management writes")
+    assert t.summary == (
+        "1 of 3 voters not responding; losing one more stops management writes, key service continues."
+    )
 
 
 def test_without_a_majority_management_writes_are_stopped_but_key_service_goes_on() -> None:
@@ -73,4 +75,14 @@ def test_without_a_majority_management_writes_are_stopped_but_key_service_goes_o
 def test_non_voters_count_for_key_service_not_for_the_majority() -> None:
     t = layout(("dal", True, True), ("bos", False, True), ("bos", False, True))
     assert (t.voters, t.majority, t.voters_may_lose, t.sites_whose_loss_stops_writes) == (1, 1, 0, ("dal",))
-    assert "losing Dallas stops management writes, key service continues" in t.summary
+    assert t.summary == (
+        "Survives the loss of no voter: losing the only voter stops management writes, key service continues."
+    )
+
+
+def test_five_voters_with_one_down_still_survive_one_more() -> None:
+    t = layout(("dal", True, True), ("dal", True, False), ("bos", True, True), ("bos", True, True),
+               ("aus", True, True))  # fmt: skip
+    assert t.summary.startswith(
+        "1 of 5 voters not responding; survives the loss of one more voter; losing Boston"
+    )

@@ -8,6 +8,7 @@ import importlib
 
 AREA_MODULES = (
     "ui.pages.dashboard",
+    "ui.pages.cluster",  # the cluster as a picture: sites, KMAs, agents, failure tolerance
     "ui.pages.users",
     "ui.pages.sites",
     "ui.pages.key_policies",

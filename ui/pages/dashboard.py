@@ -111,6 +111,14 @@ class DashboardPage(QWidget):
             cards.addWidget(card, 0, i)
         layout.addLayout(cards)
 
+        # The cluster's health in one line; the link opens the picture (ui/pages/cluster.py).
+        self.cluster_health = QLabel()
+        self.cluster_health.setObjectName("dashboardClusterHealth")
+        self.cluster_health.setTextFormat(Qt.RichText)
+        self.cluster_health.setWordWrap(True)
+        self.cluster_health.linkActivated.connect(lambda _: self.window().show_page("cluster"))
+        layout.addWidget(self.cluster_health)
+
         self.warnings = QLabel()
         self.warnings.setWordWrap(True)
         self.warnings.setObjectName("dashboardWarnings")
@@ -180,6 +188,15 @@ class DashboardPage(QWidget):
         self._loaded = True
         self.ctx.ops.read(lambda c: (c.client.dashboard(), c.client.status()), parent=self,
                           success=self._show)
+        self.ctx.ops.read(lambda c: c.client.cluster_topology(), parent=self, success=self._show_health)
+
+    def _show_health(self, topology: Any) -> None:
+        from ui.pages.cluster import health_line
+
+        line, colour = health_line(topology)
+        first = topology.failure_tolerance.summary.split(";")[0].split(". ")[0].rstrip(".")
+        self.cluster_health.setText(f"<b style='color:{colour}'>●</b> Cluster: {line} · {first} · "
+                                    "<a href='cluster'>see the picture</a>")
 
     def _show(self, result: tuple[Any, Any]) -> None:
         dash, status = result

@@ -1,0 +1,88 @@
+"""The Cluster page: the topology drawn from a real KMA, locking a KMA from the picture, and
+synthetic answers (two sites with a KMA down, twenty KMAs) rendered offscreen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in, submit
+from tests.support.topologies import ShownOnly, twenty_kmas, two_sites_one_down
+from ui.cluster_scene import KmaNode
+from ui.form_dialog import FormDialog
+from ui.pages.cluster import ClusterPage
+
+
+def test_one_kma_is_drawn_with_its_tolerance_and_a_security_officer_locks_it_from_the_picture(
+    qtbot: Any, controller: Any, fresh_kma: Any
+) -> None:
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    page = open_page(qtbot, window, "cluster")
+    qtbot.waitUntil(lambda: "kma-dal-1" in page.scene.nodes, timeout=WAIT_MS)
+    assert "This is the only KMA: losing it stops key service and management alike" in page.banner.text()
+    assert "1 of 1 KMAs responding" in page.banner.text()
+    node = page.scene.nodes["kma-dal-1"]
+    assert node.kma.leader and node.kma.voter and node.kma.responding
+
+    # When the Security Officer selects the KMA and locks it, confirming
+    assert not page.lock_button.isEnabled()
+    node.setSelected(True)
+    assert page.lock_button.isEnabled() and not page.unlock_button.isEnabled()
+    qtbot.mouseClick(page.lock_button, Qt.LeftButton)
+    dialog = active_dialog(qtbot, FormDialog)
+    assert "Lock <b>KMA Dallas 1</b>" in dialog.intro_text and "No other KMA serves keys" in dialog.intro_text
+    submit(qtbot, dialog)
+
+    # Then the KMA is locked (as the API says), and the picture shows it with unlock offered
+    qtbot.waitUntil(lambda: fresh_kma.client().status().locked, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: page.scene.nodes["kma-dal-1"].kma.locked, timeout=WAIT_MS)
+    assert page.scene.selected_kma().id == "kma-dal-1"  # still selected after the refresh
+    assert page.unlock_button.isEnabled() and not page.lock_button.isEnabled()
+
+
+def test_an_auditor_sees_the_picture_but_no_actions_and_the_dashboard_links_to_it(
+    qtbot: Any, controller: Any, demo_kma: Any
+) -> None:
+    window = sign_in(qtbot, controller, demo_kma, "auditor")
+    dashboard = open_page(qtbot, window, "dashboard")
+    line = dashboard.findChild(QLabel, "dashboardClusterHealth")
+    qtbot.waitUntil(lambda: "1 of 1 KMAs responding" in line.text(), timeout=WAIT_MS)
+    line.linkActivated.emit("cluster")
+    assert window.current_key() == "cluster"
+    page = window.page("cluster")
+    qtbot.waitUntil(lambda: bool(page.scene.nodes), timeout=WAIT_MS)
+    assert not page.lock_button.isVisible() and not page.unlock_button.isVisible()
+
+
+def test_two_sites_with_a_kma_down_show_it_and_what_the_cluster_still_survives(qtbot: Any) -> None:
+    page = ClusterPage(ShownOnly(frozenset({"auditor"})))  # type: ignore[arg-type]
+    qtbot.addWidget(page)
+    page.resize(1280, 760)
+    page.show_topology(two_sites_one_down())
+    down = page.scene.nodes["kma-bos-2"]
+    assert (down.kma.responding, down.kma.health) == (False, "down")
+    assert "3 of 4 KMAs responding at 2 sites" in page.banner.text()
+    # 4 voters, 3 responding, a majority needs 3: one more loss stops management writes
+    assert "1 of 4 voters not responding; losing one more stops management writes" in page.banner.text()
+    assert set(page.scene.site_regions) == {"dallas", "boston"}
+    assert [label.toPlainText().strip() for label in page.scene.link_labels] == ["lag 0.3 s"]
+    assert "NOT RESPONDING" in down.toolTip()
+
+
+def test_twenty_kmas_all_fit_in_the_picture(qtbot: Any) -> None:
+    page = ClusterPage(ShownOnly(frozenset({"security_officer"})))  # type: ignore[arg-type]
+    qtbot.addWidget(page)
+    page.resize(1280, 760)
+    page.show()
+    page.show_topology(twenty_kmas())
+    nodes = [i for i in page.scene.items() if isinstance(i, KmaNode)]
+    assert len(nodes) == 20 and len(page.scene.site_regions) == 5
+    # No two KMA nodes overlap, and every node lies inside its site's region
+    rects = [n.sceneBoundingRect() for n in nodes]
+    assert not any(a.intersects(b) for i, a in enumerate(rects) for b in rects[i + 1 :])
+    for n in nodes:
+        assert page.scene.site_regions[n.kma.site_id].sceneBoundingRect().contains(n.sceneBoundingRect())
+    assert "19 of 20 KMAs responding at 5 sites · 1 locked" in page.banner.text()
+    assert not page.grab().isNull()

@@ -1,0 +1,91 @@
+"""Synthetic `GET /cluster/topology` answers: layouts a single test KMA cannot show (two sites,
+twenty KMAs, one down), built from the same JSON the KMA sends and the same failure tolerance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kma.services.topology import Member, failure_tolerance
+from kms_client import Topology
+
+NAMES = {"dallas": "Dallas", "boston": "Boston", "austin": "Austin", "denver": "Denver", "seattle": "Seattle"}
+
+
+def kma_json(kma_id: str, site: str, *, leader: bool = False, voter: bool = True, up: bool = True,
+             locked: bool = False, lag: float | None = None) -> dict[str, Any]:  # fmt: skip
+    health = "down" if not up else ("warning" if locked or (lag or 0) >= 10 else "ok")
+    n = kma_id.rsplit("-", 1)[-1]
+    return {
+        "id": kma_id, "name": f"KMA {NAMES.get(site, site)} {n}", "site_id": site,
+        "management_address": f"10.0.{len(site)}.{n}:8443", "service_address": f"10.1.{len(site)}.{n}:5696",
+        "leader": leader and up, "voter": voter, "responding": up, "locked": locked, "version": "0.1.0",
+        "replication_lag": None if lag is None else {"depth": int(lag * 40), "age_seconds": lag},
+        "last_contact_seconds": None if not up else (0.0 if lag is not None else 0.4),
+        "this_kma": lag is not None, "health": health,
+    }  # fmt: skip
+
+
+def topology(kmas: list[dict[str, Any]], agents: dict[str, tuple[int, int, int]] | None = None) -> Topology:
+    """An answer for these KMAs; `agents` per site: (enrolled, disabled, seen in the last hour)."""
+    sites = sorted({k["site_id"] for k in kmas} | set(agents or {}), key=lambda s: NAMES.get(s, s))
+    tolerance = failure_tolerance([Member(k["site_id"], k["voter"], k["responding"]) for k in kmas], NAMES)
+    with_kmas = [s for s in sites if any(k["site_id"] == s for k in kmas)]
+    here = next(k["site_id"] for k in kmas if k["this_kma"])  # only its own links' lag is known
+    links = [{"site_a": a, "site_b": b, "lag_seconds": 0.3 if here in (a, b) else None}
+             for n, a in enumerate(with_kmas) for b in with_kmas[n + 1 :]]  # fmt: skip
+    counts = agents or {}
+    return Topology.from_json({
+        "cluster_name": "Acme Tape Vault", "answered_by": next(k["id"] for k in kmas if k["this_kma"]),
+        "time": "2026-11-24T02:00:00Z",
+        "sites": [{"id": s, "name": NAMES.get(s, s), "kmas": [k for k in kmas if k["site_id"] == s],
+                   "agents": _agents(counts.get(s, (0, 0, 0)))} for s in sites],
+        "links": links,
+        "audit_forwarding": None,
+        "failure_tolerance": {
+            "voters": tolerance.voters, "voters_responding": tolerance.voters_responding,
+            "majority": tolerance.majority, "voters_may_lose": tolerance.voters_may_lose,
+            "management_writes": tolerance.management_writes,
+            "sites_whose_loss_stops_writes": list(tolerance.sites_whose_loss_stops_writes),
+            "summary": tolerance.summary,
+        },
+    })  # fmt: skip
+
+
+def _agents(counts: tuple[int, int, int]) -> dict[str, int]:
+    enrolled, disabled, seen = counts
+    return {"total": enrolled + disabled, "enrolled": enrolled, "disabled": disabled, "seen_last_hour": seen}
+
+
+def two_sites_one_down() -> Topology:
+    """Dallas and Boston with two KMAs each (the white paper's layout), Boston 2 not responding."""
+    return topology(
+        [kma_json("kma-dal-1", "dallas", leader=True, lag=0.2), kma_json("kma-dal-2", "dallas"),
+         kma_json("kma-bos-1", "boston"), kma_json("kma-bos-2", "boston", up=False)],
+        {"dallas": (8, 0, 7), "boston": (8, 1, 5)},
+    )  # fmt: skip
+
+
+def twenty_kmas() -> Topology:
+    """Twenty KMAs across five sites: five voters, the rest read replicas; one locked, one down."""
+    kmas = []
+    for s, site in enumerate(("dallas", "boston", "austin", "denver", "seattle")):
+        for n in range(1, 5):
+            here = (s, n) == (0, 1)
+            kmas.append(kma_json(f"kma-{site[:3]}-{n}", site, leader=here, voter=n == 1, up=(s, n) != (3, 2),
+                                 locked=(s, n) == (1, 3), lag=0.1 if here else None))  # fmt: skip
+    return topology(kmas, {site: (16, 1, 12) for site in NAMES})
+
+
+class _ReadsNothing:
+    busy = 0
+
+    def read(self, *args: Any, **kw: Any) -> None:
+        return None
+
+
+class ShownOnly:
+    """A page context whose background reads never run: the page shows only what it is handed."""
+
+    def __init__(self, roles: frozenset[str]) -> None:
+        self.ops = _ReadsNothing()
+        self.roles = roles

@@ -1,0 +1,239 @@
+"""Cluster: the topology as a picture (ui/cluster_scene.py), its failure tolerance in words, and
+what a Security Officer can do to a KMA from it.
+
+Refreshes every few seconds on the read pool while the page is shown (never on the GUI thread),
+so a KMA that stops responding shows within one refresh. Actions call the existing routes; the
+server enforces roles and says why when it refuses. Lock and unlock are here today; adding,
+removing and making a KMA a voter come with the cluster's membership routes.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QPainter
+from PySide6.QtWidgets import (
+    QGraphicsView,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.context import AppContext
+from app.pages import PageSpec, register
+from ui.cluster_scene import TopologyScene
+from ui.form_dialog import FormDialog
+from ui.pages.locking import open_unlock
+from ui.widgets import page_header
+
+KEY = "cluster"
+REFRESH_MS = 3_000
+SO = "security_officer"
+GOOD, WARN, BAD = "#2e7d32", "#b26a00", "#c62828"
+
+
+def health_line(topology: Any) -> tuple[str, str]:
+    """The cluster's health in one line, and its colour: for the banner and the dashboard."""
+    kmas = topology.kmas
+    down = [k for k in kmas if not k.responding]
+    locked = [k for k in kmas if k.locked and k.responding]
+    sites = len({k.site_id for k in kmas})
+    parts = [
+        f"{len(kmas) - len(down)} of {len(kmas)} KMAs responding at {sites} site{'s' if sites != 1 else ''}"
+    ]
+    if locked:
+        parts.append(f"{len(locked)} locked")
+    tolerance = topology.failure_tolerance
+    if not tolerance.management_writes:
+        parts.append("management writes stopped")
+    colour = BAD if down or not tolerance.management_writes else (WARN if locked else GOOD)
+    return " · ".join(parts), colour
+
+
+class TopologyView(QGraphicsView):
+    """Scales the picture down to fit, never up (one KMA stays its natural size)."""
+
+    def __init__(self, scene: TopologyScene) -> None:
+        super().__init__(scene)
+        self.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
+        self.setAlignment(Qt.AlignCenter)
+        self.setDragMode(QGraphicsView.ScrollHandDrag)
+        self.setAccessibleName("Cluster topology")
+        self.setObjectName("clusterView")
+
+    def fit(self) -> None:
+        rect = self.scene().sceneRect()
+        if rect.isEmpty():
+            return
+        self.resetTransform()
+        view = self.viewport().rect()
+        scale = min(1.0, view.width() / rect.width(), view.height() / rect.height())
+        self.scale(max(scale, 0.35), max(scale, 0.35))  # below that, scroll rather than squint
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self.fit()
+
+
+class ClusterPage(QWidget):
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.setObjectName("page:cluster")
+        self.topology: Any = None
+        self._loading = False
+        outer = QVBoxLayout(self)
+        top = QHBoxLayout()
+        self.header = page_header("Cluster", "Sites, KMAs and agents, refreshed every few seconds.")
+        top.addWidget(self.header, 1)
+        self.lock_button = QPushButton("Lock KMA…")
+        self.lock_button.setObjectName("clusterLock")
+        self.lock_button.clicked.connect(self.lock_selected)
+        self.unlock_button = QPushButton("Unlock KMA…")
+        self.unlock_button.setObjectName("clusterUnlock")
+        self.unlock_button.clicked.connect(self.unlock_selected)
+        for button in (self.lock_button, self.unlock_button):
+            top.addWidget(button, 0, Qt.AlignTop)
+            button.setVisible(SO in ctx.roles)  # the server refuses others; no use offering it
+        outer.addLayout(top)
+
+        self.banner = QLabel("Loading the cluster…")
+        self.banner.setObjectName("clusterTolerance")
+        self.banner.setWordWrap(True)
+        self.banner.setTextFormat(Qt.RichText)
+        self.banner.setAccessibleName("Failure tolerance")
+        outer.addWidget(self.banner)
+        self.forwarding = QLabel()
+        self.forwarding.setObjectName("clusterForwarding")
+        self.forwarding.setWordWrap(True)
+        self.forwarding.hide()
+        outer.addWidget(self.forwarding)
+
+        self.scene = TopologyScene(self)
+        self.scene.kma_selected.connect(self._selected)
+        self.view = TopologyView(self.scene)
+        self.view.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._menu)
+        outer.addWidget(self.view, 1)
+        self.hint = QLabel("Select a KMA to act on it.")
+        self.hint.setObjectName("clusterHint")
+        outer.addWidget(self.hint)
+
+        self._timer = QTimer(self)
+        self._timer.setInterval(REFRESH_MS)
+        self._timer.timeout.connect(self.refresh)
+        self._selected(None)
+
+    # --- refreshing, in the background ---------------------------------------------------------
+    def showEvent(self, event: Any) -> None:  # noqa: N802
+        super().showEvent(event)
+        self.refresh()
+        self._timer.start()
+
+    def hideEvent(self, event: Any) -> None:  # noqa: N802
+        self._timer.stop()
+        super().hideEvent(event)
+
+    def refresh(self) -> None:
+        if self._loading:  # a slow KMA: never pile reads up behind each other
+            return
+        self._loading = True
+        self.ctx.ops.read(lambda c: c.client.cluster_topology(), parent=self, success=self.show_topology,
+                          failure=self._failed)  # fmt: skip
+
+    def _failed(self, exc: BaseException) -> bool:
+        self._loading = False
+        self.banner.setText(f"<b style='color:{BAD}'>The KMA did not answer:</b> {html.escape(str(exc))}")
+        return True  # shown in the banner; an expired session or a lost KMA still reaches the handler
+
+    def show_topology(self, topology: Any) -> None:
+        """Draw an answer (also used with a synthetic one, for tests and screenshots)."""
+        self._loading = False
+        first = self.topology is None or len(self.topology.kmas) != len(topology.kmas)
+        self.topology = topology
+        self.scene.show(topology)
+        if first:
+            self.view.fit()
+        line, colour = health_line(topology)
+        tolerance = topology.failure_tolerance
+        self.banner.setText(f"<b style='color:{colour}'>● {html.escape(line)}</b><br>"
+                            f"{html.escape(tolerance.summary)}")  # fmt: skip
+        subtitle = self.header.findChild(QLabel, "pageSubtitle")
+        if subtitle is not None:
+            subtitle.setText(f"Cluster <b>{html.escape(topology.cluster_name)}</b> as "
+                             f"{html.escape(topology.answered_by)} sees it · refreshed every "
+                             f"{REFRESH_MS // 1000} s")  # fmt: skip
+        forwarding = topology.audit_forwarding
+        self.forwarding.setVisible(forwarding is not None)
+        if forwarding is not None:
+            state = (
+                "connected"
+                if forwarding.connected
+                else f"not connected ({forwarding.last_error or 'retrying'})"
+            )
+            colour = GOOD if forwarding.connected and forwarding.lag_events == 0 else WARN
+            self.forwarding.setText(
+                f"<span style='color:{colour}'>Audit forwarding to {html.escape(forwarding.address or '')}: "
+                f"{html.escape(state)}; {forwarding.lag_events} events behind</span>"
+            )
+        self._selected(self.scene.selected_kma())
+
+    # --- actions on the selected KMA -----------------------------------------------------------
+    def _selected(self, kma: Any) -> None:
+        self.lock_button.setEnabled(kma is not None and kma.responding and not kma.locked)
+        self.unlock_button.setEnabled(kma is not None and kma.locked)
+        if kma is None:
+            self.hint.setText("Select a KMA to act on it.")
+        else:
+            self.hint.setText(f"Selected: {kma.name} ({kma.id}) at {kma.management_address}")
+
+    def _menu(self, pos: Any) -> None:
+        item = self.view.itemAt(pos)
+        while item is not None and item.parentItem() is not None:
+            item = item.parentItem()
+        if item is None or item.data(0) is None or SO not in self.ctx.roles:
+            return
+        self.scene.clearSelection()
+        item.setSelected(True)
+        menu = QMenu(self)
+        menu.addAction(self.lock_button.text(), self.lock_selected).setEnabled(self.lock_button.isEnabled())
+        menu.addAction(self.unlock_button.text(), self.unlock_selected).setEnabled(
+            self.unlock_button.isEnabled()
+        )
+        menu.popup(self.view.viewport().mapToGlobal(pos))
+
+    def lock_selected(self) -> FormDialog | None:
+        kma = self.scene.selected_kma()
+        if kma is None:
+            return None
+        others = [k for k in self.topology.kmas if k.id != kma.id and k.responding and not k.locked]
+        agents = (
+            "Agents fail over to the cluster's other KMAs."
+            if others
+            else "<b>No other KMA serves keys</b>, so no tape drive gets a key while it is locked."
+        )
+        dialog = FormDialog(
+            self.ctx, f"Lock KMA {kma.id}", [],
+            lambda c, _v: c.lock_kma(kma.id),
+            lambda _k: self.refresh(),
+            intro=f"Lock <b>{html.escape(kma.name)}</b> ({html.escape(kma.id)}) now?<br><br>It forgets its "
+                  f"master key at once and serves nothing secret until a quorum of the key split unlocks "
+                  f"it. {agents}",
+            ok_text="Lock KMA", busy_text="Locking…", danger=True, parent=self,
+        )  # fmt: skip
+        dialog.setObjectName("clusterLockDialog")
+        dialog.open()
+        return dialog
+
+    def unlock_selected(self) -> Any:
+        kma = self.scene.selected_kma()
+        return None if kma is None else open_unlock(self.ctx, self, kma.id)
+
+
+DESCRIPTION = "The cluster as a picture: sites, KMAs, agents, failure tolerance."
+register(PageSpec(KEY, "Cluster", ClusterPage, order=20, icon="SP_DriveNetIcon", description=DESCRIPTION))
