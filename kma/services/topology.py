@@ -7,6 +7,7 @@ one KMA and for twenty. A KMA the store has no node status for is "not respondin
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from kma import __version__
 from kma.appliance import Appliance
 from kma.store.cluster_view import NodeStatus
 
+log = logging.getLogger(__name__)
 HOUR = 3600
 # A KMA whose writes have waited this long to reach the cluster is shown as lagging.
 LAGGING_SECONDS = 10.0
@@ -127,8 +129,18 @@ def _health(node: dict[str, Any]) -> str:
     return "ok"
 
 
+def _node_status(kma: Appliance) -> dict[str, NodeStatus]:
+    """What the store knows of its nodes; when it cannot say (no Raft leader, its node down), this
+    KMA still answers for itself and shows the others as not responding: then the picture matters most."""
+    try:
+        return {n.kma_id: n for n in kma.store.cluster_nodes()}
+    except Exception:
+        log.warning("the store could not say how the cluster's nodes are", exc_info=True)
+        return {}
+
+
 def _kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
-    status = {n.kma_id: n for n in kma.store.cluster_nodes()}
+    status = _node_status(kma)
     lag = kma.store.replication_lag()
     rows = kma.store.query(
         "SELECT id, name, site_id, management_address, service_address, version, locked FROM kmas "

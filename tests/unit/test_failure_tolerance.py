@@ -1,8 +1,12 @@
-"""The failure tolerance in words, for the voter layouts a Security Officer meets."""
+"""The failure tolerance in words, for the voter layouts a Security Officer meets; and what the
+topology says when the store cannot tell how its nodes are."""
 
 from __future__ import annotations
 
-from kma.services.topology import FailureTolerance, Member, failure_tolerance
+from types import SimpleNamespace
+
+from kma.services.topology import FailureTolerance, Member, _kma_nodes, failure_tolerance
+from kma.store.cluster_view import ReplicationLag
 
 NAMES = {"dal": "Dallas", "bos": "Boston", "aus": "Austin"}
 
@@ -86,3 +90,26 @@ def test_five_voters_with_one_down_still_survive_one_more() -> None:
     assert t.summary.startswith(
         "1 of 5 voters not responding; survives the loss of one more voter; losing Boston"
     )
+
+
+class _StoreWithoutALeader:
+    """A cluster store that cannot say how its nodes are (no Raft leader reachable)."""
+
+    def cluster_nodes(self) -> list[object]:
+        raise ConnectionError("no leader")
+
+    def replication_lag(self) -> ReplicationLag:
+        return ReplicationLag(depth=12, age_seconds=4.0)
+
+    def query(self, sql: str, params: object = ()) -> list[dict[str, object]]:
+        row = {"site_id": "dal", "management_address": "", "service_address": "", "version": "0.1.0",
+               "locked": 0}  # fmt: skip
+        return [{**row, "id": "kma-a", "name": "A"}, {**row, "id": "kma-b", "name": "B"}]
+
+
+def test_when_the_store_cannot_say_this_kma_answers_for_itself_and_the_others_show_down() -> None:
+    kma = SimpleNamespace(store=_StoreWithoutALeader(), kma_id="kma-a", vault=SimpleNamespace(locked=False))
+    nodes = {n["id"]: n for n in _kma_nodes(kma)}  # type: ignore[arg-type]
+    assert (nodes["kma-a"]["responding"], nodes["kma-a"]["health"]) == (True, "ok")
+    assert nodes["kma-a"]["replication_lag"] == {"depth": 12, "age_seconds": 4.0}
+    assert (nodes["kma-b"]["responding"], nodes["kma-b"]["health"]) == (False, "down")
