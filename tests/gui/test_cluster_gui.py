@@ -3,11 +3,13 @@ synthetic answers (two sites with a KMA down, twenty KMAs) rendered offscreen.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
+from kms_client import ForwardingStatus
 from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in, submit
 from tests.support.topologies import ShownOnly, twenty_kmas, two_sites_one_down
 from ui.cluster_scene import KmaNode
@@ -69,6 +71,18 @@ def test_two_sites_with_a_kma_down_show_it_and_what_the_cluster_still_survives(q
     assert set(page.scene.site_regions) == {"dallas", "boston"}
     assert [label.toPlainText().strip() for label in page.scene.link_labels] == ["lag 0.3 s"]
     assert "NOT RESPONDING" in down.toolTip()
+    assert not page.forwarding.isVisibleTo(page)  # this answer has no audit forwarding
+
+
+def test_audit_forwarding_that_lags_shows_under_the_tolerance(qtbot: Any) -> None:
+    page = ClusterPage(ShownOnly(frozenset({"auditor"})))  # type: ignore[arg-type]
+    qtbot.addWidget(page)
+    lagging = ForwardingStatus("siem.example.com:6514", "api", False, 140, 37, 95.0, "connection refused")
+    page.show_topology(replace(two_sites_one_down(), audit_forwarding=lagging))
+    assert page.forwarding.isVisibleTo(page)
+    text = page.forwarding.text()
+    assert "siem.example.com:6514" in text and "not connected (connection refused)" in text
+    assert "37 events behind" in text
 
 
 def test_twenty_kmas_all_fit_in_the_picture(qtbot: Any) -> None:

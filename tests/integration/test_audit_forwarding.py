@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from kms_client import Forbidden, ValidationFailed
+from tests.integration.test_metrics import samples, scrape, value
 from tests.support.kma_process import RunningKma
 from tests.support.syslog_collector import SyslogCollector
 
@@ -58,6 +59,9 @@ def test_every_event_arrives_once_in_order_across_a_collector_outage(
         return forwarding.lag_events >= 3 and not forwarding.connected and forwarding.last_error is not None
 
     eventually(lagging, "the topology shows forwarding lagging, disconnected, and why")
+    metrics = samples(scrape(fresh_kma, auditor.token).text)
+    assert value(metrics, "kma_audit_forwarding_lag_events") >= 3
+    assert value(metrics, "kma_audit_forwarding_connected") == 0
 
     # Then, once it is back, they arrive, and so does what follows
     collector.start()
