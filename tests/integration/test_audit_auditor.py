@@ -42,7 +42,8 @@ def test_auditor_sees_every_area(demo_kma: RunningKma) -> None:
     failures = {}
     with raw_http(demo_kma, auditor.token) as http:
         for path in reads:
-            response = http.get(path)
+            # /metrics is at the root, where Prometheus looks; every other route under /api/v1
+            response = http.get(f"https://{demo_kma.address}{path}" if path == "/metrics" else path)
             if not response.is_success:
                 failures[path] = (response.status_code, response.text[:200])
     assert failures == {}, f"areas the auditor cannot read: {failures}"
