@@ -107,9 +107,11 @@ class Appliance:
         self.store.write(Batch((), record))
 
     # --- start and stop ---------------------------------------------------------------
-    def start(self, management_address: str | None = None, service_address: str | None = None) -> None:
+    def start(self, management_address: str | None = None, service_address: str | None = None,
+              master: WrappingKey | None = None) -> None:  # fmt: skip
         """Record where this KMA listens, unlock autonomously if it may, keep the key pool filled,
-        prune the audit trail on schedule."""
+        prune the audit trail on schedule. `master`: given by the set-up that has just made this
+        KMA (its key split proven a moment ago), which then serves at once, without a restart."""
         if management_address and service_address:
             self.commit(self.itself, "kma.listen", [Stmt(
                 "UPDATE kmas SET management_address = ?, service_address = ? WHERE id = ? "
@@ -117,7 +119,12 @@ class Appliance:
                 (management_address, service_address, self.kma_id, management_address, service_address),
             )], f"listening on {management_address} (management) and {service_address} (service)",
                 ("kma", self.kma_id), retention=Retention.MEDIUM)  # fmt: skip
-        if self.try_autonomous_unlock():
+        if master is not None:
+            self.vault.unlock(master)
+            self.audit(self.itself, "kma.start", "KMA set up and started unlocked (its key split was just "
+                       "proven); after a restart, autonomous unlock decides", condition=Condition.SUCCESS,
+                       subject=("kma", self.kma_id), event_class="kma")  # fmt: skip
+        elif self.try_autonomous_unlock():
             self.audit(
                 self.itself,
                 "kma.start",

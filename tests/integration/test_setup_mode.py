@@ -1,0 +1,213 @@
+"""First set-up over the network (issue 13): `kma serve` on an empty data directory waits in
+set-up mode, answers only its set-up API, and becomes a normal KMA when set-up finishes.
+
+Given a real `kma serve` on an empty directory, over TLS with its temporary certificate, each
+refusal a wizard must show on the page where it was typed comes back with its reason, nothing is
+written before the last step, the set-up code works once, and the same answers run headless by
+`kma init --answers` make the same KMA.
+"""
+
+from __future__ import annotations
+
+import socket
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kms_client import NotSetUp, Trust, Unauthenticated, ValidationFailed
+from kms_client.setup import SetupClient
+from tests.support.kma_process import RunningKma, run_kma
+
+MEMBERS = [("alice", "alice walks the long pier"), ("bob", "bob paints seven green doors"),
+           ("carol", "carol counts quiet harbour lights")]  # fmt: skip
+OFFICER = {"id": "so", "name": "Sam Officer", "passphrase": "officer keeps the vault"}
+
+
+def answers_for(kma_address: str, service_port: int) -> dict[str, Any]:
+    """What the wizard sends at the end (members by name: their passphrases are already sealed)."""
+    return {
+        "mode": "new_cluster", "cluster_name": "Acme Tape Vault", "site": {"id": "dallas", "name": "Dallas"},
+        "kma": {"id": "kma-dal-1", "name": "KMA Dallas 1", "management_address": kma_address,
+                "service_address": f"127.0.0.1:{service_port}"},
+        "security_officer": OFFICER, "threshold": 2, "members": [name for name, _ in MEMBERS],
+        "autonomous_unlock": False, "key_pool_size": 25, "time_server": "ntp.example.com",
+    }  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def waiting(tmp_path: Path) -> Iterator[RunningKma]:
+    kma = RunningKma.awaiting_setup(tmp_path)
+    yield kma
+    kma.stop()
+
+
+def connect(kma: RunningKma, code: str | None = None) -> SetupClient:
+    trust = Trust.fetch(kma.address)
+    assert trust.fingerprint == kma.setup["ca_fingerprint"]
+    return SetupClient(kma.address, trust, code or kma.setup["setup_code"])
+
+
+def written(kma: RunningKma) -> list[str]:
+    """What is in the data directory besides its lock and log."""
+    return sorted(str(p.relative_to(kma.data_dir)) for p in kma.data_dir.rglob("*")
+                  if p.name != "kma.lock" and "logs" not in p.parts)  # fmt: skip
+
+
+def test_the_console_and_the_log_show_the_fingerprint_and_the_code(waiting: RunningKma) -> None:
+    log = waiting.log_text()
+    assert f"set-up code {waiting.setup['setup_code']}" in log
+    assert f"temporary certificate fingerprint {waiting.setup['ca_fingerprint']}" in log
+    assert written(waiting) == []
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("GET", "/api/v1/status"), ("POST", "/api/v1/auth/sign-in"), ("GET", "/api/v1/keys"),
+    ("GET", "/api/v1/users"), ("POST", "/api/v1/kmas/kma-1/unlock"), ("GET", "/api/v1/openapi.json"),
+    ("GET", "/"), ("DELETE", "/api/v1/setup"),
+])  # fmt: skip
+def test_set_up_mode_refuses_every_other_route(waiting: RunningKma, method: str, path: str) -> None:
+    trust = Trust.fetch(waiting.address)
+    from kms_client.trust import ssl_context_for
+
+    with httpx.Client(verify=ssl_context_for(trust.ca_pem)) as http:
+        response = http.request(method, f"https://{waiting.address}{path}", json={},
+                                headers={"X-Setup-Code": waiting.setup["setup_code"]})  # fmt: skip
+    assert response.status_code in (503, 405)
+    if response.status_code == 503:
+        assert response.json()["error"]["code"] == "setup_mode"
+
+
+def test_each_refusal_comes_back_with_its_reason(waiting: RunningKma) -> None:
+    with connect(waiting, "WRONG-CODE-0000") as wrong:
+        with pytest.raises(Unauthenticated, match="not the set-up code"):
+            wrong.check_code()
+    setup = connect(waiting)
+    setup.check_code()
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        with pytest.raises(ValidationFailed, match="already in use on the KMA"):
+            setup.check_network(waiting.address, f"127.0.0.1:{busy.getsockname()[1]}")
+    finally:
+        busy.close()
+    setup.check_network(waiting.address, f"127.0.0.1:{free_port()}")  # its own port is fine
+    for threshold, members, reason in [
+        (4, MEMBERS, "cannot exceed the number of members"),
+        (0, MEMBERS, "at least 1"),
+        (2, [(f"m{i}", f"member {i} rides a blue tram") for i in range(11)], "at most 10 members"),
+        (2, [*MEMBERS[:2], ("carol", "password1")], "guessable"),
+    ]:
+        with pytest.raises(ValidationFailed, match=reason):
+            setup.draft_key_split(threshold, members)
+    proof_members = setup.draft_key_split(2, MEMBERS)
+    assert len(proof_members) == 2 and set(proof_members) <= {n for n, _ in MEMBERS}
+    with pytest.raises(ValidationFailed, match="has not been proven"):
+        setup.finish(answers_for(waiting.address, free_port()))
+    with pytest.raises(ValidationFailed, match=f"the passphrase typed for '{proof_members[0]}'"):
+        setup.prove(
+            [(proof_members[0], "not what they chose"), (proof_members[1], dict(MEMBERS)[proof_members[1]])]
+        )
+    assert written(waiting) == []  # nothing written before the last step
+
+
+def test_set_up_over_the_network_then_the_kma_serves_normally(waiting: RunningKma, tmp_path: Path) -> None:
+    with connect(waiting, "WRONG-CODE-1111") as wrong, pytest.raises(Unauthenticated):
+        wrong.check_code()
+    setup = connect(waiting)
+    proof_members = setup.draft_key_split(2, MEMBERS)
+    check = setup.prove([(name, dict(MEMBERS)[name]) for name in proof_members])
+    assert len(check) == 9
+    made = setup.finish(answers_for(waiting.address, free_port()))
+    assert made.management_address == waiting.address  # it continues where the wizard connected
+
+    waiting.wait_ready(set_up=True)
+    assert waiting.fingerprint == made.ca_fingerprint != waiting.setup.get("ca_fingerprint")
+    officer = waiting.client("so", OFFICER["passphrase"])
+    assert officer.me().roles == ("security_officer",) or "security_officer" in officer.me().roles
+    # The code worked once: the set-up API is gone with set-up mode.
+    with connect_raw(waiting) as http:
+        assert http.post("/api/v1/setup/code", headers={"X-Setup-Code": "x"}).status_code == 404
+    events = [e.operation for e in officer.iter_all(officer.list_audit_events)]
+    assert "setup.code_refused" in events and "cluster.create" in events
+    # Then the same answers, headless: the same KMA.
+    headless = tmp_path / "headless"
+    (tmp_path / "answers.toml").write_text(answers_toml(answers_for("127.0.0.1:8443", 5696)))
+    run_kma("init", "--data-dir", str(headless / "kma"), "--answers", str(tmp_path / "answers.toml"))
+    other = RunningKma(headless / "kma")
+    other.start()
+    try:
+        so = other.client("so", OFFICER["passphrase"])
+        so.unlock_kma("kma-dal-1", credentials=MEMBERS[:2])  # autonomous unlock off: it starts locked
+        assert describe(so) == describe(officer)
+    finally:
+        other.stop()
+
+
+def test_five_wrong_codes_replace_the_code(waiting: RunningKma) -> None:
+    for _ in range(5):
+        with connect(waiting, "WRONG-CODE-2222") as wrong, pytest.raises(Unauthenticated):
+            wrong.check_code()
+    with connect(waiting) as old, pytest.raises(Unauthenticated, match="read the new one on its console"):
+        old.check_code()  # the sixth try, with the code the console first showed: replaced
+    new_code = waiting.log_text().rsplit("New set-up code ", 1)[1].split()[0]
+    connect(waiting, new_code).check_code()
+
+
+def test_stopping_in_set_up_mode_leaves_it_not_set_up(waiting: RunningKma) -> None:
+    setup = connect(waiting)
+    setup.draft_key_split(2, MEMBERS)
+    waiting.stop()
+    assert written(waiting) == []
+    waiting.start()
+    assert waiting.setup["mode"] == "setup"
+    with pytest.raises(NotSetUp):
+        waiting.client()  # the manager's sign-in finds a KMA that is not set up yet
+
+
+def connect_raw(kma: RunningKma) -> httpx.Client:
+    from kms_client.trust import ssl_context_for
+
+    return httpx.Client(base_url=f"https://{kma.address}", verify=ssl_context_for(kma.ca_pem))
+
+
+def answers_toml(answers: dict[str, Any]) -> str:
+    kma, site, officer = answers["kma"], answers["site"], answers["security_officer"]
+    members = "".join(f'[[key_split.members]]\nname = "{n}"\npassphrase = "{p}"\n' for n, p in MEMBERS)
+    text = (f'mode = "new_cluster"\ncluster_name = "{answers["cluster_name"]}"\n'
+            f'autonomous_unlock = {str(answers["autonomous_unlock"]).lower()}\n'
+            f'key_pool_size = {answers["key_pool_size"]}\ntime_server = "{answers["time_server"]}"\n'
+            f'[site]\nid = "{site["id"]}"\nname = "{site["name"]}"\n'
+            f'[kma]\nid = "{kma["id"]}"\nname = "{kma["name"]}"\n'
+            f'management_address = "{kma["management_address"]}"\n'
+            f'service_address = "{kma["service_address"]}"\n'
+            f'[security_officer]\nid = "{officer["id"]}"\nname = "{officer["name"]}"\n'
+            f'passphrase = "{officer["passphrase"]}"\n'
+            f'[key_split]\nthreshold = {answers["threshold"]}\n{members}')  # fmt: skip
+    tomllib.loads(text)
+    return text
+
+
+def describe(client: Any) -> dict[str, Any]:
+    """What an installer chose, as a signed-in Security Officer sees it on any KMA."""
+    split = client.get_key_split()
+    status = client.status()
+    return {
+        "users": sorted((u.id, u.name, tuple(sorted(u.roles))) for u in client.iter_all(client.list_users)),
+        "split": (split.threshold, split.members),
+        "cluster": status.cluster_name,
+        "autonomous_unlock": status.autonomous_unlock,
+        "kmas": sorted((k.id, k.name, k.site_id, k.key_pool_size) for k in client.iter_all(client.list_kmas)),
+        "policies": sorted(p.id for p in client.iter_all(client.list_key_policies)),
+    }
