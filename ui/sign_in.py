@@ -106,6 +106,8 @@ class SignInWindow(QDialog):
         if reauth_client is None:  # planning needs no KMA: open it before there is one
             self.plan_button = self.buttons.addButton("Plan a deployment…", QDialogButtonBox.HelpRole)
             self.plan_button.clicked.connect(self.open_planning)
+            self.setup_button = self.buttons.addButton("Set up a new KMA…", QDialogButtonBox.HelpRole)
+            self.setup_button.clicked.connect(self.open_setup)
         self.buttons.accepted.connect(self.submit)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
@@ -129,6 +131,13 @@ class SignInWindow(QDialog):
         from ui.planning.area import open_planning_window
 
         self.planning_window = open_planning_window()
+
+    def open_setup(self) -> None:
+        from ui.setup_wizard.wizard import SetupWizard
+
+        self.setup_wizard = SetupWizard(self.ops, self, self.address.text().strip())
+        self.setup_wizard.signed_in.connect(self._done)
+        self.setup_wizard.open()
 
     # -- keyring ------------------------------------------------------------------------------
     def _setup_keyring(self) -> None:
