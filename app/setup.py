@@ -156,14 +156,18 @@ def sign_in_when_serving(answers: SetupAnswers) -> tuple[SignedIn, ConnectionPro
     if host in ("0.0.0.0", "::", "[::]"):  # listens everywhere: reach it where the wizard did
         address = f"{answers.address.rpartition(':')[0]}:{address.rpartition(':')[2]}"
     deadline = time.monotonic() + BACK_ONLINE_SECONDS
-    while True:
+    temporary = answers.trust.fingerprint if answers.trust else ""
+    while True:  # until set-up mode has handed over: its temporary certificate, then nothing, then this
         try:
             trust = kms_client.Trust.fetch(address)
-            break
+            if not kms_client.trust.same_fingerprint(trust.fingerprint, temporary):
+                break
         except (kms_client.KmaUnreachable, kms_client.ApiError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.3)
+            pass
+        if time.monotonic() > deadline:
+            raise kms_client.KmaUnreachable(f"The new KMA did not start serving at {address} within "
+                                            f"{BACK_ONLINE_SECONDS} s; its console says why.")  # fmt: skip
+        time.sleep(0.3)
     if not kms_client.trust.same_fingerprint(trust.fingerprint, answers.made.ca_fingerprint):
         raise kms_client.TrustError(f"The KMA at {address} now shows CA {trust.fingerprint}, not "
                                     f"{answers.made.ca_fingerprint}, which its set-up made.")  # fmt: skip

@@ -73,7 +73,8 @@ class SetupPage(QWizardPage):
         self.wizard().button(QWizard.NextButton).setEnabled(True)
         self.checked(result)
         self._passed = True
-        self.wizard().next()
+        wizard = self.wizard()
+        wizard.accept() if self.isFinalPage() else wizard.next()
 
     def _refused(self, exc: BaseException) -> bool:
         self.busy = False

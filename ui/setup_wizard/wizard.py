@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QWidget, QWizard
 
@@ -34,9 +34,7 @@ class SignInPage(DonePage):
 
     def checked(self, result: Any) -> None:
         self.answers.forget_passphrases()
-        wizard = self.wizard()
-        wizard.signed_in.emit(*result)
-        QTimer.singleShot(0, wizard.accept)
+        self.wizard().signed_in.emit(*result)
 
 
 class SetupWizard(QWizard):
@@ -60,10 +58,9 @@ class SetupWizard(QWizard):
             self.addPage(page)
         if address:
             self.pages["ConnectPage"].address.setText(address)
+        # Not in done(): QWizard.done() first validates the last page, which signs in with it.
+        self.finished.connect(self.answers.forget_passphrases)
 
     def page_named(self, name: str) -> Any:
         return self.pages[name]
 
-    def done(self, result: int) -> None:
-        self.answers.forget_passphrases()
-        super().done(result)
