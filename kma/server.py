@@ -17,6 +17,7 @@ import signal
 import socket
 import ssl
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,18 @@ def listen(host: str, port: int) -> socket.socket:
     sock.listen(1024)
     sock.set_inheritable(True)
     return sock
+
+
+STOP_REQUESTED = threading.Event()
+
+
+def note_stop_requests() -> None:
+    """uvicorn shuts down on SIGTERM/SIGINT and then raises the signal again for the previous
+    handler; with the default one that would end the process before the clean-up (agents, store,
+    ready file). This handler only notes it, so `serve` returns normally (exit 0 = stopped cleanly),
+    and a stop asked for between two listeners (set-up mode handing over) is not lost."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: STOP_REQUESTED.set())
 
 
 class Listener(uvicorn.Server):
@@ -148,11 +161,8 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
             tmp.replace(ready_file)
 
     server = _Server(config, kma, limits, ready)
-    # uvicorn shuts down on SIGTERM/SIGINT and then raises the signal again for the previous
-    # handler; with the default one that would end the process before the clean-up below (agents,
-    # store, ready file). A do-nothing handler lets `serve` return normally: exit 0 = stopped cleanly.
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: None)
+    note_stop_requests()
+    server.should_exit = STOP_REQUESTED.is_set()  # stopped while set-up mode handed over: stop now
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:

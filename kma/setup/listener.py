@@ -13,7 +13,6 @@ import asyncio
 import json
 import logging
 import os
-import signal
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ import uvicorn
 from kma.crypto import WrappingKey, create_cluster_ca, issue_server_certificate
 from kma.datadir import DataDir, write_private
 from kma.limits import ListenerLimits
-from kma.server import Listener, listen
+from kma.server import STOP_REQUESTED, Listener, listen, note_stop_requests
 from kma.setup.api import create_setup_app
 from kma.setup.service import SetupSession, split_address
 from kma.tls import server_context
@@ -99,14 +98,13 @@ def serve_setup(data_dir: DataDir, setup_address: str, management_port: int | No
     config = uvicorn.Config(create_setup_app(session), log_level="warning", access_log=False,
                             timeout_graceful_shutdown=5)  # fmt: skip
     server = _SetupListener(session, config, tls, ListenerLimits.from_table({}), ready)
-    for sig in (signal.SIGTERM, signal.SIGINT):  # as in kma/server.py: stop cleanly, exit 0
-        signal.signal(sig, lambda *_: None)
+    note_stop_requests()
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)
-    if not session.finished.is_set():
+    if not session.finished.is_set() or STOP_REQUESTED.is_set():
         return None
     say(f"set-up finished: the KMA continues on https://{session.continue_address}")
     assert session.master is not None

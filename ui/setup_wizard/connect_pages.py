@@ -136,7 +136,9 @@ class NetworkPage(SetupPage):
 
 class ModePage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "What this KMA will do")
+        super().__init__(answers, ops, "What this KMA will do",
+                         "What the KMA offers to become, and what a new cluster needs: its name, its first "
+                         "site and this KMA's ID.")  # fmt: skip
         layout = QVBoxLayout(self)
         self.choice = QButtonGroup(self)
         self.choices = QVBoxLayout()

@@ -69,6 +69,8 @@ class ProgressPage(SetupPage):
 
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
         super().__init__(answers, ops, "Setting up the KMA")
+        self.setCommitPage(True)  # once set up, there is no going back to do it again
+        self.setButtonText(QWizard.CommitButton, "Next >")
         layout = QVBoxLayout(self)
         self.status = QLabel()
         self.status.setWordWrap(True)
@@ -121,7 +123,7 @@ class ProgressPage(SetupPage):
 
 class DonePage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "The KMA is set up")
+        super().__init__(answers, ops, "The KMA is set up", "It serves now; sign in as its Security Officer.")
         self.setFinalPage(True)
         layout = QVBoxLayout(self)
         self.text = QLabel()
@@ -139,6 +141,8 @@ class DonePage(SetupPage):
         a = self.answers
         assert a.made is not None
         self.setButtonText(QWizard.FinishButton, f"Sign in as {a.officer_id}")
+        self.setButtonText(QWizard.CancelButton, "Close")
+        self.wizard().button(QWizard.CancelButton).setEnabled(True)
         self.text.setText(
             f"<p>The cluster <b>{html.escape(a.cluster_name)}</b> has its first KMA, "
             f"<b>{html.escape(a.kma_id)}</b>, serving at <b>{html.escape(a.made.management_address)}</b>.</p>"

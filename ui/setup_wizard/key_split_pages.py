@@ -21,12 +21,14 @@ from ui.widgets import PasswordLineEdit
 
 class KeySplitPage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "Key split",
-                         "The cluster's root secret is split among N members, each holding a passphrase. "
-                         "Any M of them together form the quorum: it unlocks a locked KMA and approves "
-                         "sensitive changes. Fewer than M can do nothing; if more than N − M passphrases are "
-                         "lost, so is the quorum.")  # fmt: skip
+        super().__init__(answers, ops, "Key split", "Who together can unlock the cluster's keys.")
         layout = QVBoxLayout(self)
+        explained = QLabel("The cluster's root secret is split among N members, each holding a passphrase. "
+                           "Any M of them together form the quorum: it unlocks a locked KMA and approves "
+                           "sensitive changes. Fewer than M can do nothing; if more than N − M passphrases "
+                           "are lost, so is the quorum.")  # fmt: skip
+        explained.setWordWrap(True)
+        layout.addWidget(explained)
         form = QFormLayout()
         self.members = QSpinBox()
         self.members.setRange(0, 99)  # wider than allowed, so a wrong number gets its reason
@@ -89,6 +91,8 @@ class MembersPage(SetupPage):
         layout.addStretch()
         self.passphrase.textChanged.connect(self._measure)
         self.name.textChanged.connect(self._measure)
+        for edit in (self.name, self.passphrase, self.again):  # an old refusal goes with the edit
+            edit.textEdited.connect(lambda _t: self.error.say(""))
 
     def _measure(self, *_: Any) -> None:
         self.meter.show_strength(strength(self.passphrase.text(), [self.name.text()]))

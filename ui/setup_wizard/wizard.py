@@ -63,4 +63,3 @@ class SetupWizard(QWizard):
 
     def page_named(self, name: str) -> Any:
         return self.pages[name]
-
