@@ -141,6 +141,14 @@ def _unexpected(exc: BaseException) -> UserMessage:
     )
 
 
+def _not_set_up(exc: BaseException) -> UserMessage:
+    return UserMessage(
+        "KMA not set up yet",
+        "This KMA has not been set up yet: it answers only its set-up.",
+        "Choose Set up a new KMA… on the sign-in window, with the set-up code its console shows.",
+    )
+
+
 def _dispatch_table() -> list[tuple[type[BaseException], object]]:
     names = [
         ("Unauthenticated", _unauthenticated),
@@ -149,6 +157,7 @@ def _dispatch_table() -> list[tuple[type[BaseException], object]]:
         ("Conflict", _conflict),
         ("ValidationFailed", _validation),
         ("KmaLocked", _kma_locked),
+        ("NotSetUp", _not_set_up),
         ("LockedOut", _locked_out),
         ("TrustError", _trust),
         ("KmaUnreachable", _unreachable),

@@ -280,8 +280,9 @@ def _version() -> str:
 
 
 def load_answers(path: Path) -> Answers:
+    """The answers file as written (`read_answers`): check them with `check_answers`."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValidationFailed(f"Cannot read the answers file {path}: {exc}.") from None
-    return parse_answers(text)
+    return read_answers(text)

@@ -219,3 +219,20 @@ def describe(client: Any) -> dict[str, Any]:
         "kmas": sorted((k.id, k.name, k.site_id, k.key_pool_size) for k in client.iter_all(client.list_kmas)),
         "policies": sorted(p.id for p in client.iter_all(client.list_key_policies)),
     }
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    (lambda t: t.replace('passphrase = "alice walks the long pier"\n', ""), "leave out passphrases"),
+    (lambda t: t.replace('mode = "new_cluster"', 'mode = "join"'), "cannot set itself up as 'join'"),
+    (lambda t: t.replace("alice walks the long pier", "password1"), "guessable"),
+    (lambda t: t.replace("threshold = 2", "threshold = 4"), "cannot exceed the number of members"),
+])  # fmt: skip
+def test_kma_init_refuses_bad_answers_with_the_reason_and_writes_nothing(
+    tmp_path: Path, change: Any, reason: str
+) -> None:
+    answers = tmp_path / "answers.toml"
+    answers.write_text(change(answers_toml(answers_for("127.0.0.1:8443", 5696))))
+    done = run_kma("init", "--data-dir", str(tmp_path / "kma"), "--answers", str(answers), check=False)
+    assert done.returncode != 0
+    assert reason in done.stderr
+    assert not (tmp_path / "kma" / "kma.db").exists()

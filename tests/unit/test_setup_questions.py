@@ -53,3 +53,20 @@ def test_every_mistake_is_explained_and_asked_again() -> None:
     assert "The proof failed" in text and "They reconstruct the secret" in text
     assert (answers.threshold, [m.name for m in answers.members]) == (2, ["alice", "bob", "carol"])
     assert draft.proven and answers.autonomous_unlock is False and answers.key_pool_size == 50
+
+
+def test_answers_saved_without_passphrases_ask_each_person_for_theirs() -> None:
+    from kma.bootstrap import check_answers, read_answers
+    from kma.cli.setup_questions import ask_missing_passphrases, missing_passphrases
+
+    saved = read_answers(
+        'cluster_name = "Acme"\n[site]\nid = "dallas"\n[kma]\nid = "kma-1"\n[security_officer]\nid = "so"\n'
+        'name = "Sam"\n[key_split]\nthreshold = 1\n[[key_split.members]]\nname = "alice"\n'
+    )
+    assert missing_passphrases(saved)
+    typed = iter(["alice walks the long pier"] * 2 + ["officer keeps the vault"] * 2)
+    said: list[str] = []
+    answers = ask_missing_passphrases(saved, lambda prompt: next(typed), said.append)
+    check_answers(answers)
+    assert answers.members[0].passphrase == "alice walks the long pier"
+    assert answers.officer_passphrase == "officer keeps the vault"
