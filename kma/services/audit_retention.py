@@ -23,8 +23,8 @@ from kma.errors import Conflict, ValidationFailed
 from kma.services.audit_log import verify_chain
 from kma.services.audit_signer import signer, state
 from kma.services.change import Change
-from kma.services.key_split import Quorum
-from kma.services.quorum_types import OpType, Outcome, Prepared
+from kma.services.quorum.key_split import Quorum
+from kma.services.quorum.op_type import OpType, Outcome, Prepared
 from kma.store import Stmt
 
 DAY = 86400

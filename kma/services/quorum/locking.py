@@ -23,9 +23,9 @@ from kma.domain.actor import Actor
 from kma.errors import Conflict, ValidationFailed
 from kma.services.change import Change
 from kma.services.common import require
-from kma.services.key_split import Quorum
 from kma.services.kmas import get_kma
-from kma.services.quorum_types import OpType, Outcome, Prepared
+from kma.services.quorum.key_split import Quorum
+from kma.services.quorum.op_type import OpType, Outcome, Prepared
 from kma.store import Stmt
 
 

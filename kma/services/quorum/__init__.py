@@ -8,7 +8,7 @@ root secret, and the operation's change is committed in one batch together with
 `UPDATE pending_quorum_ops SET state = 'executed' WHERE id = ? AND state = 'pending' AND
 expires_at > now` (expect 1): however many approvals race, exactly one batch passes that guard.
 Expired and deleted operations leave `pending` for good (a trigger forbids the way back), so they
-never run. Shares held between approvals: see `kma.services.quorum_escrow`.
+never run. Shares held between approvals: see `kma.services.quorum.escrow`.
 
 Every submission, approval, execution, expiry, deletion and refusal is an audit event.
 """
@@ -28,11 +28,17 @@ from kma.audit.record import Condition
 from kma.crypto import CryptoError
 from kma.domain.actor import Actor
 from kma.errors import Conflict, KmaError, KmaLocked, NotFound, ValidationFailed
-from kma.services import quorum_escrow as escrow
-from kma.services.key_split import Credential, check_distinct, current_split, open_credential, reconstruct
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, list_page, one_of
-from kma.services.quorum_ops import OP_TYPES
-from kma.services.quorum_types import Outcome, Prepared
+from kma.services.quorum import escrow
+from kma.services.quorum.key_split import (
+    Credential,
+    check_distinct,
+    current_split,
+    open_credential,
+    reconstruct,
+)
+from kma.services.quorum.op_type import Outcome, Prepared
+from kma.services.quorum.protected import OP_TYPES
 from kma.store import Batch, Refused, Stmt
 
 log = logging.getLogger(__name__)
