@@ -17,8 +17,8 @@ AREA_MODULES = (
     "ui.pages.keys",
     "ui.pages.audit",
     "ui.pages.settings",
-    "ui.pages.quorum",  # Pending approvals: inbox, badge, notifications, locked banner
-    "ui.pages.locking",  # Lock and unlock, autonomous unlock, quorum lifetime
+    "ui.quorum.pending",  # Pending approvals: inbox, badge, notifications, locked banner
+    "ui.quorum.locking",  # Lock and unlock, autonomous unlock, quorum lifetime
     "ui.pages.planning",  # Planning a deployment from the white paper's measurements (no KMA needed)
     "ui.audit.pages",  # the auditor's browser, histories and dashboard charts (replace by key)
 )

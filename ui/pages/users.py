@@ -20,7 +20,7 @@ from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import SO, enabled_tone
-from ui.quorum_widgets import QuorumFormDialog, handle_result
+from ui.quorum.widgets import QuorumFormDialog, handle_result
 
 ROLE_CHOICES = [("All roles", None)] + [
     (words(r), r)

@@ -23,7 +23,7 @@ import kms_client
 from app.context import AppContext
 from app.quorum_watch import QuorumWatch, can_read_quorum
 from ui.banners import Banner
-from ui.quorum_widgets import QUORUM_PAGE, open_operation, progress_text
+from ui.quorum.widgets import QUORUM_PAGE, open_operation, progress_text
 
 ACTORS = frozenset({"quorum_member", "security_officer"})  # who is told when one arrives
 LOCKING_PAGE = "locking"
@@ -60,7 +60,7 @@ class LockedBanner(Banner):
         self.hide()
 
     def _unlock(self) -> None:
-        from ui.pages.locking import open_unlock
+        from ui.quorum.locking import open_unlock
 
         status = QuorumWatch.of(self.ctx).status
         open_unlock(self.ctx, self.window_, status.kma_id if status else None)
