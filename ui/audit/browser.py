@@ -32,9 +32,9 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.operations import OpContext
+from ui.audit.events import SPEC as LIST_SPEC
 from ui.format import when, words
 from ui.paged_model import ObjectRole, PagedTableModel
-from ui.pages.audit import SPEC as LIST_SPEC
 
 TAIL_MS = 3000
 COLUMNS = LIST_SPEC.columns  # the audit list's columns, sortable where the KMA sorts

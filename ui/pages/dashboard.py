@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
 )
 
 from app.context import AppContext
-from app.pages import PageSpec, register
 from ui.format import counted, words
 from ui.widgets import page_header
 
@@ -217,5 +216,3 @@ class DashboardPage(QWidget):
                                     state, f"{k.pool_ready:,} of {k.key_pool_size:,}"])
             self.kmas.addTopLevelItem(item)
 
-
-register(PageSpec("dashboard", "Dashboard", DashboardPage, order=10, icon="SP_ComputerIcon"))

@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QWidget
 
 from app.context import AppContext
 from app.pages import PageSpec, register
+from ui.audit.history import history_tab
 from ui.details import DetailsDialog
 from ui.form_dialog import Field, FormDialog
 from ui.format import words, yes_no
@@ -52,11 +53,10 @@ def _destroy(page: ListPage, key: Any) -> None:
 
 
 def _details(page: ListPage, key: Any) -> None:
-    from ui.audit.history import history_tab as history_list  # timeline + events
 
     dialog = DetailsDialog(f"Key {key.id}", key, page)
     if page.ctx.roles & AUDIT_READERS:
-        dialog.add_tab(history_list(page.ctx, "key", key.id, dialog), "History")
+        dialog.add_tab(history_tab(page.ctx, "key", key.id, dialog), "History")
     dialog.open()
 
 
