@@ -72,9 +72,9 @@ class Shots:
     def new_user(self) -> list[Path]:
         from PySide6.QtWidgets import QCheckBox
 
-        from ui.pages.users import _new_user
+        from ui.pages.users import new_user
 
-        form = _new_user(self.page("users"), None)
+        form = new_user(self.page("users"), None)
         self.settle()
         form.editors["id"].setText("sam2")
         form.editors["name"].setText("Sam Second")

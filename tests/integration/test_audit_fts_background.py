@@ -19,7 +19,7 @@ import kma.store.group_commit as store_module
 from kma.audit.chain import AuditChain
 from kma.audit.record import AuditRecord, Condition, Retention
 from kma.clock import SystemClock
-from kma.services.audit_log import _text_page, iter_events, with_text
+from kma.services.audit_log import iter_events, text_page, with_text
 from kma.services.paging import PageRequest
 from kma.store import Batch, SQLiteStore
 from kma.store.fts import index_all
@@ -54,7 +54,7 @@ def search(s: SQLiteStore, q: str, limit: int = 100, order: str = "desc", **filt
     ids: list[int] = []
     cursor = None
     while True:
-        page = _text_page(s, with_text(PageRequest(limit, cursor, q, None, order, filters)))
+        page = text_page(s, with_text(PageRequest(limit, cursor, q, None, order, filters)))
         ids += [r["id"] for r in page.items]
         cursor = page.next_cursor
         if cursor is None:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from kma.services import agents, data_units, keys, quorum, users
-from kma.services.paging import ListSpec, PageRequest, _encode, list_page
+from kma.services.paging import ListSpec, PageRequest, encode_cursor, list_page
 from kms_client.paging import iter_all
 from tests.integration.helpers import read_only_db
 from tests.support.kma_process import RunningKma
@@ -70,7 +70,7 @@ def requests(spec: ListSpec) -> Iterator[tuple[str, PageRequest]]:
     for (sort, chosen), order in itertools.product(asked, ("asc", "desc")):
         fields = spec.sort_fields[sort]
         width = len({*((fields,) if isinstance(fields, str) else fields), spec.id_sql})
-        for cursor in (None, _encode(["M"] * width), _encode([None] * (width - 1) + ["M"])):
+        for cursor in (None, encode_cursor(["M"] * width), encode_cursor([None] * (width - 1) + ["M"])):
             label = f"sort={sort} {order} {chosen or ''} {'next page' if cursor else ''}"
             yield label, PageRequest(limit=100, cursor=cursor, sort=sort, order=order, filters=chosen)
 

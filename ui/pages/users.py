@@ -43,7 +43,7 @@ def _then(page: ListPage, changed: Any = None) -> Any:
     return done
 
 
-def _new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
+def new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx, "New user",
         [
@@ -135,7 +135,7 @@ SPEC = ListSpec(
     get=lambda c: c.get_user,
     filters=[FilterSpec("role", "Role", ROLE_CHOICES)],
     actions=[
-        ActionSpec("New user…", _new_user, SO, needs="none", toolbar=True, shortcut="Ctrl+N"),
+        ActionSpec("New user…", new_user, SO, needs="none", toolbar=True, shortcut="Ctrl+N"),
         ActionSpec("Edit user…", _edit_user, SO, toolbar=True),
         ActionSpec("Set passphrase…", _set_passphrase, SO),
         ActionSpec("Enable…", _set_enabled(True), SO, enabled=lambda u: not u.enabled),
