@@ -157,9 +157,3 @@ def set_passphrase_change(kma: Appliance, user_id: str, passphrase_hash: str) ->
         lockout.clear("user", user_id),  # a new passphrase lifts every lockout of the user
         Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)),
     ], f"set the passphrase of user '{user_id}'", ("user", user_id))  # fmt: skip
-
-
-def set_passphrase(kma: Appliance, actor: Actor, user_id: str, passphrase: str) -> None:
-    check_passphrase(passphrase)
-    change = set_passphrase_change(kma, user_id, hash_passphrase(passphrase))
-    kma.commit(actor, change.operation, change.statements, change.message, change.subject)
