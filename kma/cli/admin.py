@@ -56,12 +56,13 @@ def add_status(sub: Any) -> None:
 def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
     from kma.services.dashboard import keys_by_state, status
+    from kma.services.quorum.locking import unlock_autonomously
 
     data_dir = open_data_dir(args)
     data_dir.check_private()
     kma = Appliance(data_dir)
     try:
-        kma.try_autonomous_unlock()  # only to report whether it would; nothing is written
+        unlock_autonomously(kma)  # only to report whether it would; nothing is written
         info = status(kma)
         info["keys_by_state"] = keys_by_state(kma)
         info["autonomous_unlock_works"] = not kma.vault.locked

@@ -10,9 +10,11 @@ keeps the store's single writer (and so key issuance) from waiting long on a big
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from kma.appliance import Appliance
 from kma.audit.checkpoint import RetainedDigest, signed_message
@@ -35,6 +37,15 @@ FLOORS = {"long": 365 * DAY, "medium": 90 * DAY, "short": 30 * DAY}
 MAX_PERIOD = 100 * 365 * DAY
 CHUNK = 10_000
 CLASSES = ("long", "medium", "short")
+_SCHEDULE_CHANGED: WeakKeyDictionary[Appliance, threading.Event] = WeakKeyDictionary()
+_SCHEDULE_LOCK = threading.Lock()
+
+
+def schedule_changed(kma: Appliance) -> threading.Event:
+    """Set when the retention schedule changes, so the automatic pruner (audit_pruner) looks now
+    rather than at its next check."""
+    with _SCHEDULE_LOCK:
+        return _SCHEDULE_CHANGED.setdefault(kma, threading.Event())
 
 
 def get_retention(kma: Appliance) -> dict[str, Any]:
@@ -106,7 +117,7 @@ def set_retention(
     if given or auto_prune is not None:
         change = _change(kma, given, auto_prune)
         kma.commit(actor, change.operation, change.statements, change.message, change.subject)
-        kma.auto_prune.wake()  # a schedule just turned on may be due now
+        schedule_changed(kma).set()  # a schedule just turned on may be due now
     return get_retention(kma)
 
 
@@ -123,7 +134,7 @@ def _prepare_shorten(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> 
 
 def _execute_shorten(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
     change = _change(kma, dict(p["periods"]), p.get("auto_prune"))
-    return Outcome(change, kma.auto_prune.wake)
+    return Outcome(change, schedule_changed(kma).set)
 
 
 SHORTEN_RETENTION = OpType("shorten_audit_retention", _prepare_shorten, _execute_shorten)
