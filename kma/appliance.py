@@ -50,6 +50,7 @@ class Appliance:
         actor: Actor,
         operation: str,
         message: str,
+        *,
         subject: tuple[str, str] | None = None,
         condition: Condition = Condition.SUCCESS,
         retention: Retention = Retention.LONG,
@@ -77,7 +78,7 @@ class Appliance:
         retention: Retention = Retention.LONG,
     ) -> WriteResult:
         """Run `statements` atomically with their audit event; a refusal is audited and raised."""
-        event = self.record(actor, operation, message, subject, retention=retention)
+        event = self.record(actor, operation, message, subject=subject, retention=retention)
         try:
             return self.store.write(Batch(statements, event, on_refusal=event.refused))
         except Refused as refusal:
@@ -91,13 +92,22 @@ class Appliance:
         actor: Actor,
         operation: str,
         message: str,
+        *,
         condition: Condition = Condition.ERROR,
         subject: tuple[str, str] | None = None,
         retention: Retention = Retention.MEDIUM,
         event_class: str | None = None,
     ) -> None:
         """An event on its own: a refusal, a sign-in, a start-up."""
-        record = self.record(actor, operation, message, subject, condition, retention, event_class)
+        record = self.record(
+            actor,
+            operation,
+            message,
+            subject=subject,
+            condition=condition,
+            retention=retention,
+            event_class=event_class,
+        )
         self.store.write(Batch((), record))
 
     def close(self) -> None:

@@ -265,7 +265,7 @@ async def get(call: Call, payload: Item) -> bytes:
             ttlv.enum(Tag.ENCODING_OPTION, EncodingOption.NO_ENCODING),
         )
         how = f", wrapped under key {wrap_id}"
-    await call.audit("kmip.get", f"sent key {uid} to agent '{call.agent_id}'{how}", ("key", uid))
+    await call.audit("kmip.get", f"sent key {uid} to agent '{call.agent_id}'{how}", subject=("key", uid))
     block = ttlv.struct_(
         Tag.KEY_BLOCK,
         ttlv.enum(Tag.KEY_FORMAT_TYPE, fmt),

@@ -46,8 +46,15 @@ def csv_export(kma: Appliance, actor: Actor, req: PageRequest) -> Iterator[bytes
     """The CSV, oldest first. Checks and audits before the first byte goes out."""
     sig = signer(kma)
     where_clause(req)  # a bad filter is refused now, as a 422, not half-way through the stream
-    kma.audit(actor, "audit.export", f"exported audit events as signed CSV ({_describe(req)})",
-              Condition.SUCCESS, ("audit", "export"), Retention.LONG, event_class="audit")  # fmt: skip
+    kma.audit(
+        actor,
+        "audit.export",
+        f"exported audit events as signed CSV ({_describe(req)})",
+        condition=Condition.SUCCESS,
+        subject=("audit", "export"),
+        retention=Retention.LONG,
+        event_class="audit",
+    )
     ca_pem = kma.data_dir.ca_cert.read_bytes()
     return stream_csv(iter_events(kma.store, req), sig, ca_pem, _details(kma, actor, req))
 
@@ -69,8 +76,14 @@ def report(kma: Appliance, actor: Actor, req: PageRequest, row_limit: int = REPO
     statement = {**details, "rows": min(total, row_limit), "total": total, "chain": chain}
     record = signature_record(sig, hashlib.sha256(body).hexdigest(), "html", ca_pem, statement)
     stamp = details["created_at"].replace(":", "").replace("-", "")
-    kma.audit(actor, "audit.report", f"made a signed audit report ({_describe(req)}; chain "
-              f"{'intact' if chain['intact'] else 'BROKEN'})", Condition.SUCCESS, ("audit", "export"),
-              Retention.LONG, event_class="audit")  # fmt: skip
+    kma.audit(
+        actor,
+        "audit.report",
+        f"made a signed audit report ({_describe(req)}; chain {'intact' if chain['intact'] else 'BROKEN'})",
+        condition=Condition.SUCCESS,
+        subject=("audit", "export"),
+        retention=Retention.LONG,
+        event_class="audit",
+    )
     return {"filename": f"audit-report-{stamp}.html", "html": html,
             "signature": json.dumps(record, ensure_ascii=False, indent=1) + "\n", "chain": chain}  # fmt: skip

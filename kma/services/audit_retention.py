@@ -125,9 +125,7 @@ def _prepare_shorten(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> 
     given, new = _checked(kma, {c: request.get(c) for c in CLASSES})
     auto = request.get("auto_prune")
     current = get_retention(kma)
-    what = ", ".join(
-        f"{c} {_years_days(current[c])} -> {_years_days(new[c])}" for c in CLASSES if c in given
-    )
+    what = ", ".join(f"{c} {_years_days(current[c])} -> {_years_days(new[c])}" for c in CLASSES if c in given)
     shown: dict[str, Any] = {**given, **({"auto_prune": auto} if auto is not None else {})}
     return Prepared(f"Change audit retention: {what}", shown, {"periods": given, "auto_prune": auto})
 
@@ -198,8 +196,15 @@ def _refuse_broken(kma: Appliance, actor: Actor, operation: str) -> None:
     report = verify_chain(kma.store, kma.data_dir.ca_cert.read_bytes())
     if not report.intact:
         message = f"the audit trail does not verify ({report.reason}); nothing was changed"
-        kma.audit(actor, operation, f"refused: {message}", Condition.ERROR, ("audit", "chain"),
-                  Retention.LONG, event_class="audit")  # fmt: skip
+        kma.audit(
+            actor,
+            operation,
+            f"refused: {message}",
+            condition=Condition.ERROR,
+            subject=("audit", "chain"),
+            retention=Retention.LONG,
+            event_class="audit",
+        )
         raise Conflict(message[0].upper() + message[1:] + ".", audited=True)
 
 
@@ -211,8 +216,13 @@ def checkpoint(kma: Appliance, actor: Actor) -> list[dict[str, Any]]:
         now = kma.clock.now()
         cuts = _plan(kma, None)
         what = ", ".join(f"KMA {c.kma_id} up to chain #{c.seq}" for c in cuts)
-        kma.commit(actor, "audit.checkpoint", [_checkpoint_stmt(sig, c, now) for c in cuts],
-                   f"signed audit checkpoints: {what}", ("audit", "chain"))
+        kma.commit(
+            actor,
+            "audit.checkpoint",
+            [_checkpoint_stmt(sig, c, now) for c in cuts],
+            f"signed audit checkpoints: {what}",
+            ("audit", "chain"),
+        )
     return list_checkpoints(kma)[: len(cuts)]
 
 

@@ -90,8 +90,8 @@ def refuse(
             actor,
             operation,
             f"refused{what}: {exc.message}",
-            Condition.ERROR,
-            _subject(op_id) if op_id else None,
+            condition=Condition.ERROR,
+            subject=_subject(op_id) if op_id else None,
             event_class="quorum",
         )
         exc.audited = True
@@ -406,7 +406,7 @@ def run_if_ready(kma: Appliance, actor: Actor, op_id: str) -> None:
         actor,
         "quorum.execute",
         f"ran quorum operation {op_id} ({row['type']}) approved by {approvers}: {change.message}",
-        change.subject,
+        subject=change.subject,
     )
     try:
         kma.store.write(Batch(statements, event))
@@ -431,8 +431,8 @@ def _follow_up(kma: Appliance, actor: Actor, op_id: str, outcome: Outcome) -> No
             actor,
             "quorum.execute",
             f"quorum operation {op_id} ran, but its follow-up on this KMA failed: {exc.strerror or exc}",
-            Condition.ERROR,
-            _subject(op_id),
+            condition=Condition.ERROR,
+            subject=_subject(op_id),
             event_class="quorum",
         )
         raise KmaError(
@@ -459,8 +459,8 @@ def fail(kma: Appliance, actor: Actor, op_id: str, reason: str) -> None:
                     actor,
                     "quorum.execute",
                     f"quorum operation {op_id} failed and will not run: {reason}",
-                    _subject(op_id),
-                    Condition.ERROR,
+                    subject=_subject(op_id),
+                    condition=Condition.ERROR,
                 ),
             )
         )
@@ -517,8 +517,8 @@ def sweep(kma: Appliance) -> None:
                         "quorum.expire",
                         f"quorum operation {op_id} expired with {row['approvals']} "
                         f"of {row['threshold']} approvals and will never run: {row['summary']}",
-                        _subject(op_id),
-                        Condition.WARNING,
+                        subject=_subject(op_id),
+                        condition=Condition.WARNING,
                     ),
                 )
             )
