@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from kma.api import schemas
-from kma.api.deps import Kma, KmasWrite, Paging, QuorumSubmit, SignedIn
+from kma.api.deps import Kma, KmaEvenLocked, KmasWrite, Paging, QuorumSubmit, SignedIn
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, UnlockBody, ran_or_pending
 from kma.services import kmas, quorum
 from kma.services.paging import Page
@@ -36,7 +36,7 @@ def lock(kma_id: str, kma: Kma, actor: QuorumSubmit) -> dict[str, object]:
 
 @router.post("/{kma_id}/unlock", response_model=schemas.Kma | PendingQuorumOp, responses=PENDING)
 def unlock(
-    kma_id: str, body: UnlockBody, kma: Kma, actor: QuorumSubmit, response: Response
+    kma_id: str, body: UnlockBody, kma: KmaEvenLocked, actor: QuorumSubmit, response: Response
 ) -> schemas.Kma | PendingQuorumOp:
     done = quorum.submit(kma, actor, "unlock_kma", {"kma_id": kma_id}, body.key_split_credentials())
     return ran_or_pending(done, response, lambda: schemas.Kma.model_validate(kmas.get_kma(kma, kma_id)))

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request, Response
 from kma.api import schemas
 from kma.api.deps import (
     Kma,
+    KmaEvenLocked,
     Paging,
     QuorumApprove,
     QuorumDelete,
@@ -38,18 +39,20 @@ router = APIRouter(tags=["quorum"])
 
 @router.get("/quorum-operations", response_model=schemas.Page[PendingQuorumOp])
 def list_operations(
-    kma: Kma, actor: QuorumRead, paging: Paging, state: str | None = None, type: str | None = None
+    kma: KmaEvenLocked, actor: QuorumRead, paging: Paging, state: str | None = None, type: str | None = None
 ) -> Page:  # noqa: A002
     return quorum.list_ops(kma, with_filters(paging, state=state, type=type))
 
 
 @router.get("/quorum-operations/{op_id}", response_model=PendingQuorumOp)
-def get_operation(op_id: str, kma: Kma, actor: QuorumRead) -> dict[str, object]:
+def get_operation(op_id: str, kma: KmaEvenLocked, actor: QuorumRead) -> dict[str, object]:
     return quorum.show_op(kma, op_id)
 
 
 @router.post("/quorum-operations/{op_id}/approve", response_model=PendingQuorumOp)
-def approve_operation(op_id: str, body: CredentialBody, kma: Kma, actor: QuorumApprove) -> dict[str, object]:
+def approve_operation(
+    op_id: str, body: CredentialBody, kma: KmaEvenLocked, actor: QuorumApprove
+) -> dict[str, object]:
     return quorum.approve(kma, actor, op_id, Credential(body.member, body.passphrase))
 
 
