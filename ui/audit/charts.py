@@ -14,6 +14,7 @@ from PySide6.QtCore import QDateTime, QMargins, Qt
 from PySide6.QtGui import QColor, QPainter, QPalette
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
+import kms_client
 from app.context import AppContext
 from ui.audit.timeline import STATE_COLOURS
 from ui.format import counted
@@ -24,7 +25,7 @@ try:
 except ImportError:  # a trimmed Qt build: numbers in words instead
     QtCharts = None
 
-KEY_STATES = ("ready", "protect_and_process", "process_only", "deactivated", "destroyed")
+KEY_STATES = kms_client.KEY_STATES[1:]  # issued keys' states: every one after "generated"
 SEVERITY_COLOURS = {"info": "#4a8fd1", "warning": "#d9a21b", "error": "#c0392b"}
 DAY_CHOICES = ((7, "Last 7 days"), (30, "Last 30 days"), (90, "Last 90 days"), (365, "Last 365 days"))
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
+import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
 from ui.form_dialog import Field
@@ -22,11 +23,7 @@ from ui.paged_model import Column
 from ui.pages.common import SO, enabled_tone
 from ui.quorum.widgets import QuorumFormDialog, handle_result
 
-ROLE_CHOICES = [("All roles", None)] + [
-    (words(r), r)
-    for r in ("security_officer", "compliance_officer", "operator", "backup_operator",
-              "auditor", "quorum_member")
-]
+ROLE_CHOICES = [("All roles", None)] + [(words(r), r) for r in kms_client.ROLES]
 
 
 def _roles_text(roles: Any) -> str:

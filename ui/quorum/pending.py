@@ -35,6 +35,7 @@ from ui.form_dialog import FormDialog
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
+from ui.pages.common import SO
 from ui.quorum.widgets import (
     QUORUM_PAGE,
     TYPE_WORDS,
@@ -49,7 +50,6 @@ from ui.widgets import page_header
 
 TITLE = "Pending approvals"
 QM = frozenset({"quorum_member"})
-SO = frozenset({"security_officer"})
 
 STATE_CHOICES = [("Pending", "pending"), ("All states", None), ("Executed", "executed"),
                  ("Failed", "failed"), ("Expired", "expired"), ("Deleted", "deleted")]
