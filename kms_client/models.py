@@ -309,6 +309,8 @@ class Key:
     deactivate_at: datetime | None
     destroyed_at: datetime | None
     destroy_comment: str | None
+    agent_id: str | None = None  # the agent the key was issued to, if an agent asked for it
+    compromised_at: datetime | None = None
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Key:
@@ -326,6 +328,8 @@ class Key:
             deactivate_at=maybe_time(d.get("deactivate_at")),
             destroyed_at=maybe_time(d.get("destroyed_at")),
             destroy_comment=d.get("destroy_comment"),
+            agent_id=d.get("agent_id"),
+            compromised_at=maybe_time(d.get("compromised_at")),
         )
 
 
