@@ -166,11 +166,12 @@ class AuditCheckpoint:
     created_at: datetime
     retained_count: int
     signing_key: str
+    signing_key_id: int = 0  # which of the cluster's audit signing keys signed it
 
     @classmethod
     def from_json(cls, d: JsonObject) -> AuditCheckpoint:
         return cls(int(d["id"]), d["kma_id"], int(d["chain_seq"]), d["hash"], parse_time(d["created_at"]),
-                   int(d["retained_count"]), d["signing_key"])  # fmt: skip
+                   int(d["retained_count"]), d["signing_key"], int(d["signing_key_id"]))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ def nullable(prop: dict[str, Any]) -> bool:
 @pytest.fixture(scope="module")
 def served_schemas(demo_kma: RunningKma) -> dict[str, Any]:
     trust = ssl.create_default_context(cadata=demo_kma.ca_pem)
-    document = httpx.get(f"https://{demo_kma.address}/api/v1/openapi.json", verify=trust).json()
+    document = httpx.get(f"https://{demo_kma.address}/api/v1/openapi.json", verify=trust, timeout=120).json()
     return dict(document["components"]["schemas"])
 
 
