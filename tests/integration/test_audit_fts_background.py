@@ -9,7 +9,6 @@ exactly the events below the mark, even when an id is re-used. And the cheaper g
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from kma.services.audit_log import iter_events, text_page, with_text
 from kma.services.paging import PageRequest
 from kma.store import Batch, SQLiteStore
 from kma.store.fts import index_all
+from tests.support.waiting import wait_until
 
 
 def record(message: str, subject: str = "E00001") -> AuditRecord:
@@ -114,9 +114,7 @@ def test_the_writer_indexes_when_idle_and_under_load(tmp_path: Path, monkeypatch
     try:
         futures = [s.submit(Batch((), record(f"restore {i}"))) for i in range(3 * 2000 + 10)]
         last = [f.result() for f in futures][-1].event_id
-        deadline = time.monotonic() + 30
-        while mark(s) < last and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: mark(s) >= last, 30, what="the text index catching up")
         assert mark(s) == last
         assert len(search(s, "restore", limit=1000)) == len(futures)
         fts_integrity(s)
