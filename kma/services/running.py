@@ -40,24 +40,17 @@ class Running:
             ("kma", kma.kma_id),
             retention=Retention.MEDIUM,
         )
-        if unlock_autonomously(kma):
-            kma.audit(
-                kma.itself,
-                "kma.start",
-                "KMA started and unlocked itself (autonomous unlock)",
-                condition=Condition.SUCCESS,
-                subject=("kma", kma.kma_id),
-                event_class="kma",
-            )
-        else:
-            kma.audit(
-                kma.itself,
-                "kma.start",
-                "KMA started locked; a quorum of the key split must unlock it",
-                condition=Condition.WARNING,
-                subject=("kma", kma.kma_id),
-                event_class="kma",
-            )
+        unlocked = unlock_autonomously(kma)
+        kma.audit(
+            kma.itself,
+            "kma.start",
+            "KMA started and unlocked itself (autonomous unlock)"
+            if unlocked
+            else "KMA started locked; a quorum of the key split must unlock it",
+            condition=Condition.SUCCESS if unlocked else Condition.WARNING,
+            subject=("kma", kma.kma_id),
+            event_class="kma",
+        )
         self.pool.start()
         self.pruner.start()
 
