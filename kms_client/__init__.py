@@ -9,7 +9,8 @@ for key in client.iter_keys(state="deactivated"): ...
 
 from __future__ import annotations
 
-from .client import FilterValue, KmsClient, Order
+from ._http import FilterValue
+from .client import KmsClient, Order
 from .errors import (
     ERROR_CLASSES,
     ApiError,

@@ -41,14 +41,6 @@ from ui.format import words
 from ui.widgets import ErrorLabel, PasswordLineEdit, grow_to_fit
 
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
-ROLE_NAMES = (
-    "security_officer",
-    "compliance_officer",
-    "operator",
-    "backup_operator",
-    "auditor",
-    "quorum_member",
-)
 
 
 def _id_problem(spec: Field, value: str) -> str:
@@ -257,7 +249,7 @@ class FormDialog(QDialog):
         inner = QVBoxLayout(group)
         inner.setContentsMargins(6, 6, 6, 6)
         chosen = set(spec.default or ())
-        for role in ROLE_NAMES:
+        for role in kms_client.ROLES:
             check = QCheckBox(words(role))
             check.setObjectName(role)
             check.setChecked(role in chosen)

@@ -12,7 +12,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from kma.cli.admin import _data_dir
+from kma.cli.admin import open_data_dir
 from kma.errors import Conflict
 
 
@@ -38,7 +38,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from kma.server import serve
     from kma.setup.listener import DEFAULT_SETUP_ADDRESS, serve_setup
 
-    data_dir = _data_dir(args, must_exist=False)
+    data_dir = open_data_dir(args, must_exist=False)
     setting_up = not data_dir.is_initialised()
     if setting_up:
         data_dir.create()  # private from the start; nothing else is written until set-up finishes

@@ -59,12 +59,11 @@ class KeySplitDraft:
 
 
 def draft_key_split(threshold: int, members: Sequence[tuple[str, str]]) -> KeySplitDraft:
-    """A new root secret split among `members` ((name, passphrase) each), nothing written."""
-    from kma.bootstrap import check_split_members
+    """A new root secret split among `members` ((name, passphrase) each), nothing written. The
+    threshold and names are checked first by the caller (kma.bootstrap.check_split_members)."""
     from kma.domain.validation import check_passphrase
 
     names = [name for name, _ in members]
-    check_split_members(threshold, names)
     for name, passphrase in members:
         what = f"The passphrase of key split member '{name}'"
         check_passphrase(passphrase, what)

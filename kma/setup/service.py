@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kma.bootstrap import Answers, check_settings, initialise
+from kma.bootstrap import Answers, check_settings, check_split_members, initialise
 from kma.crypto import WrappingKey, fingerprint
 from kma.datadir import DataDir
 from kma.errors import Conflict, Unauthenticated, ValidationFailed
@@ -144,6 +144,7 @@ class SetupSession:
 
     def draft_key_split(self, threshold: int, members: Sequence[tuple[str, str]]) -> tuple[str, ...]:
         """Draft the split (replacing any earlier draft); returns the members the proof asks for."""
+        check_split_members(threshold, [name for name, _ in members])
         draft = draft_key_split(threshold, members)
         with self._lock:
             self.draft = draft

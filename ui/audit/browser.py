@@ -32,9 +32,10 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.operations import OpContext
+from ui.audit.events import SPEC as LIST_SPEC
 from ui.format import when, words
 from ui.paged_model import ObjectRole, PagedTableModel
-from ui.pages.audit import SPEC as LIST_SPEC
+from ui.pages.common import SO
 
 TAIL_MS = 3000
 COLUMNS = LIST_SPEC.columns  # the audit list's columns, sortable where the KMA sorts
@@ -157,7 +158,7 @@ class AuditBrowser(QWidget):
         for button in (self.tail_button, self.verify_button, self.csv_button, self.report_button,
                        self.history_button):  # fmt: skip
             bar.addWidget(button)
-        if "security_officer" in self.ctx.roles:
+        if self.ctx.roles & SO:
             retention = QPushButton("Retention…")
             retention.setToolTip("Retention periods, signed checkpoints and pruning (Security Officer)")
             retention.clicked.connect(self._retention)

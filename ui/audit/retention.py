@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 import kms_client
 from app.context import AppContext
 from ui.format import when
-from ui.quorum_widgets import tell_pending
+from ui.quorum.widgets import tell_pending
 
 DAY = 86400
 CLASSES = (("long", "Long"), ("medium", "Medium"), ("short", "Short"))

@@ -14,7 +14,7 @@ from ui.format import when, yes_no
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import OP, enabled_tone, run_change
-from ui.pages.sites import _site_choices
+from ui.pages.sites import site_choices
 from ui.secret_dialog import OneTimeSecretDialog
 
 READERS = frozenset({"operator", "compliance_officer", "auditor", "security_officer"})
@@ -53,7 +53,7 @@ def _new_agent(page: ListPage, _obj: Any) -> None:
         [
             Field("id", "Agent ID", "id", required=True, help="e.g. the drive's name"),
             Field("description", "Description", help="e.g. T10000B in library 2, slot 4"),
-            Field("site_id", "Site", "choice", required=True, load_choices=_site_choices),
+            Field("site_id", "Site", "choice", required=True, load_choices=site_choices),
             Field("default_key_group_id", "Default key group", "choice", required=True,
                   load_choices=_group_choices),
         ],
@@ -81,7 +81,7 @@ def _edit_agent(page: ListPage, a: Any) -> None:
         [
             Field("description", "Description", default=a.description),
             Field("site_id", "Site", "choice", required=True, default=a.site_id,
-                  load_choices=_site_choices),
+                  load_choices=site_choices),
             Field("default_key_group_id", "Default key group", "choice", required=True,
                   default=a.default_key_group_id, load_choices=_group_choices),
         ],

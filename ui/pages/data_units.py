@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 
 from app.context import AppContext
 from app.pages import PageSpec, register
+from ui.audit.history import history_tab
 from ui.details import DetailsDialog
 from ui.form_dialog import Field, FormDialog
 from ui.format import words
@@ -77,13 +78,12 @@ def _rekey(page: ListPage, d: Any) -> None:
 
 
 def _details(page: ListPage, unit: Any) -> None:
-    from ui.audit.history import history_tab as history_list  # timeline + events
     from ui.pages.keys import keys_list
 
     dialog = DetailsDialog(f"Data unit {unit.id}", unit, page)
     dialog.add_tab(keys_list(page.ctx, {"data_unit_id": unit.id}, dialog), "Keys")
     if page.ctx.roles & AUDIT_READERS:
-        dialog.add_tab(history_list(page.ctx, "data_unit", unit.id, dialog), "History")
+        dialog.add_tab(history_tab(page.ctx, "data_unit", unit.id, dialog), "History")
     dialog.open()
 
 

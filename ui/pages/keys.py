@@ -6,8 +6,10 @@ from typing import Any
 
 from PySide6.QtWidgets import QWidget
 
+import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
+from ui.audit.history import history_tab
 from ui.details import DetailsDialog
 from ui.form_dialog import Field, FormDialog
 from ui.format import words, yes_no
@@ -17,7 +19,6 @@ from ui.pages.common import AUDIT_READERS, OP, state_tone
 
 KEY_SORT = frozenset({"created_at", "activated_at", "id", "data_unit_id"})  # the KMA filters by state
 READERS = frozenset({"operator", "compliance_officer", "auditor"})
-STATES = ("generated", "ready", "protect_and_process", "process_only", "deactivated", "destroyed")
 
 
 def destroyable(key: Any) -> bool:
@@ -52,11 +53,10 @@ def _destroy(page: ListPage, key: Any) -> None:
 
 
 def _details(page: ListPage, key: Any) -> None:
-    from ui.audit.history import history_tab as history_list  # timeline + events
 
     dialog = DetailsDialog(f"Key {key.id}", key, page)
     if page.ctx.roles & AUDIT_READERS:
-        dialog.add_tab(history_list(page.ctx, "key", key.id, dialog), "History")
+        dialog.add_tab(history_tab(page.ctx, "key", key.id, dialog), "History")
     dialog.open()
 
 
@@ -92,7 +92,7 @@ SPEC = ListSpec(
     sort_fields=KEY_SORT,
     get=lambda c: c.get_key,
     filters=[
-        FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES]),
+        FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in kms_client.KEY_STATES]),
         FilterSpec("compromised", "Compromised", [("Compromised or not", None),
                                                   ("Compromised only", True),
                                                   ("Not compromised", False)]),

@@ -17,7 +17,7 @@ from ui.pages.common import SO
 from ui.widgets import page_header
 
 
-def _site_choices(client: Any) -> list[tuple[str, Any]]:
+def site_choices(client: Any) -> list[tuple[str, Any]]:
     return [(f"{s.name} ({s.id})", s.id) for s in client.iter_sites()]
 
 
@@ -58,7 +58,7 @@ def _edit_kma(page: ListPage, kma: Any) -> None:
         page.ctx, f"Edit KMA {kma.id}",
         [Field("name", "Name", required=True, default=kma.name),
          Field("site_id", "Site", "choice", required=True, default=kma.site_id,
-               load_choices=_site_choices),
+               load_choices=site_choices),
          Field("key_pool_size", "Key pool size", "int", default=kma.key_pool_size,
                minimum=1, maximum=1_000_000,
                help="Keys kept ready so issuing never waits for replication (default 1,000).")],

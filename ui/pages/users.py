@@ -13,6 +13,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
+import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
 from ui.form_dialog import Field
@@ -20,13 +21,9 @@ from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import SO, enabled_tone
-from ui.quorum_widgets import QuorumFormDialog, handle_result
+from ui.quorum.widgets import QuorumFormDialog, handle_result
 
-ROLE_CHOICES = [("All roles", None)] + [
-    (words(r), r)
-    for r in ("security_officer", "compliance_officer", "operator", "backup_operator",
-              "auditor", "quorum_member")
-]
+ROLE_CHOICES = [("All roles", None)] + [(words(r), r) for r in kms_client.ROLES]
 
 
 def _roles_text(roles: Any) -> str:
@@ -43,7 +40,7 @@ def _then(page: ListPage, changed: Any = None) -> Any:
     return done
 
 
-def _new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
+def new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx, "New user",
         [
@@ -135,7 +132,7 @@ SPEC = ListSpec(
     get=lambda c: c.get_user,
     filters=[FilterSpec("role", "Role", ROLE_CHOICES)],
     actions=[
-        ActionSpec("New user…", _new_user, SO, needs="none", toolbar=True, shortcut="Ctrl+N"),
+        ActionSpec("New user…", new_user, SO, needs="none", toolbar=True, shortcut="Ctrl+N"),
         ActionSpec("Edit user…", _edit_user, SO, toolbar=True),
         ActionSpec("Set passphrase…", _set_passphrase, SO),
         ActionSpec("Enable…", _set_enabled(True), SO, enabled=lambda u: not u.enabled),

@@ -34,12 +34,12 @@ from app.pages import PageSpec, register
 from app.quorum_watch import QuorumWatch
 from ui.form_dialog import Field, FormDialog
 from ui.format import period
-from ui.key_split_dialog import KeySplitDialog, MemberEnrolmentDialog
-from ui.quorum_widgets import QuorumFormDialog, handle_result, open_operation, progress_text
+from ui.pages.common import SO
+from ui.quorum.key_split import KeySplitDialog, MemberEnrolmentDialog
+from ui.quorum.widgets import QuorumFormDialog, handle_result, open_operation, progress_text
 from ui.widgets import page_header
 
 KEY = "locking"
-SO = frozenset({"security_officer"})
 GOOD, BAD = "#2e7d32", "#c62828"
 
 

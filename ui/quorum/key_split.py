@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 from app.context import AppContext
 from app.errors import describe
 from ui.form_dialog import ID_PATTERN, Field
-from ui.quorum_widgets import MAX_CREDENTIALS, QuorumFormDialog, RowsEditor, progress_text
+from ui.quorum.widgets import MAX_CREDENTIALS, QuorumFormDialog, RowsEditor, progress_text
 from ui.widgets import ErrorLabel, PasswordLineEdit
 
 MIN_PASSPHRASE = 8  # the KMA's rule (kma/domain/validation.py); it checks again

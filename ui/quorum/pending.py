@@ -4,7 +4,7 @@ The list is the generic paged list (pending ones first: the State filter starts 
 below it, the selected operation exactly as it will run (its summary and the canonical request,
 pretty-printed), who approved so far, and when it expires. Quorum Members approve, Security
 Officers may delete, Auditors read. The window's badge, notification and locked banner are in
-:mod:`ui.quorum_window`, registered here as a window extension.
+:mod:`ui.quorum.window`, registered here as a window extension.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from ui.form_dialog import FormDialog
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.quorum_widgets import (
+from ui.pages.common import SO
+from ui.quorum.widgets import (
     QUORUM_PAGE,
     TYPE_WORDS,
     ApproveDialog,
@@ -44,12 +45,11 @@ from ui.quorum_widgets import (
     request_view,
     type_words,
 )
-from ui.quorum_window import attach
+from ui.quorum.window import attach
 from ui.widgets import page_header
 
 TITLE = "Pending approvals"
 QM = frozenset({"quorum_member"})
-SO = frozenset({"security_officer"})
 
 STATE_CHOICES = [("Pending", "pending"), ("All states", None), ("Executed", "executed"),
                  ("Failed", "failed"), ("Expired", "expired"), ("Deleted", "deleted")]
