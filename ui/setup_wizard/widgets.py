@@ -94,3 +94,4 @@ class StrengthMeter(QWidget):
         self.words.setText(s.words)
         minimum = f"At least “{STRENGTH_WORDS[MIN_STRENGTH]}”: a few unrelated words work well."
         self.hint.setText(f"{s.hint} {minimum}".strip() if not s.enough else "")
+        self.hint.setVisible(not s.enough)
