@@ -203,3 +203,26 @@ def test_cancel_leaves_the_kma_waiting_with_nothing_written(
     qtbot.waitUntil(lambda: not wizard.isVisible(), timeout=WAIT_MS)
     assert written(waiting) == []
     assert waiting.setup and waiting.process is not None and waiting.process.poll() is None
+
+
+def test_signing_in_to_a_kma_not_set_up_says_what_to_do_and_pins_nothing(
+    qtbot: Any, controller: Any, waiting: RunningKma
+) -> None:
+    from PySide6.QtCore import Qt
+
+    from app.profiles import ProfileStore
+
+    window = controller.show_sign_in()
+    qtbot.addWidget(window)
+    window.profile.setCurrentIndex(window.profile.findData(None))
+    qtbot.keyClicks(window.name, "new kma")
+    qtbot.keyClicks(window.address, waiting.address)
+    qtbot.keyClicks(window.user, "so")
+    qtbot.keyClicks(window.passphrase, "anything at all")
+    qtbot.mouseClick(window.sign_in_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: getattr(window, "trust_dialog", None) is not None, timeout=WAIT_MS)
+    qtbot.mouseClick(window.trust_dialog.trust, Qt.LeftButton)
+    qtbot.waitUntil(window.error.isVisible, timeout=WAIT_MS)
+    assert "not been set up yet" in window.error.text() and "Set up a new KMA…" in window.error.text()
+    profile = ProfileStore().get("new kma")
+    assert profile is not None and profile.ca_fingerprint == ""  # the temporary certificate is not kept
