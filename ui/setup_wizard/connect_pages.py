@@ -24,8 +24,10 @@ from app.setup import SetupAnswers, connect, id_problem
 from ui.setup_wizard.base import SetupPage, reason
 from ui.trust_dialog import grouped
 
-# The modes this wizard has pages for; a mode is offered only if the KMA offers it too.
+# The modes this wizard has pages for, and the first of them; a mode is offered only if the KMA
+# offers it too (kma/setup/service.py MODES). Joining a cluster and restoring a backup add theirs.
 MODE_TITLES = {"new_cluster": "Create a new cluster with this KMA as its first member"}
+MODE_FIRST_PAGE = {"new_cluster": "KeySplitPage"}
 
 
 class ConnectPage(SetupPage):
@@ -172,6 +174,11 @@ class ModePage(SetupPage):
             button.setChecked(mode == self.answers.mode or len(offered) == 1)
             self.choice.addButton(button)
             self.choices.addWidget(button)
+
+    def nextId(self) -> int:  # noqa: N802 - Qt override
+        chosen = self.choice.checkedButton()
+        mode = chosen.property("mode") if chosen is not None else self.answers.mode
+        return int(self.wizard().page_ids[MODE_FIRST_PAGE[mode]])
 
     def check(self) -> str | Callable[[Any], Any]:
         chosen = self.choice.checkedButton()

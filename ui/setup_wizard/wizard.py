@@ -4,6 +4,10 @@ Every answer goes to the KMA's set-up API (kma/setup/api.py), the same set-up se
 `kma init` runs; the KMA checks each one as it is given, and writes nothing before the progress
 page. Cancel before then leaves it waiting, not set up. At the end the wizard signs the new
 Security Officer in, trusting the new cluster CA the set-up reported.
+
+A mode (new cluster; join and restore once their engines are in the KMA) is offered when both the
+KMA (its `modes`) and this wizard (connect_pages.MODE_TITLES, MODE_FIRST_PAGE) know it; the mode
+page then goes on to that mode's first page.
 """
 
 from __future__ import annotations
@@ -51,11 +55,12 @@ class SetupWizard(QWizard):
         self.setOption(QWizard.NoBackButtonOnStartPage)
         self.setMinimumSize(760, 560)
         self.answers = SetupAnswers()
-        self.pages = {}
+        self.pages: dict[str, Any] = {}
+        self.page_ids: dict[str, int] = {}  # what ModePage's nextId dispatches on the chosen mode to
         for cls in PAGES:
             page = (SignInPage if cls is DonePage else cls)(self.answers, ops)
             self.pages[cls.__name__] = page
-            self.addPage(page)
+            self.page_ids[cls.__name__] = self.addPage(page)
         if address:
             self.pages["ConnectPage"].address.setText(address)
         # Not in done(): QWizard.done() first validates the last page, which signs in with it.
