@@ -137,6 +137,11 @@ class SetupSession:
                                   f"{'try' if left == 1 else 'tries'} before it is replaced).")  # fmt: skip
 
     def check_network(self, management_address: str, service_address: str) -> None:
+        for address, what in ((management_address, "The management address"),
+                              (service_address, "The service address")):  # fmt: skip
+            if split_address(address)[1] == 0:
+                raise ValidationFailed(f"{what} needs a port number (1 to 65535): agents and managers must "
+                                       "find the KMA where it was set up.")  # fmt: skip
         if split_address(management_address)[1] == split_address(service_address)[1]:
             raise ValidationFailed("The management and service addresses need different ports.")
         check_can_listen(management_address, "The management address", self.own_port)

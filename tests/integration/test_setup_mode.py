@@ -102,6 +102,8 @@ def test_each_refusal_comes_back_with_its_reason(waiting: RunningKma) -> None:
             setup.check_network(waiting.address, f"127.0.0.1:{busy.getsockname()[1]}")
     finally:
         busy.close()
+    with pytest.raises(ValidationFailed, match="needs a port number"):
+        setup.check_network(waiting.address, "127.0.0.1:0")
     setup.check_network(waiting.address, f"127.0.0.1:{free_port()}")  # its own port is fine
     for threshold, members, reason in [
         (4, MEMBERS, "cannot exceed the number of members"),
