@@ -80,7 +80,7 @@ class LocalMode:
         progress.canceled.connect(self.controller.app.quit)
         progress.show()
         self.progress = progress
-        self.controller.ops.read(lambda c: start_local(self.kma), success=self._started,
+        self.controller.ops.read(lambda _worker: start_local(self.kma), success=self._started,
                                  failure=self._failed, quiet=True)
 
     def _started(self, result: tuple[DemoCredentials | None, ReadyInfo]) -> None:
@@ -99,7 +99,7 @@ class LocalMode:
         if self.progress is not None:
             self.progress.setLabelText("Signing in to the local KMA…")
         self.controller.ops.write(
-            lambda c: sign_in(profile, passphrase), quiet=True,
+            lambda _worker: sign_in(profile, passphrase), quiet=True,
             success=lambda s: (self._close_progress(), self.controller.signed_in(s, profile)),
             failure=self._failed)
 

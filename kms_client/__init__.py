@@ -9,7 +9,7 @@ for key in client.iter_keys(state="deactivated"): ...
 
 from __future__ import annotations
 
-from ._http import FilterValue
+from ._http import Credentials, FilterValue
 from .client import KmsClient, Order
 from .errors import (
     ERROR_CLASSES,
@@ -88,6 +88,7 @@ __all__ = [
     "Dashboard",
     "DataUnit",
     "EnrollmentPassphrase",
+    "Credentials",
     "FilterValue",
     "Forbidden",
     "InternalError",

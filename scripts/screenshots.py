@@ -119,7 +119,7 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
 
     form = FormDialog(controller.ctx, "New key group",
                       [Field("id", "Key group ID", "id", required=True), Field("description", "Description")],
-                      lambda c, v: None, parent=window, ok_text="Create key group")
+                      lambda worker, v: None, parent=window, ok_text="Create key group")
     form.show()
     form.editors["id"].setText("nc group!")
     settle(controller.ops)

@@ -1,6 +1,6 @@
 """One dialog for every create/edit/confirm form, declared as a list of fields.
 
-Area modules say *what* to ask (``Field`` specs) and *what to call* (``submit(client, values)``);
+Area modules say *what* to ask (``Field`` specs) and *what to call* (``submit(worker, values)``);
 this module handles validation, the background write, and showing a refusal inline so the user can
 correct the value without retyping the rest. Choice lists (sites, key groups, policies) are read
 from the KMA when the dialog opens.
@@ -94,7 +94,7 @@ _VALUE_CHECKS: dict[str, Callable[[Field, Any], str]] = {
 
 
 class FormDialog(QDialog):
-    """Asks for ``fields``, then runs ``submit(client, values)`` on the write lane."""
+    """Asks for ``fields``, then runs ``submit(worker, values)`` on the write lane."""
 
     def __init__(
         self,
@@ -267,7 +267,7 @@ class FormDialog(QDialog):
             combo.setEnabled(False)
             combo.addItem("Loading…", None)
             self.ctx.ops.read(
-                lambda c, fn=loader: fn(c.client),
+                lambda worker, fn=loader: fn(worker.client),
                 parent=self,
                 success=lambda items, cb=combo, s=spec: self._fill(cb, s, items),
                 failure=lambda exc, cb=combo: self._fill_failed(cb, exc),
@@ -367,7 +367,7 @@ class FormDialog(QDialog):
         self.ok.setEnabled(False)
         submit = self._submit
         self.ctx.ops.write(
-            lambda c: submit(c.client, values),
+            lambda worker: submit(worker, values),
             parent=self,
             label=self._busy_text,
             success=self._done,

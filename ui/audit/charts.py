@@ -121,7 +121,9 @@ class ChartsPanel(QWidget):
     def refresh(self) -> None:
         self._loaded = True
         days = int(self.days.currentData())
-        self.ctx.ops.read(lambda c: c.client.dashboard_series(days), parent=self, success=self.show_series)
+        self.ctx.ops.read(
+            lambda worker: worker.client.dashboard_series(days), parent=self, success=self.show_series
+        )
 
     def show_series(self, series: Any) -> None:
         self.series = series

@@ -54,7 +54,7 @@ def _verify(page: ListPage, _obj: Any) -> None:
                 f"Event {report.first_bad_event_id} does not match the chain: {report.reason}.\n\n"
                 "Preserve this KMA's data folder and tell the Security Officer now.")
 
-    page.ctx.ops.read(lambda c: c.client.verify_audit_chain(), parent=page,
+    page.ctx.ops.read(lambda worker: worker.client.verify_audit_chain(), parent=page,
                       label="Verifying the audit chain…", success=show)
 
 
@@ -63,7 +63,7 @@ SPEC = ListSpec(
     subtitle="Every operation by a user, an agent or a KMA, successful or refused. "
              "Newest first.",
     columns=COLUMNS,
-    fetch=lambda c: c.list_audit_events,
+    fetch=lambda client: client.list_audit_events,
     sort_fields=AUDIT_SORT,
     filters=[
         FilterSpec("severity", "Severity", [("Any severity", None), ("Info", "info"),

@@ -176,7 +176,7 @@ class DashboardPage(QWidget):
 
     def refresh(self) -> None:
         self._loaded = True
-        self.ctx.ops.read(lambda c: (c.client.dashboard(), c.client.status()), parent=self,
+        self.ctx.ops.read(lambda worker: (worker.client.dashboard(), worker.client.status()), parent=self,
                           success=self._show)
 
     def _show(self, result: tuple[Any, Any]) -> None:

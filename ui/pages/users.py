@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.writes.users import create_user, set_user_passphrase, update_user
 from ui.form_dialog import Field
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
@@ -50,7 +51,7 @@ def new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
             Field("passphrase", "Passphrase", "password", required=True,
                   help="8 to 256 characters; give it to the user in person."),
         ],
-        lambda c, v: c.create_user(v["id"], v["name"], v["roles"], v["passphrase"],
+        lambda worker, v: create_user(worker, v["id"], v["name"], v["roles"], v["passphrase"],
                                    credentials=v["credentials"]),
         _then(page, lambda _u: page.refresh()),
         what="the user is created", ok_text="Create user", busy_text="Creating user…",
@@ -67,7 +68,7 @@ def _edit_user(page: ListPage, user: Any) -> QuorumFormDialog:
             Field("name", "Name", required=True, default=user.name),
             Field("roles", "Roles", "roles", required=True, default=user.roles),
         ],
-        lambda c, v: c.update_user(user.id, name=v["name"], roles=v["roles"],
+        lambda worker, v: update_user(worker, user.id, name=v["name"], roles=v["roles"],
                                    credentials=v["credentials"]),
         _then(page), what="the change is made", busy_text="Saving user…", parent=page,
     )
@@ -83,7 +84,7 @@ def _set_enabled(enabled: bool) -> Any:
                   "can no longer sign in; their sessions end")
         dialog = QuorumFormDialog(
             page.ctx, f"{verb} user {user.id}", [],
-            lambda c, v: c.update_user(user.id, enabled=enabled, credentials=v["credentials"]),
+            lambda worker, v: update_user(worker, user.id, enabled=enabled, credentials=v["credentials"]),
             _then(page), what="the change is made",
             intro=f"{verb} <b>{html.escape(user.name)}</b> ({html.escape(user.id)})? The user "
                   f"{effect}.",
@@ -100,7 +101,7 @@ def _set_passphrase(page: ListPage, user: Any) -> QuorumFormDialog:
         page.ctx, f"Set passphrase for {user.id}",
         [Field("passphrase", "New passphrase", "password", required=True,
                help="8 to 256 characters; give it to the user in person.")],
-        lambda c, v: c.set_user_passphrase(user.id, v["passphrase"],
+        lambda worker, v: set_user_passphrase(worker, user.id, v["passphrase"],
                                            credentials=v["credentials"]),
         _then(page, lambda _r: page.refresh()),
         what="the passphrase is set", ok_text="Set passphrase", busy_text="Setting passphrase…",
@@ -127,9 +128,9 @@ SPEC = ListSpec(
         Column("created_at", "Created", 140),
         Column("updated_at", "Updated", 140, hidden=True),
     ],
-    fetch=lambda c: c.list_users,
+    fetch=lambda client: client.list_users,
     sort_fields=frozenset({"id", "name", "created_at"}),
-    get=lambda c: c.get_user,
+    get=lambda client: client.get_user,
     filters=[FilterSpec("role", "Role", ROLE_CHOICES)],
     actions=[
         ActionSpec("New user…", new_user, SO, needs="none", toolbar=True, shortcut="Ctrl+N"),

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from app.context import AppContext
 from app.pages import PageSpec, register, register_window_extension
 from app.quorum_watch import QUORUM_READERS, QuorumWatch
+from app.writes.quorum import delete_quorum_operation
 from ui.form_dialog import FormDialog
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
@@ -223,8 +224,8 @@ SPEC = ListSpec(
         Column("updated_at", "Updated", 130, hidden=True),
         Column("id", "Operation ID", 110, sortable=False, hidden=True),
     ],
-    fetch=lambda c: c.list_quorum_operations,
-    get=lambda c: c.get_quorum_operation,
+    fetch=lambda client: client.list_quorum_operations,
+    get=lambda client: client.get_quorum_operation,
     sort_fields=frozenset({"submitted_at", "expires_at", "updated_at", "type", "state"}),
     filters=[FilterSpec("state", "State", STATE_CHOICES), FilterSpec("type", "Type", TYPE_CHOICES)],
     default_sort=("submitted_at", Qt.DescendingOrder),
@@ -319,7 +320,7 @@ class QuorumPage(QWidget):
     def delete(self, op: Any) -> FormDialog:
         dialog = FormDialog(
             self.ctx, "Delete pending operation", [],
-            lambda c, _v: c.delete_quorum_operation(op.id),
+            lambda worker, _v: delete_quorum_operation(worker, op.id),
             lambda _r: self._deleted(),
             intro=f"Delete <b>{html.escape(op.summary)}</b> (requested by "
                   f"{html.escape(op.requested_by)}, {progress_text(op)} approvals)?<br><br>"
