@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 import kms_client
 from app.setup import SetupAnswers, connect, id_problem
+from app.writes import setup as setup_writes
 from ui.setup_wizard.base import SetupPage, reason
 from ui.trust_dialog import grouped
 
@@ -99,7 +100,7 @@ class ConnectPage(SetupPage):
     def check(self) -> str | Callable[[Any], Any]:
         self.answers.code = self.code.text().strip()
         answers = self.answers
-        return lambda _c: answers.client().check_code()
+        return lambda worker: setup_writes.check_code(worker, answers)
 
 
 class NetworkPage(SetupPage):
@@ -133,7 +134,7 @@ class NetworkPage(SetupPage):
         a.management_address = self.management.text().strip()
         a.service_address = self.service.text().strip()
         a.time_server = self.time_server.text().strip()
-        return lambda _c: a.client().check_network(a.management_address, a.service_address)
+        return lambda worker: setup_writes.check_network(worker, a)
 
 
 class ModePage(SetupPage):

@@ -9,6 +9,7 @@ from typing import Any
 from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWizard
 
 from app.setup import SetupAnswers
+from app.writes import setup as setup_writes
 from ui.setup_wizard.base import SetupPage, reason
 from ui.setup_wizard.cards import cards_for, write_pdf
 from ui.trust_dialog import grouped
@@ -98,7 +99,7 @@ class ProgressPage(SetupPage):
                             "it all in its audit trail, then starts serving normally.")  # fmt: skip
         self.wizard().button(QWizard.CancelButton).setEnabled(False)
         answers = self.answers
-        self.ops.write(lambda _c: answers.client().finish(answers.finish_body()), parent=self, quiet=True,
+        self.ops.write(lambda worker: setup_writes.finish(worker, answers), parent=self, quiet=True,
                        success=self._made, failure=self._failed)  # fmt: skip
 
     def _made(self, made: Any) -> None:

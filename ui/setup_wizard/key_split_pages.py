@@ -14,6 +14,7 @@ from typing import Any
 from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout
 
 from app.setup import MAX_MEMBERS, SetupAnswers, id_problem, key_split_problem, strength
+from app.writes import setup as setup_writes
 from ui.setup_wizard.base import STAY, SetupPage, reason
 from ui.setup_wizard.widgets import QuorumPicture, StrengthMeter
 from ui.widgets import PasswordLineEdit
@@ -144,7 +145,7 @@ class MembersPage(SetupPage):
         typed, answers = list(self.typed), self.answers
         self._clear()
         self.setSubTitle("Sealing each member's share in the KMA's memory…")
-        return lambda _c: answers.client().draft_key_split(answers.threshold, typed)
+        return lambda worker: setup_writes.draft_key_split(worker, answers, typed)
 
     def _refused(self, exc: BaseException) -> bool:
         # The KMA refused the whole split (e.g. a name it does not accept): all type again.
@@ -216,7 +217,7 @@ class ProofPage(SetupPage):
             self.error.say(reason(exc))
             return True
 
-        self.ops.write(lambda _c: answers.client().prove(typed), parent=self, quiet=True,
+        self.ops.write(lambda worker: setup_writes.prove(worker, answers, typed), parent=self, quiet=True,
                        label="Proving the key split…", success=proven, failure=failed)  # fmt: skip
 
     def isComplete(self) -> bool:  # noqa: N802 - Qt override
