@@ -134,11 +134,12 @@ def render(  # noqa: PLR0915 - the walk, page by page
         shot("9_key_pool")
         next_page()
         shot("10_summary")
-        next_page()
+        wizard.button(QWizard.CommitButton).click()  # the progress page, while the KMA works
+        paths.append(grab(wizard, out / "setup_11_progress.png"))
         deadline = time.monotonic() + 60
         while type(wizard.currentPage()).__name__ != "SignInPage" and time.monotonic() < deadline:
             settle(ops)
-        shot("11_done")
+        shot("12_done")
         wizard.close()
         paths.append(
             render_png(

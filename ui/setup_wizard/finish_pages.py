@@ -69,7 +69,7 @@ class ProgressPage(SetupPage):
     """Runs the set-up; Cancel is off meanwhile (the KMA finishes what it started)."""
 
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "Setting up the KMA")
+        super().__init__(answers, ops, "Setting up the KMA", "This takes a few seconds.")
         self.setCommitPage(True)  # once set up, there is no going back to do it again
         self.setButtonText(QWizard.CommitButton, "Next >")
         layout = QVBoxLayout(self)
