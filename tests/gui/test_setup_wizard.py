@@ -128,7 +128,15 @@ def walk(qtbot: Any, wizard: SetupWizard, kma: RunningKma, service_port: int, mi
     next_page(qtbot, wizard, "ProofPage")
     proof = wizard.currentPage()
     assert len(proof.fields) == 2
-    if mistakes:
+    if mistakes:  # going back starts the members again, from member 1
+        wizard.button(QWizard.BackButton).click()
+        assert (
+            type(wizard.currentPage()).__name__ == "MembersPage" and "Member 1 of 3" in members.whose.text()
+        )
+        for name, passphrase in MEMBERS:
+            type_member(members, name, passphrase)
+            wizard.button(QWizard.NextButton).click()
+        qtbot.waitUntil(lambda: type(wizard.currentPage()).__name__ == "ProofPage", timeout=WAIT_MS * 3)
         for field in proof.fields.values():
             field.setText("not what they chose at all")
         proof.prove_button.click()
