@@ -144,7 +144,7 @@ def read_answers(text: str) -> Answers:
         officer_id=_str(officer, "id", "[security_officer]"),
         officer_name=_str(officer, "name", "[security_officer]", _str(officer, "id", "[security_officer]")),
         officer_passphrase=_str(officer, "passphrase", "[security_officer]", ""),
-        threshold=split.get("threshold"),  # type: ignore[arg-type]  # checked below
+        threshold=split.get("threshold"),  # type: ignore[arg-type]  # check_answers checks it
         members=members,
         autonomous_unlock=unlock,
         key_pool_size=pool,
