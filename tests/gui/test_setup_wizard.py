@@ -18,7 +18,7 @@ import pytest
 from PySide6.QtWidgets import QWizard
 
 from tests.gui.helpers import WAIT_MS
-from tests.integration.test_setup_mode import MEMBERS, OFFICER, describe, free_port, written
+from tests.support.first_setup import MEMBERS, OFFICER, describe, free_port, written
 from tests.support.kma_process import RunningKma, run_kma
 from ui.setup_wizard.wizard import SetupWizard
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pexpect
 
-from tests.integration.test_setup_mode import MEMBERS, OFFICER, free_port
+from tests.support.first_setup import MEMBERS, OFFICER, free_port
 from tests.support.kma_process import run_kma
 
 PASSPHRASES = dict(MEMBERS)
