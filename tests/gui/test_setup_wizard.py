@@ -9,6 +9,7 @@ written.
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,7 +172,8 @@ def test_the_wizard_sets_up_a_new_kma_and_signs_in_its_security_officer(
     next_page(qtbot, wizard, "SignInPage")
     done = wizard.currentPage()
     done.print_cards(tmp_path / "cards.pdf")
-    assert (tmp_path / "cards.pdf").read_bytes().startswith(b"%PDF")
+    pdf = (tmp_path / "cards.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page\b", pdf)) == 3  # one per member
     wizard.button(QWizard.FinishButton).click()
     qtbot.waitUntil(lambda: controller.window is not None or bool(done.error.text()), timeout=WAIT_MS * 6)
     assert not done.error.text()
