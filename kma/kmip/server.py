@@ -398,10 +398,10 @@ class ServiceListener:
             session.actor,
             operation,
             message,
-            Condition.ERROR,
-            Retention.MEDIUM,
-            ("agent", session.agent_id),
-            self._bridge,
+            condition=Condition.ERROR,
+            retention=Retention.MEDIUM,
+            subject=("agent", session.agent_id),
+            bridge=self._bridge,
         )
 
     async def _unauthenticated(self, address: str, operation: str, message: str) -> None:
@@ -414,8 +414,14 @@ class ServiceListener:
 
     async def _summarise(self, summary: refusals.Summary | None) -> None:
         if summary is not None:
-            await audit_event(self.kma, self.kma.itself, summary.operation, summary.message,
-                              Condition.WARNING, bridge=self._bridge)  # fmt: skip
+            await audit_event(
+                self.kma,
+                self.kma.itself,
+                summary.operation,
+                summary.message,
+                condition=Condition.WARNING,
+                bridge=self._bridge,
+            )
 
 
 # Label values for /metrics: operations this KMA knows by name, anything else as "other", so an

@@ -23,6 +23,7 @@ import ssl
 import threading
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from cryptography import x509
 
@@ -122,7 +123,7 @@ def _head(kma: Appliance) -> int:
 
 def get_setting(kma: Appliance) -> dict[str, Any]:
     row = kma.store.query_one("SELECT address, ca_pem, enabled, updated_at FROM audit_forwarding")
-    status = kma.forwarder.status()
+    status = audit_forwarder(kma).status()
     return {
         "address": row["address"] if row else None,
         "ca_pem": row["ca_pem"] if row else None,
@@ -153,7 +154,7 @@ def set_setting(kma: Appliance, actor: Actor, address: str, ca_pem: str, enabled
     )
     said = f"audit forwarding to {address}" if enabled else "audit forwarding turned off"
     kma.commit(actor, "audit.forwarding", [setting, start], said, ("cluster", "audit_forwarding"))
-    kma.forwarder.reload()
+    audit_forwarder(kma).reload()
     return get_setting(kma)
 
 
@@ -318,3 +319,16 @@ def _open(sock: ssl.SSLSocket) -> bool:
         return False
     finally:
         sock.settimeout(CONNECT_TIMEOUT)
+
+
+_FORWARDERS: WeakKeyDictionary[Appliance, AuditForwarder] = WeakKeyDictionary()
+_FORWARDERS_LOCK = threading.Lock()
+
+
+def audit_forwarder(kma: Appliance) -> AuditForwarder:
+    """This KMA's one forwarder (started by `kma serve`, kma/services/running.py)."""
+    forwarder = _FORWARDERS.get(kma)
+    if forwarder is None:
+        with _FORWARDERS_LOCK:
+            forwarder = _FORWARDERS.setdefault(kma, AuditForwarder(kma))
+    return forwarder

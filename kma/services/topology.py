@@ -14,6 +14,7 @@ from typing import Any
 
 from kma import __version__
 from kma.appliance import Appliance
+from kma.services.audit_forwarding import audit_forwarder
 from kma.store.cluster_view import NodeStatus
 
 log = logging.getLogger(__name__)
@@ -202,7 +203,7 @@ def _links(site_ids: Sequence[str], nodes: Sequence[dict[str, Any]]) -> list[dic
 
 def _forwarding(kma: Appliance) -> dict[str, Any] | None:
     """The answering KMA's copy of its audit trail to a syslog collector, when it sends one."""
-    status = kma.forwarder.status()
+    status = audit_forwarder(kma).status()
     return None if status.address is None else asdict(status)
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from kma import metrics
 from kma.store import fts
-from kma.store.batch import Batch, Params, WriteResult
+from kma.store.batch import Batch, Params, Refused, WriteResult
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import GroupCommitter, Item, Outcome
 
@@ -148,10 +148,18 @@ class SQLiteStore:
             self._readers.clear()
 
 
+def _count_audit_event(batch: Batch, outcome: Outcome) -> None:
+    """For /metrics: the committed batch's event, or the refusal event written instead."""
+    if isinstance(outcome, WriteResult) and batch.event is not None:
+        metrics.AUDIT_EVENTS.labels(batch.event.severity).inc()
+    elif isinstance(outcome, Refused) and batch.on_refusal is not None:
+        metrics.AUDIT_EVENTS.labels("error").inc()
+
+
 def _resolve(group: Sequence[Item], outcomes: Sequence[Outcome]) -> None:
     """The writer thread's delivery: each batch's future gets its outcome."""
     for (batch, future), outcome in zip(group, outcomes, strict=True):
-        metrics.count_committed(batch, outcome)
+        _count_audit_event(batch, outcome)
         if isinstance(outcome, BaseException):
             future.set_exception(outcome)
         else:

@@ -26,9 +26,10 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.writes.quorum import lock_kma
 from ui.cluster_scene import TopologyScene
 from ui.form_dialog import FormDialog
-from ui.pages.locking import open_unlock
+from ui.quorum.locking import open_unlock
 from ui.widgets import page_header
 
 KEY = "cluster"
@@ -219,7 +220,7 @@ class ClusterPage(QWidget):
         )
         dialog = FormDialog(
             self.ctx, f"Lock KMA {kma.id}", [],
-            lambda c, _v: c.lock_kma(kma.id),
+            lambda worker, _v: lock_kma(worker, kma.id),
             lambda _k: self.refresh(),
             intro=f"Lock <b>{html.escape(kma.name)}</b> ({html.escape(kma.id)}) now?<br><br>It forgets its "
                   f"master key at once and serves nothing secret until a quorum of the key split unlocks "

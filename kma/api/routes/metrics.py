@@ -1,4 +1,4 @@
-"""`GET /metrics`: Prometheus's text format on the management listener (kma/metrics.py).
+"""`GET /metrics`: Prometheus's text format on the management listener (kma/services/metrics.py).
 
 Outside /api/v1, where Prometheus looks by default. A Prometheus server presents the metrics
 token from kma.toml's `[metrics]`; a person presents their session, and any role may read them,
@@ -10,9 +10,9 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from kma import metrics
-from kma.api.deps import Kma, Token, current_actor
+from kma.api.deps import KmaEvenLocked, Token, current_actor
 from kma.appliance import Appliance
+from kma.services import metrics
 
 router = APIRouter(tags=["metrics"])
 
@@ -26,7 +26,7 @@ def install(app: FastAPI, kma: Appliance) -> None:
 
 
 @router.get("/metrics", response_class=Response, responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}})
-def get_metrics(request: Request, kma: Kma, token: Token) -> Response:
+def get_metrics(request: Request, kma: KmaEvenLocked, token: Token) -> Response:
     settings: metrics.MetricsSettings = request.app.state.metrics
     if not settings.admits(token):
         current_actor(request, kma, token)  # a session of any role, or 401 (audited)

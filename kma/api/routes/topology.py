@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from kma.api.deps import Kma, SignedIn
+from kma.api.deps import KmaEvenLocked, SignedIn
 from kma.api.topology_schemas import Topology
 from kma.services import topology
 
@@ -14,5 +14,5 @@ router = APIRouter(tags=["cluster"])
 
 
 @router.get("/cluster/topology", response_model=Topology)
-def get_topology(kma: Kma, actor: SignedIn) -> dict[str, object]:
+def get_topology(kma: KmaEvenLocked, actor: SignedIn) -> dict[str, object]:
     return topology.topology(kma)

@@ -1,0 +1,105 @@
+"""What `GET /metrics` reports, in the Prometheus text format (prometheus-client): the counters
+of kma/metrics.py, and gauges read from the appliance at each scrape (the key pool, locked,
+replication lag, audit forwarding).
+
+Reading them needs a metrics token or a signed-in user (any role, like the dashboard). The token
+is for a Prometheus server, which cannot sign in: kma.toml names a file in the data directory
+that holds it, and Prometheus sends it as a bearer token (`authorization: credentials_file`):
+
+    [metrics]
+    token_file = "metrics.token"   # at least 32 characters, e.g. `openssl rand -hex 32`
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from kma.appliance import Appliance
+from kma.errors import ValidationFailed
+from kma.metrics import EVENTS
+from kma.services.audit_forwarding import audit_forwarder
+from kma.services.keypool import key_pool
+
+MIN_TOKEN = 32
+
+
+class _ApplianceState(Collector):
+    """Gauges read at scrape time from one appliance."""
+
+    def __init__(self, kma: Appliance) -> None:
+        self.kma = kma
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        kma = self.kma
+        yield GaugeMetricFamily(
+            "kma_pool_ready_keys", "Ready keys in this KMA's pool", value=key_pool(kma).ready()
+        )
+        yield GaugeMetricFamily("kma_locked", "1 while this KMA is locked", value=int(kma.vault.locked))
+        lag = kma.store.replication_lag()
+        yield GaugeMetricFamily(
+            "kma_replication_lag_writes", "Agent-path writes not yet in the cluster's store", value=lag.depth
+        )
+        yield GaugeMetricFamily(
+            "kma_replication_lag_seconds", "Age of the oldest write not yet in the cluster's store",
+            value=lag.age_seconds,
+        )  # fmt: skip
+        yield from extra_gauges(kma)
+
+
+def extra_gauges(kma: Appliance) -> list[GaugeMetricFamily]:
+    """Gauges of optional parts (audit forwarding), present only when configured."""
+    lag = audit_forwarder(kma).status()
+    if lag.address is None:
+        return []
+    return [
+        GaugeMetricFamily("kma_audit_forwarding_lag_events", "Committed audit events not yet sent to the "
+                          "syslog collector", value=lag.lag_events),
+        GaugeMetricFamily("kma_audit_forwarding_lag_seconds", "Age of the oldest audit event not yet sent",
+                          value=lag.lag_seconds),
+        GaugeMetricFamily("kma_audit_forwarding_connected", "1 while the syslog collector is connected",
+                          value=int(lag.connected)),
+    ]  # fmt: skip
+
+
+def exposition(kma: Appliance) -> bytes:
+    state = CollectorRegistry(auto_describe=False)
+    state.register(_ApplianceState(kma))
+    return generate_latest(EVENTS) + generate_latest(state)
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    token: str | None = None
+
+    @classmethod
+    def from_table(cls, root: Path, table: dict[str, Any]) -> MetricsSettings:
+        """kma.toml's `[metrics]`; a wrong name, a missing or short token file is refused."""
+        unknown = sorted(set(table) - {"token_file"})
+        if unknown:
+            raise ValidationFailed(f"kma.toml [metrics]: unknown setting {unknown[0]!r}; the setting is "
+                                   "token_file.")  # fmt: skip
+        name = table.get("token_file")
+        if name is None:
+            return cls()
+        if not isinstance(name, str) or not name:
+            raise ValidationFailed('kma.toml [metrics]: token_file is a file name, e.g. "metrics.token".')
+        path = root / name
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValidationFailed(f"kma.toml [metrics]: cannot read the token file {path}: {exc}.") from None
+        if len(token) < MIN_TOKEN:
+            raise ValidationFailed(f"kma.toml [metrics]: the token in {path} is shorter than {MIN_TOKEN} "
+                                   "characters; make one with `openssl rand -hex 32`.")  # fmt: skip
+        return cls(token)
+
+    def admits(self, presented: str) -> bool:
+        return self.token is not None and hmac.compare_digest(self.token.encode(), presented.encode())
