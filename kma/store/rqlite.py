@@ -120,9 +120,10 @@ class RqliteStore:
         self.path = replica
         self._replica = _Replica(replica)
         self.schema_version = self._migrate()
-        self._mark = int(self.scalar("SELECT seq FROM cluster_write_marks WHERE kma_id = ?", (kma_id,)) or 0)
-        if chain is not None:
-            self._load_head()
+        self._mark = 0
+        self._head_uncertain = True  # read at the first write
+        self._quiet_until = 0.0
+        self._load_head()
         self._queue: queue.Queue[Item | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="kma-store-writer", daemon=True)
         self._thread.start()
@@ -184,10 +185,20 @@ class RqliteStore:
             try:
                 self._commit_group(group)
             except BaseException as exc:  # nothing may leave a caller waiting forever
-                log.exception("cluster write failed")
+                if isinstance(exc, ClusterUnavailable):
+                    self._warn_unavailable(exc)
+                else:
+                    log.exception("cluster write failed")
                 for _, future in group:
                     if not future.done():
                         future.set_exception(exc)
+
+    def _warn_unavailable(self, exc: ClusterUnavailable) -> None:
+        """Once every few seconds while the cluster takes no writes, not once per refused write."""
+        now = time.monotonic()
+        if now >= self._quiet_until:
+            log.warning("%s", exc.message)
+            self._quiet_until = now + 5.0
 
     def _commit_group(self, group: Sequence[Item]) -> None:
         if len(group) > 1:
@@ -222,6 +233,8 @@ class RqliteStore:
     def _send(self, batches: Sequence[Batch]) -> list[WriteResult]:
         """One request for `batches`; StatementFailed = none of it applied (the chain is put back)."""
         chain = self.chain
+        if self._head_uncertain:
+            self._load_head()  # raises ClusterUnavailable while the cluster still cannot answer
         seq_before, head_before = (chain.seq, chain.head) if chain else (0, "")
         statements: list[list[Any]] = []
         spans: list[tuple[int, list[int]]] = []  # per batch: (index of its audit event, its statements)
@@ -249,9 +262,11 @@ class RqliteStore:
                 chain.seq, chain.head = seq_before, head_before
             raise
         except ClusterUnavailable:
-            # Perhaps committed, perhaps not (a timeout): the chain's head is read back from the cluster.
+            # Perhaps committed, perhaps not (a timeout, a dropped forward): before the next write
+            # the chain's head is read back from the cluster.
             if chain is not None:
-                self._load_head()
+                chain.seq, chain.head = seq_before, head_before
+                self._head_uncertain = True
             raise
         self._mark = mark
         self._wait_for_own_write(mark)
@@ -272,11 +287,16 @@ class RqliteStore:
         return [rqlite_statement(s.sql, s.params) for s in [*inserts, self.chain.head_stmt()]]
 
     def _load_head(self) -> None:
-        assert self.chain is not None
+        """This KMA's chain head as the cluster has it (a linearizable read: no write can be
+        missing from it). Also the write mark, which a lost answer may have left behind."""
         from kma.audit.chain import GENESIS
 
         rows = self.client.query("SELECT chain_seq, hash FROM audit_heads WHERE kma_id = ?", (self.kma_id,))
-        self.chain.seq, self.chain.head = (int(rows[0][0]), str(rows[0][1])) if rows else (0, GENESIS)
+        if self.chain is not None:
+            self.chain.seq, self.chain.head = (int(rows[0][0]), str(rows[0][1])) if rows else (0, GENESIS)
+        marks = self.client.query("SELECT seq FROM cluster_write_marks WHERE kma_id = ?", (self.kma_id,))
+        self._mark = max(self._mark, int(marks[0][0]) if marks else 0)
+        self._head_uncertain = False
 
     def _wait_for_own_write(self, mark: int) -> None:
         deadline = time.monotonic() + OWN_WRITE_TIMEOUT_S
