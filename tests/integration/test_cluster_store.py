@@ -15,6 +15,7 @@ from kma.cluster.convert import EMBEDDED_KEPT, boot_from_embedded
 from kma.cluster.rqlited import NodeFailed, RqliteNode
 from kma.crypto.ca import create_cluster_ca
 from kma.datadir import DataDir
+from kma.store.rqlite import RqliteStore
 from kms_client import ClusterUnavailable, NotFound
 from tests.integration.test_quorum import creds
 from tests.support.cluster import (
@@ -99,6 +100,19 @@ def test_a_change_made_on_either_kma_is_seen_on_the_other_within_a_second(two_km
     with replica(first) as db:
         chains = {r[0] for r in db.execute("SELECT kma_id FROM audit_heads")}
     assert chains == {"kma-dal-1", "kma-dal-2"}
+
+    # A backup from the cluster is a consistent SQLite file holding what both KMAs wrote.
+    backup = first.data_dir.parent / "cluster-backup.db"
+    store = RqliteStore(RqliteNode(files_of(second)).client(), files_of(second).replica, "kma-dal-2")
+    try:
+        store.backup(backup)
+        assert {n.kma_id for n in store.cluster_nodes()} == {"kma-dal-1", "kma-dal-2"}
+        assert sum(n.leader for n in store.cluster_nodes()) == 1
+    finally:
+        store.close()
+    with sqlite3.connect(backup) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("SELECT count(*) FROM agents WHERE id = 'drive-on-first'").fetchone()[0] == 1
 
     # Restarted, both KMAs hold identical state.
     first.restart()
