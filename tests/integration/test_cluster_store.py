@@ -18,6 +18,7 @@ from kma.datadir import DataDir
 from kma.store.rqlite import RqliteStore
 from kms_client import ClusterUnavailable, NotFound
 from tests.integration.test_quorum import creds
+from tests.support.agents import enrolled_demo_agent, kmip
 from tests.support.cluster import (
     BINARY,
     add_node,
@@ -218,3 +219,59 @@ def test_killing_the_raft_leader_keeps_keys_readable_and_writes_resume(tmp_path:
     finally:
         for kma in reversed(kmas):
             kma.stop()
+
+
+def test_a_kma_cut_off_from_the_others_keeps_serving_keys_and_loses_no_audit_event(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    first, ca = first_node(tmp_path / "a")
+    kmas = [first]
+    stopped: list[int] = []
+    try:
+        for kma_id in ("kma-dal-2", "kma-dal-3"):
+            kmas.append(add_node(first, ca, tmp_path, kma_id))
+            kmas[-1].start()
+        cut = kmas[1]
+        agent = enrolled_demo_agent(cut, tmp_path_factory, "t10k-dal-01")
+        with kmip(agent) as drive:
+            key_id = drive.create_and_activate(data_unit="CUT001")
+            material = drive.get(key_id)
+
+            # The other two nodes stop answering (the machine is cut off): no Raft majority here.
+            stopped = [_rqlited_pid(k) for k in kmas if k is not cut]
+            for pid in stopped:
+                os.kill(pid, signal.SIGSTOP)
+            gets = 5
+            for _ in range(gets):
+                assert drive.get(key_id) == material  # from the local replica; events to the outbox
+            assert _outbox_depth(cut) >= gets  # on the KMA's own disk, waiting for the cluster
+
+            for pid in stopped:
+                os.kill(pid, signal.SIGCONT)
+            stopped = []
+
+        def sent_events(kma: RunningKma) -> list[int]:
+            with replica(kma) as db:
+                rows = db.execute(
+                    "SELECT chain_seq FROM audit_events WHERE kma_id = 'kma-dal-2' "
+                    "AND operation = 'kmip.get' AND subject_id = ?",
+                    (key_id,),
+                ).fetchall()
+            return [r[0] for r in rows]
+
+        for kma in kmas:  # every Get's event reaches every KMA, once
+            eventually(lambda k=kma: len(sent_events(k)) == gets + 1, 10.0, "the Gets' events everywhere")
+            assert len(set(sent_events(kma))) == gets + 1
+        assert _outbox_depth(cut) == 0
+        for kma in kmas:
+            assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        for kma in reversed(kmas):
+            kma.stop()
+
+
+def _outbox_depth(kma: RunningKma) -> int:
+    with sqlite3.connect(f"file:{files_of(kma).folder / 'outbox.db'}?mode=ro", uri=True) as db:
+        return int(db.execute("SELECT count(*) FROM outbox").fetchone()[0])
