@@ -33,6 +33,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from filelock import FileLock, Timeout
+
 from kma.store import fts
 from kma.store.batch import Batch, Params, Refused, WriteResult
 from kma.store.cluster_view import NodeStatus, ReplicationLag
@@ -135,8 +137,18 @@ class RqliteStore:
         self._mark = 0
         self._head_uncertain = True  # read at the first write
         self._quiet_until = 0.0
+        # One shipper per chain: a second process on this data dir (`kma status` beside `kma
+        # serve`) writes its events straight through instead.
+        self._outbox_lock: FileLock | None = None
         if outbox is not None and chain is not None:
-            self.outbox = Outbox(outbox, chain.clock.now, lambda: self._queue.put(_WAKE))
+            lock = FileLock(f"{outbox}.lock", timeout=0)
+            try:
+                lock.acquire()
+            except Timeout:
+                pass
+            else:
+                self._outbox_lock = lock
+                self.outbox = Outbox(outbox, chain.clock.now, lambda: self._queue.put(_WAKE))
         self._load_head()
         self._thread = threading.Thread(target=self._run, name="kma-store-writer", daemon=True)
         self._thread.start()
@@ -181,6 +193,8 @@ class RqliteStore:
             self.outbox.close()
         self._queue.put(None)
         self._thread.join(timeout=20)
+        if self._outbox_lock is not None:
+            self._outbox_lock.release()
         self._replica.close()
         self.client.close()
 
