@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sqlite3
@@ -42,6 +43,7 @@ from kms_client import ClusterUnavailable  # noqa: E402
 from tests.support.cluster import add_node, files_of, first_node  # noqa: E402
 from tests.support.kma_process import RunningKma  # noqa: E402
 
+GIVE_UP_S = 60.0  # a failover that takes longer is reported as inf
 TARGETS = {"create_per_s": 1000, "get_per_s": 2000, "lag_p99_ms": 100, "leader_failover_s": 3.0,
            "drive_failover_s": 1.0}  # fmt: skip
 
@@ -128,13 +130,14 @@ def leader_failover(kmas: list[RunningKma]) -> tuple[float, RunningKma]:
     start = time.monotonic()
     os.kill(rqlited_pid(leader), signal.SIGKILL)
     n = 0
-    while True:
+    while time.monotonic() - start < GIVE_UP_S:
         n += 1
         try:
             op.create_data_unit(f"FAILOVER{n:04d}", "leader failover")
             return time.monotonic() - start, leader
         except ClusterUnavailable:
             time.sleep(0.02)
+    return math.inf, leader
 
 
 def drive_failover(victim: RunningKma, other: RunningKma, files: tuple[str, str, str]) -> float:
@@ -143,7 +146,7 @@ def drive_failover(victim: RunningKma, other: RunningKma, files: tuple[str, str,
     assert victim.process is not None
     victim.process.send_signal(signal.SIGKILL)
     n = 0
-    while True:
+    while time.monotonic() - start < GIVE_UP_S:
         n += 1
         try:
             conn = Conn(service_of(other), files)
@@ -154,6 +157,7 @@ def drive_failover(victim: RunningKma, other: RunningKma, files: tuple[str, str,
         except OSError:
             pass
         time.sleep(0.01)
+    return math.inf
 
 
 def main() -> int:
@@ -195,12 +199,15 @@ def main() -> int:
                 load.close()
             loads = []
             seconds, dead = leader_failover(kmas)
-            out["leader_failover_s"] = round(seconds, 3)
+            out["leader_failover_s"] = round(seconds, 3) if math.isfinite(seconds) else None
             print(f"leader failover: {seconds:.2f} s", flush=True)
+            # A cluster of four voters outlives one failure: the dead leader's KMA comes back
+            # (its rqlited rejoins) before the next one dies.
+            dead.restart()
             alive = [k for k in kmas if k is not dead]
             victim, other = alive[0], alive[1]
             seconds = drive_failover(victim, other, files[kmas.index(victim)][0])
-            out["drive_failover_s"] = round(seconds, 3)
+            out["drive_failover_s"] = round(seconds, 3) if math.isfinite(seconds) else None
             print(f"drive failover: {seconds:.2f} s", flush=True)
         finally:
             for load in loads:
