@@ -3,6 +3,7 @@ rqlited on loopback, node-to-node and HTTP mutual TLS from the cluster CA."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -94,6 +95,11 @@ def test_a_change_made_on_either_kma_is_seen_on_the_other_within_a_second(two_km
         lambda: _exists(second.client("op").get_agent, "drive-on-first"), 1.0, "the agent on the second KMA"
     )
     first.client("jo", "jo's passphrase")  # the user made on the second KMA signs in on the first
+
+    # `kma status` beside a running cluster KMA reads the same store (its events go straight
+    # through: the running KMA's outbox has one shipper).
+    status = run_kma("status", "--data-dir", str(second.data_dir), "--json")
+    assert json.loads(status.stdout)["kma_id"] == "kma-dal-2"
 
     # Both KMAs wrote their own audit chains into the one store: every chain verifies on both.
     for kma in (first, second):
