@@ -51,7 +51,7 @@ OUTBOX_MARK_SQL = (
     "INSERT INTO cluster_outbox_marks (kma_id, shipped) VALUES (?, ?) "
     "ON CONFLICT (kma_id) DO UPDATE SET shipped = excluded.shipped"
 )
-SHIP_CHUNK = 500  # outbox entries per request
+SHIP_CHUNK = 500  # outbox entries per request (16 parameters each: below SQLite's 32,766)
 RETRY_S = 0.5  # while entries wait and the cluster takes none, try again this often
 MARK_SQL = (
     "INSERT INTO cluster_write_marks (kma_id, seq) VALUES (?, ?) "
@@ -257,7 +257,10 @@ class RqliteStore:
                     continue
                 seq_before, head_before = chain.seq, chain.head
                 events = [chain.next_event(record, at=at) for _, at, record in entries]
-                statements = self._event_statements(events)
+                # One INSERT for them all (no caller waits for their IDs), then the head.
+                statements = [
+                    rqlite_statement(s.sql, s.params) for s in (chain.insert_stmt(events), chain.head_stmt())
+                ]
                 statements.append([OUTBOX_MARK_SQL, self.kma_id, entries[-1][0]])
                 try:
                     self.client.execute(statements)
