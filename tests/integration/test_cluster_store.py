@@ -271,6 +271,13 @@ def test_a_kma_cut_off_from_the_others_keeps_serving_keys_and_loses_no_audit_eve
         assert _outbox_depth(cut) == 0
         for kma in kmas:
             assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0
+        conns = [replica(k) for k in kmas]
+        try:  # and every replica holds the same rows, table by table
+            same = lambda: len({tuple(table_checksums(c).items()) for c in conns}) == 1  # noqa: E731
+            eventually(same, 10.0, "equal tables on every KMA")
+        finally:
+            for conn in conns:
+                conn.close()
     finally:
         for pid in stopped:
             os.kill(pid, signal.SIGCONT)
