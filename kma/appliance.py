@@ -17,7 +17,7 @@ from kma.clock import Clock, OffsetFileClock, SystemClock
 from kma.crypto import CryptoError, WrappingKey
 from kma.datadir import DataDir
 from kma.domain.actor import Actor
-from kma.errors import Conflict, NotFound
+from kma.errors import ClusterUnavailable, Conflict, NotFound
 from kma.store import Batch, Refused, Stmt, WriteResult
 
 log = logging.getLogger(__name__)
@@ -112,12 +112,15 @@ class Appliance:
         """Record where this KMA listens, unlock autonomously if it may, keep the key pool filled,
         prune the audit trail on schedule."""
         if management_address and service_address:
-            self.commit(self.itself, "kma.listen", [Stmt(
-                "UPDATE kmas SET management_address = ?, service_address = ? WHERE id = ? "
-                "AND (management_address, service_address) IS NOT (?, ?)",
-                (management_address, service_address, self.kma_id, management_address, service_address),
-            )], f"listening on {management_address} (management) and {service_address} (service)",
-                ("kma", self.kma_id), retention=Retention.MEDIUM)  # fmt: skip
+            try:
+                self.commit(self.itself, "kma.listen", [Stmt(
+                    "UPDATE kmas SET management_address = ?, service_address = ? WHERE id = ? "
+                    "AND (management_address, service_address) IS NOT (?, ?)",
+                    (management_address, service_address, self.kma_id, management_address, service_address),
+                )], f"listening on {management_address} (management) and {service_address} (service)",
+                    ("kma", self.kma_id), retention=Retention.MEDIUM)  # fmt: skip
+            except ClusterUnavailable:  # a cluster KMA cut off from the majority still serves its replica
+                log.warning("could not record this KMA's addresses: the cluster takes no changes now")
         if self.try_autonomous_unlock():
             self.audit(
                 self.itself,

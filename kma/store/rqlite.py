@@ -149,7 +149,9 @@ class RqliteStore:
             else:
                 self._outbox_lock = lock
                 self.outbox = Outbox(outbox, chain.clock.now, lambda: self._queue.put(_WAKE))
-        self._load_head()
+        # The head, the write mark and the outbox mark are read from the cluster before the first
+        # write (`_head_uncertain`): a KMA starts, and serves its replica, without a majority.
+        self._mark = int(self.scalar("SELECT seq FROM cluster_write_marks WHERE kma_id = ?", (kma_id,)) or 0)
         self._thread = threading.Thread(target=self._run, name="kma-store-writer", daemon=True)
         self._thread.start()
 
@@ -208,8 +210,7 @@ class RqliteStore:
             except queue.Empty:
                 drained = self._ship_outbox()
                 continue
-            if item is None:
-                self._ship_outbox()
+            if item is None:  # what is left in the outbox goes at the next start
                 return
             group = self._take_group(item)
             drained = self._ship_outbox()
@@ -406,7 +407,11 @@ class RqliteStore:
     # --- schema --------------------------------------------------------------------------
     def _migrate(self) -> int:
         """Apply the migrations the cluster's store lacks, each in one transaction (any node may
-        run this; if two race, one transaction fails whole and the other's result is kept)."""
+        run this; if two race, one transaction fails whole and the other's result is kept).
+        With nothing to apply it only reads the local replica (no majority needed)."""
+        local = self._local_schema()
+        if local is not None:
+            return local
         self.client.execute([["CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)"]])
         done = {int(r[0]) for r in self.client.query("SELECT version FROM schema_migrations")}
         scripts = sorted((f for f in resources.files("kma.store").joinpath("migrations").iterdir()
@@ -426,6 +431,16 @@ class RqliteStore:
                     raise
         rows = self.client.query("SELECT max(version) FROM schema_migrations")
         return int(rows[0][0] or 0)
+
+    def _local_schema(self) -> int | None:
+        """The replica's schema version when every migration is in it, else None."""
+        try:
+            done = {int(r[0]) for r in self.query("SELECT version FROM schema_migrations")}
+        except (sqlite3.Error, OSError):
+            return None
+        scripts = resources.files("kma.store").joinpath("migrations").iterdir()
+        wanted = {int(f.name.split("_", 1)[0]) for f in scripts if f.name.endswith(".sql")}
+        return max(done) if done and wanted <= done else None
 
     # --- the cluster ---------------------------------------------------------------------
     def cluster_nodes(self) -> list[NodeStatus]:

@@ -252,9 +252,9 @@ def test_a_kma_cut_off_from_the_others_keeps_serving_keys_and_loses_no_audit_eve
                 assert drive.get(key_id) == material  # from the local replica; events to the outbox
             assert _outbox_depth(cut) >= gets  # on the KMA's own disk, waiting for the cluster
 
-            for pid in stopped:
-                os.kill(pid, signal.SIGCONT)
-            stopped = []
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        stopped = []
 
         def sent_events(kma: RunningKma) -> list[int]:
             with replica(kma) as db:
