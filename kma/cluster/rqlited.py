@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kma.cluster.node_config import ClusterFiles, NodeConfig
-from kma.datadir import DataDir
 from kma.errors import KmaError
 from kma.store.rqlite_http import RqliteClient, tls_context
 
@@ -153,22 +152,3 @@ class RqliteNode:
             process.kill()
             process.wait()
         self.keep_private()
-
-
-def start_cluster_node(data_dir: DataDir) -> RqliteNode | None:
-    """Start the data dir's rqlite node if it is a cluster node, and wait until it serves."""
-    files = ClusterFiles.of(data_dir.root)
-    if not files.exists():
-        return None
-    from kma.cluster.convert import boot_from_embedded, needs_boot
-
-    node = RqliteNode(files)
-    first_boot = needs_boot(data_dir, files)
-    node.start(join=not first_boot)
-    if first_boot:
-        try:
-            boot_from_embedded(data_dir, node)
-        except BaseException:
-            node.stop()
-            raise
-    return node
