@@ -240,9 +240,26 @@ def _version() -> str:
     return __version__
 
 
-def load_answers(path: Path) -> Answers:
+def read_answers(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValidationFailed(f"Cannot read the answers file {path}: {exc}.") from None
-    return parse_answers(text)
+
+
+def load_answers(path: Path) -> Answers:
+    return parse_answers(read_answers(path))
+
+
+MODES = ("create", "restore")
+
+
+def answers_mode(text: str) -> str:
+    """`mode` in an answers file: "create" a new cluster (the default) or "restore" one from backups."""
+    try:
+        mode = tomllib.loads(text).get("mode", "create")
+    except tomllib.TOMLDecodeError as exc:
+        raise ValidationFailed(f"The answers file is not valid TOML: {exc}.") from None
+    if mode not in MODES:
+        raise ValidationFailed(f"mode must be one of {', '.join(MODES)}, not {mode!r}.")
+    return str(mode)

@@ -24,24 +24,46 @@ def _data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
 def add_init(sub: Any) -> None:
     p = sub.add_parser("init", help="first set-up of a new KMA from a TOML answers file")
     p.add_argument("--data-dir", required=True)
-    p.add_argument("--answers", required=True, type=Path,
-                   help="TOML answers file (see README); - reads them from standard input")
+    p.add_argument(
+        "--answers",
+        required=True,
+        type=Path,
+        help="TOML answers file (see README); - reads them from standard input",
+    )
     p.set_defaults(run=run_init)
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from kma.bootstrap import initialise, load_answers, parse_answers
+    from kma.bootstrap import answers_mode, initialise, parse_answers, read_answers
     from kma.crypto import fingerprint
 
     # From standard input, the answers (which hold passphrases) need no file the KMA's own user
     # can read: root pipes them in (`... | runuser -u kma -- kma init --answers -`).
-    answers = parse_answers(sys.stdin.read()) if str(args.answers) == "-" else load_answers(args.answers)
+    text = sys.stdin.read() if str(args.answers) == "-" else read_answers(args.answers)
     data_dir = _data_dir(args, must_exist=False)
+    if answers_mode(text) == "restore":
+        return _run_restore(data_dir, text, Path.cwd() if str(args.answers) == "-" else args.answers.parent)
+    answers = parse_answers(text)
     initialise(data_dir, answers)
     print(f"Created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' in {data_dir.root}")
     print(f"Key split: {answers.threshold} of {len(answers.members)}; autonomous unlock "
           f"{'on' if answers.autonomous_unlock else 'off'}")  # fmt: skip
     print(f"CA fingerprint {fingerprint(data_dir.ca_cert.read_bytes())}")
+    print("The answers file holds passphrases: store it offline or destroy it now.")
+    return 0
+
+
+def _run_restore(data_dir: DataDir, text: str, base: Path) -> int:
+    import tomllib
+
+    from kma.backup.restore import restore_from_answers
+
+    restored = restore_from_answers(data_dir, tomllib.loads(text), base)
+    print(
+        f"Restored KMA '{restored.kma_id}' of cluster '{restored.cluster_name}' in {data_dir.root} from "
+        f"backup {restored.backup_id}: {restored.keys} keys, {restored.audit_events} audit events"
+    )
+    print(f"CA fingerprint {restored.ca_fingerprint} (the cluster's own: agents keep trusting it)")
     print("The answers file holds passphrases: store it offline or destroy it now.")
     return 0
 

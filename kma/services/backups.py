@@ -1,0 +1,188 @@
+"""Database backups and the core security backup, made by a running KMA (docs/backups.md).
+
+A database backup first marks every key not yet held by a backup (`keys.backup_mark`), then copies
+the whole store through `store.backup` (a consistent snapshot taken while the KMA serves) and
+encrypts the copy into DIR/backups. Its row in `backups` is what later says which keys a backup
+holds: every key marked at or before the backup's `created_at`.
+
+The core security backup must exist before the first database backup (nothing could open it
+otherwise) and is out of date once the key split changes: it still opens every backup, but only
+with the passphrases of the split in force when it was taken.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.backup.fileformat import DATABASE_SUFFIX, core_security_backup, file_sha256, write_database_backup
+from kma.crypto import fingerprint
+from kma.domain.actor import Actor
+from kma.errors import Conflict, NotFound
+from kma.store import Batch, Stmt
+
+# What a manifest counts: enough for a person to see what a backup holds before restoring it.
+COUNTED_TABLES = ("keys", "audit_events", "users", "agents", "data_units", "key_groups", "key_policies",
+                  "sites", "kmas", "quorum_operations")  # fmt: skip
+
+
+def backups_dir(kma: Appliance) -> Path:
+    folder = kma.data_dir.root / "backups"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def cluster_identity(kma: Appliance) -> dict[str, str]:
+    row = kma.store.query_one("SELECT name, ca_cert_pem FROM cluster")
+    assert row is not None
+    return {"name": row["name"], "ca_fingerprint": fingerprint(row["ca_cert_pem"].encode("ascii"))}
+
+
+# --- the core security backup -------------------------------------------------------------
+def core_status(kma: Appliance) -> dict[str, Any]:
+    """Whether a core security backup exists and is of the key split now in force."""
+    row = kma.store.query_one(
+        "SELECT c.created_at, c.created_by, c.split_generation, k.split_generation AS current "
+        "FROM core_security_backups c, cluster k ORDER BY c.created_at DESC, c.rowid DESC LIMIT 1"
+    )
+    if row is None:
+        return {"exists": False, "up_to_date": False, "created_at": None, "created_by": None,
+                "message": "No core security backup exists: a Security Officer must take one before "
+                           "the first database backup."}  # fmt: skip
+    current = row["split_generation"] == row["current"]
+    return {
+        "exists": True,
+        "up_to_date": current,
+        "created_at": row["created_at"],
+        "created_by": row["created_by"],
+        "message": "The core security backup is of the key split in force." if current else
+                   "The key split changed after the last core security backup: it opens backups only with "
+                   "the old key split's passphrases. A Security Officer should take a new one.",
+    }  # fmt: skip
+
+
+def take_core_security_backup(kma: Appliance, actor: Actor) -> bytes:
+    """The core security backup file: the key split's sealed shares and the wrapped master key."""
+    master = kma.vault.master()
+    with kma.store.snapshot() as conn:
+        cluster = conn.execute(
+            "SELECT split_threshold, split_generation, master_wrapped_by_root FROM cluster"
+        ).fetchone()
+        shares = conn.execute(
+            "SELECT name, share_sealed FROM key_split_members WHERE generation = ?", (cluster[1],)
+        ).fetchall()
+    now = kma.clock.now()
+    data = core_security_backup(
+        cluster=cluster_identity(kma), kma_id=kma.kma_id, created_at=now, threshold=cluster[0],
+        generation=cluster[1], sealed_shares={r[0]: r[1] for r in shares},
+        master_wrapped_by_root=cluster[2], master=master,
+    )  # fmt: skip
+    kma.commit(actor, "backup.core", [Stmt(
+        "INSERT INTO core_security_backups (id, created_at, created_by, split_generation) "
+        "VALUES (?, ?, ?, ?)",
+        (secrets.token_hex(8).upper(), now, actor.entity_id, cluster[1]),
+    )], f"took the core security backup (key split {cluster[0]} of {len(shares)}, generation {cluster[1]})",
+        ("kma", kma.kma_id))  # fmt: skip
+    return data
+
+
+# --- database backups ---------------------------------------------------------------------
+def _row(r: sqlite3.Row) -> dict[str, Any]:
+    return {k: r[k] for k in ("id", "kma_id", "created_at", "created_by", "size", "sha256", "keys",
+                              "audit_events", "schema_version", "deleted_at", "deleted_by")} | {
+        "scheduled": bool(r["scheduled"])}  # fmt: skip
+
+
+def list_backups(kma: Appliance, include_deleted: bool = False) -> list[dict[str, Any]]:
+    where = "" if include_deleted else "WHERE deleted_at IS NULL"
+    return [_row(r) for r in kma.store.query(f"SELECT * FROM backups {where} ORDER BY created_at DESC, id")]
+
+
+def get_backup(kma: Appliance, backup_id: str) -> dict[str, Any]:
+    row = kma.store.query_one("SELECT * FROM backups WHERE id = ?", (backup_id,))
+    if row is None:
+        raise NotFound(f"There is no backup '{backup_id[:64]}'.")
+    return _row(row)
+
+
+def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> dict[str, Any]:
+    """Take a database backup into DIR/backups; returns its row."""
+    master = kma.vault.master()
+    if not core_status(kma)["exists"]:
+        raise Conflict("Take the core security backup first (a Security Officer): without it no database "
+                       "backup could ever be opened.")  # fmt: skip
+    backup_id = secrets.token_hex(8).upper()
+    started = kma.clock.now()
+    # Keys marked now are in the copy that follows; any backup beginning later holds them too.
+    kma.store.write(Batch([Stmt(
+        "UPDATE keys SET backup_mark = ? WHERE backup_mark IS NULL AND material_wrapped IS NOT NULL",
+        (started,))]))  # fmt: skip
+    folder = backups_dir(kma)
+    plain = folder / f".{backup_id}.db"
+    out = folder / f"{backup_id}{DATABASE_SUFFIX}"
+    try:
+        kma.store.backup(plain)
+        schema_version, counts = _describe_copy(plain)
+        manifest = {
+            "backup_id": backup_id,
+            "cluster": cluster_identity(kma),
+            "kma_id": kma.kma_id,
+            "created_at": started,
+            "created_by": actor.entity_id,
+            "schema_version": schema_version,
+            "counts": counts,
+        }
+        write_database_backup(plain, out, manifest, master)
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
+    finally:
+        plain.unlink(missing_ok=True)
+    sha256 = file_sha256(out)
+    kma.commit(actor, "backup.create", [Stmt(
+        "INSERT INTO backups (id, kma_id, created_at, created_by, scheduled, file_name, size, sha256, "
+        "schema_version, keys, audit_events) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (backup_id, kma.kma_id, started, actor.entity_id, int(scheduled), out.name, out.stat().st_size,
+         sha256, schema_version, counts["keys"], counts["audit_events"]),
+    )], f"made database backup {backup_id}{' (scheduled)' if scheduled else ''}: {counts['keys']} keys, "
+        f"{counts['audit_events']} audit events, {out.stat().st_size} bytes, SHA-256 {sha256}",
+        ("backup", backup_id))  # fmt: skip
+    kma.pool.take_notice()
+    return get_backup(kma, backup_id)
+
+
+def _describe_copy(plain: Path) -> tuple[int, dict[str, int]]:
+    conn = sqlite3.connect(plain)
+    try:
+        version = int(conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0])
+        counts = {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in COUNTED_TABLES}
+    finally:
+        conn.close()
+    return version, counts
+
+
+def backup_file(kma: Appliance, backup_id: str) -> Path:
+    """The file of a live backup kept by this KMA."""
+    backup = get_backup(kma, backup_id)
+    if backup["deleted_at"] is not None:
+        raise NotFound(f"Backup '{backup_id}' was deleted; its file is gone.")
+    if backup["kma_id"] != kma.kma_id:
+        raise NotFound(f"Backup '{backup_id}' is kept by KMA '{backup['kma_id']}'; download it from there.")
+    path = backups_dir(kma) / f"{backup_id}{DATABASE_SUFFIX}"
+    if not path.exists():
+        raise NotFound(f"The file of backup '{backup_id}' is missing from this KMA's backups folder.")
+    return path
+
+
+def delete_backup(kma: Appliance, actor: Actor, backup_id: str, reason: str = "deleted") -> None:
+    """Delete a backup's file and mark its row; destruction of keys it held may then complete."""
+    get_backup(kma, backup_id)
+    kma.commit(actor, "backup.delete", [Stmt(
+        "UPDATE backups SET deleted_at = ?, deleted_by = ? WHERE id = ? AND deleted_at IS NULL",
+        (kma.clock.now(), actor.entity_id, backup_id), expect=1,
+        refusal=f"backup '{backup_id}' is already deleted",
+    )], f"{reason} database backup {backup_id}", ("backup", backup_id))  # fmt: skip
+    (backups_dir(kma) / f"{backup_id}{DATABASE_SUFFIX}").unlink(missing_ok=True)
