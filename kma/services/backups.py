@@ -26,7 +26,7 @@ from kma.store import Batch, Stmt
 
 # What a manifest counts: enough for a person to see what a backup holds before restoring it.
 COUNTED_TABLES = ("keys", "audit_events", "users", "agents", "data_units", "key_groups", "key_policies",
-                  "sites", "kmas", "quorum_operations")  # fmt: skip
+                  "sites", "kmas", "pending_quorum_ops")  # fmt: skip
 
 
 def backups_dir(kma: Appliance) -> Path:
