@@ -163,7 +163,7 @@ def refused(tmp: Path, core: Path, database: Path, members: list[dict[str, str]]
                    str(answers(tmp, core, database, members)), check=False)  # fmt: skip
     assert done.returncode != 0, done.stdout
     assert list(target.iterdir()) == []
-    assert [p.name for p in tmp.iterdir() if "restore-" in p.name] == []  # no staging left behind
+    assert not [p for p in tmp.iterdir() if p.name.startswith(".target-restore-")]  # no staging left
     return str(done.stderr)
 
 
