@@ -381,6 +381,7 @@ class Dashboard:
     users: int
     pending_quorum_operations: int
     warnings: tuple[str, ...]
+    backups: BackupReadiness | None = None  # None from a KMA before backups existed
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Dashboard:
@@ -394,7 +395,31 @@ class Dashboard:
             users=int(d["users"]),
             pending_quorum_operations=int(d["pending_quorum_operations"]),
             warnings=_strs(d.get("warnings")),
+            backups=BackupReadiness.from_json(d["backups"]) if d.get("backups") else None,
         )
+
+
+@dataclass(frozen=True)
+class BackupReadiness:
+    """The last backup's age; in a one-KMA cluster, how many keys wait for a backup and when the
+    Ready keys run out at the recent issue rate (seconds; None when no key was issued lately)."""
+
+    last_backup_at: datetime | None
+    last_backup_age: int | None
+    one_kma: bool
+    keys_waiting_for_backup: int
+    ready_keys: int
+    keys_issued_recently: int
+    ready_keys_run_out_in: int | None
+    core_security_backup_up_to_date: bool
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> BackupReadiness:
+        age, runs_out = d.get("last_backup_age"), d.get("ready_keys_run_out_in")
+        return cls(_opt_time(d.get("last_backup_at")), None if age is None else int(age), bool(d["one_kma"]),
+                   int(d["keys_waiting_for_backup"]), int(d["ready_keys"]), int(d["keys_issued_recently"]),
+                   None if runs_out is None else int(runs_out),
+                   bool(d["core_security_backup_up_to_date"]))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,7 @@ def add_status(sub: Any) -> None:
 
 def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
+    from kma.services.backups import describe_duration, readiness
     from kma.services.dashboard import keys_by_state, status
 
     data_dir = _data_dir(args)
@@ -86,6 +87,7 @@ def run_status(args: argparse.Namespace) -> int:
         kma.try_autonomous_unlock()  # only to report whether it would; nothing is written
         info = status(kma)
         info["keys_by_state"] = keys_by_state(kma)
+        info["backups"] = readiness(kma)
         info["autonomous_unlock_works"] = not kma.vault.locked
     finally:
         kma.close()
@@ -97,6 +99,14 @@ def run_status(args: argparse.Namespace) -> int:
     )
     print(f"Version {info['version']}; autonomous unlock {'on' if info['autonomous_unlock'] else 'off'}")
     print("Keys: " + ", ".join(f"{state} {count}" for state, count in info["keys_by_state"].items()))
+    backup = info["backups"]
+    age = backup["last_backup_age"]
+    print("Last database backup: " + ("none" if age is None else f"{describe_duration(age)} ago"))
+    if backup["one_kma"]:
+        runs_out = backup["ready_keys_run_out_in"]
+        rate = ("no key issued in the last 7 days" if runs_out is None
+                else f"at the recent issue rate the Ready keys run out in {describe_duration(runs_out)}")  # fmt: skip
+        print(f"Ready keys {backup['ready_keys']}; waiting for a backup {backup['keys_waiting_for_backup']}; {rate}")
     for warning in info["warnings"]:
         if not warning.startswith("This KMA is locked"):
             print(f"WARNING: {warning}")

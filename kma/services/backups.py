@@ -21,6 +21,7 @@ from kma.appliance import Appliance
 from kma.backup.fileformat import DATABASE_SUFFIX, core_security_backup, file_sha256, write_database_backup
 from kma.crypto import fingerprint
 from kma.domain.actor import Actor
+from kma.domain.lifecycle import HELD_OR_REPLICATED
 from kma.errors import Conflict, NotFound
 from kma.store import Batch, Stmt
 
@@ -150,7 +151,7 @@ def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> dict
     )], f"made database backup {backup_id}{' (scheduled)' if scheduled else ''}: {counts['keys']} keys, "
         f"{counts['audit_events']} audit events, {out.stat().st_size} bytes, SHA-256 {sha256}",
         ("backup", backup_id))  # fmt: skip
-    kma.pool.take_notice()
+    kma.pool.take_held()  # in a one-KMA cluster the keys it holds are Ready now: issue them
     return get_backup(kma, backup_id)
 
 
@@ -186,3 +187,70 @@ def delete_backup(kma: Appliance, actor: Actor, backup_id: str, reason: str = "d
         refusal=f"backup '{backup_id}' is already deleted",
     )], f"{reason} database backup {backup_id}", ("backup", backup_id))  # fmt: skip
     (backups_dir(kma) / f"{backup_id}{DATABASE_SUFFIX}").unlink(missing_ok=True)
+
+
+# --- what the dashboard and `kma status` say ----------------------------------------------
+RECENT = 7 * 86400  # the window of the "recent issue rate"
+
+
+def readiness(kma: Appliance) -> dict[str, Any]:
+    """The last backup's age, and in a one-KMA cluster how many keys wait for a backup and when the
+    Ready keys run out at the recent issue rate (a refilled pool is Ready only after a backup)."""
+    now = kma.clock.now()
+    last = kma.store.scalar("SELECT max(created_at) FROM backups WHERE deleted_at IS NULL")
+    alone = kma.pool.alone()
+    pool = "kma_id = ? AND activated_at IS NULL AND destroyed_at IS NULL AND key_group_id IS NULL"
+    ready = int(
+        kma.store.scalar(
+            f"SELECT count(*) FROM keys WHERE {pool} AND {HELD_OR_REPLICATED.format(t='')}", (kma.kma_id,)
+        )
+        or 0
+    )
+    issued = int(
+        kma.store.scalar(
+            "SELECT count(*) FROM keys WHERE activated_at >= ? AND kma_id = ?", (now - RECENT, kma.kma_id)
+        )
+        or 0
+    )
+    runs_out_in = int(ready * RECENT / issued) if issued else None  # fmt: skip
+    core = core_status(kma)
+    return {
+        "last_backup_at": last,
+        "last_backup_age": None if last is None else max(0, now - int(last)),
+        "one_kma": alone,
+        "keys_waiting_for_backup": kma.pool.waiting() if alone else 0,
+        "ready_keys": ready,
+        "keys_issued_recently": issued,
+        "ready_keys_run_out_in": runs_out_in,
+        "core_security_backup": core,
+        "core_security_backup_up_to_date": core["up_to_date"],
+    }
+
+
+def describe_duration(seconds: int) -> str:
+    days, hours = divmod(seconds // 3600, 24)
+    if days:
+        return f"{days} day{'s' if days != 1 else ''}" + (f" {hours} h" if days < 3 and hours else "")
+    return f"{hours} h" if hours else f"{max(1, seconds // 60)} min"
+
+
+def warnings(info: dict[str, Any]) -> list[str]:
+    out = []
+    if info["one_kma"] and info["last_backup_at"] is None:
+        out.append("There is no database backup: this one-KMA cluster issues no key until a backup holds its "
+                   "pool, and everything it knows would be lost with this machine. Take the core security "
+                   "backup, then a database backup.")  # fmt: skip
+    elif info["last_backup_age"] is not None and info["last_backup_age"] > 7 * 86400:
+        out.append(f"The last database backup is {describe_duration(info['last_backup_age'])} old.")
+    if info["keys_waiting_for_backup"]:
+        out.append(f"{info['keys_waiting_for_backup']} generated keys wait for a database backup before they "
+                   "can be issued (a one-KMA cluster issues only keys a backup holds).")  # fmt: skip
+    runs_out = info["ready_keys_run_out_in"]
+    if info["one_kma"] and runs_out is not None and runs_out < 7 * 86400:
+        out.append(f"At the recent issue rate ({info['keys_issued_recently']} keys in 7 days) the "
+                   f"{info['ready_keys']} Ready keys run out in {describe_duration(runs_out)}: take a "
+                   "database backup before then.")  # fmt: skip
+    core = info["core_security_backup"]
+    if core["exists"] and not core["up_to_date"]:
+        out.append(core["message"])
+    return out
