@@ -104,9 +104,11 @@ def run_status(args: argparse.Namespace) -> int:
     print("Last database backup: " + ("none" if age is None else f"{describe_duration(age)} ago"))
     if backup["one_kma"]:
         runs_out = backup["ready_keys_run_out_in"]
-        rate = ("no key issued in the last 7 days" if runs_out is None
-                else f"at the recent issue rate the Ready keys run out in {describe_duration(runs_out)}")  # fmt: skip
-        print(f"Ready keys {backup['ready_keys']}; waiting for a backup {backup['keys_waiting_for_backup']}; {rate}")
+        rate = "no key issued in the last 7 days"
+        if runs_out is not None:
+            rate = f"at the recent issue rate the Ready keys run out in {describe_duration(runs_out)}"
+        waiting = backup["keys_waiting_for_backup"]
+        print(f"Ready keys {backup['ready_keys']}; waiting for a backup {waiting}; {rate}")
     for warning in info["warnings"]:
         if not warning.startswith("This KMA is locked"):
             print(f"WARNING: {warning}")
