@@ -80,14 +80,6 @@ def tables(db: Path) -> list[str]:
     return sorted(n for n in names if n not in SKIPPED_TABLES and not n.startswith(("sqlite_", "audit_fts")))
 
 
-def test_core_security_backup_comes_first(fresh_kma: RunningKma) -> None:
-    backup = fresh_kma.client("backup")
-    status = backup.core_security_backup_status()
-    assert not status.exists and "before the first database backup" in status.message
-    with pytest.raises(ClientConflict, match="core security backup first"):
-        backup.create_backup()
-
-
 def test_round_trip_restores_every_row_and_serves_enrolled_agents(source: RunningKma, tmp_path: Path) -> None:
     # Given a demo KMA with keys in every state, a pending quorum operation and an enrolled agent
     so = source.client("so")
@@ -232,3 +224,82 @@ def test_restore_refuses_a_backup_from_a_newer_schema(other_cluster: RunningKma,
     core, database = take_backups(other_cluster, tmp_path / "newer")
     reason = refused(tmp_path / "a", core, database, quorum(other_cluster))
     assert "made by a newer KMA (schema 9999" in reason
+
+
+ONE_KMA = """
+cluster_name = "New Vault"
+key_pool_size = 5
+[site]
+id = "dallas"
+[kma]
+id = "kma-1"
+management_address = "127.0.0.1:0"
+service_address = "127.0.0.1:0"
+[security_officer]
+id = "so"
+name = "Sam Officer"
+passphrase = "correct horse battery"
+[key_split]
+threshold = 1
+[[key_split.members]]
+name = "alice"
+passphrase = "alice passphrase"
+"""
+
+
+@pytest.fixture
+def new_kma(tmp_path: Path) -> Iterator[RunningKma]:
+    """A KMA just made with `kma init` (no demo data, no backup), with a user of every role."""
+    answers = tmp_path / "answers.toml"
+    answers.write_text(ONE_KMA)
+    run_kma("init", "--data-dir", str(tmp_path / "kma"), "--answers", str(answers))
+    kma = RunningKma(tmp_path / "kma", {"users": [{"id": "so", "passphrase": "correct horse battery"}]})
+    kma.start()
+    roles = ["security_officer", "compliance_officer", "operator", "backup_operator", "auditor"]
+    kma.client("so").create_user("admin", "Ada Admin", roles, "admin passphrase 1",
+                                 credentials=[("alice", "alice passphrase")])  # fmt: skip
+    kma.demo["users"].append({"id": "admin", "passphrase": "admin passphrase 1"})
+    yield kma
+    kma.stop()
+
+
+def test_a_new_one_kma_cluster_issues_no_key_until_a_backup_holds_its_pool(
+    new_kma: RunningKma, tmp_path: Path
+) -> None:
+    admin = new_kma.client("admin")
+    admin.create_key_policy("p", encryption_period=86400, cryptoperiod=2 * 86400)
+    admin.create_key_group("g", "p")
+    admin.create_data_unit("E00001")
+    # Given a new KMA whose pool was generated but never backed up
+    wait_until(lambda: admin.dashboard().backups.keys_waiting_for_backup == 5)  # type: ignore[union-attr]
+    dashboard = admin.dashboard()
+    assert dashboard.keys_by_state["generated"] == 5 and dashboard.keys_by_state["ready"] == 0
+    assert any("5 generated keys wait for a database backup" in w for w in dashboard.warnings)
+    assert any("There is no database backup" in w for w in dashboard.warnings)
+    # When a key is asked for, it is refused with the reason
+    with pytest.raises(ClientConflict, match="only once a database backup holds it"):
+        admin.issue_key("g", "E00001")
+    # When the core security backup and a database backup are taken (in that order), keys are issued
+    status = admin.core_security_backup_status()
+    assert not status.exists and "before the first database backup" in status.message
+    with pytest.raises(ClientConflict, match="core security backup first"):
+        admin.create_backup()
+    admin.take_core_security_backup(tmp_path / "core.kmacore")
+    admin.create_backup()
+    key = admin.issue_key("g", "E00001")
+    assert key.state == "protect_and_process"
+    after = admin.dashboard()
+    assert after.keys_by_state["ready"] == 4 and after.backups is not None
+    assert after.backups.ready_keys == 4 and after.backups.last_backup_age is not None
+    assert after.backups.ready_keys_run_out_in == 4 * 7 * 86400  # one key issued in the last 7 days
+    status = run_kma("status", "--data-dir", str(new_kma.data_dir)).stdout
+    assert "Ready keys 4; waiting for a backup" in status and "run out in 28 days" in status
+
+
+def wait_until(condition: Any, timeout: float = 20) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
