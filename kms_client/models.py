@@ -309,6 +309,10 @@ class Key:
     deactivate_at: datetime | None
     destroyed_at: datetime | None
     destroy_comment: str | None
+    # False while a database backup still holds a destroyed key ("destroyed, incomplete"); those
+    # backups are named in a key's details. None when the key is not destroyed.
+    destruction_complete: bool | None = None
+    held_by_backups: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Key:
@@ -326,7 +330,13 @@ class Key:
             deactivate_at=_opt_time(d.get("deactivate_at")),
             destroyed_at=_opt_time(d.get("destroyed_at")),
             destroy_comment=d.get("destroy_comment"),
+            destruction_complete=_opt_bool(d.get("destruction_complete")),
+            held_by_backups=_strs(d.get("held_by_backups")),
         )
+
+
+def _opt_bool(value: Any) -> bool | None:
+    return None if value is None else bool(value)
 
 
 @dataclass(frozen=True)

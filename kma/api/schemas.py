@@ -169,6 +169,10 @@ class Key(Response):
     compromised_at: Time | None
     destroyed_at: Time | None
     destroy_comment: str | None
+    # Destroyed while a database backup holds the key: incomplete until no backup does (the
+    # key's details name them; deleting or expiring them completes it). None when not destroyed.
+    destruction_complete: bool | None = None
+    held_by_backups: list[str] = []  # in a key's details only
 
 
 class AuditEvent(Response):

@@ -57,6 +57,12 @@ HELD_OR_REPLICATED = (
     "coalesce((SELECT count(*) FROM kmas) > 1 OR {t}backup_mark <= "
     "(SELECT max(b.created_at) FROM backups b WHERE b.deleted_at IS NULL), 0)"
 )
+# A live database backup holds a destroyed key's material if it began after the key was marked and
+# no later than the key's destruction (the same second counts: when in doubt, it holds it). While
+# one does, the destruction is incomplete.
+BACKUP_HOLDS_DESTROYED_KEY = (
+    "{b}deleted_at IS NULL AND {b}created_at >= {t}backup_mark AND {b}created_at <= {t}destroyed_at"
+)
 _POOL = "{t}destroyed_at IS NULL AND {t}activated_at IS NULL"
 _LIVE = "{t}destroyed_at IS NULL AND {t}activated_at IS NOT NULL"
 _STATE_COLUMNS = {

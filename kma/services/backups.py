@@ -21,7 +21,7 @@ from kma.appliance import Appliance
 from kma.backup.fileformat import DATABASE_SUFFIX, core_security_backup, file_sha256, write_database_backup
 from kma.crypto import fingerprint
 from kma.domain.actor import Actor
-from kma.domain.lifecycle import HELD_OR_REPLICATED
+from kma.domain.lifecycle import BACKUP_HOLDS_DESTROYED_KEY, HELD_OR_REPLICATED
 from kma.errors import Conflict, NotFound
 from kma.store import Batch, Stmt
 
@@ -178,14 +178,24 @@ def backup_file(kma: Appliance, backup_id: str) -> Path:
     return path
 
 
+# Destroyed keys this backup holds and no other live backup does: deleting it completes them.
+_COMPLETES_DESTRUCTION = (
+    "SELECT count(*) FROM keys k, backups b WHERE b.id = ? AND k.destroyed_at IS NOT NULL AND "
+    f"{BACKUP_HOLDS_DESTROYED_KEY.format(t='k.', b='b.')} AND NOT EXISTS (SELECT 1 FROM backups o "
+    f"WHERE o.id != b.id AND {BACKUP_HOLDS_DESTROYED_KEY.format(t='k.', b='o.')})"
+)
+
+
 def delete_backup(kma: Appliance, actor: Actor, backup_id: str, reason: str = "deleted") -> None:
     """Delete a backup's file and mark its row; destruction of keys it held may then complete."""
     get_backup(kma, backup_id)
+    completed = int(kma.store.scalar(_COMPLETES_DESTRUCTION, (backup_id,)) or 0)
+    note = f"; destruction of {completed} destroyed keys it held is now complete" if completed else ""
     kma.commit(actor, "backup.delete", [Stmt(
         "UPDATE backups SET deleted_at = ?, deleted_by = ? WHERE id = ? AND deleted_at IS NULL",
         (kma.clock.now(), actor.entity_id, backup_id), expect=1,
         refusal=f"backup '{backup_id}' is already deleted",
-    )], f"{reason} database backup {backup_id}", ("backup", backup_id))  # fmt: skip
+    )], f"{reason} database backup {backup_id}{note}", ("backup", backup_id))  # fmt: skip
     (backups_dir(kma) / f"{backup_id}{DATABASE_SUFFIX}").unlink(missing_ok=True)
 
 

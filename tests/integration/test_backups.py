@@ -303,3 +303,24 @@ def wait_until(condition: Any, timeout: float = 20) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.2)
+
+
+def test_a_destroyed_key_is_incomplete_while_a_backup_holds_it(fresh_kma: RunningKma) -> None:
+    # Given the demo's keys destroyed yesterday, after its first backup (400 days ago) took them
+    op, backup = fresh_kma.client("op"), fresh_kma.client("backup")
+    destroyed = [k.id for k in op.list_keys(state="destroyed").items]
+    assert len(destroyed) == 2
+    first = min(backup.list_backups().items, key=lambda b: b.created_at)
+    for key_id in destroyed:
+        key = op.get_key(key_id)
+        assert key.destruction_complete is False and key.held_by_backups == (first.id,)
+    assert all(k.destruction_complete is False for k in op.list_keys(state="destroyed").items)
+    # When the Backup Operator deletes that backup, their destruction is complete
+    backup.delete_backup(first.id)
+    for key_id in destroyed:
+        key = op.get_key(key_id)
+        assert key.destruction_complete is True and key.held_by_backups == ()
+    assert first.id not in {b.id for b in backup.list_backups().items}
+    event = fresh_kma.client("auditor").list_audit_events(operation="backup.delete").items[0]
+    assert "destruction of 2 destroyed keys it held is now complete" in event.message
+    assert not (fresh_kma.data_dir / "backups" / f"{first.id}.kmabackup").exists()
