@@ -31,7 +31,8 @@ def default_clock() -> Clock:
 
 class Appliance:
     def __init__(self, data_dir: DataDir, clock: Clock | None = None) -> None:
-        from kma.services.audit_pruner import AutoPrune  # (both need the appliance they serve)
+        from kma.services.audit_pruner import AutoPrune  # (these need the appliance they serve)
+        from kma.services.backup_schedule import BackupScheduler
         from kma.services.keypool import KeyPool
         from kma.vault import Vault
 
@@ -44,6 +45,7 @@ class Appliance:
         self.vault = Vault()
         self.pool = KeyPool(self)
         self.auto_prune = AutoPrune(self)
+        self.backup_schedule = BackupScheduler(self)
         self.itself = Actor(self.kma_id, self.identity.management_address, kind="kma")
 
     @property
@@ -137,6 +139,7 @@ class Appliance:
             )
         self.pool.start()
         self.auto_prune.start()
+        self.backup_schedule.start()
 
     def try_autonomous_unlock(self) -> bool:
         path = self.data_dir.unlock_key
@@ -155,6 +158,7 @@ class Appliance:
         return True
 
     def close(self) -> None:
+        self.backup_schedule.stop()
         self.auto_prune.stop()
         self.pool.stop()
         self.store.close()

@@ -138,6 +138,11 @@ from .audit_models import (  # noqa: E402  the auditor's routes
 __all__ += ["AuditCheckpoint", "AuditFacets", "AuditReport", "Boundary", "History", "Lane", "PruneResult",
             "Retention", "Series", "Span"]  # fmt: skip
 
-from .backups import Backup, Backups, CoreSecurityBackupStatus  # noqa: E402  database and core security backups
+from .backups import (  # noqa: E402  database and core security backups
+    Backup,
+    Backups,
+    BackupSchedule,
+    CoreSecurityBackupStatus,
+)
 
-__all__ += ["Backup", "Backups", "CoreSecurityBackupStatus"]
+__all__ += ["Backup", "BackupSchedule", "Backups", "CoreSecurityBackupStatus"]

@@ -71,6 +71,24 @@ class Backups:
                    CoreSecurityBackupStatus.from_json(d["core_security_backup"]))  # fmt: skip
 
 
+@dataclass(frozen=True)
+class BackupSchedule:
+    kma_id: str
+    frequency: str  # off | hourly | daily
+    folder: str
+    keep: int
+    last_attempt_at: datetime | None
+    last_error: str | None
+    last_scheduled_backup_at: datetime | None
+    next_at: datetime | None
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> BackupSchedule:
+        return cls(d["kma_id"], d["frequency"], d["folder"], int(d["keep"]),
+                   _opt_time(d.get("last_attempt_at")), d.get("last_error"),
+                   _opt_time(d.get("last_scheduled_backup_at")), _opt_time(d.get("next_at")))  # fmt: skip
+
+
 class BackupMethods:
     if TYPE_CHECKING:
         _http: httpx.Client
@@ -130,6 +148,15 @@ class BackupMethods:
         finally:
             part.unlink(missing_ok=True)
         return written
+
+    def backup_schedule(self) -> BackupSchedule:
+        """The schedule of the KMA this client talks to (each KMA has its own)."""
+        return self._call("GET", "/backups/schedule", BackupSchedule.from_json)
+
+    def set_backup_schedule(self, frequency: str, folder: str = "", keep: int = 7) -> BackupSchedule:
+        """`frequency` off, hourly or daily; `folder` an absolute path on the KMA's machine."""
+        body = {"frequency": frequency, "folder": folder, "keep": keep}
+        return self._call("PUT", "/backups/schedule", BackupSchedule.from_json, body=body)
 
     def core_security_backup_status(self) -> CoreSecurityBackupStatus:
         return self._call("GET", "/core-security-backup", CoreSecurityBackupStatus.from_json)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from kma.api.schemas import Response, Time
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from kma.api.schemas import Request, Response, Time
 
 
 class CoreSecurityBackupStatus(Response):
@@ -35,3 +39,22 @@ class BackupMade(Backup):
 class Backups(Response):
     items: list[Backup]
     core_security_backup: CoreSecurityBackupStatus
+
+
+class BackupSchedule(Response):
+    kma_id: str  # the schedule is this KMA's: its folder is on this KMA's machine
+    frequency: str  # off | hourly | daily
+    folder: str
+    keep: int
+    updated_at: Time | None
+    updated_by: str | None
+    last_attempt_at: Time | None
+    last_error: str | None  # the last attempt's failure (also an audit event of severity error)
+    last_scheduled_backup_at: Time | None
+    next_at: Time | None
+
+
+class BackupScheduleSet(Request):
+    frequency: Literal["off", "hourly", "daily"]
+    folder: Annotated[str, Field(max_length=4096)] = ""
+    keep: Annotated[int, Field(ge=1, le=1000)] = 7

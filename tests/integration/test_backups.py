@@ -324,3 +324,39 @@ def test_a_destroyed_key_is_incomplete_while_a_backup_holds_it(fresh_kma: Runnin
     event = fresh_kma.client("auditor").list_audit_events(operation="backup.delete").items[0]
     assert "destruction of 2 destroyed keys it held is now complete" in event.message
     assert not (fresh_kma.data_dir / "backups" / f"{first.id}.kmabackup").exists()
+
+
+def test_scheduled_backups_keep_the_newest_and_a_failure_is_an_error_event(
+    fresh_kma: RunningKma, tmp_path: Path
+) -> None:
+    folder = tmp_path / "scheduled"
+    folder.mkdir()
+
+    def in_folder() -> set[str]:
+        return {p.name for p in folder.iterdir() if p.suffix == ".kmabackup"}
+
+    # Given an hourly schedule keeping 2, run for three hours
+    made: list[set[str]] = []
+    for _ in range(3):
+        before = in_folder()
+        backup = fresh_kma.client("backup")  # sessions end with the hour the clock moves on
+        backup.set_backup_schedule("hourly", str(folder), keep=2)  # also wakes the scheduler
+        wait_until(lambda before=before: in_folder() - before)  # type: ignore[misc]
+        made.append(in_folder() - before)
+        fresh_kma.advance_clock(3601)
+    # Then the newest 2 stay, in the folder and on the KMA; the oldest expired
+    backup, auditor = fresh_kma.client("backup"), fresh_kma.client("auditor")
+    scheduled = [b for b in backup.list_backups().items if b.scheduled]
+    assert len(scheduled) == 2 and in_folder() == {f"{b.id}.kmabackup" for b in scheduled}
+    (oldest,) = made[0]
+    assert oldest not in in_folder()
+    expired = auditor.list_audit_events(operation="backup.delete").items[0]
+    assert "expired (schedule keeps 2)" in expired.message
+    # When the target folder disappears, the next scheduled backup fails as an error event
+    for name in in_folder():
+        (folder / name).unlink()
+    folder.rmdir()
+    wait_until(lambda: auditor.list_audit_events(operation="backup.scheduled").items, timeout=30)
+    failed = auditor.list_audit_events(operation="backup.scheduled").items[0]
+    assert failed.severity == "error" and "does not exist" in failed.message
+    assert "does not exist" in (backup.backup_schedule().last_error or "")

@@ -10,7 +10,7 @@ from fastapi.responses import FileResponse
 from kma.api import backup_schemas as schemas
 from kma.api.deps import BackupsRead, BackupsWrite, CoreBackup, Kma
 from kma.backup.fileformat import CORE_SUFFIX
-from kma.services import backups
+from kma.services import backup_schedule, backups
 
 router = APIRouter(tags=["backups"])
 
@@ -24,6 +24,16 @@ def list_backups(kma: Kma, actor: BackupsRead) -> dict[str, Any]:
 def create_backup(kma: Kma, actor: BackupsWrite) -> dict[str, Any]:
     made = backups.create_backup(kma, actor)
     return {**made, "core_security_backup": backups.core_status(kma)}
+
+
+@router.get("/backups/schedule", response_model=schemas.BackupSchedule)
+def get_schedule(kma: Kma, actor: BackupsRead) -> dict[str, Any]:
+    return backup_schedule.get_schedule(kma)
+
+
+@router.put("/backups/schedule", response_model=schemas.BackupSchedule)
+def set_schedule(body: schemas.BackupScheduleSet, kma: Kma, actor: BackupsWrite) -> dict[str, Any]:
+    return backup_schedule.set_schedule(kma, actor, body.frequency, body.folder, body.keep)
 
 
 @router.get("/backups/{backup_id}", response_model=schemas.Backup)
