@@ -117,10 +117,7 @@ def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> dict
                        "backup could ever be opened.")  # fmt: skip
     backup_id = secrets.token_hex(8).upper()
     started = kma.clock.now()
-    # Keys marked now are in the copy that follows; any backup beginning later holds them too.
-    kma.store.write(Batch([Stmt(
-        "UPDATE keys SET backup_mark = ? WHERE backup_mark IS NULL AND material_wrapped IS NOT NULL",
-        (started,))]))  # fmt: skip
+    mark_keys(kma, started)
     folder = backups_dir(kma)
     plain = folder / f".{backup_id}.db"
     out = folder / f"{backup_id}{DATABASE_SUFFIX}"
@@ -163,6 +160,21 @@ def _describe_copy(plain: Path) -> tuple[int, dict[str, int]]:
     finally:
         conn.close()
     return version, counts
+
+
+MARK_CHUNK = 20_000  # keys marked per write: the writer is never held for long (a first backup
+# of a million keys marks them all)
+
+
+def mark_keys(kma: Appliance, started: int) -> None:
+    """Mark every key not yet held by a backup: the copy that follows holds them, and so does
+    any backup beginning later."""
+    mark = Stmt(
+        "UPDATE keys SET backup_mark = ? WHERE rowid IN (SELECT rowid FROM keys WHERE backup_mark IS NULL "
+        "AND material_wrapped IS NOT NULL LIMIT ?)", (started, MARK_CHUNK),
+    )  # fmt: skip
+    while kma.store.write(Batch([mark])).rowcounts[0] == MARK_CHUNK:
+        pass
 
 
 def backup_file(kma: Appliance, backup_id: str) -> Path:

@@ -19,6 +19,7 @@ AREA_MODULES = (
     "ui.pages.settings",
     "ui.pages.quorum",  # Pending approvals: inbox, badge, notifications, locked banner
     "ui.pages.locking",  # Lock and unlock, autonomous unlock, quorum lifetime
+    "ui.pages.backups",  # Database backups, their schedule, the core security backup
     "ui.pages.planning",  # Planning a deployment from the white paper's measurements (no KMA needed)
     "ui.audit.pages",  # the auditor's browser, histories and dashboard charts (replace by key)
 )
