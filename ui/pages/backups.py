@@ -78,6 +78,14 @@ def _size(n: int) -> str:
     return str(n)
 
 
+def _tell(parent: QWidget, title: str, text: str) -> None:
+    """An information box that does not block (window-modal, opened, deleted on close)."""
+    box = QMessageBox(QMessageBox.Information, title, text, QMessageBox.Ok, parent)
+    box.setAttribute(Qt.WA_DeleteOnClose)
+    box.setWindowModality(Qt.WindowModal)
+    box.open()
+
+
 def _list(client: Any) -> Callable[..., Page[Any]]:
     """The KMA answers all live backups at once (a handful): one page for the list."""
 
@@ -102,7 +110,7 @@ def _ask_save(parent: QWidget, title: str, name: str, kinds: str) -> Path | None
 def _make(page: ListPage, _obj: Any) -> None:
     def done(backup: Any) -> None:
         page.refresh()
-        QMessageBox.information(page, "Database backup made",
+        _tell(page, "Database backup made",
                                 f"Backup {backup.id}: {counted(backup.keys, 'key')}, "
                                 f"{counted(backup.audit_events, 'audit event')}, {_size(backup.size)}.\n\n"
                                 "It is kept on the KMA; download it to keep a copy offline.")  # fmt: skip
@@ -127,7 +135,7 @@ def download(page: QWidget, ctx: AppContext, backup: Any, path: Path,
         if done is not None:
             done(size)
             return
-        QMessageBox.information(page, "Backup downloaded", f"Saved {_size(size)} to {path}.\n\n"
+        _tell(page, "Backup downloaded", f"Saved {_size(size)} to {path}.\n\n"
                                 f"SHA-256 {backup.sha256}")  # fmt: skip
 
     ctx.ops.read(op, parent=page, label=f"Downloading backup {backup.id}…", success=finished)
@@ -247,7 +255,7 @@ class BackupsPage(QWidget):
 
         def done(size: int) -> None:
             self.refresh()
-            QMessageBox.information(self, "Core security backup taken",
+            _tell(self, "Core security backup taken",
                                     f"Saved {_size(size)} to {path}.\n\nKeep it offline: with a quorum "
                                     "of the key split's passphrases it opens every database backup of "
                                     "this cluster.")  # fmt: skip
