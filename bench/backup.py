@@ -9,7 +9,7 @@ restored, so the kept store never changes. Steps, on the copy:
 - the Security Officer takes the core security backup;
 - Get p99 at 16 agents with no backup running (the baseline);
 - a first database backup (it also marks every key as held by a backup), timed;
-- a second database backup while the 16 agents Get keys, timed; the agents' window lies inside it;
+- database backups one after another while the 16 agents Get keys for 30 s, each timed;
 - a restore of that backup into a new data directory with a quorum of the key split, timed.
 Targets (issue 12): backup <= 60 s, restore <= 120 s, Get p99 <= 20 ms during a backup.
 Prints a table, then, last, one JSON object.
@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -86,21 +87,27 @@ def run(store: Store, work: Path, args: argparse.Namespace) -> int:
     first_s, first = timed_backup(store)
     print(f"first backup (marks every key): {first_s:.1f} s, {first.size / 2**20:.0f} MiB", flush=True)
 
-    # The second backup starts as the agents start measuring; their window ends well inside it.
-    outcome: dict[str, Any] = {}
-    window = max(3.0, 0.7 * first_s - 5.0)
+    # Then backups one after another while the agents measure: the window lies inside backups.
+    window = 30.0
+    stop = threading.Event()
+    runs: list[tuple[float, Any]] = []
 
-    def backup_later() -> None:
-        time.sleep(5.0)  # agent_round's agents connect for 5 s, then measure
-        outcome["s"], outcome["made"] = timed_backup(store)
+    def back_up_meanwhile() -> None:
+        time.sleep(4.0)  # agent_round's agents connect for 5 s, then measure
+        while not stop.is_set():
+            runs.append(timed_backup(store))
+            if len(runs) > 1:  # keep the disk in bounds: one finished backup is enough
+                store.kma.client("backup").delete_backup(runs[-2][1].id)
 
-    thread = threading.Thread(target=backup_later)
+    thread = threading.Thread(target=back_up_meanwhile)
     thread.start()
     during = agent_round(store, "get", window, "during")
+    stop.set()
     thread.join()
-    backup_s, made = outcome["s"], outcome["made"]
-    print(f"second backup: {backup_s:.1f} s; Get at 16 agents meanwhile ({window:.0f} s): "
-          f"p99 {during['p99_ms']:.1f} ms, {during['ops_per_s']:.0f}/s, errors {during['errors']:.0f}",
+    backup_s = statistics.median(s for s, _ in runs)
+    made = runs[-1][1]
+    print(f"{len(runs)} backups while 16 agents Get ({window:.0f} s): median {backup_s:.1f} s; "
+          f"Get p99 {during['p99_ms']:.1f} ms, {during['ops_per_s']:.0f}/s, errors {during['errors']:.0f}",
           flush=True)  # fmt: skip
 
     split = kma.demo["key_split"]
@@ -125,7 +132,7 @@ def run(store: Store, work: Path, args: argparse.Namespace) -> int:
         "get_ops_per_s_during_backup": round(during["ops_per_s"], 1),
         "get_errors_during_backup": int(during["errors"]),
         "get_window_s": round(window, 1),
-        "window_inside_backup": window + 0.5 < backup_s,
+        "backups_during_window": len(runs),
         "targets": {"backup_s": 60, "restore_s": 120, "get_p99_ms_during_backup": 20},
     }
     print(json.dumps(result))

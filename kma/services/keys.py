@@ -28,7 +28,7 @@ from kma.store import Stmt
 PUBLIC = (
     "id, key_group_id, data_unit_id, agent_id, kma_id, 'AES-256' AS algorithm, "
     f"{key_state_sql()} AS state, compromised_at IS NOT NULL AS compromised, compromised_at, "
-    "created_at, activated_at, protect_until, deactivate_at, destroyed_at, destroy_comment, "
+    "created_at, activated_at, protect_until, deactivate_at, destroyed_at, destroy_comment, backup_mark, "
     "CASE WHEN destroyed_at IS NULL THEN NULL ELSE NOT EXISTS (SELECT 1 FROM backups b WHERE "
     f"{BACKUP_HOLDS_DESTROYED_KEY.format(t='keys.', b='b.')}) END AS destruction_complete"
 )

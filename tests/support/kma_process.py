@@ -137,3 +137,20 @@ class RunningKma:
     def log_text(self) -> str:
         log = self.data_dir / "logs" / "kma.log"
         return log.read_text(errors="replace") if log.exists() else ""
+
+
+def ready_pool(kma: RunningKma, size: int, timeout: float = 120) -> None:
+    """A one-KMA cluster issues only keys a database backup holds (issue 12): grow the demo KMA's
+    pool to `size`, wait until it is generated, and back it up, for tests that issue many keys."""
+    admin = kma.client("admin")
+    kma_id = admin.status().kma_id
+    admin.update_kma(kma_id, key_pool_size=size)
+    deadline = time.monotonic() + timeout
+    while True:
+        counts = admin.dashboard().keys_by_state
+        if counts.get("generated", 0) + counts.get("ready", 0) >= size:
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError("the key pool did not fill")
+        time.sleep(0.2)
+    admin.create_backup()
