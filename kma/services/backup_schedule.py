@@ -69,9 +69,13 @@ def set_schedule(kma: Appliance, actor: Actor, frequency: str, folder: str, keep
 
 def _check_folder(folder: str) -> None:
     path = Path(folder)
-    if not folder or not path.is_absolute():
+    if not folder or "\x00" in folder or not path.is_absolute():
         raise ValidationFailed("The target folder must be an absolute path on the KMA's machine.")
-    if not path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except (OSError, ValueError):
+        is_dir = False
+    if not is_dir:
         raise ValidationFailed(f"The target folder {folder} does not exist on the KMA's machine.")
     if not os.access(path, os.W_OK | os.X_OK):
         raise ValidationFailed(f"The KMA cannot write into {folder}.")
