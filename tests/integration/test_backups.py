@@ -360,3 +360,30 @@ def test_scheduled_backups_keep_the_newest_and_a_failure_is_an_error_event(
     failed = auditor.list_audit_events(operation="backup.scheduled").items[0]
     assert failed.severity == "error" and "does not exist" in failed.message
     assert "does not exist" in (backup.backup_schedule().last_error or "")
+
+
+def test_after_a_key_split_change_the_core_security_backup_is_out_of_date_yet_opens_new_backups(
+    fresh_kma: RunningKma, tmp_path: Path
+) -> None:
+    from tests.integration.test_key_split_change import NAMES, enrol_all
+    from tests.integration.test_quorum import creds
+
+    # Given the demo's core security backup, taken with the split alice..erin (3 of 5)
+    old_core = fresh_kma.data_dir / "demo-core-security-backup.kmacore"
+    old_quorum = quorum(fresh_kma)
+    # When the key split changes
+    so = fresh_kma.client("so")
+    change = so.change_key_split(2, NAMES, credentials=creds(fresh_kma, "carol", "dave", "erin"))
+    assert enrol_all(fresh_kma, change).state == "executed"
+    # Then the API and the dashboard say the core security backup is out of date
+    status = fresh_kma.client("backup").core_security_backup_status()
+    assert status.exists and not status.up_to_date and "key split changed" in status.message
+    assert any("key split changed" in w for w in fresh_kma.client("so").dashboard().warnings)
+    # ... and a database backup made now still opens with it and the old split's passphrases
+    database = tmp_path / "after-change.kmabackup"
+    made = cli(fresh_kma, "backup", "backup", "create", "--out", str(database))
+    assert "key split changed" in made.stderr  # kma backup create warns
+    target = tmp_path / "restored"
+    done = run_kma("init", "--data-dir", str(target), "--answers",
+                   str(answers(tmp_path, old_core, database, old_quorum)), check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
