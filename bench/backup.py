@@ -70,7 +70,7 @@ def main() -> int:
         root = work / "store"  # built here by bench/scale.py's fill
     else:
         root = copy_store(args.store, work)
-    store = Store(root, args.keys, args.tapes)
+    store = Store(root, args.keys, args.tapes, issuing=False)
     try:
         return run(store, work, args)
     finally:
