@@ -84,8 +84,9 @@ def _canonical(data: Mapping[str, Any]) -> bytes:
 # --- database backup ----------------------------------------------------------------------
 def write_database_backup(
     plain_db: Path, out: Path, manifest: dict[str, Any], master: WrappingKey
-) -> dict[str, Any]:
-    """Encrypt the SQLite file `plain_db` into `out`; returns the manifest as written.
+) -> tuple[dict[str, Any], str]:
+    """Encrypt the SQLite file `plain_db` into `out`; returns the manifest as written and the
+    SHA-256 of the whole file (hashed as it is written, not read back).
 
     `manifest` says what the backup is (id, cluster, KMA, time, schema, counts); this adds the
     plaintext's size and SHA-256 and the encryption fields.
@@ -110,15 +111,21 @@ def write_database_backup(
     encryptor = Cipher(algorithms.AES(data_key), modes.GCM(nonce)).encryptor()
     encryptor.authenticate_additional_data(header)
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    written = hashlib.sha256()
+
+    def write(data: bytes) -> None:
+        written.update(data)
+        sink.write(data)
+
     with os.fdopen(fd, "wb") as sink, plain_db.open("rb") as source:
-        sink.write(header)
+        write(header)
         for chunk in iter(lambda: source.read(_CHUNK), b""):
-            sink.write(encryptor.update(chunk))
-        sink.write(encryptor.finalize())
-        sink.write(encryptor.tag)
+            write(encryptor.update(chunk))
+        write(encryptor.finalize())
+        write(encryptor.tag)
         sink.flush()
         os.fsync(sink.fileno())
-    return full
+    return full, written.hexdigest()
 
 
 def _data_key_context(manifest: Mapping[str, Any]) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.backup.fileformat import DATABASE_SUFFIX, core_security_backup, file_sha256, write_database_backup
+from kma.backup.fileformat import DATABASE_SUFFIX, core_security_backup, write_database_backup
 from kma.crypto import fingerprint
 from kma.domain.actor import Actor
 from kma.domain.lifecycle import BACKUP_HOLDS_DESTROYED_KEY, HELD_OR_REPLICATED
@@ -133,13 +133,12 @@ def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> dict
             "schema_version": schema_version,
             "counts": counts,
         }
-        write_database_backup(plain, out, manifest, master)
+        _, sha256 = write_database_backup(plain, out, manifest, master)
     except BaseException:
         out.unlink(missing_ok=True)
         raise
     finally:
         plain.unlink(missing_ok=True)
-    sha256 = file_sha256(out)
     kma.commit(actor, "backup.create", [Stmt(
         "INSERT INTO backups (id, kma_id, created_at, created_by, scheduled, file_name, size, sha256, "
         "schema_version, keys, audit_events) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
