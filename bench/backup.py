@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.scale import Store, agent_round  # noqa: E402
 from kma.backup.restore import restore  # noqa: E402
 from kma.datadir import DataDir  # noqa: E402
-from kma.services.key_split import Credential  # noqa: E402
+from kma.services.quorum.key_split import Credential  # noqa: E402
 
 
 def copy_store(source: Path, work: Path) -> Path:

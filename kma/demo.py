@@ -24,6 +24,8 @@ from kma.domain.actor import Actor
 from kma.domain.roles import Role
 from kma.services import agents, data_units, keys, policies, sites, users
 from kma.services.backups import take_core_security_backup
+from kma.services.keypool import key_pool
+from kma.services.quorum.locking import unlock_autonomously
 
 DAY = 86400
 DEMO_USERS: list[tuple[str, str, list[Role]]] = [
@@ -62,7 +64,7 @@ def make_demo(data_dir: DataDir, port: int = 8443) -> dict[str, Any]:
     ]
     kma = Appliance(data_dir, clock)
     try:
-        kma.try_autonomous_unlock()
+        unlock_autonomously(kma)
         enrollment = _replay_a_year(kma, clock, credentials)
         take_backup(kma, BACKUP_OPERATOR)  # today's: the dashboard shows a fresh one
     finally:
@@ -91,7 +93,7 @@ def take_backup(kma: Appliance, actor: Actor) -> None:
     """A database backup, so that this one-KMA cluster's pool keys are Ready and may be issued."""
     from kma.services.backups import create_backup
 
-    kma.pool.refill()
+    key_pool(kma).refill()
     create_backup(kma, actor)
 
 

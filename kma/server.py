@@ -29,6 +29,7 @@ from kma.datadir import DataDir
 from kma.kmip.server import ServiceListener
 from kma.limits import ListenerLimits
 from kma.services import refusals
+from kma.services.running import Running
 from kma.tls import server_context
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,8 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
     ca = fingerprint(data_dir.ca_cert.read_bytes())
 
     kma = Appliance(data_dir)
-    kma.start(management, service)
+    running = Running(kma)  # autonomous unlock, key pool, audit pruner
+    running.start(management, service)
     agents = ServiceListener(kma, service_sock, service, limits)
     agents.start()
     config = uvicorn.Config(
@@ -144,6 +146,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
         asyncio.run(server.serve(sockets=[sock]))
     finally:
         agents.stop()
+        running.stop()
         kma.close()
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)

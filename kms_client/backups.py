@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._http import error_from_response, segment, translated_transport_errors
-from .models import JsonObject, _opt_time, parse_time
+from .models import JsonObject, maybe_time, parse_time
 
 if TYPE_CHECKING:
     import httpx
@@ -34,7 +34,7 @@ class CoreSecurityBackupStatus:
 
     @classmethod
     def from_json(cls, d: JsonObject) -> CoreSecurityBackupStatus:
-        return cls(bool(d["exists"]), bool(d["up_to_date"]), _opt_time(d.get("created_at")),
+        return cls(bool(d["exists"]), bool(d["up_to_date"]), maybe_time(d.get("created_at")),
                    d.get("created_by"), str(d["message"]))  # fmt: skip
 
 
@@ -57,7 +57,7 @@ class Backup:
     def from_json(cls, d: JsonObject) -> Backup:
         return cls(d["id"], d["kma_id"], parse_time(d["created_at"]), d["created_by"], bool(d["scheduled"]),
                    int(d["size"]), d["sha256"], int(d["keys"]), int(d["audit_events"]),
-                   int(d["schema_version"]), _opt_time(d.get("deleted_at")), d.get("deleted_by"))  # fmt: skip
+                   int(d["schema_version"]), maybe_time(d.get("deleted_at")), d.get("deleted_by"))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,8 @@ class BackupSchedule:
     @classmethod
     def from_json(cls, d: JsonObject) -> BackupSchedule:
         return cls(d["kma_id"], d["frequency"], d["folder"], int(d["keep"]),
-                   _opt_time(d.get("last_attempt_at")), d.get("last_error"),
-                   _opt_time(d.get("last_scheduled_backup_at")), _opt_time(d.get("next_at")))  # fmt: skip
+                   maybe_time(d.get("last_attempt_at")), d.get("last_error"),
+                   maybe_time(d.get("last_scheduled_backup_at")), maybe_time(d.get("next_at")))  # fmt: skip
 
 
 class BackupMethods:

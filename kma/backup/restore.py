@@ -46,7 +46,7 @@ from kma.crypto import (
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.errors import Conflict, ValidationFailed
-from kma.services.key_split import Credential
+from kma.services.quorum.key_split import Credential
 from kma.store import Stmt
 from kma.store.sqlite import latest_schema_version
 from kma.vault import unwrap_master_with_root

@@ -14,7 +14,7 @@ from kma.errors import Conflict, NotFound, ValidationFailed
 Sub = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
-def _data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
+def open_data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
     data_dir = DataDir(Path(args.data_dir).expanduser().resolve())
     if must_exist and not data_dir.is_initialised():
         raise NotFound(f"{data_dir.root} holds no KMA; run `kma init` or `kma demo` first.")
@@ -40,7 +40,7 @@ def run_init(args: argparse.Namespace) -> int:
     # From standard input, the answers (which hold passphrases) need no file the KMA's own user
     # can read: root pipes them in (`... | runuser -u kma -- kma init --answers -`).
     text = sys.stdin.read() if str(args.answers) == "-" else read_answers(args.answers)
-    data_dir = _data_dir(args, must_exist=False)
+    data_dir = open_data_dir(args, must_exist=False)
     if answers_mode(text) == "restore":
         return _run_restore(data_dir, text, Path.cwd() if str(args.answers) == "-" else args.answers.parent)
     answers = parse_answers(text)
@@ -79,12 +79,13 @@ def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
     from kma.services.backups import describe_duration, readiness
     from kma.services.dashboard import keys_by_state, status
+    from kma.services.quorum.locking import unlock_autonomously
 
-    data_dir = _data_dir(args)
+    data_dir = open_data_dir(args)
     data_dir.check_private()
     kma = Appliance(data_dir)
     try:
-        kma.try_autonomous_unlock()  # only to report whether it would; nothing is written
+        unlock_autonomously(kma)  # only to report whether it would; nothing is written
         info = status(kma)
         info["keys_by_state"] = keys_by_state(kma)
         info["backups"] = readiness(kma)
@@ -138,7 +139,7 @@ def run_audit_verify(args: argparse.Namespace) -> int:
     from kma.services.audit_log import verify_chain
     from kma.store.sqlite import SQLiteStore
 
-    data_dir = _data_dir(args)
+    data_dir = open_data_dir(args)
     store = SQLiteStore(data_dir.db)  # no chain: this command never writes
     try:
         report = verify_chain(store, data_dir.ca_cert.read_bytes())
@@ -161,7 +162,7 @@ def _verify_export(args: argparse.Namespace) -> int:
     if args.ca is not None:
         ca_pem = args.ca.read_bytes()
     elif args.data_dir:
-        ca_pem = _data_dir(args).ca_cert.read_bytes()
+        ca_pem = open_data_dir(args).ca_cert.read_bytes()
     check = verify_export(args.export, args.signature, ca_pem)
     if check.ok and ca_pem is None:
         # Anyone can make a CA and sign a forged export with it: without the cluster's own CA,
@@ -186,7 +187,7 @@ def add_demo(sub: Any) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     from kma.demo import make_demo
 
-    data_dir = _data_dir(args, must_exist=False)
+    data_dir = open_data_dir(args, must_exist=False)
     if data_dir.root.exists() and any(data_dir.root.iterdir()):
         raise Conflict(f"{data_dir.root} is not empty; choose a new directory for the demo KMA.")
     info = make_demo(data_dir, args.port)

@@ -15,16 +15,15 @@ import os
 import shutil
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+from weakref import WeakKeyDictionary
 
+from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
 from kma.backup.fileformat import DATABASE_SUFFIX
 from kma.domain.actor import Actor
 from kma.errors import KmaError, ValidationFailed
 from kma.store import Batch, Stmt
-
-if TYPE_CHECKING:
-    from kma.appliance import Appliance
 
 log = logging.getLogger(__name__)
 CHECK_S = 10.0  # a check is one small query
@@ -63,7 +62,7 @@ def set_schedule(kma: Appliance, actor: Actor, frequency: str, folder: str, keep
         (kma.kma_id, frequency, folder, keep, now, actor.entity_id),
     )], f"set KMA {kma.kma_id}'s backup schedule: {frequency}"
         + (f" into {folder}, keeping {keep}" if frequency != "off" else ""), ("kma", kma.kma_id))  # fmt: skip
-    kma.backup_schedule.wake()
+    backup_scheduler(kma).wake()
     return get_schedule(kma)
 
 
@@ -151,3 +150,16 @@ class BackupScheduler:
                     log.info("scheduled database backup %s made", made)
             except Exception:
                 log.exception("scheduled backup failed")
+
+
+_SCHEDULERS: WeakKeyDictionary[Appliance, BackupScheduler] = WeakKeyDictionary()
+_SCHEDULERS_LOCK = threading.Lock()
+
+
+def backup_scheduler(kma: Appliance) -> BackupScheduler:
+    """This KMA's one backup scheduler (`kma serve` starts it: kma/services/running.py)."""
+    scheduler = _SCHEDULERS.get(kma)
+    if scheduler is None:
+        with _SCHEDULERS_LOCK:
+            scheduler = _SCHEDULERS.setdefault(kma, BackupScheduler(kma))
+    return scheduler

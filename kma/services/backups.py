@@ -23,6 +23,7 @@ from kma.crypto import fingerprint
 from kma.domain.actor import Actor
 from kma.domain.lifecycle import BACKUP_HOLDS_DESTROYED_KEY, HELD_OR_REPLICATED
 from kma.errors import Conflict, NotFound
+from kma.services.keypool import key_pool
 from kma.store import Batch, Stmt
 
 # What a manifest counts: enough for a person to see what a backup holds before restoring it.
@@ -147,7 +148,7 @@ def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> dict
     )], f"made database backup {backup_id}{' (scheduled)' if scheduled else ''}: {counts['keys']} keys, "
         f"{counts['audit_events']} audit events, {out.stat().st_size} bytes, SHA-256 {sha256}",
         ("backup", backup_id))  # fmt: skip
-    kma.pool.take_held()  # in a one-KMA cluster the keys it holds are Ready now: issue them
+    key_pool(kma).take_held()  # in a one-KMA cluster the keys it holds are Ready now: issue them
     return get_backup(kma, backup_id)
 
 
@@ -219,7 +220,7 @@ def readiness(kma: Appliance) -> dict[str, Any]:
     Ready keys run out at the recent issue rate (a refilled pool is Ready only after a backup)."""
     now = kma.clock.now()
     last = kma.store.scalar("SELECT max(created_at) FROM backups WHERE deleted_at IS NULL")
-    alone = kma.pool.alone()
+    alone = key_pool(kma).alone()
     pool = "kma_id = ? AND activated_at IS NULL AND destroyed_at IS NULL AND key_group_id IS NULL"
     ready = int(
         kma.store.scalar(
@@ -239,7 +240,7 @@ def readiness(kma: Appliance) -> dict[str, Any]:
         "last_backup_at": last,
         "last_backup_age": None if last is None else max(0, now - int(last)),
         "one_kma": alone,
-        "keys_waiting_for_backup": kma.pool.waiting() if alone else 0,
+        "keys_waiting_for_backup": key_pool(kma).waiting() if alone else 0,
         "ready_keys": ready,
         "keys_issued_recently": issued,
         "ready_keys_run_out_in": runs_out_in,

@@ -17,15 +17,13 @@ import logging
 import secrets
 import threading
 from collections import deque
-from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
+from kma.appliance import Appliance
 from kma.audit.record import Retention
 from kma.domain.lifecycle import HELD_OR_REPLICATED
 from kma.errors import KmaLocked, NoReadyKey
 from kma.store import Stmt
-
-if TYPE_CHECKING:
-    from kma.appliance import Appliance
 
 log = logging.getLogger(__name__)
 REFILL_CHUNK = 250
@@ -173,3 +171,16 @@ class KeyPool:
                 log.exception("key pool refill failed; retrying")
             self._wake.wait(timeout=5)
             self._wake.clear()
+
+
+_POOLS: WeakKeyDictionary[Appliance, KeyPool] = WeakKeyDictionary()
+_POOLS_LOCK = threading.Lock()
+
+
+def key_pool(kma: Appliance) -> KeyPool:
+    """This KMA's one key pool."""
+    pool = _POOLS.get(kma)
+    if pool is None:
+        with _POOLS_LOCK:
+            pool = _POOLS.setdefault(kma, KeyPool(kma))
+    return pool

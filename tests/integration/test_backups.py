@@ -15,6 +15,7 @@ import pytest
 from kms_client import Conflict as ClientConflict
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.waiting import wait_until
 
 # Rows that legitimately differ after a restore: the restored KMA's addresses and local unlock key
 # (network settings are not restored), sessions (everyone signs in again), the backups table (the
@@ -271,7 +272,7 @@ def test_a_new_one_kma_cluster_issues_no_key_until_a_backup_holds_its_pool(
     admin.create_key_group("g", "p")
     admin.create_data_unit("E00001")
     # Given a new KMA whose pool was generated but never backed up
-    wait_until(lambda: admin.dashboard().backups.keys_waiting_for_backup == 5)  # type: ignore[union-attr]
+    wait_until(lambda: admin.dashboard().backups.keys_waiting_for_backup == 5, 30)  # type: ignore[union-attr]
     dashboard = admin.dashboard()
     assert dashboard.keys_by_state["generated"] == 5 and dashboard.keys_by_state["ready"] == 0
     assert any("5 generated keys wait for a database backup" in w for w in dashboard.warnings)
@@ -294,15 +295,6 @@ def test_a_new_one_kma_cluster_issues_no_key_until_a_backup_holds_its_pool(
     assert after.backups.ready_keys_run_out_in == 4 * 7 * 86400  # one key issued in the last 7 days
     status = run_kma("status", "--data-dir", str(new_kma.data_dir)).stdout
     assert "Ready keys 4; waiting for a backup" in status and "run out in 28 days" in status
-
-
-def wait_until(condition: Any, timeout: float = 20) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
 
 
 def test_a_destroyed_key_is_incomplete_while_a_backup_holds_it(fresh_kma: RunningKma) -> None:
@@ -341,7 +333,7 @@ def test_scheduled_backups_keep_the_newest_and_a_failure_is_an_error_event(
         before = in_folder()
         backup = fresh_kma.client("backup")  # sessions end with the hour the clock moves on
         backup.set_backup_schedule("hourly", str(folder), keep=2)  # also wakes the scheduler
-        wait_until(lambda before=before: in_folder() - before)  # type: ignore[misc]
+        wait_until(lambda before=before: in_folder() - before, 30)  # type: ignore[misc]
         made.append(in_folder() - before)
         fresh_kma.advance_clock(3601)
     # Then the newest 2 stay, in the folder and on the KMA; the oldest expired

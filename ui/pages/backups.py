@@ -21,6 +21,13 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.writes.backups import (
+    create_backup,
+    delete_backup,
+    download_backup,
+    set_backup_schedule,
+    take_core_security_backup,
+)
 from kms_client import Page
 from ui.form_dialog import Field, FormDialog
 from ui.format import counted
@@ -115,21 +122,12 @@ def _make(page: ListPage, _obj: Any) -> None:
                                 f"{counted(backup.audit_events, 'audit event')}, {_size(backup.size)}.\n\n"
                                 "It is kept on the KMA; download it to keep a copy offline.")  # fmt: skip
 
-    page.ctx.ops.write(lambda c: c.client.create_backup(), parent=page, label="Making a database backup…",
-                       success=done)  # fmt: skip
+    page.ctx.ops.write(create_backup, parent=page, label="Making a database backup…", success=done)
 
 
 def download(page: QWidget, ctx: AppContext, backup: Any, path: Path,
              done: Callable[[int], None] | None = None) -> None:  # fmt: skip
     """Save `backup`'s file to `path` on a worker, with progress and a cancel that leaves no file."""
-
-    def op(c: Any) -> int:
-        def progress(written: int, total: int) -> None:
-            c.check()
-            c.progress(f"Downloading backup {backup.id}… {_size(written)} of {_size(total)}",
-                       written // 1024, total // 1024)  # fmt: skip
-
-        return int(c.client.download_backup(backup.id, path, progress))
 
     def finished(size: int) -> None:
         if done is not None:
@@ -138,7 +136,8 @@ def download(page: QWidget, ctx: AppContext, backup: Any, path: Path,
         _tell(page, "Backup downloaded", f"Saved {_size(size)} to {path}.\n\n"
                                 f"SHA-256 {backup.sha256}")  # fmt: skip
 
-    ctx.ops.read(op, parent=page, label=f"Downloading backup {backup.id}…", success=finished)
+    ctx.ops.read(lambda worker: download_backup(worker, backup, path), parent=page,
+                 label=f"Downloading backup {backup.id}…", success=finished)
 
 
 def _download(page: ListPage, backup: Any) -> None:
@@ -150,7 +149,7 @@ def _download(page: ListPage, backup: Any) -> None:
 def _delete(page: ListPage, backup: Any) -> None:
     FormDialog(
         page.ctx, f"Delete backup {backup.id}", [],
-        lambda c, _v: c.delete_backup(backup.id), lambda _r: page.refresh(),
+        lambda worker, _v: delete_backup(worker, backup.id), lambda _r: page.refresh(),
         intro=f"Delete the database backup made {backup.created_at:%Y-%m-%d %H:%M} UTC by "
               f"{backup.created_by}? "
               "Its file is removed from the KMA. Keys destroyed since it was made are destroyed completely "
@@ -260,7 +259,7 @@ class BackupsPage(QWidget):
                                     "of the key split's passphrases it opens every database backup of "
                                     "this cluster.")  # fmt: skip
 
-        self.ctx.ops.write(lambda c: c.client.take_core_security_backup(path), parent=self,
+        self.ctx.ops.write(lambda worker: take_core_security_backup(worker, path), parent=self,
                            label="Taking the core security backup…", success=done)  # fmt: skip
 
     def _edit_schedule(self) -> None:
@@ -274,7 +273,7 @@ class BackupsPage(QWidget):
                    help="A folder on the KMA's machine (absolute path); scheduled backups are copied there."),
              Field("keep", "Keep", "int", default=current.keep if current else 7, minimum=1, maximum=1000,
                    help="The newest scheduled backups kept; older ones are deleted.")],
-            lambda c, v: c.set_backup_schedule(v["frequency"], v["folder"] or "", v["keep"]),
+            lambda worker, v: set_backup_schedule(worker, v["frequency"], v["folder"] or "", v["keep"]),
             lambda _s: self.refresh(), ok_text="Save schedule", busy_text="Saving schedule…", parent=self,
         ).open()  # fmt: skip
 
