@@ -22,34 +22,52 @@ def open_data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
 
 
 def add_init(sub: Any) -> None:
-    p = sub.add_parser("init", help="first set-up of a new KMA from a TOML answers file")
+    p = sub.add_parser("init", help="first set-up of a new KMA: from a TOML answers file, or asked here")
     p.add_argument("--data-dir", required=True)
-    p.add_argument(
-        "--answers",
-        required=True,
-        type=Path,
-        help="TOML answers file (see README); - reads them from standard input",
-    )
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--answers", type=Path,
+                     help="TOML answers file (see README); - reads them from standard input. Passphrases "
+                     "left out of the file are asked for here, each typed twice and not shown")  # fmt: skip
+    how.add_argument("--interactive", action="store_true",
+                     help="ask the set-up questions in this terminal (passphrases not shown)")  # fmt: skip
     p.set_defaults(run=run_init)
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from kma.bootstrap import answers_mode, initialise, parse_answers, read_answers
-    from kma.crypto import fingerprint
+    import getpass
 
-    # From standard input, the answers (which hold passphrases) need no file the KMA's own user
-    # can read: root pipes them in (`... | runuser -u kma -- kma init --answers -`).
-    text = sys.stdin.read() if str(args.answers) == "-" else read_answers(args.answers)
+    from kma.bootstrap import answers_mode, answers_text, check_answers, read_answers
+    from kma.cli.setup_questions import ask_answers, ask_missing_passphrases, missing_passphrases
+    from kma.crypto import fingerprint
+    from kma.setup.service import run_answers
+
     data_dir = open_data_dir(args, must_exist=False)
-    if answers_mode(text) == "restore":
-        return _run_restore(data_dir, text, Path.cwd() if str(args.answers) == "-" else args.answers.parent)
-    answers = parse_answers(text)
-    initialise(data_dir, answers)
+    if data_dir.is_initialised():
+        raise Conflict(f"{data_dir.root} already holds a KMA; choose an empty directory.")
+    split = None
+    if args.interactive:
+        answers, split = ask_answers(input, getpass.getpass, print)
+    else:
+        # From standard input, the answers (which hold passphrases) need no file the KMA's own user
+        # can read: root pipes them in (`... | runuser -u kma -- kma init --answers -`).
+        from_stdin = str(args.answers) == "-"
+        text = sys.stdin.read() if from_stdin else answers_text(args.answers)
+        if answers_mode(text) == "restore":  # a restore's answers have their own tables
+            return _run_restore(data_dir, text, Path.cwd() if from_stdin else args.answers.parent)
+        answers = read_answers(text)
+        if missing_passphrases(answers):
+            if from_stdin or not sys.stdin.isatty():
+                raise ValidationFailed("The answers leave out passphrases. Run `kma init --answers FILE` "
+                                       "in a terminal, where each person types their own.")  # fmt: skip
+            answers = ask_missing_passphrases(answers, getpass.getpass, print)
+        check_answers(answers)
+    run_answers(data_dir, answers, split)
     print(f"Created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' in {data_dir.root}")
     print(f"Key split: {answers.threshold} of {len(answers.members)}; autonomous unlock "
           f"{'on' if answers.autonomous_unlock else 'off'}")  # fmt: skip
     print(f"CA fingerprint {fingerprint(data_dir.ca_cert.read_bytes())}")
-    print("The answers file holds passphrases: store it offline or destroy it now.")
+    if not args.interactive:
+        print("The answers file holds passphrases: store it offline or destroy it now.")
     return 0
 
 
