@@ -56,8 +56,9 @@ class Backup:
     @classmethod
     def from_json(cls, d: JsonObject) -> Backup:
         return cls(d["id"], d["kma_id"], parse_time(d["created_at"]), d["created_by"], bool(d["scheduled"]),
-                   int(d["size"]), d["sha256"], int(d["keys"]), int(d["audit_events"]), int(d["schema_version"]),
-                   maybe_time(d.get("deleted_at")), d.get("deleted_by"))  # fmt: skip
+                   int(d["size"]), d["sha256"], int(d["keys"]), int(d["audit_events"]),
+                   int(d["schema_version"]), maybe_time(d.get("deleted_at")),
+                   d.get("deleted_by"))  # fmt: skip
 
 
 @dataclass(frozen=True)
