@@ -6,6 +6,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.lifecycle import KeyState, key_state_sql
+from kma.services import backups
 from kma.services.kmas import list_kmas
 from kma.services.paging import PageRequest
 from kma.services.quorum import pending_count
@@ -15,13 +16,7 @@ def warnings(kma: Appliance) -> list[str]:
     out = []
     if kma.vault.locked:
         out.append("This KMA is locked: it serves no keys until a quorum unlocks it.")
-    kma_count = int(kma.store.scalar("SELECT count(*) FROM kmas") or 0)
-    issued = int(kma.store.scalar("SELECT count(*) FROM keys WHERE activated_at IS NOT NULL") or 0)
-    if kma_count == 1 and issued:
-        out.append(
-            f"{issued} keys exist on this KMA only: there is no second KMA and no backup yet. "
-            "Add a KMA or take a backup before relying on them."
-        )
+    out += backups.warnings(backups.readiness(kma))
     if kma.test_clock:
         out.append("This KMA runs on a test clock (KMA_TEST_CLOCK_FILE); never in production.")
     return out
@@ -47,6 +42,7 @@ def dashboard(kma: Appliance) -> dict[str, Any]:
         "agents": scalar("SELECT count(*) FROM agents"),
         "users": scalar("SELECT count(*) FROM users"),
         "pending_quorum_operations": pending_count(kma),
+        "backups": backups.readiness(kma),
         "warnings": warnings(kma),
     }
 

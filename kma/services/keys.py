@@ -10,7 +10,13 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
-from kma.domain.lifecycle import DESTROYABLE_SQL, KeyState, key_in_state, key_state_sql
+from kma.domain.lifecycle import (
+    BACKUP_HOLDS_DESTROYED_KEY,
+    DESTROYABLE_SQL,
+    KeyState,
+    key_in_state,
+    key_state_sql,
+)
 from kma.domain.validation import check_text
 from kma.errors import Conflict, NotFound
 from kma.services import agent_keys
@@ -22,7 +28,9 @@ from kma.store import Stmt
 PUBLIC = (
     "id, key_group_id, data_unit_id, agent_id, kma_id, 'AES-256' AS algorithm, "
     f"{key_state_sql()} AS state, compromised_at IS NOT NULL AS compromised, compromised_at, "
-    "created_at, activated_at, protect_until, deactivate_at, destroyed_at, destroy_comment"
+    "created_at, activated_at, protect_until, deactivate_at, destroyed_at, destroy_comment, backup_mark, "
+    "CASE WHEN destroyed_at IS NULL THEN NULL ELSE NOT EXISTS (SELECT 1 FROM backups b WHERE "
+    f"{BACKUP_HOLDS_DESTROYED_KEY.format(t='keys.', b='b.')}) END AS destruction_complete"
 )
 # Each sort and filter is served by an index (migration 0008). There is no sort by state: a state
 # follows from the key's times and the clock, so no index holds keys in state order; the state
@@ -55,6 +63,8 @@ ACTIVATE = """UPDATE keys SET key_group_id = :g, data_unit_id = :du, agent_id = 
 def _row(row: Any) -> dict[str, Any]:
     out = dict(row)
     out["compromised"] = bool(out["compromised"])
+    if out["destruction_complete"] is not None:
+        out["destruction_complete"] = bool(out["destruction_complete"])
     return out
 
 
@@ -69,7 +79,11 @@ def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
     )
     if row is None:
         raise NotFound(f"There is no key '{key_id}'.")
-    return _row(row)
+    holds = BACKUP_HOLDS_DESTROYED_KEY.format(t="keys.", b="b.")
+    held = kma.store.query(
+        f"SELECT b.id FROM backups b, keys WHERE keys.id = ? AND {holds} ORDER BY b.created_at", (key_id,)
+    )
+    return {**_row(row), "held_by_backups": [r[0] for r in held]}
 
 
 def issue_key(

@@ -3,7 +3,7 @@ sockets are bound and stops it after they close.
 
 At start the KMA records where it listens, unlocks itself if autonomous unlock is on (and no
 Security Officer's lock stands), and says so in the audit trail; then the key pool fills in the
-background and the audit trail is pruned on schedule.
+background, the audit trail is pruned and database backups are taken on schedule.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
 from kma.crypto import WrappingKey
 from kma.services.audit_pruner import AutoPrune
+from kma.services.backup_schedule import backup_scheduler
 from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
 from kma.store import Stmt
@@ -24,6 +25,7 @@ class Running:
         self.kma = kma
         self.pool = key_pool(kma)
         self.pruner = AutoPrune(kma)
+        self.backups = backup_scheduler(kma)
 
     def start(self, management_address: str, service_address: str, master: WrappingKey | None = None) -> None:
         """`master`: given by the set-up that has just made this KMA (its key split proven a moment
@@ -60,7 +62,9 @@ class Running:
         )
         self.pool.start()
         self.pruner.start()
+        self.backups.start()
 
     def stop(self) -> None:
+        self.backups.stop()
         self.pruner.stop()
         self.pool.stop()

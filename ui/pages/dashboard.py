@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 import kms_client
 from app.context import AppContext
 from ui.format import counted, words
+from ui.pages.backups import AGE_COLOURS, backup_line
 from ui.widgets import page_header
 
 REFRESH_MS = 15_000  # follows changes made elsewhere; two cheap reads
@@ -109,6 +110,12 @@ class DashboardPage(QWidget):
             cards.addWidget(card, 0, i)
         layout.addLayout(cards)
 
+        self.backup_age = QLabel()  # amber after a day, red after a week (ui/pages/backups.py)
+        self.backup_age.setObjectName("dashboardBackupAge")
+        self.backup_age.setAccessibleName("Last backup")
+        self.backup_age.setWordWrap(True)
+        layout.addWidget(self.backup_age)
+
         self.warnings = QLabel()
         self.warnings.setWordWrap(True)
         self.warnings.setObjectName("dashboardWarnings")
@@ -194,6 +201,10 @@ class DashboardPage(QWidget):
         self.cards["data_units"].set(dash.data_units)
         self.cards["users"].set(dash.users)
         self.cards["pending"].set(dash.pending_quorum_operations)
+        if dash.backups is not None:
+            text, tone = backup_line(dash.backups)
+            self.backup_age.setText(f"<span style='color:{AGE_COLOURS[tone]}'>●</span> {text}")
+        self.backup_age.setVisible(dash.backups is not None)
         warnings = list(dict.fromkeys([*dash.warnings, *status.warnings]))
         if warnings:
             self.warnings.setText("⚠ " + "<br>⚠ ".join(warnings))

@@ -25,3 +25,7 @@ ROUTERS += [history.router, series.router]
 from kma.api.routes import quorum  # noqa: E402  pending quorum operations, key split
 
 ROUTERS += [quorum.router]
+
+from kma.api.routes import backups  # noqa: E402  database backups, the core security backup
+
+ROUTERS += [backups.router]
