@@ -21,13 +21,23 @@ from kma.store import Stmt
 WEEK = 7 * 86400
 
 # An agent's health from what the KMA already records (every KMIP request is an audit event
-# with the agent as its entity). Both subqueries walk the audit_entity index, ordered by
-# (entity_id, id): the newest event is its last entry, and this week's events are its tail.
+# with the agent as its entity), read through the audit_entity index, ordered by (entity_id, id):
+# the newest event is its last entry, and this week's events are its tail from the week's first
+# event on. That first event (the least ID of the week's first second: the time index orders a
+# second's events by severity) is found once per query from the time index, an uncorrelated
+# subquery, so each row counts a range of its agent's entries, not every event it ever had. Events
+# get their IDs in commit order and their times from the same writer's clock, so an event of this
+# week has an ID at or after the week's first in time; the time condition stays for exactness.
+WEEK_STARTS_AT = (
+    "(SELECT min(id) FROM audit_events WHERE created_at = "
+    f"(SELECT min(created_at) FROM audit_events WHERE created_at >= :now - {WEEK}))"
+)
 HEALTH = (
     "(SELECT created_at FROM audit_events WHERE id = "
     "(SELECT max(id) FROM audit_events WHERE entity_id = agents.id)) AS last_contact_at, "
-    "(SELECT count(*) FROM audit_events WHERE entity_id = agents.id AND operation = 'kmip.get' "
-    f"AND condition = 'success' AND created_at >= :now - {WEEK}) AS keys_served_7d, "
+    "(SELECT count(*) FROM audit_events WHERE entity_id = agents.id "
+    f"AND id >= {WEEK_STARTS_AT} AND operation = 'kmip.get' AND condition = 'success' "
+    f"AND created_at >= :now - {WEEK}) AS keys_served_7d, "
     "certificate_not_after AS certificate_expires_at"
 )
 
@@ -64,8 +74,9 @@ def list_agents(kma: Appliance, req: PageRequest) -> Page:
 
 
 def get_agent(kma: Appliance, agent_id: str) -> dict[str, Any]:
-    row = kma.store.query_one(f"SELECT * FROM ({LIST.select}) WHERE id = :id",
-                              {"id": agent_id, "now": kma.clock.now()})
+    row = kma.store.query_one(
+        f"SELECT * FROM ({LIST.select}) WHERE id = :id", {"id": agent_id, "now": kma.clock.now()}
+    )
     if row is None:
         raise NotFound(f"There is no agent '{agent_id}'.")
     return _row(row)

@@ -178,3 +178,16 @@ def test_paging_through_keys_gives_each_key_once_in_order(
         return (*((v is not None, v if v is not None else 0) for v in values), key_id)
 
     assert paged == sorted(paged, key=sort_key, reverse=order == "desc")
+
+
+def test_keys_this_week_counts_only_this_weeks_range_of_each_agents_events(large_store: Path) -> None:
+    """The Agents page's "keys this week" reads each agent's events from the week's first on (a
+    range of the (entity_id, id) index), not every event the agent ever had, once per row."""
+    with read_only_db(large_store) as conn:
+        for label, req in requests(agents.LIST):
+            captured = CapturingStore()
+            list_page(captured, agents.LIST, req, {"now": int(time.time())})  # type: ignore[arg-type]
+            sql, params = captured.statements[-1]  # the page, with its health columns
+            steps = [s for s in plan_of(conn, sql, params) if "audit_events" in s]
+            assert "SEARCH audit_events USING INDEX audit_entity (entity_id=?)" not in steps, label
+            assert any("audit_entity (entity_id=? AND rowid>?)" in s for s in steps), (label, steps)
