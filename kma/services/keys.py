@@ -24,11 +24,13 @@ PUBLIC = (
     f"{key_state_sql()} AS state, compromised_at IS NOT NULL AS compromised, compromised_at, "
     "created_at, activated_at, protect_until, deactivate_at, destroyed_at, destroy_comment"
 )
-# Each sort and filter is served by an index (migration 0008). There is no sort by state: a state
-# follows from the key's times and the clock, so no index holds keys in state order; the state
-# filter is there instead.
+# Each sort and filter is served by an index (migrations 0008, 0014). There is no sort by state: a
+# state follows from the key's times and the clock, so no index holds keys in state order; the
+# state filter is there instead. Ties in a sort are broken by the key's row number (`seq`, the
+# order in which the pool made the keys), which every index ends with: an index ending in the
+# random key ID would put each new key at a random place, on the Create path.
 LIST = ListSpec(
-    select=f"SELECT {PUBLIC} FROM keys",
+    select=f"SELECT {PUBLIC}, rowid AS seq FROM keys",
     sort_fields={"created_at": "created_at", "activated_at": "activated_at", "id": "id",
                  "data_unit_id": ("data_unit_id", "activated_at")},
     default_sort="activated_at",  # newest issued first; unassigned pool keys (NULL) last
@@ -41,6 +43,7 @@ LIST = ListSpec(
         "agent_id": Filter("agent_id = :value"),
         "compromised": choice({1: "compromised_at IS NOT NULL", 0: "compromised_at IS NULL"}, boolean),
     },
+    id_sql="seq",
 )  # fmt: skip
 ACTIVATE = """UPDATE keys SET key_group_id = :g, data_unit_id = :du, agent_id = :agent,
     activated_at = :now,
@@ -54,6 +57,7 @@ ACTIVATE = """UPDATE keys SET key_group_id = :g, data_unit_id = :du, agent_id = 
 
 def _row(row: Any) -> dict[str, Any]:
     out = dict(row)
+    out.pop("seq", None)  # the list's tie-break only
     out["compromised"] = bool(out["compromised"])
     return out
 

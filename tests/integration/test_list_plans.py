@@ -163,10 +163,13 @@ def test_paging_through_keys_gives_each_key_once_in_order(
     demo_kma: RunningKma, sort: str, order: str
 ) -> None:
     """Keys without an activation time or a data unit (pool keys) sort as SQLite sorts NULL:
-    first ascending, last descending; the cursor walks past them like past any other value."""
+    first ascending, last descending; the cursor walks past them like past any other value. Ties
+    go in the order the keys were made (their row number in the store)."""
     op = demo_kma.client("op")
     everything = {k.id: k for k in iter_all(op.list_keys, limit=1000)}
     paged = [k.id for k in iter_all(op.list_keys, limit=37, sort=sort, order=order)]
+    with read_only_db(demo_kma.data_dir / "kma.db") as conn:
+        made = dict(conn.execute("SELECT id, rowid FROM keys").fetchall())
     assert sorted(paged) == sorted(everything)  # each key once
 
     fields = keys.LIST.sort_fields[sort]
@@ -175,7 +178,7 @@ def test_paging_through_keys_gives_each_key_once_in_order(
     def sort_key(key_id: str) -> tuple[Any, ...]:
         key = everything[key_id]
         values = [getattr(key, n) for n in names]  # NULL (None) before any value
-        return (*((v is not None, v if v is not None else 0) for v in values), key_id)
+        return (*((v is not None, v if v is not None else 0) for v in values), made[key_id])
 
     assert paged == sorted(paged, key=sort_key, reverse=order == "desc")
 
