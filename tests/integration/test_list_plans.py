@@ -194,3 +194,21 @@ def test_keys_this_week_counts_only_this_weeks_range_of_each_agents_events(large
             steps = [s for s in plan_of(conn, sql, params) if "audit_events" in s]
             assert "SEARCH audit_events USING INDEX audit_entity (entity_id=?)" not in steps, label
             assert any("audit_entity (entity_id=? AND rowid>?)" in s for s in steps), (label, steps)
+
+
+@pytest.mark.parametrize("sort", data_units.LIST.sort_fields)
+@pytest.mark.parametrize("order", ["asc", "desc"])
+def test_data_units_without_a_key_are_read_from_their_own_index(
+    large_store: Path, sort: str, order: str
+) -> None:
+    """Few units have no key: the filter reads an index of just those (migration 0015), never
+    every data unit tested for a key in turn (0.5-0.9 s at 200,000 tapes)."""
+    with read_only_db(large_store) as conn:
+        captured = CapturingStore()
+        req = PageRequest(limit=100, sort=sort, order=order, filters={"state": "no_key"})
+        list_page(captured, data_units.LIST, req, {"now": int(time.time())})  # type: ignore[arg-type]
+        for sql, params in captured.statements:  # the count, then the page
+            reads = [s for s in plan_of(conn, sql, params) if re.match(r"(SEARCH|SCAN) data_units\b", s)]
+            assert reads, sql
+            assert all(re.search(r"USING (COVERING )?INDEX data_units_no_key", s) for s in reads), reads
+            assert not any("TEMP B-TREE" in s for s in plan_of(conn, sql, params)), sql
