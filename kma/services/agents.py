@@ -58,6 +58,10 @@ LIST = ListSpec(
             "WHERE ga.agent_id = listed.id AND ga.key_group_id = :value)"
         ),
     },
+    filtered_sorts={
+        "site_id": frozenset({"site_id", "enabled", "key_group_id"}),
+        "created_at": frozenset({"enabled", "key_group_id"}),
+    },
 )
 
 

@@ -22,7 +22,8 @@ LIST = ListSpec(
         "(SELECT count(*) FROM keys k WHERE k.data_unit_id = data_units.id) AS key_count, "
         "created_at, updated_at, has_keys FROM data_units"
     ),
-    sort_fields={"id": "id", "created_at": "created_at"},  # no index holds units in state order
+    # No index holds units in state order; units in a state are listed by ID only.
+    sort_fields={"id": "id", "created_at": "created_at"},
     default_sort="id",
     search=("id", "description"),
     filters={"state": choice({**data_unit_conditions("listed.id"), DataUnitState.NO_KEY: "has_keys = 0"})},

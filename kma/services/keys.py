@@ -44,6 +44,8 @@ LIST = ListSpec(
         "compromised": choice({1: "compromised_at IS NOT NULL", 0: "compromised_at IS NULL"}, boolean),
     },
     id_sql="seq",
+    filtered_sorts={"created_at": frozenset({"compromised"}), "id": frozenset({"compromised"}),
+                    "data_unit_id": frozenset({"compromised", "data_unit_id"})},
 )  # fmt: skip
 ACTIVATE = """UPDATE keys SET key_group_id = :g, data_unit_id = :du, agent_id = :agent,
     activated_at = :now,

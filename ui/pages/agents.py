@@ -134,6 +134,8 @@ SPEC = ListSpec(
     ],
     fetch=lambda c: c.list_agents,
     sort_fields=frozenset({"id", "site_id", "created_at"}),
+    filtered_sorts={"site_id": frozenset({"site_id", "enabled", "key_group_id"}),
+                    "created_at": frozenset({"enabled", "key_group_id"})},
     get=lambda c: c.get_agent,
     filters=[FilterSpec("enabled", "Enabled", [("Enabled and disabled", None),
                                                 ("Enabled only", True),

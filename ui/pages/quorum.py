@@ -226,6 +226,7 @@ SPEC = ListSpec(
     fetch=lambda c: c.list_quorum_operations,
     get=lambda c: c.get_quorum_operation,
     sort_fields=frozenset({"submitted_at", "expires_at", "updated_at", "type", "state"}),
+    filtered_sorts=dict.fromkeys(("expires_at", "updated_at", "type", "state"), frozenset({"state", "type"})),
     filters=[FilterSpec("state", "State", STATE_CHOICES), FilterSpec("type", "Type", TYPE_CHOICES)],
     default_sort=("submitted_at", Qt.DescendingOrder),
 )

@@ -132,6 +132,7 @@ SPEC = ListSpec(
     ],
     fetch=lambda c: c.list_users,
     sort_fields=frozenset({"id", "name", "created_at"}),
+    filtered_sorts={"name": frozenset({"role", "enabled"}), "created_at": frozenset({"role", "enabled"})},
     get=lambda c: c.get_user,
     filters=[FilterSpec("role", "Role", ROLE_CHOICES)],
     actions=[

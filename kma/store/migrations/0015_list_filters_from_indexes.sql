@@ -3,7 +3,7 @@
 -- triggers in the very statement that binds a key to the unit or lets it go (Create, Write Key,
 -- issue, bind, write from beginning, in whatever batch), so no write path can forget it. A
 -- destroyed key still names its unit (the unit is then shredded, not keyless). Few units have no
--- key, so the partial indexes are small; one per sort the list offers.
+-- key, so the partial index is small (units in a state are listed by ID).
 ALTER TABLE data_units ADD COLUMN has_keys INTEGER NOT NULL DEFAULT 0;
 UPDATE data_units SET has_keys = 1
     WHERE id IN (SELECT data_unit_id FROM keys WHERE data_unit_id IS NOT NULL);
@@ -28,4 +28,13 @@ BEGIN
 END;
 
 CREATE INDEX data_units_no_key ON data_units(id) WHERE has_keys = 0;
-CREATE INDEX data_units_no_key_created ON data_units(created_at, id) WHERE has_keys = 0;
+
+-- Quorum operations: each sort the list offers together with each filter (a state, a type), so
+-- the Quorum page can show pending operations by expiry, last change or type from an index.
+-- Operations are few and seldom written, so the extra indexes cost nothing that matters.
+CREATE INDEX pending_quorum_ops_state_expires ON pending_quorum_ops(state, expires_at, id);
+CREATE INDEX pending_quorum_ops_state_updated ON pending_quorum_ops(state, updated_at, id);
+CREATE INDEX pending_quorum_ops_state_type ON pending_quorum_ops(state, type, submitted_at, id);
+CREATE INDEX pending_quorum_ops_type_expires ON pending_quorum_ops(type, expires_at, id);
+CREATE INDEX pending_quorum_ops_type_updated ON pending_quorum_ops(type, updated_at, id);
+CREATE INDEX pending_quorum_ops_type_state ON pending_quorum_ops(type, state, submitted_at, id);
