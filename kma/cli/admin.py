@@ -24,8 +24,12 @@ def _data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
 def add_init(sub: Any) -> None:
     p = sub.add_parser("init", help="first set-up of a new KMA from a TOML answers file")
     p.add_argument("--data-dir", required=True)
-    p.add_argument("--answers", required=True, type=Path,
-                   help="TOML answers file (see README); - reads them from standard input")
+    p.add_argument(
+        "--answers",
+        required=True,
+        type=Path,
+        help="TOML answers file (see README); - reads them from standard input",
+    )
     p.set_defaults(run=run_init)
 
 
@@ -55,7 +59,7 @@ def add_status(sub: Any) -> None:
 
 def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
-    from kma.services.dashboard import keys_by_state, status
+    from kma.services.dashboard import key_counts, status
 
     data_dir = _data_dir(args)
     data_dir.check_private()
@@ -63,7 +67,7 @@ def run_status(args: argparse.Namespace) -> int:
     try:
         kma.try_autonomous_unlock()  # only to report whether it would; nothing is written
         info = status(kma)
-        info["keys_by_state"] = keys_by_state(kma)
+        info.update(key_counts(kma))
         info["autonomous_unlock_works"] = not kma.vault.locked
     finally:
         kma.close()
@@ -74,7 +78,9 @@ def run_status(args: argparse.Namespace) -> int:
         f"Cluster {info['cluster_name']}: KMA {info['kma_id']} ({info['kma_name']}) at site {info['site_id']}"
     )
     print(f"Version {info['version']}; autonomous unlock {'on' if info['autonomous_unlock'] else 'off'}")
-    print("Keys: " + ", ".join(f"{state} {count}" for state, count in info["keys_by_state"].items()))
+    exact = info["keys_by_state_exact"]
+    print("Keys: " + ", ".join(f"{state} {'' if exact[state] else 'more than '}{count}"
+                               for state, count in info["keys_by_state"].items()))  # fmt: skip
     for warning in info["warnings"]:
         if not warning.startswith("This KMA is locked"):
             print(f"WARNING: {warning}")

@@ -106,13 +106,20 @@ def test_a_list_too_long_to_count_says_more_than(qtbot, controller, tmp_path):
             lambda: next(k for k in so.list_kmas().items if k.id == "kma-dal-1").pool_ready > COUNT_LIMIT,
             timeout=120_000,
         )
-        sign_in(qtbot, controller, kma, "auditor")
+        window = sign_in(qtbot, controller, kma, "auditor")
         page = ListPage(controller.ctx, keys_area.SPEC)
         qtbot.addWidget(page)
         page.show()
         wait_idle(qtbot, controller.ops)
         assert not page.model.total_exact
         assert page.status.text() == f"Showing 250 of more than {COUNT_LIMIT:,} keys"
+
+        # And the dashboard says the same of its Ready keys, and counts the other states exactly
+        dashboard = open_page(qtbot, window, "dashboard").dashboard
+        ready = dashboard.key_bars["ready"][1]
+        qtbot.waitUntil(lambda: ready.format() == f"more than {COUNT_LIMIT:,}", timeout=WAIT_MS)
+        assert dashboard.key_bars["destroyed"][1].format() == f"{so.dashboard().keys_by_state['destroyed']:,}"
+        assert dashboard.keys_total.text().startswith("More than ")
     finally:
         kma.stop()
 

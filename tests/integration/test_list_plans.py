@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
+from kma.domain.lifecycle import KeyState, key_in_state
 from kma.errors import ValidationFailed
-from kma.services import agents, data_units, keys, quorum, users
+from kma.services import agents, dashboard, data_units, keys, quorum, users
 from kma.services.paging import ListSpec, PageRequest, _encode, list_page
 from kms_client.paging import iter_all
 from tests.integration.helpers import read_only_db
@@ -231,3 +232,14 @@ def test_data_units_without_a_key_are_read_from_their_own_index(large_store: Pat
             assert reads, sql
             assert all(re.search(r"USING (COVERING )?INDEX data_units_no_key", s) for s in reads), reads
             assert not any("TEMP B-TREE" in s for s in plan_of(conn, sql, params)), sql
+
+
+@pytest.mark.parametrize("state", [s for s in KeyState if s != KeyState.GENERATED])
+def test_the_dashboard_counts_keys_in_each_state_from_an_index(large_store: Path, state: KeyState) -> None:
+    """The dashboard's keys by state: each state counted from the index its list reads, stopping
+    after 10,000 (it was one pass over every key)."""
+    with read_only_db(large_store) as conn:
+        sql = dashboard.counting(key_in_state(state))
+        plan = plan_of(conn, sql, {"now": int(time.time())})
+        assert not [s for s in plan if re.match(r"^SCAN keys$", s) or "TEMP B-TREE" in s], plan
+        assert any(re.match(r"(SEARCH|SCAN) keys USING (COVERING )?INDEX", s) for s in plan), plan
