@@ -21,23 +21,15 @@ from kma.store import Stmt
 WEEK = 7 * 86400
 
 # An agent's health from what the KMA already records (every KMIP request is an audit event
-# with the agent as its entity), read through the audit_entity index, ordered by (entity_id, id):
-# the newest event is its last entry, and this week's events are its tail from the week's first
-# event on. That first event (the least ID of the week's first second: the time index orders a
-# second's events by severity) is found once per query from the time index, an uncorrelated
-# subquery, so each row counts a range of its agent's entries, not every event it ever had. Events
-# get their IDs in commit order and their times from the same writer's clock, so an event of this
-# week has an ID at or after the week's first in time; the time condition stays for exactness.
-WEEK_STARTS_AT = (
-    "(SELECT min(id) FROM audit_events WHERE created_at = "
-    f"(SELECT min(created_at) FROM audit_events WHERE created_at >= :now - {WEEK}))"
-)
+# with the agent as its entity): its newest event is the last entry of the audit_entity index,
+# ordered by (entity_id, id). The keys it was sent this week (the last seven UTC days, today
+# included) are the store's per-agent daily counts, kept by a trigger on the audit trail
+# (migration 0015): a few rows per agent, where counting its Get events read every one of them.
 HEALTH = (
     "(SELECT created_at FROM audit_events WHERE id = "
     "(SELECT max(id) FROM audit_events WHERE entity_id = agents.id)) AS last_contact_at, "
-    "(SELECT count(*) FROM audit_events WHERE entity_id = agents.id "
-    f"AND id >= {WEEK_STARTS_AT} AND operation = 'kmip.get' AND condition = 'success' "
-    f"AND created_at >= :now - {WEEK}) AS keys_served_7d, "
+    "(SELECT coalesce(sum(served), 0) FROM agent_keys_served WHERE agent_id = agents.id "
+    f"AND day > (:now - {WEEK}) / 86400) AS keys_served_7d, "
     "certificate_not_after AS certificate_expires_at"
 )
 
