@@ -1,27 +1,23 @@
 -- The data units' "no key" filter from an index (issue 20: it tested every data unit for a key,
--- 0.5-0.9 s at 200,000 tapes). has_keys says whether any key row names the unit: set by these
--- triggers in the very statement that binds a key to the unit or lets it go (Create, Write Key,
--- issue, bind, write from beginning, in whatever batch), so no write path can forget it. A
--- destroyed key still names its unit (the unit is then shredded, not keyless). Few units have no
--- key, so the partial index is small (units in a state are listed by ID).
+-- 0.5-0.9 s at 200,000 tapes). has_keys says whether any key row names the unit. Every batch that
+-- binds a key to a unit registers the unit first (agent_keys.register_data_unit), which sets it:
+-- a refused bind rolls the whole batch back, so it is set exactly when a key is bound, at no cost
+-- on the Create path beyond the row that statement writes anyway. A key letting go of its unit
+-- (written from the beginning of the tape) is rarer: a trigger asks again whether the unit still
+-- has a key. A destroyed key still names its unit (the unit is then shredded, not keyless). Few
+-- units have no key, so the partial index is small (units in a state are listed by ID).
 ALTER TABLE data_units ADD COLUMN has_keys INTEGER NOT NULL DEFAULT 0;
 UPDATE data_units SET has_keys = 1
     WHERE id IN (SELECT data_unit_id FROM keys WHERE data_unit_id IS NOT NULL);
 
-CREATE TRIGGER keys_bound_on_insert AFTER INSERT ON keys WHEN NEW.data_unit_id IS NOT NULL
+CREATE TRIGGER keys_let_go_of_unit AFTER UPDATE OF data_unit_id ON keys
+    WHEN OLD.data_unit_id IS NOT NULL AND OLD.data_unit_id IS NOT NEW.data_unit_id
 BEGIN
-    UPDATE data_units SET has_keys = 1 WHERE id = NEW.data_unit_id AND has_keys = 0;
-END;
-
-CREATE TRIGGER keys_bound_on_update AFTER UPDATE OF data_unit_id ON keys
-    WHEN NEW.data_unit_id IS NOT OLD.data_unit_id
-BEGIN
-    UPDATE data_units SET has_keys = 1 WHERE id = NEW.data_unit_id AND has_keys = 0;
     UPDATE data_units SET has_keys = EXISTS (SELECT 1 FROM keys WHERE data_unit_id = OLD.data_unit_id)
         WHERE id = OLD.data_unit_id;
 END;
 
-CREATE TRIGGER keys_unbound_on_delete AFTER DELETE ON keys WHEN OLD.data_unit_id IS NOT NULL
+CREATE TRIGGER keys_deleted_from_unit AFTER DELETE ON keys WHEN OLD.data_unit_id IS NOT NULL
 BEGIN
     UPDATE data_units SET has_keys = EXISTS (SELECT 1 FROM keys WHERE data_unit_id = OLD.data_unit_id)
         WHERE id = OLD.data_unit_id;
