@@ -15,7 +15,9 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +26,12 @@ import uvicorn
 from kma.api.app import create_app
 from kma.api.listener import ManagementAcceptor, ManagementProtocol
 from kma.appliance import Appliance
-from kma.crypto import fingerprint
+from kma.crypto import WrappingKey, fingerprint
 from kma.datadir import DataDir
 from kma.kmip.server import ServiceListener
 from kma.limits import ListenerLimits
 from kma.services import refusals
+from kma.services.running import Running
 from kma.tls import server_context
 
 log = logging.getLogger(__name__)
@@ -54,12 +57,26 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-class _Server(uvicorn.Server):
-    """uvicorn serving the management API on connections that ManagementAcceptor lets in."""
+STOP_REQUESTED = threading.Event()
 
-    def __init__(self, config: uvicorn.Config, kma: Appliance, limits: ListenerLimits, on_ready: Any) -> None:
+
+def note_stop_requests() -> None:
+    """uvicorn shuts down on SIGTERM/SIGINT and then raises the signal again for the previous
+    handler; with the default one that would end the process before the clean-up (agents, store,
+    ready file). This handler only notes it, so `serve` returns normally (exit 0 = stopped cleanly),
+    and a stop asked for between two listeners (set-up mode handing over) is not lost."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: STOP_REQUESTED.set())
+
+
+class Listener(uvicorn.Server):
+    """uvicorn serving a management app on connections that ManagementAcceptor lets in."""
+
+    def __init__(
+        self, config: uvicorn.Config, tls: ssl.SSLContext, limits: ListenerLimits, on_ready: Any
+    ) -> None:
         super().__init__(config)
-        self.kma = kma
+        self.tls = tls
         self.limits = limits
         self._on_ready = on_ready
 
@@ -68,9 +85,7 @@ class _Server(uvicorn.Server):
         if self.lifespan.should_exit:
             sys.exit(3)  # uvicorn's STARTUP_FAILURE
         assert sockets is not None and len(sockets) == 1
-        data_dir = self.kma.data_dir
-        acceptor = ManagementAcceptor(sockets[0], self._protocol, server_context(data_dir.server_cert,
-                                      data_dir.server_key), self.limits, self._refused)  # fmt: skip
+        acceptor = ManagementAcceptor(sockets[0], self._protocol, self.tls, self.limits, self._refused)
         acceptor.start()
         self.servers = [acceptor]  # type: ignore[list-item]  # closed and awaited by uvicorn's shutdown
         self.started = True
@@ -80,6 +95,18 @@ class _Server(uvicorn.Server):
         return ManagementProtocol(config=self.config, server_state=self.server_state,
                                   app_state=self.lifespan.state, request_timeout=self.limits.request_timeout,
                                   on_lost=on_lost)  # fmt: skip
+
+    def _refused(self, address: str, message: str) -> None:
+        log.info("refused a management connection from %s: %s", address, message)
+
+
+class _Server(Listener):
+    """The management listener of a KMA that is set up: refusals go to its audit trail."""
+
+    def __init__(self, config: uvicorn.Config, kma: Appliance, limits: ListenerLimits, on_ready: Any) -> None:
+        super().__init__(config, server_context(kma.data_dir.server_cert, kma.data_dir.server_key), limits,
+                         on_ready)  # fmt: skip
+        self.kma = kma
 
     def _refused(self, address: str, message: str) -> None:
         asyncio.get_running_loop().run_in_executor(None, refusals.audit_anonymous, self.kma, address,
@@ -94,8 +121,8 @@ class _Server(uvicorn.Server):
         return await super().on_tick(counter)
 
 
-def serve(data_dir: DataDir, management_port: int | None, service_port: int | None,
-          ready_file: Path | None, announce: Any = print) -> None:  # fmt: skip
+def serve(data_dir: DataDir, management_port: int | None, service_port: int | None, ready_file: Path | None,
+          announce: Any = print, master: WrappingKey | None = None) -> None:  # fmt: skip
     identity = data_dir.identity()
     limits = data_dir.listener_limits()
     refusals.set_rate(limits.refusals_per_second)
@@ -109,7 +136,8 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
     ca = fingerprint(data_dir.ca_cert.read_bytes())
 
     kma = Appliance(data_dir)
-    kma.start(management, service)
+    running = Running(kma)  # autonomous unlock, key pool, audit pruner
+    running.start(management, service, master)
     agents = ServiceListener(kma, service_sock, service, limits)
     agents.start()
     config = uvicorn.Config(
@@ -135,15 +163,13 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
             tmp.replace(ready_file)
 
     server = _Server(config, kma, limits, ready)
-    # uvicorn shuts down on SIGTERM/SIGINT and then raises the signal again for the previous
-    # handler; with the default one that would end the process before the clean-up below (agents,
-    # store, ready file). A do-nothing handler lets `serve` return normally: exit 0 = stopped cleanly.
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: None)
+    note_stop_requests()
+    server.should_exit = STOP_REQUESTED.is_set()  # stopped while set-up mode handed over: stop now
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:
         agents.stop()
+        running.stop()
         kma.close()
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)

@@ -9,7 +9,8 @@ for key in client.iter_keys(state="deactivated"): ...
 
 from __future__ import annotations
 
-from .client import FilterValue, KmsClient, Order
+from ._http import Credentials, FilterValue
+from .client import KmsClient, Order
 from .errors import (
     ERROR_CLASSES,
     ApiError,
@@ -22,6 +23,7 @@ from .errors import (
     KmsError,
     LockedOut,
     NotFound,
+    NotSetUp,
     PayloadTooLarge,
     TrustError,
     Unauthenticated,
@@ -86,6 +88,7 @@ __all__ = [
     "Dashboard",
     "DataUnit",
     "EnrollmentPassphrase",
+    "Credentials",
     "FilterValue",
     "Forbidden",
     "InternalError",
@@ -101,6 +104,7 @@ __all__ = [
     "KmsError",
     "LockedOut",
     "NotFound",
+    "NotSetUp",
     "Order",
     "Page",
     "MemberEnrolment",

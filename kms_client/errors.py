@@ -67,6 +67,10 @@ class KmaLocked(ApiError):
     """503 `kma_locked`: the KMA is locked and serves nothing secret until a quorum unlocks it."""
 
 
+class NotSetUp(ApiError):
+    """503 `setup_mode`: the KMA has not been set up yet and answers only its set-up API."""
+
+
 class InternalError(ApiError):
     """500 `internal`, or a response this client could not read."""
 
@@ -82,6 +86,7 @@ ERROR_CLASSES: dict[str, type[ApiError]] = {
     "payload_too_large": PayloadTooLarge,
     "locked_out": LockedOut,
     "kma_locked": KmaLocked,
+    "setup_mode": NotSetUp,
     "internal": InternalError,
 }
 

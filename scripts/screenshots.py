@@ -26,6 +26,7 @@ def main() -> int:
     args = parser.parse_args()
 
     import quorum_screenshots  # scripts/ (next to this file)
+    import setup_screenshots
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
@@ -59,6 +60,7 @@ def main() -> int:
         paths += render_dialogs(window, controller, profile, args.out, grab, settle)
         paths += quorum_screenshots.render(window, controller, demo, args.out, grab, settle)
         paths += render_planning(args.out, grab)
+        paths += setup_screenshots.render(args.out, grab, settle, controller.ops)  # the set-up wizard, a card
         for path in paths:
             print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
         window.close()
@@ -92,10 +94,10 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
     keys = window.page("keys")
     active = next((k for k in keys.model.objects() if k.data_unit_id), None)
     if active is not None:
-        from ui.pages.audit import history_list
+        from ui.audit.history import history_tab
 
         dialog = DetailsDialog(f"Key {active.id}", active, window)
-        dialog.add_tab(history_list(controller.ctx, "key", active.id, dialog), "History")
+        dialog.add_tab(history_tab(controller.ctx, "key", active.id, dialog), "History")
         dialog.show()
         settle(controller.ops)
         paths.append(grab(dialog, out / "key_details.png"))
@@ -117,7 +119,7 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
 
     form = FormDialog(controller.ctx, "New key group",
                       [Field("id", "Key group ID", "id", required=True), Field("description", "Description")],
-                      lambda c, v: None, parent=window, ok_text="Create key group")
+                      lambda worker, v: None, parent=window, ok_text="Create key group")
     form.show()
     form.editors["id"].setText("nc group!")
     settle(controller.ops)

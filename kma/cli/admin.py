@@ -14,7 +14,7 @@ from kma.errors import Conflict, NotFound, ValidationFailed
 Sub = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
-def _data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
+def open_data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
     data_dir = DataDir(Path(args.data_dir).expanduser().resolve())
     if must_exist and not data_dir.is_initialised():
         raise NotFound(f"{data_dir.root} holds no KMA; run `kma init` or `kma demo` first.")
@@ -22,31 +22,49 @@ def _data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
 
 
 def add_init(sub: Any) -> None:
-    p = sub.add_parser("init", help="first set-up of a new KMA from a TOML answers file")
+    p = sub.add_parser("init", help="first set-up of a new KMA: from a TOML answers file, or asked here")
     p.add_argument("--data-dir", required=True)
-    p.add_argument(
-        "--answers",
-        required=True,
-        type=Path,
-        help="TOML answers file (see README); - reads them from standard input",
-    )
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--answers", type=Path,
+                     help="TOML answers file (see README); - reads them from standard input. Passphrases "
+                     "left out of the file are asked for here, each typed twice and not shown")  # fmt: skip
+    how.add_argument("--interactive", action="store_true",
+                     help="ask the set-up questions in this terminal (passphrases not shown)")  # fmt: skip
     p.set_defaults(run=run_init)
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from kma.bootstrap import initialise, load_answers, parse_answers
-    from kma.crypto import fingerprint
+    import getpass
 
-    # From standard input, the answers (which hold passphrases) need no file the KMA's own user
-    # can read: root pipes them in (`... | runuser -u kma -- kma init --answers -`).
-    answers = parse_answers(sys.stdin.read()) if str(args.answers) == "-" else load_answers(args.answers)
-    data_dir = _data_dir(args, must_exist=False)
-    initialise(data_dir, answers)
+    from kma.bootstrap import check_answers, load_answers, read_answers
+    from kma.cli.setup_questions import ask_answers, ask_missing_passphrases, missing_passphrases
+    from kma.crypto import fingerprint
+    from kma.setup.service import run_answers
+
+    data_dir = open_data_dir(args, must_exist=False)
+    if data_dir.is_initialised():
+        raise Conflict(f"{data_dir.root} already holds a KMA; choose an empty directory.")
+    split = None
+    if args.interactive:
+        answers, split = ask_answers(input, getpass.getpass, print)
+    else:
+        # From standard input, the answers (which hold passphrases) need no file the KMA's own user
+        # can read: root pipes them in (`... | runuser -u kma -- kma init --answers -`).
+        from_stdin = str(args.answers) == "-"
+        answers = read_answers(sys.stdin.read()) if from_stdin else load_answers(args.answers)
+        if missing_passphrases(answers):
+            if from_stdin or not sys.stdin.isatty():
+                raise ValidationFailed("The answers leave out passphrases. Run `kma init --answers FILE` "
+                                       "in a terminal, where each person types their own.")  # fmt: skip
+            answers = ask_missing_passphrases(answers, getpass.getpass, print)
+        check_answers(answers)
+    run_answers(data_dir, answers, split)
     print(f"Created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' in {data_dir.root}")
     print(f"Key split: {answers.threshold} of {len(answers.members)}; autonomous unlock "
           f"{'on' if answers.autonomous_unlock else 'off'}")  # fmt: skip
     print(f"CA fingerprint {fingerprint(data_dir.ca_cert.read_bytes())}")
-    print("The answers file holds passphrases: store it offline or destroy it now.")
+    if not args.interactive:
+        print("The answers file holds passphrases: store it offline or destroy it now.")
     return 0
 
 
@@ -60,12 +78,13 @@ def add_status(sub: Any) -> None:
 def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
     from kma.services.dashboard import key_counts, status
+    from kma.services.quorum.locking import unlock_autonomously
 
-    data_dir = _data_dir(args)
+    data_dir = open_data_dir(args)
     data_dir.check_private()
     kma = Appliance(data_dir)
     try:
-        kma.try_autonomous_unlock()  # only to report whether it would; nothing is written
+        unlock_autonomously(kma)  # only to report whether it would; nothing is written
         info = status(kma)
         info.update(key_counts(kma))
         info["autonomous_unlock_works"] = not kma.vault.locked
@@ -110,7 +129,7 @@ def run_audit_verify(args: argparse.Namespace) -> int:
     from kma.services.audit_log import verify_chain
     from kma.store.sqlite import SQLiteStore
 
-    data_dir = _data_dir(args)
+    data_dir = open_data_dir(args)
     store = SQLiteStore(data_dir.db)  # no chain: this command never writes
     try:
         report = verify_chain(store, data_dir.ca_cert.read_bytes())
@@ -133,7 +152,7 @@ def _verify_export(args: argparse.Namespace) -> int:
     if args.ca is not None:
         ca_pem = args.ca.read_bytes()
     elif args.data_dir:
-        ca_pem = _data_dir(args).ca_cert.read_bytes()
+        ca_pem = open_data_dir(args).ca_cert.read_bytes()
     check = verify_export(args.export, args.signature, ca_pem)
     if check.ok and ca_pem is None:
         # Anyone can make a CA and sign a forged export with it: without the cluster's own CA,
@@ -158,7 +177,7 @@ def add_demo(sub: Any) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     from kma.demo import make_demo
 
-    data_dir = _data_dir(args, must_exist=False)
+    data_dir = open_data_dir(args, must_exist=False)
     if data_dir.root.exists() and any(data_dir.root.iterdir()):
         raise Conflict(f"{data_dir.root} is not empty; choose a new directory for the demo KMA.")
     info = make_demo(data_dir, args.port)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.gui
 def keys_page(qtbot, controller, demo_kma):
     sign_in(qtbot, controller, demo_kma, "auditor")
     spec = ListSpec(key="keys_test", title="Keys", noun="key", columns=keys_area.COLUMNS,
-                    fetch=lambda c: c.list_keys, page_size=50)
+                    fetch=lambda client: client.list_keys, page_size=50)
     page = ListPage(controller.ctx, spec)
     qtbot.addWidget(page)
     page.resize(1000, 600)
@@ -129,8 +129,8 @@ def test_the_manager_pairs_sorts_with_filters_as_the_kma_does() -> None:
     from kma.services import agents, data_units, keys, quorum, users
     from ui.pages import agents as agents_area
     from ui.pages import data_units as data_units_area
-    from ui.pages import quorum as quorum_area
     from ui.pages import users as users_area
+    from ui.quorum import pending as quorum_area
 
     for shown, served in ((keys_area.SPEC, keys.LIST), (data_units_area.SPEC, data_units.LIST),
                           (agents_area.SPEC, agents.LIST), (users_area.SPEC, users.LIST),

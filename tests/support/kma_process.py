@@ -10,14 +10,17 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kms_client import KmsClient, Trust
+from tests.support.waiting import wait_until
 
 READY_TIMEOUT = 30.0
 
@@ -36,6 +39,14 @@ def _source_env(source: Path | None) -> dict[str, str]:
     return {} if source is None else {"PYTHONPATH": str(source)}
 
 
+def _ready_info(ready: Path) -> dict[str, Any] | None:
+    try:
+        info: dict[str, Any] = json.loads(ready.read_text())
+    except (FileNotFoundError, ValueError):  # not there yet, or being replaced
+        return None
+    return info
+
+
 @dataclass
 class RunningKma:
     data_dir: Path
@@ -45,6 +56,7 @@ class RunningKma:
     address: str = ""
     ca_pem: str = ""
     fingerprint: str = ""
+    setup: dict[str, Any] = field(default_factory=dict)  # in set-up mode: its ready file
     source: Path | None = None  # a checkout whose kma runs (a bench's baseline commit); None: this one
     _clients: list[KmsClient] = field(default_factory=list)
 
@@ -85,15 +97,34 @@ class RunningKma:
              "--management-port", str(port), "--service-port", "0", "--ready-file", str(ready)],
             env=self.env(), cwd=self.source, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not ready.exists():
-            if self.process.poll() is not None:
-                said = self.process.stdout.read() if self.process.stdout else ""
-                raise RuntimeError(f"kma serve exited: {said}")
-            if time.monotonic() > deadline:
-                raise RuntimeError("kma serve did not become ready")
-            time.sleep(0.05)
-        info = json.loads(ready.read_text())
+        self.wait_ready()
+
+    @classmethod
+    def awaiting_setup(cls, tmp: Path) -> RunningKma:
+        """`kma serve` on an empty data directory: in set-up mode; `setup` holds the ready file's
+        set-up code and temporary certificate fingerprint."""
+        kma = cls(tmp / "kma", clock_file=tmp / "clock-offset")
+        kma.start()
+        return kma
+
+    def wait_ready(self, set_up: bool = False) -> None:
+        """Until the ready file is there; `set_up`: the one normal mode writes once set-up mode has
+        handed over (set-up mode's own is removed then)."""
+        process = self.process
+        assert process is not None
+        ready = self.data_dir.parent / "ready.json"
+
+        def arrived() -> dict[str, Any] | None:
+            info = _ready_info(ready)
+            return None if info is None or (set_up and info.get("mode") == "setup") else info
+
+        wait_until(lambda: arrived() is not None or process.poll() is not None, READY_TIMEOUT, what="ready")
+        if process.poll() is not None:
+            said = process.stdout.read() if process.stdout else ""
+            raise RuntimeError(f"kma serve exited: {said}")
+        info = arrived()
+        assert info is not None
+        self.setup = info if info.get("mode") == "setup" else {}
         self.address = info["management_address"]
         trust = Trust.fetch(self.address)
         assert trust.fingerprint == info["ca_fingerprint"]
@@ -137,3 +168,14 @@ class RunningKma:
     def log_text(self) -> str:
         log = self.data_dir / "logs" / "kma.log"
         return log.read_text(errors="replace") if log.exists() else ""
+
+
+@contextmanager
+def read_only_db(kma: RunningKma | Path) -> Iterator[sqlite3.Connection]:
+    path = kma.data_dir / "kma.db" if isinstance(kma, RunningKma) else kma
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    conn.row_factory = sqlite3.Row
+    try:
+        yield conn
+    finally:
+        conn.close()

@@ -1,7 +1,7 @@
 """A new key split member sets their own passphrase for a pending key split change.
 
 The member proves who they are with the one-time enrolment code the change handed out for them
-(see `kma.services.key_split_change`); no session is needed, since a member need not be a user of
+(see `kma.services.quorum.key_split_change`); no session is needed, since a member need not be a user of
 the KMA. The code is checked (a SHA-256 comparison, cheap) before any passphrase work, and is
 spent by the same statement that stores the sealed share, so it enrols once. Wrong codes are
 audited; with 120 random bits they cannot be guessed.
@@ -15,10 +15,11 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.crypto import CryptoError, seal_share
 from kma.domain.actor import Actor
+from kma.domain.strength import check_strength
 from kma.domain.validation import check_passphrase
 from kma.errors import Conflict, KmaError, NotFound, ValidationFailed
 from kma.services import quorum
-from kma.services.key_split_change import code_hash, unwrap_share
+from kma.services.quorum.key_split_change import code_hash, unwrap_share
 from kma.store import Stmt
 
 WRONG_CODE = "The enrolment code is wrong, already used, or not for this member of this key split change."
@@ -45,6 +46,7 @@ def enrol(
         if row["code_hash"] is None or not hmac.compare_digest(row["code_hash"], given):
             raise ValidationFailed(WRONG_CODE)
         check_passphrase(passphrase, f"The passphrase of key split member '{member}'")
+        check_strength(passphrase, f"The passphrase of key split member '{member}'", [member])
         try:
             share = unwrap_share(kma.vault.master(), op_id, member, row["share_wrapped"])
         except (CryptoError, ValueError):

@@ -36,8 +36,11 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.errors import describe
+from app.setup import strength
+from app.writes.quorum import change_key_split, enrol_key_split_member
 from ui.form_dialog import ID_PATTERN, Field
-from ui.quorum_widgets import MAX_CREDENTIALS, QuorumFormDialog, RowsEditor, progress_text
+from ui.quorum.widgets import MAX_CREDENTIALS, QuorumFormDialog, RowsEditor, progress_text
+from ui.setup_wizard.widgets import StrengthMeter
 from ui.widgets import ErrorLabel, PasswordLineEdit
 
 MIN_PASSPHRASE = 8  # the KMA's rule (kma/domain/validation.py); it checks again
@@ -89,7 +92,9 @@ class KeySplitDialog(QuorumFormDialog):
             [Field("threshold", "Members needed (M)", "int", default=split.threshold, minimum=1,
                    maximum=MAX_CREDENTIALS,
                    help="How many of the new members it takes to unlock a KMA or approve a change")],
-            lambda c, v: c.change_key_split(v["threshold"], v["members"], credentials=v["credentials"]),
+            lambda worker, v: change_key_split(
+                worker, v["threshold"], v["members"], credentials=v["credentials"]
+            ),
             on_done,
             what="the current quorum approves it",
             intro=f"Now <b>{split.threshold} of {len(split.members)}</b>: "
@@ -170,7 +175,9 @@ class MemberEnrolmentDialog(QDialog):
         self.passphrase.setAccessibleName("New passphrase")
         self.again = PasswordLineEdit()
         self.again.setAccessibleName("New passphrase, again")
+        self.meter = StrengthMeter()  # the same measure and minimum as the KMA's (and the set-up's)
         form.addRow("New passphrase:", self.passphrase)
+        form.addRow("", self.meter)
         form.addRow("Again:", self.again)
         self.set_button = QPushButton()
         self.set_button.setDefault(True)
@@ -220,11 +227,15 @@ class MemberEnrolmentDialog(QDialog):
             return ""
         if len(self.passphrase.text()) < MIN_PASSPHRASE:
             return f"{member}'s new passphrase needs at least {MIN_PASSPHRASE} characters."
+        found = strength(self.passphrase.text(), [member])
+        if not found.enough:
+            return f"{member}'s new passphrase is {found.words.lower()}: choose a longer one."
         if self.passphrase.text() != self.again.text():
             return "The two passphrases differ; type them again."
         return ""
 
     def _validate(self) -> None:
+        self.meter.show_strength(strength(self.passphrase.text(), [self.current() or ""]))
         problem = self.problem()
         self.set_button.setEnabled(not problem)
         self.set_button.setToolTip(problem)
@@ -240,7 +251,7 @@ class MemberEnrolmentDialog(QDialog):
         self.set_button.setEnabled(False)
         self.error.say("")
         self.ctx.ops.write(
-            lambda c: c.client.enrol_key_split_member(op_id, member, code, passphrase),
+            lambda worker: enrol_key_split_member(worker, op_id, member, code, passphrase),
             parent=self,
             label=f"Setting {member}'s passphrase…",
             success=self._enrolled,

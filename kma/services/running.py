@@ -1,0 +1,66 @@
+"""What runs beside a served KMA's listeners: `kma serve` (kma/server.py) starts it once the
+sockets are bound and stops it after they close.
+
+At start the KMA records where it listens, unlocks itself if autonomous unlock is on (and no
+Security Officer's lock stands), and says so in the audit trail; then the key pool fills in the
+background and the audit trail is pruned on schedule.
+"""
+
+from __future__ import annotations
+
+from kma.appliance import Appliance
+from kma.audit.record import Condition, Retention
+from kma.crypto import WrappingKey
+from kma.services.audit_pruner import AutoPrune
+from kma.services.keypool import key_pool
+from kma.services.quorum.locking import unlock_autonomously
+from kma.store import Stmt
+
+
+class Running:
+    """The key pool's refill and the audit pruner of one served KMA."""
+
+    def __init__(self, kma: Appliance) -> None:
+        self.kma = kma
+        self.pool = key_pool(kma)
+        self.pruner = AutoPrune(kma)
+
+    def start(self, management_address: str, service_address: str, master: WrappingKey | None = None) -> None:
+        """`master`: given by the set-up that has just made this KMA (its key split proven a moment
+        ago), which then serves at once, unlocked; after a restart, autonomous unlock decides."""
+        kma = self.kma
+        kma.commit(
+            kma.itself,
+            "kma.listen",
+            [
+                Stmt(
+                    "UPDATE kmas SET management_address = ?, service_address = ? WHERE id = ? "
+                    "AND (management_address, service_address) IS NOT (?, ?)",
+                    (management_address, service_address, kma.kma_id, management_address, service_address),
+                )
+            ],
+            f"listening on {management_address} (management) and {service_address} (service)",
+            ("kma", kma.kma_id),
+            retention=Retention.MEDIUM,
+        )
+        if master is not None:
+            kma.vault.unlock(master)
+        unlocked = master is not None or unlock_autonomously(kma)
+        kma.audit(
+            kma.itself,
+            "kma.start",
+            "KMA set up and started unlocked (its key split was just proven)"
+            if master is not None
+            else "KMA started and unlocked itself (autonomous unlock)"
+            if unlocked
+            else "KMA started locked; a quorum of the key split must unlock it",
+            condition=Condition.SUCCESS if unlocked else Condition.WARNING,
+            subject=("kma", kma.kma_id),
+            event_class="kma",
+        )
+        self.pool.start()
+        self.pruner.start()
+
+    def stop(self) -> None:
+        self.pruner.stop()
+        self.pool.stop()
