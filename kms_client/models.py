@@ -389,13 +389,14 @@ class Dashboard:
     cluster_name: str
     sites: int
     kmas: tuple[Kma, ...]
-    keys_by_state: Mapping[str, int]
+    keys_by_state: Mapping[str, int]  # each up to 10,000
     data_units: int
     agents: int
     users: int
     pending_quorum_operations: int
     warnings: tuple[str, ...]
     backups: BackupReadiness | None = None  # None from a KMA before backups existed
+    keys_by_state_exact: Mapping[str, bool] = field(default_factory=dict)  # false: more than the count
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Dashboard:
@@ -408,6 +409,7 @@ class Dashboard:
             agents=int(d["agents"]),
             users=int(d["users"]),
             pending_quorum_operations=int(d["pending_quorum_operations"]),
+            keys_by_state_exact={str(k): bool(v) for k, v in (d.get("keys_by_state_exact") or {}).items()},
             warnings=_strs(d.get("warnings")),
             backups=BackupReadiness.from_json(d["backups"]) if d.get("backups") else None,
         )

@@ -219,7 +219,8 @@ class Dashboard(Response):
     cluster_name: str
     sites: int
     kmas: list[Kma]
-    keys_by_state: dict[str, int]
+    keys_by_state: dict[str, int]  # each up to 10,000
+    keys_by_state_exact: dict[str, bool]  # false: more than 10,000 keys are in that state
     data_units: int
     agents: int
     users: int

@@ -97,7 +97,7 @@ def add_status(sub: Any) -> None:
 def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
     from kma.services.backups import describe_duration, readiness
-    from kma.services.dashboard import keys_by_state, status
+    from kma.services.dashboard import key_counts, status
     from kma.services.quorum.locking import unlock_autonomously
 
     data_dir = open_data_dir(args)
@@ -106,7 +106,7 @@ def run_status(args: argparse.Namespace) -> int:
     try:
         unlock_autonomously(kma)  # only to report whether it would; nothing is written
         info = status(kma)
-        info["keys_by_state"] = keys_by_state(kma)
+        info.update(key_counts(kma))
         info["backups"] = readiness(kma)
         info["autonomous_unlock_works"] = not kma.vault.locked
     finally:
@@ -118,7 +118,9 @@ def run_status(args: argparse.Namespace) -> int:
         f"Cluster {info['cluster_name']}: KMA {info['kma_id']} ({info['kma_name']}) at site {info['site_id']}"
     )
     print(f"Version {info['version']}; autonomous unlock {'on' if info['autonomous_unlock'] else 'off'}")
-    print("Keys: " + ", ".join(f"{state} {count}" for state, count in info["keys_by_state"].items()))
+    exact = info["keys_by_state_exact"]
+    print("Keys: " + ", ".join(f"{state} {'' if exact[state] else 'more than '}{count}"
+                               for state, count in info["keys_by_state"].items()))  # fmt: skip
     backup = info["backups"]
     age = backup["last_backup_age"]
     print("Last database backup: " + ("none" if age is None else f"{describe_duration(age)} ago"))

@@ -32,11 +32,13 @@ PUBLIC = (
     "CASE WHEN destroyed_at IS NULL THEN NULL ELSE NOT EXISTS (SELECT 1 FROM backups b WHERE "
     f"{BACKUP_HOLDS_DESTROYED_KEY.format(t='keys.', b='b.')}) END AS destruction_complete"
 )
-# Each sort and filter is served by an index (migration 0008). There is no sort by state: a state
-# follows from the key's times and the clock, so no index holds keys in state order; the state
-# filter is there instead.
+# Each sort and filter is served by an index (migrations 0008, 0014). There is no sort by state: a
+# state follows from the key's times and the clock, so no index holds keys in state order; the
+# state filter is there instead. Ties in a sort are broken by the key's row number (`seq`, the
+# order in which the pool made the keys), which every index ends with: an index ending in the
+# random key ID would put each new key at a random place, on the Create path.
 LIST = ListSpec(
-    select=f"SELECT {PUBLIC} FROM keys",
+    select=f"SELECT {PUBLIC}, rowid AS seq FROM keys",
     sort_fields={"created_at": "created_at", "activated_at": "activated_at", "id": "id",
                  "data_unit_id": ("data_unit_id", "activated_at")},
     default_sort="activated_at",  # newest issued first; unassigned pool keys (NULL) last
@@ -49,6 +51,9 @@ LIST = ListSpec(
         "agent_id": Filter("agent_id = :value"),
         "compromised": choice({1: "compromised_at IS NOT NULL", 0: "compromised_at IS NULL"}, boolean),
     },
+    id_sql="seq",
+    filtered_sorts={"created_at": frozenset({"compromised"}), "id": frozenset({"compromised"}),
+                    "data_unit_id": frozenset({"compromised", "data_unit_id"})},
 )  # fmt: skip
 ACTIVATE = """UPDATE keys SET key_group_id = :g, data_unit_id = :du, agent_id = :agent,
     activated_at = :now,
@@ -62,6 +67,7 @@ ACTIVATE = """UPDATE keys SET key_group_id = :g, data_unit_id = :du, agent_id = 
 
 def _row(row: Any) -> dict[str, Any]:
     out = dict(row)
+    out.pop("seq", None)  # the list's tie-break only
     out["compromised"] = bool(out["compromised"])
     if out["destruction_complete"] is not None:
         out["destruction_complete"] = bool(out["destruction_complete"])

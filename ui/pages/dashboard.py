@@ -212,13 +212,18 @@ class DashboardPage(QWidget):
         else:
             self.warnings.setText("✔ No warnings.")
             self.warnings.setStyleSheet("")
+        # The KMA counts each state up to 10,000 (as its lists do): a bar past that is shown full
+        # and says "more than".
         total = sum(dash.keys_by_state.values())
+        exact = all(dash.keys_by_state_exact.get(s, True) for s in dash.keys_by_state)
         for state, (_label, bar) in self.key_bars.items():
             count = dash.keys_by_state.get(state, 0)
             bar.setRange(0, max(total, 1))
             bar.setValue(count)
-            bar.setFormat(f"{count:,}")
-        self.keys_total.setText(counted(total, 'key') + ' in all')
+            more = not dash.keys_by_state_exact.get(state, True)
+            bar.setFormat(f"more than {count:,}" if more else f"{count:,}")
+        in_all = counted(total, "key") + " in all" if exact else f"More than {total:,} keys in all"
+        self.keys_total.setText(in_all)
         self.kmas.clear()
         for k in dash.kmas:
             state = "Locked" if k.locked else "Unlocked"
