@@ -15,10 +15,11 @@ from pathlib import Path
 from kma.audit.chain import AuditChain
 from kma.audit.record import AuditRecord, Condition, Retention
 from kma.clock import Clock, OffsetFileClock, SystemClock
+from kma.cluster.store import open_store
 from kma.datadir import DataDir
 from kma.domain.actor import Actor
 from kma.errors import Conflict, NotFound
-from kma.store import Batch, Refused, SQLiteStore, Stmt, WriteResult
+from kma.store import Batch, Refused, Stmt, WriteResult
 from kma.vault import Vault
 
 TEST_CLOCK_ENV = "KMA_TEST_CLOCK_FILE"
@@ -36,7 +37,7 @@ class Appliance:
         self.kma_id = self.identity.kma_id
         self.clock = clock or default_clock()
         self.chain = AuditChain(self.kma_id, self.identity.site_id, self.clock)
-        self.store = SQLiteStore(data_dir.db, self.chain)
+        self.store = open_store(data_dir, self.kma_id, self.chain)
         self.vault = Vault()
         self.itself = Actor(self.kma_id, self.identity.management_address, kind="kma")
 

@@ -40,6 +40,10 @@ class Conflict(KmaError):
     code, status = "conflict", 409
 
 
+class NoReadyKey(Conflict):
+    """A one-KMA cluster whose pool holds no key a backup holds yet: it issues none (409)."""
+
+
 class PayloadTooLarge(KmaError):
     code, status = "payload_too_large", 413
 
@@ -59,3 +63,10 @@ class KmaLocked(KmaError):
         self, message: str = "This KMA is locked; a quorum must unlock it.", audited: bool = False
     ) -> None:
         super().__init__(message, audited)
+
+
+class ClusterUnavailable(KmaError):
+    """The cluster's store takes no writes now (no leader: this KMA is on the minority side, or an
+    election is under way); nothing was changed, try again."""
+
+    code, status = "cluster_unavailable", 503

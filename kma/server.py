@@ -26,6 +26,7 @@ import uvicorn
 from kma.api.app import create_app
 from kma.api.listener import ManagementAcceptor, ManagementProtocol
 from kma.appliance import Appliance
+from kma.cluster.serve import start_cluster_node
 from kma.crypto import WrappingKey, fingerprint
 from kma.datadir import DataDir
 from kma.kmip.server import ServiceListener
@@ -135,6 +136,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
     service = f"{service_host}:{service_sock.getsockname()[1]}"
     ca = fingerprint(data_dir.ca_cert.read_bytes())
 
+    node = start_cluster_node(data_dir)  # None when the store is embedded
     kma = Appliance(data_dir)
     running = Running(kma)  # autonomous unlock, key pool, audit pruner
     running.start(management, service, master)
@@ -171,5 +173,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
         agents.stop()
         running.stop()
         kma.close()
+        if node is not None:
+            node.stop()
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)

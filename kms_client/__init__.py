@@ -15,6 +15,7 @@ from .errors import (
     ERROR_CLASSES,
     ApiError,
     BadRequest,
+    ClusterUnavailable,
     Conflict,
     Forbidden,
     InternalError,
@@ -82,6 +83,7 @@ __all__ = [
     "AutonomousUnlock",
     "BadRequest",
     "CaInfo",
+    "ClusterUnavailable",
     "ChainReport",
     "Conflict",
     "Credential",
@@ -141,6 +143,15 @@ from .audit_models import (  # noqa: E402  the auditor's routes
 
 __all__ += ["AuditCheckpoint", "AuditFacets", "AuditReport", "Boundary", "History", "Lane", "PruneResult",
             "Retention", "Series", "Span"]  # fmt: skip
+
+from .backups import (  # noqa: E402  database and core security backups
+    Backup,
+    Backups,
+    BackupSchedule,
+    CoreSecurityBackupStatus,
+)
+
+__all__ += ["Backup", "BackupSchedule", "Backups", "CoreSecurityBackupStatus"]
 
 from .topology_models import (  # noqa: E402  the cluster at a glance
     KMA_HEALTH,

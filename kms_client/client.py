@@ -26,6 +26,7 @@ from ._http import (
     unreadable_response,
 )
 from .audit import AuditMethods
+from .backups import BackupMethods
 from .errors import TrustError, Unauthenticated
 from .models import (
     Agent,
@@ -63,7 +64,7 @@ def _present(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-class KmsClient(AuditMethods, TopologyMethods):
+class KmsClient(AuditMethods, BackupMethods, TopologyMethods):
     """A signed-in (or not yet) connection to one KMA, verified against a pinned cluster CA.
 
     `ca_pem` is the CA saved at first contact (`Trust.fetch`). Without it the CA is read from

@@ -23,7 +23,7 @@ from kma.api.deps import bearer_token, client_address
 from kma.appliance import Appliance
 from kma.audit.record import Condition
 from kma.domain.actor import Actor
-from kma.errors import KmaError, Unauthenticated
+from kma.errors import ClusterUnavailable, KmaError, Unauthenticated
 from kma.services import auth, refusals
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ async def _audit_refusal(request: Request, code: str, message: str) -> None:
 SUBJECTS = {
     "keys": "key", "data-units": "data_unit", "agents": "agent", "users": "user",
     "key-groups": "key_group", "key-policies": "key_policy", "kmas": "kma", "sites": "site",
-    "quorum-operations": "quorum_operation",
+    "quorum-operations": "quorum_operation", "backups": "backup",
 }  # fmt: skip
 
 
@@ -76,6 +76,8 @@ def _audit_refusal_sync(request: Request, code: str, message: str) -> None:
                 subject=subject,
                 event_class=event_class,
             )
+    except ClusterUnavailable as exc:  # a cluster KMA without a majority: one line, not a trace each
+        log.warning("could not audit a refusal: %s", exc.message)
     except Exception:  # the refusal still goes out; the failure is in the log
         log.exception("could not audit a refusal")
 

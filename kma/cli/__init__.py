@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from kma.cli import admin, agent, cluster_status, plan, quorum, serve
+from kma.cli import admin, agent, backup, cluster_status, convert, plan, quorum, serve
 from kma.datadir import keep_private
 from kma.errors import KmaError
 
@@ -16,6 +16,8 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
     quorum.add_quorum_commands,  # quorum, lock, unlock: through a running KMA's API
     agent.add_agent,  # agent enroll, agent simulate: an encryption agent's side
     plan.add_plan,  # planning a deployment: needs no KMA
+    convert.add_convert,  # convert-to-cluster: an embedded KMA becomes a cluster's first node
+    backup.add_backup,  # backup create, list, core: through a running KMA's API
     cluster_status.add_cluster_commands,  # kma cluster status: through a running KMA's API
 ]  # fmt: skip
 

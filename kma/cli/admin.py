@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ def add_init(sub: Any) -> None:
 def run_init(args: argparse.Namespace) -> int:
     import getpass
 
-    from kma.bootstrap import check_answers, load_answers, read_answers
+    from kma.bootstrap import answers_mode, answers_text, check_answers, read_answers
     from kma.cli.setup_questions import ask_answers, ask_missing_passphrases, missing_passphrases
     from kma.crypto import fingerprint
     from kma.setup.service import run_answers
@@ -51,7 +52,10 @@ def run_init(args: argparse.Namespace) -> int:
         # From standard input, the answers (which hold passphrases) need no file the KMA's own user
         # can read: root pipes them in (`... | runuser -u kma -- kma init --answers -`).
         from_stdin = str(args.answers) == "-"
-        answers = read_answers(sys.stdin.read()) if from_stdin else load_answers(args.answers)
+        text = sys.stdin.read() if from_stdin else answers_text(args.answers)
+        if answers_mode(text) == "restore":  # a restore's answers have their own tables
+            return _run_restore(data_dir, text, Path.cwd() if from_stdin else args.answers.parent)
+        answers = read_answers(text)
         if missing_passphrases(answers):
             if from_stdin or not sys.stdin.isatty():
                 raise ValidationFailed("The answers leave out passphrases. Run `kma init --answers FILE` "
@@ -68,6 +72,21 @@ def run_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_restore(data_dir: DataDir, text: str, base: Path) -> int:
+    import tomllib
+
+    from kma.backup.restore import restore_from_answers
+
+    restored = restore_from_answers(data_dir, tomllib.loads(text), base)
+    print(
+        f"Restored KMA '{restored.kma_id}' of cluster '{restored.cluster_name}' in {data_dir.root} from "
+        f"backup {restored.backup_id}: {restored.keys} keys, {restored.audit_events} audit events"
+    )
+    print(f"CA fingerprint {restored.ca_fingerprint} (the cluster's own: agents keep trusting it)")
+    print("The answers file holds passphrases: store it offline or destroy it now.")
+    return 0
+
+
 def add_status(sub: Any) -> None:
     p = sub.add_parser("status", help="this KMA's state, key counts and warnings")
     p.add_argument("--data-dir", required=True)
@@ -77,7 +96,8 @@ def add_status(sub: Any) -> None:
 
 def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
-    from kma.services.dashboard import keys_by_state, status
+    from kma.services.backups import describe_duration, readiness
+    from kma.services.dashboard import key_counts, status
     from kma.services.quorum.locking import unlock_autonomously
 
     data_dir = open_data_dir(args)
@@ -86,7 +106,8 @@ def run_status(args: argparse.Namespace) -> int:
     try:
         unlock_autonomously(kma)  # only to report whether it would; nothing is written
         info = status(kma)
-        info["keys_by_state"] = keys_by_state(kma)
+        info.update(key_counts(kma))
+        info["backups"] = readiness(kma)
         info["autonomous_unlock_works"] = not kma.vault.locked
     finally:
         kma.close()
@@ -97,7 +118,19 @@ def run_status(args: argparse.Namespace) -> int:
         f"Cluster {info['cluster_name']}: KMA {info['kma_id']} ({info['kma_name']}) at site {info['site_id']}"
     )
     print(f"Version {info['version']}; autonomous unlock {'on' if info['autonomous_unlock'] else 'off'}")
-    print("Keys: " + ", ".join(f"{state} {count}" for state, count in info["keys_by_state"].items()))
+    exact = info["keys_by_state_exact"]
+    print("Keys: " + ", ".join(f"{state} {'' if exact[state] else 'more than '}{count}"
+                               for state, count in info["keys_by_state"].items()))  # fmt: skip
+    backup = info["backups"]
+    age = backup["last_backup_age"]
+    print("Last database backup: " + ("none" if age is None else f"{describe_duration(age)} ago"))
+    if backup["one_kma"]:
+        runs_out = backup["ready_keys_run_out_in"]
+        rate = "no key issued in the last 7 days"
+        if runs_out is not None:
+            rate = f"at the recent issue rate the Ready keys run out in {describe_duration(runs_out)}"
+        waiting = backup["keys_waiting_for_backup"]
+        print(f"Ready keys {backup['ready_keys']}; waiting for a backup {waiting}; {rate}")
     for warning in info["warnings"]:
         if not warning.startswith("This KMA is locked"):
             print(f"WARNING: {warning}")
@@ -124,15 +157,19 @@ def run_audit_verify(args: argparse.Namespace) -> int:
         return _verify_export(args)
     if not args.data_dir:
         raise ValidationFailed("Give --data-dir DIR (this KMA's chain) or --export FILE (an exported file).")
-    from kma.services.audit_log import verify_chain
-    from kma.store.sqlite import SQLiteStore
+    from kma.cluster.node_config import ClusterFiles
+    from kma.services.audit_log import verify_connection
 
     data_dir = open_data_dir(args)
-    store = SQLiteStore(data_dir.db)  # no chain: this command never writes
+    files = ClusterFiles.of(data_dir.root)
+    db = files.replica if files.exists() else data_dir.db  # a cluster node: its local replica
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30, isolation_level=None)  # never writes
+    conn.row_factory = sqlite3.Row
     try:
-        report = verify_chain(store, data_dir.ca_cert.read_bytes())
+        conn.execute("BEGIN")  # one snapshot: heads and events agree
+        report = verify_connection(conn, data_dir.ca_cert.read_bytes())
     finally:
-        store.close()
+        conn.close()
     if report.intact:
         start = "".join(f"; KMA {c.kma_id} from signed checkpoint #{c.id} (chain #{c.chain_seq})"
                         for c in report.checkpoints)  # fmt: skip

@@ -100,6 +100,16 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "PUT /cluster/key-split": frozenset({SO}),
     "PUT /cluster/autonomous-unlock": frozenset({SO}),
     "PUT /cluster/quorum-lifetime": frozenset({SO}),
+    # Backups (issue 12).
+    "GET /backups": frozenset({BO, SO, AU}),
+    "GET /backups/{id}": frozenset({BO, SO, AU}),
+    "GET /core-security-backup": frozenset({BO, SO, AU}),
+    "GET /backups/schedule": frozenset({BO, SO, AU}),
+    "PUT /backups/schedule": frozenset({BO}),
+    "POST /backups": frozenset({BO}),
+    "GET /backups/{id}/file": frozenset({BO}),
+    "DELETE /backups/{id}": frozenset({BO}),
+    "POST /core-security-backup": frozenset({SO}),
     # The cluster at a glance (issue 14).
     "GET /cluster/topology": ANY,
     "GET /metrics": ANY,  # outside /api/v1; also a metrics token (tests/integration/test_metrics.py)
@@ -130,6 +140,7 @@ class World:
     http: httpx.Client
     kma_id: str = ""
     key_id: str = ""
+    backup_id: str = ""
     tokens: dict[str, str] = field(default_factory=dict)
     _n: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -296,6 +307,15 @@ CALLS: dict[str, Prep] = {
     "POST /quorum-operations/{id}/enrol": lambda w, u: w.enrolment(),
     "PUT /cluster/autonomous-unlock": lambda w, u: ({}, {"enabled": False}),
     "PUT /cluster/quorum-lifetime": lambda w, u: ({}, {"seconds": 86400}),
+    "GET /backups": none,
+    "GET /backups/{id}": lambda w, u: ({"id": w.backup_id}, None),
+    "GET /core-security-backup": none,
+    "GET /backups/schedule": none,
+    "PUT /backups/schedule": lambda w, u: ({}, {"frequency": "off", "keep": 3 + w.n() % 5}),
+    "POST /backups": none,
+    "GET /backups/{id}/file": lambda w, u: ({"id": w.backup_id}, None),
+    "DELETE /backups/{id}": lambda w, u: ({"id": w.admin.create_backup().id}, None),
+    "POST /core-security-backup": none,
     "GET /cluster/topology": none,
     "GET /metrics": none,
     "GET /audit-forwarding": none,
@@ -329,6 +349,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     admin.create_agent("mx-agent", site_id="dallas", default_key_group_id="mx-group")
     admin.create_data_unit("MX0001")
     w.key_id = w.fresh_key()
+    admin.take_core_security_backup(tmp_path_factory.mktemp("offline") / "core.kmacore")
+    w.backup_id = admin.create_backup().id
     w.tokens = {user: w.fresh_token(user) for user in USERS}
     yield w
     w.http.close()

@@ -26,6 +26,10 @@ from kma.api.routes import quorum  # noqa: E402  pending quorum operations, key 
 
 ROUTERS += [quorum.router]
 
+from kma.api.routes import backups  # noqa: E402  database backups, the core security backup
+
+ROUTERS += [backups.router]
+
 from kma.api.routes import audit_forwarding, topology  # noqa: E402  the cluster at a glance
 
 ROUTERS += [topology.router, audit_forwarding.router]

@@ -1,0 +1,154 @@
+"""`kma serve` runs its KMA's rqlite node: start it, wait until it serves, stop it with the KMA.
+
+The node keeps its data under the data dir (cluster/rqlite/), listens for its KMA on loopback
+only, and talks Raft to the other nodes over mutual TLS from the cluster CA, so only a machine
+holding a node certificate from that CA can join or replicate. Foreign keys are on, as in the
+embedded store.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kma.cluster.node_config import ClusterFiles, NodeConfig
+from kma.errors import KmaError
+from kma.store.rqlite_http import RqliteClient, tls_context
+
+log = logging.getLogger(__name__)
+VERSION = "v8.43.4"
+BINARY_ENV = "KMA_RQLITED"
+START_TIMEOUT_S = 60.0
+
+
+class NodeFailed(KmaError):
+    """The local rqlite node did not start or stopped serving."""
+
+
+def rqlited_binary() -> Path:
+    """The rqlited to run: $KMA_RQLITED, else the one scripts/build-rqlite.sh cached, else PATH."""
+    if os.environ.get(BINARY_ENV):
+        return Path(os.environ[BINARY_ENV])
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    built = (
+        Path(os.environ.get("KMA_RQLITE_CACHE") or cache / "kms-manager" / f"rqlite-{VERSION}") / "rqlited"
+    )
+    if built.exists():
+        return built
+    found = shutil.which("rqlited")
+    if found:
+        return Path(found)
+    raise NodeFailed(
+        f"rqlited {VERSION} is not installed: run scripts/build-rqlite.sh (or set {BINARY_ENV})."
+    )
+
+
+def _death_signal() -> Callable[[], None] | None:
+    """On Linux, what makes rqlited end when its KMA ends, even by SIGKILL (a node left running
+    without its KMA would keep voting for a KMA that serves nobody). Loaded before the fork: the
+    child only calls prctl(PR_SET_PDEATHSIG)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    return lambda: prctl(1, signal.SIGTERM)
+
+
+class RqliteNode:
+    """One rqlited process for one data dir."""
+
+    def __init__(self, files: ClusterFiles, config: NodeConfig | None = None) -> None:
+        self.files = files
+        self.config = config or files.load()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def client(self) -> RqliteClient:
+        files = self.files
+        return RqliteClient(self.config.http_address,
+                            tls_context(files.ca_cert, files.node_cert, files.node_key))  # fmt: skip
+
+    def command(self, join: bool = True) -> list[str]:
+        f, c = self.files, self.config
+        tls = [
+            "-node-cert", str(f.node_cert), "-node-key", str(f.node_key), "-node-ca-cert", str(f.ca_cert),
+            "-node-verify-client",
+            "-http-cert", str(f.node_cert), "-http-key", str(f.node_key), "-http-ca-cert", str(f.ca_cert),
+            "-http-verify-client",
+        ]  # fmt: skip
+        args = [str(rqlited_binary()), "-node-id", c.node_id, "-http-addr", c.http_address,
+                "-raft-addr", c.raft_address, "-fk", "-raft-shutdown-stepdown", *tls]  # fmt: skip
+        if not c.voter:
+            args.append("-raft-non-voter=true")
+        # Only a new node joins: one that has Raft state already is a member, and a restart must
+        # not wait for the members it first joined through (they may be the ones that are down).
+        if join and c.join and self.is_new():
+            args += ["-join", ",".join(c.join), "-join-attempts", "20", "-join-interval", "1s"]
+        return [*args, str(f.rqlite_dir)]
+
+    def is_new(self) -> bool:
+        return not (self.files.rqlite_dir / "raft.db").exists()
+
+    def start(self, join: bool = True, timeout: float = START_TIMEOUT_S) -> None:
+        self.files.rqlite_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        log_path = self.files.folder / "rqlited.log"
+        with log_path.open("ab") as out:
+            # The child runs only prctl before exec, loaded before the fork (_death_signal).
+            self.process = subprocess.Popen(
+                self.command(join),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_death_signal(),  # noqa: PLW1509
+            )
+        self.wait_ready(timeout)
+        self.keep_private()
+
+    def keep_private(self) -> None:
+        """rqlited makes some of its files (its SQLite file among them) readable by all; the data
+        dir stays its owner's only (kma/datadir.py checks it at every start)."""
+        for folder, _, names in os.walk(self.files.rqlite_dir):
+            os.chmod(folder, 0o700)
+            for name in names:
+                path = Path(folder, name)
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode & 0o700)
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        client = self.client()
+        try:
+            while time.monotonic() < deadline:
+                if self.process is not None and self.process.poll() is not None:
+                    raise NodeFailed(f"rqlited exited with status {self.process.returncode}; see "
+                                     f"{self.files.folder / 'rqlited.log'}")  # fmt: skip
+                # With a leader: a restarted node's file is only its last snapshot until the leader
+                # tells it what has been committed since (it could hold a key destroyed since).
+                if client.ready():
+                    return
+                time.sleep(0.1)
+        finally:
+            client.close()
+        self.stop()
+        raise NodeFailed(f"rqlited did not become ready within {timeout:.0f} s; see "
+                         f"{self.files.folder / 'rqlited.log'}")  # fmt: skip
+
+    def stop(self, timeout: float = 15.0) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("rqlited did not stop within %.0f s; killing it", timeout)
+            process.kill()
+            process.wait()
+        self.keep_private()

@@ -1,0 +1,290 @@
+"""KMAs as nodes of an rqlite cluster (issue 11): real `kma serve` processes, each running its own
+rqlited on loopback, node-to-node and HTTP mutual TLS from the cluster CA."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kma.cluster.convert import EMBEDDED_KEPT, boot_from_embedded
+from kma.cluster.rqlited import NodeFailed, RqliteNode
+from kma.crypto.ca import create_cluster_ca
+from kma.datadir import DataDir
+from kma.store.rqlite import RqliteStore
+from kms_client import ClusterUnavailable, NotFound
+from tests.integration.test_quorum import creds
+from tests.support.agents import enrolled_demo_agent, kmip
+from tests.support.cluster import (
+    BINARY,
+    add_node,
+    eventually,
+    files_of,
+    first_node,
+    free_port,
+    private_files,
+    replica,
+    table_checksums,
+)
+from tests.support.kma_process import RunningKma, run_kma
+
+pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
+
+
+def test_an_embedded_kma_becomes_the_first_node_with_every_table_unchanged(tmp_path: Path) -> None:
+    kma = RunningKma.demo_in(tmp_path)
+    kma.client("co").create_key_policy("before-cluster", encryption_period=60, cryptoperiod=120)
+    kma.stop()
+    data_dir = DataDir(kma.data_dir)
+    with sqlite3.connect(f"file:{data_dir.db}?mode=ro", uri=True) as db:
+        before = table_checksums(db)
+    converted = run_kma("convert-to-cluster", "--data-dir", str(kma.data_dir), "--raft-address",
+                        f"127.0.0.1:{free_port()}", "--http-address", f"127.0.0.1:{free_port()}")  # fmt: skip
+    assert "first node of a cluster" in converted.stdout
+    with private_files():  # what `kma serve` does at its next start, here without the KMA's own writes
+        node = RqliteNode(files_of(kma))
+        node.start(join=False)
+        try:
+            boot_from_embedded(data_dir, node)
+        finally:
+            node.stop()
+    assert not data_dir.db.exists() and (kma.data_dir / EMBEDDED_KEPT).exists()
+    with replica(kma) as db:
+        after = table_checksums(db)
+    assert after == before and "keys" in after and "audit_events" in after
+
+    kma.start()  # now on rqlite: everything made before is there and the KMA writes on
+    co = kma.client("co")
+    assert co.get_key_policy("before-cluster").cryptoperiod == 120
+    co.create_key_policy("after-cluster", encryption_period=60, cryptoperiod=120)
+    kma.restart()
+    assert kma.client("co").get_key_policy("after-cluster").encryption_period == 60
+    assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0
+    kma.stop()
+
+
+@pytest.fixture
+def two_kmas(tmp_path: Path):  # type: ignore[no-untyped-def]
+    first, ca = first_node(tmp_path / "a")
+    second = add_node(first, ca, tmp_path, "kma-dal-2")
+    second.start()
+    yield first, second, ca
+    second.stop()
+    first.stop()
+
+
+def test_a_change_made_on_either_kma_is_seen_on_the_other_within_a_second(two_kmas) -> None:  # type: ignore[no-untyped-def]
+    first, second, _ = two_kmas
+    co_first, co_second = first.client("co"), second.client("co")
+    co_first.create_key_policy("made-on-first", encryption_period=60, cryptoperiod=120)
+    eventually(
+        lambda: _exists(co_second.get_key_policy, "made-on-first"), 1.0, "the policy on the second KMA"
+    )
+    second.client("so").create_user("jo", "Jo Auditor", ["auditor"], "jo's passphrase",
+                                    credentials=creds(second, "alice", "bob", "carol"))  # fmt: skip
+    eventually(lambda: _exists(first.client("so").get_user, "jo"), 1.0, "the user on the first KMA")
+    co_first.create_key_group("group-on-first", "made-on-first")
+    site = DataDir(first.data_dir).identity().site_id
+    first.client("op").create_agent("drive-on-first", site, "group-on-first")
+    eventually(
+        lambda: _exists(second.client("op").get_agent, "drive-on-first"), 1.0, "the agent on the second KMA"
+    )
+    first.client("jo", "jo's passphrase")  # the user made on the second KMA signs in on the first
+
+    # `kma status` beside a running cluster KMA reads the same store (its events go straight
+    # through: the running KMA's outbox has one shipper).
+    status = run_kma("status", "--data-dir", str(second.data_dir), "--json")
+    assert json.loads(status.stdout)["kma_id"] == "kma-dal-2"
+
+    # Both KMAs wrote their own audit chains into the one store: every chain verifies on both.
+    for kma in (first, second):
+        assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0
+    with replica(first) as db:
+        chains = {r[0] for r in db.execute("SELECT kma_id FROM audit_heads")}
+    assert chains == {"kma-dal-1", "kma-dal-2"}
+
+    # A backup from the cluster is a consistent SQLite file holding what both KMAs wrote.
+    backup = first.data_dir.parent / "cluster-backup.db"
+    store = RqliteStore(RqliteNode(files_of(second)).client(), files_of(second).replica, "kma-dal-2")
+    try:
+        store.backup(backup)
+        assert {n.kma_id for n in store.cluster_nodes()} == {"kma-dal-1", "kma-dal-2"}
+        assert sum(n.leader for n in store.cluster_nodes()) == 1
+    finally:
+        store.close()
+    with sqlite3.connect(backup) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("SELECT count(*) FROM agents WHERE id = 'drive-on-first'").fetchone()[0] == 1
+
+    # Restarted, both KMAs hold identical state.
+    first.restart()
+    second.restart()
+    first.client("co").create_key_policy("after-restart", encryption_period=60, cryptoperiod=120)
+    eventually(lambda: _exists(second.client("co").get_key_policy, "after-restart"), 1.0, "the last change")
+    with replica(first) as a, replica(second) as b:
+        eventually(lambda: table_checksums(a) == table_checksums(b), 5.0, "identical tables")
+
+
+def test_a_refused_change_leaves_nothing_in_the_cluster_store(two_kmas) -> None:  # type: ignore[no-untyped-def]
+    first, second, _ = two_kmas
+    co = second.client("co")
+    co.create_key_policy("once", encryption_period=60, cryptoperiod=120)
+    with pytest.raises(Exception, match="already exists"):
+        co.create_key_policy("once", encryption_period=30, cryptoperiod=60)
+    assert first.client("co").get_key_policy("once").encryption_period == 60
+    refused = [
+        e for e in second.client("auditor").iter_audit_events(subject_id="once") if e.condition != "success"
+    ]
+    assert refused  # the refusal itself is audited
+
+
+def test_a_node_with_a_certificate_from_another_ca_cannot_join(tmp_path: Path) -> None:
+    first, ca = first_node(tmp_path / "a")
+    try:
+        stranger = add_node(first, ca, tmp_path, "kma-stranger", join_ca=create_cluster_ca("other"))
+        node = RqliteNode(files_of(stranger))
+        with pytest.raises(NodeFailed):
+            node.start(timeout=8)
+        node.stop()
+        client = RqliteNode(files_of(first)).client()
+        try:
+            members = {n["id"] for n in client.get_json("/nodes", ver="2", nonvoters="")["nodes"]}
+        finally:
+            client.close()
+        assert members == {"kma-dal-1"}
+    finally:
+        first.stop()
+
+
+def _exists(get, object_id: str) -> bool:  # type: ignore[no-untyped-def]
+    try:
+        get(object_id)
+    except NotFound:
+        return False
+    return True
+
+
+def _rqlited_pid(kma: RunningKma) -> int:
+    """The rqlited that this KMA's `kma serve` runs (its child process)."""
+    assert kma.process is not None
+    children = Path(f"/proc/{kma.process.pid}/task/{kma.process.pid}/children").read_text().split()
+    pids = [int(p) for p in children if "rqlited" in Path(f"/proc/{p}/cmdline").read_text()]
+    assert len(pids) == 1, pids
+    return pids[0]
+
+
+def _leader(kma: RunningKma) -> str:
+    client = RqliteNode(files_of(kma)).client()
+    try:
+        nodes = client.get_json("/nodes", ver="2", nonvoters="")["nodes"]
+    finally:
+        client.close()
+    return next((n["id"] for n in nodes if n.get("leader")), "")
+
+
+def test_killing_the_raft_leader_keeps_keys_readable_and_writes_resume(tmp_path: Path) -> None:
+    first, ca = first_node(tmp_path / "a")
+    kmas = [first]
+    try:
+        for kma_id in ("kma-dal-2", "kma-dal-3"):
+            kmas.append(add_node(first, ca, tmp_path, kma_id))
+            kmas[-1].start()
+        op = first.client("op")
+        op.create_data_unit("LDR001", "written before the leader dies")
+        key = op.issue_key("backup-dallas", "LDR001")
+        for kma in kmas:
+            eventually(lambda k=kma: _exists(k.client("op").get_key, key.id), 1.0, "the key everywhere")
+
+        operators = [kma.client("op") for kma in kmas]  # signed in (a sign-in is a change)
+        leader_id = _leader(first)
+        leader = next(k for k in kmas if DataDir(k.data_dir).identity().kma_id == leader_id)
+        os.kill(_rqlited_pid(leader), signal.SIGKILL)
+
+        # Keys are read from each KMA's own replica: every KMA keeps serving them, the one whose
+        # Raft node just died included.
+        for operator in operators:
+            assert operator.get_key(key.id).id == key.id
+        # The two others elect a new leader: changes go through again, and new keys are issued.
+        survivor = operators[next(i for i, k in enumerate(kmas) if k is not leader)]
+
+        def change(make: Callable[[], object]) -> bool:
+            try:
+                make()
+            except ClusterUnavailable:
+                return False
+            return True
+
+        unit = lambda: survivor.create_data_unit("LDR002", "after the leader died")  # noqa: E731
+        eventually(lambda: change(unit), 3.0, "a change after the leader died")
+        eventually(lambda: change(lambda: survivor.issue_key("backup-dallas", "LDR002")), 3.0, "a new key")
+    finally:
+        for kma in reversed(kmas):
+            kma.stop()
+
+
+def test_a_kma_cut_off_from_the_others_keeps_serving_keys_and_loses_no_audit_event(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    first, ca = first_node(tmp_path / "a")
+    kmas = [first]
+    stopped: list[int] = []
+    try:
+        for kma_id in ("kma-dal-2", "kma-dal-3"):
+            kmas.append(add_node(first, ca, tmp_path, kma_id))
+            kmas[-1].start()
+        cut = kmas[1]
+        agent = enrolled_demo_agent(cut, tmp_path_factory, "t10k-dal-01")
+        with kmip(agent) as drive:
+            key_id = drive.create_and_activate(data_unit="CUT001")
+            material = drive.get(key_id)
+
+            # The other two nodes stop answering (the machine is cut off): no Raft majority here.
+            stopped = [_rqlited_pid(k) for k in kmas if k is not cut]
+            for pid in stopped:
+                os.kill(pid, signal.SIGSTOP)
+            gets = 5
+            for _ in range(gets):
+                assert drive.get(key_id) == material  # from the local replica; events to the outbox
+            assert _outbox_depth(cut) >= gets  # on the KMA's own disk, waiting for the cluster
+
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        stopped = []
+
+        def sent_events(kma: RunningKma) -> list[int]:
+            with replica(kma) as db:
+                rows = db.execute(
+                    "SELECT chain_seq FROM audit_events WHERE kma_id = 'kma-dal-2' "
+                    "AND operation = 'kmip.get' AND subject_id = ?",
+                    (key_id,),
+                ).fetchall()
+            return [r[0] for r in rows]
+
+        for kma in kmas:  # every Get's event reaches every KMA, once
+            eventually(lambda k=kma: len(sent_events(k)) == gets + 1, 10.0, "the Gets' events everywhere")
+            assert len(set(sent_events(kma))) == gets + 1
+        assert _outbox_depth(cut) == 0
+        for kma in kmas:
+            assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0
+        conns = [replica(k) for k in kmas]
+        try:  # and every replica holds the same rows, table by table
+            same = lambda: len({tuple(table_checksums(c).items()) for c in conns}) == 1  # noqa: E731
+            eventually(same, 10.0, "equal tables on every KMA")
+        finally:
+            for conn in conns:
+                conn.close()
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        for kma in reversed(kmas):
+            kma.stop()
+
+
+def _outbox_depth(kma: RunningKma) -> int:
+    with sqlite3.connect(f"file:{files_of(kma).folder / 'outbox.db'}?mode=ro", uri=True) as db:
+        return int(db.execute("SELECT count(*) FROM outbox").fetchone()[0])
