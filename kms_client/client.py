@@ -23,6 +23,7 @@ from ._http import (
     unreadable_response,
 )
 from .audit import AuditMethods
+from .cluster_members import ClusterMemberMethods
 from .errors import TrustError, Unauthenticated
 from .models import (
     Agent,
@@ -90,7 +91,7 @@ def _present(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-class KmsClient(AuditMethods):
+class KmsClient(AuditMethods, ClusterMemberMethods):
     """A signed-in (or not yet) connection to one KMA, verified against a pinned cluster CA.
 
     `ca_pem` is the CA saved at first contact (`Trust.fetch`). Without it the CA is read from

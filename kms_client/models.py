@@ -169,6 +169,9 @@ class Kma:
     key_pool_size: int
     pool_ready: int
     created_at: datetime
+    raft_address: str = ""
+    voter: bool = True  # votes in Raft; else a read replica
+    joined_at: datetime | None = None  # None: the entry waits for its machine to join
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Kma:
@@ -183,6 +186,9 @@ class Kma:
             key_pool_size=int(d["key_pool_size"]),
             pool_ready=int(d["pool_ready"]),
             created_at=parse_time(d["created_at"]),
+            raft_address=d.get("raft_address", ""),
+            voter=bool(d.get("voter", True)),
+            joined_at=parse_time(d["joined_at"]) if d.get("joined_at") else None,
         )
 
 
@@ -469,6 +475,8 @@ QUORUM_OP_TYPES = (
     "set_autonomous_unlock",
     "change_key_split",
     "shorten_audit_retention",
+    "add_kma",
+    "set_kma_passphrase",
 )
 
 

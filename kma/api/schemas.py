@@ -101,6 +101,9 @@ class Kma(Response):
     key_pool_size: int
     pool_ready: int
     created_at: Time
+    raft_address: str = ""  # where the other KMAs reach its Raft node
+    voter: bool = True  # votes in Raft (at most 5 do); else a read replica
+    joined_at: Time | None = None  # None: the entry waits for its machine to join
 
 
 class KeyPolicy(Response):

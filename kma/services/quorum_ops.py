@@ -1,9 +1,8 @@
 """The dispatch table of quorum-protected operations, and the user ones (the key split change:
 `kma.services.key_split_change`).
 
-Not here yet, because the features they protect do not exist yet: adding or joining a KMA,
-changing a KMA passphrase, transfer partners, restoring a backup and software upgrades. Each will
-be one more `OpType` in `OP_TYPES`.
+Not here yet, because the features they protect do not exist yet: transfer partners, restoring
+a backup and software upgrades. Each will be one more `OpType` in `OP_TYPES`.
 """
 
 from __future__ import annotations
@@ -20,10 +19,9 @@ from kma.services import users
 from kma.services.audit_retention import SHORTEN_RETENTION
 from kma.services.key_split import Quorum
 from kma.services.key_split_change import CHANGE_KEY_SPLIT
+from kma.services.kma_entries import ADD_KMA, SET_KMA_PASSPHRASE
 from kma.services.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
-from kma.services.quorum_types import OpType, Outcome, Prepared
-
-KEPT_AS_HASH = "(given; kept only as its hash)"
+from kma.services.quorum_types import KEPT_AS_HASH, OpType, Outcome, Prepared
 
 
 def _user_must_exist(kma: Appliance, user_id: str) -> None:
@@ -94,5 +92,7 @@ OP_TYPES: dict[str, OpType] = {
         SET_AUTONOMOUS_UNLOCK,
         CHANGE_KEY_SPLIT,
         SHORTEN_RETENTION,
+        ADD_KMA,
+        SET_KMA_PASSPHRASE,
     )
 }

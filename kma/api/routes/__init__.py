@@ -25,3 +25,7 @@ ROUTERS += [history.router, series.router]
 from kma.api.routes import quorum  # noqa: E402  pending quorum operations, lock/unlock, key split
 
 ROUTERS += [quorum.router]
+
+from kma.api.routes import cluster_members  # noqa: E402  a KMA's entry, its passphrase, the join
+
+ROUTERS += [cluster_members.router]

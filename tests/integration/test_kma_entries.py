@@ -1,0 +1,168 @@
+"""A KMA's entry under quorum, its one-time KMA passphrase, and the join handshake (issue 11),
+against a real demo KMA (key split 3 of 5) over TLS.
+
+The joining side here is the test itself with its own key pairs, as `kma init` in join mode would
+be: the handshake must hand back certificates for those keys, chained to the cluster CA, with the
+KMA ID as subject, and never anything secret.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from kms_client import Conflict, KmsClient, LockedOut, PendingQuorumOp, Unauthenticated
+from kms_client.cluster_members import KmaEntryOperation
+from tests.integration.helpers import read_only_db
+from tests.integration.test_quorum import creds, events
+from tests.support.kma_process import RunningKma
+
+ADDRESSES = {
+    "management_address": "127.0.0.1:18443",
+    "service_address": "127.0.0.1:15696",
+    "raft_address": "127.0.0.1:14002",
+}
+
+
+def csr(name: str = "whatever-the-machine-says") -> tuple[ec.EllipticCurvePrivateKey, str]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    request = (
+        x509.CertificateSigningRequestBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+        .sign(key, hashes.SHA256())
+    )
+    return key, request.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def add_entry(kma: RunningKma, kma_id: str, *members: str, **fields: Any) -> KmaEntryOperation:
+    so = kma.client("so")
+    return so.create_kma_entry(
+        kma_id, fields.pop("site_id", "boston"), **{**ADDRESSES, **fields}, credentials=creds(kma, *members)
+    )
+
+
+def test_an_approved_entry_yields_a_passphrase_that_joins_once(fresh_kma: RunningKma) -> None:
+    # Given a Security Officer submits the new KMA's entry with one key split credential
+    done = add_entry(fresh_kma, "kma-bos-1", "alice", name="Boston 1")
+    assert done.op.pending and done.op.type == "add_kma"
+    assert done.op.request["kma_passphrase"].startswith("(made by the KMA")  # approvers never see it
+    assert len(done.kma_passphrase.replace("-", "")) == 24
+    # The cluster would have two voters: the answer says plainly what that means.
+    assert done.voters == 2 and "stops management writes when either voter is lost" in (
+        done.voter_warning or ""
+    )
+    anonymous = fresh_kma.client()
+    node_key, node_csr = csr()
+    server_key, server_csr = csr()
+
+    # When the new machine tries before the quorum approved: refused, nothing issued
+    with pytest.raises(Unauthenticated, match="approved"):
+        anonymous.join_cluster("kma-bos-1", done.kma_passphrase, node_csr, server_csr)
+    qm1, qm2 = fresh_kma.client("qm1"), fresh_kma.client("qm2")
+    passphrases = {m["name"]: m["passphrase"] for m in fresh_kma.demo["key_split"]["members"]}
+    qm1.approve_quorum_operation(done.op.id, "bob", passphrases["bob"])
+    assert qm2.approve_quorum_operation(done.op.id, "carol", passphrases["carol"]).state == "executed"
+    entry = fresh_kma.client("so").get_kma("kma-bos-1")
+    assert (
+        entry.joined_at is None and entry.voter and entry.locked and entry.raft_address == "127.0.0.1:14002"
+    )
+
+    # Then a wrong passphrase is refused, and the right one joins
+    with pytest.raises(Unauthenticated):
+        anonymous.join_cluster("kma-bos-1", "NOT-THE-RIGHT-ONE-AT-ALL", node_csr, server_csr)
+    grant = anonymous.join_cluster("kma-bos-1", done.kma_passphrase, node_csr, server_csr)
+    assert grant.ca_fingerprint == fresh_kma.fingerprint and grant.cluster_name == "Demo Tape Vault"
+    assert grant.kma["site_id"] == "boston" and grant.kma["voter"] is True
+    ca = x509.load_pem_x509_certificate(grant.ca_pem.encode())
+    for pem, key in ((grant.node_certificate_pem, node_key), (grant.server_certificate_pem, server_key)):
+        cert = x509.load_pem_x509_certificate(pem.encode())
+        cert.verify_directly_issued_by(ca)
+        assert cert.public_key() == key.public_key()  # its own key: the private key never travelled
+        assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "kma-bos-1"
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert "127.0.0.1" in [str(ip) for ip in names.get_values_for_type(x509.IPAddress)]
+    # And a passphrase used twice is refused; the entry is joined and locked
+    with pytest.raises(Unauthenticated):
+        anonymous.join_cluster("kma-bos-1", done.kma_passphrase, *csr()[1:], csr()[1])
+    entry = fresh_kma.client("so").get_kma("kma-bos-1")
+    assert entry.joined_at is not None and entry.locked
+    with read_only_db(fresh_kma) as db:
+        hashes_left = db.execute("SELECT join_passphrase_hash FROM kmas WHERE id = 'kma-bos-1'").fetchone()[0]
+        issued = db.execute("SELECT purpose, revoked_at FROM kma_certificates ORDER BY purpose").fetchall()
+    assert hashes_left is None and [tuple(r) for r in issued] == [("node", None), ("server", None)]
+    joined = events(fresh_kma, operation="kma.join", subject_id="kma-bos-1")
+    assert [e.condition for e in joined].count("success") == 1
+    assert sum(e.condition == "error" for e in joined) == 3  # before approval, wrong, used twice
+
+
+def test_entry_with_three_credentials_runs_at_once_and_the_passphrase_comes_back(
+    fresh_kma: RunningKma,
+) -> None:
+    done = add_entry(fresh_kma, "kma-bos-2", "alice", "bob", "carol", voter=False)
+    assert done.op.state == "executed"
+    assert done.kma_passphrase and done.voters == 1 and done.voter_warning is None
+    assert fresh_kma.client("so").get_kma("kma-bos-2").voter is False
+    grant = fresh_kma.client().join_cluster("kma-bos-2", done.kma_passphrase, csr()[1], csr()[1])
+    assert grant.kma["voter"] is False
+
+
+def test_at_most_five_voters_then_non_voters(fresh_kma: RunningKma) -> None:
+    warnings = {}
+    for n in range(2, 6):
+        done = add_entry(fresh_kma, f"kma-{n}", "alice", "bob", "carol")
+        assert done.op.state == "executed" and done.voters == n
+        warnings[n] = done.voter_warning
+    assert warnings[3] is None and warnings[5] is None
+    assert "4 voters tolerate no more losses than 3" in (warnings[4] or "")
+    with pytest.raises(Conflict, match="5 voters.*non-voter"):
+        add_entry(fresh_kma, "kma-6", "alice", "bob", "carol")
+    assert add_entry(fresh_kma, "kma-6", "alice", "bob", "carol", voter=False).op.state == "executed"
+
+
+def test_wrong_passphrases_lock_the_kma_id_out(fresh_kma: RunningKma) -> None:
+    done = add_entry(fresh_kma, "kma-bos-3", "alice", "bob", "carol")
+    anonymous = fresh_kma.client()
+    for _ in range(5):
+        with pytest.raises(Unauthenticated):
+            anonymous.join_cluster("kma-bos-3", "WRONG-WRONG-WRONG", csr()[1], csr()[1])
+    with pytest.raises(LockedOut):  # even the right passphrase, until the lockout ends
+        anonymous.join_cluster("kma-bos-3", done.kma_passphrase, csr()[1], csr()[1])
+    fresh_kma.advance_clock(16 * 60)
+    assert (
+        anonymous.join_cluster("kma-bos-3", done.kma_passphrase, csr()[1], csr()[1]).kma["id"] == "kma-bos-3"
+    )
+
+
+def test_a_new_passphrase_replaces_the_machine_and_revokes_its_certificates(fresh_kma: RunningKma) -> None:
+    first = add_entry(fresh_kma, "kma-bos-4", "alice", "bob", "carol")
+    anonymous = fresh_kma.client()
+    anonymous.join_cluster("kma-bos-4", first.kma_passphrase, csr()[1], csr()[1])
+    so = fresh_kma.client("so")
+    pending = so.set_kma_passphrase("kma-bos-4", credentials=creds(fresh_kma, "alice"))
+    assert pending.op.pending and "any earlier machine's certificates stop working" in pending.op.summary
+    with pytest.raises(Unauthenticated):  # not before the quorum approved it
+        anonymous.join_cluster("kma-bos-4", pending.kma_passphrase, csr()[1], csr()[1])
+    passphrases = {m["name"]: m["passphrase"] for m in fresh_kma.demo["key_split"]["members"]}
+    fresh_kma.client("qm1").approve_quorum_operation(pending.op.id, "bob", passphrases["bob"])
+    ran = fresh_kma.client("qm2").approve_quorum_operation(pending.op.id, "carol", passphrases["carol"])
+    assert isinstance(ran, PendingQuorumOp) and ran.state == "executed"
+    anonymous.join_cluster("kma-bos-4", pending.kma_passphrase, csr()[1], csr()[1])
+    with read_only_db(fresh_kma) as db:
+        rows = db.execute("SELECT revoked_at IS NOT NULL FROM kma_certificates WHERE kma_id = 'kma-bos-4' "
+                          "ORDER BY issued_at, rowid").fetchall()  # fmt: skip
+    assert [r[0] for r in rows] == [1, 1, 0, 0]  # the first machine's two revoked, the new two valid
+
+
+def test_only_a_security_officer_creates_entries(fresh_kma: RunningKma) -> None:
+    from kms_client import Forbidden
+
+    op: KmsClient = fresh_kma.client("op")
+    with pytest.raises(Forbidden):
+        op.create_kma_entry("kma-z", "boston", **ADDRESSES)
+    with pytest.raises(Conflict, match="already a KMA"):
+        add_entry(fresh_kma, "kma-dal-1", "alice")
