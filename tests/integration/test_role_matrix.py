@@ -15,6 +15,10 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from kms_client import KmsClient
 from tests.integration.helpers import API, domain_snapshot, error_of, raw_http
@@ -100,6 +104,10 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "PUT /cluster/key-split": frozenset({SO}),
     "PUT /cluster/autonomous-unlock": frozenset({SO}),
     "PUT /cluster/quorum-lifetime": frozenset({SO}),
+    # Cluster membership (issue 11).
+    "POST /kmas": frozenset({SO}),
+    "PUT /kmas/{id}/passphrase": frozenset({SO}),
+    "POST /cluster/join": PUBLIC,  # a joining KMA, with its one-time KMA passphrase
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
@@ -187,6 +195,25 @@ class World:
         op = response.json()
         code = op["enrolment_codes"]["mx"]
         return {"id": op["id"]}, {"member": "mx", "code": code, "passphrase": f"mx passphrase {self.n()}"}
+
+    def kma_entry(self) -> dict[str, Any]:
+        """A new KMA's entry: a non-voter, so the matrix never reaches the voter limit."""
+        return {"id": f"mx-kma-{self.n()}", "site_id": "dallas", "management_address": "127.0.0.1:1",
+                "service_address": "127.0.0.1:2", "raft_address": "127.0.0.1:3", "voter": False}  # fmt: skip
+
+    def joining(self) -> tuple[dict[str, str], dict[str, Any]]:
+        """A new approved KMA entry, and what its machine sends to join with its passphrase."""
+        entry = self.kma_entry()
+        kma_id = entry["id"]
+        response = self.as_admin("POST", "/kmas", {**entry, "credentials": self.credentials()})
+        assert response.status_code == 201, response.text
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, kma_id)])
+        csr = x509.CertificateSigningRequestBuilder().subject_name(name).sign(key, hashes.SHA256())
+        pem = csr.public_bytes(serialization.Encoding.PEM).decode()
+        body = {"kma_id": kma_id, "passphrase": response.json()["kma_passphrase"], "node_csr_pem": pem,
+                "server_csr_pem": pem}  # fmt: skip
+        return {}, body
 
     def fresh_token(self, user: str) -> str:
         client = self.kma.client(user)
@@ -291,6 +318,10 @@ CALLS: dict[str, Prep] = {
     "POST /quorum-operations/{id}/enrol": lambda w, u: w.enrolment(),
     "PUT /cluster/autonomous-unlock": lambda w, u: ({}, {"enabled": False}),
     "PUT /cluster/quorum-lifetime": lambda w, u: ({}, {"seconds": 86400}),
+    # Quorum-protected: without credentials a new entry or passphrase is a pending operation (202).
+    "POST /kmas": lambda w, u: ({}, w.kma_entry()),
+    "PUT /kmas/{id}/passphrase": lambda w, u: ({"id": w.kma_id}, {}),
+    "POST /cluster/join": lambda w, u: w.joining(),
 }
 # Run after the call, whatever its outcome: lock and unlock must leave the KMA unlocked.
 AFTER: dict[str, Callable[[World], None]] = {
@@ -299,6 +330,7 @@ AFTER: dict[str, Callable[[World], None]] = {
     "PUT /cluster/key-split": lambda w: w.drop_pending("change_key_split"),
     "POST /quorum-operations/{id}/enrol": lambda w: w.drop_pending("change_key_split"),
     "PUT /cluster/autonomous-unlock": lambda w: w.drop_pending("set_autonomous_unlock"),
+    "PUT /kmas/{id}/passphrase": lambda w: w.drop_pending("set_kma_passphrase"),
 }
 assert CALLS.keys() == EXPECTED.keys()
 
