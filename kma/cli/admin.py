@@ -30,12 +30,17 @@ def add_init(sub: Any) -> None:
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from kma.bootstrap import initialise, load_answers, parse_answers
+    from kma.bootstrap import initialise, parse_answers
+    from kma.cli.cluster_members import run_join
+    from kma.cluster_join import is_join
     from kma.crypto import fingerprint
 
     # From standard input, the answers (which hold passphrases) need no file the KMA's own user
     # can read: root pipes them in (`... | runuser -u kma -- kma init --answers -`).
-    answers = parse_answers(sys.stdin.read()) if str(args.answers) == "-" else load_answers(args.answers)
+    text = sys.stdin.read() if str(args.answers) == "-" else _read(args.answers)
+    if is_join(text):  # mode = "join": a new KMA of an existing cluster
+        return run_join(_data_dir(args, must_exist=False), text)
+    answers = parse_answers(text)
     data_dir = _data_dir(args, must_exist=False)
     initialise(data_dir, answers)
     print(f"Created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' in {data_dir.root}")
@@ -44,6 +49,13 @@ def run_init(args: argparse.Namespace) -> int:
     print(f"CA fingerprint {fingerprint(data_dir.ca_cert.read_bytes())}")
     print("The answers file holds passphrases: store it offline or destroy it now.")
     return 0
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationFailed(f"Cannot read the answers file {path}: {exc}.") from None
 
 
 def add_status(sub: Any) -> None:
