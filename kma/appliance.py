@@ -18,7 +18,7 @@ from kma.crypto import CryptoError, WrappingKey
 from kma.datadir import DataDir
 from kma.domain.actor import Actor
 from kma.errors import Conflict, NotFound
-from kma.store import Batch, Refused, SQLiteStore, Stmt, WriteResult
+from kma.store import Batch, Refused, Stmt, WriteResult
 
 log = logging.getLogger(__name__)
 TEST_CLOCK_ENV = "KMA_TEST_CLOCK_FILE"
@@ -31,6 +31,7 @@ def default_clock() -> Clock:
 
 class Appliance:
     def __init__(self, data_dir: DataDir, clock: Clock | None = None) -> None:
+        from kma.cluster.store import open_store
         from kma.services.audit_pruner import AutoPrune  # (both need the appliance they serve)
         from kma.services.keypool import KeyPool
         from kma.vault import Vault
@@ -40,7 +41,7 @@ class Appliance:
         self.kma_id = self.identity.kma_id
         self.clock = clock or default_clock()
         self.chain = AuditChain(self.kma_id, self.identity.site_id, self.clock)
-        self.store = SQLiteStore(data_dir.db, self.chain)
+        self.store = open_store(data_dir, self.kma_id, self.chain)
         self.vault = Vault()
         self.pool = KeyPool(self)
         self.auto_prune = AutoPrune(self)

@@ -135,7 +135,9 @@ class DataDir:
         return self.root / "demo-credentials.json"
 
     def is_initialised(self) -> bool:
-        return self.identity_file.exists() and self.db.exists()
+        # A cluster node's store is its rqlite node (cluster/node.toml), not kma.db.
+        cluster_node = (self.root / "cluster" / "node.toml").exists()
+        return self.identity_file.exists() and (self.db.exists() or cluster_node)
 
     def _config(self) -> dict[str, Any]:
         return tomllib.loads(self.identity_file.read_text(encoding="utf-8"))

@@ -24,6 +24,7 @@ import uvicorn
 from kma.api.app import create_app
 from kma.api.listener import ManagementAcceptor, ManagementProtocol
 from kma.appliance import Appliance
+from kma.cluster.rqlited import start_cluster_node
 from kma.crypto import fingerprint
 from kma.datadir import DataDir
 from kma.kmip.server import ServiceListener
@@ -108,6 +109,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
     service = f"{service_host}:{service_sock.getsockname()[1]}"
     ca = fingerprint(data_dir.ca_cert.read_bytes())
 
+    node = start_cluster_node(data_dir)  # None when the store is embedded
     kma = Appliance(data_dir)
     kma.start(management, service)
     agents = ServiceListener(kma, service_sock, service, limits)
@@ -145,5 +147,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
     finally:
         agents.stop()
         kma.close()
+        if node is not None:
+            node.stop()
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)

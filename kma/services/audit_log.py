@@ -23,7 +23,7 @@ from kma.errors import ValidationFailed
 from kma.services.paging import MAX_LIMIT, Filter, ListSpec, Page, PageRequest, list_page, one_of, timestamp
 from kma.services.paging import _decode as decode_cursor
 from kma.services.paging import _encode as encode_cursor
-from kma.store import SQLiteStore
+from kma.store.base import Store
 
 FILTERS = (
     "operation", "severity", "condition", "event_class", "entity_id", "kma_id", "site_id",
@@ -114,7 +114,7 @@ TAIL_SOURCE = ("(SELECT *, id AS _r FROM audit_events WHERE id > :f_mark "
                "AND audit_text_match(:f_text, message, operation, entity_id, subject_id))")  # fmt: skip
 
 
-def _text_page(store: SQLiteStore, req: PageRequest) -> Page:
+def _text_page(store: Store, req: PageRequest) -> Page:
     if not 1 <= req.limit <= MAX_LIMIT:
         raise ValidationFailed(f"limit must be 1 to {MAX_LIMIT}.")
     order = (req.order or "desc").lower()
@@ -162,7 +162,7 @@ def where_clause(req: PageRequest) -> tuple[str, dict[str, Any]]:
     return " AND ".join(where) or "1", bound
 
 
-def iter_events(store: SQLiteStore, req: PageRequest, chunk: int = 2000) -> Iterator[dict[str, Any]]:
+def iter_events(store: Store, req: PageRequest, chunk: int = 2000) -> Iterator[dict[str, Any]]:
     """Every event matching the filter, oldest first, read in chunks (bounded memory)."""
     where, bound = where_clause(req)
     last = 0
@@ -176,7 +176,7 @@ def iter_events(store: SQLiteStore, req: PageRequest, chunk: int = 2000) -> Iter
         last = rows[-1]["id"]
 
 
-def facets(store: SQLiteStore, limit: int = 500) -> dict[str, list[str]]:
+def facets(store: Store, limit: int = 500) -> dict[str, list[str]]:
     """The distinct values of each filterable column, for the browser's pick lists.
 
     Each is an index skip-scan (`min(col) WHERE col > previous`), so the cost grows with the
@@ -218,7 +218,7 @@ def cluster_ca(conn: sqlite3.Connection) -> bytes:
     return str(row[0]).encode() if row else b""
 
 
-def verify_chain(store: SQLiteStore, ca_pem: bytes | None = None) -> ChainReport:
+def verify_chain(store: Store, ca_pem: bytes | None = None) -> ChainReport:
     """Verify every chain from its latest trusted checkpoint (or from its start).
 
     `ca_pem` is the CA this KMA serves TLS with (tls/ca.pem); the copy in the database is used

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kma.errors import BadRequest, ValidationFailed
-from kma.store import SQLiteStore
+from kma.store.base import Store
 
 MAX_LIMIT = 1000
 COUNT_LIMIT = 10_000
@@ -158,7 +158,7 @@ def _after(columns: Sequence[str], values: Sequence[Any], order: str) -> str:
 
 
 def list_page(
-    store: SQLiteStore, spec: ListSpec, req: PageRequest, params: Mapping[str, Any] | None = None
+    store: Store, spec: ListSpec, req: PageRequest, params: Mapping[str, Any] | None = None
 ) -> Page:
     if not 1 <= req.limit <= MAX_LIMIT:
         raise ValidationFailed(f"limit must be 1 to {MAX_LIMIT}.")

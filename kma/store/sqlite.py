@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from kma.store import fts
 from kma.store.batch import Batch, Params, WriteResult
+from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import GroupCommitter, Item, Outcome
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ class SQLiteStore:
     def __init__(self, path: Path, chain: AuditChain | None = None) -> None:
         self.path = path
         self.chain = chain
+        self.kma_id = chain.kma_id if chain else ""
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
@@ -122,6 +124,16 @@ class SQLiteStore:
         future: Future[WriteResult] = Future()
         self._queue.put((batch, future))
         return future
+
+    # --- the cluster: this KMA alone ----------------------------------------------------
+    def cluster_nodes(self) -> list[NodeStatus]:
+        from kma import __version__
+
+        return [NodeStatus(self.kma_id, leader=True, voter=True, reachable=True, version=__version__,
+                           last_contact_seconds=0.0)]  # fmt: skip
+
+    def replication_lag(self) -> ReplicationLag:
+        return ReplicationLag(0, 0.0)
 
     def close(self) -> None:
         self._queue.put(None)

@@ -1,0 +1,99 @@
+"""Turn an embedded KMA into the first node of a cluster, nothing lost.
+
+`make_first_node` writes the node's configuration and certificate into cluster/ (the KMA may be
+running: nothing changes for it yet). At its next start, `kma serve` sees a first node with an
+embedded store and no rqlite data: it starts rqlited alone, loads a consistent copy of kma.db
+(SQLite's backup API) with rqlite's `/boot` (the file becomes the node's database as it is), and
+runs on rqlite from then on. The embedded file is kept beside it, renamed
+(`kma.db.before-cluster`), as the copy to go back to; the KMA no longer reads it. A failure before
+the rename leaves the KMA embedded (the next start tries again).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from kma.cluster.node_config import ClusterFiles, NodeConfig, issue_node_certificate
+from kma.cluster.rqlited import RqliteNode
+from kma.crypto import CryptoError, WrappingKey
+from kma.crypto.ca import CertifiedKey
+from kma.datadir import DataDir
+from kma.errors import Conflict, ValidationFailed
+
+EMBEDDED_KEPT = "kma.db.before-cluster"
+
+
+def consistent_copy(source: Path, destination: Path) -> None:
+    """A self-contained copy (no -wal beside it) of a SQLite file another process may hold open."""
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    dst = sqlite3.connect(destination)
+    try:
+        src.backup(dst)
+        dst.execute("PRAGMA journal_mode = DELETE")
+    finally:
+        dst.close()
+        src.close()
+
+
+def cluster_ca(data_dir: DataDir) -> CertifiedKey:
+    """The cluster CA with its key, opened with this KMA's local unlock key (autonomous unlock).
+    A KMA without one gets its node certificate through the membership flow instead."""
+    db = sqlite3.connect(f"file:{data_dir.db}?mode=ro", uri=True)
+    try:
+        kma_id = data_dir.identity().kma_id
+        row = db.execute(
+            "SELECT autounlock_master FROM kmas WHERE id = ? AND locked = 0", (kma_id,)
+        ).fetchone()
+        cluster = db.execute("SELECT ca_cert_pem, ca_key_wrapped FROM cluster WHERE id = 1").fetchone()
+    finally:
+        db.close()
+    if row is None or row[0] is None or not data_dir.unlock_key.exists():
+        raise ValidationFailed(
+            "This KMA has no autonomous unlock, so the cluster CA's key cannot be opened here; "
+            "give the node certificate from the cluster CA instead."
+        )
+    try:
+        local = WrappingKey(data_dir.unlock_key.read_bytes())
+        master = WrappingKey(local.unwrap(f"autounlock:{kma_id}", row[0]))
+        return CertifiedKey(cluster[0].encode(), master.unwrap("cluster-ca-key", cluster[1]))
+    except (CryptoError, ValueError) as exc:
+        raise ValidationFailed(f"The local unlock key does not open the master key: {exc}") from None
+
+
+def make_first_node(data_dir: DataDir, raft_address: str, http_address: str,
+                    ca: CertifiedKey | None = None) -> NodeConfig:  # fmt: skip
+    """Make the embedded KMA at `data_dir` the first node of a new cluster: its node configuration
+    and certificate go in cluster/; its next `kma serve` moves the store into rqlite (`boot`)."""
+    files = ClusterFiles.of(data_dir.root)
+    if files.exists():
+        raise Conflict(f"{data_dir.root} is already a cluster node ({files.config_file}).")
+    if not data_dir.db.exists():
+        raise ValidationFailed(f"{data_dir.db} does not exist: there is no embedded store to convert.")
+    ca = ca or cluster_ca(data_dir)
+    config = NodeConfig(data_dir.identity().kma_id, raft_address, http_address, voter=True, join=())
+    host = raft_address.rpartition(":")[0].strip("[]")
+    files.write(config, ca.cert_pem, issue_node_certificate(ca, config.node_id, [host]))
+    return config
+
+
+def needs_boot(data_dir: DataDir, files: ClusterFiles) -> bool:
+    """A first node whose rqlite store has not been made from the embedded one yet."""
+    return data_dir.db.exists() and not files.load().join  # kma.db is set aside once booted
+
+
+def boot_from_embedded(data_dir: DataDir, node: RqliteNode) -> None:
+    """Load the embedded store into the (started, single, empty) rqlite node, then keep the
+    embedded file aside so that nothing reads it again."""
+    with tempfile.TemporaryDirectory(dir=data_dir.root) as tmp:
+        copy = Path(tmp) / "kma.db"
+        consistent_copy(data_dir.db, copy)
+        client = node.client()
+        try:
+            client.boot(copy)
+        finally:
+            client.close()
+    data_dir.db.rename(data_dir.root / EMBEDDED_KEPT)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{data_dir.db}{suffix}").unlink(missing_ok=True)

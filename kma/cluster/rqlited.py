@@ -1,0 +1,155 @@
+"""`kma serve` runs its KMA's rqlite node: start it, wait until it serves, stop it with the KMA.
+
+The node keeps its data under the data dir (cluster/rqlite/), listens for its KMA on loopback
+only, and talks Raft to the other nodes over mutual TLS from the cluster CA, so only a machine
+holding a node certificate from that CA can join or replicate. Foreign keys are on, as in the
+embedded store.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kma.cluster.node_config import ClusterFiles, NodeConfig
+from kma.datadir import DataDir
+from kma.errors import KmaError
+from kma.store.rqlite_http import RqliteClient, tls_context
+
+log = logging.getLogger(__name__)
+VERSION = "v8.43.4"
+BINARY_ENV = "KMA_RQLITED"
+START_TIMEOUT_S = 60.0
+
+
+class NodeFailed(KmaError):
+    """The local rqlite node did not start or stopped serving."""
+
+
+def rqlited_binary() -> Path:
+    """The rqlited to run: $KMA_RQLITED, else the one scripts/build-rqlite.sh cached, else PATH."""
+    if os.environ.get(BINARY_ENV):
+        return Path(os.environ[BINARY_ENV])
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    built = (
+        Path(os.environ.get("KMA_RQLITE_CACHE") or cache / "kms-manager" / f"rqlite-{VERSION}") / "rqlited"
+    )
+    if built.exists():
+        return built
+    found = shutil.which("rqlited")
+    if found:
+        return Path(found)
+    raise NodeFailed(
+        f"rqlited {VERSION} is not installed: run scripts/build-rqlite.sh (or set {BINARY_ENV})."
+    )
+
+
+def _death_signal() -> Callable[[], None] | None:
+    """On Linux, what makes rqlited end when its KMA ends, even by SIGKILL (a node left running
+    without its KMA would keep voting for a KMA that serves nobody). Loaded before the fork: the
+    child only calls prctl(PR_SET_PDEATHSIG)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    return lambda: prctl(1, signal.SIGTERM)
+
+
+class RqliteNode:
+    """One rqlited process for one data dir."""
+
+    def __init__(self, files: ClusterFiles, config: NodeConfig | None = None) -> None:
+        self.files = files
+        self.config = config or files.load()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def client(self) -> RqliteClient:
+        files = self.files
+        return RqliteClient(self.config.http_address,
+                            tls_context(files.ca_cert, files.node_cert, files.node_key))  # fmt: skip
+
+    def command(self, join: bool = True) -> list[str]:
+        f, c = self.files, self.config
+        tls = [
+            "-node-cert", str(f.node_cert), "-node-key", str(f.node_key), "-node-ca-cert", str(f.ca_cert),
+            "-node-verify-client",
+            "-http-cert", str(f.node_cert), "-http-key", str(f.node_key), "-http-ca-cert", str(f.ca_cert),
+            "-http-verify-client",
+        ]  # fmt: skip
+        args = [str(rqlited_binary()), "-node-id", c.node_id, "-http-addr", c.http_address,
+                "-raft-addr", c.raft_address, "-fk", "-raft-shutdown-stepdown", *tls]  # fmt: skip
+        if not c.voter:
+            args.append("-raft-non-voter=true")
+        if join and c.join:
+            args += ["-join", ",".join(c.join), "-join-attempts", "20", "-join-interval", "1s"]
+        return [*args, str(f.rqlite_dir)]
+
+    def start(self, join: bool = True, timeout: float = START_TIMEOUT_S) -> None:
+        self.files.rqlite_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        log_path = self.files.folder / "rqlited.log"
+        with log_path.open("ab") as out:
+            # The child runs only prctl before exec, loaded before the fork (_death_signal).
+            self.process = subprocess.Popen(
+                self.command(join),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_death_signal(),  # noqa: PLW1509
+            )
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        client = self.client()
+        try:
+            while time.monotonic() < deadline:
+                if self.process is not None and self.process.poll() is not None:
+                    raise NodeFailed(f"rqlited exited with status {self.process.returncode}; see "
+                                     f"{self.files.folder / 'rqlited.log'}")  # fmt: skip
+                if client.ready():
+                    return
+                time.sleep(0.1)
+        finally:
+            client.close()
+        self.stop()
+        raise NodeFailed(f"rqlited did not become ready within {timeout:.0f} s; see "
+                         f"{self.files.folder / 'rqlited.log'}")  # fmt: skip
+
+    def stop(self, timeout: float = 15.0) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("rqlited did not stop within %.0f s; killing it", timeout)
+            process.kill()
+            process.wait()
+
+
+def start_cluster_node(data_dir: DataDir) -> RqliteNode | None:
+    """Start the data dir's rqlite node if it is a cluster node, and wait until it serves."""
+    files = ClusterFiles.of(data_dir.root)
+    if not files.exists():
+        return None
+    from kma.cluster.convert import boot_from_embedded, needs_boot
+
+    node = RqliteNode(files)
+    first_boot = needs_boot(data_dir, files)
+    node.start(join=not first_boot)
+    if first_boot:
+        try:
+            boot_from_embedded(data_dir, node)
+        except BaseException:
+            node.stop()
+            raise
+    return node

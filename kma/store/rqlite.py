@@ -1,0 +1,359 @@
+"""The store of a KMA in a cluster: writes through rqlite (Raft), reads from the local replica.
+
+Same interface as the embedded store (kma/store/sqlite.py), so services do not know which runs.
+
+Writes: one writer thread takes every batch waiting (group commit, as embedded) and sends them as
+one `/db/execute?transaction` request to the local rqlited: each statement with an `expect` is
+followed by an INSERT into `cluster_guard` whose CHECK fails unless `changes()` matched, the
+group's audit events and this KMA's chain head go in the same request, so an operation and its
+event commit together or not at all. Any `error` in any result means nothing of the request was
+applied: a group with a refusal is sent again batch by batch, and a refused batch's refusal event
+goes in a request of its own. Only this writer appends to this KMA's chain (each KMA writes its own
+chain), so chains from different KMAs never conflict.
+
+Reads: rqlite keeps its SQLite file on disk in WAL mode and allows external read-only
+connections; the KMA reads that file directly, so reads are local (they work while the cluster
+has no leader) and the audit trail's free-text function is available as embedded. After a write,
+the writer waits until the local replica shows it (`cluster_write_marks`), so a caller reads its
+own writes on a follower too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kma.store import fts
+from kma.store.batch import Batch, Params, Refused, WriteResult
+from kma.store.cluster_view import NodeStatus, ReplicationLag
+from kma.store.group_commit import MAX_GROUP, _integrity_message
+from kma.store.rqlite_http import ClusterUnavailable, RqliteClient, StatementFailed, rqlite_statement
+
+if TYPE_CHECKING:
+    from kma.audit.chain import AuditChain
+
+log = logging.getLogger(__name__)
+GUARD_SQL = "INSERT OR REPLACE INTO cluster_guard (id, ok) VALUES (1, changes() = ?)"
+MARK_SQL = (
+    "INSERT INTO cluster_write_marks (kma_id, seq) VALUES (?, ?) "
+    "ON CONFLICT (kma_id) DO UPDATE SET seq = excluded.seq"
+)
+OWN_WRITE_TIMEOUT_S = 5.0
+
+Item = tuple[Batch, "Future[WriteResult]"]
+
+
+def split_script(sql: str) -> list[str]:
+    """A migration script as single statements (triggers' bodies kept whole)."""
+    statements, current = [], ""
+    for line in sql.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            text = current.strip()
+            if text.rstrip(";").strip() and not all(
+                ln.strip().startswith("--") or not ln.strip() for ln in text.splitlines()
+            ):
+                statements.append(text)
+            current = ""
+    if current.strip() and not all(
+        ln.strip().startswith("--") or not ln.strip() for ln in current.splitlines()
+    ):
+        statements.append(current.strip())
+    return statements
+
+
+class _Replica:
+    """Read-only connections to rqlite's SQLite file, one per thread; reopened when rqlite replaces
+    the file (a snapshot installed from the leader)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None,
+                               check_same_thread=False, timeout=30, cached_statements=512)  # fmt: skip
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        fts.register(conn)
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    def conn(self) -> sqlite3.Connection:
+        inode = os.stat(self.path).st_ino
+        held: tuple[int, sqlite3.Connection] | None = getattr(self._local, "held", None)
+        if held is None or held[0] != inode:
+            if held is not None and not held[1].in_transaction:
+                held[1].close()
+            held = (inode, self._open())
+            self._local.held = held
+        return held[1]
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+
+
+class RqliteStore:
+    def __init__(
+        self, client: RqliteClient, replica: Path, kma_id: str, chain: AuditChain | None = None
+    ) -> None:
+        self.client = client
+        self.kma_id = kma_id
+        self.chain = chain
+        self.path = replica
+        self._replica = _Replica(replica)
+        self.schema_version = self._migrate()
+        self._mark = int(self.scalar("SELECT seq FROM cluster_write_marks WHERE kma_id = ?", (kma_id,)) or 0)
+        if chain is not None:
+            self._load_head()
+        self._queue: queue.Queue[Item | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="kma-store-writer", daemon=True)
+        self._thread.start()
+
+    # --- reads (the local replica) -------------------------------------------------------
+    def query(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+        return self._replica.conn().execute(sql, params).fetchall()
+
+    def query_one(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = self._replica.conn().execute(sql, params).fetchone()
+        return row
+
+    def scalar(self, sql: str, params: Params = ()) -> Any:
+        row = self.query_one(sql, params)
+        return None if row is None else row[0]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Several reads that must agree with each other (one read transaction)."""
+        conn = self._replica.conn()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    # --- writes (through the cluster) ----------------------------------------------------
+    def write(self, batch: Batch) -> WriteResult:
+        """Commit `batch` in the cluster, or raise `Refused` (its refusal event is then committed)
+        or `ClusterUnavailable` (nothing was committed, or, after a timeout, perhaps it was)."""
+        return self.submit(batch).result()
+
+    def submit(self, batch: Batch) -> Future[WriteResult]:
+        future: Future[WriteResult] = Future()
+        self._queue.put((batch, future))
+        return future
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=20)
+        self._replica.close()
+        self.client.close()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            group = [item]
+            while len(group) < MAX_GROUP:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    self._queue.put(None)
+                    break
+                group.append(nxt)
+            try:
+                self._commit_group(group)
+            except BaseException as exc:  # nothing may leave a caller waiting forever
+                log.exception("cluster write failed")
+                for _, future in group:
+                    if not future.done():
+                        future.set_exception(exc)
+
+    def _commit_group(self, group: Sequence[Item]) -> None:
+        if len(group) > 1:
+            try:
+                results = self._send([batch for batch, _ in group])
+            except StatementFailed:  # a refusal among them: each batch on its own
+                pass
+            else:
+                for (_, future), result in zip(group, results, strict=True):
+                    future.set_result(result)
+                return
+        for batch, future in group:
+            try:
+                future.set_result(self._send([batch])[0])
+            except StatementFailed as failed:
+                refusal = self._refusal(batch, failed)
+                if batch.on_refusal is not None:
+                    self._send([Batch((), batch.on_refusal(refusal.message))])
+                future.set_exception(refusal)
+
+    def _refusal(self, batch: Batch, failed: StatementFailed) -> Refused:
+        """Which of the batch's statements failed, told as the embedded store tells it."""
+        index = 0
+        for i, stmt in enumerate(batch.statements):
+            index += 1 + (stmt.expect is not None)
+            if failed.index < index:
+                if "cluster_guard" in failed.error or "ok = 1" in failed.error:
+                    return Refused(stmt.refusal or "the object is not in a state that allows this", i)
+                return Refused(_integrity_message(sqlite3.IntegrityError(failed.error)), i)
+        return Refused(_integrity_message(sqlite3.IntegrityError(failed.error)))
+
+    def _send(self, batches: Sequence[Batch]) -> list[WriteResult]:
+        """One request for `batches`; StatementFailed = none of it applied (the chain is put back)."""
+        chain = self.chain
+        seq_before, head_before = (chain.seq, chain.head) if chain else (0, "")
+        statements: list[list[Any]] = []
+        spans: list[tuple[int, list[int]]] = []  # per batch: (index of its audit event, its statements)
+        events: list[dict[str, Any]] = []
+        for batch in batches:
+            positions = []
+            for stmt in batch.statements:
+                positions.append(len(statements))
+                statements.append(rqlite_statement(stmt.sql, stmt.params))
+                if stmt.expect is not None:
+                    statements.append([GUARD_SQL, stmt.expect])
+            event_index = -1
+            if batch.event is not None and chain is not None:
+                event_index = len(events)
+                events.append(chain.next_event(batch.event))
+            spans.append((event_index, positions))
+        events_at = len(statements)
+        statements += self._event_statements(events)
+        mark = self._mark + 1
+        statements.append([MARK_SQL, self.kma_id, mark])
+        try:
+            results = self.client.execute(statements)
+        except StatementFailed:
+            if chain is not None:
+                chain.seq, chain.head = seq_before, head_before
+            raise
+        except ClusterUnavailable:
+            # Perhaps committed, perhaps not (a timeout): the chain's head is read back from the cluster.
+            if chain is not None:
+                self._load_head()
+            raise
+        self._mark = mark
+        self._wait_for_own_write(mark)
+        out = []
+        for event_index, positions in spans:
+            counts = [int(results[p].get("rows_affected", 0)) for p in positions]
+            event_id = None
+            if event_index >= 0:
+                event_id = int(results[events_at + event_index].get("last_insert_id", 0)) or None
+            out.append(WriteResult(counts, event_id))
+        return out
+
+    def _event_statements(self, events: list[dict[str, Any]]) -> list[list[Any]]:
+        """The events' INSERTs (one each: rqlite gives each its own last_insert_id) and the head."""
+        if self.chain is None or not events:
+            return []
+        inserts = [self.chain.insert_stmt([event]) for event in events]
+        return [rqlite_statement(s.sql, s.params) for s in [*inserts, self.chain.head_stmt()]]
+
+    def _load_head(self) -> None:
+        assert self.chain is not None
+        from kma.audit.chain import GENESIS
+
+        rows = self.client.query("SELECT chain_seq, hash FROM audit_heads WHERE kma_id = ?", (self.kma_id,))
+        self.chain.seq, self.chain.head = (int(rows[0][0]), str(rows[0][1])) if rows else (0, GENESIS)
+
+    def _wait_for_own_write(self, mark: int) -> None:
+        deadline = time.monotonic() + OWN_WRITE_TIMEOUT_S
+        pause = 0.0005
+        while True:
+            seen = self.scalar("SELECT seq FROM cluster_write_marks WHERE kma_id = ?", (self.kma_id,))
+            if seen is not None and int(seen) >= mark:
+                return
+            if time.monotonic() > deadline:
+                log.warning("the local replica has not caught up with this KMA's write after %.0f s",
+                            OWN_WRITE_TIMEOUT_S)  # fmt: skip
+                return
+            time.sleep(pause)
+            pause = min(pause * 2, 0.01)
+
+    # --- schema --------------------------------------------------------------------------
+    def _migrate(self) -> int:
+        """Apply the migrations the cluster's store lacks, each in one transaction (any node may
+        run this; if two race, one transaction fails whole and the other's result is kept)."""
+        self.client.execute([["CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)"]])
+        done = {int(r[0]) for r in self.client.query("SELECT version FROM schema_migrations")}
+        scripts = sorted((f for f in resources.files("kma.store").joinpath("migrations").iterdir()
+                          if f.name.endswith(".sql")), key=lambda f: f.name)  # fmt: skip
+        for script in scripts:
+            version = int(script.name.split("_", 1)[0])
+            if version in done:
+                continue
+            statements: list[list[Any]] = [[s] for s in split_script(script.read_text(encoding="utf-8"))]
+            statements.append(["INSERT INTO schema_migrations (version) VALUES (?)", version])
+            try:
+                self.client.execute(statements)
+                log.info("applied migration %s to the cluster's store", script.name)
+            except StatementFailed:
+                now = {int(r[0]) for r in self.client.query("SELECT version FROM schema_migrations")}
+                if version not in now:
+                    raise
+        rows = self.client.query("SELECT max(version) FROM schema_migrations")
+        return int(rows[0][0] or 0)
+
+    # --- the cluster ---------------------------------------------------------------------
+    def cluster_nodes(self) -> list[NodeStatus]:
+        nodes = self.client.get_json("/nodes", ver="2", nonvoters="")
+        status = self.client.get_json("/status")
+        raft = status.get("store", {}).get("raft", {})
+        local_contact = _seconds(raft.get("last_contact"))
+        local_id = status.get("store", {}).get("node_id", self.kma_id)
+        out = []
+        for node in nodes.get("nodes", []):
+            leader = bool(node.get("leader"))
+            contact = 0.0 if node["id"] == local_id and raft.get("state") == "Leader" else None
+            if node["id"] == local_id and contact is None:
+                contact = local_contact
+            reachable, version = bool(node.get("reachable")), str(node.get("version", ""))
+            out.append(
+                NodeStatus(str(node["id"]), leader, bool(node.get("voter")), reachable, version, contact)
+            )
+        return sorted(out, key=lambda n: n.kma_id)
+
+    def replication_lag(self) -> ReplicationLag:
+        return ReplicationLag(0, 0.0)  # every write goes straight through the cluster
+
+    def backup(self, path: Path) -> None:
+        """A consistent SQLite copy of the cluster's store."""
+        self.client.backup(path)
+
+
+def _seconds(value: Any) -> float | None:
+    """rqlite's last_contact: a Go duration ("12.3ms", "1.5s"), "never" or 0 on the leader."""
+    if value in (None, "", "never"):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value)
+    for suffix, scale in (("ms", 1e-3), ("µs", 1e-6), ("us", 1e-6), ("ns", 1e-9), ("s", 1.0)):
+        if text.endswith(suffix):
+            try:
+                return float(text[: -len(suffix)]) * scale
+            except ValueError:
+                return None
+    return None

@@ -1,0 +1,127 @@
+"""A thin client of the local rqlited's HTTP API, over mutual TLS from the cluster CA.
+
+rqlite answers a transaction with HTTP 200 and one result per statement; a failed statement
+carries `error` and rolls the whole request back. `execute` turns any `error` into `StatementFailed`
+naming the statement, so callers cannot mistake a refused request for a committed one.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import ssl
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from kma.errors import KmaError, ValidationFailed
+
+logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
+
+# rqlite takes a string parameter of this form for a BLOB (its X'..' literal): such a text cannot
+# travel as itself, so it is refused rather than stored as something else.
+_LOOKS_LIKE_BLOB = re.compile(r"\s*[xX]'([0-9a-fA-F]{2})*'\s*")
+
+
+class ClusterUnavailable(KmaError):
+    """The cluster's store cannot take this request now (no leader, node down, timeout)."""
+
+
+class StatementFailed(Exception):
+    def __init__(self, index: int, error: str) -> None:
+        super().__init__(f"statement {index}: {error}")
+        self.index = index
+        self.error = error
+
+
+def rqlite_param(value: Any) -> Any:
+    """A Python value as rqlite's JSON takes it (bytes as SQLite's X'..' blob literal)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"x'{bytes(value).hex()}'"
+    if isinstance(value, str) and _LOOKS_LIKE_BLOB.fullmatch(value):
+        raise ValidationFailed(f"The text {value!r} cannot be stored: it reads as a binary literal.")
+    return value
+
+
+def rqlite_statement(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
+    if isinstance(params, Mapping):
+        return [sql, {k.lstrip(":"): rqlite_param(v) for k, v in params.items()}]
+    return [sql, *(rqlite_param(v) for v in params)]
+
+
+def tls_context(ca_cert: Path, cert: Path, key: Path) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(ca_cert))
+    context.load_cert_chain(str(cert), str(key))
+    return context
+
+
+class RqliteClient:
+    def __init__(self, http_address: str, context: ssl.SSLContext, timeout: float = 15.0) -> None:
+        self.base = f"https://{http_address}"
+        self._http = httpx.Client(base_url=self.base, verify=context, timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ClusterUnavailable(f"the cluster store cannot be reached: {exc}") from exc
+        if response.status_code >= 500 or response.status_code == 408:
+            text = response.text.strip()[:200]
+            raise ClusterUnavailable(f"the cluster store refused the request: {text or response.status_code}")
+        return response
+
+    def execute(self, statements: Sequence[list[Any]], transaction: bool = True) -> list[dict[str, Any]]:
+        """Run `statements` (already in rqlite's form) in one request; raises StatementFailed with
+        the first failed statement's index: then nothing of the request was applied."""
+        params = {"transaction": ""} if transaction else {}
+        response = self._request("POST", "/db/execute", params=params, json=list(statements))
+        body = response.json()
+        if "error" in body:
+            raise StatementFailed(-1, str(body["error"]))
+        results: list[dict[str, Any]] = body.get("results", [])
+        for index, result in enumerate(results):
+            if "error" in result:
+                raise StatementFailed(index, str(result["error"]))
+        return results
+
+    def query(
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any] = (), level: str = "strong"
+    ) -> list[list[Any]]:
+        response = self._request("POST", "/db/query", params={"level": level},
+                                 json=[rqlite_statement(sql, params)])  # fmt: skip
+        result = response.json()["results"][0]
+        if "error" in result:
+            raise StatementFailed(0, str(result["error"]))
+        values: list[list[Any]] = result.get("values", [])
+        return values
+
+    def get_json(self, path: str, **params: str) -> Any:
+        return self._request("GET", path, params=params).json()
+
+    def ready(self) -> bool:
+        try:
+            return self._http.get("/readyz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def backup(self, destination: Path) -> None:
+        """A consistent SQLite copy of the cluster's store (rqlite's hot backup)."""
+        with self._http.stream("GET", "/db/backup", timeout=300) as response:
+            if response.status_code != 200:
+                raise ClusterUnavailable(f"the cluster store refused the backup: {response.status_code}")
+            with destination.open("wb") as out:
+                for chunk in response.iter_bytes():
+                    out.write(chunk)
+
+    def boot(self, sqlite_file: Path) -> None:
+        """Load a SQLite file into this (fresh, single) node: the start of a cluster."""
+        with sqlite_file.open("rb") as data:
+            response = self._request("POST", "/boot", content=data.read(), timeout=300,
+                                     headers={"Content-Type": "application/octet-stream"})  # fmt: skip
+        if response.status_code != 200:
+            raise ClusterUnavailable(f"rqlite refused to boot from {sqlite_file}: {response.text.strip()}")
