@@ -18,7 +18,6 @@ until a quorum unlocks it; its store arrives through the cluster's replication (
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -32,7 +31,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from kma.crypto import fingerprint
+from kma.cluster.node_config import ClusterFiles, NodeConfig
+from kma.crypto import CertifiedKey, fingerprint
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.validation import check_address, check_id, check_passphrase
 from kma.errors import Conflict, KmaError, ValidationFailed
@@ -100,16 +100,6 @@ def _check_certificate(cert_pem: str, key_pem: bytes, ca_pem: str, what: str) ->
         raise Conflict(f"The cluster sent a {what} certificate for another key; nothing was written.")
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return json.dumps(value)  # strings and lists of strings: JSON's form is valid TOML
-
-
-def node_toml(node: dict[str, Any]) -> str:
-    return "".join(f"{key} = {_toml_value(value)}\n" for key, value in node.items())
-
-
 def _handshake(answers: JoinAnswers) -> tuple[Any, bytes, bytes]:
     """The grant and the two private keys; every refusal with its reason."""
     from kms_client import KmaUnreachable, KmsClient, KmsError, LockedOut, TrustError, Unauthenticated
@@ -153,19 +143,15 @@ def join(data_dir: DataDir, answers: JoinAnswers) -> Any:
             entry["id"], entry["site_id"], entry["management_address"], entry["service_address"]
         )
         staging.identity_file.write_text(identity.to_toml(), encoding="utf-8")
-        cluster = staging.root / "cluster"
-        cluster.mkdir(mode=0o700)
-        (cluster / "ca.crt").write_text(grant.ca_pem, encoding="ascii")
-        (cluster / "node.crt").write_text(grant.node_certificate_pem, encoding="ascii")
-        write_private(cluster / "node.key", node_key)
-        node = {
-            "node_id": entry["id"],
-            "raft_address": entry["raft_address"],
-            "http_address": answers.rqlite_http_address,
-            "voter": bool(entry["voter"]),
-            "join": [m.raft_address for m in grant.members],
-        }
-        (cluster / "node.toml").write_text(node_toml(node), encoding="utf-8")
+        config = NodeConfig(
+            node_id=entry["id"],
+            raft_address=entry["raft_address"],
+            http_address=answers.rqlite_http_address,
+            voter=bool(entry["voter"]),
+            join=tuple(m.raft_address for m in grant.members),
+        )
+        node = CertifiedKey(grant.node_certificate_pem.encode(), node_key)
+        ClusterFiles.of(staging.root).write(config, grant.ca_pem.encode(), node)
         if root.exists():
             root.rmdir()  # empty, checked above
         os.replace(staging.root, root)

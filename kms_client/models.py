@@ -171,7 +171,7 @@ class Kma:
     created_at: datetime
     raft_address: str = ""
     voter: bool = True  # votes in Raft; else a read replica
-    joined_at: datetime | None = None  # None: the entry waits for its machine to join
+    awaiting_join: bool = False  # the entry waits for its machine to join
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Kma:
@@ -188,7 +188,7 @@ class Kma:
             created_at=parse_time(d["created_at"]),
             raft_address=d.get("raft_address", ""),
             voter=bool(d.get("voter", True)),
-            joined_at=parse_time(d["joined_at"]) if d.get("joined_at") else None,
+            awaiting_join=bool(d.get("awaiting_join", False)),
         )
 
 

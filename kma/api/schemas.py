@@ -103,7 +103,7 @@ class Kma(Response):
     created_at: Time
     raft_address: str = ""  # where the other KMAs reach its Raft node
     voter: bool = True  # votes in Raft (at most 5 do); else a read replica
-    joined_at: Time | None = None  # None: the entry waits for its machine to join
+    awaiting_join: bool = False  # the entry waits for its machine to join
 
 
 class KeyPolicy(Response):

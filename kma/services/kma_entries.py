@@ -110,9 +110,9 @@ def _execute_add(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any
     now = kma.clock.now()
     insert = Stmt(
         "INSERT INTO kmas (id, name, site_id, management_address, service_address, raft_address, voter, "
-        "version, locked, key_pool_size, join_passphrase_hash, join_passphrase_set_at, created_at, "
-        "updated_at) SELECT :id, :name, :site_id, :management_address, :service_address, :raft_address, "
-        ":voter, '', 1, :pool, :hash, :now, :now, :now "
+        "version, locked, awaiting_join, key_pool_size, join_passphrase_hash, join_passphrase_set_at, "
+        "created_at, updated_at) SELECT :id, :name, :site_id, :management_address, :service_address, "
+        ":raft_address, :voter, '', 1, 1, :pool, :hash, :now, :now, :now "
         f"WHERE NOT EXISTS (SELECT 1 FROM kmas WHERE id = :id) AND (:voter = 0 OR {_VOTERS} < {MAX_VOTERS})",
         {
             "id": p["id"],

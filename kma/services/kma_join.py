@@ -18,11 +18,11 @@ starts locked until a quorum unlocks it.
 from __future__ import annotations
 
 import re
-import tomllib
 from functools import cache
 from typing import Any
 
 from kma.appliance import Appliance
+from kma.cluster.node_config import ClusterFiles
 from kma.crypto import (
     CertifiedKey,
     CryptoError,
@@ -34,9 +34,9 @@ from kma.crypto import (
 )
 from kma.domain.actor import Actor
 from kma.domain.validation import ID_PATTERN
-from kma.errors import KmaError, LockedOut, Unauthenticated, ValidationFailed
+from kma.errors import Conflict, KmaError, LockedOut, Unauthenticated, ValidationFailed
 from kma.services import lockout
-from kma.store import Stmt
+from kma.store import Batch, Stmt
 
 MAX_CSR_BYTES = 16384
 WRONG = (
@@ -59,11 +59,8 @@ def _counter(kma_id: str) -> lockout.Counter:
 
 def own_raft_address(kma: Appliance) -> str:
     """This KMA's Raft address from its cluster/node.toml, when it runs as an rqlite node."""
-    path = kma.data_dir.root / "cluster" / "node.toml"
-    try:
-        return str(tomllib.loads(path.read_text(encoding="utf-8")).get("raft_address", ""))
-    except (OSError, tomllib.TOMLDecodeError):
-        return ""
+    files = ClusterFiles.of(kma.data_dir.root)
+    return files.load().raft_address if files.exists() else ""
 
 
 def members(kma: Appliance, joining: str) -> list[dict[str, Any]]:
@@ -71,7 +68,7 @@ def members(kma: Appliance, joining: str) -> list[dict[str, Any]]:
     out = []
     own = own_raft_address(kma)
     for r in kma.store.query(
-        "SELECT id, raft_address, voter FROM kmas WHERE joined_at IS NOT NULL AND id <> ? ORDER BY id",
+        "SELECT id, raft_address, voter FROM kmas WHERE awaiting_join = 0 AND id <> ? ORDER BY id",
         (joining,),
     ):
         address = own if r["id"] == kma.kma_id and own else r["raft_address"]
@@ -122,6 +119,16 @@ def join(
         reason = "no such KMA entry" if row is None else "no KMA passphrase is set" if stored is None else (
             "wrong KMA passphrase")  # fmt: skip
         raise refuse(Unauthenticated(WRONG), reason)
+    joining = members(kma, kma_id)
+    if not joining:  # a node with an empty join list would start a cluster of its own
+        kma.store.write(Batch([lockout.give_back(counter)]))  # the passphrase was right
+        raise refuse(
+            Conflict(
+                f"KMA '{kma.kma_id}' is not a cluster node yet, so there is no Raft cluster to join: make it "
+                "the first node of the cluster first. The KMA passphrase was not spent."
+            ),
+            "no cluster node to join yet",
+        )
     cluster = kma.store.query_one("SELECT name, ca_cert_pem, ca_key_wrapped FROM cluster WHERE id = 1")
     assert cluster is not None
     ca = CertifiedKey(
@@ -142,9 +149,9 @@ def join(
         "kma.join",
         [
             Stmt(
-                "UPDATE kmas SET join_passphrase_hash = NULL, join_passphrase_set_at = NULL, joined_at = ?, "
-                "locked = 1, updated_at = ? WHERE id = ? AND join_passphrase_hash = ?",
-                (now, now, kma_id, stored),
+                "UPDATE kmas SET join_passphrase_hash = NULL, join_passphrase_set_at = NULL, "
+                "awaiting_join = 0, locked = 1, updated_at = ? WHERE id = ? AND join_passphrase_hash = ?",
+                (now, kma_id, stored),
                 expect=1,
                 refusal="the KMA passphrase was used by another join a moment ago",
             ),
@@ -181,5 +188,5 @@ def join(
         },
         "node_certificate_pem": node_pem.decode(),
         "server_certificate_pem": server_pem.decode(),
-        "members": members(kma, kma_id),
+        "members": joining,
     }

@@ -8,6 +8,9 @@ KMA ID as subject, and never anything secret.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +19,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from kms_client import Conflict, KmsClient, LockedOut, PendingQuorumOp, Unauthenticated
+from kma.cluster.convert import cluster_ca, make_first_node
+from kma.datadir import DataDir
+from kms_client import Conflict, Forbidden, KmsClient, LockedOut, PendingQuorumOp, Unauthenticated
 from kms_client.cluster_members import KmaEntryOperation
 from tests.integration.helpers import read_only_db
 from tests.integration.test_quorum import creds, events
@@ -27,6 +32,21 @@ ADDRESSES = {
     "service_address": "127.0.0.1:15696",
     "raft_address": "127.0.0.1:14002",
 }
+
+
+@pytest.fixture
+def fresh_kma(tmp_path: Path) -> Iterator[RunningKma]:
+    """A demo KMA made the first node of its cluster (cluster/node.toml written; the running
+    process keeps its embedded store until it restarts), so there is a Raft address to join."""
+    kma = RunningKma.demo_in(tmp_path)
+    data_dir = DataDir(kma.data_dir)
+    old = os.umask(0o077)
+    try:
+        make_first_node(data_dir, "127.0.0.1:14001", "127.0.0.1:14000", cluster_ca(data_dir))
+    finally:
+        os.umask(old)
+    yield kma
+    kma.stop()
 
 
 def csr(name: str = "whatever-the-machine-says") -> tuple[ec.EllipticCurvePrivateKey, str]:
@@ -69,7 +89,7 @@ def test_an_approved_entry_yields_a_passphrase_that_joins_once(fresh_kma: Runnin
     assert qm2.approve_quorum_operation(done.op.id, "carol", passphrases["carol"]).state == "executed"
     entry = fresh_kma.client("so").get_kma("kma-bos-1")
     assert (
-        entry.joined_at is None and entry.voter and entry.locked and entry.raft_address == "127.0.0.1:14002"
+        entry.awaiting_join and entry.voter and entry.locked and entry.raft_address == "127.0.0.1:14002"
     )
 
     # Then a wrong passphrase is refused, and the right one joins
@@ -78,6 +98,7 @@ def test_an_approved_entry_yields_a_passphrase_that_joins_once(fresh_kma: Runnin
     grant = anonymous.join_cluster("kma-bos-1", done.kma_passphrase, node_csr, server_csr)
     assert grant.ca_fingerprint == fresh_kma.fingerprint and grant.cluster_name == "Demo Tape Vault"
     assert grant.kma["site_id"] == "boston" and grant.kma["voter"] is True
+    assert [(m.id, m.raft_address) for m in grant.members] == [("kma-dal-1", "127.0.0.1:14001")]
     ca = x509.load_pem_x509_certificate(grant.ca_pem.encode())
     for pem, key in ((grant.node_certificate_pem, node_key), (grant.server_certificate_pem, server_key)):
         cert = x509.load_pem_x509_certificate(pem.encode())
@@ -90,7 +111,7 @@ def test_an_approved_entry_yields_a_passphrase_that_joins_once(fresh_kma: Runnin
     with pytest.raises(Unauthenticated):
         anonymous.join_cluster("kma-bos-1", done.kma_passphrase, *csr()[1:], csr()[1])
     entry = fresh_kma.client("so").get_kma("kma-bos-1")
-    assert entry.joined_at is not None and entry.locked
+    assert not entry.awaiting_join and entry.locked
     with read_only_db(fresh_kma) as db:
         hashes_left = db.execute("SELECT join_passphrase_hash FROM kmas WHERE id = 'kma-bos-1'").fetchone()[0]
         issued = db.execute("SELECT purpose, revoked_at FROM kma_certificates ORDER BY purpose").fetchall()
@@ -159,10 +180,22 @@ def test_a_new_passphrase_replaces_the_machine_and_revokes_its_certificates(fres
 
 
 def test_only_a_security_officer_creates_entries(fresh_kma: RunningKma) -> None:
-    from kms_client import Forbidden
-
     op: KmsClient = fresh_kma.client("op")
     with pytest.raises(Forbidden):
         op.create_kma_entry("kma-z", "boston", **ADDRESSES)
     with pytest.raises(Conflict, match="already a KMA"):
         add_entry(fresh_kma, "kma-dal-1", "alice")
+
+
+def test_no_join_before_the_cluster_has_a_raft_node(tmp_path: Path) -> None:
+    embedded = RunningKma.demo_in(tmp_path)  # still a one-KMA embedded store: nothing to join
+    try:
+        done = add_entry(embedded, "kma-bos-9", "alice", "bob", "carol")
+        with pytest.raises(Conflict, match="not a cluster node yet.*not spent"):
+            embedded.client().join_cluster("kma-bos-9", done.kma_passphrase, csr()[1], csr()[1])
+        with read_only_db(embedded) as db:
+            sql = "SELECT join_passphrase_hash, awaiting_join FROM kmas WHERE id = 'kma-bos-9'"
+            row = db.execute(sql).fetchone()
+        assert row[0] is not None and row[1] == 1
+    finally:
+        embedded.stop()

@@ -6,8 +6,8 @@ ALTER TABLE kmas ADD COLUMN voter INTEGER NOT NULL DEFAULT 1 CHECK (voter IN (0,
 ALTER TABLE kmas ADD COLUMN raft_address TEXT NOT NULL DEFAULT '';  -- host:port other KMAs reach
 ALTER TABLE kmas ADD COLUMN join_passphrase_hash TEXT;      -- NULL once used (or never set)
 ALTER TABLE kmas ADD COLUMN join_passphrase_set_at INTEGER;
-ALTER TABLE kmas ADD COLUMN joined_at INTEGER;              -- NULL: the entry waits for its KMA
-UPDATE kmas SET joined_at = created_at;
+-- 1: the entry waits for its machine to join (KMAs made by set-up, or joined, are 0).
+ALTER TABLE kmas ADD COLUMN awaiting_join INTEGER NOT NULL DEFAULT 0 CHECK (awaiting_join IN (0, 1));
 
 -- Every certificate the cluster CA issued to a KMA at its join, so the listeners can refuse the
 -- certificates of a KMA that was removed or replaced (by serial, whatever the machine presents).
