@@ -8,7 +8,6 @@ KMA ID as subject, and never anything secret.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,12 +18,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from kma.cluster.convert import cluster_ca, make_first_node
-from kma.datadir import DataDir
 from kms_client import Conflict, Forbidden, KmsClient, LockedOut, PendingQuorumOp, Unauthenticated
 from kms_client.cluster_members import KmaEntryOperation
 from tests.integration.helpers import read_only_db
 from tests.integration.test_quorum import creds, events
+from tests.support.first_node import FIRST_RAFT, demo_first_node
 from tests.support.kma_process import RunningKma
 
 ADDRESSES = {
@@ -35,16 +33,8 @@ ADDRESSES = {
 
 
 @pytest.fixture
-def fresh_kma(tmp_path: Path) -> Iterator[RunningKma]:
-    """A demo KMA made the first node of its cluster (cluster/node.toml written; the running
-    process keeps its embedded store until it restarts), so there is a Raft address to join."""
-    kma = RunningKma.demo_in(tmp_path)
-    data_dir = DataDir(kma.data_dir)
-    old = os.umask(0o077)
-    try:
-        make_first_node(data_dir, "127.0.0.1:14001", "127.0.0.1:14000", cluster_ca(data_dir))
-    finally:
-        os.umask(old)
+def node_kma(tmp_path: Path) -> Iterator[RunningKma]:
+    kma = demo_first_node(tmp_path)
     yield kma
     kma.stop()
 
@@ -66,9 +56,9 @@ def add_entry(kma: RunningKma, kma_id: str, *members: str, **fields: Any) -> Kma
     )
 
 
-def test_an_approved_entry_yields_a_passphrase_that_joins_once(fresh_kma: RunningKma) -> None:
+def test_an_approved_entry_yields_a_passphrase_that_joins_once(node_kma: RunningKma) -> None:
     # Given a Security Officer submits the new KMA's entry with one key split credential
-    done = add_entry(fresh_kma, "kma-bos-1", "alice", name="Boston 1")
+    done = add_entry(node_kma, "kma-bos-1", "alice", name="Boston 1")
     assert done.op.pending and done.op.type == "add_kma"
     assert done.op.request["kma_passphrase"].startswith("(made by the KMA")  # approvers never see it
     assert len(done.kma_passphrase.replace("-", "")) == 24
@@ -76,29 +66,27 @@ def test_an_approved_entry_yields_a_passphrase_that_joins_once(fresh_kma: Runnin
     assert done.voters == 2 and "stops management writes when either voter is lost" in (
         done.voter_warning or ""
     )
-    anonymous = fresh_kma.client()
+    anonymous = node_kma.client()
     node_key, node_csr = csr()
     server_key, server_csr = csr()
 
     # When the new machine tries before the quorum approved: refused, nothing issued
     with pytest.raises(Unauthenticated, match="approved"):
         anonymous.join_cluster("kma-bos-1", done.kma_passphrase, node_csr, server_csr)
-    qm1, qm2 = fresh_kma.client("qm1"), fresh_kma.client("qm2")
-    passphrases = {m["name"]: m["passphrase"] for m in fresh_kma.demo["key_split"]["members"]}
+    qm1, qm2 = node_kma.client("qm1"), node_kma.client("qm2")
+    passphrases = {m["name"]: m["passphrase"] for m in node_kma.demo["key_split"]["members"]}
     qm1.approve_quorum_operation(done.op.id, "bob", passphrases["bob"])
     assert qm2.approve_quorum_operation(done.op.id, "carol", passphrases["carol"]).state == "executed"
-    entry = fresh_kma.client("so").get_kma("kma-bos-1")
-    assert (
-        entry.awaiting_join and entry.voter and entry.locked and entry.raft_address == "127.0.0.1:14002"
-    )
+    entry = node_kma.client("so").get_kma("kma-bos-1")
+    assert entry.awaiting_join and entry.voter and entry.locked and entry.raft_address == "127.0.0.1:14002"
 
     # Then a wrong passphrase is refused, and the right one joins
     with pytest.raises(Unauthenticated):
         anonymous.join_cluster("kma-bos-1", "NOT-THE-RIGHT-ONE-AT-ALL", node_csr, server_csr)
     grant = anonymous.join_cluster("kma-bos-1", done.kma_passphrase, node_csr, server_csr)
-    assert grant.ca_fingerprint == fresh_kma.fingerprint and grant.cluster_name == "Demo Tape Vault"
+    assert grant.ca_fingerprint == node_kma.fingerprint and grant.cluster_name == "Demo Tape Vault"
     assert grant.kma["site_id"] == "boston" and grant.kma["voter"] is True
-    assert [(m.id, m.raft_address) for m in grant.members] == [("kma-dal-1", "127.0.0.1:14001")]
+    assert [(m.id, m.raft_address) for m in grant.members] == [("kma-dal-1", FIRST_RAFT)]
     ca = x509.load_pem_x509_certificate(grant.ca_pem.encode())
     for pem, key in ((grant.node_certificate_pem, node_key), (grant.server_certificate_pem, server_key)):
         cert = x509.load_pem_x509_certificate(pem.encode())
@@ -110,81 +98,81 @@ def test_an_approved_entry_yields_a_passphrase_that_joins_once(fresh_kma: Runnin
     # And a passphrase used twice is refused; the entry is joined and locked
     with pytest.raises(Unauthenticated):
         anonymous.join_cluster("kma-bos-1", done.kma_passphrase, *csr()[1:], csr()[1])
-    entry = fresh_kma.client("so").get_kma("kma-bos-1")
+    entry = node_kma.client("so").get_kma("kma-bos-1")
     assert not entry.awaiting_join and entry.locked
-    with read_only_db(fresh_kma) as db:
+    with read_only_db(node_kma) as db:
         hashes_left = db.execute("SELECT join_passphrase_hash FROM kmas WHERE id = 'kma-bos-1'").fetchone()[0]
         issued = db.execute("SELECT purpose, revoked_at FROM kma_certificates ORDER BY purpose").fetchall()
     assert hashes_left is None and [tuple(r) for r in issued] == [("node", None), ("server", None)]
-    joined = events(fresh_kma, operation="kma.join", subject_id="kma-bos-1")
+    joined = events(node_kma, operation="kma.join", subject_id="kma-bos-1")
     assert [e.condition for e in joined].count("success") == 1
     assert sum(e.condition == "error" for e in joined) == 3  # before approval, wrong, used twice
 
 
 def test_entry_with_three_credentials_runs_at_once_and_the_passphrase_comes_back(
-    fresh_kma: RunningKma,
+    node_kma: RunningKma,
 ) -> None:
-    done = add_entry(fresh_kma, "kma-bos-2", "alice", "bob", "carol", voter=False)
+    done = add_entry(node_kma, "kma-bos-2", "alice", "bob", "carol", voter=False)
     assert done.op.state == "executed"
     assert done.kma_passphrase and done.voters == 1 and done.voter_warning is None
-    assert fresh_kma.client("so").get_kma("kma-bos-2").voter is False
-    grant = fresh_kma.client().join_cluster("kma-bos-2", done.kma_passphrase, csr()[1], csr()[1])
+    assert node_kma.client("so").get_kma("kma-bos-2").voter is False
+    grant = node_kma.client().join_cluster("kma-bos-2", done.kma_passphrase, csr()[1], csr()[1])
     assert grant.kma["voter"] is False
 
 
-def test_at_most_five_voters_then_non_voters(fresh_kma: RunningKma) -> None:
+def test_at_most_five_voters_then_non_voters(node_kma: RunningKma) -> None:
     warnings = {}
     for n in range(2, 6):
-        done = add_entry(fresh_kma, f"kma-{n}", "alice", "bob", "carol")
+        done = add_entry(node_kma, f"kma-{n}", "alice", "bob", "carol")
         assert done.op.state == "executed" and done.voters == n
         warnings[n] = done.voter_warning
     assert warnings[3] is None and warnings[5] is None
     assert "4 voters tolerate no more losses than 3" in (warnings[4] or "")
     with pytest.raises(Conflict, match="5 voters.*non-voter"):
-        add_entry(fresh_kma, "kma-6", "alice", "bob", "carol")
-    assert add_entry(fresh_kma, "kma-6", "alice", "bob", "carol", voter=False).op.state == "executed"
+        add_entry(node_kma, "kma-6", "alice", "bob", "carol")
+    assert add_entry(node_kma, "kma-6", "alice", "bob", "carol", voter=False).op.state == "executed"
 
 
-def test_wrong_passphrases_lock_the_kma_id_out(fresh_kma: RunningKma) -> None:
-    done = add_entry(fresh_kma, "kma-bos-3", "alice", "bob", "carol")
-    anonymous = fresh_kma.client()
+def test_wrong_passphrases_lock_the_kma_id_out(node_kma: RunningKma) -> None:
+    done = add_entry(node_kma, "kma-bos-3", "alice", "bob", "carol")
+    anonymous = node_kma.client()
     for _ in range(5):
         with pytest.raises(Unauthenticated):
             anonymous.join_cluster("kma-bos-3", "WRONG-WRONG-WRONG", csr()[1], csr()[1])
     with pytest.raises(LockedOut):  # even the right passphrase, until the lockout ends
         anonymous.join_cluster("kma-bos-3", done.kma_passphrase, csr()[1], csr()[1])
-    fresh_kma.advance_clock(16 * 60)
+    node_kma.advance_clock(16 * 60)
     assert (
         anonymous.join_cluster("kma-bos-3", done.kma_passphrase, csr()[1], csr()[1]).kma["id"] == "kma-bos-3"
     )
 
 
-def test_a_new_passphrase_replaces_the_machine_and_revokes_its_certificates(fresh_kma: RunningKma) -> None:
-    first = add_entry(fresh_kma, "kma-bos-4", "alice", "bob", "carol")
-    anonymous = fresh_kma.client()
+def test_a_new_passphrase_replaces_the_machine_and_revokes_its_certificates(node_kma: RunningKma) -> None:
+    first = add_entry(node_kma, "kma-bos-4", "alice", "bob", "carol")
+    anonymous = node_kma.client()
     anonymous.join_cluster("kma-bos-4", first.kma_passphrase, csr()[1], csr()[1])
-    so = fresh_kma.client("so")
-    pending = so.set_kma_passphrase("kma-bos-4", credentials=creds(fresh_kma, "alice"))
+    so = node_kma.client("so")
+    pending = so.set_kma_passphrase("kma-bos-4", credentials=creds(node_kma, "alice"))
     assert pending.op.pending and "any earlier machine's certificates stop working" in pending.op.summary
     with pytest.raises(Unauthenticated):  # not before the quorum approved it
         anonymous.join_cluster("kma-bos-4", pending.kma_passphrase, csr()[1], csr()[1])
-    passphrases = {m["name"]: m["passphrase"] for m in fresh_kma.demo["key_split"]["members"]}
-    fresh_kma.client("qm1").approve_quorum_operation(pending.op.id, "bob", passphrases["bob"])
-    ran = fresh_kma.client("qm2").approve_quorum_operation(pending.op.id, "carol", passphrases["carol"])
+    passphrases = {m["name"]: m["passphrase"] for m in node_kma.demo["key_split"]["members"]}
+    node_kma.client("qm1").approve_quorum_operation(pending.op.id, "bob", passphrases["bob"])
+    ran = node_kma.client("qm2").approve_quorum_operation(pending.op.id, "carol", passphrases["carol"])
     assert isinstance(ran, PendingQuorumOp) and ran.state == "executed"
     anonymous.join_cluster("kma-bos-4", pending.kma_passphrase, csr()[1], csr()[1])
-    with read_only_db(fresh_kma) as db:
+    with read_only_db(node_kma) as db:
         rows = db.execute("SELECT revoked_at IS NOT NULL FROM kma_certificates WHERE kma_id = 'kma-bos-4' "
                           "ORDER BY issued_at, rowid").fetchall()  # fmt: skip
     assert [r[0] for r in rows] == [1, 1, 0, 0]  # the first machine's two revoked, the new two valid
 
 
-def test_only_a_security_officer_creates_entries(fresh_kma: RunningKma) -> None:
-    op: KmsClient = fresh_kma.client("op")
+def test_only_a_security_officer_creates_entries(node_kma: RunningKma) -> None:
+    op: KmsClient = node_kma.client("op")
     with pytest.raises(Forbidden):
         op.create_kma_entry("kma-z", "boston", **ADDRESSES)
     with pytest.raises(Conflict, match="already a KMA"):
-        add_entry(fresh_kma, "kma-dal-1", "alice")
+        add_entry(node_kma, "kma-dal-1", "alice")
 
 
 def test_no_join_before_the_cluster_has_a_raft_node(tmp_path: Path) -> None:
