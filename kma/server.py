@@ -29,7 +29,7 @@ from kma.crypto import fingerprint
 from kma.datadir import DataDir
 from kma.kmip.server import ServiceListener
 from kma.limits import ListenerLimits
-from kma.services import refusals
+from kma.services import kma_certificates, refusals
 from kma.tls import server_context
 
 log = logging.getLogger(__name__)
@@ -70,8 +70,10 @@ class _Server(uvicorn.Server):
             sys.exit(3)  # uvicorn's STARTUP_FAILURE
         assert sockets is not None and len(sockets) == 1
         data_dir = self.kma.data_dir
-        acceptor = ManagementAcceptor(sockets[0], self._protocol, server_context(data_dir.server_cert,
-                                      data_dir.server_key), self.limits, self._refused)  # fmt: skip
+        # Client certificates are optional (managers sign in with a passphrase); one a KMA presents
+        # is checked against removed KMAs (kma/services/kma_certificates.py).
+        context = server_context(data_dir.server_cert, data_dir.server_key, data_dir.ca_cert)
+        acceptor = ManagementAcceptor(sockets[0], self._protocol, context, self.limits, self._refused)
         acceptor.start()
         self.servers = [acceptor]  # type: ignore[list-item]  # closed and awaited by uvicorn's shutdown
         self.started = True
@@ -80,7 +82,13 @@ class _Server(uvicorn.Server):
     def _protocol(self, on_lost: Any) -> ManagementProtocol:
         return ManagementProtocol(config=self.config, server_state=self.server_state,
                                   app_state=self.lifespan.state, request_timeout=self.limits.request_timeout,
-                                  on_lost=on_lost)  # fmt: skip
+                                  on_lost=on_lost, peer_refused=self._peer_refused)  # fmt: skip
+
+    def _peer_refused(self, address: str, der: bytes) -> bool:
+        why = kma_certificates.refusal(self.kma, der)
+        if why is not None:
+            self._refused(address, f"refused a client certificate: {why}")
+        return why is not None
 
     def _refused(self, address: str, message: str) -> None:
         asyncio.get_running_loop().run_in_executor(None, refusals.audit_anonymous, self.kma, address,

@@ -75,6 +75,9 @@ class ClusterMemberMethods:
                   params: dict[str, str] | None = None, body: dict[str, Any] | None = None,
                   auth: bool = True) -> T: ...  # fmt: skip
 
+        def _call_or_pending(self, method: str, path: str, parse: Callable[[JsonObject], T],
+                             body: dict[str, Any]) -> T | PendingQuorumOp: ...  # fmt: skip
+
     def get_kma(self, id: str) -> Kma:  # noqa: A002  the API's name
         return self._call("GET", f"/kmas/{segment(id)}", Kma.from_json)
 
@@ -109,6 +112,14 @@ class ClusterMemberMethods:
 
         body = _present(credentials=_credentials(credentials))
         return self._call("PUT", f"/kmas/{segment(id)}/passphrase", KmaEntryOperation.from_json, body=body)
+
+    def remove_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:  # noqa: A002
+        """Security Officer, quorum-protected: the KMA leaves the cluster (ask another KMA); its
+        certificates stop working at once on both listeners and it leaves Raft."""
+        from .client import _credentials, _present
+
+        body = _present(credentials=_credentials(credentials))
+        return self._call_or_pending("POST", f"/kmas/{segment(id)}/remove", Kma.from_json, body)
 
     def join_cluster(self, kma_id: str, passphrase: str, node_csr_pem: str, server_csr_pem: str) -> JoinGrant:
         """No sign-in: the joining machine's side of the handshake (used by `kma init`)."""

@@ -172,6 +172,7 @@ class Kma:
     raft_address: str = ""
     voter: bool = True  # votes in Raft; else a read replica
     awaiting_join: bool = False  # the entry waits for its machine to join
+    removed_at: datetime | None = None  # removed from the cluster (kept for its history)
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Kma:
@@ -189,6 +190,7 @@ class Kma:
             raft_address=d.get("raft_address", ""),
             voter=bool(d.get("voter", True)),
             awaiting_join=bool(d.get("awaiting_join", False)),
+            removed_at=parse_time(d["removed_at"]) if d.get("removed_at") else None,
         )
 
 
@@ -477,6 +479,7 @@ QUORUM_OP_TYPES = (
     "shorten_audit_retention",
     "add_kma",
     "set_kma_passphrase",
+    "remove_kma",
 )
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.crypto import hash_passphrase
 from kma.domain.validation import check_address, check_id, check_text
-from kma.errors import Conflict
+from kma.errors import Conflict, KmaError
 from kma.services.change import Change
 from kma.services.common import require
 from kma.services.key_split import Quorum
@@ -33,7 +33,7 @@ from kma.store import Stmt
 
 MAX_VOTERS = 5
 DEFAULT_POOL = 1000
-_VOTERS = "(SELECT count(*) FROM kmas WHERE voter = 1)"
+_VOTERS = "(SELECT count(*) FROM kmas WHERE voter = 1 AND removed_at IS NULL)"
 MADE_HERE = "(made by the KMA and shown once to the submitter; kept only as its hash)"
 
 
@@ -60,6 +60,12 @@ def voter_advice(voters: int) -> str | None:
 def _kma_passphrase() -> str:
     """120 random bits in groups of six letters and digits: typed once on the new machine."""
     return new_code()
+
+
+def _must_be_member(kma: Appliance, kma_id: str) -> None:
+    require(kma, "KMA", kma_id)
+    if kma.store.scalar("SELECT removed_at IS NOT NULL FROM kmas WHERE id = ?", (kma_id,)):
+        raise Conflict(f"KMA '{kma_id}' was removed from the cluster.")
 
 
 # --- create a KMA's entry ----------------------------------------------------------------
@@ -143,7 +149,7 @@ ADD_KMA = OpType("add_kma", _prepare_add, _execute_add)
 # --- a new one-time KMA passphrase (also: replace a dead KMA) -----------------------------
 def _prepare_passphrase(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
     kma_id = str(request["kma_id"])
-    require(kma, "KMA", kma_id)
+    _must_be_member(kma, kma_id)
     passphrase = _kma_passphrase()
     shown = {"kma_id": kma_id, "kma_passphrase": MADE_HERE}
     payload = {"kma_id": kma_id, "passphrase_hash": hash_passphrase(passphrase)}
@@ -164,13 +170,68 @@ def _prepare_passphrase(kma: Appliance, op_id: str, request: Mapping[str, Any]) 
 def _execute_passphrase(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
     kma_id, now = str(p["kma_id"]), kma.clock.now()
     stmt = Stmt(
-        "UPDATE kmas SET join_passphrase_hash = ?, join_passphrase_set_at = ?, updated_at = ? WHERE id = ?",
+        "UPDATE kmas SET join_passphrase_hash = ?, join_passphrase_set_at = ?, updated_at = ? "
+        "WHERE id = ? AND removed_at IS NULL",
         (p["passphrase_hash"], now, now, kma_id),
         expect=1,
-        refusal=f"there is no KMA '{kma_id}' any more",
+        refusal=f"KMA '{kma_id}' was removed meanwhile",
     )
     message = f"set a new one-time KMA passphrase for KMA '{kma_id}'"
     return Outcome(Change("kma.passphrase", [stmt], message, ("kma", kma_id)))
 
 
 SET_KMA_PASSPHRASE = OpType("set_kma_passphrase", _prepare_passphrase, _execute_passphrase)
+
+
+# --- remove a KMA ------------------------------------------------------------------------
+def _prepare_remove(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
+    kma_id = str(request["kma_id"])
+    _must_be_member(kma, kma_id)
+    if kma_id == kma.kma_id:
+        raise Conflict(
+            f"KMA '{kma_id}' cannot remove itself: ask another KMA of the cluster (its management address)."
+        )
+    voter = bool(kma.store.scalar("SELECT voter FROM kmas WHERE id = ?", (kma_id,)))
+    left = voter_count(kma) - voter
+    advice = voter_advice(left)
+    summary = (
+        f"Remove KMA '{kma_id}' from the cluster: its certificates stop working at once and it leaves "
+        f"Raft; {left} voter{'s' if left != 1 else ''} remain" + (f". {advice}" if advice else "")
+    )
+    return Prepared(summary, {"kma_id": kma_id}, {"kma_id": kma_id}, target_kma_id=kma_id, exclusive=True)
+
+
+def _execute_remove(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
+    kma_id, now = str(p["kma_id"]), kma.clock.now()
+    statements = [
+        Stmt(
+            "UPDATE kmas SET removed_at = ?, locked = 1, join_passphrase_hash = NULL, "
+            "join_passphrase_set_at = NULL, updated_at = ? WHERE id = ? AND removed_at IS NULL AND id <> ?",
+            (now, now, kma_id, kma.kma_id),
+            expect=1,
+            refusal=f"KMA '{kma_id}' was removed already, or is the KMA running this operation",
+        ),
+        Stmt(
+            "UPDATE kma_certificates SET revoked_at = ? WHERE kma_id = ? AND revoked_at IS NULL",
+            (now, kma_id),
+        ),
+    ]
+    message = f"removed KMA '{kma_id}' from the cluster; its certificates are revoked"
+    return Outcome(
+        Change("kma.remove", statements, message, ("kma", kma_id)), lambda: leave_raft(kma, kma_id)
+    )
+
+
+def leave_raft(kma: Appliance, kma_id: str) -> None:
+    """Take the removed KMA's node out of Raft (rqlite's DELETE /remove, through this KMA's own
+    node); a KMA on the embedded store has no Raft to leave."""
+    from kma.store.rqlite import RqliteStore
+
+    if isinstance(kma.store, RqliteStore):
+        try:
+            kma.store.client.remove_node(kma_id)
+        except KmaError as exc:
+            raise OSError(f"rqlite did not remove node '{kma_id}': {exc.message}") from None
+
+
+REMOVE_KMA = OpType("remove_kma", _prepare_remove, _execute_remove)

@@ -68,7 +68,8 @@ def members(kma: Appliance, joining: str) -> list[dict[str, Any]]:
     out = []
     own = own_raft_address(kma)
     for r in kma.store.query(
-        "SELECT id, raft_address, voter FROM kmas WHERE awaiting_join = 0 AND id <> ? ORDER BY id",
+        "SELECT id, raft_address, voter FROM kmas WHERE awaiting_join = 0 AND removed_at IS NULL "
+        "AND id <> ? ORDER BY id",
         (joining,),
     ):
         address = own if r["id"] == kma.kma_id and own else r["raft_address"]

@@ -19,7 +19,7 @@ from kma.services import users
 from kma.services.audit_retention import SHORTEN_RETENTION
 from kma.services.key_split import Quorum
 from kma.services.key_split_change import CHANGE_KEY_SPLIT
-from kma.services.kma_entries import ADD_KMA, SET_KMA_PASSPHRASE
+from kma.services.kma_entries import ADD_KMA, REMOVE_KMA, SET_KMA_PASSPHRASE
 from kma.services.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
 from kma.services.quorum_types import KEPT_AS_HASH, OpType, Outcome, Prepared
 
@@ -94,5 +94,6 @@ OP_TYPES: dict[str, OpType] = {
         SHORTEN_RETENTION,
         ADD_KMA,
         SET_KMA_PASSPHRASE,
+        REMOVE_KMA,
     )
 }

@@ -8,10 +8,12 @@ KMA ID as subject, and never anything secret.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -22,6 +24,7 @@ from kms_client import Conflict, Forbidden, KmsClient, LockedOut, PendingQuorumO
 from kms_client.cluster_members import KmaEntryOperation
 from tests.integration.helpers import read_only_db
 from tests.integration.test_quorum import creds, events
+from tests.support.agents import service_address
 from tests.support.first_node import FIRST_RAFT, demo_first_node
 from tests.support.kma_process import RunningKma
 
@@ -187,3 +190,64 @@ def test_no_join_before_the_cluster_has_a_raft_node(tmp_path: Path) -> None:
         assert row[0] is not None and row[1] == 1
     finally:
         embedded.stop()
+
+
+def _as_kma(kma: RunningKma, tmp: Path, cert_pem: str, key: ec.EllipticCurvePrivateKey) -> ssl.SSLContext:
+    """A TLS client context that presents a joined KMA's own certificate."""
+    cert_file, key_file = tmp / "kma-cert.pem", tmp / "kma-key.pem"
+    cert_file.write_text(cert_pem)
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    context = ssl.create_default_context(cadata=kma.ca_pem)
+    context.load_cert_chain(cert_file, key_file)
+    return context
+
+
+def _answers(context: ssl.SSLContext, url: str) -> int | None:
+    """The HTTP status over a connection made with `context`, or None when the KMA refused it."""
+    try:
+        with httpx.Client(verify=context, timeout=10) as http:
+            return http.get(url).status_code
+    except httpx.TransportError:
+        return None
+
+
+def test_a_removed_kmas_certificates_are_refused_by_both_listeners(
+    node_kma: RunningKma, tmp_path: Path
+) -> None:
+    done = add_entry(node_kma, "kma-bos-5", "alice", "bob", "carol")
+    server_key, server_csr = csr()
+    grant = node_kma.client().join_cluster("kma-bos-5", done.kma_passphrase, csr()[1], server_csr)
+    as_kma = _as_kma(node_kma, tmp_path, grant.server_certificate_pem, server_key)
+    management = f"https://{node_kma.address}/api/v1/status"
+    service = f"https://{service_address(node_kma)}/v1/ca"
+    assert _answers(as_kma, management) == 200 and _answers(as_kma, service) == 200
+
+    # When the quorum removes it (through another KMA: never itself)
+    so = node_kma.client("so")
+    with pytest.raises(Conflict, match="cannot remove itself"):
+        so.remove_kma("kma-dal-1", credentials=creds(node_kma, "alice", "bob", "carol"))
+    pending = so.remove_kma("kma-bos-5", credentials=creds(node_kma, "alice"))
+    assert isinstance(pending, PendingQuorumOp) and "certificates stop working at once" in pending.summary
+    assert _answers(as_kma, management) == 200  # not before the quorum approved
+    passphrases = {m["name"]: m["passphrase"] for m in node_kma.demo["key_split"]["members"]}
+    node_kma.client("qm1").approve_quorum_operation(pending.id, "bob", passphrases["bob"])
+    assert node_kma.client("qm2").approve_quorum_operation(
+        pending.id, "carol", passphrases["carol"]
+    ).state == ("executed")
+
+    # Then its certificate no longer works on either listener; managers without one are unaffected
+    assert _answers(as_kma, management) is None and _answers(as_kma, service) is None
+    assert node_kma.client().status().kma_id == "kma-dal-1"
+    removed = so.get_kma("kma-bos-5")
+    assert removed.removed_at is not None and removed.locked
+    refused = events(node_kma, q="refused a client certificate")
+    assert {e.operation for e in refused} >= {"api.connection_refused", "service.tls"}
+    assert all("kma-bos-5" in e.message for e in refused)
+    with pytest.raises(Conflict, match="was removed"):
+        so.set_kma_passphrase("kma-bos-5", credentials=creds(node_kma, "alice", "bob", "carol"))
+    # And it no longer holds a voter's place
+    assert add_entry(node_kma, "kma-bos-6", "alice", "bob", "carol").voters == 2

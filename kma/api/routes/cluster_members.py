@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from kma.api import schemas
 from kma.api.deps import Kma, QuorumSubmit, client_address
 from kma.api.member_schemas import JoinBody, JoinGrant, KmaEntryCreate, KmaEntryOperation, KmaPassphraseBody
+from kma.api.quorum_schemas import PENDING, PendingQuorumOp
 from kma.appliance import Appliance
-from kma.services import kma_entries, kma_join, quorum
+from kma.services import kma_entries, kma_join, kmas, quorum
 from kma.services.quorum import Submitted
 
 router = APIRouter(tags=["cluster"])
@@ -47,6 +49,18 @@ def set_kma_passphrase(
     """Quorum-protected: a new one-time KMA passphrase (also how a dead KMA is replaced)."""
     done = quorum.submit(kma, actor, "set_kma_passphrase", {"kma_id": kma_id}, body.key_split_credentials())
     return _answer(kma, done, response, adds_voter=False)
+
+
+@router.post("/kmas/{kma_id}/remove", response_model=schemas.Kma | PendingQuorumOp, responses=PENDING)
+def remove_kma(
+    kma_id: str, body: KmaPassphraseBody, kma: Kma, actor: QuorumSubmit, response: Response
+) -> schemas.Kma | PendingQuorumOp:
+    """Quorum-protected: the KMA leaves the cluster; its certificates stop working at once."""
+    done = quorum.submit(kma, actor, "remove_kma", {"kma_id": kma_id}, body.key_split_credentials())
+    if not done.executed:
+        response.status_code = 202
+        return PendingQuorumOp.model_validate(done.op)
+    return schemas.Kma.model_validate(kmas.get_kma(kma, kma_id))
 
 
 @router.post("/cluster/join", response_model=JoinGrant)
