@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,12 @@ def _data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
 def add_init(sub: Any) -> None:
     p = sub.add_parser("init", help="first set-up of a new KMA from a TOML answers file")
     p.add_argument("--data-dir", required=True)
-    p.add_argument("--answers", required=True, type=Path,
-                   help="TOML answers file (see README); - reads them from standard input")
+    p.add_argument(
+        "--answers",
+        required=True,
+        type=Path,
+        help="TOML answers file (see README); - reads them from standard input",
+    )
     p.set_defaults(run=run_init)
 
 
@@ -113,15 +118,19 @@ def run_audit_verify(args: argparse.Namespace) -> int:
         return _verify_export(args)
     if not args.data_dir:
         raise ValidationFailed("Give --data-dir DIR (this KMA's chain) or --export FILE (an exported file).")
-    from kma.services.audit_log import verify_chain
-    from kma.store.sqlite import SQLiteStore
+    from kma.cluster.node_config import ClusterFiles
+    from kma.services.audit_log import verify_connection
 
     data_dir = _data_dir(args)
-    store = SQLiteStore(data_dir.db)  # no chain: this command never writes
+    files = ClusterFiles.of(data_dir.root)
+    db = files.replica if files.exists() else data_dir.db  # a cluster node: its local replica
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30, isolation_level=None)  # never writes
+    conn.row_factory = sqlite3.Row
     try:
-        report = verify_chain(store, data_dir.ca_cert.read_bytes())
+        conn.execute("BEGIN")  # one snapshot: heads and events agree
+        report = verify_connection(conn, data_dir.ca_cert.read_bytes())
     finally:
-        store.close()
+        conn.close()
     if report.intact:
         start = "".join(f"; KMA {c.kma_id} from signed checkpoint #{c.id} (chain #{c.chain_seq})"
                         for c in report.checkpoints)  # fmt: skip

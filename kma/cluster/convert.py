@@ -94,6 +94,7 @@ def boot_from_embedded(data_dir: DataDir, node: RqliteNode) -> None:
             client.boot(copy)
         finally:
             client.close()
+    node.keep_private()  # the booted file replaced the node's own
     data_dir.db.rename(data_dir.root / EMBEDDED_KEPT)
     for suffix in ("-wal", "-shm"):
         Path(f"{data_dir.db}{suffix}").unlink(missing_ok=True)

@@ -105,6 +105,17 @@ class RqliteNode:
                 preexec_fn=_death_signal(),  # noqa: PLW1509
             )
         self.wait_ready(timeout)
+        self.keep_private()
+
+    def keep_private(self) -> None:
+        """rqlited makes some of its files (its SQLite file among them) readable by all; the data
+        dir stays its owner's only (kma/datadir.py checks it at every start)."""
+        for folder, _, names in os.walk(self.files.rqlite_dir):
+            os.chmod(folder, 0o700)
+            for name in names:
+                path = Path(folder, name)
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode & 0o700)
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -134,6 +145,7 @@ class RqliteNode:
             log.warning("rqlited did not stop within %.0f s; killing it", timeout)
             process.kill()
             process.wait()
+        self.keep_private()
 
 
 def start_cluster_node(data_dir: DataDir) -> RqliteNode | None:

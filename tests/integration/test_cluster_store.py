@@ -1,0 +1,145 @@
+"""KMAs as nodes of an rqlite cluster (issue 11): real `kma serve` processes, each running its own
+rqlited on loopback, node-to-node and HTTP mutual TLS from the cluster CA."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from kma.cluster.convert import EMBEDDED_KEPT, boot_from_embedded, cluster_ca, make_first_node
+from kma.cluster.rqlited import NodeFailed, RqliteNode
+from kma.crypto.ca import create_cluster_ca
+from kma.datadir import DataDir
+from kms_client import NotFound
+from tests.integration.test_quorum import creds
+from tests.support.cluster import (
+    BINARY,
+    add_node,
+    eventually,
+    files_of,
+    first_node,
+    free_port,
+    private_files,
+    replica,
+    table_checksums,
+)
+from tests.support.kma_process import RunningKma, run_kma
+
+pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
+
+
+def test_an_embedded_kma_becomes_the_first_node_with_every_table_unchanged(tmp_path: Path) -> None:
+    kma = RunningKma.demo_in(tmp_path)
+    kma.client("co").create_key_policy("before-cluster", encryption_period=60, cryptoperiod=120)
+    kma.stop()
+    data_dir = DataDir(kma.data_dir)
+    with sqlite3.connect(f"file:{data_dir.db}?mode=ro", uri=True) as db:
+        before = table_checksums(db)
+    with private_files():
+        make_first_node(
+            data_dir, f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}", cluster_ca(data_dir)
+        )
+        node = RqliteNode(files_of(kma))
+        node.start(join=False)
+        try:
+            boot_from_embedded(data_dir, node)
+        finally:
+            node.stop()
+    assert not data_dir.db.exists() and (kma.data_dir / EMBEDDED_KEPT).exists()
+    with replica(kma) as db:
+        after = table_checksums(db)
+    assert after == before and "keys" in after and "audit_events" in after
+
+    kma.start()  # now on rqlite: everything made before is there and the KMA writes on
+    co = kma.client("co")
+    assert co.get_key_policy("before-cluster").cryptoperiod == 120
+    co.create_key_policy("after-cluster", encryption_period=60, cryptoperiod=120)
+    kma.restart()
+    assert kma.client("co").get_key_policy("after-cluster").encryption_period == 60
+    assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0
+    kma.stop()
+
+
+@pytest.fixture
+def two_kmas(tmp_path: Path):  # type: ignore[no-untyped-def]
+    first, ca = first_node(tmp_path / "a")
+    second = add_node(first, ca, tmp_path, "kma-dal-2")
+    second.start()
+    yield first, second, ca
+    second.stop()
+    first.stop()
+
+
+def test_a_change_made_on_either_kma_is_seen_on_the_other_within_a_second(two_kmas) -> None:  # type: ignore[no-untyped-def]
+    first, second, _ = two_kmas
+    co_first, co_second = first.client("co"), second.client("co")
+    co_first.create_key_policy("made-on-first", encryption_period=60, cryptoperiod=120)
+    eventually(
+        lambda: _exists(co_second.get_key_policy, "made-on-first"), 1.0, "the policy on the second KMA"
+    )
+    second.client("so").create_user("jo", "Jo Auditor", ["auditor"], "jo's passphrase",
+                                    credentials=creds(second, "alice", "bob", "carol"))  # fmt: skip
+    eventually(lambda: _exists(first.client("so").get_user, "jo"), 1.0, "the user on the first KMA")
+    co_first.create_key_group("group-on-first", "made-on-first")
+    site = DataDir(first.data_dir).identity().site_id
+    first.client("op").create_agent("drive-on-first", site, "group-on-first")
+    eventually(
+        lambda: _exists(second.client("op").get_agent, "drive-on-first"), 1.0, "the agent on the second KMA"
+    )
+    first.client("jo", "jo's passphrase")  # the user made on the second KMA signs in on the first
+
+    # Both KMAs wrote their own audit chains into the one store: every chain verifies on both.
+    for kma in (first, second):
+        assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0
+    with replica(first) as db:
+        chains = {r[0] for r in db.execute("SELECT kma_id FROM audit_heads")}
+    assert chains == {"kma-dal-1", "kma-dal-2"}
+
+    # Restarted, both KMAs hold identical state.
+    first.restart()
+    second.restart()
+    first.client("co").create_key_policy("after-restart", encryption_period=60, cryptoperiod=120)
+    eventually(lambda: _exists(second.client("co").get_key_policy, "after-restart"), 1.0, "the last change")
+    with replica(first) as a, replica(second) as b:
+        eventually(lambda: table_checksums(a) == table_checksums(b), 5.0, "identical tables")
+
+
+def test_a_refused_change_leaves_nothing_in_the_cluster_store(two_kmas) -> None:  # type: ignore[no-untyped-def]
+    first, second, _ = two_kmas
+    co = second.client("co")
+    co.create_key_policy("once", encryption_period=60, cryptoperiod=120)
+    with pytest.raises(Exception, match="already exists"):
+        co.create_key_policy("once", encryption_period=30, cryptoperiod=60)
+    assert first.client("co").get_key_policy("once").encryption_period == 60
+    refused = [
+        e for e in second.client("auditor").iter_audit_events(subject_id="once") if e.condition != "success"
+    ]
+    assert refused  # the refusal itself is audited
+
+
+def test_a_node_with_a_certificate_from_another_ca_cannot_join(tmp_path: Path) -> None:
+    first, ca = first_node(tmp_path / "a")
+    try:
+        stranger = add_node(first, ca, tmp_path, "kma-stranger", join_ca=create_cluster_ca("other"))
+        node = RqliteNode(files_of(stranger))
+        with pytest.raises(NodeFailed):
+            node.start(timeout=8)
+        node.stop()
+        client = RqliteNode(files_of(first)).client()
+        try:
+            members = {n["id"] for n in client.get_json("/nodes", ver="2", nonvoters="")["nodes"]}
+        finally:
+            client.close()
+        assert members == {"kma-dal-1"}
+    finally:
+        first.stop()
+
+
+def _exists(get, object_id: str) -> bool:  # type: ignore[no-untyped-def]
+    try:
+        get(object_id)
+    except NotFound:
+        return False
+    return True

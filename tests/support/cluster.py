@@ -1,0 +1,146 @@
+"""Clusters of real KMAs on loopback, each `kma serve` running its own rqlited.
+
+The first KMA is a demo KMA made a cluster's first node (`make_first_node`, the product's own
+code; its next start boots rqlite from its embedded store). Further KMAs get their data dir from
+the same cluster CA and their `kmas` row through the cluster, as the membership flow will make
+them; here the test provisions them directly, so the store engine is tested on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kma.cluster.convert import cluster_ca, make_first_node
+from kma.cluster.node_config import ClusterFiles, NodeConfig, issue_node_certificate
+from kma.cluster.rqlited import RqliteNode
+from kma.crypto import WrappingKey
+from kma.crypto.ca import CertifiedKey, issue_server_certificate
+from kma.datadir import DataDir, Identity, write_private
+from tests.support.kma_process import RunningKma
+
+BINARY = Path(os.environ.get("KMA_RQLITED", Path.home() / ".cache/kms-manager/rqlite-v8.43.4/rqlited"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def private_files() -> Iterator[None]:
+    """Files the test writes into a data dir are its owner's only (as `kma` itself makes them)."""
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def files_of(kma: RunningKma) -> ClusterFiles:
+    return ClusterFiles.of(kma.data_dir)
+
+
+def replica(kma: RunningKma) -> sqlite3.Connection:
+    """A read-only look at a cluster KMA's local replica (rqlite's SQLite file)."""
+    conn = sqlite3.connect(f"file:{files_of(kma).replica}?mode=ro", uri=True, timeout=30)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def first_node(tmp: Path) -> tuple[RunningKma, CertifiedKey]:
+    """A demo KMA turned into a cluster's first node, running; and the cluster CA."""
+    kma = RunningKma.demo_in(tmp)
+    kma.stop()
+    data_dir = DataDir(kma.data_dir)
+    ca = cluster_ca(data_dir)
+    with private_files():
+        make_first_node(data_dir, f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}", ca)
+    kma.start()
+    return kma, ca
+
+
+def execute(kma: RunningKma, statements: list[list[Any]]) -> None:
+    """Statements through a running cluster KMA's rqlited, with its node certificate."""
+    client = RqliteNode(files_of(kma)).client()
+    try:
+        client.execute(statements)
+    finally:
+        client.close()
+
+
+def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter: bool = True,
+             join_ca: CertifiedKey | None = None) -> RunningKma:  # fmt: skip
+    """A further KMA of the first one's site, with autonomous unlock, joined to the cluster; not
+    started. `join_ca`: a node certificate from another CA instead (a node that must not join)."""
+    first_dir = DataDir(first.data_dir)
+    site = first_dir.identity().site_id
+    data_dir = DataDir(tmp / kma_id)
+    with private_files():
+        data_dir.create()
+        data_dir.identity_file.write_text(
+            Identity(kma_id, site, "127.0.0.1:0", "127.0.0.1:0").to_toml(), encoding="utf-8"
+        )
+        data_dir.ca_cert.parent.mkdir(parents=True, exist_ok=True)
+        server = issue_server_certificate(ca, kma_id, ["127.0.0.1"])
+        data_dir.ca_cert.write_bytes(ca.cert_pem)
+        data_dir.server_cert.write_bytes(server.cert_pem + ca.cert_pem)
+        write_private(data_dir.server_key, server.key_pem)
+        # Autonomous unlock: the master key under this KMA's own local unlock key.
+        with replica(first) as db:
+            blob = db.execute("SELECT autounlock_master FROM kmas WHERE id = ?",
+                              (first_dir.identity().kma_id,)).fetchone()[0]  # fmt: skip
+        master = WrappingKey(WrappingKey(first_dir.unlock_key.read_bytes()).unwrap(
+            f"autounlock:{first_dir.identity().kma_id}", blob))  # fmt: skip
+        local = WrappingKey.generate()
+        write_private(data_dir.unlock_key, local.raw())
+        now = int(time.time())
+        execute(first, [[
+            "INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
+            "key_pool_size, autounlock_master, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            kma_id, kma_id, site, "127.0.0.1:0", "127.0.0.1:0", "0.1.0", 200,
+            "x'" + local.wrap(f"autounlock:{kma_id}", master.raw()).hex() + "'", now, now,
+        ]])  # fmt: skip
+        node_ca = join_ca or ca
+        files = ClusterFiles.of(data_dir.root)
+        config = NodeConfig(kma_id, f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}", voter,
+                            (files_of(first).load().raft_address,))  # fmt: skip
+        files.write(config, node_ca.cert_pem, issue_node_certificate(node_ca, kma_id, ["127.0.0.1"]))
+    return RunningKma(data_dir.root, first.demo, None)
+
+
+def eventually(check: Callable[[], Any], within: float, what: str) -> Any:
+    """Poll `check` until it returns something truthy, at most `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {within} s: {what}")
+        time.sleep(0.02)
+
+
+def table_checksums(conn: sqlite3.Connection, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """Every table's rows, in primary-key order, hashed: equal checksums = equal contents."""
+    import hashlib
+
+    tables = [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+        "AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name")]  # fmt: skip
+    out = {}
+    for table in tables:
+        if table in skip:
+            continue
+        digest = hashlib.sha256()
+        for row in sorted(repr(tuple(r)) for r in conn.execute(f'SELECT * FROM "{table}"')):
+            digest.update(row.encode())
+        out[table] = digest.hexdigest()
+    return out
