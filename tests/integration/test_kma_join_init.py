@@ -43,12 +43,18 @@ def passphrase_in(out: str) -> str:
 
 
 def init_join(
-    tmp: Path, data_dir: Path, kma: str, fingerprint: str, kma_id: str, passphrase: str
+    tmp: Path,
+    data_dir: Path,
+    kma: str,
+    fingerprint: str,
+    kma_id: str,
+    passphrase: str,
+    rqlite_http: str = "127.0.0.1:14003",
 ) -> tuple[int, str]:
     answers = tmp / f"answers-{data_dir.name}.toml"
     answers.write_text(
         f'mode = "join"\n[join]\nkma = "{kma}"\nca_fingerprint = "{fingerprint}"\n'
-        f'kma_id = "{kma_id}"\npassphrase = "{passphrase}"\nrqlite_http_address = "127.0.0.1:14003"\n',
+        f'kma_id = "{kma_id}"\npassphrase = "{passphrase}"\nrqlite_http_address = "{rqlite_http}"\n',
         encoding="utf-8",
     )
     result = run_kma("init", "--data-dir", str(data_dir), "--answers", str(answers), check=False)
