@@ -34,6 +34,7 @@ class Appliance:
         from kma.cluster.store import open_store
         from kma.services.audit_pruner import AutoPrune  # (both need the appliance they serve)
         from kma.services.keypool import KeyPool
+        from kma.services.raft_guard import RaftGuard
         from kma.vault import Vault
 
         self.data_dir = data_dir
@@ -45,6 +46,7 @@ class Appliance:
         self.vault = Vault()
         self.pool = KeyPool(self)
         self.auto_prune = AutoPrune(self)
+        self.raft_guard = RaftGuard(self)
         self.itself = Actor(self.kma_id, self.identity.management_address, kind="kma")
 
     @property
@@ -138,6 +140,7 @@ class Appliance:
             )
         self.pool.start()
         self.auto_prune.start()
+        self.raft_guard.start()  # removed KMAs stay out of Raft (kma/services/raft_guard.py)
 
     def try_autonomous_unlock(self) -> bool:
         path = self.data_dir.unlock_key
@@ -156,6 +159,7 @@ class Appliance:
         return True
 
     def close(self) -> None:
+        self.raft_guard.stop()
         self.auto_prune.stop()
         self.pool.stop()
         self.store.close()

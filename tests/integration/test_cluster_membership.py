@@ -128,6 +128,11 @@ def test_a_one_kma_cluster_gains_a_kma_through_the_whole_flow_and_loses_it_with_
         assert _answers(client_cert, f"https://{service_address(first)}/v1/ca") is None
         second.stop()
         second = None
+        # Its node certificate still checks out against the CA (rqlite knows no revocation): a
+        # removed machine that wipes its Raft state and asks to join again is taken out at once.
+        rejoin_as_removed(new_dir)
+        eventually(lambda: _events(first, "had rejoined"), 15.0, "the rejoined node taken out again")
+        eventually(lambda: raft_members(first) == {"kma-dal-1"}, 5.0, "the node out of Raft again")
         first.client("co").create_key_policy("after-remove", encryption_period=60, cryptoperiod=120)
         with replica(first) as db:
             after = table_rows(db)
@@ -144,6 +149,28 @@ def test_a_one_kma_cluster_gains_a_kma_through_the_whole_flow_and_loses_it_with_
         if second is not None:
             second.stop()
         first.stop()
+
+
+def rejoin_as_removed(data_dir: Path) -> None:
+    """What a removed machine could do with its files: a fresh rqlite node asking to join."""
+    import shutil
+
+    from kma.cluster.node_config import ClusterFiles
+    from kma.cluster.rqlited import NodeFailed, RqliteNode
+
+    files = ClusterFiles.of(data_dir)
+    shutil.rmtree(files.rqlite_dir, ignore_errors=True)
+    node = RqliteNode(files)
+    try:
+        node.start(join=True, timeout=15)
+    except NodeFailed:
+        pass  # taken out before it was ready: what should happen
+    finally:
+        node.stop()
+
+
+def _events(kma: RunningKma, text: str) -> bool:
+    return any(text in e.message for e in kma.client("auditor").iter_audit_events(operation="kma.remove"))
 
 
 def _has_policy(kma: RunningKma, policy_id: str) -> bool:
