@@ -22,6 +22,7 @@ from cryptography.x509.oid import NameOID
 
 from kms_client import KmsClient
 from tests.integration.helpers import API, domain_snapshot, error_of, raw_http
+from tests.support.first_node import demo_first_node
 from tests.support.kma_process import RunningKma
 
 SO, CO, OP, BO, AU, QM = (
@@ -107,6 +108,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     # Cluster membership (issue 11).
     "POST /kmas": frozenset({SO}),
     "PUT /kmas/{id}/passphrase": frozenset({SO}),
+    "POST /kmas/{id}/remove": frozenset({SO}),
     "POST /cluster/join": PUBLIC,  # a joining KMA, with its one-time KMA passphrase
 }
 # The demo users: one per role, and admin with every role.
@@ -215,6 +217,12 @@ class World:
                 "server_csr_pem": pem}  # fmt: skip
         return {}, body
 
+    def joined_kma(self) -> str:
+        """Another KMA of the cluster (joined through the handshake), which may be removed."""
+        _, body = self.joining()
+        assert self.http.post("/cluster/join", json=body).status_code == 200
+        return str(body["kma_id"])
+
     def fresh_token(self, user: str) -> str:
         client = self.kma.client(user)
         assert client.token is not None
@@ -321,6 +329,7 @@ CALLS: dict[str, Prep] = {
     # Quorum-protected: without credentials a new entry or passphrase is a pending operation (202).
     "POST /kmas": lambda w, u: ({}, w.kma_entry()),
     "PUT /kmas/{id}/passphrase": lambda w, u: ({"id": w.kma_id}, {}),
+    "POST /kmas/{id}/remove": lambda w, u: ({"id": w.joined_kma()}, {}),  # pending (202) without credentials
     "POST /cluster/join": lambda w, u: w.joining(),
 }
 # Run after the call, whatever its outcome: lock and unlock must leave the KMA unlocked.
@@ -331,6 +340,7 @@ AFTER: dict[str, Callable[[World], None]] = {
     "POST /quorum-operations/{id}/enrol": lambda w: w.drop_pending("change_key_split"),
     "PUT /cluster/autonomous-unlock": lambda w: w.drop_pending("set_autonomous_unlock"),
     "PUT /kmas/{id}/passphrase": lambda w: w.drop_pending("set_kma_passphrase"),
+    "POST /kmas/{id}/remove": lambda w: w.drop_pending("remove_kma"),
 }
 assert CALLS.keys() == EXPECTED.keys()
 
@@ -339,9 +349,8 @@ assert CALLS.keys() == EXPECTED.keys()
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     # Every refusal here is checked one by one: record all of them (a real KMA records 20 a second
     # one by one and counts the rest, tests/integration/test_refusal_audit.py).
-    kma = RunningKma.demo_in(
-        tmp_path_factory.mktemp("role-matrix"), listeners={"refusals_per_second": 10_000}
-    )
+    # A cluster's first node, so that KMAs may join it (POST /cluster/join).
+    kma = demo_first_node(tmp_path_factory.mktemp("role-matrix"), listeners={"refusals_per_second": 10_000})
     admin = kma.client("admin")
     w = World(kma, admin, raw_http(kma), kma_id=admin.status().kma_id)
     admin.create_site("mx-site", "Matrix site")
