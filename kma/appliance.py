@@ -33,8 +33,8 @@ class Appliance:
     def __init__(self, data_dir: DataDir, clock: Clock | None = None) -> None:
         from kma.cluster.store import open_store
         from kma.services.audit_pruner import AutoPrune  # (both need the appliance they serve)
+        from kma.services.cluster_watch import ClusterWatch
         from kma.services.keypool import KeyPool
-        from kma.services.raft_guard import RaftGuard
         from kma.vault import Vault
 
         self.data_dir = data_dir
@@ -46,7 +46,7 @@ class Appliance:
         self.vault = Vault()
         self.pool = KeyPool(self)
         self.auto_prune = AutoPrune(self)
-        self.raft_guard = RaftGuard(self)
+        self.cluster_watch = ClusterWatch(self)
         self.itself = Actor(self.kma_id, self.identity.management_address, kind="kma")
 
     @property
@@ -140,7 +140,7 @@ class Appliance:
             )
         self.pool.start()
         self.auto_prune.start()
-        self.raft_guard.start()  # removed KMAs stay out of Raft (kma/services/raft_guard.py)
+        self.cluster_watch.start()  # locks made elsewhere, removed KMAs out of Raft (cluster_watch.py)
 
     def try_autonomous_unlock(self) -> bool:
         path = self.data_dir.unlock_key
@@ -159,7 +159,7 @@ class Appliance:
         return True
 
     def close(self) -> None:
-        self.raft_guard.stop()
+        self.cluster_watch.stop()
         self.auto_prune.stop()
         self.pool.stop()
         self.store.close()

@@ -2,8 +2,9 @@
 with real `kma serve` processes each running its own rqlited (issue 11):
 
 entry (quorum) -> one-time KMA passphrase -> `kma init` join on the new machine -> it starts,
-catches up, and waits locked -> a quorum unlocks it -> it sees the same users -> the quorum removes
-it -> it leaves Raft, its certificate is refused by the first KMA's listeners, nothing is lost.
+catches up, and waits locked -> a quorum unlocks it -> it sees the same users -> it is locked
+through the first KMA -> the quorum removes it -> it leaves Raft (and is taken out again when it
+rejoins), its certificate is refused by the first KMA's listeners, nothing is lost.
 """
 
 from __future__ import annotations
@@ -112,6 +113,9 @@ def test_a_one_kma_cluster_gains_a_kma_through_the_whole_flow_and_loses_it_with_
         assert second.client("co").get_key_policy("before-join").cryptoperiod == 120
         second.client("co").create_key_policy("made-on-second", encryption_period=60, cryptoperiod=120)
         eventually(lambda: _has_policy(first, "made-on-second"), 1.0, "the second KMA's change on the first")
+        # A Security Officer locks it through the first KMA: it locks itself at once
+        first.client("so").lock_kma("kma-bos-1")
+        eventually(lambda: second.client().status().locked, 3.0, "the second KMA locked through the first")
         with replica(first) as db:
             before = table_rows(db)
 

@@ -1,10 +1,12 @@
-"""Keeps removed KMAs out of Raft.
+"""What each KMA does about changes to the cluster made through other KMAs, once a second:
 
-rqlite checks node certificates against the cluster CA only (it has no revocation list), so the
-certificate of a removed KMA would still let its node ask to join again. Every cluster KMA
-therefore looks at the Raft membership every `CHECK_S` seconds and takes out (rqlite's DELETE
-/remove) any node whose KMA was removed, auditing each time. Only the explicit removal counts:
-a node whose KMA this KMA's replica does not know yet may simply be newer than the replica.
+- A Security Officer locked this KMA through another one (`kmas.locked` is replicated): its vault
+  forgets the master key, as if locked here.
+- Removed KMAs stay out of Raft. rqlite checks node certificates against the cluster CA only
+  (it has no revocation list), so the certificate of a removed KMA would still let its node ask
+  to join again. Every cluster KMA therefore looks at the Raft membership and takes out (rqlite's
+  DELETE /remove) any node whose KMA was removed, auditing each time. Only the explicit removal
+  counts: a node whose KMA this KMA's replica does not know yet may be newer than the replica.
 """
 
 from __future__ import annotations
@@ -56,14 +58,24 @@ def reap(kma: Appliance) -> list[str]:
     return taken
 
 
-class RaftGuard:
+def follow_lock(kma: Appliance) -> bool:
+    """Lock this KMA if the cluster says it is locked; True when it did."""
+    if kma.vault.locked or not kma.store.scalar("SELECT locked FROM kmas WHERE id = ?", (kma.kma_id,)):
+        return False
+    kma.vault.lock()
+    kma.audit(kma.itself, "kma.lock", "locked itself: it was locked through another KMA of the cluster",
+              Condition.SUCCESS, ("kma", kma.kma_id), event_class="security")  # fmt: skip
+    return True
+
+
+class ClusterWatch:
     def __init__(self, kma: Appliance) -> None:
         self.kma = kma
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="kma-raft-guard", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="kma-cluster-watch", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -74,8 +86,9 @@ class RaftGuard:
     def _run(self) -> None:
         while not self._stop.wait(CHECK_S):
             try:
+                follow_lock(self.kma)
                 reap(self.kma)
             except KmaError as exc:  # the local node is unavailable for a moment
-                log.debug("raft guard: %s", exc.message)
+                log.debug("cluster watch: %s", exc.message)
             except Exception:
-                log.exception("raft guard round failed")
+                log.exception("cluster watch round failed")
