@@ -10,9 +10,10 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 from app.context import AppContext
 from app.pages import PageSpec, register
 from ui.form_dialog import Field, FormDialog
-from ui.format import yes_no
+from ui.format import when, yes_no
 from ui.list_page import ActionSpec, ListPage, ListSpec
 from ui.paged_model import Column
+from ui.pages import kma_membership
 from ui.pages.common import SO
 from ui.widgets import page_header
 
@@ -100,11 +101,15 @@ KMAS = ListSpec(
                format=lambda v: f"{v:,}"),
         Column("key_pool_size", "Pool size", 90, align_right=True, format=lambda v: f"{v:,}"),
         Column("version", "Version", 80),
+        Column("voter", "Voter", 60, format=yes_no),
+        Column("awaiting_join", "Joined", 70, format=lambda v: "waiting" if v else "yes",
+               tone=lambda k: "warn" if k.awaiting_join else None),
+        Column("removed_at", "Removed", 140, format=lambda v: when(v) if v else ""),
         Column("created_at", "Created", 140, hidden=True),
     ],
     fetch=lambda c: c.list_kmas,
     sort_fields=frozenset({"id", "name", "site_id"}),
-    actions=[ActionSpec("Edit KMA…", _edit_kma, SO, toolbar=True)],
+    actions=[ActionSpec("Edit KMA…", _edit_kma, SO, toolbar=True), *kma_membership.ACTIONS],
     searchable=False,
 )
 
