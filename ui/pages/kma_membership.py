@@ -20,7 +20,7 @@ from ui.secret_dialog import OneTimeSecretDialog
 
 
 def _site_choices(client: Any) -> list[tuple[str, Any]]:
-    return [(f"{s.name} ({s.id})", s.id) for s in client.iter_sites()]
+    return [(s.name, s.id) for s in client.iter_sites()]
 
 
 def show_kma_passphrase(page: ListPage, done: Any) -> OneTimeSecretDialog:
