@@ -59,3 +59,10 @@ class KmaLocked(KmaError):
         self, message: str = "This KMA is locked; a quorum must unlock it.", audited: bool = False
     ) -> None:
         super().__init__(message, audited)
+
+
+class ClusterUnavailable(KmaError):
+    """The cluster's store takes no writes now (no leader: this KMA is on the minority side, or an
+    election is under way); nothing was changed, try again."""
+
+    code, status = "cluster_unavailable", 503

@@ -25,10 +25,7 @@ class ApiError(KmsError):
         return self.message
 
     def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(status={self.status!r}, code={self.code!r}, "
-            f"message={self.message!r})"
-        )
+        return f"{type(self).__name__}(status={self.status!r}, code={self.code!r}, message={self.message!r})"
 
 
 class BadRequest(ApiError):
@@ -67,6 +64,11 @@ class KmaLocked(ApiError):
     """503 `kma_locked`: the KMA is locked and serves nothing secret until a quorum unlocks it."""
 
 
+class ClusterUnavailable(ApiError):
+    """503 `cluster_unavailable`: the cluster takes no changes now (no Raft majority reachable from
+    this KMA, or a leader election under way); nothing was changed, try again or another KMA."""
+
+
 class InternalError(ApiError):
     """500 `internal`, or a response this client could not read."""
 
@@ -82,6 +84,7 @@ ERROR_CLASSES: dict[str, type[ApiError]] = {
     "payload_too_large": PayloadTooLarge,
     "locked_out": LockedOut,
     "kma_locked": KmaLocked,
+    "cluster_unavailable": ClusterUnavailable,
     "internal": InternalError,
 }
 

@@ -15,7 +15,26 @@ if [ -x "$BINARY" ] && "$BINARY" -version 2>/dev/null | grep -q "$VERSION"; then
   echo "$BINARY"
   exit 0
 fi
-command -v go >/dev/null || { echo "build-rqlite: Go is needed to build rqlited (apt-get install golang-go, or Go >= 1.22)" >&2; exit 1; }
+# Go: the machine's if it is recent enough (>= 1.21 fetches the toolchain rqlite's go.mod asks for
+# through the module proxy by itself); otherwise Debian's golang-go, which is older (1.19 on
+# Debian 12), used only to download Go 1.24's toolchain module from the proxy.
+go_minor() { "$1" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'; }
+GO="$(command -v go || true)"
+if [ -z "$GO" ] || [ "$(go_minor "$GO")" -lt 21 ]; then
+  if [ -z "$GO" ]; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    echo "build-rqlite: installing Debian's Go to build rqlited" >&2
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends golang-go gcc libc6-dev >/dev/null
+    GO="$(command -v go)"
+  fi
+  arch="$("$GO" env GOARCH)"
+  toolchain="$(GOFLAGS=-mod=mod "$GO" mod download -json "golang.org/toolchain@v0.0.1-go1.24.0.linux-$arch" \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')"
+  GO="$toolchain/bin/go"
+  chmod +x "$GO" "$toolchain/pkg/tool/"*/* 2>/dev/null || true
+fi
+go() { "$GO" "$@"; }
 
 info="$(go mod download -json "$MODULE@$VERSION")"
 sum="$(printf '%s' "$info" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Sum"])')"

@@ -4,5 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+# Cluster tests run real rqlite nodes: build rqlited once (cached; needs Go, installed if missing).
+KMA_RQLITED="$(./scripts/build-rqlite.sh | tail -n 1)"
+export KMA_RQLITED
 exec dbus-run-session -- xvfb-run -a -s "-screen 0 1600x1000x24" \
   ./scripts/with-keyring.sh python3 -m pytest "$@"

@@ -23,7 +23,7 @@ from kma.api.deps import bearer_token, client_address
 from kma.appliance import Appliance
 from kma.audit.record import Condition
 from kma.domain.actor import Actor
-from kma.errors import KmaError, Unauthenticated
+from kma.errors import ClusterUnavailable, KmaError, Unauthenticated
 from kma.services import auth, refusals
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,8 @@ def _audit_refusal_sync(request: Request, code: str, message: str) -> None:
             refusals.audit_anonymous(kma, client_address(request), "api.refused", text, event_class, subject)
         else:
             kma.audit(actor, "api.refused", text, Condition.ERROR, subject, event_class=event_class)
+    except ClusterUnavailable as exc:  # a cluster KMA without a majority: one line, not a trace each
+        log.warning("could not audit a refusal: %s", exc.message)
     except Exception:  # the refusal still goes out; the failure is in the log
         log.exception("could not audit a refusal")
 

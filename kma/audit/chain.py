@@ -55,15 +55,15 @@ class AuditChain:
         ).fetchone()
         self.seq, self.head = (row[0], row[1]) if row else (0, GENESIS)
 
-    def next_event(self, record: AuditRecord) -> dict[str, Any]:
+    def next_event(self, record: AuditRecord, at: int | None = None) -> dict[str, Any]:
         """`record` as the chain's next event row (hash included); the head advances now
         (the store's writer only). The stored head is not written here: the writer writes it
         once per commit, after the last event of the group (`head_stmt`), so at every commit it
-        names the last event."""
+        names the last event. `at`: when it happened, if not now (an event shipped later)."""
         event: dict[str, Any] = {
             "kma_id": self.kma_id,
             "chain_seq": self.seq + 1,
-            "created_at": self.clock.now(),
+            "created_at": self.clock.now() if at is None else at,
             "site_id": self.site_id,
             "operation": record.operation,
             "severity": record.severity,

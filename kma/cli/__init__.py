@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from kma.cli import admin, agent, cluster_members, plan, quorum, serve
+from kma.cli import admin, agent, cluster_members, convert, plan, quorum, serve
 from kma.datadir import keep_private
 from kma.errors import KmaError
 
@@ -16,6 +16,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
     quorum.add_quorum_commands,  # quorum, lock, unlock: through a running KMA's API
     agent.add_agent,  # agent enroll, agent simulate: an encryption agent's side
     plan.add_plan,  # planning a deployment: needs no KMA
+    convert.add_convert,  # convert-to-cluster: an embedded KMA becomes a cluster's first node
     cluster_members.add_member_commands,  # kma cluster add-kma, kma-passphrase (after `kma cluster status`)
 ]  # fmt: skip
 

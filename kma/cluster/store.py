@@ -22,4 +22,4 @@ def open_store(data_dir: DataDir, kma_id: str, chain: AuditChain | None = None) 
     from kma.cluster.rqlited import RqliteNode
     from kma.store.rqlite import RqliteStore
 
-    return RqliteStore(RqliteNode(files).client(), files.replica, kma_id, chain)
+    return RqliteStore(RqliteNode(files).client(), files.replica, kma_id, chain, files.folder / "outbox.db")

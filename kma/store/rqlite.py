@@ -37,6 +37,7 @@ from kma.store import fts
 from kma.store.batch import Batch, Params, Refused, WriteResult
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import MAX_GROUP, _integrity_message
+from kma.store.outbox import Outbox
 from kma.store.rqlite_http import ClusterUnavailable, RqliteClient, StatementFailed, rqlite_statement
 
 if TYPE_CHECKING:
@@ -44,6 +45,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 GUARD_SQL = "INSERT OR REPLACE INTO cluster_guard (id, ok) VALUES (1, changes() = ?)"
+OUTBOX_MARK_SQL = (
+    "INSERT INTO cluster_outbox_marks (kma_id, shipped) VALUES (?, ?) "
+    "ON CONFLICT (kma_id) DO UPDATE SET shipped = excluded.shipped"
+)
+SHIP_CHUNK = 500  # outbox entries per request
+RETRY_S = 0.5  # while entries wait and the cluster takes none, try again this often
 MARK_SQL = (
     "INSERT INTO cluster_write_marks (kma_id, seq) VALUES (?, ?) "
     "ON CONFLICT (kma_id) DO UPDATE SET seq = excluded.seq"
@@ -51,6 +58,7 @@ MARK_SQL = (
 OWN_WRITE_TIMEOUT_S = 5.0
 
 Item = tuple[Batch, "Future[WriteResult]"]
+_WAKE = object()  # the outbox has new entries to ship
 
 
 def split_script(sql: str) -> list[str]:
@@ -112,18 +120,24 @@ class _Replica:
 
 class RqliteStore:
     def __init__(
-        self, client: RqliteClient, replica: Path, kma_id: str, chain: AuditChain | None = None
-    ) -> None:
+        self, client: RqliteClient, replica: Path, kma_id: str, chain: AuditChain | None = None,
+        outbox: Path | None = None,
+    ) -> None:  # fmt: skip
         self.client = client
         self.kma_id = kma_id
         self.chain = chain
         self.path = replica
         self._replica = _Replica(replica)
         self.schema_version = self._migrate()
-        self._mark = int(self.scalar("SELECT seq FROM cluster_write_marks WHERE kma_id = ?", (kma_id,)) or 0)
-        if chain is not None:
-            self._load_head()
-        self._queue: queue.Queue[Item | None] = queue.Queue()
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self.outbox: Outbox | None = None
+        self._shipped = 0
+        self._mark = 0
+        self._head_uncertain = True  # read at the first write
+        self._quiet_until = 0.0
+        if outbox is not None and chain is not None:
+            self.outbox = Outbox(outbox, chain.clock.now, lambda: self._queue.put(_WAKE))
+        self._load_head()
         self._thread = threading.Thread(target=self._run, name="kma-store-writer", daemon=True)
         self._thread.start()
 
@@ -156,38 +170,103 @@ class RqliteStore:
         return self.submit(batch).result()
 
     def submit(self, batch: Batch) -> Future[WriteResult]:
+        if self.outbox is not None and not batch.statements and batch.event is not None:
+            return self.outbox.add(batch.event)  # an event on its own: durable here, shipped later
         future: Future[WriteResult] = Future()
         self._queue.put((batch, future))
         return future
 
     def close(self) -> None:
+        if self.outbox is not None:
+            self.outbox.close()
         self._queue.put(None)
         self._thread.join(timeout=20)
         self._replica.close()
         self.client.close()
 
     def _run(self) -> None:
+        """Ship the outbox, then the waiting batches: this KMA's chain has this one writer, and
+        a change never overtakes an event committed before it."""
+        drained = self._ship_outbox()
         while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            group = [item]
-            while len(group) < MAX_GROUP:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    self._queue.put(None)
-                    break
-                group.append(nxt)
             try:
+                item = self._queue.get(timeout=None if drained else RETRY_S)
+            except queue.Empty:
+                drained = self._ship_outbox()
+                continue
+            if item is None:
+                self._ship_outbox()
+                return
+            group = self._take_group(item)
+            drained = self._ship_outbox()
+            if not group:
+                continue
+            try:
+                if not drained:
+                    raise ClusterUnavailable(
+                        "the cluster store takes no changes now (no Raft majority reachable)"
+                    )
                 self._commit_group(group)
             except BaseException as exc:  # nothing may leave a caller waiting forever
-                log.exception("cluster write failed")
+                if isinstance(exc, ClusterUnavailable):
+                    self._warn_unavailable(exc)
+                else:
+                    log.exception("cluster write failed")
                 for _, future in group:
                     if not future.done():
                         future.set_exception(exc)
+
+    def _take_group(self, first: Any) -> list[Item]:
+        """`first` and the batches waiting behind it (wake-ups dropped: the caller ships anyway)."""
+        group = [] if first is _WAKE else [first]
+        while len(group) < MAX_GROUP:
+            try:
+                nxt = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if nxt is None:
+                self._queue.put(None)
+                break
+            if nxt is not _WAKE:
+                group.append(nxt)
+        return group
+
+    def _ship_outbox(self) -> bool:
+        """Send the outbox's entries to the cluster in order; True once it is empty."""
+        if self.outbox is None or self.chain is None:
+            return True
+        chain = self.chain
+        while entries := self.outbox.pending(SHIP_CHUNK):
+            try:
+                if self._head_uncertain:
+                    self._load_head()  # also drops the entries the cluster already holds
+                    continue
+                seq_before, head_before = chain.seq, chain.head
+                events = [chain.next_event(record, at=at) for _, at, record in entries]
+                statements = self._event_statements(events)
+                statements.append([OUTBOX_MARK_SQL, self.kma_id, entries[-1][0]])
+                try:
+                    self.client.execute(statements)
+                except BaseException:
+                    chain.seq, chain.head = seq_before, head_before
+                    self._head_uncertain = True  # perhaps in, perhaps not: the cluster says which
+                    raise
+            except ClusterUnavailable as exc:
+                self._warn_unavailable(exc)
+                return False
+            except StatementFailed:
+                log.exception("shipping the outbox failed; retrying")
+                return False
+            self._shipped = entries[-1][0]
+            self.outbox.shipped(self._shipped)
+        return True
+
+    def _warn_unavailable(self, exc: ClusterUnavailable) -> None:
+        """Once every few seconds while the cluster takes no writes, not once per refused write."""
+        now = time.monotonic()
+        if now >= self._quiet_until:
+            log.warning("%s", exc.message)
+            self._quiet_until = now + 5.0
 
     def _commit_group(self, group: Sequence[Item]) -> None:
         if len(group) > 1:
@@ -222,6 +301,8 @@ class RqliteStore:
     def _send(self, batches: Sequence[Batch]) -> list[WriteResult]:
         """One request for `batches`; StatementFailed = none of it applied (the chain is put back)."""
         chain = self.chain
+        if self._head_uncertain:
+            self._load_head()  # raises ClusterUnavailable while the cluster still cannot answer
         seq_before, head_before = (chain.seq, chain.head) if chain else (0, "")
         statements: list[list[Any]] = []
         spans: list[tuple[int, list[int]]] = []  # per batch: (index of its audit event, its statements)
@@ -249,9 +330,11 @@ class RqliteStore:
                 chain.seq, chain.head = seq_before, head_before
             raise
         except ClusterUnavailable:
-            # Perhaps committed, perhaps not (a timeout): the chain's head is read back from the cluster.
+            # Perhaps committed, perhaps not (a timeout, a dropped forward): before the next write
+            # the chain's head is read back from the cluster.
             if chain is not None:
-                self._load_head()
+                chain.seq, chain.head = seq_before, head_before
+                self._head_uncertain = True
             raise
         self._mark = mark
         self._wait_for_own_write(mark)
@@ -272,11 +355,22 @@ class RqliteStore:
         return [rqlite_statement(s.sql, s.params) for s in [*inserts, self.chain.head_stmt()]]
 
     def _load_head(self) -> None:
-        assert self.chain is not None
+        """This KMA's chain head as the cluster has it (a linearizable read: no write can be
+        missing from it). Also the write mark, which a lost answer may have left behind."""
         from kma.audit.chain import GENESIS
 
         rows = self.client.query("SELECT chain_seq, hash FROM audit_heads WHERE kma_id = ?", (self.kma_id,))
-        self.chain.seq, self.chain.head = (int(rows[0][0]), str(rows[0][1])) if rows else (0, GENESIS)
+        if self.chain is not None:
+            self.chain.seq, self.chain.head = (int(rows[0][0]), str(rows[0][1])) if rows else (0, GENESIS)
+        marks = self.client.query("SELECT seq FROM cluster_write_marks WHERE kma_id = ?", (self.kma_id,))
+        self._mark = max(self._mark, int(marks[0][0]) if marks else 0)
+        shipped = self.client.query(
+            "SELECT shipped FROM cluster_outbox_marks WHERE kma_id = ?", (self.kma_id,)
+        )
+        self._shipped = int(shipped[0][0]) if shipped else 0
+        if self.outbox is not None:
+            self.outbox.shipped(self._shipped)
+        self._head_uncertain = False
 
     def _wait_for_own_write(self, mark: int) -> None:
         deadline = time.monotonic() + OWN_WRITE_TIMEOUT_S
@@ -336,7 +430,8 @@ class RqliteStore:
         return sorted(out, key=lambda n: n.kma_id)
 
     def replication_lag(self) -> ReplicationLag:
-        return ReplicationLag(0, 0.0)  # every write goes straight through the cluster
+        """The outbox: events committed on this KMA, not yet in the cluster's store."""
+        return self.outbox.lag() if self.outbox is not None else ReplicationLag(0, 0.0)
 
     def backup(self, path: Path) -> None:
         """A consistent SQLite copy of the cluster's store."""

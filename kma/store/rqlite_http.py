@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from kma.errors import KmaError, ValidationFailed
+from kma.errors import ClusterUnavailable, ValidationFailed
 
 logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
 
@@ -25,8 +25,7 @@ logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request oth
 _LOOKS_LIKE_BLOB = re.compile(r"\s*[xX]'([0-9a-fA-F]{2})*'\s*")
 
 
-class ClusterUnavailable(KmaError):
-    """The cluster's store cannot take this request now (no leader, node down, timeout)."""
+__all__ = ["ClusterUnavailable", "RqliteClient", "StatementFailed"]
 
 
 class StatementFailed(Exception):
@@ -81,8 +80,8 @@ class RqliteClient:
         params = {"transaction": ""} if transaction else {}
         response = self._request("POST", "/db/execute", params=params, json=list(statements))
         body = response.json()
-        if "error" in body:
-            raise StatementFailed(-1, str(body["error"]))
+        if "error" in body:  # the node could not run the request at all (no leader, forwarding failed)
+            raise ClusterUnavailable(f"the cluster store cannot take changes now: {body['error']}")
         results: list[dict[str, Any]] = body.get("results", [])
         for index, result in enumerate(results):
             if "error" in result:
@@ -90,11 +89,14 @@ class RqliteClient:
         return results
 
     def query(
-        self, sql: str, params: Sequence[Any] | Mapping[str, Any] = (), level: str = "strong"
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any] = (), level: str = "linearizable"
     ) -> list[list[Any]]:
         response = self._request("POST", "/db/query", params={"level": level},
                                  json=[rqlite_statement(sql, params)])  # fmt: skip
-        result = response.json()["results"][0]
+        body = response.json()
+        if "error" in body or not body.get("results"):
+            raise ClusterUnavailable(f"the cluster store cannot answer now: {body.get('error', body)}")
+        result = body["results"][0]
         if "error" in result:
             raise StatementFailed(0, str(result["error"]))
         values: list[list[Any]] = result.get("values", [])

@@ -32,6 +32,7 @@ ERROR_STATUS = {
     "payload_too_large": 413,
     "locked_out": 429,
     "kma_locked": 503,
+    "cluster_unavailable": 503,
     "internal": 500,
 }
 # The tables that hold what users manage; audit_events and sessions are left out on purpose

@@ -3,16 +3,20 @@ rqlited on loopback, node-to-node and HTTP mutual TLS from the cluster CA."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from kma.cluster.convert import EMBEDDED_KEPT, boot_from_embedded, cluster_ca, make_first_node
+from kma.cluster.convert import EMBEDDED_KEPT, boot_from_embedded
 from kma.cluster.rqlited import NodeFailed, RqliteNode
 from kma.crypto.ca import create_cluster_ca
 from kma.datadir import DataDir
-from kms_client import NotFound
+from kma.store.rqlite import RqliteStore
+from kms_client import ClusterUnavailable, NotFound
 from tests.integration.test_quorum import creds
 from tests.support.cluster import (
     BINARY,
@@ -37,10 +41,10 @@ def test_an_embedded_kma_becomes_the_first_node_with_every_table_unchanged(tmp_p
     data_dir = DataDir(kma.data_dir)
     with sqlite3.connect(f"file:{data_dir.db}?mode=ro", uri=True) as db:
         before = table_checksums(db)
-    with private_files():
-        make_first_node(
-            data_dir, f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}", cluster_ca(data_dir)
-        )
+    converted = run_kma("convert-to-cluster", "--data-dir", str(kma.data_dir), "--raft-address",
+                        f"127.0.0.1:{free_port()}", "--http-address", f"127.0.0.1:{free_port()}")  # fmt: skip
+    assert "first node of a cluster" in converted.stdout
+    with private_files():  # what `kma serve` does at its next start, here without the KMA's own writes
         node = RqliteNode(files_of(kma))
         node.start(join=False)
         try:
@@ -97,6 +101,19 @@ def test_a_change_made_on_either_kma_is_seen_on_the_other_within_a_second(two_km
         chains = {r[0] for r in db.execute("SELECT kma_id FROM audit_heads")}
     assert chains == {"kma-dal-1", "kma-dal-2"}
 
+    # A backup from the cluster is a consistent SQLite file holding what both KMAs wrote.
+    backup = first.data_dir.parent / "cluster-backup.db"
+    store = RqliteStore(RqliteNode(files_of(second)).client(), files_of(second).replica, "kma-dal-2")
+    try:
+        store.backup(backup)
+        assert {n.kma_id for n in store.cluster_nodes()} == {"kma-dal-1", "kma-dal-2"}
+        assert sum(n.leader for n in store.cluster_nodes()) == 1
+    finally:
+        store.close()
+    with sqlite3.connect(backup) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("SELECT count(*) FROM agents WHERE id = 'drive-on-first'").fetchone()[0] == 1
+
     # Restarted, both KMAs hold identical state.
     first.restart()
     second.restart()
@@ -143,3 +160,61 @@ def _exists(get, object_id: str) -> bool:  # type: ignore[no-untyped-def]
     except NotFound:
         return False
     return True
+
+
+def _rqlited_pid(kma: RunningKma) -> int:
+    """The rqlited that this KMA's `kma serve` runs (its child process)."""
+    assert kma.process is not None
+    children = Path(f"/proc/{kma.process.pid}/task/{kma.process.pid}/children").read_text().split()
+    pids = [int(p) for p in children if "rqlited" in Path(f"/proc/{p}/cmdline").read_text()]
+    assert len(pids) == 1, pids
+    return pids[0]
+
+
+def _leader(kma: RunningKma) -> str:
+    client = RqliteNode(files_of(kma)).client()
+    try:
+        nodes = client.get_json("/nodes", ver="2", nonvoters="")["nodes"]
+    finally:
+        client.close()
+    return next((n["id"] for n in nodes if n.get("leader")), "")
+
+
+def test_killing_the_raft_leader_keeps_keys_readable_and_writes_resume(tmp_path: Path) -> None:
+    first, ca = first_node(tmp_path / "a")
+    kmas = [first]
+    try:
+        for kma_id in ("kma-dal-2", "kma-dal-3"):
+            kmas.append(add_node(first, ca, tmp_path, kma_id))
+            kmas[-1].start()
+        op = first.client("op")
+        op.create_data_unit("LDR001", "written before the leader dies")
+        key = op.issue_key("backup-dallas", "LDR001")
+        for kma in kmas:
+            eventually(lambda k=kma: _exists(k.client("op").get_key, key.id), 1.0, "the key everywhere")
+
+        operators = [kma.client("op") for kma in kmas]  # signed in (a sign-in is a change)
+        leader_id = _leader(first)
+        leader = next(k for k in kmas if DataDir(k.data_dir).identity().kma_id == leader_id)
+        os.kill(_rqlited_pid(leader), signal.SIGKILL)
+
+        # Keys are read from each KMA's own replica: every KMA keeps serving them, the one whose
+        # Raft node just died included.
+        for operator in operators:
+            assert operator.get_key(key.id).id == key.id
+        # The two others elect a new leader: changes go through again, and new keys are issued.
+        survivor = operators[next(i for i, k in enumerate(kmas) if k is not leader)]
+
+        def change(make: Callable[[], object]) -> bool:
+            try:
+                make()
+            except ClusterUnavailable:
+                return False
+            return True
+
+        unit = lambda: survivor.create_data_unit("LDR002", "after the leader died")  # noqa: E731
+        eventually(lambda: change(unit), 3.0, "a change after the leader died")
+        eventually(lambda: change(lambda: survivor.issue_key("backup-dallas", "LDR002")), 3.0, "a new key")
+    finally:
+        for kma in reversed(kmas):
+            kma.stop()

@@ -125,7 +125,7 @@ def eventually(check: Callable[[], Any], within: float, what: str) -> Any:
             return result
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {within} s: {what}")
-        time.sleep(0.02)
+        time.sleep(0.05)
 
 
 def table_checksums(conn: sqlite3.Connection, skip: tuple[str, ...] = ()) -> dict[str, str]:
