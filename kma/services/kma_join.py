@@ -39,6 +39,7 @@ from kma.services import lockout
 from kma.store import Batch, Stmt
 
 MAX_CSR_BYTES = 16384
+PASSPHRASE_LIFETIME = 7 * 86400  # as an agent's enrollment passphrase
 WRONG = (
     "The KMA ID or KMA passphrase is wrong, the passphrase was already used, or the quorum has not "
     "approved this KMA's entry yet."
@@ -112,7 +113,7 @@ def join(
     if _KMA_ID.fullmatch(kma_id) and len(passphrase) <= 256:
         row = kma.store.query_one(
             "SELECT id, name, site_id, management_address, service_address, raft_address, voter, "
-            "join_passphrase_hash AS hash FROM kmas WHERE id = ?",
+            "join_passphrase_hash AS hash, join_passphrase_set_at AS set_at FROM kmas WHERE id = ?",
             (kma_id,),
         )
     stored = row["hash"] if row is not None else None
@@ -120,13 +121,20 @@ def join(
         reason = "no such KMA entry" if row is None else "no KMA passphrase is set" if stored is None else (
             "wrong KMA passphrase")  # fmt: skip
         raise refuse(Unauthenticated(WRONG), reason)
+    if kma.clock.now() - int(row["set_at"] or 0) > PASSPHRASE_LIFETIME:
+        kma.store.write(Batch([lockout.give_back(counter)]))  # right, but too old
+        raise refuse(
+            Unauthenticated("This KMA passphrase has expired (they last 7 days); ask for a new one."),
+            "the KMA passphrase has expired",
+        )
     joining = members(kma, kma_id)
     if not joining:  # a node with an empty join list would start a cluster of its own
         kma.store.write(Batch([lockout.give_back(counter)]))  # the passphrase was right
         raise refuse(
             Conflict(
                 f"KMA '{kma.kma_id}' is not a cluster node yet, so there is no Raft cluster to join: make it "
-                "the first node of the cluster first. The KMA passphrase was not spent."
+                "the first node first (kma convert-to-cluster, then restart it). The KMA passphrase was not "
+                "spent."
             ),
             "no cluster node to join yet",
         )

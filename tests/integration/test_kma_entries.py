@@ -251,3 +251,17 @@ def test_a_removed_kmas_certificates_are_refused_by_both_listeners(
         so.set_kma_passphrase("kma-bos-5", credentials=creds(node_kma, "alice", "bob", "carol"))
     # And it no longer holds a voter's place
     assert add_entry(node_kma, "kma-bos-6", "alice", "bob", "carol").voters == 2
+
+
+def test_a_kma_passphrase_expires_after_seven_days(node_kma: RunningKma) -> None:
+    done = add_entry(node_kma, "kma-bos-8", "alice", "bob", "carol")
+    node_kma.advance_clock(7 * 86400 + 60)
+    with pytest.raises(Unauthenticated, match="expired"):
+        node_kma.client().join_cluster("kma-bos-8", done.kma_passphrase, csr()[1], csr()[1])
+    again = node_kma.client("so").set_kma_passphrase(
+        "kma-bos-8", credentials=creds(node_kma, "alice", "bob", "carol")
+    )
+    assert (
+        node_kma.client().join_cluster("kma-bos-8", again.kma_passphrase, csr()[1], csr()[1]).kma["id"]
+        == "kma-bos-8"
+    )
