@@ -7,6 +7,10 @@
   to join again. Every cluster KMA therefore looks at the Raft membership and takes out (rqlite's
   DELETE /remove) any node whose KMA was removed, auditing each time. Only the explicit removal
   counts: a node whose KMA this KMA's replica does not know yet may be newer than the replica.
+  This bounds what a removed machine can do, it does not prevent it: one that rejoins as a voter
+  and vanishes before it is taken out can leave a two-voter configuration without a leader.
+  Closing that needs rqlite to refuse the join itself (per-node join credentials in its `-auth`
+  file, which v8 reads only at start, or a new cluster CA after a removal).
 """
 
 from __future__ import annotations
