@@ -138,7 +138,7 @@ class AppController(QObject):
             return
         profile = replace(profile, user_id=user_id)
         parent = self.window
-        self.ops.write(lambda c: sign_in(profile, passphrase), parent=parent,
+        self.ops.write(lambda _worker: sign_in(profile, passphrase), parent=parent,
                        label=f"Signing in as {user_id}…",
                        success=lambda signed: self._switched(signed, profile))
 

@@ -64,9 +64,6 @@ class DemoCredentials:
     def passphrase_of(self, user_id: str) -> str | None:
         return next((u.passphrase for u in self.users if u.id == user_id), None)
 
-    def member_passphrase(self, name: str) -> str | None:
-        return next((p for n, p in self.members if n == name), None)
-
 
 def file_path(data_dir: Path) -> Path:
     return Path(data_dir) / FILE_NAME

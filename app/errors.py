@@ -9,6 +9,7 @@ handles them instead of a message box.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -141,37 +142,27 @@ def _unexpected(exc: BaseException) -> UserMessage:
     )
 
 
-def _dispatch_table() -> list[tuple[type[BaseException], object]]:
-    names = [
-        ("Unauthenticated", _unauthenticated),
-        ("Forbidden", _forbidden),
-        ("NotFound", _not_found),
-        ("Conflict", _conflict),
-        ("ValidationFailed", _validation),
-        ("KmaLocked", _kma_locked),
-        ("LockedOut", _locked_out),
-        ("TrustError", _trust),
-        ("KmaUnreachable", _unreachable),
-        ("ApiError", _api_error),
-    ]
-    table: list[tuple[type[BaseException], object]] = []
-    for name, fn in names:
-        cls = getattr(kms_client, name, None)
-        if isinstance(cls, type):
-            table.append((cls, fn))
-    return table
-
-
-_TABLE = _dispatch_table()
+# Most specific first: the first class `exc` is an instance of decides its message.
+_TABLE: list[tuple[type[BaseException], Callable[[BaseException], UserMessage]]] = [
+    (kms_client.Unauthenticated, _unauthenticated),
+    (kms_client.Forbidden, _forbidden),
+    (kms_client.NotFound, _not_found),
+    (kms_client.Conflict, _conflict),
+    (kms_client.ValidationFailed, _validation),
+    (kms_client.KmaLocked, _kma_locked),
+    (kms_client.LockedOut, _locked_out),
+    (kms_client.TrustError, _trust),
+    (kms_client.KmaUnreachable, _unreachable),
+    (kms_client.ApiError, _api_error),
+]
 
 
 def describe(exc: BaseException) -> UserMessage:
     """The message for ``exc``; unknown exceptions are logged with their traceback."""
     for cls, fn in _TABLE:
         if isinstance(exc, cls):
-            return fn(exc)  # type: ignore[operator]
+            return fn(exc)
     if isinstance(exc, (ConnectionError, TimeoutError)):
         return _unreachable(exc)
     log.error("unexpected error in a background operation", exc_info=exc)
-    msg = _unexpected(exc)
-    return msg
+    return _unexpected(exc)

@@ -2,8 +2,8 @@
 
 The demo's credentials (every user and key split member) are kept beside the demo KMA
 (:mod:`app.demo_credentials`), so every start signs in by itself, headless or not, and Help >
-Demo credentials shows them all. The window opens on the page the user last chose; a headless run
-(screenshots) remembers nothing.
+Demo credentials shows them all. The window opens on the page the user last chose. Without a
+display, :func:`app.screenshots.render_local` renders the pages instead.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QMessageBox, QProgressDialog
 
 from app import demo_credentials
 from app.demo_credentials import DemoCredentials
-from app.local_kma import DEMO_ADMIN, LocalKma, LocalKmaError, ReadyInfo
+from app.local_kma import DEMO_ADMIN, LocalKma, ReadyInfo
 from app.profiles import ConnectionProfile
 from app.signin import sign_in
 
@@ -35,7 +35,7 @@ def local_profile(ready: ReadyInfo, user_id: str = DEMO_ADMIN) -> ConnectionProf
                              ready.ca_fingerprint)
 
 
-def _start(kma: LocalKma) -> tuple[DemoCredentials | None, ReadyInfo]:
+def start_local(kma: LocalKma) -> tuple[DemoCredentials | None, ReadyInfo]:
     """Worker: create the demo KMA on first use (keeping its credentials), then serve it."""
     if not kma.exists:
         kma.create_demo()  # writes demo-credentials.json into the data folder
@@ -69,7 +69,6 @@ class LocalMode:
         self.progress: QProgressDialog | None = None
         controller.local_kma = self.kma  # the controller stops it on quit, after the last call
 
-    # -- with a display -----------------------------------------------------------------------
     def start(self) -> None:
         waiting = self.kma.serving_elsewhere()
         progress = QProgressDialog(
@@ -81,7 +80,7 @@ class LocalMode:
         progress.canceled.connect(self.controller.app.quit)
         progress.show()
         self.progress = progress
-        self.controller.ops.read(lambda c: _start(self.kma), success=self._started,
+        self.controller.ops.read(lambda _worker: start_local(self.kma), success=self._started,
                                  failure=self._failed, quiet=True)
 
     def _started(self, result: tuple[DemoCredentials | None, ReadyInfo]) -> None:
@@ -100,7 +99,7 @@ class LocalMode:
         if self.progress is not None:
             self.progress.setLabelText("Signing in to the local KMA…")
         self.controller.ops.write(
-            lambda c: sign_in(profile, passphrase), quiet=True,
+            lambda _worker: sign_in(profile, passphrase), quiet=True,
             success=lambda s: (self._close_progress(), self.controller.signed_in(s, profile)),
             failure=self._failed)
 
@@ -119,43 +118,3 @@ class LocalMode:
             self.progress.canceled.disconnect()
             self.progress.close()
             self.progress = None
-
-    # -- without a display --------------------------------------------------------------------
-    def render_headless(self, out_dir: Path | None) -> int:
-        """No display: render every page of the local KMA to PNGs and print their paths.
-
-        The window's layout and last page are not remembered: the first real window must not
-        open on whatever page was rendered last."""
-        from app.screenshots import grab, render_pages, settle
-        from ui.sign_in import SignInWindow
-
-        out = out_dir or self.kma.data_dir.parent / "screenshots"
-        kma = self.kma
-        credentials, ready = _start(kma)
-        try:
-            passphrase = credentials.passphrase_of(DEMO_ADMIN) if credentials else None
-            if not passphrase:
-                raise LocalKmaError(
-                    f"This local KMA was made by an older version that did not keep the demo "
-                    f"passphrases, so it cannot be signed in to without a display. Remove "
-                    f"{kma.data_dir} to start again with a new demo.")
-            profile = local_profile(ready)
-            signed = sign_in(profile, passphrase)
-            self.controller.local_note = banner_text(kma, ready, credentials)
-            self.controller.demo = credentials
-            self.controller.remember_layout = False
-            window = self.controller.signed_in(signed, profile)
-            settle(self.controller.ops)
-            paths = render_pages(window, self.controller.ops, out)
-            sign_in_window = SignInWindow(self.controller.ops, reauth_profile=profile)
-            sign_in_window.show()
-            paths.insert(0, grab(sign_in_window, out / "sign_in.png"))
-            sign_in_window.close()
-            for path in paths:
-                print(path)  # noqa: T201 - the command's documented output
-            print(f"The demo's passphrases are in {demo_credentials.file_path(kma.data_dir)}.")  # noqa: T201
-            window.close()
-            return 0
-        finally:
-            self.controller.ops.wait_idle(3000)
-            kma.stop()

@@ -74,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         if headless:
             if args.screenshots is None:
                 sys.stderr.write("No display found: rendering the pages to PNG files instead.\n")
-            return local.render_headless(args.screenshots)
+            from app.screenshots import render_local
+
+            return render_local(local, args.screenshots)
         local.start()
     else:
         controller.show_sign_in()

@@ -12,21 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import kms_client
+
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QWidget
 
     from app.context import AppContext
 
-ALL_ROLES = frozenset(
-    {
-        "security_officer",
-        "compliance_officer",
-        "operator",
-        "backup_operator",
-        "auditor",
-        "quorum_member",
-    }
-)
+ALL_ROLES = frozenset(kms_client.ROLES)
 
 
 @dataclass(frozen=True)

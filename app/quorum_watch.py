@@ -101,15 +101,15 @@ class QuorumWatch(QObject):
         read_ops = can_read_quorum(self.ctx.roles)
         want_split = read_ops and self.key_split is None
 
-        def op(c: OpContext) -> tuple[Any, Any, Any]:  # worker thread: kms_client only
-            status = c.client.status()
+        def op(worker: OpContext) -> tuple[Any, Any, Any]:  # worker thread: kms_client only
+            status = worker.client.status()
             page = None
             if read_ops:
-                page = c.client.list_quorum_operations(state="pending", limit=PAGE_LIMIT)
+                page = worker.client.list_quorum_operations(state="pending", limit=PAGE_LIMIT)
             split = None
             if want_split and not status.locked:
                 try:
-                    split = c.client.get_key_split()
+                    split = worker.client.get_key_split()
                 except kms_client.ApiError:
                     split = None
             return status, page, split

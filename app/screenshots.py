@@ -10,6 +10,11 @@ from typing import Any
 from PySide6.QtCore import QEventLoop, QTimer
 from PySide6.QtWidgets import QApplication, QWidget
 
+from app import demo_credentials
+from app.local_kma import DEMO_ADMIN, LocalKmaError
+from app.local_mode import LocalMode, banner_text, local_profile, start_local
+from app.signin import sign_in
+
 SIZE = (1280, 800)
 
 
@@ -56,8 +61,6 @@ def render_pages(window: Any, ops: Any, out_dir: Path,
 
 def render_signed_in(controller: Any, profile: Any, passphrase: str, out_dir: Path) -> list[Path]:
     """Sign in to the profile's KMA and render every page this user sees, then close the window."""
-    from app.signin import sign_in
-
     signed = sign_in(profile, passphrase)
     window = controller.signed_in(signed, profile)
     try:
@@ -66,3 +69,43 @@ def render_signed_in(controller: Any, profile: Any, passphrase: str, out_dir: Pa
     finally:
         window.close()
         controller.ops.wait_idle(3000)
+
+
+def render_local(local: LocalMode, out_dir: Path | None) -> int:
+    """No display: render every page of the local KMA to PNGs and print their paths.
+
+    The window's layout and last page are not remembered: the first real window must not
+    open on whatever page was rendered last."""
+    from ui.sign_in import SignInWindow
+
+    controller = local.controller
+    kma = local.kma
+    out = out_dir or kma.data_dir.parent / "screenshots"
+    credentials, ready = start_local(kma)
+    try:
+        passphrase = credentials.passphrase_of(DEMO_ADMIN) if credentials else None
+        if not passphrase:
+            raise LocalKmaError(
+                f"This local KMA was made by an older version that did not keep the demo "
+                f"passphrases, so it cannot be signed in to without a display. Remove "
+                f"{kma.data_dir} to start again with a new demo.")
+        profile = local_profile(ready)
+        signed = sign_in(profile, passphrase)
+        controller.local_note = banner_text(kma, ready, credentials)
+        controller.demo = credentials
+        controller.remember_layout = False
+        window = controller.signed_in(signed, profile)
+        settle(controller.ops)
+        paths = render_pages(window, controller.ops, out)
+        sign_in_window = SignInWindow(controller.ops, reauth_profile=profile)
+        sign_in_window.show()
+        paths.insert(0, grab(sign_in_window, out / "sign_in.png"))
+        sign_in_window.close()
+        for path in paths:
+            print(path)  # noqa: T201 - the command's documented output
+        print(f"The demo's passphrases are in {demo_credentials.file_path(kma.data_dir)}.")  # noqa: T201
+        window.close()
+        return 0
+    finally:
+        controller.ops.wait_idle(3000)
+        kma.stop()

@@ -84,13 +84,6 @@ class SessionController(QObject):
         return frozenset(self.user.roles) if self.user else frozenset()
 
     # -- session-level failures ---------------------------------------------------------------
-    def handle_session_error(self, kind: str) -> None:
-        """Called by the error presenter for ``expired`` or ``unreachable`` failures."""
-        if kind == "expired":
-            self.expire()
-        else:
-            self.connection_lost()
-
     def expire(self) -> None:
         if self.state in (ConnectionState.EXPIRED, ConnectionState.SIGNED_OUT):
             return

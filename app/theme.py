@@ -29,6 +29,3 @@ def set_theme(name: str) -> None:
     QSettings().setValue("appearance/theme", name)
     apply_theme(name)
 
-
-def is_dark() -> bool:
-    return QGuiApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark

@@ -23,6 +23,7 @@ from kma.datadir import DataDir, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
 from kma.services import agents, data_units, keys, policies, sites, users
+from kma.services.quorum.locking import unlock_autonomously
 
 DAY = 86400
 DEMO_USERS: list[tuple[str, str, list[Role]]] = [
@@ -61,7 +62,7 @@ def make_demo(data_dir: DataDir, port: int = 8443) -> dict[str, Any]:
     ]
     kma = Appliance(data_dir, clock)
     try:
-        kma.try_autonomous_unlock()
+        unlock_autonomously(kma)
         enrollment = _replay_a_year(kma, clock, credentials)
     finally:
         kma.close()

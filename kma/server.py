@@ -30,6 +30,7 @@ from kma.datadir import DataDir
 from kma.kmip.server import ServiceListener
 from kma.limits import ListenerLimits
 from kma.services import kma_certificates, refusals
+from kma.services.running import Running
 from kma.tls import server_context
 
 log = logging.getLogger(__name__)
@@ -119,7 +120,8 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
 
     node = start_cluster_node(data_dir)  # None when the store is embedded
     kma = Appliance(data_dir)
-    kma.start(management, service)
+    running = Running(kma)  # autonomous unlock, key pool, audit pruner
+    running.start(management, service)
     agents = ServiceListener(kma, service_sock, service, limits)
     agents.start()
     config = uvicorn.Config(
@@ -154,6 +156,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
         asyncio.run(server.serve(sockets=[sock]))
     finally:
         agents.stop()
+        running.stop()
         kma.close()
         if node is not None:
             node.stop()

@@ -9,7 +9,8 @@ for key in client.iter_keys(state="deactivated"): ...
 
 from __future__ import annotations
 
-from .client import FilterValue, KmsClient, Order
+from ._http import Credentials, FilterValue
+from .client import KmsClient, Order
 from .errors import (
     ERROR_CLASSES,
     ApiError,
@@ -88,6 +89,7 @@ __all__ = [
     "Dashboard",
     "DataUnit",
     "EnrollmentPassphrase",
+    "Credentials",
     "FilterValue",
     "Forbidden",
     "InternalError",

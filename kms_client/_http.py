@@ -1,16 +1,22 @@
-"""Turning httpx outcomes into kms_client errors, shared by `Trust.fetch` and `KmsClient`."""
+"""HTTP plumbing shared by `Trust.fetch`, `KmsClient` and its audit methods: encoding a request's
+query and credentials, and turning httpx outcomes into kms_client errors."""
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
 from .errors import ApiError, InternalError, KmaUnreachable, TrustError, api_error
+from .models import Credential
+
+FilterValue = str | int | bool | datetime | None
+Credentials = Iterable[Credential | tuple[str, str]] | Mapping[str, str]
 
 
 def base_url(address: str) -> str:
@@ -102,3 +108,29 @@ def unreadable_response(response: httpx.Response, problem: Exception) -> Interna
         f"The KMA sent a response this client cannot read ({type(problem).__name__}: "
         f"{problem}). The KMA may be a newer or older version than this manager.",
     )
+
+
+def _query_value(value: str | int | bool | datetime) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        return aware.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return str(value)
+
+
+def query(filters: dict[str, FilterValue], /, **common: FilterValue) -> dict[str, str]:
+    """Query parameters of a list call: None values are left out, bools sent as true/false."""
+    return {k: _query_value(v) for k, v in {**common, **filters}.items() if v is not None}
+
+
+def credentials_body(credentials: Credentials | None) -> list[dict[str, str]] | None:
+    """Key split credentials as the body's `credentials` list: `{"member", "passphrase"}` each."""
+    if credentials is None:
+        return None
+    pairs = credentials.items() if isinstance(credentials, Mapping) else credentials
+    out = []
+    for item in pairs:
+        cred = item if isinstance(item, Credential) else Credential(str(item[0]), str(item[1]))
+        out.append(cred.to_json())
+    return out

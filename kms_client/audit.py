@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
-from ._http import error_from_response, segment, translated_transport_errors
+from ._http import credentials_body, error_from_response, query, segment, translated_transport_errors
 from .audit_models import AuditCheckpoint, AuditFacets, AuditReport, History, PruneResult, Retention, Series
 from .models import AuditEvent, JsonObject, Page, PendingQuorumOp
 
@@ -18,12 +18,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _HISTORY_PATHS = {"key": "keys", "data_unit": "data-units", "agent": "agents"}
-
-
-def _params(filters: dict[str, Any]) -> dict[str, str]:
-    from .client import _query  # the one place list parameters are encoded
-
-    return _query(filters)
 
 
 def _checkpoints(d: Any) -> list[AuditCheckpoint]:  # the body is a JSON list
@@ -76,9 +70,12 @@ class AuditMethods:
         """Stream the signed CSV of the filter into `dest`; returns the bytes written."""
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         written = 0
-        with translated_transport_errors(self._address, self._timeout), self._http.stream(
-            "GET", "/audit-events/export.csv", params=_params({"q": q, **filters}), headers=headers
-        ) as response:
+        with (
+            translated_transport_errors(self._address, self._timeout),
+            self._http.stream(
+                "GET", "/audit-events/export.csv", params=query({"q": q, **filters}), headers=headers
+            ) as response,
+        ):
             if response.is_error:
                 response.read()
                 raise error_from_response(response)
@@ -89,7 +86,7 @@ class AuditMethods:
 
     def audit_report(self, *, q: str | None = None, **filters: Any) -> AuditReport:
         """The signed HTML report of the filter (first 5,000 events) stating the chain check."""
-        params = _params({"q": q, **filters})
+        params = query({"q": q, **filters})
         return self._call("GET", "/audit-events/report", AuditReport.from_json, params=params)
 
     # -- retention and checkpoints --------------------------------------------------------------
@@ -103,10 +100,8 @@ class AuditMethods:
         medium 90, short 30); `auto_prune`: the KMA prunes by itself once a day. Security Officer.
         Lengthening runs at once; shortening is quorum-protected: with M key split `credentials`
         it runs, with fewer it returns the `PendingQuorumOp`."""
-        from .client import _credentials
-
         given = {"long": long, "medium": medium, "short": short, "auto_prune": auto_prune,
-                 "credentials": _credentials(credentials)}  # fmt: skip
+                 "credentials": credentials_body(credentials)}  # fmt: skip
         body = {k: v for k, v in given.items() if v is not None}
         return self._call_or_pending("PATCH", "/audit-events/retention", Retention.from_json, body)
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .models import AuditEvent, ChainReport, JsonObject, _opt_time, parse_time
+from .models import AuditEvent, ChainReport, JsonObject, maybe_time, parse_time
 
 HISTORY_SUBJECTS = ("key", "data_unit", "agent")
 
@@ -27,7 +27,7 @@ class Span:
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Span:
-        return cls(d["state"], parse_time(d["start"]), _opt_time(d.get("end")), d.get("by"), d.get("note"))
+        return cls(d["state"], parse_time(d["start"]), maybe_time(d.get("end")), d.get("by"), d.get("note"))
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ class Retention:
     @classmethod
     def from_json(cls, d: JsonObject) -> Retention:
         return cls(int(d["long"]), int(d["medium"]), int(d["short"]), parse_time(d["updated_at"]),
-                   _opt_time(d.get("last_pruned_at")), d.get("last_prune"),
+                   maybe_time(d.get("last_pruned_at")), d.get("last_prune"),
                    int(d.get("checkpoints", 0)), bool(d.get("auto_prune", False)))  # fmt: skip
 
 
@@ -166,11 +166,12 @@ class AuditCheckpoint:
     created_at: datetime
     retained_count: int
     signing_key: str
+    signing_key_id: int = 0  # which of the cluster's audit signing keys signed it
 
     @classmethod
     def from_json(cls, d: JsonObject) -> AuditCheckpoint:
         return cls(int(d["id"]), d["kma_id"], int(d["chain_seq"]), d["hash"], parse_time(d["created_at"]),
-                   int(d["retained_count"]), d["signing_key"])  # fmt: skip
+                   int(d["retained_count"]), d["signing_key"], int(d["signing_key_id"]))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -8,16 +8,19 @@ Never call it on the GUI thread: every method does network I/O and may block for
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 import httpx
 
 from ._http import (
+    Credentials,
+    FilterValue,
     base_url,
+    credentials_body,
     error_from_response,
+    query,
     segment,
     translated_transport_errors,
     unreadable_response,
@@ -31,7 +34,6 @@ from .models import (
     AutonomousUnlock,
     CaInfo,
     ChainReport,
-    Credential,
     Dashboard,
     DataUnit,
     EnrollmentPassphrase,
@@ -53,37 +55,7 @@ from .paging import iter_all, iter_pages
 from .trust import Trust, fingerprint_of, same_fingerprint, ssl_context_for
 
 T = TypeVar("T")
-FilterValue = str | int | bool | datetime | None
 Order = Literal["asc", "desc"]
-
-
-def _query_value(value: str | int | bool | datetime) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, datetime):
-        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-        return aware.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    return str(value)
-
-
-def _query(filters: dict[str, FilterValue], /, **common: FilterValue) -> dict[str, str]:
-    """Query parameters of a list call: None values are left out, bools sent as true/false."""
-    return {k: _query_value(v) for k, v in {**common, **filters}.items() if v is not None}
-
-
-Credentials = Iterable[Credential | tuple[str, str]] | Mapping[str, str]
-
-
-def _credentials(credentials: Credentials | None) -> list[dict[str, str]] | None:
-    """Key split credentials as the body's `credentials` list: `{"member", "passphrase"}` each."""
-    if credentials is None:
-        return None
-    pairs = credentials.items() if isinstance(credentials, Mapping) else credentials
-    out = []
-    for item in pairs:
-        cred = item if isinstance(item, Credential) else Credential(str(item[0]), str(item[1]))
-        out.append(cred.to_json())
-    return out
 
 
 def _present(**fields: Any) -> dict[str, Any]:
@@ -284,7 +256,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         return self._list(
             "/sites",
             Site.from_json,
-            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+            query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
     def iter_sites(self, **kw: Any) -> Iterator[Site]:
@@ -319,7 +291,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         return self._list(
             "/kmas",
             Kma.from_json,
-            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+            query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
     def iter_kmas(self, **kw: Any) -> Iterator[Kma]:
@@ -352,7 +324,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         return self._list(
             "/users",
             User.from_json,
-            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+            query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
     def iter_users(self, **kw: Any) -> Iterator[User]:
@@ -373,7 +345,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         """Quorum-protected: with M key split `credentials` the user is made at once (`User`);
         with fewer it becomes a `PendingQuorumOp` for Quorum Members to approve."""
         body = {"id": id, "name": name, "roles": list(roles), "passphrase": passphrase}
-        body.update(_present(credentials=_credentials(credentials)))
+        body.update(_present(credentials=credentials_body(credentials)))
         return self._call_or_pending("POST", "/users", User.from_json, body)
 
     def update_user(
@@ -390,7 +362,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
             name=name,
             roles=None if roles is None else list(roles),
             enabled=enabled,
-            credentials=_credentials(credentials),
+            credentials=credentials_body(credentials),
         )
         return self._call_or_pending("PATCH", f"/users/{segment(id)}", User.from_json, body)
 
@@ -398,7 +370,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         self, id: str, passphrase: str, *, credentials: Credentials | None = None
     ) -> PendingQuorumOp | None:
         """Quorum-protected: None when the passphrase was set, else the pending operation."""
-        body = _present(passphrase=passphrase, credentials=_credentials(credentials))
+        body = _present(passphrase=passphrase, credentials=credentials_body(credentials))
         return self._call_or_pending("PUT", f"/users/{segment(id)}/passphrase", lambda d: None, body)
 
     # -- key policies ---------------------------------------------------------------------------
@@ -416,7 +388,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         return self._list(
             "/key-policies",
             KeyPolicy.from_json,
-            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+            query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
     def iter_key_policies(self, **kw: Any) -> Iterator[KeyPolicy]:
@@ -481,7 +453,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         return self._list(
             "/key-groups",
             KeyGroup.from_json,
-            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+            query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
     def iter_key_groups(self, **kw: Any) -> Iterator[KeyGroup]:
@@ -519,7 +491,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         return self._list(
             "/agents",
             Agent.from_json,
-            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+            query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
     def iter_agents(self, **kw: Any) -> Iterator[Agent]:
@@ -582,7 +554,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         return self._list(
             "/data-units",
             DataUnit.from_json,
-            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+            query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
     def iter_data_units(self, **kw: Any) -> Iterator[DataUnit]:
@@ -615,7 +587,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         return self._list(
             "/keys",
             Key.from_json,
-            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+            query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
     def iter_keys(self, **kw: Any) -> Iterator[Key]:
@@ -658,7 +630,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         return self._list(
             "/audit-events",
             AuditEvent.from_json,
-            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+            query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
     def iter_audit_events(self, **kw: Any) -> Iterator[AuditEvent]:
@@ -683,7 +655,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         return self._list(
             "/quorum-operations",
             PendingQuorumOp.from_json,
-            _query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
+            query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
     def iter_quorum_operations(self, **kw: Any) -> Iterator[PendingQuorumOp]:
@@ -712,7 +684,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
 
     def unlock_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:
         """Quorum-protected; a locked KMA still answers this (and sign-in, status, approvals)."""
-        body = _present(credentials=_credentials(credentials))
+        body = _present(credentials=credentials_body(credentials))
         return self._call_or_pending("POST", f"/kmas/{segment(id)}/unlock", Kma.from_json, body)
 
     def get_key_split(self) -> KeySplit:
@@ -730,7 +702,9 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         their own passphrase (`enrol_key_split_member`, with the code in `enrolment_codes`) and M
         current members have approved. Old shares then stop working."""
         body = _present(
-            threshold=threshold, members=[{"name": m} for m in members], credentials=_credentials(credentials)
+            threshold=threshold,
+            members=[{"name": m} for m in members],
+            credentials=credentials_body(credentials),
         )
         return self._call("PUT", "/cluster/key-split", KeySplitChange.from_json, body=body)
 
@@ -755,7 +729,7 @@ class KmsClient(AuditMethods, ClusterMemberMethods):
         self, enabled: bool, *, credentials: Credentials | None = None
     ) -> AutonomousUnlock | PendingQuorumOp:
         """Quorum-protected; applies to the KMA this client talks to."""
-        body = _present(enabled=enabled, credentials=_credentials(credentials))
+        body = _present(enabled=enabled, credentials=credentials_body(credentials))
         return self._call_or_pending(
             "PUT", "/cluster/autonomous-unlock", AutonomousUnlock.from_json, body
         )

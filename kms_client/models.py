@@ -45,7 +45,7 @@ def parse_time(value: str) -> datetime:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
-def _opt_time(value: str | None) -> datetime | None:
+def maybe_time(value: str | None) -> datetime | None:
     return None if value is None else parse_time(value)
 
 
@@ -117,7 +117,7 @@ class User:
             name=d["name"],
             roles=_strs(d["roles"]),
             enabled=bool(d["enabled"]),
-            locked_until=_opt_time(d.get("locked_until")),
+            locked_until=maybe_time(d.get("locked_until")),
             created_at=parse_time(d["created_at"]),
             updated_at=parse_time(d["updated_at"]),
         )
@@ -271,8 +271,8 @@ class Agent:
             enrollment_pending=bool(d["enrollment_pending"]),
             created_at=parse_time(d["created_at"]),
             updated_at=parse_time(d["updated_at"]),
-            last_contact_at=_opt_time(d.get("last_contact_at")),
-            certificate_expires_at=_opt_time(d.get("certificate_expires_at")),
+            last_contact_at=maybe_time(d.get("last_contact_at")),
+            certificate_expires_at=maybe_time(d.get("certificate_expires_at")),
             keys_served_7d=int(d.get("keys_served_7d") or 0),
         )
 
@@ -317,6 +317,8 @@ class Key:
     deactivate_at: datetime | None
     destroyed_at: datetime | None
     destroy_comment: str | None
+    agent_id: str | None = None  # the agent the key was issued to, if an agent asked for it
+    compromised_at: datetime | None = None
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Key:
@@ -329,11 +331,13 @@ class Key:
             state=d["state"],
             compromised=bool(d["compromised"]),
             created_at=parse_time(d["created_at"]),
-            activated_at=_opt_time(d.get("activated_at")),
-            protect_until=_opt_time(d.get("protect_until")),
-            deactivate_at=_opt_time(d.get("deactivate_at")),
-            destroyed_at=_opt_time(d.get("destroyed_at")),
+            activated_at=maybe_time(d.get("activated_at")),
+            protect_until=maybe_time(d.get("protect_until")),
+            deactivate_at=maybe_time(d.get("deactivate_at")),
+            destroyed_at=maybe_time(d.get("destroyed_at")),
             destroy_comment=d.get("destroy_comment"),
+            agent_id=d.get("agent_id"),
+            compromised_at=maybe_time(d.get("compromised_at")),
         )
 
 
@@ -523,7 +527,7 @@ class MemberEnrolment:
 
     @classmethod
     def from_json(cls, d: JsonObject) -> MemberEnrolment:
-        return cls(d["member"], _opt_time(d.get("enrolled_at")), d.get("enrolled_from"))
+        return cls(d["member"], maybe_time(d.get("enrolled_at")), d.get("enrolled_from"))
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ class Shots:
         return self.window.page(key)
 
     def inbox(self) -> list[Path]:
-        from ui.quorum_widgets import tell_pending
+        from ui.quorum.widgets import tell_pending
 
         inbox = self.page("quorum")
         ops = inbox.list.model.objects()
@@ -72,9 +72,9 @@ class Shots:
     def new_user(self) -> list[Path]:
         from PySide6.QtWidgets import QCheckBox
 
-        from ui.pages.users import _new_user
+        from ui.pages.users import new_user
 
-        form = _new_user(self.page("users"), None)
+        form = new_user(self.page("users"), None)
         self.settle()
         form.editors["id"].setText("sam2")
         form.editors["name"].setText("Sam Second")
@@ -91,7 +91,7 @@ class Shots:
     def key_split(self) -> list[Path]:
         """The key split change (2 of alice, bob and frank, with the current quorum's three), then
         the ceremony where each new member types their own passphrase (alice has, bob's turn)."""
-        from ui.key_split_dialog import MemberEnrolmentDialog
+        from ui.quorum.key_split import MemberEnrolmentDialog
 
         page = self.page("locking")
         dialog = page.change_split()
@@ -127,7 +127,7 @@ class Shots:
         """Confirm, the banner across the page, the unlock window; unlocks again at the end."""
         from PySide6.QtWidgets import QMessageBox
 
-        from ui.pages.locking import open_unlock
+        from ui.quorum.locking import open_unlock
 
         page = self.page("locking")
         confirm = page.lock()

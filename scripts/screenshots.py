@@ -92,10 +92,10 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
     keys = window.page("keys")
     active = next((k for k in keys.model.objects() if k.data_unit_id), None)
     if active is not None:
-        from ui.pages.audit import history_list
+        from ui.audit.history import history_tab
 
         dialog = DetailsDialog(f"Key {active.id}", active, window)
-        dialog.add_tab(history_list(controller.ctx, "key", active.id, dialog), "History")
+        dialog.add_tab(history_tab(controller.ctx, "key", active.id, dialog), "History")
         dialog.show()
         settle(controller.ops)
         paths.append(grab(dialog, out / "key_details.png"))
@@ -117,7 +117,7 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
 
     form = FormDialog(controller.ctx, "New key group",
                       [Field("id", "Key group ID", "id", required=True), Field("description", "Description")],
-                      lambda c, v: None, parent=window, ok_text="Create key group")
+                      lambda worker, v: None, parent=window, ok_text="Create key group")
     form.show()
     form.editors["id"].setText("nc group!")
     settle(controller.ops)

@@ -23,7 +23,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PYTHON="${PYTHON:-python3}"
-if ! "$PYTHON" -c "import kma, app, PySide6, pytestqt, schemathesis, kmip" 2>/dev/null \
+if ! "$PYTHON" -c "import kma, app, PySide6, pytestqt, pytest_env, schemathesis, kmip" 2>/dev/null \
    || [ pyproject.toml -nt .setup-done ]; then
   "$PYTHON" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
   touch .setup-done

@@ -23,9 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+import kms_client
 from ui.format import words
-
-ALL_ROLES = 6
 
 
 def copy_button(text: str, accessible: str) -> QPushButton:
@@ -50,7 +49,7 @@ def _secret_label(text: str) -> QLabel:
 
 
 def roles_text(roles: tuple[str, ...]) -> str:
-    return "Every role" if len(roles) >= ALL_ROLES else ", ".join(words(r) for r in roles)
+    return "Every role" if len(roles) >= len(kms_client.ROLES) else ", ".join(words(r) for r in roles)
 
 
 class DemoCredentialsDialog(QDialog):

@@ -1,6 +1,6 @@
 """One dialog for every create/edit/confirm form, declared as a list of fields.
 
-Area modules say *what* to ask (``Field`` specs) and *what to call* (``submit(client, values)``);
+Area modules say *what* to ask (``Field`` specs) and *what to call* (``submit(worker, values)``);
 this module handles validation, the background write, and showing a refusal inline so the user can
 correct the value without retyping the rest. Choice lists (sites, key groups, policies) are read
 from the KMA when the dialog opens.
@@ -41,14 +41,6 @@ from ui.format import words
 from ui.widgets import ErrorLabel, PasswordLineEdit, grow_to_fit
 
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
-ROLE_NAMES = (
-    "security_officer",
-    "compliance_officer",
-    "operator",
-    "backup_operator",
-    "auditor",
-    "quorum_member",
-)
 
 
 def _id_problem(spec: Field, value: str) -> str:
@@ -102,7 +94,7 @@ _VALUE_CHECKS: dict[str, Callable[[Field, Any], str]] = {
 
 
 class FormDialog(QDialog):
-    """Asks for ``fields``, then runs ``submit(client, values)`` on the write lane."""
+    """Asks for ``fields``, then runs ``submit(worker, values)`` on the write lane."""
 
     def __init__(
         self,
@@ -257,7 +249,7 @@ class FormDialog(QDialog):
         inner = QVBoxLayout(group)
         inner.setContentsMargins(6, 6, 6, 6)
         chosen = set(spec.default or ())
-        for role in ROLE_NAMES:
+        for role in kms_client.ROLES:
             check = QCheckBox(words(role))
             check.setObjectName(role)
             check.setChecked(role in chosen)
@@ -275,7 +267,7 @@ class FormDialog(QDialog):
             combo.setEnabled(False)
             combo.addItem("Loading…", None)
             self.ctx.ops.read(
-                lambda c, fn=loader: fn(c.client),
+                lambda worker, fn=loader: fn(worker.client),
                 parent=self,
                 success=lambda items, cb=combo, s=spec: self._fill(cb, s, items),
                 failure=lambda exc, cb=combo: self._fill_failed(cb, exc),
@@ -375,7 +367,7 @@ class FormDialog(QDialog):
         self.ok.setEnabled(False)
         submit = self._submit
         self.ctx.ops.write(
-            lambda c: submit(c.client, values),
+            lambda worker: submit(worker, values),
             parent=self,
             label=self._busy_text,
             success=self._done,

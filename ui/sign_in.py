@@ -219,7 +219,7 @@ class SignInWindow(QDialog):
             client = self.reauth_client
             self._busy(True, "Signing in…")
             self.ops.write(
-                lambda c: SignedIn(client, *_session_parts(client.sign_in(profile.user_id,
+                lambda _worker: SignedIn(client, *_session_parts(client.sign_in(profile.user_id,
                                                                           passphrase))),
                 client=client, parent=self, quiet=True, label="Signing in…",
                 success=lambda s: self._done(s, profile), failure=self._failed,
@@ -227,7 +227,7 @@ class SignInWindow(QDialog):
             return
         if not profile.ca_fingerprint:
             self._busy(True, f"Contacting {profile.address}…")
-            self.ops.read(lambda c: fetch_trust(profile.address), parent=self, quiet=True,
+            self.ops.read(lambda _worker: fetch_trust(profile.address), parent=self, quiet=True,
                           label="Contacting the KMA…",
                           success=lambda t: self._ask_trust(profile, t, passphrase),
                           failure=self._failed)
@@ -255,7 +255,7 @@ class SignInWindow(QDialog):
 
     def _sign_in(self, profile: ConnectionProfile, passphrase: str) -> None:
         self._busy(True, f"Signing in to {profile.address} as {profile.user_id}…")
-        self.ops.write(lambda c: sign_in(profile, passphrase), parent=self, quiet=True,
+        self.ops.write(lambda _worker: sign_in(profile, passphrase), parent=self, quiet=True,
                        label="Signing in…",
                        success=lambda s: self._done(s, profile), failure=self._failed)
 
@@ -279,7 +279,7 @@ class SignInWindow(QDialog):
                 self.show_error(describe(exc).text)
             return True
 
-        self.ops.read(lambda c: resume(profile, token), parent=self, quiet=True,
+        self.ops.read(lambda _worker: resume(profile, token), parent=self, quiet=True,
                       success=lambda s: self._done(s, profile), failure=expired)
         return True
 

@@ -15,26 +15,28 @@ from kma.services import auth
 from kma.services.paging import PageRequest
 
 API_PREFIX = "/api/v1"
-# What a locked KMA still answers: its state, signing in and out, and what a quorum needs to see
-# and do to unlock it. Everything else is refused with 503 `kma_locked` here, in one place.
-AVAILABLE_WHEN_LOCKED = frozenset({
-    ("GET", "/status"), ("GET", "/ca"),
-    ("POST", "/auth/sign-in"), ("POST", "/auth/sign-out"), ("GET", "/auth/me"),
-    ("GET", "/quorum-operations"), ("GET", "/quorum-operations/{op_id}"),
-    ("POST", "/quorum-operations/{op_id}/approve"), ("POST", "/kmas/{kma_id}/unlock"),
-})  # fmt: skip
 
 
-def get_appliance(request: Request) -> Appliance:
+def get_appliance_even_locked(request: Request) -> Appliance:
     kma: Appliance = request.app.state.kma
-    if kma.vault.locked:
-        route = getattr(request.scope.get("route"), "path", "")
-        if (request.method, route.removeprefix(API_PREFIX)) not in AVAILABLE_WHEN_LOCKED:
-            raise KmaLocked("This KMA is locked: it serves nothing secret and no management until a quorum "
-                            "of the key split unlocks it.")  # fmt: skip
     return kma
 
 
+# The appliance, locked or not: only for what a locked KMA still answers (its state, signing in and
+# out, and what a quorum needs to see and do to unlock it). Declared on those routes themselves.
+KmaEvenLocked = Annotated[Appliance, Depends(get_appliance_even_locked)]
+
+
+def get_appliance(kma: KmaEvenLocked) -> Appliance:
+    if kma.vault.locked:
+        raise KmaLocked(
+            "This KMA is locked: it serves nothing secret and no management until a quorum "
+            "of the key split unlocks it."
+        )
+    return kma
+
+
+# The appliance of every other route: a locked KMA refuses them with 503 `kma_locked`.
 Kma = Annotated[Appliance, Depends(get_appliance)]
 
 
@@ -53,7 +55,7 @@ def bearer_token(request: Request) -> str:
 Token = Annotated[str, Depends(bearer_token)]
 
 
-def current_actor(request: Request, kma: Kma, token: Token) -> Actor:
+def current_actor(request: Request, kma: KmaEvenLocked, token: Token) -> Actor:
     actor = auth.authenticate(kma, token, client_address(request))
     request.state.actor = actor  # so a refusal later in the request is audited under this user
     return actor

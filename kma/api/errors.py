@@ -65,7 +65,14 @@ def _audit_refusal_sync(request: Request, code: str, message: str) -> None:
         if actor is None:
             refusals.audit_anonymous(kma, client_address(request), "api.refused", text, event_class, subject)
         else:
-            kma.audit(actor, "api.refused", text, Condition.ERROR, subject, event_class=event_class)
+            kma.audit(
+                actor,
+                "api.refused",
+                text,
+                condition=Condition.ERROR,
+                subject=subject,
+                event_class=event_class,
+            )
     except ClusterUnavailable as exc:  # a cluster KMA without a majority: one line, not a trace each
         log.warning("could not audit a refusal: %s", exc.message)
     except Exception:  # the refusal still goes out; the failure is in the log

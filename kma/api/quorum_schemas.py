@@ -9,12 +9,15 @@ a schema error.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
+from fastapi import Response as HttpResponse
 from pydantic import Field
 
 from kma.api.schemas import PassphraseBody, Request, Response, Time, UserCreate, UserPatch
-from kma.services.key_split import Credential
+from kma.services.quorum import Submitted
+from kma.services.quorum.key_split import Credential
 
 MemberName = Annotated[str, Field(min_length=1, max_length=64)]
 
@@ -127,3 +130,15 @@ PENDING: dict[int | str, dict[str, Any]] = {
         "description": "Fewer than M credentials: now a pending quorum operation",
     },
 }
+
+
+T = TypeVar("T")
+
+
+def ran_or_pending(done: Submitted, response: HttpResponse, ran: Callable[[], T]) -> T | PendingQuorumOp:
+    """The answer to a quorum-protected request: what `ran` shows when it ran at once (M
+    credentials came with it), else 202 with the pending quorum operation."""
+    if done.executed:
+        return ran()
+    response.status_code = 202
+    return PendingQuorumOp.model_validate(done.op)

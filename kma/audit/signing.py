@@ -17,11 +17,12 @@ from datetime import UTC, datetime, timedelta
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.x509.oid import NameOID
 
+from kma.crypto.ca import CertifiedKey, leaf_certificate, load_ca
+
 VALIDITY = timedelta(days=20 * 365 + 5)
-CLOCK_SKEW = timedelta(minutes=5)
 WRAP_CONTEXT = "audit-signing-key"
 
 
@@ -47,35 +48,21 @@ class NewSigningKey:
     private_raw: bytes = field(repr=False)
 
 
-def make_signing_key(ca_cert_pem: bytes, ca_key_pem: bytes, cluster_name: str, kma_id: str,
-                     now: datetime | None = None) -> NewSigningKey:  # fmt: skip
+def make_signing_key(
+    ca_cert_pem: bytes, ca_key_pem: bytes, cluster_name: str, kma_id: str, now: datetime | None = None
+) -> NewSigningKey:
     private = ed25519.Ed25519PrivateKey.generate()
     public = private.public_key()
-    ca_cert = x509.load_pem_x509_certificate(ca_cert_pem)
-    ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
-    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
-        raise ValueError("the cluster CA key is not an EC key")
+    ca_cert, ca_key = load_ca(CertifiedKey(ca_cert_pem, ca_key_pem))
+    name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, f"{cluster_name} audit signing key"),
+            x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, f"made by KMA {kma_id}"),
+        ]
+    )
     start = now or datetime.now(UTC)
-    name = x509.Name([
-        x509.NameAttribute(NameOID.COMMON_NAME, f"{cluster_name} audit signing key"),
-        x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, f"made by KMA {kma_id}"),
-    ])  # fmt: skip
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(ca_cert.subject)
-        .public_key(public)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start - CLOCK_SKEW)
-        .not_valid_after(min(start + VALIDITY, ca_cert.not_valid_after_utc))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(digital_signature=True, content_commitment=True, key_encipherment=False,
-                          data_encipherment=False, key_agreement=False, key_cert_sign=False,
-                          crl_sign=False, encipher_only=False, decipher_only=False),
-            critical=True,
-        )  # fmt: skip
-        .sign(ca_key, hashes.SHA256())
+    cert = leaf_certificate(ca_cert, name, public, start, validity=VALIDITY, content_commitment=True).sign(
+        ca_key, hashes.SHA256()
     )
     raw_public = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     raw_private = private.private_bytes(
@@ -120,8 +107,9 @@ def certificate_problem(certificate_pem: str, public_key: bytes, ca_cert_pem: by
     except (InvalidSignature, ValueError, TypeError):
         return "the signing key's certificate was not issued by this cluster's CA"
     certified = cert.public_key()
-    if not isinstance(certified, ed25519.Ed25519PublicKey) or certified.public_bytes(
-        serialization.Encoding.Raw, serialization.PublicFormat.Raw
-    ) != public_key:
+    if (
+        not isinstance(certified, ed25519.Ed25519PublicKey)
+        or certified.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw) != public_key
+    ):
         return "the signing key's certificate is for another key"
     return None

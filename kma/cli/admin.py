@@ -15,7 +15,7 @@ from kma.errors import Conflict, NotFound, ValidationFailed
 Sub = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
-def _data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
+def open_data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
     data_dir = DataDir(Path(args.data_dir).expanduser().resolve())
     if must_exist and not data_dir.is_initialised():
         raise NotFound(f"{data_dir.root} holds no KMA; run `kma init` or `kma demo` first.")
@@ -44,9 +44,9 @@ def run_init(args: argparse.Namespace) -> int:
     # can read: root pipes them in (`... | runuser -u kma -- kma init --answers -`).
     text = sys.stdin.read() if str(args.answers) == "-" else _read(args.answers)
     if is_join(text):  # mode = "join": a new KMA of an existing cluster
-        return run_join(_data_dir(args, must_exist=False), text)
+        return run_join(open_data_dir(args, must_exist=False), text)
     answers = parse_answers(text)
-    data_dir = _data_dir(args, must_exist=False)
+    data_dir = open_data_dir(args, must_exist=False)
     initialise(data_dir, answers)
     print(f"Created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' in {data_dir.root}")
     print(f"Key split: {answers.threshold} of {len(answers.members)}; autonomous unlock "
@@ -73,12 +73,13 @@ def add_status(sub: Any) -> None:
 def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
     from kma.services.dashboard import keys_by_state, status
+    from kma.services.quorum.locking import unlock_autonomously
 
-    data_dir = _data_dir(args)
+    data_dir = open_data_dir(args)
     data_dir.check_private()
     kma = Appliance(data_dir)
     try:
-        kma.try_autonomous_unlock()  # only to report whether it would; nothing is written
+        unlock_autonomously(kma)  # only to report whether it would; nothing is written
         info = status(kma)
         info["keys_by_state"] = keys_by_state(kma)
         info["autonomous_unlock_works"] = not kma.vault.locked
@@ -121,7 +122,7 @@ def run_audit_verify(args: argparse.Namespace) -> int:
     from kma.cluster.node_config import ClusterFiles
     from kma.services.audit_log import verify_connection
 
-    data_dir = _data_dir(args)
+    data_dir = open_data_dir(args)
     files = ClusterFiles.of(data_dir.root)
     db = files.replica if files.exists() else data_dir.db  # a cluster node: its local replica
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30, isolation_level=None)  # never writes
@@ -148,7 +149,7 @@ def _verify_export(args: argparse.Namespace) -> int:
     if args.ca is not None:
         ca_pem = args.ca.read_bytes()
     elif args.data_dir:
-        ca_pem = _data_dir(args).ca_cert.read_bytes()
+        ca_pem = open_data_dir(args).ca_cert.read_bytes()
     check = verify_export(args.export, args.signature, ca_pem)
     if check.ok and ca_pem is None:
         # Anyone can make a CA and sign a forged export with it: without the cluster's own CA,
@@ -173,7 +174,7 @@ def add_demo(sub: Any) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     from kma.demo import make_demo
 
-    data_dir = _data_dir(args, must_exist=False)
+    data_dir = open_data_dir(args, must_exist=False)
     if data_dir.root.exists() and any(data_dir.root.iterdir()):
         raise Conflict(f"{data_dir.root} is not empty; choose a new directory for the demo KMA.")
     info = make_demo(data_dir, args.port)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kma.cli.admin import _data_dir
+from kma.cli.admin import open_data_dir
 
 
 def add_convert(sub: Any) -> None:
@@ -24,7 +24,7 @@ def add_convert(sub: Any) -> None:
 def run_convert(args: argparse.Namespace) -> int:
     from kma.cluster.convert import make_first_node
 
-    data_dir = _data_dir(args)
+    data_dir = open_data_dir(args)
     config = make_first_node(data_dir, args.raft_address, args.http_address)
     print(f"KMA {config.node_id} is now the first node of a cluster (Raft on {config.raft_address}).")
     print("Restart `kma serve`: it moves the store into rqlite, nothing lost; the embedded file is kept")

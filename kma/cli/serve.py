@@ -12,7 +12,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from kma.cli.admin import _data_dir
+from kma.cli.admin import open_data_dir
 from kma.errors import Conflict
 
 
@@ -34,7 +34,7 @@ def add_serve(sub: Any) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     from kma.server import serve
 
-    data_dir = _data_dir(args)
+    data_dir = open_data_dir(args)
     data_dir.check_private()
     data_dir.log_file.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(data_dir.log_file)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kma.crypto.errors import CryptoError
@@ -25,6 +25,8 @@ __all__ = [
     "create_cluster_ca",
     "fingerprint",
     "issue_server_certificate",
+    "leaf_certificate",
+    "load_ca",
     "load_certificate",
     "sign_agent_csr",
     "sign_kma_csr",
@@ -87,7 +89,7 @@ def fingerprint(cert_pem: bytes) -> str:
     return "SHA256:" + hashlib.sha256(der).digest().hex(":").upper()
 
 
-def _load_ca(ca: CertifiedKey) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def load_ca(ca: CertifiedKey) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     cert = load_certificate(ca.cert_pem)
     try:
         key = serialization.load_pem_private_key(ca.key_pem, password=None)
@@ -146,18 +148,21 @@ def create_cluster_ca(cluster_name: str, now: datetime | None = None) -> Certifi
     return CertifiedKey(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
 
 
-def _end_entity(
+def leaf_certificate(
     ca_cert: x509.Certificate,
     subject: x509.Name,
-    public_key: ec.EllipticCurvePublicKey | rsa.RSAPublicKey,
+    public_key: ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey,
     start: datetime,
     *,
     validity: timedelta,
-    usages: Sequence[x509.ObjectIdentifier],
+    usages: Sequence[x509.ObjectIdentifier] = (),
+    content_commitment: bool = False,
 ) -> x509.CertificateBuilder:
-    """Common part of server and agent certificates; never valid beyond the CA itself."""
+    """An end-entity certificate under the cluster CA (server, agent, audit signing key): signs only,
+    back-dated by CLOCK_SKEW, never valid beyond the CA itself. `content_commitment` marks a key
+    whose signatures are evidence (the audit signing key)."""
     ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-    return (
+    builder = (
         x509.CertificateBuilder()
         .subject_name(subject)
         .issuer_name(ca_cert.subject)
@@ -169,7 +174,7 @@ def _end_entity(
         .add_extension(
             x509.KeyUsage(
                 digital_signature=True,
-                content_commitment=False,
+                content_commitment=content_commitment,
                 key_encipherment=False,
                 data_encipherment=False,
                 key_agreement=False,
@@ -180,13 +185,12 @@ def _end_entity(
             ),
             critical=True,
         )
-        .add_extension(x509.ExtendedKeyUsage(list(usages)), critical=False)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
-            critical=False,
-        )
     )
+    if usages:
+        builder = builder.add_extension(x509.ExtendedKeyUsage(list(usages)), critical=False)
+    return builder.add_extension(
+        x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False
+    ).add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
 
 
 def _general_name(host: str) -> _GeneralName:
@@ -224,10 +228,10 @@ def issue_server_certificate(
     authenticate to each other with it when replicating.
     """
     names = _kma_names(hosts)
-    ca_cert, ca_key = _load_ca(ca)
+    ca_cert, ca_key = load_ca(ca)
     key = _new_key()
     cert = (
-        _end_entity(
+        leaf_certificate(
             ca_cert,
             _common_name(common_name),
             key.public_key(),
@@ -277,8 +281,8 @@ def sign_agent_csr(
     if days < 1:
         raise ValueError(f"validity must be at least one day, got {days}")
     public_key = _agent_public_key(csr_pem)
-    ca_cert, ca_key = _load_ca(ca)
-    cert = _end_entity(
+    ca_cert, ca_key = load_ca(ca)
+    cert = leaf_certificate(
         ca_cert,
         _common_name(agent_id),
         public_key,
@@ -296,9 +300,9 @@ def sign_kma_csr(
     validity as `issue_server_certificate`, but the private key never left the joining machine.
     The subject is ``CN=kma_id`` whatever the CSR claims."""
     public_key = _agent_public_key(csr_pem)
-    ca_cert, ca_key = _load_ca(ca)
+    ca_cert, ca_key = load_ca(ca)
     cert = (
-        _end_entity(
+        leaf_certificate(
             ca_cert,
             _common_name(kma_id),
             public_key,

@@ -170,7 +170,7 @@ class Call:
         retention: Retention = Retention.LONG,
     ) -> WriteResult:
         event = self.kma.record(
-            self.session.actor, operation, message, subject or self.subject, retention=retention
+            self.session.actor, operation, message, subject=subject or self.subject, retention=retention
         )
         batch = Batch(statements, event, on_refusal=event.refused)
         try:
@@ -182,12 +182,18 @@ class Call:
         self,
         operation: str,
         message: str,
+        *,
         subject: tuple[str, str] | None = None,
         condition: Condition = Condition.SUCCESS,
         retention: Retention = Retention.SHORT,
     ) -> None:
         record = self.kma.record(
-            self.session.actor, operation, message, subject or self.subject, condition, retention
+            self.session.actor,
+            operation,
+            message,
+            subject=subject or self.subject,
+            condition=condition,
+            retention=retention,
         )
         await durable(self.kma, Batch((), record), self.session.bridge)
 
@@ -197,11 +203,12 @@ async def audit_event(
     actor: Actor,
     operation: str,
     message: str,
+    *,
     condition: Condition = Condition.ERROR,
     retention: Retention = Retention.MEDIUM,
     subject: tuple[str, str] | None = None,
     bridge: CommitBridge | None = None,
 ) -> None:
     """An event outside any call (a refused handshake, a malformed message)."""
-    record = kma.record(actor, operation, message, subject, condition, retention)
+    record = kma.record(actor, operation, message, subject=subject, condition=condition, retention=retention)
     await durable(kma, Batch((), record), bridge)

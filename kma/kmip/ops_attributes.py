@@ -233,7 +233,7 @@ async def locate(call: Call, payload: Item) -> bytes:
     await call.audit(
         "kmip.locate",
         f"located {len(ids)} of {total} keys ({what})",
-        ("data_unit", wanted.data_units[0]) if wanted.data_units else None,
+        subject=("data_unit", wanted.data_units[0]) if wanted.data_units else None,
     )
     located = ttlv.integer(Tag.LOCATED_ITEMS, total) if call.version >= (1, 3) else b""
     return located + b"".join(ttlv.text(Tag.UNIQUE_IDENTIFIER, i) for i in ids)

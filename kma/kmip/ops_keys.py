@@ -34,7 +34,7 @@ from kma.kmip.enums import (
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
 from kma.services import agent_keys
-from kma.services.keypool import new_key_id
+from kma.services.keypool import key_pool, new_key_id
 from kma.store import Stmt, WriteResult
 
 COMPROMISE_REASONS = (RevocationReasonCode.KEY_COMPROMISE, RevocationReasonCode.CA_COMPROMISE)
@@ -76,7 +76,7 @@ async def issue(
     """Assign a pool key (generated inline if the pool is empty) and commit it durably."""
     kma = call.kma
     kma.vault.master()  # a locked KMA issues nothing
-    key_id = kma.pool.take()
+    key_id = key_pool(kma).take()
     from_pool = key_id is not None
     statements = list(before)
     note = agent_keys.shredded_note(kma, spec.data_unit, call.now)
@@ -84,7 +84,7 @@ async def issue(
         statements.append(agent_keys.register_data_unit(spec.data_unit, call.now))
     if key_id is None:
         key_id = new_key_id()
-        statements.append(kma.pool.generate_stmt(key_id, call.now))
+        statements.append(key_pool(kma).generate_stmt(key_id, call.now))
     statements.append(
         agent_keys.assign_pool_key(
             key_id, call.agent_id, group, spec.data_unit, call.now, spec.activate, only_if_no_write_key
@@ -95,7 +95,7 @@ async def issue(
         result = await call.commit(operation, statements, describe(key_id) + note, ("key", key_id))
     except KmipError:
         if from_pool:
-            kma.pool.give_back(key_id)
+            key_pool(kma).give_back(key_id)
         raise
     call.placeholder = key_id
     return key_id, result
@@ -265,7 +265,7 @@ async def get(call: Call, payload: Item) -> bytes:
             ttlv.enum(Tag.ENCODING_OPTION, EncodingOption.NO_ENCODING),
         )
         how = f", wrapped under key {wrap_id}"
-    await call.audit("kmip.get", f"sent key {uid} to agent '{call.agent_id}'{how}", ("key", uid))
+    await call.audit("kmip.get", f"sent key {uid} to agent '{call.agent_id}'{how}", subject=("key", uid))
     block = ttlv.struct_(
         Tag.KEY_BLOCK,
         ttlv.enum(Tag.KEY_FORMAT_TYPE, fmt),

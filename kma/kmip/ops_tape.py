@@ -48,7 +48,7 @@ async def write_key(call: Call, payload: Item) -> bytes:
             await call.audit(
                 "kmip.write_key",
                 f"data unit '{unit}' mounted for writing with key {current}",
-                ("key", current),
+                subject=("key", current),
             )
             call.placeholder = current
             return _answer(current, unit, ttlv.boolean(Tag.KEY_ISSUED, False))

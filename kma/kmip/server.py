@@ -399,10 +399,10 @@ class ServiceListener:
             session.actor,
             operation,
             message,
-            Condition.ERROR,
-            Retention.MEDIUM,
-            ("agent", session.agent_id),
-            self._bridge,
+            condition=Condition.ERROR,
+            retention=Retention.MEDIUM,
+            subject=("agent", session.agent_id),
+            bridge=self._bridge,
         )
 
     async def _unauthenticated(self, address: str, operation: str, message: str) -> None:
@@ -415,5 +415,11 @@ class ServiceListener:
 
     async def _summarise(self, summary: refusals.Summary | None) -> None:
         if summary is not None:
-            await audit_event(self.kma, self.kma.itself, summary.operation, summary.message,
-                              Condition.WARNING, bridge=self._bridge)  # fmt: skip
+            await audit_event(
+                self.kma,
+                self.kma.itself,
+                summary.operation,
+                summary.message,
+                condition=Condition.WARNING,
+                bridge=self._bridge,
+            )

@@ -42,12 +42,24 @@ def _describe(req: PageRequest) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(_filters(req).items())) or "no filter"
 
 
+def _audit_export(kma: Appliance, actor: Actor, operation: str, message: str) -> None:
+    """What left the KMA, kept as long as the longest retention: exports are evidence too."""
+    kma.audit(
+        actor,
+        operation,
+        message,
+        condition=Condition.SUCCESS,
+        subject=("audit", "export"),
+        retention=Retention.LONG,
+        event_class="audit",
+    )
+
+
 def csv_export(kma: Appliance, actor: Actor, req: PageRequest) -> Iterator[bytes]:
     """The CSV, oldest first. Checks and audits before the first byte goes out."""
     sig = signer(kma)
     where_clause(req)  # a bad filter is refused now, as a 422, not half-way through the stream
-    kma.audit(actor, "audit.export", f"exported audit events as signed CSV ({_describe(req)})",
-              Condition.SUCCESS, ("audit", "export"), Retention.LONG, event_class="audit")  # fmt: skip
+    _audit_export(kma, actor, "audit.export", f"exported audit events as signed CSV ({_describe(req)})")
     ca_pem = kma.data_dir.ca_cert.read_bytes()
     return stream_csv(iter_events(kma.store, req), sig, ca_pem, _details(kma, actor, req))
 
@@ -69,8 +81,7 @@ def report(kma: Appliance, actor: Actor, req: PageRequest, row_limit: int = REPO
     statement = {**details, "rows": min(total, row_limit), "total": total, "chain": chain}
     record = signature_record(sig, hashlib.sha256(body).hexdigest(), "html", ca_pem, statement)
     stamp = details["created_at"].replace(":", "").replace("-", "")
-    kma.audit(actor, "audit.report", f"made a signed audit report ({_describe(req)}; chain "
-              f"{'intact' if chain['intact'] else 'BROKEN'})", Condition.SUCCESS, ("audit", "export"),
-              Retention.LONG, event_class="audit")  # fmt: skip
+    made = f"made a signed audit report ({_describe(req)}; chain {'intact' if chain['intact'] else 'BROKEN'})"
+    _audit_export(kma, actor, "audit.report", made)
     return {"filename": f"audit-report-{stamp}.html", "html": html,
             "signature": json.dumps(record, ensure_ascii=False, indent=1) + "\n", "chain": chain}  # fmt: skip

@@ -20,9 +20,18 @@ from kma.audit.checkpoint import Checkpoint
 from kma.audit.record import SEVERITY, Condition, Retention
 from kma.audit.signing import certificate_problem, signature_checks
 from kma.errors import ValidationFailed
-from kma.services.paging import MAX_LIMIT, Filter, ListSpec, Page, PageRequest, list_page, one_of, timestamp
-from kma.services.paging import _decode as decode_cursor
-from kma.services.paging import _encode as encode_cursor
+from kma.services.paging import (
+    MAX_LIMIT,
+    Filter,
+    ListSpec,
+    Page,
+    PageRequest,
+    decode_cursor,
+    encode_cursor,
+    list_page,
+    one_of,
+    timestamp,
+)
 from kma.store.base import Store
 
 FILTERS = (
@@ -98,7 +107,7 @@ def with_text(req: PageRequest) -> PageRequest:
 def list_events(kma: Appliance, req: PageRequest) -> Page:
     req = with_text(req)
     if "text" in req.filters and (req.sort or "id") == "id":
-        return _text_page(kma.store, req)
+        return text_page(kma.store, req)
     return list_page(kma.store, LIST, req)
 
 
@@ -114,7 +123,7 @@ TAIL_SOURCE = ("(SELECT *, id AS _r FROM audit_events WHERE id > :f_mark "
                "AND audit_text_match(:f_text, message, operation, entity_id, subject_id))")  # fmt: skip
 
 
-def _text_page(store: Store, req: PageRequest) -> Page:
+def text_page(store: Store, req: PageRequest) -> Page:
     if not 1 <= req.limit <= MAX_LIMIT:
         raise ValidationFailed(f"limit must be 1 to {MAX_LIMIT}.")
     order = (req.order or "desc").lower()

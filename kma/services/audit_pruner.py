@@ -12,12 +12,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
 
+from kma.appliance import Appliance
 from kma.errors import KmaError, KmaLocked
-
-if TYPE_CHECKING:
-    from kma.appliance import Appliance
+from kma.services.audit_retention import prune, prune_due, schedule_changed
 
 log = logging.getLogger(__name__)
 CHECK_S = 600.0  # how often the KMA asks whether a prune is due
@@ -27,7 +25,7 @@ RETRY_S = 3600.0  # after a refused or failed prune
 class AutoPrune:
     def __init__(self, kma: Appliance) -> None:
         self.kma = kma
-        self._wake = threading.Event()
+        self._wake = schedule_changed(kma)  # set by a Security Officer's change of the schedule
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._retry_at = 0.0
@@ -43,16 +41,10 @@ class AutoPrune:
         if self._thread is not None:
             self._thread.join(timeout=30)
 
-    def wake(self) -> None:
-        """The schedule changed: look now rather than at the next check."""
-        self._retry_at = 0.0
-        self._wake.set()
-
     def _run(self) -> None:
-        from kma.services.audit_retention import prune, prune_due
-
         while not self._stop.is_set():
-            self._wake.wait(CHECK_S)
+            if self._wake.wait(CHECK_S):  # the schedule changed: look now, whatever failed before
+                self._retry_at = 0.0
             self._wake.clear()
             if self._stop.is_set() or time.monotonic() < self._retry_at or self.kma.vault.locked:
                 continue

@@ -10,9 +10,11 @@ keeps the store's single writer (and so key issuance) from waiting long on a big
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from kma.appliance import Appliance
 from kma.audit.checkpoint import RetainedDigest, signed_message
@@ -23,8 +25,8 @@ from kma.errors import Conflict, ValidationFailed
 from kma.services.audit_log import verify_chain
 from kma.services.audit_signer import signer, state
 from kma.services.change import Change
-from kma.services.key_split import Quorum
-from kma.services.quorum_types import OpType, Outcome, Prepared
+from kma.services.quorum.key_split import Quorum
+from kma.services.quorum.op_type import OpType, Outcome, Prepared
 from kma.store import Stmt
 
 DAY = 86400
@@ -35,6 +37,15 @@ FLOORS = {"long": 365 * DAY, "medium": 90 * DAY, "short": 30 * DAY}
 MAX_PERIOD = 100 * 365 * DAY
 CHUNK = 10_000
 CLASSES = ("long", "medium", "short")
+_SCHEDULE_CHANGED: WeakKeyDictionary[Appliance, threading.Event] = WeakKeyDictionary()
+_SCHEDULE_LOCK = threading.Lock()
+
+
+def schedule_changed(kma: Appliance) -> threading.Event:
+    """Set when the retention schedule changes, so the automatic pruner (audit_pruner) looks now
+    rather than at its next check."""
+    with _SCHEDULE_LOCK:
+        return _SCHEDULE_CHANGED.setdefault(kma, threading.Event())
 
 
 def get_retention(kma: Appliance) -> dict[str, Any]:
@@ -106,7 +117,7 @@ def set_retention(
     if given or auto_prune is not None:
         change = _change(kma, given, auto_prune)
         kma.commit(actor, change.operation, change.statements, change.message, change.subject)
-        kma.auto_prune.wake()  # a schedule just turned on may be due now
+        schedule_changed(kma).set()  # a schedule just turned on may be due now
     return get_retention(kma)
 
 
@@ -114,16 +125,14 @@ def _prepare_shorten(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> 
     given, new = _checked(kma, {c: request.get(c) for c in CLASSES})
     auto = request.get("auto_prune")
     current = get_retention(kma)
-    what = ", ".join(
-        f"{c} {_years_days(current[c])} -> {_years_days(new[c])}" for c in CLASSES if c in given
-    )
+    what = ", ".join(f"{c} {_years_days(current[c])} -> {_years_days(new[c])}" for c in CLASSES if c in given)
     shown: dict[str, Any] = {**given, **({"auto_prune": auto} if auto is not None else {})}
     return Prepared(f"Change audit retention: {what}", shown, {"periods": given, "auto_prune": auto})
 
 
 def _execute_shorten(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
     change = _change(kma, dict(p["periods"]), p.get("auto_prune"))
-    return Outcome(change, kma.auto_prune.wake)
+    return Outcome(change, schedule_changed(kma).set)
 
 
 SHORTEN_RETENTION = OpType("shorten_audit_retention", _prepare_shorten, _execute_shorten)
@@ -187,8 +196,15 @@ def _refuse_broken(kma: Appliance, actor: Actor, operation: str) -> None:
     report = verify_chain(kma.store, kma.data_dir.ca_cert.read_bytes())
     if not report.intact:
         message = f"the audit trail does not verify ({report.reason}); nothing was changed"
-        kma.audit(actor, operation, f"refused: {message}", Condition.ERROR, ("audit", "chain"),
-                  Retention.LONG, event_class="audit")  # fmt: skip
+        kma.audit(
+            actor,
+            operation,
+            f"refused: {message}",
+            condition=Condition.ERROR,
+            subject=("audit", "chain"),
+            retention=Retention.LONG,
+            event_class="audit",
+        )
         raise Conflict(message[0].upper() + message[1:] + ".", audited=True)
 
 
@@ -200,8 +216,13 @@ def checkpoint(kma: Appliance, actor: Actor) -> list[dict[str, Any]]:
         now = kma.clock.now()
         cuts = _plan(kma, None)
         what = ", ".join(f"KMA {c.kma_id} up to chain #{c.seq}" for c in cuts)
-        kma.commit(actor, "audit.checkpoint", [_checkpoint_stmt(sig, c, now) for c in cuts],
-                   f"signed audit checkpoints: {what}", ("audit", "chain"))
+        kma.commit(
+            actor,
+            "audit.checkpoint",
+            [_checkpoint_stmt(sig, c, now) for c in cuts],
+            f"signed audit checkpoints: {what}",
+            ("audit", "chain"),
+        )
     return list_checkpoints(kma)[: len(cuts)]
 
 

@@ -58,7 +58,7 @@ def reap(kma: Appliance) -> list[str]:
         taken.append(kma_id)
         kma.audit(kma.itself, "kma.remove",
                   f"took the node of removed KMA '{kma_id}' out of Raft again: it had rejoined",
-                  Condition.WARNING, ("kma", kma_id), event_class="security")  # fmt: skip
+                  condition=Condition.WARNING, subject=("kma", kma_id), event_class="security")  # fmt: skip
     return taken
 
 
@@ -68,7 +68,7 @@ def follow_lock(kma: Appliance) -> bool:
         return False
     kma.vault.lock()
     kma.audit(kma.itself, "kma.lock", "locked itself: it was locked through another KMA of the cluster",
-              Condition.SUCCESS, ("kma", kma.kma_id), event_class="security")  # fmt: skip
+              condition=Condition.SUCCESS, subject=("kma", kma.kma_id), event_class="security")  # fmt: skip
     return True
 
 

@@ -4,6 +4,8 @@ Keys are generated (random 256-bit material, wrapped under the master key) in ba
 background thread once the pool is a tenth (at most one batch) below its configured size;
 issuing takes one from memory and activates it in a single guarded UPDATE. If the pool ever runs
 dry, the key is generated inline in the issuing batch instead, so an agent never waits on it.
+`kma serve` starts and stops the pool (kma/services/running.py); elsewhere (the CLI, the demo
+builder) it stays empty and every key is generated inline.
 """
 
 from __future__ import annotations
@@ -12,14 +14,12 @@ import logging
 import secrets
 import threading
 from collections import deque
-from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
+from kma.appliance import Appliance
 from kma.audit.record import Retention
 from kma.errors import KmaLocked
 from kma.store import Stmt
-
-if TYPE_CHECKING:
-    from kma.appliance import Appliance
 
 log = logging.getLogger(__name__)
 REFILL_CHUNK = 250
@@ -131,3 +131,16 @@ class KeyPool:
                 log.exception("key pool refill failed; retrying")
             self._wake.wait(timeout=5)
             self._wake.clear()
+
+
+_POOLS: WeakKeyDictionary[Appliance, KeyPool] = WeakKeyDictionary()
+_POOLS_LOCK = threading.Lock()
+
+
+def key_pool(kma: Appliance) -> KeyPool:
+    """This KMA's one key pool."""
+    pool = _POOLS.get(kma)
+    if pool is None:
+        with _POOLS_LOCK:
+            pool = _POOLS.setdefault(kma, KeyPool(kma))
+    return pool

@@ -15,7 +15,7 @@ from kma.domain.validation import check_text
 from kma.errors import Conflict, NotFound
 from kma.services import agent_keys
 from kma.services.common import require
-from kma.services.keypool import new_key_id
+from kma.services.keypool import key_pool, new_key_id
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, boolean, choice, list_page
 from kma.store import Stmt
 
@@ -84,11 +84,11 @@ def issue_key(
     now = kma.clock.now()
     note = agent_keys.shredded_note(kma, data_unit_id, now)
     statements: list[Stmt] = [agent_keys.register_data_unit(data_unit_id, now)]
-    key_id = kma.pool.take()
+    key_id = key_pool(kma).take()
     from_pool = key_id is not None
     if key_id is None:
         key_id = new_key_id()
-        statements.append(kma.pool.generate_stmt(key_id, now))
+        statements.append(key_pool(kma).generate_stmt(key_id, now))
     statements.append(Stmt(
         ACTIVATE, {"g": key_group_id, "du": data_unit_id, "agent": agent_id, "now": now, "id": key_id},
         expect=1, refusal="the key could not be activated",
@@ -103,7 +103,7 @@ def issue_key(
         )
     except Conflict:
         if from_pool:
-            kma.pool.give_back(key_id)
+            key_pool(kma).give_back(key_id)
         raise
     return get_key(kma, key_id)
 

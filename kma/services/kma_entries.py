@@ -26,9 +26,9 @@ from kma.domain.validation import check_address, check_id, check_text
 from kma.errors import Conflict, KmaError
 from kma.services.change import Change
 from kma.services.common import require
-from kma.services.key_split import Quorum
-from kma.services.key_split_change import new_code
-from kma.services.quorum_types import OpType, Outcome, Prepared
+from kma.services.quorum.key_split import Quorum
+from kma.services.quorum.key_split_change import new_code
+from kma.services.quorum.op_type import OpType, Outcome, Prepared
 from kma.store import Stmt
 
 MAX_VOTERS = 5

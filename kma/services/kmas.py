@@ -9,6 +9,7 @@ from kma.domain.actor import Actor
 from kma.domain.validation import check_text
 from kma.errors import NotFound, ValidationFailed
 from kma.services.common import describe, patch, require
+from kma.services.keypool import key_pool
 from kma.services.paging import ListSpec, Page, PageRequest, list_page
 
 LIST = ListSpec(
@@ -60,5 +61,5 @@ def update_kma(kma: Appliance, actor: Actor, kma_id: str, **changes: Any) -> dic
             f"changed KMA '{kma_id}': {describe(changes)}",
             ("kma", kma_id),
         )
-        kma.pool.take_notice()
+        key_pool(kma).take_notice()
     return get_kma(kma, kma_id)

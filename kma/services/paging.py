@@ -116,11 +116,11 @@ class Page:
         return replace(self, items=items)
 
 
-def _encode(values: list[Any]) -> str:
+def encode_cursor(values: list[Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(values).encode()).decode().rstrip("=")
 
 
-def _decode(cursor: str, size: int = 2) -> list[Any]:
+def decode_cursor(cursor: str, size: int = 2) -> list[Any]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         values = json.loads(raw)
@@ -193,7 +193,7 @@ def list_page(
     ))  # fmt: skip
     page_where = base_where
     if req.cursor:
-        values = _decode(req.cursor, len(columns))
+        values = decode_cursor(req.cursor, len(columns))
         bound.update({f"c{i}": v for i, v in enumerate(values)})
         page_where += f" AND {_after(columns, values, order)}"
     sorted_by = ", ".join(f"{c} AS _s{i}" for i, c in enumerate(columns))
@@ -202,7 +202,7 @@ def list_page(
     next_cursor = None
     if len(rows) > req.limit:
         rows = rows[: req.limit]
-        next_cursor = _encode([rows[-1][f"_s{i}"] for i in range(len(columns))])
+        next_cursor = encode_cursor([rows[-1][f"_s{i}"] for i in range(len(columns))])
     for row in rows:
         for i in range(len(columns)):
             del row[f"_s{i}"]

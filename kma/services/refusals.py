@@ -104,7 +104,7 @@ def set_rate(per_second: int) -> None:
 
 def audit_summary(kma: Appliance, summary: Summary | None) -> None:
     if summary is not None:
-        kma.audit(kma.itself, summary.operation, summary.message, Condition.WARNING)
+        kma.audit(kma.itself, summary.operation, summary.message, condition=Condition.WARNING)
 
 
 def audit_unknown(kma: Appliance, address: str, operation: str, message: str) -> None:
@@ -138,4 +138,6 @@ def _audit_throttled(
     record, summary = throttle.admit(actor.address)
     audit_summary(kma, summary)
     if record:
-        kma.audit(actor, operation, message, Condition.ERROR, subject, event_class=event_class)
+        kma.audit(
+            actor, operation, message, condition=Condition.ERROR, subject=subject, event_class=event_class
+        )

@@ -1,7 +1,7 @@
 """Users and their roles (Security Officer's area).
 
 Creating, changing and setting the passphrase of a user are quorum-protected through the API:
-each has a `*_change` builder that `kma.services.quorum_ops` commits together with its pending
+each has a `*_change` builder that `kma.services.quorum.protected` commits together with its pending
 quorum operation. The plain functions commit at once, for first set-up and the demo.
 """
 
@@ -157,9 +157,3 @@ def set_passphrase_change(kma: Appliance, user_id: str, passphrase_hash: str) ->
         lockout.clear("user", user_id),  # a new passphrase lifts every lockout of the user
         Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)),
     ], f"set the passphrase of user '{user_id}'", ("user", user_id))  # fmt: skip
-
-
-def set_passphrase(kma: Appliance, actor: Actor, user_id: str, passphrase: str) -> None:
-    check_passphrase(passphrase)
-    change = set_passphrase_change(kma, user_id, hash_passphrase(passphrase))
-    kma.commit(actor, change.operation, change.statements, change.message, change.subject)

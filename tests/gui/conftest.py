@@ -4,13 +4,9 @@ no test ever touches the user's keyring."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-# Before any QApplication exists. (Better in pyproject once pytest-env is a dev dependency.)
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import keyring
 import keyring.backend

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QApplication, QDialogButtonBox
 
 from tests.gui.helpers import WAIT_MS, action, active_dialog, open_page, sign_in, wait_idle
 from ui.form_dialog import FormDialog
-from ui.quorum_widgets import QuorumFormDialog
+from ui.quorum.widgets import QuorumFormDialog
 
 pytestmark = [pytest.mark.gui]
 

@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtWidgets import QLabel
 
 from tests.gui.helpers import WAIT_MS, action, active_dialog, fill_form, open_page, sign_in, submit
-from ui.quorum_widgets import QuorumFormDialog
+from ui.quorum.widgets import QuorumFormDialog
 from ui.secret_dialog import OneTimeSecretDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]

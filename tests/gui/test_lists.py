@@ -17,7 +17,7 @@ pytestmark = pytest.mark.gui
 def keys_page(qtbot, controller, demo_kma):
     sign_in(qtbot, controller, demo_kma, "auditor")
     spec = ListSpec(key="keys_test", title="Keys", noun="key", columns=keys_area.COLUMNS,
-                    fetch=lambda c: c.list_keys, page_size=50)
+                    fetch=lambda client: client.list_keys, page_size=50)
     page = ListPage(controller.ctx, spec)
     qtbot.addWidget(page)
     page.resize(1000, 600)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.waiting import wait_until
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 
@@ -31,15 +33,6 @@ def _kma_serving(data_dir: Path) -> list[int]:
     return pids
 
 
-def _wait_for(predicate, timeout: float = 60.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
-
-
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
 def test_local_kma_stops_with_the_manager(tmp_path: Path, stop: signal.Signals) -> None:
     data_dir = tmp_path / "local-kma"
@@ -49,10 +42,10 @@ def test_local_kma_stops_with_the_manager(tmp_path: Path, stop: signal.Signals) 
     manager = subprocess.Popen([sys.executable, "-m", "app.main", "--local", "--data-dir", str(data_dir)],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        assert _wait_for(lambda: bool(_kma_serving(data_dir))), "the local KMA never started"
+        wait_until(lambda: _kma_serving(data_dir), 60, interval=0.2, what="the local KMA starting")
         manager.send_signal(stop)
         manager.wait(timeout=30)
-        assert _wait_for(lambda: not _kma_serving(data_dir), timeout=30), "the local KMA outlived the manager"
+        wait_until(lambda: not _kma_serving(data_dir), 30, interval=0.2, what="the local KMA stopping too")
     finally:
         if manager.poll() is None:
             manager.kill()

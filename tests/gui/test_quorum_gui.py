@@ -16,8 +16,8 @@ import kms_client
 from app.quorum_watch import QuorumWatch
 from tests.gui.helpers import WAIT_MS, action, active_dialog, fill_form, open_page, sign_in, submit
 from ui.form_dialog import FormDialog
-from ui.pages.quorum import OperationDialog
-from ui.quorum_widgets import ApproveDialog, QuorumFormDialog
+from ui.quorum.pending import OperationDialog
+from ui.quorum.widgets import ApproveDialog, QuorumFormDialog
 from ui.widgets import PasswordLineEdit
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
@@ -341,7 +341,7 @@ def test_double_click_shows_the_operation_with_its_actions(qtbot, controller, de
 def test_security_officer_changes_the_key_split_and_each_new_member_types_their_own_passphrase(
     qtbot, controller, fresh_kma
 ):
-    from ui.key_split_dialog import KeySplitDialog, MemberEnrolmentDialog
+    from ui.quorum.key_split import KeySplitDialog, MemberEnrolmentDialog
 
     members = _members(fresh_kma)
     window = sign_in(qtbot, controller, fresh_kma, "so")
@@ -408,7 +408,7 @@ def test_security_officer_changes_the_key_split_and_each_new_member_types_their_
 
 
 def test_a_key_split_change_without_credentials_waits_for_the_quorum(qtbot, controller, fresh_kma):
-    from ui.key_split_dialog import KeySplitDialog, MemberEnrolmentDialog
+    from ui.quorum.key_split import KeySplitDialog, MemberEnrolmentDialog
 
     window = sign_in(qtbot, controller, fresh_kma, "so")
     page = open_page(qtbot, window, "locking")

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.helpers import read_only_db
-from tests.support.kma_process import RunningKma, run_kma
+from tests.support.kma_process import RunningKma, read_only_db, run_kma
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ exactly the events below the mark, even when an id is re-used. And the cheaper g
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,10 +18,11 @@ import kma.store.group_commit as store_module
 from kma.audit.chain import AuditChain
 from kma.audit.record import AuditRecord, Condition, Retention
 from kma.clock import SystemClock
-from kma.services.audit_log import _text_page, iter_events, with_text
+from kma.services.audit_log import iter_events, text_page, with_text
 from kma.services.paging import PageRequest
 from kma.store import Batch, SQLiteStore
 from kma.store.fts import index_all
+from tests.support.waiting import wait_until
 
 
 def record(message: str, subject: str = "E00001") -> AuditRecord:
@@ -54,7 +54,7 @@ def search(s: SQLiteStore, q: str, limit: int = 100, order: str = "desc", **filt
     ids: list[int] = []
     cursor = None
     while True:
-        page = _text_page(s, with_text(PageRequest(limit, cursor, q, None, order, filters)))
+        page = text_page(s, with_text(PageRequest(limit, cursor, q, None, order, filters)))
         ids += [r["id"] for r in page.items]
         cursor = page.next_cursor
         if cursor is None:
@@ -114,9 +114,7 @@ def test_the_writer_indexes_when_idle_and_under_load(tmp_path: Path, monkeypatch
     try:
         futures = [s.submit(Batch((), record(f"restore {i}"))) for i in range(3 * 2000 + 10)]
         last = [f.result() for f in futures][-1].event_id
-        deadline = time.monotonic() + 30
-        while mark(s) < last and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: mark(s) >= last, 30, what="the text index catching up")
         assert mark(s) == last
         assert len(search(s, "restore", limit=1000)) == len(futures)
         fts_integrity(s)

@@ -26,10 +26,9 @@ from tests.integration.helpers import (
     events_since,
     last_event_id,
     raw_http,
-    read_only_db,
     row_counts,
 )
-from tests.support.kma_process import RunningKma
+from tests.support.kma_process import RunningKma, read_only_db
 
 KIB = 1024
 JSON = {"content-type": "application/json"}

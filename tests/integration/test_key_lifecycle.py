@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from kms_client import Conflict, KmsClient, ValidationFailed
-from tests.integration.helpers import error_of, raw_http, read_only_db
-from tests.support.kma_process import RunningKma
+from tests.integration.helpers import error_of, raw_http
+from tests.support.kma_process import RunningKma, read_only_db
 
 DAY = 86400
 ENCRYPTION_PERIOD, CRYPTOPERIOD = 10 * DAY, 30 * DAY

@@ -22,11 +22,10 @@ from cryptography.x509.oid import NameOID
 
 from kms_client import Conflict, Forbidden, KmsClient, LockedOut, PendingQuorumOp, Unauthenticated
 from kms_client.cluster_members import KmaEntryOperation
-from tests.integration.helpers import read_only_db
 from tests.integration.test_quorum import creds, events
 from tests.support.agents import service_address
 from tests.support.first_node import FIRST_RAFT, demo_first_node
-from tests.support.kma_process import RunningKma
+from tests.support.kma_process import RunningKma, read_only_db
 
 ADDRESSES = {
     "management_address": "127.0.0.1:18443",

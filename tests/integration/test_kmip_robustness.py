@@ -17,6 +17,7 @@ from kma.kmip.client import key_template, parse_response, request_message
 from kma.kmip.enums import ObjectType, Operation, ResultReason, ResultStatus, Tag
 from tests.support.agents import agent_state, enrolled_demo_agent, events, kmip, last_event
 from tests.support.kma_process import RunningKma
+from tests.support.waiting import wait_until
 
 AGENT = "t10k-dal-01"
 
@@ -127,10 +128,7 @@ def test_a_truncated_message_is_audited(kma: RunningKma, agent_dir: Path) -> Non
     client.sock.sendall(_create()[:50])
     client.sock.unwrap()  # TLS close_notify: the message ends here, 50 bytes in
     client.sock.close()
-    deadline = time.monotonic() + 10
-    while not events(kma, before, "kmip.truncated") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    [event] = events(kma, before, "kmip.truncated")
+    [event] = wait_until(lambda: events(kma, before, "kmip.truncated"), 10, what="the truncation audited")
     assert "ended after 50 bytes" in event["message"]
 
 

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from kma.services import agents, data_units, keys, quorum, users
-from kma.services.paging import ListSpec, PageRequest, _encode, list_page
+from kma.services.paging import ListSpec, PageRequest, encode_cursor, list_page
 from kms_client.paging import iter_all
-from tests.integration.helpers import read_only_db
-from tests.support.kma_process import RunningKma
+from tests.support.kma_process import RunningKma, read_only_db
+from tests.support.waiting import wait_until
 
 POOL = 100_000  # the largest key pool a KMA may have: the product's own bulk path for keys
 # Every list the manager pages, the table it reads, and a value for each filter of a free value.
@@ -70,7 +70,7 @@ def requests(spec: ListSpec) -> Iterator[tuple[str, PageRequest]]:
     for (sort, chosen), order in itertools.product(asked, ("asc", "desc")):
         fields = spec.sort_fields[sort]
         width = len({*((fields,) if isinstance(fields, str) else fields), spec.id_sql})
-        for cursor in (None, _encode(["M"] * width), _encode([None] * (width - 1) + ["M"])):
+        for cursor in (None, encode_cursor(["M"] * width), encode_cursor([None] * (width - 1) + ["M"])):
             label = f"sort={sort} {order} {chosen or ''} {'next page' if cursor else ''}"
             yield label, PageRequest(limit=100, cursor=cursor, sort=sort, order=order, filters=chosen)
 
@@ -102,10 +102,12 @@ def large_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     kma = RunningKma.demo_in(tmp_path_factory.mktemp("large-store"))
     so = kma.client("so")
     so.update_kma("kma-dal-1", key_pool_size=POOL)
-    deadline = time.monotonic() + 300
-    while next(k for k in so.list_kmas().items if k.id == "kma-dal-1").pool_ready < POOL:
-        assert time.monotonic() < deadline, "the key pool did not fill"
-        time.sleep(0.5)
+    wait_until(
+        lambda: next(k for k in so.list_kmas().items if k.id == "kma-dal-1").pool_ready >= POOL,
+        300,
+        interval=0.5,
+        what="the key pool filling",
+    )
     yield kma.data_dir / "kma.db"
     kma.stop()
 

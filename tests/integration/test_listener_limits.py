@@ -11,14 +11,14 @@ import json
 import socket
 import ssl
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.helpers import read_only_db
 from tests.support.agents import enrolled_demo_agent, kmip, service_address
-from tests.support.kma_process import RunningKma
+from tests.support.kma_process import RunningKma, read_only_db
+from tests.support.waiting import wait_until
 
 LIMITS = {
     "service_max_connections": 12,
@@ -81,15 +81,6 @@ def held(socks: list[ssl.SSLSocket | None]) -> list[ssl.SSLSocket]:
     return [s for s in socks if s is not None and not is_closed(s)]
 
 
-def eventually(condition: Callable[[], bool], within: float = CLOSE_WAIT) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return condition()
-
-
 def refusals(kma: RunningKma, operation: str) -> list[str]:
     with read_only_db(kma) as db:
         rows = db.execute("SELECT message FROM audit_events WHERE operation = ?", (operation,))
@@ -119,7 +110,9 @@ def test_strangers_without_certificates_cannot_crowd_out_enrolled_agents(
             agent.close()
         assert any("kept for enrolled agents" in m for m in refusals(kma, "service.refused"))
         # They may enroll or ask what the KMA speaks, not linger: the idle limit closes them.
-        assert eventually(lambda: all(s is None or is_closed(s) for s in strangers))
+        wait_until(
+            lambda: all(s is None or is_closed(s) for s in strangers), CLOSE_WAIT, what="strangers closed"
+        )
     finally:
         close_all(strangers)
 
@@ -137,9 +130,7 @@ def test_one_address_holds_only_so_many_unidentified_connections(kma: RunningKma
 def test_a_silent_connection_is_closed_at_the_handshake_deadline(kma: RunningKma) -> None:
     silent = [tcp(address_of(service_address(kma)), "127.0.0.6"), tcp(address_of(kma.address), "127.0.0.6")]
     try:
-        assert eventually(lambda: all(is_closed(s) for s in silent)), (
-            "a connection that never said hello stayed"
-        )
+        wait_until(lambda: all(is_closed(s) for s in silent), CLOSE_WAIT, what="silent connections closed")
     finally:
         close_all(silent)
 
@@ -174,7 +165,7 @@ def test_management_closes_idle_and_half_sent_requests_and_keeps_answering(kma: 
     assert idle is not None and half is not None
     half.sendall(b"GET /api/v1/status HTTP/1.1\r\nHost: kma\r\nX-Slow: ")
     try:
-        assert eventually(lambda: is_closed(idle) and is_closed(half))
+        wait_until(lambda: is_closed(idle) and is_closed(half), CLOSE_WAIT, what="idle and half-sent closed")
         assert kma.client().status().cluster_name  # the listener keeps answering
     finally:
         close_all([idle, half])

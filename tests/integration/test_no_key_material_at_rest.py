@@ -14,8 +14,8 @@ import signal
 from pathlib import Path
 
 from kma.crypto import WrappingKey
-from tests.integration.helpers import raw_http, read_only_db
-from tests.support.kma_process import RunningKma
+from tests.integration.helpers import raw_http
+from tests.support.kma_process import RunningKma, read_only_db
 
 
 def spellings(secret: bytes) -> dict[str, bytes]:

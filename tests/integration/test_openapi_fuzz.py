@@ -20,8 +20,8 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import APIOperation, Case, GenerationMode
 from schemathesis.checks import not_a_server_error, response_schema_conformance
 
-from tests.integration.helpers import API, ERROR_STATUS, read_only_db
-from tests.support.kma_process import RunningKma
+from tests.integration.helpers import API, ERROR_STATUS
+from tests.support.kma_process import RunningKma, read_only_db
 
 EXAMPLES = {GenerationMode.POSITIVE: 12, GenerationMode.NEGATIVE: 8}
 LEFT_OUT = {

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import anonymous_refusals, last_event_id, raw_http, read_only_db
-from tests.support.kma_process import RunningKma
+from tests.integration.helpers import anonymous_refusals, last_event_id, raw_http
+from tests.support.kma_process import RunningKma, read_only_db
 
 FLOOD = 200
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.waiting import wait_until
 
 
 def _serve(data_dir: Path, ready: Path) -> subprocess.Popen[str]:
@@ -30,11 +30,8 @@ def _serve(data_dir: Path, ready: Path) -> subprocess.Popen[str]:
 
 
 def _wait_ready(proc: subprocess.Popen[str], ready: Path) -> dict[str, str]:
-    deadline = time.monotonic() + 60
-    while not ready.exists():
-        assert proc.poll() is None, f"kma serve exited: {proc.communicate()[0]}"
-        assert time.monotonic() < deadline, "kma serve did not become ready"
-        time.sleep(0.05)
+    wait_until(lambda: ready.exists() or proc.poll() is not None, 60, what="kma serve becoming ready")
+    assert proc.poll() is None, f"kma serve exited: {proc.communicate()[0]}"
     return dict(json.loads(ready.read_text()))
 
 

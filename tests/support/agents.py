@@ -11,8 +11,8 @@ from typing import Any
 
 from kma.kmip.client import KmipClient
 from kma.kmip.tls import agent_context
-from tests.integration.helpers import read_only_db as _db
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.kma_process import read_only_db as _db
 
 # What agents change: the key tables as well as the domain tables.
 AGENT_TABLES = (

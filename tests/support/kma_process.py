@@ -10,14 +10,17 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kms_client import KmsClient, Trust
+from tests.support.waiting import wait_until
 
 READY_TIMEOUT = 30.0
 
@@ -85,14 +88,11 @@ class RunningKma:
              "--management-port", str(port), "--service-port", "0", "--ready-file", str(ready)],
             env=self.env(), cwd=self.source, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not ready.exists():
-            if self.process.poll() is not None:
-                said = self.process.stdout.read() if self.process.stdout else ""
-                raise RuntimeError(f"kma serve exited: {said}")
-            if time.monotonic() > deadline:
-                raise RuntimeError("kma serve did not become ready")
-            time.sleep(0.05)
+        process = self.process
+        wait_until(lambda: ready.exists() or process.poll() is not None, READY_TIMEOUT, what="ready")
+        if process.poll() is not None:
+            said = process.stdout.read() if process.stdout else ""
+            raise RuntimeError(f"kma serve exited: {said}")
         info = json.loads(ready.read_text())
         self.address = info["management_address"]
         trust = Trust.fetch(self.address)
@@ -137,3 +137,14 @@ class RunningKma:
     def log_text(self) -> str:
         log = self.data_dir / "logs" / "kma.log"
         return log.read_text(errors="replace") if log.exists() else ""
+
+
+@contextmanager
+def read_only_db(kma: RunningKma | Path) -> Iterator[sqlite3.Connection]:
+    path = kma.data_dir / "kma.db" if isinstance(kma, RunningKma) else kma
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    conn.row_factory = sqlite3.Row
+    try:
+        yield conn
+    finally:
+        conn.close()

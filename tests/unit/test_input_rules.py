@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from kma.domain.validation import check_id
 from kma.errors import BadRequest, ValidationFailed
-from kma.services.paging import _decode, timestamp
+from kma.services.paging import decode_cursor, timestamp
 
 FIRST = string.ascii_letters + string.digits
 REST = FIRST + "._-"
@@ -64,10 +64,10 @@ def encoded(values: object) -> str:
 
 @pytest.mark.parametrize("values", [[1, "A"], ["x", "B"], [None, "C"], [1.5, "D"], [-(2**63), "E"]])
 def test_cursors_the_server_makes_are_read_back(values: list[object]) -> None:
-    assert _decode(encoded(values)) == values
+    assert decode_cursor(encoded(values)) == values
 
 
 @pytest.mark.parametrize("values", [[[1], "A"], [{"a": 1}, "B"], [2**63, "C"], [1, 2, 3], {"a": 1}, "x"])
 def test_crafted_cursors_are_refused(values: object) -> None:
     with pytest.raises(BadRequest):
-        _decode(encoded(values))
+        decode_cursor(encoded(values))

@@ -32,9 +32,10 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.operations import OpContext
+from ui.audit.events import SPEC as LIST_SPEC
 from ui.format import when, words
 from ui.paged_model import ObjectRole, PagedTableModel
-from ui.pages.audit import SPEC as LIST_SPEC
+from ui.pages.common import SO
 
 TAIL_MS = 3000
 COLUMNS = LIST_SPEC.columns  # the audit list's columns, sortable where the KMA sorts
@@ -103,7 +104,9 @@ class AuditBrowser(QWidget):
         layout.addWidget(self.filters)
         layout.addLayout(self._toolbar())
 
-        self.model = AuditEventModel(COLUMNS, lambda c: c.list_audit_events, ctx.ops, PAGE_SIZE, self)
+        self.model = AuditEventModel(
+            COLUMNS, lambda client: client.list_audit_events, ctx.ops, PAGE_SIZE, self
+        )
         self.model.parent_widget = self
         self.view = self._view()
         self.details = QTextBrowser()
@@ -157,7 +160,7 @@ class AuditBrowser(QWidget):
         for button in (self.tail_button, self.verify_button, self.csv_button, self.report_button,
                        self.history_button):  # fmt: skip
             bar.addWidget(button)
-        if "security_officer" in self.ctx.roles:
+        if self.ctx.roles & SO:
             retention = QPushButton("Retention…")
             retention.setToolTip("Retention periods, signed checkpoints and pruning (Security Officer)")
             retention.clicked.connect(self._retention)
@@ -208,8 +211,8 @@ class AuditBrowser(QWidget):
         super().showEvent(event)
         if not self._loaded:
             self.refresh()
-            self.ctx.ops.read(lambda c: c.client.audit_facets(), parent=self, success=self.filters.set_facets,
-                              quiet=True)  # fmt: skip
+            self.ctx.ops.read(lambda worker: worker.client.audit_facets(), parent=self,
+                              success=self.filters.set_facets, quiet=True)  # fmt: skip
         if self.tail_button.isChecked():
             self._tail.start()
 
@@ -303,14 +306,14 @@ class AuditBrowser(QWidget):
             self._tail_busy = False
             return False
 
-        self.ctx.ops.read(lambda c: c.client.tail_audit_events(newest, limit=PAGE_SIZE, **values),
+        self.ctx.ops.read(lambda worker: worker.client.tail_audit_events(newest, limit=PAGE_SIZE, **values),
                           parent=self, success=done, failure=failed, quiet=True)  # fmt: skip
 
     # -- verification -------------------------------------------------------------------------
     def verify(self) -> None:
         self.chain_banner.setText("Verifying the audit chain…")
         self._banner_style("neutral")
-        self.ctx.ops.read(lambda c: c.client.verify_audit_chain(), parent=self,
+        self.ctx.ops.read(lambda worker: worker.client.verify_audit_chain(), parent=self,
                           label="Verifying the audit chain…", success=self.show_report)  # fmt: skip
 
     def show_report(self, report: Any) -> None:
@@ -359,10 +362,10 @@ class AuditBrowser(QWidget):
         """Stream the current filter's signed CSV into `path` (on a worker; cancellable)."""
         values = self.filters.values()
 
-        def op(c: OpContext) -> int:
+        def op(worker: OpContext) -> int:
             try:
                 with path.open("wb") as out:
-                    return int(c.client.export_audit_csv(_CancellableFile(out, c), **values))
+                    return int(worker.client.export_audit_csv(_CancellableFile(out, worker), **values))
             except BaseException:
                 path.unlink(missing_ok=True)  # never leave half an export behind
                 raise
@@ -385,8 +388,8 @@ class AuditBrowser(QWidget):
     def save_report(self, path: Path, done: Callable[[Any], None] | None = None) -> None:
         values = self.filters.values()
 
-        def op(c: OpContext) -> Any:
-            report = c.client.audit_report(**values)
+        def op(worker: OpContext) -> Any:
+            report = worker.client.audit_report(**values)
             report.save(path)
             return report
 

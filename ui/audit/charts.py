@@ -14,16 +14,18 @@ from PySide6.QtCore import QDateTime, QMargins, Qt
 from PySide6.QtGui import QColor, QPainter, QPalette
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
+import kms_client
 from app.context import AppContext
 from ui.audit.timeline import STATE_COLOURS
 from ui.format import counted
+from ui.pages.dashboard import DashboardPage
 
 try:
     from PySide6 import QtCharts
 except ImportError:  # a trimmed Qt build: numbers in words instead
     QtCharts = None
 
-KEY_STATES = ("ready", "protect_and_process", "process_only", "deactivated", "destroyed")
+KEY_STATES = kms_client.KEY_STATES[1:]  # issued keys' states: every one after "generated"
 SEVERITY_COLOURS = {"info": "#4a8fd1", "warning": "#d9a21b", "error": "#c0392b"}
 DAY_CHOICES = ((7, "Last 7 days"), (30, "Last 30 days"), (90, "Last 90 days"), (365, "Last 365 days"))
 
@@ -32,7 +34,7 @@ def _msecs(day: str) -> float:
     return datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp() * 1000
 
 
-def _count_axis(top: float) -> Any:
+def count_axis(top: float) -> Any:
     """A value axis of whole numbers, ticks at a round step (1, 2, 5, 10, 20, 50, ...)."""
     step = 1
     while top / step > 6:
@@ -119,7 +121,9 @@ class ChartsPanel(QWidget):
     def refresh(self) -> None:
         self._loaded = True
         days = int(self.days.currentData())
-        self.ctx.ops.read(lambda c: c.client.dashboard_series(days), parent=self, success=self.show_series)
+        self.ctx.ops.read(
+            lambda worker: worker.client.dashboard_series(days), parent=self, success=self.show_series
+        )
 
     def show_series(self, series: Any) -> None:
         self.series = series
@@ -180,7 +184,7 @@ class ChartsPanel(QWidget):
         axis_x.setTickCount(min(days, 5))
         now = QDateTime.currentDateTimeUtc()
         axis_x.setRange(now.addDays(-days), now)
-        axis_y = _count_axis(top)
+        axis_y = count_axis(top)
         chart.addAxis(axis_x, Qt.AlignBottom)
         chart.addAxis(axis_y, Qt.AlignLeft)
         for s in all_series:
@@ -194,8 +198,6 @@ class DashboardWithCharts(QWidget):
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__()
-        from ui.pages.dashboard import DashboardPage
-
         self.setObjectName("page:dashboard")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

@@ -163,7 +163,7 @@ class HistoryView(QWidget):
             self.title.setText(f"<b>No history shown.</b> {message}")
             return getattr(exc, "code", "") == "not_found"  # other failures go to the error handler
 
-        self.ctx.ops.read(lambda c: c.client.history(subject_type, subject_id), parent=self,
+        self.ctx.ops.read(lambda worker: worker.client.history(subject_type, subject_id), parent=self,
                           success=self.show_history, failure=failed)  # fmt: skip
 
     def show_history(self, history: Any) -> None:

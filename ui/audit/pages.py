@@ -1,8 +1,6 @@
 """Registers the auditor's pages: the Audit area (browser + history) and the dashboard's charts.
 
-Both register under existing keys, which the page registry allows ("add or replace, by key"):
-"audit" becomes the browser with a History tab, and "dashboard" gains its charts below the
-foundation's dashboard, which it embeds unchanged.
+The dashboard is the foundation's (``ui.pages.dashboard``), embedded unchanged above the charts.
 """
 
 from __future__ import annotations
@@ -11,8 +9,6 @@ from typing import Any
 
 from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
 
-import ui.pages.audit  # noqa: F401  the pages replaced here register first, whatever imports this
-import ui.pages.dashboard  # noqa: F401
 from app.context import AppContext
 from app.pages import PageSpec, register
 from ui.audit.browser import LIST_SPEC, AuditBrowser

@@ -26,8 +26,9 @@ from PySide6.QtWidgets import (
 
 import kms_client
 from app.context import AppContext
+from app.writes.audit import create_audit_checkpoint, prune_audit_events, set_audit_retention
 from ui.format import when
-from ui.quorum_widgets import tell_pending
+from ui.quorum.widgets import tell_pending
 
 DAY = 86400
 CLASSES = (("long", "Long"), ("medium", "Medium"), ("short", "Short"))
@@ -82,7 +83,7 @@ class RetentionDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.Close)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
-        ctx.ops.read(lambda c: c.client.audit_retention(), parent=self, success=self.show_retention)
+        ctx.ops.read(lambda worker: worker.client.audit_retention(), parent=self, success=self.show_retention)
 
     def show_retention(self, retention: Any) -> None:
         for key, _ in CLASSES:
@@ -96,14 +97,16 @@ class RetentionDialog(QDialog):
     def save(self) -> None:
         periods = {k: s.value() * DAY for k, s in self.spins.items()}
         auto = self.auto.isChecked()
-        self.ctx.ops.write(lambda c: c.client.set_audit_retention(**periods, auto_prune=auto), parent=self,
-                           label="Saving retention…", success=self.saved)  # fmt: skip
+        self.ctx.ops.write(lambda worker: set_audit_retention(worker, **periods, auto_prune=auto),
+                           parent=self, label="Saving retention…", success=self.saved)  # fmt: skip
 
     def saved(self, result: Any) -> None:
         """Lengthened: the new periods. Shortened: pending for the quorum, the periods unchanged."""
         if isinstance(result, kms_client.PendingQuorumOp):
             self.pending = tell_pending(self.ctx, self, result)
-            self.ctx.ops.read(lambda c: c.client.audit_retention(), parent=self, success=self.show_retention)
+            self.ctx.ops.read(
+                lambda worker: worker.client.audit_retention(), parent=self, success=self.show_retention
+            )
             return
         self.show_retention(result)
 
@@ -112,7 +115,7 @@ class RetentionDialog(QDialog):
             QMessageBox.information(self, "Checkpoint signed", "Signed: " + "; ".join(
                 f"KMA {p.kma_id} up to chain #{p.chain_seq}" for p in points))  # fmt: skip
 
-        self.ctx.ops.write(lambda c: c.client.create_audit_checkpoint(), parent=self,
+        self.ctx.ops.write(create_audit_checkpoint, parent=self,
                            label="Verifying the trail and signing…", success=done)  # fmt: skip
 
     def ask_prune(self) -> None:
@@ -133,5 +136,5 @@ class RetentionDialog(QDialog):
             if self.on_pruned is not None:
                 self.on_pruned()
 
-        self.ctx.ops.write(lambda c: c.client.prune_audit_events(), parent=self,
+        self.ctx.ops.write(prune_audit_events, parent=self,
                            label="Verifying and pruning the audit trail…", success=done)  # fmt: skip

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib
 
 AREA_MODULES = (
-    "ui.pages.dashboard",
     "ui.pages.users",
     "ui.pages.sites",
     "ui.pages.key_policies",
@@ -15,12 +14,11 @@ AREA_MODULES = (
     "ui.pages.agents",
     "ui.pages.data_units",
     "ui.pages.keys",
-    "ui.pages.audit",
     "ui.pages.settings",
-    "ui.pages.quorum",  # Pending approvals: inbox, badge, notifications, locked banner
-    "ui.pages.locking",  # Lock and unlock, autonomous unlock, quorum lifetime
+    "ui.quorum.pending",  # Pending approvals: inbox, badge, notifications, locked banner
+    "ui.quorum.locking",  # Lock and unlock, autonomous unlock, quorum lifetime
     "ui.pages.planning",  # Planning a deployment from the white paper's measurements (no KMA needed)
-    "ui.audit.pages",  # the auditor's browser, histories and dashboard charts (replace by key)
+    "ui.audit.pages",  # the dashboard with its charts; the auditor's browser and histories
 )
 
 

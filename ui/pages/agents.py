@@ -9,12 +9,13 @@ from PySide6.QtCore import Qt
 
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.writes.agents import create_agent_with_passphrase, new_enrollment_passphrase, update_agent
 from ui.form_dialog import Field, FormDialog
 from ui.format import when, yes_no
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import OP, enabled_tone, run_change
-from ui.pages.sites import _site_choices
+from ui.pages.sites import site_choices
 from ui.secret_dialog import OneTimeSecretDialog
 
 READERS = frozenset({"operator", "compliance_officer", "auditor", "security_officer"})
@@ -35,13 +36,6 @@ def show_passphrase(page: ListPage, agent_id: str, passphrase: str) -> OneTimeSe
     return dialog
 
 
-def _create_and_enrol(client: Any, v: dict[str, Any]) -> tuple[Any, Any]:
-    """Worker: create the agent, then its first one-time enrollment passphrase."""
-    agent = client.create_agent(v["id"], v["site_id"], v["default_key_group_id"],
-                                v["description"] or None)
-    return agent, client.new_enrollment_passphrase(agent.id)
-
-
 def _new_agent(page: ListPage, _obj: Any) -> None:
     def done(result: tuple[Any, Any]) -> None:
         agent, secret = result
@@ -53,11 +47,14 @@ def _new_agent(page: ListPage, _obj: Any) -> None:
         [
             Field("id", "Agent ID", "id", required=True, help="e.g. the drive's name"),
             Field("description", "Description", help="e.g. T10000B in library 2, slot 4"),
-            Field("site_id", "Site", "choice", required=True, load_choices=_site_choices),
+            Field("site_id", "Site", "choice", required=True, load_choices=site_choices),
             Field("default_key_group_id", "Default key group", "choice", required=True,
                   load_choices=_group_choices),
         ],
-        _create_and_enrol, done,
+        lambda worker, v: create_agent_with_passphrase(
+            worker, v["id"], v["site_id"], v["default_key_group_id"], v["description"] or None
+        ),
+        done,
         intro="The agent gets a one-time enrollment passphrase, shown once after it is created.",
         ok_text="Create agent", busy_text="Creating agent…", parent=page,
     ).open()
@@ -67,7 +64,7 @@ def _new_passphrase(page: ListPage, agent: Any) -> None:
     FormDialog(
         page.ctx, f"New enrollment passphrase for {agent.id}",
         [],
-        lambda c, _v: c.new_enrollment_passphrase(agent.id),
+        lambda worker, _v: new_enrollment_passphrase(worker, agent.id),
         lambda s: (show_passphrase(page, agent.id, s.passphrase), page.refresh()),
         intro="A new one-time passphrase replaces any earlier one, which stops working. "
               "Use this to re-enrol a replaced drive.",
@@ -81,11 +78,11 @@ def _edit_agent(page: ListPage, a: Any) -> None:
         [
             Field("description", "Description", default=a.description),
             Field("site_id", "Site", "choice", required=True, default=a.site_id,
-                  load_choices=_site_choices),
+                  load_choices=site_choices),
             Field("default_key_group_id", "Default key group", "choice", required=True,
                   default=a.default_key_group_id, load_choices=_group_choices),
         ],
-        lambda c, v: c.update_agent(a.id, **v),
+        lambda worker, v: update_agent(worker, a.id, **v),
         page.object_changed, busy_text="Saving agent…", parent=page,
     ).open()
 
@@ -93,7 +90,7 @@ def _edit_agent(page: ListPage, a: Any) -> None:
 def _set_enabled(enabled: bool) -> Any:
     def run(page: ListPage, agent: Any) -> None:
         label = "Enabling agent…" if enabled else "Disabling agent…"
-        run_change(page, label, lambda c: c.update_agent(agent.id, enabled=enabled))
+        run_change(page, label, lambda worker: update_agent(worker, agent.id, enabled=enabled))
     return run
 
 
@@ -132,9 +129,9 @@ SPEC = ListSpec(
         Column("created_at", "Created", 140, hidden=True),
         Column("updated_at", "Updated", 140, hidden=True),
     ],
-    fetch=lambda c: c.list_agents,
+    fetch=lambda client: client.list_agents,
     sort_fields=frozenset({"id", "site_id", "created_at"}),
-    get=lambda c: c.get_agent,
+    get=lambda client: client.get_agent,
     filters=[FilterSpec("enabled", "Enabled", [("Enabled and disabled", None),
                                                 ("Enabled only", True),
                                                 ("Disabled only", False)])],

@@ -38,4 +38,4 @@ def run_change(page: ListPage, label: str, call: Callable[[Any], Any],
         if then:
             then(result)
 
-    page.ctx.ops.write(lambda c: call(c.client), parent=page, label=label, success=done)
+    page.ctx.ops.write(call, parent=page, label=label, success=done)

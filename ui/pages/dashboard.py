@@ -20,13 +20,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+import kms_client
 from app.context import AppContext
-from app.pages import PageSpec, register
 from ui.format import counted, words
 from ui.widgets import page_header
 
-KEY_STATE_ORDER = ("generated", "ready", "protect_and_process", "process_only", "deactivated",
-                   "destroyed")
 REFRESH_MS = 15_000  # follows changes made elsewhere; two cheap reads
 
 
@@ -124,7 +122,7 @@ class DashboardPage(QWidget):
         keys_layout.addWidget(QLabel("<b>Keys by state</b>"))
         self.key_grid = QGridLayout()
         self.key_bars: dict[str, tuple[QLabel, QProgressBar]] = {}
-        for i, state in enumerate(KEY_STATE_ORDER):
+        for i, state in enumerate(kms_client.KEY_STATES):
             label = QLabel(words(state))
             bar = QProgressBar()
             bar.setTextVisible(True)
@@ -178,7 +176,7 @@ class DashboardPage(QWidget):
 
     def refresh(self) -> None:
         self._loaded = True
-        self.ctx.ops.read(lambda c: (c.client.dashboard(), c.client.status()), parent=self,
+        self.ctx.ops.read(lambda worker: (worker.client.dashboard(), worker.client.status()), parent=self,
                           success=self._show)
 
     def _show(self, result: tuple[Any, Any]) -> None:
@@ -217,5 +215,3 @@ class DashboardPage(QWidget):
                                     state, f"{k.pool_ready:,} of {k.key_pool_size:,}"])
             self.kmas.addTopLevelItem(item)
 
-
-register(PageSpec("dashboard", "Dashboard", DashboardPage, order=10, icon="SP_ComputerIcon"))

@@ -8,6 +8,8 @@ from PySide6.QtCore import Qt
 
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.writes.data_units import create_data_unit, issue_key, update_data_unit
+from ui.audit.history import history_tab
 from ui.details import DetailsDialog
 from ui.form_dialog import Field, FormDialog
 from ui.format import words
@@ -25,7 +27,7 @@ def _new_unit(page: ListPage, _obj: Any) -> None:
         [Field("id", "Volser or external ID", "id", required=True,
                help="e.g. E00001 (an 'E' prefix marks encrypted media pools)"),
          Field("description", "Description")],
-        lambda c, v: c.create_data_unit(v["id"], v["description"] or None),
+        lambda worker, v: create_data_unit(worker, v["id"], v["description"] or None),
         lambda _d: page.refresh(),
         ok_text="Create data unit", busy_text="Creating data unit…", parent=page,
     ).open()
@@ -35,7 +37,7 @@ def _edit_unit(page: ListPage, d: Any) -> None:
     FormDialog(
         page.ctx, f"Edit data unit {d.id}",
         [Field("description", "Description", default=d.description)],
-        lambda c, v: c.update_data_unit(d.id, description=v["description"]),
+        lambda worker, v: update_data_unit(worker, d.id, description=v["description"]),
         page.object_changed, busy_text="Saving data unit…", parent=page,
     ).open()
 
@@ -44,8 +46,8 @@ def _issue_key(page: ListPage, d: Any) -> None:
     FormDialog(
         page.ctx, f"Issue a key for {d.id}",
         [Field("key_group_id", "Key group", "choice", required=True,
-               load_choices=lambda c: [(g.id, g.id) for g in c.iter_key_groups()])],
-        lambda c, v: (c.issue_key(v["key_group_id"], d.id), c.get_data_unit(d.id))[1],
+               load_choices=lambda client: [(g.id, g.id) for g in client.iter_key_groups()])],
+        lambda worker, v: issue_key(worker, v["key_group_id"], d.id),
         page.object_changed,
         intro="Issues a key from this KMA's pool, as an agent's request would.",
         ok_text="Issue key", busy_text="Issuing key…", parent=page,
@@ -66,8 +68,8 @@ def _rekey(page: ListPage, d: Any) -> None:
     FormDialog(
         page.ctx, f"Rekey {d.id}",
         [Field("key_group_id", "Key group", "choice", required=True,
-               load_choices=lambda c: _groups_last_used_first(c, d.id))],
-        lambda c, v: (c.issue_key(v["key_group_id"], d.id), c.get_data_unit(d.id))[1],
+               load_choices=lambda client: _groups_last_used_first(client, d.id))],
+        lambda worker, v: issue_key(worker, v["key_group_id"], d.id),
         page.object_changed,
         intro=f"<b>{d.id}</b> needs a rekey: none of its keys is in its encryption period, so "
               "a drive may read it but write nothing new with them. Rekeying issues a new write "
@@ -77,13 +79,12 @@ def _rekey(page: ListPage, d: Any) -> None:
 
 
 def _details(page: ListPage, unit: Any) -> None:
-    from ui.audit.history import history_tab as history_list  # timeline + events
     from ui.pages.keys import keys_list
 
     dialog = DetailsDialog(f"Data unit {unit.id}", unit, page)
     dialog.add_tab(keys_list(page.ctx, {"data_unit_id": unit.id}, dialog), "Keys")
     if page.ctx.roles & AUDIT_READERS:
-        dialog.add_tab(history_list(page.ctx, "data_unit", unit.id, dialog), "History")
+        dialog.add_tab(history_tab(page.ctx, "data_unit", unit.id, dialog), "History")
     dialog.open()
 
 
@@ -99,9 +100,9 @@ SPEC = ListSpec(
         Column("created_at", "Created", 140),
         Column("updated_at", "Updated", 140),
     ],
-    fetch=lambda c: c.list_data_units,
+    fetch=lambda client: client.list_data_units,
     sort_fields=frozenset({"id", "created_at"}),  # the KMA filters by state, does not sort by it
-    get=lambda c: c.get_data_unit,
+    get=lambda client: client.get_data_unit,
     filters=[FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES])],
     actions=[
         ActionSpec("New data unit…", _new_unit, OP, needs="none", toolbar=True,

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.writes.key_groups import create_key_group, set_key_group_agents, update_key_group
 from ui.form_dialog import Field, FormDialog
 from ui.list_page import ActionSpec, ListPage, ListSpec
 from ui.paged_model import Column
@@ -40,7 +41,7 @@ def _new_group(page: ListPage, _obj: Any) -> None:
             Field("policy_id", "Key policy", "choice", required=True,
                   load_choices=_policy_choices),
         ],
-        lambda c, v: c.create_key_group(v["id"], description=v["description"] or None,
+        lambda worker, v: create_key_group(worker, v["id"], description=v["description"] or None,
                                         policy_id=v["policy_id"]),
         lambda _g: page.refresh(),
         ok_text="Create key group", busy_text="Creating key group…", parent=page,
@@ -51,7 +52,7 @@ def _edit_group(page: ListPage, g: Any) -> None:
     FormDialog(
         page.ctx, f"Edit key group {g.id}",
         [Field("description", "Description", default=g.description)],
-        lambda c, v: c.update_key_group(g.id, description=v["description"]),
+        lambda worker, v: update_key_group(worker, g.id, description=v["description"]),
         page.object_changed, busy_text="Saving key group…", parent=page,
     ).open()
 
@@ -83,7 +84,7 @@ class AgentAccessDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
         self.buttons.button(QDialogButtonBox.Save).setEnabled(False)
         layout.addWidget(self.buttons)
-        page.ctx.ops.read(lambda c: list(c.client.iter_agents()), parent=self,
+        page.ctx.ops.read(lambda worker: list(worker.client.iter_agents()), parent=self,
                           success=self._fill, label="Loading agents…")
 
     def _fill(self, agents: list[Any]) -> None:
@@ -109,7 +110,7 @@ class AgentAccessDialog(QDialog):
         ids = self.chosen()
         self.buttons.button(QDialogButtonBox.Save).setEnabled(False)
         self.page.ctx.ops.write(
-            lambda c: c.client.set_key_group_agents(self.group.id, ids),
+            lambda worker: set_key_group_agents(worker, self.group.id, ids),
             parent=self, label="Saving agent access…",
             success=self._saved, failure=self._failed,
         )
@@ -138,9 +139,9 @@ SPEC = ListSpec(
         Column("created_at", "Created", 140),
         Column("updated_at", "Updated", 140, hidden=True),
     ],
-    fetch=lambda c: c.list_key_groups,
+    fetch=lambda client: client.list_key_groups,
     sort_fields=frozenset({"id", "policy_id", "created_at"}),
-    get=lambda c: c.get_key_group,
+    get=lambda client: client.get_key_group,
     actions=[
         ActionSpec("New key group…", _new_group, CO, needs="none", toolbar=True,
                    shortcut="Ctrl+N"),

@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.writes.key_policies import create_key_policy, update_key_policy
 from ui.form_dialog import Field, FormDialog
 from ui.format import period
 from ui.list_page import ActionSpec, ListPage, ListSpec
@@ -32,7 +33,7 @@ def _new_policy(page: ListPage, _obj: Any) -> None:
             Field("allow_import", "Allow import", "bool"),
             Field("agents_may_revoke", "Agents may revoke keys", "bool"),
         ],
-        lambda c, v: c.create_key_policy(
+        lambda worker, v: create_key_policy(worker,
             v["id"], encryption_period=v["encryption_period"], cryptoperiod=v["cryptoperiod"],
             description=v["description"] or None, allow_export=v["allow_export"],
             allow_import=v["allow_import"], agents_may_revoke=v["agents_may_revoke"]),
@@ -52,7 +53,7 @@ def _edit_policy(page: ListPage, p: Any) -> None:
             Field("agents_may_revoke", "Agents may revoke keys", "bool",
                   default=p.agents_may_revoke),
         ],
-        lambda c, v: c.update_key_policy(p.id, **v),
+        lambda worker, v: update_key_policy(worker, p.id, **v),
         page.object_changed,
         intro=f"Encryption period {period(p.encryption_period)}, cryptoperiod "
               f"{period(p.cryptoperiod)}: periods cannot change once set.",
@@ -75,9 +76,9 @@ SPEC = ListSpec(
         Column("created_at", "Created", 140),
         Column("updated_at", "Updated", 140, hidden=True),
     ],
-    fetch=lambda c: c.list_key_policies,
+    fetch=lambda client: client.list_key_policies,
     sort_fields=frozenset({"id", "created_at", "encryption_period", "cryptoperiod"}),
-    get=lambda c: c.get_key_policy,
+    get=lambda client: client.get_key_policy,
     actions=[
         ActionSpec("New key policy…", _new_policy, CO, needs="none", toolbar=True,
                    shortcut="Ctrl+N"),

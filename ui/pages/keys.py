@@ -6,8 +6,11 @@ from typing import Any
 
 from PySide6.QtWidgets import QWidget
 
+import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.writes.keys import compromise_key, destroy_key
+from ui.audit.history import history_tab
 from ui.details import DetailsDialog
 from ui.form_dialog import Field, FormDialog
 from ui.format import words, yes_no
@@ -17,7 +20,6 @@ from ui.pages.common import AUDIT_READERS, OP, state_tone
 
 KEY_SORT = frozenset({"created_at", "activated_at", "id", "data_unit_id"})  # the KMA filters by state
 READERS = frozenset({"operator", "compliance_officer", "auditor"})
-STATES = ("generated", "ready", "protect_and_process", "process_only", "deactivated", "destroyed")
 
 
 def destroyable(key: Any) -> bool:
@@ -28,7 +30,7 @@ def _compromise(page: ListPage, key: Any) -> None:
     FormDialog(
         page.ctx, f"Mark key {key.id} compromised",
         [Field("comment", "Why", "multiline", required=True, max_length=500)],
-        lambda c, v: c.compromise_key(key.id, v["comment"]),
+        lambda worker, v: compromise_key(worker, key.id, v["comment"]),
         page.object_changed,
         intro="A compromised key can still decrypt existing data but gets flagged everywhere, "
               "and it may then be destroyed.",
@@ -42,7 +44,7 @@ def _destroy(page: ListPage, key: Any) -> None:
         page.ctx, f"Destroy key {key.id}",
         [Field("comment", "Reason (recorded in the audit log)", "multiline", required=True,
                max_length=500)],
-        lambda c, v: c.destroy_key(key.id, v["comment"]),
+        lambda worker, v: destroy_key(worker, key.id, v["comment"]),
         page.object_changed,
         intro="<b>Destroying a key cannot be undone.</b> Data written with it becomes "
               f"unreadable{' on ' + key.data_unit_id if key.data_unit_id else ''}. "
@@ -52,11 +54,10 @@ def _destroy(page: ListPage, key: Any) -> None:
 
 
 def _details(page: ListPage, key: Any) -> None:
-    from ui.audit.history import history_tab as history_list  # timeline + events
 
     dialog = DetailsDialog(f"Key {key.id}", key, page)
     if page.ctx.roles & AUDIT_READERS:
-        dialog.add_tab(history_list(page.ctx, "key", key.id, dialog), "History")
+        dialog.add_tab(history_tab(page.ctx, "key", key.id, dialog), "History")
     dialog.open()
 
 
@@ -88,11 +89,11 @@ SPEC = ListSpec(
     subtitle="Keys are never shown: only their state and dates. Only deactivated or "
              "compromised keys can be destroyed.",
     columns=COLUMNS,
-    fetch=lambda c: c.list_keys,
+    fetch=lambda client: client.list_keys,
     sort_fields=KEY_SORT,
-    get=lambda c: c.get_key,
+    get=lambda client: client.get_key,
     filters=[
-        FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES]),
+        FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in kms_client.KEY_STATES]),
         FilterSpec("compromised", "Compromised", [("Compromised or not", None),
                                                   ("Compromised only", True),
                                                   ("Not compromised", False)]),
@@ -106,8 +107,8 @@ SPEC = ListSpec(
 def keys_list(ctx: AppContext, fixed: dict[str, Any], parent: QWidget | None = None) -> ListPage:
     """Keys of one data unit or key group, for a details tab."""
     spec = ListSpec(key="keys_of", title="Keys", noun="key", columns=COLUMNS,
-                    fetch=lambda c: c.list_keys, sort_fields=KEY_SORT, actions=ACTIONS, details=_details,
-                    fixed_filters=fixed)
+                    fetch=lambda client: client.list_keys, sort_fields=KEY_SORT, actions=ACTIONS,
+                    details=_details, fixed_filters=fixed)
     return ListPage(ctx, spec, parent, embedded=True)
 
 

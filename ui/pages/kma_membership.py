@@ -12,10 +12,11 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from app.writes import kma_membership as writes
 from ui.form_dialog import Field
 from ui.list_page import ActionSpec, ListPage
 from ui.pages.common import SO
-from ui.quorum_widgets import QuorumFormDialog, handle_result
+from ui.quorum.widgets import QuorumFormDialog, handle_result
 from ui.secret_dialog import OneTimeSecretDialog
 
 
@@ -64,8 +65,8 @@ def add_kma(page: ListPage, _obj: Any) -> QuorumFormDialog:
          Field("voter", "Raft voter", "bool", default=True,
                help="At most 5 KMAs vote; others are read replicas. An odd number of voters is "
                     "best: two voters stop management writes when either is lost.")],
-        lambda c, v: c.create_kma_entry(
-            v["id"], v["site_id"], name=v["name"], management_address=v["management_address"],
+        lambda w, v: writes.create_kma_entry(
+            w, v["id"], v["site_id"], name=v["name"], management_address=v["management_address"],
             service_address=v["service_address"], raft_address=v["raft_address"], voter=v["voter"],
             credentials=v["credentials"]),
         _then_passphrase(page), what="the KMA's entry is created", ok_text="Add KMA",
@@ -78,7 +79,7 @@ def add_kma(page: ListPage, _obj: Any) -> QuorumFormDialog:
 def new_kma_passphrase(page: ListPage, kma: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx, f"New KMA passphrase for {kma.id}", [],
-        lambda c, v: c.set_kma_passphrase(kma.id, credentials=v["credentials"]),
+        lambda w, v: writes.set_kma_passphrase(w, kma.id, credentials=v["credentials"]),
         _then_passphrase(page), what="the new passphrase works",
         intro=f"A machine that joins with the new passphrase becomes KMA <b>{html.escape(kma.id)}</b> "
               "(how a dead KMA is replaced); the certificates of any earlier machine stop working.",
@@ -94,7 +95,7 @@ def remove_kma(page: ListPage, kma: Any) -> QuorumFormDialog:
 
     dialog = QuorumFormDialog(
         page.ctx, f"Remove KMA {kma.id}", [],
-        lambda c, v: c.remove_kma(kma.id, credentials=v["credentials"]),
+        lambda w, v: writes.remove_kma(w, kma.id, credentials=v["credentials"]),
         done, what="the KMA is removed",
         intro=f"Remove <b>{html.escape(kma.name)}</b> ({html.escape(kma.id)}) from the cluster? Its "
               "certificates stop working at once and it leaves Raft. Its history stays.",

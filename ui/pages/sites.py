@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.writes.sites import create_site, delete_site, update_kma, update_site
 from ui.form_dialog import Field, FormDialog
 from ui.format import when, yes_no
 from ui.list_page import ActionSpec, ListPage, ListSpec
@@ -18,7 +19,7 @@ from ui.pages.common import SO
 from ui.widgets import page_header
 
 
-def _site_choices(client: Any) -> list[tuple[str, Any]]:
+def site_choices(client: Any) -> list[tuple[str, Any]]:
     return [(f"{s.name} ({s.id})", s.id) for s in client.iter_sites()]
 
 
@@ -27,7 +28,7 @@ def _new_site(page: ListPage, _obj: Any) -> None:
         page.ctx, "New site",
         [Field("id", "Site ID", "id", required=True), Field("name", "Name", required=True),
          Field("description", "Description", "multiline")],
-        lambda c, v: c.create_site(v["id"], v["name"], v["description"] or None),
+        lambda worker, v: create_site(worker, v["id"], v["name"], v["description"] or None),
         lambda _s: page.refresh(), ok_text="Create site", busy_text="Creating site…", parent=page,
     ).open()
 
@@ -37,7 +38,7 @@ def _edit_site(page: ListPage, site: Any) -> None:
         page.ctx, f"Edit site {site.id}",
         [Field("name", "Name", required=True, default=site.name),
          Field("description", "Description", "multiline", default=site.description)],
-        lambda c, v: c.update_site(site.id, name=v["name"], description=v["description"]),
+        lambda worker, v: update_site(worker, site.id, name=v["name"], description=v["description"]),
         page.object_changed, busy_text="Saving site…", parent=page,
     ).open()
 
@@ -46,7 +47,7 @@ def _delete_site(page: ListPage, site: Any) -> None:
     FormDialog(
         page.ctx, f"Delete site {site.id}",
         [],
-        lambda c, _v: c.delete_site(site.id),
+        lambda worker, _v: delete_site(worker, site.id),
         lambda _r: page.refresh(),
         intro=f"Delete the site <b>{site.name}</b>? The KMA refuses while KMAs or agents "
               "still belong to it.",
@@ -59,11 +60,11 @@ def _edit_kma(page: ListPage, kma: Any) -> None:
         page.ctx, f"Edit KMA {kma.id}",
         [Field("name", "Name", required=True, default=kma.name),
          Field("site_id", "Site", "choice", required=True, default=kma.site_id,
-               load_choices=_site_choices),
+               load_choices=site_choices),
          Field("key_pool_size", "Key pool size", "int", default=kma.key_pool_size,
                minimum=1, maximum=1_000_000,
                help="Keys kept ready so issuing never waits for replication (default 1,000).")],
-        lambda c, v: c.update_kma(kma.id, name=v["name"], site_id=v["site_id"],
+        lambda worker, v: update_kma(worker, kma.id, name=v["name"], site_id=v["site_id"],
                                   key_pool_size=v["key_pool_size"]),
         page.object_changed, busy_text="Saving KMA…", parent=page,
     ).open()
@@ -77,7 +78,7 @@ SITES = ListSpec(
         Column("description", "Description", 360),
         Column("created_at", "Created", 140),
     ],
-    fetch=lambda c: c.list_sites,
+    fetch=lambda client: client.list_sites,
     sort_fields=frozenset({"id", "name", "created_at"}),
     actions=[
         ActionSpec("New site…", _new_site, SO, needs="none", toolbar=True),
@@ -107,7 +108,7 @@ KMAS = ListSpec(
         Column("removed_at", "Removed", 140, format=lambda v: when(v) if v else ""),
         Column("created_at", "Created", 140, hidden=True),
     ],
-    fetch=lambda c: c.list_kmas,
+    fetch=lambda client: client.list_kmas,
     sort_fields=frozenset({"id", "name", "site_id"}),
     actions=[ActionSpec("Edit KMA…", _edit_kma, SO, toolbar=True), *kma_membership.ACTIONS],
     searchable=False,

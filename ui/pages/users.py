@@ -13,20 +13,18 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
+import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.writes.users import create_user, set_user_passphrase, update_user
 from ui.form_dialog import Field
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import SO, enabled_tone
-from ui.quorum_widgets import QuorumFormDialog, handle_result
+from ui.quorum.widgets import QuorumFormDialog, handle_result
 
-ROLE_CHOICES = [("All roles", None)] + [
-    (words(r), r)
-    for r in ("security_officer", "compliance_officer", "operator", "backup_operator",
-              "auditor", "quorum_member")
-]
+ROLE_CHOICES = [("All roles", None)] + [(words(r), r) for r in kms_client.ROLES]
 
 
 def _roles_text(roles: Any) -> str:
@@ -43,7 +41,7 @@ def _then(page: ListPage, changed: Any = None) -> Any:
     return done
 
 
-def _new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
+def new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx, "New user",
         [
@@ -53,7 +51,7 @@ def _new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
             Field("passphrase", "Passphrase", "password", required=True,
                   help="8 to 256 characters; give it to the user in person."),
         ],
-        lambda c, v: c.create_user(v["id"], v["name"], v["roles"], v["passphrase"],
+        lambda worker, v: create_user(worker, v["id"], v["name"], v["roles"], v["passphrase"],
                                    credentials=v["credentials"]),
         _then(page, lambda _u: page.refresh()),
         what="the user is created", ok_text="Create user", busy_text="Creating user…",
@@ -70,7 +68,7 @@ def _edit_user(page: ListPage, user: Any) -> QuorumFormDialog:
             Field("name", "Name", required=True, default=user.name),
             Field("roles", "Roles", "roles", required=True, default=user.roles),
         ],
-        lambda c, v: c.update_user(user.id, name=v["name"], roles=v["roles"],
+        lambda worker, v: update_user(worker, user.id, name=v["name"], roles=v["roles"],
                                    credentials=v["credentials"]),
         _then(page), what="the change is made", busy_text="Saving user…", parent=page,
     )
@@ -86,7 +84,7 @@ def _set_enabled(enabled: bool) -> Any:
                   "can no longer sign in; their sessions end")
         dialog = QuorumFormDialog(
             page.ctx, f"{verb} user {user.id}", [],
-            lambda c, v: c.update_user(user.id, enabled=enabled, credentials=v["credentials"]),
+            lambda worker, v: update_user(worker, user.id, enabled=enabled, credentials=v["credentials"]),
             _then(page), what="the change is made",
             intro=f"{verb} <b>{html.escape(user.name)}</b> ({html.escape(user.id)})? The user "
                   f"{effect}.",
@@ -103,7 +101,7 @@ def _set_passphrase(page: ListPage, user: Any) -> QuorumFormDialog:
         page.ctx, f"Set passphrase for {user.id}",
         [Field("passphrase", "New passphrase", "password", required=True,
                help="8 to 256 characters; give it to the user in person.")],
-        lambda c, v: c.set_user_passphrase(user.id, v["passphrase"],
+        lambda worker, v: set_user_passphrase(worker, user.id, v["passphrase"],
                                            credentials=v["credentials"]),
         _then(page, lambda _r: page.refresh()),
         what="the passphrase is set", ok_text="Set passphrase", busy_text="Setting passphrase…",
@@ -130,12 +128,12 @@ SPEC = ListSpec(
         Column("created_at", "Created", 140),
         Column("updated_at", "Updated", 140, hidden=True),
     ],
-    fetch=lambda c: c.list_users,
+    fetch=lambda client: client.list_users,
     sort_fields=frozenset({"id", "name", "created_at"}),
-    get=lambda c: c.get_user,
+    get=lambda client: client.get_user,
     filters=[FilterSpec("role", "Role", ROLE_CHOICES)],
     actions=[
-        ActionSpec("New user…", _new_user, SO, needs="none", toolbar=True, shortcut="Ctrl+N"),
+        ActionSpec("New user…", new_user, SO, needs="none", toolbar=True, shortcut="Ctrl+N"),
         ActionSpec("Edit user…", _edit_user, SO, toolbar=True),
         ActionSpec("Set passphrase…", _set_passphrase, SO),
         ActionSpec("Enable…", _set_enabled(True), SO, enabled=lambda u: not u.enabled),

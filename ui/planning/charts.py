@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QGridLayout, QWidget
 
 from tape_planning.plan import Plan
 from tape_planning.report import buffer_label
-from ui.audit.charts import ChartBox, QtCharts, _count_axis
+from ui.audit.charts import ChartBox, QtCharts, count_axis
 
 PLAIN_COLOUR = "#8fa9c7"
 ENCRYPTED_COLOUR = "#2f6db5"
@@ -73,7 +73,7 @@ class ThroughputCharts(QWidget):
         axis_x = QtCharts.QBarCategoryAxis()
         axis_x.append([str(t.data_buffers) for t in rows])
         axis_x.setTitleText("data buffers")
-        axis_y = _count_axis(top)  # the same round steps as the dashboard's charts
+        axis_y = count_axis(top)  # the same round steps as the dashboard's charts
         axis_y.setTitleText("MB/s")
         chart.addAxis(axis_x, Qt.AlignBottom)
         chart.addAxis(axis_y, Qt.AlignLeft)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from kma.api.routes import (
-           agents,
-           audit,
-           auth,
-           data_units,
-           keys,
-           kmas,
-           policies,
-           sites,
-           status,
-           users,
+    agents,
+    audit,
+    auth,
+    data_units,
+    keys,
+    kmas,
+    policies,
+    sites,
+    status,
+    users,
 )
 
 ROUTERS = [status.router, auth.router, sites.router, kmas.router, users.router, policies.router,
@@ -22,7 +22,7 @@ from kma.api.routes import history, series  # noqa: E402  the auditor's view: hi
 
 ROUTERS += [history.router, series.router]
 
-from kma.api.routes import quorum  # noqa: E402  pending quorum operations, lock/unlock, key split
+from kma.api.routes import quorum  # noqa: E402  pending quorum operations, key split
 
 ROUTERS += [quorum.router]
 

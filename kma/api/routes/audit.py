@@ -16,7 +16,7 @@ from fastapi.responses import StreamingResponse
 
 from kma.api import audit_schemas, schemas
 from kma.api.deps import AuditRead, Kma, Paging, SignedIn, with_filters
-from kma.api.quorum_schemas import PENDING, PendingQuorumOp
+from kma.api.quorum_schemas import PENDING, PendingQuorumOp, ran_or_pending
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
 from kma.errors import Forbidden
@@ -66,14 +66,18 @@ def facets(kma: Kma, actor: AuditRead) -> dict[str, list[str]]:
     return audit_log.facets(kma.store)
 
 
-@router.get("/export.csv", response_class=StreamingResponse,
-            responses={200: {"content": {"text/csv": {}}, "description": "Signed CSV (trailer line)"}})
+@router.get(
+    "/export.csv",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/csv": {}}, "description": "Signed CSV (trailer line)"}},
+)
 def export_csv(kma: Kma, actor: AuditRead, filters: AuditFilter) -> StreamingResponse:
     stream = audit_export.csv_export(kma, actor, filters)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     disposition = f'attachment; filename="audit-events-{stamp}.csv"'
-    return StreamingResponse(stream, media_type="text/csv; charset=utf-8",
-                             headers={"Content-Disposition": disposition})
+    return StreamingResponse(
+        stream, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": disposition}
+    )
 
 
 @router.get("/report", response_model=audit_schemas.Report)
@@ -107,10 +111,7 @@ def set_retention(
         return audit_retention.set_retention(kma, actor, auto_prune=body.auto_prune, **periods)
     request = {**{k: v for k, v in periods.items() if v is not None}, "auto_prune": body.auto_prune}
     done = quorum.submit(kma, actor, "shorten_audit_retention", request, body.key_split_credentials())
-    if not done.executed:
-        response.status_code = 202
-        return PendingQuorumOp.model_validate(done.op)
-    return audit_retention.get_retention(kma)
+    return ran_or_pending(done, response, lambda: audit_retention.get_retention(kma))
 
 
 @router.post("/prune", response_model=audit_schemas.PruneResult)

@@ -1,11 +1,15 @@
+"""The KMAs of the cluster: list, show, rename; lock one, and unlock it with a quorum."""
+
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from kma.api import schemas
-from kma.api.deps import Kma, KmasWrite, Paging, SignedIn
-from kma.services import kmas
+from kma.api.deps import Kma, KmaEvenLocked, KmasWrite, Paging, QuorumSubmit, SignedIn
+from kma.api.quorum_schemas import PENDING, PendingQuorumOp, UnlockBody, ran_or_pending
+from kma.services import kmas, quorum
 from kma.services.paging import Page
+from kma.services.quorum import locking
 
 router = APIRouter(prefix="/kmas", tags=["kmas"])
 
@@ -23,3 +27,16 @@ def get_kma(kma_id: str, kma: Kma, actor: SignedIn) -> dict[str, object]:
 @router.patch("/{kma_id}", response_model=schemas.Kma)
 def update_kma(kma_id: str, body: schemas.KmaPatch, kma: Kma, actor: KmasWrite) -> dict[str, object]:
     return kmas.update_kma(kma, actor, kma_id, **body.model_dump(exclude_none=True))
+
+
+@router.post("/{kma_id}/lock", response_model=schemas.Kma)
+def lock(kma_id: str, kma: Kma, actor: QuorumSubmit) -> dict[str, object]:
+    return locking.lock_kma(kma, actor, kma_id)
+
+
+@router.post("/{kma_id}/unlock", response_model=schemas.Kma | PendingQuorumOp, responses=PENDING)
+def unlock(
+    kma_id: str, body: UnlockBody, kma: KmaEvenLocked, actor: QuorumSubmit, response: Response
+) -> schemas.Kma | PendingQuorumOp:
+    done = quorum.submit(kma, actor, "unlock_kma", {"kma_id": kma_id}, body.key_split_credentials())
+    return ran_or_pending(done, response, lambda: schemas.Kma.model_validate(kmas.get_kma(kma, kma_id)))

@@ -1,4 +1,4 @@
-"""Pending quorum operations, lock and unlock, the key split and autonomous unlock."""
+"""Pending quorum operations, the key split and autonomous unlock (lock and unlock: routes/kmas.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request, Response
 from kma.api import schemas
 from kma.api.deps import (
     Kma,
+    KmaEvenLocked,
     Paging,
     QuorumApprove,
     QuorumDelete,
@@ -26,29 +27,32 @@ from kma.api.quorum_schemas import (
     KeySplitChangePending,
     LifetimeBody,
     PendingQuorumOp,
-    UnlockBody,
+    ran_or_pending,
 )
-from kma.services import kmas, locking, member_enrolment, quorum
-from kma.services.key_split import Credential
+from kma.services import quorum
 from kma.services.paging import Page
+from kma.services.quorum import locking, member_enrolment
+from kma.services.quorum.key_split import Credential
 
 router = APIRouter(tags=["quorum"])
 
 
 @router.get("/quorum-operations", response_model=schemas.Page[PendingQuorumOp])
 def list_operations(
-    kma: Kma, actor: QuorumRead, paging: Paging, state: str | None = None, type: str | None = None
+    kma: KmaEvenLocked, actor: QuorumRead, paging: Paging, state: str | None = None, type: str | None = None
 ) -> Page:  # noqa: A002
     return quorum.list_ops(kma, with_filters(paging, state=state, type=type))
 
 
 @router.get("/quorum-operations/{op_id}", response_model=PendingQuorumOp)
-def get_operation(op_id: str, kma: Kma, actor: QuorumRead) -> dict[str, object]:
+def get_operation(op_id: str, kma: KmaEvenLocked, actor: QuorumRead) -> dict[str, object]:
     return quorum.show_op(kma, op_id)
 
 
 @router.post("/quorum-operations/{op_id}/approve", response_model=PendingQuorumOp)
-def approve_operation(op_id: str, body: CredentialBody, kma: Kma, actor: QuorumApprove) -> dict[str, object]:
+def approve_operation(
+    op_id: str, body: CredentialBody, kma: KmaEvenLocked, actor: QuorumApprove
+) -> dict[str, object]:
     return quorum.approve(kma, actor, op_id, Credential(body.member, body.passphrase))
 
 
@@ -56,22 +60,6 @@ def approve_operation(op_id: str, body: CredentialBody, kma: Kma, actor: QuorumA
 def delete_operation(op_id: str, kma: Kma, actor: QuorumDelete) -> Response:
     quorum.delete(kma, actor, op_id)
     return Response(status_code=204)
-
-
-@router.post("/kmas/{kma_id}/lock", response_model=schemas.Kma)
-def lock(kma_id: str, kma: Kma, actor: QuorumSubmit) -> dict[str, object]:
-    return locking.lock_kma(kma, actor, kma_id)
-
-
-@router.post("/kmas/{kma_id}/unlock", response_model=schemas.Kma | PendingQuorumOp, responses=PENDING)
-def unlock(
-    kma_id: str, body: UnlockBody, kma: Kma, actor: QuorumSubmit, response: Response
-) -> schemas.Kma | PendingQuorumOp:
-    done = quorum.submit(kma, actor, "unlock_kma", {"kma_id": kma_id}, body.key_split_credentials())
-    if not done.executed:
-        response.status_code = 202
-        return PendingQuorumOp.model_validate(done.op)
-    return schemas.Kma.model_validate(kmas.get_kma(kma, kma_id))
 
 
 @router.get("/cluster/key-split", response_model=KeySplit)
@@ -115,7 +103,6 @@ def set_autonomous_unlock(
     done = quorum.submit(
         kma, actor, "set_autonomous_unlock", {"enabled": body.enabled}, body.key_split_credentials()
     )
-    if not done.executed:
-        response.status_code = 202
-        return PendingQuorumOp.model_validate(done.op)
-    return AutonomousUnlock(kma_id=kma.kma_id, enabled=locking.autonomous_unlock_on(kma))
+    return ran_or_pending(
+        done, response, lambda: AutonomousUnlock(kma_id=kma.kma_id, enabled=locking.autonomous_unlock_on(kma))
+    )

@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from kma.api import schemas
-from kma.api.deps import Kma, SignedIn
+from kma.api.deps import Kma, KmaEvenLocked, SignedIn
 from kma.crypto import fingerprint
 from kma.services import dashboard
 
@@ -11,12 +11,12 @@ router = APIRouter(tags=["status"])
 
 
 @router.get("/status", response_model=schemas.Status)
-def get_status(kma: Kma) -> dict[str, object]:
+def get_status(kma: KmaEvenLocked) -> dict[str, object]:
     return dashboard.status(kma)
 
 
 @router.get("/ca", response_model=schemas.CaInfo)
-def get_ca(kma: Kma) -> dict[str, object]:
+def get_ca(kma: KmaEvenLocked) -> dict[str, object]:
     pem = kma.data_dir.ca_cert.read_bytes()
     return {"ca_pem": pem.decode(), "fingerprint": fingerprint(pem)}
 

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
-from fastapi.responses import JSONResponse
 
 from kma.api import schemas
 from kma.api.deps import Kma, Paging, UsersRead, UsersWrite, with_filters
@@ -11,6 +10,7 @@ from kma.api.quorum_schemas import (
     PendingQuorumOp,
     UserCreateQuorum,
     UserPatchQuorum,
+    ran_or_pending,
 )
 from kma.services import quorum, users
 from kma.services.paging import Page
@@ -36,10 +36,7 @@ def create_user(body: UserCreateQuorum, kma: Kma, actor: UsersWrite,
                 response: Response) -> schemas.User | PendingQuorumOp:  # fmt: skip
     request = body.model_dump(exclude={"credentials"})
     done = quorum.submit(kma, actor, "create_user", request, body.key_split_credentials())
-    if not done.executed:
-        response.status_code = 202
-        return PendingQuorumOp.model_validate(done.op)
-    return schemas.User.model_validate(users.get_user(kma, body.id))
+    return ran_or_pending(done, response, lambda: schemas.User.model_validate(users.get_user(kma, body.id)))
 
 
 @router.patch("/{user_id}", response_model=schemas.User | PendingQuorumOp, responses=PENDING)
@@ -49,16 +46,13 @@ def update_user(user_id: str, body: UserPatchQuorum, kma: Kma, actor: UsersWrite
     if len(request) == 1:  # nothing to change: no quorum needed to say so
         return schemas.User.model_validate(users.get_user(kma, user_id))
     done = quorum.submit(kma, actor, "update_user", request, body.key_split_credentials())
-    if not done.executed:
-        response.status_code = 202
-        return PendingQuorumOp.model_validate(done.op)
-    return schemas.User.model_validate(users.get_user(kma, user_id))
+    return ran_or_pending(done, response, lambda: schemas.User.model_validate(users.get_user(kma, user_id)))
 
 
 @router.put("/{user_id}/passphrase", status_code=204, response_model=None, responses=PENDING)
-def set_passphrase(user_id: str, body: PassphraseQuorum, kma: Kma, actor: UsersWrite) -> Response:
+def set_passphrase(
+    user_id: str, body: PassphraseQuorum, kma: Kma, actor: UsersWrite, response: Response
+) -> Response | PendingQuorumOp:
     request = {"id": user_id, "passphrase": body.passphrase}
     done = quorum.submit(kma, actor, "set_user_passphrase", request, body.key_split_credentials())
-    if not done.executed:
-        return JSONResponse(PendingQuorumOp.model_validate(done.op).model_dump(mode="json"), status_code=202)
-    return Response(status_code=204)
+    return ran_or_pending(done, response, lambda: Response(status_code=204))

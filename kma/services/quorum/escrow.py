@@ -35,7 +35,7 @@ from weakref import WeakKeyDictionary
 from kma.appliance import Appliance
 from kma.crypto import CryptoError, WrappingKey
 from kma.errors import Conflict, KmaLocked
-from kma.services.key_split import Share
+from kma.services.quorum.key_split import Share
 
 MASTER, MEMORY = "master", "memory"
 _memory: WeakKeyDictionary[Appliance, dict[str, WrappingKey]] = WeakKeyDictionary()

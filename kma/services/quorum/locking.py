@@ -13,20 +13,24 @@ keeps its own unlock key file: the switch applies to the KMA that serves the req
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.crypto import WrappingKey
+from kma.crypto import CryptoError, WrappingKey
 from kma.datadir import write_private
 from kma.domain.actor import Actor
 from kma.errors import Conflict, ValidationFailed
 from kma.services.change import Change
 from kma.services.common import require
-from kma.services.key_split import Quorum
+from kma.services.keypool import key_pool
 from kma.services.kmas import get_kma
-from kma.services.quorum_types import OpType, Outcome, Prepared
+from kma.services.quorum.key_split import Quorum
+from kma.services.quorum.op_type import OpType, Outcome, Prepared
 from kma.store import Stmt
+
+log = logging.getLogger(__name__)
 
 
 def this_kma_only(kma: Appliance, kma_id: str, what: str) -> None:
@@ -102,7 +106,7 @@ def _execute_unlock(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping
 
     def unlock() -> None:
         kma.vault.unlock(quorum.master)
-        kma.pool.take_notice()
+        key_pool(kma).take_notice()
 
     change = Change("kma.unlock", statements, f"unlocked KMA '{kma_id}'", ("kma", kma_id))
     return Outcome(change, unlock)
@@ -112,6 +116,23 @@ UNLOCK_KMA = OpType("unlock_kma", _prepare_unlock, _execute_unlock)
 
 
 # --- autonomous unlock -------------------------------------------------------------------
+def unlock_autonomously(kma: Appliance) -> bool:
+    """Open the vault with this KMA's local unlock key, if autonomous unlock is on and no Security
+    Officer's lock stands; False (and still locked) otherwise. Writes nothing."""
+    path = kma.data_dir.unlock_key
+    # A Security Officer's lock (kmas.locked) outlives a restart: only a quorum lifts it.
+    blob = kma.store.scalar("SELECT autounlock_master FROM kmas WHERE id = ? AND locked = 0", (kma.kma_id,))
+    if blob is None or not path.exists():
+        return False
+    try:
+        local = WrappingKey(path.read_bytes())
+        kma.vault.unlock(WrappingKey(local.unwrap(f"autounlock:{kma.kma_id}", blob)))
+    except (CryptoError, ValueError, OSError):
+        log.error("the local unlock key does not open the master key; staying locked")
+        return False
+    return True
+
+
 def autonomous_unlock_on(kma: Appliance) -> bool:
     return bool(
         kma.store.scalar("SELECT autounlock_master IS NOT NULL FROM kmas WHERE id = ?", (kma.kma_id,))

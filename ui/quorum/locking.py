@@ -32,14 +32,15 @@ from app.context import AppContext
 from app.operations import OpContext
 from app.pages import PageSpec, register
 from app.quorum_watch import QuorumWatch
+from app.writes.quorum import lock_kma, set_autonomous_unlock, set_quorum_lifetime, unlock_kma
 from ui.form_dialog import Field, FormDialog
 from ui.format import period
-from ui.key_split_dialog import KeySplitDialog, MemberEnrolmentDialog
-from ui.quorum_widgets import QuorumFormDialog, handle_result, open_operation, progress_text
+from ui.pages.common import SO
+from ui.quorum.key_split import KeySplitDialog, MemberEnrolmentDialog
+from ui.quorum.widgets import QuorumFormDialog, handle_result, open_operation, progress_text
 from ui.widgets import page_header
 
 KEY = "locking"
-SO = frozenset({"security_officer"})
 GOOD, BAD = "#2e7d32", "#c62828"
 
 
@@ -53,7 +54,7 @@ def open_unlock(ctx: AppContext, parent: QWidget, kma_id: str | None) -> QuorumF
     if kma_id is None and watch.status is not None:
         kma_id = watch.status.kma_id
     if kma_id is None:  # not polled yet: ask which KMA this is, then open
-        ctx.ops.read(lambda c: c.client.status(), parent=parent,
+        ctx.ops.read(lambda worker: worker.client.status(), parent=parent,
                      success=lambda s: open_unlock(ctx, parent, s.kma_id))
         return None
     threshold = watch.threshold()
@@ -69,7 +70,7 @@ def open_unlock(ctx: AppContext, parent: QWidget, kma_id: str | None) -> QuorumF
 
     dialog = QuorumFormDialog(
         ctx, f"Unlock KMA {kma_id}", [],
-        lambda c, v: c.unlock_kma(kma_id, credentials=v["credentials"]),
+        lambda worker, v: unlock_kma(worker, kma_id, credentials=v["credentials"]),
         lambda result: handle_result(ctx, parent, result, unlocked),
         rows=threshold or 1, what="the KMA unlocks",
         intro=f"Unlock <b>{html.escape(kma_id)}</b>: it rebuilds the cluster's root secret from "
@@ -80,8 +81,8 @@ def open_unlock(ctx: AppContext, parent: QWidget, kma_id: str | None) -> QuorumF
     return dialog
 
 
-def _load(c: OpContext) -> dict[str, Any]:  # worker thread: kms_client only
-    client = c.client
+def _load(worker: OpContext) -> dict[str, Any]:  # worker thread: kms_client only
+    client = worker.client
 
     def maybe(fn: Any) -> Any:
         try:
@@ -325,7 +326,7 @@ class LockingPage(QWidget):
                   "(encrypted tapes can be neither written nor read) while it is locked.")
         dialog = FormDialog(
             self.ctx, f"Lock KMA {status.kma_id}", [],
-            lambda c, _v: c.lock_kma(status.kma_id),
+            lambda worker, _v: lock_kma(worker, status.kma_id),
             lambda _k: self._locked_now(),
             intro=f"Lock <b>{html.escape(status.kma_name)}</b> ({html.escape(status.kma_id)}) "
                   f"now?<br><br>It forgets its master key at once and serves nothing secret "
@@ -357,7 +358,7 @@ class LockingPage(QWidget):
 
         dialog = QuorumFormDialog(
             self.ctx, f"Turn autonomous unlock {'on' if turn_on else 'off'}", [],
-            lambda c, v: c.set_autonomous_unlock(turn_on, credentials=v["credentials"]),
+            lambda worker, v: set_autonomous_unlock(worker, turn_on, credentials=v["credentials"]),
             self._after_quorum,
             what="the setting changes",
             intro=f"Turn autonomous unlock <b>{'on' if turn_on else 'off'}</b> for "
@@ -409,7 +410,7 @@ class LockingPage(QWidget):
             [Field("hours", "Expire after (hours)", "int",
                    default=max(1, split.operation_lifetime // 3600), minimum=1, maximum=720,
                    help="From 1 hour to 30 days. Operations already pending keep their expiry.")],
-            lambda c, v: c.set_quorum_lifetime(v["hours"] * 3600),
+            lambda worker, v: set_quorum_lifetime(worker, v["hours"] * 3600),
             saved,
             intro="How long a new pending quorum operation waits for approvals before it "
                   "expires. Operations already pending keep their expiry.",

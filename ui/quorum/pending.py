@@ -4,7 +4,7 @@ The list is the generic paged list (pending ones first: the State filter starts 
 below it, the selected operation exactly as it will run (its summary and the canonical request,
 pretty-printed), who approved so far, and when it expires. Quorum Members approve, Security
 Officers may delete, Auditors read. The window's badge, notification and locked banner are in
-:mod:`ui.quorum_window`, registered here as a window extension.
+:mod:`ui.quorum.window`, registered here as a window extension.
 """
 
 from __future__ import annotations
@@ -31,11 +31,13 @@ from PySide6.QtWidgets import (
 from app.context import AppContext
 from app.pages import PageSpec, register, register_window_extension
 from app.quorum_watch import QUORUM_READERS, QuorumWatch
+from app.writes.quorum import delete_quorum_operation
 from ui.form_dialog import FormDialog
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.quorum_widgets import (
+from ui.pages.common import SO
+from ui.quorum.widgets import (
     QUORUM_PAGE,
     TYPE_WORDS,
     ApproveDialog,
@@ -44,12 +46,11 @@ from ui.quorum_widgets import (
     request_view,
     type_words,
 )
-from ui.quorum_window import attach
+from ui.quorum.window import attach
 from ui.widgets import page_header
 
 TITLE = "Pending approvals"
 QM = frozenset({"quorum_member"})
-SO = frozenset({"security_officer"})
 
 STATE_CHOICES = [("Pending", "pending"), ("All states", None), ("Executed", "executed"),
                  ("Failed", "failed"), ("Expired", "expired"), ("Deleted", "deleted")]
@@ -223,8 +224,8 @@ SPEC = ListSpec(
         Column("updated_at", "Updated", 130, hidden=True),
         Column("id", "Operation ID", 110, sortable=False, hidden=True),
     ],
-    fetch=lambda c: c.list_quorum_operations,
-    get=lambda c: c.get_quorum_operation,
+    fetch=lambda client: client.list_quorum_operations,
+    get=lambda client: client.get_quorum_operation,
     sort_fields=frozenset({"submitted_at", "expires_at", "updated_at", "type", "state"}),
     filters=[FilterSpec("state", "State", STATE_CHOICES), FilterSpec("type", "Type", TYPE_CHOICES)],
     default_sort=("submitted_at", Qt.DescendingOrder),
@@ -319,7 +320,7 @@ class QuorumPage(QWidget):
     def delete(self, op: Any) -> FormDialog:
         dialog = FormDialog(
             self.ctx, "Delete pending operation", [],
-            lambda c, _v: c.delete_quorum_operation(op.id),
+            lambda worker, _v: delete_quorum_operation(worker, op.id),
             lambda _r: self._deleted(),
             intro=f"Delete <b>{html.escape(op.summary)}</b> (requested by "
                   f"{html.escape(op.requested_by)}, {progress_text(op)} approvals)?<br><br>"

@@ -1,7 +1,7 @@
 """A new key split member sets their own passphrase for a pending key split change.
 
 The member proves who they are with the one-time enrolment code the change handed out for them
-(see `kma.services.key_split_change`); no session is needed, since a member need not be a user of
+(see `kma.services.quorum.key_split_change`); no session is needed, since a member need not be a user of
 the KMA. The code is checked (a SHA-256 comparison, cheap) before any passphrase work, and is
 spent by the same statement that stores the sealed share, so it enrols once. Wrong codes are
 audited; with 120 random bits they cannot be guessed.
@@ -18,7 +18,7 @@ from kma.domain.actor import Actor
 from kma.domain.validation import check_passphrase
 from kma.errors import Conflict, KmaError, NotFound, ValidationFailed
 from kma.services import quorum
-from kma.services.key_split_change import code_hash, unwrap_share
+from kma.services.quorum.key_split_change import code_hash, unwrap_share
 from kma.store import Stmt
 
 WRONG_CODE = "The enrolment code is wrong, already used, or not for this member of this key split change."

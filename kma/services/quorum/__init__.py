@@ -8,7 +8,7 @@ root secret, and the operation's change is committed in one batch together with
 `UPDATE pending_quorum_ops SET state = 'executed' WHERE id = ? AND state = 'pending' AND
 expires_at > now` (expect 1): however many approvals race, exactly one batch passes that guard.
 Expired and deleted operations leave `pending` for good (a trigger forbids the way back), so they
-never run. Shares held between approvals: see `kma.services.quorum_escrow`.
+never run. Shares held between approvals: see `kma.services.quorum.escrow`.
 
 Every submission, approval, execution, expiry, deletion and refusal is an audit event.
 """
@@ -28,11 +28,17 @@ from kma.audit.record import Condition
 from kma.crypto import CryptoError
 from kma.domain.actor import Actor
 from kma.errors import Conflict, KmaError, KmaLocked, NotFound, ValidationFailed
-from kma.services import quorum_escrow as escrow
-from kma.services.key_split import Credential, check_distinct, current_split, open_credential, reconstruct
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, list_page, one_of
-from kma.services.quorum_ops import OP_TYPES
-from kma.services.quorum_types import Outcome, Prepared
+from kma.services.quorum import escrow
+from kma.services.quorum.key_split import (
+    Credential,
+    check_distinct,
+    current_split,
+    open_credential,
+    reconstruct,
+)
+from kma.services.quorum.op_type import Outcome, Prepared
+from kma.services.quorum.protected import OP_TYPES
 from kma.store import Batch, Refused, Stmt
 
 log = logging.getLogger(__name__)
@@ -84,8 +90,8 @@ def refuse(
             actor,
             operation,
             f"refused{what}: {exc.message}",
-            Condition.ERROR,
-            _subject(op_id) if op_id else None,
+            condition=Condition.ERROR,
+            subject=_subject(op_id) if op_id else None,
             event_class="quorum",
         )
         exc.audited = True
@@ -405,7 +411,7 @@ def run_if_ready(kma: Appliance, actor: Actor, op_id: str) -> None:
         actor,
         "quorum.execute",
         f"ran quorum operation {op_id} ({row['type']}) approved by {approvers}: {change.message}",
-        change.subject,
+        subject=change.subject,
     )
     try:
         kma.store.write(Batch(statements, event))
@@ -430,8 +436,8 @@ def _follow_up(kma: Appliance, actor: Actor, op_id: str, outcome: Outcome) -> No
             actor,
             "quorum.execute",
             f"quorum operation {op_id} ran, but its follow-up on this KMA failed: {exc.strerror or exc}",
-            Condition.ERROR,
-            _subject(op_id),
+            condition=Condition.ERROR,
+            subject=_subject(op_id),
             event_class="quorum",
         )
         raise KmaError(
@@ -458,8 +464,8 @@ def fail(kma: Appliance, actor: Actor, op_id: str, reason: str) -> None:
                     actor,
                     "quorum.execute",
                     f"quorum operation {op_id} failed and will not run: {reason}",
-                    _subject(op_id),
-                    Condition.ERROR,
+                    subject=_subject(op_id),
+                    condition=Condition.ERROR,
                 ),
             )
         )
@@ -516,8 +522,8 @@ def sweep(kma: Appliance) -> None:
                         "quorum.expire",
                         f"quorum operation {op_id} expired with {row['approvals']} "
                         f"of {row['threshold']} approvals and will never run: {row['summary']}",
-                        _subject(op_id),
-                        Condition.WARNING,
+                        subject=_subject(op_id),
+                        condition=Condition.WARNING,
                     ),
                 )
             )

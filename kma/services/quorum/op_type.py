@@ -16,7 +16,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.services.change import Change
-from kma.services.key_split import Quorum
+from kma.services.quorum.key_split import Quorum
 from kma.store import Stmt
 
 Json = dict[str, Any]

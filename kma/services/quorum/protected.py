@@ -1,5 +1,5 @@
 """The dispatch table of quorum-protected operations, and the user ones (the key split change:
-`kma.services.key_split_change`).
+`kma.services.quorum.key_split_change`).
 
 Not here yet, because the features they protect do not exist yet: transfer partners, restoring
 a backup and software upgrades. Each will be one more `OpType` in `OP_TYPES`.
@@ -17,11 +17,11 @@ from kma.domain.validation import check_passphrase
 from kma.errors import Conflict, ValidationFailed
 from kma.services import users
 from kma.services.audit_retention import SHORTEN_RETENTION
-from kma.services.key_split import Quorum
-from kma.services.key_split_change import CHANGE_KEY_SPLIT
 from kma.services.kma_entries import ADD_KMA, REMOVE_KMA, SET_KMA_PASSPHRASE
-from kma.services.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
-from kma.services.quorum_types import KEPT_AS_HASH, OpType, Outcome, Prepared
+from kma.services.quorum.key_split import Quorum
+from kma.services.quorum.key_split_change import CHANGE_KEY_SPLIT
+from kma.services.quorum.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
+from kma.services.quorum.op_type import KEPT_AS_HASH, OpType, Outcome, Prepared
 
 
 def _user_must_exist(kma: Appliance, user_id: str) -> None:
@@ -58,8 +58,11 @@ def _prepare_update_user(kma: Appliance, op_id: str, request: Mapping[str, Any])
     shown.update(
         {k: (v.split(",") if k == "roles" else bool(v) if k == "enabled" else v) for k, v in changes.items()}
     )
-    described = "; ".join(f"roles {role_words(changes['roles'])}" if k == "roles" else f"{k} {v!r}"
-                          for k, v in shown.items() if k != "id")
+    described = "; ".join(
+        f"roles {role_words(changes['roles'])}" if k == "roles" else f"{k} {v!r}"
+        for k, v in shown.items()
+        if k != "id"
+    )
     return Prepared(f"Change user '{user_id}': {described}", shown, {"id": user_id, "changes": changes})
 
 

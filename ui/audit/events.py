@@ -1,21 +1,15 @@
-"""Audit log: every operation, successful or refused, as a plain filtered list.
-
-``history_list`` reuses the same list for one key's, data unit's or agent's history (a tab in their
-details). The auditor's browser (next issue) replaces the page by registering under the same key.
-"""
+"""The audit list: its columns, filters and the "Verify chain" action, as the auditor's browser
+(``ui.audit.browser``) shows them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QMessageBox
 
-from app.context import AppContext
-from app.pages import PageSpec, register
 from ui.format import words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.pages.common import AUDIT_READERS
 
 
 def _tone(e: Any) -> str | None:
@@ -60,7 +54,7 @@ def _verify(page: ListPage, _obj: Any) -> None:
                 f"Event {report.first_bad_event_id} does not match the chain: {report.reason}.\n\n"
                 "Preserve this KMA's data folder and tell the Security Officer now.")
 
-    page.ctx.ops.read(lambda c: c.client.verify_audit_chain(), parent=page,
+    page.ctx.ops.read(lambda worker: worker.client.verify_audit_chain(), parent=page,
                       label="Verifying the audit chain…", success=show)
 
 
@@ -69,7 +63,7 @@ SPEC = ListSpec(
     subtitle="Every operation by a user, an agent or a KMA, successful or refused. "
              "Newest first.",
     columns=COLUMNS,
-    fetch=lambda c: c.list_audit_events,
+    fetch=lambda client: client.list_audit_events,
     sort_fields=AUDIT_SORT,
     filters=[
         FilterSpec("severity", "Severity", [("Any severity", None), ("Info", "info"),
@@ -80,23 +74,3 @@ SPEC = ListSpec(
     actions=[ActionSpec("Verify chain", _verify, needs="none", toolbar=True)],
     page_size=300,
 )
-
-
-def history_list(ctx: AppContext, subject_type: str, subject_id: str,
-                 parent: QWidget | None = None) -> ListPage:
-    """The audit events about one object, for a History tab."""
-    spec = ListSpec(
-        key=f"history_{subject_type}", title="History", noun="audit event",
-        plural="audit events", columns=COLUMNS,
-        fetch=lambda c: c.list_audit_events, sort_fields=AUDIT_SORT,
-        fixed_filters={"subject_type": subject_type, "subject_id": subject_id},
-    )
-    return ListPage(ctx, spec, parent, embedded=True)
-
-
-def build(ctx: AppContext) -> ListPage:
-    return ListPage(ctx, SPEC)
-
-
-register(PageSpec("audit", "Audit log", build, AUDIT_READERS, order=90,
-                  icon="SP_FileDialogContentsView"))

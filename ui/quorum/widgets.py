@@ -41,6 +41,7 @@ import kms_client
 from app.context import AppContext
 from app.errors import ErrorKind, describe
 from app.quorum_watch import QuorumWatch
+from app.writes.quorum import approve_quorum_operation
 from ui.form_dialog import ID_PATTERN, Field, FormDialog
 from ui.format import when
 from ui.widgets import ErrorLabel, PasswordLineEdit, grow_to_fit
@@ -122,7 +123,7 @@ def load_members(ctx: AppContext, parent: QWidget, then: Callable[[tuple[str, ..
         watch.remember_key_split(split)
         then(watch.members())
 
-    ctx.ops.read(lambda c: c.client.get_key_split(), parent=parent, quiet=True, success=got,
+    ctx.ops.read(lambda worker: worker.client.get_key_split(), parent=parent, quiet=True, success=got,
                  failure=lambda _e: True)
 
 
@@ -249,7 +250,7 @@ def credentials_note(watch: QuorumWatch, what: str) -> str:
 class QuorumFormDialog(FormDialog):
     """A form for a quorum-protected request: the fields, then optional key split credentials.
 
-    ``submit(client, values)`` finds the credentials in ``values["credentials"]`` (None if none
+    ``submit(worker, values)`` finds the credentials in ``values["credentials"]`` (None if none
     were given). The result may be a ``PendingQuorumOp``: hand it to :func:`handle_result`.
     """
 
@@ -464,7 +465,7 @@ class ApproveDialog(QDialog):
         self.error.say("")
         self.ok.setEnabled(False)
         self.ctx.ops.write(
-            lambda c: c.client.approve_quorum_operation(op_id, member, passphrase),
+            lambda worker: approve_quorum_operation(worker, op_id, member, passphrase),
             parent=self, label="Approving…",
             success=lambda op: self._done(op, member), failure=self._failed,
         )

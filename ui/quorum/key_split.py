@@ -36,8 +36,9 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.errors import describe
+from app.writes.quorum import change_key_split, enrol_key_split_member
 from ui.form_dialog import ID_PATTERN, Field
-from ui.quorum_widgets import MAX_CREDENTIALS, QuorumFormDialog, RowsEditor, progress_text
+from ui.quorum.widgets import MAX_CREDENTIALS, QuorumFormDialog, RowsEditor, progress_text
 from ui.widgets import ErrorLabel, PasswordLineEdit
 
 MIN_PASSPHRASE = 8  # the KMA's rule (kma/domain/validation.py); it checks again
@@ -89,7 +90,9 @@ class KeySplitDialog(QuorumFormDialog):
             [Field("threshold", "Members needed (M)", "int", default=split.threshold, minimum=1,
                    maximum=MAX_CREDENTIALS,
                    help="How many of the new members it takes to unlock a KMA or approve a change")],
-            lambda c, v: c.change_key_split(v["threshold"], v["members"], credentials=v["credentials"]),
+            lambda worker, v: change_key_split(
+                worker, v["threshold"], v["members"], credentials=v["credentials"]
+            ),
             on_done,
             what="the current quorum approves it",
             intro=f"Now <b>{split.threshold} of {len(split.members)}</b>: "
@@ -240,7 +243,7 @@ class MemberEnrolmentDialog(QDialog):
         self.set_button.setEnabled(False)
         self.error.say("")
         self.ctx.ops.write(
-            lambda c: c.client.enrol_key_split_member(op_id, member, code, passphrase),
+            lambda worker: enrol_key_split_member(worker, op_id, member, code, passphrase),
             parent=self,
             label=f"Setting {member}'s passphrase…",
             success=self._enrolled,

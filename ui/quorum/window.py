@@ -23,7 +23,8 @@ import kms_client
 from app.context import AppContext
 from app.quorum_watch import QuorumWatch, can_read_quorum
 from ui.banners import Banner
-from ui.quorum_widgets import QUORUM_PAGE, open_operation, progress_text
+from ui.pages.common import SO
+from ui.quorum.widgets import QUORUM_PAGE, open_operation, progress_text
 
 ACTORS = frozenset({"quorum_member", "security_officer"})  # who is told when one arrives
 LOCKING_PAGE = "locking"
@@ -39,7 +40,7 @@ class LockedBanner(Banner):
         roles = ctx.roles
         text = ("<b>This KMA is locked; a quorum must unlock it.</b> It serves nothing secret and "
                 "refuses management until then (agents fail over to other KMAs).")
-        if "security_officer" in roles:
+        if roles & SO:
             text += " Unlock it with key split credentials, or submit an unlock for quorum " \
                     "members to approve."
         elif can_read_quorum(roles):
@@ -47,7 +48,7 @@ class LockedBanner(Banner):
         else:
             text += " Ask a Security Officer to unlock it, or connect to another KMA."
         self.label.setText(text)
-        if "security_officer" in roles:
+        if roles & SO:
             self.unlock = QPushButton("Unlock…")
             self.unlock.setAccessibleName("Unlock this KMA")
             self.unlock.clicked.connect(self._unlock)
@@ -60,7 +61,7 @@ class LockedBanner(Banner):
         self.hide()
 
     def _unlock(self) -> None:
-        from ui.pages.locking import open_unlock
+        from ui.quorum.locking import open_unlock
 
         status = QuorumWatch.of(self.ctx).status
         open_unlock(self.ctx, self.window_, status.kma_id if status else None)

@@ -1,0 +1,63 @@
+"""What runs beside a served KMA's listeners: `kma serve` (kma/server.py) starts it once the
+sockets are bound and stops it after they close.
+
+At start the KMA records where it listens, unlocks itself if autonomous unlock is on (and no
+Security Officer's lock stands), and says so in the audit trail; then the key pool fills in the
+background and the audit trail is pruned on schedule.
+"""
+
+from __future__ import annotations
+
+from kma.appliance import Appliance
+from kma.audit.record import Condition, Retention
+from kma.services.audit_pruner import AutoPrune
+from kma.services.cluster_watch import ClusterWatch
+from kma.services.keypool import key_pool
+from kma.services.quorum.locking import unlock_autonomously
+from kma.store import Stmt
+
+
+class Running:
+    """The key pool's refill, the audit pruner and the cluster watch of one served KMA."""
+
+    def __init__(self, kma: Appliance) -> None:
+        self.kma = kma
+        self.pool = key_pool(kma)
+        self.pruner = AutoPrune(kma)
+        self.cluster_watch = ClusterWatch(kma)  # locks made elsewhere; removed KMAs out of Raft
+
+    def start(self, management_address: str, service_address: str) -> None:
+        kma = self.kma
+        kma.commit(
+            kma.itself,
+            "kma.listen",
+            [
+                Stmt(
+                    "UPDATE kmas SET management_address = ?, service_address = ? WHERE id = ? "
+                    "AND (management_address, service_address) IS NOT (?, ?)",
+                    (management_address, service_address, kma.kma_id, management_address, service_address),
+                )
+            ],
+            f"listening on {management_address} (management) and {service_address} (service)",
+            ("kma", kma.kma_id),
+            retention=Retention.MEDIUM,
+        )
+        unlocked = unlock_autonomously(kma)
+        kma.audit(
+            kma.itself,
+            "kma.start",
+            "KMA started and unlocked itself (autonomous unlock)"
+            if unlocked
+            else "KMA started locked; a quorum of the key split must unlock it",
+            condition=Condition.SUCCESS if unlocked else Condition.WARNING,
+            subject=("kma", kma.kma_id),
+            event_class="kma",
+        )
+        self.pool.start()
+        self.pruner.start()
+        self.cluster_watch.start()
+
+    def stop(self) -> None:
+        self.cluster_watch.stop()
+        self.pruner.stop()
+        self.pool.stop()
