@@ -25,6 +25,7 @@ from ._http import (
     translated_transport_errors,
     unreadable_response,
 )
+from ._http import present as _present
 from .audit import AuditMethods
 from .cluster_members import ClusterMemberMethods
 from .errors import TrustError, Unauthenticated
@@ -56,11 +57,6 @@ from .trust import Trust, fingerprint_of, same_fingerprint, ssl_context_for
 
 T = TypeVar("T")
 Order = Literal["asc", "desc"]
-
-
-def _present(**fields: Any) -> dict[str, Any]:
-    """A JSON body of the fields that were given: None means "leave unchanged / default"."""
-    return {k: v for k, v in fields.items() if v is not None}
 
 
 class KmsClient(AuditMethods, ClusterMemberMethods):

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._http import Credentials, credentials_body, segment
+from ._http import Credentials, credentials_body, present, segment
 from .models import JsonObject, Kma, PendingQuorumOp
 
 T = TypeVar("T")
@@ -93,9 +93,7 @@ class ClusterMemberMethods:
     ) -> KmaEntryOperation:
         """Security Officer, quorum-protected: the new KMA's entry. The answer carries the
         one-time KMA passphrase (this once) and a warning when the voter count would be even."""
-        from .client import _present
-
-        body = _present(
+        body = present(
             id=id, name=name, site_id=site_id, management_address=management_address,
             service_address=service_address, raft_address=raft_address, voter=voter,
             key_pool_size=key_pool_size, credentials=credentials_body(credentials),
@@ -105,17 +103,13 @@ class ClusterMemberMethods:
     def set_kma_passphrase(self, id: str, *, credentials: Credentials | None = None) -> KmaEntryOperation:  # noqa: A002
         """Security Officer, quorum-protected: a new one-time KMA passphrase for an entry; a
         machine that joins with it becomes that KMA (how a dead KMA is replaced)."""
-        from .client import _present
-
-        body = _present(credentials=credentials_body(credentials))
+        body = present(credentials=credentials_body(credentials))
         return self._call("PUT", f"/kmas/{segment(id)}/passphrase", KmaEntryOperation.from_json, body=body)
 
     def remove_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:  # noqa: A002
         """Security Officer, quorum-protected: the KMA leaves the cluster (ask another KMA); its
         certificates stop working at once on both listeners and it leaves Raft."""
-        from .client import _present
-
-        body = _present(credentials=credentials_body(credentials))
+        body = present(credentials=credentials_body(credentials))
         return self._call_or_pending("POST", f"/kmas/{segment(id)}/remove", Kma.from_json, body)
 
     def join_cluster(self, kma_id: str, passphrase: str, node_csr_pem: str, server_csr_pem: str) -> JoinGrant:
