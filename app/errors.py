@@ -142,6 +142,14 @@ def _unexpected(exc: BaseException) -> UserMessage:
     )
 
 
+def _not_set_up(exc: BaseException) -> UserMessage:
+    return UserMessage(
+        "KMA not set up yet",
+        "This KMA has not been set up yet: it answers only its set-up.",
+        "Choose Set up a new KMA… on the sign-in window, with the set-up code its console shows.",
+    )
+
+
 # Most specific first: the first class `exc` is an instance of decides its message.
 _TABLE: list[tuple[type[BaseException], Callable[[BaseException], UserMessage]]] = [
     (kms_client.Unauthenticated, _unauthenticated),
@@ -150,6 +158,7 @@ _TABLE: list[tuple[type[BaseException], Callable[[BaseException], UserMessage]]]
     (kms_client.Conflict, _conflict),
     (kms_client.ValidationFailed, _validation),
     (kms_client.KmaLocked, _kma_locked),
+    (kms_client.NotSetUp, _not_set_up),
     (kms_client.LockedOut, _locked_out),
     (kms_client.TrustError, _trust),
     (kms_client.KmaUnreachable, _unreachable),

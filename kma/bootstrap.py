@@ -8,11 +8,11 @@ first site, this KMA and the initial Security Officer, all recorded in the audit
 
 from __future__ import annotations
 
-import secrets
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kma.clock import Clock
 from kma.crypto import (
@@ -20,8 +20,6 @@ from kma.crypto import (
     create_cluster_ca,
     hash_passphrase,
     issue_server_certificate,
-    seal_share,
-    split_secret,
 )
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
@@ -30,6 +28,9 @@ from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import Conflict, ValidationFailed
 from kma.store import Stmt
 from kma.vault import wrap_master_for_root
+
+if TYPE_CHECKING:
+    from kma.setup.proof import KeySplitDraft
 
 MAX_SPLIT_MEMBERS = 10
 DEFAULT_POOL = 1000
@@ -58,6 +59,7 @@ class Answers:
     autonomous_unlock: bool = True
     key_pool_size: int = DEFAULT_POOL
     time_server: str = ""
+    mode: str = "new_cluster"  # kma/setup/service.py MODES: what this set-up does
 
 
 def check_key_split(threshold: Any, members: tuple[SplitMember, ...]) -> None:
@@ -105,6 +107,13 @@ def _str(table: dict[str, Any], key: str, where: str, default: str | None = None
 
 
 def parse_answers(text: str) -> Answers:
+    answers = read_answers(text)
+    check_answers(answers)
+    return answers
+
+
+def read_answers(text: str) -> Answers:
+    """The answers as written, passphrases possibly left out (`kma init` then asks for them)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -116,7 +125,7 @@ def parse_answers(text: str) -> Answers:
             "[key_split] needs [[key_split.members]] entries with a name and a passphrase."
         )
     what = "a key split member"
-    members = tuple(SplitMember(_str(m, "name", what), _str(m, "passphrase", what))
+    members = tuple(SplitMember(_str(m, "name", what), _str(m, "passphrase", what, ""))
                     for m in raw_members)  # fmt: skip
     pool = data.get("key_pool_size", DEFAULT_POOL)
     unlock = data.get("autonomous_unlock", True)
@@ -134,14 +143,14 @@ def parse_answers(text: str) -> Answers:
         service_address=_str(kma, "service_address", "[kma]", "127.0.0.1:5696"),
         officer_id=_str(officer, "id", "[security_officer]"),
         officer_name=_str(officer, "name", "[security_officer]", _str(officer, "id", "[security_officer]")),
-        officer_passphrase=_str(officer, "passphrase", "[security_officer]"),
-        threshold=split.get("threshold"),  # type: ignore[arg-type]  # checked below
+        officer_passphrase=_str(officer, "passphrase", "[security_officer]", ""),
+        threshold=split.get("threshold"),  # type: ignore[arg-type]  # check_answers checks it
         members=members,
         autonomous_unlock=unlock,
         key_pool_size=pool,
         time_server=_str(data, "time_server", "the answers file", ""),
+        mode=_str(data, "mode", "the answers file", "new_cluster"),
     )
-    check_answers(answers)
     return answers
 
 
@@ -152,6 +161,12 @@ def _check_address(address: str, what: str) -> None:
 
 
 def check_answers(a: Answers) -> None:
+    check_settings(a)
+    check_key_split(a.threshold, a.members)
+
+
+def check_settings(a: Answers) -> None:
+    """Everything but the key split members' passphrases (a proven draft holds those sealed)."""
     check_text(a.cluster_name, "The cluster name", required=True)
     check_id(a.site_id, "The site ID")
     check_text(a.site_name, "The site name", required=True)
@@ -162,16 +177,38 @@ def check_answers(a: Answers) -> None:
     check_id(a.officer_id, "The Security Officer's user ID")
     check_text(a.officer_name, "The Security Officer's name", required=True)
     check_passphrase(a.officer_passphrase, "The Security Officer's passphrase")
-    check_key_split(a.threshold, a.members)
+    check_split_members(a.threshold, [m.name for m in a.members])
 
 
-def initialise(data_dir: DataDir, answers: Answers, clock: Clock | None = None) -> None:
-    """Create a new cluster in `data_dir`; refuses a directory that already holds a KMA."""
+def initialise(
+    data_dir: DataDir,
+    answers: Answers,
+    clock: Clock | None = None,
+    split: KeySplitDraft | None = None,
+    refusals: Sequence[tuple[str, str]] = (),
+) -> WrappingKey:
+    """Create a new cluster in `data_dir`; refuses a directory that already holds a KMA.
+
+    `split`: the key split drafted and proven by the set-up session (the wizard's members typed
+    their passphrases there); without it the answers' passphrases draft and prove one here.
+    `refusals`: (address, what) of wrong set-up codes before the KMA existed, for its audit trail.
+    Returns the new master key, for a set-up that goes on serving at once.
+    """
     from kma.appliance import Appliance
+    from kma.audit.record import Condition
+    from kma.setup.proof import draft_key_split, prove
 
-    check_answers(answers)
+    check_settings(answers)
     if data_dir.is_initialised() or data_dir.db.exists():
         raise Conflict(f"{data_dir.root} already holds a KMA; choose an empty directory.")
+    if split is None:
+        check_key_split(answers.threshold, answers.members)
+        split = draft_key_split(answers.threshold, [(m.name, m.passphrase) for m in answers.members])
+        prove(split, {m.name: m.passphrase for m in answers.members})
+    if split.names != tuple(m.name for m in answers.members) or split.threshold != answers.threshold:
+        raise ValidationFailed("The answers name other key split members or another threshold than the "
+                               "key split that was proven.")  # fmt: skip
+    root_secret = split.root_secret  # refuses an unproven draft
     data_dir.create()
 
     ca = create_cluster_ca(answers.cluster_name)
@@ -186,9 +223,7 @@ def initialise(data_dir: DataDir, answers: Answers, clock: Clock | None = None) 
     data_dir.server_cert.write_bytes(server.cert_pem + ca.cert_pem)
     write_private(data_dir.server_key, server.key_pem)
 
-    root_secret = secrets.token_bytes(32)
     master = WrappingKey.generate()
-    shares = split_secret(root_secret, answers.threshold, len(answers.members))
     identity = Identity(answers.kma_id, answers.site_id, answers.management_address, answers.service_address)
     data_dir.identity_file.write_text(identity.to_toml(), encoding="utf-8")
 
@@ -220,8 +255,8 @@ def initialise(data_dir: DataDir, answers: Answers, clock: Clock | None = None) 
                   hash_passphrase(answers.officer_passphrase), now, now)),
         ] + [
             Stmt("INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, 1)",
-                 (m.name, seal_share(share, m.name, m.passphrase)))
-            for m, share in zip(answers.members, shares, strict=True)
+                 (name, sealed))
+            for name, sealed in split.sealed.items()
         ]  # fmt: skip
         kma.commit(installer, "cluster.create", statements,
                    f"created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' at site "
@@ -230,8 +265,12 @@ def initialise(data_dir: DataDir, answers: Answers, clock: Clock | None = None) 
                    f"{answers.key_pool_size}"
                    + (f"; time server {answers.time_server}" if answers.time_server else ""),
                    ("kma", answers.kma_id))  # fmt: skip
+        for address, what in refusals:
+            kma.audit(Actor("setup", address, kind="kma"), "setup.code_refused", what,
+                      condition=Condition.ERROR, event_class="security")  # fmt: skip
     finally:
         kma.close()
+    return master
 
 
 def _version() -> str:
@@ -241,8 +280,9 @@ def _version() -> str:
 
 
 def load_answers(path: Path) -> Answers:
+    """The answers file as written (`read_answers`): check them with `check_answers`."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValidationFailed(f"Cannot read the answers file {path}: {exc}.") from None
-    return parse_answers(text)
+    return read_answers(text)

@@ -15,7 +15,9 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from kma.api.app import create_app
 from kma.api.listener import ManagementAcceptor, ManagementProtocol
 from kma.appliance import Appliance
 from kma.cluster.rqlited import start_cluster_node
-from kma.crypto import fingerprint
+from kma.crypto import WrappingKey, fingerprint
 from kma.datadir import DataDir
 from kma.kmip.server import ServiceListener
 from kma.limits import ListenerLimits
@@ -56,12 +58,26 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-class _Server(uvicorn.Server):
-    """uvicorn serving the management API on connections that ManagementAcceptor lets in."""
+STOP_REQUESTED = threading.Event()
 
-    def __init__(self, config: uvicorn.Config, kma: Appliance, limits: ListenerLimits, on_ready: Any) -> None:
+
+def note_stop_requests() -> None:
+    """uvicorn shuts down on SIGTERM/SIGINT and then raises the signal again for the previous
+    handler; with the default one that would end the process before the clean-up (agents, store,
+    ready file). This handler only notes it, so `serve` returns normally (exit 0 = stopped cleanly),
+    and a stop asked for between two listeners (set-up mode handing over) is not lost."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: STOP_REQUESTED.set())
+
+
+class Listener(uvicorn.Server):
+    """uvicorn serving a management app on connections that ManagementAcceptor lets in."""
+
+    def __init__(
+        self, config: uvicorn.Config, tls: ssl.SSLContext, limits: ListenerLimits, on_ready: Any
+    ) -> None:
         super().__init__(config)
-        self.kma = kma
+        self.tls = tls
         self.limits = limits
         self._on_ready = on_ready
 
@@ -70,11 +86,7 @@ class _Server(uvicorn.Server):
         if self.lifespan.should_exit:
             sys.exit(3)  # uvicorn's STARTUP_FAILURE
         assert sockets is not None and len(sockets) == 1
-        data_dir = self.kma.data_dir
-        # Client certificates are optional (managers sign in with a passphrase); one a KMA presents
-        # is checked against removed KMAs (kma/services/kma_certificates.py).
-        context = server_context(data_dir.server_cert, data_dir.server_key, data_dir.ca_cert)
-        acceptor = ManagementAcceptor(sockets[0], self._protocol, context, self.limits, self._refused)
+        acceptor = ManagementAcceptor(sockets[0], self._protocol, self.tls, self.limits, self._refused)
         acceptor.start()
         self.servers = [acceptor]  # type: ignore[list-item]  # closed and awaited by uvicorn's shutdown
         self.started = True
@@ -84,6 +96,24 @@ class _Server(uvicorn.Server):
         return ManagementProtocol(config=self.config, server_state=self.server_state,
                                   app_state=self.lifespan.state, request_timeout=self.limits.request_timeout,
                                   on_lost=on_lost, peer_refused=self._peer_refused)  # fmt: skip
+
+    def _peer_refused(self, address: str, der: bytes) -> bool:
+        return False  # before set-up there are no KMAs to refuse
+
+    def _refused(self, address: str, message: str) -> None:
+        log.info("refused a management connection from %s: %s", address, message)
+
+
+class _Server(Listener):
+    """The management listener of a KMA that is set up: refusals go to its audit trail."""
+
+    def __init__(self, config: uvicorn.Config, kma: Appliance, limits: ListenerLimits, on_ready: Any) -> None:
+        # Client certificates are optional (managers sign in with a passphrase); one a KMA presents
+        # is checked against removed KMAs (kma/services/kma_certificates.py).
+        data_dir = kma.data_dir
+        tls = server_context(data_dir.server_cert, data_dir.server_key, data_dir.ca_cert)
+        super().__init__(config, tls, limits, on_ready)
+        self.kma = kma
 
     def _peer_refused(self, address: str, der: bytes) -> bool:
         why = kma_certificates.refusal(self.kma, der)
@@ -104,8 +134,8 @@ class _Server(uvicorn.Server):
         return await super().on_tick(counter)
 
 
-def serve(data_dir: DataDir, management_port: int | None, service_port: int | None,
-          ready_file: Path | None, announce: Any = print) -> None:  # fmt: skip
+def serve(data_dir: DataDir, management_port: int | None, service_port: int | None, ready_file: Path | None,
+          announce: Any = print, master: WrappingKey | None = None) -> None:  # fmt: skip
     identity = data_dir.identity()
     limits = data_dir.listener_limits()
     refusals.set_rate(limits.refusals_per_second)
@@ -121,7 +151,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
     node = start_cluster_node(data_dir)  # None when the store is embedded
     kma = Appliance(data_dir)
     running = Running(kma)  # autonomous unlock, key pool, audit pruner
-    running.start(management, service)
+    running.start(management, service, master)
     agents = ServiceListener(kma, service_sock, service, limits)
     agents.start()
     config = uvicorn.Config(
@@ -147,11 +177,8 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
             tmp.replace(ready_file)
 
     server = _Server(config, kma, limits, ready)
-    # uvicorn shuts down on SIGTERM/SIGINT and then raises the signal again for the previous
-    # handler; with the default one that would end the process before the clean-up below (agents,
-    # store, ready file). A do-nothing handler lets `serve` return normally: exit 0 = stopped cleanly.
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: None)
+    note_stop_requests()
+    server.should_exit = STOP_REQUESTED.is_set()  # stopped while set-up mode handed over: stop now
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:

@@ -69,6 +69,10 @@ class ClusterUnavailable(ApiError):
     this KMA, or a leader election under way); nothing was changed, try again or another KMA."""
 
 
+class NotSetUp(ApiError):
+    """503 `setup_mode`: the KMA has not been set up yet and answers only its set-up API."""
+
+
 class InternalError(ApiError):
     """500 `internal`, or a response this client could not read."""
 
@@ -85,6 +89,7 @@ ERROR_CLASSES: dict[str, type[ApiError]] = {
     "locked_out": LockedOut,
     "kma_locked": KmaLocked,
     "cluster_unavailable": ClusterUnavailable,
+    "setup_mode": NotSetUp,
     "internal": InternalError,
 }
 

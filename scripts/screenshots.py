@@ -26,6 +26,7 @@ def main() -> int:
     args = parser.parse_args()
 
     import quorum_screenshots  # scripts/ (next to this file)
+    import setup_screenshots
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
@@ -59,6 +60,7 @@ def main() -> int:
         paths += render_dialogs(window, controller, profile, args.out, grab, settle)
         paths += quorum_screenshots.render(window, controller, demo, args.out, grab, settle)
         paths += render_planning(args.out, grab)
+        paths += setup_screenshots.render(args.out, grab, settle, controller.ops)  # the set-up wizard, a card
         for path in paths:
             print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
         window.close()

@@ -106,6 +106,8 @@ class SignInWindow(QDialog):
         if reauth_client is None:  # planning needs no KMA: open it before there is one
             self.plan_button = self.buttons.addButton("Plan a deployment…", QDialogButtonBox.HelpRole)
             self.plan_button.clicked.connect(self.open_planning)
+            self.setup_button = self.buttons.addButton("Set up a new KMA…", QDialogButtonBox.HelpRole)
+            self.setup_button.clicked.connect(self.open_setup)
         self.buttons.accepted.connect(self.submit)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
@@ -129,6 +131,13 @@ class SignInWindow(QDialog):
         from ui.planning.area import open_planning_window
 
         self.planning_window = open_planning_window()
+
+    def open_setup(self) -> None:
+        from ui.setup_wizard.wizard import SetupWizard
+
+        self.setup_wizard = SetupWizard(self.ops, self, self.address.text().strip())
+        self.setup_wizard.signed_in.connect(self._done)
+        self.setup_wizard.open()
 
     # -- keyring ------------------------------------------------------------------------------
     def _setup_keyring(self) -> None:
@@ -257,7 +266,8 @@ class SignInWindow(QDialog):
         self._busy(True, f"Signing in to {profile.address} as {profile.user_id}…")
         self.ops.write(lambda _worker: sign_in(profile, passphrase), parent=self, quiet=True,
                        label="Signing in…",
-                       success=lambda s: self._done(s, profile), failure=self._failed)
+                       success=lambda s: self._done(s, profile),
+                       failure=lambda e: self._failed(e, profile))
 
     def try_remembered(self) -> bool:
         """Resume the last profile's remembered session, if any. True if an attempt started."""
@@ -297,9 +307,14 @@ class SignInWindow(QDialog):
         self.signed_in.emit(signed, profile)
         self.accept()
 
-    def _failed(self, exc: BaseException) -> bool:
+    def _failed(self, exc: BaseException, profile: ConnectionProfile | None = None) -> bool:
         self._busy(False)
         self.note.setText("Sign in to a KMA of your cluster.")
+        if isinstance(exc, kms_client.NotSetUp) and profile is not None and profile.ca_fingerprint:
+            # What was trusted is set-up mode's temporary certificate, not a cluster CA: unpin it.
+            profile.ca_fingerprint = profile.ca_pem = ""
+            self.store.save(profile)
+            self._show_pin(profile)
         if isinstance(exc, kms_client.Unauthenticated):
             self.show_error("Wrong user ID or passphrase, or the user is disabled. "
                             "Check them and try again (five failures in a row lock the user "

@@ -56,8 +56,11 @@ def _subject(path: str) -> tuple[str, str] | None:
 
 
 def _audit_refusal_sync(request: Request, code: str, message: str) -> None:
-    kma: Appliance = request.app.state.kma
     text = f"{request.method} {request.url.path[:200]}: {code}: {message}"
+    kma: Appliance | None = getattr(request.app.state, "kma", None)
+    if kma is None:  # set-up mode (kma/setup/api.py): no audit trail exists yet
+        log.info("refused in set-up mode, from %s: %s", client_address(request), text)
+        return
     event_class = "security" if code in ("unauthenticated", "forbidden") else "api"
     subject = _subject(request.url.path)
     try:

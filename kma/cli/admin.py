@@ -23,36 +23,54 @@ def open_data_dir(args: argparse.Namespace, must_exist: bool = True) -> DataDir:
 
 
 def add_init(sub: Any) -> None:
-    p = sub.add_parser("init", help="first set-up of a new KMA from a TOML answers file")
+    p = sub.add_parser("init", help="first set-up of a new KMA: from a TOML answers file, or asked here")
     p.add_argument("--data-dir", required=True)
-    p.add_argument(
-        "--answers",
-        required=True,
-        type=Path,
-        help="TOML answers file (see README); - reads them from standard input",
-    )
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--answers", type=Path,
+                     help="TOML answers file (see README); - reads them from standard input. Passphrases "
+                     "left out of the file are asked for here, each typed twice and not shown")  # fmt: skip
+    how.add_argument("--interactive", action="store_true",
+                     help="ask the set-up questions in this terminal (passphrases not shown)")  # fmt: skip
     p.set_defaults(run=run_init)
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from kma.bootstrap import initialise, parse_answers
+    import getpass
+
+    from kma.bootstrap import check_answers, read_answers
     from kma.cli.cluster_members import run_join
+    from kma.cli.setup_questions import ask_answers, ask_missing_passphrases, missing_passphrases
     from kma.cluster_join import is_join
     from kma.crypto import fingerprint
+    from kma.setup.service import run_answers
 
-    # From standard input, the answers (which hold passphrases) need no file the KMA's own user
-    # can read: root pipes them in (`... | runuser -u kma -- kma init --answers -`).
-    text = sys.stdin.read() if str(args.answers) == "-" else _read(args.answers)
-    if is_join(text):  # mode = "join": a new KMA of an existing cluster
-        return run_join(open_data_dir(args, must_exist=False), text)
-    answers = parse_answers(text)
     data_dir = open_data_dir(args, must_exist=False)
-    initialise(data_dir, answers)
+    if data_dir.is_initialised():
+        raise Conflict(f"{data_dir.root} already holds a KMA; choose an empty directory.")
+    split = None
+    if args.interactive:
+        answers, split = ask_answers(input, getpass.getpass, print)
+    else:
+        # From standard input, the answers (which hold passphrases) need no file the KMA's own user
+        # can read: root pipes them in (`... | runuser -u kma -- kma init --answers -`).
+        from_stdin = str(args.answers) == "-"
+        text = sys.stdin.read() if from_stdin else _read(args.answers)
+        if is_join(text):  # mode = "join": a new KMA of an existing cluster
+            return run_join(data_dir, text)
+        answers = read_answers(text)
+        if missing_passphrases(answers):
+            if from_stdin or not sys.stdin.isatty():
+                raise ValidationFailed("The answers leave out passphrases. Run `kma init --answers FILE` "
+                                       "in a terminal, where each person types their own.")  # fmt: skip
+            answers = ask_missing_passphrases(answers, getpass.getpass, print)
+        check_answers(answers)
+    run_answers(data_dir, answers, split)
     print(f"Created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' in {data_dir.root}")
     print(f"Key split: {answers.threshold} of {len(answers.members)}; autonomous unlock "
           f"{'on' if answers.autonomous_unlock else 'off'}")  # fmt: skip
     print(f"CA fingerprint {fingerprint(data_dir.ca_cert.read_bytes())}")
-    print("The answers file holds passphrases: store it offline or destroy it now.")
+    if not args.interactive:
+        print("The answers file holds passphrases: store it offline or destroy it now.")
     return 0
 
 

@@ -22,6 +22,9 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--management-port", type=int, default=None, help="0 picks a free port")
     p.add_argument("--service-port", type=int, default=None, help="0 picks a free port")
     p.add_argument("--ready-file", type=Path, default=None, help="written as JSON once listening")
+    p.add_argument("--setup-address", default=None, metavar="HOST:PORT",
+                   help="where an empty data directory waits for its set-up (default 127.0.0.1:8443; "
+                   "0.0.0.0:8443 lets an installer's manager reach it over the network)")  # fmt: skip
     p.add_argument(
         "--stop-on-stdin-close",
         action="store_true",
@@ -33,8 +36,12 @@ def add_serve(sub: Any) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     from kma.server import serve
+    from kma.setup.listener import DEFAULT_SETUP_ADDRESS, serve_setup
 
-    data_dir = open_data_dir(args)
+    data_dir = open_data_dir(args, must_exist=False)
+    setting_up = not data_dir.is_initialised()
+    if setting_up:
+        data_dir.create()  # private from the start; nothing else is written until set-up finishes
     data_dir.check_private()
     data_dir.log_file.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(data_dir.log_file)
@@ -50,9 +57,16 @@ def run_serve(args: argparse.Namespace) -> int:
         lock.acquire()
     except Timeout:
         raise Conflict(f"Another `kma serve` is already running on {data_dir.root}.") from None
+    announce = lambda line: print(line, flush=True)  # noqa: E731
     with lock:
-        serve(data_dir, args.management_port, args.service_port, args.ready_file,
-              announce=lambda line: print(line, flush=True))  # fmt: skip
+        management_port, master = args.management_port, None
+        if setting_up:
+            finished = serve_setup(data_dir, args.setup_address or DEFAULT_SETUP_ADDRESS, management_port,
+                                   args.ready_file, announce)  # fmt: skip
+            if finished is None:
+                return 0
+            management_port, master = finished.management_port, finished.master
+        serve(data_dir, management_port, args.service_port, args.ready_file, announce=announce, master=master)
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
+from kma.crypto import WrappingKey
 from kma.services.audit_pruner import AutoPrune
 from kma.services.cluster_watch import ClusterWatch
 from kma.services.keypool import key_pool
@@ -26,7 +27,9 @@ class Running:
         self.pruner = AutoPrune(kma)
         self.cluster_watch = ClusterWatch(kma)  # locks made elsewhere; removed KMAs out of Raft
 
-    def start(self, management_address: str, service_address: str) -> None:
+    def start(self, management_address: str, service_address: str, master: WrappingKey | None = None) -> None:
+        """`master`: given by the set-up that has just made this KMA (its key split proven a moment
+        ago), which then serves at once, unlocked; after a restart, autonomous unlock decides."""
         kma = self.kma
         kma.commit(
             kma.itself,
@@ -42,11 +45,15 @@ class Running:
             ("kma", kma.kma_id),
             retention=Retention.MEDIUM,
         )
-        unlocked = unlock_autonomously(kma)
+        if master is not None:
+            kma.vault.unlock(master)
+        unlocked = master is not None or unlock_autonomously(kma)
         kma.audit(
             kma.itself,
             "kma.start",
-            "KMA started and unlocked itself (autonomous unlock)"
+            "KMA set up and started unlocked (its key split was just proven)"
+            if master is not None
+            else "KMA started and unlocked itself (autonomous unlock)"
             if unlocked
             else "KMA started locked; a quorum of the key split must unlock it",
             condition=Condition.SUCCESS if unlocked else Condition.WARNING,

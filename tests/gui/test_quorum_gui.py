@@ -420,6 +420,14 @@ def test_a_key_split_change_without_credentials_waits_for_the_quorum(qtbot, cont
     submit(qtbot, dialog)
     ceremony = active_dialog(qtbot, MemberEnrolmentDialog)
 
+    # A guessable passphrase is refused there and then, with the meter saying why (issue 13)
+    qtbot.keyClicks(ceremony.passphrase, "password1")
+    qtbot.keyClicks(ceremony.again, "password1")
+    assert not ceremony.set_button.isEnabled() and "guessable" in ceremony.set_button.toolTip()
+    assert ceremony.meter.words.text() == "Too guessable"
+    ceremony.passphrase.clear()
+    ceremony.again.clear()
+
     # Given only alice at the keyboard, the others get their codes to enrol on their own
     qtbot.keyClicks(ceremony.passphrase, "alice-own-passphrase")
     qtbot.keyClicks(ceremony.again, "alice-own-passphrase")

@@ -140,3 +140,18 @@ def test_enrolled_members_then_the_old_quorum_approves(fresh_kma: RunningKma) ->
     assert so.status().locked
     assert not isinstance(so.unlock_kma(so.status().kma_id, credentials=NEW[1:]), PendingQuorumOp)
     assert not so.status().locked
+
+
+def test_a_new_member_cannot_enrol_with_a_guessable_passphrase(fresh_kma: RunningKma) -> None:
+    # Given a key split change waiting for its new members (issue 13: the set-up's minimum applies)
+    so = fresh_kma.client("so")
+    change = so.change_key_split(1, ["frank"], credentials=creds(fresh_kma, "alice", "bob", "carol"))
+    member = fresh_kma.client()
+    # When frank types a common password, then the KMA refuses it with zxcvbn's reason
+    with pytest.raises(ValidationFailed, match="guessable.*common password"):
+        member.enrol_key_split_member(change.op.id, "frank", change.enrolment_codes["frank"], "password1")
+    # and his code still works for a passphrase that is not guessable
+    op = member.enrol_key_split_member(
+        change.op.id, "frank", change.enrolment_codes["frank"], "frank's own passphrase"
+    )
+    assert op.awaiting_enrolment == ()

@@ -39,6 +39,14 @@ def _source_env(source: Path | None) -> dict[str, str]:
     return {} if source is None else {"PYTHONPATH": str(source)}
 
 
+def _ready_info(ready: Path) -> dict[str, Any] | None:
+    try:
+        info: dict[str, Any] = json.loads(ready.read_text())
+    except (FileNotFoundError, ValueError):  # not there yet, or being replaced
+        return None
+    return info
+
+
 @dataclass
 class RunningKma:
     data_dir: Path
@@ -48,6 +56,7 @@ class RunningKma:
     address: str = ""
     ca_pem: str = ""
     fingerprint: str = ""
+    setup: dict[str, Any] = field(default_factory=dict)  # in set-up mode: its ready file
     source: Path | None = None  # a checkout whose kma runs (a bench's baseline commit); None: this one
     _clients: list[KmsClient] = field(default_factory=list)
 
@@ -88,12 +97,34 @@ class RunningKma:
              "--management-port", str(port), "--service-port", "0", "--ready-file", str(ready)],
             env=self.env(), cwd=self.source, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
+        self.wait_ready()
+
+    @classmethod
+    def awaiting_setup(cls, tmp: Path) -> RunningKma:
+        """`kma serve` on an empty data directory: in set-up mode; `setup` holds the ready file's
+        set-up code and temporary certificate fingerprint."""
+        kma = cls(tmp / "kma", clock_file=tmp / "clock-offset")
+        kma.start()
+        return kma
+
+    def wait_ready(self, set_up: bool = False) -> None:
+        """Until the ready file is there; `set_up`: the one normal mode writes once set-up mode has
+        handed over (set-up mode's own is removed then)."""
         process = self.process
-        wait_until(lambda: ready.exists() or process.poll() is not None, READY_TIMEOUT, what="ready")
+        assert process is not None
+        ready = self.data_dir.parent / "ready.json"
+
+        def arrived() -> dict[str, Any] | None:
+            info = _ready_info(ready)
+            return None if info is None or (set_up and info.get("mode") == "setup") else info
+
+        wait_until(lambda: arrived() is not None or process.poll() is not None, READY_TIMEOUT, what="ready")
         if process.poll() is not None:
             said = process.stdout.read() if process.stdout else ""
             raise RuntimeError(f"kma serve exited: {said}")
-        info = json.loads(ready.read_text())
+        info = arrived()
+        assert info is not None
+        self.setup = info if info.get("mode") == "setup" else {}
         self.address = info["management_address"]
         trust = Trust.fetch(self.address)
         assert trust.fingerprint == info["ca_fingerprint"]

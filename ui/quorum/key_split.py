@@ -36,9 +36,11 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.errors import describe
+from app.setup import strength
 from app.writes.quorum import change_key_split, enrol_key_split_member
 from ui.form_dialog import ID_PATTERN, Field
 from ui.quorum.widgets import MAX_CREDENTIALS, QuorumFormDialog, RowsEditor, progress_text
+from ui.setup_wizard.widgets import StrengthMeter
 from ui.widgets import ErrorLabel, PasswordLineEdit
 
 MIN_PASSPHRASE = 8  # the KMA's rule (kma/domain/validation.py); it checks again
@@ -173,7 +175,9 @@ class MemberEnrolmentDialog(QDialog):
         self.passphrase.setAccessibleName("New passphrase")
         self.again = PasswordLineEdit()
         self.again.setAccessibleName("New passphrase, again")
+        self.meter = StrengthMeter()  # the same measure and minimum as the KMA's (and the set-up's)
         form.addRow("New passphrase:", self.passphrase)
+        form.addRow("", self.meter)
         form.addRow("Again:", self.again)
         self.set_button = QPushButton()
         self.set_button.setDefault(True)
@@ -223,11 +227,15 @@ class MemberEnrolmentDialog(QDialog):
             return ""
         if len(self.passphrase.text()) < MIN_PASSPHRASE:
             return f"{member}'s new passphrase needs at least {MIN_PASSPHRASE} characters."
+        found = strength(self.passphrase.text(), [member])
+        if not found.enough:
+            return f"{member}'s new passphrase is {found.words.lower()}: choose a longer one."
         if self.passphrase.text() != self.again.text():
             return "The two passphrases differ; type them again."
         return ""
 
     def _validate(self) -> None:
+        self.meter.show_strength(strength(self.passphrase.text(), [self.current() or ""]))
         problem = self.problem()
         self.set_button.setEnabled(not problem)
         self.set_button.setToolTip(problem)

@@ -15,6 +15,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.crypto import CryptoError, seal_share
 from kma.domain.actor import Actor
+from kma.domain.strength import check_strength
 from kma.domain.validation import check_passphrase
 from kma.errors import Conflict, KmaError, NotFound, ValidationFailed
 from kma.services import quorum
@@ -45,6 +46,7 @@ def enrol(
         if row["code_hash"] is None or not hmac.compare_digest(row["code_hash"], given):
             raise ValidationFailed(WRONG_CODE)
         check_passphrase(passphrase, f"The passphrase of key split member '{member}'")
+        check_strength(passphrase, f"The passphrase of key split member '{member}'", [member])
         try:
             share = unwrap_share(kma.vault.master(), op_id, member, row["share_wrapped"])
         except (CryptoError, ValueError):

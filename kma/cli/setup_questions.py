@@ -1,0 +1,155 @@
+"""`kma init --interactive`: the set-up questions in a terminal, each checked as it is answered.
+
+The same questions, rules and set-up service as the manager's wizard and `kma init --answers`:
+each key split member types their own passphrase twice (not echoed) and it must not be
+guessable; then the members the proof picks type theirs again, and the set-up goes ahead only
+if those reconstruct the secret. `ask` and `secret` are `input` and `getpass` in a terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from kma.bootstrap import DEFAULT_POOL, MAX_SPLIT_MEMBERS, Answers, SplitMember, check_settings
+from kma.domain.strength import check_strength
+from kma.domain.validation import check_id, check_passphrase, check_text
+from kma.errors import ValidationFailed
+from kma.setup.proof import KeySplitDraft, draft_key_split, prove
+from kma.setup.service import MODES, check_can_listen
+
+Ask = Callable[[str], str]
+T = TypeVar("T")
+
+
+class Questions:
+    def __init__(self, ask: Ask, secret: Ask, say: Callable[[str], None]) -> None:
+        self.ask, self.secret, self.say = ask, secret, say
+
+    def until_valid(self, question: Callable[[], T]) -> T:
+        """Ask again, with the reason, until the answer passes its checks."""
+        while True:
+            try:
+                return question()
+            except ValidationFailed as exc:
+                self.say(f"  {exc.message}")
+
+    def text(self, prompt: str, check: Callable[[str], object], default: str = "") -> str:
+        def question() -> str:
+            shown = f"{prompt} [{default}]: " if default else f"{prompt}: "
+            value = self.ask(shown).strip() or default
+            check(value)
+            return value
+
+        return self.until_valid(question)
+
+    def number(self, prompt: str, low: int, high: int, default: int | None = None) -> int:
+        def check(value: str) -> None:
+            if not value.isdigit() or not low <= int(value) <= high:
+                raise ValidationFailed(f"Give a whole number from {low:,} to {high:,}.")
+
+        return int(self.text(prompt, check, "" if default is None else str(default)))
+
+    def yes(self, prompt: str, default: bool) -> bool:
+        def check(value: str) -> None:
+            if value.lower() not in ("y", "yes", "n", "no"):
+                raise ValidationFailed("Answer yes or no.")
+
+        return self.text(prompt, check, "yes" if default else "no").lower().startswith("y")
+
+    def new_passphrase(self, whose: str, strong: bool, user_inputs: list[str]) -> str:
+        def question() -> str:
+            first = self.secret(f"{whose}: passphrase (not shown): ")
+            check_passphrase(first, f"{whose}'s passphrase")
+            if strong:
+                check_strength(first, f"{whose}'s passphrase", user_inputs)
+            if self.secret(f"{whose}: the same passphrase again: ") != first:
+                raise ValidationFailed("The two passphrases typed are not the same. Start again.")
+            return first
+
+        return self.until_valid(question)
+
+
+def ask_answers(ask: Ask, secret: Ask, say: Callable[[str], None]) -> tuple[Answers, KeySplitDraft]:
+    """Every set-up answer, and the key split drafted and proven from the members' typing."""
+    q = Questions(ask, secret, say)
+    say("Set up a new KMA. Each answer is checked as you give it; Ctrl-C leaves nothing written.")
+    modes = list(MODES)
+    mode = q.text(f"What to do ({', '.join(modes)})", lambda v: v in MODES or _no(f"Choose one of: "
+                  f"{', '.join(modes)}."), modes[0])  # fmt: skip
+    say("Network")
+    management = q.text("Management address (HOST:PORT)", lambda v: check_can_listen(v, "The management "
+                        "address"), "127.0.0.1:8443")  # fmt: skip
+    service = q.text("Service address for agents (HOST:PORT)", lambda v: check_can_listen(v, "The service "
+                     "address"), "127.0.0.1:5696")  # fmt: skip
+    time_server = q.text("Time server (blank: the system clock)", lambda v: check_text(v, "The time server"))
+    say("This KMA and its cluster")
+    cluster = q.text("Cluster name", lambda v: check_text(v, "The cluster name", required=True))
+    site_id = q.text("Site ID", lambda v: check_id(v, "The site ID"))
+    site_name = q.text("Site name", lambda v: check_text(v, "The site name", required=True), site_id)
+    kma_id = q.text("KMA ID", lambda v: check_id(v, "The KMA ID"))
+    kma_name = q.text("KMA name", lambda v: check_text(v, "The KMA name", required=True), kma_id)
+    say(f"Key split: N members (at most {MAX_SPLIT_MEMBERS}) each hold a passphrase; any M of them "
+        "together form the quorum that unlocks the KMA and approves sensitive changes.")  # fmt: skip
+    count = q.number("How many members (N)", 1, MAX_SPLIT_MEMBERS, 3)
+    threshold = q.number(f"How many of them form the quorum (M, 1 to {count})", 1, count, min(2, count))
+    members: list[tuple[str, str]] = []
+    for n in range(1, count + 1):
+        say(f"Member {n} of {count}: only this member at the keyboard now.")
+        name = q.text(f"Member {n}'s name", _new_member_name([name for name, _ in members]))
+        members.append((name, q.new_passphrase(name, strong=True, user_inputs=[name])))
+    draft = draft_key_split(threshold, members)
+    say("Proof: before anything is written, " + ", ".join(draft.proof_members) + " type their "
+        "passphrases again; together they must reconstruct the secret.")  # fmt: skip
+
+    def proof() -> str:
+        return prove(draft, {name: secret(f"{name}: passphrase again: ") for name in draft.proof_members})
+
+    say(f"  They reconstruct the secret (check {q.until_valid(proof)}).")
+    say("The initial Security Officer")
+    officer_id = q.text("User ID", lambda v: check_id(v, "The Security Officer's user ID"), "so")
+    officer_name = q.text("Name", lambda v: check_text(v, "The Security Officer's name", required=True))
+    officer_passphrase = q.new_passphrase(officer_id, strong=False, user_inputs=[])
+    say("Autonomous unlock: off is safer (a restarted KMA waits locked until a quorum unlocks it); on "
+        "means a restarted KMA serves at once, without a quorum.")  # fmt: skip
+    autonomous = q.yes("Autonomous unlock", False)
+    pool = q.number("Key pool size (keys made ahead so issuing never waits)", 0, 100_000, DEFAULT_POOL)
+    answers = Answers(
+        cluster_name=cluster, site_id=site_id, site_name=site_name, kma_id=kma_id, kma_name=kma_name,
+        management_address=management, service_address=service, officer_id=officer_id,
+        officer_name=officer_name, officer_passphrase=officer_passphrase, threshold=threshold,
+        members=tuple(SplitMember(name, "") for name, _ in members), autonomous_unlock=autonomous,
+        key_pool_size=pool, time_server=time_server, mode=mode,
+    )  # fmt: skip
+    check_settings(answers)
+    return answers, draft
+
+
+def ask_missing_passphrases(answers: Answers, secret: Ask, say: Callable[[str], None]) -> Answers:
+    """Answers saved without passphrases (the wizard can save them so): each person types theirs."""
+    q = Questions(secret, secret, say)
+    members = tuple(
+        m
+        if m.passphrase
+        else SplitMember(m.name, q.new_passphrase(m.name, strong=True, user_inputs=[m.name]))
+        for m in answers.members
+    )
+    officer = answers.officer_passphrase or q.new_passphrase(answers.officer_id, strong=False, user_inputs=[])
+    return Answers(**{**answers.__dict__, "members": members, "officer_passphrase": officer})
+
+
+def missing_passphrases(answers: Answers) -> bool:
+    return not answers.officer_passphrase or any(not m.passphrase for m in answers.members)
+
+
+def _new_member_name(taken: list[str]) -> Callable[[str], None]:
+    def check(name: str) -> None:
+        check_id(name, "A key split member's name")
+        if name in taken:
+            raise ValidationFailed(f"'{name}' is already a member; each member has their own name.")
+
+    return check
+
+
+def _no(message: str) -> bool:
+    raise ValidationFailed(message)

@@ -1,0 +1,173 @@
+"""The set-up API: all that an uninitialised KMA's management port answers.
+
+GET  /api/v1/ca                  the temporary certificate (its fingerprint is on the console)
+GET  /api/v1/setup               that this KMA waits for set-up, and the modes it offers
+POST /api/v1/setup/code          check the set-up code (every POST below carries it too)
+POST /api/v1/setup/network       can the KMA listen on these management and service addresses?
+POST /api/v1/setup/key-split     draft the key split; answers which members must prove it
+POST /api/v1/setup/proof         those members' passphrases again: do they reconstruct the secret?
+POST /api/v1/setup/finish        the rest of the answers: the KMA is made, and serves normally
+
+Every other route is refused with 503 `setup_mode`. The set-up code travels in the
+`X-Setup-Code` header.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, FastAPI, Header, Request
+from pydantic import BaseModel, Field
+
+from kma import __version__
+from kma.api import errors
+from kma.api.app import PREFIX, BodyLimit
+from kma.api.deps import client_address
+from kma.bootstrap import DEFAULT_POOL, Answers, SplitMember
+from kma.errors import KmaError
+from kma.setup.service import SetupSession
+
+router = APIRouter(tags=["set-up"])
+
+
+class SetupOnly(KmaError):
+    code, status = "setup_mode", 503
+
+
+def session(request: Request) -> SetupSession:
+    setup: SetupSession = request.app.state.setup
+    return setup
+
+
+def with_code(request: Request, x_setup_code: Annotated[str, Header()] = "") -> SetupSession:
+    setup = session(request)
+    setup.check_code(x_setup_code, client_address(request))
+    return setup
+
+
+Session = Annotated[SetupSession, Depends(session)]
+Authorised = Annotated[SetupSession, Depends(with_code)]
+Text = Annotated[str, Field(max_length=300)]
+
+
+class Network(BaseModel):
+    management_address: Text
+    service_address: Text
+
+
+class Member(BaseModel):
+    name: Text
+    passphrase: Annotated[str, Field(max_length=256)]
+
+
+class KeySplit(BaseModel):
+    threshold: int
+    members: Annotated[list[Member], Field(max_length=20)]
+
+
+class Proof(BaseModel):
+    members: Annotated[list[Member], Field(max_length=20)]
+
+
+class Site(BaseModel):
+    id: Text
+    name: Text
+
+
+class Kma(BaseModel):
+    id: Text
+    name: Text
+    management_address: Text
+    service_address: Text
+
+
+class Officer(BaseModel):
+    id: Text
+    name: Text
+    passphrase: Annotated[str, Field(max_length=256)]
+
+
+class Finish(BaseModel):
+    """The answers file's fields; the key split members' passphrases are already sealed in the
+    proven draft, so only their names come here."""
+
+    mode: Text = "new_cluster"
+    cluster_name: Text
+    site: Site
+    kma: Kma
+    security_officer: Officer
+    threshold: int
+    members: Annotated[list[Text], Field(max_length=20)]
+    autonomous_unlock: bool = True
+    key_pool_size: int = DEFAULT_POOL
+    time_server: Text = ""
+
+    def answers(self) -> Answers:
+        return Answers(
+            cluster_name=self.cluster_name, site_id=self.site.id, site_name=self.site.name,
+            kma_id=self.kma.id, kma_name=self.kma.name, management_address=self.kma.management_address,
+            service_address=self.kma.service_address, officer_id=self.security_officer.id,
+            officer_name=self.security_officer.name, officer_passphrase=self.security_officer.passphrase,
+            threshold=self.threshold, members=tuple(SplitMember(name, "") for name in self.members),
+            autonomous_unlock=self.autonomous_unlock, key_pool_size=self.key_pool_size,
+            time_server=self.time_server, mode=self.mode,
+        )  # fmt: skip
+
+
+@router.get("/ca")
+def temporary_certificate(setup: Session) -> dict[str, str]:
+    return {"ca_pem": setup.certificate_pem, "fingerprint": setup.fingerprint}
+
+
+@router.get("/setup")
+def state(setup: Session) -> dict[str, object]:
+    return {"state": "finished" if setup.finished.is_set() else "waiting", "version": __version__,
+            "modes": setup.offered()}  # fmt: skip
+
+
+@router.post("/setup/code")
+def check_code(setup: Authorised) -> dict[str, bool]:
+    return {"ok": True}
+
+
+@router.post("/setup/network")
+def check_network(body: Network, setup: Authorised) -> dict[str, bool]:
+    setup.check_network(body.management_address, body.service_address)
+    return {"ok": True}
+
+
+@router.post("/setup/key-split")
+def draft_key_split(body: KeySplit, setup: Authorised) -> dict[str, list[str]]:
+    chosen = setup.draft_key_split(body.threshold, [(m.name, m.passphrase) for m in body.members])
+    return {"proof_members": list(chosen)}
+
+
+@router.post("/setup/proof")
+def prove(body: Proof, setup: Authorised) -> dict[str, str]:
+    return {"check": setup.prove({m.name: m.passphrase for m in body.members})}
+
+
+@router.post("/setup/finish")
+def finish(body: Finish, setup: Authorised) -> dict[str, str]:
+    setup.finish(body.answers())
+    return {"management_address": setup.continue_address, "ca_fingerprint": setup.cluster_fingerprint()}
+
+
+fallback = APIRouter()
+
+
+@fallback.api_route("/{path:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"])
+def everything_else(path: str) -> None:
+    raise SetupOnly("This KMA is not set up yet: it answers only its set-up API until an installer has "
+                    "set it up (kma init, or Set up a new KMA… in the manager).")  # fmt: skip
+
+
+def create_setup_app(setup: SetupSession) -> FastAPI:
+    app = FastAPI(title="KMA set-up API", version=__version__, openapi_url=None, docs_url=None,
+                  redoc_url=None)  # fmt: skip
+    app.state.setup = setup
+    errors.install(app)  # the contract's error shape; there is no audit trail yet to record in
+    app.include_router(router, prefix=PREFIX)
+    app.include_router(fallback)
+    app.add_middleware(BodyLimit)
+    return app

@@ -1,0 +1,187 @@
+"""The set-up service: what `kma init` and the set-up API (the manager's wizard) both run.
+
+`MODES` is the dispatch table of what a set-up can do; a mode is offered only once its engine is
+in this KMA (joining an existing cluster and restoring from a backup add their entries here).
+`SetupSession` is one uninitialised KMA waiting in set-up mode: it holds the one-time set-up
+code, checks the network settings on this machine, drafts and proves the key split in memory,
+and finally runs the chosen mode. Nothing is written before that last step.
+"""
+
+from __future__ import annotations
+
+import errno
+import hmac
+import logging
+import secrets
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kma.bootstrap import Answers, check_settings, check_split_members, initialise
+from kma.crypto import WrappingKey, fingerprint
+from kma.datadir import DataDir
+from kma.errors import Conflict, Unauthenticated, ValidationFailed
+from kma.setup.proof import KeySplitDraft, draft_key_split, prove
+
+log = logging.getLogger(__name__)
+
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read off a console and typed
+CODE_LENGTH = 12  # 60 bits
+MAX_WRONG_CODES = 5  # then the code is replaced by a new one, shown only on the KMA's console
+
+
+@dataclass(frozen=True)
+class SetupMode:
+    title: str  # as the wizard and `kma init --interactive` offer it
+    # -> the master key of the KMA it made, to serve at once
+    run: Callable[[DataDir, Answers, KeySplitDraft | None, Sequence[tuple[str, str]]], WrappingKey]
+
+
+def _new_cluster(data_dir: DataDir, answers: Answers, split: KeySplitDraft | None,
+                 refusals: Sequence[tuple[str, str]]) -> WrappingKey:  # fmt: skip
+    return initialise(data_dir, answers, split=split, refusals=refusals)
+
+
+MODES: dict[str, SetupMode] = {
+    "new_cluster": SetupMode("Create a new cluster", _new_cluster),
+}
+
+
+def check_mode(mode: str) -> SetupMode:
+    if mode not in MODES:
+        raise ValidationFailed(f"This KMA cannot set itself up as '{mode}'; it offers: {', '.join(MODES)}.")
+    return MODES[mode]
+
+
+def run_answers(data_dir: DataDir, answers: Answers, split: KeySplitDraft | None = None) -> None:
+    """`kma init`: the whole set-up, from answers that hold every passphrase or with the key split
+    already drafted and proven (`--interactive`)."""
+    check_mode(answers.mode).run(data_dir, answers, split, ())
+
+
+def new_code() -> str:
+    raw = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+    return "-".join(raw[i : i + 4] for i in range(0, CODE_LENGTH, 4))
+
+
+def _normalised(code: str) -> str:
+    return "".join(c for c in code.upper() if c.isalnum())
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValidationFailed(f"'{address}' is not HOST:PORT.")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def check_can_listen(address: str, what: str, own_port: int | None = None) -> None:
+    """Refuse an address this machine cannot listen on: a port in use, an address it lacks.
+
+    `own_port`: the port set-up mode itself listens on; the KMA may keep it (it lets it go first).
+    """
+    from kma.server import listen
+
+    host, port = split_address(address)
+    if port == own_port:
+        return
+    try:
+        listen(host, port).close()
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ValidationFailed(f"{what}: port {port} is already in use on the KMA by another "
+                                   "program. Choose another port.") from None  # fmt: skip
+        raise ValidationFailed(f"{what}: the KMA cannot listen on {address} ({exc.strerror}). Give one of "
+                               "the KMA's own addresses.") from None  # fmt: skip
+
+
+class SetupSession:
+    """An uninitialised KMA's set-up, driven by one installer holding the one-time set-up code."""
+
+    def __init__(self, data_dir: DataDir, certificate_pem: str, own_port: int, continue_port: int | None,
+                 announce: Callable[[str], None]) -> None:  # fmt: skip
+        self.data_dir = data_dir
+        self.certificate_pem = certificate_pem  # the temporary one set-up mode serves TLS with
+        self.fingerprint = fingerprint(certificate_pem.encode())
+        self.own_port = own_port  # set-up mode's management port
+        self.continue_port = continue_port  # `kma serve --management-port`: normal mode's port too
+        self.announce = announce
+        self.code = new_code()
+        self.wrong_codes = 0
+        self.refusals: list[tuple[str, str]] = []  # (address, what): audited once the KMA exists
+        self.draft: KeySplitDraft | None = None
+        self.finished = threading.Event()
+        self.answers: Answers | None = None
+        self.master: WrappingKey | None = None  # once set up: handed to normal mode, which serves unlocked
+        self._lock = threading.Lock()
+
+    def check_code(self, code: str, address: str) -> None:
+        """Let the holder of the set-up code in; a wrong code counts, and five replace the code."""
+        with self._lock:
+            if self.finished.is_set():
+                raise Conflict("This KMA has been set up; its set-up code no longer works.")
+            if hmac.compare_digest(_normalised(code), _normalised(self.code)):
+                return
+            self.wrong_codes += 1
+            self.refusals.append((address, f"a wrong set-up code from {address}"))
+            log.warning("a wrong set-up code from %s (%d so far)", address, self.wrong_codes)
+            left = MAX_WRONG_CODES - self.wrong_codes % MAX_WRONG_CODES
+            if left == MAX_WRONG_CODES:
+                self.code = new_code()
+                self.announce(f"{MAX_WRONG_CODES} wrong set-up codes: the old code no longer works. "
+                              f"New set-up code {self.code}")  # fmt: skip
+                raise Unauthenticated(f"That is not the set-up code. After {MAX_WRONG_CODES} wrong codes the "
+                                      "KMA has replaced it: read the new one on its console.")  # fmt: skip
+            raise Unauthenticated(f"That is not the set-up code shown on the KMA's console ({left} more "
+                                  f"{'try' if left == 1 else 'tries'} before it is replaced).")  # fmt: skip
+
+    def check_network(self, management_address: str, service_address: str) -> None:
+        for address, what in ((management_address, "The management address"),
+                              (service_address, "The service address")):  # fmt: skip
+            if split_address(address)[1] == 0:
+                raise ValidationFailed(f"{what} needs a port number (1 to 65535): agents and managers must "
+                                       "find the KMA where it was set up.")  # fmt: skip
+        if split_address(management_address)[1] == split_address(service_address)[1]:
+            raise ValidationFailed("The management and service addresses need different ports.")
+        check_can_listen(management_address, "The management address", self.own_port)
+        check_can_listen(service_address, "The service address", self.own_port)
+
+    def draft_key_split(self, threshold: int, members: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+        """Draft the split (replacing any earlier draft); returns the members the proof asks for."""
+        check_split_members(threshold, [name for name, _ in members])
+        draft = draft_key_split(threshold, members)
+        with self._lock:
+            self.draft = draft
+        return draft.proof_members
+
+    def prove(self, typed: dict[str, str]) -> str:
+        if self.draft is None:
+            raise Conflict("Set the key split first; the proof checks the key split just set.")
+        return prove(self.draft, typed)
+
+    def finish(self, answers: Answers) -> None:
+        """Run the chosen mode with the proven key split; after this the set-up code is spent."""
+        mode = check_mode(answers.mode)
+        check_settings(answers)
+        self.check_network(answers.management_address, answers.service_address)
+        with self._lock:
+            if self.finished.is_set():
+                raise Conflict("This KMA has been set up already.")
+            self.master = mode.run(self.data_dir, answers, self.draft, tuple(self.refusals))
+            self.answers = answers
+            self.finished.set()
+        log.info("set-up finished: %s", mode.title)
+
+    @property
+    def continue_address(self) -> str:
+        """Where the management API is once set up: the answered address (or its port override)."""
+        assert self.answers is not None
+        host, port = split_address(self.answers.management_address)
+        return f"{host}:{port if self.continue_port is None else self.continue_port}"
+
+    def cluster_fingerprint(self) -> str:
+        return fingerprint(self.data_dir.ca_cert.read_bytes())
+
+    def offered(self) -> list[dict[str, Any]]:
+        return [{"mode": name, "title": mode.title} for name, mode in MODES.items()]

@@ -1,0 +1,87 @@
+"""The set-up API of a KMA that is not set up yet (kma/setup/api.py): what the wizard calls.
+
+from kms_client import Trust
+from kms_client.setup import SetupClient
+trust = Trust.fetch("10.0.1.10:8443")   # the temporary certificate: compare with the console
+setup = SetupClient("10.0.1.10:8443", trust, code="ABCD-EFGH-JKLM")
+setup.check_code()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from ._http import base_url, error_from_response, translated_transport_errors
+from .trust import Trust, ssl_context_for
+
+
+@dataclass(frozen=True)
+class SetUpKma:
+    """Where the new KMA serves, and the fingerprint of its cluster CA (to pin, as on first contact)."""
+
+    management_address: str
+    ca_fingerprint: str
+
+
+class SetupClient:
+    """One installer's connection to a KMA in set-up mode, pinned to its temporary certificate."""
+
+    def __init__(self, address: str, trust: Trust, code: str, *, timeout: float = 60) -> None:
+        self.address = address
+        self.code = code
+        self._timeout = timeout
+        self._http = httpx.Client(base_url=base_url(address), verify=ssl_context_for(trust.ca_pem),
+                                  timeout=timeout, headers={"Accept": "application/json"})  # fmt: skip
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> SetupClient:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:  # fmt: skip
+        self.close()
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        with translated_transport_errors(self.address, self._timeout):
+            response = self._http.request(method, path, json=body, headers={"X-Setup-Code": self.code})
+        if response.is_error:
+            raise error_from_response(response)
+        return response.json()
+
+    def state(self) -> dict[str, Any]:
+        """`{"state": "waiting" | "finished", "version", "modes": [{"mode", "title"}]}`."""
+        result: dict[str, Any] = self._call("GET", "/setup")
+        return result
+
+    def check_code(self) -> None:
+        """Raises `Unauthenticated` (with how many tries are left) for a wrong set-up code."""
+        self._call("POST", "/setup/code")
+
+    def check_network(self, management_address: str, service_address: str) -> None:
+        self._call("POST", "/setup/network", {"management_address": management_address,
+                                               "service_address": service_address})  # fmt: skip
+
+    def draft_key_split(self, threshold: int, members: Sequence[tuple[str, str]]) -> list[str]:
+        """Seal each member's share under their passphrase (in the KMA's memory only); returns the
+        members whose passphrases the proof asks for."""
+        body = {"threshold": threshold, "members": [{"name": n, "passphrase": p} for n, p in members]}
+        proof_members: list[str] = self._call("POST", "/setup/key-split", body)["proof_members"]
+        return proof_members
+
+    def prove(self, typed: Sequence[tuple[str, str]]) -> str:
+        """The proof members' passphrases again; returns the reconstructed secret's check value."""
+        body = {"members": [{"name": n, "passphrase": p} for n, p in typed]}
+        check: str = self._call("POST", "/setup/proof", body)["check"]
+        return check
+
+    def finish(self, answers: dict[str, Any]) -> SetUpKma:
+        """`answers`: the answers file's fields with `threshold` and `members` (names only)."""
+        result = self._call("POST", "/setup/finish", answers)
+        return SetUpKma(result["management_address"], result["ca_fingerprint"])

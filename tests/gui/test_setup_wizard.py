@@ -1,0 +1,238 @@
+"""The set-up wizard (issue 13) against a real `kma serve` waiting in set-up mode.
+
+Given a KMA started on an empty data directory, an installer walks the wizard from the sign-in
+window: each mistake is caught on the page where it was typed, with its reason; the KMA is set
+up only at the end and the manager signs the new Security Officer in. The same answers, run
+headless by `kma init --answers`, make the same KMA. Cancel leaves the KMA waiting, nothing
+written.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtWidgets import QWizard
+
+from tests.gui.helpers import WAIT_MS
+from tests.support.first_setup import MEMBERS, OFFICER, describe, free_port, written
+from tests.support.kma_process import RunningKma, run_kma
+from ui.setup_wizard.wizard import SetupWizard
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def waiting(tmp_path: Path) -> Iterator[RunningKma]:
+    kma = RunningKma.awaiting_setup(tmp_path)
+    yield kma
+    kma.stop()
+
+
+def open_wizard(qtbot: Any, controller: Any) -> tuple[Any, SetupWizard]:
+    window = controller.show_sign_in()
+    qtbot.addWidget(window)
+    window.setup_button.click()
+    wizard = window.setup_wizard
+    qtbot.waitUntil(wizard.isVisible, timeout=WAIT_MS)
+    return window, wizard
+
+
+def next_page(qtbot: Any, wizard: SetupWizard, expect: str) -> None:
+    """Next, then wait for page `expect` (or for the current page to say what is wrong)."""
+    wizard.button(QWizard.NextButton if wizard.currentPage().isCommitPage() is False
+                  else QWizard.CommitButton).click()  # fmt: skip
+    qtbot.waitUntil(lambda: type(wizard.currentPage()).__name__ == expect, timeout=WAIT_MS * 3)
+
+
+def refused_here(qtbot: Any, wizard: SetupWizard, words: str) -> None:
+    """Next is refused: the page stays and says why."""
+    page = wizard.currentPage()
+    wizard.button(QWizard.NextButton).click()
+    qtbot.waitUntil(lambda: words in page.error.text() and not page.busy, timeout=WAIT_MS * 3)
+    assert wizard.currentPage() is page
+
+
+def connect(qtbot: Any, wizard: SetupWizard, kma: RunningKma, code: str) -> None:
+    page = wizard.currentPage()
+    page.address.setText(kma.address)
+    page.connect_button.click()
+    qtbot.waitUntil(page.same.isEnabled, timeout=WAIT_MS)
+    assert (
+        page.fingerprint.text().replace("\n", ":").replace("SHA256::", "SHA256:")
+        == kma.setup["ca_fingerprint"]
+    )
+    page.same.setChecked(True)
+    page.code.setText(code)
+
+
+def type_member(page: Any, name: str, passphrase: str, again: str | None = None) -> None:
+    page.name.setText(name)
+    page.passphrase.setText(passphrase)
+    page.again.setText(passphrase if again is None else again)
+
+
+def walk(qtbot: Any, wizard: SetupWizard, kma: RunningKma, service_port: int, mistakes: bool) -> None:
+    """Through every page to the summary, making (and correcting) each mistake when asked."""
+    connect(qtbot, wizard, kma, "WRONG-CODE-0000" if mistakes else kma.setup["setup_code"])
+    if mistakes:
+        refused_here(qtbot, wizard, "not the set-up code")
+        wizard.currentPage().code.setText(kma.setup["setup_code"])
+    next_page(qtbot, wizard, "NetworkPage")
+    network = wizard.currentPage()
+    assert network.management.text() == kma.address
+    if mistakes:
+        with socket.socket() as busy:
+            busy.bind(("127.0.0.1", 0))
+            busy.listen()
+            network.service.setText(f"127.0.0.1:{busy.getsockname()[1]}")
+            refused_here(qtbot, wizard, "already in use on the KMA")
+    network.service.setText(f"127.0.0.1:{service_port}")
+    network.time_server.setText("ntp.example.com")
+    next_page(qtbot, wizard, "ModePage")
+    mode = wizard.currentPage()
+    assert [b.text() for b in mode.choice.buttons()] == [
+        "Create a new cluster with this KMA as its first member"
+    ]
+    mode.cluster.setText("Acme Tape Vault")
+    mode.site_id.setText("dallas")
+    mode.site_name.setText("Dallas")
+    mode.kma_id.setText("kma-dal-1")
+    mode.kma_name.setText("KMA Dallas 1")
+    next_page(qtbot, wizard, "KeySplitPage")
+    split = wizard.currentPage()
+    if mistakes:
+        for n, m, words in [(3, 4, "cannot be more than"), (11, 2, "at most 10"), (3, 0, "at least 1")]:
+            split.members.setValue(n)
+            split.threshold.setValue(m)
+            assert words in split.error.text()
+            assert not wizard.button(QWizard.NextButton).isEnabled()
+    split.members.setValue(3)
+    split.threshold.setValue(2)
+    next_page(qtbot, wizard, "MembersPage")
+    members = wizard.currentPage()
+    for i, (name, passphrase) in enumerate(MEMBERS):
+        if mistakes and i == 0:
+            type_member(members, name, "password1")
+            refused_here(qtbot, wizard, "guessable")
+            type_member(members, name, passphrase, passphrase + "x")
+            refused_here(qtbot, wizard, "not the same")
+        assert f"Member {i + 1} of 3" in members.whose.text()
+        assert members.passphrase.text() == ""  # the previous member's typing is gone
+        type_member(members, name, passphrase)
+        if i < 2:
+            wizard.button(QWizard.NextButton).click()
+    next_page(qtbot, wizard, "ProofPage")
+    proof = wizard.currentPage()
+    assert len(proof.fields) == 2
+    if mistakes:  # going back starts the members again, from member 1
+        wizard.button(QWizard.BackButton).click()
+        assert (
+            type(wizard.currentPage()).__name__ == "MembersPage" and "Member 1 of 3" in members.whose.text()
+        )
+        for name, passphrase in MEMBERS:
+            type_member(members, name, passphrase)
+            wizard.button(QWizard.NextButton).click()
+        qtbot.waitUntil(lambda: type(wizard.currentPage()).__name__ == "ProofPage", timeout=WAIT_MS * 3)
+        for field in proof.fields.values():
+            field.setText("not what they chose at all")
+        proof.prove_button.click()
+        qtbot.waitUntil(lambda: "The proof failed" in proof.error.text(), timeout=WAIT_MS * 3)
+        assert not wizard.button(QWizard.NextButton).isEnabled()
+    for name, field in proof.fields.items():
+        field.setText(dict(MEMBERS)[name])
+    proof.prove_button.click()
+    qtbot.waitUntil(lambda: "reconstructed the secret" in proof.result.text(), timeout=WAIT_MS * 3)
+    next_page(qtbot, wizard, "OfficerPage")
+    officer = wizard.currentPage()
+    officer.name.setText(OFFICER["name"])
+    officer.passphrase.setText(OFFICER["passphrase"])
+    officer.again.setText(OFFICER["passphrase"])
+    next_page(qtbot, wizard, "UnlockPage")
+    assert wizard.currentPage().off.isChecked()  # the safer choice by default
+    next_page(qtbot, wizard, "PoolPage")
+    wizard.currentPage().size.setValue(25)
+    next_page(qtbot, wizard, "SummaryPage")
+
+
+def test_the_wizard_sets_up_a_new_kma_and_signs_in_its_security_officer(
+    qtbot: Any, controller: Any, waiting: RunningKma, tmp_path: Path
+) -> None:
+    window, wizard = open_wizard(qtbot, controller)
+    walk(qtbot, wizard, waiting, free_port(), mistakes=True)
+    assert written(waiting) == []  # nothing written before the summary's "Set up the KMA"
+    summary = wizard.currentPage()
+    summary.save_answers(tmp_path / "answers.toml")
+    saved = (tmp_path / "answers.toml").read_text()
+    assert "passphrase" not in saved.replace("# No passphrases", "").replace("asks each", "")
+    next_page(qtbot, wizard, "SignInPage")
+    done = wizard.currentPage()
+    done.print_cards(tmp_path / "cards.pdf")
+    pdf = (tmp_path / "cards.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page\b", pdf)) == 3  # one per member
+    wizard.button(QWizard.FinishButton).click()
+    qtbot.waitUntil(lambda: controller.window is not None or bool(done.error.text()), timeout=WAIT_MS * 6)
+    assert not done.error.text()
+    assert controller.session.user.id == "so"
+
+    # The same answers, headless: `kma init --answers` asks for the passphrases the file leaves out;
+    # with them added, it makes the same KMA.
+    waiting.wait_ready(set_up=True)
+    with_passphrases = saved.replace("[key_split]", "")
+    members = "".join(f'[[key_split.members]]\nname = "{n}"\npassphrase = "{p}"\n' for n, p in MEMBERS)
+    head, _, _ = with_passphrases.partition("[[key_split.members]]")
+    head = head.replace(
+        f'name = "{OFFICER["name"]}"\n',
+        f'name = "{OFFICER["name"]}"\npassphrase = "{OFFICER["passphrase"]}"\n',
+    )
+    (tmp_path / "full.toml").write_text(head + "[key_split]\nthreshold = 2\n" + members)
+    run_kma(
+        "init", "--data-dir", str(tmp_path / "headless" / "kma"), "--answers", str(tmp_path / "full.toml")
+    )
+    other = RunningKma(tmp_path / "headless" / "kma")
+    other.start()
+    try:
+        so = other.client("so", OFFICER["passphrase"])
+        so.unlock_kma("kma-dal-1", credentials=MEMBERS[:2])
+        new = waiting.client("so", OFFICER["passphrase"])
+        assert describe(so) == describe(new)
+    finally:
+        other.stop()
+
+
+def test_cancel_leaves_the_kma_waiting_with_nothing_written(
+    qtbot: Any, controller: Any, waiting: RunningKma
+) -> None:
+    _window, wizard = open_wizard(qtbot, controller)
+    walk(qtbot, wizard, waiting, free_port(), mistakes=False)
+    wizard.button(QWizard.CancelButton).click()
+    qtbot.waitUntil(lambda: not wizard.isVisible(), timeout=WAIT_MS)
+    assert written(waiting) == []
+    assert waiting.setup and waiting.process is not None and waiting.process.poll() is None
+
+
+def test_signing_in_to_a_kma_not_set_up_says_what_to_do_and_pins_nothing(
+    qtbot: Any, controller: Any, waiting: RunningKma
+) -> None:
+    from PySide6.QtCore import Qt
+
+    from app.profiles import ProfileStore
+
+    window = controller.show_sign_in()
+    qtbot.addWidget(window)
+    window.profile.setCurrentIndex(window.profile.findData(None))
+    qtbot.keyClicks(window.name, "new kma")
+    qtbot.keyClicks(window.address, waiting.address)
+    qtbot.keyClicks(window.user, "so")
+    qtbot.keyClicks(window.passphrase, "anything at all")
+    qtbot.mouseClick(window.sign_in_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: getattr(window, "trust_dialog", None) is not None, timeout=WAIT_MS)
+    qtbot.mouseClick(window.trust_dialog.trust, Qt.LeftButton)
+    qtbot.waitUntil(window.error.isVisible, timeout=WAIT_MS)
+    assert "not been set up yet" in window.error.text() and "Set up a new KMA…" in window.error.text()
+    profile = ProfileStore().get("new kma")
+    assert profile is not None and profile.ca_fingerprint == ""  # the temporary certificate is not kept

@@ -1,0 +1,69 @@
+"""First set-up in tests (issue 13): the answers an installer gives, in the shapes the set-up API
+and `kma init --answers` take, and what to compare between two KMAs set up from them."""
+
+from __future__ import annotations
+
+import socket
+import tomllib
+from typing import Any
+
+from tests.support.kma_process import RunningKma
+
+MEMBERS = [("alice", "alice walks the long pier"), ("bob", "bob paints seven green doors"),
+           ("carol", "carol counts quiet harbour lights")]  # fmt: skip
+OFFICER = {"id": "so", "name": "Sam Officer", "passphrase": "officer keeps the vault"}
+
+
+def answers_for(kma_address: str, service_port: int) -> dict[str, Any]:
+    """What the wizard sends at the end (members by name: their passphrases are already sealed)."""
+    return {
+        "mode": "new_cluster", "cluster_name": "Acme Tape Vault", "site": {"id": "dallas", "name": "Dallas"},
+        "kma": {"id": "kma-dal-1", "name": "KMA Dallas 1", "management_address": kma_address,
+                "service_address": f"127.0.0.1:{service_port}"},
+        "security_officer": OFFICER, "threshold": 2, "members": [name for name, _ in MEMBERS],
+        "autonomous_unlock": False, "key_pool_size": 25, "time_server": "ntp.example.com",
+    }  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def written(kma: RunningKma) -> list[str]:
+    """What is in the data directory besides its lock and log."""
+    return sorted(str(p.relative_to(kma.data_dir)) for p in kma.data_dir.rglob("*")
+                  if p.name != "kma.lock" and "logs" not in p.parts)  # fmt: skip
+
+
+def answers_toml(answers: dict[str, Any]) -> str:
+    kma, site, officer = answers["kma"], answers["site"], answers["security_officer"]
+    members = "".join(f'[[key_split.members]]\nname = "{n}"\npassphrase = "{p}"\n' for n, p in MEMBERS)
+    text = (f'mode = "new_cluster"\ncluster_name = "{answers["cluster_name"]}"\n'
+            f'autonomous_unlock = {str(answers["autonomous_unlock"]).lower()}\n'
+            f'key_pool_size = {answers["key_pool_size"]}\ntime_server = "{answers["time_server"]}"\n'
+            f'[site]\nid = "{site["id"]}"\nname = "{site["name"]}"\n'
+            f'[kma]\nid = "{kma["id"]}"\nname = "{kma["name"]}"\n'
+            f'management_address = "{kma["management_address"]}"\n'
+            f'service_address = "{kma["service_address"]}"\n'
+            f'[security_officer]\nid = "{officer["id"]}"\nname = "{officer["name"]}"\n'
+            f'passphrase = "{officer["passphrase"]}"\n'
+            f'[key_split]\nthreshold = {answers["threshold"]}\n{members}')  # fmt: skip
+    tomllib.loads(text)
+    return text
+
+
+def describe(client: Any) -> dict[str, Any]:
+    """What an installer chose, as a signed-in Security Officer sees it on any KMA."""
+    split = client.get_key_split()
+    status = client.status()
+    return {
+        "users": sorted((u.id, u.name, tuple(sorted(u.roles))) for u in client.iter_all(client.list_users)),
+        "split": (split.threshold, split.members),
+        "cluster": status.cluster_name,
+        "autonomous_unlock": status.autonomous_unlock,
+        "kmas": sorted((k.id, k.name, k.site_id, k.key_pool_size) for k in client.iter_all(client.list_kmas)),
+        "policies": sorted(p.id for p in client.iter_all(client.list_key_policies)),
+    }

@@ -1,0 +1,83 @@
+"""A wizard page whose Next first asks the KMA in the background; a refusal stays on the page,
+under the fields it is about, with the KMA's reason."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtWidgets import QWizard, QWizardPage
+
+import kms_client
+from app.errors import describe
+from app.setup import SetupAnswers
+from ui.widgets import ErrorLabel
+
+
+def reason(exc: BaseException) -> str:
+    """The KMA's own words for a refusal; for anything else, what happened and what to do."""
+    if isinstance(exc, kms_client.ApiError):
+        return exc.message
+    message = describe(exc)
+    return f"{message.what} {message.todo}"
+
+
+STAY = object()  # check(): stay on this page, with nothing wrong (the page has more to ask)
+
+
+class SetupPage(QWizardPage):
+    """`check()` returns a problem found here ('' for none), or a worker function to ask the KMA;
+    `checked(result)` takes its answer. Next moves on only once both agree."""
+
+    def __init__(self, answers: SetupAnswers, ops: Any, title: str, subtitle: str = "") -> None:
+        super().__init__()
+        self.answers = answers
+        self.ops = ops
+        self.setTitle(title)
+        if subtitle:
+            self.setSubTitle(subtitle)
+        self.error = ErrorLabel("Set-up problem", "setupError")
+        self._passed = False
+        self.busy = False
+
+    def check(self) -> Any:  # '' | a problem | STAY | a worker function
+        return ""
+
+    def checked(self, result: Any) -> None:
+        pass
+
+    def validatePage(self) -> bool:  # noqa: N802 - Qt override
+        if self._passed:
+            self._passed = False
+            return True
+        if self.busy:
+            return False
+        self.error.say("")
+        found = self.check()
+        if found is STAY:
+            return False
+        if isinstance(found, str):
+            self.error.say(found)
+            return not found
+        self._ask(found)
+        return False
+
+    def _ask(self, work: Callable[[Any], Any]) -> None:
+        self.busy = True
+        self.wizard().button(QWizard.NextButton).setEnabled(False)
+        self.ops.write(work, parent=self, quiet=True, label="Asking the KMA…",
+                       success=self._answered, failure=self._refused)  # fmt: skip
+
+    def _answered(self, result: Any) -> None:
+        self.busy = False
+        self.wizard().button(QWizard.NextButton).setEnabled(True)
+        self.checked(result)
+        self._passed = True
+        wizard = self.wizard()
+        wizard.accept() if self.isFinalPage() else wizard.next()
+
+    def _refused(self, exc: BaseException) -> bool:
+        self.busy = False
+        self.wizard().button(QWizard.NextButton).setEnabled(True)
+        self.error.say(reason(exc))
+        return True

@@ -1,0 +1,195 @@
+"""The first pages: reach the KMA in set-up mode, its network settings, what it will do."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QCheckBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QRadioButton,
+    QVBoxLayout,
+)
+
+import kms_client
+from app.setup import SetupAnswers, connect, id_problem
+from app.writes import setup as setup_writes
+from ui.setup_wizard.base import SetupPage, reason
+from ui.trust_dialog import grouped
+
+# The modes this wizard has pages for, and the first of them; a mode is offered only if the KMA
+# offers it too (kma/setup/service.py MODES). Joining a cluster and restoring a backup add theirs.
+MODE_TITLES = {"new_cluster": "Create a new cluster with this KMA as its first member"}
+MODE_FIRST_PAGE = {"new_cluster": "KeySplitPage"}
+
+
+class ConnectPage(SetupPage):
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "Connect to the new KMA",
+                         "Start the new KMA with `kma serve`: its console shows a certificate "
+                         "fingerprint and a one-time set-up code.")  # fmt: skip
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        row = QHBoxLayout()
+        self.address = QLineEdit("127.0.0.1:8443")
+        self.address.setAccessibleName("KMA address")
+        self.connect_button = QPushButton("Connect")
+        self.connect_button.clicked.connect(self.reach)
+        row.addWidget(self.address, 1)
+        row.addWidget(self.connect_button)
+        form.addRow("KMA address:", row)
+        self.fingerprint = QLabel("Not connected yet.")
+        self.fingerprint.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.fingerprint.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+        self.fingerprint.setAccessibleName("Temporary certificate fingerprint")
+        form.addRow("Its fingerprint:", self.fingerprint)
+        self.same = QCheckBox("This is the fingerprint the KMA's console shows")
+        self.same.setEnabled(False)
+        form.addRow("", self.same)
+        self.code = QLineEdit()
+        self.code.setAccessibleName("Set-up code")
+        self.code.setPlaceholderText("XXXX-XXXX-XXXX, from the KMA's console")
+        form.addRow("Set-up code:", self.code)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addStretch()
+        self.address.textEdited.connect(self._forget)
+        for signal in (self.same.toggled, self.code.textChanged):
+            signal.connect(self.completeChanged)
+
+    def _forget(self, *_: Any) -> None:
+        self.answers.trust = None
+        self.same.setChecked(False)
+        self.same.setEnabled(False)
+        self.fingerprint.setText("Not connected yet.")
+        self.completeChanged.emit()
+
+    def reach(self) -> None:
+        address = self.address.text().strip()
+        self.error.say("")
+        self.fingerprint.setText(f"Contacting {address}…")
+
+        def reached(result: tuple[kms_client.Trust, dict[str, Any]]) -> None:
+            self.answers.address, (self.answers.trust, state) = address, result
+            self.answers.modes = state["modes"]
+            self.fingerprint.setText(grouped(self.answers.trust.fingerprint))
+            self.same.setEnabled(True)
+            self.completeChanged.emit()
+
+        def failed(exc: BaseException) -> bool:
+            self.fingerprint.setText("Not connected.")
+            if isinstance(exc, kms_client.NotFound):
+                self.error.say(f"The KMA at {address} is set up already: sign in to it instead.")
+            else:
+                self.error.say(reason(exc))
+            return True
+
+        self.ops.read(lambda _c: connect(address), parent=self, quiet=True, success=reached, failure=failed)
+
+    def isComplete(self) -> bool:  # noqa: N802 - Qt override
+        return self.answers.trust is not None and self.same.isChecked() and bool(self.code.text().strip())
+
+    def check(self) -> str | Callable[[Any], Any]:
+        self.answers.code = self.code.text().strip()
+        answers = self.answers
+        return lambda worker: setup_writes.check_code(worker, answers)
+
+
+class NetworkPage(SetupPage):
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "Network",
+                         "Where the KMA listens once it is set up. Managers and other KMAs use the "
+                         "management address; tape drives and other agents the service address.")  # fmt: skip
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        self.management = QLineEdit()
+        self.management.setAccessibleName("Management address")
+        self.service = QLineEdit()
+        self.service.setAccessibleName("Service address")
+        self.time_server = QLineEdit()
+        self.time_server.setAccessibleName("Time server")
+        self.time_server.setPlaceholderText("e.g. ntp.example.com; blank: the KMA's system clock")
+        form.addRow("Management address:", self.management)
+        form.addRow("Service address (agents):", self.service)
+        form.addRow("Time server:", self.time_server)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addStretch()
+
+    def initializePage(self) -> None:  # noqa: N802 - Qt override
+        if not self.management.text():
+            self.management.setText(self.answers.address)
+            self.service.setText(f"{self.answers.address.rpartition(':')[0]}:5696")
+
+    def check(self) -> str | Callable[[Any], Any]:
+        a = self.answers
+        a.management_address = self.management.text().strip()
+        a.service_address = self.service.text().strip()
+        a.time_server = self.time_server.text().strip()
+        return lambda worker: setup_writes.check_network(worker, a)
+
+
+class ModePage(SetupPage):
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "What this KMA will do",
+                         "What the KMA offers to become, and what a new cluster needs: its name, its first "
+                         "site and this KMA's ID.")  # fmt: skip
+        layout = QVBoxLayout(self)
+        self.choice = QButtonGroup(self)
+        self.choices = QVBoxLayout()
+        layout.addLayout(self.choices)
+        form = QFormLayout()
+        self.cluster = QLineEdit()
+        self.cluster.setAccessibleName("Cluster name")
+        self.site_id, self.site_name = QLineEdit(), QLineEdit()
+        self.site_id.setPlaceholderText("e.g. dallas")
+        self.site_name.setPlaceholderText("e.g. Dallas")
+        self.kma_id, self.kma_name = QLineEdit(), QLineEdit()
+        self.kma_id.setPlaceholderText("e.g. kma-dal-1")
+        self.kma_name.setPlaceholderText("e.g. KMA Dallas 1")
+        form.addRow("Cluster name:", self.cluster)
+        form.addRow("First site ID:", self.site_id)
+        form.addRow("Site name:", self.site_name)
+        form.addRow("This KMA's ID:", self.kma_id)
+        form.addRow("This KMA's name:", self.kma_name)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addStretch()
+
+    def initializePage(self) -> None:  # noqa: N802 - Qt override
+        for button in self.choice.buttons():
+            self.choice.removeButton(button)
+            button.deleteLater()
+        offered = [m["mode"] for m in self.answers.modes if m["mode"] in MODE_TITLES]
+        for mode in offered:
+            button = QRadioButton(MODE_TITLES[mode])
+            button.setProperty("mode", mode)
+            button.setChecked(mode == self.answers.mode or len(offered) == 1)
+            self.choice.addButton(button)
+            self.choices.addWidget(button)
+
+    def nextId(self) -> int:  # noqa: N802 - Qt override
+        chosen = self.choice.checkedButton()
+        mode = chosen.property("mode") if chosen is not None else self.answers.mode
+        return int(self.wizard().page_ids[MODE_FIRST_PAGE[mode]])
+
+    def check(self) -> str | Callable[[Any], Any]:
+        chosen = self.choice.checkedButton()
+        if chosen is None:
+            return "Choose what this KMA will do."
+        a = self.answers
+        a.mode = chosen.property("mode")
+        a.cluster_name = self.cluster.text().strip()
+        a.site_id, a.site_name = self.site_id.text().strip(), self.site_name.text().strip()
+        a.kma_id, a.kma_name = self.kma_id.text().strip(), self.kma_name.text().strip()
+        if not a.cluster_name:
+            return "Give the new cluster a name."
+        return id_problem(a.site_id, "The site ID") or id_problem(a.kma_id, "The KMA ID")

@@ -1,0 +1,166 @@
+"""The last pages: what will be done (and saving it as an answers file), doing it, done."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWizard
+
+from app.setup import SetupAnswers
+from app.writes import setup as setup_writes
+from ui.setup_wizard.base import SetupPage, reason
+from ui.setup_wizard.cards import cards_for, write_pdf
+from ui.trust_dialog import grouped
+
+
+class SummaryPage(SetupPage):
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "Summary",
+                         "Nothing has been written to the KMA yet. Set it up, or go back to change an "
+                         "answer.")  # fmt: skip
+        self.setCommitPage(True)
+        self.setButtonText(QWizard.CommitButton, "Set up the KMA")
+        layout = QVBoxLayout(self)
+        self.text = QLabel()
+        self.text.setWordWrap(True)
+        self.text.setObjectName("setupSummary")
+        layout.addWidget(self.text)
+        self.save_button = QPushButton("Save these answers for kma init…")
+        self.save_button.setToolTip("A TOML answers file without any passphrase, for a later headless "
+                                    "`kma init --answers FILE`, which asks each person.")  # fmt: skip
+        self.save_button.clicked.connect(self.ask_where_to_save)
+        layout.addWidget(self.save_button)
+        self.saved = QLabel()
+        layout.addWidget(self.saved)
+        layout.addStretch()
+
+    def initializePage(self) -> None:  # noqa: N802 - Qt override
+        a = self.answers
+        rows = [
+            ("KMA", f"{a.kma_name or a.kma_id} ({a.kma_id}), site {a.site_name or a.site_id} ({a.site_id})"),
+            ("Creates", f"the new cluster “{a.cluster_name}”"),
+            ("Management address", a.management_address), ("Service address", a.service_address),
+            ("Time", a.time_server or "the KMA's system clock"),
+            ("Key split", f"any {a.threshold} of {len(a.members)}: {', '.join(a.members)} (proven, check "
+                          f"{a.proof_check})"),
+            ("Security Officer", f"{a.officer_name} ({a.officer_id})"),
+            ("Autonomous unlock", "on: a restarted KMA serves without a quorum" if a.autonomous_unlock
+             else "off: a restarted KMA waits for a quorum"),
+            ("Key pool", f"{a.key_pool_size:,} keys"),
+        ]  # fmt: skip
+        self.text.setText("<table cellspacing=6>" + "".join(
+            f"<tr><td><b>{html.escape(k)}</b></td><td>{html.escape(v)}</td></tr>" for k, v in rows
+        ) + "</table>")  # fmt: skip
+
+    def ask_where_to_save(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save the set-up answers", "kma-answers.toml",
+                                              "TOML answers (*.toml)")  # fmt: skip
+        if path:
+            self.save_answers(Path(path))
+
+    def save_answers(self, path: Path) -> None:
+        path.write_text(self.answers.to_toml(), encoding="utf-8")
+        self.saved.setText(f"Saved to {path} (no passphrases in it).")
+
+
+class ProgressPage(SetupPage):
+    """Runs the set-up; Cancel is off meanwhile (the KMA finishes what it started)."""
+
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "Setting up the KMA", "This takes a few seconds.")
+        self.setCommitPage(True)  # once set up, there is no going back to do it again
+        self.setButtonText(QWizard.CommitButton, "Next >")
+        layout = QVBoxLayout(self)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        layout.addWidget(self.status)
+        self.bar = QProgressBar()
+        self.bar.setRange(0, 0)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.error)
+        self.retry = QPushButton("Try again")
+        self.retry.clicked.connect(self.run)
+        self.retry.hide()
+        layout.addWidget(self.retry)
+        layout.addStretch()
+        self.done = False
+
+    def initializePage(self) -> None:  # noqa: N802 - Qt override
+        self.run()
+
+    def run(self) -> None:
+        self.retry.hide()
+        self.error.say("")
+        self.bar.setRange(0, 0)
+        self.status.setText("The KMA makes its cluster CA and certificate, wraps the master key under the "
+                            "proven key split, creates the site, itself and the Security Officer, records "
+                            "it all in its audit trail, then starts serving normally.")  # fmt: skip
+        self.wizard().button(QWizard.CancelButton).setEnabled(False)
+        answers = self.answers
+        self.ops.write(lambda worker: setup_writes.finish(worker, answers), parent=self, quiet=True,
+                       success=self._made, failure=self._failed)  # fmt: skip
+
+    def _made(self, made: Any) -> None:
+        self.answers.made = made
+        self.done = True
+        self.bar.setRange(0, 1)
+        self.bar.setValue(1)
+        self.completeChanged.emit()
+        self.wizard().next()
+
+    def _failed(self, exc: BaseException) -> bool:
+        self.bar.setRange(0, 1)
+        self.bar.setValue(0)
+        self.error.say(f"{reason(exc)} Nothing was set up; the KMA still waits in set-up mode.")
+        self.wizard().button(QWizard.CancelButton).setEnabled(True)
+        self.retry.show()
+        return True
+
+    def isComplete(self) -> bool:  # noqa: N802 - Qt override
+        return self.done
+
+
+class DonePage(SetupPage):
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "The KMA is set up", "It serves now; sign in as its Security Officer.")
+        self.setFinalPage(True)
+        layout = QVBoxLayout(self)
+        self.text = QLabel()
+        self.text.setWordWrap(True)
+        layout.addWidget(self.text)
+        self.cards_button = QPushButton("Print key split cards (PDF)…")
+        self.cards_button.clicked.connect(self.ask_where_to_print)
+        layout.addWidget(self.cards_button)
+        self.printed = QLabel()
+        layout.addWidget(self.printed)
+        layout.addWidget(self.error)
+        layout.addStretch()
+
+    def initializePage(self) -> None:  # noqa: N802 - Qt override
+        a = self.answers
+        assert a.made is not None
+        self.setButtonText(QWizard.FinishButton, f"Sign in as {a.officer_id}")
+        self.setButtonText(QWizard.CancelButton, "Close")
+        self.wizard().button(QWizard.CancelButton).setEnabled(True)
+        self.text.setText(
+            f"<p>The cluster <b>{html.escape(a.cluster_name)}</b> has its first KMA, "
+            f"<b>{html.escape(a.kma_id)}</b>, serving at <b>{html.escape(a.made.management_address)}</b>.</p>"
+            "<p>Its cluster CA fingerprint (the manager trusts it from now on; compare it with "
+            "the KMA's console):</p>"
+            f"<pre>{html.escape(grouped(a.made.ca_fingerprint))}</pre>"
+            "<p>Print a key split card for each member: it says what the quorum is for and what to do "
+            "with the card. Then take a core security backup.</p>"
+        )
+
+    def ask_where_to_print(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save the key split cards", "key-split-cards.pdf",
+                                              "PDF (*.pdf)")  # fmt: skip
+        if path:
+            self.print_cards(Path(path))
+
+    def print_cards(self, path: Path) -> None:
+        a = self.answers
+        write_pdf(path, cards_for(a.cluster_name, a.members, a.threshold))
+        self.printed.setText(f"Saved {len(a.members)} cards to {path}.")

@@ -1,0 +1,109 @@
+"""The initial Security Officer, autonomous unlock and the key pool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QRadioButton, QSpinBox, QVBoxLayout
+
+from app.setup import SetupAnswers, id_problem, strength
+from ui.setup_wizard.base import SetupPage
+from ui.setup_wizard.widgets import StrengthMeter
+from ui.widgets import PasswordLineEdit
+
+
+class OfficerPage(SetupPage):
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "The initial Security Officer",
+                         "The first user of the new KMA: manages users, sites, KMAs and the key split. You "
+                         "sign in as this user when set-up is done.")  # fmt: skip
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        self.user_id = QLineEdit(answers.officer_id)
+        self.user_id.setAccessibleName("Security Officer's user ID")
+        self.name = QLineEdit()
+        self.name.setAccessibleName("Security Officer's name")
+        self.passphrase = PasswordLineEdit()
+        self.passphrase.setAccessibleName("Security Officer's passphrase")
+        self.again = PasswordLineEdit()
+        self.again.setAccessibleName("Security Officer's passphrase again")
+        self.meter = StrengthMeter()
+        form.addRow("User ID:", self.user_id)
+        form.addRow("Name:", self.name)
+        form.addRow("Passphrase:", self.passphrase)
+        form.addRow("", self.meter)
+        form.addRow("The same again:", self.again)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addStretch()
+        self.passphrase.textChanged.connect(
+            lambda text: self.meter.show_strength(strength(text, [self.user_id.text()]))
+        )
+
+    def check(self) -> Any:
+        a = self.answers
+        a.officer_id, a.officer_name = self.user_id.text().strip(), self.name.text().strip()
+        if problem := id_problem(a.officer_id, "The user ID"):
+            return problem
+        if not a.officer_name:
+            return "Give the Security Officer's name."
+        if len(self.passphrase.text()) < 8:
+            return "The passphrase must be at least 8 characters."
+        if self.passphrase.text() != self.again.text():
+            self.again.clear()
+            return "The two passphrases typed are not the same. Type the second one again."
+        a.officer_passphrase = self.passphrase.text()
+        return ""
+
+
+class UnlockPage(SetupPage):
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "Autonomous unlock", "What a KMA does when it restarts.")
+        layout = QVBoxLayout(self)
+        self.off = QRadioButton("Off (safer): a restarted KMA waits locked until a quorum unlocks it")
+        self.on = QRadioButton("On: a restarted KMA unlocks itself and serves at once, without a quorum")
+        self.off.setChecked(not answers.autonomous_unlock)
+        self.on.setChecked(answers.autonomous_unlock)
+        layout.addWidget(self.off)
+        layout.addWidget(self.on)
+        advice = QLabel(
+            "Off is safer: someone who takes the KMA, or a copy of its disk, gets nothing it serves "
+            "without M members of the key split. On means a power cut or a reboot needs nobody: the KMA "
+            "keeps a local key that unlocks it, so whoever has the machine has the keys. A Security "
+            "Officer can change this later, with the quorum."
+        )
+        advice.setWordWrap(True)
+        layout.addWidget(advice)
+        layout.addStretch()
+
+    def check(self) -> Any:
+        self.answers.autonomous_unlock = self.on.isChecked()
+        return ""
+
+
+class PoolPage(SetupPage):
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "Key pool",
+                         "Keys the KMA makes ahead of time, so that a tape drive asking for a new key never "
+                         "waits, even when the KMA is cut off from its peers. It refills as keys are "
+                         "issued.")  # fmt: skip
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        self.size = QSpinBox()
+        self.size.setRange(0, 100_000)
+        self.size.setSingleStep(100)
+        self.size.setGroupSeparatorShown(True)
+        self.size.setValue(answers.key_pool_size)
+        self.size.setAccessibleName("Key pool size")
+        form.addRow("Keys in the pool:", self.size)
+        layout.addLayout(form)
+        note = QLabel(
+            "1,000 suits most sites; a site that writes thousands of new tapes a day may want more."
+        )
+        note.setWordWrap(True)
+        layout.addWidget(note)
+        layout.addStretch()
+
+    def check(self) -> Any:
+        self.answers.key_pool_size = self.size.value()
+        return ""

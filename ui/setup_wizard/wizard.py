@@ -1,0 +1,70 @@
+"""Set up a new KMA: the wizard behind "Set up a new KMA…" on the sign-in window.
+
+Every answer goes to the KMA's set-up API (kma/setup/api.py), the same set-up service that
+`kma init` runs; the KMA checks each one as it is given, and writes nothing before the progress
+page. Cancel before then leaves it waiting, not set up. At the end the wizard signs the new
+Security Officer in, trusting the new cluster CA the set-up reported.
+
+A mode (new cluster; join and restore once their engines are in the KMA) is offered when both the
+KMA (its `modes`) and this wizard (connect_pages.MODE_TITLES, MODE_FIRST_PAGE) know it; the mode
+page then goes on to that mode's first page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QWidget, QWizard
+
+from app.assets import get_asset
+from app.setup import SetupAnswers, sign_in_when_serving
+from ui.setup_wizard.connect_pages import ConnectPage, ModePage, NetworkPage
+from ui.setup_wizard.finish_pages import DonePage, ProgressPage, SummaryPage
+from ui.setup_wizard.key_split_pages import KeySplitPage, MembersPage, ProofPage
+from ui.setup_wizard.settings_pages import OfficerPage, PoolPage, UnlockPage
+
+PAGES = (ConnectPage, NetworkPage, ModePage, KeySplitPage, MembersPage, ProofPage, OfficerPage, UnlockPage,
+         PoolPage, SummaryPage, ProgressPage, DonePage)  # fmt: skip
+
+
+class SignInPage(DonePage):
+    """The done page; Finish signs the new Security Officer in."""
+
+    def check(self) -> Any:
+        answers = self.answers
+        return lambda _c: sign_in_when_serving(answers)
+
+    def checked(self, result: Any) -> None:
+        self.answers.forget_passphrases()
+        self.wizard().signed_in.emit(*result)
+
+
+class SetupWizard(QWizard):
+    """Emits `signed_in(SignedIn, ConnectionProfile)` once the new Security Officer is signed in."""
+
+    signed_in = Signal(object, object)
+
+    def __init__(self, ops: Any, parent: QWidget | None = None, address: str = "") -> None:
+        super().__init__(parent)
+        self.setObjectName("setupWizard")
+        self.setWindowTitle("Set up a new KMA")
+        self.setWindowIcon(QIcon(str(get_asset("icons/app.svg"))))
+        self.setWizardStyle(QWizard.ModernStyle)
+        self.setOption(QWizard.NoBackButtonOnStartPage)
+        self.setMinimumSize(760, 560)
+        self.answers = SetupAnswers()
+        self.pages: dict[str, Any] = {}
+        self.page_ids: dict[str, int] = {}  # what ModePage's nextId dispatches on the chosen mode to
+        for cls in PAGES:
+            page = (SignInPage if cls is DonePage else cls)(self.answers, ops)
+            self.pages[cls.__name__] = page
+            self.page_ids[cls.__name__] = self.addPage(page)
+        if address:
+            self.pages["ConnectPage"].address.setText(address)
+        # Not in done(): QWizard.done() first validates the last page, which signs in with it.
+        self.finished.connect(self.answers.forget_passphrases)
+
+    def page_named(self, name: str) -> Any:
+        return self.pages[name]
