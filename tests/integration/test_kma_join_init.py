@@ -131,4 +131,4 @@ def test_refusals_write_nothing(node_kma: RunningKma, tmp_path: Path) -> None:
     assert code == 2 and "already used" in said and nothing_written(tmp_path, again)
     # And a data dir that already holds something is refused before the passphrase is spent.
     code, said = init_join(tmp_path, new, address, fp, "kma-bos-3", passphrase)
-    assert code == 2 and "not empty" in said
+    assert code == 2 and "already holds a KMA" in said
