@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.keys import Conn, enroll_agents, ok, start_kma, uid_of  # noqa: E402
+from bench.keys import Conn, enroll_agents, keep_backed_up, ok, start_kma, uid_of  # noqa: E402
 from bench.rounds import Spread, interleave, ratio_of, summarise, too_wide  # noqa: E402
 from kma.kmip import ttlv  # noqa: E402
 from kma.kmip.client import key_template, name_attribute, request_message  # noqa: E402
@@ -140,8 +140,11 @@ def fill(kma: RunningKma, address: str, files: list[Files], tapes: int, keys_tot
     return [u for r in results for u in r[2]]
 
 
-def open_store(root: Path, keys_total: int, tapes: int) -> tuple[RunningKma, str, list[Files], list[str]]:
-    """The store in `root` when it holds `keys_total` keys on `tapes` tapes; else build it there."""
+def open_store(
+    root: Path, keys_total: int, tapes: int, issuing: bool = True
+) -> tuple[RunningKma, str, list[Files], list[str]]:
+    """The store in `root` when it holds `keys_total` keys on `tapes` tapes; else build it there.
+    `issuing`: the bench issues keys, so the pool is backed up as it refills (bench/keys.py)."""
     meta_file = root / "scale.json"
     if meta_file.exists():
         meta = json.loads(meta_file.read_text())
@@ -149,6 +152,8 @@ def open_store(root: Path, keys_total: int, tapes: int) -> tuple[RunningKma, str
             kma = RunningKma(root / "kma-demo" / "kma", meta["demo"])
             kma.start()
             address = next(k for k in kma.client("so").list_kmas().items).service_address
+            if meta.get("demo", {}).get("key_split") and issuing:
+                keep_backed_up(kma.client("backup"))  # a one-KMA cluster issues only backed-up keys
             print(f"reusing the store in {root}", flush=True)
             return kma, address, [tuple(f) for f in meta["agents"]], meta["uids"]  # type: ignore[misc]
         raise SystemExit(f"{root} holds another size ({meta['keys']} keys); name another --store")
@@ -286,8 +291,8 @@ def list_round(store: Store, repeats: int) -> dict[str, float]:
 
 
 class Store:
-    def __init__(self, root: Path, keys_total: int, tapes: int) -> None:
-        self.kma, self.address, self.files, self.uids = open_store(root, keys_total, tapes)
+    def __init__(self, root: Path, keys_total: int, tapes: int, issuing: bool = True) -> None:
+        self.kma, self.address, self.files, self.uids = open_store(root, keys_total, tapes, issuing)
         self.tapes = tapes
 
 

@@ -49,13 +49,6 @@ class JoinAnswers:
     rqlite_http_address: str = DEFAULT_RQLITE_HTTP
 
 
-def is_join(answers_text: str) -> bool:
-    try:
-        return tomllib.loads(answers_text).get("mode") == "join"
-    except tomllib.TOMLDecodeError:
-        return False  # the usual parser says what is wrong with it
-
-
 def parse_join_answers(text: str) -> JoinAnswers:
     data = tomllib.loads(text)
     table = data.get("join")

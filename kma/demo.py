@@ -23,6 +23,8 @@ from kma.datadir import DataDir, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
 from kma.services import agents, data_units, keys, policies, sites, users
+from kma.services.backups import take_core_security_backup
+from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
 
 DAY = 86400
@@ -64,6 +66,7 @@ def make_demo(data_dir: DataDir, port: int = 8443) -> dict[str, Any]:
     try:
         unlock_autonomously(kma)
         enrollment = _replay_a_year(kma, clock, credentials)
+        take_backup(kma, BACKUP_OPERATOR)  # today's: the dashboard shows a fresh one
     finally:
         kma.close()
     from kma.crypto import fingerprint
@@ -83,6 +86,17 @@ def make_demo(data_dir: DataDir, port: int = 8443) -> dict[str, Any]:
     return info
 
 
+BACKUP_OPERATOR = Actor("backup", "10.0.1.23", roles=frozenset({Role.BACKUP_OPERATOR}))
+
+
+def take_backup(kma: Appliance, actor: Actor) -> None:
+    """A database backup, so that this one-KMA cluster's pool keys are Ready and may be issued."""
+    from kma.services.backups import create_backup
+
+    key_pool(kma).refill()
+    create_backup(kma, actor)
+
+
 def _replay_a_year(
     kma: Appliance, clock: FixedClock, credentials: list[dict[str, Any]]
 ) -> list[dict[str, str]]:
@@ -96,6 +110,11 @@ def _replay_a_year(
         credentials.append(
             {"id": user_id, "name": name, "roles": [str(r) for r in roles], "passphrase": passphrase}
         )
+    # Day one of a one-KMA cluster: the core security backup, then a database backup, before any
+    # key is issued (a key is Ready only once a backup holds it). The demo keeps the core security
+    # backup beside its credentials; a real one is kept offline.
+    write_private(kma.data_dir.root / "demo-core-security-backup.kmacore", take_core_security_backup(kma, so))
+    take_backup(kma, BACKUP_OPERATOR)
 
     policies.create_policy(
         kma,

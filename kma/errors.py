@@ -40,6 +40,10 @@ class Conflict(KmaError):
     code, status = "conflict", 409
 
 
+class NoReadyKey(Conflict):
+    """A one-KMA cluster whose pool holds no key a backup holds yet: it issues none (409)."""
+
+
 class PayloadTooLarge(KmaError):
     code, status = "payload_too_large", 413
 

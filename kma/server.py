@@ -26,7 +26,7 @@ import uvicorn
 from kma.api.app import create_app
 from kma.api.listener import ManagementAcceptor, ManagementProtocol
 from kma.appliance import Appliance
-from kma.cluster.rqlited import start_cluster_node
+from kma.cluster.serve import start_cluster_node
 from kma.crypto import WrappingKey, fingerprint
 from kma.datadir import DataDir
 from kma.kmip.server import ServiceListener

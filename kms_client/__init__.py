@@ -143,3 +143,12 @@ from .audit_models import (  # noqa: E402  the auditor's routes
 
 __all__ += ["AuditCheckpoint", "AuditFacets", "AuditReport", "Boundary", "History", "Lane", "PruneResult",
             "Retention", "Series", "Span"]  # fmt: skip
+
+from .backups import (  # noqa: E402  database and core security backups
+    Backup,
+    Backups,
+    BackupSchedule,
+    CoreSecurityBackupStatus,
+)
+
+__all__ += ["Backup", "BackupSchedule", "Backups", "CoreSecurityBackupStatus"]

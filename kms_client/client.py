@@ -27,6 +27,7 @@ from ._http import (
 )
 from ._http import present as _present
 from .audit import AuditMethods
+from .backups import BackupMethods
 from .cluster_members import ClusterMemberMethods
 from .errors import TrustError, Unauthenticated
 from .models import (
@@ -59,7 +60,7 @@ T = TypeVar("T")
 Order = Literal["asc", "desc"]
 
 
-class KmsClient(AuditMethods, ClusterMemberMethods):
+class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods):
     """A signed-in (or not yet) connection to one KMA, verified against a pinned cluster CA.
 
     `ca_pem` is the CA saved at first contact (`Trust.fetch`). Without it the CA is read from

@@ -319,6 +319,10 @@ class Key:
     destroy_comment: str | None
     agent_id: str | None = None  # the agent the key was issued to, if an agent asked for it
     compromised_at: datetime | None = None
+    # False while a database backup still holds a destroyed key ("destroyed, incomplete"); those
+    # backups are named in a key's details. None when the key is not destroyed.
+    destruction_complete: bool | None = None
+    held_by_backups: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Key:
@@ -338,7 +342,13 @@ class Key:
             destroy_comment=d.get("destroy_comment"),
             agent_id=d.get("agent_id"),
             compromised_at=maybe_time(d.get("compromised_at")),
+            destruction_complete=_opt_bool(d.get("destruction_complete")),
+            held_by_backups=_strs(d.get("held_by_backups")),
         )
+
+
+def _opt_bool(value: Any) -> bool | None:
+    return None if value is None else bool(value)
 
 
 @dataclass(frozen=True)
@@ -387,12 +397,14 @@ class Dashboard:
     cluster_name: str
     sites: int
     kmas: tuple[Kma, ...]
-    keys_by_state: Mapping[str, int]
+    keys_by_state: Mapping[str, int]  # each up to 10,000
     data_units: int
     agents: int
     users: int
     pending_quorum_operations: int
     warnings: tuple[str, ...]
+    backups: BackupReadiness | None = None  # None from a KMA before backups existed
+    keys_by_state_exact: Mapping[str, bool] = field(default_factory=dict)  # false: more than the count
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Dashboard:
@@ -405,8 +417,33 @@ class Dashboard:
             agents=int(d["agents"]),
             users=int(d["users"]),
             pending_quorum_operations=int(d["pending_quorum_operations"]),
+            keys_by_state_exact={str(k): bool(v) for k, v in (d.get("keys_by_state_exact") or {}).items()},
             warnings=_strs(d.get("warnings")),
+            backups=BackupReadiness.from_json(d["backups"]) if d.get("backups") else None,
         )
+
+
+@dataclass(frozen=True)
+class BackupReadiness:
+    """The last backup's age; in a one-KMA cluster, how many keys wait for a backup and when the
+    Ready keys run out at the recent issue rate (seconds; None when no key was issued lately)."""
+
+    last_backup_at: datetime | None
+    last_backup_age: int | None
+    one_kma: bool
+    keys_waiting_for_backup: int
+    ready_keys: int
+    keys_issued_recently: int
+    ready_keys_run_out_in: int | None
+    core_security_backup_up_to_date: bool
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> BackupReadiness:
+        age, runs_out = d.get("last_backup_age"), d.get("ready_keys_run_out_in")
+        return cls(maybe_time(d.get("last_backup_at")), None if age is None else int(age), bool(d["one_kma"]),
+                   int(d["keys_waiting_for_backup"]), int(d["ready_keys"]), int(d["keys_issued_recently"]),
+                   None if runs_out is None else int(runs_out),
+                   bool(d["core_security_backup_up_to_date"]))  # fmt: skip
 
 
 @dataclass(frozen=True)

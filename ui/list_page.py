@@ -82,6 +82,9 @@ class ListSpec:
     searchable: bool = True
     fixed_filters: dict[str, Any] = field(default_factory=dict)
     sort_fields: frozenset[str] | None = None  # what the KMA sorts by; None = every column
+    # The KMA's own pairing of sorts with filters (its ListSpec.filtered_sorts): another sort than
+    # the default goes only with the filters named for it. None: every sort with every filter.
+    filtered_sorts: dict[str, frozenset[str]] | None = None
 
     def __post_init__(self) -> None:
         if self.sort_fields is not None:
@@ -111,6 +114,7 @@ class ListPage(QWidget):
         self._loaded_once = False
         self._embedded = embedded
         self._kept: tuple[str | None, int] = (None, 0)  # selected ID and scroll, across a poll
+        self._sort_note = ""  # why the list is not in the order last asked for
 
         # Lists follow changes made elsewhere (an agent enrolling, another user's edit): a light
         # poll of the first page while the list is on screen, applied without losing the
@@ -303,6 +307,13 @@ class ListPage(QWidget):
         self._debounce.stop()
         filters = {p: box.currentData() for p, box in self._filter_boxes.items()}
         self._loaded_once = True
+        self._sort_note = ""
+        if not self._sort_offered(self.model.sort_field, filters):
+            asked = self._heading(self.model.sort_field)
+            self.model.sort_field, self.model.sort_order = self.spec.default_sort or (None, Qt.AscendingOrder)
+            self._show_sort_indicator()
+            now = self._heading(self.model.sort_field)
+            self._sort_note = f"sorted by {now}: filtered, the list cannot be sorted by {asked}"
         self.model.set_query(self.filter_edit.text(), filters)
 
     def _sort_changed(self, section: int, order: Qt.SortOrder) -> None:
@@ -312,8 +323,29 @@ class ListPage(QWidget):
         if not col.sortable:
             self._show_sort_indicator()
             return
+        if not self._sort_offered(col.sort_field or col.key, self.model.filters):
+            self._show_sort_indicator()
+            self._sort_note = (
+                f"filtered, the list cannot be sorted by {col.title}: clear the filter to sort by it"
+            )
+            self._update_status()
+            return
+        self._sort_note = ""
         self._loaded_once = True
         self.model.sort(section, order)
+
+    def _sort_offered(self, field_name: str | None, filters: dict[str, Any]) -> bool:
+        """The KMA sorts by `field_name` with these filters (and the page's fixed ones)."""
+        offered = self.spec.filtered_sorts
+        default = self.spec.default_sort[0] if self.spec.default_sort else None
+        if offered is None or field_name in (None, default):
+            return True
+        active = [name for name, value in {**filters, **self.model.fixed_filters}.items()
+                  if value not in (None, "")]  # fmt: skip
+        return all(name in offered.get(field_name, ()) for name in active)
+
+    def _heading(self, field_name: str | None) -> str:
+        return next((c.title for c in self.spec.columns if (c.sort_field or c.key) == field_name), "that")
 
     def _show_sort_indicator(self) -> None:
         """Put the header's arrow back on the column the KMA actually sorted by."""
@@ -387,6 +419,8 @@ class ListPage(QWidget):
                 text = f"Showing {shown:,} of {counted(total, singular, noun)}"
             if self.model.loading:
                 text += " — loading more…"
+        if self._sort_note:
+            text += f" ({self._sort_note})"
         self.status.setText(text)
 
     # -- menus --------------------------------------------------------------------------------

@@ -133,6 +133,7 @@ class DaySeverity(Response):
 class Series(Response):
     days: int
     start: Time
-    keys_by_state: dict[str, int]
+    keys_by_state: dict[str, int]  # each up to 10,000
+    keys_by_state_exact: dict[str, bool]  # false: more than 10,000 keys are in that state
     keys_issued: list[DayCount]
     events_by_severity: list[DaySeverity]

@@ -42,7 +42,7 @@ async def _audit_refusal(request: Request, code: str, message: str) -> None:
 SUBJECTS = {
     "keys": "key", "data-units": "data_unit", "agents": "agent", "users": "user",
     "key-groups": "key_group", "key-policies": "key_policy", "kmas": "kma", "sites": "site",
-    "quorum-operations": "quorum_operation",
+    "quorum-operations": "quorum_operation", "backups": "backup",
 }  # fmt: skip
 
 

@@ -173,6 +173,10 @@ class Key(Response):
     compromised_at: Time | None
     destroyed_at: Time | None
     destroy_comment: str | None
+    # Destroyed while a database backup holds the key: incomplete until no backup does (the
+    # key's details name them; deleting or expiring them completes it). None when not destroyed.
+    destruction_complete: bool | None = None
+    held_by_backups: list[str] = []  # in a key's details only
 
 
 class AuditEvent(Response):
@@ -201,15 +205,31 @@ class ChainReport(Response):
     reason: str | None
 
 
+class BackupReadiness(Response):
+    """The last backup's age; in a one-KMA cluster, keys waiting for a backup and when the Ready
+    keys run out at the recent issue rate (kma/services/backups.py `readiness`)."""
+
+    last_backup_at: Time | None
+    last_backup_age: int | None  # seconds
+    one_kma: bool
+    keys_waiting_for_backup: int
+    ready_keys: int
+    keys_issued_recently: int  # by this KMA in the last 7 days
+    ready_keys_run_out_in: int | None  # seconds at that rate; None when none were issued
+    core_security_backup_up_to_date: bool
+
+
 class Dashboard(Response):
     cluster_name: str
     sites: int
     kmas: list[Kma]
-    keys_by_state: dict[str, int]
+    keys_by_state: dict[str, int]  # each up to 10,000
+    keys_by_state_exact: dict[str, bool]  # false: more than 10,000 keys are in that state
     data_units: int
     agents: int
     users: int
     pending_quorum_operations: int
+    backups: BackupReadiness
     warnings: list[str]
 
 

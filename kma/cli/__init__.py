@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from kma.cli import admin, agent, cluster_members, convert, plan, quorum, serve
+from kma.cli import admin, agent, backup, cluster_members, convert, plan, quorum, serve
 from kma.datadir import keep_private
 from kma.errors import KmaError
 
@@ -17,6 +17,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
     agent.add_agent,  # agent enroll, agent simulate: an encryption agent's side
     plan.add_plan,  # planning a deployment: needs no KMA
     convert.add_convert,  # convert-to-cluster: an embedded KMA becomes a cluster's first node
+    backup.add_backup,  # backup create, list, core: through a running KMA's API
     cluster_members.add_member_commands,  # kma cluster add-kma, kma-passphrase (after `kma cluster status`)
 ]  # fmt: skip
 

@@ -37,10 +37,9 @@ def add_init(sub: Any) -> None:
 def run_init(args: argparse.Namespace) -> int:
     import getpass
 
-    from kma.bootstrap import check_answers, read_answers
+    from kma.bootstrap import answers_mode, answers_text, check_answers, read_answers
     from kma.cli.cluster_members import run_join
     from kma.cli.setup_questions import ask_answers, ask_missing_passphrases, missing_passphrases
-    from kma.cluster_join import is_join
     from kma.crypto import fingerprint
     from kma.setup.service import run_answers
 
@@ -54,8 +53,10 @@ def run_init(args: argparse.Namespace) -> int:
         # From standard input, the answers (which hold passphrases) need no file the KMA's own user
         # can read: root pipes them in (`... | runuser -u kma -- kma init --answers -`).
         from_stdin = str(args.answers) == "-"
-        text = sys.stdin.read() if from_stdin else _read(args.answers)
-        if is_join(text):  # mode = "join": a new KMA of an existing cluster
+        text = sys.stdin.read() if from_stdin else answers_text(args.answers)
+        if answers_mode(text) == "restore":  # a restore's answers have their own tables
+            return _run_restore(data_dir, text, Path.cwd() if from_stdin else args.answers.parent)
+        if answers_mode(text) == "join":  # a new KMA of an existing cluster
             return run_join(data_dir, text)
         answers = read_answers(text)
         if missing_passphrases(answers):
@@ -74,11 +75,19 @@ def run_init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationFailed(f"Cannot read the answers file {path}: {exc}.") from None
+def _run_restore(data_dir: DataDir, text: str, base: Path) -> int:
+    import tomllib
+
+    from kma.backup.restore import restore_from_answers
+
+    restored = restore_from_answers(data_dir, tomllib.loads(text), base)
+    print(
+        f"Restored KMA '{restored.kma_id}' of cluster '{restored.cluster_name}' in {data_dir.root} from "
+        f"backup {restored.backup_id}: {restored.keys} keys, {restored.audit_events} audit events"
+    )
+    print(f"CA fingerprint {restored.ca_fingerprint} (the cluster's own: agents keep trusting it)")
+    print("The answers file holds passphrases: store it offline or destroy it now.")
+    return 0
 
 
 def add_status(sub: Any) -> None:
@@ -90,7 +99,8 @@ def add_status(sub: Any) -> None:
 
 def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
-    from kma.services.dashboard import keys_by_state, status
+    from kma.services.backups import describe_duration, readiness
+    from kma.services.dashboard import key_counts, status
     from kma.services.quorum.locking import unlock_autonomously
 
     data_dir = open_data_dir(args)
@@ -99,7 +109,8 @@ def run_status(args: argparse.Namespace) -> int:
     try:
         unlock_autonomously(kma)  # only to report whether it would; nothing is written
         info = status(kma)
-        info["keys_by_state"] = keys_by_state(kma)
+        info.update(key_counts(kma))
+        info["backups"] = readiness(kma)
         info["autonomous_unlock_works"] = not kma.vault.locked
     finally:
         kma.close()
@@ -110,7 +121,19 @@ def run_status(args: argparse.Namespace) -> int:
         f"Cluster {info['cluster_name']}: KMA {info['kma_id']} ({info['kma_name']}) at site {info['site_id']}"
     )
     print(f"Version {info['version']}; autonomous unlock {'on' if info['autonomous_unlock'] else 'off'}")
-    print("Keys: " + ", ".join(f"{state} {count}" for state, count in info["keys_by_state"].items()))
+    exact = info["keys_by_state_exact"]
+    print("Keys: " + ", ".join(f"{state} {'' if exact[state] else 'more than '}{count}"
+                               for state, count in info["keys_by_state"].items()))  # fmt: skip
+    backup = info["backups"]
+    age = backup["last_backup_age"]
+    print("Last database backup: " + ("none" if age is None else f"{describe_duration(age)} ago"))
+    if backup["one_kma"]:
+        runs_out = backup["ready_keys_run_out_in"]
+        rate = "no key issued in the last 7 days"
+        if runs_out is not None:
+            rate = f"at the recent issue rate the Ready keys run out in {describe_duration(runs_out)}"
+        waiting = backup["keys_waiting_for_backup"]
+        print(f"Ready keys {backup['ready_keys']}; waiting for a backup {waiting}; {rate}")
     for warning in info["warnings"]:
         if not warning.startswith("This KMA is locked"):
             print(f"WARNING: {warning}")

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kma.cluster.node_config import ClusterFiles, NodeConfig
-from kma.datadir import DataDir
 from kma.errors import KmaError
 from kma.store.rqlite_http import RqliteClient, tls_context
 
@@ -88,9 +87,14 @@ class RqliteNode:
                 "-raft-addr", c.raft_address, "-fk", "-raft-shutdown-stepdown", *tls]  # fmt: skip
         if not c.voter:
             args.append("-raft-non-voter=true")
-        if join and c.join:
+        # Only a new node joins: one that has Raft state already is a member, and a restart must
+        # not wait for the members it first joined through (they may be the ones that are down).
+        if join and c.join and self.is_new():
             args += ["-join", ",".join(c.join), "-join-attempts", "20", "-join-interval", "1s"]
         return [*args, str(f.rqlite_dir)]
+
+    def is_new(self) -> bool:
+        return not (self.files.rqlite_dir / "raft.db").exists()
 
     def start(self, join: bool = True, timeout: float = START_TIMEOUT_S) -> None:
         self.files.rqlite_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -125,6 +129,8 @@ class RqliteNode:
                 if self.process is not None and self.process.poll() is not None:
                     raise NodeFailed(f"rqlited exited with status {self.process.returncode}; see "
                                      f"{self.files.folder / 'rqlited.log'}")  # fmt: skip
+                # With a leader: a restarted node's file is only its last snapshot until the leader
+                # tells it what has been committed since (it could hold a key destroyed since).
                 if client.ready():
                     return
                 time.sleep(0.1)
@@ -146,22 +152,3 @@ class RqliteNode:
             process.kill()
             process.wait()
         self.keep_private()
-
-
-def start_cluster_node(data_dir: DataDir) -> RqliteNode | None:
-    """Start the data dir's rqlite node if it is a cluster node, and wait until it serves."""
-    files = ClusterFiles.of(data_dir.root)
-    if not files.exists():
-        return None
-    from kma.cluster.convert import boot_from_embedded, needs_boot
-
-    node = RqliteNode(files)
-    first_boot = needs_boot(data_dir, files)
-    node.start(join=not first_boot)
-    if first_boot:
-        try:
-            boot_from_embedded(data_dir, node)
-        except BaseException:
-            node.stop()
-            raise
-    return node

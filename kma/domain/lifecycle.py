@@ -50,12 +50,24 @@ def key_state(
 # Each state as a condition on a key row's columns: what lists filter by (an index serves the
 # condition; the CASE below could not be), what KMIP's Locate composes its states from, and what
 # the CASE itself is made of. `:now` is bound by the caller; `t` is a table alias with its dot.
-# A one-KMA cluster without backups treats new keys as Ready (domain.md; `kma status` warns that
-# they exist on this KMA only), so no row is Generated.
+# A pool key is Ready once it exists on a second KMA, or, in a one-KMA cluster, once a database
+# backup holds it (domain.md): a live backup that began at or after the key's backup mark
+# (kma/services/backups.py). Until then it is Generated and is not issued.
+HELD_OR_REPLICATED = (
+    "coalesce((SELECT count(*) FROM kmas) > 1 OR {t}backup_mark <= "
+    "(SELECT max(b.created_at) FROM backups b WHERE b.deleted_at IS NULL), 0)"
+)
+# A live database backup holds a destroyed key's material if it began after the key was marked and
+# no later than the key's destruction (the same second counts: when in doubt, it holds it). While
+# one does, the destruction is incomplete.
+BACKUP_HOLDS_DESTROYED_KEY = (
+    "{b}deleted_at IS NULL AND {b}created_at >= {t}backup_mark AND {b}created_at <= {t}destroyed_at"
+)
+_POOL = "{t}destroyed_at IS NULL AND {t}activated_at IS NULL"
 _LIVE = "{t}destroyed_at IS NULL AND {t}activated_at IS NOT NULL"
 _STATE_COLUMNS = {
-    KeyState.GENERATED: "0",
-    KeyState.READY: "{t}destroyed_at IS NULL AND {t}activated_at IS NULL",
+    KeyState.GENERATED: f"{_POOL} AND NOT {HELD_OR_REPLICATED}",
+    KeyState.READY: f"{_POOL} AND {HELD_OR_REPLICATED}",
     # unlikely(): a hint that few keys are Deactivated (they are destroyed once their cryptoperiod
     # is over), so the planner reads them from their own index (migration 0013) and sorts them,
     # also for the page's count, rather than walking every key in the page's order to find them.
@@ -90,7 +102,13 @@ def key_in_state(state: KeyState, t: str = "") -> str:
 
 
 # The order in which the states are decided: the first whose condition holds.
-_DECIDED = (KeyState.DESTROYED, KeyState.READY, KeyState.DEACTIVATED, KeyState.PROCESS_ONLY)
+_DECIDED = (
+    KeyState.DESTROYED,
+    KeyState.GENERATED,
+    KeyState.READY,
+    KeyState.DEACTIVATED,
+    KeyState.PROCESS_ONLY,
+)
 
 
 def key_state_sql(t: str = "") -> str:
@@ -132,7 +150,9 @@ def data_unit_conditions(unit: str = "data_units.id") -> dict[DataUnitState, str
     has_key, has_live_key = _unit_has_key(unit), _unit_has_key(unit, "k.destroyed_at IS NULL")
     has_write_key = _unit_has_key(unit, key_in_state(KeyState.PROTECT_AND_PROCESS, "k."))
     destroyed = _units_with_key_in(unit, (KeyState.DESTROYED,))
-    not_writing = _units_with_key_in(unit, (KeyState.READY, KeyState.DEACTIVATED, KeyState.PROCESS_ONLY))
+    not_writing = _units_with_key_in(
+        unit, (KeyState.GENERATED, KeyState.READY, KeyState.DEACTIVATED, KeyState.PROCESS_ONLY)
+    )
     return {
         DataUnitState.NO_KEY: f"NOT {has_key}",
         DataUnitState.SHREDDED: f"{destroyed} AND NOT {has_live_key}",

@@ -37,6 +37,9 @@ class Permission(StrEnum):
     QUORUM_APPROVE = "quorum.approve"
     QUORUM_DELETE = "quorum.delete"
     QUORUM_SUBMIT = "quorum.submit"  # lock/unlock, key split, autonomous unlock, operation lifetime
+    BACKUPS_READ = "backups.read"  # the list of backups and whether the core security backup is current
+    BACKUPS_WRITE = "backups.write"  # make, download, delete database backups; their schedule
+    CORE_BACKUP = "backups.core"  # take the core security backup
 
 
 SO, CO, OP, BO, AU, QM = Role
@@ -58,6 +61,9 @@ GRANTS: dict[Permission, frozenset[Role]] = {
     Permission.QUORUM_APPROVE: frozenset({QM}),
     Permission.QUORUM_DELETE: frozenset({SO}),
     Permission.QUORUM_SUBMIT: frozenset({SO}),
+    Permission.BACKUPS_READ: frozenset({BO, SO, AU}),
+    Permission.BACKUPS_WRITE: frozenset({BO}),
+    Permission.CORE_BACKUP: frozenset({SO}),
 }
 
 

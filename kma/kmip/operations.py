@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from kma.audit.record import Condition, Retention
-from kma.errors import KmaLocked
+from kma.errors import KmaLocked, NoReadyKey
 from kma.kmip import ops_attributes, ops_keys, ops_server, ops_tape, ttlv, v2
 from kma.kmip.context import Call
 from kma.kmip.enums import BatchErrorContinuation, Operation, ResultReason, ResultStatus, Tag
@@ -116,8 +116,8 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
         return Result(item.operation, item.batch_id, payload=v2.response_payload(item.operation, answer))
     except KmipError as error:
         reason, message, audited = error.reason, error.message, error.audited
-    except KmaLocked as locked:
-        reason, message, audited = ResultReason.GENERAL_FAILURE, locked.message, False
+    except (KmaLocked, NoReadyKey) as refused:
+        reason, message, audited = ResultReason.GENERAL_FAILURE, refused.message, False
     except Exception:
         log.exception("KMIP %s by %s failed", name, call.agent_id)
         reason, message, audited = (

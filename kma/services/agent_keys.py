@@ -138,10 +138,12 @@ def current_write_key(kma: Appliance, agent_id: str, data_unit_id: str, now: int
 
 # --- statements -----------------------------------------------------------------------------
 def register_data_unit(data_unit_id: str, now: int) -> Stmt:
-    """Make the data unit if it is new; either way it was updated now (it gets a key)."""
+    """Make the data unit if it is new; either way it was updated now and has a key: every batch
+    that binds a key to a unit starts with this (a refused bind rolls the batch back), which is
+    what keeps has_keys, the "no key" filter's column (migration 0015), true."""
     return Stmt(
-        "INSERT INTO data_units (id, created_at, updated_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at",
+        "INSERT INTO data_units (id, created_at, updated_at, has_keys) VALUES (?, ?, ?, 1) "
+        "ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, has_keys = 1",
         (data_unit_id, now, now),
     )
 

@@ -5,35 +5,42 @@ from __future__ import annotations
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.domain.lifecycle import KeyState, key_state_sql
+from kma.domain.lifecycle import KeyState, key_in_state
+from kma.services import backups
 from kma.services.kmas import list_kmas
-from kma.services.paging import PageRequest
+from kma.services.paging import COUNT_LIMIT, PageRequest
 from kma.services.quorum import pending_count
+
+
+def counting(condition: str) -> str:
+    """SQL: how many keys meet `condition`, read from its index up to COUNT_LIMIT + 1 (as the lists
+    count): more than COUNT_LIMIT says "more than", not how many."""
+    return f"SELECT count(*) FROM (SELECT 1 FROM keys WHERE {condition} LIMIT {COUNT_LIMIT + 1})"
+
+
+def _counted(kma: Appliance, condition: str, params: dict[str, Any] | None = None) -> int:
+    return int(kma.store.scalar(counting(condition), params or {}))
 
 
 def warnings(kma: Appliance) -> list[str]:
     out = []
     if kma.vault.locked:
         out.append("This KMA is locked: it serves no keys until a quorum unlocks it.")
-    kma_count = int(kma.store.scalar("SELECT count(*) FROM kmas") or 0)
-    issued = int(kma.store.scalar("SELECT count(*) FROM keys WHERE activated_at IS NOT NULL") or 0)
-    if kma_count == 1 and issued:
-        out.append(
-            f"{issued} keys exist on this KMA only: there is no second KMA and no backup yet. "
-            "Add a KMA or take a backup before relying on them."
-        )
+    out += backups.warnings(backups.readiness(kma))
     if kma.test_clock:
         out.append("This KMA runs on a test clock (KMA_TEST_CLOCK_FILE); never in production.")
     return out
 
 
-def keys_by_state(kma: Appliance) -> dict[str, int]:
-    counts = {str(s): 0 for s in KeyState}
-    rows = kma.store.query(
-        f"SELECT {key_state_sql()} AS state, count(*) FROM keys GROUP BY state", {"now": kma.clock.now()}
-    )
-    counts.update({r[0]: r[1] for r in rows})
-    return counts
+def key_counts(kma: Appliance) -> dict[str, dict[str, Any]]:
+    """Keys in each state, each counted from the index its state's list reads, up to COUNT_LIMIT
+    (one pass over a million keys took seconds), and whether each count is exact."""
+    now = {"now": kma.clock.now()}
+    counted = {str(s): _counted(kma, key_in_state(s), now) for s in KeyState}
+    return {
+        "keys_by_state": {s: min(n, COUNT_LIMIT) for s, n in counted.items()},
+        "keys_by_state_exact": {s: n <= COUNT_LIMIT for s, n in counted.items()},
+    }
 
 
 def dashboard(kma: Appliance) -> dict[str, Any]:
@@ -42,11 +49,12 @@ def dashboard(kma: Appliance) -> dict[str, Any]:
         "cluster_name": scalar("SELECT name FROM cluster"),
         "sites": scalar("SELECT count(*) FROM sites"),
         "kmas": list_kmas(kma, PageRequest(limit=20)).items,
-        "keys_by_state": keys_by_state(kma),
+        **key_counts(kma),
         "data_units": scalar("SELECT count(*) FROM data_units"),
         "agents": scalar("SELECT count(*) FROM agents"),
         "users": scalar("SELECT count(*) FROM users"),
         "pending_quorum_operations": pending_count(kma),
+        "backups": backups.readiness(kma),
         "warnings": warnings(kma),
     }
 

@@ -4,8 +4,11 @@ Keys are generated (random 256-bit material, wrapped under the master key) in ba
 background thread once the pool is a tenth (at most one batch) below its configured size;
 issuing takes one from memory and activates it in a single guarded UPDATE. If the pool ever runs
 dry, the key is generated inline in the issuing batch instead, so an agent never waits on it.
-`kma serve` starts and stops the pool (kma/services/running.py); elsewhere (the CLI, the demo
-builder) it stays empty and every key is generated inline.
+
+In a one-KMA cluster a key is Ready, and may be issued, only once a database backup holds it
+(domain.md; `HELD_OR_REPLICATED`): generated keys wait in the store, out of memory, until a backup
+marks them, and an empty pool refuses (`NoReadyKey`) rather than issue a key that exists nowhere
+else. A backup wakes the pool, which then takes the newly held keys into memory.
 """
 
 from __future__ import annotations
@@ -18,11 +21,16 @@ from weakref import WeakKeyDictionary
 
 from kma.appliance import Appliance
 from kma.audit.record import Retention
-from kma.errors import KmaLocked
+from kma.domain.lifecycle import HELD_OR_REPLICATED
+from kma.errors import KmaLocked, NoReadyKey
 from kma.store import Stmt
 
 log = logging.getLogger(__name__)
 REFILL_CHUNK = 250
+LENT_MEMORY = 4096  # keys handed out lately: a reload must not offer one again while it is activated
+# This KMA's unassigned pool keys (an agent's not-yet-activated key, KMIP Pre-Active, has a key group).
+_POOL_KEYS = "kma_id = ? AND activated_at IS NULL AND destroyed_at IS NULL AND key_group_id IS NULL"
+_HELD = HELD_OR_REPLICATED.format(t="")
 
 
 def low_water(size: int) -> int:
@@ -43,18 +51,32 @@ class KeyPool:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._size_hint = 0  # the configured size as the refill last read it
+        self._alone = True  # as the refill last saw it: a one-KMA cluster issues only backed-up keys
+        self._lent: deque[str] = deque(maxlen=LENT_MEMORY)
 
     def start(self) -> None:
-        rows = self.kma.store.query(
-            # An agent's not-yet-activated key (KMIP Pre-Active) has a key group: not pool.
-            "SELECT id FROM keys WHERE kma_id = ? AND activated_at IS NULL AND destroyed_at IS NULL "
-            "AND key_group_id IS NULL",
-            (self.kma.kma_id,),
-        )
-        with self._lock:
-            self._ready.extend(r[0] for r in rows)
+        self.take_held()
         self._thread = threading.Thread(target=self._run, name="kma-key-pool", daemon=True)
         self._thread.start()
+
+    def take_held(self) -> int:
+        """Take into memory the pool keys that may be issued (Ready) and are not there yet; returns
+        how many. At start, and after a backup (in a one-KMA cluster, the keys it now holds)."""
+        rows = self.kma.store.query(f"SELECT id FROM keys WHERE {_POOL_KEYS} AND {_HELD}", (self.kma.kma_id,))
+        with self._lock:
+            known = set(self._ready) | set(self._lent)
+            fresh = [r[0] for r in rows if r[0] not in known]
+            self._ready.extend(fresh)
+        return len(fresh)
+
+    def alone(self) -> bool:
+        """A one-KMA cluster: its keys are Ready only once a backup holds them."""
+        return int(self.kma.store.scalar("SELECT count(*) FROM kmas") or 0) == 1
+
+    def waiting(self) -> int:
+        """Pool keys that wait for a backup before they may be issued (Generated)."""
+        sql = f"SELECT count(*) FROM keys WHERE {_POOL_KEYS} AND NOT {_HELD}"
+        return int(self.kma.store.scalar(sql, (self.kma.kma_id,)) or 0)
 
     def stop(self) -> None:
         self._stop.set()
@@ -75,12 +97,22 @@ class KeyPool:
         self._wake.set()
 
     def take(self) -> str | None:
-        """A pool key's ID for the caller to activate, or None when the pool is empty."""
+        """A pool key's ID for the caller to activate, or None when the pool is empty (the caller
+        then generates one inline). In a one-KMA cluster an empty pool refuses instead."""
         with self._lock:
             key_id = self._ready.popleft() if self._ready else None
+            if key_id is not None:
+                self._lent.append(key_id)
             missing = self._size_hint - len(self._ready)
         if missing >= low_water(self._size_hint):
             self._wake.set()
+        if key_id is None and self._alone and self.alone():
+            waiting = self.waiting()
+            raise NoReadyKey(
+                "This KMA has no Ready key to issue: in a one-KMA cluster a key becomes Ready only once a "
+                f"database backup holds it, and {waiting} generated keys wait for one. A Backup Operator "
+                "takes a backup (or add a second KMA)."
+            )
         return key_id
 
     def give_back(self, key_id: str) -> None:
@@ -102,10 +134,13 @@ class KeyPool:
         commit and one audit event each) instead of one per key issued."""
         made = 0
         self._size_hint = self.size()
-        if self._size_hint - self.ready() < low_water(self._size_hint):
+        self._alone = self.alone()
+        if self._alone:
+            self.take_held()
+        if self._size_hint - self._in_pool() < low_water(self._size_hint):
             return 0
         while not self._stop.is_set():
-            missing = min(self.size() - self.ready(), REFILL_CHUNK)
+            missing = min(self.size() - self._in_pool(), REFILL_CHUNK)
             if missing <= 0:
                 break
             now = self.kma.clock.now()
@@ -113,13 +148,18 @@ class KeyPool:
             statements = [self.generate_stmt(key_id, now) for key_id in ids]
             self.kma.commit(
                 self.kma.itself, "key.generate", statements,
-                f"generated {missing} keys for the key pool", ("kma", self.kma.kma_id),
-                retention=Retention.SHORT,
+                f"generated {missing} keys for the key pool"
+                + (" (they become Ready once a database backup holds them)" if self._alone else ""),
+                ("kma", self.kma.kma_id), retention=Retention.SHORT,
             )  # fmt: skip
-            with self._lock:
-                self._ready.extend(ids)
+            if not self._alone:
+                with self._lock:
+                    self._ready.extend(ids)
             made += missing
         return made
+
+    def _in_pool(self) -> int:
+        return self.ready() + (self.waiting() if self._alone else 0)
 
     def _run(self) -> None:
         while not self._stop.is_set():

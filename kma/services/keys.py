@@ -10,7 +10,13 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
-from kma.domain.lifecycle import DESTROYABLE_SQL, KeyState, key_in_state, key_state_sql
+from kma.domain.lifecycle import (
+    BACKUP_HOLDS_DESTROYED_KEY,
+    DESTROYABLE_SQL,
+    KeyState,
+    key_in_state,
+    key_state_sql,
+)
 from kma.domain.validation import check_text
 from kma.errors import Conflict, NotFound
 from kma.services import agent_keys
@@ -22,13 +28,17 @@ from kma.store import Stmt
 PUBLIC = (
     "id, key_group_id, data_unit_id, agent_id, kma_id, 'AES-256' AS algorithm, "
     f"{key_state_sql()} AS state, compromised_at IS NOT NULL AS compromised, compromised_at, "
-    "created_at, activated_at, protect_until, deactivate_at, destroyed_at, destroy_comment"
+    "created_at, activated_at, protect_until, deactivate_at, destroyed_at, destroy_comment, backup_mark, "
+    "CASE WHEN destroyed_at IS NULL THEN NULL ELSE NOT EXISTS (SELECT 1 FROM backups b WHERE "
+    f"{BACKUP_HOLDS_DESTROYED_KEY.format(t='keys.', b='b.')}) END AS destruction_complete"
 )
-# Each sort and filter is served by an index (migration 0008). There is no sort by state: a state
-# follows from the key's times and the clock, so no index holds keys in state order; the state
-# filter is there instead.
+# Each sort and filter is served by an index (migrations 0008, 0014). There is no sort by state: a
+# state follows from the key's times and the clock, so no index holds keys in state order; the
+# state filter is there instead. Ties in a sort are broken by the key's row number (`seq`, the
+# order in which the pool made the keys), which every index ends with: an index ending in the
+# random key ID would put each new key at a random place, on the Create path.
 LIST = ListSpec(
-    select=f"SELECT {PUBLIC} FROM keys",
+    select=f"SELECT {PUBLIC}, rowid AS seq FROM keys",
     sort_fields={"created_at": "created_at", "activated_at": "activated_at", "id": "id",
                  "data_unit_id": ("data_unit_id", "activated_at")},
     default_sort="activated_at",  # newest issued first; unassigned pool keys (NULL) last
@@ -41,6 +51,9 @@ LIST = ListSpec(
         "agent_id": Filter("agent_id = :value"),
         "compromised": choice({1: "compromised_at IS NOT NULL", 0: "compromised_at IS NULL"}, boolean),
     },
+    id_sql="seq",
+    filtered_sorts={"created_at": frozenset({"compromised"}), "id": frozenset({"compromised"}),
+                    "data_unit_id": frozenset({"compromised", "data_unit_id"})},
 )  # fmt: skip
 ACTIVATE = """UPDATE keys SET key_group_id = :g, data_unit_id = :du, agent_id = :agent,
     activated_at = :now,
@@ -54,7 +67,10 @@ ACTIVATE = """UPDATE keys SET key_group_id = :g, data_unit_id = :du, agent_id = 
 
 def _row(row: Any) -> dict[str, Any]:
     out = dict(row)
+    out.pop("seq", None)  # the list's tie-break only
     out["compromised"] = bool(out["compromised"])
+    if out["destruction_complete"] is not None:
+        out["destruction_complete"] = bool(out["destruction_complete"])
     return out
 
 
@@ -69,7 +85,11 @@ def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
     )
     if row is None:
         raise NotFound(f"There is no key '{key_id}'.")
-    return _row(row)
+    holds = BACKUP_HOLDS_DESTROYED_KEY.format(t="keys.", b="b.")
+    held = kma.store.query(
+        f"SELECT b.id FROM backups b, keys WHERE keys.id = ? AND {holds} ORDER BY b.created_at", (key_id,)
+    )
+    return {**_row(row), "held_by_backups": [r[0] for r in held]}
 
 
 def issue_key(

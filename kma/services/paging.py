@@ -92,6 +92,10 @@ class ListSpec:
     filters: Mapping[str, Filter] = field(default_factory=dict)
     id_sql: str = "id"
     default_order: str = "asc"
+    # The default sort goes with every filter. Another sort goes only with the filters named here:
+    # those an index holds in that order. Any other pairing would sort all its matches for each
+    # page (a million keys in one state), so the list refuses it and says what it offers instead.
+    filtered_sorts: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -173,6 +177,11 @@ def list_page(
     for name, value in req.filters.items():
         if name not in spec.filters:
             raise ValidationFailed(f"Unknown filter '{name}'.")
+        if sort != spec.default_sort and name not in spec.filtered_sorts.get(sort, ()):
+            raise ValidationFailed(
+                f"Cannot sort by '{sort}' while filtering by '{name}': no index holds those rows in "
+                f"that order. Sort by '{spec.default_sort}', or remove the filter."
+            )
         condition, filter_params = spec.filters[name].condition(value, f"f_{name}")
         where.append(condition)
         bound.update(filter_params)

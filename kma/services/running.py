@@ -3,7 +3,7 @@ sockets are bound and stops it after they close.
 
 At start the KMA records where it listens, unlocks itself if autonomous unlock is on (and no
 Security Officer's lock stands), and says so in the audit trail; then the key pool fills in the
-background and the audit trail is pruned on schedule.
+background, the audit trail is pruned and database backups are taken on schedule.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
 from kma.crypto import WrappingKey
 from kma.services.audit_pruner import AutoPrune
+from kma.services.backup_schedule import backup_scheduler
 from kma.services.cluster_watch import ClusterWatch
 from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
@@ -25,6 +26,7 @@ class Running:
         self.kma = kma
         self.pool = key_pool(kma)
         self.pruner = AutoPrune(kma)
+        self.backups = backup_scheduler(kma)
         self.cluster_watch = ClusterWatch(kma)  # locks made elsewhere; removed KMAs out of Raft
 
     def start(self, management_address: str, service_address: str, master: WrappingKey | None = None) -> None:
@@ -62,9 +64,11 @@ class Running:
         )
         self.pool.start()
         self.pruner.start()
+        self.backups.start()
         self.cluster_watch.start()
 
     def stop(self) -> None:
         self.cluster_watch.stop()
+        self.backups.stop()
         self.pruner.stop()
         self.pool.stop()

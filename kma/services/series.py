@@ -11,7 +11,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.errors import ValidationFailed
-from kma.services.dashboard import keys_by_state
+from kma.services.dashboard import key_counts
 
 DAY = 86400
 MAX_DAYS = 3660
@@ -27,8 +27,13 @@ def series(kma: Appliance, days: int = 30) -> dict[str, Any]:
     today = kma.clock.now() // DAY
     first = today - days + 1
     start = first * DAY
-    issued = {int(r[0]): int(r[1]) for r in kma.store.query(
-        "SELECT activated_at / 86400 AS d, count(*) FROM keys WHERE activated_at >= ? GROUP BY d", (start,))}
+    issued = {
+        int(r[0]): int(r[1])
+        for r in kma.store.query(
+            "SELECT activated_at / 86400 AS d, count(*) FROM keys WHERE activated_at >= ? GROUP BY d",
+            (start,),
+        )
+    }
     by_severity: dict[int, dict[str, int]] = {}
     for d, severity, count in kma.store.query(
         "SELECT created_at / 86400 AS d, severity, count(*) FROM audit_events WHERE created_at >= ? "
@@ -38,7 +43,7 @@ def series(kma: Appliance, days: int = 30) -> dict[str, Any]:
     return {
         "days": days,
         "start": start,
-        "keys_by_state": keys_by_state(kma),
+        **key_counts(kma),
         "keys_issued": [{"day": _day(d), "count": issued.get(d, 0)} for d in span],
         "events_by_severity": [
             {"day": _day(d), **{s: by_severity.get(d, {}).get(s, 0) for s in ("info", "warning", "error")}}

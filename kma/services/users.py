@@ -37,6 +37,7 @@ LIST = ListSpec(
         "role": Filter("(',' || roles || ',') LIKE '%,' || :value || ',%'", one_of(*Role)),
         "enabled": Filter("enabled = :value", boolean),
     },
+    filtered_sorts={"name": frozenset({"role", "enabled"}), "created_at": frozenset({"role", "enabled"})},
 )
 # A batch that touches users ends with this guard, so no change leaves the cluster without an
 # enabled Security Officer (checked on the state after the change, inside the same batch).
@@ -128,8 +129,9 @@ def update_user_change(kma: Appliance, user_id: str, changes: dict[str, Any]) ->
     ]  # fmt: skip
     if changes.get("enabled") == 0:
         statements.append(Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)))
-    described = ", ".join(f"roles={role_words(v)}" if k == "roles" else f"{k}={v}"
-                          for k, v in changes.items())
+    described = ", ".join(
+        f"roles={role_words(v)}" if k == "roles" else f"{k}={v}" for k, v in changes.items()
+    )
     return Change("user.update", statements, f"changed user '{user_id}': {described}", ("user", user_id))
 
 

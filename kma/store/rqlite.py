@@ -33,6 +33,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from filelock import FileLock, Timeout
+
 from kma.store import fts
 from kma.store.batch import Batch, Params, Refused, WriteResult
 from kma.store.cluster_view import NodeStatus, ReplicationLag
@@ -49,7 +51,7 @@ OUTBOX_MARK_SQL = (
     "INSERT INTO cluster_outbox_marks (kma_id, shipped) VALUES (?, ?) "
     "ON CONFLICT (kma_id) DO UPDATE SET shipped = excluded.shipped"
 )
-SHIP_CHUNK = 500  # outbox entries per request
+SHIP_CHUNK = 500  # outbox entries per request (16 parameters each: below SQLite's 32,766)
 RETRY_S = 0.5  # while entries wait and the cluster takes none, try again this often
 MARK_SQL = (
     "INSERT INTO cluster_write_marks (kma_id, seq) VALUES (?, ?) "
@@ -135,9 +137,21 @@ class RqliteStore:
         self._mark = 0
         self._head_uncertain = True  # read at the first write
         self._quiet_until = 0.0
+        # One shipper per chain: a second process on this data dir (`kma status` beside `kma
+        # serve`) writes its events straight through instead.
+        self._outbox_lock: FileLock | None = None
         if outbox is not None and chain is not None:
-            self.outbox = Outbox(outbox, chain.clock.now, lambda: self._queue.put(_WAKE))
-        self._load_head()
+            lock = FileLock(f"{outbox}.lock", timeout=0)
+            try:
+                lock.acquire()
+            except Timeout:
+                pass
+            else:
+                self._outbox_lock = lock
+                self.outbox = Outbox(outbox, chain.clock.now, lambda: self._queue.put(_WAKE))
+        # The head, the write mark and the outbox mark are read from the cluster before the first
+        # write (`_head_uncertain`): a KMA starts, and serves its replica, without a majority.
+        self._mark = int(self.scalar("SELECT seq FROM cluster_write_marks WHERE kma_id = ?", (kma_id,)) or 0)
         self._thread = threading.Thread(target=self._run, name="kma-store-writer", daemon=True)
         self._thread.start()
 
@@ -181,6 +195,8 @@ class RqliteStore:
             self.outbox.close()
         self._queue.put(None)
         self._thread.join(timeout=20)
+        if self._outbox_lock is not None:
+            self._outbox_lock.release()
         self._replica.close()
         self.client.close()
 
@@ -194,8 +210,7 @@ class RqliteStore:
             except queue.Empty:
                 drained = self._ship_outbox()
                 continue
-            if item is None:
-                self._ship_outbox()
+            if item is None:  # what is left in the outbox goes at the next start
                 return
             group = self._take_group(item)
             drained = self._ship_outbox()
@@ -243,7 +258,10 @@ class RqliteStore:
                     continue
                 seq_before, head_before = chain.seq, chain.head
                 events = [chain.next_event(record, at=at) for _, at, record in entries]
-                statements = self._event_statements(events)
+                # One INSERT for them all (no caller waits for their IDs), then the head.
+                statements = [
+                    rqlite_statement(s.sql, s.params) for s in (chain.insert_stmt(events), chain.head_stmt())
+                ]
                 statements.append([OUTBOX_MARK_SQL, self.kma_id, entries[-1][0]])
                 try:
                     self.client.execute(statements)
@@ -389,7 +407,11 @@ class RqliteStore:
     # --- schema --------------------------------------------------------------------------
     def _migrate(self) -> int:
         """Apply the migrations the cluster's store lacks, each in one transaction (any node may
-        run this; if two race, one transaction fails whole and the other's result is kept)."""
+        run this; if two race, one transaction fails whole and the other's result is kept).
+        With nothing to apply it only reads the local replica (no majority needed)."""
+        local = self._local_schema()
+        if local is not None:
+            return local
         self.client.execute([["CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)"]])
         done = {int(r[0]) for r in self.client.query("SELECT version FROM schema_migrations")}
         scripts = sorted((f for f in resources.files("kma.store").joinpath("migrations").iterdir()
@@ -409,6 +431,16 @@ class RqliteStore:
                     raise
         rows = self.client.query("SELECT max(version) FROM schema_migrations")
         return int(rows[0][0] or 0)
+
+    def _local_schema(self) -> int | None:
+        """The replica's schema version when every migration is in it, else None."""
+        try:
+            done = {int(r[0]) for r in self.query("SELECT version FROM schema_migrations")}
+        except (sqlite3.Error, OSError):
+            return None
+        scripts = resources.files("kma.store").joinpath("migrations").iterdir()
+        wanted = {int(f.name.split("_", 1)[0]) for f in scripts if f.name.endswith(".sql")}
+        return max(done) if done and wanted <= done else None
 
     # --- the cluster ---------------------------------------------------------------------
     def cluster_nodes(self) -> list[NodeStatus]:

@@ -57,7 +57,10 @@ def tls_context(ca_cert: Path, cert: Path, key: Path) -> ssl.SSLContext:
 
 
 class RqliteClient:
-    def __init__(self, http_address: str, context: ssl.SSLContext, timeout: float = 15.0) -> None:
+    # An answer later than this counts as "the cluster takes no changes now" (a write may still
+    # have committed: the store then reads its chain's head back). Below rqlite's 10 s apply
+    # timeout and the management clients' 15 s, so a cut-off KMA answers them, and stops, promptly.
+    def __init__(self, http_address: str, context: ssl.SSLContext, timeout: float = 5.0) -> None:
         self.base = f"https://{http_address}"
         self._http = httpx.Client(base_url=self.base, verify=context, timeout=timeout)
 

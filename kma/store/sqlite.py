@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from kma.audit.chain import AuditChain
 
 log = logging.getLogger(__name__)
+BACKUP_PAGES = 4096  # per step of an online backup: 16 MiB at the default 4 KiB page size
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -43,16 +45,24 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def migrate(conn: sqlite3.Connection) -> int:
-    """Apply the numbered migrations not yet applied; returns the schema version."""
-    conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
-    done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
-    scripts = sorted(
+def _migrations() -> list[Traversable]:
+    return sorted(
         (f for f in resources.files("kma.store").joinpath("migrations").iterdir()
          if f.name.endswith(".sql")),
         key=lambda f: f.name,
     )  # fmt: skip
-    for script in scripts:
+
+
+def latest_schema_version() -> int:
+    """The schema version this software migrates a store to (a backup from a later one is refused)."""
+    return max(int(f.name.split("_", 1)[0]) for f in _migrations())
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply the numbered migrations not yet applied; returns the schema version."""
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
+    done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+    for script in _migrations():
         version = int(script.name.split("_", 1)[0])
         if version in done:
             continue
@@ -112,6 +122,26 @@ class SQLiteStore:
             yield conn
         finally:
             conn.execute("COMMIT")
+
+    def backup(self, path: Path) -> None:
+        """Write a consistent SQLite copy of the whole store to `path` while the KMA keeps serving.
+
+        SQLite's online backup API copies BACKUP_PAGES pages per step, pausing between steps, from
+        its own connection holding one read transaction: under WAL that is a fixed snapshot which
+        writers do not disturb (so the copy never starts over) and which blocks nobody. The rqlite
+        store implements the same method from rqlite's own consistent backup (GET /db/backup).
+        """
+        source = connect(self.path)
+        target = sqlite3.connect(path)
+        try:
+            source.execute("BEGIN")
+            source.execute("SELECT count(*) FROM schema_migrations").fetchone()  # the snapshot starts here
+            source.backup(target, pages=BACKUP_PAGES, sleep=0.001)
+            source.execute("COMMIT")
+            target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+        finally:
+            target.close()
+            source.close()
 
     # --- writes ------------------------------------------------------------------------
     def write(self, batch: Batch) -> WriteResult:

@@ -106,12 +106,88 @@ def test_a_list_too_long_to_count_says_more_than(qtbot, controller, tmp_path):
             lambda: next(k for k in so.list_kmas().items if k.id == "kma-dal-1").pool_ready > COUNT_LIMIT,
             timeout=120_000,
         )
-        sign_in(qtbot, controller, kma, "auditor")
+        window = sign_in(qtbot, controller, kma, "auditor")
         page = ListPage(controller.ctx, keys_area.SPEC)
         qtbot.addWidget(page)
         page.show()
         wait_idle(qtbot, controller.ops)
         assert not page.model.total_exact
         assert page.status.text() == f"Showing 250 of more than {COUNT_LIMIT:,} keys"
+
+        # And the dashboard says the same of its Ready keys, and counts the other states exactly
+        dashboard = open_page(qtbot, window, "dashboard").dashboard
+        ready = dashboard.key_bars["ready"][1]
+        qtbot.waitUntil(lambda: ready.format() == f"more than {COUNT_LIMIT:,}", timeout=WAIT_MS)
+        assert dashboard.key_bars["destroyed"][1].format() == f"{so.dashboard().keys_by_state['destroyed']:,}"
+        assert dashboard.keys_total.text().startswith("More than ")
     finally:
         kma.stop()
+
+
+def test_the_manager_pairs_sorts_with_filters_as_the_kma_does() -> None:
+    """Each list page offers a sort together with a filter exactly when the KMA does."""
+    from kma.services import agents, data_units, keys, quorum, users
+    from ui.pages import agents as agents_area
+    from ui.pages import data_units as data_units_area
+    from ui.pages import users as users_area
+    from ui.quorum import pending as quorum_area
+
+    for shown, served in ((keys_area.SPEC, keys.LIST), (data_units_area.SPEC, data_units.LIST),
+                          (agents_area.SPEC, agents.LIST), (users_area.SPEC, users.LIST),
+                          (quorum_area.SPEC, quorum.LIST)):  # fmt: skip
+        assert shown.filtered_sorts == dict(served.filtered_sorts), shown.key
+        assert shown.default_sort is not None and shown.default_sort[0] == served.default_sort, shown.key
+
+
+def test_every_sort_with_every_filter_the_manager_offers_is_accepted_by_the_kma(qtbot, controller, demo_kma):
+    """With each filter choice set, clicking any header either sorts (the KMA serves it) or leaves
+    the list in its order and says why; the KMA never refuses what the manager asks."""
+    window = sign_in(qtbot, controller, demo_kma, "admin")
+    shown = []
+    controller.presenter.shown.connect(shown.append)
+    for key in ("users", "agents", "data_units", "keys"):
+        page = open_page(qtbot, window, key)
+        for param, box in page._filter_boxes.items():
+            for choice in range(1, box.count()):
+                box.setCurrentIndex(choice)
+                wait_idle(qtbot, controller.ops)
+                for i, col in enumerate(page.spec.columns):
+                    if col.sortable:
+                        page.view.horizontalHeader().setSortIndicator(i, Qt.DescendingOrder)
+                        wait_idle(qtbot, controller.ops)
+            box.setCurrentIndex(0)
+            wait_idle(qtbot, controller.ops)
+            assert shown == [], (key, param, [m.what for m in shown])
+
+
+def test_a_filtered_list_keeps_an_order_the_kma_serves_and_says_so(qtbot, controller, demo_kma):
+    window = sign_in(qtbot, controller, demo_kma, "auditor")
+    page = open_page(qtbot, window, "keys")
+    header = page.view.horizontalHeader()
+    created = next(i for i, c in enumerate(page.spec.columns) if c.key == "created_at")
+    # Given the keys sorted by creation
+    header.setSortIndicator(created, Qt.AscendingOrder)
+    wait_idle(qtbot, controller.ops)
+    assert page.model.sort_field == "created_at"
+
+    # When a state is chosen, the list goes back to newest activation first and says why
+    states = page._filter_boxes["state"]
+    states.setCurrentIndex(states.findData("protect_and_process"))
+    wait_idle(qtbot, controller.ops)
+    assert (page.model.sort_field, page.model.sort_order) == ("activated_at", Qt.DescendingOrder)
+    assert "filtered, the list cannot be sorted by Created" in page.status.text()
+    assert header.sortIndicatorSection() != created
+
+    # And a click on Created while filtered keeps that order
+    header.setSortIndicator(created, Qt.AscendingOrder)
+    wait_idle(qtbot, controller.ops)
+    assert page.model.sort_field == "activated_at"
+    assert "clear the filter to sort by it" in page.status.text()
+
+    # Once the filter is cleared, Created sorts again and the note is gone
+    states.setCurrentIndex(0)
+    wait_idle(qtbot, controller.ops)
+    header.setSortIndicator(created, Qt.AscendingOrder)
+    wait_idle(qtbot, controller.ops)
+    assert page.model.sort_field == "created_at"
+    assert "cannot be sorted" not in page.status.text()

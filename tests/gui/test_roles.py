@@ -11,15 +11,15 @@ pytestmark = pytest.mark.gui
 EVERYONE = {"dashboard", "sites", "settings", "planning"}
 EXPECTED = {
     "so": EVERYONE | {"users", "key_policies", "key_groups", "agents", "audit", "quorum",
-                      "locking"},
+                      "locking", "backups"},
     "co": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys", "audit"},
     "op": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys"},
-    "backup": EVERYONE,
+    "backup": EVERYONE | {"backups"},
     "auditor": EVERYONE | {"users", "key_policies", "key_groups", "agents", "data_units",
-                           "keys", "audit", "quorum", "locking"},
+                           "keys", "audit", "quorum", "locking", "backups"},
     "qm1": EVERYONE | {"quorum"},
     "admin": EVERYONE | {"users", "key_policies", "key_groups", "agents", "data_units", "keys",
-                         "audit", "quorum", "locking"},
+                         "audit", "quorum", "locking", "backups"},
 }
 
 

@@ -3,6 +3,7 @@ rqlited on loopback, node-to-node and HTTP mutual TLS from the cluster CA."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -18,6 +19,7 @@ from kma.datadir import DataDir
 from kma.store.rqlite import RqliteStore
 from kms_client import ClusterUnavailable, NotFound
 from tests.integration.test_quorum import creds
+from tests.support.agents import enrolled_demo_agent, kmip
 from tests.support.cluster import (
     BINARY,
     add_node,
@@ -93,6 +95,11 @@ def test_a_change_made_on_either_kma_is_seen_on_the_other_within_a_second(two_km
         lambda: _exists(second.client("op").get_agent, "drive-on-first"), 1.0, "the agent on the second KMA"
     )
     first.client("jo", "jo's passphrase")  # the user made on the second KMA signs in on the first
+
+    # `kma status` beside a running cluster KMA reads the same store (its events go straight
+    # through: the running KMA's outbox has one shipper).
+    status = run_kma("status", "--data-dir", str(second.data_dir), "--json")
+    assert json.loads(status.stdout)["kma_id"] == "kma-dal-2"
 
     # Both KMAs wrote their own audit chains into the one store: every chain verifies on both.
     for kma in (first, second):
@@ -218,3 +225,66 @@ def test_killing_the_raft_leader_keeps_keys_readable_and_writes_resume(tmp_path:
     finally:
         for kma in reversed(kmas):
             kma.stop()
+
+
+def test_a_kma_cut_off_from_the_others_keeps_serving_keys_and_loses_no_audit_event(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    first, ca = first_node(tmp_path / "a")
+    kmas = [first]
+    stopped: list[int] = []
+    try:
+        for kma_id in ("kma-dal-2", "kma-dal-3"):
+            kmas.append(add_node(first, ca, tmp_path, kma_id))
+            kmas[-1].start()
+        cut = kmas[1]
+        agent = enrolled_demo_agent(cut, tmp_path_factory, "t10k-dal-01")
+        with kmip(agent) as drive:
+            key_id = drive.create_and_activate(data_unit="CUT001")
+            material = drive.get(key_id)
+
+            # The other two nodes stop answering (the machine is cut off): no Raft majority here.
+            stopped = [_rqlited_pid(k) for k in kmas if k is not cut]
+            for pid in stopped:
+                os.kill(pid, signal.SIGSTOP)
+            gets = 5
+            for _ in range(gets):
+                assert drive.get(key_id) == material  # from the local replica; events to the outbox
+            assert _outbox_depth(cut) >= gets  # on the KMA's own disk, waiting for the cluster
+
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        stopped = []
+
+        def sent_events(kma: RunningKma) -> list[int]:
+            with replica(kma) as db:
+                rows = db.execute(
+                    "SELECT chain_seq FROM audit_events WHERE kma_id = 'kma-dal-2' "
+                    "AND operation = 'kmip.get' AND subject_id = ?",
+                    (key_id,),
+                ).fetchall()
+            return [r[0] for r in rows]
+
+        for kma in kmas:  # every Get's event reaches every KMA, once
+            eventually(lambda k=kma: len(sent_events(k)) == gets + 1, 10.0, "the Gets' events everywhere")
+            assert len(set(sent_events(kma))) == gets + 1
+        assert _outbox_depth(cut) == 0
+        for kma in kmas:
+            assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0
+        conns = [replica(k) for k in kmas]
+        try:  # and every replica holds the same rows, table by table
+            same = lambda: len({tuple(table_checksums(c).items()) for c in conns}) == 1  # noqa: E731
+            eventually(same, 10.0, "equal tables on every KMA")
+        finally:
+            for conn in conns:
+                conn.close()
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        for kma in reversed(kmas):
+            kma.stop()
+
+
+def _outbox_depth(kma: RunningKma) -> int:
+    with sqlite3.connect(f"file:{files_of(kma).folder / 'outbox.db'}?mode=ro", uri=True) as db:
+        return int(db.execute("SELECT count(*) FROM outbox").fetchone()[0])

@@ -16,7 +16,7 @@ from kma.kmip import ttlv
 from kma.kmip.client import key_template, parse_response, request_message
 from kma.kmip.enums import ObjectType, Operation, ResultReason, ResultStatus, Tag
 from tests.support.agents import agent_state, enrolled_demo_agent, events, kmip, last_event
-from tests.support.kma_process import RunningKma
+from tests.support.kma_process import RunningKma, ready_pool
 from tests.support.waiting import wait_until
 
 AGENT = "t10k-dal-01"
@@ -25,6 +25,7 @@ AGENT = "t10k-dal-01"
 @pytest.fixture(scope="module")
 def kma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
     kma = RunningKma.demo_in(tmp_path_factory.mktemp("kmip-robustness"))
+    ready_pool(kma, 5000)  # the good agent issues keys for seconds on end
     yield kma
     kma.stop()
 

@@ -110,6 +110,16 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "PUT /kmas/{id}/passphrase": frozenset({SO}),
     "POST /kmas/{id}/remove": frozenset({SO}),
     "POST /cluster/join": PUBLIC,  # a joining KMA, with its one-time KMA passphrase
+    # Backups (issue 12).
+    "GET /backups": frozenset({BO, SO, AU}),
+    "GET /backups/{id}": frozenset({BO, SO, AU}),
+    "GET /core-security-backup": frozenset({BO, SO, AU}),
+    "GET /backups/schedule": frozenset({BO, SO, AU}),
+    "PUT /backups/schedule": frozenset({BO}),
+    "POST /backups": frozenset({BO}),
+    "GET /backups/{id}/file": frozenset({BO}),
+    "DELETE /backups/{id}": frozenset({BO}),
+    "POST /core-security-backup": frozenset({SO}),
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
@@ -135,6 +145,7 @@ class World:
     http: httpx.Client
     kma_id: str = ""
     key_id: str = ""
+    backup_id: str = ""
     tokens: dict[str, str] = field(default_factory=dict)
     _n: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -331,6 +342,15 @@ CALLS: dict[str, Prep] = {
     "PUT /kmas/{id}/passphrase": lambda w, u: ({"id": w.kma_id}, {}),
     "POST /kmas/{id}/remove": lambda w, u: ({"id": w.joined_kma()}, {}),  # pending (202) without credentials
     "POST /cluster/join": lambda w, u: w.joining(),
+    "GET /backups": none,
+    "GET /backups/{id}": lambda w, u: ({"id": w.backup_id}, None),
+    "GET /core-security-backup": none,
+    "GET /backups/schedule": none,
+    "PUT /backups/schedule": lambda w, u: ({}, {"frequency": "off", "keep": 3 + w.n() % 5}),
+    "POST /backups": none,
+    "GET /backups/{id}/file": lambda w, u: ({"id": w.backup_id}, None),
+    "DELETE /backups/{id}": lambda w, u: ({"id": w.admin.create_backup().id}, None),
+    "POST /core-security-backup": none,
 }
 # Run after the call, whatever its outcome: lock and unlock must leave the KMA unlocked.
 AFTER: dict[str, Callable[[World], None]] = {
@@ -360,6 +380,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     admin.create_agent("mx-agent", site_id="dallas", default_key_group_id="mx-group")
     admin.create_data_unit("MX0001")
     w.key_id = w.fresh_key()
+    admin.take_core_security_backup(tmp_path_factory.mktemp("offline") / "core.kmacore")
+    w.backup_id = admin.create_backup().id
     w.tokens = {user: w.fresh_token(user) for user in USERS}
     yield w
     w.http.close()

@@ -82,7 +82,7 @@ def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter:
     started. `join_ca`: a node certificate from another CA instead (a node that must not join)."""
     first_dir = DataDir(first.data_dir)
     site = first_dir.identity().site_id
-    data_dir = DataDir(tmp / kma_id)
+    data_dir = DataDir(tmp / kma_id / "kma")  # its own parent: its own ready file
     with private_files():
         data_dir.create()
         data_dir.identity_file.write_text(

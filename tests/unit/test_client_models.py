@@ -12,6 +12,7 @@ from kms_client import (
     BadRequest,
     CaInfo,
     ChainReport,
+    ClusterUnavailable,
     Conflict,
     Dashboard,
     DataUnit,
@@ -270,6 +271,7 @@ def test_page_parses_items_and_cursor() -> None:
         ("payload_too_large", 413, PayloadTooLarge),
         ("locked_out", 429, LockedOut),
         ("kma_locked", 503, KmaLocked),
+        ("cluster_unavailable", 503, ClusterUnavailable),
         ("internal", 500, InternalError),
     ],
 )

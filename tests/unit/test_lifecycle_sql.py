@@ -23,7 +23,9 @@ from kma.domain.lifecycle import (
 )
 
 KEYS_TABLE = """CREATE TABLE keys (id INTEGER PRIMARY KEY, data_unit_id TEXT, activated_at INTEGER,
-    protect_until INTEGER, deactivate_at INTEGER, compromised_at INTEGER, destroyed_at INTEGER)"""
+    protect_until INTEGER, deactivate_at INTEGER, compromised_at INTEGER, destroyed_at INTEGER,
+    backup_mark INTEGER)"""
+BACKUP_AT = 10  # the one live database backup of the one-KMA cluster began then
 TIME = st.integers(min_value=0, max_value=2**40)
 PERIOD = st.integers(min_value=1, max_value=200 * 365 * 86400)
 
@@ -36,6 +38,11 @@ class KeyTimes:
     compromised_at: int | None
     destroyed_at: int | None
     periods: tuple[int, int] = (1, 1)  # its policy's encryption period and cryptoperiod
+    backup_mark: int | None = None  # marked by a backup that began then (kma/services/backups.py)
+
+    @property
+    def held_by_backup(self) -> bool:
+        return self.backup_mark is not None and self.backup_mark <= BACKUP_AT
 
 
 @st.composite
@@ -48,7 +55,8 @@ def key_times(draw: st.DrawFn) -> KeyTimes:
     cryptoperiod = encryption_period + draw(st.integers(min_value=0, max_value=100 * 365 * 86400))
     periods = (encryption_period, cryptoperiod)
     if draw(st.booleans()):
-        return KeyTimes(None, None, None, compromised_at, destroyed_at, periods)
+        mark = draw(st.sampled_from([None, BACKUP_AT - 1, BACKUP_AT, BACKUP_AT + 1]))
+        return KeyTimes(None, None, None, compromised_at, destroyed_at, periods, mark)
     activated = draw(TIME)
     protect_until, deactivate_at = activated + encryption_period, activated + cryptoperiod
     revoked = draw(st.none() | st.integers(min_value=activated, max_value=deactivate_at))
@@ -78,10 +86,14 @@ def memory_db(keys: list[KeyTimes], data_unit: str = "E00001") -> sqlite3.Connec
     )
     db.executemany(
         "INSERT INTO keys (data_unit_id, activated_at, protect_until, deactivate_at, compromised_at, "
-        "destroyed_at) VALUES (?, ?, ?, ?, ?, ?)",
-        [(data_unit, k.activated_at, k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at)
-         for k in keys],
+        "destroyed_at, backup_mark) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(data_unit, k.activated_at, k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at,
+          k.backup_mark) for k in keys],
     )  # fmt: skip
+    db.execute("CREATE TABLE kmas (id TEXT)")
+    db.execute("INSERT INTO kmas VALUES ('kma-1')")
+    db.execute("CREATE TABLE backups (created_at INTEGER, deleted_at INTEGER)")
+    db.executemany("INSERT INTO backups VALUES (?, ?)", [(BACKUP_AT, None), (BACKUP_AT + 5, BACKUP_AT + 6)])
     return db
 
 
@@ -90,7 +102,8 @@ def count(db: sqlite3.Connection, table: str, condition: str, now: int) -> int:
 
 
 def python_state(key: KeyTimes, now: int) -> KeyState:
-    return key_state(now, key.activated_at, key.protect_until, key.deactivate_at, key.destroyed_at)
+    return key_state(now, key.activated_at, key.protect_until, key.deactivate_at, key.destroyed_at,
+                     ready=key.held_by_backup)  # fmt: skip
 
 
 @given(data=st.data(), key=key_times())
@@ -145,4 +158,5 @@ def test_the_edges_of_the_periods() -> None:
     assert key_state(100, 0, 100, 200, None) is KeyState.PROCESS_ONLY
     assert key_state(200, 0, 100, 200, None) is KeyState.DEACTIVATED
     assert key_state(0, None, None, None, None) is KeyState.READY
+    assert key_state(0, None, None, None, None, ready=False) is KeyState.GENERATED
     assert key_state(0, 0, 100, 200, 50) is KeyState.DESTROYED

@@ -17,6 +17,7 @@ AREA_MODULES = (
     "ui.pages.settings",
     "ui.quorum.pending",  # Pending approvals: inbox, badge, notifications, locked banner
     "ui.quorum.locking",  # Lock and unlock, autonomous unlock, quorum lifetime
+    "ui.pages.backups",  # Database backups, their schedule, the core security backup
     "ui.pages.planning",  # Planning a deployment from the white paper's measurements (no KMA needed)
     "ui.audit.pages",  # the dashboard with its charts; the auditor's browser and histories
 )

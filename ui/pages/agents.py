@@ -131,6 +131,8 @@ SPEC = ListSpec(
     ],
     fetch=lambda client: client.list_agents,
     sort_fields=frozenset({"id", "site_id", "created_at"}),
+    filtered_sorts={"site_id": frozenset({"site_id", "enabled", "key_group_id"}),
+                    "created_at": frozenset({"enabled", "key_group_id"})},
     get=lambda client: client.get_agent,
     filters=[FilterSpec("enabled", "Enabled", [("Enabled and disabled", None),
                                                 ("Enabled only", True),

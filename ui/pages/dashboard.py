@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 import kms_client
 from app.context import AppContext
 from ui.format import counted, words
+from ui.pages.backups import AGE_COLOURS, backup_line
 from ui.widgets import page_header
 
 REFRESH_MS = 15_000  # follows changes made elsewhere; two cheap reads
@@ -109,6 +110,12 @@ class DashboardPage(QWidget):
             cards.addWidget(card, 0, i)
         layout.addLayout(cards)
 
+        self.backup_age = QLabel()  # amber after a day, red after a week (ui/pages/backups.py)
+        self.backup_age.setObjectName("dashboardBackupAge")
+        self.backup_age.setAccessibleName("Last backup")
+        self.backup_age.setWordWrap(True)
+        layout.addWidget(self.backup_age)
+
         self.warnings = QLabel()
         self.warnings.setWordWrap(True)
         self.warnings.setObjectName("dashboardWarnings")
@@ -194,6 +201,10 @@ class DashboardPage(QWidget):
         self.cards["data_units"].set(dash.data_units)
         self.cards["users"].set(dash.users)
         self.cards["pending"].set(dash.pending_quorum_operations)
+        if dash.backups is not None:
+            text, tone = backup_line(dash.backups)
+            self.backup_age.setText(f"<span style='color:{AGE_COLOURS[tone]}'>●</span> {text}")
+        self.backup_age.setVisible(dash.backups is not None)
         warnings = list(dict.fromkeys([*dash.warnings, *status.warnings]))
         if warnings:
             self.warnings.setText("⚠ " + "<br>⚠ ".join(warnings))
@@ -201,13 +212,18 @@ class DashboardPage(QWidget):
         else:
             self.warnings.setText("✔ No warnings.")
             self.warnings.setStyleSheet("")
+        # The KMA counts each state up to 10,000 (as its lists do): a bar past that is shown full
+        # and says "more than".
         total = sum(dash.keys_by_state.values())
+        exact = all(dash.keys_by_state_exact.get(s, True) for s in dash.keys_by_state)
         for state, (_label, bar) in self.key_bars.items():
             count = dash.keys_by_state.get(state, 0)
             bar.setRange(0, max(total, 1))
             bar.setValue(count)
-            bar.setFormat(f"{count:,}")
-        self.keys_total.setText(counted(total, 'key') + ' in all')
+            more = not dash.keys_by_state_exact.get(state, True)
+            bar.setFormat(f"more than {count:,}" if more else f"{count:,}")
+        in_all = counted(total, "key") + " in all" if exact else f"More than {total:,} keys in all"
+        self.keys_total.setText(in_all)
         self.kmas.clear()
         for k in dash.kmas:
             state = "Locked" if k.locked else "Unlocked"

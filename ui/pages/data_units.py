@@ -102,6 +102,7 @@ SPEC = ListSpec(
     ],
     fetch=lambda client: client.list_data_units,
     sort_fields=frozenset({"id", "created_at"}),  # the KMA filters by state, does not sort by it
+    filtered_sorts={},  # units in a state are listed by ID
     get=lambda client: client.get_data_unit,
     filters=[FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES])],
     actions=[

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWidget
 
 import kms_client
@@ -19,6 +20,10 @@ from ui.paged_model import Column
 from ui.pages.common import AUDIT_READERS, OP, state_tone
 
 KEY_SORT = frozenset({"created_at", "activated_at", "id", "data_unit_id"})  # the KMA filters by state
+# Filtered, keys are listed newest activation first (kma/services/keys.py pairs sorts with filters).
+KEY_DEFAULT_SORT = ("activated_at", Qt.DescendingOrder)
+KEY_FILTERED_SORTS = {"created_at": frozenset({"compromised"}), "id": frozenset({"compromised"}),
+                      "data_unit_id": frozenset({"compromised", "data_unit_id"})}
 READERS = frozenset({"operator", "compliance_officer", "auditor"})
 
 
@@ -91,6 +96,8 @@ SPEC = ListSpec(
     columns=COLUMNS,
     fetch=lambda client: client.list_keys,
     sort_fields=KEY_SORT,
+    default_sort=KEY_DEFAULT_SORT,
+    filtered_sorts=KEY_FILTERED_SORTS,
     get=lambda client: client.get_key,
     filters=[
         FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in kms_client.KEY_STATES]),
@@ -108,7 +115,8 @@ def keys_list(ctx: AppContext, fixed: dict[str, Any], parent: QWidget | None = N
     """Keys of one data unit or key group, for a details tab."""
     spec = ListSpec(key="keys_of", title="Keys", noun="key", columns=COLUMNS,
                     fetch=lambda client: client.list_keys, sort_fields=KEY_SORT, actions=ACTIONS,
-                    details=_details, fixed_filters=fixed)
+                    details=_details, fixed_filters=fixed, default_sort=KEY_DEFAULT_SORT,
+                    filtered_sorts=KEY_FILTERED_SORTS)
     return ListPage(ctx, spec, parent, embedded=True)
 
 

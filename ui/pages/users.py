@@ -130,6 +130,7 @@ SPEC = ListSpec(
     ],
     fetch=lambda client: client.list_users,
     sort_fields=frozenset({"id", "name", "created_at"}),
+    filtered_sorts={"name": frozenset({"role", "enabled"}), "created_at": frozenset({"role", "enabled"})},
     get=lambda client: client.get_user,
     filters=[FilterSpec("role", "Role", ROLE_CHOICES)],
     actions=[

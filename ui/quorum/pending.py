@@ -227,6 +227,7 @@ SPEC = ListSpec(
     fetch=lambda client: client.list_quorum_operations,
     get=lambda client: client.get_quorum_operation,
     sort_fields=frozenset({"submitted_at", "expires_at", "updated_at", "type", "state"}),
+    filtered_sorts=dict.fromkeys(("expires_at", "updated_at", "type", "state"), frozenset({"state", "type"})),
     filters=[FilterSpec("state", "State", STATE_CHOICES), FilterSpec("type", "Type", TYPE_CHOICES)],
     default_sort=("submitted_at", Qt.DescendingOrder),
 )

@@ -63,6 +63,7 @@ LIST = ListSpec(
         "state": Filter("state = :value", one_of(*STATES)),
         "type": Filter("type = :value", one_of(*OP_TYPES)),
     },
+    filtered_sorts=dict.fromkeys(("expires_at", "updated_at", "type", "state"), frozenset({"state", "type"})),
 )
 
 

@@ -1,0 +1,306 @@
+"""The two backup files (docs/backups.md): a database backup and the core security backup.
+
+A **database backup** is ``MAGIC | u32 manifest length | manifest (JSON) | ciphertext | tag``: the
+store's SQLite file encrypted with AES-256-GCM under a random data key, with the magic, length and
+manifest as associated data, so a changed byte anywhere, or a truncated file, fails to open. The
+manifest is readable without any key (cluster, KMA, time, schema version, counts, hashes) so a
+restore can refuse another cluster's or a newer schema's backup before asking for passphrases. The
+data key travels in the manifest wrapped under the *backup key*, derived from the master key; the
+master key is opened only by the core security backup.
+
+The **core security backup** is JSON: the key split's sealed shares (each under its member's
+passphrase), its threshold and generation, and the master key wrapped under the root secret those
+shares rebuild. A seal over all of it, under a key derived from the master key, shows after the
+quorum has opened it that nothing in it was changed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import struct
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+from kma.crypto import WrappingKey, derive_wrapping_key
+from kma.crypto.errors import IntegrityError
+from kma.errors import ValidationFailed
+
+DATABASE_MAGIC = b"KMA-DATABASE-BACKUP\n"
+CORE_FORMAT = "kma-core-security-backup"
+FORMAT_VERSION = 1
+DATABASE_SUFFIX = ".kmabackup"
+CORE_SUFFIX = ".kmacore"
+_LENGTH = struct.Struct(">I")
+_MAX_MANIFEST = 1 << 20
+_NONCE_SIZE = 12
+_TAG_SIZE = 16
+_CHUNK = 1 << 20
+
+
+class BadBackup(ValidationFailed):
+    """A file that is not a backup, is damaged or changed, or does not fit: the restore refuses it."""
+
+
+def backup_key(master: WrappingKey) -> WrappingKey:
+    """The key that wraps each database backup's data key: only the master key derives it."""
+    return derive_wrapping_key(master.raw(), "database-backup")
+
+
+def _seal_key(master: WrappingKey) -> WrappingKey:
+    return derive_wrapping_key(master.raw(), "core-security-backup")
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unb64(text: Any, what: str) -> bytes:
+    try:
+        return base64.b64decode(str(text), validate=True)
+    except ValueError:
+        raise BadBackup(f"{what} is not valid base64: the file is damaged.") from None
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _canonical(data: Mapping[str, Any]) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+# --- database backup ----------------------------------------------------------------------
+def write_database_backup(
+    plain_db: Path, out: Path, manifest: dict[str, Any], master: WrappingKey
+) -> tuple[dict[str, Any], str]:
+    """Encrypt the SQLite file `plain_db` into `out`; returns the manifest as written and the
+    SHA-256 of the whole file (hashed as it is written, not read back).
+
+    `manifest` says what the backup is (id, cluster, KMA, time, schema, counts); this adds the
+    plaintext's size and SHA-256 and the encryption fields.
+    """
+    data_key = os.urandom(32)
+    nonce = os.urandom(_NONCE_SIZE)
+    digest = hashlib.sha256()
+    with plain_db.open("rb") as f:
+        for chunk in iter(lambda: f.read(_CHUNK), b""):
+            digest.update(chunk)
+    full = {
+        **manifest,
+        "format": FORMAT_VERSION,
+        "database": {"size": plain_db.stat().st_size, "sha256": digest.hexdigest()},
+        "encryption": {
+            "algorithm": "AES-256-GCM",
+            "nonce": _b64(nonce),
+            "data_key_wrapped": _b64(backup_key(master).wrap(_data_key_context(manifest), data_key)),
+        },
+    }
+    header = _header(full)
+    encryptor = Cipher(algorithms.AES(data_key), modes.GCM(nonce)).encryptor()
+    encryptor.authenticate_additional_data(header)
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    written = hashlib.sha256()
+
+    def write(data: bytes) -> None:
+        written.update(data)
+        sink.write(data)
+
+    with os.fdopen(fd, "wb") as sink, plain_db.open("rb") as source:
+        write(header)
+        for chunk in iter(lambda: source.read(_CHUNK), b""):
+            write(encryptor.update(chunk))
+        write(encryptor.finalize())
+        write(encryptor.tag)
+        sink.flush()
+        os.fsync(sink.fileno())
+    return full, written.hexdigest()
+
+
+def _data_key_context(manifest: Mapping[str, Any]) -> str:
+    return f"database-backup:{manifest['cluster']['ca_fingerprint']}:{manifest['backup_id']}"
+
+
+def _header(manifest: Mapping[str, Any]) -> bytes:
+    body = _canonical(manifest)
+    return DATABASE_MAGIC + _LENGTH.pack(len(body)) + body
+
+
+@dataclass(frozen=True)
+class DatabaseBackup:
+    """A database backup file whose manifest has been read (nothing decrypted yet)."""
+
+    path: Path
+    manifest: dict[str, Any]
+    header_size: int
+
+    @property
+    def cluster_fingerprint(self) -> str:
+        return str(self.manifest["cluster"]["ca_fingerprint"])
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.manifest["schema_version"])
+
+
+def read_database_backup(path: Path) -> DatabaseBackup:
+    """The manifest of a database backup; refuses a file that is not one, or is cut short."""
+    try:
+        with path.open("rb") as f:
+            magic = f.read(len(DATABASE_MAGIC))
+            if magic != DATABASE_MAGIC:
+                raise BadBackup(f"{path.name} is not a KMA database backup.")
+            raw_length = f.read(_LENGTH.size)
+            (length,) = _LENGTH.unpack(raw_length) if len(raw_length) == _LENGTH.size else (-1,)
+            body = f.read(length) if 0 < length <= _MAX_MANIFEST else b""
+            size = path.stat().st_size
+    except OSError as exc:
+        raise BadBackup(f"Cannot read the database backup {path}: {exc.strerror}.") from None
+    if len(body) != length:
+        raise BadBackup(f"The database backup {path.name} is truncated (its manifest is incomplete).")
+    try:
+        manifest = json.loads(body)
+        expected = len(DATABASE_MAGIC) + _LENGTH.size + length + int(manifest["database"]["size"]) + _TAG_SIZE
+        str(manifest["cluster"]["ca_fingerprint"]), int(manifest["schema_version"])
+    except (ValueError, KeyError, TypeError):
+        raise BadBackup(f"The manifest of the database backup {path.name} is damaged.") from None
+    if size != expected:
+        raise BadBackup(
+            f"The database backup {path.name} is {size} bytes, not the {expected} its manifest "
+            "says: it is truncated or damaged."
+        )
+    return DatabaseBackup(path, manifest, len(DATABASE_MAGIC) + _LENGTH.size + length)
+
+
+def decrypt_database_backup(backup: DatabaseBackup, master: WrappingKey, out: Path) -> None:
+    """Decrypt into `out` (a new file); raises BadBackup, removing `out`, on any mismatch."""
+    manifest = backup.manifest
+    try:
+        data_key = backup_key(master).unwrap(
+            _data_key_context(manifest), _unb64(manifest["encryption"]["data_key_wrapped"], "The data key")
+        )
+    except IntegrityError:
+        raise BadBackup(
+            "This core security backup does not open this database backup (they are of different "
+            "clusters, or the database backup was changed)."
+        ) from None
+    nonce = _unb64(manifest["encryption"]["nonce"], "The nonce")
+    size = int(manifest["database"]["size"])
+    digest = hashlib.sha256()
+    decryptor = Cipher(algorithms.AES(data_key), modes.GCM(nonce)).decryptor()
+    decryptor.authenticate_additional_data(_header(manifest))
+    try:
+        with backup.path.open("rb") as source, out.open("xb") as sink:
+            source.seek(backup.header_size)
+            for chunk in _chunks(source, size):
+                plain = decryptor.update(chunk)
+                digest.update(plain)
+                sink.write(plain)
+            tag = source.read(_TAG_SIZE)
+            try:
+                sink.write(decryptor.finalize_with_tag(tag))
+            except (InvalidTag, ValueError):
+                raise BadBackup(
+                    f"The database backup {backup.path.name} fails authentication: it was changed or "
+                    "damaged after it was made."
+                ) from None
+        if digest.hexdigest() != manifest["database"]["sha256"]:
+            raise BadBackup(f"The database in {backup.path.name} does not match its manifest's SHA-256.")
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
+
+
+def _chunks(source: BinaryIO, size: int) -> Iterator[bytes]:
+    left = size
+    while left > 0:
+        chunk = source.read(min(_CHUNK, left))
+        if not chunk:
+            raise BadBackup("The database backup is truncated.")
+        left -= len(chunk)
+        yield chunk
+
+
+# --- core security backup -----------------------------------------------------------------
+def core_security_backup(
+    *,
+    cluster: Mapping[str, str],
+    kma_id: str,
+    created_at: int,
+    threshold: int,
+    generation: int,
+    sealed_shares: Mapping[str, str],
+    master_wrapped_by_root: bytes,
+    master: WrappingKey,
+) -> bytes:
+    """The core security backup file's bytes (JSON, sealed under a master-derived key)."""
+    body = {
+        "format": CORE_FORMAT,
+        "version": FORMAT_VERSION,
+        "cluster": dict(cluster),
+        "kma_id": kma_id,
+        "created_at": created_at,
+        "key_split": {"threshold": threshold, "generation": generation, "members": dict(sealed_shares)},
+        "master_wrapped_by_root": _b64(master_wrapped_by_root),
+    }
+    seal = _seal_key(master).wrap(CORE_FORMAT, hashlib.sha256(_canonical(body)).digest())
+    return json.dumps({**body, "seal": _b64(seal)}, indent=2, sort_keys=True).encode("utf-8") + b"\n"
+
+
+@dataclass(frozen=True)
+class CoreSecurityBackup:
+    body: dict[str, Any]
+    seal: bytes
+
+    @property
+    def cluster_fingerprint(self) -> str:
+        return str(self.body["cluster"]["ca_fingerprint"])
+
+    @property
+    def threshold(self) -> int:
+        return int(self.body["key_split"]["threshold"])
+
+    @property
+    def sealed_shares(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self.body["key_split"]["members"].items()}
+
+    @property
+    def master_wrapped_by_root(self) -> bytes:
+        return _unb64(self.body["master_wrapped_by_root"], "The wrapped master key")
+
+    def check_seal(self, master: WrappingKey) -> None:
+        """After the quorum opened the master key: refuse a file changed since it was made."""
+        try:
+            sealed_digest = _seal_key(master).unwrap(CORE_FORMAT, self.seal)
+        except IntegrityError:
+            sealed_digest = b""
+        if sealed_digest != hashlib.sha256(_canonical(self.body)).digest():
+            raise BadBackup("The core security backup was changed after it was made.")
+
+
+def read_core_security_backup(path: Path) -> CoreSecurityBackup:
+    try:
+        data = json.loads(path.read_bytes())
+        if data.get("format") != CORE_FORMAT:
+            raise ValueError
+        seal = data.pop("seal")
+        core = CoreSecurityBackup(data, _unb64(seal, "The seal"))
+        core.cluster_fingerprint, core.threshold, core.sealed_shares  # noqa: B018  the fields it needs
+    except OSError as exc:
+        raise BadBackup(f"Cannot read the core security backup {path}: {exc.strerror}.") from None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise BadBackup(f"{path.name} is not a KMA core security backup, or it is damaged.") from None
+    if int(data.get("version", 0)) > FORMAT_VERSION:
+        raise BadBackup(f"{path.name} was made by a newer KMA (format {data['version']}).")
+    return core

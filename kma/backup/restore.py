@@ -1,0 +1,275 @@
+"""Restore a KMA from a database backup and a core security backup, with the key split's quorum.
+
+`restore` is the one engine behind `kma init` with `mode = "restore"` and QuickStart's restore page.
+Everything is checked before anything reaches the target data directory: both files are read, their
+cluster and schema compared, the quorum's passphrases open the core security backup's shares, and
+the database is decrypted and checked in a staging folder beside the target. Only a restore that
+passed every check is moved into place; a refused one leaves the target as it was.
+
+The restored KMA is the KMA that made the backup (its ID and site), with a new TLS certificate from
+the cluster CA (so agents enrolled before the backup trust it) and this machine's addresses: network
+settings are not restored. Sessions are not restored either: everyone signs in again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kma.backup.fileformat import (
+    DATABASE_SUFFIX,
+    BadBackup,
+    CoreSecurityBackup,
+    DatabaseBackup,
+    decrypt_database_backup,
+    file_sha256,
+    read_core_security_backup,
+    read_database_backup,
+)
+from kma.clock import Clock
+from kma.crypto import (
+    BadPassphrase,
+    CertifiedKey,
+    CryptoError,
+    WrappingKey,
+    combine_shares,
+    fingerprint,
+    issue_server_certificate,
+    open_share,
+)
+from kma.datadir import DataDir, Identity, write_private
+from kma.domain.actor import Actor
+from kma.errors import Conflict, ValidationFailed
+from kma.services.quorum.key_split import Credential
+from kma.store import Stmt
+from kma.store.sqlite import latest_schema_version
+from kma.vault import unwrap_master_with_root
+
+
+@dataclass(frozen=True)
+class Restored:
+    cluster_name: str
+    kma_id: str
+    backup_id: str
+    backup_created_at: int
+    keys: int
+    audit_events: int
+    ca_fingerprint: str
+
+
+def restore(
+    data_dir: DataDir,
+    database_backup: Path,
+    core_security_backup: Path,
+    credentials: Sequence[Credential],
+    *,
+    management_address: str = "127.0.0.1:8443",
+    service_address: str = "127.0.0.1:5696",
+    autonomous_unlock: bool = True,
+    clock: Clock | None = None,
+) -> Restored:
+    """Make `data_dir` (new or empty) a KMA restored from the two backup files; refuses with a
+    reason (`BadBackup`, `Conflict`) and leaves `data_dir` untouched otherwise."""
+    root = data_dir.root
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise Conflict(f"{root} is not empty; a restore needs a new or empty data directory.")
+    core = read_core_security_backup(core_security_backup)
+    backup = read_database_backup(database_backup)
+    if backup.cluster_fingerprint != core.cluster_fingerprint:
+        raise BadBackup(
+            f"The database backup is of cluster '{backup.manifest['cluster'].get('name', '?')}' (CA "
+            f"{backup.cluster_fingerprint}), the core security backup of cluster "
+            f"'{core.body['cluster'].get('name', '?')}' (CA {core.cluster_fingerprint}): they do not belong "
+            "together."
+        )
+    if backup.schema_version > latest_schema_version():
+        raise BadBackup(
+            f"The database backup was made by a newer KMA (schema {backup.schema_version}; this one knows "
+            f"up to {latest_schema_version()}). Restore it with that version or later."
+        )
+    master = open_master(core, credentials)
+    core.check_seal(master)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-restore-", dir=root.parent))
+    try:
+        stage = DataDir(staging)
+        decrypt_database_backup(backup, master, stage.db)
+        _check_database(stage.db, backup)
+        restored = _set_up(
+            stage, backup, master, management_address, service_address, autonomous_unlock, clock
+        )
+        _move_into_place(staging, root)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return restored
+
+
+def open_master(core: CoreSecurityBackup, credentials: Sequence[Credential]) -> WrappingKey:
+    """The master key, from M members' passphrases over the core security backup's sealed shares."""
+    names = [c.member for c in credentials]
+    if len(set(names)) != len(names):
+        raise BadBackup("Each key split member counts once; a member was given more than once.")
+    shares = core.sealed_shares
+    if len(credentials) < core.threshold:
+        raise BadBackup(
+            f"This core security backup needs {core.threshold} key split members' passphrases "
+            f"(of {', '.join(sorted(shares))}); {len(credentials)} given."
+        )
+    opened = []
+    for credential in credentials:
+        sealed = shares.get(credential.member)
+        if sealed is None:
+            raise BadBackup(
+                f"'{credential.member[:64]}' is not a member of the key split in this core security backup "
+                f"(its members: {', '.join(sorted(shares))})."
+            )
+        try:
+            opened.append(open_share(sealed, credential.member, credential.passphrase))
+        except BadPassphrase:
+            raise BadBackup(
+                f"The passphrase of key split member '{credential.member}' is wrong for this core "
+                "security backup (it needs the passphrases in force when it was taken)."
+            ) from None
+        except CryptoError:
+            raise BadBackup(f"The share of member '{credential.member}' in the core security backup is "
+                            "damaged.") from None  # fmt: skip
+    try:
+        return unwrap_master_with_root(combine_shares(opened[: core.threshold]), core.master_wrapped_by_root)
+    except (CryptoError, ValueError):
+        raise BadBackup(
+            "These passphrases do not rebuild the root secret of this core security backup (it was "
+            "changed, or the threshold in it was altered)."
+        ) from None
+
+
+def _check_database(db: Path, backup: DatabaseBackup) -> None:
+    """The decrypted file is byte for byte what was backed up (AES-GCM and the manifest's SHA-256
+    say so); this checks that it is a KMA store of the schema its manifest names."""
+    conn = sqlite3.connect(db)
+    try:
+        version = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+    except sqlite3.DatabaseError:
+        version = None
+    finally:
+        conn.close()
+    if version != backup.schema_version:
+        raise BadBackup("The database inside the backup is not a sound KMA store.")
+
+
+def _set_up(
+    stage: DataDir,
+    backup: DatabaseBackup,
+    master: WrappingKey,
+    management_address: str,
+    service_address: str,
+    autonomous_unlock: bool,
+    clock: Clock | None,
+) -> Restored:
+    from kma.appliance import Appliance
+
+    manifest = backup.manifest
+    kma_id = str(manifest["kma_id"])
+    conn = sqlite3.connect(stage.db)
+    try:
+        site = conn.execute("SELECT site_id FROM kmas WHERE id = ?", (kma_id,)).fetchone()
+        cluster_name, ca_pem, ca_key_wrapped = conn.execute(
+            "SELECT name, ca_cert_pem, ca_key_wrapped FROM cluster"
+        ).fetchone()
+    finally:
+        conn.close()
+    if site is None:
+        raise BadBackup(f"The backup names KMA '{kma_id}', which its own database does not hold.")
+    ca = CertifiedKey(ca_pem.encode("ascii"), master.unwrap("cluster-ca-key", ca_key_wrapped))
+    hosts = {a.rpartition(":")[0].strip("[]") for a in (management_address, service_address)}
+    server = issue_server_certificate(ca, kma_id, sorted(h for h in hosts if h not in ("0.0.0.0", "::")))
+    stage.ca_cert.parent.mkdir(parents=True, exist_ok=True)
+    stage.ca_cert.write_bytes(ca.cert_pem)
+    stage.server_cert.write_bytes(server.cert_pem + ca.cert_pem)
+    write_private(stage.server_key, server.key_pem)
+    stage.identity_file.write_text(
+        Identity(kma_id, site[0], management_address, service_address).to_toml(), encoding="utf-8"
+    )
+    autounlock = None
+    if autonomous_unlock:
+        local = WrappingKey.generate()
+        write_private(stage.unlock_key, local.raw())
+        autounlock = local.wrap(f"autounlock:{kma_id}", master.raw())
+    kept = stage.root / "backups" / f"{manifest['backup_id']}{DATABASE_SUFFIX}"
+    kept.parent.mkdir(mode=0o700)
+    shutil.copyfile(backup.path, kept)
+    os.chmod(kept, 0o600)
+
+    kma = Appliance(stage, clock)  # brings an older backup's schema up to date
+    try:
+        now = kma.clock.now()
+        counts = manifest["counts"]
+        installer = Actor("installer", "local console", kind="kma")
+        kma.commit(installer, "backup.restore", [
+            Stmt("UPDATE kmas SET management_address = ?, service_address = ?, autounlock_master = ?, "
+                 "locked = 0, updated_at = ? WHERE id = ?",
+                 (management_address, service_address, autounlock, now, kma_id), expect=1),
+            Stmt("DELETE FROM sessions"),
+            # The backup restored from holds every key it copied: they stay Ready.
+            Stmt("INSERT INTO backups (id, kma_id, created_at, created_by, scheduled, file_name, size, "
+                 "sha256, schema_version, keys, audit_events) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)",
+                 (manifest["backup_id"], kma_id, manifest["created_at"], manifest["created_by"], kept.name,
+                  kept.stat().st_size, file_sha256(kept), backup.schema_version, counts["keys"],
+                  counts["audit_events"])),
+            Stmt("UPDATE keys SET backup_mark = ? WHERE backup_mark IS NULL AND material_wrapped IS NOT NULL",
+                 (manifest["created_at"],)),
+        ], f"restored KMA '{kma_id}' of cluster '{cluster_name}' from backup {manifest['backup_id']} "
+           f"(made {manifest['created_at']}: {counts['keys']} keys, {counts['audit_events']} audit events) "
+           f"with a quorum of the key split; autonomous unlock {'on' if autonomous_unlock else 'off'}",
+           ("kma", kma_id))  # fmt: skip
+    finally:
+        kma.close()
+    return Restored(cluster_name, kma_id, str(manifest["backup_id"]), int(manifest["created_at"]),
+                    int(counts["keys"]), int(counts["audit_events"]), fingerprint(ca.cert_pem))  # fmt: skip
+
+
+def _move_into_place(staging: Path, root: Path) -> None:
+    """The checked, set-up KMA becomes `root` (renamed whole, or moved into an empty folder)."""
+    if not root.exists():
+        staging.rename(root)
+        return
+    for entry in staging.iterdir():
+        entry.rename(root / entry.name)
+    os.chmod(root, 0o700)
+
+
+def restore_from_answers(data_dir: DataDir, data: dict[str, Any], base: Path) -> Restored:
+    """`kma init --answers F` with `mode = "restore"` (README): the two files (relative to the
+    answers file's folder), this machine's addresses, and the key split members' passphrases."""
+    kma = data.get("kma", {})
+    split = data.get("key_split", {})
+    members = split.get("members") if isinstance(split, dict) else None
+    if (
+        not isinstance(kma, dict)
+        or not isinstance(members, list)
+        or not all(isinstance(m, dict) for m in members)
+    ):
+        raise ValidationFailed(
+            "A restore's answers need [[key_split.members]] entries (name, passphrase) of a quorum."
+        )
+    files = {}
+    for name in ("database_backup", "core_security_backup"):
+        value = data.get(name)
+        if not isinstance(value, str) or not value:
+            raise ValidationFailed(f'A restore\'s answers need {name} = "PATH".')
+        files[name] = (base / value).expanduser()
+    unlock = data.get("autonomous_unlock", True)
+    if not isinstance(unlock, bool):
+        raise ValidationFailed("autonomous_unlock must be true or false.")
+    return restore(
+        data_dir, files["database_backup"], files["core_security_backup"],
+        [Credential(str(m.get("name", "")), str(m.get("passphrase", ""))) for m in members],
+        management_address=str(kma.get("management_address", "127.0.0.1:8443")),
+        service_address=str(kma.get("service_address", "127.0.0.1:5696")),
+        autonomous_unlock=unlock,
+    )  # fmt: skip

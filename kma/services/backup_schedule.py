@@ -1,0 +1,165 @@
+"""Scheduled database backups: off, hourly or daily, into a folder on this KMA's machine, keeping
+the newest N (older scheduled backups expire: deleted like by hand, which may complete the
+destruction of keys they held).
+
+The schedule is this KMA's (`backup_schedules`, one row per KMA). A background thread looks every
+CHECK_S seconds whether a period has passed since the last attempt; a failed attempt (locked KMA,
+no core security backup, folder gone or full) is an audit event of severity error, and the next
+attempt waits a period, so a broken schedule is reported once per period, not once a minute.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from kma.appliance import Appliance
+from kma.audit.record import Condition, Retention
+from kma.backup.fileformat import DATABASE_SUFFIX
+from kma.domain.actor import Actor
+from kma.errors import KmaError, ValidationFailed
+from kma.store import Batch, Stmt
+
+log = logging.getLogger(__name__)
+CHECK_S = 10.0  # a check is one small query
+PERIODS = {"hourly": 3600, "daily": 86400}
+FREQUENCIES = ("off", *PERIODS)
+DEFAULT: dict[str, Any] = {
+    "frequency": "off", "folder": "", "keep": 7, "updated_at": None, "updated_by": None,
+    "last_attempt_at": None, "last_error": None,
+}  # fmt: skip
+
+
+def get_schedule(kma: Appliance) -> dict[str, Any]:
+    row = kma.store.query_one("SELECT * FROM backup_schedules WHERE kma_id = ?", (kma.kma_id,))
+    out: dict[str, Any] = dict(DEFAULT) if row is None else {k: row[k] for k in DEFAULT}
+    last = kma.store.scalar(
+        "SELECT max(created_at) FROM backups WHERE kma_id = ? AND scheduled = 1", (kma.kma_id,)
+    )
+    period = PERIODS.get(out["frequency"])
+    due = None if period is None else (out["last_attempt_at"] or 0) + period
+    return {**out, "kma_id": kma.kma_id, "last_scheduled_backup_at": last, "next_at": due}
+
+
+def set_schedule(kma: Appliance, actor: Actor, frequency: str, folder: str, keep: int) -> dict[str, Any]:
+    if frequency not in FREQUENCIES:
+        raise ValidationFailed(f"The frequency must be one of {', '.join(FREQUENCIES)}.")
+    if not 1 <= keep <= 1000:
+        raise ValidationFailed("Keep between 1 and 1,000 scheduled backups.")
+    if frequency != "off":
+        _check_folder(folder)
+    now = kma.clock.now()
+    kma.commit(actor, "backup.schedule", [Stmt(
+        "INSERT INTO backup_schedules (kma_id, frequency, folder, keep, updated_at, updated_by) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (kma_id) DO UPDATE SET frequency = excluded.frequency, "
+        "folder = excluded.folder, keep = excluded.keep, updated_at = excluded.updated_at, "
+        "updated_by = excluded.updated_by, last_error = NULL",
+        (kma.kma_id, frequency, folder, keep, now, actor.entity_id),
+    )], f"set KMA {kma.kma_id}'s backup schedule: {frequency}"
+        + (f" into {folder}, keeping {keep}" if frequency != "off" else ""), ("kma", kma.kma_id))  # fmt: skip
+    backup_scheduler(kma).wake()
+    return get_schedule(kma)
+
+
+def _check_folder(folder: str) -> None:
+    path = Path(folder)
+    if not folder or "\x00" in folder or not path.is_absolute():
+        raise ValidationFailed("The target folder must be an absolute path on the KMA's machine.")
+    try:
+        is_dir = path.is_dir()
+    except (OSError, ValueError):
+        is_dir = False
+    if not is_dir:
+        raise ValidationFailed(f"The target folder {folder} does not exist on the KMA's machine.")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ValidationFailed(f"The KMA cannot write into {folder}.")
+
+
+def run_if_due(kma: Appliance) -> str | None:
+    """Take a scheduled backup when a period has passed since the last attempt; its ID, or None."""
+    from kma.services.backups import backup_file, create_backup, delete_backup, list_backups
+
+    schedule = get_schedule(kma)
+    now = kma.clock.now()
+    if schedule["next_at"] is None or now < schedule["next_at"]:
+        return None
+    kma.store.write(_attempted(kma, now, None))
+    try:
+        _check_folder(schedule["folder"])
+        made = create_backup(kma, kma.itself, scheduled=True)
+        target = Path(schedule["folder"]) / backup_file(kma, made["id"]).name
+        part = target.with_name(target.name + ".part")
+        shutil.copyfile(backup_file(kma, made["id"]), part)
+        os.replace(part, target)
+    except (KmaError, OSError) as exc:
+        reason = exc.message if isinstance(exc, KmaError) else f"{exc.strerror}: {exc.filename}"
+        kma.store.write(_attempted(kma, now, reason))
+        kma.audit(kma.itself, "backup.scheduled", f"scheduled database backup failed: {reason}",
+                  condition=Condition.ERROR, subject=("kma", kma.kma_id),
+                  retention=Retention.LONG)  # fmt: skip
+        return None
+    mine = [b for b in list_backups(kma) if b["scheduled"] and b["kma_id"] == kma.kma_id]
+    for old in mine[schedule["keep"] :]:
+        delete_backup(kma, kma.itself, old["id"], reason="expired (schedule keeps "
+                      f"{schedule['keep']})")  # fmt: skip
+        (Path(schedule["folder"]) / f"{old['id']}{DATABASE_SUFFIX}").unlink(missing_ok=True)
+    return str(made["id"])
+
+
+def _attempted(kma: Appliance, now: int, error: str | None) -> Batch:
+    return Batch([Stmt("UPDATE backup_schedules SET last_attempt_at = ?, last_error = ? WHERE kma_id = ?",
+                       (now, error, kma.kma_id))])  # fmt: skip
+
+
+class BackupScheduler:
+    def __init__(self, kma: Appliance) -> None:
+        self.kma = kma
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="kma-backup-schedule", daemon=True)
+        self._wake.set()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def wake(self) -> None:
+        """The schedule changed: look now rather than at the next check."""
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(CHECK_S)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                made = run_if_due(self.kma)
+                if made:
+                    log.info("scheduled database backup %s made", made)
+            except Exception:
+                log.exception("scheduled backup failed")
+
+
+_SCHEDULERS: WeakKeyDictionary[Appliance, BackupScheduler] = WeakKeyDictionary()
+_SCHEDULERS_LOCK = threading.Lock()
+
+
+def backup_scheduler(kma: Appliance) -> BackupScheduler:
+    """This KMA's one backup scheduler (`kma serve` starts it: kma/services/running.py)."""
+    scheduler = _SCHEDULERS.get(kma)
+    if scheduler is None:
+        with _SCHEDULERS_LOCK:
+            scheduler = _SCHEDULERS.setdefault(kma, BackupScheduler(kma))
+    return scheduler

@@ -1,0 +1,278 @@
+"""Database backups and the core security backup, made by a running KMA (docs/backups.md).
+
+A database backup first marks every key not yet held by a backup (`keys.backup_mark`), then copies
+the whole store through `store.backup` (a consistent snapshot taken while the KMA serves) and
+encrypts the copy into DIR/backups. Its row in `backups` is what later says which keys a backup
+holds: every key marked at or before the backup's `created_at`.
+
+The core security backup must exist before the first database backup (nothing could open it
+otherwise) and is out of date once the key split changes: it still opens every backup, but only
+with the passphrases of the split in force when it was taken.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.backup.fileformat import DATABASE_SUFFIX, core_security_backup, write_database_backup
+from kma.crypto import fingerprint
+from kma.domain.actor import Actor
+from kma.domain.lifecycle import BACKUP_HOLDS_DESTROYED_KEY, HELD_OR_REPLICATED
+from kma.errors import Conflict, NotFound
+from kma.services.keypool import key_pool
+from kma.store import Batch, Stmt
+
+# What a manifest counts: enough for a person to see what a backup holds before restoring it.
+COUNTED_TABLES = ("keys", "audit_events", "users", "agents", "data_units", "key_groups", "key_policies",
+                  "sites", "kmas", "pending_quorum_ops")  # fmt: skip
+
+
+def backups_dir(kma: Appliance) -> Path:
+    folder = kma.data_dir.root / "backups"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def cluster_identity(kma: Appliance) -> dict[str, str]:
+    row = kma.store.query_one("SELECT name, ca_cert_pem FROM cluster")
+    assert row is not None
+    return {"name": row["name"], "ca_fingerprint": fingerprint(row["ca_cert_pem"].encode("ascii"))}
+
+
+# --- the core security backup -------------------------------------------------------------
+def core_status(kma: Appliance) -> dict[str, Any]:
+    """Whether a core security backup exists and is of the key split now in force."""
+    row = kma.store.query_one(
+        "SELECT c.created_at, c.created_by, c.split_generation, k.split_generation AS current "
+        "FROM core_security_backups c, cluster k ORDER BY c.created_at DESC, c.rowid DESC LIMIT 1"
+    )
+    if row is None:
+        return {"exists": False, "up_to_date": False, "created_at": None, "created_by": None,
+                "message": "No core security backup exists: a Security Officer must take one before "
+                           "the first database backup."}  # fmt: skip
+    current = row["split_generation"] == row["current"]
+    return {
+        "exists": True,
+        "up_to_date": current,
+        "created_at": row["created_at"],
+        "created_by": row["created_by"],
+        "message": "The core security backup is of the key split in force." if current else
+                   "The key split changed after the last core security backup: it opens backups only with "
+                   "the old key split's passphrases. A Security Officer should take a new one.",
+    }  # fmt: skip
+
+
+def take_core_security_backup(kma: Appliance, actor: Actor) -> bytes:
+    """The core security backup file: the key split's sealed shares and the wrapped master key."""
+    master = kma.vault.master()
+    with kma.store.snapshot() as conn:
+        cluster = conn.execute(
+            "SELECT split_threshold, split_generation, master_wrapped_by_root FROM cluster"
+        ).fetchone()
+        shares = conn.execute(
+            "SELECT name, share_sealed FROM key_split_members WHERE generation = ?", (cluster[1],)
+        ).fetchall()
+    now = kma.clock.now()
+    data = core_security_backup(
+        cluster=cluster_identity(kma), kma_id=kma.kma_id, created_at=now, threshold=cluster[0],
+        generation=cluster[1], sealed_shares={r[0]: r[1] for r in shares},
+        master_wrapped_by_root=cluster[2], master=master,
+    )  # fmt: skip
+    kma.commit(actor, "backup.core", [Stmt(
+        "INSERT INTO core_security_backups (id, created_at, created_by, split_generation) "
+        "VALUES (?, ?, ?, ?)",
+        (secrets.token_hex(8).upper(), now, actor.entity_id, cluster[1]),
+    )], f"took the core security backup (key split {cluster[0]} of {len(shares)}, generation {cluster[1]})",
+        ("kma", kma.kma_id))  # fmt: skip
+    return data
+
+
+# --- database backups ---------------------------------------------------------------------
+def _row(r: sqlite3.Row) -> dict[str, Any]:
+    return {k: r[k] for k in ("id", "kma_id", "created_at", "created_by", "size", "sha256", "keys",
+                              "audit_events", "schema_version", "deleted_at", "deleted_by")} | {
+        "scheduled": bool(r["scheduled"])}  # fmt: skip
+
+
+def list_backups(kma: Appliance, include_deleted: bool = False) -> list[dict[str, Any]]:
+    where = "" if include_deleted else "WHERE deleted_at IS NULL"
+    return [_row(r) for r in kma.store.query(f"SELECT * FROM backups {where} ORDER BY created_at DESC, id")]
+
+
+def get_backup(kma: Appliance, backup_id: str) -> dict[str, Any]:
+    row = kma.store.query_one("SELECT * FROM backups WHERE id = ?", (backup_id,))
+    if row is None:
+        raise NotFound(f"There is no backup '{backup_id[:64]}'.")
+    return _row(row)
+
+
+def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> dict[str, Any]:
+    """Take a database backup into DIR/backups; returns its row."""
+    master = kma.vault.master()
+    if not core_status(kma)["exists"]:
+        raise Conflict("Take the core security backup first (a Security Officer): without it no database "
+                       "backup could ever be opened.")  # fmt: skip
+    backup_id = secrets.token_hex(8).upper()
+    started = kma.clock.now()
+    mark_keys(kma, started)
+    folder = backups_dir(kma)
+    plain = folder / f".{backup_id}.db"
+    out = folder / f"{backup_id}{DATABASE_SUFFIX}"
+    try:
+        kma.store.backup(plain)
+        schema_version, counts = _describe_copy(plain)
+        manifest = {
+            "backup_id": backup_id,
+            "cluster": cluster_identity(kma),
+            "kma_id": kma.kma_id,
+            "created_at": started,
+            "created_by": actor.entity_id,
+            "schema_version": schema_version,
+            "counts": counts,
+        }
+        _, sha256 = write_database_backup(plain, out, manifest, master)
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
+    finally:
+        plain.unlink(missing_ok=True)
+    kma.commit(actor, "backup.create", [Stmt(
+        "INSERT INTO backups (id, kma_id, created_at, created_by, scheduled, file_name, size, sha256, "
+        "schema_version, keys, audit_events) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (backup_id, kma.kma_id, started, actor.entity_id, int(scheduled), out.name, out.stat().st_size,
+         sha256, schema_version, counts["keys"], counts["audit_events"]),
+    )], f"made database backup {backup_id}{' (scheduled)' if scheduled else ''}: {counts['keys']} keys, "
+        f"{counts['audit_events']} audit events, {out.stat().st_size} bytes, SHA-256 {sha256}",
+        ("backup", backup_id))  # fmt: skip
+    key_pool(kma).take_held()  # in a one-KMA cluster the keys it holds are Ready now: issue them
+    return get_backup(kma, backup_id)
+
+
+def _describe_copy(plain: Path) -> tuple[int, dict[str, int]]:
+    conn = sqlite3.connect(plain)
+    try:
+        version = int(conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0])
+        counts = {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in COUNTED_TABLES}
+    finally:
+        conn.close()
+    return version, counts
+
+
+MARK_CHUNK = 20_000  # keys marked per write: the writer is never held for long (a first backup
+# of a million keys marks them all)
+
+
+def mark_keys(kma: Appliance, started: int) -> None:
+    """Mark every key not yet held by a backup: the copy that follows holds them, and so does
+    any backup beginning later."""
+    mark = Stmt(
+        "UPDATE keys SET backup_mark = ? WHERE rowid IN (SELECT rowid FROM keys WHERE backup_mark IS NULL "
+        "AND material_wrapped IS NOT NULL LIMIT ?)", (started, MARK_CHUNK),
+    )  # fmt: skip
+    while kma.store.write(Batch([mark])).rowcounts[0] == MARK_CHUNK:
+        pass
+
+
+def backup_file(kma: Appliance, backup_id: str) -> Path:
+    """The file of a live backup kept by this KMA."""
+    backup = get_backup(kma, backup_id)
+    if backup["deleted_at"] is not None:
+        raise NotFound(f"Backup '{backup_id}' was deleted; its file is gone.")
+    if backup["kma_id"] != kma.kma_id:
+        raise NotFound(f"Backup '{backup_id}' is kept by KMA '{backup['kma_id']}'; download it from there.")
+    path = backups_dir(kma) / f"{backup_id}{DATABASE_SUFFIX}"
+    if not path.exists():
+        raise NotFound(f"The file of backup '{backup_id}' is missing from this KMA's backups folder.")
+    return path
+
+
+# Destroyed keys this backup holds and no other live backup does: deleting it completes them.
+_COMPLETES_DESTRUCTION = (
+    "SELECT count(*) FROM keys k, backups b WHERE b.id = ? AND k.destroyed_at IS NOT NULL AND "
+    f"{BACKUP_HOLDS_DESTROYED_KEY.format(t='k.', b='b.')} AND NOT EXISTS (SELECT 1 FROM backups o "
+    f"WHERE o.id != b.id AND {BACKUP_HOLDS_DESTROYED_KEY.format(t='k.', b='o.')})"
+)
+
+
+def delete_backup(kma: Appliance, actor: Actor, backup_id: str, reason: str = "deleted") -> None:
+    """Delete a backup's file and mark its row; destruction of keys it held may then complete."""
+    get_backup(kma, backup_id)
+    completed = int(kma.store.scalar(_COMPLETES_DESTRUCTION, (backup_id,)) or 0)
+    note = f"; destruction of {completed} destroyed keys it held is now complete" if completed else ""
+    kma.commit(actor, "backup.delete", [Stmt(
+        "UPDATE backups SET deleted_at = ?, deleted_by = ? WHERE id = ? AND deleted_at IS NULL",
+        (kma.clock.now(), actor.entity_id, backup_id), expect=1,
+        refusal=f"backup '{backup_id}' is already deleted",
+    )], f"{reason} database backup {backup_id}{note}", ("backup", backup_id))  # fmt: skip
+    (backups_dir(kma) / f"{backup_id}{DATABASE_SUFFIX}").unlink(missing_ok=True)
+
+
+# --- what the dashboard and `kma status` say ----------------------------------------------
+RECENT = 7 * 86400  # the window of the "recent issue rate"
+
+
+def readiness(kma: Appliance) -> dict[str, Any]:
+    """The last backup's age, and in a one-KMA cluster how many keys wait for a backup and when the
+    Ready keys run out at the recent issue rate (a refilled pool is Ready only after a backup)."""
+    now = kma.clock.now()
+    last = kma.store.scalar("SELECT max(created_at) FROM backups WHERE deleted_at IS NULL")
+    alone = key_pool(kma).alone()
+    pool = "kma_id = ? AND activated_at IS NULL AND destroyed_at IS NULL AND key_group_id IS NULL"
+    ready = int(
+        kma.store.scalar(
+            f"SELECT count(*) FROM keys WHERE {pool} AND {HELD_OR_REPLICATED.format(t='')}", (kma.kma_id,)
+        )
+        or 0
+    )
+    issued = int(
+        kma.store.scalar(
+            "SELECT count(*) FROM keys WHERE activated_at >= ? AND kma_id = ?", (now - RECENT, kma.kma_id)
+        )
+        or 0
+    )
+    runs_out_in = int(ready * RECENT / issued) if issued else None  # fmt: skip
+    core = core_status(kma)
+    return {
+        "last_backup_at": last,
+        "last_backup_age": None if last is None else max(0, now - int(last)),
+        "one_kma": alone,
+        "keys_waiting_for_backup": key_pool(kma).waiting() if alone else 0,
+        "ready_keys": ready,
+        "keys_issued_recently": issued,
+        "ready_keys_run_out_in": runs_out_in,
+        "core_security_backup": core,
+        "core_security_backup_up_to_date": core["up_to_date"],
+    }
+
+
+def describe_duration(seconds: int) -> str:
+    days, hours = divmod(seconds // 3600, 24)
+    if days:
+        return f"{days} day{'s' if days != 1 else ''}" + (f" {hours} h" if days < 3 and hours else "")
+    return f"{hours} h" if hours else f"{max(1, seconds // 60)} min"
+
+
+def warnings(info: dict[str, Any]) -> list[str]:
+    out = []
+    if info["one_kma"] and info["last_backup_at"] is None:
+        out.append("There is no database backup: this one-KMA cluster issues no key until a backup holds its "
+                   "pool, and everything it knows would be lost with this machine. Take the core security "
+                   "backup, then a database backup.")  # fmt: skip
+    elif info["last_backup_age"] is not None and info["last_backup_age"] > 7 * 86400:
+        out.append(f"The last database backup is {describe_duration(info['last_backup_age'])} old.")
+    if info["keys_waiting_for_backup"]:
+        out.append(f"{info['keys_waiting_for_backup']} generated keys wait for a database backup before they "
+                   "can be issued (a one-KMA cluster issues only keys a backup holds).")  # fmt: skip
+    runs_out = info["ready_keys_run_out_in"]
+    if info["one_kma"] and runs_out is not None and runs_out < 7 * 86400:
+        out.append(f"At the recent issue rate ({info['keys_issued_recently']} keys in 7 days) the "
+                   f"{info['ready_keys']} Ready keys run out in {describe_duration(runs_out)}: take a "
+                   "database backup before then.")  # fmt: skip
+    core = info["core_security_backup"]
+    if core["exists"] and not core["up_to_date"]:
+        out.append(core["message"])
+    return out

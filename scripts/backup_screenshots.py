@@ -1,0 +1,107 @@
+"""Render the one-KMA rule on a new KMA's dashboard: docs/screenshots/dashboard_one_kma.png.
+
+A KMA made with `kma init` (pool of 6 keys): the core security backup and one database backup
+are taken, three keys issued, and the refilled pool's three new keys wait for the next backup.
+The dashboard shows the backup line (age, Ready keys, waiting keys, when they run out) and the
+warning.
+
+    python scripts/backup_screenshots.py [--out docs/screenshots]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+ANSWERS = """
+cluster_name = "New Vault"
+key_pool_size = 6
+[site]
+id = "dallas"
+[kma]
+id = "kma-1"
+name = "KMA Dallas 1"
+management_address = "127.0.0.1:0"
+service_address = "127.0.0.1:0"
+[security_officer]
+id = "so"
+name = "Sam Officer"
+passphrase = "correct horse battery"
+[key_split]
+threshold = 1
+[[key_split.members]]
+name = "alice"
+passphrase = "alice passphrase"
+"""
+ROLES = ["security_officer", "compliance_officer", "operator", "backup_operator", "auditor"]
+
+
+def prepare(tmp: Path) -> object:
+    from tests.support.kma_process import RunningKma, run_kma
+
+    (tmp / "answers.toml").write_text(ANSWERS)
+    run_kma("init", "--data-dir", str(tmp / "kma"), "--answers", str(tmp / "answers.toml"))
+    kma = RunningKma(tmp / "kma", {"users": [{"id": "so", "passphrase": "correct horse battery"}]})
+    kma.start()
+    kma.client("so").create_user("admin", "Ada Admin", ROLES, "admin passphrase 1",
+                                 credentials=[("alice", "alice passphrase")])  # fmt: skip
+    kma.demo["users"].append({"id": "admin", "passphrase": "admin passphrase 1"})
+    admin = kma.client("admin")
+    admin.create_key_policy("tape-30d", encryption_period=30 * 86400, cryptoperiod=365 * 86400)
+    admin.create_key_group("backup-dallas", "tape-30d")
+    while admin.dashboard().keys_by_state["generated"] < 6:
+        time.sleep(0.2)
+    admin.take_core_security_backup(tmp / "core.kmacore")
+    admin.create_backup()
+    for volser in ("E00001", "E00002", "E00003"):
+        admin.create_data_unit(volser)
+        admin.issue_key("backup-dallas", volser)
+    while admin.dashboard().keys_by_state["generated"] < 3:  # the pool refills; those keys wait
+        time.sleep(0.2)
+    return kma
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    args = parser.parse_args()
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from app.controller import AppController
+    from app.profiles import ConnectionProfile
+    from app.screenshots import grab, settle
+    from app.signin import sign_in
+
+    tmp = Path(tempfile.mkdtemp(prefix="kms-backup-screenshots-"))
+    QSettings.setDefaultFormat(QSettings.IniFormat)
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp / "settings"))
+    app = QApplication(sys.argv[:1])
+    app.setOrganizationName("KMS")
+    app.setApplicationName("kms-manager")
+    controller = AppController(app)
+    kma = prepare(tmp)
+    try:
+        profile = ConnectionProfile("New Vault", kma.address, "admin", kma.fingerprint)  # type: ignore[attr-defined]
+        window = controller.signed_in(sign_in(profile, "admin passphrase 1"), profile)
+        window.resize(1280, 800)
+        window.show_page("dashboard")
+        settle(controller.ops)
+        print(grab(window, args.out / "dashboard_one_kma.png"))
+        window.close()
+        controller.ops.wait_idle(3000)
+    finally:
+        kma.stop()  # type: ignore[attr-defined]
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

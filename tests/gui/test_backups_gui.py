@@ -1,0 +1,71 @@
+"""The Backups page against a real KMA: the core security backup's state, making, downloading and
+deleting database backups, the schedule, and the dashboard's backup line."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtWidgets import QLabel
+
+from tests.gui.helpers import (
+    WAIT_MS,
+    action,
+    active_dialog,
+    fill_form,
+    message_boxes,
+    open_page,
+    sign_in,
+    submit,
+    wait_idle,
+)
+from ui.form_dialog import FormDialog
+from ui.pages.backups import download
+
+pytestmark = pytest.mark.gui
+
+
+def test_backup_operator_makes_downloads_deletes_and_schedules(
+    qtbot: Any, controller: Any, fresh_kma: Any, tmp_path: Path
+) -> None:
+    window = sign_in(qtbot, controller, fresh_kma, "admin")
+    page = open_page(qtbot, window, "backups")
+    qtbot.waitUntil(lambda: "of the key split in force" in page.core.text(), timeout=WAIT_MS)
+    backups = page.list
+    qtbot.waitUntil(lambda: backups.model.rowCount() == 2, timeout=WAIT_MS)  # the demo's two
+    # Make one
+    action(backups, "Make backup").trigger()
+    qtbot.waitUntil(lambda: backups.model.rowCount() == 3, timeout=WAIT_MS)
+    wait_idle(qtbot, window.ctx.ops)
+    for box in message_boxes():  # "Database backup made: ..."
+        box.accept()
+    made = backups.model.object_at(0)  # newest first
+    # Download it: the saved file is the KMA's, byte for byte
+    saved: list[int] = []
+    out = tmp_path / "saved.kmabackup"
+    download(page, window.ctx, made, out, saved.append)
+    qtbot.waitUntil(lambda: saved != [], timeout=WAIT_MS)
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == made.sha256
+    assert not (tmp_path / "saved.kmabackup.part").exists()
+    # Delete it
+    backups.view.selectRow(backups.model.row_of(made.id))
+    action(backups, "Delete…").trigger()
+    dialog = active_dialog(qtbot, FormDialog)
+    submit(qtbot, dialog)
+    qtbot.waitUntil(lambda: backups.model.rowCount() == 2, timeout=WAIT_MS)
+    # Schedule daily backups into a folder
+    folder = tmp_path / "nightly"
+    folder.mkdir()
+    page._edit_schedule()
+    dialog = active_dialog(qtbot, FormDialog)
+    fill_form(qtbot, dialog, {"frequency": "daily", "folder": str(folder), "keep": 3})
+    submit(qtbot, dialog)
+    expected = f"daily into {folder}, keeping the newest 3"
+    qtbot.waitUntil(lambda: expected in page.schedule.text(), timeout=WAIT_MS)
+    # The dashboard shows the last backup's age
+    dashboard = open_page(qtbot, window, "dashboard")
+    line = dashboard.findChild(QLabel, "dashboardBackupAge")
+    qtbot.waitUntil(lambda: "Last database backup" in line.text(), timeout=WAIT_MS)
+    assert "#2e7d32" in line.text()  # green: less than a day old
