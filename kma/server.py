@@ -31,7 +31,7 @@ from kma.crypto import WrappingKey, fingerprint
 from kma.datadir import DataDir
 from kma.kmip.server import ServiceListener
 from kma.limits import ListenerLimits
-from kma.services import refusals
+from kma.services import kma_certificates, refusals
 from kma.services.running import Running
 from kma.tls import server_context
 
@@ -95,7 +95,10 @@ class Listener(uvicorn.Server):
     def _protocol(self, on_lost: Any) -> ManagementProtocol:
         return ManagementProtocol(config=self.config, server_state=self.server_state,
                                   app_state=self.lifespan.state, request_timeout=self.limits.request_timeout,
-                                  on_lost=on_lost)  # fmt: skip
+                                  on_lost=on_lost, peer_refused=self._peer_refused)  # fmt: skip
+
+    def _peer_refused(self, address: str, der: bytes) -> bool:
+        return False  # before set-up there are no KMAs to refuse
 
     def _refused(self, address: str, message: str) -> None:
         log.info("refused a management connection from %s: %s", address, message)
@@ -105,9 +108,18 @@ class _Server(Listener):
     """The management listener of a KMA that is set up: refusals go to its audit trail."""
 
     def __init__(self, config: uvicorn.Config, kma: Appliance, limits: ListenerLimits, on_ready: Any) -> None:
-        super().__init__(config, server_context(kma.data_dir.server_cert, kma.data_dir.server_key), limits,
-                         on_ready)  # fmt: skip
+        # Client certificates are optional (managers sign in with a passphrase); one a KMA presents
+        # is checked against removed KMAs (kma/services/kma_certificates.py).
+        data_dir = kma.data_dir
+        tls = server_context(data_dir.server_cert, data_dir.server_key, data_dir.ca_cert)
+        super().__init__(config, tls, limits, on_ready)
         self.kma = kma
+
+    def _peer_refused(self, address: str, der: bytes) -> bool:
+        why = kma_certificates.refusal(self.kma, der)
+        if why is not None:
+            self._refused(address, f"refused a client certificate: {why}")
+        return why is not None
 
     def _refused(self, address: str, message: str) -> None:
         asyncio.get_running_loop().run_in_executor(None, refusals.audit_anonymous, self.kma, address,

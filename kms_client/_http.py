@@ -134,3 +134,8 @@ def credentials_body(credentials: Credentials | None) -> list[dict[str, str]] | 
         cred = item if isinstance(item, Credential) else Credential(str(item[0]), str(item[1]))
         out.append(cred.to_json())
     return out
+
+
+def present(**fields: Any) -> dict[str, Any]:
+    """A JSON body of the fields that were given: None means "leave unchanged / default"."""
+    return {k: v for k, v in fields.items() if v is not None}

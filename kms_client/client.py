@@ -25,8 +25,10 @@ from ._http import (
     translated_transport_errors,
     unreadable_response,
 )
+from ._http import present as _present
 from .audit import AuditMethods
 from .backups import BackupMethods
+from .cluster_members import ClusterMemberMethods
 from .errors import TrustError, Unauthenticated
 from .models import (
     Agent,
@@ -59,12 +61,7 @@ T = TypeVar("T")
 Order = Literal["asc", "desc"]
 
 
-def _present(**fields: Any) -> dict[str, Any]:
-    """A JSON body of the fields that were given: None means "leave unchanged / default"."""
-    return {k: v for k, v in fields.items() if v is not None}
-
-
-class KmsClient(AuditMethods, BackupMethods, TopologyMethods):
+class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMethods):
     """A signed-in (or not yet) connection to one KMA, verified against a pinned cluster CA.
 
     `ca_pem` is the CA saved at first contact (`Trust.fetch`). Without it the CA is read from

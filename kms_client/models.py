@@ -169,6 +169,10 @@ class Kma:
     key_pool_size: int
     pool_ready: int
     created_at: datetime
+    raft_address: str = ""
+    voter: bool = True  # votes in Raft; else a read replica
+    awaiting_join: bool = False  # the entry waits for its machine to join
+    removed_at: datetime | None = None  # removed from the cluster (kept for its history)
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Kma:
@@ -183,6 +187,10 @@ class Kma:
             key_pool_size=int(d["key_pool_size"]),
             pool_ready=int(d["pool_ready"]),
             created_at=parse_time(d["created_at"]),
+            raft_address=d.get("raft_address", ""),
+            voter=bool(d.get("voter", True)),
+            awaiting_join=bool(d.get("awaiting_join", False)),
+            removed_at=parse_time(d["removed_at"]) if d.get("removed_at") else None,
         )
 
 
@@ -510,6 +518,9 @@ QUORUM_OP_TYPES = (
     "set_autonomous_unlock",
     "change_key_split",
     "shorten_audit_retention",
+    "add_kma",
+    "set_kma_passphrase",
+    "remove_kma",
 )
 
 

@@ -19,7 +19,8 @@ from PySide6.QtWidgets import (
 class OneTimeSecretDialog(QDialog):
     """The KMA keeps only a hash: once this closes the secret cannot be shown again."""
 
-    def __init__(self, title: str, intro: str, secret: str, parent: QWidget | None = None) -> None:
+    def __init__(self, title: str, intro: str, secret: str, parent: QWidget | None = None, *,
+                 what: str = "Enrollment passphrase", warning: str | None = None) -> None:  # fmt: skip
         super().__init__(parent)
         self.setWindowTitle(title)
         self.setWindowModality(Qt.WindowModal)
@@ -32,7 +33,7 @@ class OneTimeSecretDialog(QDialog):
         self.secret = QLineEdit(secret)
         self.secret.setReadOnly(True)
         self.secret.setObjectName("oneTimeSecret")
-        self.secret.setAccessibleName("Enrollment passphrase")
+        self.secret.setAccessibleName(what)
         self.secret.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
         row.addWidget(self.secret, 1)
         self.copy = QPushButton("Copy")
@@ -41,7 +42,8 @@ class OneTimeSecretDialog(QDialog):
         row.addWidget(self.copy)
         layout.addLayout(row)
         warn = QLabel(
-            "<b>This is shown only once.</b> The KMA keeps only its hash. Enter it on the agent "
+            warning
+            or "<b>This is shown only once.</b> The KMA keeps only its hash. Enter it on the agent "
             "now; if it is lost, generate a new enrollment passphrase (the old one stops working)."
         )
         warn.setWordWrap(True)

@@ -1,7 +1,8 @@
 """`kma agent simulate`: N tape drives mounting tapes at a given rate, for demos and load.
 
 Each drive is a thread with its own KMIP connection (to a KMA of the agent's site first, the
-others after: kmas.json from enrollment), mounting tapes E00001, E00002, ... at random:
+others after: kmas.json from enrollment, kept current from the cluster by `KmaList`), mounting
+tapes E00001, E00002, ... at random:
 
 - a write mount asks for the tape's write key (a new key when the tape has none or its key's
   encryption period has ended) and gets it; some writes start from the beginning of the tape
@@ -14,6 +15,7 @@ failures, and mount latencies (the key manager's part of a mount; a real mount t
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import threading
@@ -89,11 +91,65 @@ def kma_order(agent_dir: Path) -> list[str]:
     return addresses or [info["kma"]]
 
 
-class Drive:
-    def __init__(self, name: str, agent_dir: Path, addresses: list[str]) -> None:
-        self.name = name
-        self.addresses = addresses
+class KmaList:
+    """The agent's KMAs in the order it asks them, kept current as the cluster changes.
+
+    Every `refresh_s`, and whenever a drive has to fail over, it asks a KMA of its list for the
+    cluster's KMAs now (`GET /v1/kmas` on the service listener, with the agent's certificate);
+    when the answer's marker differs from the last one, kmas.json is rewritten and the drives use
+    the new order from their next mount. A KMA added, removed, locked or unlocked is followed.
+    """
+
+    def __init__(self, agent_dir: Path, refresh_s: float = 5.0) -> None:
+        self.agent_dir = agent_dir
+        self.refresh_s = refresh_s
         self.context = agent_context(agent_dir / "ca.pem", agent_dir / "agent.pem", agent_dir / "agent.key")
+        self.marker = ""
+        self._order = kma_order(agent_dir)
+        self._due = 0.0  # refresh at the first use
+        self._lock = threading.Lock()
+
+    def addresses(self) -> list[str]:
+        if time.monotonic() >= self._due:
+            self.refresh()
+        return self._order
+
+    def refresh(self) -> bool:
+        """Ask the KMAs in order until one answers; True when the list changed."""
+        with self._lock:
+            self._due = time.monotonic() + self.refresh_s
+            for address in self._order:
+                try:
+                    answer = self._ask(address)
+                except (OSError, ValueError, KeyError):
+                    continue
+                if answer["marker"] == self.marker:
+                    return False
+                self.marker = answer["marker"]
+                (self.agent_dir / "kmas.json").write_text(json.dumps(answer["kmas"], indent=2) + "\n")
+                self._order = kma_order(self.agent_dir)
+                return True
+            return False
+
+    def _ask(self, address: str) -> dict[str, Any]:
+        host, _, port = address.rpartition(":")
+        conn = http.client.HTTPSConnection(host.strip("[]"), int(port), context=self.context, timeout=5)
+        try:
+            conn.request("GET", "/v1/kmas")
+            response = conn.getresponse()
+            if response.status != 200:
+                raise ValueError(f"{address} answered {response.status}")
+            answer: dict[str, Any] = json.loads(response.read())
+            return answer
+        finally:
+            conn.close()
+
+
+class Drive:
+    def __init__(self, name: str, agent_dir: Path, kmas: KmaList) -> None:
+        self.name = name
+        self.kmas = kmas
+        self.context = kmas.context
         self.client: KmipClient | None = None
         self.address = ""  # the KMA the client is connected to
 
@@ -101,9 +157,13 @@ class Drive:
         """Run `action` on the KMA the drive is connected to; if it cannot be reached, connect
         to the next in the agent's order (its own site first), as a drive does."""
         last: Exception | None = None
-        ordered = self.addresses
-        if self.client is not None:  # the current KMA first, then the rest in order
-            ordered = [self.address, *(a for a in self.addresses if a != self.address)]
+        known = self.kmas.addresses()
+        ordered = known
+        if self.client is not None and self.address in known:  # the current KMA first, then the rest
+            ordered = [self.address, *(a for a in known if a != self.address)]
+        elif self.client is not None:  # the KMA it is connected to has left the cluster
+            self.client.close()
+            self.client = None
         for address in ordered:
             try:
                 if self.client is None:
@@ -121,6 +181,7 @@ class Drive:
                 if self.client is not None:
                     self.client.close()
                 self.client = None
+        self.kmas.refresh()  # the cluster may have changed: the next mount asks the KMAs it has now
         raise ConnectionError(f"no KMA reachable: {last}")
 
     def mount(self, volser: str, write: bool, rewrite: bool, tally: Tally) -> None:
@@ -153,7 +214,7 @@ class Drive:
 
 def simulate(sim: Simulation, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     rng = random.Random(sim.seed)
-    addresses = kma_order(sim.agent_dir)
+    kmas = KmaList(sim.agent_dir)
     tally = Tally()
     schedule = threading.Lock()
     start = time.monotonic()
@@ -171,7 +232,7 @@ def simulate(sim: Simulation, progress: Callable[[str], None] | None = None) -> 
             return due
 
     def drive_loop(index: int) -> None:
-        drive = Drive(f"drive-{index + 1}", sim.agent_dir, addresses)
+        drive = Drive(f"drive-{index + 1}", sim.agent_dir, kmas)
         try:
             while (due := next_slot()) is not None:
                 time.sleep(max(0.0, due - time.monotonic()))

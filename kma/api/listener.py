@@ -31,15 +31,26 @@ class ManagementProtocol(H11Protocol):
     """uvicorn's HTTP/1.1 protocol, with a deadline for receiving each whole request."""
 
     def __init__(
-        self, *args: Any, request_timeout: float, on_lost: Callable[[], None], **kwargs: Any
+        self,
+        *args: Any,
+        request_timeout: float,
+        on_lost: Callable[[], None],
+        peer_refused: Callable[[str, bytes], bool] | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self._request_timeout = request_timeout
         self._on_lost = on_lost
+        self._peer_refused = peer_refused  # (address, client certificate DER) -> refuse it?
         self._deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        ssl_object = transport.get_extra_info("ssl_object")
+        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        if der and self._peer_refused is not None and self._peer_refused(str(self.client), der):
+            transport.abort()  # before any request is read: e.g. a removed KMA's certificate
+            return
         self._expect_request()
 
     def handle_events(self) -> None:

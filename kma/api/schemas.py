@@ -101,6 +101,10 @@ class Kma(Response):
     key_pool_size: int
     pool_ready: int
     created_at: Time
+    raft_address: str = ""  # where the other KMAs reach its Raft node
+    voter: bool = True  # votes in Raft (at most 5 do); else a read replica
+    awaiting_join: bool = False  # the entry waits for its machine to join
+    removed_at: Time | None = None  # removed from the cluster (kept for its history)
 
 
 class KeyPolicy(Response):

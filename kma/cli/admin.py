@@ -38,6 +38,7 @@ def run_init(args: argparse.Namespace) -> int:
     import getpass
 
     from kma.bootstrap import answers_mode, answers_text, check_answers, read_answers
+    from kma.cli.cluster_members import run_join
     from kma.cli.setup_questions import ask_answers, ask_missing_passphrases, missing_passphrases
     from kma.crypto import fingerprint
     from kma.setup.service import run_answers
@@ -55,6 +56,8 @@ def run_init(args: argparse.Namespace) -> int:
         text = sys.stdin.read() if from_stdin else answers_text(args.answers)
         if answers_mode(text) == "restore":  # a restore's answers have their own tables
             return _run_restore(data_dir, text, Path.cwd() if from_stdin else args.answers.parent)
+        if answers_mode(text) == "join":  # a new KMA of an existing cluster
+            return run_join(data_dir, text)
         answers = read_answers(text)
         if missing_passphrases(answers):
             if from_stdin or not sys.stdin.isatty():

@@ -13,6 +13,7 @@ from kma.crypto.ca import (
     issue_server_certificate,
     load_certificate,
     sign_agent_csr,
+    sign_kma_csr,
 )
 from kma.crypto.envelope import WrappingKey, derive_wrapping_key
 from kma.crypto.errors import BadPassphrase, CryptoError, IntegrityError
@@ -37,6 +38,7 @@ __all__ = [
     "open_share",
     "seal_share",
     "sign_agent_csr",
+    "sign_kma_csr",
     "split_secret",
     "verify_passphrase",
 ]

@@ -29,6 +29,7 @@ __all__ = [
     "load_ca",
     "load_certificate",
     "sign_agent_csr",
+    "sign_kma_csr",
 ]
 
 CA_VALIDITY = timedelta(days=20 * 365 + 5)  # 20 years, leap days included
@@ -205,6 +206,15 @@ def _general_name(host: str) -> _GeneralName:
     return x509.DNSName(host.lower())
 
 
+def _kma_names(hosts: Sequence[str]) -> list[_GeneralName]:
+    names: list[_GeneralName] = []
+    for host in [*hosts, "localhost", "127.0.0.1"]:
+        general_name = _general_name(host)
+        if general_name not in names:
+            names.append(general_name)
+    return names
+
+
 def issue_server_certificate(
     ca: CertifiedKey,
     common_name: str,
@@ -217,11 +227,7 @@ def issue_server_certificate(
     installer connect over loopback), and allows serverAuth and clientAuth because KMAs
     authenticate to each other with it when replicating.
     """
-    names: list[_GeneralName] = []
-    for host in [*hosts, "localhost", "127.0.0.1"]:
-        general_name = _general_name(host)
-        if general_name not in names:
-            names.append(general_name)
+    names = _kma_names(hosts)
     ca_cert, ca_key = load_ca(ca)
     key = _new_key()
     cert = (
@@ -284,4 +290,27 @@ def sign_agent_csr(
         validity=timedelta(days=days),
         usages=[ExtendedKeyUsageOID.CLIENT_AUTH],
     ).sign(ca_key, hashes.SHA256())
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def sign_kma_csr(
+    ca: CertifiedKey, csr_pem: bytes, kma_id: str, hosts: Sequence[str], now: datetime | None = None
+) -> bytes:
+    """A joining KMA's certificate (PEM) for the key in its CSR: the same names, usages and
+    validity as `issue_server_certificate`, but the private key never left the joining machine.
+    The subject is ``CN=kma_id`` whatever the CSR claims."""
+    public_key = _agent_public_key(csr_pem)
+    ca_cert, ca_key = load_ca(ca)
+    cert = (
+        leaf_certificate(
+            ca_cert,
+            _common_name(kma_id),
+            public_key,
+            _now(now),
+            validity=SERVER_VALIDITY,
+            usages=[ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH],
+        )
+        .add_extension(x509.SubjectAlternativeName(_kma_names(hosts)), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     return cert.public_bytes(serialization.Encoding.PEM)

@@ -38,3 +38,11 @@ def check_passphrase(value: str, what: str = "The passphrase") -> str:
     if "\x00" in value:
         raise ValidationFailed(f"{what} contains a NUL character.")
     return value
+
+
+def check_address(address: str, what: str) -> str:
+    """HOST:PORT, the form every KMA address takes (management, service, Raft)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) <= 65535 or any(c.isspace() for c in address):
+        raise ValidationFailed(f"{what} must be HOST:PORT, not '{address[:100]}'.")
+    return address

@@ -5,6 +5,8 @@ message starts with 0x42, an HTTP request with a method name. Two routes, JSON i
 request per connection (`Connection: close`), bounded sizes and times:
 
     GET  /v1/ca      -> {"ca_pem", "fingerprint"}            trust on first use, as /api/v1/ca
+    GET  /v1/kmas    -> {"kmas": [...], "marker"}            the cluster's KMAs now (an enrolled
+                        agent's certificate needed); `marker` changes whenever the list does
     POST /v1/enroll  {"agent_id", "passphrase", "csr_pem"}
                      -> {"agent_id", "certificate_pem", "ca_pem", "kmas": [...]}
 
@@ -107,7 +109,9 @@ async def serve(
 ) -> None:
     try:
         method, path, body = await _read_request(first, reader, listener.request_timeout)
-        reply = await _route(listener, method, path, body, address)
+        ssl_object = writer.get_extra_info("ssl_object")
+        certified = bool(ssl_object is not None and ssl_object.getpeercert(binary_form=True))
+        reply = await _route(listener, method, path, body, address, certified)
     except KmaError as error:
         if not error.audited:
             await listener.refuse(address, "agent.enroll", f"refused: {error.message}")
@@ -119,7 +123,9 @@ async def serve(
     await writer.drain()
 
 
-async def _route(listener: Listener, method: str, path: str, body: bytes, address: str) -> bytes:
+async def _route(
+    listener: Listener, method: str, path: str, body: bytes, address: str, certified: bool
+) -> bytes:
     kma = listener.kma
     if path == "/v1/ca" and method == "GET":
         ca_pem = kma.data_dir.ca_cert.read_bytes()
@@ -138,6 +144,13 @@ async def _route(listener: Listener, method: str, path: str, body: bytes, addres
                 listener.service_address,
             )  # fmt: skip
         return _response(200, result)
-    if path in ("/v1/ca", "/v1/enroll"):
+    if path == "/v1/kmas" and method == "GET":
+        if not certified:  # the TLS layer verified any certificate against the cluster CA
+            return _error(401, "unauthenticated", "Present an agent certificate to see the KMAs.")
+        kmas = await asyncio.get_running_loop().run_in_executor(
+            None, enrollment.cluster_kmas, kma, listener.service_address
+        )
+        return _response(200, {"kmas": kmas, "marker": enrollment.kmas_marker(kmas)})
+    if path in ("/v1/ca", "/v1/enroll", "/v1/kmas"):
         return _error(405, "bad_request", f"{method} is not allowed on {path}.")
-    return _error(404, "not_found", "The service listener serves KMIP, /v1/ca and /v1/enroll only.")
+    return _error(404, "not_found", "The service listener serves KMIP, /v1/ca, /v1/enroll and /v1/kmas only.")

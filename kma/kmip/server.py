@@ -46,7 +46,7 @@ from kma.kmip.messages import (
 )
 from kma.kmip.ttlv import TTLVError
 from kma.limits import ConnectionGate, ListenerLimits, Refused, Ticket
-from kma.services import refusals
+from kma.services import kma_certificates, refusals
 from kma.tls import server_context
 
 log = logging.getLogger(__name__)
@@ -230,6 +230,12 @@ class ServiceListener:
     async def _connection(
         self, conn: _Conn, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str
     ) -> None:
+        ssl_object = writer.get_extra_info("ssl_object")
+        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        why = kma_certificates.refusal(self.kma, der) if der else None
+        if why is not None:  # e.g. a removed KMA's certificate: refused before anything is read
+            await self._unauthenticated(address, "service.tls", f"refused a client certificate: {why}")
+            return
         session = self._session(writer, address)
         try:
             self.gate.handshaken(conn.ticket, session.agent_id is not None)

@@ -15,6 +15,7 @@ after `MAX_FAILURES` wrong passphrases an agent ID is refused for `LOCKOUT` seco
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 import time
@@ -83,7 +84,10 @@ FAILURES = _Failures()
 
 def cluster_kmas(kma: Appliance, own_service_address: str) -> list[dict[str, Any]]:
     """The KMAs an agent may use, for discovery: its own site's first is the agent's choice."""
-    rows = kma.store.query("SELECT id, name, site_id, service_address, locked FROM kmas ORDER BY site_id, id")
+    rows = kma.store.query(
+        "SELECT id, name, site_id, service_address, locked FROM kmas "
+        "WHERE removed_at IS NULL AND awaiting_join = 0 ORDER BY site_id, id"
+    )
     out = []
     for r in rows:
         own = r["id"] == kma.kma_id
@@ -98,6 +102,11 @@ def cluster_kmas(kma: Appliance, own_service_address: str) -> list[dict[str, Any
             }
         )
     return out
+
+
+def kmas_marker(kmas: list[dict[str, Any]]) -> str:
+    """Changes whenever the KMA list does: an agent compares it with the one it holds."""
+    return hashlib.sha256(json.dumps(kmas, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def enroll(

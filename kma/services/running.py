@@ -14,19 +14,22 @@ from kma.crypto import WrappingKey
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.audit_pruner import AutoPrune
 from kma.services.backup_schedule import backup_scheduler
+from kma.services.cluster_watch import ClusterWatch
 from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
 from kma.store import Stmt
 
 
 class Running:
-    """The key pool's refill, the audit pruner and the audit forwarder of one served KMA."""
+    """The key pool's refill, the audit pruner, the backup scheduler, the cluster watch and the audit
+    forwarder of one served KMA."""
 
     def __init__(self, kma: Appliance) -> None:
         self.kma = kma
         self.pool = key_pool(kma)
         self.pruner = AutoPrune(kma)
         self.backups = backup_scheduler(kma)
+        self.cluster_watch = ClusterWatch(kma)  # locks made elsewhere; removed KMAs out of Raft
         self.forwarder = audit_forwarder(kma)
 
     def start(self, management_address: str, service_address: str, master: WrappingKey | None = None) -> None:
@@ -65,10 +68,12 @@ class Running:
         self.pool.start()
         self.pruner.start()
         self.backups.start()
+        self.cluster_watch.start()
         self.forwarder.start()
 
     def stop(self) -> None:
         self.forwarder.stop()
+        self.cluster_watch.stop()
         self.backups.stop()
         self.pruner.stop()
         self.pool.stop()

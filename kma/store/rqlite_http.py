@@ -130,3 +130,11 @@ class RqliteClient:
                                      headers={"Content-Type": "application/octet-stream"})  # fmt: skip
         if response.status_code != 200:
             raise ClusterUnavailable(f"rqlite refused to boot from {sqlite_file}: {response.text.strip()}")
+
+    def remove_node(self, node_id: str) -> None:
+        """Take a node out of the Raft configuration (rqlite's DELETE /remove; needs a leader)."""
+        response = self._request("DELETE", "/remove", json={"id": node_id})
+        if response.status_code != 200:
+            raise ClusterUnavailable(
+                f"rqlite refused to remove node {node_id}: {response.text.strip()[:200]}"
+            )

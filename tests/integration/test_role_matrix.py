@@ -15,9 +15,14 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from kms_client import KmsClient
 from tests.integration.helpers import API, domain_snapshot, error_of, raw_http
+from tests.support.first_node import demo_first_node
 from tests.support.kma_process import RunningKma
 
 SO, CO, OP, BO, AU, QM = (
@@ -100,6 +105,11 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "PUT /cluster/key-split": frozenset({SO}),
     "PUT /cluster/autonomous-unlock": frozenset({SO}),
     "PUT /cluster/quorum-lifetime": frozenset({SO}),
+    # Cluster membership (issue 11).
+    "POST /kmas": frozenset({SO}),
+    "PUT /kmas/{id}/passphrase": frozenset({SO}),
+    "POST /kmas/{id}/remove": frozenset({SO}),
+    "POST /cluster/join": PUBLIC,  # a joining KMA, with its one-time KMA passphrase
     # Backups (issue 12).
     "GET /backups": frozenset({BO, SO, AU}),
     "GET /backups/{id}": frozenset({BO, SO, AU}),
@@ -204,6 +214,31 @@ class World:
         code = op["enrolment_codes"]["mx"]
         return {"id": op["id"]}, {"member": "mx", "code": code, "passphrase": f"mx passphrase {self.n()}"}
 
+    def kma_entry(self) -> dict[str, Any]:
+        """A new KMA's entry: a non-voter, so the matrix never reaches the voter limit."""
+        return {"id": f"mx-kma-{self.n()}", "site_id": "dallas", "management_address": "127.0.0.1:1",
+                "service_address": "127.0.0.1:2", "raft_address": "127.0.0.1:3", "voter": False}  # fmt: skip
+
+    def joining(self) -> tuple[dict[str, str], dict[str, Any]]:
+        """A new approved KMA entry, and what its machine sends to join with its passphrase."""
+        entry = self.kma_entry()
+        kma_id = entry["id"]
+        response = self.as_admin("POST", "/kmas", {**entry, "credentials": self.credentials()})
+        assert response.status_code == 201, response.text
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, kma_id)])
+        csr = x509.CertificateSigningRequestBuilder().subject_name(name).sign(key, hashes.SHA256())
+        pem = csr.public_bytes(serialization.Encoding.PEM).decode()
+        body = {"kma_id": kma_id, "passphrase": response.json()["kma_passphrase"], "node_csr_pem": pem,
+                "server_csr_pem": pem}  # fmt: skip
+        return {}, body
+
+    def joined_kma(self) -> str:
+        """Another KMA of the cluster (joined through the handshake), which may be removed."""
+        _, body = self.joining()
+        assert self.http.post("/cluster/join", json=body).status_code == 200
+        return str(body["kma_id"])
+
     def fresh_token(self, user: str) -> str:
         client = self.kma.client(user)
         assert client.token is not None
@@ -307,6 +342,11 @@ CALLS: dict[str, Prep] = {
     "POST /quorum-operations/{id}/enrol": lambda w, u: w.enrolment(),
     "PUT /cluster/autonomous-unlock": lambda w, u: ({}, {"enabled": False}),
     "PUT /cluster/quorum-lifetime": lambda w, u: ({}, {"seconds": 86400}),
+    # Quorum-protected: without credentials a new entry or passphrase is a pending operation (202).
+    "POST /kmas": lambda w, u: ({}, w.kma_entry()),
+    "PUT /kmas/{id}/passphrase": lambda w, u: ({"id": w.kma_id}, {}),
+    "POST /kmas/{id}/remove": lambda w, u: ({"id": w.joined_kma()}, {}),  # pending (202) without credentials
+    "POST /cluster/join": lambda w, u: w.joining(),
     "GET /backups": none,
     "GET /backups/{id}": lambda w, u: ({"id": w.backup_id}, None),
     "GET /core-security-backup": none,
@@ -329,6 +369,8 @@ AFTER: dict[str, Callable[[World], None]] = {
     "PUT /cluster/key-split": lambda w: w.drop_pending("change_key_split"),
     "POST /quorum-operations/{id}/enrol": lambda w: w.drop_pending("change_key_split"),
     "PUT /cluster/autonomous-unlock": lambda w: w.drop_pending("set_autonomous_unlock"),
+    "PUT /kmas/{id}/passphrase": lambda w: w.drop_pending("set_kma_passphrase"),
+    "POST /kmas/{id}/remove": lambda w: w.drop_pending("remove_kma"),
 }
 assert CALLS.keys() == EXPECTED.keys()
 
@@ -337,9 +379,8 @@ assert CALLS.keys() == EXPECTED.keys()
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     # Every refusal here is checked one by one: record all of them (a real KMA records 20 a second
     # one by one and counts the rest, tests/integration/test_refusal_audit.py).
-    kma = RunningKma.demo_in(
-        tmp_path_factory.mktemp("role-matrix"), listeners={"refusals_per_second": 10_000}
-    )
+    # A cluster's first node, so that KMAs may join it (POST /cluster/join).
+    kma = demo_first_node(tmp_path_factory.mktemp("role-matrix"), listeners={"refusals_per_second": 10_000})
     admin = kma.client("admin")
     w = World(kma, admin, raw_http(kma), kma_id=admin.status().kma_id)
     admin.create_site("mx-site", "Matrix site")

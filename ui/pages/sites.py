@@ -11,9 +11,10 @@ from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.sites import create_site, delete_site, update_kma, update_site
 from ui.form_dialog import Field, FormDialog
-from ui.format import yes_no
+from ui.format import when, yes_no
 from ui.list_page import ActionSpec, ListPage, ListSpec
 from ui.paged_model import Column
+from ui.pages import kma_membership
 from ui.pages.common import SO
 from ui.widgets import page_header
 
@@ -91,21 +92,25 @@ KMAS = ListSpec(
     key="kmas", title="KMAs", noun="KMA", plural="KMAs",
     columns=[
         Column("id", "KMA ID", 120),
-        Column("name", "Name", 160),
-        Column("site_id", "Site", 110),
-        Column("management_address", "Management address", 170),
-        Column("service_address", "Service address", 170),
-        Column("locked", "Locked", 70, format=yes_no,
+        Column("name", "Name", 140),
+        Column("site_id", "Site", 90),
+        Column("awaiting_join", "Member", 80, format=lambda v: "waiting" if v else "joined",
+               tone=lambda k: "warn" if k.awaiting_join or k.removed_at else None),
+        Column("voter", "Voter", 55, format=yes_no),
+        Column("locked", "Locked", 65, format=yes_no,
                tone=lambda k: "bad" if k.locked else None),
-        Column("pool_ready", "Pool ready", 90, align_right=True,
+        Column("management_address", "Management address", 160),
+        Column("service_address", "Service address", 160),
+        Column("pool_ready", "Pool ready", 85, align_right=True,
                format=lambda v: f"{v:,}"),
-        Column("key_pool_size", "Pool size", 90, align_right=True, format=lambda v: f"{v:,}"),
-        Column("version", "Version", 80),
+        Column("key_pool_size", "Pool size", 80, align_right=True, format=lambda v: f"{v:,}"),
+        Column("version", "Version", 70),
+        Column("removed_at", "Removed", 140, format=lambda v: when(v) if v else ""),
         Column("created_at", "Created", 140, hidden=True),
     ],
     fetch=lambda client: client.list_kmas,
     sort_fields=frozenset({"id", "name", "site_id"}),
-    actions=[ActionSpec("Edit KMA…", _edit_kma, SO, toolbar=True)],
+    actions=[ActionSpec("Edit KMA…", _edit_kma, SO, toolbar=True), *kma_membership.ACTIONS],
     searchable=False,
 )
 

@@ -210,7 +210,7 @@ def submit(
         "expires": now + split.lifetime,
     }
     if outcome is not None:
-        return _run_at_once(kma, actor, row, members, outcome)
+        return _run_at_once(kma, actor, row, members, outcome, prepared.handed_out)
     return _make_pending(kma, actor, row, prepared, list(zip(members, shares, strict=True)))
 
 
@@ -254,7 +254,12 @@ def _insert_approval(op_id: str, member: str, by: str, now: int, share: bytes | 
 
 
 def _run_at_once(
-    kma: Appliance, actor: Actor, row: dict[str, Any], members: list[str], outcome: Outcome
+    kma: Appliance,
+    actor: Actor,
+    row: dict[str, Any],
+    members: list[str],
+    outcome: Outcome,
+    handed_out: dict[str, Any],
 ) -> Submitted:
     op_id, change = row["id"], outcome.change
     statements = [
@@ -271,7 +276,7 @@ def _run_at_once(
         change.subject,
     )
     _follow_up(kma, actor, op_id, outcome)
-    return Submitted(get_op(kma, op_id), executed=True)
+    return Submitted(get_op(kma, op_id), executed=True, handed_out=handed_out)
 
 
 def _make_pending(

@@ -55,7 +55,7 @@ def code_hash(code: str) -> str:
     return hashlib.sha256(code.strip().upper().replace("-", "").encode()).hexdigest()
 
 
-def _new_code() -> str:
+def new_code() -> str:
     text = base64.b32encode(secrets.token_bytes(CODE_BYTES)).decode("ascii")
     return "-".join(text[i : i + 6] for i in range(0, len(text), 6))
 
@@ -82,7 +82,7 @@ def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared
     shares = split_secret(root, threshold, len(names))
     wrapped_master = wrap_master_for_root(root, master).hex()
     del root
-    codes = {name: _new_code() for name in names}
+    codes = {name: new_code() for name in names}
     enrolments = tuple(
         Stmt(
             "INSERT INTO key_split_enrolments (op_id, member_name, position, code_hash, share_wrapped) "

@@ -43,24 +43,34 @@ def this_kma_only(kma: Appliance, kma_id: str, what: str) -> None:
 
 
 def lock_kma(kma: Appliance, actor: Actor, kma_id: str) -> dict[str, Any]:
-    """Lock at once: the vault forgets the master key before anything else can go wrong."""
-    this_kma_only(kma, kma_id, "locked")
-    if kma.vault.locked:
+    """Lock at once: this KMA's vault forgets the master key before anything else can go wrong;
+    another KMA of the cluster locks itself as soon as it sees the replicated lock (within a
+    second: kma/services/cluster_watch.py)."""
+    require(kma, "KMA", kma_id)
+    here = kma_id == kma.kma_id
+    if (
+        here
+        and kma.vault.locked
+        or not here
+        and kma.store.scalar("SELECT locked FROM kmas WHERE id = ?", (kma_id,))
+    ):
         raise Conflict(f"KMA '{kma_id}' is already locked.")
-    kma.vault.lock()
+    if here:
+        kma.vault.lock()
+    elsewhere = "" if here else "; it locks itself as soon as it sees this (within a second)"
     kma.commit(
         actor,
         "kma.lock",
         [
             Stmt(
-                "UPDATE kmas SET locked = 1, updated_at = ? WHERE id = ?",
+                "UPDATE kmas SET locked = 1, updated_at = ? WHERE id = ? AND removed_at IS NULL",
                 (kma.clock.now(), kma_id),
                 expect=1,
                 missing=True,
-                refusal=f"there is no KMA '{kma_id}'",
+                refusal=f"KMA '{kma_id}' was removed from the cluster",
             ),
         ],
-        f"locked KMA '{kma_id}': it serves no keys until a quorum unlocks it",
+        f"locked KMA '{kma_id}': it serves no keys until a quorum unlocks it{elsewhere}",
         ("kma", kma_id),
     )
     return get_kma(kma, kma_id)

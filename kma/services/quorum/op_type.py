@@ -20,6 +20,7 @@ from kma.services.quorum.key_split import Quorum
 from kma.store import Stmt
 
 Json = dict[str, Any]
+KEPT_AS_HASH = "(given; kept only as its hash)"  # what approvers see in place of a secret
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,8 @@
 """The dispatch table of quorum-protected operations, and the user ones (the key split change:
 `kma.services.quorum.key_split_change`).
 
-Not here yet, because the features they protect do not exist yet: adding or joining a KMA,
-changing a KMA passphrase, transfer partners, restoring a backup and software upgrades. Each will
-be one more `OpType` in `OP_TYPES`.
+Not here yet, because the features they protect do not exist yet: transfer partners, restoring
+a backup and software upgrades. Each will be one more `OpType` in `OP_TYPES`.
 """
 
 from __future__ import annotations
@@ -18,12 +17,11 @@ from kma.domain.validation import check_passphrase
 from kma.errors import Conflict, ValidationFailed
 from kma.services import users
 from kma.services.audit_retention import SHORTEN_RETENTION
+from kma.services.kma_entries import ADD_KMA, REMOVE_KMA, SET_KMA_PASSPHRASE
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.key_split_change import CHANGE_KEY_SPLIT
 from kma.services.quorum.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
-from kma.services.quorum.op_type import OpType, Outcome, Prepared
-
-KEPT_AS_HASH = "(given; kept only as its hash)"
+from kma.services.quorum.op_type import KEPT_AS_HASH, OpType, Outcome, Prepared
 
 
 def _user_must_exist(kma: Appliance, user_id: str) -> None:
@@ -97,5 +95,8 @@ OP_TYPES: dict[str, OpType] = {
         SET_AUTONOMOUS_UNLOCK,
         CHANGE_KEY_SPLIT,
         SHORTEN_RETENTION,
+        ADD_KMA,
+        SET_KMA_PASSPHRASE,
+        REMOVE_KMA,
     )
 }

@@ -1,0 +1,70 @@
+"""Bodies of the cluster membership routes: a KMA's entry, its one-time passphrase, the join."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from kma.api.quorum_schemas import PendingQuorumOp, WithCredentials
+from kma.api.schemas import Id, Passphrase, Request, Response, Text
+
+Address = Annotated[str, Field(min_length=3, max_length=300)]
+Csr = Annotated[str, Field(min_length=1, max_length=16384)]
+
+
+class KmaEntryCreate(WithCredentials):
+    id: Id
+    name: Text | None = None
+    site_id: Id
+    management_address: Address
+    service_address: Address
+    raft_address: Address
+    voter: bool = True
+    key_pool_size: Annotated[int, Field(ge=0, le=100_000)] = 1000
+
+
+class KmaPassphraseBody(WithCredentials):
+    pass
+
+
+class KmaEntryOperation(PendingQuorumOp):
+    """The quorum operation, and for the submitter's eyes only the one-time KMA passphrase: it
+    works once the operation has run (`state` executed), on the new machine's `kma init`."""
+
+    kma_passphrase: str
+    voters: int  # voters in the cluster once this entry exists
+    voter_warning: str | None  # e.g. that two voters stop management writes when either is lost
+
+
+class JoinBody(Request):
+    kma_id: Id
+    passphrase: Passphrase
+    node_csr_pem: Csr  # the Raft node's key, made on the joining machine
+    server_csr_pem: Csr  # the listeners' key, made on the joining machine
+
+
+class JoinMember(Response):
+    id: str
+    raft_address: str
+    voter: bool
+
+
+class JoinedKma(Response):
+    id: str
+    name: str
+    site_id: str
+    management_address: str
+    service_address: str
+    raft_address: str
+    voter: bool
+
+
+class JoinGrant(Response):
+    cluster_name: str
+    ca_pem: str
+    ca_fingerprint: str
+    kma: JoinedKma
+    node_certificate_pem: str
+    server_certificate_pem: str
+    members: list[JoinMember]  # the Raft addresses to join

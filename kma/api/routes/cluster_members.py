@@ -1,0 +1,71 @@
+"""Cluster membership: a KMA's entry and its one-time KMA passphrase (quorum), and the join."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from kma.api import schemas
+from kma.api.deps import Kma, QuorumSubmit, client_address
+from kma.api.member_schemas import JoinBody, JoinGrant, KmaEntryCreate, KmaEntryOperation, KmaPassphraseBody
+from kma.api.quorum_schemas import PENDING, PendingQuorumOp
+from kma.appliance import Appliance
+from kma.services import kma_entries, kma_join, kmas, quorum
+from kma.services.quorum import Submitted
+
+router = APIRouter(tags=["cluster"])
+ANSWERS: dict[int | str, dict[str, object]] = {
+    201: {"description": "Ran at once (M credentials came with it)"},
+    202: {"description": "Fewer than M credentials: now a pending quorum operation"},
+}
+
+
+def _answer(kma: Appliance, done: Submitted, response: Response, adds_voter: bool) -> KmaEntryOperation:
+    response.status_code = 201 if done.executed else 202
+    voters = kma_entries.voter_count(kma) + int(adds_voter and not done.executed)
+    return KmaEntryOperation.model_validate(
+        {
+            **done.op,
+            "kma_passphrase": done.handed_out["kma_passphrase"],
+            "voters": voters,
+            "voter_warning": kma_entries.voter_advice(voters),
+        }
+    )
+
+
+@router.post("/kmas", response_model=KmaEntryOperation, status_code=202, responses=ANSWERS)
+def create_kma_entry(
+    body: KmaEntryCreate, kma: Kma, actor: QuorumSubmit, response: Response
+) -> KmaEntryOperation:
+    """Quorum-protected. The one-time KMA passphrase is in this answer only."""
+    request = body.model_dump(exclude={"credentials"})
+    done = quorum.submit(kma, actor, "add_kma", request, body.key_split_credentials())
+    return _answer(kma, done, response, body.voter)
+
+
+@router.put("/kmas/{kma_id}/passphrase", response_model=KmaEntryOperation, status_code=202, responses=ANSWERS)
+def set_kma_passphrase(
+    kma_id: str, body: KmaPassphraseBody, kma: Kma, actor: QuorumSubmit, response: Response
+) -> KmaEntryOperation:
+    """Quorum-protected: a new one-time KMA passphrase (also how a dead KMA is replaced)."""
+    done = quorum.submit(kma, actor, "set_kma_passphrase", {"kma_id": kma_id}, body.key_split_credentials())
+    return _answer(kma, done, response, adds_voter=False)
+
+
+@router.post("/kmas/{kma_id}/remove", response_model=schemas.Kma | PendingQuorumOp, responses=PENDING)
+def remove_kma(
+    kma_id: str, body: KmaPassphraseBody, kma: Kma, actor: QuorumSubmit, response: Response
+) -> schemas.Kma | PendingQuorumOp:
+    """Quorum-protected: the KMA leaves the cluster; its certificates stop working at once."""
+    done = quorum.submit(kma, actor, "remove_kma", {"kma_id": kma_id}, body.key_split_credentials())
+    if not done.executed:
+        response.status_code = 202
+        return PendingQuorumOp.model_validate(done.op)
+    return schemas.Kma.model_validate(kmas.get_kma(kma, kma_id))
+
+
+@router.post("/cluster/join", response_model=JoinGrant)
+def join_cluster(body: JoinBody, kma: Kma, request: Request) -> dict[str, object]:
+    """No sign-in: the joining machine proves itself with the KMA ID and its one-time passphrase."""
+    return kma_join.join(
+        kma, body.kma_id, body.passphrase, body.node_csr_pem, body.server_csr_pem, client_address(request)
+    )

@@ -1,0 +1,154 @@
+"""`kma init` with `mode = "join"`: a new machine becomes an approved KMA of an existing cluster.
+
+    mode = "join"
+    [join]
+    kma = "10.0.1.5:8443"                  # management address of any KMA of the cluster
+    ca_fingerprint = "SHA256:AB:CD:..."    # the cluster CA, as `kma serve` printed it
+    kma_id = "kma-bos-1"                   # the entry the Security Officer created
+    passphrase = "ABCDEF-GHIJKL-..."       # its one-time KMA passphrase
+    rqlite_http_address = "127.0.0.1:4001" # optional: where this KMA's own rqlited listens (loopback)
+
+It pins the CA fingerprint before anything else is sent (another cluster's CA is refused), makes
+this KMA's two key pairs here (the Raft node's and the listeners'), sends only their CSRs with the
+passphrase, and checks that the certificates it gets back are for those keys, from that CA. Only
+then does it write the data directory, into a fresh folder renamed into place at the end, so a
+refusal at any step leaves nothing behind. The new KMA has no unlock key file: it starts locked
+until a quorum unlocks it; its store arrives through the cluster's replication (cluster/node.toml).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from kma.cluster.node_config import ClusterFiles, NodeConfig
+from kma.crypto import CertifiedKey, fingerprint
+from kma.datadir import DataDir, Identity, write_private
+from kma.domain.validation import check_address, check_id, check_passphrase
+from kma.errors import Conflict, KmaError, ValidationFailed
+
+DEFAULT_RQLITE_HTTP = "127.0.0.1:4001"
+
+
+@dataclass(frozen=True)
+class JoinAnswers:
+    kma: str
+    ca_fingerprint: str
+    kma_id: str
+    passphrase: str
+    rqlite_http_address: str = DEFAULT_RQLITE_HTTP
+
+
+def parse_join_answers(text: str) -> JoinAnswers:
+    data = tomllib.loads(text)
+    table = data.get("join")
+    if not isinstance(table, dict):
+        raise ValidationFailed('An answers file with mode = "join" needs a [join] table.')
+    fields = {}
+    for key in ("kma", "ca_fingerprint", "kma_id", "passphrase", "rqlite_http_address"):
+        value = table.get(key, DEFAULT_RQLITE_HTTP if key == "rqlite_http_address" else None)
+        if not isinstance(value, str) or not value.strip():
+            raise ValidationFailed(f"'{key}' in [join] must be a non-empty string.")
+        fields[key] = value.strip()
+    answers = JoinAnswers(**fields)
+    check_address(answers.kma, "'kma' in [join] (an existing KMA's management address)")
+    check_id(answers.kma_id, "'kma_id' in [join]")
+    check_passphrase(answers.passphrase, "The KMA passphrase")
+    host = check_address(answers.rqlite_http_address, "'rqlite_http_address' in [join]").rpartition(":")[0]
+    if host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
+        raise ValidationFailed("'rqlite_http_address' must be a loopback address: only this KMA talks to it.")
+    if not answers.ca_fingerprint.upper().startswith("SHA256:"):
+        raise ValidationFailed("'ca_fingerprint' in [join] must be the cluster CA's SHA256:... fingerprint.")
+    return answers
+
+
+def _key_and_csr(kma_id: str) -> tuple[bytes, str]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, kma_id)])
+    csr = x509.CertificateSigningRequestBuilder().subject_name(name).sign(key, hashes.SHA256())
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return key_pem, csr.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def _check_certificate(cert_pem: str, key_pem: bytes, ca_pem: str, what: str) -> None:
+    try:
+        cert = x509.load_pem_x509_certificate(cert_pem.encode())
+        cert.verify_directly_issued_by(x509.load_pem_x509_certificate(ca_pem.encode()))
+        key = serialization.load_pem_private_key(key_pem, password=None)
+    except (ValueError, TypeError) as exc:
+        raise Conflict(f"The cluster sent a {what} certificate that does not check out: {exc}.") from None
+    if cert.public_key() != key.public_key():
+        raise Conflict(f"The cluster sent a {what} certificate for another key; nothing was written.")
+
+
+def _handshake(answers: JoinAnswers) -> tuple[Any, bytes, bytes]:
+    """The grant and the two private keys; every refusal with its reason."""
+    from kms_client import KmaUnreachable, KmsClient, KmsError, LockedOut, TrustError, Unauthenticated
+
+    node_key, node_csr = _key_and_csr(answers.kma_id)
+    server_key, server_csr = _key_and_csr(answers.kma_id)
+    try:
+        with KmsClient(answers.kma, ca_fingerprint=answers.ca_fingerprint) as client:
+            grant = client.join_cluster(answers.kma_id, answers.passphrase, node_csr, server_csr)
+    except TrustError as exc:
+        raise Conflict(f"Refused to join: {exc}") from None
+    except KmaUnreachable as exc:
+        raise KmaError(f"Cannot reach the KMA at {answers.kma}: {exc}") from None
+    except (Unauthenticated, LockedOut) as exc:
+        raise ValidationFailed(f"The cluster refused the join: {exc.message}") from None
+    except KmsError as exc:
+        raise KmaError(f"The cluster refused the join: {exc}") from None
+    if fingerprint(grant.ca_pem.encode()).upper() != answers.ca_fingerprint.upper():
+        raise Conflict("The cluster answered with a CA other than the pinned one; nothing was written.")
+    _check_certificate(grant.node_certificate_pem, node_key, grant.ca_pem, "node")
+    _check_certificate(grant.server_certificate_pem, server_key, grant.ca_pem, "server")
+    return grant, node_key, server_key
+
+
+def join(data_dir: DataDir, answers: JoinAnswers) -> Any:
+    """Join the cluster and write `data_dir`; returns the grant (what the cluster said)."""
+    root = data_dir.root
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise Conflict(f"{root} is not empty; a joining KMA needs a new, empty data directory.")
+    grant, node_key, server_key = _handshake(answers)
+    entry = grant.kma
+    root.parent.mkdir(parents=True, exist_ok=True)
+    staging = DataDir(Path(tempfile.mkdtemp(prefix=f".{root.name}.joining-", dir=root.parent)))
+    try:
+        staging.create()
+        staging.ca_cert.parent.mkdir(mode=0o700)
+        staging.ca_cert.write_text(grant.ca_pem, encoding="ascii")
+        staging.server_cert.write_text(grant.server_certificate_pem + grant.ca_pem, encoding="ascii")
+        write_private(staging.server_key, server_key)
+        identity = Identity(
+            entry["id"], entry["site_id"], entry["management_address"], entry["service_address"]
+        )
+        staging.identity_file.write_text(identity.to_toml(), encoding="utf-8")
+        config = NodeConfig(
+            node_id=entry["id"],
+            raft_address=entry["raft_address"],
+            http_address=answers.rqlite_http_address,
+            voter=bool(entry["voter"]),
+            join=tuple(m.raft_address for m in grant.members),
+        )
+        node = CertifiedKey(grant.node_certificate_pem.encode(), node_key)
+        ClusterFiles.of(staging.root).write(config, grant.ca_pem.encode(), node)
+        if root.exists():
+            root.rmdir()  # empty, checked above
+        os.replace(staging.root, root)
+    except BaseException:
+        shutil.rmtree(staging.root, ignore_errors=True)
+        raise
+    return grant

@@ -1,0 +1,201 @@
+"""The join handshake, on a KMA of the cluster: a new machine proves it is the approved KMA entry
+with its one-time KMA passphrase and receives certificates for key pairs it made itself.
+
+The new machine sends two certificate signing requests (its Raft node key and its listeners'
+key: the private keys never travel). This KMA checks the passphrase against the entry's Argon2id
+hash (a failure slot is taken first, like signing in: `kma.services.lockout`, kind 'kma'), signs
+both CSRs with the cluster CA (CN = the KMA ID, whatever the CSR says), and in one guarded batch
+spends the passphrase (only if it is still the hash that was checked: two joins racing with one
+passphrase, one wins), marks the entry joined and locked, revokes the certificates of any earlier
+machine of this entry, and records the new certificates' serials.
+
+The answer holds the cluster CA, the cluster's name, the entry, and the Raft addresses of the
+members to join. Nothing secret: the master key reaches the new KMA only as stored (wrapped under
+the root secret) through the replicated store, and the new KMA has no unlock key file, so it
+starts locked until a quorum unlocks it.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.cluster.node_config import ClusterFiles
+from kma.crypto import (
+    CertifiedKey,
+    CryptoError,
+    fingerprint,
+    hash_passphrase,
+    load_certificate,
+    sign_kma_csr,
+    verify_passphrase,
+)
+from kma.domain.actor import Actor
+from kma.domain.validation import ID_PATTERN
+from kma.errors import Conflict, KmaError, LockedOut, Unauthenticated, ValidationFailed
+from kma.services import lockout
+from kma.store import Batch, Stmt
+
+MAX_CSR_BYTES = 16384
+PASSPHRASE_LIFETIME = 7 * 86400  # as an agent's enrollment passphrase
+WRONG = (
+    "The KMA ID or KMA passphrase is wrong, the passphrase was already used, or the quorum has not "
+    "approved this KMA's entry yet."
+)
+_KMA_ID = re.compile(ID_PATTERN)
+LOCKED = "Too many wrong KMA passphrases for this KMA ID; try again in 15 minutes."
+
+
+@cache
+def _decoy_hash() -> str:
+    """Checked when there is no real hash, so an unknown or spent entry costs the same time."""
+    return hash_passphrase("no KMA passphrase is set for this entry")
+
+
+def _counter(kma_id: str) -> lockout.Counter:
+    return lockout.Counter("kma", kma_id[:64])
+
+
+def own_raft_address(kma: Appliance) -> str:
+    """This KMA's Raft address from its cluster/node.toml, when it runs as an rqlite node."""
+    files = ClusterFiles.of(kma.data_dir.root)
+    return files.load().raft_address if files.exists() else ""
+
+
+def members(kma: Appliance, joining: str) -> list[dict[str, Any]]:
+    """The joined KMAs a new node may name in its join list."""
+    out = []
+    own = own_raft_address(kma)
+    for r in kma.store.query(
+        "SELECT id, raft_address, voter FROM kmas WHERE awaiting_join = 0 AND removed_at IS NULL "
+        "AND id <> ? ORDER BY id",
+        (joining,),
+    ):
+        address = own if r["id"] == kma.kma_id and own else r["raft_address"]
+        if address:
+            out.append({"id": r["id"], "raft_address": address, "voter": bool(r["voter"])})
+    return out
+
+
+def _sign(kma: Appliance, ca: CertifiedKey, csr: str, kma_id: str, hosts: list[str]) -> bytes:
+    if len(csr) > MAX_CSR_BYTES:
+        raise ValidationFailed("A certificate signing request is too large.")
+    try:
+        return sign_kma_csr(ca, csr.encode("ascii", "replace"), kma_id, hosts)
+    except (CryptoError, ValueError) as exc:
+        raise ValidationFailed(f"The certificate signing request was refused: {exc}.") from None
+
+
+def _serial(cert_pem: bytes) -> tuple[str, int]:
+    cert = load_certificate(cert_pem)
+    return format(cert.serial_number, "x"), int(cert.not_valid_after_utc.timestamp())
+
+
+def join(
+    kma: Appliance, kma_id: str, passphrase: str, node_csr: str, server_csr: str, address: str
+) -> dict[str, Any]:
+    """Blocking (Argon2id, signing, a durable commit)."""
+    actor = Actor(kma_id[:64] or "unknown", address, kind="kma")
+    subject = ("kma", kma_id[:64])
+
+    def refuse(error: KmaError, reason: str) -> KmaError:
+        kma.audit(actor, "kma.join", f"refused a join as KMA '{kma_id[:64]}': {reason}",
+                  subject=subject, event_class="security")  # fmt: skip
+        error.audited = True
+        return error
+
+    counter = _counter(kma_id)
+    if not lockout.take_slots(kma, [counter]):
+        raise refuse(LockedOut(LOCKED), "locked out after wrong KMA passphrases")
+    row = None
+    if _KMA_ID.fullmatch(kma_id) and len(passphrase) <= 256:
+        row = kma.store.query_one(
+            "SELECT id, name, site_id, management_address, service_address, raft_address, voter, "
+            "join_passphrase_hash AS hash, join_passphrase_set_at AS set_at FROM kmas WHERE id = ?",
+            (kma_id,),
+        )
+    stored = row["hash"] if row is not None else None
+    if not verify_passphrase(passphrase, stored or _decoy_hash()) or stored is None or row is None:
+        reason = "no such KMA entry" if row is None else "no KMA passphrase is set" if stored is None else (
+            "wrong KMA passphrase")  # fmt: skip
+        raise refuse(Unauthenticated(WRONG), reason)
+    if kma.clock.now() - int(row["set_at"] or 0) > PASSPHRASE_LIFETIME:
+        kma.store.write(Batch([lockout.give_back(counter)]))  # right, but too old
+        raise refuse(
+            Unauthenticated("This KMA passphrase has expired (they last 7 days); ask for a new one."),
+            "the KMA passphrase has expired",
+        )
+    joining = members(kma, kma_id)
+    if not joining:  # a node with an empty join list would start a cluster of its own
+        kma.store.write(Batch([lockout.give_back(counter)]))  # the passphrase was right
+        raise refuse(
+            Conflict(
+                f"KMA '{kma.kma_id}' is not a cluster node yet, so there is no Raft cluster to join: make it "
+                "the first node first (kma convert-to-cluster, then restart it). The KMA passphrase was not "
+                "spent."
+            ),
+            "no cluster node to join yet",
+        )
+    cluster = kma.store.query_one("SELECT name, ca_cert_pem, ca_key_wrapped FROM cluster WHERE id = 1")
+    assert cluster is not None
+    ca = CertifiedKey(
+        cluster["ca_cert_pem"].encode(),
+        kma.vault.master().unwrap("cluster-ca-key", cluster["ca_key_wrapped"]),
+    )
+    addresses = (row["management_address"], row["service_address"], row["raft_address"])
+    hosts = sorted({a.rpartition(":")[0].strip("[]") for a in addresses} - {"0.0.0.0", "::"})
+    try:
+        node_pem = _sign(kma, ca, node_csr, kma_id, hosts)
+        server_pem = _sign(kma, ca, server_csr, kma_id, hosts)
+    except KmaError as exc:
+        raise refuse(exc, exc.message) from None
+    now = kma.clock.now()
+    issued = [(purpose, *_serial(pem)) for purpose, pem in (("node", node_pem), ("server", server_pem))]
+    kma.commit(
+        actor,
+        "kma.join",
+        [
+            Stmt(
+                "UPDATE kmas SET join_passphrase_hash = NULL, join_passphrase_set_at = NULL, "
+                "awaiting_join = 0, locked = 1, updated_at = ? WHERE id = ? AND join_passphrase_hash = ?",
+                (now, kma_id, stored),
+                expect=1,
+                refusal="the KMA passphrase was used by another join a moment ago",
+            ),
+            Stmt(
+                "UPDATE kma_certificates SET revoked_at = ? WHERE kma_id = ? AND revoked_at IS NULL",
+                (now, kma_id),
+            ),
+            *(
+                Stmt(
+                    "INSERT INTO kma_certificates (serial, kma_id, purpose, not_after, issued_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (serial, kma_id, purpose, not_after, now),
+                )
+                for purpose, serial, not_after in issued
+            ),
+            lockout.give_back(counter),
+        ],
+        f"KMA '{kma_id}' joined from {address}: node certificate {issued[0][1]}, server certificate "
+        f"{issued[1][1]}; earlier certificates of this KMA revoked; it starts locked",
+        subject,
+    )
+    return {
+        "cluster_name": cluster["name"],
+        "ca_pem": cluster["ca_cert_pem"],
+        "ca_fingerprint": fingerprint(cluster["ca_cert_pem"].encode()),
+        "kma": {
+            "id": row["id"],
+            "name": row["name"],
+            "site_id": row["site_id"],
+            "management_address": row["management_address"],
+            "service_address": row["service_address"],
+            "raft_address": row["raft_address"],
+            "voter": bool(row["voter"]),
+        },
+        "node_certificate_pem": node_pem.decode(),
+        "server_certificate_pem": server_pem.decode(),
+        "members": joining,
+    }

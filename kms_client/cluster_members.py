@@ -1,0 +1,119 @@
+"""Cluster membership: a KMA's entry and its one-time KMA passphrase (quorum), and the join.
+
+A mixin of `KmsClient` (kept apart so the client module stays small); same threading rule:
+every method does network I/O, never call one on the GUI thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ._http import Credentials, credentials_body, present, segment
+from .models import JsonObject, Kma, PendingQuorumOp
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class KmaEntryOperation:
+    """A KMA's entry (or new passphrase) just submitted: the quorum operation, and the one-time
+    KMA passphrase, shown this once; it works on the new machine once `op` has executed."""
+
+    op: PendingQuorumOp
+    kma_passphrase: str
+    voters: int  # voters in the cluster once the entry exists
+    voter_warning: str | None  # e.g. that two voters stop management writes when either is lost
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> KmaEntryOperation:
+        return cls(
+            PendingQuorumOp.from_json(d), d["kma_passphrase"], int(d["voters"]), d.get("voter_warning")
+        )
+
+
+@dataclass(frozen=True)
+class ClusterMember:
+    id: str
+    raft_address: str
+    voter: bool
+
+
+@dataclass(frozen=True)
+class JoinGrant:
+    """What a joining KMA receives: certificates for its own keys, the CA, whom to join."""
+
+    cluster_name: str
+    ca_pem: str
+    ca_fingerprint: str
+    kma: Mapping[str, Any]  # the entry: id, name, site_id, addresses, voter
+    node_certificate_pem: str
+    server_certificate_pem: str
+    members: tuple[ClusterMember, ...]
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> JoinGrant:
+        return cls(
+            cluster_name=d["cluster_name"],
+            ca_pem=d["ca_pem"],
+            ca_fingerprint=d["ca_fingerprint"],
+            kma=dict(d["kma"]),
+            node_certificate_pem=d["node_certificate_pem"],
+            server_certificate_pem=d["server_certificate_pem"],
+            members=tuple(ClusterMember(m["id"], m["raft_address"], bool(m["voter"])) for m in d["members"]),
+        )
+
+
+class ClusterMemberMethods:
+    if TYPE_CHECKING:
+
+        def _call(self, method: str, path: str, parse: Callable[[JsonObject], T], *,
+                  params: dict[str, str] | None = None, body: dict[str, Any] | None = None,
+                  auth: bool = True) -> T: ...  # fmt: skip
+
+        def _call_or_pending(self, method: str, path: str, parse: Callable[[JsonObject], T],
+                             body: dict[str, Any]) -> T | PendingQuorumOp: ...  # fmt: skip
+
+    def get_kma(self, id: str) -> Kma:  # noqa: A002  the API's name
+        return self._call("GET", f"/kmas/{segment(id)}", Kma.from_json)
+
+    def create_kma_entry(
+        self,
+        id: str,  # noqa: A002  the API's field name
+        site_id: str,
+        *,
+        management_address: str,
+        service_address: str,
+        raft_address: str,
+        name: str | None = None,
+        voter: bool = True,
+        key_pool_size: int = 1000,
+        credentials: Credentials | None = None,
+    ) -> KmaEntryOperation:
+        """Security Officer, quorum-protected: the new KMA's entry. The answer carries the
+        one-time KMA passphrase (this once) and a warning when the voter count would be even."""
+        body = present(
+            id=id, name=name, site_id=site_id, management_address=management_address,
+            service_address=service_address, raft_address=raft_address, voter=voter,
+            key_pool_size=key_pool_size, credentials=credentials_body(credentials),
+        )  # fmt: skip
+        return self._call("POST", "/kmas", KmaEntryOperation.from_json, body=body)
+
+    def set_kma_passphrase(self, id: str, *, credentials: Credentials | None = None) -> KmaEntryOperation:  # noqa: A002
+        """Security Officer, quorum-protected: a new one-time KMA passphrase for an entry; a
+        machine that joins with it becomes that KMA (how a dead KMA is replaced)."""
+        body = present(credentials=credentials_body(credentials))
+        return self._call("PUT", f"/kmas/{segment(id)}/passphrase", KmaEntryOperation.from_json, body=body)
+
+    def remove_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:  # noqa: A002
+        """Security Officer, quorum-protected: the KMA leaves the cluster (ask another KMA); its
+        certificates stop working at once on both listeners and it leaves Raft."""
+        body = present(credentials=credentials_body(credentials))
+        return self._call_or_pending("POST", f"/kmas/{segment(id)}/remove", Kma.from_json, body)
+
+    def join_cluster(self, kma_id: str, passphrase: str, node_csr_pem: str, server_csr_pem: str) -> JoinGrant:
+        """No sign-in: the joining machine's side of the handshake (used by `kma init`)."""
+        body = {"kma_id": kma_id, "passphrase": passphrase, "node_csr_pem": node_csr_pem,
+                "server_csr_pem": server_csr_pem}  # fmt: skip
+        return self._call("POST", "/cluster/join", JoinGrant.from_json, body=body, auth=False)

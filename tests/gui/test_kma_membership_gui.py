@@ -1,0 +1,76 @@
+"""The KMAs list's cluster actions through the window, against a real KMA (issue 11): a Security
+Officer adds a KMA with the quorum's credentials and sees its one-time KMA passphrase once, with
+the plain warning about a two-voter cluster; then removes it, waiting for the quorum."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from PySide6.QtWidgets import QLabel
+
+from tests.gui.helpers import WAIT_MS, action, active_dialog, fill_form, open_page, sign_in, submit
+from ui.quorum.widgets import QuorumFormDialog
+from ui.secret_dialog import OneTimeSecretDialog
+
+pytestmark = [pytest.mark.gui, pytest.mark.slow]
+
+
+def _give_credentials(qtbot: Any, dialog: QuorumFormDialog, kma: Any, names: tuple[str, ...]) -> None:
+    members = {m["name"]: m["passphrase"] for m in kma.demo["key_split"]["members"]}
+    while len(dialog.credentials.rows) < len(names):
+        dialog.credentials.add_row()
+    for (_row, member, passphrase), name in zip(dialog.credentials.rows, names, strict=False):
+        member.setEditText(name)
+        qtbot.keyClicks(passphrase, members[name])
+
+
+def test_add_a_kma_shows_its_passphrase_once_and_the_two_voter_warning(qtbot, controller, fresh_kma):
+    kma_id = f"kma-bos-{uuid.uuid4().hex[:4]}"
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    kmas = open_page(qtbot, window, "sites").kmas
+
+    # When the Security Officer adds a KMA with three key split credentials
+    action(kmas, "Add KMA…").trigger()
+    dialog = active_dialog(qtbot, QuorumFormDialog)
+    fill_form(qtbot, dialog, {"id": kma_id, "name": "Boston 1", "site_id": "boston",
+                              "management_address": "10.0.2.1:8443", "service_address": "10.0.2.1:5696",
+                              "raft_address": "10.0.2.1:4002"})  # fmt: skip
+    _give_credentials(qtbot, dialog, fresh_kma, ("alice", "bob", "carol"))
+    submit(qtbot, dialog)
+
+    # Then its one-time passphrase is shown once, with what two voters mean
+    secret = active_dialog(qtbot, OneTimeSecretDialog)
+    passphrase = secret.secret.text()
+    assert len(passphrase.replace("-", "")) == 24
+    said = " ".join(label.text() for label in secret.findChildren(QLabel))
+    assert "It works now." in said and "stops management writes when either voter is lost" in said
+    assert "shown only once" in said
+    secret.close()
+    assert passphrase not in secret.secret.text()  # overwritten when closed
+    qtbot.waitUntil(lambda: kmas.model.total == 2, timeout=WAIT_MS)
+    entry = fresh_kma.client("so").get_kma(kma_id)
+    assert entry.awaiting_join and entry.voter and entry.site_id == "boston"
+
+    # When they remove it with one credential only, it waits for the quorum
+    kmas.view.selectRow(kmas.model.row_of(kma_id))
+    action(kmas, "Remove KMA…").trigger()
+    dialog = active_dialog(qtbot, QuorumFormDialog)
+    _give_credentials(qtbot, dialog, fresh_kma, ("alice",))
+    submit(qtbot, dialog)
+    qtbot.waitUntil(lambda: _pending_removal(fresh_kma, kma_id), timeout=WAIT_MS)
+    assert fresh_kma.client("so").get_kma(kma_id).removed_at is None
+
+
+def _pending_removal(kma: Any, kma_id: str) -> bool:
+    ops = kma.client("so").list_quorum_operations(state="pending").items
+    return any(op.type == "remove_kma" and op.request.get("kma_id") == kma_id for op in ops)
+
+
+def test_only_a_security_officer_sees_the_cluster_actions(qtbot, controller, demo_kma):
+    window = sign_in(qtbot, controller, demo_kma, "auditor")
+    kmas = open_page(qtbot, window, "sites").kmas
+    for text in ("Add KMA…", "New KMA passphrase…", "Remove KMA…"):
+        with pytest.raises(AssertionError):
+            action(kmas, text)

@@ -1,0 +1,116 @@
+"""The KMAs list's cluster actions (Security Officer): add a KMA, a new one-time KMA passphrase,
+remove a KMA. All three are quorum-protected, so each form offers key split credentials.
+
+Adding a KMA (or a new passphrase) answers with the one-time KMA passphrase whether the
+operation ran or is pending: it is shown once, with the voter warning when the voter count would
+be even (two voters: management writes stop when either is lost). The installer types it into
+`kma init` with `mode = "join"` on the new machine once the quorum has approved.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from app.writes import kma_membership as writes
+from ui.form_dialog import Field
+from ui.list_page import ActionSpec, ListPage
+from ui.pages.common import SO
+from ui.quorum.widgets import QuorumFormDialog, handle_result
+from ui.secret_dialog import OneTimeSecretDialog
+
+
+def _site_choices(client: Any) -> list[tuple[str, Any]]:
+    return [(s.name, s.id) for s in client.iter_sites()]
+
+
+def show_kma_passphrase(page: ListPage, done: Any) -> OneTimeSecretDialog:
+    """The one-time KMA passphrase (and what to know about voters), shown once."""
+    op = done.op
+    so_far = f"{len(op.approvals)} of {op.approvals_needed} so far"
+    state = "It works now." if op.state == "executed" else f"It works once the quorum approved ({so_far})."
+    warning = f"<p><b>Warning:</b> {html.escape(done.voter_warning)}</p>" if done.voter_warning else ""
+    dialog = OneTimeSecretDialog(
+        "One-time KMA passphrase",
+        f"<p>{html.escape(op.summary)}.</p><p>On the new machine, put this passphrase in the answers "
+        f"file of <tt>kma init</tt> (<tt>mode = \"join\"</tt>). {state}</p>{warning}",
+        done.kma_passphrase, page,
+        what="KMA passphrase",
+        warning="<b>This is shown only once.</b> The KMA keeps only its hash. If it is lost, ask for "
+                "a new KMA passphrase (the old one stops working).",
+    )  # fmt: skip
+    dialog.open()
+    page.last_secret_dialog = dialog  # type: ignore[attr-defined]
+    return dialog
+
+
+def _then_passphrase(page: ListPage) -> Any:
+    def done(result: Any) -> None:
+        page.refresh()
+        show_kma_passphrase(page, result)
+
+    return done
+
+
+def add_kma(page: ListPage, _obj: Any) -> QuorumFormDialog:
+    dialog = QuorumFormDialog(
+        page.ctx, "Add a KMA",
+        [Field("id", "KMA ID", "id", required=True),
+         Field("name", "Name", required=True),
+         Field("site_id", "Site", "choice", required=True, load_choices=_site_choices),
+         Field("management_address", "Management address", required=True, help="HOST:PORT for managers"),
+         Field("service_address", "Service address", required=True, help="HOST:PORT for agents"),
+         Field("raft_address", "Raft address", required=True,
+               help="HOST:PORT the other KMAs reach for replication"),
+         Field("voter", "Raft voter", "bool", default=True,
+               help="At most 5 KMAs vote; others are read replicas. An odd number of voters is "
+                    "best: two voters stop management writes when either is lost.")],
+        lambda w, v: writes.create_kma_entry(
+            w, v["id"], v["site_id"], name=v["name"], management_address=v["management_address"],
+            service_address=v["service_address"], raft_address=v["raft_address"], voter=v["voter"],
+            credentials=v["credentials"]),
+        _then_passphrase(page), what="the KMA's entry is created", ok_text="Add KMA",
+        busy_text="Adding KMA…", parent=page,
+    )  # fmt: skip
+    dialog.open()
+    return dialog
+
+
+def new_kma_passphrase(page: ListPage, kma: Any) -> QuorumFormDialog:
+    dialog = QuorumFormDialog(
+        page.ctx, f"New KMA passphrase for {kma.id}", [],
+        lambda w, v: writes.set_kma_passphrase(w, kma.id, credentials=v["credentials"]),
+        _then_passphrase(page), what="the new passphrase works",
+        intro=f"A machine that joins with the new passphrase becomes KMA <b>{html.escape(kma.id)}</b> "
+              "(how a dead KMA is replaced); the certificates of any earlier machine stop working.",
+        ok_text="Make passphrase", busy_text="Asking…", parent=page,
+    )  # fmt: skip
+    dialog.open()
+    return dialog
+
+
+def remove_kma(page: ListPage, kma: Any) -> QuorumFormDialog:
+    def done(result: Any) -> None:
+        handle_result(page.ctx, page, result, lambda _k: page.refresh())
+
+    dialog = QuorumFormDialog(
+        page.ctx, f"Remove KMA {kma.id}", [],
+        lambda w, v: writes.remove_kma(w, kma.id, credentials=v["credentials"]),
+        done, what="the KMA is removed",
+        intro=f"Remove <b>{html.escape(kma.name)}</b> ({html.escape(kma.id)}) from the cluster? Its "
+              "certificates stop working at once and it leaves Raft. Its history stays.",
+        ok_text="Remove KMA", busy_text="Removing KMA…", danger=True, parent=page,
+    )  # fmt: skip
+    dialog.open()
+    return dialog
+
+
+def _member(kma: Any) -> bool:
+    return getattr(kma, "removed_at", None) is None
+
+
+ACTIONS = [
+    ActionSpec("Add KMA…", add_kma, SO, needs="none", toolbar=True),
+    ActionSpec("New KMA passphrase…", new_kma_passphrase, SO, enabled=_member),
+    ActionSpec("Remove KMA…", remove_kma, SO, enabled=_member, danger=True),
+]
