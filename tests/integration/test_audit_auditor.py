@@ -16,9 +16,10 @@ from tests.support.kma_process import RunningKma
 
 WRITE_METHODS = ("post", "put", "patch", "delete")
 # Session routes every signed-in user may call; they change no managed object.
-# Writes a session's roles do not govern: signing in and out, and a new key split member's
-# enrolment (its one-time code authenticates it; tests/integration/test_key_split_change.py).
-SESSION_ROUTES = {"/auth/sign-in", "/auth/sign-out", "/quorum-operations/{op_id}/enrol"}
+# Writes a session's roles do not govern: signing in and out, a new key split member's enrolment
+# (its one-time code authenticates it; tests/integration/test_key_split_change.py), and a new KMA
+# joining the cluster (its one-time KMA passphrase does; tests/integration/test_kma_join_init.py).
+SESSION_ROUTES = {"/auth/sign-in", "/auth/sign-out", "/quorum-operations/{op_id}/enrol", "/cluster/join"}
 
 
 def _openapi(kma: RunningKma) -> dict[str, Any]:
