@@ -21,39 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-ANSWERS = """
-cluster_name = "New Vault"
-key_pool_size = 6
-[site]
-id = "dallas"
-[kma]
-id = "kma-1"
-name = "KMA Dallas 1"
-management_address = "127.0.0.1:0"
-service_address = "127.0.0.1:0"
-[security_officer]
-id = "so"
-name = "Sam Officer"
-passphrase = "correct horse battery"
-[key_split]
-threshold = 1
-[[key_split.members]]
-name = "alice"
-passphrase = "alice passphrase"
-"""
-ROLES = ["security_officer", "compliance_officer", "operator", "backup_operator", "auditor"]
-
 
 def prepare(tmp: Path) -> object:
-    from tests.support.kma_process import RunningKma, run_kma
+    from tests.support.first_setup import init_one_kma, start_one_kma_with_admin
 
-    (tmp / "answers.toml").write_text(ANSWERS)
-    run_kma("init", "--data-dir", str(tmp / "kma"), "--answers", str(tmp / "answers.toml"))
-    kma = RunningKma(tmp / "kma", {"users": [{"id": "so", "passphrase": "correct horse battery"}]})
-    kma.start()
-    kma.client("so").create_user("admin", "Ada Admin", ROLES, "admin passphrase 1",
-                                 credentials=[("alice", "alice passphrase")])  # fmt: skip
-    kma.demo["users"].append({"id": "admin", "passphrase": "admin passphrase 1"})
+    init_one_kma(tmp / "kma", key_pool_size=6)
+    kma = start_one_kma_with_admin(tmp / "kma")
     admin = kma.client("admin")
     admin.create_key_policy("tape-30d", encryption_period=30 * 86400, cryptoperiod=365 * 86400)
     admin.create_key_group("backup-dallas", "tape-30d")

@@ -14,6 +14,7 @@ import pytest
 
 from kms_client import Conflict as ClientConflict
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address
+from tests.support.first_setup import init_one_kma, start_one_kma_with_admin
 from tests.support.kma_process import RunningKma, run_kma
 from tests.support.waiting import wait_until
 
@@ -227,39 +228,11 @@ def test_restore_refuses_a_backup_from_a_newer_schema(other_cluster: RunningKma,
     assert "made by a newer KMA (schema 9999" in reason
 
 
-ONE_KMA = """
-cluster_name = "New Vault"
-key_pool_size = 5
-[site]
-id = "dallas"
-[kma]
-id = "kma-1"
-management_address = "127.0.0.1:0"
-service_address = "127.0.0.1:0"
-[security_officer]
-id = "so"
-name = "Sam Officer"
-passphrase = "correct horse battery"
-[key_split]
-threshold = 1
-[[key_split.members]]
-name = "alice"
-passphrase = "alice passphrase"
-"""
-
-
 @pytest.fixture
 def new_kma(tmp_path: Path) -> Iterator[RunningKma]:
     """A KMA just made with `kma init` (no demo data, no backup), with a user of every role."""
-    answers = tmp_path / "answers.toml"
-    answers.write_text(ONE_KMA)
-    run_kma("init", "--data-dir", str(tmp_path / "kma"), "--answers", str(answers))
-    kma = RunningKma(tmp_path / "kma", {"users": [{"id": "so", "passphrase": "correct horse battery"}]})
-    kma.start()
-    roles = ["security_officer", "compliance_officer", "operator", "backup_operator", "auditor"]
-    kma.client("so").create_user("admin", "Ada Admin", roles, "admin passphrase 1",
-                                 credentials=[("alice", "alice passphrase")])  # fmt: skip
-    kma.demo["users"].append({"id": "admin", "passphrase": "admin passphrase 1"})
+    init_one_kma(tmp_path / "kma")
+    kma = start_one_kma_with_admin(tmp_path / "kma")
     yield kma
     kma.stop()
 

@@ -18,30 +18,8 @@ from pathlib import Path
 import pytest
 
 from app.local_kma import LocalKma
+from tests.support.first_setup import init_one_kma
 from tests.support.kma_process import RunningKma, run_kma
-
-ANSWERS = """
-cluster_name = "Private Vault"
-autonomous_unlock = true
-key_pool_size = 5
-[site]
-id = "dallas"
-name = "Dallas"
-[kma]
-id = "kma-1"
-name = "KMA 1"
-management_address = "127.0.0.1:0"
-service_address = "127.0.0.1:0"
-[security_officer]
-id = "so"
-name = "Sam Officer"
-passphrase = "correct horse battery"
-[key_split]
-threshold = 1
-[[key_split.members]]
-name = "alice"
-passphrase = "alice passphrase"
-"""
 
 
 @pytest.fixture(autouse=True)
@@ -63,10 +41,8 @@ def open_to_others(root: Path) -> list[str]:
 
 
 def test_kma_init_creates_nothing_others_can_read(tmp_path: Path) -> None:
-    answers = tmp_path / "answers.toml"
-    answers.write_text(ANSWERS)
     data_dir = tmp_path / "kma"
-    run_kma("init", "--data-dir", str(data_dir), "--answers", str(answers))
+    init_one_kma(data_dir)
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
     assert {"kma.db", "kma.toml", "unlock.key"} <= {p.name for p in data_dir.iterdir()}
     assert open_to_others(data_dir) == []

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import socket
 import tomllib
+from pathlib import Path
 from typing import Any
 
-from tests.support.kma_process import RunningKma
+from kms_client import ROLES
+from tests.support.kma_process import RunningKma, run_kma
 
 MEMBERS = [("alice", "alice walks the long pier"), ("bob", "bob paints seven green doors"),
            ("carol", "carol counts quiet harbour lights")]  # fmt: skip
@@ -67,3 +69,46 @@ def describe(client: Any) -> dict[str, Any]:
         "kmas": sorted((k.id, k.name, k.site_id, k.key_pool_size) for k in client.iter_all(client.list_kmas)),
         "policies": sorted(p.id for p in client.iter_all(client.list_key_policies)),
     }
+
+
+# The smallest KMA `kma init` makes: one KMA on loopback ports, a key split of one member.
+ONE_KMA_ANSWERS = """
+cluster_name = "New Vault"
+key_pool_size = {key_pool_size}
+[site]
+id = "dallas"
+name = "Dallas"
+[kma]
+id = "kma-1"
+name = "KMA Dallas 1"
+management_address = "127.0.0.1:0"
+service_address = "127.0.0.1:0"
+[security_officer]
+id = "so"
+name = "Sam Officer"
+passphrase = "correct horse battery"
+[key_split]
+threshold = 1
+[[key_split.members]]
+name = "alice"
+passphrase = "alice passphrase"
+"""
+ONE_KMA_MEMBER = ("alice", "alice passphrase")
+
+
+def init_one_kma(data_dir: Path, key_pool_size: int = 5) -> None:
+    """`kma init` of the smallest KMA into `data_dir` (its answers file beside it)."""
+    answers = data_dir.parent / f"{data_dir.name}-answers.toml"
+    answers.write_text(ONE_KMA_ANSWERS.format(key_pool_size=key_pool_size))
+    run_kma("init", "--data-dir", str(data_dir), "--answers", str(answers))
+
+
+def start_one_kma_with_admin(data_dir: Path) -> RunningKma:
+    """The KMA `init_one_kma` made, started, with a user `admin` of every role (no demo data, no
+    backup): what a new installation looks like to its first administrator."""
+    kma = RunningKma(data_dir, {"users": [{"id": "so", "passphrase": "correct horse battery"}]})
+    kma.start()
+    kma.client("so").create_user("admin", "Ada Admin", list(ROLES), "admin passphrase 1",
+                                 credentials=[ONE_KMA_MEMBER])  # fmt: skip
+    kma.demo["users"].append({"id": "admin", "passphrase": "admin passphrase 1"})
+    return kma
