@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -46,21 +45,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     args = parser.parse_args()
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
+    from screenshot_session import offscreen_manager
 
-    from app.controller import AppController
     from app.profiles import ConnectionProfile
     from app.screenshots import grab, settle
     from app.signin import sign_in
 
-    tmp = Path(tempfile.mkdtemp(prefix="kms-backup-screenshots-"))
-    QSettings.setDefaultFormat(QSettings.IniFormat)
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp / "settings"))
-    app = QApplication(sys.argv[:1])
-    app.setOrganizationName("KMS")
-    app.setApplicationName("kms-manager")
-    controller = AppController(app)
+    app, controller, tmp = offscreen_manager("kms-backup-screenshots-")
     kma = prepare(tmp)
     try:
         profile = ConnectionProfile("New Vault", kma.address, "admin", kma.fingerprint)  # type: ignore[attr-defined]

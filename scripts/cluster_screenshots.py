@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,31 +44,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     args = parser.parse_args()
 
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
+    from screenshot_session import offscreen_manager, signed_in_to_demo
 
-    from app.controller import AppController
-    from app.demo_credentials import DemoCredentials
-    from app.local_kma import LocalKma
-    from app.local_mode import local_profile
     from app.screenshots import SIZE, grab, settle
-    from app.signin import sign_in
 
-    tmp = Path(tempfile.mkdtemp(prefix="kms-cluster-screenshots-"))
-    QSettings.setDefaultFormat(QSettings.IniFormat)
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp / "settings"))
-    app = QApplication(sys.argv[:1])
-    app.setOrganizationName("KMS")
-    app.setApplicationName("kms-manager")
-    controller = AppController(app)
-    kma = LocalKma(tmp / "kma")
-    demo = kma.create_demo()
-    ready = kma.start()
-    try:
-        profile = local_profile(ready)
-        profile.name = "Dallas production"
-        controller.demo = DemoCredentials(demo)
-        signed = sign_in(profile, controller.demo.passphrase_of("admin") or "")
+    app, controller, tmp = offscreen_manager("kms-cluster-screenshots-")
+    with signed_in_to_demo(controller, tmp) as (signed, profile, _demo):
         window = controller.signed_in(signed, profile)
         window.resize(*SIZE)
         window.show()
@@ -85,8 +65,6 @@ def main() -> int:
             print(path)
         window.close()
         controller.ops.wait_idle(3000)
-    finally:
-        kma.stop()
     return 0
 
 

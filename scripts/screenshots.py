@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,32 +27,12 @@ def main() -> int:
     import cluster_screenshots  # scripts/ (next to this file)
     import quorum_screenshots
     import setup_screenshots
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
+    from screenshot_session import offscreen_manager, signed_in_to_demo
 
-    from app.controller import AppController
-    from app.demo_credentials import DemoCredentials
-    from app.local_kma import LocalKma
-    from app.local_mode import local_profile
     from app.screenshots import grab, render_pages, settle
-    from app.signin import sign_in
 
-    tmp = Path(tempfile.mkdtemp(prefix="kms-screenshots-"))
-    QSettings.setDefaultFormat(QSettings.IniFormat)
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp / "settings"))
-    app = QApplication(sys.argv[:1])
-    app.setOrganizationName("KMS")
-    app.setApplicationName("kms-manager")
-    app.setApplicationDisplayName("KMS Manager")
-    controller = AppController(app)
-    kma = LocalKma(tmp / "kma")
-    demo = kma.create_demo()
-    ready = kma.start()
-    try:
-        profile = local_profile(ready)
-        profile.name = "Dallas production"
-        controller.demo = DemoCredentials(demo)
-        signed = sign_in(profile, controller.demo.passphrase_of("admin") or "")
+    app, controller, tmp = offscreen_manager("kms-screenshots-")
+    with signed_in_to_demo(controller, tmp) as (signed, profile, demo):
         quorum_screenshots.seed(signed.client, demo)  # pending approvals for the inbox
         window = controller.signed_in(signed, profile)
         settle(controller.ops)
@@ -67,8 +46,6 @@ def main() -> int:
             print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
         window.close()
         controller.ops.wait_idle(3000)
-    finally:
-        kma.stop()
     return 0
 
 
