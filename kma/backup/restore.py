@@ -18,7 +18,7 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,7 @@ class Restored:
     keys: int
     audit_events: int
     ca_fingerprint: str
+    master: WrappingKey | None = field(default=None, repr=False, compare=False)  # serves unlocked at once
 
 
 def restore(
@@ -77,7 +78,7 @@ def restore(
     """Make `data_dir` (new or empty) a KMA restored from the two backup files; refuses with a
     reason (`BadBackup`, `Conflict`) and leaves `data_dir` untouched otherwise."""
     root = data_dir.root
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+    if not data_dir.is_empty():
         raise Conflict(f"{root} is not empty; a restore needs a new or empty data directory.")
     core = read_core_security_backup(core_security_backup)
     backup = read_database_backup(database_backup)
@@ -101,10 +102,11 @@ def restore(
         stage = DataDir(staging)
         decrypt_database_backup(backup, master, stage.db)
         _check_database(stage.db, backup)
-        restored = _set_up(
-            stage, backup, master, management_address, service_address, autonomous_unlock, clock
+        restored = replace(
+            _set_up(stage, backup, master, management_address, service_address, autonomous_unlock, clock),
+            master=master,
         )
-        _move_into_place(staging, root)
+        data_dir.take_from(staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return restored
@@ -231,16 +233,6 @@ def _set_up(
         kma.close()
     return Restored(cluster_name, kma_id, str(manifest["backup_id"]), int(manifest["created_at"]),
                     int(counts["keys"]), int(counts["audit_events"]), fingerprint(ca.cert_pem))  # fmt: skip
-
-
-def _move_into_place(staging: Path, root: Path) -> None:
-    """The checked, set-up KMA becomes `root` (renamed whole, or moved into an empty folder)."""
-    if not root.exists():
-        staging.rename(root)
-        return
-    for entry in staging.iterdir():
-        entry.rename(root / entry.name)
-    os.chmod(root, 0o700)
 
 
 def restore_from_answers(data_dir: DataDir, data: dict[str, Any], base: Path) -> Restored:
