@@ -91,6 +91,7 @@ class SetupClient:
         """`which`: "database-backup" or "core-security-backup"; the file goes to the KMA as it is."""
         with translated_transport_errors(self.address, self._timeout):
             response = self._http.put(f"/setup/restore/{which}", content=path.read_bytes(),
+                                      params={"name": path.name},
                                       headers={"X-Setup-Code": self.code,
                                                "Content-Type": "application/octet-stream"})  # fmt: skip
         if response.is_error:

@@ -8,7 +8,7 @@ POST /api/v1/setup/key-split     draft the key split; answers which members must
 POST /api/v1/setup/proof         those members' passphrases again: do they reconstruct the secret?
 POST /api/v1/setup/finish        the rest of the answers: the KMA is made, and serves normally
 PUT  /api/v1/setup/restore/database-backup       a restore's two backup files, sent by the installer
-PUT  /api/v1/setup/restore/core-security-backup  (raw bodies, up to 256 MiB each)
+PUT  /api/v1/setup/restore/core-security-backup  (raw bodies, up to 256 MiB each; ?name=FILE)
 POST /api/v1/setup/restore       a quorum's passphrases and this machine's addresses: the KMA is restored
 POST /api/v1/setup/join          an existing KMA, its CA fingerprint, this KMA's ID and one-time passphrase
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Request
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from pydantic import BaseModel, Field
 
 from kma import __version__
@@ -37,8 +37,7 @@ from kma.services.quorum.key_split import Credential
 from kma.setup.service import RestoreAnswers, SetupSession
 
 SETUP_MAX_BODY = 256 * 2**20  # a backup file; a database backup of a large cluster is tens of MiB
-UPLOADS = {"database-backup": ("database.kmabackup", "database backup"),
-           "core-security-backup": ("core.kmacore", "core security backup")}  # fmt: skip
+UPLOADS = {"database-backup": "database backup", "core-security-backup": "core security backup"}
 
 router = APIRouter(tags=["set-up"])
 
@@ -61,6 +60,7 @@ def with_code(request: Request, x_setup_code: Annotated[str, Header()] = "") -> 
 Session = Annotated[SetupSession, Depends(session)]
 Authorised = Annotated[SetupSession, Depends(with_code)]
 Text = Annotated[str, Field(max_length=300)]
+FileName = Annotated[str, Query(max_length=255)]
 
 
 class Network(BaseModel):
@@ -182,9 +182,9 @@ def finish(body: Finish, setup: Authorised) -> dict[str, str]:
 
 @router.put("/setup/restore/{upload}")
 async def upload(upload: Literal["database-backup", "core-security-backup"], request: Request,
-                 setup: Authorised) -> dict[str, int]:  # fmt: skip
+                 setup: Authorised, name: FileName = "") -> dict[str, int]:  # fmt: skip
     size = 0
-    with setup.upload_path(UPLOADS[upload][0]).open("wb") as out:
+    with setup.upload_path(upload, name).open("wb") as out:
         async for chunk in request.stream():
             out.write(chunk)
             size += len(chunk)
@@ -193,7 +193,7 @@ async def upload(upload: Literal["database-backup", "core-security-backup"], req
 
 @router.post("/setup/restore")
 def restore(body: Restore, setup: Authorised) -> dict[str, str]:
-    database, core = (setup.uploaded(*UPLOADS[name]) for name in ("database-backup", "core-security-backup"))
+    database, core = (setup.uploaded(kind, what) for kind, what in UPLOADS.items())
     quorum = tuple(Credential(m.name, m.passphrase) for m in body.members)
     setup.restore(RestoreAnswers(database, core, quorum, body.management_address, body.service_address,
                                  body.autonomous_unlock))  # fmt: skip

@@ -217,19 +217,29 @@ class SetupSession:
         self._run("restore", answers)
         self.discard_uploads()
 
-    def upload_path(self, name: str) -> Path:
+    def upload_path(self, kind: str, file_name: str) -> Path:
         """Where an uploaded backup file is kept until the restore (a private temporary folder: the
-        data directory must stay empty until the restore has checked everything)."""
+        data directory must stay empty until the restore has checked everything), under the name
+        the installer chose it by, so the restore's reasons name the file they know."""
+        name = Path(file_name.replace("\\", "/")).name[:120] or kind
         with self._lock:
             if self._uploads is None:
                 self._uploads = Path(tempfile.mkdtemp(prefix="kma-setup-uploads-"))
-            return self._uploads / name
+            folder = self._uploads / kind
+            shutil.rmtree(folder, ignore_errors=True)  # a file sent again replaces the earlier one
+            folder.mkdir()
+            return folder / name
 
-    def uploaded(self, name: str, what: str) -> Path:
-        path = self.upload_path(name)
-        if not path.is_file():
+    def uploaded(self, kind: str, what: str) -> Path:
+        with self._lock:
+            sent = (
+                list((self._uploads / kind).iterdir())
+                if self._uploads and (self._uploads / kind).is_dir()
+                else []
+            )
+        if not sent:
             raise ValidationFailed(f"Send the {what} first.")
-        return path
+        return sent[0]
 
     def discard_uploads(self) -> None:
         with self._lock:

@@ -94,7 +94,7 @@ class RestoreQuorumPage(SetupPage):
         super().__init__(answers, ops, "The quorum",
                          "The key split in the backup is restored with it. Enough of its members (the "
                          "quorum) each type their own name and passphrase, then Next member; the last "
-                         "one presses Restore.")  # fmt: skip
+                         "one presses Restore the KMA.")  # fmt: skip
         self.setCommitPage(True)
         self.setButtonText(QWizard.CommitButton, "Restore the KMA")
         layout = QVBoxLayout(self)
@@ -289,7 +289,7 @@ class JoinDonePage(SetupPage):
         made = self.answers.made
         assert made is not None
         self.setButtonText(QWizard.FinishButton, "Close")
-        self.wizard().button(QWizard.CancelButton).hide()
+        self.wizard().setOption(QWizard.NoCancelButtonOnLastPage, True)  # nothing left to cancel
         kma = html.escape(self.answers.kma_id)
         self.text.setText(
             f"<p>KMA <b>{kma}</b> is a member of the cluster now and serves at "
