@@ -85,3 +85,28 @@ def test_a_join_is_refused_with_the_reason_and_nothing_written(
         setup.join(source.address, source.fingerprint, "kma-new-1", "a one-time kma passphrase")
     assert written(waiting) == []
     assert setup.state()["state"] == "waiting"
+
+
+def test_a_waiting_kma_joins_a_real_cluster_node_through_the_set_up_api(tmp_path: Path) -> None:
+    from kma.datadir import DataDir
+    from tests.integration.test_kma_join_init import add_kma, passphrase_in
+    from tests.support.first_node import demo_first_node
+
+    node = demo_first_node(tmp_path / "node")
+    waiting = RunningKma.awaiting_setup(tmp_path / "new")
+    try:
+        code, out, err = add_kma(node, tmp_path, "kma-bos-1", "alice", "bob", "carol")
+        assert code == 0, err
+        setup = connect(waiting)
+        with pytest.raises(KmsError, match="The cluster refused the join"):
+            setup.join(node.address, node.fingerprint, "kma-bos-1", "not the one-time passphrase")
+        made = setup.join(node.address, node.fingerprint, "kma-bos-1", passphrase_in(out))
+        assert made.ca_fingerprint == node.fingerprint
+        assert made.management_address.endswith(f":{waiting.address.rpartition(':')[2]}")  # this port
+    finally:
+        waiting.stop()  # before its Raft node would try to reach the first node's (embedded here)
+        node.stop()
+    joined = DataDir(waiting.data_dir)
+    assert joined.identity().kma_id == "kma-bos-1" and (waiting.data_dir / "cluster" / "node.toml").exists()
+    assert not joined.unlock_key.exists()  # it waits locked for a quorum
+    assert joined.exposed() == []
