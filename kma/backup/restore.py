@@ -64,6 +64,18 @@ class Restored:
     master: WrappingKey | None = field(default=None, repr=False, compare=False)  # serves unlocked at once
 
 
+@dataclass(frozen=True)
+class RestoreAnswers:
+    """What a restore is given: by `kma init --answers` or the set-up API (files uploaded there)."""
+
+    database_backup: Path
+    core_security_backup: Path
+    credentials: tuple[Credential, ...]  # a quorum of the key split in force when the backup was taken
+    management_address: str  # this machine's: network settings are not restored
+    service_address: str
+    autonomous_unlock: bool = True
+
+
 def restore(
     data_dir: DataDir,
     database_backup: Path,
@@ -235,7 +247,7 @@ def _set_up(
                     int(counts["keys"]), int(counts["audit_events"]), fingerprint(ca.cert_pem))  # fmt: skip
 
 
-def restore_from_answers(data_dir: DataDir, data: dict[str, Any], base: Path) -> Restored:
+def read_restore_answers(data: dict[str, Any], base: Path) -> RestoreAnswers:
     """`kma init --answers F` with `mode = "restore"` (README): the two files (relative to the
     answers file's folder), this machine's addresses, and the key split members' passphrases."""
     kma = data.get("kma", {})
@@ -258,10 +270,16 @@ def restore_from_answers(data_dir: DataDir, data: dict[str, Any], base: Path) ->
     unlock = data.get("autonomous_unlock", True)
     if not isinstance(unlock, bool):
         raise ValidationFailed("autonomous_unlock must be true or false.")
-    return restore(
-        data_dir, files["database_backup"], files["core_security_backup"],
-        [Credential(str(m.get("name", "")), str(m.get("passphrase", ""))) for m in members],
+    return RestoreAnswers(
+        files["database_backup"], files["core_security_backup"],
+        tuple(Credential(str(m.get("name", "")), str(m.get("passphrase", ""))) for m in members),
         management_address=str(kma.get("management_address", "127.0.0.1:8443")),
         service_address=str(kma.get("service_address", "127.0.0.1:5696")),
         autonomous_unlock=unlock,
     )  # fmt: skip
+
+
+def restore_with(data_dir: DataDir, answers: RestoreAnswers) -> Restored:
+    return restore(data_dir, answers.database_backup, answers.core_security_backup, answers.credentials,
+                   management_address=answers.management_address, service_address=answers.service_address,
+                   autonomous_unlock=answers.autonomous_unlock)  # fmt: skip

@@ -30,11 +30,12 @@ from kma import __version__
 from kma.api import errors
 from kma.api.app import PREFIX, BodyLimit
 from kma.api.deps import client_address
+from kma.backup.restore import RestoreAnswers
 from kma.bootstrap import DEFAULT_POOL, Answers, SplitMember
 from kma.cluster_join import join_answers
 from kma.errors import KmaError
 from kma.services.quorum.key_split import Credential
-from kma.setup.service import RestoreAnswers, SetupSession
+from kma.setup.service import SetupSession
 
 SETUP_MAX_BODY = 256 * 2**20  # a backup file; a database backup of a large cluster is tens of MiB
 UPLOADS = {"database-backup": "database backup", "core-security-backup": "core security backup"}

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kma.backup.restore import RestoreAnswers
 from kma.bootstrap import Answers, check_settings, check_split_members, initialise
 from kma.cluster_join import JoinAnswers
 from kma.crypto import WrappingKey, fingerprint
 from kma.datadir import DataDir
 from kma.errors import Conflict, Unauthenticated, ValidationFailed
-from kma.services.quorum.key_split import Credential
 from kma.setup.proof import KeySplitDraft, draft_key_split, prove
 
 log = logging.getLogger(__name__)
@@ -44,16 +44,7 @@ class Made:
 
     management_address: str
     master: WrappingKey | None
-
-
-@dataclass(frozen=True)
-class RestoreAnswers:
-    database_backup: Path
-    core_security_backup: Path
-    credentials: tuple[Credential, ...]  # a quorum of the key split in force when the backup was taken
-    management_address: str  # this machine's: network settings are not restored
-    service_address: str
-    autonomous_unlock: bool = True
+    outcome: Any = None  # the engine's own report (a restore's Restored, a join's grant) for `kma init`
 
 
 @dataclass(frozen=True)
@@ -69,12 +60,10 @@ def _new_cluster(data_dir: DataDir, answers: Answers, split: KeySplitDraft | Non
 
 def _restore(data_dir: DataDir, answers: RestoreAnswers, split: KeySplitDraft | None,
              refusals: Sequence[tuple[str, str]]) -> Made:  # fmt: skip
-    from kma.backup.restore import restore
+    from kma.backup.restore import restore_with
 
-    restored = restore(data_dir, answers.database_backup, answers.core_security_backup, answers.credentials,
-                       management_address=answers.management_address, service_address=answers.service_address,
-                       autonomous_unlock=answers.autonomous_unlock)  # fmt: skip
-    return Made(answers.management_address, restored.master)  # the quorum just opened it: unlocked
+    restored = restore_with(data_dir, answers)
+    return Made(answers.management_address, restored.master, restored)  # the quorum opened it: unlocked
 
 
 def _join(data_dir: DataDir, answers: JoinAnswers, split: KeySplitDraft | None,
@@ -82,7 +71,7 @@ def _join(data_dir: DataDir, answers: JoinAnswers, split: KeySplitDraft | None,
     from kma.cluster_join import join
 
     grant = join(data_dir, answers)
-    return Made(str(grant.kma["management_address"]), None)  # a joined KMA waits for a quorum to unlock it
+    return Made(str(grant.kma["management_address"]), None, grant)  # it waits for a quorum to unlock it
 
 
 MODES: dict[str, SetupMode] = {
@@ -101,7 +90,12 @@ def check_mode(mode: str) -> SetupMode:
 def run_answers(data_dir: DataDir, answers: Answers, split: KeySplitDraft | None = None) -> None:
     """`kma init`: the whole set-up, from answers that hold every passphrase or with the key split
     already drafted and proven (`--interactive`)."""
-    check_mode(answers.mode).run(data_dir, answers, split, ())
+    run_mode(data_dir, answers.mode, answers, split)
+
+
+def run_mode(data_dir: DataDir, mode: str, answers: Any, split: KeySplitDraft | None = None) -> Made:
+    """`kma init` for any mode, with that mode's answers."""
+    return check_mode(mode).run(data_dir, answers, split, ())
 
 
 def new_code() -> str:
