@@ -5,7 +5,7 @@ Same rules as `models`: frozen, only known keys read, times as aware `datetime`s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -110,6 +110,7 @@ class Series:
     keys_by_state: dict[str, int]
     keys_issued: tuple[tuple[str, int], ...]
     events_by_severity: tuple[DaySeverity, ...]
+    keys_by_state_exact: dict[str, bool] = field(default_factory=dict)  # false: more than the count
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Series:
@@ -117,6 +118,7 @@ class Series:
             days=int(d["days"]),
             start=parse_time(d["start"]),
             keys_by_state={str(k): int(v) for k, v in (d.get("keys_by_state") or {}).items()},
+            keys_by_state_exact={str(k): bool(v) for k, v in (d.get("keys_by_state_exact") or {}).items()},
             keys_issued=tuple((x["day"], int(x["count"])) for x in d["keys_issued"]),
             events_by_severity=tuple(DaySeverity(x["day"], int(x["info"]), int(x["warning"]), int(x["error"]))
                                      for x in d["events_by_severity"]),  # fmt: skip

@@ -66,11 +66,14 @@ def quorum(kma: RunningKma, count: int | None = None) -> list[dict[str, str]]:
 def rows(db: Path, table: str, skip_columns: tuple[str, ...] = ()) -> dict[Any, tuple[Any, ...]]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})") if r[1] not in skip_columns]
-        found = conn.execute(f"SELECT rowid, {', '.join(columns)} FROM {table}").fetchall()
+        info = list(conn.execute(f"PRAGMA table_info({table})"))
+        columns = [r[1] for r in info if r[1] not in skip_columns]
+        # Rows are matched by primary key (a WITHOUT ROWID table has no rowid), else by rowid.
+        key = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]] or ["rowid"]
+        found = conn.execute(f"SELECT {', '.join(key)}, {', '.join(columns)} FROM {table}").fetchall()
     finally:
         conn.close()
-    return {r[0]: tuple(r[1:]) for r in found}
+    return {tuple(r[: len(key)]): tuple(r[len(key) :]) for r in found}
 
 
 def tables(db: Path) -> list[str]:
