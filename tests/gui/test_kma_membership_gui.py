@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
 
 from tests.gui.helpers import WAIT_MS, action, active_dialog, fill_form, open_page, sign_in, submit
 from ui.quorum.widgets import QuorumFormDialog
@@ -61,6 +61,19 @@ def test_add_a_kma_shows_its_passphrase_once_and_the_two_voter_warning(qtbot, co
     submit(qtbot, dialog)
     qtbot.waitUntil(lambda: _pending_removal(fresh_kma, kma_id), timeout=WAIT_MS)
     assert fresh_kma.client("so").get_kma(kma_id).removed_at is None
+    waiting = _pending_box(qtbot)
+    assert "Waiting for approval: 1 of 3" in waiting.text()
+    waiting.close()  # as the user would; an open box would outlive this test
+
+
+def _pending_box(qtbot: Any) -> QMessageBox:
+    def shown() -> list[QMessageBox]:
+        boxes = [w for top in QApplication.topLevelWidgets() for w in [top, *top.findChildren(QMessageBox)]]
+        return [w for w in boxes if isinstance(w, QMessageBox) and w.objectName() == "quorumPending"
+                and w.isVisible()]  # fmt: skip
+
+    qtbot.waitUntil(lambda: bool(shown()), timeout=WAIT_MS)
+    return shown()[0]
 
 
 def _pending_removal(kma: Any, kma_id: str) -> bool:
