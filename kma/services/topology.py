@@ -145,7 +145,7 @@ def _kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
     lag = kma.store.replication_lag()
     rows = kma.store.query(
         "SELECT id, name, site_id, management_address, service_address, version, locked FROM kmas "
-        "ORDER BY site_id, name, id"
+        "WHERE removed_at IS NULL ORDER BY site_id, name, id"  # a removed KMA is history, not a member
     )
     nodes = []
     for row in rows:
