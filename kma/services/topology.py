@@ -162,7 +162,8 @@ def _kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
             "responding": me or bool(node and node.reachable),
             # This KMA knows its own lock state first-hand; the others' is what they last recorded.
             "locked": kma.vault.locked if me else bool(row["locked"]),
-            "version": __version__ if me else (node.version if node and node.version else row["version"]),
+            # The KMA software's version (the store's node status carries rqlite's own, not ours).
+            "version": __version__ if me else row["version"],
             # Each KMA knows its own outbox; the others' lag is theirs to tell.
             "replication_lag": {"depth": lag.depth, "age_seconds": lag.age_seconds} if me else None,
             "last_contact_seconds": 0.0 if me else (node.last_contact_seconds if node else None),

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from kma import __version__
 from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in, submit
 from tests.support.cluster import BINARY, add_node, first_node
 from ui.form_dialog import FormDialog
@@ -38,6 +39,8 @@ def test_three_kmas_a_killed_one_shows_down_and_recovers_and_one_is_locked_from_
         qtbot.waitUntil(all_responding, timeout=WAIT_MS)
         assert sum(n.kma.leader for n in page.scene.nodes.values()) == 1
         assert all(n.kma.voter for n in page.scene.nodes.values())
+        # Each KMA's software version, not its rqlited's
+        assert {n.kma.version for n in page.scene.nodes.values()} == {__version__}
         assert "3 of 3 KMAs responding" in page.banner.text()
         assert "Survives the loss of one voter" in page.banner.text()
 
