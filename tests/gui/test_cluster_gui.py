@@ -122,6 +122,7 @@ def test_an_auditor_sees_the_picture_but_no_actions_and_the_dashboard_links_to_i
     page = window.page("cluster")
     qtbot.waitUntil(lambda: bool(page.scene.nodes), timeout=WAIT_MS)
     assert not page.lock_button.isVisible() and not page.unlock_button.isVisible()
+    assert not page.add_button.isVisible() and not page.remove_button.isVisible()
 
 
 def test_two_sites_with_a_kma_down_show_it_and_what_the_cluster_still_survives(qtbot: Any) -> None:
