@@ -18,7 +18,6 @@ until a quorum unlocks it; its store arrives through the cluster's replication (
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import tomllib
@@ -54,6 +53,11 @@ def parse_join_answers(text: str) -> JoinAnswers:
     table = data.get("join")
     if not isinstance(table, dict):
         raise ValidationFailed('An answers file with mode = "join" needs a [join] table.')
+    return join_answers(table)
+
+
+def join_answers(table: dict[str, Any]) -> JoinAnswers:
+    """The [join] table's fields (or the set-up API's), checked."""
     fields = {}
     for key in ("kma", "ca_fingerprint", "kma_id", "passphrase", "rqlite_http_address"):
         value = table.get(key, DEFAULT_RQLITE_HTTP if key == "rqlite_http_address" else None)
@@ -120,7 +124,7 @@ def _handshake(answers: JoinAnswers) -> tuple[Any, bytes, bytes]:
 def join(data_dir: DataDir, answers: JoinAnswers) -> Any:
     """Join the cluster and write `data_dir`; returns the grant (what the cluster said)."""
     root = data_dir.root
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+    if not data_dir.is_empty():
         raise Conflict(f"{root} is not empty; a joining KMA needs a new, empty data directory.")
     grant, node_key, server_key = _handshake(answers)
     entry = grant.kma
@@ -145,9 +149,7 @@ def join(data_dir: DataDir, answers: JoinAnswers) -> Any:
         )
         node = CertifiedKey(grant.node_certificate_pem.encode(), node_key)
         ClusterFiles.of(staging.root).write(config, grant.ca_pem.encode(), node)
-        if root.exists():
-            root.rmdir()  # empty, checked above
-        os.replace(staging.root, root)
+        data_dir.take_from(staging.root)
     except BaseException:
         shutil.rmtree(staging.root, ignore_errors=True)
         raise

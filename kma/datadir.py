@@ -134,6 +134,22 @@ class DataDir:
     def demo_credentials(self) -> Path:
         return self.root / "demo-credentials.json"
 
+    def is_empty(self) -> bool:
+        """Nothing in it but what a `kma serve` waiting in set-up mode keeps there (its lock, its log)."""
+        if not self.root.exists():
+            return True
+        return self.root.is_dir() and all(p.name in ("kma.lock", "logs") for p in self.root.iterdir())
+
+    def take_from(self, staging: Path) -> None:
+        """A checked, staged KMA becomes this data directory (renamed whole, or moved into it)."""
+        if not self.root.exists():
+            staging.rename(self.root)
+            return
+        for entry in staging.iterdir():
+            entry.rename(self.root / entry.name)
+        staging.rmdir()
+        os.chmod(self.root, 0o700)
+
     def is_initialised(self) -> bool:
         # A cluster node's store is its rqlite node (cluster/node.toml), not kma.db.
         cluster_node = (self.root / "cluster" / "node.toml").exists()

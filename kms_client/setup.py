@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -84,4 +85,29 @@ class SetupClient:
     def finish(self, answers: dict[str, Any]) -> SetUpKma:
         """`answers`: the answers file's fields with `threshold` and `members` (names only)."""
         result = self._call("POST", "/setup/finish", answers)
+        return SetUpKma(result["management_address"], result["ca_fingerprint"])
+
+    def upload_backup(self, which: str, path: Path) -> None:
+        """`which`: "database-backup" or "core-security-backup"; the file goes to the KMA as it is."""
+        with translated_transport_errors(self.address, self._timeout):
+            response = self._http.put(f"/setup/restore/{which}", content=path.read_bytes(),
+                                      params={"name": path.name},
+                                      headers={"X-Setup-Code": self.code,
+                                               "Content-Type": "application/octet-stream"})  # fmt: skip
+        if response.is_error:
+            raise error_from_response(response)
+
+    def restore(self, management_address: str, service_address: str, quorum: Sequence[tuple[str, str]],
+                autonomous_unlock: bool = True) -> SetUpKma:  # fmt: skip
+        """Restore from the uploaded backup files with a quorum's (member, passphrase) pairs."""
+        body = {"management_address": management_address, "service_address": service_address,
+                "members": [{"name": n, "passphrase": p} for n, p in quorum],
+                "autonomous_unlock": autonomous_unlock}  # fmt: skip
+        result = self._call("POST", "/setup/restore", body)
+        return SetUpKma(result["management_address"], result["ca_fingerprint"])
+
+    def join(self, kma: str, ca_fingerprint: str, kma_id: str, passphrase: str) -> SetUpKma:
+        """Join the cluster of the KMA at `kma` (its CA must have `ca_fingerprint`) as `kma_id`."""
+        body = {"kma": kma, "ca_fingerprint": ca_fingerprint, "kma_id": kma_id, "passphrase": passphrase}
+        result = self._call("POST", "/setup/join", body)
         return SetUpKma(result["management_address"], result["ca_fingerprint"])

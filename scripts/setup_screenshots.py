@@ -2,7 +2,8 @@
 
 Starts `kma serve` on an empty data directory (set-up mode), walks the wizard through every page
 as an installer would, grabbing each, with one refusal shown where it was typed, and renders the
-first member's key split card. Run alone or from ``scripts/screenshots.py``:
+first member's key split card; then, on a second KMA in set-up mode, the restore and join pages
+(setup_r*, setup_j*), each with a refusal it really gave. Run alone or from ``scripts/screenshots.py``:
 
     python scripts/setup_screenshots.py [--out docs/screenshots]
 """
@@ -146,6 +147,101 @@ def render(  # noqa: PLR0915 - the walk, page by page
                 out / "key_split_card.png", cards_for("Acme Tape Vault", [n for n, _ in MEMBERS], 2)[0]
             )
         )
+    finally:
+        process.terminate()
+        process.wait(20)
+    return paths + render_restore_and_join(out, grab, settle, ops)
+
+
+def render_restore_and_join(  # noqa: PLR0915 - the walk, page by page
+    out: Path, grab: Callable[[Any, Path], Path], settle: Callable[[Any], None], ops: Any
+) -> list[Path]:
+    """The restore and join pages; their done pages as they show a restored and a joined KMA."""
+    from PySide6.QtWidgets import QWizard
+
+    from kms_client.setup import SetUpKma
+    from ui.setup_wizard.wizard import SetupWizard
+
+    folder = Path(tempfile.mkdtemp(prefix="kms-setup-screenshots-"))
+    process, info = start_waiting_kma(folder)
+    paths: list[Path] = []
+    try:
+        wizard = SetupWizard(ops)
+        wizard.resize(820, 620)
+        wizard.show()
+        pages = wizard.pages
+
+        def shot(name: str) -> None:
+            settle(ops)
+            paths.append(grab(wizard, out / f"setup_{name}.png"))
+
+        def next_page() -> None:
+            button = QWizard.CommitButton if wizard.currentPage().isCommitPage() else QWizard.NextButton
+            wizard.button(button).click()
+            settle(ops)
+
+        connect = pages["ConnectPage"]
+        connect.address.setText(info["management_address"])
+        connect.reach()
+        settle(ops)
+        connect.same.setChecked(True)
+        connect.code.setText(info["setup_code"])
+        next_page()
+        pages["NetworkPage"].service.setText(f"127.0.0.1:{_free_port()}")
+        next_page()
+        mode = pages["ModePage"]
+        next(b for b in mode.choice.buttons() if b.property("mode") == "restore").setChecked(True)
+        shot("r1_mode_restore")
+        next_page()
+        files = pages["RestoreFilesPage"]
+        backups = folder / "from-the-backup-medium"
+        backups.mkdir()
+        for name, field in (("acme-2026-11-23.kmabackup", files.database), ("acme.kmacore", files.core)):
+            (backups / name).write_text("not a backup: a file picked by mistake\n")
+            field.setText(str(backups / name))
+        shot("r2_restore_files")
+        next_page()
+        quorum = pages["RestoreQuorumPage"]
+        for name, passphrase in MEMBERS[:2]:
+            quorum.name.setText(name)
+            quorum.passphrase.setText(passphrase)
+            quorum.take()
+        quorum.name.setText(MEMBERS[2][0])
+        quorum.passphrase.setText(MEMBERS[2][1])
+        shot("r3_restore_quorum")
+        next_page()  # the KMA refuses the files: its reason stays on this page
+        deadline = time.monotonic() + 30
+        while not quorum.error.text() and time.monotonic() < deadline:
+            settle(ops)
+        shot("r3_restore_quorum_refused")
+        wizard.button(QWizard.BackButton).click()
+        wizard.button(QWizard.BackButton).click()
+        settle(ops)
+        next(b for b in mode.choice.buttons() if b.property("mode") == "join").setChecked(True)
+        next_page()
+        join = pages["JoinPage"]
+        join.kma.setText(f"127.0.0.1:{_free_port()}")  # nothing listens there
+        join.fingerprint.setText("SHA256:" + ":".join(["5E", "0C", "A1", "77"] * 8))
+        join.kma_id.setText("kma-bos-1")
+        join.passphrase.setText("one-time KMA passphrase")
+        shot("j1_join")
+        next_page()
+        deadline = time.monotonic() + 30
+        while not join.error.text() and time.monotonic() < deadline:
+            settle(ops)
+        shot("j1_join_refused")
+        wizard.close()
+        for page, name in (("RestoreDonePage", "r4_restored"), ("JoinDonePage", "j2_joined")):
+            done = SetupWizard(ops)
+            done.resize(820, 620)
+            done.answers.kma_id = "kma-bos-1"
+            done.answers.made = SetUpKma("10.0.2.10:8443", "SHA256:" + ":".join(["5E", "0C", "A1", "77"] * 8))
+            done.setStartId(done.page_ids[page])
+            done.show()
+            done.restart()
+            settle(ops)
+            paths.append(grab(done, out / f"setup_{name}.png"))
+            done.close()
     finally:
         process.terminate()
         process.wait(20)

@@ -7,6 +7,7 @@ certificate pinned, the set-up code), not ``worker.client``; each closes its con
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from app.operations import OpContext
 from app.setup import SetupAnswers
@@ -36,3 +37,20 @@ def prove(worker: OpContext, answers: SetupAnswers, typed: Sequence[tuple[str, s
 def finish(worker: OpContext, answers: SetupAnswers) -> SetUpKma:
     with answers.client() as setup:
         return setup.finish(answers.finish_body())
+
+
+def upload_backups(worker: OpContext, answers: SetupAnswers, database: Path, core: Path) -> None:
+    with answers.client() as setup:
+        setup.upload_backup("database-backup", database)
+        setup.upload_backup("core-security-backup", core)
+
+
+def restore(worker: OpContext, answers: SetupAnswers, quorum: Sequence[tuple[str, str]]) -> SetUpKma:
+    with answers.client() as setup:
+        return setup.restore(answers.management_address, answers.service_address, quorum,
+                             answers.autonomous_unlock)  # fmt: skip
+
+
+def join(worker: OpContext, answers: SetupAnswers, kma: str, fingerprint: str, passphrase: str) -> SetUpKma:
+    with answers.client() as setup:
+        return setup.join(kma, fingerprint, answers.kma_id, passphrase)

@@ -26,8 +26,9 @@ class BodyLimit:
     the app is too late, as FastAPI turns any failure while reading a body into a 400.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY) -> None:
         self.app = app
+        self.limit = limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -35,8 +36,8 @@ class BodyLimit:
             return
         length = dict(scope.get("headers", [])).get(b"content-length")
         if length is not None:
-            if not length.isdigit() or int(length) > MAX_BODY:
-                await _too_large(scope, send)
+            if not length.isdigit() or int(length) > self.limit:
+                await _too_large(scope, send, self.limit)
                 return
             await self.app(scope, receive, send)
             return
@@ -48,8 +49,8 @@ class BodyLimit:
             if message["type"] != "http.request":
                 break  # the client went away: let the app see that
             seen += len(message.get("body", b""))
-            if seen > MAX_BODY:
-                await _too_large(scope, send)
+            if seen > self.limit:
+                await _too_large(scope, send, self.limit)
                 return
             if not message.get("more_body", False):
                 break
@@ -63,9 +64,10 @@ class BodyLimit:
 TOO_LARGE = "The request body is over 64 KiB."
 
 
-async def _too_large(scope: Scope, send: Send) -> None:
-    await errors._audit_refusal(Request(scope), "payload_too_large", TOO_LARGE)
-    error = {"error": {"code": "payload_too_large", "message": TOO_LARGE}}
+async def _too_large(scope: Scope, send: Send, limit: int) -> None:
+    message = TOO_LARGE if limit == MAX_BODY else f"The request body is over {limit // 2**20} MiB."
+    await errors._audit_refusal(Request(scope), "payload_too_large", message)
+    error = {"error": {"code": "payload_too_large", "message": message}}
     body = json.dumps(error, separators=(",", ":")).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": 413, "headers": headers})

@@ -18,7 +18,7 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,19 @@ class Restored:
     keys: int
     audit_events: int
     ca_fingerprint: str
+    master: WrappingKey | None = field(default=None, repr=False, compare=False)  # serves unlocked at once
+
+
+@dataclass(frozen=True)
+class RestoreAnswers:
+    """What a restore is given: by `kma init --answers` or the set-up API (files uploaded there)."""
+
+    database_backup: Path
+    core_security_backup: Path
+    credentials: tuple[Credential, ...]  # a quorum of the key split in force when the backup was taken
+    management_address: str  # this machine's: network settings are not restored
+    service_address: str
+    autonomous_unlock: bool = True
 
 
 def restore(
@@ -77,7 +90,7 @@ def restore(
     """Make `data_dir` (new or empty) a KMA restored from the two backup files; refuses with a
     reason (`BadBackup`, `Conflict`) and leaves `data_dir` untouched otherwise."""
     root = data_dir.root
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+    if not data_dir.is_empty():
         raise Conflict(f"{root} is not empty; a restore needs a new or empty data directory.")
     core = read_core_security_backup(core_security_backup)
     backup = read_database_backup(database_backup)
@@ -101,10 +114,11 @@ def restore(
         stage = DataDir(staging)
         decrypt_database_backup(backup, master, stage.db)
         _check_database(stage.db, backup)
-        restored = _set_up(
-            stage, backup, master, management_address, service_address, autonomous_unlock, clock
+        restored = replace(
+            _set_up(stage, backup, master, management_address, service_address, autonomous_unlock, clock),
+            master=master,
         )
-        _move_into_place(staging, root)
+        data_dir.take_from(staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return restored
@@ -233,17 +247,7 @@ def _set_up(
                     int(counts["keys"]), int(counts["audit_events"]), fingerprint(ca.cert_pem))  # fmt: skip
 
 
-def _move_into_place(staging: Path, root: Path) -> None:
-    """The checked, set-up KMA becomes `root` (renamed whole, or moved into an empty folder)."""
-    if not root.exists():
-        staging.rename(root)
-        return
-    for entry in staging.iterdir():
-        entry.rename(root / entry.name)
-    os.chmod(root, 0o700)
-
-
-def restore_from_answers(data_dir: DataDir, data: dict[str, Any], base: Path) -> Restored:
+def read_restore_answers(data: dict[str, Any], base: Path) -> RestoreAnswers:
     """`kma init --answers F` with `mode = "restore"` (README): the two files (relative to the
     answers file's folder), this machine's addresses, and the key split members' passphrases."""
     kma = data.get("kma", {})
@@ -266,10 +270,16 @@ def restore_from_answers(data_dir: DataDir, data: dict[str, Any], base: Path) ->
     unlock = data.get("autonomous_unlock", True)
     if not isinstance(unlock, bool):
         raise ValidationFailed("autonomous_unlock must be true or false.")
-    return restore(
-        data_dir, files["database_backup"], files["core_security_backup"],
-        [Credential(str(m.get("name", "")), str(m.get("passphrase", ""))) for m in members],
+    return RestoreAnswers(
+        files["database_backup"], files["core_security_backup"],
+        tuple(Credential(str(m.get("name", "")), str(m.get("passphrase", ""))) for m in members),
         management_address=str(kma.get("management_address", "127.0.0.1:8443")),
         service_address=str(kma.get("service_address", "127.0.0.1:5696")),
         autonomous_unlock=unlock,
     )  # fmt: skip
+
+
+def restore_with(data_dir: DataDir, answers: RestoreAnswers) -> Restored:
+    return restore(data_dir, answers.database_backup, answers.core_security_backup, answers.credentials,
+                   management_address=answers.management_address, service_address=answers.service_address,
+                   autonomous_unlock=answers.autonomous_unlock)  # fmt: skip

@@ -78,9 +78,10 @@ def run_init(args: argparse.Namespace) -> int:
 def _run_restore(data_dir: DataDir, text: str, base: Path) -> int:
     import tomllib
 
-    from kma.backup.restore import restore_from_answers
+    from kma.backup.restore import read_restore_answers
+    from kma.setup.service import run_mode
 
-    restored = restore_from_answers(data_dir, tomllib.loads(text), base)
+    restored = run_mode(data_dir, "restore", read_restore_answers(tomllib.loads(text), base)).outcome
     print(
         f"Restored KMA '{restored.kma_id}' of cluster '{restored.cluster_name}' in {data_dir.root} from "
         f"backup {restored.backup_id}: {restored.keys} keys, {restored.audit_events} audit events"

@@ -88,10 +88,10 @@ def run_kma_passphrase(args: argparse.Namespace, client: Any) -> int:
 
 def run_join(data_dir: DataDir, answers_text: str) -> int:
     """`kma init` with `mode = "join"` (kma/cluster_join.py)."""
-    from kma.cluster_join import join, parse_join_answers
+    from kma.cluster_join import parse_join_answers
+    from kma.setup.service import run_mode
 
-    answers = parse_join_answers(answers_text)
-    grant = join(data_dir, answers)
+    grant = run_mode(data_dir, "join", parse_join_answers(answers_text)).outcome
     entry = grant.kma
     role = "a voter" if entry["voter"] else "a non-voter (read replica)"
     print(f"Joined cluster '{grant.cluster_name}' as KMA '{entry['id']}' at site '{entry['site_id']}', "

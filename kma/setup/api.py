@@ -7,6 +7,13 @@ POST /api/v1/setup/network       can the KMA listen on these management and serv
 POST /api/v1/setup/key-split     draft the key split; answers which members must prove it
 POST /api/v1/setup/proof         those members' passphrases again: do they reconstruct the secret?
 POST /api/v1/setup/finish        the rest of the answers: the KMA is made, and serves normally
+PUT  /api/v1/setup/restore/database-backup       a restore's two backup files, sent by the installer
+PUT  /api/v1/setup/restore/core-security-backup  (raw bodies, up to 256 MiB each; ?name=FILE)
+POST /api/v1/setup/restore       a quorum's passphrases and this machine's addresses: the KMA is restored
+POST /api/v1/setup/join          an existing KMA, its CA fingerprint, this KMA's ID and one-time passphrase
+
+The backup files are uploaded rather than named by a path on the KMA: the installer at a manager
+holds them (a backup medium at their desk), and a KMA just unpacked has no way yet to receive files.
 
 Every other route is refused with 503 `setup_mode`. The set-up code travels in the
 `X-Setup-Code` header.
@@ -14,18 +21,24 @@ Every other route is refused with 503 `setup_mode`. The set-up code travels in t
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Request
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from pydantic import BaseModel, Field
 
 from kma import __version__
 from kma.api import errors
 from kma.api.app import PREFIX, BodyLimit
 from kma.api.deps import client_address
+from kma.backup.restore import RestoreAnswers
 from kma.bootstrap import DEFAULT_POOL, Answers, SplitMember
+from kma.cluster_join import join_answers
 from kma.errors import KmaError
+from kma.services.quorum.key_split import Credential
 from kma.setup.service import SetupSession
+
+SETUP_MAX_BODY = 256 * 2**20  # a backup file; a database backup of a large cluster is tens of MiB
+UPLOADS = {"database-backup": "database backup", "core-security-backup": "core security backup"}
 
 router = APIRouter(tags=["set-up"])
 
@@ -48,6 +61,7 @@ def with_code(request: Request, x_setup_code: Annotated[str, Header()] = "") -> 
 Session = Annotated[SetupSession, Depends(session)]
 Authorised = Annotated[SetupSession, Depends(with_code)]
 Text = Annotated[str, Field(max_length=300)]
+FileName = Annotated[str, Query(max_length=255)]
 
 
 class Network(BaseModel):
@@ -114,6 +128,20 @@ class Finish(BaseModel):
         )  # fmt: skip
 
 
+class Restore(BaseModel):
+    management_address: Text  # this machine's: network settings are not restored
+    service_address: Text
+    members: Annotated[list[Member], Field(max_length=20)]  # a quorum of the split in the backup
+    autonomous_unlock: bool = True
+
+
+class Join(BaseModel):
+    kma: Text  # an existing KMA's management address
+    ca_fingerprint: Text
+    kma_id: Text
+    passphrase: Annotated[str, Field(max_length=256)]
+
+
 @router.get("/ca")
 def temporary_certificate(setup: Session) -> dict[str, str]:
     return {"ca_pem": setup.certificate_pem, "fingerprint": setup.fingerprint}
@@ -153,6 +181,32 @@ def finish(body: Finish, setup: Authorised) -> dict[str, str]:
     return {"management_address": setup.continue_address, "ca_fingerprint": setup.cluster_fingerprint()}
 
 
+@router.put("/setup/restore/{upload}")
+async def upload(upload: Literal["database-backup", "core-security-backup"], request: Request,
+                 setup: Authorised, name: FileName = "") -> dict[str, int]:  # fmt: skip
+    size = 0
+    with setup.upload_path(upload, name).open("wb") as out:
+        async for chunk in request.stream():
+            out.write(chunk)
+            size += len(chunk)
+    return {"size": size}
+
+
+@router.post("/setup/restore")
+def restore(body: Restore, setup: Authorised) -> dict[str, str]:
+    database, core = (setup.uploaded(kind, what) for kind, what in UPLOADS.items())
+    quorum = tuple(Credential(m.name, m.passphrase) for m in body.members)
+    setup.restore(RestoreAnswers(database, core, quorum, body.management_address, body.service_address,
+                                 body.autonomous_unlock))  # fmt: skip
+    return {"management_address": setup.continue_address, "ca_fingerprint": setup.cluster_fingerprint()}
+
+
+@router.post("/setup/join")
+def join(body: Join, setup: Authorised) -> dict[str, str]:
+    setup.join(join_answers(body.model_dump()))
+    return {"management_address": setup.continue_address, "ca_fingerprint": setup.cluster_fingerprint()}
+
+
 fallback = APIRouter()
 
 
@@ -169,5 +223,5 @@ def create_setup_app(setup: SetupSession) -> FastAPI:
     errors.install(app)  # the contract's error shape; there is no audit trail yet to record in
     app.include_router(router, prefix=PREFIX)
     app.include_router(fallback)
-    app.add_middleware(BodyLimit)
+    app.add_middleware(BodyLimit, limit=SETUP_MAX_BODY)
     return app

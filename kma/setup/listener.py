@@ -36,7 +36,7 @@ DEFAULT_SETUP_ADDRESS = "127.0.0.1:8443"
 @dataclass(frozen=True)
 class Finished:
     management_port: int | None  # the port normal mode listens on; None: the answered one
-    master: WrappingKey  # the new KMA's master key: it serves unlocked without waiting for a quorum
+    master: WrappingKey | None  # the new KMA's master key: it serves unlocked without waiting for a quorum
 
 
 class _SetupListener(Listener):
@@ -102,10 +102,11 @@ def serve_setup(data_dir: DataDir, setup_address: str, management_port: int | No
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:
+        session.discard_uploads()
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)
     if not session.finished.is_set() or STOP_REQUESTED.is_set():
         return None
     say(f"set-up finished: the KMA continues on https://{session.continue_address}")
-    assert session.master is not None
-    return Finished(continue_port, session.master)
+    assert session.made is not None
+    return Finished(continue_port, session.made.master)

@@ -1,7 +1,8 @@
 """The set-up service: what `kma init` and the set-up API (the manager's wizard) both run.
 
-`MODES` is the dispatch table of what a set-up can do; a mode is offered only once its engine is
-in this KMA (joining an existing cluster and restoring from a backup add their entries here).
+`MODES` is the dispatch table of what a set-up can do: a new cluster, a restore from a backup
+(kma/backup/restore.py), a new KMA joining an existing cluster (kma/cluster_join.py). Each mode
+takes its own answers: `Answers`, `RestoreAnswers`, `JoinAnswers`.
 `SetupSession` is one uninitialised KMA waiting in set-up mode: it holds the one-time set-up
 code, checks the network settings on this machine, drafts and proves the key split in memory,
 and finally runs the chosen mode. Nothing is written before that last step.
@@ -13,12 +14,17 @@ import errno
 import hmac
 import logging
 import secrets
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from kma.backup.restore import RestoreAnswers
 from kma.bootstrap import Answers, check_settings, check_split_members, initialise
+from kma.cluster_join import JoinAnswers
 from kma.crypto import WrappingKey, fingerprint
 from kma.datadir import DataDir
 from kma.errors import Conflict, Unauthenticated, ValidationFailed
@@ -32,19 +38,46 @@ MAX_WRONG_CODES = 5  # then the code is replaced by a new one, shown only on the
 
 
 @dataclass(frozen=True)
+class Made:
+    """What a mode made: where the KMA serves, and its master key if it may serve unlocked at once
+    (None: it starts as after a restart, locked until a quorum unlocks it or autonomous unlock does)."""
+
+    management_address: str
+    master: WrappingKey | None
+    outcome: Any = None  # the engine's own report (a restore's Restored, a join's grant) for `kma init`
+
+
+@dataclass(frozen=True)
 class SetupMode:
     title: str  # as the wizard and `kma init --interactive` offer it
-    # -> the master key of the KMA it made, to serve at once
-    run: Callable[[DataDir, Answers, KeySplitDraft | None, Sequence[tuple[str, str]]], WrappingKey]
+    run: Callable[[DataDir, Any, KeySplitDraft | None, Sequence[tuple[str, str]]], Made]
 
 
 def _new_cluster(data_dir: DataDir, answers: Answers, split: KeySplitDraft | None,
-                 refusals: Sequence[tuple[str, str]]) -> WrappingKey:  # fmt: skip
-    return initialise(data_dir, answers, split=split, refusals=refusals)
+                 refusals: Sequence[tuple[str, str]]) -> Made:  # fmt: skip
+    return Made(answers.management_address, initialise(data_dir, answers, split=split, refusals=refusals))
+
+
+def _restore(data_dir: DataDir, answers: RestoreAnswers, split: KeySplitDraft | None,
+             refusals: Sequence[tuple[str, str]]) -> Made:  # fmt: skip
+    from kma.backup.restore import restore_with
+
+    restored = restore_with(data_dir, answers)
+    return Made(answers.management_address, restored.master, restored)  # the quorum opened it: unlocked
+
+
+def _join(data_dir: DataDir, answers: JoinAnswers, split: KeySplitDraft | None,
+          refusals: Sequence[tuple[str, str]]) -> Made:  # fmt: skip
+    from kma.cluster_join import join
+
+    grant = join(data_dir, answers)
+    return Made(str(grant.kma["management_address"]), None, grant)  # it waits for a quorum to unlock it
 
 
 MODES: dict[str, SetupMode] = {
     "new_cluster": SetupMode("Create a new cluster", _new_cluster),
+    "restore": SetupMode("Restore a KMA from a backup", _restore),
+    "join": SetupMode("Join an existing cluster", _join),
 }
 
 
@@ -57,7 +90,12 @@ def check_mode(mode: str) -> SetupMode:
 def run_answers(data_dir: DataDir, answers: Answers, split: KeySplitDraft | None = None) -> None:
     """`kma init`: the whole set-up, from answers that hold every passphrase or with the key split
     already drafted and proven (`--interactive`)."""
-    check_mode(answers.mode).run(data_dir, answers, split, ())
+    run_mode(data_dir, answers.mode, answers, split)
+
+
+def run_mode(data_dir: DataDir, mode: str, answers: Any, split: KeySplitDraft | None = None) -> Made:
+    """`kma init` for any mode, with that mode's answers."""
+    return check_mode(mode).run(data_dir, answers, split, ())
 
 
 def new_code() -> str:
@@ -112,8 +150,8 @@ class SetupSession:
         self.refusals: list[tuple[str, str]] = []  # (address, what): audited once the KMA exists
         self.draft: KeySplitDraft | None = None
         self.finished = threading.Event()
-        self.answers: Answers | None = None
-        self.master: WrappingKey | None = None  # once set up: handed to normal mode, which serves unlocked
+        self.made: Made | None = None  # once set up: handed to normal mode
+        self._uploads: Path | None = None  # the restore's backup files, sent over the set-up connection
         self._lock = threading.Lock()
 
     def check_code(self, code: str, address: str) -> None:
@@ -161,23 +199,66 @@ class SetupSession:
         return prove(self.draft, typed)
 
     def finish(self, answers: Answers) -> None:
-        """Run the chosen mode with the proven key split; after this the set-up code is spent."""
-        mode = check_mode(answers.mode)
+        """A new cluster with the proven key split; after this the set-up code is spent."""
+        check_mode(answers.mode)
         check_settings(answers)
         self.check_network(answers.management_address, answers.service_address)
+        self._run(answers.mode, answers)
+
+    def restore(self, answers: RestoreAnswers) -> None:
+        """A restore from the two backup files (uploaded, see `uploads`); the restored split is used."""
+        self.check_network(answers.management_address, answers.service_address)
+        self._run("restore", answers)
+        self.discard_uploads()
+
+    def upload_path(self, kind: str, file_name: str) -> Path:
+        """Where an uploaded backup file is kept until the restore (a private temporary folder: the
+        data directory must stay empty until the restore has checked everything), under the name
+        the installer chose it by, so the restore's reasons name the file they know."""
+        name = Path(file_name.replace("\\", "/")).name[:120] or kind
+        with self._lock:
+            if self._uploads is None:
+                self._uploads = Path(tempfile.mkdtemp(prefix="kma-setup-uploads-"))
+            folder = self._uploads / kind
+            shutil.rmtree(folder, ignore_errors=True)  # a file sent again replaces the earlier one
+            folder.mkdir()
+            return folder / name
+
+    def uploaded(self, kind: str, what: str) -> Path:
+        with self._lock:
+            sent = (
+                list((self._uploads / kind).iterdir())
+                if self._uploads and (self._uploads / kind).is_dir()
+                else []
+            )
+        if not sent:
+            raise ValidationFailed(f"Send the {what} first.")
+        return sent[0]
+
+    def discard_uploads(self) -> None:
+        with self._lock:
+            if self._uploads is not None:
+                shutil.rmtree(self._uploads, ignore_errors=True)
+                self._uploads = None
+
+    def join(self, answers: JoinAnswers) -> None:
+        """Join an existing cluster; the entry made there for this KMA holds its addresses."""
+        self._run("join", answers)
+
+    def _run(self, name: str, answers: Any) -> None:
+        mode = check_mode(name)
         with self._lock:
             if self.finished.is_set():
                 raise Conflict("This KMA has been set up already.")
-            self.master = mode.run(self.data_dir, answers, self.draft, tuple(self.refusals))
-            self.answers = answers
+            self.made = mode.run(self.data_dir, answers, self.draft, tuple(self.refusals))
             self.finished.set()
         log.info("set-up finished: %s", mode.title)
 
     @property
     def continue_address(self) -> str:
         """Where the management API is once set up: the answered address (or its port override)."""
-        assert self.answers is not None
-        host, port = split_address(self.answers.management_address)
+        assert self.made is not None
+        host, port = split_address(self.made.management_address)
         return f"{host}:{port if self.continue_port is None else self.continue_port}"
 
     def cluster_fingerprint(self) -> str:

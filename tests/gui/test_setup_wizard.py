@@ -95,9 +95,8 @@ def walk(qtbot: Any, wizard: SetupWizard, kma: RunningKma, service_port: int, mi
     network.time_server.setText("ntp.example.com")
     next_page(qtbot, wizard, "ModePage")
     mode = wizard.currentPage()
-    assert [b.text() for b in mode.choice.buttons()] == [
-        "Create a new cluster with this KMA as its first member"
-    ]
+    assert [b.property("mode") for b in mode.choice.buttons()] == ["new_cluster", "restore", "join"]
+    assert mode.choice.checkedButton().text() == "Create a new cluster with this KMA as its first member"
     mode.cluster.setText("Acme Tape Vault")
     mode.site_id.setText("dallas")
     mode.site_name.setText("Dallas")

@@ -174,7 +174,7 @@ def connect_raw(kma: RunningKma) -> httpx.Client:
 
 @pytest.mark.parametrize(("change", "reason"), [
     (lambda t: t.replace('passphrase = "alice walks the long pier"\n', ""), "leave out passphrases"),
-    (lambda t: t.replace('mode = "new_cluster"', 'mode = "join"'), "cannot set itself up as 'join'"),
+    (lambda t: t.replace('mode = "new_cluster"', 'mode = "clone"'), "cannot set itself up as 'clone'"),
     (lambda t: t.replace("alice walks the long pier", "password1"), "guessable"),
     (lambda t: t.replace("threshold = 2", "threshold = 4"), "cannot exceed the number of members"),
 ])  # fmt: skip

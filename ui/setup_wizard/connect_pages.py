@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QRadioButton,
     QVBoxLayout,
+    QWidget,
 )
 
 import kms_client
@@ -26,9 +27,11 @@ from ui.setup_wizard.base import SetupPage, reason
 from ui.trust_dialog import grouped
 
 # The modes this wizard has pages for, and the first of them; a mode is offered only if the KMA
-# offers it too (kma/setup/service.py MODES). Joining a cluster and restoring a backup add theirs.
-MODE_TITLES = {"new_cluster": "Create a new cluster with this KMA as its first member"}
-MODE_FIRST_PAGE = {"new_cluster": "KeySplitPage"}
+# offers it too (kma/setup/service.py MODES).
+MODE_TITLES = {"new_cluster": "Create a new cluster with this KMA as its first member",
+               "restore": "Restore a KMA from a backup (database backup and core security backup)",
+               "join": "Join an existing cluster as a new KMA"}  # fmt: skip
+MODE_FIRST_PAGE = {"new_cluster": "KeySplitPage", "restore": "RestoreFilesPage", "join": "JoinPage"}
 
 
 class ConnectPage(SetupPage):
@@ -146,7 +149,9 @@ class ModePage(SetupPage):
         self.choice = QButtonGroup(self)
         self.choices = QVBoxLayout()
         layout.addLayout(self.choices)
-        form = QFormLayout()
+        self.new_cluster = QWidget()  # what only a new cluster asks here
+        form = QFormLayout(self.new_cluster)
+        form.setContentsMargins(0, 0, 0, 0)
         self.cluster = QLineEdit()
         self.cluster.setAccessibleName("Cluster name")
         self.site_id, self.site_name = QLineEdit(), QLineEdit()
@@ -160,7 +165,8 @@ class ModePage(SetupPage):
         form.addRow("Site name:", self.site_name)
         form.addRow("This KMA's ID:", self.kma_id)
         form.addRow("This KMA's name:", self.kma_name)
-        layout.addLayout(form)
+        layout.addWidget(self.new_cluster)
+        self.choice.buttonToggled.connect(self._show_fields)
         layout.addWidget(self.error)
         layout.addStretch()
 
@@ -175,6 +181,11 @@ class ModePage(SetupPage):
             button.setChecked(mode == self.answers.mode or len(offered) == 1)
             self.choice.addButton(button)
             self.choices.addWidget(button)
+        self._show_fields()
+
+    def _show_fields(self, *_: Any) -> None:
+        chosen = self.choice.checkedButton()
+        self.new_cluster.setVisible(chosen is None or chosen.property("mode") == "new_cluster")
 
     def nextId(self) -> int:  # noqa: N802 - Qt override
         chosen = self.choice.checkedButton()
@@ -187,6 +198,8 @@ class ModePage(SetupPage):
             return "Choose what this KMA will do."
         a = self.answers
         a.mode = chosen.property("mode")
+        if a.mode != "new_cluster":
+            return ""  # restore and join ask on their own pages
         a.cluster_name = self.cluster.text().strip()
         a.site_id, a.site_name = self.site_id.text().strip(), self.site_name.text().strip()
         a.kma_id, a.kma_name = self.kma_id.text().strip(), self.kma_name.text().strip()

@@ -5,7 +5,7 @@ Every answer goes to the KMA's set-up API (kma/setup/api.py), the same set-up se
 page. Cancel before then leaves it waiting, not set up. At the end the wizard signs the new
 Security Officer in, trusting the new cluster CA the set-up reported.
 
-A mode (new cluster; join and restore once their engines are in the KMA) is offered when both the
+A mode (new cluster, restore, join: restore_join_pages.py) is offered when both the
 KMA (its `modes`) and this wizard (connect_pages.MODE_TITLES, MODE_FIRST_PAGE) know it; the mode
 page then goes on to that mode's first page.
 """
@@ -23,14 +23,25 @@ from app.setup import SetupAnswers, sign_in_when_serving
 from ui.setup_wizard.connect_pages import ConnectPage, ModePage, NetworkPage
 from ui.setup_wizard.finish_pages import DonePage, ProgressPage, SummaryPage
 from ui.setup_wizard.key_split_pages import KeySplitPage, MembersPage, ProofPage
+from ui.setup_wizard.restore_join_pages import (
+    JoinDonePage,
+    JoinPage,
+    RestoreDonePage,
+    RestoreFilesPage,
+    RestoreQuorumPage,
+)
 from ui.setup_wizard.settings_pages import OfficerPage, PoolPage, UnlockPage
 
 PAGES = (ConnectPage, NetworkPage, ModePage, KeySplitPage, MembersPage, ProofPage, OfficerPage, UnlockPage,
-         PoolPage, SummaryPage, ProgressPage, DonePage)  # fmt: skip
+         PoolPage, SummaryPage, ProgressPage, DonePage,
+         RestoreFilesPage, RestoreQuorumPage, RestoreDonePage, JoinPage, JoinDonePage)  # fmt: skip
 
 
 class SignInPage(DonePage):
     """The done page; Finish signs the new Security Officer in."""
+
+    def nextId(self) -> int:  # noqa: N802 - Qt override
+        return -1  # the other modes' pages follow it in the wizard
 
     def check(self) -> Any:
         answers = self.answers

@@ -1,0 +1,120 @@
+"""The set-up wizard's restore and join paths (issue 13) against a real `kma serve` in set-up mode.
+
+Restore: a backup of a demo KMA made in the test, its two files chosen, the quorum's members
+typing in turn; each refusal (a changed byte, too few passphrases, a wrong one) is shown on the
+quorum page with the restore's reason and the KMA keeps waiting; then the restored KMA serves and
+the installer signs in as a restored user. Join: its refusals against a real KMA (unreachable,
+another cluster's CA, a KMA ID with no entry) stay on the join page, nothing written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtWidgets import QWizard
+
+from tests.gui.helpers import WAIT_MS
+from tests.gui.test_setup_wizard import connect, next_page, open_wizard, refused_here
+from tests.integration.test_backups import changed, quorum, take_backups
+from tests.support.first_setup import free_port, written
+from tests.support.kma_process import RunningKma
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
+    kma = RunningKma.demo_in(tmp_path_factory.mktemp("wizard-restore-source"), test_clock=False)
+    yield kma
+    kma.stop()
+
+
+@pytest.fixture
+def waiting(tmp_path: Path) -> Iterator[RunningKma]:
+    kma = RunningKma.awaiting_setup(tmp_path / "waiting")
+    yield kma
+    kma.stop()
+
+
+def choose_mode(qtbot: Any, wizard: Any, waiting: RunningKma, mode: str, first_page: str) -> None:
+    connect(qtbot, wizard, waiting, waiting.setup["setup_code"])
+    next_page(qtbot, wizard, "NetworkPage")
+    wizard.currentPage().service.setText(f"127.0.0.1:{free_port()}")
+    next_page(qtbot, wizard, "ModePage")
+    page = wizard.currentPage()
+    next(b for b in page.choice.buttons() if b.property("mode") == mode).setChecked(True)
+    assert page.new_cluster.isHidden()  # the new cluster's name, site and ID are not asked
+    next_page(qtbot, wizard, first_page)
+
+
+def type_quorum(page: Any, members: list[dict[str, str]]) -> None:
+    for member in members:
+        page.name.setText(member["name"])
+        page.passphrase.setText(member["passphrase"])
+        page.next_member.click()
+        assert page.passphrase.text() == ""  # the next member does not see it
+
+
+def test_the_wizard_restores_a_kma_from_its_backup_files_and_signs_in(
+    qtbot: Any, controller: Any, source: RunningKma, waiting: RunningKma, tmp_path: Path
+) -> None:
+    core, database = take_backups(source, tmp_path / "backups")
+    _window, wizard = open_wizard(qtbot, controller)
+    choose_mode(qtbot, wizard, waiting, "restore", "RestoreFilesPage")
+    files = wizard.currentPage()
+    refused_here(qtbot, wizard, "Choose the database backup file")
+    files.database.setText(str(changed(database, database.stat().st_size // 2, tmp_path)))
+    files.core.setText(str(core))
+    next_page(qtbot, wizard, "RestoreQuorumPage")
+    page = wizard.currentPage()
+    type_quorum(page, quorum(source))
+    refused_here(qtbot, wizard, "changed")  # a changed byte: found once the quorum opens the backup
+    assert "members type again" in page.typed_so_far.text()
+    wizard.button(QWizard.BackButton).click()
+    files.database.setText(str(database))
+    next_page(qtbot, wizard, "RestoreQuorumPage")
+    type_quorum(page, quorum(source, 2))
+    refused_here(qtbot, wizard, "needs 3 key split members' passphrases")
+    wrong = quorum(source)
+    wrong[2] = {"name": wrong[2]["name"], "passphrase": "not the passphrase at all"}
+    type_quorum(page, wrong)
+    refused_here(qtbot, wizard, f"passphrase of key split member '{wrong[2]['name']}' is wrong")
+    assert written(waiting) == []
+
+    type_quorum(page, quorum(source)[:-1])
+    last = quorum(source)[-1]  # the last member types and presses Restore
+    page.name.setText(last["name"])
+    page.passphrase.setText(last["passphrase"])
+    next_page(qtbot, wizard, "RestoreDonePage")
+    done = wizard.currentPage()
+    assert "Sign in" == wizard.button(QWizard.FinishButton).text()
+    done.user.setText("op")
+    done.passphrase.setText(source.passphrases["op"])
+    wizard.button(QWizard.FinishButton).click()
+    qtbot.waitUntil(lambda: controller.window is not None or bool(done.error.text()), timeout=WAIT_MS * 6)
+    assert not done.error.text()
+    assert controller.session.user.id == "op"
+    waiting.wait_ready(set_up=True)
+    assert waiting.fingerprint == source.fingerprint  # the cluster's own CA
+
+
+def test_the_wizard_refuses_a_join_on_its_page_with_the_reason(
+    qtbot: Any, controller: Any, source: RunningKma, waiting: RunningKma
+) -> None:
+    _window, wizard = open_wizard(qtbot, controller)
+    choose_mode(qtbot, wizard, waiting, "join", "JoinPage")
+    page = wizard.currentPage()
+    page.kma.setText("127.0.0.1:9")
+    page.fingerprint.setText(source.fingerprint)
+    page.kma_id.setText("kma-new-1")
+    page.passphrase.setText("a one-time kma passphrase")
+    refused_here(qtbot, wizard, "Cannot reach the KMA at 127.0.0.1:9")
+    page.kma.setText(source.address)
+    page.fingerprint.setText("SHA256:" + "00" * 32)
+    refused_here(qtbot, wizard, "Refused to join")
+    page.fingerprint.setText(source.fingerprint)
+    refused_here(qtbot, wizard, "The cluster refused the join")
+    assert written(waiting) == []

@@ -1,0 +1,301 @@
+"""The other two modes: restore this KMA from a backup, or join it to an existing cluster.
+
+Restore: the two backup files (sent to the KMA over the set-up connection: the installer holds
+them, the new machine has nothing yet), then the quorum's members each type their passphrase at
+the keyboard in turn; the key split pages are skipped, as the restored split is used. Join: an
+existing KMA, the cluster CA fingerprint to compare, this KMA's ID and one-time KMA passphrase;
+the joined KMA starts locked. Each refusal stays on the page where it was typed, with the KMA's
+reason.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWizard,
+)
+
+from app.setup import SetupAnswers, id_problem, sign_in_when_serving
+from app.writes import setup as setup_writes
+from ui.setup_wizard.base import STAY, SetupPage
+from ui.trust_dialog import grouped
+from ui.widgets import PasswordLineEdit
+
+
+def _page_after(page: SetupPage, name: str) -> int:
+    return int(page.wizard().page_ids[name])
+
+
+class RestoreFilesPage(SetupPage):
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "Restore from a backup",
+                         "The two files a backup is made of. The KMA checks them before anything is "
+                         "written; it comes back as the KMA that made the backup, with this machine's "
+                         "addresses.")  # fmt: skip
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        self.database = self._file_row(form, "Database backup:", "Database backup (*.kmabackup)")
+        self.core = self._file_row(form, "Core security backup:", "Core security backup (*.kmacore)")
+        self.autonomous = QCheckBox("Autonomous unlock: a restarted KMA serves without a quorum")
+        self.autonomous.setToolTip("Off is safer: a restarted KMA then waits for a quorum.")
+        form.addRow("", self.autonomous)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addStretch()
+
+    def _file_row(self, form: QFormLayout, label: str, kinds: str) -> QLineEdit:
+        row = QHBoxLayout()
+        field = QLineEdit()
+        field.setAccessibleName(label.rstrip(":"))
+        choose = QPushButton("Choose…")
+        choose.clicked.connect(lambda: self._choose(field, label.rstrip(":"), kinds))
+        row.addWidget(field, 1)
+        row.addWidget(choose)
+        form.addRow(label, row)
+        return field
+
+    def _choose(self, field: QLineEdit, what: str, kinds: str) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, f"Choose the {what.lower()}", "", kinds)
+        if path:
+            field.setText(path)
+
+    def nextId(self) -> int:  # noqa: N802 - Qt override
+        return _page_after(self, "RestoreQuorumPage")
+
+    def check(self) -> str | Callable[[Any], Any]:
+        files = []
+        for field in (self.database, self.core):
+            path = Path(field.text().strip()).expanduser()
+            if not path.is_file():
+                return f"{field.accessibleName()}: there is no file {path}." if field.text().strip() else (
+                    f"Choose the {field.accessibleName().lower()} file.")  # fmt: skip
+            files.append(path)
+        answers = self.answers
+        answers.autonomous_unlock = self.autonomous.isChecked()
+        return lambda worker: setup_writes.upload_backups(worker, answers, files[0], files[1])
+
+
+class RestoreQuorumPage(SetupPage):
+    """Each member of the quorum types their name and passphrase, then hands over the keyboard."""
+
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "The quorum",
+                         "The key split in the backup is restored with it. Enough of its members (the "
+                         "quorum) each type their own name and passphrase, then Next member; the last "
+                         "one presses Restore the KMA.")  # fmt: skip
+        self.setCommitPage(True)
+        self.setButtonText(QWizard.CommitButton, "Restore the KMA")
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        self.name = QLineEdit()
+        self.name.setAccessibleName("Member name")
+        self.passphrase = PasswordLineEdit()
+        self.passphrase.setAccessibleName("Passphrase")
+        form.addRow("Member name:", self.name)
+        form.addRow("Passphrase:", self.passphrase)
+        layout.addLayout(form)
+        self.next_member = QPushButton("Next member")
+        self.next_member.clicked.connect(self.take)
+        layout.addWidget(self.next_member)
+        self.typed_so_far = QLabel()
+        self.typed_so_far.setWordWrap(True)
+        layout.addWidget(self.typed_so_far)
+        layout.addWidget(self.error)
+        layout.addStretch()
+        self.typed: list[tuple[str, str]] = []
+
+    def initializePage(self) -> None:  # noqa: N802 - Qt override
+        self.start_again()
+
+    def start_again(self) -> None:
+        self.typed = []
+        self.name.clear()
+        self.passphrase.clear()
+        self.typed_so_far.setText("No member has typed yet.")
+
+    def take(self) -> bool:
+        """The member at the keyboard is done: keep their passphrase (in memory) and clear the fields."""
+        name, passphrase = self.name.text().strip(), self.passphrase.text()
+        if not name or not passphrase:
+            self.error.say("Type the member's name and passphrase.")
+            return False
+        if name in (n for n, _ in self.typed):
+            self.error.say(f"{name} has typed already; the next member, please.")
+            return False
+        self.error.say("")
+        self.typed.append((name, passphrase))
+        self.name.clear()
+        self.passphrase.clear()
+        self.typed_so_far.setText(f"Typed so far: {', '.join(n for n, _ in self.typed)}.")
+        self.name.setFocus()
+        return True
+
+    def nextId(self) -> int:  # noqa: N802 - Qt override
+        return _page_after(self, "RestoreDonePage")
+
+    def check(self) -> Any:
+        if (self.name.text().strip() or self.passphrase.text()) and not self.take():
+            return STAY
+        if not self.typed:
+            return "Each member of the quorum types their name and passphrase."
+        answers, quorum = self.answers, list(self.typed)
+        return lambda worker: setup_writes.restore(worker, answers, quorum)
+
+    def checked(self, result: Any) -> None:
+        self.answers.made = result
+        self.start_again()
+
+    def _refused(self, exc: BaseException) -> bool:
+        super()._refused(exc)
+        self.start_again()  # each member types again; no passphrase stays in memory
+        self.typed_so_far.setText("Nothing was restored; the KMA still waits. The members type again.")
+        return True
+
+
+class RestoreDonePage(SetupPage):
+    """Finish signs in as one of the restored users."""
+
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "The KMA is restored",
+                         "It serves now, unlocked; everyone signs in again.")  # fmt: skip
+        self.setFinalPage(True)
+        layout = QVBoxLayout(self)
+        self.text = QLabel()
+        self.text.setWordWrap(True)
+        layout.addWidget(self.text)
+        form = QFormLayout()
+        self.user = QLineEdit()
+        self.user.setAccessibleName("User ID")
+        self.passphrase = PasswordLineEdit()
+        self.passphrase.setAccessibleName("Passphrase")
+        form.addRow("User ID:", self.user)
+        form.addRow("Passphrase:", self.passphrase)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addStretch()
+
+    def nextId(self) -> int:  # noqa: N802 - Qt override
+        return -1
+
+    def initializePage(self) -> None:  # noqa: N802 - Qt override
+        made = self.answers.made
+        assert made is not None
+        self.setButtonText(QWizard.FinishButton, "Sign in")
+        self.setButtonText(QWizard.CancelButton, "Close")
+        self.wizard().button(QWizard.CancelButton).setEnabled(True)
+        self.text.setText(
+            f"<p>The KMA serves at <b>{html.escape(made.management_address)}</b> with the cluster's own CA "
+            "(agents enrolled before the backup keep trusting it):</p>"
+            f"<pre>{html.escape(grouped(made.ca_fingerprint))}</pre>"
+            "<p>Its users, roles, keys and audit trail are those of the backup. Sign in as one of its "
+            "users.</p>"
+        )
+
+    def check(self) -> Any:
+        a = self.answers
+        a.officer_id, a.officer_passphrase = self.user.text().strip(), self.passphrase.text()
+        if not a.officer_id or not a.officer_passphrase:
+            return "Type a restored user's ID and passphrase."
+        a.cluster_name = a.cluster_name or f"KMA {a.made.management_address if a.made else a.address}"
+        return lambda _c: sign_in_when_serving(a)
+
+    def checked(self, result: Any) -> None:
+        self.answers.forget_passphrases()
+        self.wizard().signed_in.emit(*result)
+
+
+class JoinPage(SetupPage):
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "Join an existing cluster",
+                         "A Security Officer adds this KMA's entry on the cluster first (a quorum "
+                         "approves it) and hands you its one-time KMA passphrase.")  # fmt: skip
+        self.setCommitPage(True)
+        self.setButtonText(QWizard.CommitButton, "Join the cluster")
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        self.kma = QLineEdit()
+        self.kma.setAccessibleName("An existing KMA")
+        self.kma.setPlaceholderText("HOST:PORT of any KMA of the cluster (its management address)")
+        self.fingerprint = QLineEdit()
+        self.fingerprint.setAccessibleName("Cluster CA fingerprint")
+        self.fingerprint.setPlaceholderText("SHA256:…, as the cluster's KMAs and managers show it")
+        self.kma_id = QLineEdit()
+        self.kma_id.setAccessibleName("This KMA's ID")
+        self.kma_id.setPlaceholderText("the ID of the entry made for it, e.g. kma-bos-1")
+        self.passphrase = PasswordLineEdit()
+        self.passphrase.setAccessibleName("One-time KMA passphrase")
+        form.addRow("An existing KMA:", self.kma)
+        form.addRow("Cluster CA fingerprint:", self.fingerprint)
+        form.addRow("This KMA's ID:", self.kma_id)
+        form.addRow("One-time KMA passphrase:", self.passphrase)
+        layout.addLayout(form)
+        explained = QLabel("The cluster is trusted only if its CA has exactly this fingerprint: compare "
+                           "it with the one an existing KMA's console or a manager shows.")  # fmt: skip
+        explained.setWordWrap(True)
+        layout.addWidget(explained)
+        layout.addWidget(self.error)
+        layout.addStretch()
+
+    def nextId(self) -> int:  # noqa: N802 - Qt override
+        return _page_after(self, "JoinDonePage")
+
+    def check(self) -> str | Callable[[Any], Any]:
+        a = self.answers
+        kma, fp, passphrase = self.kma.text().strip(), self.fingerprint.text().strip(), self.passphrase.text()
+        a.kma_id = self.kma_id.text().strip()
+        if not kma:
+            return "Give the address of a KMA of the cluster."
+        if not fp.upper().startswith("SHA256:"):
+            return "The cluster CA fingerprint starts with SHA256:."
+        problem = id_problem(a.kma_id, "This KMA's ID")
+        if problem:
+            return problem
+        if not passphrase:
+            return "Type the one-time KMA passphrase its entry was made with."
+        return lambda worker: setup_writes.join(worker, a, kma, fp, passphrase)
+
+    def checked(self, result: Any) -> None:
+        self.answers.made = result
+        self.passphrase.clear()  # spent
+
+
+class JoinDonePage(SetupPage):
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "The KMA has joined the cluster",
+                         "It is LOCKED until a quorum unlocks it.")  # fmt: skip
+        self.setFinalPage(True)
+        layout = QVBoxLayout(self)
+        self.text = QLabel()
+        self.text.setWordWrap(True)
+        layout.addWidget(self.text)
+        layout.addStretch()
+
+    def nextId(self) -> int:  # noqa: N802 - Qt override
+        return -1
+
+    def initializePage(self) -> None:  # noqa: N802 - Qt override
+        made = self.answers.made
+        assert made is not None
+        self.setButtonText(QWizard.FinishButton, "Close")
+        self.wizard().setOption(QWizard.NoCancelButtonOnLastPage, True)  # nothing left to cancel
+        kma = html.escape(self.answers.kma_id)
+        self.text.setText(
+            f"<p>KMA <b>{kma}</b> is a member of the cluster now and serves at "
+            f"<b>{html.escape(made.management_address)}</b>, with the cluster CA:</p>"
+            f"<pre>{html.escape(grouped(made.ca_fingerprint))}</pre>"
+            "<p><b>It is locked</b>: it holds no key material it can use until a quorum of the key split "
+            f"unlocks it. Sign in to the cluster in the manager and unlock {kma} on its Cluster page (or "
+            f"<tt>kma unlock --kma {kma}</tt>), with the quorum's members at hand.</p>"
+        )
