@@ -1,7 +1,8 @@
 """Cluster page screenshots: one site with one KMA (a demo KMA, signed in as admin), and
 synthetic answers no single demo KMA can give (two sites with a KMA down; twenty KMAs).
+With --three-kmas: a real cluster of three KMAs (each running rqlited), one killed.
 
-    python scripts/cluster_screenshots.py [--out docs/screenshots]
+    python scripts/cluster_screenshots.py [--out docs/screenshots] [--three-kmas]
 
 ``scripts/screenshots.py`` renders the real page with every other page and calls
 ``render_synthetic`` for the other two.
@@ -39,10 +40,67 @@ def render_synthetic(out: Path, grab: Callable[[Any, Path], Path]) -> list[Path]
     return paths
 
 
+def render_three_kmas_one_down(out: Path) -> Path:
+    """A real three-KMA cluster on loopback (tests/support/cluster.py), signed in to its first KMA
+    as the Security Officer; a KMA other than the leader is killed, and the page drawn once it
+    shows it not responding."""
+    import tempfile
+    import time
+
+    from screenshot_session import offscreen_manager
+
+    from app.profiles import ConnectionProfile
+    from app.screenshots import SIZE, grab, settle
+    from app.signin import sign_in
+    from tests.support.cluster import add_node, first_node
+
+    app, controller, tmp = offscreen_manager("kms-cluster-three-")
+    work = Path(tempfile.mkdtemp(prefix="kms-three-kmas-"))
+    first, ca = first_node(work / "a")
+    kmas = [first]
+    try:
+        for kma_id in ("kma-dal-2", "kma-dal-3"):
+            kmas.append(add_node(first, ca, work, kma_id))
+            kmas[-1].start()
+        profile = ConnectionProfile("Dallas cluster", first.address, "so", first.fingerprint, first.ca_pem)
+        window = controller.signed_in(sign_in(profile, first.passphrases["so"]), profile)
+        window.resize(*SIZE)
+        window.show()
+        window.show_page("cluster")
+        page = window.page("cluster")
+
+        def wait_for(shown: Callable[[], bool]) -> None:
+            deadline = time.monotonic() + 30
+            while not shown():
+                if time.monotonic() > deadline:
+                    raise SystemExit("the page did not show the cluster as expected")
+                settle(controller.ops, timeout=1.0)
+
+        wait_for(
+            lambda: len(page.scene.nodes) == 3 and all(n.kma.responding for n in page.scene.nodes.values())
+        )
+        victim = next(k for k, n in page.scene.nodes.items() if k != "kma-dal-1" and not n.kma.leader)
+        kmas[[k.client().status().kma_id for k in kmas].index(victim)].kill()
+        wait_for(lambda: not page.scene.nodes[victim].kma.responding)
+        page.scene.nodes[victim].setSelected(True)
+        path = grab(window, out / "cluster_three_one_down.png")
+        window.close()
+        controller.ops.wait_idle(3000)
+        del app
+        return path
+    finally:
+        for kma in reversed(kmas):
+            kma.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    parser.add_argument("--three-kmas", action="store_true", help="a real three-KMA cluster, one killed")
     args = parser.parse_args()
+    if args.three_kmas:
+        print(render_three_kmas_one_down(args.out))
+        return 0
 
     from screenshot_session import offscreen_manager, signed_in_to_demo
 

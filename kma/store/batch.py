@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from kma import metrics
 from kma.audit.record import AuditRecord
 
 Params = Sequence[Any] | Mapping[str, Any]
@@ -41,3 +43,21 @@ class Batch:
     event: AuditRecord | None = None
     # The audit event written instead when the batch is refused; it gets the refusal message.
     on_refusal: Callable[[str], AuditRecord] | None = None
+
+
+def counted(batch: Batch, future: Future[WriteResult]) -> Future[WriteResult]:
+    """`future`, counting for /metrics once it resolves: the batch's audit event when it commits,
+    or the refusal event written instead. Both stores' `submit` pass every write through here, so
+    each event counts once, whichever store and path (group commit, cluster, outbox) commits it."""
+
+    def count(done: Future[WriteResult]) -> None:
+        if done.cancelled():
+            return
+        failed = done.exception()
+        if failed is None and batch.event is not None:
+            metrics.AUDIT_EVENTS.labels(batch.event.severity).inc()
+        elif isinstance(failed, Refused) and batch.on_refusal is not None:
+            metrics.AUDIT_EVENTS.labels("error").inc()
+
+    future.add_done_callback(count)
+    return future

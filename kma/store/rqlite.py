@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from kma.store import fts
-from kma.store.batch import Batch, Params, Refused, WriteResult
+from kma.store.batch import Batch, Params, Refused, WriteResult, counted
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import MAX_GROUP, _integrity_message
 from kma.store.outbox import Outbox
@@ -185,10 +185,10 @@ class RqliteStore:
 
     def submit(self, batch: Batch) -> Future[WriteResult]:
         if self.outbox is not None and not batch.statements and batch.event is not None:
-            return self.outbox.add(batch.event)  # an event on its own: durable here, shipped later
+            return counted(batch, self.outbox.add(batch.event))  # durable here, shipped later
         future: Future[WriteResult] = Future()
         self._queue.put((batch, future))
-        return future
+        return counted(batch, future)
 
     def close(self) -> None:
         if self.outbox is not None:

@@ -19,9 +19,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kma import metrics
 from kma.store import fts
-from kma.store.batch import Batch, Params, Refused, WriteResult
+from kma.store.batch import Batch, Params, WriteResult, counted
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import GroupCommitter, Item, Outcome
 
@@ -154,7 +153,7 @@ class SQLiteStore:
         is durable (or with `Refused`). For the asyncio service listener."""
         future: Future[WriteResult] = Future()
         self._queue.put((batch, future))
-        return future
+        return counted(batch, future)
 
     # --- the cluster: this KMA alone ----------------------------------------------------
     def cluster_nodes(self) -> list[NodeStatus]:
@@ -176,18 +175,9 @@ class SQLiteStore:
             self._readers.clear()
 
 
-def _count_audit_event(batch: Batch, outcome: Outcome) -> None:
-    """For /metrics: the committed batch's event, or the refusal event written instead."""
-    if isinstance(outcome, WriteResult) and batch.event is not None:
-        metrics.AUDIT_EVENTS.labels(batch.event.severity).inc()
-    elif isinstance(outcome, Refused) and batch.on_refusal is not None:
-        metrics.AUDIT_EVENTS.labels("error").inc()
-
-
 def _resolve(group: Sequence[Item], outcomes: Sequence[Outcome]) -> None:
     """The writer thread's delivery: each batch's future gets its outcome."""
-    for (batch, future), outcome in zip(group, outcomes, strict=True):
-        _count_audit_event(batch, outcome)
+    for (_, future), outcome in zip(group, outcomes, strict=True):
         if isinstance(outcome, BaseException):
             future.set_exception(outcome)
         else:

@@ -100,3 +100,13 @@ def message_boxes() -> list[QMessageBox]:
     return [w for top in QApplication.topLevelWidgets()
             for w in [top, *top.findChildren(QMessageBox)]
             if isinstance(w, QMessageBox) and w.isVisible()]
+
+
+def give_credentials(qtbot: Any, dialog: Any, kma: Any, names: tuple[str, ...]) -> None:
+    """Key split credentials of the demo KMA's members `names` in a QuorumFormDialog."""
+    members = {m["name"]: m["passphrase"] for m in kma.demo["key_split"]["members"]}
+    while len(dialog.credentials.rows) < len(names):
+        dialog.credentials.add_row()
+    for (_row, member, passphrase), name in zip(dialog.credentials.rows, names, strict=False):
+        member.setEditText(name)
+        qtbot.keyClicks(passphrase, members[name])

@@ -7,14 +7,16 @@ from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QMessageBox
 
 from kms_client import ForwardingStatus
-from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in, submit
+from tests.gui.helpers import WAIT_MS, active_dialog, fill_form, give_credentials, open_page, sign_in, submit
 from tests.support.topologies import ShownOnly, twenty_kmas, two_sites_one_down
 from ui.cluster_scene import KmaNode
 from ui.form_dialog import FormDialog
 from ui.pages.cluster import ClusterPage
+from ui.quorum.widgets import QuorumFormDialog
+from ui.secret_dialog import OneTimeSecretDialog
 
 
 def test_one_kma_is_drawn_with_its_tolerance_and_a_security_officer_locks_it_from_the_picture(
@@ -44,6 +46,70 @@ def test_one_kma_is_drawn_with_its_tolerance_and_a_security_officer_locks_it_fro
     assert page.unlock_button.isEnabled() and not page.lock_button.isEnabled()
 
 
+def test_a_security_officer_adds_and_removes_kmas_from_the_picture_and_sees_each_quorum_operation(
+    qtbot: Any, controller: Any, fresh_kma: Any
+) -> None:
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    page = open_page(qtbot, window, "cluster")
+    qtbot.waitUntil(lambda: "kma-dal-1" in page.scene.nodes, timeout=WAIT_MS)
+    # No button that does nothing for voting: the tooltips say how it is done in rqlite v8
+    assert "rqlite v8 cannot change it in place" in page.add_button.toolTip()
+    page.scene.nodes["kma-dal-1"].setSelected(True)
+    assert not page.remove_button.isEnabled()  # a KMA removes the others, not itself
+    assert "connect to another KMA" in page.remove_button.toolTip()
+
+    def add(kma_id: str, members: tuple[str, ...]) -> str:
+        qtbot.mouseClick(page.add_button, Qt.LeftButton)
+        dialog = active_dialog(qtbot, QuorumFormDialog)
+        fill_form(qtbot, dialog, {"id": kma_id, "name": f"Boston {kma_id[-1]}", "site_id": "boston",
+                                  "management_address": "10.0.2.1:8443", "service_address": "10.0.2.1:5696",
+                                  "raft_address": "10.0.2.1:4002"})  # fmt: skip
+        give_credentials(qtbot, dialog, fresh_kma, members)
+        submit(qtbot, dialog)
+        secret = active_dialog(qtbot, OneTimeSecretDialog)
+        said = " ".join(label.text() for label in secret.findChildren(QLabel))
+        secret.close()
+        return said
+
+    # When the Security Officer adds a KMA with one credential, the pending operation is shown
+    said = add("kma-bos-1", ("alice",))
+    assert (
+        "Add KMA &#x27;kma-bos-1&#x27;" in said
+        and "It works once the quorum approved (1 of 3 so far)" in said
+    )
+    pending = fresh_kma.client("so").list_quorum_operations(state="pending").items
+    assert any(op.type == "add_kma" and op.request.get("id") == "kma-bos-1" for op in pending)
+
+    # When they add one with the quorum's three credentials, it is drawn, not responding until it joins
+    assert "It works now." in add("kma-bos-2", ("alice", "bob", "carol"))
+    qtbot.waitUntil(lambda: "kma-bos-2" in page.scene.nodes, timeout=WAIT_MS)
+    assert not page.scene.nodes["kma-bos-2"].kma.responding
+
+    # When they remove it from the picture with one credential, the pending removal is shown
+    page.scene.clearSelection()
+    page.scene.nodes["kma-bos-2"].setSelected(True)
+    assert page.remove_button.isEnabled()
+    qtbot.mouseClick(page.remove_button, Qt.LeftButton)
+    dialog = active_dialog(qtbot, QuorumFormDialog)
+    give_credentials(qtbot, dialog, fresh_kma, ("alice",))
+    submit(qtbot, dialog)
+    box = active_dialog(qtbot, QMessageBox)
+    assert box.objectName() == "quorumPending" and "kma-bos-2" in box.informativeText()
+    box.close()
+    assert fresh_kma.client("so").get_kma("kma-bos-2").removed_at is None
+
+    # And removed with the quorum, it leaves the picture
+    qtbot.mouseClick(page.remove_button, Qt.LeftButton)
+    dialog = active_dialog(qtbot, QuorumFormDialog)
+    give_credentials(qtbot, dialog, fresh_kma, ("alice", "bob", "carol"))
+    submit(qtbot, dialog)
+    qtbot.waitUntil(
+        lambda: fresh_kma.client("so").get_kma("kma-bos-2").removed_at is not None, timeout=WAIT_MS
+    )
+    page.refresh()
+    qtbot.waitUntil(lambda: "kma-bos-2" not in page.scene.nodes, timeout=WAIT_MS)
+
+
 def test_an_auditor_sees_the_picture_but_no_actions_and_the_dashboard_links_to_it(
     qtbot: Any, controller: Any, demo_kma: Any
 ) -> None:
@@ -56,6 +122,7 @@ def test_an_auditor_sees_the_picture_but_no_actions_and_the_dashboard_links_to_i
     page = window.page("cluster")
     qtbot.waitUntil(lambda: bool(page.scene.nodes), timeout=WAIT_MS)
     assert not page.lock_button.isVisible() and not page.unlock_button.isVisible()
+    assert not page.add_button.isVisible() and not page.remove_button.isVisible()
 
 
 def test_two_sites_with_a_kma_down_show_it_and_what_the_cluster_still_survives(qtbot: Any) -> None:

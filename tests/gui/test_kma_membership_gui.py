@@ -10,20 +10,20 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
 
-from tests.gui.helpers import WAIT_MS, action, active_dialog, fill_form, open_page, sign_in, submit
+from tests.gui.helpers import (
+    WAIT_MS,
+    action,
+    active_dialog,
+    fill_form,
+    give_credentials,
+    open_page,
+    sign_in,
+    submit,
+)
 from ui.quorum.widgets import QuorumFormDialog
 from ui.secret_dialog import OneTimeSecretDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
-
-
-def _give_credentials(qtbot: Any, dialog: QuorumFormDialog, kma: Any, names: tuple[str, ...]) -> None:
-    members = {m["name"]: m["passphrase"] for m in kma.demo["key_split"]["members"]}
-    while len(dialog.credentials.rows) < len(names):
-        dialog.credentials.add_row()
-    for (_row, member, passphrase), name in zip(dialog.credentials.rows, names, strict=False):
-        member.setEditText(name)
-        qtbot.keyClicks(passphrase, members[name])
 
 
 def test_add_a_kma_shows_its_passphrase_once_and_the_two_voter_warning(qtbot, controller, fresh_kma):
@@ -37,7 +37,7 @@ def test_add_a_kma_shows_its_passphrase_once_and_the_two_voter_warning(qtbot, co
     fill_form(qtbot, dialog, {"id": kma_id, "name": "Boston 1", "site_id": "boston",
                               "management_address": "10.0.2.1:8443", "service_address": "10.0.2.1:5696",
                               "raft_address": "10.0.2.1:4002"})  # fmt: skip
-    _give_credentials(qtbot, dialog, fresh_kma, ("alice", "bob", "carol"))
+    give_credentials(qtbot, dialog, fresh_kma, ("alice", "bob", "carol"))
     submit(qtbot, dialog)
 
     # Then its one-time passphrase is shown once, with what two voters mean
@@ -57,7 +57,7 @@ def test_add_a_kma_shows_its_passphrase_once_and_the_two_voter_warning(qtbot, co
     kmas.view.selectRow(kmas.model.row_of(kma_id))
     action(kmas, "Remove KMA…").trigger()
     dialog = active_dialog(qtbot, QuorumFormDialog)
-    _give_credentials(qtbot, dialog, fresh_kma, ("alice",))
+    give_credentials(qtbot, dialog, fresh_kma, ("alice",))
     submit(qtbot, dialog)
     qtbot.waitUntil(lambda: _pending_removal(fresh_kma, kma_id), timeout=WAIT_MS)
     assert fresh_kma.client("so").get_kma(kma_id).removed_at is None

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from kms_client import Unauthenticated
 from kms_client.trust import ssl_context_for
 from tests.integration.helpers import error_of
 from tests.support.agents import enroll, kmip, new_passphrase, service_address
@@ -98,3 +99,45 @@ def test_a_signed_in_user_of_any_role_may_read_them_and_a_locked_kma_reports_its
         assert response.status_code == 200
     kma.client("so").lock_kma("kma-dal-1")
     assert value(samples(scrape(kma, TOKEN).text), "kma_locked") == 1
+
+
+def test_a_cluster_kma_counts_each_audit_event_it_commits_once(tmp_path: Path) -> None:
+    from tests.support.cluster import BINARY, eventually, first_node, replica
+
+    if not BINARY.exists():
+        pytest.skip("rqlited not built: scripts/build-rqlite.sh")
+    kma, _ = first_node(tmp_path)
+    try:
+        (kma.data_dir / "metrics.token").write_text(TOKEN + "\n")
+        (kma.data_dir / "metrics.token").chmod(0o600)
+        with open(kma.data_dir / "kma.toml", "a", encoding="utf-8") as config:
+            config.write('\n[metrics]\ntoken_file = "metrics.token"\n')
+        kma.restart()
+        kma_id = kma.client().status().kma_id
+
+        def events_in_store() -> int:
+            with replica(kma) as db:
+                return int(
+                    db.execute("SELECT count(*) FROM audit_events WHERE kma_id = ?", (kma_id,)).fetchone()[0]
+                )
+
+        def counted() -> float:
+            found = samples(scrape(kma, TOKEN).text)
+            return sum(
+                value(found, "kma_audit_events_total", severity=s) for s in ("info", "warning", "error")
+            )
+
+        # Events of the cluster's write path (a change with its event) and of the outbox (events on
+        # their own: sign-ins, a refused sign-in) all count, each once.
+        eventually(lambda: events_in_store() > 0, 10.0, "the start's events in the cluster store")
+        store_before, counted_before = events_in_store(), counted()
+        op = kma.client("op")
+        op.create_data_unit("MET001", "counted on a cluster KMA")
+        with pytest.raises(Unauthenticated):
+            kma.client("op", "not the passphrase")
+        eventually(lambda: events_in_store() >= store_before + 3, 10.0, "the new events shipped")
+        eventually(lambda: counted() - counted_before == events_in_store() - store_before, 10.0,
+                   "every committed event counted once")  # fmt: skip
+        assert counted() > counted_before
+    finally:
+        kma.stop()

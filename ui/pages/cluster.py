@@ -3,8 +3,10 @@ what a Security Officer can do to a KMA from it.
 
 Refreshes every few seconds on the read pool while the page is shown (never on the GUI thread),
 so a KMA that stops responding shows within one refresh. Actions call the existing routes; the
-server enforces roles and says why when it refuses. Lock and unlock are here today; adding,
-removing and making a KMA a voter come with the cluster's membership routes.
+server enforces roles and says why when it refuses. Adding and removing a KMA are the Sites and
+KMAs page's quorum dialogs (ui/pages/kma_membership.py), which show the pending quorum operation
+they create. There is no "make voter" action: rqlite v8 changes a node's voting only by removing
+it and adding it again, and the buttons' tooltips say so.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from app.pages import PageSpec, register
 from app.writes.quorum import lock_kma
 from ui.cluster_scene import TopologyScene
 from ui.form_dialog import FormDialog
+from ui.pages import kma_membership
 from ui.quorum.locking import open_unlock
 from ui.widgets import page_header
 
@@ -36,6 +39,10 @@ KEY = "cluster"
 REFRESH_MS = 3_000
 SO = "security_officer"
 GOOD, WARN, BAD = "#2e7d32", "#b26a00", "#c62828"
+VOTING = (
+    "Whether a KMA votes in Raft is chosen when it is added: rqlite v8 cannot change it in place, so to "
+    "make a KMA a voter or not, remove it and add it again with the other choice."
+)
 
 
 def health_line(topology: Any) -> tuple[str, str]:
@@ -98,7 +105,15 @@ class ClusterPage(QWidget):
         self.unlock_button = QPushButton("Unlock KMA…")
         self.unlock_button.setObjectName("clusterUnlock")
         self.unlock_button.clicked.connect(self.unlock_selected)
-        for button in (self.lock_button, self.unlock_button):
+        self.add_button = QPushButton("Add KMA…")
+        self.add_button.setObjectName("clusterAddKma")
+        self.add_button.setToolTip("Create a KMA's entry (quorum-protected) and get the one-time KMA "
+                                   f"passphrase its installer types into kma init. {VOTING}")  # fmt: skip
+        self.add_button.clicked.connect(self.add_kma)
+        self.remove_button = QPushButton("Remove KMA…")
+        self.remove_button.setObjectName("clusterRemoveKma")
+        self.remove_button.clicked.connect(self.remove_selected)
+        for button in (self.lock_button, self.unlock_button, self.add_button, self.remove_button):
             top.addWidget(button, 0, Qt.AlignTop)
             button.setVisible(SO in ctx.roles)  # the server refuses others; no use offering it
         outer.addLayout(top)
@@ -188,6 +203,12 @@ class ClusterPage(QWidget):
     def _selected(self, kma: Any) -> None:
         self.lock_button.setEnabled(kma is not None and kma.responding and not kma.locked)
         self.unlock_button.setEnabled(kma is not None and kma.locked)
+        self.remove_button.setEnabled(kma is not None and not kma.this_kma)
+        self.remove_button.setToolTip(
+            "A KMA removes the others, not itself: connect to another KMA to remove this one. " + VOTING
+            if kma is not None and kma.this_kma
+            else f"Remove the selected KMA from the cluster (quorum-protected). {VOTING}"
+        )
         if kma is None:
             self.hint.setText("Select a KMA to act on it.")
         else:
@@ -205,6 +226,9 @@ class ClusterPage(QWidget):
         menu.addAction(self.lock_button.text(), self.lock_selected).setEnabled(self.lock_button.isEnabled())
         menu.addAction(self.unlock_button.text(), self.unlock_selected).setEnabled(
             self.unlock_button.isEnabled()
+        )
+        menu.addAction(self.remove_button.text(), self.remove_selected).setEnabled(
+            self.remove_button.isEnabled()
         )
         menu.popup(self.view.viewport().mapToGlobal(pos))
 
@@ -230,6 +254,13 @@ class ClusterPage(QWidget):
         dialog.setObjectName("clusterLockDialog")
         dialog.open()
         return dialog
+
+    def add_kma(self) -> Any:
+        return kma_membership.add_kma(self, None)
+
+    def remove_selected(self) -> Any:
+        kma = self.scene.selected_kma()
+        return None if kma is None else kma_membership.remove_kma(self, kma)
 
     def unlock_selected(self) -> Any:
         kma = self.scene.selected_kma()
