@@ -159,6 +159,7 @@ def open_store(
         raise SystemExit(f"{root} holds another size ({meta['keys']} keys); name another --store")
     root.mkdir(parents=True, exist_ok=True)
     kma, address = start_kma(root)
+    keep_backed_up(kma.client("backup"))  # a one-KMA cluster issues only backed-up keys
     files = enroll_agents(kma, address, root, AGENTS)
     uids = fill(kma, address, files, tapes, keys_total)
     meta = {"keys": keys_total, "tapes": tapes, "demo": kma.demo, "agents": files, "uids": uids}
