@@ -17,7 +17,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,23 +46,22 @@ def start_waiting_kma(folder: Path) -> tuple[subprocess.Popen[str], dict[str, An
     return process, json.loads(ready.read_text())
 
 
-def render(  # noqa: PLR0915 - the walk, page by page
-    out: Path, grab: Callable[[Any, Path], Path], settle: Callable[[Any], None], ops: Any
-) -> list[Path]:
-    from PySide6.QtTest import QTest
+@contextmanager
+def wizard_at_a_waiting_kma(
+    out: Path, grab: Callable[[Any, Path], Path], settle: Callable[[Any], None], ops: Any, paths: list[Path]
+) -> Iterator[tuple[Any, Path, Callable[[str], None], Callable[[], None]]]:
+    """A set-up wizard with its connect page filled in for a new `kma serve` waiting in set-up mode
+    (stopped afterwards): (wizard, its folder, shot(name) into `paths`, next_page())."""
     from PySide6.QtWidgets import QWizard
 
-    from ui.setup_wizard.cards import cards_for, render_png
     from ui.setup_wizard.wizard import SetupWizard
 
     folder = Path(tempfile.mkdtemp(prefix="kms-setup-screenshots-"))
     process, info = start_waiting_kma(folder)
-    paths: list[Path] = []
     try:
         wizard = SetupWizard(ops)
         wizard.resize(820, 620)
         wizard.show()
-        pages = wizard.pages
 
         def shot(name: str) -> None:
             settle(ops)
@@ -72,12 +72,29 @@ def render(  # noqa: PLR0915 - the walk, page by page
             wizard.button(button).click()
             settle(ops)
 
-        connect = pages["ConnectPage"]
+        connect = wizard.pages["ConnectPage"]
         connect.address.setText(info["management_address"])
         connect.reach()
         settle(ops)
         connect.same.setChecked(True)
         connect.code.setText(info["setup_code"])
+        yield wizard, folder, shot, next_page
+    finally:
+        process.terminate()
+        process.wait(20)
+
+
+def render(  # noqa: PLR0915 - the walk, page by page
+    out: Path, grab: Callable[[Any, Path], Path], settle: Callable[[Any], None], ops: Any
+) -> list[Path]:
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QWizard
+
+    from ui.setup_wizard.cards import cards_for, render_png
+
+    paths: list[Path] = []
+    with wizard_at_a_waiting_kma(out, grab, settle, ops, paths) as (wizard, folder, shot, next_page):
+        pages = wizard.pages
         shot("1_connect")
         next_page()
         network = pages["NetworkPage"]
@@ -147,9 +164,6 @@ def render(  # noqa: PLR0915 - the walk, page by page
                 out / "key_split_card.png", cards_for("Acme Tape Vault", [n for n, _ in MEMBERS], 2)[0]
             )
         )
-    finally:
-        process.terminate()
-        process.wait(20)
     return paths + render_restore_and_join(out, grab, settle, ops)
 
 
@@ -162,30 +176,9 @@ def render_restore_and_join(  # noqa: PLR0915 - the walk, page by page
     from kms_client.setup import SetUpKma
     from ui.setup_wizard.wizard import SetupWizard
 
-    folder = Path(tempfile.mkdtemp(prefix="kms-setup-screenshots-"))
-    process, info = start_waiting_kma(folder)
     paths: list[Path] = []
-    try:
-        wizard = SetupWizard(ops)
-        wizard.resize(820, 620)
-        wizard.show()
+    with wizard_at_a_waiting_kma(out, grab, settle, ops, paths) as (wizard, folder, shot, next_page):
         pages = wizard.pages
-
-        def shot(name: str) -> None:
-            settle(ops)
-            paths.append(grab(wizard, out / f"setup_{name}.png"))
-
-        def next_page() -> None:
-            button = QWizard.CommitButton if wizard.currentPage().isCommitPage() else QWizard.NextButton
-            wizard.button(button).click()
-            settle(ops)
-
-        connect = pages["ConnectPage"]
-        connect.address.setText(info["management_address"])
-        connect.reach()
-        settle(ops)
-        connect.same.setChecked(True)
-        connect.code.setText(info["setup_code"])
         next_page()
         pages["NetworkPage"].service.setText(f"127.0.0.1:{_free_port()}")
         next_page()
@@ -242,9 +235,6 @@ def render_restore_and_join(  # noqa: PLR0915 - the walk, page by page
             settle(ops)
             paths.append(grab(done, out / f"setup_{name}.png"))
             done.close()
-    finally:
-        process.terminate()
-        process.wait(20)
     return paths
 
 
