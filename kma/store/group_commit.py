@@ -64,16 +64,7 @@ class GroupCommitter:
                 continue
             if item is None:
                 return
-            group = [item]
-            while len(group) < MAX_GROUP:
-                try:
-                    nxt = items.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    items.put(None)
-                    break
-                group.append(nxt)
+            group = gather(items, item)
             deliver(group, self.commit_group(group))
             if self._fts_last - self._fts_mark >= FTS_TAIL_LIMIT:
                 self._index_fts()
@@ -177,7 +168,7 @@ class GroupCommitter:
             conn.execute("ROLLBACK TO batch")
             if self.chain is not None:
                 self.chain.seq, self.chain.head = seq_before, head_before
-            refusal = exc if isinstance(exc, Refused) else Refused(_integrity_message(exc))
+            refusal = exc if isinstance(exc, Refused) else Refused(integrity_message(exc))
             if batch.on_refusal is not None:
                 self._audit(conn, batch.on_refusal(refusal.message))
             conn.execute("RELEASE batch")
@@ -200,7 +191,7 @@ class GroupCommitter:
         return event_id
 
 
-def _integrity_message(exc: sqlite3.IntegrityError) -> str:
+def integrity_message(exc: sqlite3.IntegrityError) -> str:
     text = str(exc)
     if "UNIQUE" in text or "PRIMARY KEY" in text:
         return "an object with that ID already exists"
@@ -209,3 +200,20 @@ def _integrity_message(exc: sqlite3.IntegrityError) -> str:
     if "cannot change once set" in text:
         return "key policy periods cannot change once set"
     return "the change breaks a rule of the store"
+
+
+def gather(items: queue.Queue[Any], first: Any, skip: object = None) -> list[Any]:
+    """`first` and what waits behind it in `items`, up to MAX_GROUP: one group to commit together.
+    A None (stop) is put back for the writer's next get; `skip` items (wake-ups) are dropped."""
+    group = [] if skip is not None and first is skip else [first]
+    while len(group) < MAX_GROUP:
+        try:
+            nxt = items.get_nowait()
+        except queue.Empty:
+            break
+        if nxt is None:
+            items.put(None)
+            break
+        if skip is None or nxt is not skip:
+            group.append(nxt)
+    return group

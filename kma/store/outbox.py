@@ -23,7 +23,7 @@ from pathlib import Path
 from kma.audit.record import AuditRecord, Condition, Retention
 from kma.store.batch import WriteResult
 from kma.store.cluster_view import ReplicationLag
-from kma.store.group_commit import MAX_GROUP
+from kma.store.group_commit import gather
 
 Entry = tuple[int, int, AuditRecord]  # (outbox seq, created_at, record)
 
@@ -61,16 +61,7 @@ class Outbox:
             item = self._queue.get()
             if item is None:
                 return
-            group = [item]
-            while len(group) < MAX_GROUP:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    self._queue.put(None)
-                    break
-                group.append(nxt)
+            group = gather(self._queue, item)
             try:
                 self._commit(group)
             except BaseException as exc:

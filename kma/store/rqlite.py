@@ -38,7 +38,7 @@ from filelock import FileLock, Timeout
 from kma.store import fts
 from kma.store.batch import Batch, Params, Refused, WriteResult, counted
 from kma.store.cluster_view import NodeStatus, ReplicationLag
-from kma.store.group_commit import MAX_GROUP, _integrity_message
+from kma.store.group_commit import gather, integrity_message
 from kma.store.outbox import Outbox
 from kma.store.rqlite_http import ClusterUnavailable, RqliteClient, StatementFailed, rqlite_statement
 
@@ -233,18 +233,7 @@ class RqliteStore:
 
     def _take_group(self, first: Any) -> list[Item]:
         """`first` and the batches waiting behind it (wake-ups dropped: the caller ships anyway)."""
-        group = [] if first is _WAKE else [first]
-        while len(group) < MAX_GROUP:
-            try:
-                nxt = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if nxt is None:
-                self._queue.put(None)
-                break
-            if nxt is not _WAKE:
-                group.append(nxt)
-        return group
+        return gather(self._queue, first, skip=_WAKE)
 
     def _ship_outbox(self) -> bool:
         """Send the outbox's entries to the cluster in order; True once it is empty."""
@@ -313,8 +302,8 @@ class RqliteStore:
             if failed.index < index:
                 if "cluster_guard" in failed.error or "ok = 1" in failed.error:
                     return Refused(stmt.refusal or "the object is not in a state that allows this", i)
-                return Refused(_integrity_message(sqlite3.IntegrityError(failed.error)), i)
-        return Refused(_integrity_message(sqlite3.IntegrityError(failed.error)))
+                return Refused(integrity_message(sqlite3.IntegrityError(failed.error)), i)
+        return Refused(integrity_message(sqlite3.IntegrityError(failed.error)))
 
     def _send(self, batches: Sequence[Batch]) -> list[WriteResult]:
         """One request for `batches`; StatementFailed = none of it applied (the chain is put back)."""
