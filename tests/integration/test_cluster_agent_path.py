@@ -81,6 +81,12 @@ def _issue_events(kma: RunningKma) -> list[tuple[int, str]]:
     return [(int(r[0]), str(r[1])) for r in rows]
 
 
+def _lag_seen(kma: RunningKma, kma_id: str) -> int | None:
+    """The depth of `kma_id`'s outbox in `kma`'s topology (None: unknown there)."""
+    lag = {k.id: k.replication_lag for k in kma.client("qm1").cluster_topology().kmas}[kma_id]
+    return None if lag is None else lag.depth
+
+
 @pytest.mark.parametrize("crash", [False, True], ids=["reconnected", "killed-then-restarted"])
 def test_a_kma_cut_off_from_the_majority_issues_new_write_keys_from_its_own_pool(
     three_kmas: list[RunningKma], tmp_path_factory: pytest.TempPathFactory, crash: bool
@@ -136,6 +142,8 @@ def test_a_kma_cut_off_from_the_majority_issues_new_write_keys_from_its_own_pool
             assert sorted(key_id for _, key_id in issued_events) == sorted([old_key, *new_keys.values()])
             assert len({seq for seq, _ in issued_events}) == len(issued_events)
         eventually(lambda: _outbox_depth(cut) == 0, 10.0, "the outbox empty")
+        for kma in kmas:  # and every KMA tells the cut-off KMA's lag (as it last reported it): none now
+            eventually(lambda k=kma: _lag_seen(k, CUT_ID) == 0, 5.0, "its lag known everywhere")
         for kma in kmas:
             assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0
         conns = [replica(k) for k in kmas]
