@@ -14,7 +14,16 @@ import pytest
 
 from kma.datadir import DataDir
 from tests.support.agents import enrolled_demo_agent, kmip, service_address
-from tests.support.cluster import BINARY, add_node, eventually, files_of, first_node, replica, table_checksums
+from tests.support.cluster import (
+    BINARY,
+    add_node,
+    eventually,
+    execute,
+    files_of,
+    first_node,
+    replica,
+    table_checksums,
+)
 from tests.support.kma_process import RunningKma, run_kma
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
@@ -172,3 +181,37 @@ def test_a_drives_write_key_then_get_and_locate_at_once_on_a_follower(
             assert len(drive.get(key_id)) == 32
             assert drive.locate(data_unit=tape) == [key_id]
             assert drive.get_attributes(key_id)["State"] == 2  # Active
+
+
+def test_an_assignment_the_cluster_refuses_is_an_error_event_on_every_kma_and_shipping_goes_on(
+    three_kmas: list[RunningKma], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    kmas = three_kmas
+    cut = kmas[1]
+    agent = enrolled_demo_agent(cut, tmp_path_factory, "t10k-dal-01")
+    eventually(lambda: _own_pool(cut) >= 20, 60.0, "the KMA's own pool filled")
+    # Meanwhile the cluster's store changes the KMA's unassigned pool keys (here: every one marked
+    # destroyed), while the KMA's pool still holds them in memory: its next assignment is refused.
+    execute(kmas[0], [["UPDATE keys SET destroyed_at = 1 WHERE kma_id = ? AND key_group_id IS NULL", CUT_ID]])
+    with kmip(agent) as drive:
+        refused_key, issued = drive.write_key("REF001")
+        assert issued
+
+    def error_events(kma: RunningKma) -> list[str]:
+        with replica(kma) as db:
+            rows = db.execute(
+                "SELECT message FROM audit_events WHERE kma_id = ? AND subject_id = ? "
+                "AND condition = 'error'",
+                (CUT_ID, refused_key),
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    for kma in kmas:
+        (message,) = eventually(lambda k=kma: error_events(k), 10.0, "the refusal's error event everywhere")
+        assert message.startswith("not recorded in the cluster: ")
+        assert f"issued write key {refused_key}" in message
+    eventually(lambda: _outbox_depth(cut) == 0, 10.0, "the outbox empty: shipping went on")
+    with kmip(agent) as drive:  # the drive's next request is recorded as usual
+        drive.locate(data_unit="REF001")
+    for kma in kmas:
+        assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0
