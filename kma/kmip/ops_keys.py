@@ -95,7 +95,7 @@ async def issue(
     extras = _extras(key_id, spec)
     statements += extras
     deferred = None
-    if from_pool and not before and not extras:  # this KMA's own key, nothing else changed
+    if kma.store.deferring and from_pool and not before and not extras:  # its own key, nothing else
         deferred = agent_keys.deferred_assignment(
             kma, key_id, call.agent_id, group, spec.data_unit, call.now, spec.activate
         )

@@ -16,6 +16,10 @@ from kma.store.cluster_view import NodeStatus, ReplicationLag
 class Store(Protocol):
     path: Path
 
+    @property
+    def deferring(self) -> bool:
+        """Commits a `Batch.deferred` to a local outbox (a cluster KMA's `kma serve`); else ignores it."""
+
     def query(self, sql: str, params: Params = ()) -> list[sqlite3.Row]: ...
     def query_one(self, sql: str, params: Params = ()) -> sqlite3.Row | None: ...
     def scalar(self, sql: str, params: Params = ()) -> Any: ...

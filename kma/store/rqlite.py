@@ -159,6 +159,10 @@ class RqliteStore:
         self._thread = threading.Thread(target=self._run, name="kma-store-writer", daemon=True)
         self._thread.start()
 
+    @property
+    def deferring(self) -> bool:
+        return self.outbox is not None
+
     # --- reads (the local replica) -------------------------------------------------------
     def query(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         return self._replica.conn().execute(sql, params).fetchall()
@@ -274,6 +278,8 @@ class RqliteStore:
                 return False
             self._shipped = entries[-1][0]
             self.outbox.shipped(self._shipped)
+            self.outbox.forget(self._replica_shipped())  # the next chunk goes at once
+        if self._shipped > self._replica_shipped():
             self._wait_for_replica(self._shipped)
         return True
 
@@ -317,15 +323,20 @@ class RqliteStore:
         refused = replace(record, condition=Condition.ERROR, message=told)
         return [(seq, at, refused, None)]
 
+    def _replica_shipped(self) -> int:
+        """The last outbox entry of this KMA that its own replica holds."""
+        seen = self.scalar("SELECT shipped FROM cluster_outbox_marks WHERE kma_id = ?", (self.kma_id,))
+        return 0 if seen is None else int(seen)
+
     def _wait_for_replica(self, shipped: int) -> None:
-        """Until this KMA's replica holds the shipped entries: till then their changes are read
-        from the outbox's memory, and after that from the replica (never neither)."""
+        """Until this KMA's replica holds the shipped entries (once the outbox is drained; between
+        chunks only those it holds by then are forgotten): till then their changes are read from
+        the outbox's memory, and after that from the replica (never neither)."""
         assert self.outbox is not None
         deadline = time.monotonic() + OWN_WRITE_TIMEOUT_S
         pause = 0.0005
         while time.monotonic() < deadline:
-            seen = self.scalar("SELECT shipped FROM cluster_outbox_marks WHERE kma_id = ?", (self.kma_id,))
-            if seen is not None and int(seen) >= shipped:
+            if self._replica_shipped() >= shipped:
                 break
             time.sleep(pause)
             pause = min(pause * 2, 0.01)

@@ -76,6 +76,8 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 
 class SQLiteStore:
+    deferring = False  # every write is committed here, before its caller hears of it
+
     def __init__(self, path: Path, chain: AuditChain | None = None) -> None:
         self.path = path
         self.chain = chain
