@@ -16,6 +16,10 @@ connections; the KMA reads that file directly, so reads are local (they work whi
 has no leader) and the audit trail's free-text function is available as embedded. After a write,
 the writer waits until the local replica shows it (`cluster_write_marks`), so a caller reads its
 own writes on a follower too.
+
+The agent path does not wait for the majority: an audit event alone, or a batch with a
+`deferred` form (the assignment of this KMA's own pool key), is committed to the KMA's outbox
+(kma/store/outbox.py) and shipped by this writer, in order, before any later batch.
 """
 
 from __future__ import annotations
