@@ -458,7 +458,7 @@ class RqliteStore:
         self._shipped = int(shipped[0][0]) if shipped else 0
         if self.outbox is not None:
             self.outbox.shipped(self._shipped)
-            self.outbox.forget(self._shipped)
+            self.outbox.forget(self._replica_shipped())  # the rest once the replica holds them
         self._head_uncertain = False
 
     def _wait_for_own_write(self, mark: int) -> None:
