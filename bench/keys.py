@@ -72,6 +72,7 @@ from kma.crypto import create_cluster_ca, issue_server_certificate, sign_agent_c
 from kma.kmip import ttlv  # noqa: E402
 from kma.kmip.client import key_template, parse_response, request_message  # noqa: E402
 from kma.kmip.enums import ObjectType, Operation, Tag  # noqa: E402
+from kma.services.keypool import low_water  # noqa: E402
 from tests.support.kma_process import RunningKma  # noqa: E402
 
 VERSION = (1, 2)
@@ -331,12 +332,14 @@ def start_kma(tmp: Path, source: Path | None = None) -> tuple[RunningKma, str]:
 
 
 def fill_pool(kma: RunningKma, size: int) -> str:
-    """Set the demo KMA's key pool to `size` and wait until it holds that many keys (Ready, or
-    Generated until a backup holds them); returns the KMA's service address."""
+    """Set the demo KMA's key pool to `size` and wait until it is full as the KMA keeps it (short by
+    less than the refill's low water mark; Ready keys, or Generated until a backup holds them);
+    returns the KMA's service address."""
     so = kma.client("so")
     so.update_kma("kma-dal-1", key_pool_size=size)
     deadline = time.time() + 120 * max(1.0, size / POOL)
-    while (this := next(k for k in so.list_kmas().items if k.id == "kma-dal-1")).pool_ready < size:
+    full = size - low_water(size) + 1  # a pool this full is not refilled (kma/services/keypool.py)
+    while (this := next(k for k in so.list_kmas().items if k.id == "kma-dal-1")).pool_ready < full:
         if time.time() > deadline:
             raise RuntimeError("the key pool did not fill")
         time.sleep(0.2)
