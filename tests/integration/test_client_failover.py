@@ -1,0 +1,70 @@
+"""A manager's client learns the cluster's KMAs and goes on with another one when its KMA goes
+(issue 11): real `kma serve` processes on rqlite, the connected one SIGKILLed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kms_client import Failover, KmaUnreachable, KmsClient, KnownKma
+from kms_client.failover import failover_order
+from tests.support.cluster import BINARY, add_node, first_node
+
+pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
+
+
+def test_the_client_goes_on_with_another_kma_of_the_cluster_when_its_kma_is_killed(tmp_path: Path) -> None:
+    first, ca = first_node(tmp_path / "a")
+    second = add_node(first, ca, tmp_path, "kma-dal-2")
+    third = add_node(first, ca, tmp_path, "kma-dal-3")
+    second.start()
+    third.start()
+    try:
+        switches: list[Failover] = []
+        client = KmsClient(first.address, ca_pem=first.ca_pem, ca_fingerprint=first.fingerprint,
+                           on_failover=switches.append)  # fmt: skip
+        client.sign_in("co", first.passphrases["co"])
+        cluster = client.learn_cluster()
+        assert {k.address for k in cluster} == {first.address, second.address, third.address}
+        first_name = next(k.name for k in cluster if k.address == first.address)
+
+        # When the KMA the client talks to is killed, a change still goes through (its request was
+        # refused, so it never reached the dead KMA), on another KMA, with the same session.
+        first.kill()
+        policy = client.create_key_policy("after-failover", encryption_period=60, cryptoperiod=120)
+        assert policy.id == "after-failover"
+        assert client.address in (second.address, third.address)
+        assert [(s.gone, s.now.address) for s in switches] == [(first_name, client.address)]
+        assert (
+            switches[0].message
+            == f"KMA {first_name} stopped answering; now connected to {switches[0].now.name}"
+        )
+        assert client.get_key_policy("after-failover").cryptoperiod == 120
+        assert len(switches) == 1  # it stays on the new KMA
+
+        # The list follows the cluster: the killed KMA is still a member (it may come back).
+        assert first.address in {k.address for k in client.learn_cluster()}
+
+        # When every KMA is gone, the client says so and stays where it was.
+        where = client.address
+        second.kill()
+        third.kill()
+        with pytest.raises(KmaUnreachable):
+            client.list_key_policies()
+        assert client.address == where
+        client.close()
+    finally:
+        for kma in (third, second, first):
+            kma.stop()
+
+
+def test_failover_tries_the_own_sites_kmas_first() -> None:
+    cluster = [
+        KnownKma("bos-1", "bos-1", "boston", "10.0.2.1:8443"),
+        KnownKma("dal-1", "dal-1", "dallas", "10.0.1.1:8443"),
+        KnownKma("bos-2", "bos-2", "boston", "10.0.2.2:8443"),
+        KnownKma("dal-2", "dal-2", "dallas", "10.0.1.2:8443"),
+    ]
+    assert [k.id for k in failover_order(cluster, "10.0.1.1:8443")] == ["dal-2", "bos-1", "bos-2"]
+    assert [k.id for k in failover_order(cluster, "10.0.2.2:8443")] == ["bos-1", "dal-1", "dal-2"]
