@@ -43,6 +43,7 @@ class AppController(QObject):
         self.remember_layout = True  # False when rendering headless: the next real window is untouched
         self.quit_when_sign_in_closes = True
         self.session.session_expired.connect(self._reauth)
+        self.session.cluster_learnt.connect(self._save_cluster)
         app.aboutToQuit.connect(self.shutdown)
 
     # -- sign-in ------------------------------------------------------------------------------
@@ -87,15 +88,31 @@ class AppController(QObject):
         log.info("signed in as %s to %s", signed.user.id, profile.address)
         return self.window
 
+    def _save_cluster(self, kmas: Any) -> None:
+        """The cluster's KMAs go with the saved profile, for the next sign-in's failover."""
+        from app.profiles import ProfileStore
+
+        profile = self.session.profile
+        store = ProfileStore()
+        saved = store.get(profile.name) if profile is not None else None
+        if saved is not None:
+            saved.kmas = list(kmas)
+            store.save(saved)
+
     # -- expired session ----------------------------------------------------------------------
     def _reauth(self) -> None:
         from ui.sign_in import SignInWindow
 
         if self.window is None or self.reauth_window is not None or self.session.client is None:
             return
+        from dataclasses import replace
+
+        client = self.session.client
+        profile = self.session.profile
         window = SignInWindow(
-            self.ops, self.window, reauth_client=self.session.client,
-            reauth_profile=self.session.profile,
+            self.ops, self.window, reauth_client=client,
+            # the KMA the client talks to now (another one, after a failover)
+            reauth_profile=replace(profile, address=client.address) if profile else None,
             message="Your session has ended. Enter your passphrase to carry on where you were.",
         )
         window.signed_in.connect(lambda s, _p: self.session.resume(s.user))

@@ -10,53 +10,62 @@ import pytest
 from kms_client import Failover, KmaUnreachable, KmsClient, KnownKma
 from kms_client.failover import failover_order
 from tests.support.cluster import BINARY, add_node, first_node
+from tests.support.kma_process import RunningKma
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
 
 def test_the_client_goes_on_with_another_kma_of_the_cluster_when_its_kma_is_killed(tmp_path: Path) -> None:
     first, ca = first_node(tmp_path / "a")
-    second = add_node(first, ca, tmp_path, "kma-dal-2")
-    third = add_node(first, ca, tmp_path, "kma-dal-3")
-    second.start()
-    third.start()
+    kmas = [first, add_node(first, ca, tmp_path, "kma-dal-2"), add_node(first, ca, tmp_path, "kma-dal-3")]
+    for kma in kmas[1:]:
+        kma.start()
     try:
+        connected, others = not_the_leader(kmas)
         switches: list[Failover] = []
-        client = KmsClient(first.address, ca_pem=first.ca_pem, ca_fingerprint=first.fingerprint,
+        client = KmsClient(connected.address, ca_pem=first.ca_pem, ca_fingerprint=first.fingerprint,
                            on_failover=switches.append)  # fmt: skip
         client.sign_in("co", first.passphrases["co"])
         cluster = client.learn_cluster()
-        assert {k.address for k in cluster} == {first.address, second.address, third.address}
-        first_name = next(k.name for k in cluster if k.address == first.address)
+        assert {k.address for k in cluster} == {k.address for k in kmas}
+        names = {k.address: k.name for k in cluster}
 
         # When the KMA the client talks to is killed, a change still goes through (its request was
         # refused, so it never reached the dead KMA), on another KMA, with the same session.
-        first.kill()
+        connected.kill()
         policy = client.create_key_policy("after-failover", encryption_period=60, cryptoperiod=120)
         assert policy.id == "after-failover"
-        assert client.address in (second.address, third.address)
-        assert [(s.gone, s.now.address) for s in switches] == [(first_name, client.address)]
-        assert (
-            switches[0].message
-            == f"KMA {first_name} stopped answering; now connected to {switches[0].now.name}"
+        assert client.address in {k.address for k in others}
+        assert [(s.gone, s.now.address) for s in switches] == [(names[connected.address], client.address)]
+        assert switches[0].message == (
+            f"KMA {names[connected.address]} stopped answering; now connected to {names[client.address]}"
         )
         assert client.get_key_policy("after-failover").cryptoperiod == 120
         assert len(switches) == 1  # it stays on the new KMA
 
         # The list follows the cluster: the killed KMA is still a member (it may come back).
-        assert first.address in {k.address for k in client.learn_cluster()}
+        assert connected.address in {k.address for k in client.learn_cluster()}
 
         # When every KMA is gone, the client says so and stays where it was.
         where = client.address
-        second.kill()
-        third.kill()
+        for kma in others:
+            kma.kill()
         with pytest.raises(KmaUnreachable):
             client.list_key_policies()
         assert client.address == where
         client.close()
     finally:
-        for kma in (third, second, first):
+        for kma in reversed(kmas):
             kma.stop()
+
+
+def not_the_leader(kmas: list[RunningKma]) -> tuple[RunningKma, list[RunningKma]]:
+    """A KMA that is not the Raft leader (killing it leaves the cluster taking changes at once),
+    and the others."""
+    topology = kmas[0].client("co").cluster_topology()
+    leader = next(k.management_address for k in topology.kmas if k.leader)
+    connected = next(k for k in kmas if k.address != leader)
+    return connected, [k for k in kmas if k is not connected]
 
 
 def test_failover_tries_the_own_sites_kmas_first() -> None:
