@@ -13,6 +13,7 @@ from app.profiles import ProfileStore
 from app.session import ConnectionState
 from tests.gui.helpers import WAIT_MS, open_page, sign_in
 from tests.integration.test_client_failover import not_the_leader
+from tests.integration.test_quorum import creds
 from tests.support.cluster import BINARY, add_node, first_node
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
@@ -62,6 +63,12 @@ def test_the_manager_goes_on_with_another_kma_when_its_kma_stops_answering(
         qtbot.waitUntil(lambda: "made-after-failover" in _rows(page), timeout=WAIT_MS)
         serving = next(k for k in others if k.address == now)
         assert serving.client("co").get_key_policy("made-after-failover").cryptoperiod == 120
+
+        # When the quorum removes the dead KMA, it leaves the saved profile at the next refresh
+        dead = next(k.id for k in controller.session.profile.kmas if k.address == connected.address)
+        serving.client("so").remove_kma(dead, credentials=creds(serving, "alice", "bob", "carol"))
+        controller.session.learn_cluster()  # what the minute's timer does
+        qtbot.waitUntil(lambda: saved_addresses() == {k.address for k in others}, timeout=WAIT_MS)
     finally:
         for kma in reversed(kmas):
             kma.stop()

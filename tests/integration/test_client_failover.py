@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kms_client import Failover, KmaUnreachable, KmsClient, KnownKma
+from kms_client import Failover, KmaUnreachable, KmsClient, KnownKma, PendingQuorumOp
 from kms_client.failover import failover_order
+from tests.integration.test_quorum import creds
 from tests.support.cluster import BINARY, add_node, first_node
 from tests.support.kma_process import RunningKma
 
@@ -43,8 +44,14 @@ def test_the_client_goes_on_with_another_kma_of_the_cluster_when_its_kma_is_kill
         assert client.get_key_policy("after-failover").cryptoperiod == 120
         assert len(switches) == 1  # it stays on the new KMA
 
-        # The list follows the cluster: the killed KMA is still a member (it may come back).
+        # The list follows the cluster: the killed KMA is still a member (it may come back) until
+        # the quorum removes it; then it leaves the list.
         assert connected.address in {k.address for k in client.learn_cluster()}
+        serving = next(k for k in others if k.address == client.address)
+        dead = next(k.id for k in cluster if k.address == connected.address)
+        removed = serving.client("so").remove_kma(dead, credentials=creds(serving, "alice", "bob", "carol"))
+        assert not isinstance(removed, PendingQuorumOp)
+        assert {k.address for k in client.learn_cluster()} == {k.address for k in others}
 
         # When every KMA is gone, the client says so and stays where it was.
         where = client.address
