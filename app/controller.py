@@ -19,6 +19,7 @@ from app.pages import window_extensions
 from app.profiles import ConnectionProfile
 from app.session import SessionController
 from app.signin import SignedIn
+from kms_client import Failover
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,12 @@ class AppController(QObject):
         for extend in window_extensions():  # badges, banners, polls added by areas
             extend(self.window, self.ctx)
         self.window.show()
-        log.info("signed in as %s to %s", signed.user.id, profile.address)
+        if signed.client.address != profile.address:  # the profile's KMA did not answer: another did
+            gone = next((k.name for k in profile.kmas if k.address == profile.address), profile.address)
+            now = next((k for k in profile.kmas if k.address == signed.client.address), None)
+            if now is not None:
+                self.window.statusBar().showMessage(Failover(gone, now).message)
+        log.info("signed in as %s to %s", signed.user.id, signed.client.address)
         return self.window
 
     def _save_cluster(self, kmas: Any) -> None:

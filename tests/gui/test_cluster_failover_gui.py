@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
 
 from app.profiles import ProfileStore
 from app.session import ConnectionState
@@ -69,6 +70,22 @@ def test_the_manager_goes_on_with_another_kma_when_its_kma_stops_answering(
         serving.client("so").remove_kma(dead, credentials=creds(serving, "alice", "bob", "carol"))
         controller.session.learn_cluster()  # what the minute's timer does
         qtbot.waitUntil(lambda: saved_addresses() == {k.address for k in others}, timeout=WAIT_MS)
+
+        # When the user signs out and in again with the profile (whose address is the dead KMA),
+        # the sign-in goes to a KMA of the saved list, and the status bar says so
+        controller.sign_out()
+        again = controller.sign_in_window
+        assert again.address.text() == connected.address and again.user.text() == "co"
+        qtbot.keyClicks(again.passphrase, connected.passphrases["co"])
+        qtbot.mouseClick(again.sign_in_button, Qt.LeftButton)
+        qtbot.waitUntil(
+            lambda: controller.window is not None and controller.window.isVisible(), timeout=WAIT_MS
+        )
+        now = controller.session.client.address
+        assert now in {k.address for k in others}
+        assert controller.window.statusBar().currentMessage() == (
+            f"KMA {connected.address} stopped answering; now connected to {names[now]}"
+        )  # the removed KMA's name left the list with it: its address stands for it
     finally:
         for kma in reversed(kmas):
             kma.stop()
