@@ -43,7 +43,12 @@ class Failover:
 
     @property
     def message(self) -> str:
-        return f"KMA {self.gone} stopped answering; now connected to {self.now.name}"
+        return f"{called(self.gone)} stopped answering; now connected to {self.now.name}"
+
+
+def called(name: str) -> str:
+    """ "KMA dal-1", and a name that says KMA already ("KMA Dallas 1") as it is."""
+    return name if name.upper().startswith("KMA ") else f"KMA {name}"
 
 
 def failover_order(cluster: Sequence[KnownKma], gone_address: str) -> list[KnownKma]:

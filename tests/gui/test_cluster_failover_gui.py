@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 
 from app.profiles import ProfileStore
 from app.session import ConnectionState
+from kms_client.failover import called
 from tests.gui.helpers import WAIT_MS, open_page, sign_in
 from tests.integration.test_client_failover import not_the_leader
 from tests.integration.test_quorum import creds
@@ -51,7 +52,7 @@ def test_the_manager_goes_on_with_another_kma_when_its_kma_stops_answering(
         now = controller.session.client.address
         assert now in {k.address for k in others}
         assert window.statusBar().currentMessage() == (
-            f"KMA {names[connected.address]} stopped answering; now connected to {names[now]}"
+            f"{called(names[connected.address])} stopped answering; now connected to {names[now]}"
         )
         assert now in window.user_label.text()
         assert controller.session.state is ConnectionState.CONNECTED
@@ -84,7 +85,7 @@ def test_the_manager_goes_on_with_another_kma_when_its_kma_stops_answering(
         now = controller.session.client.address
         assert now in {k.address for k in others}
         assert controller.window.statusBar().currentMessage() == (
-            f"KMA {connected.address} stopped answering; now connected to {names[now]}"
+            f"{called(connected.address)} stopped answering; now connected to {names[now]}"
         )  # the removed KMA's name left the list with it: its address stands for it
     finally:
         for kma in reversed(kmas):
