@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from kms_client import Failover, KmaUnreachable, KmsClient, KnownKma, PendingQuorumOp
 from kms_client.failover import called, failover_order
 from tests.integration.test_quorum import creds
-from tests.support.cluster import BINARY, add_node, first_node
+from tests.support.cluster import BINARY, add_node, eventually, first_node
 from tests.support.kma_process import RunningKma
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
@@ -84,3 +85,42 @@ def test_failover_tries_the_own_sites_kmas_first() -> None:
     ]
     assert [k.id for k in failover_order(cluster, "10.0.1.1:8443")] == ["dal-2", "bos-1", "bos-2"]
     assert [k.id for k in failover_order(cluster, "10.0.2.2:8443")] == ["bos-1", "dal-1", "dal-2"]
+
+
+def test_a_kma_that_stops_answering_mid_request_is_left_and_a_change_is_never_sent_twice(
+    tmp_path: Path,
+) -> None:
+    """SIGSTOP: the KMA takes the connection but never answers. A read goes on with another KMA
+    after the timeout; a change is not sent again (the stopped KMA may still apply it), so the
+    user hears that it may not have been made, and the client is on another KMA for the next."""
+    first, ca = first_node(tmp_path / "a")
+    kmas = [first, add_node(first, ca, tmp_path, "kma-dal-2"), add_node(first, ca, tmp_path, "kma-dal-3")]
+    for kma in kmas[1:]:
+        kma.start()
+    try:
+        connected, others = not_the_leader(kmas)
+        client = KmsClient(
+            connected.address, ca_pem=first.ca_pem, ca_fingerprint=first.fingerprint, timeout=3
+        )
+        client.sign_in("co", first.passphrases["co"])
+        client.learn_cluster()
+        client.list_key_policies()  # a kept-alive connection to the KMA about to stop
+        assert connected.process is not None
+        connected.process.send_signal(signal.SIGSTOP)
+        try:
+            with pytest.raises(KmaUnreachable, match="did not answer"):
+                client.create_key_policy("sent-once", encryption_period=60, cryptoperiod=120)
+            assert client.address in {k.address for k in others}
+            assert client.list_key_policies().items is not None  # reads go on there
+        finally:
+            connected.process.send_signal(signal.SIGCONT)
+        # The stopped KMA, woken, applied the change it had received: made once, not twice.
+        eventually(lambda: _exists(client, "sent-once"), 5.0, "the change the stopped KMA received")
+        client.close()
+    finally:
+        for kma in reversed(kmas):
+            kma.stop()
+
+
+def _exists(client: KmsClient, policy_id: str) -> bool:
+    return any(p.id == policy_id for p in client.iter_key_policies())
