@@ -173,22 +173,27 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
             with translated_transport_errors(self._address, self._timeout):
                 return self._http.request(method, path, params=params, json=body, headers=headers)
 
+        tried = self._address
         try:
             response = send()
         except KmaUnreachable as lost:
-            response = self._fail_over(lost, send, again=method == "GET" or never_sent(lost))
+            response = self._fail_over(lost, tried, send, again=method == "GET" or never_sent(lost))
         if response.is_error:
             raise error_from_response(response)
         return response
 
     def _fail_over(
-        self, lost: KmaUnreachable, send: Callable[[], httpx.Response], again: bool
+        self, lost: KmaUnreachable, gone: str, send: Callable[[], httpx.Response], again: bool
     ) -> httpx.Response:
-        """Go on with another KMA of the cluster after the current one stopped answering.
+        """Go on with another KMA of the cluster after the one at `gone` stopped answering.
 
         The request is sent again there if it is a read or never reached the KMA; a change that
         may have been applied is not sent twice: the client switches and `lost` is raised."""
-        gone = self._address
+
+        def answers() -> httpx.Response:
+            with translated_transport_errors(self._address, self._timeout):
+                return self._http.request("GET", "/status")
+
         with self._switching:
             if self._address != gone:  # another thread switched meanwhile: go on where it went
                 if not again:
@@ -197,7 +202,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
             for kma in failover_order(self._cluster, gone):
                 self._point_at(kma.address)
                 try:
-                    response = send() if again else self._http.request("GET", "/status")
+                    response = send() if again else answers()
                 except KmaUnreachable:
                     continue
                 except BaseException:
@@ -327,7 +332,9 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         body = _present(id=id, name=name, description=description)
         return self._call("POST", "/sites", Site.from_json, body=body)
 
-    def update_site(self, id: str, *, name: str | None = None, description: str | None = None) -> Site:
+    def update_site(
+        self, id: str, *, name: str | None = None, description: str | None = None
+    ) -> Site:
         body = _present(name=name, description=description)
         return self._call("PATCH", f"/sites/{segment(id)}", Site.from_json, body=body)
 
@@ -661,11 +668,15 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return self._call("POST", "/keys", Key.from_json, body=body)
 
     def compromise_key(self, id: str, comment: str) -> Key:
-        return self._call("POST", f"/keys/{segment(id)}/compromise", Key.from_json, body={"comment": comment})
+        return self._call(
+            "POST", f"/keys/{segment(id)}/compromise", Key.from_json, body={"comment": comment}
+        )
 
     def destroy_key(self, id: str, comment: str) -> Key:
         """`Conflict` unless the key is deactivated or compromised; comment 1..500 characters."""
-        return self._call("POST", f"/keys/{segment(id)}/destroy", Key.from_json, body={"comment": comment})
+        return self._call(
+            "POST", f"/keys/{segment(id)}/destroy", Key.from_json, body={"comment": comment}
+        )
 
     # -- audit ----------------------------------------------------------------------------------
 
@@ -785,4 +796,6 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
     ) -> AutonomousUnlock | PendingQuorumOp:
         """Quorum-protected; applies to the KMA this client talks to."""
         body = _present(enabled=enabled, credentials=credentials_body(credentials))
-        return self._call_or_pending("PUT", "/cluster/autonomous-unlock", AutonomousUnlock.from_json, body)
+        return self._call_or_pending(
+            "PUT", "/cluster/autonomous-unlock", AutonomousUnlock.from_json, body
+        )
