@@ -95,3 +95,45 @@ def test_the_manager_goes_on_with_another_kma_when_its_kma_stops_answering(
 def _rows(page: Any) -> list[str]:
     model = page.view.model()
     return [str(model.index(r, 0).data()) for r in range(model.rowCount())]
+
+
+def test_when_the_other_kma_refuses_the_session_the_user_signs_in_again_there_prefilled(
+    qtbot: Any, controller: Any, tmp_path: Path
+) -> None:
+    first, ca = first_node(tmp_path / "a")
+    kmas = [first, add_node(first, ca, tmp_path, "kma-dal-2"), add_node(first, ca, tmp_path, "kma-dal-3")]
+    for kma in kmas[1:]:
+        kma.start()
+    try:
+        connected, others = not_the_leader(kmas)
+        window = sign_in(qtbot, controller, connected, "co")
+        qtbot.waitUntil(lambda: len(controller.session.profile.kmas) == 3, timeout=WAIT_MS)
+        page = open_page(qtbot, window, "key_policies")
+
+        # Given the KMA is killed and the session ended meanwhile (signed out elsewhere)
+        connected.kill()
+        elsewhere = others[0].client()
+        elsewhere.use_token(controller.session.client.token)
+        elsewhere.sign_out()
+
+        # When the page reloads, the manager goes on with another KMA, which refuses the token:
+        # the user is asked to sign in again there, with the user ID filled in
+        window.refresh_current()
+        qtbot.waitUntil(lambda: controller.reauth_window is not None, timeout=WAIT_MS)
+        again = controller.reauth_window
+        now = controller.session.client.address
+        assert now in {k.address for k in others}
+        assert again.address.text() == now and again.user.text() == "co"
+        assert "stopped answering" in window.statusBar().currentMessage()
+
+        # And with the passphrase the user carries on there, on the same page
+        qtbot.keyClicks(again.passphrase, connected.passphrases["co"])
+        qtbot.mouseClick(again.sign_in_button, Qt.LeftButton)
+        qtbot.waitUntil(lambda: controller.reauth_window is None, timeout=WAIT_MS)
+        assert controller.session.state is ConnectionState.CONNECTED
+        assert window.current_page() is page and controller.session.client.address == now
+    finally:
+        if controller.reauth_window is not None:  # a failed run leaves no dialog open
+            controller.reauth_window.reject()
+        for kma in reversed(kmas):
+            kma.stop()
