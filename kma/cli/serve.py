@@ -35,6 +35,7 @@ def add_serve(sub: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from kma.cluster.witness import is_witness, serve_witness
     from kma.server import serve
     from kma.setup.listener import DEFAULT_SETUP_ADDRESS, serve_setup
 
@@ -59,6 +60,12 @@ def run_serve(args: argparse.Namespace) -> int:
         raise Conflict(f"Another `kma serve` is already running on {data_dir.root}.") from None
     announce = lambda line: print(line, flush=True)  # noqa: E731
     with lock:
+        if not setting_up and is_witness(data_dir):  # a voter with no key service: rqlited only
+            from kma.server import STOP_REQUESTED, note_stop_requests
+
+            note_stop_requests()
+            serve_witness(data_dir, args.ready_file, announce, STOP_REQUESTED)
+            return 0
         management_port, master = args.management_port, None
         if setting_up:
             finished = serve_setup(data_dir, args.setup_address or DEFAULT_SETUP_ADDRESS, management_port,
