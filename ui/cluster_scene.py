@@ -53,7 +53,8 @@ def _seconds(value: float | None) -> str:
 
 def kma_lines(kma: Any) -> list[str]:
     """What a KMA node says, line by line (also its tooltip and accessible description)."""
-    role = "leader · voter" if kma.leader and kma.voter else ("voter" if kma.voter else "non-voter")
+    kind = "witness (no key service)" if kma.witness else "voter" if kma.voter else "non-voter"
+    role = f"leader · {kind}" if kma.leader and kma.voter else kind
     lag = kma.replication_lag
     lag_text = "lag unknown" if lag is None else f"lag {lag.depth} writes, {_seconds(lag.age_seconds)}"
     contact = (

@@ -28,7 +28,8 @@ def _seconds(value: float | None) -> str:
 
 
 def _kma_line(k: Any) -> str:
-    role = ("leader" if k.leader else "") + (" voter" if k.voter else " non-voter")
+    kind = " witness" if k.witness else " voter" if k.voter else " non-voter"
+    role = ("leader" if k.leader else "") + kind
     lag = "lag unknown" if k.replication_lag is None else (
         f"lag {k.replication_lag.depth} writes ({k.replication_lag.age_seconds:.1f} s)"
     )  # fmt: skip
