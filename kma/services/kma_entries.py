@@ -124,7 +124,8 @@ def _prepare_add(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prep
         "a voter" if voter else "a non-voter (read replica)")  # fmt: skip
     what = "witness" if witness else "KMA"
     summary = (
-        f"Add {what} '{kma_id}' ({name}) at site '{site_id}' as {role}; it joins with a one-time KMA passphrase"
+        f"Add {what} '{kma_id}' ({name}) at site '{site_id}' as {role}; it joins with a one-time "
+        "KMA passphrase"
     )
     return Prepared(
         summary,
@@ -140,9 +141,9 @@ def _execute_add(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any
     now = kma.clock.now()
     insert = Stmt(
         "INSERT INTO kmas (id, name, site_id, management_address, service_address, raft_address, voter, "
-        "witness, version, locked, awaiting_join, key_pool_size, join_passphrase_hash, join_passphrase_set_at, "
-        "created_at, updated_at) SELECT :id, :name, :site_id, :management_address, :service_address, "
-        ":raft_address, :voter, :witness, '', 1, 1, :pool, :hash, :now, :now, :now "
+        "witness, version, locked, awaiting_join, key_pool_size, join_passphrase_hash, "
+        "join_passphrase_set_at, created_at, updated_at) SELECT :id, :name, :site_id, :management_address, "
+        ":service_address, :raft_address, :voter, :witness, '', 1, 1, :pool, :hash, :now, :now, :now "
         f"WHERE NOT EXISTS (SELECT 1 FROM kmas WHERE id = :id) AND (:voter = 0 OR {_VOTERS} < {MAX_VOTERS})",
         {
             "id": p["id"],

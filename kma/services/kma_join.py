@@ -160,7 +160,8 @@ def join(
         [
             Stmt(
                 "UPDATE kmas SET join_passphrase_hash = NULL, join_passphrase_set_at = NULL, "
-                "awaiting_join = 0, locked = 1 - witness, updated_at = ? WHERE id = ? AND join_passphrase_hash = ?",
+                "awaiting_join = 0, locked = 1 - witness, updated_at = ? "  # a witness holds no key to lock
+                "WHERE id = ? AND join_passphrase_hash = ?",
                 (now, kma_id, stored),
                 expect=1,
                 refusal="the KMA passphrase was used by another join a moment ago",
