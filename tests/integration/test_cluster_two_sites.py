@@ -21,6 +21,7 @@ import pytest
 from kma.cluster.rqlited import RqliteNode
 from kms_client import ClusterUnavailable, KmsError, NotFound
 from tests.integration.test_quorum import creds
+from tests.integration.test_quorum_cli import kma_cli
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address
 from tests.support.cluster import (
     BINARY,
@@ -161,7 +162,9 @@ def _exists(get: Any, object_id: str) -> bool:
     return True
 
 
-def test_the_witness_is_a_voter_at_its_own_site_and_no_agent_is_sent_to_it(sites: TwoSites) -> None:
+def test_the_witness_is_a_voter_at_its_own_site_and_no_agent_is_sent_to_it(
+    sites: TwoSites, tmp_path: Path
+) -> None:
     topology = sites.kmas["kma-dal-1"].client("so").cluster_topology()
     by_site = {s.id: [k.id for k in s.kmas] for s in topology.sites}
     assert by_site["witness"] == ["witness-1"]
@@ -172,6 +175,11 @@ def test_the_witness_is_a_voter_at_its_own_site_and_no_agent_is_sent_to_it(sites
     assert tolerance.sites_whose_loss_stops_writes == ()  # Dallas, Boston or the witness may go
     for agent in sites.agents.values():
         assert "witness-1" not in {k["id"] for k in json.loads((agent / "kmas.json").read_text())}
+    code, out, err = kma_cli(sites.kmas["kma-bos-1"], tmp_path, "auditor", "cluster", "status")
+    assert code == 0, err
+    assert "Site Witness (witness): 0 KMAs and 1 witness (no key service)" in out
+    assert "no single site's loss stops management writes" in out
+    assert next(line for line in out.splitlines() if "witness-1" in line).split()[2] in ("witness", "leader")
 
 
 def test_a_user_a_policy_and_an_agent_made_on_any_kma_reach_every_kma_within_a_second(
