@@ -8,6 +8,8 @@ Each test leaves the cluster as it found it (every node running), so they also r
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,7 +24,7 @@ from tests.integration.test_quorum_cli import kma_cli
 from tests.support.agents import service_address
 from tests.support.cluster import BINARY, eventually, replica, table_checksums
 from tests.support.two_sites import DRIVES, SITES, TAPES, TwoSites, management_write, two_sites
-from tests.support.witness import crash
+from tests.support.witness import crash, rqlited_pid
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -175,3 +177,21 @@ def test_everything_restarted_every_kma_and_the_witness_hold_identical_state(sit
     finally:
         for conn in conns:
             conn.close()
+
+
+def test_the_witness_starts_its_rqlited_again_when_it_ends(sites: TwoSites) -> None:
+    process = sites.witness.process
+    assert process is not None
+    node = rqlited_pid(process.pid)
+    assert node is not None
+    # When the witness's rqlited dies (its `kma serve` stays)
+    os.kill(node, signal.SIGKILL)
+    # Then `kma serve` starts it again and the cluster sees the witness voting again
+    eventually(lambda: rqlited_pid(process.pid) not in (None, node), 30.0, "a new rqlited")
+    so = sites.kmas["kma-dal-1"].client("so")
+
+    def voting() -> bool:
+        witness = next(k for s in so.cluster_topology().sites for k in s.kmas if k.id == "witness-1")
+        return witness.responding and witness.voter
+
+    eventually(voting, 30.0, "the witness responding again")
