@@ -291,3 +291,5 @@ def test_a_witness_entry_has_only_a_raft_address_votes_and_joins_unlocked(node_k
     grant = node_kma.client().join_cluster("witness-1", done.kma_passphrase, csr()[1], csr()[1])
     assert grant.kma["witness"] is True and grant.members[0].raft_address == FIRST_RAFT
     assert not so.get_kma("witness-1").locked
+    with pytest.raises(Conflict, match="nothing to lock"):
+        so.lock_kma("witness-1")
