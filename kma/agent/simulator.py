@@ -78,6 +78,7 @@ class Tally:
             "reads_of_unwritten_tapes": self.unwritten_reads,
             "failures": self.failures,
             "failovers": self.failovers,
+            "retries": self.retries,
             "served_by": dict(self.served_by),
             "seconds": round(elapsed, 2),
             "mounts_per_second": round(self.mounts / elapsed, 2) if elapsed else 0,
