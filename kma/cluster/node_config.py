@@ -37,15 +37,13 @@ class NodeConfig:
     join: tuple[str, ...] = field(default_factory=tuple)
     witness: bool = False  # a voter with no key service: `kma serve` runs only rqlited
 
-
     def to_toml(self) -> str:
         return (
             f"node_id = {json.dumps(self.node_id)}\n"
             f"raft_address = {json.dumps(self.raft_address)}\n"
             f"http_address = {json.dumps(self.http_address)}\n"
             f"voter = {'true' if self.voter else 'false'}\n"
-            f"join = {json.dumps(list(self.join))}\n"
-            + ("witness = true\n" if self.witness else "")
+            f"join = {json.dumps(list(self.join))}\n" + ("witness = true\n" if self.witness else "")
         )
 
 
