@@ -17,11 +17,14 @@ from tests.gui.helpers import (
     fill_form,
     message_boxes,
     open_page,
+    row_with_id,
     sign_in,
     submit,
     wait_idle,
 )
+from ui.details import DetailsDialog
 from ui.form_dialog import FormDialog
+from ui.format import when
 from ui.pages.backups import download
 
 pytestmark = pytest.mark.gui
@@ -69,3 +72,35 @@ def test_backup_operator_makes_downloads_deletes_and_schedules(
     line = dashboard.findChild(QLabel, "dashboardBackupAge")
     qtbot.waitUntil(lambda: "Last database backup" in line.text(), timeout=WAIT_MS)
     assert "#2e7d32" in line.text()  # green: less than a day old
+
+
+def _details_of(qtbot: Any, page: Any, key_id: str) -> dict[str, str]:
+    """Open a key's details as a user does (select it, open its details) and read the rows."""
+    page.view.selectRow(row_with_id(page, key_id))
+    page.show_details()
+    dialog = active_dialog(qtbot, DetailsDialog)
+    rows = {label.accessibleName(): label.text() for label in dialog.findChildren(QLabel)
+            if label.accessibleName()}  # fmt: skip
+    dialog.close()
+    return rows
+
+
+def test_a_destroyed_keys_details_name_the_backups_that_still_hold_it(
+    qtbot: Any, controller: Any, fresh_kma: Any
+) -> None:
+    # Given the demo's two keys destroyed after its first backup took them
+    first = min(fresh_kma.client("backup").list_backups().items, key=lambda b: b.created_at)
+    window = sign_in(qtbot, controller, fresh_kma, "admin")
+    page = open_page(qtbot, window, "keys")
+    states = page._filter_boxes["state"]
+    states.setCurrentIndex(states.findData("destroyed"))
+    qtbot.waitUntil(lambda: page.model.rowCount() == 2, timeout=WAIT_MS)
+    destroyed = page.model.object_at(0).id
+    # When the operator opens one's details, they say its destruction is incomplete and name the backup
+    rows = _details_of(qtbot, page, destroyed)
+    assert rows["Destruction complete"].startswith("No: the database backups below still hold the key")
+    assert rows["Held by backups"] == f"{first.id} (made {when(first.created_at)})"
+    # When that backup is deleted, the details say the destruction is complete
+    fresh_kma.client("backup").delete_backup(first.id)
+    rows = _details_of(qtbot, page, destroyed)
+    assert rows["Destruction complete"] == "Yes" and rows["Held by backups"] == "—"
