@@ -68,6 +68,9 @@ def _details(page: ListPage, key: Any) -> None:
     )
 
 
+LABELS = {"compromised_at": "Compromised at"}  # next to "Compromised" (yes or no)
+
+
 def destruction_texts(key: Any) -> dict[str, str]:
     """A destroyed key's destruction in words: complete, or which backups still hold it."""
     if key.destruction_complete is not False:
@@ -80,7 +83,7 @@ def destruction_texts(key: Any) -> dict[str, str]:
 
 
 def open_details(page: ListPage, key: Any) -> DetailsDialog:
-    dialog = DetailsDialog(f"Key {key.id}", key, page, texts=destruction_texts(key))
+    dialog = DetailsDialog(f"Key {key.id}", key, page, labels=LABELS, texts=destruction_texts(key))
     if page.ctx.roles & AUDIT_READERS:
         dialog.add_tab(history_tab(page.ctx, "key", key.id, dialog), "History")
     dialog.open()
