@@ -22,6 +22,7 @@ from tests.gui.helpers import (
     submit,
     wait_idle,
 )
+from tests.support.first_setup import one_kma_with_keys_waiting
 from ui.details import DetailsDialog
 from ui.form_dialog import FormDialog
 from ui.format import when
@@ -104,3 +105,26 @@ def test_a_destroyed_keys_details_name_the_backups_that_still_hold_it(
     fresh_kma.client("backup").delete_backup(first.id)
     rows = _details_of(qtbot, page, destroyed)
     assert rows["Destruction complete"] == "Yes" and rows["Held by backups"] == "—"
+
+
+@pytest.fixture
+def waiting_kma(tmp_path: Path) -> Any:
+    kma = one_kma_with_keys_waiting(tmp_path)
+    yield kma
+    kma.stop()
+
+
+def test_a_one_kma_dashboard_shows_the_keys_waiting_and_when_the_ready_keys_run_out(
+    qtbot: Any, controller: Any, waiting_kma: Any
+) -> None:
+    # Given a one-KMA cluster whose refilled pool waits for a backup, after three keys issued today
+    window = sign_in(qtbot, controller, waiting_kma, "admin")
+    dashboard = open_page(qtbot, window, "dashboard")
+    line = dashboard.findChild(QLabel, "dashboardBackupAge")
+    qtbot.waitUntil(lambda: "Last database backup" in line.text(), timeout=WAIT_MS)
+    # Then the backup line counts the Ready and waiting keys and says when the Ready ones run out
+    assert "3 Ready keys, 3 waiting for a backup" in line.text()
+    assert "at the recent issue rate they run out in 7 days" in line.text()
+    # And the warning says the waiting keys are not issued until a backup holds them
+    warnings = dashboard.findChild(QLabel, "dashboardWarnings").text()
+    assert "3 generated keys wait for a database backup before they can be issued" in warnings
