@@ -44,7 +44,7 @@ _MAX_MANIFEST = 1 << 20
 _NONCE_SIZE = 12
 _TAG_SIZE = 16
 _CHUNK = 1 << 20
-_SYNC_EVERY = 4 << 20  # bytes of a backup written between two fdatasyncs (see _settle)
+_SYNC_EVERY = 1 << 20  # bytes of a backup written between two fdatasyncs (see _settle)
 
 
 class BadBackup(ValidationFailed):
@@ -149,9 +149,9 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _settle(fd: int, start: int, end: int) -> None:
-    """Put the last few MiB of a backup on disk now and drop them from the page cache. A backup
-    written whole and fsynced at the end would queue a gigabyte before the WAL fsyncs of the
-    KMA's own commits (every agent request waits for one); a few MiB at a time, it never does."""
+    """Put the last MiB of a backup on disk now and drop it from the page cache. A backup written
+    whole and fsynced at the end would queue a gigabyte before the WAL fsyncs of the KMA's own
+    commits (every agent request waits for one); a MiB at a time, it never does."""
     os.fdatasync(fd)
     os.posix_fadvise(fd, start, end - start, os.POSIX_FADV_DONTNEED)
 
