@@ -26,7 +26,7 @@ from tests.support.first_setup import one_kma_with_keys_waiting
 from ui.details import DetailsDialog
 from ui.form_dialog import FormDialog
 from ui.format import when
-from ui.pages.backups import download
+from ui.pages.backups import AGE_COLOURS, download
 
 pytestmark = pytest.mark.gui
 
@@ -128,3 +128,19 @@ def test_a_one_kma_dashboard_shows_the_keys_waiting_and_when_the_ready_keys_run_
     # And the warning says the waiting keys are not issued until a backup holds them
     warnings = dashboard.findChild(QLabel, "dashboardWarnings").text()
     assert "3 generated keys wait for a database backup before they can be issued" in warnings
+
+
+@pytest.mark.parametrize(("days", "tone"), [(2, "warn"), (8, "bad")])
+def test_the_dashboards_backup_age_is_amber_after_a_day_and_red_after_a_week(
+    qtbot: Any, controller: Any, fresh_kma: Any, days: int, tone: str
+) -> None:
+    # Given the demo's newest backup (taken today), some days later
+    fresh_kma.advance_clock(days * 86400)
+    window = sign_in(qtbot, controller, fresh_kma, "admin")
+    dashboard = open_page(qtbot, window, "dashboard")
+    line = dashboard.findChild(QLabel, "dashboardBackupAge")
+    qtbot.waitUntil(lambda: f"Last database backup {days} days ago" in line.text(), timeout=WAIT_MS)
+    # Then the line is amber after a day, red after a week, and then the dashboard warns
+    assert AGE_COLOURS[tone] in line.text()
+    warnings = dashboard.findChild(QLabel, "dashboardWarnings").text()
+    assert (f"The last database backup is {days} days old." in warnings) == (tone == "bad")
