@@ -32,7 +32,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from kma.crypto import WrappingKey, derive_wrapping_key
 from kma.crypto.errors import IntegrityError
 from kma.errors import ValidationFailed
-from kma.pacing import Pace
+from kma.pacing import SYNC_STEP, Pace, settle
 
 DATABASE_MAGIC = b"KMA-DATABASE-BACKUP\n"
 CORE_FORMAT = "kma-core-security-backup"
@@ -44,7 +44,6 @@ _MAX_MANIFEST = 1 << 20
 _NONCE_SIZE = 12
 _TAG_SIZE = 16
 _CHUNK = 1 << 20
-_SYNC_EVERY = 1 << 20  # bytes of a backup written between two fdatasyncs (see _settle)
 
 
 class BadBackup(ValidationFailed):
@@ -123,8 +122,8 @@ def write_database_backup(
         written.update(data)
         _write_all(fd, data)
         position = os.lseek(fd, 0, os.SEEK_CUR)
-        if position - synced >= _SYNC_EVERY:
-            _settle(fd, synced, position)
+        if position - synced >= SYNC_STEP:
+            settle(fd, synced, position)
             synced = position
 
     try:
@@ -135,7 +134,7 @@ def write_database_backup(
                 pace.rest()
             write(encryptor.finalize())
             write(encryptor.tag)
-        _settle(fd, synced, os.lseek(fd, 0, os.SEEK_CUR))
+        settle(fd, synced, os.lseek(fd, 0, os.SEEK_CUR))
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -146,14 +145,6 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _settle(fd: int, start: int, end: int) -> None:
-    """Put the last MiB of a backup on disk now and drop it from the page cache. A backup written
-    whole and fsynced at the end would queue a gigabyte before the WAL fsyncs of the KMA's own
-    commits (every agent request waits for one); a MiB at a time, it never does."""
-    os.fdatasync(fd)
-    os.posix_fadvise(fd, start, end - start, os.POSIX_FADV_DONTNEED)
 
 
 def _data_key_context(manifest: Mapping[str, Any]) -> str:
