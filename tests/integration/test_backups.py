@@ -5,6 +5,7 @@ directory, and every way a restore must refuse while leaving the target untouche
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -317,6 +318,8 @@ def test_scheduled_backups_keep_the_newest_and_a_failure_is_an_error_event(
     backup, auditor = fresh_kma.client("backup"), fresh_kma.client("auditor")
     scheduled = [b for b in backup.list_backups().items if b.scheduled]
     assert len(scheduled) == 2 and in_folder() == {f"{b.id}.kmabackup" for b in scheduled}
+    for b in scheduled:  # the copies in the folder are the backups, byte for byte
+        assert hashlib.sha256((folder / f"{b.id}.kmabackup").read_bytes()).hexdigest() == b.sha256
     (oldest,) = made[0]
     assert oldest not in in_folder()
     expired = auditor.list_audit_events(operation="backup.delete").items[0]
