@@ -19,6 +19,7 @@ from app.pages import window_extensions
 from app.profiles import ConnectionProfile
 from app.session import SessionController
 from app.signin import SignedIn
+from kms_client import Failover
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ class AppController(QObject):
         self.remember_layout = True  # False when rendering headless: the next real window is untouched
         self.quit_when_sign_in_closes = True
         self.session.session_expired.connect(self._reauth)
+        self.session.cluster_learnt.connect(self._save_cluster)
         app.aboutToQuit.connect(self.shutdown)
 
     # -- sign-in ------------------------------------------------------------------------------
@@ -84,8 +86,24 @@ class AppController(QObject):
         for extend in window_extensions():  # badges, banners, polls added by areas
             extend(self.window, self.ctx)
         self.window.show()
-        log.info("signed in as %s to %s", signed.user.id, profile.address)
+        if signed.client.address != profile.address:  # the profile's KMA did not answer: another did
+            gone = next((k.name for k in profile.kmas if k.address == profile.address), profile.address)
+            now = next((k for k in profile.kmas if k.address == signed.client.address), None)
+            if now is not None:
+                self.window.statusBar().showMessage(Failover(gone, now).message)
+        log.info("signed in as %s to %s", signed.user.id, signed.client.address)
         return self.window
+
+    def _save_cluster(self, kmas: Any) -> None:
+        """The cluster's KMAs go with the saved profile, for the next sign-in's failover."""
+        from app.profiles import ProfileStore
+
+        profile = self.session.profile
+        store = ProfileStore()
+        saved = store.get(profile.name) if profile is not None else None
+        if saved is not None:
+            saved.kmas = list(kmas)
+            store.save(saved)
 
     # -- expired session ----------------------------------------------------------------------
     def _reauth(self) -> None:
@@ -93,9 +111,14 @@ class AppController(QObject):
 
         if self.window is None or self.reauth_window is not None or self.session.client is None:
             return
+        from dataclasses import replace
+
+        client = self.session.client
+        profile = self.session.profile
         window = SignInWindow(
-            self.ops, self.window, reauth_client=self.session.client,
-            reauth_profile=self.session.profile,
+            self.ops, self.window, reauth_client=client,
+            # the KMA the client talks to now (another one, after a failover)
+            reauth_profile=replace(profile, address=client.address) if profile else None,
             message="Your session has ended. Enter your passphrase to carry on where you were.",
         )
         window.signed_in.connect(lambda s, _p: self.session.resume(s.user))

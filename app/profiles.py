@@ -1,16 +1,21 @@
 """Saved connection profiles: where a KMA is, which CA we pinned for it, who signs in.
 
-Stored in ``QSettings`` because none of it is secret: the address, the pinned CA fingerprint and
-the user ID. Passphrases are never stored; a remembered session token lives only in the OS keyring
+Stored in ``QSettings`` because none of it is secret: the address, the pinned CA fingerprint,
+the user ID and the cluster's KMAs (each one's management address, learnt while signed in, so the
+manager can go on with another KMA when its own stops answering). Passphrases are never stored;
+a remembered session token lives only in the OS keyring
 (:mod:`app.secrets`).
 """
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from PySide6.QtCore import QSettings
+
+from kms_client import KnownKma
 
 _GROUP = "profiles"
 _NAME_OK = re.compile(r"[^A-Za-z0-9 ._@:-]")
@@ -26,6 +31,7 @@ class ConnectionProfile:
     ca_fingerprint: str = ""  # empty until the user accepts the CA on first connect
     ca_pem: str = ""  # the accepted CA certificate (public), so later connects verify from it
     remember: bool = False
+    kmas: list[KnownKma] = field(default_factory=list)  # the cluster's KMAs, as last learnt
 
     @property
     def key(self) -> str:
@@ -55,6 +61,7 @@ class ProfileStore:
                         ca_fingerprint=str(s.value("ca_fingerprint", "")),
                         ca_pem=str(s.value("ca_pem", "")),
                         remember=str(s.value("remember", "false")).lower() == "true",
+                        kmas=_kmas(str(s.value("kmas", "") or "")),
                     )
                 )
                 s.endGroup()
@@ -70,8 +77,9 @@ class ProfileStore:
     def save(self, profile: ConnectionProfile) -> None:
         s = self._settings
         s.beginGroup(f"{_GROUP}/{profile.key}")
-        for field, value in asdict(profile).items():
-            s.setValue(field, "true" if value is True else "false" if value is False else value)
+        values = {**asdict(profile), "kmas": json.dumps([k.to_json() for k in profile.kmas])}
+        for name, value in values.items():
+            s.setValue(name, "true" if value is True else "false" if value is False else value)
         s.endGroup()
         s.sync()
 
@@ -86,3 +94,11 @@ class ProfileStore:
 
     def set_last_used(self, name: str) -> None:
         self._settings.setValue("last_profile", name)
+
+
+def _kmas(text: str) -> list[KnownKma]:
+    """The saved KMA list; one that cannot be read is learnt again at the next sign-in."""
+    try:
+        return [KnownKma.from_json(d) for d in json.loads(text)] if text else []
+    except (ValueError, TypeError, KeyError):
+        return []

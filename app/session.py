@@ -5,8 +5,13 @@ for the two failures that are about the session rather than the operation:
 
 * ``Unauthenticated`` (token expired or revoked): :attr:`session_expired` fires once; the main
   window asks for the passphrase again over the page the user was on, then :meth:`resume`.
-* ``KmaUnreachable``: the state becomes ``reconnecting``; a probe retries with exponential backoff
-  (1, 2, 4 ... 30 s) until the KMA answers, then :attr:`reconnected` fires so pages reload.
+* The KMA stops answering in a cluster: the client goes on with another KMA of the profile's
+  list (learnt at sign-in and every :data:`LEARN_CLUSTER_MS` while connected, saved with the
+  profile) and :attr:`failed_over` says which; the session goes on there (sessions are
+  replicated), or, should that KMA refuse the token, ``Unauthenticated`` asks for the passphrase.
+* ``KmaUnreachable`` (no KMA of the cluster answers): the state becomes ``reconnecting``; a probe
+  retries with exponential backoff (1, 2, 4 ... 30 s) until a KMA answers, then :attr:`reconnected`
+  fires so pages reload.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from app.operations import Operations
 from app.profiles import ConnectionProfile
 
 MAX_BACKOFF_S = 30
+LEARN_CLUSTER_MS = 60_000  # how often the profile's list of the cluster's KMAs is refreshed
 
 
 class ConnectionState(Enum):
@@ -38,6 +44,8 @@ class SessionController(QObject):
     reconnected = Signal()
     retry_scheduled = Signal(int)  # seconds until the next reconnect attempt
     user_changed = Signal(object)  # kms_client.User
+    failed_over = Signal(object)  # kms_client.Failover: now connected to another KMA
+    cluster_learnt = Signal(object)  # tuple[kms_client.KnownKma, ...], saved with the profile
 
     def __init__(self, ops: Operations, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -51,6 +59,9 @@ class SessionController(QObject):
         self._retry = QTimer(self)
         self._retry.setSingleShot(True)
         self._retry.timeout.connect(self.retry_now)
+        self._learn = QTimer(self)
+        self._learn.setInterval(LEARN_CLUSTER_MS)
+        self._learn.timeout.connect(self.learn_cluster)
         self.last_error: str = ""
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -60,8 +71,11 @@ class SessionController(QObject):
         self.client = client
         self.ops.client = client
         self.profile = profile
+        client.on_failover = self.failed_over.emit  # from a worker thread: a queued signal
         self._set_user(user)
         self._set_state(ConnectionState.CONNECTED)
+        self.learn_cluster()
+        self._learn.start()
 
     def resume(self, user: kms_client.User) -> None:
         """After signing in again (same client, new token): carry on where the user was."""
@@ -73,6 +87,7 @@ class SessionController(QObject):
         """End the session on the KMA (best effort, in the background) and forget the client."""
         client = self.client
         self._retry.stop()
+        self._learn.stop()
         self._set_state(ConnectionState.SIGNED_OUT)
         if client is not None:
             self.ops.write(lambda ctx: ctx.client.sign_out(), client=client, quiet=True)
@@ -110,6 +125,21 @@ class SessionController(QObject):
             success=self._probe_ok,
             failure=self._probe_failed,
         )
+
+    def learn_cluster(self) -> None:
+        """Refresh the cluster's KMAs (the client fails over among them) and keep them with the
+        profile: a KMA added appears, a removed one leaves."""
+        if self.client is None or self.state is not ConnectionState.CONNECTED:
+            return
+        self.ops.read(lambda ctx: ctx.client.learn_cluster(), quiet=True,
+                      success=self._learnt, failure=lambda _exc: True)  # fmt: skip
+
+    def _learnt(self, kmas: tuple[kms_client.KnownKma, ...]) -> None:
+        profile = self.profile
+        if profile is None or list(kmas) == profile.kmas:
+            return
+        profile.kmas = list(kmas)
+        self.cluster_learnt.emit(kmas)
 
     def next_delay(self) -> int:
         return min(MAX_BACKOFF_S, 2 ** self._attempt)

@@ -29,6 +29,7 @@ def make_client(profile: ConnectionProfile) -> kms_client.KmsClient:
         profile.address,
         ca_pem=profile.ca_pem or None,
         ca_fingerprint=profile.ca_fingerprint,
+        cluster=profile.kmas,  # the profile's address down: sign in through another KMA
     )
 
 

@@ -72,6 +72,7 @@ from kma.crypto import create_cluster_ca, issue_server_certificate, sign_agent_c
 from kma.kmip import ttlv  # noqa: E402
 from kma.kmip.client import key_template, parse_response, request_message  # noqa: E402
 from kma.kmip.enums import ObjectType, Operation, Tag  # noqa: E402
+from kma.services.keypool import low_water  # noqa: E402
 from tests.support.kma_process import RunningKma  # noqa: E402
 
 VERSION = (1, 2)
@@ -327,14 +328,22 @@ def start_kma(tmp: Path, source: Path | None = None) -> tuple[RunningKma, str]:
     load the pool refills while keys are issued, and that cost is measured too.
     `source`: a checkout of another commit whose KMA to run (the before/after mode)."""
     kma = RunningKma.demo_in(tmp / "kma-demo", test_clock=False, source=source)
+    return kma, fill_pool(kma, POOL)
+
+
+def fill_pool(kma: RunningKma, size: int) -> str:
+    """Set the demo KMA's key pool to `size` and wait until it is full as the KMA keeps it (short by
+    less than the refill's low water mark; Ready keys, or Generated until a backup holds them);
+    returns the KMA's service address."""
     so = kma.client("so")
-    so.update_kma("kma-dal-1", key_pool_size=POOL)
-    deadline = time.time() + 120
-    while (this := next(k for k in so.list_kmas().items if k.id == "kma-dal-1")).pool_ready < POOL:
+    so.update_kma("kma-dal-1", key_pool_size=size)
+    deadline = time.time() + 120 * max(1.0, size / POOL)
+    full = size - low_water(size) + 1  # a pool this full is not refilled (kma/services/keypool.py)
+    while (this := next(k for k in so.list_kmas().items if k.id == "kma-dal-1")).pool_ready < full:
         if time.time() > deadline:
             raise RuntimeError("the key pool did not fill")
         time.sleep(0.2)
-    return kma, this.service_address
+    return this.service_address
 
 
 def pool_backer(backup_operator: Any) -> Callable[[], None]:
@@ -355,21 +364,22 @@ def pool_backer(backup_operator: Any) -> Callable[[], None]:
     return back_up
 
 
-def keep_backed_up(backup_operator: Any, interval: float = 1.0) -> None:
+def keep_backed_up(backup_operator: Any, interval: float = 1.0) -> threading.Event:
     """A one-KMA cluster issues only keys a database backup holds (issue 12): as a frequent
     scheduled backup would, back the pool up now and whenever generated keys wait, keeping only
-    the newest backup. Its cost is part of what an issuing bench measures on one KMA."""
+    the newest backup. Its cost is part of what an issuing bench measures on one KMA. Returns
+    the event that stops it (set it before measuring what a backup must not weigh on)."""
 
     def backup() -> str:
         made: str = backup_operator.create_backup().id
         return made
 
     last = backup()
+    stop = threading.Event()
 
     def run() -> None:
         nonlocal last
-        while True:
-            time.sleep(interval)
+        while not stop.wait(interval):
             try:
                 readiness = backup_operator.dashboard().backups
                 if readiness is not None and readiness.keys_waiting_for_backup:
@@ -380,6 +390,7 @@ def keep_backed_up(backup_operator: Any, interval: float = 1.0) -> None:
                 return
 
     threading.Thread(target=run, name="bench-backups", daemon=True).start()
+    return stop
 
 
 def enroll_agents(kma: RunningKma, service: str, tmp: Path, count: int) -> list[tuple[str, str, str]]:

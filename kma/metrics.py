@@ -27,5 +27,7 @@ TLS_REFUSALS = Counter(
 )
 for _listener in ("management", "service"):
     TLS_REFUSALS.labels(_listener)  # present at zero from the start, so a rate() has a base
-for _severity in ("info", "warning", "error"):
-    AUDIT_EVENTS.labels(_severity)
+# Present at zero from the start too; looked up here once rather than by label on every event.
+AUDIT_EVENTS_BY_SEVERITY = {
+    severity: AUDIT_EVENTS.labels(severity) for severity in ("info", "warning", "error")
+}

@@ -31,6 +31,7 @@ from .errors import (
     ValidationFailed,
     api_error,
 )
+from .failover import Failover, KnownKma
 from .models import (
     CONDITIONS,
     DATA_UNIT_STATES,
@@ -90,6 +91,7 @@ __all__ = [
     "Dashboard",
     "DataUnit",
     "EnrollmentPassphrase",
+    "Failover",
     "Credentials",
     "FilterValue",
     "Forbidden",
@@ -103,6 +105,7 @@ __all__ = [
     "KmaLocked",
     "KmaUnreachable",
     "KmsClient",
+    "KnownKma",
     "KmsError",
     "LockedOut",
     "NotFound",

@@ -8,7 +8,8 @@ Never call it on the GUI thread: every method does network I/O and may block for
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
@@ -29,7 +30,8 @@ from ._http import present as _present
 from .audit import AuditMethods
 from .backups import BackupMethods
 from .cluster_members import ClusterMemberMethods
-from .errors import TrustError, Unauthenticated
+from .errors import KmaUnreachable, TrustError, Unauthenticated
+from .failover import Failover, KnownKma, failover_order, never_sent
 from .models import (
     Agent,
     AuditEvent,
@@ -78,6 +80,8 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         ca_fingerprint: str,
         timeout: float = 15,
         transport: httpx.BaseTransport | None = None,
+        cluster: Sequence[KnownKma] = (),
+        on_failover: Callable[[Failover], None] | None = None,
     ) -> None:
         url = base_url(address)
         if ca_pem is None:
@@ -93,6 +97,11 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         self._address = address
         self._timeout = timeout
         self._token: str | None = None
+        # The cluster's KMAs (failover.py): when this one stops answering, the client goes on
+        # with another. `on_failover` hears of it (called on the thread of the request).
+        self._cluster = tuple(cluster)
+        self.on_failover = on_failover
+        self._switching = threading.Lock()
         self._http = httpx.Client(
             base_url=url,
             verify=ssl_context_for(ca_pem),
@@ -106,6 +115,18 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
     @property
     def address(self) -> str:
         return self._address
+
+    @property
+    def cluster(self) -> tuple[KnownKma, ...]:
+        """The cluster's KMAs as last learnt (empty until `learn_cluster` or `cluster=`)."""
+        return self._cluster
+
+    def learn_cluster(self) -> tuple[KnownKma, ...]:
+        """Read the cluster's KMAs from the topology (any signed-in user) and keep them for
+        failover; a removed KMA leaves the list."""
+        topology = self.cluster_topology()
+        self._cluster = tuple(KnownKma(k.id, k.name, k.site_id, k.management_address) for k in topology.kmas)
+        return self._cluster
 
     @property
     def token(self) -> str | None:
@@ -147,11 +168,58 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         token = self._token
         if auth and token is not None:
             headers["Authorization"] = f"Bearer {token}"
-        with translated_transport_errors(self._address, self._timeout):
-            response = self._http.request(method, path, params=params, json=body, headers=headers)
+
+        def send() -> httpx.Response:
+            with translated_transport_errors(self._address, self._timeout):
+                return self._http.request(method, path, params=params, json=body, headers=headers)
+
+        tried = self._address
+        try:
+            response = send()
+        except KmaUnreachable as lost:
+            response = self._fail_over(lost, tried, send, again=method == "GET" or never_sent(lost))
         if response.is_error:
             raise error_from_response(response)
         return response
+
+    def _fail_over(
+        self, lost: KmaUnreachable, gone: str, send: Callable[[], httpx.Response], again: bool
+    ) -> httpx.Response:
+        """Go on with another KMA of the cluster after the one at `gone` stopped answering.
+
+        The request is sent again there if it is a read or never reached the KMA; a change that
+        may have been applied is not sent twice: the client switches and `lost` is raised."""
+
+        def answers() -> httpx.Response:
+            with translated_transport_errors(self._address, self._timeout):
+                return self._http.request("GET", "/status")
+
+        with self._switching:
+            if self._address != gone:  # another thread switched meanwhile: go on where it went
+                if not again:
+                    raise lost
+                return send()
+            for kma in failover_order(self._cluster, gone):
+                self._point_at(kma.address)
+                try:
+                    response = send() if again else answers()
+                except KmaUnreachable:
+                    continue
+                except BaseException:
+                    self._point_at(gone)
+                    raise
+                if self.on_failover is not None:
+                    known = next((k.name for k in self._cluster if k.address == gone), gone)
+                    self.on_failover(Failover(known, kma))
+                if not again:
+                    raise lost
+                return response
+            self._point_at(gone)
+        raise lost
+
+    def _point_at(self, address: str) -> None:
+        self._address = address
+        self._http.base_url = httpx.URL(base_url(address))
 
     def _call(
         self,

@@ -1,8 +1,9 @@
 """Cluster page screenshots: one site with one KMA (a demo KMA, signed in as admin), and
 synthetic answers no single demo KMA can give (two sites with a KMA down; twenty KMAs).
-With --three-kmas: a real cluster of three KMAs (each running rqlited), one killed.
+With --three-kmas: a real cluster of three KMAs (each running rqlited), one killed. With
+--failover: the same, the manager's own KMA killed (it goes on with another).
 
-    python scripts/cluster_screenshots.py [--out docs/screenshots] [--three-kmas]
+    python scripts/cluster_screenshots.py [--out docs/screenshots] [--three-kmas | --failover]
 
 ``scripts/screenshots.py`` renders the real page with every other page and calls
 ``render_synthetic`` for the other two.
@@ -13,7 +14,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,21 +42,13 @@ def render_synthetic(out: Path, grab: Callable[[Any, Path], Path]) -> list[Path]
     return paths
 
 
-def render_three_kmas_one_down(out: Path) -> Path:
-    """A real three-KMA cluster on loopback (tests/support/cluster.py), signed in to its first KMA
-    as the Security Officer; a KMA other than the leader is killed, and the page drawn once it
-    shows it not responding."""
+@contextmanager
+def three_kmas() -> Iterator[list[Any]]:
+    """A real three-KMA cluster on loopback (tests/support/cluster.py), stopped afterwards."""
     import tempfile
-    import time
 
-    from screenshot_session import offscreen_manager
-
-    from app.profiles import ConnectionProfile
-    from app.screenshots import SIZE, grab, settle
-    from app.signin import sign_in
     from tests.support.cluster import add_node, first_node
 
-    app, controller, tmp = offscreen_manager("kms-cluster-three-")
     work = Path(tempfile.mkdtemp(prefix="kms-three-kmas-"))
     first, ca = first_node(work / "a")
     kmas = [first]
@@ -62,44 +56,106 @@ def render_three_kmas_one_down(out: Path) -> Path:
         for kma_id in ("kma-dal-2", "kma-dal-3"):
             kmas.append(add_node(first, ca, work, kma_id))
             kmas[-1].start()
+        yield kmas
+    finally:
+        for kma in reversed(kmas):
+            kma.stop()
+
+
+def wait_for(ops: Any, shown: Callable[[], bool]) -> None:
+    import time
+
+    from app.screenshots import settle
+
+    deadline = time.monotonic() + 30
+    while not shown():
+        if time.monotonic() > deadline:
+            raise SystemExit("the manager did not show what was expected")
+        settle(ops, timeout=1.0)
+
+
+def render_three_kmas_one_down(out: Path) -> Path:
+    """Signed in to the first KMA of three as the Security Officer; a KMA other than the leader is
+    killed, and the page drawn once it shows it not responding."""
+    from screenshot_session import offscreen_manager
+
+    from app.profiles import ConnectionProfile
+    from app.screenshots import SIZE, grab
+    from app.signin import sign_in
+
+    app, controller, tmp = offscreen_manager("kms-cluster-three-")
+    with three_kmas() as kmas:
+        first = kmas[0]
         profile = ConnectionProfile("Dallas cluster", first.address, "so", first.fingerprint, first.ca_pem)
         window = controller.signed_in(sign_in(profile, first.passphrases["so"]), profile)
         window.resize(*SIZE)
         window.show()
         window.show_page("cluster")
         page = window.page("cluster")
-
-        def wait_for(shown: Callable[[], bool]) -> None:
-            deadline = time.monotonic() + 30
-            while not shown():
-                if time.monotonic() > deadline:
-                    raise SystemExit("the page did not show the cluster as expected")
-                settle(controller.ops, timeout=1.0)
-
         wait_for(
-            lambda: len(page.scene.nodes) == 3 and all(n.kma.responding for n in page.scene.nodes.values())
+            controller.ops,
+            lambda: len(page.scene.nodes) == 3 and all(n.kma.responding for n in page.scene.nodes.values()),
         )
         victim = next(k for k, n in page.scene.nodes.items() if k != "kma-dal-1" and not n.kma.leader)
         kmas[[k.client().status().kma_id for k in kmas].index(victim)].kill()
-        wait_for(lambda: not page.scene.nodes[victim].kma.responding)
+        wait_for(controller.ops, lambda: not page.scene.nodes[victim].kma.responding)
         page.scene.nodes[victim].setSelected(True)
         path = grab(window, out / "cluster_three_one_down.png")
         window.close()
         controller.ops.wait_idle(3000)
         del app
         return path
-    finally:
-        for kma in reversed(kmas):
-            kma.stop()
+
+
+def render_failover(out: Path) -> Path:
+    """Signed in to a KMA of three that is not the leader; that KMA is killed, the page refreshed:
+    the manager goes on with another KMA and says so in the status bar."""
+    from screenshot_session import offscreen_manager
+
+    from app.profiles import ConnectionProfile
+    from app.screenshots import SIZE, grab
+    from app.signin import sign_in
+    from tests.integration.test_client_failover import not_the_leader
+
+    app, controller, tmp = offscreen_manager("kms-cluster-failover-")
+    with three_kmas() as kmas:
+        connected, _others = not_the_leader(kmas)
+        profile = ConnectionProfile("Dallas cluster", connected.address, "so", connected.fingerprint,
+                                    connected.ca_pem)  # fmt: skip
+        window = controller.signed_in(sign_in(profile, connected.passphrases["so"]), profile)
+        window.resize(*SIZE)
+        window.show()
+        window.show_page("cluster")
+        page = window.page("cluster")
+        wait_for(
+            controller.ops, lambda: len(controller.session.profile.kmas) == 3 and len(page.scene.nodes) == 3
+        )
+        connected.kill()
+        window.refresh_current()
+        wait_for(controller.ops, lambda: "stopped answering" in window.statusBar().currentMessage())
+        wait_for(controller.ops, lambda: sum(not n.kma.responding for n in page.scene.nodes.values()) == 1)
+        path = grab(window, out / "cluster_failover.png")
+        window.close()
+        controller.ops.wait_idle(3000)
+        del app
+        return path
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     parser.add_argument("--three-kmas", action="store_true", help="a real three-KMA cluster, one killed")
+    parser.add_argument(
+        "--failover",
+        action="store_true",
+        help="a real three-KMA cluster, the manager's KMA killed: it goes on with another",
+    )
     args = parser.parse_args()
     if args.three_kmas:
         print(render_three_kmas_one_down(args.out))
+        return 0
+    if args.failover:
+        print(render_failover(args.out))
         return 0
 
     from screenshot_session import offscreen_manager, signed_in_to_demo

@@ -82,6 +82,7 @@ class MainWindow(QMainWindow):
         ctx.session.user_changed.connect(self._user_text)  # a method: dropped with the window
         ctx.session.reconnected.connect(self.refresh_current)
         ctx.session.state_changed.connect(self._state)
+        ctx.session.failed_over.connect(self._failed_over)
 
         self._build_menus()
         self.rebuild_pages()
@@ -264,6 +265,11 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("Connection lost — reconnecting…")
         elif state is ConnectionState.CONNECTED:
             self.statusBar().clearMessage()
+
+    def _failed_over(self, failover: Any) -> None:
+        """Said plainly, and kept until the next status message: where the manager is now."""
+        self.statusBar().showMessage(failover.message)
+        self._user_text()
 
     # -- persistence --------------------------------------------------------------------------
     def _restore(self) -> None:

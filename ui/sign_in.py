@@ -202,6 +202,7 @@ class SignInWindow(QDialog):
             ca_fingerprint=existing.ca_fingerprint if same_server and existing else "",
             ca_pem=existing.ca_pem if same_server and existing else "",
             remember=self.remember.isChecked(),
+            kmas=list(existing.kmas) if same_server and existing else [],  # its KMA down: another
         )
 
     def _validate(self, *_: Any) -> None:

@@ -52,6 +52,11 @@ class KeyPool:
         self._thread: threading.Thread | None = None
         self._size_hint = 0  # the configured size as the refill last read it
         self._alone = True  # as the refill last saw it: a one-KMA cluster issues only backed-up keys
+        # Generated keys waiting for a backup (one-KMA cluster), as the refill last counted them plus
+        # what it made since: they count as in the pool, so that issuing does not wake the refill for
+        # keys it already made (it would spin, scanning the pool, while the agents take keys).
+        self._waiting = 0
+        self._held_by: tuple[int, int | None] | None = None  # what take_held last found keys held by
         self._lent: deque[str] = deque(maxlen=LENT_MEMORY)
 
     def start(self) -> None:
@@ -62,12 +67,25 @@ class KeyPool:
     def take_held(self) -> int:
         """Take into memory the pool keys that may be issued (Ready) and are not there yet; returns
         how many. At start, and after a backup (in a one-KMA cluster, the keys it now holds)."""
+        held_by = self._held_by_now()
         rows = self.kma.store.query(f"SELECT id FROM keys WHERE {_POOL_KEYS} AND {_HELD}", (self.kma.kma_id,))
         with self._lock:
             known = set(self._ready) | set(self._lent)
             fresh = [r[0] for r in rows if r[0] not in known]
             self._ready.extend(fresh)
+            self._waiting = max(0, self._waiting - len(fresh))
+            self._held_by = held_by
         return len(fresh)
+
+    def _held_by_now(self) -> tuple[int, int | None]:
+        """What makes a pool key Ready (HELD_OR_REPLICATED): the number of KMAs and the newest live
+        backup. Until one of them changes, no pool key becomes Ready, and take_held would find none."""
+        row = self.kma.store.query_one(
+            "SELECT (SELECT count(*) FROM kmas), "
+            "(SELECT max(created_at) FROM backups WHERE deleted_at IS NULL)"
+        )
+        assert row is not None
+        return int(row[0]), row[1]
 
     def alone(self) -> bool:
         """A one-KMA cluster: its keys are Ready only once a backup holds them."""
@@ -103,7 +121,7 @@ class KeyPool:
             key_id = self._ready.popleft() if self._ready else None
             if key_id is not None:
                 self._lent.append(key_id)
-            missing = self._size_hint - len(self._ready)
+            missing = self._size_hint - len(self._ready) - self._waiting
         if missing >= low_water(self._size_hint):
             self._wake.set()
         if key_id is None and self._alone and self.alone():
@@ -135,8 +153,11 @@ class KeyPool:
         made = 0
         self._size_hint = self.size()
         self._alone = self.alone()
-        if self._alone:
-            self.take_held()
+        if self._alone and self._held_by_now() != self._held_by:
+            self.take_held()  # a backup or a KMA came or went since: keys may be Ready now
+        waiting = self.waiting() if self._alone else 0
+        with self._lock:
+            self._waiting = waiting
         if self._size_hint - self._in_pool() < low_water(self._size_hint):
             return 0
         while not self._stop.is_set():
@@ -152,14 +173,16 @@ class KeyPool:
                 + (" (they become Ready once a database backup holds them)" if self._alone else ""),
                 ("kma", self.kma.kma_id), retention=Retention.SHORT,
             )  # fmt: skip
-            if not self._alone:
-                with self._lock:
+            with self._lock:
+                if self._alone:
+                    self._waiting += missing  # Generated until a backup holds them
+                else:
                     self._ready.extend(ids)
             made += missing
         return made
 
     def _in_pool(self) -> int:
-        return self.ready() + (self.waiting() if self._alone else 0)
+        return self.ready() + self._waiting
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,14 +50,19 @@ def counted(batch: Batch, future: Future[WriteResult]) -> Future[WriteResult]:
     or the refusal event written instead. Both stores' `submit` pass every write through here, so
     each event counts once, whichever store and path (group commit, cluster, outbox) commits it."""
 
-    def count(done: Future[WriteResult]) -> None:
-        if done.cancelled():
+    if batch.event is None and batch.on_refusal is None:
+        return future  # nothing to count, whatever the outcome
+
+    def count(done: Future[WriteResult]) -> None:  # on every agent request: kept cheap
+        try:
+            failed = done.exception()
+        except CancelledError:
             return
-        failed = done.exception()
-        if failed is None and batch.event is not None:
-            metrics.AUDIT_EVENTS.labels(batch.event.severity).inc()
+        if failed is None:
+            if batch.event is not None:
+                metrics.AUDIT_EVENTS_BY_SEVERITY[batch.event.severity].inc()
         elif isinstance(failed, Refused) and batch.on_refusal is not None:
-            metrics.AUDIT_EVENTS.labels("error").inc()
+            metrics.AUDIT_EVENTS_BY_SEVERITY["error"].inc()
 
     future.add_done_callback(count)
     return future

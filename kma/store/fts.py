@@ -1,5 +1,10 @@
 """Free-text index of the audit trail, kept off the write path.
 
+The same on both stores: embedded, the writer thread indexes in local transactions; in a cluster
+(kma/store/rqlite.py) each KMA's writer sends the same INSERT through rqlite, so every node's copy
+of the index is built by the same statements, and a guard on the mark lets only one KMA's request
+index a given chunk.
+
 `audit_fts` (FTS5, external content) holds exactly the events with `id <= audit_fts_state.indexed_to`
 (the mark). Appending an event does not touch the index: the store's writer thread indexes the
 events above the mark in batches, in transactions of their own, when it has nothing else to do
@@ -21,10 +26,19 @@ import unicodedata
 FTS_COLUMNS = ("message", "operation", "entity_id", "subject_id")
 INDEX_CHUNK = 500  # events per indexing transaction: bounds how long a write waits behind one
 
-_INDEX_SQL = (
+INDEX_SQL = (
     f"INSERT INTO audit_fts (rowid, {', '.join(FTS_COLUMNS)}) "
     f"SELECT id, {', '.join(FTS_COLUMNS)} FROM audit_events WHERE id > :mark AND id <= :upto"
 )
+
+
+def next_chunk(conn: sqlite3.Connection, limit: int = INDEX_CHUNK) -> tuple[int, int | None]:
+    """The mark, and the id of the `limit`th event above it (None: every event is indexed)."""
+    mark = int(conn.execute("SELECT indexed_to FROM audit_fts_state WHERE id = 1").fetchone()[0])
+    upto = conn.execute(
+        "SELECT max(id) FROM (SELECT id FROM audit_events WHERE id > ? ORDER BY id LIMIT ?)", (mark, limit)
+    ).fetchone()[0]
+    return mark, None if upto is None else int(upto)
 
 
 def index_batch(conn: sqlite3.Connection, limit: int = INDEX_CHUNK) -> tuple[int, int]:
@@ -32,13 +46,10 @@ def index_batch(conn: sqlite3.Connection, limit: int = INDEX_CHUNK) -> tuple[int
 
     Returns (new mark, events indexed). The caller commits (or rolls back) the transaction.
     """
-    mark = int(conn.execute("SELECT indexed_to FROM audit_fts_state WHERE id = 1").fetchone()[0])
-    upto = conn.execute(
-        "SELECT max(id) FROM (SELECT id FROM audit_events WHERE id > ? ORDER BY id LIMIT ?)", (mark, limit)
-    ).fetchone()[0]
+    mark, upto = next_chunk(conn, limit)
     if upto is None:
         return mark, 0
-    count = conn.execute(_INDEX_SQL, {"mark": mark, "upto": upto}).rowcount
+    count = conn.execute(INDEX_SQL, {"mark": mark, "upto": upto}).rowcount
     conn.execute("UPDATE audit_fts_state SET indexed_to = ? WHERE id = 1", (upto,))
     return int(upto), count
 
@@ -52,7 +63,7 @@ def index_all(conn: sqlite3.Connection) -> int:
         upto = conn.execute("SELECT max(id) FROM audit_events").fetchone()[0]
         count = 0
         if upto is not None and upto > mark:
-            count = conn.execute(_INDEX_SQL, {"mark": mark, "upto": upto}).rowcount
+            count = conn.execute(INDEX_SQL, {"mark": mark, "upto": upto}).rowcount
             conn.execute("UPDATE audit_fts_state SET indexed_to = ? WHERE id = 1", (upto,))
         conn.execute("COMMIT")
     except BaseException:

@@ -11,6 +11,11 @@ applied: a group with a refusal is sent again batch by batch, and a refused batc
 goes in a request of its own. Only this writer appends to this KMA's chain (each KMA writes its own
 chain), so chains from different KMAs never conflict.
 
+Free text: the writer of the KMA that runs (the one holding the outbox) also keeps the audit
+trail's free-text index: when idle, it sends the next chunk of unindexed events (FTS5's INSERT, as
+embedded) with the mark's move guarded, so of several KMAs indexing at once one request wins and
+the others fail whole.
+
 Reads: rqlite keeps its SQLite file on disk in WAL mode and allows external read-only
 connections; the KMA reads that file directly, so reads are local (they work while the cluster
 has no leader) and the audit trail's free-text function is available as embedded. After a write,
@@ -58,6 +63,12 @@ MARK_SQL = (
     "ON CONFLICT (kma_id) DO UPDATE SET seq = excluded.seq"
 )
 OWN_WRITE_TIMEOUT_S = 5.0
+# The free-text index of the audit trail (kma/store/fts.py), built through the cluster by each
+# KMA's writer when it has nothing else to send. Less eager than embedded (FTS_IDLE_S) since
+# every KMA tries and each try is a Raft write; searches match the unindexed tail meanwhile.
+FTS_IDLE_S = 0.5
+FTS_RETRY_S = 30.0  # after the cluster took no indexing request, wait this long before the next
+FTS_MARK_SQL = "UPDATE audit_fts_state SET indexed_to = ? WHERE id = 1 AND indexed_to = ?"
 
 Item = tuple[Batch, "Future[WriteResult]"]
 _WAKE = object()  # the outbox has new entries to ship
@@ -137,6 +148,7 @@ class RqliteStore:
         self._mark = 0
         self._head_uncertain = True  # read at the first write
         self._quiet_until = 0.0
+        self._fts_retry_at = 0.0
         # One shipper per chain: a second process on this data dir (`kma status` beside `kma
         # serve`) writes its events straight through instead.
         self._outbox_lock: FileLock | None = None
@@ -206,9 +218,11 @@ class RqliteStore:
         drained = self._ship_outbox()
         while True:
             try:
-                item = self._queue.get(timeout=None if drained else RETRY_S)
+                item = self._queue.get(timeout=self._idle_wait(drained))
             except queue.Empty:
                 drained = self._ship_outbox()
+                while drained and self._queue.empty() and self._fts_behind() and self._index_fts():
+                    pass
                 continue
             if item is None:  # what is left in the outbox goes at the next start
                 return
@@ -230,6 +244,51 @@ class RqliteStore:
                 for _, future in group:
                     if not future.done():
                         future.set_exception(exc)
+
+    def _idle_wait(self, drained: bool) -> float | None:
+        """How long the writer waits for a batch before it looks at the outbox or the index again
+        (events from other KMAs arrive by replication, without waking it)."""
+        if not drained:
+            return RETRY_S
+        return FTS_IDLE_S if self.outbox is not None else None
+
+    # --- the free-text index, built through the cluster ----------------------------------
+    def _fts_behind(self) -> bool:
+        if self.outbox is None or time.monotonic() < self._fts_retry_at:
+            return False
+        newest = self.scalar("SELECT coalesce(max(id), 0) FROM audit_events")
+        return bool(newest > self.scalar("SELECT indexed_to FROM audit_fts_state WHERE id = 1"))
+
+    def _index_fts(self) -> bool:
+        """Index the next chunk of events above the mark in one cluster request; True if it did.
+        The request moves the mark only from the value read here (guarded): if another KMA
+        indexed that chunk first, or pruning lowered the mark, it fails whole and the next round
+        reads the mark again."""
+        with self.snapshot() as conn:
+            mark, upto = fts.next_chunk(conn)
+        if upto is None:
+            return False
+        try:
+            self.client.execute([
+                [FTS_MARK_SQL, upto, mark],
+                [GUARD_SQL, 1],
+                rqlite_statement(fts.INDEX_SQL, {"mark": mark, "upto": upto}),
+            ])  # fmt: skip
+        except StatementFailed as failed:
+            if failed.index != 1:  # not the guard: something is wrong with the index itself
+                log.error("indexing audit events for free-text search failed (%s); retrying later", failed)
+                self._fts_retry_at = time.monotonic() + FTS_RETRY_S
+            return False
+        except ClusterUnavailable:
+            self._fts_retry_at = time.monotonic() + FTS_RETRY_S
+            return False
+        # The next chunk starts from the mark as the local replica shows it: wait for it there.
+        deadline = time.monotonic() + OWN_WRITE_TIMEOUT_S
+        while self.scalar("SELECT indexed_to FROM audit_fts_state WHERE id = 1") == mark:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        return True
 
     def _take_group(self, first: Any) -> list[Item]:
         """`first` and the batches waiting behind it (wake-ups dropped: the caller ships anyway)."""

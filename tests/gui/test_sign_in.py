@@ -5,7 +5,7 @@ from __future__ import annotations
 import keyring
 import keyring.backends.fail
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSettings, Qt
 
 from app.profiles import ProfileStore
 from tests.gui.helpers import WAIT_MS, sign_in
@@ -68,3 +68,20 @@ def test_passphrase_field_overwrites_its_text_before_clearing(qtbot):
     assert field.text() == ""
     assert seen[-1] == ""
     assert any(t and t != "correct horse battery" for t in seen[:-1])
+
+
+def test_the_profile_remembers_its_kmas_and_survives_an_unreadable_list(qtbot, controller, demo_kma):
+    # Given a user signed in to a one-KMA installation, the profile remembers that KMA's address
+    sign_in(qtbot, controller, demo_kma, "so")
+
+    def saved() -> list[str]:
+        profile = ProfileStore().get("test so")
+        return [k.address for k in profile.kmas] if profile else []
+
+    qtbot.waitUntil(lambda: saved() == [demo_kma.address], timeout=WAIT_MS)
+    # A saved list that cannot be read costs nothing but the list (learnt again at sign-in)
+    settings = QSettings()
+    settings.setValue("profiles/test so/kmas", "[{not json")
+    settings.sync()
+    profile = ProfileStore().get("test so")
+    assert profile is not None and profile.kmas == [] and profile.ca_fingerprint == demo_kma.fingerprint
