@@ -303,6 +303,19 @@ class DataUnit:
 
 
 @dataclass(frozen=True)
+class HeldBackup:
+    """A live database backup that still holds a destroyed key: deleting it (and any other one
+    listed) completes the key's destruction."""
+
+    id: str
+    created_at: datetime
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> HeldBackup:
+        return cls(id=d["id"], created_at=parse_time(d["created_at"]))
+
+
+@dataclass(frozen=True)
 class Key:
     """A key's metadata; key material never leaves the KMA through this API."""
 
@@ -324,7 +337,7 @@ class Key:
     # False while a database backup still holds a destroyed key ("destroyed, incomplete"); those
     # backups are named in a key's details. None when the key is not destroyed.
     destruction_complete: bool | None = None
-    held_by_backups: tuple[str, ...] = ()
+    held_by_backups: tuple[HeldBackup, ...] = ()
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Key:
@@ -345,7 +358,7 @@ class Key:
             agent_id=d.get("agent_id"),
             compromised_at=maybe_time(d.get("compromised_at")),
             destruction_complete=_opt_bool(d.get("destruction_complete")),
-            held_by_backups=_strs(d.get("held_by_backups")),
+            held_by_backups=tuple(HeldBackup.from_json(b) for b in d.get("held_by_backups") or ()),
         )
 
 
