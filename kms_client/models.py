@@ -172,6 +172,7 @@ class Kma:
     raft_address: str = ""
     voter: bool = True  # votes in Raft; else a read replica
     awaiting_join: bool = False  # the entry waits for its machine to join
+    witness: bool = False  # a voter with no key service
     removed_at: datetime | None = None  # removed from the cluster (kept for its history)
 
     @classmethod
@@ -190,6 +191,7 @@ class Kma:
             raft_address=d.get("raft_address", ""),
             voter=bool(d.get("voter", True)),
             awaiting_join=bool(d.get("awaiting_join", False)),
+            witness=bool(d.get("witness", False)),
             removed_at=parse_time(d["removed_at"]) if d.get("removed_at") else None,
         )
 

@@ -104,6 +104,7 @@ class Kma(Response):
     raft_address: str = ""  # where the other KMAs reach its Raft node
     voter: bool = True  # votes in Raft (at most 5 do); else a read replica
     awaiting_join: bool = False  # the entry waits for its machine to join
+    witness: bool = False  # a voter with no key service (no listeners, agents or key pool)
     removed_at: Time | None = None  # removed from the cluster (kept for its history)
 
 
