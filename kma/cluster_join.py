@@ -146,6 +146,7 @@ def join(data_dir: DataDir, answers: JoinAnswers) -> Any:
             http_address=answers.rqlite_http_address,
             voter=bool(entry["voter"]),
             join=tuple(m.raft_address for m in grant.members),
+            witness=bool(entry.get("witness", False)),
         )
         node = CertifiedKey(grant.node_certificate_pem.encode(), node_key)
         ClusterFiles.of(staging.root).write(config, grant.ca_pem.encode(), node)

@@ -83,11 +83,12 @@ class ClusterMemberMethods:
         id: str,  # noqa: A002  the API's field name
         site_id: str,
         *,
-        management_address: str,
-        service_address: str,
         raft_address: str,
+        management_address: str | None = None,
+        service_address: str | None = None,
         name: str | None = None,
         voter: bool = True,
+        witness: bool = False,
         key_pool_size: int = 1000,
         credentials: Credentials | None = None,
     ) -> KmaEntryOperation:
@@ -95,7 +96,7 @@ class ClusterMemberMethods:
         one-time KMA passphrase (this once) and a warning when the voter count would be even."""
         body = present(
             id=id, name=name, site_id=site_id, management_address=management_address,
-            service_address=service_address, raft_address=raft_address, voter=voter,
+            service_address=service_address, raft_address=raft_address, voter=voter, witness=witness,
             key_pool_size=key_pool_size, credentials=credentials_body(credentials),
         )  # fmt: skip
         return self._call("POST", "/kmas", KmaEntryOperation.from_json, body=body)

@@ -172,6 +172,7 @@ class Kma:
     raft_address: str = ""
     voter: bool = True  # votes in Raft; else a read replica
     awaiting_join: bool = False  # the entry waits for its machine to join
+    witness: bool = False  # a voter with no key service
     removed_at: datetime | None = None  # removed from the cluster (kept for its history)
 
     @classmethod
@@ -190,6 +191,7 @@ class Kma:
             raft_address=d.get("raft_address", ""),
             voter=bool(d.get("voter", True)),
             awaiting_join=bool(d.get("awaiting_join", False)),
+            witness=bool(d.get("witness", False)),
             removed_at=parse_time(d["removed_at"]) if d.get("removed_at") else None,
         )
 
@@ -301,6 +303,19 @@ class DataUnit:
 
 
 @dataclass(frozen=True)
+class HeldBackup:
+    """A live database backup that still holds a destroyed key: deleting it (and any other one
+    listed) completes the key's destruction."""
+
+    id: str
+    created_at: datetime
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> HeldBackup:
+        return cls(id=d["id"], created_at=parse_time(d["created_at"]))
+
+
+@dataclass(frozen=True)
 class Key:
     """A key's metadata; key material never leaves the KMA through this API."""
 
@@ -322,7 +337,7 @@ class Key:
     # False while a database backup still holds a destroyed key ("destroyed, incomplete"); those
     # backups are named in a key's details. None when the key is not destroyed.
     destruction_complete: bool | None = None
-    held_by_backups: tuple[str, ...] = ()
+    held_by_backups: tuple[HeldBackup, ...] = ()
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Key:
@@ -343,7 +358,7 @@ class Key:
             agent_id=d.get("agent_id"),
             compromised_at=maybe_time(d.get("compromised_at")),
             destruction_complete=_opt_bool(d.get("destruction_complete")),
-            held_by_backups=_strs(d.get("held_by_backups")),
+            held_by_backups=tuple(HeldBackup.from_json(b) for b in d.get("held_by_backups") or ()),
         )
 
 

@@ -41,6 +41,7 @@ class KmaNode:
     last_contact_seconds: float | None
     this_kma: bool
     health: str  # see KMA_HEALTH
+    witness: bool = False  # a voter with no key service
 
     @classmethod
     def from_json(cls, d: JsonObject) -> KmaNode:
@@ -59,6 +60,7 @@ class KmaNode:
             last_contact_seconds=_opt_float(d.get("last_contact_seconds")),
             this_kma=bool(d.get("this_kma", False)),
             health=d["health"],
+            witness=bool(d.get("witness", False)),
         )
 
 

@@ -13,32 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
-
-def prepare(tmp: Path) -> object:
-    from tests.support.first_setup import init_one_kma, start_one_kma_with_admin
-
-    init_one_kma(tmp / "kma", key_pool_size=6)
-    kma = start_one_kma_with_admin(tmp / "kma")
-    admin = kma.client("admin")
-    admin.create_key_policy("tape-30d", encryption_period=30 * 86400, cryptoperiod=365 * 86400)
-    admin.create_key_group("backup-dallas", "tape-30d")
-    while admin.dashboard().keys_by_state["generated"] < 6:
-        time.sleep(0.2)
-    admin.take_core_security_backup(tmp / "core.kmacore")
-    admin.create_backup()
-    for volser in ("E00001", "E00002", "E00003"):
-        admin.create_data_unit(volser)
-        admin.issue_key("backup-dallas", volser)
-    while admin.dashboard().keys_by_state["generated"] < 3:  # the pool refills; those keys wait
-        time.sleep(0.2)
-    return kma
 
 
 def main() -> int:
@@ -52,7 +31,9 @@ def main() -> int:
     from app.signin import sign_in
 
     app, controller, tmp = offscreen_manager("kms-backup-screenshots-")
-    kma = prepare(tmp)
+    from tests.support.first_setup import one_kma_with_keys_waiting
+
+    kma = one_kma_with_keys_waiting(tmp)
     try:
         profile = ConnectionProfile("New Vault", kma.address, "admin", kma.fingerprint)  # type: ignore[attr-defined]
         window = controller.signed_in(sign_in(profile, "admin passphrase 1"), profile)

@@ -25,11 +25,18 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
 def render_synthetic(out: Path, grab: Callable[[Any, Path], Path]) -> list[Path]:
-    from tests.support.topologies import ShownOnly, twenty_kmas, two_sites_one_down
+    from tests.support.topologies import (
+        ShownOnly,
+        twenty_kmas,
+        two_sites_and_a_witness_boston_down,
+        two_sites_one_down,
+    )
     from ui.pages.cluster import ClusterPage
 
     paths = []
     for name, answer, select in (("cluster_two_sites.png", two_sites_one_down(), "kma-bos-2"),
+                                 ("cluster_two_sites_witness.png", two_sites_and_a_witness_boston_down(),
+                                  "witness-1"),
                                  ("cluster_twenty.png", twenty_kmas(), None)):  # fmt: skip
         page = ClusterPage(ShownOnly(frozenset({"security_officer"})))  # type: ignore[arg-type]
         page.resize(1280, 800)

@@ -81,6 +81,7 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
         settle(controller.ops)
         paths.append(grab(dialog, out / "key_details.png"))
         dialog.close()
+    paths += render_destroyed_key(window, controller, out, grab, settle)
 
     demo = window.show_demo_credentials()
     demo.show()
@@ -114,6 +115,23 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
     paths.append(grab(secret, out / "enrollment_passphrase.png"))
     secret.close()
     return paths
+
+
+def render_destroyed_key(window, controller, out, grab, settle) -> list[Path]:
+    """A key destroyed after the demo's first backup took it: its destruction waits for that backup."""
+    from ui.details import DetailsDialog
+    from ui.pages.keys import LABELS, destruction_texts
+
+    destroyed = controller.session.client.list_keys(state="destroyed").items
+    if not destroyed:
+        return []
+    key = controller.session.client.get_key(destroyed[0].id)
+    dialog = DetailsDialog(f"Key {key.id}", key, window, labels=LABELS, texts=destruction_texts(key))
+    dialog.show()
+    settle(controller.ops)
+    path = grab(dialog, out / "key_details_destroyed.png")
+    dialog.close()
+    return [path]
 
 
 def render_planning(out, grab) -> list[Path]:

@@ -53,7 +53,8 @@ def _seconds(value: float | None) -> str:
 
 def kma_lines(kma: Any) -> list[str]:
     """What a KMA node says, line by line (also its tooltip and accessible description)."""
-    role = "leader · voter" if kma.leader and kma.voter else ("voter" if kma.voter else "non-voter")
+    kind = "witness (no key service)" if kma.witness else "voter" if kma.voter else "non-voter"
+    role = f"leader · {kind}" if kma.leader and kma.voter else kind
     lag = kma.replication_lag
     lag_text = "lag unknown" if lag is None else f"lag {lag.depth} writes, {_seconds(lag.age_seconds)}"
     contact = (
@@ -61,6 +62,8 @@ def kma_lines(kma: Any) -> list[str]:
         if kma.last_contact_seconds is None
         else f"last contact {_seconds(kma.last_contact_seconds)} ago"
     )
+    if kma.witness:  # no key service: nothing to lock, no agent-path writes to lag
+        return [role, "responding" if kma.responding else "NOT RESPONDING", contact]
     return [
         role,
         ("responding" if kma.responding else "NOT RESPONDING")
@@ -99,7 +102,8 @@ class KmaNode(QGraphicsRectItem):
             text.setBrush(border if i == 1 and (not kma.responding or kma.locked) else INK)
             text.setPos(10, y)
             y += 16.5
-        self.setToolTip(f"{kma.name} ({kma.id}) at {kma.management_address}\n" + "\n".join(kma_lines(kma)))
+        where = f" at {kma.management_address}" if kma.management_address else ""
+        self.setToolTip(f"{kma.name} ({kma.id}){where}\n" + "\n".join(kma_lines(kma)))
         self.setData(0, kma.id)
 
     def paint(self, painter: Any, option: Any, widget: Any = None) -> None:
@@ -180,9 +184,12 @@ class TopologyScene(QGraphicsScene):
         box.setZValue(-1)
         self.addItem(box)
         self.site_regions[site.id] = box
-        title = QGraphicsSimpleTextItem(
-            f"{site.name}  ·  {len(site.kmas)} KMA{'s' if len(site.kmas) != 1 else ''}"
-        )
+        kmas = sum(not k.witness for k in site.kmas)
+        witnesses = len(site.kmas) - kmas
+        counts = [f"{kmas} KMA{'s' if kmas != 1 else ''}"] if kmas or not witnesses else []
+        if witnesses:
+            counts.append(f"{witnesses} witness{'es' if witnesses != 1 else ''}")
+        title = QGraphicsSimpleTextItem(f"{site.name}  ·  {' + '.join(counts)}")
         font = QFont()
         font.setBold(True)
         font.setPointSizeF(12)
@@ -209,10 +216,14 @@ class TopologyScene(QGraphicsScene):
         agents.setBrush(QBrush(QColor(255, 255, 255, 150)))
         self.addItem(agents)
         text = QGraphicsTextItem()
-        text.setHtml(
-            f"<b>{a.total} agent{'' if a.total == 1 else 's'}</b><br>{a.enrolled} enrolled · {a.disabled} "
-            f"disabled<br>{a.seen_last_hour} seen in the last hour"
-        )
+        if witnesses and not kmas and not a.total:
+            text.setHtml("<b>No agents</b><br>A witness votes in Raft, so that losing either other site "
+                         "leaves a majority; it serves no keys.")  # fmt: skip
+        else:
+            text.setHtml(
+                f"<b>{a.total} agent{'' if a.total == 1 else 's'}</b><br>{a.enrolled} enrolled · "
+                f"{a.disabled} disabled<br>{a.seen_last_hour} seen in the last hour"
+            )
         text.setDefaultTextColor(INK)
         text.setTextWidth(agents.rect().width() - 12)
         text.setPos(agents.rect().x() + 6, agents.rect().y() + 1)

@@ -32,15 +32,21 @@ def label_for(name: str) -> str:
     return text[0].upper() + text[1:]
 
 
-def field_rows(obj: Any, labels: dict[str, str] | None = None) -> list[tuple[str, str]]:
-    labels = labels or {}
+def field_rows(
+    obj: Any, labels: dict[str, str] | None = None, texts: dict[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """(label, text) for each field; `texts` words the fields a plain rendering cannot."""
+    labels, texts = labels or {}, texts or {}
     rows = []
     names = [f.name for f in dataclasses.fields(obj)] if dataclasses.is_dataclass(obj) else []
     for name in names:
         value = getattr(obj, name)
         if name == "token":
             continue
-        text = words(value) if name in ("state", "condition", "severity") else display(value)
+        if name in texts:
+            text = texts[name]
+        else:
+            text = words(value) if name in ("state", "condition", "severity") else display(value)
         rows.append((labels.get(name, label_for(name)), text or "—"))
     return rows
 
@@ -48,8 +54,14 @@ def field_rows(obj: Any, labels: dict[str, str] | None = None) -> list[tuple[str
 class DetailsDialog(QDialog):
     """Shows an object's fields; extra tabs (e.g. its audit history) can be added."""
 
-    def __init__(self, title: str, obj: Any, parent: QWidget | None = None,
-                 labels: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        title: str,
+        obj: Any,
+        parent: QWidget | None = None,
+        labels: dict[str, str] | None = None,
+        texts: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle(title)
         self.setWindowModality(Qt.WindowModal)
@@ -59,7 +71,7 @@ class DetailsDialog(QDialog):
         form_host = QWidget()
         form = QFormLayout(form_host)
         form.setLabelAlignment(Qt.AlignRight)
-        for label, text in field_rows(obj, labels):
+        for label, text in field_rows(obj, labels, texts):
             value = QLabel(text)
             value.setTextInteractionFlags(Qt.TextSelectableByMouse | Qt.TextSelectableByKeyboard)
             value.setWordWrap(True)

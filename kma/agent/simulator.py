@@ -26,7 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from kma.kmip.client import KmipClient, KmipFailure
+from kma.kmip.messages import RETRY_LATER
 from kma.kmip.tls import agent_context
+
+RETRY_S = 30.0
+RETRY_PAUSE_S = 0.25
 
 
 @dataclass
@@ -53,6 +57,7 @@ class Tally:
     unwritten_reads: int = 0
     failures: int = 0
     failovers: int = 0  # a KMA could not be reached and the drive went on to the next
+    retries: int = 0  # a KMA said "try again" (no Raft leader for a moment) and the drive did
     served_by: dict[str, int] = field(default_factory=dict)  # mounts per KMA service address
     errors: list[str] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
@@ -73,6 +78,7 @@ class Tally:
             "reads_of_unwritten_tapes": self.unwritten_reads,
             "failures": self.failures,
             "failovers": self.failovers,
+            "retries": self.retries,
             "served_by": dict(self.served_by),
             "seconds": round(elapsed, 2),
             "mounts_per_second": round(self.mounts / elapsed, 2) if elapsed else 0,
@@ -185,6 +191,21 @@ class Drive:
         raise ConnectionError(f"no KMA reachable: {last}")
 
     def mount(self, volser: str, write: bool, rewrite: bool, tally: Tally) -> None:
+        """One mount's key requests; a refusal that says to try again (the cluster is electing a
+        leader) is retried for up to `RETRY_S`, as a drive retries a key request before it fails
+        the mount."""
+        deadline = time.monotonic() + RETRY_S
+        while True:
+            try:
+                return self._mount_once(volser, write, rewrite, tally)
+            except KmipFailure as failure:
+                if not failure.message.startswith(RETRY_LATER) or time.monotonic() > deadline:
+                    raise
+            with tally.lock:
+                tally.retries += 1
+            time.sleep(RETRY_PAUSE_S)
+
+    def _mount_once(self, volser: str, write: bool, rewrite: bool, tally: Tally) -> None:
         def run(client: KmipClient) -> None:
             if write and rewrite:
                 uid, _ = client.write_from_beginning(volser)

@@ -17,10 +17,11 @@ class KmaEntryCreate(WithCredentials):
     id: Id
     name: Text | None = None
     site_id: Id
-    management_address: Address
-    service_address: Address
+    management_address: Address | None = None  # required, except for a witness (which has none)
+    service_address: Address | None = None
     raft_address: Address
     voter: bool = True
+    witness: bool = False  # a voter with no key service: only its rqlite node runs
     key_pool_size: Annotated[int, Field(ge=0, le=100_000)] = 1000
 
 
@@ -58,6 +59,7 @@ class JoinedKma(Response):
     service_address: str
     raft_address: str
     voter: bool
+    witness: bool = False
 
 
 class JoinGrant(Response):

@@ -104,6 +104,7 @@ class Kma(Response):
     raft_address: str = ""  # where the other KMAs reach its Raft node
     voter: bool = True  # votes in Raft (at most 5 do); else a read replica
     awaiting_join: bool = False  # the entry waits for its machine to join
+    witness: bool = False  # a voter with no key service (no listeners, agents or key pool)
     removed_at: Time | None = None  # removed from the cluster (kept for its history)
 
 
@@ -157,6 +158,13 @@ class DataUnit(Response):
     updated_at: Time
 
 
+class HeldBackup(Response):
+    """A live database backup that still holds a destroyed key."""
+
+    id: str
+    created_at: Time
+
+
 class Key(Response):
     id: str
     key_group_id: str | None
@@ -176,7 +184,7 @@ class Key(Response):
     # Destroyed while a database backup holds the key: incomplete until no backup does (the
     # key's details name them; deleting or expiring them completes it). None when not destroyed.
     destruction_complete: bool | None = None
-    held_by_backups: list[str] = []  # in a key's details only
+    held_by_backups: list[HeldBackup] = []  # in a key's details only
 
 
 class AuditEvent(Response):

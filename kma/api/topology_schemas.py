@@ -19,6 +19,7 @@ class KmaNode(Response):
     service_address: str
     leader: bool
     voter: bool
+    witness: bool = False  # a voter with no key service (no listeners, agents or key pool)
     responding: bool
     locked: bool
     version: str

@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from kma.crypto import WrappingKey, derive_wrapping_key
 from kma.crypto.errors import IntegrityError
 from kma.errors import ValidationFailed
+from kma.pacing import SYNC_STEP, Pace, settle
 
 DATABASE_MAGIC = b"KMA-DATABASE-BACKUP\n"
 CORE_FORMAT = "kma-core-security-backup"
@@ -93,10 +94,12 @@ def write_database_backup(
     """
     data_key = os.urandom(32)
     nonce = os.urandom(_NONCE_SIZE)
+    pace = Pace()
     digest = hashlib.sha256()
     with plain_db.open("rb") as f:
         for chunk in iter(lambda: f.read(_CHUNK), b""):
             digest.update(chunk)
+            pace.rest()
     full = {
         **manifest,
         "format": FORMAT_VERSION,
@@ -112,20 +115,36 @@ def write_database_backup(
     encryptor.authenticate_additional_data(header)
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     written = hashlib.sha256()
+    synced = 0
 
     def write(data: bytes) -> None:
+        nonlocal synced
         written.update(data)
-        sink.write(data)
+        _write_all(fd, data)
+        position = os.lseek(fd, 0, os.SEEK_CUR)
+        if position - synced >= SYNC_STEP:
+            settle(fd, synced, position)
+            synced = position
 
-    with os.fdopen(fd, "wb") as sink, plain_db.open("rb") as source:
-        write(header)
-        for chunk in iter(lambda: source.read(_CHUNK), b""):
-            write(encryptor.update(chunk))
-        write(encryptor.finalize())
-        write(encryptor.tag)
-        sink.flush()
-        os.fsync(sink.fileno())
+    try:
+        with plain_db.open("rb") as source:
+            write(header)
+            for chunk in iter(lambda: source.read(_CHUNK), b""):
+                write(encryptor.update(chunk))
+                pace.rest()
+            write(encryptor.finalize())
+            write(encryptor.tag)
+        settle(fd, synced, os.lseek(fd, 0, os.SEEK_CUR))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     return full, written.hexdigest()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _data_key_context(manifest: Mapping[str, Any]) -> str:

@@ -42,6 +42,16 @@ def add_member_commands(sub: Any) -> None:
     _quorum_args(p)
     p.set_defaults(run=run_add_kma)
     p = _connected(actions.add_parser(
+        "add-witness", help="create a witness's entry (quorum): a Raft voter with no key service, at a "
+        "third site, so that two sites survive the loss of either; prints its one-time KMA passphrase",
+        description=CONNECTION_HELP))  # fmt: skip
+    p.add_argument("kma_id", help="the witness's ID")
+    p.add_argument("--site", required=True, help="its site (a third one, e.g. 'witness')")
+    p.add_argument("--name", help="its display name (default: its ID)")
+    p.add_argument("--raft-address", required=True, help="HOST:PORT the KMAs reach its Raft node at")
+    _quorum_args(p)
+    p.set_defaults(run=run_add_witness)
+    p = _connected(actions.add_parser(
         "kma-passphrase", help="a new one-time KMA passphrase for an entry (quorum); replaces a dead KMA",
         description=CONNECTION_HELP))  # fmt: skip
     p.add_argument("kma_id")
@@ -82,6 +92,13 @@ def run_add_kma(args: argparse.Namespace, client: Any) -> int:
 
 
 @_talking
+def run_add_witness(args: argparse.Namespace, client: Any) -> int:
+    done = client.create_kma_entry(args.kma_id, args.site, name=args.name, raft_address=args.raft_address,
+                                   witness=True, credentials=read_credentials(args))  # fmt: skip
+    return _report(done)
+
+
+@_talking
 def run_kma_passphrase(args: argparse.Namespace, client: Any) -> int:
     return _report(client.set_kma_passphrase(args.kma_id, credentials=read_credentials(args)))
 
@@ -93,12 +110,16 @@ def run_join(data_dir: DataDir, answers_text: str) -> int:
 
     grant = run_mode(data_dir, "join", parse_join_answers(answers_text)).outcome
     entry = grant.kma
-    role = "a voter" if entry["voter"] else "a non-voter (read replica)"
+    role = "a witness (a voter with no key service)" if entry.get("witness") else (
+        "a voter" if entry["voter"] else "a non-voter (read replica)")  # fmt: skip
     print(f"Joined cluster '{grant.cluster_name}' as KMA '{entry['id']}' at site '{entry['site_id']}', "
           f"{role}, in {data_dir.root}")  # fmt: skip
     print(f"CA fingerprint {grant.ca_fingerprint}")
     members = ", ".join(m.raft_address for m in grant.members) or "none yet"
     print(f"Raft members to join: {members}")
-    print("It starts LOCKED: once it runs (kma serve), a quorum unlocks it (kma unlock --kma ...).")
+    if entry.get("witness"):
+        print("Run it with kma serve: it runs only its Raft node (no listeners, no key service).")
+    else:
+        print("It starts LOCKED: once it runs (kma serve), a quorum unlocks it (kma unlock --kma ...).")
     print("The answers file holds the (now spent) KMA passphrase: destroy it.")
     return 0

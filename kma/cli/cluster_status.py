@@ -28,7 +28,8 @@ def _seconds(value: float | None) -> str:
 
 
 def _kma_line(k: Any) -> str:
-    role = ("leader" if k.leader else "") + (" voter" if k.voter else " non-voter")
+    kind = " witness" if k.witness else " voter" if k.voter else " non-voter"
+    role = ("leader" if k.leader else "") + kind
     lag = "lag unknown" if k.replication_lag is None else (
         f"lag {k.replication_lag.depth} writes ({k.replication_lag.age_seconds:.1f} s)"
     )  # fmt: skip
@@ -49,7 +50,11 @@ def run_status(args: argparse.Namespace, client: Any) -> int:
     print(topo.failure_tolerance.summary)
     for site in topo.sites:
         a = site.agents
-        print(f"\nSite {site.name} ({site.id}): {len(site.kmas)} KMAs; agents {a.enrolled} enrolled, "
+        witnesses = sum(k.witness for k in site.kmas)
+        kmas = f"{len(site.kmas) - witnesses} KMAs" + (
+            f" and {witnesses} witness (no key service)" if witnesses else ""
+        )
+        print(f"\nSite {site.name} ({site.id}): {kmas}; agents {a.enrolled} enrolled, "
               f"{a.disabled} disabled, {a.seen_last_hour} seen in the last hour")  # fmt: skip
         for k in site.kmas:
             print(_kma_line(k))

@@ -35,6 +35,9 @@ def add_serve(sub: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from kma.cluster.node_config import ClusterFiles
+    from kma.cluster.rqlited import tighten_after_crash
+    from kma.cluster.witness import is_witness, serve_witness
     from kma.server import serve
     from kma.setup.listener import DEFAULT_SETUP_ADDRESS, serve_setup
 
@@ -42,6 +45,7 @@ def run_serve(args: argparse.Namespace) -> int:
     setting_up = not data_dir.is_initialised()
     if setting_up:
         data_dir.create()  # private from the start; nothing else is written until set-up finishes
+    tighten_after_crash(ClusterFiles.of(data_dir.root))  # before the check: rqlited's own files
     data_dir.check_private()
     data_dir.log_file.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(data_dir.log_file)
@@ -59,6 +63,12 @@ def run_serve(args: argparse.Namespace) -> int:
         raise Conflict(f"Another `kma serve` is already running on {data_dir.root}.") from None
     announce = lambda line: print(line, flush=True)  # noqa: E731
     with lock:
+        if not setting_up and is_witness(data_dir):  # a voter with no key service: rqlited only
+            from kma.server import STOP_REQUESTED, note_stop_requests
+
+            note_stop_requests()
+            serve_witness(data_dir, args.ready_file, announce, STOP_REQUESTED)
+            return 0
         management_port, master = args.management_port, None
         if setting_up:
             finished = serve_setup(data_dir, args.setup_address or DEFAULT_SETUP_ADDRESS, management_port,

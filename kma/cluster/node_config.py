@@ -9,6 +9,7 @@ from that CA, used for Raft between nodes and for the HTTP API of the local rqli
     http_address = "127.0.0.1:4001"    # loopback only: only this KMA talks to its rqlited
     voter = true
     join = ["10.0.0.1:4002"]           # Raft addresses of existing members; empty for the first
+    witness = false                    # true: a voter with no key service (kma/cluster/witness.py)
 
 A data dir without `cluster/node.toml` is an embedded (one-KMA) store.
 """
@@ -34,6 +35,7 @@ class NodeConfig:
     http_address: str
     voter: bool = True
     join: tuple[str, ...] = field(default_factory=tuple)
+    witness: bool = False  # a voter with no key service: `kma serve` runs only rqlited
 
     def to_toml(self) -> str:
         return (
@@ -41,7 +43,7 @@ class NodeConfig:
             f"raft_address = {json.dumps(self.raft_address)}\n"
             f"http_address = {json.dumps(self.http_address)}\n"
             f"voter = {'true' if self.voter else 'false'}\n"
-            f"join = {json.dumps(list(self.join))}\n"
+            f"join = {json.dumps(list(self.join))}\n" + ("witness = true\n" if self.witness else "")
         )
 
 
@@ -127,7 +129,10 @@ def load_node_config(path: Path) -> NodeConfig:
     if not isinstance(join, list):
         raise ValidationFailed(f"{path}: join must be a list of raft addresses.")
     members = tuple(_address({"join": j}, "join", path) for j in join)
-    return NodeConfig(node_id, _address(data, "raft_address", path), http_address, voter, members)
+    witness = data.get("witness", False)
+    if not isinstance(witness, bool):
+        raise ValidationFailed(f"{path}: witness must be true or false.")
+    return NodeConfig(node_id, _address(data, "raft_address", path), http_address, voter, members, witness)
 
 
 def issue_node_certificate(ca: CertifiedKey, node_id: str, hosts: Sequence[str]) -> CertifiedKey:

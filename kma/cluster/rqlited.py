@@ -62,6 +62,26 @@ def _death_signal() -> Callable[[], None] | None:
     return lambda: prctl(1, signal.SIGTERM)
 
 
+def _owner_only(top: Path) -> None:
+    for folder, _, names in os.walk(top):
+        os.chmod(folder, 0o700)
+        for name in names:
+            path = Path(folder, name)
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode & 0o700)
+
+
+def tighten_after_crash(files: ClusterFiles) -> None:
+    """rqlited makes its SQLite files readable by all whenever it (re)creates them; a node stopped
+    cleanly tightens them (`keep_private`), one killed with its machine (power loss, SIGKILL) cannot,
+    and the data dir's check would then refuse to start the KMA until someone ran chmod. Inside
+    folders only this account may enter nobody else could have opened them, so tighten them before
+    that check; a folder open to others is left for the check to report."""
+    folders = [files.folder.parent, files.folder, files.rqlite_dir]
+    if files.rqlite_dir.is_dir() and all(f.stat().st_mode & 0o077 == 0 for f in folders):
+        _owner_only(files.rqlite_dir)
+
+
 class RqliteNode:
     """One rqlited process for one data dir."""
 
@@ -117,12 +137,7 @@ class RqliteNode:
     def keep_private(self) -> None:
         """rqlited makes some of its files (its SQLite file among them) readable by all; the data
         dir stays its owner's only (kma/datadir.py checks it at every start)."""
-        for folder, _, names in os.walk(self.files.rqlite_dir):
-            os.chmod(folder, 0o700)
-            for name in names:
-                path = Path(folder, name)
-                if not path.is_symlink():
-                    path.chmod(path.stat().st_mode & 0o700)
+        _owner_only(self.files.rqlite_dir)
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

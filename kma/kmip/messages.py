@@ -19,6 +19,10 @@ from kma.kmip.ttlv import Item
 SUPPORTED_VERSIONS: tuple[tuple[int, int], ...] = ((2, 0), (1, 4), (1, 3), (1, 2), (1, 1), (1, 0))
 FALLBACK_VERSION = (1, 0)  # used to answer a message whose own version cannot be read
 
+# How a refusal that a moment may cure begins (a drive retries it; `kma agent simulate` does): the
+# cluster has no Raft leader for a moment, and the request needed a change through it.
+RETRY_LATER = "The cluster cannot take this change now; nothing was changed, try again"
+
 
 class KmipError(Exception):
     """One batch item fails: a KMIP Result Reason and a message the client may show."""

@@ -13,11 +13,11 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from kma.audit.record import Condition, Retention
-from kma.errors import KmaLocked, NoReadyKey
+from kma.errors import ClusterUnavailable, KmaLocked, NoReadyKey
 from kma.kmip import ops_attributes, ops_keys, ops_server, ops_tape, ttlv, v2
 from kma.kmip.context import Call
 from kma.kmip.enums import BatchErrorContinuation, Operation, ResultReason, ResultStatus, Tag
-from kma.kmip.messages import SUPPORTED_VERSIONS, KmipError, Request, RequestItem, Result
+from kma.kmip.messages import RETRY_LATER, SUPPORTED_VERSIONS, KmipError, Request, RequestItem, Result
 from kma.kmip.ttlv import Item
 
 log = logging.getLogger(__name__)
@@ -118,6 +118,9 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
         reason, message, audited = error.reason, error.message, error.audited
     except (KmaLocked, NoReadyKey) as refused:
         reason, message, audited = ResultReason.GENERAL_FAILURE, refused.message, False
+    except ClusterUnavailable as unavailable:  # e.g. a new key while a Raft leader is being elected
+        reason, audited = ResultReason.GENERAL_FAILURE, False
+        message = f"{RETRY_LATER}: {unavailable.message}"
     except Exception:
         log.exception("KMIP %s by %s failed", name, call.agent_id)
         reason, message, audited = (

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from kma.audit.record import Condition, Retention
 from kma.backup.fileformat import DATABASE_SUFFIX
 from kma.domain.actor import Actor
 from kma.errors import KmaError, ValidationFailed
+from kma.pacing import copy_gradually, remove_gradually
 from kma.store import Batch, Stmt
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ def run_if_due(kma: Appliance) -> str | None:
         made = create_backup(kma, kma.itself, scheduled=True)
         target = Path(schedule["folder"]) / backup_file(kma, made["id"]).name
         part = target.with_name(target.name + ".part")
-        shutil.copyfile(backup_file(kma, made["id"]), part)
+        copy_gradually(backup_file(kma, made["id"]), part)
         os.replace(part, target)
     except (KmaError, OSError) as exc:
         reason = exc.message if isinstance(exc, KmaError) else f"{exc.strerror}: {exc.filename}"
@@ -107,7 +107,7 @@ def run_if_due(kma: Appliance) -> str | None:
     for old in mine[schedule["keep"] :]:
         delete_backup(kma, kma.itself, old["id"], reason="expired (schedule keeps "
                       f"{schedule['keep']})")  # fmt: skip
-        (Path(schedule["folder"]) / f"{old['id']}{DATABASE_SUFFIX}").unlink(missing_ok=True)
+        remove_gradually(Path(schedule["folder"]) / f"{old['id']}{DATABASE_SUFFIX}")
     return str(made["id"])
 
 

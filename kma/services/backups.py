@@ -23,6 +23,7 @@ from kma.crypto import fingerprint
 from kma.domain.actor import Actor
 from kma.domain.lifecycle import BACKUP_HOLDS_DESTROYED_KEY, HELD_OR_REPLICATED
 from kma.errors import Conflict, NotFound
+from kma.pacing import remove_gradually
 from kma.services.keypool import key_pool
 from kma.store import Batch, Stmt
 
@@ -208,7 +209,7 @@ def delete_backup(kma: Appliance, actor: Actor, backup_id: str, reason: str = "d
         (kma.clock.now(), actor.entity_id, backup_id), expect=1,
         refusal=f"backup '{backup_id}' is already deleted",
     )], f"{reason} database backup {backup_id}{note}", ("backup", backup_id))  # fmt: skip
-    (backups_dir(kma) / f"{backup_id}{DATABASE_SUFFIX}").unlink(missing_ok=True)
+    remove_gradually(backups_dir(kma) / f"{backup_id}{DATABASE_SUFFIX}")
 
 
 # --- what the dashboard and `kma status` say ----------------------------------------------

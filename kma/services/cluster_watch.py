@@ -2,15 +2,20 @@
 
 - A Security Officer locked this KMA through another one (`kmas.locked` is replicated): its vault
   forgets the master key, as if locked here.
-- Removed KMAs stay out of Raft. rqlite checks node certificates against the cluster CA only
-  (it has no revocation list), so the certificate of a removed KMA would still let its node ask
-  to join again. Every cluster KMA therefore looks at the Raft membership and takes out (rqlite's
-  DELETE /remove) any node whose KMA was removed, auditing each time. Only the explicit removal
-  counts: a node whose KMA this KMA's replica does not know yet may be newer than the replica.
+- Only admitted KMAs (and witnesses) stay in Raft. rqlite checks node certificates against the
+  cluster CA only (it has no revocation list, and it does not tie a node's ID to its certificate),
+  so a removed machine's old certificate would still let its node join again, under its old ID or
+  any other. Every cluster KMA therefore looks at the Raft membership and takes out (rqlite's
+  DELETE /remove) any node that is not an admitted entry, auditing each time: at once when its
+  entry was removed, and when its ID is no entry at all once it is still there a round later (an
+  entry's join is committed before its machine gets its certificates, so even a replica a moment
+  behind knows a real newcomer by then).
   This bounds what a removed machine can do, it does not prevent it: one that rejoins as a voter
   and vanishes before it is taken out can leave a two-voter configuration without a leader.
-  Closing that needs rqlite to refuse the join itself (per-node join credentials in its `-auth`
-  file, which v8 reads only at start, or a new cluster CA after a removal).
+  rqlite v8.43.4 offers no sound way to refuse the join itself: its `-auth` file (per-node join
+  credentials, `-join-as`) is read only when rqlited starts, so admitting a KMA would need every
+  voter restarted, and the same file then guards the HTTP API. A new cluster CA after a removal
+  would close it (a later step).
 """
 
 from __future__ import annotations
@@ -29,37 +34,45 @@ log = logging.getLogger(__name__)
 CHECK_S = 1.0
 
 
-def removed_members(kma: Appliance) -> list[str]:
-    """IDs of Raft members (voters or not) whose KMA was removed; [] off a cluster."""
+def strangers(kma: Appliance) -> tuple[list[str], list[str]]:
+    """Raft members (voters or not) that are not admitted: (IDs of removed KMAs, IDs that are no
+    entry of the cluster at all); ([], []) off a cluster."""
     from kma.store.rqlite import RqliteStore
 
     if not isinstance(kma.store, RqliteStore):
-        return []
+        return [], []
     nodes = kma.store.client.get_json("/nodes", ver="2", nonvoters="")["nodes"]
     ids = [str(n["id"]) for n in nodes]
     if not ids:
-        return []
+        return [], []
     marks = ",".join("?" * len(ids))
-    rows = kma.store.query(f"SELECT id FROM kmas WHERE removed_at IS NOT NULL AND id IN ({marks})", ids)
-    return [r["id"] for r in rows]
+    rows = kma.store.query(f"SELECT id, removed_at IS NULL AND awaiting_join = 0 AS admitted FROM kmas "
+                           f"WHERE id IN ({marks})", ids)  # fmt: skip
+    known = {r["id"]: bool(r["admitted"]) for r in rows}
+    return [i for i in ids if known.get(i) is False], [i for i in ids if i not in known]
 
 
-def reap(kma: Appliance) -> list[str]:
-    """Take every removed KMA's node out of Raft; returns the IDs taken out."""
+def reap(kma: Appliance, unknown_before: frozenset[str] = frozenset()) -> tuple[list[str], frozenset[str]]:
+    """Take out of Raft every node of a removed KMA, and every node whose ID is no entry and was
+    seen in the round before (`unknown_before`) too; returns the IDs taken out, and the unknown IDs
+    to take out next round if they are still there."""
     from kma.services.kma_entries import leave_raft
 
+    removed, unknown = strangers(kma)
     taken = []
-    for kma_id in removed_members(kma):
+    due = [(i, f"took the node of removed KMA '{i}' out of Raft again: it had rejoined") for i in removed]
+    due += [(i, f"took node '{i}' out of Raft: it joined with a certificate of the cluster CA but is no "
+                "admitted KMA") for i in unknown if i in unknown_before]  # fmt: skip
+    for node_id, message in due:
         try:
-            leave_raft(kma, kma_id)
+            leave_raft(kma, node_id)
         except OSError as exc:  # e.g. no leader right now: the next round tries again
-            log.info("could not take removed KMA %s out of Raft yet: %s", kma_id, exc)
+            log.info("could not take node %s out of Raft yet: %s", node_id, exc)
             continue
-        taken.append(kma_id)
-        kma.audit(kma.itself, "kma.remove",
-                  f"took the node of removed KMA '{kma_id}' out of Raft again: it had rejoined",
-                  condition=Condition.WARNING, subject=("kma", kma_id), event_class="security")  # fmt: skip
-    return taken
+        taken.append(node_id)
+        kma.audit(kma.itself, "kma.remove", message, condition=Condition.WARNING,
+                  subject=("kma", node_id[:64]), event_class="security")  # fmt: skip
+    return taken, frozenset(unknown) - set(taken)
 
 
 def follow_lock(kma: Appliance) -> bool:
@@ -77,6 +90,7 @@ class ClusterWatch:
         self.kma = kma
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._unknown: frozenset[str] = frozenset()  # Raft members no entry knows, seen last round
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="kma-cluster-watch", daemon=True)
@@ -91,7 +105,7 @@ class ClusterWatch:
         while not self._stop.wait(CHECK_S):
             try:
                 follow_lock(self.kma)
-                reap(self.kma)
+                _, self._unknown = reap(self.kma, self._unknown)
             except KmaError as exc:  # the local node is unavailable for a moment
                 log.debug("cluster watch: %s", exc.message)
             except Exception:

@@ -85,8 +85,8 @@ FAILURES = _Failures()
 def cluster_kmas(kma: Appliance, own_service_address: str) -> list[dict[str, Any]]:
     """The KMAs an agent may use, for discovery: its own site's first is the agent's choice."""
     rows = kma.store.query(
-        "SELECT id, name, site_id, service_address, locked FROM kmas "
-        "WHERE removed_at IS NULL AND awaiting_join = 0 ORDER BY site_id, id"
+        "SELECT id, name, site_id, service_address, locked FROM kmas "  # a witness serves no agent
+        "WHERE removed_at IS NULL AND awaiting_join = 0 AND witness = 0 ORDER BY site_id, id"
     )
     out = []
     for r in rows:

@@ -87,9 +87,10 @@ def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
         raise NotFound(f"There is no key '{key_id}'.")
     holds = BACKUP_HOLDS_DESTROYED_KEY.format(t="keys.", b="b.")
     held = kma.store.query(
-        f"SELECT b.id FROM backups b, keys WHERE keys.id = ? AND {holds} ORDER BY b.created_at", (key_id,)
+        f"SELECT b.id, b.created_at FROM backups b, keys WHERE keys.id = ? AND {holds} ORDER BY b.created_at",
+        (key_id,),
     )
-    return {**_row(row), "held_by_backups": [r[0] for r in held]}
+    return {**_row(row), "held_by_backups": [dict(r) for r in held]}
 
 
 def issue_key(

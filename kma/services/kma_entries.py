@@ -13,6 +13,10 @@ machine's certificates are revoked at that join.
 
 Voters: Raft needs a majority of voters, so more voters cost write latency and buy tolerance only
 at odd counts. At most `MAX_VOTERS` vote; further KMAs join as non-voters (read replicas).
+
+A witness is an entry of the same kind: a voter with no key service (no listeners, no agents, no
+key pool; `kma serve` runs only its rqlited, kma/cluster/witness.py). Two sites with two KMAs each
+add one at a third place, so that either site's loss leaves a majority (3 of 5).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.crypto import hash_passphrase
 from kma.domain.validation import check_address, check_id, check_text
-from kma.errors import Conflict, KmaError
+from kma.errors import Conflict, KmaError, ValidationFailed
 from kma.services.change import Change
 from kma.services.common import require
 from kma.services.quorum.key_split import Quorum
@@ -46,13 +50,15 @@ def voter_advice(voters: int) -> str | None:
     if voters == 2:
         return (
             "A two-voter cluster stops management writes when either voter is lost (Raft needs a "
-            "majority: 2 of 2). Add a third voter, another KMA or a witness at a third site, so "
-            "one loss is tolerated."
+            "majority: 2 of 2). Add a third voter, another KMA or a witness at a third site "
+            "(kma cluster add-witness), so one loss is tolerated."
         )
     if voters % 2 == 0 and voters > 0:
         return (
             f"{voters} voters tolerate no more losses than {voters - 1} do (a majority of {voters} "
-            f"is {voters // 2 + 1}); an odd number of voters is recommended."
+            f"is {voters // 2 + 1}); an odd number of voters is recommended: add a voter, another KMA or "
+            "a witness at a third site (kma cluster add-witness), so that two sites with as many voters "
+            "each survive the loss of either."
         )
     return None
 
@@ -69,22 +75,38 @@ def _must_be_member(kma: Appliance, kma_id: str) -> None:
 
 
 # --- create a KMA's entry ----------------------------------------------------------------
+def _addresses(request: Mapping[str, Any], witness: bool) -> dict[str, str]:
+    """A KMA's three addresses; a witness has only its Raft address (it serves no one)."""
+    fields = [("raft_address", "The Raft address")]
+    if witness:
+        for field in ("management_address", "service_address"):
+            if request.get(field):
+                raise ValidationFailed(
+                    f"A witness has no {field.replace('_', ' ')}: it serves no managers and no agents."
+                )
+    else:
+        fields = [("management_address", "The management address"),
+                  ("service_address", "The service address"), *fields]  # fmt: skip
+    out = {"management_address": "", "service_address": ""}
+    for field, what in fields:
+        if not request.get(field):
+            raise ValidationFailed(f"{what} is required.")
+        out[field] = check_address(str(request[field]), what)
+    return out
+
+
 def _prepare_add(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
     kma_id = check_id(str(request["id"]), "The KMA ID")
     name = str(request.get("name") or kma_id)
     check_text(name, "The KMA name", required=True)
     site_id = str(request["site_id"])
     require(kma, "site", site_id)
-    addresses = {
-        field: check_address(str(request[field]), what)
-        for field, what in (
-            ("management_address", "The management address"),
-            ("service_address", "The service address"),
-            ("raft_address", "The Raft address"),
-        )
-    }
-    voter = bool(request.get("voter", True))
-    pool = int(request.get("key_pool_size", DEFAULT_POOL))
+    witness = bool(request.get("witness", False))
+    addresses = _addresses(request, witness)
+    if witness and request.get("voter") is False:
+        raise ValidationFailed("A witness is a voter: voting is all it does.")
+    voter = witness or bool(request.get("voter", True))
+    pool = 0 if witness else int(request.get("key_pool_size", DEFAULT_POOL))
     if kma.store.query_one("SELECT 1 FROM kmas WHERE id = ?", (kma_id,)) is not None:
         raise Conflict(f"There is already a KMA '{kma_id}'.")
     voters = voter_count(kma) + voter
@@ -94,13 +116,16 @@ def _prepare_add(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prep
             "as a non-voter (a read replica)."
         )
     passphrase = _kma_passphrase()
-    shown = {"id": kma_id, "name": name, "site_id": site_id, **addresses, "voter": voter,
+    shown = {"id": kma_id, "name": name, "site_id": site_id, **addresses, "voter": voter, "witness": witness,
              "key_pool_size": pool, "kma_passphrase": MADE_HERE}  # fmt: skip
     payload = {**shown, "passphrase_hash": hash_passphrase(passphrase)}
     del payload["kma_passphrase"]
-    role = "a voter" if voter else "a non-voter (read replica)"
+    role = "a witness (a voter with no key service)" if witness else (
+        "a voter" if voter else "a non-voter (read replica)")  # fmt: skip
+    what = "witness" if witness else "KMA"
     summary = (
-        f"Add KMA '{kma_id}' ({name}) at site '{site_id}' as {role}; it joins with a one-time KMA passphrase"
+        f"Add {what} '{kma_id}' ({name}) at site '{site_id}' as {role}; it joins with a one-time "
+        "KMA passphrase"
     )
     return Prepared(
         summary,
@@ -116,9 +141,9 @@ def _execute_add(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any
     now = kma.clock.now()
     insert = Stmt(
         "INSERT INTO kmas (id, name, site_id, management_address, service_address, raft_address, voter, "
-        "version, locked, awaiting_join, key_pool_size, join_passphrase_hash, join_passphrase_set_at, "
-        "created_at, updated_at) SELECT :id, :name, :site_id, :management_address, :service_address, "
-        ":raft_address, :voter, '', 1, 1, :pool, :hash, :now, :now, :now "
+        "witness, version, locked, awaiting_join, key_pool_size, join_passphrase_hash, "
+        "join_passphrase_set_at, created_at, updated_at) SELECT :id, :name, :site_id, :management_address, "
+        ":service_address, :raft_address, :voter, :witness, '', 1, 1, :pool, :hash, :now, :now, :now "
         f"WHERE NOT EXISTS (SELECT 1 FROM kmas WHERE id = :id) AND (:voter = 0 OR {_VOTERS} < {MAX_VOTERS})",
         {
             "id": p["id"],
@@ -128,6 +153,7 @@ def _execute_add(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any
             "service_address": p["service_address"],
             "raft_address": p["raft_address"],
             "voter": int(bool(p["voter"])),
+            "witness": int(bool(p.get("witness", False))),
             "pool": int(p["key_pool_size"]),
             "hash": p["passphrase_hash"],
             "now": now,
@@ -135,7 +161,7 @@ def _execute_add(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any
         expect=1,
         refusal=f"there is already a KMA '{p['id']}', or the cluster already has {MAX_VOTERS} voters",
     )
-    role = "a voter" if p["voter"] else "a non-voter"
+    role = "a witness" if p.get("witness") else "a voter" if p["voter"] else "a non-voter"
     message = (
         f"created the entry of KMA '{p['id']}' ({p['name']}) at site '{p['site_id']}' as {role}; "
         "it may now join with its one-time KMA passphrase, and starts locked"

@@ -112,7 +112,7 @@ def join(
     row = None
     if _KMA_ID.fullmatch(kma_id) and len(passphrase) <= 256:
         row = kma.store.query_one(
-            "SELECT id, name, site_id, management_address, service_address, raft_address, voter, "
+            "SELECT id, name, site_id, management_address, service_address, raft_address, voter, witness, "
             "join_passphrase_hash AS hash, join_passphrase_set_at AS set_at FROM kmas WHERE id = ?",
             (kma_id,),
         )
@@ -145,7 +145,8 @@ def join(
         kma.vault.master().unwrap("cluster-ca-key", cluster["ca_key_wrapped"]),
     )
     addresses = (row["management_address"], row["service_address"], row["raft_address"])
-    hosts = sorted({a.rpartition(":")[0].strip("[]") for a in addresses} - {"0.0.0.0", "::"})
+    # A witness has a Raft address only (its other two are empty).
+    hosts = sorted({a.rpartition(":")[0].strip("[]") for a in addresses} - {"0.0.0.0", "::", ""})
     try:
         node_pem = _sign(kma, ca, node_csr, kma_id, hosts)
         server_pem = _sign(kma, ca, server_csr, kma_id, hosts)
@@ -159,7 +160,8 @@ def join(
         [
             Stmt(
                 "UPDATE kmas SET join_passphrase_hash = NULL, join_passphrase_set_at = NULL, "
-                "awaiting_join = 0, locked = 1, updated_at = ? WHERE id = ? AND join_passphrase_hash = ?",
+                "awaiting_join = 0, locked = 1 - witness, updated_at = ? "  # a witness holds no key to lock
+                "WHERE id = ? AND join_passphrase_hash = ?",
                 (now, kma_id, stored),
                 expect=1,
                 refusal="the KMA passphrase was used by another join a moment ago",
@@ -179,7 +181,8 @@ def join(
             lockout.give_back(counter),
         ],
         f"KMA '{kma_id}' joined from {address}: node certificate {issued[0][1]}, server certificate "
-        f"{issued[1][1]}; earlier certificates of this KMA revoked; it starts locked",
+        f"{issued[1][1]}; earlier certificates of this KMA revoked; "
+        + ("it votes as a witness, with no key service" if row["witness"] else "it starts locked"),
         subject,
     )
     return {
@@ -194,6 +197,7 @@ def join(
             "service_address": row["service_address"],
             "raft_address": row["raft_address"],
             "voter": bool(row["voter"]),
+            "witness": bool(row["witness"]),
         },
         "node_certificate_pem": node_pem.decode(),
         "server_certificate_pem": server_pem.decode(),

@@ -14,9 +14,10 @@ from kma.services.paging import ListSpec, Page, PageRequest, list_page
 
 LIST = ListSpec(
     select=(
-        "SELECT id, name, site_id, management_address, service_address, raft_address, voter, awaiting_join, "
-        "removed_at, version, locked, key_pool_size, (SELECT count(*) FROM keys k WHERE k.kma_id = kmas.id "
-        "AND k.activated_at IS NULL AND k.destroyed_at IS NULL AND k.key_group_id IS NULL) "
+        "SELECT id, name, site_id, management_address, service_address, raft_address, voter, witness, "
+        "awaiting_join, removed_at, version, locked, key_pool_size, "
+        "(SELECT count(*) FROM keys k WHERE k.kma_id = kmas.id AND k.activated_at IS NULL "
+        "AND k.destroyed_at IS NULL AND k.key_group_id IS NULL) "
         "AS pool_ready, created_at "
         "FROM kmas"
     ),

@@ -33,6 +33,7 @@ class Member:
     site: str  # the site's ID
     voter: bool
     responding: bool
+    witness: bool = False  # votes, serves no keys
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def failure_tolerance(
     may_lose = max(0, len(responding) - majority)
     sites = sorted({m.site for m in kmas})
     critical = tuple(s for s in sites if len(responding) - sum(m.site == s for m in responding) < majority)
-    answering = {m.site for m in kmas if m.responding}
+    answering = {m.site for m in kmas if m.responding and not m.witness}  # sites with key service
     named = site_names or {}
 
     def loss_of(site: str) -> str:
@@ -75,7 +76,7 @@ def failure_tolerance(
             return "stops everything"
         return STOPS_WRITES
 
-    if len(kmas) == 1:
+    if sum(not m.witness for m in kmas) == 1:
         summary = (
             "This is the only KMA: losing it stops key service and management alike. Add KMAs (two per "
             "site, three voters) so that the cluster survives the loss of one."
@@ -145,7 +146,7 @@ def _kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
     status = _node_status(kma)
     lags = replication_lags(kma)
     rows = kma.store.query(
-        "SELECT id, name, site_id, management_address, service_address, version, locked FROM kmas "
+        "SELECT id, name, site_id, management_address, service_address, version, locked, witness FROM kmas "
         "WHERE removed_at IS NULL ORDER BY site_id, name, id"  # a removed KMA is history, not a member
     )
     nodes = []
@@ -160,9 +161,10 @@ def _kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
             "service_address": row["service_address"],
             "leader": bool(node and node.leader),
             "voter": bool(node and node.voter),
+            "witness": bool(row["witness"]),
             "responding": me or bool(node and node.reachable),
             # This KMA knows its own lock state first-hand; the others' is what they last recorded.
-            "locked": kma.vault.locked if me else bool(row["locked"]),
+            "locked": kma.vault.locked if me else bool(row["locked"]) and not row["witness"],
             # The KMA software's version (the store's node status carries rqlite's own, not ours).
             "version": __version__ if me else row["version"],
             # Each KMA's outbox as its shipper last reported it into the cluster's store (ours: live).
@@ -217,7 +219,8 @@ def topology(kma: Appliance) -> dict[str, Any]:
     sites = [dict(r) for r in kma.store.query("SELECT id, name FROM sites ORDER BY name, id")]
     names = {s["id"]: s["name"] for s in sites}
     none = {"total": 0, "enrolled": 0, "disabled": 0, "seen_last_hour": 0}
-    tolerance = failure_tolerance((Member(n["site_id"], n["voter"], n["responding"]) for n in nodes), names)
+    members = (Member(n["site_id"], n["voter"], n["responding"], n["witness"]) for n in nodes)
+    tolerance = failure_tolerance(members, names)
     return {
         "cluster_name": kma.store.scalar("SELECT name FROM cluster") or "",
         "answered_by": kma.kma_id,

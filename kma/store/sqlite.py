@@ -128,17 +128,24 @@ class SQLiteStore:
     def backup(self, path: Path) -> None:
         """Write a consistent SQLite copy of the whole store to `path` while the KMA keeps serving.
 
-        SQLite's online backup API copies BACKUP_PAGES pages per step, pausing between steps, from
-        its own connection holding one read transaction: under WAL that is a fixed snapshot which
-        writers do not disturb (so the copy never starts over) and which blocks nobody. The rqlite
-        store implements the same method from rqlite's own consistent backup (GET /db/backup).
+        SQLite's online backup API copies BACKUP_PAGES pages per step from its own connection
+        holding one read transaction: under WAL that is a fixed snapshot which writers do not
+        disturb (so the copy never starts over) and which blocks nobody. The copy is not paced: it
+        runs without the GIL and only into the page cache, and the sooner the caller has
+        encrypted and deleted it, the likelier its pages are dropped without ever being written
+        back (the kernel writes back dirty pages after 30 s). The rqlite store implements the
+        same method from rqlite's own consistent backup (GET /db/backup).
         """
         source = connect(self.path)
         target = sqlite3.connect(path)
         try:
+            # The copy is a scratch file the caller encrypts and deletes: never fsync it (a 1 GB fsync
+            # holds back every WAL commit behind it), nor journal it.
+            target.execute("PRAGMA synchronous = OFF")
+            target.execute("PRAGMA journal_mode = OFF")
             source.execute("BEGIN")
             source.execute("SELECT count(*) FROM schema_migrations").fetchone()  # the snapshot starts here
-            source.backup(target, pages=BACKUP_PAGES, sleep=0.001)
+            source.backup(target, pages=BACKUP_PAGES)
             source.execute("COMMIT")
             target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
         finally:

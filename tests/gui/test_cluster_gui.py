@@ -11,7 +11,12 @@ from PySide6.QtWidgets import QLabel, QMessageBox
 
 from kms_client import ForwardingStatus
 from tests.gui.helpers import WAIT_MS, active_dialog, fill_form, give_credentials, open_page, sign_in, submit
-from tests.support.topologies import ShownOnly, twenty_kmas, two_sites_one_down
+from tests.support.topologies import (
+    ShownOnly,
+    twenty_kmas,
+    two_sites_and_a_witness_boston_down,
+    two_sites_one_down,
+)
 from ui.cluster_scene import KmaNode
 from ui.form_dialog import FormDialog
 from ui.pages.cluster import ClusterPage
@@ -167,3 +172,18 @@ def test_twenty_kmas_all_fit_in_the_picture(qtbot: Any) -> None:
         assert page.scene.site_regions[n.kma.site_id].sceneBoundingRect().contains(n.sceneBoundingRect())
     assert "19 of 20 KMAs responding at 5 sites · 1 locked" in page.banner.text()
     assert not page.grab().isNull()
+
+
+def test_two_sites_and_a_witness_with_boston_lost_still_take_management_writes(qtbot: Any) -> None:
+    page = ClusterPage(ShownOnly(frozenset({"auditor"})))  # type: ignore[arg-type]
+    qtbot.addWidget(page)
+    page.resize(1280, 760)
+    page.show_topology(two_sites_and_a_witness_boston_down())
+    witness = page.scene.nodes["witness-1"]
+    assert "witness (no key service)" in witness.toolTip()
+    assert set(page.scene.site_regions) == {"dallas", "boston", "witness"}
+    banner = page.banner.text()
+    # The witness is no KMA an agent could use, but it is the third voter that keeps writes going
+    assert "2 of 4 KMAs responding at 2 sites" in banner and "witness witness-1 responding" in banner
+    assert "2 of 5 voters not responding" in banner and "management writes stopped" not in banner
+    assert "losing Dallas stops everything" in banner

@@ -87,3 +87,28 @@ def test_only_a_security_officer_sees_the_cluster_actions(qtbot, controller, dem
     for text in ("Add KMA…", "New KMA passphrase…", "Remove KMA…"):
         with pytest.raises(AssertionError):
             action(kmas, text)
+
+
+def test_add_a_witness_with_its_raft_address_only(qtbot, controller, fresh_kma):
+    witness_id = f"witness-{uuid.uuid4().hex[:4]}"
+    site = f"wit-{uuid.uuid4().hex[:4]}"
+    fresh_kma.client("so").create_site(site, "Witness")
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    kmas = open_page(qtbot, window, "sites").kmas
+
+    # When the Security Officer adds a witness at a third site with the quorum's credentials
+    action(kmas, "Add witness…").trigger()
+    dialog = active_dialog(qtbot, QuorumFormDialog)
+    fill_form(qtbot, dialog, {"id": witness_id, "name": "Witness", "site_id": site,
+                              "raft_address": "10.0.9.1:4002"})  # fmt: skip
+    give_credentials(qtbot, dialog, fresh_kma, ("alice", "bob", "carol"))
+    submit(qtbot, dialog)
+
+    # Then its one-time passphrase is shown once, and its entry is a voting witness with no addresses
+    secret = active_dialog(qtbot, OneTimeSecretDialog)
+    said = " ".join(label.text() for label in secret.findChildren(QLabel))
+    assert "as a witness (a voter with no key service)" in said and "It works now." in said
+    secret.close()
+    entry = fresh_kma.client("so").get_kma(witness_id)
+    assert entry.witness and entry.voter and entry.awaiting_join and entry.site_id == site
+    assert (entry.management_address, entry.service_address, entry.key_pool_size) == ("", "", 0)

@@ -264,3 +264,32 @@ def test_a_kma_passphrase_expires_after_seven_days(node_kma: RunningKma) -> None
         node_kma.client().join_cluster("kma-bos-8", again.kma_passphrase, csr()[1], csr()[1]).kma["id"]
         == "kma-bos-8"
     )
+
+
+def test_a_witness_entry_has_only_a_raft_address_votes_and_joins_unlocked(node_kma: RunningKma) -> None:
+    from kms_client import ValidationFailed
+
+    so = node_kma.client("so")
+    three = creds(node_kma, "alice", "bob", "carol")
+    # A witness serves no one: management or service addresses are refused, as is a missing one for a KMA
+    with pytest.raises(ValidationFailed, match="witness has no management address"):
+        so.create_kma_entry("witness-1", "boston", raft_address="127.0.0.1:14009", witness=True,
+                            management_address="127.0.0.1:18449", credentials=three)  # fmt: skip
+    with pytest.raises(ValidationFailed, match="service address is required"):
+        so.create_kma_entry("kma-bos-9", "boston", raft_address="127.0.0.1:14009",
+                            management_address="127.0.0.1:18449", credentials=three)  # fmt: skip
+
+    # Given the quorum creates a witness's entry: it counts as a voter (two voters would be three)
+    done = so.create_kma_entry("witness-1", "boston", raft_address="127.0.0.1:14009", witness=True,
+                               credentials=three)  # fmt: skip
+    assert done.op.state == "executed" and done.voters == 2
+    entry = so.get_kma("witness-1")
+    assert (entry.witness, entry.voter, entry.key_pool_size, entry.service_address) == (True, True, 0, "")
+
+    # When its machine joins with the passphrase: a node certificate for its Raft address, and the
+    # entry is not locked (a witness holds no key to lock)
+    grant = node_kma.client().join_cluster("witness-1", done.kma_passphrase, csr()[1], csr()[1])
+    assert grant.kma["witness"] is True and grant.members[0].raft_address == FIRST_RAFT
+    assert not so.get_kma("witness-1").locked
+    with pytest.raises(Conflict, match="nothing to lock"):
+        so.lock_kma("witness-1")

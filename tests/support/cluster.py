@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kma.cluster.convert import cluster_ca, make_first_node
 from kma.cluster.node_config import ClusterFiles, NodeConfig, issue_node_certificate
@@ -44,12 +44,18 @@ def private_files() -> Iterator[None]:
         os.umask(old)
 
 
-def files_of(kma: RunningKma) -> ClusterFiles:
+class Node(Protocol):
+    """A running KMA or witness: what its data dir holds is all a test looks at here."""
+
+    data_dir: Path
+
+
+def files_of(kma: Node) -> ClusterFiles:
     return ClusterFiles.of(kma.data_dir)
 
 
-def replica(kma: RunningKma) -> sqlite3.Connection:
-    """A read-only look at a cluster KMA's local replica (rqlite's SQLite file)."""
+def replica(kma: Node) -> sqlite3.Connection:
+    """A read-only look at a cluster node's local replica (rqlite's SQLite file)."""
     conn = sqlite3.connect(f"file:{files_of(kma).replica}?mode=ro", uri=True, timeout=30)
     conn.row_factory = sqlite3.Row
     return conn
@@ -77,16 +83,19 @@ def execute(kma: RunningKma, statements: list[list[Any]]) -> None:
 
 
 def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter: bool = True,
-             join_ca: CertifiedKey | None = None) -> RunningKma:  # fmt: skip
-    """A further KMA of the first one's site, with autonomous unlock, joined to the cluster; not
-    started. `join_ca`: a node certificate from another CA instead (a node that must not join)."""
+             join_ca: CertifiedKey | None = None, site: str | None = None,
+             ports: tuple[int, int] | None = None) -> RunningKma:  # fmt: skip
+    """A further KMA (of the first one's site unless `site`), with autonomous unlock, joined to the
+    cluster; not started. `join_ca`: a node certificate from another CA instead (a node that must
+    not join). `ports`: its management and service ports, fixed (in its entry, so agents find it)."""
     first_dir = DataDir(first.data_dir)
-    site = first_dir.identity().site_id
+    site = site or first_dir.identity().site_id
+    management, service = (f"127.0.0.1:{p}" for p in ports or (0, 0))
     data_dir = DataDir(tmp / kma_id / "kma")  # its own parent: its own ready file
     with private_files():
         data_dir.create()
         data_dir.identity_file.write_text(
-            Identity(kma_id, site, "127.0.0.1:0", "127.0.0.1:0").to_toml(), encoding="utf-8"
+            Identity(kma_id, site, management, service).to_toml(), encoding="utf-8"
         )
         data_dir.ca_cert.parent.mkdir(parents=True, exist_ok=True)
         server = issue_server_certificate(ca, kma_id, ["127.0.0.1"])
@@ -105,7 +114,7 @@ def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter:
         execute(first, [[
             "INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
             "key_pool_size, autounlock_master, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            kma_id, kma_id, site, "127.0.0.1:0", "127.0.0.1:0", "0.1.0", 200,
+            kma_id, kma_id, site, management, service, "0.1.0", 200,
             "x'" + local.wrap(f"autounlock:{kma_id}", master.raw()).hex() + "'", now, now,
         ]])  # fmt: skip
         node_ca = join_ca or ca
@@ -113,7 +122,7 @@ def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter:
         config = NodeConfig(kma_id, f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}", voter,
                             (files_of(first).load().raft_address,))  # fmt: skip
         files.write(config, node_ca.cert_pem, issue_node_certificate(node_ca, kma_id, ["127.0.0.1"]))
-    return RunningKma(data_dir.root, first.demo, None)
+    return RunningKma(data_dir.root, first.demo, None, service_port=ports[1] if ports else 0)
 
 
 def eventually(check: Callable[[], Any], within: float, what: str) -> Any:

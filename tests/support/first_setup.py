@@ -4,6 +4,7 @@ and `kma init --answers` take, and what to compare between two KMAs set up from 
 from __future__ import annotations
 
 import socket
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -111,4 +112,25 @@ def start_one_kma_with_admin(data_dir: Path) -> RunningKma:
     kma.client("so").create_user("admin", "Ada Admin", list(ROLES), "admin passphrase 1",
                                  credentials=[ONE_KMA_MEMBER])  # fmt: skip
     kma.demo["users"].append({"id": "admin", "passphrase": "admin passphrase 1"})
+    return kma
+
+
+def one_kma_with_keys_waiting(tmp: Path) -> RunningKma:
+    """A KMA made with `kma init` (pool of 6 keys): the core security backup and one database
+    backup taken, three keys issued, and the refilled pool's three new keys waiting for the next
+    backup (the one-KMA rule's dashboard; its screenshot and its GUI test)."""
+    init_one_kma(tmp / "kma", key_pool_size=6)
+    kma = start_one_kma_with_admin(tmp / "kma")
+    admin = kma.client("admin")
+    admin.create_key_policy("tape-30d", encryption_period=30 * 86400, cryptoperiod=365 * 86400)
+    admin.create_key_group("backup-dallas", "tape-30d")
+    while admin.dashboard().keys_by_state["generated"] < 6:
+        time.sleep(0.2)
+    admin.take_core_security_backup(tmp / "core.kmacore")
+    admin.create_backup()
+    for volser in ("E00001", "E00002", "E00003"):
+        admin.create_data_unit(volser)
+        admin.issue_key("backup-dallas", volser)
+    while admin.dashboard().keys_by_state["generated"] < 3:  # the pool refills; those keys wait
+        time.sleep(0.2)
     return kma

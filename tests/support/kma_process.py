@@ -58,6 +58,7 @@ class RunningKma:
     fingerprint: str = ""
     setup: dict[str, Any] = field(default_factory=dict)  # in set-up mode: its ready file
     source: Path | None = None  # a checkout whose kma runs (a bench's baseline commit); None: this one
+    service_port: int = 0  # 0: a free one at each start; a cluster's KMAs keep theirs (agents know them)
     _clients: list[KmsClient] = field(default_factory=list)
 
     @classmethod
@@ -93,8 +94,8 @@ class RunningKma:
         ready = self.data_dir.parent / "ready.json"
         ready.unlink(missing_ok=True)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kma", "serve", "--data-dir", str(self.data_dir),
-             "--management-port", str(port), "--service-port", "0", "--ready-file", str(ready)],
+            [sys.executable, "-m", "kma", "serve", "--data-dir", str(self.data_dir), "--management-port",
+             str(port), "--service-port", str(self.service_port), "--ready-file", str(ready)],
             env=self.env(), cwd=self.source, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         self.wait_ready()

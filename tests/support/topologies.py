@@ -9,10 +9,12 @@ from kma.services.topology import Member, failure_tolerance
 from kms_client import Topology
 
 NAMES = {"dallas": "Dallas", "boston": "Boston", "austin": "Austin", "denver": "Denver", "seattle": "Seattle"}
+SITE_NAMES = {**NAMES, "witness": "Witness"}  # a third place for a witness: a site with no agents
 
 
 def kma_json(kma_id: str, site: str, *, leader: bool = False, voter: bool = True, up: bool = True,
-             locked: bool = False, lag: float | None = None) -> dict[str, Any]:  # fmt: skip
+             locked: bool = False, lag: float | None = None,
+             witness: bool = False) -> dict[str, Any]:  # fmt: skip
     health = "down" if not up else ("warning" if locked or (lag or 0) >= 10 else "ok")
     n = kma_id.rsplit("-", 1)[-1]
     return {
@@ -21,14 +23,16 @@ def kma_json(kma_id: str, site: str, *, leader: bool = False, voter: bool = True
         "leader": leader and up, "voter": voter, "responding": up, "locked": locked, "version": "0.1.0",
         "replication_lag": None if lag is None else {"depth": int(lag * 40), "age_seconds": lag},
         "last_contact_seconds": None if not up else (0.0 if lag is not None else 0.4),
-        "this_kma": lag is not None, "health": health,
+        "this_kma": lag is not None, "health": health, "witness": witness,
+        **({"name": f"Witness {n}", "management_address": "", "service_address": ""} if witness else {}),
     }  # fmt: skip
 
 
 def topology(kmas: list[dict[str, Any]], agents: dict[str, tuple[int, int, int]] | None = None) -> Topology:
     """An answer for these KMAs; `agents` per site: (enrolled, disabled, seen in the last hour)."""
-    sites = sorted({k["site_id"] for k in kmas} | set(agents or {}), key=lambda s: NAMES.get(s, s))
-    tolerance = failure_tolerance([Member(k["site_id"], k["voter"], k["responding"]) for k in kmas], NAMES)
+    sites = sorted({k["site_id"] for k in kmas} | set(agents or {}), key=lambda s: SITE_NAMES.get(s, s))
+    tolerance = failure_tolerance([Member(k["site_id"], k["voter"], k["responding"], k.get("witness", False))
+                                   for k in kmas], SITE_NAMES)  # fmt: skip
     with_kmas = [s for s in sites if any(k["site_id"] == s for k in kmas)]
     here = next(k["site_id"] for k in kmas if k["this_kma"])  # only its own links' lag is known
     links = [{"site_a": a, "site_b": b, "lag_seconds": 0.3 if here in (a, b) else None}
@@ -37,7 +41,7 @@ def topology(kmas: list[dict[str, Any]], agents: dict[str, tuple[int, int, int]]
     return Topology.from_json({
         "cluster_name": "Acme Tape Vault", "answered_by": next(k["id"] for k in kmas if k["this_kma"]),
         "time": "2026-11-24T02:00:00Z",
-        "sites": [{"id": s, "name": NAMES.get(s, s), "kmas": [k for k in kmas if k["site_id"] == s],
+        "sites": [{"id": s, "name": SITE_NAMES.get(s, s), "kmas": [k for k in kmas if k["site_id"] == s],
                    "agents": _agents(counts.get(s, (0, 0, 0)))} for s in sites],
         "links": links,
         "audit_forwarding": None,
@@ -62,6 +66,17 @@ def two_sites_one_down() -> Topology:
         [kma_json("kma-dal-1", "dallas", leader=True, lag=0.2), kma_json("kma-dal-2", "dallas"),
          kma_json("kma-bos-1", "boston"), kma_json("kma-bos-2", "boston", up=False)],
         {"dallas": (8, 0, 7), "boston": (8, 1, 5)},
+    )  # fmt: skip
+
+
+def two_sites_and_a_witness_boston_down() -> Topology:
+    """The white paper's layout with a witness at a third site, Boston lost: Dallas's two KMAs and
+    the witness are 3 of 5 voters, so management writes go on."""
+    return topology(
+        [kma_json("kma-dal-1", "dallas", leader=True, lag=0.2), kma_json("kma-dal-2", "dallas"),
+         kma_json("kma-bos-1", "boston", up=False), kma_json("kma-bos-2", "boston", up=False),
+         kma_json("witness-1", "witness", witness=True)],
+        {"dallas": (8, 0, 8), "boston": (8, 0, 8)},
     )  # fmt: skip
 
 

@@ -105,7 +105,7 @@ class _StoreWithoutALeader:
         if "cluster_outbox_marks" in sql:
             return []  # no other KMA has reported its lag
         row = {"site_id": "dal", "management_address": "", "service_address": "", "version": "0.1.0",
-               "locked": 0}  # fmt: skip
+               "locked": 0, "witness": 0}  # fmt: skip
         return [{**row, "id": "kma-a", "name": "A"}, {**row, "id": "kma-b", "name": "B"}]
 
 
@@ -116,3 +116,16 @@ def test_when_the_store_cannot_say_this_kma_answers_for_itself_and_the_others_sh
     assert (nodes["kma-a"]["responding"], nodes["kma-a"]["health"]) == (True, "ok")
     assert nodes["kma-a"]["replication_lag"] == {"depth": 12, "age_seconds": 4.0}
     assert (nodes["kma-b"]["responding"], nodes["kma-b"]["health"]) == (False, "down")
+
+
+def test_a_witness_counts_as_a_voter_but_serves_no_keys() -> None:
+    # Given Dallas is lost, Boston's two KMAs and the witness keep a majority (3 of 5)
+    t = failure_tolerance([Member("dal", True, False), Member("dal", True, False), Member("bos", True, True),
+                           Member("bos", True, True), Member("wit", True, True, witness=True)],
+                          {**NAMES, "wit": "Witness"})  # fmt: skip
+    assert (t.voters, t.voters_responding, t.management_writes, t.voters_may_lose) == (5, 3, True, 0)
+    # Then losing Boston too stops key service (the witness serves none), losing the witness only writes
+    assert t.summary == (
+        "2 of 5 voters not responding; losing one more stops management writes, key service continues; "
+        "losing Boston stops everything."
+    )

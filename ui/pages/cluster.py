@@ -47,13 +47,15 @@ VOTING = (
 
 def health_line(topology: Any) -> tuple[str, str]:
     """The cluster's health in one line, and its colour: for the banner and the dashboard."""
-    kmas = topology.kmas
-    down = [k for k in kmas if not k.responding]
+    kmas = [k for k in topology.kmas if not k.witness]  # a witness votes but serves no keys
+    witnesses = [k for k in topology.kmas if k.witness]
+    down = [k for k in topology.kmas if not k.responding]
     locked = [k for k in kmas if k.locked and k.responding]
     sites = len({k.site_id for k in kmas})
-    parts = [
-        f"{len(kmas) - len(down)} of {len(kmas)} KMAs responding at {sites} site{'s' if sites != 1 else ''}"
-    ]
+    up = sum(k.responding for k in kmas)
+    parts = [f"{up} of {len(kmas)} KMAs responding at {sites} site{'s' if sites != 1 else ''}"]
+    for witness in witnesses:
+        parts.append(f"witness {witness.id} {'responding' if witness.responding else 'NOT RESPONDING'}")
     if locked:
         parts.append(f"{len(locked)} locked")
     tolerance = topology.failure_tolerance
@@ -201,7 +203,7 @@ class ClusterPage(QWidget):
 
     # --- actions on the selected KMA -----------------------------------------------------------
     def _selected(self, kma: Any) -> None:
-        self.lock_button.setEnabled(kma is not None and kma.responding and not kma.locked)
+        self.lock_button.setEnabled(kma is not None and kma.responding and not kma.locked and not kma.witness)
         self.unlock_button.setEnabled(kma is not None and kma.locked)
         self.remove_button.setEnabled(kma is not None and not kma.this_kma)
         self.remove_button.setToolTip(
@@ -211,6 +213,10 @@ class ClusterPage(QWidget):
         )
         if kma is None:
             self.hint.setText("Select a KMA to act on it.")
+        elif kma.witness:
+            self.hint.setText(
+                f"Selected: {kma.name} ({kma.id}), a witness: it votes in Raft and serves no keys"
+            )
         else:
             self.hint.setText(f"Selected: {kma.name} ({kma.id}) at {kma.management_address}")
 

@@ -14,7 +14,7 @@ from app.writes.keys import compromise_key, destroy_key
 from ui.audit.history import history_tab
 from ui.details import DetailsDialog
 from ui.form_dialog import Field, FormDialog
-from ui.format import words, yes_no
+from ui.format import when, words, yes_no
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import AUDIT_READERS, OP, state_tone
@@ -59,11 +59,35 @@ def _destroy(page: ListPage, key: Any) -> None:
 
 
 def _details(page: ListPage, key: Any) -> None:
+    """A list row lacks what only a key's own details carry (the backups holding a destroyed
+    key): fetch them, then show the dialog."""
+    page.ctx.ops.read(
+        lambda worker: worker.client.get_key(key.id),
+        parent=page,
+        success=lambda full: open_details(page, full),
+    )
 
-    dialog = DetailsDialog(f"Key {key.id}", key, page)
+
+LABELS = {"compromised_at": "Compromised at"}  # next to "Compromised" (yes or no)
+
+
+def destruction_texts(key: Any) -> dict[str, str]:
+    """A destroyed key's destruction in words: complete, or which backups still hold it."""
+    if key.destruction_complete is not False:
+        return {}
+    return {
+        "destruction_complete": "No: the database backups below still hold the key. Deleting them "
+                                "(Backups page) completes its destruction.",
+        "held_by_backups": "\n".join(f"{b.id} (made {when(b.created_at)})" for b in key.held_by_backups),
+    }  # fmt: skip
+
+
+def open_details(page: ListPage, key: Any) -> DetailsDialog:
+    dialog = DetailsDialog(f"Key {key.id}", key, page, labels=LABELS, texts=destruction_texts(key))
     if page.ctx.roles & AUDIT_READERS:
         dialog.add_tab(history_tab(page.ctx, "key", key.id, dialog), "History")
     dialog.open()
+    return dialog
 
 
 COLUMNS = [

@@ -5,7 +5,8 @@ page (a widget with `ctx` and `refresh()`).
 
 Adding a KMA (or a new passphrase) answers with the one-time KMA passphrase whether the
 operation ran or is pending: it is shown once, with the voter warning when the voter count would
-be even (two voters: management writes stop when either is lost). The installer types it into
+be even (two voters: management writes stop when either is lost). A witness (a voter with no key
+service, for two-site layouts) is added the same way, with its Raft address only. The installer types it into
 `kma init` with `mode = "join"` on the new machine once the quorum has approved.
 """
 
@@ -78,6 +79,29 @@ def add_kma(page: ListPage, _obj: Any) -> QuorumFormDialog:
     return dialog
 
 
+def add_witness(page: ListPage, _obj: Any) -> QuorumFormDialog:
+    dialog = QuorumFormDialog(
+        page.ctx, "Add a witness",
+        [Field("id", "Witness ID", "id", required=True),
+         Field("name", "Name", required=True),
+         Field("site_id", "Site", "choice", required=True, load_choices=_site_choices,
+               help="A third place, apart from the sites of the KMAs (add a site for it first)"),
+         Field("raft_address", "Raft address", required=True,
+               help="HOST:PORT the KMAs reach for replication")],
+        lambda w, v: writes.create_kma_entry(
+            w, v["id"], v["site_id"], name=v["name"], raft_address=v["raft_address"], witness=True,
+            credentials=v["credentials"]),
+        _then_passphrase(page), what="the witness's entry is created", ok_text="Add witness",
+        intro="A witness is a Raft voter with no key service: no agents, no keys, no listeners. Two "
+              "sites with two KMAs each add one at a third place, so that losing either site leaves "
+              "a majority (3 of 5) and management writes go on. It joins like a KMA (<tt>kma init</tt>, "
+              "then <tt>kma serve</tt> runs only its Raft node).",
+        busy_text="Adding witness…", parent=page,
+    )  # fmt: skip
+    dialog.open()
+    return dialog
+
+
 def new_kma_passphrase(page: ListPage, kma: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx, f"New KMA passphrase for {kma.id}", [],
@@ -113,6 +137,7 @@ def _member(kma: Any) -> bool:
 
 ACTIONS = [
     ActionSpec("Add KMA…", add_kma, SO, needs="none", toolbar=True),
+    ActionSpec("Add witness…", add_witness, SO, needs="none"),
     ActionSpec("New KMA passphrase…", new_kma_passphrase, SO, enabled=_member),
     ActionSpec("Remove KMA…", remove_kma, SO, enabled=_member, danger=True),
 ]

@@ -39,7 +39,7 @@ def create_kma_entry(
     """Quorum-protected. The one-time KMA passphrase is in this answer only."""
     request = body.model_dump(exclude={"credentials"})
     done = quorum.submit(kma, actor, "add_kma", request, body.key_split_credentials())
-    return _answer(kma, done, response, body.voter)
+    return _answer(kma, done, response, body.voter or body.witness)
 
 
 @router.put("/kmas/{kma_id}/passphrase", response_model=KmaEntryOperation, status_code=202, responses=ANSWERS)

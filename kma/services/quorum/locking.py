@@ -47,6 +47,8 @@ def lock_kma(kma: Appliance, actor: Actor, kma_id: str) -> dict[str, Any]:
     another KMA of the cluster locks itself as soon as it sees the replicated lock (within a
     second: kma/services/cluster_watch.py)."""
     require(kma, "KMA", kma_id)
+    if kma.store.scalar("SELECT witness FROM kmas WHERE id = ?", (kma_id,)):
+        raise Conflict(f"'{kma_id}' is a witness: it holds and serves no key, so there is nothing to lock.")
     here = kma_id == kma.kma_id
     if (
         here

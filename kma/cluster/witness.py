@@ -1,0 +1,67 @@
+"""`kma serve` on a witness: a Raft voter with no key service.
+
+Two sites with two KMAs each have four voters: losing either site leaves two of four, no majority,
+and management writes stop. A fifth voter at a third place (the witness) keeps a majority (3 of 5)
+through the loss of either site. It holds a replica, as every node does (wrapped keys only: it
+never holds the master key), but runs no listeners, no agents and no key pool: it is admitted
+like a KMA (a quorum-approved entry marked witness, its one-time passphrase, `kma init` join) and
+`kma serve` runs only its rqlited, restarting it if it ends. The cluster sees its health through
+Raft itself (rqlite's node status: reachable, last contact), as it sees every node's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from kma.cluster.node_config import ClusterFiles
+from kma.cluster.rqlited import NodeFailed, RqliteNode
+from kma.crypto import fingerprint
+from kma.datadir import DataDir
+
+log = logging.getLogger(__name__)
+CHECK_S = 1.0
+RESTART_PAUSE_S = 5.0
+
+
+def is_witness(data_dir: DataDir) -> bool:
+    files = ClusterFiles.of(data_dir.root)
+    return files.exists() and files.load().witness
+
+
+def serve_witness(data_dir: DataDir, ready_file: Path | None, announce: Callable[[str], None],
+                  stop: threading.Event) -> None:  # fmt: skip
+    """Run the witness's rqlited until `stop` is set; restart it when it ends on its own."""
+    files = ClusterFiles.of(data_dir.root)
+    node = RqliteNode(files)
+    node.start()
+    config = node.config
+    announce(f"Witness {config.node_id}: a Raft voter with no key service")
+    announce(f"raft        {config.raft_address}")
+    announce(f"CA fingerprint {fingerprint(files.ca_cert.read_bytes())}")
+    if ready_file is not None:
+        tmp = ready_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"witness": config.node_id, "raft_address": config.raft_address,
+                                   "pid": os.getpid()}))  # fmt: skip
+        tmp.replace(ready_file)
+    try:
+        while not stop.wait(CHECK_S):
+            process = node.process
+            if process is None or process.poll() is None:
+                continue
+            log.warning("rqlited of witness %s ended (status %s); starting it again", config.node_id,
+                        process.returncode)  # fmt: skip
+            if stop.wait(RESTART_PAUSE_S):
+                break
+            try:
+                node.start()
+            except NodeFailed as exc:
+                log.error("witness %s: %s", config.node_id, exc.message)
+    finally:
+        node.stop()
+        if ready_file is not None:
+            ready_file.unlink(missing_ok=True)

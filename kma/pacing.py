@@ -1,0 +1,73 @@
+"""Pacing for long background work (a database backup, its copy, its removal) on a serving KMA.
+
+A backup of a large store is seconds of copying, encrypting and writing. Done flat out on a small
+machine it takes a core and the disk from the agents' requests, each of which waits for its own
+audit commit's fsync. Paced, it rests between steps as long as it worked, so it never holds more
+than its share and takes at most 1/share as long (the backup budget allows for that).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+BACKUP_SHARE = 0.5  # of a core and of the disk, while a backup runs
+
+
+class Pace:
+    def __init__(self, share: float = BACKUP_SHARE) -> None:
+        self._rest_per_work = (1 - share) / share
+        self._since = time.perf_counter()
+
+    def rest(self) -> None:
+        """Call between steps: sleeps in proportion to the work since the last call."""
+        worked = time.perf_counter() - self._since
+        time.sleep(worked * self._rest_per_work)
+        self._since = time.perf_counter()
+
+
+SYNC_STEP = 1 << 20  # bytes of a large file written between two fdatasyncs (see settle)
+SHRINK_STEP = 64 << 20  # bytes freed per step when a large file is removed
+
+
+def settle(fd: int, start: int, end: int) -> None:
+    """Put the bytes written from `start` to `end` on disk now and drop them from the page cache.
+    A large file written whole and flushed at once (by fsync, or by the kernel 30 s later) queues
+    a gigabyte before the WAL fsyncs of the KMA's own commits (every agent request waits for
+    one); settled a MiB at a time, it never does, and it does not push the store out of the cache."""
+    os.fdatasync(fd)
+    os.posix_fadvise(fd, start, end - start, os.POSIX_FADV_DONTNEED)
+
+
+def copy_gradually(source: Path, target: Path) -> None:
+    """Copy a large file (a backup into the schedule's folder), settled and paced as it goes."""
+    pace = Pace()
+    with source.open("rb") as src, target.open("wb") as dst:
+        done = 0
+        for chunk in iter(lambda: src.read(SYNC_STEP), b""):
+            dst.write(chunk)
+            dst.flush()
+            settle(dst.fileno(), done, done + len(chunk))
+            done += len(chunk)
+            pace.rest()
+
+
+def remove_gradually(path: Path) -> None:
+    """Remove a large file (a backup) without holding back the KMA's commits for long: freeing a
+    gigabyte's blocks at once is one long journal commit (longer on a file system that trims
+    freed blocks) that every WAL fsync waits for; shrunk in steps, each wait is short. A missing
+    file is no error."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except FileNotFoundError:
+        return
+    try:
+        size = os.fstat(fd).st_size
+        while size > SHRINK_STEP:
+            size -= SHRINK_STEP
+            os.ftruncate(fd, size)
+            os.fdatasync(fd)
+    finally:
+        os.close(fd)
+    path.unlink(missing_ok=True)
