@@ -23,7 +23,7 @@ class KmaNode(Response):
     responding: bool
     locked: bool
     version: str
-    replication_lag: ReplicationLag | None  # known for the answering KMA only
+    replication_lag: ReplicationLag | None  # as each KMA last reported it; None: it never shipped
     last_contact_seconds: float | None
     this_kma: bool
     health: str  # ok | warning (locked or lagging) | down (not responding)

@@ -126,6 +126,9 @@ class RqliteNode:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                # Its files private from the start, not only once `keep_private` runs at a clean
+                # stop: a KMA killed outright must start again (kma/datadir.py checks at start).
+                umask=0o077,
                 preexec_fn=_death_signal(),  # noqa: PLW1509
             )
         self.wait_ready(timeout)

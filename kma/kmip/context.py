@@ -30,6 +30,7 @@ from kma.kmip.ttlv import Item
 from kma.services import agent_keys
 from kma.services.agent_keys import AgentAccess
 from kma.store import Batch, Refused, Stmt, WriteResult
+from kma.store.batch import Deferred
 
 ACCESS_TTL = 1.0  # seconds an agent's permissions are cached on a connection
 
@@ -168,11 +169,16 @@ class Call:
         message: str,
         subject: tuple[str, str] | None = None,
         retention: Retention = Retention.LONG,
+        deferred: Deferred | None = None,
     ) -> WriteResult:
+        """`statements` with their event, durable before this returns. `deferred`: the same
+        change as a cluster KMA may commit to its outbox (see Batch.deferred). The batch is
+        submitted before the first await, so within the listener's one event loop a check read
+        just before (Write Key's "no current key") still holds when the change is queued."""
         event = self.kma.record(
             self.session.actor, operation, message, subject=subject or self.subject, retention=retention
         )
-        batch = Batch(statements, event, on_refusal=event.refused)
+        batch = Batch(statements, event, on_refusal=event.refused, deferred=deferred)
         try:
             return await durable(self.kma, batch, self.session.bridge)
         except Refused as refusal:

@@ -3,8 +3,10 @@
 Create takes a pre-generated key from this KMA's pool (kma/services/keypool.py) and assigns it
 to the agent's key group (its default group unless it names another with Object Group) and, if
 the request names one, to a data unit: one guarded UPDATE, committed durably with its audit
-event before the agent hears of the key. Get sends the key inside TLS and, when the client asks
-for it with a Key Wrapping Specification, wrapped under another key it may use (RFC 3394/5649).
+event before the agent hears of the key (on a cluster KMA, to its outbox: the cluster gets it
+as soon as it can, and this KMA keeps issuing while cut off from the Raft majority). Get sends
+the key inside TLS and, when the client asks for it with a Key Wrapping Specification, wrapped
+under another key it may use (RFC 3394/5649).
 """
 
 from __future__ import annotations
@@ -90,9 +92,16 @@ async def issue(
             key_id, call.agent_id, group, spec.data_unit, call.now, spec.activate, only_if_no_write_key
         )
     )
-    statements += _extras(key_id, spec)
+    extras = _extras(key_id, spec)
+    statements += extras
+    deferred = None
+    if kma.store.deferring and from_pool and not before and not extras:  # its own key, nothing else
+        deferred = agent_keys.deferred_assignment(
+            kma, key_id, call.agent_id, group, spec.data_unit, call.now, spec.activate
+        )
     try:
-        result = await call.commit(operation, statements, describe(key_id) + note, ("key", key_id))
+        message = describe(key_id) + note
+        result = await call.commit(operation, statements, message, ("key", key_id), deferred=deferred)
     except KmipError:
         if from_pool:
             key_pool(kma).give_back(key_id)

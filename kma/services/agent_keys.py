@@ -9,18 +9,24 @@ functions here only read or build statements; the caller commits them with their
 Key states as KMIP names them: a key an agent made sits in its key group before activation
 (Pre-Active: `key_group_id` set, `activated_at` NULL; pool keys have no group). Activation starts
 the encryption period and the cryptoperiod from the group's policy.
+
+On a cluster KMA, a pool key's assignment (Create, Write Key) waits in the KMA's outbox until
+the cluster holds it (kma/store/outbox.py; `deferred_assignment`), also while the KMA is cut off
+from the Raft majority. The reads here (`visible_key`, `current_write_key`, `locate`) see such
+unshipped assignments too, so a drive's Get or Locate right after its Write Key finds the key.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.lifecycle import DATA_UNIT_STATE_SQL, DESTROYABLE_SQL, KeyState, key_in_state
 from kma.store import Stmt
+from kma.store.batch import Deferred
 
 MAX_CUSTOM_ATTRIBUTES = 32  # instances of x-... attributes per key
 Row = sqlite3.Row
@@ -102,14 +108,26 @@ def agent_access(kma: Appliance, agent_id: str) -> AgentAccess | None:
     )
 
 
-def visible_key(kma: Appliance, agent_id: str, key_id: str, material: bool = False) -> Row | None:
+def visible_key(
+    kma: Appliance, agent_id: str, key_id: str, material: bool = False
+) -> Row | Mapping[str, Any] | None:
     """The key if the agent may see it (its group is one the agent may use), else None."""
+    # What this KMA issued and has not shipped, looked at first: it is forgotten only once the
+    # replica holds it, so one of the two reads below finds the key.
+    shows = kma.store.unshipped(pending_name(key_id))
     extra = ", k.material_wrapped" if material else ""
-    return kma.store.query_one(
-        f"SELECT {KEY_COLUMNS}{extra} FROM keys k LEFT JOIN key_kmip m ON m.key_id = k.id "
-        f"WHERE k.id = :id AND k.key_group_id IN {AGENT_GROUPS}",
-        {"id": key_id, "agent": agent_id},
-    )
+    sql = f"SELECT {KEY_COLUMNS}{extra} FROM keys k LEFT JOIN key_kmip m ON m.key_id = k.id WHERE k.id = :id"
+    mine = {"id": key_id, "agent": agent_id}
+    row = kma.store.query_one(f"{sql} AND k.key_group_id IN {AGENT_GROUPS}", mine)
+    if row is not None or shows is None:
+        return row
+    row = kma.store.query_one(sql, mine)
+    if row is None:
+        return None
+    group = shows["key_group_id"] if row["key_group_id"] is None else row["key_group_id"]
+    if not _may_see(kma, agent_id, group):
+        return None
+    return {**dict(row), **shows} if row["key_group_id"] is None else row
 
 
 def custom_attributes(kma: Appliance, key_id: str) -> list[Row]:
@@ -127,13 +145,70 @@ def group_policy(kma: Appliance, group_id: str) -> Row | None:
 
 
 def current_write_key(kma: Appliance, agent_id: str, data_unit_id: str, now: int) -> str | None:
-    """The data unit's newest key still in its encryption period, among those the agent sees."""
+    """The data unit's newest key still in its encryption period, among those the agent sees
+    (one this KMA issued a moment ago, not yet in its replica, first)."""
+    issued_here = [
+        s for s in kma.store.unshipped_all()
+        if s["data_unit_id"] == data_unit_id and s["activated_at"] is not None
+        and s["protect_until"] > now and s["deactivate_at"] > now
+        and _may_see(kma, agent_id, s["key_group_id"])
+    ]  # fmt: skip
+    if issued_here:
+        return str(max(issued_here, key=lambda s: (s["activated_at"], s["id"]))["id"])
     value = kma.store.scalar(
         f"SELECT k.id FROM keys k WHERE k.data_unit_id = :du AND k.key_group_id IN {AGENT_GROUPS} "
         f"AND {PROTECTING.format(t='k.')} ORDER BY k.activated_at DESC, k.id LIMIT 1",
         {"du": data_unit_id, "agent": agent_id, "now": now},
     )
     return None if value is None else str(value)
+
+
+def _may_see(kma: Appliance, agent_id: str, group_id: str) -> bool:
+    return (
+        kma.store.query_one(
+            "SELECT 1 FROM key_group_agents WHERE agent_id = ? AND key_group_id = ?", (agent_id, group_id)
+        )
+        is not None
+    )
+
+
+# --- a pool key's assignment, as it waits in a cluster KMA's outbox -------------------------
+def pending_name(key_id: str) -> str:
+    return f"key:{key_id}"
+
+
+def deferred_assignment(
+    kma: Appliance, key_id: str, agent_id: str, group_id: str, data_unit_id: str | None, now: int,
+    activate: bool,
+) -> Deferred | None:  # fmt: skip
+    """`assign_pool_key` as it may reach the cluster later: this KMA's own pool key (no other KMA
+    issues it), its periods from the group's policy as they are now. The agent's permission was
+    checked when it asked (chosen_group); it is not checked again at shipping time, since by
+    then the agent may have written data with the key. The data unit row is made if missing (two
+    KMAs cut off from each other may both give a tape a key: both stay bound to it, the newer
+    one is its write key). None when the group has no policy (the ordinary batch then refuses)."""
+    policy = group_policy(kma, group_id)
+    if policy is None:
+        return None
+    shows: dict[str, Any] = {
+        "id": key_id, "key_group_id": group_id, "data_unit_id": data_unit_id, "agent_id": agent_id,
+        "activated_at": now if activate else None,
+        "protect_until": now + policy["encryption_period"] if activate else None,
+        "deactivate_at": now + policy["cryptoperiod"] if activate else None,
+    }  # fmt: skip
+    statements = [register_data_unit(data_unit_id, now)] if data_unit_id else []
+    statements.append(
+        Stmt(
+            "UPDATE keys SET key_group_id = :key_group_id, data_unit_id = :data_unit_id, "
+            "agent_id = :agent_id, activated_at = :activated_at, protect_until = :protect_until, "
+            "deactivate_at = :deactivate_at WHERE id = :id AND kma_id = :kma AND key_group_id IS NULL "
+            "AND activated_at IS NULL AND destroyed_at IS NULL",
+            {**shows, "kma": kma.kma_id},
+            expect=1,
+            refusal=f"pool key {key_id} of KMA '{kma.kma_id}' was no longer unassigned in the cluster",
+        )
+    )
+    return Deferred(pending_name(key_id), shows, statements)
 
 
 # --- statements -----------------------------------------------------------------------------
@@ -143,7 +218,7 @@ def register_data_unit(data_unit_id: str, now: int) -> Stmt:
     what keeps has_keys, the "no key" filter's column (migration 0015), true."""
     return Stmt(
         "INSERT INTO data_units (id, created_at, updated_at, has_keys) VALUES (?, ?, ?, 1) "
-        "ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, has_keys = 1",
+        "ON CONFLICT (id) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at), has_keys = 1",
         (data_unit_id, now, now),
     )
 
@@ -159,8 +234,10 @@ def shredded_note(kma: Appliance, data_unit_id: str | None, now: int) -> str:
     )
     if state != "shredded":
         return ""
-    return (f"; data unit '{data_unit_id}' was shredded (every key destroyed) and is readable "
-            "again from now on with this key")
+    return (
+        f"; data unit '{data_unit_id}' was shredded (every key destroyed) and is readable "
+        "again from now on with this key"
+    )
 
 
 def assign_pool_key(
@@ -425,12 +502,38 @@ def locate(
         where.append(
             "(coalesce((SELECT usage_mask FROM key_kmip m WHERE m.key_id = k.id), 12) & :mask) = :mask"
         )
+    issued_here = _issued_here(kma, agent_id, now, wanted)
+    # Counted once: one the replica shows by now (its outbox entry not yet forgotten) is left out.
+    if issued_here:
+        where.append(f"k.id NOT IN ({', '.join(bind('here', issued_here))})")
     condition = " AND ".join(where)
     total = int(kma.store.scalar(f"SELECT count(*) FROM keys k WHERE {condition}", params) or 0)
-    params["limit"], params["offset"] = limit, offset
+    total += len(issued_here)
+    first = issued_here[offset : offset + limit]  # the newest keys: they come first
+    params["limit"], params["offset"] = limit - len(first), max(0, offset - len(issued_here))
     rows = kma.store.query(
         f"SELECT k.id FROM keys k WHERE {condition} ORDER BY k.activated_at IS NULL DESC, "
         "k.activated_at DESC, k.created_at DESC, k.id LIMIT :limit OFFSET :offset",
         params,
     )
-    return [str(r[0]) for r in rows], total
+    return first + [str(r[0]) for r in rows], total
+
+
+def _issued_here(kma: Appliance, agent_id: str, now: int, wanted: LocateFilter) -> list[str]:
+    """The keys this KMA issued and has not shipped, which `wanted` finds (they have no custom
+    attributes and the default usage mask), newest first."""
+    found = []
+    for s in kma.store.unshipped_all():
+        state = 1 if s["activated_at"] is None else (3 if s["deactivate_at"] <= now else 2)
+        if (
+            all(s["data_unit_id"] == du for du in wanted.data_units)
+            and all(s["key_group_id"] == g for g in wanted.groups)
+            and all(s["id"] == k for k in wanted.key_ids)
+            and not wanted.custom
+            and (not wanted.states or state in wanted.states)
+            and (wanted.usage_mask is None or (12 & wanted.usage_mask) == wanted.usage_mask)
+            and _may_see(kma, agent_id, s["key_group_id"])
+        ):
+            found.append(s)
+    found.sort(key=lambda s: (s["activated_at"] is None, -(s["activated_at"] or 0), s["id"]))
+    return [str(s["id"]) for s in found]

@@ -69,8 +69,10 @@ class KeyPool:
         how many. At start, and after a backup (in a one-KMA cluster, the keys it now holds)."""
         held_by = self._held_by_now()
         rows = self.kma.store.query(f"SELECT id FROM keys WHERE {_POOL_KEYS} AND {_HELD}", (self.kma.kma_id,))
+        # Issued here but not yet in the replica (in the outbox, also across a restart): not Ready.
+        issued = {str(shows["id"]) for shows in self.kma.store.unshipped_all()}
         with self._lock:
-            known = set(self._ready) | set(self._lent)
+            known = set(self._ready) | set(self._lent) | issued
             fresh = [r[0] for r in rows if r[0] not in known]
             self._ready.extend(fresh)
             self._waiting = max(0, self._waiting - len(fresh))

@@ -27,6 +27,7 @@ from kma.errors import ValidationFailed
 from kma.metrics import EVENTS
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.keypool import key_pool
+from kma.services.replication_lag import replication_lags
 
 MIN_TOKEN = 32
 
@@ -51,7 +52,24 @@ class _ApplianceState(Collector):
             "kma_replication_lag_seconds", "Age of the oldest write not yet in the cluster's store",
             value=lag.age_seconds,
         )  # fmt: skip
+        yield from _cluster_lags(kma)
         yield from extra_gauges(kma)
+
+
+def _cluster_lags(kma: Appliance) -> list[GaugeMetricFamily]:
+    """Every KMA's lag as its shipper last reported it (this KMA's own: live), labelled by KMA."""
+    writes = GaugeMetricFamily(
+        "kma_cluster_replication_lag_writes", "Each KMA's agent-path writes not yet in the cluster's store",
+        labels=["kma"],
+    )  # fmt: skip
+    seconds = GaugeMetricFamily(
+        "kma_cluster_replication_lag_seconds", "Each KMA's oldest write not yet in the cluster's store",
+        labels=["kma"],
+    )  # fmt: skip
+    for kma_id, lag in sorted(replication_lags(kma).items()):
+        writes.add_metric([kma_id], lag.depth)
+        seconds.add_metric([kma_id], lag.age_seconds)
+    return [writes, seconds]
 
 
 def extra_gauges(kma: Appliance) -> list[GaugeMetricFamily]:

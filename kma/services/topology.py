@@ -15,6 +15,7 @@ from typing import Any
 from kma import __version__
 from kma.appliance import Appliance
 from kma.services.audit_forwarding import audit_forwarder
+from kma.services.replication_lag import replication_lags
 from kma.store.cluster_view import NodeStatus
 
 log = logging.getLogger(__name__)
@@ -143,7 +144,7 @@ def _node_status(kma: Appliance) -> dict[str, NodeStatus]:
 
 def _kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
     status = _node_status(kma)
-    lag = kma.store.replication_lag()
+    lags = replication_lags(kma)
     rows = kma.store.query(
         "SELECT id, name, site_id, management_address, service_address, version, locked, witness FROM kmas "
         "WHERE removed_at IS NULL ORDER BY site_id, name, id"  # a removed KMA is history, not a member
@@ -166,8 +167,8 @@ def _kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
             "locked": kma.vault.locked if me else bool(row["locked"]) and not row["witness"],
             # The KMA software's version (the store's node status carries rqlite's own, not ours).
             "version": __version__ if me else row["version"],
-            # Each KMA knows its own outbox; the others' lag is theirs to tell.
-            "replication_lag": {"depth": lag.depth, "age_seconds": lag.age_seconds} if me else None,
+            # Each KMA's outbox as its shipper last reported it into the cluster's store (ours: live).
+            "replication_lag": asdict(lags[row["id"]]) if row["id"] in lags else None,
             "last_contact_seconds": 0.0 if me else (node.last_contact_seconds if node else None),
             "this_kma": me,
         }

@@ -37,12 +37,30 @@ class WriteResult:
     event_id: int | None
 
 
+@dataclass(frozen=True)
+class Deferred:
+    """A batch's change as it may wait in a cluster KMA's outbox and reach the cluster later
+    (kma/store/outbox.py), also while the KMA reaches no Raft majority.
+
+    `statements` change only rows this KMA alone changes (its own pool keys) and carry no check
+    that another KMA's change could fail, so they apply the same whenever they are shipped.
+    `name` and `shows` are what this KMA's agent-path reads see of the change until its own
+    replica holds it (`Store.unshipped`)."""
+
+    name: str
+    shows: Mapping[str, Any]
+    statements: Sequence[Stmt]
+
+
 @dataclass
 class Batch:
     statements: Sequence[Stmt]
     event: AuditRecord | None = None
     # The audit event written instead when the batch is refused; it gets the refusal message.
     on_refusal: Callable[[str], AuditRecord] | None = None
+    # A cluster KMA with an outbox commits this instead of `statements` (the embedded store and a
+    # KMA without an outbox ignore it): durable on the KMA at once, in the cluster when it can.
+    deferred: Deferred | None = None
 
 
 def counted(batch: Batch, future: Future[WriteResult]) -> Future[WriteResult]:

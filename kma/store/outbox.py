@@ -1,11 +1,17 @@
-"""A cluster KMA's outbox: audit events durable on the KMA itself before anyone hears of them.
+"""A cluster KMA's outbox: the agent path's writes, durable on the KMA itself before anyone hears
+of them.
 
 An event on its own (a Get's "sent key X to agent Y", a sign-in, a refusal) changes nothing that
-another KMA could change too: it only appends to this KMA's own audit chain. The rqlite store
-commits such events here, to a local SQLite file with group commit (WAL, fsync), and answers at
-once; its writer ships them to the cluster in order (kma/store/rqlite.py), also while this KMA
-reaches no Raft majority: they wait here and go when it can. The events are numbered into the
-chain only when shipped, by the chain's one writer.
+another KMA could change too: it only appends to this KMA's own audit chain. Nor does the
+assignment of one of this KMA's own pool keys to an agent (a `Batch.deferred`: Create, Write Key):
+no other KMA issues that key. The rqlite store commits such writes here, to a local SQLite file
+with group commit (WAL, fsync), and answers at once; its writer ships them to the cluster in order
+(kma/store/rqlite.py), also while this KMA reaches no Raft majority: they wait here and go when it
+can. The events are numbered into the chain only when shipped, by the chain's one writer.
+
+What a deferred change shows (the key's group, data unit, activation) is also kept in memory,
+from the moment it is queued until this KMA's own replica holds it, so the agent-path reads see
+it at once (a drive's Write Key then Get); it is rebuilt from the file at start.
 """
 
 from __future__ import annotations
@@ -15,17 +21,19 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from kma.audit.record import AuditRecord, Condition, Retention
-from kma.store.batch import WriteResult
+from kma.store.batch import Deferred, Stmt, WriteResult
 from kma.store.cluster_view import ReplicationLag
 from kma.store.group_commit import gather
 
-Entry = tuple[int, int, AuditRecord]  # (outbox seq, created_at, record)
+Item = tuple[AuditRecord, "Deferred | None", Future[WriteResult]]
+Entry = tuple[int, int, AuditRecord, Deferred | None]  # (outbox seq, created_at, record, change)
 
 
 class Outbox:
@@ -38,9 +46,18 @@ class Outbox:
             "CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
             "created_at INTEGER NOT NULL, queued_at REAL NOT NULL, record TEXT NOT NULL)"
         )
+        columns = {row[1] for row in self._writer.execute("PRAGMA table_info(outbox)")}
+        if "change" not in columns:  # an outbox file from before deferred changes
+            self._writer.execute("ALTER TABLE outbox ADD COLUMN change TEXT")
         self._reader = self._connect()  # the shipper's (the writer thread of the rqlite store)
         self._reader_lock = threading.Lock()
-        self._queue: queue.Queue[tuple[AuditRecord, Future[WriteResult]] | None] = queue.Queue()
+        self._queue: queue.Queue[Item | None] = queue.Queue()
+        # name -> (outbox seq, or 0 while being committed; what it shows)
+        self._unshipped: dict[str, tuple[int, Mapping[str, Any]]] = {}
+        self._unshipped_lock = threading.Lock()
+        for seq, _, _, change in self.pending(-1):
+            if change is not None:
+                self._unshipped[change.name] = (seq, change.shows)
         self._thread = threading.Thread(target=self._run, name="kma-outbox-writer", daemon=True)
         self._thread.start()
 
@@ -50,11 +67,29 @@ class Outbox:
         conn.execute("PRAGMA synchronous = FULL")
         return conn
 
-    def add(self, record: AuditRecord) -> Future[WriteResult]:
-        """Queue `record`; the future resolves once it is on this KMA's disk."""
+    def add(self, record: AuditRecord, change: Deferred | None = None) -> Future[WriteResult]:
+        """Queue `record` (and `change`); the future resolves once it is on this KMA's disk. The
+        change shows at once: whoever could read it before it is durable never heard of it."""
         future: Future[WriteResult] = Future()
-        self._queue.put((record, future))
+        if change is not None:
+            with self._unshipped_lock:
+                self._unshipped[change.name] = (0, change.shows)
+        self._queue.put((record, change, future))
         return future
+
+    def unshipped(self, name: str) -> Mapping[str, Any] | None:
+        held = self._unshipped.get(name)
+        return None if held is None else held[1]
+
+    def unshipped_all(self) -> list[Mapping[str, Any]]:
+        with self._unshipped_lock:
+            return [shows for _, shows in self._unshipped.values()]
+
+    def forget(self, upto: int) -> None:
+        """This KMA's replica holds the changes up to `upto`: reads find them there now."""
+        with self._unshipped_lock:
+            for name in [n for n, (seq, _) in self._unshipped.items() if 0 < seq <= upto]:
+                del self._unshipped[name]
 
     def _run(self) -> None:
         while True:
@@ -63,43 +98,60 @@ class Outbox:
                 return
             group = gather(self._queue, item)
             try:
-                self._commit(group)
+                seqs = self._commit(group)
             except BaseException as exc:
-                for _, future in group:
-                    future.set_exception(exc)
+                with self._unshipped_lock:
+                    for _, change, future in group:
+                        if change is not None:
+                            self._unshipped.pop(change.name, None)
+                        future.set_exception(exc)
                 continue
-            for _, future in group:
+            with self._unshipped_lock:
+                for (_, change, _), seq in zip(group, seqs, strict=True):
+                    if change is not None:
+                        self._unshipped[change.name] = (seq, change.shows)
+            for _, _, future in group:
                 future.set_result(WriteResult([], None))
             self._on_commit()
 
-    def _commit(self, group: list[tuple[AuditRecord, Future[WriteResult]]]) -> None:
+    def _commit(self, group: list[Item]) -> list[int]:
+        """The group in one transaction; the entries' outbox seqs, in order."""
         now, queued = self._now(), time.time()
-        rows = [(now, queued, json.dumps(asdict(record))) for record, _ in group]
         conn = self._writer
+        rows = [(now, queued, json.dumps(asdict(r)), _change_json(change)) for r, change, _ in group]
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.executemany("INSERT INTO outbox (created_at, queued_at, record) VALUES (?, ?, ?)", rows)
+            conn.executemany(
+                "INSERT INTO outbox (created_at, queued_at, record, change) VALUES (?, ?, ?, ?)", rows
+            )
+            # AUTOINCREMENT in one transaction of the one writer: the group's seqs run up to the last.
+            last = int(conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'").fetchone()[0])
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        return list(range(last - len(group) + 1, last + 1))
 
     # --- the shipper's side --------------------------------------------------------------
     def pending(self, limit: int) -> list[Entry]:
+        """The oldest `limit` entries not shipped yet (all of them for -1)."""
         with self._reader_lock:
             rows = self._reader.execute(
-                "SELECT seq, created_at, record FROM outbox ORDER BY seq LIMIT ?", (limit,)
+                "SELECT seq, created_at, record, change FROM outbox ORDER BY seq LIMIT ?", (limit,)
             ).fetchall()
-        return [(int(seq), int(at), _record(text)) for seq, at, text in rows]
+        return [(int(seq), int(at), _record(text), _change(change)) for seq, at, text, change in rows]
 
     def shipped(self, upto: int) -> None:
         """Entries up to `upto` are in the cluster's store: they leave the outbox."""
         with self._reader_lock:
             self._reader.execute("DELETE FROM outbox WHERE seq <= ?", (upto,))
 
-    def lag(self) -> ReplicationLag:
+    def lag(self, after: int = 0) -> ReplicationLag:
+        """The entries waiting (after outbox seq `after`: what is left once those up to it ship)."""
         with self._reader_lock:
-            depth, oldest = self._reader.execute("SELECT count(*), min(queued_at) FROM outbox").fetchone()
+            depth, oldest = self._reader.execute(
+                "SELECT count(*), min(queued_at) FROM outbox WHERE seq > ?", (after,)
+            ).fetchone()
         return ReplicationLag(int(depth), max(0.0, time.time() - oldest) if depth else 0.0)
 
     def close(self) -> None:
@@ -107,6 +159,21 @@ class Outbox:
         self._thread.join(timeout=10)
         self._writer.close()
         self._reader.close()
+
+
+def _change_json(change: Deferred | None) -> str | None:
+    if change is None:
+        return None
+    statements = [[s.sql, s.params, s.expect, s.refusal] for s in change.statements]
+    return json.dumps({"name": change.name, "shows": change.shows, "statements": statements})
+
+
+def _change(text: str | None) -> Deferred | None:
+    if text is None:
+        return None
+    data = json.loads(text)
+    statements = [Stmt(sql, params, expect, refusal) for sql, params, expect, refusal in data["statements"]]
+    return Deferred(data["name"], data["shows"], statements)
 
 
 def _record(text: str) -> AuditRecord:

@@ -21,6 +21,10 @@ connections; the KMA reads that file directly, so reads are local (they work whi
 has no leader) and the audit trail's free-text function is available as embedded. After a write,
 the writer waits until the local replica shows it (`cluster_write_marks`), so a caller reads its
 own writes on a follower too.
+
+The agent path does not wait for the majority: an audit event alone, or a batch with a
+`deferred` form (the assignment of this KMA's own pool key), is committed to the KMA's outbox
+(kma/store/outbox.py) and shipped by this writer, in order, before any later batch.
 """
 
 from __future__ import annotations
@@ -31,20 +35,22 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
+from kma.audit.record import Condition
 from kma.store import fts
 from kma.store.batch import Batch, Params, Refused, WriteResult, counted
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import gather, integrity_message
-from kma.store.outbox import Outbox
+from kma.store.outbox import Entry, Outbox
 from kma.store.rqlite_http import ClusterUnavailable, RqliteClient, StatementFailed, rqlite_statement
 
 if TYPE_CHECKING:
@@ -53,8 +59,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 GUARD_SQL = "INSERT OR REPLACE INTO cluster_guard (id, ok) VALUES (1, changes() = ?)"
 OUTBOX_MARK_SQL = (
-    "INSERT INTO cluster_outbox_marks (kma_id, shipped) VALUES (?, ?) "
-    "ON CONFLICT (kma_id) DO UPDATE SET shipped = excluded.shipped"
+    "INSERT INTO cluster_outbox_marks (kma_id, shipped, depth, oldest_age_ms, reported_at) "
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kma_id) DO UPDATE SET shipped = excluded.shipped, "
+    "depth = excluded.depth, oldest_age_ms = excluded.oldest_age_ms, reported_at = excluded.reported_at"
 )
 SHIP_CHUNK = 500  # outbox entries per request (16 parameters each: below SQLite's 32,766)
 RETRY_S = 0.5  # while entries wait and the cluster takes none, try again this often
@@ -145,6 +152,7 @@ class RqliteStore:
         self._queue: queue.Queue[Any] = queue.Queue()
         self.outbox: Outbox | None = None
         self._shipped = 0
+        self._one_by_one_upto = 0  # a refused entry is among those up to here: ship them singly
         self._mark = 0
         self._head_uncertain = True  # read at the first write
         self._quiet_until = 0.0
@@ -166,6 +174,10 @@ class RqliteStore:
         self._mark = int(self.scalar("SELECT seq FROM cluster_write_marks WHERE kma_id = ?", (kma_id,)) or 0)
         self._thread = threading.Thread(target=self._run, name="kma-store-writer", daemon=True)
         self._thread.start()
+
+    @property
+    def deferring(self) -> bool:
+        return self.outbox is not None
 
     # --- reads (the local replica) -------------------------------------------------------
     def query(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
@@ -196,11 +208,20 @@ class RqliteStore:
         return self.submit(batch).result()
 
     def submit(self, batch: Batch) -> Future[WriteResult]:
-        if self.outbox is not None and not batch.statements and batch.event is not None:
-            return counted(batch, self.outbox.add(batch.event))  # durable here, shipped later
+        if self.outbox is not None and batch.event is not None:
+            if not batch.statements:
+                return counted(batch, self.outbox.add(batch.event))  # durable here, shipped later
+            if batch.deferred is not None:
+                return counted(batch, self.outbox.add(batch.event, batch.deferred))
         future: Future[WriteResult] = Future()
         self._queue.put((batch, future))
         return counted(batch, future)
+
+    def unshipped(self, name: str) -> Mapping[str, Any] | None:
+        return None if self.outbox is None else self.outbox.unshipped(name)
+
+    def unshipped_all(self) -> list[Mapping[str, Any]]:
+        return [] if self.outbox is None else self.outbox.unshipped_all()
 
     def close(self) -> None:
         if self.outbox is not None:
@@ -298,25 +319,20 @@ class RqliteStore:
         """Send the outbox's entries to the cluster in order; True once it is empty."""
         if self.outbox is None or self.chain is None:
             return True
-        chain = self.chain
-        while entries := self.outbox.pending(SHIP_CHUNK):
+        while entries := self.outbox.pending(1 if self._shipped < self._one_by_one_upto else SHIP_CHUNK):
             try:
                 if self._head_uncertain:
                     self._load_head()  # also drops the entries the cluster already holds
                     continue
-                seq_before, head_before = chain.seq, chain.head
-                events = [chain.next_event(record, at=at) for _, at, record in entries]
-                # One INSERT for them all (no caller waits for their IDs), then the head.
-                statements = [
-                    rqlite_statement(s.sql, s.params) for s in (chain.insert_stmt(events), chain.head_stmt())
-                ]
-                statements.append([OUTBOX_MARK_SQL, self.kma_id, entries[-1][0]])
                 try:
-                    self.client.execute(statements)
-                except BaseException:
-                    chain.seq, chain.head = seq_before, head_before
-                    self._head_uncertain = True  # perhaps in, perhaps not: the cluster says which
-                    raise
+                    self._ship(entries)
+                except StatementFailed as failed:
+                    if len(entries) > 1:  # one of them was refused: find which, one by one
+                        self._one_by_one_upto = entries[-1][0]
+                        continue
+                    if entries[0][3] is None:
+                        raise
+                    self._ship(self._as_refused(entries[0], failed))
             except ClusterUnavailable as exc:
                 self._warn_unavailable(exc)
                 return False
@@ -325,7 +341,72 @@ class RqliteStore:
                 return False
             self._shipped = entries[-1][0]
             self.outbox.shipped(self._shipped)
+            self.outbox.forget(self._replica_shipped())  # the next chunk goes at once
+        if self._shipped > self._replica_shipped():
+            self._wait_for_replica(self._shipped)
         return True
+
+    def _ship(self, entries: Sequence[Entry]) -> None:
+        """One request: the entries' deferred changes, their events (one INSERT for them all: no
+        caller waits for their IDs), the chain's head, and the outbox mark with what is left."""
+        chain = self.chain
+        assert chain is not None and self.outbox is not None
+        seq_before, head_before = chain.seq, chain.head
+        statements: list[list[Any]] = []
+        for _, _, _, change in entries:
+            for stmt in change.statements if change is not None else ():
+                statements.append(rqlite_statement(stmt.sql, stmt.params))
+                if stmt.expect is not None:
+                    statements.append([GUARD_SQL, stmt.expect])
+        events = [chain.next_event(record, at=at) for _, at, record, _ in entries]
+        for stmt in (chain.insert_stmt(events), chain.head_stmt()):
+            statements.append(rqlite_statement(stmt.sql, stmt.params))
+        left = self.outbox.lag(after=entries[-1][0])
+        statements.append([OUTBOX_MARK_SQL, self.kma_id, entries[-1][0], left.depth,
+                           round(left.age_seconds * 1000), chain.clock.now()])  # fmt: skip
+        try:
+            self.client.execute(statements)
+        except StatementFailed:
+            chain.seq, chain.head = seq_before, head_before
+            raise
+        except BaseException:
+            chain.seq, chain.head = seq_before, head_before
+            self._head_uncertain = True  # perhaps in, perhaps not: the cluster says which
+            raise
+
+    def _as_refused(self, entry: Entry, failed: StatementFailed) -> list[Entry]:
+        """A deferred change the cluster refuses (its own pool key changed there meanwhile): never
+        dropped silently. Its event goes in as an error saying so, without the change; the key's
+        material stays in the cluster's store, so what the agent wrote with it stays readable."""
+        seq, at, record, change = entry
+        reason = self._refusal(Batch(change.statements if change else ()), failed).message
+        log.error("the cluster refused a change this KMA committed while it could not reach it: %s (%s)",
+                  record.message, reason)  # fmt: skip
+        told = f"not recorded in the cluster: {reason}; what this KMA did: {record.message}"
+        refused = replace(record, condition=Condition.ERROR, message=told)
+        return [(seq, at, refused, None)]
+
+    def _replica_shipped(self) -> int:
+        """The last outbox entry of this KMA that its own replica holds."""
+        seen = self.scalar("SELECT shipped FROM cluster_outbox_marks WHERE kma_id = ?", (self.kma_id,))
+        return 0 if seen is None else int(seen)
+
+    def _wait_for_replica(self, shipped: int) -> None:
+        """Until this KMA's replica holds the shipped entries (once the outbox is drained; between
+        chunks only those it holds by then are forgotten): till then their changes are read from
+        the outbox's memory, and after that from the replica (never neither)."""
+        assert self.outbox is not None
+        deadline = time.monotonic() + OWN_WRITE_TIMEOUT_S
+        pause = 0.0005
+        while time.monotonic() < deadline:
+            if self._replica_shipped() >= shipped:
+                break
+            time.sleep(pause)
+            pause = min(pause * 2, 0.01)
+        else:
+            log.warning("the local replica has not caught up with this KMA's outbox after %.0f s",
+                        OWN_WRITE_TIMEOUT_S)  # fmt: skip
+        self.outbox.forget(shipped)
 
     def _warn_unavailable(self, exc: ClusterUnavailable) -> None:
         """Once every few seconds while the cluster takes no writes, not once per refused write."""
@@ -436,6 +517,7 @@ class RqliteStore:
         self._shipped = int(shipped[0][0]) if shipped else 0
         if self.outbox is not None:
             self.outbox.shipped(self._shipped)
+            self.outbox.forget(self._replica_shipped())  # the rest once the replica holds them
         self._head_uncertain = False
 
     def _wait_for_own_write(self, mark: int) -> None:

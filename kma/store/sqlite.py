@@ -11,7 +11,7 @@ import logging
 import queue
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from importlib import resources
@@ -76,6 +76,8 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 
 class SQLiteStore:
+    deferring = False  # every write is committed here, before its caller hears of it
+
     def __init__(self, path: Path, chain: AuditChain | None = None) -> None:
         self.path = path
         self.chain = chain
@@ -171,6 +173,12 @@ class SQLiteStore:
 
     def replication_lag(self) -> ReplicationLag:
         return ReplicationLag(0, 0.0)
+
+    def unshipped(self, name: str) -> Mapping[str, Any] | None:
+        return None  # every change is committed here before its caller hears of it
+
+    def unshipped_all(self) -> list[Mapping[str, Any]]:
+        return []
 
     def close(self) -> None:
         self._queue.put(None)
