@@ -54,19 +54,10 @@ def three_kmas() -> Iterator[list[Any]]:
     """A real three-KMA cluster on loopback (tests/support/cluster.py), stopped afterwards."""
     import tempfile
 
-    from tests.support.cluster import add_node, first_node
+    from tests.support.cluster import three_kmas as cluster_of_three
 
-    work = Path(tempfile.mkdtemp(prefix="kms-three-kmas-"))
-    first, ca = first_node(work / "a")
-    kmas = [first]
-    try:
-        for kma_id in ("kma-dal-2", "kma-dal-3"):
-            kmas.append(add_node(first, ca, work, kma_id))
-            kmas[-1].start()
+    with cluster_of_three(Path(tempfile.mkdtemp(prefix="kms-three-kmas-"))) as kmas:
         yield kmas
-    finally:
-        for kma in reversed(kmas):
-            kma.stop()
 
 
 def wait_for(ops: Any, shown: Callable[[], bool]) -> None:
@@ -122,7 +113,7 @@ def render_failover(out: Path) -> Path:
     from app.profiles import ConnectionProfile
     from app.screenshots import SIZE, grab
     from app.signin import sign_in
-    from tests.integration.test_client_failover import not_the_leader
+    from tests.support.cluster import not_the_leader
 
     app, controller, tmp = offscreen_manager("kms-cluster-failover-")
     with three_kmas() as kmas:

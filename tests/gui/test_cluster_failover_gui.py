@@ -14,9 +14,8 @@ from app.profiles import ProfileStore
 from app.session import ConnectionState
 from kms_client.failover import called
 from tests.gui.helpers import WAIT_MS, open_page, sign_in
-from tests.integration.test_client_failover import not_the_leader
 from tests.integration.test_quorum import creds
-from tests.support.cluster import BINARY, add_node, first_node
+from tests.support.cluster import BINARY, not_the_leader, three_kmas
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -24,11 +23,7 @@ pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: 
 def test_the_manager_goes_on_with_another_kma_when_its_kma_stops_answering(
     qtbot: Any, controller: Any, tmp_path: Path
 ) -> None:
-    first, ca = first_node(tmp_path / "a")
-    kmas = [first, add_node(first, ca, tmp_path, "kma-dal-2"), add_node(first, ca, tmp_path, "kma-dal-3")]
-    for kma in kmas[1:]:
-        kma.start()
-    try:
+    with three_kmas(tmp_path) as kmas:
         # The manager signs in to a KMA that is not the Raft leader (so that, once it is killed,
         # the others take changes at once)
         connected, others = not_the_leader(kmas)
@@ -87,9 +82,6 @@ def test_the_manager_goes_on_with_another_kma_when_its_kma_stops_answering(
         assert controller.window.statusBar().currentMessage() == (
             f"{called(connected.address)} stopped answering; now connected to {names[now]}"
         )  # the removed KMA's name left the list with it: its address stands for it
-    finally:
-        for kma in reversed(kmas):
-            kma.stop()
 
 
 def _rows(page: Any) -> list[str]:
@@ -100,40 +92,35 @@ def _rows(page: Any) -> list[str]:
 def test_when_the_other_kma_refuses_the_session_the_user_signs_in_again_there_prefilled(
     qtbot: Any, controller: Any, tmp_path: Path
 ) -> None:
-    first, ca = first_node(tmp_path / "a")
-    kmas = [first, add_node(first, ca, tmp_path, "kma-dal-2"), add_node(first, ca, tmp_path, "kma-dal-3")]
-    for kma in kmas[1:]:
-        kma.start()
-    try:
-        connected, others = not_the_leader(kmas)
-        window = sign_in(qtbot, controller, connected, "co")
-        qtbot.waitUntil(lambda: len(controller.session.profile.kmas) == 3, timeout=WAIT_MS)
-        page = open_page(qtbot, window, "key_policies")
+    with three_kmas(tmp_path) as kmas:
+        try:
+            connected, others = not_the_leader(kmas)
+            window = sign_in(qtbot, controller, connected, "co")
+            qtbot.waitUntil(lambda: len(controller.session.profile.kmas) == 3, timeout=WAIT_MS)
+            page = open_page(qtbot, window, "key_policies")
 
-        # Given the KMA is killed and the session ended meanwhile (signed out elsewhere)
-        connected.kill()
-        elsewhere = others[0].client()
-        elsewhere.use_token(controller.session.client.token)
-        elsewhere.sign_out()
+            # Given the KMA is killed and the session ended meanwhile (signed out elsewhere)
+            connected.kill()
+            elsewhere = others[0].client()
+            elsewhere.use_token(controller.session.client.token)
+            elsewhere.sign_out()
 
-        # When the page reloads, the manager goes on with another KMA, which refuses the token:
-        # the user is asked to sign in again there, with the user ID filled in
-        window.refresh_current()
-        qtbot.waitUntil(lambda: controller.reauth_window is not None, timeout=WAIT_MS)
-        again = controller.reauth_window
-        now = controller.session.client.address
-        assert now in {k.address for k in others}
-        assert again.address.text() == now and again.user.text() == "co"
-        assert "stopped answering" in window.statusBar().currentMessage()
+            # When the page reloads, the manager goes on with another KMA, which refuses the token:
+            # the user is asked to sign in again there, with the user ID filled in
+            window.refresh_current()
+            qtbot.waitUntil(lambda: controller.reauth_window is not None, timeout=WAIT_MS)
+            again = controller.reauth_window
+            now = controller.session.client.address
+            assert now in {k.address for k in others}
+            assert again.address.text() == now and again.user.text() == "co"
+            assert "stopped answering" in window.statusBar().currentMessage()
 
-        # And with the passphrase the user carries on there, on the same page
-        qtbot.keyClicks(again.passphrase, connected.passphrases["co"])
-        qtbot.mouseClick(again.sign_in_button, Qt.LeftButton)
-        qtbot.waitUntil(lambda: controller.reauth_window is None, timeout=WAIT_MS)
-        assert controller.session.state is ConnectionState.CONNECTED
-        assert window.current_page() is page and controller.session.client.address == now
-    finally:
-        if controller.reauth_window is not None:  # a failed run leaves no dialog open
-            controller.reauth_window.reject()
-        for kma in reversed(kmas):
-            kma.stop()
+            # And with the passphrase the user carries on there, on the same page
+            qtbot.keyClicks(again.passphrase, connected.passphrases["co"])
+            qtbot.mouseClick(again.sign_in_button, Qt.LeftButton)
+            qtbot.waitUntil(lambda: controller.reauth_window is None, timeout=WAIT_MS)
+            assert controller.session.state is ConnectionState.CONNECTED
+            assert window.current_page() is page and controller.session.client.address == now
+        finally:
+            if controller.reauth_window is not None:  # a failed run leaves no dialog open
+                controller.reauth_window.reject()

@@ -11,18 +11,14 @@ import pytest
 from kms_client import Failover, KmaUnreachable, KmsClient, KnownKma, PendingQuorumOp
 from kms_client.failover import called, failover_order
 from tests.integration.test_quorum import creds
-from tests.support.cluster import BINARY, add_node, eventually, first_node
-from tests.support.kma_process import RunningKma
+from tests.support.cluster import BINARY, eventually, not_the_leader, three_kmas
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
 
 def test_the_client_goes_on_with_another_kma_of_the_cluster_when_its_kma_is_killed(tmp_path: Path) -> None:
-    first, ca = first_node(tmp_path / "a")
-    kmas = [first, add_node(first, ca, tmp_path, "kma-dal-2"), add_node(first, ca, tmp_path, "kma-dal-3")]
-    for kma in kmas[1:]:
-        kma.start()
-    try:
+    with three_kmas(tmp_path) as kmas:
+        first = kmas[0]
         connected, others = not_the_leader(kmas)
         switches: list[Failover] = []
         client = KmsClient(connected.address, ca_pem=first.ca_pem, ca_fingerprint=first.fingerprint,
@@ -62,18 +58,6 @@ def test_the_client_goes_on_with_another_kma_of_the_cluster_when_its_kma_is_kill
             client.list_key_policies()
         assert client.address == where
         client.close()
-    finally:
-        for kma in reversed(kmas):
-            kma.stop()
-
-
-def not_the_leader(kmas: list[RunningKma]) -> tuple[RunningKma, list[RunningKma]]:
-    """A KMA that is not the Raft leader (killing it leaves the cluster taking changes at once),
-    and the others."""
-    topology = kmas[0].client("co").cluster_topology()
-    leader = next(k.management_address for k in topology.kmas if k.leader)
-    connected = next(k for k in kmas if k.address != leader)
-    return connected, [k for k in kmas if k is not connected]
 
 
 def test_failover_tries_the_own_sites_kmas_first() -> None:
@@ -93,11 +77,8 @@ def test_a_kma_that_stops_answering_mid_request_is_left_and_a_change_is_never_se
     """SIGSTOP: the KMA takes the connection but never answers. A read goes on with another KMA
     after the timeout; a change is not sent again (the stopped KMA may still apply it), so the
     user hears that it may not have been made, and the client is on another KMA for the next."""
-    first, ca = first_node(tmp_path / "a")
-    kmas = [first, add_node(first, ca, tmp_path, "kma-dal-2"), add_node(first, ca, tmp_path, "kma-dal-3")]
-    for kma in kmas[1:]:
-        kma.start()
-    try:
+    with three_kmas(tmp_path) as kmas:
+        first = kmas[0]
         connected, others = not_the_leader(kmas)
         client = KmsClient(
             connected.address, ca_pem=first.ca_pem, ca_fingerprint=first.fingerprint, timeout=3
@@ -117,9 +98,6 @@ def test_a_kma_that_stops_answering_mid_request_is_left_and_a_change_is_never_se
         # The stopped KMA, woken, applied the change it had received: made once, not twice.
         eventually(lambda: _exists(client, "sent-once"), 5.0, "the change the stopped KMA received")
         client.close()
-    finally:
-        for kma in reversed(kmas):
-            kma.stop()
 
 
 def _exists(client: KmsClient, policy_id: str) -> bool:

@@ -125,6 +125,31 @@ def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter:
     return RunningKma(data_dir.root, first.demo, None, service_port=ports[1] if ports else 0)
 
 
+@contextmanager
+def three_kmas(tmp: Path) -> Iterator[list[RunningKma]]:
+    """A running cluster of three KMAs of one site (kma-dal-1 first, then kma-dal-2, kma-dal-3),
+    stopped afterwards (a test may stop or kill one itself on the way)."""
+    first, ca = first_node(tmp / "a")
+    kmas = [first]
+    try:
+        for kma_id in ("kma-dal-2", "kma-dal-3"):
+            kmas.append(add_node(first, ca, tmp, kma_id))
+            kmas[-1].start()
+        yield kmas
+    finally:
+        for kma in reversed(kmas):
+            kma.stop()
+
+
+def not_the_leader(kmas: list[RunningKma]) -> tuple[RunningKma, list[RunningKma]]:
+    """A KMA that is not the Raft leader (killing it leaves the cluster taking changes at once),
+    and the others."""
+    topology = kmas[0].client("co").cluster_topology()
+    leader = next(k.management_address for k in topology.kmas if k.leader)
+    connected = next(k for k in kmas if k.address != leader)
+    return connected, [k for k in kmas if k is not connected]
+
+
 def eventually(check: Callable[[], Any], within: float, what: str) -> Any:
     """Poll `check` until it returns something truthy, at most `within` seconds."""
     deadline = time.monotonic() + within
