@@ -70,6 +70,10 @@ MARK_SQL = (
     "ON CONFLICT (kma_id) DO UPDATE SET seq = excluded.seq"
 )
 OWN_WRITE_TIMEOUT_S = 5.0
+# While shipped outbox entries are not in this KMA's replica yet, the writer looks this often
+# (without blocking on it: a follower learns of a commit only with the leader's next append, up
+# to ~100 ms later when nothing else is written, and meanwhile new entries can go).
+REPLICA_POLL_S = 0.005
 # The free-text index of the audit trail (kma/store/fts.py), built through the cluster by each
 # KMA's writer when it has nothing else to send. Less eager than embedded (FTS_IDLE_S) since
 # every KMA tries and each try is a Raft write; searches match the unindexed tail meanwhile.
@@ -153,6 +157,7 @@ class RqliteStore:
         self.outbox: Outbox | None = None
         self._shipped = 0
         self._one_by_one_upto = 0  # a refused entry is among those up to here: ship them singly
+        self._awaiting_replica = False  # shipped entries this KMA's replica does not hold yet
         self._mark = 0
         self._head_uncertain = True  # read at the first write
         self._quiet_until = 0.0
@@ -238,11 +243,13 @@ class RqliteStore:
         a change never overtakes an event committed before it."""
         drained = self._ship_outbox()
         while True:
+            wait = self._idle_wait(drained)
             try:
-                item = self._queue.get(timeout=self._idle_wait(drained))
+                item = self._queue.get(timeout=wait)
             except queue.Empty:
                 drained = self._ship_outbox()
-                while drained and self._queue.empty() and self._fts_behind() and self._index_fts():
+                while (wait == FTS_IDLE_S and drained and self._queue.empty() and self._fts_behind()
+                       and self._index_fts()):  # fmt: skip
                     pass
                 continue
             if item is None:  # what is left in the outbox goes at the next start
@@ -271,6 +278,8 @@ class RqliteStore:
         (events from other KMAs arrive by replication, without waking it)."""
         if not drained:
             return RETRY_S
+        if self._awaiting_replica:
+            return REPLICA_POLL_S
         return FTS_IDLE_S if self.outbox is not None else None
 
     # --- the free-text index, built through the cluster ----------------------------------
@@ -342,8 +351,7 @@ class RqliteStore:
             self._shipped = entries[-1][0]
             self.outbox.shipped(self._shipped)
             self.outbox.forget(self._replica_shipped())  # the next chunk goes at once
-        if self._shipped > self._replica_shipped():
-            self._wait_for_replica(self._shipped)
+        self._forget_replicated()
         return True
 
     def _ship(self, entries: Sequence[Entry]) -> None:
@@ -391,22 +399,14 @@ class RqliteStore:
         seen = self.scalar("SELECT shipped FROM cluster_outbox_marks WHERE kma_id = ?", (self.kma_id,))
         return 0 if seen is None else int(seen)
 
-    def _wait_for_replica(self, shipped: int) -> None:
-        """Until this KMA's replica holds the shipped entries (once the outbox is drained; between
-        chunks only those it holds by then are forgotten): till then their changes are read from
-        the outbox's memory, and after that from the replica (never neither)."""
+    def _forget_replicated(self) -> None:
+        """The shipped entries this KMA's replica holds are read from there now; the others stay
+        in the outbox's memory until it does (never neither). The writer does not wait for them:
+        it looks again every REPLICA_POLL_S (`_idle_wait`) and ships what comes meanwhile."""
         assert self.outbox is not None
-        deadline = time.monotonic() + OWN_WRITE_TIMEOUT_S
-        pause = 0.0005
-        while time.monotonic() < deadline:
-            if self._replica_shipped() >= shipped:
-                break
-            time.sleep(pause)
-            pause = min(pause * 2, 0.01)
-        else:
-            log.warning("the local replica has not caught up with this KMA's outbox after %.0f s",
-                        OWN_WRITE_TIMEOUT_S)  # fmt: skip
-        self.outbox.forget(shipped)
+        held = self._replica_shipped()
+        self.outbox.forget(held)
+        self._awaiting_replica = held < self._shipped
 
     def _warn_unavailable(self, exc: ClusterUnavailable) -> None:
         """Once every few seconds while the cluster takes no writes, not once per refused write."""
