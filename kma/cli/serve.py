@@ -35,8 +35,6 @@ def add_serve(sub: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from kma.cluster.node_config import ClusterFiles
-    from kma.cluster.rqlited import tighten_after_crash
     from kma.cluster.witness import is_witness, serve_witness
     from kma.server import serve
     from kma.setup.listener import DEFAULT_SETUP_ADDRESS, serve_setup
@@ -45,7 +43,6 @@ def run_serve(args: argparse.Namespace) -> int:
     setting_up = not data_dir.is_initialised()
     if setting_up:
         data_dir.create()  # private from the start; nothing else is written until set-up finishes
-    tighten_after_crash(ClusterFiles.of(data_dir.root))  # before the check: rqlited's own files
     data_dir.check_private()
     data_dir.log_file.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(data_dir.log_file)

@@ -71,17 +71,6 @@ def _owner_only(top: Path) -> None:
                 path.chmod(path.stat().st_mode & 0o700)
 
 
-def tighten_after_crash(files: ClusterFiles) -> None:
-    """rqlited makes its SQLite files readable by all whenever it (re)creates them; a node stopped
-    cleanly tightens them (`keep_private`), one killed with its machine (power loss, SIGKILL) cannot,
-    and the data dir's check would then refuse to start the KMA until someone ran chmod. Inside
-    folders only this account may enter nobody else could have opened them, so tighten them before
-    that check; a folder open to others is left for the check to report."""
-    folders = [files.folder.parent, files.folder, files.rqlite_dir]
-    if files.rqlite_dir.is_dir() and all(f.stat().st_mode & 0o077 == 0 for f in folders):
-        _owner_only(files.rqlite_dir)
-
-
 class RqliteNode:
     """One rqlited process for one data dir."""
 
