@@ -50,6 +50,11 @@ class Outbox:
         if "change" not in columns:  # an outbox file from before deferred changes
             self._writer.execute("ALTER TABLE outbox ADD COLUMN change TEXT")
         self._reader = self._connect()  # the shipper's (the writer thread of the rqlite store)
+        # The shipper's deletes need no fsync of their own: the cluster's outbox mark, shipped in
+        # the same request as the entries, is what says they are in (a delete lost in a crash is
+        # redone from it at the next start, `RqliteStore._load_head`), and the next group commit's
+        # fsync of the WAL makes it durable anyway. One fsync less per shipment, in the writer.
+        self._reader.execute("PRAGMA synchronous = NORMAL")
         self._reader_lock = threading.Lock()
         self._queue: queue.Queue[Item | None] = queue.Queue()
         # name -> (outbox seq, or 0 while being committed; what it shows)

@@ -18,9 +18,9 @@ the others fail whole.
 
 Reads: rqlite keeps its SQLite file on disk in WAL mode and allows external read-only
 connections; the KMA reads that file directly, so reads are local (they work while the cluster
-has no leader) and the audit trail's free-text function is available as embedded. After a write,
-the writer waits until the local replica shows it (`cluster_write_marks`), so a caller reads its
-own writes on a follower too.
+has no leader) and the audit trail's free-text function is available as embedded. A caller hears
+of its write once the local replica shows it (`cluster_write_marks`), so it reads its own writes
+on a follower too; the writer does not wait for that meanwhile but sends what comes next.
 
 The agent path does not wait for the majority: an audit event alone, or a batch with a
 `deferred` form (the assignment of this KMA's own pool key), is committed to the KMA's outbox
@@ -35,6 +35,7 @@ import queue
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -70,6 +71,10 @@ MARK_SQL = (
     "ON CONFLICT (kma_id) DO UPDATE SET seq = excluded.seq"
 )
 OWN_WRITE_TIMEOUT_S = 5.0
+# While shipped outbox entries are not in this KMA's replica yet, the writer looks this often
+# (without blocking on it: a follower learns of a commit only with the leader's next append, up
+# to ~100 ms later when nothing else is written, and meanwhile new entries can go).
+REPLICA_POLL_S = 0.005
 # The free-text index of the audit trail (kma/store/fts.py), built through the cluster by each
 # KMA's writer when it has nothing else to send. Less eager than embedded (FTS_IDLE_S) since
 # every KMA tries and each try is a Raft write; searches match the unindexed tail meanwhile.
@@ -153,6 +158,10 @@ class RqliteStore:
         self.outbox: Outbox | None = None
         self._shipped = 0
         self._one_by_one_upto = 0  # a refused entry is among those up to here: ship them singly
+        self._awaiting_replica = False  # shipped entries this KMA's replica does not hold yet
+        # Committed writes whose callers hear of them once this KMA's replica shows them:
+        # (write mark, give up waiting at, future, its result or refusal), in mark order.
+        self._unseen: deque[tuple[int, float, Future[WriteResult], WriteResult | BaseException]] = deque()
         self._mark = 0
         self._head_uncertain = True  # read at the first write
         self._quiet_until = 0.0
@@ -238,14 +247,20 @@ class RqliteStore:
         a change never overtakes an event committed before it."""
         drained = self._ship_outbox()
         while True:
+            self._tell_seen()
+            wait = self._idle_wait(drained)
             try:
-                item = self._queue.get(timeout=self._idle_wait(drained))
+                item = self._queue.get(timeout=wait)
             except queue.Empty:
                 drained = self._ship_outbox()
-                while drained and self._queue.empty() and self._fts_behind() and self._index_fts():
+                while (wait == FTS_IDLE_S and drained and self._queue.empty() and self._fts_behind()
+                       and self._index_fts()):  # fmt: skip
                     pass
                 continue
             if item is None:  # what is left in the outbox goes at the next start
+                while self._unseen:
+                    time.sleep(REPLICA_POLL_S)
+                    self._tell_seen()
                 return
             group = self._take_group(item)
             drained = self._ship_outbox()
@@ -262,8 +277,9 @@ class RqliteStore:
                     self._warn_unavailable(exc)
                 else:
                     log.exception("cluster write failed")
+                told = {id(future) for _, _, future, _ in self._unseen}
                 for _, future in group:
-                    if not future.done():
+                    if not future.done() and id(future) not in told:
                         future.set_exception(exc)
 
     def _idle_wait(self, drained: bool) -> float | None:
@@ -271,6 +287,8 @@ class RqliteStore:
         (events from other KMAs arrive by replication, without waking it)."""
         if not drained:
             return RETRY_S
+        if self._awaiting_replica or self._unseen:
+            return REPLICA_POLL_S
         return FTS_IDLE_S if self.outbox is not None else None
 
     # --- the free-text index, built through the cluster ----------------------------------
@@ -342,8 +360,7 @@ class RqliteStore:
             self._shipped = entries[-1][0]
             self.outbox.shipped(self._shipped)
             self.outbox.forget(self._replica_shipped())  # the next chunk goes at once
-        if self._shipped > self._replica_shipped():
-            self._wait_for_replica(self._shipped)
+        self._forget_replicated()
         return True
 
     def _ship(self, entries: Sequence[Entry]) -> None:
@@ -391,22 +408,14 @@ class RqliteStore:
         seen = self.scalar("SELECT shipped FROM cluster_outbox_marks WHERE kma_id = ?", (self.kma_id,))
         return 0 if seen is None else int(seen)
 
-    def _wait_for_replica(self, shipped: int) -> None:
-        """Until this KMA's replica holds the shipped entries (once the outbox is drained; between
-        chunks only those it holds by then are forgotten): till then their changes are read from
-        the outbox's memory, and after that from the replica (never neither)."""
+    def _forget_replicated(self) -> None:
+        """The shipped entries this KMA's replica holds are read from there now; the others stay
+        in the outbox's memory until it does (never neither). The writer does not wait for them:
+        it looks again every REPLICA_POLL_S (`_idle_wait`) and ships what comes meanwhile."""
         assert self.outbox is not None
-        deadline = time.monotonic() + OWN_WRITE_TIMEOUT_S
-        pause = 0.0005
-        while time.monotonic() < deadline:
-            if self._replica_shipped() >= shipped:
-                break
-            time.sleep(pause)
-            pause = min(pause * 2, 0.01)
-        else:
-            log.warning("the local replica has not caught up with this KMA's outbox after %.0f s",
-                        OWN_WRITE_TIMEOUT_S)  # fmt: skip
-        self.outbox.forget(shipped)
+        held = self._replica_shipped()
+        self.outbox.forget(held)
+        self._awaiting_replica = held < self._shipped
 
     def _warn_unavailable(self, exc: ClusterUnavailable) -> None:
         """Once every few seconds while the cluster takes no writes, not once per refused write."""
@@ -423,16 +432,16 @@ class RqliteStore:
                 pass
             else:
                 for (_, future), result in zip(group, results, strict=True):
-                    future.set_result(result)
+                    self._tell_when_seen(future, result)
                 return
         for batch, future in group:
             try:
-                future.set_result(self._send([batch])[0])
+                self._tell_when_seen(future, self._send([batch])[0])
             except StatementFailed as failed:
                 refusal = self._refusal(batch, failed)
                 if batch.on_refusal is not None:
                     self._send([Batch((), batch.on_refusal(refusal.message))])
-                future.set_exception(refusal)
+                self._tell_when_seen(future, refusal)
 
     def _refusal(self, batch: Batch, failed: StatementFailed) -> Refused:
         """Which of the batch's statements failed, told as the embedded store tells it."""
@@ -484,7 +493,6 @@ class RqliteStore:
                 self._head_uncertain = True
             raise
         self._mark = mark
-        self._wait_for_own_write(mark)
         out = []
         for event_index, positions in spans:
             counts = [int(results[p].get("rows_affected", 0)) for p in positions]
@@ -520,19 +528,26 @@ class RqliteStore:
             self.outbox.forget(self._replica_shipped())  # the rest once the replica holds them
         self._head_uncertain = False
 
-    def _wait_for_own_write(self, mark: int) -> None:
-        deadline = time.monotonic() + OWN_WRITE_TIMEOUT_S
-        pause = 0.0005
-        while True:
-            seen = self.scalar("SELECT seq FROM cluster_write_marks WHERE kma_id = ?", (self.kma_id,))
-            if seen is not None and int(seen) >= mark:
-                return
-            if time.monotonic() > deadline:
+    def _tell_when_seen(self, future: Future[WriteResult], outcome: WriteResult | BaseException) -> None:
+        """The caller hears of its write (committed, or refused with its refusal event committed)
+        once this KMA's replica shows it, so it reads its own write; the writer does not wait for
+        that (a follower learns of a commit with the leader's next append) but sends the next group."""
+        self._unseen.append((self._mark, time.monotonic() + OWN_WRITE_TIMEOUT_S, future, outcome))
+
+    def _tell_seen(self) -> None:
+        if not self._unseen:
+            return
+        seen = int(self.scalar("SELECT seq FROM cluster_write_marks WHERE kma_id = ?", (self.kma_id,)) or 0)
+        now = time.monotonic()
+        while self._unseen and (self._unseen[0][0] <= seen or now > self._unseen[0][1]):
+            mark, _, future, outcome = self._unseen.popleft()
+            if mark > seen:
                 log.warning("the local replica has not caught up with this KMA's write after %.0f s",
                             OWN_WRITE_TIMEOUT_S)  # fmt: skip
-                return
-            time.sleep(pause)
-            pause = min(pause * 2, 0.01)
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
 
     # --- schema --------------------------------------------------------------------------
     def _migrate(self) -> int:
