@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,14 +15,13 @@ from kma.datadir import DataDir
 from tests.support.agents import enrolled_demo_agent, kmip, service_address
 from tests.support.cluster import (
     BINARY,
-    add_node,
+    assert_every_kma_agrees,
     eventually,
     execute,
-    files_of,
-    first_node,
+    outbox_depth,
     replica,
-    table_checksums,
 )
+from tests.support.cluster import three_kmas as cluster_of_three
 from tests.support.kma_process import RunningKma, run_kma
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
@@ -34,16 +32,8 @@ TAPES = [f"CUT{n:03d}" for n in range(1, 7)]
 
 @pytest.fixture
 def three_kmas(tmp_path: Path) -> Iterator[list[RunningKma]]:
-    first, ca = first_node(tmp_path / "a")
-    kmas = [first]
-    try:
-        for kma_id in (CUT_ID, "kma-dal-3"):
-            kmas.append(add_node(first, ca, tmp_path, kma_id))
-            kmas[-1].start()
+    with cluster_of_three(tmp_path) as kmas:  # CUT_ID is the second
         yield kmas
-    finally:
-        for kma in reversed(kmas):
-            kma.stop()
 
 
 def _pids(kma: RunningKma) -> list[int]:
@@ -52,11 +42,6 @@ def _pids(kma: RunningKma) -> list[int]:
     pid = kma.process.pid
     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     return [pid] + [int(p) for p in children if "rqlited" in Path(f"/proc/{p}/cmdline").read_text()]
-
-
-def _outbox_depth(kma: RunningKma) -> int:
-    with sqlite3.connect(f"file:{files_of(kma).folder / 'outbox.db'}?mode=ro", uri=True) as db:
-        return int(db.execute("SELECT count(*) FROM outbox").fetchone()[0])
 
 
 def _own_pool(kma: RunningKma) -> int:
@@ -126,7 +111,7 @@ def test_a_kma_cut_off_from_the_majority_issues_new_write_keys_from_its_own_pool
                 assert drive.write_key(tape) == (key_id, False)  # mounted again: the same key
                 new_keys[tape] = key_id
             assert len(set(new_keys.values())) == len(new_keys)
-            assert _outbox_depth(cut) >= 3 * 4  # on the KMA's own disk, waiting for the cluster
+            assert outbox_depth(cut) >= 3 * 4  # on the KMA's own disk, waiting for the cluster
 
         if crash:  # the KMA dies with unshipped assignments; it comes back once the others do
             cut.kill()
@@ -150,18 +135,10 @@ def test_a_kma_cut_off_from_the_majority_issues_new_write_keys_from_its_own_pool
             issued_events = _issue_events(kma)  # each once, in the cut-off KMA's chain
             assert sorted(key_id for _, key_id in issued_events) == sorted([old_key, *new_keys.values()])
             assert len({seq for seq, _ in issued_events}) == len(issued_events)
-        eventually(lambda: _outbox_depth(cut) == 0, 10.0, "the outbox empty")
+        eventually(lambda: outbox_depth(cut) == 0, 10.0, "the outbox empty")
         for kma in kmas:  # and every KMA tells the cut-off KMA's lag (as it last reported it): none now
             eventually(lambda k=kma: _lag_seen(k, CUT_ID) == 0, 5.0, "its lag known everywhere")
-        for kma in kmas:
-            assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0
-        conns = [replica(k) for k in kmas]
-        try:
-            same = lambda: len({tuple(table_checksums(c).items()) for c in conns}) == 1  # noqa: E731
-            eventually(same, 10.0, "equal tables on every KMA")
-        finally:
-            for conn in conns:
-                conn.close()
+        assert_every_kma_agrees(kmas)
     finally:
         for pid in stopped:
             os.kill(pid, signal.SIGCONT)
@@ -210,7 +187,7 @@ def test_an_assignment_the_cluster_refuses_is_an_error_event_on_every_kma_and_sh
         (message,) = eventually(lambda k=kma: error_events(k), 10.0, "the refusal's error event everywhere")
         assert message.startswith("not recorded in the cluster: ")
         assert f"issued write key {refused_key}" in message
-    eventually(lambda: _outbox_depth(cut) == 0, 10.0, "the outbox empty: shipping went on")
+    eventually(lambda: outbox_depth(cut) == 0, 10.0, "the outbox empty: shipping went on")
     with kmip(agent) as drive:  # the drive's next request is recorded as usual
         drive.locate(data_unit="REF001")
     for kma in kmas:

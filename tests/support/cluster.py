@@ -150,6 +150,27 @@ def not_the_leader(kmas: list[RunningKma]) -> tuple[RunningKma, list[RunningKma]
     return connected, [k for k in kmas if k is not connected]
 
 
+def outbox_depth(kma: RunningKma) -> int:
+    """Entries committed on this KMA and not yet shipped to the cluster."""
+    with sqlite3.connect(f"file:{files_of(kma).folder / 'outbox.db'}?mode=ro", uri=True) as db:
+        return int(db.execute("SELECT count(*) FROM outbox").fetchone()[0])
+
+
+def assert_every_kma_agrees(kmas: list[RunningKma]) -> None:
+    """Every KMA's audit chains verify, and every replica comes to hold the same rows."""
+    from tests.support.kma_process import run_kma
+
+    for kma in kmas:
+        assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0
+    conns = [replica(k) for k in kmas]
+    try:
+        same = lambda: len({tuple(table_checksums(c).items()) for c in conns}) == 1  # noqa: E731
+        eventually(same, 10.0, "equal tables on every KMA")
+    finally:
+        for conn in conns:
+            conn.close()
+
+
 def eventually(check: Callable[[], Any], within: float, what: str) -> Any:
     """Poll `check` until it returns something truthy, at most `within` seconds."""
     deadline = time.monotonic() + within
