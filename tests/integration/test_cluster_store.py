@@ -32,6 +32,7 @@ from tests.support.cluster import (
     private_files,
     replica,
     table_checksums,
+    three_kmas,
 )
 from tests.support.kma_process import RunningKma, run_kma
 
@@ -190,12 +191,8 @@ def _leader(kma: RunningKma) -> str:
 
 
 def test_killing_the_raft_leader_keeps_keys_readable_and_writes_resume(tmp_path: Path) -> None:
-    first, ca = first_node(tmp_path / "a")
-    kmas = [first]
-    try:
-        for kma_id in ("kma-dal-2", "kma-dal-3"):
-            kmas.append(add_node(first, ca, tmp_path, kma_id))
-            kmas[-1].start()
+    with three_kmas(tmp_path) as kmas:
+        first = kmas[0]
         op = first.client("op")
         op.create_data_unit("LDR001", "written before the leader dies")
         key = op.issue_key("backup-dallas", "LDR001")
@@ -224,56 +221,47 @@ def test_killing_the_raft_leader_keeps_keys_readable_and_writes_resume(tmp_path:
         unit = lambda: survivor.create_data_unit("LDR002", "after the leader died")  # noqa: E731
         eventually(lambda: change(unit), 3.0, "a change after the leader died")
         eventually(lambda: change(lambda: survivor.issue_key("backup-dallas", "LDR002")), 3.0, "a new key")
-    finally:
-        for kma in reversed(kmas):
-            kma.stop()
 
 
 def test_a_kma_cut_off_from_the_others_keeps_serving_keys_and_loses_no_audit_event(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    first, ca = first_node(tmp_path / "a")
-    kmas = [first]
-    stopped: list[int] = []
-    try:
-        for kma_id in ("kma-dal-2", "kma-dal-3"):
-            kmas.append(add_node(first, ca, tmp_path, kma_id))
-            kmas[-1].start()
-        cut = kmas[1]
-        agent = enrolled_demo_agent(cut, tmp_path_factory, "t10k-dal-01")
-        with kmip(agent) as drive:
-            key_id = drive.create_and_activate(data_unit="CUT001")
-            material = drive.get(key_id)
+    with three_kmas(tmp_path) as kmas:
+        stopped: list[int] = []
+        try:
+            cut = kmas[1]
+            agent = enrolled_demo_agent(cut, tmp_path_factory, "t10k-dal-01")
+            with kmip(agent) as drive:
+                key_id = drive.create_and_activate(data_unit="CUT001")
+                material = drive.get(key_id)
 
-            # The other two nodes stop answering (the machine is cut off): no Raft majority here.
-            stopped = [_rqlited_pid(k) for k in kmas if k is not cut]
+                # The other two nodes stop answering (the machine is cut off): no Raft majority here.
+                stopped = [_rqlited_pid(k) for k in kmas if k is not cut]
+                for pid in stopped:
+                    os.kill(pid, signal.SIGSTOP)
+                gets = 5
+                for _ in range(gets):
+                    assert drive.get(key_id) == material  # from the local replica; events to the outbox
+                assert outbox_depth(cut) >= gets  # on the KMA's own disk, waiting for the cluster
+
             for pid in stopped:
-                os.kill(pid, signal.SIGSTOP)
-            gets = 5
-            for _ in range(gets):
-                assert drive.get(key_id) == material  # from the local replica; events to the outbox
-            assert outbox_depth(cut) >= gets  # on the KMA's own disk, waiting for the cluster
+                os.kill(pid, signal.SIGCONT)
+            stopped = []
 
-        for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
-        stopped = []
+            def sent_events(kma: RunningKma) -> list[int]:
+                with replica(kma) as db:
+                    rows = db.execute(
+                        "SELECT chain_seq FROM audit_events WHERE kma_id = 'kma-dal-2' "
+                        "AND operation = 'kmip.get' AND subject_id = ?",
+                        (key_id,),
+                    ).fetchall()
+                return [r[0] for r in rows]
 
-        def sent_events(kma: RunningKma) -> list[int]:
-            with replica(kma) as db:
-                rows = db.execute(
-                    "SELECT chain_seq FROM audit_events WHERE kma_id = 'kma-dal-2' "
-                    "AND operation = 'kmip.get' AND subject_id = ?",
-                    (key_id,),
-                ).fetchall()
-            return [r[0] for r in rows]
-
-        for kma in kmas:  # every Get's event reaches every KMA, once
-            eventually(lambda k=kma: len(sent_events(k)) == gets + 1, 10.0, "the Gets' events everywhere")
-            assert len(set(sent_events(kma))) == gets + 1
-        assert outbox_depth(cut) == 0
-        assert_every_kma_agrees(kmas)
-    finally:
-        for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
-        for kma in reversed(kmas):
-            kma.stop()
+            for kma in kmas:  # every Get's event reaches every KMA, once
+                eventually(lambda k=kma: len(sent_events(k)) == gets + 1, 10.0, "the Gets' events everywhere")
+                assert len(set(sent_events(kma))) == gets + 1
+            assert outbox_depth(cut) == 0
+            assert_every_kma_agrees(kmas)
+        finally:
+            for pid in stopped:
+                os.kill(pid, signal.SIGCONT)
