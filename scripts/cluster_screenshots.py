@@ -72,24 +72,30 @@ def wait_for(ops: Any, shown: Callable[[], bool]) -> None:
         settle(ops, timeout=1.0)
 
 
+def cluster_page(controller: Any, kma: Any) -> tuple[Any, Any]:
+    """The manager signed in to `kma` as the Security Officer, on the Cluster page: window, page."""
+    from app.profiles import ConnectionProfile
+    from app.screenshots import SIZE
+    from app.signin import sign_in
+
+    profile = ConnectionProfile("Dallas cluster", kma.address, "so", kma.fingerprint, kma.ca_pem)
+    window = controller.signed_in(sign_in(profile, kma.passphrases["so"]), profile)
+    window.resize(*SIZE)
+    window.show()
+    window.show_page("cluster")
+    return window, window.page("cluster")
+
+
 def render_three_kmas_one_down(out: Path) -> Path:
     """Signed in to the first KMA of three as the Security Officer; a KMA other than the leader is
     killed, and the page drawn once it shows it not responding."""
     from screenshot_session import offscreen_manager
 
-    from app.profiles import ConnectionProfile
-    from app.screenshots import SIZE, grab
-    from app.signin import sign_in
+    from app.screenshots import grab
 
     app, controller, tmp = offscreen_manager("kms-cluster-three-")
     with three_kmas() as kmas:
-        first = kmas[0]
-        profile = ConnectionProfile("Dallas cluster", first.address, "so", first.fingerprint, first.ca_pem)
-        window = controller.signed_in(sign_in(profile, first.passphrases["so"]), profile)
-        window.resize(*SIZE)
-        window.show()
-        window.show_page("cluster")
-        page = window.page("cluster")
+        window, page = cluster_page(controller, kmas[0])
         wait_for(
             controller.ops,
             lambda: len(page.scene.nodes) == 3 and all(n.kma.responding for n in page.scene.nodes.values()),
@@ -110,21 +116,13 @@ def render_failover(out: Path) -> Path:
     the manager goes on with another KMA and says so in the status bar."""
     from screenshot_session import offscreen_manager
 
-    from app.profiles import ConnectionProfile
-    from app.screenshots import SIZE, grab
-    from app.signin import sign_in
+    from app.screenshots import grab
     from tests.support.cluster import not_the_leader
 
     app, controller, tmp = offscreen_manager("kms-cluster-failover-")
     with three_kmas() as kmas:
         connected, _others = not_the_leader(kmas)
-        profile = ConnectionProfile("Dallas cluster", connected.address, "so", connected.fingerprint,
-                                    connected.ca_pem)  # fmt: skip
-        window = controller.signed_in(sign_in(profile, connected.passphrases["so"]), profile)
-        window.resize(*SIZE)
-        window.show()
-        window.show_page("cluster")
-        page = window.page("cluster")
+        window, page = cluster_page(controller, connected)
         wait_for(
             controller.ops, lambda: len(controller.session.profile.kmas) == 3 and len(page.scene.nodes) == 3
         )
