@@ -1,0 +1,12 @@
+-- Issue 26, items 4 and 5.
+
+-- The key each key split change makes for the database backups taken after it (generation 2 and
+-- on; generation 1's is derived from the master key). Wrapped under the master key, so every
+-- unlocked KMA of the cluster encrypts its backups under the newest one; a core security backup
+-- carries those of its own generation and before, so one taken before a change opens no backup
+-- taken after it.
+CREATE TABLE backup_keys (
+    generation   INTEGER PRIMARY KEY,  -- the key split generation the change made
+    key_wrapped  BLOB NOT NULL,        -- under the master key, context "database-backup-key:<generation>"
+    created_at   INTEGER NOT NULL
+);
