@@ -10,3 +10,17 @@ CREATE TABLE backup_keys (
     key_wrapped  BLOB NOT NULL,        -- under the master key, context "database-backup-key:<generation>"
     created_at   INTEGER NOT NULL
 );
+
+-- Audit forwarding keeps a position per KMA *and* collector: switching A -> B -> A resumes A where
+-- A was. `chain_seq` is the last event the collector is known to have read (docs/api.md).
+CREATE TABLE audit_forwarding_positions_by_collector (
+    kma_id       TEXT NOT NULL,
+    destination  TEXT NOT NULL,
+    chain_seq    INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL,
+    PRIMARY KEY (kma_id, destination)
+);
+INSERT INTO audit_forwarding_positions_by_collector (kma_id, destination, chain_seq, updated_at)
+    SELECT kma_id, destination, chain_seq, updated_at FROM audit_forwarding_positions;
+DROP TABLE audit_forwarding_positions;
+ALTER TABLE audit_forwarding_positions_by_collector RENAME TO audit_forwarding_positions;
