@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from kms_client import Forbidden, ValidationFailed
 from tests.integration.test_metrics import samples, scrape, value
+from tests.support.cluster import add_node, first_node
 from tests.support.kma_process import RunningKma
 from tests.support.syslog_collector import SyslogCollector
 
@@ -145,5 +147,32 @@ def test_switching_collectors_and_back_resumes_each_from_its_own_position(fresh_
         assert got >= set(range(min(got), max(got) + 1)), "A misses the events of its time away"
         assert any(b"to-b" in m for m in a.received())
     finally:
+        a.close()
+        b.close()
+
+
+def test_every_kma_of_a_cluster_follows_a_setting_changed_through_one(tmp_path: Path) -> None:
+    a, b = SyslogCollector(), SyslogCollector()
+    a.start()
+    b.start()
+    first, ca = first_node(tmp_path / "a")
+    second = add_node(first, ca, tmp_path, "kma-dal-2")
+    try:
+        second.start()
+        from_second = lambda m: b" kma-dal-2 kma - " in m  # noqa: E731  a header naming the KMA
+        # Given forwarding to A, set through the first KMA: the second KMA's events reach A too
+        first.client("so").set_audit_forwarding(a.address, a.ca_pem)
+        second.client("auditor")  # a sign-in on the second KMA: an event of its own chain
+        eventually(lambda: any(from_second(m) for m in a.received()), "the second KMA's events reach A")
+        # When the setting is changed to B, again through the first KMA
+        first.client("so").set_audit_forwarding(b.address, b.ca_pem)
+        second.client("auditor")
+        # Then the second KMA sends its events to B, and says so
+        eventually(lambda: any(from_second(m) for m in b.received()), "the second KMA's events reach B")
+        auditor = second.client("auditor")
+        eventually(lambda: auditor.audit_forwarding().this_kma.address == b.address, "the second KMA shows B")
+    finally:
+        second.stop()
+        first.stop()
         a.close()
         b.close()

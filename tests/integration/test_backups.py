@@ -165,6 +165,14 @@ def refused(tmp: Path, core: Path, database: Path, members: list[dict[str, str]]
     return str(done.stderr)
 
 
+def restores(tmp: Path, core: Path, database: Path, members: list[dict[str, str]]) -> None:
+    """A restore that must succeed, into a new data dir under `tmp`."""
+    tmp.mkdir(parents=True)
+    done = run_kma("init", "--data-dir", str(tmp / "kma"), "--answers",
+                   str(answers(tmp, core, database, members)), check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
 def changed(path: Path, at: int, tmp: Path) -> Path:
     data = bytearray(path.read_bytes())
     data[at] ^= 0x01
@@ -356,7 +364,7 @@ def test_a_key_split_change_supersedes_the_core_security_backup_for_every_later_
     assert "superseded" in cli(fresh_kma, "backup", "backup", "list").stdout
     assert any("superseded" in w for w in fresh_kma.client("so").dashboard().warnings)
     # ... and no database backup is taken until a new core security backup exists
-    refusal = cli(fresh_kma, "backup", "backup", "create", "--out", str(tmp_path / "x.kmabackup"), check=False)
+    refusal = cli(fresh_kma, "backup", "backup", "create", "--out", str(tmp_path / "x"), check=False)
     assert refusal.returncode != 0 and "new core security backup" in refusal.stderr
     new_core = tmp_path / "new.kmacore"
     cli(fresh_kma, "so", "backup", "core", "--out", str(new_core))
@@ -368,13 +376,7 @@ def test_a_key_split_change_supersedes_the_core_security_backup_for_every_later_
     reason = refused(tmp_path / "old-core", old_core, after, old_quorum)
     assert "taken after a key split change" in reason and "does not open it" in reason
     # ... only what was taken before it
-    (tmp_path / "old").mkdir()
-    done = run_kma("init", "--data-dir", str(tmp_path / "old" / "kma"), "--answers",
-                   str(answers(tmp_path / "old", old_core, before, old_quorum)), check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    restores(tmp_path / "old", old_core, before, old_quorum)
     # The new one, with the new members' passphrases, opens both
-    for name, database in (("new-after", after), ("new-before", before)):
-        (tmp_path / name).mkdir()
-        done = run_kma("init", "--data-dir", str(tmp_path / name / "kma"), "--answers",
-                       str(answers(tmp_path / name, new_core, database, new_quorum)), check=False)  # fmt: skip
-        assert done.returncode == 0, done.stderr
+    restores(tmp_path / "new-after", new_core, after, new_quorum)
+    restores(tmp_path / "new-before", new_core, before, new_quorum)

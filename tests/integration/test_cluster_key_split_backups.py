@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from kma.cluster.convert import EMBEDDED_KEPT
-from tests.integration.test_backups import answers, cli, quorum, refused
+from tests.integration.test_backups import cli, quorum, refused, restores
 from tests.integration.test_key_split_change import NAMES, NEW, enrol_all
 from tests.integration.test_quorum import creds
 from tests.support.cluster import add_node, eventually, first_node
-from tests.support.kma_process import run_kma
 
 
 def test_a_change_through_one_kma_supersedes_old_core_backups_for_every_kma(tmp_path: Path) -> None:
@@ -45,10 +44,7 @@ def test_a_change_through_one_kma_supersedes_old_core_backups_for_every_kma(tmp_
         reason = refused(tmp_path / "old-core", old_core, database, old_quorum)
         assert "taken after a key split change" in reason
         new_quorum = [{"name": name, "passphrase": passphrase} for name, passphrase in NEW[1:]]
-        (tmp_path / "new").mkdir()
-        done = run_kma("init", "--data-dir", str(tmp_path / "new" / "kma"), "--answers",
-                       str(answers(tmp_path / "new", new_core, database, new_quorum)), check=False)  # fmt: skip
-        assert done.returncode == 0, done.stderr
+        restores(tmp_path / "new", new_core, database, new_quorum)
     finally:
         second.stop()
         first.stop()
