@@ -179,6 +179,7 @@ class AuditForwarder:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._dest: Destination | None = None
+        self._in_flight: ssl.SSLSocket | None = None  # the batch's connection, while it waits
         self._setting_checked = 0.0
         self._confirmed = 0
         self._connected = False
@@ -193,8 +194,14 @@ class AuditForwarder:
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
+        sock = self._in_flight
+        if sock is not None:  # a hung collector does not hold up the KMA's stop: end the wait now
+            try:
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
         if self._thread is not None:
-            self._thread.join(timeout=READ_TIMEOUT + 5)
+            self._thread.join(timeout=10)
 
     def reload(self) -> None:
         self._wake.set()
@@ -266,11 +273,12 @@ class AuditForwarder:
         )
         if not rows:
             return False
-        sock = _connect(dest)
+        sock = self._in_flight = _connect(dest)
         try:
             sock.sendall(b"".join(syslog.frame(syslog.message(dict(r))) for r in rows))
             _read_by_collector(sock)
         finally:
+            self._in_flight = None
             sock.close()
         self._save(dest, int(rows[-1]["chain_seq"]))
         self._connected = True
