@@ -8,10 +8,10 @@ another collector and back, it goes on from there.
 
 Syslog over TLS has no acknowledgements, and a socket that still looks open proves nothing: a
 collector that stopped reading holds what it was sent in its kernel buffers, and loses it when it
-dies. So each batch travels on a connection of its own, which the KMA then closes (TLS
-close_notify, then its end of TCP) and waits for the collector to close in turn. A collector
-closes a connection only after reading to its end, so its close, with every byte acknowledged by
-its TCP, is the acknowledgement: only then does the position move. Anything else (a reset, a
+dies. So each batch travels on a connection of its own, which the KMA then ends (TLS
+close_notify) and waits for the collector to close in turn. A collector closes a connection only
+after reading to its end, so its close, with every byte acknowledged by its TCP, is the
+acknowledgement: only then does the position move. Anything else (a reset, a
 timeout, bytes its TCP never acknowledged) sends the batch again from the last known position.
 An event may therefore arrive twice (the copy names its `kma_id` and `chain_seq`, which tell a
 repeat apart), never not at all.
@@ -71,7 +71,7 @@ class Destination:
 class ForwardingStatus:
     address: str | None
     source: str | None
-    connected: bool  # the collector took the last batch (or there was none to send yet)
+    connected: bool  # the collector took the last batch sent to it
     sent_seq: int  # the last event of this KMA's chain the collector is known to have read
     lag_events: int
     lag_seconds: float
