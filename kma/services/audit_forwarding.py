@@ -252,17 +252,17 @@ class AuditForwarder:
     def _switch(self, dest: Destination | None) -> None:
         if dest == self._dest:
             return
-        self._dest, self._connected, self._last_error = dest, False, None
-        if dest is None:
-            return
-        seq = self.kma.store.scalar(
-            "SELECT chain_seq FROM audit_forwarding_positions WHERE kma_id = ? AND destination = ?",
-            (self.kma.kma_id, dest.address),
-        )
-        if seq is not None:  # a collector this KMA sent to before: on from where it was
-            self._confirmed = int(seq)
-        else:  # one it never sent to (e.g. its own kma.toml's) gets its events from now on
-            self._save(dest, _head(self.kma))
+        self._connected, self._last_error = False, None
+        if dest is not None:
+            seq = self.kma.store.scalar(
+                "SELECT chain_seq FROM audit_forwarding_positions WHERE kma_id = ? AND destination = ?",
+                (self.kma.kma_id, dest.address),
+            )
+            if seq is not None:  # a collector this KMA sent to before: on from where it was
+                self._confirmed = int(seq)
+            else:  # one it never sent to (e.g. its own kma.toml's) gets its events from now on
+                self._save(dest, _head(self.kma))
+        self._dest = dest  # last: the status never shows one collector with another's position
 
     def _deliver_next(self, dest: Destination) -> bool:
         """Send the next batch on a connection of its own; the position moves only once the
