@@ -23,12 +23,11 @@ KMA's events elsewhere instead.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import socket
 import ssl
 import struct
-import termios
+import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -331,7 +330,13 @@ def _read_by_collector(sock: ssl.SSLSocket) -> None:
 
 def _unacknowledged(sock: socket.socket) -> int:
     """Bytes sent on `sock` that the peer's TCP has not acknowledged (Linux's SIOCOUTQ; a reset,
-    which empties it, shows in SO_ERROR)."""
+    which empties it, shows in SO_ERROR). Other systems (a manager's local KMA) have no such
+    count: there the collector's close after ours, without a reset, is the whole check."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    import fcntl
+    import termios
+
     return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0])
 
 
