@@ -5,13 +5,17 @@ store's SQLite file encrypted with AES-256-GCM under a random data key, with the
 manifest as associated data, so a changed byte anywhere, or a truncated file, fails to open. The
 manifest is readable without any key (cluster, KMA, time, schema version, counts, hashes) so a
 restore can refuse another cluster's or a newer schema's backup before asking for passphrases. The
-data key travels in the manifest wrapped under the *backup key*, derived from the master key; the
-master key is opened only by the core security backup.
+data key travels in the manifest wrapped under the *backup key* of the key split generation in
+force: generation 1's is derived from the master key; each key split change makes a new random one
+(table `backup_keys`, wrapped under the master key). So a core security backup taken before a key
+split change, which knows only the backup keys up to its own generation, opens no database backup
+taken after it.
 
 The **core security backup** is JSON: the key split's sealed shares (each under its member's
-passphrase), its threshold and generation, and the master key wrapped under the root secret those
-shares rebuild. A seal over all of it, under a key derived from the master key, shows after the
-quorum has opened it that nothing in it was changed.
+passphrase), its threshold and generation, the master key wrapped under the root secret those
+shares rebuild, and the backup keys of its generation and before, wrapped under the master key. A
+seal over all of it, under a key derived from the master key, shows after the quorum has opened it
+that nothing in it was changed.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from kma.pacing import SYNC_STEP, Pace, settle
 
 DATABASE_MAGIC = b"KMA-DATABASE-BACKUP\n"
 CORE_FORMAT = "kma-core-security-backup"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: database backups name their backup key's generation; cores carry backup keys
 DATABASE_SUFFIX = ".kmabackup"
 CORE_SUFFIX = ".kmacore"
 _LENGTH = struct.Struct(">I")
@@ -50,9 +54,22 @@ class BadBackup(ValidationFailed):
     """A file that is not a backup, is damaged or changed, or does not fit: the restore refuses it."""
 
 
-def backup_key(master: WrappingKey) -> WrappingKey:
-    """The key that wraps each database backup's data key: only the master key derives it."""
-    return derive_wrapping_key(master.raw(), "database-backup")
+FIRST_GENERATION = 1
+
+
+def backup_key_context(generation: int) -> str:
+    return f"database-backup-key:{generation}"
+
+
+def open_backup_key(master: WrappingKey, generation: int, wrapped: bytes | None) -> WrappingKey:
+    """The key that wraps the data key of each database backup taken under key split `generation`:
+    derived from the master key for the first split, made by the change for every later one
+    (`wrapped` under the master key)."""
+    if generation == FIRST_GENERATION:
+        return derive_wrapping_key(master.raw(), "database-backup")
+    if wrapped is None:
+        raise BadBackup(f"There is no backup key of key split generation {generation}.")
+    return WrappingKey(master.unwrap(backup_key_context(generation), wrapped))
 
 
 def _seal_key(master: WrappingKey) -> WrappingKey:
@@ -84,13 +101,14 @@ def _canonical(data: Mapping[str, Any]) -> bytes:
 
 # --- database backup ----------------------------------------------------------------------
 def write_database_backup(
-    plain_db: Path, out: Path, manifest: dict[str, Any], master: WrappingKey
+    plain_db: Path, out: Path, manifest: dict[str, Any], key: WrappingKey, key_generation: int
 ) -> tuple[dict[str, Any], str]:
     """Encrypt the SQLite file `plain_db` into `out`; returns the manifest as written and the
     SHA-256 of the whole file (hashed as it is written, not read back).
 
     `manifest` says what the backup is (id, cluster, KMA, time, schema, counts); this adds the
-    plaintext's size and SHA-256 and the encryption fields.
+    plaintext's size and SHA-256 and the encryption fields. `key`: the backup key of
+    `key_generation` (`open_backup_key`).
     """
     data_key = os.urandom(32)
     nonce = os.urandom(_NONCE_SIZE)
@@ -107,7 +125,8 @@ def write_database_backup(
         "encryption": {
             "algorithm": "AES-256-GCM",
             "nonce": _b64(nonce),
-            "data_key_wrapped": _b64(backup_key(master).wrap(_data_key_context(manifest), data_key)),
+            "backup_key_generation": key_generation,
+            "data_key_wrapped": _b64(key.wrap(_data_key_context(manifest), data_key)),
         },
     }
     header = _header(full)
@@ -172,6 +191,11 @@ class DatabaseBackup:
     def schema_version(self) -> int:
         return int(self.manifest["schema_version"])
 
+    @property
+    def backup_key_generation(self) -> int:
+        """Backups of format 1 name none: they are all of the first generation's key."""
+        return int(self.manifest["encryption"].get("backup_key_generation", FIRST_GENERATION))
+
 
 def read_database_backup(path: Path) -> DatabaseBackup:
     """The manifest of a database backup; refuses a file that is not one, or is cut short."""
@@ -192,6 +216,7 @@ def read_database_backup(path: Path) -> DatabaseBackup:
         manifest = json.loads(body)
         expected = len(DATABASE_MAGIC) + _LENGTH.size + length + int(manifest["database"]["size"]) + _TAG_SIZE
         str(manifest["cluster"]["ca_fingerprint"]), int(manifest["schema_version"])
+        int(manifest["encryption"].get("backup_key_generation", FIRST_GENERATION))
     except (ValueError, KeyError, TypeError):
         raise BadBackup(f"The manifest of the database backup {path.name} is damaged.") from None
     if size != expected:
@@ -202,11 +227,12 @@ def read_database_backup(path: Path) -> DatabaseBackup:
     return DatabaseBackup(path, manifest, len(DATABASE_MAGIC) + _LENGTH.size + length)
 
 
-def decrypt_database_backup(backup: DatabaseBackup, master: WrappingKey, out: Path) -> None:
-    """Decrypt into `out` (a new file); raises BadBackup, removing `out`, on any mismatch."""
+def decrypt_database_backup(backup: DatabaseBackup, key: WrappingKey, out: Path) -> None:
+    """Decrypt into `out` (a new file) with the backup key of its generation; raises BadBackup,
+    removing `out`, on any mismatch."""
     manifest = backup.manifest
     try:
-        data_key = backup_key(master).unwrap(
+        data_key = key.unwrap(
             _data_key_context(manifest), _unb64(manifest["encryption"]["data_key_wrapped"], "The data key")
         )
     except IntegrityError:
@@ -261,9 +287,11 @@ def core_security_backup(
     generation: int,
     sealed_shares: Mapping[str, str],
     master_wrapped_by_root: bytes,
+    backup_keys: Mapping[int, bytes],
     master: WrappingKey,
 ) -> bytes:
-    """The core security backup file's bytes (JSON, sealed under a master-derived key)."""
+    """The core security backup file's bytes (JSON, sealed under a master-derived key).
+    `backup_keys`: every key split change's backup key so far, wrapped under the master key."""
     body = {
         "format": CORE_FORMAT,
         "version": FORMAT_VERSION,
@@ -272,6 +300,9 @@ def core_security_backup(
         "created_at": created_at,
         "key_split": {"threshold": threshold, "generation": generation, "members": dict(sealed_shares)},
         "master_wrapped_by_root": _b64(master_wrapped_by_root),
+        "backup_keys": {
+            str(generation): _b64(wrapped) for generation, wrapped in sorted(backup_keys.items())
+        },
     }
     seal = _seal_key(master).wrap(CORE_FORMAT, hashlib.sha256(_canonical(body)).digest())
     return json.dumps({**body, "seal": _b64(seal)}, indent=2, sort_keys=True).encode("utf-8") + b"\n"
@@ -295,8 +326,30 @@ class CoreSecurityBackup:
         return {str(k): str(v) for k, v in self.body["key_split"]["members"].items()}
 
     @property
+    def generation(self) -> int:
+        return int(self.body["key_split"]["generation"])
+
+    @property
     def master_wrapped_by_root(self) -> bytes:
         return _unb64(self.body["master_wrapped_by_root"], "The wrapped master key")
+
+    def backup_key(self, master: WrappingKey, generation: int) -> WrappingKey:
+        """The backup key of a database backup taken under key split `generation`, if this core
+        security backup knows it: it does not know those made after it was taken."""
+        wrapped = self.body.get("backup_keys", {}).get(str(generation))
+        if generation != FIRST_GENERATION and wrapped is None:
+            raise BadBackup(
+                f"This database backup was taken after a key split change (key split generation "
+                f"{generation}); this core security backup was taken before it (generation "
+                f"{self.generation}) and does not open it. Use a core security backup taken since that "
+                "change, with its key split's passphrases."
+            )
+        try:
+            return open_backup_key(
+                master, generation, None if wrapped is None else _unb64(wrapped, "A backup key")
+            )
+        except IntegrityError:
+            raise BadBackup("A backup key in the core security backup is damaged.") from None
 
     def check_seal(self, master: WrappingKey) -> None:
         """After the quorum opened the master key: refuse a file changed since it was made."""

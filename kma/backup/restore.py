@@ -108,11 +108,12 @@ def restore(
         )
     master = open_master(core, credentials)
     core.check_seal(master)
+    key = core.backup_key(master, backup.backup_key_generation)
     root.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-restore-", dir=root.parent))
     try:
         stage = DataDir(staging)
-        decrypt_database_backup(backup, master, stage.db)
+        decrypt_database_backup(backup, key, stage.db)
         _check_database(stage.db, backup)
         restored = replace(
             _set_up(stage, backup, master, management_address, service_address, autonomous_unlock, clock),

@@ -72,5 +72,6 @@ def run_core(args: argparse.Namespace, client: Any) -> int:
     _refuse_existing(args.out)
     size = client.take_core_security_backup(args.out)
     print(f"Core security backup saved to {args.out} ({size} bytes). Keep it offline: with a quorum of "
-          "the key split's passphrases it opens every database backup of this cluster.")  # fmt: skip
+          "the key split's passphrases it opens every database backup this cluster takes until its key split "
+          "changes.")  # fmt: skip
     return 0

@@ -6,7 +6,10 @@ embedded store and no rqlite data: it starts rqlited alone, loads a consistent c
 (SQLite's backup API) with rqlite's `/boot` (the file becomes the node's database as it is), and
 runs on rqlite from then on. The embedded file is kept beside it, renamed
 (`kma.db.before-cluster`), as the copy to go back to; the KMA no longer reads it. A failure before
-the rename leaves the KMA embedded (the next start tries again).
+the rename leaves the KMA embedded (the next start tries again). The copy holds the key split of
+its day (sealed shares, the master key under their root secret): once the cluster's key split has
+changed, the KMA removes it (`retire_embedded_copy`, each round of the cluster watch), so the old
+members' passphrases open no file on the node.
 """
 
 from __future__ import annotations
@@ -14,13 +17,18 @@ from __future__ import annotations
 import sqlite3
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from kma.audit.record import Condition
 from kma.cluster.node_config import ClusterFiles, NodeConfig, issue_node_certificate
 from kma.cluster.rqlited import RqliteNode
 from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.ca import CertifiedKey
 from kma.datadir import DataDir
 from kma.errors import Conflict, ValidationFailed
+
+if TYPE_CHECKING:
+    from kma.appliance import Appliance
 
 EMBEDDED_KEPT = "kma.db.before-cluster"
 
@@ -98,3 +106,28 @@ def boot_from_embedded(data_dir: DataDir, node: RqliteNode) -> None:
     data_dir.db.rename(data_dir.root / EMBEDDED_KEPT)
     for suffix in ("-wal", "-shm"):
         Path(f"{data_dir.db}{suffix}").unlink(missing_ok=True)
+
+
+def retire_embedded_copy(kma: Appliance) -> bool:
+    """Remove `kma.db.before-cluster` if the cluster's key split changed since it was set aside;
+    True when it did. Going back to it after that would bring back the old split, and its old
+    members' passphrases would open it."""
+    kept = kma.data_dir.root / EMBEDDED_KEPT
+    if not kept.exists():
+        return False
+    db = sqlite3.connect(f"file:{kept}?mode=ro", uri=True)
+    try:
+        (kept_generation,) = db.execute("SELECT split_generation FROM cluster WHERE id = 1").fetchone()
+    finally:
+        db.close()
+    generation = int(kma.store.scalar("SELECT split_generation FROM cluster WHERE id = 1") or 0)
+    if int(kept_generation) >= generation:
+        return False
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{kept}{suffix}").unlink(missing_ok=True)
+    kma.audit(kma.itself, "cluster.key_split",
+              f"removed {EMBEDDED_KEPT}, the embedded store set aside when this KMA became the cluster's "
+              f"first node: it held key split generation {kept_generation}, superseded by generation "
+              f"{generation}", condition=Condition.SUCCESS, subject=("kma", kma.kma_id),
+              event_class="security")  # fmt: skip
+    return True

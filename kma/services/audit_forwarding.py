@@ -2,25 +2,34 @@
 
 RFC 5424 messages over TLS (RFC 5425), octet-counted (kma/audit/syslog.py). A thread of its own
 reads this KMA's chain from the store after the events are committed, so the audit write path
-never waits for the collector. Its position (the last chain_seq the collector confirmed) is kept
-in the store: after a restart, or when the collector comes back, it goes on from there.
+never waits for the collector. Its position per collector (the last chain_seq that collector is
+known to have read) is kept in the store: after a restart, a broken connection, or a switch to
+another collector and back, it goes on from there.
 
-Syslog over TCP has no acknowledgements. A batch counts as delivered once the connection is
-still open at the next look (a collector that stopped closes it); otherwise it is sent again. So
-an event may arrive twice if the collector dies right after reading it, never not at all; the
-copy names its `kma_id` and `chain_seq`, which tell a repeat apart.
+Syslog over TLS has no acknowledgements, and a socket that still looks open proves nothing: a
+collector that stopped reading holds what it was sent in its kernel buffers, and loses it when it
+dies. So each batch travels on a connection of its own, which the KMA then ends (TLS
+close_notify) and waits for the collector to close in turn. A collector closes a connection only
+after reading to its end, so its close, with every byte acknowledged by its TCP, is the
+acknowledgement: only then does the position move. Anything else (a reset, a
+timeout, bytes its TCP never acknowledged) sends the batch again from the last known position.
+An event may therefore arrive twice (the copy names its `kma_id` and `chain_seq`, which tell a
+repeat apart), never not at all.
 
-The cluster's setting is made by a Security Officer through the API; `[audit_forwarding]` in a
-KMA's kma.toml (address, ca_file) sends that KMA's events elsewhere instead.
+The cluster's setting is made by a Security Officer through the API, and every KMA of the cluster
+follows it within a second; `[audit_forwarding]` in a KMA's kma.toml (address, ca_file) sends that
+KMA's events elsewhere instead.
 """
 
 from __future__ import annotations
 
 import logging
-import select
 import socket
 import ssl
+import struct
+import sys
 import threading
+import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -37,10 +46,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-BATCH = 500  # events per send
+BATCH = 500  # events per connection
 POLL = 0.2  # seconds between looks for new events when idle
+SETTING_CHECK = 1.0  # seconds between looks at the cluster's setting (changed through any KMA)
 MAX_BACKOFF = 10.0
 CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 30.0  # how long a collector may take to read a batch and close its end
 
 
 @dataclass(frozen=True)
@@ -59,8 +70,8 @@ class Destination:
 class ForwardingStatus:
     address: str | None
     source: str | None
-    connected: bool
-    sent_seq: int  # the last event of this KMA's chain the collector confirmed
+    connected: bool  # the collector took the last batch sent to it
+    sent_seq: int  # the last event of this KMA's chain the collector is known to have read
     lag_events: int
     lag_seconds: float
     last_error: str | None
@@ -111,8 +122,8 @@ def destination(kma: Appliance) -> Destination | None:
 
 
 _UPSERT_POSITION = (
-    "ON CONFLICT(kma_id) DO UPDATE SET destination = excluded.destination, "
-    "chain_seq = excluded.chain_seq, updated_at = excluded.updated_at"
+    "ON CONFLICT(kma_id, destination) DO UPDATE SET chain_seq = excluded.chain_seq, "
+    "updated_at = excluded.updated_at"
 )
 
 
@@ -134,11 +145,12 @@ def get_setting(kma: Appliance) -> dict[str, Any]:
 
 
 def set_setting(kma: Appliance, actor: Actor, address: str, ca_pem: str, enabled: bool) -> dict[str, Any]:
-    """The cluster's collector. This KMA starts from the head of its chain as it is before this
-    change's own event, so the change is the first event the collector gets."""
+    """The cluster's collector, followed by every KMA. A collector new to a KMA gets that KMA's
+    events from the head of its chain as it is before this change's own event (so the change is the
+    first event it gets from this KMA); one it sent to before resumes from its own position."""
     check_address(address)
     check_ca(ca_pem)
-    now, me = kma.clock.now(), kma.kma_id
+    now = kma.clock.now()
     setting = Stmt(
         "INSERT INTO audit_forwarding (id, address, ca_pem, enabled, updated_at) VALUES (1, ?, ?, ?, ?) "
         "ON CONFLICT(id) DO UPDATE SET address = excluded.address, ca_pem = excluded.ca_pem, "
@@ -147,10 +159,9 @@ def set_setting(kma: Appliance, actor: Actor, address: str, ca_pem: str, enabled
     )
     start = Stmt(
         "INSERT INTO audit_forwarding_positions (kma_id, destination, chain_seq, updated_at) "
-        "SELECT ?, ?, coalesce((SELECT chain_seq FROM audit_heads WHERE kma_id = ?), 0), ? "
-        "WHERE NOT EXISTS (SELECT 1 FROM audit_forwarding_positions WHERE kma_id = ? AND destination = ?) "
-        f"{_UPSERT_POSITION}",
-        (me, address, me, now, me, address),
+        "SELECT kma_id, ?, chain_seq, ? FROM audit_heads WHERE true "
+        "ON CONFLICT(kma_id, destination) DO NOTHING",
+        (address, now),
     )
     said = f"audit forwarding to {address}" if enabled else "audit forwarding turned off"
     kma.commit(actor, "audit.forwarding", [setting, start], said, ("cluster", "audit_forwarding"))
@@ -166,10 +177,11 @@ class AuditForwarder:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
-        self._sock: ssl.SSLSocket | None = None
         self._dest: Destination | None = None
-        self._sent: int | None = None  # sent, not yet confirmed
+        self._in_flight: ssl.SSLSocket | None = None  # the batch's connection, while it waits
+        self._setting_checked = 0.0
         self._confirmed = 0
+        self._connected = False
         self._last_error: str | None = None
 
     # --- control ---------------------------------------------------------------------------
@@ -181,9 +193,14 @@ class AuditForwarder:
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
+        sock = self._in_flight
+        if sock is not None:  # a hung collector does not hold up the KMA's stop: end the wait now
+            try:
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
         if self._thread is not None:
             self._thread.join(timeout=10)
-        self._close()
 
     def reload(self) -> None:
         self._wake.set()
@@ -202,7 +219,7 @@ class AuditForwarder:
             (kma_id, kma_id, sent),
         )
         age = max(0.0, float(self.kma.clock.now() - oldest)) if oldest is not None else 0.0
-        return ForwardingStatus(dest.address, dest.source, self._sock is not None, sent, max(0, head - sent),
+        return ForwardingStatus(dest.address, dest.source, self._connected, sent, max(0, head - sent),
                                 age, self._last_error)  # fmt: skip
 
     # --- the thread ------------------------------------------------------------------------
@@ -210,115 +227,117 @@ class AuditForwarder:
         backoff = 0.5
         while not self._stop.is_set():
             try:
-                if self._wake.is_set() or self._dest is None:
+                if self._wake.is_set() or time.monotonic() - self._setting_checked >= SETTING_CHECK:
                     self._wake.clear()
+                    self._setting_checked = time.monotonic()
                     self._switch(destination(self.kma))
                 if self._dest is None:
-                    self._wake.wait(5.0)
+                    self._wake.wait(SETTING_CHECK)
                     continue
-                self._confirm()
-                if not self._send_next():
+                if not self._deliver_next(self._dest):
                     self._wake.wait(POLL)
                 backoff = 0.5
             except (OSError, ssl.SSLError, ValidationFailed) as exc:
+                self._connected = False
                 self._last_error = str(exc) or type(exc).__name__
                 log.warning("audit forwarding to %s: %s", self._dest and self._dest.address, self._last_error)
-                self._close()
                 self._wake.wait(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF)
             except Exception:
+                self._connected = False
                 log.exception("audit forwarding failed")
-                self._close()
                 self._wake.wait(MAX_BACKOFF)
 
     def _switch(self, dest: Destination | None) -> None:
         if dest == self._dest:
             return
-        self._close()
-        self._dest = dest
-        if dest is None:
-            return
-        row = self.kma.store.query_one(
-            "SELECT destination, chain_seq FROM audit_forwarding_positions WHERE kma_id = ?",
-            (self.kma.kma_id,),
-        )
-        if row is not None and row["destination"] == dest.address:
-            self._confirmed = int(row["chain_seq"])
-        else:  # a new collector gets this KMA's events from now on
-            self._save(_head(self.kma))
+        self._connected, self._last_error = False, None
+        if dest is not None:
+            seq = self.kma.store.scalar(
+                "SELECT chain_seq FROM audit_forwarding_positions WHERE kma_id = ? AND destination = ?",
+                (self.kma.kma_id, dest.address),
+            )
+            if seq is not None:  # a collector this KMA sent to before: on from where it was
+                self._confirmed = int(seq)
+            else:  # one it never sent to (e.g. its own kma.toml's) gets its events from now on
+                self._save(dest, _head(self.kma))
+        self._dest = dest  # last: the status never shows one collector with another's position
 
-    def _send_next(self) -> bool:
-        assert self._dest is not None
-        after = self._sent if self._sent is not None else self._confirmed
+    def _deliver_next(self, dest: Destination) -> bool:
+        """Send the next batch on a connection of its own; the position moves only once the
+        collector is known to have read it (`_read_by_collector`)."""
         rows = self.kma.store.query(
             "SELECT * FROM audit_events WHERE kma_id = ? AND chain_seq > ? ORDER BY chain_seq LIMIT ?",
-            (self.kma.kma_id, after, BATCH),
+            (self.kma.kma_id, self._confirmed, BATCH),
         )
         if not rows:
             return False
-        sock = self._connection(self._dest)
-        sock.sendall(b"".join(syslog.frame(syslog.message(dict(r))) for r in rows))
-        self._sent = int(rows[-1]["chain_seq"])
+        sock = self._in_flight = _connect(dest)
+        try:
+            sock.sendall(b"".join(syslog.frame(syslog.message(dict(r))) for r in rows))
+            _read_by_collector(sock)
+        finally:
+            self._in_flight = None
+            sock.close()
+        self._save(dest, int(rows[-1]["chain_seq"]))
+        self._connected = True
         return True
 
-    def _confirm(self) -> None:
-        """What was sent counts as delivered if the connection is still open now."""
-        if self._sent is None:
-            return
-        if self._sock is None or not _open(self._sock):
-            self._close()  # send it again from the last confirmed event
-            raise ConnectionError("the collector closed the connection")
-        self._save(self._sent)
-        self._sent = None
-
-    def _save(self, seq: int) -> None:
-        assert self._dest is not None
+    def _save(self, dest: Destination, seq: int) -> None:
         self.kma.store.write(Batch([Stmt(
             "INSERT INTO audit_forwarding_positions (kma_id, destination, chain_seq, updated_at) "
             f"VALUES (?, ?, ?, ?) {_UPSERT_POSITION}",
-            (self.kma.kma_id, self._dest.address, seq, self.kma.clock.now()),
+            (self.kma.kma_id, dest.address, seq, self.kma.clock.now()),
         )]))  # fmt: skip
         self._confirmed = seq
         self._last_error = None
 
-    def _connection(self, dest: Destination) -> ssl.SSLSocket:
-        if self._sock is not None:
-            return self._sock
-        host, port = dest.host_port
-        context = ssl.create_default_context(cadata=dest.ca_pem)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        raw = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT)
-        try:
-            self._sock = context.wrap_socket(raw, server_hostname=host)
-        except BaseException:
-            raw.close()
-            raise
-        return self._sock
 
-    def _close(self) -> None:
-        self._sent = None
-        if self._sock is not None:
-            try:
-                self._sock.close()
-            except OSError:
-                pass
-            self._sock = None
-
-
-def _open(sock: ssl.SSLSocket) -> bool:
-    """A collector never writes to us: a readable socket means it closed (or broke) the connection."""
-    readable, _, _ = select.select([sock], [], [], 0)
-    if not readable:
-        return True
+def _connect(dest: Destination) -> ssl.SSLSocket:
+    host, port = dest.host_port
+    context = ssl.create_default_context(cadata=dest.ca_pem)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    raw = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT)
     try:
-        sock.setblocking(False)
-        return bool(sock.recv(1))
-    except (ssl.SSLWantReadError, BlockingIOError):
-        return True
-    except (OSError, ssl.SSLError):
-        return False
-    finally:
-        sock.settimeout(CONNECT_TIMEOUT)
+        return context.wrap_socket(raw, server_hostname=host)
+    except BaseException:
+        raw.close()
+        raise
+
+
+def _read_by_collector(sock: ssl.SSLSocket) -> None:
+    """Close our end and wait for the collector to close its own; raises ConnectionError unless
+    it did so having read everything.
+
+    A collector closes a connection the sender closed once it has read to the end; had it closed
+    with bytes unread, or before they came, its TCP would have reset the connection instead of
+    acknowledging them. So: our close_notify and FIN, then the collector's close (its
+    close_notify, or its FIN alone), then nothing of ours left unacknowledged."""
+    sock.settimeout(READ_TIMEOUT)
+    try:
+        raw = sock.unwrap()  # sends close_notify; returns on the collector's own close_notify
+    except ssl.SSLEOFError:
+        raw = None  # the collector closed its TCP end without a close_notify: closed all the same
+    except ssl.SSLError as exc:
+        raise ConnectionError(f"the collector broke the connection: {exc}") from None
+    if raw is not None:
+        raw.shutdown(socket.SHUT_WR)
+        while raw.recv(4096):
+            pass
+    if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) or _unacknowledged(sock) > 0:
+        raise ConnectionError("the collector closed the connection before reading every event")
+
+
+def _unacknowledged(sock: socket.socket) -> int:
+    """Bytes sent on `sock` that the peer's TCP has not acknowledged (Linux's SIOCOUTQ; a reset,
+    which empties it, shows in SO_ERROR). Other systems (a manager's local KMA) have no such
+    count: there the collector's close after ours, without a reset, is the whole check."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    import fcntl
+    import termios
+
+    return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0])
 
 
 _FORWARDERS: WeakKeyDictionary[Appliance, AuditForwarder] = WeakKeyDictionary()

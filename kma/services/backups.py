@@ -6,8 +6,10 @@ encrypts the copy into DIR/backups. Its row in `backups` is what later says whic
 holds: every key marked at or before the backup's `created_at`.
 
 The core security backup must exist before the first database backup (nothing could open it
-otherwise) and is out of date once the key split changes: it still opens every backup, but only
-with the passphrases of the split in force when it was taken.
+otherwise). A key split change supersedes it: the change makes a new backup key (`backup_keys`)
+that only core security backups taken since carry, so a database backup taken after the change
+needs a core security backup taken after it too (and is refused until one exists). The old one
+still opens the backups taken before the change, with the old split's passphrases.
 """
 
 from __future__ import annotations
@@ -18,8 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.backup.fileformat import DATABASE_SUFFIX, core_security_backup, write_database_backup
-from kma.crypto import fingerprint
+from kma.backup.fileformat import (
+    DATABASE_SUFFIX,
+    FIRST_GENERATION,
+    core_security_backup,
+    open_backup_key,
+    write_database_backup,
+)
+from kma.crypto import WrappingKey, fingerprint
 from kma.domain.actor import Actor
 from kma.domain.lifecycle import BACKUP_HOLDS_DESTROYED_KEY, HELD_OR_REPLICATED
 from kma.errors import Conflict, NotFound
@@ -62,9 +70,25 @@ def core_status(kma: Appliance) -> dict[str, Any]:
         "created_at": row["created_at"],
         "created_by": row["created_by"],
         "message": "The core security backup is of the key split in force." if current else
-                   "The key split changed after the last core security backup: it opens backups only with "
-                   "the old key split's passphrases. A Security Officer should take a new one.",
+                   f"The last core security backup is superseded: the key split changed after it was taken "
+                   f"(generation {row['split_generation']}, now {row['current']}). It still opens the "
+                   "database backups taken before the change, with the old key split's passphrases, but none "
+                   "taken after it. A Security Officer must take a new one; database backups wait for it.",
     }  # fmt: skip
+
+
+def backup_keys(kma: Appliance) -> dict[int, bytes]:
+    """Every key split change's backup key, wrapped under the master key, by generation."""
+    return {int(r["generation"]): bytes(r["key_wrapped"])
+            for r in kma.store.query("SELECT generation, key_wrapped FROM backup_keys")}  # fmt: skip
+
+
+def current_backup_key(kma: Appliance) -> tuple[WrappingKey, int]:
+    """The backup key new database backups are encrypted under, and its generation: the newest
+    key split change's (any unlocked KMA of the cluster opens it: it is under the master key)."""
+    keys = backup_keys(kma)
+    generation = max(keys, default=FIRST_GENERATION)
+    return open_backup_key(kma.vault.master(), generation, keys.get(generation)), generation
 
 
 def take_core_security_backup(kma: Appliance, actor: Actor) -> bytes:
@@ -77,11 +101,13 @@ def take_core_security_backup(kma: Appliance, actor: Actor) -> bytes:
         shares = conn.execute(
             "SELECT name, share_sealed FROM key_split_members WHERE generation = ?", (cluster[1],)
         ).fetchall()
+        keys = conn.execute("SELECT generation, key_wrapped FROM backup_keys WHERE generation <= ?",
+                            (cluster[1],)).fetchall()  # fmt: skip
     now = kma.clock.now()
     data = core_security_backup(
         cluster=cluster_identity(kma), kma_id=kma.kma_id, created_at=now, threshold=cluster[0],
         generation=cluster[1], sealed_shares={r[0]: r[1] for r in shares},
-        master_wrapped_by_root=cluster[2], master=master,
+        master_wrapped_by_root=cluster[2], backup_keys={int(r[0]): bytes(r[1]) for r in keys}, master=master,
     )  # fmt: skip
     kma.commit(actor, "backup.core", [Stmt(
         "INSERT INTO core_security_backups (id, created_at, created_by, split_generation) "
@@ -113,10 +139,15 @@ def get_backup(kma: Appliance, backup_id: str) -> dict[str, Any]:
 
 def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> dict[str, Any]:
     """Take a database backup into DIR/backups; returns its row."""
-    master = kma.vault.master()
-    if not core_status(kma)["exists"]:
+    key, key_generation = current_backup_key(kma)
+    core = core_status(kma)
+    if not core["exists"]:
         raise Conflict("Take the core security backup first (a Security Officer): without it no database "
                        "backup could ever be opened.")  # fmt: skip
+    if not core["up_to_date"]:
+        raise Conflict("The key split changed since the last core security backup, which cannot open a "
+                       "database backup taken now: a Security Officer must take a new core security backup "
+                       "first.")  # fmt: skip
     backup_id = secrets.token_hex(8).upper()
     started = kma.clock.now()
     mark_keys(kma, started)
@@ -135,7 +166,7 @@ def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> dict
             "schema_version": schema_version,
             "counts": counts,
         }
-        _, sha256 = write_database_backup(plain, out, manifest, master)
+        _, sha256 = write_database_backup(plain, out, manifest, key, key_generation)
     except BaseException:
         out.unlink(missing_ok=True)
         raise

@@ -16,6 +16,8 @@
   credentials, `-join-as`) is read only when rqlited starts, so admitting a KMA would need every
   voter restarted, and the same file then guards the HTTP API. A new cluster CA after a removal
   would close it (a later step).
+- The first node's `kma.db.before-cluster` is removed once the key split has changed
+  (kma/cluster/convert.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from kma.audit.record import Condition
+from kma.cluster.convert import retire_embedded_copy
 from kma.errors import KmaError
 
 if TYPE_CHECKING:
@@ -105,6 +108,7 @@ class ClusterWatch:
         while not self._stop.wait(CHECK_S):
             try:
                 follow_lock(self.kma)
+                retire_embedded_copy(self.kma)
                 _, self._unknown = reap(self.kma, self._unknown)
             except KmaError as exc:  # the local node is unavailable for a moment
                 log.debug("cluster watch: %s", exc.message)

@@ -82,7 +82,7 @@ def extra_gauges(kma: Appliance) -> list[GaugeMetricFamily]:
                           "syslog collector", value=lag.lag_events),
         GaugeMetricFamily("kma_audit_forwarding_lag_seconds", "Age of the oldest audit event not yet sent",
                           value=lag.lag_seconds),
-        GaugeMetricFamily("kma_audit_forwarding_connected", "1 while the syslog collector is connected",
+        GaugeMetricFamily("kma_audit_forwarding_connected", "1 while the syslog collector takes what is sent",
                           value=int(lag.connected)),
     ]  # fmt: skip
 

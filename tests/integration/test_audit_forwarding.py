@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from kms_client import Forbidden, ValidationFailed
 from tests.integration.test_metrics import samples, scrape, value
+from tests.support.cluster import add_node, first_node
 from tests.support.kma_process import RunningKma
 from tests.support.syslog_collector import SyslogCollector
 
@@ -89,3 +91,88 @@ def test_only_a_security_officer_sets_forwarding_and_bad_settings_are_refused(
     with pytest.raises(ValidationFailed, match="PEM"):
         so.set_audit_forwarding(collector.address, "not a certificate")
     assert so.audit_forwarding().address is None
+
+
+def test_a_collector_that_hangs_then_dies_loses_nothing_and_the_lag_says_so(
+    fresh_kma: RunningKma, collector: SyslogCollector
+) -> None:
+    # Given forwarding that has caught up
+    so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
+    so.set_audit_forwarding(collector.address, collector.ca_pem)
+    so.create_site("hang-before", "Before the hang")
+    eventually(lambda: any(b"hang-before" in m for m in collector.received()), "the first events arrive")
+    eventually(lambda: auditor.audit_forwarding().this_kma.lag_events == 0, "the KMA has sent everything")
+
+    # When the collector stops reading while events are committed, holding what it was sent unread
+    collector.pause()
+    for n in range(20):
+        so.create_site(f"hang-{n}", "While the collector hangs")
+    eventually(lambda: collector.unread() > 0, "the KMA sends into the hung collector")
+    time.sleep(3)  # the collector stays hung a while (the scenario, not a wait for the KMA)
+    # ... and is then killed with all of it unread
+    collector.die()
+
+    # Then the KMA does not count those events as delivered
+    assert auditor.audit_forwarding().this_kma.lag_events >= 20
+    eventually(lambda: not auditor.audit_forwarding().this_kma.connected, "the KMA shows it disconnected")
+    # and once a collector is back on that address, every event reaches it, at least once
+    collector.start()
+    so.create_site("hang-after", "After the collector came back")
+    eventually(lambda: any(b"hang-after" in m for m in collector.received()), "the later events arrive")
+    eventually(lambda: auditor.audit_forwarding().this_kma.lag_events <= 1, "the KMA catches up")
+    got = set(seqs(collector.received()))
+    assert got >= set(range(min(got), max(got) + 1)), "no event of the chain is missing"
+    text = b"\n".join(collector.received())
+    assert all(f"hang-{n}".encode() in text for n in range(20))
+
+
+def test_switching_collectors_and_back_resumes_each_from_its_own_position(fresh_kma: RunningKma) -> None:
+    a, b = SyslogCollector(), SyslogCollector()
+    a.start()
+    b.start()
+    try:
+        so = fresh_kma.client("so")
+        so.set_audit_forwarding(a.address, a.ca_pem)
+        so.create_site("to-a", "Sent to A")
+        eventually(lambda: any(b"to-a" in m for m in a.received()), "A gets its events")
+        # When the collector is switched to B, events are committed, and it is switched back to A
+        so.set_audit_forwarding(b.address, b.ca_pem)
+        so.create_site("to-b", "Sent to B")
+        eventually(lambda: any(b"to-b" in m for m in b.received()), "B gets its events")
+        so.set_audit_forwarding(a.address, a.ca_pem)
+        so.create_site("back-to-a", "Sent to A again")
+        eventually(lambda: any(b"back-to-a" in m for m in a.received()), "A gets the later events")
+        # Then A has every event of the chain from its first on, those sent to B meanwhile included
+        got = set(seqs(a.received()))
+        assert got >= set(range(min(got), max(got) + 1)), "A misses the events of its time away"
+        assert any(b"to-b" in m for m in a.received())
+    finally:
+        a.close()
+        b.close()
+
+
+def test_every_kma_of_a_cluster_follows_a_setting_changed_through_one(tmp_path: Path) -> None:
+    a, b = SyslogCollector(), SyslogCollector()
+    a.start()
+    b.start()
+    first, ca = first_node(tmp_path / "a")
+    second = add_node(first, ca, tmp_path, "kma-dal-2")
+    try:
+        second.start()
+        from_second = lambda m: b" kma-dal-2 kma - " in m  # noqa: E731  a header naming the KMA
+        # Given forwarding to A, set through the first KMA: the second KMA's events reach A too
+        first.client("so").set_audit_forwarding(a.address, a.ca_pem)
+        second.client("auditor")  # a sign-in on the second KMA: an event of its own chain
+        eventually(lambda: any(from_second(m) for m in a.received()), "the second KMA's events reach A")
+        # When the setting is changed to B, again through the first KMA
+        first.client("so").set_audit_forwarding(b.address, b.ca_pem)
+        second.client("auditor")
+        # Then the second KMA sends its events to B, and says so
+        eventually(lambda: any(from_second(m) for m in b.received()), "the second KMA's events reach B")
+        auditor = second.client("auditor")
+        eventually(lambda: auditor.audit_forwarding().this_kma.address == b.address, "the second KMA shows B")
+    finally:
+        second.stop()
+        first.stop()
+        a.close()
+        b.close()

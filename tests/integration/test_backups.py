@@ -165,6 +165,14 @@ def refused(tmp: Path, core: Path, database: Path, members: list[dict[str, str]]
     return str(done.stderr)
 
 
+def restores(tmp: Path, core: Path, database: Path, members: list[dict[str, str]]) -> None:
+    """A restore that must succeed, into a new data dir under `tmp`."""
+    tmp.mkdir(parents=True)
+    done = run_kma("init", "--data-dir", str(tmp / "kma"), "--answers",
+                   str(answers(tmp, core, database, members)), check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
 def changed(path: Path, at: int, tmp: Path) -> Path:
     data = bytearray(path.read_bytes())
     data[at] ^= 0x01
@@ -334,28 +342,41 @@ def test_scheduled_backups_keep_the_newest_and_a_failure_is_an_error_event(
     assert "does not exist" in (backup.backup_schedule().last_error or "")
 
 
-def test_after_a_key_split_change_the_core_security_backup_is_out_of_date_yet_opens_new_backups(
+def test_a_key_split_change_supersedes_the_core_security_backup_for_every_later_database_backup(
     fresh_kma: RunningKma, tmp_path: Path
 ) -> None:
-    from tests.integration.test_key_split_change import NAMES, enrol_all
+    from tests.integration.test_key_split_change import NAMES, NEW, enrol_all
     from tests.integration.test_quorum import creds
 
-    # Given the demo's core security backup, taken with the split alice..erin (3 of 5)
+    # Given the demo's core security backup, taken with the split alice..erin (3 of 5), and a
+    # database backup taken before the change
     old_core = fresh_kma.data_dir / "demo-core-security-backup.kmacore"
     old_quorum = quorum(fresh_kma)
+    before = tmp_path / "before-change.kmabackup"
+    cli(fresh_kma, "backup", "backup", "create", "--out", str(before))
     # When the key split changes
     so = fresh_kma.client("so")
     change = so.change_key_split(2, NAMES, credentials=creds(fresh_kma, "carol", "dave", "erin"))
     assert enrol_all(fresh_kma, change).state == "executed"
-    # Then the API and the dashboard say the core security backup is out of date
+    # Then the API, `kma backup list` and the dashboard say the core security backup is superseded
     status = fresh_kma.client("backup").core_security_backup_status()
-    assert status.exists and not status.up_to_date and "key split changed" in status.message
-    assert any("key split changed" in w for w in fresh_kma.client("so").dashboard().warnings)
-    # ... and a database backup made now still opens with it and the old split's passphrases
-    database = tmp_path / "after-change.kmabackup"
-    made = cli(fresh_kma, "backup", "backup", "create", "--out", str(database))
-    assert "key split changed" in made.stderr  # kma backup create warns
-    target = tmp_path / "restored"
-    done = run_kma("init", "--data-dir", str(target), "--answers",
-                   str(answers(tmp_path, old_core, database, old_quorum)), check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    assert status.exists and not status.up_to_date and "superseded" in status.message
+    assert "superseded" in cli(fresh_kma, "backup", "backup", "list").stdout
+    assert any("superseded" in w for w in fresh_kma.client("so").dashboard().warnings)
+    # ... and no database backup is taken until a new core security backup exists
+    refusal = cli(fresh_kma, "backup", "backup", "create", "--out", str(tmp_path / "x"), check=False)
+    assert refusal.returncode != 0 and "new core security backup" in refusal.stderr
+    new_core = tmp_path / "new.kmacore"
+    cli(fresh_kma, "so", "backup", "core", "--out", str(new_core))
+    after = tmp_path / "after-change.kmabackup"
+    cli(fresh_kma, "backup", "backup", "create", "--out", str(after))
+    new_quorum = [{"name": name, "passphrase": passphrase} for name, passphrase in NEW[1:]]
+
+    # The old core security backup and the old members' passphrases open nothing taken after it
+    reason = refused(tmp_path / "old-core", old_core, after, old_quorum)
+    assert "taken after a key split change" in reason and "does not open it" in reason
+    # ... only what was taken before it
+    restores(tmp_path / "old", old_core, before, old_quorum)
+    # The new one, with the new members' passphrases, opens both
+    restores(tmp_path / "new-after", new_core, after, new_quorum)
+    restores(tmp_path / "new-before", new_core, before, new_quorum)

@@ -1,14 +1,20 @@
 """A syslog collector for tests: RFC 5425 (TLS), octet-counted frames (RFC 6587), on loopback.
 
-It has its own CA, not the cluster's, as a SIEM would. It can be stopped and started again on
-the same port, keeping every message it received, to test that a sender resumes.
+It has its own CA, not the cluster's, as a SIEM would. Like rsyslog or syslog-ng it closes a
+connection once the sender has closed it and everything is read. It can be stopped and started
+again on the same port, keeping every message it received, to test that a sender resumes; it can
+stop reading (`pause`), and die with what it has not read (`die`), as a hung collector that is
+then killed.
 """
 
 from __future__ import annotations
 
+import fcntl
 import socket
 import ssl
+import struct
 import tempfile
+import termios
 import threading
 from pathlib import Path
 
@@ -31,6 +37,8 @@ class SyslogCollector:
         self._server: socket.socket | None = None
         self._conns: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
+        self._reading = threading.Event()
+        self._reading.set()
         self.port = 0
 
     @property
@@ -49,6 +57,33 @@ class SyslogCollector:
         self.port = server.getsockname()[1]
         self._server = server
         self._spawn(self._accept, server)
+
+    def pause(self) -> None:
+        """Stop reading: what senders send stays in the kernel's buffers, acknowledged by TCP."""
+        self._reading.clear()
+
+    def unread(self) -> int:
+        """Bytes the kernel holds for the collector that it has not read."""
+        total = 0
+        for conn in list(self._conns):
+            try:
+                total += struct.unpack("i", fcntl.ioctl(conn.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+            except (OSError, ValueError):
+                pass
+        return total
+
+    def die(self) -> None:
+        """Go down at once, as a killed process: every connection is reset, whatever it held unread
+        is lost. `start` brings it back (on the same port, with what it had read)."""
+        for conn in self._conns:
+            try:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            except OSError:
+                pass
+            conn.close()
+        self._conns.clear()
+        self._reading.set()  # the readers find their sockets closed and end
+        self.stop()
 
     def stop(self) -> None:
         """Close the listening socket and every connection, as a collector that goes down."""
@@ -96,11 +131,13 @@ class SyslogCollector:
     def _read(self, conn: socket.socket) -> None:
         buffer = b""
         while True:
+            self._reading.wait()
             try:
                 chunk = conn.recv(65536)
-            except (OSError, ssl.SSLError):
+            except (OSError, ssl.SSLError, ValueError):
                 return
-            if not chunk:
+            if not chunk:  # the sender closed its end and everything is read: close ours
+                conn.close()
                 return
             buffer += chunk
             while b" " in buffer:

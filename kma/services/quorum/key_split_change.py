@@ -13,7 +13,9 @@ chose the passphrases they would hold every new share, a full quorum of one. So:
 3. Execution: once every new member has enrolled *and* M current members have approved. The
    binding (a digest of the threshold, names and the new wrapped master key, wrapped under the
    master key at submission) proves, with the old quorum's master key, that this KMA made the
-   new split for this operation.
+   new split for this operation. The same batch makes a new *backup key* (`backup_keys`, under the
+   master key, so every unlocked KMA of the cluster uses it at once): database backups taken from
+   then on are opened only by a core security backup taken since, never by one of the old split.
 
 Holding new shares under the master key until enrolment gives nothing away: the new root secret
 only protects the master key, which whoever can unwrap these shares already has.
@@ -29,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kma.appliance import Appliance
+from kma.backup.fileformat import backup_key_context
 from kma.bootstrap import check_split_members
 from kma.crypto import CryptoError, WrappingKey, split_secret
 from kma.errors import Conflict
@@ -138,6 +141,7 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
         waiting = ", ".join(n for n in names if n not in sealed)
         raise Conflict(f"Not every new key split member has set their passphrase yet: {waiting}.")
     now, generation = kma.clock.now(), quorum.generation + 1
+    backup_key = quorum.master.wrap(backup_key_context(generation), WrappingKey.generate().raw())
     statements = [
         Stmt(
             "UPDATE cluster SET master_wrapped_by_root = ?, split_threshold = ?, split_generation = ? "
@@ -145,6 +149,10 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
             (bytes.fromhex(wrapped_master), threshold, generation, quorum.generation),
             expect=1,
             refusal="the key split changed meanwhile",
+        ),
+        Stmt(
+            "INSERT INTO backup_keys (generation, key_wrapped, created_at) VALUES (?, ?, ?)",
+            (generation, backup_key, now),
         ),
         Stmt("DELETE FROM key_split_members"),
         lockout.clear("key_split_member"),  # new passphrases: old failures count no more
@@ -164,7 +172,8 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
     ]
     message = (
         f"changed the key split to {threshold} of {len(names)} ({', '.join(names)}); "
-        f"generation {generation}; each new member set their own passphrase; the old shares no longer work"
+        f"generation {generation}; each new member set their own passphrase; the old shares no longer work; "
+        "database backups from now on use a new backup key: take a new core security backup"
     )
     return Outcome(Change("cluster.key_split", statements, message, ("cluster", "key_split")))
 
