@@ -30,6 +30,7 @@ from kma.crypto import (
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
+from kma.domain.strength import check_user_passphrase
 from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import Conflict, ValidationFailed
 from kma.store import Stmt
@@ -181,7 +182,9 @@ def check_settings(a: Answers) -> None:
     _check_address(a.service_address, "The service address")
     check_id(a.officer_id, "The Security Officer's user ID")
     check_text(a.officer_name, "The Security Officer's name", required=True)
-    check_passphrase(a.officer_passphrase, "The Security Officer's passphrase")
+    check_user_passphrase(
+        a.officer_passphrase, a.officer_id, a.officer_name, "The Security Officer's passphrase"
+    )
     check_split_members(a.threshold, [m.name for m in a.members])
     pool = a.key_pool_size
     if not isinstance(pool, int) or isinstance(pool, bool) or not 0 <= pool <= MAX_POOL:

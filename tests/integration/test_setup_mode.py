@@ -209,6 +209,7 @@ def connect_raw(kma: RunningKma) -> httpx.Client:
     (lambda t: t.replace('passphrase = "alice walks the long pier"\n', ""), "leave out passphrases"),
     (lambda t: t.replace('mode = "new_cluster"', 'mode = "clone"'), "cannot set itself up as 'clone'"),
     (lambda t: t.replace("alice walks the long pier", "password1"), "guessable"),
+    (lambda t: t.replace("officer keeps the vault", "password1"), "Officer's passphrase is too guessable"),
     (lambda t: t.replace("threshold = 2", "threshold = 4"), "cannot exceed the number of members"),
 ])  # fmt: skip
 def test_kma_init_refuses_bad_answers_with_the_reason_and_writes_nothing(
