@@ -80,6 +80,11 @@ class Full(Refused):
     by closing an idle one (kma/api/listener.py); the service listener refuses."""
 
 
+class Crowded(Refused):
+    """As many connections from this address are in their handshake as one address may have: the
+    service listener then makes room by closing the oldest of them (kma/kmip/server.py)."""
+
+
 @dataclass(eq=False)  # each ticket is its own: held in sets and dicts by identity
 class Ticket:
     """One admitted connection's place in its listener's counts."""
@@ -87,6 +92,7 @@ class Ticket:
     host: str
     handshaken: bool = False  # its TLS handshake is done
     anonymous: bool = False  # and it showed no client certificate
+    released: bool = False  # no longer counted (a connection closed to make room is counted out at once)
 
 
 class ConnectionGate:
@@ -112,7 +118,7 @@ class ConnectionGate:
 
     def admit(self, host: str) -> Ticket:
         if self._handshaking[host] >= self.per_address:
-            raise Refused(f"connection refused: {self.per_address} unidentified connections from {host} "
+            raise Crowded(f"connection refused: {self.per_address} unidentified connections from {host} "
                           "are open, the limit per address")  # fmt: skip
         if self.open >= self.most:
             raise Full(f"connection refused: {self.open} connections are open, this listener's limit")
@@ -122,6 +128,8 @@ class ConnectionGate:
 
     def handshaken(self, ticket: Ticket, identified: bool) -> None:
         """After the TLS handshake: an agent's connection is no longer counted against its address."""
+        if ticket.released:  # closed to make room meanwhile: it counts no more
+            return
         _forget(self._handshaking, ticket.host)
         ticket.handshaken = True
         if identified:
@@ -137,6 +145,9 @@ class ConnectionGate:
         ticket.anonymous = True
 
     def release(self, ticket: Ticket) -> None:
+        if ticket.released:
+            return
+        ticket.released = True
         self.open -= 1
         if ticket.anonymous:
             self.anonymous -= 1

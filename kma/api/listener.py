@@ -110,7 +110,6 @@ class _Held:
         self.protocol: ManagementProtocol | None = None
         self.handshake: asyncio.Task[None] | None = None
         self._release = release
-        self._released = False
 
     def attach(self, protocol: asyncio.Protocol) -> asyncio.Protocol:
         self.protocol = protocol if isinstance(protocol, ManagementProtocol) else None
@@ -121,10 +120,9 @@ class _Held:
         return self.protocol is not None and self.protocol.answering
 
     def release(self) -> None:
-        """Give its place back, once (a connection that made room is released before it has closed)."""
-        if not self._released:
-            self._released = True
-            self._release(self.ticket)
+        """Give its place back (a connection that made room is released before it has closed;
+        releasing again changes nothing)."""
+        self._release(self.ticket)
 
     def close(self) -> None:
         self.release()

@@ -216,6 +216,11 @@ def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
     kma.stop()
 
 
+@pytest.fixture(scope="module")
+def crowded_agent(crowded: RunningKma, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return enrolled_demo_agent(crowded, tmp_path_factory, AGENT)
+
+
 def test_a_manager_is_served_when_strangers_fill_the_management_port(crowded: RunningKma) -> None:
     """Idle and half-sent connections from five addresses, each at its limit: a manager at a sixth
     address still signs in and is answered; the strangers' oldest connections made room."""
@@ -234,11 +239,11 @@ def test_a_manager_is_served_when_strangers_fill_the_management_port(crowded: Ru
 
 
 def test_enrolled_agents_get_in_past_certificate_less_connections_from_their_own_address(
-    crowded: RunningKma, tmp_path_factory: pytest.TempPathFactory
+    crowded: RunningKma, crowded_agent: Path
 ) -> None:
     """A library controller (or NAT) shares the drives' address: its connections without a client
     certificate fill that address's allowance, and the drives behind it still get in."""
-    agent_dir = enrolled_demo_agent(crowded, tmp_path_factory, AGENT)
+    agent_dir = crowded_agent
     service = address_of(service_address(crowded))
     strangers = [tls(crowded, service, "127.0.0.1") for _ in range(CROWDED["max_per_address"] + 2)]
     try:
@@ -251,3 +256,22 @@ def test_enrolled_agents_get_in_past_certificate_less_connections_from_their_own
                 agent.close()
     finally:
         close_all(strangers)
+
+
+def test_enrolled_agents_get_in_past_silent_handshakes_from_their_own_address(
+    crowded: RunningKma, crowded_agent: Path
+) -> None:
+    """Connections that never start their TLS handshake, from the drives' own address, fill that
+    address's handshakes; the oldest makes room, so a drive still connects."""
+    agent_dir = crowded_agent
+    service = address_of(service_address(crowded))
+    silent = [tcp(service, "127.0.0.1") for _ in range(CROWDED["max_per_address"])]
+    try:
+        agent = kmip(agent_dir)
+        try:
+            assert agent.get(agent.create_and_activate("E26002"))
+        finally:
+            agent.close()
+        assert any("to make room" in m for m in refusals(crowded, "service.refused"))
+    finally:
+        close_all(silent)
