@@ -4,10 +4,16 @@ It makes the cluster CA and this KMA's certificate, a random root secret split M
 the key split members (each share sealed under that member's passphrase), the master key
 (wrapped under the root secret, and under a local unlock key when autonomous unlock is on), the
 first site, this KMA and the initial Security Officer, all recorded in the audit trail.
+
+The KMA is made in a staging folder beside the data directory and moved in only once whole, so
+a set-up that fails (a setting the store refuses, a full disk) leaves the data directory as it
+was and can simply be tried again.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +30,7 @@ from kma.crypto import (
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
+from kma.domain.strength import check_user_passphrase
 from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import Conflict, ValidationFailed
 from kma.store import Stmt
@@ -34,6 +41,7 @@ if TYPE_CHECKING:
 
 MAX_SPLIT_MEMBERS = 10
 DEFAULT_POOL = 1000
+MAX_POOL = 100_000
 
 
 @dataclass(frozen=True)
@@ -129,8 +137,6 @@ def read_answers(text: str) -> Answers:
                     for m in raw_members)  # fmt: skip
     pool = data.get("key_pool_size", DEFAULT_POOL)
     unlock = data.get("autonomous_unlock", True)
-    if not isinstance(pool, int) or isinstance(pool, bool) or not 0 <= pool <= 100_000:
-        raise ValidationFailed("key_pool_size must be a whole number from 0 to 100,000.")
     if not isinstance(unlock, bool):
         raise ValidationFailed("autonomous_unlock must be true or false.")
     answers = Answers(
@@ -147,7 +153,7 @@ def read_answers(text: str) -> Answers:
         threshold=split.get("threshold"),  # type: ignore[arg-type]  # check_answers checks it
         members=members,
         autonomous_unlock=unlock,
-        key_pool_size=pool,
+        key_pool_size=pool,  # check_settings checks it
         time_server=_str(data, "time_server", "the answers file", ""),
         mode=_str(data, "mode", "the answers file", "new_cluster"),
     )
@@ -176,8 +182,13 @@ def check_settings(a: Answers) -> None:
     _check_address(a.service_address, "The service address")
     check_id(a.officer_id, "The Security Officer's user ID")
     check_text(a.officer_name, "The Security Officer's name", required=True)
-    check_passphrase(a.officer_passphrase, "The Security Officer's passphrase")
+    check_user_passphrase(
+        a.officer_passphrase, a.officer_id, a.officer_name, "The Security Officer's passphrase"
+    )
     check_split_members(a.threshold, [m.name for m in a.members])
+    pool = a.key_pool_size
+    if not isinstance(pool, int) or isinstance(pool, bool) or not 0 <= pool <= MAX_POOL:
+        raise ValidationFailed(f"key_pool_size must be a whole number from 0 to {MAX_POOL:,}, not {pool!r}.")
 
 
 def initialise(
@@ -194,8 +205,6 @@ def initialise(
     `refusals`: (address, what) of wrong set-up codes before the KMA existed, for its audit trail.
     Returns the new master key, for a set-up that goes on serving at once.
     """
-    from kma.appliance import Appliance
-    from kma.audit.record import Condition
     from kma.setup.proof import draft_key_split, prove
 
     check_settings(answers)
@@ -208,6 +217,27 @@ def initialise(
     if split.names != tuple(m.name for m in answers.members) or split.threshold != answers.threshold:
         raise ValidationFailed("The answers name other key split members or another threshold than the "
                                "key split that was proven.")  # fmt: skip
+    root = data_dir.root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    staging = DataDir(Path(tempfile.mkdtemp(prefix=f".{root.name}.setting-up-", dir=root.parent)))
+    try:
+        master = _create(staging, answers, clock, split, refusals)
+        data_dir.take_from(staging.root)
+    finally:
+        shutil.rmtree(staging.root, ignore_errors=True)
+    return master
+
+
+def _create(
+    data_dir: DataDir,
+    answers: Answers,
+    clock: Clock | None,
+    split: KeySplitDraft,
+    refusals: Sequence[tuple[str, str]],
+) -> WrappingKey:
+    from kma.appliance import Appliance
+    from kma.audit.record import Condition
+
     root_secret = split.root_secret  # refuses an unproven draft
     data_dir.create()
 

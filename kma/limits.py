@@ -32,7 +32,7 @@ class ListenerLimits:
     management_max_connections: int = 512
     service_max_connections: int = 1024
     kept_for_agents: int = 256  # of the service connections: only for enrolled agents
-    max_per_address: int = 128  # connections from one address not (yet) identified by a certificate
+    max_per_address: int = 128  # from one address: in their handshake; and without a client certificate
     enrollments_at_once: int = 2  # each costs an Argon2id verification and a signature
     refusals_per_second: int = 20  # per listener, of peers without an identity, recorded one by one
     # Addresses of reverse proxies whose X-Forwarded-For is believed; none by default.
@@ -75,21 +75,36 @@ class Refused(Exception):
     """A connection the listener will not hold; the message says why (for the audit trail)."""
 
 
-@dataclass
+class Full(Refused):
+    """The listener holds as many connections as it may: the management listener then makes room
+    by closing an idle one (kma/api/listener.py); the service listener refuses."""
+
+
+class Crowded(Refused):
+    """As many connections from this address are in their handshake as one address may have: the
+    service listener then makes room by closing the oldest of them (kma/kmip/server.py)."""
+
+
+@dataclass(eq=False)  # each ticket is its own: held in sets and dicts by identity
 class Ticket:
     """One admitted connection's place in its listener's counts."""
 
     host: str
-    identified: bool = False  # presented a valid client certificate
-    anonymous: bool = False  # finished its handshake without one
+    handshaken: bool = False  # its TLS handshake is done
+    anonymous: bool = False  # and it showed no client certificate
+    released: bool = False  # no longer counted (a connection closed to make room is counted out at once)
 
 
 class ConnectionGate:
     """Counts one listener's connections and refuses those over its limits.
 
-    Used from its listener's event loop only, so it needs no lock. A new connection counts as
-    unidentified (per address) until its handshake shows a client certificate; one that shows
-    none must then fit in the room not kept for agents.
+    Used from its listener's event loop only, so it needs no lock. Per address, two counts of at
+    most `per_address` each: connections still in their handshake (all of the management
+    listener's, which never asks for a certificate), and connections that finished it without a
+    client certificate. An enrolled agent's connection leaves the first count when its handshake
+    shows its certificate and never enters the second, so certificate-less connections from a
+    drive's own address (a library controller, a NAT) cannot keep the drive out. Those must also
+    fit in the room not kept for agents.
     """
 
     def __init__(self, most: int, per_address: int, kept_for_agents: int = 0) -> None:
@@ -98,37 +113,50 @@ class ConnectionGate:
         self.most_anonymous = most - kept_for_agents
         self.open = 0
         self.anonymous = 0
-        self._unidentified: Counter[str] = Counter()
+        self._handshaking: Counter[str] = Counter()
+        self._anonymous: Counter[str] = Counter()
 
     def admit(self, host: str) -> Ticket:
-        if self.open >= self.most:
-            raise Refused(f"connection refused: {self.open} connections are open, this listener's limit")
-        if self._unidentified[host] >= self.per_address:
-            raise Refused(f"connection refused: {self.per_address} unidentified connections from {host} "
+        if self._handshaking[host] >= self.per_address:
+            raise Crowded(f"connection refused: {self.per_address} unidentified connections from {host} "
                           "are open, the limit per address")  # fmt: skip
+        if self.open >= self.most:
+            raise Full(f"connection refused: {self.open} connections are open, this listener's limit")
         self.open += 1
-        self._unidentified[host] += 1
+        self._handshaking[host] += 1
         return Ticket(host)
 
     def handshaken(self, ticket: Ticket, identified: bool) -> None:
         """After the TLS handshake: an agent's connection is no longer counted against its address."""
+        if ticket.released:  # closed to make room meanwhile: it counts no more
+            return
+        _forget(self._handshaking, ticket.host)
+        ticket.handshaken = True
         if identified:
-            self._forget(ticket.host)
-            ticket.identified = True
             return
         if self.anonymous >= self.most_anonymous:
             raise Refused(f"connection refused: {self.anonymous} connections without a client certificate "
                           "are open; the rest is kept for enrolled agents")  # fmt: skip
+        if self._anonymous[ticket.host] >= self.per_address:
+            raise Refused(f"connection refused: {self.per_address} connections without a client certificate "
+                          f"from {ticket.host} are open, the limit per address")  # fmt: skip
         self.anonymous += 1
+        self._anonymous[ticket.host] += 1
         ticket.anonymous = True
 
     def release(self, ticket: Ticket) -> None:
+        if ticket.released:
+            return
+        ticket.released = True
         self.open -= 1
-        self.anonymous -= ticket.anonymous
-        if not ticket.identified:
-            self._forget(ticket.host)
+        if ticket.anonymous:
+            self.anonymous -= 1
+            _forget(self._anonymous, ticket.host)
+        elif not ticket.handshaken:
+            _forget(self._handshaking, ticket.host)
 
-    def _forget(self, host: str) -> None:
-        self._unidentified[host] -= 1
-        if self._unidentified[host] <= 0:
-            del self._unidentified[host]
+
+def _forget(counts: Counter[str], host: str) -> None:
+    counts[host] -= 1
+    if counts[host] <= 0:
+        del counts[host]

@@ -9,10 +9,13 @@ than its share and takes at most 1/share as long (the backup budget allows for t
 from __future__ import annotations
 
 import os
+import stat
 import time
 from pathlib import Path
 
 BACKUP_SHARE = 0.5  # of a core and of the disk, while a backup runs
+# A backup folder may be writable by others: a name there is never followed to another file.
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX; on Windows a planted link needs admin rights
 
 
 class Pace:
@@ -41,9 +44,12 @@ def settle(fd: int, start: int, end: int) -> None:
 
 
 def copy_gradually(source: Path, target: Path) -> None:
-    """Copy a large file (a backup into the schedule's folder), settled and paced as it goes."""
+    """Copy a large file (a backup into the schedule's folder), settled and paced as it goes, into
+    a new file of this account's only: anything already at `target` (a link someone planted)
+    raises FileExistsError and is left alone."""
     pace = Pace()
-    with source.open("rb") as src, target.open("wb") as dst:
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW | getattr(os, "O_BINARY", 0), 0o600)
+    with source.open("rb") as src, os.fdopen(fd, "wb") as dst:
         done = 0
         for chunk in iter(lambda: src.read(SYNC_STEP), b""):
             dst.write(chunk)
@@ -57,13 +63,18 @@ def remove_gradually(path: Path) -> None:
     """Remove a large file (a backup) without holding back the KMA's commits for long: freeing a
     gigabyte's blocks at once is one long journal commit (longer on a file system that trims
     freed blocks) that every WAL fsync waits for; shrunk in steps, each wait is short. A missing
-    file is no error."""
+    file is no error. Only a regular file with no other name is shrunk: a link planted in its
+    place (symbolic or hard) loses its name here, and what it points to is left whole."""
     try:
-        fd = os.open(path, os.O_WRONLY)
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | NO_FOLLOW)
     except FileNotFoundError:
         return
+    except OSError:  # a symbolic link (ELOOP), a FIFO without a reader: nothing of ours to shrink
+        path.unlink(missing_ok=True)
+        return
     try:
-        size = os.fstat(fd).st_size
+        found = os.fstat(fd)
+        size = found.st_size if stat.S_ISREG(found.st_mode) and found.st_nlink == 1 else 0
         while size > SHRINK_STEP:
             size -= SHRINK_STEP
             os.ftruncate(fd, size)

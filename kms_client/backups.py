@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from ._http import error_from_response, segment, translated_transport_errors
 from .models import JsonObject, maybe_time, parse_time
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 BACKUP_TIMEOUT = 600.0
+# A new file, then renamed over `dest`: any file already there (or planted as the .part) is replaced
+# whole, never written through.
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
 Progress = Callable[[int, int], None]  # bytes so far, bytes in all (0 when unknown)
 
 
@@ -139,7 +142,7 @@ class BackupMethods:
                     response.read()
                     raise error_from_response(response)
                 total = int(response.headers.get("content-length", 0))
-                with part.open("wb") as sink:
+                with _private_file(part) as sink:
                     for chunk in response.iter_bytes(1 << 20):
                         sink.write(chunk)
                         written += len(chunk)
@@ -166,5 +169,19 @@ class BackupMethods:
         """Take the core security backup (Security Officer) and save it to `dest`; returns its size.
         Keep it offline: with M key split passphrases it opens every database backup."""
         data = self._request("POST", "/core-security-backup").content
-        dest.write_bytes(data)
+        part = dest.with_name(dest.name + ".part")
+        try:
+            with _private_file(part) as sink:
+                sink.write(data)
+            os.replace(part, dest)
+        finally:
+            part.unlink(missing_ok=True)
         return len(data)
+
+
+def _private_file(path: Path) -> BinaryIO:
+    """A new file for a backup, readable by this account only: 0600 on POSIX whatever the umask,
+    like the KMA's own scheduled copies. Windows has no such mode: the file takes the ACL of the
+    folder it is saved in (a user's own folders are private to them by default)."""
+    path.unlink(missing_ok=True)  # a copy cut short before (a link: the link itself goes)
+    return os.fdopen(os.open(path, _NEW_FILE, 0o600), "wb")

@@ -37,10 +37,14 @@ from PySide6.QtWidgets import (
 import kms_client
 from app.context import AppContext
 from app.errors import ErrorKind, describe
+from app.setup import Strength, strength
 from ui.format import words
+from ui.setup_wizard.widgets import StrengthMeter
 from ui.widgets import ErrorLabel, PasswordLineEdit, grow_to_fit
 
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+PASSWORDS = ("password", "new_passphrase")  # kept as typed, spaces included
+LONGER = "Choose a longer one, e.g. a few unrelated words."  # as the set-up wizard says it
 
 
 def _id_problem(spec: Field, value: str) -> str:
@@ -71,7 +75,10 @@ def _length_problem(spec: Field, value: str) -> str:
 
 @dataclass
 class Field:
-    """One input. ``kind``: text, id, multiline, password, bool, int, days, choice, roles."""
+    """One input. ``kind``: text, id, multiline, password, bool, int, days, choice, roles, and
+    new_passphrase: a password a person chooses, with the set-up's strength meter under it and
+    its minimum (the KMA's one rule, kma/domain/strength.py); ``guessable(values)`` gives the
+    words that make it guessable (the user's ID and name)."""
 
     key: str
     label: str
@@ -85,11 +92,12 @@ class Field:
     maximum: int = 100000
     max_length: int = 200
     read_only: bool = False
+    guessable: Callable[[dict[str, Any]], list[str]] | None = None  # new_passphrase only
 
 
 _VALUE_CHECKS: dict[str, Callable[[Field, Any], str]] = {
-    "id": _id_problem, "password": _passphrase_problem, "text": _length_problem,
-    "multiline": _length_problem,
+    "id": _id_problem, "password": _passphrase_problem, "new_passphrase": _passphrase_problem,
+    "text": _length_problem, "multiline": _length_problem,
 }
 
 
@@ -122,6 +130,7 @@ class FormDialog(QDialog):
         self.setMinimumWidth(480)
         self.editors: dict[str, QWidget] = {}
         self.hints: dict[str, ErrorLabel] = {}  # the message under each field
+        self.meters: dict[str, StrengthMeter] = {}  # under each new_passphrase field
         self._touched: set[str] = set()
         self._refusal: tuple[str, str] | None = None  # (field key, the KMA's words) until an edit
         self._noun = noun or (title[4:] if title.startswith("New ") else "")
@@ -178,6 +187,9 @@ class FormDialog(QDialog):
             column.setContentsMargins(0, 0, 0, 0)
             column.setSpacing(2)
             column.addWidget(editor)
+            if spec.kind == "new_passphrase":
+                self.meters[spec.key] = StrengthMeter()
+                column.addWidget(self.meters[spec.key])
             hint = ErrorLabel(f"{spec.label}: problem", f"hint:{spec.key}")
             column.addWidget(hint)
             self.hints[spec.key] = hint
@@ -188,6 +200,7 @@ class FormDialog(QDialog):
     def _make_editor(self, spec: Field) -> QWidget:
         makers = {
             "text": self._line_edit, "id": self._line_edit, "password": self._password,
+            "new_passphrase": self._password,
             "multiline": self._multiline, "bool": self._check, "int": self._spin,
             "days": self._spin, "choice": self._combo, "roles": self._roles,
         }
@@ -296,7 +309,7 @@ class FormDialog(QDialog):
         for spec in self.fields:
             editor = self.editors[spec.key]
             if isinstance(editor, QLineEdit):
-                out[spec.key] = editor.text() if spec.kind == "password" else editor.text().strip()
+                out[spec.key] = editor.text() if spec.kind in PASSWORDS else editor.text().strip()
             elif isinstance(editor, QPlainTextEdit):
                 out[spec.key] = editor.toPlainText().strip()
             elif isinstance(editor, QCheckBox):
@@ -317,9 +330,19 @@ class FormDialog(QDialog):
             return f"{spec.label} is required." if spec.kind != "roles" else "Choose at least one role."
         check = _VALUE_CHECKS.get(spec.kind)
         problem = check(spec, value) if check is not None and value else ""
+        if not problem and value and spec.kind == "new_passphrase":
+            found = self._strength(spec)
+            if not found.enough:
+                said = [f"{spec.label} is {found.words.lower()}.", found.hint, LONGER]
+                problem = " ".join(filter(None, said))
         if not problem and self._refusal is not None and self._refusal[0] == spec.key:
             problem = self._refusal[1]
         return problem
+
+    def _strength(self, spec: Field) -> Strength:
+        values = self.values()
+        words = spec.guessable(values) if spec.guessable is not None else []
+        return strength(values[spec.key], [w for w in words if w])
 
     def problem(self) -> str:
         """Why the form cannot be sent yet ("" when it can)."""
@@ -337,6 +360,8 @@ class FormDialog(QDialog):
         self._validate()
 
     def _validate(self) -> None:
+        for key, meter in self.meters.items():
+            meter.show_strength(self._strength(next(f for f in self.fields if f.key == key)))
         problem = self.problem()
         self.ok.setEnabled(not problem)
         self.ok.setToolTip(problem)

@@ -58,8 +58,15 @@ def _subject(path: str) -> tuple[str, str] | None:
 def _audit_refusal_sync(request: Request, code: str, message: str) -> None:
     text = f"{request.method} {request.url.path[:200]}: {code}: {message}"
     kma: Appliance | None = getattr(request.app.state, "kma", None)
-    if kma is None:  # set-up mode (kma/setup/api.py): no audit trail exists yet
-        log.info("refused in set-up mode, from %s: %s", client_address(request), text)
+    if kma is None:  # set-up mode (kma/setup/api.py): no audit trail yet; the log, at the same rate
+        if code in ("unauthenticated", "locked_out"):
+            return  # a wrong set-up code: the set-up session logs those, a few per address
+        address = client_address(request)
+        record, summary = refusals.ANONYMOUS_REQUESTS.admit(address)
+        if summary is not None:
+            log.info("refused in set-up mode: %s", summary.message)
+        if record:
+            log.info("refused in set-up mode, from %s: %s", address, text)
         return
     event_class = "security" if code in ("unauthenticated", "forbidden") else "api"
     subject = _subject(request.url.path)

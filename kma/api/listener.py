@@ -5,8 +5,15 @@ waits as long as a client likes for a request's first byte, or for the rest of o
 module accepts connections itself: each must fit the listener's limits (kma/limits.py, counted
 per address and in all), finish its handshake in `handshake_timeout` under the KMA's TLS policy
 (kma/tls.py), and send each whole request (headers and body) within `request_timeout` of
-connecting or of its previous response. Refused connections are audited at a bounded rate
-(kma/services/refusals.py). A request that has fully arrived may take as long as it needs.
+connecting or of its previous response. A request that has fully arrived may take as long as it
+needs.
+
+When the listener holds all the connections it may, a new one is not refused: the idlest
+connection makes room for it (one in its handshake, waiting for a request or half-sent, never
+one whose request is being answered), from the address holding the most, oldest first. So
+strangers holding connections open from a few addresses only push out each other, and a manager
+from anywhere gets in and is answered. Refused and closed connections are audited at a bounded
+rate (kma/services/refusals.py).
 """
 
 from __future__ import annotations
@@ -15,14 +22,15 @@ import asyncio
 import logging
 import socket
 import ssl
+import time
+from collections import Counter
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from kma import metrics
-from kma.limits import ConnectionGate, ListenerLimits, Refused
+from kma.limits import ConnectionGate, Full, ListenerLimits, Refused, Ticket
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +60,11 @@ class ManagementProtocol(H11Protocol):
             transport.abort()  # before any request is read: e.g. a removed KMA's certificate
             return
         self._expect_request()
+
+    @property
+    def answering(self) -> bool:
+        """A whole request has arrived and its answer is not complete yet."""
+        return self._request_in()
 
     def handle_events(self) -> None:
         super().handle_events()
@@ -88,6 +101,37 @@ class ManagementProtocol(H11Protocol):
             self._deadline = None
 
 
+class _Held:
+    """One admitted connection: its place in the gate, and how to close it to make room."""
+
+    def __init__(self, ticket: Ticket, release: Callable[[Ticket], None]) -> None:
+        self.ticket = ticket
+        self.opened = time.monotonic()
+        self.protocol: ManagementProtocol | None = None
+        self.handshake: asyncio.Task[None] | None = None
+        self._release = release
+
+    def attach(self, protocol: asyncio.Protocol) -> asyncio.Protocol:
+        self.protocol = protocol if isinstance(protocol, ManagementProtocol) else None
+        return protocol
+
+    @property
+    def answering(self) -> bool:
+        return self.protocol is not None and self.protocol.answering
+
+    def release(self) -> None:
+        """Give its place back (a connection that made room is released before it has closed;
+        releasing again changes nothing)."""
+        self._release(self.ticket)
+
+    def close(self) -> None:
+        self.release()
+        if self.handshake is not None and not self.handshake.done():
+            self.handshake.cancel()
+        elif self.protocol is not None and self.protocol.transport is not None:
+            self.protocol.transport.abort()
+
+
 class ManagementAcceptor:
     """Accepts on the management socket; stands in for asyncio's server in uvicorn's shutdown."""
 
@@ -105,6 +149,7 @@ class ManagementAcceptor:
         self.limits = limits
         self.refused = refused  # (address, why): audits it, off the event loop
         self.gate = ConnectionGate(limits.management_max_connections, limits.max_per_address)
+        self._held: dict[Ticket, _Held] = {}
         self._handshakes: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
 
@@ -122,21 +167,47 @@ class ManagementAcceptor:
                 await asyncio.sleep(0.1)
                 continue
             try:
-                ticket = self.gate.admit(peer[0])
+                held = self._admit(peer[0])
             except Refused as refused:
                 conn.close()
                 self.refused(f"{peer[0]}:{peer[1]}", str(refused))
                 continue
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            task = asyncio.create_task(self._handshake(conn, partial(self.gate.release, ticket)))
+            task = asyncio.create_task(self._handshake(conn, held))
+            held.handshake = task
             self._handshakes.add(task)
             task.add_done_callback(self._handshakes.discard)
 
-    async def _handshake(self, conn: socket.socket, release: Callable[[], None]) -> None:
+    def _admit(self, host: str) -> _Held:
+        try:
+            ticket = self.gate.admit(host)
+        except Full:
+            idlest = self._idlest()
+            if idlest is None:  # every connection is being answered: this one must wait its turn
+                raise
+            idlest.close()
+            self.refused(idlest.ticket.host, f"closed an idle connection from {idlest.ticket.host} to make "
+                         f"room: {self.gate.most} connections were open, this listener's limit")  # fmt: skip
+            ticket = self.gate.admit(host)
+        held = self._held[ticket] = _Held(ticket, self._release)
+        return held
+
+    def _idlest(self) -> _Held | None:
+        """The connection to close for a new one: not being answered, from the address holding the
+        most connections, the oldest of them."""
+        per_host = Counter(h.ticket.host for h in self._held.values())
+        idle = (h for h in self._held.values() if not h.answering)
+        return max(idle, key=lambda h: (per_host[h.ticket.host], -h.opened), default=None)
+
+    def _release(self, ticket: Ticket) -> None:
+        self._held.pop(ticket, None)
+        self.gate.release(ticket)
+
+    async def _handshake(self, conn: socket.socket, held: _Held) -> None:
         loop = asyncio.get_running_loop()
         try:
             await loop.connect_accepted_socket(
-                lambda: self.protocol(release),
+                lambda: held.attach(self.protocol(held.release)),
                 conn,
                 ssl=self.context,
                 ssl_handshake_timeout=self.limits.handshake_timeout,
@@ -145,7 +216,11 @@ class ManagementAcceptor:
             metrics.TLS_REFUSALS.labels("management").inc()
             log.info("a management TLS handshake failed: %s", exc)
             conn.close()
-            release()
+            held.release()
+        except asyncio.CancelledError:  # closed to make room, or the listener is stopping
+            conn.close()
+            held.release()
+            raise
 
     # --- what uvicorn's shutdown calls on each of its servers ---------------------------------
     def close(self) -> None:

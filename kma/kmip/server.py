@@ -8,10 +8,13 @@ connection closed, never buffered. A body that does not decode gets Invalid Mess
 connection stays usable (its framing was sound). Slow or silent peers time out. Whatever one
 connection does, the others keep being served.
 
-Connections are counted (kma/limits.py): at most `service_max_connections`, at most
-`max_per_address` from one address before a certificate identifies them, and connections
-without a client certificate get only the room not kept for enrolled agents and a short idle
-limit. A refused connection is audited within the shared rate limit for unknown peers.
+Connections are counted (kma/limits.py): at most `service_max_connections`; per address at most
+`max_per_address` in their TLS handshake and as many again that finished it without a client
+certificate; those get only the room not kept for enrolled agents and a short idle limit. An
+agent's connection is counted out of its address as soon as its certificate is seen, and when its
+address has as many handshakes under way as it may, the oldest of them is closed to make room:
+silent connections from a tape library's own address cannot keep its drives out. A refused
+connection is audited within the shared rate limit for unknown peers.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from kma.kmip.messages import (
     request_version,
 )
 from kma.kmip.ttlv import TTLVError
-from kma.limits import ConnectionGate, ListenerLimits, Refused, Ticket
+from kma.limits import ConnectionGate, Crowded, ListenerLimits, Refused, Ticket
 from kma.services import kma_certificates, refusals
 from kma.tls import server_context
 
@@ -147,7 +150,7 @@ class ServiceListener:
                 continue
             address = f"{peer[0]}:{peer[1]}"
             try:
-                ticket = self.gate.admit(peer[0])
+                ticket = self._admit(peer[0])
             except Refused as refused:
                 sock.close()
                 self._refuse_later(address, str(refused))
@@ -157,6 +160,23 @@ class ServiceListener:
             self._connections[task] = _Conn(
                 task, ticket, "handshake", self.limits.handshake_timeout + 5, self.limits.agent_idle_timeout
             )
+
+    def _admit(self, host: str) -> Ticket:
+        try:
+            return self.gate.admit(host)
+        except Crowded:
+            handshaking = [
+                c for c in self._connections.values() if c.ticket.host == host and not c.ticket.handshaken
+            ]
+            if not handshaking:
+                raise
+            oldest = min(handshaking, key=lambda c: c.deadline)  # all got the same time to finish
+            oldest.task.cancel()
+            self.gate.release(oldest.ticket)  # now, not once the task has ended
+            why = f"{self.gate.per_address} were, the limit per address"
+            self._refuse_later(host, f"closed the oldest connection from {host} in its TLS handshake to make "
+                               f"room: {why}")  # fmt: skip
+            return self.gate.admit(host)
 
     def _refuse_later(self, address: str, message: str) -> None:
         """Audit a refused connection without holding up the accept loop."""

@@ -4,6 +4,11 @@ Tokens are random and kept only as their SHA-256 in the store, so a stolen datab
 usable session. Failed sign-ins are bounded per user ID and source address, and per user ID
 over all addresses (`kma.services.lockout`): a slot is taken before each passphrase check, so
 parallel guesses cannot slip past the limit.
+
+A wrong passphrase for a user who exists is audited one by one (the lockout bounds how many).
+Sign-ins as users who do not exist (or are disabled), and any try while locked out, are not
+bounded by a lockout: every new user ID is a new count. Those are audited as refusals without a
+session, at the bounded rate (kma/services/refusals.py).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from kma.crypto import hash_passphrase, verify_passphrase
 from kma.domain.actor import Actor
 from kma.domain.roles import parse_roles
 from kma.errors import LockedOut, Unauthenticated
-from kma.services import lockout, users
+from kma.services import lockout, refusals, users
 from kma.store import Stmt
 
 SESSION_SECONDS = 30 * 60
@@ -75,18 +80,15 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
     counters = lockout.for_sign_in(name, address)
     # The slot comes before looking the user up: unknown and known IDs count and answer alike.
     if not lockout.take_slots(kma, counters):
-        kma.audit(
-            who,
-            "auth.sign_in",
-            f"refused: locked out after failed sign-ins (from {address} or from everywhere)",
-            event_class="security",
-            subject=("user", name),
-        )
+        why = f"refused: locked out after failed sign-ins (from {address} or from everywhere)"
+        refusals.audit_anonymous(kma, address, "auth.sign_in", why, "security", ("user", name))
         raise LockedOut(LOCKED, audited=True)
     row = kma.store.query_one("SELECT * FROM users WHERE id = ?", (user_id,))
     if row is None or not row["enabled"]:
         verify_passphrase(passphrase, _DUMMY_HASH)  # same time as a real check
-        _refuse(kma, who, "unknown or disabled user", counters)
+        why = f"refused: unknown or disabled user '{name}'"
+        refusals.audit_anonymous(kma, address, "auth.sign_in", why, "security", ("user", name))
+        raise Unauthenticated(WRONG, audited=True)
     if not verify_passphrase(passphrase, row["passphrase_hash"]):
         _refuse(kma, who, "wrong passphrase", counters)
     token = secrets.token_urlsafe(32)

@@ -6,6 +6,10 @@ The schedule is this KMA's (`backup_schedules`, one row per KMA). A background t
 CHECK_S seconds whether a period has passed since the last attempt; a failed attempt (locked KMA,
 no core security backup, folder gone or full) is an audit event of severity error, and the next
 attempt waits a period, so a broken schedule is reported once per period, not once a minute.
+
+The folder may be writable by others (a share, a backup medium): each copy goes to a new `.part`
+file of this account's only (O_EXCL, O_NOFOLLOW) renamed into place, and an expired copy is
+removed without following a link that took its name (kma/pacing.py).
 """
 
 from __future__ import annotations
@@ -94,6 +98,7 @@ def run_if_due(kma: Appliance) -> str | None:
         made = create_backup(kma, kma.itself, scheduled=True)
         target = Path(schedule["folder"]) / backup_file(kma, made["id"]).name
         part = target.with_name(target.name + ".part")
+        part.unlink(missing_ok=True)  # a copy cut short, or a link planted there: the name only
         copy_gradually(backup_file(kma, made["id"]), part)
         os.replace(part, target)
     except (KmaError, OSError) as exc:

@@ -3,7 +3,8 @@ with its one-time KMA passphrase and receives certificates for key pairs it made
 
 The new machine sends two certificate signing requests (its Raft node key and its listeners'
 key: the private keys never travel). This KMA checks the passphrase against the entry's Argon2id
-hash (a failure slot is taken first, like signing in: `kma.services.lockout`, kind 'kma'), signs
+hash (a failure slot is taken first, per source address and over all, like signing in:
+`kma.services.lockout`, kind 'kma'), signs
 both CSRs with the cluster CA (CN = the KMA ID, whatever the CSR says), and in one guarded batch
 spends the passphrase (only if it is still the hash that was checked: two joins racing with one
 passphrase, one wins), marks the entry joined and locked, revokes the certificates of any earlier
@@ -13,6 +14,11 @@ The answer holds the cluster CA, the cluster's name, the entry, and the Raft add
 members to join. Nothing secret: the master key reaches the new KMA only as stored (wrapped under
 the root secret) through the replicated store, and the new KMA has no unlock key file, so it
 starts locked until a quorum unlocks it.
+
+A wrong passphrase for an entry that awaits its join is audited one by one (the lockout bounds
+how many). A join as a KMA ID with no entry or no passphrase set, and any try while locked out,
+is a stranger's refusal, audited at the bounded rate (kma/services/refusals.py): each new ID is
+a new count, and nothing else bounds them.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from kma.crypto import (
 from kma.domain.actor import Actor
 from kma.domain.validation import ID_PATTERN
 from kma.errors import Conflict, KmaError, LockedOut, Unauthenticated, ValidationFailed
-from kma.services import lockout
+from kma.services import lockout, refusals
 from kma.store import Batch, Stmt
 
 MAX_CSR_BYTES = 16384
@@ -45,17 +51,13 @@ WRONG = (
     "approved this KMA's entry yet."
 )
 _KMA_ID = re.compile(ID_PATTERN)
-LOCKED = "Too many wrong KMA passphrases for this KMA ID; try again in 15 minutes."
+LOCKED = "Too many wrong KMA passphrases for this KMA ID from here; try again in 15 minutes."
 
 
 @cache
 def _decoy_hash() -> str:
     """Checked when there is no real hash, so an unknown or spent entry costs the same time."""
     return hash_passphrase("no KMA passphrase is set for this entry")
-
-
-def _counter(kma_id: str) -> lockout.Counter:
-    return lockout.Counter("kma", kma_id[:64])
 
 
 def own_raft_address(kma: Appliance) -> str:
@@ -100,15 +102,19 @@ def join(
     actor = Actor(kma_id[:64] or "unknown", address, kind="kma")
     subject = ("kma", kma_id[:64])
 
-    def refuse(error: KmaError, reason: str) -> KmaError:
-        kma.audit(actor, "kma.join", f"refused a join as KMA '{kma_id[:64]}': {reason}",
-                  subject=subject, event_class="security")  # fmt: skip
+    def refuse(error: KmaError, reason: str, stranger: bool = False) -> KmaError:
+        message = f"refused a join as KMA '{kma_id[:64]}': {reason}"
+        if stranger:
+            refusals.audit_anonymous(kma, address, "kma.join", message, "security", subject)
+        else:
+            kma.audit(actor, "kma.join", message, subject=subject, event_class="security")
         error.audited = True
         return error
 
-    counter = _counter(kma_id)
-    if not lockout.take_slots(kma, [counter]):
-        raise refuse(LockedOut(LOCKED), "locked out after wrong KMA passphrases")
+    here, everywhere = counters = lockout.for_join(kma_id[:64], address)
+    if not lockout.take_slots(kma, counters):
+        raise refuse(LockedOut(LOCKED), f"locked out after wrong KMA passphrases (from {address} or from "
+                     "everywhere)", stranger=True)  # fmt: skip
     row = None
     if _KMA_ID.fullmatch(kma_id) and len(passphrase) <= 256:
         row = kma.store.query_one(
@@ -120,16 +126,16 @@ def join(
     if not verify_passphrase(passphrase, stored or _decoy_hash()) or stored is None or row is None:
         reason = "no such KMA entry" if row is None else "no KMA passphrase is set" if stored is None else (
             "wrong KMA passphrase")  # fmt: skip
-        raise refuse(Unauthenticated(WRONG), reason)
+        raise refuse(Unauthenticated(WRONG), reason, stranger=row is None or stored is None)
     if kma.clock.now() - int(row["set_at"] or 0) > PASSPHRASE_LIFETIME:
-        kma.store.write(Batch([lockout.give_back(counter)]))  # right, but too old
+        kma.store.write(Batch([lockout.give_back(c) for c in counters]))  # right, but too old
         raise refuse(
             Unauthenticated("This KMA passphrase has expired (they last 7 days); ask for a new one."),
             "the KMA passphrase has expired",
         )
     joining = members(kma, kma_id)
     if not joining:  # a node with an empty join list would start a cluster of its own
-        kma.store.write(Batch([lockout.give_back(counter)]))  # the passphrase was right
+        kma.store.write(Batch([lockout.give_back(c) for c in counters]))  # the passphrase was right
         raise refuse(
             Conflict(
                 f"KMA '{kma.kma_id}' is not a cluster node yet, so there is no Raft cluster to join: make it "
@@ -178,7 +184,8 @@ def join(
                 )
                 for purpose, serial, not_after in issued
             ),
-            lockout.give_back(counter),
+            lockout.forget(here),
+            lockout.give_back(everywhere),
         ],
         f"KMA '{kma_id}' joined from {address}: node certificate {issued[0][1]}, server certificate "
         f"{issued[1][1]}; earlier certificates of this KMA revoked; "

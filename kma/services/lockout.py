@@ -14,6 +14,8 @@ Counters (kind, name, address):
 - ("user", user ID as typed, source address), limit 5: one workstation guessing one user.
 - ("user", user ID as typed, "*"), limit 20: the same user from everywhere, so spreading guesses
   over many addresses stays bounded too.
+- ("kma", KMA ID, source address), limit 5, and ("kma", KMA ID, "*"), limit 20: a KMA passphrase
+  (a join), counted as sign-ins are, so a stranger cannot block a pending join from elsewhere.
 - ("key_split_member", member, "*"), limit 5: a member's passphrase, whoever types it.
 Why per address for users: with one count per user, anyone who can reach the management port
 could lock any Security Officer out by typing five wrong passphrases; per address, the officer's
@@ -46,6 +48,10 @@ class Counter:
 
 def for_sign_in(user_id: str, address: str) -> tuple[Counter, Counter]:
     return Counter("user", user_id, address), Counter("user", user_id, EVERYWHERE, ACCOUNT_FAILURES)
+
+
+def for_join(kma_id: str, address: str) -> tuple[Counter, Counter]:
+    return Counter("kma", kma_id, address), Counter("kma", kma_id, EVERYWHERE, ACCOUNT_FAILURES)
 
 
 def for_member(member: str) -> tuple[Counter]:

@@ -4,7 +4,8 @@ replication lag, audit forwarding).
 
 Reading them needs a metrics token or a signed-in user (any role, like the dashboard). The token
 is for a Prometheus server, which cannot sign in: kma.toml names a file in the data directory
-that holds it, and Prometheus sends it as a bearer token (`authorization: credentials_file`):
+that holds it (this account's only: a file other accounts can read or change is refused), and
+Prometheus sends it as a bearer token (`authorization: credentials_file`):
 
     [metrics]
     token_file = "metrics.token"   # at least 32 characters, e.g. `openssl rand -hex 32`
@@ -13,6 +14,8 @@ that holds it, and Prometheus sends it as a bearer token (`authorization: creden
 from __future__ import annotations
 
 import hmac
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,11 +115,17 @@ class MetricsSettings:
         path = root / name
         try:
             token = path.read_text(encoding="utf-8").strip()
+            mode = path.stat().st_mode
         except (OSError, UnicodeDecodeError) as exc:
             raise ValidationFailed(f"kma.toml [metrics]: cannot read the token file {path}: {exc}.") from None
         if len(token) < MIN_TOKEN:
             raise ValidationFailed(f"kma.toml [metrics]: the token in {path} is shorter than {MIN_TOKEN} "
                                    "characters; make one with `openssl rand -hex 32`.")  # fmt: skip
+        if os.name == "posix" and mode & 0o077:  # the data directory's own check does not reach outside it
+            raise ValidationFailed(
+                f"kma.toml [metrics]: other accounts can read or change the token file {path} "
+                f"({stat.S_IMODE(mode):04o}); make it this account's only: chmod 600 {path}"
+            )
         return cls(token)
 
     def admits(self, presented: str) -> bool:

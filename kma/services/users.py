@@ -14,7 +14,8 @@ from kma.appliance import Appliance
 from kma.crypto import hash_passphrase
 from kma.domain.actor import Actor
 from kma.domain.roles import Role, format_roles, role_words
-from kma.domain.validation import check_id, check_passphrase, check_text
+from kma.domain.strength import check_user_passphrase
+from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound, ValidationFailed
 from kma.services import lockout
 from kma.services.change import Change
@@ -81,7 +82,7 @@ def check_new_user(user_id: str, name: str, roles: Sequence[str], passphrase: st
     check_id(user_id, "The user ID")
     check_text(name, "The name", required=True)
     role_text = check_roles(roles)
-    check_passphrase(passphrase)
+    check_user_passphrase(passphrase, user_id, name)
     return role_text
 
 

@@ -6,6 +6,11 @@ takes its own answers: `Answers`, `RestoreAnswers`, `JoinAnswers`.
 `SetupSession` is one uninitialised KMA waiting in set-up mode: it holds the one-time set-up
 code, checks the network settings on this machine, drafts and proves the key split in memory,
 and finally runs the chosen mode. Nothing is written before that last step.
+
+Wrong set-up codes are counted per source address: after `MAX_WRONG_CODES` an address is locked
+out of set-up for `LOCKOUT_SECONDS`, and the code stays what the console shows, so a stranger
+cannot keep the installer's code from working. The log says each address's wrong codes until it
+is locked out, and once that it is; the audit trail gets one event per address at the end.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import secrets
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,14 +33,26 @@ from kma.bootstrap import Answers, check_settings, check_split_members, initiali
 from kma.cluster_join import JoinAnswers
 from kma.crypto import WrappingKey, fingerprint
 from kma.datadir import DataDir
-from kma.errors import Conflict, Unauthenticated, ValidationFailed
+from kma.errors import Conflict, LockedOut, Unauthenticated, ValidationFailed
 from kma.setup.proof import KeySplitDraft, draft_key_split, prove
 
 log = logging.getLogger(__name__)
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read off a console and typed
 CODE_LENGTH = 12  # 60 bits
-MAX_WRONG_CODES = 5  # then the code is replaced by a new one, shown only on the KMA's console
+MAX_WRONG_CODES = 5  # from one address; then that address is locked out of set-up for a while
+LOCKOUT_SECONDS = 15 * 60
+MOST_ADDRESSES = 1024  # counted one by one; wrong codes from further addresses share one count
+OTHER_ADDRESSES = "other addresses"
+
+
+@dataclass
+class WrongCodes:
+    """Wrong set-up codes from one source address."""
+
+    tries: int = 0  # all of them, for the audit trail
+    failures: int = 0  # towards the lockout; counted afresh after one
+    locked_until: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -146,8 +164,7 @@ class SetupSession:
         self.continue_port = continue_port  # `kma serve --management-port`: normal mode's port too
         self.announce = announce
         self.code = new_code()
-        self.wrong_codes = 0
-        self.refusals: list[tuple[str, str]] = []  # (address, what): audited once the KMA exists
+        self.wrong_codes: dict[str, WrongCodes] = {}  # by source address
         self.draft: KeySplitDraft | None = None
         self.finished = threading.Event()
         self.made: Made | None = None  # once set up: handed to normal mode
@@ -155,24 +172,43 @@ class SetupSession:
         self._lock = threading.Lock()
 
     def check_code(self, code: str, address: str) -> None:
-        """Let the holder of the set-up code in; a wrong code counts, and five replace the code."""
+        """Let the holder of the set-up code in; wrong codes lock out the address they come from."""
         with self._lock:
             if self.finished.is_set():
                 raise Conflict("This KMA has been set up; its set-up code no longer works.")
+            now = time.monotonic()
+            counted = self._counted(address)
+            if counted.locked_until > now:
+                counted.tries += 1
+                raise LockedOut(f"Too many wrong set-up codes: {address} is locked out of set-up; try "
+                                f"again in {LOCKOUT_SECONDS // 60} minutes.")  # fmt: skip
             if hmac.compare_digest(_normalised(code), _normalised(self.code)):
                 return
-            self.wrong_codes += 1
-            self.refusals.append((address, f"a wrong set-up code from {address}"))
-            log.warning("a wrong set-up code from %s (%d so far)", address, self.wrong_codes)
-            left = MAX_WRONG_CODES - self.wrong_codes % MAX_WRONG_CODES
-            if left == MAX_WRONG_CODES:
-                self.code = new_code()
-                self.announce(f"{MAX_WRONG_CODES} wrong set-up codes: the old code no longer works. "
-                              f"New set-up code {self.code}")  # fmt: skip
-                raise Unauthenticated(f"That is not the set-up code. After {MAX_WRONG_CODES} wrong codes the "
-                                      "KMA has replaced it: read the new one on its console.")  # fmt: skip
-            raise Unauthenticated(f"That is not the set-up code shown on the KMA's console ({left} more "
-                                  f"{'try' if left == 1 else 'tries'} before it is replaced).")  # fmt: skip
+            counted.tries += 1
+            counted.failures += 1
+            left = MAX_WRONG_CODES - counted.failures
+            if left > 0:
+                log.warning(
+                    "a wrong set-up code from %s (%d of %d)", address, counted.failures, MAX_WRONG_CODES
+                )
+                raise Unauthenticated(f"That is not the set-up code shown on the KMA's console ({left} more "
+                                      f"{'try' if left == 1 else 'tries'} from this address).")  # fmt: skip
+            counted.failures, counted.locked_until = 0, now + LOCKOUT_SECONDS
+            log.warning("%d wrong set-up codes from %s: locked out of set-up for %d minutes", MAX_WRONG_CODES,
+                        address, LOCKOUT_SECONDS // 60)  # fmt: skip
+            raise LockedOut(f"That is not the set-up code either. After {MAX_WRONG_CODES} wrong codes, "
+                            f"{address} is locked out of set-up for {LOCKOUT_SECONDS // 60} minutes; the "
+                            "code on the KMA's console still works from elsewhere.")  # fmt: skip
+
+    def _counted(self, address: str) -> WrongCodes:
+        if address not in self.wrong_codes and len(self.wrong_codes) >= MOST_ADDRESSES:
+            address = OTHER_ADDRESSES  # memory stays bounded, however many addresses try
+        return self.wrong_codes.setdefault(address, WrongCodes())
+
+    def _refusals(self) -> list[tuple[str, str]]:
+        """(address, what) for the new KMA's audit trail: one per address that sent wrong codes."""
+        return [(address, f"{n.tries} wrong set-up code{'s' if n.tries != 1 else ''} from {address}")
+                for address, n in self.wrong_codes.items() if n.tries]  # fmt: skip
 
     def check_network(self, management_address: str, service_address: str) -> None:
         for address, what in ((management_address, "The management address"),
@@ -201,6 +237,9 @@ class SetupSession:
     def finish(self, answers: Answers) -> None:
         """A new cluster with the proven key split; after this the set-up code is spent."""
         check_mode(answers.mode)
+        if answers.mode != "new_cluster":
+            raise ValidationFailed(f"A finish sets up a new cluster; mode '{answers.mode}' has its own step "
+                                   f"(POST /api/v1/setup/{answers.mode}).")  # fmt: skip
         check_settings(answers)
         self.check_network(answers.management_address, answers.service_address)
         self._run(answers.mode, answers)
@@ -250,7 +289,7 @@ class SetupSession:
         with self._lock:
             if self.finished.is_set():
                 raise Conflict("This KMA has been set up already.")
-            self.made = mode.run(self.data_dir, answers, self.draft, tuple(self.refusals))
+            self.made = mode.run(self.data_dir, answers, self.draft, self._refusals())
             self.finished.set()
         log.info("set-up finished: %s", mode.title)
 

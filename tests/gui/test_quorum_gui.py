@@ -144,6 +144,26 @@ def test_new_user_waits_for_three_quorum_members_and_runs(qtbot, controller, dem
     assert demo_kma.client("so").get_user(user_id).roles == ("auditor",)
 
 
+def test_new_user_asks_for_a_passphrase_as_strong_as_set_up_does(qtbot, controller, demo_kma):
+    """Users > New user measures the passphrase as the set-up wizard does, and will not send one
+    the KMA refuses (issue 26, item 7)."""
+    window = sign_in(qtbot, controller, demo_kma, "so")
+    users = open_page(qtbot, window, "users")
+    action(users, "New user…").trigger()
+    dialog = active_dialog(qtbot, QuorumFormDialog)
+    fill_form(qtbot, dialog, {"id": "pat", "name": "Pat Weak", "passphrase": "password"})
+    dialog.editors["roles"].findChild(QCheckBox, "auditor").setChecked(True)
+    meter = dialog.meters["passphrase"]
+    assert meter.words.text() == "Too guessable" and meter.hint.isVisible()
+    assert not dialog.ok.isEnabled()
+    assert dialog.hints["passphrase"].text().startswith("Passphrase is too guessable.")
+    assert "a few unrelated words" in dialog.hints["passphrase"].text()
+    fill_form(qtbot, dialog, {"passphrase": "pat keeps seven quiet lanterns"})
+    assert meter.words.text() in ("Safely unguessable", "Very unguessable") and not meter.hint.isVisible()
+    assert dialog.ok.isEnabled(), dialog.problem()
+    dialog.reject()
+
+
 def test_a_member_cannot_approve_twice_and_a_wrong_passphrase_is_said_inline(qtbot, controller, demo_kma):
     members = _members(demo_kma)
     op = demo_kma.client("so").set_user_passphrase("op", "another-passphrase-9")

@@ -6,6 +6,7 @@ directory, and every way a restore must refuse while leaving the target untouche
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -151,6 +152,28 @@ def other_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningK
 @pytest.fixture(scope="module")
 def files(source: RunningKma, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return take_backups(source, tmp_path_factory.mktemp("files"))
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes; on Windows the folder's ACL applies")
+def test_backups_the_manager_saves_are_this_accounts_only(source: RunningKma, tmp_path: Path) -> None:
+    """Both backups, saved by the manager under a desktop's usual umask, over older looser files
+    too, are 0600 like the KMA's own scheduled copies (issue 26, item 7)."""
+    core, database = tmp_path / "core.kmacore", tmp_path / "db.kmabackup"
+    for stale in (core, database):
+        stale.write_bytes(b"an older file of the same name")
+        stale.chmod(0o644)
+    umask = os.umask(0o022)
+    try:
+        source.client("so").take_core_security_backup(core)
+        backup = source.client("backup")
+        backup.download_backup(backup.create_backup().id, database)
+    finally:
+        os.umask(umask)
+    assert {p.name: p.stat().st_mode & 0o777 for p in (core, database)} == {
+        core.name: 0o600,
+        database.name: 0o600,
+    }
+    assert core.stat().st_size > 100 and database.stat().st_size > 100
 
 
 def refused(tmp: Path, core: Path, database: Path, members: list[dict[str, str]]) -> str:

@@ -22,6 +22,7 @@ from cryptography.x509.oid import NameOID
 
 from kms_client import Conflict, Forbidden, KmsClient, LockedOut, PendingQuorumOp, Unauthenticated
 from kms_client.cluster_members import KmaEntryOperation
+from tests.integration.test_lockouts import http_from
 from tests.integration.test_quorum import creds, events
 from tests.support.agents import service_address
 from tests.support.first_node import FIRST_RAFT, demo_first_node
@@ -147,6 +148,17 @@ def test_wrong_passphrases_lock_the_kma_id_out(node_kma: RunningKma) -> None:
     assert (
         anonymous.join_cluster("kma-bos-3", done.kma_passphrase, csr()[1], csr()[1]).kma["id"] == "kma-bos-3"
     )
+
+
+def test_a_stranger_cannot_block_a_pending_join_from_another_address(node_kma: RunningKma) -> None:
+    """The KMA passphrase is counted per (KMA ID, address), as sign-ins are (issue 26, item 6)."""
+    done = add_entry(node_kma, "kma-bos-4", "alice", "bob", "carol")
+    body = {"kma_id": "kma-bos-4", "passphrase": "WRONG-WRONG-WRONG", "node_csr_pem": csr()[1],
+            "server_csr_pem": csr()[1]}  # fmt: skip
+    with http_from(node_kma, "127.0.0.66") as stranger:
+        assert [stranger.post("/cluster/join", json=body).status_code for _ in range(6)] == [401] * 5 + [429]
+    grant = node_kma.client().join_cluster("kma-bos-4", done.kma_passphrase, csr()[1], csr()[1])
+    assert grant.kma["id"] == "kma-bos-4"
 
 
 def test_a_new_passphrase_replaces_the_machine_and_revokes_its_certificates(node_kma: RunningKma) -> None:

@@ -203,3 +203,75 @@ def test_both_listeners_share_one_tls_policy(kma: RunningKma) -> None:
         context.maximum_version = ssl.TLSVersion.TLSv1_2
         with context.wrap_socket(tcp(address_of(address), "127.0.0.1")) as accepted:
             assert accepted.cipher()[0] in ("ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA-AES128-GCM-SHA256")
+
+
+# --- crowds that stay (issue 26, item 2): long timeouts, so only the limits decide ---------------
+CROWDED = {**LIMITS, "handshake_timeout": 60, "request_timeout": 60, "anonymous_idle_timeout": 60}
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
+    kma = RunningKma.demo_in(tmp_path_factory.mktemp("crowded"), listeners=CROWDED)
+    yield kma
+    kma.stop()
+
+
+@pytest.fixture(scope="module")
+def crowded_agent(crowded: RunningKma, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return enrolled_demo_agent(crowded, tmp_path_factory, AGENT)
+
+
+def test_a_manager_is_served_when_strangers_fill_the_management_port(crowded: RunningKma) -> None:
+    """Idle and half-sent connections from five addresses, each at its limit: a manager at a sixth
+    address still signs in and is answered; the strangers' oldest connections made room."""
+    management = address_of(crowded.address)
+    strangers = [tls(crowded, management, f"127.0.2.{n}") for n in range(1, 6) for _ in range(4)]
+    for s in strangers[::3]:
+        if s is not None:
+            s.sendall(b"GET /api/v1/status HTTP/1.1\r\nHost: kma\r\nX-Slow: ")  # half-sent
+    try:
+        assert len(held(strangers)) <= CROWDED["management_max_connections"]
+        assert crowded.client("so").status().cluster_name
+        assert crowded.client("op").status().cluster_name  # a second manager, a second connection
+        assert any("to make room" in m for m in refusals(crowded, "api.connection_refused"))
+    finally:
+        close_all(strangers)
+
+
+def test_enrolled_agents_get_in_past_certificate_less_connections_from_their_own_address(
+    crowded: RunningKma, crowded_agent: Path
+) -> None:
+    """A library controller (or NAT) shares the drives' address: its connections without a client
+    certificate fill that address's allowance, and the drives behind it still get in."""
+    agent_dir = crowded_agent
+    service = address_of(service_address(crowded))
+    strangers = [tls(crowded, service, "127.0.0.1") for _ in range(CROWDED["max_per_address"] + 2)]
+    try:
+        assert len(held(strangers)) == CROWDED["max_per_address"]
+        for _ in range(2):  # two drives, each with its own connection
+            agent = kmip(agent_dir)
+            try:
+                assert agent.get(agent.create_and_activate("E26001"))
+            finally:
+                agent.close()
+    finally:
+        close_all(strangers)
+
+
+def test_enrolled_agents_get_in_past_silent_handshakes_from_their_own_address(
+    crowded: RunningKma, crowded_agent: Path
+) -> None:
+    """Connections that never start their TLS handshake, from the drives' own address, fill that
+    address's handshakes; the oldest makes room, so a drive still connects."""
+    agent_dir = crowded_agent
+    service = address_of(service_address(crowded))
+    silent = [tcp(service, "127.0.0.1") for _ in range(CROWDED["max_per_address"])]
+    try:
+        agent = kmip(agent_dir)
+        try:
+            assert agent.get(agent.create_and_activate("E26002"))
+        finally:
+            agent.close()
+        assert any("to make room" in m for m in refusals(crowded, "service.refused"))
+    finally:
+        close_all(silent)

@@ -136,6 +136,20 @@ def test_credentials_naming_a_member_twice_are_refused(fresh_kma: RunningKma) ->
     assert not user_exists(fresh_kma, "dup")
 
 
+@pytest.mark.parametrize("weak", ["password", "password1", "jojojojo", "qwertyuiop"])
+def test_a_users_passphrase_follows_the_same_rule_as_set_up(fresh_kma: RunningKma, weak: str) -> None:
+    """zxcvbn score 3, as for the first Security Officer and the key split members (issue 26, item 7)."""
+    so = fresh_kma.client("so")
+    with pytest.raises(ValidationFailed, match="guessable"):
+        so.create_user(
+            "jo", "Jo Tester", ["auditor"], weak, credentials=creds(fresh_kma, "alice", "bob", "carol")
+        )
+    assert not user_exists(fresh_kma, "jo")
+    with pytest.raises(ValidationFailed, match="guessable"):
+        so.set_user_passphrase("op", weak, credentials=creds(fresh_kma, "alice", "bob", "carol"))
+    fresh_kma.client("op")  # the old passphrase still works
+
+
 def test_a_wrong_passphrase_is_refused_and_audited(fresh_kma: RunningKma) -> None:
     so, qm1 = fresh_kma.client("so"), fresh_kma.client("qm1")
     # At submission: nothing is made, and the refusal is in the audit trail.

@@ -108,3 +108,59 @@ def test_x_forwarded_for_is_believed_from_a_configured_proxy(tmp_path: Path) -> 
         assert [e["entity_address"] for e in events_after(kma, last, "api.refused")] == ["203.0.113.9"]
     finally:
         kma.stop()
+
+
+# --- refusals that came one event each (issue 26, item 3) ---------------------------------------
+STRICT_RATE = 2  # events one by one a second, so a short flood shows the bound
+FLOOD_OF_STRANGERS = 40
+
+
+@pytest.fixture(scope="module")
+def strict(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
+    kma = RunningKma.demo_in(
+        tmp_path_factory.mktemp("strict"), listeners={"refusals_per_second": STRICT_RATE}
+    )
+    yield kma
+    kma.stop()
+
+
+def _sign_in(n: int) -> tuple[str, dict[str, Any]]:
+    return "/auth/sign-in", {"user_id": f"guess-{n}", "passphrase": "not the passphrase"}
+
+
+def _join(n: int) -> tuple[str, dict[str, Any]]:
+    return "/cluster/join", {"kma_id": f"kma-guess-{n}", "passphrase": "not the passphrase",
+                             "node_csr_pem": "csr", "server_csr_pem": "csr"}  # fmt: skip
+
+
+def _enrol(n: int) -> tuple[str, dict[str, Any]]:
+    return f"/quorum-operations/op-guess-{n}/enrol", {
+        "member": f"m{n}",
+        "code": "ABCD",
+        "passphrase": "p" * 12,
+    }
+
+
+@pytest.mark.parametrize(
+    ("request_for", "operation"),
+    [(_sign_in, "auth.sign_in"), (_join, "kma.join"), (_enrol, "quorum.enrol")],
+    ids=["sign-in", "join", "enrol"],
+)
+def test_strangers_guessing_ids_are_recorded_at_the_bounded_rate(
+    strict: RunningKma, request_for: Any, operation: str
+) -> None:
+    """Sign-ins as random users, joins as random KMAs, enrolments in random operations: each ID
+    is new, so no lockout stops them; the audit trail takes them at the rate of the other
+    refusals without a session, and a summary counts the rest."""
+    last = last_event_id(strict)
+    started = time.monotonic()
+    with raw_http(strict) as http:
+        for n in range(FLOOD_OF_STRANGERS):
+            path, body = request_for(n)
+            assert http.post(path, json=body).status_code in (401, 404)
+    seconds = time.monotonic() - started
+    assert anonymous_refusals(strict, last, expected=FLOOD_OF_STRANGERS) == FLOOD_OF_STRANGERS
+    one_by_one = events_after(strict, last, operation)
+    assert len(one_by_one) <= STRICT_RATE * (int(seconds) + 2), "each guess became its own event"
+    assert all(e["entity_id"] == "anonymous" for e in one_by_one)
+    assert any("from 127.0.0.1" in e["message"] for e in events_after(strict, last, "api.throttled"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ def test_no_metrics_table_means_no_token_and_nobody_gets_in_by_token(tmp_path: P
 
 def test_a_good_token_file_admits_exactly_its_token(tmp_path: Path) -> None:
     (tmp_path / "metrics.token").write_text("a" * 64 + "\n")
+    (tmp_path / "metrics.token").chmod(0o600)
     settings = MetricsSettings.from_table(tmp_path, {"token_file": "metrics.token"})
     assert settings.admits("a" * 64) and not settings.admits("a" * 63)
 
@@ -32,3 +34,15 @@ def test_a_bad_setting_is_refused_with_the_fix(tmp_path: Path, table: dict[str, 
     (tmp_path / "short.token").write_text("too short")
     with pytest.raises(ValidationFailed, match=said):
         MetricsSettings.from_table(tmp_path, table)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_a_token_file_other_accounts_can_read_is_refused(tmp_path: Path, mode: int) -> None:
+    """Outside the data directory nothing else checks it (issue 26, item 6)."""
+    outside = tmp_path / "etc" / "kma-metrics.token"
+    outside.parent.mkdir()
+    outside.write_text("a" * 64 + "\n")
+    outside.chmod(mode)
+    with pytest.raises(ValidationFailed, match=f"other accounts can read.*chmod 600 {outside}"):
+        MetricsSettings.from_table(tmp_path / "kma", {"token_file": str(outside)})

@@ -48,8 +48,9 @@ def new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
             Field("id", "User ID", "id", required=True),
             Field("name", "Name", required=True),
             Field("roles", "Roles", "roles", required=True),
-            Field("passphrase", "Passphrase", "password", required=True,
-                  help="8 to 256 characters; give it to the user in person."),
+            Field("passphrase", "Passphrase", "new_passphrase", required=True,
+                  help="8 to 256 characters, not guessable; give it to the user in person.",
+                  guessable=lambda v: [v["id"], v["name"]]),
         ],
         lambda worker, v: create_user(worker, v["id"], v["name"], v["roles"], v["passphrase"],
                                    credentials=v["credentials"]),
@@ -99,8 +100,9 @@ def _set_enabled(enabled: bool) -> Any:
 def _set_passphrase(page: ListPage, user: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx, f"Set passphrase for {user.id}",
-        [Field("passphrase", "New passphrase", "password", required=True,
-               help="8 to 256 characters; give it to the user in person.")],
+        [Field("passphrase", "New passphrase", "new_passphrase", required=True,
+               help="8 to 256 characters, not guessable; give it to the user in person.",
+               guessable=lambda _v: [user.id, user.name])],
         lambda worker, v: set_user_passphrase(worker, user.id, v["passphrase"],
                                            credentials=v["credentials"]),
         _then(page, lambda _r: page.refresh()),

@@ -49,6 +49,10 @@ class OfficerPage(SetupPage):
             return "Give the Security Officer's name."
         if len(self.passphrase.text()) < 8:
             return "The passphrase must be at least 8 characters."
+        found = strength(self.passphrase.text(), [a.officer_id, a.officer_name])
+        if not found.enough:  # the KMA refuses it too: one rule for every user (kma/domain/strength.py)
+            return (f"This passphrase is {found.words.lower()}. {found.hint} Choose a longer one, e.g. a "
+                    "few unrelated words.")  # fmt: skip
         if self.passphrase.text() != self.again.text():
             self.again.clear()
             return "The two passphrases typed are not the same. Type the second one again."

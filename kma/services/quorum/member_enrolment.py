@@ -3,8 +3,11 @@
 The member proves who they are with the one-time enrolment code the change handed out for them
 (see `kma.services.quorum.key_split_change`); no session is needed, since a member need not be a user of
 the KMA. The code is checked (a SHA-256 comparison, cheap) before any passphrase work, and is
-spent by the same statement that stores the sealed share, so it enrols once. Wrong codes are
-audited; with 120 random bits they cannot be guessed.
+spent by the same statement that stores the sealed share, so it enrols once. With 120 random
+bits a code cannot be guessed, but anyone can try: until the code is right the caller is a
+stranger, refused and audited at the bounded rate of refusals without a session
+(kma/services/refusals.py). Once the code is right, every refusal (a weak passphrase) is audited
+under the member.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from kma.domain.actor import Actor
 from kma.domain.strength import check_strength
 from kma.domain.validation import check_passphrase
 from kma.errors import Conflict, KmaError, NotFound, ValidationFailed
-from kma.services import quorum
+from kma.services import quorum, refusals
 from kma.services.quorum.key_split_change import code_hash, unwrap_share
 from kma.store import Stmt
 
@@ -35,6 +38,7 @@ def enrol(
         "LEFT JOIN key_split_enrolments e ON e.op_id = o.id AND e.member_name = ? WHERE o.id = ?",
         (member, op_id),
     )
+    given = code_hash(code)
     try:
         if row is None:
             raise NotFound(f"There is no quorum operation '{op_id[:64]}'.")
@@ -42,9 +46,20 @@ def enrol(
             raise Conflict(f"Quorum operation {op_id} is not a key split change; nobody enrols for it.")
         if row["state"] != "pending":
             raise Conflict(f"Quorum operation {op_id} is {row['state']}; nobody can enrol for it any more.")
-        given = code_hash(code)
         if row["code_hash"] is None or not hmac.compare_digest(row["code_hash"], given):
             raise ValidationFailed(WRONG_CODE)
+    except KmaError as exc:
+        refusals.audit_anonymous(
+            kma,
+            address,
+            "quorum.enrol",
+            f"refused enrolment of key split member '{member[:64]}': {exc.message}",
+            "quorum",
+            ("quorum_operation", op_id[:64]),
+        )
+        exc.audited = True
+        raise
+    try:
         check_passphrase(passphrase, f"The passphrase of key split member '{member}'")
         check_strength(passphrase, f"The passphrase of key split member '{member}'", [member])
         try:

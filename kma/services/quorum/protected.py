@@ -13,7 +13,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.crypto import hash_passphrase
 from kma.domain.roles import role_words
-from kma.domain.validation import check_passphrase
+from kma.domain.strength import check_user_passphrase
 from kma.errors import Conflict, ValidationFailed
 from kma.services import users
 from kma.services.audit_retention import SHORTEN_RETENTION
@@ -72,7 +72,7 @@ def _execute_update_user(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[
 
 def _prepare_set_passphrase(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
     user_id, passphrase = str(request["id"]), str(request["passphrase"])
-    check_passphrase(passphrase)
+    check_user_passphrase(passphrase, user_id)
     _user_must_exist(kma, user_id)
     return Prepared(
         f"Set the passphrase of user '{user_id}'",
