@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 
@@ -14,6 +15,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="kms-manager",
         description="Manage a cluster of Key Management Appliances for encrypting tape drives.",
     )
+    # pyproject.toml's version, as installed or frozen (the manager never imports kma).
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('kms-manager')}")
     parser.add_argument("--local", action="store_true",
                         help="run the bundled demo KMA on this computer and sign in to it")
     parser.add_argument("--data-dir", type=Path,

@@ -65,10 +65,13 @@ if [ "$smoke" = 1 ]; then
   }
   trap cleanup EXIT
 
-  step "smoke: kma --help, kms-manager --help"
+  step "smoke: kma --help, kms-manager --help, both --version"
   "$BUNDLE/kma" --help > "$SMOKE/kma-help.txt" || die "kma --help exited $?"
   grep -q "usage: kma" "$SMOKE/kma-help.txt" || die "kma --help printed no usage"
   "$BUNDLE/kms-manager" --help > "$SMOKE/kms-manager-help.txt" || die "kms-manager --help exited $?"
+  version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/pyproject.toml" | head -1)"
+  [ "$("$BUNDLE/kma" --version)" = "kma $version" ] || die "kma --version is not $version"
+  [ "$("$BUNDLE/kms-manager" --version)" = "kms-manager $version" ] || die "kms-manager --version is not $version"
   echo ok
 
   step "smoke: kma demo --json (migrations read through importlib.resources, Argon2, Shamir)"
