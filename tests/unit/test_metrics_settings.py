@@ -32,3 +32,14 @@ def test_a_bad_setting_is_refused_with_the_fix(tmp_path: Path, table: dict[str, 
     (tmp_path / "short.token").write_text("too short")
     with pytest.raises(ValidationFailed, match=said):
         MetricsSettings.from_table(tmp_path, table)
+
+
+def test_a_new_token_takes_effect_without_a_restart(tmp_path: Path) -> None:
+    token_file = tmp_path / "metrics.token"
+    token_file.write_text("a" * 64)
+    settings = MetricsSettings.from_table(tmp_path, {"token_file": "metrics.token"})
+    (tmp_path / "new.token").write_text("b" * 64 + "\n")
+    (tmp_path / "new.token").replace(token_file)  # how an operator rotates it: rename over the old one
+    assert settings.admits("b" * 64) and not settings.admits("a" * 64)
+    token_file.write_text("short")  # a broken file admits nobody by token, rather than the old token
+    assert not settings.admits("b" * 64) and not settings.admits("short")
