@@ -107,6 +107,10 @@ url = f"https://{ready['management_address']}/api/v1/status"
 with urllib.request.urlopen(url, context=context, timeout=10) as response:
     assert response.status == 200, response.status
     print(json.dumps(json.load(response)))
+# the API's docs page loads Swagger UI from the bundle itself (package data of fastapi-offline)
+docs = f"https://{ready['management_address']}/api/v1/docs/assets/swagger-ui-bundle.js"
+with urllib.request.urlopen(docs, context=context, timeout=10) as response:
+    assert response.status == 200 and len(response.read()) > 100_000, "Swagger UI is not in the bundle"
 EOF
   echo "status: $(head -c 200 "$SMOKE/status.json")"
   kill -TERM "$serve_pid"

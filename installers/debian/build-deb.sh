@@ -90,6 +90,7 @@ CHANGELOG
 gzip -9n < "$stage/changelog" > "$doc/changelog.gz"
 chmod 0644 "$doc/changelog.gz" "$pkg/usr/share/man/man1/kma.1.gz" "$doc/copyright"
 install -m 0755 "$HERE/postinst" "$HERE/prerm" "$HERE/postrm" "$pkg/DEBIAN/"
+(cd "$pkg" && find usr lib -type f -print0 | sort -z | xargs -0 md5sum > DEBIAN/md5sums)
 
 deps="$(IFS=,; echo "${depends[*]}" | sed 's/,/, /g')"
 cat > "$pkg/DEBIAN/control" <<CONTROL
