@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 
@@ -14,6 +16,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="kms-manager",
         description="Manage a cluster of Key Management Appliances for encrypting tape drives.",
     )
+    # pyproject.toml's version, as installed or frozen (the manager never imports kma).
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('kms-manager')}")
     parser.add_argument("--local", action="store_true",
                         help="run the bundled demo KMA on this computer and sign in to it")
     parser.add_argument("--data-dir", type=Path,
@@ -40,6 +44,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if importlib.util.find_spec("PySide6") is None:  # a server-only install: `pip install .`
+        sys.stderr.write("kms-manager: the desktop manager needs Qt: pip install 'kms-manager[gui]'\n")
+        return 2
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
     from app.local_kma import has_display

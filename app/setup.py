@@ -75,7 +75,6 @@ class SetupAnswers:
     modes: list[dict[str, str]] = field(default_factory=list)
     management_address: str = ""
     service_address: str = ""
-    time_server: str = ""
     mode: str = "new_cluster"
     cluster_name: str = ""
     site_id: str = ""
@@ -108,7 +107,6 @@ class SetupAnswers:
                                  "passphrase": self.officer_passphrase},
             "threshold": self.threshold, "members": list(self.members),
             "autonomous_unlock": self.autonomous_unlock, "key_pool_size": self.key_pool_size,
-            "time_server": self.time_server,
         }  # fmt: skip
 
     def to_toml(self) -> str:
@@ -124,8 +122,7 @@ class SetupAnswers:
             "# No passphrases: `kma init` asks each key split member and the Security Officer for theirs.\n"
             f"mode = {q(self.mode)}\ncluster_name = {q(self.cluster_name)}\n"
             f"autonomous_unlock = {str(self.autonomous_unlock).lower()}\n"
-            f"key_pool_size = {self.key_pool_size}\n"
-            f"time_server = {q(self.time_server)}\n\n[site]\nid = {q(self.site_id)}\n"
+            f"key_pool_size = {self.key_pool_size}\n\n[site]\nid = {q(self.site_id)}\n"
             f"name = {q(self.site_name or self.site_id)}\n\n[kma]\nid = {q(self.kma_id)}\n"
             f"name = {q(self.kma_name or self.kma_id)}\nmanagement_address = {q(self.management_address)}\n"
             f"service_address = {q(self.service_address)}\n\n[security_officer]\nid = {q(self.officer_id)}\n"

@@ -65,10 +65,13 @@ if [ "$smoke" = 1 ]; then
   }
   trap cleanup EXIT
 
-  step "smoke: kma --help, kms-manager --help"
+  step "smoke: kma --help, kms-manager --help, both --version"
   "$BUNDLE/kma" --help > "$SMOKE/kma-help.txt" || die "kma --help exited $?"
   grep -q "usage: kma" "$SMOKE/kma-help.txt" || die "kma --help printed no usage"
   "$BUNDLE/kms-manager" --help > "$SMOKE/kms-manager-help.txt" || die "kms-manager --help exited $?"
+  version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/pyproject.toml" | head -1)"
+  [ "$("$BUNDLE/kma" --version)" = "kma $version" ] || die "kma --version is not $version"
+  [ "$("$BUNDLE/kms-manager" --version)" = "kms-manager $version" ] || die "kms-manager --version is not $version"
   echo ok
 
   step "smoke: kma demo --json (migrations read through importlib.resources, Argon2, Shamir)"
@@ -104,6 +107,10 @@ url = f"https://{ready['management_address']}/api/v1/status"
 with urllib.request.urlopen(url, context=context, timeout=10) as response:
     assert response.status == 200, response.status
     print(json.dumps(json.load(response)))
+# the API's docs page loads Swagger UI from the bundle itself (package data of fastapi-offline)
+docs = f"https://{ready['management_address']}/api/v1/docs/assets/swagger-ui-bundle.js"
+with urllib.request.urlopen(docs, context=context, timeout=10) as response:
+    assert response.status == 200 and len(response.read()) > 100_000, "Swagger UI is not in the bundle"
 EOF
   echo "status: $(head -c 200 "$SMOKE/status.json")"
   kill -TERM "$serve_pid"

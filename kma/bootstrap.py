@@ -66,8 +66,15 @@ class Answers:
     members: tuple[SplitMember, ...]
     autonomous_unlock: bool = True
     key_pool_size: int = DEFAULT_POOL
-    time_server: str = ""
     mode: str = "new_cluster"  # kma/setup/service.py MODES: what this set-up does
+
+
+# The KMA keeps no clock of its own: the machine's, which its NTP client keeps right, is the time of
+# every key state and audit event. An answer that only looked like it configured time is refused.
+NO_TIME_SERVER = (
+    "time_server is not a setting: the KMA uses its machine's clock. Keep that clock right with the "
+    "machine's NTP client (systemd-timesyncd or chrony) and remove time_server from the answers."
+)
 
 
 def check_key_split(threshold: Any, members: tuple[SplitMember, ...]) -> None:
@@ -139,6 +146,8 @@ def read_answers(text: str) -> Answers:
     unlock = data.get("autonomous_unlock", True)
     if not isinstance(unlock, bool):
         raise ValidationFailed("autonomous_unlock must be true or false.")
+    if "time_server" in data:
+        raise ValidationFailed(NO_TIME_SERVER)
     answers = Answers(
         cluster_name=_str(data, "cluster_name", "the answers file"),
         site_id=_str(site, "id", "[site]"),
@@ -154,7 +163,6 @@ def read_answers(text: str) -> Answers:
         members=members,
         autonomous_unlock=unlock,
         key_pool_size=pool,  # check_settings checks it
-        time_server=_str(data, "time_server", "the answers file", ""),
         mode=_str(data, "mode", "the answers file", "new_cluster"),
     )
     return answers
@@ -292,8 +300,7 @@ def _create(
                    f"created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' at site "
                    f"'{answers.site_id}'; key split {answers.threshold} of {len(answers.members)}; "
                    f"autonomous unlock {'on' if answers.autonomous_unlock else 'off'}; key pool "
-                   f"{answers.key_pool_size}"
-                   + (f"; time server {answers.time_server}" if answers.time_server else ""),
+                   f"{answers.key_pool_size}",
                    ("kma", answers.kma_id))  # fmt: skip
         for address, what in refusals:
             kma.audit(Actor("setup", address, kind="kma"), "setup.code_refused", what,

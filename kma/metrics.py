@@ -1,15 +1,49 @@
 """The counters and histograms of `GET /metrics`, kept in this process as things happen: key
-requests on the service listener, audit events as they commit, refused TLS handshakes. They start
-at zero when the KMA starts, as Prometheus expects of a counter. Gauges read at each scrape, and
-who may read them, are in kma/services/metrics.py. Imports nothing of the KMA's own, so the store
-and the listeners can count without an import cycle."""
+requests on the service listener, management API requests, sign-ins, refusals, audit events as they
+commit, audit forwarding errors, refused TLS handshakes; with the build and the process's own
+figures. They start at zero when the KMA starts, as Prometheus expects of a counter. Gauges read at
+each scrape, and who may read them, are in kma/services/metrics.py. Imports nothing of the KMA's own
+but its version, so the store and the listeners can count without an import cycle."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+import platform
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    disable_created_metrics,
+)
+
+from kma import __version__
+
+# A `_created` series beside every counter doubles the series for a timestamp Prometheus does not
+# use (the process's start time is process_start_time_seconds).
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 # Kept as things happen, for the life of this KMA process.
 EVENTS = CollectorRegistry(auto_describe=True)
+ProcessCollector(registry=EVENTS)  # process_cpu_seconds_total, resident memory, open fds, start time
+BUILD_INFO = Gauge("kma_build_info", "Always 1: the KMA's version and Python", ["version", "python"],
+                   registry=EVENTS)  # fmt: skip
+BUILD_INFO.labels(__version__, platform.python_version()).set(1)
+API_REQUESTS = Counter(
+    "kma_api_requests", "Management API requests, by route template (unmatched: no route), method and status",
+    ["route", "method", "status"], registry=EVENTS,
+)  # fmt: skip
+SIGN_INS = Counter(
+    "kma_sign_ins", "Sign-ins to the management API, by result (signed_in, refused, locked_out)", ["result"],
+    registry=EVENTS,
+)  # fmt: skip
+API_REFUSALS = Counter(
+    "kma_api_refusals", "Management API requests refused, by error code", ["code"], registry=EVENTS
+)
+AUDIT_FORWARDING_ERRORS = Counter(
+    "kma_audit_forwarding_errors", "Failures to connect or send to the syslog collector", registry=EVENTS
+)
 KEY_REQUESTS = Counter(
     "kma_key_requests", "KMIP operations on the service listener, by operation and result",
     ["operation", "result"], registry=EVENTS,
@@ -27,6 +61,8 @@ TLS_REFUSALS = Counter(
 )
 for _listener in ("management", "service"):
     TLS_REFUSALS.labels(_listener)  # present at zero from the start, so a rate() has a base
+for _result in ("signed_in", "refused", "locked_out"):
+    SIGN_INS.labels(_result)
 # Present at zero from the start too; looked up here once rather than by label on every event.
 AUDIT_EVENTS_BY_SEVERITY = {
     severity: AUDIT_EVENTS.labels(severity) for severity in ("info", "warning", "error")

@@ -33,6 +33,7 @@ from kma.kmip.server import ServiceListener
 from kma.limits import ListenerLimits
 from kma.services import kma_certificates, refusals
 from kma.services.running import Running
+from kma.systemd import notify
 from kma.tls import server_context
 
 log = logging.getLogger(__name__)
@@ -175,6 +176,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
             tmp.write_text(json.dumps({"management_address": management, "service_address": service,
                                        "ca_fingerprint": ca, "pid": os.getpid()}))  # fmt: skip
             tmp.replace(ready_file)
+        notify(f"READY=1\nSTATUS=Serving management on {management}, agents on {service}")
 
     server = _Server(config, kma, limits, ready)
     note_stop_requests()
@@ -182,6 +184,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:
+        notify("STOPPING=1")
         agents.stop()
         running.stop()
         kma.close()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds rqlited, the Raft-over-SQLite node that multi-KMA clusters store their data in, at the
-# pinned version, and caches the binary. Prints the binary's path on its last line.
+# pinned version, and caches the binary with rqlite's LICENSE beside it (the .deb ships both).
+# Prints the binary's path on its last line.
 # The Go module proxy serves v8.43.4 (not v9/v10); `go get` into another module fails, so the
 # module directory is downloaded, its hash checked against the pinned one, copied and built.
 set -euo pipefail
@@ -11,9 +12,13 @@ MODULE_SUM="h1:vTMKQVmR4DAjWRbbIrkCe3Ew8JWaOB3h30yimVAVflU="
 CACHE="${KMA_RQLITE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kms-manager/rqlite-$VERSION}"
 BINARY="$CACHE/rqlited"
 
+built=0
 if [ -x "$BINARY" ] && "$BINARY" -version 2>/dev/null | grep -q "$VERSION"; then
-  echo "$BINARY"
-  exit 0
+  built=1
+  if [ -f "$CACHE/LICENSE" ]; then
+    echo "$BINARY"
+    exit 0
+  fi
 fi
 # Go: the machine's if it is recent enough (>= 1.21 fetches the toolchain rqlite's go.mod asks for
 # through the module proxy by itself); otherwise Debian's golang-go, which is older (1.19 on
@@ -44,6 +49,12 @@ if [ "$sum" != "$MODULE_SUM" ]; then
   exit 1
 fi
 
+mkdir -p "$CACHE"
+install -m 0644 "$dir/LICENSE" "$CACHE/LICENSE"
+if [ "$built" = 1 ]; then
+  echo "$BINARY"
+  exit 0
+fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cp -r "$dir" "$work/rqlite"
@@ -51,6 +62,5 @@ chmod -R u+w "$work/rqlite"
 # The version is stamped into the binary the way rqlite's own release build does it.
 (cd "$work/rqlite" && CGO_ENABLED=1 go build -trimpath \
   -ldflags "-X github.com/rqlite/rqlite/v8/cmd.Version=$VERSION" -o "$work/rqlited" ./cmd/rqlited)
-mkdir -p "$CACHE"
 mv "$work/rqlited" "$BINARY"
 echo "$BINARY"

@@ -99,7 +99,6 @@ def render(  # noqa: PLR0915 - the walk, page by page
         next_page()
         network = pages["NetworkPage"]
         network.service.setText(f"127.0.0.1:{_free_port()}")
-        network.time_server.setText("ntp.example.com")
         shot("2_network")
         next_page()
         mode = pages["ModePage"]

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kma import __version__
-from kma.api import errors, schemas
+from kma.api import errors, openapi
 from kma.api.routes import ROUTERS, metrics
 from kma.appliance import Appliance
+from kma.metrics import API_REQUESTS
 
 MAX_BODY = 64 * 1024
 PREFIX = "/api/v1"
@@ -67,25 +65,42 @@ TOO_LARGE = "The request body is over 64 KiB."
 async def _too_large(scope: Scope, send: Send, limit: int) -> None:
     message = TOO_LARGE if limit == MAX_BODY else f"The request body is over {limit // 2**20} MiB."
     await errors._audit_refusal(Request(scope), "payload_too_large", message)
-    error = {"error": {"code": "payload_too_large", "message": message}}
-    body = json.dumps(error, separators=(",", ":")).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": 413, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await errors.error_response(413, "payload_too_large", message)(scope, _no_body, send)
 
 
-# Every route may answer with the contract's error shape; saying so in the OpenAPI document
-# replaces FastAPI's default 422 schema (`{"detail": [...]}`), which this API never sends.
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": schemas.Error, "description": description}
-    for status, description in (
-        (400, "Bad request (not JSON, or a bad cursor)"), (401, "Not signed in, or the session expired"),
-        (403, "The signed-in user's roles do not allow this"), (404, "No such object"),
-        (409, "The object's state does not allow this"), (413, "The body is over 64 KiB"),
-        (422, "The request is not valid"), (429, "Locked out after failed sign-ins"),
-        (500, "Internal error"), (503, "The KMA is locked"),
-    )
-}  # fmt: skip
+async def _no_body() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+class CountRequests:
+    """`kma_api_requests_total` by route template (`/api/v1/keys/{key_id}`, so one key's ID does not
+    make a series of its own), method and status; requests no route matched count as `unmatched`.
+
+    `templates`: each route's name (its operationId) -> its full path in the OpenAPI document; the
+    route a request matched is known by name (FastAPI's routes may not carry the routers' prefixes).
+    """
+
+    def __init__(self, app: ASGIApp, templates: dict[str, str]) -> None:
+        self.app = app
+        self.templates = templates
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500  # what the server error middleware sends when the app raises
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            template = self.templates.get(getattr(scope.get("route"), "name", ""), "unmatched")
+            API_REQUESTS.labels(template, scope["method"], str(status)).inc()
 
 
 def create_app(kma: Appliance) -> FastAPI:
@@ -93,13 +108,17 @@ def create_app(kma: Appliance) -> FastAPI:
         title="KMA management API",
         version=__version__,
         openapi_url=f"{PREFIX}/openapi.json",
-        docs_url=f"{PREFIX}/docs",
+        docs_url=None,  # kma/api/openapi.py serves it from the package, not a CDN
         redoc_url=None,
+        generate_unique_id_function=lambda route: route.name,  # operationIds: sign_in, list_keys, ...
     )
     app.state.kma = kma
     errors.install(app)
     for router in ROUTERS:
-        app.include_router(router, prefix=PREFIX, responses=ERROR_RESPONSES)
+        app.include_router(router, prefix=PREFIX)
     metrics.install(app, kma)  # GET /metrics, outside /api/v1, where Prometheus looks
+    openapi.install(app, PREFIX, [*ROUTERS, metrics.router])  # the document's errors, the docs page
     app.add_middleware(BodyLimit)
+    # outermost: a body refused by BodyLimit counts too
+    app.add_middleware(CountRequests, templates=openapi.route_templates(app))
     return app

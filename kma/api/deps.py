@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import Depends, Query, Request
+from fastapi import Depends, Query, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
-from kma.domain.roles import GRANTS, Permission, allows
+from kma.domain.roles import GRANTS, Permission, Role, allows
 from kma.errors import Forbidden, KmaLocked, Unauthenticated
 from kma.services import auth
 from kma.services.paging import PageRequest
@@ -52,7 +53,21 @@ def bearer_token(request: Request) -> str:
     return token.strip()
 
 
-Token = Annotated[str, Depends(bearer_token)]
+# Declares the bearer token in the OpenAPI document (a `bearer` security scheme on every operation
+# that takes one, so Swagger UI has its Authorize button); bearer_token reads and checks it.
+BEARER = HTTPBearer(
+    auto_error=False, scheme_name="bearer",
+    description="A session token from POST /api/v1/auth/sign-in; on GET /metrics also the metrics token.",
+)  # fmt: skip
+
+
+def session_token(
+    request: Request, _declared: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
+) -> str:
+    return bearer_token(request)
+
+
+Token = Annotated[str, Depends(session_token)]
 
 
 def current_actor(request: Request, kma: KmaEvenLocked, token: Token) -> Actor:
@@ -64,6 +79,10 @@ def current_actor(request: Request, kma: KmaEvenLocked, token: Token) -> Actor:
 CurrentActor = Annotated[Actor, Depends(current_actor)]
 
 
+# The dependencies that refuse some roles (403): the OpenAPI document lists 403 where one is used.
+ROLE_CHECKS: set[Callable[..., Actor]] = set()
+
+
 def require(permission: Permission) -> Callable[[Actor], Actor]:
     """A dependency that lets only the roles granted `permission` through."""
 
@@ -73,6 +92,8 @@ def require(permission: Permission) -> Callable[[Actor], Actor]:
             raise Forbidden(f"Your roles do not allow this; it needs one of: {roles}.")
         return actor
 
+    if GRANTS[permission] != frozenset(Role):
+        ROLE_CHECKS.add(check)
     return check
 
 

@@ -24,13 +24,21 @@ from kma.appliance import Appliance
 from kma.audit.record import Condition
 from kma.domain.actor import Actor
 from kma.errors import ClusterUnavailable, KmaError, Unauthenticated
+from kma.metrics import API_REFUSALS
 from kma.services import auth, refusals
 
 log = logging.getLogger(__name__)
 
 
+# RFC 9110: a 401 names the scheme that would be accepted (Prometheus and generated clients read it).
+CHALLENGE = {"WWW-Authenticate": 'Bearer realm="kma"'}
+
+
 def error_response(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+    if code != "internal":
+        API_REFUSALS.labels(code).inc()
+    headers = CHALLENGE if status == 401 else None
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
 
 async def _audit_refusal(request: Request, code: str, message: str) -> None:

@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import Response as HttpResponse
 from pydantic import Field
 
+from kma.api.openapi import CHECKS_PASSPHRASES
 from kma.api.schemas import PassphraseBody, Request, Response, Time, UserCreate, UserPatch
 from kma.services.quorum import Submitted
 from kma.services.quorum.key_split import Credential
@@ -129,6 +130,7 @@ PENDING: dict[int | str, dict[str, Any]] = {
         "model": PendingQuorumOp,
         "description": "Fewer than M credentials: now a pending quorum operation",
     },
+    **CHECKS_PASSPHRASES,  # the key split members' credentials it carries
 }
 
 

@@ -7,6 +7,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
+from kma import __version__
 from kma.cli import admin, agent, backup, cluster_members, cluster_status, convert, plan, quorum, serve
 from kma.datadir import keep_private
 from kma.errors import KmaError
@@ -25,6 +26,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kma", description="The reference Key Management Appliance.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in COMMANDS:
         add(sub)

@@ -82,7 +82,6 @@ def ask_answers(ask: Ask, secret: Ask, say: Callable[[str], None]) -> tuple[Answ
                         "address"), "127.0.0.1:8443")  # fmt: skip
     service = q.text("Service address for agents (HOST:PORT)", lambda v: check_can_listen(v, "The service "
                      "address"), "127.0.0.1:5696")  # fmt: skip
-    time_server = q.text("Time server (blank: the system clock)", lambda v: check_text(v, "The time server"))
     say("This KMA and its cluster")
     cluster = q.text("Cluster name", lambda v: check_text(v, "The cluster name", required=True))
     site_id = q.text("Site ID", lambda v: check_id(v, "The site ID"))
@@ -119,7 +118,7 @@ def ask_answers(ask: Ask, secret: Ask, say: Callable[[str], None]) -> tuple[Answ
         management_address=management, service_address=service, officer_id=officer_id,
         officer_name=officer_name, officer_passphrase=officer_passphrase, threshold=threshold,
         members=tuple(SplitMember(name, "") for name, _ in members), autonomous_unlock=autonomous,
-        key_pool_size=pool, time_server=time_server, mode=mode,
+        key_pool_size=pool, mode=mode,
     )  # fmt: skip
     check_settings(answers)
     return answers, draft

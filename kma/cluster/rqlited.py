@@ -33,9 +33,13 @@ class NodeFailed(KmaError):
 
 
 def rqlited_binary() -> Path:
-    """The rqlited to run: $KMA_RQLITED, else the one scripts/build-rqlite.sh cached, else PATH."""
+    """The rqlited to run: $KMA_RQLITED, else the one beside a frozen kma (the .deb ships it in
+    /usr/lib/kma), else the one scripts/build-rqlite.sh cached, else PATH."""
     if os.environ.get(BINARY_ENV):
         return Path(os.environ[BINARY_ENV])
+    beside = Path(sys.executable).with_name("rqlited")
+    if getattr(sys, "frozen", False) and beside.exists():
+        return beside
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     built = (
         Path(os.environ.get("KMA_RQLITE_CACHE") or cache / "kms-manager" / f"rqlite-{VERSION}") / "rqlited"

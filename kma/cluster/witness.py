@@ -22,6 +22,7 @@ from kma.cluster.node_config import ClusterFiles
 from kma.cluster.rqlited import NodeFailed, RqliteNode
 from kma.crypto import fingerprint
 from kma.datadir import DataDir
+from kma.systemd import notify
 
 log = logging.getLogger(__name__)
 CHECK_S = 1.0
@@ -48,6 +49,7 @@ def serve_witness(data_dir: DataDir, ready_file: Path | None, announce: Callable
         tmp.write_text(json.dumps({"witness": config.node_id, "raft_address": config.raft_address,
                                    "pid": os.getpid()}))  # fmt: skip
         tmp.replace(ready_file)
+    notify(f"READY=1\nSTATUS=Witness {config.node_id}: Raft on {config.raft_address}")
     try:
         while not stop.wait(CHECK_S):
             process = node.process
@@ -62,6 +64,7 @@ def serve_witness(data_dir: DataDir, ready_file: Path | None, announce: Callable
             except NodeFailed as exc:
                 log.error("witness %s: %s", config.node_id, exc.message)
     finally:
+        notify("STOPPING=1")
         node.stop()
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)

@@ -39,6 +39,7 @@ from cryptography import x509
 from kma.audit import syslog
 from kma.domain.actor import Actor
 from kma.errors import ValidationFailed
+from kma.metrics import AUDIT_FORWARDING_ERRORS
 from kma.store import Batch, Stmt
 
 if TYPE_CHECKING:
@@ -240,12 +241,14 @@ class AuditForwarder:
             except (OSError, ssl.SSLError, ValidationFailed) as exc:
                 self._connected = False
                 self._last_error = str(exc) or type(exc).__name__
+                AUDIT_FORWARDING_ERRORS.inc()
                 log.warning("audit forwarding to %s: %s", self._dest and self._dest.address, self._last_error)
                 self._wake.wait(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF)
             except Exception:
                 self._connected = False
                 log.exception("audit forwarding failed")
+                AUDIT_FORWARDING_ERRORS.inc()
                 self._wake.wait(MAX_BACKOFF)
 
     def _switch(self, dest: Destination | None) -> None:

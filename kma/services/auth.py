@@ -26,6 +26,7 @@ from kma.crypto import hash_passphrase, verify_passphrase
 from kma.domain.actor import Actor
 from kma.domain.roles import parse_roles
 from kma.errors import LockedOut, Unauthenticated
+from kma.metrics import SIGN_INS
 from kma.services import lockout, refusals, users
 from kma.store import Stmt
 
@@ -82,12 +83,14 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
     if not lockout.take_slots(kma, counters):
         why = f"refused: locked out after failed sign-ins (from {address} or from everywhere)"
         refusals.audit_anonymous(kma, address, "auth.sign_in", why, "security", ("user", name))
+        SIGN_INS.labels("locked_out").inc()
         raise LockedOut(LOCKED, audited=True)
     row = kma.store.query_one("SELECT * FROM users WHERE id = ?", (user_id,))
     if row is None or not row["enabled"]:
         verify_passphrase(passphrase, _DUMMY_HASH)  # same time as a real check
         why = f"refused: unknown or disabled user '{name}'"
         refusals.audit_anonymous(kma, address, "auth.sign_in", why, "security", ("user", name))
+        SIGN_INS.labels("refused").inc()
         raise Unauthenticated(WRONG, audited=True)
     if not verify_passphrase(passphrase, row["passphrase_hash"]):
         _refuse(kma, who, "wrong passphrase", counters)
@@ -105,6 +108,7 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
         lockout.give_back(everywhere),
         Stmt("DELETE FROM sessions WHERE expires_at <= ?", (now,)),
     ], "signed in", ("user", user_id), retention=Retention.MEDIUM)  # fmt: skip
+    SIGN_INS.labels("signed_in").inc()
     return Session(token, expires, users.get_user(kma, user_id))
 
 
@@ -123,6 +127,7 @@ def _refuse(kma: Appliance, who: Actor, reason: str, counters: tuple[lockout.Cou
         event_class="security",
         subject=("user", who.entity_id),
     )
+    SIGN_INS.labels("refused").inc()
     raise Unauthenticated(WRONG, audited=True)
 
 

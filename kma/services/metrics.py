@@ -9,11 +9,17 @@ Prometheus sends it as a bearer token (`authorization: credentials_file`):
 
     [metrics]
     token_file = "metrics.token"   # at least 32 characters, e.g. `openssl rand -hex 32`
+
+The file is read again at each scrape, so a new token takes effect without a restart (write the
+new one to a temporary file and rename it over the old one). A file that became unreadable or
+too short admits nobody by token until it is fixed, and says so in the log; a signed-in user
+still reads the metrics.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 import os
 import stat
 from collections.abc import Iterator
@@ -33,6 +39,7 @@ from kma.services.keypool import key_pool
 from kma.services.replication_lag import replication_lags
 
 MIN_TOKEN = 32
+log = logging.getLogger(__name__)
 
 
 class _ApplianceState(Collector):
@@ -98,7 +105,7 @@ def exposition(kma: Appliance) -> bytes:
 
 @dataclass(frozen=True)
 class MetricsSettings:
-    token: str | None = None
+    token_file: Path | None = None
 
     @classmethod
     def from_table(cls, root: Path, table: dict[str, Any]) -> MetricsSettings:
@@ -112,21 +119,32 @@ class MetricsSettings:
             return cls()
         if not isinstance(name, str) or not name:
             raise ValidationFailed('kma.toml [metrics]: token_file is a file name, e.g. "metrics.token".')
-        path = root / name
-        try:
-            token = path.read_text(encoding="utf-8").strip()
-            mode = path.stat().st_mode
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValidationFailed(f"kma.toml [metrics]: cannot read the token file {path}: {exc}.") from None
-        if len(token) < MIN_TOKEN:
-            raise ValidationFailed(f"kma.toml [metrics]: the token in {path} is shorter than {MIN_TOKEN} "
-                                   "characters; make one with `openssl rand -hex 32`.")  # fmt: skip
-        if os.name == "posix" and mode & 0o077:  # the data directory's own check does not reach outside it
-            raise ValidationFailed(
-                f"kma.toml [metrics]: other accounts can read or change the token file {path} "
-                f"({stat.S_IMODE(mode):04o}); make it this account's only: chmod 600 {path}"
-            )
-        return cls(token)
+        _read_token(root / name)  # a bad file stops `kma serve` at start, with the fix
+        return cls(root / name)
 
     def admits(self, presented: str) -> bool:
-        return self.token is not None and hmac.compare_digest(self.token.encode(), presented.encode())
+        if self.token_file is None:
+            return False
+        try:
+            token = _read_token(self.token_file)
+        except ValidationFailed as exc:
+            log.warning("%s Nobody is admitted by token until it is fixed.", exc.message)
+            return False
+        return hmac.compare_digest(token.encode(), presented.encode())
+
+
+def _read_token(path: Path) -> str:
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+        mode = path.stat().st_mode
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationFailed(f"kma.toml [metrics]: cannot read the token file {path}: {exc}.") from None
+    if os.name == "posix" and mode & 0o077:  # the data directory's own check does not reach outside it
+        raise ValidationFailed(
+            f"kma.toml [metrics]: other accounts can read or change the token file {path} "
+            f"({stat.S_IMODE(mode):04o}); make it this account's only: chmod 600 {path}"
+        )
+    if len(token) < MIN_TOKEN:
+        raise ValidationFailed(f"kma.toml [metrics]: the token in {path} is shorter than {MIN_TOKEN} "
+                               "characters; make one with `openssl rand -hex 32`.")  # fmt: skip
+    return token

@@ -114,7 +114,6 @@ class Finish(BaseModel):
     members: Annotated[list[Text], Field(max_length=20)]
     autonomous_unlock: bool = True
     key_pool_size: int = DEFAULT_POOL
-    time_server: Text = ""
 
     def answers(self) -> Answers:
         return Answers(
@@ -124,7 +123,7 @@ class Finish(BaseModel):
             officer_name=self.security_officer.name, officer_passphrase=self.security_officer.passphrase,
             threshold=self.threshold, members=tuple(SplitMember(name, "") for name in self.members),
             autonomous_unlock=self.autonomous_unlock, key_pool_size=self.key_pool_size,
-            time_server=self.time_server, mode=self.mode,
+            mode=self.mode,
         )  # fmt: skip
 
 

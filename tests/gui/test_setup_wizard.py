@@ -92,7 +92,6 @@ def walk(qtbot: Any, wizard: SetupWizard, kma: RunningKma, service_port: int, mi
             network.service.setText(f"127.0.0.1:{busy.getsockname()[1]}")
             refused_here(qtbot, wizard, "already in use on the KMA")
     network.service.setText(f"127.0.0.1:{service_port}")
-    network.time_server.setText("ntp.example.com")
     next_page(qtbot, wizard, "ModePage")
     mode = wizard.currentPage()
     assert [b.property("mode") for b in mode.choice.buttons()] == ["new_cluster", "restore", "join"]

@@ -31,6 +31,11 @@ class Built:
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    # KMS_PREBUILT=DIR: test what `build.sh` already made with KMS_DIST_DIR=DIR/dist and
+    # KMS_SMOKE_DIR=DIR/smoke (a developer iterating on the packaging; CI always builds).
+    prebuilt = os.environ.get("KMS_PREBUILT")
+    if prebuilt and not os.environ.get("CI"):
+        return Built(Path(prebuilt) / "dist", Path(prebuilt) / "smoke", "")
     out = tmp_path_factory.mktemp("bundle")
     env = {
         **os.environ,

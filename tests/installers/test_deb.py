@@ -1,15 +1,17 @@
 """The headless KMA's Debian package, installed for real on this machine and removed again.
 
-Given the ``.deb`` that ``installers/build.sh`` made from the frozen ``kma``, installing it creates
-the ``kma`` user and /var/lib/kma (0700); the installed ``kma`` is set up with ``kma init`` from an
-answers file, serves as that user, reports its status, the built manager signs in to it offscreen
-and renders its pages, it stops cleanly on SIGTERM, and purging the package leaves nothing behind
-but the state directory.
+Given the ``.deb`` that ``installers/build.sh`` made from the frozen ``kma``: lintian finds no error
+in it; installing it creates the ``kma`` user and /var/lib/kma (0700); the installed ``kma`` is set
+up with ``kma init`` from an answers file, serves as that user, reports its status, the built
+manager signs in to it offscreen and renders its pages; it becomes a cluster's first node and a
+second installed copy (a second data directory) joins it, both running the package's rqlited; it
+stops cleanly on SIGTERM, and purging the package leaves nothing behind but the state directory.
 
 Installing needs root and dpkg, and must not clobber a real KMA: elsewhere the test is skipped
 with the reason, but under CI (``CI`` set, as ``.ci/run`` does) a skip would hide a broken package,
 so it fails instead. There is no systemd running here (a container), so ``kma serve`` runs as the
-unit's user without the unit's sandbox; the unit itself is checked with ``systemd-analyze verify``.
+unit's user without the unit's sandbox; the unit itself is checked with ``systemd-analyze verify``
+and scored offline with ``systemd-analyze security``.
 """
 
 from __future__ import annotations
@@ -20,16 +22,20 @@ import pwd
 import shutil
 import signal
 import socket
+import ssl
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.installers.conftest import Built
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow]
 
@@ -78,6 +84,13 @@ def _files() -> set[str]:
     return {path for path in found if not (path.startswith("/etc/") and path.endswith("-"))}
 
 
+def _owned_by_packages(paths: set[str]) -> set[str]:
+    if not paths:
+        return set()
+    found = subprocess.run(["dpkg", "-S", *sorted(paths)], capture_output=True, text=True, check=False)
+    return {line.split(": ", 1)[1] for line in found.stdout.splitlines() if ": " in line} & paths
+
+
 def _as_kma(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["/usr/bin/kma", *args], user="kma", group="kma", extra_groups=[], env=_KMA_ENV,
@@ -86,6 +99,29 @@ def _as_kma(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
 
 
 _KMA_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+
+def _serve(data_dir: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    """The installed `kma serve` on `data_dir` as the user kma, once its ready file is written."""
+    ready_file = data_dir / "ready.json"
+    serve = subprocess.Popen(
+        ["/usr/bin/kma", "serve", "--data-dir", str(data_dir), "--ready-file", str(ready_file)],
+        user="kma", group="kma", extra_groups=[], env=_KMA_ENV, cwd="/",
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 180
+    while not ready_file.exists():
+        assert serve.poll() is None, f"kma serve exited: {serve.communicate()[0]}"
+        assert time.monotonic() < deadline, "kma serve wrote no ready file within 3 minutes"
+        time.sleep(0.2)
+    return serve, json.loads(ready_file.read_text())
+
+
+def _stop(serve: subprocess.Popen[str]) -> str:
+    serve.send_signal(signal.SIGTERM)
+    output, _ = serve.communicate(timeout=120)
+    assert serve.returncode == 0, output
+    return output
 
 
 class Installed:
@@ -113,18 +149,7 @@ def installed(built: Built) -> Iterator[Installed]:
         # the answers hold passphrases: root reads them and pipes them to kma, as README.Debian says
         state.init = _as_kma("init", "--data-dir", str(STATE), "--answers", "-", input=answers)
         assert state.init.returncode == 0, state.init.stderr
-        ready_file = STATE / "ready.json"
-        state.serve = subprocess.Popen(
-            ["/usr/bin/kma", "serve", "--data-dir", str(STATE), "--ready-file", str(ready_file)],
-            user="kma", group="kma", extra_groups=[], env=_KMA_ENV, cwd="/",
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
-        deadline = time.monotonic() + 120
-        while not ready_file.exists():
-            assert state.serve.poll() is None, f"kma serve exited: {state.serve.communicate()[0]}"
-            assert time.monotonic() < deadline, "kma serve wrote no ready file within 2 minutes"
-            time.sleep(0.2)
-        state.ready = json.loads(ready_file.read_text())
+        state.serve, state.ready = _serve(STATE)
         yield state
     finally:
         if state.serve is not None and state.serve.poll() is None:
@@ -148,6 +173,29 @@ def test_installing_creates_the_unprivileged_user_and_a_private_state_directory(
     assert "kma init" in installed.install.stderr  # the next step, told at install time
 
 
+def test_lintian_finds_no_error_and_every_warning_is_overridden_with_a_reason(installed: Installed) -> None:
+    if shutil.which("lintian") is None:
+        pytest.fail("lintian is not installed (scripts/setup.sh installs it)")
+    done = subprocess.run(["lintian", "--tag-display-limit", "0", str(installed.deb)], capture_output=True,
+                          text=True, timeout=1200, check=False)  # fmt: skip
+    found = [line for line in done.stdout.splitlines() if line[:2] in ("E:", "W:")]
+    assert found == [], done.stdout
+
+
+def test_the_package_brings_its_own_rqlited_and_uses_debians_libraries(installed: Installed) -> None:
+    rqlited = subprocess.run(["/usr/lib/kma/rqlited", "-version"], capture_output=True, text=True, check=True)
+    assert "v8.43.4" in rqlited.stdout + rqlited.stderr
+    assert "rqlite" in Path("/usr/share/doc/kma/copyright").read_text()
+    internal = Path("/usr/lib/kma/_internal")
+    for library in ("libssl.so.3", "libcrypto.so.3", "libz.so.1", "libsqlite3.so.0"):
+        assert not (internal / library).exists(), f"{library} is embedded, not Debian's"
+    for elf in [p for p in internal.rglob("*.so*") if p.is_file()]:
+        dynamic = subprocess.run(["readelf", "-d", str(elf)], capture_output=True, text=True, check=False)
+        assert ".pyenv" not in dynamic.stdout and "RUNPATH" not in dynamic.stdout, elf
+    version = subprocess.run(["/usr/bin/kma", "--version"], capture_output=True, text=True, check=True)
+    assert version.stdout.strip() == f"kma {installed.deb.name.split('_')[1]}"
+
+
 def test_installed_unit_passes_systemd_analyze_verify(installed: Installed) -> None:
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed")
@@ -161,6 +209,11 @@ def test_installed_unit_passes_systemd_analyze_verify(installed: Installed) -> N
     ]  # fmt: skip
     for line in expected:
         assert line in unit.splitlines(), line
+    assert "Type=notify" in unit.splitlines()  # units after it start once both listeners serve
+    scored = subprocess.run(["systemd-analyze", "security", "--offline=yes", str(UNIT)], capture_output=True,
+                            text=True, timeout=120, check=False)  # fmt: skip
+    exposure = float(scored.stdout.split("Overall exposure level for kma.service:")[1].split()[0])
+    assert exposure <= 1.4, scored.stdout
 
 
 def test_installed_kma_was_set_up_from_the_answers_file(installed: Installed) -> None:
@@ -196,15 +249,85 @@ def test_built_manager_signs_in_to_the_installed_kma_offscreen(
     assert str(shots / "dashboard.png") in done.stdout
 
 
+def test_the_installed_kma_becomes_a_cluster_that_a_second_installed_copy_joins(
+    installed: Installed, tmp_path: Path
+) -> None:
+    # Given the installed KMA made the first node of a cluster (its store moves into the package's
+    # rqlited when it starts again)
+    assert installed.serve is not None
+    _stop(installed.serve)
+    convert = _as_kma("convert-to-cluster", "--data-dir", str(STATE), "--raft-address",
+                      f"127.0.0.1:{_free_port()}", "--http-address", f"127.0.0.1:{_free_port()}")  # fmt: skip
+    assert convert.returncode == 0, convert.stderr
+    installed.serve, installed.ready = _serve(STATE)
+    first = installed.ready["management_address"]
+    fingerprint = installed.ready["ca_fingerprint"]
+
+    # When the Security Officer adds a second KMA's entry with the key split's credentials
+    (tmp_path / "so.pass").write_text(PASSPHRASE + "\n")
+    members = "\n".join(f"{name} {name}'s own passphrase" for name in ("alice", "bob"))
+    (tmp_path / "credentials").write_text(members + "\n")
+    management, service = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
+    added = subprocess.run(
+        ["/usr/bin/kma", "cluster", "add-kma", "kma-dal-2", "--site", "dallas",
+         "--management-address", management, "--service-address", service,
+         "--raft-address", f"127.0.0.1:{_free_port()}", "--kma", first, "--ca-fingerprint", fingerprint,
+         "--user", "so", "--passphrase-file", str(tmp_path / "so.pass"),
+         "--credentials-file", str(tmp_path / "credentials")],
+        env=_KMA_ENV, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stdout + added.stderr
+    kma_passphrase = added.stdout.split("One-time KMA passphrase", 1)[1].split(": ", 1)[1].split()[0]
+
+    # and a second copy, in its own data directory, joins with it and serves
+    peer = Path(tempfile.mkdtemp(prefix="kma-peer-"))
+    user = pwd.getpwnam("kma")
+    os.chown(peer, user.pw_uid, user.pw_gid)
+    second: subprocess.Popen[str] | None = None
+    try:
+        answers = (f'mode = "join"\n[join]\nkma = "{first}"\nca_fingerprint = "{fingerprint}"\n'
+                   f'kma_id = "kma-dal-2"\npassphrase = "{kma_passphrase}"\n'
+                   f'rqlite_http_address = "127.0.0.1:{_free_port()}"\n')  # fmt: skip
+        joined = _as_kma("init", "--data-dir", str(peer / "kma"), "--answers", "-", input=answers)
+        assert joined.returncode == 0, joined.stdout + joined.stderr
+        second, ready = _serve(peer / "kma")
+        assert ready["management_address"] == management
+
+        # Then the first KMA's topology shows both, responding, as voters
+        trust = ssl.create_default_context(cadata=(STATE / "tls" / "ca.pem").read_text())
+        with httpx.Client(base_url=f"https://{first}", verify=trust, timeout=60) as http:
+            token = http.post("/api/v1/auth/sign-in", json={"user_id": "so", "passphrase": PASSPHRASE})
+            headers = {"Authorization": f"Bearer {token.json()['token']}"}
+
+            def both_respond() -> bool:
+                topology = http.get("/api/v1/cluster/topology", headers=headers).json()
+                kmas = {k["id"]: k for site in topology["sites"] for k in site["kmas"]}
+                return set(kmas) == {"kma-dal-1", "kma-dal-2"} and all(
+                    k["responding"] and k["voter"] for k in kmas.values()
+                )
+
+            wait_until(both_respond, timeout=180, what="both installed KMAs responding in the topology")
+        _stop(second)
+        second = None
+    finally:
+        if second is not None:
+            second.kill()
+            second.wait(30)
+        shutil.rmtree(peer, ignore_errors=True)
+
+
 def test_installed_kma_stops_cleanly_and_purging_leaves_only_its_state(installed: Installed) -> None:
     assert installed.serve is not None
-    installed.serve.send_signal(signal.SIGTERM)
-    output, _ = installed.serve.communicate(timeout=60)
-    assert installed.serve.returncode == 0, output
+    _stop(installed.serve)
     assert not (STATE / "ready.json").exists()
 
     done = subprocess.run(["dpkg", "--purge", "kma"], capture_output=True, text=True, timeout=300,
                           check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert _files() == installed.before  # nothing of the package's left in /usr, /etc, /opt, /var/lib
-    assert (STATE / "kma.db").is_file()  # the keys and the audit trail are never deleted by a removal
+    after = _files()
+    assert installed.before - after == set()  # nothing that was there before went
+    # nothing of the package's left in /usr, /etc, /opt, /var/lib (what another package installed
+    # meanwhile on a shared machine is that package's)
+    assert after - installed.before - _owned_by_packages(after - installed.before) == set()
+    # the keys and the audit trail (in the cluster's store now) are never deleted by a removal
+    assert (STATE / "cluster").is_dir() and (STATE / "kma.db.before-cluster").is_file()

@@ -64,6 +64,7 @@ def test_every_event_arrives_once_in_order_across_a_collector_outage(
     metrics = samples(scrape(fresh_kma, auditor.token).text)
     assert value(metrics, "kma_audit_forwarding_lag_events") >= 3
     assert value(metrics, "kma_audit_forwarding_connected") == 0
+    assert value(metrics, "kma_audit_forwarding_errors_total") >= 1  # the failed reconnections
 
     # Then, once it is back, they arrive, and so does what follows
     collector.start()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import tomllib
 from pathlib import Path
 
 import httpx
@@ -91,6 +92,47 @@ def test_metrics_are_refused_without_credentials_and_a_wrong_token(kma: RunningK
         response = scrape(kma, token)
         assert response.status_code == 401
         assert error_of(response)["code"] == "unauthenticated"
+        assert response.headers["www-authenticate"] == 'Bearer realm="kma"'
+
+
+def test_a_new_token_is_read_without_a_restart(kma: RunningKma) -> None:
+    new_token = "e" * 64
+    (kma.data_dir / "metrics.token.new").write_text(new_token + "\n")
+    (kma.data_dir / "metrics.token.new").replace(kma.data_dir / "metrics.token")
+    assert scrape(kma, new_token).status_code == 200
+    assert scrape(kma, TOKEN).status_code == 401
+
+
+def test_metrics_count_the_management_api_sign_ins_and_refusals_and_say_the_build(kma: RunningKma) -> None:
+    before = samples(scrape(kma, TOKEN).text)
+    with pytest.raises(Unauthenticated):
+        kma.client("so", "not the passphrase")
+    so = kma.client("so")
+    http = httpx.Client(base_url=f"https://{kma.address}", verify=ssl_context_for(kma.ca_pem))
+    headers = {"Authorization": f"Bearer {so.token}"}
+    assert http.get("/api/v1/users/no-such-user", headers=headers).status_code == 404
+    assert http.get("/api/v1/users/another-missing-user", headers=headers).status_code == 404
+    assert http.get("/api/v1/no-such-route").status_code == 404
+
+    text = scrape(kma, TOKEN).text
+    after = samples(text)
+
+    def grew(name: str, by: float = 1, **labels: str) -> bool:
+        return value(after, name, **labels) - value(before, name, **labels) >= by
+
+    assert grew("kma_sign_ins_total", result="refused") and grew("kma_sign_ins_total", result="signed_in")
+    assert grew("kma_api_refusals_total", code="unauthenticated")
+    assert grew("kma_api_refusals_total", 3, code="not_found")
+    # by route template, not path: both missing users count under one series
+    assert grew("kma_api_requests_total", 2, route="/api/v1/users/{user_id}", method="GET", status="404")
+    assert grew("kma_api_requests_total", route="/api/v1/auth/sign-in", method="POST", status="200")
+    assert grew("kma_api_requests_total", route="unmatched", method="GET", status="404")
+    assert not any("no-such" in labels for _, labels_ in after for labels in map(str, labels_))
+    version = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    build = [labels for name, labels in after if name == "kma_build_info"]
+    assert build and dict(build[0])["version"] == version["project"]["version"]
+    assert value(after, "process_resident_memory_bytes") > 0 and value(after, "process_open_fds") > 0
+    assert "_created" not in text  # no timestamp series beside each counter
 
 
 def test_a_signed_in_user_of_any_role_may_read_them_and_a_locked_kma_reports_itself(kma: RunningKma) -> None:

@@ -32,7 +32,7 @@ def type_secret(child: pexpect.spawn, prompt: str, secret: str) -> None:
 def test_interactive_set_up_in_a_terminal(tmp_path: Path) -> None:
     child = kma_init(tmp_path, "--interactive")
     for prompt, answer in [("What to do", ""), ("Management address", f"127.0.0.1:{free_port()}"),
-                           ("Service address", f"127.0.0.1:{free_port()}"), ("Time server", ""),
+                           ("Service address", f"127.0.0.1:{free_port()}"),
                            ("Cluster name", "Acme Tape Vault"), ("Site ID", "dallas"), ("Site name", ""),
                            ("KMA ID", "kma-dal-1"), ("KMA name", ""), (r"How many members \(N\)", "3"),
                            (r"form the quorum \(M", "4")]:  # fmt: skip

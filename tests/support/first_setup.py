@@ -24,7 +24,7 @@ def answers_for(kma_address: str, service_port: int) -> dict[str, Any]:
         "kma": {"id": "kma-dal-1", "name": "KMA Dallas 1", "management_address": kma_address,
                 "service_address": f"127.0.0.1:{service_port}"},
         "security_officer": OFFICER, "threshold": 2, "members": [name for name, _ in MEMBERS],
-        "autonomous_unlock": False, "key_pool_size": 25, "time_server": "ntp.example.com",
+        "autonomous_unlock": False, "key_pool_size": 25,
     }  # fmt: skip
 
 
@@ -46,7 +46,7 @@ def answers_toml(answers: dict[str, Any]) -> str:
     members = "".join(f'[[key_split.members]]\nname = "{n}"\npassphrase = "{p}"\n' for n, p in MEMBERS)
     text = (f'mode = "new_cluster"\ncluster_name = "{answers["cluster_name"]}"\n'
             f'autonomous_unlock = {str(answers["autonomous_unlock"]).lower()}\n'
-            f'key_pool_size = {answers["key_pool_size"]}\ntime_server = "{answers["time_server"]}"\n'
+            f'key_pool_size = {answers["key_pool_size"]}\n'
             f'[site]\nid = "{site["id"]}"\nname = "{site["name"]}"\n'
             f'[kma]\nid = "{kma["id"]}"\nname = "{kma["name"]}"\n'
             f'management_address = "{kma["management_address"]}"\n'

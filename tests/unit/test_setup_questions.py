@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pytest
+
 from kma.cli.setup_questions import ask_answers
+from kma.errors import ValidationFailed
 
 
 def scripted(answers: list[str]) -> tuple[Iterator[str], list[str]]:
@@ -14,7 +17,7 @@ def scripted(answers: list[str]) -> tuple[Iterator[str], list[str]]:
 
 def test_every_mistake_is_explained_and_asked_again() -> None:
     typed = iter([
-        "", "127.0.0.1:0", "127.0.0.1:0", "",  # mode (default), management, service, time server
+        "", "127.0.0.1:0", "127.0.0.1:0",  # mode (default), management, service
         "Acme Vault", "dallas", "", "kma-1", "",  # cluster, site ID, site name, KMA ID, KMA name
         "11", "3",  # N: 11 refused (at most 10), then 3
         "4", "2",  # M: 4 refused (more than N), then 2
@@ -70,3 +73,14 @@ def test_answers_saved_without_passphrases_ask_each_person_for_theirs() -> None:
     check_answers(answers)
     assert answers.members[0].passphrase == "alice walks the long pier"
     assert answers.officer_passphrase == "officer keeps the vault"
+
+
+def test_a_time_server_answer_is_refused_rather_than_silently_ignored() -> None:
+    from kma.bootstrap import read_answers
+
+    with pytest.raises(ValidationFailed, match="uses its machine's clock.*NTP client"):
+        read_answers(
+            'cluster_name = "Acme"\ntime_server = "ntp.example.com"\n[site]\nid = "dallas"\n[kma]\n'
+            'id = "kma-1"\n[security_officer]\nid = "so"\nname = "Sam"\n[key_split]\nthreshold = 1\n'
+            '[[key_split.members]]\nname = "alice"\n'
+        )

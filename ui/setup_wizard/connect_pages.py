@@ -117,12 +117,8 @@ class NetworkPage(SetupPage):
         self.management.setAccessibleName("Management address")
         self.service = QLineEdit()
         self.service.setAccessibleName("Service address")
-        self.time_server = QLineEdit()
-        self.time_server.setAccessibleName("Time server")
-        self.time_server.setPlaceholderText("e.g. ntp.example.com; blank: the KMA's system clock")
         form.addRow("Management address:", self.management)
         form.addRow("Service address (agents):", self.service)
-        form.addRow("Time server:", self.time_server)
         layout.addLayout(form)
         layout.addWidget(self.error)
         layout.addStretch()
@@ -136,7 +132,6 @@ class NetworkPage(SetupPage):
         a = self.answers
         a.management_address = self.management.text().strip()
         a.service_address = self.service.text().strip()
-        a.time_server = self.time_server.text().strip()
         return lambda worker: setup_writes.check_network(worker, a)
 
 

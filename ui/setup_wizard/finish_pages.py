@@ -42,7 +42,7 @@ class SummaryPage(SetupPage):
             ("KMA", f"{a.kma_name or a.kma_id} ({a.kma_id}), site {a.site_name or a.site_id} ({a.site_id})"),
             ("Creates", f"the new cluster “{a.cluster_name}”"),
             ("Management address", a.management_address), ("Service address", a.service_address),
-            ("Time", a.time_server or "the KMA's system clock"),
+            ("Time", "the KMA's system clock (keep it right with the machine's NTP client)"),
             ("Key split", f"any {a.threshold} of {len(a.members)}: {', '.join(a.members)} (proven, check "
                           f"{a.proof_check})"),
             ("Security Officer", f"{a.officer_name} ({a.officer_id})"),

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Response
 from fastapi.responses import StreamingResponse
 
 from kma.api import audit_schemas, schemas
-from kma.api.deps import AuditRead, Kma, Paging, SignedIn, with_filters
+from kma.api.deps import ROLE_CHECKS, AuditRead, Kma, Paging, SignedIn, with_filters
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, ran_or_pending
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
@@ -48,21 +48,22 @@ def security_officer(actor: SignedIn) -> Actor:
     return actor
 
 
+ROLE_CHECKS.add(security_officer)
 AuditAdmin = Annotated[Actor, Depends(security_officer)]
 
 
 @router.get("", response_model=schemas.Page[schemas.AuditEvent])
-def list_events(kma: Kma, actor: AuditRead, filters: AuditFilter) -> Page:
+def list_audit_events(kma: Kma, actor: AuditRead, filters: AuditFilter) -> Page:
     return audit_log.list_events(kma, filters)
 
 
 @router.get("/verify", response_model=audit_schemas.ChainReport)
-def verify(kma: Kma, actor: AuditRead) -> Mapping[str, Any]:
+def verify_audit_chain(kma: Kma, actor: AuditRead) -> Mapping[str, Any]:
     return audit_log.report_json(audit_log.verify_chain(kma.store, kma.data_dir.ca_cert.read_bytes()))
 
 
 @router.get("/facets", response_model=audit_schemas.Facets)
-def facets(kma: Kma, actor: AuditRead) -> dict[str, list[str]]:
+def get_audit_facets(kma: Kma, actor: AuditRead) -> dict[str, list[str]]:
     return audit_log.facets(kma.store)
 
 
@@ -71,7 +72,7 @@ def facets(kma: Kma, actor: AuditRead) -> dict[str, list[str]]:
     response_class=StreamingResponse,
     responses={200: {"content": {"text/csv": {}}, "description": "Signed CSV (trailer line)"}},
 )
-def export_csv(kma: Kma, actor: AuditRead, filters: AuditFilter) -> StreamingResponse:
+def export_audit_csv(kma: Kma, actor: AuditRead, filters: AuditFilter) -> StreamingResponse:
     stream = audit_export.csv_export(kma, actor, filters)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     disposition = f'attachment; filename="audit-events-{stamp}.csv"'
@@ -81,27 +82,27 @@ def export_csv(kma: Kma, actor: AuditRead, filters: AuditFilter) -> StreamingRes
 
 
 @router.get("/report", response_model=audit_schemas.Report)
-def report(kma: Kma, actor: AuditRead, filters: AuditFilter) -> dict[str, Any]:
+def get_audit_report(kma: Kma, actor: AuditRead, filters: AuditFilter) -> dict[str, Any]:
     return audit_export.report(kma, actor, filters)
 
 
 @router.get("/checkpoints", response_model=list[audit_schemas.Checkpoint])
-def list_checkpoints(kma: Kma, actor: AuditRead) -> list[dict[str, Any]]:
+def list_audit_checkpoints(kma: Kma, actor: AuditRead) -> list[dict[str, Any]]:
     return audit_retention.list_checkpoints(kma)
 
 
 @router.post("/checkpoints", response_model=list[audit_schemas.Checkpoint], status_code=201)
-def make_checkpoint(kma: Kma, actor: AuditAdmin) -> list[dict[str, Any]]:
+def make_audit_checkpoint(kma: Kma, actor: AuditAdmin) -> list[dict[str, Any]]:
     return audit_retention.checkpoint(kma, actor)
 
 
 @router.get("/retention", response_model=audit_schemas.Retention)
-def get_retention(kma: Kma, actor: AuditRead) -> dict[str, Any]:
+def get_audit_retention(kma: Kma, actor: AuditRead) -> dict[str, Any]:
     return audit_retention.get_retention(kma)
 
 
 @router.patch("/retention", response_model=audit_schemas.Retention | PendingQuorumOp, responses=PENDING)
-def set_retention(
+def set_audit_retention(
     body: audit_schemas.RetentionPatch, kma: Kma, actor: AuditAdmin, response: Response
 ) -> dict[str, Any] | PendingQuorumOp:
     """Lengthening runs at once; shortening any period is quorum-protected (it lets pruning remove
@@ -115,5 +116,5 @@ def set_retention(
 
 
 @router.post("/prune", response_model=audit_schemas.PruneResult)
-def prune(kma: Kma, actor: AuditAdmin) -> dict[str, Any]:
+def prune_audit(kma: Kma, actor: AuditAdmin) -> dict[str, Any]:
     return audit_retention.prune(kma, actor)

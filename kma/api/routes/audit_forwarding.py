@@ -15,10 +15,10 @@ router = APIRouter(prefix="/audit-forwarding", tags=["audit"])
 
 
 @router.get("", response_model=AuditForwarding)
-def get_forwarding(kma: Kma, actor: AuditRead) -> dict[str, Any]:
+def get_audit_forwarding(kma: Kma, actor: AuditRead) -> dict[str, Any]:
     return audit_forwarding.get_setting(kma)
 
 
 @router.put("", response_model=AuditForwarding)
-def set_forwarding(body: AuditForwardingPut, kma: Kma, actor: AuditAdmin) -> dict[str, Any]:
+def set_audit_forwarding(body: AuditForwardingPut, kma: Kma, actor: AuditAdmin) -> dict[str, Any]:
     return audit_forwarding.set_setting(kma, actor, body.address, body.ca_pem, body.enabled)

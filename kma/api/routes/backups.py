@@ -27,12 +27,12 @@ def create_backup(kma: Kma, actor: BackupsWrite) -> dict[str, Any]:
 
 
 @router.get("/backups/schedule", response_model=schemas.BackupSchedule)
-def get_schedule(kma: Kma, actor: BackupsRead) -> dict[str, Any]:
+def get_backup_schedule(kma: Kma, actor: BackupsRead) -> dict[str, Any]:
     return backup_schedule.get_schedule(kma)
 
 
 @router.put("/backups/schedule", response_model=schemas.BackupSchedule)
-def set_schedule(body: schemas.BackupScheduleSet, kma: Kma, actor: BackupsWrite) -> dict[str, Any]:
+def set_backup_schedule(body: schemas.BackupScheduleSet, kma: Kma, actor: BackupsWrite) -> dict[str, Any]:
     return backup_schedule.set_schedule(kma, actor, body.frequency, body.folder, body.keep)
 
 

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request, Response
 from kma.api import schemas
 from kma.api.deps import Kma, QuorumSubmit, client_address
 from kma.api.member_schemas import JoinBody, JoinGrant, KmaEntryCreate, KmaEntryOperation, KmaPassphraseBody
+from kma.api.openapi import CHECKS_PASSPHRASES
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp
 from kma.appliance import Appliance
 from kma.services import kma_entries, kma_join, kmas, quorum
@@ -16,6 +17,7 @@ router = APIRouter(tags=["cluster"])
 ANSWERS: dict[int | str, dict[str, object]] = {
     201: {"description": "Ran at once (M credentials came with it)"},
     202: {"description": "Fewer than M credentials: now a pending quorum operation"},
+    **CHECKS_PASSPHRASES,
 }
 
 
@@ -63,7 +65,7 @@ def remove_kma(
     return schemas.Kma.model_validate(kmas.get_kma(kma, kma_id))
 
 
-@router.post("/cluster/join", response_model=JoinGrant)
+@router.post("/cluster/join", response_model=JoinGrant, responses=CHECKS_PASSPHRASES)
 def join_cluster(body: JoinBody, kma: Kma, request: Request) -> dict[str, object]:
     """No sign-in: the joining machine proves itself with the KMA ID and its one-time passphrase."""
     return kma_join.join(

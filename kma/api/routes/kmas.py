@@ -30,12 +30,12 @@ def update_kma(kma_id: str, body: schemas.KmaPatch, kma: Kma, actor: KmasWrite) 
 
 
 @router.post("/{kma_id}/lock", response_model=schemas.Kma)
-def lock(kma_id: str, kma: Kma, actor: QuorumSubmit) -> dict[str, object]:
+def lock_kma(kma_id: str, kma: Kma, actor: QuorumSubmit) -> dict[str, object]:
     return locking.lock_kma(kma, actor, kma_id)
 
 
 @router.post("/{kma_id}/unlock", response_model=schemas.Kma | PendingQuorumOp, responses=PENDING)
-def unlock(
+def unlock_kma(
     kma_id: str, body: UnlockBody, kma: KmaEvenLocked, actor: QuorumSubmit, response: Response
 ) -> schemas.Kma | PendingQuorumOp:
     done = quorum.submit(kma, actor, "unlock_kma", {"kma_id": kma_id}, body.key_split_credentials())

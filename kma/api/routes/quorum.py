@@ -16,6 +16,7 @@ from kma.api.deps import (
     client_address,
     with_filters,
 )
+from kma.api.openapi import CHECKS_PASSPHRASES
 from kma.api.quorum_schemas import (
     PENDING,
     AutonomousUnlock,
@@ -49,7 +50,9 @@ def get_operation(op_id: str, kma: KmaEvenLocked, actor: QuorumRead) -> dict[str
     return quorum.show_op(kma, op_id)
 
 
-@router.post("/quorum-operations/{op_id}/approve", response_model=PendingQuorumOp)
+@router.post(
+    "/quorum-operations/{op_id}/approve", response_model=PendingQuorumOp, responses=CHECKS_PASSPHRASES
+)
 def approve_operation(
     op_id: str, body: CredentialBody, kma: KmaEvenLocked, actor: QuorumApprove
 ) -> dict[str, object]:
