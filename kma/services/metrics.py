@@ -139,12 +139,12 @@ def _read_token(path: Path) -> str:
         mode = path.stat().st_mode
     except (OSError, UnicodeDecodeError) as exc:
         raise ValidationFailed(f"kma.toml [metrics]: cannot read the token file {path}: {exc}.") from None
+    if len(token) < MIN_TOKEN:
+        raise ValidationFailed(f"kma.toml [metrics]: the token in {path} is shorter than {MIN_TOKEN} "
+                               "characters; make one with `openssl rand -hex 32`.")  # fmt: skip
     if os.name == "posix" and mode & 0o077:  # the data directory's own check does not reach outside it
         raise ValidationFailed(
             f"kma.toml [metrics]: other accounts can read or change the token file {path} "
             f"({stat.S_IMODE(mode):04o}); make it this account's only: chmod 600 {path}"
         )
-    if len(token) < MIN_TOKEN:
-        raise ValidationFailed(f"kma.toml [metrics]: the token in {path} is shorter than {MIN_TOKEN} "
-                               "characters; make one with `openssl rand -hex 32`.")  # fmt: skip
     return token

@@ -98,6 +98,7 @@ def test_metrics_are_refused_without_credentials_and_a_wrong_token(kma: RunningK
 def test_a_new_token_is_read_without_a_restart(kma: RunningKma) -> None:
     new_token = "e" * 64
     (kma.data_dir / "metrics.token.new").write_text(new_token + "\n")
+    (kma.data_dir / "metrics.token.new").chmod(0o600)  # a token others can read admits nobody
     (kma.data_dir / "metrics.token.new").replace(kma.data_dir / "metrics.token")
     assert scrape(kma, new_token).status_code == 200
     assert scrape(kma, TOKEN).status_code == 401

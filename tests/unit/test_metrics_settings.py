@@ -51,8 +51,10 @@ def test_a_token_file_other_accounts_can_read_is_refused(tmp_path: Path, mode: i
 def test_a_new_token_takes_effect_without_a_restart(tmp_path: Path) -> None:
     token_file = tmp_path / "metrics.token"
     token_file.write_text("a" * 64)
+    token_file.chmod(0o600)
     settings = MetricsSettings.from_table(tmp_path, {"token_file": "metrics.token"})
     (tmp_path / "new.token").write_text("b" * 64 + "\n")
+    (tmp_path / "new.token").chmod(0o600)
     (tmp_path / "new.token").replace(token_file)  # how an operator rotates it: rename over the old one
     assert settings.admits("b" * 64) and not settings.admits("a" * 64)
     token_file.write_text("short")  # a broken file admits nobody by token, rather than the old token
