@@ -14,7 +14,8 @@ alternating rounds so that a busy machine weighs on both alike):
 - the agent path at 16 agents: Write Key for an existing tape and for a new one, Get of an
   active key, Locate by data unit (Name = volser);
 - the API's first page (limit 100, over HTTPS as the manager asks) of every list, for every
-  sort it offers (both orders) and every filter it offers (each value of a closed filter).
+  sort it offers (both orders) and every filter it offers (each value of a closed filter), and
+  for each search people type (an exact volser, a prefix, a fragment, a miss; also the audit log's).
 Prints a table, then, last, one JSON object.
 """
 
@@ -268,9 +269,20 @@ FILTER_VALUES: dict[str, Any] = {
 }  # fmt: skip
 
 
+# What people type into a list's search box (each list and the audit log get each of them).
+SEARCHES = {
+    "exact volser": volser(1),
+    "volser prefix": volser(1)[:5],
+    "key ID fragment": "4F2A9C",  # ~2 of a million random hex IDs
+    "name fragment": "dallas",  # the key group and site of most rows: many matches
+    "miss": "no such tape",
+}
+
+
 def list_queries() -> list[tuple[str, str, dict[str, Any]]]:
-    """(label, client method, arguments): each list's first page, every sort in both orders, and
-    every filter (every value of a closed one) in the default sort, as the manager asks them."""
+    """(label, client method, arguments): each list's first page, every sort in both orders,
+    every filter (every value of a closed one) in the default sort, and each search in SEARCHES,
+    as the manager asks them."""
     out = []
     for name, (method, spec) in LISTS.items():
         for sort in spec.sort_fields:
@@ -286,6 +298,8 @@ def list_queries() -> list[tuple[str, str, dict[str, Any]]]:
             else:
                 values = [FILTER_VALUES[field]]
             out += [(f"{name} {field}={v}", method, {field: v}) for v in values]
+        out += [(f"{name} q={text} ({what})", method, {"q": text}) for what, text in SEARCHES.items()]
+    out += [(f"audit q={text} ({what})", "list_audit_events", {"q": text}) for what, text in SEARCHES.items()]
     return out
 
 
@@ -373,6 +387,8 @@ def report(args: argparse.Namespace, stores: dict[str, Store]) -> int:
         lists[label] = {"fresh_ms": fresh.median, "large_ms": large.median, "large_spread": large.as_dict()}
         print(f"{label:52} fresh {fresh.median:7.1f} ms  large {large}", flush=True)
     result["lists"] = lists
+    searches = {k: v for k, v in lists.items() if " q=" in k}
+    result["slowest_search"] = max(searches.items(), key=lambda kv: kv[1]["large_ms"])[0]
     worst = max(lists.items(), key=lambda kv: kv[1]["large_ms"])
     result["slowest_list"] = {"query": worst[0], "ms": worst[1]["large_ms"]}
     result["lists_over_50ms"] = sorted(k for k, v in lists.items() if v["large_ms"] > 50)
