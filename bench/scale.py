@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import queue
 import random
 import statistics
 import string
@@ -35,7 +36,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.keys import Conn, enroll_agents, fill_pool, keep_backed_up, ok, pool_backer, start_kma, uid_of  # noqa: E402
+from bench.keys import (  # noqa: E402
+    BACKUP_TIMEOUT,
+    Conn,
+    KeptBackedUp,
+    enroll_agents,
+    exit_on_signals,
+    fill_pool,
+    ok,
+    pool_backer,
+    start_kma,
+    uid_of,
+)
 from bench.rounds import Spread, interleave, ratio_of, summarise, too_wide  # noqa: E402
 from kma.kmip import ttlv  # noqa: E402
 from kma.kmip.client import key_template, name_attribute, request_message  # noqa: E402
@@ -118,7 +130,9 @@ def _fill_process(address: str, files: list[Files], agents: list[int], tapes: in
         t.join()
 
 
-def fill(kma: RunningKma, address: str, files: list[Files], tapes: int, keys_total: int) -> list[str]:
+def fill(
+    kma: RunningKma, address: str, files: list[Files], tapes: int, keys_total: int, backups: KeptBackedUp
+) -> list[str]:
     ctx = mp.get_context("spawn")
     out: Any = ctx.Queue()
     procs = [
@@ -130,12 +144,19 @@ def fill(kma: RunningKma, address: str, files: list[Files], tapes: int, keys_tot
     for proc in procs:
         proc.start()
     results = []
-    while len(results) < AGENTS:
-        try:
-            results.append(out.get(timeout=30))
-        except Exception:  # queue.Empty: report progress while the agents work
-            count = kma.client("op").list_keys(limit=1).total
-            print(f"  {time.time() - began:6.0f} s: about {count:,} keys", flush=True)
+    try:
+        while len(results) < AGENTS:
+            try:
+                results.append(out.get(timeout=30))
+            except queue.Empty:  # report progress while the agents work
+                backups.check()  # the pool would run dry: stop now, saying why
+                keys = kma.client("op").list_keys(limit=1)
+                count = f"{keys.total:,}" if keys.total_exact else f"over {keys.total:,}"
+                print(f"  {time.time() - began:6.0f} s: {count} keys", flush=True)
+    except BaseException:
+        for proc in procs:
+            proc.terminate()
+        raise
     for proc in procs:
         proc.join()
     done, errors = sum(r[0] for r in results), sum(r[1] for r in results)
@@ -165,10 +186,16 @@ def open_store(
         raise SystemExit(f"{root} holds another size ({meta['keys']} keys); name another --store")
     root.mkdir(parents=True, exist_ok=True)
     kma, address = start_kma(root)
-    backups = keep_backed_up(kma.client("backup"))  # the fill issues many times the pool
-    files = enroll_agents(kma, address, root, AGENTS)
-    uids = fill(kma, address, files, tapes, keys_total)
-    backups.set()
+    backups = KeptBackedUp(kma)  # the fill issues many times the pool
+    try:
+        try:
+            files = enroll_agents(kma, address, root, AGENTS)
+            uids = fill(kma, address, files, tapes, keys_total, backups)
+        finally:
+            backups.stop()
+    except BaseException:  # a failure or a signal: the KMA this started stops too
+        kma.stop()
+        raise
     meta = {"keys": keys_total, "tapes": tapes, "demo": kma.demo, "agents": files, "uids": uids}
     meta_file.write_text(json.dumps(meta))
     if issuing:
@@ -179,7 +206,8 @@ def open_store(
 def back_up_pool(kma: RunningKma) -> None:
     """A pool of POOL keys, backed up (so Ready), before any measured round issues from it."""
     fill_pool(kma, POOL)
-    pool_backer(kma.client("backup"))  # a backup now (the pool's keys wait for one), outside any round
+    # A backup now (the pool's keys wait for one), outside any round.
+    pool_backer(kma.client("backup", timeout=BACKUP_TIMEOUT))
 
 
 # --- the agent path ----------------------------------------------------------------------
@@ -326,6 +354,7 @@ class Store:
 
 
 def main() -> int:
+    exit_on_signals()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--keys", type=int, default=20_000, help="keys in the large store")
     parser.add_argument("--tapes", type=int, default=4_000, help="tapes (data units) they are bound to")
