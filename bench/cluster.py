@@ -43,6 +43,7 @@ from bench.keys import (  # noqa: E402
     BACKUP_TIMEOUT,
     Conn,
     LoadGenerator,
+    cpu_seconds,
     create_request,
     enroll_agents,
     exit_on_signals,
@@ -132,18 +133,30 @@ class Cluster:
 
         sampler = LagSampler(self.kmas)
         sampler.start()
+        # Where the cluster's CPU goes: the KMAs (Python: KMIP, the outbox, the shipper, reads)
+        # against their rqliteds (Raft, the log's fsyncs, every node applying every statement).
+        rqliteds = [rqlited_pid(k) for k in self.kmas]
+        began, cpu_before = time.time(), [cpu_seconds(p) for p in rqliteds]
         threads = [threading.Thread(target=one, args=(i,)) for i in range(len(self.loads))]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        rqlited_cpu = sum(cpu_seconds(p) for p in rqliteds) - sum(cpu_before)
         sampler.stop.set()
         sampler.join()
         self.ages += sampler.ages
+        ops = sum(p["ops_per_s"] for p in parts)
         return {
-            "ops_per_s": sum(p["ops_per_s"] for p in parts),
+            "ops_per_s": ops,
             "p99_ms": max(p["p99_ms"] for p in parts),
             "errors": sum(p["errors"] for p in parts),
+            # Each load generator measures its KMA's CPU in its window; rqlited over the whole round
+            # (its warm-up too, under the same load), per the window's rate.
+            "kma_cpu_us_per_op": sum(p["server_cpu_us_per_op"] * p["ops_per_s"] for p in parts) / ops
+            if ops
+            else math.nan,
+            "rqlited_cpu_us_per_op": rqlited_cpu * 1e6 / (ops * (time.time() - began)) if ops else math.nan,
         }
 
 
@@ -165,7 +178,13 @@ class OneKma:
         self.rounds_run += 1
         self.back_up()  # outside the measured window: a one-KMA cluster issues backed-up keys
         figures = self.load.round(duration, f"E{self.rounds_run}-")
-        return {k: figures[k] for k in ("ops_per_s", "p99_ms", "errors")}
+        return {
+            "ops_per_s": figures["ops_per_s"],
+            "p99_ms": figures["p99_ms"],
+            "errors": figures["errors"],
+            "kma_cpu_us_per_op": figures["server_cpu_us_per_op"],
+            "rqlited_cpu_us_per_op": 0.0,
+        }
 
 
 def compare(
@@ -202,6 +221,12 @@ def service_figures(cluster: Cluster, one: OneKma, levels: list[int], args: argp
                 ratios[f"lag_p99_ms_{level}"] = cell["lag"]["p99_ms"]
                 line += f"; replication lag p50 {cell['lag']['p50_ms']} ms p99 {cell['lag']['p99_ms']} ms"
             print(line, flush=True)
+            c, o = cell["cluster"], cell["one_kma"]
+            print(
+                f"{'':17}CPU per op: cluster KMAs {c['kma_cpu_us_per_op']} us + rqliteds "
+                f"{c['rqlited_cpu_us_per_op']} us; one KMA {o['kma_cpu_us_per_op']} us",
+                flush=True,
+            )
             if "unreliable" in cell:
                 print(f"UNRELIABLE: {cell['unreliable']}", flush=True)
     return ratios
