@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.keys import keep_backed_up  # noqa: E402
+from bench.keys import KeptBackedUp, exit_on_signals  # noqa: E402
 from kms_client import KmsClient, Trust  # noqa: E402
 
 READY_TIMEOUT = 60.0
@@ -67,8 +67,10 @@ class LocalKma:
         if self.trust.fingerprint != info["ca_fingerprint"]:
             raise SystemExit("the CA fingerprint the KMA printed is not the one it serves")
 
-    def client(self, user: str | None = None) -> KmsClient:
-        client = KmsClient(self.address, ca_pem=self.trust.ca_pem, ca_fingerprint=self.trust.fingerprint)
+    def client(self, user: str | None = None, timeout: float = 15) -> KmsClient:
+        client = KmsClient(
+            self.address, ca_pem=self.trust.ca_pem, ca_fingerprint=self.trust.fingerprint, timeout=timeout
+        )
         if user is not None:
             client.sign_in(user, self.passphrases[user])
         return client
@@ -136,6 +138,7 @@ def run(clients: list[KmsClient], op: Op, per_client: int) -> dict[str, float]:
 
 
 def main() -> int:
+    exit_on_signals()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--requests", type=int, default=200, help="list and create calls per run (sequential)"
@@ -153,8 +156,9 @@ def main() -> int:
     kma = LocalKma(root)
     figures: dict[str, Any] = {"bench": "api", "python": platform.python_version(), "cpus": os.cpu_count(),
                                "clients": args.clients}  # fmt: skip
+    backups: KeptBackedUp | None = None
     try:
-        keep_backed_up(kma.client("backup"))  # a one-KMA cluster issues only backed-up keys
+        backups = KeptBackedUp(kma)  # a one-KMA cluster issues only backed-up keys
         admin = kma.client("op")
         per_client_units = [f"BENCH{n:03d}" for n in range(args.clients + 1)]
         for unit in per_client_units:
@@ -187,6 +191,7 @@ def main() -> int:
             one = run([sequential_client], op, count)
             many = run(concurrent_clients, op, max(1, count // args.clients))
             figures[name] = {"sequential": one, f"concurrent_{args.clients}": many}
+            backups.check()  # a failed run says why, not only that issuing was refused
             print(
                 f"{name:14} sequential    p50 {one['p50_ms']:8.2f} ms  p99 {one['p99_ms']:8.2f} ms  "
                 f"{one['per_s']:8.1f}/s  (n={one['n']})"
@@ -203,6 +208,8 @@ def main() -> int:
         )
         figures["pool_ready_after"] = kma_after.pool_ready
     finally:
+        if backups is not None:
+            backups.stop()
         kma.stop()
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -1,19 +1,24 @@
-"""A cluster of KMAs on loopback: key service across the cluster, replication lag, failover.
+"""A cluster of KMAs on loopback against one KMA: key service, replication lag, failover.
 
     python bench/cluster.py [--kmas 4] [--levels 16,64] [--rounds 5] [--duration 1]
 
 Starts `--kmas` KMAs (a demo KMA made the first rqlite node, the others joined as voters; each
 `kma serve` runs its own rqlited, mutual TLS from the cluster CA) and enrolls the drives spread
 evenly over them, each drive talking KMIP to its own KMA (bench/keys.py's load generator, one per
-KMA, all at once). Measures, in `--rounds` rounds per cell:
-- new keys/s (Create of a new tape key) and Gets/s across the cluster at each drive count;
-- replication lag under the Get load: the age of the oldest audit event waiting in each KMA's
-  outbox (committed on the KMA, not yet in the cluster's store), sampled every 20 ms: p50/p99;
+KMA, all at once). Beside it runs one embedded KMA (a one-KMA cluster: its pool is backed up
+before each of its rounds, outside the timing) with the same number of drives. On
+bench/rounds.py's method, the cluster and the one KMA take turns (A B, B A, ...), `--rounds`
+rounds per cell, so that each figure is a ratio to one KMA measured on the same machine at the
+same time:
+- new keys/s (Create of a new tape key) and Gets/s at each drive count: cluster/one-KMA ratios;
+- replication lag under the cluster's Get load: the age of the oldest audit event waiting in each
+  KMA's outbox (committed on the KMA, not yet in the cluster's store), sampled every 20 ms;
 - leader failover: SIGKILL of the Raft leader's rqlited to the next successful management
   write on another KMA;
 - drive failover: SIGKILL of a drive's KMA to that drive's next key from another KMA.
-Targets (issue 11): >= 1,000 new keys/s and >= 2,000 Gets/s, lag p99 <= 100 ms, leader failover
-<= 3 s, drive failover <= 1 s. The last line is one JSON object with every figure.
+Targets (issue 33): new keys/s >= 0.8x and Gets/s >= 1.0x one KMA's, lag p99 <= 100 ms at 16
+drives; leader failover <= 3 s, drive failover <= 1 s (issue 11). The last line is one JSON
+object with every figure, the ratios under "ratios".
 """
 
 from __future__ import annotations
@@ -34,8 +39,20 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.keys import Conn, LoadGenerator, create_request, make_keys, ok  # noqa: E402
-from bench.rounds import summarise  # noqa: E402
+from bench.keys import (  # noqa: E402
+    BACKUP_TIMEOUT,
+    Conn,
+    LoadGenerator,
+    cpu_seconds,
+    create_request,
+    enroll_agents,
+    exit_on_signals,
+    make_keys,
+    ok,
+    pool_backer,
+    start_kma,
+)
+from bench.rounds import interleave, ratio_of, summarise, too_wide  # noqa: E402
 from kma.agent.enroll import enroll  # noqa: E402
 from kma.cluster.rqlited import RqliteNode  # noqa: E402
 from kma.datadir import DataDir  # noqa: E402
@@ -44,7 +61,7 @@ from tests.support.cluster import add_node, files_of, first_node  # noqa: E402
 from tests.support.kma_process import RunningKma  # noqa: E402
 
 GIVE_UP_S = 60.0  # a failover that takes longer is reported as inf
-TARGETS = {"create_per_s": 1000, "get_per_s": 2000, "lag_p99_ms": 100, "leader_failover_s": 3.0,
+TARGETS = {"create_ratio": 0.8, "get_ratio": 1.0, "lag_p99_ms": 100, "leader_failover_s": 3.0,
            "drive_failover_s": 1.0}  # fmt: skip
 
 
@@ -93,33 +110,126 @@ def pct(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000, 1) if ordered else 0.0
 
 
-def measure(kmas: list[RunningKma], loads: list[LoadGenerator], uids: list[list[str]], op: str, level: int,
-            rounds: int, duration: float) -> tuple[dict[str, Any], list[float]]:  # fmt: skip
-    per = max(1, level // len(kmas))
-    for load, keys in zip(loads, uids, strict=True):
-        load.cell(op, keys, per)
-    sampler = LagSampler(kmas)
-    sampler.start()
-    results: list[dict[str, float]] = []
-    for r in range(rounds):
-        parts: list[dict[str, float]] = [{} for _ in loads]
+class Cluster:
+    """The cluster's side of a round: every KMA's load generator at once, figures summed."""
 
-        def one(i: int, r: int = r, parts: list[dict[str, float]] = parts) -> None:
-            parts[i] = loads[i].round(duration, f"C{op[0]}{level}r{r}k{i}-")
+    def __init__(self, kmas: list[RunningKma], loads: list[LoadGenerator], uids: list[list[str]]) -> None:
+        self.kmas, self.loads, self.uids = kmas, loads, uids
+        self.rounds_run = 0
+        self.ages: list[float] = []  # replication lag samples of the cell's rounds
 
-        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(loads))]
+    def cell(self, op: str, level: int) -> None:
+        per = max(1, level // len(self.kmas))
+        for load, keys in zip(self.loads, self.uids, strict=True):
+            load.cell(op, keys, per)
+        self.ages = []
+
+    def round(self, duration: float) -> dict[str, float]:
+        self.rounds_run += 1
+        parts: list[dict[str, float]] = [{} for _ in self.loads]
+
+        def one(i: int) -> None:
+            parts[i] = self.loads[i].round(duration, f"C{self.rounds_run}k{i}-")
+
+        sampler = LagSampler(self.kmas)
+        sampler.start()
+        # Where the cluster's CPU goes: the KMAs (Python: KMIP, the outbox, the shipper, reads)
+        # against their rqliteds (Raft, the log's fsyncs, every node applying every statement).
+        rqliteds = [rqlited_pid(k) for k in self.kmas]
+        began, cpu_before = time.time(), [cpu_seconds(p) for p in rqliteds]
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(self.loads))]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        results.append({
-            "ops_per_s": sum(p["ops_per_s"] for p in parts),
+        rqlited_cpu = sum(cpu_seconds(p) for p in rqliteds) - sum(cpu_before)
+        sampler.stop.set()
+        sampler.join()
+        self.ages += sampler.ages
+        ops = sum(p["ops_per_s"] for p in parts)
+        return {
+            "ops_per_s": ops,
             "p99_ms": max(p["p99_ms"] for p in parts),
             "errors": sum(p["errors"] for p in parts),
-        })  # fmt: skip
-    sampler.stop.set()
-    sampler.join()
-    return summarise(results), sampler.ages
+            # Each load generator measures its KMA's CPU in its window; rqlited over the whole round
+            # (its warm-up too, under the same load), per the window's rate.
+            "kma_cpu_us_per_op": sum(p["server_cpu_us_per_op"] * p["ops_per_s"] for p in parts) / ops
+            if ops
+            else math.nan,
+            "rqlited_cpu_us_per_op": rqlited_cpu * 1e6 / (ops * (time.time() - began)) if ops else math.nan,
+        }
+
+
+class OneKma:
+    """The embedded KMA's side: one load generator; its pool backed up before each round."""
+
+    def __init__(self, kma: RunningKma, service: str, files: list[tuple[str, str, str]]) -> None:
+        assert kma.process is not None
+        self.kma = kma
+        self.load = LoadGenerator(service, files, kma.process.pid)
+        self.uids = make_keys(service, files[0], 100, "WK1")
+        self.back_up = pool_backer(kma.client("backup", timeout=BACKUP_TIMEOUT))
+        self.rounds_run = 0
+
+    def cell(self, op: str, level: int) -> None:
+        self.load.cell(op, self.uids, level)
+
+    def round(self, duration: float) -> dict[str, float]:
+        self.rounds_run += 1
+        self.back_up()  # outside the measured window: a one-KMA cluster issues backed-up keys
+        figures = self.load.round(duration, f"E{self.rounds_run}-")
+        return {
+            "ops_per_s": figures["ops_per_s"],
+            "p99_ms": figures["p99_ms"],
+            "errors": figures["errors"],
+            "kma_cpu_us_per_op": figures["server_cpu_us_per_op"],
+            "rqlited_cpu_us_per_op": 0.0,
+        }
+
+
+def compare(
+    cluster: Cluster, one: OneKma, op: str, level: int, rounds: int, duration: float
+) -> dict[str, Any]:
+    """One cell, the cluster and the one KMA in alternate rounds: both summaries, the ratios."""
+    cluster.cell(op, level)
+    one.cell(op, level)
+    runs = interleave({"cluster": lambda: cluster.round(duration), "one_kma": lambda: one.round(duration)},
+                      rounds)  # fmt: skip
+    ratio = ratio_of(runs["cluster"], runs["one_kma"], "ops_per_s")
+    out: dict[str, Any] = {"cluster": summarise(runs["cluster"]), "one_kma": summarise(runs["one_kma"]),
+                           "ratio": ratio.as_dict()}  # fmt: skip
+    if warning := too_wide(f"{op} at {level} drives, cluster/one KMA", ratio):
+        out["unreliable"] = warning
+    if op == "get":
+        out["lag"] = {"p50_ms": pct(cluster.ages, 0.5), "p99_ms": pct(cluster.ages, 0.99)}
+    return out
+
+
+def service_figures(cluster: Cluster, one: OneKma, levels: list[int], args: argparse.Namespace,
+            out: dict[str, Any]) -> dict[str, float]:  # fmt: skip
+    """Every cell (new keys, then Gets, at each drive count) into `out`; returns the ratios."""
+    ratios: dict[str, float] = {}
+    for op in ("create", "get"):
+        for level in levels:
+            cell = compare(cluster, one, op, level, args.rounds, args.duration)
+            out[f"{op}_{level}"] = cell
+            ratios[f"{op}_{level}"] = cell["ratio"]["median"]
+            line = (f"{op:6} {level:3} drives: cluster {cell['cluster']['ops_per_s']}/s, one KMA "
+                    f"{cell['one_kma']['ops_per_s']}/s, ratio {cell['ratio']['median']} "
+                    f"(rounds {cell['ratio']['min']}..{cell['ratio']['max']})")  # fmt: skip
+            if op == "get":
+                ratios[f"lag_p99_ms_{level}"] = cell["lag"]["p99_ms"]
+                line += f"; replication lag p50 {cell['lag']['p50_ms']} ms p99 {cell['lag']['p99_ms']} ms"
+            print(line, flush=True)
+            c, o = cell["cluster"], cell["one_kma"]
+            print(
+                f"{'':17}CPU per op: cluster KMAs {c['kma_cpu_us_per_op']} us + rqliteds "
+                f"{c['rqlited_cpu_us_per_op']} us; one KMA {o['kma_cpu_us_per_op']} us",
+                flush=True,
+            )
+            if "unreliable" in cell:
+                print(f"UNRELIABLE: {cell['unreliable']}", flush=True)
+    return ratios
 
 
 def leader_failover(kmas: list[RunningKma]) -> tuple[float, RunningKma]:
@@ -161,6 +271,7 @@ def drive_failover(victim: RunningKma, other: RunningKma, files: tuple[str, str,
 
 
 def main() -> int:
+    exit_on_signals()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kmas", type=int, default=4)
     parser.add_argument("--levels", default="16,64")
@@ -176,7 +287,10 @@ def main() -> int:
         first, ca = first_node(tmp / "a")
         kmas = [first]
         loads: list[LoadGenerator] = []
+        embedded, service = start_kma(tmp / "one")
+        one: OneKma | None = None
         try:
+            one = OneKma(embedded, service, enroll_agents(embedded, service, tmp / "one", max(levels)))
             for i in range(2, args.kmas + 1):
                 kmas.append(add_node(first, ca, tmp, f"kma-dal-{i}"))
                 kmas[-1].start()
@@ -186,18 +300,12 @@ def main() -> int:
             for k, f in zip(kmas, files, strict=True):
                 assert k.process is not None
                 loads.append(LoadGenerator(service_of(k), f, k.process.pid))
-            for op in ("create", "get"):
-                for level in levels:
-                    figures, ages = measure(kmas, loads, uids, op, level, args.rounds, args.duration)
-                    out[f"{op}_{level}"] = figures
-                    line = f"{op:6} {level:3} drives: {figures['ops_per_s']}/s"
-                    if op == "get":
-                        out[f"lag_{level}"] = {"p50_ms": pct(ages, 0.5), "p99_ms": pct(ages, 0.99)}
-                        line += f"  replication lag p50 {pct(ages, 0.5)} ms p99 {pct(ages, 0.99)} ms"
-                    print(line, flush=True)
-            for load in loads:
+            cluster = Cluster(kmas, loads, uids)
+            out["ratios"] = service_figures(cluster, one, levels, args, out)
+            for load in [*loads, one.load]:
                 load.close()
-            loads = []
+            loads, one = [], None
+            embedded.stop()
             seconds, dead = leader_failover(kmas)
             out["leader_failover_s"] = round(seconds, 3) if math.isfinite(seconds) else None
             print(f"leader failover: {seconds:.2f} s", flush=True)
@@ -210,12 +318,12 @@ def main() -> int:
             out["drive_failover_s"] = round(seconds, 3) if math.isfinite(seconds) else None
             print(f"drive failover: {seconds:.2f} s", flush=True)
         finally:
-            for load in loads:
+            for load in [*loads, *([one.load] if one else [])]:
                 load.close()
-            for k in reversed(kmas):
+            for k in [embedded, *reversed(kmas)]:
                 k.stop()
     out["load_average_after"] = os.getloadavg()[0]
-    print(json.dumps(out))
+    print(json.dumps(out))  # the ratios first among its keys' peers: out["ratios"]
     return 0
 
 

@@ -364,33 +364,64 @@ def pool_backer(backup_operator: Any) -> Callable[[], None]:
     return back_up
 
 
-def keep_backed_up(backup_operator: Any, interval: float = 1.0) -> threading.Event:
+# A database backup of a large store takes minutes (1.1 GB at a million keys): far longer than a
+# client's usual 15 s, after which the bench would give up on a backup the KMA is still writing.
+BACKUP_TIMEOUT = 1800.0
+BACKUP_FAILURES = 3  # in a row: then the bench stops, saying why, rather than issue from a dry pool
+
+
+def exit_on_signals() -> None:
+    """SIGTERM and SIGHUP end a bench as Ctrl-C does: its `finally` blocks and exit handlers run,
+    so the KMAs it started stop with it (tests/support/kma_process.py stops any left running)."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
+
+
+class KeptBackedUp:
     """A one-KMA cluster issues only keys a database backup holds (issue 12): as a frequent
     scheduled backup would, back the pool up now and whenever generated keys wait, keeping only
-    the newest backup. Its cost is part of what an issuing bench measures on one KMA. Returns
-    the event that stops it (set it before measuring what a backup must not weigh on)."""
+    the newest backup. Its cost is part of what an issuing bench measures on one KMA.
 
-    def backup() -> str:
-        made: str = backup_operator.create_backup().id
-        return made
+    A failed backup is reported at once and tried again; after BACKUP_FAILURES in a row the
+    backups stop and `check` raises with the reason (the pool will run dry, and every request
+    after that be refused, which would otherwise be all the bench says)."""
 
-    last = backup()
-    stop = threading.Event()
+    def __init__(self, kma: Any, interval: float = 1.0) -> None:  # a RunningKma, or bench/api.py's
+        self.client = kma.client("backup", timeout=BACKUP_TIMEOUT)
+        self.interval = interval
+        self.failure: str | None = None
+        self._stop = threading.Event()
+        self._last = self.client.create_backup().id
+        self._thread = threading.Thread(target=self._run, name="bench-backups", daemon=True)
+        self._thread.start()
 
-    def run() -> None:
-        nonlocal last
-        while not stop.wait(interval):
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.wait(self.interval):
             try:
-                readiness = backup_operator.dashboard().backups
+                readiness = self.client.dashboard().backups
                 if readiness is not None and readiness.keys_waiting_for_backup:
-                    made = backup()
-                    backup_operator.delete_backup(last)
-                    last = made
-            except Exception:  # noqa: BLE001 - the KMA stopped: so does this
-                return
+                    made = self.client.create_backup().id
+                    self.client.delete_backup(self._last)
+                    self._last = made
+                failures = 0
+            except Exception as exc:  # noqa: BLE001 - any failure is reported, none ends this silently
+                if self._stop.is_set():
+                    return  # the bench is stopping (and perhaps its KMA): not a failure
+                failures += 1
+                print(f"bench backups: {exc!r} ({failures} failed in a row)", file=sys.stderr, flush=True)
+                if failures >= BACKUP_FAILURES:
+                    self.failure = f"the pool's backups failed {failures} times in a row, last: {exc!r}"
+                    return
 
-    threading.Thread(target=run, name="bench-backups", daemon=True).start()
-    return stop
+    def check(self) -> None:
+        """Raise if the backups failed for good."""
+        if self.failure is not None:
+            raise RuntimeError(f"{self.failure}; a one-KMA cluster issues only backed-up keys")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)  # a backup under way is left to finish (or to the KMA's stop)
 
 
 def enroll_agents(kma: RunningKma, service: str, tmp: Path, count: int) -> list[tuple[str, str, str]]:
@@ -515,7 +546,8 @@ def kma_server(tmp: Path, agents: int, name: str = "kma", source: Path | None = 
         kma.stop()
         raise
     assert kma.process is not None
-    return Server(name, kma.process.pid, service, files, kma.stop, pool_backer(kma.client("backup")))
+    backer = pool_backer(kma.client("backup", timeout=BACKUP_TIMEOUT))
+    return Server(name, kma.process.pid, service, files, kma.stop, backer)
 
 
 def pykmip_server(tmp: Path, agents: int) -> Server:
@@ -653,6 +685,7 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> int:
+    exit_on_signals()
     args = parse_args()
     busy = os.getloadavg()[0]  # before this run starts anything
     if busy > 0.5:

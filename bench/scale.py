@@ -14,7 +14,8 @@ alternating rounds so that a busy machine weighs on both alike):
 - the agent path at 16 agents: Write Key for an existing tape and for a new one, Get of an
   active key, Locate by data unit (Name = volser);
 - the API's first page (limit 100, over HTTPS as the manager asks) of every list, for every
-  sort it offers (both orders) and every filter it offers (each value of a closed filter).
+  sort it offers (both orders) and every filter it offers (each value of a closed filter), and
+  for each search people type (an exact volser, a prefix, a fragment, a miss; also the audit log's).
 Prints a table, then, last, one JSON object.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import queue
 import random
 import statistics
 import string
@@ -34,7 +36,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.keys import Conn, enroll_agents, fill_pool, keep_backed_up, ok, pool_backer, start_kma, uid_of  # noqa: E402
+from bench.keys import (  # noqa: E402
+    BACKUP_TIMEOUT,
+    Conn,
+    KeptBackedUp,
+    enroll_agents,
+    exit_on_signals,
+    fill_pool,
+    ok,
+    pool_backer,
+    start_kma,
+    uid_of,
+)
 from bench.rounds import Spread, interleave, ratio_of, summarise, too_wide  # noqa: E402
 from kma.kmip import ttlv  # noqa: E402
 from kma.kmip.client import key_template, name_attribute, request_message  # noqa: E402
@@ -117,7 +130,9 @@ def _fill_process(address: str, files: list[Files], agents: list[int], tapes: in
         t.join()
 
 
-def fill(kma: RunningKma, address: str, files: list[Files], tapes: int, keys_total: int) -> list[str]:
+def fill(
+    kma: RunningKma, address: str, files: list[Files], tapes: int, keys_total: int, backups: KeptBackedUp
+) -> list[str]:
     ctx = mp.get_context("spawn")
     out: Any = ctx.Queue()
     procs = [
@@ -129,12 +144,19 @@ def fill(kma: RunningKma, address: str, files: list[Files], tapes: int, keys_tot
     for proc in procs:
         proc.start()
     results = []
-    while len(results) < AGENTS:
-        try:
-            results.append(out.get(timeout=30))
-        except Exception:  # queue.Empty: report progress while the agents work
-            count = kma.client("op").list_keys(limit=1).total
-            print(f"  {time.time() - began:6.0f} s: about {count:,} keys", flush=True)
+    try:
+        while len(results) < AGENTS:
+            try:
+                results.append(out.get(timeout=30))
+            except queue.Empty:  # report progress while the agents work
+                backups.check()  # the pool would run dry: stop now, saying why
+                keys = kma.client("op").list_keys(limit=1)
+                count = f"{keys.total:,}" if keys.total_exact else f"over {keys.total:,}"
+                print(f"  {time.time() - began:6.0f} s: {count} keys", flush=True)
+    except BaseException:
+        for proc in procs:
+            proc.terminate()
+        raise
     for proc in procs:
         proc.join()
     done, errors = sum(r[0] for r in results), sum(r[1] for r in results)
@@ -164,10 +186,16 @@ def open_store(
         raise SystemExit(f"{root} holds another size ({meta['keys']} keys); name another --store")
     root.mkdir(parents=True, exist_ok=True)
     kma, address = start_kma(root)
-    backups = keep_backed_up(kma.client("backup"))  # the fill issues many times the pool
-    files = enroll_agents(kma, address, root, AGENTS)
-    uids = fill(kma, address, files, tapes, keys_total)
-    backups.set()
+    backups = KeptBackedUp(kma)  # the fill issues many times the pool
+    try:
+        try:
+            files = enroll_agents(kma, address, root, AGENTS)
+            uids = fill(kma, address, files, tapes, keys_total, backups)
+        finally:
+            backups.stop()
+    except BaseException:  # a failure or a signal: the KMA this started stops too
+        kma.stop()
+        raise
     meta = {"keys": keys_total, "tapes": tapes, "demo": kma.demo, "agents": files, "uids": uids}
     meta_file.write_text(json.dumps(meta))
     if issuing:
@@ -178,7 +206,8 @@ def open_store(
 def back_up_pool(kma: RunningKma) -> None:
     """A pool of POOL keys, backed up (so Ready), before any measured round issues from it."""
     fill_pool(kma, POOL)
-    pool_backer(kma.client("backup"))  # a backup now (the pool's keys wait for one), outside any round
+    # A backup now (the pool's keys wait for one), outside any round.
+    pool_backer(kma.client("backup", timeout=BACKUP_TIMEOUT))
 
 
 # --- the agent path ----------------------------------------------------------------------
@@ -268,9 +297,20 @@ FILTER_VALUES: dict[str, Any] = {
 }  # fmt: skip
 
 
+# What people type into a list's search box (each list and the audit log get each of them).
+SEARCHES = {
+    "exact volser": volser(1),
+    "volser prefix": volser(1)[:5],
+    "key ID fragment": "4F2A9C",  # ~2 of a million random hex IDs
+    "name fragment": "dallas",  # the key group and site of most rows: many matches
+    "miss": "no such tape",
+}
+
+
 def list_queries() -> list[tuple[str, str, dict[str, Any]]]:
-    """(label, client method, arguments): each list's first page, every sort in both orders, and
-    every filter (every value of a closed one) in the default sort, as the manager asks them."""
+    """(label, client method, arguments): each list's first page, every sort in both orders,
+    every filter (every value of a closed one) in the default sort, and each search in SEARCHES,
+    as the manager asks them."""
     out = []
     for name, (method, spec) in LISTS.items():
         for sort in spec.sort_fields:
@@ -286,6 +326,8 @@ def list_queries() -> list[tuple[str, str, dict[str, Any]]]:
             else:
                 values = [FILTER_VALUES[field]]
             out += [(f"{name} {field}={v}", method, {field: v}) for v in values]
+        out += [(f"{name} q={text} ({what})", method, {"q": text}) for what, text in SEARCHES.items()]
+    out += [(f"audit q={text} ({what})", "list_audit_events", {"q": text}) for what, text in SEARCHES.items()]
     return out
 
 
@@ -312,6 +354,7 @@ class Store:
 
 
 def main() -> int:
+    exit_on_signals()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--keys", type=int, default=20_000, help="keys in the large store")
     parser.add_argument("--tapes", type=int, default=4_000, help="tapes (data units) they are bound to")
@@ -373,6 +416,8 @@ def report(args: argparse.Namespace, stores: dict[str, Store]) -> int:
         lists[label] = {"fresh_ms": fresh.median, "large_ms": large.median, "large_spread": large.as_dict()}
         print(f"{label:52} fresh {fresh.median:7.1f} ms  large {large}", flush=True)
     result["lists"] = lists
+    searches = {k: v for k, v in lists.items() if " q=" in k}
+    result["slowest_search"] = max(searches.items(), key=lambda kv: kv[1]["large_ms"])[0]
     worst = max(lists.items(), key=lambda kv: kv[1]["large_ms"])
     result["slowest_list"] = {"query": worst[0], "ms": worst[1]["large_ms"]}
     result["lists_over_50ms"] = sorted(k for k, v in lists.items() if v["large_ms"] > 50)

@@ -223,7 +223,8 @@ class BackupReadiness(Response):
     keys_waiting_for_backup: int
     ready_keys: int
     keys_issued_recently: int  # by this KMA in the last 7 days
-    ready_keys_run_out_in: int | None  # seconds at that rate; None when none were issued
+    # Seconds at that rate, or the last day's if faster; None when none were issued.
+    ready_keys_run_out_in: int | None
     core_security_backup_up_to_date: bool
 
 

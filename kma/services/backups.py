@@ -245,11 +245,16 @@ def delete_backup(kma: Appliance, actor: Actor, backup_id: str, reason: str = "d
 
 # --- what the dashboard and `kma status` say ----------------------------------------------
 RECENT = 7 * 86400  # the window of the "recent issue rate"
+# ... or the last day's, when that is faster: a KMA issuing faster than its backups keep up (a
+# store filling up, a new site's first tapes) runs out within hours, while a week's average of a
+# day of issuing says weeks.
+LAST_DAY = 86400
 
 
 def readiness(kma: Appliance) -> dict[str, Any]:
     """The last backup's age, and in a one-KMA cluster how many keys wait for a backup and when the
-    Ready keys run out at the recent issue rate (a refilled pool is Ready only after a backup)."""
+    Ready keys run out at the recent issue rate, the last day's or the last week's, whichever is
+    faster (a refilled pool is Ready only after a backup)."""
     now = kma.clock.now()
     last = kma.store.scalar("SELECT max(created_at) FROM backups WHERE deleted_at IS NULL")
     alone = key_pool(kma).alone()
@@ -260,13 +265,13 @@ def readiness(kma: Appliance) -> dict[str, Any]:
         )
         or 0
     )
-    issued = int(
-        kma.store.scalar(
-            "SELECT count(*) FROM keys WHERE activated_at >= ? AND kma_id = ?", (now - RECENT, kma.kma_id)
-        )
-        or 0
-    )
-    runs_out_in = int(ready * RECENT / issued) if issued else None  # fmt: skip
+    issued, last_day = (
+        int(kma.store.scalar("SELECT count(*) FROM keys WHERE activated_at >= ? AND kma_id = ?",
+                             (now - window, kma.kma_id)) or 0)
+        for window in (RECENT, LAST_DAY)
+    )  # fmt: skip
+    per_second = max(issued / RECENT, last_day / LAST_DAY)
+    runs_out_in = int(ready / per_second) if per_second else None
     core = core_status(kma)
     return {
         "last_backup_at": last,
@@ -275,6 +280,7 @@ def readiness(kma: Appliance) -> dict[str, Any]:
         "keys_waiting_for_backup": key_pool(kma).waiting() if alone else 0,
         "ready_keys": ready,
         "keys_issued_recently": issued,
+        "keys_issued_last_day": last_day,
         "ready_keys_run_out_in": runs_out_in,
         "core_security_backup": core,
         "core_security_backup_up_to_date": core["up_to_date"],
@@ -301,7 +307,8 @@ def warnings(info: dict[str, Any]) -> list[str]:
                    "can be issued (a one-KMA cluster issues only keys a backup holds).")  # fmt: skip
     runs_out = info["ready_keys_run_out_in"]
     if info["one_kma"] and runs_out is not None and runs_out < 7 * 86400:
-        out.append(f"At the recent issue rate ({info['keys_issued_recently']} keys in 7 days) the "
+        out.append(f"At the recent issue rate ({info['keys_issued_last_day']} keys in the last day, "
+                   f"{info['keys_issued_recently']} in 7 days) the "
                    f"{info['ready_keys']} Ready keys run out in {describe_duration(runs_out)}: take a "
                    "database backup before then.")  # fmt: skip
     core = info["core_security_backup"]

@@ -22,7 +22,16 @@ from kma.errors import Conflict, NotFound
 from kma.services import agent_keys
 from kma.services.common import require
 from kma.services.keypool import key_pool, new_key_id
-from kma.services.paging import Filter, ListSpec, Page, PageRequest, boolean, choice, list_page
+from kma.services.paging import (
+    Filter,
+    ListSpec,
+    Page,
+    PageRequest,
+    TextSearch,
+    boolean,
+    choice,
+    list_page,
+)
 from kma.store import Stmt
 
 PUBLIC = (
@@ -32,6 +41,7 @@ PUBLIC = (
     "CASE WHEN destroyed_at IS NULL THEN NULL ELSE NOT EXISTS (SELECT 1 FROM backups b WHERE "
     f"{BACKUP_HOLDS_DESTROYED_KEY.format(t='keys.', b='b.')}) END AS destruction_complete"
 )
+_NOT_LIKE = "coalesce({} NOT LIKE :q ESCAPE '\\', 1)"
 # Each sort and filter is served by an index (migrations 0008, 0014). There is no sort by state: a
 # state follows from the key's times and the clock, so no index holds keys in state order; the
 # state filter is there instead. Ties in a sort are broken by the key's row number (`seq`, the
@@ -44,6 +54,16 @@ LIST = ListSpec(
     default_sort="activated_at",  # newest issued first; unassigned pool keys (NULL) last
     default_order="desc",
     search=("id", "data_unit_id", "key_group_id"),
+    # A key is found by its ID (keys_text), its volser (the ID in data_units_text) or its group (a few rows);
+    # the second and third leave out keys the one before found, so each key comes once.
+    text=TextSearch("seq", (
+        "SELECT rowid AS found FROM keys_text WHERE keys_text MATCH :text "
+        "UNION ALL SELECT k.rowid FROM data_units_text d CROSS JOIN keys k ON k.data_unit_id = d.id "
+        f"WHERE data_units_text MATCH 'id : ' || :text AND {_NOT_LIKE.format('k.id')} "
+        "UNION ALL SELECT k.rowid FROM key_groups g CROSS JOIN keys k ON k.key_group_id = g.id "
+        f"WHERE g.id LIKE :q ESCAPE '\\' AND {_NOT_LIKE.format('k.id')} "
+        f"AND {_NOT_LIKE.format('k.data_unit_id')}"
+    )),
     filters={
         "state": choice({s: key_in_state(s) for s in KeyState}),
         "key_group_id": Filter("key_group_id = :value"),

@@ -82,6 +82,23 @@ def one_of(*allowed: str) -> Callable[[str], str]:
 
 
 @dataclass(frozen=True)
+class TextSearch:
+    """Where a list's search finds the rows that may match, from trigram indexes (migration 0035).
+
+    `rows` is a SELECT of `key` values (a column of the list) named `found`, given `:text`, the
+    search text as an FTS5 phrase, and `:q`, its LIKE pattern. It may return rows that do not
+    match (the index folds case wider than LIKE does), never miss one, and returns a row that
+    matches only once: the list's LIKE still decides, and its matches are counted from `rows`.
+    """
+
+    key: str
+    rows: str
+
+
+TRIGRAM = 3  # the index holds every three characters: shorter text cannot be looked up in it
+
+
+@dataclass(frozen=True)
 class ListSpec:
     select: str  # a full SELECT; filters, search and sort apply to its output columns (`listed`)
     # API field -> SQL over the output columns, or several (ties in the first ordered by the next),
@@ -96,6 +113,7 @@ class ListSpec:
     # those an index holds in that order. Any other pairing would sort all its matches for each
     # page (a million keys in one state), so the list refuses it and says what it offers instead.
     filtered_sorts: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    text: TextSearch | None = None  # search from an index; without it, `q` is tested row by row
 
 
 @dataclass(frozen=True)
@@ -161,6 +179,40 @@ def _after(columns: Sequence[str], values: Sequence[Any], order: str) -> str:
     return f"({beyond} OR ({first} = {at} AND {after_ties}))"
 
 
+def _search(spec: ListSpec, q: str, where: list[str], bound: dict[str, Any]) -> TextSearch | None:
+    """Add the search for `q` to `where` and `bound`; the text index that finds its rows, if any."""
+    if "\x00" in q:  # SQLite's LIKE would stop at the NUL and match every row
+        raise ValidationFailed("The search text contains a NUL character.")
+    bound["q"] = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    where.append("(" + " OR ".join(f"{c} LIKE :q ESCAPE '\\'" for c in spec.search) + ")")
+    if spec.text is None or len(q) < TRIGRAM:
+        return None
+    bound["text"] = '"' + q.replace('"', '""') + '"'  # an FTS5 phrase: its text taken as is
+    return spec.text
+
+
+def _count(
+    store: Store, source: str, where: str, ordered: str, text: TextSearch | None, bound: Mapping[str, Any]
+) -> int:
+    """How many rows of `source` meet `where`, up to COUNT_LIMIT + 1."""
+    if text is not None:
+        # Counted from the index's candidates as it gives them, stopping as soon: the page's order
+        # index may hold 10,000 matches of a fragment spread over a million keys.
+        counting = (f"SELECT 1 FROM ({text.rows}) AS candidate CROSS JOIN {source} "
+                    f"WHERE {text.key} = candidate.found AND {where}")  # fmt: skip
+    else:  # counted in the page's order: the count reads the index the page reads, and stops as soon
+        counting = f"SELECT 1 FROM {source} WHERE {where} ORDER BY {ordered}"
+    return int(store.scalar(f"SELECT count(*) FROM ({counting} LIMIT {COUNT_LIMIT + 1})", bound))
+
+
+def _few_candidates(store: Store, text: TextSearch, bound: Mapping[str, Any]) -> bool:
+    """Whether the text index finds at most COUNT_LIMIT rows that may match. The page reads those
+    from the index and sorts them; more match often enough that walking the page's order index,
+    testing each row, finds a page soon."""
+    found = store.scalar(f"SELECT count(*) FROM ({text.rows} LIMIT {COUNT_LIMIT + 1})", bound)
+    return int(found) <= COUNT_LIMIT
+
+
 def list_page(
     store: Store, spec: ListSpec, req: PageRequest, params: Mapping[str, Any] | None = None
 ) -> Page:
@@ -185,22 +237,16 @@ def list_page(
         condition, filter_params = spec.filters[name].condition(value, f"f_{name}")
         where.append(condition)
         bound.update(filter_params)
-    if req.q and "\x00" in req.q:  # SQLite's LIKE would stop at the NUL and match every row
-        raise ValidationFailed("The search text contains a NUL character.")
-    if req.q:
-        bound["q"] = "%" + req.q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        where.append("(" + " OR ".join(f"{c} LIKE :q ESCAPE '\\'" for c in spec.search) + ")")
+    text = _search(spec, req.q, where, bound) if req.q else None
     base_where = " AND ".join(where) or "1"
     source = f"({spec.select}) AS listed"
     chosen = spec.sort_fields[sort]
     columns = tuple(dict.fromkeys((*((chosen,) if isinstance(chosen, str) else chosen), spec.id_sql)))
     ordered = ", ".join(f"{c} {order}" for c in columns)
-    # Counted in the page's order: the count reads the index the page reads, and stops as soon.
-    counted = int(store.scalar(
-        f"SELECT count(*) FROM (SELECT 1 FROM {source} WHERE {base_where} ORDER BY {ordered} "
-        f"LIMIT {COUNT_LIMIT + 1})", bound
-    ))  # fmt: skip
+    counted = _count(store, source, base_where, ordered, text, bound)
     page_where = base_where
+    if text is not None and counted <= COUNT_LIMIT and _few_candidates(store, text, bound):
+        page_where += f" AND {text.key} IN ({text.rows})"
     if req.cursor:
         values = decode_cursor(req.cursor, len(columns))
         bound.update({f"c{i}": v for i, v in enumerate(values)})

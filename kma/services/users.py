@@ -19,7 +19,7 @@ from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound, ValidationFailed
 from kma.services import lockout
 from kma.services.change import Change
-from kma.services.paging import Filter, ListSpec, Page, PageRequest, boolean, list_page, one_of
+from kma.services.paging import Filter, ListSpec, Page, PageRequest, TextSearch, boolean, list_page, one_of
 from kma.store import Stmt
 
 PUBLIC = ("id", "name", "roles", "enabled", "locked_until", "created_at", "updated_at")
@@ -34,6 +34,7 @@ LIST = ListSpec(
     sort_fields={"id": "id", "name": "name", "created_at": "created_at"},
     default_sort="id",
     search=("id", "name"),
+    text=TextSearch("id", "SELECT id AS found FROM users_text WHERE users_text MATCH :text"),
     filters={
         "role": Filter("(',' || roles || ',') LIKE '%,' || :value || ',%'", one_of(*Role)),
         "enabled": Filter("enabled = :value", boolean),

@@ -300,9 +300,31 @@ def test_a_new_one_kma_cluster_issues_no_key_until_a_backup_holds_its_pool(
     after = admin.dashboard()
     assert after.keys_by_state["ready"] == 4 and after.backups is not None
     assert after.backups.ready_keys == 4 and after.backups.last_backup_age is not None
-    assert after.backups.ready_keys_run_out_in == 4 * 7 * 86400  # one key issued in the last 7 days
+    assert after.backups.ready_keys_run_out_in == 4 * 86400  # one key issued in the last day
     status = run_kma("status", "--data-dir", str(new_kma.data_dir)).stdout
-    assert "Ready keys 4; waiting for a backup" in status and "run out in 28 days" in status
+    assert "Ready keys 4; waiting for a backup" in status and "run out in 4 days" in status
+
+
+def test_a_one_kma_cluster_issuing_faster_than_its_backups_is_warned_before_it_runs_dry(
+    new_kma: RunningKma, tmp_path: Path
+) -> None:
+    """A day's fast issuing (a store filling up) after the one backup: at the week's average the
+    Ready keys would last weeks, at the day's rate they run out within days, which the dashboard
+    says (issue 33: a bench issuing faster than its backups stalled with no warning)."""
+    admin = new_kma.client("admin")
+    admin.create_key_policy("p", encryption_period=86400, cryptoperiod=2 * 86400)
+    admin.create_key_group("g", "p")
+    admin.create_data_unit("E00001")
+    admin.update_kma(admin.list_kmas().items[0].id, key_pool_size=60)
+    wait_until(lambda: admin.dashboard().backups.keys_waiting_for_backup >= 55, 60)  # type: ignore[union-attr]
+    admin.take_core_security_backup(tmp_path / "core.kmacore")
+    admin.create_backup()
+    for _ in range(12):
+        admin.issue_key("g", "E00001")
+    dashboard = admin.dashboard()
+    assert dashboard.backups is not None and dashboard.backups.ready_keys_run_out_in is not None
+    assert dashboard.backups.ready_keys_run_out_in < 7 * 86400
+    assert any("12 keys in the last day" in w and "Ready keys run out in" in w for w in dashboard.warnings)
 
 
 def test_a_destroyed_key_is_incomplete_while_a_backup_holds_it(fresh_kma: RunningKma) -> None:

@@ -16,6 +16,7 @@ import itertools
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import pytest
 from kma.domain.lifecycle import KeyState, key_in_state
 from kma.errors import ValidationFailed
 from kma.services import agents, dashboard, data_units, keys, quorum, users
-from kma.services.paging import ListSpec, PageRequest, encode_cursor, list_page
+from kma.services.paging import COUNT_LIMIT, ListSpec, PageRequest, encode_cursor, list_page
 from kms_client.paging import iter_all
 from tests.support.kma_process import RunningKma, read_only_db
 from tests.support.waiting import wait_until
@@ -43,14 +44,17 @@ SAMPLE = {"key_group_id": "backup-dallas", "data_unit_id": "E00001", "agent_id":
 
 
 class CapturingStore:
-    """Stands in for the store inside `list_page` only to see the SQL it would run."""
+    """Stands in for the store inside `list_page` only to see the SQL it would run. Every count
+    it is asked comes out as `counted`: a search with few matches, or with more than a page
+    counts (`COUNT_LIMIT + 1`), which the list finds another way."""
 
-    def __init__(self) -> None:
+    def __init__(self, counted: int = 0) -> None:
         self.statements: list[tuple[str, dict[str, Any]]] = []
+        self.counted = counted
 
     def scalar(self, sql: str, params: dict[str, Any]) -> int:
         self.statements.append((sql, dict(params)))
-        return 0
+        return self.counted
 
     def query(self, sql: str, params: dict[str, Any]) -> list[Any]:
         self.statements.append((sql, dict(params)))
@@ -115,8 +119,13 @@ def plan_of(conn: Any, sql: str, params: dict[str, Any]) -> list[str]:
 def bad_steps(conn: Any, sql: str, params: dict[str, Any], table: str) -> list[str]:
     plan = plan_of(conn, sql, params)
     full_scan = re.compile(rf"^SCAN ({table}|listed)( AS \w+)?$")
-    sorted_range = any(f"USING INDEX {index} (" in step for step in plan for index in SORTED_AFTER_RANGE)
-    return [step for step in plan if full_scan.match(step) or ("TEMP B-TREE" in step and not sorted_range)]
+    return [
+        step for step in plan if full_scan.match(step) or ("TEMP B-TREE" in step and not sorted_range(plan))
+    ]
+
+
+def sorted_range(plan: list[str]) -> bool:
+    return any(f"USING INDEX {index} (" in step for step in plan for index in SORTED_AFTER_RANGE)
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +155,54 @@ def test_every_list_query_is_answered_from_an_index(large_store: Path, name: str
             list_page(captured, spec, req, {"now": int(time.time())})  # type: ignore[arg-type]
             for sql, params in captured.statements:
                 if bad := bad_steps(conn, sql, params, table):
+                    failures.append(f"{label}: {bad}")
+    assert not failures, "\n".join(failures[:40]) + f"\n({len(failures)} in all)"
+
+
+# What people type into a list's search box: an exact ID or volser, a prefix, a fragment of a
+# name, and text that is in no row (with a quote and LIKE's wildcards, taken literally).
+TYPED = ("E00001", "backup-dal", "dallas", "4F2A9C", 'no "such" 50%_row')
+
+
+def searches(spec: ListSpec) -> Iterator[tuple[str, PageRequest]]:
+    """Each typed text with each request the list offers (every sort, order, filter, cursor)."""
+    for text, (label, req) in itertools.product(TYPED, requests(spec)):
+        yield f"q={text!r} {label}", replace(req, q=text)
+
+
+def text_steps_bad(conn: Any, sql: str, params: dict[str, Any], table: str) -> list[str]:
+    """A search's plan reads the text index with its MATCH, never the whole table; the one sort
+    allowed (beside a rare state's, as without a search) is the page's sort of the rows the index
+    found, which the list reads that way only when they are at most COUNT_LIMIT."""
+    plan = plan_of(conn, sql, params)
+    by_row = re.compile(rf"SEARCH {table} USING (INTEGER PRIMARY KEY \(rowid=\?\)|INDEX sqlite_autoindex)")
+    looked_up = any(map(by_row.match, plan)) and any(s.startswith("LIST SUBQUERY") for s in plan)
+    bad = []
+    for step in plan:
+        whole_index = re.match(r"SCAN \w+ VIRTUAL TABLE INDEX \d+:$", step)  # FTS5 without MATCH
+        whole_table = re.match(rf"^SCAN ({table}|listed|k)( AS \w+)?$", step)
+        if whole_index or whole_table or ("TEMP B-TREE" in step and not (looked_up or sorted_range(plan))):
+            bad.append(step)
+    return bad
+
+
+@pytest.mark.parametrize("counted", [0, COUNT_LIMIT + 1], ids=["few matches", "many matches"])
+@pytest.mark.parametrize("name", LISTS)
+def test_every_search_is_answered_from_an_index(large_store: Path, name: str, counted: int) -> None:
+    """Search (`q`) in every list, with each sort, order and filter: the rows come from the list's
+    trigram index (migration 0035), as the plan shows; with more candidates than a count holds,
+    the page walks its order index as without a search (a page of them is near)."""
+    spec, table = LISTS[name]
+    assert spec.text is not None, f"the {name} list searches row by row"
+    with read_only_db(large_store) as conn:
+        failures = []
+        for label, req in searches(spec):
+            captured = CapturingStore(counted)
+            list_page(captured, spec, req, {"now": int(time.time())})  # type: ignore[arg-type]
+            matched = [sql for sql, _ in captured.statements if " MATCH " in sql]
+            assert matched, f"{label}: the text index is not read"
+            for sql, params in captured.statements:
+                if bad := text_steps_bad(conn, sql, params, table):
                     failures.append(f"{label}: {bad}")
     assert not failures, "\n".join(failures[:40]) + f"\n({len(failures)} in all)"
 

@@ -7,6 +7,7 @@ cluster CA. The test clock file lets a test move the server's time forward.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -49,6 +50,9 @@ def _ready_info(ready: Path) -> dict[str, Any] | None:
 
 @dataclass
 class RunningKma:
+    """A `kma serve` process this process started; stopped by `stop`, or when this process exits
+    (an exception or a signal ending a bench or a test run) if nothing stopped it before."""
+
     data_dir: Path
     demo: dict[str, Any] = field(default_factory=dict)
     clock_file: Path | None = None
@@ -98,6 +102,7 @@ class RunningKma:
              str(port), "--service-port", str(self.service_port), "--ready-file", str(ready)],
             env=self.env(), cwd=self.source, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
+        _LEFT_RUNNING[id(self)] = (os.getpid(), self)
         self.wait_ready()
 
     @classmethod
@@ -136,8 +141,10 @@ class RunningKma:
         self.stop()
         self.start(port)
 
-    def client(self, user_id: str | None = None, passphrase: str | None = None) -> KmsClient:
-        client = KmsClient(self.address, ca_pem=self.ca_pem, ca_fingerprint=self.fingerprint)
+    def client(
+        self, user_id: str | None = None, passphrase: str | None = None, timeout: float = 15
+    ) -> KmsClient:
+        client = KmsClient(self.address, ca_pem=self.ca_pem, ca_fingerprint=self.fingerprint, timeout=timeout)
         self._clients.append(client)
         if user_id is not None:
             client.sign_in(user_id, passphrase or self.passphrases[user_id])
@@ -162,6 +169,7 @@ class RunningKma:
         if self.process is not None and self.process.stdout is not None:
             self.process.stdout.close()
         self.process = None
+        _LEFT_RUNNING.pop(id(self), None)
 
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
@@ -169,6 +177,18 @@ class RunningKma:
     def log_text(self) -> str:
         log = self.data_dir / "logs" / "kma.log"
         return log.read_text(errors="replace") if log.exists() else ""
+
+
+# The KMAs started and not stopped, with the process that started them (a forked child inherits
+# this table, and must not stop its parent's KMAs when it exits).
+_LEFT_RUNNING: dict[int, tuple[int, RunningKma]] = {}
+
+
+@atexit.register
+def _stop_left_running() -> None:
+    for owner, kma in list(_LEFT_RUNNING.values()):
+        if owner == os.getpid():
+            kma.stop()
 
 
 @contextmanager

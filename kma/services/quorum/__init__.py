@@ -28,7 +28,7 @@ from kma.audit.record import Condition
 from kma.crypto import CryptoError
 from kma.domain.actor import Actor
 from kma.errors import Conflict, KmaError, KmaLocked, NotFound, ValidationFailed
-from kma.services.paging import Filter, ListSpec, Page, PageRequest, list_page, one_of
+from kma.services.paging import Filter, ListSpec, Page, PageRequest, TextSearch, list_page, one_of
 from kma.services.quorum import escrow
 from kma.services.quorum.key_split import (
     Credential,
@@ -59,6 +59,9 @@ LIST = ListSpec(
     default_sort="submitted_at",
     default_order="desc",
     search=("id", "summary", "type", "requested_by"),
+    text=TextSearch(
+        "id", "SELECT id AS found FROM pending_quorum_ops_text WHERE pending_quorum_ops_text MATCH :text"
+    ),
     filters={
         "state": Filter("state = :value", one_of(*STATES)),
         "type": Filter("type = :value", one_of(*OP_TYPES)),

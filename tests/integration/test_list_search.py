@@ -1,0 +1,130 @@
+"""Search in the lists finds what it found when it tested each row, now from trigram indexes
+(migration 0035): an exact ID or volser, a prefix, a fragment, a miss; SQLite's LIKE's case rules
+(ASCII letters in any case, other letters as typed). The indexes follow every write, on one KMA
+and in a cluster, and a store that had rows before the migration has them indexed."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from kma.store import sqlite as embedded
+from kms_client.paging import iter_all
+from tests.support.cluster import eventually, three_kmas
+from tests.support.kma_process import RunningKma
+
+TEXT_TABLES = ("keys_text", "data_units_text", "agents_text", "users_text", "pending_quorum_ops_text")
+
+
+def like(q: str, *values: str | None) -> bool:
+    """SQLite's `value LIKE '%q%'`: a substring, ASCII letters folded, every other character as is."""
+    fold = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+    return any(v is not None and q.translate(fold) in v.translate(fold) for v in values)
+
+
+def found(list_page: Callable[..., Any], q: str) -> list[str]:
+    return sorted(item.id for item in iter_all(list_page, q=q, limit=50))
+
+
+def expected(items: Iterable[Any], fields: tuple[str, ...], q: str) -> list[str]:
+    return sorted(item.id for item in items if like(q, *(getattr(item, f) for f in fields)))
+
+
+def check_searches(kma: RunningKma, typed: list[str]) -> None:
+    """Every list answers each typed text with exactly the rows that hold it. Compared again
+    until the rows stop changing under it (a key pool refilling, replication arriving): a search
+    that misses or adds a row keeps disagreeing, and fails this."""
+    op, so = kma.client("op"), kma.client("so")
+    lists = {
+        op.list_keys: ("id", "data_unit_id", "key_group_id"),
+        op.list_data_units: ("id", "description"),
+        op.list_agents: ("id", "description", "site_id"),
+        so.list_users: ("id", "name"),
+        so.list_quorum_operations: ("id", "summary", "type", "requested_by"),
+    }
+
+    def disagreements() -> list[tuple[str, str]]:
+        wrong = []
+        for list_page, fields in lists.items():
+            everything = list(iter_all(list_page, limit=1000))
+            wrong += [(list_page.__name__, q) for q in typed
+                      if found(list_page, q) != expected(everything, fields, q)]  # fmt: skip
+        return wrong
+
+    eventually(lambda: not disagreements(), 60, f"every list's search agreeing with its rows: {typed}")
+
+
+def test_search_finds_ids_volsers_prefixes_and_fragments_as_before(fresh_kma: RunningKma) -> None:
+    op = fresh_kma.client("op")
+    op.create_data_unit("ZQ4711", "Offsite vault Café, shelf 9")
+    op.create_data_unit("zq4712", "Onsite rack")
+    key = op.issue_key("backup-dallas", "ZQ4711")
+    typed = [
+        "ZQ4711",  # an exact volser (and the key that encrypts it)
+        "zq47",  # a prefix, in the other case
+        "site vau",  # a fragment of a description, across a space
+        key.id,
+        key.id[:6].lower(),
+        key.id[9:17],  # a key's ID, its prefix, a fragment
+        "backup-dal",
+        "dallas",
+        "operator",  # a key group, a site, a user's name
+        "no such tape",  # a miss
+        "café",
+        "CAFÉ",  # LIKE folds ASCII only: É is not é
+        "zq",
+        "%",
+        "_",  # shorter than a trigram; LIKE's wildcards taken literally
+    ]
+    check_searches(fresh_kma, typed)
+
+
+def test_the_index_follows_each_change(fresh_kma: RunningKma) -> None:
+    """A new row is found at once, a changed description by its new words only."""
+    op = fresh_kma.client("op")
+    op.create_data_unit("VX0001", "In the Dallas vault")
+    assert found(op.list_data_units, "dallas vault") == ["VX0001"]
+    op.update_data_unit("VX0001", description="Sent to Austin")
+    assert found(op.list_data_units, "dallas vault") == []
+    assert found(op.list_data_units, "to aus") == ["VX0001"]
+    key = op.issue_key("backup-dallas", "VX0001")
+    assert key.id in found(op.list_keys, "vx000")
+    assert found(op.list_keys, key.id[3:11]) == [key.id]
+    fresh_kma.stop()
+    with sqlite3.connect(fresh_kma.data_dir / "kma.db") as db:
+        for table in TEXT_TABLES:  # FTS5 checks its index against the table, row by row
+            db.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+
+
+def test_a_store_from_before_the_index_has_its_rows_indexed(tmp_path: Path) -> None:
+    conn = embedded.connect(tmp_path / "kma.db")
+    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY)")
+    for script in embedded._migrations():
+        version = int(script.name.split("_", 1)[0])
+        if version < 35:
+            conn.executescript(
+                f"BEGIN;\n{script.read_text()}\nINSERT INTO schema_migrations VALUES ({version});\nCOMMIT;"
+            )
+    conn.execute("INSERT INTO data_units (id, description, created_at, updated_at) VALUES "
+                 "('OLD001', 'written before 0035', 0, 0)")  # fmt: skip
+    conn.commit()
+    embedded.migrate(conn)
+    rows = conn.execute("SELECT id FROM data_units_text WHERE data_units_text MATCH '\"efore 003\"'")
+    assert [r[0] for r in rows] == ["OLD001"]
+    for table in TEXT_TABLES:
+        conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+    conn.close()
+
+
+def test_search_in_a_cluster_finds_what_another_kma_wrote(tmp_path: Path) -> None:
+    """rqlite's SQLite runs the triggers on every node: a tape registered on one KMA is found by
+    fragment on another."""
+    with three_kmas(tmp_path) as kmas:
+        writer, reader = kmas[1].client("op"), kmas[2].client("op")
+        writer.create_data_unit("CL0042", "Cluster vault tape")
+        key = writer.issue_key("backup-dallas", "CL0042")
+        eventually(lambda: found(reader.list_data_units, "ster vau") == ["CL0042"], 60, "the unit found")
+        eventually(lambda: found(reader.list_keys, key.id[4:12]) == [key.id], 60, "the key found")
+        check_searches(kmas[2], ["CL0042", "cl00", "vault", key.id[:5], "no such tape"])
