@@ -1,0 +1,89 @@
+"""What hurt a newcomer on a first day with the manager (issue 28), each against real KMAs: the
+window never shows another cluster's or an old state as current, a ceremony is not thrown away by
+one stray key, and what the manager says is true."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from app.demo_credentials import DemoCredentials
+from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in
+from tests.support.kma_process import RunningKma
+from ui.quorum.widgets import QuorumFormDialog
+
+pytestmark = [pytest.mark.gui, pytest.mark.slow]
+
+
+def _sign_in_elsewhere(qtbot: Any, controller: Any, kma: RunningKma, user_id: str) -> Any:
+    """Sign out through the window, then sign in to ``kma`` with a new connection."""
+    controller.sign_out()
+    controller.sign_in_window.close()
+    return sign_in(qtbot, controller, kma, user_id)
+
+
+def _locked(kma: RunningKma) -> None:
+    client = kma.client("so")
+    client.lock_kma(client.status().kma_id)
+
+
+def test_a_locked_kma_of_another_cluster_is_not_offered_the_last_clusters_members(
+        qtbot, controller, demo_kma, tmp_path):
+    # Given a manager that learnt the demo's key split members while signed in to it
+    window = sign_in(qtbot, controller, demo_kma, "so")
+    page = open_page(qtbot, window, "locking")
+    qtbot.waitUntil(lambda: "alice" in page.split.text(), timeout=WAIT_MS)
+    # When it signs in to another cluster's KMA, which is locked and cannot tell its members
+    other = RunningKma.demo_in(tmp_path / "other")
+    try:
+        _locked(other)
+        window = _sign_in_elsewhere(qtbot, controller, other, "so")
+        page = open_page(qtbot, window, "locking")
+        qtbot.waitUntil(page.unlock_button.isEnabled, timeout=WAIT_MS)
+        qtbot.mouseClick(page.unlock_button, Qt.LeftButton)
+        dialog = active_dialog(qtbot, QuorumFormDialog)
+        # Then the pick lists offer no names (they are typed), not the demo's
+        _row, member, _passphrase = dialog.credentials.rows[0]
+        assert [member.itemText(i) for i in range(member.count())] == []
+        dialog.reject()
+    finally:
+        other.stop()
+
+
+def test_the_dashboard_says_locked_when_the_kma_is_locked(qtbot, controller, fresh_kma):
+    # Given the dashboard showing the unlocked KMA
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    dashboard = open_page(qtbot, window, "dashboard").dashboard
+    subtitle = dashboard.header.findChild(QLabel, "pageSubtitle")
+    qtbot.waitUntil(lambda: "unlocked" in subtitle.text(), timeout=WAIT_MS)
+    assert dashboard.kmas.topLevelItem(0).text(3) == "Unlocked"
+    # When the KMA is locked behind the manager's back and the user presses Refresh
+    _locked(fresh_kma)
+    dashboard.refresh()
+    # Then header and table no longer say "Unlocked": the header says locked, the table is gone
+    qtbot.waitUntil(lambda: ">locked<" in subtitle.text(), timeout=WAIT_MS)
+    assert "unlocked" not in subtitle.text()
+    assert dashboard.kmas.isHidden() and not dashboard.kmas_note.isHidden()
+    assert "Unlocked" not in [dashboard.kmas.topLevelItem(i).text(3)
+                              for i in range(dashboard.kmas.topLevelItemCount())]
+
+
+def test_the_demo_banner_and_credentials_leave_with_the_demo(qtbot, controller, demo_kma, fresh_kma):
+    # Given local mode's demo KMA (its banner and Help > Demo credentials)
+    controller.demo = DemoCredentials(demo_kma.demo)
+    controller.local_note = "<b>Local mode.</b> The manager runs its own demo KMA."
+    controller.local_ca = demo_kma.fingerprint
+    window = sign_in(qtbot, controller, demo_kma, "so")
+    assert window.local_banner.isVisibleTo(window)
+    assert window.ctx.demo is not None
+    # When the user signs in to another KMA in the same session
+    window = _sign_in_elsewhere(qtbot, controller, fresh_kma, "so")
+    # Then neither the banner nor the demo's credentials follow
+    assert not window.local_banner.isVisibleTo(window)
+    assert window.ctx.demo is None
+    menus = [a.text() for a in window.menuBar().actions()]
+    help_menu = window.menuBar().actions()[menus.index("&Help")].menu()
+    assert "&Demo credentials…" not in [a.text() for a in help_menu.actions()]
