@@ -4,14 +4,18 @@ one stray key, and what the manager says is true."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QWizard
 
 from app.demo_credentials import DemoCredentials
 from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in
+from tests.gui.test_setup_wizard import connect, next_page, open_wizard
+from tests.support.first_setup import MEMBERS, free_port
 from tests.support.kma_process import RunningKma
 from ui.quorum.widgets import QuorumFormDialog
 
@@ -87,3 +91,61 @@ def test_the_demo_banner_and_credentials_leave_with_the_demo(qtbot, controller, 
     menus = [a.text() for a in window.menuBar().actions()]
     help_menu = window.menuBar().actions()[menus.index("&Help")].menu()
     assert "&Demo credentials…" not in [a.text() for a in help_menu.actions()]
+
+
+@pytest.fixture
+def waiting(tmp_path: Path) -> Iterator[RunningKma]:
+    kma = RunningKma.awaiting_setup(tmp_path / "waiting")
+    yield kma
+    kma.stop()
+
+
+def _to_members_page(qtbot: Any, controller: Any, kma: RunningKma) -> Any:
+    _window, wizard = open_wizard(qtbot, controller)
+    connect(qtbot, wizard, kma, kma.setup["setup_code"])
+    next_page(qtbot, wizard, "NetworkPage")
+    wizard.currentPage().service.setText(f"127.0.0.1:{free_port()}")
+    next_page(qtbot, wizard, "ModePage")
+    mode = wizard.currentPage()
+    mode.cluster.setText("Acme Tape Vault")
+    mode.site_id.setText("dallas")
+    mode.site_name.setText("Dallas")
+    mode.kma_id.setText("kma-dal-1")
+    mode.kma_name.setText("KMA Dallas 1")
+    next_page(qtbot, wizard, "KeySplitPage")
+    next_page(qtbot, wizard, "MembersPage")
+    return wizard
+
+
+def test_escape_after_members_have_typed_asks_before_throwing_the_ceremony_away(
+        qtbot, controller, waiting):
+    # Given the set-up wizard where the first member has typed
+    wizard = _to_members_page(qtbot, controller, waiting)
+    members = wizard.currentPage()
+    name, passphrase = MEMBERS[0]
+    members.name.setText(name)
+    members.passphrase.setText(passphrase)
+    members.again.setText(passphrase)
+    wizard.button(QWizard.NextButton).click()
+    qtbot.waitUntil(lambda: "Member 2 of" in members.whose.text(), timeout=WAIT_MS)
+    # When the second member presses Esc by mistake
+    qtbot.keyClick(wizard, Qt.Key_Escape)
+    # Then the wizard asks, and "Keep going" (also Esc) keeps the ceremony where it was
+    qtbot.waitUntil(lambda: wizard.stop_box is not None and wizard.stop_box.isVisible(), timeout=WAIT_MS)
+    assert "1 member has typed" in wizard.stop_box.text()
+    qtbot.keyClick(wizard.stop_box, Qt.Key_Escape)
+    qtbot.waitUntil(lambda: not wizard.stop_box.isVisible(), timeout=WAIT_MS)
+    assert wizard.isVisible() and "Member 2 of" in members.whose.text()
+    assert [n for n, _ in members.typed] == [name]
+    # And Cancel, confirmed, stops it
+    wizard.button(QWizard.CancelButton).click()
+    qtbot.waitUntil(wizard.stop_box.isVisible, timeout=WAIT_MS)
+    next(b for b in wizard.stop_box.buttons() if b.text() == "Stop and throw away").click()
+    qtbot.waitUntil(lambda: not wizard.isVisible(), timeout=WAIT_MS)
+
+
+def test_escape_before_anyone_typed_closes_at_once(qtbot, controller, waiting):
+    _window, wizard = open_wizard(qtbot, controller)
+    qtbot.keyClick(wizard, Qt.Key_Escape)
+    qtbot.waitUntil(lambda: not wizard.isVisible(), timeout=WAIT_MS)
+    assert wizard.stop_box is None
