@@ -149,3 +149,21 @@ def test_escape_before_anyone_typed_closes_at_once(qtbot, controller, waiting):
     qtbot.keyClick(wizard, Qt.Key_Escape)
     qtbot.waitUntil(lambda: not wizard.isVisible(), timeout=WAIT_MS)
     assert wizard.stop_box is None
+
+
+def test_a_member_named_like_another_but_for_case_is_refused_on_the_members_page(
+        qtbot, controller, waiting):
+    wizard = _to_members_page(qtbot, controller, waiting)
+    members = wizard.currentPage()
+    for name, passphrase in MEMBERS[:2]:
+        members.name.setText(name.capitalize() if name == "bob" else name)
+        members.passphrase.setText(passphrase)
+        members.again.setText(passphrase)
+        wizard.button(QWizard.NextButton).click()
+    members.name.setText("ALICE")
+    members.passphrase.setText(MEMBERS[2][1])
+    members.again.setText(MEMBERS[2][1])
+    wizard.button(QWizard.NextButton).click()
+    qtbot.waitUntil(lambda: "'alice' is already a member" in members.error.text(), timeout=WAIT_MS)
+    assert "upper and lower case" in members.error.text()
+    assert [n for n, _ in members.typed] == ["alice", "Bob"]

@@ -231,10 +231,10 @@ class CredentialsEditor(RowsEditor):
                 return f"Choose the key split member of row {i}, or remove the row."
             if name and not passphrase.text():
                 return f"Enter the passphrase of key split member {name}, or remove the row."
-            if name in names:
+            if name.casefold() in names:
                 return f"Key split member {name} is named twice; each member counts once."
             if name:
-                names.append(name)
+                names.append(name.casefold())
         return ""
 
 

@@ -124,8 +124,10 @@ class MembersPage(SetupPage):
     def check(self) -> Any:
         name, passphrase = self.name.text().strip(), self.passphrase.text()
         problem = id_problem(name, "A member's name")
-        if not problem and name in [n for n, _ in self.typed]:
-            problem = f"'{name}' is already a member; each member has their own name."
+        taken = next((n for n, _ in self.typed if n.casefold() == name.casefold()), None)
+        if not problem and taken is not None:
+            problem = (f"'{taken}' is already a member; each member has their own name (names differing "
+                       "only in upper and lower case are the same name).")
         if not problem and len(passphrase) < 8:
             problem = "The passphrase must be at least 8 characters."
         found = strength(passphrase, [name])

@@ -131,7 +131,7 @@ class RestoreQuorumPage(SetupPage):
         if not name or not passphrase:
             self.error.say("Type the member's name and passphrase.")
             return False
-        if name in (n for n, _ in self.typed):
+        if name.casefold() in (n.casefold() for n, _ in self.typed):
             self.error.say(f"{name} has typed already; the next member, please.")
             return False
         self.error.say("")
