@@ -14,7 +14,9 @@ from PySide6.QtWidgets import QLabel, QWizard
 
 from app.demo_credentials import DemoCredentials
 from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in
-from tests.gui.test_setup_wizard import connect, next_page, open_wizard
+from tests.gui.test_setup_wizard import connect, next_page, open_wizard, refused_here
+from tests.gui.test_setup_wizard_restore_join import choose_mode
+from tests.integration.test_backups import take_backups
 from tests.support.first_setup import MEMBERS, free_port
 from tests.support.kma_process import RunningKma
 from ui.quorum.widgets import QuorumFormDialog
@@ -167,3 +169,50 @@ def test_a_member_named_like_another_but_for_case_is_refused_on_the_members_page
     qtbot.waitUntil(lambda: "'alice' is already a member" in members.error.text(), timeout=WAIT_MS)
     assert "upper and lower case" in members.error.text()
     assert [n for n, _ in members.typed] == ["alice", "Bob"]
+
+
+def _to_restore_files(qtbot: Any, controller: Any, kma: RunningKma) -> Any:
+    _window, wizard = open_wizard(qtbot, controller)
+    choose_mode(qtbot, wizard, kma, "restore", "RestoreFilesPage")
+    return wizard
+
+
+def test_another_clusters_pair_of_backup_files_is_refused_before_anyone_types(
+        qtbot, controller, demo_kma, fresh_kma, waiting, tmp_path):
+    core, _database = take_backups(demo_kma, tmp_path / "demo")
+    _core, database = take_backups(fresh_kma, tmp_path / "fresh")
+    wizard = _to_restore_files(qtbot, controller, waiting)
+    files = wizard.currentPage()
+    files.database.setText(str(database))
+    files.core.setText(str(core))
+    refused_here(qtbot, wizard, "they do not belong together")
+    assert type(wizard.currentPage()).__name__ == "RestoreFilesPage"  # nobody was asked to type
+
+
+def test_a_restore_says_it_replaces_a_dead_machine_and_asks_when_the_original_answers(
+        qtbot, controller, demo_kma, waiting, tmp_path):
+    # Given a manager that knows the demo cluster (a saved connection), still serving
+    sign_in(qtbot, controller, demo_kma, "so")
+    controller.sign_out()
+    controller.sign_in_window.close()
+    core, database = take_backups(demo_kma, tmp_path / "backups")
+    # When its backup is chosen to restore
+    wizard = _to_restore_files(qtbot, controller, waiting)
+    files = wizard.currentPage()
+    assert "A restore replaces a dead machine" in files.findChild(QLabel, "restoreReplacesWarning").text()
+    files.database.setText(str(database))
+    files.core.setText(str(core))
+    wizard.button(QWizard.NextButton).click()
+    # Then the wizard says the original answers, and asks; "Do not restore" stays on the page
+    qtbot.waitUntil(lambda: files.asking is not None and files.asking.isVisible(), timeout=WAIT_MS * 3)
+    kma_id = demo_kma.client("so").status().kma_id
+    assert f"{kma_id} at {demo_kma.address}" in files.asking.text()
+    next(b for b in files.asking.buttons() if b.text() == "Do not restore").click()
+    qtbot.waitUntil(lambda: "Not restored" in files.error.text(), timeout=WAIT_MS)
+    assert wizard.currentPage() is files
+    # And "It is gone: restore" goes on to the quorum
+    wizard.button(QWizard.NextButton).click()
+    qtbot.waitUntil(lambda: files.asking.isVisible(), timeout=WAIT_MS * 3)
+    next(b for b in files.asking.buttons() if b.text() == "It is gone: restore").click()
+    qtbot.waitUntil(lambda: type(wizard.currentPage()).__name__ == "RestoreQuorumPage", timeout=WAIT_MS)
+    assert wizard.answers.backup is not None and wizard.answers.backup.cluster_name
