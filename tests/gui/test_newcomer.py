@@ -212,7 +212,7 @@ def test_a_restore_says_it_replaces_a_dead_machine_and_asks_when_the_original_an
     assert wizard.currentPage() is files
     # And "It is gone: restore" goes on to the quorum
     wizard.button(QWizard.NextButton).click()
-    qtbot.waitUntil(lambda: files.asking.isVisible(), timeout=WAIT_MS * 3)
+    qtbot.waitUntil(lambda: files.asking.isVisible(), timeout=WAIT_MS * 3)  # noqa: PLW0108 - a new box
     next(b for b in files.asking.buttons() if b.text() == "It is gone: restore").click()
     qtbot.waitUntil(lambda: type(wizard.currentPage()).__name__ == "RestoreQuorumPage", timeout=WAIT_MS)
     assert wizard.answers.backup is not None and wizard.answers.backup.cluster_name
