@@ -134,7 +134,7 @@ class FormDialog(QDialog):
             label.setTextFormat(Qt.RichText)
             layout.addWidget(label)
         layout.addLayout(self._build_rows(fields))
-        self.error = ErrorLabel()
+        self.error = ErrorLabel(reserve_lines=2)
         layout.addWidget(self.error)
         self.missing = QLabel()  # why the form cannot be sent yet, before the user touched it
         self.missing.setObjectName("formMissing")
@@ -400,15 +400,17 @@ class FormDialog(QDialog):
 
     def _taken_id(self, exc: BaseException) -> tuple[str, str] | None:
         """A create refused because the ID is in use: (the ID field, what to say under it)."""
-        if not isinstance(exc, kms_client.Conflict) or "already exists" not in str(exc):
+        words = exc.message if isinstance(exc, kms_client.ApiError) else ""
+        said = words.startswith("There is already")  # the KMA's words (e.g. the same name, other case)
+        if not isinstance(exc, kms_client.Conflict) or not (said or "already exists" in words):
             return None
         spec = next((f for f in self.fields if f.kind == "id" and not f.read_only), None)
         if spec is None:
             return None
         value = self.values()[spec.key]
         label = " ".join(w if w.isupper() else w.lower() for w in spec.label.split())  # "site ID"
-        return spec.key, (f"There is already a {self._noun or 'item'} '{value}'. "
-                          f"Choose another {label}.")
+        taken = words if said else f"There is already a {self._noun or 'item'} '{value}'."
+        return spec.key, f"{taken} Choose another {label}."
 
     def reject(self) -> None:
         for editor in self.editors.values():

@@ -10,16 +10,18 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QWizard
+from PySide6.QtGui import QTextDocument
+from PySide6.QtWidgets import QApplication, QLabel, QWizard
 
 from app.demo_credentials import DemoCredentials
-from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in
+from tests.gui.helpers import WAIT_MS, action, active_dialog, fill_form, open_page, sign_in, submit
 from tests.gui.test_setup_wizard import connect, next_page, open_wizard, refused_here
 from tests.gui.test_setup_wizard_restore_join import choose_mode
 from tests.integration.test_backups import take_backups
 from tests.support.first_setup import MEMBERS, free_port
 from tests.support.kma_process import RunningKma
-from ui.quorum.widgets import QuorumFormDialog
+from ui.form_dialog import FormDialog
+from ui.quorum.widgets import ApproveDialog, QuorumFormDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -216,3 +218,77 @@ def test_a_restore_says_it_replaces_a_dead_machine_and_asks_when_the_original_an
     next(b for b in files.asking.buttons() if b.text() == "It is gone: restore").click()
     qtbot.waitUntil(lambda: type(wizard.currentPage()).__name__ == "RestoreQuorumPage", timeout=WAIT_MS)
     assert wizard.answers.backup is not None and wizard.answers.backup.cluster_name
+
+
+def _shown(label: QLabel) -> str:
+    """What a label shows: rich text rendered, plain text as it is."""
+    rich = label.textFormat() == Qt.RichText or (label.textFormat() == Qt.AutoText and "<" in label.text())
+    if not rich:
+        return label.text()
+    doc = QTextDocument()
+    doc.setHtml(label.text())
+    return doc.toPlainText()
+
+
+def test_the_quorum_outcome_shows_quotes_not_html_entities(qtbot, controller, fresh_kma):
+    members = {m["name"]: m["passphrase"] for m in fresh_kma.demo["key_split"]["members"]}
+    so = fresh_kma.client("so")
+    op = so.create_user("nina", "Nina New", ["auditor"], "nina's long passphrase",
+                        credentials=[(n, members[n]) for n in ("alice", "bob")])
+    assert op.state == "pending"
+    window = sign_in(qtbot, controller, fresh_kma, "qm1")
+    page = open_page(qtbot, window, "quorum")
+    qtbot.waitUntil(lambda: page.list.model.row_of(op.id) >= 0, timeout=WAIT_MS)
+    page.list.view.selectRow(page.list.model.row_of(op.id))
+    action(page.list, "Approve…").trigger()
+    dialog = active_dialog(qtbot, ApproveDialog)
+    dialog.member.setEditText("carol")
+    qtbot.keyClicks(dialog.passphrase, members["carol"])
+    qtbot.mouseClick(dialog.ok, Qt.LeftButton)
+    qtbot.waitUntil(lambda: dialog.outcome is not None and dialog.outcome.isVisible(), timeout=WAIT_MS)
+    labels = {w.objectName(): _shown(w) for w in dialog.outcome.findChildren(QLabel)}
+    assert "Create user 'nina'" in labels["qt_msgbox_informativelabel"]
+    assert "&#" not in "".join(labels.values())
+
+
+def test_an_error_line_coming_and_going_does_not_move_the_fields(qtbot, controller, fresh_kma):
+    _locked(fresh_kma)
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    page = open_page(qtbot, window, "locking")
+    qtbot.waitUntil(page.unlock_button.isEnabled, timeout=WAIT_MS)
+    qtbot.mouseClick(page.unlock_button, Qt.LeftButton)
+    dialog = active_dialog(qtbot, QuorumFormDialog)
+    qtbot.waitUntil(lambda: dialog.isVisible() and dialog.error.isHidden(), timeout=WAIT_MS)
+    while len(dialog.credentials.rows) < 3:
+        dialog.credentials.add_row()
+    QApplication.processEvents()  # grow_to_fit lays out from the event loop
+
+    def places() -> list[Any]:  # where each passphrase field is, and the dialog
+        return [p.mapTo(dialog, p.rect().topLeft()) for _r, _m, p in dialog.credentials.rows] + [dialog.pos()]
+
+    before, size = places(), dialog.size()
+    for (_row, member, passphrase), name in zip(dialog.credentials.rows, ("alice", "bob", "carol"),
+                                               strict=True):
+        member.setEditText(name)
+        qtbot.keyClicks(passphrase, "not the passphrase at all")
+    qtbot.mouseClick(dialog.ok, Qt.LeftButton)
+    qtbot.waitUntil(lambda: not dialog.error.isHidden(), timeout=WAIT_MS)
+    QApplication.processEvents()
+    assert places() == before
+    assert dialog.size() == size  # nothing for a window manager to re-centre
+
+
+def test_an_agent_named_like_another_but_for_case_is_refused_under_its_id(qtbot, controller, demo_kma):
+    agent = next(iter(demo_kma.client("op").iter_all(demo_kma.client("op").list_agents)))
+    window = sign_in(qtbot, controller, demo_kma, "op")
+    agents = open_page(qtbot, window, "agents")
+    action(agents, "New agent…").trigger()
+    dialog = active_dialog(qtbot, FormDialog)
+    fill_form(qtbot, dialog, {"id": agent.id.upper(), "site_id": agent.site_id,
+                              "default_key_group_id": agent.default_key_group_id})
+    submit(qtbot, dialog)
+    hint = dialog.hints["id"]
+    qtbot.waitUntil(hint.isVisible, timeout=WAIT_MS)
+    assert hint.text() == (f"There is already an agent '{agent.id}' (names differing only in case are the "
+                           "same name). Choose another agent ID.")
+    dialog.reject()
