@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
-from PySide6.QtWidgets import QApplication, QLabel, QWizard
+from PySide6.QtWidgets import QApplication, QLabel, QMessageBox, QWizard
 
 from app.demo_credentials import DemoCredentials
 from tests.gui.helpers import WAIT_MS, action, active_dialog, fill_form, open_page, sign_in, submit
@@ -292,3 +292,36 @@ def test_an_agent_named_like_another_but_for_case_is_refused_under_its_id(qtbot,
     assert hint.text() == (f"There is already an agent '{agent.id}' (names differing only in case are the "
                            "same name). Choose another agent ID.")
     dialog.reject()
+
+
+def test_a_pdf_export_opens_in_documents_then_the_last_folder_and_says_where_it_went(
+        qtbot, controller, tmp_path, monkeypatch):
+    from PySide6.QtCore import QStandardPaths
+    from PySide6.QtWidgets import QFileDialog
+
+    documents = Path(QStandardPaths.writableLocation(QStandardPaths.DocumentsLocation))
+    documents.mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(tmp_path)  # the folder the manager was started from (the checkout, under run.sh)
+    asked: list[str] = []
+    chosen = tmp_path / "plans" / "plan.pdf"
+    chosen.parent.mkdir()
+
+    def save_dialog(_parent: Any, _title: str, start: str, _kinds: str) -> tuple[str, str]:
+        asked.append(start)
+        return str(chosen), ""
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", save_dialog)
+    sign_in_window = controller.show_sign_in()
+    qtbot.addWidget(sign_in_window)
+    qtbot.mouseClick(sign_in_window.plan_button, Qt.LeftButton)
+    area = sign_in_window.planning_window.area
+    qtbot.addWidget(sign_in_window.planning_window)
+    area.choose_pdf()
+    assert Path(asked[0]).parent == documents  # not the working folder
+    box = active_dialog(qtbot, QMessageBox)
+    assert box.objectName() == "fileSaved" and str(chosen) in box.text()
+    assert "Open folder" in [b.text() for b in box.buttons()]
+    assert chosen.read_bytes().startswith(b"%PDF")
+    box.close()
+    area.choose_pdf()
+    assert Path(asked[1]).parent == chosen.parent  # the folder used last

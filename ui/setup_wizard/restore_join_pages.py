@@ -18,7 +18,6 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -32,6 +31,7 @@ from PySide6.QtWidgets import (
 from app.profiles import ProfileStore
 from app.setup import SetupAnswers, id_problem, sign_in_when_serving
 from app.writes import setup as setup_writes
+from ui.files import ask_open_path
 from ui.setup_wizard.base import STAY, SetupPage
 from ui.trust_dialog import grouped
 from ui.widgets import PasswordLineEdit
@@ -77,9 +77,9 @@ class RestoreFilesPage(SetupPage):
         return field
 
     def _choose(self, field: QLineEdit, what: str, kinds: str) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, f"Choose the {what.lower()}", "", kinds)
+        path = ask_open_path(self, "backups", f"Choose the {what.lower()}", kinds)
         if path:
-            field.setText(path)
+            field.setText(str(path))
 
     def nextId(self) -> int:  # noqa: N802 - Qt override
         return _page_after(self, "RestoreQuorumPage")
