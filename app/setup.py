@@ -68,6 +68,14 @@ def key_split_problem(members: int, threshold: int) -> str:
     return ""
 
 
+def key_split_caution(members: int, threshold: int) -> str:
+    """A caution for a key split that is allowed but weak, or ''."""
+    if threshold == 1 and members > 0:
+        return ("Caution: with M = 1 one member alone unlocks a KMA and approves every protected change, "
+                "with nobody else to check it. Choose at least 2 unless that is what you mean.")
+    return ""
+
+
 @dataclass
 class SetupAnswers:
     address: str = ""

@@ -325,3 +325,23 @@ def test_a_pdf_export_opens_in_documents_then_the_last_folder_and_says_where_it_
     box.close()
     area.choose_pdf()
     assert Path(asked[1]).parent == chosen.parent  # the folder used last
+
+
+def test_a_quorum_of_one_gets_a_caution_and_the_card_promises_nothing_that_does_not_exist(
+        qtbot, controller, waiting):
+    from datetime import date
+
+    from ui.setup_wizard.cards import KeySplitCard, _text
+
+    wizard = _to_members_page(qtbot, controller, waiting)
+    wizard.back()
+    split = wizard.currentPage()
+    assert type(split).__name__ == "KeySplitPage" and split.caution.isHidden()
+    split.members.setValue(5)
+    split.threshold.setValue(1)
+    assert not split.caution.isHidden() and "one member alone" in split.caution.text()
+    assert wizard.button(QWizard.NextButton).isEnabled()  # allowed, with the caution
+    split.threshold.setValue(2)
+    assert split.caution.isHidden()
+    card = " ".join(t for _h, t in _text(KeySplitCard("Acme", "alice", 3, 5, date.today())))
+    assert "transfer partners" not in card

@@ -13,7 +13,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout
 
-from app.setup import MAX_MEMBERS, SetupAnswers, id_problem, key_split_problem, strength
+from app.setup import MAX_MEMBERS, SetupAnswers, id_problem, key_split_caution, key_split_problem, strength
 from app.writes import setup as setup_writes
 from ui.setup_wizard.base import STAY, SetupPage, reason
 from ui.setup_wizard.widgets import QuorumPicture, StrengthMeter
@@ -44,6 +44,11 @@ class KeySplitPage(SetupPage):
         layout.addLayout(form)
         self.picture = QuorumPicture()
         layout.addWidget(self.picture)
+        self.caution = QLabel()
+        self.caution.setObjectName("keySplitCaution")
+        self.caution.setWordWrap(True)
+        self.caution.setStyleSheet("color: #b26a00;")
+        layout.addWidget(self.caution)
         layout.addWidget(self.error)
         layout.addStretch()
         for box in (self.members, self.threshold):
@@ -54,6 +59,8 @@ class KeySplitPage(SetupPage):
         n, m = self.members.value(), self.threshold.value()
         self.picture.show_split(n, m)
         self.error.say(key_split_problem(n, m))
+        self.caution.setText(key_split_caution(n, m))
+        self.caution.setVisible(bool(self.caution.text()))
         self.completeChanged.emit()
 
     def isComplete(self) -> bool:  # noqa: N802 - Qt override
