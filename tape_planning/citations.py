@@ -7,6 +7,8 @@ chapter and section (and a figure where the passage is about one).
 
 from __future__ import annotations
 
+import re
+
 PAPER = "Sun KMS 2.0 Management Practices white paper"
 
 CHAPTERS = (  # (first line in the dump, number, title)
@@ -34,17 +36,12 @@ FIGURES = ((980, "Figure 10: NetBackup Settings"),)
 NEAR_FIGURE = 6  # lines: a passage this close to a figure is about it
 
 
-def _line(text: str) -> int:
-    return int(text.strip().split("-")[0])
-
-
 def cite(lines: str) -> str:
     """``"958-964"`` -> ``Chapter 6, T10000 Tape Drive Characterization: "Data Buffer Transfers"``;
-    several ranges (``"1456-1470, 1661"``) cite each place once."""
+    several ranges (``"1456-1470, 1661"``, ``"T10000 1308-1313, LTO4 2200-2205"``) cite each place once."""
     places: list[str] = []
-    for part in lines.split(","):
-        first = _line(part)
-        last = int(part.strip().split("-")[-1])
+    for first_text, last_text in re.findall(r"(?<![A-Za-z0-9])(\d+)(?:-(\d+))?", lines):
+        first, last = int(first_text), int(last_text or first_text)
         chapter = next((c for c in reversed(CHAPTERS) if c[0] <= first), None)
         if chapter is None:
             places.append(f"{PAPER}, line {first}")
