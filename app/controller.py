@@ -169,8 +169,13 @@ class AppController(QObject):
                        success=lambda signed: self._switched(signed, profile))
 
     def _switched(self, signed: SignedIn, profile: ConnectionProfile) -> None:
+        # Help > Demo credentials stays open across "Sign in as": trying six roles is six clicks.
+        demo_open = self.window is not None and any(
+            d.isVisible() for d in self.window.findChildren(QDialog, "demoCredentials"))
         self._end_session()
-        self.signed_in(signed, profile)
+        window = self.signed_in(signed, profile)
+        if demo_open:
+            window.show_demo_credentials()
 
     def shutdown(self) -> None:
         """Quit promptly: save the layout, let a change in flight finish, then close the client

@@ -85,6 +85,7 @@ class Field:
     maximum: int = 100000
     max_length: int = 200
     read_only: bool = False
+    at_least: str = ""  # the key of a number field this one may not be below (checked as you type)
 
 
 _VALUE_CHECKS: dict[str, Callable[[Field, Any], str]] = {
@@ -317,6 +318,12 @@ class FormDialog(QDialog):
             return f"{spec.label} is required." if spec.kind != "roles" else "Choose at least one role."
         check = _VALUE_CHECKS.get(spec.kind)
         problem = check(spec, value) if check is not None and value else ""
+        if not problem and spec.at_least and value is not None:
+            floor = self.values()[spec.at_least]
+            other = next(f for f in self.fields if f.key == spec.at_least)
+            if floor is not None and value < floor:
+                shown = f"{floor // 86400:,} days" if other.kind == "days" else f"{floor:,}"
+                problem = f"{spec.label} cannot be less than the {other.label.lower()} ({shown})."
         if not problem and self._refusal is not None and self._refusal[0] == spec.key:
             problem = self._refusal[1]
         return problem

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
-from PySide6.QtWidgets import QApplication, QLabel, QMessageBox, QWizard
+from PySide6.QtWidgets import QApplication, QDialog, QLabel, QMessageBox, QWizard
 
 from app.demo_credentials import DemoCredentials
 from tests.gui.helpers import WAIT_MS, action, active_dialog, fill_form, open_page, sign_in, submit
@@ -345,3 +345,36 @@ def test_a_quorum_of_one_gets_a_caution_and_the_card_promises_nothing_that_does_
     assert split.caution.isHidden()
     card = " ".join(t for _h, t in _text(KeySplitCard("Acme", "alice", 3, 5, date.today())))
     assert "transfer partners" not in card
+
+
+def test_a_cryptoperiod_shorter_than_the_encryption_period_is_said_as_you_type(qtbot, controller, demo_kma):
+    window = sign_in(qtbot, controller, demo_kma, "co")
+    policies = open_page(qtbot, window, "key_policies")
+    action(policies, "New key policy…").trigger()
+    dialog = active_dialog(qtbot, FormDialog)
+    fill_form(qtbot, dialog, {"id": "short-crypto", "encryption_period": 400})
+    fill_form(qtbot, dialog, {"cryptoperiod": 300})
+    qtbot.waitUntil(lambda: not dialog.ok.isEnabled(), timeout=WAIT_MS)
+    said = dialog.hints["cryptoperiod"].text() or dialog.missing.text()
+    assert said == "Cryptoperiod cannot be less than the encryption period (400 days)."
+    fill_form(qtbot, dialog, {"cryptoperiod": 400})
+    qtbot.waitUntil(dialog.ok.isEnabled, timeout=WAIT_MS)
+    dialog.reject()
+
+
+def test_demo_credentials_stay_open_after_sign_in_as(qtbot, controller, demo_kma):
+    from PySide6.QtWidgets import QPushButton
+
+    controller.demo = DemoCredentials(demo_kma.demo)
+    controller.local_note = "<b>Local mode.</b>"
+    controller.local_ca = demo_kma.fingerprint
+    window = sign_in(qtbot, controller, demo_kma, "so")
+    dialog = window.show_demo_credentials()
+    go = next(b for b in dialog.findChildren(QPushButton) if b.accessibleName() == "Sign in as auditor")
+    qtbot.mouseClick(go, Qt.LeftButton)
+    qtbot.waitUntil(lambda: controller.session.user is not None and controller.session.user.id == "auditor"
+                    and controller.window is not None and controller.window.isVisible(), timeout=WAIT_MS)
+    shown = [d for d in controller.window.findChildren(QDialog, "demoCredentials") if d.isVisible()]
+    assert len(shown) == 1  # still open, on the new window, for the next role
+    now = next(b for b in shown[0].findChildren(QPushButton) if b.accessibleName() == "Sign in as auditor")
+    assert now.text() == "Signed in" and not now.isEnabled()

@@ -153,6 +153,9 @@ class DonePage(SetupPage):
             f"<pre>{html.escape(grouped(a.made.ca_fingerprint))}</pre>"
             "<p>Print a key split card for each member: it says what the quorum is for and what to do "
             "with the card. Then take a core security backup.</p>"
+            "<p><b>Before any key is issued</b>, a one-KMA cluster needs a database backup that holds "
+            "its keys, taken by a Backup Operator: create that user first (Users &gt; New user…, "
+            "approved by the key split's quorum), then take the backup on the Backups page.</p>"
         )
 
     def ask_where_to_print(self) -> None:
