@@ -39,9 +39,11 @@ class StatCard(QFrame):
         self.setFrameShape(QFrame.StyledPanel)
         self.setObjectName("statCard")
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
+        layout.setSpacing(0)
         self.value = QLabel("–")
         font = self.value.font()
-        font.setPointSizeF(font.pointSizeF() * 2.2)
+        font.setPointSizeF(font.pointSizeF() * 1.8)
         font.setBold(True)
         self.value.setFont(font)
         self.caption = QLabel(caption)
@@ -148,12 +150,14 @@ class DashboardPage(QWidget):
         keys_layout = QVBoxLayout(keys_box)
         keys_layout.addWidget(QLabel("<b>Keys by state</b>"))
         self.key_grid = QGridLayout()
+        self.key_grid.setVerticalSpacing(2)
         self.key_bars: dict[str, tuple[QLabel, QProgressBar]] = {}
         for i, state in enumerate(kms_client.KEY_STATES):
             label = QLabel(words(state))
             bar = QProgressBar()
             bar.setTextVisible(True)
             bar.setFormat("%v")
+            bar.setMaximumHeight(18)
             bar.setAccessibleName(f"Keys {words(state)}")
             self.key_grid.addWidget(label, i, 0)
             self.key_grid.addWidget(bar, i, 1)
@@ -172,12 +176,9 @@ class DashboardPage(QWidget):
         self.kmas.setRootIsDecorated(False)
         self.kmas.setHeaderLabels(["KMA", "Site", "Address", "State", "Key pool"])
         self.kmas.setAccessibleName("KMAs")
-        self.kmas.header().setSectionResizeMode(QHeaderView.Interactive)
+        # At most 20 KMAs: every column may fit its contents, so "190 of 200" is never cut short.
+        self.kmas.header().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.kmas.header().setStretchLastSection(True)
-        for i, w in enumerate((150, 70, 120, 80)):
-            self.kmas.setColumnWidth(i, w)
-        # At most 20 KMAs: the name column may fit its contents ("KMA Dallas 1 (kma-dal-1)").
-        self.kmas.header().setSectionResizeMode(0, QHeaderView.ResizeToContents)
         kma_layout.addWidget(self.kmas)
         self.kmas_note = QLabel("The cluster's KMAs are not listed while this KMA is locked.")
         self.kmas_note.setObjectName("dashboardKmasNote")
