@@ -11,10 +11,19 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
-from PySide6.QtWidgets import QApplication, QDialog, QLabel, QMessageBox, QWizard
+from PySide6.QtWidgets import QApplication, QDialog, QLabel, QWizard
 
 from app.demo_credentials import DemoCredentials
-from tests.gui.helpers import WAIT_MS, action, active_dialog, fill_form, open_page, sign_in, submit
+from tests.gui.helpers import (
+    WAIT_MS,
+    action,
+    active_dialog,
+    fill_form,
+    message_boxes,
+    open_page,
+    sign_in,
+    submit,
+)
 from tests.gui.test_setup_wizard import connect, next_page, open_wizard, refused_here
 from tests.gui.test_setup_wizard_restore_join import choose_mode
 from tests.integration.test_backups import take_backups
@@ -249,6 +258,7 @@ def test_the_quorum_outcome_shows_quotes_not_html_entities(qtbot, controller, fr
     labels = {w.objectName(): _shown(w) for w in dialog.outcome.findChildren(QLabel)}
     assert "Create user 'nina'" in labels["qt_msgbox_informativelabel"]
     assert "&#" not in "".join(labels.values())
+    dialog.outcome.close()
 
 
 def test_an_error_line_coming_and_going_does_not_move_the_fields(qtbot, controller, fresh_kma):
@@ -276,6 +286,7 @@ def test_an_error_line_coming_and_going_does_not_move_the_fields(qtbot, controll
     QApplication.processEvents()
     assert places() == before
     assert dialog.size() == size  # nothing for a window manager to re-centre
+    dialog.reject()
 
 
 def test_an_agent_named_like_another_but_for_case_is_refused_under_its_id(qtbot, controller, demo_kma):
@@ -318,13 +329,17 @@ def test_a_pdf_export_opens_in_documents_then_the_last_folder_and_says_where_it_
     qtbot.addWidget(sign_in_window.planning_window)
     area.choose_pdf()
     assert Path(asked[0]).parent == documents  # not the working folder
-    box = active_dialog(qtbot, QMessageBox)
-    assert box.objectName() == "fileSaved" and str(chosen) in box.text()
+    qtbot.waitUntil(lambda: [b for b in message_boxes() if b.objectName() == "fileSaved"], timeout=WAIT_MS)
+    box = next(b for b in message_boxes() if b.objectName() == "fileSaved")
+    assert str(chosen) in box.text()
     assert "Open folder" in [b.text() for b in box.buttons()]
     assert chosen.read_bytes().startswith(b"%PDF")
     box.close()
     area.choose_pdf()
     assert Path(asked[1]).parent == chosen.parent  # the folder used last
+    for box in message_boxes():
+        box.close()
+    sign_in_window.planning_window.close()
 
 
 def test_a_quorum_of_one_gets_a_caution_and_the_card_promises_nothing_that_does_not_exist(
@@ -378,3 +393,4 @@ def test_demo_credentials_stay_open_after_sign_in_as(qtbot, controller, demo_kma
     assert len(shown) == 1  # still open, on the new window, for the next role
     now = next(b for b in shown[0].findChildren(QPushButton) if b.accessibleName() == "Sign in as auditor")
     assert now.text() == "Signed in" and not now.isEnabled()
+    shown[0].close()
