@@ -329,7 +329,7 @@ def test_a_pdf_export_opens_in_documents_then_the_last_folder_and_says_where_it_
     qtbot.addWidget(sign_in_window.planning_window)
     area.choose_pdf()
     assert Path(asked[0]).parent == documents  # not the working folder
-    qtbot.waitUntil(lambda: [b for b in message_boxes() if b.objectName() == "fileSaved"], timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: any(b.objectName() == "fileSaved" for b in message_boxes()), timeout=WAIT_MS)
     box = next(b for b in message_boxes() if b.objectName() == "fileSaved")
     assert str(chosen) in box.text()
     assert "Open folder" in [b.text() for b in box.buttons()]
@@ -339,7 +339,6 @@ def test_a_pdf_export_opens_in_documents_then_the_last_folder_and_says_where_it_
     assert Path(asked[1]).parent == chosen.parent  # the folder used last
     for box in message_boxes():
         box.close()
-    sign_in_window.planning_window.close()
 
 
 def test_a_quorum_of_one_gets_a_caution_and_the_card_promises_nothing_that_does_not_exist(
