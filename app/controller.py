@@ -40,6 +40,7 @@ class AppController(QObject):
         self.presenter: Any = None
         self.local_note = ""
         self.demo: Any = None  # DemoCredentials in local mode: Help > Demo credentials, "sign in as"
+        self.local_ca = ""  # local mode's KMA's CA fingerprint: the banner and demo are about it only
         self.local_kma: Any = None  # local mode's LocalKma: stopped when the application quits
         self.remember_layout = True  # False when rendering headless: the next real window is untouched
         self.quit_when_sign_in_closes = True
@@ -77,8 +78,10 @@ class AppController(QObject):
             self.sign_in_window.rejected.disconnect(self._sign_in_closed)
             self.sign_in_window.close()
             self.sign_in_window = None
-        self.ctx.demo = self.demo
-        self.window = MainWindow(self.ctx, self.local_note, remember=self.remember_layout)
+        # Local mode's banner and demo credentials belong to its KMA, not to one signed in later.
+        local = bool(self.local_ca) and profile.ca_fingerprint == self.local_ca
+        self.ctx.demo = self.demo if local else None
+        self.window = MainWindow(self.ctx, self.local_note if local else "", remember=self.remember_layout)
         self.presenter = ErrorPresenter(self.session, self.window)
         self.ops.error_handler = self.presenter
         self.window.sign_out_requested.connect(self.sign_out)
@@ -166,8 +169,13 @@ class AppController(QObject):
                        success=lambda signed: self._switched(signed, profile))
 
     def _switched(self, signed: SignedIn, profile: ConnectionProfile) -> None:
+        # Help > Demo credentials stays open across "Sign in as": trying six roles is six clicks.
+        demo_open = self.window is not None and any(
+            d.isVisible() for d in self.window.findChildren(QDialog, "demoCredentials"))
         self._end_session()
-        self.signed_in(signed, profile)
+        window = self.signed_in(signed, profile)
+        if demo_open:
+            window.show_demo_credentials()
 
     def shutdown(self) -> None:
         """Quit promptly: save the layout, let a change in flight finish, then close the client

@@ -130,6 +130,7 @@ class LocalKma:
                 "--ready-file",
                 str(ready_file),
                 "--stop-on-stdin-close",
+                "--record-addresses",  # kma.toml and demo-credentials.json then name these ports
             ),
             stdin=subprocess.PIPE,
             stdout=log,

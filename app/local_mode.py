@@ -88,6 +88,7 @@ class LocalMode:
         profile = local_profile(ready)
         self.controller.local_note = banner_text(self.kma, ready, credentials)
         self.controller.demo = credentials
+        self.controller.local_ca = ready.ca_fingerprint
         passphrase = credentials.passphrase_of(DEMO_ADMIN) if credentials else None
         if not passphrase:
             self._close_progress()

@@ -84,10 +84,15 @@ class QuorumWatch(QObject):
         self.timer.stop()
 
     def _session_state(self, state: ConnectionState) -> None:
-        if state is ConnectionState.SIGNED_OUT:
+        if state is ConnectionState.SIGNED_OUT:  # the next sign-in may be to another cluster
             self.stop()
             self.locked = None
             self.status = None
+            self.key_split = None
+            self.pending = []
+            self.count = None
+            self._seen = None
+            self._user = None
 
     # -- polling ------------------------------------------------------------------------------
     def poll_now(self) -> None:

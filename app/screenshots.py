@@ -93,6 +93,7 @@ def render_local(local: LocalMode, out_dir: Path | None) -> int:
         signed = sign_in(profile, passphrase)
         controller.local_note = banner_text(kma, ready, credentials)
         controller.demo = credentials
+        controller.local_ca = ready.ca_fingerprint
         controller.remember_layout = False
         window = controller.signed_in(signed, profile)
         settle(controller.ops)

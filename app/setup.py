@@ -17,7 +17,8 @@ from typing import Any
 import kms_client
 from app.profiles import ConnectionProfile
 from app.signin import SignedIn, sign_in
-from kms_client.setup import SetupClient, SetUpKma
+from kms_client.setup import BackupPair, SetupClient, SetUpKma
+from kms_client.trust import same_fingerprint
 
 MAX_MEMBERS = 10  # the key split's N, as the KMA enforces it
 MIN_STRENGTH = 3  # zxcvbn's "safely unguessable", as the KMA enforces it for key split members
@@ -67,6 +68,14 @@ def key_split_problem(members: int, threshold: int) -> str:
     return ""
 
 
+def key_split_caution(members: int, threshold: int) -> str:
+    """A caution for a key split that is allowed but weak, or ''."""
+    if threshold == 1 and members > 0:
+        return ("Caution: with M = 1 one member alone unlocks a KMA and approves every protected change, "
+                "with nobody else to check it. Choose at least 2 unless that is what you mean.")
+    return ""
+
+
 @dataclass
 class SetupAnswers:
     address: str = ""
@@ -92,6 +101,7 @@ class SetupAnswers:
     autonomous_unlock: bool = False
     key_pool_size: int = 1000
     made: SetUpKma | None = None
+    backup: BackupPair | None = None  # a restore's files, as the KMA read them
 
     def client(self) -> SetupClient:
         assert self.trust is not None
@@ -171,3 +181,28 @@ def sign_in_when_serving(answers: SetupAnswers) -> tuple[SignedIn, ConnectionPro
     profile = ConnectionProfile(name=answers.cluster_name, address=address, user_id=answers.officer_id,
                                 ca_fingerprint=trust.fingerprint, ca_pem=trust.ca_pem)  # fmt: skip
     return sign_in(profile, answers.officer_passphrase), profile
+
+
+ORIGINAL_PROBE_SECONDS = 3.0  # a KMA that does not answer this quickly is taken for gone
+
+
+def serving_originals(profiles: list[ConnectionProfile], ca_fingerprint: str) -> list[str]:
+    """Worker: the KMAs of the backup's cluster (same CA) that the manager knows of and that answer
+    now, each as "KMA ID at HOST:PORT". A restore is for a dead machine: one of these may be the
+    original, still serving keys."""
+    found: list[str] = []
+    for profile in profiles:
+        if not profile.ca_fingerprint or not same_fingerprint(profile.ca_fingerprint, ca_fingerprint):
+            continue
+        for address in dict.fromkeys([profile.address, *(k.address for k in profile.kmas)]):
+            try:
+                client = kms_client.KmsClient(address, ca_pem=profile.ca_pem or None,
+                                              ca_fingerprint=ca_fingerprint, timeout=ORIGINAL_PROBE_SECONDS)
+                with client:
+                    status = client.status()
+            except (kms_client.KmsError, OSError):
+                continue
+            seen = f"{status.kma_id} at {address}"
+            if seen not in found:
+                found.append(seen)
+    return found

@@ -101,8 +101,13 @@ def check_split_members(threshold: Any, names: list[str]) -> None:
         raise ValidationFailed(
             f"The threshold ({threshold}) cannot exceed the number of members ({len(names)})."
         )
-    if len(set(names)) != len(names):
-        raise ValidationFailed("Each key split member must have a different name.")
+    folded = [n.casefold() for n in names]
+    if len(set(folded)) != len(folded):
+        twice = sorted({n for n in names if folded.count(n.casefold()) > 1})
+        raise ValidationFailed(
+            f"Each key split member must have a different name; names differing only in upper and lower "
+            f"case are the same name: {', '.join(twice)}."
+        )
     for name in names:
         check_id(name, "A key split member's name")
 

@@ -19,7 +19,9 @@ DIR/demo-credentials.json  `kma demo` only: every demo passphrase (0600). A demo
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shlex
 import stat
 import sys
@@ -161,6 +163,18 @@ class DataDir:
     def identity(self) -> Identity:
         data = self._config()
         return Identity(**{k: str(data[k]) for k in Identity.__dataclass_fields__})
+
+    def record_addresses(self, management: str, service: str) -> None:
+        """Write where this KMA listens now into kma.toml (and a demo's credentials file), so tools
+        that find it by its data directory (`kma quorum list --data-dir`) reach it."""
+        text = self.identity_file.read_text(encoding="utf-8")
+        for key, value in (("management_address", management), ("service_address", service)):
+            text = re.sub(rf'^{key} = ".*"$', f'{key} = "{value}"', text, count=1, flags=re.M)
+        self.identity_file.write_text(text, encoding="utf-8")
+        if self.demo_credentials.exists():
+            demo = json.loads(self.demo_credentials.read_text(encoding="utf-8"))
+            demo["management_address"] = management
+            write_private(self.demo_credentials, json.dumps(demo, indent=2).encode())
 
     def settings(self, table: str) -> dict[str, Any]:
         """One table of kma.toml, e.g. `[metrics]`; empty when absent."""

@@ -136,7 +136,8 @@ class _Server(Listener):
 
 
 def serve(data_dir: DataDir, management_port: int | None, service_port: int | None, ready_file: Path | None,
-          announce: Any = print, master: WrappingKey | None = None) -> None:  # fmt: skip
+          announce: Any = print, master: WrappingKey | None = None,
+          record_addresses: bool = False) -> None:  # fmt: skip
     identity = data_dir.identity()
     limits = data_dir.listener_limits()
     refusals.set_rate(limits.refusals_per_second)
@@ -147,6 +148,8 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
     service_host, configured_service_port = split_address(identity.service_address)
     service_sock = listen(service_host, configured_service_port if service_port is None else service_port)
     service = f"{service_host}:{service_sock.getsockname()[1]}"
+    if record_addresses and (management, service) != (identity.management_address, identity.service_address):
+        data_dir.record_addresses(management, service)
     ca = fingerprint(data_dir.ca_cert.read_bytes())
 
     node = start_cluster_node(data_dir)  # None when the store is embedded

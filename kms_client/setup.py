@@ -29,6 +29,16 @@ class SetUpKma:
     ca_fingerprint: str
 
 
+@dataclass(frozen=True)
+class BackupPair:
+    """What an uploaded pair of backup files is a backup of (the KMA found them to belong together)."""
+
+    cluster_name: str
+    ca_fingerprint: str
+    kma_id: str
+    created_at: int  # Unix seconds
+
+
 class SetupClient:
     """One installer's connection to a KMA in set-up mode, pinned to its temporary certificate."""
 
@@ -96,6 +106,13 @@ class SetupClient:
                                                "Content-Type": "application/octet-stream"})  # fmt: skip
         if response.is_error:
             raise error_from_response(response)
+
+    def check_backups(self) -> BackupPair:
+        """Whether the two uploaded files belong together; raises `ValidationFailed` with the reason
+        (another cluster's pair, a newer schema, a damaged file) before anyone types a passphrase."""
+        result = self._call("POST", "/setup/restore/check")
+        return BackupPair(str(result["cluster_name"]), str(result["ca_fingerprint"]), str(result["kma_id"]),
+                          int(result["created_at"]))  # fmt: skip
 
     def restore(self, management_address: str, service_address: str, quorum: Sequence[tuple[str, str]],
                 autonomous_unlock: bool = True) -> SetUpKma:  # fmt: skip

@@ -43,6 +43,7 @@ def signed_in_to_demo(controller: Any, tmp: Path) -> Iterator[tuple[Any, Any, An
         profile = local_profile(ready)
         profile.name = "Dallas production"
         controller.demo = DemoCredentials(demo)
+        controller.local_ca = ready.ca_fingerprint
         yield sign_in(profile, controller.demo.passphrase_of("admin") or ""), profile, demo
     finally:
         kma.stop()

@@ -192,7 +192,14 @@ def render_restore_and_join(  # noqa: PLR0915 - the walk, page by page
             (backups / name).write_text("not a backup: a file picked by mistake\n")
             field.setText(str(backups / name))
         shot("r2_restore_files")
-        next_page()
+        next_page()  # the KMA checks the pair before anyone types: its reason stays on this page
+        deadline = time.monotonic() + 30
+        while not files.error.text() and time.monotonic() < deadline:
+            settle(ops)
+        shot("r2_restore_files_refused")
+        files._passed = True  # the quorum page as it looks (the KMA would not let these files get there)
+        wizard.next()
+        settle(ops)
         quorum = pages["RestoreQuorumPage"]
         for name, passphrase in MEMBERS[:2]:
             quorum.name.setText(name)
@@ -201,7 +208,7 @@ def render_restore_and_join(  # noqa: PLR0915 - the walk, page by page
         quorum.name.setText(MEMBERS[2][0])
         quorum.passphrase.setText(MEMBERS[2][1])
         shot("r3_restore_quorum")
-        next_page()  # the KMA refuses the files: its reason stays on this page
+        next_page()  # the restore refuses the files too: its reason stays on this page
         deadline = time.monotonic() + 30
         while not quorum.error.text() and time.monotonic() < deadline:
             settle(ops)

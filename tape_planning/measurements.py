@@ -25,8 +25,9 @@ ENCRYPTION_OVERHEAD_BYTES = 100  # per data buffer; drive-facts.csv, row ALL (pa
 # The caveat of data/README.md: these encrypted T10000B cells repeat LTO4's to three decimals.
 T10000B_CAVEAT = (
     "T10000B caveat: in the paper's 8- and 4-buffer T10000B tables, the Encrypted columns of the "
-    "small-file rows (32KB, 256KB, 1MB) repeat the HP LTO4 figures to three decimals (36 values, "
-    "lines 2503-2513 and 2545-2555); this may be a copy error in the paper. They are shown as printed."
+    "small-file rows (32KB, 256KB, 1MB) repeat the HP LTO4 figures to three decimals (36 values; "
+    "Chapter 9, “Characterization Data Charts”); this may be a copy error in the paper. They are "
+    "shown as printed."
 )
 _SUSPECT_FILE_SIZES = {"32KB", "256KB", "1MB"}
 

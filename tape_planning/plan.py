@@ -46,8 +46,8 @@ class KmaCapacity:
 # lowest of bench/keys.py's 16-agent key-service figures (create 2,585/s, get 3,997/s).
 KMA_CAPACITY = KmaCapacity(
     1385.0,
-    "bench/keys.py, create_activate workload (KMIP Create + Activate of a new tape key), 16 agents, "
-    "one KMA on a 2-core machine: 1,385 pairs/s (figures recorded with issue 2; README, Planning)",
+    "measured with this product's bench/keys.py, create_activate workload (KMIP Create + Activate of "
+    "a new tape key), 16 agents, one KMA on a 2-core machine: 1,385 pairs/s (README, Planning)",
 )
 MIN_KMAS_PER_SITE = 2  # the product's rule: at least two KMAs per site, so one can fail or be serviced
 SIZING_NOTES = (
@@ -221,6 +221,16 @@ def make_plan(request: PlanRequest, capacity: KmaCapacity = KMA_CAPACITY) -> Pla
         notes.append(
             "The encrypted figure of the recommended setting is one of those repeated cells; "
             f"the T10000B's own figure without encryption is {recommended.plain_mb_per_s:.3f} MB/s."
+        )
+    native = m.facts()[drive].native_mb_per_s
+    fastest = max(max(s.plain_mb_per_s, s.encrypted_mb_per_s) for s in settings)
+    if workload.ratio == 2 and native and fastest > 2 * native:
+        notes.append(
+            f"Some of these 2:1 figures are above twice the drive's native {native:,.0f} MB/s (up to "
+            f"{fastest:,.0f} MB/s): the rate counts data before the drive compresses it, and the paper's "
+            "“compressible ~2:1” test data is approximate and compressed better than 2:1. Data that "
+            f"compresses exactly 2:1 reaches at most about {2 * native:,.0f} MB/s; plan with your own "
+            "data's ratio."
         )
     buffers, mux_rule = multiplexed_buffers(recommended.data_buffers, inputs.streams)
     if inputs.streams == 7:

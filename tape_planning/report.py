@@ -8,6 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from tape_planning import measurements as m
+from tape_planning.citations import PAPER, cite
 from tape_planning.plan import MIN_KMAS_PER_SITE, SIZING_NOTES, Plan, Setting
 from tape_planning.recommendations import Recommendation
 
@@ -23,7 +24,7 @@ def _mb(value: float) -> str:
 def _why(plan: Plan, setting: Setting) -> str:
     rule = next((r for r in plan.recommendations if r.key == setting.because), None)
     return (
-        f"{rule.text.rstrip('.')} (lines {rule.lines})" if rule else "the paper gives none; the measured best"
+        f"{rule.text.rstrip('.')} ({cite(rule.lines)})" if rule else "the paper gives none; the measured best"
     )
 
 
@@ -98,14 +99,14 @@ def _ratio(ratio: float) -> str:
 
 def _rec(r: Recommendation) -> str:
     who = "" if r.drive == "ALL" else f"{m.DRIVE_NAMES[r.drive]}: "
-    return f"{who}{r.text} (lines {r.lines})"
+    return f"{who}{r.text} ({cite(r.lines)})"
 
 
 def settings_rows(plan: Plan) -> list[list[str]]:
     lines = {r.key: r.lines for r in plan.recommendations}
     return [[buffer_label(s.buffer_size_kb), str(s.data_buffers), _mb(s.plain_mb_per_s),
              _mb(s.encrypted_mb_per_s), "yes" if s.allowed else "no",
-             f"the paper, lines {lines[s.because]}" if s.because in lines else s.because]
+             f"the paper, {cite(lines[s.because])}" if s.because in lines else s.because]
             for s in plan.settings]  # fmt: skip
 
 
@@ -163,7 +164,7 @@ def plan_html(plan: Plan) -> str:
     if any(t.suspect for t in plan.throughput):
         parts.append("<p>* repeats the HP LTO4 figure (see the T10000B caveat above)</p>")
     parts.append(
-        "<p><small>Source: Sun KMS 2.0 Management Practices white paper, chapters 6-9 "
-        "(line numbers refer to the text dump described in the data README).</small></p>"
+        f"<p><small>Source: {PAPER}, chapters 6-9 (the drive characterizations and their "
+        "Characterization Data Charts).</small></p>"
     )
     return "".join(parts)

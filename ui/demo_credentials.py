@@ -124,5 +124,4 @@ class DemoCredentialsDialog(QDialog):
         layout.addWidget(buttons)
 
     def _sign_in_as(self, user_id: str) -> None:
-        self.accept()
-        self.sign_in_as.emit(user_id)
+        self.sign_in_as.emit(user_id)  # it stays open: trying every role is one click each

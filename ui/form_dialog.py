@@ -93,6 +93,7 @@ class Field:
     max_length: int = 200
     read_only: bool = False
     guessable: Callable[[dict[str, Any]], list[str]] | None = None  # new_passphrase only
+    at_least: str = ""  # the key of a number field this one may not be below (checked as you type)
 
 
 _VALUE_CHECKS: dict[str, Callable[[Field, Any], str]] = {
@@ -143,7 +144,7 @@ class FormDialog(QDialog):
             label.setTextFormat(Qt.RichText)
             layout.addWidget(label)
         layout.addLayout(self._build_rows(fields))
-        self.error = ErrorLabel()
+        self.error = ErrorLabel(reserve_lines=2)
         layout.addWidget(self.error)
         self.missing = QLabel()  # why the form cannot be sent yet, before the user touched it
         self.missing.setObjectName("formMissing")
@@ -335,6 +336,12 @@ class FormDialog(QDialog):
             if not found.enough:
                 said = [f"{spec.label} is {found.words.lower()}.", found.hint, LONGER]
                 problem = " ".join(filter(None, said))
+        if not problem and spec.at_least and value is not None:
+            floor = self.values()[spec.at_least]
+            other = next(f for f in self.fields if f.key == spec.at_least)
+            if floor is not None and value < floor:
+                shown = f"{floor // 86400:,} days" if other.kind == "days" else f"{floor:,}"
+                problem = f"{spec.label} cannot be less than the {other.label.lower()} ({shown})."
         if not problem and self._refusal is not None and self._refusal[0] == spec.key:
             problem = self._refusal[1]
         return problem
@@ -425,15 +432,17 @@ class FormDialog(QDialog):
 
     def _taken_id(self, exc: BaseException) -> tuple[str, str] | None:
         """A create refused because the ID is in use: (the ID field, what to say under it)."""
-        if not isinstance(exc, kms_client.Conflict) or "already exists" not in str(exc):
+        words = exc.message if isinstance(exc, kms_client.ApiError) else ""
+        said = words.startswith("There is already")  # the KMA's words (e.g. the same name, other case)
+        if not isinstance(exc, kms_client.Conflict) or not (said or "already exists" in words):
             return None
         spec = next((f for f in self.fields if f.kind == "id" and not f.read_only), None)
         if spec is None:
             return None
         value = self.values()[spec.key]
         label = " ".join(w if w.isupper() else w.lower() for w in spec.label.split())  # "site ID"
-        return spec.key, (f"There is already a {self._noun or 'item'} '{value}'. "
-                          f"Choose another {label}.")
+        taken = words if said else f"There is already a {self._noun or 'item'} '{value}'."
+        return spec.key, f"{taken} Choose another {label}."
 
     def reject(self) -> None:
         for editor in self.editors.values():

@@ -50,14 +50,24 @@ class PasswordLineEdit(QLineEdit):
 
 
 class ErrorLabel(QLabel):
-    """A form's problem, in red under its fields; hidden while there is none."""
+    """A form's problem, in red under its fields; hidden while there is none.
 
-    def __init__(self, accessible_name: str = "Error", object_name: str = "formError") -> None:
+    ``reserve_lines`` keeps that many lines of room while hidden, so a refusal coming and going
+    neither resizes the dialog (which a window manager may then re-centre) nor moves its fields
+    under the user's typing."""
+
+    def __init__(self, accessible_name: str = "Error", object_name: str = "formError",
+                 reserve_lines: int = 0) -> None:
         super().__init__()
         self.setObjectName(object_name)
         self.setWordWrap(True)
         self.setStyleSheet("color: #c62828;")
         self.setAccessibleName(accessible_name)
+        if reserve_lines:
+            policy = self.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)
+            self.setSizePolicy(policy)
+            self.setMinimumHeight(reserve_lines * self.fontMetrics().lineSpacing())
         self.hide()
 
     def say(self, text: str) -> None:
@@ -100,6 +110,10 @@ def grow_to_fit(widget: QWidget) -> None:
     def grow() -> None:
         window = widget.window()
         hint = window.sizeHint()
-        window.resize(max(window.width(), hint.width()), max(window.height(), hint.height()))
+        width, height = max(window.width(), hint.width()), max(window.height(), hint.height())
+        if (width, height) != (window.width(), window.height()):
+            top_left = window.pos()  # grow downwards: the fields stay where the user is typing
+            window.resize(width, height)
+            window.move(top_left)
 
     QTimer.singleShot(0, widget, grow)

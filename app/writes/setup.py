@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.operations import OpContext
-from app.setup import SetupAnswers
-from kms_client.setup import SetUpKma
+from app.profiles import ConnectionProfile
+from app.setup import SetupAnswers, serving_originals
+from kms_client.setup import BackupPair, SetUpKma
 
 
 def check_code(worker: OpContext, answers: SetupAnswers) -> None:
@@ -39,10 +40,15 @@ def finish(worker: OpContext, answers: SetupAnswers) -> SetUpKma:
         return setup.finish(answers.finish_body())
 
 
-def upload_backups(worker: OpContext, answers: SetupAnswers, database: Path, core: Path) -> None:
+def upload_backups(worker: OpContext, answers: SetupAnswers, database: Path, core: Path,
+                   known: list[ConnectionProfile]) -> tuple[BackupPair, list[str]]:
+    """Send both files and have the KMA check they belong together, before anyone types; then which
+    KMAs of the backup's cluster among the ``known`` profiles still answer (the original may)."""
     with answers.client() as setup:
         setup.upload_backup("database-backup", database)
         setup.upload_backup("core-security-backup", core)
+        pair = setup.check_backups()
+    return pair, serving_originals(known, pair.ca_fingerprint)
 
 
 def restore(worker: OpContext, answers: SetupAnswers, quorum: Sequence[tuple[str, str]]) -> SetUpKma:

@@ -92,20 +92,7 @@ def restore(
     root = data_dir.root
     if not data_dir.is_empty():
         raise Conflict(f"{root} is not empty; a restore needs a new or empty data directory.")
-    core = read_core_security_backup(core_security_backup)
-    backup = read_database_backup(database_backup)
-    if backup.cluster_fingerprint != core.cluster_fingerprint:
-        raise BadBackup(
-            f"The database backup is of cluster '{backup.manifest['cluster'].get('name', '?')}' (CA "
-            f"{backup.cluster_fingerprint}), the core security backup of cluster "
-            f"'{core.body['cluster'].get('name', '?')}' (CA {core.cluster_fingerprint}): they do not belong "
-            "together."
-        )
-    if backup.schema_version > latest_schema_version():
-        raise BadBackup(
-            f"The database backup was made by a newer KMA (schema {backup.schema_version}; this one knows "
-            f"up to {latest_schema_version()}). Restore it with that version or later."
-        )
+    backup, core = check_pair(database_backup, core_security_backup)
     master = open_master(core, credentials)
     core.check_seal(master)
     key = core.backup_key(master, backup.backup_key_generation)
@@ -123,6 +110,27 @@ def restore(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return restored
+
+
+def check_pair(database_backup: Path, core_security_backup: Path) -> tuple[DatabaseBackup,
+                                                                          CoreSecurityBackup]:
+    """The two files read and found to belong together (one cluster, a schema this KMA knows): all a
+    restore can check before the quorum types, so it is checked before they are asked to."""
+    core = read_core_security_backup(core_security_backup)
+    backup = read_database_backup(database_backup)
+    if backup.cluster_fingerprint != core.cluster_fingerprint:
+        raise BadBackup(
+            f"The database backup is of cluster '{backup.manifest['cluster'].get('name', '?')}' (CA "
+            f"{backup.cluster_fingerprint}), the core security backup of cluster "
+            f"'{core.body['cluster'].get('name', '?')}' (CA {core.cluster_fingerprint}): they do not belong "
+            "together."
+        )
+    if backup.schema_version > latest_schema_version():
+        raise BadBackup(
+            f"The database backup was made by a newer KMA (schema {backup.schema_version}; this one knows "
+            f"up to {latest_schema_version()}). Restore it with that version or later."
+        )
+    return backup, core
 
 
 def open_master(core: CoreSecurityBackup, credentials: Sequence[Credential]) -> WrappingKey:

@@ -22,6 +22,9 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--management-port", type=int, default=None, help="0 picks a free port")
     p.add_argument("--service-port", type=int, default=None, help="0 picks a free port")
     p.add_argument("--ready-file", type=Path, default=None, help="written as JSON once listening")
+    p.add_argument("--record-addresses", action="store_true",
+                   help="write the addresses it listens on into kma.toml (with --management-port or "
+                   "--service-port: the manager's local mode), so --data-dir finds it there")  # fmt: skip
     p.add_argument("--setup-address", default=None, metavar="HOST:PORT",
                    help="where an empty data directory waits for its set-up (default 127.0.0.1:8443; "
                    "0.0.0.0:8443 lets an installer's manager reach it over the network)")  # fmt: skip
@@ -73,7 +76,8 @@ def run_serve(args: argparse.Namespace) -> int:
             if finished is None:
                 return 0
             management_port, master = finished.management_port, finished.master
-        serve(data_dir, management_port, args.service_port, args.ready_file, announce=announce, master=master)
+        serve(data_dir, management_port, args.service_port, args.ready_file, announce=announce, master=master,
+              record_addresses=args.record_addresses)  # fmt: skip
     return 0
 
 

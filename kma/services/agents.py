@@ -14,7 +14,7 @@ from kma.crypto import hash_passphrase
 from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound
-from kma.services.common import describe, patch, require
+from kma.services.common import describe, patch, refuse_taken, require
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, TextSearch, boolean, list_page
 from kma.store import Stmt
 
@@ -87,6 +87,7 @@ def create_agent(
     check_text(description, "The description")
     require(kma, "site", site_id)
     require(kma, "key group", default_key_group_id)
+    refuse_taken(kma, "agent", agent_id)
     now = kma.clock.now()
     kma.commit(actor, "agent.create", [
         Stmt("INSERT INTO agents (id, description, site_id, default_key_group_id, created_at, "

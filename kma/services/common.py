@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.errors import NotFound
+from kma.errors import Conflict, NotFound
 from kma.store import Stmt
 
 TABLES = {  # noun -> table, for messages and existence checks
@@ -19,6 +19,16 @@ def require(kma: Appliance, noun: str, object_id: str) -> None:
     """404 with a plain message; the write that follows still guards itself."""
     if kma.store.query_one(f"SELECT 1 FROM {TABLES[noun]} WHERE id = ?", (object_id,)) is None:
         raise NotFound(f"There is no {noun} '{object_id}'.")
+
+
+def refuse_taken(kma: Appliance, noun: str, object_id: str) -> None:
+    """409 if the ID is taken, whatever its case: people read `alice` and `Alice` as one name, so
+    users, agents and KMAs differ by more than upper and lower case."""
+    row = kma.store.query_one(f"SELECT id FROM {TABLES[noun]} WHERE id = ? COLLATE NOCASE", (object_id,))
+    if row is not None:
+        same = "" if row[0] == object_id else " (names differing only in case are the same name)"
+        article = "an" if noun[0] in "aeio" else "a"  # a user, an agent
+        raise Conflict(f"There is already {article} {noun} '{row[0]}'{same}.")
 
 
 def patch(noun: str, object_id: str, changes: Mapping[str, Any], now: int) -> Stmt:

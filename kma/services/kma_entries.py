@@ -29,7 +29,7 @@ from kma.crypto import hash_passphrase
 from kma.domain.validation import check_address, check_id, check_text
 from kma.errors import Conflict, KmaError, ValidationFailed
 from kma.services.change import Change
-from kma.services.common import require
+from kma.services.common import refuse_taken, require
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.key_split_change import new_code
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
@@ -107,8 +107,7 @@ def _prepare_add(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prep
         raise ValidationFailed("A witness is a voter: voting is all it does.")
     voter = witness or bool(request.get("voter", True))
     pool = 0 if witness else int(request.get("key_pool_size", DEFAULT_POOL))
-    if kma.store.query_one("SELECT 1 FROM kmas WHERE id = ?", (kma_id,)) is not None:
-        raise Conflict(f"There is already a KMA '{kma_id}'.")
+    refuse_taken(kma, "KMA", kma_id)
     voters = voter_count(kma) + voter
     if voter and voters > MAX_VOTERS:
         raise Conflict(

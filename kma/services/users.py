@@ -19,6 +19,7 @@ from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound, ValidationFailed
 from kma.services import lockout
 from kma.services.change import Change
+from kma.services.common import refuse_taken
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, TextSearch, boolean, list_page, one_of
 from kma.store import Stmt
 
@@ -102,6 +103,7 @@ def create_user(
     kma: Appliance, actor: Actor, user_id: str, name: str, roles: Sequence[str], passphrase: str
 ) -> dict[str, Any]:
     role_text = check_new_user(user_id, name, roles, passphrase)
+    refuse_taken(kma, "user", user_id)
     change = create_user_change(kma, user_id, name, role_text, hash_passphrase(passphrase))
     kma.commit(actor, change.operation, change.statements, change.message, change.subject)
     return get_user(kma, user_id)

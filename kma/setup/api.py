@@ -9,6 +9,7 @@ POST /api/v1/setup/proof         those members' passphrases again: do they recon
 POST /api/v1/setup/finish        the rest of the answers: the KMA is made, and serves normally
 PUT  /api/v1/setup/restore/database-backup       a restore's two backup files, sent by the installer
 PUT  /api/v1/setup/restore/core-security-backup  (raw bodies, up to 256 MiB each; ?name=FILE)
+POST /api/v1/setup/restore/check  do the two files belong together? (before anyone types a passphrase)
 POST /api/v1/setup/restore       a quorum's passphrases and this machine's addresses: the KMA is restored
 POST /api/v1/setup/join          an existing KMA, its CA fingerprint, this KMA's ID and one-time passphrase
 
@@ -30,7 +31,7 @@ from kma import __version__
 from kma.api import errors
 from kma.api.app import PREFIX, BodyLimit
 from kma.api.deps import client_address
-from kma.backup.restore import RestoreAnswers
+from kma.backup.restore import RestoreAnswers, check_pair
 from kma.bootstrap import DEFAULT_POOL, Answers, SplitMember
 from kma.cluster_join import join_answers
 from kma.errors import KmaError
@@ -189,6 +190,18 @@ async def upload(upload: Literal["database-backup", "core-security-backup"], req
             out.write(chunk)
             size += len(chunk)
     return {"size": size}
+
+
+@router.post("/setup/restore/check")
+def check_backups(setup: Authorised) -> dict[str, object]:
+    """What the uploaded pair is a backup of, or the reason they cannot be restored (another
+    cluster's pair, a newer schema, a damaged file): asked before the quorum types."""
+    database, core = (setup.uploaded(kind, what) for kind, what in UPLOADS.items())
+    backup, _core = check_pair(database, core)
+    manifest = backup.manifest
+    return {"cluster_name": str(manifest["cluster"].get("name", "")),
+            "ca_fingerprint": backup.cluster_fingerprint, "kma_id": str(manifest.get("kma_id", "")),
+            "created_at": int(manifest["created_at"])}
 
 
 @router.post("/setup/restore")

@@ -208,6 +208,8 @@ def test_cancel_leaves_the_kma_waiting_with_nothing_written(
     _window, wizard = open_wizard(qtbot, controller)
     walk(qtbot, wizard, waiting, free_port(), mistakes=False)
     wizard.button(QWizard.CancelButton).click()
+    qtbot.waitUntil(lambda: wizard.stop_box is not None and wizard.stop_box.isVisible(), timeout=WAIT_MS)
+    next(b for b in wizard.stop_box.buttons() if b.text() == "Stop and throw away").click()
     qtbot.waitUntil(lambda: not wizard.isVisible(), timeout=WAIT_MS)
     assert written(waiting) == []
     assert waiting.setup and waiting.process is not None and waiting.process.poll() is None

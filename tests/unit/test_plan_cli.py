@@ -19,7 +19,11 @@ def test_the_issues_example_prints_the_plan():
     assert "SIZE_DATA_BUFFERS = 2097152 (2 MB)" in out and "NUMBER_DATA_BUFFERS = 8" in out
     assert "308.969 MB/s encrypted" in out  # T10000, 1GB ~2:1, 2 MB x 8 buffers, as printed
     assert "3 drives" in out and "KMAs per site: 2" in out and "bench/keys.py" in out
-    assert "lines 1082-1084" in out
+    # cited as the reader's white paper names it (chapter and section), not by lines of a text dump
+    assert "(Chapter 6, T10000 Tape Drive Characterization: \u201cLarge Data Buffers\u201d)" in out
+    assert "lines 1082-1084" not in out and "issue 2" not in out
+    # and 2:1 figures above twice the native rate are explained
+    assert "above twice the drive's native 120 MB/s" in out
 
 
 def test_json_is_one_object_with_the_same_plan():

@@ -13,11 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from PySide6.QtCore import QModelIndex, QSettings, QStandardPaths, Qt, QTimer
+from PySide6.QtCore import QModelIndex, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -33,6 +32,7 @@ from PySide6.QtWidgets import (
 from app.context import AppContext
 from app.operations import OpContext
 from ui.audit.events import SPEC as LIST_SPEC
+from ui.files import ask_save_path
 from ui.format import when, words
 from ui.paged_model import ObjectRole, PagedTableModel
 from ui.pages.common import SO
@@ -344,14 +344,7 @@ class AuditBrowser(QWidget):
     def _ask_save(self, title: str, name: str, kinds: str) -> Path | None:
         """A save dialog that opens where the user saved last, else in Documents (never in the
         folder the manager happened to start from)."""
-        settings = QSettings()
-        folder = str(settings.value("audit/export_folder", "")) or QStandardPaths.writableLocation(
-            QStandardPaths.DocumentsLocation) or str(Path.home())
-        path, _ = QFileDialog.getSaveFileName(self, title, str(Path(folder) / name), kinds)
-        if not path:
-            return None
-        settings.setValue("audit/export_folder", str(Path(path).parent))
-        return Path(path)
+        return ask_save_path(self, "audit", title, name, kinds)
 
     def _ask_export_csv(self) -> None:
         path = self._ask_save("Export audit events", "audit-events.csv", "CSV (*.csv)")

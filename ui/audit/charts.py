@@ -208,7 +208,7 @@ class DashboardWithCharts(QWidget):
         split.addWidget(self.charts)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
-        split.setSizes([430, 370])
+        split.setSizes([480, 320])  # the dashboard whole at 1280x800; the charts below it
         layout.addWidget(split)
 
     def refresh(self) -> None:

@@ -7,9 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings, QStandardPaths, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -29,6 +28,7 @@ from app.writes.backups import (
     take_core_security_backup,
 )
 from kms_client import Page
+from ui.files import ask_save_path, tell_saved
 from ui.form_dialog import Field, FormDialog
 from ui.format import counted
 from ui.list_page import ActionSpec, ListPage, ListSpec
@@ -104,14 +104,7 @@ def _list(client: Any) -> Callable[..., Page[Any]]:
 
 
 def _ask_save(parent: QWidget, title: str, name: str, kinds: str) -> Path | None:
-    settings = QSettings()
-    folder = str(settings.value("backups/folder", "")) or QStandardPaths.writableLocation(
-        QStandardPaths.DocumentsLocation) or str(Path.home())  # fmt: skip
-    path, _ = QFileDialog.getSaveFileName(parent, title, str(Path(folder) / name), kinds)
-    if not path:
-        return None
-    settings.setValue("backups/folder", str(Path(path).parent))
-    return Path(path)
+    return ask_save_path(parent, "backups", title, name, kinds)
 
 
 def _make(page: ListPage, _obj: Any) -> None:
@@ -133,8 +126,7 @@ def download(page: QWidget, ctx: AppContext, backup: Any, path: Path,
         if done is not None:
             done(size)
             return
-        _tell(page, "Backup downloaded", f"Saved {_size(size)} to {path}.\n\n"
-                                f"SHA-256 {backup.sha256}")  # fmt: skip
+        tell_saved(page, "Backup downloaded", path, f"{_size(size)}, SHA-256 {backup.sha256}")
 
     ctx.ops.read(lambda worker: download_backup(worker, backup, path), parent=page,
                  label=f"Downloading backup {backup.id}…", success=finished)

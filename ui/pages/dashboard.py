@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 import kms_client
 from app.context import AppContext
+from app.quorum_watch import QuorumWatch
 from ui.format import counted, words
 from ui.pages.backups import AGE_COLOURS, backup_line
 from ui.widgets import page_header
@@ -38,9 +39,11 @@ class StatCard(QFrame):
         self.setFrameShape(QFrame.StyledPanel)
         self.setObjectName("statCard")
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
+        layout.setSpacing(0)
         self.value = QLabel("–")
         font = self.value.font()
-        font.setPointSizeF(font.pointSizeF() * 2.2)
+        font.setPointSizeF(font.pointSizeF() * 1.8)
         font.setBold(True)
         self.value.setFont(font)
         self.caption = QLabel(caption)
@@ -75,6 +78,17 @@ class StatCard(QFrame):
         self.setAccessibleDescription(f"{value} {note}")
         if note:
             self.caption.setText(note)
+
+
+def _load(worker: Any) -> tuple[Any, Any]:
+    """The KMA's status, and the dashboard unless the KMA is locked (it then refuses it)."""
+    status = worker.client.status()
+    if status.locked:
+        return None, status
+    try:
+        return worker.client.dashboard(), status
+    except kms_client.KmaLocked:  # locked in between
+        return None, worker.client.status()
 
 
 class DashboardPage(QWidget):
@@ -136,12 +150,14 @@ class DashboardPage(QWidget):
         keys_layout = QVBoxLayout(keys_box)
         keys_layout.addWidget(QLabel("<b>Keys by state</b>"))
         self.key_grid = QGridLayout()
+        self.key_grid.setVerticalSpacing(2)
         self.key_bars: dict[str, tuple[QLabel, QProgressBar]] = {}
         for i, state in enumerate(kms_client.KEY_STATES):
             label = QLabel(words(state))
             bar = QProgressBar()
             bar.setTextVisible(True)
             bar.setFormat("%v")
+            bar.setMaximumHeight(18)
             bar.setAccessibleName(f"Keys {words(state)}")
             self.key_grid.addWidget(label, i, 0)
             self.key_grid.addWidget(bar, i, 1)
@@ -160,13 +176,15 @@ class DashboardPage(QWidget):
         self.kmas.setRootIsDecorated(False)
         self.kmas.setHeaderLabels(["KMA", "Site", "Address", "State", "Key pool"])
         self.kmas.setAccessibleName("KMAs")
-        self.kmas.header().setSectionResizeMode(QHeaderView.Interactive)
+        # At most 20 KMAs: every column may fit its contents, so "190 of 200" is never cut short.
+        self.kmas.header().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.kmas.header().setStretchLastSection(True)
-        for i, w in enumerate((150, 70, 120, 80)):
-            self.kmas.setColumnWidth(i, w)
-        # At most 20 KMAs: the name column may fit its contents ("KMA Dallas 1 (kma-dal-1)").
-        self.kmas.header().setSectionResizeMode(0, QHeaderView.ResizeToContents)
         kma_layout.addWidget(self.kmas)
+        self.kmas_note = QLabel("The cluster's KMAs are not listed while this KMA is locked.")
+        self.kmas_note.setObjectName("dashboardKmasNote")
+        self.kmas_note.setWordWrap(True)
+        self.kmas_note.hide()
+        kma_layout.addWidget(self.kmas_note)
         row.addWidget(kma_box, 1)
         layout.addLayout(row)
         layout.addStretch(1)
@@ -175,6 +193,11 @@ class DashboardPage(QWidget):
         self._timer.setInterval(REFRESH_MS)
         self._timer.timeout.connect(self.refresh)
         self._loaded = False
+        QuorumWatch.of(ctx).locked_changed.connect(self._lock_changed)
+
+    def _lock_changed(self, _locked: bool) -> None:
+        if self._loaded and self.isVisible():
+            self.refresh()
 
     def showEvent(self, event: Any) -> None:  # noqa: N802
         super().showEvent(event)
@@ -191,8 +214,7 @@ class DashboardPage(QWidget):
 
     def refresh(self) -> None:
         self._loaded = True
-        self.ctx.ops.read(lambda worker: (worker.client.dashboard(), worker.client.status()), parent=self,
-                          success=self._show)
+        self.ctx.ops.read(_load, parent=self, success=self._show)
         self.ctx.ops.read(lambda c: c.client.cluster_topology(), parent=self, success=self._show_health)
 
     def _show_health(self, topology: Any) -> None:
@@ -206,12 +228,18 @@ class DashboardPage(QWidget):
     def _show(self, result: tuple[Any, Any]) -> None:
         dash, status = result
         subtitle = self.header.findChild(QLabel, "pageSubtitle")
-        lock = "locked" if status.locked else "unlocked"
+        lock = "<b style='color:#b00020'>locked</b>" if status.locked else "unlocked"
         auto = "autonomous unlock on" if status.autonomous_unlock else "autonomous unlock off"
         if subtitle is not None:
-            subtitle.setText(f"Cluster <b>{dash.cluster_name}</b> · connected to "
+            subtitle.setText(f"Cluster <b>{status.cluster_name}</b> · connected to "
                              f"{status.kma_name} ({status.kma_id}) at site {status.site_id} · "
                              f"{lock}, {auto} · version {status.version}")
+        # A locked KMA tells nothing more: what was shown before would now be old news.
+        self.kmas.setVisible(dash is not None)
+        self.kmas_note.setVisible(dash is None)
+        if dash is None:
+            self.kmas.clear()
+            return
         self.cards["sites"].set(dash.sites)
         self.cards["kmas"].set(len(dash.kmas))
         self.cards["agents"].set(dash.agents)

@@ -27,6 +27,7 @@ def _new_policy(page: ListPage, _obj: Any) -> None:
             Field("encryption_period", "Encryption period", "days", default=90, maximum=36500,
                   help="How long a key protects new writes. Cannot change later."),
             Field("cryptoperiod", "Cryptoperiod", "days", default=3650, maximum=36500,
+                  at_least="encryption_period",
                   help="How long a key may be used at all (at least the encryption period). "
                        "Cannot change later."),
             Field("allow_export", "Allow export", "bool"),

@@ -15,7 +15,6 @@ from PySide6.QtGui import QPageSize, QPdfWriter, QTextDocument
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -33,6 +32,7 @@ from PySide6.QtWidgets import (
 from tape_planning import Plan, PlanError, PlanRequest, make_plan
 from tape_planning.measurements import DRIVE_NAMES, DRIVES
 from tape_planning.report import buffer_label, plan_html
+from ui.files import ask_save_path, tell_saved
 from ui.planning.charts import ThroughputCharts
 from ui.widgets import ErrorLabel, page_header
 
@@ -181,12 +181,12 @@ class PlanningArea(QWidget):
         if self.plan is None:
             return
         name = f"tape-plan-{self.plan.inputs.drive}.pdf"
-        path, _ = QFileDialog.getSaveFileName(self, "Export the plan as PDF", str(Path.home() / name),
-                                              "PDF files (*.pdf)")  # fmt: skip
-        if not path:
+        path = ask_save_path(self, "planning", "Export the plan as PDF", name, "PDF files (*.pdf)")
+        if path is None:
             return
         try:
-            self.export_pdf(Path(path))
+            self.export_pdf(path)
+            tell_saved(self, "Plan exported", path)
         except OSError as exc:
             QMessageBox.warning(self, "Plan not exported",
                                 f"Could not write {path}: {exc.strerror or exc}. Choose another folder "

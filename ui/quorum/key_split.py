@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.errors import describe
-from app.setup import strength
+from app.setup import key_split_caution, strength
 from app.writes.quorum import change_key_split, enrol_key_split_member
 from ui.form_dialog import ID_PATTERN, Field
 from ui.quorum.widgets import MAX_CREDENTIALS, QuorumFormDialog, RowsEditor, progress_text
@@ -113,6 +113,12 @@ class KeySplitDialog(QuorumFormDialog):
         note = QLabel("M of these N members will be needed; at most 10 members.")
         note.setWordWrap(True)
         inner.addWidget(note)
+        self.caution = QLabel()
+        self.caution.setObjectName("keySplitCaution")
+        self.caution.setWordWrap(True)
+        self.caution.setStyleSheet("color: #b26a00;")
+        self.caution.hide()
+        inner.addWidget(self.caution)
         layout = self.layout()
         layout.insertWidget(layout.indexOf(self.error) - 1, group)  # above the current quorum's
         self._validate()
@@ -128,10 +134,14 @@ class KeySplitDialog(QuorumFormDialog):
     def problem(self) -> str:
         if self.new_members is None:
             return super().problem()
+        threshold = self.values()["threshold"]
+        caution = key_split_caution(len(self.new_members.rows), threshold)
+        if caution != self.caution.text():
+            self.caution.setText(caution)
+            self.caution.setVisible(bool(caution))
         mine = self.new_members.problem()
         if mine:
             return mine
-        threshold = self.values()["threshold"]
         if threshold > len(self.new_members.rows):
             return f"{threshold} members needed, but only {len(self.new_members.rows)} named."
         return super().problem()

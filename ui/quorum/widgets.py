@@ -231,10 +231,10 @@ class CredentialsEditor(RowsEditor):
                 return f"Choose the key split member of row {i}, or remove the row."
             if name and not passphrase.text():
                 return f"Enter the passphrase of key split member {name}, or remove the row."
-            if name in names:
+            if name.casefold() in names:
                 return f"Key split member {name} is named twice; each member counts once."
             if name:
-                names.append(name)
+                names.append(name.casefold())
         return ""
 
 
@@ -324,7 +324,9 @@ def open_operation(widget: QWidget | None, op_id: str) -> None:
 
 def _box(parent: QWidget | None, icon: QMessageBox.Icon, title: str, text: str,
          informative: str, name: str) -> QMessageBox:
-    box = QMessageBox(icon, title, text, QMessageBox.NoButton, parent)
+    """``text`` is plain; ``informative`` is rich text (escape what it quotes)."""
+    box = QMessageBox(icon, title, html.escape(text, quote=False), QMessageBox.NoButton, parent)
+    box.setTextFormat(Qt.RichText)  # so the escaped names read as written, not as &#x27;
     box.setInformativeText(informative)
     box.setObjectName(name)
     box.setWindowModality(Qt.WindowModal)
@@ -428,7 +430,7 @@ class ApproveDialog(QDialog):
         form.addRow("Key split &member:", self.member)
         form.addRow("&Passphrase:", self.passphrase)
         layout.addLayout(form)
-        self.error = ErrorLabel()
+        self.error = ErrorLabel(reserve_lines=2)
         layout.addWidget(self.error)
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         self.ok = buttons.button(QDialogButtonBox.Ok)

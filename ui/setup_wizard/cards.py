@@ -42,8 +42,8 @@ def _text(card: KeySplitCard) -> list[tuple[str, str]]:
             if others else "")),
         ("When the quorum is needed", "Unlocking a locked KMA (after a restart when autonomous unlock is "
          "off); adding a KMA to the cluster; creating users or changing their passphrases; switching "
-         "autonomous unlock; changing the key split; restoring a backup; transfer partners. The KMA "
-         "manager's Pending approvals shows what waits for you."),
+         "autonomous unlock; changing the key split; restoring a backup. The KMA manager's Pending "
+         "approvals shows what waits for you."),
         ("What to do with this card", "Keep it where you keep other security credentials, apart from the "
          "other members' cards. Remember your passphrase: it is written nowhere, and nobody can recover it "
          "for you. Never write it on this card. If you leave, or think your passphrase is known, ask the "

@@ -6,10 +6,11 @@ import html
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWizard
+from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QVBoxLayout, QWizard
 
 from app.setup import SetupAnswers
 from app.writes import setup as setup_writes
+from ui.files import ask_save_path, tell_saved
 from ui.setup_wizard.base import SetupPage, reason
 from ui.setup_wizard.cards import cards_for, write_pdf
 from ui.trust_dialog import grouped
@@ -55,10 +56,10 @@ class SummaryPage(SetupPage):
         ) + "</table>")  # fmt: skip
 
     def ask_where_to_save(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save the set-up answers", "kma-answers.toml",
-                                              "TOML answers (*.toml)")  # fmt: skip
+        path = ask_save_path(self, "setup", "Save the set-up answers", "kma-answers.toml",
+                             "TOML answers (*.toml)")  # fmt: skip
         if path:
-            self.save_answers(Path(path))
+            self.save_answers(path)
 
     def save_answers(self, path: Path) -> None:
         path.write_text(self.answers.to_toml(), encoding="utf-8")
@@ -152,13 +153,16 @@ class DonePage(SetupPage):
             f"<pre>{html.escape(grouped(a.made.ca_fingerprint))}</pre>"
             "<p>Print a key split card for each member: it says what the quorum is for and what to do "
             "with the card. Then take a core security backup.</p>"
+            "<p><b>Before any key is issued</b>, a one-KMA cluster needs a database backup that holds "
+            "its keys, taken by a Backup Operator: create that user first (Users &gt; New user…, "
+            "approved by the key split's quorum), then take the backup on the Backups page.</p>"
         )
 
     def ask_where_to_print(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save the key split cards", "key-split-cards.pdf",
-                                              "PDF (*.pdf)")  # fmt: skip
+        path = ask_save_path(self, "setup", "Save the key split cards", "key-split-cards.pdf", "PDF (*.pdf)")
         if path:
-            self.print_cards(Path(path))
+            self.print_cards(path)
+            tell_saved(self, "Key split cards saved", path, "Print one for each member.")
 
     def print_cards(self, path: Path) -> None:
         a = self.answers

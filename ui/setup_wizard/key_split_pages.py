@@ -13,7 +13,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout
 
-from app.setup import MAX_MEMBERS, SetupAnswers, id_problem, key_split_problem, strength
+from app.setup import MAX_MEMBERS, SetupAnswers, id_problem, key_split_caution, key_split_problem, strength
 from app.writes import setup as setup_writes
 from ui.setup_wizard.base import STAY, SetupPage, reason
 from ui.setup_wizard.widgets import QuorumPicture, StrengthMeter
@@ -44,6 +44,11 @@ class KeySplitPage(SetupPage):
         layout.addLayout(form)
         self.picture = QuorumPicture()
         layout.addWidget(self.picture)
+        self.caution = QLabel()
+        self.caution.setObjectName("keySplitCaution")
+        self.caution.setWordWrap(True)
+        self.caution.setStyleSheet("color: #b26a00;")
+        layout.addWidget(self.caution)
         layout.addWidget(self.error)
         layout.addStretch()
         for box in (self.members, self.threshold):
@@ -54,6 +59,8 @@ class KeySplitPage(SetupPage):
         n, m = self.members.value(), self.threshold.value()
         self.picture.show_split(n, m)
         self.error.say(key_split_problem(n, m))
+        self.caution.setText(key_split_caution(n, m))
+        self.caution.setVisible(bool(self.caution.text()))
         self.completeChanged.emit()
 
     def isComplete(self) -> bool:  # noqa: N802 - Qt override
@@ -124,8 +131,10 @@ class MembersPage(SetupPage):
     def check(self) -> Any:
         name, passphrase = self.name.text().strip(), self.passphrase.text()
         problem = id_problem(name, "A member's name")
-        if not problem and name in [n for n, _ in self.typed]:
-            problem = f"'{name}' is already a member; each member has their own name."
+        taken = next((n for n, _ in self.typed if n.casefold() == name.casefold()), None)
+        if not problem and taken is not None:
+            problem = (f"'{taken}' is already a member; each member has their own name (names differing "
+                       "only in upper and lower case are the same name).")
         if not problem and len(passphrase) < 8:
             problem = "The passphrase must be at least 8 characters."
         found = strength(passphrase, [name])

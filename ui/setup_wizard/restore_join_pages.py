@@ -15,20 +15,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWizard,
 )
 
+from app.profiles import ProfileStore
 from app.setup import SetupAnswers, id_problem, sign_in_when_serving
 from app.writes import setup as setup_writes
+from ui.files import ask_open_path
 from ui.setup_wizard.base import STAY, SetupPage
 from ui.trust_dialog import grouped
 from ui.widgets import PasswordLineEdit
@@ -41,10 +44,17 @@ def _page_after(page: SetupPage, name: str) -> int:
 class RestoreFilesPage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
         super().__init__(answers, ops, "Restore from a backup",
-                         "The two files a backup is made of. The KMA checks them before anything is "
-                         "written; it comes back as the KMA that made the backup, with this machine's "
+                         "The two files a backup is made of. The KMA checks them before anyone types a "
+                         "passphrase; it comes back as the KMA that made the backup, with this machine's "
                          "addresses.")  # fmt: skip
+        self.asking: QMessageBox | None = None  # "The original still serves", while it asks
         layout = QVBoxLayout(self)
+        warning = QLabel("<b>A restore replaces a dead machine.</b> The restored KMA has the original's ID, "
+                         "cluster CA and keys, and serves them. If the original still runs, switch it off "
+                         "for good first: two KMAs that both claim to be it would both hand out keys.")
+        warning.setObjectName("restoreReplacesWarning")
+        warning.setWordWrap(True)
+        layout.addWidget(warning)
         form = QFormLayout()
         self.database = self._file_row(form, "Database backup:", "Database backup (*.kmabackup)")
         self.core = self._file_row(form, "Core security backup:", "Core security backup (*.kmacore)")
@@ -67,9 +77,9 @@ class RestoreFilesPage(SetupPage):
         return field
 
     def _choose(self, field: QLineEdit, what: str, kinds: str) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, f"Choose the {what.lower()}", "", kinds)
+        path = ask_open_path(self, "backups", f"Choose the {what.lower()}", kinds)
         if path:
-            field.setText(path)
+            field.setText(str(path))
 
     def nextId(self) -> int:  # noqa: N802 - Qt override
         return _page_after(self, "RestoreQuorumPage")
@@ -84,7 +94,37 @@ class RestoreFilesPage(SetupPage):
             files.append(path)
         answers = self.answers
         answers.autonomous_unlock = self.autonomous.isChecked()
-        return lambda worker: setup_writes.upload_backups(worker, answers, files[0], files[1])
+        known = ProfileStore().all()
+        return lambda worker: setup_writes.upload_backups(worker, answers, files[0], files[1], known)
+
+    def checked(self, result: Any) -> None:
+        self.answers.backup = result[0]
+
+    def _answered(self, result: Any) -> None:
+        """The pair belongs together; if a KMA of its cluster still answers, ask before going on."""
+        pair, serving = result
+        if not serving:
+            super()._answered(result)
+            return
+        self.busy = False
+        self.wizard().button(QWizard.NextButton).setEnabled(True)
+        box = QMessageBox(QMessageBox.Warning, "The original may still be serving",
+                          f"This is a backup of KMA {pair.kma_id} of cluster '{pair.cluster_name}', and "
+                          f"that cluster still answers: {', '.join(serving)}.", QMessageBox.NoButton, self)
+        box.setInformativeText("A restore replaces a dead machine. Restored beside a running original, "
+                               "two KMAs with one ID and CA both serve keys. Restore only if that KMA is "
+                               "switched off for good, or is another member of the cluster.")
+        box.setObjectName("originalServing")
+        box.setWindowModality(Qt.WindowModal)
+        go_on = box.addButton("It is gone: restore", QMessageBox.AcceptRole)
+        stay = box.addButton("Do not restore", QMessageBox.RejectRole)
+        box.setDefaultButton(stay)
+        box.setEscapeButton(stay)
+        go_on.clicked.connect(lambda: SetupPage._answered(self, result))
+        stay.clicked.connect(lambda: self.error.say(
+            f"Not restored: {', '.join(serving)} still answers. Switch the original off first."))
+        self.asking = box
+        box.open()
 
 
 class RestoreQuorumPage(SetupPage):
@@ -131,7 +171,7 @@ class RestoreQuorumPage(SetupPage):
         if not name or not passphrase:
             self.error.say("Type the member's name and passphrase.")
             return False
-        if name in (n for n, _ in self.typed):
+        if name.casefold() in (n.casefold() for n, _ in self.typed):
             self.error.say(f"{name} has typed already; the next member, please.")
             return False
         self.error.say("")
@@ -208,7 +248,8 @@ class RestoreDonePage(SetupPage):
         a.officer_id, a.officer_passphrase = self.user.text().strip(), self.passphrase.text()
         if not a.officer_id or not a.officer_passphrase:
             return "Type a restored user's ID and passphrase."
-        a.cluster_name = a.cluster_name or f"KMA {a.made.management_address if a.made else a.address}"
+        a.cluster_name = a.cluster_name or (a.backup.cluster_name if a.backup else "") or (
+            f"KMA {a.made.management_address if a.made else a.address}")
         return lambda _c: sign_in_when_serving(a)
 
     def checked(self, result: Any) -> None:

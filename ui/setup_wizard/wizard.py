@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import QWidget, QWizard
+from PySide6.QtWidgets import QMessageBox, QWidget, QWizard
 
 from app.assets import get_asset
 from app.setup import SetupAnswers, sign_in_when_serving
@@ -32,6 +32,8 @@ from ui.setup_wizard.restore_join_pages import (
 )
 from ui.setup_wizard.settings_pages import OfficerPage, PoolPage, UnlockPage
 
+# Pages reached only once key split members have typed their passphrases (set-up, then restore).
+AFTER_MEMBERS = ("ProofPage", "OfficerPage", "UnlockPage", "PoolPage", "SummaryPage")
 PAGES = (ConnectPage, NetworkPage, ModePage, KeySplitPage, MembersPage, ProofPage, OfficerPage, UnlockPage,
          PoolPage, SummaryPage, ProgressPage, DonePage,
          RestoreFilesPage, RestoreQuorumPage, RestoreDonePage, JoinPage, JoinDonePage)  # fmt: skip
@@ -66,6 +68,8 @@ class SetupWizard(QWizard):
         self.setOption(QWizard.NoBackButtonOnStartPage)
         self.setMinimumSize(760, 560)
         self.answers = SetupAnswers()
+        self.stop_box: QMessageBox | None = None  # "Stop the ceremony?", while it asks
+        self._stopping = False
         self.pages: dict[str, Any] = {}
         self.page_ids: dict[str, int] = {}  # what ModePage's nextId dispatches on the chosen mode to
         for cls in PAGES:
@@ -79,3 +83,38 @@ class SetupWizard(QWizard):
 
     def page_named(self, name: str) -> Any:
         return self.pages[name]
+
+    def members_typed(self) -> int:
+        """How many key split members have typed their passphrase in this ceremony so far."""
+        current = type(self.currentPage()).__name__
+        if current in AFTER_MEMBERS:
+            return len(self.answers.members)
+        if current in ("MembersPage", "RestoreQuorumPage"):
+            return len(self.currentPage().typed)
+        return 0
+
+    def reject(self) -> None:
+        """Cancel, Esc or the window's close: once members have typed, ask first; one stray key
+        must not cost everyone in the room their turn."""
+        typed = self.members_typed()
+        if not typed or self._stopping:
+            super().reject()
+            return
+        who = "1 member has" if typed == 1 else f"{typed} members have"
+        box = QMessageBox(QMessageBox.Warning, "Stop the ceremony?",
+                          f"{who} typed their passphrase. Stop now, and nothing is written: "
+                          "everyone types again from the start next time.",
+                          QMessageBox.NoButton, self)
+        box.setObjectName("stopCeremony")
+        box.setWindowModality(Qt.WindowModal)
+        stop = box.addButton("Stop and throw away", QMessageBox.DestructiveRole)
+        keep = box.addButton("Keep going", QMessageBox.RejectRole)
+        box.setDefaultButton(keep)
+        box.setEscapeButton(keep)
+        stop.clicked.connect(self._stop)
+        self.stop_box = box
+        box.open()
+
+    def _stop(self) -> None:
+        self._stopping = True
+        super().reject()

@@ -14,9 +14,10 @@ from kma.appliance import Appliance
 from kma.crypto import hash_passphrase
 from kma.domain.roles import role_words
 from kma.domain.strength import check_user_passphrase
-from kma.errors import Conflict, ValidationFailed
+from kma.errors import ValidationFailed
 from kma.services import users
 from kma.services.audit_retention import SHORTEN_RETENTION
+from kma.services.common import refuse_taken
 from kma.services.kma_entries import ADD_KMA, REMOVE_KMA, SET_KMA_PASSPHRASE
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.key_split_change import CHANGE_KEY_SPLIT
@@ -32,8 +33,7 @@ def _user_must_exist(kma: Appliance, user_id: str) -> None:
 def _prepare_create_user(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
     user_id, name, roles = str(request["id"]), str(request["name"]), list(request["roles"])
     role_text = users.check_new_user(user_id, name, roles, str(request["passphrase"]))
-    if kma.store.query_one("SELECT 1 FROM users WHERE id = ?", (user_id,)) is not None:
-        raise Conflict(f"There is already a user '{user_id}'.")
+    refuse_taken(kma, "user", user_id)
     shown = {"id": user_id, "name": name, "roles": role_text.split(","), "passphrase": KEPT_AS_HASH}
     payload = {
         "id": user_id,
