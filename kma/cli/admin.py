@@ -122,6 +122,7 @@ def run_status(args: argparse.Namespace) -> int:
         f"Cluster {info['cluster_name']}: KMA {info['kma_id']} ({info['kma_name']}) at site {info['site_id']}"
     )
     print(f"Version {info['version']}; autonomous unlock {'on' if info['autonomous_unlock'] else 'off'}")
+    print(f"Master key: {info['master_key']}")
     exact = info["keys_by_state_exact"]
     print("Keys: " + ", ".join(f"{state} {'' if exact[state] else 'more than '}{count}"
                                for state, count in info["keys_by_state"].items()))  # fmt: skip

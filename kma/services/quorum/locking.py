@@ -19,6 +19,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.crypto import CryptoError, WrappingKey
+from kma.crypto.hsm import HsmUnavailable
 from kma.datadir import write_private
 from kma.domain.actor import Actor
 from kma.errors import Conflict, ValidationFailed
@@ -129,6 +130,9 @@ def unlock_autonomously(kma: Appliance) -> bool:
     try:
         local = WrappingKey(path.read_bytes())
         kma.vault.unlock(WrappingKey(local.unwrap(f"autounlock:{kma.kma_id}", blob)))
+    except HsmUnavailable as exc:
+        log.error("the HSM cannot be used; staying locked: %s", exc)
+        return False
     except (CryptoError, ValueError, OSError):
         log.error("the local unlock key does not open the master key; staying locked")
         return False
