@@ -65,6 +65,8 @@ class HsmSettings:
             if not isinstance(value, str):
                 raise ValueError(f"'{key}' in [hsm] must be a string.")
         settings = cls(**values)
+        if not settings.key_label:
+            raise ValueError("[hsm] needs 'key_label': the label of the master key's token key.")
         if not settings.module:
             raise ValueError("[hsm] needs 'module': the path of the token's PKCS#11 library.")
         if bool(settings.token_label) == bool(settings.token_serial):
