@@ -73,20 +73,31 @@ class Vault:
                 self._master = master
                 return
             if self._token is None:
-                try:
-                    token = Token(self.hsm)
-                except HsmUnavailable as exc:
-                    self._problem = str(exc)
-                    raise
-                try:
-                    token_key = token.master_key()
-                except HsmUnavailable as exc:
-                    token.close()
-                    self._problem = str(exc)
-                    raise
-                self._token, self._token_key = token, token_key
-            self._problem = None
+                self._token, self._token_key = self._open(self.hsm)
             self._master = HsmMasterKey(master.raw(), self._token, self._token_key)
+
+    def check_hsm(self) -> None:
+        """With an HSM: log into the token and find the master key there, then log out; raises
+        HsmUnavailable with the reason (an unlock checks this before it commits)."""
+        if self.hsm is None:
+            return
+        token, _ = self._open(self.hsm)
+        token.close()
+
+    def _open(self, hsm: HsmSettings) -> tuple[Token, object]:
+        try:
+            token = Token(hsm)
+        except HsmUnavailable as exc:
+            self._problem = str(exc)
+            raise
+        try:
+            token_key = token.master_key()
+        except HsmUnavailable as exc:
+            token.close()
+            self._problem = str(exc)
+            raise
+        self._problem = None
+        return token, token_key
 
     def lock(self) -> None:
         with self._lock:

@@ -38,6 +38,10 @@ KEYRING_SERVICE = "kma-hsm"
 class HsmUnavailable(CryptoError):
     """The token is missing, refuses the PIN, or failed: the KMA serves no key material then."""
 
+    @property
+    def message(self) -> str:
+        return str(self)
+
 
 @dataclass(frozen=True)
 class HsmSettings:

@@ -17,6 +17,7 @@ from pkcs11 import exceptions as p11
 
 from kma.crypto import WrappingKey
 from kma.kmip.client import KmipFailure
+from kms_client import KmsError
 from tests.integration.test_backups import answers as restore_answers
 from tests.integration.test_backups import quorum, take_backups
 from tests.integration.test_no_key_material_at_rest import files_under, found_in
@@ -167,6 +168,9 @@ def test_a_wrong_pin_or_a_missing_token_stops_the_kma_serving_with_a_clear_warni
         agent.get(key_id)  # no fallback to software
     trail = events(hsm_kma, 0, "kma.hsm_unavailable")  # a locked KMA shows no one its trail: read it
     assert trail and "wrong PIN" in trail[-1]["message"] and trail[-1]["condition"] == "error"
+    with pytest.raises(KmsError, match="wrong PIN"):  # a quorum cannot unlock it past the token either
+        hsm_kma.client("so").unlock_kma("kma-dal-1", credentials=creds(hsm_kma, "alice", "bob", "carol"))
+    assert hsm_kma.client().status().locked
     hsm_kma.stop()
 
     hsm.pin_file.write_text(PIN + "\n")
