@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import keyring
 import pytest
+from keyring.backend import KeyringBackend
 
 from kma.bootstrap import read_hsm
 from kma.crypto.hsm import HsmSettings, HsmUnavailable, read_pin_file
@@ -43,3 +45,32 @@ def test_a_pin_file_others_can_read_is_refused_with_the_fix(tmp_path: Path) -> N
         read_pin_file(pin)
     with pytest.raises(HsmUnavailable, match="Cannot read"):
         read_pin_file(tmp_path / "missing.pin")
+
+
+class _OneSecret(KeyringBackend):
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self, stored: dict[tuple[str, str], str]) -> None:
+        super().__init__()
+        self.stored = stored
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.stored.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.stored[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        self.stored.pop((service, username), None)
+
+
+def test_the_pin_can_come_from_the_os_keyring() -> None:
+    before = keyring.get_keyring()
+    keyring.set_keyring(_OneSecret({("kma-hsm", "dallas"): "4321"}))
+    try:
+        settings = read_hsm({**GOOD, "pin_file": "", "pin_keyring": "dallas"}, "kma-1")
+        assert settings.read_pin() == "4321"
+        with pytest.raises(HsmUnavailable, match="no HSM PIN under service 'kma-hsm', name 'boston'"):
+            read_hsm({**GOOD, "pin_file": "", "pin_keyring": "boston"}, "kma-1").read_pin()
+    finally:
+        keyring.set_keyring(before)
