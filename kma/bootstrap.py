@@ -22,7 +22,7 @@ from kma.crypto import (
     hash_passphrase,
     issue_server_certificate,
 )
-from kma.crypto.hsm import HsmMasterKey, HsmSettings, Token
+from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
@@ -224,7 +224,7 @@ def initialise(
         raise ValidationFailed("The answers name other key split members or another threshold than the "
                                "key split that was proven.")  # fmt: skip
     root_secret = split.root_secret  # refuses an unproven draft
-    token = Token(answers.hsm) if answers.hsm else None  # a missing token or wrong PIN stops here
+    token = _open_token(answers.hsm)  # a missing token or wrong PIN stops here
     data_dir.create()
 
     ca = create_cluster_ca(answers.cluster_name)
@@ -247,9 +247,18 @@ def initialise(
             if isinstance(master, HsmMasterKey):
                 master.destroy()  # the label is free again for the next attempt
             raise
+    except HsmUnavailable as exc:
+        raise ValidationFailed(str(exc)) from None
     finally:
         if token is not None:
             token.close()  # the vault logs in on its own when `kma serve` unlocks it
+
+
+def _open_token(hsm: HsmSettings | None) -> Token | None:
+    try:
+        return Token(hsm) if hsm else None
+    except HsmUnavailable as exc:
+        raise ValidationFailed(str(exc)) from None
 
 
 def _new_master(token: Token | None) -> WrappingKey:

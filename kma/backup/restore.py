@@ -43,7 +43,7 @@ from kma.crypto import (
     issue_server_certificate,
     open_share,
 )
-from kma.crypto.hsm import HsmMasterKey, HsmSettings, Token
+from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.errors import Conflict, ValidationFailed
@@ -112,10 +112,10 @@ def restore(
     master = open_master(core, credentials)
     core.check_seal(master)
     settings = _hsm_settings(core, hsm)
-    token = Token(settings) if settings else None
+    token = _open_token(settings)
     try:
         if token is not None:
-            master = HsmMasterKey(master.raw(), token, token.master_key())
+            master = HsmMasterKey(master.raw(), token, _token_key(token))
         key = core.backup_key(master, backup.backup_key_generation)
         root.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-restore-", dir=root.parent))
@@ -135,6 +135,20 @@ def restore(
         if token is not None:
             token.close()
     return restored
+
+
+def _open_token(settings: HsmSettings | None) -> Token | None:
+    try:
+        return Token(settings) if settings else None
+    except HsmUnavailable as exc:
+        raise BadBackup(f"{exc} The restore needs the token that holds the master key.") from None
+
+
+def _token_key(token: Token) -> object:
+    try:
+        return token.master_key()
+    except HsmUnavailable as exc:
+        raise BadBackup(f"{exc} The restore needs the token that holds the master key.") from None
 
 
 def _hsm_settings(core: CoreSecurityBackup, table: dict[str, Any] | None) -> HsmSettings | None:

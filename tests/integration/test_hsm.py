@@ -73,6 +73,13 @@ def test_set_up_with_an_hsm_puts_a_master_key_in_the_token_that_cannot_be_read_o
     assert "[hsm]" in config and f'token_label = "{hsm.label}"' in config and PIN not in config
     said = run_kma("status", "--data-dir", str(data_dir)).stdout
     assert f"Master key: pkcs11: token '{hsm.label}'" in said and "WARNING: The HSM" not in said
+    again = run_kma("init", "--data-dir", str(tmp_path / "second"), "--answers", str(answers), check=False)
+    assert again.returncode == 2 and "already has a key labelled 'kma-master-kma-1'" in again.stderr
+    hsm.pin_file.write_text("0000\n")
+    wrong = run_kma("init", "--data-dir", str(tmp_path / "third"), "--answers", str(answers), check=False)
+    assert wrong.returncode == 2 and "refused the PIN (wrong PIN)" in wrong.stderr
+    assert not (tmp_path / "third").exists()  # refused before anything was written
+    hsm.pin_file.write_text(PIN)
 
     kma = RunningKma(data_dir, {"users": [{"id": "so", "passphrase": "correct horse battery"}]})
     kma.start()
@@ -224,6 +231,9 @@ def test_backup_and_restore_onto_the_token_that_holds_the_master_key(
     assert not target.exists()
 
     with_hsm = tmp_path / "restore-with-hsm.toml"
+    with_hsm.write_text(plain.read_text() + hsm.table(token_label="another-token"))
+    refused = run_kma("init", "--data-dir", str(target), "--answers", str(with_hsm), check=False)
+    assert refused.returncode == 2 and "token 'another-token' is not in" in refused.stderr
     with_hsm.write_text(plain.read_text() + hsm.table())
     done = run_kma("init", "--data-dir", str(target), "--answers", str(with_hsm), check=False)
     assert done.returncode == 0, done.stderr
