@@ -30,10 +30,10 @@ from ui.setup_wizard.restore_join_pages import (
     RestoreFilesPage,
     RestoreQuorumPage,
 )
-from ui.setup_wizard.settings_pages import OfficerPage, PoolPage, UnlockPage
+from ui.setup_wizard.settings_pages import MasterKeyPage, OfficerPage, PoolPage, UnlockPage
 
 PAGES = (ConnectPage, NetworkPage, ModePage, KeySplitPage, MembersPage, ProofPage, OfficerPage, UnlockPage,
-         PoolPage, SummaryPage, ProgressPage, DonePage,
+         PoolPage, MasterKeyPage, SummaryPage, ProgressPage, DonePage,
          RestoreFilesPage, RestoreQuorumPage, RestoreDonePage, JoinPage, JoinDonePage)  # fmt: skip
 
 
