@@ -91,8 +91,11 @@ class HsmSettings:
     def read_pin(self) -> str:
         if self.pin_file:
             return read_pin_file(Path(self.pin_file))
-        import keyring
-
+        try:
+            import keyring  # the gui extra's: a headless KMA may not have it
+        except ImportError:
+            raise HsmUnavailable("pin_keyring needs the keyring package (pip install keyring); "
+                                 "or give pin_file.") from None  # fmt: skip
         try:
             pin = keyring.get_password(KEYRING_SERVICE, self.pin_keyring)
         except Exception as exc:  # any backend's failure: the message says which
