@@ -120,7 +120,8 @@ def test_a_drive_gets_keys_the_token_unwrapped_and_their_material_is_nowhere_els
     inner = unlock_key.unwrap(f"key:{key_id}", wrapped)
     assert len(inner) == 12 + 32 + 16 and material not in inner
 
-    # The key is in no file of the data dir, the token's folder, or any file the KMA holds open.
+    # The key, and the unlock key, are in no file of the data dir, the token's folder, or any file
+    # the KMA holds open.
     process = hsm_kma.process
     assert process is not None
     fd_dir = Path(f"/proc/{process.pid}/fd")
@@ -128,7 +129,8 @@ def test_a_drive_gets_keys_the_token_unwrapped_and_their_material_is_nowhere_els
     files = set(files_under(hsm_kma.data_dir)) | set(files_under(hsm.conf.parent / "softhsm-tokens"))
     files |= {p for p in held if p.is_file()}
     assert hsm_kma.data_dir / "kma.db" in files and any("softhsm-tokens" in str(p) for p in files)
-    hits = {str(p): found_in(p.read_bytes(), {"key": material}) for p in files}
+    secrets = {"key": material, "unlock key": unlock_key.raw()}  # neither is anywhere in the clear
+    hits = {str(p): found_in(p.read_bytes(), secrets) for p in files}
     assert {p: h for p, h in hits.items() if h} == {}
 
 
