@@ -100,6 +100,7 @@ class SetupAnswers:
     officer_passphrase: str = ""  # until the wizard has signed the officer in
     autonomous_unlock: bool = False
     key_pool_size: int = 1000
+    hsm: dict[str, str] = field(default_factory=dict)  # module, token_label, pin_file: empty for software
     made: SetUpKma | None = None
     backup: BackupPair | None = None  # a restore's files, as the KMA read them
 
@@ -117,6 +118,7 @@ class SetupAnswers:
                                  "passphrase": self.officer_passphrase},
             "threshold": self.threshold, "members": list(self.members),
             "autonomous_unlock": self.autonomous_unlock, "key_pool_size": self.key_pool_size,
+            "hsm": dict(self.hsm) or None,
         }  # fmt: skip
 
     def to_toml(self) -> str:
@@ -137,6 +139,7 @@ class SetupAnswers:
             f"name = {q(self.kma_name or self.kma_id)}\nmanagement_address = {q(self.management_address)}\n"
             f"service_address = {q(self.service_address)}\n\n[security_officer]\nid = {q(self.officer_id)}\n"
             f"name = {q(self.officer_name)}\n\n[key_split]\nthreshold = {self.threshold}\n{members}"
+            + ("\n[hsm]\n" + "".join(f"{k} = {q(v)}\n" for k, v in self.hsm.items()) if self.hsm else "")
         )  # fmt: skip
 
     def forget_passphrases(self) -> None:

@@ -1,7 +1,7 @@
 """Key service throughput: the KMA's KMIP listener beside PyKMIP's server, same machine, same work.
 
     python bench/keys.py [--rounds 15] [--duration 1] [--levels 1,16,64] [--workloads create,get]
-                         [--no-pykmip | --baseline REV]
+                         [--no-pykmip | --baseline REV | --hsm]
 
 Three workloads, each at 1, 16 and 64 concurrent agents (one TLS connection each, one request
 at a time, as a drive does it):
@@ -323,11 +323,12 @@ class LoadGenerator:
 
 
 # --- the two servers ------------------------------------------------------------------------
-def start_kma(tmp: Path, source: Path | None = None) -> tuple[RunningKma, str]:
+def start_kma(tmp: Path, source: Path | None = None, hsm: Path | None = None) -> tuple[RunningKma, str]:
     """A demo KMA with a key pool of POOL, filled and backed up before the run; under sustained
     load the pool refills while keys are issued, and that cost is measured too.
-    `source`: a checkout of another commit whose KMA to run (the before/after mode)."""
-    kma = RunningKma.demo_in(tmp / "kma-demo", test_clock=False, source=source)
+    `source`: a checkout of another commit whose KMA to run (the before/after mode); `hsm`: a file
+    with the [hsm] table of its master key's token."""
+    kma = RunningKma.demo_in(tmp / "kma-demo", test_clock=False, source=source, hsm=hsm)
     return kma, fill_pool(kma, POOL)
 
 
@@ -538,8 +539,10 @@ class Server:
         self.stop()
 
 
-def kma_server(tmp: Path, agents: int, name: str = "kma", source: Path | None = None) -> Server:
-    kma, service = start_kma(tmp / name, source)
+def kma_server(
+    tmp: Path, agents: int, name: str = "kma", source: Path | None = None, hsm: Path | None = None
+) -> Server:
+    kma, service = start_kma(tmp / name, source, hsm)
     try:
         files = enroll_agents(kma, service, tmp / name, agents)
     except BaseException:
@@ -672,6 +675,8 @@ def parse_args() -> argparse.Namespace:
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--no-pykmip", action="store_true", help="measure the KMA only")
     who.add_argument("--baseline", metavar="REV", help="compare with the KMA of commit REV instead of PyKMIP")
+    who.add_argument("--hsm", action="store_true",
+                     help="the KMA with its master key in SoftHSM2 against the software KMA")  # fmt: skip
     args = parser.parse_args()
     args.levels = [int(x) for x in args.levels.split(",")]
     args.workloads = [w for w in args.workloads.split(",") if w]
@@ -703,13 +708,15 @@ def main() -> int:
         tmp = Path(tmp_name)
         agents = max(args.levels)
         try:
+            if args.hsm:
+                servers.append(kma_server(tmp, agents, "hsm", hsm=softhsm_table(tmp)))
             servers.append(kma_server(tmp, agents))
             if args.baseline:
                 baseline_tree = git_worktree(args.baseline, tmp / "baseline-tree")
                 result["commit"] = head_of(ROOT)
                 result["baseline"] = {"rev": args.baseline, "commit": head_of(baseline_tree)}
                 servers.append(kma_server(tmp, agents, "baseline", baseline_tree))
-            elif not args.no_pykmip:
+            elif not args.no_pykmip and not args.hsm:
                 servers.append(pykmip_server(tmp, agents))
             for server in servers:
                 server.warm()
@@ -732,6 +739,17 @@ def main() -> int:
     print(json.dumps(result))
     failed = any(f["errors"] for s in servers for op in result[s.name].values() for f in op.values())
     return 1 if failed else 2 if result["unreliable"] else 0
+
+
+def softhsm_table(tmp: Path) -> Path:
+    """A SoftHSM2 token in `tmp` for the HSM KMA, and the file with its [hsm] table."""
+    from tests.support.softhsm import softhsm
+
+    hsm = softhsm(tmp / "softhsm")
+    os.environ["SOFTHSM2_CONF"] = str(hsm.conf)  # the KMA process inherits it
+    table = tmp / "hsm.toml"
+    table.write_text(hsm.table())
+    return table
 
 
 def change(ratio: float) -> str:

@@ -38,7 +38,7 @@ class Appliance:
         self.clock = clock or default_clock()
         self.chain = AuditChain(self.kma_id, self.identity.site_id, self.clock)
         self.store = open_store(data_dir, self.kma_id, self.chain)  # embedded, or a cluster node's
-        self.vault = Vault()
+        self.vault = Vault(data_dir.hsm())
         self.itself = Actor(self.kma_id, self.identity.management_address, kind="kma")
 
     @property

@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from kma.clock import Clock
 from kma.crypto import (
+    CertifiedKey,
     WrappingKey,
     create_cluster_ca,
     hash_passphrase,
     issue_server_certificate,
 )
+from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
@@ -67,6 +69,7 @@ class Answers:
     autonomous_unlock: bool = True
     key_pool_size: int = DEFAULT_POOL
     mode: str = "new_cluster"  # kma/setup/service.py MODES: what this set-up does
+    hsm: HsmSettings | None = None  # the master key in a PKCS#11 token; None: in software
 
 
 # The KMA keeps no clock of its own: the machine's, which its NTP client keeps right, is the time of
@@ -169,8 +172,22 @@ def read_answers(text: str) -> Answers:
         autonomous_unlock=unlock,
         key_pool_size=pool,  # check_settings checks it
         mode=_str(data, "mode", "the answers file", "new_cluster"),
+        hsm=read_hsm(data.get("hsm"), _str(kma, "id", "[kma]")),
     )
     return answers
+
+
+def read_hsm(table: Any, kma_id: str) -> HsmSettings | None:
+    """The answers' `[hsm]` table (module, token_label or token_serial, pin_file or pin_keyring,
+    optional key_label), or None for the software backend."""
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ValidationFailed("[hsm] in the answers file must be a table.")
+    try:
+        return HsmSettings.from_table(table, f"kma-master-{kma_id}")
+    except ValueError as exc:
+        raise ValidationFailed(str(exc)) from None
 
 
 def _check_address(address: str, what: str) -> None:
@@ -248,10 +265,9 @@ def _create(
     split: KeySplitDraft,
     refusals: Sequence[tuple[str, str]],
 ) -> WrappingKey:
-    from kma.appliance import Appliance
-    from kma.audit.record import Condition
 
     root_secret = split.root_secret  # refuses an unproven draft
+    token = _open_token(answers.hsm)  # a missing token or wrong PIN stops here
     data_dir.create()
 
     ca = create_cluster_ca(answers.cluster_name)
@@ -266,9 +282,45 @@ def _create(
     data_dir.server_cert.write_bytes(server.cert_pem + ca.cert_pem)
     write_private(data_dir.server_key, server.key_pem)
 
-    master = WrappingKey.generate()
+    try:
+        master = _new_master(token)
+        try:
+            return _initialise(data_dir, answers, clock, (root_secret, split.sealed), ca, master, refusals)
+        except BaseException:
+            if isinstance(master, HsmMasterKey):
+                master.destroy()  # the label is free again for the next attempt
+            raise
+    except HsmUnavailable as exc:
+        raise ValidationFailed(str(exc)) from None
+    finally:
+        if token is not None:
+            token.close()  # the vault logs in on its own when `kma serve` unlocks it
+
+
+def _open_token(hsm: HsmSettings | None) -> Token | None:
+    try:
+        return Token(hsm) if hsm else None
+    except HsmUnavailable as exc:
+        raise ValidationFailed(str(exc)) from None
+
+
+def _new_master(token: Token | None) -> WrappingKey:
+    if token is None:
+        return WrappingKey.generate()
+    return HsmMasterKey(token.random(32), token, token.generate_master())
+
+
+def _initialise(data_dir: DataDir, answers: Answers, clock: Clock | None,
+                split: tuple[bytes, dict[str, str]],
+                ca: CertifiedKey, master: WrappingKey,
+                refusals: Sequence[tuple[str, str]]) -> WrappingKey:  # fmt: skip
+    from kma.appliance import Appliance
+    from kma.audit.record import Condition
+
     identity = Identity(answers.kma_id, answers.site_id, answers.management_address, answers.service_address)
-    data_dir.identity_file.write_text(identity.to_toml(), encoding="utf-8")
+    data_dir.identity_file.write_text(
+        identity.to_toml() + (answers.hsm.to_toml() if answers.hsm else ""), encoding="utf-8"
+    )
 
     autounlock = None
     if answers.autonomous_unlock:
@@ -283,7 +335,7 @@ def _create(
         statements = [
             Stmt("INSERT INTO cluster (id, name, created_at, master_wrapped_by_root, ca_cert_pem, "
                  "ca_key_wrapped, split_threshold) VALUES (1, ?, ?, ?, ?, ?, ?)",
-                 (answers.cluster_name, now, wrap_master_for_root(root_secret, master),
+                 (answers.cluster_name, now, wrap_master_for_root(split[0], master),
                   ca.cert_pem.decode(), master.wrap("cluster-ca-key", ca.key_pem), answers.threshold)),
             Stmt("INSERT INTO sites (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
                  (answers.site_id, answers.site_name, now, now)),
@@ -299,13 +351,14 @@ def _create(
         ] + [
             Stmt("INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, 1)",
                  (name, sealed))
-            for name, sealed in split.sealed.items()
+            for name, sealed in split[1].items()
         ]  # fmt: skip
         kma.commit(installer, "cluster.create", statements,
                    f"created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' at site "
                    f"'{answers.site_id}'; key split {answers.threshold} of {len(answers.members)}; "
-                   f"autonomous unlock {'on' if answers.autonomous_unlock else 'off'}; key pool "
-                   f"{answers.key_pool_size}",
+                   f"autonomous unlock {'on' if answers.autonomous_unlock else 'off'}; master key "
+                   + (f"in the HSM {answers.hsm.token_name}" if answers.hsm else "in software")
+                   + f"; key pool {answers.key_pool_size}",
                    ("kma", answers.kma_id))  # fmt: skip
         for address, what in refusals:
             kma.audit(Actor("setup", address, kind="kma"), "setup.code_refused", what,

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kma.errors import UnsafePermissions
+from kma.crypto.hsm import HsmSettings
+from kma.errors import UnsafePermissions, ValidationFailed
 from kma.limits import ListenerLimits
 
 PRIVATE_UMASK = 0o077  # new files and folders: no access for group or others
@@ -180,6 +181,18 @@ class DataDir:
         """One table of kma.toml, e.g. `[metrics]`; empty when absent."""
         found = self._config().get(table, {})
         return found if isinstance(found, dict) else {}
+
+    def hsm(self) -> HsmSettings | None:
+        """The `[hsm]` table: this KMA's master key is in a PKCS#11 token; None for software."""
+        table = self._config().get("hsm")
+        if table is None:
+            return None
+        if not isinstance(table, dict):
+            raise ValidationFailed(f"[hsm] in {self.identity_file} must be a table.")
+        try:
+            return HsmSettings.from_table(table, "")
+        except ValueError as exc:
+            raise ValidationFailed(f"{self.identity_file}: {exc}") from None
 
     def listener_limits(self) -> ListenerLimits:
         return ListenerLimits.from_table(self._config().get("listeners", {}))

@@ -19,6 +19,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.bootstrap import Answers, SplitMember, initialise
 from kma.clock import FixedClock
+from kma.crypto.hsm import HsmSettings
 from kma.datadir import DataDir, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
@@ -28,6 +29,7 @@ from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
 
 DAY = 86400
+DEMO_KMA = "kma-dal-1"
 DEMO_USERS: list[tuple[str, str, list[Role]]] = [
     ("co", "Casey Compliance", [Role.COMPLIANCE_OFFICER]),
     ("op", "Olu Operator", [Role.OPERATOR]),
@@ -49,15 +51,15 @@ def _passphrase() -> str:
     return "-".join("".join(secrets.choice(_ALPHABET) for _ in range(8)) for _ in range(3))
 
 
-def make_demo(data_dir: DataDir, port: int = 8443) -> dict[str, Any]:
+def make_demo(data_dir: DataDir, port: int = 8443, hsm: HsmSettings | None = None) -> dict[str, Any]:
     clock = FixedClock(int(time.time()) - 400 * DAY)
     so_pass = _passphrase()
     members = [SplitMember(name, _passphrase()) for name in ("alice", "bob", "carol", "dave", "erin")]
     initialise(data_dir, Answers(
-        cluster_name="Demo Tape Vault", site_id="dallas", site_name="Dallas", kma_id="kma-dal-1",
+        cluster_name="Demo Tape Vault", site_id="dallas", site_name="Dallas", kma_id=DEMO_KMA,
         kma_name="KMA Dallas 1", management_address=f"127.0.0.1:{port}",
         service_address="127.0.0.1:5696", officer_id="so", officer_name="Sam Officer",
-        officer_passphrase=so_pass, threshold=3, members=tuple(members), key_pool_size=200,
+        officer_passphrase=so_pass, threshold=3, members=tuple(members), key_pool_size=200, hsm=hsm,
     ), clock)  # fmt: skip
     credentials = [
         {"id": "so", "name": "Sam Officer", "roles": [str(Role.SECURITY_OFFICER)], "passphrase": so_pass}

@@ -65,6 +65,12 @@ class KmaLocked(KmaError):
         super().__init__(message, audited)
 
 
+class HsmFailed(KmaError):
+    """The HSM that holds the master key is missing, refuses the PIN or failed (docs/hsm.md)."""
+
+    code, status = "hsm_unavailable", 503
+
+
 class ClusterUnavailable(KmaError):
     """The cluster's store takes no writes now (no leader: this KMA is on the minority side, or an
     election is under way); nothing was changed, try again."""

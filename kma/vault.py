@@ -4,6 +4,10 @@ The master key wraps every stored key and the CA's private key. It is itself sto
 wrapped: under a key derived from the cluster's root secret (which exists only as M-of-N
 Shamir shares sealed by the key split members' passphrases), and, with autonomous unlock on,
 under this KMA's local unlock key file.
+
+With an HSM (`[hsm]` in kma.toml, kma/crypto/hsm.py) what the key split and the local unlock key
+open is the master key's unlock key; unlocking also logs into the token and finds the master key's
+token key there, and locking logs out. Both are needed to wrap or unwrap anything.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import threading
 
 from kma.crypto import WrappingKey, derive_wrapping_key
+from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token
 from kma.errors import KmaLocked
 
 MASTER_CONTEXT = "cluster-master-key"
@@ -25,13 +30,27 @@ def unwrap_master_with_root(root_secret: bytes, blob: bytes) -> WrappingKey:
 
 
 class Vault:
-    def __init__(self) -> None:
+    def __init__(self, hsm: HsmSettings | None = None) -> None:
+        self.hsm = hsm
         self._master: WrappingKey | None = None
+        self._token: Token | None = None
+        self._token_key: object = None
+        self._problem: str | None = None  # why the token could not be opened at the last unlock
         self._lock = threading.Lock()
 
     @property
     def locked(self) -> bool:
         return self._master is None
+
+    @property
+    def backend(self) -> str:
+        return "pkcs11" if self.hsm else "software"
+
+    @property
+    def hsm_problem(self) -> str | None:
+        """Why the HSM serves nothing now (missing token, wrong PIN, failed operation), or None."""
+        token = self._token
+        return self._problem or (token.failure if token is not None else None)
 
     def master(self) -> WrappingKey:
         master = self._master
@@ -39,10 +58,50 @@ class Vault:
             raise KmaLocked()
         return master
 
+    def new_key_material(self, size: int = 32) -> bytes:
+        """Fresh key material from the master key's generator (the token's with an HSM)."""
+        return self.master().random(size)
+
     def unlock(self, master: WrappingKey) -> None:
+        """Open the vault with what the key split or autonomous unlock opened.
+
+        With an HSM this logs into the token first; raises HsmUnavailable (and stays locked) when
+        the token is missing, refuses the PIN or lacks the master key: never a software fallback.
+        """
         with self._lock:
-            self._master = master
+            if self.hsm is None:
+                self._master = master
+                return
+            if self._token is None:
+                self._token, self._token_key = self._open(self.hsm)
+            self._master = HsmMasterKey(master.raw(), self._token, self._token_key)
+
+    def check_hsm(self) -> None:
+        """With an HSM: log into the token and find the master key there, then log out; raises
+        HsmUnavailable with the reason (an unlock checks this before it commits)."""
+        if self.hsm is None:
+            return
+        token, _ = self._open(self.hsm)
+        token.close()
+
+    def _open(self, hsm: HsmSettings) -> tuple[Token, object]:
+        try:
+            token = Token(hsm)
+        except HsmUnavailable as exc:
+            self._problem = str(exc)
+            raise
+        try:
+            token_key = token.master_key()
+        except HsmUnavailable as exc:
+            token.close()
+            self._problem = str(exc)
+            raise
+        self._problem = None
+        return token, token_key
 
     def lock(self) -> None:
         with self._lock:
             self._master = None
+            if self._token is not None:
+                self._token.close()
+                self._token = None

@@ -84,6 +84,7 @@ class Status:
     autonomous_unlock: bool
     time: datetime
     warnings: tuple[str, ...]
+    master_key: str = "software"  # or "pkcs11: token ... in MODULE": where the master key is
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Status:
@@ -97,6 +98,7 @@ class Status:
             autonomous_unlock=bool(d["autonomous_unlock"]),
             time=parse_time(d["time"]),
             warnings=_strs(d.get("warnings")),
+            master_key=str(d.get("master_key", "software")),
         )
 
 

@@ -58,6 +58,7 @@ class Status(Response):
     version: str
     locked: bool
     autonomous_unlock: bool
+    master_key: str  # "software", or "pkcs11: token ... in MODULE" (docs/hsm.md)
     time: Time
     warnings: list[str]
 

@@ -289,9 +289,11 @@ def core_security_backup(
     master_wrapped_by_root: bytes,
     backup_keys: Mapping[int, bytes],
     master: WrappingKey,
+    hsm_key: Mapping[str, str] | None = None,
 ) -> bytes:
     """The core security backup file's bytes (JSON, sealed under a master-derived key).
-    `backup_keys`: every key split change's backup key so far, wrapped under the master key."""
+    `backup_keys`: every key split change's backup key so far, wrapped under the master key.
+    `hsm_key`: with the master key in an HSM, its token and key label (a restore needs that token)."""
     body = {
         "format": CORE_FORMAT,
         "version": FORMAT_VERSION,
@@ -303,6 +305,7 @@ def core_security_backup(
         "backup_keys": {
             str(generation): _b64(wrapped) for generation, wrapped in sorted(backup_keys.items())
         },
+        **({"hsm_key": dict(hsm_key)} if hsm_key else {}),
     }
     seal = _seal_key(master).wrap(CORE_FORMAT, hashlib.sha256(_canonical(body)).digest())
     return json.dumps({**body, "seal": _b64(seal)}, indent=2, sort_keys=True).encode("utf-8") + b"\n"
@@ -328,6 +331,12 @@ class CoreSecurityBackup:
     @property
     def generation(self) -> int:
         return int(self.body["key_split"]["generation"])
+
+    @property
+    def hsm_key(self) -> dict[str, str] | None:
+        """The token and label of the master key's token key, when it is in an HSM."""
+        found = self.body.get("hsm_key")
+        return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else None
 
     @property
     def master_wrapped_by_root(self) -> bytes:

@@ -43,6 +43,7 @@ from kma.crypto import (
     issue_server_certificate,
     open_share,
 )
+from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.errors import Conflict, ValidationFailed
@@ -74,6 +75,7 @@ class RestoreAnswers:
     management_address: str  # this machine's: network settings are not restored
     service_address: str
     autonomous_unlock: bool = True
+    hsm: dict[str, Any] | None = None  # the [hsm] table: the token that holds the master key's token key
 
 
 def restore(
@@ -86,6 +88,7 @@ def restore(
     service_address: str = "127.0.0.1:5696",
     autonomous_unlock: bool = True,
     clock: Clock | None = None,
+    hsm: dict[str, Any] | None = None,
 ) -> Restored:
     """Make `data_dir` (new or empty) a KMA restored from the two backup files; refuses with a
     reason (`BadBackup`, `Conflict`) and leaves `data_dir` untouched otherwise."""
@@ -95,20 +98,29 @@ def restore(
     backup, core = check_pair(database_backup, core_security_backup)
     master = open_master(core, credentials)
     core.check_seal(master)
-    key = core.backup_key(master, backup.backup_key_generation)
-    root.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-restore-", dir=root.parent))
+    settings = _hsm_settings(core, hsm)
+    token = _open_token(settings)
     try:
-        stage = DataDir(staging)
-        decrypt_database_backup(backup, key, stage.db)
-        _check_database(stage.db, backup)
-        restored = replace(
-            _set_up(stage, backup, master, management_address, service_address, autonomous_unlock, clock),
-            master=master,
-        )
-        data_dir.take_from(staging)
+        if token is not None:
+            master = HsmMasterKey(master.raw(), token, _token_key(token))
+        key = core.backup_key(master, backup.backup_key_generation)
+        root.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-restore-", dir=root.parent))
+        try:
+            stage = DataDir(staging)
+            decrypt_database_backup(backup, key, stage.db)
+            _check_database(stage.db, backup)
+            restored = replace(
+                _set_up(stage, backup, master, (management_address, service_address), autonomous_unlock,
+                        settings, clock),
+                master=master,
+            )  # fmt: skip
+            data_dir.take_from(staging)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if token is not None:
+            token.close()
     return restored
 
 
@@ -131,6 +143,39 @@ def check_pair(database_backup: Path, core_security_backup: Path) -> tuple[Datab
             f"up to {latest_schema_version()}). Restore it with that version or later."
         )
     return backup, core
+
+
+def _open_token(settings: HsmSettings | None) -> Token | None:
+    try:
+        return Token(settings) if settings else None
+    except HsmUnavailable as exc:
+        raise BadBackup(f"{exc} The restore needs the token that holds the master key.") from None
+
+
+def _token_key(token: Token) -> object:
+    try:
+        return token.master_key()
+    except HsmUnavailable as exc:
+        raise BadBackup(f"{exc} The restore needs the token that holds the master key.") from None
+
+
+def _hsm_settings(core: CoreSecurityBackup, table: dict[str, Any] | None) -> HsmSettings | None:
+    """The restore's [hsm] table, required exactly when the backed-up master key is in an HSM."""
+    recorded = core.hsm_key
+    if recorded is None:
+        if table is not None:
+            raise BadBackup("This backup's master key is in software, not in an HSM: leave out [hsm].")
+        return None
+    if table is None:
+        raise BadBackup(
+            f"This backup's master key is in an HSM ({recorded.get('token', '?')}, key labelled "
+            f"'{recorded.get('key_label', '?')}'): give [hsm] with the module, token and PIN of a token "
+            "that holds that key (docs/hsm.md)."
+        )
+    try:
+        return HsmSettings.from_table(table, recorded.get("key_label", ""))
+    except ValueError as exc:
+        raise ValidationFailed(str(exc)) from None
 
 
 def open_master(core: CoreSecurityBackup, credentials: Sequence[Credential]) -> WrappingKey:
@@ -189,13 +234,14 @@ def _set_up(
     stage: DataDir,
     backup: DatabaseBackup,
     master: WrappingKey,
-    management_address: str,
-    service_address: str,
+    addresses: tuple[str, str],
     autonomous_unlock: bool,
+    hsm: HsmSettings | None,
     clock: Clock | None,
 ) -> Restored:
     from kma.appliance import Appliance
 
+    management_address, service_address = addresses
     manifest = backup.manifest
     kma_id = str(manifest["kma_id"])
     conn = sqlite3.connect(stage.db)
@@ -216,7 +262,9 @@ def _set_up(
     stage.server_cert.write_bytes(server.cert_pem + ca.cert_pem)
     write_private(stage.server_key, server.key_pem)
     stage.identity_file.write_text(
-        Identity(kma_id, site[0], management_address, service_address).to_toml(), encoding="utf-8"
+        Identity(kma_id, site[0], management_address, service_address).to_toml()
+        + (hsm.to_toml() if hsm else ""),
+        encoding="utf-8",
     )
     autounlock = None
     if autonomous_unlock:
@@ -279,16 +327,19 @@ def read_restore_answers(data: dict[str, Any], base: Path) -> RestoreAnswers:
     unlock = data.get("autonomous_unlock", True)
     if not isinstance(unlock, bool):
         raise ValidationFailed("autonomous_unlock must be true or false.")
+    hsm = data.get("hsm")
+    if hsm is not None and not isinstance(hsm, dict):
+        raise ValidationFailed("[hsm] in the answers file must be a table.")
     return RestoreAnswers(
         files["database_backup"], files["core_security_backup"],
         tuple(Credential(str(m.get("name", "")), str(m.get("passphrase", ""))) for m in members),
         management_address=str(kma.get("management_address", "127.0.0.1:8443")),
         service_address=str(kma.get("service_address", "127.0.0.1:5696")),
-        autonomous_unlock=unlock,
+        autonomous_unlock=unlock, hsm=hsm,
     )  # fmt: skip
 
 
 def restore_with(data_dir: DataDir, answers: RestoreAnswers) -> Restored:
     return restore(data_dir, answers.database_backup, answers.core_security_backup, answers.credentials,
                    management_address=answers.management_address, service_address=answers.service_address,
-                   autonomous_unlock=answers.autonomous_unlock)  # fmt: skip
+                   autonomous_unlock=answers.autonomous_unlock, hsm=answers.hsm)  # fmt: skip

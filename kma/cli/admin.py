@@ -122,6 +122,7 @@ def run_status(args: argparse.Namespace) -> int:
         f"Cluster {info['cluster_name']}: KMA {info['kma_id']} ({info['kma_name']}) at site {info['site_id']}"
     )
     print(f"Version {info['version']}; autonomous unlock {'on' if info['autonomous_unlock'] else 'off'}")
+    print(f"Master key: {info['master_key']}")
     exact = info["keys_by_state_exact"]
     print("Keys: " + ", ".join(f"{state} {'' if exact[state] else 'more than '}{count}"
                                for state, count in info["keys_by_state"].items()))  # fmt: skip
@@ -210,16 +211,30 @@ def add_demo(sub: Any) -> None:
     p.add_argument("--data-dir", required=True)
     p.add_argument("--port", type=int, default=8443, help="management port recorded for the KMA")
     p.add_argument("--json", action="store_true", help="print the credentials as one JSON object")
+    p.add_argument("--hsm", type=Path, metavar="FILE",
+                   help="a TOML file whose [hsm] table puts the master key in a PKCS#11 token (docs/hsm.md)")
     p.set_defaults(run=run_demo)
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from kma.demo import make_demo
+    import tomllib
+
+    from kma.bootstrap import answers_text, read_hsm
+    from kma.demo import DEMO_KMA, make_demo
 
     data_dir = open_data_dir(args, must_exist=False)
     if data_dir.root.exists() and any(data_dir.root.iterdir()):
         raise Conflict(f"{data_dir.root} is not empty; choose a new directory for the demo KMA.")
-    info = make_demo(data_dir, args.port)
+    hsm = None
+    if args.hsm is not None:
+        try:
+            table = tomllib.loads(answers_text(args.hsm)).get("hsm")
+        except tomllib.TOMLDecodeError as exc:
+            raise ValidationFailed(f"{args.hsm} is not valid TOML: {exc}.") from None
+        if table is None:
+            raise ValidationFailed(f"{args.hsm} has no [hsm] table.")
+        hsm = read_hsm(table, DEMO_KMA)
+    info = make_demo(data_dir, args.port, hsm)
     if args.json:
         print(json.dumps(info))
         return 0

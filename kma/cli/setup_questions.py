@@ -9,9 +9,11 @@ if those reconstruct the secret. `ask` and `secret` are `input` and `getpass` in
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from kma.bootstrap import DEFAULT_POOL, MAX_SPLIT_MEMBERS, Answers, SplitMember, check_settings
+from kma.crypto.hsm import KEYRING_SERVICE, HsmSettings, HsmUnavailable, Token
 from kma.domain.strength import check_strength
 from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import ValidationFailed
@@ -113,15 +115,47 @@ def ask_answers(ask: Ask, secret: Ask, say: Callable[[str], None]) -> tuple[Answ
         "means a restarted KMA serves at once, without a quorum.")  # fmt: skip
     autonomous = q.yes("Autonomous unlock", False)
     pool = q.number("Key pool size (keys made ahead so issuing never waits)", 0, 100_000, DEFAULT_POOL)
+    say("Master key: in software, or in a hardware security module (PKCS#11 token; docs/hsm.md).")
+    hsm = ask_hsm(q, kma_id) if q.yes("Master key in an HSM", False) else None
     answers = Answers(
         cluster_name=cluster, site_id=site_id, site_name=site_name, kma_id=kma_id, kma_name=kma_name,
         management_address=management, service_address=service, officer_id=officer_id,
         officer_name=officer_name, officer_passphrase=officer_passphrase, threshold=threshold,
         members=tuple(SplitMember(name, "") for name, _ in members), autonomous_unlock=autonomous,
-        key_pool_size=pool, mode=mode,
+        key_pool_size=pool, mode=mode, hsm=hsm,
     )  # fmt: skip
     check_settings(answers)
     return answers, draft
+
+
+def ask_hsm(q: Questions, kma_id: str) -> HsmSettings:
+    """The token's module, its label or serial, and where the PIN is; the token is opened with them
+    at once, so a wrong path, token or PIN is told here (the PIN itself is never asked or kept)."""
+
+    def question() -> HsmSettings:
+        module = q.text("PKCS#11 module (path of the token's library)", _existing_file)
+        token = q.text("Token label (or serial:NUMBER)", lambda v: check_text(v, "The token", required=True))
+        pin = q.text(f"User PIN: a file only this user can read, or keyring:NAME (OS keyring, service "
+                     f"'{KEYRING_SERVICE}')",
+                     lambda v: check_text(v, "Where the PIN is", required=True))  # fmt: skip
+        serial = token.removeprefix("serial:") if token.startswith("serial:") else ""
+        keyring = pin.removeprefix("keyring:") if pin.startswith("keyring:") else ""
+        settings = HsmSettings(
+            module=module, key_label=f"kma-master-{kma_id}", token_label="" if serial else token,
+            token_serial=serial, pin_file="" if keyring else pin, pin_keyring=keyring,
+        )  # fmt: skip
+        try:
+            Token(settings).close()
+        except HsmUnavailable as exc:
+            raise ValidationFailed(f"{exc} Give the HSM's settings again.") from None
+        return settings
+
+    return q.until_valid(question)
+
+
+def _existing_file(path: str) -> None:
+    if not Path(path).is_file():
+        raise ValidationFailed(f"There is no file {path}.")
 
 
 def ask_missing_passphrases(answers: Answers, secret: Ask, say: Callable[[str], None]) -> Answers:

@@ -79,6 +79,11 @@ def make_first_node(data_dir: DataDir, raft_address: str, http_address: str,
         raise Conflict(f"{data_dir.root} is already a cluster node ({files.config_file}).")
     if not data_dir.db.exists():
         raise ValidationFailed(f"{data_dir.db} does not exist: there is no embedded store to convert.")
+    if data_dir.hsm() is not None:  # its token key opens nothing on another KMA's token (docs/hsm.md)
+        raise ValidationFailed(
+            "This KMA's master key is in an HSM: it cannot form a cluster (yet), since the other KMAs' "
+            "tokens could not open what it wraps. See docs/hsm.md."
+        )
     ca = ca or cluster_ca(data_dir)
     config = NodeConfig(data_dir.identity().kma_id, raft_address, http_address, voter=True, join=())
     host = raft_address.rpartition(":")[0].strip("[]")

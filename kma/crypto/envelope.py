@@ -57,6 +57,11 @@ class WrappingKey:
         except InvalidTag:
             raise IntegrityError("wrapped blob failed authentication") from None
 
+    def random(self, size: int) -> bytes:
+        """New key material from this master key's generator: the OS CSPRNG here, the token's in
+        an HSM (kma/crypto/hsm.py)."""
+        return os.urandom(size)
+
     def raw(self) -> bytes:
         """The key bytes, only so that this key can itself be wrapped under another key."""
         return self._key

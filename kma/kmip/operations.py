@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from kma.audit.record import Condition, Retention
+from kma.crypto.hsm import HsmUnavailable
 from kma.errors import ClusterUnavailable, KmaLocked, NoReadyKey
 from kma.kmip import ops_attributes, ops_keys, ops_server, ops_tape, ttlv, v2
 from kma.kmip.context import Call
@@ -118,6 +119,8 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
         reason, message, audited = error.reason, error.message, error.audited
     except (KmaLocked, NoReadyKey) as refused:
         reason, message, audited = ResultReason.GENERAL_FAILURE, refused.message, False
+    except HsmUnavailable as failed:  # never a software fallback: the agent is told, the trail records it
+        reason, message, audited = ResultReason.GENERAL_FAILURE, str(failed), False
     except ClusterUnavailable as unavailable:  # e.g. a new key while a Raft leader is being elected
         reason, audited = ResultReason.GENERAL_FAILURE, False
         message = f"{RETRY_LATER}: {unavailable.message}"

@@ -108,6 +108,7 @@ def take_core_security_backup(kma: Appliance, actor: Actor) -> bytes:
         cluster=cluster_identity(kma), kma_id=kma.kma_id, created_at=now, threshold=cluster[0],
         generation=cluster[1], sealed_shares={r[0]: r[1] for r in shares},
         master_wrapped_by_root=cluster[2], backup_keys={int(r[0]): bytes(r[1]) for r in keys}, master=master,
+        hsm_key={"token": hsm.token_name, "key_label": hsm.key_label} if (hsm := kma.vault.hsm) else None,
     )  # fmt: skip
     kma.commit(actor, "backup.core", [Stmt(
         "INSERT INTO core_security_backups (id, created_at, created_by, split_generation) "

@@ -24,12 +24,21 @@ def _counted(kma: Appliance, condition: str, params: dict[str, Any] | None = Non
 
 def warnings(kma: Appliance) -> list[str]:
     out = []
+    problem = kma.vault.hsm_problem
+    if problem:
+        out.append(f"The HSM holding the master key fails; this KMA serves no key material: {problem}")
     if kma.vault.locked:
         out.append("This KMA is locked: it serves no keys until a quorum unlocks it.")
     out += backups.warnings(backups.readiness(kma))
     if kma.test_clock:
         out.append("This KMA runs on a test clock (KMA_TEST_CLOCK_FILE); never in production.")
     return out
+
+
+def master_key(kma: Appliance) -> str:
+    """Where this KMA's master key is: 'software', or 'pkcs11' with the token's name."""
+    hsm = kma.vault.hsm
+    return f"pkcs11: {hsm.token_name} in {hsm.module}" if hsm else "software"
 
 
 def key_counts(kma: Appliance) -> dict[str, dict[str, Any]]:
@@ -74,6 +83,7 @@ def status(kma: Appliance) -> dict[str, Any]:
         "version": __version__,
         "locked": kma.vault.locked,
         "autonomous_unlock": bool(me["auto"]) if me else False,
+        "master_key": master_key(kma),
         "time": kma.clock.now(),
         "warnings": warnings(kma),
     }

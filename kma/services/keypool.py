@@ -142,7 +142,7 @@ class KeyPool:
 
     def generate_stmt(self, key_id: str, now: int) -> Stmt:
         """The INSERT of one freshly generated, wrapped key (raises KmaLocked when locked)."""
-        wrapped = self.kma.vault.master().wrap(f"key:{key_id}", secrets.token_bytes(32))
+        wrapped = self.kma.vault.master().wrap(f"key:{key_id}", self.kma.vault.new_key_material())
         return Stmt(
             "INSERT INTO keys (id, kma_id, material_wrapped, created_at) VALUES (?, ?, ?, ?)",
             (key_id, self.kma.kma_id, wrapped, now),

@@ -65,6 +65,11 @@ class Running:
             subject=("kma", kma.kma_id),
             event_class="kma",
         )
+        problem = kma.vault.hsm_problem
+        if problem:
+            kma.audit(kma.itself, "kma.hsm_unavailable", f"the HSM cannot be used; staying locked: {problem}",
+                      condition=Condition.ERROR, subject=("kma", kma.kma_id),
+                      event_class="security")  # fmt: skip
         self.pool.start()
         self.pruner.start()
         self.backups.start()

@@ -32,7 +32,7 @@ from kma.api import errors
 from kma.api.app import PREFIX, BodyLimit
 from kma.api.deps import client_address
 from kma.backup.restore import RestoreAnswers, check_pair
-from kma.bootstrap import DEFAULT_POOL, Answers, SplitMember
+from kma.bootstrap import DEFAULT_POOL, Answers, SplitMember, read_hsm
 from kma.cluster_join import join_answers
 from kma.errors import KmaError
 from kma.services.quorum.key_split import Credential
@@ -115,6 +115,7 @@ class Finish(BaseModel):
     members: Annotated[list[Text], Field(max_length=20)]
     autonomous_unlock: bool = True
     key_pool_size: int = DEFAULT_POOL
+    hsm: Annotated[dict[str, Text], Field(max_length=8)] | None = None  # [hsm] of the answers (docs/hsm.md)
 
     def answers(self) -> Answers:
         return Answers(
@@ -124,7 +125,7 @@ class Finish(BaseModel):
             officer_name=self.security_officer.name, officer_passphrase=self.security_officer.passphrase,
             threshold=self.threshold, members=tuple(SplitMember(name, "") for name in self.members),
             autonomous_unlock=self.autonomous_unlock, key_pool_size=self.key_pool_size,
-            mode=self.mode,
+            mode=self.mode, hsm=read_hsm(self.hsm, self.kma.id),
         )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QWizard
 from tests.gui.helpers import WAIT_MS
 from tests.support.first_setup import MEMBERS, OFFICER, describe, free_port, written
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.softhsm import SoftHsm, softhsm
 from ui.setup_wizard.wizard import SetupWizard
 
 pytestmark = pytest.mark.gui
@@ -76,8 +77,12 @@ def type_member(page: Any, name: str, passphrase: str, again: str | None = None)
     page.again.setText(passphrase if again is None else again)
 
 
-def walk(qtbot: Any, wizard: SetupWizard, kma: RunningKma, service_port: int, mistakes: bool) -> None:
-    """Through every page to the summary, making (and correcting) each mistake when asked."""
+def walk(
+    qtbot: Any, wizard: SetupWizard, kma: RunningKma, service_port: int, mistakes: bool,
+    hsm: SoftHsm | None = None,
+) -> None:
+    """Through every page to the summary, making (and correcting) each mistake when asked; with
+    `hsm`, the master key goes in that token."""
     connect(qtbot, wizard, kma, "WRONG-CODE-0000" if mistakes else kma.setup["setup_code"])
     if mistakes:
         refused_here(qtbot, wizard, "not the set-up code")
@@ -154,6 +159,15 @@ def walk(qtbot: Any, wizard: SetupWizard, kma: RunningKma, service_port: int, mi
     assert wizard.currentPage().off.isChecked()  # the safer choice by default
     next_page(qtbot, wizard, "PoolPage")
     wizard.currentPage().size.setValue(25)
+    next_page(qtbot, wizard, "MasterKeyPage")
+    master = wizard.currentPage()
+    assert master.software.isChecked() and not master.token_form.isEnabled()  # software by default
+    if hsm is not None:
+        master.in_hsm.setChecked(True)
+        master.module.setText(hsm.module)
+        refused_here(qtbot, wizard, "Give the token label, the PIN file")
+        master.token.setText(hsm.label)
+        master.pin_file.setText(str(hsm.pin_file))
     next_page(qtbot, wizard, "SummaryPage")
 
 
@@ -200,6 +214,27 @@ def test_the_wizard_sets_up_a_new_kma_and_signs_in_its_security_officer(
         assert describe(so) == describe(new)
     finally:
         other.stop()
+
+
+def test_the_wizard_puts_the_master_key_in_an_hsm(
+    qtbot: Any, controller: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hsm = softhsm(tmp_path)
+    monkeypatch.setenv("SOFTHSM2_CONF", str(hsm.conf))  # the KMA waiting in set-up mode inherits it
+    kma = RunningKma.awaiting_setup(tmp_path)
+    try:
+        _, wizard = open_wizard(qtbot, controller)
+        walk(qtbot, wizard, kma, free_port(), mistakes=False, hsm=hsm)
+        assert f"in the HSM token &#x27;{hsm.label}&#x27;" in wizard.currentPage().text.text()
+        wizard.currentPage().save_answers(tmp_path / "answers.toml")
+        assert f'token_label = "{hsm.label}"' in (tmp_path / "answers.toml").read_text()
+        next_page(qtbot, wizard, "SignInPage")
+        kma.wait_ready(set_up=True)
+        status = kma.client().status()
+        assert status.master_key == f"pkcs11: token '{hsm.label}' in {hsm.module}"
+        assert "[hsm]" in (kma.data_dir / "kma.toml").read_text()
+    finally:
+        kma.stop()
 
 
 def test_cancel_leaves_the_kma_waiting_with_nothing_written(

@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from tests.support.first_setup import MEMBERS, OFFICER, free_port
 from tests.support.kma_process import run_kma
+from tests.support.softhsm import PIN, softhsm
 
 PASSPHRASES = dict(MEMBERS)
 
@@ -29,7 +31,13 @@ def type_secret(child: pexpect.spawn, prompt: str, secret: str) -> None:
     assert secret not in (child.before or "")
 
 
-def test_interactive_set_up_in_a_terminal(tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_hsm", [False, True], ids=["software", "hsm"])
+def test_interactive_set_up_in_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_hsm: bool
+) -> None:
+    hsm = softhsm(tmp_path) if in_hsm else None
+    if hsm is not None:
+        monkeypatch.setenv("SOFTHSM2_CONF", str(hsm.conf))
     child = kma_init(tmp_path, "--interactive")
     for prompt, answer in [("What to do", ""), ("Management address", f"127.0.0.1:{free_port()}"),
                            ("Service address", f"127.0.0.1:{free_port()}"),
@@ -59,15 +67,28 @@ def test_interactive_set_up_in_a_terminal(tmp_path: Path) -> None:
         child.sendline(answer)
     type_secret(child, "so: passphrase \\(not shown\\)", OFFICER["passphrase"])
     type_secret(child, "so: the same passphrase again", OFFICER["passphrase"])
-    for prompt, answer in [("Autonomous unlock", ""), ("Key pool size", "25")]:
+    for prompt, answer in [("Autonomous unlock", ""), ("Key pool size", "25"),
+                           ("Master key in an HSM", "yes" if hsm else "")]:  # fmt: skip
         child.expect(prompt)
         child.sendline(answer)
+    if hsm is not None:
+        open_pin = tmp_path / "open.pin"
+        open_pin.write_text(PIN)
+        open_pin.chmod(0o644)
+        for pin_file in (open_pin, hsm.pin_file):  # a PIN file others can read is refused, with why
+            for prompt, answer in [("PKCS#11 module", hsm.module), ("Token label", hsm.label),
+                                   ("User PIN: a file", str(pin_file))]:  # fmt: skip
+                child.expect(prompt)
+                child.sendline(answer)
+            if pin_file == open_pin:
+                child.expect("readable by nobody else: chmod 600")
     child.expect("Created cluster 'Acme Tape Vault'")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
     status = json.loads(run_kma("status", "--data-dir", str(tmp_path / "kma"), "--json").stdout)
     assert (status["cluster_name"], status["autonomous_unlock"]) == ("Acme Tape Vault", False)
+    assert status["master_key"] == (f"pkcs11: token '{hsm.label}' in {hsm.module}" if hsm else "software")
 
 
 def test_answers_saved_without_passphrases_ask_each_person_in_the_terminal(tmp_path: Path) -> None:

@@ -72,10 +72,13 @@ class RunningKma:
         test_clock: bool = True,
         source: Path | None = None,
         listeners: dict[str, Any] | None = None,
+        hsm: Path | None = None,
     ) -> RunningKma:
-        """A demo KMA, started; `listeners` sets kma.toml's [listeners] (kma/limits.py) first."""
+        """A demo KMA, started; `listeners` sets kma.toml's [listeners] (kma/limits.py) first;
+        `hsm`: a file whose [hsm] table puts its master key in a token (tests/support/softhsm.py)."""
         data_dir = tmp / "kma"
-        info = json.loads(run_kma("demo", "--data-dir", str(data_dir), "--json", source=source).stdout)
+        more = ("--hsm", str(hsm)) if hsm else ()
+        info = json.loads(run_kma("demo", "--data-dir", str(data_dir), "--json", *more, source=source).stdout)
         kma = cls(data_dir, info, tmp / "clock-offset" if test_clock else None, source=source)
         if listeners:
             lines = "".join(f"{name} = {json.dumps(value)}\n" for name, value in listeners.items())

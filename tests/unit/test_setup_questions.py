@@ -22,7 +22,7 @@ def test_every_mistake_is_explained_and_asked_again() -> None:
         "11", "3",  # N: 11 refused (at most 10), then 3
         "4", "2",  # M: 4 refused (more than N), then 2
         "alice", "bob", "bob", "carol",  # names: "bob" twice refused
-        "so", "Sam Officer", "no", "50",  # officer, autonomous unlock, pool size
+        "so", "Sam Officer", "no", "50", "",  # officer, autonomous unlock, pool size, master key in software
     ])  # fmt: skip
     secrets = iter([
         "password1",  # alice: guessable, refused

@@ -50,6 +50,8 @@ class SummaryPage(SetupPage):
             ("Autonomous unlock", "on: a restarted KMA serves without a quorum" if a.autonomous_unlock
              else "off: a restarted KMA waits for a quorum"),
             ("Key pool", f"{a.key_pool_size:,} keys"),
+            ("Master key", f"in the HSM token '{a.hsm['token_label']}' ({a.hsm['module']})" if a.hsm
+             else "in software"),
         ]  # fmt: skip
         self.text.setText("<table cellspacing=6>" + "".join(
             f"<tr><td><b>{html.escape(k)}</b></td><td>{html.escape(v)}</td></tr>" for k, v in rows

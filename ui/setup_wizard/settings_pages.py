@@ -1,10 +1,10 @@
-"""The initial Security Officer, autonomous unlock and the key pool."""
+"""The initial Security Officer, autonomous unlock, the key pool and where the master key is."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QRadioButton, QSpinBox, QVBoxLayout
+from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QRadioButton, QSpinBox, QVBoxLayout, QWidget
 
 from app.setup import SetupAnswers, id_problem, strength
 from ui.setup_wizard.base import SetupPage
@@ -110,4 +110,58 @@ class PoolPage(SetupPage):
 
     def check(self) -> Any:
         self.answers.key_pool_size = self.size.value()
+        return ""
+
+
+class MasterKeyPage(SetupPage):
+    """Software (the default), or a PKCS#11 token on the KMA's machine (docs/hsm.md)."""
+
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(answers, ops, "Master key",
+                         "Where the key that wraps every stored key lives. The KMA checks the token when "
+                         "it is set up; a token it cannot use stops the set-up with the reason.")  # fmt: skip
+        layout = QVBoxLayout(self)
+        self.software = QRadioButton("In software: in the KMA's memory while it is unlocked")
+        self.in_hsm = QRadioButton("In a hardware security module (PKCS#11 token on the KMA's machine)")
+        self.software.setChecked(not answers.hsm)
+        self.in_hsm.setChecked(bool(answers.hsm))
+        layout.addWidget(self.software)
+        layout.addWidget(self.in_hsm)
+        self.token_form = QWidget()
+        form = QFormLayout(self.token_form)
+        self.module = QLineEdit(answers.hsm.get("module", ""))
+        self.module.setAccessibleName("PKCS#11 module")
+        self.module.setPlaceholderText("/usr/lib/softhsm/libsofthsm2.so")
+        self.token = QLineEdit(answers.hsm.get("token_label", ""))
+        self.token.setAccessibleName("Token label")
+        self.pin_file = QLineEdit(answers.hsm.get("pin_file", ""))
+        self.pin_file.setAccessibleName("PIN file")
+        self.pin_file.setPlaceholderText("/etc/kma/hsm.pin")
+        form.addRow("PKCS#11 module:", self.module)
+        form.addRow("Token label:", self.token)
+        form.addRow("User PIN file:", self.pin_file)
+        layout.addWidget(self.token_form)
+        note = QLabel(
+            "Paths are on the KMA's machine. The PIN file must belong to the KMA's user and be readable "
+            "by nobody else (chmod 600); the PIN itself is never typed here nor stored by the KMA."
+        )
+        note.setWordWrap(True)
+        layout.addWidget(note)
+        layout.addWidget(self.error)
+        layout.addStretch()
+        self.in_hsm.toggled.connect(self.token_form.setEnabled)
+        self.token_form.setEnabled(self.in_hsm.isChecked())
+
+    def check(self) -> Any:
+        if not self.in_hsm.isChecked():
+            self.answers.hsm = {}
+            return ""
+        chosen = {"module": self.module.text().strip(), "token_label": self.token.text().strip(),
+                  "pin_file": self.pin_file.text().strip()}  # fmt: skip
+        missing = [name for name, value in [("the PKCS#11 module", chosen["module"]),
+                                            ("the token label", chosen["token_label"]),
+                                            ("the PIN file", chosen["pin_file"])] if not value]  # fmt: skip
+        if missing:
+            return f"Give {', '.join(missing)}, or keep the master key in software."
+        self.answers.hsm = chosen
         return ""

@@ -30,12 +30,12 @@ from ui.setup_wizard.restore_join_pages import (
     RestoreFilesPage,
     RestoreQuorumPage,
 )
-from ui.setup_wizard.settings_pages import OfficerPage, PoolPage, UnlockPage
+from ui.setup_wizard.settings_pages import MasterKeyPage, OfficerPage, PoolPage, UnlockPage
 
 # Pages reached only once key split members have typed their passphrases (set-up, then restore).
 AFTER_MEMBERS = ("ProofPage", "OfficerPage", "UnlockPage", "PoolPage", "SummaryPage")
 PAGES = (ConnectPage, NetworkPage, ModePage, KeySplitPage, MembersPage, ProofPage, OfficerPage, UnlockPage,
-         PoolPage, SummaryPage, ProgressPage, DonePage,
+         PoolPage, MasterKeyPage, SummaryPage, ProgressPage, DonePage,
          RestoreFilesPage, RestoreQuorumPage, RestoreDonePage, JoinPage, JoinDonePage)  # fmt: skip
 
 

@@ -19,9 +19,10 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.crypto import CryptoError, WrappingKey
+from kma.crypto.hsm import HsmUnavailable
 from kma.datadir import write_private
 from kma.domain.actor import Actor
-from kma.errors import Conflict, ValidationFailed
+from kma.errors import Conflict, HsmFailed, ValidationFailed
 from kma.services.change import Change
 from kma.services.common import require
 from kma.services.keypool import key_pool
@@ -91,6 +92,10 @@ def _execute_unlock(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping
     kma_id = str(payload["kma_id"])
     if kma_id != kma.kma_id:
         raise Conflict(f"Only KMA '{kma_id}' itself can run its unlock.")
+    try:
+        kma.vault.check_hsm()  # a missing token or wrong PIN fails the unlock, with why, before it commits
+    except HsmUnavailable as exc:
+        raise HsmFailed(f"{exc} The KMA stays locked; fix the HSM, then unlock again.") from None
     now = kma.clock.now()
     statements = [
         Stmt(
@@ -129,6 +134,9 @@ def unlock_autonomously(kma: Appliance) -> bool:
     try:
         local = WrappingKey(path.read_bytes())
         kma.vault.unlock(WrappingKey(local.unwrap(f"autounlock:{kma.kma_id}", blob)))
+    except HsmUnavailable as exc:
+        log.error("the HSM cannot be used; staying locked: %s", exc)
+        return False
     except (CryptoError, ValueError, OSError):
         log.error("the local unlock key does not open the master key; staying locked")
         return False

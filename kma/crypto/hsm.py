@@ -1,0 +1,324 @@
+"""The master key in a hardware security module, through PKCS#11 (python-pkcs11).
+
+With an HSM the master key is two keys, and both are needed for anything it wraps:
+
+- the **token key**: an AES-256 key object generated inside the token, sensitive and never
+  extractable (CKA_SENSITIVE true, CKA_EXTRACTABLE false), usable for AES-GCM only. Every wrap and
+  unwrap of key material runs through it inside the token;
+- the **unlock key**: a 256-bit key, what the key split and autonomous unlock protect (exactly the
+  bytes they protect for a software master key). It is in memory only while the KMA is unlocked, and
+  it is the outer AES-GCM layer of every blob.
+
+A blob is ``unlock_key.wrap(context, token_gcm(context, plaintext))``: the token's layer is
+``nonce (12) || ciphertext || tag (16)`` with the context as associated data, inside the same
+format as the software backend's. So someone holding the token and its PIN but no quorum cannot
+open a stored key, and someone holding a copy of the data directory, or of the KMA's memory, cannot
+either without the token. The PIN is read from a file only the KMA's user can read, or from the OS
+keyring, when the KMA unlocks; it is never written to kma.toml or to a log.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kma.crypto.envelope import KEY_SIZE, NONCE_SIZE, TAG_SIZE, WrappingKey
+from kma.crypto.errors import CryptoError, IntegrityError
+
+__all__ = ["HsmMasterKey", "HsmSettings", "HsmUnavailable", "Token"]
+
+KEYRING_SERVICE = "kma-hsm"
+
+
+class HsmUnavailable(CryptoError):
+    """The token is missing, refuses the PIN, or failed: the KMA serves no key material then."""
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True)
+class HsmSettings:
+    """The `[hsm]` table of kma.toml (and of `kma init` answers). Never the PIN itself."""
+
+    module: str
+    key_label: str
+    token_label: str = ""
+    token_serial: str = ""
+    pin_file: str = ""
+    pin_keyring: str = ""  # the user name under the keyring service "kma-hsm"
+
+    @classmethod
+    def from_table(cls, table: dict[str, Any], default_key_label: str) -> HsmSettings:
+        fields = {"module", "key_label", "token_label", "token_serial", "pin_file", "pin_keyring"}
+        unknown = sorted(set(table) - fields - {"pin"})
+        if "pin" in table:
+            raise ValueError("[hsm] must not hold the PIN: give pin_file (readable only by the KMA's "
+                             "user) or pin_keyring (a name in the OS keyring).")  # fmt: skip
+        if unknown:
+            raise ValueError(f"[hsm] has unknown settings: {', '.join(unknown)}.")
+        values = {k: table.get(k, "") for k in fields}
+        values["key_label"] = values["key_label"] or default_key_label
+        for key, value in values.items():
+            if not isinstance(value, str):
+                raise ValueError(f"'{key}' in [hsm] must be a string.")
+        settings = cls(**values)
+        if not settings.key_label:
+            raise ValueError("[hsm] needs 'key_label': the label of the master key's token key.")
+        if not settings.module:
+            raise ValueError("[hsm] needs 'module': the path of the token's PKCS#11 library.")
+        if bool(settings.token_label) == bool(settings.token_serial):
+            raise ValueError("[hsm] needs exactly one of 'token_label' and 'token_serial'.")
+        if bool(settings.pin_file) == bool(settings.pin_keyring):
+            raise ValueError("[hsm] needs exactly one of 'pin_file' and 'pin_keyring'.")
+        return settings
+
+    def to_toml(self) -> str:
+        return "\n[hsm]\n" + "".join(
+            f"{k} = {_toml_string(v)}\n" for k, v in self.__dict__.items() if v
+        )
+
+    @property
+    def token_name(self) -> str:
+        return f"token '{self.token_label}'" if self.token_label else f"token with serial {self.token_serial}"
+
+    def read_pin(self) -> str:
+        if self.pin_file:
+            return read_pin_file(Path(self.pin_file))
+        try:
+            import keyring  # the gui extra's: a headless KMA may not have it
+        except ImportError:
+            raise HsmUnavailable("pin_keyring needs the keyring package (pip install keyring); "
+                                 "or give pin_file.") from None  # fmt: skip
+        try:
+            pin = keyring.get_password(KEYRING_SERVICE, self.pin_keyring)
+        except Exception as exc:  # any backend's failure: the message says which
+            raise HsmUnavailable(f"The OS keyring cannot be read for the HSM PIN: {exc}") from None
+        if not pin:
+            raise HsmUnavailable(
+                f"The OS keyring has no HSM PIN under service '{KEYRING_SERVICE}', name '{self.pin_keyring}'."
+            )
+        return pin
+
+
+def _toml_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def read_pin_file(path: Path) -> str:
+    """The PIN in `path`, refused if the file is not this user's own or others can read it."""
+    try:
+        info = path.stat()
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HsmUnavailable(f"Cannot read the HSM PIN file {path}: {exc}.") from None
+    if os.name == "posix" and (info.st_mode & 0o077 or info.st_uid != os.geteuid()):
+        raise HsmUnavailable(
+            f"The HSM PIN file {path} ({stat.S_IMODE(info.st_mode):04o}) must belong to this user and be "
+            f"readable by nobody else: chmod 600 {path}"
+        )
+    pin = text.strip()
+    if not pin:
+        raise HsmUnavailable(f"The HSM PIN file {path} is empty.")
+    return pin
+
+
+class Token:
+    """A logged-in session with the token that holds the master key's token key.
+
+    One session, used under a lock: a PKCS#11 session runs one operation at a time.
+    """
+
+    def __init__(self, settings: HsmSettings) -> None:
+        import pkcs11
+        from pkcs11 import exceptions as p11
+
+        self.settings = settings
+        self.failure: str | None = None  # the last operation's failure, until one succeeds
+        self._mutex = threading.Lock()
+        try:
+            lib = pkcs11.lib(settings.module)
+        except (RuntimeError, OSError) as exc:  # python-pkcs11 raises RuntimeError for a bad library
+            raise HsmUnavailable(f"Cannot load the PKCS#11 module {settings.module}: {exc}") from None
+        try:
+            if settings.token_label:
+                token = lib.get_token(token_label=settings.token_label)
+            else:
+                token = lib.get_token(token_serial=settings.token_serial.encode())
+        except p11.NoSuchToken:
+            raise HsmUnavailable(f"The HSM {settings.token_name} is not in {settings.module}.") from None
+        except p11.PKCS11Error as exc:
+            raise HsmUnavailable(f"The HSM {settings.token_name} cannot be found: {_name(exc)}.") from None
+        pin = settings.read_pin()
+        try:
+            self._session = token.open(user_pin=pin, rw=True, attribute_mapper=_mapper())
+        except (p11.PinIncorrect, p11.PinLenRange):
+            raise HsmUnavailable(f"The HSM {settings.token_name} refused the PIN (wrong PIN).") from None
+        except p11.PinLocked:
+            raise HsmUnavailable(f"The HSM {settings.token_name} has locked its user PIN.") from None
+        except p11.PKCS11Error as exc:
+            raise HsmUnavailable(f"The HSM {settings.token_name} cannot be opened: {_name(exc)}.") from None
+
+    def _call(self, what: str, operation: Any) -> Any:
+        from pkcs11 import exceptions as p11
+
+        with self._mutex:
+            try:
+                result = operation()
+            except p11.PKCS11Error as exc:
+                self.failure = f"The HSM {self.settings.token_name} failed to {what}: {_name(exc)}."
+                raise HsmUnavailable(self.failure) from None
+            self.failure = None
+            return result
+
+    def generate_master(self) -> Any:
+        """A new token key under the settings' label; refuses a label that is taken."""
+        from pkcs11 import Attribute, KeyType, Mechanism
+
+        label = self.settings.key_label
+        if self._find(label) is not None:
+            raise HsmUnavailable(f"The HSM {self.settings.token_name} already has a key labelled '{label}'.")
+        template = {
+            Attribute.EXTRACTABLE: False,
+            Attribute.SENSITIVE: True,
+            Attribute.TOKEN: True,
+            Attribute.PRIVATE: True,
+            Attribute.ENCRYPT: True,
+            Attribute.DECRYPT: True,
+            Attribute.WRAP: False,
+            Attribute.UNWRAP: False,
+            Attribute.SIGN: False,
+            Attribute.VERIFY: False,
+            Attribute.DERIVE: False,
+            Attribute.ALLOWED_MECHANISMS: [Mechanism.AES_GCM],
+        }
+        return self._call(
+            "generate the master key",
+            lambda: self._session.generate_key(KeyType.AES, KEY_SIZE * 8, label=label, template=template,
+                                               store=True),  # fmt: skip
+        )
+
+    def _find(self, label: str) -> Any:
+        from pkcs11 import KeyType, ObjectClass
+        from pkcs11 import exceptions as p11
+
+        with self._mutex:
+            try:
+                return self._session.get_key(ObjectClass.SECRET_KEY, KeyType.AES, label=label)
+            except p11.NoSuchKey:
+                return None
+            except p11.PKCS11Error as exc:
+                raise HsmUnavailable(
+                    f"The HSM {self.settings.token_name} failed to find the master key: {_name(exc)}."
+                ) from None
+
+    def master_key(self) -> Any:
+        key = self._find(self.settings.key_label)
+        if key is None:
+            raise HsmUnavailable(
+                f"The HSM {self.settings.token_name} has no master key labelled '{self.settings.key_label}'."
+            )
+        return key
+
+    def random(self, size: int) -> bytes:
+        """`size` bytes from the token's generator."""
+        return bytes(self._call("generate random bytes", lambda: self._session.generate_random(size * 8)))
+
+    def encrypt(self, key: Any, context: str, plaintext: bytes) -> bytes:
+        from pkcs11 import GCMParams, Mechanism
+
+        nonce = self.random(NONCE_SIZE)
+        params = GCMParams(nonce, context.encode("utf-8"), TAG_SIZE * 8)
+        sealed = self._call("wrap", lambda: key.encrypt(plaintext, mechanism=Mechanism.AES_GCM,
+                                                        mechanism_param=params))  # fmt: skip
+        return nonce + bytes(sealed)
+
+    def decrypt(self, key: Any, context: str, blob: bytes) -> bytes:
+        from pkcs11 import GCMParams, Mechanism
+        from pkcs11 import exceptions as p11
+
+        if len(blob) < NONCE_SIZE + TAG_SIZE:
+            raise IntegrityError("wrapped blob is too short")
+        params = GCMParams(blob[:NONCE_SIZE], context.encode("utf-8"), TAG_SIZE * 8)
+        with self._mutex:
+            try:
+                plaintext = key.decrypt(blob[NONCE_SIZE:], mechanism=Mechanism.AES_GCM,
+                                        mechanism_param=params)  # fmt: skip
+            except (p11.EncryptedDataInvalid, p11.EncryptedDataLenRange):
+                raise IntegrityError("wrapped blob failed authentication") from None
+            except p11.PKCS11Error as exc:
+                # SoftHSM2 reports a failed GCM tag as a general error: the outer layer already
+                # authenticated this blob, so a failure here is the token's, not the blob's.
+                self.failure = f"The HSM {self.settings.token_name} failed to unwrap: {_name(exc)}."
+                raise HsmUnavailable(self.failure) from None
+            self.failure = None
+            return bytes(plaintext)
+
+    def destroy(self, key: Any) -> None:
+        self._call("delete the master key", key.destroy)
+
+    def close(self) -> None:
+        """Log out and close the session."""
+        from pkcs11 import exceptions as p11
+
+        with self._mutex:
+            try:
+                self._session.close()
+            except p11.PKCS11Error:
+                pass  # a token already gone has no session left to close
+
+
+def _mapper() -> Any:
+    """python-pkcs11's attributes plus CKA_ALLOWED_MECHANISMS: an array of CK_ULONG (C's
+    unsigned long, which struct's native "L" is)."""
+    from pkcs11 import Attribute, Mechanism
+    from pkcs11.attributes import AttributeMapper
+
+    mapper = AttributeMapper()
+    size = struct.calcsize("@L")
+    mapper.register_handler(
+        Attribute.ALLOWED_MECHANISMS,
+        lambda mechanisms: struct.pack(f"@{len(mechanisms)}L", *mechanisms),
+        lambda packed: [Mechanism(m) for m in struct.unpack(f"@{len(packed) // size}L", packed)],
+    )
+    return mapper
+
+
+def _name(exc: Exception) -> str:
+    return type(exc).__name__
+
+
+class HsmMasterKey(WrappingKey):
+    """The master key with an HSM: the token key inside, the unlock key outside (see the module).
+
+    ``raw()`` is the unlock key's bytes: what the key split and autonomous unlock wrap.
+    """
+
+    __slots__ = ("_token", "_token_key")
+
+    def __init__(self, unlock_key: bytes, token: Token, token_key: Any) -> None:
+        super().__init__(unlock_key)
+        self._token = token
+        self._token_key = token_key
+
+    def wrap(self, context: str, plaintext: bytes) -> bytes:
+        return super().wrap(context, self._token.encrypt(self._token_key, context, plaintext))
+
+    def unwrap(self, context: str, blob: bytes) -> bytes:
+        return self._token.decrypt(self._token_key, context, super().unwrap(context, blob))
+
+    def random(self, size: int) -> bytes:
+        return self._token.random(size)
+
+    def destroy(self) -> None:
+        """Delete the token key: only for a set-up that failed before anything used it."""
+        self._token.destroy(self._token_key)
+
+    def __repr__(self) -> str:
+        return f"HsmMasterKey(<secret>, {self._token.settings.token_name})"

@@ -1,0 +1,76 @@
+"""The [hsm] table and the PIN file: every refusal says what to fix (docs/hsm.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import keyring
+import pytest
+from keyring.backend import KeyringBackend
+
+from kma.bootstrap import read_hsm
+from kma.crypto.hsm import HsmSettings, HsmUnavailable, read_pin_file
+from kma.errors import ValidationFailed
+
+GOOD = {"module": "/usr/lib/softhsm/libsofthsm2.so", "token_label": "t", "pin_file": "/etc/kma/hsm.pin"}
+
+
+def test_the_table_names_the_module_one_token_and_one_pin_source_and_never_the_pin() -> None:
+    settings = read_hsm(GOOD, "kma-1")
+    assert settings == HsmSettings(module=GOOD["module"], key_label="kma-master-kma-1", token_label="t",
+                                   pin_file="/etc/kma/hsm.pin")  # fmt: skip
+    assert "pin_file" in settings.to_toml() and "token_serial" not in settings.to_toml()
+    for table, why in [
+        ({**GOOD, "pin": "1234"}, "must not hold the PIN"),
+        ({**GOOD, "token_serial": "01"}, "exactly one of 'token_label' and 'token_serial'"),
+        ({**GOOD, "pin_keyring": "kma"}, "exactly one of 'pin_file' and 'pin_keyring'"),
+        ({k: v for k, v in GOOD.items() if k != "module"}, "needs 'module'"),
+        ({**GOOD, "slot": 0}, "unknown settings: slot"),
+        ({**GOOD, "token_label": 7}, "must be a string"),
+    ]:
+        with pytest.raises(ValidationFailed, match=why):
+            read_hsm(table, "kma-1")
+
+
+def test_a_pin_file_others_can_read_is_refused_with_the_fix(tmp_path: Path) -> None:
+    pin = tmp_path / "hsm.pin"
+    pin.write_text("1234\n")
+    pin.chmod(0o640)
+    with pytest.raises(HsmUnavailable, match="chmod 600"):
+        read_pin_file(pin)
+    pin.chmod(0o600)
+    assert read_pin_file(pin) == "1234"
+    pin.write_text("\n")
+    with pytest.raises(HsmUnavailable, match="empty"):
+        read_pin_file(pin)
+    with pytest.raises(HsmUnavailable, match="Cannot read"):
+        read_pin_file(tmp_path / "missing.pin")
+
+
+class _OneSecret(KeyringBackend):
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self, stored: dict[tuple[str, str], str]) -> None:
+        super().__init__()
+        self.stored = stored
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.stored.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.stored[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        self.stored.pop((service, username), None)
+
+
+def test_the_pin_can_come_from_the_os_keyring() -> None:
+    before = keyring.get_keyring()
+    keyring.set_keyring(_OneSecret({("kma-hsm", "dallas"): "4321"}))
+    try:
+        settings = read_hsm({**GOOD, "pin_file": "", "pin_keyring": "dallas"}, "kma-1")
+        assert settings.read_pin() == "4321"
+        with pytest.raises(HsmUnavailable, match="no HSM PIN under service 'kma-hsm', name 'boston'"):
+            read_hsm({**GOOD, "pin_file": "", "pin_keyring": "boston"}, "kma-1").read_pin()
+    finally:
+        keyring.set_keyring(before)
