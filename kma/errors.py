@@ -65,6 +65,12 @@ class KmaLocked(KmaError):
         super().__init__(message, audited)
 
 
+class Busy(KmaError):
+    """This KMA cannot serve the request now but another KMA can (it is catching up after its start)."""
+
+    code, status = "busy", 503
+
+
 class ClusterUnavailable(KmaError):
     """The cluster's store takes no writes now (no leader: this KMA is on the minority side, or an
     election is under way); nothing was changed, try again."""

@@ -58,6 +58,7 @@ class Status(Response):
     version: str
     locked: bool
     autonomous_unlock: bool
+    caught_up: bool  # its replica holds what the cluster had committed at its start: it serves agents
     time: Time
     warnings: list[str]
 
@@ -224,6 +225,7 @@ class BackupReadiness(Response):
     ready_keys: int
     keys_issued_recently: int  # by this KMA in the last 7 days
     ready_keys_run_out_in: int | None  # seconds at that rate; None when none were issued
+    keys_withheld_by_restore: int  # the backup's unassigned keys: perhaps issued after it, never again
     core_security_backup_up_to_date: bool
 
 

@@ -24,7 +24,7 @@ from kma.domain.actor import Actor
 from kma.domain.lifecycle import BACKUP_HOLDS_DESTROYED_KEY, HELD_OR_REPLICATED
 from kma.errors import Conflict, NotFound
 from kma.pacing import remove_gradually
-from kma.services.keypool import key_pool
+from kma.services.keypool import POOL_KEYS, key_pool
 from kma.store import Batch, Stmt
 
 # What a manifest counts: enough for a person to see what a backup holds before restoring it.
@@ -214,6 +214,7 @@ def delete_backup(kma: Appliance, actor: Actor, backup_id: str, reason: str = "d
 
 # --- what the dashboard and `kma status` say ----------------------------------------------
 RECENT = 7 * 86400  # the window of the "recent issue rate"
+WITHHELD = "SELECT count(*) FROM keys WHERE withheld_at IS NOT NULL AND key_group_id IS NULL"
 
 
 def readiness(kma: Appliance) -> dict[str, Any]:
@@ -222,10 +223,10 @@ def readiness(kma: Appliance) -> dict[str, Any]:
     now = kma.clock.now()
     last = kma.store.scalar("SELECT max(created_at) FROM backups WHERE deleted_at IS NULL")
     alone = key_pool(kma).alone()
-    pool = "kma_id = ? AND activated_at IS NULL AND destroyed_at IS NULL AND key_group_id IS NULL"
     ready = int(
         kma.store.scalar(
-            f"SELECT count(*) FROM keys WHERE {pool} AND {HELD_OR_REPLICATED.format(t='')}", (kma.kma_id,)
+            f"SELECT count(*) FROM keys WHERE {POOL_KEYS} AND {HELD_OR_REPLICATED.format(t='')}",
+            (kma.kma_id,),
         )
         or 0
     )
@@ -245,9 +246,15 @@ def readiness(kma: Appliance) -> dict[str, Any]:
         "ready_keys": ready,
         "keys_issued_recently": issued,
         "ready_keys_run_out_in": runs_out_in,
+        "keys_withheld_by_restore": int(kma.store.scalar(WITHHELD)),
         "core_security_backup": core,
         "core_security_backup_up_to_date": core["up_to_date"],
     }
+
+
+def withheld_warning(count: int) -> str:
+    return (f"{count} keys may have been issued after the backup this KMA was restored from; their tapes "
+            "will be known when a drive reads them. They are never issued again.")  # fmt: skip
 
 
 def describe_duration(seconds: int) -> str:
@@ -273,6 +280,8 @@ def warnings(info: dict[str, Any]) -> list[str]:
         out.append(f"At the recent issue rate ({info['keys_issued_recently']} keys in 7 days) the "
                    f"{info['ready_keys']} Ready keys run out in {describe_duration(runs_out)}: take a "
                    "database backup before then.")  # fmt: skip
+    if info["keys_withheld_by_restore"]:
+        out.append(withheld_warning(info["keys_withheld_by_restore"]))
     core = info["core_security_backup"]
     if core["exists"] and not core["up_to_date"]:
         out.append(core["message"])

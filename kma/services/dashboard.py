@@ -26,6 +26,11 @@ def warnings(kma: Appliance) -> list[str]:
     out = []
     if kma.vault.locked:
         out.append("This KMA is locked: it serves no keys until a quorum unlocks it.")
+    if not kma.store.caught_up():
+        out.append(
+            "This KMA is catching up with the cluster after its start: until its replica holds what "
+            "the cluster has committed it serves no agent (they are told to try another KMA)."
+        )
     out += backups.warnings(backups.readiness(kma))
     if kma.test_clock:
         out.append("This KMA runs on a test clock (KMA_TEST_CLOCK_FILE); never in production.")
@@ -74,6 +79,7 @@ def status(kma: Appliance) -> dict[str, Any]:
         "version": __version__,
         "locked": kma.vault.locked,
         "autonomous_unlock": bool(me["auto"]) if me else False,
+        "caught_up": kma.store.caught_up(),
         "time": kma.clock.now(),
         "warnings": warnings(kma),
     }

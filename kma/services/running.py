@@ -8,6 +8,7 @@ background, the audit trail is pruned and database backups are taken on schedule
 
 from __future__ import annotations
 
+from kma import __version__
 from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
 from kma.crypto import WrappingKey
@@ -40,11 +41,20 @@ class Running:
             kma.itself,
             "kma.listen",
             [
+                # Its version too: a joined KMA's row is made by another KMA, which cannot know it.
                 Stmt(
-                    "UPDATE kmas SET management_address = ?, service_address = ? WHERE id = ? "
-                    "AND (management_address, service_address) IS NOT (?, ?)",
-                    (management_address, service_address, kma.kma_id, management_address, service_address),
-                )
+                    "UPDATE kmas SET management_address = ?, service_address = ?, version = ? WHERE id = ? "
+                    "AND (management_address, service_address, version) IS NOT (?, ?, ?)",
+                    (
+                        management_address,
+                        service_address,
+                        __version__,
+                        kma.kma_id,
+                        management_address,
+                        service_address,
+                        __version__,
+                    ),
+                )  # fmt: skip
             ],
             f"listening on {management_address} (management) and {service_address} (service)",
             ("kma", kma.kma_id),
