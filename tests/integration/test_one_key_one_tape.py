@@ -1,0 +1,138 @@
+"""One key, one tape (issue 25): no pool key is ever given to two tapes, across a crash, a restart
+while the replica is behind, a restore, and any order of them. Real `kma serve` processes, each with
+its own rqlited, on loopback; drives are KMIP clients on enrolled agents' files."""
+
+from __future__ import annotations
+
+import stat
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kma.kmip.client import KmipFailure
+from kma.kmip.enums import ResultReason
+from kma.kmip.messages import BUSY
+from kma.store.rqlite_http import RqliteClient, tls_context
+from tests.support.agents import enrolled_demo_agent, kmip, service_address
+from tests.support.cluster import BINARY, eventually, files_of, replica, three_kmas
+from tests.support.kma_process import RunningKma
+
+needs_rqlite = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
+
+
+def ask(agent: Path, kma: RunningKma, action: Callable[[Any], Any]) -> Any:
+    """`action` on a fresh KMIP connection to `kma`; "busy" when it says to try another KMA (it
+    closes the connection then), "not found" when it says it has no such key."""
+    try:
+        with kmip(agent, service_address(kma)) as drive:
+            return action(drive)
+    except KmipFailure as failure:
+        if failure.message.startswith(BUSY):
+            return "busy"
+        if failure.reason == ResultReason.ITEM_NOT_FOUND:
+            return "not found"
+        raise
+
+
+def own_pool(kma: RunningKma, kma_id: str) -> int:
+    with replica(kma) as db:
+        sql = "SELECT count(*) FROM keys WHERE kma_id = ? AND key_group_id IS NULL AND destroyed_at IS NULL"
+        return int(db.execute(sql, (kma_id,)).fetchone()[0])
+
+
+def tapes_of_keys(kma: RunningKma) -> dict[str, set[str]]:
+    """Every key bound to a tape, with the tapes it is bound to as `kma`'s replica has them."""
+    with replica(kma) as db:
+        rows = db.execute("SELECT id, data_unit_id FROM keys WHERE data_unit_id IS NOT NULL").fetchall()
+    out: dict[str, set[str]] = {}
+    for key_id, tape in rows:
+        out.setdefault(key_id, set()).add(tape)
+    return out
+
+
+def slow_to_apply(kma: RunningKma, entries: int) -> None:
+    """Raft entries that take a node a second or two each to apply (a long count, written to
+    nothing). A node restarted afterwards restores its last snapshot and applies them, and all that
+    follows them, only then: meanwhile its replica is behind."""
+    files = files_of(kma)
+    context = tls_context(files.ca_cert, files.node_cert, files.node_key)
+    client = RqliteClient(files.load().http_address, context, timeout=120)
+    count = ("SELECT count(*) > 0 FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+             "WHERE x < 8000000) SELECT x FROM c)")  # fmt: skip
+    try:
+        for _ in range(entries):
+            client.execute([[f"UPDATE cluster_guard SET ok = ({count}) WHERE id = 1"]])
+    finally:
+        client.close()
+
+
+@needs_rqlite
+def test_a_kma_killed_right_after_issuing_keys_never_issues_them_again(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    with three_kmas(tmp_path) as kmas:
+        crashed = kmas[1]
+        kma_id = "kma-dal-2"
+        agent = enrolled_demo_agent(crashed, tmp_path_factory, "t10k-dal-01")
+        eventually(lambda: own_pool(crashed, kma_id) >= 60, 90.0, "the KMA's own pool filled")
+        slow_to_apply(kmas[0], 6)
+        with kmip(agent, service_address(crashed)) as drive:
+            before = {tape: drive.write_key(tape)[0] for tape in (f"OLD{n:03d}" for n in range(12))}
+        crashed.kill()  # right after: its assignments are in the cluster, its replica's file is behind
+
+        crashed.start(caught_up=False)
+        answers: list[Any] = []
+        new: dict[str, str] = {}
+        tapes = iter(f"NEW{n:03d}" for n in range(100))
+        tape = next(tapes)
+        old_tape, old_key = next(iter(before.items()))
+        while len(new) < 6:  # at once, and on until it serves again: new tapes, and an old tape's key
+            answers.append(ask(agent, crashed, lambda d: d.locate(data_unit=old_tape)))
+            answers.append(ask(agent, crashed, lambda d: d.get(old_key)))
+            issued = ask(agent, crashed, lambda d, t=tape: d.write_key(t))
+            if issued not in ("busy", "not found"):
+                new[tape] = issued[0]
+                tape = next(tapes)
+
+        assert not set(new.values()) & set(before.values()), "a key issued before the crash was issued again"
+        assert "not found" not in answers and [] not in answers, "an existing key was not found"
+        assert len(set(new.values())) == len(new)
+        for kma in kmas:  # and every KMA agrees: each key on one tape
+            everywhere = lambda k=kma: set(new.values()) <= set(tapes_of_keys(k))  # noqa: E731
+            eventually(everywhere, 15.0, "the new keys everywhere")
+            assert all(len(bound) == 1 for bound in tapes_of_keys(kma).values())
+
+
+@needs_rqlite
+def test_a_kma_killed_while_rqlited_has_its_files_open_to_all_starts_again(tmp_path: Path) -> None:
+    with three_kmas(tmp_path) as kmas:
+        joined = kmas[2]
+        folder = files_of(joined).rqlite_dir
+
+        def exposed() -> list[str]:
+            found = []
+            for path in folder.rglob("*"):
+                try:
+                    if path.lstat().st_mode & 0o077 and not path.is_symlink():
+                        found.append(path.name)
+                except FileNotFoundError:
+                    pass
+            return found
+
+        eventually(lambda: not exposed(), 5.0, "rqlited's files private while it runs")
+        joined.kill()
+        # At its start rqlited installs its last snapshot as a new SQLite file, 0644: the KMA is
+        # killed the moment one shows.
+        starting = threading.Thread(target=lambda: pytest.raises(RuntimeError, joined.start))
+        starting.start()
+        eventually(lambda: exposed() or not starting.is_alive(), 60.0, "rqlited's SQLite file installed")
+        assert joined.process is not None
+        joined.process.kill()
+        starting.join()
+
+        joined.start()  # no chmod in between
+        eventually(lambda: not exposed(), 5.0, "rqlited's files private while it runs")
+        assert stat.S_IMODE(files_of(joined).replica.stat().st_mode) == 0o600
