@@ -16,9 +16,11 @@ from kma.kmip.client import KmipFailure
 from kma.kmip.enums import ResultReason
 from kma.kmip.messages import BUSY
 from kma.store.rqlite_http import RqliteClient, tls_context
+from tests.integration.test_backups import answers, quorum, take_backups
 from tests.support.agents import enrolled_demo_agent, kmip, service_address
 from tests.support.cluster import BINARY, eventually, files_of, replica, three_kmas
-from tests.support.kma_process import RunningKma
+from tests.support.kma_process import RunningKma, run_kma
+from tests.support.waiting import wait_until
 
 needs_rqlite = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -136,3 +138,45 @@ def test_a_kma_killed_while_rqlited_has_its_files_open_to_all_starts_again(tmp_p
         joined.start()  # no chmod in between
         eventually(lambda: not exposed(), 5.0, "rqlited's files private while it runs")
         assert stat.S_IMODE(files_of(joined).replica.stat().st_mode) == 0o600
+
+
+def test_a_restored_kma_never_issues_a_key_issued_after_its_backup(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    source = RunningKma.demo_in(tmp_path / "source", test_clock=False)
+    try:
+        agent = enrolled_demo_agent(source, tmp_path_factory, "t10k-dal-01")
+        core, database = take_backups(source, tmp_path / "offline")
+        with kmip(agent, service_address(source)) as drive:  # after the backup: tapes it never heard of
+            after = {tape: drive.write_key(tape)[0] for tape in (f"AFT{n:03d}" for n in range(10))}
+            material = {key_id: drive.get(key_id) for key_id in after.values()}
+    finally:
+        source.stop()
+
+    target = tmp_path / "restored" / "kma"
+    done = run_kma("init", "--data-dir", str(target), "--answers",
+                   str(answers(tmp_path, core, database, quorum(source))), check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    restored = RunningKma(target, source.demo)
+    restored.start()
+    try:
+        # The officer is told, on the dashboard, in the audit trail and by `kma status`
+        admin = restored.client("admin")
+        told = "keys may have been issued after the backup this KMA was restored from; their tapes will"
+        assert any(told in w for w in admin.dashboard().warnings)
+        events = restored.client("auditor").list_audit_events(operation="backup.restore").items
+        assert told in events[0].message
+        assert told in run_kma("status", "--data-dir", str(target)).stdout
+        # The drives that wrote with those keys still read them
+        with kmip(agent, service_address(restored)) as drive:
+            assert {key_id: drive.get(key_id) for key_id in after.values()} == material
+        # A fresh pool (Ready once a backup holds it: one KMA), and new tapes get none of those keys
+        waiting = lambda: (admin.dashboard().backups or pytest.fail("no backups")).keys_waiting_for_backup  # noqa: E731
+        wait_until(lambda: waiting() >= 20, 60.0, what="a fresh pool generated")
+        admin.create_backup()
+        with kmip(agent, service_address(restored)) as drive:
+            new = [drive.write_key(f"NEW{n:03d}")[0] for n in range(12)]
+        assert not set(new) & set(after.values()), "a key issued after the backup was issued again"
+        assert len(set(new)) == len(new)
+    finally:
+        restored.stop()
