@@ -528,7 +528,23 @@ def locate(
         "k.activated_at DESC, k.created_at DESC, k.id LIMIT :limit OFFSET :offset",
         params,
     )
-    return first + [str(r[0]) for r in rows], total
+    found = first + [str(r[0]) for r in rows]
+    if total == 0 and offset == 0:  # a tape the cluster records no key for: one it refused to bind?
+        found = _unrecorded(kma, agent_id, wanted)[:limit]
+        total = len(found)
+    return found, total
+
+
+def _unrecorded(kma: Appliance, agent_id: str, wanted: LocateFilter) -> list[str]:
+    """The keys whose binding to the asked-for tape the cluster refused, for the agent it went
+    to (a drive reading that tape finds the key it wrote with), for a plain tape lookup only."""
+    if len(wanted.data_units) != 1 or wanted.groups or wanted.key_ids or wanted.custom or wanted.states:
+        return []
+    rows = kma.store.query(
+        "SELECT key_id FROM unrecorded_bindings WHERE agent_id = ? AND data_unit_id = ? ORDER BY id DESC",
+        (agent_id, wanted.data_units[0]),
+    )
+    return [str(r[0]) for r in rows]
 
 
 def _issued_here(kma: Appliance, agent_id: str, now: int, wanted: LocateFilter) -> list[str]:

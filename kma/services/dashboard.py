@@ -32,6 +32,13 @@ def warnings(kma: Appliance) -> list[str]:
             "the cluster has committed it serves no agent (they are told to try another KMA)."
         )
     out += backups.warnings(backups.readiness(kma))
+    unrecorded = int(kma.store.scalar("SELECT count(*) FROM unrecorded_bindings"))
+    if unrecorded:
+        out.append(
+            f"{unrecorded} tapes were written with a key the cluster had already given to another tape (the "
+            "binding was refused: see the audit trail's 'not recorded in the cluster' events). Each key "
+            "stays readable by the drive that wrote with it."
+        )
     if kma.test_clock:
         out.append("This KMA runs on a test clock (KMA_TEST_CLOCK_FILE); never in production.")
     return out

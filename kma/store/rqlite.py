@@ -56,7 +56,7 @@ from filelock import FileLock, Timeout
 
 from kma.audit.record import Condition
 from kma.store import fts
-from kma.store.batch import Batch, Params, Refused, WriteResult, counted
+from kma.store.batch import Batch, Deferred, Params, Refused, Stmt, WriteResult, counted
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import gather, integrity_message
 from kma.store.outbox import Entry, Outbox
@@ -434,15 +434,25 @@ class RqliteStore:
 
     def _as_refused(self, entry: Entry, failed: StatementFailed) -> list[Entry]:
         """A deferred change the cluster refuses (its own pool key changed there meanwhile): never
-        dropped silently. Its event goes in as an error saying so, without the change; the key's
-        material stays in the cluster's store, so what the agent wrote with it stays readable."""
+        dropped silently. Its event goes in as an error saying so, and what the drive did with the
+        key (its tape, agent and group) as an unrecorded binding for an officer to resolve: the
+        key's material stays in the cluster's store, and that agent still reads it by ID
+        (kma/services/agent_keys.py READABLE_BY_ID)."""
         seq, at, record, change = entry
-        reason = self._refusal(Batch(change.statements if change else ()), failed).message
+        assert change is not None
+        reason = self._refusal(Batch(change.statements), failed).message
         log.error("the cluster refused a change this KMA committed while it could not reach it: %s (%s)",
                   record.message, reason)  # fmt: skip
         told = f"not recorded in the cluster: {reason}; what this KMA did: {record.message}"
         refused = replace(record, condition=Condition.ERROR, message=told)
-        return [(seq, at, refused, None)]
+        shows = change.shows
+        kept = Stmt(
+            "INSERT INTO unrecorded_bindings (key_id, data_unit_id, agent_id, key_group_id, kma_id, "
+            "recorded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (shows["id"], shows["data_unit_id"], shows["agent_id"], shows["key_group_id"], self.kma_id, at,
+             reason),
+        )  # fmt: skip
+        return [(seq, at, refused, Deferred(change.name, shows, [kept]))]
 
     def _replica_shipped(self) -> int:
         """The last outbox entry of this KMA that its own replica holds."""

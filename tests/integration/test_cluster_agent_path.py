@@ -188,7 +188,13 @@ def test_an_assignment_the_cluster_refuses_is_an_error_event_on_every_kma_and_sh
         assert message.startswith("not recorded in the cluster: ")
         assert f"issued write key {refused_key}" in message
     eventually(lambda: outbox_depth(cut) == 0, 10.0, "the outbox empty: shipping went on")
-    with kmip(agent) as drive:  # the drive's next request is recorded as usual
-        drive.locate(data_unit="REF001")
+    for kma in kmas:  # the tape and the key kept for an officer to resolve, and the officer told
+        with replica(kma) as db:
+            kept = db.execute("SELECT key_id, data_unit_id, agent_id FROM unrecorded_bindings").fetchall()
+        assert [tuple(r) for r in kept] == [(refused_key, "REF001", "t10k-dal-01")]
+        assert any("tapes were written with a key" in w for w in kma.client("so").dashboard().warnings)
+    with kmip(agent) as drive:  # a later read of that tape finds the key it was written with
+        assert drive.locate(data_unit="REF001") == [refused_key]
+        assert len(drive.get(refused_key)) == 32
     for kma in kmas:
         assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0
