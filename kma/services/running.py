@@ -8,6 +8,8 @@ background, the audit trail is pruned and database backups are taken on schedule
 
 from __future__ import annotations
 
+import time
+
 from kma import __version__
 from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
@@ -19,6 +21,8 @@ from kma.services.cluster_watch import ClusterWatch
 from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
 from kma.store import Stmt
+
+CATCH_UP_WAIT_S = 30.0
 
 
 class Running:
@@ -62,6 +66,8 @@ class Running:
         )
         if master is not None:
             kma.vault.unlock(master)
+        else:  # whether it may unlock itself, and how, as the cluster has it now: not a stale replica
+            self._catch_up()
         unlocked = master is not None or unlock_autonomously(kma)
         kma.audit(
             kma.itself,
@@ -80,6 +86,14 @@ class Running:
         self.backups.start()
         self.cluster_watch.start()
         self.forwarder.start()
+
+    def _catch_up(self) -> None:
+        """After a start, wait (a while) until the store has caught up with the cluster (a restarted
+        node's replica may not even hold this KMA's row yet); if it has not by then, the KMA starts
+        as its replica has it and serves agents once caught up (kma/kmip/server.py)."""
+        deadline = time.monotonic() + CATCH_UP_WAIT_S
+        while not self.kma.store.caught_up() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def stop(self) -> None:
         self.forwarder.stop()

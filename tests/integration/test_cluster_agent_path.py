@@ -19,6 +19,7 @@ from tests.support.cluster import (
     eventually,
     execute,
     outbox_depth,
+    processes,
     replica,
 )
 from tests.support.cluster import three_kmas as cluster_of_three
@@ -34,14 +35,6 @@ TAPES = [f"CUT{n:03d}" for n in range(1, 7)]
 def three_kmas(tmp_path: Path) -> Iterator[list[RunningKma]]:
     with cluster_of_three(tmp_path) as kmas:  # CUT_ID is the second
         yield kmas
-
-
-def _pids(kma: RunningKma) -> list[int]:
-    """The KMA's `kma serve` process and the rqlited it runs."""
-    assert kma.process is not None
-    pid = kma.process.pid
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [pid] + [int(p) for p in children if "rqlited" in Path(f"/proc/{p}/cmdline").read_text()]
 
 
 def _own_pool(kma: RunningKma) -> int:
@@ -97,7 +90,7 @@ def test_a_kma_cut_off_from_the_majority_issues_new_write_keys_from_its_own_pool
             old_material = drive.get(old_key)
 
             # The other two KMAs and their Raft nodes stop answering: no majority here.
-            stopped = [pid for k in kmas if k is not cut for pid in _pids(k)]
+            stopped = [pid for k in kmas if k is not cut for pid in processes(k)]
             for pid in stopped:
                 os.kill(pid, signal.SIGSTOP)
 
