@@ -41,6 +41,9 @@ class Running:
         """`master`: given by the set-up that has just made this KMA (its key split proven a moment
         ago), which then serves at once, unlocked; after a restart, autonomous unlock decides."""
         kma = self.kma
+        # What it records and whether it may unlock itself, as the cluster has it now, not as a
+        # restarted node's stale replica does (and its outbox shipped first).
+        self._catch_up()
         kma.commit(
             kma.itself,
             "kma.listen",
@@ -66,8 +69,6 @@ class Running:
         )
         if master is not None:
             kma.vault.unlock(master)
-        else:  # whether it may unlock itself, and how, as the cluster has it now: not a stale replica
-            self._catch_up()
         unlocked = master is not None or unlock_autonomously(kma)
         kma.audit(
             kma.itself,
