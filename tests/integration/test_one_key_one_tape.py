@@ -15,13 +15,20 @@ from typing import Any
 
 import pytest
 
+from kma import __version__
+from kma.agent.enroll import make_csr
+from kma.appliance import Appliance
+from kma.crypto import hash_passphrase
+from kma.datadir import DataDir
+from kma.errors import Conflict, Unauthenticated
 from kma.kmip.client import KmipFailure
 from kma.kmip.enums import ResultReason
 from kma.kmip.messages import BUSY, RETRY_LATER
+from kma.services import enrollment
 from kma.store.rqlite_http import ClusterUnavailable, RqliteClient, tls_context
 from tests.integration.test_backups import answers, quorum, take_backups
 from tests.support.agents import enrolled_demo_agent, kmip, service_address
-from tests.support.cluster import BINARY, eventually, files_of, processes, replica, three_kmas
+from tests.support.cluster import BINARY, eventually, execute, files_of, processes, replica, three_kmas
 from tests.support.kma_process import RunningKma, run_kma
 from tests.support.waiting import wait_until
 
@@ -141,6 +148,8 @@ def test_a_kma_killed_while_rqlited_has_its_files_open_to_all_starts_again(tmp_p
             return found
 
         eventually(lambda: not exposed(), 5.0, "rqlited's files private while it runs")
+        # A joined KMA's entry is made by another KMA, which cannot know its version: it says so itself
+        execute(kmas[0], [["UPDATE kmas SET version = '' WHERE id = 'kma-dal-3'"]])
         joined.kill()
         # At its start rqlited installs its last snapshot as a new SQLite file, 0644: the KMA is
         # killed the moment one shows.
@@ -154,6 +163,7 @@ def test_a_kma_killed_while_rqlited_has_its_files_open_to_all_starts_again(tmp_p
         joined.start()  # no chmod in between
         eventually(lambda: not exposed(), 5.0, "rqlited's files private while it runs")
         assert stat.S_IMODE(files_of(joined).replica.stat().st_mode) == 0o600
+        assert kmas[0].client("so").get_kma("kma-dal-3").version == __version__
 
 
 def test_a_restored_kma_never_issues_a_key_issued_after_its_backup(
@@ -268,3 +278,24 @@ def test_each_key_goes_to_one_tape_whatever_the_order_of_crashes_restarts_and_pa
         for kma in kmas:
             recorded = lambda k=kma: {i: t for i, t in tapes_of_keys(k).items() if i in wanted} == wanted  # noqa: E731
             eventually(recorded, 30.0, "every KMA records each key on the tape its drive was told")
+
+
+def test_an_enrollment_passphrase_not_yet_replicated_here_is_not_a_wrong_one(tmp_path: Path) -> None:
+    """A passphrase set through another KMA a moment ago (this KMA's replica still has the older
+    one, the Raft leader the newer): "not yet known to this KMA", and not counted toward the lockout."""
+    demo = RunningKma.demo_in(tmp_path, test_clock=False)
+    demo.stop()
+    kma = Appliance(DataDir(demo.data_dir))
+    try:
+        newer = "set-a-moment-ago-elsewhere"
+        newest = lambda sql, params=(): [[hash_passphrase(newer)]]  # noqa: E731  the leader's answer
+        kma.store.query_leader = newest  # type: ignore[method-assign]
+        _, csr = make_csr("t10k-dal-01")
+        for _ in range(enrollment.MAX_FAILURES + 1):
+            with pytest.raises(Conflict, match="not yet known to this KMA"):
+                enrollment.enroll(kma, "t10k-dal-01", newer, csr, "127.0.0.1", "127.0.0.1:5696")
+        assert not enrollment.FAILURES.locked("t10k-dal-01")
+        with pytest.raises(Unauthenticated, match="wrong"):  # matching neither: wrong, and counted
+            enrollment.enroll(kma, "t10k-dal-01", "neither-of-them", csr, "127.0.0.1", "127.0.0.1:5696")
+    finally:
+        kma.close()
