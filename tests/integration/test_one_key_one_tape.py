@@ -80,6 +80,7 @@ def slow_to_apply(kma: RunningKma, entries: int) -> None:
     client = RqliteClient(files.load().http_address, context, timeout=120)
     count = ("SELECT count(*) > 0 FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
              "WHERE x < 8000000) SELECT x FROM c)")  # fmt: skip
+
     def sent() -> bool:
         try:
             client.execute([[f"UPDATE cluster_guard SET ok = ({count}) WHERE id = 1"]])
