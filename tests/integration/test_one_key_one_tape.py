@@ -26,7 +26,7 @@ from kma.kmip.enums import ResultReason
 from kma.kmip.messages import BUSY, RETRY_LATER
 from kma.services import enrollment
 from kma.store.rqlite_http import ClusterUnavailable, RqliteClient, tls_context
-from tests.integration.test_backups import answers, quorum, take_backups
+from tests.integration.test_backups import answers, take_backups
 from tests.support.agents import enrolled_demo_agent, kmip, service_address
 from tests.support.cluster import BINARY, eventually, execute, files_of, processes, replica, three_kmas
 from tests.support.kma_process import RunningKma, run_kma
@@ -167,6 +167,29 @@ def test_a_kma_killed_while_rqlited_has_its_files_open_to_all_starts_again(tmp_p
         assert kmas[0].client("so").get_kma("kma-dal-3").version == __version__
 
 
+def fresh_pool_backed_up(kma: RunningKma) -> None:
+    """A restored one-KMA KMA's fresh pool generated, then held by a backup: Ready to issue."""
+    admin = kma.client("admin")
+    waiting = lambda: (admin.dashboard().backups or pytest.fail("no backups")).keys_waiting_for_backup  # noqa: E731
+    wait_until(lambda: waiting() >= 20, 60.0, what="a fresh pool generated")
+    admin.create_backup()
+
+
+def restore(backups: tuple[Path, Path], demo: dict[str, Any], tmp: Path) -> RunningKma:
+    """A KMA restored from (core security backup, database backup) into a new data dir, started."""
+    tmp.mkdir(parents=True)
+    target = tmp / "kma"
+    split = demo["key_split"]
+    members = list(split["members"][: split["threshold"]])
+    done = run_kma(
+        "init", "--data-dir", str(target), "--answers", str(answers(tmp, *backups, members)), check=False
+    )
+    assert done.returncode == 0, done.stderr
+    restored = RunningKma(target, demo)
+    restored.start()
+    return restored
+
+
 def test_a_restored_kma_never_issues_a_key_issued_after_its_backup(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -180,12 +203,8 @@ def test_a_restored_kma_never_issues_a_key_issued_after_its_backup(
     finally:
         source.stop()
 
-    target = tmp_path / "restored" / "kma"
-    done = run_kma("init", "--data-dir", str(target), "--answers",
-                   str(answers(tmp_path, core, database, quorum(source))), check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    restored = RunningKma(target, source.demo)
-    restored.start()
+    restored = restore((core, database), source.demo, tmp_path / "restored")
+    target = restored.data_dir
     try:
         # The officer is told, on the dashboard, in the audit trail and by `kma status`
         admin = restored.client("admin")
@@ -198,9 +217,7 @@ def test_a_restored_kma_never_issues_a_key_issued_after_its_backup(
         with kmip(agent, service_address(restored)) as drive:
             assert {key_id: drive.get(key_id) for key_id in after.values()} == material
         # A fresh pool (Ready once a backup holds it: one KMA), and new tapes get none of those keys
-        waiting = lambda: (admin.dashboard().backups or pytest.fail("no backups")).keys_waiting_for_backup  # noqa: E731
-        wait_until(lambda: waiting() >= 20, 60.0, what="a fresh pool generated")
-        admin.create_backup()
+        fresh_pool_backed_up(restored)
         with kmip(agent, service_address(restored)) as drive:
             new = [drive.write_key(f"NEW{n:03d}")[0] for n in range(12)]
         assert not set(new) & set(after.values()), "a key issued after the backup was issued again"
@@ -227,8 +244,9 @@ class Drives:
         return None if answer == "busy" else str(answer)
 
 
-# Seeds of the randomised schedule: one here; KMA_SCHEDULE_SEEDS=1,2,3 runs more.
-SEEDS = [int(s) for s in os.environ.get("KMA_SCHEDULE_SEEDS", "28").split(",")]
+# Seeds of the randomised schedules: one here (78: a crash with the replica behind, a cut-off KMA
+# killed, restores from the newest and from an older backup); KMA_SCHEDULE_SEEDS=1,2,3 runs more.
+SEEDS = [int(s) for s in os.environ.get("KMA_SCHEDULE_SEEDS", "78").split(",")]
 
 
 @needs_rqlite
@@ -300,3 +318,30 @@ def test_an_enrollment_passphrase_not_yet_replicated_here_is_not_a_wrong_one(tmp
             enrollment.enroll(kma, "t10k-dal-01", "neither-of-them", csr, "127.0.0.1", "127.0.0.1:5696")
     finally:
         kma.close()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_each_key_goes_to_one_tape_whatever_the_order_of_backups_restores_and_crashes(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, seed: int
+) -> None:
+    rng = random.Random(seed)
+    kma = RunningKma.demo_in(tmp_path / "first", test_clock=False)
+    demo = kma.demo
+    try:
+        drives = Drives(enrolled_demo_agent(kma, tmp_path_factory, "t10k-dal-01"))
+        taken: list[tuple[Path, Path]] = []
+        for n in range(5):
+            step = rng.choice(("backup", "restore", "crash"))
+            if step == "backup" or not taken:
+                taken.append(take_backups(kma, tmp_path / f"backup-{n}"))
+            elif step == "restore":  # from any backup taken so far, the newest or an older one
+                kma.stop()
+                kma = restore(rng.choice(taken), demo, tmp_path / f"restored-{n}")
+                fresh_pool_backed_up(kma)
+            else:
+                kma.kill()
+                kma.start()
+            drives.new_tapes(kma, 3)
+    finally:
+        kma.stop()
+    assert len(set(drives.told.values())) == len(drives.told), "a key was given to two tapes"
