@@ -71,6 +71,12 @@ class HsmFailed(KmaError):
     code, status = "hsm_unavailable", 503
 
 
+class Busy(KmaError):
+    """This KMA cannot serve the request now but another KMA can (it is catching up after its start)."""
+
+    code, status = "busy", 503
+
+
 class ClusterUnavailable(KmaError):
     """The cluster's store takes no writes now (no leader: this KMA is on the minority side, or an
     election is under way); nothing was changed, try again."""

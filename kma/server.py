@@ -135,6 +135,14 @@ class _Server(Listener):
         return await super().on_tick(counter)
 
 
+def _when_caught_up(kma: Appliance, write: Any) -> None:
+    while not kma.store.caught_up():
+        if STOP_REQUESTED.wait(0.05):
+            return
+    write(True)
+    log.info("caught up with the cluster: serving agents")
+
+
 def serve(data_dir: DataDir, management_port: int | None, service_port: int | None, ready_file: Path | None,
           announce: Any = print, master: WrappingKey | None = None,
           record_addresses: bool = False) -> None:  # fmt: skip
@@ -174,12 +182,21 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
         announce(f"management  https://{management}")
         announce(f"service     {service}")
         announce(f"CA fingerprint {ca}")
-        if ready_file is not None:
+        if ready_file is None:
+            return
+
+        def write(caught_up: bool) -> None:
             tmp = ready_file.with_suffix(".tmp")
             tmp.write_text(json.dumps({"management_address": management, "service_address": service,
-                                       "ca_fingerprint": ca, "pid": os.getpid()}))  # fmt: skip
+                                       "ca_fingerprint": ca, "pid": os.getpid(),
+                                       "caught_up": caught_up}))  # fmt: skip
             tmp.replace(ready_file)
         notify(f"READY=1\nSTATUS=Serving management on {management}, agents on {service}")
+
+        write(kma.store.caught_up())
+        if not kma.store.caught_up():  # serving agents from then on: say so there too
+            threading.Thread(target=_when_caught_up, args=(kma, write), name="kma-ready-file",
+                             daemon=True).start()  # fmt: skip
 
     server = _Server(config, kma, limits, ready)
     note_stop_requests()

@@ -85,6 +85,7 @@ class Status:
     time: datetime
     warnings: tuple[str, ...]
     master_key: str = "software"  # or "pkcs11: token ... in MODULE": where the master key is
+    caught_up: bool = True  # serves agents (False for a while after a cluster KMA's start)
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Status:
@@ -99,6 +100,7 @@ class Status:
             time=parse_time(d["time"]),
             warnings=_strs(d.get("warnings")),
             master_key=str(d.get("master_key", "software")),
+            caught_up=bool(d.get("caught_up", True)),
         )
 
 
@@ -453,6 +455,7 @@ class BackupReadiness:
     keys_issued_recently: int
     ready_keys_run_out_in: int | None
     core_security_backup_up_to_date: bool
+    keys_withheld_by_restore: int = 0
 
     @classmethod
     def from_json(cls, d: JsonObject) -> BackupReadiness:
@@ -460,7 +463,8 @@ class BackupReadiness:
         return cls(maybe_time(d.get("last_backup_at")), None if age is None else int(age), bool(d["one_kma"]),
                    int(d["keys_waiting_for_backup"]), int(d["ready_keys"]), int(d["keys_issued_recently"]),
                    None if runs_out is None else int(runs_out),
-                   bool(d["core_security_backup_up_to_date"]))  # fmt: skip
+                   bool(d["core_security_backup_up_to_date"]),
+                   int(d.get("keys_withheld_by_restore", 0)))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kma.kmip.client import KmipClient, KmipFailure
-from kma.kmip.messages import RETRY_LATER
+from kma.kmip.messages import BUSY, RETRY_LATER
 from kma.kmip.tls import agent_context
 
 RETRY_S = 30.0
@@ -180,7 +180,9 @@ class Drive:
                 with tally.lock:
                     tally.served_by[address] = tally.served_by.get(address, 0) + 1
                 return result
-            except (OSError, ConnectionError) as exc:  # this KMA is unreachable: the next one
+            except (OSError, ConnectionError, KmipFailure) as exc:  # unreachable or busy: the next one
+                if isinstance(exc, KmipFailure) and not exc.message.startswith(BUSY):
+                    raise
                 last = exc
                 with tally.lock:
                     tally.failovers += address != ordered[-1]

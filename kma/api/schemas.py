@@ -59,6 +59,7 @@ class Status(Response):
     locked: bool
     autonomous_unlock: bool
     master_key: str  # "software", or "pkcs11: token ... in MODULE" (docs/hsm.md)
+    caught_up: bool  # its replica holds what the cluster had committed at its start: it serves agents
     time: Time
     warnings: list[str]
 
@@ -226,6 +227,7 @@ class BackupReadiness(Response):
     keys_issued_recently: int  # by this KMA in the last 7 days
     # Seconds at that rate, or the last day's if faster; None when none were issued.
     ready_keys_run_out_in: int | None
+    keys_withheld_by_restore: int  # the backup's unassigned keys: perhaps issued after it, never again
     core_security_backup_up_to_date: bool
 
 

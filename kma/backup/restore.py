@@ -240,6 +240,7 @@ def _set_up(
     clock: Clock | None,
 ) -> Restored:
     from kma.appliance import Appliance
+    from kma.services.backups import withheld_warning
 
     management_address, service_address = addresses
     manifest = backup.manifest
@@ -281,6 +282,7 @@ def _set_up(
         now = kma.clock.now()
         counts = manifest["counts"]
         installer = Actor("installer", "local console", kind="kma")
+        withheld = int(kma.store.scalar(f"SELECT count(*) FROM keys WHERE {UNASSIGNED}"))
         kma.commit(installer, "backup.restore", [
             Stmt("UPDATE kmas SET management_address = ?, service_address = ?, autounlock_master = ?, "
                  "locked = 0, updated_at = ? WHERE id = ?",
@@ -294,14 +296,24 @@ def _set_up(
                   counts["audit_events"])),
             Stmt("UPDATE keys SET backup_mark = ? WHERE backup_mark IS NULL AND material_wrapped IS NOT NULL",
                  (manifest["created_at"],)),
+            # One key, one tape: every pool key the backup holds as unassigned may have been issued
+            # after it was taken (to a tape this backup does not know of). None is issued again; each
+            # stays readable by its ID (kma/services/agent_keys.py READABLE_BY_ID), and the pool is
+            # made anew.
+            Stmt(f"UPDATE keys SET withheld_at = ? WHERE {UNASSIGNED}", (now,)),
         ], f"restored KMA '{kma_id}' of cluster '{cluster_name}' from backup {manifest['backup_id']} "
            f"(made {manifest['created_at']}: {counts['keys']} keys, {counts['audit_events']} audit events) "
-           f"with a quorum of the key split; autonomous unlock {'on' if autonomous_unlock else 'off'}",
+           f"with a quorum of the key split; autonomous unlock {'on' if autonomous_unlock else 'off'}"
+           + (f"; {withheld_warning(withheld)}" if withheld else ""),
            ("kma", kma_id))  # fmt: skip
     finally:
         kma.close()
     return Restored(cluster_name, kma_id, str(manifest["backup_id"]), int(manifest["created_at"]),
                     int(counts["keys"]), int(counts["audit_events"]), fingerprint(ca.cert_pem))  # fmt: skip
+
+
+# The pool keys a backup holds as unassigned, of every KMA (any of them may have issued its own after).
+UNASSIGNED = "activated_at IS NULL AND destroyed_at IS NULL AND key_group_id IS NULL AND withheld_at IS NULL"
 
 
 def read_restore_answers(data: dict[str, Any], base: Path) -> RestoreAnswers:

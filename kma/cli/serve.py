@@ -38,6 +38,7 @@ def add_serve(sub: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from kma.cluster.rqlited import close_left_open
     from kma.cluster.witness import is_witness, serve_witness
     from kma.server import serve
     from kma.setup.listener import DEFAULT_SETUP_ADDRESS, serve_setup
@@ -46,6 +47,7 @@ def run_serve(args: argparse.Namespace) -> int:
     setting_up = not data_dir.is_initialised()
     if setting_up:
         data_dir.create()  # private from the start; nothing else is written until set-up finishes
+    close_left_open(data_dir.root)  # rqlited's own, left open by a KMA killed outright
     data_dir.check_private()
     data_dir.log_file.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(data_dir.log_file)

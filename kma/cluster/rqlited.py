@@ -12,8 +12,10 @@ import logging
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +28,7 @@ log = logging.getLogger(__name__)
 VERSION = "v8.43.4"
 BINARY_ENV = "KMA_RQLITED"
 START_TIMEOUT_S = 60.0
+KEEP_PRIVATE_S = 0.2  # how often the files of a running rqlited are closed again
 
 
 class NodeFailed(KmaError):
@@ -71,8 +74,23 @@ def _owner_only(top: Path) -> None:
         os.chmod(folder, 0o700)
         for name in names:
             path = Path(folder, name)
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode & 0o700)
+            try:
+                mode = path.lstat().st_mode
+                if mode & 0o077 and not stat.S_ISLNK(mode):
+                    path.chmod(mode & 0o700)
+            except FileNotFoundError:
+                pass  # a scratch file rqlited removed meanwhile
+
+
+def close_left_open(data_dir: Path) -> None:
+    """Before a start's check that the data dir is private (kma/datadir.py): a KMA killed outright
+    may leave files rqlited opened to all (it makes its SQLite file 0644 whenever it installs one:
+    a snapshot from the leader, a restart, a boot) in the window before `keep_private` closed them.
+    They were never reachable by others while the node's folder was its owner's only: that folder
+    is checked as it is; what is inside it is closed again."""
+    folder = ClusterFiles.of(data_dir).rqlite_dir
+    if folder.is_dir() and not folder.lstat().st_mode & 0o077:
+        _owner_only(folder)
 
 
 class RqliteNode:
@@ -126,11 +144,23 @@ class RqliteNode:
             )
         self.wait_ready(timeout)
         self.keep_private()
+        threading.Thread(target=self._keep_private_while_running, name="rqlited-files", daemon=True).start()
 
     def keep_private(self) -> None:
         """rqlited makes some of its files (its SQLite file among them) readable by all; the data
         dir stays its owner's only (kma/datadir.py checks it at every start)."""
         _owner_only(self.files.rqlite_dir)
+
+    def _keep_private_while_running(self) -> None:
+        """rqlited opens its SQLite file to all again whenever it installs one (a snapshot from the
+        leader): close it again at once, so that a KMA killed at any moment starts again."""
+        process = self.process
+        while process is not None and process.poll() is None:
+            try:
+                self.keep_private()
+            except OSError:
+                log.exception("could not keep rqlited's files private")
+            time.sleep(KEEP_PRIVATE_S)
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -28,7 +28,8 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.crypto import fingerprint
-from kma.errors import BadRequest, KmaError, PayloadTooLarge
+from kma.errors import BadRequest, Busy, KmaError, PayloadTooLarge
+from kma.kmip.messages import CATCHING_UP
 from kma.services import enrollment
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,8 @@ async def _route(
                 raise TypeError
         except (ValueError, KeyError, TypeError):
             raise BadRequest('Send JSON {"agent_id", "passphrase", "csr_pem"} (all strings).') from None
+        if not kma.store.caught_up():  # its replica may not know the passphrase yet
+            raise Busy(CATCHING_UP)
         async with listener.slots:
             result = await asyncio.get_running_loop().run_in_executor(
                 None, enrollment.enroll, kma, agent_id, passphrase, csr.encode(), address,

@@ -22,6 +22,10 @@ FALLBACK_VERSION = (1, 0)  # used to answer a message whose own version cannot b
 # How a refusal that a moment may cure begins (a drive retries it; `kma agent simulate` does): the
 # cluster has no Raft leader for a moment, and the request needed a change through it.
 RETRY_LATER = "The cluster cannot take this change now; nothing was changed, try again"
+# How a refusal begins that another KMA can serve at once (a drive goes on to the next KMA of its
+# list; `kma agent simulate` does): this KMA has just started and its replica is catching up.
+BUSY = "This KMA is busy, try another KMA"
+CATCHING_UP = f"{BUSY}: it is catching up with the cluster after its start"
 
 
 class KmipError(Exception):

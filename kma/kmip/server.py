@@ -39,6 +39,7 @@ from kma.kmip import enrollment_http, operations, ttlv
 from kma.kmip.context import AgentSession, Call, CommitBridge, audit_event
 from kma.kmip.enums import ItemType, Operation, ResultReason, ResultStatus, Tag
 from kma.kmip.messages import (
+    CATCHING_UP,
     KmipError,
     Request,
     Result,
@@ -374,6 +375,9 @@ class ServiceListener:
             await self._audit(session, "kmip.malformed", f"refused a request: {exc.message}")
             return error_response(request_version(message), exc.reason, exc.message, now), True
         if any(item.operation not in operations.OPEN_OPERATIONS for item in request.items):
+            if not self.kma.store.caught_up():  # its replica may not know the agent, or the key yet
+                busy = KmipError(ResultReason.GENERAL_FAILURE, CATCHING_UP)
+                return self._all_failed(request, busy, now), False
             try:
                 session.access()
             except KmipError as exc:

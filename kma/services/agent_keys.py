@@ -119,6 +119,8 @@ def visible_key(
     sql = f"SELECT {KEY_COLUMNS}{extra} FROM keys k LEFT JOIN key_kmip m ON m.key_id = k.id WHERE k.id = :id"
     mine = {"id": key_id, "agent": agent_id}
     row = kma.store.query_one(f"{sql} AND k.key_group_id IN {AGENT_GROUPS}", mine)
+    if row is None and shows is None:
+        return kma.store.query_one(f"{sql} AND {READABLE_BY_ID}", mine)
     if row is not None or shows is None:
         return row
     row = kma.store.query_one(sql, mine)
@@ -128,6 +130,16 @@ def visible_key(
     if not _may_see(kma, agent_id, group):
         return None
     return {**dict(row), **shows} if row["key_group_id"] is None else row
+
+
+# Keys an agent reads by ID though they are not in its groups: a key a restore withheld (the backup
+# held it unassigned, but it may have been issued after; the restored KMA cannot know to whom, and
+# only a drive that wrote with it knows its 128-bit ID), and a key whose assignment to this agent
+# the cluster refused (its tape was written with it all the same).
+READABLE_BY_ID = (
+    "((k.withheld_at IS NOT NULL AND k.key_group_id IS NULL) OR EXISTS (SELECT 1 FROM "
+    "unrecorded_bindings u WHERE u.key_id = k.id AND u.agent_id = :agent))"
+)
 
 
 def custom_attributes(kma: Appliance, key_id: str) -> list[Row]:
@@ -202,7 +214,7 @@ def deferred_assignment(
             "UPDATE keys SET key_group_id = :key_group_id, data_unit_id = :data_unit_id, "
             "agent_id = :agent_id, activated_at = :activated_at, protect_until = :protect_until, "
             "deactivate_at = :deactivate_at WHERE id = :id AND kma_id = :kma AND key_group_id IS NULL "
-            "AND activated_at IS NULL AND destroyed_at IS NULL",
+            "AND activated_at IS NULL AND destroyed_at IS NULL AND withheld_at IS NULL",
             {**shows, "kma": kma.kma_id},
             expect=1,
             refusal=f"pool key {key_id} of KMA '{kma.kma_id}' was no longer unassigned in the cluster",
@@ -255,7 +267,7 @@ def assign_pool_key(
         sets += ", " + _activation(":g")
     sql = (
         f"UPDATE keys SET {sets} WHERE id = :id AND key_group_id IS NULL AND activated_at IS NULL "
-        f"AND destroyed_at IS NULL AND {may_use(':g')}"
+        f"AND destroyed_at IS NULL AND withheld_at IS NULL AND {may_use(':g')}"
     )
     refusal = f"agent '{agent_id}' is disabled or may not use key group '{group_id}'"
     if only_if_no_write_key:
@@ -516,7 +528,23 @@ def locate(
         "k.activated_at DESC, k.created_at DESC, k.id LIMIT :limit OFFSET :offset",
         params,
     )
-    return first + [str(r[0]) for r in rows], total
+    found = first + [str(r[0]) for r in rows]
+    if total == 0 and offset == 0:  # a tape the cluster records no key for: one it refused to bind?
+        found = _unrecorded(kma, agent_id, wanted)[:limit]
+        total = len(found)
+    return found, total
+
+
+def _unrecorded(kma: Appliance, agent_id: str, wanted: LocateFilter) -> list[str]:
+    """The keys whose binding to the asked-for tape the cluster refused, for the agent it went
+    to (a drive reading that tape finds the key it wrote with), for a plain tape lookup only."""
+    if len(wanted.data_units) != 1 or wanted.groups or wanted.key_ids or wanted.custom or wanted.states:
+        return []
+    rows = kma.store.query(
+        "SELECT key_id FROM unrecorded_bindings WHERE agent_id = ? AND data_unit_id = ? ORDER BY id DESC",
+        (agent_id, wanted.data_units[0]),
+    )
+    return [str(r[0]) for r in rows]
 
 
 def _issued_here(kma: Appliance, agent_id: str, now: int, wanted: LocateFilter) -> list[str]:

@@ -32,7 +32,7 @@ from kma.domain.actor import Actor
 from kma.domain.lifecycle import BACKUP_HOLDS_DESTROYED_KEY, HELD_OR_REPLICATED
 from kma.errors import Conflict, NotFound
 from kma.pacing import remove_gradually
-from kma.services.keypool import key_pool
+from kma.services.keypool import POOL_KEYS, key_pool
 from kma.store import Batch, Stmt
 
 # What a manifest counts: enough for a person to see what a backup holds before restoring it.
@@ -250,6 +250,7 @@ RECENT = 7 * 86400  # the window of the "recent issue rate"
 # store filling up, a new site's first tapes) runs out within hours, while a week's average of a
 # day of issuing says weeks.
 LAST_DAY = 86400
+WITHHELD = "SELECT count(*) FROM keys WHERE withheld_at IS NOT NULL AND key_group_id IS NULL"
 
 
 def readiness(kma: Appliance) -> dict[str, Any]:
@@ -259,10 +260,10 @@ def readiness(kma: Appliance) -> dict[str, Any]:
     now = kma.clock.now()
     last = kma.store.scalar("SELECT max(created_at) FROM backups WHERE deleted_at IS NULL")
     alone = key_pool(kma).alone()
-    pool = "kma_id = ? AND activated_at IS NULL AND destroyed_at IS NULL AND key_group_id IS NULL"
     ready = int(
         kma.store.scalar(
-            f"SELECT count(*) FROM keys WHERE {pool} AND {HELD_OR_REPLICATED.format(t='')}", (kma.kma_id,)
+            f"SELECT count(*) FROM keys WHERE {POOL_KEYS} AND {HELD_OR_REPLICATED.format(t='')}",
+            (kma.kma_id,),
         )
         or 0
     )
@@ -283,9 +284,15 @@ def readiness(kma: Appliance) -> dict[str, Any]:
         "keys_issued_recently": issued,
         "keys_issued_last_day": last_day,
         "ready_keys_run_out_in": runs_out_in,
+        "keys_withheld_by_restore": int(kma.store.scalar(WITHHELD)),
         "core_security_backup": core,
         "core_security_backup_up_to_date": core["up_to_date"],
     }
+
+
+def withheld_warning(count: int) -> str:
+    return (f"{count} keys may have been issued after the backup this KMA was restored from; their tapes "
+            "will be known when a drive reads them. They are never issued again.")  # fmt: skip
 
 
 def describe_duration(seconds: int) -> str:
@@ -312,6 +319,8 @@ def warnings(info: dict[str, Any]) -> list[str]:
                    f"{info['keys_issued_recently']} in 7 days) the "
                    f"{info['ready_keys']} Ready keys run out in {describe_duration(runs_out)}: take a "
                    "database backup before then.")  # fmt: skip
+    if info["keys_withheld_by_restore"]:
+        out.append(withheld_warning(info["keys_withheld_by_restore"]))
     core = info["core_security_backup"]
     if core["exists"] and not core["up_to_date"]:
         out.append(core["message"])

@@ -29,7 +29,19 @@ def warnings(kma: Appliance) -> list[str]:
         out.append(f"The HSM holding the master key fails; this KMA serves no key material: {problem}")
     if kma.vault.locked:
         out.append("This KMA is locked: it serves no keys until a quorum unlocks it.")
+    if not kma.store.caught_up():
+        out.append(
+            "This KMA is catching up with the cluster after its start: until its replica holds what "
+            "the cluster has committed it serves no agent (they are told to try another KMA)."
+        )
     out += backups.warnings(backups.readiness(kma))
+    unrecorded = int(kma.store.scalar("SELECT count(*) FROM unrecorded_bindings"))
+    if unrecorded:
+        out.append(
+            f"{unrecorded} tapes were written with a key the cluster had already given to another tape (the "
+            "binding was refused: see the audit trail's 'not recorded in the cluster' events). Each key "
+            "stays readable by the drive that wrote with it."
+        )
     if kma.test_clock:
         out.append("This KMA runs on a test clock (KMA_TEST_CLOCK_FILE); never in production.")
     return out
@@ -84,6 +96,7 @@ def status(kma: Appliance) -> dict[str, Any]:
         "locked": kma.vault.locked,
         "autonomous_unlock": bool(me["auto"]) if me else False,
         "master_key": master_key(kma),
+        "caught_up": kma.store.caught_up(),
         "time": kma.clock.now(),
         "warnings": warnings(kma),
     }

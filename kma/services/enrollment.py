@@ -35,7 +35,15 @@ from kma.crypto import (
 )
 from kma.domain.actor import Actor
 from kma.domain.validation import ID_PATTERN
-from kma.errors import Forbidden, KmaError, LockedOut, Unauthenticated, ValidationFailed
+from kma.errors import (
+    ClusterUnavailable,
+    Conflict,
+    Forbidden,
+    KmaError,
+    LockedOut,
+    Unauthenticated,
+    ValidationFailed,
+)
 from kma.services import refusals
 from kma.store import Stmt
 
@@ -46,6 +54,10 @@ MAX_FAILURES, LOCKOUT = 5, 900
 MAX_TRACKED = 10_000
 _AGENT_ID = re.compile(ID_PATTERN)
 WRONG = "The agent ID or enrollment passphrase is wrong, or the passphrase was already used."
+NOT_YET_KNOWN = (
+    "This enrollment passphrase is not yet known to this KMA (it was set a moment ago through another "
+    "KMA); try again in a moment."
+)
 
 
 @cache
@@ -104,6 +116,19 @@ def cluster_kmas(kma: Appliance, own_service_address: str) -> list[dict[str, Any
     return out
 
 
+def _set_since(kma: Appliance, agent_id: str, seen: str | None, passphrase: str) -> bool:
+    """The passphrase is right by the cluster's newest state, which this KMA's replica has not
+    caught up with yet (replication lag, a moment after the passphrase was set elsewhere)."""
+    try:
+        rows = kma.store.query_leader(
+            "SELECT enrollment_passphrase_hash FROM agents WHERE id = ?", (agent_id,)
+        )
+    except ClusterUnavailable:
+        return False
+    newest = rows[0][0] if rows else None
+    return newest is not None and newest != seen and verify_passphrase(passphrase, newest)
+
+
 def kmas_marker(kmas: list[dict[str, Any]]) -> str:
     """Changes whenever the KMA list does: an agent compares it with the one it holds."""
     return hashlib.sha256(json.dumps(kmas, sort_keys=True).encode()).hexdigest()[:16]
@@ -139,6 +164,13 @@ def enroll(
     )
     stored = row["hash"] if row is not None else None
     if not verify_passphrase(passphrase, stored or _decoy_hash()) or stored is None:
+        if _set_since(kma, agent_id, stored, passphrase):
+            raise refuse(
+                NOT_YET_KNOWN,
+                Conflict,
+                "the passphrase was set a moment ago through another "
+                "KMA and is not yet known to this one (not counted as a wrong passphrase)",
+            )
         FAILURES.add(agent_id)
         if row is None:
             raise refuse(WRONG, Unauthenticated, f"no agent '{agent_id}'", known=False)

@@ -9,6 +9,14 @@ In a one-KMA cluster a key is Ready, and may be issued, only once a database bac
 (domain.md; `HELD_OR_REPLICATED`): generated keys wait in the store, out of memory, until a backup
 marks them, and an empty pool refuses (`NoReadyKey`) rather than issue a key that exists nowhere
 else. A backup wakes the pool, which then takes the newly held keys into memory.
+
+No pool key is issued twice. Only this KMA issues its pool keys (`kma_id`), and it takes one
+into memory only from state at least as new as its own last issue: the pool is filled once the
+store has caught up after a start (`Store.caught_up`: the local replica holds everything the
+cluster had committed, this KMA's shipped assignments included), and what it assigned but the
+replica does not hold yet is in its outbox (`unshipped_all`, durable across a crash) or lent
+from memory. Keys withheld by a restore (`withheld_at`: the backup's unassigned keys, which may
+have been issued after it) are never taken (kma/backup/restore.py). See docs/cluster.md.
 """
 
 from __future__ import annotations
@@ -27,9 +35,13 @@ from kma.store import Stmt
 
 log = logging.getLogger(__name__)
 REFILL_CHUNK = 250
+CATCH_UP_POLL_S = 0.05
 LENT_MEMORY = 4096  # keys handed out lately: a reload must not offer one again while it is activated
 # This KMA's unassigned pool keys (an agent's not-yet-activated key, KMIP Pre-Active, has a key group).
-_POOL_KEYS = "kma_id = ? AND activated_at IS NULL AND destroyed_at IS NULL AND key_group_id IS NULL"
+POOL_KEYS = (
+    "kma_id = ? AND activated_at IS NULL AND destroyed_at IS NULL AND key_group_id IS NULL "
+    "AND withheld_at IS NULL"
+)
 _HELD = HELD_OR_REPLICATED.format(t="")
 
 
@@ -60,7 +72,8 @@ class KeyPool:
         self._lent: deque[str] = deque(maxlen=LENT_MEMORY)
 
     def start(self) -> None:
-        self.take_held()
+        if self.kma.store.caught_up():
+            self.take_held()
         self._thread = threading.Thread(target=self._run, name="kma-key-pool", daemon=True)
         self._thread.start()
 
@@ -68,9 +81,11 @@ class KeyPool:
         """Take into memory the pool keys that may be issued (Ready) and are not there yet; returns
         how many. At start, and after a backup (in a one-KMA cluster, the keys it now holds)."""
         held_by = self._held_by_now()
-        rows = self.kma.store.query(f"SELECT id FROM keys WHERE {_POOL_KEYS} AND {_HELD}", (self.kma.kma_id,))
         # Issued here but not yet in the replica (in the outbox, also across a restart): not Ready.
+        # Read before the replica: an assignment leaves the outbox's memory only once the replica
+        # holds it, so it is in one of the two reads (the other order could miss it in both).
         issued = {str(shows["id"]) for shows in self.kma.store.unshipped_all()}
+        rows = self.kma.store.query(f"SELECT id FROM keys WHERE {POOL_KEYS} AND {_HELD}", (self.kma.kma_id,))
         with self._lock:
             known = set(self._ready) | set(self._lent) | issued
             fresh = [r[0] for r in rows if r[0] not in known]
@@ -95,7 +110,7 @@ class KeyPool:
 
     def waiting(self) -> int:
         """Pool keys that wait for a backup before they may be issued (Generated)."""
-        sql = f"SELECT count(*) FROM keys WHERE {_POOL_KEYS} AND NOT {_HELD}"
+        sql = f"SELECT count(*) FROM keys WHERE {POOL_KEYS} AND NOT {_HELD}"
         return int(self.kma.store.scalar(sql, (self.kma.kma_id,)) or 0)
 
     def stop(self) -> None:
@@ -153,6 +168,8 @@ class KeyPool:
         keys were generated. Waiting for a batch's worth makes a few large generations (one
         commit and one audit event each) instead of one per key issued."""
         made = 0
+        if not self.kma.store.caught_up():
+            return 0  # _run fills the pool once it has
         self._size_hint = self.size()
         self._alone = self.alone()
         if self._alone and self._held_by_now() != self._held_by:
@@ -187,6 +204,13 @@ class KeyPool:
         return self.ready() + self._waiting
 
     def _run(self) -> None:
+        # After a start the replica may lack what this KMA issued before it stopped: the pool is
+        # filled only once it holds it (the KMA serves no agent until then).
+        if not self.kma.store.caught_up():
+            while not self.kma.store.caught_up():
+                if self._stop.wait(CATCH_UP_POLL_S):
+                    return
+            self.take_held()
         while not self._stop.is_set():
             try:
                 self.refill()

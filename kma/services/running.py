@@ -8,6 +8,9 @@ background, the audit trail is pruned and database backups are taken on schedule
 
 from __future__ import annotations
 
+import time
+
+from kma import __version__
 from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
 from kma.crypto import WrappingKey
@@ -18,6 +21,8 @@ from kma.services.cluster_watch import ClusterWatch
 from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
 from kma.store import Stmt
+
+CATCH_UP_WAIT_S = 30.0
 
 
 class Running:
@@ -36,15 +41,27 @@ class Running:
         """`master`: given by the set-up that has just made this KMA (its key split proven a moment
         ago), which then serves at once, unlocked; after a restart, autonomous unlock decides."""
         kma = self.kma
+        # What it records and whether it may unlock itself, as the cluster has it now, not as a
+        # restarted node's stale replica does (and its outbox shipped first).
+        self._catch_up()
         kma.commit(
             kma.itself,
             "kma.listen",
             [
+                # Its version too: a joined KMA's row is made by another KMA, which cannot know it.
                 Stmt(
-                    "UPDATE kmas SET management_address = ?, service_address = ? WHERE id = ? "
-                    "AND (management_address, service_address) IS NOT (?, ?)",
-                    (management_address, service_address, kma.kma_id, management_address, service_address),
-                )
+                    "UPDATE kmas SET management_address = ?, service_address = ?, version = ? WHERE id = ? "
+                    "AND (management_address, service_address, version) IS NOT (?, ?, ?)",
+                    (
+                        management_address,
+                        service_address,
+                        __version__,
+                        kma.kma_id,
+                        management_address,
+                        service_address,
+                        __version__,
+                    ),
+                )  # fmt: skip
             ],
             f"listening on {management_address} (management) and {service_address} (service)",
             ("kma", kma.kma_id),
@@ -75,6 +92,14 @@ class Running:
         self.backups.start()
         self.cluster_watch.start()
         self.forwarder.start()
+
+    def _catch_up(self) -> None:
+        """After a start, wait (a while) until the store has caught up with the cluster (a restarted
+        node's replica may not even hold this KMA's row yet); if it has not by then, the KMA starts
+        as its replica has it and serves agents once caught up (kma/kmip/server.py)."""
+        deadline = time.monotonic() + CATCH_UP_WAIT_S
+        while not self.kma.store.caught_up() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def stop(self) -> None:
         self.forwarder.stop()

@@ -22,6 +22,14 @@ has no leader) and the audit trail's free-text function is available as embedded
 of its write once the local replica shows it (`cluster_write_marks`), so it reads its own writes
 on a follower too; the writer does not wait for that meanwhile but sends what comes next.
 
+Catching up: a restarted node's file is only its last snapshot until the leader tells it what has
+been committed since, and a KMA that read it meanwhile could find a key it issued before its
+crash still unassigned (and issue it again), a key "not found", an agent "not enrolled". So after
+a start the writer sends one write of its own (its write mark) through the cluster, and the store
+is `caught_up` once the local replica shows it: Raft applies in order, so the replica then holds
+everything the cluster had committed before, this KMA's shipped outbox included. Until then the
+KMA answers no agent (kma/kmip/server.py) and its key pool stays empty (kma/services/keypool.py).
+
 The agent path does not wait for the majority: an audit event alone, or a batch with a
 `deferred` form (the assignment of this KMA's own pool key), is committed to the KMA's outbox
 (kma/store/outbox.py) and shipped by this writer, in order, before any later batch.
@@ -48,7 +56,7 @@ from filelock import FileLock, Timeout
 
 from kma.audit.record import Condition
 from kma.store import fts
-from kma.store.batch import Batch, Params, Refused, WriteResult, counted
+from kma.store.batch import Batch, Deferred, Params, Refused, Stmt, WriteResult, counted
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import gather, integrity_message
 from kma.store.outbox import Entry, Outbox
@@ -166,6 +174,9 @@ class RqliteStore:
         self._head_uncertain = True  # read at the first write
         self._quiet_until = 0.0
         self._fts_retry_at = 0.0
+        # The write mark this KMA's replica must show to have caught up (None: not yet sent).
+        self._sync_mark: int | None = None
+        self._caught_up = threading.Event()
         # One shipper per chain: a second process on this data dir (`kma status` beside `kma
         # serve`) writes its events straight through instead.
         self._outbox_lock: FileLock | None = None
@@ -178,6 +189,8 @@ class RqliteStore:
             else:
                 self._outbox_lock = lock
                 self.outbox = Outbox(outbox, chain.clock.now, lambda: self._queue.put(_WAKE))
+        if self.outbox is None:  # not the KMA that serves (e.g. `kma status`): it issues nothing
+            self._caught_up.set()
         # The head, the write mark and the outbox mark are read from the cluster before the first
         # write (`_head_uncertain`): a KMA starts, and serves its replica, without a majority.
         self._mark = int(self.scalar("SELECT seq FROM cluster_write_marks WHERE kma_id = ?", (kma_id,)) or 0)
@@ -187,6 +200,10 @@ class RqliteStore:
     @property
     def deferring(self) -> bool:
         return self.outbox is not None
+
+    def caught_up(self) -> bool:
+        """The local replica holds everything the cluster had committed when this KMA started."""
+        return self._caught_up.is_set()
 
     # --- reads (the local replica) -------------------------------------------------------
     def query(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
@@ -199,6 +216,9 @@ class RqliteStore:
     def scalar(self, sql: str, params: Params = ()) -> Any:
         row = self.query_one(sql, params)
         return None if row is None else row[0]
+
+    def query_leader(self, sql: str, params: Params = ()) -> list[list[Any]]:
+        return self.client.query(sql, params)
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -248,6 +268,7 @@ class RqliteStore:
         drained = self._ship_outbox()
         while True:
             self._tell_seen()
+            self._catch_up(drained)
             wait = self._idle_wait(drained)
             try:
                 item = self._queue.get(timeout=wait)
@@ -285,11 +306,31 @@ class RqliteStore:
     def _idle_wait(self, drained: bool) -> float | None:
         """How long the writer waits for a batch before it looks at the outbox or the index again
         (events from other KMAs arrive by replication, without waking it)."""
-        if not drained:
+        if not drained or (not self._caught_up.is_set() and self._sync_mark is None):
             return RETRY_S
-        if self._awaiting_replica or self._unseen:
+        if self._awaiting_replica or self._unseen or not self._caught_up.is_set():
             return REPLICA_POLL_S
         return FTS_IDLE_S if self.outbox is not None else None
+
+    def _catch_up(self, drained: bool) -> None:
+        """Send this KMA's sync mark once the cluster takes writes (`drained`: its outbox went);
+        caught up once the replica shows it (see the module's docstring)."""
+        if self._caught_up.is_set() or not drained:
+            return
+        if self._sync_mark is None:
+            try:
+                self._send([])
+            except ClusterUnavailable as exc:
+                self._warn_unavailable(exc)
+                return
+            except Exception:
+                log.exception("sending this KMA's sync mark failed; retrying")
+                return
+            self._sync_mark = self._mark
+        seen = int(self.scalar("SELECT seq FROM cluster_write_marks WHERE kma_id = ?", (self.kma_id,)) or 0)
+        if seen >= self._sync_mark:
+            log.info("this KMA's replica has caught up with the cluster")
+            self._caught_up.set()
 
     # --- the free-text index, built through the cluster ----------------------------------
     def _fts_behind(self) -> bool:
@@ -393,15 +434,25 @@ class RqliteStore:
 
     def _as_refused(self, entry: Entry, failed: StatementFailed) -> list[Entry]:
         """A deferred change the cluster refuses (its own pool key changed there meanwhile): never
-        dropped silently. Its event goes in as an error saying so, without the change; the key's
-        material stays in the cluster's store, so what the agent wrote with it stays readable."""
+        dropped silently. Its event goes in as an error saying so, and what the drive did with the
+        key (its tape, agent and group) as an unrecorded binding for an officer to resolve: the
+        key's material stays in the cluster's store, and that agent still reads it by ID
+        (kma/services/agent_keys.py READABLE_BY_ID)."""
         seq, at, record, change = entry
-        reason = self._refusal(Batch(change.statements if change else ()), failed).message
+        assert change is not None
+        reason = self._refusal(Batch(change.statements), failed).message
         log.error("the cluster refused a change this KMA committed while it could not reach it: %s (%s)",
                   record.message, reason)  # fmt: skip
         told = f"not recorded in the cluster: {reason}; what this KMA did: {record.message}"
         refused = replace(record, condition=Condition.ERROR, message=told)
-        return [(seq, at, refused, None)]
+        shows = change.shows
+        kept = Stmt(
+            "INSERT INTO unrecorded_bindings (key_id, data_unit_id, agent_id, key_group_id, kma_id, "
+            "recorded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (shows["id"], shows["data_unit_id"], shows["agent_id"], shows["key_group_id"], self.kma_id, at,
+             reason),
+        )  # fmt: skip
+        return [(seq, at, refused, Deferred(change.name, shows, [kept]))]
 
     def _replica_shipped(self) -> int:
         """The last outbox entry of this KMA that its own replica holds."""

@@ -180,6 +180,12 @@ class SQLiteStore:
     def unshipped_all(self) -> list[Mapping[str, Any]]:
         return []
 
+    def caught_up(self) -> bool:
+        return True
+
+    def query_leader(self, sql: str, params: Params = ()) -> list[list[Any]]:
+        return [list(row) for row in self.query(sql, params)]
+
     def close(self) -> None:
         self._queue.put(None)
         self._thread.join(timeout=10)

@@ -19,6 +19,7 @@ from tests.support.cluster import (
     eventually,
     execute,
     outbox_depth,
+    processes,
     replica,
 )
 from tests.support.cluster import three_kmas as cluster_of_three
@@ -34,14 +35,6 @@ TAPES = [f"CUT{n:03d}" for n in range(1, 7)]
 def three_kmas(tmp_path: Path) -> Iterator[list[RunningKma]]:
     with cluster_of_three(tmp_path) as kmas:  # CUT_ID is the second
         yield kmas
-
-
-def _pids(kma: RunningKma) -> list[int]:
-    """The KMA's `kma serve` process and the rqlited it runs."""
-    assert kma.process is not None
-    pid = kma.process.pid
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [pid] + [int(p) for p in children if "rqlited" in Path(f"/proc/{p}/cmdline").read_text()]
 
 
 def _own_pool(kma: RunningKma) -> int:
@@ -97,7 +90,7 @@ def test_a_kma_cut_off_from_the_majority_issues_new_write_keys_from_its_own_pool
             old_material = drive.get(old_key)
 
             # The other two KMAs and their Raft nodes stop answering: no majority here.
-            stopped = [pid for k in kmas if k is not cut for pid in _pids(k)]
+            stopped = [pid for k in kmas if k is not cut for pid in processes(k)]
             for pid in stopped:
                 os.kill(pid, signal.SIGSTOP)
 
@@ -188,7 +181,13 @@ def test_an_assignment_the_cluster_refuses_is_an_error_event_on_every_kma_and_sh
         assert message.startswith("not recorded in the cluster: ")
         assert f"issued write key {refused_key}" in message
     eventually(lambda: outbox_depth(cut) == 0, 10.0, "the outbox empty: shipping went on")
-    with kmip(agent) as drive:  # the drive's next request is recorded as usual
-        drive.locate(data_unit="REF001")
+    for kma in kmas:  # the tape and the key kept for an officer to resolve, and the officer told
+        with replica(kma) as db:
+            kept = db.execute("SELECT key_id, data_unit_id, agent_id FROM unrecorded_bindings").fetchall()
+        assert [tuple(r) for r in kept] == [(refused_key, "REF001", "t10k-dal-01")]
+        assert any("tapes were written with a key" in w for w in kma.client("so").dashboard().warnings)
+    with kmip(agent) as drive:  # a later read of that tape finds the key it was written with
+        assert drive.locate(data_unit="REF001") == [refused_key]
+        assert len(drive.get(refused_key)) == 32
     for kma in kmas:
         assert run_kma("audit", "verify", "--data-dir", str(kma.data_dir)).returncode == 0

@@ -150,6 +150,14 @@ def not_the_leader(kmas: list[RunningKma]) -> tuple[RunningKma, list[RunningKma]
     return connected, [k for k in kmas if k is not connected]
 
 
+def processes(kma: RunningKma) -> list[int]:
+    """The KMA's `kma serve` process and the rqlited it runs (to SIGSTOP both: a KMA cut off)."""
+    assert kma.process is not None
+    pid = kma.process.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [pid] + [int(p) for p in children if "rqlited" in Path(f"/proc/{p}/cmdline").read_text()]
+
+
 def outbox_depth(kma: RunningKma) -> int:
     """Entries committed on this KMA and not yet shipped to the cluster."""
     with sqlite3.connect(f"file:{files_of(kma).folder / 'outbox.db'}?mode=ro", uri=True) as db:

@@ -97,7 +97,9 @@ class RunningKma:
             env["KMA_TEST_CLOCK_FILE"] = str(self.clock_file)
         return env
 
-    def start(self, port: int = 0) -> None:
+    def start(self, port: int = 0, caught_up: bool = True) -> None:
+        """`caught_up`: wait also until the KMA serves agents (a cluster KMA's replica has caught
+        up with the cluster after its start; its ready file says so)."""
         ready = self.data_dir.parent / "ready.json"
         ready.unlink(missing_ok=True)
         self.process = subprocess.Popen(
@@ -106,7 +108,7 @@ class RunningKma:
             env=self.env(), cwd=self.source, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         _LEFT_RUNNING[id(self)] = (os.getpid(), self)
-        self.wait_ready()
+        self.wait_ready(caught_up=caught_up)
 
     @classmethod
     def awaiting_setup(cls, tmp: Path) -> RunningKma:
@@ -116,16 +118,18 @@ class RunningKma:
         kma.start()
         return kma
 
-    def wait_ready(self, set_up: bool = False) -> None:
+    def wait_ready(self, set_up: bool = False, caught_up: bool = False) -> None:
         """Until the ready file is there; `set_up`: the one normal mode writes once set-up mode has
-        handed over (set-up mode's own is removed then)."""
+        handed over (set-up mode's own is removed then); `caught_up`: and says the KMA serves agents."""
         process = self.process
         assert process is not None
         ready = self.data_dir.parent / "ready.json"
 
         def arrived() -> dict[str, Any] | None:
             info = _ready_info(ready)
-            return None if info is None or (set_up and info.get("mode") == "setup") else info
+            if info is None or (set_up and info.get("mode") == "setup"):
+                return None
+            return None if caught_up and info.get("caught_up") is False else info
 
         wait_until(lambda: arrived() is not None or process.poll() is not None, READY_TIMEOUT, what="ready")
         if process.poll() is not None:
