@@ -32,6 +32,7 @@ HANDLERS: dict[int, Handler] = {
     Operation.ACTIVATE: ops_keys.activate,
     Operation.REVOKE: ops_keys.revoke,
     Operation.DESTROY: ops_keys.destroy,
+    Operation.CHECK: ops_keys.check,
     Operation.GET_ATTRIBUTES: ops_attributes.get_attributes,
     Operation.GET_ATTRIBUTE_LIST: ops_attributes.get_attribute_list,
     Operation.ADD_ATTRIBUTE: ops_attributes.add_attribute,

@@ -62,7 +62,7 @@ def _extras(key_id: str, spec: NewKey) -> list[Stmt]:
     out = []
     if spec.usage_mask != attributes.DEFAULT_USAGE:
         out.append(agent_keys.set_usage_mask(key_id, spec.usage_mask))
-    out += [agent_keys.add_custom_attribute(key_id, name, value) for name, value in spec.custom]
+    out += [agent_keys.add_custom_attribute(key_id, k.name, k.text, k.item) for k in spec.kept]
     return out
 
 
@@ -328,11 +328,14 @@ async def revoke(call: Call, payload: Item) -> bytes:
     _may_revoke(call, row, "revoke")
     compromised = code in COMPROMISE_REASONS
     occurred = payload.get(Tag.COMPROMISE_OCCURRENCE_DATE)
+    occurred = occurred if compromised and isinstance(occurred, int) else None
     what = "compromised" if compromised else "deactivated"
     detail = f"; compromise occurred at {occurred}" if compromised and isinstance(occurred, int) else ""
     await call.commit(
         "kmip.revoke",
-        agent_keys.revoke(call.agent_id, uid, call.now, call.now if compromised else None, code, message),
+        agent_keys.revoke(
+            call.agent_id, uid, call.now, call.now if compromised else None, code, message, occurred
+        ),
         f"revoked key {uid}: {what} (reason {code}{': ' + message if message else ''}{detail})",
     )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
@@ -343,10 +346,10 @@ async def destroy(call: Call, payload: Item) -> bytes:
     row = call.key(uid)
     _may_revoke(call, row, "destroy")
     state = attributes.KeyView(row, call.now).state
-    if state not in (State.DEACTIVATED, State.COMPROMISED):
+    if state not in (State.PRE_ACTIVE, State.DEACTIVATED, State.COMPROMISED):
         raise KmipError(
             ResultReason.PERMISSION_DENIED,
-            f"key {uid} is {state.name.lower().replace('_', '-')}; only deactivated or "
+            f"key {uid} is {state.name.lower().replace('_', '-')}; only pre-active, deactivated or "
             "compromised keys can be destroyed (revoke it first)",
         )
     comment = f"destroyed by agent '{call.agent_id}' over KMIP"
@@ -355,4 +358,23 @@ async def destroy(call: Call, payload: Item) -> bytes:
         [agent_keys.destroy(call.agent_id, uid, call.now, comment)],
         f"destroyed key {uid}: {comment}",
     )
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
+
+
+async def check(call: Call, payload: Item) -> bytes:
+    """Check: may the client use the key for what it names (its usage mask)? Usage limits and
+    leases are not kept here, so a visible, live key with the usage asked for passes."""
+    uid = call.uid(payload)
+    view = attributes.KeyView(call.key(uid), call.now)
+    if view.state not in (State.PRE_ACTIVE, State.ACTIVE, State.DEACTIVATED):
+        raise KmipError(
+            ResultReason.PERMISSION_DENIED, f"key {uid} is {view.state.name.lower().replace('_', '-')}"
+        )
+    asked = payload.get(Tag.CRYPTOGRAPHIC_USAGE_MASK)
+    if isinstance(asked, int) and asked & ~view.usage_mask:
+        raise KmipError(
+            ResultReason.INCOMPATIBLE_CRYPTOGRAPHIC_USAGE_MASK,
+            f"key {uid} is not for usage {asked:#x} (its usage mask is {view.usage_mask:#x})",
+        )
+    await call.audit("kmip.check", f"checked key {uid}: it may be used as asked", subject=("key", uid))
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)

@@ -9,7 +9,8 @@ from kma.kmip.messages import SUPPORTED_VERSIONS
 from kma.kmip.ttlv import Item
 
 VENDOR = "KMS Manager reference KMA"
-# Standard operations only: vendor operation codes would not parse in most clients' Query.
+# Exactly the standard operations served (vendor operation codes would not parse in most
+# clients' Query).
 QUERY_OPERATIONS = [op for op in Operation if op < 0x80000000]
 EXTENSIONS = [
     ("Data Unit", Tag.DATA_UNIT, ItemType.TEXT_STRING),

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kma.appliance import Appliance
@@ -71,8 +71,8 @@ def _activation(group: str) -> str:
 
 KEY_COLUMNS = (
     "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.kma_id, k.created_at, k.activated_at, "
-    "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, m.usage_mask, "
-    "m.revocation_reason"
+    "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, k.registered_by, m.usage_mask, "
+    "m.revocation_reason, m.revocation_message, m.changed_at, m.compromise_occurrence_at"
 )
 
 
@@ -132,7 +132,8 @@ def visible_key(
 
 def custom_attributes(kma: Appliance, key_id: str) -> list[Row]:
     return kma.store.query(
-        "SELECT name, idx, value FROM key_custom_attributes WHERE key_id = ? ORDER BY name, idx", (key_id,)
+        "SELECT name, idx, value, item FROM key_custom_attributes WHERE key_id = ? ORDER BY name, idx",
+        (key_id,),
     )
 
 
@@ -334,8 +335,9 @@ def activate(agent_id: str, key_id: str, now: int) -> Stmt:
 
 
 def revoke(
-    agent_id: str, key_id: str, now: int, compromised_at: int | None, reason: int, message: str | None
-) -> list[Stmt]:
+    agent_id: str, key_id: str, now: int, compromised_at: int | None, reason: int, message: str | None,
+    occurred: int | None = None,
+) -> list[Stmt]:  # fmt: skip
     """Compromise (any live key) or deactivate now (a key not yet deactivated)."""
     params = {"id": key_id, "agent": agent_id, "now": now, "when": compromised_at}
     guard = f"AND {may_use('keys.key_group_id')} AND {MAY_REVOKE}"
@@ -359,21 +361,35 @@ def revoke(
             refusal="the key is already deactivated, compromised or destroyed",
         )
     record = Stmt(
-        "INSERT INTO key_kmip (key_id, revocation_reason, revocation_message) VALUES (?, ?, ?) "
+        "INSERT INTO key_kmip (key_id, revocation_reason, revocation_message, compromise_occurrence_at, "
+        "changed_at) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (key_id) DO UPDATE SET revocation_reason = excluded.revocation_reason, "
-        "revocation_message = excluded.revocation_message",
-        (key_id, reason, message),
+        "revocation_message = excluded.revocation_message, changed_at = excluded.changed_at, "
+        "compromise_occurrence_at = coalesce(excluded.compromise_occurrence_at, compromise_occurrence_at)",
+        (key_id, reason, message, occurred, now),
     )
     return [change, record]
 
 
 def destroy(agent_id: str, key_id: str, now: int, comment: str) -> Stmt:
+    """Deactivated or compromised keys, and Pre-Active ones (KMIP allows it: such a key has never
+    protected data, its material can go)."""
     return Stmt(
         "UPDATE keys SET destroyed_at = :now, destroy_comment = :comment, material_wrapped = NULL "
-        f"WHERE id = :id AND {DESTROYABLE_SQL} AND {may_use('keys.key_group_id')} AND {MAY_REVOKE}",
+        f"WHERE id = :id AND ({DESTROYABLE_SQL} OR (destroyed_at IS NULL AND activated_at IS NULL)) "
+        f"AND key_group_id IS NOT NULL AND {may_use('keys.key_group_id')} AND {MAY_REVOKE}",
         {"id": key_id, "agent": agent_id, "now": now, "comment": comment},
         expect=1,
-        refusal="only deactivated or compromised keys can be destroyed",
+        refusal="only pre-active, deactivated or compromised keys can be destroyed",
+    )
+
+
+def touch(key_id: str, now: int) -> Stmt:
+    """An agent changed the key's attributes now (its KMIP Last Change Date)."""
+    return Stmt(
+        "INSERT INTO key_kmip (key_id, changed_at) VALUES (?, ?) "
+        "ON CONFLICT (key_id) DO UPDATE SET changed_at = excluded.changed_at",
+        (key_id, now),
     )
 
 
@@ -408,22 +424,23 @@ def release_data_unit(agent_id: str, data_unit_id: str, now: int) -> list[Stmt]:
     ]
 
 
-def add_custom_attribute(key_id: str, name: str, value: str) -> Stmt:
+def add_custom_attribute(key_id: str, name: str, value: str, item: bytes | None = None) -> Stmt:
+    """A kept attribute's next value (`item`: its TTLV Attribute Value unless it is text)."""
     return Stmt(
-        "INSERT INTO key_custom_attributes (key_id, name, idx, value) "
-        "SELECT :id, :name, coalesce(max(idx) + 1, 0), :value FROM key_custom_attributes "
+        "INSERT INTO key_custom_attributes (key_id, name, idx, value, item) "
+        "SELECT :id, :name, coalesce(max(idx) + 1, 0), :value, :item FROM key_custom_attributes "
         "WHERE key_id = :id AND name = :name "
         "HAVING (SELECT count(*) FROM key_custom_attributes WHERE key_id = :id) < :most",
-        {"id": key_id, "name": name, "value": value, "most": MAX_CUSTOM_ATTRIBUTES},
+        {"id": key_id, "name": name, "value": value, "item": item, "most": MAX_CUSTOM_ATTRIBUTES},
         expect=1,
         refusal=f"a key holds at most {MAX_CUSTOM_ATTRIBUTES} custom attribute values",
     )
 
 
-def modify_custom_attribute(key_id: str, name: str, index: int, value: str) -> Stmt:
+def modify_custom_attribute(key_id: str, name: str, index: int, value: str, item: bytes | None = None) -> Stmt:
     return Stmt(
-        "UPDATE key_custom_attributes SET value = ? WHERE key_id = ? AND name = ? AND idx = ?",
-        (value, key_id, name, index),
+        "UPDATE key_custom_attributes SET value = ?, item = ? WHERE key_id = ? AND name = ? AND idx = ?",
+        (value, item, key_id, name, index),
         expect=1,
         refusal=f"the key has no attribute '{name}' at index {index}",
     )
@@ -462,8 +479,9 @@ class LocateFilter:
     data_units: list[str]
     groups: list[str]
     states: list[int]
-    custom: list[tuple[str, str]]
+    custom: list[tuple[str, str, bytes | None]]  # kept attributes: name, text, TTLV value unless text
     key_ids: list[str]
+    names: list[str] = field(default_factory=list)  # Name: the data unit, or a Name a client set
     usage_mask: int | None = None
     nothing: bool = False  # e.g. an object type other than symmetric keys: no match at all
 
@@ -487,11 +505,16 @@ def locate(
     where += [f"k.data_unit_id = {p}" for p in bind("du", wanted.data_units)]
     where += [f"k.key_group_id = {p}" for p in bind("g", wanted.groups)]
     where += [f"k.id = {p}" for p in bind("id", wanted.key_ids)]
-    for i, (name, value) in enumerate(wanted.custom):
-        params[f"cn{i}"], params[f"cv{i}"] = name, value
+    for i, (name, value, item) in enumerate(wanted.custom):
+        params[f"cn{i}"], params[f"cv{i}"], params[f"ci{i}"] = name, value, item
         where.append(
             f"EXISTS (SELECT 1 FROM key_custom_attributes c WHERE c.key_id = k.id "
-            f"AND c.name = :cn{i} AND c.value = :cv{i})"
+            f"AND c.name = :cn{i} AND c.value = :cv{i} AND c.item IS :ci{i})"
+        )
+    for p in bind("nm", wanted.names):
+        where.append(
+            f"(k.data_unit_id = {p} OR EXISTS (SELECT 1 FROM key_custom_attributes c WHERE "
+            f"c.key_id = k.id AND c.name = 'Name' AND c.value = {p}))"
         )
     if wanted.states:
         where.append("(" + " OR ".join(f"({STATE_SQL[s]})" for s in wanted.states) + ")")
@@ -526,7 +549,7 @@ def _issued_here(kma: Appliance, agent_id: str, now: int, wanted: LocateFilter) 
     for s in kma.store.unshipped_all():
         state = 1 if s["activated_at"] is None else (3 if s["deactivate_at"] <= now else 2)
         if (
-            all(s["data_unit_id"] == du for du in wanted.data_units)
+            all(s["data_unit_id"] == du for du in [*wanted.data_units, *wanted.names])
             and all(s["key_group_id"] == g for g in wanted.groups)
             and all(s["id"] == k for k in wanted.key_ids)
             and not wanted.custom

@@ -8,7 +8,8 @@ under the profiles' "Permitted Test Case Variations" (section 5 of each Profiles
 - identifiers, `$UNIQUE_IDENTIFIER_n`: whatever the server chose, the same one everywhere after;
 - times (`$NOW`, `$NOW-3600`, the response Time Stamp): any date-time;
 - what the server generates: key material and digests of keys it made (same type and length);
-- Result Message text; Server Information and Vendor Identification in a Query answer;
+- Result Message text; Server Information and Vendor Identification in a Query answer; the
+  Random Number Generator a server made its keys with (the cases show one server's);
 - the server may return more attributes than the case lists, in any order (Get Attributes,
   Get Attribute List), and leaves out those it does not keep (`NOT_KEPT`, said in docs/api.md);
 - a Query answer lists what this server serves: each expected operation and object type must be
@@ -165,6 +166,7 @@ class Comparison:
     b: Bindings
     server_made: set[str]  # IDs of objects the server generated (their key material varies)
     uid: str | None = None
+    operation: str | None = None  # of the batch item being compared
 
     def item(self, want: ET.Element, got: Item, path: str, attribute: str | None = None) -> None:
         where = f"{path}/{want.tag}"
@@ -199,10 +201,14 @@ class Comparison:
         elif text != got:
             raise Mismatch(f"{where}: got {got!r}, want {text!r}")
         self.uid = got
+        if self.operation in ("Create", "CreateKeyPair"):
+            self.server_made.add(got)
 
     def structure(self, want: ET.Element, got: Item, where: str, attribute: str | None) -> None:
-        if want.tag == "ServerInformation":
-            return
+        if want.tag in ("ServerInformation", "RandomNumberGenerator") or (
+            want.tag == "AttributeValue" and attribute == "Random Number Generator"
+        ):
+            return  # the server's own: its information, how it made its keys
         if want.tag == "ResponseHeader":  # times and correlation values are the server's
             for w in want:
                 if w.tag in ("ProtocolVersion", "BatchCount"):
@@ -317,11 +323,6 @@ class Vector:
                 self.compare(compare, step.response, answer)
             except Mismatch as error:
                 raise Mismatch(f"{self.name} step {number}: {error}\n{_show(answer)}") from None
-            for want, got in zip(step.request.findall("BatchItem"), answer.all(tag_of("BatchItem")), strict=False):
-                made = got.find(tag_of("ResponsePayload"))
-                operation = want.find("Operation")
-                if made is not None and operation is not None and operation.get("value") == "Create":
-                    server_made.update(str(i.value) for i in made.all(tag_of("UniqueIdentifier")))
 
     def compare(self, compare: Comparison, want: ET.Element, got: Item) -> None:
         header, *items = list(want)
@@ -330,7 +331,8 @@ class Vector:
         if len(items) != len(got_items):
             raise Mismatch(f"{len(got_items)} batch items, want {len(items)}")
         for w, g in zip(items, got_items, strict=True):
-            compare.uid = None
+            operation = w.find("Operation")
+            compare.uid, compare.operation = None, None if operation is None else operation.get("value")
             compare.item(w, g, "")
 
 
