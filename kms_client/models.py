@@ -209,6 +209,7 @@ class KeyPolicy:
     agents_may_revoke: bool
     created_at: datetime
     updated_at: datetime
+    general_keys: bool = False  # keys for generic KMIP clients; else tape keys
 
     @classmethod
     def from_json(cls, d: JsonObject) -> KeyPolicy:
@@ -222,6 +223,7 @@ class KeyPolicy:
             agents_may_revoke=bool(d["agents_may_revoke"]),
             created_at=parse_time(d["created_at"]),
             updated_at=parse_time(d["updated_at"]),
+            general_keys=bool(d.get("general_keys", False)),
         )
 
 

@@ -116,6 +116,7 @@ class KeyPolicy(Response):
     allow_export: bool
     allow_import: bool
     agents_may_revoke: bool
+    general_keys: bool  # keys for generic KMIP clients; else tape keys (Name = volser, AES-256)
     created_at: Time
     updated_at: Time
 
@@ -289,6 +290,7 @@ class PolicyCreate(Request):
     allow_export: bool = False
     allow_import: bool = False
     agents_may_revoke: bool = False
+    general_keys: bool = False
 
 
 class PolicyPatch(Request):
@@ -296,6 +298,7 @@ class PolicyPatch(Request):
     allow_export: bool | None = None
     allow_import: bool | None = None
     agents_may_revoke: bool | None = None
+    general_keys: bool | None = None
     # Accepted only to be refused with a clear 409: periods never change once set.
     encryption_period: int | None = None
     cryptoperiod: int | None = None

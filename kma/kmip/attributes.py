@@ -24,14 +24,13 @@ from typing import Any
 
 from kma.domain.lifecycle import key_state
 from kma.domain.validation import ID_PATTERN
-from kma.kmip import ttlv
+from kma.kmip import objects, ttlv
 from kma.kmip.enums import (
     CryptographicAlgorithm,
     HashingAlgorithm,
     ItemType,
     KeyFormatType,
     NameType,
-    ObjectType,
     ResultReason,
     RNGAlgorithm,
     State,
@@ -42,7 +41,8 @@ from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
 
 DEFAULT_USAGE = int(UsageMask.ENCRYPT | UsageMask.DECRYPT)
-KEY_BITS = 256
+KEY_BITS = objects.KEY_BITS
+AES_BITS = (128, 192, 256)
 DATA_UNIT_ALIASES = frozenset({"x-Data-Unit", "x-Barcode"})
 TAPE_NAMESPACE = "LIBRARY-LTO"  # KMIP Tape Library Profile: Application Data = the cartridge
 ASI = "Application Specific Information"
@@ -213,16 +213,22 @@ class NewKey:
     kept: list[Kept] = field(default_factory=list)
     labels: list[Attr] = field(default_factory=list)  # Name, x-Data-Unit, x-Barcode as sent
     tape_units: list[str] = field(default_factory=list)  # cartridges LIBRARY-LTO information names
+    bits: int = KEY_BITS
 
 
 def _algorithm(spec: NewKey, attr: Attr, now: int) -> None:
     if _typed(attr, ItemType.ENUMERATION) != CryptographicAlgorithm.AES:
-        raise field_error("this KMA makes and holds AES-256 keys only")
+        raise field_error(
+            "this KMA makes and holds AES keys only (3DES, which NIST withdrew, and asymmetric "
+            "keys are not offered)"
+        )
 
 
 def _length(spec: NewKey, attr: Attr, now: int) -> None:
-    if _typed(attr, ItemType.INTEGER) != KEY_BITS:
-        raise field_error("this KMA makes and holds AES-256 keys only (length 256)")
+    bits = _typed(attr, ItemType.INTEGER)
+    if bits not in AES_BITS:
+        raise field_error(f"an AES key is 128, 192 or 256 bits long, not {bits}")
+    spec.bits = int(bits)
 
 
 def _usage(spec: NewKey, attr: Attr, now: int) -> None:
@@ -250,16 +256,22 @@ def _bind(spec: NewKey, unit: str, what: str) -> None:
     spec.data_unit = unit
 
 
-def _settle_data_unit(spec: NewKey) -> None:
-    """LIBRARY-LTO information names the data unit, and then Name and x-Barcode are the library's
-    labels, kept; without it, Name / x-Data-Unit / x-Barcode name it (and must agree)."""
+def settle(spec: NewKey, general: bool, group: str) -> None:
+    """What the key group's policy makes of the request. Tape keys (the default): AES-256;
+    LIBRARY-LTO information names the data unit, and then Name and x-Barcode are the library's
+    labels, kept; without it, Name / x-Data-Unit / x-Barcode name it (and must agree). General
+    keys: any AES size; Name and x-Barcode are free text, kept; LIBRARY-LTO information or
+    x-Data-Unit still bind the key to a data unit."""
+    if spec.bits != KEY_BITS and not general:
+        raise field_error(
+            f"the policy of key group '{group}' keeps tape keys: AES-256 only (a policy for general "
+            "keys allows AES-128 and AES-192)"
+        )
     for unit in spec.tape_units:
         _bind(spec, unit, "Application Specific Information values")
     for label in spec.labels:
-        if not spec.tape_units:
-            _bind(spec, data_unit_of(label), "Name and x-Data-Unit")
-        elif label.name == "x-Data-Unit":
-            _bind(spec, data_unit_of(label), "x-Data-Unit and Application Specific Information")
+        if label.name == "x-Data-Unit" or not (general or spec.tape_units):
+            _bind(spec, data_unit_of(label), "Name, x-Data-Unit or Application Specific Information")
         else:
             spec.kept.append(client_attribute(label))
 
@@ -306,7 +318,6 @@ def new_key(attrs: Iterable[Attr], now: int) -> NewKey:
             spec.kept.append(client_attribute(attr))
         else:
             raise field_error(f"attribute '{attr.name[:80]}' cannot be set by a client of this KMA")
-    _settle_data_unit(spec)
     return spec
 
 
@@ -390,14 +401,20 @@ def _text_column(column: str) -> Callable[[KeyView], bytes | None]:
     return encode
 
 
+def digest(material: bytes) -> bytes:
+    return hashlib.sha256(material).digest()
+
+
 def _digest(k: KeyView) -> bytes | None:
-    """SHA-256 of the key's Raw material (absent once it is destroyed, or when not asked for)."""
-    if k.material is None:
+    """SHA-256 of the key's Raw material (kept when the material was destroyed; computed when
+    asked for)."""
+    value = digest(k.material) if k.material is not None else _get(k.row, "digest")
+    if value is None:
         return None
     return ttlv.struct_(
         V,
         ttlv.enum(Tag.HASHING_ALGORITHM, HashingAlgorithm.SHA_256),
-        ttlv.byte_string(Tag.DIGEST_VALUE, hashlib.sha256(k.material).digest()),
+        ttlv.byte_string(Tag.DIGEST_VALUE, bytes(value)),
         ttlv.enum(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW),
     )
 
@@ -405,7 +422,7 @@ def _digest(k: KeyView) -> bytes | None:
 def _generator(k: KeyView) -> bytes | None:
     """The KMA made the key (its pool: the operating system's CSPRNG); a registered key's
     generator is unknown, so it has none."""
-    if _get(k.row, "registered_by") is not None:
+    if _get(k.row, "registered_by") is not None or not objects.is_symmetric(k.row):
         return None
     return ttlv.struct_(
         V,
@@ -431,9 +448,11 @@ def _revocation(k: KeyView) -> bytes | None:
 # "all attributes" lists them.
 STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
     "Unique Identifier": lambda k: ttlv.text(V, k.row["id"]),
-    "Object Type": lambda k: ttlv.enum(V, ObjectType.SYMMETRIC_KEY),
-    "Cryptographic Algorithm": lambda k: ttlv.enum(V, CryptographicAlgorithm.AES),
-    "Cryptographic Length": lambda k: ttlv.integer(V, KEY_BITS),
+    "Object Type": lambda k: ttlv.enum(V, objects.object_type(k.row)),
+    "Cryptographic Algorithm": lambda k: (
+        ttlv.enum(V, CryptographicAlgorithm.AES) if objects.is_symmetric(k.row) else None
+    ),
+    "Cryptographic Length": lambda k: ttlv.integer(V, objects.bits(k.row)) if objects.is_symmetric(k.row) else None,
     "Cryptographic Usage Mask": lambda k: ttlv.integer(V, k.usage_mask),
     "Digest": _digest,
     "State": lambda k: ttlv.enum(V, k.state),
@@ -491,6 +510,6 @@ def encode_attributes(key: KeyView, names: list[str] | None) -> list[bytes]:
 def attribute_names(key: KeyView) -> list[str]:
     kept_names = list(dict.fromkeys(c["name"] for c in key.custom))
     names = [n for n, encoder in STANDARD.items() if n not in kept_names and encoder(key) is not None]
-    if "Digest" not in names and key.row["destroyed_at"] is None:
+    if "Digest" not in names and (key.row["destroyed_at"] is None or _get(key.row, "digest") is not None):
         names.append("Digest")  # a live key has one; its value is read when asked for
     return names + kept_names

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kma.kmip import attributes, ttlv
+from kma.kmip import attributes, objects, ttlv
 from kma.kmip.attributes import DATA_UNIT_ALIASES, Attr, KeyView, field_error
 from kma.kmip.context import Call
 from kma.kmip.enums import CryptographicAlgorithm, ItemType, ObjectType, ResultReason, Tag
@@ -30,7 +30,8 @@ def _view(call: Call, uid: str, digest: bool = False) -> KeyView:
     row = call.key(uid, material=digest)
     material = None
     if digest and row["material_wrapped"] is not None:
-        material = call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"])
+        plain = call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"])
+        material = objects.material(row, plain)
     return KeyView(row, call.now, agent_keys.custom_attributes(call.kma, uid), material)
 
 
@@ -189,13 +190,12 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + attributes.attribute(name, value, index)
 
 
-def _must_be(expected: int) -> Callable[[LocateFilter, Attr], None]:
-    """A filter on something every key here has the same value of: it matches all or none."""
-
-    def rule(wanted: LocateFilter, attr: Attr) -> None:
-        wanted.nothing |= attr.value.value != expected
-
-    return rule
+def _by_algorithm(wanted: LocateFilter, algorithm: int) -> None:
+    """AES: the symmetric keys (the only algorithm here); anything else matches nothing."""
+    if algorithm == CryptographicAlgorithm.AES:
+        wanted.object_types.append(ObjectType.SYMMETRIC_KEY)
+    else:
+        wanted.nothing = True
 
 
 def _by_data_unit(wanted: LocateFilter, attr: Attr) -> None:
@@ -254,9 +254,9 @@ def _by_usage(wanted: LocateFilter, mask: int) -> None:
 
 
 LOCATE_BY: dict[str, Callable[[LocateFilter, Attr], None]] = {
-    "Object Type": _must_be(ObjectType.SYMMETRIC_KEY),
-    "Cryptographic Algorithm": _must_be(CryptographicAlgorithm.AES),
-    "Cryptographic Length": _must_be(attributes.KEY_BITS),
+    "Object Type": _typed_rule(ItemType.ENUMERATION, lambda w, v: w.object_types.append(v)),
+    "Cryptographic Algorithm": _typed_rule(ItemType.ENUMERATION, _by_algorithm),
+    "Cryptographic Length": _typed_rule(ItemType.INTEGER, lambda w, v: w.bits.append(v)),
     "Name": _by_name,
     **dict.fromkeys(DATA_UNIT_ALIASES, _by_data_unit),
     attributes.ASI: _by_application,

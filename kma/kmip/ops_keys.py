@@ -16,7 +16,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.keywrap import aes_key_wrap, aes_key_wrap_with_padding
 
-from kma.kmip import attributes, ttlv
+from kma.kmip import attributes, objects, ttlv
 from kma.kmip.attributes import NewKey, field_error
 from kma.kmip.context import Call
 from kma.kmip.enums import (
@@ -44,7 +44,23 @@ COMPROMISE_REASONS = (RevocationReasonCode.KEY_COMPROMISE, RevocationReasonCode.
 
 def _symmetric_only(payload: Item) -> None:
     if payload.get(Tag.OBJECT_TYPE) != ObjectType.SYMMETRIC_KEY:
-        raise field_error("this KMA holds symmetric (AES-256) keys only")
+        raise field_error(
+            "Create makes AES keys only (secret data and opaque objects are registered; asymmetric "
+            "keys are not offered)"
+        )
+
+
+def settled(call: Call, payload: Item) -> tuple[NewKey, str]:
+    """A Create's or Register's attributes as the chosen key group's policy takes them."""
+    spec = attributes.new_key(attributes.request_attributes(payload), call.now)
+    group = chosen_group(call, spec.group)
+    attributes.settle(spec, group in call.access.general_groups, group)
+    return spec, group
+
+
+def plain(call: Call, uid: str, row: Any) -> bytes:
+    """The object's material, unwrapped (callers checked it is not destroyed)."""
+    return objects.material(row, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]))
 
 
 def chosen_group(call: Call, asked: str | None) -> str:
@@ -59,7 +75,7 @@ def chosen_group(call: Call, asked: str | None) -> str:
 
 
 def _extras(key_id: str, spec: NewKey) -> list[Stmt]:
-    out = []
+    out = [agent_keys.set_form(key_id, None, spec.bits, None)] if spec.bits != attributes.KEY_BITS else []
     if spec.usage_mask != attributes.DEFAULT_USAGE:
         out.append(agent_keys.set_usage_mask(key_id, spec.usage_mask))
     out += [agent_keys.add_custom_attribute(key_id, k.name, k.text, k.item) for k in spec.kept]
@@ -113,14 +129,14 @@ async def issue(
 def _where(spec: NewKey, group: str) -> str:
     unit = f"data unit '{spec.data_unit}'" if spec.data_unit else "no data unit"
     state = "active" if spec.activate else "pre-active"
-    return f"for {unit} in key group '{group}' ({state})"
+    size = "" if spec.bits == attributes.KEY_BITS else f" (AES-{spec.bits})"
+    return f"for {unit} in key group '{group}' ({state}){size}"
 
 
 async def create(call: Call, payload: Item, activate: bool = False) -> bytes:
     _symmetric_only(payload)
-    spec = attributes.new_key(attributes.request_attributes(payload), call.now)
+    spec, group = settled(call, payload)
     spec.activate |= activate
-    group = chosen_group(call, spec.group)
     then = " and activated it (Activate in the same request)" if activate else ""
     key_id, _ = await issue(
         call, "kmip.create", group, spec, lambda k: f"created key {k} {_where(spec, group)}{then}"
@@ -133,34 +149,6 @@ async def create_active(call: Call, payload: Item) -> bytes:
     return await create(call, payload, activate=True)
 
 
-def _key_block_material(block: Item) -> bytes:
-    """Plain AES-256 key bytes from a Key Block (Raw or Transparent Symmetric Key)."""
-    if block.find(Tag.KEY_WRAPPING_DATA) is not None:
-        raise KmipError(ResultReason.FEATURE_NOT_SUPPORTED, "register key material unwrapped, inside TLS")
-    fmt = block.get(Tag.KEY_FORMAT_TYPE)
-    value = block.find(Tag.KEY_VALUE)
-    material = value.find(Tag.KEY_MATERIAL) if value is not None else None
-    if material is None:
-        raise KmipError(ResultReason.MISSING_DATA, "the key block has no key material")
-    if fmt == KeyFormatType.TRANSPARENT_SYMMETRIC_KEY and material.type == ItemType.STRUCTURE:
-        raw = material.get(Tag.KEY)
-    elif fmt == KeyFormatType.RAW and material.type == ItemType.BYTE_STRING:
-        raw = material.value
-    else:
-        raise KmipError(
-            ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED,
-            "key material must be Raw or Transparent Symmetric Key",
-        )
-    algorithm = block.get(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES)
-    if algorithm != CryptographicAlgorithm.AES or not isinstance(raw, bytes) or len(raw) != 32:
-        raise field_error("this KMA holds AES-256 keys only (32 bytes of key material)")
-    if repeats_a_short_pattern(raw):
-        raise field_error(
-            "the key material is one byte value or a short pattern repeated; register a random key"
-        )
-    return raw
-
-
 def repeats_a_short_pattern(raw: bytes) -> bool:
     """All one value, or a pattern of up to half the key's length repeated (zeros, 0xFF, "ABAB...",
     a 16-byte key twice): no real key generator makes these, a mistake or a plant does."""
@@ -168,14 +156,19 @@ def repeats_a_short_pattern(raw: bytes) -> bool:
 
 
 async def register(call: Call, payload: Item) -> bytes:
-    _symmetric_only(payload)
-    symmetric = payload.find(Tag.SYMMETRIC_KEY)
-    block = symmetric.find(Tag.KEY_BLOCK) if symmetric is not None else None
-    if block is None:
-        raise KmipError(ResultReason.MISSING_DATA, "Register needs a Symmetric Key with a Key Block")
-    raw = _key_block_material(block)
-    spec = attributes.new_key(attributes.request_attributes(payload), call.now)
-    group = chosen_group(call, spec.group)
+    kind, raw, data_type = objects.registered(payload)
+    if kind == ObjectType.SYMMETRIC_KEY and repeats_a_short_pattern(raw):
+        raise field_error(
+            "the key material is one byte value or a short pattern repeated; register a random key"
+        )
+    spec, group = settled(call, payload)
+    if (kind != ObjectType.SYMMETRIC_KEY or len(raw) * 8 != attributes.KEY_BITS) and (
+        group not in call.access.general_groups
+    ):
+        raise field_error(
+            f"the policy of key group '{group}' keeps tape keys (AES-256); secret data, opaque objects "
+            "and other AES sizes go to a key group whose policy keeps general keys"
+        )
     policy = agent_keys.group_policy(call.kma, group)
     if policy is None or not policy["allow_import"]:
         name = policy["id"] if policy is not None else "?"
@@ -193,11 +186,16 @@ async def register(call: Call, payload: Item) -> bytes:
             key_id, kma.kma_id, wrapped, call.agent_id, group, spec.data_unit, call.now, spec.activate
         )
     )
+    spec.bits = attributes.KEY_BITS  # the form is said below, for every kind
     statements += _extras(key_id, spec)
+    if kind != ObjectType.SYMMETRIC_KEY or len(raw) != 32:
+        bits = len(raw) * 8 if kind == ObjectType.SYMMETRIC_KEY else None
+        statements.append(agent_keys.set_form(key_id, None if bits else kind, bits, data_type))
+    what = objects.what({"object_type": None if kind == ObjectType.SYMMETRIC_KEY else kind, "bits": len(raw) * 8})
     await call.commit(
         "kmip.register",
         statements,
-        f"registered key {key_id} supplied by the agent {_where(spec, group)}{note}",
+        f"registered {what} {key_id} supplied by the agent {_where(spec, group)}{note}",
         ("key", key_id),
     )
     call.placeholder = key_id
@@ -232,15 +230,18 @@ def _wrapping_key(call: Call, spec: Item) -> tuple[str, bytes, int]:
         raise KmipError(ResultReason.PERMISSION_DENIED, f"wrapping key {uid} is not active")
     if not view.usage_mask & UsageMask.WRAP_KEY:
         raise KmipError(ResultReason.PERMISSION_DENIED, f"key {uid} is not for wrapping (no Wrap Key usage)")
-    return uid, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]), int(mode)
+    if not objects.is_symmetric(row):
+        raise KmipError(ResultReason.PERMISSION_DENIED, f"{uid} is not a key: it cannot wrap keys")
+    return uid, plain(call, uid, row), int(mode)
 
 
 async def get(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     fmt = payload.get(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW)
-    if fmt not in (KeyFormatType.RAW, KeyFormatType.TRANSPARENT_SYMMETRIC_KEY):
+    if fmt not in (KeyFormatType.RAW, KeyFormatType.OPAQUE, KeyFormatType.TRANSPARENT_SYMMETRIC_KEY):
         raise KmipError(
-            ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED, "keys are sent Raw or as Transparent Symmetric Key"
+            ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED,
+            "objects are sent Raw, Opaque or as Transparent Symmetric Key",
         )
     if payload.find(Tag.KEY_COMPRESSION_TYPE) is not None:
         raise KmipError(
@@ -249,20 +250,14 @@ async def get(call: Call, payload: Item) -> bytes:
     row = call.key(uid, material=True)
     if row["material_wrapped"] is None:
         raise KmipError(ResultReason.KEY_VALUE_NOT_PRESENT, f"key {uid} was destroyed")
-    master = call.kma.vault.master()
-    material = master.unwrap(f"key:{uid}", row["material_wrapped"])
+    material = plain(call, uid, row)
     spec = payload.find(Tag.KEY_WRAPPING_SPECIFICATION)
     if spec is None:
-        value = (
-            ttlv.struct_(Tag.KEY_MATERIAL, ttlv.byte_string(Tag.KEY, material))
-            if fmt == KeyFormatType.TRANSPARENT_SYMMETRIC_KEY
-            else ttlv.byte_string(Tag.KEY_MATERIAL, material)
-        )
-        key_value, wrapping, how = ttlv.struct_(Tag.KEY_VALUE, value), b"", ""
+        value, wrapping, how = material, b"", ""
     else:
         wrap_id, kek, mode = _wrapping_key(call, spec)
         wrap = aes_key_wrap if mode == BlockCipherMode.NIST_KEY_WRAP else aes_key_wrap_with_padding
-        key_value = ttlv.byte_string(Tag.KEY_VALUE, wrap(kek, material))
+        value = wrap(kek, material)
         wrapping = ttlv.struct_(
             Tag.KEY_WRAPPING_DATA,
             ttlv.enum(Tag.WRAPPING_METHOD, WrappingMethod.ENCRYPT),
@@ -274,19 +269,12 @@ async def get(call: Call, payload: Item) -> bytes:
             ttlv.enum(Tag.ENCODING_OPTION, EncodingOption.NO_ENCODING),
         )
         how = f", wrapped under key {wrap_id}"
-    await call.audit("kmip.get", f"sent key {uid} to agent '{call.agent_id}'{how}", subject=("key", uid))
-    block = ttlv.struct_(
-        Tag.KEY_BLOCK,
-        ttlv.enum(Tag.KEY_FORMAT_TYPE, fmt),
-        key_value,
-        ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES),
-        ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, attributes.KEY_BITS),
-        wrapping,
-    )
+    what = objects.what(row)
+    await call.audit("kmip.get", f"sent {what} {uid} to agent '{call.agent_id}'{how}", subject=("key", uid))
     return (
-        ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY)
+        ttlv.enum(Tag.OBJECT_TYPE, objects.object_type(row))
         + ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
-        + ttlv.struct_(Tag.SYMMETRIC_KEY, block)
+        + objects.encode_object(row, fmt, value, wrapping)
     )
 
 
@@ -353,9 +341,13 @@ async def destroy(call: Call, payload: Item) -> bytes:
             "compromised keys can be destroyed (revoke it first)",
         )
     comment = f"destroyed by agent '{call.agent_id}' over KMIP"
+    with_material = call.key(uid, material=True)
+    kept = []
+    if with_material["material_wrapped"] is not None:
+        kept.append(agent_keys.keep_digest(uid, attributes.digest(plain(call, uid, with_material))))
     await call.commit(
         "kmip.destroy",
-        [agent_keys.destroy(call.agent_id, uid, call.now, comment)],
+        [agent_keys.destroy(call.agent_id, uid, call.now, comment), *kept],
         f"destroyed key {uid}: {comment}",
     )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)

@@ -72,7 +72,8 @@ def _activation(group: str) -> str:
 KEY_COLUMNS = (
     "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.kma_id, k.created_at, k.activated_at, "
     "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, k.registered_by, m.usage_mask, "
-    "m.revocation_reason, m.revocation_message, m.changed_at, m.compromise_occurrence_at"
+    "m.revocation_reason, m.revocation_message, m.changed_at, m.compromise_occurrence_at, m.digest, "
+    "m.object_type, m.bits, m.data_type"
 )
 
 
@@ -86,13 +87,16 @@ class AgentAccess:
     default_group: str
     groups: frozenset[str]
     certificate_fingerprint: str | None
+    general_groups: frozenset[str] = frozenset()  # of `groups`: those whose policy keeps general keys
 
 
 def agent_access(kma: Appliance, agent_id: str) -> AgentAccess | None:
     row = kma.store.query_one(
         "SELECT enabled, site_id, default_key_group_id, certificate_fingerprint, "
         "(SELECT group_concat(key_group_id, char(10)) FROM key_group_agents WHERE agent_id = agents.id) "
-        "AS groups FROM agents WHERE id = ?",
+        "AS groups, (SELECT group_concat(ga.key_group_id, char(10)) FROM key_group_agents ga "
+        "JOIN key_groups g ON g.id = ga.key_group_id JOIN key_policies p ON p.id = g.policy_id "
+        "WHERE ga.agent_id = agents.id AND p.general_keys = 1) AS general FROM agents WHERE id = ?",
         (agent_id,),
     )
     if row is None:
@@ -105,6 +109,7 @@ def agent_access(kma: Appliance, agent_id: str) -> AgentAccess | None:
         row["default_key_group_id"],
         groups,
         row["certificate_fingerprint"],
+        frozenset(g for g in (row["general"] or "").split("\n") if g),
     )
 
 
@@ -305,6 +310,15 @@ def insert_registered_key(
     )
 
 
+def set_form(key_id: str, object_type: int | None, bits: int | None, data_type: int | None) -> Stmt:
+    """What the key is when it is not an AES-256 symmetric key (kma/kmip/objects.py)."""
+    return Stmt(
+        "INSERT INTO key_kmip (key_id, object_type, bits, data_type) VALUES (?, ?, ?, ?) ON CONFLICT (key_id) "
+        "DO UPDATE SET object_type = excluded.object_type, bits = excluded.bits, data_type = excluded.data_type",
+        (key_id, object_type, bits, data_type),
+    )
+
+
 def set_usage_mask(key_id: str, mask: int) -> Stmt:
     return Stmt(
         "INSERT INTO key_kmip (key_id, usage_mask) VALUES (?, ?) ON CONFLICT (key_id) "
@@ -381,6 +395,15 @@ def destroy(agent_id: str, key_id: str, now: int, comment: str) -> Stmt:
         {"id": key_id, "agent": agent_id, "now": now, "comment": comment},
         expect=1,
         refusal="only pre-active, deactivated or compromised keys can be destroyed",
+    )
+
+
+def keep_digest(key_id: str, digest: bytes) -> Stmt:
+    """The Digest of material about to be destroyed (it stays the object's attribute)."""
+    return Stmt(
+        "INSERT INTO key_kmip (key_id, digest) VALUES (?, ?) "
+        "ON CONFLICT (key_id) DO UPDATE SET digest = excluded.digest",
+        (key_id, digest),
     )
 
 
@@ -482,6 +505,8 @@ class LocateFilter:
     custom: list[tuple[str, str, bytes | None]]  # kept attributes: name, text, TTLV value unless text
     key_ids: list[str]
     names: list[str] = field(default_factory=list)  # Name: the data unit, or a Name a client set
+    object_types: list[int] = field(default_factory=list)  # KMIP Object Type
+    bits: list[int] = field(default_factory=list)  # Cryptographic Length
     usage_mask: int | None = None
     nothing: bool = False  # e.g. an object type other than symmetric keys: no match at all
 
@@ -511,6 +536,9 @@ def locate(
             f"EXISTS (SELECT 1 FROM key_custom_attributes c WHERE c.key_id = k.id "
             f"AND c.name = :cn{i} AND c.value = :cv{i} AND c.item IS :ci{i})"
         )
+    form = "(SELECT {c} FROM key_kmip f WHERE f.key_id = k.id)"
+    where += [f"coalesce({form.format(c='object_type')}, 2) = {p}" for p in bind("ot", wanted.object_types)]
+    where += [f"coalesce({form.format(c='bits')}, 256) = {p}" for p in bind("bits", wanted.bits)]
     for p in bind("nm", wanted.names):
         where.append(
             f"(k.data_unit_id = {p} OR EXISTS (SELECT 1 FROM key_custom_attributes c WHERE "
@@ -553,6 +581,8 @@ def _issued_here(kma: Appliance, agent_id: str, now: int, wanted: LocateFilter) 
             and all(s["key_group_id"] == g for g in wanted.groups)
             and all(s["id"] == k for k in wanted.key_ids)
             and not wanted.custom
+            and all(t == 2 for t in wanted.object_types)
+            and all(b == 256 for b in wanted.bits)
             and (not wanted.states or state in wanted.states)
             and (wanted.usage_mask is None or (12 & wanted.usage_mask) == wanted.usage_mask)
             and _may_see(kma, agent_id, s["key_group_id"])

@@ -6,6 +6,7 @@ returns only a key's metadata.
 
 from __future__ import annotations
 
+from hashlib import sha256
 from typing import Any
 
 from kma.appliance import Appliance
@@ -143,7 +144,13 @@ def destroy_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict
     check_text(comment, "The comment", max_len=500, required=True)
     require(kma, "key", key_id)
     now = kma.clock.now()
-    kma.commit(actor, "key.destroy", [Stmt(
+    wrapped = kma.store.scalar("SELECT material_wrapped FROM keys WHERE id = ?", (key_id,))
+    digest = (  # KMIP's Digest stays with the key once its material is gone
+        [agent_keys.keep_digest(key_id, sha256(kma.vault.master().unwrap(f"key:{key_id}", wrapped)).digest())]
+        if wrapped is not None
+        else []
+    )
+    kma.commit(actor, "key.destroy", [*digest, Stmt(
         "UPDATE keys SET destroyed_at = :now, destroy_comment = :comment, material_wrapped = NULL "
         f"WHERE id = :id AND {DESTROYABLE_SQL}",
         {"now": now, "comment": comment, "id": key_id},

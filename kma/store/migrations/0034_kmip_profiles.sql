@@ -11,3 +11,19 @@ ALTER TABLE key_custom_attributes ADD COLUMN item BLOB;
 -- the key's own times), and the Compromise Occurrence Date a Revoke named.
 ALTER TABLE key_kmip ADD COLUMN changed_at INTEGER;
 ALTER TABLE key_kmip ADD COLUMN compromise_occurrence_at INTEGER;
+
+-- The SHA-256 Digest of a key's material, kept when the material is destroyed (KMIP: a Digest
+-- stays with the object); a live key's Digest is computed from its material when asked for.
+ALTER TABLE key_kmip ADD COLUMN digest BLOB;
+
+-- A key policy's keys are tape keys (the default: Name is the data unit's volser, AES-256 only)
+-- or general keys for generic KMIP clients (Name is free text; AES-128/192/256; Secret Data and
+-- Opaque Objects may be registered).
+ALTER TABLE key_policies ADD COLUMN general_keys INTEGER NOT NULL DEFAULT 0 CHECK (general_keys IN (0, 1));
+
+-- What a key is, when it is not an AES-256 symmetric key from a KMA's pool: its KMIP Object Type
+-- (7 Secret Data, 8 Opaque Object), its length in bits, and the Secret Data Type or Opaque Data
+-- Type the client gave.
+ALTER TABLE key_kmip ADD COLUMN object_type INTEGER;
+ALTER TABLE key_kmip ADD COLUMN bits INTEGER;
+ALTER TABLE key_kmip ADD COLUMN data_type INTEGER;
