@@ -318,6 +318,14 @@ class HeldBackup:
 
 
 @dataclass(frozen=True)
+class KmipAttribute:
+    """An attribute a KMIP client set on a key, as text."""
+
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
 class Key:
     """A key's metadata; key material never leaves the KMA through this API."""
 
@@ -340,6 +348,8 @@ class Key:
     # backups are named in a key's details. None when the key is not destroyed.
     destruction_complete: bool | None = None
     held_by_backups: tuple[HeldBackup, ...] = ()
+    name: str | None = None  # the Name a KMIP client gave it
+    kmip_attributes: tuple[KmipAttribute, ...] = ()  # in a key's details: what KMIP clients set
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Key:
@@ -361,6 +371,8 @@ class Key:
             compromised_at=maybe_time(d.get("compromised_at")),
             destruction_complete=_opt_bool(d.get("destruction_complete")),
             held_by_backups=tuple(HeldBackup.from_json(b) for b in d.get("held_by_backups") or ()),
+            name=d.get("name"),
+            kmip_attributes=tuple(KmipAttribute(a["name"], a["value"]) for a in d.get("kmip_attributes") or ()),
         )
 
 

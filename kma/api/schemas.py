@@ -166,6 +166,13 @@ class HeldBackup(Response):
     created_at: Time
 
 
+class KmipAttribute(Response):
+    """An attribute a KMIP client set on a key (Name, Application Specific Information, ...)."""
+
+    name: str
+    value: str  # as text (a structure's fields joined by ": ")
+
+
 class Key(Response):
     id: str
     key_group_id: str | None
@@ -186,6 +193,10 @@ class Key(Response):
     # key's details name them; deleting or expiring them completes it). None when not destroyed.
     destruction_complete: bool | None = None
     held_by_backups: list[HeldBackup] = []  # in a key's details only
+    # "AES-256" (a tape key), "AES-128", "AES-192", "Secret Data" or "Opaque Object"; the Name a
+    # KMIP client gave the object, if any; in a key's details, every attribute a client set.
+    name: str | None = None
+    kmip_attributes: list[KmipAttribute] = []
 
 
 class AuditEvent(Response):

@@ -26,8 +26,19 @@ from kma.services.keypool import key_pool, new_key_id
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, boolean, choice, list_page
 from kma.store import Stmt
 
+# What the object is (KMIP: an AES key of its size, Secret Data, an Opaque Object; key_kmip says
+# when it is not an AES-256 key), and the Name a client gave it (a general key's, or a tape
+# library's own label).
+OBJECT_SQL = (
+    "coalesce((SELECT CASE m.object_type WHEN 7 THEN 'Secret Data' WHEN 8 THEN 'Opaque Object' "
+    "ELSE 'AES-' || coalesce(m.bits, 256) END FROM key_kmip m WHERE m.key_id = keys.id), 'AES-256')"
+)
+NAME_SQL = (
+    "(SELECT c.value FROM key_custom_attributes c WHERE c.key_id = keys.id AND c.name = 'Name' "
+    "AND c.idx = 0)"
+)
 PUBLIC = (
-    "id, key_group_id, data_unit_id, agent_id, kma_id, 'AES-256' AS algorithm, "
+    f"id, key_group_id, data_unit_id, agent_id, kma_id, {OBJECT_SQL} AS algorithm, {NAME_SQL} AS name, "
     f"{key_state_sql()} AS state, compromised_at IS NOT NULL AS compromised, compromised_at, "
     "created_at, activated_at, protect_until, deactivate_at, destroyed_at, destroy_comment, backup_mark, "
     "CASE WHEN destroyed_at IS NULL THEN NULL ELSE NOT EXISTS (SELECT 1 FROM backups b WHERE "
@@ -91,7 +102,10 @@ def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
         f"SELECT b.id, b.created_at FROM backups b, keys WHERE keys.id = ? AND {holds} ORDER BY b.created_at",
         (key_id,),
     )
-    return {**_row(row), "held_by_backups": [dict(r) for r in held]}
+    kept = kma.store.query(
+        "SELECT name, value FROM key_custom_attributes WHERE key_id = ? ORDER BY name, idx", (key_id,)
+    )
+    return {**_row(row), "held_by_backups": [dict(r) for r in held], "kmip_attributes": [dict(r) for r in kept]}
 
 
 def issue_key(

@@ -224,6 +224,11 @@ def test_pykmip_client_of_a_general_key_group_keeps_keys_of_every_aes_size_secre
         assert by_name["Cryptographic Length"].value == 128
         assert by_name["Name"].name_value.value == "orders db, 2026"
 
+        # The manager shows what each object is and the name its client gave it
+        op = kma.client("op")
+        assert (op.get_key(small).algorithm, op.get_key(small).name) == ("AES-128", "orders db, 2026")
+        assert [op.get_key(u).algorithm for u in (secret, opaque)] == ["Secret Data", "Opaque Object"]
+
         for uid in (small, big, imported, secret, opaque):  # Pre-Active: destroyed at once
             client.destroy(uid)
         with pytest.raises(KmipOperationFailure):

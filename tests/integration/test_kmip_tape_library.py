@@ -83,6 +83,13 @@ def test_a_library_key_is_a_tape_key_of_its_cartridge(fresh_kma: RunningKma, tmp
         assert [i.value for i in found.all(Tag.UNIQUE_IDENTIFIER)] == [other]
         assert library.get_attributes(str(other), ["State"]) == {"State": State.PRE_ACTIVE}
 
+    # The manager shows the library's attributes with the key
+    key = fresh_kma.client("op").get_key(uid)
+    assert (key.algorithm, key.name, key.data_unit_id) == ("AES-256", "AAAAAAA1A1AA12345678901234567", CARTRIDGE)
+    shown = {(a.name, a.value) for a in key.kmip_attributes}
+    assert ("Application Specific Information", f"LIBRARY-LTO: {CARTRIDGE}") in shown
+    assert ("x-Barcode", "XXA012A1") in shown and ("x-Generation", "7") in shown
+
     # And the cartridge's history shows the library's key
     tape = fresh_kma.client("auditor").data_unit_history(CARTRIDGE)
     assert uid in [lane.subject_id for lane in tape.lanes]
