@@ -30,6 +30,7 @@ from kma.kmip.enums import (
     HashingAlgorithm,
     ItemType,
     KeyFormatType,
+    ObjectType,
     NameType,
     ResultReason,
     RNGAlgorithm,
@@ -432,6 +433,13 @@ def _generator(k: KeyView) -> bytes | None:
     )
 
 
+def _key_format(k: KeyView) -> bytes | None:
+    kind = objects.object_type(k.row)
+    if kind == ObjectType.OPAQUE_OBJECT:
+        return None
+    return ttlv.enum(V, KeyFormatType.OPAQUE if kind == ObjectType.SECRET_DATA else KeyFormatType.RAW)
+
+
 def _revocation(k: KeyView) -> bytes | None:
     code = _get(k.row, "revocation_reason")
     if code is None:
@@ -468,6 +476,7 @@ STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
     "Revocation Reason": _revocation,
     "Destroy Date": _date("destroyed_at"),
     "Random Number Generator": _generator,
+    "Key Format Type": lambda k: _key_format(k),
     "Name": _name,
     "Object Group": _text_column("key_group_id"),
     "x-Data-Unit": _text_column("data_unit_id"),
@@ -475,6 +484,7 @@ STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
     "x-KMA": _text_column("kma_id"),
 }
 ALIASES = {"x-Barcode": "x-Data-Unit"}
+V2_ONLY = frozenset({"Key Format Type"})  # an attribute from KMIP 2.0 on
 
 
 def attribute(name: str, value: bytes, index: int = 0) -> bytes:
@@ -490,12 +500,12 @@ def kept_value(row: Any) -> bytes:
     return bytes(item) if item is not None else ttlv.text(V, row["value"])
 
 
-def encode_attributes(key: KeyView, names: list[str] | None) -> list[bytes]:
+def encode_attributes(key: KeyView, names: list[str] | None, v2: bool = False) -> list[bytes]:
     """The key's attributes named (all when `names` is None); absent ones are left out. What a
     client set is answered as it sent it (a library's own Name or x-Barcode included)."""
     kept_names = dict.fromkeys(c["name"] for c in key.custom)
     out = []
-    every = [*(n for n in STANDARD if n not in kept_names), *kept_names]
+    every = [*(n for n in STANDARD if n not in kept_names and (v2 or n not in V2_ONLY)), *kept_names]
     for name in names if names is not None else every:
         if name in kept_names:
             out += [attribute(name, kept_value(c), c["idx"]) for c in key.custom if c["name"] == name]
@@ -507,9 +517,12 @@ def encode_attributes(key: KeyView, names: list[str] | None) -> list[bytes]:
     return out
 
 
-def attribute_names(key: KeyView) -> list[str]:
+def attribute_names(key: KeyView, v2: bool = False) -> list[str]:
     kept_names = list(dict.fromkeys(c["name"] for c in key.custom))
-    names = [n for n, encoder in STANDARD.items() if n not in kept_names and encoder(key) is not None]
+    names = [
+        n for n, encoder in STANDARD.items()
+        if n not in kept_names and (v2 or n not in V2_ONLY) and encoder(key) is not None
+    ]  # fmt: skip
     if "Digest" not in names and (key.row["destroyed_at"] is None or _get(key.row, "digest") is not None):
         names.append("Digest")  # a live key has one; its value is read when asked for
     return names + kept_names

@@ -170,6 +170,9 @@ class ResultReason(IntEnum):
     ENCODING_OPTION_ERROR = 0x12
     KEY_VALUE_NOT_PRESENT = 0x13
     INCOMPATIBLE_CRYPTOGRAPHIC_USAGE_MASK = 0x29
+    # KMIP 2.x reasons, where 1.x has a general one
+    OBJECT_NOT_FOUND = 0x37
+    WRONG_KEY_LIFECYCLE_STATE = 0x43
     GENERAL_FAILURE = 0x100
 
 

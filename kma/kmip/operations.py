@@ -104,7 +104,7 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
             raise KmipError(
                 ResultReason.INVALID_MESSAGE,
                 f"KMIP {request.version[0]}.{request.version[1]} is not supported; this KMA speaks "
-                "KMIP 1.0 to 1.4 and 2.0",
+                "KMIP 1.0 to 1.4, 2.0 and 2.1",
             )
         if item.operation not in OPEN_OPERATIONS:
             call.session.access()
@@ -116,7 +116,7 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
         answer = await handler(call, v2.request_payload(item.operation, item.payload))
         return Result(item.operation, item.batch_id, payload=v2.response_payload(item.operation, answer))
     except KmipError as error:
-        reason, message, audited = error.reason, error.message, error.audited
+        reason, message, audited = error.reason_in(request.version), error.message, error.audited
     except (KmaLocked, NoReadyKey) as refused:
         reason, message, audited = ResultReason.GENERAL_FAILURE, refused.message, False
     except ClusterUnavailable as unavailable:  # e.g. a new key while a Raft leader is being elected

@@ -39,14 +39,14 @@ async def get_attributes(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     names = [n.value for n in payload.all(Tag.ATTRIBUTE_NAME) if isinstance(n.value, str)]
     key = _view(call, uid, digest=not names or "Digest" in names)
-    encoded = attributes.encode_attributes(key, names or None)
+    encoded = attributes.encode_attributes(key, names or None, v2=call.version >= (2, 0))
     await call.audit("kmip.get_attributes", f"read {len(encoded)} attributes of key {uid}")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(encoded)
 
 
 async def get_attribute_list(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
-    names = attributes.attribute_names(_view(call, uid))
+    names = attributes.attribute_names(_view(call, uid), v2=call.version >= (2, 0))
     await call.audit("kmip.get_attribute_list", f"listed the attributes of key {uid}")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(ttlv.text(Tag.ATTRIBUTE_NAME, n) for n in names)
 
@@ -59,8 +59,12 @@ def _one_attribute(payload: Item) -> Attr:
 
 
 def _read_only(name: str) -> KmipError:
+    """The KMA sets it; a lifecycle date follows the key's state (KMIP 2.x says so)."""
+    lifecycle = ResultReason.WRONG_KEY_LIFECYCLE_STATE if name.endswith(" Date") else None
     return KmipError(
-        ResultReason.PERMISSION_DENIED, f"attribute '{name[:80]}' is set by the KMA, not by agents"
+        ResultReason.PERMISSION_DENIED,
+        f"attribute '{name[:80]}' is set by the KMA, not by agents",
+        v2_reason=lifecycle,
     )
 
 

@@ -286,6 +286,7 @@ async def activate(call: Call, payload: Item) -> bytes:
         raise KmipError(
             ResultReason.PERMISSION_DENIED,
             f"key {uid} is {state.name.lower().replace('_', '-')}; only a pre-active key can be activated",
+            v2_reason=ResultReason.WRONG_KEY_LIFECYCLE_STATE,
         )
     await call.commit(
         "kmip.activate",
@@ -339,6 +340,7 @@ async def destroy(call: Call, payload: Item) -> bytes:
             ResultReason.PERMISSION_DENIED,
             f"key {uid} is {state.name.lower().replace('_', '-')}; only pre-active, deactivated or "
             "compromised keys can be destroyed (revoke it first)",
+            v2_reason=ResultReason.WRONG_KEY_LIFECYCLE_STATE,
         )
     comment = f"destroyed by agent '{call.agent_id}' over KMIP"
     with_material = call.key(uid, material=True)

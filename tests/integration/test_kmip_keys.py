@@ -221,7 +221,7 @@ def test_creates_are_durable_and_audited_before_the_answer(dal01: KmipClient, km
 
 
 def test_query_and_discover_versions(dal01: KmipClient) -> None:
-    assert dal01.discover_versions() == [(2, 0), (1, 4), (1, 3), (1, 2), (1, 1), (1, 0)]
+    assert dal01.discover_versions() == [(2, 1), (2, 0), (1, 4), (1, 3), (1, 2), (1, 1), (1, 0)]
     payload = dal01.call(Operation.QUERY, ttlv.enum(Tag.QUERY_FUNCTION, 1) + ttlv.enum(Tag.QUERY_FUNCTION, 3))
     operations = {i.value for i in payload.all(Tag.OPERATION)}
     assert {Operation.CREATE, Operation.GET, Operation.LOCATE, Operation.REVOKE} <= operations
