@@ -35,8 +35,8 @@ from kma.kmip.enums import (
 )
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys
-from kma.services.keypool import key_pool, new_key_id
+from kma.services import agent_keys, key_issue
+from kma.services.keypool import new_key_id
 from kma.store import Stmt, WriteResult
 
 COMPROMISE_REASONS = (RevocationReasonCode.KEY_COMPROMISE, RevocationReasonCode.CA_COMPROMISE)
@@ -91,39 +91,22 @@ async def issue(
     before: Sequence[Stmt] = (),
     only_if_no_write_key: bool = False,
 ) -> tuple[str, WriteResult]:
-    """Assign a pool key (generated inline if the pool is empty) and commit it durably."""
-    kma = call.kma
-    kma.vault.master()  # a locked KMA issues nothing
-    key_id = key_pool(kma).take()
-    from_pool = key_id is not None
-    statements = list(before)
-    note = agent_keys.shredded_note(kma, spec.data_unit, call.now)
-    if spec.data_unit is not None:
-        statements.append(agent_keys.register_data_unit(spec.data_unit, call.now))
-    if key_id is None:
-        key_id = new_key_id()
-        statements.append(key_pool(kma).generate_stmt(key_id, call.now))
-    statements.append(
-        agent_keys.assign_pool_key(
-            key_id, call.agent_id, group, spec.data_unit, call.now, spec.activate, only_if_no_write_key
-        )
-    )
-    extras = _extras(key_id, spec)
-    statements += extras
-    deferred = None
-    if kma.store.deferring and from_pool and not before and not extras:  # its own key, nothing else
-        deferred = agent_keys.deferred_assignment(
-            kma, key_id, call.agent_id, group, spec.data_unit, call.now, spec.activate
-        )
+    """A key from the pool (kma/services/key_issue.py), committed durably with its event."""
+    issue = key_issue.prepare(
+        call.kma, group, spec.data_unit, call.now,
+        agent_id=call.agent_id, activate=spec.activate, agent_asks=True,
+        only_if_no_write_key=only_if_no_write_key, before=before, keep=lambda key_id: _extras(key_id, spec),
+    )  # fmt: skip
     try:
-        message = describe(key_id) + note
-        result = await call.commit(operation, statements, message, ("key", key_id), deferred=deferred)
+        message = describe(issue.key_id) + issue.note
+        result = await call.commit(
+            operation, issue.statements, message, ("key", issue.key_id), deferred=issue.deferred
+        )
     except KmipError:
-        if from_pool:
-            key_pool(kma).give_back(key_id)
+        issue.give_back()
         raise
-    call.placeholder = key_id
-    return key_id, result
+    call.placeholder = issue.key_id
+    return issue.key_id, result
 
 
 def _where(spec: NewKey, group: str) -> str:

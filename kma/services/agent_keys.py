@@ -248,22 +248,29 @@ def shredded_note(kma: Appliance, data_unit_id: str | None, now: int) -> str:
 
 def assign_pool_key(
     key_id: str,
-    agent_id: str,
+    agent_id: str | None,
     group_id: str,
     data_unit_id: str | None,
     now: int,
     activate: bool,
     only_if_no_write_key: bool = False,
+    agent_asks: bool = True,
 ) -> Stmt:
-    """Give a pool key to the agent's group (and data unit), activated or Pre-Active."""
+    """Give a pool key to a group (and data unit), activated or Pre-Active. `agent_asks`: the
+    agent must be enabled and may use the group (else an Operator issues it, to the group)."""
     sets = "key_group_id = :g, data_unit_id = :du, agent_id = :agent"
     if activate:
         sets += ", " + _activation(":g")
+    allowed = may_use(":g") if agent_asks else "EXISTS (SELECT 1 FROM key_groups WHERE id = :g)"
     sql = (
         f"UPDATE keys SET {sets} WHERE id = :id AND key_group_id IS NULL AND activated_at IS NULL "
-        f"AND destroyed_at IS NULL AND {may_use(':g')}"
+        f"AND destroyed_at IS NULL AND {allowed}"
     )
-    refusal = f"agent '{agent_id}' is disabled or may not use key group '{group_id}'"
+    refusal = (
+        f"agent '{agent_id}' is disabled or may not use key group '{group_id}'"
+        if agent_asks
+        else "the key could not be activated"
+    )
     if only_if_no_write_key:
         sql += (
             f" AND NOT EXISTS (SELECT 1 FROM keys c WHERE c.data_unit_id = :du AND "

@@ -20,9 +20,8 @@ from kma.domain.lifecycle import (
 )
 from kma.domain.validation import check_text
 from kma.errors import Conflict, NotFound
-from kma.services import agent_keys
+from kma.services import agent_keys, key_issue
 from kma.services.common import require
-from kma.services.keypool import key_pool, new_key_id
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, boolean, choice, list_page
 from kma.store import Stmt
 
@@ -67,16 +66,6 @@ LIST = ListSpec(
     filtered_sorts={"created_at": frozenset({"compromised"}), "id": frozenset({"compromised"}),
                     "data_unit_id": frozenset({"compromised", "data_unit_id"})},
 )  # fmt: skip
-ACTIVATE = """UPDATE keys SET key_group_id = :g, data_unit_id = :du, agent_id = :agent,
-    activated_at = :now,
-    protect_until = :now + (SELECT p.encryption_period FROM key_groups g
-                            JOIN key_policies p ON p.id = g.policy_id WHERE g.id = :g),
-    deactivate_at = :now + (SELECT p.cryptoperiod FROM key_groups g
-                            JOIN key_policies p ON p.id = g.policy_id WHERE g.id = :g)
-    WHERE id = :id AND activated_at IS NULL AND destroyed_at IS NULL
-    AND EXISTS (SELECT 1 FROM key_groups WHERE id = :g)"""
-
-
 def _row(row: Any) -> dict[str, Any]:
     out = dict(row)
     out.pop("seq", None)  # the list's tie-break only
@@ -116,32 +105,21 @@ def issue_key(
     require(kma, "key group", key_group_id)
     if not register_data_unit:
         require(kma, "data unit", data_unit_id)
-    kma.vault.master()  # a locked KMA issues nothing
-    now = kma.clock.now()
-    note = agent_keys.shredded_note(kma, data_unit_id, now)
-    statements: list[Stmt] = [agent_keys.register_data_unit(data_unit_id, now)]
-    key_id = key_pool(kma).take()
-    from_pool = key_id is not None
-    if key_id is None:
-        key_id = new_key_id()
-        statements.append(key_pool(kma).generate_stmt(key_id, now))
-    statements.append(Stmt(
-        ACTIVATE, {"g": key_group_id, "du": data_unit_id, "agent": agent_id, "now": now, "id": key_id},
-        expect=1, refusal="the key could not be activated",
-    ))  # fmt: skip
+    issue = key_issue.prepare(
+        kma, key_group_id, data_unit_id, kma.clock.now(), agent_id=agent_id, activate=True, agent_asks=False
+    )
     try:
         kma.commit(
             actor,
             "key.issue",
-            statements,
-            f"issued key {key_id} for data unit '{data_unit_id}' in key group '{key_group_id}'{note}",
-            ("key", key_id),
+            issue.statements,
+            f"issued key {issue.key_id} for data unit '{data_unit_id}' in key group '{key_group_id}'{issue.note}",
+            ("key", issue.key_id),
         )
     except Conflict:
-        if from_pool:
-            key_pool(kma).give_back(key_id)
+        issue.give_back()
         raise
-    return get_key(kma, key_id)
+    return get_key(kma, issue.key_id)
 
 
 def compromise_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict[str, Any]:
