@@ -372,7 +372,9 @@ class Key:
             destruction_complete=_opt_bool(d.get("destruction_complete")),
             held_by_backups=tuple(HeldBackup.from_json(b) for b in d.get("held_by_backups") or ()),
             name=d.get("name"),
-            kmip_attributes=tuple(KmipAttribute(a["name"], a["value"]) for a in d.get("kmip_attributes") or ()),
+            kmip_attributes=tuple(
+                KmipAttribute(a["name"], a["value"]) for a in d.get("kmip_attributes") or ()
+            ),
         )
 
 

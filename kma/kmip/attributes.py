@@ -30,8 +30,8 @@ from kma.kmip.enums import (
     HashingAlgorithm,
     ItemType,
     KeyFormatType,
-    ObjectType,
     NameType,
+    ObjectType,
     ResultReason,
     RNGAlgorithm,
     State,
@@ -364,7 +364,7 @@ class KeyView:
         r = self.row
         times = [r["created_at"], r["compromised_at"], r["destroyed_at"], _get(r, "changed_at")]
         times += [t for t in (r["activated_at"], r["deactivate_at"]) if t is not None and t <= self.now]
-        return max(t for t in times if t is not None)
+        return int(max(t for t in times if t is not None))
 
 
 def _get(row: Any, column: str) -> Any:
@@ -460,7 +460,9 @@ STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
     "Cryptographic Algorithm": lambda k: (
         ttlv.enum(V, CryptographicAlgorithm.AES) if objects.is_symmetric(k.row) else None
     ),
-    "Cryptographic Length": lambda k: ttlv.integer(V, objects.bits(k.row)) if objects.is_symmetric(k.row) else None,
+    "Cryptographic Length": lambda k: (
+        ttlv.integer(V, objects.bits(k.row)) if objects.is_symmetric(k.row) else None
+    ),
     "Cryptographic Usage Mask": lambda k: ttlv.integer(V, k.usage_mask),
     "Digest": _digest,
     "State": lambda k: ttlv.enum(V, k.state),
@@ -476,7 +478,7 @@ STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
     "Revocation Reason": _revocation,
     "Destroy Date": _date("destroyed_at"),
     "Random Number Generator": _generator,
-    "Key Format Type": lambda k: _key_format(k),
+    "Key Format Type": _key_format,
     "Name": _name,
     "Object Group": _text_column("key_group_id"),
     "x-Data-Unit": _text_column("data_unit_id"),

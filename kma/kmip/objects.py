@@ -18,7 +18,7 @@ from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
 
 # Object types a client may Register (a general key group only, but for AES-256 keys).
-REGISTERED = {
+REGISTERED: dict[int, int] = {
     ObjectType.SYMMETRIC_KEY: Tag.SYMMETRIC_KEY,
     ObjectType.SECRET_DATA: Tag.SECRET_DATA,
     ObjectType.OPAQUE_OBJECT: Tag.OPAQUE_OBJECT,
@@ -143,11 +143,15 @@ def encode_object(row: Any, fmt: int | None, value: bytes, wrapping: bytes = b""
     if wrapping:
         key_value = ttlv.byte_string(Tag.KEY_VALUE, value)
     elif fmt == KeyFormatType.TRANSPARENT_SYMMETRIC_KEY:
-        key_value = ttlv.struct_(Tag.KEY_VALUE, ttlv.struct_(Tag.KEY_MATERIAL, ttlv.byte_string(Tag.KEY, value)))
+        key_value = ttlv.struct_(
+            Tag.KEY_VALUE, ttlv.struct_(Tag.KEY_MATERIAL, ttlv.byte_string(Tag.KEY, value))
+        )
     else:
         key_value = ttlv.struct_(Tag.KEY_VALUE, ttlv.byte_string(Tag.KEY_MATERIAL, value))
     if kind == ObjectType.SECRET_DATA:
-        block = ttlv.struct_(Tag.KEY_BLOCK, ttlv.enum(Tag.KEY_FORMAT_TYPE, KeyFormatType.OPAQUE), key_value, wrapping)
+        block = ttlv.struct_(
+            Tag.KEY_BLOCK, ttlv.enum(Tag.KEY_FORMAT_TYPE, KeyFormatType.OPAQUE), key_value, wrapping
+        )
         return ttlv.struct_(
             Tag.SECRET_DATA, ttlv.enum(Tag.SECRET_DATA_TYPE, int(_get(row, "data_type") or 1)), block
         )

@@ -135,9 +135,12 @@ def _raw(attr: Attr) -> list[bytes]:
 
 
 def _holds(call: Call, uid: str, name: str) -> bool:
-    return call.kma.store.query_one(
-        "SELECT 1 FROM key_custom_attributes WHERE key_id = ? AND name = ?", (uid, name)
-    ) is not None
+    return (
+        call.kma.store.query_one(
+            "SELECT 1 FROM key_custom_attributes WHERE key_id = ? AND name = ?", (uid, name)
+        )
+        is not None
+    )
 
 
 async def modify_attribute(call: Call, payload: Item) -> bytes:
@@ -175,7 +178,9 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
         raise KmipError(ResultReason.MISSING_DATA, "Delete Attribute needs an Attribute Name")
     call.key(uid)
     kept_here = _holds(call, uid, name) and name != attributes.ASI
-    if not kept_here and (not name.startswith("x-") or name in attributes.STANDARD or name in DATA_UNIT_ALIASES):
+    if not kept_here and (
+        not name.startswith("x-") or name in attributes.STANDARD or name in DATA_UNIT_ALIASES
+    ):
         raise _read_only(name)
     old = call.kma.store.query_one(
         "SELECT value, item FROM key_custom_attributes WHERE key_id = ? AND name = ? AND idx = ?",

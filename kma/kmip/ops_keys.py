@@ -21,9 +21,7 @@ from kma.kmip.attributes import NewKey, field_error
 from kma.kmip.context import Call
 from kma.kmip.enums import (
     BlockCipherMode,
-    CryptographicAlgorithm,
     EncodingOption,
-    ItemType,
     KeyFormatType,
     ObjectType,
     ResultReason,
@@ -174,7 +172,9 @@ async def register(call: Call, payload: Item) -> bytes:
     if kind != ObjectType.SYMMETRIC_KEY or len(raw) != 32:
         bits = len(raw) * 8 if kind == ObjectType.SYMMETRIC_KEY else None
         statements.append(agent_keys.set_form(key_id, None if bits else kind, bits, data_type))
-    what = objects.what({"object_type": None if kind == ObjectType.SYMMETRIC_KEY else kind, "bits": len(raw) * 8})
+    what = objects.what(
+        {"object_type": None if kind == ObjectType.SYMMETRIC_KEY else kind, "bits": len(raw) * 8}
+    )
     await call.commit(
         "kmip.register",
         statements,

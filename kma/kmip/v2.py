@@ -123,7 +123,9 @@ def _vendor_name(attribute: Item) -> str:
     vendor = attribute.get(Tag.VENDOR_IDENTIFICATION)
     name = attribute.get(Tag.ATTRIBUTE_NAME)
     if not isinstance(name, str) or not isinstance(vendor, str):
-        raise KmipError(ResultReason.INVALID_FIELD, "a vendor attribute needs a Vendor Identification and a name")
+        raise KmipError(
+            ResultReason.INVALID_FIELD, "a vendor attribute needs a Vendor Identification and a name"
+        )
     if vendor != CLIENT_VENDOR:
         raise KmipError(
             ResultReason.FEATURE_NOT_SUPPORTED,

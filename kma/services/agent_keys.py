@@ -320,8 +320,9 @@ def insert_registered_key(
 def set_form(key_id: str, object_type: int | None, bits: int | None, data_type: int | None) -> Stmt:
     """What the key is when it is not an AES-256 symmetric key (kma/kmip/objects.py)."""
     return Stmt(
-        "INSERT INTO key_kmip (key_id, object_type, bits, data_type) VALUES (?, ?, ?, ?) ON CONFLICT (key_id) "
-        "DO UPDATE SET object_type = excluded.object_type, bits = excluded.bits, data_type = excluded.data_type",
+        "INSERT INTO key_kmip (key_id, object_type, bits, data_type) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (key_id) DO UPDATE SET object_type = excluded.object_type, bits = excluded.bits, "
+        "data_type = excluded.data_type",
         (key_id, object_type, bits, data_type),
     )
 
@@ -467,7 +468,9 @@ def add_custom_attribute(key_id: str, name: str, value: str, item: bytes | None 
     )
 
 
-def modify_custom_attribute(key_id: str, name: str, index: int, value: str, item: bytes | None = None) -> Stmt:
+def modify_custom_attribute(
+    key_id: str, name: str, index: int, value: str, item: bytes | None = None
+) -> Stmt:
     return Stmt(
         "UPDATE key_custom_attributes SET value = ?, item = ? WHERE key_id = ? AND name = ? AND idx = ?",
         (value, item, key_id, name, index),

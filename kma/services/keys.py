@@ -33,8 +33,7 @@ OBJECT_SQL = (
     "ELSE 'AES-' || coalesce(m.bits, 256) END FROM key_kmip m WHERE m.key_id = keys.id), 'AES-256')"
 )
 NAME_SQL = (
-    "(SELECT c.value FROM key_custom_attributes c WHERE c.key_id = keys.id AND c.name = 'Name' "
-    "AND c.idx = 0)"
+    "(SELECT c.value FROM key_custom_attributes c WHERE c.key_id = keys.id AND c.name = 'Name' AND c.idx = 0)"
 )
 PUBLIC = (
     f"id, key_group_id, data_unit_id, agent_id, kma_id, {OBJECT_SQL} AS algorithm, {NAME_SQL} AS name, "
@@ -66,6 +65,8 @@ LIST = ListSpec(
     filtered_sorts={"created_at": frozenset({"compromised"}), "id": frozenset({"compromised"}),
                     "data_unit_id": frozenset({"compromised", "data_unit_id"})},
 )  # fmt: skip
+
+
 def _row(row: Any) -> dict[str, Any]:
     out = dict(row)
     out.pop("seq", None)  # the list's tie-break only
@@ -94,7 +95,11 @@ def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
     kept = kma.store.query(
         "SELECT name, value FROM key_custom_attributes WHERE key_id = ? ORDER BY name, idx", (key_id,)
     )
-    return {**_row(row), "held_by_backups": [dict(r) for r in held], "kmip_attributes": [dict(r) for r in kept]}
+    return {
+        **_row(row),
+        "held_by_backups": [dict(r) for r in held],
+        "kmip_attributes": [dict(r) for r in kept],
+    }
 
 
 def issue_key(
@@ -113,7 +118,8 @@ def issue_key(
             actor,
             "key.issue",
             issue.statements,
-            f"issued key {issue.key_id} for data unit '{data_unit_id}' in key group '{key_group_id}'{issue.note}",
+            f"issued key {issue.key_id} for data unit '{data_unit_id}' in key group '{key_group_id}'"
+            + issue.note,
             ("key", issue.key_id),
         )
     except Conflict:

@@ -217,7 +217,9 @@ def test_pykmip_client_of_a_general_key_group_keeps_keys_of_every_aes_size_secre
 
         name = client.attribute_factory.create_attribute(enums.AttributeType.NAME, "orders db, 2026")
         assert client.locate(attributes=[name]) == [small]
-        kind = client.attribute_factory.create_attribute(enums.AttributeType.OBJECT_TYPE, enums.ObjectType.SECRET_DATA)
+        kind = client.attribute_factory.create_attribute(
+            enums.AttributeType.OBJECT_TYPE, enums.ObjectType.SECRET_DATA
+        )
         assert client.locate(attributes=[kind]) == [secret]
         _, attrs = client.get_attributes(small, ["Cryptographic Length", "Name", "Digest"])
         by_name = {a.attribute_name.value: a.attribute_value for a in attrs}

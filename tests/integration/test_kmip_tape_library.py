@@ -40,7 +40,9 @@ def test_a_library_key_is_a_tape_key_of_its_cartridge(fresh_kma: RunningKma, tmp
             application("LIBRARY-LTO", CARTRIDGE),
             attribute("x-Generation", ttlv.integer(Tag.ATTRIBUTE_VALUE, 7)),
         )
-        created = library.call(Operation.CREATE, ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + template)
+        created = library.call(
+            Operation.CREATE, ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + template
+        )
         uid = str(created.get(Tag.UNIQUE_IDENTIFIER))
 
         # Then it is a key of that cartridge, and keeps the library's labels as sent
@@ -85,7 +87,11 @@ def test_a_library_key_is_a_tape_key_of_its_cartridge(fresh_kma: RunningKma, tmp
 
     # The manager shows the library's attributes with the key
     key = fresh_kma.client("op").get_key(uid)
-    assert (key.algorithm, key.name, key.data_unit_id) == ("AES-256", "AAAAAAA1A1AA12345678901234567", CARTRIDGE)
+    assert (key.algorithm, key.name, key.data_unit_id) == (
+        "AES-256",
+        "AAAAAAA1A1AA12345678901234567",
+        CARTRIDGE,
+    )
     shown = {(a.name, a.value) for a in key.kmip_attributes}
     assert ("Application Specific Information", f"LIBRARY-LTO: {CARTRIDGE}") in shown
     assert ("x-Barcode", "XXA012A1") in shown and ("x-Generation", "7") in shown

@@ -3,8 +3,9 @@
 
 The key policy of the agent's group keeps general keys (the profiles are a generic client's:
 free-text names, every AES size, secret data and opaque objects), lets agents revoke and destroy
-(the profiles' life cycles end in Destroy) and allows import (Register). A test case that continues another one's objects (TL-M-3
-finds the key TL-M-2 made) runs that one first if it has not run yet.
+(the profiles' life cycles end in Destroy) and allows import (Register). A test case that
+continues another one's objects (TL-M-3 finds the key TL-M-2 made) runs that one first if it has
+not run yet.
 """
 
 from __future__ import annotations
@@ -63,7 +64,10 @@ def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
 
 def cases(found: list[Vector]) -> list[Any]:
     not_yet = pytest.mark.xfail(strict=True, reason="not passed yet")
-    return [pytest.param(v, marks=not_yet, id=v.name) if v.name in NOT_YET else pytest.param(v, id=v.name) for v in found]
+    return [
+        pytest.param(v, marks=not_yet, id=v.name) if v.name in NOT_YET else pytest.param(v, id=v.name)
+        for v in found
+    ]
 
 
 @pytest.mark.parametrize("vector", cases(SERVED))

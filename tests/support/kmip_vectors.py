@@ -53,17 +53,26 @@ _TYPES = {
     "TextString": ItemType.TEXT_STRING, "ByteString": ItemType.BYTE_STRING, "DateTime": ItemType.DATE_TIME,
     "Interval": ItemType.INTERVAL,
 }  # fmt: skip
-_TAG_NAMES = {"UniqueBatchItemID": "UNIQUE_BATCH_ITEM_ID", "RNGAlgorithm": "RNG_ALGORITHM",
-              "CRTCoefficient": "CRT_COEFFICIENT", "CertificateSubjectCN": "CERTIFICATE_SUBJECT_CN"}  # fmt: skip
+_TAG_NAMES = {
+    "UniqueBatchItemID": "UNIQUE_BATCH_ITEM_ID",
+    "RNGAlgorithm": "RNG_ALGORITHM",
+    "CRTCoefficient": "CRT_COEFFICIENT",
+    "CertificateSubjectCN": "CERTIFICATE_SUBJECT_CN",
+}
 # Enumerations whose class is not named like their tag.
-_ENUM_OF_TAG = {"AttributeReference": pykmip.Tags, "BatchErrorContinuationOption": pykmip.BatchErrorContinuationOption}
+_ENUM_OF_TAG = {
+    "AttributeReference": pykmip.Tags,
+    "BatchErrorContinuationOption": pykmip.BatchErrorContinuationOption,
+}
 # XML enumeration names PyKMIP spells otherwise.
 _ENUM_NAMES = {"OPAQUE_OBJECT": "OPAQUE_DATA", "DES3": "TRIPLE_DES"}
 _SERVER_MADE = frozenset({"KeyMaterial", "DigestValue", "Key"})  # compared by type and length
 
 
 def snake(name: str) -> str:
-    return _TAG_NAMES.get(name) or re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).upper()
+    return (
+        _TAG_NAMES.get(name) or re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).upper()
+    )
 
 
 def tag_of(name: str) -> int:
@@ -220,8 +229,11 @@ class Comparison:
             self.attributes(children, got, where)
             return
         listing = ("UniqueIdentifier", "AttributeName", "AttributeReference")
-        if want.tag == "ResponsePayload" and len(children) > 1 and all(c.tag in listing for c in children) and (
-            any(c.tag != "UniqueIdentifier" for c in children)
+        if (
+            want.tag == "ResponsePayload"
+            and len(children) > 1
+            and all(c.tag in listing for c in children)
+            and (any(c.tag != "UniqueIdentifier" for c in children))
         ):
             self.attribute_list(children, got, where)
             return
@@ -245,7 +257,11 @@ class Comparison:
         for want in children:
             if want.tag in ("Attribute",) and (want.find("AttributeName") is not None):
                 name = want.find("AttributeName").get("value")  # type: ignore[union-attr]
-                found = [g for g in have if g.tag == got_tag("Attribute") and g.get(tag_of("AttributeName")) == name]
+                found = [
+                    g
+                    for g in have
+                    if g.tag == got_tag("Attribute") and g.get(tag_of("AttributeName")) == name
+                ]
                 self.one_of(want, found, name or "", where)
             elif want.tag == "Attributes":
                 holder = got.find(tag_of("Attributes"))
@@ -285,7 +301,9 @@ class Comparison:
                 self.item(want, found, where)
                 continue
             name = _listed_name(want)
-            if _plain(name) not in {_plain(n) for n in names} and _plain(name) not in {_plain(n) for n in NOT_KEPT}:
+            if _plain(name) not in {_plain(n) for n in names} and _plain(name) not in {
+                _plain(n) for n in NOT_KEPT
+            }:
                 raise Mismatch(f"{where}: attribute '{name}' not listed")
 
     def query(self, children: list[ET.Element], got: Item, where: str) -> None:
@@ -355,7 +373,9 @@ class Vector:
             except Mismatch as error:
                 said = [i.get(tag_of("ResultMessage")) for i in answer.all(tag_of("BatchItem"))]
                 said = [m for m in said if m]
-                raise Mismatch(f"{self.name} step {number}: {error} (server: {said})\n{_show(answer)}") from None
+                raise Mismatch(
+                    f"{self.name} step {number}: {error} (server: {said})\n{_show(answer)}"
+                ) from None
 
     def first_answer(self, client: KmipClient) -> Item:
         """The answer to the first request alone (for a case whose request is refused)."""
@@ -403,6 +423,8 @@ def vectors(*prefixes: str) -> list[Vector]:
         return (path.parent.parent.name, re.sub(r"-\d+-\d+$", "", path.stem), int(numbers[-2]))
 
     found = [
-        p for p in VECTORS.glob("*/*/*.xml") if any(re.match(rf"{re.escape(x)}-[MO]-\d", p.stem) for x in prefixes)
+        p
+        for p in VECTORS.glob("*/*/*.xml")
+        if any(re.match(rf"{re.escape(x)}-[MO]-\d", p.stem) for x in prefixes)
     ]
     return [Vector(p) for p in sorted(found, key=order)]
