@@ -68,11 +68,15 @@ def _read_only(name: str) -> KmipError:
     )
 
 
-def _binds(attr: Attr) -> str | None:
-    """The data unit an added attribute binds the key to, if it names one."""
+def _binds(call: Call, row: Any, attr: Attr) -> str | None:
+    """The data unit an added attribute binds the key to, if it names one (in a general key
+    group, Name and x-Barcode are free text: only LIBRARY-LTO information and x-Data-Unit bind)."""
     if attr.name == attributes.ASI:
         return attributes.tape_unit(attr)
-    if attr.name == "Name" or attr.name in DATA_UNIT_ALIASES:
+    general = row["key_group_id"] in call.access.general_groups
+    if attr.name == "x-Data-Unit" or (
+        not general and (attr.name == "Name" or attr.name in DATA_UNIT_ALIASES)
+    ):
         return attributes.data_unit_of(attr)
     return None
 
@@ -89,7 +93,7 @@ async def add_attribute(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     attr = _one_attribute(payload)
     row = call.key(uid)
-    unit = _binds(attr)
+    unit = _binds(call, row, attr)
     if unit is not None:
         if row["data_unit_id"] is not None:
             raise KmipError(
@@ -147,7 +151,7 @@ async def modify_attribute(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     attr = _one_attribute(payload)
     row = call.key(uid)
-    unit = _binds(attr)
+    unit = _binds(call, row, attr)
     if unit is not None and not (attr.name != attributes.ASI and _holds(call, uid, attr.name)):
         if row["data_unit_id"] != unit:
             raise KmipError(

@@ -15,8 +15,9 @@ from kmip.pie import objects as pobjects
 from kmip.pie.client import ProxyKmipClient
 from kmip.pie.exceptions import KmipOperationFailure
 
-from kma.kmip.client import KmipFailure
-from kma.kmip.enums import ResultReason
+from kma.kmip import ttlv
+from kma.kmip.client import KmipFailure, name_attribute
+from kma.kmip.enums import Operation, ResultReason, Tag
 from tests.support.agents import enrolled_demo_agent, events, key_row, kmip, last_event
 from tests.support.kma_process import RunningKma
 
@@ -230,6 +231,13 @@ def test_pykmip_client_of_a_general_key_group_keeps_keys_of_every_aes_size_secre
         op = kma.client("op")
         assert (op.get_key(small).algorithm, op.get_key(small).name) == ("AES-128", "orders db, 2026")
         assert [op.get_key(u).algorithm for u in (secret, opaque)] == ["Secret Data", "Opaque Object"]
+
+        # A second Name is another label, never a data unit, in a general key group
+        with kmip(agent_dir) as raw:
+            second = ttlv.text(Tag.UNIQUE_IDENTIFIER, big) + name_attribute("E10009")
+            raw.call(Operation.ADD_ATTRIBUTE, second)
+            assert raw.call(Operation.LOCATE, name_attribute("E10009")).get(Tag.UNIQUE_IDENTIFIER) == big
+        assert key_row(kma, big)["data_unit_id"] is None
 
         for uid in (small, big, imported, secret, opaque):  # Pre-Active: destroyed at once
             client.destroy(uid)
