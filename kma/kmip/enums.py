@@ -122,6 +122,7 @@ class Tag(IntEnum):
     DATA_UNIT = 0x540001
     KEY_ISSUED = 0x540002
     KEYS_RELEASED = 0x540003
+    ALGORITHMS = 0x540004  # in Server Information: the algorithms offered, and those refused
 
 
 class Operation(IntEnum):

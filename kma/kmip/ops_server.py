@@ -16,7 +16,13 @@ EXTENSIONS = [
     ("Data Unit", Tag.DATA_UNIT, ItemType.TEXT_STRING),
     ("Key Issued", Tag.KEY_ISSUED, ItemType.BOOLEAN),
     ("Keys Released", Tag.KEYS_RELEASED, ItemType.INTEGER),
+    ("Algorithms", Tag.ALGORITHMS, ItemType.TEXT_STRING),
 ]
+# Said in Server Information: what a client may ask for, and what it may not (NIST withdrew 3DES).
+ALGORITHMS = (
+    "AES-256 (tape key groups); AES-128, AES-192, AES-256, secret data and opaque objects (general key "
+    "groups). Not offered: 3DES (withdrawn by NIST), asymmetric keys, certificates."
+)
 
 
 def _version(major: int, minor: int) -> bytes:
@@ -49,7 +55,7 @@ async def query(call: Call, payload: Item) -> bytes:
         parts.append(ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY))
     if QueryFunction.SERVER_INFORMATION in functions:
         parts.append(ttlv.text(Tag.VENDOR_IDENTIFICATION, VENDOR))
-        parts.append(ttlv.struct_(Tag.SERVER_INFORMATION))
+        parts.append(ttlv.struct_(Tag.SERVER_INFORMATION, ttlv.text(Tag.ALGORITHMS, ALGORITHMS)))
     if functions & {QueryFunction.EXTENSION_LIST, QueryFunction.EXTENSION_MAP} and call.version >= (1, 1):
         with_map = QueryFunction.EXTENSION_MAP in functions
         for name, tag, typ in EXTENSIONS:

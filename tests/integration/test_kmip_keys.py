@@ -226,6 +226,9 @@ def test_query_and_discover_versions(dal01: KmipClient) -> None:
     operations = {i.value for i in payload.all(Tag.OPERATION)}
     assert {Operation.CREATE, Operation.GET, Operation.LOCATE, Operation.REVOKE} <= operations
     assert payload.get(Tag.VENDOR_IDENTIFICATION)
+    assert Operation.CHECK in operations and all(op < 0x80000000 for op in operations)
+    information = payload.find(Tag.SERVER_INFORMATION)
+    assert information is not None and "3DES (withdrawn by NIST)" in information.get(Tag.ALGORITHMS)
 
 
 def test_kmip_2_0_requests_it_cannot_read_are_refused_plainly(
