@@ -18,6 +18,7 @@ EXTENSIONS = [
     ("Keys Released", Tag.KEYS_RELEASED, ItemType.INTEGER),
     ("Algorithms", Tag.ALGORITHMS, ItemType.TEXT_STRING),
 ]
+OBJECT_TYPES = (ObjectType.SYMMETRIC_KEY, ObjectType.SECRET_DATA, ObjectType.OPAQUE_OBJECT)
 # Said in Server Information: what a client may ask for, and what it may not (NIST withdrew 3DES).
 ALGORITHMS = (
     "AES-256 (tape key groups); AES-128, AES-192, AES-256, secret data and opaque objects (general key "
@@ -52,7 +53,7 @@ async def query(call: Call, payload: Item) -> bytes:
     if QueryFunction.OPERATIONS in functions:
         parts += [ttlv.enum(Tag.OPERATION, op) for op in QUERY_OPERATIONS]
     if QueryFunction.OBJECTS in functions:
-        parts.append(ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY))
+        parts += [ttlv.enum(Tag.OBJECT_TYPE, kind) for kind in OBJECT_TYPES]
     if QueryFunction.SERVER_INFORMATION in functions:
         parts.append(ttlv.text(Tag.VENDOR_IDENTIFICATION, VENDOR))
         parts.append(ttlv.struct_(Tag.SERVER_INFORMATION, ttlv.text(Tag.ALGORITHMS, ALGORITHMS)))
