@@ -143,9 +143,10 @@ async def register(call: Call, payload: Item) -> bytes:
             "the key material is one byte value or a short pattern repeated; register a random key"
         )
     spec, group = settled(call, payload)
-    if (kind != ObjectType.SYMMETRIC_KEY or len(raw) * 8 != attributes.KEY_BITS) and (
-        group not in call.access.general_groups
-    ):
+    symmetric = kind == ObjectType.SYMMETRIC_KEY
+    form = {"object_type": None if symmetric else kind, "bits": len(raw) * 8 if symmetric else None}
+    tape_key = symmetric and form["bits"] == attributes.KEY_BITS
+    if not tape_key and group not in call.access.general_groups:
         raise field_error(
             f"the policy of key group '{group}' keeps tape keys (AES-256); secret data, opaque objects "
             "and other AES sizes go to a key group whose policy keeps general keys"
@@ -167,14 +168,11 @@ async def register(call: Call, payload: Item) -> bytes:
             key_id, kma.kma_id, wrapped, call.agent_id, group, spec.data_unit, call.now, spec.activate
         )
     )
-    spec.bits = attributes.KEY_BITS  # the form is said below, for every kind
+    spec.bits = attributes.KEY_BITS  # what the object is comes from its material, just below
     statements += _extras(key_id, spec)
-    if kind != ObjectType.SYMMETRIC_KEY or len(raw) != 32:
-        bits = len(raw) * 8 if kind == ObjectType.SYMMETRIC_KEY else None
-        statements.append(agent_keys.set_form(key_id, None if bits else kind, bits, data_type))
-    what = objects.what(
-        {"object_type": None if kind == ObjectType.SYMMETRIC_KEY else kind, "bits": len(raw) * 8}
-    )
+    if not tape_key:
+        statements.append(agent_keys.set_form(key_id, form["object_type"], form["bits"], data_type))
+    what = objects.what(form)
     await call.commit(
         "kmip.register",
         statements,
