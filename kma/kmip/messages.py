@@ -14,7 +14,7 @@ from kma.kmip import ttlv
 from kma.kmip.enums import BatchErrorContinuation, ItemType, ResultReason, ResultStatus, Tag
 from kma.kmip.ttlv import Item
 
-# Newest first: the order Discover Versions answers in. 2.0 requests are translated to 1.4's
+# Newest first: the order Discover Versions answers in. 2.x requests are translated to 1.4's
 # attribute encoding and their answers back (kma/kmip/v2.py).
 SUPPORTED_VERSIONS: tuple[tuple[int, int], ...] = ((2, 1), (2, 0), (1, 4), (1, 3), (1, 2), (1, 1), (1, 0))
 FALLBACK_VERSION = (1, 0)  # used to answer a message whose own version cannot be read

@@ -112,7 +112,7 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
                 raise KmaLocked(LOCKED)
         if not v2.is_v2(request.version):
             return Result(item.operation, item.batch_id, payload=await handler(call, item.payload))
-        # one implementation of each operation: 2.0 in, run as 1.4, answered in 2.0
+        # one implementation of each operation: 2.x in, run as 1.4, answered in 2.x
         answer = await handler(call, v2.request_payload(item.operation, item.payload))
         return Result(item.operation, item.batch_id, payload=v2.response_payload(item.operation, answer))
     except KmipError as error:
