@@ -72,6 +72,15 @@ def _details(page: ListPage, key: Any) -> None:
 LABELS = {"compromised_at": "Compromised at", "algorithm": "Object", "kmip_attributes": "KMIP attributes"}
 
 
+def detail_texts(key: Any) -> dict[str, str]:
+    """What a key's details word themselves: its destruction, and what KMIP clients set on it
+    (Application Specific Information, names, x- attributes), one per line."""
+    texts = destruction_texts(key)
+    if key.kmip_attributes:
+        texts["kmip_attributes"] = "\n".join(f"{a.name}: {a.value}" for a in key.kmip_attributes)
+    return texts
+
+
 def destruction_texts(key: Any) -> dict[str, str]:
     """A destroyed key's destruction in words: complete, or which backups still hold it."""
     if key.destruction_complete is not False:
@@ -84,10 +93,7 @@ def destruction_texts(key: Any) -> dict[str, str]:
 
 
 def open_details(page: ListPage, key: Any) -> DetailsDialog:
-    texts = destruction_texts(key)
-    if key.kmip_attributes:  # what a KMIP client set: Application Specific Information, names, x-...
-        texts["kmip_attributes"] = "\n".join(f"{a.name}: {a.value}" for a in key.kmip_attributes)
-    dialog = DetailsDialog(f"Key {key.id}", key, page, labels=LABELS, texts=texts)
+    dialog = DetailsDialog(f"Key {key.id}", key, page, labels=LABELS, texts=detail_texts(key))
     if page.ctx.roles & AUDIT_READERS:
         dialog.add_tab(history_tab(page.ctx, "key", key.id, dialog), "History")
     dialog.open()
