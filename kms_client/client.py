@@ -473,6 +473,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         allow_export: bool | None = None,
         allow_import: bool | None = None,
         agents_may_revoke: bool | None = None,
+        general_keys: bool | None = None,
     ) -> KeyPolicy:
         """Periods are whole seconds, > 0, cryptoperiod >= encryption_period; fixed for good."""
         body = _present(
@@ -483,6 +484,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
             allow_export=allow_export,
             allow_import=allow_import,
             agents_may_revoke=agents_may_revoke,
+            general_keys=general_keys,
         )
         return self._call("POST", "/key-policies", KeyPolicy.from_json, body=body)
 
@@ -494,6 +496,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         allow_export: bool | None = None,
         allow_import: bool | None = None,
         agents_may_revoke: bool | None = None,
+        general_keys: bool | None = None,
     ) -> KeyPolicy:
         """Periods cannot change once set, so they are not arguments here."""
         body = _present(
@@ -501,6 +504,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
             allow_export=allow_export,
             allow_import=allow_import,
             agents_may_revoke=agents_may_revoke,
+            general_keys=general_keys,
         )
         return self._call("PATCH", f"/key-policies/{segment(id)}", KeyPolicy.from_json, body=body)
 

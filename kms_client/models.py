@@ -213,6 +213,7 @@ class KeyPolicy:
     agents_may_revoke: bool
     created_at: datetime
     updated_at: datetime
+    general_keys: bool = False  # keys for generic KMIP clients; else tape keys
 
     @classmethod
     def from_json(cls, d: JsonObject) -> KeyPolicy:
@@ -226,6 +227,7 @@ class KeyPolicy:
             agents_may_revoke=bool(d["agents_may_revoke"]),
             created_at=parse_time(d["created_at"]),
             updated_at=parse_time(d["updated_at"]),
+            general_keys=bool(d.get("general_keys", False)),
         )
 
 
@@ -320,6 +322,14 @@ class HeldBackup:
 
 
 @dataclass(frozen=True)
+class KmipAttribute:
+    """An attribute a KMIP client set on a key, as text."""
+
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
 class Key:
     """A key's metadata; key material never leaves the KMA through this API."""
 
@@ -342,6 +352,8 @@ class Key:
     # backups are named in a key's details. None when the key is not destroyed.
     destruction_complete: bool | None = None
     held_by_backups: tuple[HeldBackup, ...] = ()
+    name: str | None = None  # the Name a KMIP client gave it
+    kmip_attributes: tuple[KmipAttribute, ...] = ()  # in a key's details: what KMIP clients set
 
     @classmethod
     def from_json(cls, d: JsonObject) -> Key:
@@ -363,6 +375,10 @@ class Key:
             compromised_at=maybe_time(d.get("compromised_at")),
             destruction_complete=_opt_bool(d.get("destruction_complete")),
             held_by_backups=tuple(HeldBackup.from_json(b) for b in d.get("held_by_backups") or ()),
+            name=d.get("name"),
+            kmip_attributes=tuple(
+                KmipAttribute(a["name"], a["value"]) for a in d.get("kmip_attributes") or ()
+            ),
         )
 
 

@@ -118,6 +118,7 @@ class KeyPolicy(Response):
     allow_export: bool
     allow_import: bool
     agents_may_revoke: bool
+    general_keys: bool  # keys for generic KMIP clients; else tape keys (Name = volser, AES-256)
     created_at: Time
     updated_at: Time
 
@@ -167,6 +168,13 @@ class HeldBackup(Response):
     created_at: Time
 
 
+class KmipAttribute(Response):
+    """An attribute a KMIP client set on a key (Name, Application Specific Information, ...)."""
+
+    name: str
+    value: str  # as text (a structure's fields joined by ": ")
+
+
 class Key(Response):
     id: str
     key_group_id: str | None
@@ -187,6 +195,10 @@ class Key(Response):
     # key's details name them; deleting or expiring them completes it). None when not destroyed.
     destruction_complete: bool | None = None
     held_by_backups: list[HeldBackup] = []  # in a key's details only
+    # "AES-256" (a tape key), "AES-128", "AES-192", "Secret Data" or "Opaque Object"; the Name a
+    # KMIP client gave the object, if any; in a key's details, every attribute a client set.
+    name: str | None = None
+    kmip_attributes: list[KmipAttribute] = []
 
 
 class AuditEvent(Response):
@@ -293,6 +305,7 @@ class PolicyCreate(Request):
     allow_export: bool = False
     allow_import: bool = False
     agents_may_revoke: bool = False
+    general_keys: bool = False
 
 
 class PolicyPatch(Request):
@@ -300,6 +313,7 @@ class PolicyPatch(Request):
     allow_export: bool | None = None
     allow_import: bool | None = None
     agents_may_revoke: bool | None = None
+    general_keys: bool | None = None
     # Accepted only to be refused with a clear 409: periods never change once set.
     encryption_period: int | None = None
     cryptoperiod: int | None = None

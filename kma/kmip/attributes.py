@@ -1,28 +1,39 @@
 """KMIP attributes of a key: reading them from requests, writing them from a key row.
 
-The KMA's own model maps onto KMIP like this: Name = the data unit (volser) the key is bound
-to (also readable and settable as the custom attributes `x-Data-Unit` or `x-Barcode`, the tape
-library profile's name for it), Object Group = the key group, the lifecycle dates = the key's
-times. `x-Key-State` tells an agent the KMA's finer state (protect_and_process or process_only:
-may it still write with this key?). Other `x-` attributes are the client's own, stored as text.
+The KMA's own model maps onto KMIP like this: the data unit (volser, cartridge) the key is bound
+to is named by Application Specific Information in the `LIBRARY-LTO` namespace (the KMIP Tape
+Library Profile: its Application Data is the cartridge's identifier) or, for drives that speak
+the older dialect, by Name (also `x-Data-Unit` or `x-Barcode`); Object Group = the key group, the
+lifecycle dates = the key's times. `x-Key-State` tells an agent the KMA's finer state
+(protect_and_process or process_only: may it still write with this key?).
+
+What else a client sets is kept as it sent it (`Kept`): its own `x-` attributes of any KMIP type,
+Alternative Name, Application Specific Information of other namespaces, Contact Information, and
+Name / x-Barcode when the key's data unit is named by LIBRARY-LTO information (then they are the
+library's own labels, as the Tape Library Profile has them).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from kma.domain.lifecycle import key_state
 from kma.domain.validation import ID_PATTERN
-from kma.kmip import ttlv
+from kma.kmip import objects, ttlv
 from kma.kmip.enums import (
     CryptographicAlgorithm,
+    HashingAlgorithm,
     ItemType,
+    KeyFormatType,
     NameType,
     ObjectType,
     ResultReason,
+    RNGAlgorithm,
     State,
     Tag,
     UsageMask,
@@ -31,8 +42,13 @@ from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
 
 DEFAULT_USAGE = int(UsageMask.ENCRYPT | UsageMask.DECRYPT)
-KEY_BITS = 256
+KEY_BITS = objects.KEY_BITS
+AES_BITS = (128, 192, 256)
 DATA_UNIT_ALIASES = frozenset({"x-Data-Unit", "x-Barcode"})
+TAPE_NAMESPACE = "LIBRARY-LTO"  # KMIP Tape Library Profile: Application Data = the cartridge
+ASI = "Application Specific Information"
+# Standard attributes a client sets and the KMA keeps as sent (each may have several values).
+CLIENT_SET = frozenset({"Alternative Name", ASI, "Contact Information"})
 CUSTOM_NAME = re.compile(r"^x-[A-Za-z0-9 ._-]{1,62}$")
 MAX_CUSTOM_VALUE = 1024
 ACTIVATION_SKEW = 5  # an Activation Date this many seconds ahead still means "now"
@@ -100,14 +116,91 @@ def data_unit_of(attr: Attr) -> str:
 
 
 def custom_value(attr: Attr) -> str:
-    if not CUSTOM_NAME.match(attr.name):
-        raise field_error(
-            f"custom attribute names are 'x-' and up to 62 letters, digits or ' ._-': '{attr.name[:80]}'"
-        )
+    """A text `x-` attribute's value, checked (Locate compares text as text)."""
+    check_custom_name(attr.name)
     value = _typed(attr, ItemType.TEXT_STRING)
     if len(value) > MAX_CUSTOM_VALUE:
         raise field_error(f"attribute '{attr.name}' is longer than {MAX_CUSTOM_VALUE} characters")
     return str(value)
+
+
+def check_custom_name(name: str) -> None:
+    if not CUSTOM_NAME.match(name):
+        raise field_error(
+            f"custom attribute names are 'x-' and up to 62 letters, digits or ' ._-': '{name[:80]}'"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """An attribute kept as the client sent it: its text (shown, and compared by Locate when it
+    is a text string) and, unless it is a text string, its TTLV Attribute Value."""
+
+    name: str
+    text: str
+    item: bytes | None
+
+
+def _as_text(item: Item) -> str:
+    if item.type == ItemType.STRUCTURE:
+        return ": ".join(_as_text(child) for child in item)
+    if item.type == ItemType.DATE_TIME:
+        return datetime.fromtimestamp(item.value, UTC).isoformat()
+    if item.type == ItemType.BYTE_STRING:
+        return bytes(item.value).hex()
+    return str(item.value)
+
+
+def kept(attr: Attr) -> Kept:
+    """The attribute as kept; a size limit keeps a client from filling the store."""
+    if attr.value.type == ItemType.TEXT_STRING:
+        text = str(attr.value.value)
+        if len(text) > MAX_CUSTOM_VALUE:
+            raise field_error(f"attribute '{attr.name}' is longer than {MAX_CUSTOM_VALUE} characters")
+        return Kept(attr.name, text, None)
+    encoded = Item(Tag.ATTRIBUTE_VALUE, attr.value.type, attr.value.value).encode()
+    if len(encoded) > 2 * MAX_CUSTOM_VALUE:
+        raise field_error(f"attribute '{attr.name}' is larger than {2 * MAX_CUSTOM_VALUE} bytes")
+    named = attr.value.type == ItemType.STRUCTURE and attr.name in ("Name", "Alternative Name")
+    text = _as_text(next(iter(attr.value))) if named and attr.value.value else _as_text(attr.value)
+    return Kept(attr.name, text[:MAX_CUSTOM_VALUE], encoded)
+
+
+def client_attribute(attr: Attr) -> Kept:
+    """A standard attribute a client sets (checked for its shape) or its own `x-` attribute."""
+    if attr.name in CLIENT_SET or attr.name == "Name":
+        structured = attr.name not in ("Contact Information",)
+        if structured != (attr.value.type == ItemType.STRUCTURE):
+            raise field_error(f"attribute '{attr.name}' has the wrong type")
+        if attr.name == ASI:
+            application_info(attr)
+    else:
+        check_custom_name(attr.name)
+        if attr.value.type == ItemType.STRUCTURE:
+            raise field_error(f"custom attribute '{attr.name}' cannot be a structure")
+    return kept(attr)
+
+
+def application_info(attr: Attr) -> tuple[str, str]:
+    """(namespace, data) of an Application Specific Information attribute."""
+    namespace = attr.value.get(Tag.APPLICATION_NAMESPACE)
+    data = attr.value.get(Tag.APPLICATION_DATA, "")
+    if not isinstance(namespace, str) or not isinstance(data, str):
+        raise field_error("Application Specific Information needs an Application Namespace and Data")
+    return namespace, data
+
+
+def tape_unit(attr: Attr) -> str | None:
+    """The cartridge a LIBRARY-LTO Application Specific Information names (None: another namespace)."""
+    namespace, data = application_info(attr)
+    if namespace != TAPE_NAMESPACE:
+        return None
+    if not _DATA_UNIT.match(data):
+        raise field_error(
+            f"'{data[:80]}' is not a cartridge identifier this KMA keeps as a data unit "
+            "(1-64 letters, digits, '.', '_', '-')"
+        )
+    return data
 
 
 @dataclass
@@ -118,28 +211,70 @@ class NewKey:
     group: str | None = None
     usage_mask: int = DEFAULT_USAGE
     activate: bool = False
-    custom: list[tuple[str, str]] = field(default_factory=list)
+    kept: list[Kept] = field(default_factory=list)
+    labels: list[Attr] = field(default_factory=list)  # Name, x-Data-Unit, x-Barcode as sent
+    tape_units: list[str] = field(default_factory=list)  # cartridges LIBRARY-LTO information names
+    bits: int = KEY_BITS
 
 
 def _algorithm(spec: NewKey, attr: Attr, now: int) -> None:
     if _typed(attr, ItemType.ENUMERATION) != CryptographicAlgorithm.AES:
-        raise field_error("this KMA makes and holds AES-256 keys only")
+        raise field_error(
+            "this KMA makes and holds AES keys only (3DES, which NIST withdrew, and asymmetric "
+            "keys are not offered)"
+        )
 
 
 def _length(spec: NewKey, attr: Attr, now: int) -> None:
-    if _typed(attr, ItemType.INTEGER) != KEY_BITS:
-        raise field_error("this KMA makes and holds AES-256 keys only (length 256)")
+    bits = _typed(attr, ItemType.INTEGER)
+    if bits not in AES_BITS:
+        raise field_error(f"an AES key is 128, 192 or 256 bits long, not {bits}")
+    spec.bits = int(bits)
 
 
 def _usage(spec: NewKey, attr: Attr, now: int) -> None:
     spec.usage_mask = int(_typed(attr, ItemType.INTEGER)) & 0xFFFFFFFF
 
 
-def _data_unit(spec: NewKey, attr: Attr, now: int) -> None:
-    unit = data_unit_of(attr)
+def _label(spec: NewKey, attr: Attr, now: int) -> None:
+    spec.labels.append(attr)
+
+
+def _application(spec: NewKey, attr: Attr, now: int) -> None:
+    unit = tape_unit(attr)
+    if unit is not None:
+        spec.tape_units.append(unit)
+    spec.kept.append(client_attribute(attr))
+
+
+def _client_set(spec: NewKey, attr: Attr, now: int) -> None:
+    spec.kept.append(client_attribute(attr))
+
+
+def _bind(spec: NewKey, unit: str, what: str) -> None:
     if spec.data_unit not in (None, unit):
-        raise field_error("a key belongs to one data unit: its Name and x-Data-Unit differ")
+        raise field_error(f"a key belongs to one data unit: its {what} differ")
     spec.data_unit = unit
+
+
+def settle(spec: NewKey, general: bool, group: str) -> None:
+    """What the key group's policy makes of the request. Tape keys (the default): AES-256;
+    LIBRARY-LTO information names the data unit, and then Name and x-Barcode are the library's
+    labels, kept; without it, Name / x-Data-Unit / x-Barcode name it (and must agree). General
+    keys: any AES size; Name and x-Barcode are free text, kept; LIBRARY-LTO information or
+    x-Data-Unit still bind the key to a data unit."""
+    if spec.bits != KEY_BITS and not general:
+        raise field_error(
+            f"the policy of key group '{group}' keeps tape keys: AES-256 only (a policy for general "
+            "keys allows AES-128 and AES-192)"
+        )
+    for unit in spec.tape_units:
+        _bind(spec, unit, "Application Specific Information values")
+    for label in spec.labels:
+        if label.name == "x-Data-Unit" or not (general or spec.tape_units):
+            _bind(spec, data_unit_of(label), "Name, x-Data-Unit or Application Specific Information")
+        else:
+            spec.kept.append(client_attribute(label))
 
 
 def _group(spec: NewKey, attr: Attr, now: int) -> None:
@@ -162,8 +297,11 @@ ON_CREATE: dict[str, Callable[[NewKey, Attr, int], None]] = {
     "Cryptographic Algorithm": _algorithm,
     "Cryptographic Length": _length,
     "Cryptographic Usage Mask": _usage,
-    "Name": _data_unit,
-    **dict.fromkeys(DATA_UNIT_ALIASES, _data_unit),
+    "Name": _label,
+    **dict.fromkeys(DATA_UNIT_ALIASES, _label),
+    ASI: _application,
+    "Alternative Name": _client_set,
+    "Contact Information": _client_set,
     "Object Group": _group,
     "Activation Date": _activation,
     "Operation Policy Name": _ignored,
@@ -178,7 +316,7 @@ def new_key(attrs: Iterable[Attr], now: int) -> NewKey:
         if rule is not None:
             rule(spec, attr, now)
         elif attr.name.startswith("x-"):
-            spec.custom.append((attr.name, custom_value(attr)))
+            spec.kept.append(client_attribute(attr))
         else:
             raise field_error(f"attribute '{attr.name[:80]}' cannot be set by a client of this KMA")
     return spec
@@ -186,14 +324,16 @@ def new_key(attrs: Iterable[Attr], now: int) -> NewKey:
 
 # --- writing a key's attributes -------------------------------------------------------------
 class KeyView:
-    """A key row seen through KMIP, at one instant."""
+    """A key row seen through KMIP, at one instant (`material`: its plain bytes, when a Digest
+    is asked for)."""
 
-    __slots__ = ("custom", "now", "row")
+    __slots__ = ("custom", "material", "now", "row")
 
-    def __init__(self, row: Any, now: int, custom: Iterable[Any] = ()) -> None:
+    def __init__(self, row: Any, now: int, custom: Iterable[Any] = (), material: bytes | None = None) -> None:
         self.row = row
         self.now = now
         self.custom = list(custom)
+        self.material = material
 
     @property
     def state(self) -> State:
@@ -218,13 +358,28 @@ class KeyView:
         mask = self.row["usage_mask"]
         return DEFAULT_USAGE if mask is None else int(mask)
 
+    @property
+    def last_change(self) -> int:
+        """The latest thing that happened to the key (KMIP: Last Change Date always has a value)."""
+        r = self.row
+        times = [r["created_at"], r["compromised_at"], r["destroyed_at"], _get(r, "changed_at")]
+        times += [t for t in (r["activated_at"], r["deactivate_at"]) if t is not None and t <= self.now]
+        return int(max(t for t in times if t is not None))
+
+
+def _get(row: Any, column: str) -> Any:
+    try:
+        return row[column]
+    except (KeyError, IndexError):
+        return None
+
 
 V = Tag.ATTRIBUTE_VALUE
 
 
 def _date(column: str) -> Callable[[KeyView], bytes | None]:
     def encode(k: KeyView) -> bytes | None:
-        value = k.row[column]
+        value = _get(k.row, column)
         return None if value is None else ttlv.date_time(V, value)
 
     return encode
@@ -247,30 +402,91 @@ def _text_column(column: str) -> Callable[[KeyView], bytes | None]:
     return encode
 
 
+def digest(material: bytes) -> bytes:
+    return hashlib.sha256(material).digest()
+
+
+def _digest(k: KeyView) -> bytes | None:
+    """SHA-256 of the key's Raw material (kept when the material was destroyed; computed when
+    asked for)."""
+    value = digest(k.material) if k.material is not None else _get(k.row, "digest")
+    if value is None:
+        return None
+    return ttlv.struct_(
+        V,
+        ttlv.enum(Tag.HASHING_ALGORITHM, HashingAlgorithm.SHA_256),
+        ttlv.byte_string(Tag.DIGEST_VALUE, bytes(value)),
+        ttlv.enum(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW),
+    )
+
+
+def _generator(k: KeyView) -> bytes | None:
+    """The KMA made the key (its pool: the operating system's CSPRNG); a registered key's
+    generator is unknown, so it has none."""
+    if _get(k.row, "registered_by") is not None or not objects.is_symmetric(k.row):
+        return None
+    return ttlv.struct_(
+        V,
+        ttlv.enum(Tag.RNG_ALGORITHM, RNGAlgorithm.UNSPECIFIED),
+        ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES),
+        ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, KEY_BITS),
+    )
+
+
+def _key_format(k: KeyView) -> bytes | None:
+    kind = objects.object_type(k.row)
+    if kind == ObjectType.OPAQUE_OBJECT:
+        return None
+    return ttlv.enum(V, KeyFormatType.OPAQUE if kind == ObjectType.SECRET_DATA else KeyFormatType.RAW)
+
+
+def _revocation(k: KeyView) -> bytes | None:
+    code = _get(k.row, "revocation_reason")
+    if code is None:
+        return None
+    message = _get(k.row, "revocation_message")
+    return ttlv.struct_(
+        V,
+        ttlv.enum(Tag.REVOCATION_REASON_CODE, code),
+        ttlv.text(Tag.REVOCATION_MESSAGE, message) if message else b"",
+    )
+
+
 # Attribute name -> encoder of its value (None: the key has no such attribute), in the order
 # "all attributes" lists them.
 STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
     "Unique Identifier": lambda k: ttlv.text(V, k.row["id"]),
-    "Object Type": lambda k: ttlv.enum(V, ObjectType.SYMMETRIC_KEY),
-    "Cryptographic Algorithm": lambda k: ttlv.enum(V, CryptographicAlgorithm.AES),
-    "Cryptographic Length": lambda k: ttlv.integer(V, KEY_BITS),
+    "Object Type": lambda k: ttlv.enum(V, objects.object_type(k.row)),
+    "Cryptographic Algorithm": lambda k: (
+        ttlv.enum(V, CryptographicAlgorithm.AES) if objects.is_symmetric(k.row) else None
+    ),
+    "Cryptographic Length": lambda k: (
+        ttlv.integer(V, objects.bits(k.row)) if objects.is_symmetric(k.row) else None
+    ),
     "Cryptographic Usage Mask": lambda k: ttlv.integer(V, k.usage_mask),
+    "Digest": _digest,
     "State": lambda k: ttlv.enum(V, k.state),
     "Initial Date": _date("created_at"),
+    "Original Creation Date": _date("created_at"),
+    "Last Change Date": lambda k: ttlv.date_time(V, k.last_change),
     "Activation Date": _date("activated_at"),
     "Process Start Date": _date("activated_at"),
     "Protect Stop Date": _date("protect_until"),
     "Deactivation Date": _date("deactivate_at"),
+    "Compromise Occurrence Date": _date("compromise_occurrence_at"),
     "Compromise Date": _date("compromised_at"),
+    "Revocation Reason": _revocation,
     "Destroy Date": _date("destroyed_at"),
+    "Random Number Generator": _generator,
+    "Key Format Type": _key_format,
     "Name": _name,
     "Object Group": _text_column("key_group_id"),
     "x-Data-Unit": _text_column("data_unit_id"),
     "x-Key-State": lambda k: ttlv.text(V, k.kma_state),
     "x-KMA": _text_column("kma_id"),
 }
-READ_ONLY = frozenset(STANDARD) - {"Name", "x-Data-Unit"}
 ALIASES = {"x-Barcode": "x-Data-Unit"}
+V2_ONLY = frozenset({"Key Format Type"})  # an attribute from KMIP 2.0 on
 
 
 def attribute(name: str, value: bytes, index: int = 0) -> bytes:
@@ -280,22 +496,35 @@ def attribute(name: str, value: bytes, index: int = 0) -> bytes:
     return ttlv.struct_(Tag.ATTRIBUTE, *parts, value)
 
 
-def encode_attributes(key: KeyView, names: list[str] | None) -> list[bytes]:
-    """The key's attributes named (all when `names` is None); absent ones are left out."""
+def kept_value(row: Any) -> bytes:
+    """A kept attribute's Attribute Value, as the client sent it."""
+    item = row["item"]
+    return bytes(item) if item is not None else ttlv.text(V, row["value"])
+
+
+def encode_attributes(key: KeyView, names: list[str] | None, v2: bool = False) -> list[bytes]:
+    """The key's attributes named (all when `names` is None); absent ones are left out. What a
+    client set is answered as it sent it (a library's own Name or x-Barcode included)."""
+    kept_names = dict.fromkeys(c["name"] for c in key.custom)
     out = []
-    for name in names if names is not None else [*STANDARD, *dict.fromkeys(c["name"] for c in key.custom)]:
+    every = [*(n for n in STANDARD if n not in kept_names and (v2 or n not in V2_ONLY)), *kept_names]
+    for name in names if names is not None else every:
+        if name in kept_names:
+            out += [attribute(name, kept_value(c), c["idx"]) for c in key.custom if c["name"] == name]
+            continue
         encoder = STANDARD.get(ALIASES.get(name, name))
-        if encoder is not None:
-            value = encoder(key)
-            if value is not None:
-                out.append(attribute(name, value))
-        elif name.startswith("x-"):
-            out += [
-                attribute(name, ttlv.text(V, c["value"]), c["idx"]) for c in key.custom if c["name"] == name
-            ]
+        value = encoder(key) if encoder is not None else None
+        if value is not None:
+            out.append(attribute(name, value))
     return out
 
 
-def attribute_names(key: KeyView) -> list[str]:
-    names = [n for n, encoder in STANDARD.items() if encoder(key) is not None]
-    return names + list(dict.fromkeys(c["name"] for c in key.custom))
+def attribute_names(key: KeyView, v2: bool = False) -> list[str]:
+    kept_names = list(dict.fromkeys(c["name"] for c in key.custom))
+    names = [
+        n for n, encoder in STANDARD.items()
+        if n not in kept_names and (v2 or n not in V2_ONLY) and encoder(key) is not None
+    ]  # fmt: skip
+    if "Digest" not in names and (key.row["destroyed_at"] is None or _get(key.row, "digest") is not None):
+        names.append("Digest")  # a live key has one; its value is read when asked for
+    return names + kept_names

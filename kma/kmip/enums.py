@@ -25,6 +25,8 @@ class ItemType(IntEnum):
 
 class Tag(IntEnum):
     ACTIVATION_DATE = 0x420001
+    APPLICATION_DATA = 0x420002
+    APPLICATION_NAMESPACE = 0x420003
     ASYNCHRONOUS_INDICATOR = 0x420007
     ATTRIBUTE = 0x420008
     ATTRIBUTE_INDEX = 0x420009
@@ -46,7 +48,10 @@ class Tag(IntEnum):
     CRYPTOGRAPHIC_USAGE_MASK = 0x42002C
     DEACTIVATION_DATE = 0x42002F
     DESTROY_DATE = 0x420033
+    DIGEST = 0x420034
+    DIGEST_VALUE = 0x420035
     ENCRYPTION_KEY_INFORMATION = 0x420036
+    HASHING_ALGORITHM = 0x420038
     INITIAL_DATE = 0x420039
     KEY = 0x42003F
     KEY_BLOCK = 0x420040
@@ -66,6 +71,9 @@ class Tag(IntEnum):
     OBJECT_GROUP = 0x420056
     OBJECT_TYPE = 0x420057
     OPERATION = 0x42005C
+    OPAQUE_DATA_TYPE = 0x420059
+    OPAQUE_DATA_VALUE = 0x42005A
+    OPAQUE_OBJECT = 0x42005B
     OPERATION_POLICY_NAME = 0x42005D
     PROCESS_START_DATE = 0x420067
     PROTECT_STOP_DATE = 0x420068
@@ -85,6 +93,8 @@ class Tag(IntEnum):
     REVOCATION_MESSAGE = 0x420080
     REVOCATION_REASON = 0x420081
     REVOCATION_REASON_CODE = 0x420082
+    SECRET_DATA = 0x420085
+    SECRET_DATA_TYPE = 0x420086
     SERVER_INFORMATION = 0x420088
     STATE = 0x42008D
     STORAGE_STATUS_MASK = 0x42008E
@@ -105,16 +115,21 @@ class Tag(IntEnum):
     ATTESTATION_CAPABLE_INDICATOR = 0x4200D3
     OFFSET_ITEMS = 0x4200D4
     LOCATED_ITEMS = 0x4200D5
+    ORIGINAL_CREATION_DATE = 0x4200BC
+    RNG_ALGORITHM = 0x4200DA
+    RANDOM_NUMBER_GENERATOR = 0x4200DE
     # Vendor extensions (tape semantics): see docs/api.md, "Agents".
     DATA_UNIT = 0x540001
     KEY_ISSUED = 0x540002
     KEYS_RELEASED = 0x540003
+    ALGORITHMS = 0x540004  # in Server Information: the algorithms offered, and those refused
 
 
 class Operation(IntEnum):
     CREATE = 0x01
     REGISTER = 0x03
     LOCATE = 0x08
+    CHECK = 0x09
     GET = 0x0A
     GET_ATTRIBUTES = 0x0B
     GET_ATTRIBUTE_LIST = 0x0C
@@ -155,6 +170,10 @@ class ResultReason(IntEnum):
     KEY_COMPRESSION_TYPE_NOT_SUPPORTED = 0x11
     ENCODING_OPTION_ERROR = 0x12
     KEY_VALUE_NOT_PRESENT = 0x13
+    INCOMPATIBLE_CRYPTOGRAPHIC_USAGE_MASK = 0x29
+    # KMIP 2.x reasons, where 1.x has a general one
+    OBJECT_NOT_FOUND = 0x37
+    WRONG_KEY_LIFECYCLE_STATE = 0x43
     GENERAL_FAILURE = 0x100
 
 
@@ -164,6 +183,7 @@ class ObjectType(IntEnum):
     PUBLIC_KEY = 0x03
     PRIVATE_KEY = 0x04
     SECRET_DATA = 0x07
+    OPAQUE_OBJECT = 0x08
 
 
 class CryptographicAlgorithm(IntEnum):
@@ -186,6 +206,14 @@ class UsageMask(IntFlag):
     UNWRAP_KEY = 0x20
 
 
+class HashingAlgorithm(IntEnum):
+    SHA_256 = 0x06
+
+
+class RNGAlgorithm(IntEnum):
+    UNSPECIFIED = 1
+
+
 class NameType(IntEnum):
     UNINTERPRETED_TEXT_STRING = 1
     URI = 2
@@ -193,6 +221,7 @@ class NameType(IntEnum):
 
 class KeyFormatType(IntEnum):
     RAW = 0x01
+    OPAQUE = 0x02
     TRANSPARENT_SYMMETRIC_KEY = 0x07
 
 

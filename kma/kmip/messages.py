@@ -14,9 +14,9 @@ from kma.kmip import ttlv
 from kma.kmip.enums import BatchErrorContinuation, ItemType, ResultReason, ResultStatus, Tag
 from kma.kmip.ttlv import Item
 
-# Newest first: the order Discover Versions answers in. 2.0 requests are translated to 1.4's
+# Newest first: the order Discover Versions answers in. 2.x requests are translated to 1.4's
 # attribute encoding and their answers back (kma/kmip/v2.py).
-SUPPORTED_VERSIONS: tuple[tuple[int, int], ...] = ((2, 0), (1, 4), (1, 3), (1, 2), (1, 1), (1, 0))
+SUPPORTED_VERSIONS: tuple[tuple[int, int], ...] = ((2, 1), (2, 0), (1, 4), (1, 3), (1, 2), (1, 1), (1, 0))
 FALLBACK_VERSION = (1, 0)  # used to answer a message whose own version cannot be read
 
 # How a refusal that a moment may cure begins (a drive retries it; `kma agent simulate` does): the
@@ -31,11 +31,22 @@ CATCHING_UP = f"{BUSY}: it is catching up with the cluster after its start"
 class KmipError(Exception):
     """One batch item fails: a KMIP Result Reason and a message the client may show."""
 
-    def __init__(self, reason: ResultReason, message: str, audited: bool = False) -> None:
+    def __init__(
+        self, reason: ResultReason, message: str, audited: bool = False, v2_reason: ResultReason | None = None
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.message = message
         self.audited = audited  # the refusal is already in the audit trail
+        self.v2_reason = v2_reason  # what KMIP 2.x says instead (e.g. Wrong Key Lifecycle State)
+
+    def reason_in(self, version: tuple[int, int]) -> ResultReason:
+        """The Result Reason in `version`: 2.x has its own where 1.x answers generally."""
+        if version < (2, 0):
+            return self.reason
+        if self.v2_reason is not None:
+            return self.v2_reason
+        return ResultReason.OBJECT_NOT_FOUND if self.reason == ResultReason.ITEM_NOT_FOUND else self.reason
 
 
 def invalid(message: str) -> KmipError:

@@ -33,6 +33,7 @@ HANDLERS: dict[int, Handler] = {
     Operation.ACTIVATE: ops_keys.activate,
     Operation.REVOKE: ops_keys.revoke,
     Operation.DESTROY: ops_keys.destroy,
+    Operation.CHECK: ops_keys.check,
     Operation.GET_ATTRIBUTES: ops_attributes.get_attributes,
     Operation.GET_ATTRIBUTE_LIST: ops_attributes.get_attribute_list,
     Operation.ADD_ATTRIBUTE: ops_attributes.add_attribute,
@@ -104,7 +105,7 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
             raise KmipError(
                 ResultReason.INVALID_MESSAGE,
                 f"KMIP {request.version[0]}.{request.version[1]} is not supported; this KMA speaks "
-                "KMIP 1.0 to 1.4 and 2.0",
+                "KMIP 1.0 to 1.4, 2.0 and 2.1",
             )
         if item.operation not in OPEN_OPERATIONS:
             call.session.access()
@@ -112,11 +113,11 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
                 raise KmaLocked(LOCKED)
         if not v2.is_v2(request.version):
             return Result(item.operation, item.batch_id, payload=await handler(call, item.payload))
-        # one implementation of each operation: 2.0 in, run as 1.4, answered in 2.0
+        # one implementation of each operation: 2.x in, run as 1.4, answered in 2.x
         answer = await handler(call, v2.request_payload(item.operation, item.payload))
         return Result(item.operation, item.batch_id, payload=v2.response_payload(item.operation, answer))
     except KmipError as error:
-        reason, message, audited = error.reason, error.message, error.audited
+        reason, message, audited = error.reason_in(request.version), error.message, error.audited
     except (KmaLocked, NoReadyKey) as refused:
         reason, message, audited = ResultReason.GENERAL_FAILURE, refused.message, False
     except HsmUnavailable as failed:  # never a software fallback: the agent is told, the trail records it

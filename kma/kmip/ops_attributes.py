@@ -1,9 +1,12 @@
 """Get Attributes, Get Attribute List, Add/Modify/Delete Attribute and Locate.
 
-What an agent may change: a key's data unit while it has none (Name, x-Data-Unit or x-Barcode:
-a key protects one tape, and only writing from beginning of tape lets go of it), and its own
-`x-` attributes. Everything else is the KMA's to set. Locate finds the keys the agent may see
-by data unit, key group, state, usage or custom attribute, newest first.
+What an agent may change: a key's data unit while it has none (Name, x-Data-Unit or x-Barcode,
+or Application Specific Information in the LIBRARY-LTO namespace: a key protects one tape, and
+only writing from beginning of tape lets go of it), and what clients keep on a key (their own
+`x-` attributes of any type, Alternative Name, Contact Information, Application Specific
+Information of other namespaces). Everything else is the KMA's to set. Locate finds the keys the
+agent may see by data unit, name, key group, state, usage or kept attribute, newest first; when
+it finds exactly one, that key is the ID placeholder for the next batch items (KMIP 1.0).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kma.kmip import attributes, ttlv
+from kma.kmip import attributes, objects, ttlv
 from kma.kmip.attributes import DATA_UNIT_ALIASES, Attr, KeyView, field_error
 from kma.kmip.context import Call
 from kma.kmip.enums import CryptographicAlgorithm, ItemType, ObjectType, ResultReason, Tag
@@ -23,22 +26,27 @@ from kma.services.agent_keys import LocateFilter
 MAX_LOCATED = 1000  # IDs in one Locate answer; Located Items (KMIP 1.3+) still counts them all
 
 
-def _view(call: Call, uid: str) -> KeyView:
-    return KeyView(call.key(uid), call.now, agent_keys.custom_attributes(call.kma, uid))
+def _view(call: Call, uid: str, digest: bool = False) -> KeyView:
+    row = call.key(uid, material=digest)
+    material = None
+    if digest and row["material_wrapped"] is not None:
+        plain = call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"])
+        material = objects.material(row, plain)
+    return KeyView(row, call.now, agent_keys.custom_attributes(call.kma, uid), material)
 
 
 async def get_attributes(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
-    key = _view(call, uid)
     names = [n.value for n in payload.all(Tag.ATTRIBUTE_NAME) if isinstance(n.value, str)]
-    encoded = attributes.encode_attributes(key, names or None)
+    key = _view(call, uid, digest=not names or "Digest" in names)
+    encoded = attributes.encode_attributes(key, names or None, v2=call.version >= (2, 0))
     await call.audit("kmip.get_attributes", f"read {len(encoded)} attributes of key {uid}")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(encoded)
 
 
 async def get_attribute_list(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
-    names = attributes.attribute_names(_view(call, uid))
+    names = attributes.attribute_names(_view(call, uid), v2=call.version >= (2, 0))
     await call.audit("kmip.get_attribute_list", f"listed the attributes of key {uid}")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(ttlv.text(Tag.ATTRIBUTE_NAME, n) for n in names)
 
@@ -51,37 +59,65 @@ def _one_attribute(payload: Item) -> Attr:
 
 
 def _read_only(name: str) -> KmipError:
+    """The KMA sets it; a lifecycle date follows the key's state (KMIP 2.x says so)."""
+    lifecycle = ResultReason.WRONG_KEY_LIFECYCLE_STATE if name.endswith(" Date") else None
     return KmipError(
-        ResultReason.PERMISSION_DENIED, f"attribute '{name[:80]}' is set by the KMA, not by agents"
+        ResultReason.PERMISSION_DENIED,
+        f"attribute '{name[:80]}' is set by the KMA, not by agents",
+        v2_reason=lifecycle,
     )
+
+
+def _binds(call: Call, row: Any, attr: Attr) -> str | None:
+    """The data unit an added attribute binds the key to, if it names one (in a general key
+    group, Name and x-Barcode are free text: only LIBRARY-LTO information and x-Data-Unit bind)."""
+    if attr.name == attributes.ASI:
+        return attributes.tape_unit(attr)
+    general = row["key_group_id"] in call.access.general_groups
+    if attr.name == "x-Data-Unit" or (
+        not general and (attr.name == "Name" or attr.name in DATA_UNIT_ALIASES)
+    ):
+        return attributes.data_unit_of(attr)
+    return None
+
+
+def _kept(call: Call, attr: Attr) -> attributes.Kept:
+    if attr.name in attributes.STANDARD and attr.name != "Name" or attr.name in attributes.ALIASES:
+        raise _read_only(attr.name)
+    if not (attr.name.startswith("x-") or attr.name in attributes.CLIENT_SET or attr.name == "Name"):
+        raise _read_only(attr.name)
+    return attributes.client_attribute(attr)
 
 
 async def add_attribute(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     attr = _one_attribute(payload)
     row = call.key(uid)
-    if attr.name == "Name" or attr.name in DATA_UNIT_ALIASES:
-        unit = attributes.data_unit_of(attr)
+    unit = _binds(call, row, attr)
+    if unit is not None:
         if row["data_unit_id"] is not None:
             raise KmipError(
                 ResultReason.PERMISSION_DENIED,
                 f"key {uid} already belongs to data unit '{row['data_unit_id']}'; a key is "
                 "bound to one data unit until the tape is written from its beginning",
             )
+        statements = agent_keys.bind_data_unit(call.agent_id, uid, unit, call.now)
+        if attr.name == attributes.ASI:
+            keep = attributes.client_attribute(attr)
+            statements.append(agent_keys.add_custom_attribute(uid, keep.name, keep.text, keep.item))
         await call.commit(
             "kmip.add_attribute",
-            agent_keys.bind_data_unit(call.agent_id, uid, unit, call.now),
+            [*statements, agent_keys.touch(uid, call.now)],
             f"bound key {uid} to data unit '{unit}'",
         )
         return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
-    if not attr.name.startswith("x-") or attr.name in attributes.STANDARD:
-        raise _read_only(attr.name)
-    value = attributes.custom_value(attr)
+    keep = _kept(call, attr)
     await call.commit(
         "kmip.add_attribute",
         [
             agent_keys.guard_key(call.agent_id, uid, call.now),
-            agent_keys.add_custom_attribute(uid, attr.name, value),
+            agent_keys.add_custom_attribute(uid, keep.name, keep.text, keep.item),
+            agent_keys.touch(uid, call.now),
         ],
         f"added attribute '{attr.name}' to key {uid}",
     )
@@ -91,9 +127,8 @@ async def add_attribute(call: Call, payload: Item) -> bytes:
         )
         or 0
     )
-    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + attributes.attribute(
-        attr.name, ttlv.text(Tag.ATTRIBUTE_VALUE, value), index
-    )
+    value = Item(Tag.ATTRIBUTE_VALUE, attr.value.type, attr.value.value).encode()
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + attributes.attribute(attr.name, value, index)
 
 
 def _raw(attr: Attr) -> list[bytes]:
@@ -103,12 +138,21 @@ def _raw(attr: Attr) -> list[bytes]:
     return [*parts, attr.value.encode()]
 
 
+def _holds(call: Call, uid: str, name: str) -> bool:
+    return (
+        call.kma.store.query_one(
+            "SELECT 1 FROM key_custom_attributes WHERE key_id = ? AND name = ?", (uid, name)
+        )
+        is not None
+    )
+
+
 async def modify_attribute(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     attr = _one_attribute(payload)
     row = call.key(uid)
-    if attr.name == "Name" or attr.name in DATA_UNIT_ALIASES:
-        unit = attributes.data_unit_of(attr)
+    unit = _binds(call, row, attr)
+    if unit is not None and not (attr.name != attributes.ASI and _holds(call, uid, attr.name)):
         if row["data_unit_id"] != unit:
             raise KmipError(
                 ResultReason.PERMISSION_DENIED,
@@ -117,14 +161,13 @@ async def modify_attribute(call: Call, payload: Item) -> bytes:
             )
         await call.audit("kmip.modify_attribute", f"kept key {uid} bound to data unit '{unit}' (no change)")
         return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
-    if not attr.name.startswith("x-") or attr.name in attributes.STANDARD:
-        raise _read_only(attr.name)
-    value = attributes.custom_value(attr)
+    keep = _kept(call, attr)
     await call.commit(
         "kmip.modify_attribute",
         [
             agent_keys.guard_key(call.agent_id, uid, call.now),
-            agent_keys.modify_custom_attribute(uid, attr.name, attr.index, value),
+            agent_keys.modify_custom_attribute(uid, attr.name, attr.index, keep.text, keep.item),
+            agent_keys.touch(uid, call.now),
         ],
         f"changed attribute '{attr.name}' of key {uid}",
     )
@@ -138,10 +181,13 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
     if not isinstance(name, str) or not isinstance(index, int):
         raise KmipError(ResultReason.MISSING_DATA, "Delete Attribute needs an Attribute Name")
     call.key(uid)
-    if not name.startswith("x-") or name in attributes.STANDARD or name in DATA_UNIT_ALIASES:
+    kept_here = _holds(call, uid, name) and name != attributes.ASI
+    if not kept_here and (
+        not name.startswith("x-") or name in attributes.STANDARD or name in DATA_UNIT_ALIASES
+    ):
         raise _read_only(name)
-    old = call.kma.store.scalar(
-        "SELECT value FROM key_custom_attributes WHERE key_id = ? AND name = ? AND idx = ?",
+    old = call.kma.store.query_one(
+        "SELECT value, item FROM key_custom_attributes WHERE key_id = ? AND name = ? AND idx = ?",
         (uid, name, index),
     )
     await call.commit(
@@ -149,20 +195,20 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
         [
             agent_keys.guard_key(call.agent_id, uid, call.now),
             agent_keys.delete_custom_attribute(uid, name, index),
+            agent_keys.touch(uid, call.now),
         ],
         f"deleted attribute '{name}' of key {uid}",
     )
-    deleted = attributes.attribute(name, ttlv.text(Tag.ATTRIBUTE_VALUE, str(old or "")), index)
-    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + deleted
+    value = attributes.kept_value(old) if old is not None else ttlv.text(Tag.ATTRIBUTE_VALUE, "")
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + attributes.attribute(name, value, index)
 
 
-def _must_be(expected: int) -> Callable[[LocateFilter, Attr], None]:
-    """A filter on something every key here has the same value of: it matches all or none."""
-
-    def rule(wanted: LocateFilter, attr: Attr) -> None:
-        wanted.nothing |= attr.value.value != expected
-
-    return rule
+def _by_algorithm(wanted: LocateFilter, algorithm: int) -> None:
+    """AES: the symmetric keys (the only algorithm here); anything else matches nothing."""
+    if algorithm == CryptographicAlgorithm.AES:
+        wanted.object_types.append(ObjectType.SYMMETRIC_KEY)
+    else:
+        wanted.nothing = True
 
 
 def _by_data_unit(wanted: LocateFilter, attr: Attr) -> None:
@@ -170,6 +216,32 @@ def _by_data_unit(wanted: LocateFilter, attr: Attr) -> None:
         wanted.data_units.append(attributes.data_unit_of(attr))
     except KmipError:
         wanted.nothing = True  # not a data unit ID: no key has that name
+
+
+def _by_name(wanted: LocateFilter, attr: Attr) -> None:
+    """A Name is the data unit's, or one a client set (a library's own label)."""
+    value = attr.value.get(Tag.NAME_VALUE) if attr.value.type == ItemType.STRUCTURE else None
+    if not isinstance(value, str):
+        raise field_error("a Name attribute needs a Name Value text string")
+    wanted.names.append(value)
+
+
+def _by_application(wanted: LocateFilter, attr: Attr) -> None:
+    """LIBRARY-LTO information names a data unit; other namespaces are kept as sent."""
+    try:
+        unit = attributes.tape_unit(attr)
+    except KmipError:
+        wanted.nothing = True  # not a cartridge this KMA could hold
+        return
+    if unit is not None:
+        wanted.data_units.append(unit)
+    else:
+        _by_kept(wanted, attr)
+
+
+def _by_kept(wanted: LocateFilter, attr: Attr) -> None:
+    keep = attributes.client_attribute(attr)
+    wanted.custom.append((keep.name, keep.text, keep.item))
 
 
 def _typed_rule(
@@ -195,11 +267,14 @@ def _by_usage(wanted: LocateFilter, mask: int) -> None:
 
 
 LOCATE_BY: dict[str, Callable[[LocateFilter, Attr], None]] = {
-    "Object Type": _must_be(ObjectType.SYMMETRIC_KEY),
-    "Cryptographic Algorithm": _must_be(CryptographicAlgorithm.AES),
-    "Cryptographic Length": _must_be(attributes.KEY_BITS),
-    "Name": _by_data_unit,
+    "Object Type": _typed_rule(ItemType.ENUMERATION, lambda w, v: w.object_types.append(v)),
+    "Cryptographic Algorithm": _typed_rule(ItemType.ENUMERATION, _by_algorithm),
+    "Cryptographic Length": _typed_rule(ItemType.INTEGER, lambda w, v: w.bits.append(v)),
+    "Name": _by_name,
     **dict.fromkeys(DATA_UNIT_ALIASES, _by_data_unit),
+    attributes.ASI: _by_application,
+    "Alternative Name": _by_kept,
+    "Contact Information": _by_kept,
     "Object Group": _typed_rule(ItemType.TEXT_STRING, lambda w, v: w.groups.append(v)),
     "State": _typed_rule(ItemType.ENUMERATION, _by_state),
     "Unique Identifier": _typed_rule(ItemType.TEXT_STRING, lambda w, v: w.key_ids.append(v)),
@@ -214,7 +289,7 @@ def _locate_filter(attrs: list[Attr]) -> LocateFilter:
         if rule is not None:
             rule(wanted, attr)
         elif attr.name.startswith("x-"):
-            wanted.custom.append((attr.name, attributes.custom_value(attr)))
+            _by_kept(wanted, attr)
         else:
             raise field_error(f"Locate cannot look for attribute '{attr.name[:80]}'")
     if len(set(wanted.states)) > 1 or len(set(wanted.data_units)) > 1 or len(set(wanted.groups)) > 1:
@@ -235,5 +310,9 @@ async def locate(call: Call, payload: Item) -> bytes:
         f"located {len(ids)} of {total} keys ({what})",
         subject=("data_unit", wanted.data_units[0]) if wanted.data_units else None,
     )
-    located = ttlv.integer(Tag.LOCATED_ITEMS, total) if call.version >= (1, 3) else b""
+    if total == 1 and ids:
+        call.placeholder = ids[0]
+    # Located Items (KMIP 1.3+, optional) for a client that pages (names Maximum or Offset Items)
+    pages = payload.find(Tag.MAXIMUM_ITEMS) is not None or payload.find(Tag.OFFSET_ITEMS) is not None
+    located = ttlv.integer(Tag.LOCATED_ITEMS, total) if call.version >= (1, 3) and pages else b""
     return located + b"".join(ttlv.text(Tag.UNIQUE_IDENTIFIER, i) for i in ids)

@@ -16,14 +16,12 @@ from typing import Any
 
 from cryptography.hazmat.primitives.keywrap import aes_key_wrap, aes_key_wrap_with_padding
 
-from kma.kmip import attributes, ttlv
+from kma.kmip import attributes, objects, ttlv
 from kma.kmip.attributes import NewKey, field_error
 from kma.kmip.context import Call
 from kma.kmip.enums import (
     BlockCipherMode,
-    CryptographicAlgorithm,
     EncodingOption,
-    ItemType,
     KeyFormatType,
     ObjectType,
     ResultReason,
@@ -35,8 +33,8 @@ from kma.kmip.enums import (
 )
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys
-from kma.services.keypool import key_pool, new_key_id
+from kma.services import agent_keys, key_issue
+from kma.services.keypool import new_key_id
 from kma.store import Stmt, WriteResult
 
 COMPROMISE_REASONS = (RevocationReasonCode.KEY_COMPROMISE, RevocationReasonCode.CA_COMPROMISE)
@@ -44,7 +42,23 @@ COMPROMISE_REASONS = (RevocationReasonCode.KEY_COMPROMISE, RevocationReasonCode.
 
 def _symmetric_only(payload: Item) -> None:
     if payload.get(Tag.OBJECT_TYPE) != ObjectType.SYMMETRIC_KEY:
-        raise field_error("this KMA holds symmetric (AES-256) keys only")
+        raise field_error(
+            "Create makes AES keys only (secret data and opaque objects are registered; asymmetric "
+            "keys are not offered)"
+        )
+
+
+def settled(call: Call, payload: Item) -> tuple[NewKey, str]:
+    """A Create's or Register's attributes as the chosen key group's policy takes them."""
+    spec = attributes.new_key(attributes.request_attributes(payload), call.now)
+    group = chosen_group(call, spec.group)
+    attributes.settle(spec, group in call.access.general_groups, group)
+    return spec, group
+
+
+def plain(call: Call, uid: str, row: Any) -> bytes:
+    """The object's material, unwrapped (callers checked it is not destroyed)."""
+    return objects.material(row, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]))
 
 
 def chosen_group(call: Call, asked: str | None) -> str:
@@ -59,10 +73,10 @@ def chosen_group(call: Call, asked: str | None) -> str:
 
 
 def _extras(key_id: str, spec: NewKey) -> list[Stmt]:
-    out = []
+    out = [agent_keys.set_form(key_id, None, spec.bits, None)] if spec.bits != attributes.KEY_BITS else []
     if spec.usage_mask != attributes.DEFAULT_USAGE:
         out.append(agent_keys.set_usage_mask(key_id, spec.usage_mask))
-    out += [agent_keys.add_custom_attribute(key_id, name, value) for name, value in spec.custom]
+    out += [agent_keys.add_custom_attribute(key_id, k.name, k.text, k.item) for k in spec.kept]
     return out
 
 
@@ -75,52 +89,35 @@ async def issue(
     before: Sequence[Stmt] = (),
     only_if_no_write_key: bool = False,
 ) -> tuple[str, WriteResult]:
-    """Assign a pool key (generated inline if the pool is empty) and commit it durably."""
-    kma = call.kma
-    kma.vault.master()  # a locked KMA issues nothing
-    key_id = key_pool(kma).take()
-    from_pool = key_id is not None
-    statements = list(before)
-    note = agent_keys.shredded_note(kma, spec.data_unit, call.now)
-    if spec.data_unit is not None:
-        statements.append(agent_keys.register_data_unit(spec.data_unit, call.now))
-    if key_id is None:
-        key_id = new_key_id()
-        statements.append(key_pool(kma).generate_stmt(key_id, call.now))
-    statements.append(
-        agent_keys.assign_pool_key(
-            key_id, call.agent_id, group, spec.data_unit, call.now, spec.activate, only_if_no_write_key
-        )
-    )
-    extras = _extras(key_id, spec)
-    statements += extras
-    deferred = None
-    if kma.store.deferring and from_pool and not before and not extras:  # its own key, nothing else
-        deferred = agent_keys.deferred_assignment(
-            kma, key_id, call.agent_id, group, spec.data_unit, call.now, spec.activate
-        )
+    """A key from the pool (kma/services/key_issue.py), committed durably with its event."""
+    issue = key_issue.prepare(
+        call.kma, group, spec.data_unit, call.now,
+        agent_id=call.agent_id, activate=spec.activate, agent_asks=True,
+        only_if_no_write_key=only_if_no_write_key, before=before, keep=lambda key_id: _extras(key_id, spec),
+    )  # fmt: skip
     try:
-        message = describe(key_id) + note
-        result = await call.commit(operation, statements, message, ("key", key_id), deferred=deferred)
+        message = describe(issue.key_id) + issue.note
+        result = await call.commit(
+            operation, issue.statements, message, ("key", issue.key_id), deferred=issue.deferred
+        )
     except KmipError:
-        if from_pool:
-            key_pool(kma).give_back(key_id)
+        issue.give_back()
         raise
-    call.placeholder = key_id
-    return key_id, result
+    call.placeholder = issue.key_id
+    return issue.key_id, result
 
 
 def _where(spec: NewKey, group: str) -> str:
     unit = f"data unit '{spec.data_unit}'" if spec.data_unit else "no data unit"
     state = "active" if spec.activate else "pre-active"
-    return f"for {unit} in key group '{group}' ({state})"
+    size = "" if spec.bits == attributes.KEY_BITS else f" (AES-{spec.bits})"
+    return f"for {unit} in key group '{group}' ({state}){size}"
 
 
 async def create(call: Call, payload: Item, activate: bool = False) -> bytes:
     _symmetric_only(payload)
-    spec = attributes.new_key(attributes.request_attributes(payload), call.now)
+    spec, group = settled(call, payload)
     spec.activate |= activate
-    group = chosen_group(call, spec.group)
     then = " and activated it (Activate in the same request)" if activate else ""
     key_id, _ = await issue(
         call, "kmip.create", group, spec, lambda k: f"created key {k} {_where(spec, group)}{then}"
@@ -133,34 +130,6 @@ async def create_active(call: Call, payload: Item) -> bytes:
     return await create(call, payload, activate=True)
 
 
-def _key_block_material(block: Item) -> bytes:
-    """Plain AES-256 key bytes from a Key Block (Raw or Transparent Symmetric Key)."""
-    if block.find(Tag.KEY_WRAPPING_DATA) is not None:
-        raise KmipError(ResultReason.FEATURE_NOT_SUPPORTED, "register key material unwrapped, inside TLS")
-    fmt = block.get(Tag.KEY_FORMAT_TYPE)
-    value = block.find(Tag.KEY_VALUE)
-    material = value.find(Tag.KEY_MATERIAL) if value is not None else None
-    if material is None:
-        raise KmipError(ResultReason.MISSING_DATA, "the key block has no key material")
-    if fmt == KeyFormatType.TRANSPARENT_SYMMETRIC_KEY and material.type == ItemType.STRUCTURE:
-        raw = material.get(Tag.KEY)
-    elif fmt == KeyFormatType.RAW and material.type == ItemType.BYTE_STRING:
-        raw = material.value
-    else:
-        raise KmipError(
-            ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED,
-            "key material must be Raw or Transparent Symmetric Key",
-        )
-    algorithm = block.get(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES)
-    if algorithm != CryptographicAlgorithm.AES or not isinstance(raw, bytes) or len(raw) != 32:
-        raise field_error("this KMA holds AES-256 keys only (32 bytes of key material)")
-    if repeats_a_short_pattern(raw):
-        raise field_error(
-            "the key material is one byte value or a short pattern repeated; register a random key"
-        )
-    return raw
-
-
 def repeats_a_short_pattern(raw: bytes) -> bool:
     """All one value, or a pattern of up to half the key's length repeated (zeros, 0xFF, "ABAB...",
     a 16-byte key twice): no real key generator makes these, a mistake or a plant does."""
@@ -168,14 +137,20 @@ def repeats_a_short_pattern(raw: bytes) -> bool:
 
 
 async def register(call: Call, payload: Item) -> bytes:
-    _symmetric_only(payload)
-    symmetric = payload.find(Tag.SYMMETRIC_KEY)
-    block = symmetric.find(Tag.KEY_BLOCK) if symmetric is not None else None
-    if block is None:
-        raise KmipError(ResultReason.MISSING_DATA, "Register needs a Symmetric Key with a Key Block")
-    raw = _key_block_material(block)
-    spec = attributes.new_key(attributes.request_attributes(payload), call.now)
-    group = chosen_group(call, spec.group)
+    kind, raw, data_type = objects.registered(payload)
+    if kind == ObjectType.SYMMETRIC_KEY and repeats_a_short_pattern(raw):
+        raise field_error(
+            "the key material is one byte value or a short pattern repeated; register a random key"
+        )
+    spec, group = settled(call, payload)
+    symmetric = kind == ObjectType.SYMMETRIC_KEY
+    form = {"object_type": None if symmetric else kind, "bits": len(raw) * 8 if symmetric else None}
+    tape_key = symmetric and form["bits"] == attributes.KEY_BITS
+    if not tape_key and group not in call.access.general_groups:
+        raise field_error(
+            f"the policy of key group '{group}' keeps tape keys (AES-256); secret data, opaque objects "
+            "and other AES sizes go to a key group whose policy keeps general keys"
+        )
     policy = agent_keys.group_policy(call.kma, group)
     if policy is None or not policy["allow_import"]:
         name = policy["id"] if policy is not None else "?"
@@ -193,11 +168,15 @@ async def register(call: Call, payload: Item) -> bytes:
             key_id, kma.kma_id, wrapped, call.agent_id, group, spec.data_unit, call.now, spec.activate
         )
     )
+    spec.bits = attributes.KEY_BITS  # what the object is comes from its material, just below
     statements += _extras(key_id, spec)
+    if not tape_key:
+        statements.append(agent_keys.set_form(key_id, form["object_type"], form["bits"], data_type))
+    what = objects.what(form)
     await call.commit(
         "kmip.register",
         statements,
-        f"registered key {key_id} supplied by the agent {_where(spec, group)}{note}",
+        f"registered {what} {key_id} supplied by the agent {_where(spec, group)}{note}",
         ("key", key_id),
     )
     call.placeholder = key_id
@@ -232,15 +211,18 @@ def _wrapping_key(call: Call, spec: Item) -> tuple[str, bytes, int]:
         raise KmipError(ResultReason.PERMISSION_DENIED, f"wrapping key {uid} is not active")
     if not view.usage_mask & UsageMask.WRAP_KEY:
         raise KmipError(ResultReason.PERMISSION_DENIED, f"key {uid} is not for wrapping (no Wrap Key usage)")
-    return uid, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]), int(mode)
+    if not objects.is_symmetric(row):
+        raise KmipError(ResultReason.PERMISSION_DENIED, f"{uid} is not a key: it cannot wrap keys")
+    return uid, plain(call, uid, row), int(mode)
 
 
 async def get(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     fmt = payload.get(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW)
-    if fmt not in (KeyFormatType.RAW, KeyFormatType.TRANSPARENT_SYMMETRIC_KEY):
+    if fmt not in (KeyFormatType.RAW, KeyFormatType.OPAQUE, KeyFormatType.TRANSPARENT_SYMMETRIC_KEY):
         raise KmipError(
-            ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED, "keys are sent Raw or as Transparent Symmetric Key"
+            ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED,
+            "objects are sent Raw, Opaque or as Transparent Symmetric Key",
         )
     if payload.find(Tag.KEY_COMPRESSION_TYPE) is not None:
         raise KmipError(
@@ -249,20 +231,14 @@ async def get(call: Call, payload: Item) -> bytes:
     row = call.key(uid, material=True)
     if row["material_wrapped"] is None:
         raise KmipError(ResultReason.KEY_VALUE_NOT_PRESENT, f"key {uid} was destroyed")
-    master = call.kma.vault.master()
-    material = master.unwrap(f"key:{uid}", row["material_wrapped"])
+    material = plain(call, uid, row)
     spec = payload.find(Tag.KEY_WRAPPING_SPECIFICATION)
     if spec is None:
-        value = (
-            ttlv.struct_(Tag.KEY_MATERIAL, ttlv.byte_string(Tag.KEY, material))
-            if fmt == KeyFormatType.TRANSPARENT_SYMMETRIC_KEY
-            else ttlv.byte_string(Tag.KEY_MATERIAL, material)
-        )
-        key_value, wrapping, how = ttlv.struct_(Tag.KEY_VALUE, value), b"", ""
+        value, wrapping, how = material, b"", ""
     else:
         wrap_id, kek, mode = _wrapping_key(call, spec)
         wrap = aes_key_wrap if mode == BlockCipherMode.NIST_KEY_WRAP else aes_key_wrap_with_padding
-        key_value = ttlv.byte_string(Tag.KEY_VALUE, wrap(kek, material))
+        value = wrap(kek, material)
         wrapping = ttlv.struct_(
             Tag.KEY_WRAPPING_DATA,
             ttlv.enum(Tag.WRAPPING_METHOD, WrappingMethod.ENCRYPT),
@@ -274,19 +250,12 @@ async def get(call: Call, payload: Item) -> bytes:
             ttlv.enum(Tag.ENCODING_OPTION, EncodingOption.NO_ENCODING),
         )
         how = f", wrapped under key {wrap_id}"
-    await call.audit("kmip.get", f"sent key {uid} to agent '{call.agent_id}'{how}", subject=("key", uid))
-    block = ttlv.struct_(
-        Tag.KEY_BLOCK,
-        ttlv.enum(Tag.KEY_FORMAT_TYPE, fmt),
-        key_value,
-        ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES),
-        ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, attributes.KEY_BITS),
-        wrapping,
-    )
+    what = objects.what(row)
+    await call.audit("kmip.get", f"sent {what} {uid} to agent '{call.agent_id}'{how}", subject=("key", uid))
     return (
-        ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY)
+        ttlv.enum(Tag.OBJECT_TYPE, objects.object_type(row))
         + ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
-        + ttlv.struct_(Tag.SYMMETRIC_KEY, block)
+        + objects.encode_object(row, fmt, value, wrapping)
     )
 
 
@@ -298,6 +267,7 @@ async def activate(call: Call, payload: Item) -> bytes:
         raise KmipError(
             ResultReason.PERMISSION_DENIED,
             f"key {uid} is {state.name.lower().replace('_', '-')}; only a pre-active key can be activated",
+            v2_reason=ResultReason.WRONG_KEY_LIFECYCLE_STATE,
         )
     await call.commit(
         "kmip.activate",
@@ -328,11 +298,14 @@ async def revoke(call: Call, payload: Item) -> bytes:
     _may_revoke(call, row, "revoke")
     compromised = code in COMPROMISE_REASONS
     occurred = payload.get(Tag.COMPROMISE_OCCURRENCE_DATE)
+    occurred = occurred if compromised and isinstance(occurred, int) else None
     what = "compromised" if compromised else "deactivated"
     detail = f"; compromise occurred at {occurred}" if compromised and isinstance(occurred, int) else ""
     await call.commit(
         "kmip.revoke",
-        agent_keys.revoke(call.agent_id, uid, call.now, call.now if compromised else None, code, message),
+        agent_keys.revoke(
+            call.agent_id, uid, call.now, call.now if compromised else None, code, message, occurred
+        ),
         f"revoked key {uid}: {what} (reason {code}{': ' + message if message else ''}{detail})",
     )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
@@ -343,16 +316,40 @@ async def destroy(call: Call, payload: Item) -> bytes:
     row = call.key(uid)
     _may_revoke(call, row, "destroy")
     state = attributes.KeyView(row, call.now).state
-    if state not in (State.DEACTIVATED, State.COMPROMISED):
+    if state not in (State.PRE_ACTIVE, State.DEACTIVATED, State.COMPROMISED):
         raise KmipError(
             ResultReason.PERMISSION_DENIED,
-            f"key {uid} is {state.name.lower().replace('_', '-')}; only deactivated or "
+            f"key {uid} is {state.name.lower().replace('_', '-')}; only pre-active, deactivated or "
             "compromised keys can be destroyed (revoke it first)",
+            v2_reason=ResultReason.WRONG_KEY_LIFECYCLE_STATE,
         )
     comment = f"destroyed by agent '{call.agent_id}' over KMIP"
+    with_material = call.key(uid, material=True)
+    kept = []
+    if with_material["material_wrapped"] is not None:
+        kept.append(agent_keys.keep_digest(uid, attributes.digest(plain(call, uid, with_material))))
     await call.commit(
         "kmip.destroy",
-        [agent_keys.destroy(call.agent_id, uid, call.now, comment)],
+        [agent_keys.destroy(call.agent_id, uid, call.now, comment), *kept],
         f"destroyed key {uid}: {comment}",
     )
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
+
+
+async def check(call: Call, payload: Item) -> bytes:
+    """Check: may the client use the key for what it names (its usage mask)? Usage limits and
+    leases are not kept here, so a visible, live key with the usage asked for passes."""
+    uid = call.uid(payload)
+    view = attributes.KeyView(call.key(uid), call.now)
+    if view.state not in (State.PRE_ACTIVE, State.ACTIVE, State.DEACTIVATED):
+        raise KmipError(
+            ResultReason.PERMISSION_DENIED, f"key {uid} is {view.state.name.lower().replace('_', '-')}"
+        )
+    asked = payload.get(Tag.CRYPTOGRAPHIC_USAGE_MASK)
+    if isinstance(asked, int) and asked & ~view.usage_mask:
+        raise KmipError(
+            ResultReason.INCOMPATIBLE_CRYPTOGRAPHIC_USAGE_MASK,
+            f"key {uid} is not for usage {asked:#x} (its usage mask is {view.usage_mask:#x})",
+        )
+    await call.audit("kmip.check", f"checked key {uid}: it may be used as asked", subject=("key", uid))
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)

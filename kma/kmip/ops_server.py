@@ -9,13 +9,21 @@ from kma.kmip.messages import SUPPORTED_VERSIONS
 from kma.kmip.ttlv import Item
 
 VENDOR = "KMS Manager reference KMA"
-# Standard operations only: vendor operation codes would not parse in most clients' Query.
+# Exactly the standard operations served (vendor operation codes would not parse in most
+# clients' Query).
 QUERY_OPERATIONS = [op for op in Operation if op < 0x80000000]
 EXTENSIONS = [
     ("Data Unit", Tag.DATA_UNIT, ItemType.TEXT_STRING),
     ("Key Issued", Tag.KEY_ISSUED, ItemType.BOOLEAN),
     ("Keys Released", Tag.KEYS_RELEASED, ItemType.INTEGER),
+    ("Algorithms", Tag.ALGORITHMS, ItemType.TEXT_STRING),
 ]
+OBJECT_TYPES = (ObjectType.SYMMETRIC_KEY, ObjectType.SECRET_DATA, ObjectType.OPAQUE_OBJECT)
+# Said in Server Information: what a client may ask for, and what it may not (NIST withdrew 3DES).
+ALGORITHMS = (
+    "AES-256 (tape key groups); AES-128, AES-192, AES-256, secret data and opaque objects (general key "
+    "groups). Not offered: 3DES (withdrawn by NIST), asymmetric keys, certificates."
+)
 
 
 def _version(major: int, minor: int) -> bytes:
@@ -45,10 +53,10 @@ async def query(call: Call, payload: Item) -> bytes:
     if QueryFunction.OPERATIONS in functions:
         parts += [ttlv.enum(Tag.OPERATION, op) for op in QUERY_OPERATIONS]
     if QueryFunction.OBJECTS in functions:
-        parts.append(ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY))
+        parts += [ttlv.enum(Tag.OBJECT_TYPE, kind) for kind in OBJECT_TYPES]
     if QueryFunction.SERVER_INFORMATION in functions:
         parts.append(ttlv.text(Tag.VENDOR_IDENTIFICATION, VENDOR))
-        parts.append(ttlv.struct_(Tag.SERVER_INFORMATION))
+        parts.append(ttlv.struct_(Tag.SERVER_INFORMATION, ttlv.text(Tag.ALGORITHMS, ALGORITHMS)))
     if functions & {QueryFunction.EXTENSION_LIST, QueryFunction.EXTENSION_MAP} and call.version >= (1, 1):
         with_map = QueryFunction.EXTENSION_MAP in functions
         for name, tag, typ in EXTENSIONS:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kma.appliance import Appliance
@@ -71,8 +71,9 @@ def _activation(group: str) -> str:
 
 KEY_COLUMNS = (
     "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.kma_id, k.created_at, k.activated_at, "
-    "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, m.usage_mask, "
-    "m.revocation_reason"
+    "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, k.registered_by, m.usage_mask, "
+    "m.revocation_reason, m.revocation_message, m.changed_at, m.compromise_occurrence_at, m.digest, "
+    "m.object_type, m.bits, m.data_type"
 )
 
 
@@ -86,13 +87,16 @@ class AgentAccess:
     default_group: str
     groups: frozenset[str]
     certificate_fingerprint: str | None
+    general_groups: frozenset[str] = frozenset()  # of `groups`: those whose policy keeps general keys
 
 
 def agent_access(kma: Appliance, agent_id: str) -> AgentAccess | None:
     row = kma.store.query_one(
         "SELECT enabled, site_id, default_key_group_id, certificate_fingerprint, "
         "(SELECT group_concat(key_group_id, char(10)) FROM key_group_agents WHERE agent_id = agents.id) "
-        "AS groups FROM agents WHERE id = ?",
+        "AS groups, (SELECT group_concat(ga.key_group_id, char(10)) FROM key_group_agents ga "
+        "JOIN key_groups g ON g.id = ga.key_group_id JOIN key_policies p ON p.id = g.policy_id "
+        "WHERE ga.agent_id = agents.id AND p.general_keys = 1) AS general FROM agents WHERE id = ?",
         (agent_id,),
     )
     if row is None:
@@ -105,6 +109,7 @@ def agent_access(kma: Appliance, agent_id: str) -> AgentAccess | None:
         row["default_key_group_id"],
         groups,
         row["certificate_fingerprint"],
+        frozenset(g for g in (row["general"] or "").split("\n") if g),
     )
 
 
@@ -144,7 +149,8 @@ READABLE_BY_ID = (
 
 def custom_attributes(kma: Appliance, key_id: str) -> list[Row]:
     return kma.store.query(
-        "SELECT name, idx, value FROM key_custom_attributes WHERE key_id = ? ORDER BY name, idx", (key_id,)
+        "SELECT name, idx, value, item FROM key_custom_attributes WHERE key_id = ? ORDER BY name, idx",
+        (key_id,),
     )
 
 
@@ -254,22 +260,29 @@ def shredded_note(kma: Appliance, data_unit_id: str | None, now: int) -> str:
 
 def assign_pool_key(
     key_id: str,
-    agent_id: str,
+    agent_id: str | None,
     group_id: str,
     data_unit_id: str | None,
     now: int,
     activate: bool,
     only_if_no_write_key: bool = False,
+    agent_asks: bool = True,
 ) -> Stmt:
-    """Give a pool key to the agent's group (and data unit), activated or Pre-Active."""
+    """Give a pool key to a group (and data unit), activated or Pre-Active. `agent_asks`: the
+    agent must be enabled and may use the group (else an Operator issues it, to the group)."""
     sets = "key_group_id = :g, data_unit_id = :du, agent_id = :agent"
     if activate:
         sets += ", " + _activation(":g")
+    allowed = may_use(":g") if agent_asks else "EXISTS (SELECT 1 FROM key_groups WHERE id = :g)"
     sql = (
         f"UPDATE keys SET {sets} WHERE id = :id AND key_group_id IS NULL AND activated_at IS NULL "
-        f"AND destroyed_at IS NULL AND withheld_at IS NULL AND {may_use(':g')}"
+        f"AND destroyed_at IS NULL AND withheld_at IS NULL AND {allowed}"
     )
-    refusal = f"agent '{agent_id}' is disabled or may not use key group '{group_id}'"
+    refusal = (
+        f"agent '{agent_id}' is disabled or may not use key group '{group_id}'"
+        if agent_asks
+        else "the key could not be activated"
+    )
     if only_if_no_write_key:
         sql += (
             f" AND NOT EXISTS (SELECT 1 FROM keys c WHERE c.data_unit_id = :du AND "
@@ -316,6 +329,16 @@ def insert_registered_key(
     )
 
 
+def set_form(key_id: str, object_type: int | None, bits: int | None, data_type: int | None) -> Stmt:
+    """What the key is when it is not an AES-256 symmetric key (kma/kmip/objects.py)."""
+    return Stmt(
+        "INSERT INTO key_kmip (key_id, object_type, bits, data_type) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (key_id) DO UPDATE SET object_type = excluded.object_type, bits = excluded.bits, "
+        "data_type = excluded.data_type",
+        (key_id, object_type, bits, data_type),
+    )
+
+
 def set_usage_mask(key_id: str, mask: int) -> Stmt:
     return Stmt(
         "INSERT INTO key_kmip (key_id, usage_mask) VALUES (?, ?) ON CONFLICT (key_id) "
@@ -346,8 +369,9 @@ def activate(agent_id: str, key_id: str, now: int) -> Stmt:
 
 
 def revoke(
-    agent_id: str, key_id: str, now: int, compromised_at: int | None, reason: int, message: str | None
-) -> list[Stmt]:
+    agent_id: str, key_id: str, now: int, compromised_at: int | None, reason: int, message: str | None,
+    occurred: int | None = None,
+) -> list[Stmt]:  # fmt: skip
     """Compromise (any live key) or deactivate now (a key not yet deactivated)."""
     params = {"id": key_id, "agent": agent_id, "now": now, "when": compromised_at}
     guard = f"AND {may_use('keys.key_group_id')} AND {MAY_REVOKE}"
@@ -371,21 +395,44 @@ def revoke(
             refusal="the key is already deactivated, compromised or destroyed",
         )
     record = Stmt(
-        "INSERT INTO key_kmip (key_id, revocation_reason, revocation_message) VALUES (?, ?, ?) "
+        "INSERT INTO key_kmip (key_id, revocation_reason, revocation_message, compromise_occurrence_at, "
+        "changed_at) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (key_id) DO UPDATE SET revocation_reason = excluded.revocation_reason, "
-        "revocation_message = excluded.revocation_message",
-        (key_id, reason, message),
+        "revocation_message = excluded.revocation_message, changed_at = excluded.changed_at, "
+        "compromise_occurrence_at = coalesce(excluded.compromise_occurrence_at, compromise_occurrence_at)",
+        (key_id, reason, message, occurred, now),
     )
     return [change, record]
 
 
 def destroy(agent_id: str, key_id: str, now: int, comment: str) -> Stmt:
+    """Deactivated or compromised keys, and Pre-Active ones (KMIP allows it: such a key has never
+    protected data, its material can go)."""
     return Stmt(
         "UPDATE keys SET destroyed_at = :now, destroy_comment = :comment, material_wrapped = NULL "
-        f"WHERE id = :id AND {DESTROYABLE_SQL} AND {may_use('keys.key_group_id')} AND {MAY_REVOKE}",
+        f"WHERE id = :id AND ({DESTROYABLE_SQL} OR (destroyed_at IS NULL AND activated_at IS NULL)) "
+        f"AND key_group_id IS NOT NULL AND {may_use('keys.key_group_id')} AND {MAY_REVOKE}",
         {"id": key_id, "agent": agent_id, "now": now, "comment": comment},
         expect=1,
-        refusal="only deactivated or compromised keys can be destroyed",
+        refusal="only pre-active, deactivated or compromised keys can be destroyed",
+    )
+
+
+def keep_digest(key_id: str, digest: bytes) -> Stmt:
+    """The Digest of material about to be destroyed (it stays the object's attribute)."""
+    return Stmt(
+        "INSERT INTO key_kmip (key_id, digest) VALUES (?, ?) "
+        "ON CONFLICT (key_id) DO UPDATE SET digest = excluded.digest",
+        (key_id, digest),
+    )
+
+
+def touch(key_id: str, now: int) -> Stmt:
+    """An agent changed the key's attributes now (its KMIP Last Change Date)."""
+    return Stmt(
+        "INSERT INTO key_kmip (key_id, changed_at) VALUES (?, ?) "
+        "ON CONFLICT (key_id) DO UPDATE SET changed_at = excluded.changed_at",
+        (key_id, now),
     )
 
 
@@ -420,22 +467,25 @@ def release_data_unit(agent_id: str, data_unit_id: str, now: int) -> list[Stmt]:
     ]
 
 
-def add_custom_attribute(key_id: str, name: str, value: str) -> Stmt:
+def add_custom_attribute(key_id: str, name: str, value: str, item: bytes | None = None) -> Stmt:
+    """A kept attribute's next value (`item`: its TTLV Attribute Value unless it is text)."""
     return Stmt(
-        "INSERT INTO key_custom_attributes (key_id, name, idx, value) "
-        "SELECT :id, :name, coalesce(max(idx) + 1, 0), :value FROM key_custom_attributes "
+        "INSERT INTO key_custom_attributes (key_id, name, idx, value, item) "
+        "SELECT :id, :name, coalesce(max(idx) + 1, 0), :value, :item FROM key_custom_attributes "
         "WHERE key_id = :id AND name = :name "
         "HAVING (SELECT count(*) FROM key_custom_attributes WHERE key_id = :id) < :most",
-        {"id": key_id, "name": name, "value": value, "most": MAX_CUSTOM_ATTRIBUTES},
+        {"id": key_id, "name": name, "value": value, "item": item, "most": MAX_CUSTOM_ATTRIBUTES},
         expect=1,
         refusal=f"a key holds at most {MAX_CUSTOM_ATTRIBUTES} custom attribute values",
     )
 
 
-def modify_custom_attribute(key_id: str, name: str, index: int, value: str) -> Stmt:
+def modify_custom_attribute(
+    key_id: str, name: str, index: int, value: str, item: bytes | None = None
+) -> Stmt:
     return Stmt(
-        "UPDATE key_custom_attributes SET value = ? WHERE key_id = ? AND name = ? AND idx = ?",
-        (value, key_id, name, index),
+        "UPDATE key_custom_attributes SET value = ?, item = ? WHERE key_id = ? AND name = ? AND idx = ?",
+        (value, item, key_id, name, index),
         expect=1,
         refusal=f"the key has no attribute '{name}' at index {index}",
     )
@@ -474,8 +524,11 @@ class LocateFilter:
     data_units: list[str]
     groups: list[str]
     states: list[int]
-    custom: list[tuple[str, str]]
+    custom: list[tuple[str, str, bytes | None]]  # kept attributes: name, text, TTLV value unless text
     key_ids: list[str]
+    names: list[str] = field(default_factory=list)  # Name: the data unit, or a Name a client set
+    object_types: list[int] = field(default_factory=list)  # KMIP Object Type
+    bits: list[int] = field(default_factory=list)  # Cryptographic Length
     usage_mask: int | None = None
     nothing: bool = False  # e.g. an object type other than symmetric keys: no match at all
 
@@ -499,11 +552,19 @@ def locate(
     where += [f"k.data_unit_id = {p}" for p in bind("du", wanted.data_units)]
     where += [f"k.key_group_id = {p}" for p in bind("g", wanted.groups)]
     where += [f"k.id = {p}" for p in bind("id", wanted.key_ids)]
-    for i, (name, value) in enumerate(wanted.custom):
-        params[f"cn{i}"], params[f"cv{i}"] = name, value
+    for i, (name, value, item) in enumerate(wanted.custom):
+        params[f"cn{i}"], params[f"cv{i}"], params[f"ci{i}"] = name, value, item
         where.append(
             f"EXISTS (SELECT 1 FROM key_custom_attributes c WHERE c.key_id = k.id "
-            f"AND c.name = :cn{i} AND c.value = :cv{i})"
+            f"AND c.name = :cn{i} AND c.value = :cv{i} AND c.item IS :ci{i})"
+        )
+    form = "(SELECT {c} FROM key_kmip f WHERE f.key_id = k.id)"
+    where += [f"coalesce({form.format(c='object_type')}, 2) = {p}" for p in bind("ot", wanted.object_types)]
+    where += [f"coalesce({form.format(c='bits')}, 256) = {p}" for p in bind("bits", wanted.bits)]
+    for p in bind("nm", wanted.names):
+        where.append(
+            f"(k.data_unit_id = {p} OR EXISTS (SELECT 1 FROM key_custom_attributes c WHERE "
+            f"c.key_id = k.id AND c.name = 'Name' AND c.value = {p}))"
         )
     if wanted.states:
         where.append("(" + " OR ".join(f"({STATE_SQL[s]})" for s in wanted.states) + ")")
@@ -554,10 +615,12 @@ def _issued_here(kma: Appliance, agent_id: str, now: int, wanted: LocateFilter) 
     for s in kma.store.unshipped_all():
         state = 1 if s["activated_at"] is None else (3 if s["deactivate_at"] <= now else 2)
         if (
-            all(s["data_unit_id"] == du for du in wanted.data_units)
+            all(s["data_unit_id"] == du for du in [*wanted.data_units, *wanted.names])
             and all(s["key_group_id"] == g for g in wanted.groups)
             and all(s["id"] == k for k in wanted.key_ids)
             and not wanted.custom
+            and all(t == 2 for t in wanted.object_types)
+            and all(b == 256 for b in wanted.bits)
             and (not wanted.states or state in wanted.states)
             and (wanted.usage_mask is None or (12 & wanted.usage_mask) == wanted.usage_mask)
             and _may_see(kma, agent_id, s["key_group_id"])

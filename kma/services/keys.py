@@ -6,6 +6,7 @@ returns only a key's metadata.
 
 from __future__ import annotations
 
+from hashlib import sha256
 from typing import Any
 
 from kma.appliance import Appliance
@@ -19,9 +20,8 @@ from kma.domain.lifecycle import (
 )
 from kma.domain.validation import check_text
 from kma.errors import Conflict, NotFound
-from kma.services import agent_keys
+from kma.services import agent_keys, key_issue
 from kma.services.common import require
-from kma.services.keypool import key_pool, new_key_id
 from kma.services.paging import (
     Filter,
     ListSpec,
@@ -34,8 +34,18 @@ from kma.services.paging import (
 )
 from kma.store import Stmt
 
+# What the object is (KMIP: an AES key of its size, Secret Data, an Opaque Object; key_kmip says
+# when it is not an AES-256 key), and the Name a client gave it (a general key's, or a tape
+# library's own label).
+OBJECT_SQL = (
+    "coalesce((SELECT CASE m.object_type WHEN 7 THEN 'Secret Data' WHEN 8 THEN 'Opaque Object' "
+    "ELSE 'AES-' || coalesce(m.bits, 256) END FROM key_kmip m WHERE m.key_id = keys.id), 'AES-256')"
+)
+NAME_SQL = (
+    "(SELECT c.value FROM key_custom_attributes c WHERE c.key_id = keys.id AND c.name = 'Name' AND c.idx = 0)"
+)
 PUBLIC = (
-    "id, key_group_id, data_unit_id, agent_id, kma_id, 'AES-256' AS algorithm, "
+    f"id, key_group_id, data_unit_id, agent_id, kma_id, {OBJECT_SQL} AS algorithm, {NAME_SQL} AS name, "
     f"{key_state_sql()} AS state, compromised_at IS NOT NULL AS compromised, compromised_at, "
     "created_at, activated_at, protect_until, deactivate_at, destroyed_at, destroy_comment, backup_mark, "
     "CASE WHEN destroyed_at IS NULL THEN NULL ELSE NOT EXISTS (SELECT 1 FROM backups b WHERE "
@@ -75,14 +85,6 @@ LIST = ListSpec(
     filtered_sorts={"created_at": frozenset({"compromised"}), "id": frozenset({"compromised"}),
                     "data_unit_id": frozenset({"compromised", "data_unit_id"})},
 )  # fmt: skip
-ACTIVATE = """UPDATE keys SET key_group_id = :g, data_unit_id = :du, agent_id = :agent,
-    activated_at = :now,
-    protect_until = :now + (SELECT p.encryption_period FROM key_groups g
-                            JOIN key_policies p ON p.id = g.policy_id WHERE g.id = :g),
-    deactivate_at = :now + (SELECT p.cryptoperiod FROM key_groups g
-                            JOIN key_policies p ON p.id = g.policy_id WHERE g.id = :g)
-    WHERE id = :id AND activated_at IS NULL AND destroyed_at IS NULL
-    AND EXISTS (SELECT 1 FROM key_groups WHERE id = :g)"""
 
 
 def _row(row: Any) -> dict[str, Any]:
@@ -110,7 +112,14 @@ def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
         f"SELECT b.id, b.created_at FROM backups b, keys WHERE keys.id = ? AND {holds} ORDER BY b.created_at",
         (key_id,),
     )
-    return {**_row(row), "held_by_backups": [dict(r) for r in held]}
+    kept = kma.store.query(
+        "SELECT name, value FROM key_custom_attributes WHERE key_id = ? ORDER BY name, idx", (key_id,)
+    )
+    return {
+        **_row(row),
+        "held_by_backups": [dict(r) for r in held],
+        "kmip_attributes": [dict(r) for r in kept],
+    }
 
 
 def issue_key(
@@ -121,32 +130,22 @@ def issue_key(
     require(kma, "key group", key_group_id)
     if not register_data_unit:
         require(kma, "data unit", data_unit_id)
-    kma.vault.master()  # a locked KMA issues nothing
-    now = kma.clock.now()
-    note = agent_keys.shredded_note(kma, data_unit_id, now)
-    statements: list[Stmt] = [agent_keys.register_data_unit(data_unit_id, now)]
-    key_id = key_pool(kma).take()
-    from_pool = key_id is not None
-    if key_id is None:
-        key_id = new_key_id()
-        statements.append(key_pool(kma).generate_stmt(key_id, now))
-    statements.append(Stmt(
-        ACTIVATE, {"g": key_group_id, "du": data_unit_id, "agent": agent_id, "now": now, "id": key_id},
-        expect=1, refusal="the key could not be activated",
-    ))  # fmt: skip
+    issue = key_issue.prepare(
+        kma, key_group_id, data_unit_id, kma.clock.now(), agent_id=agent_id, activate=True, agent_asks=False
+    )
     try:
         kma.commit(
             actor,
             "key.issue",
-            statements,
-            f"issued key {key_id} for data unit '{data_unit_id}' in key group '{key_group_id}'{note}",
-            ("key", key_id),
+            issue.statements,
+            f"issued key {issue.key_id} for data unit '{data_unit_id}' in key group '{key_group_id}'"
+            + issue.note,
+            ("key", issue.key_id),
         )
     except Conflict:
-        if from_pool:
-            key_pool(kma).give_back(key_id)
+        issue.give_back()
         raise
-    return get_key(kma, key_id)
+    return get_key(kma, issue.key_id)
 
 
 def compromise_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict[str, Any]:
@@ -163,7 +162,13 @@ def destroy_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict
     check_text(comment, "The comment", max_len=500, required=True)
     require(kma, "key", key_id)
     now = kma.clock.now()
-    kma.commit(actor, "key.destroy", [Stmt(
+    wrapped = kma.store.scalar("SELECT material_wrapped FROM keys WHERE id = ?", (key_id,))
+    digest = (  # KMIP's Digest stays with the key once its material is gone
+        [agent_keys.keep_digest(key_id, sha256(kma.vault.master().unwrap(f"key:{key_id}", wrapped)).digest())]
+        if wrapped is not None
+        else []
+    )
+    kma.commit(actor, "key.destroy", [*digest, Stmt(
         "UPDATE keys SET destroyed_at = :now, destroy_comment = :comment, material_wrapped = NULL "
         f"WHERE id = :id AND {DESTROYABLE_SQL}",
         {"now": now, "comment": comment, "id": key_id},

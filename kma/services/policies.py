@@ -18,7 +18,7 @@ from kma.services.paging import ListSpec, Page, PageRequest, list_page
 from kma.store import Stmt
 
 MAX_PERIOD = 100 * 365 * 86400
-FLAGS = ("allow_export", "allow_import", "agents_may_revoke")
+FLAGS = ("allow_export", "allow_import", "agents_may_revoke", "general_keys")
 POLICIES = ListSpec(
     select="SELECT * FROM key_policies",
     sort_fields={"id": "id", "created_at": "created_at", "encryption_period": "encryption_period",
@@ -65,7 +65,7 @@ def get_policy(kma: Appliance, policy_id: str) -> dict[str, Any]:
 def create_policy(
     kma: Appliance, actor: Actor, policy_id: str, encryption_period: int, cryptoperiod: int,
     description: str = "", allow_export: bool = False, allow_import: bool = False,
-    agents_may_revoke: bool = False,
+    agents_may_revoke: bool = False, general_keys: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     check_id(policy_id, "The key policy ID")
     check_text(description, "The description")
@@ -76,9 +76,10 @@ def create_policy(
     now = kma.clock.now()
     kma.commit(actor, "key_policy.create", [Stmt(
         "INSERT INTO key_policies (id, description, encryption_period, cryptoperiod, allow_export, "
-        "allow_import, agents_may_revoke, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "allow_import, agents_may_revoke, general_keys, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (policy_id, description, encryption_period, cryptoperiod, int(allow_export),
-         int(allow_import), int(agents_may_revoke), now, now),
+         int(allow_import), int(agents_may_revoke), int(general_keys), now, now),
     )], f"created key policy '{policy_id}': encryption period {encryption_period}s, "
         f"cryptoperiod {cryptoperiod}s", ("key_policy", policy_id))  # fmt: skip
     return get_policy(kma, policy_id)

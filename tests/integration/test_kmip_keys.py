@@ -221,11 +221,17 @@ def test_creates_are_durable_and_audited_before_the_answer(dal01: KmipClient, km
 
 
 def test_query_and_discover_versions(dal01: KmipClient) -> None:
-    assert dal01.discover_versions() == [(2, 0), (1, 4), (1, 3), (1, 2), (1, 1), (1, 0)]
-    payload = dal01.call(Operation.QUERY, ttlv.enum(Tag.QUERY_FUNCTION, 1) + ttlv.enum(Tag.QUERY_FUNCTION, 3))
+    assert dal01.discover_versions() == [(2, 1), (2, 0), (1, 4), (1, 3), (1, 2), (1, 1), (1, 0)]
+    functions = b"".join(ttlv.enum(Tag.QUERY_FUNCTION, f) for f in (1, 2, 3))
+    payload = dal01.call(Operation.QUERY, functions)
     operations = {i.value for i in payload.all(Tag.OPERATION)}
+    kinds = [i.value for i in payload.all(Tag.OBJECT_TYPE)]
+    assert kinds == [ObjectType.SYMMETRIC_KEY, ObjectType.SECRET_DATA, ObjectType.OPAQUE_OBJECT]
     assert {Operation.CREATE, Operation.GET, Operation.LOCATE, Operation.REVOKE} <= operations
     assert payload.get(Tag.VENDOR_IDENTIFICATION)
+    assert Operation.CHECK in operations and all(op < 0x80000000 for op in operations)
+    information = payload.find(Tag.SERVER_INFORMATION)
+    assert information is not None and "3DES (withdrawn by NIST)" in information.get(Tag.ALGORITHMS)
 
 
 def test_kmip_2_0_requests_it_cannot_read_are_refused_plainly(

@@ -11,11 +11,13 @@ import pytest
 from kmip.core import enums
 from kmip.core import objects as cobjects
 from kmip.core.exceptions import OperationFailure
+from kmip.pie import objects as pobjects
 from kmip.pie.client import ProxyKmipClient
 from kmip.pie.exceptions import KmipOperationFailure
 
-from kma.kmip.client import KmipFailure
-from kma.kmip.enums import ResultReason
+from kma.kmip import ttlv
+from kma.kmip.client import KmipFailure, name_attribute
+from kma.kmip.enums import Operation, ResultReason, Tag
 from tests.support.agents import enrolled_demo_agent, events, key_row, kmip, last_event
 from tests.support.kma_process import RunningKma
 
@@ -180,3 +182,71 @@ def test_pykmip_client_speaking_kmip_2_0_runs_a_key_through_its_life(
         "kmip.create", "kmip.get_attributes", "kmip.activate", "kmip.get", "kmip.get_attribute_list",
         "kmip.locate", "kmip.revoke", "kmip.destroy",
     }  # fmt: skip
+
+
+def test_pykmip_client_of_a_general_key_group_keeps_keys_of_every_aes_size_secrets_and_opaque_objects(
+    kma: RunningKma, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A generic client (backup software, a database) in a key group whose policy keeps general
+    keys: free-text names, AES-128 and AES-256, Secret Data and Opaque Objects."""
+    co = kma.client("co")
+    co.create_key_policy(
+        "general-1y", encryption_period=365 * 86400, cryptoperiod=2 * 365 * 86400,
+        allow_import=True, agents_may_revoke=True, general_keys=True,
+    )  # fmt: skip
+    co.create_key_group("databases", "general-1y")
+    co.set_key_group_agents("databases", ["t10k-bos-01"])
+    kma.client("op").update_agent("t10k-bos-01", default_key_group_id="databases")
+    agent_dir = enrolled_demo_agent(kma, tmp_path_factory, "t10k-bos-01")
+    before = last_event(kma)
+    with ProxyKmipClient(config_file=str(agent_dir / "pykmip.conf")) as client:
+        small = client.create(enums.CryptographicAlgorithm.AES, 128, name="orders db, 2026")
+        big = client.create(enums.CryptographicAlgorithm.AES, 256, name="orders db archive")
+        assert len(client.get(small).value) == 16 and len(client.get(big).value) == 32
+        assert client.get(small).cryptographic_length == 128
+        imported = client.register(
+            pobjects.SymmetricKey(enums.CryptographicAlgorithm.AES, 128, bytes(range(1, 17)), name="imported")
+        )
+        secret = client.register(pobjects.SecretData(b"database password 1", enums.SecretDataType.PASSWORD))
+        opaque = client.register(pobjects.OpaqueObject(b"\x01\x02opaque blob", enums.OpaqueDataType.NONE))
+
+        assert client.get(imported).value == bytes(range(1, 17))
+        got_secret = client.get(secret)
+        assert isinstance(got_secret, pobjects.SecretData) and got_secret.value == b"database password 1"
+        got_opaque = client.get(opaque)
+        assert isinstance(got_opaque, pobjects.OpaqueObject) and got_opaque.value == b"\x01\x02opaque blob"
+
+        name = client.attribute_factory.create_attribute(enums.AttributeType.NAME, "orders db, 2026")
+        assert client.locate(attributes=[name]) == [small]
+        kind = client.attribute_factory.create_attribute(
+            enums.AttributeType.OBJECT_TYPE, enums.ObjectType.SECRET_DATA
+        )
+        assert client.locate(attributes=[kind]) == [secret]
+        # (PyKMIP 0.11 cannot read every 1.4 attribute in an all-attributes answer: it names them)
+        names = ["Digest", "Last Change Date", "Initial Date", "State", "Object Type"]
+        _, some = client.get_attributes(small, names)
+        assert {a.attribute_name.value for a in some} == set(names)
+        _, attrs = client.get_attributes(small, ["Cryptographic Length", "Name", "Digest"])
+        by_name = {a.attribute_name.value: a.attribute_value for a in attrs}
+        assert by_name["Cryptographic Length"].value == 128
+        assert by_name["Name"].name_value.value == "orders db, 2026"
+
+        # The manager shows what each object is and the name its client gave it
+        op = kma.client("op")
+        assert (op.get_key(small).algorithm, op.get_key(small).name) == ("AES-128", "orders db, 2026")
+        assert [op.get_key(u).algorithm for u in (secret, opaque)] == ["Secret Data", "Opaque Object"]
+
+        # A second Name is another label, never a data unit, in a general key group
+        with kmip(agent_dir) as raw:
+            second = ttlv.text(Tag.UNIQUE_IDENTIFIER, big) + name_attribute("E10009")
+            raw.call(Operation.ADD_ATTRIBUTE, second)
+            assert raw.call(Operation.LOCATE, name_attribute("E10009")).get(Tag.UNIQUE_IDENTIFIER) == big
+        assert key_row(kma, big)["data_unit_id"] is None
+
+        for uid in (small, big, imported, secret, opaque):  # Pre-Active: destroyed at once
+            client.destroy(uid)
+        with pytest.raises(KmipOperationFailure):
+            client.get(secret)
+    assert all(key_row(kma, uid)["data_unit_id"] is None for uid in (small, secret))
+    done = {e["operation"] for e in events(kma, before) if e["entity_id"] == "t10k-bos-01"}
+    assert {"kmip.create", "kmip.register", "kmip.get", "kmip.locate", "kmip.destroy"} <= done

@@ -1,4 +1,5 @@
-"""Keys: AES-256 keys through their lifecycle; compromise and destroy with a comment."""
+"""Keys: tape keys (AES-256) and general KMIP objects (AES keys of any size, secret data, opaque
+objects) through their lifecycle; compromise and destroy with a comment."""
 
 from __future__ import annotations
 
@@ -68,7 +69,16 @@ def _details(page: ListPage, key: Any) -> None:
     )
 
 
-LABELS = {"compromised_at": "Compromised at"}  # next to "Compromised" (yes or no)
+LABELS = {"compromised_at": "Compromised at", "algorithm": "Object", "kmip_attributes": "KMIP attributes"}
+
+
+def detail_texts(key: Any) -> dict[str, str]:
+    """What a key's details word themselves: its destruction, and what KMIP clients set on it
+    (Application Specific Information, names, x- attributes), one per line."""
+    texts = destruction_texts(key)
+    if key.kmip_attributes:
+        texts["kmip_attributes"] = "\n".join(f"{a.name}: {a.value}" for a in key.kmip_attributes)
+    return texts
 
 
 def destruction_texts(key: Any) -> dict[str, str]:
@@ -83,7 +93,7 @@ def destruction_texts(key: Any) -> dict[str, str]:
 
 
 def open_details(page: ListPage, key: Any) -> DetailsDialog:
-    dialog = DetailsDialog(f"Key {key.id}", key, page, labels=LABELS, texts=destruction_texts(key))
+    dialog = DetailsDialog(f"Key {key.id}", key, page, labels=LABELS, texts=detail_texts(key))
     if page.ctx.roles & AUDIT_READERS:
         dialog.add_tab(history_tab(page.ctx, "key", key.id, dialog), "History")
     dialog.open()
@@ -95,6 +105,8 @@ COLUMNS = [
     Column("state", "State", 190, format=words, tone=state_tone),
     Column("compromised", "Compromised", 95, format=yes_no,
            tone=lambda k: "bad" if k.compromised else None),
+    Column("algorithm", "Object", 100),
+    Column("name", "Name", 150),
     Column("data_unit_id", "Data unit", 100),
     Column("key_group_id", "Key group", 120),
     Column("created_at", "Created", 140),
@@ -103,7 +115,6 @@ COLUMNS = [
     Column("deactivate_at", "Deactivate at", 140),
     Column("destroyed_at", "Destroyed", 140, hidden=True),
     Column("kma_id", "KMA", 90, hidden=True),
-    Column("algorithm", "Algorithm", 80, hidden=True),
 ]
 
 ACTIONS = [

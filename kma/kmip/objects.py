@@ -1,0 +1,166 @@
+"""What a managed object is: an AES key (256 bits from the pool, or 128/192 bits for a general
+key group), Secret Data or an Opaque Object, and how Register reads and Get sends each.
+
+Every object is a row of `keys` (its material wrapped under the master key, its key group, its
+times), so the key groups' isolation, the audit trail, backups and the manager's lists hold for
+all of them; `key_kmip` says what it is when it is not an AES-256 key. An AES-128 or AES-192 key
+is a pool key whose first 16 or 24 bytes are its material: the pool's keys are in a backup
+before they are issued, and so is every AES key the KMA makes, whatever its size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kma.kmip import ttlv
+from kma.kmip.enums import CryptographicAlgorithm, ItemType, KeyFormatType, ObjectType, ResultReason, Tag
+from kma.kmip.messages import KmipError
+from kma.kmip.ttlv import Item
+
+# Object types a client may Register (a general key group only, but for AES-256 keys).
+REGISTERED: dict[int, int] = {
+    ObjectType.SYMMETRIC_KEY: Tag.SYMMETRIC_KEY,
+    ObjectType.SECRET_DATA: Tag.SECRET_DATA,
+    ObjectType.OPAQUE_OBJECT: Tag.OPAQUE_OBJECT,
+}
+MAX_OBJECT_BYTES = 64 * 1024  # an Opaque Object or Secret Data value
+KEY_BITS = 256  # the pool's keys
+
+
+def field_error(message: str) -> KmipError:
+    return KmipError(ResultReason.INVALID_FIELD, message)
+
+
+def object_type(row: Any) -> int:
+    value = _get(row, "object_type")
+    return ObjectType.SYMMETRIC_KEY if value is None else int(value)
+
+
+def bits(row: Any) -> int:
+    value = _get(row, "bits")
+    return KEY_BITS if value is None else int(value)
+
+
+def _get(row: Any, column: str) -> Any:
+    try:
+        return row[column]
+    except (KeyError, IndexError):
+        return None
+
+
+def material(row: Any, plain: bytes) -> bytes:
+    """The object's material from its unwrapped bytes (a shorter AES key: the first bytes)."""
+    if object_type(row) == ObjectType.SYMMETRIC_KEY:
+        return plain[: bits(row) // 8]
+    return plain
+
+
+def is_symmetric(row: Any) -> bool:
+    return object_type(row) == ObjectType.SYMMETRIC_KEY
+
+
+def what(row: Any) -> str:
+    kind = object_type(row)
+    if kind == ObjectType.SECRET_DATA:
+        return "secret data"
+    if kind == ObjectType.OPAQUE_OBJECT:
+        return "opaque object"
+    return f"AES-{bits(row)} key"
+
+
+# --- Register ------------------------------------------------------------------------------
+def registered(payload: Item) -> tuple[int, bytes, int | None]:
+    """(object type, material, Secret/Opaque Data Type) of a Register request."""
+    kind = payload.get(Tag.OBJECT_TYPE)
+    tag = REGISTERED.get(kind) if isinstance(kind, int) else None
+    if tag is None:
+        raise field_error(
+            "this KMA registers symmetric keys, secret data and opaque objects only (asymmetric keys, "
+            "certificates and templates are not offered)"
+        )
+    holder = payload.find(tag)
+    if holder is None:
+        raise KmipError(ResultReason.MISSING_DATA, f"Register of {ObjectType(kind).name} carries no object")
+    if kind == ObjectType.OPAQUE_OBJECT:
+        data_type, value = holder.get(Tag.OPAQUE_DATA_TYPE), holder.get(Tag.OPAQUE_DATA_VALUE)
+        if not isinstance(data_type, int) or not isinstance(value, bytes):
+            raise KmipError(ResultReason.MISSING_DATA, "an Opaque Object needs an Opaque Data Type and Value")
+        return kind, _sized(value), data_type
+    block = holder.find(Tag.KEY_BLOCK)
+    if block is None:
+        raise KmipError(ResultReason.MISSING_DATA, "the object has no Key Block")
+    raw = block_material(block)
+    if kind == ObjectType.SECRET_DATA:
+        data_type = holder.get(Tag.SECRET_DATA_TYPE)
+        if not isinstance(data_type, int):
+            raise KmipError(ResultReason.MISSING_DATA, "Secret Data needs a Secret Data Type")
+        return kind, _sized(raw), data_type
+    algorithm = block.get(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES)
+    if algorithm != CryptographicAlgorithm.AES or len(raw) * 8 not in (128, 192, 256):
+        raise field_error("this KMA holds AES keys only (16, 24 or 32 bytes of key material)")
+    return kind, raw, None
+
+
+def _sized(value: bytes) -> bytes:
+    if not value or len(value) > MAX_OBJECT_BYTES:
+        raise field_error(f"an object's value is 1 to {MAX_OBJECT_BYTES} bytes")
+    return value
+
+
+def block_material(block: Item) -> bytes:
+    """Plain bytes from a Key Block (Raw, Opaque or Transparent Symmetric Key), unwrapped."""
+    if block.find(Tag.KEY_WRAPPING_DATA) is not None:
+        raise KmipError(ResultReason.FEATURE_NOT_SUPPORTED, "register key material unwrapped, inside TLS")
+    fmt = block.get(Tag.KEY_FORMAT_TYPE)
+    value = block.find(Tag.KEY_VALUE)
+    found = value.find(Tag.KEY_MATERIAL) if value is not None else None
+    if found is None:
+        raise KmipError(ResultReason.MISSING_DATA, "the key block has no key material")
+    if fmt == KeyFormatType.TRANSPARENT_SYMMETRIC_KEY and found.type == ItemType.STRUCTURE:
+        raw = found.get(Tag.KEY)
+    elif fmt in (KeyFormatType.RAW, KeyFormatType.OPAQUE) and found.type == ItemType.BYTE_STRING:
+        raw = found.value
+    else:
+        raise KmipError(
+            ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED,
+            "key material must be Raw, Opaque or Transparent Symmetric Key",
+        )
+    if not isinstance(raw, bytes):
+        raise KmipError(ResultReason.MISSING_DATA, "the key block has no key material")
+    return raw
+
+
+# --- Get -----------------------------------------------------------------------------------
+def encode_object(row: Any, fmt: int | None, value: bytes, wrapping: bytes = b"") -> bytes:
+    """The object as Get sends it; `value` is its plain material (or, with `wrapping`, wrapped)."""
+    kind = object_type(row)
+    if kind == ObjectType.OPAQUE_OBJECT:
+        return ttlv.struct_(
+            Tag.OPAQUE_OBJECT,
+            ttlv.enum(Tag.OPAQUE_DATA_TYPE, int(_get(row, "data_type") or 0)),
+            ttlv.byte_string(Tag.OPAQUE_DATA_VALUE, value),
+        )
+    if wrapping:
+        key_value = ttlv.byte_string(Tag.KEY_VALUE, value)
+    elif fmt == KeyFormatType.TRANSPARENT_SYMMETRIC_KEY:
+        key_value = ttlv.struct_(
+            Tag.KEY_VALUE, ttlv.struct_(Tag.KEY_MATERIAL, ttlv.byte_string(Tag.KEY, value))
+        )
+    else:
+        key_value = ttlv.struct_(Tag.KEY_VALUE, ttlv.byte_string(Tag.KEY_MATERIAL, value))
+    if kind == ObjectType.SECRET_DATA:
+        block = ttlv.struct_(
+            Tag.KEY_BLOCK, ttlv.enum(Tag.KEY_FORMAT_TYPE, KeyFormatType.OPAQUE), key_value, wrapping
+        )
+        return ttlv.struct_(
+            Tag.SECRET_DATA, ttlv.enum(Tag.SECRET_DATA_TYPE, int(_get(row, "data_type") or 1)), block
+        )
+    block = ttlv.struct_(
+        Tag.KEY_BLOCK,
+        ttlv.enum(Tag.KEY_FORMAT_TYPE, fmt or KeyFormatType.RAW),
+        key_value,
+        ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES),
+        ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, bits(row)),
+        wrapping,
+    )
+    return ttlv.struct_(Tag.SYMMETRIC_KEY, block)

@@ -1,0 +1,83 @@
+"""Acceptance: the OASIS KMIP Profiles test cases (tests/support/kmip_vectors.py) against a real
+`kma serve` over TLS, one test per test case, as a tape library's enrolled agent.
+
+The key policy of the agent's group keeps general keys (the profiles are a generic client's:
+free-text names, every AES size, secret data and opaque objects), lets agents revoke and destroy
+(the profiles' life cycles end in Destroy) and allows import (Register). A test case that
+continues another one's objects (TL-M-3 finds the key TL-M-2 made) runs that one first if it has
+not run yet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kma.kmip.client import KmipClient
+from kma.kmip.enums import ResultReason, ResultStatus, Tag
+from tests.support.agents import enrolled_demo_agent, kmip
+from tests.support.kma_process import RunningKma
+from tests.support.kmip_vectors import Bindings, Vector, vectors
+
+AGENT = "t10k-dal-01"
+# 3DES keys (SKFF-M-4, -8, -12): NIST withdrew 3DES, so this KMA refuses them, and says so.
+REFUSED = [v for v in vectors("SKFF") if re.match(r"SKFF-M-(4|8|12)-", v.name)]
+SERVED = [v for v in vectors("TL", "SKLC", "SKFF", "OMOS", "BL", "QS") if v not in REFUSED]
+# Test cases this KMA does not pass yet (each an expected, strict failure: one that starts passing
+# must leave this list). docs/api.md says what is offered.
+NOT_YET = frozenset(v.name for v in SERVED if v.name.startswith(("BL-", "QS-")))
+CONTINUES = {"TL-M-3": "TL-M-2"}  # a test case -> the one whose objects it works on
+
+
+class Runner:
+    def __init__(self, client: KmipClient) -> None:
+        self.client = client
+        self.done: set[str] = set()
+        self.server_made: set[str] = set()
+
+    def run(self, vector: Vector) -> None:
+        stem, _, version = vector.name.rpartition("-")
+        before = CONTINUES.get(stem)
+        if before is not None and f"{before}-{version}" not in self.done:
+            self.run(Vector(vector.path.with_name(f"{before}-{version}.xml")))
+        vector.run(self.client, Bindings(), self.server_made)
+        self.done.add(vector.name)
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
+    kma = RunningKma.demo_in(tmp_path_factory.mktemp("kmip-vectors"))
+    try:
+        kma.client("co").update_key_policy(
+            "tape-30d", agents_may_revoke=True, allow_import=True, general_keys=True
+        )
+        agent_dir: Path = enrolled_demo_agent(kma, tmp_path_factory, AGENT)
+        with kmip(agent_dir) as client:
+            yield Runner(client)
+    finally:
+        kma.stop()
+
+
+def cases(found: list[Vector]) -> list[Any]:
+    not_yet = pytest.mark.xfail(strict=True, reason="not passed yet")
+    return [
+        pytest.param(v, marks=not_yet, id=v.name) if v.name in NOT_YET else pytest.param(v, id=v.name)
+        for v in found
+    ]
+
+
+@pytest.mark.parametrize("vector", cases(SERVED))
+def test_profile_test_case(runner: Runner, vector: Vector) -> None:
+    runner.run(vector)
+
+
+@pytest.mark.parametrize("vector", cases(REFUSED))
+def test_3des_is_refused_and_said_why(runner: Runner, vector: Vector) -> None:
+    (item,) = vector.first_answer(runner.client).all(Tag.BATCH_ITEM)
+    assert item.get(Tag.RESULT_STATUS) == ResultStatus.OPERATION_FAILED
+    assert item.get(Tag.RESULT_REASON) == ResultReason.INVALID_FIELD
+    assert "3DES, which NIST withdrew" in item.get(Tag.RESULT_MESSAGE)
