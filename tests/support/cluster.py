@@ -2,8 +2,9 @@
 
 The first KMA is a demo KMA made a cluster's first node (`make_first_node`, the product's own
 code; its next start boots rqlite from its embedded store). Further KMAs get their data dir from
-the same cluster CA and their `kmas` row through the cluster, as the membership flow will make
-them; here the test provisions them directly, so the store engine is tested on its own.
+the same cluster CA and their `kmas` row (with their node certificate, which every node's rqlited
+then trusts) through the cluster, as the membership flow makes them; here the test provisions
+them directly, so the store engine is tested on its own.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 from kma.cluster.convert import cluster_ca, make_first_node
 from kma.cluster.node_config import ClusterFiles, NodeConfig, issue_node_certificate
 from kma.cluster.rqlited import RqliteNode
+from kma.cluster.trust import bundle, member_pins
 from kma.crypto import WrappingKey
 from kma.crypto.ca import CertifiedKey, issue_server_certificate
 from kma.datadir import DataDir, Identity, write_private
@@ -73,6 +75,12 @@ def first_node(tmp: Path) -> tuple[RunningKma, CertifiedKey]:
     return kma, ca
 
 
+def credential_of(kma: Node) -> str | None:
+    """The cluster's node credential, as a node holds it."""
+    credential = files_of(kma).credential()
+    return credential[1] if credential else None
+
+
 def execute(kma: RunningKma, statements: list[list[Any]]) -> None:
     """Statements through a running cluster KMA's rqlited, with its node certificate."""
     client = RqliteNode(files_of(kma)).client()
@@ -111,17 +119,23 @@ def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter:
         local = WrappingKey.generate()
         write_private(data_dir.unlock_key, local.raw())
         now = int(time.time())
+        node = issue_node_certificate(join_ca or ca, kma_id, ["127.0.0.1"])
+        # As a join records it: the node certificate every member's rqlited is to trust (not for a
+        # node that must not join).
+        pin = None if join_ca else node.cert_pem.decode("ascii")
+        members = member_pins(files_of(first))
         execute(first, [[
             "INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
-            "key_pool_size, autounlock_master, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "key_pool_size, autounlock_master, node_cert_pem, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             kma_id, kma_id, site, management, service, "0.1.0", 200,
-            "x'" + local.wrap(f"autounlock:{kma_id}", master.raw()).hex() + "'", now, now,
+            "x'" + local.wrap(f"autounlock:{kma_id}", master.raw()).hex() + "'", pin, now, now,
         ]])  # fmt: skip
-        node_ca = join_ca or ca
         files = ClusterFiles.of(data_dir.root)
         config = NodeConfig(kma_id, f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}", voter,
                             (files_of(first).load().raft_address,))  # fmt: skip
-        files.write(config, node_ca.cert_pem, issue_node_certificate(node_ca, kma_id, ["127.0.0.1"]))
+        trusted = bundle({**members, kma_id: node.cert_pem.decode("ascii")})  # type: ignore[dict-item]
+        files.write(config, ca.cert_pem, node, trusted, credential_of(first))
     return RunningKma(data_dir.root, first.demo, None, service_port=ports[1] if ports else 0)
 
 
