@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from kma.cluster.node_config import ClusterFiles
 from kma.cluster.rqlited import RqliteNode
 from kma.datadir import write_private
+from kma.errors import KmaError
 
 log = logging.getLogger(__name__)
 
@@ -55,25 +56,42 @@ def member_pins(files: ClusterFiles) -> dict[str, str | None]:
     return {str(kma_id): pem for kma_id, pem in rows}
 
 
-def wanted(files: ClusterFiles, kma_id: str) -> bytes | None:
-    """The trusted-nodes file this node should have, or None to keep what it has: when some admitted
-    KMA's node certificate is not known yet (a cluster made before pins), or this node is no admitted
-    KMA with the certificate it holds (a removed machine cannot pin itself back in)."""
+def wanted(files: ClusterFiles, kma_id: str) -> dict[str, str] | None:
+    """The node certificates (by KMA ID) this node should trust, or None to keep what it has: when
+    some admitted KMA's node certificate is not known yet (a cluster made before pins), or this node
+    is no admitted KMA with the certificate it holds (a removed machine cannot pin itself back in)."""
     pins = member_pins(files)
     own = files.node_cert.read_text(encoding="ascii").strip()
     if not pins or any(pem is None for pem in pins.values()) or (pins.get(kma_id) or "").strip() != own:
         return None
-    return bundle({i: pem for i, pem in pins.items() if pem is not None})
+    return {i: pem for i, pem in pins.items() if pem is not None}
+
+
+def raft_members(node: RqliteNode) -> set[str] | None:
+    """The node IDs in this node's Raft configuration; None when its rqlited does not answer."""
+    client = node.client()
+    try:
+        return {str(n["id"]) for n in client.get_json("/nodes", ver="2", nonvoters="")["nodes"]}
+    except KmaError:
+        return None
+    finally:
+        client.close()
 
 
 def follow_membership(node: RqliteNode) -> bool:
     """Bring the node's trusted certificates in line with the cluster's members; restart its
     rqlited when they changed. True when it did."""
     files = node.files
-    want = wanted(files, node.config.node_id)
+    pins = wanted(files, node.config.node_id)
+    want = None if pins is None else bundle(pins)
     if want is None or (files.trusted_nodes.exists() and files.trusted_nodes.read_bytes() == want):
         if node.process is None:  # a restart here failed (NodeFailed) a round ago: try again
             node.start()
+        return False
+    # A removed KMA leaves Raft first (its removal does that, the cluster watch again if need be):
+    # refused while still a voter, it could leave the others without a majority to remove it.
+    members = raft_members(node)
+    if members is None or not members <= set(pins or ()):
         return False
     tmp = files.trusted_nodes.with_suffix(".tmp")
     write_private(tmp, want)

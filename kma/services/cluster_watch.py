@@ -103,14 +103,21 @@ class ClusterWatch:
 
     def _run(self) -> None:
         while not self._stop.wait(CHECK_S):
-            try:
-                if self.node is not None and follow_membership(self.node):
-                    self.kma.audit(self.kma.itself, "kma.node_trust", "restarted its rqlite node to trust "
-                                   "the node certificates of the cluster's current KMAs only",
-                                   subject=("kma", self.kma.kma_id), event_class="security")  # fmt: skip
-                follow_lock(self.kma)
-                _, self._unknown = reap(self.kma, self._unknown)
-            except KmaError as exc:  # the local node is unavailable for a moment
-                log.debug("cluster watch: %s", exc.message)
-            except Exception:
-                log.exception("cluster watch round failed")
+            for step in (self._follow_cluster, self._follow_members):
+                try:
+                    step()
+                except KmaError as exc:  # the local node is unavailable for a moment
+                    log.debug("cluster watch: %s", exc.message)
+                except Exception:
+                    log.exception("cluster watch round failed")
+
+    def _follow_cluster(self) -> None:
+        follow_lock(self.kma)
+        _, self._unknown = reap(self.kma, self._unknown)
+
+    def _follow_members(self) -> None:
+        """After `reap`: a removed KMA is out of Raft before this node stops trusting it."""
+        if self.node is not None and follow_membership(self.node):
+            self.kma.audit(self.kma.itself, "kma.node_trust", "restarted its rqlite node to trust the node "
+                           "certificates of the cluster's current KMAs only",
+                           subject=("kma", self.kma.kma_id), event_class="security")  # fmt: skip

@@ -54,7 +54,8 @@ def http_api_reads(kma: RunningKma, cert: Path, key: Path, auth: tuple[str, str]
     address = files_of(kma).load().http_address
     try:
         with httpx.Client(verify=context, timeout=10, auth=auth) as http:
-            answer = http.get(f"https://{address}/db/query", params={"q": "SELECT id, passphrase_hash FROM users"})
+            query = {"q": "SELECT id, passphrase_hash FROM users"}
+            answer = http.get(f"https://{address}/db/query", params=query)
     except httpx.HTTPError:  # the handshake refused
         return False
     return answer.status_code == 200 and "values" in answer.text
@@ -106,7 +107,8 @@ def test_a_removed_kma_keeping_its_files_is_cut_off_by_the_others(tmp_path: Path
         assert raft_port_lets_in(first, files.node_cert, files.node_key)
 
         # When the quorum removes the second KMA, which keeps running with all its files
-        removed = first.client("so").remove_kma("kma-dal-2", credentials=creds(first, "alice", "bob", "carol"))
+        quorum = creds(first, "alice", "bob", "carol")
+        removed = first.client("so").remove_kma("kma-dal-2", credentials=quorum)
         assert removed.removed_at is not None  # type: ignore[union-attr]
 
         # Then the first KMA's node refuses its node certificate (the node credential is no help)

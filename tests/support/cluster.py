@@ -81,6 +81,17 @@ def credential_of(kma: Node) -> str | None:
     return credential[1] if credential else None
 
 
+def trust_changes(kma: RunningKma) -> int:
+    """How often the KMA's node has restarted to trust the cluster's current members (audited once
+    it serves again); -1 while the KMA cannot answer (its node restarting)."""
+    from kms_client import ClusterUnavailable, KmaUnreachable
+
+    try:
+        return len(list(kma.client("auditor").iter_audit_events(operation="kma.node_trust")))
+    except (ClusterUnavailable, KmaUnreachable):
+        return -1
+
+
 def execute(kma: RunningKma, statements: list[list[Any]]) -> None:
     """Statements through a running cluster KMA's rqlited, with its node certificate."""
     client = RqliteNode(files_of(kma)).client()
@@ -124,6 +135,7 @@ def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter:
         # node that must not join).
         pin = None if join_ca else node.cert_pem.decode("ascii")
         members = member_pins(files_of(first))
+        restarts = eventually(lambda: [n for n in [trust_changes(first)] if n >= 0], 30.0, "the first KMA")[0]
         execute(first, [[
             "INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
             "key_pool_size, autounlock_master, node_cert_pem, created_at, updated_at) "
@@ -136,6 +148,8 @@ def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter:
                             (files_of(first).load().raft_address,))  # fmt: skip
         trusted = bundle({**members, kma_id: node.cert_pem.decode("ascii")})  # type: ignore[dict-item]
         files.write(config, ca.cert_pem, node, trusted, credential_of(first))
+    if pin is not None:  # the first KMA's node restarts to trust it; then it may join
+        eventually(lambda: trust_changes(first) > restarts, 60.0, "the first KMA's node trusting it")
     return RunningKma(data_dir.root, first.demo, None, service_port=ports[1] if ports else 0)
 
 
