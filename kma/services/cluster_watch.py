@@ -91,6 +91,7 @@ class ClusterWatch:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._unknown: frozenset[str] = frozenset()  # Raft members no entry knows, seen last round
+        self._restarted = False  # its node restarted to follow the members; not audited yet
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="kma-cluster-watch", daemon=True)
@@ -118,6 +119,9 @@ class ClusterWatch:
     def _follow_members(self) -> None:
         """After `reap`: a removed KMA is out of Raft before this node stops trusting it."""
         if self.node is not None and follow_membership(self.node):
+            self._restarted = True
+        if self._restarted:  # until the cluster takes the event (it may be electing a leader)
             self.kma.audit(self.kma.itself, "kma.node_trust", "restarted its rqlite node to trust the node "
                            "certificates of the cluster's current KMAs only",
                            subject=("kma", self.kma.kma_id), event_class="security")  # fmt: skip
+            self._restarted = False

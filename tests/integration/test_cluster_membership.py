@@ -22,7 +22,6 @@ import pytest
 from kma.cluster.node_config import ClusterFiles, NodeConfig
 from kma.datadir import DataDir
 from kms_client import KmaLocked, PendingQuorumOp
-from tests.integration.test_cluster_node_trust import raft_port_lets_in
 from tests.integration.test_kma_entries import _answers
 from tests.integration.test_kma_join_init import init_join, passphrase_in
 from tests.integration.test_quorum import creds
@@ -34,6 +33,7 @@ from tests.support.cluster import (
     files_of,
     first_node,
     free_port,
+    raft_port_lets_in,
     replica,
 )
 from tests.support.kma_process import RunningKma

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import socket
 import ssl
 from pathlib import Path
 
@@ -19,29 +18,18 @@ import pytest
 
 from tests.integration.test_quorum import creds
 from tests.support.agents import demo_passphrase, enroll
-from tests.support.cluster import BINARY, add_node, eventually, files_of, first_node, replica
+from tests.support.cluster import (
+    BINARY,
+    add_node,
+    eventually,
+    files_of,
+    first_node,
+    raft_port_lets_in,
+    replica,
+)
 from tests.support.kma_process import RunningKma
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
-
-
-def raft_port_lets_in(kma: RunningKma, cert: Path, key: Path) -> bool:
-    """Whether the KMA's Raft port keeps a mutual-TLS connection made with this certificate open,
-    as it does for a node's (a refused certificate gets an alert and the connection closed)."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # the attacker does not care who the server is
-    context.load_cert_chain(cert, key)
-    host, port = files_of(kma).load().raft_address.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as raw:
-        try:
-            with context.wrap_socket(raw) as tls:
-                tls.settimeout(3)
-                return tls.recv(1) != b""  # an accepted client is sent nothing: the read times out
-        except TimeoutError:
-            return True
-        except (ssl.SSLError, OSError):
-            return False
 
 
 def http_api_reads(kma: RunningKma, cert: Path, key: Path, auth: tuple[str, str] | None = None) -> bool:

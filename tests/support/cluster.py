@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -81,15 +82,32 @@ def credential_of(kma: Node) -> str | None:
     return credential[1] if credential else None
 
 
-def trust_changes(kma: RunningKma) -> int:
-    """How often the KMA's node has restarted to trust the cluster's current members (audited once
-    it serves again); -1 while the KMA cannot answer (its node restarting)."""
-    from kms_client import ClusterUnavailable, KmaUnreachable
-
+def raft_port_lets_in(kma: Node | str, cert: Path, key: Path) -> bool:
+    """Whether the KMA's Raft port (or the one at this address) keeps a mutual-TLS connection made
+    with this certificate open, as it does for a node's (a refused certificate gets an alert and
+    the connection closed)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the attacker does not care who the server is
+    context.load_cert_chain(cert, key)
+    host, port = (kma if isinstance(kma, str) else files_of(kma).load().raft_address).rsplit(":", 1)
     try:
-        return len(list(kma.client("auditor").iter_audit_events(operation="kma.node_trust")))
-    except (ClusterUnavailable, KmaUnreachable):
-        return -1
+        with socket.create_connection((host, int(port)), timeout=10) as raw, context.wrap_socket(raw) as tls:
+            tls.settimeout(3)
+            return tls.recv(1) != b""  # an accepted client is sent nothing: the read times out
+    except TimeoutError:
+        return True
+    except (ssl.SSLError, OSError):  # refused, or the node not listening (restarting)
+        return False
+
+
+def raft_addresses(kma: RunningKma) -> list[str]:
+    """The Raft addresses of the cluster's nodes, as the KMA's node knows them."""
+    client = RqliteNode(files_of(kma)).client()
+    try:
+        return [str(n["addr"]) for n in client.get_json("/nodes", ver="2", nonvoters="")["nodes"]]
+    finally:
+        client.close()
 
 
 def execute(kma: RunningKma, statements: list[list[Any]]) -> None:
@@ -135,7 +153,6 @@ def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter:
         # node that must not join).
         pin = None if join_ca else node.cert_pem.decode("ascii")
         members = member_pins(files_of(first))
-        restarts = eventually(lambda: [n for n in [trust_changes(first)] if n >= 0], 30.0, "the first KMA")[0]
         execute(first, [[
             "INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
             "key_pool_size, autounlock_master, node_cert_pem, created_at, updated_at) "
@@ -148,8 +165,10 @@ def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter:
                             (files_of(first).load().raft_address,))  # fmt: skip
         trusted = bundle({**members, kma_id: node.cert_pem.decode("ascii")})  # type: ignore[dict-item]
         files.write(config, ca.cert_pem, node, trusted, credential_of(first))
-    if pin is not None:  # the first KMA's node restarts to trust it; then it may join
-        eventually(lambda: trust_changes(first) > restarts, 60.0, "the first KMA's node trusting it")
+    if pin is not None:  # every member's node restarts to trust it; then it may join
+        members = raft_addresses(first)
+        eventually(lambda: all(raft_port_lets_in(a, files.node_cert, files.node_key) for a in members), 60.0,
+                   "every member's node trusting it")  # fmt: skip
     return RunningKma(data_dir.root, first.demo, None, service_port=ports[1] if ports else 0)
 
 
