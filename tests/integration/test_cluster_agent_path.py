@@ -23,6 +23,7 @@ from tests.support.cluster import (
 )
 from tests.support.cluster import three_kmas as cluster_of_three
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.witness import rqlited_pid
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -40,8 +41,9 @@ def _pids(kma: RunningKma) -> list[int]:
     """The KMA's `kma serve` process and the rqlited it runs."""
     assert kma.process is not None
     pid = kma.process.pid
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [pid] + [int(p) for p in children if "rqlited" in Path(f"/proc/{p}/cmdline").read_text()]
+    node = rqlited_pid(pid)
+    assert node is not None
+    return [pid, node]
 
 
 def _own_pool(kma: RunningKma) -> int:

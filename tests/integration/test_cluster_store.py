@@ -35,6 +35,7 @@ from tests.support.cluster import (
     three_kmas,
 )
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.witness import rqlited_pid
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -175,10 +176,9 @@ def _exists(get, object_id: str) -> bool:  # type: ignore[no-untyped-def]
 def _rqlited_pid(kma: RunningKma) -> int:
     """The rqlited that this KMA's `kma serve` runs (its child process)."""
     assert kma.process is not None
-    children = Path(f"/proc/{kma.process.pid}/task/{kma.process.pid}/children").read_text().split()
-    pids = [int(p) for p in children if "rqlited" in Path(f"/proc/{p}/cmdline").read_text()]
-    assert len(pids) == 1, pids
-    return pids[0]
+    pid = rqlited_pid(kma.process.pid)
+    assert pid is not None
+    return pid
 
 
 def _leader(kma: RunningKma) -> str:

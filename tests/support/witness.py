@@ -19,13 +19,19 @@ from tests.support.kma_process import READY_TIMEOUT, RunningKma
 from tests.support.waiting import wait_until
 
 
+def children(pid: int) -> list[int]:
+    """A process's children, whichever of its threads started them (a KMA's cluster watch restarts
+    its rqlited when the members change)."""
+    try:
+        return [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
+                for c in (task / "children").read_text().split()]  # fmt: skip
+    except OSError:
+        return []
+
+
 def rqlited_pid(pid: int) -> int | None:
     """The rqlited a `kma serve` runs (its child process), if it runs one."""
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return None
-    pids = [int(p) for p in children if "rqlited" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
+    pids = [p for p in children(pid) if "rqlited" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
     return pids[0] if pids else None
 
 
