@@ -101,6 +101,23 @@ def raft_port_lets_in(kma: Node | str, cert: Path, key: Path) -> bool:
         return False
 
 
+def settle(first: RunningKma, newcomer: ClusterFiles) -> None:
+    """Wait until every node of the first KMA's cluster trusts the newcomer's node certificate
+    (each restarts its rqlited for it) and the cluster has a leader again."""
+    members = raft_addresses(first)
+    eventually(lambda: all(raft_port_lets_in(a, newcomer.node_cert, newcomer.node_key) for a in members),
+               60.0, "every member's node trusting the newcomer")  # fmt: skip
+
+    def ready() -> bool:
+        client = RqliteNode(files_of(first)).client()
+        try:
+            return client.ready()
+        finally:
+            client.close()
+
+    eventually(ready, 60.0, "a leader")
+
+
 def raft_addresses(kma: RunningKma) -> list[str]:
     """The Raft addresses of the cluster's nodes, as the KMA's node knows them."""
     client = RqliteNode(files_of(kma)).client()
@@ -166,9 +183,7 @@ def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter:
         trusted = bundle({**members, kma_id: node.cert_pem.decode("ascii")})  # type: ignore[dict-item]
         files.write(config, ca.cert_pem, node, trusted, credential_of(first))
     if pin is not None:  # every member's node restarts to trust it; then it may join
-        members = raft_addresses(first)
-        eventually(lambda: all(raft_port_lets_in(a, files.node_cert, files.node_key) for a in members), 60.0,
-                   "every member's node trusting it")  # fmt: skip
+        settle(first, files)
     return RunningKma(data_dir.root, first.demo, None, service_port=ports[1] if ports else 0)
 
 

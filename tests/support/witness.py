@@ -12,9 +12,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from kma.cluster.node_config import ClusterFiles
 from tests.integration.test_kma_join_init import init_join
 from tests.integration.test_quorum import creds
-from tests.support.cluster import free_port
+from tests.support.cluster import free_port, settle
 from tests.support.kma_process import READY_TIMEOUT, RunningKma
 from tests.support.waiting import wait_until
 
@@ -106,4 +107,5 @@ def add_witness(
     assert "witness" in said
     witness = RunningWitness(data_dir)
     witness.start()
+    settle(first, ClusterFiles.of(data_dir))  # every node restarts its rqlited to trust the witness
     return witness
