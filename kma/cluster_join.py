@@ -11,9 +11,11 @@
 It pins the CA fingerprint before anything else is sent (another cluster's CA is refused), makes
 this KMA's two key pairs here (the Raft node's and the listeners'), sends only their CSRs with the
 passphrase, and checks that the certificates it gets back are for those keys, from that CA. Only
-then does it write the data directory, into a fresh folder renamed into place at the end, so a
-refusal at any step leaves nothing behind. The new KMA has no unlock key file: it starts locked
-until a quorum unlocks it; its store arrives through the cluster's replication (cluster/node.toml).
+then does it write the data directory (its rqlited to trust the members' node certificates and its
+own, with the cluster's node credential: kma/cluster/trust.py), into a fresh folder renamed into
+place at the end, so a refusal at any step leaves nothing behind. The new KMA has no unlock key
+file: it starts locked until a quorum unlocks it; its store arrives through the cluster's
+replication (cluster/node.toml).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from kma.cluster.node_config import ClusterFiles, NodeConfig
+from kma.cluster.trust import bundle
 from kma.crypto import CertifiedKey, fingerprint
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.validation import check_address, check_id, check_passphrase
@@ -121,6 +124,15 @@ def _handshake(answers: JoinAnswers) -> tuple[Any, bytes, bytes]:
     return grant, node_key, server_key
 
 
+def trusted_nodes(grant: Any) -> bytes | None:
+    """The node certificates the new node's rqlited lets in: the members' and its own; None when a
+    member has none on record (a cluster made before node pins: it trusts the cluster CA)."""
+    pins = {m.id: m.node_certificate_pem for m in grant.members}
+    if any(pem is None for pem in pins.values()):
+        return None
+    return bundle({**pins, grant.kma["id"]: grant.node_certificate_pem})
+
+
 def join(data_dir: DataDir, answers: JoinAnswers) -> Any:
     """Join the cluster and write `data_dir`; returns the grant (what the cluster said)."""
     root = data_dir.root
@@ -149,7 +161,8 @@ def join(data_dir: DataDir, answers: JoinAnswers) -> Any:
             witness=bool(entry.get("witness", False)),
         )
         node = CertifiedKey(grant.node_certificate_pem.encode(), node_key)
-        ClusterFiles.of(staging.root).write(config, grant.ca_pem.encode(), node)
+        ClusterFiles.of(staging.root).write(config, grant.ca_pem.encode(), node,
+                                            trusted_nodes(grant), grant.node_credential)  # fmt: skip
         data_dir.take_from(staging.root)
     except BaseException:
         shutil.rmtree(staging.root, ignore_errors=True)

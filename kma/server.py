@@ -162,7 +162,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
 
     node = start_cluster_node(data_dir)  # None when the store is embedded
     kma = Appliance(data_dir)
-    running = Running(kma)  # autonomous unlock, key pool, audit pruner
+    running = Running(kma, node)  # autonomous unlock, key pool, audit pruner, cluster watch
     running.start(management, service, master)
     agents = ServiceListener(kma, service_sock, service, limits)
     agents.start()

@@ -7,7 +7,7 @@ every method does network I/O, never call one on the GUI thread.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._http import Credentials, credentials_body, present, segment
@@ -38,6 +38,7 @@ class ClusterMember:
     id: str
     raft_address: str
     voter: bool
+    node_certificate_pem: str | None = None  # None: a KMA of a cluster made before node pins
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class JoinGrant:
     node_certificate_pem: str
     server_certificate_pem: str
     members: tuple[ClusterMember, ...]
+    node_credential: str | None = field(default=None, repr=False)  # rqlite's, for the new node
 
     @classmethod
     def from_json(cls, d: JsonObject) -> JoinGrant:
@@ -61,7 +63,11 @@ class JoinGrant:
             kma=dict(d["kma"]),
             node_certificate_pem=d["node_certificate_pem"],
             server_certificate_pem=d["server_certificate_pem"],
-            members=tuple(ClusterMember(m["id"], m["raft_address"], bool(m["voter"])) for m in d["members"]),
+            members=tuple(
+                ClusterMember(m["id"], m["raft_address"], bool(m["voter"]), m.get("node_certificate_pem"))
+                for m in d["members"]
+            ),
+            node_credential=d.get("node_credential"),
         )
 
 

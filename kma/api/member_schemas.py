@@ -49,6 +49,7 @@ class JoinMember(Response):
     id: str
     raft_address: str
     voter: bool
+    node_certificate_pem: str | None = None  # None: a KMA of a cluster made before node pins
 
 
 class JoinedKma(Response):
@@ -70,3 +71,4 @@ class JoinGrant(Response):
     node_certificate_pem: str
     server_certificate_pem: str
     members: list[JoinMember]  # the Raft addresses to join
+    node_credential: str | None = None  # what rqlited asks of every command; None: an older cluster

@@ -1,15 +1,15 @@
 """Turn an embedded KMA into the first node of a cluster, nothing lost.
 
-`make_first_node` writes the node's configuration and certificate into cluster/ (the KMA may be
-running: nothing changes for it yet). At its next start, `kma serve` sees a first node with an
-embedded store and no rqlite data: it starts rqlited alone, loads a consistent copy of kma.db
-(SQLite's backup API) with rqlite's `/boot` (the file becomes the node's database as it is), and
-runs on rqlite from then on. The embedded file is kept beside it, renamed
-(`kma.db.before-cluster`), as the copy to go back to; the KMA no longer reads it. A failure before
-the rename leaves the KMA embedded (the next start tries again). The copy holds the key split of
-its day (sealed shares, the master key under their root secret): once the cluster's key split has
-changed, the KMA removes it (`retire_embedded_copy`, each round of the cluster watch), so the old
-members' passphrases open no file on the node.
+`make_first_node` writes the node's configuration, certificate, trusted node certificates (its own)
+and a new node credential into cluster/ (the KMA may be running: nothing changes for it yet). At
+its next start, `kma serve` sees a first node with an embedded store and no rqlite data: it starts
+rqlited alone, loads a consistent copy of kma.db (SQLite's backup API) with rqlite's `/boot` (the
+file becomes the node's database as it is), and runs on rqlite from then on. The embedded file is
+kept beside it, renamed (`kma.db.before-cluster`), as the copy to go back to; the KMA no longer
+reads it. A failure before the rename leaves the KMA embedded (the next start tries again).
+The copy holds the key split of its day (sealed shares, the master key under their root secret):
+once the cluster's key split has changed, the KMA removes it (`retire_embedded_copy`, each round of
+the cluster watch), so the old members' passphrases open no file on the node.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kma.audit.record import Condition
-from kma.cluster.node_config import ClusterFiles, NodeConfig, issue_node_certificate
+from kma.cluster.node_config import ClusterFiles, NodeConfig, issue_node_certificate, new_credential
 from kma.cluster.rqlited import RqliteNode
+from kma.cluster.trust import bundle
 from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.ca import CertifiedKey
 from kma.datadir import DataDir
@@ -87,7 +88,11 @@ def make_first_node(data_dir: DataDir, raft_address: str, http_address: str,
     ca = ca or cluster_ca(data_dir)
     config = NodeConfig(data_dir.identity().kma_id, raft_address, http_address, voter=True, join=())
     host = raft_address.rpartition(":")[0].strip("[]")
-    files.write(config, ca.cert_pem, issue_node_certificate(ca, config.node_id, [host]))
+    node = issue_node_certificate(ca, config.node_id, [host])
+    # It trusts its own node certificate only until others join; it publishes it (and its Raft
+    # address) in the store at its next start, for them (kma/services/running.py).
+    trusted = bundle({config.node_id: node.cert_pem.decode("ascii")})
+    files.write(config, ca.cert_pem, node, trusted, new_credential())
     return config
 
 

@@ -1,8 +1,10 @@
 """The data dir's `cluster/` folder: what makes a KMA a node of a cluster.
 
 `cluster/` holds `ca.crt` (the cluster CA), `node.crt` and `node.key` (this node's certificate
-from that CA, used for Raft between nodes and for the HTTP API of the local rqlited) and
-`node.toml`:
+from that CA, used for Raft between nodes and for the HTTP API of the local rqlited), `nodes.pem`
+(the node certificates of the cluster's current KMAs: the only ones its rqlited lets in, see
+kma/cluster/trust.py), `rqlite-auth.json` (the node credential rqlited asks of every command; the
+owner's only) and `node.toml`:
 
     node_id = "kma-2"                  # the KMA ID
     raft_address = "10.0.0.2:4002"     # host:port the other nodes reach
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import secrets
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +29,8 @@ from pathlib import Path
 from kma.crypto.ca import CertifiedKey, issue_server_certificate
 from kma.datadir import write_private
 from kma.errors import ValidationFailed
+
+NODE_USER = "kma-node"  # the one rqlite user: every node of a cluster holds its password
 
 
 @dataclass(frozen=True)
@@ -83,19 +88,54 @@ class ClusterFiles:
         """rqlited's SQLite file: this node's replica, read directly by the KMA."""
         return self.rqlite_dir / "db.sqlite"
 
+    @property
+    def trusted_nodes(self) -> Path:
+        """The node certificates this node's rqlited lets in on its Raft port (kma/cluster/trust.py);
+        absent on a node of a cluster made before them, which trusts `ca_cert` until it has them."""
+        return self.folder / "nodes.pem"
+
+    @property
+    def credential_file(self) -> Path:
+        """rqlite's `-auth` file: the node credential, asked of every command on the Raft port and
+        the HTTP API; absent on a node of a cluster made before it."""
+        return self.folder / "rqlite-auth.json"
+
     def exists(self) -> bool:
         return self.config_file.exists()
+
+    def credential(self) -> tuple[str, str] | None:
+        """The node credential (user, password), or None when this node runs without one."""
+        if not self.credential_file.exists():
+            return None
+        users = json.loads(self.credential_file.read_text(encoding="utf-8"))
+        return next((u["username"], u["password"]) for u in users if u["username"] == NODE_USER)
+
+    def write_credential(self, password: str) -> None:
+        user = {"username": NODE_USER, "password": password, "perms": ["all"]}
+        write_private(self.credential_file, json.dumps([user]).encode())
 
     def load(self) -> NodeConfig:
         return load_node_config(self.config_file)
 
-    def write(self, config: NodeConfig, ca_pem: bytes, node: CertifiedKey) -> None:
-        """Write the node's configuration and certificates (the key readable by this account only)."""
+    def write(self, config: NodeConfig, ca_pem: bytes, node: CertifiedKey, trusted_nodes: bytes | None,
+              credential: str | None) -> None:  # fmt: skip
+        """Write the node's configuration, certificates, the node certificates it trusts and the node
+        credential (the key and the credential readable by this account only). `trusted_nodes` and
+        `credential` are None only for a node joining a cluster made before them."""
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.ca_cert.write_bytes(ca_pem)
         self.node_cert.write_bytes(node.cert_pem)
         write_private(self.node_key, node.key_pem)
+        if trusted_nodes is not None:
+            write_private(self.trusted_nodes, trusted_nodes)
+        if credential is not None:
+            self.write_credential(credential)
         self.config_file.write_text(config.to_toml(), encoding="utf-8")
+
+
+def new_credential() -> str:
+    """A new cluster's node credential (256 random bits)."""
+    return secrets.token_urlsafe(32)
 
 
 def _address(data: dict[str, object], name: str, path: Path) -> str:

@@ -1,9 +1,10 @@
 """`kma serve` runs its KMA's rqlite node: start it, wait until it serves, stop it with the KMA.
 
 The node keeps its data under the data dir (cluster/rqlite/), listens for its KMA on loopback
-only, and talks Raft to the other nodes over mutual TLS from the cluster CA, so only a machine
-holding a node certificate from that CA can join or replicate. Foreign keys are on, as in the
-embedded store.
+only, and talks Raft to the other nodes over mutual TLS. Its Raft port lets in only the node
+certificates of the cluster's current KMAs (`cluster/nodes.pem`, kma/cluster/trust.py), its HTTP
+API only this node's own certificate, and both ask every command for the node credential
+(`-auth`). Foreign keys are on, as in the embedded store.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kma.cluster.node_config import ClusterFiles, NodeConfig
+from kma.cluster.node_config import NODE_USER, ClusterFiles, NodeConfig
 from kma.errors import KmaError
 from kma.store.rqlite_http import RqliteClient, tls_context
 
@@ -102,20 +103,26 @@ class RqliteNode:
         self.process: subprocess.Popen[bytes] | None = None
 
     def client(self) -> RqliteClient:
+        """This KMA's client of its rqlited: it presents the node certificate and credential, and
+        trusts that one certificate (the node's own) as the server's."""
         files = self.files
-        return RqliteClient(self.config.http_address,
-                            tls_context(files.ca_cert, files.node_cert, files.node_key))  # fmt: skip
+        return RqliteClient(self.config.http_address, tls_context(files.node_cert, files.node_cert,
+                            files.node_key), files.credential())  # fmt: skip
 
     def command(self, join: bool = True) -> list[str]:
         f, c = self.files, self.config
+        # A node of a cluster made before node pins trusts the cluster CA until it has them.
+        trusted = f.trusted_nodes if f.trusted_nodes.exists() else f.ca_cert
         tls = [
-            "-node-cert", str(f.node_cert), "-node-key", str(f.node_key), "-node-ca-cert", str(f.ca_cert),
+            "-node-cert", str(f.node_cert), "-node-key", str(f.node_key), "-node-ca-cert", str(trusted),
             "-node-verify-client",
-            "-http-cert", str(f.node_cert), "-http-key", str(f.node_key), "-http-ca-cert", str(f.ca_cert),
+            "-http-cert", str(f.node_cert), "-http-key", str(f.node_key), "-http-ca-cert", str(f.node_cert),
             "-http-verify-client",
         ]  # fmt: skip
         args = [str(rqlited_binary()), "-node-id", c.node_id, "-http-addr", c.http_address,
                 "-raft-addr", c.raft_address, "-fk", "-raft-shutdown-stepdown", *tls]  # fmt: skip
+        if f.credential_file.exists():  # the file names the one user; its password never is an argument
+            args += ["-auth", str(f.credential_file), "-join-as", NODE_USER]
         if not c.voter:
             args.append("-raft-non-voter=true")
         # Only a new node joins: one that has Raft state already is a member, and a restart must

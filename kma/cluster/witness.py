@@ -5,7 +5,8 @@ and management writes stop. A fifth voter at a third place (the witness) keeps a
 through the loss of either site. It holds a replica, as every node does (wrapped keys only: it
 never holds the master key), but runs no listeners, no agents and no key pool: it is admitted
 like a KMA (a quorum-approved entry marked witness, its one-time passphrase, `kma init` join) and
-`kma serve` runs only its rqlited, restarting it if it ends. The cluster sees its health through
+`kma serve` runs only its rqlited, restarting it if it ends, and when the cluster's members change
+(to trust their node certificates only, kma/cluster/trust.py). The cluster sees its health through
 Raft itself (rqlite's node status: reachable, last contact), as it sees every node's.
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from kma.cluster.node_config import ClusterFiles
 from kma.cluster.rqlited import NodeFailed, RqliteNode
+from kma.cluster.trust import follow_membership
 from kma.crypto import fingerprint
 from kma.datadir import DataDir
 from kma.systemd import notify
@@ -54,6 +56,10 @@ def serve_witness(data_dir: DataDir, ready_file: Path | None, announce: Callable
         while not stop.wait(CHECK_S):
             process = node.process
             if process is None or process.poll() is None:
+                try:  # it trusts the current members' node certificates only, as a KMA's node does
+                    follow_membership(node)
+                except NodeFailed as exc:
+                    log.error("witness %s: %s", config.node_id, exc.message)
                 continue
             log.warning("rqlited of witness %s ended (status %s); starting it again", config.node_id,
                         process.returncode)  # fmt: skip

@@ -2,20 +2,17 @@
 
 - A Security Officer locked this KMA through another one (`kmas.locked` is replicated): its vault
   forgets the master key, as if locked here.
-- Only admitted KMAs (and witnesses) stay in Raft. rqlite checks node certificates against the
-  cluster CA only (it has no revocation list, and it does not tie a node's ID to its certificate),
-  so a removed machine's old certificate would still let its node join again, under its old ID or
-  any other. Every cluster KMA therefore looks at the Raft membership and takes out (rqlite's
+- Its rqlited trusts the node certificates of the cluster's current KMAs only
+  (kma/cluster/trust.py): when the members change (a join, a removal), it rewrites that list and
+  restarts its rqlited, so a removed machine's certificate is refused from then on, its open
+  connections closed.
+- Only admitted KMAs (and witnesses) stay in Raft. rqlite does not tie a node's ID to its
+  certificate, so every cluster KMA also looks at the Raft membership and takes out (rqlite's
   DELETE /remove) any node that is not an admitted entry, auditing each time: at once when its
   entry was removed, and when its ID is no entry at all once it is still there a round later (an
   entry's join is committed before its machine gets its certificates, so even a replica a moment
-  behind knows a real newcomer by then).
-  This bounds what a removed machine can do, it does not prevent it: one that rejoins as a voter
-  and vanishes before it is taken out can leave a two-voter configuration without a leader.
-  rqlite v8.43.4 offers no sound way to refuse the join itself: its `-auth` file (per-node join
-  credentials, `-join-as`) is read only when rqlited starts, so admitting a KMA would need every
-  voter restarted, and the same file then guards the HTTP API. A new cluster CA after a removal
-  would close it (a later step).
+  behind knows a real newcomer by then). With node pins this catches what the trust lists let
+  through for a moment (a node started from a replica older than a removal).
 - The first node's `kma.db.before-cluster` is removed once the key split has changed
   (kma/cluster/convert.py).
 """
@@ -28,10 +25,12 @@ from typing import TYPE_CHECKING
 
 from kma.audit.record import Condition
 from kma.cluster.convert import retire_embedded_copy
+from kma.cluster.trust import follow_membership
 from kma.errors import KmaError
 
 if TYPE_CHECKING:
     from kma.appliance import Appliance
+    from kma.cluster.rqlited import RqliteNode
 
 log = logging.getLogger(__name__)
 CHECK_S = 1.0
@@ -89,11 +88,13 @@ def follow_lock(kma: Appliance) -> bool:
 
 
 class ClusterWatch:
-    def __init__(self, kma: Appliance) -> None:
+    def __init__(self, kma: Appliance, node: RqliteNode | None = None) -> None:
         self.kma = kma
+        self.node = node  # this KMA's rqlited, to trust only the current members' node certificates
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._unknown: frozenset[str] = frozenset()  # Raft members no entry knows, seen last round
+        self._restarted = False  # its node restarted to follow the members; not audited yet
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="kma-cluster-watch", daemon=True)
@@ -106,11 +107,25 @@ class ClusterWatch:
 
     def _run(self) -> None:
         while not self._stop.wait(CHECK_S):
-            try:
-                follow_lock(self.kma)
-                retire_embedded_copy(self.kma)
-                _, self._unknown = reap(self.kma, self._unknown)
-            except KmaError as exc:  # the local node is unavailable for a moment
-                log.debug("cluster watch: %s", exc.message)
-            except Exception:
-                log.exception("cluster watch round failed")
+            for step in (self._follow_cluster, self._follow_members):
+                try:
+                    step()
+                except KmaError as exc:  # the local node is unavailable for a moment
+                    log.debug("cluster watch: %s", exc.message)
+                except Exception:
+                    log.exception("cluster watch round failed")
+
+    def _follow_cluster(self) -> None:
+        follow_lock(self.kma)
+        retire_embedded_copy(self.kma)
+        _, self._unknown = reap(self.kma, self._unknown)
+
+    def _follow_members(self) -> None:
+        """After `reap`: a removed KMA is out of Raft before this node stops trusting it."""
+        if self.node is not None and follow_membership(self.node):
+            self._restarted = True
+        if self._restarted:  # until the cluster takes the event (it may be electing a leader)
+            self.kma.audit(self.kma.itself, "kma.node_trust", "restarted its rqlite node to trust the node "
+                           "certificates of the cluster's current KMAs only",
+                           subject=("kma", self.kma.kma_id), event_class="security")  # fmt: skip
+            self._restarted = False

@@ -10,10 +10,11 @@ spends the passphrase (only if it is still the hash that was checked: two joins 
 passphrase, one wins), marks the entry joined and locked, revokes the certificates of any earlier
 machine of this entry, and records the new certificates' serials.
 
-The answer holds the cluster CA, the cluster's name, the entry, and the Raft addresses of the
-members to join. Nothing secret: the master key reaches the new KMA only as stored (wrapped under
-the root secret) through the replicated store, and the new KMA has no unlock key file, so it
-starts locked until a quorum unlocks it.
+The answer holds the cluster CA, the cluster's name, the entry, the Raft addresses and node
+certificates of the members to join (the only certificates its rqlited is to trust), and the node
+credential rqlited asks of every command (kma/cluster/trust.py). Nothing else secret: the master
+key reaches the new KMA only as stored (wrapped under the root secret) through the replicated
+store, and the new KMA has no unlock key file, so it starts locked until a quorum unlocks it.
 
 A wrong passphrase for an entry that awaits its join is audited one by one (the lockout bounds
 how many). A join as a KMA ID with no entry or no passphrase set, and any try while locked out,
@@ -67,17 +68,19 @@ def own_raft_address(kma: Appliance) -> str:
 
 
 def members(kma: Appliance, joining: str) -> list[dict[str, Any]]:
-    """The joined KMAs a new node may name in its join list."""
+    """The joined KMAs a new node may name in its join list, with their node certificates (the
+    ones its rqlited is to trust; None for a KMA of a cluster made before node pins)."""
     out = []
     own = own_raft_address(kma)
     for r in kma.store.query(
-        "SELECT id, raft_address, voter FROM kmas WHERE awaiting_join = 0 AND removed_at IS NULL "
-        "AND id <> ? ORDER BY id",
+        "SELECT id, raft_address, voter, node_cert_pem FROM kmas WHERE awaiting_join = 0 "
+        "AND removed_at IS NULL AND id <> ? ORDER BY id",
         (joining,),
     ):
         address = own if r["id"] == kma.kma_id and own else r["raft_address"]
         if address:
-            out.append({"id": r["id"], "raft_address": address, "voter": bool(r["voter"])})
+            out.append({"id": r["id"], "raft_address": address, "voter": bool(r["voter"]),
+                        "node_certificate_pem": r["node_cert_pem"]})  # fmt: skip
     return out
 
 
@@ -166,9 +169,10 @@ def join(
         [
             Stmt(
                 "UPDATE kmas SET join_passphrase_hash = NULL, join_passphrase_set_at = NULL, "
-                "awaiting_join = 0, locked = 1 - witness, updated_at = ? "  # a witness holds no key to lock
+                "awaiting_join = 0, locked = 1 - witness, "  # a witness holds no key to lock
+                "node_cert_pem = ?, updated_at = ? "
                 "WHERE id = ? AND join_passphrase_hash = ?",
-                (now, kma_id, stored),
+                (node_pem.decode("ascii"), now, kma_id, stored),
                 expect=1,
                 refusal="the KMA passphrase was used by another join a moment ago",
             ),
@@ -188,7 +192,8 @@ def join(
             lockout.give_back(everywhere),
         ],
         f"KMA '{kma_id}' joined from {address}: node certificate {issued[0][1]}, server certificate "
-        f"{issued[1][1]}; earlier certificates of this KMA revoked; "
+        f"{issued[1][1]}; earlier certificates of this KMA revoked, and every node now trusts the new "
+        "node certificate instead; "
         + ("it votes as a witness, with no key service" if row["witness"] else "it starts locked"),
         subject,
     )
@@ -209,4 +214,13 @@ def join(
         "node_certificate_pem": node_pem.decode(),
         "server_certificate_pem": server_pem.decode(),
         "members": joining,
+        "node_credential": own_credential(kma),
     }
+
+
+def own_credential(kma: Appliance) -> str | None:
+    """The cluster's node credential, as this node holds it (None on a cluster made before it):
+    handed to a machine that has just proven its KMA passphrase, over the CA-pinned connection."""
+    files = ClusterFiles.of(kma.data_dir.root)
+    credential = files.credential() if files.exists() else None
+    return credential[1] if credential else None

@@ -1,9 +1,11 @@
 """What runs beside a served KMA's listeners: `kma serve` (kma/server.py) starts it once the
 sockets are bound and stops it after they close.
 
-At start the KMA records where it listens, unlocks itself if autonomous unlock is on (and no
-Security Officer's lock stands), and says so in the audit trail; then the key pool fills in the
-background, the audit trail is pruned and database backups are taken on schedule.
+At start the KMA records where it listens (on a cluster node, also its Raft address and its node
+certificate, which the other nodes' rqlited trust: kma/cluster/trust.py), unlocks itself if
+autonomous unlock is on (and no Security Officer's lock stands), and says so in the audit trail;
+then the key pool fills in the background, the audit trail is pruned and database backups are taken
+on schedule.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import time
 from kma import __version__
 from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
+from kma.cluster.node_config import ClusterFiles
+from kma.cluster.rqlited import RqliteNode
 from kma.crypto import WrappingKey
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.audit_pruner import AutoPrune
@@ -29,12 +33,13 @@ class Running:
     """The key pool's refill, the audit pruner, the backup scheduler, the cluster watch and the audit
     forwarder of one served KMA."""
 
-    def __init__(self, kma: Appliance) -> None:
+    def __init__(self, kma: Appliance, node: RqliteNode | None = None) -> None:
         self.kma = kma
         self.pool = key_pool(kma)
         self.pruner = AutoPrune(kma)
         self.backups = backup_scheduler(kma)
-        self.cluster_watch = ClusterWatch(kma)  # locks made elsewhere; removed KMAs out of Raft
+        # locks made elsewhere; removed KMAs out of Raft; the node trusting only current members
+        self.cluster_watch = ClusterWatch(kma, node)
         self.forwarder = audit_forwarder(kma)
 
     def start(self, management_address: str, service_address: str, master: WrappingKey | None = None) -> None:
@@ -61,9 +66,11 @@ class Running:
                         service_address,
                         __version__,
                     ),
-                )  # fmt: skip
+                ),
+                *self._node_statements(),
             ],
-            f"listening on {management_address} (management) and {service_address} (service)",
+            f"listening on {management_address} (management) and {service_address} (service)"
+            + (f", Raft on {raft}" if (raft := self._raft_address()) else ""),
             ("kma", kma.kma_id),
             retention=Retention.MEDIUM,
         )
@@ -100,6 +107,20 @@ class Running:
         deadline = time.monotonic() + CATCH_UP_WAIT_S
         while not self.kma.store.caught_up() and time.monotonic() < deadline:
             time.sleep(0.05)
+
+    def _raft_address(self) -> str:
+        files = ClusterFiles.of(self.kma.data_dir.root)
+        return files.load().raft_address if files.exists() else ""
+
+    def _node_statements(self) -> list[Stmt]:
+        """A cluster node's Raft address and node certificate, where the others read them."""
+        files = ClusterFiles.of(self.kma.data_dir.root)
+        if not files.exists():
+            return []
+        raft, pem = files.load().raft_address, files.node_cert.read_text(encoding="ascii")
+        return [Stmt("UPDATE kmas SET raft_address = ?, node_cert_pem = ? WHERE id = ? "
+                     "AND (raft_address, node_cert_pem) IS NOT (?, ?)",
+                     (raft, pem, self.kma.kma_id, raft, pem))]  # fmt: skip
 
     def stop(self) -> None:
         self.forwarder.stop()

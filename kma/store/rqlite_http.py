@@ -1,4 +1,4 @@
-"""A thin client of the local rqlited's HTTP API, over mutual TLS from the cluster CA.
+"""A thin client of the local rqlited's HTTP API, over mutual TLS with the node certificate.
 
 rqlite answers a transaction with HTTP 200 and one result per statement; a failed statement
 carries `error` and rolls the whole request back. `execute` turns any `error` into `StatementFailed`
@@ -50,8 +50,11 @@ def rqlite_statement(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> lis
     return [sql, *(rqlite_param(v) for v in params)]
 
 
-def tls_context(ca_cert: Path, cert: Path, key: Path) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=str(ca_cert))
+def tls_context(trusted: Path, cert: Path, key: Path) -> ssl.SSLContext:
+    """Mutual TLS trusting the certificates in `trusted` themselves (a node's own certificate is
+    trusted as it is, not through the CA that signed it)."""
+    context = ssl.create_default_context(cafile=str(trusted))
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
     context.load_cert_chain(str(cert), str(key))
     return context
 
@@ -60,9 +63,11 @@ class RqliteClient:
     # An answer later than this counts as "the cluster takes no changes now" (a write may still
     # have committed: the store then reads its chain's head back). Below rqlite's 10 s apply
     # timeout and the management clients' 15 s, so a cut-off KMA answers them, and stops, promptly.
-    def __init__(self, http_address: str, context: ssl.SSLContext, timeout: float = 5.0) -> None:
+    # `credential`: the node credential (user, password) rqlited's `-auth` asks of every request.
+    def __init__(self, http_address: str, context: ssl.SSLContext, credential: tuple[str, str] | None = None,
+                 timeout: float = 5.0) -> None:  # fmt: skip
         self.base = f"https://{http_address}"
-        self._http = httpx.Client(base_url=self.base, verify=context, timeout=timeout)
+        self._http = httpx.Client(base_url=self.base, verify=context, timeout=timeout, auth=credential)
 
     def close(self) -> None:
         self._http.close()

@@ -31,6 +31,7 @@ from tests.support.cluster import (
     outbox_depth,
     private_files,
     replica,
+    rqlited_pid,
     table_checksums,
     three_kmas,
 )
@@ -175,10 +176,9 @@ def _exists(get, object_id: str) -> bool:  # type: ignore[no-untyped-def]
 def _rqlited_pid(kma: RunningKma) -> int:
     """The rqlited that this KMA's `kma serve` runs (its child process)."""
     assert kma.process is not None
-    children = Path(f"/proc/{kma.process.pid}/task/{kma.process.pid}/children").read_text().split()
-    pids = [int(p) for p in children if "rqlited" in Path(f"/proc/{p}/cmdline").read_text()]
-    assert len(pids) == 1, pids
-    return pids[0]
+    pid = rqlited_pid(kma.process.pid)
+    assert pid is not None
+    return pid
 
 
 def _leader(kma: RunningKma) -> str:

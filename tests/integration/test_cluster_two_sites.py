@@ -22,9 +22,9 @@ from kms_client import NotFound
 from tests.integration.test_quorum import creds
 from tests.integration.test_quorum_cli import kma_cli
 from tests.support.agents import service_address
-from tests.support.cluster import BINARY, eventually, replica, table_checksums
+from tests.support.cluster import BINARY, eventually, replica, rqlited_pid, table_checksums
 from tests.support.two_sites import DRIVES, SITES, TAPES, TwoSites, management_write, two_sites
-from tests.support.witness import crash, rqlited_pid
+from tests.support.witness import crash
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 

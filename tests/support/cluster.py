@@ -2,8 +2,9 @@
 
 The first KMA is a demo KMA made a cluster's first node (`make_first_node`, the product's own
 code; its next start boots rqlite from its embedded store). Further KMAs get their data dir from
-the same cluster CA and their `kmas` row through the cluster, as the membership flow will make
-them; here the test provisions them directly, so the store engine is tested on its own.
+the same cluster CA and their `kmas` row (with their node certificate, which every node's rqlited
+then trusts) through the cluster, as the membership flow makes them; here the test provisions
+them directly, so the store engine is tested on its own.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,6 +22,7 @@ from typing import Any, Protocol
 from kma.cluster.convert import cluster_ca, make_first_node
 from kma.cluster.node_config import ClusterFiles, NodeConfig, issue_node_certificate
 from kma.cluster.rqlited import RqliteNode
+from kma.cluster.trust import bundle, member_pins
 from kma.crypto import WrappingKey
 from kma.crypto.ca import CertifiedKey, issue_server_certificate
 from kma.datadir import DataDir, Identity, write_private
@@ -73,6 +76,57 @@ def first_node(tmp: Path) -> tuple[RunningKma, CertifiedKey]:
     return kma, ca
 
 
+def credential_of(kma: Node) -> str | None:
+    """The cluster's node credential, as a node holds it."""
+    credential = files_of(kma).credential()
+    return credential[1] if credential else None
+
+
+def raft_port_lets_in(kma: Node | str, cert: Path, key: Path) -> bool:
+    """Whether the KMA's Raft port (or the one at this address) keeps a mutual-TLS connection made
+    with this certificate open, as it does for a node's (a refused certificate gets an alert and
+    the connection closed)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the attacker does not care who the server is
+    context.load_cert_chain(cert, key)
+    host, port = (kma if isinstance(kma, str) else files_of(kma).load().raft_address).rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=10) as raw, context.wrap_socket(raw) as tls:
+            tls.settimeout(3)
+            return tls.recv(1) != b""  # an accepted client is sent nothing: the read times out
+    except TimeoutError:
+        return True
+    except (ssl.SSLError, OSError):  # refused, or the node not listening (restarting)
+        return False
+
+
+def settle(first: RunningKma, newcomer: ClusterFiles) -> None:
+    """Wait until every node of the first KMA's cluster trusts the newcomer's node certificate
+    (each restarts its rqlited for it) and the cluster has a leader again."""
+    members = raft_addresses(first)
+    eventually(lambda: all(raft_port_lets_in(a, newcomer.node_cert, newcomer.node_key) for a in members),
+               60.0, "every member's node trusting the newcomer")  # fmt: skip
+
+    def ready() -> bool:
+        client = RqliteNode(files_of(first)).client()
+        try:
+            return client.ready()
+        finally:
+            client.close()
+
+    eventually(ready, 60.0, "a leader")
+
+
+def raft_addresses(kma: RunningKma) -> list[str]:
+    """The Raft addresses of the cluster's nodes, as the KMA's node knows them."""
+    client = RqliteNode(files_of(kma)).client()
+    try:
+        return [str(n["addr"]) for n in client.get_json("/nodes", ver="2", nonvoters="")["nodes"]]
+    finally:
+        client.close()
+
+
 def execute(kma: RunningKma, statements: list[list[Any]]) -> None:
     """Statements through a running cluster KMA's rqlited, with its node certificate."""
     client = RqliteNode(files_of(kma)).client()
@@ -111,17 +165,25 @@ def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter:
         local = WrappingKey.generate()
         write_private(data_dir.unlock_key, local.raw())
         now = int(time.time())
+        node = issue_node_certificate(join_ca or ca, kma_id, ["127.0.0.1"])
+        # As a join records it: the node certificate every member's rqlited is to trust (not for a
+        # node that must not join).
+        pin = None if join_ca else node.cert_pem.decode("ascii")
+        members = member_pins(files_of(first))
         execute(first, [[
             "INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
-            "key_pool_size, autounlock_master, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "key_pool_size, autounlock_master, node_cert_pem, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             kma_id, kma_id, site, management, service, "0.1.0", 200,
-            "x'" + local.wrap(f"autounlock:{kma_id}", master.raw()).hex() + "'", now, now,
+            "x'" + local.wrap(f"autounlock:{kma_id}", master.raw()).hex() + "'", pin, now, now,
         ]])  # fmt: skip
-        node_ca = join_ca or ca
         files = ClusterFiles.of(data_dir.root)
         config = NodeConfig(kma_id, f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}", voter,
                             (files_of(first).load().raft_address,))  # fmt: skip
-        files.write(config, node_ca.cert_pem, issue_node_certificate(node_ca, kma_id, ["127.0.0.1"]))
+        trusted = bundle({**members, kma_id: node.cert_pem.decode("ascii")})  # type: ignore[dict-item]
+        files.write(config, ca.cert_pem, node, trusted, credential_of(first))
+    if pin is not None:  # every member's node restarts to trust it; then it may join
+        settle(first, files)
     return RunningKma(data_dir.root, first.demo, None, service_port=ports[1] if ports else 0)
 
 
@@ -150,12 +212,28 @@ def not_the_leader(kmas: list[RunningKma]) -> tuple[RunningKma, list[RunningKma]
     return connected, [k for k in kmas if k is not connected]
 
 
+def children(pid: int) -> list[int]:
+    """A process's children, whichever of its threads started them (a KMA's cluster watch restarts
+    its rqlited when the members change)."""
+    try:
+        return [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
+                for c in (task / "children").read_text().split()]  # fmt: skip
+    except OSError:
+        return []
+
+
+def rqlited_pid(pid: int) -> int | None:
+    """The rqlited a `kma serve` runs (its child process), if it runs one."""
+    pids = [p for p in children(pid) if "rqlited" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
+    return pids[0] if pids else None
+
+
 def processes(kma: RunningKma) -> list[int]:
     """The KMA's `kma serve` process and the rqlited it runs (to SIGSTOP both: a KMA cut off)."""
     assert kma.process is not None
     pid = kma.process.pid
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [pid] + [int(p) for p in children if "rqlited" in Path(f"/proc/{p}/cmdline").read_text()]
+    node = rqlited_pid(pid)  # a child of any of its threads: the cluster watch restarts it
+    return [pid] + ([node] if node is not None else [])
 
 
 def outbox_depth(kma: RunningKma) -> int:

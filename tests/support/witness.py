@@ -12,21 +12,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from kma.cluster.node_config import ClusterFiles
 from tests.integration.test_kma_join_init import init_join
 from tests.integration.test_quorum import creds
-from tests.support.cluster import free_port
+from tests.support.cluster import free_port, rqlited_pid, settle
 from tests.support.kma_process import READY_TIMEOUT, RunningKma
 from tests.support.waiting import wait_until
-
-
-def rqlited_pid(pid: int) -> int | None:
-    """The rqlited a `kma serve` runs (its child process), if it runs one."""
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return None
-    pids = [int(p) for p in children if "rqlited" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
-    return pids[0] if pids else None
 
 
 def crash(process: subprocess.Popen[str] | None) -> None:
@@ -100,4 +91,5 @@ def add_witness(
     assert "witness" in said
     witness = RunningWitness(data_dir)
     witness.start()
+    settle(first, ClusterFiles.of(data_dir))  # every node restarts its rqlited to trust the witness
     return witness

@@ -1,0 +1,102 @@
+"""Who a cluster node's rqlited lets in: the node certificates of the cluster's current KMAs.
+
+The cluster CA signs agents' and listeners' certificates too, so trusting the CA on the Raft port
+would let any enrolled drive read and write the store. Each node's rqlited therefore trusts, as
+its `-node-ca-cert`, the node certificates themselves (`cluster/nodes.pem`): those of the admitted,
+not removed KMAs and witnesses, as the store records them (`kmas.node_cert_pem`, set by the join
+and by each KMA at start). Its HTTP API trusts this node's own certificate only: only its KMA
+talks to it. On top of the certificate, every command needs the node credential (`-auth`).
+
+rqlited reads its trusted certificates once, at start. So each node follows the membership:
+once a second (the cluster watch, or a witness's loop) it reads the pins from its local replica
+and, when they differ from the file, rewrites the file and restarts its rqlited. A removal thus
+reaches every live node within a few seconds: the removed machine's connections are closed and
+its certificate is refused from then on, whatever files it kept. An admission restarts every
+node the same way before the new one can join (it retries).
+
+A cluster made before node pins keeps trusting its CA until every admitted KMA's node certificate
+is in the store (each KMA publishes its own at start); then every node moves to the pins.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from collections.abc import Mapping
+
+from kma.cluster.node_config import ClusterFiles
+from kma.cluster.rqlited import RqliteNode
+from kma.datadir import write_private
+from kma.errors import KmaError
+
+log = logging.getLogger(__name__)
+
+
+def bundle(pins: Mapping[str, str]) -> bytes:
+    """The trusted-nodes file for these node certificates (by KMA ID): one way, so that equal sets
+    give equal files."""
+    return "".join(pins[kma_id].strip() + "\n" for kma_id in sorted(pins)).encode("ascii")
+
+
+def member_pins(files: ClusterFiles) -> dict[str, str | None]:
+    """The node certificate of every admitted KMA (None where the store has none yet), read from
+    this node's replica; empty when there is no replica yet."""
+    if not files.replica.exists():
+        return {}
+    try:
+        db = sqlite3.connect(f"file:{files.replica}?mode=ro", uri=True, timeout=5)
+        try:
+            rows = db.execute("SELECT id, node_cert_pem FROM kmas WHERE removed_at IS NULL "
+                              "AND awaiting_join = 0").fetchall()  # fmt: skip
+        finally:
+            db.close()
+    except sqlite3.Error:  # a replica not migrated yet, or being replaced by a snapshot
+        return {}
+    return {str(kma_id): pem for kma_id, pem in rows}
+
+
+def wanted(files: ClusterFiles, kma_id: str) -> dict[str, str] | None:
+    """The node certificates (by KMA ID) this node should trust, or None to keep what it has: when
+    some admitted KMA's node certificate is not known yet (a cluster made before pins), or this node
+    is no admitted KMA with the certificate it holds (a removed machine cannot pin itself back in)."""
+    pins = member_pins(files)
+    own = files.node_cert.read_text(encoding="ascii").strip()
+    if not pins or any(pem is None for pem in pins.values()) or (pins.get(kma_id) or "").strip() != own:
+        return None
+    return {i: pem for i, pem in pins.items() if pem is not None}
+
+
+def raft_members(node: RqliteNode) -> set[str] | None:
+    """The node IDs in this node's Raft configuration; None when its rqlited does not answer."""
+    client = node.client()
+    try:
+        return {str(n["id"]) for n in client.get_json("/nodes", ver="2", nonvoters="")["nodes"]}
+    except KmaError:
+        return None
+    finally:
+        client.close()
+
+
+def follow_membership(node: RqliteNode) -> bool:
+    """Bring the node's trusted certificates in line with the cluster's members; restart its
+    rqlited when they changed. True when it did."""
+    files = node.files
+    pins = wanted(files, node.config.node_id)
+    want = None if pins is None else bundle(pins)
+    if want is None or (files.trusted_nodes.exists() and files.trusted_nodes.read_bytes() == want):
+        if node.process is None:  # a restart here failed (NodeFailed) a round ago: try again
+            node.start()
+        return False
+    # A removed KMA leaves Raft first (its removal does that, the cluster watch again if need be):
+    # refused while still a voter, it could leave the others without a majority to remove it.
+    members = raft_members(node)
+    if members is None or not members <= set(pins or ()):
+        return False
+    tmp = files.trusted_nodes.with_suffix(".tmp")
+    write_private(tmp, want)
+    os.replace(tmp, files.trusted_nodes)
+    log.info("the cluster's members changed: restarting rqlited to trust their node certificates only")
+    node.stop()
+    node.start()
+    return True
