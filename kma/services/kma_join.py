@@ -11,9 +11,11 @@ passphrase, one wins), marks the entry joined and locked, revokes the certificat
 machine of this entry, and records the new certificates' serials.
 
 The answer holds the cluster CA, the cluster's name, the entry, and the Raft addresses of the
-members to join. Nothing secret: the master key reaches the new KMA only as stored (wrapped under
-the root secret) through the replicated store, and the new KMA has no unlock key file, so it
-starts locked until a quorum unlocks it.
+members to join. For a software KMA nothing secret: the master key reaches it only as stored
+(wrapped under the root secret) through the replicated store, and the new KMA has no unlock key
+file, so it starts locked until a quorum unlocks it. A KMA with an HSM also sends the public key its
+token made for this join; the answer then holds the cluster's master key RSA-OAEP-wrapped to it, which
+only that token can unwrap (into a non-extractable key object: docs/hsm.md#clusters).
 
 A wrong passphrase for an entry that awaits its join is audited one by one (the lockout bounds
 how many). A join as a KMA ID with no entry or no passphrase set, and any try while locked out,
@@ -23,9 +25,12 @@ a new count, and nothing else bounds them.
 
 from __future__ import annotations
 
+import base64
 import re
 from functools import cache
 from typing import Any
+
+from cryptography.hazmat.primitives import serialization
 
 from kma.appliance import Appliance
 from kma.cluster.node_config import ClusterFiles
@@ -38,6 +43,7 @@ from kma.crypto import (
     sign_kma_csr,
     verify_passphrase,
 )
+from kma.crypto.hsm import HsmUnavailable, wrap_for_join
 from kma.domain.actor import Actor
 from kma.domain.validation import ID_PATTERN
 from kma.errors import Conflict, KmaError, LockedOut, Unauthenticated, ValidationFailed
@@ -95,8 +101,22 @@ def _serial(cert_pem: bytes) -> tuple[str, int]:
     return format(cert.serial_number, "x"), int(cert.not_valid_after_utc.timestamp())
 
 
+def _wrap_master_for(kma: Appliance, public_pem: str) -> bytes:
+    """The cluster's master key wrapped to a joining token's join key (RSA-OAEP)."""
+    try:
+        public = serialization.load_pem_public_key(public_pem.encode("ascii", "replace"))
+        der = public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+        return wrap_for_join(der, kma.vault.master())
+    except (ValueError, TypeError) as exc:
+        raise ValidationFailed(f"The joining KMA's master key join key was refused: {exc}.") from None
+    except HsmUnavailable as exc:
+        raise Conflict(f"{exc.message} (KMA '{kma.kma_id}' cannot hand on the cluster's master key). The KMA "
+                       "passphrase was not spent.") from None  # fmt: skip
+
+
 def join(
-    kma: Appliance, kma_id: str, passphrase: str, node_csr: str, server_csr: str, address: str
+    kma: Appliance, kma_id: str, passphrase: str, node_csr: str, server_csr: str, address: str,
+    master_key_public_pem: str | None = None,
 ) -> dict[str, Any]:
     """Blocking (Argon2id, signing, a durable commit)."""
     actor = Actor(kma_id[:64] or "unknown", address, kind="kma")
@@ -158,6 +178,14 @@ def join(
         server_pem = _sign(kma, ca, server_csr, kma_id, hosts)
     except KmaError as exc:
         raise refuse(exc, exc.message) from None
+    try:
+        if master_key_public_pem is not None and row["witness"]:
+            raise ValidationFailed("A witness holds no master key: join it without [hsm].")
+        wrapped = None if master_key_public_pem is None else _wrap_master_for(kma, master_key_public_pem)
+    except KmaError as exc:
+        kma.store.write(Batch([lockout.give_back(c) for c in counters]))  # the passphrase was right
+        raise refuse(exc, exc.message) from None
+    backend = "software" if wrapped is None else "pkcs11"
     now = kma.clock.now()
     issued = [(purpose, *_serial(pem)) for purpose, pem in (("node", node_pem), ("server", server_pem))]
     kma.commit(
@@ -166,9 +194,10 @@ def join(
         [
             Stmt(
                 "UPDATE kmas SET join_passphrase_hash = NULL, join_passphrase_set_at = NULL, "
-                "awaiting_join = 0, locked = 1 - witness, updated_at = ? "  # a witness holds no key to lock
+                # a witness holds no key to lock
+                "awaiting_join = 0, locked = 1 - witness, master_key = ?, updated_at = ? "
                 "WHERE id = ? AND join_passphrase_hash = ?",
-                (now, kma_id, stored),
+                (backend, now, kma_id, stored),
                 expect=1,
                 refusal="the KMA passphrase was used by another join a moment ago",
             ),
@@ -189,6 +218,7 @@ def join(
         ],
         f"KMA '{kma_id}' joined from {address}: node certificate {issued[0][1]}, server certificate "
         f"{issued[1][1]}; earlier certificates of this KMA revoked; "
+        + ("the cluster's master key sent wrapped to the join key of its HSM token; " if wrapped else "")
         + ("it votes as a witness, with no key service" if row["witness"] else "it starts locked"),
         subject,
     )
@@ -209,4 +239,5 @@ def join(
         "node_certificate_pem": node_pem.decode(),
         "server_certificate_pem": server_pem.decode(),
         "members": joining,
+        "master_key_wrapped": None if wrapped is None else base64.b64encode(wrapped).decode("ascii"),
     }
