@@ -401,7 +401,9 @@ class TokenHeldKey(WrappingKey):
         return self._token.random(size)
 
     def raw(self) -> bytes:
-        raise HsmUnavailable(
+        from kma.errors import Conflict  # what an API caller sees (kma.crypto itself knows no HTTP)
+
+        raise Conflict(
             f"The cluster's master key is in this KMA's HSM {self._token.settings.token_name} and never "
             "leaves it: do this on a KMA of the cluster whose master key is in software."
         )

@@ -43,7 +43,7 @@ from kma.crypto import (
     sign_kma_csr,
     verify_passphrase,
 )
-from kma.crypto.hsm import HsmUnavailable, wrap_for_join
+from kma.crypto.hsm import wrap_for_join
 from kma.domain.actor import Actor
 from kma.domain.validation import ID_PATTERN
 from kma.errors import Conflict, KmaError, LockedOut, Unauthenticated, ValidationFailed
@@ -109,9 +109,11 @@ def _wrap_master_for(kma: Appliance, public_pem: str) -> bytes:
         return wrap_for_join(der, kma.vault.master())
     except (ValueError, TypeError) as exc:
         raise ValidationFailed(f"The joining KMA's master key join key was refused: {exc}.") from None
-    except HsmUnavailable as exc:
-        raise Conflict(f"{exc.message} (KMA '{kma.kma_id}' cannot hand on the cluster's master key). The KMA "
-                       "passphrase was not spent.") from None  # fmt: skip
+    except Conflict as exc:  # its master key is in its own token, which never gives it out
+        raise Conflict(
+            f"{exc.message} KMA '{kma.kma_id}' cannot hand on the cluster's master key: join through a "
+            "software KMA of the cluster. The KMA passphrase was not spent."
+        ) from None
 
 
 def join(

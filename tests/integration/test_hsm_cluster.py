@@ -9,16 +9,16 @@ HSM KMA; the topology says where each KMA's master key is.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from pkcs11 import Attribute, KeyType, ObjectClass
-from pkcs11 import exceptions as p11
 
 from kma.crypto import WrappingKey
 from kma.kmip.client import KmipClient, KmipFailure
 from kms_client import KmsError, PendingQuorumOp
-from tests.integration.test_hsm import token_session
 from tests.integration.test_kma_join_init import passphrase_in
 from tests.integration.test_no_key_material_at_rest import files_under, found_in
 from tests.integration.test_quorum import creds
@@ -26,7 +26,7 @@ from tests.integration.test_quorum_cli import kma_cli, secret_file
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address
 from tests.support.cluster import BINARY, eventually, first_node, free_port, replica
 from tests.support.kma_process import RunningKma, run_kma
-from tests.support.softhsm import SoftHsm, softhsm
+from tests.support.softhsm import PIN, SoftHsm, softhsm
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -70,6 +70,32 @@ def join_answers(tmp: Path, first: RunningKma, passphrase: str, hsm: SoftHsm) ->
     return answers
 
 
+TOKEN_CHECK = """
+import json, sys
+import pkcs11
+from pkcs11 import Attribute, KeyType, ObjectClass
+from pkcs11 import exceptions as p11
+with pkcs11.lib(sys.argv[1]).get_token(token_label=sys.argv[2]).open(user_pin=sys.argv[3]) as session:
+    key = session.get_key(ObjectClass.SECRET_KEY, KeyType.AES, label=sys.argv[4])
+    try:
+        key[Attribute.VALUE]
+        value = "read"
+    except p11.AttributeSensitive:
+        value = "refused"
+    rsa = list(session.get_objects({Attribute.KEY_TYPE: KeyType.RSA}))
+    print(json.dumps({"sensitive": key[Attribute.SENSITIVE], "extractable": key[Attribute.EXTRACTABLE],
+                      "value": value, "rsa_objects": len(rsa)}))
+"""
+
+
+def token_objects(hsm: SoftHsm) -> dict[str, object]:
+    """The joined KMA's key object as the token reports it, asked in a process of its own (SoftHSM2
+    reads SOFTHSM2_CONF once per process, and this test's token folder is its own)."""
+    asked = [sys.executable, "-c", TOKEN_CHECK, hsm.module, hsm.label, PIN, f"kma-master-{JOINING}"]
+    done = subprocess.run(asked, check=True, capture_output=True, text=True)
+    return dict(json.loads(done.stdout))
+
+
 def cluster_master_key(first: RunningKma) -> bytes:
     """The cluster's master key, as the software first KMA holds it (its autonomous unlock)."""
     local = WrappingKey((first.data_dir / "unlock.key").read_bytes())
@@ -98,13 +124,9 @@ def test_an_hsm_kma_joins_a_software_cluster_with_the_master_key_wrapped_to_its_
         said = joined.stdout + joined.stderr
         assert joined.returncode == 0 and f"as KMA '{JOINING}'" in said, said
         assert 'holds = "cluster-master-key"' in (new_dir / "kma.toml").read_text()
-        with token_session(hsm) as session:
-            key = session.get_key(ObjectClass.SECRET_KEY, KeyType.AES, label=f"kma-master-{JOINING}")
-            assert key[Attribute.SENSITIVE] and not key[Attribute.EXTRACTABLE]
-            with pytest.raises(p11.AttributeSensitive):
-                key[Attribute.VALUE]
-            # The join's key pair was a session object: nothing of it stays in the token.
-            assert list(session.get_objects({Attribute.KEY_TYPE: KeyType.RSA})) == []
+        # Its key object cannot be read out; the join's key pair, a session object, is gone.
+        assert token_objects(hsm) == {"sensitive": True, "extractable": False, "value": "refused",
+                                      "rsa_objects": 0}  # fmt: skip
 
         second = RunningKma(new_dir, first.demo, None)
         second.start()
@@ -136,6 +158,11 @@ def test_an_hsm_kma_joins_a_software_cluster_with_the_master_key_wrapped_to_its_
         assert master_keys(second) == expected
         code, out, err = kma_cli(first, tmp_path, "so", "cluster", "status")
         assert code == 0 and "master key in HSM" in out and "master key in software" in out, err
+
+        # The HSM KMA cannot take a backup (its keys derive from the master key's bytes): it says so
+        with pytest.raises(KmsError, match="never leaves it"):
+            second.client("so").take_core_security_backup(tmp_path / "core.kmacore")
+        assert not (tmp_path / "core.kmacore").exists()
 
         # A lock through the first KMA stops the HSM KMA serving; a quorum unlocks it again
         first.client("so").lock_kma(JOINING)
