@@ -79,7 +79,7 @@ class Vault:
             if self._token is None:
                 self._token, self._token_key = self._open(self.hsm)
             if self.hsm.holds_cluster_key:
-                self._master = _checked(TokenHeldKey(self._token, self._token_key), master, self.hsm)
+                self._master = check_token_holds(self._token, self._token_key, master, self.hsm)
             else:
                 self._master = HsmMasterKey(master.raw(), self._token, self._token_key)
 
@@ -114,8 +114,10 @@ class Vault:
                 self._token = None
 
 
-def _checked(held: TokenHeldKey, master: WrappingKey, hsm: HsmSettings) -> TokenHeldKey:
-    """`held` if the token's key opens what `master` (the quorum's) wraps; else HsmUnavailable."""
+def check_token_holds(token: Token, token_key: object, master: WrappingKey, hsm: HsmSettings) -> TokenHeldKey:
+    """The cluster's master key in the token, if `token_key` opens what `master` (the bytes a quorum
+    opened) wraps; else HsmUnavailable: the token holds another key under the label."""
+    held = TokenHeldKey(token, token_key)
     probe = master.random(32)
     try:
         if held.unwrap(MASTER_CONTEXT, master.wrap(MASTER_CONTEXT, probe)) == probe:

@@ -19,7 +19,7 @@ import pytest
 from kma.crypto import WrappingKey
 from kma.kmip.client import KmipClient, KmipFailure
 from kms_client import KmsError, PendingQuorumOp
-from tests.integration.test_kma_join_init import passphrase_in
+from tests.integration.test_kma_join_init import init_join, passphrase_in
 from tests.integration.test_no_key_material_at_rest import files_under, found_in
 from tests.integration.test_quorum import creds
 from tests.integration.test_quorum_cli import kma_cli, secret_file
@@ -201,3 +201,62 @@ def _get(agent: KmipClient, key_id: str) -> bytes | None:
         return agent.get(key_id)
     except KmipFailure:
         return None  # not replicated here yet
+
+
+def test_an_hsm_kma_becomes_a_first_node_and_a_software_kma_joins_it(tmp_path: Path, hsm: SoftHsm) -> None:
+    table = tmp_path / "hsm.toml"
+    table.write_text(hsm.table())
+    first = RunningKma.demo_in(tmp_path / "a", hsm=table)
+    second: RunningKma | None = None
+    try:
+        agent_dir = tmp_path / "drive"
+        enroll(first, DRIVE, agent_dir, demo_passphrase(first, DRIVE))
+        with kmip(agent_dir, service_address(first)) as agent:
+            before = agent.create_and_activate("B00001")
+            material = agent.get(before)
+        first.stop()
+        converted = run_kma("convert-to-cluster", "--data-dir", str(first.data_dir), "--raft-address",
+                            f"127.0.0.1:{free_port()}", check=False)  # fmt: skip
+        assert converted.returncode == 0, converted.stdout + converted.stderr
+
+        # When it starts, its store is sealed for the cluster: the master key now in its token only,
+        # and autonomous unlock off (it would keep the key on disk), so a quorum unlocks it
+        first.start()
+        assert first.client().status().locked
+        config = (first.data_dir / "kma.toml").read_text()
+        assert 'key_label = "kma-master-kma-dal-1-cluster"' in config
+        assert 'holds = "cluster-master-key"' in config
+        assert not (first.data_dir / "unlock.key").exists()
+        first.client("so").unlock_kma("kma-dal-1", credentials=creds(first, "alice", "bob", "carol"))
+        with kmip(agent_dir, service_address(first)) as agent:
+            assert agent.get(before) == material  # sealed again, opened by the token
+
+        # An HSM KMA cannot join through it: its token never gives the master key out (the KMA
+        # passphrase is not spent)
+        passphrase = add_entry(first, tmp_path)
+        new_dir = tmp_path / "b" / "kma"
+        refused = run_kma("init", "--data-dir", str(new_dir), "--answers",
+                          str(join_answers(tmp_path, first, passphrase, hsm)), check=False)  # fmt: skip
+        assert refused.returncode != 0 and "cannot hand on the cluster's master key" in refused.stderr
+        assert not new_dir.exists()
+
+        # And a software KMA joins it: a key from before the conversion, and new ones, on both
+        code, said = init_join(tmp_path, new_dir, first.address, first.fingerprint, JOINING, passphrase,
+                               rqlite_http=f"127.0.0.1:{free_port()}")  # fmt: skip
+        assert code == 0, said
+        second = RunningKma(new_dir, first.demo, None)
+        second.start()
+        second.client("so").unlock_kma(JOINING, credentials=creds(first, "alice", "bob", "carol"))
+        with kmip(agent_dir, service_address(second)) as agent:
+            assert eventually(lambda: _get(agent, before), 15.0, "the key on the software KMA") == material
+            made_on_second = eventually(lambda: _create(agent, "B00002"), 30.0, "the software KMA's key pool")
+            material_second = agent.get(made_on_second)
+        with kmip(agent_dir, service_address(first)) as agent:
+            served = eventually(lambda: _get(agent, made_on_second), 15.0, "the key on the HSM KMA")
+            assert served == material_second
+        expected = {"kma-dal-1": "pkcs11", JOINING: "software"}
+        assert eventually(lambda: master_keys(second) == expected, 10.0, "the backends")
+    finally:
+        if second is not None:
+            second.stop()
+        first.stop()
