@@ -50,9 +50,9 @@ class Running:
             [
                 # Its version and master key backend too: a joined KMA's row is made by another KMA.
                 Stmt(
-                    "UPDATE kmas SET management_address = ?, service_address = ?, version = ?, master_key = ? "
-                    "WHERE id = ? AND (management_address, service_address, version, master_key) IS NOT "
-                    "(?, ?, ?, ?)",
+                    "UPDATE kmas SET management_address = ?, service_address = ?, version = ?, "
+                    "master_key = ? WHERE id = ? AND "
+                    "(management_address, service_address, version, master_key) IS NOT (?, ?, ?, ?)",
                     (
                         management_address,
                         service_address,
