@@ -340,10 +340,11 @@ def _initialise(data_dir: DataDir, answers: Answers, clock: Clock | None,
             Stmt("INSERT INTO sites (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
                  (answers.site_id, answers.site_name, now, now)),
             Stmt("INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
-                 "key_pool_size, autounlock_master, created_at, updated_at) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 "key_pool_size, autounlock_master, master_key, created_at, updated_at) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                  (answers.kma_id, answers.kma_name, answers.site_id, answers.management_address,
-                  answers.service_address, _version(), answers.key_pool_size, autounlock, now, now)),
+                  answers.service_address, _version(), answers.key_pool_size, autounlock,
+                  "pkcs11" if answers.hsm else "software", now, now)),
             Stmt("INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
                  "VALUES (?, ?, ?, ?, ?, ?)",
                  (answers.officer_id, answers.officer_name, str(Role.SECURITY_OFFICER),

@@ -7,6 +7,10 @@
     kma_id = "kma-bos-1"                   # the entry the Security Officer created
     passphrase = "ABCDEF-GHIJKL-..."       # its one-time KMA passphrase
     rqlite_http_address = "127.0.0.1:4001" # optional: where this KMA's own rqlited listens (loopback)
+    [hsm]                                  # optional: this KMA's master key in its own PKCS#11 token
+    module = "/usr/lib/softhsm/libsofthsm2.so"
+    token_label = "kma-boston"
+    pin_file = "/etc/kma/hsm.pin"
 
 It pins the CA fingerprint before anything else is sent (another cluster's CA is refused), makes
 this KMA's two key pairs here (the Raft node's and the listeners'), sends only their CSRs with the
@@ -16,10 +20,17 @@ own, with the cluster's node credential: kma/cluster/trust.py), into a fresh fol
 place at the end, so a refusal at any step leaves nothing behind. The new KMA has no unlock key
 file: it starts locked until a quorum unlocks it; its store arrives through the cluster's
 replication (cluster/node.toml).
+
+With `[hsm]`, it first logs into the token, which makes an RSA key pair for this join (the private
+key a session object, sensitive, never extractable, for unwrapping only); the public key goes with
+the CSRs, and the cluster's master key comes back wrapped to it. The token unwraps it into a key
+object as non-extractable as a generated master key (label `kma-master-<KMA ID>`): the master key is
+never in clear here, in memory or on disk. A failure after that deletes the object again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 import tomllib
@@ -35,6 +46,7 @@ from cryptography.x509.oid import NameOID
 from kma.cluster.node_config import ClusterFiles, NodeConfig
 from kma.cluster.trust import bundle
 from kma.crypto import CertifiedKey, fingerprint
+from kma.crypto.hsm import CLUSTER_MASTER_KEY, HsmSettings, HsmUnavailable, Token
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.validation import check_address, check_id, check_passphrase
 from kma.errors import Conflict, KmaError, ValidationFailed
@@ -49,19 +61,26 @@ class JoinAnswers:
     kma_id: str
     passphrase: str
     rqlite_http_address: str = DEFAULT_RQLITE_HTTP
+    hsm: HsmSettings | None = None  # the token to receive the cluster's master key; None: software
 
 
 def parse_join_answers(text: str) -> JoinAnswers:
+    from kma.bootstrap import read_hsm
+
     data = tomllib.loads(text)
     table = data.get("join")
     if not isinstance(table, dict):
         raise ValidationFailed('An answers file with mode = "join" needs a [join] table.')
-    return join_answers(table)
+    answers = join_answers(table)
+    hsm = read_hsm(data.get("hsm"), answers.kma_id)
+    if hsm is None:
+        return answers
+    return dataclasses.replace(answers, hsm=dataclasses.replace(hsm, holds=CLUSTER_MASTER_KEY))
 
 
 def join_answers(table: dict[str, Any]) -> JoinAnswers:
     """The [join] table's fields (or the set-up API's), checked."""
-    fields = {}
+    fields: dict[str, Any] = {}
     for key in ("kma", "ca_fingerprint", "kma_id", "passphrase", "rqlite_http_address"):
         value = table.get(key, DEFAULT_RQLITE_HTTP if key == "rqlite_http_address" else None)
         if not isinstance(value, str) or not value.strip():
@@ -100,15 +119,17 @@ def _check_certificate(cert_pem: str, key_pem: bytes, ca_pem: str, what: str) ->
         raise Conflict(f"The cluster sent a {what} certificate for another key; nothing was written.")
 
 
-def _handshake(answers: JoinAnswers) -> tuple[Any, bytes, bytes]:
-    """The grant and the two private keys; every refusal with its reason."""
+def _handshake(answers: JoinAnswers, join_key: bytes | None = None) -> tuple[Any, bytes, bytes]:
+    """The grant and the two private keys; every refusal with its reason. `join_key`: the DER public
+    key a token made for the join, to which the cluster's master key comes back wrapped."""
     from kms_client import KmaUnreachable, KmsClient, KmsError, LockedOut, TrustError, Unauthenticated
 
     node_key, node_csr = _key_and_csr(answers.kma_id)
     server_key, server_csr = _key_and_csr(answers.kma_id)
     try:
         with KmsClient(answers.kma, ca_fingerprint=answers.ca_fingerprint) as client:
-            grant = client.join_cluster(answers.kma_id, answers.passphrase, node_csr, server_csr)
+            grant = client.join_cluster(answers.kma_id, answers.passphrase, node_csr, server_csr,
+                                        None if join_key is None else _pem(join_key))  # fmt: skip
     except TrustError as exc:
         raise Conflict(f"Refused to join: {exc}") from None
     except KmaUnreachable as exc:
@@ -121,6 +142,8 @@ def _handshake(answers: JoinAnswers) -> tuple[Any, bytes, bytes]:
         raise Conflict("The cluster answered with a CA other than the pinned one; nothing was written.")
     _check_certificate(grant.node_certificate_pem, node_key, grant.ca_pem, "node")
     _check_certificate(grant.server_certificate_pem, server_key, grant.ca_pem, "server")
+    if join_key is not None and grant.master_key_wrapped is None:
+        raise Conflict("The cluster sent no master key for this KMA's HSM; nothing was written.")
     return grant, node_key, server_key
 
 
@@ -133,12 +156,42 @@ def trusted_nodes(grant: Any) -> bytes | None:
     return bundle({**pins, grant.kma["id"]: grant.node_certificate_pem})
 
 
+def _pem(der: bytes) -> str:
+    public = serialization.load_der_public_key(der)
+    spki = serialization.PublicFormat.SubjectPublicKeyInfo
+    return public.public_bytes(serialization.Encoding.PEM, spki).decode()
+
+
 def join(data_dir: DataDir, answers: JoinAnswers) -> Any:
     """Join the cluster and write `data_dir`; returns the grant (what the cluster said)."""
-    root = data_dir.root
     if not data_dir.is_empty():
-        raise Conflict(f"{root} is not empty; a joining KMA needs a new, empty data directory.")
-    grant, node_key, server_key = _handshake(answers)
+        raise Conflict(f"{data_dir.root} is not empty; a joining KMA needs a new, empty data directory.")
+    if answers.hsm is None:
+        grant, node_key, server_key = _handshake(answers)
+        _write(data_dir, answers, grant, node_key, server_key)
+        return grant
+    try:
+        token = Token(answers.hsm)
+    except HsmUnavailable as exc:
+        raise ValidationFailed(str(exc)) from None
+    try:
+        public, join_key = token.join_key_pair()
+        grant, node_key, server_key = _handshake(answers, public)
+        master = token.unwrap_cluster_master(join_key, grant.master_key_wrapped)
+        try:
+            _write(data_dir, answers, grant, node_key, server_key)
+        except BaseException:
+            token.destroy(master)  # the label is free again for the next attempt
+            raise
+        return grant
+    except HsmUnavailable as exc:
+        raise ValidationFailed(str(exc)) from None
+    finally:
+        token.close()  # the join key pair, a session object, goes with the session
+
+
+def _write(data_dir: DataDir, answers: JoinAnswers, grant: Any, node_key: bytes, server_key: bytes) -> None:
+    root = data_dir.root
     entry = grant.kma
     root.parent.mkdir(parents=True, exist_ok=True)
     staging = DataDir(Path(tempfile.mkdtemp(prefix=f".{root.name}.joining-", dir=root.parent)))
@@ -151,7 +204,8 @@ def join(data_dir: DataDir, answers: JoinAnswers) -> Any:
         identity = Identity(
             entry["id"], entry["site_id"], entry["management_address"], entry["service_address"]
         )
-        staging.identity_file.write_text(identity.to_toml(), encoding="utf-8")
+        hsm = answers.hsm.to_toml() if answers.hsm else ""
+        staging.identity_file.write_text(identity.to_toml() + hsm, encoding="utf-8")
         config = NodeConfig(
             node_id=entry["id"],
             raft_address=entry["raft_address"],
@@ -167,4 +221,3 @@ def join(data_dir: DataDir, answers: JoinAnswers) -> Any:
     except BaseException:
         shutil.rmtree(staging.root, ignore_errors=True)
         raise
-    return grant

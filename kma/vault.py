@@ -8,14 +8,18 @@ under this KMA's local unlock key file.
 With an HSM (`[hsm]` in kma.toml, kma/crypto/hsm.py) what the key split and the local unlock key
 open is the master key's unlock key; unlocking also logs into the token and finds the master key's
 token key there, and locking logs out. Both are needed to wrap or unwrap anything.
+
+On a cluster KMA whose token holds the cluster's master key (``holds = "cluster-master-key"``, made by
+the join), an unlock checks that the token's key is the master key the quorum opened, and from then on
+every wrap and unwrap runs in the token (TokenHeldKey): the bytes the quorum opened are dropped.
 """
 
 from __future__ import annotations
 
 import threading
 
-from kma.crypto import WrappingKey, derive_wrapping_key
-from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token
+from kma.crypto import CryptoError, WrappingKey, derive_wrapping_key
+from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token, TokenHeldKey
 from kma.errors import KmaLocked
 
 MASTER_CONTEXT = "cluster-master-key"
@@ -74,7 +78,10 @@ class Vault:
                 return
             if self._token is None:
                 self._token, self._token_key = self._open(self.hsm)
-            self._master = HsmMasterKey(master.raw(), self._token, self._token_key)
+            if self.hsm.holds_cluster_key:
+                self._master = check_token_holds(self._token, self._token_key, master, self.hsm)
+            else:
+                self._master = HsmMasterKey(master.raw(), self._token, self._token_key)
 
     def check_hsm(self) -> None:
         """With an HSM: log into the token and find the master key there, then log out; raises
@@ -105,3 +112,17 @@ class Vault:
             if self._token is not None:
                 self._token.close()
                 self._token = None
+
+
+def check_token_holds(token: Token, token_key: object, master: WrappingKey, hsm: HsmSettings) -> TokenHeldKey:
+    """The cluster's master key in the token, if `token_key` opens what `master` (the bytes a quorum
+    opened) wraps; else HsmUnavailable: the token holds another key under the label."""
+    held = TokenHeldKey(token, token_key)
+    probe = master.random(32)
+    try:
+        if held.unwrap(MASTER_CONTEXT, master.wrap(MASTER_CONTEXT, probe)) == probe:
+            return held
+    except (HsmUnavailable, CryptoError):
+        pass
+    raise HsmUnavailable(f"The key labelled '{hsm.key_label}' in the HSM {hsm.token_name} is not this "
+                         "cluster's master key.")  # fmt: skip

@@ -6,6 +6,7 @@ every method does network I/O, never call one on the GUI thread.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -53,6 +54,7 @@ class JoinGrant:
     server_certificate_pem: str
     members: tuple[ClusterMember, ...]
     node_credential: str | None = field(default=None, repr=False)  # rqlite's, for the new node
+    master_key_wrapped: bytes | None = None  # to the join key the joining KMA's token made, if sent
 
     @classmethod
     def from_json(cls, d: JsonObject) -> JoinGrant:
@@ -68,6 +70,8 @@ class JoinGrant:
                 for m in d["members"]
             ),
             node_credential=d.get("node_credential"),
+            master_key_wrapped=base64.b64decode(d["master_key_wrapped"]) if d.get("master_key_wrapped") else (
+                None),
         )
 
 
@@ -119,8 +123,13 @@ class ClusterMemberMethods:
         body = present(credentials=credentials_body(credentials))
         return self._call_or_pending("POST", f"/kmas/{segment(id)}/remove", Kma.from_json, body)
 
-    def join_cluster(self, kma_id: str, passphrase: str, node_csr_pem: str, server_csr_pem: str) -> JoinGrant:
-        """No sign-in: the joining machine's side of the handshake (used by `kma init`)."""
+    def join_cluster(self, kma_id: str, passphrase: str, node_csr_pem: str, server_csr_pem: str,
+                     master_key_public_pem: str | None = None) -> JoinGrant:  # fmt: skip
+        """No sign-in: the joining machine's side of the handshake (used by `kma init`). With
+        `master_key_public_pem` (a joining KMA's token's join key), the grant holds the cluster's
+        master key wrapped to it."""
         body = {"kma_id": kma_id, "passphrase": passphrase, "node_csr_pem": node_csr_pem,
                 "server_csr_pem": server_csr_pem}  # fmt: skip
+        if master_key_public_pem is not None:
+            body["master_key_public_pem"] = master_key_public_pem
         return self._call("POST", "/cluster/join", JoinGrant.from_json, body=body, auth=False)

@@ -42,6 +42,13 @@ class KmaNode:
     this_kma: bool
     health: str  # see KMA_HEALTH
     witness: bool = False  # a voter with no key service
+    master_key: str | None = None  # software | pkcs11 (the KMA's own HSM); None for a witness
+
+    @property
+    def master_key_text(self) -> str:
+        return {"software": "master key in software", "pkcs11": "master key in HSM"}.get(
+            self.master_key or "", "no master key"
+        )
 
     @classmethod
     def from_json(cls, d: JsonObject) -> KmaNode:
@@ -61,6 +68,7 @@ class KmaNode:
             this_kma=bool(d.get("this_kma", False)),
             health=d["health"],
             witness=bool(d.get("witness", False)),
+            master_key=d.get("master_key"),
         )
 
 

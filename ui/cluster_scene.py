@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QGraphicsTextItem,
 )
 
-NODE_W, NODE_H = 210.0, 132.0
+NODE_W, NODE_H = 210.0, 148.0
 GAP = 18.0
 PAD = 16.0
 TITLE_H = 34.0
@@ -69,6 +69,7 @@ def kma_lines(kma: Any) -> list[str]:
         ("responding" if kma.responding else "NOT RESPONDING")
         + (" · LOCKED" if kma.locked else " · unlocked"),
         f"version {kma.version}",
+        kma.master_key_text,
         lag_text,
         contact,
     ]

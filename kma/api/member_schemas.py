@@ -43,6 +43,9 @@ class JoinBody(Request):
     passphrase: Passphrase
     node_csr_pem: Csr  # the Raft node's key, made on the joining machine
     server_csr_pem: Csr  # the listeners' key, made on the joining machine
+    # A joining KMA with an HSM: the public key its token made for this join (PEM); the answer then
+    # holds the cluster's master key wrapped to it (docs/hsm.md#clusters).
+    master_key_public_pem: Csr | None = None
 
 
 class JoinMember(Response):
@@ -72,3 +75,4 @@ class JoinGrant(Response):
     server_certificate_pem: str
     members: list[JoinMember]  # the Raft addresses to join
     node_credential: str | None = None  # what rqlited asks of every command; None: an older cluster
+    master_key_wrapped: str | None = None  # base64 RSA-OAEP to master_key_public_pem, when it was sent

@@ -23,6 +23,7 @@ class KmaNode(Response):
     responding: bool
     locked: bool
     version: str
+    master_key: str | None = None  # software | pkcs11 (in the KMA's own HSM); None: a witness
     replication_lag: ReplicationLag | None  # as each KMA last reported it; None: it never shipped
     last_contact_seconds: float | None
     this_kma: bool

@@ -7,6 +7,8 @@ rqlited alone, loads a consistent copy of kma.db (SQLite's backup API) with rqli
 file becomes the node's database as it is), and runs on rqlite from then on. The embedded file is
 kept beside it, renamed (`kma.db.before-cluster`), as the copy to go back to; the KMA no longer
 reads it. A failure before the rename leaves the KMA embedded (the next start tries again).
+A KMA whose master key is in an HSM has every blob of that copy sealed again for the cluster
+first (kma/cluster/hsm_first_node.py).
 The copy holds the key split of its day (sealed shares, the master key under their root secret):
 once the cluster's key split has changed, the KMA removes it (`retire_embedded_copy`, each round of
 the cluster watch), so the old members' passphrases open no file on the node.
@@ -20,11 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kma.audit.record import Condition
+from kma.cluster.hsm_first_node import seal_for_cluster, write_hsm_table
 from kma.cluster.node_config import ClusterFiles, NodeConfig, issue_node_certificate, new_credential
 from kma.cluster.rqlited import RqliteNode
 from kma.cluster.trust import bundle
 from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.ca import CertifiedKey
+from kma.crypto.hsm import HsmMasterKey, HsmUnavailable, Token
 from kma.datadir import DataDir
 from kma.errors import Conflict, ValidationFailed
 
@@ -63,12 +67,22 @@ def cluster_ca(data_dir: DataDir) -> CertifiedKey:
             "This KMA has no autonomous unlock, so the cluster CA's key cannot be opened here; "
             "give the node certificate from the cluster CA instead."
         )
+    hsm = data_dir.hsm()
+    token = None
     try:
         local = WrappingKey(data_dir.unlock_key.read_bytes())
         master = WrappingKey(local.unwrap(f"autounlock:{kma_id}", row[0]))
+        if hsm is not None:  # the CA's key is sealed in two layers: the token opens the inner one
+            token = Token(hsm)
+            master = HsmMasterKey(master.raw(), token, token.master_key())
         return CertifiedKey(cluster[0].encode(), master.unwrap("cluster-ca-key", cluster[1]))
+    except HsmUnavailable as exc:
+        raise ValidationFailed(str(exc)) from None
     except (CryptoError, ValueError) as exc:
         raise ValidationFailed(f"The local unlock key does not open the master key: {exc}") from None
+    finally:
+        if token is not None:
+            token.close()
 
 
 def make_first_node(data_dir: DataDir, raft_address: str, http_address: str,
@@ -80,11 +94,6 @@ def make_first_node(data_dir: DataDir, raft_address: str, http_address: str,
         raise Conflict(f"{data_dir.root} is already a cluster node ({files.config_file}).")
     if not data_dir.db.exists():
         raise ValidationFailed(f"{data_dir.db} does not exist: there is no embedded store to convert.")
-    if data_dir.hsm() is not None:  # its token key opens nothing on another KMA's token (docs/hsm.md)
-        raise ValidationFailed(
-            "This KMA's master key is in an HSM: it cannot form a cluster (yet), since the other KMAs' "
-            "tokens could not open what it wraps. See docs/hsm.md."
-        )
     ca = ca or cluster_ca(data_dir)
     config = NodeConfig(data_dir.identity().kma_id, raft_address, http_address, voter=True, join=())
     host = raft_address.rpartition(":")[0].strip("[]")
@@ -104,15 +113,22 @@ def needs_boot(data_dir: DataDir, files: ClusterFiles) -> bool:
 def boot_from_embedded(data_dir: DataDir, node: RqliteNode) -> None:
     """Load the embedded store into the (started, single, empty) rqlite node, then keep the
     embedded file aside so that nothing reads it again."""
+    hsm = data_dir.hsm()
+    sealed = None
     with tempfile.TemporaryDirectory(dir=data_dir.root) as tmp:
         copy = Path(tmp) / "kma.db"
         consistent_copy(data_dir.db, copy)
+        if hsm is not None and not hsm.holds_cluster_key:  # docs/hsm.md#clusters
+            sealed = seal_for_cluster(data_dir, hsm, copy)
         client = node.client()
         try:
             client.boot(copy)
         finally:
             client.close()
     node.keep_private()  # the booted file replaced the node's own
+    if sealed is not None:
+        write_hsm_table(data_dir, sealed)
+        data_dir.unlock_key.unlink(missing_ok=True)  # autonomous unlock is off on this node now
     data_dir.db.rename(data_dir.root / EMBEDDED_KEPT)
     for suffix in ("-wal", "-shm"):
         Path(f"{data_dir.db}{suffix}").unlink(missing_ok=True)

@@ -30,9 +30,12 @@ from typing import Any
 from kma.crypto.envelope import KEY_SIZE, NONCE_SIZE, TAG_SIZE, WrappingKey
 from kma.crypto.errors import CryptoError, IntegrityError
 
-__all__ = ["HsmMasterKey", "HsmSettings", "HsmUnavailable", "Token"]
+__all__ = ["CLUSTER_MASTER_KEY", "HsmMasterKey", "HsmSettings", "HsmUnavailable", "Token", "TokenHeldKey",
+           "wrap_for_join"]
 
 KEYRING_SERVICE = "kma-hsm"
+CLUSTER_MASTER_KEY = "cluster-master-key"  # `holds`: the token key is the cluster's master key itself
+JOIN_KEY_BITS = 3072
 
 
 class HsmUnavailable(CryptoError):
@@ -53,10 +56,13 @@ class HsmSettings:
     token_serial: str = ""
     pin_file: str = ""
     pin_keyring: str = ""  # the user name under the keyring service "kma-hsm"
+    # "": the token key is one of the master key's two keys (a KMA of its own); "cluster-master-key":
+    # the token key is the cluster's master key, unwrapped into the token when this KMA joined.
+    holds: str = ""
 
     @classmethod
     def from_table(cls, table: dict[str, Any], default_key_label: str) -> HsmSettings:
-        fields = {"module", "key_label", "token_label", "token_serial", "pin_file", "pin_keyring"}
+        fields = {"module", "key_label", "token_label", "token_serial", "pin_file", "pin_keyring", "holds"}
         unknown = sorted(set(table) - fields - {"pin"})
         if "pin" in table:
             raise ValueError("[hsm] must not hold the PIN: give pin_file (readable only by the KMA's "
@@ -77,7 +83,13 @@ class HsmSettings:
             raise ValueError("[hsm] needs exactly one of 'token_label' and 'token_serial'.")
         if bool(settings.pin_file) == bool(settings.pin_keyring):
             raise ValueError("[hsm] needs exactly one of 'pin_file' and 'pin_keyring'.")
+        if settings.holds not in ("", CLUSTER_MASTER_KEY):
+            raise ValueError(f"'holds' in [hsm] can only be '{CLUSTER_MASTER_KEY}' (set by a join).")
         return settings
+
+    @property
+    def holds_cluster_key(self) -> bool:
+        return self.holds == CLUSTER_MASTER_KEY
 
     def to_toml(self) -> str:
         return "\n[hsm]\n" + "".join(
@@ -179,30 +191,53 @@ class Token:
 
     def generate_master(self) -> Any:
         """A new token key under the settings' label; refuses a label that is taken."""
-        from pkcs11 import Attribute, KeyType, Mechanism
+        from pkcs11 import KeyType
 
+        label = self._free_label()
+        return self._call(
+            "generate the master key",
+            lambda: self._session.generate_key(KeyType.AES, KEY_SIZE * 8, label=label,
+                                               template=_master_template(), store=True),  # fmt: skip
+        )
+
+    def _free_label(self) -> str:
         label = self.settings.key_label
         if self._find(label) is not None:
             raise HsmUnavailable(f"The HSM {self.settings.token_name} already has a key labelled '{label}'.")
-        template = {
-            Attribute.EXTRACTABLE: False,
-            Attribute.SENSITIVE: True,
-            Attribute.TOKEN: True,
-            Attribute.PRIVATE: True,
-            Attribute.ENCRYPT: True,
-            Attribute.DECRYPT: True,
-            Attribute.WRAP: False,
-            Attribute.UNWRAP: False,
-            Attribute.SIGN: False,
-            Attribute.VERIFY: False,
-            Attribute.DERIVE: False,
-            Attribute.ALLOWED_MECHANISMS: [Mechanism.AES_GCM],
-        }
+        return label
+
+    def join_key_pair(self) -> tuple[bytes, Any]:
+        """An RSA key pair made by the token for one join: the public key (DER) to send, and the
+        private key's handle, a session object (gone with the session) that can only unwrap."""
+        from pkcs11 import Attribute, KeyType
+        from pkcs11.util.rsa import encode_rsa_public_key
+
+        self._free_label()
+        private = {Attribute.SENSITIVE: True, Attribute.EXTRACTABLE: False, Attribute.UNWRAP: True,
+                   Attribute.DECRYPT: False, Attribute.SIGN: False}  # fmt: skip
+        public = {Attribute.WRAP: True, Attribute.ENCRYPT: False, Attribute.VERIFY: False}
+        pub, priv = self._call(
+            "generate the join key pair",
+            lambda: self._session.generate_keypair(KeyType.RSA, JOIN_KEY_BITS, store=False,
+                                                   public_template=public, private_template=private),
+        )  # fmt: skip
+        return bytes(encode_rsa_public_key(pub)), priv
+
+    def unwrap_cluster_master(self, join_key: Any, wrapped: bytes) -> Any:
+        """The cluster's master key, unwrapped by `join_key` (RSA-OAEP) into a token key object
+        under the settings' label, as sensitive and non-extractable as a generated one."""
+        from pkcs11 import KeyType, Mechanism, ObjectClass
+        from pkcs11.mechanisms import MGF
+
+        label = self._free_label()
         return self._call(
-            "generate the master key",
-            lambda: self._session.generate_key(KeyType.AES, KEY_SIZE * 8, label=label, template=template,
-                                               store=True),  # fmt: skip
-        )
+            "unwrap the cluster's master key",
+            lambda: join_key.unwrap_key(ObjectClass.SECRET_KEY, KeyType.AES, wrapped, label=label, store=True,
+                                        mechanism=Mechanism.RSA_PKCS_OAEP,
+                                        mechanism_param=(Mechanism.SHA_1, MGF.SHA1, None),
+                                        template=_master_template()),
+        )  # fmt: skip
+
 
     def _find(self, label: str) -> Any:
         from pkcs11 import KeyType, ObjectClass
@@ -290,6 +325,27 @@ def _mapper() -> Any:
     return mapper
 
 
+def _master_template() -> dict[Any, Any]:
+    """A master key object: in the token, sensitive, never extractable, AES-GCM only."""
+    from pkcs11 import Attribute, Mechanism
+
+    return {
+        Attribute.EXTRACTABLE: False,
+        Attribute.SENSITIVE: True,
+        Attribute.TOKEN: True,
+        Attribute.PRIVATE: True,
+        Attribute.ENCRYPT: True,
+        Attribute.DECRYPT: True,
+        Attribute.WRAP: False,
+        Attribute.UNWRAP: False,
+        Attribute.SIGN: False,
+        Attribute.VERIFY: False,
+        Attribute.DERIVE: False,
+        Attribute.ALLOWED_MECHANISMS: [Mechanism.AES_GCM],
+    }
+
+
+
 def _name(exc: Exception) -> str:
     return type(exc).__name__
 
@@ -322,3 +378,52 @@ class HsmMasterKey(WrappingKey):
 
     def __repr__(self) -> str:
         return f"HsmMasterKey(<secret>, {self._token.settings.token_name})"
+
+
+class TokenHeldKey(WrappingKey):
+    """The cluster's master key on a KMA whose token holds it (``holds = "cluster-master-key"``):
+    the same AES-GCM blobs as a software KMA's master key makes, every one sealed and opened inside
+    the token, so other KMAs of the cluster (software or not) open what this one wraps."""
+
+    __slots__ = ("_token", "_token_key")
+
+    def __init__(self, token: Token, token_key: Any) -> None:  # no bytes: they are only in the token
+        self._token = token
+        self._token_key = token_key
+
+    def wrap(self, context: str, plaintext: bytes) -> bytes:
+        return self._token.encrypt(self._token_key, context, plaintext)
+
+    def unwrap(self, context: str, blob: bytes) -> bytes:
+        return self._token.decrypt(self._token_key, context, blob)
+
+    def random(self, size: int) -> bytes:
+        return self._token.random(size)
+
+    def raw(self) -> bytes:
+        from kma.errors import Conflict  # what an API caller sees (kma.crypto itself knows no HTTP)
+
+        raise Conflict(
+            f"The cluster's master key is in this KMA's HSM {self._token.settings.token_name} and never "
+            "leaves it: do this on a KMA of the cluster whose master key is in software."
+        )
+
+    def __repr__(self) -> str:
+        return f"TokenHeldKey({self._token.settings.token_name})"
+
+
+def wrap_for_join(public_der: bytes, master: WrappingKey) -> bytes:
+    """The cluster's master key wrapped to a joining KMA's token: RSA-OAEP (SHA-1 and MGF1-SHA-1,
+    the OAEP every PKCS#11 token unwraps with; SoftHSM2 has no other) to the public key that token
+    made for the join. Refuses a key shorter than 3072 bits."""
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+    try:
+        public = serialization.load_der_public_key(public_der)
+    except ValueError as exc:
+        raise ValueError(f"the join key is not a public key: {exc}") from None
+    if not isinstance(public, rsa.RSAPublicKey) or public.key_size < JOIN_KEY_BITS:
+        raise ValueError(f"the join key must be an RSA public key of at least {JOIN_KEY_BITS} bits")
+    oaep = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=None)  # noqa: S303
+    return public.encrypt(master.raw(), oaep)

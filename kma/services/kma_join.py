@@ -15,6 +15,9 @@ certificates of the members to join (the only certificates its rqlited is to tru
 credential rqlited asks of every command (kma/cluster/trust.py). Nothing else secret: the master
 key reaches the new KMA only as stored (wrapped under the root secret) through the replicated
 store, and the new KMA has no unlock key file, so it starts locked until a quorum unlocks it.
+A KMA with an HSM also sends the public key its token made for this join; the answer then holds
+the cluster's master key RSA-OAEP-wrapped to it, which only that token can unwrap (into a
+non-extractable key object: docs/hsm.md#clusters).
 
 A wrong passphrase for an entry that awaits its join is audited one by one (the lockout bounds
 how many). A join as a KMA ID with no entry or no passphrase set, and any try while locked out,
@@ -24,9 +27,12 @@ a new count, and nothing else bounds them.
 
 from __future__ import annotations
 
+import base64
 import re
 from functools import cache
 from typing import Any
+
+from cryptography.hazmat.primitives import serialization
 
 from kma.appliance import Appliance
 from kma.cluster.node_config import ClusterFiles
@@ -39,6 +45,7 @@ from kma.crypto import (
     sign_kma_csr,
     verify_passphrase,
 )
+from kma.crypto.hsm import wrap_for_join
 from kma.domain.actor import Actor
 from kma.domain.validation import ID_PATTERN
 from kma.errors import Conflict, KmaError, LockedOut, Unauthenticated, ValidationFailed
@@ -98,8 +105,24 @@ def _serial(cert_pem: bytes) -> tuple[str, int]:
     return format(cert.serial_number, "x"), int(cert.not_valid_after_utc.timestamp())
 
 
+def _wrap_master_for(kma: Appliance, public_pem: str) -> bytes:
+    """The cluster's master key wrapped to a joining token's join key (RSA-OAEP)."""
+    try:
+        public = serialization.load_pem_public_key(public_pem.encode("ascii", "replace"))
+        der = public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+        return wrap_for_join(der, kma.vault.master())
+    except (ValueError, TypeError) as exc:
+        raise ValidationFailed(f"The joining KMA's master key join key was refused: {exc}.") from None
+    except Conflict as exc:  # its master key is in its own token, which never gives it out
+        raise Conflict(
+            f"{exc.message} KMA '{kma.kma_id}' cannot hand on the cluster's master key: join through a "
+            "software KMA of the cluster. The KMA passphrase was not spent."
+        ) from None
+
+
 def join(
-    kma: Appliance, kma_id: str, passphrase: str, node_csr: str, server_csr: str, address: str
+    kma: Appliance, kma_id: str, passphrase: str, node_csr: str, server_csr: str, address: str,
+    master_key_public_pem: str | None = None,
 ) -> dict[str, Any]:
     """Blocking (Argon2id, signing, a durable commit)."""
     actor = Actor(kma_id[:64] or "unknown", address, kind="kma")
@@ -161,6 +184,14 @@ def join(
         server_pem = _sign(kma, ca, server_csr, kma_id, hosts)
     except KmaError as exc:
         raise refuse(exc, exc.message) from None
+    try:
+        if master_key_public_pem is not None and row["witness"]:
+            raise ValidationFailed("A witness holds no master key: join it without [hsm].")
+        wrapped = None if master_key_public_pem is None else _wrap_master_for(kma, master_key_public_pem)
+    except KmaError as exc:
+        kma.store.write(Batch([lockout.give_back(c) for c in counters]))  # the passphrase was right
+        raise refuse(exc, exc.message) from None
+    backend = "software" if wrapped is None else "pkcs11"
     now = kma.clock.now()
     issued = [(purpose, *_serial(pem)) for purpose, pem in (("node", node_pem), ("server", server_pem))]
     kma.commit(
@@ -170,9 +201,9 @@ def join(
             Stmt(
                 "UPDATE kmas SET join_passphrase_hash = NULL, join_passphrase_set_at = NULL, "
                 "awaiting_join = 0, locked = 1 - witness, "  # a witness holds no key to lock
-                "node_cert_pem = ?, updated_at = ? "
+                "node_cert_pem = ?, master_key = ?, updated_at = ? "
                 "WHERE id = ? AND join_passphrase_hash = ?",
-                (node_pem.decode("ascii"), now, kma_id, stored),
+                (node_pem.decode("ascii"), backend, now, kma_id, stored),
                 expect=1,
                 refusal="the KMA passphrase was used by another join a moment ago",
             ),
@@ -194,6 +225,7 @@ def join(
         f"KMA '{kma_id}' joined from {address}: node certificate {issued[0][1]}, server certificate "
         f"{issued[1][1]}; earlier certificates of this KMA revoked, and every node now trusts the new "
         "node certificate instead; "
+        + ("the cluster's master key sent wrapped to the join key of its HSM token; " if wrapped else "")
         + ("it votes as a witness, with no key service" if row["witness"] else "it starts locked"),
         subject,
     )
@@ -215,6 +247,7 @@ def join(
         "server_certificate_pem": server_pem.decode(),
         "members": joining,
         "node_credential": own_credential(kma),
+        "master_key_wrapped": None if wrapped is None else base64.b64encode(wrapped).decode("ascii"),
     }
 
 

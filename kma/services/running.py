@@ -53,18 +53,21 @@ class Running:
             kma.itself,
             "kma.listen",
             [
-                # Its version too: a joined KMA's row is made by another KMA, which cannot know it.
+                # Its version and master key backend too: a joined KMA's row is made by another KMA.
                 Stmt(
-                    "UPDATE kmas SET management_address = ?, service_address = ?, version = ? WHERE id = ? "
-                    "AND (management_address, service_address, version) IS NOT (?, ?, ?)",
+                    "UPDATE kmas SET management_address = ?, service_address = ?, version = ?, "
+                    "master_key = ? WHERE id = ? AND "
+                    "(management_address, service_address, version, master_key) IS NOT (?, ?, ?, ?)",
                     (
                         management_address,
                         service_address,
                         __version__,
+                        kma.vault.backend,
                         kma.kma_id,
                         management_address,
                         service_address,
                         __version__,
+                        kma.vault.backend,
                     ),
                 ),
                 *self._node_statements(),

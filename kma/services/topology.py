@@ -146,7 +146,8 @@ def _kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
     status = _node_status(kma)
     lags = replication_lags(kma)
     rows = kma.store.query(
-        "SELECT id, name, site_id, management_address, service_address, version, locked, witness FROM kmas "
+        "SELECT id, name, site_id, management_address, service_address, version, locked, witness, master_key "
+        "FROM kmas "
         "WHERE removed_at IS NULL ORDER BY site_id, name, id"  # a removed KMA is history, not a member
     )
     nodes = []
@@ -167,6 +168,8 @@ def _kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
             "locked": kma.vault.locked if me else bool(row["locked"]) and not row["witness"],
             # The KMA software's version (the store's node status carries rqlite's own, not ours).
             "version": __version__ if me else row["version"],
+            # Where its master key is: software or its own HSM (docs/hsm.md#clusters); a witness has none.
+            "master_key": None if row["witness"] else kma.vault.backend if me else row["master_key"],
             # Each KMA's outbox as its shipper last reported it into the cluster's store (ours: live).
             "replication_lag": asdict(lags[row["id"]]) if row["id"] in lags else None,
             "last_contact_seconds": 0.0 if me else (node.last_contact_seconds if node else None),

@@ -13,6 +13,8 @@ from kms_client import ForwardingStatus
 from tests.gui.helpers import WAIT_MS, active_dialog, fill_form, give_credentials, open_page, sign_in, submit
 from tests.support.topologies import (
     ShownOnly,
+    kma_json,
+    topology,
     twenty_kmas,
     two_sites_and_a_witness_boston_down,
     two_sites_one_down,
@@ -144,6 +146,15 @@ def test_two_sites_with_a_kma_down_show_it_and_what_the_cluster_still_survives(q
     assert [label.toPlainText().strip() for label in page.scene.link_labels] == ["lag 0.3 s"]
     assert "NOT RESPONDING" in down.toolTip()
     assert not page.forwarding.isVisibleTo(page)  # this answer has no audit forwarding
+
+
+def test_each_kma_shows_where_its_master_key_is(qtbot: Any) -> None:
+    page = ClusterPage(ShownOnly(frozenset({"auditor"})))  # type: ignore[arg-type]
+    qtbot.addWidget(page)
+    page.show_topology(topology([kma_json("kma-dal-1", "dallas", leader=True, lag=0.0),
+                                 kma_json("kma-dal-2", "dallas", master_key="pkcs11")]))  # fmt: skip
+    assert "master key in software" in page.scene.nodes["kma-dal-1"].toolTip()
+    assert "master key in HSM" in page.scene.nodes["kma-dal-2"].toolTip()
 
 
 def test_audit_forwarding_that_lags_shows_under_the_tolerance(qtbot: Any) -> None:

@@ -248,10 +248,3 @@ def test_backup_and_restore_onto_the_token_that_holds_the_master_key(
     finally:
         restored.stop()
 
-
-def test_a_kma_with_its_master_key_in_an_hsm_refuses_to_form_a_cluster(hsm_kma: RunningKma) -> None:
-    hsm_kma.stop()
-    refused = run_kma("convert-to-cluster", "--data-dir", str(hsm_kma.data_dir), "--raft-address",
-                      "127.0.0.1:4002", check=False)  # fmt: skip
-    assert refused.returncode != 0 and "master key is in an HSM" in refused.stderr
-    assert not (hsm_kma.data_dir / "cluster").exists()

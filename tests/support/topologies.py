@@ -14,7 +14,7 @@ SITE_NAMES = {**NAMES, "witness": "Witness"}  # a third place for a witness: a s
 
 def kma_json(kma_id: str, site: str, *, leader: bool = False, voter: bool = True, up: bool = True,
              locked: bool = False, lag: float | None = None,
-             witness: bool = False) -> dict[str, Any]:  # fmt: skip
+             witness: bool = False, master_key: str = "software") -> dict[str, Any]:  # fmt: skip
     health = "down" if not up else ("warning" if locked or (lag or 0) >= 10 else "ok")
     n = kma_id.rsplit("-", 1)[-1]
     return {
@@ -24,6 +24,7 @@ def kma_json(kma_id: str, site: str, *, leader: bool = False, voter: bool = True
         "replication_lag": None if lag is None else {"depth": int(lag * 40), "age_seconds": lag},
         "last_contact_seconds": None if not up else (0.0 if lag is not None else 0.4),
         "this_kma": lag is not None, "health": health, "witness": witness,
+        "master_key": None if witness else master_key,
         **({"name": f"Witness {n}", "management_address": "", "service_address": ""} if witness else {}),
     }  # fmt: skip
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import keyring
@@ -20,6 +21,10 @@ def test_the_table_names_the_module_one_token_and_one_pin_source_and_never_the_p
     assert settings == HsmSettings(module=GOOD["module"], key_label="kma-master-kma-1", token_label="t",
                                    pin_file="/etc/kma/hsm.pin")  # fmt: skip
     assert "pin_file" in settings.to_toml() and "token_serial" not in settings.to_toml()
+    assert not settings.holds_cluster_key and "holds" not in settings.to_toml()
+    joined = read_hsm({**GOOD, "holds": "cluster-master-key"}, "kma-1")  # what a join writes
+    assert joined is not None and joined.holds_cluster_key
+    assert read_hsm(tomllib.loads(joined.to_toml())["hsm"], "kma-1") == joined
     for table, why in [
         ({**GOOD, "pin": "1234"}, "must not hold the PIN"),
         ({**GOOD, "token_serial": "01"}, "exactly one of 'token_label' and 'token_serial'"),
@@ -27,6 +32,7 @@ def test_the_table_names_the_module_one_token_and_one_pin_source_and_never_the_p
         ({k: v for k, v in GOOD.items() if k != "module"}, "needs 'module'"),
         ({**GOOD, "slot": 0}, "unknown settings: slot"),
         ({**GOOD, "token_label": 7}, "must be a string"),
+        ({**GOOD, "holds": "everything"}, "'holds' in \\[hsm\\] can only be 'cluster-master-key'"),
     ]:
         with pytest.raises(ValidationFailed, match=why):
             read_hsm(table, "kma-1")

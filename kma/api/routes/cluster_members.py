@@ -69,5 +69,6 @@ def remove_kma(
 def join_cluster(body: JoinBody, kma: Kma, request: Request) -> dict[str, object]:
     """No sign-in: the joining machine proves itself with the KMA ID and its one-time passphrase."""
     return kma_join.join(
-        kma, body.kma_id, body.passphrase, body.node_csr_pem, body.server_csr_pem, client_address(request)
+        kma, body.kma_id, body.passphrase, body.node_csr_pem, body.server_csr_pem, client_address(request),
+        body.master_key_public_pem,
     )

@@ -155,6 +155,12 @@ def _prepare_autonomous(kma: Appliance, op_id: str, request: Mapping[str, Any]) 
         raise ValidationFailed("'enabled' must be true or false.")
     if autonomous_unlock_on(kma) == enabled:
         raise Conflict(f"Autonomous unlock is already {'on' if enabled else 'off'} for KMA '{kma.kma_id}'.")
+    hsm = kma.vault.hsm
+    if enabled and hsm is not None and hsm.holds_cluster_key:  # docs/hsm.md#clusters
+        raise ValidationFailed(
+            f"KMA '{kma.kma_id}' holds the cluster's master key in its HSM: autonomous unlock would keep "
+            "it on disk under a local file key. A quorum unlocks this KMA after each restart."
+        )
     word = "on" if enabled else "off"
     shown = {"kma_id": kma.kma_id, "enabled": enabled}
     return Prepared(
