@@ -118,6 +118,9 @@ class Tag(IntEnum):
     ORIGINAL_CREATION_DATE = 0x4200BC
     RNG_ALGORITHM = 0x4200DA
     RANDOM_NUMBER_GENERATOR = 0x4200DE
+    LOG_MESSAGE = 0x420141
+    INTEROP_FUNCTION = 0x420160
+    INTEROP_IDENTIFIER = 0x420161
     # Vendor extensions (tape semantics): see docs/api.md, "Agents".
     DATA_UNIT = 0x540001
     KEY_ISSUED = 0x540002
@@ -141,6 +144,8 @@ class Operation(IntEnum):
     DESTROY = 0x14
     QUERY = 0x18
     DISCOVER_VERSIONS = 0x1E
+    LOG = 0x2C
+    INTEROP = 0x34
     # Vendor extensions: a data unit's current write key, and writing from beginning of tape.
     WRITE_KEY = 0x80000001
     WRITE_FROM_BEGINNING = 0x80000002
@@ -242,6 +247,12 @@ class QueryFunction(IntEnum):
     APPLICATION_NAMESPACES = 4
     EXTENSION_LIST = 5
     EXTENSION_MAP = 6
+
+
+class InteropFunction(IntEnum):
+    BEGIN = 1
+    END = 2
+    RESET = 3
 
 
 class BatchErrorContinuation(IntEnum):

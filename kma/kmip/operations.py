@@ -27,6 +27,8 @@ Handler = Callable[[Call, Item], Awaitable[bytes]]
 HANDLERS: dict[int, Handler] = {
     Operation.DISCOVER_VERSIONS: ops_server.discover_versions,
     Operation.QUERY: ops_server.query,
+    Operation.LOG: ops_server.log,
+    Operation.INTEROP: ops_server.interop,
     Operation.CREATE: ops_keys.create,
     Operation.REGISTER: ops_keys.register,
     Operation.GET: ops_keys.get,

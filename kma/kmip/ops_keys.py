@@ -138,15 +138,17 @@ def repeats_a_short_pattern(raw: bytes) -> bool:
 
 async def register(call: Call, payload: Item) -> bytes:
     kind, raw, data_type = objects.registered(payload)
-    if kind == ObjectType.SYMMETRIC_KEY and repeats_a_short_pattern(raw):
+    spec, group = settled(call, payload)
+    general = group in call.access.general_groups
+    # a tape key may become another drive's write key; a general key is its client's own business
+    if kind == ObjectType.SYMMETRIC_KEY and not general and repeats_a_short_pattern(raw):
         raise field_error(
             "the key material is one byte value or a short pattern repeated; register a random key"
         )
-    spec, group = settled(call, payload)
     symmetric = kind == ObjectType.SYMMETRIC_KEY
     form = {"object_type": None if symmetric else kind, "bits": len(raw) * 8 if symmetric else None}
     tape_key = symmetric and form["bits"] == attributes.KEY_BITS
-    if not tape_key and group not in call.access.general_groups:
+    if not tape_key and not general:
         raise field_error(
             f"the policy of key group '{group}' keeps tape keys (AES-256); secret data, opaque objects "
             "and other AES sizes go to a key group whose policy keeps general keys"

@@ -82,6 +82,25 @@ def test_degenerate_key_bytes_are_refused(fresh_kma: RunningKma, tmp_path: Path,
         assert key_row(fresh_kma, uid)["material_wrapped"] != good  # stored wrapped under the master key
 
 
+def test_a_general_key_group_takes_a_clients_key_material_as_sent(
+    fresh_kma: RunningKma, tmp_path: Path
+) -> None:
+    """A generic client's key (a test key, one a peer system derived) is its own business; only
+    a tape key group, whose keys a drive may be handed as another drive's write key, refuses
+    degenerate bytes."""
+    importing_group(fresh_kma)
+    fresh_kma.client("co").update_key_policy("imports", general_keys=True)
+    dal01, _ = drives(fresh_kma, tmp_path)
+    with dal01:
+        patterned = bytes.fromhex("0123456789abcdef") * 4
+        uid = register(dal01, patterned, "E40004", "imported")
+        assert dal01.get(uid) == patterned
+        with pytest.raises(KmipFailure) as refused:  # a tape key group keeps the rule
+            register(dal01, patterned, "E40005")
+        assert refused.value.reason == ResultReason.INVALID_FIELD
+        assert "short pattern repeated" in refused.value.message
+
+
 def test_a_registered_key_becomes_another_drives_write_key_only_while_the_policy_allows_import(
     fresh_kma: RunningKma, tmp_path: Path
 ) -> None:

@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
-from kma.kmip.client import KmipClient
-from kma.kmip.enums import ResultReason, ResultStatus, Tag
-from tests.support.agents import enrolled_demo_agent, kmip
+from kma.kmip import ttlv
+from kma.kmip.client import KmipClient, KmipFailure
+from kma.kmip.enums import InteropFunction, Operation, ResultReason, ResultStatus, Tag
+from tests.support.agents import enrolled_demo_agent, events, kmip, last_event
 from tests.support.kma_process import RunningKma
-from tests.support.kmip_vectors import Bindings, Vector, vectors
+from tests.support.kmip_vectors import VECTORS, Bindings, Vector, vectors
 
 AGENT = "t10k-dal-01"
 # 3DES keys (SKFF-M-4, -8, -12): NIST withdrew 3DES, so this KMA refuses them, and says so.
@@ -29,12 +30,13 @@ REFUSED = [v for v in vectors("SKFF") if re.match(r"SKFF-M-(4|8|12)-", v.name)]
 SERVED = [v for v in vectors("TL", "SKLC", "SKFF", "OMOS", "BL", "QS") if v not in REFUSED]
 # Test cases this KMA does not pass yet (each an expected, strict failure: one that starts passing
 # must leave this list). docs/api.md says what is offered.
-NOT_YET = frozenset(v.name for v in SERVED if v.name.startswith(("BL-", "QS-")))
+NOT_YET = frozenset(v.name for v in SERVED if v.name.startswith(("BL-", "QS-"))) - {"BL-M-1-21"}
 CONTINUES = {"TL-M-3": "TL-M-2"}  # a test case -> the one whose objects it works on
 
 
 class Runner:
-    def __init__(self, client: KmipClient) -> None:
+    def __init__(self, kma: RunningKma, client: KmipClient) -> None:
+        self.kma = kma
         self.client = client
         self.done: set[str] = set()
         self.server_made: set[str] = set()
@@ -57,7 +59,7 @@ def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
         )
         agent_dir: Path = enrolled_demo_agent(kma, tmp_path_factory, AGENT)
         with kmip(agent_dir) as client:
-            yield Runner(client)
+            yield Runner(kma, client)
     finally:
         kma.stop()
 
@@ -81,3 +83,28 @@ def test_3des_is_refused_and_said_why(runner: Runner, vector: Vector) -> None:
     assert item.get(Tag.RESULT_STATUS) == ResultStatus.OPERATION_FAILED
     assert item.get(Tag.RESULT_REASON) == ResultReason.INVALID_FIELD
     assert "3DES, which NIST withdrew" in item.get(Tag.RESULT_MESSAGE)
+
+
+def test_log_and_interop_are_written_in_the_audit_trail(runner: Runner) -> None:
+    """A test case's Begin and End and its client's Log Message are audit events, the agent's;
+    Interop Reset (forget the test case's objects) is refused, and that too is recorded."""
+    before = last_event(runner.kma)
+    runner.run(Vector(VECTORS / "2.1" / "mandatory" / "BL-M-1-21.xml"))
+    said = [
+        (e["operation"], e["message"])
+        for e in events(runner.kma, before)
+        if e["operation"] in ("kmip.interop", "kmip.log")
+    ]
+    assert said == [
+        ("kmip.interop", f"agent '{AGENT}' began test case 'BL-M-1-21'"),
+        ("kmip.log", f"agent '{AGENT}' logged: Registered a symmetric key."),
+        ("kmip.interop", f"agent '{AGENT}' ended test case 'BL-M-1-21'"),
+    ]
+    reset = ttlv.enum(Tag.INTEROP_FUNCTION, InteropFunction.RESET) + ttlv.text(
+        Tag.INTEROP_IDENTIFIER, "BL-M-1-21"
+    )
+    with pytest.raises(KmipFailure) as refused:
+        runner.client.call(Operation.INTEROP, reset)
+    assert refused.value.reason == ResultReason.FEATURE_NOT_SUPPORTED
+    (event,) = events(runner.kma, before, "kmip.interop")[-1:]
+    assert event["condition"] == "error" and "Reset is not offered" in event["message"]
