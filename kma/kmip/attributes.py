@@ -47,8 +47,11 @@ AES_BITS = (128, 192, 256)
 DATA_UNIT_ALIASES = frozenset({"x-Data-Unit", "x-Barcode"})
 TAPE_NAMESPACE = "LIBRARY-LTO"  # KMIP Tape Library Profile: Application Data = the cartridge
 ASI = "Application Specific Information"
-# Standard attributes a client sets and the KMA keeps as sent (each may have several values).
-CLIENT_SET = frozenset({"Alternative Name", ASI, "Contact Information"})
+# Standard attributes a client sets and the KMA keeps as sent (each may have several values, but
+# those single-valued); the text ones are not structures.
+CLIENT_SET = frozenset({"Alternative Name", ASI, "Contact Information", "Description"})
+SINGLE_VALUED = frozenset({"Description"})
+CLIENT_TEXT = frozenset({"Contact Information", "Description"})
 CUSTOM_NAME = re.compile(r"^x-[A-Za-z0-9 ._-]{1,62}$")
 MAX_CUSTOM_VALUE = 1024
 ACTIVATION_SKEW = 5  # an Activation Date this many seconds ahead still means "now"
@@ -169,7 +172,7 @@ def kept(attr: Attr) -> Kept:
 def client_attribute(attr: Attr) -> Kept:
     """A standard attribute a client sets (checked for its shape) or its own `x-` attribute."""
     if attr.name in CLIENT_SET or attr.name == "Name":
-        structured = attr.name not in ("Contact Information",)
+        structured = attr.name not in CLIENT_TEXT
         if structured != (attr.value.type == ItemType.STRUCTURE):
             raise field_error(f"attribute '{attr.name}' has the wrong type")
         if attr.name == ASI:
@@ -302,6 +305,7 @@ ON_CREATE: dict[str, Callable[[NewKey, Attr, int], None]] = {
     ASI: _application,
     "Alternative Name": _client_set,
     "Contact Information": _client_set,
+    "Description": _client_set,
     "Object Group": _group,
     "Activation Date": _activation,
     "Operation Policy Name": _ignored,

@@ -3,8 +3,8 @@
 What an agent may change: a key's data unit while it has none (Name, x-Data-Unit or x-Barcode,
 or Application Specific Information in the LIBRARY-LTO namespace: a key protects one tape, and
 only writing from beginning of tape lets go of it), and what clients keep on a key (their own
-`x-` attributes of any type, Alternative Name, Contact Information, Application Specific
-Information of other namespaces). Everything else is the KMA's to set. Locate finds the keys the
+`x-` attributes of any type, Alternative Name, Contact Information, Description, Application
+Specific Information of other namespaces). Everything else is the KMA's to set. Locate finds the keys the
 agent may see by data unit, name, key group, state, usage or kept attribute, newest first; when
 it finds exactly one, that key is the ID placeholder for the next batch items (KMIP 1.0).
 """
@@ -112,6 +112,12 @@ async def add_attribute(call: Call, payload: Item) -> bytes:
         )
         return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
     keep = _kept(call, attr)
+    if attr.name in attributes.SINGLE_VALUED and _holds(call, uid, attr.name):
+        raise KmipError(
+            ResultReason.ILLEGAL_OPERATION,
+            f"key {uid} has a {attr.name} already; it has one value (Modify Attribute changes it)",
+            v2_reason=ResultReason.ATTRIBUTE_SINGLE_VALUED,
+        )
     await call.commit(
         "kmip.add_attribute",
         [
@@ -275,6 +281,7 @@ LOCATE_BY: dict[str, Callable[[LocateFilter, Attr], None]] = {
     attributes.ASI: _by_application,
     "Alternative Name": _by_kept,
     "Contact Information": _by_kept,
+    "Description": _by_kept,
     "Object Group": _typed_rule(ItemType.TEXT_STRING, lambda w, v: w.groups.append(v)),
     "State": _typed_rule(ItemType.ENUMERATION, _by_state),
     "Unique Identifier": _typed_rule(ItemType.TEXT_STRING, lambda w, v: w.key_ids.append(v)),

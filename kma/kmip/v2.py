@@ -45,6 +45,7 @@ TAG_OF: dict[str, int] = {
     "Alternative Name": 0x4200BF,
     "Application Specific Information": 0x420004,
     "Contact Information": Tag.CONTACT_INFORMATION,
+    "Description": Tag.DESCRIPTION,
     "Digest": Tag.DIGEST,
     "Last Change Date": Tag.LAST_CHANGE_DATE,
     "Original Creation Date": Tag.ORIGINAL_CREATION_DATE,
