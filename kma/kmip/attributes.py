@@ -49,9 +49,14 @@ TAPE_NAMESPACE = "LIBRARY-LTO"  # KMIP Tape Library Profile: Application Data = 
 ASI = "Application Specific Information"
 # Standard attributes a client sets and the KMA keeps as sent (each may have several values, but
 # those single-valued); the text ones are not structures.
-CLIENT_SET = frozenset({"Alternative Name", ASI, "Contact Information", "Description"})
-SINGLE_VALUED = frozenset({"Description"})
-CLIENT_TEXT = frozenset({"Contact Information", "Description"})
+CLIENT_SET = frozenset(
+    {"Alternative Name", ASI, "Contact Information", "Description", "Protection Level", "Protection Period"}
+)
+SINGLE_VALUED = frozenset({"Description", "Protection Level", "Protection Period"})
+CLIENT_PLAIN = frozenset({"Contact Information", "Description", "Protection Level", "Protection Period"})
+QUANTUM_SAFE = "Quantum Safe"
+# A quantum computer (Grover's search) halves a symmetric key's strength: AES-256 keeps 128 bits.
+QUANTUM_SAFE_BITS = 256
 CUSTOM_NAME = re.compile(r"^x-[A-Za-z0-9 ._-]{1,62}$")
 MAX_CUSTOM_VALUE = 1024
 ACTIVATION_SKEW = 5  # an Activation Date this many seconds ahead still means "now"
@@ -172,7 +177,7 @@ def kept(attr: Attr) -> Kept:
 def client_attribute(attr: Attr) -> Kept:
     """A standard attribute a client sets (checked for its shape) or its own `x-` attribute."""
     if attr.name in CLIENT_SET or attr.name == "Name":
-        structured = attr.name not in CLIENT_TEXT
+        structured = attr.name not in CLIENT_PLAIN
         if structured != (attr.value.type == ItemType.STRUCTURE):
             raise field_error(f"attribute '{attr.name}' has the wrong type")
         if attr.name == ASI:
@@ -218,6 +223,18 @@ class NewKey:
     labels: list[Attr] = field(default_factory=list)  # Name, x-Data-Unit, x-Barcode as sent
     tape_units: list[str] = field(default_factory=list)  # cartridges LIBRARY-LTO information names
     bits: int = KEY_BITS
+    quantum_safe: bool = False  # the client asks for an object safe against quantum computers
+
+
+def check_quantum_safe(spec: NewKey, bits: int | None) -> None:
+    """An object asked to be quantum safe (KMIP 2.1 Quantum Safe = True) must be: an AES key of
+    fewer than 256 bits is not (the answer is General Failure, as the Quantum Safe Profile has it)."""
+    if spec.quantum_safe and bits is not None and bits < QUANTUM_SAFE_BITS:
+        raise KmipError(
+            ResultReason.GENERAL_FAILURE,
+            f"NOT_SAFE: an AES-{bits} key is not quantum safe (a quantum search halves its strength); "
+            f"ask for AES-{QUANTUM_SAFE_BITS}",
+        )
 
 
 def _algorithm(spec: NewKey, attr: Attr, now: int) -> None:
@@ -280,6 +297,11 @@ def settle(spec: NewKey, general: bool, group: str) -> None:
             spec.kept.append(client_attribute(label))
 
 
+def _quantum_safe(spec: NewKey, attr: Attr, now: int) -> None:
+    spec.quantum_safe = bool(_typed(attr, ItemType.BOOLEAN))
+    spec.kept.append(kept(attr))  # set once, with the object: it is a promise about its material
+
+
 def _group(spec: NewKey, attr: Attr, now: int) -> None:
     spec.group = str(_typed(attr, ItemType.TEXT_STRING))
 
@@ -306,6 +328,9 @@ ON_CREATE: dict[str, Callable[[NewKey, Attr, int], None]] = {
     "Alternative Name": _client_set,
     "Contact Information": _client_set,
     "Description": _client_set,
+    "Protection Level": _client_set,
+    "Protection Period": _client_set,
+    QUANTUM_SAFE: _quantum_safe,
     "Object Group": _group,
     "Activation Date": _activation,
     "Operation Policy Name": _ignored,

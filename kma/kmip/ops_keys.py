@@ -117,6 +117,7 @@ def _where(spec: NewKey, group: str) -> str:
 async def create(call: Call, payload: Item, activate: bool = False) -> bytes:
     _symmetric_only(payload)
     spec, group = settled(call, payload)
+    attributes.check_quantum_safe(spec, spec.bits)
     spec.activate |= activate
     then = " and activated it (Activate in the same request)" if activate else ""
     key_id, _ = await issue(
@@ -139,6 +140,7 @@ def repeats_a_short_pattern(raw: bytes) -> bool:
 async def register(call: Call, payload: Item) -> bytes:
     kind, raw, data_type = objects.registered(payload)
     spec, group = settled(call, payload)
+    attributes.check_quantum_safe(spec, len(raw) * 8 if kind == ObjectType.SYMMETRIC_KEY else None)
     general = group in call.access.general_groups
     # a tape key may become another drive's write key; a general key is its client's own business
     if kind == ObjectType.SYMMETRIC_KEY and not general and repeats_a_short_pattern(raw):

@@ -18,8 +18,16 @@ from typing import Any
 import pytest
 
 from kma.kmip import ttlv
-from kma.kmip.client import KmipClient, KmipFailure
-from kma.kmip.enums import InteropFunction, Operation, ResultReason, ResultStatus, Tag
+from kma.kmip.client import KmipClient, KmipFailure, attribute
+from kma.kmip.enums import (
+    CryptographicAlgorithm,
+    InteropFunction,
+    ObjectType,
+    Operation,
+    ResultReason,
+    ResultStatus,
+    Tag,
+)
 from tests.support.agents import enrolled_demo_agent, events, kmip, last_event
 from tests.support.kma_process import RunningKma
 from tests.support.kmip_vectors import VECTORS, Bindings, Vector, vectors
@@ -30,7 +38,11 @@ REFUSED = [v for v in vectors("SKFF") if re.match(r"SKFF-M-(4|8|12)-", v.name)]
 SERVED = [v for v in vectors("TL", "SKLC", "SKFF", "OMOS", "BL", "QS") if v not in REFUSED]
 # Test cases this KMA does not pass yet (each an expected, strict failure: one that starts passing
 # must leave this list). docs/api.md says what is offered.
-NOT_YET = frozenset(v.name for v in SERVED if v.name.startswith(("BL-", "QS-"))) - {"BL-M-1-21", "BL-M-5-21"}
+NOT_YET = frozenset(v.name for v in SERVED if v.name.startswith(("BL-", "QS-"))) - {
+    "BL-M-1-21",
+    "BL-M-5-21",
+    "QS-M-2-21",
+}
 CONTINUES = {"TL-M-3": "TL-M-2"}  # a test case -> the one whose objects it works on
 
 
@@ -108,3 +120,36 @@ def test_log_and_interop_are_written_in_the_audit_trail(runner: Runner) -> None:
     assert refused.value.reason == ResultReason.FEATURE_NOT_SUPPORTED
     (event,) = events(runner.kma, before, "kmip.interop")[-1:]
     assert event["condition"] == "error" and "Reset is not offered" in event["message"]
+
+
+def quantum_safe_create(bits: int) -> bytes:
+    value = Tag.ATTRIBUTE_VALUE
+    return ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + ttlv.struct_(
+        Tag.TEMPLATE_ATTRIBUTE,
+        attribute("Cryptographic Algorithm", ttlv.enum(value, CryptographicAlgorithm.AES)),
+        attribute("Cryptographic Length", ttlv.integer(value, bits)),
+        attribute("Quantum Safe", ttlv.boolean(value, True)),
+    )
+
+
+def test_a_quantum_safe_key_is_aes_256(runner: Runner) -> None:
+    """Quantum Safe = True: an AES-128 key is refused, and the refusal recorded; an AES-256 key is
+    made and keeps the promise among its attributes (a client cannot add it to a key later)."""
+    before = last_event(runner.kma)
+    with pytest.raises(KmipFailure) as refused:
+        runner.client.call(Operation.CREATE, quantum_safe_create(128))
+    assert refused.value.reason == ResultReason.GENERAL_FAILURE
+    assert "AES-128 key is not quantum safe" in refused.value.message
+    (event,) = events(runner.kma, before, "kmip.create")
+    assert event["condition"] == "error" and "not quantum safe" in event["message"]
+
+    uid = runner.client.call(Operation.CREATE, quantum_safe_create(256)).get(Tag.UNIQUE_IDENTIFIER)
+    assert runner.client.get_attributes(uid, ["Quantum Safe"]) == {"Quantum Safe": True}
+    plain = runner.client.create()
+    with pytest.raises(KmipFailure) as read_only:
+        runner.client.call(
+            Operation.ADD_ATTRIBUTE,
+            ttlv.text(Tag.UNIQUE_IDENTIFIER, plain)
+            + attribute("Quantum Safe", ttlv.boolean(Tag.ATTRIBUTE_VALUE, True)),
+        )
+    assert read_only.value.reason == ResultReason.PERMISSION_DENIED
