@@ -31,7 +31,6 @@ from kma.kmip.enums import (
     ItemType,
     KeyFormatType,
     NameType,
-    ObjectType,
     ResultReason,
     RNGAlgorithm,
     State,
@@ -463,10 +462,8 @@ def _generator(k: KeyView) -> bytes | None:
 
 
 def _key_format(k: KeyView) -> bytes | None:
-    kind = objects.object_type(k.row)
-    if kind == ObjectType.OPAQUE_OBJECT:
-        return None
-    return ttlv.enum(V, KeyFormatType.OPAQUE if kind == ObjectType.SECRET_DATA else KeyFormatType.RAW)
+    fmt = objects.key_format(k.row)
+    return None if fmt is None else ttlv.enum(V, fmt)
 
 
 def _revocation(k: KeyView) -> bytes | None:

@@ -138,7 +138,8 @@ def repeats_a_short_pattern(raw: bytes) -> bool:
 
 
 async def register(call: Call, payload: Item) -> bytes:
-    kind, raw, data_type = objects.registered(payload)
+    sent = objects.registered(payload)
+    kind, raw = sent.kind, sent.raw
     spec, group = settled(call, payload)
     attributes.check_quantum_safe(spec, len(raw) * 8 if kind == ObjectType.SYMMETRIC_KEY else None)
     general = group in call.access.general_groups
@@ -174,8 +175,10 @@ async def register(call: Call, payload: Item) -> bytes:
     )
     spec.bits = attributes.KEY_BITS  # what the object is comes from its material, just below
     statements += _extras(key_id, spec)
-    if not tape_key:
-        statements.append(agent_keys.set_form(key_id, form["object_type"], form["bits"], data_type))
+    if not tape_key or sent.key_format not in (None, KeyFormatType.RAW):
+        statements.append(
+            agent_keys.set_form(key_id, form["object_type"], form["bits"], sent.data_type, sent.key_format)
+        )
     what = objects.what(form)
     await call.commit(
         "kmip.register",
@@ -222,8 +225,8 @@ def _wrapping_key(call: Call, spec: Item) -> tuple[str, bytes, int]:
 
 async def get(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
-    fmt = payload.get(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW)
-    if fmt not in (KeyFormatType.RAW, KeyFormatType.OPAQUE, KeyFormatType.TRANSPARENT_SYMMETRIC_KEY):
+    fmt = payload.get(Tag.KEY_FORMAT_TYPE)
+    if fmt not in (None, KeyFormatType.RAW, KeyFormatType.OPAQUE, KeyFormatType.TRANSPARENT_SYMMETRIC_KEY):
         raise KmipError(
             ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED,
             "objects are sent Raw, Opaque or as Transparent Symmetric Key",
@@ -236,6 +239,7 @@ async def get(call: Call, payload: Item) -> bytes:
     if row["material_wrapped"] is None:
         raise KmipError(ResultReason.KEY_VALUE_NOT_PRESENT, f"key {uid} was destroyed")
     material = plain(call, uid, row)
+    fmt = fmt if fmt is not None else objects.key_format(row)
     spec = payload.find(Tag.KEY_WRAPPING_SPECIFICATION)
     if spec is None:
         value, wrapping, how = material, b"", ""

@@ -73,7 +73,7 @@ KEY_COLUMNS = (
     "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.kma_id, k.created_at, k.activated_at, "
     "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, k.registered_by, m.usage_mask, "
     "m.revocation_reason, m.revocation_message, m.changed_at, m.compromise_occurrence_at, m.digest, "
-    "m.object_type, m.bits, m.data_type"
+    "m.object_type, m.bits, m.data_type, m.key_format"
 )
 
 
@@ -329,13 +329,20 @@ def insert_registered_key(
     )
 
 
-def set_form(key_id: str, object_type: int | None, bits: int | None, data_type: int | None) -> Stmt:
-    """What the key is when it is not an AES-256 symmetric key (kma/kmip/objects.py)."""
+def set_form(
+    key_id: str,
+    object_type: int | None,
+    bits: int | None,
+    data_type: int | None,
+    key_format: int | None = None,
+) -> Stmt:
+    """What the key is when it is not an AES-256 symmetric key (kma/kmip/objects.py), and the
+    Key Format Type a client registered it in."""
     return Stmt(
-        "INSERT INTO key_kmip (key_id, object_type, bits, data_type) VALUES (?, ?, ?, ?) "
+        "INSERT INTO key_kmip (key_id, object_type, bits, data_type, key_format) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (key_id) DO UPDATE SET object_type = excluded.object_type, bits = excluded.bits, "
-        "data_type = excluded.data_type",
-        (key_id, object_type, bits, data_type),
+        "data_type = excluded.data_type, key_format = excluded.key_format",
+        (key_id, object_type, bits, data_type, key_format),
     )
 
 
