@@ -223,6 +223,7 @@ class NewKey:
     tape_units: list[str] = field(default_factory=list)  # cartridges LIBRARY-LTO information names
     bits: int = KEY_BITS
     quantum_safe: bool = False  # the client asks for an object safe against quantum computers
+    protect_stop: int | None = None  # a Protect Stop Date the client set (general key groups)
 
 
 def check_quantum_safe(spec: NewKey, bits: int | None) -> None:
@@ -287,6 +288,11 @@ def settle(spec: NewKey, general: bool, group: str) -> None:
             f"the policy of key group '{group}' keeps tape keys: AES-256 only (a policy for general "
             "keys allows AES-128 and AES-192)"
         )
+    if spec.protect_stop is not None and not general:
+        raise field_error(
+            f"the policy of key group '{group}' sets its tape keys' dates; a Protect Stop Date is set "
+            "on keys of a key group whose policy keeps general keys"
+        )
     for unit in spec.tape_units:
         _bind(spec, unit, "Application Specific Information values")
     for label in spec.labels:
@@ -299,6 +305,10 @@ def settle(spec: NewKey, general: bool, group: str) -> None:
 def _quantum_safe(spec: NewKey, attr: Attr, now: int) -> None:
     spec.quantum_safe = bool(_typed(attr, ItemType.BOOLEAN))
     spec.kept.append(kept(attr))  # set once, with the object: it is a promise about its material
+
+
+def _protect_stop(spec: NewKey, attr: Attr, now: int) -> None:
+    spec.protect_stop = int(_typed(attr, ItemType.DATE_TIME))
 
 
 def _group(spec: NewKey, attr: Attr, now: int) -> None:
@@ -332,6 +342,7 @@ ON_CREATE: dict[str, Callable[[NewKey, Attr, int], None]] = {
     QUANTUM_SAFE: _quantum_safe,
     "Object Group": _group,
     "Activation Date": _activation,
+    "Protect Stop Date": _protect_stop,
     "Operation Policy Name": _ignored,
 }
 

@@ -5,7 +5,8 @@ or Application Specific Information in the LIBRARY-LTO namespace: a key protects
 only writing from beginning of tape lets go of it), and what clients keep on a key (their own
 `x-` attributes of any type, Alternative Name, Contact Information, Description, Application
 Specific Information of other namespaces). Everything else is the KMA's to set. Locate finds the keys the
-agent may see by data unit, name, key group, state, usage or kept attribute, newest first; when
+agent may see by data unit, name, key group, state, usage, lifecycle date or kept attribute,
+newest first; when
 it finds exactly one, that key is the ID placeholder for the next batch items (KMIP 1.0).
 """
 
@@ -272,7 +273,28 @@ def _by_usage(wanted: LocateFilter, mask: int) -> None:
     wanted.usage_mask = (wanted.usage_mask or 0) | mask
 
 
+# Lifecycle dates a Locate may name (one value: that date; two: the range between them).
+DATE_COLUMNS = {
+    "Initial Date": "created_at",
+    "Activation Date": "activated_at",
+    "Protect Stop Date": "protect_until",
+    "Deactivation Date": "deactivate_at",
+    "Compromise Date": "compromised_at",
+    "Destroy Date": "destroyed_at",
+}
+
+
+def _by_date(wanted: LocateFilter, attr: Attr) -> None:
+    if attr.value.type != ItemType.DATE_TIME:
+        raise field_error(f"attribute '{attr.name}' must be a date-time")
+    dates = wanted.dates.setdefault(DATE_COLUMNS[attr.name], [])
+    if len(dates) == 2:
+        raise field_error(f"Locate takes one '{attr.name}' (that date) or two (a range), not more")
+    dates.append(int(attr.value.value))
+
+
 LOCATE_BY: dict[str, Callable[[LocateFilter, Attr], None]] = {
+    **dict.fromkeys(DATE_COLUMNS, _by_date),
     "Object Type": _typed_rule(ItemType.ENUMERATION, lambda w, v: w.object_types.append(v)),
     "Cryptographic Algorithm": _typed_rule(ItemType.ENUMERATION, _by_algorithm),
     "Cryptographic Length": _typed_rule(ItemType.INTEGER, lambda w, v: w.bits.append(v)),

@@ -77,6 +77,8 @@ def _extras(key_id: str, spec: NewKey) -> list[Stmt]:
     if spec.usage_mask != attributes.DEFAULT_USAGE:
         out.append(agent_keys.set_usage_mask(key_id, spec.usage_mask))
     out += [agent_keys.add_custom_attribute(key_id, k.name, k.text, k.item) for k in spec.kept]
+    if spec.protect_stop is not None:
+        out.append(agent_keys.set_protect_stop(key_id, spec.protect_stop))
     return out
 
 

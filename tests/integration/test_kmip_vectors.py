@@ -42,7 +42,6 @@ ASYMMETRIC = "asymmetric keys and certificates are not offered (Register of a {}
 NOT_OFFERED = {
     "BL-M-2-21": "needs Batch Error Continuation Option Undo: each item here is durable before the "
     "next runs, so Undo is taken as Stop and an Activate already done stays done",
-    "BL-M-4-21": "needs a client-set Protect Stop Date on Secret Data and Locate by a date range",
     **{f"BL-M-{n}-21": ASYMMETRIC.format("private key") for n in (7, 9, 11, 13)},
     **{f"BL-M-{n}-21": ASYMMETRIC.format("public key") for n in (6, 8, 12)},
     "BL-M-10-21": ASYMMETRIC.format("certificate"),
