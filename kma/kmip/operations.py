@@ -99,7 +99,7 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
     call.subject = None
     try:
         handler = handler or HANDLERS.get(item.operation)
-        if handler is None:
+        if handler is None or request.version < ops_server.since(item.operation):
             raise KmipError(
                 ResultReason.OPERATION_NOT_SUPPORTED, f"operation {name} is not supported by this KMA"
             )

@@ -14,6 +14,14 @@ VENDOR = "KMS Manager reference KMA"
 # Exactly the standard operations served (vendor operation codes would not parse in most
 # clients' Query).
 QUERY_OPERATIONS = [op for op in Operation if op < 0x80000000]
+# Operations a later KMIP version added: a request of an earlier version has no such operation.
+SINCE: dict[int, tuple[int, int]] = {Operation.LOG: (2, 0), Operation.INTEROP: (2, 1)}
+
+
+def since(operation: int) -> tuple[int, int]:
+    return SINCE.get(operation, (1, 0))
+
+
 EXTENSIONS = [
     ("Data Unit", Tag.DATA_UNIT, ItemType.TEXT_STRING),
     ("Key Issued", Tag.KEY_ISSUED, ItemType.BOOLEAN),
@@ -53,7 +61,8 @@ async def query(call: Call, payload: Item) -> bytes:
     functions = {f for f in (i.value for i in payload.all(Tag.QUERY_FUNCTION)) if isinstance(f, int)}
     parts: list[bytes] = []
     if QueryFunction.OPERATIONS in functions:
-        parts += [ttlv.enum(Tag.OPERATION, op) for op in QUERY_OPERATIONS]
+        served = [op for op in QUERY_OPERATIONS if call.version >= since(op)]
+        parts += [ttlv.enum(Tag.OPERATION, op) for op in served]
     if QueryFunction.OBJECTS in functions:
         parts += [ttlv.enum(Tag.OBJECT_TYPE, kind) for kind in OBJECT_TYPES]
     if QueryFunction.SERVER_INFORMATION in functions:

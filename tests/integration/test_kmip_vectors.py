@@ -121,8 +121,15 @@ def test_log_and_interop_are_written_in_the_audit_trail(runner: Runner) -> None:
     reset = ttlv.enum(Tag.INTEROP_FUNCTION, InteropFunction.RESET) + ttlv.text(
         Tag.INTEROP_IDENTIFIER, "BL-M-1-21"
     )
-    with pytest.raises(KmipFailure) as refused:
+    with pytest.raises(KmipFailure) as unknown:  # KMIP 1.4 has no Interop
         runner.client.call(Operation.INTEROP, reset)
+    assert unknown.value.reason == ResultReason.OPERATION_NOT_SUPPORTED
+    runner.client.version = (2, 1)
+    try:
+        with pytest.raises(KmipFailure) as refused:
+            runner.client.call(Operation.INTEROP, reset)
+    finally:
+        runner.client.version = (1, 4)
     assert refused.value.reason == ResultReason.FEATURE_NOT_SUPPORTED
     (event,) = events(runner.kma, before, "kmip.interop")[-1:]
     assert event["condition"] == "error" and "Reset is not offered" in event["message"]
