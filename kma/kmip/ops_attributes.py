@@ -4,10 +4,10 @@ What an agent may change: a key's data unit while it has none (Name, x-Data-Unit
 or Application Specific Information in the LIBRARY-LTO namespace: a key protects one tape, and
 only writing from beginning of tape lets go of it), and what clients keep on a key (their own
 `x-` attributes of any type, Alternative Name, Contact Information, Description, Application
-Specific Information of other namespaces). Everything else is the KMA's to set. Locate finds the keys the
-agent may see by data unit, name, key group, state, usage, lifecycle date or kept attribute,
-newest first; when
-it finds exactly one, that key is the ID placeholder for the next batch items (KMIP 1.0).
+Specific Information of other namespaces). Everything else is the KMA's to set. Locate finds the
+keys the agent may see by data unit, name, key group, state, usage, lifecycle date or kept
+attribute, newest first; when it finds exactly one, that key is the ID placeholder for the next
+batch items (KMIP 1.0).
 """
 
 from __future__ import annotations
