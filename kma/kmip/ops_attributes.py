@@ -188,7 +188,7 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
     if not isinstance(name, str) or not isinstance(index, int):
         raise KmipError(ResultReason.MISSING_DATA, "Delete Attribute needs an Attribute Name")
     call.key(uid)
-    kept_here = _holds(call, uid, name) and name != attributes.ASI
+    kept_here = _holds(call, uid, name) and name not in (attributes.ASI, attributes.QUANTUM_SAFE)
     if not kept_here and (
         not name.startswith("x-") or name in attributes.STANDARD or name in DATA_UNIT_ALIASES
     ):

@@ -158,6 +158,11 @@ def test_a_quantum_safe_key_is_aes_256(runner: Runner) -> None:
 
     uid = runner.client.call(Operation.CREATE, quantum_safe_create(256)).get(Tag.UNIQUE_IDENTIFIER)
     assert runner.client.get_attributes(uid, ["Quantum Safe"]) == {"Quantum Safe": True}
+    with pytest.raises(KmipFailure) as kept:
+        delete = ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.text(Tag.ATTRIBUTE_NAME, "Quantum Safe")
+        runner.client.call(Operation.DELETE_ATTRIBUTE, delete)
+    assert kept.value.reason == ResultReason.PERMISSION_DENIED
+    assert runner.client.get_attributes(uid, ["Quantum Safe"]) == {"Quantum Safe": True}
     plain = runner.client.create()
     with pytest.raises(KmipFailure) as read_only:
         runner.client.call(
@@ -166,3 +171,16 @@ def test_a_quantum_safe_key_is_aes_256(runner: Runner) -> None:
             + attribute("Quantum Safe", ttlv.boolean(Tag.ATTRIBUTE_VALUE, True)),
         )
     assert read_only.value.reason == ResultReason.PERMISSION_DENIED
+
+
+def test_a_description_has_one_value_and_finds_its_key(runner: Runner) -> None:
+    uid = runner.client.create()
+    described = attribute("Description", ttlv.text(Tag.ATTRIBUTE_VALUE, "payroll database, site B"))
+    runner.client.call(Operation.ADD_ATTRIBUTE, ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + described)
+    again = attribute("Description", ttlv.text(Tag.ATTRIBUTE_VALUE, "another"))
+    with pytest.raises(KmipFailure) as refused:  # KMIP 1.4 has no Attribute Single Valued reason
+        runner.client.call(Operation.ADD_ATTRIBUTE, ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + again)
+    assert refused.value.reason == ResultReason.ILLEGAL_OPERATION
+    assert runner.client.get_attributes(uid, ["Description"]) == {"Description": "payroll database, site B"}
+    found = runner.client.call(Operation.LOCATE, described).all(Tag.UNIQUE_IDENTIFIER)
+    assert [i.value for i in found] == [uid]
