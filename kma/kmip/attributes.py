@@ -31,7 +31,6 @@ from kma.kmip.enums import (
     ItemType,
     KeyFormatType,
     NameType,
-    ObjectType,
     ResultReason,
     RNGAlgorithm,
     State,
@@ -47,8 +46,16 @@ AES_BITS = (128, 192, 256)
 DATA_UNIT_ALIASES = frozenset({"x-Data-Unit", "x-Barcode"})
 TAPE_NAMESPACE = "LIBRARY-LTO"  # KMIP Tape Library Profile: Application Data = the cartridge
 ASI = "Application Specific Information"
-# Standard attributes a client sets and the KMA keeps as sent (each may have several values).
-CLIENT_SET = frozenset({"Alternative Name", ASI, "Contact Information"})
+# Standard attributes a client sets and the KMA keeps as sent (each may have several values, but
+# those single-valued); the text ones are not structures.
+CLIENT_SET = frozenset(
+    {"Alternative Name", ASI, "Contact Information", "Description", "Protection Level", "Protection Period"}
+)
+SINGLE_VALUED = frozenset({"Description", "Protection Level", "Protection Period"})
+CLIENT_PLAIN = frozenset({"Contact Information", "Description", "Protection Level", "Protection Period"})
+QUANTUM_SAFE = "Quantum Safe"
+# A quantum computer (Grover's search) halves a symmetric key's strength: AES-256 keeps 128 bits.
+QUANTUM_SAFE_BITS = 256
 CUSTOM_NAME = re.compile(r"^x-[A-Za-z0-9 ._-]{1,62}$")
 MAX_CUSTOM_VALUE = 1024
 ACTIVATION_SKEW = 5  # an Activation Date this many seconds ahead still means "now"
@@ -169,7 +176,7 @@ def kept(attr: Attr) -> Kept:
 def client_attribute(attr: Attr) -> Kept:
     """A standard attribute a client sets (checked for its shape) or its own `x-` attribute."""
     if attr.name in CLIENT_SET or attr.name == "Name":
-        structured = attr.name not in ("Contact Information",)
+        structured = attr.name not in CLIENT_PLAIN
         if structured != (attr.value.type == ItemType.STRUCTURE):
             raise field_error(f"attribute '{attr.name}' has the wrong type")
         if attr.name == ASI:
@@ -215,6 +222,19 @@ class NewKey:
     labels: list[Attr] = field(default_factory=list)  # Name, x-Data-Unit, x-Barcode as sent
     tape_units: list[str] = field(default_factory=list)  # cartridges LIBRARY-LTO information names
     bits: int = KEY_BITS
+    quantum_safe: bool = False  # the client asks for an object safe against quantum computers
+    protect_stop: int | None = None  # a Protect Stop Date the client set (general key groups)
+
+
+def check_quantum_safe(spec: NewKey, bits: int | None) -> None:
+    """An object asked to be quantum safe (KMIP 2.1 Quantum Safe = True) must be: an AES key of
+    fewer than 256 bits is not (the answer is General Failure, as the Quantum Safe Profile has it)."""
+    if spec.quantum_safe and bits is not None and bits < QUANTUM_SAFE_BITS:
+        raise KmipError(
+            ResultReason.GENERAL_FAILURE,
+            f"NOT_SAFE: an AES-{bits} key is not quantum safe (a quantum search halves its strength); "
+            f"ask for AES-{QUANTUM_SAFE_BITS}",
+        )
 
 
 def _algorithm(spec: NewKey, attr: Attr, now: int) -> None:
@@ -268,6 +288,11 @@ def settle(spec: NewKey, general: bool, group: str) -> None:
             f"the policy of key group '{group}' keeps tape keys: AES-256 only (a policy for general "
             "keys allows AES-128 and AES-192)"
         )
+    if spec.protect_stop is not None and not general:
+        raise field_error(
+            f"the policy of key group '{group}' sets its tape keys' dates; a Protect Stop Date is set "
+            "on keys of a key group whose policy keeps general keys"
+        )
     for unit in spec.tape_units:
         _bind(spec, unit, "Application Specific Information values")
     for label in spec.labels:
@@ -275,6 +300,15 @@ def settle(spec: NewKey, general: bool, group: str) -> None:
             _bind(spec, data_unit_of(label), "Name, x-Data-Unit or Application Specific Information")
         else:
             spec.kept.append(client_attribute(label))
+
+
+def _quantum_safe(spec: NewKey, attr: Attr, now: int) -> None:
+    spec.quantum_safe = bool(_typed(attr, ItemType.BOOLEAN))
+    spec.kept.append(kept(attr))  # set once, with the object: it is a promise about its material
+
+
+def _protect_stop(spec: NewKey, attr: Attr, now: int) -> None:
+    spec.protect_stop = int(_typed(attr, ItemType.DATE_TIME))
 
 
 def _group(spec: NewKey, attr: Attr, now: int) -> None:
@@ -302,8 +336,13 @@ ON_CREATE: dict[str, Callable[[NewKey, Attr, int], None]] = {
     ASI: _application,
     "Alternative Name": _client_set,
     "Contact Information": _client_set,
+    "Description": _client_set,
+    "Protection Level": _client_set,
+    "Protection Period": _client_set,
+    QUANTUM_SAFE: _quantum_safe,
     "Object Group": _group,
     "Activation Date": _activation,
+    "Protect Stop Date": _protect_stop,
     "Operation Policy Name": _ignored,
 }
 
@@ -434,10 +473,8 @@ def _generator(k: KeyView) -> bytes | None:
 
 
 def _key_format(k: KeyView) -> bytes | None:
-    kind = objects.object_type(k.row)
-    if kind == ObjectType.OPAQUE_OBJECT:
-        return None
-    return ttlv.enum(V, KeyFormatType.OPAQUE if kind == ObjectType.SECRET_DATA else KeyFormatType.RAW)
+    fmt = objects.key_format(k.row)
+    return None if fmt is None else ttlv.enum(V, fmt)
 
 
 def _revocation(k: KeyView) -> bytes | None:

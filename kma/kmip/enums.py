@@ -118,6 +118,13 @@ class Tag(IntEnum):
     ORIGINAL_CREATION_DATE = 0x4200BC
     RNG_ALGORITHM = 0x4200DA
     RANDOM_NUMBER_GENERATOR = 0x4200DE
+    DESCRIPTION = 0x4200FC
+    PROTECTION_LEVEL = 0x420145
+    PROTECTION_PERIOD = 0x420146
+    QUANTUM_SAFE = 0x420147
+    LOG_MESSAGE = 0x420141
+    INTEROP_FUNCTION = 0x420160
+    INTEROP_IDENTIFIER = 0x420161
     # Vendor extensions (tape semantics): see docs/api.md, "Agents".
     DATA_UNIT = 0x540001
     KEY_ISSUED = 0x540002
@@ -141,6 +148,8 @@ class Operation(IntEnum):
     DESTROY = 0x14
     QUERY = 0x18
     DISCOVER_VERSIONS = 0x1E
+    LOG = 0x2C
+    INTEROP = 0x34
     # Vendor extensions: a data unit's current write key, and writing from beginning of tape.
     WRITE_KEY = 0x80000001
     WRITE_FROM_BEGINNING = 0x80000002
@@ -172,6 +181,7 @@ class ResultReason(IntEnum):
     KEY_VALUE_NOT_PRESENT = 0x13
     INCOMPATIBLE_CRYPTOGRAPHIC_USAGE_MASK = 0x29
     # KMIP 2.x reasons, where 1.x has a general one
+    ATTRIBUTE_SINGLE_VALUED = 0x23
     OBJECT_NOT_FOUND = 0x37
     WRONG_KEY_LIFECYCLE_STATE = 0x43
     GENERAL_FAILURE = 0x100
@@ -242,6 +252,12 @@ class QueryFunction(IntEnum):
     APPLICATION_NAMESPACES = 4
     EXTENSION_LIST = 5
     EXTENSION_MAP = 6
+
+
+class InteropFunction(IntEnum):
+    BEGIN = 1
+    END = 2
+    RESET = 3
 
 
 class BatchErrorContinuation(IntEnum):

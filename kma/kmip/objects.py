@@ -10,6 +10,7 @@ before they are issued, and so is every AES key the KMA makes, whatever its size
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kma.kmip import ttlv
@@ -59,6 +60,18 @@ def is_symmetric(row: Any) -> bool:
     return object_type(row) == ObjectType.SYMMETRIC_KEY
 
 
+def key_format(row: Any) -> int | None:
+    """The Key Format Type the object is sent in unless a Get names one: the one it was
+    registered in; a key the KMA made is Raw; an Opaque Object has none."""
+    kind = object_type(row)
+    if kind == ObjectType.OPAQUE_OBJECT:
+        return None
+    registered = _get(row, "key_format")
+    if registered is not None:
+        return int(registered)
+    return KeyFormatType.OPAQUE if kind == ObjectType.SECRET_DATA else KeyFormatType.RAW
+
+
 def what(row: Any) -> str:
     kind = object_type(row)
     if kind == ObjectType.SECRET_DATA:
@@ -69,8 +82,19 @@ def what(row: Any) -> str:
 
 
 # --- Register ------------------------------------------------------------------------------
-def registered(payload: Item) -> tuple[int, bytes, int | None]:
-    """(object type, material, Secret/Opaque Data Type) of a Register request."""
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """What a Register request carries: the object's type, its material, its Secret or Opaque
+    Data Type, the Key Format Type it came in."""
+
+    kind: int
+    raw: bytes
+    data_type: int | None = None
+    key_format: int | None = None
+
+
+def registered(payload: Item) -> Registered:
+    """The object of a Register request, checked."""
     kind = payload.get(Tag.OBJECT_TYPE)
     tag = REGISTERED.get(kind) if isinstance(kind, int) else None
     if tag is None:
@@ -85,20 +109,21 @@ def registered(payload: Item) -> tuple[int, bytes, int | None]:
         data_type, value = holder.get(Tag.OPAQUE_DATA_TYPE), holder.get(Tag.OPAQUE_DATA_VALUE)
         if not isinstance(data_type, int) or not isinstance(value, bytes):
             raise KmipError(ResultReason.MISSING_DATA, "an Opaque Object needs an Opaque Data Type and Value")
-        return kind, _sized(value), data_type
+        return Registered(kind, _sized(value), data_type)
     block = holder.find(Tag.KEY_BLOCK)
     if block is None:
         raise KmipError(ResultReason.MISSING_DATA, "the object has no Key Block")
     raw = block_material(block)
+    fmt = block.get(Tag.KEY_FORMAT_TYPE)
     if kind == ObjectType.SECRET_DATA:
         data_type = holder.get(Tag.SECRET_DATA_TYPE)
         if not isinstance(data_type, int):
             raise KmipError(ResultReason.MISSING_DATA, "Secret Data needs a Secret Data Type")
-        return kind, _sized(raw), data_type
+        return Registered(kind, _sized(raw), data_type, fmt)
     algorithm = block.get(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES)
     if algorithm != CryptographicAlgorithm.AES or len(raw) * 8 not in (128, 192, 256):
         raise field_error("this KMA holds AES keys only (16, 24 or 32 bytes of key material)")
-    return kind, raw, None
+    return Registered(kind, raw, None, fmt)
 
 
 def _sized(value: bytes) -> bytes:
@@ -149,8 +174,9 @@ def encode_object(row: Any, fmt: int | None, value: bytes, wrapping: bytes = b""
     else:
         key_value = ttlv.struct_(Tag.KEY_VALUE, ttlv.byte_string(Tag.KEY_MATERIAL, value))
     if kind == ObjectType.SECRET_DATA:
+        secret_format = fmt if fmt in (KeyFormatType.RAW, KeyFormatType.OPAQUE) else KeyFormatType.OPAQUE
         block = ttlv.struct_(
-            Tag.KEY_BLOCK, ttlv.enum(Tag.KEY_FORMAT_TYPE, KeyFormatType.OPAQUE), key_value, wrapping
+            Tag.KEY_BLOCK, ttlv.enum(Tag.KEY_FORMAT_TYPE, secret_format), key_value, wrapping
         )
         return ttlv.struct_(
             Tag.SECRET_DATA, ttlv.enum(Tag.SECRET_DATA_TYPE, int(_get(row, "data_type") or 1)), block

@@ -27,6 +27,8 @@ Handler = Callable[[Call, Item], Awaitable[bytes]]
 HANDLERS: dict[int, Handler] = {
     Operation.DISCOVER_VERSIONS: ops_server.discover_versions,
     Operation.QUERY: ops_server.query,
+    Operation.LOG: ops_server.log,
+    Operation.INTEROP: ops_server.interop,
     Operation.CREATE: ops_keys.create,
     Operation.REGISTER: ops_keys.register,
     Operation.GET: ops_keys.get,
@@ -97,7 +99,7 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
     call.subject = None
     try:
         handler = handler or HANDLERS.get(item.operation)
-        if handler is None:
+        if handler is None or request.version < ops_server.since(item.operation):
             raise KmipError(
                 ResultReason.OPERATION_NOT_SUPPORTED, f"operation {name} is not supported by this KMA"
             )

@@ -3,10 +3,11 @@
 What an agent may change: a key's data unit while it has none (Name, x-Data-Unit or x-Barcode,
 or Application Specific Information in the LIBRARY-LTO namespace: a key protects one tape, and
 only writing from beginning of tape lets go of it), and what clients keep on a key (their own
-`x-` attributes of any type, Alternative Name, Contact Information, Application Specific
-Information of other namespaces). Everything else is the KMA's to set. Locate finds the keys the
-agent may see by data unit, name, key group, state, usage or kept attribute, newest first; when
-it finds exactly one, that key is the ID placeholder for the next batch items (KMIP 1.0).
+`x-` attributes of any type, Alternative Name, Contact Information, Description, Application
+Specific Information of other namespaces). Everything else is the KMA's to set. Locate finds the
+keys the agent may see by data unit, name, key group, state, usage, lifecycle date or kept
+attribute, newest first; when it finds exactly one, that key is the ID placeholder for the next
+batch items (KMIP 1.0).
 """
 
 from __future__ import annotations
@@ -112,6 +113,12 @@ async def add_attribute(call: Call, payload: Item) -> bytes:
         )
         return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
     keep = _kept(call, attr)
+    if attr.name in attributes.SINGLE_VALUED and _holds(call, uid, attr.name):
+        raise KmipError(
+            ResultReason.ILLEGAL_OPERATION,
+            f"key {uid} has a {attr.name} already; it has one value (Modify Attribute changes it)",
+            v2_reason=ResultReason.ATTRIBUTE_SINGLE_VALUED,
+        )
     await call.commit(
         "kmip.add_attribute",
         [
@@ -181,7 +188,7 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
     if not isinstance(name, str) or not isinstance(index, int):
         raise KmipError(ResultReason.MISSING_DATA, "Delete Attribute needs an Attribute Name")
     call.key(uid)
-    kept_here = _holds(call, uid, name) and name != attributes.ASI
+    kept_here = _holds(call, uid, name) and name not in (attributes.ASI, attributes.QUANTUM_SAFE)
     if not kept_here and (
         not name.startswith("x-") or name in attributes.STANDARD or name in DATA_UNIT_ALIASES
     ):
@@ -266,7 +273,28 @@ def _by_usage(wanted: LocateFilter, mask: int) -> None:
     wanted.usage_mask = (wanted.usage_mask or 0) | mask
 
 
+# Lifecycle dates a Locate may name (one value: that date; two: the range between them).
+DATE_COLUMNS = {
+    "Initial Date": "created_at",
+    "Activation Date": "activated_at",
+    "Protect Stop Date": "protect_until",
+    "Deactivation Date": "deactivate_at",
+    "Compromise Date": "compromised_at",
+    "Destroy Date": "destroyed_at",
+}
+
+
+def _by_date(wanted: LocateFilter, attr: Attr) -> None:
+    if attr.value.type != ItemType.DATE_TIME:
+        raise field_error(f"attribute '{attr.name}' must be a date-time")
+    dates = wanted.dates.setdefault(DATE_COLUMNS[attr.name], [])
+    if len(dates) == 2:
+        raise field_error(f"Locate takes one '{attr.name}' (that date) or two (a range), not more")
+    dates.append(int(attr.value.value))
+
+
 LOCATE_BY: dict[str, Callable[[LocateFilter, Attr], None]] = {
+    **dict.fromkeys(DATE_COLUMNS, _by_date),
     "Object Type": _typed_rule(ItemType.ENUMERATION, lambda w, v: w.object_types.append(v)),
     "Cryptographic Algorithm": _typed_rule(ItemType.ENUMERATION, _by_algorithm),
     "Cryptographic Length": _typed_rule(ItemType.INTEGER, lambda w, v: w.bits.append(v)),
@@ -275,6 +303,7 @@ LOCATE_BY: dict[str, Callable[[LocateFilter, Attr], None]] = {
     attributes.ASI: _by_application,
     "Alternative Name": _by_kept,
     "Contact Information": _by_kept,
+    "Description": _by_kept,
     "Object Group": _typed_rule(ItemType.TEXT_STRING, lambda w, v: w.groups.append(v)),
     "State": _typed_rule(ItemType.ENUMERATION, _by_state),
     "Unique Identifier": _typed_rule(ItemType.TEXT_STRING, lambda w, v: w.key_ids.append(v)),

@@ -77,6 +77,8 @@ def _extras(key_id: str, spec: NewKey) -> list[Stmt]:
     if spec.usage_mask != attributes.DEFAULT_USAGE:
         out.append(agent_keys.set_usage_mask(key_id, spec.usage_mask))
     out += [agent_keys.add_custom_attribute(key_id, k.name, k.text, k.item) for k in spec.kept]
+    if spec.protect_stop is not None:
+        out.append(agent_keys.set_protect_stop(key_id, spec.protect_stop))
     return out
 
 
@@ -117,6 +119,7 @@ def _where(spec: NewKey, group: str) -> str:
 async def create(call: Call, payload: Item, activate: bool = False) -> bytes:
     _symmetric_only(payload)
     spec, group = settled(call, payload)
+    attributes.check_quantum_safe(spec, spec.bits)
     spec.activate |= activate
     then = " and activated it (Activate in the same request)" if activate else ""
     key_id, _ = await issue(
@@ -137,16 +140,20 @@ def repeats_a_short_pattern(raw: bytes) -> bool:
 
 
 async def register(call: Call, payload: Item) -> bytes:
-    kind, raw, data_type = objects.registered(payload)
-    if kind == ObjectType.SYMMETRIC_KEY and repeats_a_short_pattern(raw):
+    sent = objects.registered(payload)
+    kind, raw = sent.kind, sent.raw
+    spec, group = settled(call, payload)
+    attributes.check_quantum_safe(spec, len(raw) * 8 if kind == ObjectType.SYMMETRIC_KEY else None)
+    general = group in call.access.general_groups
+    # a tape key may become another drive's write key; a general key is its client's own business
+    if kind == ObjectType.SYMMETRIC_KEY and not general and repeats_a_short_pattern(raw):
         raise field_error(
             "the key material is one byte value or a short pattern repeated; register a random key"
         )
-    spec, group = settled(call, payload)
     symmetric = kind == ObjectType.SYMMETRIC_KEY
     form = {"object_type": None if symmetric else kind, "bits": len(raw) * 8 if symmetric else None}
     tape_key = symmetric and form["bits"] == attributes.KEY_BITS
-    if not tape_key and group not in call.access.general_groups:
+    if not tape_key and not general:
         raise field_error(
             f"the policy of key group '{group}' keeps tape keys (AES-256); secret data, opaque objects "
             "and other AES sizes go to a key group whose policy keeps general keys"
@@ -170,8 +177,10 @@ async def register(call: Call, payload: Item) -> bytes:
     )
     spec.bits = attributes.KEY_BITS  # what the object is comes from its material, just below
     statements += _extras(key_id, spec)
-    if not tape_key:
-        statements.append(agent_keys.set_form(key_id, form["object_type"], form["bits"], data_type))
+    if not tape_key or sent.key_format not in (None, KeyFormatType.RAW):
+        statements.append(
+            agent_keys.set_form(key_id, form["object_type"], form["bits"], sent.data_type, sent.key_format)
+        )
     what = objects.what(form)
     await call.commit(
         "kmip.register",
@@ -218,8 +227,8 @@ def _wrapping_key(call: Call, spec: Item) -> tuple[str, bytes, int]:
 
 async def get(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
-    fmt = payload.get(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW)
-    if fmt not in (KeyFormatType.RAW, KeyFormatType.OPAQUE, KeyFormatType.TRANSPARENT_SYMMETRIC_KEY):
+    fmt = payload.get(Tag.KEY_FORMAT_TYPE)
+    if fmt not in (None, KeyFormatType.RAW, KeyFormatType.OPAQUE, KeyFormatType.TRANSPARENT_SYMMETRIC_KEY):
         raise KmipError(
             ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED,
             "objects are sent Raw, Opaque or as Transparent Symmetric Key",
@@ -232,6 +241,7 @@ async def get(call: Call, payload: Item) -> bytes:
     if row["material_wrapped"] is None:
         raise KmipError(ResultReason.KEY_VALUE_NOT_PRESENT, f"key {uid} was destroyed")
     material = plain(call, uid, row)
+    fmt = fmt if fmt is not None else objects.key_format(row)
     spec = payload.find(Tag.KEY_WRAPPING_SPECIFICATION)
     if spec is None:
         value, wrapping, how = material, b"", ""

@@ -1,17 +1,27 @@
-"""Discover Versions and Query: what this server speaks and can do."""
+"""Discover Versions and Query: what this server speaks and can do; Log and Interop: what a
+client asks to have written in the audit trail (a note of its own, the start and end of a test
+case it runs)."""
 
 from __future__ import annotations
 
 from kma.kmip import ttlv
 from kma.kmip.context import Call
-from kma.kmip.enums import ItemType, ObjectType, Operation, QueryFunction, Tag
-from kma.kmip.messages import SUPPORTED_VERSIONS
+from kma.kmip.enums import InteropFunction, ItemType, ObjectType, Operation, QueryFunction, ResultReason, Tag
+from kma.kmip.messages import SUPPORTED_VERSIONS, KmipError
 from kma.kmip.ttlv import Item
 
 VENDOR = "KMS Manager reference KMA"
 # Exactly the standard operations served (vendor operation codes would not parse in most
 # clients' Query).
 QUERY_OPERATIONS = [op for op in Operation if op < 0x80000000]
+# Operations a later KMIP version added: a request of an earlier version has no such operation.
+SINCE: dict[int, tuple[int, int]] = {Operation.LOG: (2, 0), Operation.INTEROP: (2, 1)}
+
+
+def since(operation: int) -> tuple[int, int]:
+    return SINCE.get(operation, (1, 0))
+
+
 EXTENSIONS = [
     ("Data Unit", Tag.DATA_UNIT, ItemType.TEXT_STRING),
     ("Key Issued", Tag.KEY_ISSUED, ItemType.BOOLEAN),
@@ -51,7 +61,8 @@ async def query(call: Call, payload: Item) -> bytes:
     functions = {f for f in (i.value for i in payload.all(Tag.QUERY_FUNCTION)) if isinstance(f, int)}
     parts: list[bytes] = []
     if QueryFunction.OPERATIONS in functions:
-        parts += [ttlv.enum(Tag.OPERATION, op) for op in QUERY_OPERATIONS]
+        served = [op for op in QUERY_OPERATIONS if call.version >= since(op)]
+        parts += [ttlv.enum(Tag.OPERATION, op) for op in served]
     if QueryFunction.OBJECTS in functions:
         parts += [ttlv.enum(Tag.OBJECT_TYPE, kind) for kind in OBJECT_TYPES]
     if QueryFunction.SERVER_INFORMATION in functions:
@@ -66,3 +77,40 @@ async def query(call: Call, payload: Item) -> bytes:
             parts.append(ttlv.struct_(Tag.EXTENSION_INFORMATION, *fields))
     await call.audit("kmip.query", f"answered a query ({len(functions)} functions)")
     return b"".join(parts)
+
+
+MAX_NOTE = 500  # characters of a client's Log Message or Interop Identifier kept in the trail
+
+
+def _note(payload: Item, tag: int, what: str) -> str:
+    value = payload.get(tag)
+    if not isinstance(value, str) or not value:
+        raise KmipError(
+            ResultReason.MISSING_DATA, f"{what} needs a {Tag(tag).name.title().replace('_', ' ')}"
+        )
+    return value[:MAX_NOTE]
+
+
+async def log(call: Call, payload: Item) -> bytes:
+    """Log: the client's message becomes an audit event (its words, marked as the agent's)."""
+    message = _note(payload, Tag.LOG_MESSAGE, "Log")
+    await call.audit("kmip.log", f"agent '{call.agent_id}' logged: {message}")
+    return b""
+
+
+async def interop(call: Call, payload: Item) -> bytes:
+    """Interop Begin / End mark in the audit trail where a client's test case starts and ends.
+    Reset (the server forgets the test case's objects) is refused: objects here go only through
+    their lifecycle, each step audited."""
+    function = payload.get(Tag.INTEROP_FUNCTION)
+    identifier = _note(payload, Tag.INTEROP_IDENTIFIER, "Interop")
+    if function == InteropFunction.RESET:
+        raise KmipError(
+            ResultReason.FEATURE_NOT_SUPPORTED,
+            "Interop Reset is not offered: objects are destroyed through their lifecycle, not reset",
+        )
+    if function not in (InteropFunction.BEGIN, InteropFunction.END):
+        raise KmipError(ResultReason.INVALID_FIELD, "Interop Function must be Begin, End or Reset")
+    said = "began" if function == InteropFunction.BEGIN else "ended"
+    await call.audit("kmip.interop", f"agent '{call.agent_id}' {said} test case '{identifier}'")
+    return b""

@@ -63,9 +63,23 @@ PROTECTING = key_in_state(KeyState.PROTECT_AND_PROCESS, "{t}") + (
 
 
 def _activation(group: str) -> str:
+    """The policy's periods from now; a Protect Stop Date a client set earlier stays (a pre-active
+    key has one only if a client of a general key group set it)."""
+    protect = f":now + {_policy_value('encryption_period', group)}"
     return (
-        f"activated_at = :now, protect_until = :now + {_policy_value('encryption_period', group)}, "
+        f"activated_at = :now, protect_until = min(coalesce(protect_until, {protect}), {protect}), "
         f"deactivate_at = :now + {_policy_value('cryptoperiod', group)}"
+    )
+
+
+def set_protect_stop(key_id: str, when: int) -> Stmt:
+    """A client's Protect Stop Date (a general key group's key): the key protects nothing after
+    it; never later than its policy's encryption period allows."""
+    return Stmt(
+        "UPDATE keys SET protect_until = CASE WHEN activated_at IS NULL THEN :when "
+        "ELSE min(protect_until, :when) END WHERE id = :id",
+        {"id": key_id, "when": when},
+        expect=1,
     )
 
 
@@ -73,7 +87,7 @@ KEY_COLUMNS = (
     "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.kma_id, k.created_at, k.activated_at, "
     "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, k.registered_by, m.usage_mask, "
     "m.revocation_reason, m.revocation_message, m.changed_at, m.compromise_occurrence_at, m.digest, "
-    "m.object_type, m.bits, m.data_type"
+    "m.object_type, m.bits, m.data_type, m.key_format"
 )
 
 
@@ -329,13 +343,20 @@ def insert_registered_key(
     )
 
 
-def set_form(key_id: str, object_type: int | None, bits: int | None, data_type: int | None) -> Stmt:
-    """What the key is when it is not an AES-256 symmetric key (kma/kmip/objects.py)."""
+def set_form(
+    key_id: str,
+    object_type: int | None,
+    bits: int | None,
+    data_type: int | None,
+    key_format: int | None = None,
+) -> Stmt:
+    """What the key is when it is not an AES-256 symmetric key (kma/kmip/objects.py), and the
+    Key Format Type a client registered it in."""
     return Stmt(
-        "INSERT INTO key_kmip (key_id, object_type, bits, data_type) VALUES (?, ?, ?, ?) "
+        "INSERT INTO key_kmip (key_id, object_type, bits, data_type, key_format) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (key_id) DO UPDATE SET object_type = excluded.object_type, bits = excluded.bits, "
-        "data_type = excluded.data_type",
-        (key_id, object_type, bits, data_type),
+        "data_type = excluded.data_type, key_format = excluded.key_format",
+        (key_id, object_type, bits, data_type, key_format),
     )
 
 
@@ -531,6 +552,8 @@ class LocateFilter:
     bits: list[int] = field(default_factory=list)  # Cryptographic Length
     usage_mask: int | None = None
     nothing: bool = False  # e.g. an object type other than symmetric keys: no match at all
+    # a lifecycle date's column -> the dates asked for: one is that date, two a range (KMIP)
+    dates: dict[str, list[int]] = field(default_factory=dict)
 
 
 def locate(
@@ -566,6 +589,9 @@ def locate(
             f"(k.data_unit_id = {p} OR EXISTS (SELECT 1 FROM key_custom_attributes c WHERE "
             f"c.key_id = k.id AND c.name = 'Name' AND c.value = {p}))"
         )
+    for column, (earliest, latest) in _date_ranges(wanted).items():
+        params[f"{column}_from"], params[f"{column}_to"] = earliest, latest
+        where.append(f"k.{column} BETWEEN :{column}_from AND :{column}_to")
     if wanted.states:
         where.append("(" + " OR ".join(f"({STATE_SQL[s]})" for s in wanted.states) + ")")
     else:
@@ -608,6 +634,10 @@ def _unrecorded(kma: Appliance, agent_id: str, wanted: LocateFilter) -> list[str
     return [str(r[0]) for r in rows]
 
 
+def _date_ranges(wanted: LocateFilter) -> dict[str, tuple[int, int]]:
+    return {column: (min(dates), max(dates)) for column, dates in wanted.dates.items()}
+
+
 def _issued_here(kma: Appliance, agent_id: str, now: int, wanted: LocateFilter) -> list[str]:
     """The keys this KMA issued and has not shipped, which `wanted` finds (they have no custom
     attributes and the default usage mask), newest first."""
@@ -623,6 +653,7 @@ def _issued_here(kma: Appliance, agent_id: str, now: int, wanted: LocateFilter) 
             and all(b == 256 for b in wanted.bits)
             and (not wanted.states or state in wanted.states)
             and (wanted.usage_mask is None or (12 & wanted.usage_mask) == wanted.usage_mask)
+            and all(s[c] is not None and a <= s[c] <= b for c, (a, b) in _date_ranges(wanted).items())
             and _may_see(kma, agent_id, s["key_group_id"])
         ):
             found.append(s)
