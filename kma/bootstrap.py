@@ -13,7 +13,6 @@ was and can simply be tried again.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -247,9 +246,7 @@ def initialise(
     if split.names != tuple(m.name for m in answers.members) or split.threshold != answers.threshold:
         raise ValidationFailed("The answers name other key split members or another threshold than the "
                                "key split that was proven.")  # fmt: skip
-    root = data_dir.root
-    root.parent.mkdir(parents=True, exist_ok=True)
-    staging = DataDir(Path(tempfile.mkdtemp(prefix=f".{root.name}.setting-up-", dir=root.parent)))
+    staging = DataDir(data_dir.staging("setting-up"))
     try:
         master = _create(staging, answers, clock, split, refusals)
         data_dir.take_from(staging.root)

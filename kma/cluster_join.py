@@ -32,10 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import tempfile
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from cryptography import x509
@@ -191,10 +189,8 @@ def join(data_dir: DataDir, answers: JoinAnswers) -> Any:
 
 
 def _write(data_dir: DataDir, answers: JoinAnswers, grant: Any, node_key: bytes, server_key: bytes) -> None:
-    root = data_dir.root
     entry = grant.kma
-    root.parent.mkdir(parents=True, exist_ok=True)
-    staging = DataDir(Path(tempfile.mkdtemp(prefix=f".{root.name}.joining-", dir=root.parent)))
+    staging = DataDir(data_dir.staging("joining"))
     try:
         staging.create()
         staging.ca_cert.parent.mkdir(mode=0o700)

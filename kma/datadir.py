@@ -25,6 +25,7 @@ import re
 import shlex
 import stat
 import sys
+import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +143,18 @@ class DataDir:
         if not self.root.exists():
             return True
         return self.root.is_dir() and all(p.name in ("kma.lock", "logs") for p in self.root.iterdir())
+
+    def staging(self, purpose: str) -> Path:
+        """A new folder to build this data directory in, moved into place only once complete (so a
+        refusal halfway leaves nothing): beside it where its parent may be written, else inside it
+        (a packaged KMA's /var/lib/kma, whose parent only root writes; `take_from` moves it up)."""
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return Path(tempfile.mkdtemp(prefix=f".{self.root.name}.{purpose}-", dir=self.root.parent))
+        except PermissionError:
+            if not self.root.is_dir():
+                raise
+            return Path(tempfile.mkdtemp(prefix=f".{purpose}-", dir=self.root))
 
     def take_from(self, staging: Path) -> None:
         """A checked, staged KMA becomes this data directory (renamed whole, or moved into it)."""

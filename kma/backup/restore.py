@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -104,8 +103,7 @@ def restore(
         if token is not None:
             master = HsmMasterKey(master.raw(), token, _token_key(token))
         key = core.backup_key(master, backup.backup_key_generation)
-        root.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-restore-", dir=root.parent))
+        staging = data_dir.staging("restore")
         try:
             stage = DataDir(staging)
             decrypt_database_backup(backup, key, stage.db)
