@@ -1,0 +1,113 @@
+"""Rows that grant power carry a MAC only an unlocked KMA can make (issue 26, part 4): a user or a key
+group membership written straight into the store grants nothing, and is reported as tampering."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from kma.crypto import hash_passphrase
+from kma.kmip.client import KmipFailure
+from kma.kmip.enums import ResultReason
+from kms_client import Unauthenticated
+from tests.integration.test_quorum import creds
+from tests.support.agents import demo_passphrase, enroll, kmip, service_address
+from tests.support.kma_process import RunningKma, run_kma
+
+FORGED = "forged passphrase of mallory"
+
+
+def _write_behind_the_kma(kma: RunningKma, *statements: tuple[str, tuple[object, ...]]) -> None:
+    """Rows written with sqlite3 into a stopped KMA's store, as a leaked store file allows."""
+    kma.stop()
+    db = sqlite3.connect(kma.data_dir / "kma.db")
+    with db:
+        for sql, params in statements:
+            db.execute(sql, params)
+    db.close()
+    kma.start()
+
+
+def _forged_officer(user_id: str, mac: str | None) -> tuple[str, tuple[object, ...]]:
+    return (
+        "INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at, mac) "
+        "VALUES (?, 'Mallory', 'security_officer', ?, 0, 0, ?)",
+        (user_id, hash_passphrase(FORGED), mac),
+    )
+
+
+def _audit_verify(kma: RunningKma) -> tuple[int, str]:
+    done = run_kma("audit", "verify", "--data-dir", str(kma.data_dir), check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_user_written_into_the_store_cannot_sign_in_and_is_reported(fresh_kma: RunningKma) -> None:
+    made = fresh_kma.client("so").create_user(
+        "jo", "Jo Auditor", ["auditor"], "jo's good passphrase", credentials=creds(fresh_kma, "alice", "bob", "carol")
+    )
+    assert made.id == "jo"  # type: ignore[union-attr]
+    fresh_kma.client("jo", "jo's good passphrase")  # a user made through the API signs in
+    assert _audit_verify(fresh_kma)[0] == 0
+
+    _write_behind_the_kma(fresh_kma, _forged_officer("mallory", None), _forged_officer("eve", "00" * 32))
+    for user_id in ("mallory", "eve"):
+        with pytest.raises(Unauthenticated):
+            fresh_kma.client(user_id, FORGED)
+    fresh_kma.client("jo", "jo's good passphrase")  # still fine
+
+    code, said = _audit_verify(fresh_kma)
+    assert code == 1
+    assert "TAMPERED row: users 'mallory' has no MAC" in said
+    assert "TAMPERED row: users 'eve' has a MAC that does not verify" in said
+    tamper = [e for e in fresh_kma.client("auditor").iter_audit_events() if e.operation == "security.tamper"]
+    assert {e.subject_id for e in tamper} >= {"mallory", "eve"}
+    warnings = fresh_kma.client("so").dashboard().warnings
+    assert any("tamper events" in w for w in warnings)
+
+
+def test_a_membership_written_into_the_store_gives_no_key(fresh_kma: RunningKma, tmp_path: Path) -> None:
+    enroll(fresh_kma, "t10k-dal-02", tmp_path / "dal", demo_passphrase(fresh_kma, "t10k-dal-02"))
+    enroll(fresh_kma, "t10k-bos-01", tmp_path / "bos", demo_passphrase(fresh_kma, "t10k-bos-01"))
+    with kmip(tmp_path / "dal") as dal:
+        dallas_key = dal.create_and_activate("E40001")  # in backup-dallas
+
+    _write_behind_the_kma(fresh_kma, (
+        "INSERT INTO key_group_agents (key_group_id, agent_id, mac) VALUES ('backup-dallas', 't10k-bos-01', ?)",
+        ("ab" * 32,),
+    ))  # fmt: skip
+    with kmip(tmp_path / "bos", service_address(fresh_kma)) as bos:
+        with pytest.raises(KmipFailure) as hidden:
+            bos.get(dallas_key)
+        assert hidden.value.reason == ResultReason.ITEM_NOT_FOUND
+        assert bos.locate(data_unit="E40001") == []
+        with pytest.raises(KmipFailure) as refused:
+            bos.create(group="backup-dallas")
+        assert refused.value.reason == ResultReason.PERMISSION_DENIED
+        assert len(bos.get(bos.create_and_activate("B40001"))) == 32  # its own group still works
+    code, said = _audit_verify(fresh_kma)
+    assert code == 1 and "key_group_agents 'backup-dallas/t10k-bos-01'" in said
+
+
+def test_a_store_from_before_row_macs_keeps_working(fresh_kma: RunningKma, tmp_path: Path) -> None:
+    """An upgrade: rows without a MAC are sealed at the first unlock on this version, once, audited."""
+    fresh_kma.stop()
+    (fresh_kma.data_dir / "rows-sealed").unlink()
+    db = sqlite3.connect(fresh_kma.data_dir / "kma.db")
+    with db:
+        for table in ("users", "key_group_agents", "key_split_members"):
+            db.execute(f"UPDATE {table} SET mac = NULL")
+    db.close()
+    fresh_kma.start()
+    fresh_kma.client("so")  # signs in
+    enroll(fresh_kma, "t10k-dal-02", tmp_path / "dal", demo_passphrase(fresh_kma, "t10k-dal-02"))
+    with kmip(tmp_path / "dal") as dal:
+        assert len(dal.get(dal.create_and_activate("E50001"))) == 32
+    events = list(fresh_kma.client("auditor").iter_audit_events())
+    assert [e.operation for e in events].count("security.rows_sealed") == 1
+    assert not [e for e in events if e.operation == "security.tamper"]
+    fresh_kma.restart()  # sealed once only
+    events = list(fresh_kma.client("auditor").iter_audit_events())
+    assert [e.operation for e in events].count("security.rows_sealed") == 1
+    assert _audit_verify(fresh_kma)[0] == 0
