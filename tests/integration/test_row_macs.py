@@ -44,8 +44,9 @@ def _audit_verify(kma: RunningKma) -> tuple[int, str]:
 
 
 def test_a_user_written_into_the_store_cannot_sign_in_and_is_reported(fresh_kma: RunningKma) -> None:
+    quorum = creds(fresh_kma, "alice", "bob", "carol")
     made = fresh_kma.client("so").create_user(
-        "jo", "Jo Auditor", ["auditor"], "jo's good passphrase", credentials=creds(fresh_kma, "alice", "bob", "carol")
+        "jo", "Jo Auditor", ["auditor"], "jo's good passphrase", credentials=quorum
     )
     assert made.id == "jo"  # type: ignore[union-attr]
     fresh_kma.client("jo", "jo's good passphrase")  # a user made through the API signs in
@@ -73,10 +74,8 @@ def test_a_membership_written_into_the_store_gives_no_key(fresh_kma: RunningKma,
     with kmip(tmp_path / "dal") as dal:
         dallas_key = dal.create_and_activate("E40001")  # in backup-dallas
 
-    _write_behind_the_kma(fresh_kma, (
-        "INSERT INTO key_group_agents (key_group_id, agent_id, mac) VALUES ('backup-dallas', 't10k-bos-01', ?)",
-        ("ab" * 32,),
-    ))  # fmt: skip
+    forged = "INSERT INTO key_group_agents (key_group_id, agent_id, mac) VALUES ('backup-dallas', ?, ?)"
+    _write_behind_the_kma(fresh_kma, (forged, ("t10k-bos-01", "ab" * 32)))
     with kmip(tmp_path / "bos", service_address(fresh_kma)) as bos:
         with pytest.raises(KmipFailure) as hidden:
             bos.get(dallas_key)
