@@ -14,6 +14,7 @@ from kma.kmip.enums import ResultReason
 from kms_client import Unauthenticated
 from tests.integration.test_quorum import creds
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address
+from tests.support.cluster import BINARY, eventually, execute, first_node
 from tests.support.kma_process import RunningKma, run_kma
 
 FORGED = "forged passphrase of mallory"
@@ -48,7 +49,7 @@ def test_a_user_written_into_the_store_cannot_sign_in_and_is_reported(fresh_kma:
     made = fresh_kma.client("so").create_user(
         "jo", "Jo Auditor", ["auditor"], "jo's good passphrase", credentials=quorum
     )
-    assert made.id == "jo"  # type: ignore[union-attr]
+    assert made.id == "jo"
     fresh_kma.client("jo", "jo's good passphrase")  # a user made through the API signs in
     assert _audit_verify(fresh_kma)[0] == 0
 
@@ -110,3 +111,25 @@ def test_a_store_from_before_row_macs_keeps_working(fresh_kma: RunningKma, tmp_p
     events = list(fresh_kma.client("auditor").iter_audit_events())
     assert [e.operation for e in events].count("security.rows_sealed") == 1
     assert _audit_verify(fresh_kma)[0] == 0
+
+
+@pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
+def test_a_user_written_through_rqlite_with_a_node_credential_cannot_sign_in(tmp_path: Path) -> None:
+    """A node's leaked `cluster/` folder writes rows into the running cluster: they grant nothing."""
+    first, _ = first_node(tmp_path)
+    try:
+        sql, params = _forged_officer("mallory", "00" * 32)
+        execute(first, [[sql, *params]])
+        with pytest.raises(Unauthenticated):
+            first.client("mallory", FORGED)
+        first.client("so")  # the real officer still signs in
+
+        def reported() -> bool:
+            events = first.client("auditor").iter_audit_events()
+            return any(e.operation == "security.tamper" and e.subject_id == "mallory" for e in events)
+
+        eventually(reported, 10.0, "the tamper event")
+        code, said = _audit_verify(first)
+        assert code == 1 and "users 'mallory' has a MAC that does not verify" in said
+    finally:
+        first.stop()
