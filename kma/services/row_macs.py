@@ -34,7 +34,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.audit.record import Condition
-from kma.errors import KmaLocked
+from kma.errors import KmaError, KmaLocked
 from kma.store import Stmt
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,10 @@ class _Reports:
             self._last[(table, row_id)] = now
             return True
 
+    def forget(self, table: str, row_id: str) -> None:
+        with self._lock:
+            self._last.pop((table, row_id), None)
+
 
 _REPORTS = _Reports()
 
@@ -175,15 +179,19 @@ def report_tamper(kma: Appliance, sealed: Sealed, row: Mapping[str, Any] | sqlit
         return
     why = "has no MAC" if row["mac"] is None else "has a MAC that does not verify"
     log.error("tampered row: %s '%s' %s", sealed.table, row_id, why)
-    kma.audit(
-        kma.itself,
-        TAMPER,
-        f"tampered row: {sealed.table} '{row_id}' {why}; it grants nothing "
-        "(written into the store without the KMA, or altered there)",
-        condition=Condition.ERROR,
-        subject=(sealed.subject, row_id),
-        event_class="security",
-    )
+    try:
+        kma.audit(
+            kma.itself,
+            TAMPER,
+            f"tampered row: {sealed.table} '{row_id}' {why}; it grants nothing "
+            "(written into the store without the KMA, or altered there)",
+            condition=Condition.ERROR,
+            subject=(sealed.subject, row_id),
+            event_class="security",
+        )
+    except KmaError as exc:  # no cluster majority now: the row still grants nothing; said again later
+        _REPORTS.forget(sealed.table, row_id)
+        log.error("the tamper event could not be recorded: %s", exc)
 
 
 def _select(sealed: Sealed) -> str:
@@ -215,7 +223,16 @@ def recorded_tamper(conn: sqlite3.Connection) -> int:
 
 
 def after_unlock(kma: Appliance) -> None:
-    """Seal rows from before this version (first unlock only), then check every sealed row."""
+    """Seal rows from before this version (first unlock only), then check every sealed row. A
+    failure (no cluster majority now) is logged: the next unlock tries again, and until then rows
+    without a MAC still count as older ones (`genuine`)."""
+    try:
+        _seal_and_sweep(kma)
+    except KmaError as exc:
+        log.error("the rows that grant power could not be sealed or checked after the unlock: %s", exc)
+
+
+def _seal_and_sweep(kma: Appliance) -> None:
     key = kma.vault.row_mac_key()
     if not kma.data_dir.rows_sealed.exists():
         unsealed = [(s, r) for s in TABLES for r in _rows(kma, s) if r["mac"] is None]
