@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from kma.crypto import hash_passphrase
+from kma.crypto.keysplit import seal_share
 from kma.kmip.client import KmipFailure
 from kma.kmip.enums import ResultReason
-from kms_client import Unauthenticated
+from kms_client import Unauthenticated, ValidationFailed
 from tests.integration.test_quorum import creds
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address
 from tests.support.cluster import BINARY, eventually, execute, first_node
@@ -133,3 +134,17 @@ def test_a_user_written_through_rqlite_with_a_node_credential_cannot_sign_in(tmp
         assert code == 1 and "users 'mallory' has a MAC that does not verify" in said
     finally:
         first.stop()
+
+
+def test_a_key_split_member_written_into_the_store_does_not_count(fresh_kma: RunningKma) -> None:
+    sealed = seal_share((9, bytes(32)), "mallory", FORGED)
+    forged = "INSERT INTO key_split_members (name, share_sealed, generation) VALUES ('mallory', ?, 1)"
+    _write_behind_the_kma(fresh_kma, (forged, (sealed,)))
+    quorum = [*creds(fresh_kma, "alice", "bob"), ("mallory", FORGED)]
+    with pytest.raises(ValidationFailed) as refused:
+        fresh_kma.client("so").create_user(
+            "jo", "Jo", ["auditor"], "jo's good passphrase", credentials=quorum
+        )
+    assert "'mallory' is not a member of the key split" in str(refused.value)
+    tamper = [e for e in fresh_kma.client("auditor").iter_audit_events() if e.operation == "security.tamper"]
+    assert "mallory" in {e.subject_id for e in tamper}
