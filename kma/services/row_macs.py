@@ -1,9 +1,10 @@
 """MACs on the rows that grant power, so that a row written straight into a store grants nothing.
 
 A leaked replica file or node credential lets someone write rows without the KMA's API. The rows
-that grant power (a user's roles, passphrase and whether it is enabled; an agent's membership of a
-key group; a key split member's sealed share) therefore carry an HMAC-SHA256 under a key derived
-from the master key (`kma.vault.row_mac_key`), which only an unlocked KMA holds. Each write path
+that grant power (a user's roles, passphrase and whether it is enabled; a session; an agent's
+membership of a key group; a key split member's sealed share) therefore carry an HMAC-SHA256
+under a key derived from the master key (`kma.vault.row_mac_key`), which only an unlocked KMA
+holds. Each write path
 adds `seal(...)` to its own audited batch: an UPDATE that sets the MAC only if the row still holds
 exactly the values it was computed from, so a concurrent change refuses the batch instead of
 sealing values nobody checked.
@@ -21,6 +22,7 @@ forged while the KMA was stopped, not only what someone tried to use.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.audit.record import Condition
+from kma.audit.record import Condition, Retention
 from kma.errors import KmaError, KmaLocked
 from kma.store import Stmt
 
@@ -59,7 +61,9 @@ class Sealed:
 USERS = Sealed("users", ("id",), ("roles", "enabled", "passphrase_hash"), "user")
 MEMBERSHIP = Sealed("key_group_agents", ("key_group_id", "agent_id"), (), "agent")
 SPLIT_MEMBERS = Sealed("key_split_members", ("name",), ("share_sealed", "generation"), "key_split_member")
-TABLES = (USERS, MEMBERSHIP, SPLIT_MEMBERS)
+TABLES = (USERS, MEMBERSHIP, SPLIT_MEMBERS)  # sealed at the first unlock and checked at each
+# Sessions come and go: not swept; one made while this KMA was locked is sealed when it unlocks.
+SESSIONS = Sealed("sessions", ("token_hash",), ("user_id", "expires_at"), "session")
 
 
 def mac(key: bytes, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row) -> str:
@@ -137,6 +141,47 @@ def genuine(kma: Appliance, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row
         return True
     report_tamper(kma, sealed, row)
     return False
+
+
+class _MadeWhileLocked:
+    """Sessions this KMA made while locked (no MAC key then): it seals them when it unlocks."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: list[dict[str, Any]] = []
+
+    def add(self, row: dict[str, Any]) -> None:
+        with self._lock:
+            self._rows.append(row)
+
+    def take(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows, self._rows = self._rows, []
+            return rows
+
+
+_LOCKED_SESSIONS = _MadeWhileLocked()
+
+
+def seal_session(kma: Appliance, token_hash: str, user_id: str, expires_at: int) -> list[Stmt]:
+    """The statement that seals a new session (after its INSERT); none on a locked KMA, which
+    seals it when it unlocks."""
+    row = {"token_hash": token_hash, "user_id": user_id, "expires_at": expires_at}
+    try:
+        key = kma.vault.row_mac_key()
+    except KmaLocked:
+        _LOCKED_SESSIONS.add(row)
+        return []
+    return [seal(key, SESSIONS, row)]
+
+
+def session_genuine(kma: Appliance, row: Mapping[str, Any] | sqlite3.Row) -> bool:
+    """Whether a session may act: any on a locked KMA; else only with a MAC that verifies. One
+    without a MAC (made on another KMA while it was locked, or before this version) is refused
+    quietly: its user signs in again. A wrong MAC is tampering."""
+    if row["mac"] is None:
+        return kma.vault.locked
+    return genuine(kma, SESSIONS, row)
 
 
 class _Verified:
@@ -234,6 +279,15 @@ def after_unlock(kma: Appliance) -> None:
 
 def _seal_and_sweep(kma: Appliance) -> None:
     key = kma.vault.row_mac_key()
+    made = _LOCKED_SESSIONS.take()
+    if made:  # those signed out or expired meanwhile are simply not there any more
+        kma.commit(
+            kma.itself,
+            "auth.sessions_sealed",
+            [dataclasses.replace(seal(key, SESSIONS, row), expect=None) for row in made],
+            f"sealed {len(made)} sessions made while this KMA was locked",
+            retention=Retention.MEDIUM,
+        )
     if not kma.data_dir.rows_sealed.exists():
         unsealed = [(s, r) for s in TABLES for r in _rows(kma, s) if r["mac"] is None]
         if unsealed:

@@ -12,6 +12,7 @@ from kma.crypto import hash_passphrase
 from kma.crypto.keysplit import seal_share
 from kma.kmip.client import KmipFailure
 from kma.kmip.enums import ResultReason
+from kma.services.auth import token_hash
 from kms_client import Unauthenticated, ValidationFailed
 from tests.integration.test_quorum import creds
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address
@@ -68,6 +69,22 @@ def test_a_user_written_into_the_store_cannot_sign_in_and_is_reported(fresh_kma:
     assert {e.subject_id for e in tamper} >= {"mallory", "eve"}
     warnings = fresh_kma.client("so").dashboard().warnings
     assert any("tamper events" in w for w in warnings)
+
+
+def test_a_session_written_into_the_store_acts_for_nobody(fresh_kma: RunningKma) -> None:
+    forged = (
+        "INSERT INTO sessions (token_hash, user_id, created_at, expires_at, mac) VALUES (?, 'so', 0, ?, ?)"
+    )
+    rows = [(forged, (token_hash(f"token-{mac}"), 2**40, mac)) for mac in ("00" * 32, None)]
+    _write_behind_the_kma(fresh_kma, *rows)
+    for mac in ("00" * 32, None):
+        client = fresh_kma.client()
+        client.use_token(f"token-{mac}")
+        with pytest.raises(Unauthenticated):
+            client.list_users()
+    assert fresh_kma.client("so").list_users().items  # a real sign-in still works
+    tamper = [e for e in fresh_kma.client("auditor").iter_audit_events() if e.operation == "security.tamper"]
+    assert [e.subject_type for e in tamper] == ["session"]  # the wrong MAC; one without is refused quietly
 
 
 def test_a_membership_written_into_the_store_gives_no_key(fresh_kma: RunningKma, tmp_path: Path) -> None:
