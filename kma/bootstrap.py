@@ -35,7 +35,7 @@ from kma.domain.strength import check_user_passphrase
 from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import Conflict, ValidationFailed
 from kma.store import Stmt
-from kma.vault import wrap_master_for_root
+from kma.vault import row_mac_key, wrap_master_for_root
 
 if TYPE_CHECKING:
     from kma.setup.proof import KeySplitDraft
@@ -313,6 +313,8 @@ def _initialise(data_dir: DataDir, answers: Answers, clock: Clock | None,
                 refusals: Sequence[tuple[str, str]]) -> WrappingKey:  # fmt: skip
     from kma.appliance import Appliance
     from kma.audit.record import Condition
+    from kma.services.row_macs import SPLIT_MEMBERS, seal
+    from kma.services.users import seal_user
 
     identity = Identity(answers.kma_id, answers.site_id, answers.management_address, answers.service_address)
     data_dir.identity_file.write_text(
@@ -329,6 +331,8 @@ def _initialise(data_dir: DataDir, answers: Answers, clock: Clock | None,
     try:
         now = kma.clock.now()
         installer = Actor("installer", "local console", kind="kma")
+        mac_key = row_mac_key(master)
+        officer_hash = hash_passphrase(answers.officer_passphrase)
         statements = [
             Stmt("INSERT INTO cluster (id, name, created_at, master_wrapped_by_root, ca_cert_pem, "
                  "ca_key_wrapped, split_threshold) VALUES (1, ?, ?, ?, ?, ?, ?)",
@@ -345,11 +349,16 @@ def _initialise(data_dir: DataDir, answers: Answers, clock: Clock | None,
             Stmt("INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
                  "VALUES (?, ?, ?, ?, ?, ?)",
                  (answers.officer_id, answers.officer_name, str(Role.SECURITY_OFFICER),
-                  hash_passphrase(answers.officer_passphrase), now, now)),
+                  officer_hash, now, now)),
+            seal_user(mac_key, answers.officer_id, str(Role.SECURITY_OFFICER), 1, officer_hash),
         ] + [
-            Stmt("INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, 1)",
-                 (name, sealed))
+            stmt
             for name, sealed in split[1].items()
+            for stmt in (
+                Stmt("INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, 1)",
+                     (name, sealed)),
+                seal(mac_key, SPLIT_MEMBERS, {"name": name, "share_sealed": sealed, "generation": 1}),
+            )
         ]  # fmt: skip
         kma.commit(installer, "cluster.create", statements,
                    f"created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' at site "

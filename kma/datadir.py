@@ -95,6 +95,12 @@ class DataDir:
         return self.root / "unlock.key"
 
     @property
+    def rows_sealed(self) -> Path:
+        """Present once this KMA has unlocked on a version with row MACs (kma/services/row_macs.py):
+        from then on a row without a MAC is tampered with, not merely older."""
+        return self.root / "rows-sealed"
+
+    @property
     def log_file(self) -> Path:
         return self.root / "logs" / "kma.log"
 

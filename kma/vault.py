@@ -29,6 +29,13 @@ def wrap_master_for_root(root_secret: bytes, master: WrappingKey) -> bytes:
     return derive_wrapping_key(root_secret, "master-key").wrap(MASTER_CONTEXT, master.raw())
 
 
+def row_mac_key(master: WrappingKey) -> bytes:
+    """The key of the MACs on the rows that grant power (kma/services/row_macs.py), derived from the
+    master key's bytes (with an HSM: the unlock key's, which only the key split and autonomous unlock
+    open), so a store, a replica file or a node credential alone cannot make a valid MAC."""
+    return derive_wrapping_key(master.raw(), "row-mac").raw()
+
+
 def unwrap_master_with_root(root_secret: bytes, blob: bytes) -> WrappingKey:
     return WrappingKey(derive_wrapping_key(root_secret, "master-key").unwrap(MASTER_CONTEXT, blob))
 
@@ -40,6 +47,7 @@ class Vault:
         self._token: Token | None = None
         self._token_key: object = None
         self._problem: str | None = None  # why the token could not be opened at the last unlock
+        self._row_mac_key: tuple[WrappingKey, bytes] | None = None  # (from which master key, the key)
         self._lock = threading.Lock()
 
     @property
@@ -61,6 +69,14 @@ class Vault:
         if master is None:
             raise KmaLocked()
         return master
+
+    def row_mac_key(self) -> bytes:
+        """The row MAC key (`row_mac_key`), derived once per unlock; raises KmaLocked while locked."""
+        master = self.master()
+        derived = self._row_mac_key
+        if derived is None or derived[0] is not master:
+            derived = self._row_mac_key = (master, row_mac_key(master))
+        return derived[1]
 
     def new_key_material(self, size: int = 32) -> bytes:
         """Fresh key material from the master key's generator (the token's with an HSM)."""
@@ -109,6 +125,7 @@ class Vault:
     def lock(self) -> None:
         with self._lock:
             self._master = None
+            self._row_mac_key = None
             if self._token is not None:
                 self._token.close()
                 self._token = None

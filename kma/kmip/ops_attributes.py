@@ -102,7 +102,7 @@ async def add_attribute(call: Call, payload: Item) -> bytes:
                 f"key {uid} already belongs to data unit '{row['data_unit_id']}'; a key is "
                 "bound to one data unit until the tape is written from its beginning",
             )
-        statements = agent_keys.bind_data_unit(call.agent_id, uid, unit, call.now)
+        statements = agent_keys.bind_data_unit(call.access, uid, unit, call.now)
         if attr.name == attributes.ASI:
             keep = attributes.client_attribute(attr)
             statements.append(agent_keys.add_custom_attribute(uid, keep.name, keep.text, keep.item))
@@ -122,7 +122,7 @@ async def add_attribute(call: Call, payload: Item) -> bytes:
     await call.commit(
         "kmip.add_attribute",
         [
-            agent_keys.guard_key(call.agent_id, uid, call.now),
+            agent_keys.guard_key(call.access, uid, call.now),
             agent_keys.add_custom_attribute(uid, keep.name, keep.text, keep.item),
             agent_keys.touch(uid, call.now),
         ],
@@ -172,7 +172,7 @@ async def modify_attribute(call: Call, payload: Item) -> bytes:
     await call.commit(
         "kmip.modify_attribute",
         [
-            agent_keys.guard_key(call.agent_id, uid, call.now),
+            agent_keys.guard_key(call.access, uid, call.now),
             agent_keys.modify_custom_attribute(uid, attr.name, attr.index, keep.text, keep.item),
             agent_keys.touch(uid, call.now),
         ],
@@ -200,7 +200,7 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
     await call.commit(
         "kmip.delete_attribute",
         [
-            agent_keys.guard_key(call.agent_id, uid, call.now),
+            agent_keys.guard_key(call.access, uid, call.now),
             agent_keys.delete_custom_attribute(uid, name, index),
             agent_keys.touch(uid, call.now),
         ],
@@ -332,7 +332,7 @@ async def locate(call: Call, payload: Item) -> bytes:
     offset = payload.get(Tag.OFFSET_ITEMS, 0)
     if not isinstance(limit, int) or not isinstance(offset, int) or limit < 0 or offset < 0:
         raise field_error("Maximum Items and Offset Items must be non-negative integers")
-    ids, total = agent_keys.locate(call.kma, call.agent_id, call.now, wanted, offset, min(limit, MAX_LOCATED))
+    ids, total = agent_keys.locate(call.kma, call.access, call.now, wanted, offset, min(limit, MAX_LOCATED))
     what = ", ".join(f"data unit '{u}'" for u in wanted.data_units) or "all visible keys"
     await call.audit(
         "kmip.locate",

@@ -94,7 +94,7 @@ async def issue(
     """A key from the pool (kma/services/key_issue.py), committed durably with its event."""
     issue = key_issue.prepare(
         call.kma, group, spec.data_unit, call.now,
-        agent_id=call.agent_id, activate=spec.activate, agent_asks=True,
+        agent_id=call.agent_id, groups=call.access.groups, activate=spec.activate, agent_asks=True,
         only_if_no_write_key=only_if_no_write_key, before=before, keep=lambda key_id: _extras(key_id, spec),
     )  # fmt: skip
     try:
@@ -172,7 +172,7 @@ async def register(call: Call, payload: Item) -> bytes:
     statements = [agent_keys.register_data_unit(spec.data_unit, call.now)] if spec.data_unit else []
     statements.append(
         agent_keys.insert_registered_key(
-            key_id, kma.kma_id, wrapped, call.agent_id, group, spec.data_unit, call.now, spec.activate
+            key_id, kma.kma_id, wrapped, call.access, group, spec.data_unit, call.now, spec.activate
         )
     )
     spec.bits = attributes.KEY_BITS  # what the object is comes from its material, just below
@@ -281,7 +281,7 @@ async def activate(call: Call, payload: Item) -> bytes:
         )
     await call.commit(
         "kmip.activate",
-        [agent_keys.activate(call.agent_id, uid, call.now)],
+        [agent_keys.activate(call.access, uid, call.now)],
         f"activated key {uid} (encryption period and cryptoperiod start now)",
     )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
@@ -314,7 +314,7 @@ async def revoke(call: Call, payload: Item) -> bytes:
     await call.commit(
         "kmip.revoke",
         agent_keys.revoke(
-            call.agent_id, uid, call.now, call.now if compromised else None, code, message, occurred
+            call.access, uid, call.now, call.now if compromised else None, code, message, occurred
         ),
         f"revoked key {uid}: {what} (reason {code}{': ' + message if message else ''}{detail})",
     )
@@ -340,7 +340,7 @@ async def destroy(call: Call, payload: Item) -> bytes:
         kept.append(agent_keys.keep_digest(uid, attributes.digest(plain(call, uid, with_material))))
     await call.commit(
         "kmip.destroy",
-        [agent_keys.destroy(call.agent_id, uid, call.now, comment), *kept],
+        [agent_keys.destroy(call.access, uid, call.now, comment), *kept],
         f"destroyed key {uid}: {comment}",
     )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)

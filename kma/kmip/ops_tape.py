@@ -43,7 +43,7 @@ def _answer(key_id: str, unit: str, tail: bytes) -> bytes:
 async def write_key(call: Call, payload: Item) -> bytes:
     unit, group = _request(call, payload)
     for _ in range(2):  # a second look if another drive issued one at the same moment
-        current = agent_keys.current_write_key(call.kma, call.agent_id, unit, call.now)
+        current = agent_keys.current_write_key(call.kma, call.access, unit, call.now)
         if current is not None:
             await call.audit(
                 "kmip.write_key",
@@ -75,7 +75,7 @@ async def write_key(call: Call, payload: Item) -> bytes:
 
 async def write_from_beginning(call: Call, payload: Item) -> bytes:
     unit, group = _request(call, payload)
-    release = agent_keys.release_data_unit(call.agent_id, unit, call.now)
+    release = agent_keys.release_data_unit(call.access, unit, call.now)
     spec = NewKey(data_unit=unit, activate=True)
     key_id, result = await issue(
         call,

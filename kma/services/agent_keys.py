@@ -1,6 +1,7 @@
 """Keys as an encryption agent sees and changes them: the store side of the KMIP service.
 
-An agent sees the keys of the key groups it may use (`key_group_agents`) and nothing else. Every
+An agent sees the keys of the key groups it may use (`key_group_agents`, each row's MAC verified:
+kma/services/row_macs.py) and nothing else. Every
 statement that changes a key checks again, inside the SQL, that the agent is enabled and may
 use the key's group (and, for revoke and destroy, that the group's policy lets agents revoke),
 so a permission withdrawn a moment ago holds even for a request already in flight. The
@@ -18,6 +19,7 @@ unshipped assignments too, so a drive's Get or Locate right after its Write Key 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,20 +27,28 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.lifecycle import DATA_UNIT_STATE_SQL, DESTROYABLE_SQL, KeyState, key_in_state
+from kma.services import row_macs
 from kma.store import Stmt
 from kma.store.batch import Deferred
 
 MAX_CUSTOM_ATTRIBUTES = 32  # instances of x-... attributes per key
 Row = sqlite3.Row
 
-AGENT_GROUPS = "(SELECT key_group_id FROM key_group_agents WHERE agent_id = :agent)"
+# The agent's key groups: a membership row counts only while it is in the cluster (a removal
+# works at once) and among the groups whose row MAC this KMA verified (:groups, `AgentAccess.groups`,
+# kma/services/row_macs.py), so a row written into the store without the KMA grants nothing.
+AGENT_GROUPS = (
+    "(SELECT key_group_id FROM key_group_agents WHERE agent_id = :agent "
+    "AND key_group_id IN (SELECT value FROM json_each(:groups)))"
+)
 
 
 def may_use(group: str) -> str:
     """SQL: the agent (:agent) is enabled and may use key group `group` (an SQL expression)."""
     return (
         "EXISTS (SELECT 1 FROM agents a JOIN key_group_agents ga ON ga.agent_id = a.id "
-        f"WHERE a.id = :agent AND a.enabled = 1 AND ga.key_group_id = {group})"
+        f"WHERE a.id = :agent AND a.enabled = 1 AND ga.key_group_id = {group} "
+        "AND ga.key_group_id IN (SELECT value FROM json_each(:groups)))"
     )
 
 
@@ -104,18 +114,33 @@ class AgentAccess:
     general_groups: frozenset[str] = frozenset()  # of `groups`: those whose policy keeps general keys
 
 
+def mine(agent: AgentAccess | None) -> dict[str, Any]:
+    """The parameters `AGENT_GROUPS` and `may_use` read: the agent and its verified key groups."""
+    if agent is None:
+        return {"agent": None, "groups": "[]"}
+    return {"agent": agent.agent_id, "groups": json.dumps(sorted(agent.groups))}
+
+
 def agent_access(kma: Appliance, agent_id: str) -> AgentAccess | None:
+    """The agent's permissions; its key groups are those whose membership row's MAC verifies."""
     row = kma.store.query_one(
         "SELECT enabled, site_id, default_key_group_id, certificate_fingerprint, "
-        "(SELECT group_concat(key_group_id, char(10)) FROM key_group_agents WHERE agent_id = agents.id) "
-        "AS groups, (SELECT group_concat(ga.key_group_id, char(10)) FROM key_group_agents ga "
+        "(SELECT group_concat(key_group_id || char(9) || coalesce(mac, ''), char(10)) FROM key_group_agents "
+        "WHERE agent_id = agents.id) AS groups, "
+        "(SELECT group_concat(ga.key_group_id, char(10)) FROM key_group_agents ga "
         "JOIN key_groups g ON g.id = ga.key_group_id JOIN key_policies p ON p.id = g.policy_id "
         "WHERE ga.agent_id = agents.id AND p.general_keys = 1) AS general FROM agents WHERE id = ?",
         (agent_id,),
     )
     if row is None:
         return None
-    groups = frozenset(g for g in (row["groups"] or "").split("\n") if g)
+    groups = frozenset(
+        group
+        for line in (row["groups"] or "").split("\n")
+        if line
+        for group, mac in [line.split("\t", 1)]
+        if row_macs.member_genuine(kma, group, agent_id, mac or None)
+    )
     return AgentAccess(
         agent_id,
         bool(row["enabled"]),
@@ -123,12 +148,12 @@ def agent_access(kma: Appliance, agent_id: str) -> AgentAccess | None:
         row["default_key_group_id"],
         groups,
         row["certificate_fingerprint"],
-        frozenset(g for g in (row["general"] or "").split("\n") if g),
+        frozenset(g for g in (row["general"] or "").split("\n") if g) & groups,
     )
 
 
 def visible_key(
-    kma: Appliance, agent_id: str, key_id: str, material: bool = False
+    kma: Appliance, agent: AgentAccess, key_id: str, material: bool = False
 ) -> Row | Mapping[str, Any] | None:
     """The key if the agent may see it (its group is one the agent may use), else None."""
     # What this KMA issued and has not shipped, looked at first: it is forgotten only once the
@@ -136,17 +161,17 @@ def visible_key(
     shows = kma.store.unshipped(pending_name(key_id))
     extra = ", k.material_wrapped" if material else ""
     sql = f"SELECT {KEY_COLUMNS}{extra} FROM keys k LEFT JOIN key_kmip m ON m.key_id = k.id WHERE k.id = :id"
-    mine = {"id": key_id, "agent": agent_id}
-    row = kma.store.query_one(f"{sql} AND k.key_group_id IN {AGENT_GROUPS}", mine)
+    params = {"id": key_id, **mine(agent)}
+    row = kma.store.query_one(f"{sql} AND k.key_group_id IN {AGENT_GROUPS}", params)
     if row is None and shows is None:
-        return kma.store.query_one(f"{sql} AND {READABLE_BY_ID}", mine)
+        return kma.store.query_one(f"{sql} AND {READABLE_BY_ID}", params)
     if row is not None or shows is None:
         return row
-    row = kma.store.query_one(sql, mine)
+    row = kma.store.query_one(sql, params)
     if row is None:
         return None
     group = shows["key_group_id"] if row["key_group_id"] is None else row["key_group_id"]
-    if not _may_see(kma, agent_id, group):
+    if not _may_see(kma, agent, group):
         return None
     return {**dict(row), **shows} if row["key_group_id"] is None else row
 
@@ -176,29 +201,30 @@ def group_policy(kma: Appliance, group_id: str) -> Row | None:
     )
 
 
-def current_write_key(kma: Appliance, agent_id: str, data_unit_id: str, now: int) -> str | None:
+def current_write_key(kma: Appliance, agent: AgentAccess, data_unit_id: str, now: int) -> str | None:
     """The data unit's newest key still in its encryption period, among those the agent sees
     (one this KMA issued a moment ago, not yet in its replica, first)."""
     issued_here = [
         s for s in kma.store.unshipped_all()
         if s["data_unit_id"] == data_unit_id and s["activated_at"] is not None
         and s["protect_until"] > now and s["deactivate_at"] > now
-        and _may_see(kma, agent_id, s["key_group_id"])
+        and _may_see(kma, agent, s["key_group_id"])
     ]  # fmt: skip
     if issued_here:
         return str(max(issued_here, key=lambda s: (s["activated_at"], s["id"]))["id"])
     value = kma.store.scalar(
         f"SELECT k.id FROM keys k WHERE k.data_unit_id = :du AND k.key_group_id IN {AGENT_GROUPS} "
         f"AND {PROTECTING.format(t='k.')} ORDER BY k.activated_at DESC, k.id LIMIT 1",
-        {"du": data_unit_id, "agent": agent_id, "now": now},
+        {"du": data_unit_id, **mine(agent), "now": now},
     )
     return None if value is None else str(value)
 
 
-def _may_see(kma: Appliance, agent_id: str, group_id: str) -> bool:
-    return (
+def _may_see(kma: Appliance, agent: AgentAccess, group_id: str) -> bool:
+    return group_id in agent.groups and (
         kma.store.query_one(
-            "SELECT 1 FROM key_group_agents WHERE agent_id = ? AND key_group_id = ?", (agent_id, group_id)
+            "SELECT 1 FROM key_group_agents WHERE agent_id = ? AND key_group_id = ?",
+            (agent.agent_id, group_id),
         )
         is not None
     )
@@ -281,9 +307,11 @@ def assign_pool_key(
     activate: bool,
     only_if_no_write_key: bool = False,
     agent_asks: bool = True,
+    groups: frozenset[str] = frozenset(),
 ) -> Stmt:
     """Give a pool key to a group (and data unit), activated or Pre-Active. `agent_asks`: the
-    agent must be enabled and may use the group (else an Operator issues it, to the group)."""
+    agent must be enabled and may use the group (else an Operator issues it, to the group);
+    `groups`: the agent's verified key groups (`AgentAccess.groups`)."""
     sets = "key_group_id = :g, data_unit_id = :du, agent_id = :agent"
     if activate:
         sets += ", " + _activation(":g")
@@ -303,7 +331,14 @@ def assign_pool_key(
             f"c.key_group_id IN {AGENT_GROUPS} AND {PROTECTING.format(t='c.')})"
         )
         refusal += ", or another write key was issued for the data unit a moment ago"
-    params = {"id": key_id, "agent": agent_id, "g": group_id, "du": data_unit_id, "now": now}
+    params = {
+        "id": key_id,
+        "agent": agent_id,
+        "groups": json.dumps(sorted(groups)),
+        "g": group_id,
+        "du": data_unit_id,
+        "now": now,
+    }
     return Stmt(sql, params, expect=1, refusal=refusal)
 
 
@@ -311,7 +346,7 @@ def insert_registered_key(
     key_id: str,
     kma_id: str,
     wrapped: bytes,
-    agent_id: str,
+    agent: AgentAccess,
     group_id: str,
     data_unit_id: str | None,
     now: int,
@@ -332,13 +367,13 @@ def insert_registered_key(
             "id": key_id,
             "kma": kma_id,
             "material": wrapped,
-            "agent": agent_id,
+            **mine(agent),
             "g": group_id,
             "du": data_unit_id,
             "now": now,
         },
         expect=1,
-        refusal=f"agent '{agent_id}' is disabled, may not use key group '{group_id}', or its policy "
+        refusal=f"agent '{agent.agent_id}' is disabled, may not use key group '{group_id}', or its policy "
         "does not allow import",
     )
 
@@ -368,33 +403,33 @@ def set_usage_mask(key_id: str, mask: int) -> Stmt:
     )
 
 
-def guard_key(agent_id: str, key_id: str, now: int) -> Stmt:
+def guard_key(agent: AgentAccess, key_id: str, now: int) -> Stmt:
     """Changes nothing; refuses the batch unless the agent may still change this live key."""
     return Stmt(
         f"UPDATE keys SET id = id WHERE id = :id AND destroyed_at IS NULL AND {may_use('keys.key_group_id')}",
-        {"id": key_id, "agent": agent_id, "now": now},
+        {"id": key_id, **mine(agent), "now": now},
         expect=1,
         refusal="the key was destroyed, or the agent may no longer use its key group",
     )
 
 
-def activate(agent_id: str, key_id: str, now: int) -> Stmt:
+def activate(agent: AgentAccess, key_id: str, now: int) -> Stmt:
     return Stmt(
         f"UPDATE keys SET {_activation('keys.key_group_id')} WHERE id = :id AND activated_at IS NULL "
         "AND destroyed_at IS NULL AND compromised_at IS NULL AND key_group_id IS NOT NULL "
         f"AND {may_use('keys.key_group_id')}",
-        {"id": key_id, "agent": agent_id, "now": now},
+        {"id": key_id, **mine(agent), "now": now},
         expect=1,
         refusal="only a Pre-Active key can be activated",
     )
 
 
 def revoke(
-    agent_id: str, key_id: str, now: int, compromised_at: int | None, reason: int, message: str | None,
+    agent: AgentAccess, key_id: str, now: int, compromised_at: int | None, reason: int, message: str | None,
     occurred: int | None = None,
 ) -> list[Stmt]:  # fmt: skip
     """Compromise (any live key) or deactivate now (a key not yet deactivated)."""
-    params = {"id": key_id, "agent": agent_id, "now": now, "when": compromised_at}
+    params = {"id": key_id, **mine(agent), "now": now, "when": compromised_at}
     guard = f"AND {may_use('keys.key_group_id')} AND {MAY_REVOKE}"
     if compromised_at is not None:
         change = Stmt(
@@ -426,14 +461,14 @@ def revoke(
     return [change, record]
 
 
-def destroy(agent_id: str, key_id: str, now: int, comment: str) -> Stmt:
+def destroy(agent: AgentAccess, key_id: str, now: int, comment: str) -> Stmt:
     """Deactivated or compromised keys, and Pre-Active ones (KMIP allows it: such a key has never
     protected data, its material can go)."""
     return Stmt(
         "UPDATE keys SET destroyed_at = :now, destroy_comment = :comment, material_wrapped = NULL "
         f"WHERE id = :id AND ({DESTROYABLE_SQL} OR (destroyed_at IS NULL AND activated_at IS NULL)) "
         f"AND key_group_id IS NOT NULL AND {may_use('keys.key_group_id')} AND {MAY_REVOKE}",
-        {"id": key_id, "agent": agent_id, "now": now, "comment": comment},
+        {"id": key_id, **mine(agent), "now": now, "comment": comment},
         expect=1,
         refusal="only pre-active, deactivated or compromised keys can be destroyed",
     )
@@ -457,22 +492,22 @@ def touch(key_id: str, now: int) -> Stmt:
     )
 
 
-def bind_data_unit(agent_id: str, key_id: str, data_unit_id: str, now: int) -> list[Stmt]:
+def bind_data_unit(agent: AgentAccess, key_id: str, data_unit_id: str, now: int) -> list[Stmt]:
     return [
         register_data_unit(data_unit_id, now),
         Stmt(
             "UPDATE keys SET data_unit_id = :du WHERE id = :id AND data_unit_id IS NULL "
             f"AND destroyed_at IS NULL AND {may_use('keys.key_group_id')}",
-            {"id": key_id, "du": data_unit_id, "agent": agent_id},
+            {"id": key_id, "du": data_unit_id, **mine(agent)},
             expect=1,
             refusal="the key is already bound to a data unit",
         ),
     ]
 
 
-def release_data_unit(agent_id: str, data_unit_id: str, now: int) -> list[Stmt]:
+def release_data_unit(agent: AgentAccess, data_unit_id: str, now: int) -> list[Stmt]:
     """Writing from beginning of tape: the data unit's keys (that the agent sees) let go of it."""
-    params = {"du": data_unit_id, "agent": agent_id, "now": now}
+    params = {"du": data_unit_id, **mine(agent), "now": now}
     return [
         Stmt(
             "INSERT INTO data_unit_released_keys (key_id, data_unit_id, agent_id, released_at) "
@@ -557,13 +592,13 @@ class LocateFilter:
 
 
 def locate(
-    kma: Appliance, agent_id: str, now: int, wanted: LocateFilter, offset: int, limit: int
+    kma: Appliance, agent: AgentAccess, now: int, wanted: LocateFilter, offset: int, limit: int
 ) -> tuple[list[str], int]:
     """(IDs newest first, from `offset`, at most `limit`; how many match in all)."""
     if wanted.nothing:
         return [], 0
     where = [f"k.key_group_id IN {AGENT_GROUPS}"]
-    params: dict[str, Any] = {"agent": agent_id, "now": now}
+    params: dict[str, Any] = {**mine(agent), "now": now}
 
     def bind(prefix: str, values: Sequence[Any]) -> list[str]:
         names = []
@@ -601,7 +636,7 @@ def locate(
         where.append(
             "(coalesce((SELECT usage_mask FROM key_kmip m WHERE m.key_id = k.id), 12) & :mask) = :mask"
         )
-    issued_here = _issued_here(kma, agent_id, now, wanted)
+    issued_here = _issued_here(kma, agent, now, wanted)
     # Counted once: one the replica shows by now (its outbox entry not yet forgotten) is left out.
     if issued_here:
         where.append(f"k.id NOT IN ({', '.join(bind('here', issued_here))})")
@@ -617,19 +652,19 @@ def locate(
     )
     found = first + [str(r[0]) for r in rows]
     if total == 0 and offset == 0:  # a tape the cluster records no key for: one it refused to bind?
-        found = _unrecorded(kma, agent_id, wanted)[:limit]
+        found = _unrecorded(kma, agent, wanted)[:limit]
         total = len(found)
     return found, total
 
 
-def _unrecorded(kma: Appliance, agent_id: str, wanted: LocateFilter) -> list[str]:
+def _unrecorded(kma: Appliance, agent: AgentAccess, wanted: LocateFilter) -> list[str]:
     """The keys whose binding to the asked-for tape the cluster refused, for the agent it went
     to (a drive reading that tape finds the key it wrote with), for a plain tape lookup only."""
     if len(wanted.data_units) != 1 or wanted.groups or wanted.key_ids or wanted.custom or wanted.states:
         return []
     rows = kma.store.query(
         "SELECT key_id FROM unrecorded_bindings WHERE agent_id = ? AND data_unit_id = ? ORDER BY id DESC",
-        (agent_id, wanted.data_units[0]),
+        (agent.agent_id, wanted.data_units[0]),
     )
     return [str(r[0]) for r in rows]
 
@@ -638,7 +673,7 @@ def _date_ranges(wanted: LocateFilter) -> dict[str, tuple[int, int]]:
     return {column: (min(dates), max(dates)) for column, dates in wanted.dates.items()}
 
 
-def _issued_here(kma: Appliance, agent_id: str, now: int, wanted: LocateFilter) -> list[str]:
+def _issued_here(kma: Appliance, agent: AgentAccess, now: int, wanted: LocateFilter) -> list[str]:
     """The keys this KMA issued and has not shipped, which `wanted` finds (they have no custom
     attributes and the default usage mask), newest first."""
     found = []
@@ -654,7 +689,7 @@ def _issued_here(kma: Appliance, agent_id: str, now: int, wanted: LocateFilter) 
             and (not wanted.states or state in wanted.states)
             and (wanted.usage_mask is None or (12 & wanted.usage_mask) == wanted.usage_mask)
             and all(s[c] is not None and a <= s[c] <= b for c, (a, b) in _date_ranges(wanted).items())
-            and _may_see(kma, agent_id, s["key_group_id"])
+            and _may_see(kma, agent, s["key_group_id"])
         ):
             found.append(s)
     found.sort(key=lambda s: (s["activated_at"] is None, -(s["activated_at"] or 0), s["id"]))

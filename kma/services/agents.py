@@ -16,6 +16,7 @@ from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound
 from kma.services.common import describe, patch, refuse_taken, require
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, TextSearch, boolean, list_page
+from kma.services.row_macs import member_of
 from kma.store import Stmt
 
 WEEK = 7 * 86400
@@ -93,8 +94,7 @@ def create_agent(
         Stmt("INSERT INTO agents (id, description, site_id, default_key_group_id, created_at, "
              "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
              (agent_id, description, site_id, default_key_group_id, now, now)),
-        Stmt("INSERT OR IGNORE INTO key_group_agents (key_group_id, agent_id) VALUES (?, ?)",
-             (default_key_group_id, agent_id)),
+        *member_of(kma, default_key_group_id, agent_id),
     ], f"created agent '{agent_id}' at site '{site_id}', default key group "
        f"'{default_key_group_id}'", ("agent", agent_id))  # fmt: skip
     return get_agent(kma, agent_id)
@@ -109,10 +109,7 @@ def update_agent(kma: Appliance, actor: Actor, agent_id: str, **changes: Any) ->
     statements = []
     if "default_key_group_id" in changes:
         require(kma, "key group", changes["default_key_group_id"])
-        statements.append(Stmt(
-            "INSERT OR IGNORE INTO key_group_agents (key_group_id, agent_id) VALUES (?, ?)",
-            (changes["default_key_group_id"], agent_id),
-        ))  # fmt: skip
+        statements += member_of(kma, changes["default_key_group_id"], agent_id)
     if "enabled" in changes:
         changes["enabled"] = int(changes["enabled"])
     if changes:

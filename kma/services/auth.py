@@ -27,7 +27,7 @@ from kma.domain.actor import Actor
 from kma.domain.roles import parse_roles
 from kma.errors import LockedOut, Unauthenticated
 from kma.metrics import SIGN_INS
-from kma.services import lockout, refusals, users
+from kma.services import lockout, refusals, row_macs, users
 from kma.store import Stmt
 
 SESSION_SECONDS = 30 * 60
@@ -86,7 +86,7 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
         SIGN_INS.labels("locked_out").inc()
         raise LockedOut(LOCKED, audited=True)
     row = kma.store.query_one("SELECT * FROM users WHERE id = ?", (user_id,))
-    if row is None or not row["enabled"]:
+    if row is None or not row["enabled"] or not row_macs.genuine(kma, row_macs.USERS, row):
         verify_passphrase(passphrase, _DUMMY_HASH)  # same time as a real check
         why = f"refused: unknown or disabled user '{name}'"
         refusals.audit_anonymous(kma, address, "auth.sign_in", why, "security", ("user", name))
@@ -104,6 +104,7 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
             (token_hash(token), now, expires, user_id), expect=1,
             refusal="the user was disabled",
         ),
+        *row_macs.seal_session(kma, token_hash(token), user_id, expires),
         lockout.forget(here),
         lockout.give_back(everywhere),
         Stmt("DELETE FROM sessions WHERE expires_at <= ?", (now,)),
@@ -133,11 +134,16 @@ def _refuse(kma: Appliance, who: Actor, reason: str, counters: tuple[lockout.Cou
 
 def authenticate(kma: Appliance, token: str, address: str) -> Actor:
     row = kma.store.query_one(
-        "SELECT u.id, u.roles FROM sessions s JOIN users u ON u.id = s.user_id "
+        "SELECT u.id, u.roles, u.enabled, u.passphrase_hash, u.mac, s.token_hash, s.user_id, s.expires_at, "
+        "s.mac AS session_mac FROM sessions s JOIN users u ON u.id = s.user_id "
         "WHERE s.token_hash = ? AND s.expires_at > ? AND u.enabled = 1",
         (token_hash(token), kma.clock.now()),
     )
-    if row is None:
+    if (
+        row is None
+        or not row_macs.genuine(kma, row_macs.USERS, row)
+        or not row_macs.session_genuine(kma, {**dict(row), "mac": row["session_mac"]})
+    ):
         raise Unauthenticated("Your session has expired or is not valid; sign in again.")
     return Actor(row["id"], address, "user", parse_roles(row["roles"]))
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.lifecycle import KeyState, key_in_state
-from kma.services import backups
+from kma.services import backups, row_macs
 from kma.services.kmas import list_kmas
 from kma.services.paging import COUNT_LIMIT, PageRequest
 from kma.services.quorum import pending_count
@@ -35,6 +35,9 @@ def warnings(kma: Appliance) -> list[str]:
             "the cluster has committed it serves no agent (they are told to try another KMA)."
         )
     out += backups.warnings(backups.readiness(kma))
+    tampered = row_macs.tamper_warning(kma)
+    if tampered:
+        out.append(tampered)
     unrecorded = int(kma.store.scalar("SELECT count(*) FROM unrecorded_bindings"))
     if unrecorded:
         out.append(

@@ -45,6 +45,7 @@ def prepare(
     now: int,
     *,
     agent_id: str | None,
+    groups: frozenset[str] = frozenset(),
     activate: bool,
     agent_asks: bool,
     only_if_no_write_key: bool = False,
@@ -66,7 +67,15 @@ def prepare(
         statements.append(key_pool(kma).generate_stmt(key_id, now))
     statements.append(
         agent_keys.assign_pool_key(
-            key_id, agent_id, group, data_unit, now, activate, only_if_no_write_key, agent_asks=agent_asks
+            key_id,
+            agent_id,
+            group,
+            data_unit,
+            now,
+            activate,
+            only_if_no_write_key,
+            agent_asks=agent_asks,
+            groups=groups,
         )
     )
     kept = keep(key_id)

@@ -15,6 +15,7 @@ from kma.domain.validation import check_id, check_text
 from kma.errors import Conflict, NotFound, ValidationFailed
 from kma.services.common import describe, patch, require
 from kma.services.paging import ListSpec, Page, PageRequest, list_page
+from kma.services.row_macs import member_of
 from kma.store import Stmt
 
 MAX_PERIOD = 100 * 365 * 86400
@@ -159,10 +160,7 @@ def set_group_agents(kma: Appliance, actor: Actor, group_id: str, agent_ids: Seq
     for agent_id in wanted:
         require(kma, "agent", agent_id)
     statements = [Stmt("DELETE FROM key_group_agents WHERE key_group_id = ?", (group_id,))]
-    statements += [
-        Stmt("INSERT INTO key_group_agents (key_group_id, agent_id) VALUES (?, ?)", (group_id, a))
-        for a in wanted
-    ]
+    statements += [stmt for a in wanted for stmt in member_of(kma, group_id, a)]
     # An agent always keeps access to its own default key group.
     statements.append(Stmt(
         "UPDATE key_groups SET id = id WHERE id = :g AND NOT EXISTS (SELECT 1 FROM agents "

@@ -18,6 +18,7 @@ from kma.audit.record import Condition, Retention
 from kma.cluster.node_config import ClusterFiles
 from kma.cluster.rqlited import RqliteNode
 from kma.crypto import WrappingKey
+from kma.services import row_macs
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.audit_pruner import AutoPrune
 from kma.services.backup_schedule import backup_scheduler
@@ -80,6 +81,8 @@ class Running:
         if master is not None:
             kma.vault.unlock(master)
         unlocked = master is not None or unlock_autonomously(kma)
+        if unlocked:
+            row_macs.after_unlock(kma)
         kma.audit(
             kma.itself,
             "kma.start",

@@ -21,6 +21,7 @@ from kma.services import lockout
 from kma.services.change import Change
 from kma.services.common import refuse_taken
 from kma.services.paging import Filter, ListSpec, Page, PageRequest, TextSearch, boolean, list_page, one_of
+from kma.services.row_macs import USERS, seal
 from kma.store import Stmt
 
 PUBLIC = ("id", "name", "roles", "enabled", "locked_until", "created_at", "updated_at")
@@ -92,11 +93,28 @@ def create_user_change(
     kma: Appliance, user_id: str, name: str, role_text: str, passphrase_hash: str
 ) -> Change:
     now = kma.clock.now()
-    return Change("user.create", [Stmt(
-        "INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (user_id, name, role_text, passphrase_hash, now, now),
-    )], f"created user '{user_id}' with roles {role_words(role_text)}", ("user", user_id))  # fmt: skip
+    return Change("user.create", [
+        Stmt("INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
+             "VALUES (?, ?, ?, ?, ?, ?)", (user_id, name, role_text, passphrase_hash, now, now)),
+        seal_user(kma.vault.row_mac_key(), user_id, role_text, 1, passphrase_hash),
+    ], f"created user '{user_id}' with roles {role_words(role_text)}", ("user", user_id))  # fmt: skip
+
+
+def seal_user(key: bytes, user_id: str, roles: str, enabled: int, passphrase_hash: str) -> Stmt:
+    """The statement that sets the MAC of a user row as written (kma/services/row_macs.py)."""
+    row = {"id": user_id, "roles": roles, "enabled": enabled, "passphrase_hash": passphrase_hash}
+    return seal(key, USERS, row)
+
+
+def _sealed_after(kma: Appliance, user_id: str, changes: dict[str, Any]) -> list[Stmt]:
+    """The MAC of the user as `changes` leave it; seals nothing for a user who does not exist (the
+    change's own statement refuses that)."""
+    row = kma.store.query_one("SELECT roles, enabled, passphrase_hash FROM users WHERE id = ?", (user_id,))
+    if row is None:
+        return []
+    after = {**dict(row), **changes}
+    key = kma.vault.row_mac_key()
+    return [seal_user(key, user_id, after["roles"], after["enabled"], after["passphrase_hash"])]
 
 
 def create_user(
@@ -129,6 +147,7 @@ def update_user_change(kma: Appliance, user_id: str, changes: dict[str, Any]) ->
     statements = [
         Stmt(f"UPDATE users SET {sets} WHERE id = :id", {**values, "id": user_id},
              expect=1, missing=True, refusal=f"there is no user '{user_id}'"),
+        *_sealed_after(kma, user_id, changes),
         KEEP_A_SECURITY_OFFICER,
     ]  # fmt: skip
     if changes.get("enabled") == 0:
@@ -160,6 +179,7 @@ def set_passphrase_change(kma: Appliance, user_id: str, passphrase_hash: str) ->
         Stmt("UPDATE users SET passphrase_hash = ?, updated_at = ? WHERE id = ?",
              (passphrase_hash, kma.clock.now(), user_id),
              expect=1, missing=True, refusal=f"there is no user '{user_id}'"),
+        *_sealed_after(kma, user_id, {"passphrase_hash": passphrase_hash}),
         lockout.clear("user", user_id),  # a new passphrase lifts every lockout of the user
         Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)),
     ], f"set the passphrase of user '{user_id}'", ("user", user_id))  # fmt: skip

@@ -21,7 +21,7 @@ from kma.crypto import (
     open_share,
 )
 from kma.errors import Conflict, KmaError, LockedOut, ValidationFailed
-from kma.services import lockout
+from kma.services import lockout, row_macs
 from kma.store import Batch
 from kma.vault import unwrap_master_with_root
 
@@ -72,9 +72,12 @@ def current_split(kma: Appliance) -> KeySplit:
             "FROM cluster"
         ).fetchone()
         rows = conn.execute(
-            "SELECT name, share_sealed FROM key_split_members WHERE generation = ?", (cluster[1],)
+            "SELECT name, share_sealed, generation, mac FROM key_split_members WHERE generation = ?",
+            (cluster[1],),
         ).fetchall()
-    return KeySplit(cluster[0], cluster[1], cluster[2], {r[0]: r[1] for r in rows}, cluster[3])
+    # A member row written without the KMA counts for nothing (an unlocked KMA can tell: row MACs).
+    members = {r[0]: r[1] for r in rows if row_macs.genuine(kma, row_macs.SPLIT_MEMBERS, r)}
+    return KeySplit(cluster[0], cluster[1], cluster[2], members, cluster[3])
 
 
 def check_distinct(credentials: Sequence[Credential]) -> None:

@@ -40,8 +40,9 @@ from kma.services.change import Change
 from kma.services.quorum.escrow import seal_share, unseal_share
 from kma.services.quorum.key_split import Quorum, Share, current_split
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
+from kma.services.row_macs import SPLIT_MEMBERS, seal
 from kma.store import Stmt
-from kma.vault import wrap_master_for_root
+from kma.vault import row_mac_key, wrap_master_for_root
 
 CODE_BYTES = 15  # 120 bits, shown as 24 base32 letters and digits in groups of six
 
@@ -141,6 +142,7 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
         waiting = ", ".join(n for n in names if n not in sealed)
         raise Conflict(f"Not every new key split member has set their passphrase yet: {waiting}.")
     now, generation = kma.clock.now(), quorum.generation + 1
+    mac_key = row_mac_key(quorum.master)
     backup_key = quorum.master.wrap(backup_key_context(generation), WrappingKey.generate().raw())
     statements = [
         Stmt(
@@ -157,11 +159,19 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
         Stmt("DELETE FROM key_split_members"),
         lockout.clear("key_split_member"),  # new passphrases: old failures count no more
         *(
-            Stmt(
-                "INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, ?)",
-                (name, sealed[name], generation),
-            )
+            stmt
             for name in names
+            for stmt in (
+                Stmt(
+                    "INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, ?)",
+                    (name, sealed[name], generation),
+                ),
+                seal(
+                    mac_key,
+                    SPLIT_MEMBERS,
+                    {"name": name, "share_sealed": sealed[name], "generation": generation},
+                ),
+            )
         ),
         # Approvals collected under the old split can never rebuild the new root secret.
         Stmt(

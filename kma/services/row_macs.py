@@ -1,0 +1,319 @@
+"""MACs on the rows that grant power, so that a row written straight into a store grants nothing.
+
+A leaked replica file or node credential lets someone write rows without the KMA's API. The rows
+that grant power (a user's roles, passphrase and whether it is enabled; a session; an agent's
+membership of a key group; a key split member's sealed share) therefore carry an HMAC-SHA256
+under a key derived from the master key (`kma.vault.row_mac_key`), which only an unlocked KMA
+holds. Each write path
+adds `seal(...)` to its own audited batch: an UPDATE that sets the MAC only if the row still holds
+exactly the values it was computed from, so a concurrent change refuses the batch instead of
+sealing values nobody checked.
+
+Where a row is used, `genuine` checks it: a row whose MAC is missing or wrong grants nothing and
+raises a `security.tamper` audit event (once per row per hour per KMA). A locked KMA has no MAC key
+and cannot check: it serves no keys and lets a user do nothing but ask for its unlock, which needs
+the key split, and `genuine` answers True there; every row is checked again at each unlock.
+
+At the first unlock on this version (`DataDir.rows_sealed` absent) rows without a MAC are sealed,
+trusted on first use, in one audited batch; from then on a row without a MAC is tampered with.
+Each unlock also sweeps every sealed table, so `kma audit verify` and the dashboard report what was
+forged while the KMA was stopped, not only what someone tried to use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import hmac
+import json
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.audit.record import Condition, Retention
+from kma.errors import KmaError, KmaLocked
+from kma.store import Stmt
+
+log = logging.getLogger(__name__)
+
+TAMPER = "security.tamper"
+REPORT_EVERY = 3600  # seconds between two tamper events about one row on one KMA
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """A table whose rows carry a MAC: its primary key and the columns that grant power."""
+
+    table: str
+    key: tuple[str, ...]
+    fields: tuple[str, ...]
+    subject: str  # the audit subject type of a row
+
+    def row_id(self, row: Mapping[str, Any] | sqlite3.Row) -> str:
+        return "/".join(str(row[k]) for k in self.key)
+
+
+USERS = Sealed("users", ("id",), ("roles", "enabled", "passphrase_hash"), "user")
+MEMBERSHIP = Sealed("key_group_agents", ("key_group_id", "agent_id"), (), "agent")
+SPLIT_MEMBERS = Sealed("key_split_members", ("name",), ("share_sealed", "generation"), "key_split_member")
+TABLES = (USERS, MEMBERSHIP, SPLIT_MEMBERS)  # sealed at the first unlock and checked at each
+# Sessions come and go: not swept; one made while this KMA was locked is sealed when it unlocks.
+SESSIONS = Sealed("sessions", ("token_hash",), ("user_id", "expires_at"), "session")
+
+
+def mac(key: bytes, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row) -> str:
+    """HMAC-SHA256 of the table's name, the row's primary key and its power-granting fields."""
+    canonical = json.dumps(
+        [sealed.table, [row[k] for k in sealed.key], [row[f] for f in sealed.fields]],
+        separators=(",", ":"),
+        ensure_ascii=True,
+    )
+    return hmac.new(key, canonical.encode(), hashlib.sha256).hexdigest()
+
+
+def seal(key: bytes, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row) -> Stmt:
+    """The statement that sets the row's MAC, for the batch that writes the row (after its write).
+
+    `row` holds the primary key and power-granting fields as the row has them once written."""
+    columns = (*sealed.key, *sealed.fields)
+    where = " AND ".join(f"{c} IS :{c}" for c in columns)
+    return Stmt(
+        f"UPDATE {sealed.table} SET mac = :mac WHERE {where}",
+        {**{c: row[c] for c in columns}, "mac": mac(key, sealed, row)},
+        expect=1,
+        refusal=f"the {sealed.subject.replace('_', ' ')} '{sealed.row_id(row)}' changed meanwhile; try again",
+    )
+
+
+def member_of(kma: Appliance, group_id: str, agent_id: str) -> list[Stmt]:
+    """The statements that make the agent a member of the key group (if it is not yet), sealed."""
+    row = {"key_group_id": group_id, "agent_id": agent_id}
+    return [
+        Stmt(
+            "INSERT OR IGNORE INTO key_group_agents (key_group_id, agent_id) "
+            "VALUES (:key_group_id, :agent_id)",
+            row,
+        ),
+        seal(kma.vault.row_mac_key(), MEMBERSHIP, row),
+    ]
+
+
+class _Reports:
+    """When each tampered row was last reported on this KMA (bounds the tamper events)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: dict[tuple[str, str], float] = {}
+
+    def due(self, table: str, row_id: str) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get((table, row_id))
+            if last is not None and now - last < REPORT_EVERY:
+                return False
+            self._last[(table, row_id)] = now
+            return True
+
+    def forget(self, table: str, row_id: str) -> None:
+        with self._lock:
+            self._last.pop((table, row_id), None)
+
+
+_REPORTS = _Reports()
+
+
+def genuine(kma: Appliance, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row) -> bool:
+    """Whether the row's MAC verifies (True on a locked KMA, which cannot tell); a row that fails is
+    reported as tampered with."""
+    try:
+        key = kma.vault.row_mac_key()
+    except KmaLocked:
+        return True
+    stored = row["mac"]
+    if stored is None and not kma.data_dir.rows_sealed.exists():
+        return True  # a row from before this version, sealed by `after_unlock` in a moment
+    if stored is not None and hmac.compare_digest(str(stored), mac(key, sealed, row)):
+        return True
+    report_tamper(kma, sealed, row)
+    return False
+
+
+class _MadeWhileLocked:
+    """Sessions this KMA made while locked (no MAC key then): it seals them when it unlocks."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: list[dict[str, Any]] = []
+
+    def add(self, row: dict[str, Any]) -> None:
+        with self._lock:
+            self._rows.append(row)
+
+    def take(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows, self._rows = self._rows, []
+            return rows
+
+
+_LOCKED_SESSIONS = _MadeWhileLocked()
+
+
+def seal_session(kma: Appliance, token_hash: str, user_id: str, expires_at: int) -> list[Stmt]:
+    """The statement that seals a new session (after its INSERT); none on a locked KMA, which
+    seals it when it unlocks."""
+    row = {"token_hash": token_hash, "user_id": user_id, "expires_at": expires_at}
+    try:
+        key = kma.vault.row_mac_key()
+    except KmaLocked:
+        _LOCKED_SESSIONS.add(row)
+        return []
+    return [seal(key, SESSIONS, row)]
+
+
+def session_genuine(kma: Appliance, row: Mapping[str, Any] | sqlite3.Row) -> bool:
+    """Whether a session may act: any on a locked KMA; else only with a MAC that verifies. One
+    without a MAC (made on another KMA while it was locked, or before this version) is refused
+    quietly: its user signs in again. A wrong MAC is tampering."""
+    if row["mac"] is None:
+        return kma.vault.locked
+    return genuine(kma, SESSIONS, row)
+
+
+class _Verified:
+    """Membership rows whose MAC verified, so the agent path computes each MAC once: a row is its
+    key, group and agent and MAC, so a changed row is a new entry (nothing to invalidate)."""
+
+    MOST = 100_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: set[tuple[str, str, str]] = set()
+
+    def __contains__(self, row: tuple[str, str, str]) -> bool:
+        return row in self._rows
+
+    def add(self, row: tuple[str, str, str]) -> None:
+        with self._lock:
+            if len(self._rows) >= self.MOST:
+                self._rows.clear()
+            self._rows.add(row)
+
+
+_MEMBERS = _Verified()
+
+
+def member_genuine(kma: Appliance, group_id: str, agent_id: str, stored: str | None) -> bool:
+    """`genuine` for an agent's membership of a key group, remembered once verified."""
+    if stored is not None and (group_id, agent_id, stored) in _MEMBERS:
+        return True
+    row = {"key_group_id": group_id, "agent_id": agent_id, "mac": stored}
+    ok = genuine(kma, MEMBERSHIP, row)
+    if ok and stored is not None and not kma.vault.locked:
+        _MEMBERS.add((group_id, agent_id, stored))
+    return ok
+
+
+def report_tamper(kma: Appliance, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row) -> None:
+    row_id = sealed.row_id(row)
+    if not _REPORTS.due(sealed.table, row_id):
+        return
+    why = "has no MAC" if row["mac"] is None else "has a MAC that does not verify"
+    log.error("tampered row: %s '%s' %s", sealed.table, row_id, why)
+    try:
+        kma.audit(
+            kma.itself,
+            TAMPER,
+            f"tampered row: {sealed.table} '{row_id}' {why}; it grants nothing "
+            "(written into the store without the KMA, or altered there)",
+            condition=Condition.ERROR,
+            subject=(sealed.subject, row_id),
+            event_class="security",
+        )
+    except KmaError as exc:  # no cluster majority now: the row still grants nothing; said again later
+        _REPORTS.forget(sealed.table, row_id)
+        log.error("the tamper event could not be recorded: %s", exc)
+
+
+def _select(sealed: Sealed) -> str:
+    return f"SELECT {', '.join((*sealed.key, *sealed.fields, 'mac'))} FROM {sealed.table}"
+
+
+def _rows(kma: Appliance, sealed: Sealed) -> list[Any]:
+    return kma.store.query(_select(sealed))
+
+
+def tampered_rows(conn: sqlite3.Connection, key: bytes, sealed_already: bool) -> list[str]:
+    """Offline (`kma audit verify`): the rows whose MAC does not verify, described. `sealed_already`:
+    this KMA has unlocked on this version, so a row without a MAC is tampered with too."""
+    out = []
+    for sealed in TABLES:
+        for row in conn.execute(_select(sealed)):
+            stored = row["mac"]
+            if stored is None and not sealed_already:
+                continue
+            if stored is None or not hmac.compare_digest(str(stored), mac(key, sealed, row)):
+                why = "has no MAC" if stored is None else "has a MAC that does not verify"
+                out.append(f"{sealed.table} '{sealed.row_id(row)}' {why}")
+    return out
+
+
+def recorded_tamper(conn: sqlite3.Connection) -> int:
+    """How many tamper events the audit trail holds."""
+    return int(conn.execute(TAMPER_COUNT).fetchone()[0])
+
+
+def after_unlock(kma: Appliance) -> None:
+    """Seal rows from before this version (first unlock only), then check every sealed row. A
+    failure (no cluster majority now) is logged: the next unlock tries again, and until then rows
+    without a MAC still count as older ones (`genuine`)."""
+    try:
+        _seal_and_sweep(kma)
+    except KmaError as exc:
+        log.error("the rows that grant power could not be sealed or checked after the unlock: %s", exc)
+
+
+def _seal_and_sweep(kma: Appliance) -> None:
+    key = kma.vault.row_mac_key()
+    made = _LOCKED_SESSIONS.take()
+    if made:  # those signed out or expired meanwhile are simply not there any more
+        kma.commit(
+            kma.itself,
+            "auth.sessions_sealed",
+            [dataclasses.replace(seal(key, SESSIONS, row), expect=None) for row in made],
+            f"sealed {len(made)} sessions made while this KMA was locked",
+            retention=Retention.MEDIUM,
+        )
+    if not kma.data_dir.rows_sealed.exists():
+        unsealed = [(s, r) for s in TABLES for r in _rows(kma, s) if r["mac"] is None]
+        if unsealed:
+            kma.commit(
+                kma.itself,
+                "security.rows_sealed",
+                [seal(key, s, r) for s, r in unsealed],
+                f"sealed {len(unsealed)} rows that grant power (users, key group members, key split "
+                "members) written before row MACs, trusting them on first use",
+            )
+        kma.data_dir.rows_sealed.write_text("rows that grant power carry a MAC\n", encoding="utf-8")
+    for sealed in TABLES:
+        for row in _rows(kma, sealed):
+            genuine(kma, sealed, row)
+
+
+TAMPER_COUNT = "SELECT count(*), max(created_at) FROM audit_events WHERE operation = 'security.tamper'"
+
+
+def tamper_warning(kma: Appliance) -> str | None:
+    """The dashboard's warning while the audit trail holds tamper events."""
+    row = kma.store.query_one(TAMPER_COUNT)
+    if row is None or not row[0]:
+        return None
+    return (
+        f"{row[0]} tamper events: rows that grant power (users, key group members, key split members) were "
+        "written or altered in the store without the KMA; they grant nothing. See the audit trail's "
+        "'security.tamper' events, find how the store was reached, and remove or re-create those rows."
+    )

@@ -1,0 +1,59 @@
+"""The row MAC helper: what a MAC covers, and that a seal matches only the values it was made from."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from kma.crypto import WrappingKey
+from kma.services.row_macs import MEMBERSHIP, USERS, mac, seal, tampered_rows
+from kma.vault import row_mac_key
+
+KEY = row_mac_key(WrappingKey(bytes(32)))
+USER = {"id": "jo", "roles": "auditor", "enabled": 1, "passphrase_hash": "$argon2id$..."}
+
+
+def _db() -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:")
+    db.row_factory = sqlite3.Row
+    db.execute("CREATE TABLE users (id TEXT, roles TEXT, enabled INTEGER, passphrase_hash TEXT, mac TEXT)")
+    db.execute("CREATE TABLE key_group_agents (key_group_id TEXT, agent_id TEXT, mac TEXT)")
+    db.execute("CREATE TABLE key_split_members (name TEXT, share_sealed TEXT, generation INTEGER, mac TEXT)")
+    db.execute(
+        "INSERT INTO users (id, roles, enabled, passphrase_hash) VALUES ('jo', 'auditor', 1, '$argon2id$...')"
+    )
+    return db
+
+
+def _run(db: sqlite3.Connection, row: dict[str, object]) -> int:
+    stmt = seal(KEY, USERS, row)
+    return db.execute(stmt.sql, stmt.params).rowcount
+
+
+def test_every_power_granting_field_and_the_key_change_the_mac() -> None:
+    base = mac(KEY, USERS, USER)
+    for field, other in (
+        ("id", "eve"),
+        ("roles", "security_officer"),
+        ("enabled", 0),
+        ("passphrase_hash", "x"),
+    ):
+        assert mac(KEY, USERS, {**USER, field: other}) != base
+    assert mac(row_mac_key(WrappingKey(b"\x01" * 32)), USERS, USER) != base
+    # the primary key's parts are kept apart: no two keys share an encoding
+    member = {"key_group_id": "a", "agent_id": "b"}
+    assert mac(KEY, MEMBERSHIP, member) != mac(KEY, MEMBERSHIP, {"key_group_id": "a/b", "agent_id": ""})
+
+
+def test_a_seal_sets_the_mac_only_on_the_row_as_it_was_computed_from() -> None:
+    db = _db()
+    assert _run(db, {**USER, "roles": "security_officer"}) == 0  # changed meanwhile: the batch refuses
+    assert _run(db, USER) == 1
+    assert tampered_rows(db, KEY, sealed_already=True) == []
+    db.execute("UPDATE users SET roles = 'security_officer'")
+    assert tampered_rows(db, KEY, sealed_already=True) == ["users 'jo' has a MAC that does not verify"]
+
+
+def test_rows_without_a_mac_are_tampered_only_once_this_kma_sealed() -> None:
+    db = _db()
+    assert tampered_rows(db, KEY, sealed_already=False) == []
+    assert tampered_rows(db, KEY, sealed_already=True) == ["users 'jo' has no MAC"]
