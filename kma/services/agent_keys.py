@@ -660,11 +660,12 @@ def locate(
 def _unrecorded(kma: Appliance, agent: AgentAccess, wanted: LocateFilter) -> list[str]:
     """The keys whose binding to the asked-for tape the cluster refused, for the agent it went
     to (a drive reading that tape finds the key it wrote with), for a plain tape lookup only."""
-    if len(wanted.data_units) != 1 or wanted.groups or wanted.key_ids or wanted.custom or wanted.states:
+    tapes = {*wanted.data_units, *wanted.names}  # a tape's Name is its data unit (a tape key group's rule)
+    if len(tapes) != 1 or wanted.groups or wanted.key_ids or wanted.custom or wanted.states:
         return []
     rows = kma.store.query(
         "SELECT key_id FROM unrecorded_bindings WHERE agent_id = ? AND data_unit_id = ? ORDER BY id DESC",
-        (agent.agent_id, wanted.data_units[0]),
+        (agent.agent_id, *tapes),
     )
     return [str(r[0]) for r in rows]
 

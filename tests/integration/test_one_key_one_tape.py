@@ -76,8 +76,8 @@ def slow_to_apply(kma: RunningKma, entries: int) -> None:
     nothing). A node restarted afterwards restores its last snapshot and applies them, and all that
     follows them, only then: meanwhile its replica is behind."""
     files = files_of(kma)
-    context = tls_context(files.ca_cert, files.node_cert, files.node_key)
-    client = RqliteClient(files.load().http_address, context, timeout=120)
+    context = tls_context(files.node_cert, files.node_cert, files.node_key)  # as the KMA's own client
+    client = RqliteClient(files.load().http_address, context, files.credential(), timeout=120)
     count = ("SELECT count(*) > 0 FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
              "WHERE x < 8000000) SELECT x FROM c)")  # fmt: skip
 
