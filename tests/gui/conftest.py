@@ -56,6 +56,13 @@ def isolated_settings(qapp: QApplication, tmp_path: Path,
     QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path / "settings"))
     QSettings().clear()
     yield tmp_path / "settings"
+    # A window a test left open (a dialog kept open on purpose, a message box) must not change the
+    # next test's app: "is anything else open" decides whether closing the sign-in quits. Hidden,
+    # not closed: a close could ask a question (a ceremony's "Stop?") and wait for an answer.
+    for widget in qapp.topLevelWidgets():
+        if widget.isVisible():
+            widget.hide()
+    qapp.processEvents()
 
 
 @pytest.fixture

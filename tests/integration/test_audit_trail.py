@@ -110,7 +110,8 @@ FORMULAS = ['=HYPERLINK("http://evil.example/?x","click")', "@SUM(A1:A9)", "+cmd
 
 
 def test_csv_export_neutralises_formulas_and_still_verifies(fresh_kma: RunningKma, tmp_path: Path) -> None:
-    """Given sign-ins by strangers whose user IDs are spreadsheet formulas (audited as typed),
+    """Given sign-ins by strangers whose user IDs are spreadsheet formulas (audited as typed, as the
+    subject of an anonymous refusal),
     the export has no cell a spreadsheet would run, and the offline check recovers every value."""
     import csv
 
@@ -122,7 +123,7 @@ def test_csv_export_neutralises_formulas_and_still_verifies(fresh_kma: RunningKm
         fresh_kma.client("auditor").export_audit_csv(out, operation="auth.sign_in", condition="error")
     body = export.read_text(encoding="utf-8").rsplit("#KMA-EXPORT-SIGNATURE ", 1)[0]
     rows = list(csv.DictReader(body.splitlines(keepends=True)))
-    ids = [row["entity_id"] for row in rows]
+    ids = [row["subject_id"] for row in rows]  # a stranger is 'anonymous'; the ID typed is the subject
     for user_id in FORMULAS:
         assert "'" + user_id in ids  # the value, behind one apostrophe
     cells = [cell for row in rows for cell in row.values()]
