@@ -182,21 +182,20 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
         announce(f"management  https://{management}")
         announce(f"service     {service}")
         announce(f"CA fingerprint {ca}")
-        if ready_file is None:
-            return
+        if ready_file is not None:
+            def write(caught_up: bool) -> None:
+                tmp = ready_file.with_suffix(".tmp")
+                tmp.write_text(json.dumps({"management_address": management, "service_address": service,
+                                           "ca_fingerprint": ca, "pid": os.getpid(),
+                                           "caught_up": caught_up}))  # fmt: skip
+                tmp.replace(ready_file)
 
-        def write(caught_up: bool) -> None:
-            tmp = ready_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"management_address": management, "service_address": service,
-                                       "ca_fingerprint": ca, "pid": os.getpid(),
-                                       "caught_up": caught_up}))  # fmt: skip
-            tmp.replace(ready_file)
+            write(kma.store.caught_up())
+            if not kma.store.caught_up():  # serving agents from then on: say so there too
+                threading.Thread(target=_when_caught_up, args=(kma, write), name="kma-ready-file",
+                                 daemon=True).start()  # fmt: skip
+        # systemd (Type=notify) starts what is ordered after the KMA now: both listeners serve
         notify(f"READY=1\nSTATUS=Serving management on {management}, agents on {service}")
-
-        write(kma.store.caught_up())
-        if not kma.store.caught_up():  # serving agents from then on: say so there too
-            threading.Thread(target=_when_caught_up, args=(kma, write), name="kma-ready-file",
-                             daemon=True).start()  # fmt: skip
 
     server = _Server(config, kma, limits, ready)
     note_stop_requests()

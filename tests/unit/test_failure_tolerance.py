@@ -105,13 +105,13 @@ class _StoreWithoutALeader:
         if "cluster_outbox_marks" in sql:
             return []  # no other KMA has reported its lag
         row = {"site_id": "dal", "management_address": "", "service_address": "", "version": "0.1.0",
-               "locked": 0, "witness": 0}  # fmt: skip
+               "locked": 0, "witness": 0, "master_key": "software"}  # fmt: skip
         return [{**row, "id": "kma-a", "name": "A"}, {**row, "id": "kma-b", "name": "B"}]
 
 
 def test_when_the_store_cannot_say_this_kma_answers_for_itself_and_the_others_show_down() -> None:
-    kma = SimpleNamespace(store=_StoreWithoutALeader(), kma_id="kma-a", vault=SimpleNamespace(locked=False),
-                          clock=SimpleNamespace(now=lambda: 0))  # fmt: skip
+    vault = SimpleNamespace(locked=False, backend="software")
+    kma = SimpleNamespace(store=_StoreWithoutALeader(), kma_id="kma-a", vault=vault, clock=SimpleNamespace(now=lambda: 0))
     nodes = {n["id"]: n for n in _kma_nodes(kma)}  # type: ignore[arg-type]
     assert (nodes["kma-a"]["responding"], nodes["kma-a"]["health"]) == (True, "ok")
     assert nodes["kma-a"]["replication_lag"] == {"depth": 12, "age_seconds": 4.0}
