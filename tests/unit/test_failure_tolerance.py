@@ -110,8 +110,8 @@ class _StoreWithoutALeader:
 
 
 def test_when_the_store_cannot_say_this_kma_answers_for_itself_and_the_others_show_down() -> None:
-    vault = SimpleNamespace(locked=False, backend="software")
-    kma = SimpleNamespace(store=_StoreWithoutALeader(), kma_id="kma-a", vault=vault, clock=SimpleNamespace(now=lambda: 0))
+    vault, clock = SimpleNamespace(locked=False, backend="software"), SimpleNamespace(now=lambda: 0)
+    kma = SimpleNamespace(store=_StoreWithoutALeader(), kma_id="kma-a", vault=vault, clock=clock)
     nodes = {n["id"]: n for n in _kma_nodes(kma)}  # type: ignore[arg-type]
     assert (nodes["kma-a"]["responding"], nodes["kma-a"]["health"]) == (True, "ok")
     assert nodes["kma-a"]["replication_lag"] == {"depth": 12, "age_seconds": 4.0}
