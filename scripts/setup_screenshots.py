@@ -150,6 +150,8 @@ def render(  # noqa: PLR0915 - the walk, page by page
         next_page()
         shot("9_key_pool")
         next_page()
+        shot("9_master_key")  # software, or a PKCS#11 token (docs/hsm.md)
+        next_page()
         shot("10_summary")
         wizard.button(QWizard.CommitButton).click()  # the progress page, while the KMA works
         paths.append(grab(wizard, out / "setup_11_progress.png"))
