@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QAbstractButton, QMessageBox, QWidget
 
 from app.errors import ErrorKind, UserMessage, describe
 from app.session import SessionController
@@ -40,3 +40,26 @@ class ErrorPresenter(QObject):
         box.open()
         self.last_box = box
         self.shown.emit(message)
+
+
+def ask_first(
+    parent: QWidget,
+    name: str,
+    title: str,
+    text: str,
+    go: tuple[str, QMessageBox.ButtonRole],
+    stay: str,
+    informative: str = "",
+) -> tuple[QMessageBox, QAbstractButton, QAbstractButton]:
+    """A warning that asks before what cannot be undone: staying is the default and what Esc picks.
+    Window-modal and not yet open: the caller connects the two buttons, then opens it."""
+    box = QMessageBox(QMessageBox.Warning, title, text, QMessageBox.NoButton, parent)
+    if informative:
+        box.setInformativeText(informative)
+    box.setObjectName(name)
+    box.setWindowModality(Qt.WindowModal)
+    go_button = box.addButton(*go)
+    stay_button = box.addButton(stay, QMessageBox.RejectRole)
+    box.setDefaultButton(stay_button)
+    box.setEscapeButton(stay_button)
+    return box, go_button, stay_button

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QFormLayout,
@@ -32,6 +31,7 @@ from app.profiles import ProfileStore
 from app.setup import SetupAnswers, id_problem, sign_in_when_serving
 from app.writes import setup as setup_writes
 from ui.files import ask_open_path
+from ui.messages import ask_first
 from ui.setup_wizard.base import STAY, SetupPage
 from ui.trust_dialog import grouped
 from ui.widgets import PasswordLineEdit
@@ -108,18 +108,15 @@ class RestoreFilesPage(SetupPage):
             return
         self.busy = False
         self.wizard().button(QWizard.NextButton).setEnabled(True)
-        box = QMessageBox(QMessageBox.Warning, "The original may still be serving",
-                          f"This is a backup of KMA {pair.kma_id} of cluster '{pair.cluster_name}', and "
-                          f"that cluster still answers: {', '.join(serving)}.", QMessageBox.NoButton, self)
-        box.setInformativeText("A restore replaces a dead machine. Restored beside a running original, "
-                               "two KMAs with one ID and CA both serve keys. Restore only if that KMA is "
-                               "switched off for good, or is another member of the cluster.")
-        box.setObjectName("originalServing")
-        box.setWindowModality(Qt.WindowModal)
-        go_on = box.addButton("It is gone: restore", QMessageBox.AcceptRole)
-        stay = box.addButton("Do not restore", QMessageBox.RejectRole)
-        box.setDefaultButton(stay)
-        box.setEscapeButton(stay)
+        box, go_on, stay = ask_first(
+            self, "originalServing", "The original may still be serving",
+            f"This is a backup of KMA {pair.kma_id} of cluster '{pair.cluster_name}', and that cluster "
+            f"still answers: {', '.join(serving)}.", ("It is gone: restore", QMessageBox.AcceptRole),
+            "Do not restore",
+            informative="A restore replaces a dead machine. Restored beside a running original, two KMAs "
+            "with one ID and CA both serve keys. Restore only if that KMA is switched off for good, or is "
+            "another member of the cluster.",
+        )
         go_on.clicked.connect(lambda: SetupPage._answered(self, result))
         stay.clicked.connect(lambda: self.error.say(
             f"Not restored: {', '.join(serving)} still answers. Switch the original off first."))

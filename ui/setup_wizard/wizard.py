@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QMessageBox, QWidget, QWizard
 
 from app.assets import get_asset
 from app.setup import SetupAnswers, sign_in_when_serving
+from ui.messages import ask_first
 from ui.setup_wizard.connect_pages import ConnectPage, ModePage, NetworkPage
 from ui.setup_wizard.finish_pages import DonePage, ProgressPage, SummaryPage
 from ui.setup_wizard.key_split_pages import KeySplitPage, MembersPage, ProofPage
@@ -101,16 +102,11 @@ class SetupWizard(QWizard):
             super().reject()
             return
         who = "1 member has" if typed == 1 else f"{typed} members have"
-        box = QMessageBox(QMessageBox.Warning, "Stop the ceremony?",
-                          f"{who} typed their passphrase. Stop now, and nothing is written: "
-                          "everyone types again from the start next time.",
-                          QMessageBox.NoButton, self)
-        box.setObjectName("stopCeremony")
-        box.setWindowModality(Qt.WindowModal)
-        stop = box.addButton("Stop and throw away", QMessageBox.DestructiveRole)
-        keep = box.addButton("Keep going", QMessageBox.RejectRole)
-        box.setDefaultButton(keep)
-        box.setEscapeButton(keep)
+        box, stop, _ = ask_first(
+            self, "stopCeremony", "Stop the ceremony?",
+            f"{who} typed their passphrase. Stop now, and nothing is written: everyone types again from "
+            "the start next time.", ("Stop and throw away", QMessageBox.DestructiveRole), "Keep going",
+        )
         stop.clicked.connect(self._stop)
         self.stop_box = box
         box.open()
