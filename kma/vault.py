@@ -96,6 +96,9 @@ class Vault:
                 self._token, self._token_key = self._open(self.hsm)
             if self.hsm.holds_cluster_key:
                 self._master = check_token_holds(self._token, self._token_key, master, self.hsm)
+                # The token never gives the key's bytes back: the row MAC key (the cluster's, the same
+                # on every KMA) is derived now, from the key the quorum opened, before that is dropped.
+                self._row_mac_key = (self._master, row_mac_key(master))
             else:
                 self._master = HsmMasterKey(master.raw(), self._token, self._token_key)
 
