@@ -15,7 +15,6 @@ import time
 from kma import __version__
 from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
-from kma.cluster.node_config import ClusterFiles
 from kma.cluster.rqlited import RqliteNode
 from kma.crypto import WrappingKey
 from kma.services import row_macs
@@ -36,6 +35,7 @@ class Running:
 
     def __init__(self, kma: Appliance, node: RqliteNode | None = None) -> None:
         self.kma = kma
+        self.node = node  # this KMA's rqlite node; None when its store is embedded
         self.pool = key_pool(kma)
         self.pruner = AutoPrune(kma)
         self.backups = backup_scheduler(kma)
@@ -74,7 +74,7 @@ class Running:
                 *self._node_statements(),
             ],
             f"listening on {management_address} (management) and {service_address} (service)"
-            + (f", Raft on {raft}" if (raft := self._raft_address()) else ""),
+            + (f", Raft on {self.node.config.raft_address}" if self.node else ""),
             ("kma", kma.kma_id),
             retention=Retention.MEDIUM,
         )
@@ -114,16 +114,11 @@ class Running:
         while not self.kma.store.caught_up() and time.monotonic() < deadline:
             time.sleep(0.05)
 
-    def _raft_address(self) -> str:
-        files = ClusterFiles.of(self.kma.data_dir.root)
-        return files.load().raft_address if files.exists() else ""
-
     def _node_statements(self) -> list[Stmt]:
         """A cluster node's Raft address and node certificate, where the others read them."""
-        files = ClusterFiles.of(self.kma.data_dir.root)
-        if not files.exists():
+        if self.node is None:
             return []
-        raft, pem = files.load().raft_address, files.node_cert.read_text(encoding="ascii")
+        raft, pem = self.node.config.raft_address, self.node.files.node_cert.read_text(encoding="ascii")
         return [Stmt("UPDATE kmas SET raft_address = ?, node_cert_pem = ? WHERE id = ? "
                      "AND (raft_address, node_cert_pem) IS NOT (?, ?)",
                      (raft, pem, self.kma.kma_id, raft, pem))]  # fmt: skip
