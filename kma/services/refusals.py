@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -41,8 +42,11 @@ def host_of(address: str) -> str:
 
 
 class RefusalThrottle:
-    def __init__(self, operation: str, what: str, per_second: int = PER_SECOND) -> None:
+    def __init__(
+        self, operation: str, what: str, per_second: int = PER_SECOND, now: Callable[[], float] = time.time
+    ) -> None:
         self.operation = operation  # of the summary event
+        self._now = now  # seconds; a test passes its own clock
         self.what = what  # e.g. "refusals of unknown peers"
         self.per_second = per_second
         self._lock = threading.Lock()
@@ -53,7 +57,7 @@ class RefusalThrottle:
     def admit(self, address: str) -> tuple[bool, Summary | None]:
         """(record this refusal one by one?, the summary of a second that just ended, to record now)."""
         with self._lock:
-            summary = self._roll(int(time.time()))
+            summary = self._roll(int(self._now()))
             self._used += 1
             if self._used <= self.per_second:
                 return True, summary
@@ -66,7 +70,7 @@ class RefusalThrottle:
     def flush(self) -> Summary | None:
         """The summary of the last second, once it is over (listeners call this every second or so)."""
         with self._lock:
-            return self._roll(int(time.time()))
+            return self._roll(int(self._now()))
 
     def _roll(self, now: int) -> Summary | None:
         if now == self._window:

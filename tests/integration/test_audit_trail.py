@@ -276,6 +276,8 @@ def test_the_kma_prunes_by_itself_once_a_day_when_told_to(fresh_kma: RunningKma)
     the actor of its audit event, and again only once a day has passed since the last prune."""
     import time
 
+    from tests.support.waiting import wait_until
+
     fresh_kma.advance_clock(400 * DAY)  # short and medium events are past their period
     so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
     assert not auditor.audit_retention().auto_prune
@@ -283,29 +285,23 @@ def test_the_kma_prunes_by_itself_once_a_day_when_told_to(fresh_kma: RunningKma)
     def prunes() -> list[object]:
         return auditor.list_audit_events(operation="audit.prune", condition="success", limit=100).items
 
-    time.sleep(1.0)
-    assert prunes() == []  # nobody prunes while it is off
+    time.sleep(1.0)  # a wait for nothing to happen: nobody prunes while it is off
+    assert prunes() == []
 
     turned = so.set_audit_retention(auto_prune=True)  # the change wakes the KMA's check
     assert turned.auto_prune
-    deadline = time.monotonic() + 30
-    while not prunes() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    [first] = prunes()
+    [first] = wait_until(prunes, 30, what="the KMA's own prune")
     assert first.entity_id == "kma-dal-1" and "pruned" in first.message  # the KMA itself
     assert auditor.verify_audit_chain().intact
     changed = auditor.list_audit_events(operation="audit.retention", limit=1).items[0]
     assert "pruning every day" in changed.message and changed.entity_id == "so"
 
     so.set_audit_retention(short=100 * DAY)  # wakes the check again: not due, a day has not passed
-    time.sleep(1.5)
+    time.sleep(1.5)  # a wait for nothing to happen: no second prune within a day
     assert len(prunes()) == 1
     fresh_kma.advance_clock(2 * DAY)
     so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")  # (sessions expired meanwhile)
     so.set_audit_retention(short=101 * DAY)  # due now
-    deadline = time.monotonic() + 30
-    while len(prunes()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert len(prunes()) == 2
+    wait_until(lambda: len(prunes()) == 2, 30, what="the second prune, a day later")
     off = so.set_audit_retention(auto_prune=False)
     assert not off.auto_prune and auditor.audit_retention().long == off.long

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from kma.kmip.enums import (
 )
 from tests.support.agents import demo_passphrase, enroll, events, key_row, kmip, last_event
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.waiting import wait_until
 
 DAY = 86400
 
@@ -95,10 +95,11 @@ def test_a_tape_gets_a_new_write_key_when_the_encryption_period_ends(
         assert drive.write_key("E30001") == (first, False)  # appending: same key
         old_material = drive.get(first)
         # The tape-30d policy: 30-day encryption period, one-year cryptoperiod
-        fresh_kma.advance_clock(31 * DAY)
-        time.sleep(1.1)
-        second, issued = drive.write_key("E30001")
-        assert issued and second != first
+        fresh_kma.advance_clock(31 * DAY)  # the KMA reads its test clock at most once a second
+        second, issued = wait_until(
+            lambda: (k := drive.write_key("E30001"))[1] and k, 10, what="a new key once the period ended"
+        )
+        assert second != first
         assert drive.get_attributes(first, ["x-Key-State", "State"]) == {
             "x-Key-State": "process_only",
             "State": State.ACTIVE,
@@ -322,6 +323,14 @@ def test_drives_fail_over_to_the_next_kma_of_their_list(agents: dict[str, Path],
     assert f"mounts served by {live['service_address']} (2)" in human.stdout
 
 
+def _refused(attempt: Callable[[], object]) -> bool:
+    try:
+        attempt()
+    except KmipFailure:
+        return True
+    return False
+
+
 def test_a_locked_kma_serves_agents_nothing_until_a_quorum_unlocks_it(
     fresh_kma: RunningKma, tmp_path: Path
 ) -> None:
@@ -330,7 +339,7 @@ def test_a_locked_kma_serves_agents_nothing_until_a_quorum_unlocks_it(
     with kmip(tmp_path / "drive") as drive:
         key = drive.create_and_activate("E30003")
         so.lock_kma("kma-dal-1")
-        time.sleep(1.1)
+        wait_until(lambda: _refused(lambda: drive.get(key)), 10, what="the connection hears of the lock")
         for attempt in (lambda: drive.get(key), lambda: drive.locate(data_unit="E30003"), drive.create):
             with pytest.raises(KmipFailure) as refused:
                 attempt()

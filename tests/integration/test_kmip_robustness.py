@@ -215,13 +215,20 @@ def test_random_and_truncated_ttlv_never_disturbs_other_agents(kma: RunningKma, 
                     failures.append(repr(exc))
                 served.append(time.perf_counter() - began)
 
+    began = time.monotonic()
     threads = [threading.Thread(target=fuzz, args=(seed,)) for seed in range(3)] + [
         threading.Thread(target=work)
     ]
     for t in threads:
         t.start()
-    time.sleep(8)
-    stop.set()
+    try:  # the fuzzers run until they sent their share and the good agent was served all along
+        wait_until(
+            lambda: sent[0] > 200 and len(served) > 50 and time.monotonic() > began + 5,
+            120,
+            what="200 fuzzed messages while the good agent is served",
+        )
+    finally:
+        stop.set()
     for t in threads:
         t.join(timeout=30)
     assert not failures, failures[:3]

@@ -4,13 +4,13 @@ and `kma init --answers` take, and what to compare between two KMAs set up from 
 from __future__ import annotations
 
 import socket
-import time
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from kms_client import ROLES
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.waiting import wait_until
 
 MEMBERS = [("alice", "alice walks the long pier"), ("bob", "bob paints seven green doors"),
            ("carol", "carol counts quiet harbour lights")]  # fmt: skip
@@ -124,13 +124,12 @@ def one_kma_with_keys_waiting(tmp: Path) -> RunningKma:
     admin = kma.client("admin")
     admin.create_key_policy("tape-30d", encryption_period=30 * 86400, cryptoperiod=365 * 86400)
     admin.create_key_group("backup-dallas", "tape-30d")
-    while admin.dashboard().keys_by_state["generated"] < 6:
-        time.sleep(0.2)
+    wait_until(lambda: admin.dashboard().keys_by_state["generated"] >= 6, 60, what="a full key pool")
     admin.take_core_security_backup(tmp / "core.kmacore")
     admin.create_backup()
     for volser in ("E00001", "E00002", "E00003"):
         admin.create_data_unit(volser)
         admin.issue_key("backup-dallas", volser)
-    while admin.dashboard().keys_by_state["generated"] < 3:  # the pool refills; those keys wait
-        time.sleep(0.2)
+    # the pool refills; those keys wait
+    wait_until(lambda: admin.dashboard().keys_by_state["generated"] >= 3, 60, what="the pool refilled")
     return kma
