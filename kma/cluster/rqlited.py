@@ -9,6 +9,7 @@ API only this node's own certificate, and both ask every command for the node cr
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -30,6 +31,7 @@ VERSION = "v8.43.4"
 BINARY_ENV = "KMA_RQLITED"
 START_TIMEOUT_S = 60.0
 KEEP_PRIVATE_S = 0.2  # how often the files of a running rqlited are closed again
+PREVIOUS_NODE_TIMEOUT_S = 30.0  # a killed KMA's rqlited has this long to end by itself
 
 
 class NodeFailed(KmaError):
@@ -68,6 +70,16 @@ def _death_signal() -> Callable[[], None] | None:
 
     prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
     return lambda: prctl(1, signal.SIGTERM)
+
+
+def _is_node_of(pid: int, rqlite_dir: Path) -> bool:
+    """Whether `pid` is a live rqlited serving `rqlite_dir` (not a reused pid, nor a zombie, whose
+    command line is empty). Only Linux shows it, and only Linux gives rqlited a death signal."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return str(rqlite_dir).encode() in command and any(part.endswith(b"rqlited") for part in command)
 
 
 def _owner_only(top: Path) -> None:
@@ -134,8 +146,30 @@ class RqliteNode:
     def is_new(self) -> bool:
         return not (self.files.rqlite_dir / "raft.db").exists()
 
+    @property
+    def _pid_file(self) -> Path:
+        return self.files.folder / "rqlited.pid"
+
+    def _outlive_previous(self, timeout: float = PREVIOUS_NODE_TIMEOUT_S) -> None:
+        """A KMA killed outright leaves its rqlited shutting down (the death signal is a SIGTERM,
+        and a leader steps down first): the new node must not start until the old one has let go
+        of its ports and files ("address already in use" on the Raft port otherwise)."""
+        try:
+            pid = int(self._pid_file.read_text())
+        except (OSError, ValueError):
+            return
+        deadline = time.monotonic() + timeout
+        while _is_node_of(pid, self.files.rqlite_dir):
+            if time.monotonic() > deadline:
+                log.warning("the previous rqlited (pid %d) did not end in %.0f s; killing it", pid, timeout)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                deadline = float("inf")  # a killed process ends: wait for it
+            time.sleep(0.1)
+
     def start(self, join: bool = True, timeout: float = START_TIMEOUT_S) -> None:
         self.files.rqlite_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._outlive_previous()
         log_path = self.files.folder / "rqlited.log"
         with log_path.open("ab") as out:
             # The child runs only prctl before exec, loaded before the fork (_death_signal).
@@ -149,6 +183,7 @@ class RqliteNode:
                 umask=0o077,
                 preexec_fn=_death_signal(),  # noqa: PLW1509
             )
+        self._pid_file.write_text(str(self.process.pid))
         self.wait_ready(timeout)
         self.keep_private()
         threading.Thread(target=self._keep_private_while_running, name="rqlited-files", daemon=True).start()
@@ -199,4 +234,5 @@ class RqliteNode:
             log.warning("rqlited did not stop within %.0f s; killing it", timeout)
             process.kill()
             process.wait()
+        self._pid_file.unlink(missing_ok=True)
         self.keep_private()

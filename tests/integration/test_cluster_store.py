@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -181,6 +182,13 @@ def _rqlited_pid(kma: RunningKma) -> int:
     return pid
 
 
+def _ended(pid: int) -> bool:
+    try:
+        return not Path(f"/proc/{pid}/cmdline").read_bytes()  # a zombie's is empty
+    except OSError:
+        return True
+
+
 def _leader(kma: RunningKma) -> str:
     client = RqliteNode(files_of(kma)).client()
     try:
@@ -265,3 +273,20 @@ def test_a_kma_cut_off_from_the_others_keeps_serving_keys_and_loses_no_audit_eve
         finally:
             for pid in stopped:
                 os.kill(pid, signal.SIGCONT)
+
+
+def test_a_kma_started_at_once_after_a_kill_waits_for_its_old_node_to_end(tmp_path: Path) -> None:
+    """A KMA killed outright leaves its rqlited ending (the death signal is a SIGTERM, and a leader
+    steps down first): `kma serve` started at once waits for the old node to let go of its ports,
+    instead of failing with "address already in use" (a flaky restart in the one-key-one-tape test)."""
+    kma, _ = first_node(tmp_path)
+    try:
+        old = _rqlited_pid(kma)
+        os.kill(old, signal.SIGSTOP)  # an old node slow to end: it holds its ports until it runs again
+        kma.kill()
+        threading.Timer(2.0, os.kill, (old, signal.SIGCONT)).start()
+        kma.start()
+        assert _ended(old)
+        assert kma.client("op").dashboard().kmas
+    finally:
+        kma.stop()
