@@ -41,6 +41,7 @@ import kms_client
 from app.context import AppContext
 from app.errors import ErrorKind, describe
 from app.quorum_watch import QuorumWatch
+from app.writes import Change
 from app.writes.quorum import approve_quorum_operation
 from ui.form_dialog import ID_PATTERN, Field, FormDialog
 from ui.format import when
@@ -250,12 +251,13 @@ def credentials_note(watch: QuorumWatch, what: str) -> str:
 class QuorumFormDialog(FormDialog):
     """A form for a quorum-protected request: the fields, then optional key split credentials.
 
-    ``submit(worker, values)`` finds the credentials in ``values["credentials"]`` (None if none
-    were given). The result may be a ``PendingQuorumOp``: hand it to :func:`handle_result`.
+    ``submit(values)`` finds the credentials in ``values["credentials"]`` (None if none
+    were given). A ``PendingQuorumOp`` answer is said here (the change waits for approvals);
+    ``on_done`` gets an answer that ran.
     """
 
     def __init__(self, ctx: AppContext, title: str, fields: list[Field],
-                 submit: Callable[[Any, dict[str, Any]], Any],
+                 submit: Callable[[dict[str, Any]], Change],
                  on_done: Callable[[Any], None] | None = None, *, rows: int = 0,
                  what: str = "the change runs", **kw: Any) -> None:
         self.credentials: CredentialsEditor | None = None
@@ -290,6 +292,12 @@ class QuorumFormDialog(FormDialog):
         threshold = self._watch.threshold()
         enough = threshold is not None and len(self.credentials.credentials()) >= threshold
         self.ok.setText(self._ok_text if enough or threshold is None else "Submit for approval")
+
+    def _report(self, result: Any) -> None:
+        if isinstance(result, kms_client.PendingQuorumOp):
+            tell_pending(self.ctx, self.parentWidget(), result)
+        else:
+            super()._report(result)
 
     def values(self) -> dict[str, Any]:
         out = super().values()
@@ -467,7 +475,7 @@ class ApproveDialog(QDialog):
         self.error.say("")
         self.ok.setEnabled(False)
         self.ctx.ops.write(
-            lambda worker: approve_quorum_operation(worker, op_id, member, passphrase),
+            approve_quorum_operation(op_id, member, passphrase),
             parent=self, label="Approving…",
             success=lambda op: self._done(op, member), failure=self._failed,
         )
