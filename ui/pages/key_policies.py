@@ -37,7 +37,7 @@ def _new_policy(page: ListPage, _obj: Any) -> None:
                   help="Free-text names, AES-128/192/256, secret data and opaque objects. "
                        "Off: tape keys (Name is the volser, AES-256)."),
         ],
-        lambda worker, v: create_key_policy(worker,
+        lambda v: create_key_policy(
             v["id"], encryption_period=v["encryption_period"], cryptoperiod=v["cryptoperiod"],
             description=v["description"] or None, allow_export=v["allow_export"],
             allow_import=v["allow_import"], agents_may_revoke=v["agents_may_revoke"],
