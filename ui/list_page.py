@@ -10,6 +10,7 @@ column widths, order and visibility per list in ``QSettings``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -88,7 +89,7 @@ class ListSpec:
     filtered_sorts: dict[str, frozenset[str]] | None = None
     # The kinds of thing the list shows (app.writes.KINDS; default: its key): a write that changes
     # one of them makes the list read again.
-    shows: frozenset[str] = frozenset()
+    shows: AbstractSet[str] = frozenset()
     # The KMA or the drives change it with no write from this manager (an agent enrolling, a
     # scheduled backup): polled while on screen. Other lists read again when a write of this
     # manager changed them and whenever they are shown.

@@ -14,6 +14,7 @@ function ``(worker, *args)`` that runs on the write lane's worker thread with th
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,7 @@ class Write:
     (``"Key {0} destroyed."``)."""
 
     call: str | Callable[..., Any]
-    changes: frozenset[str]
+    changes: AbstractSet[str]
     done: str = ""
 
     def __post_init__(self) -> None:
@@ -55,7 +56,7 @@ class Change:
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def changes(self) -> frozenset[str]:
+    def changes(self) -> AbstractSet[str]:
         return self.write.changes
 
     @property

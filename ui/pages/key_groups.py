@@ -114,8 +114,7 @@ class AgentAccessDialog(QDialog):
             success=self._saved, failure=self._failed,
         )
 
-    def _saved(self, group: Any) -> None:
-        self.page.object_changed(group)
+    def _saved(self, _group: Any) -> None:
         self.accept()
 
     def _failed(self, exc: BaseException) -> bool:
