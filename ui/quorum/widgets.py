@@ -3,7 +3,8 @@
 * :class:`CredentialsEditor`: rows of key split member name + passphrase (fields that overwrite
   their text when cleared).
 * :class:`QuorumFormDialog`: a :class:`~ui.form_dialog.FormDialog` that also offers optional key
-  split credentials, for every quorum-protected request (users, unlock, autonomous unlock).
+  split credentials, for every quorum-protected request (users, unlock, autonomous unlock); a
+  pending answer is said by it.
 * :class:`ApproveDialog`: approve one pending quorum operation as one key split member.
 * :func:`tell_pending` / :func:`tell_outcome`: say plainly what happened (waiting for N of M, or
   executed) with a link to the operation under Pending approvals.
@@ -383,15 +384,6 @@ def tell_outcome(ctx: AppContext, parent: QWidget | None, op: Any, member: str) 
     box.open()
     QuorumWatch.of(ctx).poll_now()
     return box
-
-
-def handle_result(ctx: AppContext, parent: QWidget | None, result: Any,
-                  then: Callable[[Any], None] | None = None) -> None:
-    """Route a quorum-protected call's answer: pending -> say so; done -> ``then(result)``."""
-    if isinstance(result, kms_client.PendingQuorumOp):
-        tell_pending(ctx, parent, result)
-    elif then is not None:
-        then(result)
 
 
 # -- approving ---------------------------------------------------------------------------------------
