@@ -1,7 +1,7 @@
 """The KMAs list's cluster actions (Security Officer): add a KMA, a new one-time KMA passphrase,
 remove a KMA. All three are quorum-protected, so each form offers key split credentials. The
 Cluster page offers adding and removing from its picture with the same dialogs: `page` is either
-page (a widget with `ctx` and `refresh()`).
+(a widget with `ctx`); both read again by themselves once a KMA changed.
 
 Adding a KMA (or a new passphrase) answers with the one-time KMA passphrase whether the
 operation ran or is pending: it is shown once, with the voter warning when the voter count would
