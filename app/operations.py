@@ -21,6 +21,12 @@ A progress dialog appears only when an operation with a label runs longer than 6
 waiting: callbacks are dropped. A write already sent may still complete on the KMA; the dialog says
 so.
 
+Changes
+-------
+A write that says what it changes (an :mod:`app.writes` declaration) is announced once the KMA
+said yes: ``Operations.changed`` carries it, even when its callbacks were dropped (the change
+happened), and the pages that show what it touched read again (:mod:`app.changes`).
+
 Failures
 --------
 The ``failure`` callback runs first (to reset a spinner, keep a dialog open); if it returns True the
@@ -122,6 +128,7 @@ class OpHandle:
     failure: Callable[[BaseException], bool | None] | None
     progress_cb: Callable[[str, int, int], None] | None
     quiet: bool
+    change: Any = None  # the write's declaration (its ``changes`` and ``message``), if it has one
     done: bool = False
     dialog: QProgressDialog | None = None
     timer: QTimer | None = None
@@ -139,6 +146,7 @@ class Operations(QObject):
     """Runs background operations for one signed-in session (or none, for sign-in itself)."""
 
     busy_changed = Signal(int)  # number of operations in flight
+    changed = Signal(object)  # a write that succeeded: its ``changes`` (kinds) and ``message``
 
     def __init__(self, parent: QObject | None = None, read_threads: int = 4) -> None:
         super().__init__(parent)
@@ -178,6 +186,8 @@ class Operations(QObject):
         relay = _Relay()
         ctx = OpContext(client if client is not None else self.client, relay, key)
         handle = OpHandle(label, lane, ctx, parent, success, failure, progress, quiet, relay=relay)
+        if getattr(op, "changes", None):
+            handle.change = op
         self._handles[key] = handle
         # Receivers are slots of this GUI-thread object: emits from the worker are queued.
         relay.succeeded.connect(self._on_success, Qt.QueuedConnection)
@@ -272,6 +282,8 @@ class Operations(QObject):
         self._close_progress(handle)
         if self._alive(handle) and handle.success:
             handle.success(result)
+        if handle.change is not None:
+            self.changed.emit(handle.change)
 
     @Slot(int, object)
     def _on_failure(self, key: int, exc: BaseException) -> None:

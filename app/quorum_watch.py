@@ -1,10 +1,10 @@
 """A light poll of the KMA for what the whole window shows: pending approvals and the lock.
 
-Every ``POLL_MS`` (and at once after the user's own quorum actions) one read on the background
-operation layer asks the KMA for its status and, for users who may read them, the pending quorum
-operations. The window turns that into a badge on "Pending approvals", a notification when an
-operation arrives, and the "KMA is locked" banner. Nothing here touches a widget; the worker only
-calls ``kms_client`` (see :mod:`app.operations` for the threading rule).
+Every ``POLL_MS`` (and at once after a write of this manager changed the quorum or a KMA) one
+read on the background operation layer asks the KMA for its status and, for users who may read
+them, the pending quorum operations. The window turns that into a badge on "Pending approvals", a
+notification when an operation arrives, and the "KMA is locked" banner. Nothing here touches a
+widget; the worker only calls ``kms_client`` (see :mod:`app.operations` for the threading rule).
 
 One watch per session (a child of the :class:`~app.session.SessionController`, found with
 :meth:`QuorumWatch.of`), so pages and the window share the same counts and the cached key split
@@ -58,6 +58,11 @@ class QuorumWatch(QObject):
         self.timer.timeout.connect(self.poll_now)
         ctx.session.state_changed.connect(self._session_state)
         ctx.session.reconnected.connect(self.poll_now)
+        ctx.ops.changed.connect(self._changed)
+
+    def _changed(self, change: Any) -> None:
+        if change.changes & {"quorum", "kmas"}:  # a pending operation, an approval, a lock
+            self.poll_now()
 
     @classmethod
     def of(cls, ctx: AppContext) -> QuorumWatch:

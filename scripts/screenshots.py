@@ -99,7 +99,7 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
 
     form = FormDialog(controller.ctx, "New key group",
                       [Field("id", "Key group ID", "id", required=True), Field("description", "Description")],
-                      lambda worker, v: None, parent=window, ok_text="Create key group")
+                      lambda _v: None, parent=window, ok_text="Create key group")
     form.show()
     form.editors["id"].setText("nc group!")
     settle(controller.ops)

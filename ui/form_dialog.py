@@ -1,9 +1,9 @@
 """One dialog for every create/edit/confirm form, declared as a list of fields.
 
-Area modules say *what* to ask (``Field`` specs) and *what to call* (``submit(worker, values)``);
-this module handles validation, the background write, and showing a refusal inline so the user can
-correct the value without retyping the rest. Choice lists (sites, key groups, policies) are read
-from the KMA when the dialog opens.
+Area modules say *what* to ask (``Field`` specs) and *what to send* (``submit(values)``: a write of
+:mod:`app.writes`, which says what it changes); this module handles validation, the background
+write, and showing a refusal inline so the user can correct the value without retyping the rest.
+Choice lists (sites, key groups, policies) are read from the KMA when the dialog opens.
 
 Validation runs as the user types: what is wrong with a field is said in words right under it
 once the user has touched it (nothing is silently dropped); while the form cannot be sent, a line
@@ -38,6 +38,7 @@ import kms_client
 from app.context import AppContext
 from app.errors import ErrorKind, describe
 from app.setup import Strength, strength
+from app.writes import Change
 from ui.format import words
 from ui.setup_wizard.widgets import StrengthMeter
 from ui.widgets import ErrorLabel, PasswordLineEdit, grow_to_fit
@@ -103,14 +104,14 @@ _VALUE_CHECKS: dict[str, Callable[[Field, Any], str]] = {
 
 
 class FormDialog(QDialog):
-    """Asks for ``fields``, then runs ``submit(worker, values)`` on the write lane."""
+    """Asks for ``fields``, then runs the write ``submit(values)`` on the write lane."""
 
     def __init__(
         self,
         ctx: AppContext,
         title: str,
         fields: list[Field],
-        submit: Callable[[Any, dict[str, Any]], Any],
+        submit: Callable[[dict[str, Any]], Change],
         on_done: Callable[[Any], None] | None = None,
         *,
         intro: str = "",
@@ -397,9 +398,8 @@ class FormDialog(QDialog):
         values = self.values()
         self.error.say("")
         self.ok.setEnabled(False)
-        submit = self._submit
         self.ctx.ops.write(
-            lambda worker: submit(worker, values),
+            self._submit(values),
             parent=self,
             label=self._busy_text,
             success=self._done,
@@ -411,6 +411,10 @@ class FormDialog(QDialog):
             if isinstance(editor, PasswordLineEdit):
                 editor.clear()
         self.accept()
+        self._report(result)
+
+    def _report(self, result: Any) -> None:
+        """What to do with the KMA's answer beyond what the write itself does."""
         if self._on_done:
             self._on_done(result)
 

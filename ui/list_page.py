@@ -10,6 +10,7 @@ column widths, order and visibility per list in ``QSettings``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.changes import ChangeFollower
 from app.context import AppContext
 from ui.details import DetailsDialog
 from ui.format import counted
@@ -85,8 +87,16 @@ class ListSpec:
     # The KMA's own pairing of sorts with filters (its ListSpec.filtered_sorts): another sort than
     # the default goes only with the filters named for it. None: every sort with every filter.
     filtered_sorts: dict[str, frozenset[str]] | None = None
+    # The kinds of thing the list shows (app.writes.KINDS; default: its key): a write that changes
+    # one of them makes the list read again.
+    shows: AbstractSet[str] = frozenset()
+    # The KMA or the drives change it with no write from this manager (an agent enrolling, a
+    # scheduled backup): polled while on screen. Other lists read again when a write of this
+    # manager changed them and whenever they are shown.
+    live: bool = False
 
     def __post_init__(self) -> None:
+        self.shows = frozenset(self.shows or {self.key})
         if self.sort_fields is not None:
             allowed = self.sort_fields
             self.columns = [
@@ -116,9 +126,10 @@ class ListPage(QWidget):
         self._kept: tuple[str | None, int] = (None, 0)  # selected ID and scroll, across a poll
         self._sort_note = ""  # why the list is not in the order last asked for
 
-        # Lists follow changes made elsewhere (an agent enrolling, another user's edit): a light
-        # poll of the first page while the list is on screen, applied without losing the
-        # selection or the scroll position.
+        # Lists follow changes: a write of this manager that changed what the list shows, and at
+        # every show (another user's edit); a live list also polls its first page while on
+        # screen. Applied without losing the selection or the scroll position.
+        self.changes = ChangeFollower(self, ctx.ops, spec.shows, self._reread, every_show=True)
         self._poll = QTimer(self)
         self._poll.setInterval(POLL_MS)
         self._poll.timeout.connect(self._follow_changes)
@@ -278,7 +289,8 @@ class ListPage(QWidget):
     def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
         self.ensure_loaded()
-        self._poll.start()
+        if self.spec.live:
+            self._poll.start()
 
     def hideEvent(self, event: Any) -> None:  # noqa: N802 - Qt override
         self._poll.stop()
@@ -286,6 +298,16 @@ class ListPage(QWidget):
 
     def _follow_changes(self) -> None:
         if self.isVisible() and self._loaded_once:
+            self.model.poll()
+
+    def _reread(self) -> None:
+        """Read what changed, keeping the user's place (a first page in flight may predate the
+        change: load it again)."""
+        if not self._loaded_once:
+            return  # the first show loads it
+        if self.model.loading:
+            self.refresh()
+        else:
             self.model.poll()
 
     def _keep_place(self) -> None:

@@ -32,6 +32,8 @@ from app.session import ConnectionState
 from ui.banners import LocalModeBanner, ReconnectBanner
 from ui.format import words
 
+CHANGE_MESSAGE_MS = 8000  # how long "Key k1 destroyed." stays in the status bar
+
 
 class MainWindow(QMainWindow):
     sign_out_requested = Signal()
@@ -79,6 +81,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.user_label, 1)
         self.statusBar().addPermanentWidget(self.busy_label)
         ctx.ops.busy_changed.connect(self._busy)
+        ctx.ops.changed.connect(self._changed)  # a method: dropped with the window
         ctx.session.user_changed.connect(self._user_text)  # a method: dropped with the window
         ctx.session.reconnected.connect(self.refresh_current)
         ctx.session.state_changed.connect(self._state)
@@ -156,6 +159,11 @@ class MainWindow(QMainWindow):
     def current_page(self) -> QWidget | None:
         key = self.current_key()
         return self.pages.get(key) if key else None
+
+    def _changed(self, change: Any) -> None:
+        """A write worked: say so in the status bar (the pages that show it read again)."""
+        if change.message:
+            self.statusBar().showMessage(change.message, CHANGE_MESSAGE_MS)
 
     def refresh_current(self) -> None:
         page = self.current_page()

@@ -2,23 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from app.writes import Write
 
-from app.operations import OpContext
-from kms_client import AuditCheckpoint, PendingQuorumOp, PruneResult, Retention
-
-
-def create_audit_checkpoint(
-    worker: OpContext,
-) -> list[AuditCheckpoint]:
-    return worker.client.create_audit_checkpoint()
-
-
-def prune_audit_events(
-    worker: OpContext,
-) -> PruneResult:
-    return worker.client.prune_audit_events()
-
-
-def set_audit_retention(worker: OpContext, **options: Any) -> Retention | PendingQuorumOp:
-    return worker.client.set_audit_retention(**options)
+create_audit_checkpoint = Write("create_audit_checkpoint", {"audit"}, "Audit checkpoint made.")
+prune_audit_events = Write("prune_audit_events", {"audit"})
+set_audit_retention = Write("set_audit_retention", {"audit", "quorum"})

@@ -6,26 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.operations import OpContext
-from kms_client import Backup, BackupSchedule
+from app.writes import Write
+from kms_client import Backup
+
+create_backup = Write("create_backup", {"backups"}, "Backup made.")
+delete_backup = Write("delete_backup", {"backups"}, "Backup {0} deleted.")
+set_backup_schedule = Write("set_backup_schedule", {"backups"}, "Backup schedule saved.")
+take_core_security_backup = Write("take_core_security_backup", {"backups"})
 
 
-def create_backup(worker: OpContext) -> Backup:
-    return worker.client.create_backup()
-
-
-def delete_backup(worker: OpContext, id: str) -> None:
-    return worker.client.delete_backup(id)
-
-
-def set_backup_schedule(worker: OpContext, frequency: str, folder: str, keep: int) -> BackupSchedule:
-    return worker.client.set_backup_schedule(frequency, folder, keep)
-
-
-def take_core_security_backup(worker: OpContext, dest: Path) -> int:
-    return int(worker.client.take_core_security_backup(dest))
-
-
-def download_backup(worker: OpContext, backup: Backup, dest: Path) -> int:
+def _download(worker: OpContext, backup: Backup, dest: Path) -> int:
     """Save the file, reporting progress and stopping (leaving no file) when cancelled."""
 
     def progress(written: int, total: int) -> None:
@@ -34,3 +24,6 @@ def download_backup(worker: OpContext, backup: Backup, dest: Path) -> int:
                         written // 1024, total // 1024)  # fmt: skip
 
     return int(worker.client.download_backup(backup.id, dest, progress))
+
+
+download_backup = Write(_download, set())  # changes nothing: a copy of a backup

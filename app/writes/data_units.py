@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from app.operations import OpContext
+from app.writes import Write
 from kms_client import DataUnit
 
+create_data_unit = Write("create_data_unit", {"data_units"}, "Data unit {0} created.")
+update_data_unit = Write("update_data_unit", {"data_units"}, "Data unit {0} saved.")
 
-def create_data_unit(worker: OpContext, id: str, description: str | None = None) -> DataUnit:
-    return worker.client.create_data_unit(id, description)
 
-
-def issue_key(worker: OpContext, key_group_id: str, data_unit_id: str) -> DataUnit:
+def _issue_key(worker: OpContext, key_group_id: str, data_unit_id: str) -> DataUnit:
     """Issue a key of the group for the data unit; the unit as it now is (its state changed)."""
     worker.client.issue_key(key_group_id, data_unit_id)
     return worker.client.get_data_unit(data_unit_id)
 
 
-def update_data_unit(worker: OpContext, id: str, **options: Any) -> DataUnit:
-    return worker.client.update_data_unit(id, **options)
+issue_key = Write(_issue_key, {"keys", "data_units"}, "Key issued for data unit {1}.")

@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from app.writes import Write
 
-from app.operations import OpContext
-from kms_client import KeyPolicy
-
-
-def create_key_policy(worker: OpContext, id: str, **options: Any) -> KeyPolicy:
-    return worker.client.create_key_policy(id, **options)
-
-
-def update_key_policy(worker: OpContext, id: str, **options: Any) -> KeyPolicy:
-    return worker.client.update_key_policy(id, **options)
+create_key_policy = Write("create_key_policy", {"key_policies"}, "Key policy {0} created.")
+update_key_policy = Write("update_key_policy", {"key_policies"}, "Key policy {0} saved.")

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-from app.operations import OpContext
-from kms_client import Key
+from app.writes import Write
 
-
-def compromise_key(worker: OpContext, id: str, comment: str) -> Key:
-    return worker.client.compromise_key(id, comment)
-
-
-def destroy_key(worker: OpContext, id: str, comment: str) -> Key:
-    return worker.client.destroy_key(id, comment)
+compromise_key = Write("compromise_key", {"keys", "data_units"}, "Key {0} marked compromised.")
+destroy_key = Write("destroy_key", {"keys", "data_units"}, "Key {0} destroyed.")

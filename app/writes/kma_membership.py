@@ -3,20 +3,8 @@ passphrase for an entry, removing a KMA."""
 
 from __future__ import annotations
 
-from typing import Any
+from app.writes import Write
 
-from app.operations import OpContext
-from kms_client import Kma, PendingQuorumOp
-from kms_client.cluster_members import KmaEntryOperation
-
-
-def create_kma_entry(worker: OpContext, id: str, site_id: str, **options: Any) -> KmaEntryOperation:
-    return worker.client.create_kma_entry(id, site_id, **options)
-
-
-def set_kma_passphrase(worker: OpContext, id: str, **options: Any) -> KmaEntryOperation:
-    return worker.client.set_kma_passphrase(id, **options)
-
-
-def remove_kma(worker: OpContext, id: str, **options: Any) -> Kma | PendingQuorumOp:
-    return worker.client.remove_kma(id, **options)
+create_kma_entry = Write("create_kma_entry", {"kmas", "quorum"})
+set_kma_passphrase = Write("set_kma_passphrase", {"kmas", "quorum"})
+remove_kma = Write("remove_kma", {"kmas", "quorum"})

@@ -2,23 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from app.writes import Write
 
-from app.operations import OpContext
-from kms_client import Kma, Site
-
-
-def create_site(worker: OpContext, id: str, name: str, description: str | None = None) -> Site:
-    return worker.client.create_site(id, name, description)
-
-
-def delete_site(worker: OpContext, id: str) -> None:
-    return worker.client.delete_site(id)
-
-
-def update_kma(worker: OpContext, id: str, **options: Any) -> Kma:
-    return worker.client.update_kma(id, **options)
-
-
-def update_site(worker: OpContext, id: str, **options: Any) -> Site:
-    return worker.client.update_site(id, **options)
+create_site = Write("create_site", {"sites"}, "Site {0} created.")
+delete_site = Write("delete_site", {"sites"}, "Site {0} deleted.")
+update_kma = Write("update_kma", {"kmas", "sites"}, "KMA {0} saved.")
+update_site = Write("update_site", {"sites"}, "Site {0} saved.")

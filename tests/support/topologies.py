@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from PySide6.QtCore import QObject, Signal
+
 from kma.services.topology import Member, failure_tolerance
 from kms_client import Topology
 
@@ -92,8 +94,9 @@ def twenty_kmas() -> Topology:
     return topology(kmas, {site: (16, 1, 12) for site in NAMES})
 
 
-class _ReadsNothing:
+class _ReadsNothing(QObject):
     busy = 0
+    changed = Signal(object)  # no write runs either, so it never fires
 
     def read(self, *args: Any, **kw: Any) -> None:
         return None

@@ -59,7 +59,7 @@ def _verify(page: ListPage, _obj: Any) -> None:
 
 
 SPEC = ListSpec(
-    key="audit", title="Audit log", noun="audit event", plural="audit events",
+    key="audit", title="Audit log", noun="audit event", plural="audit events", live=True,
     subtitle="Every operation by a user, an agent or a KMA, successful or refused. "
              "Newest first.",
     columns=COLUMNS,

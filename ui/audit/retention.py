@@ -97,7 +97,7 @@ class RetentionDialog(QDialog):
     def save(self) -> None:
         periods = {k: s.value() * DAY for k, s in self.spins.items()}
         auto = self.auto.isChecked()
-        self.ctx.ops.write(lambda worker: set_audit_retention(worker, **periods, auto_prune=auto),
+        self.ctx.ops.write(set_audit_retention(**periods, auto_prune=auto),
                            parent=self, label="Saving retention…", success=self.saved)  # fmt: skip
 
     def saved(self, result: Any) -> None:
@@ -115,7 +115,7 @@ class RetentionDialog(QDialog):
             QMessageBox.information(self, "Checkpoint signed", "Signed: " + "; ".join(
                 f"KMA {p.kma_id} up to chain #{p.chain_seq}" for p in points))  # fmt: skip
 
-        self.ctx.ops.write(create_audit_checkpoint, parent=self,
+        self.ctx.ops.write(create_audit_checkpoint(), parent=self,
                            label="Verifying the trail and signing…", success=done)  # fmt: skip
 
     def ask_prune(self) -> None:
@@ -136,5 +136,5 @@ class RetentionDialog(QDialog):
             if self.on_pruned is not None:
                 self.on_pruned()
 
-        self.ctx.ops.write(prune_audit_events, parent=self,
+        self.ctx.ops.write(prune_audit_events(), parent=self,
                            label="Verifying and pruning the audit trail…", success=done)  # fmt: skip

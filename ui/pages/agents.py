@@ -14,7 +14,7 @@ from ui.form_dialog import Field, FormDialog
 from ui.format import when, yes_no
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.pages.common import OP, enabled_tone, run_change
+from ui.pages.common import OP, enabled_tone
 from ui.pages.sites import site_choices
 from ui.secret_dialog import OneTimeSecretDialog
 
@@ -39,7 +39,6 @@ def show_passphrase(page: ListPage, agent_id: str, passphrase: str) -> OneTimeSe
 def _new_agent(page: ListPage, _obj: Any) -> None:
     def done(result: tuple[Any, Any]) -> None:
         agent, secret = result
-        page.refresh()
         show_passphrase(page, agent.id, secret.passphrase)
 
     FormDialog(
@@ -51,8 +50,8 @@ def _new_agent(page: ListPage, _obj: Any) -> None:
             Field("default_key_group_id", "Default key group", "choice", required=True,
                   load_choices=_group_choices),
         ],
-        lambda worker, v: create_agent_with_passphrase(
-            worker, v["id"], v["site_id"], v["default_key_group_id"], v["description"] or None
+        lambda v: create_agent_with_passphrase(
+            v["id"], v["site_id"], v["default_key_group_id"], v["description"] or None
         ),
         done,
         intro="The agent gets a one-time enrollment passphrase, shown once after it is created.",
@@ -64,8 +63,8 @@ def _new_passphrase(page: ListPage, agent: Any) -> None:
     FormDialog(
         page.ctx, f"New enrollment passphrase for {agent.id}",
         [],
-        lambda worker, _v: new_enrollment_passphrase(worker, agent.id),
-        lambda s: (show_passphrase(page, agent.id, s.passphrase), page.refresh()),
+        lambda _v: new_enrollment_passphrase(agent.id),
+        lambda s: show_passphrase(page, agent.id, s.passphrase),
         intro="A new one-time passphrase replaces any earlier one, which stops working. "
               "Use this to re-enrol a replaced drive.",
         ok_text="Generate passphrase", busy_text="Generating passphrase…", parent=page,
@@ -82,15 +81,14 @@ def _edit_agent(page: ListPage, a: Any) -> None:
             Field("default_key_group_id", "Default key group", "choice", required=True,
                   default=a.default_key_group_id, load_choices=_group_choices),
         ],
-        lambda worker, v: update_agent(worker, a.id, **v),
-        page.object_changed, busy_text="Saving agent…", parent=page,
+        lambda v: update_agent(a.id, **v), busy_text="Saving agent…", parent=page,
     ).open()
 
 
 def _set_enabled(enabled: bool) -> Any:
     def run(page: ListPage, agent: Any) -> None:
         label = "Enabling agent…" if enabled else "Disabling agent…"
-        run_change(page, label, lambda worker: update_agent(worker, agent.id, enabled=enabled))
+        page.ctx.ops.write(update_agent(agent.id, enabled=enabled), parent=page, label=label)
     return run
 
 
@@ -108,7 +106,7 @@ def certificate_tone(agent: Any) -> str | None:
 
 
 SPEC = ListSpec(
-    key="agents", title="Agents", noun="agent",
+    key="agents", title="Agents", noun="agent", live=True,
     subtitle="Encrypting tape drives. An agent enrolls once with a one-time passphrase; "
              "a disabled agent gets no keys.",
     columns=[

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.changes import ChangeFollower
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.backups import (
@@ -109,13 +110,12 @@ def _ask_save(parent: QWidget, title: str, name: str, kinds: str) -> Path | None
 
 def _make(page: ListPage, _obj: Any) -> None:
     def done(backup: Any) -> None:
-        page.refresh()
         _tell(page, "Database backup made",
                                 f"Backup {backup.id}: {counted(backup.keys, 'key')}, "
                                 f"{counted(backup.audit_events, 'audit event')}, {_size(backup.size)}.\n\n"
                                 "It is kept on the KMA; download it to keep a copy offline.")  # fmt: skip
 
-    page.ctx.ops.write(create_backup, parent=page, label="Making a database backup…", success=done)
+    page.ctx.ops.write(create_backup(), parent=page, label="Making a database backup…", success=done)
 
 
 def download(page: QWidget, ctx: AppContext, backup: Any, path: Path,
@@ -128,7 +128,7 @@ def download(page: QWidget, ctx: AppContext, backup: Any, path: Path,
             return
         tell_saved(page, "Backup downloaded", path, f"{_size(size)}, SHA-256 {backup.sha256}")
 
-    ctx.ops.read(lambda worker: download_backup(worker, backup, path), parent=page,
+    ctx.ops.read(download_backup(backup, path), parent=page,
                  label=f"Downloading backup {backup.id}…", success=finished)
 
 
@@ -141,7 +141,7 @@ def _download(page: ListPage, backup: Any) -> None:
 def _delete(page: ListPage, backup: Any) -> None:
     FormDialog(
         page.ctx, f"Delete backup {backup.id}", [],
-        lambda worker, _v: delete_backup(worker, backup.id), lambda _r: page.refresh(),
+        lambda _v: delete_backup(backup.id),
         intro=f"Delete the database backup made {backup.created_at:%Y-%m-%d %H:%M} UTC by "
               f"{backup.created_by}? "
               "Its file is removed from the KMA. Keys destroyed since it was made are destroyed completely "
@@ -151,7 +151,7 @@ def _delete(page: ListPage, backup: Any) -> None:
 
 
 BACKUPS = ListSpec(
-    key="backups", title="Database backups", noun="backup",
+    key="backups", title="Database backups", noun="backup", live=True,
     columns=[
         Column("id", "Backup", 150),
         Column("created_at", "Made", 140),
@@ -194,6 +194,8 @@ class BackupsPage(QWidget):
         self.list = ListPage(ctx, BACKUPS, embedded=True)
         layout.addWidget(self.list, 1)
         self._schedule: Any = None
+        # The list follows changes itself; the panels above it read again with it.
+        ChangeFollower(self, ctx.ops, {"backups"}, self._read_panels, every_show=True)
 
     def _panel(self, layout: QVBoxLayout, title: str, button: str, roles: frozenset[str],
                run: Callable[[], None]) -> QLabel:  # fmt: skip
@@ -211,12 +213,11 @@ class BackupsPage(QWidget):
         layout.addWidget(box)
         return label
 
-    def showEvent(self, event: Any) -> None:  # noqa: N802
-        super().showEvent(event)
-        self.refresh()
-
     def refresh(self) -> None:
         self.list.refresh()
+        self._read_panels()
+
+    def _read_panels(self) -> None:
         self.ctx.ops.read(lambda c: (c.client.core_security_backup_status(), c.client.backup_schedule()),
                           parent=self, success=self._show)  # fmt: skip
 
@@ -245,13 +246,12 @@ class BackupsPage(QWidget):
             return
 
         def done(size: int) -> None:
-            self.refresh()
             _tell(self, "Core security backup taken",
                                     f"Saved {_size(size)} to {path}.\n\nKeep it offline: with a quorum "
                                     "of the key split's passphrases it opens every database backup of "
                                     "this cluster.")  # fmt: skip
 
-        self.ctx.ops.write(lambda worker: take_core_security_backup(worker, path), parent=self,
+        self.ctx.ops.write(take_core_security_backup(path), parent=self,
                            label="Taking the core security backup…", success=done)  # fmt: skip
 
     def _edit_schedule(self) -> None:
@@ -265,8 +265,8 @@ class BackupsPage(QWidget):
                    help="A folder on the KMA's machine (absolute path); scheduled backups are copied there."),
              Field("keep", "Keep", "int", default=current.keep if current else 7, minimum=1, maximum=1000,
                    help="The newest scheduled backups kept; older ones are deleted.")],
-            lambda worker, v: set_backup_schedule(worker, v["frequency"], v["folder"] or "", v["keep"]),
-            lambda _s: self.refresh(), ok_text="Save schedule", busy_text="Saving schedule…", parent=self,
+            lambda v: set_backup_schedule(v["frequency"], v["folder"] or "", v["keep"]),
+            ok_text="Save schedule", busy_text="Saving schedule…", parent=self,
         ).open()  # fmt: skip
 
 

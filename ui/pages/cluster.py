@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.changes import ChangeFollower
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.quorum import lock_kma
@@ -145,6 +146,7 @@ class ClusterPage(QWidget):
         self._timer = QTimer(self)
         self._timer.setInterval(REFRESH_MS)
         self._timer.timeout.connect(self.refresh)
+        ChangeFollower(self, ctx.ops, {"kmas", "sites", "agents"}, self.refresh)
         self._selected(None)
 
     # --- refreshing, in the background ---------------------------------------------------------
@@ -250,8 +252,7 @@ class ClusterPage(QWidget):
         )
         dialog = FormDialog(
             self.ctx, f"Lock KMA {kma.id}", [],
-            lambda worker, _v: lock_kma(worker, kma.id),
-            lambda _k: self.refresh(),
+            lambda _v: lock_kma(kma.id),
             intro=f"Lock <b>{html.escape(kma.name)}</b> ({html.escape(kma.id)}) now?<br><br>It forgets its "
                   f"master key at once and serves nothing secret until a quorum of the key split unlocks "
                   f"it. {agents}",

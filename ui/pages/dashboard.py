@@ -21,8 +21,10 @@ from PySide6.QtWidgets import (
 )
 
 import kms_client
+from app.changes import ChangeFollower
 from app.context import AppContext
 from app.quorum_watch import QuorumWatch
+from app.writes import KINDS
 from ui.format import counted, words
 from ui.pages.backups import AGE_COLOURS, backup_line
 from ui.widgets import page_header
@@ -193,6 +195,8 @@ class DashboardPage(QWidget):
         self._timer.setInterval(REFRESH_MS)
         self._timer.timeout.connect(self.refresh)
         self._loaded = False
+        # A little of everything, which drives change too: read again at every show.
+        ChangeFollower(self, ctx.ops, KINDS, self.refresh, every_show=True)
         QuorumWatch.of(ctx).locked_changed.connect(self._lock_changed)
 
     def _lock_changed(self, _locked: bool) -> None:
@@ -204,8 +208,6 @@ class DashboardPage(QWidget):
         pages = getattr(self.window(), "visible_page_keys", lambda: [])()
         for card in self.cards.values():
             card.link(card.page in pages)
-        if not self._loaded:
-            self.refresh()
         self._timer.start()
 
     def hideEvent(self, event: Any) -> None:  # noqa: N802

@@ -27,8 +27,7 @@ def _new_unit(page: ListPage, _obj: Any) -> None:
         [Field("id", "Volser or external ID", "id", required=True,
                help="e.g. E00001 (an 'E' prefix marks encrypted media pools)"),
          Field("description", "Description")],
-        lambda worker, v: create_data_unit(worker, v["id"], v["description"] or None),
-        lambda _d: page.refresh(),
+        lambda v: create_data_unit(v["id"], v["description"] or None),
         ok_text="Create data unit", busy_text="Creating data unit…", parent=page,
     ).open()
 
@@ -37,8 +36,8 @@ def _edit_unit(page: ListPage, d: Any) -> None:
     FormDialog(
         page.ctx, f"Edit data unit {d.id}",
         [Field("description", "Description", default=d.description)],
-        lambda worker, v: update_data_unit(worker, d.id, description=v["description"]),
-        page.object_changed, busy_text="Saving data unit…", parent=page,
+        lambda v: update_data_unit(d.id, description=v["description"]),
+        busy_text="Saving data unit…", parent=page,
     ).open()
 
 
@@ -47,8 +46,7 @@ def _issue_key(page: ListPage, d: Any) -> None:
         page.ctx, f"Issue a key for {d.id}",
         [Field("key_group_id", "Key group", "choice", required=True,
                load_choices=lambda client: [(g.id, g.id) for g in client.iter_key_groups()])],
-        lambda worker, v: issue_key(worker, v["key_group_id"], d.id),
-        page.object_changed,
+        lambda v: issue_key(v["key_group_id"], d.id),
         intro="Issues a key from this KMA's pool, as an agent's request would.",
         ok_text="Issue key", busy_text="Issuing key…", parent=page,
     ).open()
@@ -69,8 +67,7 @@ def _rekey(page: ListPage, d: Any) -> None:
         page.ctx, f"Rekey {d.id}",
         [Field("key_group_id", "Key group", "choice", required=True,
                load_choices=lambda client: _groups_last_used_first(client, d.id))],
-        lambda worker, v: issue_key(worker, v["key_group_id"], d.id),
-        page.object_changed,
+        lambda v: issue_key(v["key_group_id"], d.id),
         intro=f"<b>{d.id}</b> needs a rekey: none of its keys is in its encryption period, so "
               "a drive may read it but write nothing new with them. Rekeying issues a new write "
               "key now; what is already on the tape stays readable with its old keys.",
@@ -89,7 +86,7 @@ def _details(page: ListPage, unit: Any) -> None:
 
 
 SPEC = ListSpec(
-    key="data_units", title="Data units", noun="data unit",
+    key="data_units", title="Data units", noun="data unit", live=True,
     subtitle="What agents encrypt, such as tape cartridges by volser. A new write key is "
              "issued per tape.",
     columns=[

@@ -41,9 +41,8 @@ def _new_group(page: ListPage, _obj: Any) -> None:
             Field("policy_id", "Key policy", "choice", required=True,
                   load_choices=_policy_choices),
         ],
-        lambda worker, v: create_key_group(worker, v["id"], description=v["description"] or None,
+        lambda v: create_key_group(v["id"], description=v["description"] or None,
                                         policy_id=v["policy_id"]),
-        lambda _g: page.refresh(),
         ok_text="Create key group", busy_text="Creating key group…", parent=page,
     ).open()
 
@@ -52,8 +51,8 @@ def _edit_group(page: ListPage, g: Any) -> None:
     FormDialog(
         page.ctx, f"Edit key group {g.id}",
         [Field("description", "Description", default=g.description)],
-        lambda worker, v: update_key_group(worker, g.id, description=v["description"]),
-        page.object_changed, busy_text="Saving key group…", parent=page,
+        lambda v: update_key_group(g.id, description=v["description"]),
+        busy_text="Saving key group…", parent=page,
     ).open()
 
 
@@ -110,13 +109,12 @@ class AgentAccessDialog(QDialog):
         ids = self.chosen()
         self.buttons.button(QDialogButtonBox.Save).setEnabled(False)
         self.page.ctx.ops.write(
-            lambda worker: set_key_group_agents(worker, self.group.id, ids),
+            set_key_group_agents(self.group.id, ids),
             parent=self, label="Saving agent access…",
             success=self._saved, failure=self._failed,
         )
 
-    def _saved(self, group: Any) -> None:
-        self.page.object_changed(group)
+    def _saved(self, _group: Any) -> None:
         self.accept()
 
     def _failed(self, exc: BaseException) -> bool:

@@ -37,12 +37,11 @@ def _new_policy(page: ListPage, _obj: Any) -> None:
                   help="Free-text names, AES-128/192/256, secret data and opaque objects. "
                        "Off: tape keys (Name is the volser, AES-256)."),
         ],
-        lambda worker, v: create_key_policy(worker,
+        lambda v: create_key_policy(
             v["id"], encryption_period=v["encryption_period"], cryptoperiod=v["cryptoperiod"],
             description=v["description"] or None, allow_export=v["allow_export"],
             allow_import=v["allow_import"], agents_may_revoke=v["agents_may_revoke"],
             general_keys=v["general_keys"]),
-        lambda _p: page.refresh(),
         intro="Periods are fixed once the policy exists.",
         ok_text="Create policy", busy_text="Creating key policy…", parent=page,
     ).open()
@@ -59,8 +58,7 @@ def _edit_policy(page: ListPage, p: Any) -> None:
                   default=p.agents_may_revoke),
             Field("general_keys", "General keys (generic KMIP clients)", "bool", default=p.general_keys),
         ],
-        lambda worker, v: update_key_policy(worker, p.id, **v),
-        page.object_changed,
+        lambda v: update_key_policy(p.id, **v),
         intro=f"Encryption period {period(p.encryption_period)}, cryptoperiod "
               f"{period(p.cryptoperiod)}: periods cannot change once set.",
         busy_text="Saving key policy…", parent=page,

@@ -36,8 +36,7 @@ def _compromise(page: ListPage, key: Any) -> None:
     FormDialog(
         page.ctx, f"Mark key {key.id} compromised",
         [Field("comment", "Why", "multiline", required=True, max_length=500)],
-        lambda worker, v: compromise_key(worker, key.id, v["comment"]),
-        page.object_changed,
+        lambda v: compromise_key(key.id, v["comment"]),
         intro="A compromised key can still decrypt existing data but gets flagged everywhere, "
               "and it may then be destroyed.",
         ok_text="Mark compromised", busy_text="Marking key compromised…", danger=True,
@@ -50,8 +49,7 @@ def _destroy(page: ListPage, key: Any) -> None:
         page.ctx, f"Destroy key {key.id}",
         [Field("comment", "Reason (recorded in the audit log)", "multiline", required=True,
                max_length=500)],
-        lambda worker, v: destroy_key(worker, key.id, v["comment"]),
-        page.object_changed,
+        lambda v: destroy_key(key.id, v["comment"]),
         intro="<b>Destroying a key cannot be undone.</b> Data written with it becomes "
               f"unreadable{' on ' + key.data_unit_id if key.data_unit_id else ''}. "
               "Destruction stays incomplete while a backup still holds the key.",
@@ -125,7 +123,7 @@ ACTIONS = [
 ]
 
 SPEC = ListSpec(
-    key="keys", title="Keys", noun="key",
+    key="keys", title="Keys", noun="key", live=True,
     subtitle="Keys are never shown: only their state and dates. Only deactivated or "
              "compromised keys can be destroyed.",
     columns=COLUMNS,
@@ -148,7 +146,7 @@ SPEC = ListSpec(
 
 def keys_list(ctx: AppContext, fixed: dict[str, Any], parent: QWidget | None = None) -> ListPage:
     """Keys of one data unit or key group, for a details tab."""
-    spec = ListSpec(key="keys_of", title="Keys", noun="key", columns=COLUMNS,
+    spec = ListSpec(key="keys_of", title="Keys", noun="key", columns=COLUMNS, shows={"keys"}, live=True,
                     fetch=lambda client: client.list_keys, sort_fields=KEY_SORT, actions=ACTIONS,
                     details=_details, fixed_filters=fixed, default_sort=KEY_DEFAULT_SORT,
                     filtered_sorts=KEY_FILTERED_SORTS)

@@ -1,7 +1,7 @@
 """The KMAs list's cluster actions (Security Officer): add a KMA, a new one-time KMA passphrase,
 remove a KMA. All three are quorum-protected, so each form offers key split credentials. The
 Cluster page offers adding and removing from its picture with the same dialogs: `page` is either
-page (a widget with `ctx` and `refresh()`).
+(a widget with `ctx`); both read again by themselves once a KMA changed.
 
 Adding a KMA (or a new passphrase) answers with the one-time KMA passphrase whether the
 operation ran or is pending: it is shown once, with the voter warning when the voter count would
@@ -19,7 +19,7 @@ from app.writes import kma_membership as writes
 from ui.form_dialog import Field
 from ui.list_page import ActionSpec, ListPage
 from ui.pages.common import SO
-from ui.quorum.widgets import QuorumFormDialog, handle_result
+from ui.quorum.widgets import QuorumFormDialog
 from ui.secret_dialog import OneTimeSecretDialog
 
 
@@ -47,14 +47,6 @@ def show_kma_passphrase(page: ListPage, done: Any) -> OneTimeSecretDialog:
     return dialog
 
 
-def _then_passphrase(page: ListPage) -> Any:
-    def done(result: Any) -> None:
-        page.refresh()
-        show_kma_passphrase(page, result)
-
-    return done
-
-
 def add_kma(page: ListPage, _obj: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx, "Add a KMA",
@@ -68,11 +60,11 @@ def add_kma(page: ListPage, _obj: Any) -> QuorumFormDialog:
          Field("voter", "Raft voter", "bool", default=True,
                help="At most 5 KMAs vote; others are read replicas. An odd number of voters is "
                     "best: two voters stop management writes when either is lost.")],
-        lambda w, v: writes.create_kma_entry(
-            w, v["id"], v["site_id"], name=v["name"], management_address=v["management_address"],
+        lambda v: writes.create_kma_entry(
+            v["id"], v["site_id"], name=v["name"], management_address=v["management_address"],
             service_address=v["service_address"], raft_address=v["raft_address"], voter=v["voter"],
             credentials=v["credentials"]),
-        _then_passphrase(page), what="the KMA's entry is created", ok_text="Add KMA",
+        lambda done: show_kma_passphrase(page, done), what="the KMA's entry is created", ok_text="Add KMA",
         busy_text="Adding KMA…", parent=page,
     )  # fmt: skip
     dialog.open()
@@ -88,10 +80,11 @@ def add_witness(page: ListPage, _obj: Any) -> QuorumFormDialog:
                help="A third place, apart from the sites of the KMAs (add a site for it first)"),
          Field("raft_address", "Raft address", required=True,
                help="HOST:PORT the KMAs reach for replication")],
-        lambda w, v: writes.create_kma_entry(
-            w, v["id"], v["site_id"], name=v["name"], raft_address=v["raft_address"], witness=True,
+        lambda v: writes.create_kma_entry(
+            v["id"], v["site_id"], name=v["name"], raft_address=v["raft_address"], witness=True,
             credentials=v["credentials"]),
-        _then_passphrase(page), what="the witness's entry is created", ok_text="Add witness",
+        lambda done: show_kma_passphrase(page, done), what="the witness's entry is created",
+        ok_text="Add witness",
         intro="A witness is a Raft voter with no key service: no agents, no keys, no listeners. Two "
               "sites with two KMAs each add one at a third place, so that losing either site leaves "
               "a majority (3 of 5) and management writes go on. It joins like a KMA (<tt>kma init</tt>, "
@@ -105,8 +98,8 @@ def add_witness(page: ListPage, _obj: Any) -> QuorumFormDialog:
 def new_kma_passphrase(page: ListPage, kma: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx, f"New KMA passphrase for {kma.id}", [],
-        lambda w, v: writes.set_kma_passphrase(w, kma.id, credentials=v["credentials"]),
-        _then_passphrase(page), what="the new passphrase works",
+        lambda v: writes.set_kma_passphrase(kma.id, credentials=v["credentials"]),
+        lambda done: show_kma_passphrase(page, done), what="the new passphrase works",
         intro=f"A machine that joins with the new passphrase becomes KMA <b>{html.escape(kma.id)}</b> "
               "(how a dead KMA is replaced); the certificates of any earlier machine stop working.",
         ok_text="Make passphrase", busy_text="Asking…", parent=page,
@@ -116,13 +109,10 @@ def new_kma_passphrase(page: ListPage, kma: Any) -> QuorumFormDialog:
 
 
 def remove_kma(page: ListPage, kma: Any) -> QuorumFormDialog:
-    def done(result: Any) -> None:
-        handle_result(page.ctx, page, result, lambda _k: page.refresh())
-
     dialog = QuorumFormDialog(
         page.ctx, f"Remove KMA {kma.id}", [],
-        lambda w, v: writes.remove_kma(w, kma.id, credentials=v["credentials"]),
-        done, what="the KMA is removed",
+        lambda v: writes.remove_kma(kma.id, credentials=v["credentials"]),
+        what="the KMA is removed",
         intro=f"Remove <b>{html.escape(kma.name)}</b> ({html.escape(kma.id)}) from the cluster? Its "
               "certificates stop working at once and it leaves Raft. Its history stays.",
         ok_text="Remove KMA", busy_text="Removing KMA…", danger=True, parent=page,

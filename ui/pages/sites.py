@@ -28,8 +28,8 @@ def _new_site(page: ListPage, _obj: Any) -> None:
         page.ctx, "New site",
         [Field("id", "Site ID", "id", required=True), Field("name", "Name", required=True),
          Field("description", "Description", "multiline")],
-        lambda worker, v: create_site(worker, v["id"], v["name"], v["description"] or None),
-        lambda _s: page.refresh(), ok_text="Create site", busy_text="Creating site…", parent=page,
+        lambda v: create_site(v["id"], v["name"], v["description"] or None),
+        ok_text="Create site", busy_text="Creating site…", parent=page,
     ).open()
 
 
@@ -38,8 +38,8 @@ def _edit_site(page: ListPage, site: Any) -> None:
         page.ctx, f"Edit site {site.id}",
         [Field("name", "Name", required=True, default=site.name),
          Field("description", "Description", "multiline", default=site.description)],
-        lambda worker, v: update_site(worker, site.id, name=v["name"], description=v["description"]),
-        page.object_changed, busy_text="Saving site…", parent=page,
+        lambda v: update_site(site.id, name=v["name"], description=v["description"]),
+        busy_text="Saving site…", parent=page,
     ).open()
 
 
@@ -47,8 +47,7 @@ def _delete_site(page: ListPage, site: Any) -> None:
     FormDialog(
         page.ctx, f"Delete site {site.id}",
         [],
-        lambda worker, _v: delete_site(worker, site.id),
-        lambda _r: page.refresh(),
+        lambda _v: delete_site(site.id),
         intro=f"Delete the site <b>{site.name}</b>? The KMA refuses while KMAs or agents "
               "still belong to it.",
         ok_text="Delete site", busy_text="Deleting site…", danger=True, parent=page,
@@ -64,9 +63,9 @@ def _edit_kma(page: ListPage, kma: Any) -> None:
          Field("key_pool_size", "Key pool size", "int", default=kma.key_pool_size,
                minimum=1, maximum=1_000_000,
                help="Keys kept ready so issuing never waits for replication (default 1,000).")],
-        lambda worker, v: update_kma(worker, kma.id, name=v["name"], site_id=v["site_id"],
+        lambda v: update_kma(kma.id, name=v["name"], site_id=v["site_id"],
                                   key_pool_size=v["key_pool_size"]),
-        page.object_changed, busy_text="Saving KMA…", parent=page,
+        busy_text="Saving KMA…", parent=page,
     ).open()
 
 
@@ -89,7 +88,7 @@ SITES = ListSpec(
 )
 
 KMAS = ListSpec(
-    key="kmas", title="KMAs", noun="KMA", plural="KMAs",
+    key="kmas", title="KMAs", noun="KMA", plural="KMAs", live=True,
     columns=[
         Column("id", "KMA ID", 120),
         Column("name", "Name", 140),

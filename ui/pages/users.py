@@ -22,24 +22,13 @@ from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import SO, enabled_tone
-from ui.quorum.widgets import QuorumFormDialog, handle_result
+from ui.quorum.widgets import QuorumFormDialog
 
 ROLE_CHOICES = [("All roles", None)] + [(words(r), r) for r in kms_client.ROLES]
 
 
 def _roles_text(roles: Any) -> str:
     return ", ".join(words(r) for r in roles or ())
-
-def _then(page: ListPage, changed: Any = None) -> Any:
-    """After a quorum-protected call: pending -> say so; done -> show the new state."""
-
-    def done(result: Any) -> None:
-        handle_result(page.ctx, page, result,
-                      changed or (lambda r: page.object_changed(r) if r is not None
-                                  else page.refresh()))
-
-    return done
-
 
 def new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
@@ -52,9 +41,7 @@ def new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
                   help="8 to 256 characters, not guessable; give it to the user in person.",
                   guessable=lambda v: [v["id"], v["name"]]),
         ],
-        lambda worker, v: create_user(worker, v["id"], v["name"], v["roles"], v["passphrase"],
-                                   credentials=v["credentials"]),
-        _then(page, lambda _u: page.refresh()),
+        lambda v: create_user(v["id"], v["name"], v["roles"], v["passphrase"], credentials=v["credentials"]),
         what="the user is created", ok_text="Create user", busy_text="Creating user…",
         parent=page,
     )
@@ -69,9 +56,8 @@ def _edit_user(page: ListPage, user: Any) -> QuorumFormDialog:
             Field("name", "Name", required=True, default=user.name),
             Field("roles", "Roles", "roles", required=True, default=user.roles),
         ],
-        lambda worker, v: update_user(worker, user.id, name=v["name"], roles=v["roles"],
-                                   credentials=v["credentials"]),
-        _then(page), what="the change is made", busy_text="Saving user…", parent=page,
+        lambda v: update_user(user.id, name=v["name"], roles=v["roles"], credentials=v["credentials"]),
+        what="the change is made", busy_text="Saving user…", parent=page,
     )
     dialog.open()
     return dialog
@@ -85,8 +71,8 @@ def _set_enabled(enabled: bool) -> Any:
                   "can no longer sign in; their sessions end")
         dialog = QuorumFormDialog(
             page.ctx, f"{verb} user {user.id}", [],
-            lambda worker, v: update_user(worker, user.id, enabled=enabled, credentials=v["credentials"]),
-            _then(page), what="the change is made",
+            lambda v: update_user(user.id, enabled=enabled, credentials=v["credentials"]),
+            what="the change is made",
             intro=f"{verb} <b>{html.escape(user.name)}</b> ({html.escape(user.id)})? The user "
                   f"{effect}.",
             ok_text=f"{verb} user", busy_text="Saving user…", danger=not enabled, parent=page,
@@ -103,9 +89,7 @@ def _set_passphrase(page: ListPage, user: Any) -> QuorumFormDialog:
         [Field("passphrase", "New passphrase", "new_passphrase", required=True,
                help="8 to 256 characters, not guessable; give it to the user in person.",
                guessable=lambda _v: [user.id, user.name])],
-        lambda worker, v: set_user_passphrase(worker, user.id, v["passphrase"],
-                                           credentials=v["credentials"]),
-        _then(page, lambda _r: page.refresh()),
+        lambda v: set_user_passphrase(user.id, v["passphrase"], credentials=v["credentials"]),
         what="the passphrase is set", ok_text="Set passphrase", busy_text="Setting passphrase…",
         parent=page,
     )

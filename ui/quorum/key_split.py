@@ -92,9 +92,7 @@ class KeySplitDialog(QuorumFormDialog):
             [Field("threshold", "Members needed (M)", "int", default=split.threshold, minimum=1,
                    maximum=MAX_CREDENTIALS,
                    help="How many of the new members it takes to unlock a KMA or approve a change")],
-            lambda worker, v: change_key_split(
-                worker, v["threshold"], v["members"], credentials=v["credentials"]
-            ),
+            lambda v: change_key_split(v["threshold"], v["members"], credentials=v["credentials"]),
             on_done,
             what="the current quorum approves it",
             intro=f"Now <b>{split.threshold} of {len(split.members)}</b>: "
@@ -261,7 +259,7 @@ class MemberEnrolmentDialog(QDialog):
         self.set_button.setEnabled(False)
         self.error.say("")
         self.ctx.ops.write(
-            lambda worker: enrol_key_split_member(worker, op_id, member, code, passphrase),
+            enrol_key_split_member(op_id, member, code, passphrase),
             parent=self,
             label=f"Setting {member}'s passphrase…",
             success=self._enrolled,

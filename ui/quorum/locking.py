@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 import kms_client
+from app.changes import ChangeFollower
 from app.context import AppContext
 from app.operations import OpContext
 from app.pages import PageSpec, register
@@ -37,7 +38,7 @@ from ui.form_dialog import Field, FormDialog
 from ui.format import period
 from ui.pages.common import SO
 from ui.quorum.key_split import KeySplitDialog, MemberEnrolmentDialog
-from ui.quorum.widgets import QuorumFormDialog, handle_result, open_operation, progress_text
+from ui.quorum.widgets import QuorumFormDialog, open_operation, progress_text
 from ui.widgets import page_header
 
 KEY = "locking"
@@ -60,7 +61,6 @@ def open_unlock(ctx: AppContext, parent: QWidget, kma_id: str | None) -> QuorumF
     threshold = watch.threshold()
 
     def unlocked(kma: Any) -> None:
-        watch.poll_now()
         box = QMessageBox(QMessageBox.Information, "KMA unlocked",
                           f"{kma.name} ({kma.id}) is unlocked and serves keys again.",
                           QMessageBox.Ok, parent)
@@ -70,8 +70,8 @@ def open_unlock(ctx: AppContext, parent: QWidget, kma_id: str | None) -> QuorumF
 
     dialog = QuorumFormDialog(
         ctx, f"Unlock KMA {kma_id}", [],
-        lambda worker, v: unlock_kma(worker, kma_id, credentials=v["credentials"]),
-        lambda result: handle_result(ctx, parent, result, unlocked),
+        lambda v: unlock_kma(kma_id, credentials=v["credentials"]),
+        unlocked,
         rows=threshold or 1, what="the KMA unlocks",
         intro=f"Unlock <b>{html.escape(kma_id)}</b>: it rebuilds the cluster's root secret from "
               "the key split members' shares, opens its master key and serves keys again.",
@@ -124,6 +124,7 @@ class LockingPage(QWidget):
         self.watch = QuorumWatch.of(ctx)
         self.data: dict[str, Any] = {}
         self._loaded = False
+        ChangeFollower(self, ctx.ops, {"kmas", "quorum"}, self.refresh)
         self.enrolment: MemberEnrolmentDialog | None = None  # the ceremony after a key split change
         can_change = bool(ctx.roles & SO)
         layout = QVBoxLayout(self)
@@ -326,8 +327,8 @@ class LockingPage(QWidget):
                   "(encrypted tapes can be neither written nor read) while it is locked.")
         dialog = FormDialog(
             self.ctx, f"Lock KMA {status.kma_id}", [],
-            lambda worker, _v: lock_kma(worker, status.kma_id),
-            lambda _k: self._locked_now(),
+            lambda _v: lock_kma(status.kma_id),
+            lambda _k: self.watch.note_locked(),
             intro=f"Lock <b>{html.escape(status.kma_name)}</b> ({html.escape(status.kma_id)}) "
                   f"now?<br><br>It forgets its master key at once and serves nothing secret "
                   f"until {quorum} unlock it. {agents} The lock outlives a restart, even with "
@@ -336,10 +337,6 @@ class LockingPage(QWidget):
         )
         dialog.open()
         return dialog
-
-    def _locked_now(self) -> None:
-        self.watch.note_locked()
-        self.refresh()
 
     def unlock(self) -> QuorumFormDialog | None:
         status = self._status()
@@ -358,8 +355,7 @@ class LockingPage(QWidget):
 
         dialog = QuorumFormDialog(
             self.ctx, f"Turn autonomous unlock {'on' if turn_on else 'off'}", [],
-            lambda worker, v: set_autonomous_unlock(worker, turn_on, credentials=v["credentials"]),
-            self._after_quorum,
+            lambda v: set_autonomous_unlock(turn_on, credentials=v["credentials"]),
             what="the setting changes",
             intro=f"Turn autonomous unlock <b>{'on' if turn_on else 'off'}</b> for "
                   f"{html.escape(status.kma_id)}? {what}",
@@ -368,18 +364,12 @@ class LockingPage(QWidget):
         dialog.open()
         return dialog
 
-    def _after_quorum(self, result: Any) -> None:
-        handle_result(self.ctx, self, result)
-        self.refresh()
-
     def change_split(self) -> KeySplitDialog | None:
         split = self.watch.key_split
         if split is None:
             return None
 
         def changed(_op: Any) -> None:
-            self.watch.poll_now()
-            self.refresh()
             box = QMessageBox(QMessageBox.Information, "Key split changed",
                               f"{_op.result or 'The key split changed'}. The previous members' "
                               "shares no longer open anything.", QMessageBox.Ok, self)
@@ -387,7 +377,6 @@ class LockingPage(QWidget):
             box.open()
 
         def submitted(change: Any) -> None:
-            self.refresh()
             self.enrolment = MemberEnrolmentDialog(self.ctx, change, changed, parent=self)
             self.enrolment.finished.connect(lambda _r: self.refresh())
             self.enrolment.open()
@@ -403,14 +392,13 @@ class LockingPage(QWidget):
 
         def saved(new: Any) -> None:
             self.watch.remember_key_split(new)
-            self.refresh()
 
         dialog = FormDialog(
             self.ctx, "Pending operation lifetime",
             [Field("hours", "Expire after (hours)", "int",
                    default=max(1, split.operation_lifetime // 3600), minimum=1, maximum=720,
                    help="From 1 hour to 30 days. Operations already pending keep their expiry.")],
-            lambda worker, v: set_quorum_lifetime(worker, v["hours"] * 3600),
+            lambda v: set_quorum_lifetime(v["hours"] * 3600),
             saved,
             intro="How long a new pending quorum operation waits for approvals before it "
                   "expires. Operations already pending keep their expiry.",

@@ -207,7 +207,7 @@ class OperationDialog(QDialog):
 
 # -- the page -------------------------------------------------------------------------------------
 SPEC = ListSpec(
-    key=QUORUM_PAGE,
+    key=QUORUM_PAGE, shows={"quorum"}, live=True,
     title=TITLE,
     noun="quorum operation",
     plural="quorum operations",
@@ -321,8 +321,7 @@ class QuorumPage(QWidget):
     def delete(self, op: Any) -> FormDialog:
         dialog = FormDialog(
             self.ctx, "Delete pending operation", [],
-            lambda worker, _v: delete_quorum_operation(worker, op.id),
-            lambda _r: self._deleted(),
+            lambda _v: delete_quorum_operation(op.id),
             intro=f"Delete <b>{html.escape(op.summary)}</b> (requested by "
                   f"{html.escape(op.requested_by)}, {progress_text(op)} approvals)?<br><br>"
                   "A deleted operation never runs and cannot be brought back; the request has "
@@ -335,11 +334,6 @@ class QuorumPage(QWidget):
     def _changed(self, op: Any) -> None:
         self.list.object_changed(op)
         self._selected()
-        QuorumWatch.of(self.ctx).poll_now()
-
-    def _deleted(self) -> None:
-        self.list.refresh()
-        QuorumWatch.of(self.ctx).poll_now()
 
     def _arrived(self, _ops: list[Any]) -> None:
         if self.isVisible() and self.list.model.filters.get("state") in ("pending", None):

@@ -3,7 +3,8 @@
 * :class:`CredentialsEditor`: rows of key split member name + passphrase (fields that overwrite
   their text when cleared).
 * :class:`QuorumFormDialog`: a :class:`~ui.form_dialog.FormDialog` that also offers optional key
-  split credentials, for every quorum-protected request (users, unlock, autonomous unlock).
+  split credentials, for every quorum-protected request (users, unlock, autonomous unlock); a
+  pending answer is said by it.
 * :class:`ApproveDialog`: approve one pending quorum operation as one key split member.
 * :func:`tell_pending` / :func:`tell_outcome`: say plainly what happened (waiting for N of M, or
   executed) with a link to the operation under Pending approvals.
@@ -41,6 +42,7 @@ import kms_client
 from app.context import AppContext
 from app.errors import ErrorKind, describe
 from app.quorum_watch import QuorumWatch
+from app.writes import Change
 from app.writes.quorum import approve_quorum_operation
 from ui.form_dialog import ID_PATTERN, Field, FormDialog
 from ui.format import when
@@ -250,12 +252,13 @@ def credentials_note(watch: QuorumWatch, what: str) -> str:
 class QuorumFormDialog(FormDialog):
     """A form for a quorum-protected request: the fields, then optional key split credentials.
 
-    ``submit(worker, values)`` finds the credentials in ``values["credentials"]`` (None if none
-    were given). The result may be a ``PendingQuorumOp``: hand it to :func:`handle_result`.
+    ``submit(values)`` finds the credentials in ``values["credentials"]`` (None if none
+    were given). A ``PendingQuorumOp`` answer is said here (the change waits for approvals);
+    ``on_done`` gets an answer that ran.
     """
 
     def __init__(self, ctx: AppContext, title: str, fields: list[Field],
-                 submit: Callable[[Any, dict[str, Any]], Any],
+                 submit: Callable[[dict[str, Any]], Change],
                  on_done: Callable[[Any], None] | None = None, *, rows: int = 0,
                  what: str = "the change runs", **kw: Any) -> None:
         self.credentials: CredentialsEditor | None = None
@@ -290,6 +293,12 @@ class QuorumFormDialog(FormDialog):
         threshold = self._watch.threshold()
         enough = threshold is not None and len(self.credentials.credentials()) >= threshold
         self.ok.setText(self._ok_text if enough or threshold is None else "Submit for approval")
+
+    def _report(self, result: Any) -> None:
+        if isinstance(result, kms_client.PendingQuorumOp):
+            tell_pending(self.ctx, self.parentWidget(), result)
+        else:
+            super()._report(result)
 
     def values(self) -> dict[str, Any]:
         out = super().values()
@@ -377,15 +386,6 @@ def tell_outcome(ctx: AppContext, parent: QWidget | None, op: Any, member: str) 
     return box
 
 
-def handle_result(ctx: AppContext, parent: QWidget | None, result: Any,
-                  then: Callable[[Any], None] | None = None) -> None:
-    """Route a quorum-protected call's answer: pending -> say so; done -> ``then(result)``."""
-    if isinstance(result, kms_client.PendingQuorumOp):
-        tell_pending(ctx, parent, result)
-    elif then is not None:
-        then(result)
-
-
 # -- approving ---------------------------------------------------------------------------------------
 class ApproveDialog(QDialog):
     """Approve ``op`` as one key split member: name + passphrase, window-modal."""
@@ -467,7 +467,7 @@ class ApproveDialog(QDialog):
         self.error.say("")
         self.ok.setEnabled(False)
         self.ctx.ops.write(
-            lambda worker: approve_quorum_operation(worker, op_id, member, passphrase),
+            approve_quorum_operation(op_id, member, passphrase),
             parent=self, label="Approving…",
             success=lambda op: self._done(op, member), failure=self._failed,
         )

@@ -103,7 +103,7 @@ class ConnectPage(SetupPage):
     def check(self) -> str | Callable[[Any], Any]:
         self.answers.code = self.code.text().strip()
         answers = self.answers
-        return lambda worker: setup_writes.check_code(worker, answers)
+        return setup_writes.check_code(answers)
 
 
 class NetworkPage(SetupPage):
@@ -132,7 +132,7 @@ class NetworkPage(SetupPage):
         a = self.answers
         a.management_address = self.management.text().strip()
         a.service_address = self.service.text().strip()
-        return lambda worker: setup_writes.check_network(worker, a)
+        return setup_writes.check_network(a)
 
 
 class ModePage(SetupPage):

@@ -102,7 +102,7 @@ class ProgressPage(SetupPage):
                             "it all in its audit trail, then starts serving normally.")  # fmt: skip
         self.wizard().button(QWizard.CancelButton).setEnabled(False)
         answers = self.answers
-        self.ops.write(lambda worker: setup_writes.finish(worker, answers), parent=self, quiet=True,
+        self.ops.write(setup_writes.finish(answers), parent=self, quiet=True,
                        success=self._made, failure=self._failed)  # fmt: skip
 
     def _made(self, made: Any) -> None:

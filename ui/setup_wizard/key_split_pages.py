@@ -154,7 +154,7 @@ class MembersPage(SetupPage):
         typed, answers = list(self.typed), self.answers
         self._clear()
         self.setSubTitle("Sealing each member's share in the KMA's memory…")
-        return lambda worker: setup_writes.draft_key_split(worker, answers, typed)
+        return setup_writes.draft_key_split(answers, typed)
 
     def _refused(self, exc: BaseException) -> bool:
         # The KMA refused the whole split (e.g. a name it does not accept): all type again.
@@ -230,7 +230,7 @@ class ProofPage(SetupPage):
             self.error.say(reason(exc))
             return True
 
-        self.ops.write(lambda worker: setup_writes.prove(worker, answers, typed), parent=self, quiet=True,
+        self.ops.write(setup_writes.prove(answers, typed), parent=self, quiet=True,
                        label="Proving the key split…", success=proven, failure=failed)  # fmt: skip
 
     def isComplete(self) -> bool:  # noqa: N802 - Qt override

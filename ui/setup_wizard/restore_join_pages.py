@@ -95,7 +95,7 @@ class RestoreFilesPage(SetupPage):
         answers = self.answers
         answers.autonomous_unlock = self.autonomous.isChecked()
         known = ProfileStore().all()
-        return lambda worker: setup_writes.upload_backups(worker, answers, files[0], files[1], known)
+        return setup_writes.upload_backups(answers, files[0], files[1], known)
 
     def checked(self, result: Any) -> None:
         self.answers.backup = result[0]
@@ -188,7 +188,7 @@ class RestoreQuorumPage(SetupPage):
         if not self.typed:
             return "Each member of the quorum types their name and passphrase."
         answers, quorum = self.answers, list(self.typed)
-        return lambda worker: setup_writes.restore(worker, answers, quorum)
+        return setup_writes.restore(answers, quorum)
 
     def checked(self, result: Any) -> None:
         self.answers.made = result
@@ -302,7 +302,7 @@ class JoinPage(SetupPage):
             return problem
         if not passphrase:
             return "Type the one-time KMA passphrase its entry was made with."
-        return lambda worker: setup_writes.join(worker, a, kma, fp, passphrase)
+        return setup_writes.join(a, kma, fp, passphrase)
 
     def checked(self, result: Any) -> None:
         self.answers.made = result
