@@ -14,7 +14,6 @@ from app.pages import PageSpec, register
 from ui.audit.browser import LIST_SPEC, AuditBrowser
 from ui.audit.charts import DashboardWithCharts
 from ui.audit.history import HistoryView
-from ui.pages.common import AUDIT_READERS
 from ui.widgets import page_header
 
 
@@ -58,6 +57,6 @@ class AuditArea(QWidget):
         self.history.load(subject_type, subject_id)
 
 
-register(PageSpec("audit", "Audit log", AuditArea, AUDIT_READERS, order=90, icon="SP_FileDialogContentsView",
+register(PageSpec("audit", "Audit log", AuditArea, "audit.read", order=90, icon="SP_FileDialogContentsView",
                   description="Browse, search, tail, verify and export the audit trail; histories."))
 register(PageSpec("dashboard", "Dashboard", DashboardWithCharts, order=10, icon="SP_ComputerIcon"))

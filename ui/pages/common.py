@@ -1,4 +1,4 @@
-"""Helpers area modules share: role sets, state tones, running a simple action."""
+"""Helpers area modules share: state tones, running a simple action."""
 
 from __future__ import annotations
 
@@ -6,11 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ui.list_page import ListPage
-
-SO = frozenset({"security_officer"})
-CO = frozenset({"compliance_officer"})
-OP = frozenset({"operator"})
-AUDIT_READERS = frozenset({"auditor", "security_officer", "compliance_officer"})
 
 
 def state_tone(obj: Any) -> str | None:
