@@ -17,9 +17,8 @@ class AppContext:
     session: SessionController
     demo: Any = None  # the demo KMA's DemoCredentials in local mode, else None
 
-    @property
-    def roles(self) -> frozenset[str]:
-        return self.session.roles
+    def may(self, permission: str) -> bool:
+        return self.session.may(permission)
 
     def settings(self) -> QSettings:
         return QSettings()

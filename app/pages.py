@@ -1,9 +1,9 @@
 """The registry of main-window pages.
 
 A page module declares a :class:`PageSpec` and calls :func:`register`; the main window shows the
-pages whose roles meet the signed-in user's, in ``order``. Adding an area (Pending quorum
-operations, Lock/unlock, the auditor's browser) is one new module that registers itself; no edit
-to the main window. The server enforces every role; this only hides what a user cannot do.
+pages whose permission the KMA grants the signed-in user, in ``order``. Adding an area (Pending
+quorum operations, Lock/unlock, the auditor's browser) is one new module that registers itself; no
+edit to the main window. The server enforces every permission; this only hides what a user cannot do.
 """
 
 from __future__ import annotations
@@ -12,35 +12,31 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import kms_client
-
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QWidget
 
     from app.context import AppContext
 
-ALL_ROLES = frozenset(kms_client.ROLES)
-
-
 @dataclass(frozen=True)
 class PageSpec:
     """One area of the main window.
 
-    ``roles``: the page shows if the user holds any of them (empty = every signed-in user).
+    ``permission``: the page shows if the KMA grants the user this permission (e.g.
+    ``agents.read``; empty = every signed-in user).
     ``factory`` builds the page widget once, the first time it is shown.
     """
 
     key: str
     title: str
     factory: Callable[[AppContext], QWidget]
-    roles: frozenset[str] = field(default_factory=frozenset)
+    permission: str = ""
     order: int = 100
     icon: str = ""  # a QStyle standard pixmap name, e.g. "SP_DirIcon"
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
-    def visible_to(self, roles: frozenset[str]) -> bool:
-        return not self.roles or bool(self.roles & roles)
+    def visible_to(self, may: Callable[[str], bool]) -> bool:
+        return not self.permission or may(self.permission)
 
 
 _REGISTRY: dict[str, PageSpec] = {}
@@ -56,8 +52,8 @@ def all_pages() -> list[PageSpec]:
     return sorted(_REGISTRY.values(), key=lambda s: (s.order, s.title))
 
 
-def pages_for(roles: frozenset[str]) -> list[PageSpec]:
-    return [s for s in all_pages() if s.visible_to(roles)]
+def pages_for(may: Callable[[str], bool]) -> list[PageSpec]:
+    return [s for s in all_pages() if s.visible_to(may)]
 
 
 # -- window extensions ---------------------------------------------------------------------------

@@ -23,12 +23,7 @@ from app.operations import OpContext
 from app.session import ConnectionState
 
 POLL_MS = 15_000
-QUORUM_READERS = frozenset({"quorum_member", "security_officer", "auditor"})
 PAGE_LIMIT = 100
-
-
-def can_read_quorum(roles: frozenset[str]) -> bool:
-    return bool(roles & QUORUM_READERS)
 
 
 class QuorumWatch(QObject):
@@ -108,7 +103,7 @@ class QuorumWatch(QObject):
         if self._inflight:
             self._again = True
             return
-        read_ops = can_read_quorum(self.ctx.roles)
+        read_ops = self.ctx.may("quorum.read")
         want_split = read_ops and self.key_split is None
 
         def op(worker: OpContext) -> tuple[Any, Any, Any]:  # worker thread: kms_client only

@@ -94,9 +94,10 @@ class SessionController(QObject):
         self.client = None
         self.user = None
 
-    @property
-    def roles(self) -> frozenset[str]:
-        return frozenset(self.user.roles) if self.user else frozenset()
+    def may(self, permission: str) -> bool:
+        """Whether the signed-in user may do `permission` (a name of the KMA's grant table, e.g.
+        ``agents.write``), as the KMA said at sign-in: the manager asks this, never a role."""
+        return self.user is not None and self.user.may(permission)
 
     # -- session-level failures ---------------------------------------------------------------
     def expire(self) -> None:

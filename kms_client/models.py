@@ -25,6 +25,29 @@ ROLES = (
     "auditor",
     "quorum_member",
 )
+# The names of the KMA's grant table (kma.domain.roles.Permission), which a User's `may` is asked.
+PERMISSIONS = (
+    "signed_in",
+    "users.read",
+    "users.write",
+    "sites.write",
+    "kmas.write",
+    "policies.read",
+    "policies.write",
+    "agents.read",
+    "agents.write",
+    "data.read",
+    "data.write",
+    "audit.read",
+    "audit.manage",
+    "quorum.read",
+    "quorum.approve",
+    "quorum.delete",
+    "quorum.submit",
+    "backups.read",
+    "backups.write",
+    "backups.core",
+)
 DATA_UNIT_STATES = ("no_key", "readable_normal", "readable_needs_rekey", "shredded")
 KEY_STATES = (
     "generated",
@@ -113,6 +136,14 @@ class User:
     locked_until: datetime | None
     created_at: datetime
     updated_at: datetime
+    permissions: tuple[str, ...] = ()  # what the roles allow, named as in PERMISSIONS
+
+    def may(self, permission: str) -> bool:
+        """Whether the KMA lets this user do `permission` (a name from PERMISSIONS). The KMA still
+        decides each request; this is for not offering what it would refuse."""
+        if permission not in PERMISSIONS:
+            raise ValueError(f"unknown permission {permission!r}; the KMA's are {', '.join(PERMISSIONS)}")
+        return permission in self.permissions
 
     @classmethod
     def from_json(cls, d: JsonObject) -> User:
@@ -124,6 +155,7 @@ class User:
             locked_until=maybe_time(d.get("locked_until")),
             created_at=parse_time(d["created_at"]),
             updated_at=parse_time(d["updated_at"]),
+            permissions=_strs(d.get("permissions", ())),  # a KMA older than the field sends none
         )
 
 

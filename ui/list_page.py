@@ -56,7 +56,7 @@ class ActionSpec:
 
     text: str
     run: Callable[[ListPage, Any], None]  # (page, selected object or None)
-    roles: frozenset[str] = frozenset()  # who sees it (empty = whoever sees the page)
+    permission: str = ""  # who sees it: whom the KMA grants this (empty = whoever sees the page)
     needs: str = "one"  # "one" | "none"
     enabled: Callable[[Any], bool] | None = None  # for the selected object
     shortcut: str = ""
@@ -274,7 +274,7 @@ class ListPage(QWidget):
 
     # -- behaviour ----------------------------------------------------------------------------
     def _allowed(self, spec: ActionSpec) -> bool:
-        return not spec.roles or bool(spec.roles & self.ctx.roles)
+        return not spec.permission or self.ctx.may(spec.permission)
 
     def refresh(self) -> None:
         """Reload from the first page with the current filter and sort."""

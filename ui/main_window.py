@@ -93,8 +93,8 @@ class MainWindow(QMainWindow):
 
     # -- pages --------------------------------------------------------------------------------
     def rebuild_pages(self) -> None:
-        """Show the areas the signed-in user's roles allow."""
-        self.specs = pages_for(self.ctx.roles)
+        """Show the areas the signed-in user may read."""
+        self.specs = pages_for(self.ctx.may)
         self.nav.blockSignals(True)
         self.nav.clear()
         for old in list(self._slots.values()):

@@ -77,6 +77,10 @@ class User(Response):
     locked_until: Time | None
     created_at: Time
     updated_at: Time
+    permissions: list[str] = Field(
+        description="What the user's roles allow, by the names of the KMA's grant table "
+        "(e.g. `agents.write`): a client asks these, never the roles."
+    )
 
 
 class Session(Response):

@@ -33,6 +33,7 @@ class Permission(StrEnum):
     DATA_READ = "data.read"  # data units and keys
     DATA_WRITE = "data.write"
     AUDIT_READ = "audit.read"
+    AUDIT_MANAGE = "audit.manage"  # retention, signed checkpoints, pruning, forwarding
     QUORUM_READ = "quorum.read"  # pending quorum operations and the key split configuration
     QUORUM_APPROVE = "quorum.approve"
     QUORUM_DELETE = "quorum.delete"
@@ -57,6 +58,7 @@ GRANTS: dict[Permission, frozenset[Role]] = {
     Permission.DATA_READ: frozenset({OP, CO, AU}),
     Permission.DATA_WRITE: frozenset({OP}),
     Permission.AUDIT_READ: frozenset({AU, SO, CO}),
+    Permission.AUDIT_MANAGE: frozenset({SO}),
     Permission.QUORUM_READ: frozenset({QM, SO, AU}),
     Permission.QUORUM_APPROVE: frozenset({QM}),
     Permission.QUORUM_DELETE: frozenset({SO}),
@@ -69,6 +71,11 @@ GRANTS: dict[Permission, frozenset[Role]] = {
 
 def allows(roles: frozenset[Role], permission: Permission) -> bool:
     return bool(roles & GRANTS[permission])
+
+
+def permissions_of(roles: frozenset[Role]) -> list[str]:
+    """What a user with `roles` may do, by permission name: the manager asks this, not the roles."""
+    return [str(p) for p in Permission if allows(roles, p)]
 
 
 def parse_roles(text: str) -> frozenset[Role]:

@@ -13,7 +13,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.crypto import hash_passphrase
 from kma.domain.actor import Actor
-from kma.domain.roles import Role, format_roles, role_words
+from kma.domain.roles import Role, format_roles, parse_roles, permissions_of, role_words
 from kma.domain.strength import check_user_passphrase
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound, ValidationFailed
@@ -55,6 +55,7 @@ KEEP_A_SECURITY_OFFICER = Stmt(
 def user_row(row: Any) -> dict[str, Any]:
     out = {k: row[k] for k in PUBLIC}
     out["roles"] = [r for r in out["roles"].split(",") if r]
+    out["permissions"] = permissions_of(parse_roles(row["roles"]))
     out["enabled"] = bool(out["enabled"])
     return out
 

@@ -133,7 +133,7 @@ def test_an_auditor_sees_the_picture_but_no_actions_and_the_dashboard_links_to_i
 
 
 def test_two_sites_with_a_kma_down_show_it_and_what_the_cluster_still_survives(qtbot: Any) -> None:
-    page = ClusterPage(ShownOnly(frozenset({"auditor"})))  # type: ignore[arg-type]
+    page = ClusterPage(ShownOnly())  # type: ignore[arg-type]
     qtbot.addWidget(page)
     page.resize(1280, 760)
     page.show_topology(two_sites_one_down())
@@ -149,7 +149,7 @@ def test_two_sites_with_a_kma_down_show_it_and_what_the_cluster_still_survives(q
 
 
 def test_each_kma_shows_where_its_master_key_is(qtbot: Any) -> None:
-    page = ClusterPage(ShownOnly(frozenset({"auditor"})))  # type: ignore[arg-type]
+    page = ClusterPage(ShownOnly())  # type: ignore[arg-type]
     qtbot.addWidget(page)
     page.show_topology(topology([kma_json("kma-dal-1", "dallas", leader=True, lag=0.0),
                                  kma_json("kma-dal-2", "dallas", master_key="pkcs11")]))  # fmt: skip
@@ -158,7 +158,7 @@ def test_each_kma_shows_where_its_master_key_is(qtbot: Any) -> None:
 
 
 def test_audit_forwarding_that_lags_shows_under_the_tolerance(qtbot: Any) -> None:
-    page = ClusterPage(ShownOnly(frozenset({"auditor"})))  # type: ignore[arg-type]
+    page = ClusterPage(ShownOnly())  # type: ignore[arg-type]
     qtbot.addWidget(page)
     lagging = ForwardingStatus("siem.example.com:6514", "api", False, 140, 37, 95.0, "connection refused")
     page.show_topology(replace(two_sites_one_down(), audit_forwarding=lagging))
@@ -169,7 +169,7 @@ def test_audit_forwarding_that_lags_shows_under_the_tolerance(qtbot: Any) -> Non
 
 
 def test_twenty_kmas_all_fit_in_the_picture(qtbot: Any) -> None:
-    page = ClusterPage(ShownOnly(frozenset({"security_officer"})))  # type: ignore[arg-type]
+    page = ClusterPage(ShownOnly("quorum.submit"))  # type: ignore[arg-type]
     qtbot.addWidget(page)
     page.resize(1280, 760)
     page.show()
@@ -186,7 +186,7 @@ def test_twenty_kmas_all_fit_in_the_picture(qtbot: Any) -> None:
 
 
 def test_two_sites_and_a_witness_with_boston_lost_still_take_management_writes(qtbot: Any) -> None:
-    page = ClusterPage(ShownOnly(frozenset({"auditor"})))  # type: ignore[arg-type]
+    page = ClusterPage(ShownOnly())  # type: ignore[arg-type]
     qtbot.addWidget(page)
     page.resize(1280, 760)
     page.show_topology(two_sites_and_a_witness_boston_down())

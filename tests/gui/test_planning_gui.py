@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtPdf import QPdfDocument
 
 from tests.gui.helpers import open_page, sign_in
-from ui.audit.charts import ChartBox
+from ui.charts import ChartBox
 from ui.planning.area import PlanningArea, PlanningWindow
 
 pytestmark = pytest.mark.gui

@@ -17,7 +17,7 @@ EXPECTED = {
     "backup": EVERYONE | {"backups"},
     "auditor": EVERYONE | {"users", "key_policies", "key_groups", "agents", "data_units",
                            "keys", "audit", "quorum", "locking", "backups"},
-    "qm1": EVERYONE | {"quorum"},
+    "qm1": EVERYONE | {"quorum", "locking"},  # quorum.read: the key split and lock state they approve
     "admin": EVERYONE | {"users", "key_policies", "key_groups", "agents", "data_units", "keys",
                          "audit", "quorum", "locking", "backups"},
 }

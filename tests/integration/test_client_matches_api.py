@@ -18,7 +18,7 @@ import pytest
 
 import kms_client
 from kma.domain.lifecycle import DataUnitState, KeyState
-from kma.domain.roles import Role
+from kma.domain.roles import Permission, Role
 from kms_client import audit_models, models
 from tests.support.kma_process import RunningKma
 
@@ -73,5 +73,6 @@ def test_a_client_model_has_the_fields_the_kma_sends(model: type, served_schemas
 
 def test_the_client_knows_the_roles_and_states_of_the_kma() -> None:
     assert kms_client.ROLES == tuple(Role)
+    assert kms_client.PERMISSIONS == tuple(Permission)
     assert kms_client.KEY_STATES == tuple(KeyState)
     assert kms_client.DATA_UNIT_STATES == tuple(DataUnitState)

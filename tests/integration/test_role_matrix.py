@@ -2,7 +2,9 @@
 
 EXPECTED is docs/api.md's role table written out again by hand, deliberately not imported from
 `kma.domain.roles`: if the server's grants drift from the contract, this test says so. Each
-allowed call must really succeed (2xx) and each refused one must change nothing.
+allowed call must really succeed (2xx) and each refused one must change nothing. What a user's
+GET /auth/me says they may do (its `permissions`, which the manager asks instead of roles) must
+be exactly what the calls of that permission's route show.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+import kms_client
 from kms_client import KmsClient
 from tests.integration.helpers import API, domain_snapshot, error_of, raw_http
 from tests.support.first_node import demo_first_node
@@ -133,6 +136,33 @@ USERS: dict[str, frozenset[str]] = {
 }  # fmt: skip
 
 
+# One route per permission of the grant table (docs/api.md, "Roles"): /auth/me lists a permission
+# exactly when the KMA lets the user call its route.
+PERMISSION_ROUTES = {
+    "signed_in": "GET /dashboard",
+    "users.read": "GET /users",
+    "users.write": "POST /users",
+    "sites.write": "POST /sites",
+    "kmas.write": "PATCH /kmas/{id}",
+    "policies.read": "GET /key-policies",
+    "policies.write": "POST /key-policies",
+    "agents.read": "GET /agents",
+    "agents.write": "POST /agents",
+    "data.read": "GET /keys",
+    "data.write": "POST /data-units",
+    "audit.read": "GET /audit-events",
+    "audit.manage": "POST /audit-events/checkpoints",
+    "quorum.read": "GET /quorum-operations",
+    "quorum.approve": "POST /quorum-operations/{id}/approve",
+    "quorum.delete": "DELETE /quorum-operations/{id}",
+    "quorum.submit": "PUT /cluster/quorum-lifetime",
+    "backups.read": "GET /backups",
+    "backups.write": "PUT /backups/schedule",
+    "backups.core": "POST /core-security-backup",
+}
+PERMISSION_OF = {route: permission for permission, route in PERMISSION_ROUTES.items()}
+
+
 def may(user: str, route: str) -> bool:
     allowed = EXPECTED[route]
     if allowed in (PUBLIC, ANY):
@@ -152,6 +182,7 @@ class World:
     key_id: str = ""
     backup_id: str = ""
     tokens: dict[str, str] = field(default_factory=dict)
+    permissions: dict[str, set[str]] = field(default_factory=dict)  # each user's, from GET /auth/me
     _n: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def n(self) -> int:
@@ -393,6 +424,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     admin.take_core_security_backup(tmp_path_factory.mktemp("offline") / "core.kmacore")
     w.backup_id = admin.create_backup().id
     w.tokens = {user: w.fresh_token(user) for user in USERS}
+    for user, token in w.tokens.items():
+        me = w.http.get("/auth/me", headers={"Authorization": f"Bearer {token}"})
+        w.permissions[user] = set(me.json()["permissions"])
     yield w
     w.http.close()
     kma.stop()
@@ -431,6 +465,12 @@ def test_each_role_is_allowed_exactly_what_the_role_table_says(world: World, rou
     after = domain_snapshot(world.kma) if not may(user, route) else None
     AFTER.get(route, lambda w: None)(world)
 
+    if route in PERMISSION_OF:
+        said = PERMISSION_OF[route] in world.permissions[user]
+        assert said == response.is_success, (
+            f"/auth/me of {user} {'lists' if said else 'leaves out'} {PERMISSION_OF[route]}, "
+            f"but {route} answered {response.status_code}"
+        )
     if may(user, route):
         assert response.is_success, f"{route} as {user}: {response.status_code} {response.text}"
         return
@@ -448,6 +488,20 @@ def test_each_role_is_allowed_exactly_what_the_role_table_says(world: World, rou
         "127.0.0.1",
     )
     assert after == unchanged, f"{route} as {user} was refused but changed the store"
+
+
+def test_every_permission_of_the_kma_has_its_route_here() -> None:
+    assert set(PERMISSION_ROUTES) == set(kms_client.PERMISSIONS)
+
+
+@pytest.mark.parametrize("user", list(USERS))
+def test_sign_in_and_auth_me_name_what_the_role_table_allows(world: World, user: str) -> None:
+    expected = {permission for permission, route in PERMISSION_ROUTES.items() if may(user, route)}
+    assert world.permissions[user] == expected
+    body = {"user_id": user, "passphrase": world.kma.passphrases[user]}
+    signed_in = world.http.post("/auth/sign-in", json=body).json()["user"]["permissions"]
+    assert set(signed_in) == expected
+    assert world.kma.client(user).me().permissions == tuple(signed_in)  # what the manager asks
 
 
 @pytest.mark.parametrize("route", SIGNED_IN_ROUTES)

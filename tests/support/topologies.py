@@ -105,6 +105,9 @@ class _ReadsNothing(QObject):
 class ShownOnly:
     """A page context whose background reads never run: the page shows only what it is handed."""
 
-    def __init__(self, roles: frozenset[str]) -> None:
+    def __init__(self, *permissions: str) -> None:
         self.ops = _ReadsNothing()
-        self.roles = roles
+        self.permissions = frozenset(permissions)  # what the KMA would grant the user
+
+    def may(self, permission: str) -> bool:
+        return permission in self.permissions

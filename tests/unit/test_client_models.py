@@ -90,6 +90,14 @@ def test_times_become_aware_utc_datetimes_and_nulls_stay_none() -> None:
     assert user.roles == ("security_officer", "auditor")
 
 
+def test_a_user_says_what_the_kma_lets_them_do_and_refuses_names_the_kma_has_not() -> None:
+    user = User.from_json({**USER, "permissions": ["signed_in", "users.read", "users.write"]})
+    assert user.may("users.write") and not user.may("agents.write")
+    with pytest.raises(ValueError, match="agents.wirte"):
+        user.may("agents.wirte")  # a typo in the manager is loud, not a silently hidden button
+    assert not User.from_json(USER).may("users.read")  # a KMA older than `permissions` grants nothing
+
+
 def test_a_time_without_offset_is_taken_as_utc() -> None:
     user = User.from_json({**USER, "locked_until": "2026-11-21T07:55:00"})
     assert user.locked_until == datetime(2026, 11, 21, 7, 55, tzinfo=UTC)

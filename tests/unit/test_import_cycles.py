@@ -1,8 +1,12 @@
-"""No import cycle among the modules of kma/, kms_client/ and app/, imports inside functions included.
+"""No import cycle among our modules (kma/, kms_client/, app/, ui/, tape_planning/), imports inside
+functions included, and none among the folders of the packages in FOLDER_PACKAGES.
 
 A cycle hidden by an import inside a function still ties the modules into one knot that cannot be
 read, tested or moved one at a time; this test reads every import statement (it runs none of the
-code) and names the modules of each cycle it finds.
+code) and names the modules of each cycle it finds. Folders too: when ui/pages imports ui/audit
+and ui/audit imports ui/pages, neither folder can be understood, moved or left out without the
+other, even if no two modules import each other. A folder is a module's first two name parts
+(``ui.pages.keys`` is in ``ui.pages``); a top-level module (``ui.format``) is its own.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("kma", "kms_client", "app")
+PACKAGES = ("kma", "kms_client", "app", "ui", "tape_planning")
+FOLDER_PACKAGES = ("ui", "app")
 
 
 def module_names() -> dict[str, Path]:
@@ -88,11 +93,46 @@ def test_the_checker_finds_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
     assert imports_of("kma.x", source, {"kma": source, "kma.appliance": source}) == {"kma.appliance"}
 
 
+def module_graph() -> dict[str, set[str]]:
+    modules = module_names()
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def folder_of(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Folder -> the other folders its modules import."""
+    folders: dict[str, set[str]] = {}
+    for name, imported in graph.items():
+        folder = folder_of(name)
+        folders.setdefault(folder, set()).update(folder_of(m) for m in imported if folder_of(m) != folder)
+    return folders
+
+
+def test_the_checker_finds_a_loop_of_folders_whose_modules_form_no_cycle() -> None:
+    graph = {"ui.pages.keys": {"ui.audit.history"}, "ui.audit.charts": {"ui.pages.dashboard"},
+             "ui.audit.history": set(), "ui.pages.dashboard": {"ui.format"}, "ui.format": set()}  # fmt: skip
+    assert cycles(graph) == []
+    assert cycles(folder_graph(graph)) == [["ui.audit", "ui.pages"]]
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_import_cycle(package: str) -> None:
-    modules = module_names()
-    graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
-    knots = [c for c in cycles(graph) if any(m.split(".")[0] == package for m in c)]
+    knots = [c for c in cycles(module_graph()) if any(m.split(".")[0] == package for m in c)]
     assert not knots, "import cycles (each line: modules that import each other):\n" + "\n".join(
         " <-> ".join(c) for c in knots
     )
+
+
+@pytest.mark.parametrize("package", FOLDER_PACKAGES)
+def test_no_import_cycle_between_folders(package: str) -> None:
+    graph = module_graph()
+    folders = folder_graph(graph)
+    knots = [c for c in cycles(folders) if any(f.split(".")[0] == package for f in c)]
+    why = [f"  {m} -> {i}" for knot in knots for m in sorted(graph) if folder_of(m) in knot
+           for i in sorted(graph[m]) if folder_of(i) in knot and folder_of(i) != folder_of(m)]  # fmt: skip
+    assert not knots, "folder loops (each line: folders that import each other):\n" + "\n".join(
+        " <-> ".join(c) for c in knots
+    ) + "\nthrough:\n" + "\n".join(why)

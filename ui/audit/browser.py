@@ -35,7 +35,6 @@ from ui.audit.events import SPEC as LIST_SPEC
 from ui.files import ask_save_path
 from ui.format import when, words
 from ui.paged_model import ObjectRole, PagedTableModel
-from ui.pages.common import SO
 
 TAIL_MS = 3000
 COLUMNS = LIST_SPEC.columns  # the audit list's columns, sortable where the KMA sorts
@@ -160,7 +159,7 @@ class AuditBrowser(QWidget):
         for button in (self.tail_button, self.verify_button, self.csv_button, self.report_button,
                        self.history_button):  # fmt: skip
             bar.addWidget(button)
-        if self.ctx.roles & SO:
+        if self.ctx.may("audit.manage"):
             retention = QPushButton("Retention…")
             retention.setToolTip("Retention periods, signed checkpoints and pruning (Security Officer)")
             retention.clicked.connect(self._retention)

@@ -10,20 +10,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from PySide6.QtCore import QDateTime, QMargins, Qt
-from PySide6.QtGui import QColor, QPainter, QPalette
-from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtCore import QDateTime, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 import kms_client
 from app.context import AppContext
 from ui.audit.timeline import STATE_COLOURS
+from ui.charts import ChartBox, QtCharts, count_axis
 from ui.format import counted
-from ui.pages.dashboard import DashboardPage
-
-try:
-    from PySide6 import QtCharts
-except ImportError:  # a trimmed Qt build: numbers in words instead
-    QtCharts = None
 
 KEY_STATES = kms_client.KEY_STATES[1:]  # issued keys' states: every one after "generated"
 SEVERITY_COLOURS = {"info": "#4a8fd1", "warning": "#d9a21b", "error": "#c0392b"}
@@ -32,54 +27,6 @@ DAY_CHOICES = ((7, "Last 7 days"), (30, "Last 30 days"), (90, "Last 90 days"), (
 
 def _msecs(day: str) -> float:
     return datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp() * 1000
-
-
-def count_axis(top: float) -> Any:
-    """A value axis of whole numbers, ticks at a round step (1, 2, 5, 10, 20, 50, ...)."""
-    step = 1
-    while top / step > 6:
-        step = step * 5 // 2 if str(step)[0] == "2" else step * 2
-    axis = QtCharts.QValueAxis()
-    axis.setLabelFormat("%d")
-    axis.setRange(0, max(step * (int(top // step) + 1), 1))
-    axis.setTickType(QtCharts.QValueAxis.TicksDynamic)
-    axis.setTickAnchor(0)
-    axis.setTickInterval(step)
-    return axis
-
-
-class ChartBox(QWidget):
-    """One chart with a title; falls back to its description in words."""
-
-    def __init__(self, title: str) -> None:
-        super().__init__()
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        self.title = title
-        self.words = QLabel()
-        self.words.setWordWrap(True)
-        self.setAccessibleName(title)
-        self.view: Any = None
-        if QtCharts is not None:
-            self.view = QtCharts.QChartView()
-            self.view.setRenderHint(QPainter.Antialiasing)
-            self.view.setMinimumHeight(240)
-            self.view.setAccessibleName(title)
-            layout.addWidget(self.view)
-            self.words.setVisible(False)
-        layout.addWidget(self.words)
-
-    def show_chart(self, chart: Any, description: str) -> None:
-        self.setAccessibleDescription(description)
-        self.words.setText(f"<b>{self.title}</b>: {description}")
-        if self.view is not None:
-            chart.setTitle(self.title)
-            chart.setMargins(QMargins(4, 4, 4, 4))
-            dark = self.palette().color(QPalette.Window).lightness() < 128
-            chart.setTheme(QtCharts.QChart.ChartThemeDark if dark else QtCharts.QChart.ChartThemeLight)
-            chart.setBackgroundVisible(False)
-            self.view.setChart(chart)
-            self.view.setAccessibleDescription(description)
 
 
 class ChartsPanel(QWidget):
@@ -191,26 +138,3 @@ class ChartsPanel(QWidget):
             s.attachAxis(axis_x)
             s.attachAxis(axis_y)
         return chart
-
-
-class DashboardWithCharts(QWidget):
-    """The dashboard page with the charts below it (registered under the dashboard's key)."""
-
-    def __init__(self, ctx: AppContext) -> None:
-        super().__init__()
-        self.setObjectName("page:dashboard")
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        self.dashboard = DashboardPage(ctx)
-        self.charts = ChartsPanel(ctx)
-        split = QSplitter(Qt.Vertical)
-        split.addWidget(self.dashboard)
-        split.addWidget(self.charts)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
-        split.setSizes([480, 320])  # the dashboard whole at 1280x800; the charts below it
-        layout.addWidget(split)
-
-    def refresh(self) -> None:
-        self.dashboard.refresh()
-        self.charts.refresh()

@@ -1,7 +1,5 @@
-"""Registers the auditor's pages: the Audit area (browser + history) and the dashboard's charts.
-
-The dashboard is the foundation's (``ui.pages.dashboard``), embedded unchanged above the charts.
-"""
+"""Registers the auditor's page: the Audit area (browser + history). The dashboard's charts are
+drawn here (``ui.audit.charts``) and shown below the dashboard by ``ui.pages.dashboard``."""
 
 from __future__ import annotations
 
@@ -12,9 +10,7 @@ from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
 from app.context import AppContext
 from app.pages import PageSpec, register
 from ui.audit.browser import LIST_SPEC, AuditBrowser
-from ui.audit.charts import DashboardWithCharts
 from ui.audit.history import HistoryView
-from ui.pages.common import AUDIT_READERS
 from ui.widgets import page_header
 
 
@@ -58,6 +54,5 @@ class AuditArea(QWidget):
         self.history.load(subject_type, subject_id)
 
 
-register(PageSpec("audit", "Audit log", AuditArea, AUDIT_READERS, order=90, icon="SP_FileDialogContentsView",
+register(PageSpec("audit", "Audit log", AuditArea, "audit.read", order=90, icon="SP_FileDialogContentsView",
                   description="Browse, search, tail, verify and export the audit trail; histories."))
-register(PageSpec("dashboard", "Dashboard", DashboardWithCharts, order=10, icon="SP_ComputerIcon"))

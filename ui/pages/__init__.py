@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 
 AREA_MODULES = (
+    "ui.pages.dashboard",  # the cluster's numbers, with the audit trail's charts below them
     "ui.pages.cluster",  # the cluster as a picture: sites, KMAs, agents, failure tolerance
     "ui.pages.users",
     "ui.pages.sites",
@@ -20,7 +21,7 @@ AREA_MODULES = (
     "ui.quorum.locking",  # Lock and unlock, autonomous unlock, quorum lifetime
     "ui.pages.backups",  # Database backups, their schedule, the core security backup
     "ui.pages.planning",  # Planning a deployment from the white paper's measurements (no KMA needed)
-    "ui.audit.pages",  # the dashboard with its charts; the auditor's browser and histories
+    "ui.audit.pages",  # the auditor's browser and histories
 )
 
 

@@ -14,11 +14,9 @@ from ui.form_dialog import Field, FormDialog
 from ui.format import when, yes_no
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.pages.common import OP, enabled_tone
+from ui.pages.common import enabled_tone
 from ui.pages.sites import site_choices
 from ui.secret_dialog import OneTimeSecretDialog
-
-READERS = frozenset({"operator", "compliance_officer", "auditor", "security_officer"})
 
 
 def _group_choices(client: Any) -> list[tuple[str, Any]]:
@@ -136,11 +134,11 @@ SPEC = ListSpec(
                                                 ("Enabled only", True),
                                                 ("Disabled only", False)])],
     actions=[
-        ActionSpec("New agent…", _new_agent, OP, needs="none", toolbar=True, shortcut="Ctrl+N"),
-        ActionSpec("New enrollment passphrase…", _new_passphrase, OP, toolbar=True),
-        ActionSpec("Enable", _set_enabled(True), OP, enabled=lambda a: not a.enabled),
-        ActionSpec("Disable", _set_enabled(False), OP, enabled=lambda a: a.enabled),
-        ActionSpec("Edit agent…", _edit_agent, OP),
+        ActionSpec("New agent…", _new_agent, "agents.write", needs="none", toolbar=True, shortcut="Ctrl+N"),
+        ActionSpec("New enrollment passphrase…", _new_passphrase, "agents.write", toolbar=True),
+        ActionSpec("Enable", _set_enabled(True), "agents.write", enabled=lambda a: not a.enabled),
+        ActionSpec("Disable", _set_enabled(False), "agents.write", enabled=lambda a: a.enabled),
+        ActionSpec("Edit agent…", _edit_agent, "agents.write"),
     ],
     default_sort=("id", Qt.AscendingOrder),
 )
@@ -150,4 +148,4 @@ def build(ctx: AppContext) -> ListPage:
     return ListPage(ctx, SPEC)
 
 
-register(PageSpec("agents", "Agents", build, READERS, order=60, icon="SP_DriveHDIcon"))
+register(PageSpec("agents", "Agents", build, "agents.read", order=60, icon="SP_DriveHDIcon"))

@@ -34,11 +34,8 @@ from ui.form_dialog import Field, FormDialog
 from ui.format import counted
 from ui.list_page import ActionSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.pages.common import SO
 from ui.widgets import page_header
 
-BO = frozenset({"backup_operator"})
-READERS = frozenset({"backup_operator", "security_officer", "auditor"})
 DAY = 86400
 # The dashboard's and this page's colours for a backup's age: amber after a day, red after a week.
 AGE_COLOURS = {"ok": "#2e7d32", "warn": "#b26a00", "bad": "#c62828"}
@@ -167,9 +164,9 @@ BACKUPS = ListSpec(
     sort_fields=frozenset(),
     searchable=False,
     actions=[
-        ActionSpec("Make backup", _make, BO, needs="none", toolbar=True),
-        ActionSpec("Download…", _download, BO, toolbar=True),
-        ActionSpec("Delete…", _delete, BO, danger=True),
+        ActionSpec("Make backup", _make, "backups.write", needs="none", toolbar=True),
+        ActionSpec("Download…", _download, "backups.write", toolbar=True),
+        ActionSpec("Delete…", _delete, "backups.write", danger=True),
     ],
 )
 
@@ -188,16 +185,16 @@ class BackupsPage(QWidget):
             "in force when the core security backup was taken. Keep copies of both offline, apart.",
         ))  # fmt: skip
         self.core = self._panel(
-            layout, "Core security backup", "Take core security backup…", SO, self._take_core
+            layout, "Core security backup", "Take core security backup…", "backups.core", self._take_core
         )
-        self.schedule = self._panel(layout, "Schedule", "Schedule…", BO, self._edit_schedule)
+        self.schedule = self._panel(layout, "Schedule", "Schedule…", "backups.write", self._edit_schedule)
         self.list = ListPage(ctx, BACKUPS, embedded=True)
         layout.addWidget(self.list, 1)
         self._schedule: Any = None
         # The list follows changes itself; the panels above it read again with it.
         ChangeFollower(self, ctx.ops, {"backups"}, self._read_panels, every_show=True)
 
-    def _panel(self, layout: QVBoxLayout, title: str, button: str, roles: frozenset[str],
+    def _panel(self, layout: QVBoxLayout, title: str, button: str, permission: str,
                run: Callable[[], None]) -> QLabel:  # fmt: skip
         box = QFrame()
         box.setFrameShape(QFrame.StyledPanel)
@@ -206,7 +203,7 @@ class BackupsPage(QWidget):
         label.setWordWrap(True)
         label.setAccessibleName(title)
         row.addWidget(label, 1)
-        if roles & self.ctx.roles:
+        if self.ctx.may(permission):
             action = QPushButton(button)
             action.clicked.connect(run)
             row.addWidget(action, 0, Qt.AlignTop)
@@ -270,4 +267,4 @@ class BackupsPage(QWidget):
         ).open()  # fmt: skip
 
 
-register(PageSpec("backups", "Backups", BackupsPage, roles=READERS, order=85, icon="SP_DialogSaveButton"))
+register(PageSpec("backups", "Backups", BackupsPage, "backups.read", order=85, icon="SP_DialogSaveButton"))

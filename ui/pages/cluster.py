@@ -38,7 +38,6 @@ from ui.widgets import page_header
 
 KEY = "cluster"
 REFRESH_MS = 3_000
-SO = "security_officer"
 GOOD, WARN, BAD = "#2e7d32", "#b26a00", "#c62828"
 VOTING = (
     "Whether a KMA votes in Raft is chosen when it is added: rqlite v8 cannot change it in place, so to "
@@ -118,7 +117,7 @@ class ClusterPage(QWidget):
         self.remove_button.clicked.connect(self.remove_selected)
         for button in (self.lock_button, self.unlock_button, self.add_button, self.remove_button):
             top.addWidget(button, 0, Qt.AlignTop)
-            button.setVisible(SO in ctx.roles)  # the server refuses others; no use offering it
+            button.setVisible(ctx.may("quorum.submit"))  # the server refuses others; no use offering it
         outer.addLayout(top)
 
         self.banner = QLabel("Loading the cluster…")
@@ -226,7 +225,7 @@ class ClusterPage(QWidget):
         item = self.view.itemAt(pos)
         while item is not None and item.parentItem() is not None:
             item = item.parentItem()
-        if item is None or item.data(0) is None or SO not in self.ctx.roles:
+        if item is None or item.data(0) is None or not self.ctx.may("quorum.submit"):
             return
         self.scene.clearSelection()
         item.setSelected(True)

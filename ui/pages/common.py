@@ -1,13 +1,8 @@
-"""Helpers area modules share: role sets, state tones."""
+"""Helpers area modules share: state tones."""
 
 from __future__ import annotations
 
 from typing import Any
-
-SO = frozenset({"security_officer"})
-CO = frozenset({"compliance_officer"})
-OP = frozenset({"operator"})
-AUDIT_READERS = frozenset({"auditor", "security_officer", "compliance_officer"})
 
 
 def state_tone(obj: Any) -> str | None:

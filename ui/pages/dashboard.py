@@ -1,4 +1,5 @@
-"""Dashboard: the cluster at a glance — sites, KMAs, keys by state, approvals, warnings."""
+"""Dashboard: the cluster at a glance — sites, KMAs, keys by state, approvals, warnings — with
+the audit trail's charts (``ui.audit.charts``) below it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QScrollArea,
+    QSplitter,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -23,8 +25,10 @@ from PySide6.QtWidgets import (
 import kms_client
 from app.changes import ChangeFollower
 from app.context import AppContext
+from app.pages import PageSpec, register
 from app.quorum_watch import QuorumWatch
 from app.writes import KINDS
+from ui.audit.charts import ChartsPanel
 from ui.format import counted, words
 from ui.pages.backups import AGE_COLOURS, backup_line
 from ui.widgets import page_header
@@ -278,3 +282,28 @@ class DashboardPage(QWidget):
                                     state, f"{k.pool_ready:,} of {k.key_pool_size:,}"])
             self.kmas.addTopLevelItem(item)
 
+
+class DashboardWithCharts(QWidget):
+    """The dashboard page with the charts below it (registered under the dashboard's key)."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__()
+        self.setObjectName("page:dashboard")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.dashboard = DashboardPage(ctx)
+        self.charts = ChartsPanel(ctx)
+        split = QSplitter(Qt.Vertical)
+        split.addWidget(self.dashboard)
+        split.addWidget(self.charts)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setSizes([480, 320])  # the dashboard whole at 1280x800; the charts below it
+        layout.addWidget(split)
+
+    def refresh(self) -> None:
+        self.dashboard.refresh()
+        self.charts.refresh()
+
+
+register(PageSpec("dashboard", "Dashboard", DashboardWithCharts, order=10, icon="SP_ComputerIcon"))

@@ -15,9 +15,8 @@ from ui.form_dialog import Field, FormDialog
 from ui.format import words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.pages.common import AUDIT_READERS, OP, state_tone
+from ui.pages.common import state_tone
 
-READERS = frozenset({"operator", "compliance_officer", "auditor"})
 STATES = ("no_key", "readable_normal", "readable_needs_rekey", "shredded")
 
 
@@ -80,7 +79,7 @@ def _details(page: ListPage, unit: Any) -> None:
 
     dialog = DetailsDialog(f"Data unit {unit.id}", unit, page)
     dialog.add_tab(keys_list(page.ctx, {"data_unit_id": unit.id}, dialog), "Keys")
-    if page.ctx.roles & AUDIT_READERS:
+    if page.ctx.may("audit.read"):
         dialog.add_tab(history_tab(page.ctx, "data_unit", unit.id, dialog), "History")
     dialog.open()
 
@@ -103,12 +102,12 @@ SPEC = ListSpec(
     get=lambda client: client.get_data_unit,
     filters=[FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES])],
     actions=[
-        ActionSpec("New data unit…", _new_unit, OP, needs="none", toolbar=True,
+        ActionSpec("New data unit…", _new_unit, "data.write", needs="none", toolbar=True,
                    shortcut="Ctrl+N"),
-        ActionSpec("Edit description…", _edit_unit, OP),
-        ActionSpec("Rekey…", _rekey, OP, toolbar=True,
+        ActionSpec("Edit description…", _edit_unit, "data.write"),
+        ActionSpec("Rekey…", _rekey, "data.write", toolbar=True,
                    enabled=lambda d: d.state == "readable_needs_rekey"),
-        ActionSpec("Issue key…", _issue_key, OP,
+        ActionSpec("Issue key…", _issue_key, "data.write",
                    enabled=lambda d: d.state != "shredded"),
     ],
     details=_details,
@@ -120,4 +119,4 @@ def build(ctx: AppContext) -> ListPage:
     return ListPage(ctx, SPEC)
 
 
-register(PageSpec("data_units", "Data units", build, READERS, order=70, icon="SP_DriveCDIcon"))
+register(PageSpec("data_units", "Data units", build, "data.read", order=70, icon="SP_DriveCDIcon"))

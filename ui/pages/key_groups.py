@@ -22,8 +22,6 @@ from app.writes.key_groups import create_key_group, set_key_group_agents, update
 from ui.form_dialog import Field, FormDialog
 from ui.list_page import ActionSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.pages.common import CO
-from ui.pages.key_policies import READERS
 from ui.widgets import ErrorLabel
 
 
@@ -141,11 +139,11 @@ SPEC = ListSpec(
     sort_fields=frozenset({"id", "policy_id", "created_at"}),
     get=lambda client: client.get_key_group,
     actions=[
-        ActionSpec("New key group…", _new_group, CO, needs="none", toolbar=True,
+        ActionSpec("New key group…", _new_group, "policies.write", needs="none", toolbar=True,
                    shortcut="Ctrl+N"),
-        ActionSpec("Agent access…", lambda p, g: AgentAccessDialog(p, g).open(), CO,
+        ActionSpec("Agent access…", lambda p, g: AgentAccessDialog(p, g).open(), "policies.write",
                    toolbar=True),
-        ActionSpec("Edit description…", _edit_group, CO),
+        ActionSpec("Edit description…", _edit_group, "policies.write"),
     ],
     default_sort=("id", Qt.AscendingOrder),
 )
@@ -155,5 +153,5 @@ def build(ctx: AppContext) -> QWidget:
     return ListPage(ctx, SPEC)
 
 
-register(PageSpec("key_groups", "Key groups", build, READERS, order=50,
+register(PageSpec("key_groups", "Key groups", build, "policies.read", order=50,
                   icon="SP_DirClosedIcon"))

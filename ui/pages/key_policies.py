@@ -13,9 +13,6 @@ from ui.form_dialog import Field, FormDialog
 from ui.format import period
 from ui.list_page import ActionSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.pages.common import CO
-
-READERS = frozenset({"compliance_officer", "operator", "auditor", "security_officer"})
 
 
 def _new_policy(page: ListPage, _obj: Any) -> None:
@@ -85,9 +82,9 @@ SPEC = ListSpec(
     sort_fields=frozenset({"id", "created_at", "encryption_period", "cryptoperiod"}),
     get=lambda client: client.get_key_policy,
     actions=[
-        ActionSpec("New key policy…", _new_policy, CO, needs="none", toolbar=True,
+        ActionSpec("New key policy…", _new_policy, "policies.write", needs="none", toolbar=True,
                    shortcut="Ctrl+N"),
-        ActionSpec("Edit key policy…", _edit_policy, CO, toolbar=True),
+        ActionSpec("Edit key policy…", _edit_policy, "policies.write", toolbar=True),
     ],
     default_sort=("id", Qt.AscendingOrder),
 )
@@ -97,5 +94,5 @@ def build(ctx: AppContext) -> ListPage:
     return ListPage(ctx, SPEC)
 
 
-register(PageSpec("key_policies", "Key policies", build, READERS, order=40,
+register(PageSpec("key_policies", "Key policies", build, "policies.read", order=40,
                   icon="SP_FileDialogDetailedView"))

@@ -18,14 +18,13 @@ from ui.form_dialog import Field, FormDialog
 from ui.format import when, words, yes_no
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.pages.common import AUDIT_READERS, OP, state_tone
+from ui.pages.common import state_tone
 
 KEY_SORT = frozenset({"created_at", "activated_at", "id", "data_unit_id"})  # the KMA filters by state
 # Filtered, keys are listed newest activation first (kma/services/keys.py pairs sorts with filters).
 KEY_DEFAULT_SORT = ("activated_at", Qt.DescendingOrder)
 KEY_FILTERED_SORTS = {"created_at": frozenset({"compromised"}), "id": frozenset({"compromised"}),
                       "data_unit_id": frozenset({"compromised", "data_unit_id"})}
-READERS = frozenset({"operator", "compliance_officer", "auditor"})
 
 
 def destroyable(key: Any) -> bool:
@@ -92,7 +91,7 @@ def destruction_texts(key: Any) -> dict[str, str]:
 
 def open_details(page: ListPage, key: Any) -> DetailsDialog:
     dialog = DetailsDialog(f"Key {key.id}", key, page, labels=LABELS, texts=detail_texts(key))
-    if page.ctx.roles & AUDIT_READERS:
+    if page.ctx.may("audit.read"):
         dialog.add_tab(history_tab(page.ctx, "key", key.id, dialog), "History")
     dialog.open()
     return dialog
@@ -116,9 +115,9 @@ COLUMNS = [
 ]
 
 ACTIONS = [
-    ActionSpec("Mark compromised…", _compromise, OP, enabled=lambda k: not k.compromised
+    ActionSpec("Mark compromised…", _compromise, "data.write", enabled=lambda k: not k.compromised
                and k.state != "destroyed"),
-    ActionSpec("Destroy…", _destroy, OP, enabled=destroyable, toolbar=True, danger=True,
+    ActionSpec("Destroy…", _destroy, "data.write", enabled=destroyable, toolbar=True, danger=True,
                shortcut="Ctrl+Shift+Delete"),
 ]
 
@@ -157,4 +156,4 @@ def build(ctx: AppContext) -> ListPage:
     return ListPage(ctx, SPEC)
 
 
-register(PageSpec("keys", "Keys", build, READERS, order=80, icon="SP_DialogApplyButton"))
+register(PageSpec("keys", "Keys", build, "data.read", order=80, icon="SP_DialogApplyButton"))

@@ -18,7 +18,6 @@ from typing import Any
 from app.writes import kma_membership as writes
 from ui.form_dialog import Field
 from ui.list_page import ActionSpec, ListPage
-from ui.pages.common import SO
 from ui.quorum.widgets import QuorumFormDialog
 from ui.secret_dialog import OneTimeSecretDialog
 
@@ -126,8 +125,8 @@ def _member(kma: Any) -> bool:
 
 
 ACTIONS = [
-    ActionSpec("Add KMA…", add_kma, SO, needs="none", toolbar=True),
-    ActionSpec("Add witness…", add_witness, SO, needs="none"),
-    ActionSpec("New KMA passphrase…", new_kma_passphrase, SO, enabled=_member),
-    ActionSpec("Remove KMA…", remove_kma, SO, enabled=_member, danger=True),
+    ActionSpec("Add KMA…", add_kma, "quorum.submit", needs="none", toolbar=True),
+    ActionSpec("Add witness…", add_witness, "quorum.submit", needs="none"),
+    ActionSpec("New KMA passphrase…", new_kma_passphrase, "quorum.submit", enabled=_member),
+    ActionSpec("Remove KMA…", remove_kma, "quorum.submit", enabled=_member, danger=True),
 ]

@@ -15,7 +15,6 @@ from ui.format import when, yes_no
 from ui.list_page import ActionSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.pages import kma_membership
-from ui.pages.common import SO
 from ui.widgets import page_header
 
 
@@ -80,9 +79,9 @@ SITES = ListSpec(
     fetch=lambda client: client.list_sites,
     sort_fields=frozenset({"id", "name", "created_at"}),
     actions=[
-        ActionSpec("New site…", _new_site, SO, needs="none", toolbar=True),
-        ActionSpec("Edit site…", _edit_site, SO),
-        ActionSpec("Delete site…", _delete_site, SO, danger=True),
+        ActionSpec("New site…", _new_site, "sites.write", needs="none", toolbar=True),
+        ActionSpec("Edit site…", _edit_site, "sites.write"),
+        ActionSpec("Delete site…", _delete_site, "sites.write", danger=True),
     ],
     default_sort=("id", Qt.AscendingOrder),
 )
@@ -109,7 +108,7 @@ KMAS = ListSpec(
     ],
     fetch=lambda client: client.list_kmas,
     sort_fields=frozenset({"id", "name", "site_id"}),
-    actions=[ActionSpec("Edit KMA…", _edit_kma, SO, toolbar=True), *kma_membership.ACTIONS],
+    actions=[ActionSpec("Edit KMA…", _edit_kma, "kmas.write", toolbar=True), *kma_membership.ACTIONS],
     searchable=False,
 )
 

@@ -21,7 +21,7 @@ from ui.form_dialog import Field
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.pages.common import SO, enabled_tone
+from ui.pages.common import enabled_tone
 from ui.quorum.widgets import QuorumFormDialog
 
 ROLE_CHOICES = [("All roles", None)] + [(words(r), r) for r in kms_client.ROLES]
@@ -120,11 +120,11 @@ SPEC = ListSpec(
     get=lambda client: client.get_user,
     filters=[FilterSpec("role", "Role", ROLE_CHOICES)],
     actions=[
-        ActionSpec("New user…", new_user, SO, needs="none", toolbar=True, shortcut="Ctrl+N"),
-        ActionSpec("Edit user…", _edit_user, SO, toolbar=True),
-        ActionSpec("Set passphrase…", _set_passphrase, SO),
-        ActionSpec("Enable…", _set_enabled(True), SO, enabled=lambda u: not u.enabled),
-        ActionSpec("Disable…", _set_enabled(False), SO, enabled=lambda u: u.enabled),
+        ActionSpec("New user…", new_user, "users.write", needs="none", toolbar=True, shortcut="Ctrl+N"),
+        ActionSpec("Edit user…", _edit_user, "users.write", toolbar=True),
+        ActionSpec("Set passphrase…", _set_passphrase, "users.write"),
+        ActionSpec("Enable…", _set_enabled(True), "users.write", enabled=lambda u: not u.enabled),
+        ActionSpec("Disable…", _set_enabled(False), "users.write", enabled=lambda u: u.enabled),
     ],
     default_sort=("id", Qt.AscendingOrder),
 )
@@ -135,4 +135,4 @@ def build(ctx: AppContext) -> ListPage:
 
 
 register(PageSpec("users", "Users and roles", build,
-                  frozenset({"security_officer", "auditor"}), order=20, icon="SP_DirHomeIcon"))
+                  "users.read", order=20, icon="SP_DirHomeIcon"))

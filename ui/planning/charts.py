@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QGridLayout, QWidget
 
 from tape_planning.plan import Plan
 from tape_planning.report import buffer_label
-from ui.audit.charts import ChartBox, QtCharts, count_axis
+from ui.charts import ChartBox, QtCharts, count_axis
 
 PLAIN_COLOUR = "#8fa9c7"
 ENCRYPTED_COLOUR = "#2f6db5"

@@ -36,7 +36,6 @@ from app.quorum_watch import QuorumWatch
 from app.writes.quorum import lock_kma, set_autonomous_unlock, set_quorum_lifetime, unlock_kma
 from ui.form_dialog import Field, FormDialog
 from ui.format import period
-from ui.pages.common import SO
 from ui.quorum.key_split import KeySplitDialog, MemberEnrolmentDialog
 from ui.quorum.widgets import QuorumFormDialog, open_operation, progress_text
 from ui.widgets import page_header
@@ -126,7 +125,7 @@ class LockingPage(QWidget):
         self._loaded = False
         ChangeFollower(self, ctx.ops, {"kmas", "quorum"}, self.refresh)
         self.enrolment: MemberEnrolmentDialog | None = None  # the ceremony after a key split change
-        can_change = bool(ctx.roles & SO)
+        can_change = ctx.may("quorum.submit")
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
         top.addWidget(page_header(
@@ -266,7 +265,7 @@ class LockingPage(QWidget):
                                  f"<a href='{op.id}'>open it under Pending approvals</a>")
         else:
             self.pending.setText("None")
-        can_change = bool(self.ctx.roles & SO)
+        can_change = self.ctx.may("quorum.submit")
         self.lock_button.setEnabled(can_change and not status.locked)
         self.unlock_button.setEnabled(can_change and status.locked and not unlocks)
         self.unlock_button.setToolTip("An unlock is already waiting for approval." if unlocks
@@ -286,7 +285,7 @@ class LockingPage(QWidget):
             self.kmas.addTopLevelItem(item)
 
     def _show_split(self, split: Any, status: Any, resplits: list[Any]) -> None:
-        can_change = bool(self.ctx.roles & SO)
+        can_change = self.ctx.may("quorum.submit")
         self.split_button.setEnabled(can_change and not status.locked and split is not None
                                      and not resplits)
         self.split_button.setToolTip("A change of the key split is already waiting for approval."
@@ -409,5 +408,5 @@ class LockingPage(QWidget):
 
 
 register(PageSpec(KEY, "Lock and unlock", LockingPage,
-                  frozenset({"security_officer", "auditor"}), order=35, icon="SP_DialogNoButton",
+                  "quorum.read", order=35, icon="SP_DialogNoButton",
                   description="Lock a KMA, unlock it with the quorum, autonomous unlock"))

@@ -30,13 +30,12 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.pages import PageSpec, register, register_window_extension
-from app.quorum_watch import QUORUM_READERS, QuorumWatch
+from app.quorum_watch import QuorumWatch
 from app.writes.quorum import delete_quorum_operation
 from ui.form_dialog import FormDialog
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
-from ui.pages.common import SO
 from ui.quorum.widgets import (
     QUORUM_PAGE,
     TYPE_WORDS,
@@ -50,7 +49,6 @@ from ui.quorum.window import attach
 from ui.widgets import page_header
 
 TITLE = "Pending approvals"
-QM = frozenset({"quorum_member"})
 
 STATE_CHOICES = [("Pending", "pending"), ("All states", None), ("Executed", "executed"),
                  ("Failed", "failed"), ("Expired", "expired"), ("Deleted", "deleted")]
@@ -185,12 +183,11 @@ class OperationDialog(QDialog):
         self.details.show_op(op)
         layout.addWidget(self.details, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.Close)
-        roles = page.ctx.roles
         self.page, self.op = page, op
-        if roles & QM and op.pending:
+        if page.ctx.may("quorum.approve") and op.pending:
             approve = buttons.addButton("Approve…", QDialogButtonBox.ActionRole)
             approve.clicked.connect(self._approve)
-        if roles & SO and op.pending:
+        if page.ctx.may("quorum.delete") and op.pending:
             delete = buttons.addButton("Delete…", QDialogButtonBox.DestructiveRole)
             delete.clicked.connect(self._delete)
         buttons.rejected.connect(self.reject)
@@ -247,9 +244,9 @@ class QuorumPage(QWidget):
         layout.addLayout(top)
         split = QSplitter(Qt.Vertical)
         spec = replace(SPEC, details=lambda _p, op: self.show_operation(op), actions=[
-            ActionSpec("Approve…", lambda _p, op: self.approve(op), QM, toolbar=True,
+            ActionSpec("Approve…", lambda _p, op: self.approve(op), "quorum.approve", toolbar=True,
                        shortcut="Ctrl+Return", enabled=lambda op: op.pending),
-            ActionSpec("Delete…", lambda _p, op: self.delete(op), SO, toolbar=True, danger=True,
+            ActionSpec("Delete…", lambda _p, op: self.delete(op), "quorum.delete", toolbar=True, danger=True,
                        enabled=lambda op: op.pending),
         ])
         self.list = ListPage(ctx, spec, embedded=True)
@@ -269,12 +266,12 @@ class QuorumPage(QWidget):
         QuorumWatch.of(ctx).arrived.connect(self._arrived)
 
     def _subtitle(self) -> str:
-        roles = self.ctx.roles
         text = ("Quorum-protected changes wait here until enough key split members approve them. "
                 "Check exactly what each one will change before you approve.")
-        if not roles & QM:
+        if not self.ctx.may("quorum.approve"):
+            deletes = self.ctx.may("quorum.delete")
             text += (" Approving needs the Quorum Member role; as a Security Officer you may "
-                     "delete a pending operation." if roles & SO else " You can read them; "
+                     "delete a pending operation." if deletes else " You can read them; "
                      "approving needs the Quorum Member role.")
         return text
 
@@ -350,7 +347,7 @@ class QuorumPage(QWidget):
         self.list.save_state()
 
 
-register(PageSpec(QUORUM_PAGE, TITLE, QuorumPage, QUORUM_READERS, order=85,
+register(PageSpec(QUORUM_PAGE, TITLE, QuorumPage, "quorum.read", order=85,
                   icon="SP_MessageBoxQuestion",
                   description="Quorum-protected operations waiting for key split members"))
 register_window_extension(QUORUM_PAGE, attach)

@@ -21,13 +21,16 @@ from PySide6.QtWidgets import QApplication, QPushButton, QSystemTrayIcon, QWidge
 
 import kms_client
 from app.context import AppContext
-from app.quorum_watch import QuorumWatch, can_read_quorum
+from app.quorum_watch import QuorumWatch
 from ui.banners import Banner
-from ui.pages.common import SO
 from ui.quorum.widgets import QUORUM_PAGE, open_operation, progress_text
 
-ACTORS = frozenset({"quorum_member", "security_officer"})  # who is told when one arrives
 LOCKING_PAGE = "locking"
+
+
+def acts_on_quorum(ctx: AppContext) -> bool:
+    """Whether a new pending operation is something this user may act on (so is told of it)."""
+    return ctx.may("quorum.approve") or ctx.may("quorum.delete")
 
 
 class LockedBanner(Banner):
@@ -37,23 +40,22 @@ class LockedBanner(Banner):
         super().__init__("lockedBanner", "#f6c4c0", window)
         self.ctx = ctx
         self.window_ = window
-        roles = ctx.roles
         text = ("<b>This KMA is locked; a quorum must unlock it.</b> It serves nothing secret and "
                 "refuses management until then (agents fail over to other KMAs).")
-        if roles & SO:
+        if ctx.may("quorum.submit"):
             text += " Unlock it with key split credentials, or submit an unlock for quorum " \
                     "members to approve."
-        elif can_read_quorum(roles):
+        elif ctx.may("quorum.read"):
             text += " Quorum members approve a pending unlock under Pending approvals."
         else:
             text += " Ask a Security Officer to unlock it, or connect to another KMA."
         self.label.setText(text)
-        if roles & SO:
+        if ctx.may("quorum.submit"):
             self.unlock = QPushButton("Unlock…")
             self.unlock.setAccessibleName("Unlock this KMA")
             self.unlock.clicked.connect(self._unlock)
             self.row.addWidget(self.unlock)
-        if can_read_quorum(roles):
+        if ctx.may("quorum.read"):
             review = QPushButton("Pending approvals")
             review.setAccessibleName("Open Pending approvals")
             review.clicked.connect(lambda: window.show_page(QUORUM_PAGE))
@@ -122,7 +124,7 @@ class QuorumWindowExtras(QObject):
         self.arrival_banner = ArrivalBanner(window)
         layout.insertWidget(at + 1, self.arrival_banner)
         self.tray: QSystemTrayIcon | None = None
-        if ctx.roles & ACTORS and QSystemTrayIcon.isSystemTrayAvailable():
+        if acts_on_quorum(ctx) and QSystemTrayIcon.isSystemTrayAvailable():
             self.tray = QSystemTrayIcon(window.windowIcon(), self)
             self.tray.setToolTip("KMS Manager")
             self.tray.messageClicked.connect(self._tray_clicked)
@@ -178,7 +180,7 @@ class QuorumWindowExtras(QObject):
             item.setData(Qt.AccessibleTextRole, f"{title}: {tip}")
 
     def _arrived(self, ops: list[Any]) -> None:
-        if not shiboken6.isValid(self.window_) or not self.ctx.roles & ACTORS:
+        if not shiboken6.isValid(self.window_) or not acts_on_quorum(self.ctx):
             return
         window = self.window_
         if window.current_key() == QUORUM_PAGE and window.isActiveWindow():

@@ -15,11 +15,8 @@ from fastapi import APIRouter, Depends, Response
 from fastapi.responses import StreamingResponse
 
 from kma.api import audit_schemas, schemas
-from kma.api.deps import ROLE_CHECKS, AuditRead, Kma, Paging, SignedIn, with_filters
+from kma.api.deps import AuditManage, AuditRead, Kma, Paging, with_filters
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, ran_or_pending
-from kma.domain.actor import Actor
-from kma.domain.roles import Role
-from kma.errors import Forbidden
 from kma.services import audit_export, audit_log, audit_retention, quorum
 from kma.services.paging import Page, PageRequest
 
@@ -40,16 +37,6 @@ def audit_filter(paging: Paging, operation: str | None = None, severity: str | N
 
 
 AuditFilter = Annotated[PageRequest, Depends(audit_filter)]
-
-
-def security_officer(actor: SignedIn) -> Actor:
-    if Role.SECURITY_OFFICER not in actor.roles:
-        raise Forbidden("Your roles do not allow this; it needs one of: security_officer.")
-    return actor
-
-
-ROLE_CHECKS.add(security_officer)
-AuditAdmin = Annotated[Actor, Depends(security_officer)]
 
 
 @router.get("", response_model=schemas.Page[schemas.AuditEvent])
@@ -92,7 +79,7 @@ def list_audit_checkpoints(kma: Kma, actor: AuditRead) -> list[dict[str, Any]]:
 
 
 @router.post("/checkpoints", response_model=list[audit_schemas.Checkpoint], status_code=201)
-def make_audit_checkpoint(kma: Kma, actor: AuditAdmin) -> list[dict[str, Any]]:
+def make_audit_checkpoint(kma: Kma, actor: AuditManage) -> list[dict[str, Any]]:
     return audit_retention.checkpoint(kma, actor)
 
 
@@ -103,7 +90,7 @@ def get_audit_retention(kma: Kma, actor: AuditRead) -> dict[str, Any]:
 
 @router.patch("/retention", response_model=audit_schemas.Retention | PendingQuorumOp, responses=PENDING)
 def set_audit_retention(
-    body: audit_schemas.RetentionPatch, kma: Kma, actor: AuditAdmin, response: Response
+    body: audit_schemas.RetentionPatch, kma: Kma, actor: AuditManage, response: Response
 ) -> dict[str, Any] | PendingQuorumOp:
     """Lengthening runs at once; shortening any period is quorum-protected (it lets pruning remove
     history): with M key split credentials it runs, with fewer it answers 202 pending."""
@@ -116,5 +103,5 @@ def set_audit_retention(
 
 
 @router.post("/prune", response_model=audit_schemas.PruneResult)
-def prune_audit(kma: Kma, actor: AuditAdmin) -> dict[str, Any]:
+def prune_audit(kma: Kma, actor: AuditManage) -> dict[str, Any]:
     return audit_retention.prune(kma, actor)

@@ -6,9 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from kma.api.deps import AuditRead, Kma
+from kma.api.deps import AuditManage, AuditRead, Kma
 from kma.api.forwarding_schemas import AuditForwarding, AuditForwardingPut
-from kma.api.routes.audit import AuditAdmin
 from kma.services import audit_forwarding
 
 router = APIRouter(prefix="/audit-forwarding", tags=["audit"])
@@ -20,5 +19,5 @@ def get_audit_forwarding(kma: Kma, actor: AuditRead) -> dict[str, Any]:
 
 
 @router.put("", response_model=AuditForwarding)
-def set_audit_forwarding(body: AuditForwardingPut, kma: Kma, actor: AuditAdmin) -> dict[str, Any]:
+def set_audit_forwarding(body: AuditForwardingPut, kma: Kma, actor: AuditManage) -> dict[str, Any]:
     return audit_forwarding.set_setting(kma, actor, body.address, body.ca_pem, body.enabled)
