@@ -82,6 +82,7 @@ def test_a_failed_upgrade_leaves_the_store_as_it_was_and_says_why(
     # The copy taken before the upgrade, named for the release and schema it came from.
     copies = sorted(p.name for p in kma.data_dir.glob("kma-before-upgrade-from-*.db"))
     assert copies and copies[0].endswith(f"-schema-{schema}.db"), copies
+    assert (kma.data_dir / copies[0]).stat().st_mode & 0o077 == 0  # as private as the store
 
 
 def test_release_0_1_0_data_dir_upgrades_with_its_keys_and_audit_chain(
