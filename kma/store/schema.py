@@ -12,6 +12,7 @@ it is refused before anything is written.
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 from importlib import resources
@@ -48,7 +49,7 @@ class Migration:
 
 def _read(script: Traversable | Path) -> Migration:
     sql = script.read_text(encoding="utf-8")
-    header = [line.strip() for line in sql.splitlines() if line.startswith("--")]
+    header = [line.strip() for line in itertools.takewhile(lambda ln: ln.startswith("--"), sql.splitlines())]
     phase: Phase = "contract" if "-- phase: contract" in header else "expand"
     return Migration(int(script.name.split("_", 1)[0]), script.name, phase, sql)
 
