@@ -1,8 +1,7 @@
 """Issue 30: the Debian package upgraded over itself. Release 0.1.0's .deb (built from its commit
 with its own build script) is installed and makes a demo KMA whose drive gets keys; this tree's
 .deb installed over it serves the same keys with the same bytes and an audit chain that verifies;
-the older .deb installed back over the upgraded store leaves the KMA refusing with a clear message
-when this release migrated the store further (nothing written).
+and on a store a later release migrated, this package refuses with the versions, nothing written.
 
 Needs root and dpkg like tests/installers/test_deb.py (whose guard and helpers it uses), and builds
 two bundles: about twice that test's build time.
@@ -17,13 +16,15 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kma.store.schema import latest_schema_version
+from kma.store.schema import EXTRA_FOR_TESTS, latest_schema_version
 from tests.installers.conftest import Built
+from tests.installers.test_deb import _KMA_ENV as KMA_ENV
 from tests.installers.test_deb import STATE, _as_kma, machine_allows_installing
 from tests.support.agents import kmip
 from tests.support.kma_process import run_kma
@@ -34,7 +35,6 @@ pytestmark = [pytest.mark.slow]
 __all__ = ["machine_allows_installing"]  # its guard applies here too: root, dpkg, no real KMA
 
 AGENT = "t10k-dal-01"
-OLD_SCHEMA = 40  # release 0.1.0's
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def _serve() -> tuple[subprocess.Popen[str], dict[str, str]]:
     serve = subprocess.Popen(
         ["/usr/bin/kma", "serve", "--data-dir", str(STATE), "--management-port", "0", "--service-port", "0",
          "--ready-file", str(ready_file)],
-        user="kma", group="kma", extra_groups=[], env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, cwd="/",
+        user="kma", group="kma", extra_groups=[], env=KMA_ENV, cwd="/",
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     wait_until(lambda: ready_file.exists() or serve.poll() is not None, 180, what="the installed KMA ready")
@@ -125,14 +125,32 @@ def test_a_newer_deb_over_an_older_one_serves_the_same_keys_and_the_older_back_i
     verified = _as_kma("audit", "verify", "--data-dir", str(STATE))
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
-    # And release 0.1.0 installed back over the upgraded store
-    _dpkg_install(old_deb)
+    # And a store a later release migrated (a migration this package does not ship) is refused by
+    # this package with the versions, nothing written. (Release 0.1.0 predates the check: the
+    # refusal is the newer package's, so the later release is this one plus a test-only migration.)
+    _migrate_as_a_later_release()
     store = hashlib.sha256((STATE / "kma.db").read_bytes()).hexdigest()
-    status = _as_kma("status", "--data-dir", str(STATE))
-    if latest_schema_version() > OLD_SCHEMA:  # this release migrated the store: 0.1.0 must not serve it
-        assert status.returncode != 0
-        assert "This store was migrated by a newer KMA release" in status.stderr, status.stderr
-        assert "Traceback" not in status.stderr
-        assert hashlib.sha256((STATE / "kma.db").read_bytes()).hexdigest() == store
-    else:  # no migration since 0.1.0: it serves the store as it is
-        assert status.returncode == 0, status.stderr
+    said = (f"This store was migrated by a newer KMA release (schema 9999; this release knows up to "
+            f"{latest_schema_version()}). Install that release or later.")  # fmt: skip
+    serving = ("serve", "--data-dir", str(STATE), "--management-port", "0", "--service-port", "0")
+    for refused in (_as_kma("status", "--data-dir", str(STATE)), _as_kma(*serving)):
+        assert refused.returncode != 0
+        assert said in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr
+    assert hashlib.sha256((STATE / "kma.db").read_bytes()).hexdigest() == store
+
+
+def _migrate_as_a_later_release() -> None:
+    """The installed kma with one migration more (the test-only folder): what a later release does."""
+    later = Path(tempfile.mkdtemp(prefix="later-release-"))
+    try:
+        later.chmod(0o755)  # the kma user reads it
+        (later / "9999_later_release.sql").write_text("CREATE TABLE later_release (id INTEGER);\n")
+        migrated = subprocess.run(
+            ["/usr/bin/kma", "status", "--data-dir", str(STATE)], user="kma", group="kma", extra_groups=[],
+            env={**KMA_ENV, EXTRA_FOR_TESTS: str(later)}, cwd="/", capture_output=True, text=True,
+            timeout=300, check=False,
+        )  # fmt: skip
+        assert migrated.returncode == 0, migrated.stderr
+    finally:
+        shutil.rmtree(later)
