@@ -91,7 +91,7 @@ def clean_machine() -> Iterator[None]:
         subprocess.run(["userdel", "kma"], capture_output=True, check=False)
 
 
-def test_a_newer_deb_over_an_older_one_serves_the_same_keys_and_the_older_back_is_refused(
+def test_a_newer_deb_over_an_older_one_serves_the_same_keys_and_refuses_a_later_releases_store(
     old_deb: Path, built: Built, tmp_path: Path, clean_machine: None
 ) -> None:
     (new_deb,) = built.dist.glob("kma_*.deb")
