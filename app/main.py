@@ -7,8 +7,9 @@ import importlib.util
 import logging
 import os
 import sys
-from importlib.metadata import version
 from pathlib import Path
+
+from kms_client.release import release
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -16,8 +17,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="kms-manager",
         description="Manage a cluster of Key Management Appliances for encrypting tape drives.",
     )
-    # pyproject.toml's version, as installed or frozen (the manager never imports kma).
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version('kms-manager')}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {release()}")
     parser.add_argument("--local", action="store_true",
                         help="run the bundled demo KMA on this computer and sign in to it")
     parser.add_argument("--data-dir", type=Path,

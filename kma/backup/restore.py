@@ -48,7 +48,7 @@ from kma.domain.actor import Actor
 from kma.errors import Conflict, ValidationFailed
 from kma.services.quorum.key_split import Credential
 from kma.store import Stmt
-from kma.store.sqlite import latest_schema_version
+from kma.store.schema import latest_schema_version
 from kma.vault import unwrap_master_with_root
 
 

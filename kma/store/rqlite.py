@@ -48,14 +48,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import replace
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
 from kma.audit.record import Condition
-from kma.store import fts
+from kma.store import fts, schema
 from kma.store.batch import Batch, Deferred, Params, Refused, Stmt, WriteResult, counted
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import gather, integrity_message
@@ -602,41 +601,36 @@ class RqliteStore:
 
     # --- schema --------------------------------------------------------------------------
     def _migrate(self) -> int:
-        """Apply the migrations the cluster's store lacks, each in one transaction (any node may
-        run this; if two race, one transaction fails whole and the other's result is kept).
-        With nothing to apply it only reads the local replica (no majority needed)."""
+        """Apply the expand migrations the cluster's store lacks, each in one transaction (any node
+        may run this; if two race, one transaction fails whole and the other's result is kept).
+        KMAs of the previous release may still serve this store, so contract migrations wait for
+        the cluster version to be raised (docs/upgrades.md). With nothing to apply it only reads the
+        local replica (no majority needed); a store from a newer release is refused either way."""
         local = self._local_schema()
         if local is not None:
             return local
         self.client.execute([["CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)"]])
         done = {int(r[0]) for r in self.client.query("SELECT version FROM schema_migrations")}
-        scripts = sorted((f for f in resources.files("kma.store").joinpath("migrations").iterdir()
-                          if f.name.endswith(".sql")), key=lambda f: f.name)  # fmt: skip
-        for script in scripts:
-            version = int(script.name.split("_", 1)[0])
-            if version in done:
-                continue
-            statements: list[list[Any]] = [[s] for s in split_script(script.read_text(encoding="utf-8"))]
-            statements.append(["INSERT INTO schema_migrations (version) VALUES (?)", version])
+        for migration in schema.pending(done, contract=False):
+            statements: list[list[Any]] = [[s] for s in split_script(migration.sql)]
+            statements.append(["INSERT INTO schema_migrations (version) VALUES (?)", migration.version])
             try:
                 self.client.execute(statements)
-                log.info("applied migration %s to the cluster's store", script.name)
+                log.info("applied migration %s to the cluster's store", migration.name)
             except StatementFailed:
                 now = {int(r[0]) for r in self.client.query("SELECT version FROM schema_migrations")}
-                if version not in now:
+                if migration.version not in now:
                     raise
         rows = self.client.query("SELECT max(version) FROM schema_migrations")
         return int(rows[0][0] or 0)
 
     def _local_schema(self) -> int | None:
-        """The replica's schema version when every migration is in it, else None."""
+        """The replica's schema version when it needs no migration, else None."""
         try:
             done = {int(r[0]) for r in self.query("SELECT version FROM schema_migrations")}
         except (sqlite3.Error, OSError):
             return None
-        scripts = resources.files("kma.store").joinpath("migrations").iterdir()
-        wanted = {int(f.name.split("_", 1)[0]) for f in scripts if f.name.endswith(".sql")}
-        return max(done) if done and wanted <= done else None
+        return max(done) if done and not schema.pending(done, contract=False) else None
 
     # --- the cluster ---------------------------------------------------------------------
     def cluster_nodes(self) -> list[NodeStatus]:

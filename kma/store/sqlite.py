@@ -13,13 +13,12 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from contextlib import contextmanager
-from importlib import resources
-from importlib.resources.abc import Traversable
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kma.store import fts
+from kma.errors import KmaError
+from kma.store import fts, schema
 from kma.store.batch import Batch, Params, WriteResult, counted
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import GroupCommitter, Item, Outcome
@@ -45,34 +44,58 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _migrations() -> list[Traversable]:
-    return sorted(
-        (f for f in resources.files("kma.store").joinpath("migrations").iterdir()
-         if f.name.endswith(".sql")),
-        key=lambda f: f.name,
-    )  # fmt: skip
+class UpgradeFailed(KmaError):
+    """A migration failed while upgrading an embedded store; the store is back as it was."""
+
+    code, status = "upgrade_failed", 503
 
 
-def latest_schema_version() -> int:
-    """The schema version this software migrates a store to (a backup from a later one is refused)."""
-    return max(int(f.name.split("_", 1)[0]) for f in _migrations())
-
-
-def migrate(conn: sqlite3.Connection) -> int:
-    """Apply the numbered migrations not yet applied; returns the schema version."""
+def migrate(conn: sqlite3.Connection, path: Path | None = None) -> int:
+    """Apply the numbered migrations not yet applied; returns the schema version. An embedded store
+    runs under one KMA, so contract migrations apply at once. Before upgrading an existing store
+    at `path`, a copy of it is kept beside it; if a migration fails, the store is restored from
+    that copy and UpgradeFailed says why."""
     conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
-    done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
-    for script in _migrations():
-        version = int(script.name.split("_", 1)[0])
-        if version in done:
-            continue
-        sql = script.read_text(encoding="utf-8")
-        conn.executescript(
-            f"BEGIN IMMEDIATE;\n{sql}\nINSERT INTO schema_migrations VALUES ({version});\nCOMMIT;"
-        )
-        log.info("applied migration %s", script.name)
+    applied = {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")}
+    todo = schema.pending(applied, contract=True)  # a store from a newer release: refused here
+    copy = _keep_copy(conn, path, max(applied)) if todo and applied and path else None
+    for migration in todo:
+        try:
+            record = f"INSERT INTO schema_migrations VALUES ({migration.version});"
+            conn.executescript(f"BEGIN IMMEDIATE;\n{migration.sql}\n{record}\nCOMMIT;")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if copy is None:
+                raise
+            with closing(sqlite3.connect(copy)) as source:
+                source.backup(conn)  # the earlier migrations of this upgrade are undone too
+            log.error("migration %s failed (%s); the store was restored from %s", migration.name, exc, copy)
+            raise UpgradeFailed(
+                f"The upgrade failed at migration {migration.name}: {exc}. The store was restored as it "
+                f"was before the upgrade (schema {max(applied)}), from {copy}."
+            ) from exc
+        log.info("applied migration %s", migration.name)
     row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
     return int(row[0] or 0)
+
+
+def _keep_copy(conn: sqlite3.Connection, path: Path, schema_version: int) -> Path:
+    """A copy of the store before it is upgraded, named for the release and schema it came from
+    (the last one kept: it is also the way back to that release, docs/upgrades.md)."""
+    try:
+        row = conn.execute("SELECT version FROM kmas ORDER BY updated_at DESC LIMIT 1").fetchone()
+    except sqlite3.Error:
+        row = None
+    came_from = f"{row[0]}-schema-{schema_version}" if row else f"schema-{schema_version}"
+    copy = path.with_name(f"{path.stem}-before-upgrade-from-{came_from}.db")
+    partial = copy.with_suffix(".partial")
+    partial.unlink(missing_ok=True)
+    with closing(sqlite3.connect(partial)) as target:
+        conn.backup(target)
+    partial.replace(copy)  # a copy under its name is whole
+    log.warning("upgrading the store from schema %d; a copy of it is kept at %s", schema_version, copy)
+    return copy
 
 
 class SQLiteStore:
@@ -86,7 +109,11 @@ class SQLiteStore:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         conn = connect(path)
-        self.schema_version = migrate(conn)
+        try:
+            self.schema_version = migrate(conn, path)
+        except BaseException:
+            conn.close()
+            raise
         self.committer = GroupCommitter(conn, chain)
         self._queue: queue.Queue[Item | None] = queue.Queue()
         self._thread = threading.Thread(

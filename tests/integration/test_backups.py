@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kma.store.schema import EXTRA_FOR_TESTS
 from kms_client import Conflict as ClientConflict
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address
 from tests.support.first_setup import init_one_kma, start_one_kma_with_admin
@@ -250,14 +251,17 @@ def test_restore_refuses_another_clusters_backup(
     )
 
 
-def test_restore_refuses_a_backup_from_a_newer_schema(other_cluster: RunningKma, tmp_path: Path) -> None:
-    # Given a backup made by a KMA whose store is one schema version ahead of this software
+def test_restore_refuses_a_backup_from_a_newer_schema(
+    other_cluster: RunningKma, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a backup made by a KMA of a later release, which migrated its store one step further
+    later = tmp_path / "later-release-migrations"
+    later.mkdir()
+    (later / "9999_later_release.sql").write_text("CREATE TABLE later_release (id INTEGER PRIMARY KEY);\n")
     other_cluster.stop()
-    conn = sqlite3.connect(other_cluster.data_dir / "kma.db")
-    conn.execute("INSERT INTO schema_migrations VALUES (9999)")
-    conn.commit()
-    conn.close()
-    other_cluster.start()
+    with monkeypatch.context() as later_release:
+        later_release.setenv(EXTRA_FOR_TESTS, str(later))
+        other_cluster.start()
     core, database = take_backups(other_cluster, tmp_path / "newer")
     reason = refused(tmp_path / "a", core, database, quorum(other_cluster))
     assert "made by a newer KMA (schema 9999" in reason

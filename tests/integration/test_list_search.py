@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from kma.store import schema
 from kma.store import sqlite as embedded
 from kms_client.paging import iter_all
 from tests.support.cluster import eventually, three_kmas
@@ -101,12 +102,10 @@ def test_the_index_follows_each_change(fresh_kma: RunningKma) -> None:
 def test_a_store_from_before_the_index_has_its_rows_indexed(tmp_path: Path) -> None:
     conn = embedded.connect(tmp_path / "kma.db")
     conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY)")
-    for script in embedded._migrations():
-        version = int(script.name.split("_", 1)[0])
-        if version < 35:
-            conn.executescript(
-                f"BEGIN;\n{script.read_text()}\nINSERT INTO schema_migrations VALUES ({version});\nCOMMIT;"
-            )
+    for migration in schema.migrations():
+        if migration.version < 35:
+            done = f"INSERT INTO schema_migrations VALUES ({migration.version});"
+            conn.executescript(f"BEGIN;\n{migration.sql}\n{done}\nCOMMIT;")
     conn.execute("INSERT INTO data_units (id, description, created_at, updated_at) VALUES "
                  "('OLD001', 'written before 0035', 0, 0)")  # fmt: skip
     conn.commit()
