@@ -1,8 +1,8 @@
 """Audit forwarding: a copy of every committed audit event of this KMA, to a syslog collector.
 
 RFC 5424 messages over TLS (RFC 5425), octet-counted (kma/audit/syslog.py). A worker of its own
-(kma/worker.py) reads this KMA's chain from the store after the events are committed, so the audit write path
-never waits for the collector. Its position per collector (the last chain_seq that collector is
+(kma/worker.py) reads this KMA's chain from the store after the events are committed, so the audit
+write path never waits for the collector. Its position per collector (the last chain_seq that collector is
 known to have read) is kept in the store: after a restart, a broken connection, or a switch to
 another collector and back, it goes on from there.
 
