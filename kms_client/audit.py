@@ -10,18 +10,24 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from ._http import credentials_body, error_from_response, query, segment, translated_transport_errors
-from .audit_models import AuditCheckpoint, AuditFacets, AuditReport, History, PruneResult, Retention, Series
-from .models import AuditEvent, JsonObject, Page, PendingQuorumOp
+from .reader import JsonObject, Page, reader
+from .wire import (
+    AuditCheckpoint,
+    AuditEvent,
+    AuditFacets,
+    AuditReport,
+    History,
+    PendingQuorumOp,
+    PruneResult,
+    Retention,
+    Series,
+)
 
 if TYPE_CHECKING:
     import httpx
 
 T = TypeVar("T")
 _HISTORY_PATHS = {"key": "keys", "data_unit": "data-units", "agent": "agents"}
-
-
-def _checkpoints(d: Any) -> list[AuditCheckpoint]:  # the body is a JSON list
-    return [AuditCheckpoint.from_json(c) for c in d]
 
 
 class AuditMethods:
@@ -46,7 +52,7 @@ class AuditMethods:
         area = _HISTORY_PATHS.get(subject_type)
         if area is None:
             raise ValueError(f"no history for {subject_type!r}; use one of {', '.join(_HISTORY_PATHS)}")
-        return self._call("GET", f"/{area}/{segment(subject_id)}/history", History.from_json)
+        return self._call("GET", f"/{area}/{segment(subject_id)}/history", reader(History))
 
     def key_history(self, key_id: str) -> History:
         return self.history("key", key_id)
@@ -63,7 +69,7 @@ class AuditMethods:
         return self.list_audit_events(limit=limit, order="asc", sort="id", after_id=after_id, **filters)
 
     def audit_facets(self) -> AuditFacets:
-        return self._call("GET", "/audit-events/facets", AuditFacets.from_json)
+        return self._call("GET", "/audit-events/facets", reader(AuditFacets))
 
     # -- exports --------------------------------------------------------------------------------
     def export_audit_csv(self, dest: IO[bytes], *, q: str | None = None, **filters: Any) -> int:
@@ -87,11 +93,11 @@ class AuditMethods:
     def audit_report(self, *, q: str | None = None, **filters: Any) -> AuditReport:
         """The signed HTML report of the filter (first 5,000 events) stating the chain check."""
         params = query({"q": q, **filters})
-        return self._call("GET", "/audit-events/report", AuditReport.from_json, params=params)
+        return self._call("GET", "/audit-events/report", reader(AuditReport), params=params)
 
     # -- retention and checkpoints --------------------------------------------------------------
     def audit_retention(self) -> Retention:
-        return self._call("GET", "/audit-events/retention", Retention.from_json)
+        return self._call("GET", "/audit-events/retention", reader(Retention))
 
     def set_audit_retention(self, *, long: int | None = None, medium: int | None = None,
                             short: int | None = None, auto_prune: bool | None = None,
@@ -103,19 +109,19 @@ class AuditMethods:
         given = {"long": long, "medium": medium, "short": short, "auto_prune": auto_prune,
                  "credentials": credentials_body(credentials)}  # fmt: skip
         body = {k: v for k, v in given.items() if v is not None}
-        return self._call_or_pending("PATCH", "/audit-events/retention", Retention.from_json, body)
+        return self._call_or_pending("PATCH", "/audit-events/retention", reader(Retention), body)
 
     def list_audit_checkpoints(self) -> list[AuditCheckpoint]:
-        return self._call("GET", "/audit-events/checkpoints", _checkpoints)
+        return self._call("GET", "/audit-events/checkpoints", reader(list[AuditCheckpoint]))
 
     def create_audit_checkpoint(self) -> list[AuditCheckpoint]:
         """Sign every chain's head now (verifies the trail first). Security Officer."""
-        return self._call("POST", "/audit-events/checkpoints", _checkpoints)
+        return self._call("POST", "/audit-events/checkpoints", reader(list[AuditCheckpoint]))
 
     def prune_audit_events(self) -> PruneResult:
         """Remove events past their retention class's period, under signed checkpoints."""
-        return self._call("POST", "/audit-events/prune", PruneResult.from_json)
+        return self._call("POST", "/audit-events/prune", reader(PruneResult))
 
     # -- dashboard ------------------------------------------------------------------------------
     def dashboard_series(self, days: int = 30) -> Series:
-        return self._call("GET", "/dashboard/series", Series.from_json, params={"days": str(days)})
+        return self._call("GET", "/dashboard/series", reader(Series), params={"days": str(days)})

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from ._http import error_from_response, segment, translated_transport_errors
-from .models import JsonObject, maybe_time, parse_time
+from .reader import JsonObject, read, reader
+from .wire import Backup, Backups, BackupSchedule, CoreSecurityBackupStatus
 
 if TYPE_CHECKING:
     import httpx
@@ -25,72 +24,6 @@ BACKUP_TIMEOUT = 600.0
 # whole, never written through.
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
 Progress = Callable[[int, int], None]  # bytes so far, bytes in all (0 when unknown)
-
-
-@dataclass(frozen=True)
-class CoreSecurityBackupStatus:
-    exists: bool
-    up_to_date: bool  # false also after a key split change: a Security Officer takes a new one
-    created_at: datetime | None
-    created_by: str | None
-    message: str
-
-    @classmethod
-    def from_json(cls, d: JsonObject) -> CoreSecurityBackupStatus:
-        return cls(bool(d["exists"]), bool(d["up_to_date"]), maybe_time(d.get("created_at")),
-                   d.get("created_by"), str(d["message"]))  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Backup:
-    id: str
-    kma_id: str
-    created_at: datetime
-    created_by: str
-    scheduled: bool
-    size: int
-    sha256: str
-    keys: int
-    audit_events: int
-    schema_version: int
-    deleted_at: datetime | None = None
-    deleted_by: str | None = None
-
-    @classmethod
-    def from_json(cls, d: JsonObject) -> Backup:
-        return cls(d["id"], d["kma_id"], parse_time(d["created_at"]), d["created_by"], bool(d["scheduled"]),
-                   int(d["size"]), d["sha256"], int(d["keys"]), int(d["audit_events"]),
-                   int(d["schema_version"]), maybe_time(d.get("deleted_at")),
-                   d.get("deleted_by"))  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Backups:
-    items: tuple[Backup, ...]
-    core_security_backup: CoreSecurityBackupStatus
-
-    @classmethod
-    def from_json(cls, d: JsonObject) -> Backups:
-        return cls(tuple(Backup.from_json(b) for b in d["items"]),
-                   CoreSecurityBackupStatus.from_json(d["core_security_backup"]))  # fmt: skip
-
-
-@dataclass(frozen=True)
-class BackupSchedule:
-    kma_id: str
-    frequency: str  # off | hourly | daily
-    folder: str
-    keep: int
-    last_attempt_at: datetime | None
-    last_error: str | None
-    last_scheduled_backup_at: datetime | None
-    next_at: datetime | None
-
-    @classmethod
-    def from_json(cls, d: JsonObject) -> BackupSchedule:
-        return cls(d["kma_id"], d["frequency"], d["folder"], int(d["keep"]),
-                   maybe_time(d.get("last_attempt_at")), d.get("last_error"),
-                   maybe_time(d.get("last_scheduled_backup_at")), maybe_time(d.get("next_at")))  # fmt: skip
 
 
 class BackupMethods:
@@ -109,10 +42,10 @@ class BackupMethods:
                      auth: bool = True) -> httpx.Response: ...  # fmt: skip
 
     def list_backups(self) -> Backups:
-        return self._call("GET", "/backups", Backups.from_json)
+        return self._call("GET", "/backups", reader(Backups))
 
     def get_backup(self, id: str) -> Backup:
-        return self._call("GET", f"/backups/{segment(id)}", Backup.from_json)
+        return self._call("GET", f"/backups/{segment(id)}", reader(Backup))
 
     def create_backup(self) -> Backup:
         """Make a database backup on the KMA (Backup Operator); it stays there until deleted. A large
@@ -122,7 +55,7 @@ class BackupMethods:
             response = self._http.post("/backups", json={}, headers=headers, timeout=BACKUP_TIMEOUT)
         if response.is_error:
             raise error_from_response(response)
-        return Backup.from_json(response.json())
+        return read(Backup, response.json())
 
     def delete_backup(self, id: str) -> None:
         self._request("DELETE", f"/backups/{segment(id)}")
@@ -155,15 +88,15 @@ class BackupMethods:
 
     def backup_schedule(self) -> BackupSchedule:
         """The schedule of the KMA this client talks to (each KMA has its own)."""
-        return self._call("GET", "/backups/schedule", BackupSchedule.from_json)
+        return self._call("GET", "/backups/schedule", reader(BackupSchedule))
 
     def set_backup_schedule(self, frequency: str, folder: str = "", keep: int = 7) -> BackupSchedule:
         """`frequency` off, hourly or daily; `folder` an absolute path on the KMA's machine."""
         body = {"frequency": frequency, "folder": folder, "keep": keep}
-        return self._call("PUT", "/backups/schedule", BackupSchedule.from_json, body=body)
+        return self._call("PUT", "/backups/schedule", reader(BackupSchedule), body=body)
 
     def core_security_backup_status(self) -> CoreSecurityBackupStatus:
-        return self._call("GET", "/core-security-backup", CoreSecurityBackupStatus.from_json)
+        return self._call("GET", "/core-security-backup", reader(CoreSecurityBackupStatus))
 
     def take_core_security_backup(self, dest: Path) -> int:
         """Take the core security backup (Security Officer) and save it to `dest`; returns its size.

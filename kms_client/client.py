@@ -32,7 +32,12 @@ from .backups import BackupMethods
 from .cluster_members import ClusterMemberMethods
 from .errors import KmaUnreachable, TrustError, Unauthenticated
 from .failover import Failover, KnownKma, failover_order, never_sent
-from .models import (
+from .models import KeySplitChange, key_split_change
+from .paging import iter_all, iter_pages
+from .reader import JsonObject, Page, read, read_page, reader
+from .topology import TopologyMethods
+from .trust import Trust, fingerprint_of, same_fingerprint, ssl_context_for
+from .wire import (
     Agent,
     AuditEvent,
     AutonomousUnlock,
@@ -41,23 +46,17 @@ from .models import (
     Dashboard,
     DataUnit,
     EnrollmentPassphrase,
-    JsonObject,
     Key,
     KeyGroup,
     KeyPolicy,
     KeySplit,
-    KeySplitChange,
     Kma,
-    Page,
     PendingQuorumOp,
     Session,
     Site,
     Status,
     User,
 )
-from .paging import iter_all, iter_pages
-from .topology import TopologyMethods
-from .trust import Trust, fingerprint_of, same_fingerprint, ssl_context_for
 
 T = TypeVar("T")
 Order = Literal["asc", "desc"]
@@ -237,8 +236,8 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise unreadable_response(response, exc) from exc
 
-    def _list(self, path: str, item: Callable[[JsonObject], T], params: dict[str, str]) -> Page[T]:
-        return self._call("GET", path, lambda d: Page.from_json(d, item), params=params)
+    def _list(self, path: str, item: type[T], params: dict[str, str]) -> Page[T]:
+        return self._call("GET", path, lambda d: read_page(item, d), params=params)
 
     def _call_or_pending(
         self, method: str, path: str, parse: Callable[[JsonObject], T], body: dict[str, Any]
@@ -249,7 +248,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
             return parse({})
         try:
             if response.status_code == 202:
-                return PendingQuorumOp.from_json(response.json())
+                return read(PendingQuorumOp, response.json())
             return parse(response.json())
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise unreadable_response(response, exc) from exc
@@ -269,11 +268,11 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
     # -- no sign-in -----------------------------------------------------------------------------
 
     def status(self) -> Status:
-        return self._call("GET", "/status", Status.from_json)
+        return self._call("GET", "/status", reader(Status))
 
     def ca(self) -> CaInfo:
         """The CA as this KMA reports it, over the verified connection."""
-        return self._call("GET", "/ca", CaInfo.from_json)
+        return self._call("GET", "/ca", reader(CaInfo))
 
     # -- session --------------------------------------------------------------------------------
 
@@ -283,7 +282,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         session = self._call(
             "POST",
             "/auth/sign-in",
-            Session.from_json,
+            reader(Session),
             body={"user_id": user_id, "passphrase": passphrase},
             auth=False,
         )
@@ -302,10 +301,10 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
             self._token = None
 
     def me(self) -> User:
-        return self._call("GET", "/auth/me", User.from_json)
+        return self._call("GET", "/auth/me", reader(User))
 
     def dashboard(self) -> Dashboard:
-        return self._call("GET", "/dashboard", Dashboard.from_json)
+        return self._call("GET", "/dashboard", reader(Dashboard))
 
     # -- sites ----------------------------------------------------------------------------------
 
@@ -321,7 +320,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
     ) -> Page[Site]:
         return self._list(
             "/sites",
-            Site.from_json,
+            Site,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -330,13 +329,13 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
 
     def create_site(self, id: str, name: str, description: str | None = None) -> Site:
         body = _present(id=id, name=name, description=description)
-        return self._call("POST", "/sites", Site.from_json, body=body)
+        return self._call("POST", "/sites", reader(Site), body=body)
 
     def update_site(
         self, id: str, *, name: str | None = None, description: str | None = None
     ) -> Site:
         body = _present(name=name, description=description)
-        return self._call("PATCH", f"/sites/{segment(id)}", Site.from_json, body=body)
+        return self._call("PATCH", f"/sites/{segment(id)}", reader(Site), body=body)
 
     def delete_site(self, id: str) -> None:
         """`Conflict` while KMAs or agents still belong to the site."""
@@ -356,7 +355,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
     ) -> Page[Kma]:
         return self._list(
             "/kmas",
-            Kma.from_json,
+            Kma,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -372,7 +371,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         key_pool_size: int | None = None,
     ) -> Kma:
         body = _present(name=name, site_id=site_id, key_pool_size=key_pool_size)
-        return self._call("PATCH", f"/kmas/{segment(id)}", Kma.from_json, body=body)
+        return self._call("PATCH", f"/kmas/{segment(id)}", reader(Kma), body=body)
 
     # -- users ----------------------------------------------------------------------------------
 
@@ -389,7 +388,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         """Filters: `role`."""
         return self._list(
             "/users",
-            User.from_json,
+            User,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -397,7 +396,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_users, **kw)
 
     def get_user(self, id: str) -> User:
-        return self._call("GET", f"/users/{segment(id)}", User.from_json)
+        return self._call("GET", f"/users/{segment(id)}", reader(User))
 
     def create_user(
         self,
@@ -412,7 +411,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         with fewer it becomes a `PendingQuorumOp` for Quorum Members to approve."""
         body = {"id": id, "name": name, "roles": list(roles), "passphrase": passphrase}
         body.update(_present(credentials=credentials_body(credentials)))
-        return self._call_or_pending("POST", "/users", User.from_json, body)
+        return self._call_or_pending("POST", "/users", reader(User), body)
 
     def update_user(
         self,
@@ -430,7 +429,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
             enabled=enabled,
             credentials=credentials_body(credentials),
         )
-        return self._call_or_pending("PATCH", f"/users/{segment(id)}", User.from_json, body)
+        return self._call_or_pending("PATCH", f"/users/{segment(id)}", reader(User), body)
 
     def set_user_passphrase(
         self, id: str, passphrase: str, *, credentials: Credentials | None = None
@@ -453,7 +452,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
     ) -> Page[KeyPolicy]:
         return self._list(
             "/key-policies",
-            KeyPolicy.from_json,
+            KeyPolicy,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -461,7 +460,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_key_policies, **kw)
 
     def get_key_policy(self, id: str) -> KeyPolicy:
-        return self._call("GET", f"/key-policies/{segment(id)}", KeyPolicy.from_json)
+        return self._call("GET", f"/key-policies/{segment(id)}", reader(KeyPolicy))
 
     def create_key_policy(
         self,
@@ -486,7 +485,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
             agents_may_revoke=agents_may_revoke,
             general_keys=general_keys,
         )
-        return self._call("POST", "/key-policies", KeyPolicy.from_json, body=body)
+        return self._call("POST", "/key-policies", reader(KeyPolicy), body=body)
 
     def update_key_policy(
         self,
@@ -506,7 +505,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
             agents_may_revoke=agents_may_revoke,
             general_keys=general_keys,
         )
-        return self._call("PATCH", f"/key-policies/{segment(id)}", KeyPolicy.from_json, body=body)
+        return self._call("PATCH", f"/key-policies/{segment(id)}", reader(KeyPolicy), body=body)
 
     # -- key groups -----------------------------------------------------------------------------
 
@@ -522,7 +521,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
     ) -> Page[KeyGroup]:
         return self._list(
             "/key-groups",
-            KeyGroup.from_json,
+            KeyGroup,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -530,20 +529,20 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_key_groups, **kw)
 
     def get_key_group(self, id: str) -> KeyGroup:
-        return self._call("GET", f"/key-groups/{segment(id)}", KeyGroup.from_json)
+        return self._call("GET", f"/key-groups/{segment(id)}", reader(KeyGroup))
 
     def create_key_group(self, id: str, policy_id: str, description: str | None = None) -> KeyGroup:
         body = _present(id=id, description=description, policy_id=policy_id)
-        return self._call("POST", "/key-groups", KeyGroup.from_json, body=body)
+        return self._call("POST", "/key-groups", reader(KeyGroup), body=body)
 
     def update_key_group(self, id: str, *, description: str | None = None) -> KeyGroup:
         body = _present(description=description)
-        return self._call("PATCH", f"/key-groups/{segment(id)}", KeyGroup.from_json, body=body)
+        return self._call("PATCH", f"/key-groups/{segment(id)}", reader(KeyGroup), body=body)
 
     def set_key_group_agents(self, id: str, agent_ids: Iterable[str]) -> KeyGroup:
         """Replace the set of agents that may use the key group."""
         body = {"agent_ids": list(agent_ids)}
-        return self._call("PUT", f"/key-groups/{segment(id)}/agents", KeyGroup.from_json, body=body)
+        return self._call("PUT", f"/key-groups/{segment(id)}/agents", reader(KeyGroup), body=body)
 
     # -- agents ---------------------------------------------------------------------------------
 
@@ -560,7 +559,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         """Filters: `site_id`, `enabled`."""
         return self._list(
             "/agents",
-            Agent.from_json,
+            Agent,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -568,7 +567,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_agents, **kw)
 
     def get_agent(self, id: str) -> Agent:
-        return self._call("GET", f"/agents/{segment(id)}", Agent.from_json)
+        return self._call("GET", f"/agents/{segment(id)}", reader(Agent))
 
     def create_agent(
         self,
@@ -583,7 +582,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
             site_id=site_id,
             default_key_group_id=default_key_group_id,
         )
-        return self._call("POST", "/agents", Agent.from_json, body=body)
+        return self._call("POST", "/agents", reader(Agent), body=body)
 
     def update_agent(
         self,
@@ -600,12 +599,12 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
             default_key_group_id=default_key_group_id,
             enabled=enabled,
         )
-        return self._call("PATCH", f"/agents/{segment(id)}", Agent.from_json, body=body)
+        return self._call("PATCH", f"/agents/{segment(id)}", reader(Agent), body=body)
 
     def new_enrollment_passphrase(self, id: str) -> EnrollmentPassphrase:
         """A new one-time passphrase for the agent (replaces any earlier one); shown once."""
         return self._call(
-            "POST", f"/agents/{segment(id)}/enrollment-passphrase", EnrollmentPassphrase.from_json
+            "POST", f"/agents/{segment(id)}/enrollment-passphrase", reader(EnrollmentPassphrase)
         )
 
     # -- data units -----------------------------------------------------------------------------
@@ -623,7 +622,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         """Filters: `state`."""
         return self._list(
             "/data-units",
-            DataUnit.from_json,
+            DataUnit,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -631,15 +630,15 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_data_units, **kw)
 
     def get_data_unit(self, id: str) -> DataUnit:
-        return self._call("GET", f"/data-units/{segment(id)}", DataUnit.from_json)
+        return self._call("GET", f"/data-units/{segment(id)}", reader(DataUnit))
 
     def create_data_unit(self, id: str, description: str | None = None) -> DataUnit:
         body = _present(id=id, description=description)
-        return self._call("POST", "/data-units", DataUnit.from_json, body=body)
+        return self._call("POST", "/data-units", reader(DataUnit), body=body)
 
     def update_data_unit(self, id: str, *, description: str | None = None) -> DataUnit:
         body = _present(description=description)
-        return self._call("PATCH", f"/data-units/{segment(id)}", DataUnit.from_json, body=body)
+        return self._call("PATCH", f"/data-units/{segment(id)}", reader(DataUnit), body=body)
 
     # -- keys -----------------------------------------------------------------------------------
 
@@ -656,7 +655,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         """Filters: `state`, `key_group_id`, `data_unit_id`, `compromised`."""
         return self._list(
             "/keys",
-            Key.from_json,
+            Key,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -664,22 +663,22 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_keys, **kw)
 
     def get_key(self, id: str) -> Key:
-        return self._call("GET", f"/keys/{segment(id)}", Key.from_json)
+        return self._call("GET", f"/keys/{segment(id)}", reader(Key))
 
     def issue_key(self, key_group_id: str, data_unit_id: str) -> Key:
         """Issue a key from this KMA's pool for the data unit, as an agent's request would."""
         body = {"key_group_id": key_group_id, "data_unit_id": data_unit_id}
-        return self._call("POST", "/keys", Key.from_json, body=body)
+        return self._call("POST", "/keys", reader(Key), body=body)
 
     def compromise_key(self, id: str, comment: str) -> Key:
         return self._call(
-            "POST", f"/keys/{segment(id)}/compromise", Key.from_json, body={"comment": comment}
+            "POST", f"/keys/{segment(id)}/compromise", reader(Key), body={"comment": comment}
         )
 
     def destroy_key(self, id: str, comment: str) -> Key:
         """`Conflict` unless the key is deactivated or compromised; comment 1..500 characters."""
         return self._call(
-            "POST", f"/keys/{segment(id)}/destroy", Key.from_json, body={"comment": comment}
+            "POST", f"/keys/{segment(id)}/destroy", reader(Key), body={"comment": comment}
         )
 
     # -- audit ----------------------------------------------------------------------------------
@@ -699,7 +698,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         `until` (a `datetime` is sent as ISO 8601 UTC)."""
         return self._list(
             "/audit-events",
-            AuditEvent.from_json,
+            AuditEvent,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -707,7 +706,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_audit_events, **kw)
 
     def verify_audit_chain(self) -> ChainReport:
-        return self._call("GET", "/audit-events/verify", ChainReport.from_json)
+        return self._call("GET", "/audit-events/verify", reader(ChainReport))
 
     # -- quorum ---------------------------------------------------------------------------------
 
@@ -724,7 +723,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         """Newest first by default. Filters: `state`, `type`."""
         return self._list(
             "/quorum-operations",
-            PendingQuorumOp.from_json,
+            PendingQuorumOp,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -732,7 +731,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_quorum_operations, **kw)
 
     def get_quorum_operation(self, id: str) -> PendingQuorumOp:
-        return self._call("GET", f"/quorum-operations/{segment(id)}", PendingQuorumOp.from_json)
+        return self._call("GET", f"/quorum-operations/{segment(id)}", reader(PendingQuorumOp))
 
     def approve_quorum_operation(self, id: str, member: str, passphrase: str) -> PendingQuorumOp:
         """Approve as key split member `member`; at the M-th approval the operation runs, and the
@@ -740,7 +739,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return self._call(
             "POST",
             f"/quorum-operations/{segment(id)}/approve",
-            PendingQuorumOp.from_json,
+            reader(PendingQuorumOp),
             body={"member": member, "passphrase": passphrase},
         )
 
@@ -750,15 +749,15 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
 
     def lock_kma(self, id: str) -> Kma:
         """Security Officer: the KMA serves nothing secret until a quorum unlocks it."""
-        return self._call("POST", f"/kmas/{segment(id)}/lock", Kma.from_json)
+        return self._call("POST", f"/kmas/{segment(id)}/lock", reader(Kma))
 
     def unlock_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:
         """Quorum-protected; a locked KMA still answers this (and sign-in, status, approvals)."""
         body = _present(credentials=credentials_body(credentials))
-        return self._call_or_pending("POST", f"/kmas/{segment(id)}/unlock", Kma.from_json, body)
+        return self._call_or_pending("POST", f"/kmas/{segment(id)}/unlock", reader(Kma), body)
 
     def get_key_split(self) -> KeySplit:
-        return self._call("GET", "/cluster/key-split", KeySplit.from_json)
+        return self._call("GET", "/cluster/key-split", reader(KeySplit))
 
     def change_key_split(
         self,
@@ -776,7 +775,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
             members=[{"name": m} for m in members],
             credentials=credentials_body(credentials),
         )
-        return self._call("PUT", "/cluster/key-split", KeySplitChange.from_json, body=body)
+        return self._call("PUT", "/cluster/key-split", key_split_change, body=body)
 
     def enrol_key_split_member(self, op_id: str, member: str, code: str, passphrase: str) -> PendingQuorumOp:
         """A new key split member sets their own passphrase for a pending key split change; the
@@ -784,16 +783,16 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return self._call(
             "POST",
             f"/quorum-operations/{segment(op_id)}/enrol",
-            PendingQuorumOp.from_json,
+            reader(PendingQuorumOp),
             body={"member": member, "code": code, "passphrase": passphrase},
         )
 
     def set_quorum_lifetime(self, seconds: int) -> KeySplit:
         """How long new pending quorum operations wait for approvals (default 24 hours)."""
-        return self._call("PUT", "/cluster/quorum-lifetime", KeySplit.from_json, body={"seconds": seconds})
+        return self._call("PUT", "/cluster/quorum-lifetime", reader(KeySplit), body={"seconds": seconds})
 
     def get_autonomous_unlock(self) -> AutonomousUnlock:
-        return self._call("GET", "/cluster/autonomous-unlock", AutonomousUnlock.from_json)
+        return self._call("GET", "/cluster/autonomous-unlock", reader(AutonomousUnlock))
 
     def set_autonomous_unlock(
         self, enabled: bool, *, credentials: Credentials | None = None
@@ -801,5 +800,5 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         """Quorum-protected; applies to the KMA this client talks to."""
         body = _present(enabled=enabled, credentials=credentials_body(credentials))
         return self._call_or_pending(
-            "PUT", "/cluster/autonomous-unlock", AutonomousUnlock.from_json, body
+            "PUT", "/cluster/autonomous-unlock", reader(AutonomousUnlock), body
         )

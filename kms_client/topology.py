@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .models import JsonObject
-from .topology_models import AuditForwarding, Topology
+from .reader import JsonObject, reader
+from .wire import AuditForwarding, Topology
 
 T = TypeVar("T")
 
@@ -22,13 +22,13 @@ class TopologyMethods:
     def cluster_topology(self) -> Topology:
         """Sites, KMAs (leader, voter, responding, locked, lag), agents per site, failure tolerance.
         Any signed-in user; a locked KMA answers it too."""
-        return self._call("GET", "/cluster/topology", Topology.from_json)
+        return self._call("GET", "/cluster/topology", reader(Topology))
 
     def audit_forwarding(self) -> AuditForwarding:
         """Where the audit trail is copied to (syslog over TLS); auditors and Security Officers."""
-        return self._call("GET", "/audit-forwarding", AuditForwarding.from_json)
+        return self._call("GET", "/audit-forwarding", reader(AuditForwarding))
 
     def set_audit_forwarding(self, address: str, ca_pem: str, *, enabled: bool = True) -> AuditForwarding:
         """Security Officer: send every committed audit event to the collector at HOST:PORT."""
         body = {"address": address, "ca_pem": ca_pem, "enabled": enabled}
-        return self._call("PUT", "/audit-forwarding", AuditForwarding.from_json, body=body)
+        return self._call("PUT", "/audit-forwarding", reader(AuditForwarding), body=body)
