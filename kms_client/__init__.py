@@ -9,8 +9,8 @@ for key in client.iter_keys(state="deactivated"): ...
 
 from __future__ import annotations
 
-from ._http import Credentials, FilterValue
-from .client import KmsClient, Order
+from ._http import Credentials, FilterValue, Order
+from .client import KmsClient
 from .errors import (
     ERROR_CLASSES,
     ApiError,

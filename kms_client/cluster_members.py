@@ -1,21 +1,20 @@
 """Cluster membership: a KMA's entry and its one-time KMA passphrase (quorum), and the join.
 
-A mixin of `KmsClient` (kept apart so the client module stays small); same threading rule:
+A part of `KmsClient`, given its connection; same threading rule:
 every method does network I/O, never call one on the GUI thread.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from ._http import Credentials, credentials_body, present, segment
+from .connection import Connection
 from .reader import JsonObject, read, reader
 from .wire import Kma, PendingQuorumOp
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -65,18 +64,12 @@ def _join_grant(d: JsonObject) -> JoinGrant:
     return replace(read(JoinGrant, fields), master_key_wrapped=base64.b64decode(wrapped) if wrapped else None)
 
 
-class ClusterMemberMethods:
-    if TYPE_CHECKING:
-
-        def _call(self, method: str, path: str, parse: Callable[[JsonObject], T], *,
-                  params: dict[str, str] | None = None, body: dict[str, Any] | None = None,
-                  auth: bool = True) -> T: ...  # fmt: skip
-
-        def _call_or_pending(self, method: str, path: str, parse: Callable[[JsonObject], T],
-                             body: dict[str, Any]) -> T | PendingQuorumOp: ...  # fmt: skip
+class ClusterMemberCalls:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
 
     def get_kma(self, id: str) -> Kma:  # noqa: A002  the API's name
-        return self._call("GET", f"/kmas/{segment(id)}", reader(Kma))
+        return self._connection.call("GET", f"/kmas/{segment(id)}", reader(Kma))
 
     def create_kma_entry(
         self,
@@ -99,19 +92,19 @@ class ClusterMemberMethods:
             service_address=service_address, raft_address=raft_address, voter=voter, witness=witness,
             key_pool_size=key_pool_size, credentials=credentials_body(credentials),
         )  # fmt: skip
-        return self._call("POST", "/kmas", _entry_operation, body=body)
+        return self._connection.call("POST", "/kmas", _entry_operation, body=body)
 
     def set_kma_passphrase(self, id: str, *, credentials: Credentials | None = None) -> KmaEntryOperation:  # noqa: A002
         """Security Officer, quorum-protected: a new one-time KMA passphrase for an entry; a
         machine that joins with it becomes that KMA (how a dead KMA is replaced)."""
         body = present(credentials=credentials_body(credentials))
-        return self._call("PUT", f"/kmas/{segment(id)}/passphrase", _entry_operation, body=body)
+        return self._connection.call("PUT", f"/kmas/{segment(id)}/passphrase", _entry_operation, body=body)
 
     def remove_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:  # noqa: A002
         """Security Officer, quorum-protected: the KMA leaves the cluster (ask another KMA); its
         certificates stop working at once on both listeners and it leaves Raft."""
         body = present(credentials=credentials_body(credentials))
-        return self._call_or_pending("POST", f"/kmas/{segment(id)}/remove", reader(Kma), body)
+        return self._connection.call_or_pending("POST", f"/kmas/{segment(id)}/remove", reader(Kma), body)
 
     def join_cluster(self, kma_id: str, passphrase: str, node_csr_pem: str, server_csr_pem: str,
                      master_key_public_pem: str | None = None) -> JoinGrant:  # fmt: skip
@@ -122,4 +115,4 @@ class ClusterMemberMethods:
                 "server_csr_pem": server_csr_pem}  # fmt: skip
         if master_key_public_pem is not None:
             body["master_key_public_pem"] = master_key_public_pem
-        return self._call("POST", "/cluster/join", _join_grant, body=body, auth=False)
+        return self._connection.call("POST", "/cluster/join", _join_grant, body=body, auth=False)
