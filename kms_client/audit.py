@@ -13,6 +13,7 @@ from ._http import (
     FilterValue,
     Order,
     credentials_body,
+    present,
     query,
     segment,
 )
@@ -119,9 +120,8 @@ class AuditCalls:
         medium 90, short 30); `auto_prune`: the KMA prunes by itself once a day. Security Officer.
         Lengthening runs at once; shortening is quorum-protected: with M key split `credentials`
         it runs, with fewer it returns the `PendingQuorumOp`."""
-        given = {"long": long, "medium": medium, "short": short, "auto_prune": auto_prune,
-                 "credentials": credentials_body(credentials)}  # fmt: skip
-        body = {k: v for k, v in given.items() if v is not None}
+        credentials = credentials_body(credentials)
+        body = present(long=long, medium=medium, short=short, auto_prune=auto_prune, credentials=credentials)
         return self._connection.call_or_pending("PATCH", "/audit-events/retention", reader(Retention), body)
 
     def list_audit_checkpoints(self) -> list[AuditCheckpoint]:

@@ -20,10 +20,10 @@ from ._http import (
     FilterValue,
     Order,
     credentials_body,
+    present,
     query,
     segment,
 )
-from ._http import present as _present
 from .audit import AuditCalls
 from .backups import BackupCalls
 from .cluster_members import ClusterMemberCalls
@@ -231,13 +231,13 @@ class KmsClient:
         return iter_all(self.list_sites, **kw)
 
     def create_site(self, id: str, name: str, description: str | None = None) -> Site:
-        body = _present(id=id, name=name, description=description)
+        body = present(id=id, name=name, description=description)
         return self._connection.call("POST", "/sites", reader(Site), body=body)
 
     def update_site(
         self, id: str, *, name: str | None = None, description: str | None = None
     ) -> Site:
-        body = _present(name=name, description=description)
+        body = present(name=name, description=description)
         return self._connection.call("PATCH", f"/sites/{segment(id)}", reader(Site), body=body)
 
     def delete_site(self, id: str) -> None:
@@ -273,7 +273,7 @@ class KmsClient:
         site_id: str | None = None,
         key_pool_size: int | None = None,
     ) -> Kma:
-        body = _present(name=name, site_id=site_id, key_pool_size=key_pool_size)
+        body = present(name=name, site_id=site_id, key_pool_size=key_pool_size)
         return self._connection.call("PATCH", f"/kmas/{segment(id)}", reader(Kma), body=body)
 
     # -- users ----------------------------------------------------------------------------------
@@ -312,8 +312,8 @@ class KmsClient:
     ) -> User | PendingQuorumOp:
         """Quorum-protected: with M key split `credentials` the user is made at once (`User`);
         with fewer it becomes a `PendingQuorumOp` for Quorum Members to approve."""
-        body = {"id": id, "name": name, "roles": list(roles), "passphrase": passphrase}
-        body.update(_present(credentials=credentials_body(credentials)))
+        given = credentials_body(credentials)
+        body = present(id=id, name=name, roles=list(roles), passphrase=passphrase, credentials=given)
         return self._connection.call_or_pending("POST", "/users", reader(User), body)
 
     def update_user(
@@ -326,7 +326,7 @@ class KmsClient:
         credentials: Credentials | None = None,
     ) -> User | PendingQuorumOp:
         """Quorum-protected, like `create_user`."""
-        body = _present(
+        body = present(
             name=name,
             roles=None if roles is None else list(roles),
             enabled=enabled,
@@ -338,7 +338,7 @@ class KmsClient:
         self, id: str, passphrase: str, *, credentials: Credentials | None = None
     ) -> PendingQuorumOp | None:
         """Quorum-protected: None when the passphrase was set, else the pending operation."""
-        body = _present(passphrase=passphrase, credentials=credentials_body(credentials))
+        body = present(passphrase=passphrase, credentials=credentials_body(credentials))
         path = f"/users/{segment(id)}/passphrase"
         return self._connection.call_or_pending("PUT", path, lambda _: None, body)
 
@@ -379,7 +379,7 @@ class KmsClient:
         general_keys: bool | None = None,
     ) -> KeyPolicy:
         """Periods are whole seconds, > 0, cryptoperiod >= encryption_period; fixed for good."""
-        body = _present(
+        body = present(
             id=id,
             description=description,
             encryption_period=encryption_period,
@@ -402,7 +402,7 @@ class KmsClient:
         general_keys: bool | None = None,
     ) -> KeyPolicy:
         """Periods cannot change once set, so they are not arguments here."""
-        body = _present(
+        body = present(
             description=description,
             allow_export=allow_export,
             allow_import=allow_import,
@@ -436,11 +436,11 @@ class KmsClient:
         return self._connection.call("GET", f"/key-groups/{segment(id)}", reader(KeyGroup))
 
     def create_key_group(self, id: str, policy_id: str, description: str | None = None) -> KeyGroup:
-        body = _present(id=id, description=description, policy_id=policy_id)
+        body = present(id=id, description=description, policy_id=policy_id)
         return self._connection.call("POST", "/key-groups", reader(KeyGroup), body=body)
 
     def update_key_group(self, id: str, *, description: str | None = None) -> KeyGroup:
-        body = _present(description=description)
+        body = present(description=description)
         return self._connection.call("PATCH", f"/key-groups/{segment(id)}", reader(KeyGroup), body=body)
 
     def set_key_group_agents(self, id: str, agent_ids: Iterable[str]) -> KeyGroup:
@@ -480,7 +480,7 @@ class KmsClient:
         default_key_group_id: str,
         description: str | None = None,
     ) -> Agent:
-        body = _present(
+        body = present(
             id=id,
             description=description,
             site_id=site_id,
@@ -497,7 +497,7 @@ class KmsClient:
         default_key_group_id: str | None = None,
         enabled: bool | None = None,
     ) -> Agent:
-        body = _present(
+        body = present(
             description=description,
             site_id=site_id,
             default_key_group_id=default_key_group_id,
@@ -537,11 +537,11 @@ class KmsClient:
         return self._connection.call("GET", f"/data-units/{segment(id)}", reader(DataUnit))
 
     def create_data_unit(self, id: str, description: str | None = None) -> DataUnit:
-        body = _present(id=id, description=description)
+        body = present(id=id, description=description)
         return self._connection.call("POST", "/data-units", reader(DataUnit), body=body)
 
     def update_data_unit(self, id: str, *, description: str | None = None) -> DataUnit:
-        body = _present(description=description)
+        body = present(description=description)
         return self._connection.call("PATCH", f"/data-units/{segment(id)}", reader(DataUnit), body=body)
 
     # -- keys -----------------------------------------------------------------------------------
@@ -630,7 +630,7 @@ class KmsClient:
 
     def unlock_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:
         """Quorum-protected; a locked KMA still answers this (and sign-in, status, approvals)."""
-        body = _present(credentials=credentials_body(credentials))
+        body = present(credentials=credentials_body(credentials))
         return self._connection.call_or_pending("POST", f"/kmas/{segment(id)}/unlock", reader(Kma), body)
 
     def get_key_split(self) -> KeySplit:
@@ -647,7 +647,7 @@ class KmsClient:
         of current members (the old quorum). Always pending: it runs once every new member has set
         their own passphrase (`enrol_key_split_member`, with the code in `enrolment_codes`) and M
         current members have approved. Old shares then stop working."""
-        body = _present(
+        body = present(
             threshold=threshold,
             members=[{"name": m} for m in members],
             credentials=credentials_body(credentials),
@@ -676,7 +676,7 @@ class KmsClient:
         self, enabled: bool, *, credentials: Credentials | None = None
     ) -> AutonomousUnlock | PendingQuorumOp:
         """Quorum-protected; applies to the KMA this client talks to."""
-        body = _present(enabled=enabled, credentials=credentials_body(credentials))
+        body = present(enabled=enabled, credentials=credentials_body(credentials))
         return self._connection.call_or_pending(
             "PUT", "/cluster/autonomous-unlock", reader(AutonomousUnlock), body
         )

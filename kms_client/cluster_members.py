@@ -111,8 +111,11 @@ class ClusterMemberCalls:
         """No sign-in: the joining machine's side of the handshake (used by `kma init`). With
         `master_key_public_pem` (a joining KMA's token's join key), the grant holds the cluster's
         master key wrapped to it."""
-        body = {"kma_id": kma_id, "passphrase": passphrase, "node_csr_pem": node_csr_pem,
-                "server_csr_pem": server_csr_pem}  # fmt: skip
-        if master_key_public_pem is not None:
-            body["master_key_public_pem"] = master_key_public_pem
+        body = present(
+            kma_id=kma_id,
+            passphrase=passphrase,
+            node_csr_pem=node_csr_pem,
+            server_csr_pem=server_csr_pem,
+            master_key_public_pem=master_key_public_pem,
+        )
         return self._connection.call("POST", "/cluster/join", _join_grant, body=body, auth=False)
