@@ -93,9 +93,14 @@ class KmsClient:
         on_failover: Callable[[Failover], None] | None = None,
     ) -> None:
         self._connection = connection = Connection(
-            address, ca_pem=ca_pem, ca_fingerprint=ca_fingerprint, timeout=timeout, transport=transport,
-            cluster=cluster, on_failover=on_failover,
-        )  # fmt: skip
+            address,
+            ca_pem=ca_pem,
+            ca_fingerprint=ca_fingerprint,
+            timeout=timeout,
+            transport=transport,
+            cluster=cluster,
+            on_failover=on_failover,
+        )
         self._audit = AuditCalls(connection)
         self._backups = BackupCalls(connection)
         self._members = ClusterMemberCalls(connection)

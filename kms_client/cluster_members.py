@@ -30,8 +30,8 @@ class KmaEntryOperation:
 
 def _entry_operation(d: JsonObject) -> KmaEntryOperation:
     warning = d.get("voter_warning")
-    return KmaEntryOperation(read(PendingQuorumOp, d), read(str, d["kma_passphrase"]), read(int, d["voters"]),
-                             None if warning is None else read(str, warning))  # fmt: skip
+    op, passphrase, voters = read(PendingQuorumOp, d), read(str, d["kma_passphrase"]), read(int, d["voters"])
+    return KmaEntryOperation(op, passphrase, voters, None if warning is None else read(str, warning))
 
 
 @dataclass(frozen=True)

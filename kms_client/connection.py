@@ -88,8 +88,9 @@ class Connection:
 
         def send() -> httpx.Response:
             with translated_transport_errors(self.address, wait):
-                return self._http.request(method, path, params=params, json=body, headers=headers,
-                                          timeout=wait)  # fmt: skip
+                return self._http.request(
+                    method, path, params=params, json=body, headers=headers, timeout=wait
+                )
 
         tried = self.address
         try:

@@ -169,8 +169,9 @@ def main() -> int:
     if args.check:
         current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
         if current != text:
-            diff = difflib.unified_diff(current.splitlines(), text.splitlines(), "checked in", "generated",
-                                        lineterm="")  # fmt: skip
+            diff = difflib.unified_diff(
+                current.splitlines(), text.splitlines(), "checked in", "generated", lineterm=""
+            )
             print("kms_client/wire.py is stale: run scripts/generate-client-models.py", *diff, sep="\n")
             return 1
         return 0

@@ -4,6 +4,8 @@ keeps what the GUI relies on (aware times, tuples, a newer KMA's extra fields ig
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -14,11 +16,19 @@ from kms_client import Kma, Page, PendingQuorumOp, Session, read
 from kms_client.reader import read_page
 from tests.support.model_generator import WIRE, model_generator
 
+T0 = "2026-11-21T07:40:00Z"
 KMA = {
-    "id": "kma1", "name": "Dallas 1", "site_id": "dallas", "management_address": "10.0.0.1:8443",
-    "service_address": "10.0.0.1:3001", "version": "0.1.0", "locked": False, "key_pool_size": 1000,
-    "pool_ready": 998, "created_at": "2026-11-21T07:40:00Z",
-}  # fmt: skip
+    "id": "kma1",
+    "name": "Dallas 1",
+    "site_id": "dallas",
+    "management_address": "10.0.0.1:8443",
+    "service_address": "10.0.0.1:3001",
+    "version": "0.1.0",
+    "locked": False,
+    "key_pool_size": 1000,
+    "pool_ready": 998,
+    "created_at": T0,
+}
 
 
 @pytest.fixture(scope="module")
@@ -69,21 +79,45 @@ def test_an_answer_of_the_wrong_shape_is_refused(answer: dict[str, object], prob
 def test_pages_lists_and_nested_objects_are_read_by_type() -> None:
     page = read_page(Kma, {"items": [KMA], "next_cursor": None, "total": 1})
     assert page == Page(items=[read(Kma, KMA)], next_cursor=None, total=1)
-    op = read(PendingQuorumOp, {
-        "id": "op1", "type": "change_key_split", "summary": "2 of 3", "request": {"threshold": 2},
-        "requested_by": "so1", "submitted_at": "2026-11-21T07:40:00Z", "updated_at": "2026-11-21T07:40:00Z",
-        "expires_at": "2026-11-22T07:40:00Z", "state": "pending", "approvals_needed": 2, "result": None,
+    answer = {
+        "id": "op1",
+        "type": "change_key_split",
+        "summary": "2 of 3",
+        "request": {"threshold": 2},
+        "requested_by": "so1",
+        "submitted_at": T0,
+        "updated_at": T0,
+        "expires_at": "2026-11-22T07:40:00Z",
+        "state": "pending",
+        "approvals_needed": 2,
+        "result": None,
         "approvals": [{"member": "alice", "approved_by": "so1", "approved_at": "2026-11-21T07:41:00Z"}],
         "enrolment": [{"member": "dave", "enrolled_at": None, "enrolled_from": None}],
-    })  # fmt: skip
+    }
+    op = read(PendingQuorumOp, answer)
     assert op.approvals[0].approved_at.tzinfo is UTC
     assert isinstance(op.enrolment, tuple)
     assert (op.pending, op.awaiting_enrolment) == (True, ("dave",))  # behaviour.py's helpers
 
 
 def test_a_session_token_stays_out_of_repr() -> None:
-    user = {"id": "so1", "name": "S", "roles": ["security_officer"], "enabled": True, "locked_until": None,
-            "created_at": "2026-11-21T07:40:00Z", "updated_at": "2026-11-21T07:40:00Z"}  # fmt: skip
+    user = {
+        "id": "so1",
+        "name": "S",
+        "roles": ["security_officer"],
+        "enabled": True,
+        "locked_until": None,
+        "created_at": T0,
+        "updated_at": T0,
+    }
     session = read(Session, {"token": "s3cret", "expires_at": "2026-11-21T08:40:00Z", "user": user})
     assert session.token == "s3cret" and "s3cret" not in repr(session)
 
+
+
+def test_the_client_needs_neither_the_kma_nor_pydantic() -> None:
+    """The manager ships without the KMA: its models are generated, not imported from kma/api."""
+    probe = "import sys, kms_client; print(' '.join(sorted(sys.modules)))"
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = run.stdout.split()
+    assert not [m for m in loaded if m.split(".")[0] in {"kma", "pydantic", "fastapi"}]
