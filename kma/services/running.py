@@ -72,6 +72,8 @@ class Running:
                         kma.vault.backend,
                     ),
                 ),
+                Stmt("UPDATE kmas SET release = ? WHERE id = ? AND release IS NOT ?",
+                     (__version__, kma.kma_id, __version__)),  # the release it runs, its own word
                 *self._node_statements(),
             ],
             f"listening on {management_address} (management) and {service_address} (service)"
