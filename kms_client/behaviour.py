@@ -1,16 +1,17 @@
 """What the client's models do beyond carrying the KMA's fields: the base classes that
 scripts/generate-client-models.py gives the generated models of kms_client/wire.py. The one place
-for hand-written behaviour over the wire contract."""
+for hand-written behaviour over the wire contract. It names no generated class (wire.py imports
+it): each base declares the fields it reads, and what it returns by the base of the class it is."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from .wire import ChainReport, KmaNode, MemberEnrolment, TopologySite
+K = TypeVar("K")  # a generated model the base is given as a parameter (it cannot import it)
 
 
 class KmaNodeText:
@@ -26,6 +27,7 @@ class KmaNodeText:
 
 class MemberEnrolmentState:
     if TYPE_CHECKING:
+        member: str
         enrolled_at: datetime | None
 
     @property
@@ -36,7 +38,7 @@ class MemberEnrolmentState:
 class PendingQuorumOpState:
     if TYPE_CHECKING:
         state: str
-        enrolment: tuple[MemberEnrolment, ...]
+        enrolment: tuple[MemberEnrolmentState, ...]
 
     @property
     def pending(self) -> bool:
@@ -52,7 +54,6 @@ class AuditReportFiles:
     if TYPE_CHECKING:
         html: str
         signature: str
-        chain: ChainReport
 
     def save(self, path: Path) -> tuple[Path, Path]:
         """Write PATH (the HTML) and PATH.sig; returns both paths."""
@@ -62,12 +63,17 @@ class AuditReportFiles:
         return path, sig
 
 
-class TopologyKmas:
+class TopologySiteKmas(Generic[K]):
     if TYPE_CHECKING:
-        sites: tuple[TopologySite, ...]
+        kmas: tuple[K, ...]
+
+
+class TopologyKmas(Generic[K]):
+    if TYPE_CHECKING:
+        sites: tuple[TopologySiteKmas[K], ...]
 
     @property
-    def kmas(self) -> tuple[KmaNode, ...]:
+    def kmas(self) -> tuple[K, ...]:
         """Every KMA of the cluster, site by site."""
         return tuple(k for site in self.sites for k in site.kmas)
 

@@ -531,7 +531,7 @@ class Status:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Topology(behaviour.TopologyKmas):
+class Topology(behaviour.TopologyKmas["KmaNode"]):
     cluster_name: str
     answered_by: str
     time: datetime
@@ -542,7 +542,7 @@ class Topology(behaviour.TopologyKmas):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TopologySite:
+class TopologySite(behaviour.TopologySiteKmas["KmaNode"]):
     id: str
     name: str
     kmas: tuple[KmaNode, ...]

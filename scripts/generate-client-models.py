@@ -34,9 +34,10 @@ BEHAVIOUR = {
     "AuditReport": "AuditReportFiles",
     "User": "UserPermissions",
     "KmaNode": "KmaNodeText",
+    "TopologySite": 'TopologySiteKmas["KmaNode"]',
     "MemberEnrolment": "MemberEnrolmentState",
     "PendingQuorumOp": "PendingQuorumOpState",
-    "Topology": "TopologyKmas",
+    "Topology": 'TopologyKmas["KmaNode"]',
 }
 # Secrets: left out of `repr`, so a logged object never shows them.
 SECRETS = {("Session", "token"), ("EnrollmentPassphrase", "passphrase")}
