@@ -17,7 +17,6 @@ import time
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.bootstrap import Answers, SplitMember, initialise
 from kma.clock import FixedClock
 from kma.crypto.hsm import HsmSettings
 from kma.datadir import DataDir, write_private
@@ -27,6 +26,7 @@ from kma.services import agents, data_units, keys, policies, sites, users
 from kma.services.backups import take_core_security_backup
 from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
+from kma.setup.new_cluster import Answers, SplitMember, initialise
 
 DAY = 86400
 DEMO_KMA = "kma-dal-1"

@@ -37,10 +37,10 @@ def add_init(sub: Any) -> None:
 def run_init(args: argparse.Namespace) -> int:
     import getpass
 
-    from kma.bootstrap import answers_mode, answers_text, check_answers, read_answers
     from kma.cli.cluster_members import run_join
     from kma.cli.setup_questions import ask_answers, ask_missing_passphrases, missing_passphrases
     from kma.crypto import fingerprint
+    from kma.setup.new_cluster import answers_mode, answers_text, check_answers, read_answers
     from kma.setup.service import run_answers
 
     data_dir = open_data_dir(args, must_exist=False)
@@ -78,7 +78,7 @@ def run_init(args: argparse.Namespace) -> int:
 def _run_restore(data_dir: DataDir, text: str, base: Path) -> int:
     import tomllib
 
-    from kma.backup.restore import read_restore_answers
+    from kma.setup.restore import read_restore_answers
     from kma.setup.service import run_mode
 
     restored = run_mode(data_dir, "restore", read_restore_answers(tomllib.loads(text), base)).outcome
@@ -248,8 +248,8 @@ def add_demo(sub: Any) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     import tomllib
 
-    from kma.bootstrap import answers_text, read_hsm
     from kma.demo import DEMO_KMA, make_demo
+    from kma.setup.new_cluster import answers_text, read_hsm
 
     data_dir = open_data_dir(args, must_exist=False)
     if data_dir.root.exists() and any(data_dir.root.iterdir()):

@@ -151,12 +151,26 @@ class _Replica:
             self._all.clear()
 
 
+class RaftMembers:
+    """`Store.cluster` of a cluster KMA: the Raft membership, through this KMA's own node."""
+
+    def __init__(self, client: RqliteClient) -> None:
+        self._client = client
+
+    def members(self) -> list[str]:
+        return [str(n["id"]) for n in self._client.get_json("/nodes", ver="2", nonvoters="")["nodes"]]
+
+    def remove(self, node_id: str) -> None:
+        self._client.remove_node(node_id)
+
+
 class RqliteStore:
     def __init__(
         self, client: RqliteClient, replica: Path, kma_id: str, chain: AuditChain | None = None,
         outbox: Path | None = None,
     ) -> None:  # fmt: skip
         self.client = client
+        self.cluster = RaftMembers(client)
         self.kma_id = kma_id
         self.chain = chain
         self.path = replica

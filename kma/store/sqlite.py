@@ -77,6 +77,7 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 class SQLiteStore:
     deferring = False  # every write is committed here, before its caller hears of it
+    cluster = None  # one KMA, no Raft
 
     def __init__(self, path: Path, chain: AuditChain | None = None) -> None:
         self.path = path

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kma.services.topology import Member, failure_tolerance
+from kma.cluster.topology import Member, failure_tolerance
 from kms_client import Topology
 
 NAMES = {"dallas": "Dallas", "boston": "Boston", "austin": "Austin", "denver": "Denver", "seattle": "Seattle"}

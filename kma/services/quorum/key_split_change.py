@@ -32,7 +32,6 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.backup.fileformat import backup_key_context
-from kma.bootstrap import check_split_members
 from kma.crypto import CryptoError, WrappingKey, split_secret
 from kma.errors import Conflict
 from kma.services import lockout
@@ -41,6 +40,7 @@ from kma.services.quorum.escrow import seal_share, unseal_share
 from kma.services.quorum.key_split import Quorum, Share, current_split
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
 from kma.services.row_macs import SPLIT_MEMBERS, seal
+from kma.setup.new_cluster import check_split_members
 from kma.store import Stmt
 from kma.vault import row_mac_key, wrap_master_for_root
 

@@ -395,7 +395,7 @@ def load_answers(path: Path) -> Answers:
 
 def answers_mode(text: str) -> str:
     """`mode` in an answers file, read before its tables: a restore's answers
-    (kma/backup/restore.py) have other tables than a new cluster's."""
+    (kma/setup/restore.py) have other tables than a new cluster's."""
     try:
         mode = tomllib.loads(text).get("mode", "new_cluster")
     except tomllib.TOMLDecodeError as exc:
