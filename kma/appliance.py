@@ -3,26 +3,28 @@
 Services take the appliance as their first argument; the API and CLI build one and pass it on.
 `commit` is the one way a service writes: statements plus the audit event that records them;
 `audit` records an event on its own. What runs in the background while the KMA serves (key pool,
-audit pruner, autonomous unlock) is started by `kma serve` (kma/services/running.py).
+audit pruner, autonomous unlock) is started by `kma serve` (kma/running.py).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kma.audit.chain import AuditChain
 from kma.audit.record import AuditRecord, Condition, Retention
 from kma.clock import Clock, OffsetFileClock, SystemClock
-from kma.cluster.store import open_store
 from kma.datadir import DataDir
 from kma.domain.actor import Actor
 from kma.errors import Conflict, NotFound
-from kma.store import Batch, Refused, Stmt, WriteResult
+from kma.store import Batch, Refused, Stmt, Store, WriteResult
 from kma.vault import Vault
 
 TEST_CLOCK_ENV = "KMA_TEST_CLOCK_FILE"
+# Opens the store of a data directory for its KMA ID and audit chain: embedded SQLite, or this
+# node of the cluster (kma.cluster.store.open_store, given by whoever builds the appliance).
+StoreOpener = Callable[[DataDir, str, AuditChain], Store]
 
 
 def default_clock() -> Clock:
@@ -31,7 +33,7 @@ def default_clock() -> Clock:
 
 
 class Appliance:
-    def __init__(self, data_dir: DataDir, clock: Clock | None = None) -> None:
+    def __init__(self, data_dir: DataDir, open_store: StoreOpener, clock: Clock | None = None) -> None:
         self.data_dir = data_dir
         self.identity = data_dir.identity()
         self.kma_id = self.identity.kma_id

@@ -18,6 +18,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.clock import FixedClock
+from kma.cluster.store import open_store
 from kma.crypto.hsm import HsmSettings
 from kma.datadir import DataDir, write_private
 from kma.domain.actor import Actor
@@ -64,7 +65,7 @@ def make_demo(data_dir: DataDir, port: int = 8443, hsm: HsmSettings | None = Non
     credentials = [
         {"id": "so", "name": "Sam Officer", "roles": [str(Role.SECURITY_OFFICER)], "passphrase": so_pass}
     ]
-    kma = Appliance(data_dir, clock)
+    kma = Appliance(data_dir, open_store, clock)
     try:
         unlock_autonomously(kma)
         enrollment = _replay_a_year(kma, clock, credentials)

@@ -101,6 +101,7 @@ def add_status(sub: Any) -> None:
 def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
     from kma.cluster.rqlited import close_left_open
+    from kma.cluster.store import open_store
     from kma.services.backups import describe_duration, readiness
     from kma.services.dashboard import key_counts, status
     from kma.services.quorum.locking import unlock_autonomously
@@ -108,7 +109,7 @@ def run_status(args: argparse.Namespace) -> int:
     data_dir = open_data_dir(args)
     close_left_open(data_dir.root)  # rqlited's own, left open by a KMA killed outright
     data_dir.check_private()
-    kma = Appliance(data_dir)
+    kma = Appliance(data_dir, open_store)
     try:
         unlock_autonomously(kma)  # only to report whether it would; nothing is written
         info = status(kma)

@@ -348,7 +348,7 @@ _FORWARDERS_LOCK = threading.Lock()
 
 
 def audit_forwarder(kma: Appliance) -> AuditForwarder:
-    """This KMA's one forwarder (started by `kma serve`, kma/services/running.py)."""
+    """This KMA's one forwarder (started by `kma serve`, kma/running.py)."""
     forwarder = _FORWARDERS.get(kma)
     if forwarder is None:
         with _FORWARDERS_LOCK:

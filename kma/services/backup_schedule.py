@@ -162,7 +162,7 @@ _SCHEDULERS_LOCK = threading.Lock()
 
 
 def backup_scheduler(kma: Appliance) -> BackupScheduler:
-    """This KMA's one backup scheduler (`kma serve` starts it: kma/services/running.py)."""
+    """This KMA's one backup scheduler (`kma serve` starts it: kma/running.py)."""
     scheduler = _SCHEDULERS.get(kma)
     if scheduler is None:
         with _SCHEDULERS_LOCK:

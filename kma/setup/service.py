@@ -31,8 +31,9 @@ from typing import Any
 from kma.crypto import WrappingKey, fingerprint
 from kma.datadir import DataDir
 from kma.errors import Conflict, LockedOut, Unauthenticated, ValidationFailed
+from kma.services.quorum.key_split import check_split_members
 from kma.setup.join import JoinAnswers
-from kma.setup.new_cluster import Answers, check_settings, check_split_members, initialise
+from kma.setup.new_cluster import Answers, check_settings, initialise
 from kma.setup.proof import KeySplitDraft, draft_key_split, prove
 from kma.setup.restore import RestoreAnswers
 

@@ -37,10 +37,9 @@ from kma.errors import Conflict
 from kma.services import lockout
 from kma.services.change import Change
 from kma.services.quorum.escrow import seal_share, unseal_share
-from kma.services.quorum.key_split import Quorum, Share, current_split
+from kma.services.quorum.key_split import Quorum, Share, check_split_members, current_split
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
 from kma.services.row_macs import SPLIT_MEMBERS, seal
-from kma.setup.new_cluster import check_split_members
 from kma.store import Stmt
 from kma.vault import row_mac_key, wrap_master_for_root
 
