@@ -1,8 +1,11 @@
-"""No import cycle among the modules of kma/, kms_client/ and app/, imports inside functions included.
+"""No import cycle among the modules of kma/, kms_client/ and app/, imports inside functions included;
+and none among the folders of the packages in FOLDER_PACKAGES.
 
 A cycle hidden by an import inside a function still ties the modules into one knot that cannot be
 read, tested or moved one at a time; this test reads every import statement (it runs none of the
-code) and names the modules of each cycle it finds.
+code) and names the modules of each cycle it finds. A loop between folders (kma/store imports
+kma/audit, which imports kma/store) is the same knot one size up: neither folder can be understood,
+or moved, without the other, so each folder has a layer and imports only downwards.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("kma", "kms_client", "app")
+FOLDER_PACKAGES = ("kma",)
 
 
 def module_names() -> dict[str, Path]:
@@ -96,3 +100,49 @@ def test_no_import_cycle(package: str) -> None:
     assert not knots, "import cycles (each line: modules that import each other):\n" + "\n".join(
         " <-> ".join(c) for c in knots
     )
+
+
+def folder(module: str) -> str:
+    """A module's folder: its first two name parts (kma.store.rqlite -> kma.store); a top-level
+    module (kma.appliance) is a folder of its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def folder_graph(package: str, modules: dict[str, Path]) -> dict[str, dict[str, set[str]]]:
+    """Folder -> the folders it imports -> the module imports that make each edge."""
+    graph: dict[str, dict[str, set[str]]] = {}
+    for name, path in modules.items():
+        if name.split(".")[0] != package or name == package:
+            continue
+        graph.setdefault(folder(name), {})
+        for target in imports_of(name, path, modules):
+            if target.split(".")[0] == package and target != package and folder(target) != folder(name):
+                graph[folder(name)].setdefault(folder(target), set()).add(f"{name} -> {target}")
+    for edges in list(graph.values()):
+        for target in edges:
+            graph.setdefault(target, {})
+    return graph
+
+
+def test_the_checker_finds_a_folder_loop(tmp_path: Path) -> None:
+    sources = {"kma.a.x": "from kma.b import y\n", "kma.b.y": "def f():\n    from kma.a import x\n",
+               "kma.c": "import kma.a.x\n"}  # fmt: skip
+    modules = {}
+    for name, text in sources.items():
+        modules[name] = tmp_path / f"{name}.py"
+        modules[name].write_text(text)
+    graph = folder_graph("kma", modules)
+    assert cycles({f: set(edges) for f, edges in graph.items()}) == [["kma.a", "kma.b"]]
+    assert graph["kma.b"] == {"kma.a": {"kma.b.y -> kma.a.x"}}
+
+
+@pytest.mark.parametrize("package", FOLDER_PACKAGES)
+def test_no_folder_loop(package: str) -> None:
+    graph = folder_graph(package, module_names())
+    loops = cycles({f: set(edges) for f, edges in graph.items()})
+    lines = []
+    for loop in loops:
+        lines.append(" <-> ".join(loop) + ", through:")
+        for source in loop:
+            lines += [f"    {m}" for target in loop for m in sorted(graph[source].get(target, ()))]
+    assert not loops, "folders that import each other:\n" + "\n".join(lines)

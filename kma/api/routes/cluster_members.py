@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from kma import quorum
 from kma.api import schemas
 from kma.api.deps import Kma, QuorumSubmit, client_address
 from kma.api.member_schemas import JoinBody, JoinGrant, KmaEntryCreate, KmaEntryOperation, KmaPassphraseBody
@@ -11,8 +12,8 @@ from kma.api.openapi import CHECKS_PASSPHRASES
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp
 from kma.appliance import Appliance
 from kma.cluster import join, membership
-from kma.services import kmas, quorum
-from kma.services.quorum import Submitted
+from kma.quorum import Submitted
+from kma.services import kmas
 
 router = APIRouter(tags=["cluster"])
 ANSWERS: dict[int | str, dict[str, object]] = {
