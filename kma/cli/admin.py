@@ -40,8 +40,8 @@ def run_init(args: argparse.Namespace) -> int:
     from kma.cli.cluster_members import run_join
     from kma.cli.setup_questions import ask_answers, ask_missing_passphrases, missing_passphrases
     from kma.crypto import fingerprint
-    from kma.setup.new_cluster import answers_mode, answers_text, check_answers, read_answers
-    from kma.setup.service import run_answers
+    from kma.setup.new_cluster import answers_text, check_answers, read_answers
+    from kma.setup.service import answers_mode, run_answers
 
     data_dir = open_data_dir(args, must_exist=False)
     if data_dir.is_initialised():

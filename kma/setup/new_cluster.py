@@ -366,13 +366,3 @@ def answers_text(path: Path) -> str:
 def load_answers(path: Path) -> Answers:
     """The answers file as written (`read_answers`): check them with `check_answers`."""
     return read_answers(answers_text(path))
-
-
-def answers_mode(text: str) -> str:
-    """`mode` in an answers file, read before its tables: a restore's answers
-    (kma/setup/restore.py) have other tables than a new cluster's."""
-    try:
-        mode = tomllib.loads(text).get("mode", "new_cluster")
-    except tomllib.TOMLDecodeError as exc:
-        raise ValidationFailed(f"The answers file is not valid TOML: {exc}.") from None
-    return str(mode)

@@ -23,6 +23,7 @@ import shutil
 import tempfile
 import threading
 import time
+import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,16 @@ MODES: dict[str, SetupMode] = {
     "restore": SetupMode("Restore a KMA from a backup", _restore),
     "join": SetupMode("Join an existing cluster", _join),
 }
+
+
+def answers_mode(text: str) -> str:
+    """`mode` in an answers file, read before its tables: each mode's answers have their own
+    (`Answers`, `RestoreAnswers`, `JoinAnswers`)."""
+    try:
+        mode = tomllib.loads(text).get("mode", "new_cluster")
+    except tomllib.TOMLDecodeError as exc:
+        raise ValidationFailed(f"The answers file is not valid TOML: {exc}.") from None
+    return str(mode)
 
 
 def check_mode(mode: str) -> SetupMode:
