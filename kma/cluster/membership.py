@@ -1,11 +1,14 @@
-"""A KMA's entry in the cluster, and its one-time KMA passphrase (OKM's way of adding a KMA).
+"""The cluster's membership: adding a KMA, a new one-time KMA passphrase, removing a KMA.
+
+Adding a KMA makes its entry (its row in `kmas`) and its one-time KMA passphrase (OKM's way).
 
 A Security Officer creates the entry (ID, name, site, addresses, voter or not) as a quorum
 operation. The KMA makes the one-time KMA passphrase when the request is submitted and hands it
 to the submitter once (like the enrolment codes of a key split change); only its Argon2id hash is
 kept, in the pending operation and then in the entry. The passphrase opens nothing until the
 quorum has approved: the entry, and the hash with it, exists only once the operation has run. On
-the new machine `kma init` with `mode = "join"` then spends it (`kma.cluster.join`).
+the new machine `kma init` with `mode = "join"` then spends it (kma/setup/join.py; the cluster's
+side: kma/cluster/join.py).
 
 Setting a new passphrase for an existing entry is the same path (quorum, handed out once): for an
 entry whose machine died, the new machine joins with it and takes the entry over; the old
