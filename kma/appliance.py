@@ -8,7 +8,7 @@ The appliance is also this KMA's runtime, as etcd's `EtcdServer` and rqlite's `S
 what a KMA holds in memory only while its process runs (its key pool, the escrow keys of quorum
 operations submitted while locked, the audit signer, the sign-in gates) and its background workers
 (kma/worker.py) are its `part`s, one of each kind, made at first use and gone with it. `kma serve`
-starts the workers (kma/services/running.py); `close` stops them.
+starts the workers (kma/running.py); `close` stops them.
 """
 
 from __future__ import annotations
@@ -22,16 +22,18 @@ from typing import Any, TypeVar
 from kma.audit.chain import AuditChain
 from kma.audit.record import AuditRecord, Condition, Retention
 from kma.clock import Clock, OffsetFileClock, SystemClock
-from kma.cluster.store import open_store
 from kma.datadir import DataDir
 from kma.domain.actor import Actor
 from kma.errors import Conflict, NotFound
-from kma.store import Batch, Refused, Stmt, WriteResult
+from kma.store import Batch, Refused, Stmt, Store, WriteResult
 from kma.vault import Vault
 from kma.worker import Worker
 
 TEST_CLOCK_ENV = "KMA_TEST_CLOCK_FILE"
 Part = TypeVar("Part")
+# Opens the store of a data directory for its KMA ID and audit chain: embedded SQLite, or this
+# node of the cluster (kma.cluster.store.open_store, given by whoever builds the appliance).
+StoreOpener = Callable[[DataDir, str, AuditChain], Store]
 
 
 def default_clock() -> Clock:
@@ -40,7 +42,7 @@ def default_clock() -> Clock:
 
 
 class Appliance:
-    def __init__(self, data_dir: DataDir, clock: Clock | None = None) -> None:
+    def __init__(self, data_dir: DataDir, open_store: StoreOpener, clock: Clock | None = None) -> None:
         self.data_dir = data_dir
         self.identity = data_dir.identity()
         self.kma_id = self.identity.kma_id

@@ -336,5 +336,5 @@ def _unacknowledged(sock: socket.socket) -> int:
 
 
 def audit_forwarder(kma: Appliance) -> AuditForwarder:
-    """This KMA's one forwarder (started by `kma serve`, kma/services/running.py)."""
+    """This KMA's one forwarder (started by `kma serve`, kma/running.py)."""
     return kma.part(AuditForwarder)

@@ -134,5 +134,5 @@ class BackupScheduler(Worker):
 
 
 def backup_scheduler(kma: Appliance) -> BackupScheduler:
-    """This KMA's one backup scheduler (`kma serve` starts it: kma/services/running.py)."""
+    """This KMA's one backup scheduler (`kma serve` starts it: kma/running.py)."""
     return kma.part(BackupScheduler)

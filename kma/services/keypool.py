@@ -16,7 +16,7 @@ store has caught up after a start (`Store.caught_up`: the local replica holds ev
 cluster had committed, this KMA's shipped assignments included), and what it assigned but the
 replica does not hold yet is in its outbox (`unshipped_all`, durable across a crash) or lent
 from memory. Keys withheld by a restore (`withheld_at`: the backup's unassigned keys, which may
-have been issued after it) are never taken (kma/backup/restore.py). See docs/cluster.md.
+have been issued after it) are never taken (kma/setup/restore.py). See docs/cluster.md.
 """
 
 from __future__ import annotations

@@ -136,7 +136,8 @@ def test_a_list_too_long_to_count_says_more_than(qtbot, controller, tmp_path):
 
 def test_the_manager_pairs_sorts_with_filters_as_the_kma_does() -> None:
     """Each list page offers a sort together with a filter exactly when the KMA does."""
-    from kma.services import agents, data_units, keys, quorum, users
+    from kma import quorum
+    from kma.services import agents, data_units, keys, users
     from ui.pages import agents as agents_area
     from ui.pages import data_units as data_units_area
     from ui.pages import users as users_area

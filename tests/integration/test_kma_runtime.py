@@ -8,17 +8,17 @@ import threading
 from pathlib import Path
 
 from kma.appliance import Appliance
+from kma.cluster.store import open_store
 from kma.datadir import DataDir
-from kma.services import quorum  # noqa: F401  first: it and audit_retention import each other
+from kma.running import Running
 from kma.services.keypool import key_pool
-from kma.services.running import Running
 from tests.support.kma_process import RunningKma
 
 
 def test_closing_a_kma_stops_its_workers(tmp_path: Path) -> None:
     demo = RunningKma.demo_in(tmp_path, test_clock=False)
     demo.stop()
-    kma = Appliance(DataDir(demo.data_dir))
+    kma = Appliance(DataDir(demo.data_dir), open_store)
     try:
         assert key_pool(kma) is key_pool(kma), "one key pool per KMA"
         running = Running(kma)  # what `kma serve` starts, but not its start-up

@@ -7,7 +7,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from kma.services.topology import Member, failure_tolerance
+from kma.cluster.topology import Member, failure_tolerance
 from kms_client import Topology, read
 
 NAMES = {"dallas": "Dallas", "boston": "Boston", "austin": "Austin", "denver": "Denver", "seattle": "Seattle"}

@@ -16,12 +16,12 @@ from kma import __version__
 from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
 from kma.cluster.rqlited import RqliteNode
+from kma.cluster.watch import ClusterWatch
 from kma.crypto import WrappingKey
 from kma.services import row_macs
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.audit_pruner import auto_prune
 from kma.services.backup_schedule import backup_scheduler
-from kma.services.cluster_watch import ClusterWatch
 from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
 from kma.store import Stmt
