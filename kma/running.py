@@ -15,6 +15,7 @@ import time
 from kma import __version__
 from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
+from kma.cluster.rqlited import VERSION as RQLITE_VERSION
 from kma.cluster.rqlited import RqliteNode
 from kma.cluster.watch import ClusterWatch
 from kma.crypto import WrappingKey
@@ -120,13 +121,14 @@ class Running:
             time.sleep(0.05)
 
     def _node_statements(self) -> list[Stmt]:
-        """A cluster node's Raft address and node certificate, where the others read them."""
+        """A cluster node's Raft address and node certificate, where the others read them, and the
+        rqlited release it runs (a rolling rqlite upgrade shows which nodes have moved)."""
         if self.node is None:
             return []
         raft, pem = self.node.config.raft_address, self.node.files.node_cert.read_text(encoding="ascii")
-        return [Stmt("UPDATE kmas SET raft_address = ?, node_cert_pem = ? WHERE id = ? "
-                     "AND (raft_address, node_cert_pem) IS NOT (?, ?)",
-                     (raft, pem, self.kma.kma_id, raft, pem))]  # fmt: skip
+        return [Stmt("UPDATE kmas SET raft_address = ?, node_cert_pem = ?, rqlite_version = ? WHERE id = ? "
+                     "AND (raft_address, node_cert_pem, rqlite_version) IS NOT (?, ?, ?)",
+                     (raft, pem, RQLITE_VERSION, self.kma.kma_id, raft, pem, RQLITE_VERSION))]  # fmt: skip
 
     def stop(self) -> None:
         self.forwarder.stop()

@@ -19,6 +19,7 @@ from .errors import (
     ClusterUnavailable,
     Conflict,
     Forbidden,
+    IncompatibleKma,
     InternalError,
     KmaLocked,
     KmaUnreachable,
@@ -51,6 +52,7 @@ from .paging import iter_all, iter_pages
 from .reader import Page, read
 from .trust import Trust, fingerprint_of, ssl_context_for
 from .wire import (
+    About,
     Agent,
     AuditCheckpoint,
     AuditEvent,
@@ -93,6 +95,9 @@ from .wire import (
     Status,
     Topology,
     TopologySite,
+    UpgradeCheck,
+    UpgradeCheckItem,
+    UpgradeStep,
     User,
 )
 
@@ -166,3 +171,4 @@ __all__ += ["AuditCheckpoint", "AuditFacets", "AuditReport", "Boundary", "Histor
 __all__ += ["Backup", "BackupSchedule", "Backups", "CoreSecurityBackupStatus"]
 __all__ += ["KMA_HEALTH", "AuditForwarding", "FailureTolerance", "ForwardingStatus", "KmaNode",
             "ReplicationLag", "SiteAgents", "SiteLink", "Topology", "TopologySite"]  # fmt: skip
+__all__ += ["About", "IncompatibleKma", "UpgradeCheck", "UpgradeCheckItem", "UpgradeStep"]

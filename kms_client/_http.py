@@ -20,6 +20,9 @@ Order = Literal["asc", "desc"]
 Credentials = Iterable[Credential | tuple[str, str]] | Mapping[str, str]
 
 
+API_VERSION = 1  # the management API's major version this client speaks (/api/v1)
+
+
 def base_url(address: str) -> str:
     """`https://ADDRESS/api/v1` for a `host:port` address (a leading `https://` is accepted)."""
     addr = address.strip()
@@ -28,7 +31,7 @@ def base_url(address: str) -> str:
     addr = addr.rstrip("/")
     if not addr or "://" in addr or "/" in addr:
         raise ValueError(f"not a KMA address (expected host:port): {address!r}")
-    return f"https://{addr}/api/v1"
+    return f"https://{addr}/api/v{API_VERSION}"
 
 
 def segment(value: str) -> str:

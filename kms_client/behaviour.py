@@ -14,7 +14,25 @@ if TYPE_CHECKING:
 K = TypeVar("K")  # a generated model the base is given as a parameter (it cannot import it)
 
 
-class KmaNodeText:
+class KmaVersions:
+    if TYPE_CHECKING:
+        version: str
+        schema_version: int | None
+        rqlite_version: str | None
+
+    @property
+    def versions(self) -> tuple[str, str, str]:
+        """What a KMA runs, as it recorded at its last start: its release, the newest schema that
+        release knows, and its cluster node's rqlited (none on an embedded KMA)."""
+        schema = "unknown" if self.schema_version is None else str(self.schema_version)
+        return f"release {self.version}", f"schema {schema}", f"rqlited {self.rqlite_version or 'none'}"
+
+    @property
+    def versions_text(self) -> str:
+        return ", ".join(self.versions)
+
+
+class KmaNodeText(KmaVersions):
     if TYPE_CHECKING:
         master_key: str | None
 
@@ -100,6 +118,7 @@ PERMISSIONS = (
     "backups.read",
     "backups.write",
     "backups.core",
+    "upgrades.check",
 )
 
 

@@ -16,6 +16,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import httpx
 
 from ._http import (
+    API_VERSION,
     Credentials,
     FilterValue,
     Order,
@@ -28,13 +29,15 @@ from .audit import AuditCalls
 from .backups import BackupCalls
 from .cluster_members import ClusterMemberCalls
 from .connection import Connection
-from .errors import Unauthenticated
+from .errors import IncompatibleKma, NotFound, Unauthenticated
 from .failover import Failover, KnownKma
 from .models import KeySplitChange, key_split_change
 from .paging import iter_all, iter_pages
 from .reader import Page, reader
+from .release import release
 from .topology import TopologyCalls
 from .wire import (
+    About,
     Agent,
     AutonomousUnlock,
     CaInfo,
@@ -177,6 +180,30 @@ class KmsClient:
 
     def status(self) -> Status:
         return self._connection.call("GET", "/status", reader(Status))
+
+    def about(self) -> About:
+        """What this KMA offers (release, API version, capabilities), before sign-in: a manager
+        hides what the KMA lacks. A KMA this client cannot manage raises `IncompatibleKma` naming
+        its release: one too old to say (release 0.1.0 has no GET /about), or one speaking a newer
+        API major version."""
+        try:
+            about = self._connection.call("GET", "/about", reader(About), auth=False)
+        except NotFound:
+            older = self.status().version
+            raise IncompatibleKma(
+                f"The KMA at {self.address} runs release {older}, too old for this manager (release "
+                f"{release()}): it does not say what it offers. Upgrade the KMA to this release or later "
+                "(docs/upgrades.md), or sign in with the manager of its release.",
+                older,
+            ) from None
+        if about.api_version > API_VERSION:
+            raise IncompatibleKma(
+                f"The KMA at {self.address} runs release {about.release}, whose management API (version "
+                f"{about.api_version}) is newer than this manager's (release {release()}, API version "
+                f"{API_VERSION}). Install the manager of release {about.release} or later.",
+                about.release,
+            )
+        return about
 
     def ca(self) -> CaInfo:
         """The CA as this KMA reports it, over the verified connection."""
@@ -727,3 +754,4 @@ class KmsClient:
     cluster_topology = _part("_topology", TopologyCalls.cluster_topology)
     audit_forwarding = _part("_topology", TopologyCalls.audit_forwarding)
     set_audit_forwarding = _part("_topology", TopologyCalls.set_audit_forwarding)
+    upgrade_check = _part("_topology", TopologyCalls.upgrade_check)

@@ -104,5 +104,15 @@ class KmaUnreachable(KmsError):
     """No answer from the KMA: refused connection, unknown host, timeout or a dropped link."""
 
 
+class IncompatibleKma(KmsError):
+    """The KMA runs a release this client cannot manage: one too old to say what it offers (no
+    GET /about: release 0.1.0), or one whose management API major version this client does not
+    know. `str(error)` names the KMA's release and what to install."""
+
+    def __init__(self, message: str, release: str) -> None:
+        super().__init__(message)
+        self.release = release
+
+
 class TrustError(KmsError):
     """The KMA's CA is not the pinned one, or its certificate failed TLS verification."""

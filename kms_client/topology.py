@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .connection import Connection
 from .reader import reader
-from .wire import AuditForwarding, Topology
+from .wire import AuditForwarding, Topology, UpgradeCheck
 
 
 class TopologyCalls:
@@ -25,3 +25,9 @@ class TopologyCalls:
         """Security Officer: send every committed audit event to the collector at HOST:PORT."""
         body = {"address": address, "ca_pem": ca_pem, "enabled": enabled}
         return self._connection.call("PUT", "/audit-forwarding", reader(AuditForwarding), body=body)
+
+    def upgrade_check(self) -> UpgradeCheck:
+        """Security Officer: whether the cluster is ready for a rolling upgrade (every KMA responds,
+        no outbox waits, a database backup of the last 24 h), each failed check with what to do,
+        and the order to upgrade the KMAs in. Read-only."""
+        return self._connection.call("GET", "/cluster/upgrade-check", reader(UpgradeCheck))

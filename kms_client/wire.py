@@ -16,6 +16,13 @@ from . import behaviour
 
 
 @dataclass(frozen=True, kw_only=True)
+class About:
+    release: str
+    api_version: int
+    capabilities: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Agent:
     id: str
     description: str
@@ -364,6 +371,7 @@ class Kma:
     witness: bool = False
     removed_at: datetime | None = None
     schema_version: int | None = None
+    rqlite_version: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -379,6 +387,8 @@ class KmaNode(behaviour.KmaNodeText):
     responding: bool
     locked: bool
     version: str
+    schema_version: int | None = None
+    rqlite_version: str | None = None
     master_key: str | None = None
     replication_lag: ReplicationLag | None
     last_contact_seconds: float | None
@@ -547,6 +557,35 @@ class TopologySite(behaviour.TopologySiteKmas["KmaNode"]):
     name: str
     kmas: tuple[KmaNode, ...]
     agents: SiteAgents
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpgradeCheck:
+    ready: bool
+    checks: tuple[UpgradeCheckItem, ...]
+    order: tuple[UpgradeStep, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpgradeCheckItem:
+    name: str
+    ok: bool
+    message: str
+    todo: str
+    kma_id: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpgradeStep(behaviour.KmaVersions):
+    id: str
+    name: str
+    site_id: str
+    witness: bool
+    leader: bool
+    this_kma: bool
+    version: str
+    schema_version: int | None
+    rqlite_version: str | None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -34,6 +34,7 @@ BEHAVIOUR = {
     "AuditReport": "AuditReportFiles",
     "User": "UserPermissions",
     "KmaNode": "KmaNodeText",
+    "UpgradeStep": "KmaVersions",
     "TopologySite": 'TopologySiteKmas["KmaNode"]',
     "MemberEnrolment": "MemberEnrolmentState",
     "PendingQuorumOp": "PendingQuorumOpState",

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QGraphicsTextItem,
 )
 
-NODE_W, NODE_H = 210.0, 148.0
+NODE_W, NODE_H = 210.0, 164.0
 GAP = 18.0
 PAD = 16.0
 TITLE_H = 34.0
@@ -51,6 +51,11 @@ def _seconds(value: float | None) -> str:
     return f"{value / 60:.0f} min"
 
 
+def _versions(kma: Any) -> list[str]:
+    release, schema, rqlited = kma.versions
+    return [f"{release} · {schema}", rqlited]
+
+
 def kma_lines(kma: Any) -> list[str]:
     """What a KMA node says, line by line (also its tooltip and accessible description)."""
     kind = "witness (no key service)" if kma.witness else "voter" if kma.voter else "non-voter"
@@ -63,12 +68,12 @@ def kma_lines(kma: Any) -> list[str]:
         else f"last contact {_seconds(kma.last_contact_seconds)} ago"
     )
     if kma.witness:  # no key service: nothing to lock, no agent-path writes to lag
-        return [role, "responding" if kma.responding else "NOT RESPONDING", contact]
+        return [role, "responding" if kma.responding else "NOT RESPONDING", *_versions(kma), contact]
     return [
         role,
         ("responding" if kma.responding else "NOT RESPONDING")
         + (" · LOCKED" if kma.locked else " · unlocked"),
-        f"version {kma.version}",
+        *_versions(kma),
         kma.master_key_text,
         lag_text,
         contact,

@@ -71,6 +71,12 @@ class Status(Response):
     warnings: list[str]
 
 
+class About(Response):
+    release: str  # the KMA's release, e.g. 0.2.0
+    api_version: int  # the management API's major version (/api/v1)
+    capabilities: list[str]  # the features it offers, by name (kma/capabilities.py)
+
+
 class CaInfo(Response):
     ca_pem: str
     fingerprint: str
@@ -121,6 +127,7 @@ class Kma(Response):
     witness: bool = False  # a voter with no key service (no listeners, agents or key pool)
     removed_at: Time | None = None  # removed from the cluster (kept for its history)
     schema_version: int | None = None  # the newest schema its release knows; None: never started
+    rqlite_version: str | None = None  # its cluster node's rqlited release; None: embedded, or never started
 
 
 class KeyPolicy(Response):

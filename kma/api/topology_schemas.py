@@ -22,7 +22,9 @@ class KmaNode(Response):
     witness: bool = False  # a voter with no key service (no listeners, agents or key pool)
     responding: bool
     locked: bool
-    version: str
+    version: str  # its release
+    schema_version: int | None = None  # the newest schema its release knows; None: never recorded one
+    rqlite_version: str | None = None  # its node's rqlited release; None: embedded, or never recorded
     master_key: str | None = None  # software | pkcs11 (in the KMA's own HSM); None: a witness
     replication_lag: ReplicationLag | None  # as each KMA last reported it; None: it never shipped
     last_contact_seconds: float | None
@@ -68,3 +70,29 @@ class Topology(Response):
     links: list[SiteLink]
     audit_forwarding: ForwardingStatus | None = None  # the answering KMA's, when it forwards
     failure_tolerance: FailureTolerance
+
+
+class UpgradeCheckItem(Response):
+    name: str  # responding | caught-up | outbox | backup
+    ok: bool
+    message: str  # what was found
+    todo: str  # what to do, when it failed
+    kma_id: str | None  # the KMA it is about; None: the cluster
+
+
+class UpgradeStep(Response):
+    id: str
+    name: str
+    site_id: str
+    witness: bool
+    leader: bool
+    this_kma: bool  # the KMA that answered: upgraded last
+    version: str
+    schema_version: int | None
+    rqlite_version: str | None
+
+
+class UpgradeCheck(Response):
+    ready: bool  # every check passed
+    checks: list[UpgradeCheckItem]
+    order: list[UpgradeStep]  # the KMAs, in the order to upgrade them (docs/upgrades.md)

@@ -36,7 +36,7 @@ def _kma_line(k: Any) -> str:
     return (
         f"  {k.id:<12} {k.name:<20} {role.strip():<16} "
         f"{'responding' if k.responding else 'NOT RESPONDING':<14} {'LOCKED' if k.locked else 'unlocked':<8} "
-        f"{k.version:<8} {k.master_key_text}; {lag}; last contact {_seconds(k.last_contact_seconds)}"
+        f"{k.master_key_text}; {k.versions_text}; {lag}; last contact {_seconds(k.last_contact_seconds)}"
     )
 
 

@@ -142,11 +142,12 @@ def _node_status(kma: Appliance) -> dict[str, NodeStatus]:
         return {}
 
 
-def _kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
+def kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
     status = _node_status(kma)
     lags = replication_lags(kma)
     rows = kma.store.query(
-        "SELECT id, name, site_id, management_address, service_address, version, locked, witness, master_key "
+        "SELECT id, name, site_id, management_address, service_address, version, schema_version, "
+        "rqlite_version, locked, witness, master_key "
         "FROM kmas "
         "WHERE removed_at IS NULL ORDER BY site_id, name, id"  # a removed KMA is history, not a member
     )
@@ -168,6 +169,10 @@ def _kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
             "locked": kma.vault.locked if me else bool(row["locked"]) and not row["witness"],
             # The KMA software's version (the store's node status carries rqlite's own, not ours).
             "version": __version__ if me else row["version"],
+            # What each KMA recorded at its last start (kma/running.py): during a rolling upgrade, which
+            # KMAs run which release, know which migrations and run which rqlited.
+            "schema_version": row["schema_version"],
+            "rqlite_version": row["rqlite_version"],
             # Where its master key is: software or its own HSM (docs/hsm.md#clusters); a witness has none.
             "master_key": None if row["witness"] else kma.vault.backend if me else row["master_key"],
             # Each KMA's outbox as its shipper last reported it into the cluster's store (ours: live).
@@ -217,7 +222,7 @@ def _forwarding(kma: Appliance) -> dict[str, Any] | None:
 
 
 def topology(kma: Appliance) -> dict[str, Any]:
-    nodes = _kma_nodes(kma)
+    nodes = kma_nodes(kma)
     agents = _agents_by_site(kma)
     sites = [dict(r) for r in kma.store.query("SELECT id, name FROM sites ORDER BY name, id")]
     names = {s["id"]: s["name"] for s in sites}

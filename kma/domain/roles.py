@@ -41,6 +41,7 @@ class Permission(StrEnum):
     BACKUPS_READ = "backups.read"  # the list of backups and whether the core security backup is current
     BACKUPS_WRITE = "backups.write"  # make, download, delete database backups; their schedule
     CORE_BACKUP = "backups.core"  # take the core security backup
+    UPGRADE_CHECK = "upgrades.check"  # whether the cluster is ready for a rolling upgrade, its order
 
 
 SO, CO, OP, BO, AU, QM = Role
@@ -66,6 +67,7 @@ GRANTS: dict[Permission, frozenset[Role]] = {
     Permission.BACKUPS_READ: frozenset({BO, SO, AU}),
     Permission.BACKUPS_WRITE: frozenset({BO}),
     Permission.CORE_BACKUP: frozenset({SO}),
+    Permission.UPGRADE_CHECK: frozenset({SO}),
 }
 
 

@@ -39,6 +39,7 @@ ANY = "any signed-in user"
 # they are read like their lists (any signed-in user).
 EXPECTED: dict[str, str | frozenset[str]] = {
     "GET /status": PUBLIC,
+    "GET /about": PUBLIC,  # what the KMA offers a manager of another release (issue 30)
     "GET /ca": PUBLIC,
     "POST /auth/sign-in": PUBLIC,
     "POST /quorum-operations/{id}/enrol": PUBLIC,  # a new key split member, with their one-time code
@@ -125,6 +126,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /core-security-backup": frozenset({SO}),
     # The cluster at a glance (issue 14).
     "GET /cluster/topology": ANY,
+    "GET /cluster/upgrade-check": frozenset({SO}),  # issue 30
     "GET /metrics": ANY,  # outside /api/v1; also a metrics token (tests/integration/test_metrics.py)
     "GET /audit-forwarding": frozenset({AU, SO, CO}),
     "PUT /audit-forwarding": frozenset({SO}),
@@ -159,6 +161,7 @@ PERMISSION_ROUTES = {
     "backups.read": "GET /backups",
     "backups.write": "PUT /backups/schedule",
     "backups.core": "POST /core-security-backup",
+    "upgrades.check": "GET /cluster/upgrade-check",
 }
 PERMISSION_OF = {route: permission for permission, route in PERMISSION_ROUTES.items()}
 
@@ -286,6 +289,7 @@ def none(w: World, user: str) -> tuple[dict[str, str], None]:
 # How to call each route so that, when allowed, it succeeds: (path parameters, JSON body).
 CALLS: dict[str, Prep] = {
     "GET /status": none,
+    "GET /about": none,
     "GET /ca": none,
     "POST /auth/sign-in": lambda w, u: ({}, {"user_id": u, "passphrase": w.kma.passphrases[u]}),
     "POST /auth/sign-out": none,  # with a session of its own, see `request_for`
@@ -388,6 +392,7 @@ CALLS: dict[str, Prep] = {
     "DELETE /backups/{id}": lambda w, u: ({"id": w.admin.create_backup().id}, None),
     "POST /core-security-backup": none,
     "GET /cluster/topology": none,
+    "GET /cluster/upgrade-check": none,
     "GET /metrics": none,
     "GET /audit-forwarding": none,
     # Enabled: the KMA starts sending to a port where nothing listens, and keeps trying.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from kma.cluster.topology import FailureTolerance, Member, _kma_nodes, failure_tolerance
+from kma.cluster.topology import FailureTolerance, Member, kma_nodes, failure_tolerance
 from kma.store.cluster_view import ReplicationLag
 
 NAMES = {"dal": "Dallas", "bos": "Boston", "aus": "Austin"}
@@ -105,6 +105,7 @@ class _StoreWithoutALeader:
         if "cluster_outbox_marks" in sql:
             return []  # no other KMA has reported its lag
         row = {"site_id": "dal", "management_address": "", "service_address": "", "version": "0.1.0",
+               "schema_version": 40, "rqlite_version": "v8.43.4",
                "locked": 0, "witness": 0, "master_key": "software"}  # fmt: skip
         return [{**row, "id": "kma-a", "name": "A"}, {**row, "id": "kma-b", "name": "B"}]
 
@@ -112,7 +113,7 @@ class _StoreWithoutALeader:
 def test_when_the_store_cannot_say_this_kma_answers_for_itself_and_the_others_show_down() -> None:
     vault, clock = SimpleNamespace(locked=False, backend="software"), SimpleNamespace(now=lambda: 0)
     kma = SimpleNamespace(store=_StoreWithoutALeader(), kma_id="kma-a", vault=vault, clock=clock)
-    nodes = {n["id"]: n for n in _kma_nodes(kma)}  # type: ignore[arg-type]
+    nodes = {n["id"]: n for n in kma_nodes(kma)}  # type: ignore[arg-type]
     assert (nodes["kma-a"]["responding"], nodes["kma-a"]["health"]) == (True, "ok")
     assert nodes["kma-a"]["replication_lag"] == {"depth": 12, "age_seconds": 4.0}
     assert (nodes["kma-b"]["responding"], nodes["kma-b"]["health"]) == (False, "down")

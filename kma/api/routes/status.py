@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from kma import __version__
 from kma.api import schemas
 from kma.api.deps import Kma, KmaEvenLocked, SignedIn
+from kma.capabilities import API_VERSION, CAPABILITIES
 from kma.crypto import fingerprint
 from kma.services import dashboard
 
@@ -13,6 +15,12 @@ router = APIRouter(tags=["status"])
 @router.get("/status", response_model=schemas.Status)
 def get_status(kma: KmaEvenLocked) -> dict[str, object]:
     return dashboard.status(kma)
+
+
+@router.get("/about", response_model=schemas.About)
+def get_about() -> dict[str, object]:
+    """What this KMA offers, before sign-in: a manager of another release hides what it lacks."""
+    return {"release": __version__, "api_version": API_VERSION, "capabilities": list(CAPABILITIES)}
 
 
 @router.get("/ca", response_model=schemas.CaInfo)

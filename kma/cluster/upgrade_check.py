@@ -1,0 +1,97 @@
+"""`kma upgrade check` and the manager's upgrade panel (`GET /cluster/upgrade-check`): whether the
+cluster is ready for a rolling upgrade, and the order to upgrade its KMAs in (docs/upgrades.md).
+
+Read-only: it joins what the topology knows of each KMA (responding, its outbox as last reported)
+with the age of the newest database backup. Each failed check names what to do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.cluster.topology import kma_nodes
+from kma.services.backups import describe_duration
+
+# What the order tells of each KMA.
+STEP = ("id", "name", "site_id", "witness", "leader", "this_kma", "version", "schema_version",
+        "rqlite_version")
+# The newest database backup must be younger than this: the way back should an upgrade go wrong.
+BACKUP_MAX_AGE_S = 24 * 3600
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str  # responding | caught-up | outbox | backup
+    ok: bool
+    message: str  # what was found
+    todo: str = ""  # what to do, when it failed
+    kma_id: str | None = None  # the KMA it is about; None: the cluster
+
+
+def _kma_checks(kma: Appliance, node: dict[str, Any], awaiting: bool) -> list[Check]:
+    who, kma_id = f"KMA {node['name']} ({node['id']})", node["id"]
+    if awaiting:
+        return [Check("responding", False, f"{who} is an entry whose machine has not joined.",
+                      "Finish its join (kma init on its machine) or remove the entry, then check again.",
+                      kma_id)]  # fmt: skip
+    if not node["responding"]:
+        return [Check("responding", False, f"{who} does not respond.",
+                      "Start it and wait until it is caught up; if its machine is gone for good, remove it "
+                      "from the cluster. Then check again.", kma_id)]  # fmt: skip
+    checks = [Check("responding", True, f"{who} responds.", kma_id=kma_id)]
+    if node["this_kma"] and not kma.store.caught_up():
+        checks.append(Check("caught-up", False, f"{who}'s replica has not caught up with the cluster.",
+                            "Wait until `kma status` on it says caught up, then check again.", kma_id))
+    lag = node["replication_lag"]
+    if lag is not None and lag["depth"]:
+        checks.append(Check("outbox", False,
+                            f"{who} has {lag['depth']} writes not yet in the cluster's store (the oldest "
+                            f"{lag['age_seconds']:.0f} s old).",
+                            "Wait until its outbox is empty (its replication lag on the Cluster page or "
+                            "in `kma cluster status`); if it stays, check its link to the other sites. Then "
+                            "check again.", kma_id))  # fmt: skip
+    else:
+        checks.append(Check("outbox", True, f"{who} has no write waiting for the cluster.", kma_id=kma_id))
+    return checks
+
+
+def _backup_check(kma: Appliance) -> Check:
+    last = kma.store.scalar("SELECT max(created_at) FROM backups WHERE deleted_at IS NULL")
+    todo = ("Take a database backup (the manager's Backups page, or `kma backup create`) and check again: "
+            "it is the way back should the upgrade go wrong.")  # fmt: skip
+    if last is None:
+        return Check("backup", False, "There is no database backup.", todo)
+    age = max(0, kma.clock.now() - int(last))
+    if age > BACKUP_MAX_AGE_S:
+        return Check("backup", False, f"The newest database backup is {describe_duration(age)} old "
+                     f"(at most {BACKUP_MAX_AGE_S // 3600} h for an upgrade).", todo)  # fmt: skip
+    return Check("backup", True, f"The newest database backup is {describe_duration(age)} old.")
+
+
+def upgrade_order(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Witnesses first (they serve no keys: no drive notices), then the KMAs of the sites with the
+    most spare KMAs (the others of the site serve its drives meanwhile), the Raft leader after the
+    other KMAs (one election, not one per step), and the KMA answering (the one the manager or the
+    CLI is connected to) last, so the session that follows the upgrade stays up until the end."""
+    serving: dict[str, int] = {}
+    for n in nodes:
+        if not n["witness"]:
+            serving[n["site_id"]] = serving.get(n["site_id"], 0) + 1
+    return sorted(nodes, key=lambda n: (n["this_kma"], n["leader"], not n["witness"],
+                                        -serving.get(n["site_id"], 0), n["site_id"], n["name"], n["id"]))
+
+
+def upgrade_check(kma: Appliance) -> dict[str, Any]:
+    nodes = kma_nodes(kma)
+    awaiting = {
+        r["id"] for r in kma.store.query("SELECT id FROM kmas WHERE awaiting_join AND removed_at IS NULL")
+    }
+    checks = [c for n in nodes for c in _kma_checks(kma, n, n["id"] in awaiting)] + [_backup_check(kma)]
+    order = [n for n in upgrade_order(nodes) if n["id"] not in awaiting]
+    return {
+        "ready": all(c.ok for c in checks),
+        "checks": [asdict(c) for c in checks],
+        "order": [{key: n[key] for key in STEP} for n in order],
+    }
