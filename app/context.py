@@ -9,6 +9,7 @@ from PySide6.QtCore import QSettings
 
 from app.operations import Operations
 from app.session import SessionController
+from kms_client.release import release
 
 
 @dataclass
@@ -19,6 +20,15 @@ class AppContext:
 
     def may(self, permission: str) -> bool:
         return self.session.may(permission)
+
+    def offers(self, capability: str) -> bool:
+        return self.session.offers(capability)
+
+    def not_offered(self, what: str) -> str:
+        """The note in place of a feature the KMA lacks: a KMA of an earlier release."""
+        about = self.session.about
+        kma = f"This KMA (release {about.release})" if about is not None else "This KMA"
+        return f"{kma} does not offer {what}; upgrading it to release {release()} or later does."
 
     def settings(self) -> QSettings:
         return QSettings()

@@ -72,7 +72,7 @@ class AppController(QObject):
         from ui.main_window import MainWindow
         from ui.messages import ErrorPresenter
 
-        self.session.start(signed.client, signed.user, profile)
+        self.session.start(signed.client, signed.user, profile, signed.about)
         if self.sign_in_window is not None:
             self.sign_in_window.signed_in.disconnect(self.signed_in)
             self.sign_in_window.rejected.disconnect(self._sign_in_closed)

@@ -150,6 +150,14 @@ def _not_set_up(exc: BaseException) -> UserMessage:
     )
 
 
+def _incompatible(exc: BaseException) -> UserMessage:
+    return UserMessage(
+        "KMA of another release",
+        str(exc),
+        "docs/upgrades.md says which releases of the manager and the KMA work together.",
+    )
+
+
 # Most specific first: the first class `exc` is an instance of decides its message.
 _TABLE: list[tuple[type[BaseException], Callable[[BaseException], UserMessage]]] = [
     (kms_client.Unauthenticated, _unauthenticated),
@@ -162,6 +170,7 @@ _TABLE: list[tuple[type[BaseException], Callable[[BaseException], UserMessage]]]
     (kms_client.LockedOut, _locked_out),
     (kms_client.TrustError, _trust),
     (kms_client.KmaUnreachable, _unreachable),
+    (kms_client.IncompatibleKma, _incompatible),
     (kms_client.ApiError, _api_error),
 ]
 

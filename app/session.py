@@ -52,6 +52,7 @@ class SessionController(QObject):
         self.ops = ops
         self.client: kms_client.KmsClient | None = None
         self.user: kms_client.User | None = None
+        self.about: kms_client.About | None = None  # what the KMA offers (its release, capabilities)
         self.profile: ConnectionProfile | None = None
         self.local_mode = False
         self.state = ConnectionState.SIGNED_OUT
@@ -66,9 +67,11 @@ class SessionController(QObject):
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(
-        self, client: kms_client.KmsClient, user: kms_client.User, profile: ConnectionProfile
+        self, client: kms_client.KmsClient, user: kms_client.User, profile: ConnectionProfile,
+        about: kms_client.About | None = None,
     ) -> None:
         self.client = client
+        self.about = about
         self.ops.client = client
         self.profile = profile
         client.on_failover = self.failed_over.emit  # from a worker thread: a queued signal
@@ -98,6 +101,11 @@ class SessionController(QObject):
         """Whether the signed-in user may do `permission` (a name of the KMA's grant table, e.g.
         ``agents.write``), as the KMA said at sign-in: the manager asks this, never a role."""
         return self.user is not None and self.user.may(permission)
+
+    def offers(self, capability: str) -> bool:
+        """Whether the KMA signed in to offers `capability` (kma/capabilities.py), as it said at
+        sign-in: the manager hides what a KMA of another release lacks, with a note."""
+        return self.about is not None and capability in self.about.capabilities
 
     # -- session-level failures ---------------------------------------------------------------
     def expire(self) -> None:

@@ -16,6 +16,7 @@ class SignedIn:
     client: kms_client.KmsClient
     user: kms_client.User
     token: str
+    about: kms_client.About | None = None  # what the KMA offers; None when signing in again to a session
 
 
 def fetch_trust(address: str) -> kms_client.Trust:
@@ -34,13 +35,16 @@ def make_client(profile: ConnectionProfile) -> kms_client.KmsClient:
 
 
 def sign_in(profile: ConnectionProfile, passphrase: str) -> SignedIn:
+    """Asks the KMA what it offers first: one of a release this manager cannot manage is named
+    (`IncompatibleKma`) before the passphrase is sent."""
     client = make_client(profile)
     try:
+        about = client.about()
         session = client.sign_in(profile.user_id, passphrase)
     except BaseException:
         client.close()
         raise
-    return SignedIn(client, session.user, session.token)
+    return SignedIn(client, session.user, session.token, about)
 
 
 def resume(profile: ConnectionProfile, token: str) -> SignedIn:
@@ -48,8 +52,9 @@ def resume(profile: ConnectionProfile, token: str) -> SignedIn:
     client = make_client(profile)
     client.use_token(token)
     try:
+        about = client.about()  # the KMA may have been upgraded since
         user = client.me()
     except BaseException:
         client.close()
         raise
-    return SignedIn(client, user, token)
+    return SignedIn(client, user, token, about)

@@ -9,7 +9,9 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMessageBox
 
+from kma.store.schema import latest_schema_version
 from kms_client import ForwardingStatus
+from kms_client.release import release
 from tests.gui.helpers import WAIT_MS, active_dialog, fill_form, give_credentials, open_page, sign_in, submit
 from tests.support.topologies import (
     ShownOnly,
@@ -24,6 +26,7 @@ from ui.form_dialog import FormDialog
 from ui.pages.cluster import ClusterPage
 from ui.quorum.widgets import QuorumFormDialog
 from ui.secret_dialog import OneTimeSecretDialog
+from ui.upgrade_check import UpgradeCheckDialog
 
 
 def test_one_kma_is_drawn_with_its_tolerance_and_a_security_officer_locks_it_from_the_picture(
@@ -199,3 +202,41 @@ def test_two_sites_and_a_witness_with_boston_lost_still_take_management_writes(q
     assert "2 of 4 KMAs responding at 2 sites" in banner and "witness witness-1 responding" in banner
     assert "2 of 5 voters not responding" in banner and "management writes stopped" not in banner
     assert "losing Dallas stops everything" in banner
+
+
+def test_a_security_officer_sees_each_kmas_versions_and_checks_the_cluster_before_an_upgrade(
+    qtbot: Any, controller: Any, fresh_kma: Any
+) -> None:
+    fresh_kma.client("backup").create_backup()
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    page = open_page(qtbot, window, "cluster")
+    qtbot.waitUntil(lambda: "kma-dal-1" in page.scene.nodes, timeout=WAIT_MS)
+    node = page.scene.nodes["kma-dal-1"]
+    assert f"release {release()} · schema {latest_schema_version()}" in node.toolTip()
+    assert "rqlited none" in node.toolTip()  # an embedded KMA runs no rqlited
+    assert page.upgrade_button.isVisible() and not page.not_offered.isVisibleTo(page)
+
+    qtbot.mouseClick(page.upgrade_button, Qt.LeftButton)
+    dialog = active_dialog(qtbot, UpgradeCheckDialog)
+    qtbot.waitUntil(lambda: dialog.answer is not None, timeout=WAIT_MS)
+    text = dialog.text.text()
+    assert "Ready: every check passed." in text and "The newest database backup is" in text
+    assert "KMA Dallas 1</b> (kma-dal-1, site dallas" in text
+    assert "the KMA this manager is connected to" in text
+
+
+def test_an_auditor_is_not_offered_the_upgrade_check(qtbot: Any) -> None:
+    page = ClusterPage(ShownOnly("audit.read"))  # type: ignore[arg-type]
+    qtbot.addWidget(page)
+    page.show()
+    assert not page.upgrade_button.isVisible() and not page.not_offered.isVisible()
+
+
+def test_a_kma_that_does_not_offer_the_upgrade_check_is_said_so_not_offered_a_button(qtbot: Any) -> None:
+    older = ShownOnly("upgrades.check", lacks=frozenset({"cluster.upgrade-check"}))
+    page = ClusterPage(older)  # type: ignore[arg-type]
+    qtbot.addWidget(page)
+    page.show()
+    assert not page.upgrade_button.isVisible()
+    assert page.not_offered.isVisible()
+    assert "This KMA (release 0.2.0) does not offer the upgrade check" in page.not_offered.text()

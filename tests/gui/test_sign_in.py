@@ -8,7 +8,10 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from app.profiles import ProfileStore
+from kms_client.release import release
 from tests.gui.helpers import WAIT_MS, sign_in
+from tests.support.kma_process import RunningKma
+from tests.support.releases import release_tree
 from ui.sign_in import SignInWindow
 from ui.widgets import PasswordLineEdit
 
@@ -85,3 +88,28 @@ def test_the_profile_remembers_its_kmas_and_survives_an_unreadable_list(qtbot, c
     settings.sync()
     profile = ProfileStore().get("test so")
     assert profile is not None and profile.kmas == [] and profile.ca_fingerprint == demo_kma.fingerprint
+
+
+def test_a_kma_of_release_0_1_0_is_named_at_sign_in_not_met_with_404s(qtbot, controller, tmp_path):
+    # Given a real KMA of release 0.1.0, which has no GET /about
+    old = RunningKma.demo_in(tmp_path, source=release_tree("0.1.0", tmp_path / "release-0.1.0"))
+    try:
+        window = controller.show_sign_in()
+        qtbot.addWidget(window)
+        window.profile.setCurrentIndex(window.profile.findData(None))
+        qtbot.keyClicks(window.name, "old kma")
+        qtbot.keyClicks(window.address, old.address)
+        qtbot.keyClicks(window.user, "so")
+        qtbot.keyClicks(window.passphrase, old.passphrases["so"])
+        qtbot.mouseClick(window.sign_in_button, Qt.LeftButton)
+        qtbot.waitUntil(lambda: getattr(window, "trust_dialog", None) is not None, timeout=WAIT_MS)
+        qtbot.mouseClick(window.trust_dialog.trust, Qt.LeftButton)
+        # Then the sign-in names the KMA's release and what to do, and opens no window
+        qtbot.waitUntil(window.error.isVisible, timeout=WAIT_MS)
+    finally:
+        old.stop()
+    said = window.error.text()
+    assert f"runs release 0.1.0, too old for this manager (release {release()})" in said
+    assert "Upgrade the KMA" in said
+    assert "404" not in said and "not found" not in said.lower()
+    assert controller.window is None

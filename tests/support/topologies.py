@@ -105,9 +105,16 @@ class _ReadsNothing(QObject):
 class ShownOnly:
     """A page context whose background reads never run: the page shows only what it is handed."""
 
-    def __init__(self, *permissions: str) -> None:
+    def __init__(self, *permissions: str, lacks: frozenset[str] = frozenset()) -> None:
         self.ops = _ReadsNothing()
         self.permissions = frozenset(permissions)  # what the KMA would grant the user
+        self.lacks = lacks  # capabilities the KMA does not offer (an earlier release)
 
     def may(self, permission: str) -> bool:
         return permission in self.permissions
+
+    def offers(self, capability: str) -> bool:
+        return capability not in self.lacks
+
+    def not_offered(self, what: str) -> str:
+        return f"This KMA (release 0.2.0) does not offer {what}."

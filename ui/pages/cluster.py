@@ -34,6 +34,7 @@ from ui.cluster_scene import TopologyScene
 from ui.form_dialog import FormDialog
 from ui.pages import kma_membership
 from ui.quorum.locking import open_unlock
+from ui.upgrade_check import UpgradeCheckDialog, upgrade_check_controls
 from ui.widgets import page_header
 
 KEY = "cluster"
@@ -91,7 +92,7 @@ class TopologyView(QGraphicsView):
 
 
 class ClusterPage(QWidget):
-    def __init__(self, ctx: AppContext) -> None:
+    def __init__(self, ctx: AppContext) -> None:  # noqa: PLR0915 - layout, top to bottom
         super().__init__()
         self.ctx = ctx
         self.setObjectName("page:cluster")
@@ -118,7 +119,11 @@ class ClusterPage(QWidget):
         for button in (self.lock_button, self.unlock_button, self.add_button, self.remove_button):
             top.addWidget(button, 0, Qt.AlignTop)
             button.setVisible(ctx.may("quorum.submit"))  # the server refuses others; no use offering it
+        self.upgrade_button, self.not_offered = upgrade_check_controls(ctx)
+        self.upgrade_button.clicked.connect(self.upgrade_check)
+        top.addWidget(self.upgrade_button, 0, Qt.AlignTop)
         outer.addLayout(top)
+        outer.addWidget(self.not_offered)
 
         self.banner = QLabel("Loading the cluster…")
         self.banner.setObjectName("clusterTolerance")
@@ -267,6 +272,11 @@ class ClusterPage(QWidget):
     def remove_selected(self) -> Any:
         kma = self.scene.selected_kma()
         return None if kma is None else kma_membership.remove_kma(self, kma)
+
+    def upgrade_check(self) -> UpgradeCheckDialog:
+        dialog = UpgradeCheckDialog(self.ctx, self)
+        dialog.open()
+        return dialog
 
     def unlock_selected(self) -> Any:
         kma = self.scene.selected_kma()
