@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kma.store.schema import latest_schema_version
+from kms_client.release import release
 from tests.integration.test_quorum_cli import kma_cli
 from tests.support.kma_process import RunningKma
 
@@ -48,6 +50,7 @@ def test_kma_cluster_status_prints_the_cluster_and_its_json(demo_kma: RunningKma
     assert code == 0, err
     assert ONLY_KMA in out
     assert "Site Dallas (dallas): 1 KMAs" in out and "kma-dal-1" in out and "leader voter" in out
+    assert f"release {release()}, schema {latest_schema_version()}, rqlited none" in out  # embedded
     code, out, err = kma_cli(demo_kma, tmp_path, "auditor", "cluster", "status", "--json")
     assert code == 0, err
     answer = json.loads(out)
