@@ -1,24 +1,28 @@
 """`kma upgrade check` and the manager's upgrade panel (`GET /cluster/upgrade-check`): whether the
 cluster is ready for a rolling upgrade, and the order to upgrade its KMAs in (docs/upgrades.md).
 
-Read-only: it joins what the topology knows of each KMA (responding, its outbox as last reported)
-with the age of the newest database backup. Each failed check names what to do.
+Read-only: it joins what the topology knows of each KMA (responding, its outbox as last reported),
+what each KMA says of itself (caught up, `GET /status`) and the age of the newest database backup.
+Each failed check names what to do.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from kma.appliance import Appliance
 from kma.cluster.topology import kma_nodes
 from kma.services.backups import describe_duration
+from kms_client import KmsClient, KmsError, fingerprint_of
 
 # What the order tells of each KMA.
 STEP = ("id", "name", "site_id", "witness", "leader", "this_kma", "version", "schema_version",
         "rqlite_version")
 # The newest database backup must be younger than this: the way back should an upgrade go wrong.
 BACKUP_MAX_AGE_S = 24 * 3600
+PEER_TIMEOUT_S = 5.0  # asking another KMA whether it is caught up
 
 
 @dataclass(frozen=True)
@@ -30,7 +34,24 @@ class Check:
     kma_id: str | None = None  # the KMA it is about; None: the cluster
 
 
-def _kma_checks(kma: Appliance, node: dict[str, Any], awaiting: bool) -> list[Check]:
+def _caught_up(kma: Appliance, node: dict[str, Any]) -> bool | None:
+    """Whether a KMA's replica holds what the cluster had committed at its start, as it says itself
+    (`GET /status`, no sign-in, over TLS verified against the cluster CA); None: it did not answer.
+    A witness has no API: its Raft node responding is all there is to know."""
+    if node["this_kma"]:
+        return kma.store.caught_up()
+    if node["witness"] or not node["management_address"]:
+        return True
+    ca = kma.data_dir.ca_cert.read_text(encoding="ascii")
+    try:
+        with KmsClient(node["management_address"], ca_pem=ca, ca_fingerprint=fingerprint_of(ca),
+                       timeout=PEER_TIMEOUT_S) as peer:  # fmt: skip
+            return peer.status().caught_up
+    except KmsError:
+        return None
+
+
+def _kma_checks(node: dict[str, Any], awaiting: bool, caught_up: bool | None) -> list[Check]:
     who, kma_id = f"KMA {node['name']} ({node['id']})", node["id"]
     if awaiting:
         return [Check("responding", False, f"{who} is an entry whose machine has not joined.",
@@ -41,9 +62,16 @@ def _kma_checks(kma: Appliance, node: dict[str, Any], awaiting: bool) -> list[Ch
                       "Start it and wait until it is caught up; if its machine is gone for good, remove it "
                       "from the cluster. Then check again.", kma_id)]  # fmt: skip
     checks = [Check("responding", True, f"{who} responds.", kma_id=kma_id)]
-    if node["this_kma"] and not kma.store.caught_up():
+    if caught_up is None:
+        checks.append(Check("caught-up", False, f"{who} takes part in Raft but its API at "
+                            f"{node['management_address']} does not answer.",
+                            "Check its service (`systemctl status kma`, its logs/kma.log), then check again.",
+                            kma_id))  # fmt: skip
+    elif not caught_up:
         checks.append(Check("caught-up", False, f"{who}'s replica has not caught up with the cluster.",
                             "Wait until `kma status` on it says caught up, then check again.", kma_id))
+    else:
+        checks.append(Check("caught-up", True, f"{who} is caught up with the cluster.", kma_id=kma_id))
     lag = node["replication_lag"]
     if lag is not None and lag["depth"]:
         checks.append(Check("outbox", False,
@@ -85,10 +113,14 @@ def upgrade_order(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def upgrade_check(kma: Appliance) -> dict[str, Any]:
     nodes = kma_nodes(kma)
+    with ThreadPoolExecutor(max_workers=8) as pool:  # one slow KMA does not hold up asking the others
+        asked = {n["id"]: pool.submit(_caught_up, kma, n) for n in nodes if n["responding"]}
+        caught_up = {kma_id: future.result() for kma_id, future in asked.items()}
     awaiting = {
         r["id"] for r in kma.store.query("SELECT id FROM kmas WHERE awaiting_join AND removed_at IS NULL")
     }
-    checks = [c for n in nodes for c in _kma_checks(kma, n, n["id"] in awaiting)] + [_backup_check(kma)]
+    checks = [c for n in nodes for c in _kma_checks(n, n["id"] in awaiting, caught_up.get(n["id"]))]
+    checks.append(_backup_check(kma))
     order = [n for n in upgrade_order(nodes) if n["id"] not in awaiting]
     return {
         "ready": all(c.ok for c in checks),

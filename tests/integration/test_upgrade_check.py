@@ -122,7 +122,11 @@ def test_on_a_cluster_the_check_orders_the_kmas_and_names_one_that_stopped(tmp_p
             (release(), latest_schema_version(), RQLITE_VERSION)
         }
         wait_until(lambda: so.upgrade_check().ready, timeout=60, what="the cluster ready for an upgrade")
-        order = so.upgrade_check().order
+        answer = so.upgrade_check()
+        # Each KMA said itself (its GET /status, asked by kma-dal-1) that it is caught up
+        assert sorted(c.kma_id for c in answer.checks if c.name == "caught-up" and c.ok) == [
+            "kma-dal-1", "kma-dal-2", "kma-dal-3"]
+        order = answer.order
         leader = next(k.id for k in topology.kmas if k.leader)
         # The KMA answering (kma-dal-1) last; the Raft leader just before it (when it is another).
         assert order[-1].id == "kma-dal-1" and order[-1].this_kma
