@@ -11,6 +11,7 @@ from kma.api.routes import ROUTERS
 # A locked KMA answers its state, signing in and out, and what a quorum needs to unlock it.
 ANSWERED_WHEN_LOCKED = {
     ("GET", "/status"),
+    ("GET", "/about"),  # what it offers a manager of another release, asked before sign-in
     ("GET", "/ca"),
     ("POST", "/auth/sign-in"),
     ("POST", "/auth/sign-out"),

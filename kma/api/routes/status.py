@@ -18,8 +18,9 @@ def get_status(kma: KmaEvenLocked) -> dict[str, object]:
 
 
 @router.get("/about", response_model=schemas.About)
-def get_about() -> dict[str, object]:
-    """What this KMA offers, before sign-in: a manager of another release hides what it lacks."""
+def get_about(kma: KmaEvenLocked) -> dict[str, object]:
+    """What this KMA offers, before sign-in and locked or not: a manager of another release hides
+    what it lacks."""
     return {"release": __version__, "api_version": API_VERSION, "capabilities": list(CAPABILITIES)}
 
 
