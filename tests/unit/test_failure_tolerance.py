@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from kma.cluster.topology import FailureTolerance, Member, kma_nodes, failure_tolerance
+from kma.cluster.topology import FailureTolerance, Member, failure_tolerance, kma_nodes
 from kma.store.cluster_view import ReplicationLag
 
 NAMES = {"dal": "Dallas", "bos": "Boston", "aus": "Austin"}
