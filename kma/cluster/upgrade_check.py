@@ -87,8 +87,8 @@ def _kma_checks(node: dict[str, Any], awaiting: bool, caught_up: bool | None) ->
 
 def _backup_check(kma: Appliance) -> Check:
     last = kma.store.scalar("SELECT max(created_at) FROM backups WHERE deleted_at IS NULL")
-    todo = ("Take a database backup (the manager's Backups page, or `kma backup create`) and check again: "
-            "it is the way back should the upgrade go wrong.")  # fmt: skip
+    todo = ("Have a Backup Operator take a database backup (the manager's Backups page, or `kma backup "
+            "create`), then check again: it is the way back should the upgrade go wrong.")  # fmt: skip
     if last is None:
         return Check("backup", False, "There is no database backup.", todo)
     age = max(0, kma.clock.now() - int(last))

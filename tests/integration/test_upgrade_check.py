@@ -87,10 +87,11 @@ def test_upgrade_check_wants_a_backup_of_the_last_day_and_names_what_to_do(
     assert not stale.ready
     (failed,) = [c for c in stale.checks if not c.ok]
     assert failed.name == "backup" and "1 day 1 h old" in failed.message
-    assert "Take a database backup" in failed.todo
+    assert "Have a Backup Operator take a database backup" in failed.todo
     code, out, err = kma_cli(fresh_kma, tmp_path, "so", "upgrade", "check")
     assert code == 1, (out, err)
-    assert "FAIL The newest database backup is 1 day 1 h old" in out and "Take a database backup" in out
+    assert "FAIL The newest database backup is 1 day 1 h old" in out
+    assert "     Have a Backup Operator take a database backup" in out  # what to do, under it
     assert "Not ready: 1 check failed." in out
     code, out, _ = kma_cli(fresh_kma, tmp_path, "so", "upgrade", "check", "--json")
     assert code == 1 and json.loads(out)["ready"] is False
