@@ -240,3 +240,17 @@ def test_a_kma_that_does_not_offer_the_upgrade_check_is_said_so_not_offered_a_bu
     assert not page.upgrade_button.isVisible()
     assert page.not_offered.isVisible()
     assert "This KMA (release 0.2.0) does not offer the upgrade check" in page.not_offered.text()
+
+
+def test_kmas_of_different_releases_say_a_rolling_upgrade_is_under_way(qtbot: Any) -> None:
+    page = ClusterPage(ShownOnly())  # type: ignore[arg-type]
+    qtbot.addWidget(page)
+    kmas = [kma_json("kma-dal-1", "dallas", leader=True, lag=0.0), kma_json("kma-dal-2", "dallas"),
+            kma_json("kma-dal-3", "dallas")]  # fmt: skip
+    kmas[0]["version"] = "0.10.0"  # upgraded first; a release compared by its numbers, not as text
+    page.show_topology(topology(kmas))
+    said = "a rolling upgrade under way): 0.1.0 on kma-dal-2, kma-dal-3; 0.10.0 on kma-dal-1."
+    assert said in page.banner.text()
+    assert "release 0.10.0" in page.scene.nodes["kma-dal-1"].toolTip()
+    page.show_topology(topology([kma_json("kma-dal-1", "dallas", leader=True, lag=0.0)]))
+    assert "different releases" not in page.banner.text()

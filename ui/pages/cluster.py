@@ -66,6 +66,23 @@ def health_line(topology: Any) -> tuple[str, str]:
     return " · ".join(parts), colour
 
 
+def _release_order(release: str) -> tuple[int, ...]:
+    return tuple(int(part) if part.isdigit() else -1 for part in release.split("."))
+
+
+def releases_line(topology: Any) -> str:
+    """During a rolling upgrade, which KMAs run which release (empty when they all run one)."""
+    by_release: dict[str, list[str]] = {}
+    for kma in topology.kmas:
+        by_release.setdefault(kma.version, []).append(kma.id)
+    if len(by_release) < 2:
+        return ""
+    releases = sorted(by_release, key=_release_order)
+    parts = [f"{r} on {', '.join(by_release[r]) if len(by_release[r]) < 3 else f'{len(by_release[r])} KMAs'}"
+             for r in releases]  # fmt: skip
+    return "The KMAs run different releases (a rolling upgrade under way): " + "; ".join(parts) + "."
+
+
 class TopologyView(QGraphicsView):
     """Scales the picture down to fit, never up (one KMA stays its natural size)."""
 
@@ -185,8 +202,10 @@ class ClusterPage(QWidget):
             self.view.fit()
         line, colour = health_line(topology)
         tolerance = topology.failure_tolerance
+        releases = releases_line(topology)
         self.banner.setText(f"<b style='color:{colour}'>● {html.escape(line)}</b><br>"
-                            f"{html.escape(tolerance.summary)}")  # fmt: skip
+                            f"{html.escape(tolerance.summary)}"
+                            + (f"<br>{html.escape(releases)}" if releases else ""))  # fmt: skip
         subtitle = self.header.findChild(QLabel, "pageSubtitle")
         if subtitle is not None:
             subtitle.setText(f"Cluster <b>{html.escape(topology.cluster_name)}</b> as "
