@@ -167,12 +167,12 @@ def kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
             "responding": me or bool(node and node.reachable),
             # This KMA knows its own lock state first-hand; the others' is what they last recorded.
             "locked": kma.vault.locked if me else bool(row["locked"]) and not row["witness"],
-            # The KMA software's version (the store's node status carries rqlite's own, not ours).
             "version": __version__ if me else row["version"],
             # What each KMA recorded at its last start (kma/running.py): during a rolling upgrade, which
-            # KMAs run which release, know which migrations and run which rqlited.
+            # KMAs run which release, know which migrations and run which rqlited. A node that answers
+            # says its rqlited release itself (a witness, which records nothing, too).
             "schema_version": row["schema_version"],
-            "rqlite_version": row["rqlite_version"],
+            "rqlite_version": (node.rqlite_version if node else None) or row["rqlite_version"],
             # Where its master key is: software or its own HSM (docs/hsm.md#clusters); a witness has none.
             "master_key": None if row["witness"] else kma.vault.backend if me else row["master_key"],
             # Each KMA's outbox as its shipper last reported it into the cluster's store (ours: live).

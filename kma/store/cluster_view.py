@@ -11,7 +11,7 @@ class NodeStatus:
     leader: bool
     voter: bool
     reachable: bool
-    version: str
+    rqlite_version: str | None  # the rqlited release the node reports; None: embedded, or it did not say
     last_contact_seconds: float | None
 
 

@@ -659,7 +659,7 @@ class RqliteStore:
             contact = 0.0 if node["id"] == local_id and raft.get("state") == "Leader" else None
             if node["id"] == local_id and contact is None:
                 contact = local_contact
-            reachable, version = bool(node.get("reachable")), str(node.get("version", ""))
+            reachable, version = bool(node.get("reachable")), node.get("version") or None
             out.append(
                 NodeStatus(str(node["id"]), leader, bool(node.get("voter")), reachable, version, contact)
             )

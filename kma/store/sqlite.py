@@ -194,9 +194,7 @@ class SQLiteStore:
 
     # --- the cluster: this KMA alone ----------------------------------------------------
     def cluster_nodes(self) -> list[NodeStatus]:
-        from kma import __version__
-
-        return [NodeStatus(self.kma_id, leader=True, voter=True, reachable=True, version=__version__,
+        return [NodeStatus(self.kma_id, leader=True, voter=True, reachable=True, rqlite_version=None,
                            last_contact_seconds=0.0)]  # fmt: skip
 
     def replication_lag(self) -> ReplicationLag:

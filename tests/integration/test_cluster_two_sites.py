@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from kma.cluster.rqlited import VERSION as RQLITE_VERSION
 from kms_client import NotFound
 from tests.integration.test_quorum import creds
 from tests.integration.test_quorum_cli import kma_cli
@@ -72,6 +73,7 @@ def test_the_witness_is_a_voter_at_its_own_site_and_no_agent_is_sent_to_it(
     assert by_site["witness"] == ["witness-1"]
     witness = next(k for s in topology.sites for k in s.kmas if k.id == "witness-1")
     assert witness.witness and witness.voter and witness.responding and not witness.locked
+    assert witness.rqlite_version == RQLITE_VERSION  # it records nothing; its node says so itself
     tolerance = topology.failure_tolerance
     assert (tolerance.voters, tolerance.voters_may_lose) == (5, 2)
     assert tolerance.sites_whose_loss_stops_writes == ()  # Dallas, Boston or the witness may go
