@@ -22,7 +22,7 @@ import pytest
 from kma.cluster.node_config import ClusterFiles, NodeConfig
 from kma.datadir import DataDir
 from kms_client import KmaLocked, PendingQuorumOp
-from tests.integration.test_kma_entries import _answers
+from tests.integration.test_adding_kmas import _answers
 from tests.integration.test_kma_join_init import init_join, passphrase_in
 from tests.integration.test_quorum import creds
 from tests.integration.test_quorum_cli import kma_cli, secret_file
