@@ -19,7 +19,8 @@ from kma.store import SQLiteStore
 from kma.store.fts import index_all
 from kma.store.rqlite_http import rqlite_statement
 from tests.integration.test_audit_fts_background import fts_integrity
-from tests.support.cluster import BINARY, eventually, execute, first_node, replica
+from tests.support.cluster import BINARY, execute, first_node, replica
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -76,7 +77,7 @@ def test_a_search_on_a_cluster_kma_reads_the_index_and_finds_what_embedded_finds
                 newest = db.execute("SELECT max(id) FROM audit_events").fetchone()[0]
                 return bool(db.execute("SELECT indexed_to FROM audit_fts_state").fetchone()[0] == newest)
 
-        eventually(indexed, 60.0, "every audit event in the cluster's free-text index")
+        wait_until(indexed, 60.0, "every audit event in the cluster's free-text index")
         with replica(kma) as db:
             assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] > EVENTS
             plan = " ".join(r[3] for r in db.execute(
