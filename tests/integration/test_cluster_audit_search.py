@@ -15,7 +15,7 @@ from kma.clock import SystemClock
 from kma.datadir import DataDir
 from kma.services.audit_log import TEXT_SOURCE, text_page, with_text
 from kma.services.paging import PageRequest
-from kma.store import SQLiteStore
+from kma.store import SQLiteStore, audit_rows
 from kma.store.fts import index_all
 from kma.store.rqlite_http import rqlite_statement
 from tests.integration.test_audit_fts_background import fts_integrity
@@ -66,7 +66,7 @@ def test_a_search_on_a_cluster_kma_reads_the_index_and_finds_what_embedded_finds
     kma, _ = first_node(tmp_path / "a")
     try:
         events = archive_events("kma-archive", DataDir(kma.data_dir).identity().site_id)
-        insert = AuditChain.insert_stmt
+        insert = audit_rows.events
         for start in range(0, EVENTS, 500):
             stmt = insert(events[start : start + 500])
             execute(kma, [rqlite_statement(stmt.sql, stmt.params)])
