@@ -22,7 +22,7 @@ from cryptography.x509.oid import NameOID
 
 from kma.store.schema import latest_schema_version
 from kms_client import Conflict, Forbidden, KmsClient, LockedOut, PendingQuorumOp, Unauthenticated
-from kms_client.cluster_members import KmaEntryOperation
+from kms_client.membership import KmaAdmission
 from tests.integration.test_lockouts import http_from
 from tests.integration.test_quorum import creds, events
 from tests.support.agents import service_address
@@ -53,7 +53,7 @@ def csr(name: str = "whatever-the-machine-says") -> tuple[ec.EllipticCurvePrivat
     return key, request.public_bytes(serialization.Encoding.PEM).decode()
 
 
-def add_entry(kma: RunningKma, kma_id: str, *members: str, **fields: Any) -> KmaEntryOperation:
+def add_entry(kma: RunningKma, kma_id: str, *members: str, **fields: Any) -> KmaAdmission:
     so = kma.client("so")
     return so.create_kma_entry(
         kma_id, fields.pop("site_id", "boston"), **{**ADDRESSES, **fields}, credentials=creds(kma, *members)
