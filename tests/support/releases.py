@@ -24,4 +24,11 @@ def release_tree(release: str, into: Path) -> Path:
     into.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    # Release 0.1.0 reads its version from the installed package's metadata, which here is the
+    # environment's (installed from another tree): the release's own, first on its path, as an
+    # installed 0.1.0 would have it.
+    info = into / f"kms_manager-{release}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: kms-manager\nVersion: {release}\n",
+                                   encoding="utf-8")  # fmt: skip
     return into
