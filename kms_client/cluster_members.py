@@ -123,6 +123,15 @@ class ClusterMemberMethods:
         body = present(credentials=credentials_body(credentials))
         return self._call_or_pending("POST", f"/kmas/{segment(id)}/remove", Kma.from_json, body)
 
+    def raise_cluster_version(
+        self, version: int, *, credentials: Credentials | None = None
+    ) -> PendingQuorumOp:
+        """Security Officer, quorum-protected: raise the cluster version once every KMA runs a
+        release that supports it (refused, naming the KMAs still too old, until then). The answer
+        is the operation: `executed` when M credentials came with it, else pending."""
+        body = present(version=version, credentials=credentials_body(credentials))
+        return self._call("POST", "/cluster/version", PendingQuorumOp.from_json, body=body)
+
     def join_cluster(self, kma_id: str, passphrase: str, node_csr_pem: str, server_csr_pem: str,
                      master_key_public_pem: str | None = None) -> JoinGrant:  # fmt: skip
         """No sign-in: the joining machine's side of the handshake (used by `kma init`). With

@@ -590,6 +590,7 @@ QUORUM_OP_TYPES = (
     "add_kma",
     "set_kma_passphrase",
     "remove_kma",
+    "raise_cluster_version",
 )
 
 

@@ -112,6 +112,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /kmas": frozenset({SO}),
     "PUT /kmas/{id}/passphrase": frozenset({SO}),
     "POST /kmas/{id}/remove": frozenset({SO}),
+    "POST /cluster/version": frozenset({SO}),  # issue 30
     "POST /cluster/join": PUBLIC,  # a joining KMA, with its one-time KMA passphrase
     # Backups (issue 12).
     "GET /backups": frozenset({BO, SO, AU}),
@@ -377,6 +378,7 @@ CALLS: dict[str, Prep] = {
     "POST /kmas": lambda w, u: ({}, w.kma_entry()),
     "PUT /kmas/{id}/passphrase": lambda w, u: ({"id": w.kma_id}, {}),
     "POST /kmas/{id}/remove": lambda w, u: ({"id": w.joined_kma()}, {}),  # pending (202) without credentials
+    "POST /cluster/version": lambda w, u: ({}, {"version": 2}),  # pending (202) without credentials
     "POST /cluster/join": lambda w, u: w.joining(),
     "GET /backups": none,
     "GET /backups/{id}": lambda w, u: ({"id": w.backup_id}, None),
@@ -402,6 +404,7 @@ AFTER: dict[str, Callable[[World], None]] = {
     "PUT /cluster/autonomous-unlock": lambda w: w.drop_pending("set_autonomous_unlock"),
     "PUT /kmas/{id}/passphrase": lambda w: w.drop_pending("set_kma_passphrase"),
     "POST /kmas/{id}/remove": lambda w: w.drop_pending("remove_kma"),
+    "POST /cluster/version": lambda w: w.drop_pending("raise_cluster_version"),
 }
 assert CALLS.keys() == EXPECTED.keys()
 

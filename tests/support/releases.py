@@ -25,3 +25,13 @@ def release_tree(release: str, into: Path) -> Path:
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     return into
+
+
+def installed_as(tree: Path, release: str) -> Path:
+    """Make `tree` report `release` as an installed copy of it does. Release 0.1.0 reads its version
+    from the environment's installed metadata (this project, editable: whatever version that is);
+    package metadata in the tree, which PYTHONPATH puts first, answers for it instead."""
+    info = tree / f"kms_manager-{release}.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: kms-manager\nVersion: {release}\n")
+    return tree

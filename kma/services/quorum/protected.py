@@ -17,6 +17,7 @@ from kma.domain.strength import check_user_passphrase
 from kma.errors import ValidationFailed
 from kma.services import users
 from kma.services.audit_retention import SHORTEN_RETENTION
+from kma.services.cluster_version import RAISE_CLUSTER_VERSION
 from kma.services.common import refuse_taken
 from kma.services.kma_entries import ADD_KMA, REMOVE_KMA, SET_KMA_PASSPHRASE
 from kma.services.quorum.key_split import Quorum
@@ -98,5 +99,6 @@ OP_TYPES: dict[str, OpType] = {
         ADD_KMA,
         SET_KMA_PASSPHRASE,
         REMOVE_KMA,
+        RAISE_CLUSTER_VERSION,
     )
 }

@@ -1,0 +1,96 @@
+"""Raising the cluster version (kma/cluster/version.py): a quorum operation a Security Officer
+proposes once every KMA runs a release that supports the new version.
+
+Refused, naming the KMAs still too old, while any KMA of the cluster (witnesses and entries whose
+machine has not joined yet too) has not recorded such a release; checked again when the quorum's
+last approval runs it. Once it is committed, this KMA applies the contract migrations the new
+version allows to the cluster's store (the other KMAs find them applied).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kma import __version__
+from kma.appliance import Appliance
+from kma.cluster import version as cluster_version
+from kma.errors import Conflict, ValidationFailed
+from kma.services.change import Change
+from kma.services.quorum.key_split import Quorum
+from kma.services.quorum.op_type import OpType, Outcome, Prepared
+from kma.store import Stmt
+
+
+def current(kma: Appliance) -> tuple[int, str]:
+    """(the cluster version, the first release that supports it)."""
+    return cluster_version.current(kma.store.query)
+
+
+def too_old(kma: Appliance, version: int) -> list[str]:
+    """The KMAs of the cluster whose recorded release does not support `version`, as 'ID (release)'."""
+    rows = kma.store.query("SELECT id, release FROM kmas WHERE removed_at IS NULL ORDER BY id")
+    return [
+        f"{r['id']} ({r['release'] or 'no release recorded'})"
+        for r in rows
+        if not cluster_version.release_supports(r["release"], version)
+    ]
+
+
+def _refuse_too_old(kma: Appliance, version: int) -> None:
+    if old := too_old(kma, version):
+        needs = cluster_version.FIRST_RELEASE[version]
+        raise Conflict(
+            f"Cluster version {version} needs release {needs} or later on every KMA; still too old: "
+            f"{', '.join(old)}. Upgrade them (or remove the entries of KMAs that will not come back) first."
+        )
+
+
+def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
+    target = request.get("version")
+    if not isinstance(target, int) or isinstance(target, bool):
+        raise ValidationFailed("The cluster version must be a whole number.")
+    now, _ = current(kma)
+    high = cluster_version.supported()[1]
+    if target <= now:
+        raise Conflict(f"The cluster runs at cluster version {now} already; it is only ever raised.")
+    if target > high:
+        raise ValidationFailed(
+            f"This KMA's release ({__version__}) knows cluster versions up to {high}; "
+            "propose the raise on a KMA of a later release."
+        )
+    _refuse_too_old(kma, target)
+    needs = cluster_version.FIRST_RELEASE[target]
+    summary = (
+        f"Raise the cluster version from {now} to {target}: a KMA of a release before {needs} can no "
+        "longer start in this cluster, and the store's contract migrations run"
+    )
+    return Prepared(summary, {"version": target}, {"version": target, "from": now}, exclusive=True)
+
+
+def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
+    target = int(p["version"])
+    _refuse_too_old(kma, target)  # a KMA may have started an older release since the proposal
+    needs = cluster_version.FIRST_RELEASE[target]
+    stmt = Stmt(
+        "INSERT INTO cluster_version (id, version, needs_release, raised_at, raised_by_op) "
+        "VALUES (1, :version, :needs, :now, :op) ON CONFLICT (id) DO UPDATE SET version = excluded.version, "
+        "needs_release = excluded.needs_release, raised_at = excluded.raised_at, "
+        "raised_by_op = excluded.raised_by_op WHERE cluster_version.version < excluded.version",
+        {"version": target, "needs": needs, "now": kma.clock.now(), "op": op_id},
+        expect=1,
+        refusal=f"the cluster version was raised to {target} or beyond meanwhile",
+    )
+    message = f"raised the cluster version from {p['from']} to {target} (every KMA runs {needs} or later)"
+    change = Change("cluster.version", [stmt], message, ("cluster_version", str(target)))
+    return Outcome(change, lambda: _contract_migrations(kma, target))
+
+
+def _contract_migrations(kma: Appliance, version: int) -> None:
+    from kma.store.rqlite import RqliteStore
+
+    if isinstance(kma.store, RqliteStore):  # an embedded store applied them at once
+        kma.store.apply_contract_migrations(version)
+
+
+RAISE_CLUSTER_VERSION = OpType("raise_cluster_version", _prepare, _execute)

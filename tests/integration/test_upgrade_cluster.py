@@ -1,0 +1,219 @@
+"""Issue 30: a cluster of three KMAs of release 0.1.0 is upgraded to this tree one KMA at a time
+while tape drives get keys from it; then the cluster version is raised under quorum, and a KMA
+too old for it (release 0.1.0, or this tree told it supports less) refuses to start."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from kma.agent.simulator import Drive, KmaList, Tally
+from kma.cluster.version import SUPPORTED_FOR_TESTS
+from kma.datadir import DataDir
+from kma.kmip.client import KmipFailure
+from kms_client import ApiError
+from kms_client.release import release
+from tests.integration.test_quorum import creds
+from tests.support.agents import demo_passphrase, enroll, kmip
+from tests.support.cluster import BINARY, assert_every_kma_agrees, replica, table_checksums
+from tests.support.kma_process import RunningKma
+from tests.support.releases import installed_as, release_tree
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.slow
+AGENT = "t10k-dal-02"
+# Run by release 0.1.0's own test support (PYTHONPATH = its tree): the cluster as it was formed
+# then. Its KMAs are stopped at the end; the test starts them again.
+FORM = """
+import json, sys
+from pathlib import Path
+from tests.support.cluster import add_node, first_node, free_port
+tmp = Path(sys.argv[1])
+first, ca = first_node(tmp / "first")
+kmas = [first]
+for kma_id in ("kma-dal-2", "kma-dal-3"):
+    kmas.append(add_node(first, ca, tmp, kma_id, ports=(free_port(), free_port())))
+    kmas[-1].start()
+print(json.dumps({"demo": first.demo, "data_dirs": [str(k.data_dir) for k in kmas]}))
+for kma in reversed(kmas):
+    kma.stop()
+"""
+
+
+class Drives:
+    """Tape drives (the simulator's: each fails over between the KMAs and retries "try again" as a
+    drive does) writing new tapes and reading each back, until stopped."""
+
+    def __init__(self, agent_dir: Path, count: int = 2) -> None:
+        self.agent_dir = agent_dir
+        self.kmas = KmaList(agent_dir)
+        self.tally = Tally()
+        self.written: list[str] = []
+        self.stopping = threading.Event()
+        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(count)]
+        for thread in self.threads:
+            thread.start()
+
+    def _run(self, index: int) -> None:
+        drive = Drive(f"drive-{index}", self.agent_dir, self.kmas)
+        n = 0
+        try:
+            while not self.stopping.is_set():
+                volser = f"U{index}{n:04d}"
+                n += 1
+                try:
+                    drive.mount(volser, write=True, rewrite=False, tally=self.tally)
+                    with self.tally.lock:
+                        self.written.append(volser)
+                    drive.mount(volser, write=False, rewrite=False, tally=self.tally)
+                except (KmipFailure, ConnectionError) as exc:  # beyond the drive's retries
+                    with self.tally.lock:
+                        self.tally.failures += 1
+                        self.tally.errors.append(f"{drive.name} {volser}: {exc}")
+                with self.tally.lock:
+                    self.tally.mounts += 2
+                self.stopping.wait(0.3)
+        finally:
+            drive.close()
+
+    def mounts(self) -> int:
+        with self.tally.lock:
+            return self.tally.mounts
+
+    def keep_mounting(self, more: int = 6) -> None:
+        """Wait until the drives have mounted `more` tapes more (they go on meanwhile)."""
+        target = self.mounts() + more
+        wait_until(lambda: self.mounts() >= target, 180, what=f"{more} more mounts")
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(timeout=120)
+
+
+def form_cluster_on(tree: Path, tmp: Path) -> list[RunningKma]:
+    """Three KMAs of one site formed by release `tree`'s own code and test support, running it."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "KMA_RQLITED": str(BINARY)}
+    done = subprocess.run([sys.executable, "-c", FORM, str(tmp)], cwd=tree, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    formed = json.loads(done.stdout.strip().splitlines()[-1])
+    kmas = []
+    for path in formed["data_dirs"]:
+        data_dir = Path(path)
+        service_port = int(DataDir(data_dir).identity().service_address.rsplit(":", 1)[1])
+        kmas.append(RunningKma(data_dir, formed["demo"], source=tree, service_port=service_port))
+    with ThreadPoolExecutor(len(kmas)) as pool:  # each waits for the others to have a majority
+        list(pool.map(lambda k: k.start(caught_up=False), kmas))
+    for kma in kmas:
+        kma.wait_ready(caught_up=True)
+    return kmas
+
+
+def releases(kma: RunningKma) -> dict[str, str | None]:
+    with replica(kma) as db:
+        return {r["id"]: r["release"] for r in db.execute("SELECT id, release FROM kmas")}
+
+
+def keys_seen_by(kma: RunningKma, agent_dir: Path, tapes: list[str]) -> dict[str, dict[str, bytes]]:
+    """Every key of these tapes, as this KMA serves them to the drive: {tape: {key ID: bytes}}."""
+    address = json.loads((kma.data_dir.parent / "ready.json").read_text())["service_address"]
+    with kmip(agent_dir, address) as client:
+        return {tape: {uid: client.get(uid) for uid in client.locate(data_unit=tape)} for tape in tapes}
+
+
+@pytest.fixture
+def old_cluster(tmp_path: Path) -> Iterator[tuple[list[RunningKma], Path]]:
+    tree = installed_as(release_tree("0.1.0", tmp_path / "release-0.1.0"), "0.1.0")
+    kmas = form_cluster_on(tree, tmp_path / "cluster")
+    try:
+        yield kmas, tree
+    finally:
+        for kma in reversed(kmas):
+            kma.stop()
+
+
+def test_a_cluster_of_release_0_1_0_upgrades_one_kma_at_a_time_while_drives_get_keys(
+    old_cluster: tuple[list[RunningKma], Path], tmp_path: Path
+) -> None:
+    kmas, old = old_cluster
+    agent = tmp_path / "agent" / AGENT
+    enroll(kmas[0], AGENT, agent, demo_passphrase(kmas[0], AGENT))
+    drives = Drives(agent)
+    try:
+        drives.keep_mounting()
+        for n, kma in enumerate(kmas):
+            kma.stop()
+            kma.source = None  # this tree
+            kma.start()  # and caught up with the cluster
+            drives.keep_mounting()
+            kma_id = DataDir(kma.data_dir).identity().kma_id
+            assert releases(kma)[kma_id] == release()
+            if n == 0:  # the raise is refused while KMAs of release 0.1.0 serve, naming them
+                with pytest.raises(ApiError) as refused:
+                    kma.client("so").raise_cluster_version(2)
+                assert refused.value.status == 409
+                too_old = "kma-dal-2 (no release recorded), kma-dal-3 (no release recorded)"
+                assert too_old in refused.value.message
+    finally:
+        drives.stop()
+    summary = drives.tally.summary(1.0)
+    assert summary["failures"] == 0, summary["errors"]
+    assert drives.written
+
+    # Every key issued meanwhile is on every KMA, the same bytes; chains verify; tables agree.
+    seen = [keys_seen_by(kma, agent, drives.written) for kma in kmas]
+    assert all(len(keys) == 1 for keys in seen[0].values()), seen[0]
+    assert seen[1] == seen[0] and seen[2] == seen[0]
+    assert_every_kma_agrees(kmas)
+
+    # The cluster version, raised under quorum: pending, then approved by the key split's members.
+    so = kmas[1].client("so")
+    pending = so.raise_cluster_version(2, credentials=creds(kmas[1], "alice"))
+    assert pending.state == "pending" and pending.type == "raise_cluster_version"
+    for user, member in (("qm1", "bob"), ("qm2", "carol")):
+        approved = kmas[1].client(user).approve_quorum_operation(pending.id, *creds(kmas[1], member)[0])
+    assert approved.state == "executed", approved
+    assert approved.result == "raised the cluster version from 1 to 2 (every KMA runs 0.2.0 or later)"
+    with replica(kmas[2]) as db:
+        wait_until(lambda: db.execute("SELECT version FROM cluster_version").fetchall() == [(2,)], 30,
+                   what="cluster version 2 on every replica")  # fmt: skip
+
+    # Release 0.1.0 started on one of them afterwards: refused, it does not serve.
+    late = kmas[2]
+    late.stop()
+    late.source = old
+    with pytest.raises(RuntimeError) as exited:
+        late.start()
+    assert late.process is not None and late.process.wait(timeout=60) == 2, exited.value
+    assert "kma: The change breaks a rule of the store." in str(exited.value)
+    with replica(kmas[0]) as db:
+        row = db.execute("SELECT version, release FROM kmas WHERE id = 'kma-dal-3'").fetchone()
+    assert tuple(row) == (release(), release())  # its start recorded nothing
+
+    # This release, told it supports less than the cluster runs at: refused, nothing written.
+    late.source = None
+    with replica(kmas[0]) as db:
+        before = table_checksums(db)
+    env = {**os.environ, SUPPORTED_FOR_TESTS: "1..1"}
+    refused = subprocess.run([sys.executable, "-m", "kma", "serve", "--data-dir", str(late.data_dir)],
+                             env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert refused.returncode == 2, refused.stderr
+    assert (
+        f"kma: This cluster runs at cluster version 2; this KMA's release ({release()}) supports cluster "
+        "versions 1 to 1. Install release 0.2.0 or later on this KMA." in refused.stderr
+    )
+    with replica(kmas[0]) as db:
+        assert table_checksums(db) == before
+
+    # Installed again, this release starts.
+    late.start()
+    assert releases(late)["kma-dal-3"] == release()
