@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kma import __version__
@@ -65,13 +64,9 @@ def _numbers(release: str) -> tuple[int, ...]:
     return tuple(int(n) for n in release.split("."))
 
 
-def current(query: Callable[[str], Sequence[Any]]) -> tuple[int, str]:
-    """(cluster version, first release that supports it) as the store has it; `query` runs one
-    read. A store without the table (not migrated yet) or without the row is at 1."""
-    try:
-        rows = query(CURRENT_SQL)
-    except sqlite3.OperationalError:  # no such table: a store from before migration 0043
-        return 1, FIRST_RELEASE[1]
+def current(rows: Sequence[Any]) -> tuple[int, str]:
+    """(cluster version, first release that supports it) from the rows `CURRENT_SQL` read; a store
+    without the row (or without the table: not migrated yet) is at 1."""
     if not rows:
         return 1, FIRST_RELEASE[1]
     return int(rows[0][0]), str(rows[0][1])

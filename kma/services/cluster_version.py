@@ -24,7 +24,7 @@ from kma.store import Stmt
 
 def current(kma: Appliance) -> tuple[int, str]:
     """(the cluster version, the first release that supports it)."""
-    return cluster_version.current(kma.store.query)
+    return cluster_version.current(kma.store.query(cluster_version.CURRENT_SQL))
 
 
 def too_old(kma: Appliance, version: int) -> list[str]:

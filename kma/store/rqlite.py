@@ -604,13 +604,21 @@ class RqliteStore:
 
     # --- schema --------------------------------------------------------------------------
     def _cluster_version(self) -> int:
-        """The cluster version as this node's replica has it (no majority needed), refused when this
-        release does not support it. A node's first start has no replica yet: the cluster's store
-        has no row then either (a joined node's replica holds it once it has caught up)."""
+        """The cluster version, refused when this release does not support it. Asked through the
+        leader: a restarted node's replica is its last snapshot until it has caught up, and may
+        predate a raise. Without a leader now, as this node's replica has it (a node's first start
+        has none yet, and the cluster's store no row either)."""
+        rows: Sequence[Any]
         try:
-            version, needs_release = cluster_version.current(self.query)
-        except OSError:
-            return 1
+            rows = self.client.query(cluster_version.CURRENT_SQL)
+        except StatementFailed:  # no such table: a store not migrated to 0043 yet
+            rows = []
+        except ClusterUnavailable:
+            try:
+                rows = self.query(cluster_version.CURRENT_SQL)
+            except (sqlite3.Error, OSError):
+                rows = []
+        version, needs_release = cluster_version.current(rows)
         cluster_version.check(version, needs_release)
         return version
 

@@ -19,6 +19,7 @@ from kma.agent.simulator import Drive, KmaList, Tally
 from kma.cluster.version import SUPPORTED_FOR_TESTS
 from kma.datadir import DataDir
 from kma.kmip.client import KmipFailure
+from kma.store.schema import EXTRA_FOR_TESTS
 from kms_client import ApiError
 from kms_client.release import release
 from tests.integration.test_quorum import creds
@@ -29,6 +30,7 @@ from tests.support.releases import installed_as, release_tree
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
+CONTRACT = "-- phase: contract\nCREATE TABLE contract_probe (id INTEGER PRIMARY KEY);\n"
 AGENT = "t10k-dal-02"
 # Run by release 0.1.0's own test support (PYTHONPATH = its tree): the cluster as it was formed
 # then. Its KMAs are stopped at the end; the test starts them again.
@@ -123,6 +125,11 @@ def releases(kma: RunningKma) -> dict[str, str | None]:
         return {r["id"]: r["release"] for r in db.execute("SELECT id, release FROM kmas")}
 
 
+def tables(kma: RunningKma) -> set[str]:
+    with replica(kma) as db:
+        return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
 def keys_seen_by(kma: RunningKma, agent_dir: Path, tapes: list[str]) -> dict[str, dict[str, bytes]]:
     """Every key of these tapes, as this KMA serves them to the drive: {tape: {key ID: bytes}}."""
     address = json.loads((kma.data_dir.parent / "ready.json").read_text())["service_address"]
@@ -131,7 +138,13 @@ def keys_seen_by(kma: RunningKma, agent_dir: Path, tapes: list[str]) -> dict[str
 
 
 @pytest.fixture
-def old_cluster(tmp_path: Path) -> Iterator[tuple[list[RunningKma], Path]]:
+def old_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[RunningKma], Path]]:
+    """Three KMAs of release 0.1.0, running; this tree (when they run it) has one contract
+    migration more (release 0.1.0 knows no such setting)."""
+    extra = tmp_path / "migrations"
+    extra.mkdir()
+    (extra / "9001_contract_probe.sql").write_text(CONTRACT)
+    monkeypatch.setenv(EXTRA_FOR_TESTS, str(extra))
     tree = installed_as(release_tree("0.1.0", tmp_path / "release-0.1.0"), "0.1.0")
     kmas = form_cluster_on(tree, tmp_path / "cluster")
     try:
@@ -167,6 +180,8 @@ def test_a_cluster_of_release_0_1_0_upgrades_one_kma_at_a_time_while_drives_get_
         drives.stop()
     summary = drives.tally.summary(1.0)
     assert summary["failures"] == 0, summary["errors"]
+    assert summary["failovers"] > 0  # each KMA was stopped in turn: the drives went to the others
+    assert "contract_probe" not in tables(kmas[0])  # this tree's contract migration waits
     assert drives.written
 
     # Every key issued meanwhile is on every KMA, the same bytes; chains verify; tables agree.
@@ -183,9 +198,9 @@ def test_a_cluster_of_release_0_1_0_upgrades_one_kma_at_a_time_while_drives_get_
         approved = kmas[1].client(user).approve_quorum_operation(pending.id, *creds(kmas[1], member)[0])
     assert approved.state == "executed", approved
     assert approved.result == "raised the cluster version from 1 to 2 (every KMA runs 0.2.0 or later)"
-    with replica(kmas[2]) as db:
-        wait_until(lambda: db.execute("SELECT version FROM cluster_version").fetchall() == [(2,)], 30,
-                   what="cluster version 2 on every replica")  # fmt: skip
+    # The contract migration waited for the raise, and ran once it was committed.
+    wait_until(lambda: tables(kmas[2]) >= {"cluster_version", "contract_probe"}, 30,
+               what="the raise and the contract migration in the last KMA's replica")  # fmt: skip
 
     # Release 0.1.0 started on one of them afterwards: refused, it does not serve.
     late = kmas[2]
