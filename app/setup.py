@@ -1,6 +1,6 @@
 """What the set-up wizard gathers, and its calls to a KMA in set-up mode (no Qt: worker side).
 
-The answers are exactly those of `kma init --answers` (kma/bootstrap.py): `finish_body` is what
+The answers are exactly those of `kma init --answers` (kma/setup/new_cluster.py): `finish_body` is what
 the set-up API takes, `to_toml` the answers file for a later headless run, without any passphrase
 (each person types their own then). Passphrases live here only as long as a step needs them.
 """

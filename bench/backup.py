@@ -32,9 +32,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.scale import Store, agent_round  # noqa: E402
-from kma.backup.restore import restore  # noqa: E402
 from kma.datadir import DataDir  # noqa: E402
 from kma.services.quorum.key_split import Credential  # noqa: E402
+from kma.setup.restore import restore  # noqa: E402
 
 
 def copy_store(source: Path, work: Path) -> Path:

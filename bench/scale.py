@@ -49,10 +49,11 @@ from bench.keys import (  # noqa: E402
     uid_of,
 )
 from bench.rounds import Spread, interleave, ratio_of, summarise, too_wide  # noqa: E402
+from kma import quorum  # noqa: E402
 from kma.kmip import ttlv  # noqa: E402
 from kma.kmip.client import key_template, name_attribute, request_message  # noqa: E402
 from kma.kmip.enums import ObjectType, Operation, Tag  # noqa: E402
-from kma.services import agents, data_units, keys, quorum, users  # noqa: E402
+from kma.services import agents, data_units, keys, users  # noqa: E402
 from kma.services.paging import ListSpec  # noqa: E402
 from tests.support.kma_process import RunningKma  # noqa: E402
 

@@ -2,27 +2,38 @@
 
 Services take the appliance as their first argument; the API and CLI build one and pass it on.
 `commit` is the one way a service writes: statements plus the audit event that records them;
-`audit` records an event on its own. What runs in the background while the KMA serves (key pool,
-audit pruner, autonomous unlock) is started by `kma serve` (kma/services/running.py).
+`audit` records an event on its own.
+
+The appliance is also this KMA's runtime, as etcd's `EtcdServer` and rqlite's `Store` are theirs:
+what a KMA holds in memory only while its process runs (its key pool, the escrow keys of quorum
+operations submitted while locked, the audit signer, the sign-in gates) and its background workers
+(kma/worker.py) are its `part`s, one of each kind, made at first use and gone with it. `kma serve`
+starts the workers (kma/running.py); `close` stops them.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from kma.audit.chain import AuditChain
 from kma.audit.record import AuditRecord, Condition, Retention
 from kma.clock import Clock, OffsetFileClock, SystemClock
-from kma.cluster.store import open_store
 from kma.datadir import DataDir
 from kma.domain.actor import Actor
 from kma.errors import Conflict, NotFound
-from kma.store import Batch, Refused, Stmt, WriteResult
+from kma.store import Batch, Refused, Stmt, Store, WriteResult
 from kma.vault import Vault
+from kma.worker import Worker
 
 TEST_CLOCK_ENV = "KMA_TEST_CLOCK_FILE"
+Part = TypeVar("Part")
+# Opens the store of a data directory for its KMA ID and audit chain: embedded SQLite, or this
+# node of the cluster (kma.cluster.store.open_store, given by whoever builds the appliance).
+StoreOpener = Callable[[DataDir, str, AuditChain], Store]
 
 
 def default_clock() -> Clock:
@@ -31,7 +42,7 @@ def default_clock() -> Clock:
 
 
 class Appliance:
-    def __init__(self, data_dir: DataDir, clock: Clock | None = None) -> None:
+    def __init__(self, data_dir: DataDir, open_store: StoreOpener, clock: Clock | None = None) -> None:
         self.data_dir = data_dir
         self.identity = data_dir.identity()
         self.kma_id = self.identity.kma_id
@@ -40,6 +51,19 @@ class Appliance:
         self.store = open_store(data_dir, self.kma_id, self.chain)  # embedded, or a cluster node's
         self.vault = Vault(data_dir.hsm())
         self.itself = Actor(self.kma_id, self.identity.management_address, kind="kma")
+        self._parts: dict[Callable[[Appliance], Any], Any] = {}
+        self._parts_lock = threading.RLock()  # a part may be made of other parts
+
+    def part(self, kind: Callable[[Appliance], Part]) -> Part:
+        """This KMA's one `kind` (a key pool, a worker, state held in memory), made at first use.
+        The services own the kinds; the appliance only holds them, so it imports none of them."""
+        found = self._parts.get(kind)  # the agent path asks for the key pool at every key it issues
+        if found is None:
+            with self._parts_lock:
+                found = self._parts.get(kind)
+                if found is None:
+                    found = self._parts[kind] = kind(self)
+        return found
 
     @property
     def test_clock(self) -> bool:
@@ -112,5 +136,9 @@ class Appliance:
         self.store.write(Batch((), record))
 
     def close(self) -> None:
+        with self._parts_lock:
+            workers = [part for part in self._parts.values() if isinstance(part, Worker)]
+        for worker in reversed(workers):  # those made last may use those made before
+            worker.stop()
         self.store.close()
         self.vault.lock()

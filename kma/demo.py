@@ -17,8 +17,8 @@ import time
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.bootstrap import Answers, SplitMember, initialise
 from kma.clock import FixedClock
+from kma.cluster.store import open_store
 from kma.crypto.hsm import HsmSettings
 from kma.datadir import DataDir, write_private
 from kma.domain.actor import Actor
@@ -27,6 +27,7 @@ from kma.services import agents, data_units, keys, policies, sites, users
 from kma.services.backups import take_core_security_backup
 from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
+from kma.setup.new_cluster import Answers, SplitMember, initialise
 
 DAY = 86400
 DEMO_KMA = "kma-dal-1"
@@ -64,7 +65,7 @@ def make_demo(data_dir: DataDir, port: int = 8443, hsm: HsmSettings | None = Non
     credentials = [
         {"id": "so", "name": "Sam Officer", "roles": [str(Role.SECURITY_OFFICER)], "passphrase": so_pass}
     ]
-    kma = Appliance(data_dir, clock)
+    kma = Appliance(data_dir, open_store, clock)
     try:
         unlock_autonomously(kma)
         enrollment = _replay_a_year(kma, clock, credentials)

@@ -27,12 +27,13 @@ from kma.api.app import create_app
 from kma.api.listener import ManagementAcceptor, ManagementProtocol
 from kma.appliance import Appliance
 from kma.cluster.serve import start_cluster_node
+from kma.cluster.store import open_store
 from kma.crypto import WrappingKey, fingerprint
 from kma.datadir import DataDir
 from kma.kmip.server import ServiceListener
 from kma.limits import ListenerLimits
+from kma.running import Running
 from kma.services import kma_certificates, refusals
-from kma.services.running import Running
 from kma.systemd import notify
 from kma.tls import server_context
 
@@ -161,7 +162,7 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
     ca = fingerprint(data_dir.ca_cert.read_bytes())
 
     node = start_cluster_node(data_dir)  # None when the store is embedded
-    kma = Appliance(data_dir)
+    kma = Appliance(data_dir, open_store)
     running = Running(kma, node)  # autonomous unlock, key pool, audit pruner, cluster watch
     running.start(management, service, master)
     agents = ServiceListener(kma, service_sock, service, limits)

@@ -9,8 +9,9 @@ for key in client.iter_keys(state="deactivated"): ...
 
 from __future__ import annotations
 
-from ._http import Credentials, FilterValue
-from .client import KmsClient, Order
+from ._http import Credentials, FilterValue, Order
+from .behaviour import PERMISSIONS
+from .client import KmsClient
 from .errors import (
     ERROR_CLASSES,
     ApiError,
@@ -35,39 +36,65 @@ from .failover import Failover, KnownKma
 from .models import (
     CONDITIONS,
     DATA_UNIT_STATES,
+    HISTORY_SUBJECTS,
     KEY_STATES,
-    PERMISSIONS,
+    KMA_HEALTH,
     QUORUM_OP_STATES,
     QUORUM_OP_TYPES,
     RETENTIONS,
     ROLES,
     SEVERITIES,
+    Credential,
+    KeySplitChange,
+)
+from .paging import iter_all, iter_pages
+from .reader import Page, read
+from .trust import Trust, fingerprint_of, ssl_context_for
+from .wire import (
     Agent,
+    AuditCheckpoint,
     AuditEvent,
+    AuditFacets,
+    AuditForwarding,
+    AuditReport,
     AutonomousUnlock,
+    Backup,
+    Backups,
+    BackupSchedule,
+    Boundary,
     CaInfo,
     ChainReport,
-    Credential,
+    CoreSecurityBackupStatus,
     Dashboard,
     DataUnit,
     EnrollmentPassphrase,
+    FailureTolerance,
+    ForwardingStatus,
+    History,
     Key,
     KeyGroup,
     KeyPolicy,
     KeySplit,
-    KeySplitChange,
     Kma,
+    KmaNode,
+    Lane,
     MemberEnrolment,
-    Page,
     PendingQuorumOp,
+    PruneResult,
     QuorumApproval,
+    ReplicationLag,
+    Retention,
+    Series,
     Session,
     Site,
+    SiteAgents,
+    SiteLink,
+    Span,
     Status,
+    Topology,
+    TopologySite,
     User,
 )
-from .paging import iter_all, iter_pages
-from .trust import Trust, fingerprint_of, ssl_context_for
 
 __all__ = [
     "CONDITIONS",
@@ -133,43 +160,9 @@ __all__ = [
     "ssl_context_for",
 ]
 
-from .audit_models import (  # noqa: E402  the auditor's routes
-    AuditCheckpoint,
-    AuditFacets,
-    AuditReport,
-    Boundary,
-    History,
-    Lane,
-    PruneResult,
-    Retention,
-    Series,
-    Span,
-)
-
+__all__ += ["HISTORY_SUBJECTS", "read"]
 __all__ += ["AuditCheckpoint", "AuditFacets", "AuditReport", "Boundary", "History", "Lane", "PruneResult",
             "Retention", "Series", "Span"]  # fmt: skip
-
-from .backups import (  # noqa: E402  database and core security backups
-    Backup,
-    Backups,
-    BackupSchedule,
-    CoreSecurityBackupStatus,
-)
-
 __all__ += ["Backup", "BackupSchedule", "Backups", "CoreSecurityBackupStatus"]
-
-from .topology_models import (  # noqa: E402  the cluster at a glance
-    KMA_HEALTH,
-    AuditForwarding,
-    FailureTolerance,
-    ForwardingStatus,
-    KmaNode,
-    ReplicationLag,
-    SiteAgents,
-    SiteLink,
-    Topology,
-    TopologySite,
-)
-
 __all__ += ["KMA_HEALTH", "AuditForwarding", "FailureTolerance", "ForwardingStatus", "KmaNode",
             "ReplicationLag", "SiteAgents", "SiteLink", "Topology", "TopologySite"]  # fmt: skip

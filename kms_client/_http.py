@@ -7,7 +7,7 @@ import ssl
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 import httpx
@@ -16,6 +16,7 @@ from .errors import ApiError, InternalError, KmaUnreachable, TrustError, api_err
 from .models import Credential
 
 FilterValue = str | int | bool | datetime | None
+Order = Literal["asc", "desc"]
 Credentials = Iterable[Credential | tuple[str, str]] | Mapping[str, str]
 
 

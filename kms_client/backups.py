@@ -1,6 +1,6 @@
 """Database backups and the core security backup (docs/api.md "Backups").
 
-A mixin of `KmsClient`, like `AuditMethods`; same threading rule: every method does network I/O,
+A part of `KmsClient`, given its connection; same threading rule: every method does network I/O,
 never call one on the GUI thread.
 """
 
@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, BinaryIO
 
-from ._http import error_from_response, segment, translated_transport_errors
-from .models import JsonObject, maybe_time, parse_time
+from ._http import segment
+from .connection import Connection
+from .reader import reader
+from .wire import Backup, Backups, BackupSchedule, CoreSecurityBackupStatus
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
-T = TypeVar("T")
 BACKUP_TIMEOUT = 600.0
 # A new file, then renamed over `dest`: any file already there (or planted as the .part) is replaced
 # whole, never written through.
@@ -27,120 +26,31 @@ _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | 
 Progress = Callable[[int, int], None]  # bytes so far, bytes in all (0 when unknown)
 
 
-@dataclass(frozen=True)
-class CoreSecurityBackupStatus:
-    exists: bool
-    up_to_date: bool  # false also after a key split change: a Security Officer takes a new one
-    created_at: datetime | None
-    created_by: str | None
-    message: str
-
-    @classmethod
-    def from_json(cls, d: JsonObject) -> CoreSecurityBackupStatus:
-        return cls(bool(d["exists"]), bool(d["up_to_date"]), maybe_time(d.get("created_at")),
-                   d.get("created_by"), str(d["message"]))  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Backup:
-    id: str
-    kma_id: str
-    created_at: datetime
-    created_by: str
-    scheduled: bool
-    size: int
-    sha256: str
-    keys: int
-    audit_events: int
-    schema_version: int
-    deleted_at: datetime | None = None
-    deleted_by: str | None = None
-
-    @classmethod
-    def from_json(cls, d: JsonObject) -> Backup:
-        return cls(d["id"], d["kma_id"], parse_time(d["created_at"]), d["created_by"], bool(d["scheduled"]),
-                   int(d["size"]), d["sha256"], int(d["keys"]), int(d["audit_events"]),
-                   int(d["schema_version"]), maybe_time(d.get("deleted_at")),
-                   d.get("deleted_by"))  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Backups:
-    items: tuple[Backup, ...]
-    core_security_backup: CoreSecurityBackupStatus
-
-    @classmethod
-    def from_json(cls, d: JsonObject) -> Backups:
-        return cls(tuple(Backup.from_json(b) for b in d["items"]),
-                   CoreSecurityBackupStatus.from_json(d["core_security_backup"]))  # fmt: skip
-
-
-@dataclass(frozen=True)
-class BackupSchedule:
-    kma_id: str
-    frequency: str  # off | hourly | daily
-    folder: str
-    keep: int
-    last_attempt_at: datetime | None
-    last_error: str | None
-    last_scheduled_backup_at: datetime | None
-    next_at: datetime | None
-
-    @classmethod
-    def from_json(cls, d: JsonObject) -> BackupSchedule:
-        return cls(d["kma_id"], d["frequency"], d["folder"], int(d["keep"]),
-                   maybe_time(d.get("last_attempt_at")), d.get("last_error"),
-                   maybe_time(d.get("last_scheduled_backup_at")), maybe_time(d.get("next_at")))  # fmt: skip
-
-
-class BackupMethods:
-    if TYPE_CHECKING:
-        _http: httpx.Client
-        _address: str
-        _timeout: float
-        _token: str | None
-
-        def _call(self, method: str, path: str, parse: Callable[[JsonObject], T], *,
-                  params: dict[str, str] | None = None, body: dict[str, Any] | None = None,
-                  auth: bool = True) -> T: ...  # fmt: skip
-
-        def _request(self, method: str, path: str, *, params: dict[str, str] | None = None,
-                     body: dict[str, Any] | None = None,
-                     auth: bool = True) -> httpx.Response: ...  # fmt: skip
+class BackupCalls:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
 
     def list_backups(self) -> Backups:
-        return self._call("GET", "/backups", Backups.from_json)
+        return self._connection.call("GET", "/backups", reader(Backups))
 
     def get_backup(self, id: str) -> Backup:
-        return self._call("GET", f"/backups/{segment(id)}", Backup.from_json)
+        return self._connection.call("GET", f"/backups/{segment(id)}", reader(Backup))
 
     def create_backup(self) -> Backup:
         """Make a database backup on the KMA (Backup Operator); it stays there until deleted. A large
         store takes a while: this waits up to BACKUP_TIMEOUT seconds."""
-        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
-        with translated_transport_errors(self._address, BACKUP_TIMEOUT):
-            response = self._http.post("/backups", json={}, headers=headers, timeout=BACKUP_TIMEOUT)
-        if response.is_error:
-            raise error_from_response(response)
-        return Backup.from_json(response.json())
+        return self._connection.call("POST", "/backups", reader(Backup), body={}, timeout=BACKUP_TIMEOUT)
 
     def delete_backup(self, id: str) -> None:
-        self._request("DELETE", f"/backups/{segment(id)}")
+        self._connection.request("DELETE", f"/backups/{segment(id)}")
 
     def download_backup(self, id: str, dest: Path, progress: Progress | None = None) -> int:
         """Save a backup's file to `dest` (written beside it, then renamed, so a failed download
         leaves no half file); returns its size."""
-        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         part = dest.with_name(dest.name + ".part")
         written = 0
         try:
-            with (
-                translated_transport_errors(self._address, self._timeout),
-                self._http.stream("GET", f"/backups/{segment(id)}/file", headers=headers) as response,
-            ):
-                if response.is_error:
-                    response.read()
-                    raise error_from_response(response)
+            with self._connection.stream(f"/backups/{segment(id)}/file") as response:
                 total = int(response.headers.get("content-length", 0))
                 with _private_file(part) as sink:
                     for chunk in response.iter_bytes(1 << 20):
@@ -155,20 +65,20 @@ class BackupMethods:
 
     def backup_schedule(self) -> BackupSchedule:
         """The schedule of the KMA this client talks to (each KMA has its own)."""
-        return self._call("GET", "/backups/schedule", BackupSchedule.from_json)
+        return self._connection.call("GET", "/backups/schedule", reader(BackupSchedule))
 
     def set_backup_schedule(self, frequency: str, folder: str = "", keep: int = 7) -> BackupSchedule:
         """`frequency` off, hourly or daily; `folder` an absolute path on the KMA's machine."""
         body = {"frequency": frequency, "folder": folder, "keep": keep}
-        return self._call("PUT", "/backups/schedule", BackupSchedule.from_json, body=body)
+        return self._connection.call("PUT", "/backups/schedule", reader(BackupSchedule), body=body)
 
     def core_security_backup_status(self) -> CoreSecurityBackupStatus:
-        return self._call("GET", "/core-security-backup", CoreSecurityBackupStatus.from_json)
+        return self._connection.call("GET", "/core-security-backup", reader(CoreSecurityBackupStatus))
 
     def take_core_security_backup(self, dest: Path) -> int:
         """Take the core security backup (Security Officer) and save it to `dest`; returns its size.
         Keep it offline: with M key split passphrases it opens every database backup."""
-        data = self._request("POST", "/core-security-backup").content
+        data = self._connection.request("POST", "/core-security-backup").content
         part = dest.with_name(dest.name + ".part")
         try:
             with _private_file(part) as sink:

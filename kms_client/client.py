@@ -8,68 +8,77 @@ Never call it on the GUI thread: every method does network I/O and may block for
 
 from __future__ import annotations
 
-import threading
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
 from ._http import (
     Credentials,
     FilterValue,
-    base_url,
+    Order,
     credentials_body,
-    error_from_response,
+    present,
     query,
     segment,
-    translated_transport_errors,
-    unreadable_response,
 )
-from ._http import present as _present
-from .audit import AuditMethods
-from .backups import BackupMethods
-from .cluster_members import ClusterMemberMethods
-from .errors import KmaUnreachable, TrustError, Unauthenticated
-from .failover import Failover, KnownKma, failover_order, never_sent
-from .models import (
+from .audit import AuditCalls
+from .backups import BackupCalls
+from .cluster_members import ClusterMemberCalls
+from .connection import Connection
+from .errors import Unauthenticated
+from .failover import Failover, KnownKma
+from .models import KeySplitChange, key_split_change
+from .paging import iter_all, iter_pages
+from .reader import Page, reader
+from .topology import TopologyCalls
+from .wire import (
     Agent,
-    AuditEvent,
     AutonomousUnlock,
     CaInfo,
-    ChainReport,
     Dashboard,
     DataUnit,
     EnrollmentPassphrase,
-    JsonObject,
     Key,
     KeyGroup,
     KeyPolicy,
     KeySplit,
-    KeySplitChange,
     Kma,
-    Page,
     PendingQuorumOp,
     Session,
     Site,
     Status,
     User,
 )
-from .paging import iter_all, iter_pages
-from .topology import TopologyMethods
-from .trust import Trust, fingerprint_of, same_fingerprint, ssl_context_for
 
 T = TypeVar("T")
-Order = Literal["asc", "desc"]
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMethods):
+def _part(part: str, method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], R]:
+    """`method` of the client's `part`, offered as the client's own (same name, signature, doc)."""
+
+    @functools.wraps(method)
+    def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return method(getattr(self, part), *args, **kwargs)
+
+    return call
+
+
+class KmsClient:
     """A signed-in (or not yet) connection to one KMA, verified against a pinned cluster CA.
 
     `ca_pem` is the CA saved at first contact (`Trust.fetch`). Without it the CA is read from
     the KMA again and must still match `ca_fingerprint`, so the pin is what is trusted either
     way. Refuses (`TrustError`) a CA whose fingerprint is not `ca_fingerprint`.
     `transport` replaces the network, for tests.
+
+    The routes of the auditor, backups, cluster membership and the topology are answered by parts
+    given the same connection (audit.py, backups.py, cluster_members.py, topology.py); the client
+    offers their methods under its own name, so a caller needs one object.
     """
 
     def __init__(
@@ -83,62 +92,59 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         cluster: Sequence[KnownKma] = (),
         on_failover: Callable[[Failover], None] | None = None,
     ) -> None:
-        url = base_url(address)
-        if ca_pem is None:
-            ca_pem = Trust.fetch(address, timeout=timeout, transport=transport).ca_pem
-        actual = fingerprint_of(ca_pem)
-        if not same_fingerprint(actual, ca_fingerprint):
-            raise TrustError(
-                f"The cluster CA for {address} has fingerprint {actual}, not the pinned "
-                f"{ca_fingerprint}. This is not the cluster you trusted; do not sign in. If the "
-                "cluster CA really changed, confirm its new fingerprint with the KMA's "
-                "administrator and trust it again."
-            )
-        self._address = address
-        self._timeout = timeout
-        self._token: str | None = None
-        # The cluster's KMAs (failover.py): when this one stops answering, the client goes on
-        # with another. `on_failover` hears of it (called on the thread of the request).
-        self._cluster = tuple(cluster)
-        self.on_failover = on_failover
-        self._switching = threading.Lock()
-        self._http = httpx.Client(
-            base_url=url,
-            verify=ssl_context_for(ca_pem),
+        self._connection = connection = Connection(
+            address,
+            ca_pem=ca_pem,
+            ca_fingerprint=ca_fingerprint,
             timeout=timeout,
             transport=transport,
-            headers={"Accept": "application/json"},
+            cluster=cluster,
+            on_failover=on_failover,
         )
+        self._audit = AuditCalls(connection)
+        self._backups = BackupCalls(connection)
+        self._members = ClusterMemberCalls(connection)
+        self._topology = TopologyCalls(connection)
 
-    # -- plumbing -------------------------------------------------------------------------------
+    # -- the connection -------------------------------------------------------------------------
 
     @property
     def address(self) -> str:
-        return self._address
+        return self._connection.address
 
     @property
     def cluster(self) -> tuple[KnownKma, ...]:
         """The cluster's KMAs as last learnt (empty until `learn_cluster` or `cluster=`)."""
-        return self._cluster
+        return self._connection.cluster
+
+    @property
+    def on_failover(self) -> Callable[[Failover], None] | None:
+        """Hears of a switch to another KMA (called on the thread of the request)."""
+        return self._connection.on_failover
+
+    @on_failover.setter
+    def on_failover(self, listener: Callable[[Failover], None] | None) -> None:
+        self._connection.on_failover = listener
 
     def learn_cluster(self) -> tuple[KnownKma, ...]:
         """Read the cluster's KMAs from the topology (any signed-in user) and keep them for
         failover; a removed KMA leaves the list."""
         topology = self.cluster_topology()
-        self._cluster = tuple(KnownKma(k.id, k.name, k.site_id, k.management_address) for k in topology.kmas)
-        return self._cluster
+        known = tuple(KnownKma(k.id, k.name, k.site_id, k.management_address) for k in topology.kmas)
+        self._connection.cluster = known
+        return known
 
     @property
     def token(self) -> str | None:
         """The session token, or None when not signed in."""
-        return self._token
+        return self._connection.token
 
     def use_token(self, token: str | None) -> None:
         """Resume a saved session (or forget it with None) without signing in again."""
-        self._token = token
+        self._connection.token = token
 
     def close(self) -> None:
-        self._http.close()
+        self._connection.close()
 
     def __enter__(self) -> KmsClient:
         return self
@@ -152,107 +158,8 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         self.close()
 
     def __repr__(self) -> str:
-        signed_in = "signed in" if self._token else "not signed in"
-        return f"<KmsClient {self._address} {signed_in}>"
-
-    def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: dict[str, str] | None = None,
-        body: dict[str, Any] | None = None,
-        auth: bool = True,
-    ) -> httpx.Response:
-        headers = {}
-        token = self._token
-        if auth and token is not None:
-            headers["Authorization"] = f"Bearer {token}"
-
-        def send() -> httpx.Response:
-            with translated_transport_errors(self._address, self._timeout):
-                return self._http.request(method, path, params=params, json=body, headers=headers)
-
-        tried = self._address
-        try:
-            response = send()
-        except KmaUnreachable as lost:
-            response = self._fail_over(lost, tried, send, again=method == "GET" or never_sent(lost))
-        if response.is_error:
-            raise error_from_response(response)
-        return response
-
-    def _fail_over(
-        self, lost: KmaUnreachable, gone: str, send: Callable[[], httpx.Response], again: bool
-    ) -> httpx.Response:
-        """Go on with another KMA of the cluster after the one at `gone` stopped answering.
-
-        The request is sent again there if it is a read or never reached the KMA; a change that
-        may have been applied is not sent twice: the client switches and `lost` is raised."""
-
-        def answers() -> httpx.Response:
-            with translated_transport_errors(self._address, self._timeout):
-                return self._http.request("GET", "/status")
-
-        with self._switching:
-            if self._address != gone:  # another thread switched meanwhile: go on where it went
-                if not again:
-                    raise lost
-                return send()
-            for kma in failover_order(self._cluster, gone):
-                self._point_at(kma.address)
-                try:
-                    response = send() if again else answers()
-                except KmaUnreachable:
-                    continue
-                except BaseException:
-                    self._point_at(gone)
-                    raise
-                if self.on_failover is not None:
-                    known = next((k.name for k in self._cluster if k.address == gone), gone)
-                    self.on_failover(Failover(known, kma))
-                if not again:
-                    raise lost
-                return response
-            self._point_at(gone)
-        raise lost
-
-    def _point_at(self, address: str) -> None:
-        self._address = address
-        self._http.base_url = httpx.URL(base_url(address))
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        parse: Callable[[JsonObject], T],
-        *,
-        params: dict[str, str] | None = None,
-        body: dict[str, Any] | None = None,
-        auth: bool = True,
-    ) -> T:
-        response = self._request(method, path, params=params, body=body, auth=auth)
-        try:
-            return parse(response.json())
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise unreadable_response(response, exc) from exc
-
-    def _list(self, path: str, item: Callable[[JsonObject], T], params: dict[str, str]) -> Page[T]:
-        return self._call("GET", path, lambda d: Page.from_json(d, item), params=params)
-
-    def _call_or_pending(
-        self, method: str, path: str, parse: Callable[[JsonObject], T], body: dict[str, Any]
-    ) -> T | PendingQuorumOp:
-        """A quorum-protected call: its result when it ran (2xx), the pending operation on 202."""
-        response = self._request(method, path, body=body)
-        if response.status_code == 204:
-            return parse({})
-        try:
-            if response.status_code == 202:
-                return PendingQuorumOp.from_json(response.json())
-            return parse(response.json())
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise unreadable_response(response, exc) from exc
+        signed_in = "signed in" if self.token else "not signed in"
+        return f"<KmsClient {self.address} {signed_in}>"
 
     # -- paging helpers -------------------------------------------------------------------------
 
@@ -269,43 +176,43 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
     # -- no sign-in -----------------------------------------------------------------------------
 
     def status(self) -> Status:
-        return self._call("GET", "/status", Status.from_json)
+        return self._connection.call("GET", "/status", reader(Status))
 
     def ca(self) -> CaInfo:
         """The CA as this KMA reports it, over the verified connection."""
-        return self._call("GET", "/ca", CaInfo.from_json)
+        return self._connection.call("GET", "/ca", reader(CaInfo))
 
     # -- session --------------------------------------------------------------------------------
 
     def sign_in(self, user_id: str, passphrase: str) -> Session:
         """Sign in and keep the token for later calls. Wrong credentials: `Unauthenticated`;
         too many failures in a row: `LockedOut`."""
-        session = self._call(
+        session = self._connection.call(
             "POST",
             "/auth/sign-in",
-            Session.from_json,
+            reader(Session),
             body={"user_id": user_id, "passphrase": passphrase},
             auth=False,
         )
-        self._token = session.token
+        self._connection.token = session.token
         return session
 
     def sign_out(self) -> None:
         """End the session on the KMA and forget the token; an already expired session is fine."""
-        if self._token is None:
+        if self._connection.token is None:
             return
         try:
-            self._request("POST", "/auth/sign-out")
+            self._connection.request("POST", "/auth/sign-out")
         except Unauthenticated:
             pass
         finally:
-            self._token = None
+            self._connection.token = None
 
     def me(self) -> User:
-        return self._call("GET", "/auth/me", User.from_json)
+        return self._connection.call("GET", "/auth/me", reader(User))
 
     def dashboard(self) -> Dashboard:
-        return self._call("GET", "/dashboard", Dashboard.from_json)
+        return self._connection.call("GET", "/dashboard", reader(Dashboard))
 
     # -- sites ----------------------------------------------------------------------------------
 
@@ -319,9 +226,9 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         order: Order | None = None,
         **filters: FilterValue,
     ) -> Page[Site]:
-        return self._list(
+        return self._connection.list(
             "/sites",
-            Site.from_json,
+            Site,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -329,18 +236,18 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_sites, **kw)
 
     def create_site(self, id: str, name: str, description: str | None = None) -> Site:
-        body = _present(id=id, name=name, description=description)
-        return self._call("POST", "/sites", Site.from_json, body=body)
+        body = present(id=id, name=name, description=description)
+        return self._connection.call("POST", "/sites", reader(Site), body=body)
 
     def update_site(
         self, id: str, *, name: str | None = None, description: str | None = None
     ) -> Site:
-        body = _present(name=name, description=description)
-        return self._call("PATCH", f"/sites/{segment(id)}", Site.from_json, body=body)
+        body = present(name=name, description=description)
+        return self._connection.call("PATCH", f"/sites/{segment(id)}", reader(Site), body=body)
 
     def delete_site(self, id: str) -> None:
         """`Conflict` while KMAs or agents still belong to the site."""
-        self._request("DELETE", f"/sites/{segment(id)}")
+        self._connection.request("DELETE", f"/sites/{segment(id)}")
 
     # -- KMAs -----------------------------------------------------------------------------------
 
@@ -354,9 +261,9 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         order: Order | None = None,
         **filters: FilterValue,
     ) -> Page[Kma]:
-        return self._list(
+        return self._connection.list(
             "/kmas",
-            Kma.from_json,
+            Kma,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -371,8 +278,8 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         site_id: str | None = None,
         key_pool_size: int | None = None,
     ) -> Kma:
-        body = _present(name=name, site_id=site_id, key_pool_size=key_pool_size)
-        return self._call("PATCH", f"/kmas/{segment(id)}", Kma.from_json, body=body)
+        body = present(name=name, site_id=site_id, key_pool_size=key_pool_size)
+        return self._connection.call("PATCH", f"/kmas/{segment(id)}", reader(Kma), body=body)
 
     # -- users ----------------------------------------------------------------------------------
 
@@ -387,9 +294,9 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         **filters: FilterValue,
     ) -> Page[User]:
         """Filters: `role`."""
-        return self._list(
+        return self._connection.list(
             "/users",
-            User.from_json,
+            User,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -397,7 +304,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_users, **kw)
 
     def get_user(self, id: str) -> User:
-        return self._call("GET", f"/users/{segment(id)}", User.from_json)
+        return self._connection.call("GET", f"/users/{segment(id)}", reader(User))
 
     def create_user(
         self,
@@ -410,9 +317,9 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
     ) -> User | PendingQuorumOp:
         """Quorum-protected: with M key split `credentials` the user is made at once (`User`);
         with fewer it becomes a `PendingQuorumOp` for Quorum Members to approve."""
-        body = {"id": id, "name": name, "roles": list(roles), "passphrase": passphrase}
-        body.update(_present(credentials=credentials_body(credentials)))
-        return self._call_or_pending("POST", "/users", User.from_json, body)
+        given = credentials_body(credentials)
+        body = present(id=id, name=name, roles=list(roles), passphrase=passphrase, credentials=given)
+        return self._connection.call_or_pending("POST", "/users", reader(User), body)
 
     def update_user(
         self,
@@ -424,20 +331,21 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         credentials: Credentials | None = None,
     ) -> User | PendingQuorumOp:
         """Quorum-protected, like `create_user`."""
-        body = _present(
+        body = present(
             name=name,
             roles=None if roles is None else list(roles),
             enabled=enabled,
             credentials=credentials_body(credentials),
         )
-        return self._call_or_pending("PATCH", f"/users/{segment(id)}", User.from_json, body)
+        return self._connection.call_or_pending("PATCH", f"/users/{segment(id)}", reader(User), body)
 
     def set_user_passphrase(
         self, id: str, passphrase: str, *, credentials: Credentials | None = None
     ) -> PendingQuorumOp | None:
         """Quorum-protected: None when the passphrase was set, else the pending operation."""
-        body = _present(passphrase=passphrase, credentials=credentials_body(credentials))
-        return self._call_or_pending("PUT", f"/users/{segment(id)}/passphrase", lambda d: None, body)
+        body = present(passphrase=passphrase, credentials=credentials_body(credentials))
+        path = f"/users/{segment(id)}/passphrase"
+        return self._connection.call_or_pending("PUT", path, lambda _: None, body)
 
     # -- key policies ---------------------------------------------------------------------------
 
@@ -451,9 +359,9 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         order: Order | None = None,
         **filters: FilterValue,
     ) -> Page[KeyPolicy]:
-        return self._list(
+        return self._connection.list(
             "/key-policies",
-            KeyPolicy.from_json,
+            KeyPolicy,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -461,7 +369,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_key_policies, **kw)
 
     def get_key_policy(self, id: str) -> KeyPolicy:
-        return self._call("GET", f"/key-policies/{segment(id)}", KeyPolicy.from_json)
+        return self._connection.call("GET", f"/key-policies/{segment(id)}", reader(KeyPolicy))
 
     def create_key_policy(
         self,
@@ -476,7 +384,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         general_keys: bool | None = None,
     ) -> KeyPolicy:
         """Periods are whole seconds, > 0, cryptoperiod >= encryption_period; fixed for good."""
-        body = _present(
+        body = present(
             id=id,
             description=description,
             encryption_period=encryption_period,
@@ -486,7 +394,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
             agents_may_revoke=agents_may_revoke,
             general_keys=general_keys,
         )
-        return self._call("POST", "/key-policies", KeyPolicy.from_json, body=body)
+        return self._connection.call("POST", "/key-policies", reader(KeyPolicy), body=body)
 
     def update_key_policy(
         self,
@@ -499,14 +407,14 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         general_keys: bool | None = None,
     ) -> KeyPolicy:
         """Periods cannot change once set, so they are not arguments here."""
-        body = _present(
+        body = present(
             description=description,
             allow_export=allow_export,
             allow_import=allow_import,
             agents_may_revoke=agents_may_revoke,
             general_keys=general_keys,
         )
-        return self._call("PATCH", f"/key-policies/{segment(id)}", KeyPolicy.from_json, body=body)
+        return self._connection.call("PATCH", f"/key-policies/{segment(id)}", reader(KeyPolicy), body=body)
 
     # -- key groups -----------------------------------------------------------------------------
 
@@ -520,9 +428,9 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         order: Order | None = None,
         **filters: FilterValue,
     ) -> Page[KeyGroup]:
-        return self._list(
+        return self._connection.list(
             "/key-groups",
-            KeyGroup.from_json,
+            KeyGroup,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -530,20 +438,20 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_key_groups, **kw)
 
     def get_key_group(self, id: str) -> KeyGroup:
-        return self._call("GET", f"/key-groups/{segment(id)}", KeyGroup.from_json)
+        return self._connection.call("GET", f"/key-groups/{segment(id)}", reader(KeyGroup))
 
     def create_key_group(self, id: str, policy_id: str, description: str | None = None) -> KeyGroup:
-        body = _present(id=id, description=description, policy_id=policy_id)
-        return self._call("POST", "/key-groups", KeyGroup.from_json, body=body)
+        body = present(id=id, description=description, policy_id=policy_id)
+        return self._connection.call("POST", "/key-groups", reader(KeyGroup), body=body)
 
     def update_key_group(self, id: str, *, description: str | None = None) -> KeyGroup:
-        body = _present(description=description)
-        return self._call("PATCH", f"/key-groups/{segment(id)}", KeyGroup.from_json, body=body)
+        body = present(description=description)
+        return self._connection.call("PATCH", f"/key-groups/{segment(id)}", reader(KeyGroup), body=body)
 
     def set_key_group_agents(self, id: str, agent_ids: Iterable[str]) -> KeyGroup:
         """Replace the set of agents that may use the key group."""
         body = {"agent_ids": list(agent_ids)}
-        return self._call("PUT", f"/key-groups/{segment(id)}/agents", KeyGroup.from_json, body=body)
+        return self._connection.call("PUT", f"/key-groups/{segment(id)}/agents", reader(KeyGroup), body=body)
 
     # -- agents ---------------------------------------------------------------------------------
 
@@ -558,9 +466,9 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         **filters: FilterValue,
     ) -> Page[Agent]:
         """Filters: `site_id`, `enabled`."""
-        return self._list(
+        return self._connection.list(
             "/agents",
-            Agent.from_json,
+            Agent,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -568,7 +476,7 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_agents, **kw)
 
     def get_agent(self, id: str) -> Agent:
-        return self._call("GET", f"/agents/{segment(id)}", Agent.from_json)
+        return self._connection.call("GET", f"/agents/{segment(id)}", reader(Agent))
 
     def create_agent(
         self,
@@ -577,13 +485,13 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         default_key_group_id: str,
         description: str | None = None,
     ) -> Agent:
-        body = _present(
+        body = present(
             id=id,
             description=description,
             site_id=site_id,
             default_key_group_id=default_key_group_id,
         )
-        return self._call("POST", "/agents", Agent.from_json, body=body)
+        return self._connection.call("POST", "/agents", reader(Agent), body=body)
 
     def update_agent(
         self,
@@ -594,18 +502,18 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         default_key_group_id: str | None = None,
         enabled: bool | None = None,
     ) -> Agent:
-        body = _present(
+        body = present(
             description=description,
             site_id=site_id,
             default_key_group_id=default_key_group_id,
             enabled=enabled,
         )
-        return self._call("PATCH", f"/agents/{segment(id)}", Agent.from_json, body=body)
+        return self._connection.call("PATCH", f"/agents/{segment(id)}", reader(Agent), body=body)
 
     def new_enrollment_passphrase(self, id: str) -> EnrollmentPassphrase:
         """A new one-time passphrase for the agent (replaces any earlier one); shown once."""
-        return self._call(
-            "POST", f"/agents/{segment(id)}/enrollment-passphrase", EnrollmentPassphrase.from_json
+        return self._connection.call(
+            "POST", f"/agents/{segment(id)}/enrollment-passphrase", reader(EnrollmentPassphrase)
         )
 
     # -- data units -----------------------------------------------------------------------------
@@ -621,9 +529,9 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         **filters: FilterValue,
     ) -> Page[DataUnit]:
         """Filters: `state`."""
-        return self._list(
+        return self._connection.list(
             "/data-units",
-            DataUnit.from_json,
+            DataUnit,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -631,15 +539,15 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_data_units, **kw)
 
     def get_data_unit(self, id: str) -> DataUnit:
-        return self._call("GET", f"/data-units/{segment(id)}", DataUnit.from_json)
+        return self._connection.call("GET", f"/data-units/{segment(id)}", reader(DataUnit))
 
     def create_data_unit(self, id: str, description: str | None = None) -> DataUnit:
-        body = _present(id=id, description=description)
-        return self._call("POST", "/data-units", DataUnit.from_json, body=body)
+        body = present(id=id, description=description)
+        return self._connection.call("POST", "/data-units", reader(DataUnit), body=body)
 
     def update_data_unit(self, id: str, *, description: str | None = None) -> DataUnit:
-        body = _present(description=description)
-        return self._call("PATCH", f"/data-units/{segment(id)}", DataUnit.from_json, body=body)
+        body = present(description=description)
+        return self._connection.call("PATCH", f"/data-units/{segment(id)}", reader(DataUnit), body=body)
 
     # -- keys -----------------------------------------------------------------------------------
 
@@ -654,9 +562,9 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         **filters: FilterValue,
     ) -> Page[Key]:
         """Filters: `state`, `key_group_id`, `data_unit_id`, `compromised`."""
-        return self._list(
+        return self._connection.list(
             "/keys",
-            Key.from_json,
+            Key,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -664,50 +572,23 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_keys, **kw)
 
     def get_key(self, id: str) -> Key:
-        return self._call("GET", f"/keys/{segment(id)}", Key.from_json)
+        return self._connection.call("GET", f"/keys/{segment(id)}", reader(Key))
 
     def issue_key(self, key_group_id: str, data_unit_id: str) -> Key:
         """Issue a key from this KMA's pool for the data unit, as an agent's request would."""
         body = {"key_group_id": key_group_id, "data_unit_id": data_unit_id}
-        return self._call("POST", "/keys", Key.from_json, body=body)
+        return self._connection.call("POST", "/keys", reader(Key), body=body)
 
     def compromise_key(self, id: str, comment: str) -> Key:
-        return self._call(
-            "POST", f"/keys/{segment(id)}/compromise", Key.from_json, body={"comment": comment}
+        return self._connection.call(
+            "POST", f"/keys/{segment(id)}/compromise", reader(Key), body={"comment": comment}
         )
 
     def destroy_key(self, id: str, comment: str) -> Key:
         """`Conflict` unless the key is deactivated or compromised; comment 1..500 characters."""
-        return self._call(
-            "POST", f"/keys/{segment(id)}/destroy", Key.from_json, body={"comment": comment}
+        return self._connection.call(
+            "POST", f"/keys/{segment(id)}/destroy", reader(Key), body={"comment": comment}
         )
-
-    # -- audit ----------------------------------------------------------------------------------
-
-    def list_audit_events(
-        self,
-        *,
-        limit: int = 100,
-        cursor: str | None = None,
-        q: str | None = None,
-        sort: str | None = None,
-        order: Order | None = None,
-        **filters: FilterValue,
-    ) -> Page[AuditEvent]:
-        """Newest first by default. Filters: `operation`, `severity`, `condition`,
-        `event_class`, `entity_id`, `kma_id`, `site_id`, `subject_type`, `subject_id`, `since`,
-        `until` (a `datetime` is sent as ISO 8601 UTC)."""
-        return self._list(
-            "/audit-events",
-            AuditEvent.from_json,
-            query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
-        )
-
-    def iter_audit_events(self, **kw: Any) -> Iterator[AuditEvent]:
-        return iter_all(self.list_audit_events, **kw)
-
-    def verify_audit_chain(self) -> ChainReport:
-        return self._call("GET", "/audit-events/verify", ChainReport.from_json)
 
     # -- quorum ---------------------------------------------------------------------------------
 
@@ -722,9 +603,9 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         **filters: FilterValue,
     ) -> Page[PendingQuorumOp]:
         """Newest first by default. Filters: `state`, `type`."""
-        return self._list(
+        return self._connection.list(
             "/quorum-operations",
-            PendingQuorumOp.from_json,
+            PendingQuorumOp,
             query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order),
         )
 
@@ -732,33 +613,33 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         return iter_all(self.list_quorum_operations, **kw)
 
     def get_quorum_operation(self, id: str) -> PendingQuorumOp:
-        return self._call("GET", f"/quorum-operations/{segment(id)}", PendingQuorumOp.from_json)
+        return self._connection.call("GET", f"/quorum-operations/{segment(id)}", reader(PendingQuorumOp))
 
     def approve_quorum_operation(self, id: str, member: str, passphrase: str) -> PendingQuorumOp:
         """Approve as key split member `member`; at the M-th approval the operation runs, and the
         returned operation says `executed` (or `failed`, with the reason in `result`)."""
-        return self._call(
+        return self._connection.call(
             "POST",
             f"/quorum-operations/{segment(id)}/approve",
-            PendingQuorumOp.from_json,
+            reader(PendingQuorumOp),
             body={"member": member, "passphrase": passphrase},
         )
 
     def delete_quorum_operation(self, id: str) -> None:
         """Security Officer: a deleted operation never runs. `Conflict` unless it is pending."""
-        self._request("DELETE", f"/quorum-operations/{segment(id)}")
+        self._connection.request("DELETE", f"/quorum-operations/{segment(id)}")
 
     def lock_kma(self, id: str) -> Kma:
         """Security Officer: the KMA serves nothing secret until a quorum unlocks it."""
-        return self._call("POST", f"/kmas/{segment(id)}/lock", Kma.from_json)
+        return self._connection.call("POST", f"/kmas/{segment(id)}/lock", reader(Kma))
 
     def unlock_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:
         """Quorum-protected; a locked KMA still answers this (and sign-in, status, approvals)."""
-        body = _present(credentials=credentials_body(credentials))
-        return self._call_or_pending("POST", f"/kmas/{segment(id)}/unlock", Kma.from_json, body)
+        body = present(credentials=credentials_body(credentials))
+        return self._connection.call_or_pending("POST", f"/kmas/{segment(id)}/unlock", reader(Kma), body)
 
     def get_key_split(self) -> KeySplit:
-        return self._call("GET", "/cluster/key-split", KeySplit.from_json)
+        return self._connection.call("GET", "/cluster/key-split", reader(KeySplit))
 
     def change_key_split(
         self,
@@ -771,35 +652,78 @@ class KmsClient(AuditMethods, BackupMethods, ClusterMemberMethods, TopologyMetho
         of current members (the old quorum). Always pending: it runs once every new member has set
         their own passphrase (`enrol_key_split_member`, with the code in `enrolment_codes`) and M
         current members have approved. Old shares then stop working."""
-        body = _present(
+        body = present(
             threshold=threshold,
             members=[{"name": m} for m in members],
             credentials=credentials_body(credentials),
         )
-        return self._call("PUT", "/cluster/key-split", KeySplitChange.from_json, body=body)
+        return self._connection.call("PUT", "/cluster/key-split", key_split_change, body=body)
 
     def enrol_key_split_member(self, op_id: str, member: str, code: str, passphrase: str) -> PendingQuorumOp:
         """A new key split member sets their own passphrase for a pending key split change; the
         one-time `code` authenticates them (no sign-in needed)."""
-        return self._call(
+        return self._connection.call(
             "POST",
             f"/quorum-operations/{segment(op_id)}/enrol",
-            PendingQuorumOp.from_json,
+            reader(PendingQuorumOp),
             body={"member": member, "code": code, "passphrase": passphrase},
         )
 
     def set_quorum_lifetime(self, seconds: int) -> KeySplit:
         """How long new pending quorum operations wait for approvals (default 24 hours)."""
-        return self._call("PUT", "/cluster/quorum-lifetime", KeySplit.from_json, body={"seconds": seconds})
+        body = {"seconds": seconds}
+        return self._connection.call("PUT", "/cluster/quorum-lifetime", reader(KeySplit), body=body)
 
     def get_autonomous_unlock(self) -> AutonomousUnlock:
-        return self._call("GET", "/cluster/autonomous-unlock", AutonomousUnlock.from_json)
+        return self._connection.call("GET", "/cluster/autonomous-unlock", reader(AutonomousUnlock))
 
     def set_autonomous_unlock(
         self, enabled: bool, *, credentials: Credentials | None = None
     ) -> AutonomousUnlock | PendingQuorumOp:
         """Quorum-protected; applies to the KMA this client talks to."""
-        body = _present(enabled=enabled, credentials=credentials_body(credentials))
-        return self._call_or_pending(
-            "PUT", "/cluster/autonomous-unlock", AutonomousUnlock.from_json, body
+        body = present(enabled=enabled, credentials=credentials_body(credentials))
+        return self._connection.call_or_pending(
+            "PUT", "/cluster/autonomous-unlock", reader(AutonomousUnlock), body
         )
+
+    # -- the auditor's routes (audit.py) ------------------------------------------------------
+    history = _part("_audit", AuditCalls.history)
+    key_history = _part("_audit", AuditCalls.key_history)
+    data_unit_history = _part("_audit", AuditCalls.data_unit_history)
+    agent_history = _part("_audit", AuditCalls.agent_history)
+    list_audit_events = _part("_audit", AuditCalls.list_audit_events)
+    iter_audit_events = _part("_audit", AuditCalls.iter_audit_events)
+    verify_audit_chain = _part("_audit", AuditCalls.verify_audit_chain)
+    tail_audit_events = _part("_audit", AuditCalls.tail_audit_events)
+    audit_facets = _part("_audit", AuditCalls.audit_facets)
+    export_audit_csv = _part("_audit", AuditCalls.export_audit_csv)
+    audit_report = _part("_audit", AuditCalls.audit_report)
+    audit_retention = _part("_audit", AuditCalls.audit_retention)
+    set_audit_retention = _part("_audit", AuditCalls.set_audit_retention)
+    list_audit_checkpoints = _part("_audit", AuditCalls.list_audit_checkpoints)
+    create_audit_checkpoint = _part("_audit", AuditCalls.create_audit_checkpoint)
+    prune_audit_events = _part("_audit", AuditCalls.prune_audit_events)
+    dashboard_series = _part("_audit", AuditCalls.dashboard_series)
+
+    # -- database and core security backups (backups.py) --------------------------------------
+    list_backups = _part("_backups", BackupCalls.list_backups)
+    get_backup = _part("_backups", BackupCalls.get_backup)
+    create_backup = _part("_backups", BackupCalls.create_backup)
+    delete_backup = _part("_backups", BackupCalls.delete_backup)
+    download_backup = _part("_backups", BackupCalls.download_backup)
+    backup_schedule = _part("_backups", BackupCalls.backup_schedule)
+    set_backup_schedule = _part("_backups", BackupCalls.set_backup_schedule)
+    core_security_backup_status = _part("_backups", BackupCalls.core_security_backup_status)
+    take_core_security_backup = _part("_backups", BackupCalls.take_core_security_backup)
+
+    # -- cluster membership (cluster_members.py) ----------------------------------------------
+    get_kma = _part("_members", ClusterMemberCalls.get_kma)
+    create_kma_entry = _part("_members", ClusterMemberCalls.create_kma_entry)
+    set_kma_passphrase = _part("_members", ClusterMemberCalls.set_kma_passphrase)
+    remove_kma = _part("_members", ClusterMemberCalls.remove_kma)
+    join_cluster = _part("_members", ClusterMemberCalls.join_cluster)
+
+    # -- the cluster at a glance (topology.py) ------------------------------------------------
+    cluster_topology = _part("_topology", TopologyCalls.cluster_topology)
+    audit_forwarding = _part("_topology", TopologyCalls.audit_forwarding)
+    set_audit_forwarding = _part("_topology", TopologyCalls.set_audit_forwarding)

@@ -1,20 +1,20 @@
 """Cluster membership: a KMA's entry and its one-time KMA passphrase (quorum), and the join.
 
-A mixin of `KmsClient` (kept apart so the client module stays small); same threading rule:
+A part of `KmsClient`, given its connection; same threading rule:
 every method does network I/O, never call one on the GUI thread.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ._http import Credentials, credentials_body, present, segment
-from .models import JsonObject, Kma, PendingQuorumOp
-
-T = TypeVar("T")
+from .connection import Connection
+from .reader import JsonObject, read, reader
+from .wire import Kma, PendingQuorumOp
 
 
 @dataclass(frozen=True)
@@ -27,11 +27,11 @@ class KmaEntryOperation:
     voters: int  # voters in the cluster once the entry exists
     voter_warning: str | None  # e.g. that two voters stop management writes when either is lost
 
-    @classmethod
-    def from_json(cls, d: JsonObject) -> KmaEntryOperation:
-        return cls(
-            PendingQuorumOp.from_json(d), d["kma_passphrase"], int(d["voters"]), d.get("voter_warning")
-        )
+
+def _entry_operation(d: JsonObject) -> KmaEntryOperation:
+    warning = d.get("voter_warning")
+    op, passphrase, voters = read(PendingQuorumOp, d), read(str, d["kma_passphrase"]), read(int, d["voters"])
+    return KmaEntryOperation(op, passphrase, voters, None if warning is None else read(str, warning))
 
 
 @dataclass(frozen=True)
@@ -56,37 +56,20 @@ class JoinGrant:
     node_credential: str | None = field(default=None, repr=False)  # rqlite's, for the new node
     master_key_wrapped: bytes | None = None  # to the join key the joining KMA's token made, if sent
 
-    @classmethod
-    def from_json(cls, d: JsonObject) -> JoinGrant:
-        return cls(
-            cluster_name=d["cluster_name"],
-            ca_pem=d["ca_pem"],
-            ca_fingerprint=d["ca_fingerprint"],
-            kma=dict(d["kma"]),
-            node_certificate_pem=d["node_certificate_pem"],
-            server_certificate_pem=d["server_certificate_pem"],
-            members=tuple(
-                ClusterMember(m["id"], m["raft_address"], bool(m["voter"]), m.get("node_certificate_pem"))
-                for m in d["members"]
-            ),
-            node_credential=d.get("node_credential"),
-            master_key_wrapped=base64.b64decode(d["master_key_wrapped"]) if d.get("master_key_wrapped") else (
-                None),
-        )
+
+def _join_grant(d: JsonObject) -> JoinGrant:
+    """The grant as the wire has it (read like any answer), the wrapped master key decoded."""
+    wrapped = d.get("master_key_wrapped")
+    fields = {**d, "master_key_wrapped": None}
+    return replace(read(JoinGrant, fields), master_key_wrapped=base64.b64decode(wrapped) if wrapped else None)
 
 
-class ClusterMemberMethods:
-    if TYPE_CHECKING:
-
-        def _call(self, method: str, path: str, parse: Callable[[JsonObject], T], *,
-                  params: dict[str, str] | None = None, body: dict[str, Any] | None = None,
-                  auth: bool = True) -> T: ...  # fmt: skip
-
-        def _call_or_pending(self, method: str, path: str, parse: Callable[[JsonObject], T],
-                             body: dict[str, Any]) -> T | PendingQuorumOp: ...  # fmt: skip
+class ClusterMemberCalls:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
 
     def get_kma(self, id: str) -> Kma:  # noqa: A002  the API's name
-        return self._call("GET", f"/kmas/{segment(id)}", Kma.from_json)
+        return self._connection.call("GET", f"/kmas/{segment(id)}", reader(Kma))
 
     def create_kma_entry(
         self,
@@ -109,19 +92,19 @@ class ClusterMemberMethods:
             service_address=service_address, raft_address=raft_address, voter=voter, witness=witness,
             key_pool_size=key_pool_size, credentials=credentials_body(credentials),
         )  # fmt: skip
-        return self._call("POST", "/kmas", KmaEntryOperation.from_json, body=body)
+        return self._connection.call("POST", "/kmas", _entry_operation, body=body)
 
     def set_kma_passphrase(self, id: str, *, credentials: Credentials | None = None) -> KmaEntryOperation:  # noqa: A002
         """Security Officer, quorum-protected: a new one-time KMA passphrase for an entry; a
         machine that joins with it becomes that KMA (how a dead KMA is replaced)."""
         body = present(credentials=credentials_body(credentials))
-        return self._call("PUT", f"/kmas/{segment(id)}/passphrase", KmaEntryOperation.from_json, body=body)
+        return self._connection.call("PUT", f"/kmas/{segment(id)}/passphrase", _entry_operation, body=body)
 
     def remove_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:  # noqa: A002
         """Security Officer, quorum-protected: the KMA leaves the cluster (ask another KMA); its
         certificates stop working at once on both listeners and it leaves Raft."""
         body = present(credentials=credentials_body(credentials))
-        return self._call_or_pending("POST", f"/kmas/{segment(id)}/remove", Kma.from_json, body)
+        return self._connection.call_or_pending("POST", f"/kmas/{segment(id)}/remove", reader(Kma), body)
 
     def raise_cluster_version(
         self, version: int, *, credentials: Credentials | None = None
@@ -137,8 +120,11 @@ class ClusterMemberMethods:
         """No sign-in: the joining machine's side of the handshake (used by `kma init`). With
         `master_key_public_pem` (a joining KMA's token's join key), the grant holds the cluster's
         master key wrapped to it."""
-        body = {"kma_id": kma_id, "passphrase": passphrase, "node_csr_pem": node_csr_pem,
-                "server_csr_pem": server_csr_pem}  # fmt: skip
-        if master_key_public_pem is not None:
-            body["master_key_public_pem"] = master_key_public_pem
-        return self._call("POST", "/cluster/join", JoinGrant.from_json, body=body, auth=False)
+        body = present(
+            kma_id=kma_id,
+            passphrase=passphrase,
+            node_csr_pem=node_csr_pem,
+            server_csr_pem=server_csr_pem,
+            master_key_public_pem=master_key_public_pem,
+        )
+        return self._connection.call("POST", "/cluster/join", _join_grant, body=body, auth=False)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from .errors import KmsError
-from .models import Page
+from .reader import Page
 
 T = TypeVar("T")
 

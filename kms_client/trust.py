@@ -16,7 +16,8 @@ from cryptography.hazmat.primitives import hashes
 
 from ._http import base_url, error_from_response, translated_transport_errors, unreadable_response
 from .errors import TrustError
-from .models import CaInfo
+from .reader import read
+from .wire import CaInfo
 
 
 def fingerprint_of(ca_pem: str) -> str:
@@ -85,7 +86,7 @@ class Trust:
         if response.is_error:
             raise error_from_response(response)
         try:
-            info = CaInfo.from_json(response.json())
+            info = read(CaInfo, response.json())
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise unreadable_response(response, exc) from exc
         trust = cls.from_pem(info.ca_pem)

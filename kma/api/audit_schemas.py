@@ -34,7 +34,7 @@ class Checkpoint(Response):
     hash: str
     created_at: Time
     retained_count: int
-    signing_key_id: int
+    signing_key_id: int = 0
     signing_key: str
 
 
@@ -42,7 +42,7 @@ class Retention(Response):
     long: int
     medium: int
     short: int
-    auto_prune: bool  # the KMA prunes by itself once a day
+    auto_prune: bool = False  # the KMA prunes by itself once a day
     updated_at: Time
     last_pruned_at: Time | None
     last_prune: str | None

@@ -28,8 +28,8 @@ class Backup(Response):
     keys: int
     audit_events: int
     schema_version: int
-    deleted_at: Time | None
-    deleted_by: str | None
+    deleted_at: Time | None = None
+    deleted_by: str | None = None
 
 
 class BackupMade(Backup):

@@ -1,11 +1,16 @@
-"""Request and response bodies. Requests refuse unknown fields; responses never carry key material."""
+"""Request and response bodies. Requests refuse unknown fields; responses never carry key material.
+
+The client's models (kms_client/wire.py) are generated from these, through the OpenAPI document
+(scripts/generate-client-models.py): a response field added after a release takes a default, so a
+newer manager still reads an older KMA's answers.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 
 def _from_epoch(value: Any) -> Any:
@@ -16,6 +21,8 @@ Time = Annotated[
     datetime,
     BeforeValidator(_from_epoch),
     PlainSerializer(lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ"), return_type=str),
+    # a time in the document, in and out (kms_client's generated models read it as a datetime)
+    WithJsonSchema({"type": "string", "format": "date-time"}),
 ]
 Id = Annotated[str, Field(min_length=1, max_length=64)]
 Text = Annotated[str, Field(max_length=200)]
@@ -58,8 +65,8 @@ class Status(Response):
     version: str
     locked: bool
     autonomous_unlock: bool
-    master_key: str  # "software", or "pkcs11: token ... in MODULE" (docs/hsm.md)
-    caught_up: bool  # its replica holds what the cluster had committed at its start: it serves agents
+    master_key: str = "software"  # "software", or "pkcs11: token ... in MODULE" (docs/hsm.md)
+    caught_up: bool = True  # its replica holds what the cluster had committed at its start: it serves agents
     time: Time
     warnings: list[str]
 
@@ -78,6 +85,7 @@ class User(Response):
     created_at: Time
     updated_at: Time
     permissions: list[str] = Field(
+        default=[],  # a KMA older than the field sends none: such a user is offered nothing
         description="What the user's roles allow, by the names of the KMA's grant table "
         "(e.g. `agents.write`): a client asks these, never the roles."
     )
@@ -112,6 +120,7 @@ class Kma(Response):
     awaiting_join: bool = False  # the entry waits for its machine to join
     witness: bool = False  # a voter with no key service (no listeners, agents or key pool)
     removed_at: Time | None = None  # removed from the cluster (kept for its history)
+    release: str | None = None  # the software release it last started with; None: never started
 
 
 class KeyPolicy(Response):
@@ -122,7 +131,7 @@ class KeyPolicy(Response):
     allow_export: bool
     allow_import: bool
     agents_may_revoke: bool
-    general_keys: bool  # keys for generic KMIP clients; else tape keys (Name = volser, AES-256)
+    general_keys: bool = False  # keys for generic KMIP clients; else tape keys (Name = volser, AES-256)
     created_at: Time
     updated_at: Time
 
@@ -183,7 +192,7 @@ class Key(Response):
     id: str
     key_group_id: str | None
     data_unit_id: str | None
-    agent_id: str | None
+    agent_id: str | None = None
     kma_id: str
     algorithm: str
     state: str
@@ -192,7 +201,7 @@ class Key(Response):
     activated_at: Time | None
     protect_until: Time | None
     deactivate_at: Time | None
-    compromised_at: Time | None
+    compromised_at: Time | None = None
     destroyed_at: Time | None
     destroy_comment: str | None
     # Destroyed while a database backup holds the key: incomplete until no backup does (the
@@ -243,7 +252,7 @@ class BackupReadiness(Response):
     keys_issued_recently: int  # by this KMA in the last 7 days
     # Seconds at that rate, or the last day's if faster; None when none were issued.
     ready_keys_run_out_in: int | None
-    keys_withheld_by_restore: int  # the backup's unassigned keys: perhaps issued after it, never again
+    keys_withheld_by_restore: int = 0  # the backup's unassigned keys: perhaps issued after it, never again
     core_security_backup_up_to_date: bool
 
 
@@ -252,12 +261,12 @@ class Dashboard(Response):
     sites: int
     kmas: list[Kma]
     keys_by_state: dict[str, int]  # each up to 10,000
-    keys_by_state_exact: dict[str, bool]  # false: more than 10,000 keys are in that state
+    keys_by_state_exact: dict[str, bool] = {}  # false: more than 10,000 keys are in that state
     data_units: int
     agents: int
     users: int
     pending_quorum_operations: int
-    backups: BackupReadiness
+    backups: BackupReadiness | None = None  # None from a KMA before backups existed
     warnings: list[str]
 
 

@@ -66,5 +66,5 @@ class Topology(Response):
     time: Time
     sites: list[TopologySite]
     links: list[SiteLink]
-    audit_forwarding: ForwardingStatus | None  # the answering KMA's, when it forwards
+    audit_forwarding: ForwardingStatus | None = None  # the answering KMA's, when it forwards
     failure_tolerance: FailureTolerance

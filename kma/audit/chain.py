@@ -18,7 +18,6 @@ from typing import Any
 from kma.audit.checkpoint import Checkpoint, RetainedDigest
 from kma.audit.record import AuditRecord
 from kma.clock import Clock
-from kma.store.batch import Stmt
 
 GENESIS = "0" * 64
 HASHED_FIELDS = (
@@ -32,8 +31,6 @@ HASHED_FIELDS = (
 # same settings gives the same text (the hash of every event written so far) at less cost.
 _CANONICAL = json.JSONEncoder(ensure_ascii=False).encode
 EVENT_COLUMNS = (*HASHED_FIELDS, "hash")
-_INSERT_EVENTS = f"INSERT INTO audit_events ({', '.join(EVENT_COLUMNS)}) VALUES "
-_EVENT_ROW = f"({', '.join('?' * len(EVENT_COLUMNS))})"
 
 
 def event_hash(event: Mapping[str, Any]) -> str:
@@ -58,8 +55,8 @@ class AuditChain:
     def next_event(self, record: AuditRecord, at: int | None = None) -> dict[str, Any]:
         """`record` as the chain's next event row (hash included); the head advances now
         (the store's writer only). The stored head is not written here: the writer writes it
-        once per commit, after the last event of the group (`head_stmt`), so at every commit it
-        names the last event. `at`: when it happened, if not now (an event shipped later)."""
+        once per commit, after the last event of the group (`kma.store.audit_rows.head`), so at
+        every commit it names the last event. `at`: when it happened, if not now (an event shipped later)."""
         event: dict[str, Any] = {
             "kma_id": self.kma_id,
             "chain_seq": self.seq + 1,
@@ -80,20 +77,6 @@ class AuditChain:
         event["hash"] = event_hash(event)
         self.seq, self.head = event["chain_seq"], event["hash"]
         return event
-
-    @staticmethod
-    def insert_stmt(events: list[dict[str, Any]]) -> Stmt:
-        """One INSERT of many events (the store's writer appends a whole group's events with it)."""
-        params = [event[c] for event in events for c in EVENT_COLUMNS]
-        return Stmt(_INSERT_EVENTS + ", ".join([_EVENT_ROW] * len(events)), params)
-
-    def head_stmt(self) -> Stmt:
-        """The statement that stores the in-memory head (seq and hash of the last event)."""
-        return Stmt(
-            "INSERT INTO audit_heads (kma_id, chain_seq, hash) VALUES (?, ?, ?) "
-            "ON CONFLICT (kma_id) DO UPDATE SET chain_seq = excluded.chain_seq, hash = excluded.hash",
-            (self.kma_id, self.seq, self.head),
-        )
 
 
 @dataclass(frozen=True)

@@ -37,11 +37,11 @@ def add_init(sub: Any) -> None:
 def run_init(args: argparse.Namespace) -> int:
     import getpass
 
-    from kma.bootstrap import answers_mode, answers_text, check_answers, read_answers
     from kma.cli.cluster_members import run_join
     from kma.cli.setup_questions import ask_answers, ask_missing_passphrases, missing_passphrases
     from kma.crypto import fingerprint
-    from kma.setup.service import run_answers
+    from kma.setup.new_cluster import answers_text, check_answers, read_answers
+    from kma.setup.service import answers_mode, run_answers
 
     data_dir = open_data_dir(args, must_exist=False)
     if data_dir.is_initialised():
@@ -78,7 +78,7 @@ def run_init(args: argparse.Namespace) -> int:
 def _run_restore(data_dir: DataDir, text: str, base: Path) -> int:
     import tomllib
 
-    from kma.backup.restore import read_restore_answers
+    from kma.setup.restore import read_restore_answers
     from kma.setup.service import run_mode
 
     restored = run_mode(data_dir, "restore", read_restore_answers(tomllib.loads(text), base)).outcome
@@ -101,6 +101,7 @@ def add_status(sub: Any) -> None:
 def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
     from kma.cluster.rqlited import close_left_open
+    from kma.cluster.store import open_store
     from kma.services.backups import describe_duration, readiness
     from kma.services.dashboard import key_counts, status
     from kma.services.quorum.locking import unlock_autonomously
@@ -108,7 +109,7 @@ def run_status(args: argparse.Namespace) -> int:
     data_dir = open_data_dir(args)
     close_left_open(data_dir.root)  # rqlited's own, left open by a KMA killed outright
     data_dir.check_private()
-    kma = Appliance(data_dir)
+    kma = Appliance(data_dir, open_store)
     try:
         unlock_autonomously(kma)  # only to report whether it would; nothing is written
         info = status(kma)
@@ -248,8 +249,8 @@ def add_demo(sub: Any) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     import tomllib
 
-    from kma.bootstrap import answers_text, read_hsm
     from kma.demo import DEMO_KMA, make_demo
+    from kma.setup.new_cluster import answers_text, read_hsm
 
     data_dir = open_data_dir(args, must_exist=False)
     if data_dir.root.exists() and any(data_dir.root.iterdir()):

@@ -114,8 +114,8 @@ def run_kma_passphrase(args: argparse.Namespace, client: Any) -> int:
 
 
 def run_join(data_dir: DataDir, answers_text: str) -> int:
-    """`kma init` with `mode = "join"` (kma/cluster_join.py)."""
-    from kma.cluster_join import parse_join_answers
+    """`kma init` with `mode = "join"` (kma/setup/join.py)."""
+    from kma.setup.join import parse_join_answers
     from kma.setup.service import run_mode
 
     grant = run_mode(data_dir, "join", parse_join_answers(answers_text)).outcome

@@ -12,11 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from kma.bootstrap import DEFAULT_POOL, MAX_SPLIT_MEMBERS, Answers, SplitMember, check_settings
 from kma.crypto.hsm import KEYRING_SERVICE, HsmSettings, HsmUnavailable, Token
 from kma.domain.strength import check_strength
 from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import ValidationFailed
+from kma.services.quorum.key_split import MAX_SPLIT_MEMBERS
+from kma.setup.new_cluster import DEFAULT_POOL, Answers, SplitMember, check_settings
 from kma.setup.proof import KeySplitDraft, draft_key_split, prove
 from kma.setup.service import MODES, check_can_listen
 

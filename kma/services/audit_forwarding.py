@@ -1,8 +1,8 @@
 """Audit forwarding: a copy of every committed audit event of this KMA, to a syslog collector.
 
-RFC 5424 messages over TLS (RFC 5425), octet-counted (kma/audit/syslog.py). A thread of its own
-reads this KMA's chain from the store after the events are committed, so the audit write path
-never waits for the collector. Its position per collector (the last chain_seq that collector is
+RFC 5424 messages over TLS (RFC 5425), octet-counted (kma/audit/syslog.py). A worker of its own
+(kma/worker.py) reads this KMA's chain from the store after the events are committed, so the audit
+write path never waits for the collector. Its position per collector (the last chain_seq that collector is
 known to have read) is kept in the store: after a restart, a broken connection, or a switch to
 another collector and back, it goes on from there.
 
@@ -23,16 +23,13 @@ KMA's events elsewhere instead.
 
 from __future__ import annotations
 
-import logging
 import socket
 import ssl
 import struct
 import sys
-import threading
 import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 from cryptography import x509
 
@@ -41,11 +38,10 @@ from kma.domain.actor import Actor
 from kma.errors import ValidationFailed
 from kma.metrics import AUDIT_FORWARDING_ERRORS
 from kma.store import Batch, Stmt
+from kma.worker import Worker
 
 if TYPE_CHECKING:
     from kma.appliance import Appliance
-
-log = logging.getLogger(__name__)
 
 BATCH = 500  # events per connection
 POLL = 0.2  # seconds between looks for new events when idle
@@ -170,17 +166,20 @@ def set_setting(kma: Appliance, actor: Actor, address: str, ca_pem: str, enabled
     return get_setting(kma)
 
 
-class AuditForwarder:
-    """The thread that sends this KMA's committed events to the collector, in chain order."""
+class AuditForwarder(Worker):
+    """The worker that sends this KMA's committed events to the collector, in chain order."""
+
+    name = "kma-audit-forwarder"
+    pause_s = MAX_BACKOFF
+    stop_wait_s = 10.0
 
     def __init__(self, kma: Appliance) -> None:
+        super().__init__()
         self.kma = kma
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
         self._dest: Destination | None = None
         self._in_flight: ssl.SSLSocket | None = None  # the batch's connection, while it waits
         self._setting_checked = 0.0
+        self._backoff = 0.5
         self._confirmed = 0
         self._connected = False
         self._last_error: str | None = None
@@ -188,23 +187,18 @@ class AuditForwarder:
     # --- control ---------------------------------------------------------------------------
     def start(self) -> None:
         destination(self.kma)  # a wrong [audit_forwarding] stops `kma serve` at start, with the fix
-        self._thread = threading.Thread(target=self._run, name="kma-audit-forwarder", daemon=True)
-        self._thread.start()
+        super().start()
 
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
+    def interrupt(self) -> None:
         sock = self._in_flight
         if sock is not None:  # a hung collector does not hold up the KMA's stop: end the wait now
             try:
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
             except OSError:
                 pass
-        if self._thread is not None:
-            self._thread.join(timeout=10)
 
     def reload(self) -> None:
-        self._wake.set()
+        self.wake()
 
     # --- what the topology, the API and /metrics show --------------------------------------
     def status(self) -> ForwardingStatus:
@@ -223,33 +217,31 @@ class AuditForwarder:
         return ForwardingStatus(dest.address, dest.source, self._connected, sent, max(0, head - sent),
                                 age, self._last_error)  # fmt: skip
 
-    # --- the thread ------------------------------------------------------------------------
-    def _run(self) -> None:
-        backoff = 0.5
-        while not self._stop.is_set():
-            try:
-                if self._wake.is_set() or time.monotonic() - self._setting_checked >= SETTING_CHECK:
-                    self._wake.clear()
-                    self._setting_checked = time.monotonic()
-                    self._switch(destination(self.kma))
-                if self._dest is None:
-                    self._wake.wait(SETTING_CHECK)
-                    continue
-                if not self._deliver_next(self._dest):
-                    self._wake.wait(POLL)
-                backoff = 0.5
-            except (OSError, ssl.SSLError, ValidationFailed) as exc:
-                self._connected = False
-                self._last_error = str(exc) or type(exc).__name__
-                AUDIT_FORWARDING_ERRORS.inc()
-                log.warning("audit forwarding to %s: %s", self._dest and self._dest.address, self._last_error)
-                self._wake.wait(backoff)
-                backoff = min(backoff * 2, MAX_BACKOFF)
-            except Exception:
-                self._connected = False
-                log.exception("audit forwarding failed")
-                AUDIT_FORWARDING_ERRORS.inc()
-                self._wake.wait(MAX_BACKOFF)
+    # --- the worker ------------------------------------------------------------------------
+    def work(self) -> float:
+        try:
+            if self.woken or time.monotonic() - self._setting_checked >= SETTING_CHECK:
+                self.woken = False
+                self._setting_checked = time.monotonic()
+                self._switch(destination(self.kma))
+            if self._dest is None:
+                return SETTING_CHECK
+            delivered = self._deliver_next(self._dest)
+            self._backoff = 0.5
+            return 0.0 if delivered else POLL
+        except (OSError, ssl.SSLError, ValidationFailed) as exc:
+            self._connected = False
+            self._last_error = str(exc) or type(exc).__name__
+            AUDIT_FORWARDING_ERRORS.inc()
+            where = self._dest and self._dest.address
+            self.log.warning("audit forwarding to %s: %s", where, self._last_error)
+            pause, self._backoff = self._backoff, min(self._backoff * 2, MAX_BACKOFF)
+            return pause
+
+    def failed(self, exc: Exception) -> float:
+        self._connected = False
+        AUDIT_FORWARDING_ERRORS.inc()
+        return super().failed(exc)
 
     def _switch(self, dest: Destination | None) -> None:
         if dest == self._dest:
@@ -343,14 +335,6 @@ def _unacknowledged(sock: socket.socket) -> int:
     return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0])
 
 
-_FORWARDERS: WeakKeyDictionary[Appliance, AuditForwarder] = WeakKeyDictionary()
-_FORWARDERS_LOCK = threading.Lock()
-
-
 def audit_forwarder(kma: Appliance) -> AuditForwarder:
-    """This KMA's one forwarder (started by `kma serve`, kma/services/running.py)."""
-    forwarder = _FORWARDERS.get(kma)
-    if forwarder is None:
-        with _FORWARDERS_LOCK:
-            forwarder = _FORWARDERS.setdefault(kma, AuditForwarder(kma))
-    return forwarder
+    """This KMA's one forwarder (started by `kma serve`, kma/running.py)."""
+    return kma.part(AuditForwarder)

@@ -9,54 +9,47 @@ refusal is audited, at most once an hour).
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 
 from kma.appliance import Appliance
 from kma.errors import KmaError, KmaLocked
 from kma.services.audit_retention import prune, prune_due, schedule_changed
+from kma.worker import Worker
 
-log = logging.getLogger(__name__)
 CHECK_S = 600.0  # how often the KMA asks whether a prune is due
 RETRY_S = 3600.0  # after a refused or failed prune
 
 
-class AutoPrune:
+class AutoPrune(Worker):
+    name = "kma-audit-pruner"
+    pause_s = CHECK_S
+
     def __init__(self, kma: Appliance) -> None:
+        super().__init__(wake=schedule_changed(kma))  # set by a Security Officer's change of the schedule
         self.kma = kma
-        self._wake = schedule_changed(kma)  # set by a Security Officer's change of the schedule
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._retry_at = 0.0
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="kma-audit-pruner", daemon=True)
-        self._wake.set()  # look once at start-up
-        self._thread.start()
+    def work(self) -> float:
+        if self.woken:  # the schedule changed: look now, whatever failed before
+            self._retry_at = 0.0
+        if time.monotonic() < self._retry_at or self.kma.vault.locked:
+            return CHECK_S
+        try:
+            if prune_due(self.kma):
+                result = prune(self.kma, self.kma.itself)
+                self.log.info("pruned %d audit events on schedule", result["removed"])
+        except KmaLocked:
+            pass  # locked meanwhile: unlocking does not need us, the next check will do
+        except KmaError as exc:  # e.g. the trail does not verify: refused, and audited
+            self.log.warning("scheduled audit pruning refused: %s", exc.message)
+            self._retry_at = time.monotonic() + RETRY_S
+        return CHECK_S
 
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+    def failed(self, exc: Exception) -> float:
+        self._retry_at = time.monotonic() + RETRY_S
+        return super().failed(exc)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            if self._wake.wait(CHECK_S):  # the schedule changed: look now, whatever failed before
-                self._retry_at = 0.0
-            self._wake.clear()
-            if self._stop.is_set() or time.monotonic() < self._retry_at or self.kma.vault.locked:
-                continue
-            try:
-                if prune_due(self.kma):
-                    result = prune(self.kma, self.kma.itself)
-                    log.info("pruned %d audit events on schedule", result["removed"])
-            except KmaLocked:
-                pass  # locked meanwhile: unlocking does not need us, the next check will do
-            except KmaError as exc:  # e.g. the trail does not verify: refused, and audited
-                log.warning("scheduled audit pruning refused: %s", exc.message)
-                self._retry_at = time.monotonic() + RETRY_S
-            except Exception:
-                log.exception("scheduled audit pruning failed")
-                self._retry_at = time.monotonic() + RETRY_S
+
+def auto_prune(kma: Appliance) -> AutoPrune:
+    """This KMA's one automatic pruner (`kma serve` starts it: kma/services/running.py)."""
+    return kma.part(AutoPrune)

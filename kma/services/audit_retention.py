@@ -14,7 +14,6 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from kma.appliance import Appliance
 from kma.audit.checkpoint import RetainedDigest, signed_message
@@ -23,7 +22,7 @@ from kma.audit.signing import Signer
 from kma.domain.actor import Actor
 from kma.errors import Conflict, ValidationFailed
 from kma.services.audit_log import verify_chain
-from kma.services.audit_signer import signer, state
+from kma.services.audit_signer import signer, signing
 from kma.services.change import Change
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
@@ -37,15 +36,18 @@ FLOORS = {"long": 365 * DAY, "medium": 90 * DAY, "short": 30 * DAY}
 MAX_PERIOD = 100 * 365 * DAY
 CHUNK = 10_000
 CLASSES = ("long", "medium", "short")
-_SCHEDULE_CHANGED: WeakKeyDictionary[Appliance, threading.Event] = WeakKeyDictionary()
-_SCHEDULE_LOCK = threading.Lock()
+
+
+class ScheduleChanged(threading.Event):
+    """Set when this KMA's retention schedule changes: it wakes the automatic pruner (audit_pruner),
+    which then looks now rather than at its next check."""
+
+    def __init__(self, kma: Appliance) -> None:
+        super().__init__()
 
 
 def schedule_changed(kma: Appliance) -> threading.Event:
-    """Set when the retention schedule changes, so the automatic pruner (audit_pruner) looks now
-    rather than at its next check."""
-    with _SCHEDULE_LOCK:
-        return _SCHEDULE_CHANGED.setdefault(kma, threading.Event())
+    return kma.part(ScheduleChanged)
 
 
 def get_retention(kma: Appliance) -> dict[str, Any]:
@@ -211,7 +213,7 @@ def _refuse_broken(kma: Appliance, actor: Actor, operation: str) -> None:
 def checkpoint(kma: Appliance, actor: Actor) -> list[dict[str, Any]]:
     """Sign each chain's current head (after verifying the whole trail)."""
     sig = signer(kma)
-    with state(kma).prune_lock:
+    with signing(kma).prune_lock:
         _refuse_broken(kma, actor, "audit.checkpoint")
         now = kma.clock.now()
         cuts = _plan(kma, None)
@@ -229,7 +231,7 @@ def checkpoint(kma: Appliance, actor: Actor) -> list[dict[str, Any]]:
 def prune(kma: Appliance, actor: Actor) -> dict[str, Any]:
     """Remove events older than their retention class's period, up to signed checkpoints."""
     sig = signer(kma)
-    with state(kma).prune_lock:
+    with signing(kma).prune_lock:
         _refuse_broken(kma, actor, "audit.prune")
         now = kma.clock.now()
         periods = get_retention(kma)

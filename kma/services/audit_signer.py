@@ -7,8 +7,6 @@ the cluster CA (whose private key, like the new one, is stored wrapped under the
 from __future__ import annotations
 
 import threading
-import weakref
-from dataclasses import dataclass, field
 
 from kma.appliance import Appliance
 from kma.audit.record import Retention
@@ -16,23 +14,17 @@ from kma.audit.signing import WRAP_CONTEXT, Signer, key_fingerprint, make_signin
 from kma.store import Stmt
 
 
-@dataclass
-class _State:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    prune_lock: threading.Lock = field(default_factory=threading.Lock)
-    signer: Signer | None = None
+class Signing:
+    """This KMA's audit signer once opened, and the locks of those who sign and prune."""
+
+    def __init__(self, kma: Appliance) -> None:
+        self.lock = threading.Lock()
+        self.prune_lock = threading.Lock()
+        self.signer: Signer | None = None
 
 
-_STATES: weakref.WeakKeyDictionary[Appliance, _State] = weakref.WeakKeyDictionary()
-_STATES_LOCK = threading.Lock()
-
-
-def state(kma: Appliance) -> _State:
-    with _STATES_LOCK:
-        found = _STATES.get(kma)
-        if found is None:
-            found = _STATES[kma] = _State()
-        return found
+def signing(kma: Appliance) -> Signing:
+    return kma.part(Signing)
 
 
 def _context(public_key: bytes) -> str:
@@ -42,7 +34,7 @@ def _context(public_key: bytes) -> str:
 def signer(kma: Appliance) -> Signer:
     """The audit signer; raises KmaLocked on a locked KMA (which signs nothing)."""
     master = kma.vault.master()
-    st = state(kma)
+    st = signing(kma)
     with st.lock:
         if st.signer is not None:
             return st.signer

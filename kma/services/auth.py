@@ -54,22 +54,26 @@ class _Gate:
         self.lock = threading.Lock()
 
 
-_GATES: weakref.WeakValueDictionary[str, _Gate] = weakref.WeakValueDictionary()
-_GATES_LOCK = threading.Lock()
+class Gates:
+    """This KMA's sign-in gates, by client address. They bound the cores of the process that
+    serves the KMA, and `kma serve` serves one KMA a process: per KMA is per process."""
 
+    def __init__(self, kma: Appliance) -> None:
+        self._lock = threading.Lock()
+        self._by_address: weakref.WeakValueDictionary[str, _Gate] = weakref.WeakValueDictionary()
 
-def _gate(address: str) -> _Gate:
-    with _GATES_LOCK:
-        gate = _GATES.get(address)
-        if gate is None:
-            gate = _GATES[address] = _Gate()
-        return gate
+    def of(self, address: str) -> _Gate:
+        with self._lock:
+            gate = self._by_address.get(address)
+            if gate is None:
+                gate = self._by_address[address] = _Gate()
+            return gate
 
 
 def sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Session:
     """Sign-ins from one address run one after another, so a flood of guesses from one place
     (unknown user IDs never lock out) uses at most one core and the KMA keeps serving."""
-    gate = _gate(address)
+    gate = kma.part(Gates).of(address)
     with gate.lock:
         return _sign_in(kma, user_id, passphrase, address)
 

@@ -2,7 +2,7 @@
 the newest N (older scheduled backups expire: deleted like by hand, which may complete the
 destruction of keys they held).
 
-The schedule is this KMA's (`backup_schedules`, one row per KMA). A background thread looks every
+The schedule is this KMA's (`backup_schedules`, one row per KMA). A worker (kma/worker.py) looks every
 CHECK_S seconds whether a period has passed since the last attempt; a failed attempt (locked KMA,
 no core security backup, folder gone or full) is an audit event of severity error, and the next
 attempt waits a period, so a broken schedule is reported once per period, not once a minute.
@@ -14,12 +14,9 @@ removed without following a link that took its name (kma/pacing.py).
 
 from __future__ import annotations
 
-import logging
 import os
-import threading
 from pathlib import Path
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
@@ -28,8 +25,8 @@ from kma.domain.actor import Actor
 from kma.errors import KmaError, ValidationFailed
 from kma.pacing import copy_gradually, remove_gradually
 from kma.store import Batch, Stmt
+from kma.worker import Worker
 
-log = logging.getLogger(__name__)
 CHECK_S = 10.0  # a check is one small query
 PERIODS = {"hourly": 3600, "daily": 86400}
 FREQUENCIES = ("off", *PERIODS)
@@ -121,50 +118,21 @@ def _attempted(kma: Appliance, now: int, error: str | None) -> Batch:
                        (now, error, kma.kma_id))])  # fmt: skip
 
 
-class BackupScheduler:
+class BackupScheduler(Worker):
+    name = "kma-backup-schedule"
+    pause_s = CHECK_S
+
     def __init__(self, kma: Appliance) -> None:
+        super().__init__()
         self.kma = kma
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="kma-backup-schedule", daemon=True)
-        self._wake.set()
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-
-    def wake(self) -> None:
-        """The schedule changed: look now rather than at the next check."""
-        self._wake.set()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(CHECK_S)
-            self._wake.clear()
-            if self._stop.is_set():
-                break
-            try:
-                made = run_if_due(self.kma)
-                if made:
-                    log.info("scheduled database backup %s made", made)
-            except Exception:
-                log.exception("scheduled backup failed")
-
-
-_SCHEDULERS: WeakKeyDictionary[Appliance, BackupScheduler] = WeakKeyDictionary()
-_SCHEDULERS_LOCK = threading.Lock()
+    def work(self) -> float:
+        made = run_if_due(self.kma)
+        if made:
+            self.log.info("scheduled database backup %s made", made)
+        return CHECK_S
 
 
 def backup_scheduler(kma: Appliance) -> BackupScheduler:
-    """This KMA's one backup scheduler (`kma serve` starts it: kma/services/running.py)."""
-    scheduler = _SCHEDULERS.get(kma)
-    if scheduler is None:
-        with _SCHEDULERS_LOCK:
-            scheduler = _SCHEDULERS.setdefault(kma, BackupScheduler(kma))
-    return scheduler
+    """This KMA's one backup scheduler (`kma serve` starts it: kma/running.py)."""
+    return kma.part(BackupScheduler)

@@ -16,25 +16,24 @@ store has caught up after a start (`Store.caught_up`: the local replica holds ev
 cluster had committed, this KMA's shipped assignments included), and what it assigned but the
 replica does not hold yet is in its outbox (`unshipped_all`, durable across a crash) or lent
 from memory. Keys withheld by a restore (`withheld_at`: the backup's unassigned keys, which may
-have been issued after it) are never taken (kma/backup/restore.py). See docs/cluster.md.
+have been issued after it) are never taken (kma/setup/restore.py). See docs/cluster.md.
 """
 
 from __future__ import annotations
 
-import logging
 import secrets
 import threading
 from collections import deque
-from weakref import WeakKeyDictionary
 
 from kma.appliance import Appliance
 from kma.audit.record import Retention
 from kma.domain.lifecycle import HELD_OR_REPLICATED
 from kma.errors import KmaLocked, NoReadyKey
 from kma.store import Stmt
+from kma.worker import Worker
 
-log = logging.getLogger(__name__)
 REFILL_CHUNK = 250
+REFILL_CHECK_S = 5.0  # how often the pool looks whether it is short (issuing and unlocking wake it)
 CATCH_UP_POLL_S = 0.05
 LENT_MEMORY = 4096  # keys handed out lately: a reload must not offer one again while it is activated
 # This KMA's unassigned pool keys (an agent's not-yet-activated key, KMIP Pre-Active, has a key group).
@@ -54,14 +53,18 @@ def new_key_id() -> str:
     return secrets.token_hex(16).upper()
 
 
-class KeyPool:
+class KeyPool(Worker):
+    name = "kma-key-pool"
+    stop_wait_s = 10.0
+
     def __init__(self, kma: Appliance) -> None:
+        super().__init__()
         self.kma = kma
         self._ready: deque[str] = deque()
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # After a start the replica may lack what this KMA issued before it stopped: the pool is
+        # filled only once it holds it (the KMA serves no agent until then).
+        self._catching_up = False
         self._size_hint = 0  # the configured size as the refill last read it
         self._alone = True  # as the refill last saw it: a one-KMA cluster issues only backed-up keys
         # Generated keys waiting for a backup (one-KMA cluster), as the refill last counted them plus
@@ -74,8 +77,9 @@ class KeyPool:
     def start(self) -> None:
         if self.kma.store.caught_up():
             self.take_held()
-        self._thread = threading.Thread(target=self._run, name="kma-key-pool", daemon=True)
-        self._thread.start()
+        else:
+            self._catching_up = True
+        super().start()
 
     def take_held(self) -> int:
         """Take into memory the pool keys that may be issued (Ready) and are not there yet; returns
@@ -113,12 +117,6 @@ class KeyPool:
         sql = f"SELECT count(*) FROM keys WHERE {POOL_KEYS} AND NOT {_HELD}"
         return int(self.kma.store.scalar(sql, (self.kma.kma_id,)) or 0)
 
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
     def size(self) -> int:
         return int(
             self.kma.store.scalar("SELECT key_pool_size FROM kmas WHERE id = ?", (self.kma.kma_id,)) or 0
@@ -129,7 +127,7 @@ class KeyPool:
 
     def take_notice(self) -> None:
         """The configured size may have changed: check now rather than at the next tick."""
-        self._wake.set()
+        self.wake()
 
     def take(self) -> str | None:
         """A pool key's ID for the caller to activate, or None when the pool is empty (the caller
@@ -140,7 +138,7 @@ class KeyPool:
                 self._lent.append(key_id)
             missing = self._size_hint - len(self._ready) - self._waiting
         if missing >= low_water(self._size_hint):
-            self._wake.set()
+            self.wake()
         if key_id is None and self._alone and self.alone():
             waiting = self.waiting()
             raise NoReadyKey(
@@ -179,7 +177,7 @@ class KeyPool:
             self._waiting = waiting
         if self._size_hint - self._in_pool() < low_water(self._size_hint):
             return 0
-        while not self._stop.is_set():
+        while not self.stopping:
             missing = min(self.size() - self._in_pool(), REFILL_CHUNK)
             if missing <= 0:
                 break
@@ -203,33 +201,19 @@ class KeyPool:
     def _in_pool(self) -> int:
         return self.ready() + self._waiting
 
-    def _run(self) -> None:
-        # After a start the replica may lack what this KMA issued before it stopped: the pool is
-        # filled only once it holds it (the KMA serves no agent until then).
-        if not self.kma.store.caught_up():
-            while not self.kma.store.caught_up():
-                if self._stop.wait(CATCH_UP_POLL_S):
-                    return
+    def work(self) -> float:
+        if self._catching_up:
+            if not self.kma.store.caught_up():
+                return CATCH_UP_POLL_S
+            self._catching_up = False
             self.take_held()
-        while not self._stop.is_set():
-            try:
-                self.refill()
-            except KmaLocked:
-                pass  # a locked KMA generates nothing; unlocking wakes us
-            except Exception:
-                log.exception("key pool refill failed; retrying")
-            self._wake.wait(timeout=5)
-            self._wake.clear()
-
-
-_POOLS: WeakKeyDictionary[Appliance, KeyPool] = WeakKeyDictionary()
-_POOLS_LOCK = threading.Lock()
+        try:
+            self.refill()
+        except KmaLocked:
+            pass  # a locked KMA generates nothing; unlocking wakes us
+        return REFILL_CHECK_S
 
 
 def key_pool(kma: Appliance) -> KeyPool:
     """This KMA's one key pool."""
-    pool = _POOLS.get(kma)
-    if pool is None:
-        with _POOLS_LOCK:
-            pool = _POOLS.setdefault(kma, KeyPool(kma))
-    return pool
+    return kma.part(KeyPool)

@@ -1,7 +1,7 @@
 """Users and their roles (Security Officer's area).
 
 Creating, changing and setting the passphrase of a user are quorum-protected through the API:
-each has a `*_change` builder that `kma.services.quorum.protected` commits together with its pending
+each has a `*_change` builder that `kma.quorum.protected` commits together with its pending
 quorum operation. The plain functions commit at once, for first set-up and the demo.
 """
 

@@ -31,11 +31,11 @@ from kma import __version__
 from kma.api import errors
 from kma.api.app import PREFIX, BodyLimit
 from kma.api.deps import client_address
-from kma.backup.restore import RestoreAnswers, check_pair
-from kma.bootstrap import DEFAULT_POOL, Answers, SplitMember, read_hsm
-from kma.cluster_join import join_answers
 from kma.errors import KmaError
 from kma.services.quorum.key_split import Credential
+from kma.setup.join import join_answers
+from kma.setup.new_cluster import DEFAULT_POOL, Answers, SplitMember, read_hsm
+from kma.setup.restore import RestoreAnswers, check_pair
 from kma.setup.service import SetupSession
 
 SETUP_MAX_BODY = 256 * 2**20  # a backup file; a database backup of a large cluster is tens of MiB

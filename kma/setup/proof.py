@@ -42,7 +42,8 @@ class KeySplitDraft:
 
 def draft_key_split(threshold: int, members: Sequence[tuple[str, str]]) -> KeySplitDraft:
     """A new root secret split among `members` ((name, passphrase) each), nothing written. The
-    threshold and names are checked first by the caller (kma.bootstrap.check_split_members)."""
+    threshold and names are checked first by the caller
+    (kma.services.quorum.key_split.check_split_members)."""
     from kma.domain.validation import check_passphrase
 
     names = [name for name, _ in members]

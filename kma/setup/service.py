@@ -1,7 +1,7 @@
 """The set-up service: what `kma init` and the set-up API (the manager's wizard) both run.
 
 `MODES` is the dispatch table of what a set-up can do: a new cluster, a restore from a backup
-(kma/backup/restore.py), a new KMA joining an existing cluster (kma/cluster_join.py). Each mode
+(kma/setup/restore.py), a new KMA joining an existing cluster (kma/setup/join.py). Each mode
 takes its own answers: `Answers`, `RestoreAnswers`, `JoinAnswers`.
 `SetupSession` is one uninitialised KMA waiting in set-up mode: it holds the one-time set-up
 code, checks the network settings on this machine, drafts and proves the key split in memory,
@@ -23,18 +23,20 @@ import shutil
 import tempfile
 import threading
 import time
+import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kma.backup.restore import RestoreAnswers
-from kma.bootstrap import Answers, check_settings, check_split_members, initialise
-from kma.cluster_join import JoinAnswers
 from kma.crypto import WrappingKey, fingerprint
 from kma.datadir import DataDir
 from kma.errors import Conflict, LockedOut, Unauthenticated, ValidationFailed
+from kma.services.quorum.key_split import check_split_members
+from kma.setup.join import JoinAnswers
+from kma.setup.new_cluster import Answers, check_settings, initialise
 from kma.setup.proof import KeySplitDraft, draft_key_split, prove
+from kma.setup.restore import RestoreAnswers
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,7 @@ def _new_cluster(data_dir: DataDir, answers: Answers, split: KeySplitDraft | Non
 
 def _restore(data_dir: DataDir, answers: RestoreAnswers, split: KeySplitDraft | None,
              refusals: Sequence[tuple[str, str]]) -> Made:  # fmt: skip
-    from kma.backup.restore import restore_with
+    from kma.setup.restore import restore_with
 
     restored = restore_with(data_dir, answers)
     return Made(answers.management_address, restored.master, restored)  # the quorum opened it: unlocked
@@ -86,7 +88,7 @@ def _restore(data_dir: DataDir, answers: RestoreAnswers, split: KeySplitDraft | 
 
 def _join(data_dir: DataDir, answers: JoinAnswers, split: KeySplitDraft | None,
           refusals: Sequence[tuple[str, str]]) -> Made:  # fmt: skip
-    from kma.cluster_join import join
+    from kma.setup.join import join
 
     grant = join(data_dir, answers)
     return Made(str(grant.kma["management_address"]), None, grant)  # it waits for a quorum to unlock it
@@ -97,6 +99,16 @@ MODES: dict[str, SetupMode] = {
     "restore": SetupMode("Restore a KMA from a backup", _restore),
     "join": SetupMode("Join an existing cluster", _join),
 }
+
+
+def answers_mode(text: str) -> str:
+    """`mode` in an answers file, read before its tables: each mode's answers have their own
+    (`Answers`, `RestoreAnswers`, `JoinAnswers`)."""
+    try:
+        mode = tomllib.loads(text).get("mode", "new_cluster")
+    except tomllib.TOMLDecodeError as exc:
+        raise ValidationFailed(f"The answers file is not valid TOML: {exc}.") from None
+    return str(mode)
 
 
 def check_mode(mode: str) -> SetupMode:

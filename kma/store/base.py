@@ -13,8 +13,20 @@ from kma.store.batch import Batch, Params, WriteResult
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 
 
+class Cluster(Protocol):
+    """The Raft cluster a store is a node of (rqlite's store interface carries the same two:
+    `Nodes`, `Remove`). The embedded store has none: `Store.cluster` is None."""
+
+    def members(self) -> list[str]: ...  # the IDs of the Raft members, voters or not
+    def remove(self, node_id: str) -> None: ...  # out of the Raft configuration (needs a leader)
+
+
 class Store(Protocol):
     path: Path
+
+    @property
+    def cluster(self) -> Cluster | None:
+        """The Raft cluster this store is a node of; None when embedded (one KMA, no Raft)."""
 
     @property
     def deferring(self) -> bool:
@@ -42,4 +54,4 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-__all__ = ["Store"]
+__all__ = ["Cluster", "Store"]

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kma.store import fts
+from kma.store import audit_rows, fts
 from kma.store.batch import Batch, Refused, Stmt, WriteResult
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class GroupCommitter:
                 conn.execute("BEGIN IMMEDIATE")
                 outcomes = [self._apply(conn, batch) for batch, _ in group]
             if self.chain is not None and self.chain.seq != seq_before:
-                head = self.chain.head_stmt()  # once per group: the head is the last event
+                head = audit_rows.head(self.chain)  # once per group: the head is the last event
                 conn.execute(head.sql, head.params)
             conn.execute("COMMIT")
         except BaseException as exc:  # the commit itself failed: nothing of the group is durable
@@ -144,7 +144,7 @@ class GroupCommitter:
         next_id = 0
         if rows:
             assert self.chain is not None
-            stmt = self.chain.insert_stmt(rows)
+            stmt = audit_rows.events(rows)
             last = conn.execute(stmt.sql, stmt.params).lastrowid
             assert last is not None
             next_id = last - len(rows) + 1  # one statement's rows get consecutive rowids
@@ -184,7 +184,7 @@ class GroupCommitter:
     def _audit(self, conn: sqlite3.Connection, record: Any) -> int | None:
         if record is None or self.chain is None:
             return None
-        stmt = self.chain.insert_stmt([self.chain.next_event(record)])
+        stmt = audit_rows.events([self.chain.next_event(record)])
         event_id = conn.execute(stmt.sql, stmt.params).lastrowid
         if event_id is not None and event_id > self._fts_last:
             self._fts_last = event_id

@@ -55,7 +55,7 @@ from filelock import FileLock, Timeout
 
 from kma.audit.record import Condition
 from kma.cluster import version as cluster_version
-from kma.store import fts, schema
+from kma.store import audit_rows, fts, schema
 from kma.store.batch import Batch, Deferred, Params, Refused, Stmt, WriteResult, counted
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import gather, integrity_message
@@ -151,12 +151,26 @@ class _Replica:
             self._all.clear()
 
 
+class RaftMembers:
+    """`Store.cluster` of a cluster KMA: the Raft membership, through this KMA's own node."""
+
+    def __init__(self, client: RqliteClient) -> None:
+        self._client = client
+
+    def members(self) -> list[str]:
+        return [str(n["id"]) for n in self._client.get_json("/nodes", ver="2", nonvoters="")["nodes"]]
+
+    def remove(self, node_id: str) -> None:
+        self._client.remove_node(node_id)
+
+
 class RqliteStore:
     def __init__(
         self, client: RqliteClient, replica: Path, kma_id: str, chain: AuditChain | None = None,
         outbox: Path | None = None,
     ) -> None:  # fmt: skip
         self.client = client
+        self.cluster = RaftMembers(client)
         self.kma_id = kma_id
         self.chain = chain
         self.path = replica
@@ -419,7 +433,7 @@ class RqliteStore:
                 if stmt.expect is not None:
                     statements.append([GUARD_SQL, stmt.expect])
         events = [chain.next_event(record, at=at) for _, at, record, _ in entries]
-        for stmt in (chain.insert_stmt(events), chain.head_stmt()):
+        for stmt in (audit_rows.events(events), audit_rows.head(chain)):
             statements.append(rqlite_statement(stmt.sql, stmt.params))
         left = self.outbox.lag(after=entries[-1][0])
         statements.append([OUTBOX_MARK_SQL, self.kma_id, entries[-1][0], left.depth,
@@ -559,8 +573,8 @@ class RqliteStore:
         """The events' INSERTs (one each: rqlite gives each its own last_insert_id) and the head."""
         if self.chain is None or not events:
             return []
-        inserts = [self.chain.insert_stmt([event]) for event in events]
-        return [rqlite_statement(s.sql, s.params) for s in [*inserts, self.chain.head_stmt()]]
+        inserts = [audit_rows.events([event]) for event in events]
+        return [rqlite_statement(s.sql, s.params) for s in [*inserts, audit_rows.head(self.chain)]]
 
     def _load_head(self) -> None:
         """This KMA's chain head as the cluster has it (a linearizable read: no write can be

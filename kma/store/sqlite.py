@@ -100,6 +100,7 @@ def _keep_copy(conn: sqlite3.Connection, path: Path, schema_version: int) -> Pat
 
 class SQLiteStore:
     deferring = False  # every write is committed here, before its caller hears of it
+    cluster = None  # one KMA, no Raft
 
     def __init__(self, path: Path, chain: AuditChain | None = None) -> None:
         self.path = path

@@ -160,7 +160,8 @@ def test_each_kma_shows_where_its_master_key_is(qtbot: Any) -> None:
 def test_audit_forwarding_that_lags_shows_under_the_tolerance(qtbot: Any) -> None:
     page = ClusterPage(ShownOnly())  # type: ignore[arg-type]
     qtbot.addWidget(page)
-    lagging = ForwardingStatus("siem.example.com:6514", "api", False, 140, 37, 95.0, "connection refused")
+    lagging = ForwardingStatus(address="siem.example.com:6514", source="api", connected=False, sent_seq=140,
+                               lag_events=37, lag_seconds=95.0, last_error="connection refused")  # fmt: skip
     page.show_topology(replace(two_sites_one_down(), audit_forwarding=lagging))
     assert page.forwarding.isVisibleTo(page)
     text = page.forwarding.text()

@@ -3,7 +3,7 @@ KMIP clients set on it (a tape library's Application Specific Information, its b
 
 from __future__ import annotations
 
-from kms_client.models import Key
+from kms_client import Key, read
 from ui.details import field_rows
 from ui.pages.keys import LABELS, detail_texts
 
@@ -11,7 +11,7 @@ CARTRIDGE = "123456789ABCDEF123456789123456789ABCDEF123456789ABCDEF1234000000"
 
 
 def test_a_library_key_shows_its_object_name_and_kmip_attributes() -> None:
-    key = Key.from_json(
+    key = read(Key,
         {
             "id": "K1", "key_group_id": "backup-dallas", "data_unit_id": CARTRIDGE, "kma_id": "kma-1",
             "algorithm": "AES-256", "name": "AAAAAAA1A1AA12345678901234567", "state": "ready",

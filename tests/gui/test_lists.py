@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
+import kma
 from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in, wait_idle
 from ui.details import DetailsDialog
 from ui.list_page import ListPage, ListSpec
@@ -78,6 +79,14 @@ def test_enter_opens_details(qtbot, controller, demo_kma):
     dialog.close()
 
 
+
+def test_the_kmas_list_shows_the_release_each_kma_runs(qtbot, controller, demo_kma):
+    window = sign_in(qtbot, controller, demo_kma, "auditor")
+    kmas = open_page(qtbot, window, "sites").kmas
+    release = [c.title for c in kmas.spec.columns].index("Release")
+    qtbot.waitUntil(lambda: kmas.model.rowCount() > 0, timeout=WAIT_MS)
+    assert kmas.model.index(0, release).data() == kma.__version__
+
 def test_every_sortable_column_is_accepted_by_the_kma(qtbot, controller, demo_kma):
     """Clicking any header the manager offers for sorting must not be refused by the KMA."""
     window = sign_in(qtbot, controller, demo_kma, "admin")
@@ -127,7 +136,8 @@ def test_a_list_too_long_to_count_says_more_than(qtbot, controller, tmp_path):
 
 def test_the_manager_pairs_sorts_with_filters_as_the_kma_does() -> None:
     """Each list page offers a sort together with a filter exactly when the KMA does."""
-    from kma.services import agents, data_units, keys, quorum, users
+    from kma import quorum
+    from kma.services import agents, data_units, keys, users
     from ui.pages import agents as agents_area
     from ui.pages import data_units as data_units_area
     from ui.pages import users as users_area

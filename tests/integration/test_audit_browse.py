@@ -77,7 +77,7 @@ def test_dashboard_series_count_keys_issued_and_events_by_severity(demo_kma: Run
     series = auditor.dashboard_series(days=410)
     assert len(series.keys_issued) == 410
     issued = auditor.list_keys(limit=1, sort="activated_at").total - series.keys_by_state.get("ready", 0)
-    assert sum(count for _, count in series.keys_issued) == issued
+    assert sum(d.count for d in series.keys_issued) == issued
     assert sum(d.info for d in series.events_by_severity) > 0
     assert series.keys_by_state["destroyed"] >= 2
 

@@ -91,7 +91,7 @@ def tables(db: Path) -> list[str]:
 def test_round_trip_restores_every_row_and_serves_enrolled_agents(source: RunningKma, tmp_path: Path) -> None:
     # Given a demo KMA with keys in every state, a pending quorum operation and an enrolled agent
     so = source.client("so")
-    pending = so._request("PATCH", "/users/qm3", body={"name": "Sasha Renamed"})
+    pending = so._connection.request("PATCH", "/users/qm3", body={"name": "Sasha Renamed"})
     assert pending.status_code == 202
     agent_dir = tmp_path / "agent"
     enroll(source, "t10k-dal-01", agent_dir, demo_passphrase(source, "t10k-dal-01"))

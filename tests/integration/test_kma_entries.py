@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+import kma
 from kms_client import Conflict, Forbidden, KmsClient, LockedOut, PendingQuorumOp, Unauthenticated
 from kms_client.cluster_members import KmaEntryOperation
 from tests.integration.test_lockouts import http_from
@@ -305,3 +306,15 @@ def test_a_witness_entry_has_only_a_raft_address_votes_and_joins_unlocked(node_k
     assert not so.get_kma("witness-1").locked
     with pytest.raises(Conflict, match="nothing to lock"):
         so.lock_kma("witness-1")
+
+
+def test_each_kma_shows_the_release_it_runs_and_an_entry_none_until_its_machine_starts(
+    node_kma: RunningKma,
+) -> None:
+    # Given a KMA's entry whose machine has not joined (nor started) yet
+    add_entry(node_kma, "kma-bos-1", "alice", "bob", "carol", name="Boston 1")
+    # Then the KMAs list shows the running KMA's release, and none for the entry
+    auditor = node_kma.client("auditor")
+    kmas = {k.id: k for k in auditor.iter_kmas()}
+    assert kmas[auditor.status().kma_id].release == kma.__version__
+    assert kmas["kma-bos-1"].release is None

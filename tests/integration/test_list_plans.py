@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 
+from kma import quorum
 from kma.domain.lifecycle import KeyState, key_in_state
 from kma.errors import ValidationFailed
-from kma.services import agents, dashboard, data_units, keys, quorum, users
+from kma.services import agents, dashboard, data_units, keys, users
 from kma.services.paging import COUNT_LIMIT, ListSpec, PageRequest, encode_cursor, list_page
 from kms_client.paging import iter_all
 from tests.support.kma_process import RunningKma, read_only_db

@@ -18,6 +18,7 @@ import pytest
 from kma import __version__
 from kma.agent.enroll import make_csr
 from kma.appliance import Appliance
+from kma.cluster.store import open_store
 from kma.crypto import hash_passphrase
 from kma.datadir import DataDir
 from kma.errors import Conflict, Unauthenticated
@@ -304,7 +305,7 @@ def test_an_enrollment_passphrase_not_yet_replicated_here_is_not_a_wrong_one(tmp
     one, the Raft leader the newer): "not yet known to this KMA", and not counted toward the lockout."""
     demo = RunningKma.demo_in(tmp_path, test_clock=False)
     demo.stop()
-    kma = Appliance(DataDir(demo.data_dir))
+    kma = Appliance(DataDir(demo.data_dir), open_store)
     try:
         newer = "set-a-moment-ago-elsewhere"
         newest = lambda sql, params=(): [[hash_passphrase(newer)]]  # noqa: E731  the leader's answer

@@ -7,8 +7,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from kma.services.topology import Member, failure_tolerance
-from kms_client import Topology
+from kma.cluster.topology import Member, failure_tolerance
+from kms_client import Topology, read
 
 NAMES = {"dallas": "Dallas", "boston": "Boston", "austin": "Austin", "denver": "Denver", "seattle": "Seattle"}
 SITE_NAMES = {**NAMES, "witness": "Witness"}  # a third place for a witness: a site with no agents
@@ -41,7 +41,7 @@ def topology(kmas: list[dict[str, Any]], agents: dict[str, tuple[int, int, int]]
     links = [{"site_a": a, "site_b": b, "lag_seconds": 0.3 if here in (a, b) else None}
              for n, a in enumerate(with_kmas) for b in with_kmas[n + 1 :]]  # fmt: skip
     counts = agents or {}
-    return Topology.from_json({
+    return read(Topology, {
         "cluster_name": "Acme Tape Vault", "answered_by": next(k["id"] for k in kmas if k["this_kma"]),
         "time": "2026-11-24T02:00:00Z",
         "sites": [{"id": s, "name": SITE_NAMES.get(s, s), "kmas": [k for k in kmas if k["site_id"] == s],

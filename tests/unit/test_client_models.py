@@ -38,6 +38,7 @@ from kms_client import (
     User,
     ValidationFailed,
     api_error,
+    read,
 )
 
 T0 = "2026-11-21T07:40:00Z"
@@ -82,7 +83,7 @@ KEY = {
 
 
 def test_times_become_aware_utc_datetimes_and_nulls_stay_none() -> None:
-    user = User.from_json(USER)
+    user = read(User, USER)
     assert user.created_at == T0_DT
     assert user.created_at.tzinfo is not None
     assert user.updated_at == datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
@@ -91,33 +92,33 @@ def test_times_become_aware_utc_datetimes_and_nulls_stay_none() -> None:
 
 
 def test_a_user_says_what_the_kma_lets_them_do_and_refuses_names_the_kma_has_not() -> None:
-    user = User.from_json({**USER, "permissions": ["signed_in", "users.read", "users.write"]})
+    user = read(User, {**USER, "permissions": ["signed_in", "users.read", "users.write"]})
     assert user.may("users.write") and not user.may("agents.write")
     with pytest.raises(ValueError, match="agents.wirte"):
         user.may("agents.wirte")  # a typo in the manager is loud, not a silently hidden button
-    assert not User.from_json(USER).may("users.read")  # a KMA older than `permissions` grants nothing
+    assert not read(User, USER).may("users.read")  # a KMA older than `permissions` grants nothing
 
 
 def test_a_time_without_offset_is_taken_as_utc() -> None:
-    user = User.from_json({**USER, "locked_until": "2026-11-21T07:55:00"})
+    user = read(User, {**USER, "locked_until": "2026-11-21T07:55:00"})
     assert user.locked_until == datetime(2026, 11, 21, 7, 55, tzinfo=UTC)
 
 
 def test_unknown_fields_from_a_newer_kma_are_ignored() -> None:
-    site = Site.from_json(
+    site = read(Site,
         {"id": "dallas", "name": "Dallas", "description": "", "created_at": T0, "new": 1}
     )
     assert site == Site(id="dallas", name="Dallas", description="", created_at=T0_DT)
 
 
 def test_models_are_frozen() -> None:
-    site = Site.from_json({"id": "s", "name": "S", "description": "d", "created_at": T0})
+    site = read(Site, {"id": "s", "name": "S", "description": "d", "created_at": T0})
     with pytest.raises(AttributeError):
         site.name = "other"  # type: ignore[misc]
 
 
 def test_status() -> None:
-    status = Status.from_json(
+    status = read(Status,
         {
             "cluster_name": "prod",
             "kma_id": "kma1",
@@ -136,7 +137,7 @@ def test_status() -> None:
 
 
 def test_session_keeps_the_token_out_of_repr() -> None:
-    session = Session.from_json({"token": "s3cret-token", "expires_at": T0, "user": USER})
+    session = read(Session, {"token": "s3cret-token", "expires_at": T0, "user": USER})
     assert session.token == "s3cret-token"
     assert session.user.id == "so1"
     assert session.expires_at == T0_DT
@@ -144,8 +145,8 @@ def test_session_keeps_the_token_out_of_repr() -> None:
 
 
 def test_kma_and_dashboard() -> None:
-    assert Kma.from_json(KMA).pool_ready == 998
-    dash = Dashboard.from_json(
+    assert read(Kma, KMA).pool_ready == 998
+    dash = read(Dashboard,
         {
             "cluster_name": "prod",
             "sites": 2,
@@ -158,13 +159,13 @@ def test_kma_and_dashboard() -> None:
             "warnings": [],
         }
     )
-    assert dash.kmas == (Kma.from_json(KMA),)
+    assert dash.kmas == (read(Kma, KMA),)
     assert dash.keys_by_state == {"ready": 998, "protect_and_process": 2}
     assert dash.pending_quorum_operations == 1
 
 
 def test_key_policy_group_agent_data_unit() -> None:
-    policy = KeyPolicy.from_json(
+    policy = read(KeyPolicy,
         {
             "id": "seven-years",
             "description": "tapes",
@@ -178,7 +179,7 @@ def test_key_policy_group_agent_data_unit() -> None:
         }
     )
     assert (policy.encryption_period, policy.cryptoperiod) == (86400, 220752000)
-    group = KeyGroup.from_json(
+    group = read(KeyGroup,
         {
             "id": "tapes",
             "description": "",
@@ -189,7 +190,7 @@ def test_key_policy_group_agent_data_unit() -> None:
         }
     )
     assert group.agent_ids == ("drive1", "drive2")
-    unit = DataUnit.from_json(
+    unit = read(DataUnit,
         {
             "id": "E00001",
             "description": "",
@@ -203,10 +204,10 @@ def test_key_policy_group_agent_data_unit() -> None:
 
 
 def test_key_with_nullable_fields() -> None:
-    key = Key.from_json(KEY)
+    key = read(Key, KEY)
     assert key.data_unit_id is None
     assert key.activated_at is None
-    destroyed = Key.from_json(
+    destroyed = read(Key,
         {
             **KEY,
             "state": "destroyed",
@@ -219,7 +220,7 @@ def test_key_with_nullable_fields() -> None:
 
 
 def test_audit_event_and_chain_report() -> None:
-    event = AuditEvent.from_json(
+    event = read(AuditEvent,
         {
             "id": 42,
             "kma_id": "kma1",
@@ -240,30 +241,30 @@ def test_audit_event_and_chain_report() -> None:
         }
     )
     assert (event.id, event.chain_seq, event.subject_id) == (42, 41, "k-0001")
-    report = ChainReport.from_json(
+    report = read(ChainReport,
         {"intact": False, "events_checked": 10, "first_bad_event_id": 7, "reason": "hash"}
     )
     assert report.first_bad_event_id == 7
-    ok = ChainReport.from_json(
+    ok = read(ChainReport,
         {"intact": True, "events_checked": 10, "first_bad_event_id": None, "reason": None}
     )
     assert ok.first_bad_event_id is None
 
 
 def test_enrollment_passphrase_is_not_in_repr_and_ca_info() -> None:
-    enrollment = EnrollmentPassphrase.from_json({"agent_id": "drive1", "passphrase": "one-time"})
+    enrollment = read(EnrollmentPassphrase, {"agent_id": "drive1", "passphrase": "one-time"})
     assert enrollment.passphrase == "one-time"
     assert "one-time" not in repr(enrollment)
-    assert CaInfo.from_json({"ca_pem": "PEM", "fingerprint": "SHA256:AB"}).fingerprint == (
+    assert read(CaInfo, {"ca_pem": "PEM", "fingerprint": "SHA256:AB"}).fingerprint == (
         "SHA256:AB"
     )
 
 
 def test_page_parses_items_and_cursor() -> None:
-    page = Page.from_json({"items": [KEY], "next_cursor": "c2", "total": 5}, Key.from_json)
-    assert page.items == [Key.from_json(KEY)]
+    page = read(Page[Key], {"items": [KEY], "next_cursor": "c2", "total": 5})
+    assert page.items == [read(Key, KEY)]
     assert (page.next_cursor, page.total) == ("c2", 5)
-    last = Page.from_json({"items": [], "next_cursor": None, "total": 0}, Key.from_json)
+    last = read(Page[Key], {"items": [], "next_cursor": None, "total": 0})
     assert last.next_cursor is None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from kma.services.topology import FailureTolerance, Member, _kma_nodes, failure_tolerance
+from kma.cluster.topology import FailureTolerance, Member, _kma_nodes, failure_tolerance
 from kma.store.cluster_view import ReplicationLag
 
 NAMES = {"dal": "Dallas", "bos": "Boston", "aus": "Austin"}

@@ -9,9 +9,9 @@ import keyring
 import pytest
 from keyring.backend import KeyringBackend
 
-from kma.bootstrap import read_hsm
 from kma.crypto.hsm import HsmSettings, HsmUnavailable, read_pin_file
 from kma.errors import ValidationFailed
+from kma.setup.new_cluster import read_hsm
 
 GOOD = {"module": "/usr/lib/softhsm/libsofthsm2.so", "token_label": "t", "pin_file": "/etc/kma/hsm.pin"}
 

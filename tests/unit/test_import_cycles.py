@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("kma", "kms_client", "app", "ui", "tape_planning")
-FOLDER_PACKAGES = ("ui", "app")
+FOLDER_PACKAGES = ("kma", "ui", "app")
 
 
 def module_names() -> dict[str, Path]:

@@ -59,8 +59,8 @@ def test_every_mistake_is_explained_and_asked_again() -> None:
 
 
 def test_answers_saved_without_passphrases_ask_each_person_for_theirs() -> None:
-    from kma.bootstrap import check_answers, read_answers
     from kma.cli.setup_questions import ask_missing_passphrases, missing_passphrases
+    from kma.setup.new_cluster import check_answers, read_answers
 
     saved = read_answers(
         'cluster_name = "Acme"\n[site]\nid = "dallas"\n[kma]\nid = "kma-1"\n[security_officer]\nid = "so"\n'
@@ -76,7 +76,7 @@ def test_answers_saved_without_passphrases_ask_each_person_for_theirs() -> None:
 
 
 def test_a_time_server_answer_is_refused_rather_than_silently_ignored() -> None:
-    from kma.bootstrap import read_answers
+    from kma.setup.new_cluster import read_answers
 
     with pytest.raises(ValidationFailed, match="uses its machine's clock.*NTP client"):
         read_answers(

@@ -79,19 +79,20 @@ class ChartsPanel(QWidget):
 
     # -- the charts ---------------------------------------------------------------------------
     def _keys_issued(self, series: Any) -> None:
-        total = sum(n for _, n in series.keys_issued)
-        busiest = max(series.keys_issued, key=lambda d: d[1], default=("", 0))
+        total = sum(d.count for d in series.keys_issued)
+        busiest = max(series.keys_issued, key=lambda d: d.count, default=None)
         text = f"{counted(total, 'key')} issued in the last {counted(series.days, 'day')}" + (
-            f"; busiest day {busiest[0]} with {busiest[1]:,}" if busiest[1] else "")
+            f"; busiest day {busiest.day} with {busiest.count:,}" if busiest and busiest.count else "")
         chart = None
         if QtCharts is not None:
             line = QtCharts.QLineSeries()
             line.setName("Keys issued")
-            for day, count in series.keys_issued:
-                line.append(_msecs(day), float(count))
+            for d in series.keys_issued:
+                line.append(_msecs(d.day), float(d.count))
             line.setColor(QColor(STATE_COLOURS["protect_and_process"]))
             line.setPointsVisible(True)
-            chart = self._time_chart([line], max((n for _, n in series.keys_issued), default=0), series.days)
+            busiest_count = busiest.count if busiest else 0
+            chart = self._time_chart([line], busiest_count, series.days)
             chart.legend().setVisible(False)
         self.keys_issued.show_chart(chart, text)
 

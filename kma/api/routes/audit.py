@@ -14,10 +14,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Response
 from fastapi.responses import StreamingResponse
 
+from kma import quorum
 from kma.api import audit_schemas, schemas
 from kma.api.deps import AuditManage, AuditRead, Kma, Paging, with_filters
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, ran_or_pending
-from kma.services import audit_export, audit_log, audit_retention, quorum
+from kma.services import audit_export, audit_log, audit_retention
 from kma.services.paging import Page, PageRequest
 
 router = APIRouter(prefix="/audit-events", tags=["audit"])

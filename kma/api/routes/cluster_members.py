@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from kma import quorum
 from kma.api import schemas
 from kma.api.deps import Kma, QuorumSubmit, client_address
 from kma.api.member_schemas import (
@@ -18,8 +19,9 @@ from kma.api.member_schemas import (
 from kma.api.openapi import CHECKS_PASSPHRASES
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp
 from kma.appliance import Appliance
-from kma.services import kma_entries, kma_join, kmas, quorum
-from kma.services.quorum import Submitted
+from kma.cluster import join, membership
+from kma.quorum import Submitted
+from kma.services import kmas
 
 router = APIRouter(tags=["cluster"])
 ANSWERS: dict[int | str, dict[str, object]] = {
@@ -31,13 +33,13 @@ ANSWERS: dict[int | str, dict[str, object]] = {
 
 def _answer(kma: Appliance, done: Submitted, response: Response, adds_voter: bool) -> KmaEntryOperation:
     response.status_code = 201 if done.executed else 202
-    voters = kma_entries.voter_count(kma) + int(adds_voter and not done.executed)
+    voters = membership.voter_count(kma) + int(adds_voter and not done.executed)
     return KmaEntryOperation.model_validate(
         {
             **done.op,
             "kma_passphrase": done.handed_out["kma_passphrase"],
             "voters": voters,
-            "voter_warning": kma_entries.voter_advice(voters),
+            "voter_warning": membership.voter_advice(voters),
         }
     )
 
@@ -88,7 +90,7 @@ def raise_cluster_version(
 @router.post("/cluster/join", response_model=JoinGrant, responses=CHECKS_PASSPHRASES)
 def join_cluster(body: JoinBody, kma: Kma, request: Request) -> dict[str, object]:
     """No sign-in: the joining machine proves itself with the KMA ID and its one-time passphrase."""
-    return kma_join.join(
+    return join.join(
         kma, body.kma_id, body.passphrase, body.node_csr_pem, body.server_csr_pem, client_address(request),
         body.master_key_public_pem,
     )

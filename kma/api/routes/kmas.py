@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from kma import quorum
 from kma.api import schemas
 from kma.api.deps import Kma, KmaEvenLocked, KmasWrite, Paging, QuorumSubmit, SignedIn
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, UnlockBody, ran_or_pending
-from kma.services import kmas, quorum
+from kma.services import kmas
 from kma.services.paging import Page
 from kma.services.quorum import locking
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from kma import quorum
 from kma.api import schemas
 from kma.api.deps import (
     Kma,
@@ -30,9 +31,9 @@ from kma.api.quorum_schemas import (
     PendingQuorumOp,
     ran_or_pending,
 )
-from kma.services import quorum
+from kma.quorum import member_enrolment
 from kma.services.paging import Page
-from kma.services.quorum import locking, member_enrolment
+from kma.services.quorum import locking
 from kma.services.quorum.key_split import Credential
 
 router = APIRouter(tags=["quorum"])

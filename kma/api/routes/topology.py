@@ -8,7 +8,7 @@ from fastapi import APIRouter
 
 from kma.api.deps import KmaEvenLocked, SignedIn
 from kma.api.topology_schemas import Topology
-from kma.services import topology
+from kma.cluster import topology
 
 router = APIRouter(tags=["cluster"])
 

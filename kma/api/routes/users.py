@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from kma import quorum
 from kma.api import schemas
 from kma.api.deps import Kma, Paging, UsersRead, UsersWrite, with_filters
 from kma.api.quorum_schemas import (
@@ -12,7 +13,7 @@ from kma.api.quorum_schemas import (
     UserPatchQuorum,
     ran_or_pending,
 )
-from kma.services import quorum, users
+from kma.services import users
 from kma.services.paging import Page
 
 router = APIRouter(prefix="/users", tags=["users"])

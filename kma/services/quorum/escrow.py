@@ -30,7 +30,6 @@ cannot scrub the bytes objects that briefly hold a clear share in memory.
 from __future__ import annotations
 
 import threading
-from weakref import WeakKeyDictionary
 
 from kma.appliance import Appliance
 from kma.crypto import CryptoError, WrappingKey
@@ -38,8 +37,19 @@ from kma.errors import Conflict, KmaLocked
 from kma.services.quorum.key_split import Share
 
 MASTER, MEMORY = "master", "memory"
-_memory: WeakKeyDictionary[Appliance, dict[str, WrappingKey]] = WeakKeyDictionary()
-_memory_lock = threading.Lock()
+
+
+class Memory:
+    """The escrow keys this KMA holds in memory only (`MEMORY`), by operation ID: gone when its
+    process ends."""
+
+    def __init__(self, kma: Appliance) -> None:
+        self.lock = threading.Lock()
+        self.keys: dict[str, WrappingKey] = {}
+
+
+def _memory(kma: Appliance) -> Memory:
+    return kma.part(Memory)
 
 
 class EscrowLost(Conflict):
@@ -54,8 +64,9 @@ def new_escrow(kma: Appliance, op_id: str) -> tuple[WrappingKey, str, bytes | No
     """A fresh escrow key for `op_id`: (key, holder, key wrapped under the master key or None)."""
     key = WrappingKey.generate()
     if kma.vault.locked:
-        with _memory_lock:
-            _memory.setdefault(kma, {})[op_id] = key
+        memory = _memory(kma)
+        with memory.lock:
+            memory.keys[op_id] = key
         return key, MEMORY, None
     return key, MASTER, kma.vault.master().wrap(_context(op_id), key.raw())
 
@@ -81,13 +92,15 @@ def escrow_key(kma: Appliance, op_id: str, holder: str | None, wrapped: bytes | 
 
 
 def in_memory(kma: Appliance, op_id: str) -> WrappingKey | None:
-    with _memory_lock:
-        return _memory.get(kma, {}).get(op_id)
+    memory = _memory(kma)
+    with memory.lock:
+        return memory.keys.get(op_id)
 
 
 def forget(kma: Appliance, op_id: str) -> None:
-    with _memory_lock:
-        _memory.get(kma, {}).pop(op_id, None)
+    memory = _memory(kma)
+    with memory.lock:
+        memory.keys.pop(op_id, None)
 
 
 def _share_context(op_id: str, member: str) -> str:

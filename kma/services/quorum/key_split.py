@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from kma.appliance import Appliance
 from kma.crypto import (
@@ -20,12 +21,40 @@ from kma.crypto import (
     combine_shares,
     open_share,
 )
+from kma.domain.validation import check_id
 from kma.errors import Conflict, KmaError, LockedOut, ValidationFailed
 from kma.services import lockout, row_macs
 from kma.store import Batch
 from kma.vault import unwrap_master_with_root
 
 Share = tuple[int, bytes]
+MAX_SPLIT_MEMBERS = 10
+
+
+def check_split_members(threshold: Any, names: list[str]) -> None:
+    """The threshold and the member names (a key split change names members; each then sets their
+    own passphrase)."""
+    if not names:
+        raise ValidationFailed("The key split needs at least one member.")
+    if len(names) > MAX_SPLIT_MEMBERS:
+        raise ValidationFailed(
+            f"The key split can have at most {MAX_SPLIT_MEMBERS} members, not {len(names)}."
+        )
+    if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1:
+        raise ValidationFailed("The key split threshold must be a whole number of at least 1.")
+    if threshold > len(names):
+        raise ValidationFailed(
+            f"The threshold ({threshold}) cannot exceed the number of members ({len(names)})."
+        )
+    folded = [n.casefold() for n in names]
+    if len(set(folded)) != len(folded):
+        twice = sorted({n for n in names if folded.count(n.casefold()) > 1})
+        raise ValidationFailed(
+            f"Each key split member must have a different name; names differing only in upper and lower "
+            f"case are the same name: {', '.join(twice)}."
+        )
+    for name in names:
+        check_id(name, "A key split member's name")
 
 
 @dataclass(frozen=True)

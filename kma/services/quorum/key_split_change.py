@@ -7,7 +7,7 @@ chose the passphrases they would hold every new share, a full quorum of one. So:
    root secret, splits it M-of-N, wraps the master key under it and forgets it. Each new share is
    held under the master key, bound to this operation and member, with a one-time enrolment code
    (120 random bits, kept only as its SHA-256) handed to the submitter once, to pass on.
-2. Enrolment (`kma.services.quorum.member_enrolment`): each new member, with their code, types their own
+2. Enrolment (`kma.quorum.member_enrolment`): each new member, with their code, types their own
    passphrase (their own API call, or at the ceremony in the manager, at the keyboard); their
    share is sealed under it and the code is spent. The operation shows who has enrolled.
 3. Execution: once every new member has enrolled *and* M current members have approved. The
@@ -32,13 +32,12 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.backup.fileformat import backup_key_context
-from kma.bootstrap import check_split_members
 from kma.crypto import CryptoError, WrappingKey, split_secret
 from kma.errors import Conflict
 from kma.services import lockout
 from kma.services.change import Change
 from kma.services.quorum.escrow import seal_share, unseal_share
-from kma.services.quorum.key_split import Quorum, Share, current_split
+from kma.services.quorum.key_split import Quorum, Share, check_split_members, current_split
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
 from kma.services.row_macs import SPLIT_MEMBERS, seal
 from kma.store import Stmt

@@ -47,7 +47,7 @@ def this_kma_only(kma: Appliance, kma_id: str, what: str) -> None:
 def lock_kma(kma: Appliance, actor: Actor, kma_id: str) -> dict[str, Any]:
     """Lock at once: this KMA's vault forgets the master key before anything else can go wrong;
     another KMA of the cluster locks itself as soon as it sees the replicated lock (within a
-    second: kma/services/cluster_watch.py)."""
+    second: kma/cluster/watch.py)."""
     require(kma, "KMA", kma_id)
     if kma.store.scalar("SELECT witness FROM kmas WHERE id = ?", (kma_id,)):
         raise Conflict(f"'{kma_id}' is a witness: it holds and serves no key, so there is nothing to lock.")

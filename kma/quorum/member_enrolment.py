@@ -15,13 +15,14 @@ from __future__ import annotations
 import hmac
 from typing import Any
 
+from kma import quorum
 from kma.appliance import Appliance
 from kma.crypto import CryptoError, seal_share
 from kma.domain.actor import Actor
 from kma.domain.strength import check_strength
 from kma.domain.validation import check_passphrase
 from kma.errors import Conflict, KmaError, NotFound, ValidationFailed
-from kma.services import quorum, refusals
+from kma.services import refusals
 from kma.services.quorum.key_split_change import code_hash, unwrap_share
 from kma.store import Stmt
 

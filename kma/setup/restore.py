@@ -238,6 +238,7 @@ def _set_up(
     clock: Clock | None,
 ) -> Restored:
     from kma.appliance import Appliance
+    from kma.cluster.store import open_store
     from kma.services.backups import withheld_warning
 
     management_address, service_address = addresses
@@ -275,7 +276,7 @@ def _set_up(
     shutil.copyfile(backup.path, kept)
     os.chmod(kept, 0o600)
 
-    kma = Appliance(stage, clock)  # brings an older backup's schema up to date
+    kma = Appliance(stage, open_store, clock)  # brings an older backup's schema up to date
     try:
         now = kma.clock.now()
         counts = manifest["counts"]

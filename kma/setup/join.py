@@ -63,7 +63,7 @@ class JoinAnswers:
 
 
 def parse_join_answers(text: str) -> JoinAnswers:
-    from kma.bootstrap import read_hsm
+    from kma.setup.new_cluster import read_hsm
 
     data = tomllib.loads(text)
     table = data.get("join")

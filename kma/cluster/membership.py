@@ -1,11 +1,14 @@
-"""A KMA's entry in the cluster, and its one-time KMA passphrase (OKM's way of adding a KMA).
+"""The cluster's membership: adding a KMA, a new one-time KMA passphrase, removing a KMA.
+
+Adding a KMA makes its entry (its row in `kmas`) and its one-time KMA passphrase (OKM's way).
 
 A Security Officer creates the entry (ID, name, site, addresses, voter or not) as a quorum
 operation. The KMA makes the one-time KMA passphrase when the request is submitted and hands it
 to the submitter once (like the enrolment codes of a key split change); only its Argon2id hash is
 kept, in the pending operation and then in the entry. The passphrase opens nothing until the
 quorum has approved: the entry, and the hash with it, exists only once the operation has run. On
-the new machine `kma init` with `mode = "join"` then spends it (`kma.services.kma_join`).
+the new machine `kma init` with `mode = "join"` then spends it (kma/setup/join.py; the cluster's
+side: kma/cluster/join.py).
 
 Setting a new passphrase for an existing entry is the same path (quorum, handed out once): for an
 entry whose machine died, the new machine joins with it and takes the entry over; the old
@@ -248,13 +251,11 @@ def _execute_remove(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, 
 
 
 def leave_raft(kma: Appliance, kma_id: str) -> None:
-    """Take the removed KMA's node out of Raft (rqlite's DELETE /remove, through this KMA's own
-    node); a KMA on the embedded store has no Raft to leave."""
-    from kma.store.rqlite import RqliteStore
-
-    if isinstance(kma.store, RqliteStore):
+    """Take the removed KMA's node out of Raft (through this KMA's own node); a KMA on the
+    embedded store has no Raft to leave."""
+    if kma.store.cluster is not None:
         try:
-            kma.store.client.remove_node(kma_id)
+            kma.store.cluster.remove(kma_id)
         except KmaError as exc:
             raise OSError(f"rqlite did not remove node '{kma_id}': {exc.message}") from None
 

@@ -16,12 +16,12 @@ from kma import __version__
 from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
 from kma.cluster.rqlited import RqliteNode
+from kma.cluster.watch import ClusterWatch
 from kma.crypto import WrappingKey
 from kma.services import row_macs
 from kma.services.audit_forwarding import audit_forwarder
-from kma.services.audit_pruner import AutoPrune
+from kma.services.audit_pruner import auto_prune
 from kma.services.backup_schedule import backup_scheduler
-from kma.services.cluster_watch import ClusterWatch
 from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
 from kma.store import Stmt
@@ -30,14 +30,15 @@ CATCH_UP_WAIT_S = 30.0
 
 
 class Running:
-    """The key pool's refill, the audit pruner, the backup scheduler, the cluster watch and the audit
-    forwarder of one served KMA."""
+    """Starts and stops the workers of one served KMA (kma/worker.py): the key pool's refill, the
+    audit pruner, the backup scheduler, the cluster watch and the audit forwarder. The KMA (its
+    `Appliance`) owns them; this is the order they start and stop in."""
 
     def __init__(self, kma: Appliance, node: RqliteNode | None = None) -> None:
         self.kma = kma
         self.node = node  # this KMA's rqlite node; None when its store is embedded
         self.pool = key_pool(kma)
-        self.pruner = AutoPrune(kma)
+        self.pruner = auto_prune(kma)
         self.backups = backup_scheduler(kma)
         # locks made elsewhere; removed KMAs out of Raft; the node trusting only current members
         self.cluster_watch = ClusterWatch(kma, node)
@@ -71,6 +72,8 @@ class Running:
                         kma.vault.backend,
                     ),
                 ),
+                Stmt("UPDATE kmas SET release = ? WHERE id = ? AND release IS NOT ?",
+                     (__version__, kma.kma_id, __version__)),  # the release it runs, its own word
                 *self._node_statements(),
             ],
             f"listening on {management_address} (management) and {service_address} (service)"

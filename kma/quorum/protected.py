@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kma.appliance import Appliance
+from kma.cluster.membership import ADD_KMA, REMOVE_KMA, SET_KMA_PASSPHRASE
 from kma.crypto import hash_passphrase
 from kma.domain.roles import role_words
 from kma.domain.strength import check_user_passphrase
@@ -19,7 +20,6 @@ from kma.services import users
 from kma.services.audit_retention import SHORTEN_RETENTION
 from kma.services.cluster_version import RAISE_CLUSTER_VERSION
 from kma.services.common import refuse_taken
-from kma.services.kma_entries import ADD_KMA, REMOVE_KMA, SET_KMA_PASSPHRASE
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.key_split_change import CHANGE_KEY_SPLIT
 from kma.services.quorum.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA

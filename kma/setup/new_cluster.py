@@ -34,13 +34,13 @@ from kma.domain.roles import Role
 from kma.domain.strength import check_user_passphrase
 from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import Conflict, ValidationFailed
+from kma.services.quorum.key_split import check_split_members
 from kma.store import Stmt
 from kma.vault import row_mac_key, wrap_master_for_root
 
 if TYPE_CHECKING:
     from kma.setup.proof import KeySplitDraft
 
-MAX_SPLIT_MEMBERS = 10
 DEFAULT_POOL = 1000
 MAX_POOL = 100_000
 
@@ -86,32 +86,6 @@ def check_key_split(threshold: Any, members: tuple[SplitMember, ...]) -> None:
         if not member.passphrase:
             raise ValidationFailed(f"Key split member '{member.name}' has an empty passphrase.")
         check_passphrase(member.passphrase, f"The passphrase of key split member '{member.name}'")
-
-
-def check_split_members(threshold: Any, names: list[str]) -> None:
-    """The threshold and the member names (a key split change names members; each then sets their
-    own passphrase)."""
-    if not names:
-        raise ValidationFailed("The key split needs at least one member.")
-    if len(names) > MAX_SPLIT_MEMBERS:
-        raise ValidationFailed(
-            f"The key split can have at most {MAX_SPLIT_MEMBERS} members, not {len(names)}."
-        )
-    if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1:
-        raise ValidationFailed("The key split threshold must be a whole number of at least 1.")
-    if threshold > len(names):
-        raise ValidationFailed(
-            f"The threshold ({threshold}) cannot exceed the number of members ({len(names)})."
-        )
-    folded = [n.casefold() for n in names]
-    if len(set(folded)) != len(folded):
-        twice = sorted({n for n in names if folded.count(n.casefold()) > 1})
-        raise ValidationFailed(
-            f"Each key split member must have a different name; names differing only in upper and lower "
-            f"case are the same name: {', '.join(twice)}."
-        )
-    for name in names:
-        check_id(name, "A key split member's name")
 
 
 def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -313,6 +287,7 @@ def _initialise(data_dir: DataDir, answers: Answers, clock: Clock | None,
                 refusals: Sequence[tuple[str, str]]) -> WrappingKey:  # fmt: skip
     from kma.appliance import Appliance
     from kma.audit.record import Condition
+    from kma.cluster.store import open_store
     from kma.services.row_macs import SPLIT_MEMBERS, seal
     from kma.services.users import seal_user
 
@@ -327,7 +302,7 @@ def _initialise(data_dir: DataDir, answers: Answers, clock: Clock | None,
         write_private(data_dir.unlock_key, local.raw())
         autounlock = local.wrap(f"autounlock:{answers.kma_id}", master.raw())
 
-    kma = Appliance(data_dir, clock)
+    kma = Appliance(data_dir, open_store, clock)
     try:
         now = kma.clock.now()
         installer = Actor("installer", "local console", kind="kma")
@@ -391,13 +366,3 @@ def answers_text(path: Path) -> str:
 def load_answers(path: Path) -> Answers:
     """The answers file as written (`read_answers`): check them with `check_answers`."""
     return read_answers(answers_text(path))
-
-
-def answers_mode(text: str) -> str:
-    """`mode` in an answers file, read before its tables: a restore's answers
-    (kma/backup/restore.py) have other tables than a new cluster's."""
-    try:
-        mode = tomllib.loads(text).get("mode", "new_cluster")
-    except tomllib.TOMLDecodeError as exc:
-        raise ValidationFailed(f"The answers file is not valid TOML: {exc}.") from None
-    return str(mode)

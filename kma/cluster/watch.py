@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from kma.audit.record import Condition
 from kma.cluster.convert import retire_embedded_copy
+from kma.cluster.membership import leave_raft
 from kma.cluster.trust import follow_membership
 from kma.errors import KmaError
 
@@ -39,12 +40,9 @@ CHECK_S = 1.0
 def strangers(kma: Appliance) -> tuple[list[str], list[str]]:
     """Raft members (voters or not) that are not admitted: (IDs of removed KMAs, IDs that are no
     entry of the cluster at all); ([], []) off a cluster."""
-    from kma.store.rqlite import RqliteStore
-
-    if not isinstance(kma.store, RqliteStore):
+    if kma.store.cluster is None:
         return [], []
-    nodes = kma.store.client.get_json("/nodes", ver="2", nonvoters="")["nodes"]
-    ids = [str(n["id"]) for n in nodes]
+    ids = kma.store.cluster.members()
     if not ids:
         return [], []
     marks = ",".join("?" * len(ids))
@@ -58,8 +56,6 @@ def reap(kma: Appliance, unknown_before: frozenset[str] = frozenset()) -> tuple[
     """Take out of Raft every node of a removed KMA, and every node whose ID is no entry and was
     seen in the round before (`unknown_before`) too; returns the IDs taken out, and the unknown IDs
     to take out next round if they are still there."""
-    from kma.services.kma_entries import leave_raft
-
     removed, unknown = strangers(kma)
     taken = []
     due = [(i, f"took the node of removed KMA '{i}' out of Raft again: it had rejoined") for i in removed]
