@@ -721,6 +721,7 @@ class KmsClient:
     create_kma_entry = _part("_members", ClusterMemberCalls.create_kma_entry)
     set_kma_passphrase = _part("_members", ClusterMemberCalls.set_kma_passphrase)
     remove_kma = _part("_members", ClusterMemberCalls.remove_kma)
+    raise_cluster_version = _part("_members", ClusterMemberCalls.raise_cluster_version)
     join_cluster = _part("_members", ClusterMemberCalls.join_cluster)
 
     # -- the cluster at a glance (topology.py) ------------------------------------------------

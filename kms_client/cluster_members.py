@@ -1,4 +1,5 @@
-"""Cluster membership: a KMA's entry and its one-time KMA passphrase (quorum), and the join.
+"""Cluster membership: a KMA's entry and its one-time KMA passphrase (quorum), the join, and the
+cluster version (quorum).
 
 A part of `KmsClient`, given its connection; same threading rule:
 every method does network I/O, never call one on the GUI thread.
@@ -113,7 +114,7 @@ class ClusterMemberCalls:
         release that supports it (refused, naming the KMAs still too old, until then). The answer
         is the operation: `executed` when M credentials came with it, else pending."""
         body = present(version=version, credentials=credentials_body(credentials))
-        return self._call("POST", "/cluster/version", PendingQuorumOp.from_json, body=body)
+        return self._connection.call("POST", "/cluster/version", reader(PendingQuorumOp), body=body)
 
     def join_cluster(self, kma_id: str, passphrase: str, node_csr_pem: str, server_csr_pem: str,
                      master_key_public_pem: str | None = None) -> JoinGrant:  # fmt: skip

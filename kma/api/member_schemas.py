@@ -30,7 +30,7 @@ class KmaPassphraseBody(WithCredentials):
 
 
 class ClusterVersionRaise(WithCredentials):
-    version: int  # the cluster version to raise to (kma/cluster/version.py)
+    version: int  # the cluster version to raise to (kma/store/cluster_version.py)
 
 
 class KmaEntryOperation(PendingQuorumOp):

@@ -1,85 +1,95 @@
-"""The cluster version: what every KMA of a cluster can do together (docs/upgrades.md).
+"""Raising the cluster version (its rules: kma/store/cluster_version.py): a quorum operation a
+Security Officer proposes once every KMA runs a release that supports the new version.
 
-A release supports a range of cluster versions. The cluster starts at 1 (what a cluster of
-release 0.1.0 is; a store with no `cluster_version` row is at 1) and a Security Officer raises it,
-under quorum, once every KMA (witnesses too) has recorded a release that supports the next one
-(kma/services/cluster_version.py). Then the contract migrations of this release run
-(kma/store/schema.py), and a KMA whose release is too old for the cluster version refuses to start
-before it writes anything (`check`). Release 0.1.0 predates all this: the store refuses its start
-instead (migration 0043).
-
-| Cluster version | First release | What it brings |
-|---|---|---|
-| 1 | 0.1.0 | the cluster as release 0.1.0 made it |
-| 2 | 0.2.0 | the cluster version itself; no feature needs it yet |
+Refused, naming the KMAs still too old, while any KMA of the cluster (witnesses and entries whose
+machine has not joined yet too) has not recorded such a release; checked again when the quorum's
+last approval runs it. Once it is committed, this KMA applies the contract migrations the new
+version allows to the cluster's store (the other KMAs find them applied).
 """
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from kma import __version__
-from kma.errors import KmaError
+from kma.appliance import Appliance
+from kma.errors import Conflict, ValidationFailed
+from kma.services.change import Change
+from kma.services.quorum.key_split import Quorum
+from kma.services.quorum.op_type import OpType, Outcome, Prepared
+from kma.store import Stmt, cluster_version
 
-FIRST_RELEASE = {1: "0.1.0", 2: "0.2.0"}  # the first release that supports each cluster version
-# Tests only: "LOW..HIGH", the range this code claims to support (to see a too-old release refuse).
-SUPPORTED_FOR_TESTS = "KMA_TEST_SUPPORTED_CLUSTER_VERSIONS"
-CURRENT_SQL = "SELECT version, needs_release FROM cluster_version WHERE id = 1"
+
+def current(kma: Appliance) -> tuple[int, str]:
+    """(the cluster version, the first release that supports it)."""
+    return cluster_version.current(kma.store.query(cluster_version.CURRENT_SQL))
 
 
-class ClusterVersionTooNew(KmaError):
-    """This release is too old for the cluster version: it refuses to start, nothing written."""
+def too_old(kma: Appliance, version: int) -> list[str]:
+    """The KMAs of the cluster whose recorded release does not support `version`, as 'ID (release)'."""
+    rows = kma.store.query("SELECT id, release FROM kmas WHERE removed_at IS NULL ORDER BY id")
+    return [
+        f"{r['id']} ({r['release'] or 'no release recorded'})"
+        for r in rows
+        if not cluster_version.release_supports(r["release"], version)
+    ]
 
-    code, status = "cluster_version_too_new", 503
 
-    def __init__(self, version: int, needs_release: str) -> None:
-        low, high = supported()
-        super().__init__(
-            f"This cluster runs at cluster version {version}; this KMA's release ({__version__}) supports "
-            f"cluster versions {low} to {high}. Install release {needs_release} or later on this KMA."
+def _refuse_too_old(kma: Appliance, version: int) -> None:
+    if old := too_old(kma, version):
+        needs = cluster_version.FIRST_RELEASE[version]
+        raise Conflict(
+            f"Cluster version {version} needs release {needs} or later on every KMA; still too old: "
+            f"{', '.join(old)}. Upgrade them (or remove the entries of KMAs that will not come back) first."
         )
 
 
-def supported() -> tuple[int, int]:
-    """The lowest and highest cluster versions this release runs in."""
-    if override := os.environ.get(SUPPORTED_FOR_TESTS):
-        low, high = override.split("..")
-        return int(low), int(high)
-    return min(FIRST_RELEASE), max(FIRST_RELEASE)
+def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
+    target = request.get("version")
+    if not isinstance(target, int) or isinstance(target, bool):
+        raise ValidationFailed("The cluster version must be a whole number.")
+    now, _ = current(kma)
+    high = cluster_version.supported()[1]
+    if target <= now:
+        raise Conflict(f"The cluster runs at cluster version {now} already; it is only ever raised.")
+    if target > high:
+        raise ValidationFailed(
+            f"This KMA's release ({__version__}) knows cluster versions up to {high}; "
+            "propose the raise on a KMA of a later release."
+        )
+    _refuse_too_old(kma, target)
+    needs = cluster_version.FIRST_RELEASE[target]
+    summary = (
+        f"Raise the cluster version from {now} to {target}: a KMA of a release before {needs} can no "
+        "longer start in this cluster, and the store's contract migrations run"
+    )
+    return Prepared(summary, {"version": target}, {"version": target, "from": now}, exclusive=True)
 
 
-def release_supports(release: str | None, version: int) -> bool:
-    """Whether a KMA that recorded `release` runs in a cluster at `version`. A later release supports
-    what an earlier one does (release N+1 runs beside release N); a KMA that recorded no release
-    runs 0.1.0 or has not started since its upgrade, and a release not numbered X.Y.Z is unknown."""
-    if release is None or not re.fullmatch(r"\d+\.\d+\.\d+", release):
-        return False
-    return _numbers(release) >= _numbers(FIRST_RELEASE.get(version, f"{version}.0.0"))
+def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
+    target = int(p["version"])
+    _refuse_too_old(kma, target)  # a KMA may have started an older release since the proposal
+    needs = cluster_version.FIRST_RELEASE[target]
+    stmt = Stmt(
+        "INSERT INTO cluster_version (id, version, needs_release, raised_at, raised_by_op) "
+        "VALUES (1, :version, :needs, :now, :op) ON CONFLICT (id) DO UPDATE SET version = excluded.version, "
+        "needs_release = excluded.needs_release, raised_at = excluded.raised_at, "
+        "raised_by_op = excluded.raised_by_op WHERE cluster_version.version < excluded.version",
+        {"version": target, "needs": needs, "now": kma.clock.now(), "op": op_id},
+        expect=1,
+        refusal=f"the cluster version was raised to {target} or beyond meanwhile",
+    )
+    message = f"raised the cluster version from {p['from']} to {target} (every KMA runs {needs} or later)"
+    change = Change("cluster.version", [stmt], message, ("cluster_version", str(target)))
+    return Outcome(change, lambda: _contract_migrations(kma, target))
 
 
-def _numbers(release: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in release.split("."))
+def _contract_migrations(kma: Appliance, version: int) -> None:
+    from kma.store.rqlite import RqliteStore
+
+    if isinstance(kma.store, RqliteStore):  # an embedded store applied them at once
+        kma.store.apply_contract_migrations(version)
 
 
-def current(rows: Sequence[Any]) -> tuple[int, str]:
-    """(cluster version, first release that supports it) from the rows `CURRENT_SQL` read; a store
-    without the row (or without the table: not migrated yet) is at 1."""
-    if not rows:
-        return 1, FIRST_RELEASE[1]
-    return int(rows[0][0]), str(rows[0][1])
-
-
-def check(version: int, needs_release: str) -> None:
-    """Refuse to run in a cluster whose version this release does not support."""
-    low, high = supported()
-    if not low <= version <= high:
-        raise ClusterVersionTooNew(version, needs_release)
-
-
-def runs_contract_migrations(version: int) -> bool:
-    """Contract migrations of this release run once the cluster is at the highest version it
-    supports: every KMA then runs this release or a later one (no older code is left)."""
-    return version >= supported()[1]
+RAISE_CLUSTER_VERSION = OpType("raise_cluster_version", _prepare, _execute)

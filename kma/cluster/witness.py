@@ -9,7 +9,7 @@ like a KMA (a quorum-approved entry marked witness, its one-time passphrase, `km
 (to trust their node certificates only, kma/cluster/trust.py). The cluster sees its health through
 Raft itself (rqlite's node status: reachable, last contact), as it sees every node's. Once the
 cluster has a leader it checks the cluster version and records its release in its row, as a KMA
-does at every start (kma/cluster/version.py: the version is raised only once every member,
+does at every start (kma/store/cluster_version.py: the version is raised only once every member,
 witnesses too, runs a release that supports it).
 """
 
@@ -23,13 +23,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kma import __version__
-from kma.cluster import version as cluster_version
 from kma.cluster.node_config import ClusterFiles
 from kma.cluster.rqlited import NodeFailed, RqliteNode
 from kma.cluster.trust import follow_membership
 from kma.crypto import fingerprint
 from kma.datadir import DataDir
 from kma.errors import ClusterUnavailable
+from kma.store import cluster_version
 from kma.store.rqlite_http import StatementFailed
 from kma.systemd import notify
 

@@ -12,13 +12,13 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.cluster.membership import ADD_KMA, REMOVE_KMA, SET_KMA_PASSPHRASE
+from kma.cluster.version import RAISE_CLUSTER_VERSION
 from kma.crypto import hash_passphrase
 from kma.domain.roles import role_words
 from kma.domain.strength import check_user_passphrase
 from kma.errors import ValidationFailed
 from kma.services import users
 from kma.services.audit_retention import SHORTEN_RETENTION
-from kma.services.cluster_version import RAISE_CLUSTER_VERSION
 from kma.services.common import refuse_taken
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.key_split_change import CHANGE_KEY_SPLIT

@@ -54,8 +54,7 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from kma.audit.record import Condition
-from kma.cluster import version as cluster_version
-from kma.store import audit_rows, fts, schema
+from kma.store import audit_rows, cluster_version, fts, schema
 from kma.store.batch import Batch, Deferred, Params, Refused, Stmt, WriteResult, counted
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import gather, integrity_message
@@ -645,7 +644,7 @@ class RqliteStore:
         """Apply the migrations the cluster's store lacks, each in one transaction (any node may run
         this; if two race, one transaction fails whole and the other's result is kept). KMAs of the
         previous release may still serve this store, so contract migrations wait until the cluster
-        version is raised to the highest this release supports (kma/cluster/version.py,
+        version is raised to the highest this release supports (kma/store/cluster_version.py,
         docs/upgrades.md). With nothing to apply it only reads the local replica (no majority
         needed); a store from a newer release is refused either way."""
         contract = cluster_version.runs_contract_migrations(self.cluster_version)

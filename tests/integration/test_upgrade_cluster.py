@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from kma.agent.simulator import Drive, KmaList, Tally
-from kma.cluster.version import SUPPORTED_FOR_TESTS
 from kma.datadir import DataDir
 from kma.kmip.client import KmipFailure
+from kma.store.cluster_version import SUPPORTED_FOR_TESTS
 from kma.store.schema import EXTRA_FOR_TESTS
 from kms_client import ApiError
 from kms_client.release import release

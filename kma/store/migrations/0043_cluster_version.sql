@@ -1,4 +1,4 @@
--- The cluster version (issue 30; kma/cluster/version.py, docs/upgrades.md): what every KMA of the
+-- The cluster version (issue 30; kma/store/cluster_version.py, kma/cluster/version.py, docs/upgrades.md): what every KMA of the
 -- cluster can do together, raised under quorum once every KMA runs a release that supports the
 -- next one. No row: cluster version 1, what a cluster of release 0.1.0 is. `needs_release` is the
 -- first release that supports it, so a KMA too old for it can name the release to install.
