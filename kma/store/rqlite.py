@@ -646,14 +646,15 @@ class RqliteStore:
         previous release may still serve this store, so contract migrations wait until the cluster
         version is raised to the highest this release supports (kma/store/cluster_version.py,
         docs/upgrades.md). With nothing to apply it only reads the local replica (no majority
-        needed); a store from a newer release is refused either way."""
+        needed). Migrations of a newer release are expected here while its KMAs are upgraded one at
+        a time: a cluster too new for this release is refused by its cluster version instead."""
         contract = cluster_version.runs_contract_migrations(self.cluster_version)
         local = self._local_schema(contract)
         if local is not None:
             return local
         self.client.execute([["CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)"]])
         done = {int(r[0]) for r in self.client.query("SELECT version FROM schema_migrations")}
-        for migration in schema.pending(done, contract=contract):
+        for migration in schema.pending(done, contract=contract, beside_newer=True):
             statements: list[list[Any]] = [[s] for s in split_script(migration.sql)]
             statements.append(["INSERT INTO schema_migrations (version) VALUES (?)", migration.version])
             try:
@@ -672,7 +673,7 @@ class RqliteStore:
             done = {int(r[0]) for r in self.query("SELECT version FROM schema_migrations")}
         except (sqlite3.Error, OSError):
             return None
-        return max(done) if done and not schema.pending(done, contract=contract) else None
+        return max(done) if done and not schema.pending(done, contract=contract, beside_newer=True) else None
 
     # --- the cluster ---------------------------------------------------------------------
     def cluster_nodes(self) -> list[NodeStatus]:
