@@ -1,9 +1,10 @@
 """Raising the cluster version (its rules: kma/store/cluster_version.py): a quorum operation a
 Security Officer proposes once every KMA runs a release that supports the new version.
 
-Refused, naming the KMAs still too old, while any KMA of the cluster (witnesses and entries whose
-machine has not joined yet too) has not recorded such a release; checked again when the quorum's
-last approval runs it. Once it is committed, this KMA applies the contract migrations the new
+Refused, naming the KMAs still too old, while any KMA of the cluster (witnesses too) has not
+recorded such a release; checked again when the quorum's last approval runs it. An entry whose
+machine has not joined yet does not count: whatever release joins later checks the cluster version
+itself (release 0.1.0's start is refused by the store, migration 0043). Once it is committed, this KMA applies the contract migrations the new
 version allows to the cluster's store (the other KMAs find them applied).
 """
 
@@ -28,7 +29,9 @@ def current(kma: Appliance) -> tuple[int, str]:
 
 def too_old(kma: Appliance, version: int) -> list[str]:
     """The KMAs of the cluster whose recorded release does not support `version`, as 'ID (release)'."""
-    rows = kma.store.query("SELECT id, release FROM kmas WHERE removed_at IS NULL ORDER BY id")
+    rows = kma.store.query(
+        "SELECT id, release FROM kmas WHERE removed_at IS NULL AND awaiting_join = 0 ORDER BY id"
+    )
     return [
         f"{r['id']} ({r['release'] or 'no release recorded'})"
         for r in rows
