@@ -4,8 +4,9 @@ Security Officer proposes once every KMA runs a release that supports the new ve
 Refused, naming the KMAs still too old, while any KMA of the cluster (witnesses too) has not
 recorded such a release; checked again when the quorum's last approval runs it. An entry whose
 machine has not joined yet does not count: whatever release joins later checks the cluster version
-itself (release 0.1.0's start is refused by the store, migration 0043). Once it is committed, this KMA applies the contract migrations the new
-version allows to the cluster's store (the other KMAs find them applied).
+itself (release 0.1.0's start is refused by the store, migration 0043). Once it is committed,
+this KMA applies the contract migrations the new version allows to the cluster's store (the other
+KMAs find them applied).
 """
 
 from __future__ import annotations
