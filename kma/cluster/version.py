@@ -31,13 +31,19 @@ def current(kma: Appliance) -> tuple[int, str]:
 def too_old(kma: Appliance, version: int) -> list[str]:
     """The KMAs of the cluster whose recorded release does not support `version`, as 'ID (release)'."""
     rows = kma.store.query(
-        "SELECT id, release FROM kmas WHERE removed_at IS NULL AND awaiting_join = 0 ORDER BY id"
+        "SELECT id, release, version FROM kmas WHERE removed_at IS NULL AND awaiting_join = 0 ORDER BY id"
     )
-    return [
-        f"{r['id']} ({r['release'] or 'no release recorded'})"
-        for r in rows
-        if not cluster_version.release_supports(r["release"], version)
-    ]
+    return [f"{r['id']} ({_runs(r) or 'no release recorded'})" for r in rows
+            if not cluster_version.release_supports(_runs(r), version)]  # fmt: skip
+
+
+def _runs(row: Any) -> str | None:
+    """The release a KMA ran at its last start. 0.2.0 and later record it in `release` and `version`
+    alike; release 0.1.0 only in `version`, so a KMA that went back to 0.1.0 keeps the `release` of
+    its later start, and one that never left 0.1.0 has none."""
+    if row["release"] is None:
+        return None
+    return str(row["release"] if row["release"] == row["version"] else row["version"])
 
 
 def _refuse_too_old(kma: Appliance, version: int) -> None:
@@ -75,14 +81,18 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
     target = int(p["version"])
     _refuse_too_old(kma, target)  # a KMA may have started an older release since the proposal
     needs = cluster_version.FIRST_RELEASE[target]
+    # Guarded in the same write: no KMA started a release that records none (0.1.0) since the check.
     stmt = Stmt(
         "INSERT INTO cluster_version (id, version, needs_release, raised_at, raised_by_op) "
-        "VALUES (1, :version, :needs, :now, :op) ON CONFLICT (id) DO UPDATE SET version = excluded.version, "
-        "needs_release = excluded.needs_release, raised_at = excluded.raised_at, "
-        "raised_by_op = excluded.raised_by_op WHERE cluster_version.version < excluded.version",
+        "SELECT 1, :version, :needs, :now, :op WHERE NOT EXISTS (SELECT 1 FROM kmas WHERE removed_at IS NULL "
+        "AND awaiting_join = 0 AND (release IS NULL OR release IS NOT version)) "
+        "ON CONFLICT (id) DO UPDATE SET version = excluded.version, needs_release = excluded.needs_release, "
+        "raised_at = excluded.raised_at, raised_by_op = excluded.raised_by_op "
+        "WHERE cluster_version.version < excluded.version",
         {"version": target, "needs": needs, "now": kma.clock.now(), "op": op_id},
         expect=1,
-        refusal=f"the cluster version was raised to {target} or beyond meanwhile",
+        refusal=f"the cluster version was raised to {target} or beyond meanwhile, or a KMA started an "
+        "older release meanwhile",
     )
     message = f"raised the cluster version from {p['from']} to {target} (every KMA runs {needs} or later)"
     change = Change("cluster.version", [stmt], message, ("cluster_version", str(target)))

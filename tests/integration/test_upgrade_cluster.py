@@ -202,6 +202,16 @@ def test_a_cluster_of_release_0_1_0_upgrades_one_kma_at_a_time_while_drives_get_
     assert seen[1] == seen[0] and seen[2] == seen[0]
     assert_every_kma_agrees(kmas)
 
+    # A KMA taken back to release 0.1.0 (before the raise it may) holds the raise back, named.
+    kmas[2].stop()
+    kmas[2].source = old
+    kmas[2].start()
+    with pytest.raises(ApiError, match=r"still too old: kma-dal-3 \(0\.1\.0\)\."):
+        kmas[1].client("so").raise_cluster_version(2)
+    kmas[2].stop()
+    kmas[2].source = None
+    kmas[2].start()
+
     # The cluster version, raised under quorum: pending, then approved by the key split's members.
     so = kmas[1].client("so")
     assert so.cluster_topology().cluster_version == 1
