@@ -25,6 +25,7 @@ from kma.services.backup_schedule import backup_scheduler
 from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
 from kma.store import Stmt
+from kma.store.schema import latest_schema_version
 
 CATCH_UP_WAIT_S = 30.0
 
@@ -51,6 +52,7 @@ class Running:
         # What it records and whether it may unlock itself, as the cluster has it now, not as a
         # restarted node's stale replica does (and its outbox shipped first).
         self._catch_up()
+        known = latest_schema_version()
         kma.commit(
             kma.itself,
             "kma.listen",
@@ -72,8 +74,8 @@ class Running:
                         kma.vault.backend,
                     ),
                 ),
-                Stmt("UPDATE kmas SET release = ? WHERE id = ? AND release IS NOT ?",
-                     (__version__, kma.kma_id, __version__)),  # the release it runs, its own word
+                Stmt("UPDATE kmas SET schema_version = ? WHERE id = ? AND schema_version IS NOT ?",
+                     (known, kma.kma_id, known)),  # the newest schema its release knows, its own word
                 *self._node_statements(),
             ],
             f"listening on {management_address} (management) and {service_address} (service)"

@@ -26,10 +26,10 @@ from ._http import (
 )
 from .audit import AuditCalls
 from .backups import BackupCalls
-from .cluster_members import ClusterMemberCalls
 from .connection import Connection
 from .errors import Unauthenticated
 from .failover import Failover, KnownKma
+from .membership import MembershipCalls
 from .models import KeySplitChange, key_split_change
 from .paging import iter_all, iter_pages
 from .reader import Page, reader
@@ -77,7 +77,7 @@ class KmsClient:
     `transport` replaces the network, for tests.
 
     The routes of the auditor, backups, cluster membership and the topology are answered by parts
-    given the same connection (audit.py, backups.py, cluster_members.py, topology.py); the client
+    given the same connection (audit.py, backups.py, membership.py, topology.py); the client
     offers their methods under its own name, so a caller needs one object.
     """
 
@@ -103,7 +103,7 @@ class KmsClient:
         )
         self._audit = AuditCalls(connection)
         self._backups = BackupCalls(connection)
-        self._members = ClusterMemberCalls(connection)
+        self._members = MembershipCalls(connection)
         self._topology = TopologyCalls(connection)
 
     # -- the connection -------------------------------------------------------------------------
@@ -716,13 +716,13 @@ class KmsClient:
     core_security_backup_status = _part("_backups", BackupCalls.core_security_backup_status)
     take_core_security_backup = _part("_backups", BackupCalls.take_core_security_backup)
 
-    # -- cluster membership (cluster_members.py) ----------------------------------------------
-    get_kma = _part("_members", ClusterMemberCalls.get_kma)
-    create_kma_entry = _part("_members", ClusterMemberCalls.create_kma_entry)
-    set_kma_passphrase = _part("_members", ClusterMemberCalls.set_kma_passphrase)
-    remove_kma = _part("_members", ClusterMemberCalls.remove_kma)
-    raise_cluster_version = _part("_members", ClusterMemberCalls.raise_cluster_version)
-    join_cluster = _part("_members", ClusterMemberCalls.join_cluster)
+    # -- cluster membership (membership.py) ----------------------------------------------
+    get_kma = _part("_members", MembershipCalls.get_kma)
+    create_kma_entry = _part("_members", MembershipCalls.create_kma_entry)
+    set_kma_passphrase = _part("_members", MembershipCalls.set_kma_passphrase)
+    remove_kma = _part("_members", MembershipCalls.remove_kma)
+    raise_cluster_version = _part("_members", MembershipCalls.raise_cluster_version)
+    join_cluster = _part("_members", MembershipCalls.join_cluster)
 
     # -- the cluster at a glance (topology.py) ------------------------------------------------
     cluster_topology = _part("_topology", TopologyCalls.cluster_topology)

@@ -363,7 +363,7 @@ class Kma:
     awaiting_join: bool = False
     witness: bool = False
     removed_at: datetime | None = None
-    release: str | None = None
+    schema_version: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

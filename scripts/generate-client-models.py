@@ -28,7 +28,7 @@ TARGET = ROOT / "kms_client" / "wire.py"
 CLIENT_NAME = {"Checkpoint": "AuditCheckpoint", "Facets": "AuditFacets", "Report": "AuditReport"}
 # Answers the client reads into its own composition (a pending operation plus what is shown once;
 # a join grant with decoded bytes): hand-written beside the methods that receive them.
-COMPOSED = {"KeySplitChangePending", "KmaEntryOperation", "JoinGrant"}
+COMPOSED = {"KeySplitChangePending", "KmaAdmission", "JoinGrant"}
 # Helper properties the GUI uses, by client class name (kms_client/behaviour.py).
 BEHAVIOUR = {
     "AuditReport": "AuditReportFiles",

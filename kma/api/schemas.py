@@ -120,7 +120,7 @@ class Kma(Response):
     awaiting_join: bool = False  # the entry waits for its machine to join
     witness: bool = False  # a voter with no key service (no listeners, agents or key pool)
     removed_at: Time | None = None  # removed from the cluster (kept for its history)
-    release: str | None = None  # the software release it last started with; None: never started
+    schema_version: int | None = None  # the newest schema its release knows; None: never started
 
 
 class KeyPolicy(Response):

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from kma import __version__
-from kma.cli import admin, agent, backup, cluster_members, cluster_status, convert, plan, quorum, serve
+from kma.cli import admin, agent, backup, cluster_status, convert, membership, plan, quorum, serve
 from kma.datadir import keep_private
 from kma.errors import KmaError
 
@@ -20,7 +20,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
     convert.add_convert,  # convert-to-cluster: an embedded KMA becomes a cluster's first node
     backup.add_backup,  # backup create, list, core: through a running KMA's API
     cluster_status.add_cluster_commands,  # kma cluster status: through a running KMA's API
-    cluster_members.add_member_commands,  # kma cluster add-kma, kma-passphrase (after `kma cluster status`)
+    membership.add_member_commands,  # kma cluster add-kma, kma-passphrase (after `kma cluster status`)
 ]  # fmt: skip
 
 

@@ -37,7 +37,7 @@ def add_init(sub: Any) -> None:
 def run_init(args: argparse.Namespace) -> int:
     import getpass
 
-    from kma.cli.cluster_members import run_join
+    from kma.cli.membership import run_join
     from kma.cli.setup_questions import ask_answers, ask_missing_passphrases, missing_passphrases
     from kma.crypto import fingerprint
     from kma.setup.new_cluster import answers_text, check_answers, read_answers

@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from typing import TYPE_CHECKING
 
 from kma.audit.record import Condition
@@ -28,6 +27,7 @@ from kma.cluster.convert import retire_embedded_copy
 from kma.cluster.membership import leave_raft
 from kma.cluster.trust import follow_membership
 from kma.errors import KmaError
+from kma.worker import Worker
 
 if TYPE_CHECKING:
     from kma.appliance import Appliance
@@ -83,33 +83,27 @@ def follow_lock(kma: Appliance) -> bool:
     return True
 
 
-class ClusterWatch:
+class ClusterWatch(Worker):
+    name = "kma-cluster-watch"
+    pause_s = CHECK_S
+    stop_wait_s = 10.0
+
     def __init__(self, kma: Appliance, node: RqliteNode | None = None) -> None:
+        super().__init__()
         self.kma = kma
         self.node = node  # this KMA's rqlited, to trust only the current members' node certificates
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._unknown: frozenset[str] = frozenset()  # Raft members no entry knows, seen last round
         self._restarted = False  # its node restarted to follow the members; not audited yet
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="kma-cluster-watch", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(CHECK_S):
-            for step in (self._follow_cluster, self._follow_members):
-                try:
-                    step()
-                except KmaError as exc:  # the local node is unavailable for a moment
-                    log.debug("cluster watch: %s", exc.message)
-                except Exception:
-                    log.exception("cluster watch round failed")
+    def work(self) -> float:
+        for step in (self._follow_cluster, self._follow_members):
+            try:
+                step()
+            except KmaError as exc:  # the local node is unavailable for a moment
+                self.log.debug("cluster watch: %s", exc.message)
+            except Exception:  # one step failing does not skip the other
+                self.log.exception("cluster watch round failed")
+        return CHECK_S
 
     def _follow_cluster(self) -> None:
         follow_lock(self.kma)

@@ -15,7 +15,7 @@ from kma.services.paging import ListSpec, Page, PageRequest, list_page
 LIST = ListSpec(
     select=(
         "SELECT id, name, site_id, management_address, service_address, raft_address, voter, witness, "
-        "awaiting_join, removed_at, version, release, locked, key_pool_size, "
+        "awaiting_join, removed_at, version, schema_version, locked, key_pool_size, "
         "(SELECT count(*) FROM keys k WHERE k.kma_id = kmas.id AND k.activated_at IS NULL "
         "AND k.destroyed_at IS NULL AND k.key_group_id IS NULL AND k.withheld_at IS NULL) "
         "AS pool_ready, created_at "

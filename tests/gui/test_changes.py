@@ -46,11 +46,11 @@ def test_the_agents_page_opened_again_shows_an_enrollment_made_meanwhile(
 
 
 def test_a_write_made_elsewhere_refreshes_the_page_showing_what_it_changed(
-    qtbot: Any, controller: Any, demo_kma: Any, no_list_poll: None
+    qtbot: Any, controller: Any, fresh_kma: Any, no_list_poll: None
 ) -> None:
     tag = uuid.uuid4().hex[:6]
     # Given a Security Officer on the Sites page, and the Agents page built earlier
-    window = sign_in(qtbot, controller, demo_kma, "so")
+    window = sign_in(qtbot, controller, fresh_kma, "so")
     open_page(qtbot, window, "agents")
     sites = open_page(qtbot, window, "sites")
     qtbot.waitUntil(lambda: sites.sites.model.rowCount() > 0, timeout=WAIT_MS)
@@ -66,11 +66,11 @@ def test_a_write_made_elsewhere_refreshes_the_page_showing_what_it_changed(
 
 
 def test_a_page_not_on_screen_reads_a_change_when_next_shown(
-    qtbot: Any, controller: Any, demo_kma: Any, no_list_poll: None
+    qtbot: Any, controller: Any, fresh_kma: Any, no_list_poll: None
 ) -> None:
     tag = uuid.uuid4().hex[:6]
     # Given the Sites page looked at, then left for another page
-    window = sign_in(qtbot, controller, demo_kma, "so")
+    window = sign_in(qtbot, controller, fresh_kma, "so")
     sites = open_page(qtbot, window, "sites")
     qtbot.waitUntil(lambda: sites.sites.model.rowCount() > 0, timeout=WAIT_MS)
     open_page(qtbot, window, "agents")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-import kma
+from kma.store.schema import latest_schema_version
 from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in, wait_idle
 from ui.details import DetailsDialog
 from ui.list_page import ListPage, ListSpec
@@ -80,12 +80,12 @@ def test_enter_opens_details(qtbot, controller, demo_kma):
 
 
 
-def test_the_kmas_list_shows_the_release_each_kma_runs(qtbot, controller, demo_kma):
+def test_the_kmas_list_shows_the_schema_each_kmas_release_knows(qtbot, controller, demo_kma):
     window = sign_in(qtbot, controller, demo_kma, "auditor")
     kmas = open_page(qtbot, window, "sites").kmas
-    release = [c.title for c in kmas.spec.columns].index("Release")
+    schema = [c.title for c in kmas.spec.columns].index("Schema")
     qtbot.waitUntil(lambda: kmas.model.rowCount() > 0, timeout=WAIT_MS)
-    assert kmas.model.index(0, release).data() == kma.__version__
+    assert kmas.model.index(0, schema).data() == str(latest_schema_version())
 
 def test_every_sortable_column_is_accepted_by_the_kma(qtbot, controller, demo_kma):
     """Clicking any header the manager offers for sorting must not be refused by the KMA."""

@@ -27,7 +27,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,11 +108,11 @@ def _serve(data_dir: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
         user="kma", group="kma", extra_groups=[], env=_KMA_ENV, cwd="/",
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 180
-    while not ready_file.exists():
+    def ready() -> bool:
         assert serve.poll() is None, f"kma serve exited: {serve.communicate()[0]}"
-        assert time.monotonic() < deadline, "kma serve wrote no ready file within 3 minutes"
-        time.sleep(0.2)
+        return ready_file.exists()
+
+    wait_until(ready, 180, "kma serve's ready file")
     return serve, json.loads(ready_file.read_text())
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kma.kmip.tls import agent_context
-from tests.integration.test_kma_entries import add_entry, csr
+from tests.integration.test_adding_kmas import add_entry, csr
 from tests.integration.test_quorum import creds
 from tests.support.agents import enrolled_demo_agent, service_address
 from tests.support.first_node import demo_first_node

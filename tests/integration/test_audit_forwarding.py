@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,15 +15,9 @@ from tests.integration.test_metrics import samples, scrape, value
 from tests.support.cluster import add_node, first_node
 from tests.support.kma_process import RunningKma
 from tests.support.syslog_collector import SyslogCollector
+from tests.support.waiting import wait_until
 
 SEQ = re.compile(rb'chain_seq="(\d+)"')
-
-
-def eventually(check: Callable[[], bool], what: str, within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -45,8 +39,8 @@ def test_every_event_arrives_once_in_order_across_a_collector_outage(
     so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
     so.set_audit_forwarding(collector.address, collector.ca_pem)
     so.create_site("fw-before", "Before the outage")
-    eventually(lambda: any(b"fw-before" in m for m in collector.received()), "the first events arrive")
-    eventually(lambda: auditor.audit_forwarding().this_kma.lag_events == 0, "the KMA has sent everything")
+    wait_until(lambda: any(b"fw-before" in m for m in collector.received()), 30, "the first events arrive")
+    wait_until(lambda: auditor.audit_forwarding().this_kma.lag_events == 0, 30, "the KMA has sent everything")
     first = collector.received()[0]
     assert first.startswith(b"<110>1 ") and b" kma-dal-1 kma - audit.forwarding [kma@32473 " in first
 
@@ -60,7 +54,7 @@ def test_every_event_arrives_once_in_order_across_a_collector_outage(
         assert forwarding is not None and forwarding.address == collector.address
         return forwarding.lag_events >= 3 and not forwarding.connected and forwarding.last_error is not None
 
-    eventually(lagging, "the topology shows forwarding lagging, disconnected, and why")
+    wait_until(lagging, 30, "the topology shows forwarding lagging, disconnected, and why")
     metrics = samples(scrape(fresh_kma, auditor.token).text)
     assert value(metrics, "kma_audit_forwarding_lag_events") >= 3
     assert value(metrics, "kma_audit_forwarding_connected") == 0
@@ -69,8 +63,8 @@ def test_every_event_arrives_once_in_order_across_a_collector_outage(
     # Then, once it is back, they arrive, and so does what follows
     collector.start()
     so.create_site("fw-after", "After the outage")
-    eventually(lambda: any(b"fw-after" in m for m in collector.received()), "the later events arrive")
-    eventually(lambda: auditor.audit_forwarding().this_kma.lag_events == 0, "the KMA catches up")
+    wait_until(lambda: any(b"fw-after" in m for m in collector.received()), 30, "the later events arrive")
+    wait_until(lambda: auditor.audit_forwarding().this_kma.lag_events == 0, 30, "the KMA catches up")
 
     got = seqs(collector.received())
     assert got == list(range(got[0], got[0] + len(got))), "every event once, in chain order"
@@ -101,26 +95,26 @@ def test_a_collector_that_hangs_then_dies_loses_nothing_and_the_lag_says_so(
     so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
     so.set_audit_forwarding(collector.address, collector.ca_pem)
     so.create_site("hang-before", "Before the hang")
-    eventually(lambda: any(b"hang-before" in m for m in collector.received()), "the first events arrive")
-    eventually(lambda: auditor.audit_forwarding().this_kma.lag_events == 0, "the KMA has sent everything")
+    wait_until(lambda: any(b"hang-before" in m for m in collector.received()), 30, "the first events arrive")
+    wait_until(lambda: auditor.audit_forwarding().this_kma.lag_events == 0, 30, "the KMA has sent everything")
 
     # When the collector stops reading while events are committed, holding what it was sent unread
     collector.pause()
     for n in range(20):
         so.create_site(f"hang-{n}", "While the collector hangs")
-    eventually(lambda: collector.unread() > 0, "the KMA sends into the hung collector")
+    wait_until(lambda: collector.unread() > 0, 30, "the KMA sends into the hung collector")
     time.sleep(3)  # the collector stays hung a while (the scenario, not a wait for the KMA)
     # ... and is then killed with all of it unread
     collector.die()
 
     # Then the KMA does not count those events as delivered
     assert auditor.audit_forwarding().this_kma.lag_events >= 20
-    eventually(lambda: not auditor.audit_forwarding().this_kma.connected, "the KMA shows it disconnected")
+    wait_until(lambda: not auditor.audit_forwarding().this_kma.connected, 30, "the KMA shows it disconnected")
     # and once a collector is back on that address, every event reaches it, at least once
     collector.start()
     so.create_site("hang-after", "After the collector came back")
-    eventually(lambda: any(b"hang-after" in m for m in collector.received()), "the later events arrive")
-    eventually(lambda: auditor.audit_forwarding().this_kma.lag_events <= 1, "the KMA catches up")
+    wait_until(lambda: any(b"hang-after" in m for m in collector.received()), 30, "the later events arrive")
+    wait_until(lambda: auditor.audit_forwarding().this_kma.lag_events <= 1, 30, "the KMA catches up")
     got = set(seqs(collector.received()))
     assert got >= set(range(min(got), max(got) + 1)), "no event of the chain is missing"
     text = b"\n".join(collector.received())
@@ -135,14 +129,14 @@ def test_switching_collectors_and_back_resumes_each_from_its_own_position(fresh_
         so = fresh_kma.client("so")
         so.set_audit_forwarding(a.address, a.ca_pem)
         so.create_site("to-a", "Sent to A")
-        eventually(lambda: any(b"to-a" in m for m in a.received()), "A gets its events")
+        wait_until(lambda: any(b"to-a" in m for m in a.received()), 30, "A gets its events")
         # When the collector is switched to B, events are committed, and it is switched back to A
         so.set_audit_forwarding(b.address, b.ca_pem)
         so.create_site("to-b", "Sent to B")
-        eventually(lambda: any(b"to-b" in m for m in b.received()), "B gets its events")
+        wait_until(lambda: any(b"to-b" in m for m in b.received()), 30, "B gets its events")
         so.set_audit_forwarding(a.address, a.ca_pem)
         so.create_site("back-to-a", "Sent to A again")
-        eventually(lambda: any(b"back-to-a" in m for m in a.received()), "A gets the later events")
+        wait_until(lambda: any(b"back-to-a" in m for m in a.received()), 30, "A gets the later events")
         # Then A has every event of the chain from its first on, those sent to B meanwhile included
         got = set(seqs(a.received()))
         assert got >= set(range(min(got), max(got) + 1)), "A misses the events of its time away"
@@ -164,14 +158,15 @@ def test_every_kma_of_a_cluster_follows_a_setting_changed_through_one(tmp_path: 
         # Given forwarding to A, set through the first KMA: the second KMA's events reach A too
         first.client("so").set_audit_forwarding(a.address, a.ca_pem)
         second.client("auditor")  # a sign-in on the second KMA: an event of its own chain
-        eventually(lambda: any(from_second(m) for m in a.received()), "the second KMA's events reach A")
+        wait_until(lambda: any(from_second(m) for m in a.received()), 30, "the second KMA's events reach A")
         # When the setting is changed to B, again through the first KMA
         first.client("so").set_audit_forwarding(b.address, b.ca_pem)
         second.client("auditor")
         # Then the second KMA sends its events to B, and says so
-        eventually(lambda: any(from_second(m) for m in b.received()), "the second KMA's events reach B")
+        wait_until(lambda: any(from_second(m) for m in b.received()), 30, "the second KMA's events reach B")
         auditor = second.client("auditor")
-        eventually(lambda: auditor.audit_forwarding().this_kma.address == b.address, "the second KMA shows B")
+        shows_b = lambda: auditor.audit_forwarding().this_kma.address == b.address  # noqa: E731
+        wait_until(shows_b, 30, "the second KMA shows B")
     finally:
         second.stop()
         first.stop()

@@ -11,7 +11,8 @@ import pytest
 from kms_client import Failover, KmaUnreachable, KmsClient, KnownKma, PendingQuorumOp
 from kms_client.failover import called, failover_order
 from tests.integration.test_quorum import creds
-from tests.support.cluster import BINARY, eventually, not_the_leader, three_kmas
+from tests.support.cluster import BINARY, not_the_leader, three_kmas
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -96,7 +97,7 @@ def test_a_kma_that_stops_answering_mid_request_is_left_and_a_change_is_never_se
         finally:
             connected.process.send_signal(signal.SIGCONT)
         # The stopped KMA, woken, applied the change it had received: made once, not twice.
-        eventually(lambda: _exists(client, "sent-once"), 5.0, "the change the stopped KMA received")
+        wait_until(lambda: _exists(client, "sent-once"), 5.0, "the change the stopped KMA received")
         client.close()
 
 

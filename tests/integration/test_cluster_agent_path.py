@@ -16,7 +16,6 @@ from tests.support.agents import enrolled_demo_agent, kmip, service_address
 from tests.support.cluster import (
     BINARY,
     assert_every_kma_agrees,
-    eventually,
     execute,
     outbox_depth,
     processes,
@@ -24,6 +23,7 @@ from tests.support.cluster import (
 )
 from tests.support.cluster import three_kmas as cluster_of_three
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -81,7 +81,7 @@ def test_a_kma_cut_off_from_the_majority_issues_new_write_keys_from_its_own_pool
     kmas = three_kmas
     cut = kmas[1]
     agent = enrolled_demo_agent(cut, tmp_path_factory, "t10k-dal-01")
-    eventually(lambda: _own_pool(cut) >= 20, 60.0, "the cut-off KMA's own pool filled")
+    wait_until(lambda: _own_pool(cut) >= 20, 60.0, "the cut-off KMA's own pool filled")
     stopped: list[int] = []
     try:
         with kmip(agent) as drive:
@@ -124,13 +124,13 @@ def test_a_kma_cut_off_from_the_majority_issues_new_write_keys_from_its_own_pool
 
         wanted = {tape: [(key_id, CUT_ID)] for tape, key_id in new_keys.items()}
         for kma in kmas:  # every KMA holds every assignment: each tape one key, none issued twice
-            eventually(lambda k=kma: _tape_keys(k) == wanted, 15.0, "the cut-off KMA's keys everywhere")
+            wait_until(lambda k=kma: _tape_keys(k) == wanted, 15.0, "the cut-off KMA's keys everywhere")
             issued_events = _issue_events(kma)  # each once, in the cut-off KMA's chain
             assert sorted(key_id for _, key_id in issued_events) == sorted([old_key, *new_keys.values()])
             assert len({seq for seq, _ in issued_events}) == len(issued_events)
-        eventually(lambda: outbox_depth(cut) == 0, 10.0, "the outbox empty")
+        wait_until(lambda: outbox_depth(cut) == 0, 10.0, "the outbox empty")
         for kma in kmas:  # and every KMA tells the cut-off KMA's lag (as it last reported it): none now
-            eventually(lambda k=kma: _lag_seen(k, CUT_ID) == 0, 5.0, "its lag known everywhere")
+            wait_until(lambda k=kma: _lag_seen(k, CUT_ID) == 0, 5.0, "its lag known everywhere")
         assert_every_kma_agrees(kmas)
     finally:
         for pid in stopped:
@@ -159,7 +159,7 @@ def test_an_assignment_the_cluster_refuses_is_an_error_event_on_every_kma_and_sh
     kmas = three_kmas
     cut = kmas[1]
     agent = enrolled_demo_agent(cut, tmp_path_factory, "t10k-dal-01")
-    eventually(lambda: _own_pool(cut) >= 20, 60.0, "the KMA's own pool filled")
+    wait_until(lambda: _own_pool(cut) >= 20, 60.0, "the KMA's own pool filled")
     # Meanwhile the cluster's store changes the KMA's unassigned pool keys (here: every one marked
     # destroyed), while the KMA's pool still holds them in memory: its next assignment is refused.
     execute(kmas[0], [["UPDATE keys SET destroyed_at = 1 WHERE kma_id = ? AND key_group_id IS NULL", CUT_ID]])
@@ -177,10 +177,10 @@ def test_an_assignment_the_cluster_refuses_is_an_error_event_on_every_kma_and_sh
         return [str(r[0]) for r in rows]
 
     for kma in kmas:
-        (message,) = eventually(lambda k=kma: error_events(k), 10.0, "the refusal's error event everywhere")
+        (message,) = wait_until(lambda k=kma: error_events(k), 10.0, "the refusal's error event everywhere")
         assert message.startswith("not recorded in the cluster: ")
         assert f"issued write key {refused_key}" in message
-    eventually(lambda: outbox_depth(cut) == 0, 10.0, "the outbox empty: shipping went on")
+    wait_until(lambda: outbox_depth(cut) == 0, 10.0, "the outbox empty: shipping went on")
     for kma in kmas:  # the tape and the key kept for an officer to resolve, and the officer told
         with replica(kma) as db:
             kept = db.execute("SELECT key_id, data_unit_id, agent_id FROM unrecorded_bindings").fetchall()

@@ -15,11 +15,12 @@ from kma.clock import SystemClock
 from kma.datadir import DataDir
 from kma.services.audit_log import TEXT_SOURCE, text_page, with_text
 from kma.services.paging import PageRequest
-from kma.store import SQLiteStore
+from kma.store import SQLiteStore, audit_rows
 from kma.store.fts import index_all
 from kma.store.rqlite_http import rqlite_statement
 from tests.integration.test_audit_fts_background import fts_integrity
-from tests.support.cluster import BINARY, eventually, execute, first_node, replica
+from tests.support.cluster import BINARY, execute, first_node, replica
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -65,7 +66,7 @@ def test_a_search_on_a_cluster_kma_reads_the_index_and_finds_what_embedded_finds
     kma, _ = first_node(tmp_path / "a")
     try:
         events = archive_events("kma-archive", DataDir(kma.data_dir).identity().site_id)
-        insert = AuditChain.insert_stmt
+        insert = audit_rows.events
         for start in range(0, EVENTS, 500):
             stmt = insert(events[start : start + 500])
             execute(kma, [rqlite_statement(stmt.sql, stmt.params)])
@@ -76,7 +77,7 @@ def test_a_search_on_a_cluster_kma_reads_the_index_and_finds_what_embedded_finds
                 newest = db.execute("SELECT max(id) FROM audit_events").fetchone()[0]
                 return bool(db.execute("SELECT indexed_to FROM audit_fts_state").fetchone()[0] == newest)
 
-        eventually(indexed, 60.0, "every audit event in the cluster's free-text index")
+        wait_until(indexed, 60.0, "every audit event in the cluster's free-text index")
         with replica(kma) as db:
             assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] > EVENTS
             plan = " ".join(r[3] for r in db.execute(

@@ -10,7 +10,8 @@ from kma.cluster.convert import EMBEDDED_KEPT
 from tests.integration.test_backups import cli, quorum, refused, restores
 from tests.integration.test_key_split_change import NAMES, NEW, enrol_all
 from tests.integration.test_quorum import creds
-from tests.support.cluster import add_node, eventually, first_node
+from tests.support.cluster import add_node, first_node
+from tests.support.waiting import wait_until
 
 
 def test_a_change_through_one_kma_supersedes_old_core_backups_for_every_kma(tmp_path: Path) -> None:
@@ -31,7 +32,7 @@ def test_a_change_through_one_kma_supersedes_old_core_backups_for_every_kma(tmp_
         assert enrol_all(second, change).state == "executed"
 
         # Then the first node removes the copy holding the old split's shares, and says so
-        eventually(lambda: not (first.data_dir / EMBEDDED_KEPT).exists(), 15.0, "the old embedded copy gone")
+        wait_until(lambda: not (first.data_dir / EMBEDDED_KEPT).exists(), 15.0, "the old embedded copy gone")
         removal = first.client("auditor").list_audit_events(operation="cluster.key_split").items
         assert any(EMBEDDED_KEPT in e.message and e.kma_id == "kma-dal-1" for e in removal)
 

@@ -22,14 +22,13 @@ import pytest
 from kma.cluster.node_config import ClusterFiles, NodeConfig
 from kma.datadir import DataDir
 from kms_client import KmaLocked, PendingQuorumOp
-from tests.integration.test_kma_entries import _answers
+from tests.integration.test_adding_kmas import _answers
 from tests.integration.test_kma_join_init import init_join, passphrase_in
 from tests.integration.test_quorum import creds
 from tests.integration.test_quorum_cli import kma_cli, secret_file
 from tests.support.agents import service_address
 from tests.support.cluster import (
     BINARY,
-    eventually,
     files_of,
     first_node,
     free_port,
@@ -37,6 +36,7 @@ from tests.support.cluster import (
     replica,
 )
 from tests.support.kma_process import RunningKma
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -121,10 +121,10 @@ def test_a_one_kma_cluster_gains_a_kma_through_the_whole_flow_and_loses_it_with_
         assert sorted(u.id for u in second.client("so").iter_users()) == users_first
         assert second.client("co").get_key_policy("before-join").cryptoperiod == 120
         second.client("co").create_key_policy("made-on-second", encryption_period=60, cryptoperiod=120)
-        eventually(lambda: _has_policy(first, "made-on-second"), 1.0, "the second KMA's change on the first")
+        wait_until(lambda: _has_policy(first, "made-on-second"), 1.0, "the second KMA's change on the first")
         # A Security Officer locks it through the first KMA: it locks itself at once
         first.client("so").lock_kma("kma-bos-1")
-        eventually(lambda: second.client().status().locked, 3.0, "the second KMA locked through the first")
+        wait_until(lambda: second.client().status().locked, 3.0, "the second KMA locked through the first")
         with replica(first) as db:
             before = table_rows(db)
 
@@ -135,7 +135,7 @@ def test_a_one_kma_cluster_gains_a_kma_through_the_whole_flow_and_loses_it_with_
 
         # Then it has left Raft, its certificate is refused by both of the first KMA's listeners,
         # and nothing the cluster held is lost
-        eventually(lambda: raft_members(first) == {"kma-dal-1"}, 5.0, "the node out of Raft")
+        wait_until(lambda: raft_members(first) == {"kma-dal-1"}, 5.0, "the node out of Raft")
         client_cert = as_kma(first, new_dir)
         assert _answers(client_cert, f"https://{first.address}/api/v1/status") is None
         assert _answers(client_cert, f"https://{service_address(first)}/v1/ca") is None
@@ -144,7 +144,7 @@ def test_a_one_kma_cluster_gains_a_kma_through_the_whole_flow_and_loses_it_with_
         # Its node certificate is refused by the first KMA's node from then on: a removed machine
         # that wipes its Raft state and asks to join again does not get in.
         node = ClusterFiles.of(new_dir)
-        eventually(lambda: not raft_port_lets_in(first, node.node_cert, node.node_key), 30.0,
+        wait_until(lambda: not raft_port_lets_in(first, node.node_cert, node.node_key), 30.0,
                    "the removed KMA's node certificate refused")  # fmt: skip
         assert not rejoin_as_removed(new_dir)
         assert raft_members(first) == {"kma-dal-1"}
@@ -217,11 +217,11 @@ def test_a_removed_kma_restarting_its_node_with_its_old_certificate_does_not_get
         removed.stop()
         done = first.client("so").remove_kma("kma-dal-3", credentials=creds(first, "alice", "bob", "carol"))
         assert not isinstance(done, PendingQuorumOp)
-        eventually(lambda: raft_members(first) == {"kma-dal-1", "kma-dal-2"}, 5.0, "the node out of Raft")
+        wait_until(lambda: raft_members(first) == {"kma-dal-1", "kma-dal-2"}, 5.0, "the node out of Raft")
         files = ClusterFiles.of(removed.data_dir)
         join = files.load().join
         for kma in kmas:  # every remaining node refuses its certificate
-            eventually(lambda: not raft_port_lets_in(kma, files.node_cert, files.node_key), 30.0,  # noqa: B023
+            wait_until(lambda: not raft_port_lets_in(kma, files.node_cert, files.node_key), 30.0,  # noqa: B023
                        "the removed KMA's node certificate refused")  # fmt: skip
 
         # When the removed machine starts its rqlited again with its Raft state and asks to join,
@@ -230,7 +230,7 @@ def test_a_removed_kma_restarting_its_node_with_its_old_certificate_does_not_get
         for config, fresh in ((files.load(), False), (replace(files.load(), node_id="not-a-kma"), True)):
             with rejoined(files, config, join, fresh) as process:
                 # Then it gives up: no node lets it in
-                eventually(lambda: process.poll() is not None, 60.0, "the removed machine giving up")  # noqa: B023
+                wait_until(lambda: process.poll() is not None, 60.0, "the removed machine giving up")  # noqa: B023
             assert raft_members(first) == {"kma-dal-1", "kma-dal-2"}
 
         # and the cluster keeps its leader: management writes go on
@@ -241,8 +241,8 @@ def test_a_removed_kma_restarting_its_node_with_its_old_certificate_does_not_get
                 return False
             return True
 
-        eventually(written, 10.0, "a management write")
-        eventually(lambda: _has_policy(kmas[1], "after-rejoins"), 1.0, "the write on the other KMA")
+        wait_until(written, 10.0, "a management write")
+        wait_until(lambda: _has_policy(kmas[1], "after-rejoins"), 1.0, "the write on the other KMA")
     finally:
         for kma in reversed(kmas):
             kma.stop()

@@ -21,13 +21,13 @@ from tests.support.agents import demo_passphrase, enroll
 from tests.support.cluster import (
     BINARY,
     add_node,
-    eventually,
     files_of,
     first_node,
     raft_port_lets_in,
     replica,
 )
 from tests.support.kma_process import RunningKma
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -100,10 +100,10 @@ def test_a_removed_kma_keeping_its_files_is_cut_off_by_the_others(tmp_path: Path
         assert removed.removed_at is not None  # type: ignore[union-attr]
 
         # Then the first KMA's node refuses its node certificate (the node credential is no help)
-        eventually(lambda: not raft_port_lets_in(first, files.node_cert, files.node_key), 60.0,
+        wait_until(lambda: not raft_port_lets_in(first, files.node_cert, files.node_key), 60.0,
                    "the removed KMA's node certificate refused")  # fmt: skip
         # and the cluster goes on taking changes
-        eventually(lambda: _written(first), 30.0, "a management write after the removal")
+        wait_until(lambda: _written(first), 30.0, "a management write after the removal")
     finally:
         second.stop()
         first.stop()

@@ -25,7 +25,6 @@ from tests.support.cluster import (
     BINARY,
     add_node,
     assert_every_kma_agrees,
-    eventually,
     files_of,
     first_node,
     free_port,
@@ -37,6 +36,7 @@ from tests.support.cluster import (
     three_kmas,
 )
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -87,16 +87,16 @@ def test_a_change_made_on_either_kma_is_seen_on_the_other_within_a_second(two_km
     first, second, _ = two_kmas
     co_first, co_second = first.client("co"), second.client("co")
     co_first.create_key_policy("made-on-first", encryption_period=60, cryptoperiod=120)
-    eventually(
+    wait_until(
         lambda: _exists(co_second.get_key_policy, "made-on-first"), 1.0, "the policy on the second KMA"
     )
     second.client("so").create_user("jo", "Jo Auditor", ["auditor"], "jo's passphrase",
                                     credentials=creds(second, "alice", "bob", "carol"))  # fmt: skip
-    eventually(lambda: _exists(first.client("so").get_user, "jo"), 1.0, "the user on the first KMA")
+    wait_until(lambda: _exists(first.client("so").get_user, "jo"), 1.0, "the user on the first KMA")
     co_first.create_key_group("group-on-first", "made-on-first")
     site = DataDir(first.data_dir).identity().site_id
     first.client("op").create_agent("drive-on-first", site, "group-on-first")
-    eventually(
+    wait_until(
         lambda: _exists(second.client("op").get_agent, "drive-on-first"), 1.0, "the agent on the second KMA"
     )
     first.client("jo", "jo's passphrase")  # the user made on the second KMA signs in on the first
@@ -130,9 +130,9 @@ def test_a_change_made_on_either_kma_is_seen_on_the_other_within_a_second(two_km
     first.restart()
     second.restart()
     first.client("co").create_key_policy("after-restart", encryption_period=60, cryptoperiod=120)
-    eventually(lambda: _exists(second.client("co").get_key_policy, "after-restart"), 1.0, "the last change")
+    wait_until(lambda: _exists(second.client("co").get_key_policy, "after-restart"), 1.0, "the last change")
     with replica(first) as a, replica(second) as b:
-        eventually(lambda: table_checksums(a) == table_checksums(b), 5.0, "identical tables")
+        wait_until(lambda: table_checksums(a) == table_checksums(b), 5.0, "identical tables")
 
 
 def test_a_refused_change_leaves_nothing_in_the_cluster_store(two_kmas) -> None:  # type: ignore[no-untyped-def]
@@ -205,7 +205,7 @@ def test_killing_the_raft_leader_keeps_keys_readable_and_writes_resume(tmp_path:
         op.create_data_unit("LDR001", "written before the leader dies")
         key = op.issue_key("backup-dallas", "LDR001")
         for kma in kmas:
-            eventually(lambda k=kma: _exists(k.client("op").get_key, key.id), 1.0, "the key everywhere")
+            wait_until(lambda k=kma: _exists(k.client("op").get_key, key.id), 1.0, "the key everywhere")
 
         operators = [kma.client("op") for kma in kmas]  # signed in (a sign-in is a change)
         leader_id = _leader(first)
@@ -227,8 +227,8 @@ def test_killing_the_raft_leader_keeps_keys_readable_and_writes_resume(tmp_path:
             return True
 
         unit = lambda: survivor.create_data_unit("LDR002", "after the leader died")  # noqa: E731
-        eventually(lambda: change(unit), 3.0, "a change after the leader died")
-        eventually(lambda: change(lambda: survivor.issue_key("backup-dallas", "LDR002")), 3.0, "a new key")
+        wait_until(lambda: change(unit), 3.0, "a change after the leader died")
+        wait_until(lambda: change(lambda: survivor.issue_key("backup-dallas", "LDR002")), 3.0, "a new key")
 
 
 def test_a_kma_cut_off_from_the_others_keeps_serving_keys_and_loses_no_audit_event(
@@ -266,7 +266,7 @@ def test_a_kma_cut_off_from_the_others_keeps_serving_keys_and_loses_no_audit_eve
                 return [r[0] for r in rows]
 
             for kma in kmas:  # every Get's event reaches every KMA, once
-                eventually(lambda k=kma: len(sent_events(k)) == gets + 1, 10.0, "the Gets' events everywhere")
+                wait_until(lambda k=kma: len(sent_events(k)) == gets + 1, 10.0, "the Gets' events everywhere")
                 assert len(set(sent_events(kma))) == gets + 1
             assert outbox_depth(cut) == 0
             assert_every_kma_agrees(kmas)

@@ -23,8 +23,9 @@ from kms_client.release import release
 from tests.integration.test_quorum import creds
 from tests.integration.test_quorum_cli import kma_cli
 from tests.support.agents import service_address
-from tests.support.cluster import BINARY, eventually, replica, rqlited_pid, table_checksums
+from tests.support.cluster import BINARY, replica, rqlited_pid, table_checksums
 from tests.support.two_sites import DRIVES, SITES, TAPES, TwoSites, management_write, two_sites
+from tests.support.waiting import wait_until
 from tests.support.witness import crash
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
@@ -114,7 +115,7 @@ def test_a_user_a_policy_and_an_agent_made_on_any_kma_reach_every_kma_within_a_s
             so, co, op = other.client("so"), other.client("co"), other.client("op")
             for get, made in ((so.get_user, f"user-{tag}"), (co.get_key_policy, f"policy-{tag}"),
                               (op.get_agent, f"drive-{tag}")):  # fmt: skip
-                eventually(lambda g=get, m=made: _exists(g, m), 1.0, f"{maker_id}'s {made} on {other_id}")
+                wait_until(lambda g=get, m=made: _exists(g, m), 1.0, f"{maker_id}'s {made} on {other_id}")
 
 
 def test_the_raft_leader_killed_every_drive_goes_on_and_management_writes_resume(sites: TwoSites) -> None:
@@ -129,7 +130,7 @@ def test_the_raft_leader_killed_every_drive_goes_on_and_management_writes_resume
     crash(sites.nodes()[leader].process)
     try:
         # Then a management write succeeds again through a surviving KMA (the timing is bench/'s)
-        eventually(lambda: management_write(survivor, "after-leader-loss"), 30.0, "a management write")
+        wait_until(lambda: management_write(survivor, "after-leader-loss"), 30.0, "a management write")
         # and every drive got its keys: existing ones, and new write keys after retrying a refusal
         for run in reads:
             result = summary(run)
@@ -165,7 +166,7 @@ def test_a_whole_site_lost_its_drives_fail_over_and_the_witness_keeps_management
         assert result["keys_issued"] > 0  # Boston's drives got new write keys too (the last run)
         # and management writes go on: Dallas's two voters and the witness are 3 of 5
         dallas = sites.kmas["kma-dal-1"]
-        eventually(lambda: management_write(dallas, "after-boston-lost"), 30.0, "a management write")
+        wait_until(lambda: management_write(dallas, "after-boston-lost"), 30.0, "a management write")
         tolerance = dallas.client("so").cluster_topology().failure_tolerance
         assert tolerance.management_writes and tolerance.voters_responding == 3
     finally:
@@ -181,13 +182,13 @@ def test_everything_restarted_every_kma_and_the_witness_hold_identical_state(sit
         node.stop()
     sites.restart(list(sites.nodes()))
     dallas = sites.kmas["kma-dal-1"]
-    eventually(
+    wait_until(
         lambda: management_write(dallas, "after-restart"), 30.0, "a management write after the restart"
     )
     conns = [replica(node) for node in sites.nodes().values()]  # the witness's replica too
     try:
         same = lambda: len({tuple(table_checksums(c).items()) for c in conns}) == 1  # noqa: E731
-        eventually(same, 15.0, "equal tables on every KMA")
+        wait_until(same, 15.0, "equal tables on every KMA")
         assert _exists(sites.kmas["kma-bos-1"].client("co").get_key_policy, "after-restart")
     finally:
         for conn in conns:
@@ -202,11 +203,11 @@ def test_the_witness_starts_its_rqlited_again_when_it_ends(sites: TwoSites) -> N
     # When the witness's rqlited dies (its `kma serve` stays)
     os.kill(node, signal.SIGKILL)
     # Then `kma serve` starts it again and the cluster sees the witness voting again
-    eventually(lambda: rqlited_pid(process.pid) not in (None, node), 30.0, "a new rqlited")
+    wait_until(lambda: rqlited_pid(process.pid) not in (None, node), 30.0, "a new rqlited")
     so = sites.kmas["kma-dal-1"].client("so")
 
     def voting() -> bool:
         witness = next(k for s in so.cluster_topology().sites for k in s.kmas if k.id == "witness-1")
         return witness.responding and witness.voter
 
-    eventually(voting, 30.0, "the witness responding again")
+    wait_until(voting, 30.0, "the witness responding again")

@@ -24,9 +24,10 @@ from tests.integration.test_no_key_material_at_rest import files_under, found_in
 from tests.integration.test_quorum import creds
 from tests.integration.test_quorum_cli import kma_cli, secret_file
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address
-from tests.support.cluster import BINARY, eventually, first_node, free_port, replica
+from tests.support.cluster import BINARY, first_node, free_port, replica
 from tests.support.kma_process import RunningKma, run_kma
 from tests.support.softhsm import PIN, SoftHsm, softhsm
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
@@ -143,18 +144,18 @@ def test_an_hsm_kma_joins_a_software_cluster_with_the_master_key_wrapped_to_its_
             material_first = agent.get(made_on_first)
         with kmip(agent_dir, service_address(second)) as agent:
             # unwrapped by the token, once the first KMA's agent-path write has reached the cluster
-            served = eventually(lambda: _get(agent, made_on_first), 15.0, "the key on the HSM KMA")
+            served = wait_until(lambda: _get(agent, made_on_first), 15.0, "the key on the HSM KMA")
             assert served == material_first
-            made_on_second = eventually(lambda: _create(agent, "C00002"), 30.0, "the HSM KMA's key pool")
+            made_on_second = wait_until(lambda: _create(agent, "C00002"), 30.0, "the HSM KMA's key pool")
             material_second = agent.get(made_on_second)
         with kmip(agent_dir, service_address(first)) as agent:
             # the token's blob, opened in software
-            served = eventually(lambda: _get(agent, made_on_second), 15.0, "the key on the first KMA")
+            served = wait_until(lambda: _get(agent, made_on_second), 15.0, "the key on the first KMA")
             assert served == material_second
 
         # And the topology (both KMAs answer alike) says where each master key is
         expected = {"kma-dal-1": "software", JOINING: "pkcs11"}
-        assert eventually(lambda: master_keys(first) == expected, 10.0, "the joined KMA's backend")
+        assert wait_until(lambda: master_keys(first) == expected, 10.0, "the joined KMA's backend")
         assert master_keys(second) == expected
         code, out, err = kma_cli(first, tmp_path, "so", "cluster", "status")
         assert code == 0 and "master key in HSM" in out and "master key in software" in out, err
@@ -166,7 +167,7 @@ def test_an_hsm_kma_joins_a_software_cluster_with_the_master_key_wrapped_to_its_
 
         # A lock through the first KMA stops the HSM KMA serving; a quorum unlocks it again
         first.client("so").lock_kma(JOINING)
-        eventually(lambda: second.client().status().locked, 5.0, "the HSM KMA locked through the first")
+        wait_until(lambda: second.client().status().locked, 5.0, "the HSM KMA locked through the first")
         with kmip(agent_dir, service_address(second)) as agent, pytest.raises(KmipFailure, match="locked"):
             agent.get(made_on_first)
         second.client("so").unlock_kma(JOINING, credentials=creds(first, "alice", "bob", "carol"))
@@ -248,14 +249,14 @@ def test_an_hsm_kma_becomes_a_first_node_and_a_software_kma_joins_it(tmp_path: P
         second.start()
         second.client("so").unlock_kma(JOINING, credentials=creds(first, "alice", "bob", "carol"))
         with kmip(agent_dir, service_address(second)) as agent:
-            assert eventually(lambda: _get(agent, before), 15.0, "the key on the software KMA") == material
-            made_on_second = eventually(lambda: _create(agent, "B00002"), 30.0, "the software KMA's key pool")
+            assert wait_until(lambda: _get(agent, before), 15.0, "the key on the software KMA") == material
+            made_on_second = wait_until(lambda: _create(agent, "B00002"), 30.0, "the software KMA's key pool")
             material_second = agent.get(made_on_second)
         with kmip(agent_dir, service_address(first)) as agent:
-            served = eventually(lambda: _get(agent, made_on_second), 15.0, "the key on the HSM KMA")
+            served = wait_until(lambda: _get(agent, made_on_second), 15.0, "the key on the HSM KMA")
             assert served == material_second
         expected = {"kma-dal-1": "pkcs11", JOINING: "software"}
-        assert eventually(lambda: master_keys(second) == expected, 10.0, "the backends")
+        assert wait_until(lambda: master_keys(second) == expected, 10.0, "the backends")
     finally:
         if second is not None:
             second.stop()

@@ -13,8 +13,9 @@ from typing import Any
 from kma.store import schema
 from kma.store import sqlite as embedded
 from kms_client.paging import iter_all
-from tests.support.cluster import eventually, three_kmas
+from tests.support.cluster import three_kmas
 from tests.support.kma_process import RunningKma
+from tests.support.waiting import wait_until
 
 TEXT_TABLES = ("keys_text", "data_units_text", "agents_text", "users_text", "pending_quorum_ops_text")
 
@@ -54,7 +55,7 @@ def check_searches(kma: RunningKma, typed: list[str]) -> None:
                       if found(list_page, q) != expected(everything, fields, q)]  # fmt: skip
         return wrong
 
-    eventually(lambda: not disagreements(), 60, f"every list's search agreeing with its rows: {typed}")
+    wait_until(lambda: not disagreements(), 60, f"every list's search agreeing with its rows: {typed}")
 
 
 def test_search_finds_ids_volsers_prefixes_and_fragments_as_before(fresh_kma: RunningKma) -> None:
@@ -124,6 +125,6 @@ def test_search_in_a_cluster_finds_what_another_kma_wrote(tmp_path: Path) -> Non
         writer, reader = kmas[1].client("op"), kmas[2].client("op")
         writer.create_data_unit("CL0042", "Cluster vault tape")
         key = writer.issue_key("backup-dallas", "CL0042")
-        eventually(lambda: found(reader.list_data_units, "ster vau") == ["CL0042"], 60, "the unit found")
-        eventually(lambda: found(reader.list_keys, key.id[4:12]) == [key.id], 60, "the key found")
+        wait_until(lambda: found(reader.list_data_units, "ster vau") == ["CL0042"], 60, "the unit found")
+        wait_until(lambda: found(reader.list_keys, key.id[4:12]) == [key.id], 60, "the key found")
         check_searches(kmas[2], ["CL0042", "cl00", "vault", key.id[:5], "no such tape"])

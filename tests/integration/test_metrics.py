@@ -17,6 +17,7 @@ from kms_client.trust import ssl_context_for
 from tests.integration.helpers import error_of
 from tests.support.agents import enroll, kmip, new_passphrase, service_address
 from tests.support.kma_process import RunningKma
+from tests.support.waiting import wait_until
 
 TOKEN = "f" * 16 + "0123456789abcdef0123456789abcdef"
 
@@ -145,7 +146,7 @@ def test_a_signed_in_user_of_any_role_may_read_them_and_a_locked_kma_reports_its
 
 
 def test_a_cluster_kma_counts_each_audit_event_it_commits_once(tmp_path: Path) -> None:
-    from tests.support.cluster import BINARY, eventually, first_node, replica
+    from tests.support.cluster import BINARY, first_node, replica
 
     if not BINARY.exists():
         pytest.skip("rqlited not built: scripts/build-rqlite.sh")
@@ -172,14 +173,14 @@ def test_a_cluster_kma_counts_each_audit_event_it_commits_once(tmp_path: Path) -
 
         # Events of the cluster's write path (a change with its event) and of the outbox (events on
         # their own: sign-ins, a refused sign-in) all count, each once.
-        eventually(lambda: events_in_store() > 0, 10.0, "the start's events in the cluster store")
+        wait_until(lambda: events_in_store() > 0, 10.0, "the start's events in the cluster store")
         store_before, counted_before = events_in_store(), counted()
         op = kma.client("op")
         op.create_data_unit("MET001", "counted on a cluster KMA")
         with pytest.raises(Unauthenticated):
             kma.client("op", "not the passphrase")
-        eventually(lambda: events_in_store() >= store_before + 3, 10.0, "the new events shipped")
-        eventually(lambda: counted() - counted_before == events_in_store() - store_before, 10.0,
+        wait_until(lambda: events_in_store() >= store_before + 3, 10.0, "the new events shipped")
+        wait_until(lambda: counted() - counted_before == events_in_store() - store_before, 10.0,
                    "every committed event counted once")  # fmt: skip
         assert counted() > counted_before
     finally:

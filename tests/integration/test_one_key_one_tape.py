@@ -29,7 +29,7 @@ from kma.services import enrollment
 from kma.store.rqlite_http import ClusterUnavailable, RqliteClient, tls_context
 from tests.integration.test_backups import answers, take_backups
 from tests.support.agents import enrolled_demo_agent, kmip, service_address
-from tests.support.cluster import BINARY, eventually, execute, files_of, processes, replica, three_kmas
+from tests.support.cluster import BINARY, execute, files_of, processes, replica, three_kmas
 from tests.support.kma_process import RunningKma, run_kma
 from tests.support.waiting import wait_until
 
@@ -91,7 +91,7 @@ def slow_to_apply(kma: RunningKma, entries: int) -> None:
 
     try:
         for _ in range(entries):
-            eventually(sent, 30.0, "a slow entry committed")
+            wait_until(sent, 30.0, "a slow entry committed")
     finally:
         client.close()
 
@@ -104,7 +104,7 @@ def test_a_kma_killed_right_after_issuing_keys_never_issues_them_again(
         crashed = kmas[1]
         kma_id = "kma-dal-2"
         agent = enrolled_demo_agent(crashed, tmp_path_factory, "t10k-dal-01")
-        eventually(lambda: own_pool(crashed, kma_id) >= 60, 90.0, "the KMA's own pool filled")
+        wait_until(lambda: own_pool(crashed, kma_id) >= 60, 90.0, "the KMA's own pool filled")
         slow_to_apply(kmas[0], 6)
         with kmip(agent, service_address(crashed)) as drive:
             before = {tape: drive.write_key(tape)[0] for tape in (f"OLD{n:03d}" for n in range(12))}
@@ -129,7 +129,7 @@ def test_a_kma_killed_right_after_issuing_keys_never_issues_them_again(
         assert len(set(new.values())) == len(new)
         for kma in kmas:  # and every KMA agrees: each key on one tape
             everywhere = lambda k=kma: set(new.values()) <= set(tapes_of_keys(k))  # noqa: E731
-            eventually(everywhere, 15.0, "the new keys everywhere")
+            wait_until(everywhere, 15.0, "the new keys everywhere")
             assert all(len(bound) == 1 for bound in tapes_of_keys(kma).values())
 
 
@@ -149,7 +149,7 @@ def test_a_kma_killed_while_rqlited_has_its_files_open_to_all_starts_again(tmp_p
                     pass
             return found
 
-        eventually(lambda: not exposed(), 5.0, "rqlited's files private while it runs")
+        wait_until(lambda: not exposed(), 5.0, "rqlited's files private while it runs")
         # A joined KMA's entry is made by another KMA, which cannot know its version: it says so itself
         execute(kmas[0], [["UPDATE kmas SET version = '' WHERE id = 'kma-dal-3'"]])
         joined.kill()
@@ -157,13 +157,13 @@ def test_a_kma_killed_while_rqlited_has_its_files_open_to_all_starts_again(tmp_p
         # killed the moment one shows.
         starting = threading.Thread(target=lambda: pytest.raises(RuntimeError, joined.start))
         starting.start()
-        eventually(lambda: exposed() or not starting.is_alive(), 60.0, "rqlited's SQLite file installed")
+        wait_until(lambda: exposed() or not starting.is_alive(), 60.0, "rqlited's SQLite file installed")
         assert joined.process is not None
         joined.process.kill()
         starting.join()
 
         joined.start()  # no chmod in between
-        eventually(lambda: not exposed(), 5.0, "rqlited's files private while it runs")
+        wait_until(lambda: not exposed(), 5.0, "rqlited's files private while it runs")
         assert stat.S_IMODE(files_of(joined).replica.stat().st_mode) == 0o600
         assert kmas[0].client("so").get_kma("kma-dal-3").version == __version__
 
@@ -238,7 +238,7 @@ class Drives:
     def new_tapes(self, kma: RunningKma, count: int) -> None:
         for _ in range(count):
             tape = f"T{len(self.told):04d}"
-            self.told[tape] = eventually(lambda t=tape: self._key(kma, t), 90.0, f"a write key for {tape}")
+            self.told[tape] = wait_until(lambda t=tape: self._key(kma, t), 90.0, f"a write key for {tape}")
 
     def _key(self, kma: RunningKma, tape: str) -> str | None:
         answer = ask(self.agent, kma, lambda d: d.write_key(tape)[0])
@@ -260,8 +260,8 @@ def test_each_key_goes_to_one_tape_whatever_the_order_of_crashes_restarts_and_pa
         agent = enrolled_demo_agent(kmas[0], tmp_path_factory, "t10k-dal-01")
         drives = Drives(agent)
         for kma, kma_id in zip(kmas, ("kma-dal-1", "kma-dal-2", "kma-dal-3"), strict=True):
-            eventually(lambda k=kma, i=kma_id: own_pool(k, i) >= 20, 90.0, "every KMA's own pool filled")
-            eventually(lambda k=kma: enrolled(k, "t10k-dal-01"), 10.0, "the agent known to every KMA")
+            wait_until(lambda k=kma, i=kma_id: own_pool(k, i) >= 20, 90.0, "every KMA's own pool filled")
+            wait_until(lambda k=kma: enrolled(k, "t10k-dal-01"), 10.0, "the agent known to every KMA")
 
         def crash_and_restart(kma: RunningKma) -> None:
             if rng.random() < 0.5:  # its replica far behind when it is back (its snapshot is older)
@@ -297,7 +297,7 @@ def test_each_key_goes_to_one_tape_whatever_the_order_of_crashes_restarts_and_pa
         wanted = {key_id: {tape} for tape, key_id in drives.told.items()}
         for kma in kmas:
             recorded = lambda k=kma: {i: t for i, t in tapes_of_keys(k).items() if i in wanted} == wanted  # noqa: E731
-            eventually(recorded, 30.0, "every KMA records each key on the tape its drive was told")
+            wait_until(recorded, 30.0, "every KMA records each key on the tape its drive was told")
 
 
 def test_an_enrollment_passphrase_not_yet_replicated_here_is_not_a_wrong_one(tmp_path: Path) -> None:

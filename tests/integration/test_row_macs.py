@@ -16,8 +16,9 @@ from kma.services.auth import token_hash
 from kms_client import Unauthenticated, ValidationFailed
 from tests.integration.test_quorum import creds
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address
-from tests.support.cluster import BINARY, eventually, execute, first_node
+from tests.support.cluster import BINARY, execute, first_node
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.waiting import wait_until
 
 FORGED = "forged passphrase of mallory"
 
@@ -146,7 +147,7 @@ def test_a_user_written_through_rqlite_with_a_node_credential_cannot_sign_in(tmp
             events = first.client("auditor").iter_audit_events()
             return any(e.operation == "security.tamper" and e.subject_id == "mallory" for e in events)
 
-        eventually(reported, 10.0, "the tamper event")
+        wait_until(reported, 10.0, "the tamper event")
         code, said = _audit_verify(first)
         assert code == 1 and "users 'mallory' has a MAC that does not verify" in said
     finally:

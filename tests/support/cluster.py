@@ -14,7 +14,7 @@ import socket
 import sqlite3
 import ssl
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,6 +27,7 @@ from kma.crypto import WrappingKey
 from kma.crypto.ca import CertifiedKey, issue_server_certificate
 from kma.datadir import DataDir, Identity, write_private
 from tests.support.kma_process import RunningKma
+from tests.support.waiting import wait_until
 
 BINARY = Path(os.environ.get("KMA_RQLITED", Path.home() / ".cache/kms-manager/rqlite-v8.43.4/rqlited"))
 
@@ -105,7 +106,7 @@ def settle(first: RunningKma, newcomer: ClusterFiles) -> None:
     """Wait until every node of the first KMA's cluster trusts the newcomer's node certificate
     (each restarts its rqlited for it) and the cluster has a leader again."""
     members = raft_addresses(first)
-    eventually(lambda: all(raft_port_lets_in(a, newcomer.node_cert, newcomer.node_key) for a in members),
+    wait_until(lambda: all(raft_port_lets_in(a, newcomer.node_cert, newcomer.node_key) for a in members),
                60.0, "every member's node trusting the newcomer")  # fmt: skip
 
     def ready() -> bool:
@@ -115,7 +116,7 @@ def settle(first: RunningKma, newcomer: ClusterFiles) -> None:
         finally:
             client.close()
 
-    eventually(ready, 60.0, "a leader")
+    wait_until(ready, 60.0, "a leader")
 
 
 def raft_addresses(kma: RunningKma) -> list[str]:
@@ -251,22 +252,10 @@ def assert_every_kma_agrees(kmas: list[RunningKma]) -> None:
     conns = [replica(k) for k in kmas]
     try:
         same = lambda: len({tuple(table_checksums(c).items()) for c in conns}) == 1  # noqa: E731
-        eventually(same, 10.0, "equal tables on every KMA")
+        wait_until(same, 10.0, "equal tables on every KMA")
     finally:
         for conn in conns:
             conn.close()
-
-
-def eventually(check: Callable[[], Any], within: float, what: str) -> Any:
-    """Poll `check` until it returns something truthy, at most `within` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within} s: {what}")
-        time.sleep(0.05)
 
 
 def table_checksums(conn: sqlite3.Connection, skip: tuple[str, ...] = ()) -> dict[str, str]:

@@ -10,7 +10,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_until(predicate: Callable[[], T], timeout: float, *, interval: float = 0.05, what: str = "") -> T:
+def wait_until(predicate: Callable[[], T], timeout: float, what: str = "", *, interval: float = 0.05) -> T:
     """Call `predicate` until it returns something true, and return that; after `timeout` seconds,
     fail the test saying what did not happen."""
     deadline = time.monotonic() + timeout

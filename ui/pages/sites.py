@@ -103,7 +103,7 @@ KMAS = ListSpec(
                format=lambda v: f"{v:,}"),
         Column("key_pool_size", "Pool size", 80, align_right=True, format=lambda v: f"{v:,}"),
         Column("version", "Version", 70),
-        Column("release", "Release", 70, format=lambda v: v or ""),
+        Column("schema_version", "Schema", 60, format=lambda v: "" if v is None else str(v)),
         Column("removed_at", "Removed", 140, format=lambda v: when(v) if v else ""),
         Column("created_at", "Created", 140, hidden=True),
     ],

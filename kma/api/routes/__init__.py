@@ -26,9 +26,9 @@ from kma.api.routes import quorum  # noqa: E402  pending quorum operations, key 
 
 ROUTERS += [quorum.router]
 
-from kma.api.routes import cluster_members  # noqa: E402  a KMA's entry, its passphrase, the join
+from kma.api.routes import membership  # noqa: E402  a KMA's entry, its passphrase, the join
 
-ROUTERS += [cluster_members.router]
+ROUTERS += [membership.router]
 from kma.api.routes import backups  # noqa: E402  database backups, the core security backup
 
 ROUTERS += [backups.router]

@@ -8,12 +8,12 @@ from fastapi import APIRouter, Request, Response
 from kma import quorum
 from kma.api import schemas
 from kma.api.deps import Kma, QuorumSubmit, client_address
-from kma.api.member_schemas import (
+from kma.api.membership_schemas import (
+    AddKmaBody,
     ClusterVersionRaise,
     JoinBody,
     JoinGrant,
-    KmaEntryCreate,
-    KmaEntryOperation,
+    KmaAdmission,
     KmaPassphraseBody,
 )
 from kma.api.openapi import CHECKS_PASSPHRASES
@@ -31,10 +31,10 @@ ANSWERS: dict[int | str, dict[str, object]] = {
 }
 
 
-def _answer(kma: Appliance, done: Submitted, response: Response, adds_voter: bool) -> KmaEntryOperation:
+def _answer(kma: Appliance, done: Submitted, response: Response, adds_voter: bool) -> KmaAdmission:
     response.status_code = 201 if done.executed else 202
     voters = membership.voter_count(kma) + int(adds_voter and not done.executed)
-    return KmaEntryOperation.model_validate(
+    return KmaAdmission.model_validate(
         {
             **done.op,
             "kma_passphrase": done.handed_out["kma_passphrase"],
@@ -44,20 +44,20 @@ def _answer(kma: Appliance, done: Submitted, response: Response, adds_voter: boo
     )
 
 
-@router.post("/kmas", response_model=KmaEntryOperation, status_code=202, responses=ANSWERS)
+@router.post("/kmas", response_model=KmaAdmission, status_code=202, responses=ANSWERS)
 def create_kma_entry(
-    body: KmaEntryCreate, kma: Kma, actor: QuorumSubmit, response: Response
-) -> KmaEntryOperation:
+    body: AddKmaBody, kma: Kma, actor: QuorumSubmit, response: Response
+) -> KmaAdmission:
     """Quorum-protected. The one-time KMA passphrase is in this answer only."""
     request = body.model_dump(exclude={"credentials"})
     done = quorum.submit(kma, actor, "add_kma", request, body.key_split_credentials())
     return _answer(kma, done, response, body.voter or body.witness)
 
 
-@router.put("/kmas/{kma_id}/passphrase", response_model=KmaEntryOperation, status_code=202, responses=ANSWERS)
+@router.put("/kmas/{kma_id}/passphrase", response_model=KmaAdmission, status_code=202, responses=ANSWERS)
 def set_kma_passphrase(
     kma_id: str, body: KmaPassphraseBody, kma: Kma, actor: QuorumSubmit, response: Response
-) -> KmaEntryOperation:
+) -> KmaAdmission:
     """Quorum-protected: a new one-time KMA passphrase (also how a dead KMA is replaced)."""
     done = quorum.submit(kma, actor, "set_kma_passphrase", {"kma_id": kma_id}, body.key_split_credentials())
     return _answer(kma, done, response, adds_voter=False)

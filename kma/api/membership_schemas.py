@@ -13,7 +13,7 @@ Address = Annotated[str, Field(min_length=3, max_length=300)]
 Csr = Annotated[str, Field(min_length=1, max_length=16384)]
 
 
-class KmaEntryCreate(WithCredentials):
+class AddKmaBody(WithCredentials):
     id: Id
     name: Text | None = None
     site_id: Id
@@ -33,7 +33,7 @@ class ClusterVersionRaise(WithCredentials):
     version: int  # the cluster version to raise to (kma/store/cluster_version.py)
 
 
-class KmaEntryOperation(PendingQuorumOp):
+class KmaAdmission(PendingQuorumOp):
     """The quorum operation, and for the submitter's eyes only the one-time KMA passphrase: it
     works once the operation has run (`state` executed), on the new machine's `kma init`."""
 

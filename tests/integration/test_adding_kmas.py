@@ -20,9 +20,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-import kma
+from kma.store.schema import latest_schema_version
 from kms_client import Conflict, Forbidden, KmsClient, LockedOut, PendingQuorumOp, Unauthenticated
-from kms_client.cluster_members import KmaEntryOperation
+from kms_client.membership import KmaAdmission
 from tests.integration.test_lockouts import http_from
 from tests.integration.test_quorum import creds, events
 from tests.support.agents import service_address
@@ -53,7 +53,7 @@ def csr(name: str = "whatever-the-machine-says") -> tuple[ec.EllipticCurvePrivat
     return key, request.public_bytes(serialization.Encoding.PEM).decode()
 
 
-def add_entry(kma: RunningKma, kma_id: str, *members: str, **fields: Any) -> KmaEntryOperation:
+def add_entry(kma: RunningKma, kma_id: str, *members: str, **fields: Any) -> KmaAdmission:
     so = kma.client("so")
     return so.create_kma_entry(
         kma_id, fields.pop("site_id", "boston"), **{**ADDRESSES, **fields}, credentials=creds(kma, *members)
@@ -308,13 +308,13 @@ def test_a_witness_entry_has_only_a_raft_address_votes_and_joins_unlocked(node_k
         so.lock_kma("witness-1")
 
 
-def test_each_kma_shows_the_release_it_runs_and_an_entry_none_until_its_machine_starts(
+def test_each_kma_shows_the_schema_its_release_knows_and_an_entry_none_until_its_machine_starts(
     node_kma: RunningKma,
 ) -> None:
     # Given a KMA's entry whose machine has not joined (nor started) yet
     add_entry(node_kma, "kma-bos-1", "alice", "bob", "carol", name="Boston 1")
-    # Then the KMAs list shows the running KMA's release, and none for the entry
+    # Then the KMAs list shows the schema the running KMA's release knows, and none for the entry
     auditor = node_kma.client("auditor")
     kmas = {k.id: k for k in auditor.iter_kmas()}
-    assert kmas[auditor.status().kma_id].release == kma.__version__
-    assert kmas["kma-bos-1"].release is None
+    assert kmas[auditor.status().kma_id].schema_version == latest_schema_version()
+    assert kmas["kma-bos-1"].schema_version is None

@@ -19,7 +19,7 @@ from .wire import Kma, PendingQuorumOp
 
 
 @dataclass(frozen=True)
-class KmaEntryOperation:
+class KmaAdmission:
     """A KMA's entry (or new passphrase) just submitted: the quorum operation, and the one-time
     KMA passphrase, shown this once; it works on the new machine once `op` has executed."""
 
@@ -29,10 +29,10 @@ class KmaEntryOperation:
     voter_warning: str | None  # e.g. that two voters stop management writes when either is lost
 
 
-def _entry_operation(d: JsonObject) -> KmaEntryOperation:
+def _admission(d: JsonObject) -> KmaAdmission:
     warning = d.get("voter_warning")
     op, passphrase, voters = read(PendingQuorumOp, d), read(str, d["kma_passphrase"]), read(int, d["voters"])
-    return KmaEntryOperation(op, passphrase, voters, None if warning is None else read(str, warning))
+    return KmaAdmission(op, passphrase, voters, None if warning is None else read(str, warning))
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def _join_grant(d: JsonObject) -> JoinGrant:
     return replace(read(JoinGrant, fields), master_key_wrapped=base64.b64decode(wrapped) if wrapped else None)
 
 
-class ClusterMemberCalls:
+class MembershipCalls:
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
 
@@ -85,7 +85,7 @@ class ClusterMemberCalls:
         witness: bool = False,
         key_pool_size: int = 1000,
         credentials: Credentials | None = None,
-    ) -> KmaEntryOperation:
+    ) -> KmaAdmission:
         """Security Officer, quorum-protected: the new KMA's entry. The answer carries the
         one-time KMA passphrase (this once) and a warning when the voter count would be even."""
         body = present(
@@ -93,13 +93,13 @@ class ClusterMemberCalls:
             service_address=service_address, raft_address=raft_address, voter=voter, witness=witness,
             key_pool_size=key_pool_size, credentials=credentials_body(credentials),
         )  # fmt: skip
-        return self._connection.call("POST", "/kmas", _entry_operation, body=body)
+        return self._connection.call("POST", "/kmas", _admission, body=body)
 
-    def set_kma_passphrase(self, id: str, *, credentials: Credentials | None = None) -> KmaEntryOperation:  # noqa: A002
+    def set_kma_passphrase(self, id: str, *, credentials: Credentials | None = None) -> KmaAdmission:  # noqa: A002
         """Security Officer, quorum-protected: a new one-time KMA passphrase for an entry; a
         machine that joins with it becomes that KMA (how a dead KMA is replaced)."""
         body = present(credentials=credentials_body(credentials))
-        return self._connection.call("PUT", f"/kmas/{segment(id)}/passphrase", _entry_operation, body=body)
+        return self._connection.call("PUT", f"/kmas/{segment(id)}/passphrase", _admission, body=body)
 
     def remove_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:  # noqa: A002
         """Security Officer, quorum-protected: the KMA leaves the cluster (ask another KMA); its
