@@ -22,6 +22,8 @@ from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
 from kma.store import Stmt, cluster_version
 
+NOT_RECORDED = "not started on 0.2.0 or later"
+
 
 def current(kma: Appliance) -> tuple[int, str]:
     """(the cluster version, the first release that supports it)."""
@@ -30,20 +32,18 @@ def current(kma: Appliance) -> tuple[int, str]:
 
 def too_old(kma: Appliance, version: int) -> list[str]:
     """The KMAs of the cluster whose recorded release does not support `version`, as 'ID (release)'."""
-    rows = kma.store.query(
-        "SELECT id, release, version FROM kmas WHERE removed_at IS NULL AND awaiting_join = 0 ORDER BY id"
-    )
-    return [f"{r['id']} ({_runs(r) or 'no release recorded'})" for r in rows
+    rows = kma.store.query("SELECT id, version, schema_version FROM kmas WHERE removed_at IS NULL "
+                           "AND awaiting_join = 0 ORDER BY id")  # fmt: skip
+    return [f"{r['id']} ({_runs(r) or NOT_RECORDED})" for r in rows
             if not cluster_version.release_supports(_runs(r), version)]  # fmt: skip
 
 
 def _runs(row: Any) -> str | None:
-    """The release a KMA ran at its last start. 0.2.0 and later record it in `release` and `version`
-    alike; release 0.1.0 only in `version`, so a KMA that went back to 0.1.0 keeps the `release` of
-    its later start, and one that never left 0.1.0 has none."""
-    if row["release"] is None:
-        return None
-    return str(row["release"] if row["release"] == row["version"] else row["version"])
+    """The release a KMA ran at its last start (`version`), when that start was its own: release
+    0.2.0 and later record `schema_version` beside it. A KMA with none never started on such a
+    release (it runs 0.1.0, or has not started since its upgrade): its `version` may be what the
+    KMA that made its row ran."""
+    return None if row["schema_version"] is None else str(row["version"])
 
 
 def _refuse_too_old(kma: Appliance, version: int) -> None:
@@ -81,11 +81,12 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
     target = int(p["version"])
     _refuse_too_old(kma, target)  # a KMA may have started an older release since the proposal
     needs = cluster_version.FIRST_RELEASE[target]
-    # Guarded in the same write: no KMA started a release that records none (0.1.0) since the check.
+    # Guarded in the same write: no KMA started release 0.1.0 (the one release before the cluster
+    # version, which records no schema version) since the check.
     stmt = Stmt(
         "INSERT INTO cluster_version (id, version, needs_release, raised_at, raised_by_op) "
         "SELECT 1, :version, :needs, :now, :op WHERE NOT EXISTS (SELECT 1 FROM kmas WHERE removed_at IS NULL "
-        "AND awaiting_join = 0 AND (release IS NULL OR release IS NOT version)) "
+        "AND awaiting_join = 0 AND (schema_version IS NULL OR version = '0.1.0')) "
         "ON CONFLICT (id) DO UPDATE SET version = excluded.version, needs_release = excluded.needs_release, "
         "raised_at = excluded.raised_at, raised_by_op = excluded.raised_by_op "
         "WHERE cluster_version.version < excluded.version",

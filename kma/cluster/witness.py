@@ -31,6 +31,7 @@ from kma.datadir import DataDir
 from kma.errors import ClusterUnavailable
 from kma.store import cluster_version
 from kma.store.rqlite_http import StatementFailed
+from kma.store.schema import latest_schema_version
 from kma.systemd import notify
 
 log = logging.getLogger(__name__)
@@ -87,16 +88,17 @@ def serve_witness(data_dir: DataDir, ready_file: Path | None, announce: Callable
 
 def _record_release(node: RqliteNode) -> bool:
     """Check the cluster version (a witness too old for it stops, naming the release it needs),
-    then record this release in the witness's row (`release` and `version`, as a KMA's start does);
+    then record this release in the witness's row (`version` and `schema_version`, as a KMA's start does);
     False while the cluster has no leader. A witness has no audit trail of its own: its row says
     what it runs, as a KMA's does."""
     client = node.client()
     try:
         version, needs_release = cluster_version.current(client.query(cluster_version.CURRENT_SQL))
         cluster_version.check(version, needs_release)
-        sql = ("UPDATE kmas SET release = ?, version = ? WHERE id = ? AND witness = 1 "
-               "AND (release, version) IS NOT (?, ?)")  # fmt: skip
-        client.execute([[sql, __version__, __version__, node.config.node_id, __version__, __version__]])
+        sql = ("UPDATE kmas SET version = ?, schema_version = ? WHERE id = ? AND witness = 1 "
+               "AND (version, schema_version) IS NOT (?, ?)")  # fmt: skip
+        known = latest_schema_version()
+        client.execute([[sql, __version__, known, node.config.node_id, __version__, known]])
     except (ClusterUnavailable, StatementFailed):  # no leader yet; or a store not migrated yet
         return False
     finally:

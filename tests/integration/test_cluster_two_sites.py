@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from kma.store.schema import latest_schema_version
 from kms_client import NotFound
 from kms_client.release import release
 from tests.integration.test_quorum import creds
@@ -89,11 +90,13 @@ def test_the_witness_is_a_voter_at_its_own_site_and_no_agent_is_sent_to_it(
 def test_the_witness_records_its_release_so_the_cluster_version_may_be_raised(sites: TwoSites) -> None:
     kma = sites.kmas["kma-dal-1"]
 
-    def witness_release() -> Any:
+    def witness_recorded() -> Any:
         with replica(kma) as db:
-            return db.execute("SELECT release FROM kmas WHERE id = 'witness-1'").fetchone()[0]
+            sql = "SELECT version, schema_version FROM kmas WHERE id = 'witness-1'"
+            return tuple(db.execute(sql).fetchone())
 
-    assert eventually(witness_release, 30.0, "the witness's release recorded") == release()
+    mine = (release(), latest_schema_version())
+    wait_until(lambda: witness_recorded() == mine, 30, what="the witness's release recorded")
     so = kma.client("so")
     pending = so.raise_cluster_version(2)  # no KMA is too old: pending, for the quorum
     assert pending.state == "pending" and pending.type == "raise_cluster_version"

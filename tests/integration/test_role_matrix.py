@@ -275,7 +275,7 @@ class World:
         """Remove the KMAs joined here whose machine never started (they record no release, and
         would hold back a raise of the cluster version)."""
         for kma in self.as_admin("GET", "/kmas?limit=1000").json()["items"]:
-            if kma["release"] is None and not kma["awaiting_join"] and kma["removed_at"] is None:
+            if kma["schema_version"] is None and not kma["awaiting_join"] and kma["removed_at"] is None:
                 quorum = {"credentials": self.credentials()}
                 removed = self.as_admin("POST", f"/kmas/{kma['id']}/remove", quorum)
                 assert removed.status_code == 200, removed.text

@@ -19,7 +19,7 @@ from kma.agent.simulator import Drive, KmaList, Tally
 from kma.datadir import DataDir
 from kma.kmip.client import KmipFailure
 from kma.store.cluster_version import SUPPORTED_FOR_TESTS
-from kma.store.schema import EXTRA_FOR_TESTS
+from kma.store.schema import EXTRA_FOR_TESTS, latest_schema_version
 from kms_client import ApiError
 from kms_client.release import release
 from tests.integration.test_quorum import creds
@@ -120,9 +120,11 @@ def form_cluster_on(tree: Path, tmp: Path) -> list[RunningKma]:
     return kmas
 
 
-def releases(kma: RunningKma) -> dict[str, str | None]:
+def recorded(kma: RunningKma) -> dict[str, tuple[str, int | None]]:
+    """Each KMA's release and schema version, as its last start recorded them."""
     with replica(kma) as db:
-        return {r["id"]: r["release"] for r in db.execute("SELECT id, release FROM kmas")}
+        return {r["id"]: (r["version"], r["schema_version"])
+                for r in db.execute("SELECT id, version, schema_version FROM kmas")}  # fmt: skip
 
 
 def written_by(kma: RunningKma, kma_id: str) -> list[tuple[object, ...]]:
@@ -181,12 +183,12 @@ def test_a_cluster_of_release_0_1_0_upgrades_one_kma_at_a_time_while_drives_get_
             kma.start()  # and caught up with the cluster
             drives.keep_mounting()
             kma_id = DataDir(kma.data_dir).identity().kma_id
-            assert releases(kma)[kma_id] == release()
+            assert recorded(kma)[kma_id] == (release(), latest_schema_version())
             if n == 0:  # the raise is refused while KMAs of release 0.1.0 serve, naming them
                 with pytest.raises(ApiError) as refused:
                     kma.client("so").raise_cluster_version(2)
                 assert refused.value.status == 409
-                too_old = "kma-dal-2 (no release recorded), kma-dal-3 (no release recorded)"
+                too_old = "kma-dal-2 (not started on 0.2.0 or later), kma-dal-3 (not started on 0.2.0 or"
                 assert too_old in refused.value.message
     finally:
         drives.stop()
@@ -234,9 +236,7 @@ def test_a_cluster_of_release_0_1_0_upgrades_one_kma_at_a_time_while_drives_get_
         late.start()
     assert late.process is not None and late.process.wait(timeout=60) == 2, exited.value
     assert "kma: The change breaks a rule of the store." in str(exited.value)
-    with replica(kmas[0]) as db:
-        row = db.execute("SELECT version, release FROM kmas WHERE id = 'kma-dal-3'").fetchone()
-    assert tuple(row) == (release(), release())  # its release was not recorded
+    assert recorded(kmas[0])["kma-dal-3"] == (release(), latest_schema_version())  # 0.1.0 not recorded
 
     # This release, told it supports less than the cluster runs at: refused, nothing written.
     late.source = None
@@ -253,4 +253,4 @@ def test_a_cluster_of_release_0_1_0_upgrades_one_kma_at_a_time_while_drives_get_
 
     # Installed again, this release starts.
     late.start()
-    assert releases(late)["kma-dal-3"] == release()
+    assert recorded(late)["kma-dal-3"] == (release(), latest_schema_version())
