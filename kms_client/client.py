@@ -748,6 +748,7 @@ class KmsClient:
     create_kma_entry = _part("_members", MembershipCalls.create_kma_entry)
     set_kma_passphrase = _part("_members", MembershipCalls.set_kma_passphrase)
     remove_kma = _part("_members", MembershipCalls.remove_kma)
+    raise_cluster_version = _part("_members", MembershipCalls.raise_cluster_version)
     join_cluster = _part("_members", MembershipCalls.join_cluster)
 
     # -- the cluster at a glance (topology.py) ------------------------------------------------

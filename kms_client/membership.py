@@ -1,4 +1,5 @@
-"""Cluster membership: a KMA's entry and its one-time KMA passphrase (quorum), and the join.
+"""Cluster membership: a KMA's entry and its one-time KMA passphrase (quorum), the join, and the
+cluster version (quorum).
 
 A part of `KmsClient`, given its connection; same threading rule:
 every method does network I/O, never call one on the GUI thread.
@@ -105,6 +106,15 @@ class MembershipCalls:
         certificates stop working at once on both listeners and it leaves Raft."""
         body = present(credentials=credentials_body(credentials))
         return self._connection.call_or_pending("POST", f"/kmas/{segment(id)}/remove", reader(Kma), body)
+
+    def raise_cluster_version(
+        self, version: int, *, credentials: Credentials | None = None
+    ) -> PendingQuorumOp:
+        """Security Officer, quorum-protected: raise the cluster version once every KMA runs a
+        release that supports it (refused, naming the KMAs still too old, until then). The answer
+        is the operation: `executed` when M credentials came with it, else pending."""
+        body = present(version=version, credentials=credentials_body(credentials))
+        return self._connection.call("POST", "/cluster/version", reader(PendingQuorumOp), body=body)
 
     def join_cluster(self, kma_id: str, passphrase: str, node_csr_pem: str, server_csr_pem: str,
                      master_key_public_pem: str | None = None) -> JoinGrant:  # fmt: skip

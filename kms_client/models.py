@@ -46,6 +46,7 @@ QUORUM_OP_TYPES = (
     "add_kma",
     "set_kma_passphrase",
     "remove_kma",
+    "raise_cluster_version",
 )
 
 

@@ -544,6 +544,7 @@ class Status:
 class Topology(behaviour.TopologyKmas["KmaNode"]):
     cluster_name: str
     answered_by: str
+    cluster_version: int = 1
     time: datetime
     sites: tuple[TopologySite, ...]
     links: tuple[SiteLink, ...]

@@ -29,6 +29,10 @@ class KmaPassphraseBody(WithCredentials):
     pass
 
 
+class ClusterVersionRaise(WithCredentials):
+    version: int  # the cluster version to raise to (kma/store/cluster_version.py)
+
+
 class KmaAdmission(PendingQuorumOp):
     """The quorum operation, and for the submitter's eyes only the one-time KMA passphrase: it
     works once the operation has run (`state` executed), on the new machine's `kma init`."""

@@ -65,6 +65,7 @@ class FailureTolerance(Response):
 class Topology(Response):
     cluster_name: str
     answered_by: str
+    cluster_version: int = 1  # docs/upgrades.md, "The cluster version" (1: a KMA before 0.2.0 answers)
     time: Time
     sites: list[TopologySite]
     links: list[SiteLink]

@@ -46,7 +46,8 @@ def run_status(args: argparse.Namespace, client: Any) -> int:
     if args.json:
         print(json.dumps(dataclasses.asdict(topo), indent=2, default=str))
         return 0
-    print(f"Cluster {topo.cluster_name} (as KMA {topo.answered_by} sees it)")
+    print(f"Cluster {topo.cluster_name} (as KMA {topo.answered_by} sees it), "
+          f"cluster version {topo.cluster_version}")  # fmt: skip
     print(topo.failure_tolerance.summary)
     for site in topo.sites:
         a = site.agents

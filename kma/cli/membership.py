@@ -1,5 +1,6 @@
-"""`kma cluster add-kma|kma-passphrase`: a new KMA's entry and its one-time KMA passphrase,
-through a running KMA like the quorum commands (Security Officer; quorum-protected).
+"""`kma cluster add-kma|add-witness|kma-passphrase|raise-version`: a new KMA's entry and its one-time
+KMA passphrase, and the cluster version, through a running KMA like the quorum commands (Security
+Officer; quorum-protected).
 
 The passphrase is printed once, for the installer of the new machine, who puts it in the answers
 file of `kma init` with `mode = "join"`.
@@ -57,6 +58,12 @@ def add_member_commands(sub: Any) -> None:
     p.add_argument("kma_id")
     _quorum_args(p)
     p.set_defaults(run=run_kma_passphrase)
+    p = _connected(actions.add_parser(
+        "raise-version", help="raise the cluster version (quorum) once every KMA runs a release that "
+        "supports it (docs/upgrades.md)", description=CONNECTION_HELP))  # fmt: skip
+    p.add_argument("version", type=int, help="the cluster version to raise to")
+    _quorum_args(p)
+    p.set_defaults(run=run_raise_version)
 
 
 def _quorum_args(p: argparse.ArgumentParser) -> None:
@@ -67,14 +74,17 @@ def _quorum_args(p: argparse.ArgumentParser) -> None:
                    help="lines of 'MEMBER PASSPHRASE' (the passphrase is the rest of the line)")  # fmt: skip
 
 
-def _report(done: Any) -> int:
-    op = done.op
+def _report_op(op: Any) -> None:
     if op.state == "executed":
         print(f"Done: {op.result}.")
     else:
         print(f"Pending quorum operation {op.id}: {op.summary}; {len(op.approvals)} of "
               f"{op.approvals_needed} approvals, expires {_when(op.expires_at)}.")  # fmt: skip
         print(f"Quorum Members approve it with: kma quorum approve {op.id} --member NAME ...")
+
+
+def _report(done: Any) -> int:
+    _report_op(done.op)
     print(f"One-time KMA passphrase (shown this once; works once the quorum approved): {done.kma_passphrase}")
     if done.voter_warning:
         print(f"WARNING: {done.voter_warning}")
@@ -122,4 +132,10 @@ def run_join(data_dir: DataDir, answers_text: str) -> int:
     else:
         print("It starts LOCKED: once it runs (kma serve), a quorum unlocks it (kma unlock --kma ...).")
     print("The answers file holds the (now spent) KMA passphrase: destroy it.")
+    return 0
+
+
+@_talking
+def run_raise_version(args: argparse.Namespace, client: Any) -> int:
+    _report_op(client.raise_cluster_version(args.version, credentials=read_credentials(args)))
     return 0

@@ -16,6 +16,7 @@ from kma import __version__
 from kma.appliance import Appliance
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.replication_lag import replication_lags
+from kma.store import cluster_version
 from kma.store.cluster_view import NodeStatus
 
 log = logging.getLogger(__name__)
@@ -232,6 +233,7 @@ def topology(kma: Appliance) -> dict[str, Any]:
     return {
         "cluster_name": kma.store.scalar("SELECT name FROM cluster") or "",
         "answered_by": kma.kma_id,
+        "cluster_version": cluster_version.current(kma.store.query(cluster_version.CURRENT_SQL))[0],
         "time": kma.clock.now(),
         "sites": [
             {**s, "kmas": [n for n in nodes if n["site_id"] == s["id"]], "agents": agents.get(s["id"], none)}

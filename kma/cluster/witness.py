@@ -7,7 +7,10 @@ never holds the master key), but runs no listeners, no agents and no key pool: i
 like a KMA (a quorum-approved entry marked witness, its one-time passphrase, `kma init` join) and
 `kma serve` runs only its rqlited, restarting it if it ends, and when the cluster's members change
 (to trust their node certificates only, kma/cluster/trust.py). The cluster sees its health through
-Raft itself (rqlite's node status: reachable, last contact), as it sees every node's.
+Raft itself (rqlite's node status: reachable, last contact), as it sees every node's. Once the
+cluster has a leader it checks the cluster version and records its release in its row, as a KMA
+does at every start (kma/store/cluster_version.py: the version is raised only once every member,
+witnesses too, runs a release that supports it).
 """
 
 from __future__ import annotations
@@ -19,11 +22,16 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from kma import __version__
 from kma.cluster.node_config import ClusterFiles
 from kma.cluster.rqlited import NodeFailed, RqliteNode
 from kma.cluster.trust import follow_membership
 from kma.crypto import fingerprint
 from kma.datadir import DataDir
+from kma.errors import ClusterUnavailable
+from kma.store import cluster_version
+from kma.store.rqlite_http import StatementFailed
+from kma.store.schema import latest_schema_version
 from kma.systemd import notify
 
 log = logging.getLogger(__name__)
@@ -52,10 +60,12 @@ def serve_witness(data_dir: DataDir, ready_file: Path | None, announce: Callable
                                    "pid": os.getpid()}))  # fmt: skip
         tmp.replace(ready_file)
     notify(f"READY=1\nSTATUS=Witness {config.node_id}: Raft on {config.raft_address}")
+    recorded = False
     try:
         while not stop.wait(CHECK_S):
             process = node.process
             if process is None or process.poll() is None:
+                recorded = recorded or _record_release(node)
                 try:  # it trusts the current members' node certificates only, as a KMA's node does
                     follow_membership(node)
                 except NodeFailed as exc:
@@ -74,3 +84,23 @@ def serve_witness(data_dir: DataDir, ready_file: Path | None, announce: Callable
         node.stop()
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)
+
+
+def _record_release(node: RqliteNode) -> bool:
+    """Check the cluster version (a witness too old for it stops, naming the release it needs),
+    then record this release in the witness's row (`version` and `schema_version`, as a KMA's start does);
+    False while the cluster has no leader. A witness has no audit trail of its own: its row says
+    what it runs, as a KMA's does."""
+    client = node.client()
+    try:
+        version, needs_release = cluster_version.current(client.query(cluster_version.CURRENT_SQL))
+        cluster_version.check(version, needs_release)
+        sql = ("UPDATE kmas SET version = ?, schema_version = ? WHERE id = ? AND witness = 1 "
+               "AND (version, schema_version) IS NOT (?, ?)")  # fmt: skip
+        known = latest_schema_version()
+        client.execute([[sql, __version__, known, node.config.node_id, __version__, known]])
+    except (ClusterUnavailable, StatementFailed):  # no leader yet; or a store not migrated yet
+        return False
+    finally:
+        client.close()
+    return True

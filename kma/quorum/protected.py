@@ -12,6 +12,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.cluster.membership import ADD_KMA, REMOVE_KMA, SET_KMA_PASSPHRASE
+from kma.cluster.version import RAISE_CLUSTER_VERSION
 from kma.crypto import hash_passphrase
 from kma.domain.roles import role_words
 from kma.domain.strength import check_user_passphrase
@@ -98,5 +99,6 @@ OP_TYPES: dict[str, OpType] = {
         ADD_KMA,
         SET_KMA_PASSPHRASE,
         REMOVE_KMA,
+        RAISE_CLUSTER_VERSION,
     )
 }

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from kma.audit.record import Condition
-from kma.store import audit_rows, fts, schema
+from kma.store import audit_rows, cluster_version, fts, schema
 from kma.store.batch import Batch, Deferred, Params, Refused, Stmt, WriteResult, counted
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import gather, integrity_message
@@ -174,6 +174,8 @@ class RqliteStore:
         self.chain = chain
         self.path = replica
         self._replica = _Replica(replica)
+        # A release too old for the cluster version is refused here, before anything is written.
+        self.cluster_version = self._cluster_version()
         self.schema_version = self._migrate()
         self._queue: queue.Queue[Any] = queue.Queue()
         self.outbox: Outbox | None = None
@@ -614,18 +616,45 @@ class RqliteStore:
                 future.set_result(outcome)
 
     # --- schema --------------------------------------------------------------------------
+    def _cluster_version(self) -> int:
+        """The cluster version, refused when this release does not support it. Asked through the
+        leader: a restarted node's replica is its last snapshot until it has caught up, and may
+        predate a raise. Without a leader now, as this node's replica has it (a node's first start
+        has none yet, and the cluster's store no row either)."""
+        rows: Sequence[Any]
+        try:
+            rows = self.client.query(cluster_version.CURRENT_SQL)
+        except StatementFailed:  # no such table: a store not migrated to 0043 yet
+            rows = []
+        except ClusterUnavailable:
+            try:
+                rows = self.query(cluster_version.CURRENT_SQL)
+            except (sqlite3.Error, OSError):
+                rows = []
+        version, needs_release = cluster_version.current(rows)
+        cluster_version.check(version, needs_release)
+        return version
+
+    def apply_contract_migrations(self, version: int) -> None:
+        """After the cluster version was raised to `version`: the contract migrations it allows."""
+        self.cluster_version = version
+        self.schema_version = self._migrate()
+
     def _migrate(self) -> int:
-        """Apply the expand migrations the cluster's store lacks, each in one transaction (any node
-        may run this; if two race, one transaction fails whole and the other's result is kept).
-        KMAs of the previous release may still serve this store, so contract migrations wait for
-        the cluster version to be raised (docs/upgrades.md). With nothing to apply it only reads the
-        local replica (no majority needed); a store from a newer release is refused either way."""
-        local = self._local_schema()
+        """Apply the migrations the cluster's store lacks, each in one transaction (any node may run
+        this; if two race, one transaction fails whole and the other's result is kept). KMAs of the
+        previous release may still serve this store, so contract migrations wait until the cluster
+        version is raised to the highest this release supports (kma/store/cluster_version.py,
+        docs/upgrades.md). With nothing to apply it only reads the local replica (no majority
+        needed). Migrations of a newer release are expected here while its KMAs are upgraded one at
+        a time: a cluster too new for this release is refused by its cluster version instead."""
+        contract = cluster_version.runs_contract_migrations(self.cluster_version)
+        local = self._local_schema(contract)
         if local is not None:
             return local
         self.client.execute([["CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)"]])
         done = {int(r[0]) for r in self.client.query("SELECT version FROM schema_migrations")}
-        for migration in schema.pending(done, contract=False):
+        for migration in schema.pending(done, contract=contract, beside_newer=True):
             statements: list[list[Any]] = [[s] for s in split_script(migration.sql)]
             statements.append(["INSERT INTO schema_migrations (version) VALUES (?)", migration.version])
             try:
@@ -638,13 +667,13 @@ class RqliteStore:
         rows = self.client.query("SELECT max(version) FROM schema_migrations")
         return int(rows[0][0] or 0)
 
-    def _local_schema(self) -> int | None:
+    def _local_schema(self, contract: bool) -> int | None:
         """The replica's schema version when it needs no migration, else None."""
         try:
             done = {int(r[0]) for r in self.query("SELECT version FROM schema_migrations")}
         except (sqlite3.Error, OSError):
             return None
-        return max(done) if done and not schema.pending(done, contract=False) else None
+        return max(done) if done and not schema.pending(done, contract=contract, beside_newer=True) else None
 
     # --- the cluster ---------------------------------------------------------------------
     def cluster_nodes(self) -> list[NodeStatus]:

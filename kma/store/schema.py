@@ -69,11 +69,16 @@ def latest_schema_version() -> int:
     return max(m.version for m in migrations())
 
 
-def pending(applied: set[int], *, contract: bool) -> list[Migration]:
+def pending(applied: set[int], *, contract: bool, beside_newer: bool = False) -> list[Migration]:
     """The migrations to apply to a store that holds `applied`, in order: the expand ones, and the
-    contract ones too when no older code can be running on the store (`contract`)."""
+    contract ones too when no older code can be running on the store (`contract`).
+
+    `beside_newer`: a cluster's store, which a newer release's KMA migrates while this release's
+    KMAs still serve it (one KMA is upgraded at a time). Its expand migrations leave this code
+    working; its contract ones wait for a cluster version this release does not support, and
+    which refuses this release itself (kma/store/cluster_version.py)."""
     known = migrations()
     unknown = applied - {m.version for m in known}
-    if unknown:
+    if unknown and not beside_newer:
         raise StoreFromNewerRelease(max(unknown), known[-1].version)
     return [m for m in known if m.version not in applied and (contract or m.phase == "expand")]

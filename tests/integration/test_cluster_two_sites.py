@@ -19,7 +19,9 @@ from typing import Any
 import pytest
 
 from kma.cluster.rqlited import VERSION as RQLITE_VERSION
+from kma.store.schema import latest_schema_version
 from kms_client import NotFound
+from kms_client.release import release
 from tests.integration.test_quorum import creds
 from tests.integration.test_quorum_cli import kma_cli
 from tests.support.agents import service_address
@@ -85,6 +87,22 @@ def test_the_witness_is_a_voter_at_its_own_site_and_no_agent_is_sent_to_it(
     assert "Site Witness (witness): 0 KMAs and 1 witness (no key service)" in out
     assert "no single site's loss stops management writes" in out
     assert next(line for line in out.splitlines() if "witness-1" in line).split()[2] in ("witness", "leader")
+
+
+def test_the_witness_records_its_release_so_the_cluster_version_may_be_raised(sites: TwoSites) -> None:
+    kma = sites.kmas["kma-dal-1"]
+
+    def witness_recorded() -> Any:
+        with replica(kma) as db:
+            sql = "SELECT version, schema_version FROM kmas WHERE id = 'witness-1'"
+            return tuple(db.execute(sql).fetchone())
+
+    mine = (release(), latest_schema_version())
+    wait_until(lambda: witness_recorded() == mine, 30, what="the witness's release recorded")
+    so = kma.client("so")
+    pending = so.raise_cluster_version(2)  # no KMA is too old: pending, for the quorum
+    assert pending.state == "pending" and pending.type == "raise_cluster_version"
+    so.delete_quorum_operation(pending.id)  # the cluster stays as the other tests expect it
 
 
 def test_a_user_a_policy_and_an_agent_made_on_any_kma_reach_every_kma_within_a_second(

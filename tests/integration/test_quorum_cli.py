@@ -131,3 +131,15 @@ def test_a_new_key_split_member_enrols_on_their_own_with_their_code(
     assert so.create_user(
         "u2", "U2", ["auditor"], "a good passphrase", credentials=[("frank", "frank's own passphrase")]
     )
+
+
+def test_the_cluster_version_is_raised_once_with_a_quorum(fresh_kma: RunningKma, tmp_path: Path) -> None:
+    quorum = "\n".join(f"{m} {p}" for m, p in creds(fresh_kma, "alice", "bob", "carol"))
+    cred_file = secret_file(tmp_path, "creds", quorum)
+    raise_it = ("cluster", "raise-version", "2", "--credentials-file", cred_file)
+    code, out, err = kma_cli(fresh_kma, tmp_path, "so", *raise_it)
+    assert code == 0, err
+    assert out.strip() == "Done: raised the cluster version from 1 to 2 (every KMA runs 0.2.0 or later)."
+    code, out, err = kma_cli(fresh_kma, tmp_path, "so", *raise_it)
+    assert code == 2
+    assert err.strip() == "kma: The cluster runs at cluster version 2 already; it is only ever raised."

@@ -113,6 +113,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /kmas": frozenset({SO}),
     "PUT /kmas/{id}/passphrase": frozenset({SO}),
     "POST /kmas/{id}/remove": frozenset({SO}),
+    "POST /cluster/version": frozenset({SO}),  # issue 30
     "POST /cluster/join": PUBLIC,  # a joining KMA, with its one-time KMA passphrase
     # Backups (issue 12).
     "GET /backups": frozenset({BO, SO, AU}),
@@ -273,6 +274,15 @@ class World:
         assert self.http.post("/cluster/join", json=body).status_code == 200
         return str(body["kma_id"])
 
+    def every_kma_started(self) -> None:
+        """Remove the KMAs joined here whose machine never started (they record no release, and
+        would hold back a raise of the cluster version)."""
+        for kma in self.as_admin("GET", "/kmas?limit=1000").json()["items"]:
+            if kma["schema_version"] is None and not kma["awaiting_join"] and kma["removed_at"] is None:
+                quorum = {"credentials": self.credentials()}
+                removed = self.as_admin("POST", f"/kmas/{kma['id']}/remove", quorum)
+                assert removed.status_code == 200, removed.text
+
     def fresh_token(self, user: str) -> str:
         client = self.kma.client(user)
         assert client.token is not None
@@ -280,6 +290,11 @@ class World:
 
 
 Prep = Callable[[World, str], tuple[dict[str, str], dict[str, Any] | None]]
+
+
+def raise_cluster_version(w: World, user: str) -> tuple[dict[str, str], dict[str, Any]]:
+    w.every_kma_started()
+    return {}, {"version": 2}  # pending (202) without credentials
 
 
 def none(w: World, user: str) -> tuple[dict[str, str], None]:
@@ -381,6 +396,7 @@ CALLS: dict[str, Prep] = {
     "POST /kmas": lambda w, u: ({}, w.kma_entry()),
     "PUT /kmas/{id}/passphrase": lambda w, u: ({"id": w.kma_id}, {}),
     "POST /kmas/{id}/remove": lambda w, u: ({"id": w.joined_kma()}, {}),  # pending (202) without credentials
+    "POST /cluster/version": raise_cluster_version,
     "POST /cluster/join": lambda w, u: w.joining(),
     "GET /backups": none,
     "GET /backups/{id}": lambda w, u: ({"id": w.backup_id}, None),
@@ -407,6 +423,7 @@ AFTER: dict[str, Callable[[World], None]] = {
     "PUT /cluster/autonomous-unlock": lambda w: w.drop_pending("set_autonomous_unlock"),
     "PUT /kmas/{id}/passphrase": lambda w: w.drop_pending("set_kma_passphrase"),
     "POST /kmas/{id}/remove": lambda w: w.drop_pending("remove_kma"),
+    "POST /cluster/version": lambda w: w.drop_pending("raise_cluster_version"),
 }
 assert CALLS.keys() == EXPECTED.keys()
 

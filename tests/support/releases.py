@@ -32,3 +32,4 @@ def release_tree(release: str, into: Path) -> Path:
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: kms-manager\nVersion: {release}\n",
                                    encoding="utf-8")  # fmt: skip
     return into
+

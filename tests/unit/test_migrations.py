@@ -40,3 +40,11 @@ def test_a_store_with_a_migration_this_release_does_not_know_is_refused_naming_b
         f"This store was migrated by a newer KMA release (schema {known + 4}; this release knows up to "
         f"{known}). Install that release or later."
     )
+
+
+def test_a_clusters_store_migrated_by_a_newer_release_is_served_beside_it() -> None:
+    # Its KMAs are upgraded one at a time: the newer release's expand migrations are already in the
+    # cluster's store when a KMA of this release restarts (a too new cluster version refuses it).
+    known = schema.latest_schema_version()
+    applied = {m.version for m in schema.migrations()} | {known + 4}
+    assert schema.pending(applied, contract=False, beside_newer=True) == []

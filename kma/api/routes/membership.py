@@ -1,4 +1,5 @@
-"""Cluster membership: a KMA's entry and its one-time KMA passphrase (quorum), and the join."""
+"""Cluster membership: a KMA's entry and its one-time KMA passphrase (quorum), the join, and the
+cluster version (quorum)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ from fastapi import APIRouter, Request, Response
 from kma import quorum
 from kma.api import schemas
 from kma.api.deps import Kma, QuorumSubmit, client_address
-from kma.api.membership_schemas import AddKmaBody, JoinBody, JoinGrant, KmaAdmission, KmaPassphraseBody
+from kma.api.membership_schemas import (
+    AddKmaBody,
+    ClusterVersionRaise,
+    JoinBody,
+    JoinGrant,
+    KmaAdmission,
+    KmaPassphraseBody,
+)
 from kma.api.openapi import CHECKS_PASSPHRASES
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp
 from kma.appliance import Appliance
@@ -65,6 +73,18 @@ def remove_kma(
         response.status_code = 202
         return PendingQuorumOp.model_validate(done.op)
     return schemas.Kma.model_validate(kmas.get_kma(kma, kma_id))
+
+
+@router.post("/cluster/version", response_model=PendingQuorumOp, status_code=202, responses=ANSWERS)
+def raise_cluster_version(
+    body: ClusterVersionRaise, kma: Kma, actor: QuorumSubmit, response: Response
+) -> PendingQuorumOp:
+    """Quorum-protected: raise the cluster version, once every KMA runs a release that supports it
+    (refused, naming the KMAs still too old, until then)."""
+    done = quorum.submit(kma, actor, "raise_cluster_version", {"version": body.version},
+                         body.key_split_credentials())  # fmt: skip
+    response.status_code = 201 if done.executed else 202
+    return PendingQuorumOp.model_validate(done.op)
 
 
 @router.post("/cluster/join", response_model=JoinGrant, responses=CHECKS_PASSPHRASES)
