@@ -14,8 +14,10 @@ from app.context import AppContext
 
 CAPABILITY = "cluster.upgrade-check"  # the KMA's name for it (kma/capabilities.py)
 GOOD, BAD = "#2e7d32", "#c62828"
-HOW = ("Upgrade one KMA at a time, in this order: stop it, install the new release, start it, wait "
-       "until it is caught up, and check again before the next.")  # fmt: skip
+HOW = (
+    "Upgrade one KMA at a time, in this order: stop it, install the new release, start it, wait "
+    "until it is caught up, and check again before the next."
+)
 
 
 def describe(answer: Any) -> str:
@@ -48,8 +50,10 @@ def upgrade_check_controls(ctx: AppContext) -> tuple[QPushButton, QLabel]:
     the KMA, of an earlier release, does not offer the check."""
     button = QPushButton("Upgrade check…")
     button.setObjectName("clusterUpgradeCheck")
-    button.setToolTip("Whether the cluster is ready for a rolling upgrade, and the order to upgrade its "
-                      "KMAs in (as `kma upgrade check` says).")  # fmt: skip
+    button.setToolTip(
+        "Whether the cluster is ready for a rolling upgrade, and the order to upgrade its "
+        "KMAs in (as `kma upgrade check` says)."
+    )
     offered = ctx.offers(CAPABILITY)
     button.setVisible(offered and ctx.may("upgrades.check"))
     note = QLabel("" if offered else ctx.not_offered("the upgrade check"))
@@ -85,8 +89,9 @@ class UpgradeCheckDialog(QDialog):
 
     def check(self) -> None:
         self.again.setEnabled(False)
-        self.ctx.ops.read(lambda c: c.client.upgrade_check(), parent=self, success=self.show_answer,
-                          failure=self._failed)  # fmt: skip
+        self.ctx.ops.read(
+            lambda c: c.client.upgrade_check(), parent=self, success=self.show_answer, failure=self._failed
+        )
 
     def show_answer(self, answer: Any) -> None:
         self.answer = answer

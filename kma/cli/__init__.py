@@ -13,7 +13,11 @@ from kma.datadir import keep_private
 from kma.errors import KmaError
 
 COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
-    admin.add_init, serve.add_serve, admin.add_status, admin.add_audit, admin.add_demo,
+    admin.add_init,
+    serve.add_serve,
+    admin.add_status,
+    admin.add_audit,
+    admin.add_demo,
     quorum.add_quorum_commands,  # quorum, lock, unlock: through a running KMA's API
     agent.add_agent,  # agent enroll, agent simulate: an encryption agent's side
     plan.add_plan,  # planning a deployment: needs no KMA
@@ -22,7 +26,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
     cluster_status.add_cluster_commands,  # kma cluster status: through a running KMA's API
     membership.add_member_commands,  # kma cluster add-kma, kma-passphrase (after `kma cluster status`)
     upgrade.add_upgrade_commands,  # kma upgrade check: through a running KMA's API
-]  # fmt: skip
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,9 +16,11 @@ from kma.cli.quorum import CONNECTION_HELP, _connected, _talking
 def add_upgrade_commands(sub: Any) -> None:
     u = sub.add_parser("upgrade", help="checks before a rolling upgrade", description=CONNECTION_HELP)
     u_sub = u.add_subparsers(dest="upgrade_command", required=True, metavar="ACTION")
-    p = _connected(u_sub.add_parser(
-        "check", help="every KMA responding with no pending outbox, a recent database backup, the order"
-    ))  # fmt: skip
+    p = _connected(
+        u_sub.add_parser(
+            "check", help="every KMA responding with no pending outbox, a recent database backup, the order"
+        )
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=run_check)
 
@@ -40,8 +42,10 @@ def run_check(args: argparse.Namespace, client: Any) -> int:
         print(f"{'ok  ' if check.ok else 'FAIL'} {check.message}")
         if not check.ok:
             print(f"     {check.todo}")
-    print("\nUpgrade the KMAs one at a time, in this order (stop, install, start, wait until it is caught "
-          "up, check again):")  # fmt: skip
+    print(
+        "\nUpgrade the KMAs one at a time, in this order (stop, install, start, wait until it is caught "
+        "up, check again):"
+    )
     for n, step in enumerate(answer.order, 1):
         print(step_line(n, step))
     if failed:

@@ -18,8 +18,17 @@ from kma.services.backups import describe_duration
 from kms_client import KmsClient, KmsError, fingerprint_of
 
 # What the order tells of each KMA.
-STEP = ("id", "name", "site_id", "witness", "leader", "this_kma", "version", "schema_version",
-        "rqlite_version")
+STEP = (
+    "id",
+    "name",
+    "site_id",
+    "witness",
+    "leader",
+    "this_kma",
+    "version",
+    "schema_version",
+    "rqlite_version",
+)
 # The newest database backup must be younger than this: the way back should an upgrade go wrong.
 BACKUP_MAX_AGE_S = 24 * 3600
 PEER_TIMEOUT_S = 5.0  # asking another KMA whether it is caught up
@@ -44,8 +53,9 @@ def _caught_up(kma: Appliance, node: dict[str, Any]) -> bool | None:
         return True
     ca = kma.data_dir.ca_cert.read_text(encoding="ascii")
     try:
-        with KmsClient(node["management_address"], ca_pem=ca, ca_fingerprint=fingerprint_of(ca),
-                       timeout=PEER_TIMEOUT_S) as peer:  # fmt: skip
+        with KmsClient(
+            node["management_address"], ca_pem=ca, ca_fingerprint=fingerprint_of(ca), timeout=PEER_TIMEOUT_S
+        ) as peer:
             return peer.status().caught_up
     except KmsError:
         return None
@@ -54,32 +64,63 @@ def _caught_up(kma: Appliance, node: dict[str, Any]) -> bool | None:
 def _kma_checks(node: dict[str, Any], awaiting: bool, caught_up: bool | None) -> list[Check]:
     who, kma_id = f"KMA {node['name']} ({node['id']})", node["id"]
     if awaiting:
-        return [Check("responding", False, f"{who} is an entry whose machine has not joined.",
-                      "Finish its join (kma init on its machine) or remove the entry, then check again.",
-                      kma_id)]  # fmt: skip
+        return [
+            Check(
+                "responding",
+                False,
+                f"{who} is an entry whose machine has not joined.",
+                "Finish its join (kma init on its machine) or remove the entry, then check again.",
+                kma_id,
+            )
+        ]
     if not node["responding"]:
-        return [Check("responding", False, f"{who} does not respond.",
-                      "Start it and wait until it is caught up; if its machine is gone for good, remove it "
-                      "from the cluster. Then check again.", kma_id)]  # fmt: skip
+        return [
+            Check(
+                "responding",
+                False,
+                f"{who} does not respond.",
+                "Start it and wait until it is caught up; if its machine is gone for good, remove it "
+                "from the cluster. Then check again.",
+                kma_id,
+            )
+        ]
     checks = [Check("responding", True, f"{who} responds.", kma_id=kma_id)]
     if caught_up is None:
-        checks.append(Check("caught-up", False, f"{who} takes part in Raft but its API at "
-                            f"{node['management_address']} does not answer.",
-                            "Check its service (`systemctl status kma`, its logs/kma.log), then check again.",
-                            kma_id))  # fmt: skip
+        checks.append(
+            Check(
+                "caught-up",
+                False,
+                f"{who} takes part in Raft but its API at {node['management_address']} does not answer.",
+                "Check its service (`systemctl status kma`, its logs/kma.log), then check again.",
+                kma_id,
+            )
+        )
     elif not caught_up:
-        checks.append(Check("caught-up", False, f"{who}'s replica has not caught up with the cluster.",
-                            "Wait until `kma status` on it says caught up, then check again.", kma_id))
+        checks.append(
+            Check(
+                "caught-up",
+                False,
+                f"{who}'s replica has not caught up with the cluster.",
+                "Wait until `kma status` on it says caught up, then check again.",
+                kma_id,
+            )
+        )
     else:
         checks.append(Check("caught-up", True, f"{who} is caught up with the cluster.", kma_id=kma_id))
     lag = node["replication_lag"]
     if lag is not None and lag["depth"]:
-        checks.append(Check("outbox", False,
-                            f"{who} has {lag['depth']} writes not yet in the cluster's store (the oldest "
-                            f"{lag['age_seconds']:.0f} s old).",
-                            "Wait until its outbox is empty (its replication lag on the Cluster page or "
-                            "in `kma cluster status`); if it stays, check its link to the other sites. Then "
-                            "check again.", kma_id))  # fmt: skip
+        checks.append(
+            Check(
+                "outbox",
+                False,
+                f"{who} has {lag['depth']} writes not yet in the cluster's store (the oldest "
+                f"{lag['age_seconds']:.0f} s old).",
+                "Wait until its outbox is empty (its replication lag on the Cluster page or "
+                "in `kma cluster status`); if it stays, check its link to the other sites. Then "
+                "check again.",
+                kma_id,
+            )
+        )
     else:
         checks.append(Check("outbox", True, f"{who} has no write waiting for the cluster.", kma_id=kma_id))
     return checks
@@ -87,14 +128,21 @@ def _kma_checks(node: dict[str, Any], awaiting: bool, caught_up: bool | None) ->
 
 def _backup_check(kma: Appliance) -> Check:
     last = kma.store.scalar("SELECT max(created_at) FROM backups WHERE deleted_at IS NULL")
-    todo = ("Have a Backup Operator take a database backup (the manager's Backups page, or `kma backup "
-            "create`), then check again: it is the way back should the upgrade go wrong.")  # fmt: skip
+    todo = (
+        "Have a Backup Operator take a database backup (the manager's Backups page, or `kma backup "
+        "create`), then check again: it is the way back should the upgrade go wrong."
+    )
     if last is None:
         return Check("backup", False, "There is no database backup.", todo)
     age = max(0, kma.clock.now() - int(last))
     if age > BACKUP_MAX_AGE_S:
-        return Check("backup", False, f"The newest database backup is {describe_duration(age)} old "
-                     f"(at most {BACKUP_MAX_AGE_S // 3600} h for an upgrade).", todo)  # fmt: skip
+        return Check(
+            "backup",
+            False,
+            f"The newest database backup is {describe_duration(age)} old "
+            f"(at most {BACKUP_MAX_AGE_S // 3600} h for an upgrade).",
+            todo,
+        )
     return Check("backup", True, f"The newest database backup is {describe_duration(age)} old.")
 
 
@@ -107,8 +155,18 @@ def upgrade_order(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for n in nodes:
         if not n["witness"]:
             serving[n["site_id"]] = serving.get(n["site_id"], 0) + 1
-    return sorted(nodes, key=lambda n: (n["this_kma"], n["leader"], not n["witness"],
-                                        -serving.get(n["site_id"], 0), n["site_id"], n["name"], n["id"]))
+    return sorted(
+        nodes,
+        key=lambda n: (
+            n["this_kma"],
+            n["leader"],
+            not n["witness"],
+            -serving.get(n["site_id"], 0),
+            n["site_id"],
+            n["name"],
+            n["id"],
+        ),
+    )
 
 
 def upgrade_check(kma: Appliance) -> dict[str, Any]:

@@ -32,10 +32,15 @@ def current(kma: Appliance) -> tuple[int, str]:
 
 def too_old(kma: Appliance, version: int) -> list[str]:
     """The KMAs of the cluster whose recorded release does not support `version`, as 'ID (release)'."""
-    rows = kma.store.query("SELECT id, version, schema_version FROM kmas WHERE removed_at IS NULL "
-                           "AND awaiting_join = 0 ORDER BY id")  # fmt: skip
-    return [f"{r['id']} ({_runs(r) or NOT_RECORDED})" for r in rows
-            if not cluster_version.release_supports(_runs(r), version)]  # fmt: skip
+    rows = kma.store.query(
+        "SELECT id, version, schema_version FROM kmas WHERE removed_at IS NULL "
+        "AND awaiting_join = 0 ORDER BY id"
+    )
+    return [
+        f"{r['id']} ({_runs(r) or NOT_RECORDED})"
+        for r in rows
+        if not cluster_version.release_supports(_runs(r), version)
+    ]
 
 
 def _runs(row: Any) -> str | None:

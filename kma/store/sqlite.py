@@ -194,8 +194,16 @@ class SQLiteStore:
 
     # --- the cluster: this KMA alone ----------------------------------------------------
     def cluster_nodes(self) -> list[NodeStatus]:
-        return [NodeStatus(self.kma_id, leader=True, voter=True, reachable=True, rqlite_version=None,
-                           last_contact_seconds=0.0)]  # fmt: skip
+        return [
+            NodeStatus(
+                self.kma_id,
+                leader=True,
+                voter=True,
+                reachable=True,
+                rqlite_version=None,
+                last_contact_seconds=0.0,
+            )
+        ]
 
     def replication_lag(self) -> ReplicationLag:
         return ReplicationLag(0, 0.0)

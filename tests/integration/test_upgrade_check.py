@@ -30,8 +30,11 @@ def test_about_tells_the_release_api_version_and_capabilities_without_sign_in(de
     with raw_http(demo_kma) as http:
         answer = http.get("/about")
     assert answer.status_code == 200, answer.text
-    assert answer.json() == {"release": release(), "api_version": API_VERSION,
-                             "capabilities": list(CAPABILITIES)}  # fmt: skip
+    assert answer.json() == {
+        "release": release(),
+        "api_version": API_VERSION,
+        "capabilities": list(CAPABILITIES),
+    }
     about = demo_kma.client().about()  # the client's view: no sign-in needed
     assert (about.release, about.api_version) == (release(), 1)
     assert "cluster.upgrade-check" in about.capabilities
@@ -53,8 +56,9 @@ def test_a_kma_of_release_0_1_0_is_named_too_old_not_met_with_a_404(tmp_path: Pa
 def test_a_kma_speaking_a_newer_api_major_is_named_too_new(demo_kma: RunningKma) -> None:
     newer = {"release": "3.0.0", "api_version": API_VERSION + 1, "capabilities": ["about"]}
     transport = httpx.MockTransport(lambda request: httpx.Response(200, json=newer))  # a fake KMA of 3.0.0
-    client = kms_client.KmsClient("127.0.0.1:1", ca_pem=demo_kma.ca_pem, ca_fingerprint=demo_kma.fingerprint,
-                                  transport=transport)  # fmt: skip
+    client = kms_client.KmsClient(
+        "127.0.0.1:1", ca_pem=demo_kma.ca_pem, ca_fingerprint=demo_kma.fingerprint, transport=transport
+    )
     with pytest.raises(kms_client.IncompatibleKma) as refused:
         client.about()
     assert refused.value.release == "3.0.0"
@@ -126,7 +130,10 @@ def test_on_a_cluster_the_check_orders_the_kmas_and_names_one_that_stopped(tmp_p
         answer = so.upgrade_check()
         # Each KMA said itself (its GET /status, asked by kma-dal-1) that it is caught up
         assert sorted(c.kma_id for c in answer.checks if c.name == "caught-up" and c.ok) == [
-            "kma-dal-1", "kma-dal-2", "kma-dal-3"]
+            "kma-dal-1",
+            "kma-dal-2",
+            "kma-dal-3",
+        ]
         order = answer.order
         leader = next(k.id for k in topology.kmas if k.leader)
         # The KMA answering (kma-dal-1) last; the Raft leader just before it (when it is another).

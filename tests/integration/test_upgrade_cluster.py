@@ -104,8 +104,15 @@ class Drives:
 def form_cluster_on(tree: Path, tmp: Path) -> list[RunningKma]:
     """Three KMAs of one site formed by release `tree`'s own code and test support, running it."""
     env = {**os.environ, "PYTHONPATH": str(tree), "KMA_RQLITED": str(BINARY)}
-    done = subprocess.run([sys.executable, "-c", FORM, str(tmp)], cwd=tree, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", FORM, str(tmp)],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     formed = json.loads(done.stdout.strip().splitlines()[-1])
     kmas = []
@@ -123,20 +130,25 @@ def form_cluster_on(tree: Path, tmp: Path) -> list[RunningKma]:
 def recorded(kma: RunningKma) -> dict[str, tuple[str, int | None]]:
     """Each KMA's release and schema version, as its last start recorded them."""
     with replica(kma) as db:
-        return {r["id"]: (r["version"], r["schema_version"])
-                for r in db.execute("SELECT id, version, schema_version FROM kmas")}  # fmt: skip
+        return {
+            r["id"]: (r["version"], r["schema_version"])
+            for r in db.execute("SELECT id, version, schema_version FROM kmas")
+        }
 
 
 def written_by(kma: RunningKma, kma_id: str) -> list[tuple[object, ...]]:
     """What a start of KMA `kma_id` writes to the cluster's store, as `kma`'s replica has it: its
     row, its write and outbox marks, its audit chain (the other KMAs go on writing meanwhile)."""
     with replica(kma) as db:
-        return [tuple(db.execute(sql, (kma_id,)).fetchone() or ()) for sql in (
-            "SELECT * FROM kmas WHERE id = ?",
-            "SELECT seq FROM cluster_write_marks WHERE kma_id = ?",
-            "SELECT * FROM cluster_outbox_marks WHERE kma_id = ?",
-            "SELECT count(*), max(chain_seq) FROM audit_events WHERE kma_id = ?",
-        )]  # fmt: skip
+        return [
+            tuple(db.execute(sql, (kma_id,)).fetchone() or ())
+            for sql in (
+                "SELECT * FROM kmas WHERE id = ?",
+                "SELECT seq FROM cluster_write_marks WHERE kma_id = ?",
+                "SELECT * FROM cluster_outbox_marks WHERE kma_id = ?",
+                "SELECT count(*), max(chain_seq) FROM audit_events WHERE kma_id = ?",
+            )
+        ]
 
 
 def tables(kma: RunningKma) -> set[str]:
@@ -225,8 +237,11 @@ def test_a_cluster_of_release_0_1_0_upgrades_one_kma_at_a_time_while_drives_get_
     assert approved.result == "raised the cluster version from 1 to 2 (every KMA runs 0.2.0 or later)"
     assert so.cluster_topology().cluster_version == 2
     # The contract migration waited for the raise, and ran once it was committed.
-    wait_until(lambda: tables(kmas[2]) >= {"cluster_version", "contract_probe"}, 30,
-               what="the raise and the contract migration in the last KMA's replica")  # fmt: skip
+    wait_until(
+        lambda: tables(kmas[2]) >= {"cluster_version", "contract_probe"},
+        30,
+        what="the raise and the contract migration in the last KMA's replica",
+    )
 
     # Release 0.1.0 started on one of them afterwards: refused, it does not serve.
     late = kmas[2]
@@ -242,8 +257,14 @@ def test_a_cluster_of_release_0_1_0_upgrades_one_kma_at_a_time_while_drives_get_
     late.source = None
     before = written_by(kmas[0], "kma-dal-3")
     env = {**os.environ, SUPPORTED_FOR_TESTS: "1..1"}
-    served = subprocess.run([sys.executable, "-m", "kma", "serve", "--data-dir", str(late.data_dir)],
-                            env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    served = subprocess.run(
+        [sys.executable, "-m", "kma", "serve", "--data-dir", str(late.data_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert served.returncode == 2, served.stderr
     assert (
         f"kma: This cluster runs at cluster version 2; this KMA's release ({release()}) supports cluster "

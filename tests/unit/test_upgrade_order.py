@@ -9,10 +9,17 @@ from typing import Any
 from kma.cluster.upgrade_check import upgrade_order
 
 
-def node(kma_id: str, site: str, *, leader: bool = False, witness: bool = False,
-         this: bool = False) -> dict[str, Any]:  # fmt: skip
-    return {"id": kma_id, "name": kma_id, "site_id": site, "leader": leader, "witness": witness,
-            "this_kma": this}  # fmt: skip
+def node(
+    kma_id: str, site: str, *, leader: bool = False, witness: bool = False, this: bool = False
+) -> dict[str, Any]:
+    return {
+        "id": kma_id,
+        "name": kma_id,
+        "site_id": site,
+        "leader": leader,
+        "witness": witness,
+        "this_kma": this,
+    }
 
 
 def test_witness_then_the_fullest_site_then_the_leader_and_the_answering_kma_last() -> None:
@@ -28,7 +35,8 @@ def test_witness_then_the_fullest_site_then_the_leader_and_the_answering_kma_las
     assert [n["id"] for n in upgrade_order(nodes)] == [
         "wit-1",  # serves no keys
         "dal-3",  # Dallas has three KMAs serving keys
-        "bos-1", "bos-2",  # Boston two
+        "bos-1",
+        "bos-2",  # Boston two
         "aus-1",  # Austin one: its drives go to other sites meanwhile
         "dal-2",  # the leader: one election
         "dal-1",  # the KMA answering the check

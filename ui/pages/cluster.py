@@ -78,8 +78,10 @@ def releases_line(topology: Any) -> str:
     if len(by_release) < 2:
         return ""
     releases = sorted(by_release, key=_release_order)
-    parts = [f"{r} on {', '.join(by_release[r]) if len(by_release[r]) < 3 else f'{len(by_release[r])} KMAs'}"
-             for r in releases]  # fmt: skip
+    parts = [
+        f"{r} on {', '.join(by_release[r]) if len(by_release[r]) < 3 else f'{len(by_release[r])} KMAs'}"
+        for r in releases
+    ]
     return "The KMAs run different releases (a rolling upgrade under way): " + "; ".join(parts) + "."
 
 
@@ -127,8 +129,10 @@ class ClusterPage(QWidget):
         self.unlock_button.clicked.connect(self.unlock_selected)
         self.add_button = QPushButton("Add KMA…")
         self.add_button.setObjectName("clusterAddKma")
-        self.add_button.setToolTip("Create a KMA's entry (quorum-protected) and get the one-time KMA "
-                                   f"passphrase its installer types into kma init. {VOTING}")  # fmt: skip
+        self.add_button.setToolTip(
+            "Create a KMA's entry (quorum-protected) and get the one-time KMA "
+            f"passphrase its installer types into kma init. {VOTING}"
+        )
         self.add_button.clicked.connect(self.add_kma)
         self.remove_button = QPushButton("Remove KMA…")
         self.remove_button.setObjectName("clusterRemoveKma")
@@ -184,8 +188,12 @@ class ClusterPage(QWidget):
         if self._loading:  # a slow KMA: never pile reads up behind each other
             return
         self._loading = True
-        self.ctx.ops.read(lambda c: c.client.cluster_topology(), parent=self, success=self.show_topology,
-                          failure=self._failed)  # fmt: skip
+        self.ctx.ops.read(
+            lambda c: c.client.cluster_topology(),
+            parent=self,
+            success=self.show_topology,
+            failure=self._failed,
+        )
 
     def _failed(self, exc: BaseException) -> bool:
         self._loading = False
@@ -203,14 +211,17 @@ class ClusterPage(QWidget):
         line, colour = health_line(topology)
         tolerance = topology.failure_tolerance
         releases = releases_line(topology)
-        self.banner.setText(f"<b style='color:{colour}'>● {html.escape(line)}</b><br>"
-                            f"{html.escape(tolerance.summary)}"
-                            + (f"<br>{html.escape(releases)}" if releases else ""))  # fmt: skip
+        self.banner.setText(
+            f"<b style='color:{colour}'>● {html.escape(line)}</b><br>"
+            f"{html.escape(tolerance.summary)}" + (f"<br>{html.escape(releases)}" if releases else "")
+        )
         subtitle = self.header.findChild(QLabel, "pageSubtitle")
         if subtitle is not None:
-            subtitle.setText(f"Cluster <b>{html.escape(topology.cluster_name)}</b> as "
-                             f"{html.escape(topology.answered_by)} sees it · refreshed every "
-                             f"{REFRESH_MS // 1000} s")  # fmt: skip
+            subtitle.setText(
+                f"Cluster <b>{html.escape(topology.cluster_name)}</b> as "
+                f"{html.escape(topology.answered_by)} sees it · refreshed every "
+                f"{REFRESH_MS // 1000} s"
+            )
         forwarding = topology.audit_forwarding
         self.forwarding.setVisible(forwarding is not None)
         if forwarding is not None:
@@ -274,13 +285,18 @@ class ClusterPage(QWidget):
             else "<b>No other KMA serves keys</b>, so no tape drive gets a key while it is locked."
         )
         dialog = FormDialog(
-            self.ctx, f"Lock KMA {kma.id}", [],
+            self.ctx,
+            f"Lock KMA {kma.id}",
+            [],
             lambda _v: lock_kma(kma.id),
             intro=f"Lock <b>{html.escape(kma.name)}</b> ({html.escape(kma.id)}) now?<br><br>It forgets its "
-                  f"master key at once and serves nothing secret until a quorum of the key split unlocks "
-                  f"it. {agents}",
-            ok_text="Lock KMA", busy_text="Locking…", danger=True, parent=self,
-        )  # fmt: skip
+            f"master key at once and serves nothing secret until a quorum of the key split unlocks "
+            f"it. {agents}",
+            ok_text="Lock KMA",
+            busy_text="Locking…",
+            danger=True,
+            parent=self,
+        )
         dialog.setObjectName("clusterLockDialog")
         dialog.open()
         return dialog

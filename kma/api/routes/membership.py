@@ -45,9 +45,7 @@ def _answer(kma: Appliance, done: Submitted, response: Response, adds_voter: boo
 
 
 @router.post("/kmas", response_model=KmaAdmission, status_code=202, responses=ANSWERS)
-def create_kma_entry(
-    body: AddKmaBody, kma: Kma, actor: QuorumSubmit, response: Response
-) -> KmaAdmission:
+def create_kma_entry(body: AddKmaBody, kma: Kma, actor: QuorumSubmit, response: Response) -> KmaAdmission:
     """Quorum-protected. The one-time KMA passphrase is in this answer only."""
     request = body.model_dump(exclude={"credentials"})
     done = quorum.submit(kma, actor, "add_kma", request, body.key_split_credentials())
@@ -81,8 +79,9 @@ def raise_cluster_version(
 ) -> PendingQuorumOp:
     """Quorum-protected: raise the cluster version, once every KMA runs a release that supports it
     (refused, naming the KMAs still too old, until then)."""
-    done = quorum.submit(kma, actor, "raise_cluster_version", {"version": body.version},
-                         body.key_split_credentials())  # fmt: skip
+    done = quorum.submit(
+        kma, actor, "raise_cluster_version", {"version": body.version}, body.key_split_credentials()
+    )
     response.status_code = 201 if done.executed else 202
     return PendingQuorumOp.model_validate(done.op)
 
@@ -91,6 +90,11 @@ def raise_cluster_version(
 def join_cluster(body: JoinBody, kma: Kma, request: Request) -> dict[str, object]:
     """No sign-in: the joining machine proves itself with the KMA ID and its one-time passphrase."""
     return join.join(
-        kma, body.kma_id, body.passphrase, body.node_csr_pem, body.server_csr_pem, client_address(request),
+        kma,
+        body.kma_id,
+        body.passphrase,
+        body.node_csr_pem,
+        body.server_csr_pem,
+        client_address(request),
         body.master_key_public_pem,
     )
