@@ -18,8 +18,15 @@ from app.operations import Operations
 class ChangeFollower(QObject):
     """Refreshes ``page`` after a write changed one of ``kinds``."""
 
-    def __init__(self, page: QWidget, ops: Operations, kinds: Iterable[str],
-                 refresh: Callable[[], None], *, every_show: bool = False) -> None:
+    def __init__(
+        self,
+        page: QWidget,
+        ops: Operations,
+        kinds: Iterable[str],
+        refresh: Callable[[], None],
+        *,
+        every_show: bool = False,
+    ) -> None:
         super().__init__(page)
         self.kinds = frozenset(kinds)
         self.every_show = every_show

@@ -49,8 +49,9 @@ class AppController(QObject):
         app.aboutToQuit.connect(self.shutdown)
 
     # -- sign-in ------------------------------------------------------------------------------
-    def show_sign_in(self, profile: ConnectionProfile | None = None, message: str = "",
-                     try_remembered: bool = True) -> Any:
+    def show_sign_in(
+        self, profile: ConnectionProfile | None = None, message: str = "", try_remembered: bool = True
+    ) -> Any:
         from ui.sign_in import SignInWindow
 
         window = SignInWindow(self.ops, reauth_profile=profile, message=message)
@@ -119,7 +120,9 @@ class AppController(QObject):
         client = self.session.client
         profile = self.session.profile
         window = SignInWindow(
-            self.ops, self.window, reauth_client=client,
+            self.ops,
+            self.window,
+            reauth_client=client,
             # the KMA the client talks to now (another one, after a failover)
             reauth_profile=replace(profile, address=client.address) if profile else None,
             message="Your session has ended. Enter your passphrase to carry on where you were.",
@@ -164,14 +167,18 @@ class AppController(QObject):
             return
         profile = replace(profile, user_id=user_id)
         parent = self.window
-        self.ops.write(lambda _worker: sign_in(profile, passphrase), parent=parent,
-                       label=f"Signing in as {user_id}…",
-                       success=lambda signed: self._switched(signed, profile))
+        self.ops.write(
+            lambda _worker: sign_in(profile, passphrase),
+            parent=parent,
+            label=f"Signing in as {user_id}…",
+            success=lambda signed: self._switched(signed, profile),
+        )
 
     def _switched(self, signed: SignedIn, profile: ConnectionProfile) -> None:
         # Help > Demo credentials stays open across "Sign in as": trying six roles is six clicks.
         demo_open = self.window is not None and any(
-            d.isVisible() for d in self.window.findChildren(QDialog, "demoCredentials"))
+            d.isVisible() for d in self.window.findChildren(QDialog, "demoCredentials")
+        )
         self._end_session()
         window = self.signed_in(signed, profile)
         if demo_open:

@@ -31,8 +31,7 @@ def default_data_dir() -> Path:
 def local_profile(ready: ReadyInfo, user_id: str = DEMO_ADMIN) -> ConnectionProfile:
     # The fingerprint comes from the ready file our own child process wrote, not from the
     # network, so it is pinned without asking.
-    return ConnectionProfile(LOCAL_PROFILE, ready.management_address, user_id,
-                             ready.ca_fingerprint)
+    return ConnectionProfile(LOCAL_PROFILE, ready.management_address, user_id, ready.ca_fingerprint)
 
 
 def start_local(kma: LocalKma) -> tuple[DemoCredentials | None, ReadyInfo]:
@@ -46,17 +45,22 @@ def start_local(kma: LocalKma) -> tuple[DemoCredentials | None, ReadyInfo]:
 
 
 def banner_text(kma: LocalKma, ready: ReadyInfo, credentials: DemoCredentials | None) -> str:
-    text = (f"<b>Local mode.</b> The manager runs its own demo KMA at "
-            f"{ready.management_address} (data in {kma.data_dir}); it stops when you quit.")
+    text = (
+        f"<b>Local mode.</b> The manager runs its own demo KMA at "
+        f"{ready.management_address} (data in {kma.data_dir}); it stops when you quit."
+    )
     if credentials is not None and len(credentials.users) > 1:
-        text += (" Every demo user's and key split member's passphrase is under "
-                 "<b>Help &gt; Demo credentials</b>.")
+        text += (
+            " Every demo user's and key split member's passphrase is under <b>Help &gt; Demo credentials</b>."
+        )
     if ready.moved_from:
         taken = " and ".join(str(p) for p in ready.moved_from)
         ports = "ports were" if len(ready.moved_from) > 1 else "port was"
-        text += (f" <b>Its usual {ports} taken ({taken})</b>, so it now listens on "
-                 f"{ready.management_address} (agents: {ready.service_address}); agents "
-                 "enrolled before must enroll again.")
+        text += (
+            f" <b>Its usual {ports} taken ({taken})</b>, so it now listens on "
+            f"{ready.management_address} (agents: {ready.service_address}); agents "
+            "enrolled before must enroll again."
+        )
     return text
 
 
@@ -72,16 +76,20 @@ class LocalMode:
     def start(self) -> None:
         waiting = self.kma.serving_elsewhere()
         progress = QProgressDialog(
-            "Waiting for the previous local KMA to stop…" if waiting
-            else "Starting the local KMA…", "Quit", 0, 0)
+            "Waiting for the previous local KMA to stop…" if waiting else "Starting the local KMA…",
+            "Quit",
+            0,
+            0,
+        )
         progress.setWindowTitle("KMS Manager")
         progress.setMinimumDuration(0)
         progress.setWindowModality(Qt.ApplicationModal)
         progress.canceled.connect(self.controller.app.quit)
         progress.show()
         self.progress = progress
-        self.controller.ops.read(lambda _worker: start_local(self.kma), success=self._started,
-                                 failure=self._failed, quiet=True)
+        self.controller.ops.read(
+            lambda _worker: start_local(self.kma), success=self._started, failure=self._failed, quiet=True
+        )
 
     def _started(self, result: tuple[DemoCredentials | None, ReadyInfo]) -> None:
         credentials, ready = result
@@ -93,16 +101,21 @@ class LocalMode:
         if not passphrase:
             self._close_progress()
             self.controller.show_sign_in(
-                profile, "This local KMA was made by an older version that did not keep the demo "
+                profile,
+                "This local KMA was made by an older version that did not keep the demo "
                 f"passphrases. Enter the admin passphrase if you noted it, or quit and remove "
-                f"{self.kma.data_dir} to start again with a new demo.", try_remembered=False)
+                f"{self.kma.data_dir} to start again with a new demo.",
+                try_remembered=False,
+            )
             return
         if self.progress is not None:
             self.progress.setLabelText("Signing in to the local KMA…")
         self.controller.ops.write(
-            lambda _worker: sign_in(profile, passphrase), quiet=True,
+            lambda _worker: sign_in(profile, passphrase),
+            quiet=True,
             success=lambda s: (self._close_progress(), self.controller.signed_in(s, profile)),
-            failure=self._failed)
+            failure=self._failed,
+        )
 
     def _failed(self, exc: BaseException) -> bool:
         from app.errors import describe

@@ -18,27 +18,43 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Manage a cluster of Key Management Appliances for encrypting tape drives.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {release()}")
-    parser.add_argument("--local", action="store_true",
-                        help="run the bundled demo KMA on this computer and sign in to it")
-    parser.add_argument("--data-dir", type=Path,
-                        help="local mode: where the local KMA keeps its data "
-                             "(default: the user data folder)")
-    parser.add_argument("--screenshots", type=Path, metavar="DIR",
-                        help="render every page into DIR and exit: of the local KMA (automatic "
-                             "with --local when there is no display), or of the KMA given by "
-                             "--kma, signed in as --user")
+    parser.add_argument(
+        "--local", action="store_true", help="run the bundled demo KMA on this computer and sign in to it"
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="local mode: where the local KMA keeps its data (default: the user data folder)",
+    )
+    parser.add_argument(
+        "--screenshots",
+        type=Path,
+        metavar="DIR",
+        help="render every page into DIR and exit: of the local KMA (automatic "
+        "with --local when there is no display), or of the KMA given by "
+        "--kma, signed in as --user",
+    )
     remote = parser.add_argument_group("screenshots of a KMA you sign in to (no window opens)")
     remote.add_argument("--kma", metavar="HOST:PORT", help="the KMA's management address")
-    remote.add_argument("--ca-fingerprint", metavar="SHA256:...",
-                        help="its cluster CA's fingerprint (as `kma serve` prints it), pinned")
+    remote.add_argument(
+        "--ca-fingerprint",
+        metavar="SHA256:...",
+        help="its cluster CA's fingerprint (as `kma serve` prints it), pinned",
+    )
     remote.add_argument("--user", metavar="ID", help="the user to sign in as")
-    remote.add_argument("--passphrase-file", type=Path, metavar="FILE",
-                        help="a file holding that user's passphrase (never given on the command line)")
+    remote.add_argument(
+        "--passphrase-file",
+        type=Path,
+        metavar="FILE",
+        help="a file holding that user's passphrase (never given on the command line)",
+    )
     args = parser.parse_args(argv)
     remote_given = [args.kma, args.ca_fingerprint, args.user, args.passphrase_file]
     if any(remote_given) and (args.local or args.screenshots is None or not all(remote_given)):
-        parser.error("screenshots of a KMA need --screenshots DIR with --kma, --ca-fingerprint, --user "
-                     "and --passphrase-file (and not --local)")
+        parser.error(
+            "screenshots of a KMA need --screenshots DIR with --kma, --ca-fingerprint, --user "
+            "and --passphrase-file (and not --local)"
+        )
     return args
 
 

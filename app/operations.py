@@ -235,9 +235,7 @@ class Operations(QObject):
         dialog.setLabelText(handle.label)
         dialog.setRange(0, 0)
         dialog.setMinimumDuration(0)
-        dialog.setCancelButtonText(
-            "Stop waiting" if handle.lane is Lane.WRITE else "Cancel"
-        )
+        dialog.setCancelButtonText("Stop waiting" if handle.lane is Lane.WRITE else "Cancel")
         if handle.lane is Lane.WRITE:
             dialog.setToolTip("The change may still complete on the KMA after you stop waiting.")
         dialog.setWindowModality(Qt.WindowModal)

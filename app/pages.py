@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from app.context import AppContext
 
+
 @dataclass(frozen=True)
 class PageSpec:
     """One area of the main window.

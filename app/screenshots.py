@@ -42,8 +42,9 @@ def grab(widget: QWidget, path: Path) -> Path:
     return path
 
 
-def render_pages(window: Any, ops: Any, out_dir: Path,
-                 before: Callable[[str, QWidget], None] | None = None) -> list[Path]:
+def render_pages(
+    window: Any, ops: Any, out_dir: Path, before: Callable[[str, QWidget], None] | None = None
+) -> list[Path]:
     """Show each page of ``window`` at 1280x800 and save ``<out_dir>/<page>.png``."""
     window.resize(*SIZE)
     window.show()
@@ -88,7 +89,8 @@ def render_local(local: LocalMode, out_dir: Path | None) -> int:
             raise LocalKmaError(
                 f"This local KMA was made by an older version that did not keep the demo "
                 f"passphrases, so it cannot be signed in to without a display. Remove "
-                f"{kma.data_dir} to start again with a new demo.")
+                f"{kma.data_dir} to start again with a new demo."
+            )
         profile = local_profile(ready)
         signed = sign_in(profile, passphrase)
         controller.local_note = banner_text(kma, ready, credentials)

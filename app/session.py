@@ -65,9 +65,7 @@ class SessionController(QObject):
         self.last_error: str = ""
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def start(
-        self, client: kms_client.KmsClient, user: kms_client.User, profile: ConnectionProfile
-    ) -> None:
+    def start(self, client: kms_client.KmsClient, user: kms_client.User, profile: ConnectionProfile) -> None:
         self.client = client
         self.ops.client = client
         self.profile = profile
@@ -132,8 +130,12 @@ class SessionController(QObject):
         profile: a KMA added appears, a removed one leaves."""
         if self.client is None or self.state is not ConnectionState.CONNECTED:
             return
-        self.ops.read(lambda ctx: ctx.client.learn_cluster(), quiet=True,
-                      success=self._learnt, failure=lambda _exc: True)  # fmt: skip
+        self.ops.read(
+            lambda ctx: ctx.client.learn_cluster(),
+            quiet=True,
+            success=self._learnt,
+            failure=lambda _exc: True,
+        )
 
     def _learnt(self, kmas: tuple[kms_client.KnownKma, ...]) -> None:
         profile = self.profile
@@ -143,7 +145,7 @@ class SessionController(QObject):
         self.cluster_learnt.emit(kmas)
 
     def next_delay(self) -> int:
-        return min(MAX_BACKOFF_S, 2 ** self._attempt)
+        return min(MAX_BACKOFF_S, 2**self._attempt)
 
     # -- internals ----------------------------------------------------------------------------
     def _schedule(self) -> None:

@@ -24,8 +24,13 @@ MAX_MEMBERS = 10  # the key split's N, as the KMA enforces it
 MIN_STRENGTH = 3  # zxcvbn's "safely unguessable", as the KMA enforces it for key split members
 ID_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 ID_REASON = "must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
-STRENGTH_WORDS = ("Too guessable", "Very guessable", "Somewhat guessable", "Safely unguessable",
-                  "Very unguessable")  # fmt: skip
+STRENGTH_WORDS = (
+    "Too guessable",
+    "Very guessable",
+    "Somewhat guessable",
+    "Safely unguessable",
+    "Very unguessable",
+)
 BACK_ONLINE_SECONDS = 30  # how long the new KMA may take to serve after set-up mode hands over
 
 
@@ -71,8 +76,10 @@ def key_split_problem(members: int, threshold: int) -> str:
 def key_split_caution(members: int, threshold: int) -> str:
     """A caution for a key split that is allowed but weak, or ''."""
     if threshold == 1 and members > 0:
-        return ("Caution: with M = 1 one member alone unlocks a KMA and approves every protected change, "
-                "with nobody else to check it. Choose at least 2 unless that is what you mean.")
+        return (
+            "Caution: with M = 1 one member alone unlocks a KMA and approves every protected change, "
+            "with nobody else to check it. Choose at least 2 unless that is what you mean."
+        )
     return ""
 
 
@@ -110,16 +117,26 @@ class SetupAnswers:
 
     def finish_body(self) -> dict[str, Any]:
         return {
-            "mode": self.mode, "cluster_name": self.cluster_name,
+            "mode": self.mode,
+            "cluster_name": self.cluster_name,
             "site": {"id": self.site_id, "name": self.site_name or self.site_id},
-            "kma": {"id": self.kma_id, "name": self.kma_name or self.kma_id,
-                    "management_address": self.management_address, "service_address": self.service_address},
-            "security_officer": {"id": self.officer_id, "name": self.officer_name,
-                                 "passphrase": self.officer_passphrase},
-            "threshold": self.threshold, "members": list(self.members),
-            "autonomous_unlock": self.autonomous_unlock, "key_pool_size": self.key_pool_size,
+            "kma": {
+                "id": self.kma_id,
+                "name": self.kma_name or self.kma_id,
+                "management_address": self.management_address,
+                "service_address": self.service_address,
+            },
+            "security_officer": {
+                "id": self.officer_id,
+                "name": self.officer_name,
+                "passphrase": self.officer_passphrase,
+            },
+            "threshold": self.threshold,
+            "members": list(self.members),
+            "autonomous_unlock": self.autonomous_unlock,
+            "key_pool_size": self.key_pool_size,
             "hsm": dict(self.hsm) or None,
-        }  # fmt: skip
+        }
 
     def to_toml(self) -> str:
         """The answers file for `kma init --answers`, without passphrases: run in a terminal, it
@@ -140,7 +157,7 @@ class SetupAnswers:
             f"service_address = {q(self.service_address)}\n\n[security_officer]\nid = {q(self.officer_id)}\n"
             f"name = {q(self.officer_name)}\n\n[key_split]\nthreshold = {self.threshold}\n{members}"
             + ("\n[hsm]\n" + "".join(f"{k} = {q(v)}\n" for k, v in self.hsm.items()) if self.hsm else "")
-        )  # fmt: skip
+        )
 
     def forget_passphrases(self) -> None:
         self.officer_passphrase = ""
@@ -175,14 +192,23 @@ def sign_in_when_serving(answers: SetupAnswers) -> tuple[SignedIn, ConnectionPro
         except (kms_client.KmaUnreachable, kms_client.ApiError):
             pass
         if time.monotonic() > deadline:
-            raise kms_client.KmaUnreachable(f"The new KMA did not start serving at {address} within "
-                                            f"{BACK_ONLINE_SECONDS} s; its console says why.")  # fmt: skip
+            raise kms_client.KmaUnreachable(
+                f"The new KMA did not start serving at {address} within "
+                f"{BACK_ONLINE_SECONDS} s; its console says why."
+            )
         time.sleep(0.3)
     if not kms_client.trust.same_fingerprint(trust.fingerprint, answers.made.ca_fingerprint):
-        raise kms_client.TrustError(f"The KMA at {address} now shows CA {trust.fingerprint}, not "
-                                    f"{answers.made.ca_fingerprint}, which its set-up made.")  # fmt: skip
-    profile = ConnectionProfile(name=answers.cluster_name, address=address, user_id=answers.officer_id,
-                                ca_fingerprint=trust.fingerprint, ca_pem=trust.ca_pem)  # fmt: skip
+        raise kms_client.TrustError(
+            f"The KMA at {address} now shows CA {trust.fingerprint}, not "
+            f"{answers.made.ca_fingerprint}, which its set-up made."
+        )
+    profile = ConnectionProfile(
+        name=answers.cluster_name,
+        address=address,
+        user_id=answers.officer_id,
+        ca_fingerprint=trust.fingerprint,
+        ca_pem=trust.ca_pem,
+    )
     return sign_in(profile, answers.officer_passphrase), profile
 
 
@@ -199,8 +225,12 @@ def serving_originals(profiles: list[ConnectionProfile], ca_fingerprint: str) ->
             continue
         for address in dict.fromkeys([profile.address, *(k.address for k in profile.kmas)]):
             try:
-                client = kms_client.KmsClient(address, ca_pem=profile.ca_pem or None,
-                                              ca_fingerprint=ca_fingerprint, timeout=ORIGINAL_PROBE_SECONDS)
+                client = kms_client.KmsClient(
+                    address,
+                    ca_pem=profile.ca_pem or None,
+                    ca_fingerprint=ca_fingerprint,
+                    timeout=ORIGINAL_PROBE_SECONDS,
+                )
                 with client:
                     status = client.status()
             except (kms_client.KmsError, OSError):

@@ -9,8 +9,7 @@ from __future__ import annotations
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QGuiApplication
 
-THEMES = {"system": Qt.ColorScheme.Unknown, "light": Qt.ColorScheme.Light,
-          "dark": Qt.ColorScheme.Dark}
+THEMES = {"system": Qt.ColorScheme.Unknown, "light": Qt.ColorScheme.Light, "dark": Qt.ColorScheme.Dark}
 
 
 def saved_theme() -> str:
@@ -28,4 +27,3 @@ def apply_theme(name: str | None = None) -> None:
 def set_theme(name: str) -> None:
     QSettings().setValue("appearance/theme", name)
     apply_theme(name)
-

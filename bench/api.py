@@ -51,10 +51,24 @@ class LocalKma:
         ready = root / "ready.json"
         self.console = open(root / "console.log", "w")  # noqa: SIM115  closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kma", "serve", "--data-dir", str(self.data_dir), "--management-port", "0",
-             "--service-port", "0", "--ready-file", str(ready)],
-            stdout=self.console, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "kma",
+                "serve",
+                "--data-dir",
+                str(self.data_dir),
+                "--management-port",
+                "0",
+                "--service-port",
+                "0",
+                "--ready-file",
+                str(ready),
+            ],
+            stdout=self.console,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         deadline = time.monotonic() + READY_TIMEOUT
         while not ready.exists():
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -154,8 +168,12 @@ def main() -> int:
     root.mkdir(parents=True, exist_ok=True)
     print(f"Starting a demo KMA in {root} ...")
     kma = LocalKma(root)
-    figures: dict[str, Any] = {"bench": "api", "python": platform.python_version(), "cpus": os.cpu_count(),
-                               "clients": args.clients}  # fmt: skip
+    figures: dict[str, Any] = {
+        "bench": "api",
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "clients": args.clients,
+    }
     backups: KeptBackedUp | None = None
     try:
         backups = KeptBackedUp(kma)  # a one-KMA cluster issues only backed-up keys

@@ -37,8 +37,10 @@ from tests.support.kma_process import RunningKma, run_kma  # noqa: E402
 DAY = 86400
 USERS = ["op", "op2", "op3", "co", "so", "auditor", "backup"]
 AGENTS = [f"t10k-{site}-{n:02d}" for site in ("dal", "bos") for n in range(1, 41)]
-WORDS = ("nightly weekly archive offsite vault rotation restore audit retention lost damaged expired "
-         "relabel scratch migration library robot slot cleaning firmware").split()  # fmt: skip
+WORDS = (
+    "nightly weekly archive offsite vault rotation restore audit retention lost damaged expired "
+    "relabel scratch migration library robot slot cleaning firmware"
+).split()
 
 
 def _key_id(rng: random.Random) -> str:
@@ -51,54 +53,115 @@ def _volser(rng: random.Random) -> str:
 
 def _issue(rng: random.Random, agent: str, user: str, kma_id: str) -> dict[str, Any]:
     key, volser = _key_id(rng), _volser(rng)
-    return dict(operation="key.issue", condition="success", event_class="key", entity_id=agent,
-                entity_address=f"10.2.{rng.randrange(4)}.{rng.randrange(250)}", retention="long",
-                subject_type="key", subject_id=key,
-                message=f"issued key {key} for data unit '{volser}' in key group 'backup-{agent[5:8]}'")
+    return dict(
+        operation="key.issue",
+        condition="success",
+        event_class="key",
+        entity_id=agent,
+        entity_address=f"10.2.{rng.randrange(4)}.{rng.randrange(250)}",
+        retention="long",
+        subject_type="key",
+        subject_id=key,
+        message=f"issued key {key} for data unit '{volser}' in key group 'backup-{agent[5:8]}'",
+    )
 
 
 def _retrieve(rng: random.Random, agent: str, user: str, kma_id: str) -> dict[str, Any]:
     volser = _volser(rng)
-    return dict(operation="key.retrieve", condition="success", event_class="key", entity_id=agent,
-                entity_address="10.2.0.7", retention="medium", subject_type="data_unit", subject_id=volser,
-                message=f"served the read key of data unit '{volser}' to {agent}")
+    return dict(
+        operation="key.retrieve",
+        condition="success",
+        event_class="key",
+        entity_id=agent,
+        entity_address="10.2.0.7",
+        retention="medium",
+        subject_type="data_unit",
+        subject_id=volser,
+        message=f"served the read key of data unit '{volser}' to {agent}",
+    )
 
 
 def _sign_in(rng: random.Random, agent: str, user: str, kma_id: str) -> dict[str, Any]:
-    return dict(operation="auth.sign_in", condition="success", event_class="auth", entity_id=user,
-                entity_address=f"10.0.1.{rng.randrange(250)}", retention="medium", subject_type="user",
-                subject_id=user, message="signed in")
+    return dict(
+        operation="auth.sign_in",
+        condition="success",
+        event_class="auth",
+        entity_id=user,
+        entity_address=f"10.0.1.{rng.randrange(250)}",
+        retention="medium",
+        subject_type="user",
+        subject_id=user,
+        message="signed in",
+    )
 
 
 def _unit_update(rng: random.Random, agent: str, user: str, kma_id: str) -> dict[str, Any]:
     volser = _volser(rng)
-    return dict(operation="data_unit.update", condition="success", event_class="data_unit",
-                entity_id=user, entity_address="10.0.1.22", retention="long", subject_type="data_unit",
-                subject_id=volser,
-                message=f"changed data unit '{volser}' description: {' '.join(rng.sample(WORDS, 3))}")
+    return dict(
+        operation="data_unit.update",
+        condition="success",
+        event_class="data_unit",
+        entity_id=user,
+        entity_address="10.0.1.22",
+        retention="long",
+        subject_type="data_unit",
+        subject_id=volser,
+        message=f"changed data unit '{volser}' description: {' '.join(rng.sample(WORDS, 3))}",
+    )
 
 
 def _refused(rng: random.Random, agent: str, user: str, kma_id: str) -> dict[str, Any]:
-    return dict(operation="api.refused", condition="error", event_class="security", entity_id=user,
-                entity_address="10.0.1.40", retention="medium", subject_type=None, subject_id=None,
-                message=f"POST /api/v1/keys: forbidden: Your roles do not allow this ({rng.choice(WORDS)})")
+    return dict(
+        operation="api.refused",
+        condition="error",
+        event_class="security",
+        entity_id=user,
+        entity_address="10.0.1.40",
+        retention="medium",
+        subject_type=None,
+        subject_id=None,
+        message=f"POST /api/v1/keys: forbidden: Your roles do not allow this ({rng.choice(WORDS)})",
+    )
 
 
 def _pool(rng: random.Random, agent: str, user: str, kma_id: str) -> dict[str, Any]:
-    return dict(operation="key.generate", condition="success", event_class="key", entity_id=kma_id,
-                entity_address="127.0.0.1:8443", retention="short", subject_type="kma", subject_id=kma_id,
-                message=f"generated {rng.randrange(1, 250)} keys for the key pool")
+    return dict(
+        operation="key.generate",
+        condition="success",
+        event_class="key",
+        entity_id=kma_id,
+        entity_address="127.0.0.1:8443",
+        retention="short",
+        subject_type="kma",
+        subject_id=kma_id,
+        message=f"generated {rng.randrange(1, 250)} keys for the key pool",
+    )
 
 
 def _disable(rng: random.Random, agent: str, user: str, kma_id: str) -> dict[str, Any]:
-    return dict(operation="agent.update", condition="warning", event_class="agent", entity_id=user,
-                entity_address="10.0.1.22", retention="long", subject_type="agent", subject_id=agent,
-                message=f"changed agent '{agent}': enabled=0 ({' '.join(rng.sample(WORDS, 2))})")
+    return dict(
+        operation="agent.update",
+        condition="warning",
+        event_class="agent",
+        entity_id=user,
+        entity_address="10.0.1.22",
+        retention="long",
+        subject_type="agent",
+        subject_id=agent,
+        message=f"changed agent '{agent}': enabled=0 ({' '.join(rng.sample(WORDS, 2))})",
+    )
 
 
 # (cumulative share, kind): mostly agents' key requests, then users' work, refusals, pool refills.
-MIX = ((0.45, _issue), (0.65, _retrieve), (0.80, _sign_in), (0.88, _unit_update), (0.93, _refused),
-       (0.97, _pool), (1.0, _disable))  # fmt: skip
+MIX = (
+    (0.45, _issue),
+    (0.65, _retrieve),
+    (0.80, _sign_in),
+    (0.88, _unit_update),
+    (0.93, _refused),
+    (0.97, _pool),
+    (1.0, _disable),
+)
 
 
 def _event(rng: random.Random, kma_id: str, site_id: str) -> dict[str, Any]:
@@ -128,14 +191,35 @@ def generate(db: Path, count: int, seed: int = 6) -> float:
         for i in range(count):
             event = _event(rng, kma_id, site_id)
             seq += 1
-            event.update(kma_id=kma_id, chain_seq=seq, created_at=int(start + i * step), site_id=site_id,
-                         severity=SEVERITY[event["condition"]], prev_hash=head)  # fmt: skip
+            event.update(
+                kma_id=kma_id,
+                chain_seq=seq,
+                created_at=int(start + i * step),
+                site_id=site_id,
+                severity=SEVERITY[event["condition"]],
+                prev_hash=head,
+            )
             event["hash"] = head = event_hash(event)
             yield event
 
-    columns = ("kma_id", "chain_seq", "created_at", "site_id", "operation", "severity", "condition",
-               "event_class", "entity_id", "entity_address", "message", "retention", "subject_type",
-               "subject_id", "prev_hash", "hash")  # fmt: skip
+    columns = (
+        "kma_id",
+        "chain_seq",
+        "created_at",
+        "site_id",
+        "operation",
+        "severity",
+        "condition",
+        "event_class",
+        "entity_id",
+        "entity_address",
+        "message",
+        "retention",
+        "subject_type",
+        "subject_id",
+        "prev_hash",
+        "hash",
+    )
     sql = f"INSERT INTO audit_events ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})"
     conn.execute("BEGIN")
     conn.executemany(sql, rows())
@@ -203,14 +287,17 @@ def measure(auditor: Any) -> dict[str, Any]:
     report = auditor.verify_audit_chain()
     results["verify_s"] = round(time.perf_counter() - t0, 1)
     results["verify_intact"] = report.intact
-    print(f"{'verify (whole chain)':<26} {results['verify_s']:8.1f} s    intact={report.intact}, "
-          f"{report.events_checked:,} events")  # fmt: skip
+    print(
+        f"{'verify (whole chain)':<26} {results['verify_s']:8.1f} s    intact={report.intact}, "
+        f"{report.events_checked:,} events"
+    )
     return results
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keep", type=Path, help="keep the KMA in this (new) directory")
     args = parser.parse_args()
@@ -232,8 +319,9 @@ def main() -> int:
         if args.keep:
             shutil.move(str(data_dir), str(args.keep))
         shutil.rmtree(work, ignore_errors=True)
-    results["targets_met"] = (results["first_page_ms"] <= 200 and results["filtered_ms"] <= 300
-                              and results["free_text_ms"] <= 500)  # fmt: skip
+    results["targets_met"] = (
+        results["first_page_ms"] <= 200 and results["filtered_ms"] <= 300 and results["free_text_ms"] <= 500
+    )
     print(json.dumps(results))
     return 0
 

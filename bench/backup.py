@@ -106,19 +106,29 @@ def run(store: Store, work: Path, args: argparse.Namespace) -> int:
     thread.join()
     backup_s = statistics.median(s for s, _ in runs)
     made = runs[-1][1]
-    print(f"{len(runs)} backups while 16 agents Get ({window:.0f} s): median {backup_s:.1f} s; "
-          f"Get p99 {during['p99_ms']:.1f} ms, {during['ops_per_s']:.0f}/s, errors {during['errors']:.0f}",
-          flush=True)  # fmt: skip
+    print(
+        f"{len(runs)} backups while 16 agents Get ({window:.0f} s): median {backup_s:.1f} s; "
+        f"Get p99 {during['p99_ms']:.1f} ms, {during['ops_per_s']:.0f}/s, errors {during['errors']:.0f}",
+        flush=True,
+    )
 
     split = kma.demo["key_split"]
     credentials = [Credential(m["name"], m["passphrase"]) for m in split["members"][: split["threshold"]]]
     began = time.perf_counter()
     backup_file = kma.data_dir / "backups" / f"{made.id}.kmabackup"
-    restored = restore(DataDir(work / "restored"), backup_file, core, credentials,
-                       management_address="127.0.0.1:0", service_address="127.0.0.1:0")  # fmt: skip
+    restored = restore(
+        DataDir(work / "restored"),
+        backup_file,
+        core,
+        credentials,
+        management_address="127.0.0.1:0",
+        service_address="127.0.0.1:0",
+    )
     restore_s = time.perf_counter() - began
-    print(f"restore: {restore_s:.1f} s ({restored.keys:,} keys, {restored.audit_events:,} audit events)",
-          flush=True)  # fmt: skip
+    print(
+        f"restore: {restore_s:.1f} s ({restored.keys:,} keys, {restored.audit_events:,} audit events)",
+        flush=True,
+    )
     result = {
         "bench": "backup",
         "keys": made.keys,

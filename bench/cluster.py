@@ -61,8 +61,13 @@ from tests.support.cluster import add_node, files_of, first_node  # noqa: E402
 from tests.support.kma_process import RunningKma  # noqa: E402
 
 GIVE_UP_S = 60.0  # a failover that takes longer is reported as inf
-TARGETS = {"create_ratio": 0.8, "get_ratio": 1.0, "lag_p99_ms": 100, "leader_failover_s": 3.0,
-           "drive_failover_s": 1.0}  # fmt: skip
+TARGETS = {
+    "create_ratio": 0.8,
+    "get_ratio": 1.0,
+    "lag_p99_ms": 100,
+    "leader_failover_s": 3.0,
+    "drive_failover_s": 1.0,
+}
 
 
 def service_of(kma: RunningKma) -> str:
@@ -193,11 +198,15 @@ def compare(
     """One cell, the cluster and the one KMA in alternate rounds: both summaries, the ratios."""
     cluster.cell(op, level)
     one.cell(op, level)
-    runs = interleave({"cluster": lambda: cluster.round(duration), "one_kma": lambda: one.round(duration)},
-                      rounds)  # fmt: skip
+    runs = interleave(
+        {"cluster": lambda: cluster.round(duration), "one_kma": lambda: one.round(duration)}, rounds
+    )
     ratio = ratio_of(runs["cluster"], runs["one_kma"], "ops_per_s")
-    out: dict[str, Any] = {"cluster": summarise(runs["cluster"]), "one_kma": summarise(runs["one_kma"]),
-                           "ratio": ratio.as_dict()}  # fmt: skip
+    out: dict[str, Any] = {
+        "cluster": summarise(runs["cluster"]),
+        "one_kma": summarise(runs["one_kma"]),
+        "ratio": ratio.as_dict(),
+    }
     if warning := too_wide(f"{op} at {level} drives, cluster/one KMA", ratio):
         out["unreliable"] = warning
     if op == "get":
@@ -205,8 +214,9 @@ def compare(
     return out
 
 
-def service_figures(cluster: Cluster, one: OneKma, levels: list[int], args: argparse.Namespace,
-            out: dict[str, Any]) -> dict[str, float]:  # fmt: skip
+def service_figures(
+    cluster: Cluster, one: OneKma, levels: list[int], args: argparse.Namespace, out: dict[str, Any]
+) -> dict[str, float]:
     """Every cell (new keys, then Gets, at each drive count) into `out`; returns the ratios."""
     ratios: dict[str, float] = {}
     for op in ("create", "get"):
@@ -214,9 +224,11 @@ def service_figures(cluster: Cluster, one: OneKma, levels: list[int], args: argp
             cell = compare(cluster, one, op, level, args.rounds, args.duration)
             out[f"{op}_{level}"] = cell
             ratios[f"{op}_{level}"] = cell["ratio"]["median"]
-            line = (f"{op:6} {level:3} drives: cluster {cell['cluster']['ops_per_s']}/s, one KMA "
-                    f"{cell['one_kma']['ops_per_s']}/s, ratio {cell['ratio']['median']} "
-                    f"(rounds {cell['ratio']['min']}..{cell['ratio']['max']})")  # fmt: skip
+            line = (
+                f"{op:6} {level:3} drives: cluster {cell['cluster']['ops_per_s']}/s, one KMA "
+                f"{cell['one_kma']['ops_per_s']}/s, ratio {cell['ratio']['median']} "
+                f"(rounds {cell['ratio']['min']}..{cell['ratio']['max']})"
+            )
             if op == "get":
                 ratios[f"lag_p99_ms_{level}"] = cell["lag"]["p99_ms"]
                 line += f"; replication lag p50 {cell['lag']['p50_ms']} ms p99 {cell['lag']['p99_ms']} ms"
@@ -279,8 +291,12 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=1.0)
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
-    out: dict[str, Any] = {"kmas": args.kmas, "machine": {"cpus": os.cpu_count()},
-                           "load_average_before": os.getloadavg()[0], "targets": TARGETS}  # fmt: skip
+    out: dict[str, Any] = {
+        "kmas": args.kmas,
+        "machine": {"cpus": os.cpu_count()},
+        "load_average_before": os.getloadavg()[0],
+        "targets": TARGETS,
+    }
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         os.umask(0o077)

@@ -56,8 +56,12 @@ def cold_start(runs: int) -> list[float]:
         settings = tempfile.mkdtemp(prefix="kms-bench-settings-")
         code = CHILD.format(root=str(ROOT), settings=settings)
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                                env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+        )
         assert proc.stdout is not None
         for line in proc.stdout:
             if line.startswith("FIRST_WINDOW"):
@@ -79,17 +83,24 @@ def frozen_cold_start(bundle: Path, runs: int) -> list[float]:
     times = []
     for _ in range(runs):
         home = Path(tempfile.mkdtemp(prefix="kms-bench-home-"))
-        env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"),
-               "XDG_DATA_HOME": str(home / "data"), "QT_QPA_PLATFORM": "xcb"}  # fmt: skip
+        env = {
+            **os.environ,
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / "config"),
+            "XDG_DATA_HOME": str(home / "data"),
+            "QT_QPA_PLATFORM": "xcb",
+        }
         t0 = time.perf_counter()
-        proc = subprocess.Popen([str(bundle / "kms-manager")], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            [str(bundle / "kms-manager")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             while True:
                 found = subprocess.run(
                     ["xdotool", "search", "--onlyvisible", "--pid", str(proc.pid), "--name", "KMS Manager"],
-                    capture_output=True, check=False,
-                )  # fmt: skip
+                    capture_output=True,
+                    check=False,
+                )
                 if found.returncode == 0 and found.stdout.strip():
                     times.append(time.perf_counter() - t0)
                     break
@@ -107,12 +118,20 @@ def bench_bundle(bundle: Path, runs: int) -> int:
     print(f"bundle {bundle}: {size:.1f} MB unpacked")
     starts = frozen_cold_start(bundle, runs + 1)
     first, warm = starts[0], starts[1:]
-    print(f"frozen cold start to first window: median {statistics.median(warm):.3f} s "
-          f"(runs: {', '.join(f'{t:.3f}' for t in warm)}; the very first, file cache cold: {first:.3f} s)")
-    print(json.dumps({"bundle_size_mb": round(size, 1),
-                      "frozen_cold_start_first_window_s": round(statistics.median(warm), 3),
-                      "frozen_cold_start_runs_s": [round(t, 3) for t in warm],
-                      "frozen_first_run_s": round(first, 3)}))  # fmt: skip
+    print(
+        f"frozen cold start to first window: median {statistics.median(warm):.3f} s "
+        f"(runs: {', '.join(f'{t:.3f}' for t in warm)}; the very first, file cache cold: {first:.3f} s)"
+    )
+    print(
+        json.dumps(
+            {
+                "bundle_size_mb": round(size, 1),
+                "frozen_cold_start_first_window_s": round(statistics.median(warm), 3),
+                "frozen_cold_start_runs_s": [round(t, 3) for t in warm],
+                "frozen_first_run_s": round(first, 3),
+            }
+        )
+    )
     return 0
 
 
@@ -162,8 +181,9 @@ def keys_list(kma, demo: dict) -> dict:
     from app.signin import sign_in
 
     QSettings.setDefaultFormat(QSettings.IniFormat)
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope,
-                      tempfile.mkdtemp(prefix="kms-bench-settings-"))
+    QSettings.setPath(
+        QSettings.IniFormat, QSettings.UserScope, tempfile.mkdtemp(prefix="kms-bench-settings-")
+    )
     app = QApplication.instance() or QApplication([])
     app.setOrganizationName("KMS-bench")
     controller = AppController(app)
@@ -227,8 +247,10 @@ def main() -> int:
     from app.local_kma import LocalKma
 
     starts = cold_start(args.runs)
-    print(f"cold start to first window: median {statistics.median(starts):.3f} s "
-          f"(runs: {', '.join(f'{t:.3f}' for t in starts)})")
+    print(
+        f"cold start to first window: median {statistics.median(starts):.3f} s "
+        f"(runs: {', '.join(f'{t:.3f}' for t in starts)})"
+    )
 
     kma = LocalKma(Path(tempfile.mkdtemp(prefix="kms-bench-")) / "kma")
     demo = kma.create_demo()
@@ -239,13 +261,20 @@ def main() -> int:
         figures = keys_list(kma, demo)
     finally:
         kma.stop()
-    print(f"keys list: {figures['keys_total']:,} keys; first page shown after "
-          f"{figures['first_page_s'] * 1000:.0f} ms")
-    print(f"scrolling: {figures['rows_loaded_while_scrolling']:,} rows loaded page by page in "
-          f"{figures['scroll_to_5000_rows_s']:.2f} s; viewport repaint median "
-          f"{figures['repaint_ms_p50']} ms, worst {figures['repaint_ms_max']} ms")
-    result = {"cold_start_first_window_s": round(statistics.median(starts), 3),
-              "cold_start_runs_s": [round(t, 3) for t in starts], **figures}
+    print(
+        f"keys list: {figures['keys_total']:,} keys; first page shown after "
+        f"{figures['first_page_s'] * 1000:.0f} ms"
+    )
+    print(
+        f"scrolling: {figures['rows_loaded_while_scrolling']:,} rows loaded page by page in "
+        f"{figures['scroll_to_5000_rows_s']:.2f} s; viewport repaint median "
+        f"{figures['repaint_ms_p50']} ms, worst {figures['repaint_ms_max']} ms"
+    )
+    result = {
+        "cold_start_first_window_s": round(statistics.median(starts), 3),
+        "cold_start_runs_s": [round(t, 3) for t in starts],
+        **figures,
+    }
     print(json.dumps(result))
     return 0
 

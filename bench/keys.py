@@ -585,16 +585,24 @@ def settle(servers: list[Server]) -> Callable[[], None]:
 
 def git_worktree(rev: str, into: Path) -> Path:
     """A checkout of `rev` (of the repository this bench is in) at `into`, for the baseline KMA."""
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"],
-                            capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(into), commit],
-                   capture_output=True, check=True)  # fmt: skip
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(into), commit],
+        capture_output=True,
+        check=True,
+    )
     return into
 
 
 def remove_worktree(path: Path) -> None:
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)],
-                   capture_output=True, check=False)  # fmt: skip
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], capture_output=True, check=False
+    )
 
 
 # --- the run --------------------------------------------------------------------------------
@@ -645,9 +653,11 @@ def run(
                 # the CPU each spends per operation hardly depends on how busy the machine is
                 cpu = ratio_of(b, a, "server_cpu_us_per_op")
                 cpu_ratios[key] = cpu.as_dict()
-                print(f"{'':8} {op:15} {level:3} agents: throughput {servers[0].name} / {servers[1].name} "
-                      f"{ratio}x; CPU per operation {servers[1].name} / {servers[0].name} {cpu}x",
-                      flush=True)  # fmt: skip
+                print(
+                    f"{'':8} {op:15} {level:3} agents: throughput {servers[0].name} / {servers[1].name} "
+                    f"{ratio}x; CPU per operation {servers[1].name} / {servers[0].name} {cpu}x",
+                    flush=True,
+                )
     result["ratios"] = ratios
     result["ratio_spreads"] = ratio_spreads
     result["cpu_ratios"] = cpu_ratios
@@ -675,8 +685,9 @@ def parse_args() -> argparse.Namespace:
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--no-pykmip", action="store_true", help="measure the KMA only")
     who.add_argument("--baseline", metavar="REV", help="compare with the KMA of commit REV instead of PyKMIP")
-    who.add_argument("--hsm", action="store_true",
-                     help="the KMA with its master key in SoftHSM2 against the software KMA")  # fmt: skip
+    who.add_argument(
+        "--hsm", action="store_true", help="the KMA with its master key in SoftHSM2 against the software KMA"
+    )
     args = parser.parse_args()
     args.levels = [int(x) for x in args.levels.split(",")]
     args.workloads = [w for w in args.workloads.split(",") if w]
@@ -731,9 +742,11 @@ def main() -> int:
     summarise_targets(result)
     if args.baseline:
         for key, ratio in result["ratio_spreads"].items():
-            print(f"{key}: {change(ratio['median'])} than {args.baseline} (ratio {ratio['median']:g}; "
-                  f"median within {change(ratio['ci_low'])}..{change(ratio['ci_high'])}, "
-                  f"spread {ratio['ci_pct']:g}%)")  # fmt: skip
+            print(
+                f"{key}: {change(ratio['median'])} than {args.baseline} (ratio {ratio['median']:g}; "
+                f"median within {change(ratio['ci_low'])}..{change(ratio['ci_high'])}, "
+                f"spread {ratio['ci_pct']:g}%)"
+            )
     for warning in result["unreliable"]:
         print(f"UNRELIABLE: {warning}", flush=True)
     print(json.dumps(result))
@@ -759,8 +772,9 @@ def change(ratio: float) -> str:
 
 
 def head_of(tree: Path) -> str:
-    return subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def summarise_targets(result: dict[str, Any]) -> None:

@@ -119,8 +119,9 @@ def _fill_agent(address: str, files: Files, agent: int, tapes: int, keys_total: 
     out.put((done, errors, uids))
 
 
-def _fill_process(address: str, files: list[Files], agents: list[int], tapes: int, keys_total: int,
-                  out: Any) -> None:  # fmt: skip
+def _fill_process(
+    address: str, files: list[Files], agents: list[int], tapes: int, keys_total: int, out: Any
+) -> None:
     threads = [
         threading.Thread(target=_fill_agent, args=(address, f, a, tapes, keys_total, out))
         for f, a in zip(files, agents, strict=True)
@@ -137,10 +138,12 @@ def fill(
     ctx = mp.get_context("spawn")
     out: Any = ctx.Queue()
     procs = [
-        ctx.Process(target=_fill_process, args=(address, files[p::2], list(range(AGENTS))[p::2], tapes,
-                                                 keys_total, out))
+        ctx.Process(
+            target=_fill_process,
+            args=(address, files[p::2], list(range(AGENTS))[p::2], tapes, keys_total, out),
+        )
         for p in range(2)
-    ]  # fmt: skip
+    ]
     began = time.time()
     for proc in procs:
         proc.start()
@@ -215,8 +218,17 @@ def back_up_pool(kma: RunningKma) -> None:
 AGENT_OPS = ("write_key_existing", "write_key_new", "get", "locate")
 
 
-def _agent_worker(address: str, files: list[Files], op: str, uids: list[str], tapes: int, start: float,
-                  end: float, seed: str, out: Any) -> None:  # fmt: skip
+def _agent_worker(
+    address: str,
+    files: list[Files],
+    op: str,
+    uids: list[str],
+    tapes: int,
+    start: float,
+    end: float,
+    seed: str,
+    out: Any,
+) -> None:
     """One process: a thread per agent, one request at a time; reports the latencies."""
     conns = [Conn(address, f) for f in files]
     results: list[tuple[int, list[float]]] = []
@@ -260,10 +272,22 @@ def agent_round(store: Store, op: str, duration: float, seed: str) -> dict[str, 
     out: Any = ctx.Queue()
     start = time.time() + 5.0  # TLS handshakes (16, on a busy machine) before the window
     procs = [
-        ctx.Process(target=_agent_worker, args=(store.address, store.files[p::2], op, store.uids,
-                                                 store.tapes, start, start + duration, f"{seed}{p}", out))
+        ctx.Process(
+            target=_agent_worker,
+            args=(
+                store.address,
+                store.files[p::2],
+                op,
+                store.uids,
+                store.tapes,
+                start,
+                start + duration,
+                f"{seed}{p}",
+                out,
+            ),
+        )
         for p in range(2)
-    ]  # fmt: skip
+    ]
     for proc in procs:
         proc.start()
     gathered = [out.get(timeout=duration + 120) for _ in procs]
@@ -293,9 +317,13 @@ LISTS: dict[str, tuple[str, ListSpec]] = {
 }
 # A value for each filter of a free value (closed ones are tried with every value).
 FILTER_VALUES: dict[str, Any] = {
-    "key_group_id": "backup-dallas", "data_unit_id": volser(1), "agent_id": "bench-01",
-    "site_id": "dallas", "role": "operator", "type": "create_user",
-}  # fmt: skip
+    "key_group_id": "backup-dallas",
+    "data_unit_id": volser(1),
+    "agent_id": "bench-01",
+    "site_id": "dallas",
+    "role": "operator",
+    "type": "create_user",
+}
 
 
 # What people type into a list's search box (each list and the audit log get each of them).
@@ -394,10 +422,13 @@ def report(args: argparse.Namespace, stores: dict[str, Store]) -> int:
     unreliable: list[str] = []
     agent: dict[str, Any] = {}
     for op in AGENT_OPS:
-        runs = interleave({
-            name: (lambda s=store, o=op: agent_round(s, o, args.duration, f"{o}{time.time()}"))
-            for name, store in stores.items()
-        }, args.rounds)  # fmt: skip
+        runs = interleave(
+            {
+                name: (lambda s=store, o=op: agent_round(s, o, args.duration, f"{o}{time.time()}"))
+                for name, store in stores.items()
+            },
+            args.rounds,
+        )
         p99 = ratio_of(runs["large"], runs["fresh"], "p99_ms")
         agent[op] = {
             name: summarise(rounds) | {"errors": sum(r["errors"] for r in rounds)}
@@ -405,12 +436,15 @@ def report(args: argparse.Namespace, stores: dict[str, Store]) -> int:
         } | {"p99_ratio": p99.as_dict()}
         unreliable += filter(None, [too_wide(f"{op} p99 large/fresh", p99)])
         f, g = agent[op]["fresh"], agent[op]["large"]
-        print(f"{op:19} p99 fresh {f['p99_ms']:7.2f} ms  large {g['p99_ms']:7.2f} ms  large/fresh {p99}   "
-              f"ops/s {f['ops_per_s']:5.0f} / {g['ops_per_s']:5.0f}  errors {f['errors']}/{g['errors']}",
-              flush=True)  # fmt: skip
+        print(
+            f"{op:19} p99 fresh {f['p99_ms']:7.2f} ms  large {g['p99_ms']:7.2f} ms  large/fresh {p99}   "
+            f"ops/s {f['ops_per_s']:5.0f} / {g['ops_per_s']:5.0f}  errors {f['errors']}/{g['errors']}",
+            flush=True,
+        )
     result["agent_path"] = agent
-    runs = interleave({name: (lambda s=store: list_round(s, args.repeats)) for name, store in stores.items()},
-                      args.rounds)  # fmt: skip
+    runs = interleave(
+        {name: (lambda s=store: list_round(s, args.repeats)) for name, store in stores.items()}, args.rounds
+    )
     lists: dict[str, Any] = {}
     for label, _, _ in list_queries():
         fresh, large = (Spread.of([r[label] for r in runs[n]]) for n in ("fresh", "large"))

@@ -96,8 +96,13 @@ def site_loss(sites: TwoSites, n: int) -> dict[str, float]:
 
 
 def stats(rounds: list[dict[str, float]]) -> dict[str, Any]:
-    return {name: {"median": round(statistics.median(r[name] for r in rounds), 3),
-                   "max": round(max(r[name] for r in rounds), 3)} for name in rounds[0]}  # fmt: skip
+    return {
+        name: {
+            "median": round(statistics.median(r[name] for r in rounds), 3),
+            "max": round(max(r[name] for r in rounds), 3),
+        }
+        for name in rounds[0]
+    }
 
 
 def main() -> int:

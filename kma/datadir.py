@@ -131,8 +131,9 @@ class DataDir:
         exposed = self.exposed()
         if not exposed:
             return
-        shown = ", ".join(f"{p.relative_to(self.root) if p != self.root else p} ({m:04o})"
-                          for p, m in exposed[:5])  # fmt: skip
+        shown = ", ".join(
+            f"{p.relative_to(self.root) if p != self.root else p} ({m:04o})" for p, m in exposed[:5]
+        )
         more = f" and {len(exposed) - 5} more" if len(exposed) > 5 else ""
         raise UnsafePermissions(
             f"{self.root} is open to other accounts on this machine: {shown}{more}. It holds the sealed "

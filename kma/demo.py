@@ -56,12 +56,26 @@ def make_demo(data_dir: DataDir, port: int = 8443, hsm: HsmSettings | None = Non
     clock = FixedClock(int(time.time()) - 400 * DAY)
     so_pass = _passphrase()
     members = [SplitMember(name, _passphrase()) for name in ("alice", "bob", "carol", "dave", "erin")]
-    initialise(data_dir, Answers(
-        cluster_name="Demo Tape Vault", site_id="dallas", site_name="Dallas", kma_id=DEMO_KMA,
-        kma_name="KMA Dallas 1", management_address=f"127.0.0.1:{port}",
-        service_address="127.0.0.1:5696", officer_id="so", officer_name="Sam Officer",
-        officer_passphrase=so_pass, threshold=3, members=tuple(members), key_pool_size=200, hsm=hsm,
-    ), clock)  # fmt: skip
+    initialise(
+        data_dir,
+        Answers(
+            cluster_name="Demo Tape Vault",
+            site_id="dallas",
+            site_name="Dallas",
+            kma_id=DEMO_KMA,
+            kma_name="KMA Dallas 1",
+            management_address=f"127.0.0.1:{port}",
+            service_address="127.0.0.1:5696",
+            officer_id="so",
+            officer_name="Sam Officer",
+            officer_passphrase=so_pass,
+            threshold=3,
+            members=tuple(members),
+            key_pool_size=200,
+            hsm=hsm,
+        ),
+        clock,
+    )
     credentials = [
         {"id": "so", "name": "Sam Officer", "roles": [str(Role.SECURITY_OFFICER)], "passphrase": so_pass}
     ]
@@ -135,22 +149,30 @@ def _replay_a_year(
     policies.create_group(kma, co, "backup-boston", "tape-30d", "Nightly backups, Boston")
     policies.create_group(kma, co, "archive", "archive-7y", "Long-term archive")
 
-    drives = [("t10k-dal-01", "dallas", "backup-dallas", "T10000B, library SL3000 Dallas"),
-              ("t10k-dal-02", "dallas", "backup-dallas", "T10000B, library SL3000 Dallas"),
-              ("lto4-dal-01", "dallas", "archive", "HP LTO4, archive library"),
-              ("t10k-bos-01", "boston", "backup-boston", "T10000, library SL8500 Boston"),
-              ("9840d-bos-01", "boston", "backup-boston", "T9840D, library SL8500 Boston")]  # fmt: skip
+    drives = [
+        ("t10k-dal-01", "dallas", "backup-dallas", "T10000B, library SL3000 Dallas"),
+        ("t10k-dal-02", "dallas", "backup-dallas", "T10000B, library SL3000 Dallas"),
+        ("lto4-dal-01", "dallas", "archive", "HP LTO4, archive library"),
+        ("t10k-bos-01", "boston", "backup-boston", "T10000, library SL8500 Boston"),
+        ("9840d-bos-01", "boston", "backup-boston", "T9840D, library SL8500 Boston"),
+    ]
     for agent_id, site, group, description in drives:
         agents.create_agent(kma, op, agent_id, site, group, description)
     policies.set_group_agents(kma, co, "archive", ["lto4-dal-01", "t10k-dal-01"])
 
     # Tapes written over the year: day 0 (400 days ago) to day 395 (5 days ago).
-    schedule = [(0, "E00001", "backup-dallas"), (0, "E00002", "backup-dallas"),
-                (10, "E00003", "backup-boston"),
-                (20, "A00001", "archive"), (300, "E00004", "backup-dallas"), (310, "E00005", "backup-boston"),
-                (330, "E00006", "backup-dallas"), (395, "E00007", "backup-dallas"),
-                (395, "E00008", "backup-boston"),
-                (396, "A00002", "archive")]  # fmt: skip
+    schedule = [
+        (0, "E00001", "backup-dallas"),
+        (0, "E00002", "backup-dallas"),
+        (10, "E00003", "backup-boston"),
+        (20, "A00001", "archive"),
+        (300, "E00004", "backup-dallas"),
+        (310, "E00005", "backup-boston"),
+        (330, "E00006", "backup-dallas"),
+        (395, "E00007", "backup-dallas"),
+        (395, "E00008", "backup-boston"),
+        (396, "A00002", "archive"),
+    ]
     issued: dict[str, str] = {}
     day = 0
     for when, volser, group in schedule:

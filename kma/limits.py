@@ -44,14 +44,16 @@ class ListenerLimits:
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(table) - set(known))
         if unknown:
-            raise ValidationFailed(f"kma.toml [listeners]: unknown setting {unknown[0]!r}; "
-                                   f"the settings are {', '.join(known)}.")  # fmt: skip
+            raise ValidationFailed(
+                f"kma.toml [listeners]: unknown setting {unknown[0]!r}; the settings are {', '.join(known)}."
+            )
         values: dict[str, Any] = {}
         for name, value in table.items():
             if name == "trusted_proxies":
                 if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                    raise ValidationFailed('kma.toml [listeners]: trusted_proxies is a list of addresses, '
-                                           'e.g. ["10.0.0.5"].')  # fmt: skip
+                    raise ValidationFailed(
+                        'kma.toml [listeners]: trusted_proxies is a list of addresses, e.g. ["10.0.0.5"].'
+                    )
                 values[name] = tuple(value)
                 continue
             kind = int if known[name].type == "int" else float
@@ -66,8 +68,10 @@ class ListenerLimits:
             values[name] = kind(value)
         limits = cls(**values)
         if limits.kept_for_agents >= limits.service_max_connections:
-            raise ValidationFailed("kma.toml [listeners]: kept_for_agents must be less than "
-                                   "service_max_connections, or no one could enroll.")  # fmt: skip
+            raise ValidationFailed(
+                "kma.toml [listeners]: kept_for_agents must be less than "
+                "service_max_connections, or no one could enroll."
+            )
         return limits
 
 
@@ -118,8 +122,10 @@ class ConnectionGate:
 
     def admit(self, host: str) -> Ticket:
         if self._handshaking[host] >= self.per_address:
-            raise Crowded(f"connection refused: {self.per_address} unidentified connections from {host} "
-                          "are open, the limit per address")  # fmt: skip
+            raise Crowded(
+                f"connection refused: {self.per_address} unidentified connections from {host} "
+                "are open, the limit per address"
+            )
         if self.open >= self.most:
             raise Full(f"connection refused: {self.open} connections are open, this listener's limit")
         self.open += 1
@@ -135,11 +141,15 @@ class ConnectionGate:
         if identified:
             return
         if self.anonymous >= self.most_anonymous:
-            raise Refused(f"connection refused: {self.anonymous} connections without a client certificate "
-                          "are open; the rest is kept for enrolled agents")  # fmt: skip
+            raise Refused(
+                f"connection refused: {self.anonymous} connections without a client certificate "
+                "are open; the rest is kept for enrolled agents"
+            )
         if self._anonymous[ticket.host] >= self.per_address:
-            raise Refused(f"connection refused: {self.per_address} connections without a client certificate "
-                          f"from {ticket.host} are open, the limit per address")  # fmt: skip
+            raise Refused(
+                f"connection refused: {self.per_address} connections without a client certificate "
+                f"from {ticket.host} are open, the limit per address"
+            )
         self.anonymous += 1
         self._anonymous[ticket.host] += 1
         ticket.anonymous = True

@@ -27,17 +27,22 @@ disable_created_metrics()  # type: ignore[no-untyped-call]
 # Kept as things happen, for the life of this KMA process.
 EVENTS = CollectorRegistry(auto_describe=True)
 ProcessCollector(registry=EVENTS)  # process_cpu_seconds_total, resident memory, open fds, start time
-BUILD_INFO = Gauge("kma_build_info", "Always 1: the KMA's version and Python", ["version", "python"],
-                   registry=EVENTS)  # fmt: skip
+BUILD_INFO = Gauge(
+    "kma_build_info", "Always 1: the KMA's version and Python", ["version", "python"], registry=EVENTS
+)
 BUILD_INFO.labels(__version__, platform.python_version()).set(1)
 API_REQUESTS = Counter(
-    "kma_api_requests", "Management API requests, by route template (unmatched: no route), method and status",
-    ["route", "method", "status"], registry=EVENTS,
-)  # fmt: skip
-SIGN_INS = Counter(
-    "kma_sign_ins", "Sign-ins to the management API, by result (signed_in, refused, locked_out)", ["result"],
+    "kma_api_requests",
+    "Management API requests, by route template (unmatched: no route), method and status",
+    ["route", "method", "status"],
     registry=EVENTS,
-)  # fmt: skip
+)
+SIGN_INS = Counter(
+    "kma_sign_ins",
+    "Sign-ins to the management API, by result (signed_in, refused, locked_out)",
+    ["result"],
+    registry=EVENTS,
+)
 API_REFUSALS = Counter(
     "kma_api_refusals", "Management API requests refused, by error code", ["code"], registry=EVENTS
 )
@@ -45,14 +50,18 @@ AUDIT_FORWARDING_ERRORS = Counter(
     "kma_audit_forwarding_errors", "Failures to connect or send to the syslog collector", registry=EVENTS
 )
 KEY_REQUESTS = Counter(
-    "kma_key_requests", "KMIP operations on the service listener, by operation and result",
-    ["operation", "result"], registry=EVENTS,
-)  # fmt: skip
+    "kma_key_requests",
+    "KMIP operations on the service listener, by operation and result",
+    ["operation", "result"],
+    registry=EVENTS,
+)
 KEY_REQUEST_SECONDS = Histogram(
-    "kma_key_request_seconds", "Time to answer a KMIP request message, by its first operation",
-    ["operation"], registry=EVENTS,
+    "kma_key_request_seconds",
+    "Time to answer a KMIP request message, by its first operation",
+    ["operation"],
+    registry=EVENTS,
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
-)  # fmt: skip
+)
 AUDIT_EVENTS = Counter(
     "kma_audit_events", "Audit events committed by this KMA, by severity", ["severity"], registry=EVENTS
 )

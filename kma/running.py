@@ -74,8 +74,10 @@ class Running:
                         kma.vault.backend,
                     ),
                 ),
-                Stmt("UPDATE kmas SET schema_version = ? WHERE id = ? AND schema_version IS NOT ?",
-                     (known, kma.kma_id, known)),  # the newest schema its release knows, its own word
+                Stmt(
+                    "UPDATE kmas SET schema_version = ? WHERE id = ? AND schema_version IS NOT ?",
+                    (known, kma.kma_id, known),
+                ),  # the newest schema its release knows, its own word
                 *self._node_statements(),
             ],
             f"listening on {management_address} (management) and {service_address} (service)"
@@ -102,9 +104,14 @@ class Running:
         )
         problem = kma.vault.hsm_problem
         if problem:
-            kma.audit(kma.itself, "kma.hsm_unavailable", f"the HSM cannot be used; staying locked: {problem}",
-                      condition=Condition.ERROR, subject=("kma", kma.kma_id),
-                      event_class="security")  # fmt: skip
+            kma.audit(
+                kma.itself,
+                "kma.hsm_unavailable",
+                f"the HSM cannot be used; staying locked: {problem}",
+                condition=Condition.ERROR,
+                subject=("kma", kma.kma_id),
+                event_class="security",
+            )
         self.pool.start()
         self.pruner.start()
         self.backups.start()
@@ -124,9 +131,13 @@ class Running:
         if self.node is None:
             return []
         raft, pem = self.node.config.raft_address, self.node.files.node_cert.read_text(encoding="ascii")
-        return [Stmt("UPDATE kmas SET raft_address = ?, node_cert_pem = ? WHERE id = ? "
-                     "AND (raft_address, node_cert_pem) IS NOT (?, ?)",
-                     (raft, pem, self.kma.kma_id, raft, pem))]  # fmt: skip
+        return [
+            Stmt(
+                "UPDATE kmas SET raft_address = ?, node_cert_pem = ? WHERE id = ? "
+                "AND (raft_address, node_cert_pem) IS NOT (?, ?)",
+                (raft, pem, self.kma.kma_id, raft, pem),
+            )
+        ]
 
     def stop(self) -> None:
         self.forwarder.stop()

@@ -95,9 +95,14 @@ class Listener(uvicorn.Server):
         self._on_ready()
 
     def _protocol(self, on_lost: Any) -> ManagementProtocol:
-        return ManagementProtocol(config=self.config, server_state=self.server_state,
-                                  app_state=self.lifespan.state, request_timeout=self.limits.request_timeout,
-                                  on_lost=on_lost, peer_refused=self._peer_refused)  # fmt: skip
+        return ManagementProtocol(
+            config=self.config,
+            server_state=self.server_state,
+            app_state=self.lifespan.state,
+            request_timeout=self.limits.request_timeout,
+            on_lost=on_lost,
+            peer_refused=self._peer_refused,
+        )
 
     def _peer_refused(self, address: str, der: bytes) -> bool:
         return False  # before set-up there are no KMAs to refuse
@@ -124,8 +129,9 @@ class _Server(Listener):
         return why is not None
 
     def _refused(self, address: str, message: str) -> None:
-        asyncio.get_running_loop().run_in_executor(None, refusals.audit_anonymous, self.kma, address,
-                                                   "api.connection_refused", message)  # fmt: skip
+        asyncio.get_running_loop().run_in_executor(
+            None, refusals.audit_anonymous, self.kma, address, "api.connection_refused", message
+        )
 
     async def on_tick(self, counter: int) -> bool:
         # Every second: record what the refusal throttle did not record one by one.
@@ -144,9 +150,15 @@ def _when_caught_up(kma: Appliance, write: Any) -> None:
     log.info("caught up with the cluster: serving agents")
 
 
-def serve(data_dir: DataDir, management_port: int | None, service_port: int | None, ready_file: Path | None,
-          announce: Any = print, master: WrappingKey | None = None,
-          record_addresses: bool = False) -> None:  # fmt: skip
+def serve(
+    data_dir: DataDir,
+    management_port: int | None,
+    service_port: int | None,
+    ready_file: Path | None,
+    announce: Any = print,
+    master: WrappingKey | None = None,
+    record_addresses: bool = False,
+) -> None:
     identity = data_dir.identity()
     limits = data_dir.listener_limits()
     refusals.set_rate(limits.refusals_per_second)
@@ -184,17 +196,27 @@ def serve(data_dir: DataDir, management_port: int | None, service_port: int | No
         announce(f"service     {service}")
         announce(f"CA fingerprint {ca}")
         if ready_file is not None:
+
             def write(caught_up: bool) -> None:
                 tmp = ready_file.with_suffix(".tmp")
-                tmp.write_text(json.dumps({"management_address": management, "service_address": service,
-                                           "ca_fingerprint": ca, "pid": os.getpid(),
-                                           "caught_up": caught_up}))  # fmt: skip
+                tmp.write_text(
+                    json.dumps(
+                        {
+                            "management_address": management,
+                            "service_address": service,
+                            "ca_fingerprint": ca,
+                            "pid": os.getpid(),
+                            "caught_up": caught_up,
+                        }
+                    )
+                )
                 tmp.replace(ready_file)
 
             write(kma.store.caught_up())
             if not kma.store.caught_up():  # serving agents from then on: say so there too
-                threading.Thread(target=_when_caught_up, args=(kma, write), name="kma-ready-file",
-                                 daemon=True).start()  # fmt: skip
+                threading.Thread(
+                    target=_when_caught_up, args=(kma, write), name="kma-ready-file", daemon=True
+                ).start()
         # systemd (Type=notify) starts what is ordered after the KMA now: both listeners serve
         notify(f"READY=1\nSTATUS=Serving management on {management}, agents on {service}")
 

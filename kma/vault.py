@@ -144,5 +144,6 @@ def check_token_holds(token: Token, token_key: object, master: WrappingKey, hsm:
             return held
     except (HsmUnavailable, CryptoError):
         pass
-    raise HsmUnavailable(f"The key labelled '{hsm.key_label}' in the HSM {hsm.token_name} is not this "
-                         "cluster's master key.")  # fmt: skip
+    raise HsmUnavailable(
+        f"The key labelled '{hsm.key_label}' in the HSM {hsm.token_name} is not this cluster's master key."
+    )

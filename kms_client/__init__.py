@@ -161,8 +161,28 @@ __all__ = [
 ]
 
 __all__ += ["HISTORY_SUBJECTS", "read"]
-__all__ += ["AuditCheckpoint", "AuditFacets", "AuditReport", "Boundary", "History", "Lane", "PruneResult",
-            "Retention", "Series", "Span"]  # fmt: skip
+__all__ += [
+    "AuditCheckpoint",
+    "AuditFacets",
+    "AuditReport",
+    "Boundary",
+    "History",
+    "Lane",
+    "PruneResult",
+    "Retention",
+    "Series",
+    "Span",
+]
 __all__ += ["Backup", "BackupSchedule", "Backups", "CoreSecurityBackupStatus"]
-__all__ += ["KMA_HEALTH", "AuditForwarding", "FailureTolerance", "ForwardingStatus", "KmaNode",
-            "ReplicationLag", "SiteAgents", "SiteLink", "Topology", "TopologySite"]  # fmt: skip
+__all__ += [
+    "KMA_HEALTH",
+    "AuditForwarding",
+    "FailureTolerance",
+    "ForwardingStatus",
+    "KmaNode",
+    "ReplicationLag",
+    "SiteAgents",
+    "SiteLink",
+    "Topology",
+    "TopologySite",
+]

@@ -62,7 +62,8 @@ class AuditCalls:
 
     # -- browsing -------------------------------------------------------------------------------
     def list_audit_events(
-        self, /,
+        self,
+        /,
         *,
         limit: int = 100,
         cursor: str | None = None,
@@ -113,9 +114,15 @@ class AuditCalls:
     def audit_retention(self) -> Retention:
         return self._connection.call("GET", "/audit-events/retention", reader(Retention))
 
-    def set_audit_retention(self, *, long: int | None = None, medium: int | None = None,
-                            short: int | None = None, auto_prune: bool | None = None,
-                            credentials: Any = None) -> Retention | PendingQuorumOp:  # fmt: skip
+    def set_audit_retention(
+        self,
+        *,
+        long: int | None = None,
+        medium: int | None = None,
+        short: int | None = None,
+        auto_prune: bool | None = None,
+        credentials: Any = None,
+    ) -> Retention | PendingQuorumOp:
         """Periods in seconds, long >= medium >= short, no shorter than the floors (long 365 days,
         medium 90, short 30); `auto_prune`: the KMA prunes by itself once a day. Security Officer.
         Lengthening runs at once; shortening is quorum-protected: with M key split `credentials`

@@ -239,9 +239,7 @@ class KmsClient:
         body = present(id=id, name=name, description=description)
         return self._connection.call("POST", "/sites", reader(Site), body=body)
 
-    def update_site(
-        self, id: str, *, name: str | None = None, description: str | None = None
-    ) -> Site:
+    def update_site(self, id: str, *, name: str | None = None, description: str | None = None) -> Site:
         body = present(name=name, description=description)
         return self._connection.call("PATCH", f"/sites/{segment(id)}", reader(Site), body=body)
 

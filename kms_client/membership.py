@@ -88,10 +88,17 @@ class MembershipCalls:
         """Security Officer, quorum-protected: the new KMA's entry. The answer carries the
         one-time KMA passphrase (this once) and a warning when the voter count would be even."""
         body = present(
-            id=id, name=name, site_id=site_id, management_address=management_address,
-            service_address=service_address, raft_address=raft_address, voter=voter, witness=witness,
-            key_pool_size=key_pool_size, credentials=credentials_body(credentials),
-        )  # fmt: skip
+            id=id,
+            name=name,
+            site_id=site_id,
+            management_address=management_address,
+            service_address=service_address,
+            raft_address=raft_address,
+            voter=voter,
+            witness=witness,
+            key_pool_size=key_pool_size,
+            credentials=credentials_body(credentials),
+        )
         return self._connection.call("POST", "/kmas", _admission, body=body)
 
     def set_kma_passphrase(self, id: str, *, credentials: Credentials | None = None) -> KmaAdmission:  # noqa: A002
@@ -106,8 +113,14 @@ class MembershipCalls:
         body = present(credentials=credentials_body(credentials))
         return self._connection.call_or_pending("POST", f"/kmas/{segment(id)}/remove", reader(Kma), body)
 
-    def join_cluster(self, kma_id: str, passphrase: str, node_csr_pem: str, server_csr_pem: str,
-                     master_key_public_pem: str | None = None) -> JoinGrant:  # fmt: skip
+    def join_cluster(
+        self,
+        kma_id: str,
+        passphrase: str,
+        node_csr_pem: str,
+        server_csr_pem: str,
+        master_key_public_pem: str | None = None,
+    ) -> JoinGrant:
         """No sign-in: the joining machine's side of the handshake (used by `kma init`). With
         `master_key_public_pem` (a joining KMA's token's join key), the grant holds the cluster's
         master key wrapped to it."""

@@ -46,8 +46,12 @@ class SetupClient:
         self.address = address
         self.code = code
         self._timeout = timeout
-        self._http = httpx.Client(base_url=base_url(address), verify=ssl_context_for(trust.ca_pem),
-                                  timeout=timeout, headers={"Accept": "application/json"})  # fmt: skip
+        self._http = httpx.Client(
+            base_url=base_url(address),
+            verify=ssl_context_for(trust.ca_pem),
+            timeout=timeout,
+            headers={"Accept": "application/json"},
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -55,8 +59,9 @@ class SetupClient:
     def __enter__(self) -> SetupClient:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:  # fmt: skip
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -76,8 +81,11 @@ class SetupClient:
         self._call("POST", "/setup/code")
 
     def check_network(self, management_address: str, service_address: str) -> None:
-        self._call("POST", "/setup/network", {"management_address": management_address,
-                                               "service_address": service_address})  # fmt: skip
+        self._call(
+            "POST",
+            "/setup/network",
+            {"management_address": management_address, "service_address": service_address},
+        )
 
     def draft_key_split(self, threshold: int, members: Sequence[tuple[str, str]]) -> list[str]:
         """Seal each member's share under their passphrase (in the KMA's memory only); returns the
@@ -100,10 +108,12 @@ class SetupClient:
     def upload_backup(self, which: str, path: Path) -> None:
         """`which`: "database-backup" or "core-security-backup"; the file goes to the KMA as it is."""
         with translated_transport_errors(self.address, self._timeout):
-            response = self._http.put(f"/setup/restore/{which}", content=path.read_bytes(),
-                                      params={"name": path.name},
-                                      headers={"X-Setup-Code": self.code,
-                                               "Content-Type": "application/octet-stream"})  # fmt: skip
+            response = self._http.put(
+                f"/setup/restore/{which}",
+                content=path.read_bytes(),
+                params={"name": path.name},
+                headers={"X-Setup-Code": self.code, "Content-Type": "application/octet-stream"},
+            )
         if response.is_error:
             raise error_from_response(response)
 
@@ -111,15 +121,27 @@ class SetupClient:
         """Whether the two uploaded files belong together; raises `ValidationFailed` with the reason
         (another cluster's pair, a newer schema, a damaged file) before anyone types a passphrase."""
         result = self._call("POST", "/setup/restore/check")
-        return BackupPair(str(result["cluster_name"]), str(result["ca_fingerprint"]), str(result["kma_id"]),
-                          int(result["created_at"]))  # fmt: skip
+        return BackupPair(
+            str(result["cluster_name"]),
+            str(result["ca_fingerprint"]),
+            str(result["kma_id"]),
+            int(result["created_at"]),
+        )
 
-    def restore(self, management_address: str, service_address: str, quorum: Sequence[tuple[str, str]],
-                autonomous_unlock: bool = True) -> SetUpKma:  # fmt: skip
+    def restore(
+        self,
+        management_address: str,
+        service_address: str,
+        quorum: Sequence[tuple[str, str]],
+        autonomous_unlock: bool = True,
+    ) -> SetUpKma:
         """Restore from the uploaded backup files with a quorum's (member, passphrase) pairs."""
-        body = {"management_address": management_address, "service_address": service_address,
-                "members": [{"name": n, "passphrase": p} for n, p in quorum],
-                "autonomous_unlock": autonomous_unlock}  # fmt: skip
+        body = {
+            "management_address": management_address,
+            "service_address": service_address,
+            "members": [{"name": n, "passphrase": p} for n, p in quorum],
+            "autonomous_unlock": autonomous_unlock,
+        }
         result = self._call("POST", "/setup/restore", body)
         return SetUpKma(result["management_address"], result["ca_fingerprint"])
 

@@ -358,7 +358,7 @@ class Kma:
     key_pool_size: int
     pool_ready: int
     created_at: datetime
-    raft_address: str = ''
+    raft_address: str = ""
     voter: bool = True
     awaiting_join: bool = False
     witness: bool = False
@@ -524,7 +524,7 @@ class Status:
     version: str
     locked: bool
     autonomous_unlock: bool
-    master_key: str = 'software'
+    master_key: str = "software"
     caught_up: bool = True
     time: datetime
     warnings: tuple[str, ...]

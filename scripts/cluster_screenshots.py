@@ -34,10 +34,11 @@ def render_synthetic(out: Path, grab: Callable[[Any, Path], Path]) -> list[Path]
     from ui.pages.cluster import ClusterPage
 
     paths = []
-    for name, answer, select in (("cluster_two_sites.png", two_sites_one_down(), "kma-bos-2"),
-                                 ("cluster_two_sites_witness.png", two_sites_and_a_witness_boston_down(),
-                                  "witness-1"),
-                                 ("cluster_twenty.png", twenty_kmas(), None)):  # fmt: skip
+    for name, answer, select in (
+        ("cluster_two_sites.png", two_sites_one_down(), "kma-bos-2"),
+        ("cluster_two_sites_witness.png", two_sites_and_a_witness_boston_down(), "witness-1"),
+        ("cluster_twenty.png", twenty_kmas(), None),
+    ):
         page = ClusterPage(ShownOnly(frozenset({"security_officer"})))  # type: ignore[arg-type]
         page.resize(1280, 800)
         page.show()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -131,7 +132,9 @@ def default(schema: dict[str, Any], required: bool, secret: bool) -> str:
         if isinstance(value, list | dict):
             options.append(f"default_factory={'tuple' if isinstance(value, list) else 'dict'}")
         else:
-            options.append(f"default={value!r}")
+            # A string as the formatter writes it (double quotes), so the module stays as generated.
+            literal = json.dumps(value) if isinstance(value, str) else repr(value)
+            options.append(f"default={literal}")
     elif not required:
         options.append("default=None")
     if not options:
@@ -151,9 +154,7 @@ def model(name: str, schema: dict[str, Any]) -> str:
     required = set(schema.get("required", ()))
     for field_name, prop in schema.get("properties", {}).items():
         secret = (client, field_name) in SECRETS
-        lines.append(
-            f"    {field_name}: {python_type(prop)}{default(prop, field_name in required, secret)}"
-        )
+        lines.append(f"    {field_name}: {python_type(prop)}{default(prop, field_name in required, secret)}")
     return "\n".join(lines) + "\n"
 
 

@@ -21,19 +21,33 @@ def seed(client: Any, demo: dict[str, Any]) -> None:
     m = _members(demo)
     client.set_autonomous_unlock(False, credentials=[("bob", m["bob"]), ("carol", m["carol"])])
     client.update_user("op", roles=["operator", "backup_operator"])
-    client.create_user("lee", "Lee Archivist", ["auditor"], "lee-first-passphrase",
-                       credentials=[("alice", m["alice"])])
+    client.create_user(
+        "lee", "Lee Archivist", ["auditor"], "lee-first-passphrase", credentials=[("alice", m["alice"])]
+    )
 
 
-def render(window: Any, controller: Any, demo: dict[str, Any], out: Path,
-           grab: Callable[[Any, Path], Path], settle: Callable[[Any], None]) -> list[Path]:
+def render(
+    window: Any,
+    controller: Any,
+    demo: dict[str, Any],
+    out: Path,
+    grab: Callable[[Any, Path], Path],
+    settle: Callable[[Any], None],
+) -> list[Path]:
     shots = Shots(window, controller, _members(demo), out, grab, settle)
     return shots.inbox() + shots.new_user() + shots.key_split() + shots.locked()
 
 
 class Shots:
-    def __init__(self, window: Any, controller: Any, members: dict[str, str], out: Path,
-                 grab: Callable[[Any, Path], Path], settle: Callable[[Any], None]) -> None:
+    def __init__(
+        self,
+        window: Any,
+        controller: Any,
+        members: dict[str, str],
+        out: Path,
+        grab: Callable[[Any, Path], Path],
+        settle: Callable[[Any], None],
+    ) -> None:
         self.window, self.ctx, self.m, self.out = window, controller.ctx, members, out
         self._grab, self._settle = grab, settle
 
@@ -137,8 +151,9 @@ class Shots:
         paths.append(self.grab(self.window, "locking_locked.png"))
         unlock = open_unlock(self.ctx, page, page.data["status"].kma_id)
         self.settle()
-        for (_r, member, passphrase), name in zip(unlock.credentials.rows,
-                                                  ("alice", "bob", "carol"), strict=False):
+        for (_r, member, passphrase), name in zip(
+            unlock.credentials.rows, ("alice", "bob", "carol"), strict=False
+        ):
             member.setEditText(name)
             passphrase.setText(self.m[name])
         paths.append(self.grab(unlock, "unlock.png"))

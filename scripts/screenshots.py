@@ -97,9 +97,14 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
 
     from ui.form_dialog import Field, FormDialog
 
-    form = FormDialog(controller.ctx, "New key group",
-                      [Field("id", "Key group ID", "id", required=True), Field("description", "Description")],
-                      lambda _v: None, parent=window, ok_text="Create key group")
+    form = FormDialog(
+        controller.ctx,
+        "New key group",
+        [Field("id", "Key group ID", "id", required=True), Field("description", "Description")],
+        lambda _v: None,
+        parent=window,
+        ok_text="Create key group",
+    )
     form.show()
     form.editors["id"].setText("nc group!")
     settle(controller.ops)
@@ -110,7 +115,9 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
     secret = OneTimeSecretDialog(
         "Enrollment passphrase for t10k-dal-02",
         "Agent <b>t10k-dal-02</b> enrols once with this passphrase, then holds a certificate.",
-        "K7QX-M2PD-9WTR-4HZA", window.page("agents"))
+        "K7QX-M2PD-9WTR-4HZA",
+        window.page("agents"),
+    )
     secret.show()
     paths.append(grab(secret, out / "enrollment_passphrase.png"))
     secret.close()

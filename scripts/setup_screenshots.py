@@ -26,18 +26,36 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-MEMBERS = [("alice", "alice walks the long pier"), ("bob", "bob paints seven green doors"),
-           ("carol", "carol counts quiet harbour lights")]  # fmt: skip
+MEMBERS = [
+    ("alice", "alice walks the long pier"),
+    ("bob", "bob paints seven green doors"),
+    ("carol", "carol counts quiet harbour lights"),
+]
 
 
 def start_waiting_kma(folder: Path) -> tuple[subprocess.Popen[str], dict[str, Any]]:
     ready = folder / "ready.json"
     process = subprocess.Popen(
-        [sys.executable, "-m", "kma", "serve", "--data-dir", str(folder / "kma"), "--management-port", "0",
-         "--service-port", "0", "--ready-file", str(ready)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+        [
+            sys.executable,
+            "-m",
+            "kma",
+            "serve",
+            "--data-dir",
+            str(folder / "kma"),
+            "--management-port",
+            "0",
+            "--service-port",
+            "0",
+            "--ready-file",
+            str(ready),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+    )
     deadline = time.monotonic() + 30
     while not ready.exists():
         if time.monotonic() > deadline or process.poll() is not None:
@@ -109,7 +127,7 @@ def render(  # noqa: PLR0915 - the walk, page by page
             (mode.kma_id, "kma-dal-1"),
             (mode.kma_name, "KMA Dallas 1"),
         ):
-            editor.setText(text)  # fmt: skip
+            editor.setText(text)
         shot("3_mode")
         next_page()
         split = pages["KeySplitPage"]

@@ -17,8 +17,12 @@ from importlib import resources
 from tape_planning.units import PlanError, parse_ratio, parse_size
 
 DRIVES = ("T10000", "T9840D", "LTO4", "T10000B")
-DRIVE_NAMES = {"T10000": "StorageTek T10000", "T9840D": "StorageTek T9840D", "LTO4": "HP LTO4",
-               "T10000B": "StorageTek T10000B"}  # fmt: skip
+DRIVE_NAMES = {
+    "T10000": "StorageTek T10000",
+    "T9840D": "StorageTek T9840D",
+    "LTO4": "HP LTO4",
+    "T10000B": "StorageTek T10000B",
+}
 BUFFER_COUNTS = (4, 8, 16, 32)
 ENCRYPTION_OVERHEAD_BYTES = 100  # per data buffer; drive-facts.csv, row ALL (paper lines 995-1010)
 
@@ -47,8 +51,12 @@ class Cell:
     @property
     def suspect(self) -> bool:
         """One of the 36 T10000B cells that repeat LTO4's (see :data:`T10000B_CAVEAT`)."""
-        return (self.drive == "T10000B" and self.encrypted and self.data_buffers in (4, 8)
-                and self.file_size in _SUSPECT_FILE_SIZES)  # fmt: skip
+        return (
+            self.drive == "T10000B"
+            and self.encrypted
+            and self.data_buffers in (4, 8)
+            and self.file_size in _SUSPECT_FILE_SIZES
+        )
 
 
 @dataclass(frozen=True)
@@ -88,26 +96,40 @@ def _read(name: str) -> list[dict[str, str]]:
 def cells() -> tuple[Cell, ...]:
     """All 864 measured cells, in the paper's order."""
     return tuple(
-        Cell(r["drive"], int(r["data_buffers"]), int(r["buffer_size_kb"]), r["file_size"],
-             r["compressibility"], r["encrypted"] == "true", float(r["mb_per_s"]))
+        Cell(
+            r["drive"],
+            int(r["data_buffers"]),
+            int(r["buffer_size_kb"]),
+            r["file_size"],
+            r["compressibility"],
+            r["encrypted"] == "true",
+            float(r["mb_per_s"]),
+        )
         for r in _read("drive-characterization.csv")
-    )  # fmt: skip
+    )
 
 
 @cache
 def facts() -> dict[str, DriveFacts]:
     return {
-        r["drive"]: DriveFacts(r["drive"], float(r["native_mb_per_s"]), int(r["max_block_kb"]),
-                               float(r["cartridge_native_gb"]) if r["cartridge_native_gb"] else None,
-                               r["notes"])
-        for r in _read("drive-facts.csv") if r["drive"] in DRIVES
-    }  # fmt: skip
+        r["drive"]: DriveFacts(
+            r["drive"],
+            float(r["native_mb_per_s"]),
+            int(r["max_block_kb"]),
+            float(r["cartridge_native_gb"]) if r["cartridge_native_gb"] else None,
+            r["notes"],
+        )
+        for r in _read("drive-facts.csv")
+        if r["drive"] in DRIVES
+    }
 
 
 @cache
 def _index() -> dict[tuple[str, int, int, str, str, bool], float]:
-    return {(c.drive, c.data_buffers, c.buffer_size_kb, c.file_size, c.compressibility, c.encrypted):
-            c.mb_per_s for c in cells()}  # fmt: skip
+    return {
+        (c.drive, c.data_buffers, c.buffer_size_kb, c.file_size, c.compressibility, c.encrypted): c.mb_per_s
+        for c in cells()
+    }
 
 
 def drive_named(text: str) -> str:

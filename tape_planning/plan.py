@@ -87,10 +87,12 @@ class Inputs:
     streams: int
 
     def summary(self) -> str:
-        return (f"{self.drive_name}: {format_size(self.data_bytes)} in {format_window(self.window_s)}, "
-                f"{format_size(self.file_size_bytes)} files, {format_ratio(self.ratio)}"
-                + (", mixed with 256 KB-limited drives" if self.mixed_256k else "")
-                + (f", {self.streams} streams a drive" if self.streams > 1 else ""))  # fmt: skip
+        return (
+            f"{self.drive_name}: {format_size(self.data_bytes)} in {format_window(self.window_s)}, "
+            f"{format_size(self.file_size_bytes)} files, {format_ratio(self.ratio)}"
+            + (", mixed with 256 KB-limited drives" if self.mixed_256k else "")
+            + (f", {self.streams} streams a drive" if self.streams > 1 else "")
+        )
 
 
 @dataclass(frozen=True)
@@ -234,12 +236,17 @@ def make_plan(request: PlanRequest, capacity: KmaCapacity = KMA_CAPACITY) -> Pla
         )
     buffers, mux_rule = multiplexed_buffers(recommended.data_buffers, inputs.streams)
     if inputs.streams == 7:
-        notes.append("The paper names 2-6 streams moderate and 8 or more heavy multiplexing; "
-                     "7 streams are planned as heavy.")  # fmt: skip
+        notes.append(
+            "The paper names 2-6 streams moderate and 8 or more heavy multiplexing; "
+            "7 streams are planned as heavy."
+        )
 
     situation = Situation(drive, inputs.ratio, inputs.mixed_256k, inputs.streams, workload.file_size_bytes)
-    used_counts = [COUNT_RULES[(drive, s.buffer_size_kb, workload.ratio > 1)][1] for s in settings
-                   if (drive, s.buffer_size_kb, workload.ratio > 1) in COUNT_RULES]  # fmt: skip
+    used_counts = [
+        COUNT_RULES[(drive, s.buffer_size_kb, workload.ratio > 1)][1]
+        for s in settings
+        if (drive, s.buffer_size_kb, workload.ratio > 1) in COUNT_RULES
+    ]
     recommendations = list(dict.fromkeys([size_rule, *used_counts, *advice_for(situation)]))
 
     drives = drives_needed(inputs.data_bytes, inputs.window_s, recommended.encrypted_mb_per_s)
@@ -319,15 +326,18 @@ def _best(drive: str, w: m.Workload, sizes: tuple[int, ...] | None = None) -> Se
     """The highest measured encrypted figure of the row (fewest buffers on a tie)."""
     pairs = [_pair(drive, w, s, n) for s in (sizes or m.buffer_sizes(drive)) for n in m.BUFFER_COUNTS]
     top = max(pairs, key=lambda p: (p.encrypted_mb_per_s, -p.data_buffers))
-    return Setting(top.buffer_size_kb, top.data_buffers, top.plain_mb_per_s, top.encrypted_mb_per_s,
-                   "measured best")  # fmt: skip
+    return Setting(
+        top.buffer_size_kb, top.data_buffers, top.plain_mb_per_s, top.encrypted_mb_per_s, "measured best"
+    )
 
 
 def _not_measured_note(inputs: Inputs, nearest: list[m.Workload], used: m.Workload) -> str:
     asked = f"{format_size(inputs.file_size_bytes)} files, {format_ratio(inputs.ratio)}"
     which = "the slowest of them, to stay on the safe side" if len(nearest) > 1 else "that row"
-    return (f"{asked} was not measured for the {inputs.drive}; nothing is interpolated. Nearest "
-            f"measured: {'; '.join(str(w) for w in nearest)}. This plan uses {used}, {which}.")  # fmt: skip
+    return (
+        f"{asked} was not measured for the {inputs.drive}; nothing is interpolated. Nearest "
+        f"measured: {'; '.join(str(w) for w in nearest)}. This plan uses {used}, {which}."
+    )
 
 
 def _encryption(drive: str, w: m.Workload, at: Setting) -> Encryption:
@@ -350,8 +360,10 @@ def _cartridges(inputs: Inputs, buffer_kb: int) -> Cartridges:
     native_gb, note = facts.cartridge_native_gb, ""
     if native_gb is None:  # the T10000B: same media as the T10000, written denser, size not stated
         native_gb = m.facts()["T10000"].cartridge_native_gb
-        note = ("The paper states no T10000B cartridge capacity; it writes T10000 media at a higher "
-                "density, so these counts use the T10000's 500 GB and are an upper bound.")  # fmt: skip
+        note = (
+            "The paper states no T10000B cartridge capacity; it writes T10000 media at a higher "
+            "density, so these counts use the T10000's 500 GB and are an upper bound."
+        )
     assert native_gb is not None
     per_cartridge = native_gb * 1e9
 

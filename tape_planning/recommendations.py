@@ -42,44 +42,94 @@ def _r(key: str, drive: str, text: str, lines: str) -> Recommendation:
 # -- buffer sizes ---------------------------------------------------------------------------------
 _T10000_512K = "at least 512 KB buffers; archiving can use up to 2 MB"
 SIZE_RULES: dict[tuple[str, bool], tuple[tuple[int, ...], Recommendation]] = {
-    ("T10000", True): ((256,), _r(
-        "t10000-mixed-256k", "T10000",
-        "Mixed with drives limited to 256 KB blocks (such as the 9x40): use 256 KB buffers.", "958-964")),
-    ("T10000", False): ((512, 2048), _r(
-        "t10000-at-least-512k", "T10000",
-        f"Not mixed with 256 KB-limited drives: {_T10000_512K}.", "958-964")),
-    ("T9840D", True): ((256,), _r(
-        "t9840d-256k-preferred", "T9840D",
-        "256 KB is the preferred buffer size: it reaches optimal throughput with very few buffers and "
-        "gains most at low buffer counts and on compressible data.", "1456-1470, 1661")),
-    ("LTO4", True): ((256,), _r(
-        "lto4-mixed-256k", "LTO4",
-        "Mixed with drives limited to 256 KB blocks (such as the 9x40): use 256 KB buffers.", "1707-1712")),
-    ("LTO4", False): ((2048, 8192), _r(
-        "lto4-at-least-2mb", "LTO4",
-        "Not mixed with 256 KB-limited drives: use buffers of at least 2 MB (the drive takes up to 8 MB).",
-        "1700-1712")),
-    ("T10000B", True): ((256,), _r(
-        "t10000b-mixed-256k", "T10000B",
-        "Mixed with drives limited to 256 KB blocks: use 256 KB buffers (the same guidance as the T10000).",
-        "2261-2267")),
-    ("T10000B", False): ((512, 2048), _r(
-        "t10000b-at-least-512k", "T10000B",
-        f"Not mixed with 256 KB-limited drives: {_T10000_512K} (the same guidance as the T10000).",
-        "2261-2267")),
-}  # fmt: skip
+    ("T10000", True): (
+        (256,),
+        _r(
+            "t10000-mixed-256k",
+            "T10000",
+            "Mixed with drives limited to 256 KB blocks (such as the 9x40): use 256 KB buffers.",
+            "958-964",
+        ),
+    ),
+    ("T10000", False): (
+        (512, 2048),
+        _r(
+            "t10000-at-least-512k",
+            "T10000",
+            f"Not mixed with 256 KB-limited drives: {_T10000_512K}.",
+            "958-964",
+        ),
+    ),
+    ("T9840D", True): (
+        (256,),
+        _r(
+            "t9840d-256k-preferred",
+            "T9840D",
+            "256 KB is the preferred buffer size: it reaches optimal throughput with very few buffers and "
+            "gains most at low buffer counts and on compressible data.",
+            "1456-1470, 1661",
+        ),
+    ),
+    ("LTO4", True): (
+        (256,),
+        _r(
+            "lto4-mixed-256k",
+            "LTO4",
+            "Mixed with drives limited to 256 KB blocks (such as the 9x40): use 256 KB buffers.",
+            "1707-1712",
+        ),
+    ),
+    ("LTO4", False): (
+        (2048, 8192),
+        _r(
+            "lto4-at-least-2mb",
+            "LTO4",
+            "Not mixed with 256 KB-limited drives: use buffers of at least 2 MB "
+            "(the drive takes up to 8 MB).",
+            "1700-1712",
+        ),
+    ),
+    ("T10000B", True): (
+        (256,),
+        _r(
+            "t10000b-mixed-256k",
+            "T10000B",
+            "Mixed with drives limited to 256 KB blocks: use 256 KB buffers "
+            "(the same guidance as the T10000).",
+            "2261-2267",
+        ),
+    ),
+    ("T10000B", False): (
+        (512, 2048),
+        _r(
+            "t10000b-at-least-512k",
+            "T10000B",
+            f"Not mixed with 256 KB-limited drives: {_T10000_512K} (the same guidance as the T10000).",
+            "2261-2267",
+        ),
+    ),
+}
 SIZE_RULES[("T9840D", False)] = SIZE_RULES[("T9840D", True)]  # it is itself limited to 256 KB
 
 # -- buffer counts: (drive, buffer KB, compressible) -> (data buffers, why) ----------------------
-_T10000_256 = _r("t10000-256k-32-buffers", "T10000",
-                 "With 256 KB buffers use 32 data buffers; NetBackup gains little beyond 32 and more "
-                 "only costs memory.", "1039-1053")  # fmt: skip
-_T10000_2M = _r("t10000-2mb-at-most-8", "T10000",
-                "With 2 MB buffers, 8 data buffers reach optimal throughput for any compressibility: "
-                "use no more than 8.", "1082-1084")  # fmt: skip
-_T9840D_64 = _r("t9840d-64k-16-buffers", "T9840D",
-                "At 64 KB, 16 data buffers is the best setting, but 64 KB is too small: always raise it "
-                "under NetBackup.", "1433-1441")  # fmt: skip
+_T10000_256 = _r(
+    "t10000-256k-32-buffers",
+    "T10000",
+    "With 256 KB buffers use 32 data buffers; NetBackup gains little beyond 32 and more only costs memory.",
+    "1039-1053",
+)
+_T10000_2M = _r(
+    "t10000-2mb-at-most-8",
+    "T10000",
+    "With 2 MB buffers, 8 data buffers reach optimal throughput for any compressibility: use no more than 8.",
+    "1082-1084",
+)
+_T9840D_64 = _r(
+    "t9840d-64k-16-buffers",
+    "T9840D",
+    "At 64 KB, 16 data buffers is the best setting, but 64 KB is too small: always raise it under NetBackup.",
+    "1433-1441",
+)
 _LTO4_256_UNC = _r(
     "lto4-256k-16-uncompressible",
     "LTO4",
@@ -161,9 +211,16 @@ HEAVY = _r(
 
 
 def _encryption(drive: str, lines: str, text: str = "") -> Recommendation:
-    return _r(f"{drive.lower()}-encryption-negligible", drive, text or (
-        "Encryption in the drive costs less than the variation between test runs; some encrypted runs "
-        "were faster than unencrypted ones."), lines)  # fmt: skip
+    return _r(
+        f"{drive.lower()}-encryption-negligible",
+        drive,
+        text
+        or (
+            "Encryption in the drive costs less than the variation between test runs; some encrypted runs "
+            "were faster than unencrypted ones."
+        ),
+        lines,
+    )
 
 
 def _always(_s: Situation) -> bool:

@@ -30,8 +30,14 @@ def _why(plan: Plan, setting: Setting) -> str:
 
 def sections(plan: Plan) -> list[tuple[str, list[str]]]:
     """The plan as (heading, lines); both renderings below walk this."""
-    i, rec, enc, d, c, k = (plan.inputs, plan.recommended, plan.encryption, plan.drives, plan.cartridges,
-                            plan.key_service)  # fmt: skip
+    i, rec, enc, d, c, k = (
+        plan.inputs,
+        plan.recommended,
+        plan.encryption,
+        plan.drives,
+        plan.cartridges,
+        plan.key_service,
+    )
     measured = "exactly as measured" if plan.exact_match else "nearest measured row"
     workload = [f"{plan.workload} ({measured} in the paper's {i.drive} tables)", *plan.notes]
     size = buffer_label(rec.buffer_size_kb)
@@ -104,10 +110,17 @@ def _rec(r: Recommendation) -> str:
 
 def settings_rows(plan: Plan) -> list[list[str]]:
     lines = {r.key: r.lines for r in plan.recommendations}
-    return [[buffer_label(s.buffer_size_kb), str(s.data_buffers), _mb(s.plain_mb_per_s),
-             _mb(s.encrypted_mb_per_s), "yes" if s.allowed else "no",
-             f"the paper, {cite(lines[s.because])}" if s.because in lines else s.because]
-            for s in plan.settings]  # fmt: skip
+    return [
+        [
+            buffer_label(s.buffer_size_kb),
+            str(s.data_buffers),
+            _mb(s.plain_mb_per_s),
+            _mb(s.encrypted_mb_per_s),
+            "yes" if s.allowed else "no",
+            f"the paper, {cite(lines[s.because])}" if s.because in lines else s.because,
+        ]
+        for s in plan.settings
+    ]
 
 
 SETTINGS_HEADER = ["buffer size", "buffers", "MB/s", "MB/s encrypted", "allowed here", "buffer count from"]
@@ -118,9 +131,15 @@ def throughput_rows(plan: Plan) -> tuple[list[str], list[list[str]]]:
     sizes = m.buffer_sizes(plan.inputs.drive)
     header = ["buffers"] + [f"{buffer_label(s)} / encrypted" for s in sizes]
     cell = {(t.buffer_size_kb, t.data_buffers): t for t in plan.throughput}
-    rows = [[str(n)] + [f"{_mb(cell[(s, n)].plain_mb_per_s)} / {_mb(cell[(s, n)].encrypted_mb_per_s)}"
-                        + ("*" if cell[(s, n)].suspect else "") for s in sizes]
-            for n in reversed(m.BUFFER_COUNTS)]  # fmt: skip
+    rows = [
+        [str(n)]
+        + [
+            f"{_mb(cell[(s, n)].plain_mb_per_s)} / {_mb(cell[(s, n)].encrypted_mb_per_s)}"
+            + ("*" if cell[(s, n)].suspect else "")
+            for s in sizes
+        ]
+        for n in reversed(m.BUFFER_COUNTS)
+    ]
     return header, rows
 
 

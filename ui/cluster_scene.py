@@ -199,8 +199,10 @@ class TopologyScene(QGraphicsScene):
         self.addItem(title)
         for i, kma in enumerate(site.kmas):
             node = KmaNode(kma)
-            node.setPos(region.x() + PAD + (i % KMAS_PER_ROW) * (NODE_W + GAP),
-                        region.y() + TITLE_H + (i // KMAS_PER_ROW) * (NODE_H + GAP))  # fmt: skip
+            node.setPos(
+                region.x() + PAD + (i % KMAS_PER_ROW) * (NODE_W + GAP),
+                region.y() + TITLE_H + (i // KMAS_PER_ROW) * (NODE_H + GAP),
+            )
             self.addItem(node)
             self.nodes[kma.id] = node
         if not site.kmas:
@@ -218,8 +220,10 @@ class TopologyScene(QGraphicsScene):
         self.addItem(agents)
         text = QGraphicsTextItem()
         if witnesses and not kmas and not a.total:
-            text.setHtml("<b>No agents</b><br>A witness votes in Raft, so that losing either other site "
-                         "leaves a majority; it serves no keys.")  # fmt: skip
+            text.setHtml(
+                "<b>No agents</b><br>A witness votes in Raft, so that losing either other site "
+                "leaves a majority; it serves no keys."
+            )
         else:
             text.setHtml(
                 f"<b>{a.total} agent{'' if a.total == 1 else 's'}</b><br>{a.enrolled} enrolled · "

@@ -42,8 +42,13 @@ def ask_open_path(parent: QWidget | None, kind: str, title: str, kinds: str) -> 
 
 def tell_saved(parent: QWidget | None, title: str, path: Path, more: str = "") -> QMessageBox:
     """A non-blocking box: what was saved and where, with a button that opens its folder."""
-    box = QMessageBox(QMessageBox.Information, title, f"Saved to {path}." + (f"\n\n{more}" if more else ""),
-                      QMessageBox.NoButton, parent)  # fmt: skip
+    box = QMessageBox(
+        QMessageBox.Information,
+        title,
+        f"Saved to {path}." + (f"\n\n{more}" if more else ""),
+        QMessageBox.NoButton,
+        parent,
+    )
     box.setObjectName("fileSaved")
     box.setAttribute(Qt.WA_DeleteOnClose)
     box.setWindowModality(Qt.WindowModal)

@@ -98,8 +98,11 @@ class Field:
 
 
 _VALUE_CHECKS: dict[str, Callable[[Field, Any], str]] = {
-    "id": _id_problem, "password": _passphrase_problem, "new_passphrase": _passphrase_problem,
-    "text": _length_problem, "multiline": _length_problem,
+    "id": _id_problem,
+    "password": _passphrase_problem,
+    "new_passphrase": _passphrase_problem,
+    "text": _length_problem,
+    "multiline": _length_problem,
 }
 
 
@@ -158,8 +161,10 @@ class FormDialog(QDialog):
         self.ok.setText(ok_text)
         if danger:
             # A destructive confirmation: Enter (or a stray double-click) must not confirm it.
-            self.ok.setStyleSheet("QPushButton { color: #c62828; font-weight: bold; }"
-                                  "QPushButton:disabled { color: palette(mid); }")
+            self.ok.setStyleSheet(
+                "QPushButton { color: #c62828; font-weight: bold; }"
+                "QPushButton:disabled { color: palette(mid); }"
+            )
             self.ok.setAutoDefault(False)
             cancel = self.buttons.button(QDialogButtonBox.Cancel)
             cancel.setDefault(True)
@@ -201,10 +206,16 @@ class FormDialog(QDialog):
     # -- editors ------------------------------------------------------------------------------
     def _make_editor(self, spec: Field) -> QWidget:
         makers = {
-            "text": self._line_edit, "id": self._line_edit, "password": self._password,
+            "text": self._line_edit,
+            "id": self._line_edit,
+            "password": self._password,
             "new_passphrase": self._password,
-            "multiline": self._multiline, "bool": self._check, "int": self._spin,
-            "days": self._spin, "choice": self._combo, "roles": self._roles,
+            "multiline": self._multiline,
+            "bool": self._check,
+            "int": self._spin,
+            "days": self._spin,
+            "choice": self._combo,
+            "roles": self._roles,
         }
         if spec.kind not in makers:
             raise ValueError(f"unknown field kind {spec.kind!r}")
@@ -322,8 +333,7 @@ class FormDialog(QDialog):
             elif isinstance(editor, QComboBox):
                 out[spec.key] = editor.currentData()
             elif isinstance(editor, QGroupBox):
-                out[spec.key] = [c.objectName() for c in editor.findChildren(QCheckBox)
-                                 if c.isChecked()]
+                out[spec.key] = [c.objectName() for c in editor.findChildren(QCheckBox) if c.isChecked()]
         return out
 
     def field_problem(self, spec: Field, value: Any) -> str:

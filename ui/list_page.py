@@ -100,8 +100,7 @@ class ListSpec:
         if self.sort_fields is not None:
             allowed = self.sort_fields
             self.columns = [
-                replace(c, sortable=c.sortable and (c.sort_field or c.key) in allowed)
-                for c in self.columns
+                replace(c, sortable=c.sortable and (c.sort_field or c.key) in allowed) for c in self.columns
             ]
 
 
@@ -110,8 +109,9 @@ class ListPage(QWidget):
 
     details_requested = Signal(object)
 
-    def __init__(self, ctx: AppContext, spec: ListSpec, parent: QWidget | None = None,
-                 *, embedded: bool = False) -> None:
+    def __init__(
+        self, ctx: AppContext, spec: ListSpec, parent: QWidget | None = None, *, embedded: bool = False
+    ) -> None:
         super().__init__(parent)
         self.ctx = ctx
         self.spec = spec
@@ -153,7 +153,6 @@ class ListPage(QWidget):
         self.status.setObjectName("listStatus")
         self.status.setAccessibleName(f"{spec.title} status")
         layout.addWidget(self.status)
-
 
         self.model.total_changed.connect(self._update_status)
         self.model.page_loaded.connect(self._update_status)
@@ -217,11 +216,13 @@ class ListPage(QWidget):
             lambda: self._fill_column_menu(self.columns_button.menu())
         )
         bar.addWidget(self.columns_button)
-        QShortcut(QKeySequence.Find, self, activated=self._focus_filter,
-                  context=Qt.WidgetWithChildrenShortcut)
+        QShortcut(
+            QKeySequence.Find, self, activated=self._focus_filter, context=Qt.WidgetWithChildrenShortcut
+        )
         if self._embedded:  # in a dialog; in the main window F5 is View > Refresh (one owner)
-            QShortcut(QKeySequence.Refresh, self, activated=self.refresh,
-                      context=Qt.WidgetWithChildrenShortcut)
+            QShortcut(
+                QKeySequence.Refresh, self, activated=self.refresh, context=Qt.WidgetWithChildrenShortcut
+            )
         return bar
 
     def _build_view(self) -> QTableView:
@@ -362,8 +363,9 @@ class ListPage(QWidget):
         default = self.spec.default_sort[0] if self.spec.default_sort else None
         if offered is None or field_name in (None, default):
             return True
-        active = [name for name, value in {**filters, **self.model.fixed_filters}.items()
-                  if value not in (None, "")]  # fmt: skip
+        active = [
+            name for name, value in {**filters, **self.model.fixed_filters}.items() if value not in (None, "")
+        ]
         return all(name in offered.get(field_name, ()) for name in active)
 
     def _heading(self, field_name: str | None) -> str:
@@ -459,9 +461,7 @@ class ListPage(QWidget):
             details.triggered.connect(lambda: self.show_details(obj))
             menu.setDefaultAction(details)
             copy = menu.addAction("Copy ID")
-            copy.triggered.connect(
-                lambda: QGuiApplication.clipboard().setText(str(getattr(obj, "id", "")))
-            )
+            copy.triggered.connect(lambda: QGuiApplication.clipboard().setText(str(getattr(obj, "id", ""))))
             menu.addSeparator()
         for spec, action in self._actions:
             if spec.needs == "none" or obj is not None:
@@ -486,8 +486,7 @@ class ListPage(QWidget):
         menu.addAction("Reset columns", self._reset_columns)
 
     def _set_column_visible(self, i: int, visible: bool) -> None:
-        if not visible and sum(not self.view.isColumnHidden(c)
-                               for c in range(len(self.spec.columns))) <= 1:
+        if not visible and sum(not self.view.isColumnHidden(c) for c in range(len(self.spec.columns))) <= 1:
             return  # keep at least one column
         self.view.setColumnHidden(i, not visible)
         self.save_state()

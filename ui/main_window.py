@@ -248,7 +248,8 @@ class MainWindow(QMainWindow):
 
     def _about(self) -> None:
         QMessageBox.about(
-            self, "About KMS Manager",
+            self,
+            "About KMS Manager",
             "<h3>KMS Manager</h3><p>Manages the keys of encrypting tape drives through a "
             "cluster of Key Management Appliances.</p><p>Keys never leave the KMAs in the "
             "clear; this manager only ever sees their state.</p>",
@@ -262,8 +263,7 @@ class MainWindow(QMainWindow):
             self.user_label.setText("Not signed in")
             return
         roles = ", ".join(words(r) for r in user.roles)
-        self.user_label.setText(f"{user.name} ({user.id}) · {roles} · "
-                                f"{client.address if client else ''}")
+        self.user_label.setText(f"{user.name} ({user.id}) · {roles} · {client.address if client else ''}")
 
     def _busy(self, count: int) -> None:
         self.busy_label.setText("Working…" if count else "")

@@ -218,9 +218,13 @@ class PagedTableModel(QAbstractTableModel):
         def op(ctx: OpContext) -> Any:  # worker thread: no Qt calls
             return fetch(ctx.client)(limit=limit, cursor=None, **params)
 
-        self._ops.read(op, parent=self.parent_widget, quiet=True,
-                       success=lambda page: self._poll_arrived(generation, page),
-                       failure=lambda _exc: True)  # the next poll or F5 will say it
+        self._ops.read(
+            op,
+            parent=self.parent_widget,
+            quiet=True,
+            success=lambda page: self._poll_arrived(generation, page),
+            failure=lambda _exc: True,
+        )  # the next poll or F5 will say it
 
     def _poll_arrived(self, generation: int, page: Any) -> None:
         if generation != self._generation or self._loading:

@@ -19,8 +19,16 @@ from PySide6.QtWidgets import (
 class OneTimeSecretDialog(QDialog):
     """The KMA keeps only a hash: once this closes the secret cannot be shown again."""
 
-    def __init__(self, title: str, intro: str, secret: str, parent: QWidget | None = None, *,
-                 what: str = "Enrollment passphrase", warning: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        title: str,
+        intro: str,
+        secret: str,
+        parent: QWidget | None = None,
+        *,
+        what: str = "Enrollment passphrase",
+        warning: str | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle(title)
         self.setWindowModality(Qt.WindowModal)

@@ -101,8 +101,7 @@ class SignInWindow(QDialog):
         self.buttons = QDialogButtonBox()
         self.sign_in_button = self.buttons.addButton("Sign in", QDialogButtonBox.AcceptRole)
         self.sign_in_button.setDefault(True)
-        self.buttons.addButton(QDialogButtonBox.Cancel if reauth_client else
-                               QDialogButtonBox.Close)
+        self.buttons.addButton(QDialogButtonBox.Cancel if reauth_client else QDialogButtonBox.Close)
         if reauth_client is None:  # planning needs no KMA: open it before there is one
             self.plan_button = self.buttons.addButton("Plan a deployment…", QDialogButtonBox.HelpRole)
             self.plan_button.clicked.connect(self.open_planning)
@@ -206,8 +205,7 @@ class SignInWindow(QDialog):
         )
 
     def _validate(self, *_: Any) -> None:
-        ok = bool(self.address.text().strip() and self.user.text().strip()
-                  and self.passphrase.text())
+        ok = bool(self.address.text().strip() and self.user.text().strip() and self.passphrase.text())
         self.sign_in_button.setEnabled(ok)
 
     # -- signing in ---------------------------------------------------------------------------
@@ -229,18 +227,27 @@ class SignInWindow(QDialog):
             client = self.reauth_client
             self._busy(True, "Signing in…")
             self.ops.write(
-                lambda _worker: SignedIn(client, *_session_parts(client.sign_in(profile.user_id,
-                                                                          passphrase))),
-                client=client, parent=self, quiet=True, label="Signing in…",
-                success=lambda s: self._done(s, profile), failure=self._failed,
+                lambda _worker: SignedIn(
+                    client, *_session_parts(client.sign_in(profile.user_id, passphrase))
+                ),
+                client=client,
+                parent=self,
+                quiet=True,
+                label="Signing in…",
+                success=lambda s: self._done(s, profile),
+                failure=self._failed,
             )
             return
         if not profile.ca_fingerprint:
             self._busy(True, f"Contacting {profile.address}…")
-            self.ops.read(lambda _worker: fetch_trust(profile.address), parent=self, quiet=True,
-                          label="Contacting the KMA…",
-                          success=lambda t: self._ask_trust(profile, t, passphrase),
-                          failure=self._failed)
+            self.ops.read(
+                lambda _worker: fetch_trust(profile.address),
+                parent=self,
+                quiet=True,
+                label="Contacting the KMA…",
+                success=lambda t: self._ask_trust(profile, t, passphrase),
+                failure=self._failed,
+            )
             return
         self._sign_in(profile, passphrase)
 
@@ -265,10 +272,14 @@ class SignInWindow(QDialog):
 
     def _sign_in(self, profile: ConnectionProfile, passphrase: str) -> None:
         self._busy(True, f"Signing in to {profile.address} as {profile.user_id}…")
-        self.ops.write(lambda _worker: sign_in(profile, passphrase), parent=self, quiet=True,
-                       label="Signing in…",
-                       success=lambda s: self._done(s, profile),
-                       failure=lambda e: self._failed(e, profile))
+        self.ops.write(
+            lambda _worker: sign_in(profile, passphrase),
+            parent=self,
+            quiet=True,
+            label="Signing in…",
+            success=lambda s: self._done(s, profile),
+            failure=lambda e: self._failed(e, profile),
+        )
 
     def try_remembered(self) -> bool:
         """Resume the last profile's remembered session, if any. True if an attempt started."""
@@ -290,8 +301,13 @@ class SignInWindow(QDialog):
                 self.show_error(describe(exc).text)
             return True
 
-        self.ops.read(lambda _worker: resume(profile, token), parent=self, quiet=True,
-                      success=lambda s: self._done(s, profile), failure=expired)
+        self.ops.read(
+            lambda _worker: resume(profile, token),
+            parent=self,
+            quiet=True,
+            success=lambda s: self._done(s, profile),
+            failure=expired,
+        )
         return True
 
     def _done(self, signed: SignedIn, profile: ConnectionProfile) -> None:
@@ -317,9 +333,11 @@ class SignInWindow(QDialog):
             self.store.save(profile)
             self._show_pin(profile)
         if isinstance(exc, kms_client.Unauthenticated):
-            self.show_error("Wrong user ID or passphrase, or the user is disabled. "
-                            "Check them and try again (five failures in a row lock the user "
-                            "out for 15 minutes).")
+            self.show_error(
+                "Wrong user ID or passphrase, or the user is disabled. "
+                "Check them and try again (five failures in a row lock the user "
+                "out for 15 minutes)."
+            )
         else:
             message = describe(exc)
             self.show_error(f"{message.what} {message.todo}")

@@ -56,8 +56,9 @@ class ErrorLabel(QLabel):
     neither resizes the dialog (which a window manager may then re-centre) nor moves its fields
     under the user's typing."""
 
-    def __init__(self, accessible_name: str = "Error", object_name: str = "formError",
-                 reserve_lines: int = 0) -> None:
+    def __init__(
+        self, accessible_name: str = "Error", object_name: str = "formError", reserve_lines: int = 0
+    ) -> None:
         super().__init__()
         self.setObjectName(object_name)
         self.setWordWrap(True)

@@ -21,10 +21,21 @@ from typing import Any
 from app.operations import OpContext
 
 # What a write can change, and what a page can show (the change signal's vocabulary).
-KINDS = frozenset({
-    "agents", "audit", "backups", "data_units", "key_groups", "key_policies", "keys", "kmas",
-    "quorum", "sites", "users",
-})
+KINDS = frozenset(
+    {
+        "agents",
+        "audit",
+        "backups",
+        "data_units",
+        "key_groups",
+        "key_policies",
+        "keys",
+        "kmas",
+        "quorum",
+        "sites",
+        "users",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ from app.operations import OpContext
 from app.writes import Write
 from kms_client import Agent, EnrollmentPassphrase
 
-new_enrollment_passphrase = Write("new_enrollment_passphrase", {"agents"},
-                                  "New enrollment passphrase for agent {0}.")
+new_enrollment_passphrase = Write(
+    "new_enrollment_passphrase", {"agents"}, "New enrollment passphrase for agent {0}."
+)
 update_agent = Write("update_agent", {"agents"}, "Agent {0} saved.")
 
 

@@ -20,8 +20,11 @@ def _download(worker: OpContext, backup: Backup, dest: Path) -> int:
 
     def progress(written: int, total: int) -> None:
         worker.check()
-        worker.progress(f"Downloading backup {backup.id}… {written // 2**20:,} of {total // 2**20:,} MiB",
-                        written // 1024, total // 1024)  # fmt: skip
+        worker.progress(
+            f"Downloading backup {backup.id}… {written // 2**20:,} of {total // 2**20:,} MiB",
+            written // 1024,
+            total // 1024,
+        )
 
     return int(worker.client.download_backup(backup.id, dest, progress))
 

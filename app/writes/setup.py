@@ -42,8 +42,9 @@ def _finish(worker: OpContext, answers: SetupAnswers) -> SetUpKma:
         return setup.finish(answers.finish_body())
 
 
-def _upload_backups(worker: OpContext, answers: SetupAnswers, database: Path, core: Path,
-                   known: list[ConnectionProfile]) -> tuple[BackupPair, list[str]]:
+def _upload_backups(
+    worker: OpContext, answers: SetupAnswers, database: Path, core: Path, known: list[ConnectionProfile]
+) -> tuple[BackupPair, list[str]]:
     """Send both files and have the KMA check they belong together, before anyone types; then which
     KMAs of the backup's cluster among the ``known`` profiles still answer (the original may)."""
     with answers.client() as setup:
@@ -55,8 +56,9 @@ def _upload_backups(worker: OpContext, answers: SetupAnswers, database: Path, co
 
 def _restore(worker: OpContext, answers: SetupAnswers, quorum: Sequence[tuple[str, str]]) -> SetUpKma:
     with answers.client() as setup:
-        return setup.restore(answers.management_address, answers.service_address, quorum,
-                             answers.autonomous_unlock)  # fmt: skip
+        return setup.restore(
+            answers.management_address, answers.service_address, quorum, answers.autonomous_unlock
+        )
 
 
 def _join(worker: OpContext, answers: SetupAnswers, kma: str, fingerprint: str, passphrase: str) -> SetUpKma:

@@ -56,9 +56,10 @@ def bearer_token(request: Request) -> str:
 # Declares the bearer token in the OpenAPI document (a `bearer` security scheme on every operation
 # that takes one, so Swagger UI has its Authorize button); bearer_token reads and checks it.
 BEARER = HTTPBearer(
-    auto_error=False, scheme_name="bearer",
+    auto_error=False,
+    scheme_name="bearer",
     description="A session token from POST /api/v1/auth/sign-in; on GET /metrics also the metrics token.",
-)  # fmt: skip
+)
 
 
 def session_token(

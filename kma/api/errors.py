@@ -48,10 +48,17 @@ async def _audit_refusal(request: Request, code: str, message: str) -> None:
 
 # The API's collections (`/api/v1/keys/{key_id}/...`) -> the audit subject type of their objects.
 SUBJECTS = {
-    "keys": "key", "data-units": "data_unit", "agents": "agent", "users": "user",
-    "key-groups": "key_group", "key-policies": "key_policy", "kmas": "kma", "sites": "site",
-    "quorum-operations": "quorum_operation", "backups": "backup",
-}  # fmt: skip
+    "keys": "key",
+    "data-units": "data_unit",
+    "agents": "agent",
+    "users": "user",
+    "key-groups": "key_group",
+    "key-policies": "key_policy",
+    "kmas": "kma",
+    "sites": "site",
+    "quorum-operations": "quorum_operation",
+    "backups": "backup",
+}
 
 
 def _subject(path: str) -> tuple[str, str] | None:

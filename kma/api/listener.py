@@ -91,8 +91,11 @@ class ManagementProtocol(H11Protocol):
     def _too_slow(self) -> None:
         self._deadline = None
         if not self._request_in() and not self.transport.is_closing():
-            log.info("closed a management connection from %s: no whole request in %.0f s",
-                     self.client, self._request_timeout)  # fmt: skip
+            log.info(
+                "closed a management connection from %s: no whole request in %.0f s",
+                self.client,
+                self._request_timeout,
+            )
             self.transport.close()
 
     def _cancel_deadline(self) -> None:
@@ -186,8 +189,11 @@ class ManagementAcceptor:
             if idlest is None:  # every connection is being answered: this one must wait its turn
                 raise
             idlest.close()
-            self.refused(idlest.ticket.host, f"closed an idle connection from {idlest.ticket.host} to make "
-                         f"room: {self.gate.most} connections were open, this listener's limit")  # fmt: skip
+            self.refused(
+                idlest.ticket.host,
+                f"closed an idle connection from {idlest.ticket.host} to make "
+                f"room: {self.gate.most} connections were open, this listener's limit",
+            )
             ticket = self.gate.admit(host)
         held = self._held[ticket] = _Held(ticket, self._release)
         return held

@@ -127,7 +127,10 @@ def install(app: FastAPI, prefix: str, routers: list[APIRouter]) -> None:
     @app.get(f"{prefix}/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
         return get_swagger_ui_html(
-            openapi_url=f"{prefix}/openapi.json", title=f"{app.title}: Swagger UI",
-            swagger_js_url=f"{assets}/swagger-ui-bundle.js", swagger_css_url=f"{assets}/swagger-ui.css",
-            swagger_favicon_url=f"{assets}/favicon.png", swagger_ui_parameters=SWAGGER_PARAMETERS,
-        )  # fmt: skip
+            openapi_url=f"{prefix}/openapi.json",
+            title=f"{app.title}: Swagger UI",
+            swagger_js_url=f"{assets}/swagger-ui-bundle.js",
+            swagger_css_url=f"{assets}/swagger-ui.css",
+            swagger_favicon_url=f"{assets}/favicon.png",
+            swagger_ui_parameters=SWAGGER_PARAMETERS,
+        )

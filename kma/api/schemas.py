@@ -87,7 +87,7 @@ class User(Response):
     permissions: list[str] = Field(
         default=[],  # a KMA older than the field sends none: such a user is offered nothing
         description="What the user's roles allow, by the names of the KMA's grant table "
-        "(e.g. `agents.write`): a client asks these, never the roles."
+        "(e.g. `agents.write`): a client asks these, never the roles.",
     )
 
 

@@ -21,10 +21,22 @@ from kma.clock import Clock
 
 GENESIS = "0" * 64
 HASHED_FIELDS = (
-    "kma_id", "chain_seq", "created_at", "site_id", "operation", "severity", "condition",
-    "event_class", "entity_id", "entity_address", "message", "retention", "subject_type",
-    "subject_id", "prev_hash",
-)  # fmt: skip
+    "kma_id",
+    "chain_seq",
+    "created_at",
+    "site_id",
+    "operation",
+    "severity",
+    "condition",
+    "event_class",
+    "entity_id",
+    "entity_address",
+    "message",
+    "retention",
+    "subject_type",
+    "subject_id",
+    "prev_hash",
+)
 
 
 # json.dumps(..., ensure_ascii=False) builds a new encoder at every call; one encoder with the
@@ -116,8 +128,12 @@ def verify_events(
     return ChainReport(True, checked, checkpoints=tuple(starts.values()))
 
 
-def _event_problem(event: Mapping[str, Any], cp: Checkpoint | None, last: dict[str, tuple[int, str]],
-                   kept: dict[str, RetainedDigest]) -> str | None:  # fmt: skip
+def _event_problem(
+    event: Mapping[str, Any],
+    cp: Checkpoint | None,
+    last: dict[str, tuple[int, str]],
+    kept: dict[str, RetainedDigest],
+) -> str | None:
     """What is wrong with one event in its place, or None; advances `last` or `kept`."""
     kma_id, event_id, seq_no = event["kma_id"], event["id"], event["chain_seq"]
     if event_hash(event) != event["hash"]:
@@ -146,8 +162,10 @@ def _ends_problem(
     for kma_id, cp in starts.items():
         digest = kept[kma_id]
         if (digest.count, digest.hexdigest()) != (cp.retained_count, cp.retained_digest):
-            return (f"events covered by signed checkpoint #{cp.id} (KMA {kma_id}, up to chain "
-                    f"#{cp.chain_seq}) were removed, added or replaced")  # fmt: skip
+            return (
+                f"events covered by signed checkpoint #{cp.id} (KMA {kma_id}, up to chain "
+                f"#{cp.chain_seq}) were removed, added or replaced"
+            )
     for kma_id, head in heads.items():
         if last.get(kma_id, (0, GENESIS)) != tuple(head):
             return f"events at the end of KMA {kma_id}'s chain are missing"

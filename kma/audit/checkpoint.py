@@ -37,12 +37,14 @@ class Checkpoint:
 
     def message(self) -> bytes:
         """The bytes the signature covers (the row's ID is not part of it: it is a label)."""
-        return signed_message(self.kma_id, self.chain_seq, self.hash, self.created_at,
-                              self.retained_count, self.retained_digest)  # fmt: skip
+        return signed_message(
+            self.kma_id, self.chain_seq, self.hash, self.created_at, self.retained_count, self.retained_digest
+        )
 
 
-def signed_message(kma_id: str, chain_seq: int, head_hash: str, created_at: int,
-                   retained_count: int, retained_digest: str) -> bytes:  # fmt: skip
+def signed_message(
+    kma_id: str, chain_seq: int, head_hash: str, created_at: int, retained_count: int, retained_digest: str
+) -> bytes:
     fields = [FORMAT, kma_id, chain_seq, head_hash, created_at, retained_count, retained_digest]
     return json.dumps(fields, separators=(",", ":")).encode()
 

@@ -39,9 +39,26 @@ from kma.audit.signing import (
 
 FORMAT = "kma-audit-export/1"
 TRAILER = b"#KMA-EXPORT-SIGNATURE "
-COLUMNS = ("id", "kma_id", "chain_seq", "created_at", "created_at_epoch", "site_id", "operation", "severity",
-           "condition", "event_class", "entity_id", "entity_address", "message", "retention", "subject_type",
-           "subject_id", "prev_hash", "hash")  # fmt: skip
+COLUMNS = (
+    "id",
+    "kma_id",
+    "chain_seq",
+    "created_at",
+    "created_at_epoch",
+    "site_id",
+    "operation",
+    "severity",
+    "condition",
+    "event_class",
+    "entity_id",
+    "entity_address",
+    "message",
+    "retention",
+    "subject_type",
+    "subject_id",
+    "prev_hash",
+    "hash",
+)
 
 
 def iso(epoch: int) -> str:
@@ -54,19 +71,30 @@ def ca_fingerprint(ca_pem: bytes) -> str:
 
 
 def _canonical(meta: Mapping[str, Any]) -> bytes:
-    return json.dumps({k: v for k, v in meta.items() if k != "signature"}, sort_keys=True,
-                      separators=(",", ":"), ensure_ascii=False).encode()  # fmt: skip
+    return json.dumps(
+        {k: v for k, v in meta.items() if k != "signature"},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    ).encode()
 
 
-def signature_record(signer: Signer, body_sha256: str, kind: str, ca_pem: bytes,
-                     details: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+def signature_record(
+    signer: Signer, body_sha256: str, kind: str, ca_pem: bytes, details: Mapping[str, Any]
+) -> dict[str, Any]:
     """The signed statement about one export: what it is, its digest, and who signed it."""
     meta: dict[str, Any] = {
-        "format": FORMAT, "kind": kind, "sha256": body_sha256, **details,
-        "algorithm": "Ed25519", "signing_key": key_fingerprint(signer.public_key),
-        "public_key": b64(signer.public_key), "certificate": signer.certificate_pem,
-        "ca_pem": ca_pem.decode(), "ca_fingerprint": ca_fingerprint(ca_pem),
-    }  # fmt: skip
+        "format": FORMAT,
+        "kind": kind,
+        "sha256": body_sha256,
+        **details,
+        "algorithm": "Ed25519",
+        "signing_key": key_fingerprint(signer.public_key),
+        "public_key": b64(signer.public_key),
+        "certificate": signer.certificate_pem,
+        "ca_pem": ca_pem.decode(),
+        "ca_fingerprint": ca_fingerprint(ca_pem),
+    }
     meta["signature"] = b64(signer.sign(_canonical(meta)))
     return meta
 
@@ -95,13 +123,19 @@ def _csv_line(values: list[Any]) -> bytes:
 
 
 def csv_row(event: Mapping[str, Any]) -> list[Any]:
-    return [iso(event["created_at"]) if c == "created_at" else
-            event["created_at"] if c == "created_at_epoch" else
-            ("" if event[c] is None else event[c]) for c in COLUMNS]  # fmt: skip
+    return [
+        iso(event["created_at"])
+        if c == "created_at"
+        else event["created_at"]
+        if c == "created_at_epoch"
+        else ("" if event[c] is None else event[c])
+        for c in COLUMNS
+    ]
 
 
-def stream_csv(events: Iterator[Mapping[str, Any]], signer: Signer, ca_pem: bytes,
-               details: Mapping[str, Any]) -> Iterator[bytes]:  # fmt: skip
+def stream_csv(
+    events: Iterator[Mapping[str, Any]], signer: Signer, ca_pem: bytes, details: Mapping[str, Any]
+) -> Iterator[bytes]:
     """The CSV export, chunk by chunk; the signed trailer last."""
     sha = hashlib.sha256()
     rows = 0
@@ -133,10 +167,12 @@ class ExportCheck:
         if not self.ok:
             return f"Export does NOT verify: {self.problem}"
         meta = self.meta
-        lines = [f"Export verified ({self.kind}): signed {meta.get('created_at', '?')} by KMA "
-                 f"{meta.get('kma_id', '?')} for {meta.get('created_by', '?')}",
-                 f"  audit signing key {meta.get('signing_key')}",
-                 f"  certified by cluster CA {meta.get('ca_fingerprint')}"]  # fmt: skip
+        lines = [
+            f"Export verified ({self.kind}): signed {meta.get('created_at', '?')} by KMA "
+            f"{meta.get('kma_id', '?')} for {meta.get('created_by', '?')}",
+            f"  audit signing key {meta.get('signing_key')}",
+            f"  certified by cluster CA {meta.get('ca_fingerprint')}",
+        ]
         if self.kind == "csv":
             lines.append(f"  {self.rows} events, each event's hash recomputed and matching")
         chain = meta.get("chain")
@@ -150,7 +186,7 @@ def _split_trailer(data: bytes) -> tuple[bytes, bytes] | None:
     at = data.rfind(b"\n" + TRAILER)
     if at < 0:
         return None
-    return data[: at + 1], data[at + 1 + len(TRAILER):]
+    return data[: at + 1], data[at + 1 + len(TRAILER) :]
 
 
 def _read_signed(path: Path, signature: Path | None) -> tuple[bytes, bytes] | str:

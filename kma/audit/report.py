@@ -20,11 +20,22 @@ h1{font-size:1.5em;margin-bottom:.2em}.sub{color:#555}
 table{border-collapse:collapse;width:100%;font-size:12px}th,td{border:1px solid #ccc;padding:3px 6px;
 text-align:left;vertical-align:top}th{background:#f0f0f0}td.h{font-family:monospace;font-size:11px}
 dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:600}"""
-EVENT_COLUMNS = (("id", "#"), ("created_at", "Time (UTC)"), ("kma_id", "KMA"), ("site_id", "Site"),
-                 ("operation", "Operation"), ("severity", "Severity"), ("condition", "Condition"),
-                 ("event_class", "Class"), ("entity_id", "By"), ("entity_address", "Address"),
-                 ("subject_id", "Subject"), ("message", "Message"), ("retention", "Retention"),
-                 ("hash", "Hash"))  # fmt: skip
+EVENT_COLUMNS = (
+    ("id", "#"),
+    ("created_at", "Time (UTC)"),
+    ("kma_id", "KMA"),
+    ("site_id", "Site"),
+    ("operation", "Operation"),
+    ("severity", "Severity"),
+    ("condition", "Condition"),
+    ("event_class", "Class"),
+    ("entity_id", "By"),
+    ("entity_address", "Address"),
+    ("subject_id", "Subject"),
+    ("message", "Message"),
+    ("retention", "Retention"),
+    ("hash", "Hash"),
+)
 
 
 def _cell(event: Mapping[str, Any], column: str) -> str:
@@ -52,28 +63,37 @@ def render(
 ) -> str:
     intact = bool(chain.get("intact"))
     if intact:
-        verdict = (f"Audit chain INTACT: all {chain.get('events_checked', 0):,} events verified; "
-                   "none was changed, removed or inserted.")  # fmt: skip
+        verdict = (
+            f"Audit chain INTACT: all {chain.get('events_checked', 0):,} events verified; "
+            "none was changed, removed or inserted."
+        )
         starts = chain.get("checkpoints") or []
         if starts:
             verdict += " Verified from signed checkpoints: " + "; ".join(
-                f"KMA {c['kma_id']} up to chain #{c['chain_seq']} ({iso(c['created_at'])})" for c in starts)
+                f"KMA {c['kma_id']} up to chain #{c['chain_seq']} ({iso(c['created_at'])})" for c in starts
+            )
     else:
         bad = chain.get("first_bad_event_id")
-        verdict = ("Audit chain BROKEN" + (f" at event #{bad}" if bad else "") + f": {chain.get('reason')}. "
-                   "Preserve the KMA's data directory and tell the Security Officer.")  # fmt: skip
+        verdict = (
+            "Audit chain BROKEN" + (f" at event #{bad}" if bad else "") + f": {chain.get('reason')}. "
+            "Preserve the KMA's data directory and tell the Security Officer."
+        )
     rows = []
     shown = 0
     for event in events:
         shown += 1
-        cells = (f"<td class=\"{'h' if c == 'hash' else ''}\">{escape(_cell(event, c))}</td>"
-                 for c, _ in EVENT_COLUMNS)  # fmt: skip
+        cells = (
+            f'<td class="{"h" if c == "hash" else ""}">{escape(_cell(event, c))}</td>'
+            for c, _ in EVENT_COLUMNS
+        )
         rows.append("<tr>" + "".join(cells) + "</tr>")
     filter_text = ", ".join(f"{k} = {v}" for k, v in sorted(filters.items())) or "none (every event)"
     more = f"<p>{total:,} matching events, oldest first.</p>"
     if total > shown:
-        more = (f"<p>Showing the first {shown:,} of {total:,} matching events (oldest first); the CSV "
-                "export holds them all.</p>")  # fmt: skip
+        more = (
+            f"<p>Showing the first {shown:,} of {total:,} matching events (oldest first); the CSV "
+            "export holds them all.</p>"
+        )
     head = "".join(f"<th>{escape(title)}</th>" for _, title in EVENT_COLUMNS)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Audit report: {escape(cluster)}</title>
@@ -82,7 +102,7 @@ def render(
 <p class="sub">Made {escape(iso(created_at))} by KMA {escape(kma_id)} for {escape(created_by)}.
 This report is signed; check it with
 <code>kma audit verify --export REPORT.html --signature REPORT.html.sig --ca CLUSTER-CA.pem</code>.</p>
-<div class="verdict {'ok' if intact else 'bad'}">{escape(verdict)}</div>
+<div class="verdict {"ok" if intact else "bad"}">{escape(verdict)}</div>
 <dl><dt>Filter</dt><dd>{escape(filter_text)}</dd>
 <dt>Matching events</dt><dd>{total:,}</dd>
 <dt>Row limit</dt><dd>{row_limit:,}</dd></dl>

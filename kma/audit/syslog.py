@@ -17,8 +17,20 @@ SEVERITY = {"info": 6, "warning": 4, "error": 3}
 # 32473 is the private enterprise number IANA keeps for examples (RFC 5612); a site that has its
 # own may say so in its collector's parsing rules. The element's name is what matters there.
 SD_ID = "kma@32473"
-FIELDS = ("kma_id", "site_id", "chain_seq", "condition", "event_class", "entity_id", "entity_address",
-          "retention", "subject_type", "subject_id", "prev_hash", "hash")  # fmt: skip
+FIELDS = (
+    "kma_id",
+    "site_id",
+    "chain_seq",
+    "condition",
+    "event_class",
+    "entity_id",
+    "entity_address",
+    "retention",
+    "subject_type",
+    "subject_id",
+    "prev_hash",
+    "hash",
+)
 BOM = "\ufeff"
 
 
@@ -37,8 +49,10 @@ def message(event: Mapping[str, Any]) -> bytes:
     pri = FACILITY_LOG_AUDIT * 8 + SEVERITY.get(str(event["severity"]), 5)
     stamp = datetime.fromtimestamp(int(event["created_at"]), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     params = " ".join(f'{name}="{_param(event[name])}"' for name in FIELDS if event[name] is not None)
-    header = (f"<{pri}>1 {stamp} {_header_token(str(event['kma_id']), 255)} kma - "
-              f"{_header_token(str(event['operation']), 32)} [{SD_ID} {params}]")  # fmt: skip
+    header = (
+        f"<{pri}>1 {stamp} {_header_token(str(event['kma_id']), 255)} kma - "
+        f"{_header_token(str(event['operation']), 32)} [{SD_ID} {params}]"
+    )
     return f"{header} {BOM}{event['message']}".encode()
 
 

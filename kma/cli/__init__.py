@@ -13,7 +13,11 @@ from kma.datadir import keep_private
 from kma.errors import KmaError
 
 COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
-    admin.add_init, serve.add_serve, admin.add_status, admin.add_audit, admin.add_demo,
+    admin.add_init,
+    serve.add_serve,
+    admin.add_status,
+    admin.add_audit,
+    admin.add_demo,
     quorum.add_quorum_commands,  # quorum, lock, unlock: through a running KMA's API
     agent.add_agent,  # agent enroll, agent simulate: an encryption agent's side
     plan.add_plan,  # planning a deployment: needs no KMA
@@ -21,7 +25,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
     backup.add_backup,  # backup create, list, core: through a running KMA's API
     cluster_status.add_cluster_commands,  # kma cluster status: through a running KMA's API
     membership.add_member_commands,  # kma cluster add-kma, kma-passphrase (after `kma cluster status`)
-]  # fmt: skip
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,11 +26,17 @@ def add_init(sub: Any) -> None:
     p = sub.add_parser("init", help="first set-up of a new KMA: from a TOML answers file, or asked here")
     p.add_argument("--data-dir", required=True)
     how = p.add_mutually_exclusive_group(required=True)
-    how.add_argument("--answers", type=Path,
-                     help="TOML answers file (see README); - reads them from standard input. Passphrases "
-                     "left out of the file are asked for here, each typed twice and not shown")  # fmt: skip
-    how.add_argument("--interactive", action="store_true",
-                     help="ask the set-up questions in this terminal (passphrases not shown)")  # fmt: skip
+    how.add_argument(
+        "--answers",
+        type=Path,
+        help="TOML answers file (see README); - reads them from standard input. Passphrases "
+        "left out of the file are asked for here, each typed twice and not shown",
+    )
+    how.add_argument(
+        "--interactive",
+        action="store_true",
+        help="ask the set-up questions in this terminal (passphrases not shown)",
+    )
     p.set_defaults(run=run_init)
 
 
@@ -61,14 +67,18 @@ def run_init(args: argparse.Namespace) -> int:
         answers = read_answers(text)
         if missing_passphrases(answers):
             if from_stdin or not sys.stdin.isatty():
-                raise ValidationFailed("The answers leave out passphrases. Run `kma init --answers FILE` "
-                                       "in a terminal, where each person types their own.")  # fmt: skip
+                raise ValidationFailed(
+                    "The answers leave out passphrases. Run `kma init --answers FILE` "
+                    "in a terminal, where each person types their own."
+                )
             answers = ask_missing_passphrases(answers, getpass.getpass, print)
         check_answers(answers)
     run_answers(data_dir, answers, split)
     print(f"Created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' in {data_dir.root}")
-    print(f"Key split: {answers.threshold} of {len(answers.members)}; autonomous unlock "
-          f"{'on' if answers.autonomous_unlock else 'off'}")  # fmt: skip
+    print(
+        f"Key split: {answers.threshold} of {len(answers.members)}; autonomous unlock "
+        f"{'on' if answers.autonomous_unlock else 'off'}"
+    )
     print(f"CA fingerprint {fingerprint(data_dir.ca_cert.read_bytes())}")
     if not args.interactive:
         print("The answers file holds passphrases: store it offline or destroy it now.")
@@ -127,8 +137,13 @@ def run_status(args: argparse.Namespace) -> int:
     print(f"Version {info['version']}; autonomous unlock {'on' if info['autonomous_unlock'] else 'off'}")
     print(f"Master key: {info['master_key']}")
     exact = info["keys_by_state_exact"]
-    print("Keys: " + ", ".join(f"{state} {'' if exact[state] else 'more than '}{count}"
-                               for state, count in info["keys_by_state"].items()))  # fmt: skip
+    print(
+        "Keys: "
+        + ", ".join(
+            f"{state} {'' if exact[state] else 'more than '}{count}"
+            for state, count in info["keys_by_state"].items()
+        )
+    )
     backup = info["backups"]
     age = backup["last_backup_age"]
     print("Last database backup: " + ("none" if age is None else f"{describe_duration(age)} ago"))
@@ -149,10 +164,12 @@ def add_audit(sub: Any) -> None:
     p = sub.add_parser("audit", help="the audit trail")
     audit_sub = p.add_subparsers(dest="audit_command", required=True)
     v = audit_sub.add_parser(
-        "verify", help="check the audit trail's hash chain, or an exported file offline",
+        "verify",
+        help="check the audit trail's hash chain, or an exported file offline",
         description="With --data-dir: verify this KMA's audit chain (from its latest signed checkpoint). "
-                    "With --export: check a signed export (CSV, or HTML report with its .sig) offline "
-                    "against the cluster CA (--ca, or --data-dir's); any changed byte fails.")  # fmt: skip
+        "With --export: check a signed export (CSV, or HTML report with its .sig) offline "
+        "against the cluster CA (--ca, or --data-dir's); any changed byte fails.",
+    )
     v.add_argument("--data-dir", help="the KMA's data directory (also gives the CA for --export)")
     v.add_argument("--export", type=Path, metavar="FILE", help="an exported CSV or HTML report")
     v.add_argument("--signature", type=Path, metavar="F", help="the detached signature (default FILE.sig)")
@@ -177,8 +194,10 @@ def run_audit_verify(args: argparse.Namespace) -> int:
         conn.execute("BEGIN")  # one snapshot: heads and events agree
         report = verify_connection(conn, data_dir.ca_cert.read_bytes())
         if report.intact:
-            start = "".join(f"; KMA {c.kma_id} from signed checkpoint #{c.id} (chain #{c.chain_seq})"
-                            for c in report.checkpoints)  # fmt: skip
+            start = "".join(
+                f"; KMA {c.kma_id} from signed checkpoint #{c.id} (chain #{c.chain_seq})"
+                for c in report.checkpoints
+            )
             print(f"Audit trail intact: {report.events_checked} events verified{start}.")
             return 0 if _verify_rows(conn, data_dir) else 1
     finally:
@@ -199,8 +218,10 @@ def _verify_rows(conn: sqlite3.Connection, data_dir: DataDir) -> bool:
     recorded = recorded_tamper(conn)
     blob = conn.execute("SELECT autounlock_master FROM kmas WHERE id = ?", (kma_id,)).fetchone()
     if blob is None or blob[0] is None or not data_dir.unlock_key.exists():
-        print("Row MACs not checked here: autonomous unlock is off, so the master key is not at hand; "
-              "a KMA checks them at each unlock and on use.")  # fmt: skip
+        print(
+            "Row MACs not checked here: autonomous unlock is off, so the master key is not at hand; "
+            "a KMA checks them at each unlock and on use."
+        )
         bad: list[str] = []
     else:
         local = WrappingKey(data_dir.unlock_key.read_bytes())
@@ -227,10 +248,12 @@ def _verify_export(args: argparse.Namespace) -> int:
     if check.ok and ca_pem is None:
         # Anyone can make a CA and sign a forged export with it: without the cluster's own CA,
         # a matching signature proves nothing, and scripts read only the exit code.
-        print(f"Export NOT verified: it is signed consistently, but by a CA this command was not told to "
-              f"trust (fingerprint {check.meta.get('ca_fingerprint', '?')} in the signature itself). Give "
-              "--ca CA_PEM (your cluster's CA certificate) or --data-dir DIR (a KMA of the cluster).",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"Export NOT verified: it is signed consistently, but by a CA this command was not told to "
+            f"trust (fingerprint {check.meta.get('ca_fingerprint', '?')} in the signature itself). Give "
+            "--ca CA_PEM (your cluster's CA certificate) or --data-dir DIR (a KMA of the cluster).",
+            file=sys.stderr,
+        )
         return 1
     print(check.summary(), file=sys.stdout if check.ok else sys.stderr)
     return 0 if check.ok else 1
@@ -241,8 +264,12 @@ def add_demo(sub: Any) -> None:
     p.add_argument("--data-dir", required=True)
     p.add_argument("--port", type=int, default=8443, help="management port recorded for the KMA")
     p.add_argument("--json", action="store_true", help="print the credentials as one JSON object")
-    p.add_argument("--hsm", type=Path, metavar="FILE",
-                   help="a TOML file whose [hsm] table puts the master key in a PKCS#11 token (docs/hsm.md)")
+    p.add_argument(
+        "--hsm",
+        type=Path,
+        metavar="FILE",
+        help="a TOML file whose [hsm] table puts the master key in a PKCS#11 token (docs/hsm.md)",
+    )
     p.set_defaults(run=run_demo)
 
 

@@ -15,8 +15,11 @@ from kma.errors import Conflict
 
 
 def add_backup(sub: Any) -> None:
-    b = sub.add_parser("backup", help="database backups and the core security backup of a running KMA",
-                       description=CONNECTION_HELP)  # fmt: skip
+    b = sub.add_parser(
+        "backup",
+        help="database backups and the core security backup of a running KMA",
+        description=CONNECTION_HELP,
+    )
     b_sub = b.add_subparsers(dest="backup_command", required=True, metavar="ACTION")
     p = _connected(b_sub.add_parser("create", help="make a database backup and save it (Backup Operator)"))
     p.add_argument("--out", required=True, type=Path, help="where to save the backup file")
@@ -39,8 +42,10 @@ def run_create(args: argparse.Namespace, client: Any) -> int:
     _refuse_existing(args.out)
     backup = client.create_backup()
     size = client.download_backup(backup.id, args.out)
-    print(f"Database backup {backup.id}: {backup.keys} keys, {backup.audit_events} audit events, "
-          f"{size} bytes, saved to {args.out}")  # fmt: skip
+    print(
+        f"Database backup {backup.id}: {backup.keys} keys, {backup.audit_events} audit events, "
+        f"{size} bytes, saved to {args.out}"
+    )
     print(f"SHA-256 {backup.sha256}")
     status = client.core_security_backup_status()
     if not status.up_to_date:
@@ -60,8 +65,10 @@ def run_list(args: argparse.Namespace, client: Any) -> int:
     if not listing.items:
         print("No database backups.")
     for b in listing.items:
-        print(f"{b.id}  {_when(b.created_at)}  by {b.created_by:<12} {b.size:>12} bytes  {b.keys} keys  "
-              f"{b.audit_events} events  KMA {b.kma_id}{'  (scheduled)' if b.scheduled else ''}")  # fmt: skip
+        print(
+            f"{b.id}  {_when(b.created_at)}  by {b.created_by:<12} {b.size:>12} bytes  {b.keys} keys  "
+            f"{b.audit_events} events  KMA {b.kma_id}{'  (scheduled)' if b.scheduled else ''}"
+        )
     when = f" (taken {_when(status.created_at)} by {status.created_by})" if status.created_at else ""
     print(f"Core security backup{when}: {status.message}")
     return 0
@@ -71,7 +78,9 @@ def run_list(args: argparse.Namespace, client: Any) -> int:
 def run_core(args: argparse.Namespace, client: Any) -> int:
     _refuse_existing(args.out)
     size = client.take_core_security_backup(args.out)
-    print(f"Core security backup saved to {args.out} ({size} bytes). Keep it offline: with a quorum of "
-          "the key split's passphrases it opens every database backup this cluster takes until its key split "
-          "changes.")  # fmt: skip
+    print(
+        f"Core security backup saved to {args.out} ({size} bytes). Keep it offline: with a quorum of "
+        "the key split's passphrases it opens every database backup this cluster takes until its key split "
+        "changes."
+    )
     return 0

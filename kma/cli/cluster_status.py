@@ -16,9 +16,11 @@ from kma.cli.quorum import CONNECTION_HELP, _connected, _talking
 def add_cluster_commands(sub: Any) -> None:
     c = sub.add_parser("cluster", help="the cluster of a running KMA", description=CONNECTION_HELP)
     c_sub = c.add_subparsers(dest="cluster_command", required=True, metavar="ACTION")
-    p = _connected(c_sub.add_parser(
-        "status", help="sites, KMAs (leader, voter, responding, locked, lag), agents, failure tolerance"
-    ))  # fmt: skip
+    p = _connected(
+        c_sub.add_parser(
+            "status", help="sites, KMAs (leader, voter, responding, locked, lag), agents, failure tolerance"
+        )
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=run_status)
 
@@ -30,9 +32,11 @@ def _seconds(value: float | None) -> str:
 def _kma_line(k: Any) -> str:
     kind = " witness" if k.witness else " voter" if k.voter else " non-voter"
     role = ("leader" if k.leader else "") + kind
-    lag = "lag unknown" if k.replication_lag is None else (
-        f"lag {k.replication_lag.depth} writes ({k.replication_lag.age_seconds:.1f} s)"
-    )  # fmt: skip
+    lag = (
+        "lag unknown"
+        if k.replication_lag is None
+        else (f"lag {k.replication_lag.depth} writes ({k.replication_lag.age_seconds:.1f} s)")
+    )
     return (
         f"  {k.id:<12} {k.name:<20} {role.strip():<16} "
         f"{'responding' if k.responding else 'NOT RESPONDING':<14} {'LOCKED' if k.locked else 'unlocked':<8} "
@@ -54,8 +58,10 @@ def run_status(args: argparse.Namespace, client: Any) -> int:
         kmas = f"{len(site.kmas) - witnesses} KMAs" + (
             f" and {witnesses} witness (no key service)" if witnesses else ""
         )
-        print(f"\nSite {site.name} ({site.id}): {kmas}; agents {a.enrolled} enrolled, "
-              f"{a.disabled} disabled, {a.seen_last_hour} seen in the last hour")  # fmt: skip
+        print(
+            f"\nSite {site.name} ({site.id}): {kmas}; agents {a.enrolled} enrolled, "
+            f"{a.disabled} disabled, {a.seen_last_hour} seen in the last hour"
+        )
         for k in site.kmas:
             print(_kma_line(k))
     forwarding = topo.audit_forwarding

@@ -14,10 +14,18 @@ def add_convert(sub: Any) -> None:
         help="make this embedded KMA the first node of a cluster (its next start moves the store to rqlite)",
     )
     p.add_argument("--data-dir", required=True)
-    p.add_argument("--raft-address", required=True, metavar="HOST:PORT",
-                   help="where the other KMAs' rqlite nodes reach this one (mutual TLS)")  # fmt: skip
-    p.add_argument("--http-address", default="127.0.0.1:4001", metavar="127.0.0.1:PORT",
-                   help="the local rqlite node's HTTP API, on loopback only")  # fmt: skip
+    p.add_argument(
+        "--raft-address",
+        required=True,
+        metavar="HOST:PORT",
+        help="where the other KMAs' rqlite nodes reach this one (mutual TLS)",
+    )
+    p.add_argument(
+        "--http-address",
+        default="127.0.0.1:4001",
+        metavar="127.0.0.1:PORT",
+        help="the local rqlite node's HTTP API, on loopback only",
+    )
     p.set_defaults(run=run_convert)
 
 

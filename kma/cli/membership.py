@@ -28,9 +28,13 @@ def _cluster_actions(sub: Any) -> Any:
 
 def add_member_commands(sub: Any) -> None:
     actions = _cluster_actions(sub)
-    p = _connected(actions.add_parser(
-        "add-kma", help="create a new KMA's entry (quorum): prints its one-time KMA passphrase",
-        description=CONNECTION_HELP))  # fmt: skip
+    p = _connected(
+        actions.add_parser(
+            "add-kma",
+            help="create a new KMA's entry (quorum): prints its one-time KMA passphrase",
+            description=CONNECTION_HELP,
+        )
+    )
     p.add_argument("kma_id", help="the new KMA's ID")
     p.add_argument("--site", required=True, help="the site the new KMA belongs to")
     p.add_argument("--name", help="its display name (default: its ID)")
@@ -41,19 +45,27 @@ def add_member_commands(sub: Any) -> None:
     p.add_argument("--key-pool-size", type=int, default=1000)
     _quorum_args(p)
     p.set_defaults(run=run_add_kma)
-    p = _connected(actions.add_parser(
-        "add-witness", help="create a witness's entry (quorum): a Raft voter with no key service, at a "
-        "third site, so that two sites survive the loss of either; prints its one-time KMA passphrase",
-        description=CONNECTION_HELP))  # fmt: skip
+    p = _connected(
+        actions.add_parser(
+            "add-witness",
+            help="create a witness's entry (quorum): a Raft voter with no key service, at a "
+            "third site, so that two sites survive the loss of either; prints its one-time KMA passphrase",
+            description=CONNECTION_HELP,
+        )
+    )
     p.add_argument("kma_id", help="the witness's ID")
     p.add_argument("--site", required=True, help="its site (a third one, e.g. 'witness')")
     p.add_argument("--name", help="its display name (default: its ID)")
     p.add_argument("--raft-address", required=True, help="HOST:PORT the KMAs reach its Raft node at")
     _quorum_args(p)
     p.set_defaults(run=run_add_witness)
-    p = _connected(actions.add_parser(
-        "kma-passphrase", help="a new one-time KMA passphrase for an entry (quorum); replaces a dead KMA",
-        description=CONNECTION_HELP))  # fmt: skip
+    p = _connected(
+        actions.add_parser(
+            "kma-passphrase",
+            help="a new one-time KMA passphrase for an entry (quorum); replaces a dead KMA",
+            description=CONNECTION_HELP,
+        )
+    )
     p.add_argument("kma_id")
     _quorum_args(p)
     p.set_defaults(run=run_kma_passphrase)
@@ -63,8 +75,11 @@ def _quorum_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--member", action="append", default=[], help="a key split member (repeat); prompts for each"
     )
-    p.add_argument("--credentials-file", type=Path,
-                   help="lines of 'MEMBER PASSPHRASE' (the passphrase is the rest of the line)")  # fmt: skip
+    p.add_argument(
+        "--credentials-file",
+        type=Path,
+        help="lines of 'MEMBER PASSPHRASE' (the passphrase is the rest of the line)",
+    )
 
 
 def _report(done: Any) -> int:
@@ -72,8 +87,10 @@ def _report(done: Any) -> int:
     if op.state == "executed":
         print(f"Done: {op.result}.")
     else:
-        print(f"Pending quorum operation {op.id}: {op.summary}; {len(op.approvals)} of "
-              f"{op.approvals_needed} approvals, expires {_when(op.expires_at)}.")  # fmt: skip
+        print(
+            f"Pending quorum operation {op.id}: {op.summary}; {len(op.approvals)} of "
+            f"{op.approvals_needed} approvals, expires {_when(op.expires_at)}."
+        )
         print(f"Quorum Members approve it with: kma quorum approve {op.id} --member NAME ...")
     print(f"One-time KMA passphrase (shown this once; works once the quorum approved): {done.kma_passphrase}")
     if done.voter_warning:
@@ -84,17 +101,29 @@ def _report(done: Any) -> int:
 @_talking
 def run_add_kma(args: argparse.Namespace, client: Any) -> int:
     done = client.create_kma_entry(
-        args.kma_id, args.site, name=args.name, management_address=args.management_address,
-        service_address=args.service_address, raft_address=args.raft_address, voter=not args.non_voter,
-        key_pool_size=args.key_pool_size, credentials=read_credentials(args),
-    )  # fmt: skip
+        args.kma_id,
+        args.site,
+        name=args.name,
+        management_address=args.management_address,
+        service_address=args.service_address,
+        raft_address=args.raft_address,
+        voter=not args.non_voter,
+        key_pool_size=args.key_pool_size,
+        credentials=read_credentials(args),
+    )
     return _report(done)
 
 
 @_talking
 def run_add_witness(args: argparse.Namespace, client: Any) -> int:
-    done = client.create_kma_entry(args.kma_id, args.site, name=args.name, raft_address=args.raft_address,
-                                   witness=True, credentials=read_credentials(args))  # fmt: skip
+    done = client.create_kma_entry(
+        args.kma_id,
+        args.site,
+        name=args.name,
+        raft_address=args.raft_address,
+        witness=True,
+        credentials=read_credentials(args),
+    )
     return _report(done)
 
 
@@ -110,10 +139,15 @@ def run_join(data_dir: DataDir, answers_text: str) -> int:
 
     grant = run_mode(data_dir, "join", parse_join_answers(answers_text)).outcome
     entry = grant.kma
-    role = "a witness (a voter with no key service)" if entry.get("witness") else (
-        "a voter" if entry["voter"] else "a non-voter (read replica)")  # fmt: skip
-    print(f"Joined cluster '{grant.cluster_name}' as KMA '{entry['id']}' at site '{entry['site_id']}', "
-          f"{role}, in {data_dir.root}")  # fmt: skip
+    role = (
+        "a witness (a voter with no key service)"
+        if entry.get("witness")
+        else ("a voter" if entry["voter"] else "a non-voter (read replica)")
+    )
+    print(
+        f"Joined cluster '{grant.cluster_name}' as KMA '{entry['id']}' at site '{entry['site_id']}', "
+        f"{role}, in {data_dir.root}"
+    )
     print(f"CA fingerprint {grant.ca_fingerprint}")
     members = ", ".join(m.raft_address for m in grant.members) or "none yet"
     print(f"Raft members to join: {members}")

@@ -13,10 +13,11 @@ from typing import Any
 
 def add_plan(sub: Any) -> None:
     p = sub.add_parser(
-        "plan", help="plan an encrypted tape deployment from the white paper's drive measurements",
+        "plan",
+        help="plan an encrypted tape deployment from the white paper's drive measurements",
         description="Buffer settings, NetBackup touch files, encryption overhead, drives, cartridges "
-                    "and KMAs per site for a backup, answered only from measured figures.",
-    )  # fmt: skip
+        "and KMAs per site for a backup, answered only from measured figures.",
+    )
     p.add_argument("--drive", required=True, help="T10000, T9840D, LTO4 or T10000B")
     p.add_argument("--data", required=True, help="data to back up in the window, e.g. 20TB")
     p.add_argument("--window", required=True, help="backup window, e.g. 8h or 90min")
@@ -41,8 +42,15 @@ def run_plan(args: argparse.Namespace) -> int:
     from tape_planning import PlanError, PlanRequest, make_plan
     from tape_planning.report import plan_text
 
-    request = PlanRequest(args.drive, args.data, args.window, args.compressibility, args.file_size,
-                          args.mixed_256k, args.streams)  # fmt: skip
+    request = PlanRequest(
+        args.drive,
+        args.data,
+        args.window,
+        args.compressibility,
+        args.file_size,
+        args.mixed_256k,
+        args.streams,
+    )
     try:
         plan = make_plan(request)
     except PlanError as exc:

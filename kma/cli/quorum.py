@@ -41,9 +41,11 @@ def add_quorum_commands(sub: Any) -> None:
     p.add_argument("--member", required=True, help="the key split member's name")
     p.add_argument("--member-passphrase-file", type=Path, help="read the member's passphrase from this file")
     p.set_defaults(run=run_approve)
-    p = _reaching(q_sub.add_parser(
-        "enrol", help="as a new key split member, set your own passphrase for a pending key split change"
-    ))  # fmt: skip
+    p = _reaching(
+        q_sub.add_parser(
+            "enrol", help="as a new key split member, set your own passphrase for a pending key split change"
+        )
+    )
     p.add_argument("op_id")
     p.add_argument("--member", required=True, help="your name as a new key split member")
     p.add_argument("--code-file", type=Path, help="read your one-time enrolment code from this file")

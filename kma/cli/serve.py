@@ -22,12 +22,19 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--management-port", type=int, default=None, help="0 picks a free port")
     p.add_argument("--service-port", type=int, default=None, help="0 picks a free port")
     p.add_argument("--ready-file", type=Path, default=None, help="written as JSON once listening")
-    p.add_argument("--record-addresses", action="store_true",
-                   help="write the addresses it listens on into kma.toml (with --management-port or "
-                   "--service-port: the manager's local mode), so --data-dir finds it there")  # fmt: skip
-    p.add_argument("--setup-address", default=None, metavar="HOST:PORT",
-                   help="where an empty data directory waits for its set-up (default 127.0.0.1:8443; "
-                   "0.0.0.0:8443 lets an installer's manager reach it over the network)")  # fmt: skip
+    p.add_argument(
+        "--record-addresses",
+        action="store_true",
+        help="write the addresses it listens on into kma.toml (with --management-port or "
+        "--service-port: the manager's local mode), so --data-dir finds it there",
+    )
+    p.add_argument(
+        "--setup-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="where an empty data directory waits for its set-up (default 127.0.0.1:8443; "
+        "0.0.0.0:8443 lets an installer's manager reach it over the network)",
+    )
     p.add_argument(
         "--stop-on-stdin-close",
         action="store_true",
@@ -73,13 +80,25 @@ def run_serve(args: argparse.Namespace) -> int:
             return 0
         management_port, master = args.management_port, None
         if setting_up:
-            finished = serve_setup(data_dir, args.setup_address or DEFAULT_SETUP_ADDRESS, management_port,
-                                   args.ready_file, announce)  # fmt: skip
+            finished = serve_setup(
+                data_dir,
+                args.setup_address or DEFAULT_SETUP_ADDRESS,
+                management_port,
+                args.ready_file,
+                announce,
+            )
             if finished is None:
                 return 0
             management_port, master = finished.management_port, finished.master
-        serve(data_dir, management_port, args.service_port, args.ready_file, announce=announce, master=master,
-              record_addresses=args.record_addresses)  # fmt: skip
+        serve(
+            data_dir,
+            management_port,
+            args.service_port,
+            args.ready_file,
+            announce=announce,
+            master=master,
+            record_addresses=args.record_addresses,
+        )
     return 0
 
 

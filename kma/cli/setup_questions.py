@@ -78,21 +78,32 @@ def ask_answers(ask: Ask, secret: Ask, say: Callable[[str], None]) -> tuple[Answ
     q = Questions(ask, secret, say)
     say("Set up a new KMA. Each answer is checked as you give it; Ctrl-C leaves nothing written.")
     modes = list(MODES)
-    mode = q.text(f"What to do ({', '.join(modes)})", lambda v: v in MODES or _no(f"Choose one of: "
-                  f"{', '.join(modes)}."), modes[0])  # fmt: skip
+    mode = q.text(
+        f"What to do ({', '.join(modes)})",
+        lambda v: v in MODES or _no(f"Choose one of: {', '.join(modes)}."),
+        modes[0],
+    )
     say("Network")
-    management = q.text("Management address (HOST:PORT)", lambda v: check_can_listen(v, "The management "
-                        "address"), "127.0.0.1:8443")  # fmt: skip
-    service = q.text("Service address for agents (HOST:PORT)", lambda v: check_can_listen(v, "The service "
-                     "address"), "127.0.0.1:5696")  # fmt: skip
+    management = q.text(
+        "Management address (HOST:PORT)",
+        lambda v: check_can_listen(v, "The management address"),
+        "127.0.0.1:8443",
+    )
+    service = q.text(
+        "Service address for agents (HOST:PORT)",
+        lambda v: check_can_listen(v, "The service address"),
+        "127.0.0.1:5696",
+    )
     say("This KMA and its cluster")
     cluster = q.text("Cluster name", lambda v: check_text(v, "The cluster name", required=True))
     site_id = q.text("Site ID", lambda v: check_id(v, "The site ID"))
     site_name = q.text("Site name", lambda v: check_text(v, "The site name", required=True), site_id)
     kma_id = q.text("KMA ID", lambda v: check_id(v, "The KMA ID"))
     kma_name = q.text("KMA name", lambda v: check_text(v, "The KMA name", required=True), kma_id)
-    say(f"Key split: N members (at most {MAX_SPLIT_MEMBERS}) each hold a passphrase; any M of them "
-        "together form the quorum that unlocks the KMA and approves sensitive changes.")  # fmt: skip
+    say(
+        f"Key split: N members (at most {MAX_SPLIT_MEMBERS}) each hold a passphrase; any M of them "
+        "together form the quorum that unlocks the KMA and approves sensitive changes."
+    )
     count = q.number("How many members (N)", 1, MAX_SPLIT_MEMBERS, 3)
     threshold = q.number(f"How many of them form the quorum (M, 1 to {count})", 1, count, min(2, count))
     members: list[tuple[str, str]] = []
@@ -101,8 +112,10 @@ def ask_answers(ask: Ask, secret: Ask, say: Callable[[str], None]) -> tuple[Answ
         name = q.text(f"Member {n}'s name", _new_member_name([name for name, _ in members]))
         members.append((name, q.new_passphrase(name, strong=True, user_inputs=[name])))
     draft = draft_key_split(threshold, members)
-    say("Proof: before anything is written, " + ", ".join(draft.proof_members) + " type their "
-        "passphrases again; together they must reconstruct the secret.")  # fmt: skip
+    say(
+        "Proof: before anything is written, " + ", ".join(draft.proof_members) + " type their "
+        "passphrases again; together they must reconstruct the secret."
+    )
 
     def proof() -> str:
         return prove(draft, {name: secret(f"{name}: passphrase again: ") for name in draft.proof_members})
@@ -112,19 +125,32 @@ def ask_answers(ask: Ask, secret: Ask, say: Callable[[str], None]) -> tuple[Answ
     officer_id = q.text("User ID", lambda v: check_id(v, "The Security Officer's user ID"), "so")
     officer_name = q.text("Name", lambda v: check_text(v, "The Security Officer's name", required=True))
     officer_passphrase = q.new_passphrase(officer_id, strong=False, user_inputs=[])
-    say("Autonomous unlock: off is safer (a restarted KMA waits locked until a quorum unlocks it); on "
-        "means a restarted KMA serves at once, without a quorum.")  # fmt: skip
+    say(
+        "Autonomous unlock: off is safer (a restarted KMA waits locked until a quorum unlocks it); on "
+        "means a restarted KMA serves at once, without a quorum."
+    )
     autonomous = q.yes("Autonomous unlock", False)
     pool = q.number("Key pool size (keys made ahead so issuing never waits)", 0, 100_000, DEFAULT_POOL)
     say("Master key: in software, or in a hardware security module (PKCS#11 token; docs/hsm.md).")
     hsm = ask_hsm(q, kma_id) if q.yes("Master key in an HSM", False) else None
     answers = Answers(
-        cluster_name=cluster, site_id=site_id, site_name=site_name, kma_id=kma_id, kma_name=kma_name,
-        management_address=management, service_address=service, officer_id=officer_id,
-        officer_name=officer_name, officer_passphrase=officer_passphrase, threshold=threshold,
-        members=tuple(SplitMember(name, "") for name, _ in members), autonomous_unlock=autonomous,
-        key_pool_size=pool, mode=mode, hsm=hsm,
-    )  # fmt: skip
+        cluster_name=cluster,
+        site_id=site_id,
+        site_name=site_name,
+        kma_id=kma_id,
+        kma_name=kma_name,
+        management_address=management,
+        service_address=service,
+        officer_id=officer_id,
+        officer_name=officer_name,
+        officer_passphrase=officer_passphrase,
+        threshold=threshold,
+        members=tuple(SplitMember(name, "") for name, _ in members),
+        autonomous_unlock=autonomous,
+        key_pool_size=pool,
+        mode=mode,
+        hsm=hsm,
+    )
     check_settings(answers)
     return answers, draft
 
@@ -136,15 +162,21 @@ def ask_hsm(q: Questions, kma_id: str) -> HsmSettings:
     def question() -> HsmSettings:
         module = q.text("PKCS#11 module (path of the token's library)", _existing_file)
         token = q.text("Token label (or serial:NUMBER)", lambda v: check_text(v, "The token", required=True))
-        pin = q.text(f"User PIN: a file only this user can read, or keyring:NAME (OS keyring, service "
-                     f"'{KEYRING_SERVICE}')",
-                     lambda v: check_text(v, "Where the PIN is", required=True))  # fmt: skip
+        pin = q.text(
+            f"User PIN: a file only this user can read, or keyring:NAME (OS keyring, service "
+            f"'{KEYRING_SERVICE}')",
+            lambda v: check_text(v, "Where the PIN is", required=True),
+        )
         serial = token.removeprefix("serial:") if token.startswith("serial:") else ""
         keyring = pin.removeprefix("keyring:") if pin.startswith("keyring:") else ""
         settings = HsmSettings(
-            module=module, key_label=f"kma-master-{kma_id}", token_label="" if serial else token,
-            token_serial=serial, pin_file="" if keyring else pin, pin_keyring=keyring,
-        )  # fmt: skip
+            module=module,
+            key_label=f"kma-master-{kma_id}",
+            token_label="" if serial else token,
+            token_serial=serial,
+            pin_file="" if keyring else pin,
+            pin_keyring=keyring,
+        )
         try:
             Token(settings).close()
         except HsmUnavailable as exc:

@@ -85,8 +85,9 @@ def cluster_ca(data_dir: DataDir) -> CertifiedKey:
             token.close()
 
 
-def make_first_node(data_dir: DataDir, raft_address: str, http_address: str,
-                    ca: CertifiedKey | None = None) -> NodeConfig:  # fmt: skip
+def make_first_node(
+    data_dir: DataDir, raft_address: str, http_address: str, ca: CertifiedKey | None = None
+) -> NodeConfig:
     """Make the embedded KMA at `data_dir` the first node of a new cluster: its node configuration
     and certificate go in cluster/; its next `kma serve` moves the store into rqlite (`boot`)."""
     files = ClusterFiles.of(data_dir.root)
@@ -151,9 +152,14 @@ def retire_embedded_copy(kma: Appliance) -> bool:
         return False
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{kept}{suffix}").unlink(missing_ok=True)
-    kma.audit(kma.itself, "cluster.key_split",
-              f"removed {EMBEDDED_KEPT}, the embedded store set aside when this KMA became the cluster's "
-              f"first node: it held key split generation {kept_generation}, superseded by generation "
-              f"{generation}", condition=Condition.SUCCESS, subject=("kma", kma.kma_id),
-              event_class="security")  # fmt: skip
+    kma.audit(
+        kma.itself,
+        "cluster.key_split",
+        f"removed {EMBEDDED_KEPT}, the embedded store set aside when this KMA became the cluster's "
+        f"first node: it held key split generation {kept_generation}, superseded by generation "
+        f"{generation}",
+        condition=Condition.SUCCESS,
+        subject=("kma", kma.kma_id),
+        event_class="security",
+    )
     return True

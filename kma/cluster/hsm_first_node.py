@@ -60,8 +60,10 @@ def cluster_settings(hsm: HsmSettings) -> HsmSettings:
 def _unlock_key(data_dir: DataDir, db: sqlite3.Connection, kma_id: str) -> WrappingKey:
     row = db.execute("SELECT autounlock_master FROM kmas WHERE id = ? AND locked = 0", (kma_id,)).fetchone()
     if row is None or row[0] is None or not data_dir.unlock_key.exists():
-        raise ValidationFailed("A KMA with its master key in an HSM needs autonomous unlock on (and not "
-                               "locked) to become a cluster's first node.")  # fmt: skip
+        raise ValidationFailed(
+            "A KMA with its master key in an HSM needs autonomous unlock on (and not "
+            "locked) to become a cluster's first node."
+        )
     try:
         local = WrappingKey(data_dir.unlock_key.read_bytes())
         return WrappingKey(local.unwrap(f"autounlock:{kma_id}", row[0]))
@@ -75,14 +77,18 @@ def _reseal(db: sqlite3.Connection, old: WrappingKey, new: WrappingKey) -> None:
         "(SELECT count(*) FROM key_split_enrolments WHERE share_wrapped IS NOT NULL)"
     ).fetchone()[0]
     if pending:
-        raise ValidationFailed("Quorum operations or key split enrolments are pending: finish or cancel "
-                               "them before this KMA becomes a cluster's first node.")  # fmt: skip
+        raise ValidationFailed(
+            "Quorum operations or key split enrolments are pending: finish or cancel "
+            "them before this KMA becomes a cluster's first node."
+        )
     for table, key, blob, context in SEALED:
         rows = db.execute(f"SELECT {key}, {blob} FROM {table} WHERE {blob} IS NOT NULL").fetchall()  # noqa: S608
         for row_key, sealed in rows:
             ctx = context(row_key)
-            db.execute(f"UPDATE {table} SET {blob} = ? WHERE {key} = ?",  # noqa: S608
-                       (new.wrap(ctx, old.unwrap(ctx, bytes(sealed))), row_key))  # fmt: skip
+            db.execute(
+                f"UPDATE {table} SET {blob} = ? WHERE {key} = ?",  # noqa: S608
+                (new.wrap(ctx, old.unwrap(ctx, bytes(sealed))), row_key),
+            )
     # Backup keys were wrapped by the key split change under the quorum's master key: the unlock
     # key alone, already the cluster's format. Any other is sealed again.
     for generation, sealed in db.execute("SELECT generation, key_wrapped FROM backup_keys").fetchall():
@@ -90,8 +96,10 @@ def _reseal(db: sqlite3.Connection, old: WrappingKey, new: WrappingKey) -> None:
         try:
             new.unwrap(ctx, bytes(sealed))
         except CryptoError:
-            db.execute("UPDATE backup_keys SET key_wrapped = ? WHERE generation = ?",
-                       (new.wrap(ctx, old.unwrap(ctx, bytes(sealed))), generation))  # fmt: skip
+            db.execute(
+                "UPDATE backup_keys SET key_wrapped = ? WHERE generation = ?",
+                (new.wrap(ctx, old.unwrap(ctx, bytes(sealed))), generation),
+            )
 
 
 def _into_token(settings: HsmSettings, master: WrappingKey) -> None:

@@ -86,8 +86,14 @@ def members(kma: Appliance, joining: str) -> list[dict[str, Any]]:
     ):
         address = own if r["id"] == kma.kma_id and own else r["raft_address"]
         if address:
-            out.append({"id": r["id"], "raft_address": address, "voter": bool(r["voter"]),
-                        "node_certificate_pem": r["node_cert_pem"]})  # fmt: skip
+            out.append(
+                {
+                    "id": r["id"],
+                    "raft_address": address,
+                    "voter": bool(r["voter"]),
+                    "node_certificate_pem": r["node_cert_pem"],
+                }
+            )
     return out
 
 
@@ -121,7 +127,12 @@ def _wrap_master_for(kma: Appliance, public_pem: str) -> bytes:
 
 
 def join(
-    kma: Appliance, kma_id: str, passphrase: str, node_csr: str, server_csr: str, address: str,
+    kma: Appliance,
+    kma_id: str,
+    passphrase: str,
+    node_csr: str,
+    server_csr: str,
+    address: str,
     master_key_public_pem: str | None = None,
 ) -> dict[str, Any]:
     """Blocking (Argon2id, signing, a durable commit)."""
@@ -139,8 +150,11 @@ def join(
 
     here, everywhere = counters = lockout.for_join(kma_id[:64], address)
     if not lockout.take_slots(kma, counters):
-        raise refuse(LockedOut(LOCKED), f"locked out after wrong KMA passphrases (from {address} or from "
-                     "everywhere)", stranger=True)  # fmt: skip
+        raise refuse(
+            LockedOut(LOCKED),
+            f"locked out after wrong KMA passphrases (from {address} or from everywhere)",
+            stranger=True,
+        )
     row = None
     if _KMA_ID.fullmatch(kma_id) and len(passphrase) <= 256:
         row = kma.store.query_one(
@@ -150,8 +164,13 @@ def join(
         )
     stored = row["hash"] if row is not None else None
     if not verify_passphrase(passphrase, stored or _decoy_hash()) or stored is None or row is None:
-        reason = "no such KMA entry" if row is None else "no KMA passphrase is set" if stored is None else (
-            "wrong KMA passphrase")  # fmt: skip
+        reason = (
+            "no such KMA entry"
+            if row is None
+            else "no KMA passphrase is set"
+            if stored is None
+            else ("wrong KMA passphrase")
+        )
         raise refuse(Unauthenticated(WRONG), reason, stranger=row is None or stored is None)
     if kma.clock.now() - int(row["set_at"] or 0) > PASSPHRASE_LIFETIME:
         kma.store.write(Batch([lockout.give_back(c) for c in counters]))  # right, but too old

@@ -88,8 +88,11 @@ def _addresses(request: Mapping[str, Any], witness: bool) -> dict[str, str]:
                     f"A witness has no {field.replace('_', ' ')}: it serves no managers and no agents."
                 )
     else:
-        fields = [("management_address", "The management address"),
-                  ("service_address", "The service address"), *fields]  # fmt: skip
+        fields = [
+            ("management_address", "The management address"),
+            ("service_address", "The service address"),
+            *fields,
+        ]
     out = {"management_address": "", "service_address": ""}
     for field, what in fields:
         if not request.get(field):
@@ -118,12 +121,23 @@ def _prepare_add(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prep
             "as a non-voter (a read replica)."
         )
     passphrase = _kma_passphrase()
-    shown = {"id": kma_id, "name": name, "site_id": site_id, **addresses, "voter": voter, "witness": witness,
-             "key_pool_size": pool, "kma_passphrase": MADE_HERE}  # fmt: skip
+    shown = {
+        "id": kma_id,
+        "name": name,
+        "site_id": site_id,
+        **addresses,
+        "voter": voter,
+        "witness": witness,
+        "key_pool_size": pool,
+        "kma_passphrase": MADE_HERE,
+    }
     payload = {**shown, "passphrase_hash": hash_passphrase(passphrase)}
     del payload["kma_passphrase"]
-    role = "a witness (a voter with no key service)" if witness else (
-        "a voter" if voter else "a non-voter (read replica)")  # fmt: skip
+    role = (
+        "a witness (a voter with no key service)"
+        if witness
+        else ("a voter" if voter else "a non-voter (read replica)")
+    )
     what = "witness" if witness else "KMA"
     summary = (
         f"Add {what} '{kma_id}' ({name}) at site '{site_id}' as {role}; it joins with a one-time "

@@ -117,8 +117,14 @@ class ClusterFiles:
     def load(self) -> NodeConfig:
         return load_node_config(self.config_file)
 
-    def write(self, config: NodeConfig, ca_pem: bytes, node: CertifiedKey, trusted_nodes: bytes | None,
-              credential: str | None) -> None:  # fmt: skip
+    def write(
+        self,
+        config: NodeConfig,
+        ca_pem: bytes,
+        node: CertifiedKey,
+        trusted_nodes: bytes | None,
+        credential: str | None,
+    ) -> None:
         """Write the node's configuration, certificates, the node certificates it trusts and the node
         credential (the key and the credential readable by this account only). `trusted_nodes` and
         `credential` are None only for a node joining a cluster made before them."""

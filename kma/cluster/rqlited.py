@@ -118,21 +118,44 @@ class RqliteNode:
         """This KMA's client of its rqlited: it presents the node certificate and credential, and
         trusts that one certificate (the node's own) as the server's."""
         files = self.files
-        return RqliteClient(self.config.http_address, tls_context(files.node_cert, files.node_cert,
-                            files.node_key), files.credential())  # fmt: skip
+        return RqliteClient(
+            self.config.http_address,
+            tls_context(files.node_cert, files.node_cert, files.node_key),
+            files.credential(),
+        )
 
     def command(self, join: bool = True) -> list[str]:
         f, c = self.files, self.config
         # A node of a cluster made before node pins trusts the cluster CA until it has them.
         trusted = f.trusted_nodes if f.trusted_nodes.exists() else f.ca_cert
         tls = [
-            "-node-cert", str(f.node_cert), "-node-key", str(f.node_key), "-node-ca-cert", str(trusted),
+            "-node-cert",
+            str(f.node_cert),
+            "-node-key",
+            str(f.node_key),
+            "-node-ca-cert",
+            str(trusted),
             "-node-verify-client",
-            "-http-cert", str(f.node_cert), "-http-key", str(f.node_key), "-http-ca-cert", str(f.node_cert),
+            "-http-cert",
+            str(f.node_cert),
+            "-http-key",
+            str(f.node_key),
+            "-http-ca-cert",
+            str(f.node_cert),
             "-http-verify-client",
-        ]  # fmt: skip
-        args = [str(rqlited_binary()), "-node-id", c.node_id, "-http-addr", c.http_address,
-                "-raft-addr", c.raft_address, "-fk", "-raft-shutdown-stepdown", *tls]  # fmt: skip
+        ]
+        args = [
+            str(rqlited_binary()),
+            "-node-id",
+            c.node_id,
+            "-http-addr",
+            c.http_address,
+            "-raft-addr",
+            c.raft_address,
+            "-fk",
+            "-raft-shutdown-stepdown",
+            *tls,
+        ]
         if f.credential_file.exists():  # the file names the one user; its password never is an argument
             args += ["-auth", str(f.credential_file), "-join-as", NODE_USER]
         if not c.voter:
@@ -210,8 +233,10 @@ class RqliteNode:
         try:
             while time.monotonic() < deadline:
                 if self.process is not None and self.process.poll() is not None:
-                    raise NodeFailed(f"rqlited exited with status {self.process.returncode}; see "
-                                     f"{self.files.folder / 'rqlited.log'}")  # fmt: skip
+                    raise NodeFailed(
+                        f"rqlited exited with status {self.process.returncode}; see "
+                        f"{self.files.folder / 'rqlited.log'}"
+                    )
                 # With a leader: a restarted node's file is only its last snapshot until the leader
                 # tells it what has been committed since (it could hold a key destroyed since).
                 if client.ready():
@@ -220,8 +245,9 @@ class RqliteNode:
         finally:
             client.close()
         self.stop()
-        raise NodeFailed(f"rqlited did not become ready within {timeout:.0f} s; see "
-                         f"{self.files.folder / 'rqlited.log'}")  # fmt: skip
+        raise NodeFailed(
+            f"rqlited did not become ready within {timeout:.0f} s; see {self.files.folder / 'rqlited.log'}"
+        )
 
     def stop(self, timeout: float = 15.0) -> None:
         process, self.process = self.process, None

@@ -192,10 +192,14 @@ def _agents_by_site(kma: Appliance) -> dict[str, dict[str, int]]:
         (kma.clock.now() - HOUR,),
     )
     return {
-        r["site_id"]: {"total": r["total"], "enrolled": r["enrolled"], "disabled": r["disabled"],
-                       "seen_last_hour": r["seen"]}
+        r["site_id"]: {
+            "total": r["total"],
+            "enrolled": r["enrolled"],
+            "disabled": r["disabled"],
+            "seen_last_hour": r["seen"],
+        }
         for r in rows
-    }  # fmt: skip
+    }
 
 
 def _links(site_ids: Sequence[str], nodes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -204,8 +208,11 @@ def _links(site_ids: Sequence[str], nodes: Sequence[dict[str, Any]]) -> list[dic
     links = []
     for i, a in enumerate(with_kmas):
         for b in with_kmas[i + 1 :]:
-            lags = [n["replication_lag"]["age_seconds"] for n in nodes
-                    if n["site_id"] in (a, b) and n["replication_lag"] is not None]  # fmt: skip
+            lags = [
+                n["replication_lag"]["age_seconds"]
+                for n in nodes
+                if n["site_id"] in (a, b) and n["replication_lag"] is not None
+            ]
             links.append({"site_a": a, "site_b": b, "lag_seconds": max(lags) if lags else None})
     return links
 

@@ -47,8 +47,9 @@ def member_pins(files: ClusterFiles) -> dict[str, str | None]:
     try:
         db = sqlite3.connect(f"file:{files.replica}?mode=ro", uri=True, timeout=5)
         try:
-            rows = db.execute("SELECT id, node_cert_pem FROM kmas WHERE removed_at IS NULL "
-                              "AND awaiting_join = 0").fetchall()  # fmt: skip
+            rows = db.execute(
+                "SELECT id, node_cert_pem FROM kmas WHERE removed_at IS NULL AND awaiting_join = 0"
+            ).fetchall()
         finally:
             db.close()
     except sqlite3.Error:  # a replica not migrated yet, or being replaced by a snapshot

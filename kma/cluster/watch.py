@@ -46,8 +46,10 @@ def strangers(kma: Appliance) -> tuple[list[str], list[str]]:
     if not ids:
         return [], []
     marks = ",".join("?" * len(ids))
-    rows = kma.store.query(f"SELECT id, removed_at IS NULL AND awaiting_join = 0 AS admitted FROM kmas "
-                           f"WHERE id IN ({marks})", ids)  # fmt: skip
+    rows = kma.store.query(
+        f"SELECT id, removed_at IS NULL AND awaiting_join = 0 AS admitted FROM kmas WHERE id IN ({marks})",
+        ids,
+    )
     known = {r["id"]: bool(r["admitted"]) for r in rows}
     return [i for i in ids if known.get(i) is False], [i for i in ids if i not in known]
 
@@ -59,8 +61,15 @@ def reap(kma: Appliance, unknown_before: frozenset[str] = frozenset()) -> tuple[
     removed, unknown = strangers(kma)
     taken = []
     due = [(i, f"took the node of removed KMA '{i}' out of Raft again: it had rejoined") for i in removed]
-    due += [(i, f"took node '{i}' out of Raft: it joined with a certificate of the cluster CA but is no "
-                "admitted KMA") for i in unknown if i in unknown_before]  # fmt: skip
+    due += [
+        (
+            i,
+            f"took node '{i}' out of Raft: it joined with a certificate of the cluster CA but is no "
+            "admitted KMA",
+        )
+        for i in unknown
+        if i in unknown_before
+    ]
     for node_id, message in due:
         try:
             leave_raft(kma, node_id)
@@ -68,8 +77,14 @@ def reap(kma: Appliance, unknown_before: frozenset[str] = frozenset()) -> tuple[
             log.info("could not take node %s out of Raft yet: %s", node_id, exc)
             continue
         taken.append(node_id)
-        kma.audit(kma.itself, "kma.remove", message, condition=Condition.WARNING,
-                  subject=("kma", node_id[:64]), event_class="security")  # fmt: skip
+        kma.audit(
+            kma.itself,
+            "kma.remove",
+            message,
+            condition=Condition.WARNING,
+            subject=("kma", node_id[:64]),
+            event_class="security",
+        )
     return taken, frozenset(unknown) - set(taken)
 
 
@@ -78,8 +93,14 @@ def follow_lock(kma: Appliance) -> bool:
     if kma.vault.locked or not kma.store.scalar("SELECT locked FROM kmas WHERE id = ?", (kma.kma_id,)):
         return False
     kma.vault.lock()
-    kma.audit(kma.itself, "kma.lock", "locked itself: it was locked through another KMA of the cluster",
-              condition=Condition.SUCCESS, subject=("kma", kma.kma_id), event_class="security")  # fmt: skip
+    kma.audit(
+        kma.itself,
+        "kma.lock",
+        "locked itself: it was locked through another KMA of the cluster",
+        condition=Condition.SUCCESS,
+        subject=("kma", kma.kma_id),
+        event_class="security",
+    )
     return True
 
 
@@ -115,7 +136,11 @@ class ClusterWatch(Worker):
         if self.node is not None and follow_membership(self.node):
             self._restarted = True
         if self._restarted:  # until the cluster takes the event (it may be electing a leader)
-            self.kma.audit(self.kma.itself, "kma.node_trust", "restarted its rqlite node to trust the node "
-                           "certificates of the cluster's current KMAs only",
-                           subject=("kma", self.kma.kma_id), event_class="security")  # fmt: skip
+            self.kma.audit(
+                self.kma.itself,
+                "kma.node_trust",
+                "restarted its rqlite node to trust the node certificates of the cluster's current KMAs only",
+                subject=("kma", self.kma.kma_id),
+                event_class="security",
+            )
             self._restarted = False

@@ -36,8 +36,9 @@ def is_witness(data_dir: DataDir) -> bool:
     return files.exists() and files.load().witness
 
 
-def serve_witness(data_dir: DataDir, ready_file: Path | None, announce: Callable[[str], None],
-                  stop: threading.Event) -> None:  # fmt: skip
+def serve_witness(
+    data_dir: DataDir, ready_file: Path | None, announce: Callable[[str], None], stop: threading.Event
+) -> None:
     """Run the witness's rqlited until `stop` is set; restart it when it ends on its own."""
     files = ClusterFiles.of(data_dir.root)
     node = RqliteNode(files)
@@ -48,8 +49,9 @@ def serve_witness(data_dir: DataDir, ready_file: Path | None, announce: Callable
     announce(f"CA fingerprint {fingerprint(files.ca_cert.read_bytes())}")
     if ready_file is not None:
         tmp = ready_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"witness": config.node_id, "raft_address": config.raft_address,
-                                   "pid": os.getpid()}))  # fmt: skip
+        tmp.write_text(
+            json.dumps({"witness": config.node_id, "raft_address": config.raft_address, "pid": os.getpid()})
+        )
         tmp.replace(ready_file)
     notify(f"READY=1\nSTATUS=Witness {config.node_id}: Raft on {config.raft_address}")
     try:
@@ -61,8 +63,11 @@ def serve_witness(data_dir: DataDir, ready_file: Path | None, announce: Callable
                 except NodeFailed as exc:
                     log.error("witness %s: %s", config.node_id, exc.message)
                 continue
-            log.warning("rqlited of witness %s ended (status %s); starting it again", config.node_id,
-                        process.returncode)  # fmt: skip
+            log.warning(
+                "rqlited of witness %s ended (status %s); starting it again",
+                config.node_id,
+                process.returncode,
+            )
             if stop.wait(RESTART_PAUSE_S):
                 break
             try:

@@ -30,8 +30,15 @@ from typing import Any
 from kma.crypto.envelope import KEY_SIZE, NONCE_SIZE, TAG_SIZE, WrappingKey
 from kma.crypto.errors import CryptoError, IntegrityError
 
-__all__ = ["CLUSTER_MASTER_KEY", "HsmMasterKey", "HsmSettings", "HsmUnavailable", "Token", "TokenHeldKey",
-           "wrap_for_join"]
+__all__ = [
+    "CLUSTER_MASTER_KEY",
+    "HsmMasterKey",
+    "HsmSettings",
+    "HsmUnavailable",
+    "Token",
+    "TokenHeldKey",
+    "wrap_for_join",
+]
 
 KEYRING_SERVICE = "kma-hsm"
 CLUSTER_MASTER_KEY = "cluster-master-key"  # `holds`: the token key is the cluster's master key itself
@@ -65,8 +72,10 @@ class HsmSettings:
         fields = {"module", "key_label", "token_label", "token_serial", "pin_file", "pin_keyring", "holds"}
         unknown = sorted(set(table) - fields - {"pin"})
         if "pin" in table:
-            raise ValueError("[hsm] must not hold the PIN: give pin_file (readable only by the KMA's "
-                             "user) or pin_keyring (a name in the OS keyring).")  # fmt: skip
+            raise ValueError(
+                "[hsm] must not hold the PIN: give pin_file (readable only by the KMA's "
+                "user) or pin_keyring (a name in the OS keyring)."
+            )
         if unknown:
             raise ValueError(f"[hsm] has unknown settings: {', '.join(unknown)}.")
         values = {k: table.get(k, "") for k in fields}
@@ -92,9 +101,7 @@ class HsmSettings:
         return self.holds == CLUSTER_MASTER_KEY
 
     def to_toml(self) -> str:
-        return "\n[hsm]\n" + "".join(
-            f"{k} = {_toml_string(v)}\n" for k, v in self.__dict__.items() if v
-        )
+        return "\n[hsm]\n" + "".join(f"{k} = {_toml_string(v)}\n" for k, v in self.__dict__.items() if v)
 
     @property
     def token_name(self) -> str:
@@ -106,8 +113,9 @@ class HsmSettings:
         try:
             import keyring  # the gui extra's: a headless KMA may not have it
         except ImportError:
-            raise HsmUnavailable("pin_keyring needs the keyring package (pip install keyring); "
-                                 "or give pin_file.") from None  # fmt: skip
+            raise HsmUnavailable(
+                "pin_keyring needs the keyring package (pip install keyring); or give pin_file."
+            ) from None
         try:
             pin = keyring.get_password(KEYRING_SERVICE, self.pin_keyring)
         except Exception as exc:  # any backend's failure: the message says which
@@ -196,8 +204,9 @@ class Token:
         label = self._free_label()
         return self._call(
             "generate the master key",
-            lambda: self._session.generate_key(KeyType.AES, KEY_SIZE * 8, label=label,
-                                               template=_master_template(), store=True),  # fmt: skip
+            lambda: self._session.generate_key(
+                KeyType.AES, KEY_SIZE * 8, label=label, template=_master_template(), store=True
+            ),
         )
 
     def _free_label(self) -> str:
@@ -213,14 +222,20 @@ class Token:
         from pkcs11.util.rsa import encode_rsa_public_key
 
         self._free_label()
-        private = {Attribute.SENSITIVE: True, Attribute.EXTRACTABLE: False, Attribute.UNWRAP: True,
-                   Attribute.DECRYPT: False, Attribute.SIGN: False}  # fmt: skip
+        private = {
+            Attribute.SENSITIVE: True,
+            Attribute.EXTRACTABLE: False,
+            Attribute.UNWRAP: True,
+            Attribute.DECRYPT: False,
+            Attribute.SIGN: False,
+        }
         public = {Attribute.WRAP: True, Attribute.ENCRYPT: False, Attribute.VERIFY: False}
         pub, priv = self._call(
             "generate the join key pair",
-            lambda: self._session.generate_keypair(KeyType.RSA, JOIN_KEY_BITS, store=False,
-                                                   public_template=public, private_template=private),
-        )  # fmt: skip
+            lambda: self._session.generate_keypair(
+                KeyType.RSA, JOIN_KEY_BITS, store=False, public_template=public, private_template=private
+            ),
+        )
         return bytes(encode_rsa_public_key(pub)), priv
 
     def unwrap_cluster_master(self, join_key: Any, wrapped: bytes) -> Any:
@@ -232,12 +247,17 @@ class Token:
         label = self._free_label()
         return self._call(
             "unwrap the cluster's master key",
-            lambda: join_key.unwrap_key(ObjectClass.SECRET_KEY, KeyType.AES, wrapped, label=label, store=True,
-                                        mechanism=Mechanism.RSA_PKCS_OAEP,
-                                        mechanism_param=(Mechanism.SHA_1, MGF.SHA1, None),
-                                        template=_master_template()),
-        )  # fmt: skip
-
+            lambda: join_key.unwrap_key(
+                ObjectClass.SECRET_KEY,
+                KeyType.AES,
+                wrapped,
+                label=label,
+                store=True,
+                mechanism=Mechanism.RSA_PKCS_OAEP,
+                mechanism_param=(Mechanism.SHA_1, MGF.SHA1, None),
+                template=_master_template(),
+            ),
+        )
 
     def _find(self, label: str) -> Any:
         from pkcs11 import KeyType, ObjectClass
@@ -270,8 +290,9 @@ class Token:
 
         nonce = self.random(NONCE_SIZE)
         params = GCMParams(nonce, context.encode("utf-8"), TAG_SIZE * 8)
-        sealed = self._call("wrap", lambda: key.encrypt(plaintext, mechanism=Mechanism.AES_GCM,
-                                                        mechanism_param=params))  # fmt: skip
+        sealed = self._call(
+            "wrap", lambda: key.encrypt(plaintext, mechanism=Mechanism.AES_GCM, mechanism_param=params)
+        )
         return nonce + bytes(sealed)
 
     def decrypt(self, key: Any, context: str, blob: bytes) -> bytes:
@@ -283,8 +304,9 @@ class Token:
         params = GCMParams(blob[:NONCE_SIZE], context.encode("utf-8"), TAG_SIZE * 8)
         with self._mutex:
             try:
-                plaintext = key.decrypt(blob[NONCE_SIZE:], mechanism=Mechanism.AES_GCM,
-                                        mechanism_param=params)  # fmt: skip
+                plaintext = key.decrypt(
+                    blob[NONCE_SIZE:], mechanism=Mechanism.AES_GCM, mechanism_param=params
+                )
             except (p11.EncryptedDataInvalid, p11.EncryptedDataLenRange):
                 raise IntegrityError("wrapped blob failed authentication") from None
             except p11.PKCS11Error as exc:
@@ -343,7 +365,6 @@ def _master_template() -> dict[Any, Any]:
         Attribute.DERIVE: False,
         Attribute.ALLOWED_MECHANISMS: [Mechanism.AES_GCM],
     }
-
 
 
 def _name(exc: Exception) -> str:

@@ -31,9 +31,13 @@ def _material(passphrase: str) -> bytes:
 
 
 _HASHER = PasswordHasher(
-    time_cost=ITERATIONS, memory_cost=MEMORY_COST_KIB, parallelism=LANES,
-    hash_len=KEY_SIZE, salt_len=SALT_SIZE, type=Type.ID,
-)  # fmt: skip
+    time_cost=ITERATIONS,
+    memory_cost=MEMORY_COST_KIB,
+    parallelism=LANES,
+    hash_len=KEY_SIZE,
+    salt_len=SALT_SIZE,
+    type=Type.ID,
+)
 
 
 def hash_passphrase(passphrase: str) -> str:
@@ -66,6 +70,11 @@ def derive_key(passphrase: str, salt: bytes) -> bytes:
     if len(salt) < SALT_SIZE:
         raise ValueError(f"the salt must be at least {SALT_SIZE} bytes, got {len(salt)}")
     return hash_secret_raw(
-        _material(passphrase), salt, time_cost=ITERATIONS, memory_cost=MEMORY_COST_KIB,
-        parallelism=LANES, hash_len=KEY_SIZE, type=Type.ID,
-    )  # fmt: skip
+        _material(passphrase),
+        salt,
+        time_cost=ITERATIONS,
+        memory_cost=MEMORY_COST_KIB,
+        parallelism=LANES,
+        hash_len=KEY_SIZE,
+        type=Type.ID,
+    )

@@ -33,9 +33,7 @@ def split_secret(secret: bytes, threshold: int, shares: int) -> list[tuple[int, 
     if shares > MAX_SHARES:
         raise ValueError(f"at most {MAX_SHARES} key split members are allowed, got {shares}")
     if threshold > shares:
-        raise ValueError(
-            f"the threshold ({threshold}) cannot exceed the number of shares ({shares})"
-        )
+        raise ValueError(f"the threshold ({threshold}) cannot exceed the number of shares ({shares})")
     low = Shamir.split(threshold, shares, secret[:_HALF])
     high = Shamir.split(threshold, shares, secret[_HALF:])
     return [(index, lo + hi) for (index, lo), (_, hi) in zip(low, high, strict=True)]

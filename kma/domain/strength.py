@@ -16,8 +16,13 @@ from kma.errors import ValidationFailed
 # A member's sealed share and a user's passphrase hash are exactly that scenario (Argon2id
 # against a copy of the database).
 MIN_STRENGTH = 3
-STRENGTH_WORDS = ("too guessable", "very guessable", "somewhat guessable", "safely unguessable",
-                  "very unguessable")  # fmt: skip
+STRENGTH_WORDS = (
+    "too guessable",
+    "very guessable",
+    "somewhat guessable",
+    "safely unguessable",
+    "very unguessable",
+)
 
 
 def check_strength(passphrase: str, what: str, user_inputs: Sequence[str] = ()) -> None:
@@ -28,9 +33,11 @@ def check_strength(passphrase: str, what: str, user_inputs: Sequence[str] = ()) 
     if result["score"] < MIN_STRENGTH:
         feedback = result["feedback"]
         hint = feedback.get("warning") or " ".join(feedback.get("suggestions", [])) or ""
-        raise ValidationFailed(f"{what} is {STRENGTH_WORDS[result['score']]}"
-                               + (f": {hint.rstrip('.')}." if hint else ".")
-                               + " Choose a longer one, e.g. a few unrelated words.")  # fmt: skip
+        raise ValidationFailed(
+            f"{what} is {STRENGTH_WORDS[result['score']]}"
+            + (f": {hint.rstrip('.')}." if hint else ".")
+            + " Choose a longer one, e.g. a few unrelated words."
+        )
 
 
 def check_user_passphrase(

@@ -559,9 +559,10 @@ def encode_attributes(key: KeyView, names: list[str] | None, v2: bool = False) -
 def attribute_names(key: KeyView, v2: bool = False) -> list[str]:
     kept_names = list(dict.fromkeys(c["name"] for c in key.custom))
     names = [
-        n for n, encoder in STANDARD.items()
+        n
+        for n, encoder in STANDARD.items()
         if n not in kept_names and (v2 or n not in V2_ONLY) and encoder(key) is not None
-    ]  # fmt: skip
+    ]
     if "Digest" not in names and (key.row["destroyed_at"] is None or _get(key.row, "digest") is not None):
         names.append("Digest")  # a live key has one; its value is read when asked for
     return names + kept_names

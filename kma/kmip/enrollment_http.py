@@ -143,9 +143,15 @@ async def _route(
             raise Busy(CATCHING_UP)
         async with listener.slots:
             result = await asyncio.get_running_loop().run_in_executor(
-                None, enrollment.enroll, kma, agent_id, passphrase, csr.encode(), address,
+                None,
+                enrollment.enroll,
+                kma,
+                agent_id,
+                passphrase,
+                csr.encode(),
+                address,
                 listener.service_address,
-            )  # fmt: skip
+            )
         return _response(200, result)
     if path == "/v1/kmas" and method == "GET":
         if not certified:  # the TLS layer verified any certificate against the cluster CA

@@ -93,10 +93,18 @@ async def issue(
 ) -> tuple[str, WriteResult]:
     """A key from the pool (kma/services/key_issue.py), committed durably with its event."""
     issue = key_issue.prepare(
-        call.kma, group, spec.data_unit, call.now,
-        agent_id=call.agent_id, groups=call.access.groups, activate=spec.activate, agent_asks=True,
-        only_if_no_write_key=only_if_no_write_key, before=before, keep=lambda key_id: _extras(key_id, spec),
-    )  # fmt: skip
+        call.kma,
+        group,
+        spec.data_unit,
+        call.now,
+        agent_id=call.agent_id,
+        groups=call.access.groups,
+        activate=spec.activate,
+        agent_asks=True,
+        only_if_no_write_key=only_if_no_write_key,
+        before=before,
+        keep=lambda key_id: _extras(key_id, spec),
+    )
     try:
         message = describe(issue.key_id) + issue.note
         result = await call.commit(

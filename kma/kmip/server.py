@@ -84,8 +84,9 @@ class ServiceListener:
     def __init__(self, kma: Appliance, sock: socket.socket, address: str, limits: ListenerLimits) -> None:
         self.kma = kma
         self.limits = limits
-        self.gate = ConnectionGate(limits.service_max_connections, limits.max_per_address,
-                                   limits.kept_for_agents)  # fmt: skip
+        self.gate = ConnectionGate(
+            limits.service_max_connections, limits.max_per_address, limits.kept_for_agents
+        )
         self.sock = sock
         self.address = address
         self.context = server_context(kma.data_dir.server_cert, kma.data_dir.server_key, kma.data_dir.ca_cert)
@@ -175,8 +176,9 @@ class ServiceListener:
             oldest.task.cancel()
             self.gate.release(oldest.ticket)  # now, not once the task has ended
             why = f"{self.gate.per_address} were, the limit per address"
-            self._refuse_later(host, f"closed the oldest connection from {host} in its TLS handshake to make "
-                               f"room: {why}")  # fmt: skip
+            self._refuse_later(
+                host, f"closed the oldest connection from {host} in its TLS handshake to make room: {why}"
+            )
             return self.gate.admit(host)
 
     def _refuse_later(self, address: str, message: str) -> None:
@@ -273,10 +275,18 @@ class ServiceListener:
             conn.expect("http", HTTP_TIMEOUT)
             assert self._enrollments is not None
             await enrollment_http.serve(
-                enrollment_http.Listener(self.kma, self.address, self._enrollments,
-                                         self.limits.request_timeout, self._unauthenticated),
-                first, reader, writer, address,
-            )  # fmt: skip
+                enrollment_http.Listener(
+                    self.kma,
+                    self.address,
+                    self._enrollments,
+                    self.limits.request_timeout,
+                    self._unauthenticated,
+                ),
+                first,
+                reader,
+                writer,
+                address,
+            )
         else:
             await self._refuse(
                 session, writer, None, "kmip.malformed", "the connection carried neither KMIP nor HTTP"

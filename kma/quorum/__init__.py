@@ -123,8 +123,12 @@ def _view(row: Any, approvals: Sequence[Any], enrolment: Sequence[Any] = ()) -> 
 
 
 def _approvals(kma: Appliance, op_ids: Sequence[str]) -> dict[str, list[Any]]:
-    return _rows_by_op(kma, op_ids, "op_id, member_name, approved_by, approved_at FROM quorum_approvals",
-                       "approved_at, member_name")  # fmt: skip
+    return _rows_by_op(
+        kma,
+        op_ids,
+        "op_id, member_name, approved_by, approved_at FROM quorum_approvals",
+        "approved_at, member_name",
+    )
 
 
 def _enrolments(kma: Appliance, op_ids: Sequence[str]) -> dict[str, list[Any]]:

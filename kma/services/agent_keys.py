@@ -205,11 +205,14 @@ def current_write_key(kma: Appliance, agent: AgentAccess, data_unit_id: str, now
     """The data unit's newest key still in its encryption period, among those the agent sees
     (one this KMA issued a moment ago, not yet in its replica, first)."""
     issued_here = [
-        s for s in kma.store.unshipped_all()
-        if s["data_unit_id"] == data_unit_id and s["activated_at"] is not None
-        and s["protect_until"] > now and s["deactivate_at"] > now
+        s
+        for s in kma.store.unshipped_all()
+        if s["data_unit_id"] == data_unit_id
+        and s["activated_at"] is not None
+        and s["protect_until"] > now
+        and s["deactivate_at"] > now
         and _may_see(kma, agent, s["key_group_id"])
-    ]  # fmt: skip
+    ]
     if issued_here:
         return str(max(issued_here, key=lambda s: (s["activated_at"], s["id"]))["id"])
     value = kma.store.scalar(
@@ -236,9 +239,14 @@ def pending_name(key_id: str) -> str:
 
 
 def deferred_assignment(
-    kma: Appliance, key_id: str, agent_id: str, group_id: str, data_unit_id: str | None, now: int,
+    kma: Appliance,
+    key_id: str,
+    agent_id: str,
+    group_id: str,
+    data_unit_id: str | None,
+    now: int,
     activate: bool,
-) -> Deferred | None:  # fmt: skip
+) -> Deferred | None:
     """`assign_pool_key` as it may reach the cluster later: this KMA's own pool key (no other KMA
     issues it), its periods from the group's policy as they are now. The agent's permission was
     checked when it asked (chosen_group); it is not checked again at shipping time, since by
@@ -249,11 +257,14 @@ def deferred_assignment(
     if policy is None:
         return None
     shows: dict[str, Any] = {
-        "id": key_id, "key_group_id": group_id, "data_unit_id": data_unit_id, "agent_id": agent_id,
+        "id": key_id,
+        "key_group_id": group_id,
+        "data_unit_id": data_unit_id,
+        "agent_id": agent_id,
         "activated_at": now if activate else None,
         "protect_until": now + policy["encryption_period"] if activate else None,
         "deactivate_at": now + policy["cryptoperiod"] if activate else None,
-    }  # fmt: skip
+    }
     statements = [register_data_unit(data_unit_id, now)] if data_unit_id else []
     statements.append(
         Stmt(
@@ -425,9 +436,14 @@ def activate(agent: AgentAccess, key_id: str, now: int) -> Stmt:
 
 
 def revoke(
-    agent: AgentAccess, key_id: str, now: int, compromised_at: int | None, reason: int, message: str | None,
+    agent: AgentAccess,
+    key_id: str,
+    now: int,
+    compromised_at: int | None,
+    reason: int,
+    message: str | None,
     occurred: int | None = None,
-) -> list[Stmt]:  # fmt: skip
+) -> list[Stmt]:
     """Compromise (any live key) or deactivate now (a key not yet deactivated)."""
     params = {"id": key_id, **mine(agent), "now": now, "when": compromised_at}
     guard = f"AND {may_use('keys.key_group_id')} AND {MAY_REVOKE}"

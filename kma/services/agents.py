@@ -81,22 +81,33 @@ def get_agent(kma: Appliance, agent_id: str) -> dict[str, Any]:
 
 
 def create_agent(
-    kma: Appliance, actor: Actor, agent_id: str, site_id: str, default_key_group_id: str,
+    kma: Appliance,
+    actor: Actor,
+    agent_id: str,
+    site_id: str,
+    default_key_group_id: str,
     description: str = "",
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     check_id(agent_id, "The agent ID")
     check_text(description, "The description")
     require(kma, "site", site_id)
     require(kma, "key group", default_key_group_id)
     refuse_taken(kma, "agent", agent_id)
     now = kma.clock.now()
-    kma.commit(actor, "agent.create", [
-        Stmt("INSERT INTO agents (id, description, site_id, default_key_group_id, created_at, "
-             "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-             (agent_id, description, site_id, default_key_group_id, now, now)),
-        *member_of(kma, default_key_group_id, agent_id),
-    ], f"created agent '{agent_id}' at site '{site_id}', default key group "
-       f"'{default_key_group_id}'", ("agent", agent_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "agent.create",
+        [
+            Stmt(
+                "INSERT INTO agents (id, description, site_id, default_key_group_id, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (agent_id, description, site_id, default_key_group_id, now, now),
+            ),
+            *member_of(kma, default_key_group_id, agent_id),
+        ],
+        f"created agent '{agent_id}' at site '{site_id}', default key group '{default_key_group_id}'",
+        ("agent", agent_id),
+    )
     return get_agent(kma, agent_id)
 
 
@@ -127,9 +138,19 @@ def update_agent(kma: Appliance, actor: Actor, agent_id: str, **changes: Any) ->
 def new_enrollment_passphrase(kma: Appliance, actor: Actor, agent_id: str) -> str:
     """A fresh one-time passphrase; it replaces any earlier one. Returned once, never stored."""
     passphrase = "-".join(secrets.token_hex(3).upper() for _ in range(4))
-    kma.commit(actor, "agent.enrollment_passphrase", [Stmt(
-        "UPDATE agents SET enrollment_passphrase_hash = ?, updated_at = ? WHERE id = ?",
-        (hash_passphrase(passphrase), kma.clock.now(), agent_id),
-        expect=1, missing=True, refusal=f"there is no agent '{agent_id}'",
-    )], f"set a new one-time enrollment passphrase for agent '{agent_id}'", ("agent", agent_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "agent.enrollment_passphrase",
+        [
+            Stmt(
+                "UPDATE agents SET enrollment_passphrase_hash = ?, updated_at = ? WHERE id = ?",
+                (hash_passphrase(passphrase), kma.clock.now(), agent_id),
+                expect=1,
+                missing=True,
+                refusal=f"there is no agent '{agent_id}'",
+            )
+        ],
+        f"set a new one-time enrollment passphrase for agent '{agent_id}'",
+        ("agent", agent_id),
+    )
     return passphrase

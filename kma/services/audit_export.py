@@ -73,15 +73,25 @@ def report(kma: Appliance, actor: Actor, req: PageRequest, row_limit: int = REPO
     chain = dict(report_json(verify_chain(kma.store, ca_pem)))
     details = _details(kma, actor, req)
     html = html_report.render(
-        cluster=details["cluster"], kma_id=kma.kma_id, created_at=kma.clock.now(), created_by=actor.entity_id,
-        filters=details["filter"], chain=chain, total=total,
-        events=islice(iter_events(kma.store, req), row_limit), row_limit=row_limit,
-    )  # fmt: skip
+        cluster=details["cluster"],
+        kma_id=kma.kma_id,
+        created_at=kma.clock.now(),
+        created_by=actor.entity_id,
+        filters=details["filter"],
+        chain=chain,
+        total=total,
+        events=islice(iter_events(kma.store, req), row_limit),
+        row_limit=row_limit,
+    )
     body = html.encode("utf-8")
     statement = {**details, "rows": min(total, row_limit), "total": total, "chain": chain}
     record = signature_record(sig, hashlib.sha256(body).hexdigest(), "html", ca_pem, statement)
     stamp = details["created_at"].replace(":", "").replace("-", "")
     made = f"made a signed audit report ({_describe(req)}; chain {'intact' if chain['intact'] else 'BROKEN'})"
     _audit_export(kma, actor, "audit.report", made)
-    return {"filename": f"audit-report-{stamp}.html", "html": html,
-            "signature": json.dumps(record, ensure_ascii=False, indent=1) + "\n", "chain": chain}  # fmt: skip
+    return {
+        "filename": f"audit-report-{stamp}.html",
+        "html": html,
+        "signature": json.dumps(record, ensure_ascii=False, indent=1) + "\n",
+        "chain": chain,
+    }

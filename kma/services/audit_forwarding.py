@@ -77,8 +77,9 @@ class ForwardingStatus:
 def check_address(address: str) -> str:
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c.isspace() for c in host):
-        raise ValidationFailed(f"The collector's address must be HOST:PORT, e.g. siem.example.com:6514; "
-                               f"{address!r} is not.")  # fmt: skip
+        raise ValidationFailed(
+            f"The collector's address must be HOST:PORT, e.g. siem.example.com:6514; {address!r} is not."
+        )
     return address
 
 
@@ -96,11 +97,15 @@ def _toml_destination(kma: Appliance) -> Destination | None:
         return None
     unknown = sorted(set(table) - {"address", "ca_file"})
     if unknown:
-        raise ValidationFailed(f"kma.toml [audit_forwarding]: unknown setting {unknown[0]!r}; the settings "
-                               "are address and ca_file.")  # fmt: skip
+        raise ValidationFailed(
+            f"kma.toml [audit_forwarding]: unknown setting {unknown[0]!r}; the settings "
+            "are address and ca_file."
+        )
     if not isinstance(table.get("address"), str) or not isinstance(table.get("ca_file"), str):
-        raise ValidationFailed('kma.toml [audit_forwarding]: address = "HOST:PORT" and ca_file = "FILE" '
-                               "(the collector's CA, in the data directory) are both needed.")  # fmt: skip
+        raise ValidationFailed(
+            'kma.toml [audit_forwarding]: address = "HOST:PORT" and ca_file = "FILE" '
+            "(the collector's CA, in the data directory) are both needed."
+        )
     path = kma.data_dir.root / table["ca_file"]
     try:
         ca_pem = path.read_text(encoding="ascii")
@@ -214,8 +219,9 @@ class AuditForwarder(Worker):
             (kma_id, kma_id, sent),
         )
         age = max(0.0, float(self.kma.clock.now() - oldest)) if oldest is not None else 0.0
-        return ForwardingStatus(dest.address, dest.source, self._connected, sent, max(0, head - sent),
-                                age, self._last_error)  # fmt: skip
+        return ForwardingStatus(
+            dest.address, dest.source, self._connected, sent, max(0, head - sent), age, self._last_error
+        )
 
     # --- the worker ------------------------------------------------------------------------
     def work(self) -> float:
@@ -279,11 +285,17 @@ class AuditForwarder(Worker):
         return True
 
     def _save(self, dest: Destination, seq: int) -> None:
-        self.kma.store.write(Batch([Stmt(
-            "INSERT INTO audit_forwarding_positions (kma_id, destination, chain_seq, updated_at) "
-            f"VALUES (?, ?, ?, ?) {_UPSERT_POSITION}",
-            (self.kma.kma_id, dest.address, seq, self.kma.clock.now()),
-        )]))  # fmt: skip
+        self.kma.store.write(
+            Batch(
+                [
+                    Stmt(
+                        "INSERT INTO audit_forwarding_positions (kma_id, destination, chain_seq, updated_at) "
+                        f"VALUES (?, ?, ?, ?) {_UPSERT_POSITION}",
+                        (self.kma.kma_id, dest.address, seq, self.kma.clock.now()),
+                    )
+                ]
+            )
+        )
         self._confirmed = seq
         self._last_error = None
 

@@ -35,9 +35,20 @@ from kma.services.paging import (
 from kma.store.base import Store
 
 FILTERS = (
-    "operation", "severity", "condition", "event_class", "entity_id", "kma_id", "site_id",
-    "subject_type", "subject_id", "retention", "since", "until", "after_id",
-)  # fmt: skip
+    "operation",
+    "severity",
+    "condition",
+    "event_class",
+    "entity_id",
+    "kma_id",
+    "site_id",
+    "subject_type",
+    "subject_id",
+    "retention",
+    "since",
+    "until",
+    "after_id",
+)
 
 
 def event_id(text: str) -> int:
@@ -117,10 +128,14 @@ def list_events(kma: Appliance, req: PageRequest) -> Page:
 # 35 ms instead of 400 ms (bench/audit.py). Events above the index's mark (not indexed yet, a
 # short tail) come from TAIL_SOURCE; all their ids are above every indexed one, so the page is
 # the tail's matches then the index's (newest first), or the other way round (oldest first).
-TEXT_SOURCE = ("(SELECT e.*, f.rowid AS _r FROM audit_fts f JOIN audit_events e ON e.id = f.rowid "
-               "WHERE audit_fts MATCH :f_text)")  # fmt: skip
-TAIL_SOURCE = ("(SELECT *, id AS _r FROM audit_events WHERE id > :f_mark "
-               "AND audit_text_match(:f_text, message, operation, entity_id, subject_id))")  # fmt: skip
+TEXT_SOURCE = (
+    "(SELECT e.*, f.rowid AS _r FROM audit_fts f JOIN audit_events e ON e.id = f.rowid "
+    "WHERE audit_fts MATCH :f_text)"
+)
+TAIL_SOURCE = (
+    "(SELECT *, id AS _r FROM audit_events WHERE id > :f_mark "
+    "AND audit_text_match(:f_text, message, operation, entity_id, subject_id))"
+)
 
 
 def text_page(store: Store, req: PageRequest) -> Page:
@@ -215,8 +230,10 @@ def trusted_checkpoints(conn: sqlite3.Connection, ca_pem: bytes) -> tuple[dict[s
         cp = Checkpoint.from_row(row)
         public_key = keys.get(cp.signing_key_id)
         if public_key is None or not signature_checks(public_key, bytes(cp.signature), cp.message()):
-            problems.append(f"signed checkpoint #{cp.id} (KMA {cp.kma_id}) does not check: it was "
-                            "altered, or not signed by this cluster's audit key")  # fmt: skip
+            problems.append(
+                f"signed checkpoint #{cp.id} (KMA {cp.kma_id}) does not check: it was "
+                "altered, or not signed by this cluster's audit key"
+            )
             continue
         best[cp.kma_id] = cp
     return best, problems

@@ -58,11 +58,15 @@ def get_retention(kma: Appliance) -> dict[str, Any]:
     last = kma.store.query_one(
         "SELECT created_at, message FROM audit_events WHERE operation = 'audit.prune' "
         "AND condition = 'success' ORDER BY id DESC LIMIT 1"
-    )  # fmt: skip
+    )
     checkpoints = int(kma.store.scalar("SELECT count(*) FROM audit_checkpoints") or 0)
-    return {**dict(row), "auto_prune": bool(row["auto_prune"]),
-            "last_pruned_at": last["created_at"] if last else None,
-            "last_prune": last["message"] if last else None, "checkpoints": checkpoints}  # fmt: skip
+    return {
+        **dict(row),
+        "auto_prune": bool(row["auto_prune"]),
+        "last_pruned_at": last["created_at"] if last else None,
+        "last_prune": last["message"] if last else None,
+        "checkpoints": checkpoints,
+    }
 
 
 def _years_days(seconds: int) -> str:
@@ -100,12 +104,20 @@ def _change(kma: Appliance, given: Mapping[str, int], auto_prune: bool | None) -
     auto = current["auto_prune"] if auto_prune is None else auto_prune
     what = ", ".join(f"{c} {_years_days(new[c])}" for c in CLASSES)
     sets = ", ".join(f"{c} = :{c}" for c in given)
-    return Change("audit.retention", [Stmt(
-        f"UPDATE audit_retention SET {sets}{', ' if sets else ''}auto_prune = :auto, updated_at = :now "
-        "WHERE id = 1", {**given, "auto": int(auto), "now": kma.clock.now()}, expect=1,
-        refusal="the retention periods would break long >= medium >= short or a floor",
-    )], f"set audit retention: {what}; pruning {'every day' if auto else 'by hand only'}",
-        ("audit", "retention"))  # fmt: skip
+    return Change(
+        "audit.retention",
+        [
+            Stmt(
+                f"UPDATE audit_retention SET {sets}{', ' if sets else ''}auto_prune = :auto, "
+                "updated_at = :now WHERE id = 1",
+                {**given, "auto": int(auto), "now": kma.clock.now()},
+                expect=1,
+                refusal="the retention periods would break long >= medium >= short or a floor",
+            )
+        ],
+        f"set audit retention: {what}; pruning {'every day' if auto else 'by hand only'}",
+        ("audit", "retention"),
+    )
 
 
 def set_retention(
@@ -171,7 +183,9 @@ def _plan(kma: Appliance, cutoffs: dict[str, int] | None) -> list[_Cut]:
             kept, removed = RetainedDigest(), 0
             rows = conn.execute(
                 "SELECT chain_seq, hash, retention, created_at FROM audit_events "
-                "WHERE kma_id = ? AND chain_seq <= ? ORDER BY chain_seq", (kma_id, head_seq))  # fmt: skip
+                "WHERE kma_id = ? AND chain_seq <= ? ORDER BY chain_seq",
+                (kma_id, head_seq),
+            )
             for seq, event_hash, retention, created_at in rows:
                 if cutoffs is not None and created_at < cutoffs.get(retention, cutoffs["short"]):
                     removed += 1
@@ -191,7 +205,7 @@ def _checkpoint_stmt(sig: Signer, cut: _Cut, now: int) -> Stmt:
         "INSERT INTO audit_checkpoints (kma_id, chain_seq, hash, created_at, retained_count, "
         "retained_digest, signing_key_id, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (cut.kma_id, cut.seq, cut.head, now, cut.kept_count, cut.kept_digest, sig.key_id, sig.sign(message)),
-    )  # fmt: skip
+    )
 
 
 def _refuse_broken(kma: Appliance, actor: Actor, operation: str) -> None:
@@ -239,20 +253,30 @@ def prune(kma: Appliance, actor: Actor) -> dict[str, Any]:
         cuts = _plan(kma, cutoffs)
         removed = 0
         for cut in cuts:
-            kma.commit(actor, "audit.prune", [
-                _checkpoint_stmt(sig, cut, now),
-                Stmt("INSERT INTO audit_prune_permits (kma_id, checkpoint_id, cutoff_long, cutoff_medium, "
-                     "cutoff_short) VALUES (?, last_insert_rowid(), ?, ?, ?)",
-                     (cut.kma_id, cutoffs["long"], cutoffs["medium"], cutoffs["short"])),
-                Stmt("DELETE FROM audit_events WHERE kma_id = :kma AND chain_seq <= :seq AND created_at < "
-                     "CASE retention WHEN 'long' THEN :long WHEN 'medium' THEN :medium ELSE :short END",
-                     {"kma": cut.kma_id, "seq": cut.seq, **cutoffs}, expect=cut.removed,
-                     refusal="the events to prune changed while pruning; try again"),
-                Stmt("DELETE FROM audit_prune_permits WHERE kma_id = ?", (cut.kma_id,), expect=1),
-            ], f"pruned {cut.removed} audit events of KMA {cut.kma_id} up to chain #{cut.seq} under a signed "
-               f"checkpoint (retention: long {_years_days(periods['long'])}, medium "
-               f"{_years_days(periods['medium'])}, short {_years_days(periods['short'])})",
-               ("audit", "chain"))  # fmt: skip
+            kma.commit(
+                actor,
+                "audit.prune",
+                [
+                    _checkpoint_stmt(sig, cut, now),
+                    Stmt(
+                        "INSERT INTO audit_prune_permits (kma_id, checkpoint_id, cutoff_long, cutoff_medium, "
+                        "cutoff_short) VALUES (?, last_insert_rowid(), ?, ?, ?)",
+                        (cut.kma_id, cutoffs["long"], cutoffs["medium"], cutoffs["short"]),
+                    ),
+                    Stmt(
+                        "DELETE FROM audit_events WHERE kma_id = :kma AND chain_seq <= :seq AND created_at < "
+                        "CASE retention WHEN 'long' THEN :long WHEN 'medium' THEN :medium ELSE :short END",
+                        {"kma": cut.kma_id, "seq": cut.seq, **cutoffs},
+                        expect=cut.removed,
+                        refusal="the events to prune changed while pruning; try again",
+                    ),
+                    Stmt("DELETE FROM audit_prune_permits WHERE kma_id = ?", (cut.kma_id,), expect=1),
+                ],
+                f"pruned {cut.removed} audit events of KMA {cut.kma_id} up to chain #{cut.seq} under a "
+                f"signed checkpoint (retention: long {_years_days(periods['long'])}, medium "
+                f"{_years_days(periods['medium'])}, short {_years_days(periods['short'])})",
+                ("audit", "chain"),
+            )
             removed += cut.removed
     return {"removed": removed, "checkpoints": len(cuts), "cutoffs": cutoffs, "retention": get_retention(kma)}
 
@@ -261,8 +285,15 @@ def list_checkpoints(kma: Appliance, limit: int = 100) -> list[dict[str, Any]]:
     rows = kma.store.query(
         "SELECT c.id, c.kma_id, c.chain_seq, c.hash, c.created_at, c.retained_count, c.signing_key_id, "
         "k.public_key FROM audit_checkpoints c JOIN audit_signing_keys k ON k.id = c.signing_key_id "
-        "ORDER BY c.id DESC LIMIT ?", (limit,))  # fmt: skip
+        "ORDER BY c.id DESC LIMIT ?",
+        (limit,),
+    )
     from kma.audit.signing import key_fingerprint
 
-    return [{**{k: r[k] for k in r.keys() if k != "public_key"},
-             "signing_key": key_fingerprint(bytes(r["public_key"]))} for r in rows]  # fmt: skip
+    return [
+        {
+            **{k: r[k] for k in r.keys() if k != "public_key"},
+            "signing_key": key_fingerprint(bytes(r["public_key"])),
+        }
+        for r in rows
+    ]

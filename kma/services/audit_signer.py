@@ -44,13 +44,27 @@ def signer(kma: Appliance) -> Signer:
             assert cluster is not None, "an initialised KMA has a cluster row"
             ca_key_pem = master.unwrap("cluster-ca-key", cluster["ca_key_wrapped"])
             new = make_signing_key(cluster["ca_cert_pem"].encode(), ca_key_pem, cluster["name"], kma.kma_id)
-            kma.commit(kma.itself, "audit.signing_key.create", [Stmt(
-                "INSERT INTO audit_signing_keys (public_key, certificate_pem, private_wrapped, "
-                "created_by_kma, created_at) VALUES (?, ?, ?, ?, ?)",
-                (new.public_key, new.certificate_pem, master.wrap(_context(new.public_key), new.private_raw),
-                 kma.kma_id, kma.clock.now()),
-            )], f"made the cluster's audit signing key {key_fingerprint(new.public_key)}, certified by the "
-                "cluster CA", ("audit", "signing-key"), retention=Retention.LONG)  # fmt: skip
+            kma.commit(
+                kma.itself,
+                "audit.signing_key.create",
+                [
+                    Stmt(
+                        "INSERT INTO audit_signing_keys (public_key, certificate_pem, private_wrapped, "
+                        "created_by_kma, created_at) VALUES (?, ?, ?, ?, ?)",
+                        (
+                            new.public_key,
+                            new.certificate_pem,
+                            master.wrap(_context(new.public_key), new.private_raw),
+                            kma.kma_id,
+                            kma.clock.now(),
+                        ),
+                    )
+                ],
+                f"made the cluster's audit signing key {key_fingerprint(new.public_key)}, certified by the "
+                "cluster CA",
+                ("audit", "signing-key"),
+                retention=Retention.LONG,
+            )
             row = kma.store.query_one("SELECT * FROM audit_signing_keys ORDER BY id DESC LIMIT 1")
             assert row is not None
         public_key = bytes(row["public_key"])

@@ -101,18 +101,26 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
     token = secrets.token_urlsafe(32)
     expires = now + SESSION_SECONDS
     here, everywhere = counters
-    kma.commit(who, "auth.sign_in", [
-        Stmt(
-            "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) "
-            "SELECT ?, id, ?, ? FROM users WHERE id = ? AND enabled = 1",
-            (token_hash(token), now, expires, user_id), expect=1,
-            refusal="the user was disabled",
-        ),
-        *row_macs.seal_session(kma, token_hash(token), user_id, expires),
-        lockout.forget(here),
-        lockout.give_back(everywhere),
-        Stmt("DELETE FROM sessions WHERE expires_at <= ?", (now,)),
-    ], "signed in", ("user", user_id), retention=Retention.MEDIUM)  # fmt: skip
+    kma.commit(
+        who,
+        "auth.sign_in",
+        [
+            Stmt(
+                "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) "
+                "SELECT ?, id, ?, ? FROM users WHERE id = ? AND enabled = 1",
+                (token_hash(token), now, expires, user_id),
+                expect=1,
+                refusal="the user was disabled",
+            ),
+            *row_macs.seal_session(kma, token_hash(token), user_id, expires),
+            lockout.forget(here),
+            lockout.give_back(everywhere),
+            Stmt("DELETE FROM sessions WHERE expires_at <= ?", (now,)),
+        ],
+        "signed in",
+        ("user", user_id),
+        retention=Retention.MEDIUM,
+    )
     SIGN_INS.labels("signed_in").inc()
     return Session(token, expires, users.get_user(kma, user_id))
 

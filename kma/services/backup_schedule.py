@@ -31,9 +31,14 @@ CHECK_S = 10.0  # a check is one small query
 PERIODS = {"hourly": 3600, "daily": 86400}
 FREQUENCIES = ("off", *PERIODS)
 DEFAULT: dict[str, Any] = {
-    "frequency": "off", "folder": "", "keep": 7, "updated_at": None, "updated_by": None,
-    "last_attempt_at": None, "last_error": None,
-}  # fmt: skip
+    "frequency": "off",
+    "folder": "",
+    "keep": 7,
+    "updated_at": None,
+    "updated_by": None,
+    "last_attempt_at": None,
+    "last_error": None,
+}
 
 
 def get_schedule(kma: Appliance) -> dict[str, Any]:
@@ -55,14 +60,22 @@ def set_schedule(kma: Appliance, actor: Actor, frequency: str, folder: str, keep
     if frequency != "off":
         _check_folder(folder)
     now = kma.clock.now()
-    kma.commit(actor, "backup.schedule", [Stmt(
-        "INSERT INTO backup_schedules (kma_id, frequency, folder, keep, updated_at, updated_by) "
-        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (kma_id) DO UPDATE SET frequency = excluded.frequency, "
-        "folder = excluded.folder, keep = excluded.keep, updated_at = excluded.updated_at, "
-        "updated_by = excluded.updated_by, last_error = NULL",
-        (kma.kma_id, frequency, folder, keep, now, actor.entity_id),
-    )], f"set KMA {kma.kma_id}'s backup schedule: {frequency}"
-        + (f" into {folder}, keeping {keep}" if frequency != "off" else ""), ("kma", kma.kma_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "backup.schedule",
+        [
+            Stmt(
+                "INSERT INTO backup_schedules (kma_id, frequency, folder, keep, updated_at, updated_by) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (kma_id) DO UPDATE SET "
+                "frequency = excluded.frequency, folder = excluded.folder, keep = excluded.keep, "
+                "updated_at = excluded.updated_at, updated_by = excluded.updated_by, last_error = NULL",
+                (kma.kma_id, frequency, folder, keep, now, actor.entity_id),
+            )
+        ],
+        f"set KMA {kma.kma_id}'s backup schedule: {frequency}"
+        + (f" into {folder}, keeping {keep}" if frequency != "off" else ""),
+        ("kma", kma.kma_id),
+    )
     backup_scheduler(kma).wake()
     return get_schedule(kma)
 
@@ -101,21 +114,31 @@ def run_if_due(kma: Appliance) -> str | None:
     except (KmaError, OSError) as exc:
         reason = exc.message if isinstance(exc, KmaError) else f"{exc.strerror}: {exc.filename}"
         kma.store.write(_attempted(kma, now, reason))
-        kma.audit(kma.itself, "backup.scheduled", f"scheduled database backup failed: {reason}",
-                  condition=Condition.ERROR, subject=("kma", kma.kma_id),
-                  retention=Retention.LONG)  # fmt: skip
+        kma.audit(
+            kma.itself,
+            "backup.scheduled",
+            f"scheduled database backup failed: {reason}",
+            condition=Condition.ERROR,
+            subject=("kma", kma.kma_id),
+            retention=Retention.LONG,
+        )
         return None
     mine = [b for b in list_backups(kma) if b["scheduled"] and b["kma_id"] == kma.kma_id]
     for old in mine[schedule["keep"] :]:
-        delete_backup(kma, kma.itself, old["id"], reason="expired (schedule keeps "
-                      f"{schedule['keep']})")  # fmt: skip
+        delete_backup(kma, kma.itself, old["id"], reason=f"expired (schedule keeps {schedule['keep']})")
         remove_gradually(Path(schedule["folder"]) / f"{old['id']}{DATABASE_SUFFIX}")
     return str(made["id"])
 
 
 def _attempted(kma: Appliance, now: int, error: str | None) -> Batch:
-    return Batch([Stmt("UPDATE backup_schedules SET last_attempt_at = ?, last_error = ? WHERE kma_id = ?",
-                       (now, error, kma.kma_id))])  # fmt: skip
+    return Batch(
+        [
+            Stmt(
+                "UPDATE backup_schedules SET last_attempt_at = ?, last_error = ? WHERE kma_id = ?",
+                (now, error, kma.kma_id),
+            )
+        ]
+    )
 
 
 class BackupScheduler(Worker):

@@ -36,8 +36,18 @@ from kma.services.keypool import POOL_KEYS, key_pool
 from kma.store import Batch, Stmt
 
 # What a manifest counts: enough for a person to see what a backup holds before restoring it.
-COUNTED_TABLES = ("keys", "audit_events", "users", "agents", "data_units", "key_groups", "key_policies",
-                  "sites", "kmas", "pending_quorum_ops")  # fmt: skip
+COUNTED_TABLES = (
+    "keys",
+    "audit_events",
+    "users",
+    "agents",
+    "data_units",
+    "key_groups",
+    "key_policies",
+    "sites",
+    "kmas",
+    "pending_quorum_ops",
+)
 
 
 def backups_dir(kma: Appliance) -> Path:
@@ -60,27 +70,35 @@ def core_status(kma: Appliance) -> dict[str, Any]:
         "FROM core_security_backups c, cluster k ORDER BY c.created_at DESC, c.rowid DESC LIMIT 1"
     )
     if row is None:
-        return {"exists": False, "up_to_date": False, "created_at": None, "created_by": None,
-                "message": "No core security backup exists: a Security Officer must take one before "
-                           "the first database backup."}  # fmt: skip
+        return {
+            "exists": False,
+            "up_to_date": False,
+            "created_at": None,
+            "created_by": None,
+            "message": "No core security backup exists: a Security Officer must take one before "
+            "the first database backup.",
+        }
     current = row["split_generation"] == row["current"]
     return {
         "exists": True,
         "up_to_date": current,
         "created_at": row["created_at"],
         "created_by": row["created_by"],
-        "message": "The core security backup is of the key split in force." if current else
-                   f"The last core security backup is superseded: the key split changed after it was taken "
-                   f"(generation {row['split_generation']}, now {row['current']}). It still opens the "
-                   "database backups taken before the change, with the old key split's passphrases, but none "
-                   "taken after it. A Security Officer must take a new one; database backups wait for it.",
-    }  # fmt: skip
+        "message": "The core security backup is of the key split in force."
+        if current
+        else f"The last core security backup is superseded: the key split changed after it was taken "
+        f"(generation {row['split_generation']}, now {row['current']}). It still opens the "
+        "database backups taken before the change, with the old key split's passphrases, but none "
+        "taken after it. A Security Officer must take a new one; database backups wait for it.",
+    }
 
 
 def backup_keys(kma: Appliance) -> dict[int, bytes]:
     """Every key split change's backup key, wrapped under the master key, by generation."""
-    return {int(r["generation"]): bytes(r["key_wrapped"])
-            for r in kma.store.query("SELECT generation, key_wrapped FROM backup_keys")}  # fmt: skip
+    return {
+        int(r["generation"]): bytes(r["key_wrapped"])
+        for r in kma.store.query("SELECT generation, key_wrapped FROM backup_keys")
+    }
 
 
 def current_backup_key(kma: Appliance) -> tuple[WrappingKey, int]:
@@ -101,29 +119,56 @@ def take_core_security_backup(kma: Appliance, actor: Actor) -> bytes:
         shares = conn.execute(
             "SELECT name, share_sealed FROM key_split_members WHERE generation = ?", (cluster[1],)
         ).fetchall()
-        keys = conn.execute("SELECT generation, key_wrapped FROM backup_keys WHERE generation <= ?",
-                            (cluster[1],)).fetchall()  # fmt: skip
+        keys = conn.execute(
+            "SELECT generation, key_wrapped FROM backup_keys WHERE generation <= ?", (cluster[1],)
+        ).fetchall()
     now = kma.clock.now()
     data = core_security_backup(
-        cluster=cluster_identity(kma), kma_id=kma.kma_id, created_at=now, threshold=cluster[0],
-        generation=cluster[1], sealed_shares={r[0]: r[1] for r in shares},
-        master_wrapped_by_root=cluster[2], backup_keys={int(r[0]): bytes(r[1]) for r in keys}, master=master,
+        cluster=cluster_identity(kma),
+        kma_id=kma.kma_id,
+        created_at=now,
+        threshold=cluster[0],
+        generation=cluster[1],
+        sealed_shares={r[0]: r[1] for r in shares},
+        master_wrapped_by_root=cluster[2],
+        backup_keys={int(r[0]): bytes(r[1]) for r in keys},
+        master=master,
         hsm_key={"token": hsm.token_name, "key_label": hsm.key_label} if (hsm := kma.vault.hsm) else None,
-    )  # fmt: skip
-    kma.commit(actor, "backup.core", [Stmt(
-        "INSERT INTO core_security_backups (id, created_at, created_by, split_generation) "
-        "VALUES (?, ?, ?, ?)",
-        (secrets.token_hex(8).upper(), now, actor.entity_id, cluster[1]),
-    )], f"took the core security backup (key split {cluster[0]} of {len(shares)}, generation {cluster[1]})",
-        ("kma", kma.kma_id))  # fmt: skip
+    )
+    kma.commit(
+        actor,
+        "backup.core",
+        [
+            Stmt(
+                "INSERT INTO core_security_backups (id, created_at, created_by, split_generation) "
+                "VALUES (?, ?, ?, ?)",
+                (secrets.token_hex(8).upper(), now, actor.entity_id, cluster[1]),
+            )
+        ],
+        f"took the core security backup (key split {cluster[0]} of {len(shares)}, generation {cluster[1]})",
+        ("kma", kma.kma_id),
+    )
     return data
 
 
 # --- database backups ---------------------------------------------------------------------
 def _row(r: sqlite3.Row) -> dict[str, Any]:
-    return {k: r[k] for k in ("id", "kma_id", "created_at", "created_by", "size", "sha256", "keys",
-                              "audit_events", "schema_version", "deleted_at", "deleted_by")} | {
-        "scheduled": bool(r["scheduled"])}  # fmt: skip
+    return {
+        k: r[k]
+        for k in (
+            "id",
+            "kma_id",
+            "created_at",
+            "created_by",
+            "size",
+            "sha256",
+            "keys",
+            "audit_events",
+            "schema_version",
+            "deleted_at",
+            "deleted_by",
+        )
+    } | {"scheduled": bool(r["scheduled"])}
 
 
 def list_backups(kma: Appliance, include_deleted: bool = False) -> list[dict[str, Any]]:
@@ -143,12 +188,16 @@ def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> dict
     key, key_generation = current_backup_key(kma)
     core = core_status(kma)
     if not core["exists"]:
-        raise Conflict("Take the core security backup first (a Security Officer): without it no database "
-                       "backup could ever be opened.")  # fmt: skip
+        raise Conflict(
+            "Take the core security backup first (a Security Officer): without it no database "
+            "backup could ever be opened."
+        )
     if not core["up_to_date"]:
-        raise Conflict("The key split changed since the last core security backup, which cannot open a "
-                       "database backup taken now: a Security Officer must take a new core security backup "
-                       "first.")  # fmt: skip
+        raise Conflict(
+            "The key split changed since the last core security backup, which cannot open a "
+            "database backup taken now: a Security Officer must take a new core security backup "
+            "first."
+        )
     backup_id = secrets.token_hex(8).upper()
     started = kma.clock.now()
     mark_keys(kma, started)
@@ -173,14 +222,32 @@ def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> dict
         raise
     finally:
         plain.unlink(missing_ok=True)
-    kma.commit(actor, "backup.create", [Stmt(
-        "INSERT INTO backups (id, kma_id, created_at, created_by, scheduled, file_name, size, sha256, "
-        "schema_version, keys, audit_events) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (backup_id, kma.kma_id, started, actor.entity_id, int(scheduled), out.name, out.stat().st_size,
-         sha256, schema_version, counts["keys"], counts["audit_events"]),
-    )], f"made database backup {backup_id}{' (scheduled)' if scheduled else ''}: {counts['keys']} keys, "
+    kma.commit(
+        actor,
+        "backup.create",
+        [
+            Stmt(
+                "INSERT INTO backups (id, kma_id, created_at, created_by, scheduled, file_name, size, "
+                "sha256, schema_version, keys, audit_events) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    backup_id,
+                    kma.kma_id,
+                    started,
+                    actor.entity_id,
+                    int(scheduled),
+                    out.name,
+                    out.stat().st_size,
+                    sha256,
+                    schema_version,
+                    counts["keys"],
+                    counts["audit_events"],
+                ),
+            )
+        ],
+        f"made database backup {backup_id}{' (scheduled)' if scheduled else ''}: {counts['keys']} keys, "
         f"{counts['audit_events']} audit events, {out.stat().st_size} bytes, SHA-256 {sha256}",
-        ("backup", backup_id))  # fmt: skip
+        ("backup", backup_id),
+    )
     key_pool(kma).take_held()  # in a one-KMA cluster the keys it holds are Ready now: issue them
     return get_backup(kma, backup_id)
 
@@ -204,8 +271,9 @@ def mark_keys(kma: Appliance, started: int) -> None:
     any backup beginning later."""
     mark = Stmt(
         "UPDATE keys SET backup_mark = ? WHERE rowid IN (SELECT rowid FROM keys WHERE backup_mark IS NULL "
-        "AND material_wrapped IS NOT NULL LIMIT ?)", (started, MARK_CHUNK),
-    )  # fmt: skip
+        "AND material_wrapped IS NOT NULL LIMIT ?)",
+        (started, MARK_CHUNK),
+    )
     while kma.store.write(Batch([mark])).rowcounts[0] == MARK_CHUNK:
         pass
 
@@ -236,11 +304,20 @@ def delete_backup(kma: Appliance, actor: Actor, backup_id: str, reason: str = "d
     get_backup(kma, backup_id)
     completed = int(kma.store.scalar(_COMPLETES_DESTRUCTION, (backup_id,)) or 0)
     note = f"; destruction of {completed} destroyed keys it held is now complete" if completed else ""
-    kma.commit(actor, "backup.delete", [Stmt(
-        "UPDATE backups SET deleted_at = ?, deleted_by = ? WHERE id = ? AND deleted_at IS NULL",
-        (kma.clock.now(), actor.entity_id, backup_id), expect=1,
-        refusal=f"backup '{backup_id}' is already deleted",
-    )], f"{reason} database backup {backup_id}{note}", ("backup", backup_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "backup.delete",
+        [
+            Stmt(
+                "UPDATE backups SET deleted_at = ?, deleted_by = ? WHERE id = ? AND deleted_at IS NULL",
+                (kma.clock.now(), actor.entity_id, backup_id),
+                expect=1,
+                refusal=f"backup '{backup_id}' is already deleted",
+            )
+        ],
+        f"{reason} database backup {backup_id}{note}",
+        ("backup", backup_id),
+    )
     remove_gradually(backups_dir(kma) / f"{backup_id}{DATABASE_SUFFIX}")
 
 
@@ -268,10 +345,14 @@ def readiness(kma: Appliance) -> dict[str, Any]:
         or 0
     )
     issued, last_day = (
-        int(kma.store.scalar("SELECT count(*) FROM keys WHERE activated_at >= ? AND kma_id = ?",
-                             (now - window, kma.kma_id)) or 0)
+        int(
+            kma.store.scalar(
+                "SELECT count(*) FROM keys WHERE activated_at >= ? AND kma_id = ?", (now - window, kma.kma_id)
+            )
+            or 0
+        )
         for window in (RECENT, LAST_DAY)
-    )  # fmt: skip
+    )
     per_second = max(issued / RECENT, last_day / LAST_DAY)
     runs_out_in = int(ready / per_second) if per_second else None
     core = core_status(kma)
@@ -291,8 +372,10 @@ def readiness(kma: Appliance) -> dict[str, Any]:
 
 
 def withheld_warning(count: int) -> str:
-    return (f"{count} keys may have been issued after the backup this KMA was restored from; their tapes "
-            "will be known when a drive reads them. They are never issued again.")  # fmt: skip
+    return (
+        f"{count} keys may have been issued after the backup this KMA was restored from; their tapes "
+        "will be known when a drive reads them. They are never issued again."
+    )
 
 
 def describe_duration(seconds: int) -> str:
@@ -305,20 +388,26 @@ def describe_duration(seconds: int) -> str:
 def warnings(info: dict[str, Any]) -> list[str]:
     out = []
     if info["one_kma"] and info["last_backup_at"] is None:
-        out.append("There is no database backup: this one-KMA cluster issues no key until a backup holds its "
-                   "pool, and everything it knows would be lost with this machine. Take the core security "
-                   "backup, then a database backup.")  # fmt: skip
+        out.append(
+            "There is no database backup: this one-KMA cluster issues no key until a backup holds its "
+            "pool, and everything it knows would be lost with this machine. Take the core security "
+            "backup, then a database backup."
+        )
     elif info["last_backup_age"] is not None and info["last_backup_age"] > 7 * 86400:
         out.append(f"The last database backup is {describe_duration(info['last_backup_age'])} old.")
     if info["keys_waiting_for_backup"]:
-        out.append(f"{info['keys_waiting_for_backup']} generated keys wait for a database backup before they "
-                   "can be issued (a one-KMA cluster issues only keys a backup holds).")  # fmt: skip
+        out.append(
+            f"{info['keys_waiting_for_backup']} generated keys wait for a database backup before they "
+            "can be issued (a one-KMA cluster issues only keys a backup holds)."
+        )
     runs_out = info["ready_keys_run_out_in"]
     if info["one_kma"] and runs_out is not None and runs_out < 7 * 86400:
-        out.append(f"At the recent issue rate ({info['keys_issued_last_day']} keys in the last day, "
-                   f"{info['keys_issued_recently']} in 7 days) the "
-                   f"{info['ready_keys']} Ready keys run out in {describe_duration(runs_out)}: take a "
-                   "database backup before then.")  # fmt: skip
+        out.append(
+            f"At the recent issue rate ({info['keys_issued_last_day']} keys in the last day, "
+            f"{info['keys_issued_recently']} in 7 days) the "
+            f"{info['ready_keys']} Ready keys run out in {describe_duration(runs_out)}: take a "
+            "database backup before then."
+        )
     if info["keys_withheld_by_restore"]:
         out.append(withheld_warning(info["keys_withheld_by_restore"]))
     core = info["core_security_backup"]

@@ -10,9 +10,15 @@ from kma.errors import Conflict, NotFound
 from kma.store import Stmt
 
 TABLES = {  # noun -> table, for messages and existence checks
-    "site": "sites", "KMA": "kmas", "user": "users", "key policy": "key_policies",
-    "key group": "key_groups", "agent": "agents", "data unit": "data_units", "key": "keys",
-}  # fmt: skip
+    "site": "sites",
+    "KMA": "kmas",
+    "user": "users",
+    "key policy": "key_policies",
+    "key group": "key_groups",
+    "agent": "agents",
+    "data unit": "data_units",
+    "key": "keys",
+}
 
 
 def require(kma: Appliance, noun: str, object_id: str) -> None:
@@ -35,9 +41,12 @@ def patch(noun: str, object_id: str, changes: Mapping[str, Any], now: int) -> St
     values = {**changes, "updated_at": now}
     sets = ", ".join(f"{k} = :{k}" for k in values)
     return Stmt(
-        f"UPDATE {TABLES[noun]} SET {sets} WHERE id = :id", {**values, "id": object_id},
-        expect=1, missing=True, refusal=f"there is no {noun} '{object_id}'",
-    )  # fmt: skip
+        f"UPDATE {TABLES[noun]} SET {sets} WHERE id = :id",
+        {**values, "id": object_id},
+        expect=1,
+        missing=True,
+        refusal=f"there is no {noun} '{object_id}'",
+    )
 
 
 def describe(changes: Mapping[str, Any]) -> str:

@@ -55,10 +55,18 @@ def create_data_unit(kma: Appliance, actor: Actor, unit_id: str, description: st
     check_id(unit_id, "The data unit's external ID")
     check_text(description, "The description")
     now = kma.clock.now()
-    kma.commit(actor, "data_unit.create", [Stmt(
-        "INSERT INTO data_units (id, description, created_at, updated_at) VALUES (?, ?, ?, ?)",
-        (unit_id, description, now, now),
-    )], f"registered data unit '{unit_id}'", ("data_unit", unit_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "data_unit.create",
+        [
+            Stmt(
+                "INSERT INTO data_units (id, description, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                (unit_id, description, now, now),
+            )
+        ],
+        f"registered data unit '{unit_id}'",
+        ("data_unit", unit_id),
+    )
     return get_data_unit(kma, unit_id)
 
 

@@ -71,8 +71,10 @@ def _spans(points: Iterable[tuple[int, str, str | None, str | None]], now: int) 
 
 def _first_actor(events: Events, operation: str, subject_id: str | None = None) -> str | None:
     for event in events:
-        if event["operation"] == operation and event["condition"] == "success" and (
-            subject_id is None or event["subject_id"] == subject_id
+        if (
+            event["operation"] == operation
+            and event["condition"] == "success"
+            and (subject_id is None or event["subject_id"] == subject_id)
         ):
             return str(event["entity_id"])
     return None
@@ -84,7 +86,7 @@ def _events(kma: Appliance, where: str, params: Mapping[str, Any]) -> tuple[list
         f"SELECT * FROM (SELECT * FROM audit_events WHERE {where} ORDER BY id DESC "
         f"LIMIT {EVENT_LIMIT}) ORDER BY id",
         params,
-    )  # fmt: skip
+    )
     return [dict(r) for r in rows], total
 
 
@@ -116,34 +118,62 @@ def _key_lane(key: Mapping[str, Any], events: Events, now: int) -> Lane:
     tape = key["data_unit_id"] or key.get("released_from")
     issued_for = f"data unit {tape}" if tape else "no data unit"
     points: list[tuple[int, str, str | None, str | None]] = [
-        (key["created_at"], KeyState.READY, f"KMA {key['kma_id']}", "generated into the key pool")]
+        (key["created_at"], KeyState.READY, f"KMA {key['kma_id']}", "generated into the key pool")
+    ]
     if key["activated_at"] is not None:
         points += [
-            (key["activated_at"], KeyState.PROTECT_AND_PROCESS, _first_actor(events, "key.issue", kid),
-             f"issued for {issued_for} in key group {key['key_group_id']}"),
+            (
+                key["activated_at"],
+                KeyState.PROTECT_AND_PROCESS,
+                _first_actor(events, "key.issue", kid),
+                f"issued for {issued_for} in key group {key['key_group_id']}",
+            ),
             (key["protect_until"], KeyState.PROCESS_ONLY, None, "encryption period ended: read only"),
             (key["deactivate_at"], KeyState.DEACTIVATED, None, "cryptoperiod ended"),
-        ]  # fmt: skip
+        ]
     if key["destroyed_at"] is not None:
         points = [p for p in points if p[0] < key["destroyed_at"]]
-        points.append((key["destroyed_at"], KeyState.DESTROYED, _first_actor(events, "key.destroy", kid),
-                       key["destroy_comment"]))  # fmt: skip
+        points.append(
+            (
+                key["destroyed_at"],
+                KeyState.DESTROYED,
+                _first_actor(events, "key.destroy", kid),
+                key["destroy_comment"],
+            )
+        )
     return Lane(f"Key {kid}", "key", kid, _spans(points, now))
 
 
 def _key_boundaries(key: Mapping[str, Any], events: Events, now: int, lane: int) -> list[Boundary]:
     out = []
     if key["activated_at"] is not None:
-        for kind, at, label in (("encryption_period_end", key["protect_until"], "encryption period ends"),
-                                ("cryptoperiod_end", key["deactivate_at"], "cryptoperiod ends")):  # fmt: skip
+        for kind, at, label in (
+            ("encryption_period_end", key["protect_until"], "encryption period ends"),
+            ("cryptoperiod_end", key["deactivate_at"], "cryptoperiod ends"),
+        ):
             out.append(Boundary(kind, at, label, at > now, None, lane))
     if key["compromised_at"] is not None:
-        out.append(Boundary("compromised", key["compromised_at"], "marked compromised", False,
-                            _first_actor(events, "key.compromise", key["id"]), lane))  # fmt: skip
+        out.append(
+            Boundary(
+                "compromised",
+                key["compromised_at"],
+                "marked compromised",
+                False,
+                _first_actor(events, "key.compromise", key["id"]),
+                lane,
+            )
+        )
     if key.get("released_at") is not None:
-        out.append(Boundary("released", key["released_at"],
-                            f"let go of data unit {key['released_from']} (written from beginning of tape)",
-                            False, key["released_by"], lane))  # fmt: skip
+        out.append(
+            Boundary(
+                "released",
+                key["released_at"],
+                f"let go of data unit {key['released_from']} (written from beginning of tape)",
+                False,
+                key["released_by"],
+                lane,
+            )
+        )
     return out
 
 
@@ -169,11 +199,24 @@ def key_history(kma: Appliance, key_id: str) -> dict[str, Any]:
     events, total = _events(kma, "subject_type = 'key' AND subject_id = :id", {"id": key_id})
     lane = _key_lane(key, events, now)
     state = key_state_at(key, now)
-    return _result("key", key_id, f"Key {key_id}", now, str(state), [lane],
-                   _key_boundaries(key, events, now, 0), events, total,
-                   {"compromised": key["compromised_at"] is not None, "data_unit_id": key["data_unit_id"],
-                    "key_group_id": key["key_group_id"], "released_from": key["released_from"],
-                    "released_at": key["released_at"]})  # fmt: skip
+    return _result(
+        "key",
+        key_id,
+        f"Key {key_id}",
+        now,
+        str(state),
+        [lane],
+        _key_boundaries(key, events, now, 0),
+        events,
+        total,
+        {
+            "compromised": key["compromised_at"] is not None,
+            "data_unit_id": key["data_unit_id"],
+            "key_group_id": key["key_group_id"],
+            "released_from": key["released_from"],
+            "released_at": key["released_at"],
+        },
+    )
 
 
 # --- data units ----------------------------------------------------------------------------
@@ -184,12 +227,19 @@ def data_unit_history(kma: Appliance, unit_id: str) -> dict[str, Any]:
     if unit is None:
         raise NotFound(f"There is no data unit '{unit_id}'.")
     now = kma.clock.now()
-    current = [{**dict(r), **NOT_RELEASED} for r in kma.store.query(
-        f"SELECT {KEY_COLUMNS} FROM keys WHERE data_unit_id = ?", (unit_id,))]  # fmt: skip
-    released = [dict(r) for r in kma.store.query(
-        f"SELECT {RELEASED_KEY_COLUMNS}, r.data_unit_id AS released_from, r.released_at, "
-        "r.agent_id AS released_by FROM data_unit_released_keys r JOIN keys k ON k.id = r.key_id "
-        "WHERE r.data_unit_id = ?", (unit_id,))]  # fmt: skip
+    current = [
+        {**dict(r), **NOT_RELEASED}
+        for r in kma.store.query(f"SELECT {KEY_COLUMNS} FROM keys WHERE data_unit_id = ?", (unit_id,))
+    ]
+    released = [
+        dict(r)
+        for r in kma.store.query(
+            f"SELECT {RELEASED_KEY_COLUMNS}, r.data_unit_id AS released_from, r.released_at, "
+            "r.agent_id AS released_by FROM data_unit_released_keys r JOIN keys k ON k.id = r.key_id "
+            "WHERE r.data_unit_id = ?",
+            (unit_id,),
+        )
+    ]
     keys = sorted(current + released, key=lambda k: (k["activated_at"] or 0, k["released_at"] or now))
     tape_keys = (
         "SELECT id FROM keys WHERE data_unit_id = :id UNION "
@@ -209,17 +259,29 @@ def data_unit_history(kma: Appliance, unit_id: str) -> dict[str, Any]:
     changes = {unit["created_at"]} | {k[f] for k in keys for f in moments if k[f]}
     points = [(t, str(state_at(t)), _by_at(events, t), None) for t in sorted(changes)]
     lanes = [Lane(f"Data unit {unit_id}", "data_unit", unit_id, _spans(points, now))]
-    boundaries = [Boundary("created", unit["created_at"], "registered", False,
-                           _first_actor(events, "data_unit.create"), 0)]  # fmt: skip
+    boundaries = [
+        Boundary(
+            "created", unit["created_at"], "registered", False, _first_actor(events, "data_unit.create"), 0
+        )
+    ]
     for index, key in enumerate(keys[-KEY_LANES:], start=1):
         lane = _key_lane(key, events, now)
         if key["released_at"] is not None:
             lane.label += " (released)"
         lanes.append(lane)
         boundaries += _key_boundaries(key, events, now, index)
-    return _result("data_unit", unit_id, f"Data unit {unit_id}", now, str(state_at(now)), lanes, boundaries,
-                   events, total, {"description": unit["description"], "keys": len(current),
-                                   "released_keys": len(released)})  # fmt: skip
+    return _result(
+        "data_unit",
+        unit_id,
+        f"Data unit {unit_id}",
+        now,
+        str(state_at(now)),
+        lanes,
+        boundaries,
+        events,
+        total,
+        {"description": unit["description"], "keys": len(current), "released_keys": len(released)},
+    )
 
 
 def _by_at(events: Events, t: int) -> str | None:
@@ -237,7 +299,9 @@ ENABLED = re.compile(r"\benabled=(0|1|False|True)\b")
 def agent_history(kma: Appliance, agent_id: str) -> dict[str, Any]:
     agent = kma.store.query_one(
         "SELECT id, site_id, enabled, enrolled_at, enrollment_passphrase_hash IS NOT NULL AS pending, "
-        "created_at FROM agents WHERE id = ?", (agent_id,))  # fmt: skip
+        "created_at FROM agents WHERE id = ?",
+        (agent_id,),
+    )
     if agent is None:
         raise NotFound(f"There is no agent '{agent_id}'.")
     now = kma.clock.now()
@@ -256,8 +320,18 @@ def agent_history(kma: Appliance, agent_id: str) -> dict[str, Any]:
         boundaries.append(Boundary("enrolled", enrolled_at, "enrolled", False, agent_id, 0))
     lanes = [Lane(f"Agent {agent_id}", "agent", agent_id, _spans(_agent_points(dict(agent), events), now))]
     issued = int(kma.store.scalar("SELECT count(*) FROM keys WHERE agent_id = ?", (agent_id,)) or 0)
-    return _result("agent", agent_id, f"Agent {agent_id}", now, current, lanes, boundaries, events, total,
-                   {"site_id": agent["site_id"], "keys_issued": issued})  # fmt: skip
+    return _result(
+        "agent",
+        agent_id,
+        f"Agent {agent_id}",
+        now,
+        current,
+        lanes,
+        boundaries,
+        events,
+        total,
+        {"site_id": agent["site_id"], "keys_issued": issued},
+    )
 
 
 def _agent_changes(agent: Mapping[str, Any], events: Events) -> list[tuple[int, str, str | None, str]]:
@@ -297,12 +371,28 @@ def _agent_points(agent: Mapping[str, Any], events: Events) -> list[tuple[int, s
     return points
 
 
-def _result(subject_type: str, subject_id: str, title: str, now: int, state: str, lanes: list[Lane],
-            boundaries: list[Boundary], events: list[dict[str, Any]], total: int,
-            facts: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def _result(
+    subject_type: str,
+    subject_id: str,
+    title: str,
+    now: int,
+    state: str,
+    lanes: list[Lane],
+    boundaries: list[Boundary],
+    events: list[dict[str, Any]],
+    total: int,
+    facts: dict[str, Any],
+) -> dict[str, Any]:
     return {
-        "subject_type": subject_type, "subject_id": subject_id, "title": title, "now": now, "state": state,
+        "subject_type": subject_type,
+        "subject_id": subject_id,
+        "title": title,
+        "now": now,
+        "state": state,
         "lanes": [asdict(lane) for lane in lanes],
         "boundaries": [asdict(b) for b in sorted(boundaries, key=lambda b: b.at)],
-        "events": events, "events_total": total, "events_truncated": total > len(events), "facts": facts,
-    }  # fmt: skip
+        "events": events,
+        "events_total": total,
+        "events_truncated": total > len(events),
+        "facts": facts,
+    }

@@ -185,11 +185,14 @@ class KeyPool(Worker):
             ids = [new_key_id() for _ in range(missing)]
             statements = [self.generate_stmt(key_id, now) for key_id in ids]
             self.kma.commit(
-                self.kma.itself, "key.generate", statements,
+                self.kma.itself,
+                "key.generate",
+                statements,
                 f"generated {missing} keys for the key pool"
                 + (" (they become Ready once a database backup holds them)" if self._alone else ""),
-                ("kma", self.kma.kma_id), retention=Retention.SHORT,
-            )  # fmt: skip
+                ("kma", self.kma.kma_id),
+                retention=Retention.SHORT,
+            )
             with self._lock:
                 if self._alone:
                     self._waiting += missing  # Generated until a backup holds them

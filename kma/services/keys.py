@@ -59,21 +59,28 @@ _NOT_LIKE = "coalesce({} NOT LIKE :q ESCAPE '\\', 1)"
 # random key ID would put each new key at a random place, on the Create path.
 LIST = ListSpec(
     select=f"SELECT {PUBLIC}, rowid AS seq FROM keys",
-    sort_fields={"created_at": "created_at", "activated_at": "activated_at", "id": "id",
-                 "data_unit_id": ("data_unit_id", "activated_at")},
+    sort_fields={
+        "created_at": "created_at",
+        "activated_at": "activated_at",
+        "id": "id",
+        "data_unit_id": ("data_unit_id", "activated_at"),
+    },
     default_sort="activated_at",  # newest issued first; unassigned pool keys (NULL) last
     default_order="desc",
     search=("id", "data_unit_id", "key_group_id"),
     # A key is found by its ID (keys_text), its volser (the ID in data_units_text) or its group (a few rows);
     # the second and third leave out keys the one before found, so each key comes once.
-    text=TextSearch("seq", (
-        "SELECT rowid AS found FROM keys_text WHERE keys_text MATCH :text "
-        "UNION ALL SELECT k.rowid FROM data_units_text d CROSS JOIN keys k ON k.data_unit_id = d.id "
-        f"WHERE data_units_text MATCH 'id : ' || :text AND {_NOT_LIKE.format('k.id')} "
-        "UNION ALL SELECT k.rowid FROM key_groups g CROSS JOIN keys k ON k.key_group_id = g.id "
-        f"WHERE g.id LIKE :q ESCAPE '\\' AND {_NOT_LIKE.format('k.id')} "
-        f"AND {_NOT_LIKE.format('k.data_unit_id')}"
-    )),
+    text=TextSearch(
+        "seq",
+        (
+            "SELECT rowid AS found FROM keys_text WHERE keys_text MATCH :text "
+            "UNION ALL SELECT k.rowid FROM data_units_text d CROSS JOIN keys k ON k.data_unit_id = d.id "
+            f"WHERE data_units_text MATCH 'id : ' || :text AND {_NOT_LIKE.format('k.id')} "
+            "UNION ALL SELECT k.rowid FROM key_groups g CROSS JOIN keys k ON k.key_group_id = g.id "
+            f"WHERE g.id LIKE :q ESCAPE '\\' AND {_NOT_LIKE.format('k.id')} "
+            f"AND {_NOT_LIKE.format('k.data_unit_id')}"
+        ),
+    ),
     filters={
         "state": choice({s: key_in_state(s) for s in KeyState}),
         "key_group_id": Filter("key_group_id = :value"),
@@ -82,9 +89,12 @@ LIST = ListSpec(
         "compromised": choice({1: "compromised_at IS NOT NULL", 0: "compromised_at IS NULL"}, boolean),
     },
     id_sql="seq",
-    filtered_sorts={"created_at": frozenset({"compromised"}), "id": frozenset({"compromised"}),
-                    "data_unit_id": frozenset({"compromised", "data_unit_id"})},
-)  # fmt: skip
+    filtered_sorts={
+        "created_at": frozenset({"compromised"}),
+        "id": frozenset({"compromised"}),
+        "data_unit_id": frozenset({"compromised", "data_unit_id"}),
+    },
+)
 
 
 def _row(row: Any) -> dict[str, Any]:
@@ -123,9 +133,13 @@ def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
 
 
 def issue_key(
-    kma: Appliance, actor: Actor, key_group_id: str, data_unit_id: str,
-    agent_id: str | None = None, register_data_unit: bool = False,
-) -> dict[str, Any]:  # fmt: skip
+    kma: Appliance,
+    actor: Actor,
+    key_group_id: str,
+    data_unit_id: str,
+    agent_id: str | None = None,
+    register_data_unit: bool = False,
+) -> dict[str, Any]:
     """Activate a key for a data unit: Protect-and-Process from now, per the group's policy."""
     require(kma, "key group", key_group_id)
     if not register_data_unit:
@@ -151,10 +165,21 @@ def issue_key(
 def compromise_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict[str, Any]:
     check_text(comment, "The comment", max_len=500, required=True)
     require(kma, "key", key_id)
-    kma.commit(actor, "key.compromise", [Stmt(
-        "UPDATE keys SET compromised_at = ? WHERE id = ? AND compromised_at IS NULL AND destroyed_at IS NULL",
-        (kma.clock.now(), key_id), expect=1, refusal="the key is already compromised or destroyed",
-    )], f"marked key {key_id} compromised: {comment}", ("key", key_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "key.compromise",
+        [
+            Stmt(
+                "UPDATE keys SET compromised_at = ? "
+                "WHERE id = ? AND compromised_at IS NULL AND destroyed_at IS NULL",
+                (kma.clock.now(), key_id),
+                expect=1,
+                refusal="the key is already compromised or destroyed",
+            )
+        ],
+        f"marked key {key_id} compromised: {comment}",
+        ("key", key_id),
+    )
     return get_key(kma, key_id)
 
 
@@ -168,13 +193,25 @@ def destroy_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict
         if wrapped is not None
         else []
     )
-    kma.commit(actor, "key.destroy", [*digest, Stmt(
-        "UPDATE keys SET destroyed_at = :now, destroy_comment = :comment, material_wrapped = NULL "
-        f"WHERE id = :id AND {DESTROYABLE_SQL}",
-        {"now": now, "comment": comment, "id": key_id},
-        expect=1, refusal="only deactivated or compromised keys can be destroyed",
-    ), Stmt(  # its data unit changed too (it may now be shredded)
-        "UPDATE data_units SET updated_at = ? WHERE id = (SELECT data_unit_id FROM keys WHERE id = ?)",
-        (now, key_id),
-    )], f"destroyed key {key_id}: {comment}", ("key", key_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "key.destroy",
+        [
+            *digest,
+            Stmt(
+                "UPDATE keys SET destroyed_at = :now, destroy_comment = :comment, material_wrapped = NULL "
+                f"WHERE id = :id AND {DESTROYABLE_SQL}",
+                {"now": now, "comment": comment, "id": key_id},
+                expect=1,
+                refusal="only deactivated or compromised keys can be destroyed",
+            ),
+            Stmt(  # its data unit changed too (it may now be shredded)
+                "UPDATE data_units SET updated_at = ? "
+                "WHERE id = (SELECT data_unit_id FROM keys WHERE id = ?)",
+                (now, key_id),
+            ),
+        ],
+        f"destroyed key {key_id}: {comment}",
+        ("key", key_id),
+    )
     return get_key(kma, key_id)

@@ -59,9 +59,10 @@ class _ApplianceState(Collector):
             "kma_replication_lag_writes", "Agent-path writes not yet in the cluster's store", value=lag.depth
         )
         yield GaugeMetricFamily(
-            "kma_replication_lag_seconds", "Age of the oldest write not yet in the cluster's store",
+            "kma_replication_lag_seconds",
+            "Age of the oldest write not yet in the cluster's store",
             value=lag.age_seconds,
-        )  # fmt: skip
+        )
         yield from _cluster_lags(kma)
         yield from extra_gauges(kma)
 
@@ -69,13 +70,15 @@ class _ApplianceState(Collector):
 def _cluster_lags(kma: Appliance) -> list[GaugeMetricFamily]:
     """Every KMA's lag as its shipper last reported it (this KMA's own: live), labelled by KMA."""
     writes = GaugeMetricFamily(
-        "kma_cluster_replication_lag_writes", "Each KMA's agent-path writes not yet in the cluster's store",
+        "kma_cluster_replication_lag_writes",
+        "Each KMA's agent-path writes not yet in the cluster's store",
         labels=["kma"],
-    )  # fmt: skip
+    )
     seconds = GaugeMetricFamily(
-        "kma_cluster_replication_lag_seconds", "Each KMA's oldest write not yet in the cluster's store",
+        "kma_cluster_replication_lag_seconds",
+        "Each KMA's oldest write not yet in the cluster's store",
         labels=["kma"],
-    )  # fmt: skip
+    )
     for kma_id, lag in sorted(replication_lags(kma).items()):
         writes.add_metric([kma_id], lag.depth)
         seconds.add_metric([kma_id], lag.age_seconds)
@@ -88,13 +91,22 @@ def extra_gauges(kma: Appliance) -> list[GaugeMetricFamily]:
     if lag.address is None:
         return []
     return [
-        GaugeMetricFamily("kma_audit_forwarding_lag_events", "Committed audit events not yet sent to the "
-                          "syslog collector", value=lag.lag_events),
-        GaugeMetricFamily("kma_audit_forwarding_lag_seconds", "Age of the oldest audit event not yet sent",
-                          value=lag.lag_seconds),
-        GaugeMetricFamily("kma_audit_forwarding_connected", "1 while the syslog collector takes what is sent",
-                          value=int(lag.connected)),
-    ]  # fmt: skip
+        GaugeMetricFamily(
+            "kma_audit_forwarding_lag_events",
+            "Committed audit events not yet sent to the syslog collector",
+            value=lag.lag_events,
+        ),
+        GaugeMetricFamily(
+            "kma_audit_forwarding_lag_seconds",
+            "Age of the oldest audit event not yet sent",
+            value=lag.lag_seconds,
+        ),
+        GaugeMetricFamily(
+            "kma_audit_forwarding_connected",
+            "1 while the syslog collector takes what is sent",
+            value=int(lag.connected),
+        ),
+    ]
 
 
 def exposition(kma: Appliance) -> bytes:
@@ -112,8 +124,9 @@ class MetricsSettings:
         """kma.toml's `[metrics]`; a wrong name, a missing or short token file is refused."""
         unknown = sorted(set(table) - {"token_file"})
         if unknown:
-            raise ValidationFailed(f"kma.toml [metrics]: unknown setting {unknown[0]!r}; the setting is "
-                                   "token_file.")  # fmt: skip
+            raise ValidationFailed(
+                f"kma.toml [metrics]: unknown setting {unknown[0]!r}; the setting is token_file."
+            )
         name = table.get("token_file")
         if name is None:
             return cls()
@@ -140,8 +153,10 @@ def _read_token(path: Path) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         raise ValidationFailed(f"kma.toml [metrics]: cannot read the token file {path}: {exc}.") from None
     if len(token) < MIN_TOKEN:
-        raise ValidationFailed(f"kma.toml [metrics]: the token in {path} is shorter than {MIN_TOKEN} "
-                               "characters; make one with `openssl rand -hex 32`.")  # fmt: skip
+        raise ValidationFailed(
+            f"kma.toml [metrics]: the token in {path} is shorter than {MIN_TOKEN} "
+            "characters; make one with `openssl rand -hex 32`."
+        )
     if os.name == "posix" and mode & 0o077:  # the data directory's own check does not reach outside it
         raise ValidationFailed(
             f"kma.toml [metrics]: other accounts can read or change the token file {path} "

@@ -198,8 +198,10 @@ def _count(
     if text is not None:
         # Counted from the index's candidates as it gives them, stopping as soon: the page's order
         # index may hold 10,000 matches of a fragment spread over a million keys.
-        counting = (f"SELECT 1 FROM ({text.rows}) AS candidate CROSS JOIN {source} "
-                    f"WHERE {text.key} = candidate.found AND {where}")  # fmt: skip
+        counting = (
+            f"SELECT 1 FROM ({text.rows}) AS candidate CROSS JOIN {source} "
+            f"WHERE {text.key} = candidate.found AND {where}"
+        )
     else:  # counted in the page's order: the count reads the index the page reads, and stops as soon
         counting = f"SELECT 1 FROM {source} WHERE {where} ORDER BY {ordered}"
     return int(store.scalar(f"SELECT count(*) FROM ({counting} LIMIT {COUNT_LIMIT + 1})", bound))

@@ -22,11 +22,15 @@ MAX_PERIOD = 100 * 365 * 86400
 FLAGS = ("allow_export", "allow_import", "agents_may_revoke", "general_keys")
 POLICIES = ListSpec(
     select="SELECT * FROM key_policies",
-    sort_fields={"id": "id", "created_at": "created_at", "encryption_period": "encryption_period",
-                 "cryptoperiod": "cryptoperiod"},
+    sort_fields={
+        "id": "id",
+        "created_at": "created_at",
+        "encryption_period": "encryption_period",
+        "cryptoperiod": "cryptoperiod",
+    },
     default_sort="id",
     search=("id", "description"),
-)  # fmt: skip
+)
 GROUPS = ListSpec(
     select=(
         "SELECT g.*, (SELECT group_concat(agent_id, ',') FROM key_group_agents a "
@@ -64,10 +68,17 @@ def get_policy(kma: Appliance, policy_id: str) -> dict[str, Any]:
 
 
 def create_policy(
-    kma: Appliance, actor: Actor, policy_id: str, encryption_period: int, cryptoperiod: int,
-    description: str = "", allow_export: bool = False, allow_import: bool = False,
-    agents_may_revoke: bool = False, general_keys: bool = False,
-) -> dict[str, Any]:  # fmt: skip
+    kma: Appliance,
+    actor: Actor,
+    policy_id: str,
+    encryption_period: int,
+    cryptoperiod: int,
+    description: str = "",
+    allow_export: bool = False,
+    allow_import: bool = False,
+    agents_may_revoke: bool = False,
+    general_keys: bool = False,
+) -> dict[str, Any]:
     check_id(policy_id, "The key policy ID")
     check_text(description, "The description")
     if not 0 < encryption_period <= MAX_PERIOD or not 0 < cryptoperiod <= MAX_PERIOD:
@@ -75,14 +86,32 @@ def create_policy(
     if cryptoperiod < encryption_period:
         raise ValidationFailed("The cryptoperiod cannot be shorter than the encryption period.")
     now = kma.clock.now()
-    kma.commit(actor, "key_policy.create", [Stmt(
-        "INSERT INTO key_policies (id, description, encryption_period, cryptoperiod, allow_export, "
-        "allow_import, agents_may_revoke, general_keys, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (policy_id, description, encryption_period, cryptoperiod, int(allow_export),
-         int(allow_import), int(agents_may_revoke), int(general_keys), now, now),
-    )], f"created key policy '{policy_id}': encryption period {encryption_period}s, "
-        f"cryptoperiod {cryptoperiod}s", ("key_policy", policy_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "key_policy.create",
+        [
+            Stmt(
+                "INSERT INTO key_policies (id, description, encryption_period, cryptoperiod, allow_export, "
+                "allow_import, agents_may_revoke, general_keys, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    policy_id,
+                    description,
+                    encryption_period,
+                    cryptoperiod,
+                    int(allow_export),
+                    int(allow_import),
+                    int(agents_may_revoke),
+                    int(general_keys),
+                    now,
+                    now,
+                ),
+            )
+        ],
+        f"created key policy '{policy_id}': encryption period {encryption_period}s, "
+        f"cryptoperiod {cryptoperiod}s",
+        ("key_policy", policy_id),
+    )
     return get_policy(kma, policy_id)
 
 
@@ -132,10 +161,19 @@ def create_group(
     check_text(description, "The description")
     require(kma, "key policy", policy_id)
     now = kma.clock.now()
-    kma.commit(actor, "key_group.create", [Stmt(
-        "INSERT INTO key_groups (id, description, policy_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-        (group_id, description, policy_id, now, now),
-    )], f"created key group '{group_id}' under policy '{policy_id}'", ("key_group", group_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "key_group.create",
+        [
+            Stmt(
+                "INSERT INTO key_groups (id, description, policy_id, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (group_id, description, policy_id, now, now),
+            )
+        ],
+        f"created key group '{group_id}' under policy '{policy_id}'",
+        ("key_group", group_id),
+    )
     return get_group(kma, group_id)
 
 
@@ -162,12 +200,16 @@ def set_group_agents(kma: Appliance, actor: Actor, group_id: str, agent_ids: Seq
     statements = [Stmt("DELETE FROM key_group_agents WHERE key_group_id = ?", (group_id,))]
     statements += [stmt for a in wanted for stmt in member_of(kma, group_id, a)]
     # An agent always keeps access to its own default key group.
-    statements.append(Stmt(
-        "UPDATE key_groups SET id = id WHERE id = :g AND NOT EXISTS (SELECT 1 FROM agents "
-        "WHERE default_key_group_id = :g AND id NOT IN (SELECT agent_id FROM key_group_agents "
-        "WHERE key_group_id = :g))", {"g": group_id},
-        expect=1, refusal="an agent cannot lose access to its default key group",
-    ))  # fmt: skip
+    statements.append(
+        Stmt(
+            "UPDATE key_groups SET id = id WHERE id = :g AND NOT EXISTS (SELECT 1 FROM agents "
+            "WHERE default_key_group_id = :g AND id NOT IN (SELECT agent_id FROM key_group_agents "
+            "WHERE key_group_id = :g))",
+            {"g": group_id},
+            expect=1,
+            refusal="an agent cannot lose access to its default key group",
+        )
+    )
     kma.commit(
         actor,
         "key_group.set_agents",

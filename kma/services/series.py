@@ -37,7 +37,9 @@ def series(kma: Appliance, days: int = 30) -> dict[str, Any]:
     by_severity: dict[int, dict[str, int]] = {}
     for d, severity, count in kma.store.query(
         "SELECT created_at / 86400 AS d, severity, count(*) FROM audit_events WHERE created_at >= ? "
-        "GROUP BY d, severity", (start,)):  # fmt: skip
+        "GROUP BY d, severity",
+        (start,),
+    ):
         by_severity.setdefault(int(d), {})[str(severity)] = int(count)
     span = range(first, today + 1)
     return {

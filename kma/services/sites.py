@@ -38,10 +38,18 @@ def create_site(
     check_text(name, "The name", required=True)
     check_text(description, "The description")
     now = kma.clock.now()
-    kma.commit(actor, "site.create", [Stmt(
-        "INSERT INTO sites (id, name, description, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-        (site_id, name, description, now, now),
-    )], f"created site '{site_id}' ({name})", ("site", site_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "site.create",
+        [
+            Stmt(
+                "INSERT INTO sites (id, name, description, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+                (site_id, name, description, now, now),
+            )
+        ],
+        f"created site '{site_id}' ({name})",
+        ("site", site_id),
+    )
     return get_site(kma, site_id)
 
 
@@ -64,8 +72,18 @@ def update_site(kma: Appliance, actor: Actor, site_id: str, **changes: Any) -> d
 
 def delete_site(kma: Appliance, actor: Actor, site_id: str) -> None:
     require(kma, "site", site_id)
-    kma.commit(actor, "site.delete", [Stmt(
-        "DELETE FROM sites WHERE id = :id AND NOT EXISTS (SELECT 1 FROM kmas WHERE site_id = :id) "
-        "AND NOT EXISTS (SELECT 1 FROM agents WHERE site_id = :id)", {"id": site_id},
-        expect=1, refusal=f"site '{site_id}' still has KMAs or agents",
-    )], f"deleted site '{site_id}'", ("site", site_id))  # fmt: skip
+    kma.commit(
+        actor,
+        "site.delete",
+        [
+            Stmt(
+                "DELETE FROM sites WHERE id = :id AND NOT EXISTS (SELECT 1 FROM kmas WHERE site_id = :id) "
+                "AND NOT EXISTS (SELECT 1 FROM agents WHERE site_id = :id)",
+                {"id": site_id},
+                expect=1,
+                refusal=f"site '{site_id}' still has KMAs or agents",
+            )
+        ],
+        f"deleted site '{site_id}'",
+        ("site", site_id),
+    )

@@ -48,8 +48,9 @@ LIST = ListSpec(
 KEEP_A_SECURITY_OFFICER = Stmt(
     "UPDATE cluster SET id = id WHERE EXISTS (SELECT 1 FROM users WHERE enabled = 1 "
     "AND (',' || roles || ',') LIKE '%,security_officer,%')",
-    expect=1, refusal="the cluster must keep at least one enabled Security Officer",
-)  # fmt: skip
+    expect=1,
+    refusal="the cluster must keep at least one enabled Security Officer",
+)
 
 
 def user_row(row: Any) -> dict[str, Any]:
@@ -94,11 +95,19 @@ def create_user_change(
     kma: Appliance, user_id: str, name: str, role_text: str, passphrase_hash: str
 ) -> Change:
     now = kma.clock.now()
-    return Change("user.create", [
-        Stmt("INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
-             "VALUES (?, ?, ?, ?, ?, ?)", (user_id, name, role_text, passphrase_hash, now, now)),
-        seal_user(kma.vault.row_mac_key(), user_id, role_text, 1, passphrase_hash),
-    ], f"created user '{user_id}' with roles {role_words(role_text)}", ("user", user_id))  # fmt: skip
+    return Change(
+        "user.create",
+        [
+            Stmt(
+                "INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (user_id, name, role_text, passphrase_hash, now, now),
+            ),
+            seal_user(kma.vault.row_mac_key(), user_id, role_text, 1, passphrase_hash),
+        ],
+        f"created user '{user_id}' with roles {role_words(role_text)}",
+        ("user", user_id),
+    )
 
 
 def seal_user(key: bytes, user_id: str, roles: str, enabled: int, passphrase_hash: str) -> Stmt:
@@ -146,11 +155,16 @@ def update_user_change(kma: Appliance, user_id: str, changes: dict[str, Any]) ->
     values = {**changes, "updated_at": kma.clock.now()}
     sets = ", ".join(f"{k} = :{k}" for k in values)
     statements = [
-        Stmt(f"UPDATE users SET {sets} WHERE id = :id", {**values, "id": user_id},
-             expect=1, missing=True, refusal=f"there is no user '{user_id}'"),
+        Stmt(
+            f"UPDATE users SET {sets} WHERE id = :id",
+            {**values, "id": user_id},
+            expect=1,
+            missing=True,
+            refusal=f"there is no user '{user_id}'",
+        ),
         *_sealed_after(kma, user_id, changes),
         KEEP_A_SECURITY_OFFICER,
-    ]  # fmt: skip
+    ]
     if changes.get("enabled") == 0:
         statements.append(Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)))
     described = ", ".join(
@@ -176,11 +190,20 @@ def update_user(
 
 
 def set_passphrase_change(kma: Appliance, user_id: str, passphrase_hash: str) -> Change:
-    return Change("user.set_passphrase", [
-        Stmt("UPDATE users SET passphrase_hash = ?, updated_at = ? WHERE id = ?",
-             (passphrase_hash, kma.clock.now(), user_id),
-             expect=1, missing=True, refusal=f"there is no user '{user_id}'"),
-        *_sealed_after(kma, user_id, {"passphrase_hash": passphrase_hash}),
-        lockout.clear("user", user_id),  # a new passphrase lifts every lockout of the user
-        Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)),
-    ], f"set the passphrase of user '{user_id}'", ("user", user_id))  # fmt: skip
+    return Change(
+        "user.set_passphrase",
+        [
+            Stmt(
+                "UPDATE users SET passphrase_hash = ?, updated_at = ? WHERE id = ?",
+                (passphrase_hash, kma.clock.now(), user_id),
+                expect=1,
+                missing=True,
+                refusal=f"there is no user '{user_id}'",
+            ),
+            *_sealed_after(kma, user_id, {"passphrase_hash": passphrase_hash}),
+            lockout.clear("user", user_id),  # a new passphrase lifts every lockout of the user
+            Stmt("DELETE FROM sessions WHERE user_id = ?", (user_id,)),
+        ],
+        f"set the passphrase of user '{user_id}'",
+        ("user", user_id),
+    )

@@ -119,14 +119,23 @@ class Finish(BaseModel):
 
     def answers(self) -> Answers:
         return Answers(
-            cluster_name=self.cluster_name, site_id=self.site.id, site_name=self.site.name,
-            kma_id=self.kma.id, kma_name=self.kma.name, management_address=self.kma.management_address,
-            service_address=self.kma.service_address, officer_id=self.security_officer.id,
-            officer_name=self.security_officer.name, officer_passphrase=self.security_officer.passphrase,
-            threshold=self.threshold, members=tuple(SplitMember(name, "") for name in self.members),
-            autonomous_unlock=self.autonomous_unlock, key_pool_size=self.key_pool_size,
-            mode=self.mode, hsm=read_hsm(self.hsm, self.kma.id),
-        )  # fmt: skip
+            cluster_name=self.cluster_name,
+            site_id=self.site.id,
+            site_name=self.site.name,
+            kma_id=self.kma.id,
+            kma_name=self.kma.name,
+            management_address=self.kma.management_address,
+            service_address=self.kma.service_address,
+            officer_id=self.security_officer.id,
+            officer_name=self.security_officer.name,
+            officer_passphrase=self.security_officer.passphrase,
+            threshold=self.threshold,
+            members=tuple(SplitMember(name, "") for name in self.members),
+            autonomous_unlock=self.autonomous_unlock,
+            key_pool_size=self.key_pool_size,
+            mode=self.mode,
+            hsm=read_hsm(self.hsm, self.kma.id),
+        )
 
 
 class Restore(BaseModel):
@@ -150,8 +159,11 @@ def temporary_certificate(setup: Session) -> dict[str, str]:
 
 @router.get("/setup")
 def state(setup: Session) -> dict[str, object]:
-    return {"state": "finished" if setup.finished.is_set() else "waiting", "version": __version__,
-            "modes": setup.offered()}  # fmt: skip
+    return {
+        "state": "finished" if setup.finished.is_set() else "waiting",
+        "version": __version__,
+        "modes": setup.offered(),
+    }
 
 
 @router.post("/setup/code")
@@ -183,8 +195,12 @@ def finish(body: Finish, setup: Authorised) -> dict[str, str]:
 
 
 @router.put("/setup/restore/{upload}")
-async def upload(upload: Literal["database-backup", "core-security-backup"], request: Request,
-                 setup: Authorised, name: FileName = "") -> dict[str, int]:  # fmt: skip
+async def upload(
+    upload: Literal["database-backup", "core-security-backup"],
+    request: Request,
+    setup: Authorised,
+    name: FileName = "",
+) -> dict[str, int]:
     size = 0
     with setup.upload_path(upload, name).open("wb") as out:
         async for chunk in request.stream():
@@ -200,17 +216,23 @@ def check_backups(setup: Authorised) -> dict[str, object]:
     database, core = (setup.uploaded(kind, what) for kind, what in UPLOADS.items())
     backup, _core = check_pair(database, core)
     manifest = backup.manifest
-    return {"cluster_name": str(manifest["cluster"].get("name", "")),
-            "ca_fingerprint": backup.cluster_fingerprint, "kma_id": str(manifest.get("kma_id", "")),
-            "created_at": int(manifest["created_at"])}
+    return {
+        "cluster_name": str(manifest["cluster"].get("name", "")),
+        "ca_fingerprint": backup.cluster_fingerprint,
+        "kma_id": str(manifest.get("kma_id", "")),
+        "created_at": int(manifest["created_at"]),
+    }
 
 
 @router.post("/setup/restore")
 def restore(body: Restore, setup: Authorised) -> dict[str, str]:
     database, core = (setup.uploaded(kind, what) for kind, what in UPLOADS.items())
     quorum = tuple(Credential(m.name, m.passphrase) for m in body.members)
-    setup.restore(RestoreAnswers(database, core, quorum, body.management_address, body.service_address,
-                                 body.autonomous_unlock))  # fmt: skip
+    setup.restore(
+        RestoreAnswers(
+            database, core, quorum, body.management_address, body.service_address, body.autonomous_unlock
+        )
+    )
     return {"management_address": setup.continue_address, "ca_fingerprint": setup.cluster_fingerprint()}
 
 
@@ -225,13 +247,16 @@ fallback = APIRouter()
 
 @fallback.api_route("/{path:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"])
 def everything_else(path: str) -> None:
-    raise SetupOnly("This KMA is not set up yet: it answers only its set-up API until an installer has "
-                    "set it up (kma init, or Set up a new KMA… in the manager).")  # fmt: skip
+    raise SetupOnly(
+        "This KMA is not set up yet: it answers only its set-up API until an installer has "
+        "set it up (kma init, or Set up a new KMA… in the manager)."
+    )
 
 
 def create_setup_app(setup: SetupSession) -> FastAPI:
-    app = FastAPI(title="KMA set-up API", version=__version__, openapi_url=None, docs_url=None,
-                  redoc_url=None)  # fmt: skip
+    app = FastAPI(
+        title="KMA set-up API", version=__version__, openapi_url=None, docs_url=None, redoc_url=None
+    )
     app.state.setup = setup
     errors.install(app)  # the contract's error shape; there is no audit trail yet to record in
     app.include_router(router, prefix=PREFIX)

@@ -126,8 +126,13 @@ def _handshake(answers: JoinAnswers, join_key: bytes | None = None) -> tuple[Any
     server_key, server_csr = _key_and_csr(answers.kma_id)
     try:
         with KmsClient(answers.kma, ca_fingerprint=answers.ca_fingerprint) as client:
-            grant = client.join_cluster(answers.kma_id, answers.passphrase, node_csr, server_csr,
-                                        None if join_key is None else _pem(join_key))  # fmt: skip
+            grant = client.join_cluster(
+                answers.kma_id,
+                answers.passphrase,
+                node_csr,
+                server_csr,
+                None if join_key is None else _pem(join_key),
+            )
     except TrustError as exc:
         raise Conflict(f"Refused to join: {exc}") from None
     except KmaUnreachable as exc:
@@ -211,8 +216,9 @@ def _write(data_dir: DataDir, answers: JoinAnswers, grant: Any, node_key: bytes,
             witness=bool(entry.get("witness", False)),
         )
         node = CertifiedKey(grant.node_certificate_pem.encode(), node_key)
-        ClusterFiles.of(staging.root).write(config, grant.ca_pem.encode(), node,
-                                            trusted_nodes(grant), grant.node_credential)  # fmt: skip
+        ClusterFiles.of(staging.root).write(
+            config, grant.ca_pem.encode(), node, trusted_nodes(grant), grant.node_credential
+        )
         data_dir.take_from(staging.root)
     except BaseException:
         shutil.rmtree(staging.root, ignore_errors=True)

@@ -58,8 +58,13 @@ def _to_log_files(line: str) -> None:
             handler.handle(record)
 
 
-def serve_setup(data_dir: DataDir, setup_address: str, management_port: int | None,
-                ready_file: Path | None, announce: Callable[[str], None]) -> Finished | None:  # fmt: skip
+def serve_setup(
+    data_dir: DataDir,
+    setup_address: str,
+    management_port: int | None,
+    ready_file: Path | None,
+    announce: Callable[[str], None],
+) -> Finished | None:
     """Serve the set-up API until set-up has finished (then say where the KMA continues) or the
     process is stopped (None: still not set up, and nothing written)."""
     host, port = split_address(setup_address)
@@ -67,8 +72,9 @@ def serve_setup(data_dir: DataDir, setup_address: str, management_port: int | No
     bound_port = sock.getsockname()[1]
     address = f"{host}:{bound_port}"
     temporary_ca = create_cluster_ca("KMA set-up (temporary)")
-    certificate = issue_server_certificate(temporary_ca, "kma-set-up",
-                                           [] if host in ("0.0.0.0", "::") else [host])  # fmt: skip
+    certificate = issue_server_certificate(
+        temporary_ca, "kma-set-up", [] if host in ("0.0.0.0", "::") else [host]
+    )
 
     def say(line: str) -> None:
         announce(line)
@@ -90,13 +96,22 @@ def serve_setup(data_dir: DataDir, setup_address: str, management_port: int | No
         say(f"set-up code {session.code}")
         if ready_file is not None:
             tmp = ready_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"mode": "setup", "management_address": address,
-                                       "ca_fingerprint": session.fingerprint, "setup_code": session.code,
-                                       "pid": os.getpid()}))  # fmt: skip
+            tmp.write_text(
+                json.dumps(
+                    {
+                        "mode": "setup",
+                        "management_address": address,
+                        "ca_fingerprint": session.fingerprint,
+                        "setup_code": session.code,
+                        "pid": os.getpid(),
+                    }
+                )
+            )
             tmp.replace(ready_file)
 
-    config = uvicorn.Config(create_setup_app(session), log_level="warning", access_log=False,
-                            timeout_graceful_shutdown=5)  # fmt: skip
+    config = uvicorn.Config(
+        create_setup_app(session), log_level="warning", access_log=False, timeout_graceful_shutdown=5
+    )
     server = _SetupListener(session, config, tls, ListenerLimits.from_table({}), ready)
     note_stop_requests()
     try:

@@ -121,8 +121,7 @@ def read_answers(text: str) -> Answers:
             "[key_split] needs [[key_split.members]] entries with a name and a passphrase."
         )
     what = "a key split member"
-    members = tuple(SplitMember(_str(m, "name", what), _str(m, "passphrase", what, ""))
-                    for m in raw_members)  # fmt: skip
+    members = tuple(SplitMember(_str(m, "name", what), _str(m, "passphrase", what, "")) for m in raw_members)
     pool = data.get("key_pool_size", DEFAULT_POOL)
     unlock = data.get("autonomous_unlock", True)
     if not isinstance(unlock, bool):
@@ -218,8 +217,10 @@ def initialise(
         split = draft_key_split(answers.threshold, [(m.name, m.passphrase) for m in answers.members])
         prove(split, {m.name: m.passphrase for m in answers.members})
     if split.names != tuple(m.name for m in answers.members) or split.threshold != answers.threshold:
-        raise ValidationFailed("The answers name other key split members or another threshold than the "
-                               "key split that was proven.")  # fmt: skip
+        raise ValidationFailed(
+            "The answers name other key split members or another threshold than the "
+            "key split that was proven."
+        )
     staging = DataDir(data_dir.staging("setting-up"))
     try:
         master = _create(staging, answers, clock, split, refusals)
@@ -281,10 +282,15 @@ def _new_master(token: Token | None) -> WrappingKey:
     return HsmMasterKey(token.random(32), token, token.generate_master())
 
 
-def _initialise(data_dir: DataDir, answers: Answers, clock: Clock | None,
-                split: tuple[bytes, dict[str, str]],
-                ca: CertifiedKey, master: WrappingKey,
-                refusals: Sequence[tuple[str, str]]) -> WrappingKey:  # fmt: skip
+def _initialise(
+    data_dir: DataDir,
+    answers: Answers,
+    clock: Clock | None,
+    split: tuple[bytes, dict[str, str]],
+    ca: CertifiedKey,
+    master: WrappingKey,
+    refusals: Sequence[tuple[str, str]],
+) -> WrappingKey:
     from kma.appliance import Appliance
     from kma.audit.record import Condition
     from kma.cluster.store import open_store
@@ -309,42 +315,83 @@ def _initialise(data_dir: DataDir, answers: Answers, clock: Clock | None,
         mac_key = row_mac_key(master)
         officer_hash = hash_passphrase(answers.officer_passphrase)
         statements = [
-            Stmt("INSERT INTO cluster (id, name, created_at, master_wrapped_by_root, ca_cert_pem, "
-                 "ca_key_wrapped, split_threshold) VALUES (1, ?, ?, ?, ?, ?, ?)",
-                 (answers.cluster_name, now, wrap_master_for_root(split[0], master),
-                  ca.cert_pem.decode(), master.wrap("cluster-ca-key", ca.key_pem), answers.threshold)),
-            Stmt("INSERT INTO sites (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                 (answers.site_id, answers.site_name, now, now)),
-            Stmt("INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
-                 "key_pool_size, autounlock_master, master_key, created_at, updated_at) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 (answers.kma_id, answers.kma_name, answers.site_id, answers.management_address,
-                  answers.service_address, _version(), answers.key_pool_size, autounlock,
-                  "pkcs11" if answers.hsm else "software", now, now)),
-            Stmt("INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
-                 "VALUES (?, ?, ?, ?, ?, ?)",
-                 (answers.officer_id, answers.officer_name, str(Role.SECURITY_OFFICER),
-                  officer_hash, now, now)),
+            Stmt(
+                "INSERT INTO cluster (id, name, created_at, master_wrapped_by_root, ca_cert_pem, "
+                "ca_key_wrapped, split_threshold) VALUES (1, ?, ?, ?, ?, ?, ?)",
+                (
+                    answers.cluster_name,
+                    now,
+                    wrap_master_for_root(split[0], master),
+                    ca.cert_pem.decode(),
+                    master.wrap("cluster-ca-key", ca.key_pem),
+                    answers.threshold,
+                ),
+            ),
+            Stmt(
+                "INSERT INTO sites (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                (answers.site_id, answers.site_name, now, now),
+            ),
+            Stmt(
+                "INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
+                "key_pool_size, autounlock_master, master_key, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    answers.kma_id,
+                    answers.kma_name,
+                    answers.site_id,
+                    answers.management_address,
+                    answers.service_address,
+                    _version(),
+                    answers.key_pool_size,
+                    autounlock,
+                    "pkcs11" if answers.hsm else "software",
+                    now,
+                    now,
+                ),
+            ),
+            Stmt(
+                "INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    answers.officer_id,
+                    answers.officer_name,
+                    str(Role.SECURITY_OFFICER),
+                    officer_hash,
+                    now,
+                    now,
+                ),
+            ),
             seal_user(mac_key, answers.officer_id, str(Role.SECURITY_OFFICER), 1, officer_hash),
         ] + [
             stmt
             for name, sealed in split[1].items()
             for stmt in (
-                Stmt("INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, 1)",
-                     (name, sealed)),
+                Stmt(
+                    "INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, 1)",
+                    (name, sealed),
+                ),
                 seal(mac_key, SPLIT_MEMBERS, {"name": name, "share_sealed": sealed, "generation": 1}),
             )
-        ]  # fmt: skip
-        kma.commit(installer, "cluster.create", statements,
-                   f"created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' at site "
-                   f"'{answers.site_id}'; key split {answers.threshold} of {len(answers.members)}; "
-                   f"autonomous unlock {'on' if answers.autonomous_unlock else 'off'}; master key "
-                   + (f"in the HSM {answers.hsm.token_name}" if answers.hsm else "in software")
-                   + f"; key pool {answers.key_pool_size}",
-                   ("kma", answers.kma_id))  # fmt: skip
+        ]
+        kma.commit(
+            installer,
+            "cluster.create",
+            statements,
+            f"created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' at site "
+            f"'{answers.site_id}'; key split {answers.threshold} of {len(answers.members)}; "
+            f"autonomous unlock {'on' if answers.autonomous_unlock else 'off'}; master key "
+            + (f"in the HSM {answers.hsm.token_name}" if answers.hsm else "in software")
+            + f"; key pool {answers.key_pool_size}",
+            ("kma", answers.kma_id),
+        )
         for address, what in refusals:
-            kma.audit(Actor("setup", address, kind="kma"), "setup.code_refused", what,
-                      condition=Condition.ERROR, event_class="security")  # fmt: skip
+            kma.audit(
+                Actor("setup", address, kind="kma"),
+                "setup.code_refused",
+                what,
+                condition=Condition.ERROR,
+                event_class="security",
+            )
     finally:
         kma.close()
     return master

@@ -35,8 +35,10 @@ class KeySplitDraft:
     @property
     def root_secret(self) -> bytes:
         if not self.proven:
-            raise ValidationFailed("The key split has not been proven: M members must first show "
-                                   "that their passphrases reconstruct the secret.")  # fmt: skip
+            raise ValidationFailed(
+                "The key split has not been proven: M members must first show "
+                "that their passphrases reconstruct the secret."
+            )
         return self._root_secret
 
 
@@ -53,8 +55,10 @@ def draft_key_split(threshold: int, members: Sequence[tuple[str, str]]) -> KeySp
         check_strength(passphrase, what, [name])
     root = secrets.token_bytes(32)
     shares = split_secret(root, threshold, len(members))
-    sealed = {name: seal_share(share, name, passphrase)
-              for (name, passphrase), share in zip(members, shares, strict=True)}  # fmt: skip
+    sealed = {
+        name: seal_share(share, name, passphrase)
+        for (name, passphrase), share in zip(members, shares, strict=True)
+    }
     chosen = tuple(sorted(secrets.SystemRandom().sample(names, threshold), key=names.index))
     return KeySplitDraft(threshold, sealed, chosen, root)
 
@@ -73,9 +77,11 @@ def prove(draft: KeySplitDraft, typed: Mapping[str, str]) -> str:
         try:
             shares.append(open_share(draft.sealed[name], name, typed[name]))
         except (BadPassphrase, CryptoError):
-            raise ValidationFailed(f"The proof failed: the passphrase typed for '{name}' is not the one "
-                                   f"'{name}' chose. Type it again, or go back and set the key split "
-                                   "again.") from None  # fmt: skip
+            raise ValidationFailed(
+                f"The proof failed: the passphrase typed for '{name}' is not the one "
+                f"'{name}' chose. Type it again, or go back and set the key split "
+                "again."
+            ) from None
     if not hmac.compare_digest(combine_shares(shares), draft._root_secret):
         raise ValidationFailed("The proof failed: the shares did not reconstruct the secret.")
     draft.proven = True

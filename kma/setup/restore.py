@@ -109,10 +109,17 @@ def restore(
             decrypt_database_backup(backup, key, stage.db)
             _check_database(stage.db, backup)
             restored = replace(
-                _set_up(stage, backup, master, (management_address, service_address), autonomous_unlock,
-                        settings, clock),
+                _set_up(
+                    stage,
+                    backup,
+                    master,
+                    (management_address, service_address),
+                    autonomous_unlock,
+                    settings,
+                    clock,
+                ),
                 master=master,
-            )  # fmt: skip
+            )
             data_dir.take_from(staging)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -122,8 +129,9 @@ def restore(
     return restored
 
 
-def check_pair(database_backup: Path, core_security_backup: Path) -> tuple[DatabaseBackup,
-                                                                          CoreSecurityBackup]:
+def check_pair(
+    database_backup: Path, core_security_backup: Path
+) -> tuple[DatabaseBackup, CoreSecurityBackup]:
     """The two files read and found to belong together (one cluster, a schema this KMA knows): all a
     restore can check before the quorum types, so it is checked before they are asked to."""
     core = read_core_security_backup(core_security_backup)
@@ -203,8 +211,9 @@ def open_master(core: CoreSecurityBackup, credentials: Sequence[Credential]) -> 
                 "security backup (it needs the passphrases in force when it was taken)."
             ) from None
         except CryptoError:
-            raise BadBackup(f"The share of member '{credential.member}' in the core security backup is "
-                            "damaged.") from None  # fmt: skip
+            raise BadBackup(
+                f"The share of member '{credential.member}' in the core security backup is damaged."
+            ) from None
     try:
         return unwrap_master_with_root(combine_shares(opened[: core.threshold]), core.master_wrapped_by_root)
     except (CryptoError, ValueError):
@@ -282,33 +291,62 @@ def _set_up(
         counts = manifest["counts"]
         installer = Actor("installer", "local console", kind="kma")
         withheld = int(kma.store.scalar(f"SELECT count(*) FROM keys WHERE {UNASSIGNED}"))
-        kma.commit(installer, "backup.restore", [
-            Stmt("UPDATE kmas SET management_address = ?, service_address = ?, autounlock_master = ?, "
-                 "locked = 0, updated_at = ? WHERE id = ?",
-                 (management_address, service_address, autounlock, now, kma_id), expect=1),
-            Stmt("DELETE FROM sessions"),
-            # The backup restored from holds every key it copied: they stay Ready.
-            Stmt("INSERT INTO backups (id, kma_id, created_at, created_by, scheduled, file_name, size, "
-                 "sha256, schema_version, keys, audit_events) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)",
-                 (manifest["backup_id"], kma_id, manifest["created_at"], manifest["created_by"], kept.name,
-                  kept.stat().st_size, file_sha256(kept), backup.schema_version, counts["keys"],
-                  counts["audit_events"])),
-            Stmt("UPDATE keys SET backup_mark = ? WHERE backup_mark IS NULL AND material_wrapped IS NOT NULL",
-                 (manifest["created_at"],)),
-            # One key, one tape: every pool key the backup holds as unassigned may have been issued
-            # after it was taken (to a tape this backup does not know of). None is issued again; each
-            # stays readable by its ID (kma/services/agent_keys.py READABLE_BY_ID), and the pool is
-            # made anew.
-            Stmt(f"UPDATE keys SET withheld_at = ? WHERE {UNASSIGNED}", (now,)),
-        ], f"restored KMA '{kma_id}' of cluster '{cluster_name}' from backup {manifest['backup_id']} "
-           f"(made {manifest['created_at']}: {counts['keys']} keys, {counts['audit_events']} audit events) "
-           f"with a quorum of the key split; autonomous unlock {'on' if autonomous_unlock else 'off'}"
-           + (f"; {withheld_warning(withheld)}" if withheld else ""),
-           ("kma", kma_id))  # fmt: skip
+        kma.commit(
+            installer,
+            "backup.restore",
+            [
+                Stmt(
+                    "UPDATE kmas SET management_address = ?, service_address = ?, autounlock_master = ?, "
+                    "locked = 0, updated_at = ? WHERE id = ?",
+                    (management_address, service_address, autounlock, now, kma_id),
+                    expect=1,
+                ),
+                Stmt("DELETE FROM sessions"),
+                # The backup restored from holds every key it copied: they stay Ready.
+                Stmt(
+                    "INSERT INTO backups (id, kma_id, created_at, created_by, scheduled, file_name, size, "
+                    "sha256, schema_version, keys, audit_events) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)",
+                    (
+                        manifest["backup_id"],
+                        kma_id,
+                        manifest["created_at"],
+                        manifest["created_by"],
+                        kept.name,
+                        kept.stat().st_size,
+                        file_sha256(kept),
+                        backup.schema_version,
+                        counts["keys"],
+                        counts["audit_events"],
+                    ),
+                ),
+                Stmt(
+                    "UPDATE keys SET backup_mark = ? "
+                    "WHERE backup_mark IS NULL AND material_wrapped IS NOT NULL",
+                    (manifest["created_at"],),
+                ),
+                # One key, one tape: every pool key the backup holds as unassigned may have been issued
+                # after it was taken (to a tape this backup does not know of). None is issued again; each
+                # stays readable by its ID (kma/services/agent_keys.py READABLE_BY_ID), and the pool is
+                # made anew.
+                Stmt(f"UPDATE keys SET withheld_at = ? WHERE {UNASSIGNED}", (now,)),
+            ],
+            f"restored KMA '{kma_id}' of cluster '{cluster_name}' from backup {manifest['backup_id']} "
+            f"(made {manifest['created_at']}: {counts['keys']} keys, {counts['audit_events']} audit events) "
+            f"with a quorum of the key split; autonomous unlock {'on' if autonomous_unlock else 'off'}"
+            + (f"; {withheld_warning(withheld)}" if withheld else ""),
+            ("kma", kma_id),
+        )
     finally:
         kma.close()
-    return Restored(cluster_name, kma_id, str(manifest["backup_id"]), int(manifest["created_at"]),
-                    int(counts["keys"]), int(counts["audit_events"]), fingerprint(ca.cert_pem))  # fmt: skip
+    return Restored(
+        cluster_name,
+        kma_id,
+        str(manifest["backup_id"]),
+        int(manifest["created_at"]),
+        int(counts["keys"]),
+        int(counts["audit_events"]),
+        fingerprint(ca.cert_pem),
+    )
 
 
 # The pool keys a backup holds as unassigned, of every KMA (any of them may have issued its own after).
@@ -342,15 +380,24 @@ def read_restore_answers(data: dict[str, Any], base: Path) -> RestoreAnswers:
     if hsm is not None and not isinstance(hsm, dict):
         raise ValidationFailed("[hsm] in the answers file must be a table.")
     return RestoreAnswers(
-        files["database_backup"], files["core_security_backup"],
+        files["database_backup"],
+        files["core_security_backup"],
         tuple(Credential(str(m.get("name", "")), str(m.get("passphrase", ""))) for m in members),
         management_address=str(kma.get("management_address", "127.0.0.1:8443")),
         service_address=str(kma.get("service_address", "127.0.0.1:5696")),
-        autonomous_unlock=unlock, hsm=hsm,
-    )  # fmt: skip
+        autonomous_unlock=unlock,
+        hsm=hsm,
+    )
 
 
 def restore_with(data_dir: DataDir, answers: RestoreAnswers) -> Restored:
-    return restore(data_dir, answers.database_backup, answers.core_security_backup, answers.credentials,
-                   management_address=answers.management_address, service_address=answers.service_address,
-                   autonomous_unlock=answers.autonomous_unlock, hsm=answers.hsm)  # fmt: skip
+    return restore(
+        data_dir,
+        answers.database_backup,
+        answers.core_security_backup,
+        answers.credentials,
+        management_address=answers.management_address,
+        service_address=answers.service_address,
+        autonomous_unlock=answers.autonomous_unlock,
+        hsm=answers.hsm,
+    )

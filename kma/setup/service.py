@@ -73,21 +73,27 @@ class SetupMode:
     run: Callable[[DataDir, Any, KeySplitDraft | None, Sequence[tuple[str, str]]], Made]
 
 
-def _new_cluster(data_dir: DataDir, answers: Answers, split: KeySplitDraft | None,
-                 refusals: Sequence[tuple[str, str]]) -> Made:  # fmt: skip
+def _new_cluster(
+    data_dir: DataDir, answers: Answers, split: KeySplitDraft | None, refusals: Sequence[tuple[str, str]]
+) -> Made:
     return Made(answers.management_address, initialise(data_dir, answers, split=split, refusals=refusals))
 
 
-def _restore(data_dir: DataDir, answers: RestoreAnswers, split: KeySplitDraft | None,
-             refusals: Sequence[tuple[str, str]]) -> Made:  # fmt: skip
+def _restore(
+    data_dir: DataDir,
+    answers: RestoreAnswers,
+    split: KeySplitDraft | None,
+    refusals: Sequence[tuple[str, str]],
+) -> Made:
     from kma.setup.restore import restore_with
 
     restored = restore_with(data_dir, answers)
     return Made(answers.management_address, restored.master, restored)  # the quorum opened it: unlocked
 
 
-def _join(data_dir: DataDir, answers: JoinAnswers, split: KeySplitDraft | None,
-          refusals: Sequence[tuple[str, str]]) -> Made:  # fmt: skip
+def _join(
+    data_dir: DataDir, answers: JoinAnswers, split: KeySplitDraft | None, refusals: Sequence[tuple[str, str]]
+) -> Made:
     from kma.setup.join import join
 
     grant = join(data_dir, answers)
@@ -158,17 +164,26 @@ def check_can_listen(address: str, what: str, own_port: int | None = None) -> No
         listen(host, port).close()
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
-            raise ValidationFailed(f"{what}: port {port} is already in use on the KMA by another "
-                                   "program. Choose another port.") from None  # fmt: skip
-        raise ValidationFailed(f"{what}: the KMA cannot listen on {address} ({exc.strerror}). Give one of "
-                               "the KMA's own addresses.") from None  # fmt: skip
+            raise ValidationFailed(
+                f"{what}: port {port} is already in use on the KMA by another program. Choose another port."
+            ) from None
+        raise ValidationFailed(
+            f"{what}: the KMA cannot listen on {address} ({exc.strerror}). Give one of "
+            "the KMA's own addresses."
+        ) from None
 
 
 class SetupSession:
     """An uninitialised KMA's set-up, driven by one installer holding the one-time set-up code."""
 
-    def __init__(self, data_dir: DataDir, certificate_pem: str, own_port: int, continue_port: int | None,
-                 announce: Callable[[str], None]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        data_dir: DataDir,
+        certificate_pem: str,
+        own_port: int,
+        continue_port: int | None,
+        announce: Callable[[str], None],
+    ) -> None:
         self.data_dir = data_dir
         self.certificate_pem = certificate_pem  # the temporary one set-up mode serves TLS with
         self.fingerprint = fingerprint(certificate_pem.encode())
@@ -192,8 +207,10 @@ class SetupSession:
             counted = self._counted(address)
             if counted.locked_until > now:
                 counted.tries += 1
-                raise LockedOut(f"Too many wrong set-up codes: {address} is locked out of set-up; try "
-                                f"again in {LOCKOUT_SECONDS // 60} minutes.")  # fmt: skip
+                raise LockedOut(
+                    f"Too many wrong set-up codes: {address} is locked out of set-up; try "
+                    f"again in {LOCKOUT_SECONDS // 60} minutes."
+                )
             if hmac.compare_digest(_normalised(code), _normalised(self.code)):
                 return
             counted.tries += 1
@@ -203,14 +220,22 @@ class SetupSession:
                 log.warning(
                     "a wrong set-up code from %s (%d of %d)", address, counted.failures, MAX_WRONG_CODES
                 )
-                raise Unauthenticated(f"That is not the set-up code shown on the KMA's console ({left} more "
-                                      f"{'try' if left == 1 else 'tries'} from this address).")  # fmt: skip
+                raise Unauthenticated(
+                    f"That is not the set-up code shown on the KMA's console ({left} more "
+                    f"{'try' if left == 1 else 'tries'} from this address)."
+                )
             counted.failures, counted.locked_until = 0, now + LOCKOUT_SECONDS
-            log.warning("%d wrong set-up codes from %s: locked out of set-up for %d minutes", MAX_WRONG_CODES,
-                        address, LOCKOUT_SECONDS // 60)  # fmt: skip
-            raise LockedOut(f"That is not the set-up code either. After {MAX_WRONG_CODES} wrong codes, "
-                            f"{address} is locked out of set-up for {LOCKOUT_SECONDS // 60} minutes; the "
-                            "code on the KMA's console still works from elsewhere.")  # fmt: skip
+            log.warning(
+                "%d wrong set-up codes from %s: locked out of set-up for %d minutes",
+                MAX_WRONG_CODES,
+                address,
+                LOCKOUT_SECONDS // 60,
+            )
+            raise LockedOut(
+                f"That is not the set-up code either. After {MAX_WRONG_CODES} wrong codes, "
+                f"{address} is locked out of set-up for {LOCKOUT_SECONDS // 60} minutes; the "
+                "code on the KMA's console still works from elsewhere."
+            )
 
     def _counted(self, address: str) -> WrongCodes:
         if address not in self.wrong_codes and len(self.wrong_codes) >= MOST_ADDRESSES:
@@ -219,15 +244,22 @@ class SetupSession:
 
     def _refusals(self) -> list[tuple[str, str]]:
         """(address, what) for the new KMA's audit trail: one per address that sent wrong codes."""
-        return [(address, f"{n.tries} wrong set-up code{'s' if n.tries != 1 else ''} from {address}")
-                for address, n in self.wrong_codes.items() if n.tries]  # fmt: skip
+        return [
+            (address, f"{n.tries} wrong set-up code{'s' if n.tries != 1 else ''} from {address}")
+            for address, n in self.wrong_codes.items()
+            if n.tries
+        ]
 
     def check_network(self, management_address: str, service_address: str) -> None:
-        for address, what in ((management_address, "The management address"),
-                              (service_address, "The service address")):  # fmt: skip
+        for address, what in (
+            (management_address, "The management address"),
+            (service_address, "The service address"),
+        ):
             if split_address(address)[1] == 0:
-                raise ValidationFailed(f"{what} needs a port number (1 to 65535): agents and managers must "
-                                       "find the KMA where it was set up.")  # fmt: skip
+                raise ValidationFailed(
+                    f"{what} needs a port number (1 to 65535): agents and managers must "
+                    "find the KMA where it was set up."
+                )
         if split_address(management_address)[1] == split_address(service_address)[1]:
             raise ValidationFailed("The management and service addresses need different ports.")
         check_can_listen(management_address, "The management address", self.own_port)
@@ -250,8 +282,10 @@ class SetupSession:
         """A new cluster with the proven key split; after this the set-up code is spent."""
         check_mode(answers.mode)
         if answers.mode != "new_cluster":
-            raise ValidationFailed(f"A finish sets up a new cluster; mode '{answers.mode}' has its own step "
-                                   f"(POST /api/v1/setup/{answers.mode}).")  # fmt: skip
+            raise ValidationFailed(
+                f"A finish sets up a new cluster; mode '{answers.mode}' has its own step "
+                f"(POST /api/v1/setup/{answers.mode})."
+            )
         check_settings(answers)
         self.check_network(answers.management_address, answers.service_address)
         self._run(answers.mode, answers)

@@ -123,8 +123,14 @@ class _Replica:
         self._lock = threading.Lock()
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None,
-                               check_same_thread=False, timeout=30, cached_statements=512)  # fmt: skip
+        conn = sqlite3.connect(
+            f"file:{self.path}?mode=ro",
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=30,
+            cached_statements=512,
+        )
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA busy_timeout = 30000")
         conn.execute("PRAGMA temp_store = MEMORY")
@@ -165,9 +171,13 @@ class RaftMembers:
 
 class RqliteStore:
     def __init__(
-        self, client: RqliteClient, replica: Path, kma_id: str, chain: AuditChain | None = None,
+        self,
+        client: RqliteClient,
+        replica: Path,
+        kma_id: str,
+        chain: AuditChain | None = None,
         outbox: Path | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.client = client
         self.cluster = RaftMembers(client)
         self.kma_id = kma_id
@@ -287,8 +297,13 @@ class RqliteStore:
                 item = self._queue.get(timeout=wait)
             except queue.Empty:
                 drained = self._ship_outbox()
-                while (wait == FTS_IDLE_S and drained and self._queue.empty() and self._fts_behind()
-                       and self._index_fts()):  # fmt: skip
+                while (
+                    wait == FTS_IDLE_S
+                    and drained
+                    and self._queue.empty()
+                    and self._fts_behind()
+                    and self._index_fts()
+                ):
                     pass
                 continue
             if item is None:  # what is left in the outbox goes at the next start
@@ -362,11 +377,13 @@ class RqliteStore:
         if upto is None:
             return False
         try:
-            self.client.execute([
-                [FTS_MARK_SQL, upto, mark],
-                [GUARD_SQL, 1],
-                rqlite_statement(fts.INDEX_SQL, {"mark": mark, "upto": upto}),
-            ])  # fmt: skip
+            self.client.execute(
+                [
+                    [FTS_MARK_SQL, upto, mark],
+                    [GUARD_SQL, 1],
+                    rqlite_statement(fts.INDEX_SQL, {"mark": mark, "upto": upto}),
+                ]
+            )
         except StatementFailed as failed:
             if failed.index != 1:  # not the guard: something is wrong with the index itself
                 log.error("indexing audit events for free-text search failed (%s); retrying later", failed)
@@ -433,8 +450,16 @@ class RqliteStore:
         for stmt in (audit_rows.events(events), audit_rows.head(chain)):
             statements.append(rqlite_statement(stmt.sql, stmt.params))
         left = self.outbox.lag(after=entries[-1][0])
-        statements.append([OUTBOX_MARK_SQL, self.kma_id, entries[-1][0], left.depth,
-                           round(left.age_seconds * 1000), chain.clock.now()])  # fmt: skip
+        statements.append(
+            [
+                OUTBOX_MARK_SQL,
+                self.kma_id,
+                entries[-1][0],
+                left.depth,
+                round(left.age_seconds * 1000),
+                chain.clock.now(),
+            ]
+        )
         try:
             self.client.execute(statements)
         except StatementFailed:
@@ -454,17 +479,27 @@ class RqliteStore:
         seq, at, record, change = entry
         assert change is not None
         reason = self._refusal(Batch(change.statements), failed).message
-        log.error("the cluster refused a change this KMA committed while it could not reach it: %s (%s)",
-                  record.message, reason)  # fmt: skip
+        log.error(
+            "the cluster refused a change this KMA committed while it could not reach it: %s (%s)",
+            record.message,
+            reason,
+        )
         told = f"not recorded in the cluster: {reason}; what this KMA did: {record.message}"
         refused = replace(record, condition=Condition.ERROR, message=told)
         shows = change.shows
         kept = Stmt(
             "INSERT INTO unrecorded_bindings (key_id, data_unit_id, agent_id, key_group_id, kma_id, "
             "recorded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (shows["id"], shows["data_unit_id"], shows["agent_id"], shows["key_group_id"], self.kma_id, at,
-             reason),
-        )  # fmt: skip
+            (
+                shows["id"],
+                shows["data_unit_id"],
+                shows["agent_id"],
+                shows["key_group_id"],
+                self.kma_id,
+                at,
+                reason,
+            ),
+        )
         return [(seq, at, refused, Deferred(change.name, shows, [kept]))]
 
     def _replica_shipped(self) -> int:
@@ -606,8 +641,10 @@ class RqliteStore:
         while self._unseen and (self._unseen[0][0] <= seen or now > self._unseen[0][1]):
             mark, _, future, outcome = self._unseen.popleft()
             if mark > seen:
-                log.warning("the local replica has not caught up with this KMA's write after %.0f s",
-                            OWN_WRITE_TIMEOUT_S)  # fmt: skip
+                log.warning(
+                    "the local replica has not caught up with this KMA's write after %.0f s",
+                    OWN_WRITE_TIMEOUT_S,
+                )
             if isinstance(outcome, BaseException):
                 future.set_exception(outcome)
             else:

@@ -64,8 +64,13 @@ class RqliteClient:
     # have committed: the store then reads its chain's head back). Below rqlite's 10 s apply
     # timeout and the management clients' 15 s, so a cut-off KMA answers them, and stops, promptly.
     # `credential`: the node credential (user, password) rqlited's `-auth` asks of every request.
-    def __init__(self, http_address: str, context: ssl.SSLContext, credential: tuple[str, str] | None = None,
-                 timeout: float = 5.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        http_address: str,
+        context: ssl.SSLContext,
+        credential: tuple[str, str] | None = None,
+        timeout: float = 5.0,
+    ) -> None:
         self.base = f"https://{http_address}"
         self._http = httpx.Client(base_url=self.base, verify=context, timeout=timeout, auth=credential)
 
@@ -99,8 +104,9 @@ class RqliteClient:
     def query(
         self, sql: str, params: Sequence[Any] | Mapping[str, Any] = (), level: str = "linearizable"
     ) -> list[list[Any]]:
-        response = self._request("POST", "/db/query", params={"level": level},
-                                 json=[rqlite_statement(sql, params)])  # fmt: skip
+        response = self._request(
+            "POST", "/db/query", params={"level": level}, json=[rqlite_statement(sql, params)]
+        )
         body = response.json()
         if "error" in body or not body.get("results"):
             raise ClusterUnavailable(f"the cluster store cannot answer now: {body.get('error', body)}")
@@ -131,8 +137,13 @@ class RqliteClient:
     def boot(self, sqlite_file: Path) -> None:
         """Load a SQLite file into this (fresh, single) node: the start of a cluster."""
         with sqlite_file.open("rb") as data:
-            response = self._request("POST", "/boot", content=data.read(), timeout=300,
-                                     headers={"Content-Type": "application/octet-stream"})  # fmt: skip
+            response = self._request(
+                "POST",
+                "/boot",
+                content=data.read(),
+                timeout=300,
+                headers={"Content-Type": "application/octet-stream"},
+            )
         if response.status_code != 200:
             raise ClusterUnavailable(f"rqlite refused to boot from {sqlite_file}: {response.text.strip()}")
 

@@ -196,8 +196,16 @@ class SQLiteStore:
     def cluster_nodes(self) -> list[NodeStatus]:
         from kma import __version__
 
-        return [NodeStatus(self.kma_id, leader=True, voter=True, reachable=True, version=__version__,
-                           last_contact_seconds=0.0)]  # fmt: skip
+        return [
+            NodeStatus(
+                self.kma_id,
+                leader=True,
+                voter=True,
+                reachable=True,
+                version=__version__,
+                last_contact_seconds=0.0,
+            )
+        ]
 
     def replication_lag(self) -> ReplicationLag:
         return ReplicationLag(0, 0.0)

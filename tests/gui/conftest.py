@@ -46,8 +46,7 @@ def memory_keyring() -> Iterator[MemoryKeyring]:
 
 
 @pytest.fixture(autouse=True)
-def isolated_settings(qapp: QApplication, tmp_path: Path,
-                      memory_keyring: MemoryKeyring) -> Iterator[Path]:
+def isolated_settings(qapp: QApplication, tmp_path: Path, memory_keyring: MemoryKeyring) -> Iterator[Path]:
     """Every test starts with empty settings in its own folder and the memory keyring."""
     QStandardPaths.setTestModeEnabled(True)
     qapp.setOrganizationName("KMS-tests")

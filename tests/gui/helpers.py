@@ -13,8 +13,15 @@ from ui.list_page import ListPage
 WAIT_MS = 15000
 
 
-def sign_in(qtbot: Any, controller: Any, kma: Any, user_id: str, *,
-            passphrase: str | None = None, remember: bool = False) -> Any:
+def sign_in(
+    qtbot: Any,
+    controller: Any,
+    kma: Any,
+    user_id: str,
+    *,
+    passphrase: str | None = None,
+    remember: bool = False,
+) -> Any:
     """Sign in through the sign-in window, accepting the CA on first contact."""
     window = controller.show_sign_in()
     qtbot.addWidget(window)
@@ -26,13 +33,14 @@ def sign_in(qtbot: Any, controller: Any, kma: Any, user_id: str, *,
     if remember:
         window.remember.setChecked(True)
     qtbot.mouseClick(window.sign_in_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: getattr(window, "trust_dialog", None) is not None
-                    and window.trust_dialog.isVisible(), timeout=WAIT_MS)
+    qtbot.waitUntil(
+        lambda: getattr(window, "trust_dialog", None) is not None and window.trust_dialog.isVisible(),
+        timeout=WAIT_MS,
+    )
     trust = window.trust_dialog
     assert trust.fingerprint == kma.fingerprint
     qtbot.mouseClick(trust.trust, Qt.LeftButton)
-    qtbot.waitUntil(lambda: controller.window is not None and controller.window.isVisible(),
-                    timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: controller.window is not None and controller.window.isVisible(), timeout=WAIT_MS)
     return controller.window
 
 
@@ -52,18 +60,20 @@ def action(page: ListPage, text: str) -> Any:
     for spec, act in page._actions:
         if spec.text == text:
             return act
-    raise AssertionError(f"no action {text!r} on {page.spec.key}: "
-                         f"{[s.text for s, _ in page._actions]}")
+    raise AssertionError(f"no action {text!r} on {page.spec.key}: {[s.text for s, _ in page._actions]}")
 
 
 def active_dialog(qtbot: Any, kind: type = QDialog) -> Any:
     found: list[Any] = []
 
     def visible() -> bool:
-        found[:] = [w for w in QApplication.topLevelWidgets()
-                    if isinstance(w, kind) and w.isVisible()]
-        found.extend(w for top in QApplication.topLevelWidgets()
-                     for w in top.findChildren(kind) if w.isVisible() and w not in found)
+        found[:] = [w for w in QApplication.topLevelWidgets() if isinstance(w, kind) and w.isVisible()]
+        found.extend(
+            w
+            for top in QApplication.topLevelWidgets()
+            for w in top.findChildren(kind)
+            if w.isVisible() and w not in found
+        )
         return bool(found)
 
     qtbot.waitUntil(visible, timeout=WAIT_MS)
@@ -75,8 +85,7 @@ def fill_form(qtbot: Any, dialog: FormDialog, values: dict[str, Any]) -> None:
     for key, value in values.items():
         editor = dialog.editors[key]
         if isinstance(editor, QComboBox):
-            qtbot.waitUntil(lambda e=editor, v=value: e.isEnabled() and e.findData(v) >= 0,
-                            timeout=WAIT_MS)
+            qtbot.waitUntil(lambda e=editor, v=value: e.isEnabled() and e.findData(v) >= 0, timeout=WAIT_MS)
             editor.setCurrentIndex(editor.findData(value))
         elif hasattr(editor, "setChecked") and isinstance(value, bool):
             editor.setChecked(value)
@@ -97,9 +106,12 @@ def row_with_id(page: ListPage, obj_id: str) -> int:
 
 
 def message_boxes() -> list[QMessageBox]:
-    return [w for top in QApplication.topLevelWidgets()
-            for w in [top, *top.findChildren(QMessageBox)]
-            if isinstance(w, QMessageBox) and w.isVisible()]
+    return [
+        w
+        for top in QApplication.topLevelWidgets()
+        for w in [top, *top.findChildren(QMessageBox)]
+        if isinstance(w, QMessageBox) and w.isVisible()
+    ]
 
 
 def give_credentials(qtbot: Any, dialog: Any, kma: Any, names: tuple[str, ...]) -> None:

@@ -85,8 +85,17 @@ def test_exports_are_saved_and_verify_offline(qtbot, audit_area, controller, dem
     browser.save_report(tmp_path / "report.html", done=reports.append)
     qtbot.waitUntil(lambda: bool(sizes and reports), timeout=WAIT_MS)
     for exported in ("events.csv", "report.html"):
-        command = [sys.executable, "-m", "kma", "audit", "verify", "--export", str(tmp_path / exported),
-                   "--data-dir", str(demo_kma.data_dir)]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "kma",
+            "audit",
+            "verify",
+            "--export",
+            str(tmp_path / exported),
+            "--data-dir",
+            str(demo_kma.data_dir),
+        ]
         check = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
         assert check.returncode == 0, check.stderr
     assert (tmp_path / "report.html.sig").exists()

@@ -80,8 +80,11 @@ def _details_of(qtbot: Any, page: Any, key_id: str) -> dict[str, str]:
     page.view.selectRow(row_with_id(page, key_id))
     page.show_details()
     dialog = active_dialog(qtbot, DetailsDialog)
-    rows = {label.accessibleName(): label.text() for label in dialog.findChildren(QLabel)
-            if label.accessibleName()}  # fmt: skip
+    rows = {
+        label.accessibleName(): label.text()
+        for label in dialog.findChildren(QLabel)
+        if label.accessibleName()
+    }
     dialog.close()
     return rows
 

@@ -54,8 +54,9 @@ def test_the_manager_goes_on_with_another_kma_when_its_kma_stops_answering(
         assert controller.reauth_window is None  # the session is valid on every KMA
 
         # And a change made now is made on that KMA
-        controller.session.client.create_key_policy("made-after-failover", encryption_period=60,
-                                                    cryptoperiod=120)  # fmt: skip
+        controller.session.client.create_key_policy(
+            "made-after-failover", encryption_period=60, cryptoperiod=120
+        )
         window.refresh_current()
         qtbot.waitUntil(lambda: "made-after-failover" in _rows(page), timeout=WAIT_MS)
         serving = next(k for k in others if k.address == now)

@@ -68,9 +68,18 @@ def test_a_security_officer_adds_and_removes_kmas_from_the_picture_and_sees_each
     def add(kma_id: str, members: tuple[str, ...]) -> str:
         qtbot.mouseClick(page.add_button, Qt.LeftButton)
         dialog = active_dialog(qtbot, QuorumFormDialog)
-        fill_form(qtbot, dialog, {"id": kma_id, "name": f"Boston {kma_id[-1]}", "site_id": "boston",
-                                  "management_address": "10.0.2.1:8443", "service_address": "10.0.2.1:5696",
-                                  "raft_address": "10.0.2.1:4002"})  # fmt: skip
+        fill_form(
+            qtbot,
+            dialog,
+            {
+                "id": kma_id,
+                "name": f"Boston {kma_id[-1]}",
+                "site_id": "boston",
+                "management_address": "10.0.2.1:8443",
+                "service_address": "10.0.2.1:5696",
+                "raft_address": "10.0.2.1:4002",
+            },
+        )
         give_credentials(qtbot, dialog, fresh_kma, members)
         submit(qtbot, dialog)
         secret = active_dialog(qtbot, OneTimeSecretDialog)
@@ -151,8 +160,14 @@ def test_two_sites_with_a_kma_down_show_it_and_what_the_cluster_still_survives(q
 def test_each_kma_shows_where_its_master_key_is(qtbot: Any) -> None:
     page = ClusterPage(ShownOnly())  # type: ignore[arg-type]
     qtbot.addWidget(page)
-    page.show_topology(topology([kma_json("kma-dal-1", "dallas", leader=True, lag=0.0),
-                                 kma_json("kma-dal-2", "dallas", master_key="pkcs11")]))  # fmt: skip
+    page.show_topology(
+        topology(
+            [
+                kma_json("kma-dal-1", "dallas", leader=True, lag=0.0),
+                kma_json("kma-dal-2", "dallas", master_key="pkcs11"),
+            ]
+        )
+    )
     assert "master key in software" in page.scene.nodes["kma-dal-1"].toolTip()
     assert "master key in HSM" in page.scene.nodes["kma-dal-2"].toolTip()
 
@@ -160,8 +175,15 @@ def test_each_kma_shows_where_its_master_key_is(qtbot: Any) -> None:
 def test_audit_forwarding_that_lags_shows_under_the_tolerance(qtbot: Any) -> None:
     page = ClusterPage(ShownOnly())  # type: ignore[arg-type]
     qtbot.addWidget(page)
-    lagging = ForwardingStatus(address="siem.example.com:6514", source="api", connected=False, sent_seq=140,
-                               lag_events=37, lag_seconds=95.0, last_error="connection refused")  # fmt: skip
+    lagging = ForwardingStatus(
+        address="siem.example.com:6514",
+        source="api",
+        connected=False,
+        sent_seq=140,
+        lag_events=37,
+        lag_seconds=95.0,
+        last_error="connection refused",
+    )
     page.show_topology(replace(two_sites_one_down(), audit_forwarding=lagging))
     assert page.forwarding.isVisibleTo(page)
     text = page.forwarding.text()

@@ -11,18 +11,29 @@ CARTRIDGE = "123456789ABCDEF123456789123456789ABCDEF123456789ABCDEF1234000000"
 
 
 def test_a_library_key_shows_its_object_name_and_kmip_attributes() -> None:
-    key = read(Key,
+    key = read(
+        Key,
         {
-            "id": "K1", "key_group_id": "backup-dallas", "data_unit_id": CARTRIDGE, "kma_id": "kma-1",
-            "algorithm": "AES-256", "name": "AAAAAAA1A1AA12345678901234567", "state": "ready",
-            "compromised": False, "created_at": "2026-11-26T10:00:00Z", "activated_at": None,
-            "protect_until": None, "deactivate_at": None, "destroyed_at": None, "destroy_comment": None,
+            "id": "K1",
+            "key_group_id": "backup-dallas",
+            "data_unit_id": CARTRIDGE,
+            "kma_id": "kma-1",
+            "algorithm": "AES-256",
+            "name": "AAAAAAA1A1AA12345678901234567",
+            "state": "ready",
+            "compromised": False,
+            "created_at": "2026-11-26T10:00:00Z",
+            "activated_at": None,
+            "protect_until": None,
+            "deactivate_at": None,
+            "destroyed_at": None,
+            "destroy_comment": None,
             "kmip_attributes": [
                 {"name": "Application Specific Information", "value": f"LIBRARY-LTO: {CARTRIDGE}"},
                 {"name": "x-Barcode", "value": "XXA012A1"},
             ],
-        }
-    )  # fmt: skip
+        },
+    )
     rows = dict(field_rows(key, LABELS, detail_texts(key)))
     assert rows["Object"] == "AES-256"
     assert rows["Name"] == "AAAAAAA1A1AA12345678901234567"

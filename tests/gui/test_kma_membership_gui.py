@@ -34,9 +34,18 @@ def test_add_a_kma_shows_its_passphrase_once_and_the_two_voter_warning(qtbot, co
     # When the Security Officer adds a KMA with three key split credentials
     action(kmas, "Add KMA…").trigger()
     dialog = active_dialog(qtbot, QuorumFormDialog)
-    fill_form(qtbot, dialog, {"id": kma_id, "name": "Boston 1", "site_id": "boston",
-                              "management_address": "10.0.2.1:8443", "service_address": "10.0.2.1:5696",
-                              "raft_address": "10.0.2.1:4002"})  # fmt: skip
+    fill_form(
+        qtbot,
+        dialog,
+        {
+            "id": kma_id,
+            "name": "Boston 1",
+            "site_id": "boston",
+            "management_address": "10.0.2.1:8443",
+            "service_address": "10.0.2.1:5696",
+            "raft_address": "10.0.2.1:4002",
+        },
+    )
     give_credentials(qtbot, dialog, fresh_kma, ("alice", "bob", "carol"))
     submit(qtbot, dialog)
 
@@ -69,8 +78,11 @@ def test_add_a_kma_shows_its_passphrase_once_and_the_two_voter_warning(qtbot, co
 def _pending_box(qtbot: Any) -> QMessageBox:
     def shown() -> list[QMessageBox]:
         boxes = [w for top in QApplication.topLevelWidgets() for w in [top, *top.findChildren(QMessageBox)]]
-        return [w for w in boxes if isinstance(w, QMessageBox) and w.objectName() == "quorumPending"
-                and w.isVisible()]  # fmt: skip
+        return [
+            w
+            for w in boxes
+            if isinstance(w, QMessageBox) and w.objectName() == "quorumPending" and w.isVisible()
+        ]
 
     qtbot.waitUntil(lambda: bool(shown()), timeout=WAIT_MS)
     return shown()[0]
@@ -99,8 +111,9 @@ def test_add_a_witness_with_its_raft_address_only(qtbot, controller, fresh_kma):
     # When the Security Officer adds a witness at a third site with the quorum's credentials
     action(kmas, "Add witness…").trigger()
     dialog = active_dialog(qtbot, QuorumFormDialog)
-    fill_form(qtbot, dialog, {"id": witness_id, "name": "Witness", "site_id": site,
-                              "raft_address": "10.0.9.1:4002"})  # fmt: skip
+    fill_form(
+        qtbot, dialog, {"id": witness_id, "name": "Witness", "site_id": site, "raft_address": "10.0.9.1:4002"}
+    )
     give_credentials(qtbot, dialog, fresh_kma, ("alice", "bob", "carol"))
     submit(qtbot, dialog)
 

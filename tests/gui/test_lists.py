@@ -17,8 +17,14 @@ pytestmark = pytest.mark.gui
 @pytest.fixture
 def keys_page(qtbot, controller, demo_kma):
     sign_in(qtbot, controller, demo_kma, "auditor")
-    spec = ListSpec(key="keys_test", title="Keys", noun="key", columns=keys_area.COLUMNS,
-                    fetch=lambda client: client.list_keys, page_size=50)
+    spec = ListSpec(
+        key="keys_test",
+        title="Keys",
+        noun="key",
+        columns=keys_area.COLUMNS,
+        fetch=lambda client: client.list_keys,
+        page_size=50,
+    )
     page = ListPage(controller.ctx, spec)
     qtbot.addWidget(page)
     page.resize(1000, 600)
@@ -79,13 +85,13 @@ def test_enter_opens_details(qtbot, controller, demo_kma):
     dialog.close()
 
 
-
 def test_the_kmas_list_shows_the_schema_each_kmas_release_knows(qtbot, controller, demo_kma):
     window = sign_in(qtbot, controller, demo_kma, "auditor")
     kmas = open_page(qtbot, window, "sites").kmas
     schema = [c.title for c in kmas.spec.columns].index("Schema")
     qtbot.waitUntil(lambda: kmas.model.rowCount() > 0, timeout=WAIT_MS)
     assert kmas.model.index(0, schema).data() == str(latest_schema_version())
+
 
 def test_every_sortable_column_is_accepted_by_the_kma(qtbot, controller, demo_kma):
     """Clicking any header the manager offers for sorting must not be refused by the KMA."""
@@ -143,9 +149,13 @@ def test_the_manager_pairs_sorts_with_filters_as_the_kma_does() -> None:
     from ui.pages import users as users_area
     from ui.quorum import pending as quorum_area
 
-    for shown, served in ((keys_area.SPEC, keys.LIST), (data_units_area.SPEC, data_units.LIST),
-                          (agents_area.SPEC, agents.LIST), (users_area.SPEC, users.LIST),
-                          (quorum_area.SPEC, quorum.LIST)):  # fmt: skip
+    for shown, served in (
+        (keys_area.SPEC, keys.LIST),
+        (data_units_area.SPEC, data_units.LIST),
+        (agents_area.SPEC, agents.LIST),
+        (users_area.SPEC, users.LIST),
+        (quorum_area.SPEC, quorum.LIST),
+    ):
         assert shown.filtered_sorts == dict(served.filtered_sorts), shown.key
         assert shown.default_sort is not None and shown.default_sort[0] == served.default_sort, shown.key
 

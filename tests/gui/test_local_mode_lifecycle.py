@@ -36,11 +36,19 @@ def _kma_serving(data_dir: Path) -> list[int]:
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
 def test_local_kma_stops_with_the_manager(tmp_path: Path, stop: signal.Signals) -> None:
     data_dir = tmp_path / "local-kma"
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path),
-           "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
-    manager = subprocess.Popen([sys.executable, "-m", "app.main", "--local", "--data-dir", str(data_dir)],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+    }
+    manager = subprocess.Popen(
+        [sys.executable, "-m", "app.main", "--local", "--data-dir", str(data_dir)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_until(lambda: _kma_serving(data_dir), 60, interval=0.2, what="the local KMA starting")
         manager.send_signal(stop)
@@ -54,11 +62,20 @@ def test_local_kma_stops_with_the_manager(tmp_path: Path, stop: signal.Signals) 
 
 
 def _manager(data_dir: Path, home: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(home),
-           "XDG_CONFIG_HOME": str(home / "config"),
-           "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
-    return subprocess.Popen([sys.executable, "-m", "app.main", "--local", "--data-dir", str(data_dir)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.main", "--local", "--data-dir", str(data_dir)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_signed_in(manager: subprocess.Popen[str], seen: list[str]) -> bool:

@@ -48,7 +48,8 @@ def _locked(kma: RunningKma) -> None:
 
 
 def test_a_locked_kma_of_another_cluster_is_not_offered_the_last_clusters_members(
-        qtbot, controller, demo_kma, tmp_path):
+    qtbot, controller, demo_kma, tmp_path
+):
     # Given a manager that learnt the demo's key split members while signed in to it
     window = sign_in(qtbot, controller, demo_kma, "so")
     page = open_page(qtbot, window, "locking")
@@ -84,8 +85,9 @@ def test_the_dashboard_says_locked_when_the_kma_is_locked(qtbot, controller, fre
     qtbot.waitUntil(lambda: ">locked<" in subtitle.text(), timeout=WAIT_MS)
     assert "unlocked" not in subtitle.text()
     assert dashboard.kmas.isHidden() and not dashboard.kmas_note.isHidden()
-    assert "Unlocked" not in [dashboard.kmas.topLevelItem(i).text(3)
-                              for i in range(dashboard.kmas.topLevelItemCount())]
+    assert "Unlocked" not in [
+        dashboard.kmas.topLevelItem(i).text(3) for i in range(dashboard.kmas.topLevelItemCount())
+    ]
 
 
 def test_the_demo_banner_and_credentials_leave_with_the_demo(qtbot, controller, demo_kma, fresh_kma):
@@ -130,8 +132,7 @@ def _to_members_page(qtbot: Any, controller: Any, kma: RunningKma) -> Any:
     return wizard
 
 
-def test_escape_after_members_have_typed_asks_before_throwing_the_ceremony_away(
-        qtbot, controller, waiting):
+def test_escape_after_members_have_typed_asks_before_throwing_the_ceremony_away(qtbot, controller, waiting):
     # Given the set-up wizard where the first member has typed
     wizard = _to_members_page(qtbot, controller, waiting)
     members = wizard.currentPage()
@@ -164,8 +165,7 @@ def test_escape_before_anyone_typed_closes_at_once(qtbot, controller, waiting):
     assert wizard.stop_box is None
 
 
-def test_a_member_named_like_another_but_for_case_is_refused_on_the_members_page(
-        qtbot, controller, waiting):
+def test_a_member_named_like_another_but_for_case_is_refused_on_the_members_page(qtbot, controller, waiting):
     wizard = _to_members_page(qtbot, controller, waiting)
     members = wizard.currentPage()
     for name, passphrase in MEMBERS[:2]:
@@ -189,7 +189,8 @@ def _to_restore_files(qtbot: Any, controller: Any, kma: RunningKma) -> Any:
 
 
 def test_another_clusters_pair_of_backup_files_is_refused_before_anyone_types(
-        qtbot, controller, demo_kma, fresh_kma, waiting, tmp_path):
+    qtbot, controller, demo_kma, fresh_kma, waiting, tmp_path
+):
     core, _database = take_backups(demo_kma, tmp_path / "demo")
     _core, database = take_backups(fresh_kma, tmp_path / "fresh")
     wizard = _to_restore_files(qtbot, controller, waiting)
@@ -201,7 +202,8 @@ def test_another_clusters_pair_of_backup_files_is_refused_before_anyone_types(
 
 
 def test_a_restore_says_it_replaces_a_dead_machine_and_asks_when_the_original_answers(
-        qtbot, controller, demo_kma, waiting, tmp_path):
+    qtbot, controller, demo_kma, waiting, tmp_path
+):
     # Given a manager that knows the demo cluster (a saved connection), still serving
     sign_in(qtbot, controller, demo_kma, "so")
     controller.sign_out()
@@ -242,8 +244,13 @@ def _shown(label: QLabel) -> str:
 def test_the_quorum_outcome_shows_quotes_not_html_entities(qtbot, controller, fresh_kma):
     members = {m["name"]: m["passphrase"] for m in fresh_kma.demo["key_split"]["members"]}
     so = fresh_kma.client("so")
-    op = so.create_user("nina", "Nina New", ["auditor"], "nina's long passphrase",
-                        credentials=[(n, members[n]) for n in ("alice", "bob")])
+    op = so.create_user(
+        "nina",
+        "Nina New",
+        ["auditor"],
+        "nina's long passphrase",
+        credentials=[(n, members[n]) for n in ("alice", "bob")],
+    )
     assert op.state == "pending"
     window = sign_in(qtbot, controller, fresh_kma, "qm1")
     page = open_page(qtbot, window, "quorum")
@@ -277,8 +284,9 @@ def test_an_error_line_coming_and_going_does_not_move_the_fields(qtbot, controll
         return [p.mapTo(dialog, p.rect().topLeft()) for _r, _m, p in dialog.credentials.rows] + [dialog.pos()]
 
     before, size = places(), dialog.size()
-    for (_row, member, passphrase), name in zip(dialog.credentials.rows, ("alice", "bob", "carol"),
-                                               strict=True):
+    for (_row, member, passphrase), name in zip(
+        dialog.credentials.rows, ("alice", "bob", "carol"), strict=True
+    ):
         member.setEditText(name)
         qtbot.keyClicks(passphrase, "not the passphrase at all")
     qtbot.mouseClick(dialog.ok, Qt.LeftButton)
@@ -295,18 +303,28 @@ def test_an_agent_named_like_another_but_for_case_is_refused_under_its_id(qtbot,
     agents = open_page(qtbot, window, "agents")
     action(agents, "New agent…").trigger()
     dialog = active_dialog(qtbot, FormDialog)
-    fill_form(qtbot, dialog, {"id": agent.id.upper(), "site_id": agent.site_id,
-                              "default_key_group_id": agent.default_key_group_id})
+    fill_form(
+        qtbot,
+        dialog,
+        {
+            "id": agent.id.upper(),
+            "site_id": agent.site_id,
+            "default_key_group_id": agent.default_key_group_id,
+        },
+    )
     submit(qtbot, dialog)
     hint = dialog.hints["id"]
     qtbot.waitUntil(hint.isVisible, timeout=WAIT_MS)
-    assert hint.text() == (f"There is already an agent '{agent.id}' (names differing only in case are the "
-                           "same name). Choose another agent ID.")
+    assert hint.text() == (
+        f"There is already an agent '{agent.id}' (names differing only in case are the "
+        "same name). Choose another agent ID."
+    )
     dialog.reject()
 
 
 def test_a_pdf_export_opens_in_documents_then_the_last_folder_and_says_where_it_went(
-        qtbot, controller, tmp_path, monkeypatch):
+    qtbot, controller, tmp_path, monkeypatch
+):
     from PySide6.QtCore import QStandardPaths
     from PySide6.QtWidgets import QFileDialog
 
@@ -342,7 +360,8 @@ def test_a_pdf_export_opens_in_documents_then_the_last_folder_and_says_where_it_
 
 
 def test_a_quorum_of_one_gets_a_caution_and_the_card_promises_nothing_that_does_not_exist(
-        qtbot, controller, waiting):
+    qtbot, controller, waiting
+):
     from datetime import date
 
     from ui.setup_wizard.cards import KeySplitCard, _text
@@ -386,8 +405,15 @@ def test_demo_credentials_stay_open_after_sign_in_as(qtbot, controller, demo_kma
     dialog = window.show_demo_credentials()
     go = next(b for b in dialog.findChildren(QPushButton) if b.accessibleName() == "Sign in as auditor")
     qtbot.mouseClick(go, Qt.LeftButton)
-    qtbot.waitUntil(lambda: controller.session.user is not None and controller.session.user.id == "auditor"
-                    and controller.window is not None and controller.window.isVisible(), timeout=WAIT_MS)
+    qtbot.waitUntil(
+        lambda: (
+            controller.session.user is not None
+            and controller.session.user.id == "auditor"
+            and controller.window is not None
+            and controller.window.isVisible()
+        ),
+        timeout=WAIT_MS,
+    )
     shown = [d for d in controller.window.findChildren(QDialog, "demoCredentials") if d.isVisible()]
     assert len(shown) == 1  # still open, on the new window, for the next role
     now = next(b for b in shown[0].findChildren(QPushButton) if b.accessibleName() == "Sign in as auditor")

@@ -81,10 +81,12 @@ def test_bad_fields_are_named_and_keep_what_was_typed(qtbot, tmp_path):
     area = PlanningArea()
     qtbot.addWidget(area)
     area.show()
-    cases = [(area.data, "0TB", "data: '0TB' must be more than zero"),
-             (area.data, "20 zettabytes", "data: '20 zettabytes' is not a size"),
-             (area.window, "-8h", "window: '-8h' must be longer than zero"),
-             (area.window, "8 fortnights", "is not a duration")]  # fmt: skip
+    cases = [
+        (area.data, "0TB", "data: '0TB' must be more than zero"),
+        (area.data, "20 zettabytes", "data: '20 zettabytes' is not a size"),
+        (area.window, "-8h", "window: '-8h' must be longer than zero"),
+        (area.window, "8 fortnights", "is not a duration"),
+    ]
     for edit, typed, says in cases:
         set_text(qtbot, edit, typed)
         assert area.error.isVisible() and says in area.error.text()

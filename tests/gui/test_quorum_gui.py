@@ -407,8 +407,9 @@ def test_security_officer_changes_the_key_split_and_each_new_member_types_their_
             qtbot.keyClicks(ceremony.again, passphrase)
         qtbot.mouseClick(ceremony.set_button, Qt.LeftButton)
         if member != "frank":
-            qtbot.waitUntil(lambda m=member: f"{m}: <b>passphrase set</b>" in ceremony.progress.text(),
-                            timeout=WAIT_MS)  # fmt: skip
+            qtbot.waitUntil(
+                lambda m=member: f"{m}: <b>passphrase set</b>" in ceremony.progress.text(), timeout=WAIT_MS
+            )
             assert ceremony.passphrase.text() == ceremony.again.text() == ""
 
     # Then the last one runs the change; the page says so

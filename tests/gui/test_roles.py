@@ -10,16 +10,38 @@ pytestmark = pytest.mark.gui
 
 EVERYONE = {"dashboard", "cluster", "sites", "settings", "planning"}
 EXPECTED = {
-    "so": EVERYONE | {"users", "key_policies", "key_groups", "agents", "audit", "quorum",
-                      "locking", "backups"},
+    "so": EVERYONE
+    | {"users", "key_policies", "key_groups", "agents", "audit", "quorum", "locking", "backups"},
     "co": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys", "audit"},
     "op": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys"},
     "backup": EVERYONE | {"backups"},
-    "auditor": EVERYONE | {"users", "key_policies", "key_groups", "agents", "data_units",
-                           "keys", "audit", "quorum", "locking", "backups"},
+    "auditor": EVERYONE
+    | {
+        "users",
+        "key_policies",
+        "key_groups",
+        "agents",
+        "data_units",
+        "keys",
+        "audit",
+        "quorum",
+        "locking",
+        "backups",
+    },
     "qm1": EVERYONE | {"quorum", "locking"},  # quorum.read: the key split and lock state they approve
-    "admin": EVERYONE | {"users", "key_policies", "key_groups", "agents", "data_units", "keys",
-                         "audit", "quorum", "locking", "backups"},
+    "admin": EVERYONE
+    | {
+        "users",
+        "key_policies",
+        "key_groups",
+        "agents",
+        "data_units",
+        "keys",
+        "audit",
+        "quorum",
+        "locking",
+        "backups",
+    },
 }
 
 

@@ -23,13 +23,35 @@ def _render(
 ) -> subprocess.CompletedProcess[str]:
     secret = tmp_path / "passphrase"
     secret.write_text(passphrase + "\n")
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path),
-           "XDG_CONFIG_HOME": str(tmp_path / "config")}  # fmt: skip
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
     return subprocess.run(
-        [sys.executable, "-m", "app.main", "--screenshots", str(tmp_path / "shots"), "--kma", kma.address,
-         "--ca-fingerprint", fingerprint, "--user", "auditor", "--passphrase-file", str(secret)],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "app.main",
+            "--screenshots",
+            str(tmp_path / "shots"),
+            "--kma",
+            kma.address,
+            "--ca-fingerprint",
+            fingerprint,
+            "--user",
+            "auditor",
+            "--passphrase-file",
+            str(secret),
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_signs_in_and_renders_the_pages_the_user_sees(demo_kma: RunningKma, tmp_path: Path) -> None:
@@ -54,7 +76,13 @@ def test_a_fingerprint_that_is_not_the_kmas_is_refused(demo_kma: RunningKma, tmp
 
 
 def test_the_options_come_together() -> None:
-    done = subprocess.run([sys.executable, "-m", "app.main", "--kma", "127.0.0.1:8443"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "app.main", "--kma", "127.0.0.1:8443"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2
     assert "--passphrase-file" in done.stderr

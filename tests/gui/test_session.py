@@ -45,8 +45,9 @@ def test_ended_session_asks_again_and_keeps_the_page(qtbot, controller, demo_kma
     other.sign_out()
 
     window.refresh_current()
-    qtbot.waitUntil(lambda: controller.reauth_window is not None
-                    and controller.reauth_window.isVisible(), timeout=WAIT_MS)
+    qtbot.waitUntil(
+        lambda: controller.reauth_window is not None and controller.reauth_window.isVisible(), timeout=WAIT_MS
+    )
     dialog = controller.reauth_window
     assert window.current_key() == "audit" and window.isVisible()
     assert not dialog.user.isEnabled() and dialog.user.text() == "auditor"

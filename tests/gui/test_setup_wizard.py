@@ -45,8 +45,9 @@ def open_wizard(qtbot: Any, controller: Any) -> tuple[Any, SetupWizard]:
 
 def next_page(qtbot: Any, wizard: SetupWizard, expect: str) -> None:
     """Next, then wait for page `expect` (or for the current page to say what is wrong)."""
-    wizard.button(QWizard.NextButton if wizard.currentPage().isCommitPage() is False
-                  else QWizard.CommitButton).click()  # fmt: skip
+    wizard.button(
+        QWizard.NextButton if wizard.currentPage().isCommitPage() is False else QWizard.CommitButton
+    ).click()
     qtbot.waitUntil(lambda: type(wizard.currentPage()).__name__ == expect, timeout=WAIT_MS * 3)
 
 
@@ -78,7 +79,11 @@ def type_member(page: Any, name: str, passphrase: str, again: str | None = None)
 
 
 def walk(
-    qtbot: Any, wizard: SetupWizard, kma: RunningKma, service_port: int, mistakes: bool,
+    qtbot: Any,
+    wizard: SetupWizard,
+    kma: RunningKma,
+    service_port: int,
+    mistakes: bool,
     hsm: SoftHsm | None = None,
 ) -> None:
     """Through every page to the summary, making (and correcting) each mistake when asked; with

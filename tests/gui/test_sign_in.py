@@ -41,8 +41,7 @@ def test_wrong_passphrase_says_so_and_stays_on_sign_in(qtbot, controller, demo_k
     assert controller.window is None
 
 
-def test_remember_keeps_only_the_session_token_in_the_keyring(
-        qtbot, controller, demo_kma, memory_keyring):
+def test_remember_keeps_only_the_session_token_in_the_keyring(qtbot, controller, demo_kma, memory_keyring):
     sign_in(qtbot, controller, demo_kma, "auditor", remember=True)
     stored = list(memory_keyring.items.values())
     assert stored == [controller.session.client.token]

@@ -43,8 +43,17 @@ def test_create_policy_group_agent_and_data_unit(qtbot, controller, demo_kma):
 
     # Key policy: periods entered in days, sent as seconds
     page = open_page(qtbot, window, "key_policies")
-    _new(qtbot, page, "New key policy…", {"id": f"pol-{tag}", "description": "Ten-year archive",
-                                          "encryption_period": 30, "cryptoperiod": 3650})
+    _new(
+        qtbot,
+        page,
+        "New key policy…",
+        {
+            "id": f"pol-{tag}",
+            "description": "Ten-year archive",
+            "encryption_period": 30,
+            "cryptoperiod": 3650,
+        },
+    )
     policy = _wait_row(qtbot, page, f"pol-{tag}")
     assert (policy.encryption_period, policy.cryptoperiod) == (30 * 86400, 3650 * 86400)
 
@@ -55,8 +64,12 @@ def test_create_policy_group_agent_and_data_unit(qtbot, controller, demo_kma):
 
     # Agent: its one-time enrollment passphrase is shown once, with a Copy button
     page = open_page(qtbot, window, "agents")
-    _new(qtbot, page, "New agent…", {"id": f"agent-{tag}", "site_id": "dallas",
-                                     "default_key_group_id": f"grp-{tag}"})
+    _new(
+        qtbot,
+        page,
+        "New agent…",
+        {"id": f"agent-{tag}", "site_id": "dallas", "default_key_group_id": f"grp-{tag}"},
+    )
     secret_dialog = active_dialog(qtbot, OneTimeSecretDialog)
     passphrase = secret_dialog.secret.text()
     assert len(passphrase) >= 8
@@ -72,8 +85,9 @@ def test_create_policy_group_agent_and_data_unit(qtbot, controller, demo_kma):
     # Disable from the list; the row shows the new state without a reload
     page.view.selectRow(page.model.row_of(f"agent-{tag}"))
     action(page, "Disable").trigger()
-    qtbot.waitUntil(lambda: not page.model.object_at(page.model.row_of(f"agent-{tag}")).enabled,
-                    timeout=WAIT_MS)
+    qtbot.waitUntil(
+        lambda: not page.model.object_at(page.model.row_of(f"agent-{tag}")).enabled, timeout=WAIT_MS
+    )
 
     # Data unit by volser
     page = open_page(qtbot, window, "data_units")
@@ -106,8 +120,7 @@ def test_server_refusal_shows_a_message_and_the_app_keeps_working(qtbot, control
     assert not dialog.isVisible()
 
 
-def test_refused_list_filter_shows_a_message_box_and_the_page_recovers(
-        qtbot, controller, demo_kma):
+def test_refused_list_filter_shows_a_message_box_and_the_page_recovers(qtbot, controller, demo_kma):
     window = sign_in(qtbot, controller, demo_kma, "auditor")
     page = open_page(qtbot, window, "keys")
     shown = []

@@ -56,10 +56,27 @@ def test_frozen_kma_help_exits_zero(built: Built) -> None:
 
 def test_frozen_kma_plans_from_the_bundled_measurements(built: Built) -> None:
     done = subprocess.run(
-        [str(built.bundle / "kma"), "plan", "--drive", "LTO4", "--data", "2TB", "--window", "4h",
-         "--compressibility", "1:1", "--file-size", "1GB", "--json"],
-        capture_output=True, text=True, timeout=60, cwd=built.dist, check=False,
-    )  # fmt: skip
+        [
+            str(built.bundle / "kma"),
+            "plan",
+            "--drive",
+            "LTO4",
+            "--data",
+            "2TB",
+            "--window",
+            "4h",
+            "--compressibility",
+            "1:1",
+            "--file-size",
+            "1GB",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=built.dist,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["cartridges"]["native_gb"] == 800
 

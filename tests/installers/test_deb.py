@@ -92,9 +92,18 @@ def _owned_by_packages(paths: set[str]) -> set[str]:
 
 def _as_kma(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["/usr/bin/kma", *args], user="kma", group="kma", extra_groups=[], env=_KMA_ENV,
-        cwd="/", capture_output=True, text=True, timeout=300, check=False, **kwargs,
-    )  # fmt: skip
+        ["/usr/bin/kma", *args],
+        user="kma",
+        group="kma",
+        extra_groups=[],
+        env=_KMA_ENV,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        **kwargs,
+    )
 
 
 _KMA_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
@@ -105,9 +114,16 @@ def _serve(data_dir: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
     ready_file = data_dir / "ready.json"
     serve = subprocess.Popen(
         ["/usr/bin/kma", "serve", "--data-dir", str(data_dir), "--ready-file", str(ready_file)],
-        user="kma", group="kma", extra_groups=[], env=_KMA_ENV, cwd="/",
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        user="kma",
+        group="kma",
+        extra_groups=[],
+        env=_KMA_ENV,
+        cwd="/",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
     def ready() -> bool:
         assert serve.poll() is None, f"kma serve exited: {serve.communicate()[0]}"
         return ready_file.exists()
@@ -138,8 +154,9 @@ def installed(built: Built) -> Iterator[Installed]:
     (deb,) = built.dist.glob("kma_*.deb")
     state = Installed(deb, _files())
     try:
-        state.install = subprocess.run(["dpkg", "-i", str(deb)], capture_output=True, text=True,
-                                       timeout=300, check=False)  # fmt: skip
+        state.install = subprocess.run(
+            ["dpkg", "-i", str(deb)], capture_output=True, text=True, timeout=300, check=False
+        )
         assert state.install.returncode == 0, state.install.stdout + state.install.stderr
         management, service = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
         answers = (Path(__file__).resolve().parents[2] / "installers" / "debian" / "answers.toml").read_text()
@@ -175,8 +192,13 @@ def test_installing_creates_the_unprivileged_user_and_a_private_state_directory(
 def test_lintian_finds_no_error_and_every_warning_is_overridden_with_a_reason(installed: Installed) -> None:
     if shutil.which("lintian") is None:
         pytest.fail("lintian is not installed (scripts/setup.sh installs it)")
-    done = subprocess.run(["lintian", "--tag-display-limit", "0", str(installed.deb)], capture_output=True,
-                          text=True, timeout=1200, check=False)  # fmt: skip
+    done = subprocess.run(
+        ["lintian", "--tag-display-limit", "0", str(installed.deb)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
     found = [line for line in done.stdout.splitlines() if line[:2] in ("E:", "W:")]
     assert found == [], done.stdout
 
@@ -198,19 +220,30 @@ def test_the_package_brings_its_own_rqlited_and_uses_debians_libraries(installed
 def test_installed_unit_passes_systemd_analyze_verify(installed: Installed) -> None:
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed")
-    done = subprocess.run(["systemd-analyze", "verify", str(UNIT)], capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        ["systemd-analyze", "verify", str(UNIT)], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     unit = UNIT.read_text()
     expected = [
-        "User=kma", "StateDirectory=kma", "StateDirectoryMode=0700", "ProtectSystem=strict",
-        "NoNewPrivileges=yes", "PrivateTmp=yes", "ExecStart=/usr/bin/kma serve --data-dir /var/lib/kma",
-    ]  # fmt: skip
+        "User=kma",
+        "StateDirectory=kma",
+        "StateDirectoryMode=0700",
+        "ProtectSystem=strict",
+        "NoNewPrivileges=yes",
+        "PrivateTmp=yes",
+        "ExecStart=/usr/bin/kma serve --data-dir /var/lib/kma",
+    ]
     for line in expected:
         assert line in unit.splitlines(), line
     assert "Type=notify" in unit.splitlines()  # units after it start once both listeners serve
-    scored = subprocess.run(["systemd-analyze", "security", "--offline=yes", str(UNIT)], capture_output=True,
-                            text=True, timeout=120, check=False)  # fmt: skip
+    scored = subprocess.run(
+        ["systemd-analyze", "security", "--offline=yes", str(UNIT)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     exposure = float(scored.stdout.split("Overall exposure level for kma.service:")[1].split()[0])
     assert exposure <= 1.4, scored.stdout
 
@@ -234,15 +267,33 @@ def test_built_manager_signs_in_to_the_installed_kma_offscreen(
     passphrase_file = tmp_path / "passphrase"
     passphrase_file.write_text(PASSPHRASE)
     shots = tmp_path / "shots"
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path),
-           "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_DATA_HOME": str(tmp_path / "data")}  # fmt: skip
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
     done = subprocess.run(
-        [str(built.bundle / "kms-manager"), "--screenshots", str(shots),
-         "--kma", installed.ready["management_address"],
-         "--ca-fingerprint", installed.ready["ca_fingerprint"],
-         "--user", "so", "--passphrase-file", str(passphrase_file)],
-        env=env, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+        [
+            str(built.bundle / "kms-manager"),
+            "--screenshots",
+            str(shots),
+            "--kma",
+            installed.ready["management_address"],
+            "--ca-fingerprint",
+            installed.ready["ca_fingerprint"],
+            "--user",
+            "so",
+            "--passphrase-file",
+            str(passphrase_file),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert (shots / "dashboard.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert str(shots / "dashboard.png") in done.stdout
@@ -255,8 +306,15 @@ def test_the_installed_kma_becomes_a_cluster_that_a_second_installed_copy_joins(
     # rqlited when it starts again)
     assert installed.serve is not None
     _stop(installed.serve)
-    convert = _as_kma("convert-to-cluster", "--data-dir", str(STATE), "--raft-address",
-                      f"127.0.0.1:{_free_port()}", "--http-address", f"127.0.0.1:{_free_port()}")  # fmt: skip
+    convert = _as_kma(
+        "convert-to-cluster",
+        "--data-dir",
+        str(STATE),
+        "--raft-address",
+        f"127.0.0.1:{_free_port()}",
+        "--http-address",
+        f"127.0.0.1:{_free_port()}",
+    )
     assert convert.returncode == 0, convert.stderr
     installed.serve, installed.ready = _serve(STATE)
     first = installed.ready["management_address"]
@@ -268,13 +326,37 @@ def test_the_installed_kma_becomes_a_cluster_that_a_second_installed_copy_joins(
     (tmp_path / "credentials").write_text(members + "\n")
     management, service = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
     added = subprocess.run(
-        ["/usr/bin/kma", "cluster", "add-kma", "kma-dal-2", "--site", "dallas",
-         "--management-address", management, "--service-address", service,
-         "--raft-address", f"127.0.0.1:{_free_port()}", "--kma", first, "--ca-fingerprint", fingerprint,
-         "--user", "so", "--passphrase-file", str(tmp_path / "so.pass"),
-         "--credentials-file", str(tmp_path / "credentials")],
-        env=_KMA_ENV, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        [
+            "/usr/bin/kma",
+            "cluster",
+            "add-kma",
+            "kma-dal-2",
+            "--site",
+            "dallas",
+            "--management-address",
+            management,
+            "--service-address",
+            service,
+            "--raft-address",
+            f"127.0.0.1:{_free_port()}",
+            "--kma",
+            first,
+            "--ca-fingerprint",
+            fingerprint,
+            "--user",
+            "so",
+            "--passphrase-file",
+            str(tmp_path / "so.pass"),
+            "--credentials-file",
+            str(tmp_path / "credentials"),
+        ],
+        env=_KMA_ENV,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert added.returncode == 0, added.stdout + added.stderr
     kma_passphrase = added.stdout.split("One-time KMA passphrase", 1)[1].split(": ", 1)[1].split()[0]
 
@@ -284,9 +366,11 @@ def test_the_installed_kma_becomes_a_cluster_that_a_second_installed_copy_joins(
     os.chown(peer, user.pw_uid, user.pw_gid)
     second: subprocess.Popen[str] | None = None
     try:
-        answers = (f'mode = "join"\n[join]\nkma = "{first}"\nca_fingerprint = "{fingerprint}"\n'
-                   f'kma_id = "kma-dal-2"\npassphrase = "{kma_passphrase}"\n'
-                   f'rqlite_http_address = "127.0.0.1:{_free_port()}"\n')  # fmt: skip
+        answers = (
+            f'mode = "join"\n[join]\nkma = "{first}"\nca_fingerprint = "{fingerprint}"\n'
+            f'kma_id = "kma-dal-2"\npassphrase = "{kma_passphrase}"\n'
+            f'rqlite_http_address = "127.0.0.1:{_free_port()}"\n'
+        )
         joined = _as_kma("init", "--data-dir", str(peer / "kma"), "--answers", "-", input=answers)
         assert joined.returncode == 0, joined.stdout + joined.stderr
         second, ready = _serve(peer / "kma")
@@ -320,8 +404,9 @@ def test_installed_kma_stops_cleanly_and_purging_leaves_only_its_state(installed
     _stop(installed.serve)
     assert not (STATE / "ready.json").exists()
 
-    done = subprocess.run(["dpkg", "--purge", "kma"], capture_output=True, text=True, timeout=300,
-                          check=False)  # fmt: skip
+    done = subprocess.run(
+        ["dpkg", "--purge", "kma"], capture_output=True, text=True, timeout=300, check=False
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     after = _files()
     assert installed.before - after == set()  # nothing that was there before went

@@ -42,10 +42,22 @@ def old_deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Release 0.1.0's .deb, built from its tree by its own installers/build.sh."""
     out = tmp_path_factory.mktemp("release-0.1.0")
     tree = release_tree("0.1.0", out / "tree")
-    env = {**os.environ, "KMS_DIST_DIR": str(out / "dist"), "KMS_BUILD_DIR": str(out / "build"),
-           "PYTHON": sys.executable, "PYTHONPATH": str(tree)}  # fmt: skip
-    done = subprocess.run([str(tree / "installers" / "build.sh"), "--no-smoke", "--no-archive"], cwd=tree,
-                          env=env, capture_output=True, text=True, timeout=1800, check=False)  # fmt: skip
+    env = {
+        **os.environ,
+        "KMS_DIST_DIR": str(out / "dist"),
+        "KMS_BUILD_DIR": str(out / "build"),
+        "PYTHON": sys.executable,
+        "PYTHONPATH": str(tree),
+    }
+    done = subprocess.run(
+        [str(tree / "installers" / "build.sh"), "--no-smoke", "--no-archive"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
     (deb,) = (out / "dist").glob("kma_0.1.0_*.deb")
     return deb
@@ -60,11 +72,27 @@ def _serve() -> tuple[subprocess.Popen[str], dict[str, str]]:
     ready_file = STATE / "ready.json"
     ready_file.unlink(missing_ok=True)
     serve = subprocess.Popen(
-        ["/usr/bin/kma", "serve", "--data-dir", str(STATE), "--management-port", "0", "--service-port", "0",
-         "--ready-file", str(ready_file)],
-        user="kma", group="kma", extra_groups=[], env=KMA_ENV, cwd="/",
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            "/usr/bin/kma",
+            "serve",
+            "--data-dir",
+            str(STATE),
+            "--management-port",
+            "0",
+            "--service-port",
+            "0",
+            "--ready-file",
+            str(ready_file),
+        ],
+        user="kma",
+        group="kma",
+        extra_groups=[],
+        env=KMA_ENV,
+        cwd="/",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     wait_until(lambda: ready_file.exists() or serve.poll() is not None, 180, what="the installed KMA ready")
     assert serve.poll() is None, f"kma serve exited: {serve.communicate()[0]}"
     return serve, json.loads(ready_file.read_text())
@@ -105,10 +133,33 @@ def test_a_newer_deb_over_an_older_one_serves_the_same_keys_and_refuses_a_later_
     secret = tmp_path / "enrollment-passphrase"
     secret.write_text(passphrase + "\n")
     agent = tmp_path / AGENT
-    run_kma("agent", "enroll", "--kma", ready["service_address"], "--agent-id", AGENT, "--passphrase-file",
-            str(secret), "--out", str(agent), "--ca-fingerprint", ready["ca_fingerprint"])  # fmt: skip
-    simulated = run_kma("agent", "simulate", "--agent-dir", str(agent), "--drives", "2", "--mounts", "6",
-                        "--write-ratio", "1", "--json")  # fmt: skip
+    run_kma(
+        "agent",
+        "enroll",
+        "--kma",
+        ready["service_address"],
+        "--agent-id",
+        AGENT,
+        "--passphrase-file",
+        str(secret),
+        "--out",
+        str(agent),
+        "--ca-fingerprint",
+        ready["ca_fingerprint"],
+    )
+    simulated = run_kma(
+        "agent",
+        "simulate",
+        "--agent-dir",
+        str(agent),
+        "--drives",
+        "2",
+        "--mounts",
+        "6",
+        "--write-ratio",
+        "1",
+        "--json",
+    )
     assert json.loads(simulated.stdout)["failures"] == 0, simulated.stdout
     keys = _keys(agent, ready)
     assert keys
@@ -130,8 +181,10 @@ def test_a_newer_deb_over_an_older_one_serves_the_same_keys_and_refuses_a_later_
     # refusal is the newer package's, so the later release is this one plus a test-only migration.)
     _migrate_as_a_later_release()
     store = hashlib.sha256((STATE / "kma.db").read_bytes()).hexdigest()
-    said = (f"This store was migrated by a newer KMA release (schema 9999; this release knows up to "
-            f"{latest_schema_version()}). Install that release or later.")  # fmt: skip
+    said = (
+        f"This store was migrated by a newer KMA release (schema 9999; this release knows up to "
+        f"{latest_schema_version()}). Install that release or later."
+    )
     serving = ("serve", "--data-dir", str(STATE), "--management-port", "0", "--service-port", "0")
     for refused in (_as_kma("status", "--data-dir", str(STATE)), _as_kma(*serving)):
         assert refused.returncode != 0
@@ -147,10 +200,17 @@ def _migrate_as_a_later_release() -> None:
         later.chmod(0o755)  # the kma user reads it
         (later / "9999_later_release.sql").write_text("CREATE TABLE later_release (id INTEGER);\n")
         migrated = subprocess.run(
-            ["/usr/bin/kma", "status", "--data-dir", str(STATE)], user="kma", group="kma", extra_groups=[],
-            env={**KMA_ENV, EXTRA_FOR_TESTS: str(later)}, cwd="/", capture_output=True, text=True,
-            timeout=300, check=False,
-        )  # fmt: skip
+            ["/usr/bin/kma", "status", "--data-dir", str(STATE)],
+            user="kma",
+            group="kma",
+            extra_groups=[],
+            env={**KMA_ENV, EXTRA_FOR_TESTS: str(later)},
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert migrated.returncode == 0, migrated.stderr
     finally:
         shutil.rmtree(later)

@@ -44,10 +44,22 @@ def server_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
         else:
             shutil.copy2(ROOT / part, source / part)
     done = subprocess.run(
-        [str(where / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         str(source)],
-        capture_output=True, text=True, timeout=1200, check=False, cwd=top, env=_env(),
-    )  # fmt: skip
+        [
+            str(where / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+        cwd=top,
+        env=_env(),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return where
 
@@ -57,23 +69,39 @@ def _env() -> dict[str, str]:
 
 
 def test_the_server_install_brings_no_qt(server_only: Path) -> None:
-    listed = subprocess.run([str(server_only / "bin" / "python"), "-m", "pip", "list", "--format=json"],
-                            capture_output=True, text=True, env=_env(), check=True)  # fmt: skip
+    listed = subprocess.run(
+        [str(server_only / "bin" / "python"), "-m", "pip", "list", "--format=json"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        check=True,
+    )
     names = {item["name"].lower() for item in json.loads(listed.stdout)}
     assert "kms-manager" in names
     assert not {"pyside6", "pyside6-essentials", "shiboken6", "keyring"} & names
-    blocked = subprocess.run([str(server_only / "bin" / "python"), "-c", "import PySide6"],
-                             capture_output=True, text=True, env=_env(), check=False)  # fmt: skip
+    blocked = subprocess.run(
+        [str(server_only / "bin" / "python"), "-c", "import PySide6"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        check=False,
+    )
     assert "No module named 'PySide6'" in blocked.stderr
 
 
 def test_the_installed_kma_knows_its_version_and_the_manager_says_what_it_needs(server_only: Path) -> None:
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    done = subprocess.run([str(server_only / "bin" / "kma"), "--version"], capture_output=True, text=True,
-                          env=_env(), check=True)  # fmt: skip
+    done = subprocess.run(
+        [str(server_only / "bin" / "kma"), "--version"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        check=True,
+    )
     assert done.stdout.strip() == f"kma {version}"
-    manager = subprocess.run([str(server_only / "bin" / "kms-manager")], capture_output=True, text=True,
-                             env=_env(), check=False)  # fmt: skip
+    manager = subprocess.run(
+        [str(server_only / "bin" / "kms-manager")], capture_output=True, text=True, env=_env(), check=False
+    )
     assert manager.returncode == 2
     assert "pip install 'kms-manager[gui]'" in manager.stderr
 
@@ -81,14 +109,35 @@ def test_the_installed_kma_knows_its_version_and_the_manager_says_what_it_needs(
 def test_the_installed_kma_serves_without_qt(server_only: Path, tmp_path: Path) -> None:
     kma = str(server_only / "bin" / "kma")
     data = tmp_path / "kma"
-    subprocess.run([kma, "demo", "--data-dir", str(data), "--json"], capture_output=True, text=True,
-                   env=_env(), check=True, timeout=600, cwd=tmp_path)  # fmt: skip
+    subprocess.run(
+        [kma, "demo", "--data-dir", str(data), "--json"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        check=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     ready = tmp_path / "ready.json"
     serve = subprocess.Popen(
-        [kma, "serve", "--data-dir", str(data), "--management-port", "0", "--service-port", "0",
-         "--ready-file", str(ready)],
-        env=_env(), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            kma,
+            "serve",
+            "--data-dir",
+            str(data),
+            "--management-port",
+            "0",
+            "--service-port",
+            "0",
+            "--ready-file",
+            str(ready),
+        ],
+        env=_env(),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_until(lambda: ready.exists() or serve.poll() is not None, timeout=120, what="kma serve ready")
         assert serve.poll() is None, serve.communicate()[0]
@@ -106,7 +155,13 @@ def test_the_installed_kma_serves_without_qt(server_only: Path, tmp_path: Path) 
 
 
 def test_this_test_really_ran_outside_the_shared_environment(server_only: Path) -> None:
-    where = subprocess.run([str(server_only / "bin" / "python"), "-c", "import kma; print(kma.__file__)"],
-                           capture_output=True, text=True, env=_env(), check=True, cwd="/")  # fmt: skip
+    where = subprocess.run(
+        [str(server_only / "bin" / "python"), "-c", "import kma; print(kma.__file__)"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        check=True,
+        cwd="/",
+    )
     assert where.stdout.strip().startswith(str(server_only))
     assert sys.prefix != str(server_only)

@@ -35,9 +35,17 @@ ERROR_STATUS = {
 # The tables that hold what users manage; audit_events and sessions are left out on purpose
 # (a refusal writes an audit event, a sign-in writes a session).
 DOMAIN_TABLES = (
-    "cluster", "key_split_members", "sites", "kmas", "users", "key_policies", "key_groups",
-    "agents", "key_group_agents", "data_units",
-)  # fmt: skip
+    "cluster",
+    "key_split_members",
+    "sites",
+    "kmas",
+    "users",
+    "key_policies",
+    "key_groups",
+    "agents",
+    "key_group_agents",
+    "data_units",
+)
 # The background pool refill adds unassigned keys at any time; issued keys are what users see.
 ISSUED_KEYS = "SELECT * FROM keys WHERE activated_at IS NOT NULL ORDER BY id"
 
@@ -45,8 +53,12 @@ ISSUED_KEYS = "SELECT * FROM keys WHERE activated_at IS NOT NULL ORDER BY id"
 def raw_http(kma: RunningKma, token: str | None = None) -> httpx.Client:
     """An httpx client on the KMA's management API, verifying TLS against the pinned CA only."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.Client(base_url=f"https://{kma.address}{API}", verify=ssl_context_for(kma.ca_pem),
-                        headers=headers, timeout=30)  # fmt: skip
+    return httpx.Client(
+        base_url=f"https://{kma.address}{API}",
+        verify=ssl_context_for(kma.ca_pem),
+        headers=headers,
+        timeout=30,
+    )
 
 
 def error_of(response: httpx.Response) -> dict[str, str]:

@@ -154,8 +154,12 @@ def test_wrong_passphrases_lock_the_kma_id_out(node_kma: RunningKma) -> None:
 def test_a_stranger_cannot_block_a_pending_join_from_another_address(node_kma: RunningKma) -> None:
     """The KMA passphrase is counted per (KMA ID, address), as sign-ins are (issue 26, item 6)."""
     done = add_entry(node_kma, "kma-bos-4", "alice", "bob", "carol")
-    body = {"kma_id": "kma-bos-4", "passphrase": "WRONG-WRONG-WRONG", "node_csr_pem": csr()[1],
-            "server_csr_pem": csr()[1]}  # fmt: skip
+    body = {
+        "kma_id": "kma-bos-4",
+        "passphrase": "WRONG-WRONG-WRONG",
+        "node_csr_pem": csr()[1],
+        "server_csr_pem": csr()[1],
+    }
     with http_from(node_kma, "127.0.0.66") as stranger:
         assert [stranger.post("/cluster/join", json=body).status_code for _ in range(6)] == [401] * 5 + [429]
     grant = node_kma.client().join_cluster("kma-bos-4", done.kma_passphrase, csr()[1], csr()[1])
@@ -177,8 +181,10 @@ def test_a_new_passphrase_replaces_the_machine_and_revokes_its_certificates(node
     assert isinstance(ran, PendingQuorumOp) and ran.state == "executed"
     anonymous.join_cluster("kma-bos-4", pending.kma_passphrase, csr()[1], csr()[1])
     with read_only_db(node_kma) as db:
-        rows = db.execute("SELECT revoked_at IS NOT NULL FROM kma_certificates WHERE kma_id = 'kma-bos-4' "
-                          "ORDER BY issued_at, rowid").fetchall()  # fmt: skip
+        rows = db.execute(
+            "SELECT revoked_at IS NOT NULL FROM kma_certificates WHERE kma_id = 'kma-bos-4' "
+            "ORDER BY issued_at, rowid"
+        ).fetchall()
     assert [r[0] for r in rows] == [1, 1, 0, 0]  # the first machine's two revoked, the new two valid
 
 
@@ -286,15 +292,27 @@ def test_a_witness_entry_has_only_a_raft_address_votes_and_joins_unlocked(node_k
     three = creds(node_kma, "alice", "bob", "carol")
     # A witness serves no one: management or service addresses are refused, as is a missing one for a KMA
     with pytest.raises(ValidationFailed, match="witness has no management address"):
-        so.create_kma_entry("witness-1", "boston", raft_address="127.0.0.1:14009", witness=True,
-                            management_address="127.0.0.1:18449", credentials=three)  # fmt: skip
+        so.create_kma_entry(
+            "witness-1",
+            "boston",
+            raft_address="127.0.0.1:14009",
+            witness=True,
+            management_address="127.0.0.1:18449",
+            credentials=three,
+        )
     with pytest.raises(ValidationFailed, match="service address is required"):
-        so.create_kma_entry("kma-bos-9", "boston", raft_address="127.0.0.1:14009",
-                            management_address="127.0.0.1:18449", credentials=three)  # fmt: skip
+        so.create_kma_entry(
+            "kma-bos-9",
+            "boston",
+            raft_address="127.0.0.1:14009",
+            management_address="127.0.0.1:18449",
+            credentials=three,
+        )
 
     # Given the quorum creates a witness's entry: it counts as a voter (two voters would be three)
-    done = so.create_kma_entry("witness-1", "boston", raft_address="127.0.0.1:14009", witness=True,
-                               credentials=three)  # fmt: skip
+    done = so.create_kma_entry(
+        "witness-1", "boston", raft_address="127.0.0.1:14009", witness=True, credentials=three
+    )
     assert done.op.state == "executed" and done.voters == 2
     entry = so.get_kma("witness-1")
     assert (entry.witness, entry.voter, entry.key_pool_size, entry.service_address) == (True, True, 0, "")

@@ -32,8 +32,19 @@ def known_kmas(agent_dir: Path) -> dict[str, str]:
 
 
 def simulate(agent_dir: Path) -> dict[str, object]:
-    result = run_kma("agent", "simulate", "--agent-dir", str(agent_dir), "--drives", "1", "--mounts", "2",
-                     "--rate", "20", "--json")  # fmt: skip
+    result = run_kma(
+        "agent",
+        "simulate",
+        "--agent-dir",
+        str(agent_dir),
+        "--drives",
+        "1",
+        "--mounts",
+        "2",
+        "--rate",
+        "20",
+        "--json",
+    )
     summary: dict[str, object] = json.loads(result.stdout)
     return summary
 

@@ -61,9 +61,10 @@ def test_auditor_can_change_nothing_and_every_refusal_is_audited(demo_kma: Runni
     spec = _openapi(demo_kma)
     writes = sorted(
         (method.upper(), path)
-        for path, ops in spec["paths"].items() for method in ops
+        for path, ops in spec["paths"].items()
+        for method in ops
         if method in WRITE_METHODS and path.removeprefix(API) not in SESSION_ROUTES
-    )  # fmt: skip
+    )
     assert len(writes) >= 20, writes  # the foundation alone has 20 write routes
     assert ("POST", f"{API}/audit-events/prune") in writes
     before_id = auditor.list_audit_events(limit=1).items[0].id
@@ -79,8 +80,12 @@ def test_auditor_can_change_nothing_and_every_refusal_is_audited(demo_kma: Runni
             sent.append(f"{method} {url}: forbidden:")
 
     assert domain_snapshot(demo_kma) == unchanged, "a refused write changed the store"
-    refusals = [e.message for e in auditor.iter_audit_events(after_id=before_id, entity_id="auditor",
-                                                            operation="api.refused", limit=1000)]  # fmt: skip
+    refusals = [
+        e.message
+        for e in auditor.iter_audit_events(
+            after_id=before_id, entity_id="auditor", operation="api.refused", limit=1000
+        )
+    ]
     missing = [s for s in sent if not any(m.startswith(s) for m in refusals)]
     assert missing == [], f"refusals without an audit event: {missing}"
 

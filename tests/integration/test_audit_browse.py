@@ -30,8 +30,15 @@ def test_the_live_tail_returns_only_what_is_new(demo_kma: RunningKma) -> None:
 
 def test_filters_combine(demo_kma: RunningKma) -> None:
     auditor = demo_kma.client("auditor")
-    page = auditor.list_audit_events(event_class="key", entity_id="op", kma_id="kma-dal-1", site_id="dallas",
-                                     condition="success", severity="info", limit=1000)  # fmt: skip
+    page = auditor.list_audit_events(
+        event_class="key",
+        entity_id="op",
+        kma_id="kma-dal-1",
+        site_id="dallas",
+        condition="success",
+        severity="info",
+        limit=1000,
+    )
     assert page.total == len(page.items) > 0
     assert all((e.event_class, e.entity_id) == ("key", "op") for e in page.items)
     facets = auditor.audit_facets()

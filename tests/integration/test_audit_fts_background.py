@@ -26,10 +26,17 @@ from tests.support.waiting import wait_until
 
 
 def record(message: str, subject: str = "E00001") -> AuditRecord:
-    return AuditRecord(operation="data_unit.update", entity_id="op", entity_address="10.0.1.22",
-                       message=message,
-                       condition=Condition.SUCCESS, event_class="data_unit", retention=Retention.LONG,
-                       subject_type="data_unit", subject_id=subject)  # fmt: skip
+    return AuditRecord(
+        operation="data_unit.update",
+        entity_id="op",
+        entity_address="10.0.1.22",
+        message=message,
+        condition=Condition.SUCCESS,
+        event_class="data_unit",
+        retention=Retention.LONG,
+        subject_type="data_unit",
+        subject_id=subject,
+    )
 
 
 @pytest.fixture

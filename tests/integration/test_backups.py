@@ -38,8 +38,18 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
 def cli(kma: RunningKma, user: str, *args: str, check: bool = True) -> Any:
     secret = kma.data_dir.parent / f"{user}.passphrase"
     secret.write_text(kma.passphrases[user] + "\n")
-    return run_kma(*args, "--data-dir", str(kma.data_dir), "--kma", kma.address, "--user", user,
-                   "--passphrase-file", str(secret), check=check)  # fmt: skip
+    return run_kma(
+        *args,
+        "--data-dir",
+        str(kma.data_dir),
+        "--kma",
+        kma.address,
+        "--user",
+        user,
+        "--passphrase-file",
+        str(secret),
+        check=check,
+    )
 
 
 def take_backups(kma: RunningKma, folder: Path) -> tuple[Path, Path]:
@@ -52,8 +62,14 @@ def take_backups(kma: RunningKma, folder: Path) -> tuple[Path, Path]:
 
 
 def answers(tmp: Path, core: Path, database: Path, members: list[dict[str, str]]) -> Path:
-    lines = ['mode = "restore"', f'database_backup = "{database}"', f'core_security_backup = "{core}"',
-             "[kma]", 'management_address = "127.0.0.1:0"', 'service_address = "127.0.0.1:0"']  # fmt: skip
+    lines = [
+        'mode = "restore"',
+        f'database_backup = "{database}"',
+        f'core_security_backup = "{core}"',
+        "[kma]",
+        'management_address = "127.0.0.1:0"',
+        'service_address = "127.0.0.1:0"',
+    ]
     for m in members:
         lines += ["[[key_split.members]]", f'name = "{m["name"]}"', f'passphrase = "{m["passphrase"]}"']
     path = tmp / "restore-answers.toml"
@@ -106,16 +122,27 @@ def test_round_trip_restores_every_row_and_serves_enrolled_agents(source: Runnin
     source.stop()
     try:
         target = tmp_path / "restored" / "kma"
-        done = run_kma("init", "--data-dir", str(target), "--answers",
-                       str(answers(tmp_path, core, database, quorum(source))), check=False)  # fmt: skip
+        done = run_kma(
+            "init",
+            "--data-dir",
+            str(target),
+            "--answers",
+            str(answers(tmp_path, core, database, quorum(source))),
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         assert "Restored KMA 'kma-dal-1'" in done.stdout
         # Then every row of every table is identical (keys compared wrapped) ...
         old, new = source.data_dir / "kma.db", target / "kma.db"
         assert tables(new) == tables(old)
         for table in tables(old):
-            skip = ("management_address", "service_address", "autounlock_master", "updated_at") \
-                if table == "kmas" else ("backup_mark", "withheld_at") if table == "keys" else ()  # fmt: skip
+            skip = (
+                ("management_address", "service_address", "autounlock_master", "updated_at")
+                if table == "kmas"
+                else ("backup_mark", "withheld_at")
+                if table == "keys"
+                else ()
+            )
             assert rows(new, table, skip) == rows(old, table, skip), table
         restored_events = rows(new, "audit_events")
         source_events = rows(old, "audit_events")
@@ -181,8 +208,14 @@ def refused(tmp: Path, core: Path, database: Path, members: list[dict[str, str]]
     """A restore that must fail: its reason, after checking the target was left untouched."""
     target = tmp / "target"
     target.mkdir(parents=True)
-    done = run_kma("init", "--data-dir", str(target), "--answers",
-                   str(answers(tmp, core, database, members)), check=False)  # fmt: skip
+    done = run_kma(
+        "init",
+        "--data-dir",
+        str(target),
+        "--answers",
+        str(answers(tmp, core, database, members)),
+        check=False,
+    )
     assert done.returncode != 0, done.stdout
     assert list(target.iterdir()) == []
     assert not [p for p in tmp.iterdir() if p.name.startswith(".target-restore-")]  # no staging left
@@ -192,8 +225,14 @@ def refused(tmp: Path, core: Path, database: Path, members: list[dict[str, str]]
 def restores(tmp: Path, core: Path, database: Path, members: list[dict[str, str]]) -> None:
     """A restore that must succeed, into a new data dir under `tmp`."""
     tmp.mkdir(parents=True)
-    done = run_kma("init", "--data-dir", str(tmp / "kma"), "--answers",
-                   str(answers(tmp, core, database, members)), check=False)  # fmt: skip
+    done = run_kma(
+        "init",
+        "--data-dir",
+        str(tmp / "kma"),
+        "--answers",
+        str(answers(tmp, core, database, members)),
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
 
 

@@ -34,12 +34,24 @@ KIB = 1024
 JSON = {"content-type": "application/json"}
 # IDs as an attacker or a careless script would send them.
 ODD_IDS = [
-    "'; DROP TABLE keys; --", '" OR 1=1 --', "%' OR '1'='1", "E0000%", "*", "E00001'",
+    "'; DROP TABLE keys; --",
+    '" OR 1=1 --',
+    "%' OR '1'='1",
+    "E0000%",
+    "*",
+    "E00001'",
     "\u202eE00001",  # right-to-left override
     "E\u200b00001",  # zero-width space
     "\U0001f4fcE00001",  # emoji (a videocassette)
-    "E00001\x00", "\x00", "E00001\n", "é" * 64, "..", ".", "a" * 65, " E00001",
-]  # fmt: skip
+    "E00001\x00",
+    "\x00",
+    "E00001\n",
+    "é" * 64,
+    "..",
+    ".",
+    "a" * 65,
+    " E00001",
+]
 
 
 @dataclass
@@ -506,8 +518,11 @@ def test_bad_requests_get_a_clear_4xx_and_write_nothing_but_their_refusal(demo_k
     # A GET of something that does not exist refused nothing: like a successful read it is not an
     # audit event (a mistyped volser in Audit > History must not look like an incident).
     # An unknown route is still a refusal (someone probing the API).
-    refused = [b for b in requests
-               if not (b.method == "GET" and b.code == "not_found" and b.label != "unknown route")]
+    refused = [
+        b
+        for b in requests
+        if not (b.method == "GET" and b.code == "not_found" and b.label != "unknown route")
+    ]
     assert len(refusals) == len(refused), "every refusal writes exactly one audit event"
     assert demo_kma.client("op").get_key(active.id).state == "protect_and_process"
 

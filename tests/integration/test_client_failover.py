@@ -22,8 +22,12 @@ def test_the_client_goes_on_with_another_kma_of_the_cluster_when_its_kma_is_kill
         first = kmas[0]
         connected, others = not_the_leader(kmas)
         switches: list[Failover] = []
-        client = KmsClient(connected.address, ca_pem=first.ca_pem, ca_fingerprint=first.fingerprint,
-                           on_failover=switches.append)  # fmt: skip
+        client = KmsClient(
+            connected.address,
+            ca_pem=first.ca_pem,
+            ca_fingerprint=first.fingerprint,
+            on_failover=switches.append,
+        )
         client.sign_in("co", first.passphrases["co"])
         cluster = client.learn_cluster()
         assert {k.address for k in cluster} == {k.address for k in kmas}

@@ -44,10 +44,17 @@ def archive_events(kma_id: str, site_id: str) -> list[dict[str, object]]:
     for i in range(EVENTS):
         unit = f"E{i % 200:05d}"
         operation = "data_unit.update" if i % 3 else "key.destroy"
-        record = AuditRecord(operation=operation, entity_id="op", entity_address="10.0.1.22",
-                             message=f"relabel of tape {unit} in the {places[i % 4]} slot {i}",
-                             condition=Condition.SUCCESS, event_class="data_unit", retention=Retention.LONG,
-                             subject_type="data_unit", subject_id=unit)  # fmt: skip
+        record = AuditRecord(
+            operation=operation,
+            entity_id="op",
+            entity_address="10.0.1.22",
+            message=f"relabel of tape {unit} in the {places[i % 4]} slot {i}",
+            condition=Condition.SUCCESS,
+            event_class="data_unit",
+            retention=Retention.LONG,
+            subject_type="data_unit",
+            subject_id=unit,
+        )
         events.append(chain.next_event(record))
     return events
 
@@ -80,9 +87,13 @@ def test_a_search_on_a_cluster_kma_reads_the_index_and_finds_what_embedded_finds
         wait_until(indexed, 60.0, "every audit event in the cluster's free-text index")
         with replica(kma) as db:
             assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] > EVENTS
-            plan = " ".join(r[3] for r in db.execute(
-                f"EXPLAIN QUERY PLAN SELECT * FROM {TEXT_SOURCE} ORDER BY _r DESC LIMIT 100",
-                {"f_text": '"vault"*'}))  # fmt: skip
+            plan = " ".join(
+                r[3]
+                for r in db.execute(
+                    f"EXPLAIN QUERY PLAN SELECT * FROM {TEXT_SOURCE} ORDER BY _r DESC LIMIT 100",
+                    {"f_text": '"vault"*'},
+                )
+            )
             assert "SCAN f VIRTUAL TABLE INDEX" in plan  # f: audit_fts, read through its index
             copy = tmp_path / "embedded.db"
             with sqlite3.connect(copy) as out:

@@ -43,14 +43,27 @@ pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: 
 
 # What removing a KMA updates in place: its row, its certificates, the quorum operation, sessions
 # and write marks. Everything else may only gain rows.
-REMOVAL_UPDATES = {"kmas", "kma_certificates", "pending_quorum_ops", "quorum_approvals", "sessions",
-                   "audit_heads", "cluster_write_marks", "cluster_outbox_marks", "lockouts"}  # fmt: skip
+REMOVAL_UPDATES = {
+    "kmas",
+    "kma_certificates",
+    "pending_quorum_ops",
+    "quorum_approvals",
+    "sessions",
+    "audit_heads",
+    "cluster_write_marks",
+    "cluster_outbox_marks",
+    "lockouts",
+}
 
 
 def table_rows(conn: sqlite3.Connection) -> dict[str, set[str]]:
-    tables = [r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-        "AND sql NOT LIKE 'CREATE VIRTUAL%'")]  # fmt: skip
+    tables = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "AND sql NOT LIKE 'CREATE VIRTUAL%'"
+        )
+    ]
     return {t: {repr(tuple(r)) for r in conn.execute(f'SELECT * FROM "{t}"')} for t in tables}
 
 
@@ -85,10 +98,23 @@ def test_a_one_kma_cluster_gains_a_kma_through_the_whole_flow_and_loses_it_with_
         addresses = {name: f"127.0.0.1:{free_port()}" for name in ("management", "service", "raft")}
         cred_file = secret_file(tmp_path, "creds", "\n".join(f"{m} {p}" for m, p in creds(first, "alice")))
         code, out, err = kma_cli(
-            first, tmp_path, "so", "cluster", "add-kma", "kma-bos-1", "--site", "boston",
-            "--management-address", addresses["management"], "--service-address", addresses["service"],
-            "--raft-address", addresses["raft"], "--credentials-file", cred_file,
-        )  # fmt: skip
+            first,
+            tmp_path,
+            "so",
+            "cluster",
+            "add-kma",
+            "kma-bos-1",
+            "--site",
+            "boston",
+            "--management-address",
+            addresses["management"],
+            "--service-address",
+            addresses["service"],
+            "--raft-address",
+            addresses["raft"],
+            "--credentials-file",
+            cred_file,
+        )
         assert code == 0 and "Pending quorum operation" in out and "two-voter cluster" in out, err
         op_id = out.split("Pending quorum operation ", 1)[1].split(":", 1)[0]
         passphrases = {m["name"]: m["passphrase"] for m in first.demo["key_split"]["members"]}
@@ -100,9 +126,14 @@ def test_a_one_kma_cluster_gains_a_kma_through_the_whole_flow_and_loses_it_with_
         # When the new machine joins with its passphrase and starts
         new_dir = tmp_path / "b" / "kma"
         code, said = init_join(
-            tmp_path, new_dir, first.address, first.fingerprint, "kma-bos-1", passphrase_in(out),
+            tmp_path,
+            new_dir,
+            first.address,
+            first.fingerprint,
+            "kma-bos-1",
+            passphrase_in(out),
             rqlite_http=f"127.0.0.1:{free_port()}",
-        )  # fmt: skip
+        )
         assert code == 0, said
         second = RunningKma(new_dir, first.demo, None)
         second.start()
@@ -144,8 +175,11 @@ def test_a_one_kma_cluster_gains_a_kma_through_the_whole_flow_and_loses_it_with_
         # Its node certificate is refused by the first KMA's node from then on: a removed machine
         # that wipes its Raft state and asks to join again does not get in.
         node = ClusterFiles.of(new_dir)
-        wait_until(lambda: not raft_port_lets_in(first, node.node_cert, node.node_key), 30.0,
-                   "the removed KMA's node certificate refused")  # fmt: skip
+        wait_until(
+            lambda: not raft_port_lets_in(first, node.node_cert, node.node_key),
+            30.0,
+            "the removed KMA's node certificate refused",
+        )
         assert not rejoin_as_removed(new_dir)
         assert raft_members(first) == {"kma-dal-1"}
         first.client("co").create_key_policy("after-remove", encryption_period=60, cryptoperiod=120)
@@ -221,8 +255,11 @@ def test_a_removed_kma_restarting_its_node_with_its_old_certificate_does_not_get
         files = ClusterFiles.of(removed.data_dir)
         join = files.load().join
         for kma in kmas:  # every remaining node refuses its certificate
-            wait_until(lambda: not raft_port_lets_in(kma, files.node_cert, files.node_key), 30.0,  # noqa: B023
-                       "the removed KMA's node certificate refused")  # fmt: skip
+            wait_until(
+                lambda: not raft_port_lets_in(kma, files.node_cert, files.node_key),  # noqa: B023
+                30.0,
+                "the removed KMA's node certificate refused",
+            )
 
         # When the removed machine starts its rqlited again with its Raft state and asks to join,
         # and then as a fresh node under a made-up node ID (rqlite does not tie the ID to the

@@ -100,8 +100,11 @@ def test_a_removed_kma_keeping_its_files_is_cut_off_by_the_others(tmp_path: Path
         assert removed.removed_at is not None  # type: ignore[union-attr]
 
         # Then the first KMA's node refuses its node certificate (the node credential is no help)
-        wait_until(lambda: not raft_port_lets_in(first, files.node_cert, files.node_key), 60.0,
-                   "the removed KMA's node certificate refused")  # fmt: skip
+        wait_until(
+            lambda: not raft_port_lets_in(first, files.node_cert, files.node_key),
+            60.0,
+            "the removed KMA's node certificate refused",
+        )
         # and the cluster goes on taking changes
         wait_until(lambda: _written(first), 30.0, "a management write after the removal")
     finally:

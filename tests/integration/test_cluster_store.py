@@ -48,8 +48,15 @@ def test_an_embedded_kma_becomes_the_first_node_with_every_table_unchanged(tmp_p
     data_dir = DataDir(kma.data_dir)
     with sqlite3.connect(f"file:{data_dir.db}?mode=ro", uri=True) as db:
         before = table_checksums(db)
-    converted = run_kma("convert-to-cluster", "--data-dir", str(kma.data_dir), "--raft-address",
-                        f"127.0.0.1:{free_port()}", "--http-address", f"127.0.0.1:{free_port()}")  # fmt: skip
+    converted = run_kma(
+        "convert-to-cluster",
+        "--data-dir",
+        str(kma.data_dir),
+        "--raft-address",
+        f"127.0.0.1:{free_port()}",
+        "--http-address",
+        f"127.0.0.1:{free_port()}",
+    )
     assert "first node of a cluster" in converted.stdout
     with private_files():  # what `kma serve` does at its next start, here without the KMA's own writes
         node = RqliteNode(files_of(kma))
@@ -90,8 +97,9 @@ def test_a_change_made_on_either_kma_is_seen_on_the_other_within_a_second(two_km
     wait_until(
         lambda: _exists(co_second.get_key_policy, "made-on-first"), 1.0, "the policy on the second KMA"
     )
-    second.client("so").create_user("jo", "Jo Auditor", ["auditor"], "jo's passphrase",
-                                    credentials=creds(second, "alice", "bob", "carol"))  # fmt: skip
+    second.client("so").create_user(
+        "jo", "Jo Auditor", ["auditor"], "jo's passphrase", credentials=creds(second, "alice", "bob", "carol")
+    )
     wait_until(lambda: _exists(first.client("so").get_user, "jo"), 1.0, "the user on the first KMA")
     co_first.create_key_group("group-on-first", "made-on-first")
     site = DataDir(first.data_dir).identity().site_id

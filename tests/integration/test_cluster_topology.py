@@ -16,8 +16,14 @@ def test_one_kma_is_the_leader_voter_and_only_failure_point(demo_kma: RunningKma
     assert [s.name for s in topo.sites] == ["Boston", "Dallas"]
     (kma,) = topo.kmas
     assert (kma.id, kma.site_id, kma.leader, kma.voter, kma.responding, kma.locked, kma.health) == (
-        "kma-dal-1", "dallas", True, True, True, False, "ok",
-    )  # fmt: skip
+        "kma-dal-1",
+        "dallas",
+        True,
+        True,
+        True,
+        False,
+        "ok",
+    )
     assert kma.replication_lag is not None and kma.replication_lag.depth == 0
     assert kma.last_contact_seconds == 0.0
     assert topo.links == ()  # one site with KMAs: nothing to replicate between sites

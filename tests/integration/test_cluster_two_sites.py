@@ -42,12 +42,30 @@ def simulate(
     """`kma agent simulate`: one process per site drives its eight drives. Reading: the site's own
     tapes (D00001.. at Dallas, B00001.. at Boston), written when the cluster was made, so each mount
     gets an existing key. Writing: tapes never written (`prefix`), so each mount gets a new key."""
-    command = ["agent", "simulate", "--agent-dir", str(sites.agents[site]), "--drives", str(DRIVES),
-               "--mounts", str(mounts), "--rate", "16", "--write-ratio", "1" if writes else "0",
-               "--rewrite-ratio", "0", "--tapes", "200" if writes else str(TAPES),
-               "--prefix", prefix or site[0].upper(), "--json"]  # fmt: skip
-    return subprocess.Popen([sys.executable, "-m", "kma", *command], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    command = [
+        "agent",
+        "simulate",
+        "--agent-dir",
+        str(sites.agents[site]),
+        "--drives",
+        str(DRIVES),
+        "--mounts",
+        str(mounts),
+        "--rate",
+        "16",
+        "--write-ratio",
+        "1" if writes else "0",
+        "--rewrite-ratio",
+        "0",
+        "--tapes",
+        "200" if writes else str(TAPES),
+        "--prefix",
+        prefix or site[0].upper(),
+        "--json",
+    ]
+    return subprocess.Popen(
+        [sys.executable, "-m", "kma", *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def summary(run: subprocess.Popen[str]) -> dict[str, Any]:
@@ -90,16 +108,24 @@ def test_a_user_a_policy_and_an_agent_made_on_any_kma_reach_every_kma_within_a_s
 ) -> None:
     for maker_id, maker in sites.kmas.items():
         tag = maker_id.replace("kma-", "")
-        maker.client("so").create_user(f"user-{tag}", f"User {tag}", ["auditor"], f"passphrase of {tag}!",
-                                       credentials=creds(maker, "alice", "bob", "carol"))  # fmt: skip
+        maker.client("so").create_user(
+            f"user-{tag}",
+            f"User {tag}",
+            ["auditor"],
+            f"passphrase of {tag}!",
+            credentials=creds(maker, "alice", "bob", "carol"),
+        )
         maker.client("co").create_key_policy(f"policy-{tag}", encryption_period=60, cryptoperiod=120)
         maker.client("op").create_agent(f"drive-{tag}", "boston", "backup-boston")
         for other_id, other in sites.kmas.items():
             if other_id == maker_id:
                 continue
             so, co, op = other.client("so"), other.client("co"), other.client("op")
-            for get, made in ((so.get_user, f"user-{tag}"), (co.get_key_policy, f"policy-{tag}"),
-                              (op.get_agent, f"drive-{tag}")):  # fmt: skip
+            for get, made in (
+                (so.get_user, f"user-{tag}"),
+                (co.get_key_policy, f"policy-{tag}"),
+                (op.get_agent, f"drive-{tag}"),
+            ):
                 wait_until(lambda g=get, m=made: _exists(g, m), 1.0, f"{maker_id}'s {made} on {other_id}")
 
 
@@ -161,8 +187,9 @@ def test_a_whole_site_lost_its_drives_fail_over_and_the_witness_keeps_management
 
 
 def test_everything_restarted_every_kma_and_the_witness_hold_identical_state(sites: TwoSites) -> None:
-    sites.kmas["kma-bos-2"].client("co").create_key_policy("before-restart", encryption_period=60,
-                                                           cryptoperiod=120)  # fmt: skip
+    sites.kmas["kma-bos-2"].client("co").create_key_policy(
+        "before-restart", encryption_period=60, cryptoperiod=120
+    )
     for node in sites.nodes().values():
         node.stop()
     sites.restart(list(sites.nodes()))

@@ -247,4 +247,3 @@ def test_backup_and_restore_onto_the_token_that_holds_the_master_key(
             assert agent.get(key_id) == material
     finally:
         restored.stop()
-

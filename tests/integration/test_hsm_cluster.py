@@ -47,10 +47,23 @@ def add_entry(first: RunningKma, tmp: Path) -> str:
     addresses = {name: f"127.0.0.1:{free_port()}" for name in ("management", "service", "raft")}
     cred_file = secret_file(tmp, "creds", "\n".join(f"{m} {p}" for m, p in creds(first, "alice")))
     code, out, err = kma_cli(
-        first, tmp, "so", "cluster", "add-kma", JOINING, "--site", "boston",
-        "--management-address", addresses["management"], "--service-address", addresses["service"],
-        "--raft-address", addresses["raft"], "--credentials-file", cred_file,
-    )  # fmt: skip
+        first,
+        tmp,
+        "so",
+        "cluster",
+        "add-kma",
+        JOINING,
+        "--site",
+        "boston",
+        "--management-address",
+        addresses["management"],
+        "--service-address",
+        addresses["service"],
+        "--raft-address",
+        addresses["raft"],
+        "--credentials-file",
+        cred_file,
+    )
     assert code == 0 and "Pending quorum operation" in out, err
     op_id = out.split("Pending quorum operation ", 1)[1].split(":", 1)[0]
     passphrases = {m["name"]: m["passphrase"] for m in first.demo["key_split"]["members"]}
@@ -126,8 +139,12 @@ def test_an_hsm_kma_joins_a_software_cluster_with_the_master_key_wrapped_to_its_
         assert joined.returncode == 0 and f"as KMA '{JOINING}'" in said, said
         assert 'holds = "cluster-master-key"' in (new_dir / "kma.toml").read_text()
         # Its key object cannot be read out; the join's key pair, a session object, is gone.
-        assert token_objects(hsm) == {"sensitive": True, "extractable": False, "value": "refused",
-                                      "rsa_objects": 0}  # fmt: skip
+        assert token_objects(hsm) == {
+            "sensitive": True,
+            "extractable": False,
+            "value": "refused",
+            "rsa_objects": 0,
+        }
 
         second = RunningKma(new_dir, first.demo, None)
         second.start()
@@ -216,8 +233,14 @@ def test_an_hsm_kma_becomes_a_first_node_and_a_software_kma_joins_it(tmp_path: P
             before = agent.create_and_activate("B00001")
             material = agent.get(before)
         first.stop()
-        converted = run_kma("convert-to-cluster", "--data-dir", str(first.data_dir), "--raft-address",
-                            f"127.0.0.1:{free_port()}", check=False)  # fmt: skip
+        converted = run_kma(
+            "convert-to-cluster",
+            "--data-dir",
+            str(first.data_dir),
+            "--raft-address",
+            f"127.0.0.1:{free_port()}",
+            check=False,
+        )
         assert converted.returncode == 0, converted.stdout + converted.stderr
 
         # When it starts, its store is sealed for the cluster: the master key now in its token only,
@@ -236,14 +259,27 @@ def test_an_hsm_kma_becomes_a_first_node_and_a_software_kma_joins_it(tmp_path: P
         # passphrase is not spent)
         passphrase = add_entry(first, tmp_path)
         new_dir = tmp_path / "b" / "kma"
-        refused = run_kma("init", "--data-dir", str(new_dir), "--answers",
-                          str(join_answers(tmp_path, first, passphrase, hsm)), check=False)  # fmt: skip
+        refused = run_kma(
+            "init",
+            "--data-dir",
+            str(new_dir),
+            "--answers",
+            str(join_answers(tmp_path, first, passphrase, hsm)),
+            check=False,
+        )
         assert refused.returncode != 0 and "cannot hand on the cluster's master key" in refused.stderr
         assert not new_dir.exists()
 
         # And a software KMA joins it: a key from before the conversion, and new ones, on both
-        code, said = init_join(tmp_path, new_dir, first.address, first.fingerprint, JOINING, passphrase,
-                               rqlite_http=f"127.0.0.1:{free_port()}")  # fmt: skip
+        code, said = init_join(
+            tmp_path,
+            new_dir,
+            first.address,
+            first.fingerprint,
+            JOINING,
+            passphrase,
+            rqlite_http=f"127.0.0.1:{free_port()}",
+        )
         assert code == 0, said
         second = RunningKma(new_dir, first.demo, None)
         second.start()

@@ -29,8 +29,12 @@ def steady_kma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]
 
 def setup_policy(kma: RunningKma, policy: str = "lc-policy", group: str = "lc-group") -> None:
     co = kma.client("co")
-    co.create_key_policy(policy, encryption_period=ENCRYPTION_PERIOD, cryptoperiod=CRYPTOPERIOD,
-                         description="10-day writes, 30-day life")  # fmt: skip
+    co.create_key_policy(
+        policy,
+        encryption_period=ENCRYPTION_PERIOD,
+        cryptoperiod=CRYPTOPERIOD,
+        description="10-day writes, 30-day life",
+    )
     co.create_key_group(group, policy)
 
 
@@ -172,8 +176,11 @@ def test_policy_periods_cannot_change_through_the_api_or_behind_its_back(steady_
     setup_policy(steady_kma)
     co = steady_kma.client("co")
     with raw_http(steady_kma, co.token) as http:
-        for body in ({"encryption_period": 20 * DAY}, {"cryptoperiod": 60 * DAY},
-                     {"description": "sneaky", "encryption_period": ENCRYPTION_PERIOD + 1}):  # fmt: skip
+        for body in (
+            {"encryption_period": 20 * DAY},
+            {"cryptoperiod": 60 * DAY},
+            {"description": "sneaky", "encryption_period": ENCRYPTION_PERIOD + 1},
+        ):
             response = http.patch("/key-policies/lc-policy", json=body)
             assert response.status_code == 409, (body, response.text)
             assert error_of(response)["code"] == "conflict"

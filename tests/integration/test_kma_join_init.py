@@ -31,11 +31,24 @@ def add_kma(
 ) -> tuple[int, str, str]:
     cred_file = secret_file(tmp, f"creds-{kma_id}", "\n".join(f"{m} {p}" for m, p in creds(kma, *members)))
     return kma_cli(
-        kma, tmp, "so", "cluster", "add-kma", kma_id, "--site", "boston",
-        "--management-address", "127.0.0.1:18443", "--service-address", "127.0.0.1:15696",
-        "--raft-address", "127.0.0.1:14002", *([] if voter else ["--non-voter"]),
-        "--credentials-file", cred_file,
-    )  # fmt: skip
+        kma,
+        tmp,
+        "so",
+        "cluster",
+        "add-kma",
+        kma_id,
+        "--site",
+        "boston",
+        "--management-address",
+        "127.0.0.1:18443",
+        "--service-address",
+        "127.0.0.1:15696",
+        "--raft-address",
+        "127.0.0.1:14002",
+        *([] if voter else ["--non-voter"]),
+        "--credentials-file",
+        cred_file,
+    )
 
 
 def passphrase_in(out: str) -> str:
@@ -89,8 +102,13 @@ def test_add_kma_then_init_join_writes_a_private_data_dir_that_starts_locked(
         "127.0.0.1:15696",
     )
     node = tomllib.loads((new / "cluster" / "node.toml").read_text())
-    assert node == {"node_id": "kma-bos-1", "raft_address": "127.0.0.1:14002",
-                    "http_address": "127.0.0.1:14003", "voter": True, "join": [FIRST_RAFT]}  # fmt: skip
+    assert node == {
+        "node_id": "kma-bos-1",
+        "raft_address": "127.0.0.1:14002",
+        "http_address": "127.0.0.1:14003",
+        "voter": True,
+        "join": [FIRST_RAFT],
+    }
     ca = x509.load_pem_x509_certificate((new / "cluster" / "ca.crt").read_bytes())
     assert (new / "tls" / "ca.pem").read_bytes() == (new / "cluster" / "ca.crt").read_bytes()
     for cert_file in ("cluster/node.crt", "tls/server.pem"):

@@ -131,7 +131,9 @@ def test_a_general_keys_client_sets_its_protect_stop_date_within_the_policy(
         early = create_protected_until(dal01, now + DAY, "imported")
         late = create_protected_until(dal01, now + 400 * DAY, "imported")
         assert dal01.get_attributes(early, ["State", "Protect Stop Date"]) == {
-            "State": 1, "Protect Stop Date": now + DAY}  # fmt: skip
+            "State": 1,
+            "Protect Stop Date": now + DAY,
+        }
         dal01.activate(early)
         dal01.activate(late)
         assert dal01.get_attributes(early, ["Protect Stop Date"]) == {"Protect Stop Date": now + DAY}

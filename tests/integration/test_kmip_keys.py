@@ -307,9 +307,22 @@ def test_drives_fail_over_to_the_next_kma_of_their_list(agents: dict[str, Path],
     down = {**live, "id": "kma-dal-9", "service_address": gone}
     (agent_dir / "kmas.json").write_text(json.dumps([down, live]))
     result = run_kma(
-        "agent", "simulate", "--agent-dir", str(agent_dir), "--drives", "2", "--mounts", "12",
-        "--rate", "50", "--tapes", "4", "--prefix", "F", "--json",
-    )  # fmt: skip
+        "agent",
+        "simulate",
+        "--agent-dir",
+        str(agent_dir),
+        "--drives",
+        "2",
+        "--mounts",
+        "12",
+        "--rate",
+        "50",
+        "--tapes",
+        "4",
+        "--prefix",
+        "F",
+        "--json",
+    )
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["failures"] == 0 and summary["mounts"] == 12
     assert summary["served_by"] == {live["service_address"]: 12}
@@ -318,8 +331,22 @@ def test_drives_fail_over_to_the_next_kma_of_their_list(agents: dict[str, Path],
     assert summary["failovers"] <= 2  # at most once per drive, were the list still stale
     assert [k["id"] for k in json.loads((agent_dir / "kmas.json").read_text())] == [live["id"]]
     (agent_dir / "kmas.json").write_text(json.dumps([down, live]))
-    human = run_kma("agent", "simulate", "--agent-dir", str(agent_dir), "--drives", "1", "--mounts", "2",
-                    "--rate", "50", "--tapes", "4", "--prefix", "F")  # fmt: skip
+    human = run_kma(
+        "agent",
+        "simulate",
+        "--agent-dir",
+        str(agent_dir),
+        "--drives",
+        "1",
+        "--mounts",
+        "2",
+        "--rate",
+        "50",
+        "--tapes",
+        "4",
+        "--prefix",
+        "F",
+    )
     assert f"mounts served by {live['service_address']} (2)" in human.stdout
 
 

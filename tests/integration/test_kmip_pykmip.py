@@ -179,9 +179,15 @@ def test_pykmip_client_speaking_kmip_2_0_runs_a_key_through_its_life(
     row = key_row(kma, uid)
     assert row["data_unit_id"] == "E20001" and row["destroyed_at"] is not None
     assert {e["operation"] for e in events(kma, before) if e["entity_id"] == AGENT} >= {
-        "kmip.create", "kmip.get_attributes", "kmip.activate", "kmip.get", "kmip.get_attribute_list",
-        "kmip.locate", "kmip.revoke", "kmip.destroy",
-    }  # fmt: skip
+        "kmip.create",
+        "kmip.get_attributes",
+        "kmip.activate",
+        "kmip.get",
+        "kmip.get_attribute_list",
+        "kmip.locate",
+        "kmip.revoke",
+        "kmip.destroy",
+    }
 
 
 def test_pykmip_client_of_a_general_key_group_keeps_keys_of_every_aes_size_secrets_and_opaque_objects(
@@ -191,9 +197,13 @@ def test_pykmip_client_of_a_general_key_group_keeps_keys_of_every_aes_size_secre
     keys: free-text names, AES-128 and AES-256, Secret Data and Opaque Objects."""
     co = kma.client("co")
     co.create_key_policy(
-        "general-1y", encryption_period=365 * 86400, cryptoperiod=2 * 365 * 86400,
-        allow_import=True, agents_may_revoke=True, general_keys=True,
-    )  # fmt: skip
+        "general-1y",
+        encryption_period=365 * 86400,
+        cryptoperiod=2 * 365 * 86400,
+        allow_import=True,
+        agents_may_revoke=True,
+        general_keys=True,
+    )
     co.create_key_group("databases", "general-1y")
     co.set_key_group_agents("databases", ["t10k-bos-01"])
     kma.client("op").update_agent("t10k-bos-01", default_key_group_id="databases")

@@ -157,8 +157,12 @@ def _kmip_2_0() -> list[bytes]:
     from kma.kmip import v2
 
     name = ttlv.struct_(Tag.NAME, ttlv.text(Tag.NAME_VALUE, "E40003"), ttlv.enum(Tag.NAME_TYPE, 1))
-    attributes = ttlv.struct_(v2.ATTRIBUTES, ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, 3),
-                              ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, 256), name)  # fmt: skip
+    attributes = ttlv.struct_(
+        v2.ATTRIBUTES,
+        ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, 3),
+        ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, 256),
+        name,
+    )
     uid = ttlv.text(Tag.UNIQUE_IDENTIFIER, "0" * 32)
     symmetric = ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY)
     items = [

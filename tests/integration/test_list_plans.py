@@ -40,8 +40,15 @@ LISTS: dict[str, tuple[ListSpec, str]] = {
     "users": (users.LIST, "users"),
     "quorum_operations": (quorum.LIST, "pending_quorum_ops"),
 }
-SAMPLE = {"key_group_id": "backup-dallas", "data_unit_id": "E00001", "agent_id": "t10k-dal-01",
-          "site_id": "dallas", "role": "operator", "state": "pending", "type": "create_user"}  # fmt: skip
+SAMPLE = {
+    "key_group_id": "backup-dallas",
+    "data_unit_id": "E00001",
+    "agent_id": "t10k-dal-01",
+    "site_id": "dallas",
+    "role": "operator",
+    "state": "pending",
+    "type": "create_user",
+}
 
 
 class CapturingStore:
@@ -81,8 +88,12 @@ def offered(spec: ListSpec, sort: str, chosen: dict[str, str]) -> bool:
 def requests(spec: ListSpec) -> Iterator[tuple[str, PageRequest]]:
     """Every sort in both orders, alone and with every filter value it is offered with; first
     pages and later ones (after a row with values, and after one whose sort values are NULL)."""
-    asked = [(sort, chosen) for sort in spec.sort_fields for chosen in [{}, *filter_values(spec)]
-             if offered(spec, sort, chosen)]  # fmt: skip
+    asked = [
+        (sort, chosen)
+        for sort in spec.sort_fields
+        for chosen in [{}, *filter_values(spec)]
+        if offered(spec, sort, chosen)
+    ]
     for (sort, chosen), order in itertools.product(asked, ("asc", "desc")):
         fields = spec.sort_fields[sort]
         width = len({*((fields,) if isinstance(fields, str) else fields), spec.id_sql})
@@ -96,8 +107,12 @@ def test_a_sort_no_index_holds_with_a_filter_is_refused_plainly(name: str) -> No
     """A filter with a sort it is not offered with would sort every match for each page: the list
     refuses it and names the sort that works, rather than answer slowly."""
     spec, _table = LISTS[name]
-    refused = [(sort, chosen) for sort in spec.sort_fields for chosen in filter_values(spec)
-               if not offered(spec, sort, chosen)]  # fmt: skip
+    refused = [
+        (sort, chosen)
+        for sort in spec.sort_fields
+        for chosen in filter_values(spec)
+        if not offered(spec, sort, chosen)
+    ]
     for sort, chosen in refused:
         with pytest.raises(ValidationFailed, match=f"Sort by '{spec.default_sort}', or remove the filter"):
             list_page(CapturingStore(), spec, PageRequest(sort=sort, filters=chosen))  # type: ignore[arg-type]

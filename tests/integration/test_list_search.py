@@ -51,8 +51,11 @@ def check_searches(kma: RunningKma, typed: list[str]) -> None:
         wrong = []
         for list_page, fields in lists.items():
             everything = list(iter_all(list_page, limit=1000))
-            wrong += [(list_page.__name__, q) for q in typed
-                      if found(list_page, q) != expected(everything, fields, q)]  # fmt: skip
+            wrong += [
+                (list_page.__name__, q)
+                for q in typed
+                if found(list_page, q) != expected(everything, fields, q)
+            ]
         return wrong
 
     wait_until(lambda: not disagreements(), 60, f"every list's search agreeing with its rows: {typed}")
@@ -107,8 +110,10 @@ def test_a_store_from_before_the_index_has_its_rows_indexed(tmp_path: Path) -> N
         if migration.version < 35:
             done = f"INSERT INTO schema_migrations VALUES ({migration.version});"
             conn.executescript(f"BEGIN;\n{migration.sql}\n{done}\nCOMMIT;")
-    conn.execute("INSERT INTO data_units (id, description, created_at, updated_at) VALUES "
-                 "('OLD001', 'written before 0035', 0, 0)")  # fmt: skip
+    conn.execute(
+        "INSERT INTO data_units (id, description, created_at, updated_at) VALUES "
+        "('OLD001', 'written before 0035', 0, 0)"
+    )
     conn.commit()
     embedded.migrate(conn)
     rows = conn.execute("SELECT id FROM data_units_text WHERE data_units_text MATCH '\"efore 003\"'")

@@ -58,16 +58,33 @@ def test_the_local_kmas_files_name_the_ports_it_runs_on_so_the_cli_finds_it(tmp_
         # Then kma.toml and demo-credentials.json say where it listens (not the demo's 8443)
         toml = tomllib.loads((kma.data_dir / "kma.toml").read_text())
         assert (toml["management_address"], toml["service_address"]) == (
-            ready.management_address, ready.service_address)
+            ready.management_address,
+            ready.service_address,
+        )
         demo = json.loads((kma.data_dir / "demo-credentials.json").read_text())
         assert demo["management_address"] == ready.management_address
         # And the README's CLI example reaches it by its data directory
         so = next(u["passphrase"] for u in demo["users"] if u["id"] == "so")
         (tmp_path / "so.pass").write_text(so)
         listed = subprocess.run(
-            [sys.executable, "-m", "kma", "quorum", "list", "--data-dir", str(kma.data_dir), "--user", "so",
-             "--passphrase-file", str(tmp_path / "so.pass")],
-            capture_output=True, text=True, timeout=120, check=False)
+            [
+                sys.executable,
+                "-m",
+                "kma",
+                "quorum",
+                "list",
+                "--data-dir",
+                str(kma.data_dir),
+                "--user",
+                "so",
+                "--passphrase-file",
+                str(tmp_path / "so.pass"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert listed.returncode == 0, listed.stderr
     finally:
         kma.stop()

@@ -28,8 +28,9 @@ def http_from(kma: RunningKma, address: str = "127.0.0.1", token: str | None = N
     """A client on the management API whose connections come from `address`."""
     transport = httpx.HTTPTransport(verify=ssl_context_for(kma.ca_pem), local_address=address)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.Client(base_url=f"https://{kma.address}{API}", transport=transport, headers=headers,
-                        timeout=60)  # fmt: skip
+    return httpx.Client(
+        base_url=f"https://{kma.address}{API}", transport=transport, headers=headers, timeout=60
+    )
 
 
 def sign_in(kma: RunningKma, user_id: str, passphrase: str, address: str = "127.0.0.1") -> httpx.Response:
@@ -80,9 +81,17 @@ def test_a_key_split_member_locks_out_after_five_wrong_passphrases_on_every_path
                 {"threshold": 1, "members": [{"name": "zed"}]},
             ),
         ]:
-            response = http.request(method, path, json={**body, "credentials": [
-                {"member": "alice", "passphrase": alice}, *({"member": n, "passphrase": p} for n, p in
-                                                            creds(fresh_kma, "bob", "carol"))]})  # fmt: skip
+            response = http.request(
+                method,
+                path,
+                json={
+                    **body,
+                    "credentials": [
+                        {"member": "alice", "passphrase": alice},
+                        *({"member": n, "passphrase": p} for n, p in creds(fresh_kma, "bob", "carol")),
+                    ],
+                },
+            )
             assert response.status_code == 429, (path, response.text)
     assert (
         fresh_kma.client("so").get_quorum_operation(op.id).approvals[-1].member == "bob"

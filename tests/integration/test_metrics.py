@@ -180,8 +180,11 @@ def test_a_cluster_kma_counts_each_audit_event_it_commits_once(tmp_path: Path) -
         with pytest.raises(Unauthenticated):
             kma.client("op", "not the passphrase")
         wait_until(lambda: events_in_store() >= store_before + 3, 10.0, "the new events shipped")
-        wait_until(lambda: counted() - counted_before == events_in_store() - store_before, 10.0,
-                   "every committed event counted once")  # fmt: skip
+        wait_until(
+            lambda: counted() - counted_before == events_in_store() - store_before,
+            10.0,
+            "every committed event counted once",
+        )
         assert counted() > counted_before
     finally:
         kma.stop()

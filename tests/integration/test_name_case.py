@@ -28,8 +28,13 @@ def test_a_kma_entry_named_like_another_but_for_case_is_refused(demo_kma: Runnin
     so = demo_kma.client("so")
     kma_id = so.status().kma_id
     with pytest.raises(kms_client.Conflict, match=f"already a KMA '{kma_id}'"):
-        so.create_kma_entry(kma_id.upper(), "dallas", raft_address="127.0.0.1:4002",
-                            management_address="127.0.0.1:9443", service_address="127.0.0.1:9696")
+        so.create_kma_entry(
+            kma_id.upper(),
+            "dallas",
+            raft_address="127.0.0.1:4002",
+            management_address="127.0.0.1:9443",
+            service_address="127.0.0.1:9696",
+        )
 
 
 def test_key_split_members_differing_only_in_case_are_refused(demo_kma: RunningKma) -> None:

@@ -31,8 +31,12 @@ def spellings(secret: bytes) -> dict[str, bytes]:
 
 
 def found_in(data: bytes, secrets: dict[str, bytes]) -> list[str]:
-    return [f"{name} ({spelling})" for name, secret in secrets.items()
-            for spelling, needle in spellings(secret).items() if needle in data]  # fmt: skip
+    return [
+        f"{name} ({spelling})"
+        for name, secret in secrets.items()
+        for spelling, needle in spellings(secret).items()
+        if needle in data
+    ]
 
 
 def files_under(root: Path) -> list[Path]:
@@ -63,13 +67,17 @@ def test_a_new_key_is_nowhere_in_the_clear(fresh_kma: RunningKma) -> None:
 
     # Not in anything the API returns about it.
     with raw_http(fresh_kma, op.token) as http:
-        answers = b"".join(http.get(path).content for path in (
-            f"/keys/{key.id}", "/keys?limit=1000", f"/keys/{key.id}/history", "/dashboard"))  # fmt: skip
+        answers = b"".join(
+            http.get(path).content
+            for path in (f"/keys/{key.id}", "/keys?limit=1000", f"/keys/{key.id}/history", "/dashboard")
+        )
     assert found_in(answers, secrets) == []
 
     # Not in any file while the KMA runs (the WAL holds the newest pages)...
-    running = {str(p.relative_to(fresh_kma.data_dir)): found_in(p.read_bytes(), secrets)
-               for p in files_under(fresh_kma.data_dir)}  # fmt: skip
+    running = {
+        str(p.relative_to(fresh_kma.data_dir)): found_in(p.read_bytes(), secrets)
+        for p in files_under(fresh_kma.data_dir)
+    }
     assert "kma.db" in running and "logs/kma.log" in running
     assert {f: hits for f, hits in running.items() if hits} == {}
 
@@ -83,8 +91,10 @@ def test_a_new_key_is_nowhere_in_the_clear(fresh_kma: RunningKma) -> None:
     fresh_kma.stop()
     assert "CA fingerprint" in console.decode()
     assert found_in(console, secrets) == []
-    stopped = {str(p.relative_to(fresh_kma.data_dir)): found_in(p.read_bytes(), secrets)
-               for p in files_under(fresh_kma.data_dir)}  # fmt: skip
+    stopped = {
+        str(p.relative_to(fresh_kma.data_dir)): found_in(p.read_bytes(), secrets)
+        for p in files_under(fresh_kma.data_dir)
+    }
     assert {f: hits for f, hits in stopped.items() if hits} == {}
 
 

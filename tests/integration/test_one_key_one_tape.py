@@ -79,8 +79,10 @@ def slow_to_apply(kma: RunningKma, entries: int) -> None:
     files = files_of(kma)
     context = tls_context(files.node_cert, files.node_cert, files.node_key)  # as the KMA's own client
     client = RqliteClient(files.load().http_address, context, files.credential(), timeout=120)
-    count = ("SELECT count(*) > 0 FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
-             "WHERE x < 8000000) SELECT x FROM c)")  # fmt: skip
+    count = (
+        "SELECT count(*) > 0 FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+        "WHERE x < 8000000) SELECT x FROM c)"
+    )
 
     def sent() -> bool:
         try:

@@ -51,8 +51,12 @@ def error_shape_problem(response: requests.Response) -> str | None:
     try:
         body: Any = response.json()
         error = body["error"]
-        ok = (set(body) == {"error"} and set(error) == {"code", "message"}
-              and isinstance(error["message"], str) and error["message"].strip() != "")  # fmt: skip
+        ok = (
+            set(body) == {"error"}
+            and set(error) == {"code", "message"}
+            and isinstance(error["message"], str)
+            and error["message"].strip() != ""
+        )
     except (ValueError, KeyError, TypeError):
         return f"not the error shape: {response.text[:200]!r}"
     if not ok:

@@ -115,12 +115,21 @@ def test_a_new_key_split_member_enrols_on_their_own_with_their_code(
 
     def enrol(code: str) -> tuple[int, str, str]:
         result = run_kma(
-            "quorum", "enrol", change.op.id, "--member", "frank", "--kma", fresh_kma.address,
-            "--ca-fingerprint", fresh_kma.fingerprint,  # no --user: frank need not be a user
-            "--code-file", secret_file(tmp_path, "code", code),
-            "--member-passphrase-file", secret_file(tmp_path, "frank", "frank's own passphrase"),
+            "quorum",
+            "enrol",
+            change.op.id,
+            "--member",
+            "frank",
+            "--kma",
+            fresh_kma.address,
+            "--ca-fingerprint",
+            fresh_kma.fingerprint,  # no --user: frank need not be a user
+            "--code-file",
+            secret_file(tmp_path, "code", code),
+            "--member-passphrase-file",
+            secret_file(tmp_path, "frank", "frank's own passphrase"),
             check=False,
-        )  # fmt: skip
+        )
         return result.returncode, result.stdout, result.stderr
 
     code, out, err = enrol("AAAAAA-BBBBBB-CCCCCC-DDDDDD")

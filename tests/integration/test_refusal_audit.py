@@ -52,8 +52,9 @@ def test_a_flood_of_unauthenticated_requests_is_recorded_at_a_bounded_rate_and_s
     one_by_one = [e for e in events_after(kma, last, "api.refused") if e["entity_id"] == "anonymous"]
     assert len(one_by_one) <= 20 * (int(seconds) + 2), "the flood was recorded one by one"
     summaries = events_after(kma, last, "api.throttled")
-    assert summaries and all("from 127.0.0.1" in e["message"] and "in the second from" in e["message"]
-                             for e in summaries)  # fmt: skip
+    assert summaries and all(
+        "from 127.0.0.1" in e["message"] and "in the second from" in e["message"] for e in summaries
+    )
 
 
 def test_refusals_with_a_valid_session_are_all_recorded_under_the_user(kma: RunningKma) -> None:
@@ -129,8 +130,12 @@ def _sign_in(n: int) -> tuple[str, dict[str, Any]]:
 
 
 def _join(n: int) -> tuple[str, dict[str, Any]]:
-    return "/cluster/join", {"kma_id": f"kma-guess-{n}", "passphrase": "not the passphrase",
-                             "node_csr_pem": "csr", "server_csr_pem": "csr"}  # fmt: skip
+    return "/cluster/join", {
+        "kma_id": f"kma-guess-{n}",
+        "passphrase": "not the passphrase",
+        "node_csr_pem": "csr",
+        "server_csr_pem": "csr",
+    }
 
 
 def _enrol(n: int) -> tuple[str, dict[str, Any]]:

@@ -29,8 +29,13 @@ from tests.support.first_node import demo_first_node
 from tests.support.kma_process import RunningKma
 
 SO, CO, OP, BO, AU, QM = (
-    "security_officer", "compliance_officer", "operator", "backup_operator", "auditor", "quorum_member",
-)  # fmt: skip
+    "security_officer",
+    "compliance_officer",
+    "operator",
+    "backup_operator",
+    "auditor",
+    "quorum_member",
+)
 ALL_ROLES = frozenset({SO, CO, OP, BO, AU, QM})
 PUBLIC = "no sign-in"
 ANY = "any signed-in user"
@@ -131,9 +136,14 @@ EXPECTED: dict[str, str | frozenset[str]] = {
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
-    "so": frozenset({SO}), "co": frozenset({CO}), "op": frozenset({OP}), "backup": frozenset({BO}),
-    "auditor": frozenset({AU}), "qm1": frozenset({QM}), "admin": ALL_ROLES,
-}  # fmt: skip
+    "so": frozenset({SO}),
+    "co": frozenset({CO}),
+    "op": frozenset({OP}),
+    "backup": frozenset({BO}),
+    "auditor": frozenset({AU}),
+    "qm1": frozenset({QM}),
+    "admin": ALL_ROLES,
+}
 
 
 # One route per permission of the grant table (docs/api.md, "Roles"): /auth/me lists a permission
@@ -247,8 +257,14 @@ class World:
 
     def kma_entry(self) -> dict[str, Any]:
         """A new KMA's entry: a non-voter, so the matrix never reaches the voter limit."""
-        return {"id": f"mx-kma-{self.n()}", "site_id": "dallas", "management_address": "127.0.0.1:1",
-                "service_address": "127.0.0.1:2", "raft_address": "127.0.0.1:3", "voter": False}  # fmt: skip
+        return {
+            "id": f"mx-kma-{self.n()}",
+            "site_id": "dallas",
+            "management_address": "127.0.0.1:1",
+            "service_address": "127.0.0.1:2",
+            "raft_address": "127.0.0.1:3",
+            "voter": False,
+        }
 
     def joining(self) -> tuple[dict[str, str], dict[str, Any]]:
         """A new approved KMA entry, and what its machine sends to join with its passphrase."""
@@ -260,8 +276,12 @@ class World:
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, kma_id)])
         csr = x509.CertificateSigningRequestBuilder().subject_name(name).sign(key, hashes.SHA256())
         pem = csr.public_bytes(serialization.Encoding.PEM).decode()
-        body = {"kma_id": kma_id, "passphrase": response.json()["kma_passphrase"], "node_csr_pem": pem,
-                "server_csr_pem": pem}  # fmt: skip
+        body = {
+            "kma_id": kma_id,
+            "passphrase": response.json()["kma_passphrase"],
+            "node_csr_pem": pem,
+            "server_csr_pem": pem,
+        }
         return {}, body
 
     def joined_kma(self) -> str:
@@ -440,8 +460,9 @@ def request_for(w: World, route: str, user: str | None) -> httpx.Request:
         token = w.fresh_token(user)  # signing out must not end the session the matrix uses
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     prefix = "" if template == "/metrics" else API  # Prometheus looks at the root
-    return httpx.Request(method, f"https://{w.kma.address}{prefix}{template.format(**params)}",
-                         json=body, headers=headers)  # fmt: skip
+    return httpx.Request(
+        method, f"https://{w.kma.address}{prefix}{template.format(**params)}", json=body, headers=headers
+    )
 
 
 def newest_refusal(w: World, entity_id: str) -> dict[str, Any] | None:
@@ -553,8 +574,9 @@ def test_routes_outside_the_role_table_still_refuse_callers_without_a_session(wo
     They are listed as a warning so that someone adds them to EXPECTED."""
     extra = sorted(served_routes(world).keys() - EXPECTED.keys())
     if extra:
-        warnings.warn(f"routes not in the role matrix (add them with their roles): {', '.join(extra)}",
-                      stacklevel=1)  # fmt: skip
+        warnings.warn(
+            f"routes not in the role matrix (add them with their roles): {', '.join(extra)}", stacklevel=1
+        )
     for route in extra:
         method, template = route.split(" ", 1)
         response = world.http.request(method, template.replace("{id}", "x"), json={})

@@ -23,10 +23,26 @@ from tests.support.waiting import wait_until
 
 def _serve(data_dir: Path, ready: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "kma", "serve", "--data-dir", str(data_dir), "--management-port", "0",
-         "--service-port", "0", "--ready-file", str(ready), "--stop-on-stdin-close"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "kma",
+            "serve",
+            "--data-dir",
+            str(data_dir),
+            "--management-port",
+            "0",
+            "--service-port",
+            "0",
+            "--ready-file",
+            str(ready),
+            "--stop-on-stdin-close",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _wait_ready(proc: subprocess.Popen[str], ready: Path) -> dict[str, str]:
@@ -70,8 +86,16 @@ def test_closing_standard_input_stops_the_kma_cleanly(demo_dir: Path, tmp_path: 
 def test_a_second_server_on_the_same_data_is_refused(tmp_path: Path) -> None:
     kma = RunningKma.demo_in(tmp_path)
     try:
-        second = run_kma("serve", "--data-dir", str(kma.data_dir), "--management-port", "0",
-                         "--service-port", "0", check=False)  # fmt: skip
+        second = run_kma(
+            "serve",
+            "--data-dir",
+            str(kma.data_dir),
+            "--management-port",
+            "0",
+            "--service-port",
+            "0",
+            check=False,
+        )
         assert second.returncode == 2
         assert "Another `kma serve` is already running" in second.stderr
         assert kma.client("admin").me().id == "admin"  # the first one is untouched

@@ -51,18 +51,30 @@ def test_the_console_and_the_log_show_the_fingerprint_and_the_code(waiting: Runn
     assert written(waiting) == []
 
 
-@pytest.mark.parametrize(("method", "path"), [
-    ("GET", "/api/v1/status"), ("POST", "/api/v1/auth/sign-in"), ("GET", "/api/v1/keys"),
-    ("GET", "/api/v1/users"), ("POST", "/api/v1/kmas/kma-1/unlock"), ("GET", "/api/v1/openapi.json"),
-    ("GET", "/"), ("DELETE", "/api/v1/setup"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/api/v1/status"),
+        ("POST", "/api/v1/auth/sign-in"),
+        ("GET", "/api/v1/keys"),
+        ("GET", "/api/v1/users"),
+        ("POST", "/api/v1/kmas/kma-1/unlock"),
+        ("GET", "/api/v1/openapi.json"),
+        ("GET", "/"),
+        ("DELETE", "/api/v1/setup"),
+    ],
+)
 def test_set_up_mode_refuses_every_other_route(waiting: RunningKma, method: str, path: str) -> None:
     trust = Trust.fetch(waiting.address)
     from kms_client.trust import ssl_context_for
 
     with httpx.Client(verify=ssl_context_for(trust.ca_pem)) as http:
-        response = http.request(method, f"https://{waiting.address}{path}", json={},
-                                headers={"X-Setup-Code": waiting.setup["setup_code"]})  # fmt: skip
+        response = http.request(
+            method,
+            f"https://{waiting.address}{path}",
+            json={},
+            headers={"X-Setup-Code": waiting.setup["setup_code"]},
+        )
     assert response.status_code in (503, 405)
     if response.status_code == 503:
         assert response.json()["error"]["code"] == "setup_mode"
@@ -169,12 +181,15 @@ def test_wrong_codes_lock_out_their_address_and_the_code_keeps_working(waiting: 
     assert [e.message for e in refused] == ["32 wrong set-up codes from 127.0.0.77"]
 
 
-@pytest.mark.parametrize(("change", "reason"), [
-    ({"key_pool_size": 10**9}, "key_pool_size must be a whole number from 0 to 100,000"),
-    ({"key_pool_size": -5}, "key_pool_size must be a whole number from 0 to 100,000"),
-    ({"mode": "join"}, "mode 'join' has its own step"),
-    ({"mode": "restore"}, "mode 'restore' has its own step"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"key_pool_size": 10**9}, "key_pool_size must be a whole number from 0 to 100,000"),
+        ({"key_pool_size": -5}, "key_pool_size must be a whole number from 0 to 100,000"),
+        ({"mode": "join"}, "mode 'join' has its own step"),
+        ({"mode": "restore"}, "mode 'restore' has its own step"),
+    ],
+)
 def test_a_finish_is_checked_as_the_answers_file_is_and_writes_nothing(
     waiting: RunningKma, change: dict[str, Any], reason: str
 ) -> None:
@@ -205,13 +220,19 @@ def connect_raw(kma: RunningKma) -> httpx.Client:
     return httpx.Client(base_url=f"https://{kma.address}", verify=ssl_context_for(kma.ca_pem))
 
 
-@pytest.mark.parametrize(("change", "reason"), [
-    (lambda t: t.replace('passphrase = "alice walks the long pier"\n', ""), "leave out passphrases"),
-    (lambda t: t.replace('mode = "new_cluster"', 'mode = "clone"'), "cannot set itself up as 'clone'"),
-    (lambda t: t.replace("alice walks the long pier", "password1"), "guessable"),
-    (lambda t: t.replace("officer keeps the vault", "password1"), "Officer's passphrase is too guessable"),
-    (lambda t: t.replace("threshold = 2", "threshold = 4"), "cannot exceed the number of members"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda t: t.replace('passphrase = "alice walks the long pier"\n', ""), "leave out passphrases"),
+        (lambda t: t.replace('mode = "new_cluster"', 'mode = "clone"'), "cannot set itself up as 'clone'"),
+        (lambda t: t.replace("alice walks the long pier", "password1"), "guessable"),
+        (
+            lambda t: t.replace("officer keeps the vault", "password1"),
+            "Officer's passphrase is too guessable",
+        ),
+        (lambda t: t.replace("threshold = 2", "threshold = 4"), "cannot exceed the number of members"),
+    ],
+)
 def test_kma_init_refuses_bad_answers_with_the_reason_and_writes_nothing(
     tmp_path: Path, change: Any, reason: str
 ) -> None:

@@ -20,8 +20,13 @@ PASSPHRASES = dict(MEMBERS)
 
 
 def kma_init(tmp_path: Path, *args: str) -> pexpect.spawn:
-    return pexpect.spawn(sys.executable, ["-m", "kma", "init", "--data-dir", str(tmp_path / "kma"), *args],
-                         env=dict(os.environ), encoding="utf-8", timeout=60)  # fmt: skip
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "kma", "init", "--data-dir", str(tmp_path / "kma"), *args],
+        env=dict(os.environ),
+        encoding="utf-8",
+        timeout=60,
+    )
 
 
 def type_secret(child: pexpect.spawn, prompt: str, secret: str) -> None:
@@ -39,11 +44,18 @@ def test_interactive_set_up_in_a_terminal(
     if hsm is not None:
         monkeypatch.setenv("SOFTHSM2_CONF", str(hsm.conf))
     child = kma_init(tmp_path, "--interactive")
-    for prompt, answer in [("What to do", ""), ("Management address", f"127.0.0.1:{free_port()}"),
-                           ("Service address", f"127.0.0.1:{free_port()}"),
-                           ("Cluster name", "Acme Tape Vault"), ("Site ID", "dallas"), ("Site name", ""),
-                           ("KMA ID", "kma-dal-1"), ("KMA name", ""), (r"How many members \(N\)", "3"),
-                           (r"form the quorum \(M", "4")]:  # fmt: skip
+    for prompt, answer in [
+        ("What to do", ""),
+        ("Management address", f"127.0.0.1:{free_port()}"),
+        ("Service address", f"127.0.0.1:{free_port()}"),
+        ("Cluster name", "Acme Tape Vault"),
+        ("Site ID", "dallas"),
+        ("Site name", ""),
+        ("KMA ID", "kma-dal-1"),
+        ("KMA name", ""),
+        (r"How many members \(N\)", "3"),
+        (r"form the quorum \(M", "4"),
+    ]:
         child.expect(prompt)
         child.sendline(answer)
     child.expect("from 1 to 3")  # M > N: the reason, and the question again
@@ -67,8 +79,11 @@ def test_interactive_set_up_in_a_terminal(
         child.sendline(answer)
     type_secret(child, "so: passphrase \\(not shown\\)", OFFICER["passphrase"])
     type_secret(child, "so: the same passphrase again", OFFICER["passphrase"])
-    for prompt, answer in [("Autonomous unlock", ""), ("Key pool size", "25"),
-                           ("Master key in an HSM", "yes" if hsm else "")]:  # fmt: skip
+    for prompt, answer in [
+        ("Autonomous unlock", ""),
+        ("Key pool size", "25"),
+        ("Master key in an HSM", "yes" if hsm else ""),
+    ]:
         child.expect(prompt)
         child.sendline(answer)
     if hsm is not None:
@@ -76,8 +91,11 @@ def test_interactive_set_up_in_a_terminal(
         open_pin.write_text(PIN)
         open_pin.chmod(0o644)
         for pin_file in (open_pin, hsm.pin_file):  # a PIN file others can read is refused, with why
-            for prompt, answer in [("PKCS#11 module", hsm.module), ("Token label", hsm.label),
-                                   ("User PIN: a file", str(pin_file))]:  # fmt: skip
+            for prompt, answer in [
+                ("PKCS#11 module", hsm.module),
+                ("Token label", hsm.label),
+                ("User PIN: a file", str(pin_file)),
+            ]:
                 child.expect(prompt)
                 child.sendline(answer)
             if pin_file == open_pin:
@@ -94,9 +112,11 @@ def test_interactive_set_up_in_a_terminal(
 def test_answers_saved_without_passphrases_ask_each_person_in_the_terminal(tmp_path: Path) -> None:
     saved = tmp_path / "answers.toml"  # as the wizard saves them: no passphrase anywhere
     members = "".join(f'[[key_split.members]]\nname = "{name}"\n' for name, _ in MEMBERS)
-    saved.write_text('mode = "new_cluster"\ncluster_name = "Acme Tape Vault"\nkey_pool_size = 25\n'
-                     '[site]\nid = "dallas"\n[kma]\nid = "kma-dal-1"\n[security_officer]\nid = "so"\n'
-                     f'name = "Sam Officer"\n[key_split]\nthreshold = 2\n{members}')  # fmt: skip
+    saved.write_text(
+        'mode = "new_cluster"\ncluster_name = "Acme Tape Vault"\nkey_pool_size = 25\n'
+        '[site]\nid = "dallas"\n[kma]\nid = "kma-dal-1"\n[security_officer]\nid = "so"\n'
+        f'name = "Sam Officer"\n[key_split]\nthreshold = 2\n{members}'
+    )
     child = kma_init(tmp_path, "--answers", str(saved))
     for name, passphrase in [*MEMBERS, ("so", OFFICER["passphrase"])]:
         type_secret(child, f"{name}: passphrase \\(not shown\\)", passphrase)

@@ -25,11 +25,25 @@ def test_kma_serve_says_ready_once_both_listeners_serve_and_says_when_it_stops(t
     listening.settimeout(120)
     ready = tmp_path / "ready.json"
     serve = subprocess.Popen(
-        [sys.executable, "-m", "kma", "serve", "--data-dir", str(data), "--management-port", "0",
-         "--service-port", "0", "--ready-file", str(ready)],
-        env={**os.environ, "NOTIFY_SOCKET": str(tmp_path / "notify")}, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "kma",
+            "serve",
+            "--data-dir",
+            str(data),
+            "--management-port",
+            "0",
+            "--service-port",
+            "0",
+            "--ready-file",
+            str(ready),
+        ],
+        env={**os.environ, "NOTIFY_SOCKET": str(tmp_path / "notify")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         said = listening.recv(4096).decode()
         assert said.splitlines()[0] == "READY=1"

@@ -41,8 +41,20 @@ def old_kma(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunningKma, Path,
     kma = RunningKma.demo_in(tmp, source=old)
     agent = tmp / "agent" / AGENT
     enroll(kma, AGENT, agent, demo_passphrase(kma, AGENT))
-    done = run_kma("agent", "simulate", "--agent-dir", str(agent), "--drives", "2", "--mounts", "6",
-                   "--write-ratio", "1", "--json", source=old)  # fmt: skip
+    done = run_kma(
+        "agent",
+        "simulate",
+        "--agent-dir",
+        str(agent),
+        "--drives",
+        "2",
+        "--mounts",
+        "6",
+        "--write-ratio",
+        "1",
+        "--json",
+        source=old,
+    )
     assert json.loads(done.stdout)["failures"] == 0, done.stdout
     with kmip(agent) as client:
         uids = client.locate()
@@ -72,8 +84,17 @@ def test_a_failed_upgrade_leaves_the_store_as_it_was_and_says_why(
     assert "Traceback" not in status.stderr
     assert _rows(db) == before
 
-    serve = run_kma("serve", "--data-dir", str(kma.data_dir), "--management-port", "0", "--service-port", "0",
-                    env=failing, check=False)  # fmt: skip
+    serve = run_kma(
+        "serve",
+        "--data-dir",
+        str(kma.data_dir),
+        "--management-port",
+        "0",
+        "--service-port",
+        "0",
+        env=failing,
+        check=False,
+    )
     assert serve.returncode != 0
     assert "The upgrade failed at migration 9002_fails_midway.sql" in serve.stderr
     assert "Traceback" not in serve.stderr
@@ -116,8 +137,10 @@ def test_a_store_from_a_newer_release_is_refused_and_not_written(tmp_path: Path)
     for args in (["status"], ["serve", "--management-port", "0", "--service-port", "0"]):
         refused = run_kma(args[0], "--data-dir", str(kma.data_dir), *args[1:], check=False)
         assert refused.returncode != 0
-        assert (f"This store was migrated by a newer KMA release (schema {newer}; this release knows up "
-                f"to {newer - 5}). Install that release or later.") in refused.stderr  # fmt: skip
+        assert (
+            f"This store was migrated by a newer KMA release (schema {newer}; this release knows up "
+            f"to {newer - 5}). Install that release or later."
+        ) in refused.stderr
         assert "Traceback" not in refused.stderr
     assert _rows(db) == before_rows
     assert db.read_bytes() == before_bytes

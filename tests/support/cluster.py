@@ -106,8 +106,11 @@ def settle(first: RunningKma, newcomer: ClusterFiles) -> None:
     """Wait until every node of the first KMA's cluster trusts the newcomer's node certificate
     (each restarts its rqlited for it) and the cluster has a leader again."""
     members = raft_addresses(first)
-    wait_until(lambda: all(raft_port_lets_in(a, newcomer.node_cert, newcomer.node_key) for a in members),
-               60.0, "every member's node trusting the newcomer")  # fmt: skip
+    wait_until(
+        lambda: all(raft_port_lets_in(a, newcomer.node_cert, newcomer.node_key) for a in members),
+        60.0,
+        "every member's node trusting the newcomer",
+    )
 
     def ready() -> bool:
         client = RqliteNode(files_of(first)).client()
@@ -137,9 +140,16 @@ def execute(kma: RunningKma, statements: list[list[Any]]) -> None:
         client.close()
 
 
-def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter: bool = True,
-             join_ca: CertifiedKey | None = None, site: str | None = None,
-             ports: tuple[int, int] | None = None) -> RunningKma:  # fmt: skip
+def add_node(
+    first: RunningKma,
+    ca: CertifiedKey,
+    tmp: Path,
+    kma_id: str,
+    voter: bool = True,
+    join_ca: CertifiedKey | None = None,
+    site: str | None = None,
+    ports: tuple[int, int] | None = None,
+) -> RunningKma:
     """A further KMA (of the first one's site unless `site`), with autonomous unlock, joined to the
     cluster; not started. `join_ca`: a node certificate from another CA instead (a node that must
     not join). `ports`: its management and service ports, fixed (in its entry, so agents find it)."""
@@ -159,10 +169,14 @@ def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter:
         write_private(data_dir.server_key, server.key_pem)
         # Autonomous unlock: the master key under this KMA's own local unlock key.
         with replica(first) as db:
-            blob = db.execute("SELECT autounlock_master FROM kmas WHERE id = ?",
-                              (first_dir.identity().kma_id,)).fetchone()[0]  # fmt: skip
-        master = WrappingKey(WrappingKey(first_dir.unlock_key.read_bytes()).unwrap(
-            f"autounlock:{first_dir.identity().kma_id}", blob))  # fmt: skip
+            blob = db.execute(
+                "SELECT autounlock_master FROM kmas WHERE id = ?", (first_dir.identity().kma_id,)
+            ).fetchone()[0]
+        master = WrappingKey(
+            WrappingKey(first_dir.unlock_key.read_bytes()).unwrap(
+                f"autounlock:{first_dir.identity().kma_id}", blob
+            )
+        )
         local = WrappingKey.generate()
         write_private(data_dir.unlock_key, local.raw())
         now = int(time.time())
@@ -171,16 +185,35 @@ def add_node(first: RunningKma, ca: CertifiedKey, tmp: Path, kma_id: str, voter:
         # node that must not join).
         pin = None if join_ca else node.cert_pem.decode("ascii")
         members = member_pins(files_of(first))
-        execute(first, [[
-            "INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
-            "key_pool_size, autounlock_master, node_cert_pem, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            kma_id, kma_id, site, management, service, "0.1.0", 200,
-            "x'" + local.wrap(f"autounlock:{kma_id}", master.raw()).hex() + "'", pin, now, now,
-        ]])  # fmt: skip
+        execute(
+            first,
+            [
+                [
+                    "INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
+                    "key_pool_size, autounlock_master, node_cert_pem, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    kma_id,
+                    kma_id,
+                    site,
+                    management,
+                    service,
+                    "0.1.0",
+                    200,
+                    "x'" + local.wrap(f"autounlock:{kma_id}", master.raw()).hex() + "'",
+                    pin,
+                    now,
+                    now,
+                ]
+            ],
+        )
         files = ClusterFiles.of(data_dir.root)
-        config = NodeConfig(kma_id, f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}", voter,
-                            (files_of(first).load().raft_address,))  # fmt: skip
+        config = NodeConfig(
+            kma_id,
+            f"127.0.0.1:{free_port()}",
+            f"127.0.0.1:{free_port()}",
+            voter,
+            (files_of(first).load().raft_address,),
+        )
         trusted = bundle({**members, kma_id: node.cert_pem.decode("ascii")})  # type: ignore[dict-item]
         files.write(config, ca.cert_pem, node, trusted, credential_of(first))
     if pin is not None:  # every member's node restarts to trust it; then it may join
@@ -217,8 +250,11 @@ def children(pid: int) -> list[int]:
     """A process's children, whichever of its threads started them (a KMA's cluster watch restarts
     its rqlited when the members change)."""
     try:
-        return [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
-                for c in (task / "children").read_text().split()]  # fmt: skip
+        return [
+            int(c)
+            for task in Path(f"/proc/{pid}/task").iterdir()
+            for c in (task / "children").read_text().split()
+        ]
     except OSError:
         return []
 
@@ -262,9 +298,13 @@ def table_checksums(conn: sqlite3.Connection, skip: tuple[str, ...] = ()) -> dic
     """Every table's rows, in primary-key order, hashed: equal checksums = equal contents."""
     import hashlib
 
-    tables = [r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-        "AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name")]  # fmt: skip
+    tables = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name"
+        )
+    ]
     out = {}
     for table in tables:
         if table in skip:

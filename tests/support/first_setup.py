@@ -12,20 +12,32 @@ from kms_client import ROLES
 from tests.support.kma_process import RunningKma, run_kma
 from tests.support.waiting import wait_until
 
-MEMBERS = [("alice", "alice walks the long pier"), ("bob", "bob paints seven green doors"),
-           ("carol", "carol counts quiet harbour lights")]  # fmt: skip
+MEMBERS = [
+    ("alice", "alice walks the long pier"),
+    ("bob", "bob paints seven green doors"),
+    ("carol", "carol counts quiet harbour lights"),
+]
 OFFICER = {"id": "so", "name": "Sam Officer", "passphrase": "officer keeps the vault"}
 
 
 def answers_for(kma_address: str, service_port: int) -> dict[str, Any]:
     """What the wizard sends at the end (members by name: their passphrases are already sealed)."""
     return {
-        "mode": "new_cluster", "cluster_name": "Acme Tape Vault", "site": {"id": "dallas", "name": "Dallas"},
-        "kma": {"id": "kma-dal-1", "name": "KMA Dallas 1", "management_address": kma_address,
-                "service_address": f"127.0.0.1:{service_port}"},
-        "security_officer": OFFICER, "threshold": 2, "members": [name for name, _ in MEMBERS],
-        "autonomous_unlock": False, "key_pool_size": 25,
-    }  # fmt: skip
+        "mode": "new_cluster",
+        "cluster_name": "Acme Tape Vault",
+        "site": {"id": "dallas", "name": "Dallas"},
+        "kma": {
+            "id": "kma-dal-1",
+            "name": "KMA Dallas 1",
+            "management_address": kma_address,
+            "service_address": f"127.0.0.1:{service_port}",
+        },
+        "security_officer": OFFICER,
+        "threshold": 2,
+        "members": [name for name, _ in MEMBERS],
+        "autonomous_unlock": False,
+        "key_pool_size": 25,
+    }
 
 
 def free_port() -> int:
@@ -37,23 +49,28 @@ def free_port() -> int:
 
 def written(kma: RunningKma) -> list[str]:
     """What is in the data directory besides its lock and log."""
-    return sorted(str(p.relative_to(kma.data_dir)) for p in kma.data_dir.rglob("*")
-                  if p.name != "kma.lock" and "logs" not in p.parts)  # fmt: skip
+    return sorted(
+        str(p.relative_to(kma.data_dir))
+        for p in kma.data_dir.rglob("*")
+        if p.name != "kma.lock" and "logs" not in p.parts
+    )
 
 
 def answers_toml(answers: dict[str, Any]) -> str:
     kma, site, officer = answers["kma"], answers["site"], answers["security_officer"]
     members = "".join(f'[[key_split.members]]\nname = "{n}"\npassphrase = "{p}"\n' for n, p in MEMBERS)
-    text = (f'mode = "new_cluster"\ncluster_name = "{answers["cluster_name"]}"\n'
-            f'autonomous_unlock = {str(answers["autonomous_unlock"]).lower()}\n'
-            f'key_pool_size = {answers["key_pool_size"]}\n'
-            f'[site]\nid = "{site["id"]}"\nname = "{site["name"]}"\n'
-            f'[kma]\nid = "{kma["id"]}"\nname = "{kma["name"]}"\n'
-            f'management_address = "{kma["management_address"]}"\n'
-            f'service_address = "{kma["service_address"]}"\n'
-            f'[security_officer]\nid = "{officer["id"]}"\nname = "{officer["name"]}"\n'
-            f'passphrase = "{officer["passphrase"]}"\n'
-            f'[key_split]\nthreshold = {answers["threshold"]}\n{members}')  # fmt: skip
+    text = (
+        f'mode = "new_cluster"\ncluster_name = "{answers["cluster_name"]}"\n'
+        f"autonomous_unlock = {str(answers['autonomous_unlock']).lower()}\n"
+        f"key_pool_size = {answers['key_pool_size']}\n"
+        f'[site]\nid = "{site["id"]}"\nname = "{site["name"]}"\n'
+        f'[kma]\nid = "{kma["id"]}"\nname = "{kma["name"]}"\n'
+        f'management_address = "{kma["management_address"]}"\n'
+        f'service_address = "{kma["service_address"]}"\n'
+        f'[security_officer]\nid = "{officer["id"]}"\nname = "{officer["name"]}"\n'
+        f'passphrase = "{officer["passphrase"]}"\n'
+        f"[key_split]\nthreshold = {answers['threshold']}\n{members}"
+    )
     tomllib.loads(text)
     return text
 
@@ -109,8 +126,9 @@ def start_one_kma_with_admin(data_dir: Path) -> RunningKma:
     backup): what a new installation looks like to its first administrator."""
     kma = RunningKma(data_dir, {"users": [{"id": "so", "passphrase": "correct horse battery"}]})
     kma.start()
-    kma.client("so").create_user("admin", "Ada Admin", list(ROLES), "admin passphrase 1",
-                                 credentials=[ONE_KMA_MEMBER])  # fmt: skip
+    kma.client("so").create_user(
+        "admin", "Ada Admin", list(ROLES), "admin passphrase 1", credentials=[ONE_KMA_MEMBER]
+    )
     kma.demo["users"].append({"id": "admin", "passphrase": "admin passphrase 1"})
     return kma
 

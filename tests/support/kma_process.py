@@ -30,9 +30,15 @@ def run_kma(
     *args: str, env: dict[str, str] | None = None, check: bool = True, source: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`python -m kma ARGS`; `source`: a checkout whose kma runs instead of this one."""
-    return subprocess.run([sys.executable, "-m", "kma", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {}), **_source_env(source)}, cwd=source,
-                          check=check, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "kma", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {}), **_source_env(source)},
+        cwd=source,
+        check=check,
+        timeout=120,
+    )
 
 
 def _source_env(source: Path | None) -> dict[str, str]:
@@ -103,10 +109,26 @@ class RunningKma:
         ready = self.data_dir.parent / "ready.json"
         ready.unlink(missing_ok=True)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kma", "serve", "--data-dir", str(self.data_dir), "--management-port",
-             str(port), "--service-port", str(self.service_port), "--ready-file", str(ready)],
-            env=self.env(), cwd=self.source, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "kma",
+                "serve",
+                "--data-dir",
+                str(self.data_dir),
+                "--management-port",
+                str(port),
+                "--service-port",
+                str(self.service_port),
+                "--ready-file",
+                str(ready),
+            ],
+            env=self.env(),
+            cwd=self.source,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         _LEFT_RUNNING[id(self)] = (os.getpid(), self)
         self.wait_ready(caught_up=caught_up)
 

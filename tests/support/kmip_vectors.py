@@ -41,20 +41,38 @@ VECTORS = next((p for p in (_BESIDE, Path("/work/shared/kmip-vectors")) if p.is_
 # Attributes this KMA does not keep (KMIP: a server need not support every attribute); a Get
 # Attributes or Get Attribute List answer may leave them out.
 NOT_KEPT = frozenset(
-    {"Always Sensitive", "Extractable", "Fresh", "Lease Time", "Never Extractable", "Sensitive",
-     "Original Creation Date", "Key Value Present", "Key Value Location", "Short Unique Identifier",
-     "Protection Storage Mask", "Protection Storage Masks", "Object Group Member"}
-)  # fmt: skip
+    {
+        "Always Sensitive",
+        "Extractable",
+        "Fresh",
+        "Lease Time",
+        "Never Extractable",
+        "Sensitive",
+        "Original Creation Date",
+        "Key Value Present",
+        "Key Value Location",
+        "Short Unique Identifier",
+        "Protection Storage Mask",
+        "Protection Storage Masks",
+        "Object Group Member",
+    }
+)
 # A Query answer lists what the server serves; Template (deprecated in KMIP 1.3, gone in 2.0) is
 # not served here.
 QUERY_OPTIONAL = frozenset({"Template"})
 
 _TYPES = {
-    "Structure": ItemType.STRUCTURE, "Integer": ItemType.INTEGER, "LongInteger": ItemType.LONG_INTEGER,
-    "BigInteger": ItemType.BIG_INTEGER, "Enumeration": ItemType.ENUMERATION, "Boolean": ItemType.BOOLEAN,
-    "TextString": ItemType.TEXT_STRING, "ByteString": ItemType.BYTE_STRING, "DateTime": ItemType.DATE_TIME,
+    "Structure": ItemType.STRUCTURE,
+    "Integer": ItemType.INTEGER,
+    "LongInteger": ItemType.LONG_INTEGER,
+    "BigInteger": ItemType.BIG_INTEGER,
+    "Enumeration": ItemType.ENUMERATION,
+    "Boolean": ItemType.BOOLEAN,
+    "TextString": ItemType.TEXT_STRING,
+    "ByteString": ItemType.BYTE_STRING,
+    "DateTime": ItemType.DATE_TIME,
     "Interval": ItemType.INTERVAL,
-}  # fmt: skip
+}
 _TAG_NAMES = {
     "UniqueBatchItemID": "UNIQUE_BATCH_ITEM_ID",
     "RNGAlgorithm": "RNG_ALGORITHM",

@@ -11,8 +11,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-MODULES = ("/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
-           "/usr/local/lib/softhsm/libsofthsm2.so")  # fmt: skip
+MODULES = (
+    "/usr/lib/softhsm/libsofthsm2.so",
+    "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
+    "/usr/local/lib/softhsm/libsofthsm2.so",
+)
 PIN, SO_PIN = "1234-5678", "87654321"
 
 
@@ -31,8 +34,12 @@ class SoftHsm:
     def add_token(self, label: str) -> None:
         """Another token in the same SoftHSM2 (a replacement HSM, a joining KMA's)."""
         env = {**os.environ, "SOFTHSM2_CONF": str(self.conf)}
-        subprocess.run(["softhsm2-util", "--init-token", "--free", "--label", label, "--pin", PIN,
-                        "--so-pin", SO_PIN], env=env, check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            ["softhsm2-util", "--init-token", "--free", "--label", label, "--pin", PIN, "--so-pin", SO_PIN],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
 
 
 def softhsm(tmp: Path, label: str = "kma-token") -> SoftHsm:

@@ -74,8 +74,17 @@ def two_sites(tmp: Path) -> Iterator[TwoSites]:
     try:
         # The first KMA keeps its ports from now on: the others and the agents know them by its entry.
         management, service = free_port(), free_port()
-        execute(first, [["UPDATE kmas SET management_address = ?, service_address = ? WHERE id = ?",
-                         f"127.0.0.1:{management}", f"127.0.0.1:{service}", "kma-dal-1"]])  # fmt: skip
+        execute(
+            first,
+            [
+                [
+                    "UPDATE kmas SET management_address = ?, service_address = ? WHERE id = ?",
+                    f"127.0.0.1:{management}",
+                    f"127.0.0.1:{service}",
+                    "kma-dal-1",
+                ]
+            ],
+        )
         first.stop()
         first.service_port = service
         first.start(management)

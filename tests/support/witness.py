@@ -45,14 +45,27 @@ class RunningWitness:
     def start(self) -> None:
         self.ready_file.unlink(missing_ok=True)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kma", "serve", "--data-dir", str(self.data_dir),
-             "--ready-file", str(self.ready_file)],
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "kma",
+                "serve",
+                "--data-dir",
+                str(self.data_dir),
+                "--ready-file",
+                str(self.ready_file),
+            ],
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
-        )  # fmt: skip
+        )
         process = self.process
-        wait_until(lambda: self.ready_file.exists() or process.poll() is not None, READY_TIMEOUT * 2,
-                   what="the witness ready")  # fmt: skip
+        wait_until(
+            lambda: self.ready_file.exists() or process.poll() is not None,
+            READY_TIMEOUT * 2,
+            what="the witness ready",
+        )
         if process.poll() is not None:
             raise RuntimeError(
                 f"kma serve (witness) exited: {process.stdout.read() if process.stdout else ''}"
@@ -81,12 +94,24 @@ def add_witness(
     site made first, then the join on the "new machine" and `kma serve` there."""
     so = first.client("so")
     so.create_site(site, site.capitalize(), "Third place: a Raft voter with no key service")
-    done = so.create_kma_entry(kma_id, site, raft_address=f"127.0.0.1:{free_port()}", witness=True,
-                               credentials=creds(first, "alice", "bob", "carol"))  # fmt: skip
+    done = so.create_kma_entry(
+        kma_id,
+        site,
+        raft_address=f"127.0.0.1:{free_port()}",
+        witness=True,
+        credentials=creds(first, "alice", "bob", "carol"),
+    )
     assert done.op.state == "executed", done.op
     data_dir = tmp / kma_id / "kma"
-    code, said = init_join(tmp, data_dir, first.address, first.fingerprint, kma_id, done.kma_passphrase,
-                           rqlite_http=f"127.0.0.1:{free_port()}")  # fmt: skip
+    code, said = init_join(
+        tmp,
+        data_dir,
+        first.address,
+        first.fingerprint,
+        kma_id,
+        done.kma_passphrase,
+        rqlite_http=f"127.0.0.1:{free_port()}",
+    )
     assert code == 0, said
     assert "witness" in said
     witness = RunningWitness(data_dir)

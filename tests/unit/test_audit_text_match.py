@@ -9,9 +9,38 @@ from kma.services.audit_log import fts_query
 from kma.store.fts import text_match
 
 ALPHABET = list("abcAB xyz-._'\"*:^()019") + [
-    "é", "É", "ï", "ß", "ά", "Ω", "σ", "Σ", "İ", "\u0301", "·", "①", "²", "ǅ", "ǆ", "中", "文", "ﬁ",
-    "Ⅻ", "\U00010400", "\U00010428", "\U0001d400", "ñ", "Ñ", "ø", "Ø", "æ", "ł", "Ł", "đ", "þ",
-]  # fmt: skip
+    "é",
+    "É",
+    "ï",
+    "ß",
+    "ά",
+    "Ω",
+    "σ",
+    "Σ",
+    "İ",
+    "\u0301",
+    "·",
+    "①",
+    "²",
+    "ǅ",
+    "ǆ",
+    "中",
+    "文",
+    "ﬁ",
+    "Ⅻ",
+    "\U00010400",
+    "\U00010428",
+    "\U0001d400",
+    "ñ",
+    "Ñ",
+    "ø",
+    "Ø",
+    "æ",
+    "ł",
+    "Ł",
+    "đ",
+    "þ",
+]
 
 
 def test_text_match_agrees_with_fts5_on_random_text_and_queries() -> None:
@@ -20,17 +49,22 @@ def test_text_match_agrees_with_fts5_on_random_text_and_queries() -> None:
     conn.execute("CREATE VIRTUAL TABLE f USING fts5(message, operation, entity_id, subject_id)")
     rows = []
     for i in range(300):
-        cols: list[str | None] = ["".join(rng.choice(ALPHABET) for _ in range(rng.randrange(12)))
-                                  for _ in range(4)]  # fmt: skip
+        cols: list[str | None] = [
+            "".join(rng.choice(ALPHABET) for _ in range(rng.randrange(12))) for _ in range(4)
+        ]
         if rng.random() < 0.2:
             cols[3] = None
         rows.append(cols)
-        conn.execute("INSERT INTO f (rowid, message, operation, entity_id, subject_id) "
-                     "VALUES (?, ?, ?, ?, ?)", (i, *cols))  # fmt: skip
+        conn.execute(
+            "INSERT INTO f (rowid, message, operation, entity_id, subject_id) VALUES (?, ?, ?, ?, ?)",
+            (i, *cols),
+        )
     compared = with_hits = 0
     for _ in range(400):
-        words = " ".join("".join(rng.choice(ALPHABET) for _ in range(rng.randrange(1, 4)))
-                         for _ in range(rng.randrange(1, 3)))  # fmt: skip
+        words = " ".join(
+            "".join(rng.choice(ALPHABET) for _ in range(rng.randrange(1, 4)))
+            for _ in range(rng.randrange(1, 3))
+        )
         query = fts_query(words)
         if not query:
             continue

@@ -100,9 +100,7 @@ def test_client_refuses_a_ca_that_does_not_match_the_pinned_fingerprint(ca_pem: 
 
 
 def test_client_accepts_a_pasted_lowercase_fingerprint(ca_pem: str) -> None:
-    with KmsClient(
-        "kma.example:8443", ca_pem=ca_pem, ca_fingerprint=f" {fingerprint_of(ca_pem).lower()} "
-    ):
+    with KmsClient("kma.example:8443", ca_pem=ca_pem, ca_fingerprint=f" {fingerprint_of(ca_pem).lower()} "):
         pass
 
 
@@ -133,9 +131,7 @@ def test_trust_fetch_refuses_a_server_whose_claimed_fingerprint_is_wrong(ca_pem:
 def test_client_without_ca_pem_fetches_the_ca_and_checks_it_against_the_pin(
     ca_pem: str,
 ) -> None:
-    transport = httpx.MockTransport(
-        lambda r: ok({"ca_pem": ca_pem, "fingerprint": fingerprint_of(ca_pem)})
-    )
+    transport = httpx.MockTransport(lambda r: ok({"ca_pem": ca_pem, "fingerprint": fingerprint_of(ca_pem)}))
     KmsClient("kma.example:8443", ca_fingerprint=fingerprint_of(ca_pem), transport=transport)
     with pytest.raises(TrustError):
         KmsClient(
@@ -167,9 +163,7 @@ def test_ssl_context_verifies_the_host_and_needs_tls_1_2(ca_pem: str) -> None:
         ("é", b"/api/v1/users/%C3%A9"),
     ],
 )
-def test_odd_ids_are_quoted_into_one_path_segment(
-    ca_pem: str, user_id: str, raw_path: bytes
-) -> None:
+def test_odd_ids_are_quoted_into_one_path_segment(ca_pem: str, user_id: str, raw_path: bytes) -> None:
     seen: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -250,9 +244,7 @@ def test_an_unknown_error_code_still_raises_api_error(ca_pem: str) -> None:
         httpx.Response(404, json={"error": "no code"}),
     ],
 )
-def test_an_error_body_outside_the_contract_is_internal(
-    ca_pem: str, response: httpx.Response
-) -> None:
+def test_an_error_body_outside_the_contract_is_internal(ca_pem: str, response: httpx.Response) -> None:
     with pytest.raises(InternalError) as caught:
         client_with(ca_pem, lambda r: response).status()
     assert caught.value.code == "internal"

@@ -105,9 +105,7 @@ def test_a_time_without_offset_is_taken_as_utc() -> None:
 
 
 def test_unknown_fields_from_a_newer_kma_are_ignored() -> None:
-    site = read(Site,
-        {"id": "dallas", "name": "Dallas", "description": "", "created_at": T0, "new": 1}
-    )
+    site = read(Site, {"id": "dallas", "name": "Dallas", "description": "", "created_at": T0, "new": 1})
     assert site == Site(id="dallas", name="Dallas", description="", created_at=T0_DT)
 
 
@@ -118,7 +116,8 @@ def test_models_are_frozen() -> None:
 
 
 def test_status() -> None:
-    status = read(Status,
+    status = read(
+        Status,
         {
             "cluster_name": "prod",
             "kma_id": "kma1",
@@ -129,7 +128,7 @@ def test_status() -> None:
             "autonomous_unlock": False,
             "time": T0,
             "warnings": ["only one KMA in the cluster"],
-        }
+        },
     )
     assert status.locked is True
     assert status.time == T0_DT
@@ -146,7 +145,8 @@ def test_session_keeps_the_token_out_of_repr() -> None:
 
 def test_kma_and_dashboard() -> None:
     assert read(Kma, KMA).pool_ready == 998
-    dash = read(Dashboard,
+    dash = read(
+        Dashboard,
         {
             "cluster_name": "prod",
             "sites": 2,
@@ -157,7 +157,7 @@ def test_kma_and_dashboard() -> None:
             "users": 9,
             "pending_quorum_operations": 1,
             "warnings": [],
-        }
+        },
     )
     assert dash.kmas == (read(Kma, KMA),)
     assert dash.keys_by_state == {"ready": 998, "protect_and_process": 2}
@@ -165,7 +165,8 @@ def test_kma_and_dashboard() -> None:
 
 
 def test_key_policy_group_agent_data_unit() -> None:
-    policy = read(KeyPolicy,
+    policy = read(
+        KeyPolicy,
         {
             "id": "seven-years",
             "description": "tapes",
@@ -176,10 +177,11 @@ def test_key_policy_group_agent_data_unit() -> None:
             "agents_may_revoke": False,
             "created_at": T0,
             "updated_at": T0,
-        }
+        },
     )
     assert (policy.encryption_period, policy.cryptoperiod) == (86400, 220752000)
-    group = read(KeyGroup,
+    group = read(
+        KeyGroup,
         {
             "id": "tapes",
             "description": "",
@@ -187,10 +189,11 @@ def test_key_policy_group_agent_data_unit() -> None:
             "agent_ids": ["drive1", "drive2"],
             "created_at": T0,
             "updated_at": T0,
-        }
+        },
     )
     assert group.agent_ids == ("drive1", "drive2")
-    unit = read(DataUnit,
+    unit = read(
+        DataUnit,
         {
             "id": "E00001",
             "description": "",
@@ -198,7 +201,7 @@ def test_key_policy_group_agent_data_unit() -> None:
             "key_count": 1,
             "created_at": T0,
             "updated_at": T0,
-        }
+        },
     )
     assert (unit.id, unit.state, unit.key_count) == ("E00001", "readable_normal", 1)
 
@@ -207,20 +210,22 @@ def test_key_with_nullable_fields() -> None:
     key = read(Key, KEY)
     assert key.data_unit_id is None
     assert key.activated_at is None
-    destroyed = read(Key,
+    destroyed = read(
+        Key,
         {
             **KEY,
             "state": "destroyed",
             "destroyed_at": "2026-12-01T00:00:00Z",
             "destroy_comment": "end of retention",
-        }
+        },
     )
     assert destroyed.destroyed_at == datetime(2026, 12, 1, tzinfo=UTC)
     assert destroyed.destroy_comment == "end of retention"
 
 
 def test_audit_event_and_chain_report() -> None:
-    event = read(AuditEvent,
+    event = read(
+        AuditEvent,
         {
             "id": 42,
             "kma_id": "kma1",
@@ -238,16 +243,14 @@ def test_audit_event_and_chain_report() -> None:
             "subject_type": "key",
             "subject_id": "k-0001",
             "hash": "ab" * 32,
-        }
+        },
     )
     assert (event.id, event.chain_seq, event.subject_id) == (42, 41, "k-0001")
-    report = read(ChainReport,
-        {"intact": False, "events_checked": 10, "first_bad_event_id": 7, "reason": "hash"}
+    report = read(
+        ChainReport, {"intact": False, "events_checked": 10, "first_bad_event_id": 7, "reason": "hash"}
     )
     assert report.first_bad_event_id == 7
-    ok = read(ChainReport,
-        {"intact": True, "events_checked": 10, "first_bad_event_id": None, "reason": None}
-    )
+    ok = read(ChainReport, {"intact": True, "events_checked": 10, "first_bad_event_id": None, "reason": None})
     assert ok.first_bad_event_id is None
 
 
@@ -255,9 +258,7 @@ def test_enrollment_passphrase_is_not_in_repr_and_ca_info() -> None:
     enrollment = read(EnrollmentPassphrase, {"agent_id": "drive1", "passphrase": "one-time"})
     assert enrollment.passphrase == "one-time"
     assert "one-time" not in repr(enrollment)
-    assert read(CaInfo, {"ca_pem": "PEM", "fingerprint": "SHA256:AB"}).fingerprint == (
-        "SHA256:AB"
-    )
+    assert read(CaInfo, {"ca_pem": "PEM", "fingerprint": "SHA256:AB"}).fingerprint == ("SHA256:AB")
 
 
 def test_page_parses_items_and_cursor() -> None:

@@ -114,8 +114,10 @@ def test_change_key_split_sends_only_the_new_members_names_and_the_old_quorum(ca
 
 def test_a_new_member_enrols_with_their_code_and_own_passphrase(ca_pem: str) -> None:
     seen: list[httpx.Request] = []
-    enrolment = [{"member": "a", "enrolled_at": "2026-11-21T07:55:00Z", "enrolled_from": "10.0.0.9"},
-                 {"member": "b", "enrolled_at": None, "enrolled_from": None}]  # fmt: skip
+    enrolment = [
+        {"member": "a", "enrolled_at": "2026-11-21T07:55:00Z", "enrolled_from": "10.0.0.9"},
+        {"member": "b", "enrolled_at": None, "enrolled_from": None},
+    ]
     client = client_with(ca_pem, recording(200, {**OP, "enrolment": enrolment}, seen))
     op = client.enrol_key_split_member(OP["id"], "a", "CODE-A", "a's own passphrase")
     assert op.awaiting_enrolment == ("b",) and op.enrolment[0].enrolled

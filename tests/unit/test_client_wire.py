@@ -114,7 +114,6 @@ def test_a_session_token_stays_out_of_repr() -> None:
     assert session.token == "s3cret" and "s3cret" not in repr(session)
 
 
-
 def test_the_client_needs_neither_the_kma_nor_pydantic() -> None:
     """The manager ships without the KMA: its models are generated, not imported from kma/api."""
     probe = "import sys, kms_client; print(' '.join(sorted(sys.modules)))"

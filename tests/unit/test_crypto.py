@@ -70,9 +70,7 @@ def test_any_threshold_shares_reconstruct_and_fewer_do_not(
 
 
 @given(secrets32, st.integers(2, 10))
-def test_a_single_share_reveals_nothing_obvious_when_threshold_is_above_one(
-    secret: bytes, n: int
-) -> None:
+def test_a_single_share_reveals_nothing_obvious_when_threshold_is_above_one(secret: bytes, n: int) -> None:
     shares = split_secret(secret, 2, n)
     assert all(value != secret for _, value in shares)
 
@@ -99,9 +97,7 @@ def test_split_is_randomised() -> None:
         (bytes(32), 2, 11, "at most 10"),
     ],
 )
-def test_split_refuses_bad_parameters(
-    secret: bytes, threshold: int, shares: int, message: str
-) -> None:
+def test_split_refuses_bad_parameters(secret: bytes, threshold: int, shares: int, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         split_secret(secret, threshold, shares)
 
@@ -384,9 +380,7 @@ def test_server_certificate_is_signed_by_the_ca_with_all_names(
 
 
 def test_server_certificate_does_not_duplicate_loopback_names(ca: CertifiedKey) -> None:
-    cert = load_certificate(
-        issue_server_certificate(ca, "kma", ["localhost", "127.0.0.1"]).cert_pem
-    )
+    cert = load_certificate(issue_server_certificate(ca, "kma", ["localhost", "127.0.0.1"]).cert_pem)
     san = _extension(cert, x509.SubjectAlternativeName).value
     assert len(list(san)) == 2
 

@@ -52,8 +52,13 @@ def test_two_sites_of_two_voters_each_stop_writes_with_either_site() -> None:
 
 
 def test_a_witness_in_a_third_site_lets_any_one_site_go() -> None:
-    t = layout(("dal", True, True), ("dal", True, True), ("bos", True, True), ("bos", True, True),
-               ("aus", True, True))  # fmt: skip
+    t = layout(
+        ("dal", True, True),
+        ("dal", True, True),
+        ("bos", True, True),
+        ("bos", True, True),
+        ("aus", True, True),
+    )
     assert (t.voters, t.majority, t.voters_may_lose, t.sites_whose_loss_stops_writes) == (5, 3, 2, ())
     assert t.summary == "Survives the loss of two voters; no single site's loss stops management writes."
 
@@ -85,8 +90,13 @@ def test_non_voters_count_for_key_service_not_for_the_majority() -> None:
 
 
 def test_five_voters_with_one_down_still_survive_one_more() -> None:
-    t = layout(("dal", True, True), ("dal", True, False), ("bos", True, True), ("bos", True, True),
-               ("aus", True, True))  # fmt: skip
+    t = layout(
+        ("dal", True, True),
+        ("dal", True, False),
+        ("bos", True, True),
+        ("bos", True, True),
+        ("aus", True, True),
+    )
     assert t.summary.startswith(
         "1 of 5 voters not responding; survives the loss of one more voter; losing Boston"
     )
@@ -104,8 +114,15 @@ class _StoreWithoutALeader:
     def query(self, sql: str, params: object = ()) -> list[dict[str, object]]:
         if "cluster_outbox_marks" in sql:
             return []  # no other KMA has reported its lag
-        row = {"site_id": "dal", "management_address": "", "service_address": "", "version": "0.1.0",
-               "locked": 0, "witness": 0, "master_key": "software"}  # fmt: skip
+        row = {
+            "site_id": "dal",
+            "management_address": "",
+            "service_address": "",
+            "version": "0.1.0",
+            "locked": 0,
+            "witness": 0,
+            "master_key": "software",
+        }
         return [{**row, "id": "kma-a", "name": "A"}, {**row, "id": "kma-b", "name": "B"}]
 
 
@@ -120,9 +137,16 @@ def test_when_the_store_cannot_say_this_kma_answers_for_itself_and_the_others_sh
 
 def test_a_witness_counts_as_a_voter_but_serves_no_keys() -> None:
     # Given Dallas is lost, Boston's two KMAs and the witness keep a majority (3 of 5)
-    t = failure_tolerance([Member("dal", True, False), Member("dal", True, False), Member("bos", True, True),
-                           Member("bos", True, True), Member("wit", True, True, witness=True)],
-                          {**NAMES, "wit": "Witness"})  # fmt: skip
+    t = failure_tolerance(
+        [
+            Member("dal", True, False),
+            Member("dal", True, False),
+            Member("bos", True, True),
+            Member("bos", True, True),
+            Member("wit", True, True, witness=True),
+        ],
+        {**NAMES, "wit": "Witness"},
+    )
     assert (t.voters, t.voters_responding, t.management_writes, t.voters_may_lose) == (5, 3, True, 0)
     # Then losing Boston too stops key service (the witness serves none), losing the witness only writes
     assert t.summary == (

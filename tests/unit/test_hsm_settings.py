@@ -18,8 +18,9 @@ GOOD = {"module": "/usr/lib/softhsm/libsofthsm2.so", "token_label": "t", "pin_fi
 
 def test_the_table_names_the_module_one_token_and_one_pin_source_and_never_the_pin() -> None:
     settings = read_hsm(GOOD, "kma-1")
-    assert settings == HsmSettings(module=GOOD["module"], key_label="kma-master-kma-1", token_label="t",
-                                   pin_file="/etc/kma/hsm.pin")  # fmt: skip
+    assert settings == HsmSettings(
+        module=GOOD["module"], key_label="kma-master-kma-1", token_label="t", pin_file="/etc/kma/hsm.pin"
+    )
     assert "pin_file" in settings.to_toml() and "token_serial" not in settings.to_toml()
     assert not settings.holds_cluster_key and "holds" not in settings.to_toml()
     joined = read_hsm({**GOOD, "holds": "cluster-master-key"}, "kma-1")  # what a join writes

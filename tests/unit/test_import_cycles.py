@@ -112,8 +112,13 @@ def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 
 def test_the_checker_finds_a_loop_of_folders_whose_modules_form_no_cycle() -> None:
-    graph = {"ui.pages.keys": {"ui.audit.history"}, "ui.audit.charts": {"ui.pages.dashboard"},
-             "ui.audit.history": set(), "ui.pages.dashboard": {"ui.format"}, "ui.format": set()}  # fmt: skip
+    graph = {
+        "ui.pages.keys": {"ui.audit.history"},
+        "ui.audit.charts": {"ui.pages.dashboard"},
+        "ui.audit.history": set(),
+        "ui.pages.dashboard": {"ui.format"},
+        "ui.format": set(),
+    }
     assert cycles(graph) == []
     assert cycles(folder_graph(graph)) == [["ui.audit", "ui.pages"]]
 
@@ -131,8 +136,17 @@ def test_no_import_cycle_between_folders(package: str) -> None:
     graph = module_graph()
     folders = folder_graph(graph)
     knots = [c for c in cycles(folders) if any(f.split(".")[0] == package for f in c)]
-    why = [f"  {m} -> {i}" for knot in knots for m in sorted(graph) if folder_of(m) in knot
-           for i in sorted(graph[m]) if folder_of(i) in knot and folder_of(i) != folder_of(m)]  # fmt: skip
-    assert not knots, "folder loops (each line: folders that import each other):\n" + "\n".join(
-        " <-> ".join(c) for c in knots
-    ) + "\nthrough:\n" + "\n".join(why)
+    why = [
+        f"  {m} -> {i}"
+        for knot in knots
+        for m in sorted(graph)
+        if folder_of(m) in knot
+        for i in sorted(graph[m])
+        if folder_of(i) in knot and folder_of(i) != folder_of(m)
+    ]
+    assert not knots, (
+        "folder loops (each line: folders that import each other):\n"
+        + "\n".join(" <-> ".join(c) for c in knots)
+        + "\nthrough:\n"
+        + "\n".join(why)
+    )

@@ -43,11 +43,17 @@ def test_ids_with_line_breaks_or_spaces_are_refused(value: str) -> None:
         check_id(value, "The ID")
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("0", 0), ("1700000000", 1700000000), ("-86400", -86400),
-    ("2026-11-21T07:40:00Z", 1795246800), ("2026-11-21T07:40:00", 1795246800),
-    ("2026-11-21T08:40:00+01:00", 1795246800),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("0", 0),
+        ("1700000000", 1700000000),
+        ("-86400", -86400),
+        ("2026-11-21T07:40:00Z", 1795246800),
+        ("2026-11-21T07:40:00", 1795246800),
+        ("2026-11-21T08:40:00+01:00", 1795246800),
+    ],
+)
 def test_list_filters_take_epoch_seconds_or_iso_times(text: str, seconds: int) -> None:
     assert timestamp(text) == seconds
 

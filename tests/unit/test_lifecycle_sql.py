@@ -87,9 +87,19 @@ def memory_db(keys: list[KeyTimes], data_unit: str = "E00001") -> sqlite3.Connec
     db.executemany(
         "INSERT INTO keys (data_unit_id, activated_at, protect_until, deactivate_at, compromised_at, "
         "destroyed_at, backup_mark) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [(data_unit, k.activated_at, k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at,
-          k.backup_mark) for k in keys],
-    )  # fmt: skip
+        [
+            (
+                data_unit,
+                k.activated_at,
+                k.protect_until,
+                k.deactivate_at,
+                k.compromised_at,
+                k.destroyed_at,
+                k.backup_mark,
+            )
+            for k in keys
+        ],
+    )
     db.execute("CREATE TABLE kmas (id TEXT)")
     db.execute("INSERT INTO kmas VALUES ('kma-1')")
     db.execute("CREATE TABLE backups (created_at INTEGER, deleted_at INTEGER)")
@@ -102,8 +112,14 @@ def count(db: sqlite3.Connection, table: str, condition: str, now: int) -> int:
 
 
 def python_state(key: KeyTimes, now: int) -> KeyState:
-    return key_state(now, key.activated_at, key.protect_until, key.deactivate_at, key.destroyed_at,
-                     ready=key.held_by_backup)  # fmt: skip
+    return key_state(
+        now,
+        key.activated_at,
+        key.protect_until,
+        key.deactivate_at,
+        key.destroyed_at,
+        ready=key.held_by_backup,
+    )
 
 
 @given(data=st.data(), key=key_times())

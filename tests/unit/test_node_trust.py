@@ -19,8 +19,10 @@ def node_with(tmp_path: Path, rows: list[tuple[str, str | None, int | None, int]
     files.rqlite_dir.mkdir(parents=True)
     files.node_cert.write_text(OWN, encoding="ascii")
     with sqlite3.connect(files.replica) as db:
-        db.execute("CREATE TABLE kmas (id TEXT PRIMARY KEY, node_cert_pem TEXT, removed_at INTEGER, "
-                   "awaiting_join INTEGER)")  # fmt: skip
+        db.execute(
+            "CREATE TABLE kmas (id TEXT PRIMARY KEY, node_cert_pem TEXT, removed_at INTEGER, "
+            "awaiting_join INTEGER)"
+        )
         db.executemany("INSERT INTO kmas VALUES (?, ?, ?, ?)", rows)
     return files
 
@@ -28,8 +30,15 @@ def node_with(tmp_path: Path, rows: list[tuple[str, str | None, int | None, int]
 def test_the_admitted_kmas_node_certificates_are_trusted_and_removed_or_awaiting_ones_not(
     tmp_path: Path,
 ) -> None:
-    files = node_with(tmp_path, [("kma-1", OWN, None, 0), ("kma-2", OTHER, None, 0),
-                                 ("kma-3", OTHER, 1700000000, 0), ("kma-4", None, None, 1)])  # fmt: skip
+    files = node_with(
+        tmp_path,
+        [
+            ("kma-1", OWN, None, 0),
+            ("kma-2", OTHER, None, 0),
+            ("kma-3", OTHER, 1700000000, 0),
+            ("kma-4", None, None, 1),
+        ],
+    )
     assert wanted(files, "kma-1") == {"kma-1": OWN, "kma-2": OTHER}
     assert bundle({"kma-2": OTHER, "kma-1": OWN}) == (OWN + OTHER).encode()  # by KMA ID, whatever order
 

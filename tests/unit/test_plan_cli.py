@@ -8,8 +8,19 @@ import pytest
 
 from tests.support.kma_process import run_kma
 
-EXAMPLE = ["plan", "--drive", "T10000", "--data", "20TB", "--window", "8h", "--compressibility", "2:1",
-           "--file-size", "1GB"]  # fmt: skip
+EXAMPLE = [
+    "plan",
+    "--drive",
+    "T10000",
+    "--data",
+    "20TB",
+    "--window",
+    "8h",
+    "--compressibility",
+    "2:1",
+    "--file-size",
+    "1GB",
+]
 
 
 def test_the_issues_example_prints_the_plan():

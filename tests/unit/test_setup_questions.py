@@ -16,21 +16,44 @@ def scripted(answers: list[str]) -> tuple[Iterator[str], list[str]]:
 
 
 def test_every_mistake_is_explained_and_asked_again() -> None:
-    typed = iter([
-        "", "127.0.0.1:0", "127.0.0.1:0",  # mode (default), management, service
-        "Acme Vault", "dallas", "", "kma-1", "",  # cluster, site ID, site name, KMA ID, KMA name
-        "11", "3",  # N: 11 refused (at most 10), then 3
-        "4", "2",  # M: 4 refused (more than N), then 2
-        "alice", "bob", "bob", "carol",  # names: "bob" twice refused
-        "so", "Sam Officer", "no", "50", "",  # officer, autonomous unlock, pool size, master key in software
-    ])  # fmt: skip
-    secrets = iter([
-        "password1",  # alice: guessable, refused
-        "alice walks the long pier", "alice walks the long pie",  # the second typing differs
-        "alice walks the long pier", "alice walks the long pier",
-        "bob paints seven green doors", "bob paints seven green doors",
-        "carol counts quiet harbour lights", "carol counts quiet harbour lights",
-    ])  # fmt: skip
+    typed = iter(
+        [
+            "",
+            "127.0.0.1:0",
+            "127.0.0.1:0",  # mode (default), management, service
+            "Acme Vault",
+            "dallas",
+            "",
+            "kma-1",
+            "",  # cluster, site ID, site name, KMA ID, KMA name
+            "11",
+            "3",  # N: 11 refused (at most 10), then 3
+            "4",
+            "2",  # M: 4 refused (more than N), then 2
+            "alice",
+            "bob",
+            "bob",
+            "carol",  # names: "bob" twice refused
+            "so",
+            "Sam Officer",
+            "no",
+            "50",
+            "",  # officer, autonomous unlock, pool size, master key in software
+        ]
+    )
+    secrets = iter(
+        [
+            "password1",  # alice: guessable, refused
+            "alice walks the long pier",
+            "alice walks the long pie",  # the second typing differs
+            "alice walks the long pier",
+            "alice walks the long pier",
+            "bob paints seven green doors",
+            "bob paints seven green doors",
+            "carol counts quiet harbour lights",
+            "carol counts quiet harbour lights",
+        ]
+    )
     said: list[str] = []
     proof: list[str] = []
 
@@ -39,8 +62,11 @@ def test_every_mistake_is_explained_and_asked_again() -> None:
             name = prompt.split(":", maxsplit=1)[0]
             proof.append(name)
             wrong_first = len(proof) == 1
-            known = {"alice": "alice walks the long pier", "bob": "bob paints seven green doors",
-                     "carol": "carol counts quiet harbour lights"}  # fmt: skip
+            known = {
+                "alice": "alice walks the long pier",
+                "bob": "bob paints seven green doors",
+                "carol": "carol counts quiet harbour lights",
+            }
             return "not it at all" if wrong_first else known[name]
         if prompt.startswith("so:"):
             return "officer keeps the vault"

@@ -5,11 +5,23 @@ from __future__ import annotations
 from kma.audit import syslog
 
 EVENT = {
-    "kma_id": "kma-dal-1", "site_id": "dallas", "chain_seq": 42, "created_at": 1_800_000_000,
-    "operation": "user.create", "severity": "warning", "condition": "warning", "event_class": "user",
-    "entity_id": "so", "entity_address": "10.0.0.5", "retention": "long", "subject_type": "user",
-    "subject_id": 'jo"]\\x', "prev_hash": "aa", "hash": "bb", "message": "created user 'Jö' ✓",
-}  # fmt: skip
+    "kma_id": "kma-dal-1",
+    "site_id": "dallas",
+    "chain_seq": 42,
+    "created_at": 1_800_000_000,
+    "operation": "user.create",
+    "severity": "warning",
+    "condition": "warning",
+    "event_class": "user",
+    "entity_id": "so",
+    "entity_address": "10.0.0.5",
+    "retention": "long",
+    "subject_type": "user",
+    "subject_id": 'jo"]\\x',
+    "prev_hash": "aa",
+    "hash": "bb",
+    "message": "created user 'Jö' ✓",
+}
 
 
 def test_the_header_says_facility_log_audit_with_the_events_severity_time_and_kma() -> None:

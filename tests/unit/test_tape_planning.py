@@ -81,8 +81,10 @@ def test_an_unmeasured_file_size_shows_the_nearest_rows_and_uses_only_measured_f
 def test_an_unmeasured_compressibility_shows_the_measured_ratios_either_side():
     p = plan(drive="T9840D", file_size="1GB", ratio="3:1")
     assert [str(w) for w in p.nearest] == ["1GB files, 2:1", "10GB files, 10:1"]
-    best = {str(w): plan(drive="T9840D", file_size=w.file_size, ratio=w.compressibility).best_measured
-            for w in p.nearest}  # fmt: skip
+    best = {
+        str(w): plan(drive="T9840D", file_size=w.file_size, ratio=w.compressibility).best_measured
+        for w in p.nearest
+    }
     assert best[str(p.workload)].encrypted_mb_per_s == min(b.encrypted_mb_per_s for b in best.values())
 
 
@@ -90,29 +92,65 @@ def test_an_unmeasured_compressibility_shows_the_measured_ratios_either_side():
 CASES = [
     # (inputs, expected recommendation keys, expected touch files (size bytes, buffers) or None)
     (dict(drive="T10000", mixed=True), {"t10000-mixed-256k", "t10000-256k-32-buffers"}, (262144, 32)),
-    (dict(drive="T10000", file_size="1GB", ratio="2:1"),
-     {"t10000-at-least-512k", "t10000-2mb-at-most-8", "t10000-2mb-large-files", "t10000-apps-256k",
-      "t10000-encryption-negligible"}, (2097152, 8)),
-    (dict(drive="T9840D", file_size="1GB", ratio="2:1"),
-     {"t9840d-raise-64k", "t9840d-64k-16-buffers", "t9840d-256k-preferred", "t9840d-streaming",
-      "t9840d-encryption-negligible"}, (262144, None)),
-    (dict(drive="LTO4", mixed=True, ratio="1:1"), {"lto4-mixed-256k", "lto4-256k-16-uncompressible"},
-     (262144, 16)),
-    (dict(drive="LTO4", mixed=True, ratio="2:1"), {"lto4-mixed-256k", "lto4-256k-32-compressible"},
-     (262144, 32)),
-    (dict(drive="LTO4", ratio="1:1"),
-     {"lto4-at-least-2mb", "lto4-uncompressible-4-threads", "lto4-512k-to-8mb-threads",
-      "lto4-encryption-negligible"}, (None, 4)),
+    (
+        dict(drive="T10000", file_size="1GB", ratio="2:1"),
+        {
+            "t10000-at-least-512k",
+            "t10000-2mb-at-most-8",
+            "t10000-2mb-large-files",
+            "t10000-apps-256k",
+            "t10000-encryption-negligible",
+        },
+        (2097152, 8),
+    ),
+    (
+        dict(drive="T9840D", file_size="1GB", ratio="2:1"),
+        {
+            "t9840d-raise-64k",
+            "t9840d-64k-16-buffers",
+            "t9840d-256k-preferred",
+            "t9840d-streaming",
+            "t9840d-encryption-negligible",
+        },
+        (262144, None),
+    ),
+    (
+        dict(drive="LTO4", mixed=True, ratio="1:1"),
+        {"lto4-mixed-256k", "lto4-256k-16-uncompressible"},
+        (262144, 16),
+    ),
+    (
+        dict(drive="LTO4", mixed=True, ratio="2:1"),
+        {"lto4-mixed-256k", "lto4-256k-32-compressible"},
+        (262144, 32),
+    ),
+    (
+        dict(drive="LTO4", ratio="1:1"),
+        {
+            "lto4-at-least-2mb",
+            "lto4-uncompressible-4-threads",
+            "lto4-512k-to-8mb-threads",
+            "lto4-encryption-negligible",
+        },
+        (None, 4),
+    ),
     (dict(drive="LTO4", ratio="2:1"), {"lto4-8mb-4-compressible", "lto4-2mb-16-compressible"}, None),
     (dict(drive="T10000B", mixed=True), {"t10000b-mixed-256k", "t10000b-256k-32-buffers"}, (262144, 32)),
-    (dict(drive="T10000B", ratio="1:1", file_size="1GB"),
-     {"t10000b-at-least-512k", "t10000b-2mb-4-uncompressible", "t10000b-2mb-large-files",
-      "t10000b-encryption-negligible"}, None),
+    (
+        dict(drive="T10000B", ratio="1:1", file_size="1GB"),
+        {
+            "t10000b-at-least-512k",
+            "t10000b-2mb-4-uncompressible",
+            "t10000b-2mb-large-files",
+            "t10000b-encryption-negligible",
+        },
+        None,
+    ),
     (dict(drive="T10000B", ratio="2:1", file_size="1GB"), {"t10000b-2mb-16-compressible"}, (2097152, 16)),
     (dict(streams=4), {"multiplexing-moderate", "multiplexing-separate-clients"}, (2097152, 4)),
     (dict(streams=8), {"multiplexing-heavy", "multiplexing-separate-clients"}, (2097152, 2)),
     (dict(), {"netbackup-touch-files", "encryption-after-compression"}, None),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("inputs", "keys", "touch"), CASES)

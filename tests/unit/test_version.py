@@ -18,7 +18,8 @@ VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["versi
     [("kma", "from kma.cli import main; main()"), ("kms-manager", "from app.main import main; main()")],
 )
 def test_version_is_the_one_in_pyproject(command: str, code: str) -> None:
-    done = subprocess.run([sys.executable, "-c", code, "--version"], capture_output=True, text=True,
-                          timeout=60, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code, "--version"], capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"{command} {VERSION}"

@@ -76,8 +76,12 @@ class _CancellableFile:
 class AuditBrowser(QWidget):
     """Browse, search, tail, verify and export the audit trail."""
 
-    def __init__(self, ctx: AppContext, open_history: Callable[[str, str], None] | None = None,
-                 parent: QWidget | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        ctx: AppContext,
+        open_history: Callable[[str, str], None] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         from ui.audit.filters import AuditFilterBar
 
@@ -128,8 +132,12 @@ class AuditBrowser(QWidget):
         self._tail = QTimer(self)
         self._tail.setInterval(TAIL_MS)
         self._tail.timeout.connect(self.poll_tail)
-        QShortcut(QKeySequence.Find, self, activated=self.filters.text.setFocus,
-                  context=Qt.WidgetWithChildrenShortcut)  # fmt: skip
+        QShortcut(
+            QKeySequence.Find,
+            self,
+            activated=self.filters.text.setFocus,
+            context=Qt.WidgetWithChildrenShortcut,
+        )
         # F5 is the main window's View > Refresh, which refreshes this page: a second F5 here
         # would make the key ambiguous (and do nothing) whenever the table has focus.
 
@@ -144,20 +152,28 @@ class AuditBrowser(QWidget):
         self.verify_button.setToolTip("Check every event's hash and link, from the latest signed checkpoint")
         self.verify_button.clicked.connect(self.verify)
         self.csv_button = QPushButton("Export CSV…")
-        self.csv_button.setToolTip("Every event of the current filter, signed "
-                                   "(check it with kma audit verify)")
+        self.csv_button.setToolTip(
+            "Every event of the current filter, signed (check it with kma audit verify)"
+        )
         self.csv_button.clicked.connect(self._ask_export_csv)
         self.report_button = QPushButton("Signed report…")
-        self.report_button.setToolTip("An HTML report of the current filter stating the chain check, with "
-                                      "a detached signature")  # fmt: skip
+        self.report_button.setToolTip(
+            "An HTML report of the current filter stating the chain check, with a detached signature"
+        )
         self.report_button.clicked.connect(self._ask_report)
         self.history_button = QPushButton("History…")
-        self.history_button.setToolTip("The lifecycle of the key, data unit or agent the selected "
-                                       "event is about")
+        self.history_button.setToolTip(
+            "The lifecycle of the key, data unit or agent the selected event is about"
+        )
         self.history_button.clicked.connect(self.history_of_selected)
         self.history_button.setEnabled(False)
-        for button in (self.tail_button, self.verify_button, self.csv_button, self.report_button,
-                       self.history_button):  # fmt: skip
+        for button in (
+            self.tail_button,
+            self.verify_button,
+            self.csv_button,
+            self.report_button,
+            self.history_button,
+        ):
             bar.addWidget(button)
         if self.ctx.may("audit.manage"):
             retention = QPushButton("Retention…")
@@ -210,8 +226,12 @@ class AuditBrowser(QWidget):
         super().showEvent(event)
         if not self._loaded:
             self.refresh()
-            self.ctx.ops.read(lambda worker: worker.client.audit_facets(), parent=self,
-                              success=self.filters.set_facets, quiet=True)  # fmt: skip
+            self.ctx.ops.read(
+                lambda worker: worker.client.audit_facets(),
+                parent=self,
+                success=self.filters.set_facets,
+                quiet=True,
+            )
         if self.tail_button.isChecked():
             self._tail.start()
 
@@ -253,16 +273,26 @@ class AuditBrowser(QWidget):
         if event is None:
             self.details.clear()
             return
-        rows = [("Event", f"#{event.id} (KMA {event.kma_id}, chain #{event.chain_seq})"),
-                ("Time", when(event.created_at)), ("Operation", event.operation),
-                ("Outcome", f"{words(event.condition)} ({event.severity})"), ("Class", event.event_class),
-                ("By", f"{event.entity_id} from {event.entity_address}"),
-                ("About", f"{words(event.subject_type)} {event.subject_id}" if event.subject_id else "—"),
-                ("Site", event.site_id), ("Retention", words(event.retention)), ("Message", event.message),
-                ("Hash", event.hash)]  # fmt: skip
-        self.details.setHtml("<table>" + "".join(
-            f"<tr><td valign='top'><b>{k}</b></td><td>{html.escape(str(v))}</td></tr>" for k, v in rows
-        ) + "</table>")  # fmt: skip
+        rows = [
+            ("Event", f"#{event.id} (KMA {event.kma_id}, chain #{event.chain_seq})"),
+            ("Time", when(event.created_at)),
+            ("Operation", event.operation),
+            ("Outcome", f"{words(event.condition)} ({event.severity})"),
+            ("Class", event.event_class),
+            ("By", f"{event.entity_id} from {event.entity_address}"),
+            ("About", f"{words(event.subject_type)} {event.subject_id}" if event.subject_id else "—"),
+            ("Site", event.site_id),
+            ("Retention", words(event.retention)),
+            ("Message", event.message),
+            ("Hash", event.hash),
+        ]
+        self.details.setHtml(
+            "<table>"
+            + "".join(
+                f"<tr><td valign='top'><b>{k}</b></td><td>{html.escape(str(v))}</td></tr>" for k, v in rows
+            )
+            + "</table>"
+        )
 
     def _select_first_if_none(self, *_: Any) -> None:
         if not self.view.currentIndex().isValid() and self.model.rowCount():
@@ -305,15 +335,24 @@ class AuditBrowser(QWidget):
             self._tail_busy = False
             return False
 
-        self.ctx.ops.read(lambda worker: worker.client.tail_audit_events(newest, limit=PAGE_SIZE, **values),
-                          parent=self, success=done, failure=failed, quiet=True)  # fmt: skip
+        self.ctx.ops.read(
+            lambda worker: worker.client.tail_audit_events(newest, limit=PAGE_SIZE, **values),
+            parent=self,
+            success=done,
+            failure=failed,
+            quiet=True,
+        )
 
     # -- verification -------------------------------------------------------------------------
     def verify(self) -> None:
         self.chain_banner.setText("Verifying the audit chain…")
         self._banner_style("neutral")
-        self.ctx.ops.read(lambda worker: worker.client.verify_audit_chain(), parent=self,
-                          label="Verifying the audit chain…", success=self.show_report)  # fmt: skip
+        self.ctx.ops.read(
+            lambda worker: worker.client.verify_audit_chain(),
+            parent=self,
+            label="Verifying the audit chain…",
+            success=self.show_report,
+        )
 
     def show_report(self, report: Any) -> None:
         self.last_report = report
@@ -322,14 +361,19 @@ class AuditBrowser(QWidget):
             if report.checkpoints:
                 start = " Verified from signed checkpoints: " + "; ".join(
                     f"KMA {c.kma_id} up to chain #{c.chain_seq} ({when(c.created_at)})"
-                    for c in report.checkpoints)
-            self.chain_banner.setText(f"✔ Audit chain intact: all {report.events_checked:,} events check "
-                                      f"out; none was changed, removed or inserted.{start}")  # fmt: skip
+                    for c in report.checkpoints
+                )
+            self.chain_banner.setText(
+                f"✔ Audit chain intact: all {report.events_checked:,} events check "
+                f"out; none was changed, removed or inserted.{start}"
+            )
             self._banner_style("ok")
         else:
             where = f" at event #{report.first_bad_event_id}" if report.first_bad_event_id else ""
-            self.chain_banner.setText(f"✖ Audit chain BROKEN{where}: {report.reason}. Preserve this KMA's "
-                                      "data folder and tell the Security Officer now.")  # fmt: skip
+            self.chain_banner.setText(
+                f"✖ Audit chain BROKEN{where}: {report.reason}. Preserve this KMA's "
+                "data folder and tell the Security Officer now."
+            )
             self._banner_style("bad")
 
     def _banner_style(self, tone: str) -> None:
@@ -366,9 +410,12 @@ class AuditBrowser(QWidget):
             if done is not None:
                 done(size)
                 return
-            QMessageBox.information(self, "Audit events exported",
-                                    f"Saved {size:,} bytes to {path}.\n\nIt is signed: check it anywhere "
-                                    f"with\nkma audit verify --export \"{path}\"")  # fmt: skip
+            QMessageBox.information(
+                self,
+                "Audit events exported",
+                f"Saved {size:,} bytes to {path}.\n\nIt is signed: check it anywhere "
+                f'with\nkma audit verify --export "{path}"',
+            )
 
         self.ctx.ops.read(op, parent=self, label="Exporting audit events…", success=finished)
 
@@ -391,10 +438,13 @@ class AuditBrowser(QWidget):
                 done(report)
                 return
             verdict = "intact" if report.chain.intact else "BROKEN"
-            QMessageBox.information(self, "Signed report saved",
-                                    f"Saved {path} and its signature {path.name}.sig.\nThe chain was "
-                                    f"{verdict} when the report was made.\n\nCheck both anywhere with\n"
-                                    f"kma audit verify --export \"{path}\"")  # fmt: skip
+            QMessageBox.information(
+                self,
+                "Signed report saved",
+                f"Saved {path} and its signature {path.name}.sig.\nThe chain was "
+                f"{verdict} when the report was made.\n\nCheck both anywhere with\n"
+                f'kma audit verify --export "{path}"',
+            )
 
         self.ctx.ops.read(op, parent=self, label="Making the signed report…", success=finished)
 

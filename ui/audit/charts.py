@@ -82,7 +82,8 @@ class ChartsPanel(QWidget):
         total = sum(d.count for d in series.keys_issued)
         busiest = max(series.keys_issued, key=lambda d: d.count, default=None)
         text = f"{counted(total, 'key')} issued in the last {counted(series.days, 'day')}" + (
-            f"; busiest day {busiest.day} with {busiest.count:,}" if busiest and busiest.count else "")
+            f"; busiest day {busiest.day} with {busiest.count:,}" if busiest and busiest.count else ""
+        )
         chart = None
         if QtCharts is not None:
             line = QtCharts.QLineSeries()

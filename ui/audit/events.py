@@ -26,8 +26,7 @@ COLUMNS = [
     Column("condition", "Condition", 75, format=words, tone=_tone),
     Column("operation", "Operation", 200),
     Column("entity_id", "By", 110),
-    Column("subject_id", "Subject", 150, sortable=False,
-           format=lambda v: v or ""),
+    Column("subject_id", "Subject", 150, sortable=False, format=lambda v: v or ""),
     Column("message", "Message", 420, sortable=False),
     Column("event_class", "Class", 110, hidden=True),
     Column("entity_address", "Address", 120, hidden=True),
@@ -45,31 +44,48 @@ AUDIT_SORT = frozenset({"id", "created_at"})
 def _verify(page: ListPage, _obj: Any) -> None:
     def show(report: Any) -> None:
         if report.intact:
-            QMessageBox.information(page, "Audit chain intact",
-                                    f"All {report.events_checked:,} events check out: "
-                                    "none was changed or removed.")
+            QMessageBox.information(
+                page,
+                "Audit chain intact",
+                f"All {report.events_checked:,} events check out: none was changed or removed.",
+            )
         else:
             QMessageBox.critical(
-                page, "Audit chain broken",
+                page,
+                "Audit chain broken",
                 f"Event {report.first_bad_event_id} does not match the chain: {report.reason}.\n\n"
-                "Preserve this KMA's data folder and tell the Security Officer now.")
+                "Preserve this KMA's data folder and tell the Security Officer now.",
+            )
 
-    page.ctx.ops.read(lambda worker: worker.client.verify_audit_chain(), parent=page,
-                      label="Verifying the audit chain…", success=show)
+    page.ctx.ops.read(
+        lambda worker: worker.client.verify_audit_chain(),
+        parent=page,
+        label="Verifying the audit chain…",
+        success=show,
+    )
 
 
 SPEC = ListSpec(
-    key="audit", title="Audit log", noun="audit event", plural="audit events", live=True,
-    subtitle="Every operation by a user, an agent or a KMA, successful or refused. "
-             "Newest first.",
+    key="audit",
+    title="Audit log",
+    noun="audit event",
+    plural="audit events",
+    live=True,
+    subtitle="Every operation by a user, an agent or a KMA, successful or refused. Newest first.",
     columns=COLUMNS,
     fetch=lambda client: client.list_audit_events,
     sort_fields=AUDIT_SORT,
     filters=[
-        FilterSpec("severity", "Severity", [("Any severity", None), ("Info", "info"),
-                                            ("Warning", "warning"), ("Error", "error")]),
-        FilterSpec("condition", "Condition", [("Any outcome", None), ("Success", "success"),
-                                              ("Warning", "warning"), ("Error", "error")]),
+        FilterSpec(
+            "severity",
+            "Severity",
+            [("Any severity", None), ("Info", "info"), ("Warning", "warning"), ("Error", "error")],
+        ),
+        FilterSpec(
+            "condition",
+            "Condition",
+            [("Any outcome", None), ("Success", "success"), ("Warning", "warning"), ("Error", "error")],
+        ),
     ],
     actions=[ActionSpec("Verify chain", _verify, needs="none", toolbar=True)],
     page_size=300,

@@ -26,17 +26,27 @@ from PySide6.QtWidgets import (
 )
 
 SETTINGS_KEY = "audit/saved_filters"
-RANGES = (("Any time", None), ("Last hour", timedelta(hours=1)), ("Last 24 hours", timedelta(days=1)),
-          ("Last 7 days", timedelta(days=7)), ("Last 30 days", timedelta(days=30)),
-          ("Last 365 days", timedelta(days=365)), ("Custom range…", "custom"))  # fmt: skip
+RANGES = (
+    ("Any time", None),
+    ("Last hour", timedelta(hours=1)),
+    ("Last 24 hours", timedelta(days=1)),
+    ("Last 7 days", timedelta(days=7)),
+    ("Last 30 days", timedelta(days=30)),
+    ("Last 365 days", timedelta(days=365)),
+    ("Custom range…", "custom"),
+)
 CHOICES = {
     "severity": [("Any severity", None), ("Info", "info"), ("Warning", "warning"), ("Error", "error")],
     "condition": [("Any outcome", None), ("Success", "success"), ("Warning", "warning"), ("Error", "error")],
     "retention": [("Any retention", None), ("Long", "long"), ("Medium", "medium"), ("Short", "short")],
 }
-PICKED = (("operation", "Operation", "Any operation"), ("event_class", "Class", "Any class"),
-          ("entity_id", "By (a user, an agent or a KMA)", "Anyone"), ("kma_id", "KMA", "Any KMA"),
-          ("site_id", "Site", "Any site"))  # fmt: skip
+PICKED = (
+    ("operation", "Operation", "Any operation"),
+    ("event_class", "Class", "Any class"),
+    ("entity_id", "By (a user, an agent or a KMA)", "Anyone"),
+    ("kma_id", "KMA", "Any KMA"),
+    ("site_id", "Site", "Any site"),
+)
 
 
 def _iso(moment: datetime) -> str:
@@ -159,8 +169,9 @@ class AuditFilterBar(QWidget):
 
     def state(self) -> dict[str, Any]:
         """What a saved filter remembers (a relative range stays relative)."""
-        state: dict[str, Any] = {p: (c.currentText() if c.isEditable() else c.currentData())
-                                 for p, c in self.combos.items()}  # fmt: skip
+        state: dict[str, Any] = {
+            p: (c.currentText() if c.isEditable() else c.currentData()) for p, c in self.combos.items()
+        }
         state["range"] = self.range.currentIndex()
         state["text"] = self.text.text()
         if self.range.currentData() == "custom":

@@ -30,16 +30,24 @@ from ui.format import counted, display, when, words
 
 # The tape (volser) first: it is what people look up most, and what the placeholder shows.
 SUBJECTS = (("data_unit", "Data unit (volser)"), ("key", "Key"), ("agent", "Agent"))
-PLACEHOLDERS = {"data_unit": "Volser, e.g. E00001", "key": "Key ID (32 hexadecimal digits)",
-                "agent": "Agent ID, e.g. t10k-dal-01"}
+PLACEHOLDERS = {
+    "data_unit": "Volser, e.g. E00001",
+    "key": "Key ID (32 hexadecimal digits)",
+    "agent": "Agent ID, e.g. t10k-dal-01",
+}
 Index = QModelIndex | QPersistentModelIndex
 
 
 class HistoryEventsModel(QAbstractTableModel):
     """The events of one history (at most 1,000, all in memory: no paging needed)."""
 
-    COLUMNS = (("created_at", "Time"), ("operation", "Operation"), ("entity_id", "By"),
-               ("condition", "Outcome"), ("message", "Message"))  # fmt: skip
+    COLUMNS = (
+        ("created_at", "Time"),
+        ("operation", "Operation"),
+        ("entity_id", "By"),
+        ("condition", "Outcome"),
+        ("message", "Message"),
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -78,8 +86,15 @@ class HistoryEventsModel(QAbstractTableModel):
 class HistoryView(QWidget):
     """Timeline and events of one object, with an optional picker to choose the object."""
 
-    def __init__(self, ctx: AppContext, subject_type: str | None = None, subject_id: str | None = None,
-                 parent: QWidget | None = None, *, picker: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self,
+        ctx: AppContext,
+        subject_type: str | None = None,
+        subject_id: str | None = None,
+        parent: QWidget | None = None,
+        *,
+        picker: bool = True,
+    ) -> None:
         super().__init__(parent)
         self.ctx = ctx
         self.history: Any = None
@@ -105,7 +120,8 @@ class HistoryView(QWidget):
         self.subject = QLineEdit()
         self.subject.setPlaceholderText(PLACEHOLDERS[SUBJECTS[0][0]])
         self.kind.currentIndexChanged.connect(
-            lambda _i: self.subject.setPlaceholderText(PLACEHOLDERS[self.kind.currentData()]))
+            lambda _i: self.subject.setPlaceholderText(PLACEHOLDERS[self.kind.currentData()])
+        )
         self.subject.setAccessibleName("Object ID")
         self.subject.returnPressed.connect(self._show_chosen)
         self.show_button = QPushButton("Show history")
@@ -163,17 +179,28 @@ class HistoryView(QWidget):
             self.title.setText(f"<b>No history shown.</b> {message}")
             return getattr(exc, "code", "") == "not_found"  # other failures go to the error handler
 
-        self.ctx.ops.read(lambda worker: worker.client.history(subject_type, subject_id), parent=self,
-                          success=self.show_history, failure=failed)  # fmt: skip
+        self.ctx.ops.read(
+            lambda worker: worker.client.history(subject_type, subject_id),
+            parent=self,
+            success=self.show_history,
+            failure=failed,
+        )
 
     def show_history(self, history: Any) -> None:
         self.history = history
-        facts = ", ".join(f"{words(k).lower()}: {display(v)}" for k, v in history.facts.items()
-                          if v not in (None, ""))  # fmt: skip
-        shown = (f"the newest {len(history.events):,} of {counted(history.events_total, 'event')}"
-                 if history.events_truncated else counted(history.events_total, "event"))  # fmt: skip
-        self.title.setText(f"<b>{history.title}</b> — now <b>{words(history.state)}</b>"
-                           + (f" · {facts}" if facts else "") + f" · {shown}")
+        facts = ", ".join(
+            f"{words(k).lower()}: {display(v)}" for k, v in history.facts.items() if v not in (None, "")
+        )
+        shown = (
+            f"the newest {len(history.events):,} of {counted(history.events_total, 'event')}"
+            if history.events_truncated
+            else counted(history.events_total, "event")
+        )
+        self.title.setText(
+            f"<b>{history.title}</b> — now <b>{words(history.state)}</b>"
+            + (f" · {facts}" if facts else "")
+            + f" · {shown}"
+        )
         self.timeline.set_history(history)
         self.events.set_events(list(history.events))
 
@@ -188,7 +215,8 @@ class HistoryView(QWidget):
             self.timeline.select_event(self.events.events[current.row()].id)
 
 
-def history_tab(ctx: AppContext, subject_type: str, subject_id: str,
-                parent: QWidget | None = None) -> HistoryView:
+def history_tab(
+    ctx: AppContext, subject_type: str, subject_id: str, parent: QWidget | None = None
+) -> HistoryView:
     """The History tab of a key's, data unit's or agent's details."""
     return HistoryView(ctx, subject_type, subject_id, parent, picker=False)

@@ -22,9 +22,13 @@ class AuditArea(QWidget):
         self.ctx = ctx
         self.setObjectName("page:audit")
         layout = QVBoxLayout(self)
-        layout.addWidget(page_header(
-            "Audit log", "Every operation by a user, an agent or a KMA, successful or refused, in a hash "
-            "chain nothing can silently change. Newest first."))  # fmt: skip
+        layout.addWidget(
+            page_header(
+                "Audit log",
+                "Every operation by a user, an agent or a KMA, successful or refused, in a hash "
+                "chain nothing can silently change. Newest first.",
+            )
+        )
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.browser = AuditBrowser(ctx, open_history=self.open_history)
@@ -54,5 +58,14 @@ class AuditArea(QWidget):
         self.history.load(subject_type, subject_id)
 
 
-register(PageSpec("audit", "Audit log", AuditArea, "audit.read", order=90, icon="SP_FileDialogContentsView",
-                  description="Browse, search, tail, verify and export the audit trail; histories."))
+register(
+    PageSpec(
+        "audit",
+        "Audit log",
+        AuditArea,
+        "audit.read",
+        order=90,
+        icon="SP_FileDialogContentsView",
+        description="Browse, search, tail, verify and export the audit trail; histories.",
+    )
+)

@@ -36,8 +36,9 @@ FLOOR_DAYS = {"long": 365, "medium": 90, "short": 30}  # the KMA's floors (kma/s
 
 
 class RetentionDialog(QDialog):
-    def __init__(self, ctx: AppContext, parent: QWidget | None = None,
-                 on_pruned: Callable[[], None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, ctx: AppContext, parent: QWidget | None = None, on_pruned: Callable[[], None] | None = None
+    ) -> None:
         super().__init__(parent)
         self.ctx = ctx
         self.on_pruned = on_pruned
@@ -45,12 +46,14 @@ class RetentionDialog(QDialog):
         self.setWindowTitle("Audit retention")
         self.setWindowModality(Qt.WindowModal)
         layout = QVBoxLayout(self)
-        intro = QLabel("Each audit event has a retention class. Pruning removes events older than their "
-                       "class's period, and only up to a checkpoint signed with the cluster's audit key, so "
-                       "the chain still verifies afterwards. Pruning is itself audited. Shortening a "
-                       "period lets pruning remove history sooner, so it waits for the quorum's "
-                       "approval under Pending approvals; no class goes below its floor (long a year, "
-                       "medium 90 days, short 30 days).")  # fmt: skip
+        intro = QLabel(
+            "Each audit event has a retention class. Pruning removes events older than their "
+            "class's period, and only up to a checkpoint signed with the cluster's audit key, so "
+            "the chain still verifies afterwards. Pruning is itself audited. Shortening a "
+            "period lets pruning remove history sooner, so it waits for the quorum's "
+            "approval under Pending approvals; no class goes below its floor (long a year, "
+            "medium 90 days, short 30 days)."
+        )
         intro.setWordWrap(True)
         layout.addWidget(intro)
         form = QFormLayout()
@@ -97,8 +100,12 @@ class RetentionDialog(QDialog):
     def save(self) -> None:
         periods = {k: s.value() * DAY for k, s in self.spins.items()}
         auto = self.auto.isChecked()
-        self.ctx.ops.write(set_audit_retention(**periods, auto_prune=auto),
-                           parent=self, label="Saving retention…", success=self.saved)  # fmt: skip
+        self.ctx.ops.write(
+            set_audit_retention(**periods, auto_prune=auto),
+            parent=self,
+            label="Saving retention…",
+            success=self.saved,
+        )
 
     def saved(self, result: Any) -> None:
         """Lengthened: the new periods. Shortened: pending for the quorum, the periods unchanged."""
@@ -112,29 +119,40 @@ class RetentionDialog(QDialog):
 
     def checkpoint(self) -> None:
         def done(points: list[Any]) -> None:
-            QMessageBox.information(self, "Checkpoint signed", "Signed: " + "; ".join(
-                f"KMA {p.kma_id} up to chain #{p.chain_seq}" for p in points))  # fmt: skip
+            QMessageBox.information(
+                self,
+                "Checkpoint signed",
+                "Signed: " + "; ".join(f"KMA {p.kma_id} up to chain #{p.chain_seq}" for p in points),
+            )
 
-        self.ctx.ops.write(create_audit_checkpoint(), parent=self,
-                           label="Verifying the trail and signing…", success=done)  # fmt: skip
+        self.ctx.ops.write(
+            create_audit_checkpoint(), parent=self, label="Verifying the trail and signing…", success=done
+        )
 
     def ask_prune(self) -> None:
         answer = QMessageBox.question(
-            self, "Prune the audit trail",
+            self,
+            "Prune the audit trail",
             "Remove every audit event older than its retention class's period? The whole trail is verified "
             "first; nothing is pruned if it does not verify. Removed events cannot be brought back.",
-            QMessageBox.Cancel | QMessageBox.Yes, QMessageBox.Cancel)  # fmt: skip
+            QMessageBox.Cancel | QMessageBox.Yes,
+            QMessageBox.Cancel,
+        )
         if answer == QMessageBox.Yes:
             self.prune()
 
     def prune(self) -> None:
         def done(result: Any) -> None:
             self.show_retention(result.retention)
-            QMessageBox.information(self, "Audit trail pruned",
-                                    f"Removed {result.removed:,} events under {result.checkpoints} signed "
-                                    "checkpoint(s). The chain still verifies from them.")  # fmt: skip
+            QMessageBox.information(
+                self,
+                "Audit trail pruned",
+                f"Removed {result.removed:,} events under {result.checkpoints} signed "
+                "checkpoint(s). The chain still verifies from them.",
+            )
             if self.on_pruned is not None:
                 self.on_pruned()
 
-        self.ctx.ops.write(prune_audit_events(), parent=self,
-                           label="Verifying and pruning the audit trail…", success=done)  # fmt: skip
+        self.ctx.ops.write(
+            prune_audit_events(), parent=self, label="Verifying and pruning the audit trail…", success=done
+        )

@@ -22,18 +22,30 @@ from ui.format import when, words
 
 STATE_COLOURS = {
     # keys
-    "ready": "#9aa5b1", "generated": "#c3cad3", "protect_and_process": "#2e9d5b",
-    "process_only": "#d9a21b", "deactivated": "#d9731b", "destroyed": "#8a1f1f",
+    "ready": "#9aa5b1",
+    "generated": "#c3cad3",
+    "protect_and_process": "#2e9d5b",
+    "process_only": "#d9a21b",
+    "deactivated": "#d9731b",
+    "destroyed": "#8a1f1f",
     # data units
-    "no_key": "#c3cad3", "readable_normal": "#2e9d5b", "readable_needs_rekey": "#d9a21b",
+    "no_key": "#c3cad3",
+    "readable_normal": "#2e9d5b",
+    "readable_needs_rekey": "#d9a21b",
     "shredded": "#8a1f1f",
     # agents
-    "not_enrolled": "#9aa5b1", "enrollment_pending": "#4a8fd1", "enrolled": "#2e9d5b",
+    "not_enrolled": "#9aa5b1",
+    "enrollment_pending": "#4a8fd1",
+    "enrolled": "#2e9d5b",
     "disabled": "#b33a3a",
-}  # fmt: skip
+}
 SEVERITY_COLOURS = {"info": "#4a8fd1", "warning": "#d9a21b", "error": "#c0392b"}
-BOUNDARY_COLOURS = {"encryption_period_end": "#d9a21b", "cryptoperiod_end": "#d9731b",
-                    "compromised": "#c0392b", "released": "#7b5cc4"}  # fmt: skip
+BOUNDARY_COLOURS = {
+    "encryption_period_end": "#d9a21b",
+    "cryptoperiod_end": "#d9731b",
+    "compromised": "#c0392b",
+    "released": "#7b5cc4",
+}
 LABEL_W, AXIS_H, LANE_H, LANE_GAP, EVENTS_H, LEGEND_H, MARGIN = 190, 34, 24, 6, 30, 22, 10
 TICK_STEPS = [timedelta(hours=h) for h in (1, 6)] + [timedelta(days=d) for d in (1, 7, 30, 91, 365, 730)]
 
@@ -79,11 +91,15 @@ class TimelineWidget(QWidget):
             return "No history shown."
         parts = []
         for lane in self.history.lanes:
-            spans = "; ".join(f"{words(s.state)} from {when(s.start)}" + (f" by {s.by}" if s.by else "")
-                              for s in lane.spans)  # fmt: skip
+            spans = "; ".join(
+                f"{words(s.state)} from {when(s.start)}" + (f" by {s.by}" if s.by else "") for s in lane.spans
+            )
             parts.append(f"{lane.label}: {spans}")
-        parts += [f"{b.label} {when(b.at)}" + (f" by {b.by}" if b.by else "")
-                  for b in self.history.boundaries if b.kind == "released"]  # fmt: skip
+        parts += [
+            f"{b.label} {when(b.at)}" + (f" by {b.by}" if b.by else "")
+            for b in self.history.boundaries
+            if b.kind == "released"
+        ]
         return ". ".join(parts)
 
     def _height(self) -> int:
@@ -121,8 +137,9 @@ class TimelineWidget(QWidget):
         self._hits = []
         if self.history is None or not self.history.lanes:
             painter.setPen(text)
-            painter.drawText(self.rect(), Qt.AlignCenter,
-                             "Choose a key, data unit or agent to see its history.")
+            painter.drawText(
+                self.rect(), Qt.AlignCenter, "Choose a key, data unit or agent to see its history."
+            )
             return
         start, end = self._range()
         self._axis(painter, start, end, text)
@@ -153,8 +170,9 @@ class TimelineWidget(QWidget):
                 painter.drawText(QRectF(x - 45, MARGIN, 90, AXIS_H - 10), Qt.AlignCenter, tick.strftime(fmt))
             tick = _advance(tick, step)
 
-    def _lane(self, painter: QPainter, index: int, lane: Any, start: datetime, end: datetime,
-              text: QColor) -> None:  # fmt: skip
+    def _lane(
+        self, painter: QPainter, index: int, lane: Any, start: datetime, end: datetime, text: QColor
+    ) -> None:
         y = self._lane_y(index)
         painter.setPen(text)
         label = painter.fontMetrics().elidedText(lane.label, Qt.ElideMiddle, LABEL_W - 12)
@@ -192,18 +210,24 @@ class TimelineWidget(QWidget):
     def _events(self, painter: QPainter, start: datetime, end: datetime, text: QColor) -> None:
         y = self._lane_y(len(self.history.lanes)) + EVENTS_H / 2
         painter.setPen(text)
-        painter.drawText(QRectF(4, y - 10, LABEL_W - 8, 20), Qt.AlignVCenter | Qt.AlignLeft,
-                         f"Events ({self.history.events_total:,})")  # fmt: skip
+        painter.drawText(
+            QRectF(4, y - 10, LABEL_W - 8, 20),
+            Qt.AlignVCenter | Qt.AlignLeft,
+            f"Events ({self.history.events_total:,})",
+        )
         for e in self.history.events:
             x = self._x(e.created_at, start, end)
             size = 7 if e.id == self._selected else 5
-            diamond = QPolygonF([QPointF(x, y - size), QPointF(x + size, y), QPointF(x, y + size),
-                                 QPointF(x - size, y)])  # fmt: skip
+            diamond = QPolygonF(
+                [QPointF(x, y - size), QPointF(x + size, y), QPointF(x, y + size), QPointF(x - size, y)]
+            )
             painter.setPen(QPen(text, 2) if e.id == self._selected else Qt.NoPen)
             painter.setBrush(QColor(SEVERITY_COLOURS.get(e.severity, "#888888")))
             painter.drawPolygon(diamond)
-            tip = (f"<b>{e.operation}</b> by <b>{e.entity_id}</b><br>{when(e.created_at)} · "
-                   f"{e.condition}<br>{e.message}")
+            tip = (
+                f"<b>{e.operation}</b> by <b>{e.entity_id}</b><br>{when(e.created_at)} · "
+                f"{e.condition}<br>{e.message}"
+            )
             self._hits.insert(0, _Hit(QRectF(x - 6, y - 8, 12, 16), tip, e.id))
         painter.setBrush(Qt.NoBrush)
 
@@ -283,4 +307,3 @@ def _advance(t: datetime, step: timedelta) -> datetime:
         month = t.month - 1 + months
         return t.replace(year=t.year + month // 12, month=month % 12 + 1)
     return t + step
-

@@ -27,7 +27,8 @@ def show_passphrase(page: ListPage, agent_id: str, passphrase: str) -> OneTimeSe
     dialog = OneTimeSecretDialog(
         f"Enrollment passphrase for {agent_id}",
         f"Agent <b>{agent_id}</b> enrols once with this passphrase, then holds a certificate.",
-        passphrase, page,
+        passphrase,
+        page,
     )
     dialog.open()
     page.last_secret_dialog = dialog  # type: ignore[attr-defined]
@@ -40,46 +41,65 @@ def _new_agent(page: ListPage, _obj: Any) -> None:
         show_passphrase(page, agent.id, secret.passphrase)
 
     FormDialog(
-        page.ctx, "New agent",
+        page.ctx,
+        "New agent",
         [
             Field("id", "Agent ID", "id", required=True, help="e.g. the drive's name"),
             Field("description", "Description", help="e.g. T10000B in library 2, slot 4"),
             Field("site_id", "Site", "choice", required=True, load_choices=site_choices),
-            Field("default_key_group_id", "Default key group", "choice", required=True,
-                  load_choices=_group_choices),
+            Field(
+                "default_key_group_id",
+                "Default key group",
+                "choice",
+                required=True,
+                load_choices=_group_choices,
+            ),
         ],
         lambda v: create_agent_with_passphrase(
             v["id"], v["site_id"], v["default_key_group_id"], v["description"] or None
         ),
         done,
         intro="The agent gets a one-time enrollment passphrase, shown once after it is created.",
-        ok_text="Create agent", busy_text="Creating agent…", parent=page,
+        ok_text="Create agent",
+        busy_text="Creating agent…",
+        parent=page,
     ).open()
 
 
 def _new_passphrase(page: ListPage, agent: Any) -> None:
     FormDialog(
-        page.ctx, f"New enrollment passphrase for {agent.id}",
+        page.ctx,
+        f"New enrollment passphrase for {agent.id}",
         [],
         lambda _v: new_enrollment_passphrase(agent.id),
         lambda s: show_passphrase(page, agent.id, s.passphrase),
         intro="A new one-time passphrase replaces any earlier one, which stops working. "
-              "Use this to re-enrol a replaced drive.",
-        ok_text="Generate passphrase", busy_text="Generating passphrase…", parent=page,
+        "Use this to re-enrol a replaced drive.",
+        ok_text="Generate passphrase",
+        busy_text="Generating passphrase…",
+        parent=page,
     ).open()
 
 
 def _edit_agent(page: ListPage, a: Any) -> None:
     FormDialog(
-        page.ctx, f"Edit agent {a.id}",
+        page.ctx,
+        f"Edit agent {a.id}",
         [
             Field("description", "Description", default=a.description),
-            Field("site_id", "Site", "choice", required=True, default=a.site_id,
-                  load_choices=site_choices),
-            Field("default_key_group_id", "Default key group", "choice", required=True,
-                  default=a.default_key_group_id, load_choices=_group_choices),
+            Field("site_id", "Site", "choice", required=True, default=a.site_id, load_choices=site_choices),
+            Field(
+                "default_key_group_id",
+                "Default key group",
+                "choice",
+                required=True,
+                default=a.default_key_group_id,
+                load_choices=_group_choices,
+            ),
         ],
-        lambda v: update_agent(a.id, **v), busy_text="Saving agent…", parent=page,
+        lambda v: update_agent(a.id, **v),
+        busy_text="Saving agent…",
+        parent=page,
     ).open()
 
 
@@ -87,6 +107,7 @@ def _set_enabled(enabled: bool) -> Any:
     def run(page: ListPage, agent: Any) -> None:
         label = "Enabling agent…" if enabled else "Disabling agent…"
         page.ctx.ops.write(update_agent(agent.id, enabled=enabled), parent=page, label=label)
+
     return run
 
 
@@ -104,9 +125,12 @@ def certificate_tone(agent: Any) -> str | None:
 
 
 SPEC = ListSpec(
-    key="agents", title="Agents", noun="agent", live=True,
+    key="agents",
+    title="Agents",
+    noun="agent",
+    live=True,
     subtitle="Encrypting tape drives. An agent enrolls once with a one-time passphrase; "
-             "a disabled agent gets no keys.",
+    "a disabled agent gets no keys.",
     columns=[
         Column("id", "Agent ID", 120),
         Column("description", "Description", 230),
@@ -115,24 +139,42 @@ SPEC = ListSpec(
         Column("enabled", "Enabled", 65, tone=enabled_tone),
         Column("enrolled", "Enrolled", 65),
         Column("enrollment_pending", "Awaiting enrollment", 130, format=yes_no, hidden=True),
-        Column("last_contact_at", "Last contact", 125, sortable=False,
-               format=lambda t: when(t) if t else "Never"),
-        Column("certificate_expires_at", "Certificate expires", 125, sortable=False,
-               format=lambda t: t.astimezone().strftime("%Y-%m-%d") if t else "",
-               tone=certificate_tone),
-        Column("keys_served_7d", "Keys this week", 100, sortable=False, align_right=True,
-               format=lambda n: f"{n:,}"),
+        Column(
+            "last_contact_at", "Last contact", 125, sortable=False, format=lambda t: when(t) if t else "Never"
+        ),
+        Column(
+            "certificate_expires_at",
+            "Certificate expires",
+            125,
+            sortable=False,
+            format=lambda t: t.astimezone().strftime("%Y-%m-%d") if t else "",
+            tone=certificate_tone,
+        ),
+        Column(
+            "keys_served_7d",
+            "Keys this week",
+            100,
+            sortable=False,
+            align_right=True,
+            format=lambda n: f"{n:,}",
+        ),
         Column("created_at", "Created", 140, hidden=True),
         Column("updated_at", "Updated", 140, hidden=True),
     ],
     fetch=lambda client: client.list_agents,
     sort_fields=frozenset({"id", "site_id", "created_at"}),
-    filtered_sorts={"site_id": frozenset({"site_id", "enabled", "key_group_id"}),
-                    "created_at": frozenset({"enabled", "key_group_id"})},
+    filtered_sorts={
+        "site_id": frozenset({"site_id", "enabled", "key_group_id"}),
+        "created_at": frozenset({"enabled", "key_group_id"}),
+    },
     get=lambda client: client.get_agent,
-    filters=[FilterSpec("enabled", "Enabled", [("Enabled and disabled", None),
-                                                ("Enabled only", True),
-                                                ("Disabled only", False)])],
+    filters=[
+        FilterSpec(
+            "enabled",
+            "Enabled",
+            [("Enabled and disabled", None), ("Enabled only", True), ("Disabled only", False)],
+        )
+    ],
     actions=[
         ActionSpec("New agent…", _new_agent, "agents.write", needs="none", toolbar=True, shortcut="Ctrl+N"),
         ActionSpec("New enrollment passphrase…", _new_passphrase, "agents.write", toolbar=True),

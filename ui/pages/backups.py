@@ -107,16 +107,20 @@ def _ask_save(parent: QWidget, title: str, name: str, kinds: str) -> Path | None
 
 def _make(page: ListPage, _obj: Any) -> None:
     def done(backup: Any) -> None:
-        _tell(page, "Database backup made",
-                                f"Backup {backup.id}: {counted(backup.keys, 'key')}, "
-                                f"{counted(backup.audit_events, 'audit event')}, {_size(backup.size)}.\n\n"
-                                "It is kept on the KMA; download it to keep a copy offline.")  # fmt: skip
+        _tell(
+            page,
+            "Database backup made",
+            f"Backup {backup.id}: {counted(backup.keys, 'key')}, "
+            f"{counted(backup.audit_events, 'audit event')}, {_size(backup.size)}.\n\n"
+            "It is kept on the KMA; download it to keep a copy offline.",
+        )
 
     page.ctx.ops.write(create_backup(), parent=page, label="Making a database backup…", success=done)
 
 
-def download(page: QWidget, ctx: AppContext, backup: Any, path: Path,
-             done: Callable[[int], None] | None = None) -> None:  # fmt: skip
+def download(
+    page: QWidget, ctx: AppContext, backup: Any, path: Path, done: Callable[[int], None] | None = None
+) -> None:
     """Save `backup`'s file to `path` on a worker, with progress and a cancel that leaves no file."""
 
     def finished(size: int) -> None:
@@ -125,8 +129,9 @@ def download(page: QWidget, ctx: AppContext, backup: Any, path: Path,
             return
         tell_saved(page, "Backup downloaded", path, f"{_size(size)}, SHA-256 {backup.sha256}")
 
-    ctx.ops.read(download_backup(backup, path), parent=page,
-                 label=f"Downloading backup {backup.id}…", success=finished)
+    ctx.ops.read(
+        download_backup(backup, path), parent=page, label=f"Downloading backup {backup.id}…", success=finished
+    )
 
 
 def _download(page: ListPage, backup: Any) -> None:
@@ -137,18 +142,26 @@ def _download(page: ListPage, backup: Any) -> None:
 
 def _delete(page: ListPage, backup: Any) -> None:
     FormDialog(
-        page.ctx, f"Delete backup {backup.id}", [],
+        page.ctx,
+        f"Delete backup {backup.id}",
+        [],
         lambda _v: delete_backup(backup.id),
         intro=f"Delete the database backup made {backup.created_at:%Y-%m-%d %H:%M} UTC by "
-              f"{backup.created_by}? "
-              "Its file is removed from the KMA. Keys destroyed since it was made are destroyed completely "
-              "once no backup holds them.",
-        ok_text="Delete backup", busy_text="Deleting backup…", danger=True, parent=page,
-    ).open()  # fmt: skip
+        f"{backup.created_by}? "
+        "Its file is removed from the KMA. Keys destroyed since it was made are destroyed completely "
+        "once no backup holds them.",
+        ok_text="Delete backup",
+        busy_text="Deleting backup…",
+        danger=True,
+        parent=page,
+    ).open()
 
 
 BACKUPS = ListSpec(
-    key="backups", title="Database backups", noun="backup", live=True,
+    key="backups",
+    title="Database backups",
+    noun="backup",
+    live=True,
     columns=[
         Column("id", "Backup", 150),
         Column("created_at", "Made", 140),
@@ -179,11 +192,13 @@ class BackupsPage(QWidget):
         self.ctx = ctx
         self.setObjectName("page:backups")
         layout = QVBoxLayout(self)
-        layout.addWidget(page_header(
-            "Backups",
-            "A restore needs a database backup, the core security backup and a quorum of the key split "
-            "in force when the core security backup was taken. Keep copies of both offline, apart.",
-        ))  # fmt: skip
+        layout.addWidget(
+            page_header(
+                "Backups",
+                "A restore needs a database backup, the core security backup and a quorum of the key split "
+                "in force when the core security backup was taken. Keep copies of both offline, apart.",
+            )
+        )
         self.core = self._panel(
             layout, "Core security backup", "Take core security backup…", "backups.core", self._take_core
         )
@@ -194,8 +209,9 @@ class BackupsPage(QWidget):
         # The list follows changes itself; the panels above it read again with it.
         ChangeFollower(self, ctx.ops, {"backups"}, self._read_panels, every_show=True)
 
-    def _panel(self, layout: QVBoxLayout, title: str, button: str, permission: str,
-               run: Callable[[], None]) -> QLabel:  # fmt: skip
+    def _panel(
+        self, layout: QVBoxLayout, title: str, button: str, permission: str, run: Callable[[], None]
+    ) -> QLabel:
         box = QFrame()
         box.setFrameShape(QFrame.StyledPanel)
         row = QHBoxLayout(box)
@@ -215,16 +231,21 @@ class BackupsPage(QWidget):
         self._read_panels()
 
     def _read_panels(self) -> None:
-        self.ctx.ops.read(lambda c: (c.client.core_security_backup_status(), c.client.backup_schedule()),
-                          parent=self, success=self._show)  # fmt: skip
+        self.ctx.ops.read(
+            lambda c: (c.client.core_security_backup_status(), c.client.backup_schedule()),
+            parent=self,
+            success=self._show,
+        )
 
     def _show(self, result: tuple[Any, Any]) -> None:
         core, schedule = result
         self._schedule = schedule
         when = f" Taken {core.created_at:%Y-%m-%d %H:%M} UTC by {core.created_by}." if core.created_at else ""
         tone = "ok" if core.up_to_date else "bad" if not core.exists else "warn"
-        self.core.setText(f"<b>Core security backup</b>: <span style='color:{AGE_COLOURS[tone]}'>"
-                          f"{core.message}</span>{when}")  # fmt: skip
+        self.core.setText(
+            f"<b>Core security backup</b>: <span style='color:{AGE_COLOURS[tone]}'>"
+            f"{core.message}</span>{when}"
+        )
         if schedule.frequency == "off":
             text = "off: database backups are made only by hand."
         else:
@@ -237,34 +258,67 @@ class BackupsPage(QWidget):
         self.schedule.setText(f"<b>Schedule</b> (of KMA {schedule.kma_id}): {text}")
 
     def _take_core(self) -> None:
-        path = _ask_save(self, "Save the core security backup", "core-security-backup.kmacore",
-                         "Core security backups (*.kmacore)")  # fmt: skip
+        path = _ask_save(
+            self,
+            "Save the core security backup",
+            "core-security-backup.kmacore",
+            "Core security backups (*.kmacore)",
+        )
         if path is None:
             return
 
         def done(size: int) -> None:
-            _tell(self, "Core security backup taken",
-                                    f"Saved {_size(size)} to {path}.\n\nKeep it offline: with a quorum "
-                                    "of the key split's passphrases it opens every database backup of "
-                                    "this cluster.")  # fmt: skip
+            _tell(
+                self,
+                "Core security backup taken",
+                f"Saved {_size(size)} to {path}.\n\nKeep it offline: with a quorum "
+                "of the key split's passphrases it opens every database backup of "
+                "this cluster.",
+            )
 
-        self.ctx.ops.write(take_core_security_backup(path), parent=self,
-                           label="Taking the core security backup…", success=done)  # fmt: skip
+        self.ctx.ops.write(
+            take_core_security_backup(path),
+            parent=self,
+            label="Taking the core security backup…",
+            success=done,
+        )
 
     def _edit_schedule(self) -> None:
         current = self._schedule
         FormDialog(
-            self.ctx, "Backup schedule",
-            [Field("frequency", "Frequency", "choice", required=True,
-                   default=current.frequency if current else "off",
-                   choices=[("Off", "off"), ("Hourly", "hourly"), ("Daily", "daily")]),
-             Field("folder", "Target folder", default=current.folder if current else "", max_length=4096,
-                   help="A folder on the KMA's machine (absolute path); scheduled backups are copied there."),
-             Field("keep", "Keep", "int", default=current.keep if current else 7, minimum=1, maximum=1000,
-                   help="The newest scheduled backups kept; older ones are deleted.")],
+            self.ctx,
+            "Backup schedule",
+            [
+                Field(
+                    "frequency",
+                    "Frequency",
+                    "choice",
+                    required=True,
+                    default=current.frequency if current else "off",
+                    choices=[("Off", "off"), ("Hourly", "hourly"), ("Daily", "daily")],
+                ),
+                Field(
+                    "folder",
+                    "Target folder",
+                    default=current.folder if current else "",
+                    max_length=4096,
+                    help="A folder on the KMA's machine (absolute path); scheduled backups are copied there.",
+                ),
+                Field(
+                    "keep",
+                    "Keep",
+                    "int",
+                    default=current.keep if current else 7,
+                    minimum=1,
+                    maximum=1000,
+                    help="The newest scheduled backups kept; older ones are deleted.",
+                ),
+            ],
             lambda v: set_backup_schedule(v["frequency"], v["folder"] or "", v["keep"]),
-            ok_text="Save schedule", busy_text="Saving schedule…", parent=self,
-        ).open()  # fmt: skip
+            ok_text="Save schedule",
+            busy_text="Saving schedule…",
+            parent=self,
+        ).open()
 
 
 register(PageSpec("backups", "Backups", BackupsPage, "backups.read", order=85, icon="SP_DialogSaveButton"))

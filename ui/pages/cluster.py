@@ -109,8 +109,10 @@ class ClusterPage(QWidget):
         self.unlock_button.clicked.connect(self.unlock_selected)
         self.add_button = QPushButton("Add KMA…")
         self.add_button.setObjectName("clusterAddKma")
-        self.add_button.setToolTip("Create a KMA's entry (quorum-protected) and get the one-time KMA "
-                                   f"passphrase its installer types into kma init. {VOTING}")  # fmt: skip
+        self.add_button.setToolTip(
+            "Create a KMA's entry (quorum-protected) and get the one-time KMA "
+            f"passphrase its installer types into kma init. {VOTING}"
+        )
         self.add_button.clicked.connect(self.add_kma)
         self.remove_button = QPushButton("Remove KMA…")
         self.remove_button.setObjectName("clusterRemoveKma")
@@ -162,8 +164,12 @@ class ClusterPage(QWidget):
         if self._loading:  # a slow KMA: never pile reads up behind each other
             return
         self._loading = True
-        self.ctx.ops.read(lambda c: c.client.cluster_topology(), parent=self, success=self.show_topology,
-                          failure=self._failed)  # fmt: skip
+        self.ctx.ops.read(
+            lambda c: c.client.cluster_topology(),
+            parent=self,
+            success=self.show_topology,
+            failure=self._failed,
+        )
 
     def _failed(self, exc: BaseException) -> bool:
         self._loading = False
@@ -180,13 +186,16 @@ class ClusterPage(QWidget):
             self.view.fit()
         line, colour = health_line(topology)
         tolerance = topology.failure_tolerance
-        self.banner.setText(f"<b style='color:{colour}'>● {html.escape(line)}</b><br>"
-                            f"{html.escape(tolerance.summary)}")  # fmt: skip
+        self.banner.setText(
+            f"<b style='color:{colour}'>● {html.escape(line)}</b><br>{html.escape(tolerance.summary)}"
+        )
         subtitle = self.header.findChild(QLabel, "pageSubtitle")
         if subtitle is not None:
-            subtitle.setText(f"Cluster <b>{html.escape(topology.cluster_name)}</b> as "
-                             f"{html.escape(topology.answered_by)} sees it · refreshed every "
-                             f"{REFRESH_MS // 1000} s")  # fmt: skip
+            subtitle.setText(
+                f"Cluster <b>{html.escape(topology.cluster_name)}</b> as "
+                f"{html.escape(topology.answered_by)} sees it · refreshed every "
+                f"{REFRESH_MS // 1000} s"
+            )
         forwarding = topology.audit_forwarding
         self.forwarding.setVisible(forwarding is not None)
         if forwarding is not None:
@@ -250,13 +259,18 @@ class ClusterPage(QWidget):
             else "<b>No other KMA serves keys</b>, so no tape drive gets a key while it is locked."
         )
         dialog = FormDialog(
-            self.ctx, f"Lock KMA {kma.id}", [],
+            self.ctx,
+            f"Lock KMA {kma.id}",
+            [],
             lambda _v: lock_kma(kma.id),
             intro=f"Lock <b>{html.escape(kma.name)}</b> ({html.escape(kma.id)}) now?<br><br>It forgets its "
-                  f"master key at once and serves nothing secret until a quorum of the key split unlocks "
-                  f"it. {agents}",
-            ok_text="Lock KMA", busy_text="Locking…", danger=True, parent=self,
-        )  # fmt: skip
+            f"master key at once and serves nothing secret until a quorum of the key split unlocks "
+            f"it. {agents}",
+            ok_text="Lock KMA",
+            busy_text="Locking…",
+            danger=True,
+            parent=self,
+        )
         dialog.setObjectName("clusterLockDialog")
         dialog.open()
         return dialog

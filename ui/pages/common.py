@@ -16,4 +16,3 @@ def state_tone(obj: Any) -> str | None:
 
 def enabled_tone(obj: Any) -> str | None:
     return None if getattr(obj, "enabled", True) else "warn"
-

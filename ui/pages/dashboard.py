@@ -122,10 +122,17 @@ class DashboardPage(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
 
         cards = QGridLayout()
-        self.cards = {k: StatCard(t, page) for k, t, page in (
-            ("sites", "Sites", "sites"), ("kmas", "KMAs", "sites"), ("agents", "Agents", "agents"),
-            ("data_units", "Data units", "data_units"), ("users", "Users", "users"),
-            ("pending", "Pending approvals", "quorum"))}
+        self.cards = {
+            k: StatCard(t, page)
+            for k, t, page in (
+                ("sites", "Sites", "sites"),
+                ("kmas", "KMAs", "sites"),
+                ("agents", "Agents", "agents"),
+                ("data_units", "Data units", "data_units"),
+                ("users", "Users", "users"),
+                ("pending", "Pending approvals", "quorum"),
+            )
+        }
         for i, card in enumerate(self.cards.values()):
             cards.addWidget(card, 0, i)
         layout.addLayout(cards)
@@ -228,8 +235,10 @@ class DashboardPage(QWidget):
 
         line, colour = health_line(topology)
         first = topology.failure_tolerance.summary.split(";")[0].split(". ")[0].rstrip(".")
-        self.cluster_health.setText(f"<b style='color:{colour}'>●</b> Cluster: {line} · {first} · "
-                                    "<a href='cluster'>see the picture</a>")
+        self.cluster_health.setText(
+            f"<b style='color:{colour}'>●</b> Cluster: {line} · {first} · "
+            "<a href='cluster'>see the picture</a>"
+        )
 
     def _show(self, result: tuple[Any, Any]) -> None:
         dash, status = result
@@ -237,9 +246,11 @@ class DashboardPage(QWidget):
         lock = "<b style='color:#b00020'>locked</b>" if status.locked else "unlocked"
         auto = "autonomous unlock on" if status.autonomous_unlock else "autonomous unlock off"
         if subtitle is not None:
-            subtitle.setText(f"Cluster <b>{status.cluster_name}</b> · connected to "
-                             f"{status.kma_name} ({status.kma_id}) at site {status.site_id} · "
-                             f"{lock}, {auto} · version {status.version}")
+            subtitle.setText(
+                f"Cluster <b>{status.cluster_name}</b> · connected to "
+                f"{status.kma_name} ({status.kma_id}) at site {status.site_id} · "
+                f"{lock}, {auto} · version {status.version}"
+            )
         # A locked KMA tells nothing more: what was shown before would now be old news.
         self.kmas.setVisible(dash is not None)
         self.kmas_note.setVisible(dash is None)
@@ -278,8 +289,15 @@ class DashboardPage(QWidget):
         self.kmas.clear()
         for k in dash.kmas:
             state = "Locked" if k.locked else "Unlocked"
-            item = QTreeWidgetItem([f"{k.name} ({k.id})", k.site_id, k.management_address,
-                                    state, f"{k.pool_ready:,} of {k.key_pool_size:,}"])
+            item = QTreeWidgetItem(
+                [
+                    f"{k.name} ({k.id})",
+                    k.site_id,
+                    k.management_address,
+                    state,
+                    f"{k.pool_ready:,} of {k.key_pool_size:,}",
+                ]
+            )
             self.kmas.addTopLevelItem(item)
 
 

@@ -22,32 +22,54 @@ STATES = ("no_key", "readable_normal", "readable_needs_rekey", "shredded")
 
 def _new_unit(page: ListPage, _obj: Any) -> None:
     FormDialog(
-        page.ctx, "New data unit",
-        [Field("id", "Volser or external ID", "id", required=True,
-               help="e.g. E00001 (an 'E' prefix marks encrypted media pools)"),
-         Field("description", "Description")],
+        page.ctx,
+        "New data unit",
+        [
+            Field(
+                "id",
+                "Volser or external ID",
+                "id",
+                required=True,
+                help="e.g. E00001 (an 'E' prefix marks encrypted media pools)",
+            ),
+            Field("description", "Description"),
+        ],
         lambda v: create_data_unit(v["id"], v["description"] or None),
-        ok_text="Create data unit", busy_text="Creating data unit…", parent=page,
+        ok_text="Create data unit",
+        busy_text="Creating data unit…",
+        parent=page,
     ).open()
 
 
 def _edit_unit(page: ListPage, d: Any) -> None:
     FormDialog(
-        page.ctx, f"Edit data unit {d.id}",
+        page.ctx,
+        f"Edit data unit {d.id}",
         [Field("description", "Description", default=d.description)],
         lambda v: update_data_unit(d.id, description=v["description"]),
-        busy_text="Saving data unit…", parent=page,
+        busy_text="Saving data unit…",
+        parent=page,
     ).open()
 
 
 def _issue_key(page: ListPage, d: Any) -> None:
     FormDialog(
-        page.ctx, f"Issue a key for {d.id}",
-        [Field("key_group_id", "Key group", "choice", required=True,
-               load_choices=lambda client: [(g.id, g.id) for g in client.iter_key_groups()])],
+        page.ctx,
+        f"Issue a key for {d.id}",
+        [
+            Field(
+                "key_group_id",
+                "Key group",
+                "choice",
+                required=True,
+                load_choices=lambda client: [(g.id, g.id) for g in client.iter_key_groups()],
+            )
+        ],
         lambda v: issue_key(v["key_group_id"], d.id),
         intro="Issues a key from this KMA's pool, as an agent's request would.",
-        ok_text="Issue key", busy_text="Issuing key…", parent=page,
+        ok_text="Issue key",
+        busy_text="Issuing key…",
+        parent=page,
     ).open()
 
 
@@ -63,14 +85,24 @@ def _groups_last_used_first(client: Any, unit_id: str) -> list[tuple[str, Any]]:
 
 def _rekey(page: ListPage, d: Any) -> None:
     FormDialog(
-        page.ctx, f"Rekey {d.id}",
-        [Field("key_group_id", "Key group", "choice", required=True,
-               load_choices=lambda client: _groups_last_used_first(client, d.id))],
+        page.ctx,
+        f"Rekey {d.id}",
+        [
+            Field(
+                "key_group_id",
+                "Key group",
+                "choice",
+                required=True,
+                load_choices=lambda client: _groups_last_used_first(client, d.id),
+            )
+        ],
         lambda v: issue_key(v["key_group_id"], d.id),
         intro=f"<b>{d.id}</b> needs a rekey: none of its keys is in its encryption period, so "
-              "a drive may read it but write nothing new with them. Rekeying issues a new write "
-              "key now; what is already on the tape stays readable with its old keys.",
-        ok_text="Rekey", busy_text="Rekeying…", parent=page,
+        "a drive may read it but write nothing new with them. Rekeying issues a new write "
+        "key now; what is already on the tape stays readable with its old keys.",
+        ok_text="Rekey",
+        busy_text="Rekeying…",
+        parent=page,
     ).open()
 
 
@@ -85,9 +117,11 @@ def _details(page: ListPage, unit: Any) -> None:
 
 
 SPEC = ListSpec(
-    key="data_units", title="Data units", noun="data unit", live=True,
-    subtitle="What agents encrypt, such as tape cartridges by volser. A new write key is "
-             "issued per tape.",
+    key="data_units",
+    title="Data units",
+    noun="data unit",
+    live=True,
+    subtitle="What agents encrypt, such as tape cartridges by volser. A new write key is issued per tape.",
     columns=[
         Column("id", "Volser / ID", 130),
         Column("description", "Description", 260),
@@ -102,13 +136,12 @@ SPEC = ListSpec(
     get=lambda client: client.get_data_unit,
     filters=[FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES])],
     actions=[
-        ActionSpec("New data unit…", _new_unit, "data.write", needs="none", toolbar=True,
-                   shortcut="Ctrl+N"),
+        ActionSpec("New data unit…", _new_unit, "data.write", needs="none", toolbar=True, shortcut="Ctrl+N"),
         ActionSpec("Edit description…", _edit_unit, "data.write"),
-        ActionSpec("Rekey…", _rekey, "data.write", toolbar=True,
-                   enabled=lambda d: d.state == "readable_needs_rekey"),
-        ActionSpec("Issue key…", _issue_key, "data.write",
-                   enabled=lambda d: d.state != "shredded"),
+        ActionSpec(
+            "Rekey…", _rekey, "data.write", toolbar=True, enabled=lambda d: d.state == "readable_needs_rekey"
+        ),
+        ActionSpec("Issue key…", _issue_key, "data.write", enabled=lambda d: d.state != "shredded"),
     ],
     details=_details,
     default_sort=("id", Qt.AscendingOrder),

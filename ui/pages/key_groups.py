@@ -26,31 +26,35 @@ from ui.widgets import ErrorLabel
 
 
 def _policy_choices(client: Any) -> list[tuple[str, Any]]:
-    return [(p.id + (f" — {p.description}" if p.description else ""), p.id)
-            for p in client.iter_key_policies()]
+    return [
+        (p.id + (f" — {p.description}" if p.description else ""), p.id) for p in client.iter_key_policies()
+    ]
 
 
 def _new_group(page: ListPage, _obj: Any) -> None:
     FormDialog(
-        page.ctx, "New key group",
+        page.ctx,
+        "New key group",
         [
             Field("id", "Key group ID", "id", required=True),
             Field("description", "Description"),
-            Field("policy_id", "Key policy", "choice", required=True,
-                  load_choices=_policy_choices),
+            Field("policy_id", "Key policy", "choice", required=True, load_choices=_policy_choices),
         ],
-        lambda v: create_key_group(v["id"], description=v["description"] or None,
-                                        policy_id=v["policy_id"]),
-        ok_text="Create key group", busy_text="Creating key group…", parent=page,
+        lambda v: create_key_group(v["id"], description=v["description"] or None, policy_id=v["policy_id"]),
+        ok_text="Create key group",
+        busy_text="Creating key group…",
+        parent=page,
     ).open()
 
 
 def _edit_group(page: ListPage, g: Any) -> None:
     FormDialog(
-        page.ctx, f"Edit key group {g.id}",
+        page.ctx,
+        f"Edit key group {g.id}",
         [Field("description", "Description", default=g.description)],
         lambda v: update_key_group(g.id, description=v["description"]),
-        busy_text="Saving key group…", parent=page,
+        busy_text="Saving key group…",
+        parent=page,
     ).open()
 
 
@@ -81,8 +85,12 @@ class AgentAccessDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
         self.buttons.button(QDialogButtonBox.Save).setEnabled(False)
         layout.addWidget(self.buttons)
-        page.ctx.ops.read(lambda worker: list(worker.client.iter_agents()), parent=self,
-                          success=self._fill, label="Loading agents…")
+        page.ctx.ops.read(
+            lambda worker: list(worker.client.iter_agents()),
+            parent=self,
+            success=self._fill,
+            label="Loading agents…",
+        )
 
     def _fill(self, agents: list[Any]) -> None:
         chosen = set(self.group.agent_ids)
@@ -100,16 +108,21 @@ class AgentAccessDialog(QDialog):
             item.setHidden(text.lower() not in item.text().lower())
 
     def chosen(self) -> list[str]:
-        return [self.list.item(i).data(Qt.UserRole) for i in range(self.list.count())
-                if self.list.item(i).checkState() == Qt.Checked]
+        return [
+            self.list.item(i).data(Qt.UserRole)
+            for i in range(self.list.count())
+            if self.list.item(i).checkState() == Qt.Checked
+        ]
 
     def _save(self) -> None:
         ids = self.chosen()
         self.buttons.button(QDialogButtonBox.Save).setEnabled(False)
         self.page.ctx.ops.write(
             set_key_group_agents(self.group.id, ids),
-            parent=self, label="Saving agent access…",
-            success=self._saved, failure=self._failed,
+            parent=self,
+            label="Saving agent access…",
+            success=self._saved,
+            failure=self._failed,
         )
 
     def _saved(self, _group: Any) -> None:
@@ -117,21 +130,29 @@ class AgentAccessDialog(QDialog):
 
     def _failed(self, exc: BaseException) -> bool:
         from app.errors import describe
+
         self.buttons.button(QDialogButtonBox.Save).setEnabled(True)
         self.error.say(describe(exc).text)
         return True
 
 
 SPEC = ListSpec(
-    key="key_groups", title="Key groups", noun="key group",
+    key="key_groups",
+    title="Key groups",
+    noun="key group",
     subtitle="Agents get access to key groups; each agent's new data units get keys from its "
-             "default key group.",
+    "default key group.",
     columns=[
         Column("id", "Key group ID", 160),
         Column("description", "Description", 240),
         Column("policy_id", "Key policy", 140),
-        Column("agent_ids", "Agents with access", 300, sortable=False,
-               format=lambda ids: ", ".join(ids) if ids else "(none)"),
+        Column(
+            "agent_ids",
+            "Agents with access",
+            300,
+            sortable=False,
+            format=lambda ids: ", ".join(ids) if ids else "(none)",
+        ),
         Column("created_at", "Created", 140),
         Column("updated_at", "Updated", 140, hidden=True),
     ],
@@ -139,10 +160,12 @@ SPEC = ListSpec(
     sort_fields=frozenset({"id", "policy_id", "created_at"}),
     get=lambda client: client.get_key_group,
     actions=[
-        ActionSpec("New key group…", _new_group, "policies.write", needs="none", toolbar=True,
-                   shortcut="Ctrl+N"),
-        ActionSpec("Agent access…", lambda p, g: AgentAccessDialog(p, g).open(), "policies.write",
-                   toolbar=True),
+        ActionSpec(
+            "New key group…", _new_group, "policies.write", needs="none", toolbar=True, shortcut="Ctrl+N"
+        ),
+        ActionSpec(
+            "Agent access…", lambda p, g: AgentAccessDialog(p, g).open(), "policies.write", toolbar=True
+        ),
         ActionSpec("Edit description…", _edit_group, "policies.write"),
     ],
     default_sort=("id", Qt.AscendingOrder),
@@ -153,5 +176,4 @@ def build(ctx: AppContext) -> QWidget:
     return ListPage(ctx, SPEC)
 
 
-register(PageSpec("key_groups", "Key groups", build, "policies.read", order=50,
-                  icon="SP_DirClosedIcon"))
+register(PageSpec("key_groups", "Key groups", build, "policies.read", order=50, icon="SP_DirClosedIcon"))

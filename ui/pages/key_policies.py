@@ -17,55 +17,82 @@ from ui.paged_model import Column
 
 def _new_policy(page: ListPage, _obj: Any) -> None:
     FormDialog(
-        page.ctx, "New key policy",
+        page.ctx,
+        "New key policy",
         [
             Field("id", "Policy ID", "id", required=True),
             Field("description", "Description"),
-            Field("encryption_period", "Encryption period", "days", default=90, maximum=36500,
-                  help="How long a key protects new writes. Cannot change later."),
-            Field("cryptoperiod", "Cryptoperiod", "days", default=3650, maximum=36500,
-                  at_least="encryption_period",
-                  help="How long a key may be used at all (at least the encryption period). "
-                       "Cannot change later."),
+            Field(
+                "encryption_period",
+                "Encryption period",
+                "days",
+                default=90,
+                maximum=36500,
+                help="How long a key protects new writes. Cannot change later.",
+            ),
+            Field(
+                "cryptoperiod",
+                "Cryptoperiod",
+                "days",
+                default=3650,
+                maximum=36500,
+                at_least="encryption_period",
+                help="How long a key may be used at all (at least the encryption period). "
+                "Cannot change later.",
+            ),
             Field("allow_export", "Allow export", "bool"),
             Field("allow_import", "Allow import", "bool"),
             Field("agents_may_revoke", "Agents may revoke keys", "bool"),
-            Field("general_keys", "General keys (generic KMIP clients)", "bool",
-                  help="Free-text names, AES-128/192/256, secret data and opaque objects. "
-                       "Off: tape keys (Name is the volser, AES-256)."),
+            Field(
+                "general_keys",
+                "General keys (generic KMIP clients)",
+                "bool",
+                help="Free-text names, AES-128/192/256, secret data and opaque objects. "
+                "Off: tape keys (Name is the volser, AES-256).",
+            ),
         ],
         lambda v: create_key_policy(
-            v["id"], encryption_period=v["encryption_period"], cryptoperiod=v["cryptoperiod"],
-            description=v["description"] or None, allow_export=v["allow_export"],
-            allow_import=v["allow_import"], agents_may_revoke=v["agents_may_revoke"],
-            general_keys=v["general_keys"]),
+            v["id"],
+            encryption_period=v["encryption_period"],
+            cryptoperiod=v["cryptoperiod"],
+            description=v["description"] or None,
+            allow_export=v["allow_export"],
+            allow_import=v["allow_import"],
+            agents_may_revoke=v["agents_may_revoke"],
+            general_keys=v["general_keys"],
+        ),
         intro="Periods are fixed once the policy exists.",
-        ok_text="Create policy", busy_text="Creating key policy…", parent=page,
+        ok_text="Create policy",
+        busy_text="Creating key policy…",
+        parent=page,
     ).open()
 
 
 def _edit_policy(page: ListPage, p: Any) -> None:
     FormDialog(
-        page.ctx, f"Edit key policy {p.id}",
+        page.ctx,
+        f"Edit key policy {p.id}",
         [
             Field("description", "Description", default=p.description),
             Field("allow_export", "Allow export", "bool", default=p.allow_export),
             Field("allow_import", "Allow import", "bool", default=p.allow_import),
-            Field("agents_may_revoke", "Agents may revoke keys", "bool",
-                  default=p.agents_may_revoke),
+            Field("agents_may_revoke", "Agents may revoke keys", "bool", default=p.agents_may_revoke),
             Field("general_keys", "General keys (generic KMIP clients)", "bool", default=p.general_keys),
         ],
         lambda v: update_key_policy(p.id, **v),
         intro=f"Encryption period {period(p.encryption_period)}, cryptoperiod "
-              f"{period(p.cryptoperiod)}: periods cannot change once set.",
-        busy_text="Saving key policy…", parent=page,
+        f"{period(p.cryptoperiod)}: periods cannot change once set.",
+        busy_text="Saving key policy…",
+        parent=page,
     ).open()
 
 
 SPEC = ListSpec(
-    key="key_policies", title="Key policies", noun="key policy",
+    key="key_policies",
+    title="Key policies",
+    noun="key policy",
     subtitle="Encryption period and cryptoperiod of the keys in each key group, and whether "
-             "they may be exported, imported or revoked by agents.",
+    "they may be exported, imported or revoked by agents.",
     columns=[
         Column("id", "Policy ID", 150),
         Column("description", "Description", 240),
@@ -82,8 +109,9 @@ SPEC = ListSpec(
     sort_fields=frozenset({"id", "created_at", "encryption_period", "cryptoperiod"}),
     get=lambda client: client.get_key_policy,
     actions=[
-        ActionSpec("New key policy…", _new_policy, "policies.write", needs="none", toolbar=True,
-                   shortcut="Ctrl+N"),
+        ActionSpec(
+            "New key policy…", _new_policy, "policies.write", needs="none", toolbar=True, shortcut="Ctrl+N"
+        ),
         ActionSpec("Edit key policy…", _edit_policy, "policies.write", toolbar=True),
     ],
     default_sort=("id", Qt.AscendingOrder),
@@ -94,5 +122,8 @@ def build(ctx: AppContext) -> ListPage:
     return ListPage(ctx, SPEC)
 
 
-register(PageSpec("key_policies", "Key policies", build, "policies.read", order=40,
-                  icon="SP_FileDialogDetailedView"))
+register(
+    PageSpec(
+        "key_policies", "Key policies", build, "policies.read", order=40, icon="SP_FileDialogDetailedView"
+    )
+)

@@ -23,8 +23,11 @@ from ui.pages.common import state_tone
 KEY_SORT = frozenset({"created_at", "activated_at", "id", "data_unit_id"})  # the KMA filters by state
 # Filtered, keys are listed newest activation first (kma/services/keys.py pairs sorts with filters).
 KEY_DEFAULT_SORT = ("activated_at", Qt.DescendingOrder)
-KEY_FILTERED_SORTS = {"created_at": frozenset({"compromised"}), "id": frozenset({"compromised"}),
-                      "data_unit_id": frozenset({"compromised", "data_unit_id"})}
+KEY_FILTERED_SORTS = {
+    "created_at": frozenset({"compromised"}),
+    "id": frozenset({"compromised"}),
+    "data_unit_id": frozenset({"compromised", "data_unit_id"}),
+}
 
 
 def destroyable(key: Any) -> bool:
@@ -33,26 +36,32 @@ def destroyable(key: Any) -> bool:
 
 def _compromise(page: ListPage, key: Any) -> None:
     FormDialog(
-        page.ctx, f"Mark key {key.id} compromised",
+        page.ctx,
+        f"Mark key {key.id} compromised",
         [Field("comment", "Why", "multiline", required=True, max_length=500)],
         lambda v: compromise_key(key.id, v["comment"]),
         intro="A compromised key can still decrypt existing data but gets flagged everywhere, "
-              "and it may then be destroyed.",
-        ok_text="Mark compromised", busy_text="Marking key compromised…", danger=True,
+        "and it may then be destroyed.",
+        ok_text="Mark compromised",
+        busy_text="Marking key compromised…",
+        danger=True,
         parent=page,
     ).open()
 
 
 def _destroy(page: ListPage, key: Any) -> None:
     FormDialog(
-        page.ctx, f"Destroy key {key.id}",
-        [Field("comment", "Reason (recorded in the audit log)", "multiline", required=True,
-               max_length=500)],
+        page.ctx,
+        f"Destroy key {key.id}",
+        [Field("comment", "Reason (recorded in the audit log)", "multiline", required=True, max_length=500)],
         lambda v: destroy_key(key.id, v["comment"]),
         intro="<b>Destroying a key cannot be undone.</b> Data written with it becomes "
-              f"unreadable{' on ' + key.data_unit_id if key.data_unit_id else ''}. "
-              "Destruction stays incomplete while a backup still holds the key.",
-        ok_text="Destroy key", busy_text="Destroying key…", danger=True, parent=page,
+        f"unreadable{' on ' + key.data_unit_id if key.data_unit_id else ''}. "
+        "Destruction stays incomplete while a backup still holds the key.",
+        ok_text="Destroy key",
+        busy_text="Destroying key…",
+        danger=True,
+        parent=page,
     ).open()
 
 
@@ -84,9 +93,9 @@ def destruction_texts(key: Any) -> dict[str, str]:
         return {}
     return {
         "destruction_complete": "No: the database backups below still hold the key. Deleting them "
-                                "(Backups page) completes its destruction.",
+        "(Backups page) completes its destruction.",
         "held_by_backups": "\n".join(f"{b.id} (made {when(b.created_at)})" for b in key.held_by_backups),
-    }  # fmt: skip
+    }
 
 
 def open_details(page: ListPage, key: Any) -> DetailsDialog:
@@ -100,8 +109,7 @@ def open_details(page: ListPage, key: Any) -> DetailsDialog:
 COLUMNS = [
     Column("id", "Key ID", 290),
     Column("state", "State", 190, format=words, tone=state_tone),
-    Column("compromised", "Compromised", 95, format=yes_no,
-           tone=lambda k: "bad" if k.compromised else None),
+    Column("compromised", "Compromised", 95, format=yes_no, tone=lambda k: "bad" if k.compromised else None),
     Column("algorithm", "Object", 100),
     Column("name", "Name", 150),
     Column("data_unit_id", "Data unit", 100),
@@ -115,16 +123,30 @@ COLUMNS = [
 ]
 
 ACTIONS = [
-    ActionSpec("Mark compromised…", _compromise, "data.write", enabled=lambda k: not k.compromised
-               and k.state != "destroyed"),
-    ActionSpec("Destroy…", _destroy, "data.write", enabled=destroyable, toolbar=True, danger=True,
-               shortcut="Ctrl+Shift+Delete"),
+    ActionSpec(
+        "Mark compromised…",
+        _compromise,
+        "data.write",
+        enabled=lambda k: not k.compromised and k.state != "destroyed",
+    ),
+    ActionSpec(
+        "Destroy…",
+        _destroy,
+        "data.write",
+        enabled=destroyable,
+        toolbar=True,
+        danger=True,
+        shortcut="Ctrl+Shift+Delete",
+    ),
 ]
 
 SPEC = ListSpec(
-    key="keys", title="Keys", noun="key", live=True,
+    key="keys",
+    title="Keys",
+    noun="key",
+    live=True,
     subtitle="Keys are never shown: only their state and dates. Only deactivated or "
-             "compromised keys can be destroyed.",
+    "compromised keys can be destroyed.",
     columns=COLUMNS,
     fetch=lambda client: client.list_keys,
     sort_fields=KEY_SORT,
@@ -133,9 +155,11 @@ SPEC = ListSpec(
     get=lambda client: client.get_key,
     filters=[
         FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in kms_client.KEY_STATES]),
-        FilterSpec("compromised", "Compromised", [("Compromised or not", None),
-                                                  ("Compromised only", True),
-                                                  ("Not compromised", False)]),
+        FilterSpec(
+            "compromised",
+            "Compromised",
+            [("Compromised or not", None), ("Compromised only", True), ("Not compromised", False)],
+        ),
     ],
     actions=ACTIONS,
     details=_details,
@@ -145,10 +169,21 @@ SPEC = ListSpec(
 
 def keys_list(ctx: AppContext, fixed: dict[str, Any], parent: QWidget | None = None) -> ListPage:
     """Keys of one data unit or key group, for a details tab."""
-    spec = ListSpec(key="keys_of", title="Keys", noun="key", columns=COLUMNS, shows={"keys"}, live=True,
-                    fetch=lambda client: client.list_keys, sort_fields=KEY_SORT, actions=ACTIONS,
-                    details=_details, fixed_filters=fixed, default_sort=KEY_DEFAULT_SORT,
-                    filtered_sorts=KEY_FILTERED_SORTS)
+    spec = ListSpec(
+        key="keys_of",
+        title="Keys",
+        noun="key",
+        columns=COLUMNS,
+        shows={"keys"},
+        live=True,
+        fetch=lambda client: client.list_keys,
+        sort_fields=KEY_SORT,
+        actions=ACTIONS,
+        details=_details,
+        fixed_filters=fixed,
+        default_sort=KEY_DEFAULT_SORT,
+        filtered_sorts=KEY_FILTERED_SORTS,
+    )
     return ListPage(ctx, spec, parent, embedded=True)
 
 

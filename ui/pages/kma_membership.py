@@ -35,12 +35,13 @@ def show_kma_passphrase(page: ListPage, done: Any) -> OneTimeSecretDialog:
     dialog = OneTimeSecretDialog(
         "One-time KMA passphrase",
         f"<p>{html.escape(op.summary)}.</p><p>On the new machine, put this passphrase in the answers "
-        f"file of <tt>kma init</tt> (<tt>mode = \"join\"</tt>). {state}</p>{warning}",
-        done.kma_passphrase, page,
+        f'file of <tt>kma init</tt> (<tt>mode = "join"</tt>). {state}</p>{warning}',
+        done.kma_passphrase,
+        page,
         what="KMA passphrase",
         warning="<b>This is shown only once.</b> The KMA keeps only its hash. If it is lost, ask for "
-                "a new KMA passphrase (the old one stops working).",
-    )  # fmt: skip
+        "a new KMA passphrase (the old one stops working).",
+    )
     dialog.open()
     page.last_secret_dialog = dialog  # type: ignore[attr-defined]
     return dialog
@@ -48,74 +49,122 @@ def show_kma_passphrase(page: ListPage, done: Any) -> OneTimeSecretDialog:
 
 def add_kma(page: ListPage, _obj: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
-        page.ctx, "Add a KMA",
-        [Field("id", "KMA ID", "id", required=True),
-         Field("name", "Name", required=True),
-         Field("site_id", "Site", "choice", required=True, load_choices=_site_choices),
-         Field("management_address", "Management address", required=True, help="HOST:PORT for managers"),
-         Field("service_address", "Service address", required=True, help="HOST:PORT for agents"),
-         Field("raft_address", "Raft address", required=True,
-               help="HOST:PORT the other KMAs reach for replication"),
-         Field("voter", "Raft voter", "bool", default=True,
-               help="At most 5 KMAs vote; others are read replicas. An odd number of voters is "
-                    "best: two voters stop management writes when either is lost.")],
+        page.ctx,
+        "Add a KMA",
+        [
+            Field("id", "KMA ID", "id", required=True),
+            Field("name", "Name", required=True),
+            Field("site_id", "Site", "choice", required=True, load_choices=_site_choices),
+            Field("management_address", "Management address", required=True, help="HOST:PORT for managers"),
+            Field("service_address", "Service address", required=True, help="HOST:PORT for agents"),
+            Field(
+                "raft_address",
+                "Raft address",
+                required=True,
+                help="HOST:PORT the other KMAs reach for replication",
+            ),
+            Field(
+                "voter",
+                "Raft voter",
+                "bool",
+                default=True,
+                help="At most 5 KMAs vote; others are read replicas. An odd number of voters is "
+                "best: two voters stop management writes when either is lost.",
+            ),
+        ],
         lambda v: writes.create_kma_entry(
-            v["id"], v["site_id"], name=v["name"], management_address=v["management_address"],
-            service_address=v["service_address"], raft_address=v["raft_address"], voter=v["voter"],
-            credentials=v["credentials"]),
-        lambda done: show_kma_passphrase(page, done), what="the KMA's entry is created", ok_text="Add KMA",
-        busy_text="Adding KMA…", parent=page,
-    )  # fmt: skip
+            v["id"],
+            v["site_id"],
+            name=v["name"],
+            management_address=v["management_address"],
+            service_address=v["service_address"],
+            raft_address=v["raft_address"],
+            voter=v["voter"],
+            credentials=v["credentials"],
+        ),
+        lambda done: show_kma_passphrase(page, done),
+        what="the KMA's entry is created",
+        ok_text="Add KMA",
+        busy_text="Adding KMA…",
+        parent=page,
+    )
     dialog.open()
     return dialog
 
 
 def add_witness(page: ListPage, _obj: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
-        page.ctx, "Add a witness",
-        [Field("id", "Witness ID", "id", required=True),
-         Field("name", "Name", required=True),
-         Field("site_id", "Site", "choice", required=True, load_choices=_site_choices,
-               help="A third place, apart from the sites of the KMAs (add a site for it first)"),
-         Field("raft_address", "Raft address", required=True,
-               help="HOST:PORT the KMAs reach for replication")],
+        page.ctx,
+        "Add a witness",
+        [
+            Field("id", "Witness ID", "id", required=True),
+            Field("name", "Name", required=True),
+            Field(
+                "site_id",
+                "Site",
+                "choice",
+                required=True,
+                load_choices=_site_choices,
+                help="A third place, apart from the sites of the KMAs (add a site for it first)",
+            ),
+            Field(
+                "raft_address", "Raft address", required=True, help="HOST:PORT the KMAs reach for replication"
+            ),
+        ],
         lambda v: writes.create_kma_entry(
-            v["id"], v["site_id"], name=v["name"], raft_address=v["raft_address"], witness=True,
-            credentials=v["credentials"]),
-        lambda done: show_kma_passphrase(page, done), what="the witness's entry is created",
+            v["id"],
+            v["site_id"],
+            name=v["name"],
+            raft_address=v["raft_address"],
+            witness=True,
+            credentials=v["credentials"],
+        ),
+        lambda done: show_kma_passphrase(page, done),
+        what="the witness's entry is created",
         ok_text="Add witness",
         intro="A witness is a Raft voter with no key service: no agents, no keys, no listeners. Two "
-              "sites with two KMAs each add one at a third place, so that losing either site leaves "
-              "a majority (3 of 5) and management writes go on. It joins like a KMA (<tt>kma init</tt>, "
-              "then <tt>kma serve</tt> runs only its Raft node).",
-        busy_text="Adding witness…", parent=page,
-    )  # fmt: skip
+        "sites with two KMAs each add one at a third place, so that losing either site leaves "
+        "a majority (3 of 5) and management writes go on. It joins like a KMA (<tt>kma init</tt>, "
+        "then <tt>kma serve</tt> runs only its Raft node).",
+        busy_text="Adding witness…",
+        parent=page,
+    )
     dialog.open()
     return dialog
 
 
 def new_kma_passphrase(page: ListPage, kma: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
-        page.ctx, f"New KMA passphrase for {kma.id}", [],
+        page.ctx,
+        f"New KMA passphrase for {kma.id}",
+        [],
         lambda v: writes.set_kma_passphrase(kma.id, credentials=v["credentials"]),
-        lambda done: show_kma_passphrase(page, done), what="the new passphrase works",
+        lambda done: show_kma_passphrase(page, done),
+        what="the new passphrase works",
         intro=f"A machine that joins with the new passphrase becomes KMA <b>{html.escape(kma.id)}</b> "
-              "(how a dead KMA is replaced); the certificates of any earlier machine stop working.",
-        ok_text="Make passphrase", busy_text="Asking…", parent=page,
-    )  # fmt: skip
+        "(how a dead KMA is replaced); the certificates of any earlier machine stop working.",
+        ok_text="Make passphrase",
+        busy_text="Asking…",
+        parent=page,
+    )
     dialog.open()
     return dialog
 
 
 def remove_kma(page: ListPage, kma: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
-        page.ctx, f"Remove KMA {kma.id}", [],
+        page.ctx,
+        f"Remove KMA {kma.id}",
+        [],
         lambda v: writes.remove_kma(kma.id, credentials=v["credentials"]),
         what="the KMA is removed",
         intro=f"Remove <b>{html.escape(kma.name)}</b> ({html.escape(kma.id)}) from the cluster? Its "
-              "certificates stop working at once and it leaves Raft. Its history stays.",
-        ok_text="Remove KMA", busy_text="Removing KMA…", danger=True, parent=page,
-    )  # fmt: skip
+        "certificates stop working at once and it leaves Raft. Its history stays.",
+        ok_text="Remove KMA",
+        busy_text="Removing KMA…",
+        danger=True,
+        parent=page,
+    )
     dialog.open()
     return dialog
 

@@ -12,6 +12,14 @@ def build(_ctx: Any) -> PlanningArea:
     return PlanningArea()
 
 
-register(PageSpec("planning", "Planning", build, order=900, icon="SP_FileDialogDetailedView",
-                  description="Drive settings, drives, cartridges and KMAs per site from the white paper's "
-                              "measurements"))  # fmt: skip
+register(
+    PageSpec(
+        "planning",
+        "Planning",
+        build,
+        order=900,
+        icon="SP_FileDialogDetailedView",
+        description="Drive settings, drives, cartridges and KMAs per site from the white paper's "
+        "measurements",
+    )
+)

@@ -63,8 +63,10 @@ class SettingsPage(QWidget):
         pl.addWidget(self.profiles)
         buttons = QHBoxLayout()
         self.unpin = QPushButton("Remove CA pin")
-        self.unpin.setToolTip("The next connect shows the KMA's CA fingerprint again for you "
-                              "to accept. Only do this if the cluster CA was replaced.")
+        self.unpin.setToolTip(
+            "The next connect shows the KMA's CA fingerprint again for you "
+            "to accept. Only do this if the cluster CA was replaced."
+        )
         self.unpin.clicked.connect(self._remove_pin)
         self.forget = QPushButton("Forget remembered session")
         self.forget.clicked.connect(self._forget_session)
@@ -79,9 +81,12 @@ class SettingsPage(QWidget):
         keyring_box = QGroupBox("Secrets")
         kl = QVBoxLayout(keyring_box)
         status = secrets.keyring_status()
-        text = (f"Remembered sessions are {status.reason}." if status.secure else
-                f"Nothing is remembered between sessions: {status.reason}. Passphrases and "
-                "session tokens are never written to a file.")
+        text = (
+            f"Remembered sessions are {status.reason}."
+            if status.secure
+            else f"Nothing is remembered between sessions: {status.reason}. Passphrases and "
+            "session tokens are never written to a file."
+        )
         self.keyring_label = QLabel(text)
         self.keyring_label.setWordWrap(True)
         kl.addWidget(self.keyring_label)
@@ -98,13 +103,13 @@ class SettingsPage(QWidget):
         self.profiles.clear()
         for p in self.store.all():
             pin = p.ca_fingerprint or "not pinned yet"
-            item = QListWidgetItem(f"{p.name} — {p.address} — user {p.user_id or '?'}\n"
-                                   f"    CA {pin}")
+            item = QListWidgetItem(f"{p.name} — {p.address} — user {p.user_id or '?'}\n    CA {pin}")
             item.setData(Qt.UserRole, p.name)
             self.profiles.addItem(item)
         if not self.profiles.count():
-            item = QListWidgetItem("No saved connections yet: they are added when you sign in "
-                                   "from the sign-in window.")
+            item = QListWidgetItem(
+                "No saved connections yet: they are added when you sign in from the sign-in window."
+            )
             item.setFlags(Qt.NoItemFlags)
             self.profiles.addItem(item)
         self._update_buttons()
@@ -142,5 +147,4 @@ class SettingsPage(QWidget):
             self.refresh()
 
 
-register(PageSpec("settings", "Settings", SettingsPage, order=1000,
-                  icon="SP_FileDialogListView"))
+register(PageSpec("settings", "Settings", SettingsPage, order=1000, icon="SP_FileDialogListView"))

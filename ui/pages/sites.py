@@ -24,52 +24,75 @@ def site_choices(client: Any) -> list[tuple[str, Any]]:
 
 def _new_site(page: ListPage, _obj: Any) -> None:
     FormDialog(
-        page.ctx, "New site",
-        [Field("id", "Site ID", "id", required=True), Field("name", "Name", required=True),
-         Field("description", "Description", "multiline")],
+        page.ctx,
+        "New site",
+        [
+            Field("id", "Site ID", "id", required=True),
+            Field("name", "Name", required=True),
+            Field("description", "Description", "multiline"),
+        ],
         lambda v: create_site(v["id"], v["name"], v["description"] or None),
-        ok_text="Create site", busy_text="Creating site…", parent=page,
+        ok_text="Create site",
+        busy_text="Creating site…",
+        parent=page,
     ).open()
 
 
 def _edit_site(page: ListPage, site: Any) -> None:
     FormDialog(
-        page.ctx, f"Edit site {site.id}",
-        [Field("name", "Name", required=True, default=site.name),
-         Field("description", "Description", "multiline", default=site.description)],
+        page.ctx,
+        f"Edit site {site.id}",
+        [
+            Field("name", "Name", required=True, default=site.name),
+            Field("description", "Description", "multiline", default=site.description),
+        ],
         lambda v: update_site(site.id, name=v["name"], description=v["description"]),
-        busy_text="Saving site…", parent=page,
+        busy_text="Saving site…",
+        parent=page,
     ).open()
 
 
 def _delete_site(page: ListPage, site: Any) -> None:
     FormDialog(
-        page.ctx, f"Delete site {site.id}",
+        page.ctx,
+        f"Delete site {site.id}",
         [],
         lambda _v: delete_site(site.id),
-        intro=f"Delete the site <b>{site.name}</b>? The KMA refuses while KMAs or agents "
-              "still belong to it.",
-        ok_text="Delete site", busy_text="Deleting site…", danger=True, parent=page,
+        intro=f"Delete the site <b>{site.name}</b>? The KMA refuses while KMAs or agents still belong to it.",
+        ok_text="Delete site",
+        busy_text="Deleting site…",
+        danger=True,
+        parent=page,
     ).open()
 
 
 def _edit_kma(page: ListPage, kma: Any) -> None:
     FormDialog(
-        page.ctx, f"Edit KMA {kma.id}",
-        [Field("name", "Name", required=True, default=kma.name),
-         Field("site_id", "Site", "choice", required=True, default=kma.site_id,
-               load_choices=site_choices),
-         Field("key_pool_size", "Key pool size", "int", default=kma.key_pool_size,
-               minimum=1, maximum=1_000_000,
-               help="Keys kept ready so issuing never waits for replication (default 1,000).")],
-        lambda v: update_kma(kma.id, name=v["name"], site_id=v["site_id"],
-                                  key_pool_size=v["key_pool_size"]),
-        busy_text="Saving KMA…", parent=page,
+        page.ctx,
+        f"Edit KMA {kma.id}",
+        [
+            Field("name", "Name", required=True, default=kma.name),
+            Field("site_id", "Site", "choice", required=True, default=kma.site_id, load_choices=site_choices),
+            Field(
+                "key_pool_size",
+                "Key pool size",
+                "int",
+                default=kma.key_pool_size,
+                minimum=1,
+                maximum=1_000_000,
+                help="Keys kept ready so issuing never waits for replication (default 1,000).",
+            ),
+        ],
+        lambda v: update_kma(kma.id, name=v["name"], site_id=v["site_id"], key_pool_size=v["key_pool_size"]),
+        busy_text="Saving KMA…",
+        parent=page,
     ).open()
 
 
 SITES = ListSpec(
-    key="sites", title="Sites", noun="site",
+    key="sites",
+    title="Sites",
+    noun="site",
     columns=[
         Column("id", "Site ID", 140),
         Column("name", "Name", 200),
@@ -87,20 +110,27 @@ SITES = ListSpec(
 )
 
 KMAS = ListSpec(
-    key="kmas", title="KMAs", noun="KMA", plural="KMAs", live=True,
+    key="kmas",
+    title="KMAs",
+    noun="KMA",
+    plural="KMAs",
+    live=True,
     columns=[
         Column("id", "KMA ID", 120),
         Column("name", "Name", 140),
         Column("site_id", "Site", 90),
-        Column("awaiting_join", "Member", 80, format=lambda v: "waiting" if v else "joined",
-               tone=lambda k: "warn" if k.awaiting_join or k.removed_at else None),
+        Column(
+            "awaiting_join",
+            "Member",
+            80,
+            format=lambda v: "waiting" if v else "joined",
+            tone=lambda k: "warn" if k.awaiting_join or k.removed_at else None,
+        ),
         Column("voter", "Voter", 55, format=yes_no),
-        Column("locked", "Locked", 65, format=yes_no,
-               tone=lambda k: "bad" if k.locked else None),
+        Column("locked", "Locked", 65, format=yes_no, tone=lambda k: "bad" if k.locked else None),
         Column("management_address", "Management address", 160),
         Column("service_address", "Service address", 160),
-        Column("pool_ready", "Pool ready", 85, align_right=True,
-               format=lambda v: f"{v:,}"),
+        Column("pool_ready", "Pool ready", 85, align_right=True, format=lambda v: f"{v:,}"),
         Column("key_pool_size", "Pool size", 80, align_right=True, format=lambda v: f"{v:,}"),
         Column("version", "Version", 70),
         Column("schema_version", "Schema", 60, format=lambda v: "" if v is None else str(v)),
@@ -120,11 +150,13 @@ class SitesPage(QWidget):
     def __init__(self, ctx: AppContext) -> None:
         super().__init__()
         layout = QVBoxLayout(self)
-        layout.addWidget(page_header(
-            "Sites and KMAs",
-            "Agents prefer the KMAs of their own site and fail over to other sites. "
-            "At least two KMAs per site is recommended.",
-        ))
+        layout.addWidget(
+            page_header(
+                "Sites and KMAs",
+                "Agents prefer the KMAs of their own site and fail over to other sites. "
+                "At least two KMAs per site is recommended.",
+            )
+        )
         split = QSplitter(Qt.Vertical)
         self.sites = ListPage(ctx, SITES, embedded=True)
         self.kmas = ListPage(ctx, KMAS, embedded=True)

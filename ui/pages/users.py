@@ -30,19 +30,28 @@ ROLE_CHOICES = [("All roles", None)] + [(words(r), r) for r in kms_client.ROLES]
 def _roles_text(roles: Any) -> str:
     return ", ".join(words(r) for r in roles or ())
 
+
 def new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
-        page.ctx, "New user",
+        page.ctx,
+        "New user",
         [
             Field("id", "User ID", "id", required=True),
             Field("name", "Name", required=True),
             Field("roles", "Roles", "roles", required=True),
-            Field("passphrase", "Passphrase", "new_passphrase", required=True,
-                  help="8 to 256 characters, not guessable; give it to the user in person.",
-                  guessable=lambda v: [v["id"], v["name"]]),
+            Field(
+                "passphrase",
+                "Passphrase",
+                "new_passphrase",
+                required=True,
+                help="8 to 256 characters, not guessable; give it to the user in person.",
+                guessable=lambda v: [v["id"], v["name"]],
+            ),
         ],
         lambda v: create_user(v["id"], v["name"], v["roles"], v["passphrase"], credentials=v["credentials"]),
-        what="the user is created", ok_text="Create user", busy_text="Creating user…",
+        what="the user is created",
+        ok_text="Create user",
+        busy_text="Creating user…",
         parent=page,
     )
     dialog.open()
@@ -51,13 +60,16 @@ def new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
 
 def _edit_user(page: ListPage, user: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
-        page.ctx, f"Edit user {user.id}",
+        page.ctx,
+        f"Edit user {user.id}",
         [
             Field("name", "Name", required=True, default=user.name),
             Field("roles", "Roles", "roles", required=True, default=user.roles),
         ],
         lambda v: update_user(user.id, name=v["name"], roles=v["roles"], credentials=v["credentials"]),
-        what="the change is made", busy_text="Saving user…", parent=page,
+        what="the change is made",
+        busy_text="Saving user…",
+        parent=page,
     )
     dialog.open()
     return dialog
@@ -67,15 +79,18 @@ def _set_enabled(enabled: bool) -> Any:
     verb = "Enable" if enabled else "Disable"
 
     def run(page: ListPage, user: Any) -> QuorumFormDialog:
-        effect = ("may sign in again" if enabled else
-                  "can no longer sign in; their sessions end")
+        effect = "may sign in again" if enabled else "can no longer sign in; their sessions end"
         dialog = QuorumFormDialog(
-            page.ctx, f"{verb} user {user.id}", [],
+            page.ctx,
+            f"{verb} user {user.id}",
+            [],
             lambda v: update_user(user.id, enabled=enabled, credentials=v["credentials"]),
             what="the change is made",
-            intro=f"{verb} <b>{html.escape(user.name)}</b> ({html.escape(user.id)})? The user "
-                  f"{effect}.",
-            ok_text=f"{verb} user", busy_text="Saving user…", danger=not enabled, parent=page,
+            intro=f"{verb} <b>{html.escape(user.name)}</b> ({html.escape(user.id)})? The user {effect}.",
+            ok_text=f"{verb} user",
+            busy_text="Saving user…",
+            danger=not enabled,
+            parent=page,
         )
         dialog.open()
         return dialog
@@ -85,12 +100,22 @@ def _set_enabled(enabled: bool) -> Any:
 
 def _set_passphrase(page: ListPage, user: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
-        page.ctx, f"Set passphrase for {user.id}",
-        [Field("passphrase", "New passphrase", "new_passphrase", required=True,
-               help="8 to 256 characters, not guessable; give it to the user in person.",
-               guessable=lambda _v: [user.id, user.name])],
+        page.ctx,
+        f"Set passphrase for {user.id}",
+        [
+            Field(
+                "passphrase",
+                "New passphrase",
+                "new_passphrase",
+                required=True,
+                help="8 to 256 characters, not guessable; give it to the user in person.",
+                guessable=lambda _v: [user.id, user.name],
+            )
+        ],
         lambda v: set_user_passphrase(user.id, v["passphrase"], credentials=v["credentials"]),
-        what="the passphrase is set", ok_text="Set passphrase", busy_text="Setting passphrase…",
+        what="the passphrase is set",
+        ok_text="Set passphrase",
+        busy_text="Setting passphrase…",
         parent=page,
     )
     dialog.open()
@@ -102,9 +127,11 @@ SPEC = ListSpec(
     title="Users",
     plural="users",
     noun="user",
-    subtitle=("People who sign in to the manager, and the roles that decide what each may do. "
-              "Creating or changing a user needs the quorum: without enough key split "
-              "credentials the change waits under Pending approvals."),
+    subtitle=(
+        "People who sign in to the manager, and the roles that decide what each may do. "
+        "Creating or changing a user needs the quorum: without enough key split "
+        "credentials the change waits under Pending approvals."
+    ),
     columns=[
         Column("id", "User ID", 140),
         Column("name", "Name", 200),
@@ -134,5 +161,4 @@ def build(ctx: AppContext) -> ListPage:
     return ListPage(ctx, SPEC)
 
 
-register(PageSpec("users", "Users and roles", build,
-                  "users.read", order=20, icon="SP_DirHomeIcon"))
+register(PageSpec("users", "Users and roles", build, "users.read", order=20, icon="SP_DirHomeIcon"))

@@ -36,8 +36,15 @@ from ui.files import ask_save_path, tell_saved
 from ui.planning.charts import ThroughputCharts
 from ui.widgets import ErrorLabel, page_header
 
-DEFAULTS = {"drive": "T10000", "data": "20TB", "window": "8h", "compressibility": "2:1", "file_size": "1GB",
-            "mixed_256k": False, "streams": 1}  # fmt: skip
+DEFAULTS = {
+    "drive": "T10000",
+    "data": "20TB",
+    "window": "8h",
+    "compressibility": "2:1",
+    "file_size": "1GB",
+    "mixed_256k": False,
+    "streams": 1,
+}
 RATIOS = ("1:1", "2:1", "10:1")  # the measured ones; others may be typed
 FILE_SIZES = ("32KB", "256KB", "1MB", "1GB", "5GB", "10GB")
 BAD_FIELD = "border: 2px solid #c62828;"
@@ -51,11 +58,13 @@ class PlanningArea(QWidget):
         self.setObjectName("page:planning")
         self.plan: Plan | None = None
         layout = QVBoxLayout(self)
-        layout.addWidget(page_header(
-            "Planning",
-            "Drive settings, drives, cartridges and KMAs for an encrypted tape deployment, answered from "
-            "the KMS 2.0 white paper's measured figures only. No KMA needed.",
-        ))  # fmt: skip
+        layout.addWidget(
+            page_header(
+                "Planning",
+                "Drive settings, drives, cartridges and KMAs for an encrypted tape deployment, answered from "
+                "the KMS 2.0 white paper's measured figures only. No KMA needed.",
+            )
+        )
         layout.addLayout(self._inputs())
         self.error = ErrorLabel("Planning problem", "planningError")
         layout.addWidget(self.error)
@@ -103,19 +112,32 @@ class PlanningArea(QWidget):
         self.export_button.setToolTip("Save this plan, with its charts, as a PDF file")
         self.export_button.clicked.connect(self.choose_pdf)
         self.fields: dict[str, QWidget] = {
-            "drive": self.drive, "data": self.data, "window": self.window,
-            "compressibility": self.ratio, "file size": self.file_size, "streams": self.streams,
-        }  # fmt: skip
-        names = {"data": "Data to back up", "window": "Backup window", "file size": "Typical file size",
-                 "streams": "Multiplexed streams"}  # fmt: skip
+            "drive": self.drive,
+            "data": self.data,
+            "window": self.window,
+            "compressibility": self.ratio,
+            "file size": self.file_size,
+            "streams": self.streams,
+        }
+        names = {
+            "data": "Data to back up",
+            "window": "Backup window",
+            "file size": "Typical file size",
+            "streams": "Multiplexed streams",
+        }
         for field, widget in self.fields.items():
             widget.setAccessibleName(names.get(field, field.capitalize()))
         self.mixed.setAccessibleName("Mixed with 256 KB-limited drives")
 
         grid = QGridLayout()
-        cells = [("Drive:", self.drive), ("Data:", self.data), ("Window:", self.window),
-                 ("Compressibility:", self.ratio), ("File size:", self.file_size),
-                 ("Streams a drive:", self.streams)]  # fmt: skip
+        cells = [
+            ("Drive:", self.drive),
+            ("Data:", self.data),
+            ("Window:", self.window),
+            ("Compressibility:", self.ratio),
+            ("File size:", self.file_size),
+            ("Streams a drive:", self.streams),
+        ]
         for i, (label, widget) in enumerate(cells):
             row, col = divmod(i, 3)
             text = QLabel(label)
@@ -188,9 +210,12 @@ class PlanningArea(QWidget):
             self.export_pdf(path)
             tell_saved(self, "Plan exported", path)
         except OSError as exc:
-            QMessageBox.warning(self, "Plan not exported",
-                                f"Could not write {path}: {exc.strerror or exc}. Choose another folder "
-                                "or file name and export again.")  # fmt: skip
+            QMessageBox.warning(
+                self,
+                "Plan not exported",
+                f"Could not write {path}: {exc.strerror or exc}. Choose another folder "
+                "or file name and export again.",
+            )
 
     def export_pdf(self, path: Path) -> Path:
         """Write the plan and its charts to ``path`` (A4). Raises OSError if the file cannot be written."""

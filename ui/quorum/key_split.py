@@ -88,20 +88,31 @@ class KeySplitDialog(QuorumFormDialog):
     def __init__(self, ctx: AppContext, split: Any, on_done: Any, parent: QWidget | None = None) -> None:
         self.new_members: NewMembersEditor | None = None
         super().__init__(
-            ctx, "Change the key split",
-            [Field("threshold", "Members needed (M)", "int", default=split.threshold, minimum=1,
-                   maximum=MAX_CREDENTIALS,
-                   help="How many of the new members it takes to unlock a KMA or approve a change")],
+            ctx,
+            "Change the key split",
+            [
+                Field(
+                    "threshold",
+                    "Members needed (M)",
+                    "int",
+                    default=split.threshold,
+                    minimum=1,
+                    maximum=MAX_CREDENTIALS,
+                    help="How many of the new members it takes to unlock a KMA or approve a change",
+                )
+            ],
             lambda v: change_key_split(v["threshold"], v["members"], credentials=v["credentials"]),
             on_done,
             what="the current quorum approves it",
             intro=f"Now <b>{split.threshold} of {len(split.members)}</b>: "
-                  f"{html.escape(', '.join(split.members))}. The KMA makes a new root secret and "
-                  "splits it among the members below; the current members' shares stop working "
-                  "once the change runs. Next, each new member sets their own passphrase, at this "
-                  "keyboard or with their enrolment code; nobody chooses it for them.",
-            ok_text="Submit change", busy_text="Submitting…", parent=parent,
-        )  # fmt: skip
+            f"{html.escape(', '.join(split.members))}. The KMA makes a new root secret and "
+            "splits it among the members below; the current members' shares stop working "
+            "once the change runs. Next, each new member sets their own passphrase, at this "
+            "keyboard or with their enrolment code; nobody chooses it for them.",
+            ok_text="Submit change",
+            busy_text="Submitting…",
+            parent=parent,
+        )
         group = QGroupBox("New key split members")
         group.setObjectName("newMembersGroup")
         inner = QVBoxLayout(group)
@@ -150,8 +161,9 @@ class MemberEnrolmentDialog(QDialog):
 
     ``on_changed(op)`` runs when the change has executed (the last enrolment completed it)."""
 
-    def __init__(self, ctx: AppContext, change: Any, on_changed: Callable[[Any], None],
-                 parent: QWidget | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, ctx: AppContext, change: Any, on_changed: Callable[[Any], None], parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.ctx = ctx
         self.op = change.op
@@ -198,8 +210,9 @@ class MemberEnrolmentDialog(QDialog):
         layout.addWidget(self.error)
 
         self.codes_button = QPushButton("Codes for members enrolling elsewhere…")
-        self.codes_button.setToolTip("A member who is not here sets their passphrase with their one-time "
-                                     "code: kma quorum enrol")  # fmt: skip
+        self.codes_button.setToolTip(
+            "A member who is not here sets their passphrase with their one-time code: kma quorum enrol"
+        )
         self.codes_button.clicked.connect(self.show_codes)
         buttons = QDialogButtonBox(QDialogButtonBox.Close)
         buttons.addButton(self.codes_button, QDialogButtonBox.ActionRole)
@@ -274,11 +287,14 @@ class MemberEnrolmentDialog(QDialog):
             self._on_changed(op)
         elif self.current() is None:
             self.outcome = QMessageBox(
-                QMessageBox.Information, "Every new member has set their passphrase",
+                QMessageBox.Information,
+                "Every new member has set their passphrase",
                 f"Every new member has set their passphrase. The change now waits for the current "
                 f"key split members' approval ({progress_text(op)} so far); quorum members approve "
-                "it under Pending approvals.", QMessageBox.Ok, self,
-            )  # fmt: skip
+                "it under Pending approvals.",
+                QMessageBox.Ok,
+                self,
+            )
             self.outcome.setObjectName("enrolmentComplete")
             self.outcome.finished.connect(self.accept)
             self.outcome.open()
@@ -293,12 +309,14 @@ class MemberEnrolmentDialog(QDialog):
         waiting = [m for m in self.op.awaiting_enrolment if m in self._codes]
         codes = "<br>".join(f"{html.escape(m)}: <tt>{html.escape(self._codes[m])}</tt>" for m in waiting)
         box = QMessageBox(
-            QMessageBox.Information, "Enrolment codes",
+            QMessageBox.Information,
+            "Enrolment codes",
             "Give each member who is not here their own code, privately. With it they set their "
             f"passphrase themselves:<br><tt>kma quorum enrol {html.escape(self.op.id)} --member NAME "
             "--code CODE --kma ADDRESS</tt>",
-            QMessageBox.Ok, self,
-        )  # fmt: skip
+            QMessageBox.Ok,
+            self,
+        )
         box.setTextFormat(Qt.RichText)
         box.setInformativeText(codes)
         box.setObjectName("enrolmentCodes")

@@ -54,27 +54,39 @@ def open_unlock(ctx: AppContext, parent: QWidget, kma_id: str | None) -> QuorumF
     if kma_id is None and watch.status is not None:
         kma_id = watch.status.kma_id
     if kma_id is None:  # not polled yet: ask which KMA this is, then open
-        ctx.ops.read(lambda worker: worker.client.status(), parent=parent,
-                     success=lambda s: open_unlock(ctx, parent, s.kma_id))
+        ctx.ops.read(
+            lambda worker: worker.client.status(),
+            parent=parent,
+            success=lambda s: open_unlock(ctx, parent, s.kma_id),
+        )
         return None
     threshold = watch.threshold()
 
     def unlocked(kma: Any) -> None:
-        box = QMessageBox(QMessageBox.Information, "KMA unlocked",
-                          f"{kma.name} ({kma.id}) is unlocked and serves keys again.",
-                          QMessageBox.Ok, parent)
+        box = QMessageBox(
+            QMessageBox.Information,
+            "KMA unlocked",
+            f"{kma.name} ({kma.id}) is unlocked and serves keys again.",
+            QMessageBox.Ok,
+            parent,
+        )
         box.setObjectName("unlockedMessage")
         box.setWindowModality(Qt.WindowModal)
         box.open()
 
     dialog = QuorumFormDialog(
-        ctx, f"Unlock KMA {kma_id}", [],
+        ctx,
+        f"Unlock KMA {kma_id}",
+        [],
         lambda v: unlock_kma(kma_id, credentials=v["credentials"]),
         unlocked,
-        rows=threshold or 1, what="the KMA unlocks",
+        rows=threshold or 1,
+        what="the KMA unlocks",
         intro=f"Unlock <b>{html.escape(kma_id)}</b>: it rebuilds the cluster's root secret from "
-              "the key split members' shares, opens its master key and serves keys again.",
-        ok_text="Unlock", busy_text="Unlocking…", parent=parent,
+        "the key split members' shares, opens its master key and serves keys again.",
+        ok_text="Unlock",
+        busy_text="Unlocking…",
+        parent=parent,
     )
     dialog.open()
     return dialog
@@ -94,13 +106,13 @@ def _load(worker: OpContext) -> dict[str, Any]:  # worker thread: kms_client onl
         "split": maybe(client.get_key_split),
         "auto": maybe(client.get_autonomous_unlock),
         "kmas": maybe(lambda: list(client.iter_kmas())),
-        "pending": maybe(lambda: list(client.list_quorum_operations(
-            state="pending", limit=100).items)),
+        "pending": maybe(lambda: list(client.list_quorum_operations(state="pending", limit=100).items)),
     }
 
 
-def _with_change_button(value: QLabel, accessible: str, slot: Any,
-                        visible: bool) -> tuple[QHBoxLayout, QPushButton]:
+def _with_change_button(
+    value: QLabel, accessible: str, slot: Any, visible: bool
+) -> tuple[QHBoxLayout, QPushButton]:
     """A value with its "Change…" button right after it (shown to those who may change it;
     enabled once the page knows the state)."""
     row = QHBoxLayout()
@@ -128,12 +140,15 @@ class LockingPage(QWidget):
         can_change = ctx.may("quorum.submit")
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
-        top.addWidget(page_header(
-            "Lock and unlock",
-            "A locked KMA forgets its master key and serves nothing secret until a quorum of key "
-            "split members unlocks it. Lock and unlock act on the KMA this manager is connected "
-            "to.",
-        ), 1)
+        top.addWidget(
+            page_header(
+                "Lock and unlock",
+                "A locked KMA forgets its master key and serves nothing secret until a quorum of key "
+                "split members unlocks it. Lock and unlock act on the KMA this manager is connected "
+                "to.",
+            ),
+            1,
+        )
         refresh = QPushButton("Refresh")
         refresh.setAccessibleName("Refresh lock state")
         refresh.clicked.connect(self.refresh)
@@ -188,9 +203,11 @@ class LockingPage(QWidget):
         self.lifetime = QLabel()
         self.lifetime.setAccessibleName("Pending operation lifetime")
         split_row, self.split_button = _with_change_button(
-            self.split, "Change the key split", self.change_split, can_change)
+            self.split, "Change the key split", self.change_split, can_change
+        )
         life_row, self.lifetime_button = _with_change_button(
-            self.lifetime, "Change pending operation lifetime", self.change_lifetime, can_change)
+            self.lifetime, "Change pending operation lifetime", self.change_lifetime, can_change
+        )
         qform.addRow("Key split:", split_row)
         qform.addRow("Pending operations expire after:", life_row)
         layout.addWidget(quorum)
@@ -235,41 +252,48 @@ class LockingPage(QWidget):
         status, split, auto = data["status"], data["split"], data["auto"]
         self.watch.remember_key_split(split)
         split = split or self.watch.key_split
-        self.kma.setText(f"{html.escape(status.kma_name)} ({html.escape(status.kma_id)}) · site "
-                         f"{html.escape(status.site_id)} · cluster "
-                         f"{html.escape(status.cluster_name)}")
+        self.kma.setText(
+            f"{html.escape(status.kma_name)} ({html.escape(status.kma_id)}) · site "
+            f"{html.escape(status.site_id)} · cluster "
+            f"{html.escape(status.cluster_name)}"
+        )
         if status.locked:
             _pill(self.state, "Locked — serves nothing secret", BAD)
         else:
             _pill(self.state, "Unlocked — serving keys", GOOD)
         pending = data["pending"] or ()
-        unlocks = [op for op in pending
-                   if op.type == "unlock_kma" and op.request.get("kma_id") == status.kma_id]
+        unlocks = [
+            op for op in pending if op.type == "unlock_kma" and op.request.get("kma_id") == status.kma_id
+        ]
         toggles = [op for op in pending if op.type == "set_autonomous_unlock"]
         enabled = auto.enabled if auto is not None else status.autonomous_unlock
-        text = ("<b>On</b> — after a restart this KMA unlocks itself (a lock set here still "
-                "holds)." if enabled else
-                "<b>Off</b> — after a restart this KMA waits, locked, until a quorum unlocks it.")
+        text = (
+            "<b>On</b> — after a restart this KMA unlocks itself (a lock set here still holds)."
+            if enabled
+            else "<b>Off</b> — after a restart this KMA waits, locked, until a quorum unlocks it."
+        )
         if toggles:
             op = toggles[0]
             turn = "on" if op.request.get("enabled") else "off"
-            text += (f"<br>Turning it <b>{turn}</b> is waiting for approval: "
-                     f"<b>{progress_text(op)}</b> — <a href='{op.id}'>open it under Pending "
-                     "approvals</a>")
+            text += (
+                f"<br>Turning it <b>{turn}</b> is waiting for approval: "
+                f"<b>{progress_text(op)}</b> — <a href='{op.id}'>open it under Pending "
+                "approvals</a>"
+            )
         self.auto.setText(text)
-        self.auto_button.setText("Turn autonomous unlock off…" if enabled
-                                 else "Turn autonomous unlock on…")
+        self.auto_button.setText("Turn autonomous unlock off…" if enabled else "Turn autonomous unlock on…")
         if unlocks:
             op = unlocks[0]
-            self.pending.setText(f"Waiting for approval: <b>{progress_text(op)}</b> — "
-                                 f"<a href='{op.id}'>open it under Pending approvals</a>")
+            self.pending.setText(
+                f"Waiting for approval: <b>{progress_text(op)}</b> — "
+                f"<a href='{op.id}'>open it under Pending approvals</a>"
+            )
         else:
             self.pending.setText("None")
         can_change = self.ctx.may("quorum.submit")
         self.lock_button.setEnabled(can_change and not status.locked)
         self.unlock_button.setEnabled(can_change and status.locked and not unlocks)
-        self.unlock_button.setToolTip("An unlock is already waiting for approval." if unlocks
-                                      else "")
+        self.unlock_button.setToolTip("An unlock is already waiting for approval." if unlocks else "")
         self.auto_button.setEnabled(can_change and not status.locked and not toggles)
         self.lifetime_button.setEnabled(can_change and not status.locked and split is not None)
         self._show_split(split, status, [op for op in pending if op.type == "change_key_split"])
@@ -280,32 +304,43 @@ class LockingPage(QWidget):
         self.kmas_note.setText("The cluster's KMAs are not listed while this KMA is locked.")
         for k in kmas or ():
             here = " (this KMA)" if k.id == status.kma_id else ""
-            item = QTreeWidgetItem([f"{k.name} ({k.id})", k.site_id, k.management_address,
-                                    ("Locked" if k.locked else "Unlocked") + here])
+            item = QTreeWidgetItem(
+                [
+                    f"{k.name} ({k.id})",
+                    k.site_id,
+                    k.management_address,
+                    ("Locked" if k.locked else "Unlocked") + here,
+                ]
+            )
             self.kmas.addTopLevelItem(item)
 
     def _show_split(self, split: Any, status: Any, resplits: list[Any]) -> None:
         can_change = self.ctx.may("quorum.submit")
-        self.split_button.setEnabled(can_change and not status.locked and split is not None
-                                     and not resplits)
-        self.split_button.setToolTip("A change of the key split is already waiting for approval."
-                                     if resplits else "")
+        self.split_button.setEnabled(can_change and not status.locked and split is not None and not resplits)
+        self.split_button.setToolTip(
+            "A change of the key split is already waiting for approval." if resplits else ""
+        )
         if split is None:
-            self.split.setText("Not shown while this KMA is locked." if status.locked
-                               else "Not available.")
+            self.split.setText("Not shown while this KMA is locked." if status.locked else "Not available.")
             self.lifetime.setText("—")
             return
-        text = (f"<b>{split.threshold} of {len(split.members)}</b> members: "
-                f"{html.escape(', '.join(split.members))} · generation {split.generation}")
+        text = (
+            f"<b>{split.threshold} of {len(split.members)}</b> members: "
+            f"{html.escape(', '.join(split.members))} · generation {split.generation}"
+        )
         if resplits:
             op = resplits[0]
             new = op.request.get("threshold"), len(op.request.get("members") or ())
-            text += (f"<br>A change to <b>{new[0]} of {new[1]}</b> is waiting for approval: "
-                     f"<b>{progress_text(op)}</b> — <a href='{op.id}'>open it under Pending "
-                     "approvals</a>")
+            text += (
+                f"<br>A change to <b>{new[0]} of {new[1]}</b> is waiting for approval: "
+                f"<b>{progress_text(op)}</b> — <a href='{op.id}'>open it under Pending "
+                "approvals</a>"
+            )
             if op.awaiting_enrolment:
-                text += ("<br>New members still to set their passphrases: "
-                         f"<b>{html.escape(', '.join(op.awaiting_enrolment))}</b>")
+                text += (
+                    "<br>New members still to set their passphrases: "
+                    f"<b>{html.escape(', '.join(op.awaiting_enrolment))}</b>"
+                )
         self.split.setText(text)
         self.lifetime.setText(period(split.operation_lifetime))
 
@@ -318,21 +353,32 @@ class LockingPage(QWidget):
         if status is None:
             return None
         split = self.watch.key_split
-        quorum = (f"{split.threshold} of {len(split.members)} key split members" if split
-                  else "a quorum of key split members")
+        quorum = (
+            f"{split.threshold} of {len(split.members)} key split members"
+            if split
+            else "a quorum of key split members"
+        )
         others = [k for k in (self.data.get("kmas") or []) if k.id != status.kma_id]
-        agents = ("Agents fail over to the cluster's other KMAs." if others else
-                  "<b>It is the only KMA in this cluster</b>, so no tape drive gets a key "
-                  "(encrypted tapes can be neither written nor read) while it is locked.")
+        agents = (
+            "Agents fail over to the cluster's other KMAs."
+            if others
+            else "<b>It is the only KMA in this cluster</b>, so no tape drive gets a key "
+            "(encrypted tapes can be neither written nor read) while it is locked."
+        )
         dialog = FormDialog(
-            self.ctx, f"Lock KMA {status.kma_id}", [],
+            self.ctx,
+            f"Lock KMA {status.kma_id}",
+            [],
             lambda _v: lock_kma(status.kma_id),
             lambda _k: self.watch.note_locked(),
             intro=f"Lock <b>{html.escape(status.kma_name)}</b> ({html.escape(status.kma_id)}) "
-                  f"now?<br><br>It forgets its master key at once and serves nothing secret "
-                  f"until {quorum} unlock it. {agents} The lock outlives a restart, even with "
-                  "autonomous unlock on.",
-            ok_text="Lock KMA", busy_text="Locking…", danger=True, parent=self,
+            f"now?<br><br>It forgets its master key at once and serves nothing secret "
+            f"until {quorum} unlock it. {agents} The lock outlives a restart, even with "
+            "autonomous unlock on.",
+            ok_text="Lock KMA",
+            busy_text="Locking…",
+            danger=True,
+            parent=self,
         )
         dialog.open()
         return dialog
@@ -348,17 +394,23 @@ class LockingPage(QWidget):
             return None
         enabled = auto.enabled if auto is not None else status.autonomous_unlock
         turn_on = not enabled
-        what = ("After a restart this KMA will unlock itself from its local unlock key file."
-                if turn_on else
-                "After a restart this KMA will start locked and wait until a quorum unlocks it.")
+        what = (
+            "After a restart this KMA will unlock itself from its local unlock key file."
+            if turn_on
+            else "After a restart this KMA will start locked and wait until a quorum unlocks it."
+        )
 
         dialog = QuorumFormDialog(
-            self.ctx, f"Turn autonomous unlock {'on' if turn_on else 'off'}", [],
+            self.ctx,
+            f"Turn autonomous unlock {'on' if turn_on else 'off'}",
+            [],
             lambda v: set_autonomous_unlock(turn_on, credentials=v["credentials"]),
             what="the setting changes",
             intro=f"Turn autonomous unlock <b>{'on' if turn_on else 'off'}</b> for "
-                  f"{html.escape(status.kma_id)}? {what}",
-            ok_text=f"Turn {'on' if turn_on else 'off'}", busy_text="Saving…", parent=self,
+            f"{html.escape(status.kma_id)}? {what}",
+            ok_text=f"Turn {'on' if turn_on else 'off'}",
+            busy_text="Saving…",
+            parent=self,
         )
         dialog.open()
         return dialog
@@ -369,9 +421,14 @@ class LockingPage(QWidget):
             return None
 
         def changed(_op: Any) -> None:
-            box = QMessageBox(QMessageBox.Information, "Key split changed",
-                              f"{_op.result or 'The key split changed'}. The previous members' "
-                              "shares no longer open anything.", QMessageBox.Ok, self)
+            box = QMessageBox(
+                QMessageBox.Information,
+                "Key split changed",
+                f"{_op.result or 'The key split changed'}. The previous members' "
+                "shares no longer open anything.",
+                QMessageBox.Ok,
+                self,
+            )
             box.setObjectName("keySplitChanged")
             box.open()
 
@@ -393,20 +450,39 @@ class LockingPage(QWidget):
             self.watch.remember_key_split(new)
 
         dialog = FormDialog(
-            self.ctx, "Pending operation lifetime",
-            [Field("hours", "Expire after (hours)", "int",
-                   default=max(1, split.operation_lifetime // 3600), minimum=1, maximum=720,
-                   help="From 1 hour to 30 days. Operations already pending keep their expiry.")],
+            self.ctx,
+            "Pending operation lifetime",
+            [
+                Field(
+                    "hours",
+                    "Expire after (hours)",
+                    "int",
+                    default=max(1, split.operation_lifetime // 3600),
+                    minimum=1,
+                    maximum=720,
+                    help="From 1 hour to 30 days. Operations already pending keep their expiry.",
+                )
+            ],
             lambda v: set_quorum_lifetime(v["hours"] * 3600),
             saved,
             intro="How long a new pending quorum operation waits for approvals before it "
-                  "expires. Operations already pending keep their expiry.",
-            ok_text="Save", busy_text="Saving…", parent=self,
+            "expires. Operations already pending keep their expiry.",
+            ok_text="Save",
+            busy_text="Saving…",
+            parent=self,
         )
         dialog.open()
         return dialog
 
 
-register(PageSpec(KEY, "Lock and unlock", LockingPage,
-                  "quorum.read", order=35, icon="SP_DialogNoButton",
-                  description="Lock a KMA, unlock it with the quorum, autonomous unlock"))
+register(
+    PageSpec(
+        KEY,
+        "Lock and unlock",
+        LockingPage,
+        "quorum.read",
+        order=35,
+        icon="SP_DialogNoButton",
+        description="Lock a KMA, unlock it with the quorum, autonomous unlock",
+    )
+)

@@ -50,8 +50,14 @@ from ui.widgets import page_header
 
 TITLE = "Pending approvals"
 
-STATE_CHOICES = [("Pending", "pending"), ("All states", None), ("Executed", "executed"),
-                 ("Failed", "failed"), ("Expired", "expired"), ("Deleted", "deleted")]
+STATE_CHOICES = [
+    ("Pending", "pending"),
+    ("All states", None),
+    ("Executed", "executed"),
+    ("Failed", "failed"),
+    ("Expired", "expired"),
+    ("Deleted", "deleted"),
+]
 TYPE_CHOICES = [("All types", None)] + [(label, key) for key, label in TYPE_WORDS.items()]
 
 
@@ -119,9 +125,15 @@ class OperationDetails(QWidget):
         form = QFormLayout()
         form.setLabelAlignment(Qt.AlignRight)
         self.values: dict[str, QLabel] = {}
-        for key, label in (("id", "Operation ID"), ("type", "Type"), ("state", "State"),
-                           ("requested_by", "Requested by"), ("submitted_at", "Submitted"),
-                           ("expires_at", "Expires"), ("approvals", "Approvals")):
+        for key, label in (
+            ("id", "Operation ID"),
+            ("type", "Type"),
+            ("state", "State"),
+            ("requested_by", "Requested by"),
+            ("submitted_at", "Submitted"),
+            ("expires_at", "Expires"),
+            ("approvals", "Approvals"),
+        ):
             value = QLabel()
             value.setTextInteractionFlags(Qt.TextSelectableByMouse | Qt.TextSelectableByKeyboard)
             value.setWordWrap(True)
@@ -130,8 +142,10 @@ class OperationDetails(QWidget):
             form.addRow(label + ":", value)
         row.addLayout(form, 2)
         request_box = QVBoxLayout()
-        caption = QLabel("<b>What will run</b> — the canonical request, exactly as the KMA "
-                         "will execute it (secrets replaced by a note):")
+        caption = QLabel(
+            "<b>What will run</b> — the canonical request, exactly as the KMA "
+            "will execute it (secrets replaced by a note):"
+        )
         caption.setWordWrap(True)
         request_box.addWidget(caption)
         self.request = request_view()
@@ -151,8 +165,10 @@ class OperationDetails(QWidget):
         state = words(op.state)
         if op.result:
             state += f" — {op.result}"
-        approvals = [f"{html.escape(a.member)} (entered by {html.escape(a.approved_by)}, "
-                     f"{when(a.approved_at)})" for a in op.approvals]
+        approvals = [
+            f"{html.escape(a.member)} (entered by {html.escape(a.approved_by)}, {when(a.approved_at)})"
+            for a in op.approvals
+        ]
         got = f"<b>{progress_text(op)}</b>"
         texts = {
             "id": op.id,
@@ -162,8 +178,7 @@ class OperationDetails(QWidget):
             "submitted_at": when(op.submitted_at),
             "expires_at": when(op.expires_at)
             + (f" ({_left(op.expires_at)})" if op.state == "pending" else ""),
-            "approvals": got + ("<br>" + "<br>".join(approvals) if approvals else
-                                " — none yet"),
+            "approvals": got + ("<br>" + "<br>".join(approvals) if approvals else " — none yet"),
         }
         for key, text in texts.items():
             self.values[key].setText(text)
@@ -204,7 +219,9 @@ class OperationDialog(QDialog):
 
 # -- the page -------------------------------------------------------------------------------------
 SPEC = ListSpec(
-    key=QUORUM_PAGE, shows={"quorum"}, live=True,
+    key=QUORUM_PAGE,
+    shows={"quorum"},
+    live=True,
     title=TITLE,
     noun="quorum operation",
     plural="quorum operations",
@@ -214,8 +231,7 @@ SPEC = ListSpec(
         Column("requested_by", "Requested by", 110, sortable=False),
         Column("submitted_at", "Submitted", 130),
         Column("expires_at", "Expires", 130, tone=_expires_tone),
-        ApprovalsColumn("approvals", "Approvals", 80, sortable=False,
-                        format=lambda v: f"{v[0]} of {v[1]}"),
+        ApprovalsColumn("approvals", "Approvals", 80, sortable=False, format=lambda v: f"{v[0]} of {v[1]}"),
         Column("state", "State", 90, format=words, tone=_state_tone),
         Column("result", "Result", 200, sortable=False, hidden=True),
         Column("updated_at", "Updated", 130, hidden=True),
@@ -243,12 +259,28 @@ class QuorumPage(QWidget):
         top.addWidget(page_header(TITLE, self._subtitle()), 1)
         layout.addLayout(top)
         split = QSplitter(Qt.Vertical)
-        spec = replace(SPEC, details=lambda _p, op: self.show_operation(op), actions=[
-            ActionSpec("Approve…", lambda _p, op: self.approve(op), "quorum.approve", toolbar=True,
-                       shortcut="Ctrl+Return", enabled=lambda op: op.pending),
-            ActionSpec("Delete…", lambda _p, op: self.delete(op), "quorum.delete", toolbar=True, danger=True,
-                       enabled=lambda op: op.pending),
-        ])
+        spec = replace(
+            SPEC,
+            details=lambda _p, op: self.show_operation(op),
+            actions=[
+                ActionSpec(
+                    "Approve…",
+                    lambda _p, op: self.approve(op),
+                    "quorum.approve",
+                    toolbar=True,
+                    shortcut="Ctrl+Return",
+                    enabled=lambda op: op.pending,
+                ),
+                ActionSpec(
+                    "Delete…",
+                    lambda _p, op: self.delete(op),
+                    "quorum.delete",
+                    toolbar=True,
+                    danger=True,
+                    enabled=lambda op: op.pending,
+                ),
+            ],
+        )
         self.list = ListPage(ctx, spec, embedded=True)
         self.list.model.filters = {"state": "pending"}  # the State filter's first choice
         self.details = OperationDetails()
@@ -266,13 +298,18 @@ class QuorumPage(QWidget):
         QuorumWatch.of(ctx).arrived.connect(self._arrived)
 
     def _subtitle(self) -> str:
-        text = ("Quorum-protected changes wait here until enough key split members approve them. "
-                "Check exactly what each one will change before you approve.")
+        text = (
+            "Quorum-protected changes wait here until enough key split members approve them. "
+            "Check exactly what each one will change before you approve."
+        )
         if not self.ctx.may("quorum.approve"):
             deletes = self.ctx.may("quorum.delete")
-            text += (" Approving needs the Quorum Member role; as a Security Officer you may "
-                     "delete a pending operation." if deletes else " You can read them; "
-                     "approving needs the Quorum Member role.")
+            text += (
+                " Approving needs the Quorum Member role; as a Security Officer you may "
+                "delete a pending operation."
+                if deletes
+                else " You can read them; approving needs the Quorum Member role."
+            )
         return text
 
     # -- selection ----------------------------------------------------------------------------
@@ -317,13 +354,18 @@ class QuorumPage(QWidget):
 
     def delete(self, op: Any) -> FormDialog:
         dialog = FormDialog(
-            self.ctx, "Delete pending operation", [],
+            self.ctx,
+            "Delete pending operation",
+            [],
             lambda _v: delete_quorum_operation(op.id),
             intro=f"Delete <b>{html.escape(op.summary)}</b> (requested by "
-                  f"{html.escape(op.requested_by)}, {progress_text(op)} approvals)?<br><br>"
-                  "A deleted operation never runs and cannot be brought back; the request has "
-                  "to be submitted again. The deletion is recorded in the audit log.",
-            ok_text="Delete operation", busy_text="Deleting…", danger=True, parent=self,
+            f"{html.escape(op.requested_by)}, {progress_text(op)} approvals)?<br><br>"
+            "A deleted operation never runs and cannot be brought back; the request has "
+            "to be submitted again. The deletion is recorded in the audit log.",
+            ok_text="Delete operation",
+            busy_text="Deleting…",
+            danger=True,
+            parent=self,
         )
         dialog.open()
         return dialog
@@ -347,7 +389,15 @@ class QuorumPage(QWidget):
         self.list.save_state()
 
 
-register(PageSpec(QUORUM_PAGE, TITLE, QuorumPage, "quorum.read", order=85,
-                  icon="SP_MessageBoxQuestion",
-                  description="Quorum-protected operations waiting for key split members"))
+register(
+    PageSpec(
+        QUORUM_PAGE,
+        TITLE,
+        QuorumPage,
+        "quorum.read",
+        order=85,
+        icon="SP_MessageBoxQuestion",
+        description="Quorum-protected operations waiting for key split members",
+    )
+)
 register_window_extension(QUORUM_PAGE, attach)

@@ -95,9 +95,7 @@ def member_box(members: Sequence[str], accessible: str) -> QComboBox:
     box.setCurrentIndex(-1)
     box.setEditText("")
     box.lineEdit().setPlaceholderText("Key split member name")
-    box.lineEdit().setValidator(
-        QRegularExpressionValidator(QRegularExpression(ID_PATTERN), box)
-    )
+    box.lineEdit().setValidator(QRegularExpressionValidator(QRegularExpression(ID_PATTERN), box))
     box.setAccessibleName(accessible)
     box.setMinimumContentsLength(12)
     return box
@@ -125,8 +123,13 @@ def load_members(ctx: AppContext, parent: QWidget, then: Callable[[tuple[str, ..
         watch.remember_key_split(split)
         then(watch.members())
 
-    ctx.ops.read(lambda worker: worker.client.get_key_split(), parent=parent, quiet=True, success=got,
-                 failure=lambda _e: True)
+    ctx.ops.read(
+        lambda worker: worker.client.get_key_split(),
+        parent=parent,
+        quiet=True,
+        success=got,
+        failure=lambda _e: True,
+    )
 
 
 class RowsEditor(QWidget):
@@ -197,8 +200,7 @@ def _clear_passphrases(entry: tuple[Any, ...]) -> None:
 class CredentialsEditor(RowsEditor):
     """Rows of (key split member, passphrase). Empty rows are ignored."""
 
-    def __init__(self, members: Sequence[str] = (), rows: int = 0,
-                 parent: QWidget | None = None) -> None:
+    def __init__(self, members: Sequence[str] = (), rows: int = 0, parent: QWidget | None = None) -> None:
         super().__init__("Add key split member", "Add key split member", parent)
         self._members = list(members)
         for _ in range(rows):
@@ -222,8 +224,7 @@ class CredentialsEditor(RowsEditor):
             set_members(member, members)
 
     def credentials(self) -> list[tuple[str, str]]:
-        return [(m.currentText().strip(), p.text()) for _r, m, p in self.rows
-                if m.currentText().strip()]
+        return [(m.currentText().strip(), p.text()) for _r, m, p in self.rows if m.currentText().strip()]
 
     def problem(self) -> str:
         names: list[str] = []
@@ -242,11 +243,16 @@ class CredentialsEditor(RowsEditor):
 
 def credentials_note(watch: QuorumWatch, what: str) -> str:
     threshold, members = watch.threshold(), watch.members()
-    quorum = (f"{threshold} of the {len(members)} key split members" if threshold
-              else "a quorum of key split members")
-    return (f"With the passphrases of {quorum} {what} at once. With fewer (or none) it waits "
-            "under Pending approvals until quorum members approve it. Each member types their "
-            "own passphrase; it is sent once and not stored.")
+    quorum = (
+        f"{threshold} of the {len(members)} key split members"
+        if threshold
+        else "a quorum of key split members"
+    )
+    return (
+        f"With the passphrases of {quorum} {what} at once. With fewer (or none) it waits "
+        "under Pending approvals until quorum members approve it. Each member types their "
+        "own passphrase; it is sent once and not stored."
+    )
 
 
 class QuorumFormDialog(FormDialog):
@@ -257,10 +263,18 @@ class QuorumFormDialog(FormDialog):
     ``on_done`` gets an answer that ran.
     """
 
-    def __init__(self, ctx: AppContext, title: str, fields: list[Field],
-                 submit: Callable[[dict[str, Any]], Change],
-                 on_done: Callable[[Any], None] | None = None, *, rows: int = 0,
-                 what: str = "the change runs", **kw: Any) -> None:
+    def __init__(
+        self,
+        ctx: AppContext,
+        title: str,
+        fields: list[Field],
+        submit: Callable[[dict[str, Any]], Change],
+        on_done: Callable[[Any], None] | None = None,
+        *,
+        rows: int = 0,
+        what: str = "the change runs",
+        **kw: Any,
+    ) -> None:
         self.credentials: CredentialsEditor | None = None
         super().__init__(ctx, title, fields, submit, on_done, **kw)
         self._ok_text = self.ok.text()
@@ -331,8 +345,9 @@ def open_operation(widget: QWidget | None, op_id: str) -> None:
         page.select_operation(op_id)
 
 
-def _box(parent: QWidget | None, icon: QMessageBox.Icon, title: str, text: str,
-         informative: str, name: str) -> QMessageBox:
+def _box(
+    parent: QWidget | None, icon: QMessageBox.Icon, title: str, text: str, informative: str, name: str
+) -> QMessageBox:
     """``text`` is plain; ``informative`` is rich text (escape what it quotes)."""
     box = QMessageBox(icon, title, html.escape(text, quote=False), QMessageBox.NoButton, parent)
     box.setTextFormat(Qt.RichText)  # so the escaped names read as written, not as &#x27;
@@ -345,9 +360,10 @@ def _box(parent: QWidget | None, icon: QMessageBox.Icon, title: str, text: str,
 def tell_pending(ctx: AppContext, parent: QWidget | None, op: Any) -> QMessageBox:
     """A request became a pending quorum operation: say so, and link to it."""
     box = _box(
-        parent, QMessageBox.Information, "Waiting for approval",
-        f"Waiting for approval: {progress_text(op)} — quorum members can approve it under "
-        "Pending approvals.",
+        parent,
+        QMessageBox.Information,
+        "Waiting for approval",
+        f"Waiting for approval: {progress_text(op)} — quorum members can approve it under Pending approvals.",
         f"{html.escape(op.summary)}.<br>It runs once {op.approvals_needed} key split members "
         f"have approved, and expires on {when(op.expires_at)} if they have not.",
         "quorumPending",
@@ -365,21 +381,36 @@ def tell_outcome(ctx: AppContext, parent: QWidget | None, op: Any, member: str) 
     """After an approval: still pending with N of M, executed, or failed (and why)."""
     got, need = len(op.approvals), op.approvals_needed
     if op.state == "executed":
-        box = _box(parent, QMessageBox.Information, "Approved and executed",
-                   f"Approved as {member}: {got} of {need}. The quorum is complete and the KMA "
-                   "has executed the operation.",
-                   html.escape(f"{op.summary}: {op.result or 'done'}."), "quorumOutcome")
+        box = _box(
+            parent,
+            QMessageBox.Information,
+            "Approved and executed",
+            f"Approved as {member}: {got} of {need}. The quorum is complete and the KMA "
+            "has executed the operation.",
+            html.escape(f"{op.summary}: {op.result or 'done'}."),
+            "quorumOutcome",
+        )
     elif op.state == "pending":
         more = max(need - got, 0)
-        box = _box(parent, QMessageBox.Information, "Approval recorded",
-                   f"Approved as {member}. Still pending: {got} of {need} — {more} more key "
-                   f"split member{'s' if more != 1 else ''} must approve before it runs.",
-                   html.escape(op.summary) + ".", "quorumOutcome")
+        box = _box(
+            parent,
+            QMessageBox.Information,
+            "Approval recorded",
+            f"Approved as {member}. Still pending: {got} of {need} — {more} more key "
+            f"split member{'s' if more != 1 else ''} must approve before it runs.",
+            html.escape(op.summary) + ".",
+            "quorumOutcome",
+        )
     else:
-        box = _box(parent, QMessageBox.Warning, "Quorum reached, but it did not run",
-                   f"The operation is {op.state}: {op.result or 'no reason given'}.",
-                   "Nothing was changed. Check the details and the audit log; submit the request "
-                   "again if it still applies.", "quorumOutcome")
+        box = _box(
+            parent,
+            QMessageBox.Warning,
+            "Quorum reached, but it did not run",
+            f"The operation is {op.state}: {op.result or 'no reason given'}.",
+            "Nothing was changed. Check the details and the audit log; submit the request "
+            "again if it still applies.",
+            "quorumOutcome",
+        )
     box.addButton(QMessageBox.Ok)
     box.open()
     QuorumWatch.of(ctx).poll_now()
@@ -414,9 +445,11 @@ class ApproveDialog(QDialog):
         request = request_view(canonical_text(op))
         request.setMinimumHeight(150)
         layout.addWidget(request, 1)  # spare height goes here, not between the labels
-        note = QLabel("Approve only if this is exactly the change you expect. The passphrase "
-                      "opens this member's share of the cluster's root secret for this operation "
-                      "only; the manager does not keep it.")
+        note = QLabel(
+            "Approve only if this is exactly the change you expect. The passphrase "
+            "opens this member's share of the cluster's root secret for this operation "
+            "only; the manager does not keep it."
+        )
         note.setWordWrap(True)
         layout.addWidget(note)
         form = QFormLayout()
@@ -468,8 +501,10 @@ class ApproveDialog(QDialog):
         self.ok.setEnabled(False)
         self.ctx.ops.write(
             approve_quorum_operation(op_id, member, passphrase),
-            parent=self, label="Approving…",
-            success=lambda op: self._done(op, member), failure=self._failed,
+            parent=self,
+            label="Approving…",
+            success=lambda op: self._done(op, member),
+            failure=self._failed,
         )
 
     def _done(self, op: Any, member: str) -> None:

@@ -40,11 +40,14 @@ class LockedBanner(Banner):
         super().__init__("lockedBanner", "#f6c4c0", window)
         self.ctx = ctx
         self.window_ = window
-        text = ("<b>This KMA is locked; a quorum must unlock it.</b> It serves nothing secret and "
-                "refuses management until then (agents fail over to other KMAs).")
+        text = (
+            "<b>This KMA is locked; a quorum must unlock it.</b> It serves nothing secret and "
+            "refuses management until then (agents fail over to other KMAs)."
+        )
         if ctx.may("quorum.submit"):
-            text += " Unlock it with key split credentials, or submit an unlock for quorum " \
-                    "members to approve."
+            text += (
+                " Unlock it with key split credentials, or submit an unlock for quorum members to approve."
+            )
         elif ctx.may("quorum.read"):
             text += " Quorum members approve a pending unlock under Pending approvals."
         else:
@@ -101,8 +104,7 @@ def notification_text(ops: list[Any], rich: bool = False) -> str:
     esc: Callable[[str], str] = html.escape if rich else str
     op = ops[0]
     head = "New pending approval" if len(ops) == 1 else f"{len(ops)} new pending approvals"
-    body = (f"{esc(op.summary)} — requested by {esc(op.requested_by)}; "
-            f"{progress_text(op)} approvals so far.")
+    body = f"{esc(op.summary)} — requested by {esc(op.requested_by)}; {progress_text(op)} approvals so far."
     if len(ops) > 1:
         body += f" (and {len(ops) - 1} more)"
     return f"<b>{head}:</b> {body}" if rich else f"{head}: {body}"
@@ -174,8 +176,11 @@ class QuorumWindowExtras(QObject):
             font = QFont(item.font())
             font.setBold(bool(count))
             item.setFont(font)
-            tip = (f"{count} quorum operation{'s' if count != 1 else ''} waiting for approval"
-                   if count else "No quorum operation is waiting for approval")
+            tip = (
+                f"{count} quorum operation{'s' if count != 1 else ''} waiting for approval"
+                if count
+                else "No quorum operation is waiting for approval"
+            )
             item.setToolTip(tip)
             item.setData(Qt.AccessibleTextRole, f"{title}: {tip}")
 
@@ -188,8 +193,7 @@ class QuorumWindowExtras(QObject):
         QApplication.alert(window)
         if self.tray is not None and self.tray.supportsMessages():
             self._tray_op = ops[0].id
-            self.tray.showMessage("KMS Manager", notification_text(ops),
-                                  QSystemTrayIcon.Information, 15000)
+            self.tray.showMessage("KMS Manager", notification_text(ops), QSystemTrayIcon.Information, 15000)
         else:
             self.arrival_banner.announce(ops)
 

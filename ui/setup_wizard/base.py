@@ -65,8 +65,14 @@ class SetupPage(QWizardPage):
     def _ask(self, work: Callable[[Any], Any]) -> None:
         self.busy = True
         self.wizard().button(QWizard.NextButton).setEnabled(False)
-        self.ops.write(work, parent=self, quiet=True, label="Asking the KMA…",
-                       success=self._answered, failure=self._refused)  # fmt: skip
+        self.ops.write(
+            work,
+            parent=self,
+            quiet=True,
+            label="Asking the KMA…",
+            success=self._answered,
+            failure=self._refused,
+        )
 
     def _answered(self, result: Any) -> None:
         self.busy = False

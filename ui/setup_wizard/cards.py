@@ -35,20 +35,32 @@ def cards_for(
 def _text(card: KeySplitCard) -> list[tuple[str, str]]:
     others = card.threshold - 1
     return [
-        ("What this card is", f"You, {card.member}, are one of the {card.members} members of the key split "
-         f"of the cluster “{card.cluster}”. Any {card.threshold} of the {card.members} members, each typing "
-         "their own passphrase, together form the quorum."
-         + (f" You alone can do nothing: {others} other member{'s' if others != 1 else ''} must join you."
-            if others else "")),
-        ("When the quorum is needed", "Unlocking a locked KMA (after a restart when autonomous unlock is "
-         "off); adding a KMA to the cluster; creating users or changing their passphrases; switching "
-         "autonomous unlock; changing the key split; restoring a backup. The KMA manager's Pending "
-         "approvals shows what waits for you."),
-        ("What to do with this card", "Keep it where you keep other security credentials, apart from the "
-         "other members' cards. Remember your passphrase: it is written nowhere, and nobody can recover it "
-         "for you. Never write it on this card. If you leave, or think your passphrase is known, ask the "
-         "Security Officer to change the key split."),
-    ]  # fmt: skip
+        (
+            "What this card is",
+            f"You, {card.member}, are one of the {card.members} members of the key split "
+            f"of the cluster “{card.cluster}”. Any {card.threshold} of the {card.members} members, "
+            "each typing their own passphrase, together form the quorum."
+            + (
+                f" You alone can do nothing: {others} other member{'s' if others != 1 else ''} must join you."
+                if others
+                else ""
+            ),
+        ),
+        (
+            "When the quorum is needed",
+            "Unlocking a locked KMA (after a restart when autonomous unlock is "
+            "off); adding a KMA to the cluster; creating users or changing their passphrases; switching "
+            "autonomous unlock; changing the key split; restoring a backup. The KMA manager's Pending "
+            "approvals shows what waits for you.",
+        ),
+        (
+            "What to do with this card",
+            "Keep it where you keep other security credentials, apart from the "
+            "other members' cards. Remember your passphrase: it is written nowhere, and nobody can "
+            "recover it for you. Never write it on this card. If you leave, or think your passphrase is "
+            "known, ask the Security Officer to change the key split.",
+        ),
+    ]
 
 
 def paint_card(painter: QPainter, page: QRectF, card: KeySplitCard) -> None:

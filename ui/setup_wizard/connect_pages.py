@@ -28,17 +28,23 @@ from ui.trust_dialog import grouped
 
 # The modes this wizard has pages for, and the first of them; a mode is offered only if the KMA
 # offers it too (kma/setup/service.py MODES).
-MODE_TITLES = {"new_cluster": "Create a new cluster with this KMA as its first member",
-               "restore": "Restore a KMA from a backup (database backup and core security backup)",
-               "join": "Join an existing cluster as a new KMA"}  # fmt: skip
+MODE_TITLES = {
+    "new_cluster": "Create a new cluster with this KMA as its first member",
+    "restore": "Restore a KMA from a backup (database backup and core security backup)",
+    "join": "Join an existing cluster as a new KMA",
+}
 MODE_FIRST_PAGE = {"new_cluster": "KeySplitPage", "restore": "RestoreFilesPage", "join": "JoinPage"}
 
 
 class ConnectPage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "Connect to the new KMA",
-                         "Start the new KMA with `kma serve`: its console shows a certificate "
-                         "fingerprint and a one-time set-up code.")  # fmt: skip
+        super().__init__(
+            answers,
+            ops,
+            "Connect to the new KMA",
+            "Start the new KMA with `kma serve`: its console shows a certificate "
+            "fingerprint and a one-time set-up code.",
+        )
         layout = QVBoxLayout(self)
         form = QFormLayout()
         row = QHBoxLayout()
@@ -108,9 +114,13 @@ class ConnectPage(SetupPage):
 
 class NetworkPage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "Network",
-                         "Where the KMA listens once it is set up. Managers and other KMAs use the "
-                         "management address; tape drives and other agents the service address.")  # fmt: skip
+        super().__init__(
+            answers,
+            ops,
+            "Network",
+            "Where the KMA listens once it is set up. Managers and other KMAs use the "
+            "management address; tape drives and other agents the service address.",
+        )
         layout = QVBoxLayout(self)
         form = QFormLayout()
         self.management = QLineEdit()
@@ -137,9 +147,13 @@ class NetworkPage(SetupPage):
 
 class ModePage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "What this KMA will do",
-                         "What the KMA offers to become, and what a new cluster needs: its name, its first "
-                         "site and this KMA's ID.")  # fmt: skip
+        super().__init__(
+            answers,
+            ops,
+            "What this KMA will do",
+            "What the KMA offers to become, and what a new cluster needs: its name, its first "
+            "site and this KMA's ID.",
+        )
         layout = QVBoxLayout(self)
         self.choice = QButtonGroup(self)
         self.choices = QVBoxLayout()

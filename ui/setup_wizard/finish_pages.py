@@ -18,9 +18,12 @@ from ui.trust_dialog import grouped
 
 class SummaryPage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "Summary",
-                         "Nothing has been written to the KMA yet. Set it up, or go back to change an "
-                         "answer.")  # fmt: skip
+        super().__init__(
+            answers,
+            ops,
+            "Summary",
+            "Nothing has been written to the KMA yet. Set it up, or go back to change an answer.",
+        )
         self.setCommitPage(True)
         self.setButtonText(QWizard.CommitButton, "Set up the KMA")
         layout = QVBoxLayout(self)
@@ -29,8 +32,10 @@ class SummaryPage(SetupPage):
         self.text.setObjectName("setupSummary")
         layout.addWidget(self.text)
         self.save_button = QPushButton("Save these answers for kma init…")
-        self.save_button.setToolTip("A TOML answers file without any passphrase, for a later headless "
-                                    "`kma init --answers FILE`, which asks each person.")  # fmt: skip
+        self.save_button.setToolTip(
+            "A TOML answers file without any passphrase, for a later headless "
+            "`kma init --answers FILE`, which asks each person."
+        )
         self.save_button.clicked.connect(self.ask_where_to_save)
         layout.addWidget(self.save_button)
         self.saved = QLabel()
@@ -42,24 +47,37 @@ class SummaryPage(SetupPage):
         rows = [
             ("KMA", f"{a.kma_name or a.kma_id} ({a.kma_id}), site {a.site_name or a.site_id} ({a.site_id})"),
             ("Creates", f"the new cluster “{a.cluster_name}”"),
-            ("Management address", a.management_address), ("Service address", a.service_address),
+            ("Management address", a.management_address),
+            ("Service address", a.service_address),
             ("Time", "the KMA's system clock (keep it right with the machine's NTP client)"),
-            ("Key split", f"any {a.threshold} of {len(a.members)}: {', '.join(a.members)} (proven, check "
-                          f"{a.proof_check})"),
+            (
+                "Key split",
+                f"any {a.threshold} of {len(a.members)}: {', '.join(a.members)} (proven, check "
+                f"{a.proof_check})",
+            ),
             ("Security Officer", f"{a.officer_name} ({a.officer_id})"),
-            ("Autonomous unlock", "on: a restarted KMA serves without a quorum" if a.autonomous_unlock
-             else "off: a restarted KMA waits for a quorum"),
+            (
+                "Autonomous unlock",
+                "on: a restarted KMA serves without a quorum"
+                if a.autonomous_unlock
+                else "off: a restarted KMA waits for a quorum",
+            ),
             ("Key pool", f"{a.key_pool_size:,} keys"),
-            ("Master key", f"in the HSM token '{a.hsm['token_label']}' ({a.hsm['module']})" if a.hsm
-             else "in software"),
-        ]  # fmt: skip
-        self.text.setText("<table cellspacing=6>" + "".join(
-            f"<tr><td><b>{html.escape(k)}</b></td><td>{html.escape(v)}</td></tr>" for k, v in rows
-        ) + "</table>")  # fmt: skip
+            (
+                "Master key",
+                f"in the HSM token '{a.hsm['token_label']}' ({a.hsm['module']})" if a.hsm else "in software",
+            ),
+        ]
+        self.text.setText(
+            "<table cellspacing=6>"
+            + "".join(f"<tr><td><b>{html.escape(k)}</b></td><td>{html.escape(v)}</td></tr>" for k, v in rows)
+            + "</table>"
+        )
 
     def ask_where_to_save(self) -> None:
-        path = ask_save_path(self, "setup", "Save the set-up answers", "kma-answers.toml",
-                             "TOML answers (*.toml)")  # fmt: skip
+        path = ask_save_path(
+            self, "setup", "Save the set-up answers", "kma-answers.toml", "TOML answers (*.toml)"
+        )
         if path:
             self.save_answers(path)
 
@@ -97,13 +115,16 @@ class ProgressPage(SetupPage):
         self.retry.hide()
         self.error.say("")
         self.bar.setRange(0, 0)
-        self.status.setText("The KMA makes its cluster CA and certificate, wraps the master key under the "
-                            "proven key split, creates the site, itself and the Security Officer, records "
-                            "it all in its audit trail, then starts serving normally.")  # fmt: skip
+        self.status.setText(
+            "The KMA makes its cluster CA and certificate, wraps the master key under the "
+            "proven key split, creates the site, itself and the Security Officer, records "
+            "it all in its audit trail, then starts serving normally."
+        )
         self.wizard().button(QWizard.CancelButton).setEnabled(False)
         answers = self.answers
-        self.ops.write(setup_writes.finish(answers), parent=self, quiet=True,
-                       success=self._made, failure=self._failed)  # fmt: skip
+        self.ops.write(
+            setup_writes.finish(answers), parent=self, quiet=True, success=self._made, failure=self._failed
+        )
 
     def _made(self, made: Any) -> None:
         self.answers.made = made

@@ -24,10 +24,12 @@ class KeySplitPage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
         super().__init__(answers, ops, "Key split", "Who together can unlock the cluster's keys.")
         layout = QVBoxLayout(self)
-        explained = QLabel("The cluster's root secret is split among N members, each holding a passphrase. "
-                           "Any M of them together form the quorum: it unlocks a locked KMA and approves "
-                           "sensitive changes. Fewer than M can do nothing; if more than N − M passphrases "
-                           "are lost, so is the quorum.")  # fmt: skip
+        explained = QLabel(
+            "The cluster's root secret is split among N members, each holding a passphrase. "
+            "Any M of them together form the quorum: it unlocks a locked KMA and approves "
+            "sensitive changes. Fewer than M can do nothing; if more than N − M passphrases "
+            "are lost, so is the quorum."
+        )
         explained.setWordWrap(True)
         layout.addWidget(explained)
         form = QFormLayout()
@@ -122,9 +124,11 @@ class MembersPage(SetupPage):
     def _next_member(self) -> None:
         self._clear()
         n = len(self.typed) + 1
-        self.setSubTitle(f"Member {n} of {self.answers.member_count}: only this member at the keyboard now. "
-                         "Nobody else chooses or sees your passphrase; the KMA keeps only your share of the "
-                         "secret, sealed under it.")  # fmt: skip
+        self.setSubTitle(
+            f"Member {n} of {self.answers.member_count}: only this member at the keyboard now. "
+            "Nobody else chooses or sees your passphrase; the KMA keeps only your share of the "
+            "secret, sealed under it."
+        )
         self.whose.setText(f"<b>Member {n} of {self.answers.member_count}</b>")
         self.name.setFocus()
 
@@ -133,14 +137,18 @@ class MembersPage(SetupPage):
         problem = id_problem(name, "A member's name")
         taken = next((n for n, _ in self.typed if n.casefold() == name.casefold()), None)
         if not problem and taken is not None:
-            problem = (f"'{taken}' is already a member; each member has their own name (names differing "
-                       "only in upper and lower case are the same name).")
+            problem = (
+                f"'{taken}' is already a member; each member has their own name (names differing "
+                "only in upper and lower case are the same name)."
+            )
         if not problem and len(passphrase) < 8:
             problem = "The passphrase must be at least 8 characters."
         found = strength(passphrase, [name])
         if not problem and not found.enough:
-            problem = (f"This passphrase is {found.words.lower()}. {found.hint} Choose a longer one, e.g. a "
-                       "few unrelated words.")  # fmt: skip
+            problem = (
+                f"This passphrase is {found.words.lower()}. {found.hint} Choose a longer one, e.g. a "
+                "few unrelated words."
+            )
         if not problem and self.again.text() != passphrase:
             problem = "The two passphrases typed are not the same. Type both again."
             self.passphrase.clear()
@@ -173,10 +181,14 @@ class MembersPage(SetupPage):
 
 class ProofPage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "Proof: the quorum can reconstruct the secret",
-                         "Nothing has been written yet. The KMA picked these members: each types their "
-                         "passphrase again, and the KMA shows that together they reconstruct the "
-                         "secret.")  # fmt: skip
+        super().__init__(
+            answers,
+            ops,
+            "Proof: the quorum can reconstruct the secret",
+            "Nothing has been written yet. The KMA picked these members: each types their "
+            "passphrase again, and the KMA shows that together they reconstruct the "
+            "secret.",
+        )
         layout = QVBoxLayout(self)
         self.form = QFormLayout()
         layout.addLayout(self.form)
@@ -220,9 +232,11 @@ class ProofPage(SetupPage):
         def proven(check: str) -> None:
             answers.proof_check = check
             names = " and ".join(self.fields)
-            self.result.setText(f"<span style='color:#2e7d32'>✔ {names} reconstructed the secret "
-                                f"(check value {check}).</span> The key split works; nothing is written "
-                                "until the last step.")  # fmt: skip
+            self.result.setText(
+                f"<span style='color:#2e7d32'>✔ {names} reconstructed the secret "
+                f"(check value {check}).</span> The key split works; nothing is written "
+                "until the last step."
+            )
             self.completeChanged.emit()
 
         def failed(exc: BaseException) -> bool:
@@ -230,8 +244,14 @@ class ProofPage(SetupPage):
             self.error.say(reason(exc))
             return True
 
-        self.ops.write(setup_writes.prove(answers, typed), parent=self, quiet=True,
-                       label="Proving the key split…", success=proven, failure=failed)  # fmt: skip
+        self.ops.write(
+            setup_writes.prove(answers, typed),
+            parent=self,
+            quiet=True,
+            label="Proving the key split…",
+            success=proven,
+            failure=failed,
+        )
 
     def isComplete(self) -> bool:  # noqa: N802 - Qt override
         return bool(self.answers.proof_check)

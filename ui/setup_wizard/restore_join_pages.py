@@ -43,15 +43,21 @@ def _page_after(page: SetupPage, name: str) -> int:
 
 class RestoreFilesPage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "Restore from a backup",
-                         "The two files a backup is made of. The KMA checks them before anyone types a "
-                         "passphrase; it comes back as the KMA that made the backup, with this machine's "
-                         "addresses.")  # fmt: skip
+        super().__init__(
+            answers,
+            ops,
+            "Restore from a backup",
+            "The two files a backup is made of. The KMA checks them before anyone types a "
+            "passphrase; it comes back as the KMA that made the backup, with this machine's "
+            "addresses.",
+        )
         self.asking: QMessageBox | None = None  # "The original still serves", while it asks
         layout = QVBoxLayout(self)
-        warning = QLabel("<b>A restore replaces a dead machine.</b> The restored KMA has the original's ID, "
-                         "cluster CA and keys, and serves them. If the original still runs, switch it off "
-                         "for good first: two KMAs that both claim to be it would both hand out keys.")
+        warning = QLabel(
+            "<b>A restore replaces a dead machine.</b> The restored KMA has the original's ID, "
+            "cluster CA and keys, and serves them. If the original still runs, switch it off "
+            "for good first: two KMAs that both claim to be it would both hand out keys."
+        )
         warning.setObjectName("restoreReplacesWarning")
         warning.setWordWrap(True)
         layout.addWidget(warning)
@@ -89,8 +95,11 @@ class RestoreFilesPage(SetupPage):
         for field in (self.database, self.core):
             path = Path(field.text().strip()).expanduser()
             if not path.is_file():
-                return f"{field.accessibleName()}: there is no file {path}." if field.text().strip() else (
-                    f"Choose the {field.accessibleName().lower()} file.")  # fmt: skip
+                return (
+                    f"{field.accessibleName()}: there is no file {path}."
+                    if field.text().strip()
+                    else (f"Choose the {field.accessibleName().lower()} file.")
+                )
             files.append(path)
         answers = self.answers
         answers.autonomous_unlock = self.autonomous.isChecked()
@@ -109,17 +118,23 @@ class RestoreFilesPage(SetupPage):
         self.busy = False
         self.wizard().button(QWizard.NextButton).setEnabled(True)
         box, go_on, stay = ask_first(
-            self, "originalServing", "The original may still be serving",
+            self,
+            "originalServing",
+            "The original may still be serving",
             f"This is a backup of KMA {pair.kma_id} of cluster '{pair.cluster_name}', and that cluster "
-            f"still answers: {', '.join(serving)}.", ("It is gone: restore", QMessageBox.AcceptRole),
+            f"still answers: {', '.join(serving)}.",
+            ("It is gone: restore", QMessageBox.AcceptRole),
             "Do not restore",
             informative="A restore replaces a dead machine. Restored beside a running original, two KMAs "
             "with one ID and CA both serve keys. Restore only if that KMA is switched off for good, or is "
             "another member of the cluster.",
         )
         go_on.clicked.connect(lambda: SetupPage._answered(self, result))
-        stay.clicked.connect(lambda: self.error.say(
-            f"Not restored: {', '.join(serving)} still answers. Switch the original off first."))
+        stay.clicked.connect(
+            lambda: self.error.say(
+                f"Not restored: {', '.join(serving)} still answers. Switch the original off first."
+            )
+        )
         self.asking = box
         box.open()
 
@@ -128,10 +143,14 @@ class RestoreQuorumPage(SetupPage):
     """Each member of the quorum types their name and passphrase, then hands over the keyboard."""
 
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "The quorum",
-                         "The key split in the backup is restored with it. Enough of its members (the "
-                         "quorum) each type their own name and passphrase, then Next member; the last "
-                         "one presses Restore the KMA.")  # fmt: skip
+        super().__init__(
+            answers,
+            ops,
+            "The quorum",
+            "The key split in the backup is restored with it. Enough of its members (the "
+            "quorum) each type their own name and passphrase, then Next member; the last "
+            "one presses Restore the KMA.",
+        )
         self.setCommitPage(True)
         self.setButtonText(QWizard.CommitButton, "Restore the KMA")
         layout = QVBoxLayout(self)
@@ -205,8 +224,9 @@ class RestoreDonePage(SetupPage):
     """Finish signs in as one of the restored users."""
 
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "The KMA is restored",
-                         "It serves now, unlocked; everyone signs in again.")  # fmt: skip
+        super().__init__(
+            answers, ops, "The KMA is restored", "It serves now, unlocked; everyone signs in again."
+        )
         self.setFinalPage(True)
         layout = QVBoxLayout(self)
         self.text = QLabel()
@@ -245,8 +265,11 @@ class RestoreDonePage(SetupPage):
         a.officer_id, a.officer_passphrase = self.user.text().strip(), self.passphrase.text()
         if not a.officer_id or not a.officer_passphrase:
             return "Type a restored user's ID and passphrase."
-        a.cluster_name = a.cluster_name or (a.backup.cluster_name if a.backup else "") or (
-            f"KMA {a.made.management_address if a.made else a.address}")
+        a.cluster_name = (
+            a.cluster_name
+            or (a.backup.cluster_name if a.backup else "")
+            or (f"KMA {a.made.management_address if a.made else a.address}")
+        )
         return lambda _c: sign_in_when_serving(a)
 
     def checked(self, result: Any) -> None:
@@ -256,9 +279,13 @@ class RestoreDonePage(SetupPage):
 
 class JoinPage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "Join an existing cluster",
-                         "A Security Officer adds this KMA's entry on the cluster first (a quorum "
-                         "approves it) and hands you its one-time KMA passphrase.")  # fmt: skip
+        super().__init__(
+            answers,
+            ops,
+            "Join an existing cluster",
+            "A Security Officer adds this KMA's entry on the cluster first (a quorum "
+            "approves it) and hands you its one-time KMA passphrase.",
+        )
         self.setCommitPage(True)
         self.setButtonText(QWizard.CommitButton, "Join the cluster")
         layout = QVBoxLayout(self)
@@ -279,8 +306,10 @@ class JoinPage(SetupPage):
         form.addRow("This KMA's ID:", self.kma_id)
         form.addRow("One-time KMA passphrase:", self.passphrase)
         layout.addLayout(form)
-        explained = QLabel("The cluster is trusted only if its CA has exactly this fingerprint: compare "
-                           "it with the one an existing KMA's console or a manager shows.")  # fmt: skip
+        explained = QLabel(
+            "The cluster is trusted only if its CA has exactly this fingerprint: compare "
+            "it with the one an existing KMA's console or a manager shows."
+        )
         explained.setWordWrap(True)
         layout.addWidget(explained)
         layout.addWidget(self.error)
@@ -311,8 +340,9 @@ class JoinPage(SetupPage):
 
 class JoinDonePage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "The KMA has joined the cluster",
-                         "It is LOCKED until a quorum unlocks it.")  # fmt: skip
+        super().__init__(
+            answers, ops, "The KMA has joined the cluster", "It is LOCKED until a quorum unlocks it."
+        )
         self.setFinalPage(True)
         layout = QVBoxLayout(self)
         self.text = QLabel()

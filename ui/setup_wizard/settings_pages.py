@@ -14,9 +14,13 @@ from ui.widgets import PasswordLineEdit
 
 class OfficerPage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "The initial Security Officer",
-                         "The first user of the new KMA: manages users, sites, KMAs and the key split. You "
-                         "sign in as this user when set-up is done.")  # fmt: skip
+        super().__init__(
+            answers,
+            ops,
+            "The initial Security Officer",
+            "The first user of the new KMA: manages users, sites, KMAs and the key split. You "
+            "sign in as this user when set-up is done.",
+        )
         layout = QVBoxLayout(self)
         form = QFormLayout()
         self.user_id = QLineEdit(answers.officer_id)
@@ -51,8 +55,10 @@ class OfficerPage(SetupPage):
             return "The passphrase must be at least 8 characters."
         found = strength(self.passphrase.text(), [a.officer_id, a.officer_name])
         if not found.enough:  # the KMA refuses it too: one rule for every user (kma/domain/strength.py)
-            return (f"This passphrase is {found.words.lower()}. {found.hint} Choose a longer one, e.g. a "
-                    "few unrelated words.")  # fmt: skip
+            return (
+                f"This passphrase is {found.words.lower()}. {found.hint} Choose a longer one, e.g. a "
+                "few unrelated words."
+            )
         if self.passphrase.text() != self.again.text():
             self.again.clear()
             return "The two passphrases typed are not the same. Type the second one again."
@@ -87,10 +93,14 @@ class UnlockPage(SetupPage):
 
 class PoolPage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "Key pool",
-                         "Keys the KMA makes ahead of time, so that a tape drive asking for a new key never "
-                         "waits, even when the KMA is cut off from its peers. It refills as keys are "
-                         "issued.")  # fmt: skip
+        super().__init__(
+            answers,
+            ops,
+            "Key pool",
+            "Keys the KMA makes ahead of time, so that a tape drive asking for a new key never "
+            "waits, even when the KMA is cut off from its peers. It refills as keys are "
+            "issued.",
+        )
         layout = QVBoxLayout(self)
         form = QFormLayout()
         self.size = QSpinBox()
@@ -117,9 +127,13 @@ class MasterKeyPage(SetupPage):
     """Software (the default), or a PKCS#11 token on the KMA's machine (docs/hsm.md)."""
 
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(answers, ops, "Master key",
-                         "Where the key that wraps every stored key lives. The KMA checks the token when "
-                         "it is set up; a token it cannot use stops the set-up with the reason.")  # fmt: skip
+        super().__init__(
+            answers,
+            ops,
+            "Master key",
+            "Where the key that wraps every stored key lives. The KMA checks the token when "
+            "it is set up; a token it cannot use stops the set-up with the reason.",
+        )
         layout = QVBoxLayout(self)
         self.software = QRadioButton("In software: in the KMA's memory while it is unlocked")
         self.in_hsm = QRadioButton("In a hardware security module (PKCS#11 token on the KMA's machine)")
@@ -156,11 +170,20 @@ class MasterKeyPage(SetupPage):
         if not self.in_hsm.isChecked():
             self.answers.hsm = {}
             return ""
-        chosen = {"module": self.module.text().strip(), "token_label": self.token.text().strip(),
-                  "pin_file": self.pin_file.text().strip()}  # fmt: skip
-        missing = [name for name, value in [("the PKCS#11 module", chosen["module"]),
-                                            ("the token label", chosen["token_label"]),
-                                            ("the PIN file", chosen["pin_file"])] if not value]  # fmt: skip
+        chosen = {
+            "module": self.module.text().strip(),
+            "token_label": self.token.text().strip(),
+            "pin_file": self.pin_file.text().strip(),
+        }
+        missing = [
+            name
+            for name, value in [
+                ("the PKCS#11 module", chosen["module"]),
+                ("the token label", chosen["token_label"]),
+                ("the PIN file", chosen["pin_file"]),
+            ]
+            if not value
+        ]
         if missing:
             return f"Give {', '.join(missing)}, or keep the master key in software."
         self.answers.hsm = chosen

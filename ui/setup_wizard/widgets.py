@@ -52,8 +52,11 @@ class QuorumPicture(QWidget):
             painter.setBrush(Qt.NoBrush)
             painter.drawRoundedRect(QRectF(10 + 2, 12, self.threshold * step - 4, 52), 8, 8)
             painter.setPen(text)
-            painter.drawText(QRectF(10, 68, self.width() - 20, 24), Qt.AlignLeft,
-                             f"Any {self.threshold} of these {n} together form the quorum")  # fmt: skip
+            painter.drawText(
+                QRectF(10, 68, self.width() - 20, 24),
+                Qt.AlignLeft,
+                f"Any {self.threshold} of these {n} together form the quorum",
+            )
         key_x = 10 + n * step + 24
         painter.setPen(QPen(QUORUM, 3))
         painter.setBrush(Qt.NoBrush)

@@ -35,9 +35,26 @@ from ui.setup_wizard.settings_pages import MasterKeyPage, OfficerPage, PoolPage,
 
 # Pages reached only once key split members have typed their passphrases (set-up, then restore).
 AFTER_MEMBERS = ("ProofPage", "OfficerPage", "UnlockPage", "PoolPage", "SummaryPage")
-PAGES = (ConnectPage, NetworkPage, ModePage, KeySplitPage, MembersPage, ProofPage, OfficerPage, UnlockPage,
-         PoolPage, MasterKeyPage, SummaryPage, ProgressPage, DonePage,
-         RestoreFilesPage, RestoreQuorumPage, RestoreDonePage, JoinPage, JoinDonePage)  # fmt: skip
+PAGES = (
+    ConnectPage,
+    NetworkPage,
+    ModePage,
+    KeySplitPage,
+    MembersPage,
+    ProofPage,
+    OfficerPage,
+    UnlockPage,
+    PoolPage,
+    MasterKeyPage,
+    SummaryPage,
+    ProgressPage,
+    DonePage,
+    RestoreFilesPage,
+    RestoreQuorumPage,
+    RestoreDonePage,
+    JoinPage,
+    JoinDonePage,
+)
 
 
 class SignInPage(DonePage):
@@ -103,9 +120,13 @@ class SetupWizard(QWizard):
             return
         who = "1 member has" if typed == 1 else f"{typed} members have"
         box, stop, _ = ask_first(
-            self, "stopCeremony", "Stop the ceremony?",
+            self,
+            "stopCeremony",
+            "Stop the ceremony?",
             f"{who} typed their passphrase. Stop now, and nothing is written: everyone types again from "
-            "the start next time.", ("Stop and throw away", QMessageBox.DestructiveRole), "Keep going",
+            "the start next time.",
+            ("Stop and throw away", QMessageBox.DestructiveRole),
+            "Keep going",
         )
         stop.clicked.connect(self._stop)
         self.stop_box = box

@@ -15,8 +15,18 @@ from kma.api.routes import (
     users,
 )
 
-ROUTERS = [status.router, auth.router, sites.router, kmas.router, users.router, policies.router,
-           agents.router, data_units.router, keys.router, audit.router]  # fmt: skip
+ROUTERS = [
+    status.router,
+    auth.router,
+    sites.router,
+    kmas.router,
+    users.router,
+    policies.router,
+    agents.router,
+    data_units.router,
+    keys.router,
+    audit.router,
+]
 
 from kma.api.routes import history, series  # noqa: E402  the auditor's view: histories, chart series
 

@@ -11,8 +11,14 @@ router = APIRouter(prefix="/agents", tags=["agents"])
 
 
 @router.get("", response_model=schemas.Page[schemas.Agent])
-def list_agents(kma: Kma, actor: AgentsRead, paging: Paging, site_id: str | None = None,
-                enabled: bool | None = None, key_group_id: str | None = None) -> Page:  # fmt: skip
+def list_agents(
+    kma: Kma,
+    actor: AgentsRead,
+    paging: Paging,
+    site_id: str | None = None,
+    enabled: bool | None = None,
+    key_group_id: str | None = None,
+) -> Page:
     return agents.list_agents(
         kma, with_filters(paging, site_id=site_id, enabled=enabled, key_group_id=key_group_id)
     )

@@ -24,17 +24,39 @@ from kma.services.paging import Page, PageRequest
 router = APIRouter(prefix="/audit-events", tags=["audit"])
 
 
-def audit_filter(paging: Paging, operation: str | None = None, severity: str | None = None,
-                 condition: str | None = None, event_class: str | None = None,
-                 entity_id: str | None = None, kma_id: str | None = None, site_id: str | None = None,
-                 subject_type: str | None = None, subject_id: str | None = None,
-                 retention: str | None = None, since: str | None = None, until: str | None = None,
-                 after_id: int | None = None) -> PageRequest:  # fmt: skip
+def audit_filter(
+    paging: Paging,
+    operation: str | None = None,
+    severity: str | None = None,
+    condition: str | None = None,
+    event_class: str | None = None,
+    entity_id: str | None = None,
+    kma_id: str | None = None,
+    site_id: str | None = None,
+    subject_type: str | None = None,
+    subject_id: str | None = None,
+    retention: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    after_id: int | None = None,
+) -> PageRequest:
     """The browser's filter; `q` is free text (FTS5), `after_id` the live tail's cursor."""
-    return with_filters(paging, operation=operation, severity=severity, condition=condition,
-                        event_class=event_class, entity_id=entity_id, kma_id=kma_id, site_id=site_id,
-                        subject_type=subject_type, subject_id=subject_id, retention=retention,
-                        since=since, until=until, after_id=after_id)  # fmt: skip
+    return with_filters(
+        paging,
+        operation=operation,
+        severity=severity,
+        condition=condition,
+        event_class=event_class,
+        entity_id=entity_id,
+        kma_id=kma_id,
+        site_id=site_id,
+        subject_type=subject_type,
+        subject_id=subject_id,
+        retention=retention,
+        since=since,
+        until=until,
+        after_id=after_id,
+    )
 
 
 AuditFilter = Annotated[PageRequest, Depends(audit_filter)]

@@ -62,5 +62,6 @@ def core_security_backup_status(kma: Kma, actor: BackupsRead) -> dict[str, Any]:
 def take_core_security_backup(kma: Kma, actor: CoreBackup) -> Response:
     data = backups.take_core_security_backup(kma, actor)
     name = f"core-security-backup-{kma.clock.now()}{CORE_SUFFIX}"
-    return Response(data, media_type="application/json",
-                    headers={"Content-Disposition": f'attachment; filename="{name}"'})  # fmt: skip
+    return Response(
+        data, media_type="application/json", headers={"Content-Disposition": f'attachment; filename="{name}"'}
+    )

@@ -11,11 +11,24 @@ router = APIRouter(prefix="/keys", tags=["keys"])
 
 
 @router.get("", response_model=schemas.Page[schemas.Key])
-def list_keys(kma: Kma, actor: DataRead, paging: Paging, state: str | None = None,
-              key_group_id: str | None = None, data_unit_id: str | None = None,
-              agent_id: str | None = None, compromised: bool | None = None) -> Page:  # fmt: skip
-    filters = with_filters(paging, state=state, key_group_id=key_group_id, data_unit_id=data_unit_id,
-                           agent_id=agent_id, compromised=compromised)  # fmt: skip
+def list_keys(
+    kma: Kma,
+    actor: DataRead,
+    paging: Paging,
+    state: str | None = None,
+    key_group_id: str | None = None,
+    data_unit_id: str | None = None,
+    agent_id: str | None = None,
+    compromised: bool | None = None,
+) -> Page:
+    filters = with_filters(
+        paging,
+        state=state,
+        key_group_id=key_group_id,
+        data_unit_id=data_unit_id,
+        agent_id=agent_id,
+        compromised=compromised,
+    )
     return keys.list_keys(kma, filters)
 
 

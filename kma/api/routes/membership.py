@@ -37,9 +37,7 @@ def _answer(kma: Appliance, done: Submitted, response: Response, adds_voter: boo
 
 
 @router.post("/kmas", response_model=KmaAdmission, status_code=202, responses=ANSWERS)
-def create_kma_entry(
-    body: AddKmaBody, kma: Kma, actor: QuorumSubmit, response: Response
-) -> KmaAdmission:
+def create_kma_entry(body: AddKmaBody, kma: Kma, actor: QuorumSubmit, response: Response) -> KmaAdmission:
     """Quorum-protected. The one-time KMA passphrase is in this answer only."""
     request = body.model_dump(exclude={"credentials"})
     done = quorum.submit(kma, actor, "add_kma", request, body.key_split_credentials())
@@ -71,6 +69,11 @@ def remove_kma(
 def join_cluster(body: JoinBody, kma: Kma, request: Request) -> dict[str, object]:
     """No sign-in: the joining machine proves itself with the KMA ID and its one-time passphrase."""
     return join.join(
-        kma, body.kma_id, body.passphrase, body.node_csr_pem, body.server_csr_pem, client_address(request),
+        kma,
+        body.kma_id,
+        body.passphrase,
+        body.node_csr_pem,
+        body.server_csr_pem,
+        client_address(request),
         body.master_key_public_pem,
     )

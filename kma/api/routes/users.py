@@ -20,8 +20,9 @@ router = APIRouter(prefix="/users", tags=["users"])
 
 
 @router.get("", response_model=schemas.Page[schemas.User])
-def list_users(kma: Kma, actor: UsersRead, paging: Paging, role: str | None = None,
-               enabled: bool | None = None) -> Page:  # fmt: skip
+def list_users(
+    kma: Kma, actor: UsersRead, paging: Paging, role: str | None = None, enabled: bool | None = None
+) -> Page:
     return users.list_users(kma, with_filters(paging, role=role, enabled=enabled))
 
 
@@ -33,16 +34,18 @@ def get_user(user_id: str, kma: Kma, actor: UsersRead) -> dict[str, object]:
 # Creating, changing and setting the passphrase of a user are quorum-protected: with M key split
 # credentials in the body they run at once, with fewer they answer 202 with the pending operation.
 @router.post("", response_model=schemas.User | PendingQuorumOp, status_code=201, responses=PENDING)
-def create_user(body: UserCreateQuorum, kma: Kma, actor: UsersWrite,
-                response: Response) -> schemas.User | PendingQuorumOp:  # fmt: skip
+def create_user(
+    body: UserCreateQuorum, kma: Kma, actor: UsersWrite, response: Response
+) -> schemas.User | PendingQuorumOp:
     request = body.model_dump(exclude={"credentials"})
     done = quorum.submit(kma, actor, "create_user", request, body.key_split_credentials())
     return ran_or_pending(done, response, lambda: schemas.User.model_validate(users.get_user(kma, body.id)))
 
 
 @router.patch("/{user_id}", response_model=schemas.User | PendingQuorumOp, responses=PENDING)
-def update_user(user_id: str, body: UserPatchQuorum, kma: Kma, actor: UsersWrite,
-                response: Response) -> schemas.User | PendingQuorumOp:  # fmt: skip
+def update_user(
+    user_id: str, body: UserPatchQuorum, kma: Kma, actor: UsersWrite, response: Response
+) -> schemas.User | PendingQuorumOp:
     request = {"id": user_id, **body.model_dump(exclude={"credentials"}, exclude_none=True)}
     if len(request) == 1:  # nothing to change: no quorum needed to say so
         return schemas.User.model_validate(users.get_user(kma, user_id))
