@@ -25,7 +25,8 @@ class KmaVersions:
         """What a KMA runs, as it recorded at its last start: its release, the newest schema that
         release knows, and its cluster node's rqlited (none on an embedded KMA)."""
         schema = "unknown" if self.schema_version is None else str(self.schema_version)
-        return f"release {self.version}", f"schema {schema}", f"rqlited {self.rqlite_version or 'none'}"
+        node = f"rqlited {self.rqlite_version}" if self.rqlite_version else "embedded store (no rqlited)"
+        return f"release {self.version}", f"schema {schema}", node
 
     @property
     def versions_text(self) -> str:

@@ -235,7 +235,7 @@ def test_a_security_officer_sees_each_kmas_versions_and_checks_the_cluster_befor
     qtbot.waitUntil(lambda: "kma-dal-1" in page.scene.nodes, timeout=WAIT_MS)
     node = page.scene.nodes["kma-dal-1"]
     assert f"release {release()} · schema {latest_schema_version()}" in node.toolTip()
-    assert "rqlited none" in node.toolTip()  # an embedded KMA runs no rqlited
+    assert "embedded store (no rqlited)" in node.toolTip()  # an embedded KMA runs no rqlited
     assert page.upgrade_button.isVisible() and not page.not_offered.isVisibleTo(page)
 
     qtbot.mouseClick(page.upgrade_button, Qt.LeftButton)
@@ -272,6 +272,8 @@ def test_kmas_of_different_releases_say_a_rolling_upgrade_is_under_way(qtbot: An
         kma_json("kma-dal-2", "dallas"),
         kma_json("kma-dal-3", "dallas"),
     ]
+    for kma in kmas[1:]:
+        kma["version"] = "0.1.0"
     kmas[0]["version"] = "0.10.0"  # upgraded first; a release compared by its numbers, not as text
     page.show_topology(topology(kmas))
     said = "a rolling upgrade under way): 0.1.0 on kma-dal-2, kma-dal-3; 0.10.0 on kma-dal-1."

@@ -56,7 +56,7 @@ def test_kma_cluster_status_prints_the_cluster_and_its_json(demo_kma: RunningKma
     assert code == 0, err
     assert ONLY_KMA in out
     assert "Site Dallas (dallas): 1 KMAs" in out and "kma-dal-1" in out and "leader voter" in out
-    assert f"release {release()}, schema {latest_schema_version()}, rqlited none" in out  # embedded
+    assert f"release {release()}, schema {latest_schema_version()}, embedded store (no rqlited)" in out
     code, out, err = kma_cli(demo_kma, tmp_path, "auditor", "cluster", "status", "--json")
     assert code == 0, err
     answer = json.loads(out)

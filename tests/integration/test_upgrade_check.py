@@ -69,7 +69,10 @@ def test_a_kma_speaking_a_newer_api_major_is_named_too_new(demo_kma: RunningKma)
 def test_the_topology_shows_each_kmas_release_and_schema(demo_kma: RunningKma) -> None:
     (kma,) = demo_kma.client("auditor").cluster_topology().kmas
     assert (kma.version, kma.schema_version, kma.rqlite_version) == (release(), latest_schema_version(), None)
-    assert kma.versions_text == f"release {release()}, schema {latest_schema_version()}, rqlited none"
+    assert (
+        kma.versions_text
+        == f"release {release()}, schema {latest_schema_version()}, embedded store (no rqlited)"
+    )
 
 
 def test_upgrade_check_wants_a_backup_of_the_last_day_and_names_what_to_do(

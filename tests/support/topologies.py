@@ -7,8 +7,11 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from kma.cluster.rqlited import VERSION as RQLITE_VERSION
 from kma.cluster.topology import Member, failure_tolerance
+from kma.store.schema import latest_schema_version
 from kms_client import Topology, read
+from kms_client.release import release
 
 NAMES = {"dallas": "Dallas", "boston": "Boston", "austin": "Austin", "denver": "Denver", "seattle": "Seattle"}
 SITE_NAMES = {**NAMES, "witness": "Witness"}  # a third place for a witness: a site with no agents
@@ -38,7 +41,9 @@ def kma_json(
         "voter": voter,
         "responding": up,
         "locked": locked,
-        "version": "0.1.0",
+        "version": release(),  # every KMA runs this release, on a cluster node
+        "schema_version": latest_schema_version(),
+        "rqlite_version": RQLITE_VERSION,
         "replication_lag": None if lag is None else {"depth": int(lag * 40), "age_seconds": lag},
         "last_contact_seconds": None if not up else (0.0 if lag is not None else 0.4),
         "this_kma": lag is not None,
