@@ -20,6 +20,10 @@ WRITE_METHODS = ("post", "put", "patch", "delete")
 # (its one-time code authenticates it; tests/integration/test_key_split_change.py), and a new KMA
 # joining the cluster (its one-time KMA passphrase does; tests/integration/test_kma_join_init.py).
 SESSION_ROUTES = {"/auth/sign-in", "/auth/sign-out", "/quorum-operations/{op_id}/enrol", "/cluster/join"}
+# Reads that are no area of records: the upgrade check asks every KMA of the cluster over TLS before
+# a rolling upgrade, a Security Officer's step (docs/upgrades.md), and tells nothing an auditor
+# cannot read on the Cluster page.
+NOT_AREAS = {"/cluster/upgrade-check"}
 
 
 def _openapi(kma: RunningKma) -> dict[str, Any]:
@@ -39,6 +43,7 @@ def test_auditor_sees_every_area(demo_kma: RunningKma) -> None:
     auditor = demo_kma.client("auditor")
     spec = _openapi(demo_kma)
     reads = sorted(p.removeprefix(API) for p, ops in spec["paths"].items() if "get" in ops and "{" not in p)
+    reads = [p for p in reads if p not in NOT_AREAS]
     assert "/audit-events" in reads and "/keys" in reads and "/users" in reads
     failures = {}
     with raw_http(demo_kma, auditor.token) as http:
