@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import random
 import threading
 import time
@@ -132,7 +133,10 @@ class KmaList:
                 if answer["marker"] == self.marker:
                     return False
                 self.marker = answer["marker"]
-                (self.agent_dir / "kmas.json").write_text(json.dumps(answer["kmas"], indent=2) + "\n")
+                # Whole or not at all: another simulator on this agent dir may be reading it now.
+                fresh = self.agent_dir / f"kmas.json.{os.getpid()}.{threading.get_ident()}"
+                fresh.write_text(json.dumps(answer["kmas"], indent=2) + "\n")
+                os.replace(fresh, self.agent_dir / "kmas.json")
                 self._order = kma_order(self.agent_dir)
                 return True
             return False

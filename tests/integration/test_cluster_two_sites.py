@@ -126,21 +126,27 @@ def test_the_witness_records_its_release_so_the_cluster_version_may_be_raised(si
 def test_a_user_a_policy_and_an_agent_made_on_any_kma_reach_every_kma_within_a_second(
     sites: TwoSites,
 ) -> None:
+    # Signed in once on each KMA: a sign-in is a memory-hard hash, and this test reads on every KMA
+    # what every other made.
+    readers = {
+        kma_id: (kma.client("so"), kma.client("co"), kma.client("op")) for kma_id, kma in sites.kmas.items()
+    }
     for maker_id, maker in sites.kmas.items():
         tag = maker_id.replace("kma-", "")
-        maker.client("so").create_user(
+        so, co, op = readers[maker_id]
+        so.create_user(
             f"user-{tag}",
             f"User {tag}",
             ["auditor"],
             f"passphrase of {tag}!",
             credentials=creds(maker, "alice", "bob", "carol"),
         )
-        maker.client("co").create_key_policy(f"policy-{tag}", encryption_period=60, cryptoperiod=120)
-        maker.client("op").create_agent(f"drive-{tag}", "boston", "backup-boston")
-        for other_id, other in sites.kmas.items():
+        co.create_key_policy(f"policy-{tag}", encryption_period=60, cryptoperiod=120)
+        op.create_agent(f"drive-{tag}", "boston", "backup-boston")
+        for other_id in sites.kmas:
             if other_id == maker_id:
                 continue
-            so, co, op = other.client("so"), other.client("co"), other.client("op")
+            so, co, op = readers[other_id]
             for get, made in (
                 (so.get_user, f"user-{tag}"),
                 (co.get_key_policy, f"policy-{tag}"),
