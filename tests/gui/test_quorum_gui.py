@@ -139,8 +139,13 @@ def test_new_user_waits_for_three_quorum_members_and_runs(qtbot, controller, dem
     assert "Still pending: 1 of 3" in seen[0]
     assert "Still pending: 2 of 3" in seen[1]
     assert "executed" in seen[2] and "3 of 3" in seen[2]
-    row = window.page("quorum").list.model.row_of(op_id)
-    assert window.page("quorum").list.model.object_at(row).state == "executed"
+    model = window.page("quorum").list.model
+
+    def shown_executed() -> bool:  # the list re-reads after the approval: wait for its new rows
+        shown = model.object_at(model.row_of(op_id)) if model.row_of(op_id) >= 0 else None
+        return shown is not None and shown.state == "executed"
+
+    qtbot.waitUntil(shown_executed, timeout=WAIT_MS)
     assert demo_kma.client("so").get_user(user_id).roles == ("auditor",)
 
 
