@@ -56,7 +56,6 @@ from kma.tls import server_context
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 65536  # bytes of one request (header excluded): far above any real KMIP request here
 PROCESSING_TIMEOUT = 120.0  # a request waiting on the store (it never should this long)
-HTTP_TIMEOUT = 60.0  # an enrollment: Argon2id, signing and a durable commit
 SWEEP_INTERVAL = 0.5
 
 
@@ -272,7 +271,7 @@ class ServiceListener:
         if first == b"\x42":
             await self._kmip(conn, session, first, reader, writer)
         elif first.isalpha():
-            conn.expect("http", HTTP_TIMEOUT)
+            conn.expect("http", enrollment_http.DEADLINE)
             assert self._enrollments is not None
             await enrollment_http.serve(
                 enrollment_http.Listener(

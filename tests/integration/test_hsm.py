@@ -124,14 +124,26 @@ def test_a_drive_gets_keys_the_token_unwrapped_and_their_material_is_nowhere_els
     # the KMA holds open.
     process = hsm_kma.process
     assert process is not None
-    fd_dir = Path(f"/proc/{process.pid}/fd")
-    held = {Path(os.readlink(fd)) for fd in fd_dir.iterdir() if os.readlink(fd).startswith("/")}
+    held = open_files(process.pid)
     files = set(files_under(hsm_kma.data_dir)) | set(files_under(hsm.conf.parent / "softhsm-tokens"))
     files |= {p for p in held if p.is_file()}
     assert hsm_kma.data_dir / "kma.db" in files and any("softhsm-tokens" in str(p) for p in files)
     secrets = {"key": material, "unlock key": unlock_key.raw()}  # neither is anywhere in the clear
     hits = {str(p): found_in(p.read_bytes(), secrets) for p in files}
     assert {p: h for p, h in hits.items() if h} == {}
+
+
+def open_files(pid: int) -> set[Path]:
+    """The files a process holds open now (a descriptor closed while they are listed is skipped)."""
+    held = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except FileNotFoundError:
+            continue
+        if target.startswith("/"):
+            held.add(Path(target))
+    return held
 
 
 def test_a_locked_kma_cannot_use_the_token_until_a_quorum_unlocks_it(
