@@ -169,6 +169,10 @@ class RaftMembers:
         self._client.remove_node(node_id)
 
 
+class _Closing(Exception):
+    """The writer was asked to stop (`close`)."""
+
+
 class RqliteStore:
     def __init__(
         self,
@@ -289,49 +293,70 @@ class RqliteStore:
 
     def _run(self) -> None:
         """Ship the outbox, then the waiting batches: this KMA's chain has this one writer, and
-        a change never overtakes an event committed before it."""
-        drained = self._ship_outbox()
+        a change never overtakes an event committed before it.
+
+        Nothing may end this thread while the KMA serves, or every later write waits forever: a
+        replica being rebuilt (rqlited restarting, e.g. to trust a new member) has no tables for a
+        moment, so a failed turn is logged and the next one starts after a pause."""
+        drained: bool | None = None  # None: the outbox is shipped before anything else
         while True:
-            self._tell_seen()
-            self._catch_up(drained)
-            wait = self._idle_wait(drained)
             try:
-                item = self._queue.get(timeout=wait)
-            except queue.Empty:
-                drained = self._ship_outbox()
-                while (
-                    wait == FTS_IDLE_S
-                    and drained
-                    and self._queue.empty()
-                    and self._fts_behind()
-                    and self._index_fts()
-                ):
-                    pass
-                continue
-            if item is None:  # what is left in the outbox goes at the next start
-                while self._unseen:
-                    time.sleep(REPLICA_POLL_S)
-                    self._tell_seen()
+                drained = self._turn(drained)
+            except _Closing:
                 return
-            group = self._take_group(item)
+            except Exception:
+                log.exception("the cluster store's writer failed a turn; trying again")
+                drained = None
+                time.sleep(RETRY_S)
+
+    def _turn(self, drained: bool | None) -> bool:
+        """One wait for a batch (or for the outbox, the replica or the index); whether the
+        outbox is empty afterwards."""
+        if drained is None:
             drained = self._ship_outbox()
-            if not group:
-                continue
-            try:
-                if not drained:
-                    raise ClusterUnavailable(
-                        "the cluster store takes no changes now (no Raft majority reachable)"
-                    )
+        self._tell_seen()
+        self._catch_up(drained)
+        wait = self._idle_wait(drained)
+        try:
+            item = self._queue.get(timeout=wait)
+        except queue.Empty:
+            drained = self._ship_outbox()
+            while (
+                wait == FTS_IDLE_S
+                and drained
+                and self._queue.empty()
+                and self._fts_behind()
+                and self._index_fts()
+            ):
+                pass
+            return drained
+        if item is None:  # what is left in the outbox goes at the next start
+            while self._unseen:
+                time.sleep(REPLICA_POLL_S)
+                self._tell_seen()
+            raise _Closing
+        return self._commit_waiting(self._take_group(item), drained)
+
+    def _commit_waiting(self, group: list[Item], drained: bool) -> bool:
+        """Commit `group` behind whatever the outbox holds; whether the outbox is empty."""
+        try:
+            drained = self._ship_outbox()
+            if group and not drained:
+                raise ClusterUnavailable(
+                    "the cluster store takes no changes now (no Raft majority reachable)"
+                )
+            if group:
                 self._commit_group(group)
-            except BaseException as exc:  # nothing may leave a caller waiting forever
-                if isinstance(exc, ClusterUnavailable):
-                    self._warn_unavailable(exc)
-                else:
-                    log.exception("cluster write failed")
-                told = {id(future) for _, _, future, _ in self._unseen}
-                for _, future in group:
-                    if not future.done() and id(future) not in told:
-                        future.set_exception(exc)
+        except BaseException as exc:  # nothing may leave a caller waiting forever
+            if isinstance(exc, ClusterUnavailable):
+                self._warn_unavailable(exc)
+            else:
+                log.exception("cluster write failed")
+            told = {id(future) for _, _, future, _ in self._unseen}
+            for _, future in group:
+                if not future.done() and id(future) not in told:
+                    future.set_exception(exc)
+        return drained
 
     def _idle_wait(self, drained: bool) -> float | None:
         """How long the writer waits for a batch before it looks at the outbox or the index again

@@ -17,6 +17,7 @@ from kma.cluster.convert import EMBEDDED_KEPT, boot_from_embedded
 from kma.cluster.rqlited import NodeFailed, RqliteNode
 from kma.crypto.ca import create_cluster_ca
 from kma.datadir import DataDir
+from kma.store import Batch, Stmt
 from kma.store.rqlite import RqliteStore
 from kms_client import ClusterUnavailable, NotFound
 from tests.integration.test_quorum import creds
@@ -154,6 +155,42 @@ def test_a_refused_change_leaves_nothing_in_the_cluster_store(two_kmas) -> None:
         e for e in second.client("auditor").iter_audit_events(subject_id="once") if e.condition != "success"
     ]
     assert refused  # the refusal itself is audited
+
+
+def test_the_store_writer_outlives_a_replica_read_failing_while_rqlited_rebuilds_it(two_kmas) -> None:  # type: ignore[no-untyped-def]
+    """rqlited restarting (to trust a new member) rebuilds the replica: for a moment it has no
+    tables. The KMA's one writer thread read it, died, and every later write then waited forever
+    (sign-ins hung on a two-site cluster). A failed turn must not end the writer."""
+    _, second, _ = two_kmas
+    store = RqliteStore(RqliteNode(files_of(second)).client(), files_of(second).replica, "test-writer")
+    try:
+        store.write(
+            Batch(
+                [
+                    Stmt(
+                        "INSERT INTO sites (id, name, created_at, updated_at) VALUES (?, '1', 0, 0)",
+                        ("writer-test",),
+                    )
+                ]
+            )
+        )
+        read_seen, rebuilt = store._tell_seen, threading.Event()
+
+        def replica_being_rebuilt() -> None:
+            if not rebuilt.is_set():
+                rebuilt.set()
+                raise sqlite3.OperationalError("no such table: cluster_write_marks")
+            read_seen()
+
+        store._tell_seen = replica_being_rebuilt  # type: ignore[method-assign]
+        done = store.submit(Batch([Stmt("UPDATE sites SET name = '2' WHERE id = 'writer-test'")]))
+        done.result(timeout=30)
+        assert rebuilt.is_set()
+        after = store.submit(Batch([Stmt("UPDATE sites SET name = '3' WHERE id = 'writer-test'")]))
+        after.result(timeout=30)  # before the fix: TimeoutError, the writer thread was gone
+        assert store.query_leader("SELECT name FROM sites WHERE id = 'writer-test'") == [["3"]]
+    finally:
+        store.close()
 
 
 def test_a_node_with_a_certificate_from_another_ca_cannot_join(tmp_path: Path) -> None:
