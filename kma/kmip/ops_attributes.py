@@ -27,19 +27,20 @@ from kma.services.agent_keys import LocateFilter
 MAX_LOCATED = 1000  # IDs in one Locate answer; Located Items (KMIP 1.3+) still counts them all
 
 
-def _view(call: Call, uid: str, digest: bool = False) -> KeyView:
-    row = call.key(uid, material=digest)
-    material = None
-    if digest and row["material_wrapped"] is not None:
-        plain = call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"])
-        material = objects.material(row, plain)
-    return KeyView(row, call.now, agent_keys.custom_attributes(call.kma, uid), material)
+def _view(call: Call, uid: str, material: bool = False) -> KeyView:
+    """The key through KMIP; `material`: with its plain material (for a Digest, a certificate's
+    length or subject)."""
+    row = call.key(uid, material=material)
+    plain = None
+    if material and row["material_wrapped"] is not None:
+        plain = objects.material(row, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]))
+    return KeyView(row, call.now, agent_keys.custom_attributes(call.kma, uid), plain)
 
 
 async def get_attributes(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     names = [n.value for n in payload.all(Tag.ATTRIBUTE_NAME) if isinstance(n.value, str)]
-    key = _view(call, uid, digest=not names or "Digest" in names)
+    key = _view(call, uid, material=not names or not attributes.FROM_MATERIAL.isdisjoint(names))
     encoded = attributes.encode_attributes(key, names or None, v2=call.version >= (2, 0))
     await call.audit("kmip.get_attributes", f"read {len(encoded)} attributes of key {uid}")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(encoded)
@@ -60,12 +61,13 @@ def _one_attribute(payload: Item) -> Attr:
 
 
 def _read_only(name: str) -> KmipError:
-    """The KMA sets it; a lifecycle date follows the key's state (KMIP 2.x says so)."""
-    lifecycle = ResultReason.WRONG_KEY_LIFECYCLE_STATE if name.endswith(" Date") else None
+    """The KMA sets it (KMIP 2.x: Attribute Read Only); a lifecycle date follows the key's state
+    (2.x: Wrong Key Lifecycle State)."""
+    lifecycle = name.endswith(" Date")
     return KmipError(
         ResultReason.PERMISSION_DENIED,
         f"attribute '{name[:80]}' is set by the KMA, not by agents",
-        v2_reason=lifecycle,
+        v2_reason=ResultReason.WRONG_KEY_LIFECYCLE_STATE if lifecycle else ResultReason.ATTRIBUTE_READ_ONLY,
     )
 
 
@@ -113,6 +115,12 @@ async def add_attribute(call: Call, payload: Item) -> bytes:
         )
         return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
     keep = _kept(call, attr)
+    if attr.name == "Name" and _holds(call, uid, attr.name, keep.text):
+        raise KmipError(
+            ResultReason.ILLEGAL_OPERATION,
+            f"key {uid} has the Name '{keep.text[:80]}' already",
+            v2_reason=ResultReason.NON_UNIQUE_NAME_ATTRIBUTE,
+        )
     if attr.name in attributes.SINGLE_VALUED and _holds(call, uid, attr.name):
         raise KmipError(
             ResultReason.ILLEGAL_OPERATION,
@@ -145,13 +153,12 @@ def _raw(attr: Attr) -> list[bytes]:
     return [*parts, attr.value.encode()]
 
 
-def _holds(call: Call, uid: str, name: str) -> bool:
-    return (
-        call.kma.store.query_one(
-            "SELECT 1 FROM key_custom_attributes WHERE key_id = ? AND name = ?", (uid, name)
-        )
-        is not None
-    )
+def _holds(call: Call, uid: str, name: str, text: str | None = None) -> bool:
+    """Whether the key keeps attribute `name` (with this text, when given)."""
+    sql = "SELECT 1 FROM key_custom_attributes WHERE key_id = ? AND name = ?"
+    if text is None:
+        return call.kma.store.query_one(sql, (uid, name)) is not None
+    return call.kma.store.query_one(f"{sql} AND value = ?", (uid, name, text)) is not None
 
 
 async def modify_attribute(call: Call, payload: Item) -> bytes:

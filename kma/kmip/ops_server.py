@@ -28,11 +28,19 @@ EXTENSIONS = [
     ("Keys Released", Tag.KEYS_RELEASED, ItemType.INTEGER),
     ("Algorithms", Tag.ALGORITHMS, ItemType.TEXT_STRING),
 ]
-OBJECT_TYPES = (ObjectType.SYMMETRIC_KEY, ObjectType.SECRET_DATA, ObjectType.OPAQUE_OBJECT)
+OBJECT_TYPES = (
+    ObjectType.SYMMETRIC_KEY,
+    ObjectType.SECRET_DATA,
+    ObjectType.OPAQUE_OBJECT,
+    ObjectType.PUBLIC_KEY,
+    ObjectType.PRIVATE_KEY,
+    ObjectType.CERTIFICATE,
+)
 # Said in Server Information: what a client may ask for, and what it may not (NIST withdrew 3DES).
 ALGORITHMS = (
-    "AES-256 (tape key groups); AES-128, AES-192, AES-256, secret data and opaque objects (general key "
-    "groups). Not offered: 3DES (withdrawn by NIST), asymmetric keys, certificates."
+    "AES-256 (tape key groups); AES-128, AES-192, AES-256, secret data, opaque objects, and registered "
+    "RSA, DSA and ECDSA public and private keys and X.509 certificates (general key groups). Not "
+    "offered: 3DES (withdrawn by NIST), generating asymmetric keys."
 )
 
 

@@ -56,6 +56,11 @@ TAG_OF: dict[str, int] = {
     "Compromise Occurrence Date": Tag.COMPROMISE_OCCURRENCE_DATE,
     "Revocation Reason": Tag.REVOCATION_REASON,
     "Key Format Type": Tag.KEY_FORMAT_TYPE,
+    "Certificate Type": Tag.CERTIFICATE_TYPE,
+    "Certificate Length": Tag.CERTIFICATE_LENGTH,
+    "Certificate Subject CN": Tag.CERTIFICATE_SUBJECT_CN,
+    "Sensitive": Tag.SENSITIVE,
+    "Fresh": Tag.FRESH,
 }
 NOT_KEPT = "?"  # the 1.4 name of an attribute this KMA does not keep: it matches nothing
 NAME_OF: dict[int, str] = {tag: name for name, tag in TAG_OF.items()}

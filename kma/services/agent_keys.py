@@ -97,7 +97,7 @@ KEY_COLUMNS = (
     "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.kma_id, k.created_at, k.activated_at, "
     "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, k.registered_by, m.usage_mask, "
     "m.revocation_reason, m.revocation_message, m.changed_at, m.compromise_occurrence_at, m.digest, "
-    "m.object_type, m.bits, m.data_type, m.key_format"
+    "m.object_type, m.bits, m.data_type, m.key_format, m.algorithm, m.sensitive"
 )
 
 
@@ -395,14 +395,37 @@ def set_form(
     bits: int | None,
     data_type: int | None,
     key_format: int | None = None,
+    algorithm: int | None = None,
 ) -> Stmt:
-    """What the key is when it is not an AES-256 symmetric key (kma/kmip/objects.py), and the
-    Key Format Type a client registered it in."""
+    """What the key is when it is not an AES-256 symmetric key (kma/kmip/objects.py), the Key
+    Format Type a client registered it in, and a public or private key's algorithm."""
     return Stmt(
-        "INSERT INTO key_kmip (key_id, object_type, bits, data_type, key_format) VALUES (?, ?, ?, ?, ?) "
+        "INSERT INTO key_kmip (key_id, object_type, bits, data_type, key_format, algorithm) "
+        "VALUES (?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (key_id) DO UPDATE SET object_type = excluded.object_type, bits = excluded.bits, "
-        "data_type = excluded.data_type, key_format = excluded.key_format",
-        (key_id, object_type, bits, data_type, key_format),
+        "data_type = excluded.data_type, key_format = excluded.key_format, algorithm = excluded.algorithm",
+        (key_id, object_type, bits, data_type, key_format, algorithm),
+    )
+
+
+def set_sensitive(key_id: str) -> Stmt:
+    """KMIP Sensitive, set with the object: its material is never sent in the clear."""
+    return Stmt(
+        "INSERT INTO key_kmip (key_id, sensitive) VALUES (?, 1) "
+        "ON CONFLICT (key_id) DO UPDATE SET sensitive = 1",
+        (key_id,),
+    )
+
+
+def set_deactivation(key_id: str, when: int) -> Stmt:
+    """A client's Deactivation Date for an object it activates at Create or Register: the
+    cryptoperiod ends then (at once when that is past), never later than its policy's."""
+    return Stmt(
+        "UPDATE keys SET deactivate_at = max(activated_at, min(deactivate_at, :when)), "
+        "protect_until = max(activated_at, min(protect_until, :when)) "
+        "WHERE id = :id AND activated_at IS NOT NULL",
+        {"id": key_id, "when": when},
+        expect=1,
     )
 
 

@@ -38,13 +38,9 @@ REFUSED = [v for v in vectors("SKFF") if re.match(r"SKFF-M-(4|8|12)-", v.name)]
 SERVED = [v for v in vectors("TL", "SKLC", "SKFF", "OMOS", "BL", "QS") if v not in REFUSED]
 # Test cases this KMA does not pass, and why: each an expected, strict failure (one that starts
 # passing must leave this list). docs/api.md's profile table says the same.
-ASYMMETRIC = "asymmetric keys and certificates are not offered (Register of a {} is refused)"
 NOT_OFFERED = {
     "BL-M-2-21": "needs Batch Error Continuation Option Undo: each item here is durable before the "
     "next runs, so Undo is taken as Stop and an Activate already done stays done",
-    **{f"BL-M-{n}-21": ASYMMETRIC.format("private key") for n in (7, 9, 11, 13)},
-    **{f"BL-M-{n}-21": ASYMMETRIC.format("public key") for n in (6, 8, 12)},
-    "BL-M-10-21": ASYMMETRIC.format("certificate"),
     "QS-M-1-21": "Query must list Adjust Attribute, Set Attribute, Import, Export and Set Endpoint "
     "Role, which this KMA does not serve (Query lists exactly what is served)",
 }
