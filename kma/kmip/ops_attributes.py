@@ -218,9 +218,12 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
 
 
 def _by_algorithm(wanted: LocateFilter, algorithm: int) -> None:
-    """AES: the symmetric keys (the only algorithm here); anything else matches nothing."""
+    """AES: the symmetric keys; RSA, DSA, ECDSA: the public and private keys registered as such;
+    anything else matches nothing."""
     if algorithm == CryptographicAlgorithm.AES:
         wanted.object_types.append(ObjectType.SYMMETRIC_KEY)
+    elif algorithm in objects.ALGORITHM_NAMES:
+        wanted.algorithms.append(algorithm)
     else:
         wanted.nothing = True
 

@@ -624,6 +624,7 @@ class LocateFilter:
     names: list[str] = field(default_factory=list)  # Name: the data unit, or a Name a client set
     object_types: list[int] = field(default_factory=list)  # KMIP Object Type
     bits: list[int] = field(default_factory=list)  # Cryptographic Length
+    algorithms: list[int] = field(default_factory=list)  # a registered public or private key's
     usage_mask: int | None = None
     nothing: bool = False  # e.g. an object type other than symmetric keys: no match at all
     # a lifecycle date's column -> the dates asked for: one is that date, two a range (KMIP)
@@ -658,6 +659,7 @@ def locate(
     form = "(SELECT {c} FROM key_kmip f WHERE f.key_id = k.id)"
     where += [f"coalesce({form.format(c='object_type')}, 2) = {p}" for p in bind("ot", wanted.object_types)]
     where += [f"coalesce({form.format(c='bits')}, 256) = {p}" for p in bind("bits", wanted.bits)]
+    where += [f"{form.format(c='algorithm')} = {p}" for p in bind("alg", wanted.algorithms)]
     for p in bind("nm", wanted.names):
         where.append(
             f"(k.data_unit_id = {p} OR EXISTS (SELECT 1 FROM key_custom_attributes c WHERE "
@@ -726,6 +728,7 @@ def _issued_here(kma: Appliance, agent: AgentAccess, now: int, wanted: LocateFil
             and not wanted.custom
             and all(t == 2 for t in wanted.object_types)
             and all(b == 256 for b in wanted.bits)
+            and not wanted.algorithms
             and (not wanted.states or state in wanted.states)
             and (wanted.usage_mask is None or (12 & wanted.usage_mask) == wanted.usage_mask)
             and all(s[c] is not None and a <= s[c] <= b for c, (a, b) in _date_ranges(wanted).items())

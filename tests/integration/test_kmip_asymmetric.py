@@ -83,6 +83,14 @@ def get(client: KmipClient, uid: str, *extra: bytes) -> Any:
     return client.call(Operation.GET, ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(extra))
 
 
+def locate(client: KmipClient, algorithm: int, kind: int | None = None) -> list[str]:
+    value = Tag.ATTRIBUTE_VALUE
+    wanted = attribute("Cryptographic Algorithm", ttlv.enum(value, algorithm))
+    if kind is not None:
+        wanted += attribute("Object Type", ttlv.enum(value, kind))
+    return [str(i.value) for i in client.call(Operation.LOCATE, wanted).all(Tag.UNIQUE_IDENTIFIER)]
+
+
 def refused(client: KmipClient, operation: int, payload: bytes) -> KmipFailure:
     with pytest.raises(KmipFailure) as failure:
         client.call(operation, payload)
@@ -154,6 +162,9 @@ def test_a_private_key_and_a_certificate_are_kept_as_registered_and_wrapped(
         "Certificate Length": len(der),
         "Certificate Type": 1,
     }
+    assert uid in locate(client, CryptographicAlgorithm.RSA, ObjectType.PRIVATE_KEY)
+    assert cert not in locate(client, CryptographicAlgorithm.RSA)
+    assert locate(client, CryptographicAlgorithm.DSA) == []
     shown = {k.id: k.algorithm for k in kma.client("co").iter_keys()}  # the manager's Object column
     assert shown[uid] == "RSA-2048 Private Key" and shown[cert] == "X.509 Certificate"
 
