@@ -227,6 +227,7 @@ class NewKey:
     protect_stop: int | None = None  # a Protect Stop Date the client set (general key groups)
     deactivation: int | None = None  # a Deactivation Date the client set (general key groups)
     algorithm: int | None = None  # a Cryptographic Algorithm the client named
+    length: int | None = None  # a Cryptographic Length the client named
     certificate_type: int | None = None  # a Certificate Type the client named (Register)
     sensitive: bool = False  # KMIP Sensitive: the material never leaves the KMA in the clear
 
@@ -254,10 +255,10 @@ def _algorithm(spec: NewKey, attr: Attr, now: int) -> None:
 
 
 def _length(spec: NewKey, attr: Attr, now: int) -> None:
-    bits = _typed(attr, ItemType.INTEGER)
-    if bits not in AES_BITS:
-        raise field_error(f"an AES key is 128, 192 or 256 bits long, not {bits}")
-    spec.bits = int(bits)
+    """The length a Create asks for (an AES size), or a Register's object has (checked there)."""
+    spec.length = int(_typed(attr, ItemType.INTEGER))
+    if spec.length in AES_BITS:
+        spec.bits = spec.length
 
 
 def _usage(spec: NewKey, attr: Attr, now: int) -> None:

@@ -125,6 +125,12 @@ class Tag(IntEnum):
     LOG_MESSAGE = 0x420141
     INTEROP_FUNCTION = 0x420160
     INTEROP_IDENTIFIER = 0x420161
+    # KMIP 2.x operations: Adjust Attribute, Set Endpoint Role, Import
+    ADJUSTMENT_TYPE = 0x420158
+    ADJUSTMENT_VALUE = 0x420162
+    ENDPOINT_ROLE = 0x420151
+    REPLACE_EXISTING = 0x420124
+    KEY_WRAP_TYPE = 0x4200F8
     # Public keys, private keys and certificates (KMIP Baseline Profile)
     CERTIFICATE = 0x420013
     CERTIFICATE_TYPE = 0x42001D
@@ -166,7 +172,12 @@ class Operation(IntEnum):
     DESTROY = 0x14
     QUERY = 0x18
     DISCOVER_VERSIONS = 0x1E
+    IMPORT = 0x2A
+    EXPORT = 0x2B
     LOG = 0x2C
+    ADJUST_ATTRIBUTE = 0x30
+    SET_ATTRIBUTE = 0x31
+    SET_ENDPOINT_ROLE = 0x32
     INTEROP = 0x34
     # Vendor extensions: a data unit's current write key, and writing from beginning of tape.
     WRITE_KEY = 0x80000001
@@ -200,8 +211,14 @@ class ResultReason(IntEnum):
     SENSITIVE = 0x16
     INCOMPATIBLE_CRYPTOGRAPHIC_USAGE_MASK = 0x29
     # KMIP 2.x reasons, where 1.x has a general one
+    OBJECT_ALREADY_EXISTS = 0x18
+    NUMERIC_RANGE = 0x1B
+    INVALID_DATA_TYPE = 0x1C
+    MULTI_VALUED_ATTRIBUTE = 0x1E
+    ATTRIBUTE_NOT_FOUND = 0x21
     ATTRIBUTE_READ_ONLY = 0x22
     ATTRIBUTE_SINGLE_VALUED = 0x23
+    KEY_WRAP_TYPE_NOT_SUPPORTED = 0x32
     NON_UNIQUE_NAME_ATTRIBUTE = 0x35
     OBJECT_DESTROYED = 0x36
     OBJECT_NOT_FOUND = 0x37
@@ -315,3 +332,19 @@ class EncodingOption(IntEnum):
 class StorageStatusMask(IntFlag):
     ONLINE = 0x01
     ARCHIVAL = 0x02
+
+
+class AdjustmentType(IntEnum):
+    INCREMENT = 1
+    DECREMENT = 2
+    NEGATE = 3
+
+
+class EndpointRole(IntEnum):
+    CLIENT = 1
+    SERVER = 2
+
+
+class KeyWrapType(IntEnum):
+    NOT_WRAPPED = 1
+    AS_REGISTERED = 2

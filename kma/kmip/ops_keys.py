@@ -52,6 +52,8 @@ def _symmetric_only(payload: Item, spec: NewKey) -> None:
             "Create makes AES keys only (secret data, opaque objects, public and private keys and "
             "certificates are registered: this KMA does not generate asymmetric keys)"
         )
+    if spec.length is not None and spec.length not in attributes.AES_BITS:
+        raise field_error(f"an AES key is 128, 192 or 256 bits long, not {spec.length}")
 
 
 def settled(call: Call, payload: Item) -> tuple[NewKey, str]:
@@ -157,7 +159,10 @@ def repeats_a_short_pattern(raw: bytes) -> bool:
     return any(raw == (raw[:n] * (len(raw) // n + 1))[: len(raw)] for n in range(1, len(raw) // 2 + 1))
 
 
-async def register(call: Call, payload: Item) -> bytes:
+async def register(
+    call: Call, payload: Item, key_id: str | None = None, event: str = "kmip.register"
+) -> bytes:
+    """Register, and Import (`key_id`: the Unique Identifier the client gave, checked unused)."""
     sent = objects.registered(payload)
     kind, raw = sent.kind, sent.raw
     spec, group = settled(call, payload)
@@ -190,7 +195,7 @@ async def register(call: Call, payload: Item) -> bytes:
             f"key policy '{name}' of key group '{group}' does not allow import: Register is refused",
         )
     kma = call.kma
-    key_id = new_key_id()
+    key_id = key_id or new_key_id()
     wrapped = kma.vault.master().wrap(f"key:{key_id}", raw)
     note = agent_keys.shredded_note(kma, spec.data_unit, call.now)
     statements = [agent_keys.register_data_unit(spec.data_unit, call.now)] if spec.data_unit else []
@@ -209,7 +214,7 @@ async def register(call: Call, payload: Item) -> bytes:
         )
     what = objects.what(form)
     await call.commit(
-        "kmip.register",
+        event,
         statements,
         f"registered {what} {key_id} supplied by the agent {_where(spec, group)}{note}",
         ("key", key_id),
@@ -221,9 +226,13 @@ async def register(call: Call, payload: Item) -> bytes:
 def _as_described(spec: NewKey, sent: objects.Registered) -> None:
     """Attributes that describe the object must say what its own block says; an asymmetric key is
     never quantum safe (Shor's algorithm breaks RSA, DSA and ECDSA)."""
-    own = CryptographicAlgorithm.AES if sent.kind == ObjectType.SYMMETRIC_KEY else sent.algorithm
+    symmetric = sent.kind == ObjectType.SYMMETRIC_KEY
+    own = CryptographicAlgorithm.AES if symmetric else sent.algorithm
     if spec.algorithm is not None and spec.algorithm != own:
         raise field_error("the Cryptographic Algorithm attribute differs from the object's own")
+    bits = len(sent.raw) * 8 if symmetric else sent.bits
+    if spec.length is not None and spec.length != bits:
+        raise field_error("the Cryptographic Length attribute differs from the object's own")
     if spec.certificate_type is not None and spec.certificate_type != sent.data_type:
         raise field_error("the Certificate Type attribute differs from the certificate's own")
     if spec.quantum_safe and sent.kind in objects.ASYMMETRIC:
@@ -288,7 +297,7 @@ def _sendable(row: Any, fmt: int | None, payload: Item) -> None:
         )
 
 
-async def get(call: Call, payload: Item) -> bytes:
+async def get(call: Call, payload: Item, event: str = "kmip.get") -> bytes:
     uid = call.uid(payload)
     fmt = payload.get(Tag.KEY_FORMAT_TYPE)
     if payload.find(Tag.KEY_COMPRESSION_TYPE) is not None:
@@ -330,7 +339,7 @@ async def get(call: Call, payload: Item) -> bytes:
         )
         how = f", wrapped under key {wrap_id}"
     what = objects.what(row)
-    await call.audit("kmip.get", f"sent {what} {uid} to agent '{call.agent_id}'{how}", subject=("key", uid))
+    await call.audit(event, f"sent {what} {uid} to agent '{call.agent_id}'{how}", subject=("key", uid))
     return (
         ttlv.enum(Tag.OBJECT_TYPE, objects.object_type(row))
         + ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)

@@ -586,6 +586,18 @@ def modify_custom_attribute(
     )
 
 
+def adjust_custom_attribute(key_id: str, name: str, index: int, was: bytes, value: str, item: bytes) -> Stmt:
+    """A kept number's new value, only if it still holds the one it was computed from (two
+    adjustments at once: the later is refused, never lost)."""
+    return Stmt(
+        "UPDATE key_custom_attributes SET value = ?, item = ? WHERE key_id = ? AND name = ? AND idx = ? "
+        "AND item = ?",
+        (value, item, key_id, name, index, was),
+        expect=1,
+        refusal=f"attribute '{name}' changed while it was adjusted; adjust it again",
+    )
+
+
 def delete_custom_attribute(key_id: str, name: str, index: int) -> Stmt:
     return Stmt(
         "DELETE FROM key_custom_attributes WHERE key_id = ? AND name = ? AND idx = ?",

@@ -27,7 +27,7 @@ from kma.kmip.enums import (
     State,
     Tag,
 )
-from tests.support.agents import enrolled_demo_agent, events, key_row, kmip, last_event
+from tests.support.agents import enrolled_demo_agent, events, general_keys_demo, key_row, kmip, last_event
 from tests.support.kma_process import RunningKma
 
 AGENT = "t10k-dal-01"
@@ -101,10 +101,9 @@ def refused(client: KmipClient, operation: int, payload: bytes) -> KmipFailure:
 def kma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
     """The demo KMA; the agent's default group keeps general keys, and a second group it may use
     ("tape-imports") keeps tape keys; both allow import."""
-    kma = RunningKma.demo_in(tmp_path_factory.mktemp("kmip-asymmetric"))
+    kma = general_keys_demo(tmp_path_factory, "kmip-asymmetric")
     try:
         co = kma.client("co")
-        co.update_key_policy("tape-30d", agents_may_revoke=True, allow_import=True, general_keys=True)
         co.create_key_policy(
             "tape-imports", encryption_period=30 * DAY, cryptoperiod=365 * DAY, allow_import=True
         )

@@ -28,7 +28,7 @@ from kma.kmip.enums import (
     ResultStatus,
     Tag,
 )
-from tests.support.agents import enrolled_demo_agent, events, kmip, last_event
+from tests.support.agents import enrolled_demo_agent, events, general_keys_demo, kmip, last_event
 from tests.support.kma_process import RunningKma
 from tests.support.kmip_vectors import VECTORS, Bindings, Vector, vectors
 
@@ -41,8 +41,6 @@ SERVED = [v for v in vectors("TL", "SKLC", "SKFF", "OMOS", "BL", "QS") if v not 
 NOT_OFFERED = {
     "BL-M-2-21": "needs Batch Error Continuation Option Undo: each item here is durable before the "
     "next runs, so Undo is taken as Stop and an Activate already done stays done",
-    "QS-M-1-21": "Query must list Adjust Attribute, Set Attribute, Import, Export and Set Endpoint "
-    "Role, which this KMA does not serve (Query lists exactly what is served)",
 }
 CONTINUES = {"TL-M-3": "TL-M-2"}  # a test case -> the one whose objects it works on
 
@@ -65,11 +63,8 @@ class Runner:
 
 @pytest.fixture(scope="module")
 def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
-    kma = RunningKma.demo_in(tmp_path_factory.mktemp("kmip-vectors"))
+    kma = general_keys_demo(tmp_path_factory, "kmip-vectors")
     try:
-        kma.client("co").update_key_policy(
-            "tape-30d", agents_may_revoke=True, allow_import=True, general_keys=True
-        )
         agent_dir: Path = enrolled_demo_agent(kma, tmp_path_factory, AGENT)
         with kmip(agent_dir) as client:
             yield Runner(kma, client)
