@@ -203,6 +203,16 @@ async def set_attribute(call: Call, payload: Item) -> bytes:
         )
     row = call.key(uid)
     bound = row["data_unit_id"] is not None and _binds(call, row, attr) is not None
+    if held:  # the one value, wherever its index is (earlier deletes may have left it at 1 or more)
+        named = Item(Tag.ATTRIBUTE_INDEX, ItemType.INTEGER, held[0][0])
+        one = Item(
+            Tag.ATTRIBUTE,
+            ItemType.STRUCTURE,
+            [Item(Tag.ATTRIBUTE_NAME, ItemType.TEXT_STRING, attr.name), named, attr.value],
+        )
+        payload = Item(
+            payload.tag, ItemType.STRUCTURE, [*(i for i in payload if i.tag != Tag.ATTRIBUTE), one]
+        )
     if held or bound:
         return await modify_attribute(call, payload, "kmip.set_attribute")
     return await add_attribute(call, payload, "kmip.set_attribute")

@@ -148,6 +148,9 @@ def test_set_attribute_adds_then_replaces_and_leaves_the_kmas_own_alone(
     two = uid_of(key) + ttlv.struct_(NEW_ATTRIBUTE, vendor("label", ttlv.text(Tag.ATTRIBUTE_VALUE, "rack 6")))
     assert refused(client, Operation.SET_ATTRIBUTE, two).reason == ResultReason.MULTI_VALUED_ATTRIBUTE
     assert custom(client, key, "label") == ["rack 4", "rack 5"]
+    client.call(Operation.DELETE_ATTRIBUTE, uid_of(key) + vendor_reference("label"))  # rack 4, index 0
+    client.call(Operation.SET_ATTRIBUTE, two)  # the one left (at index 1) is the one replaced
+    assert custom(client, key, "label") == ["rack 6"]
     client.version = (1, 4)
     try:  # a 2.x operation: a 1.4 request has no such thing
         one_four = refused(client, Operation.SET_ATTRIBUTE, two)
