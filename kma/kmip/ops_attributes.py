@@ -1,4 +1,5 @@
-"""Get Attributes, Get Attribute List, Add/Modify/Delete Attribute and Locate.
+"""Get Attributes, Get Attribute List, Add/Modify/Delete Attribute, Set and Adjust Attribute
+(KMIP 2.x: Add or Modify as the key holds the attribute; a number or a time moved) and Locate.
 
 What an agent may change: a key's data unit while it has none (Name, x-Data-Unit or x-Barcode,
 or Application Specific Information in the LIBRARY-LTO namespace: a key protects one tape, and

@@ -228,10 +228,10 @@ def _as_described(spec: NewKey, sent: objects.Registered) -> None:
     never quantum safe (Shor's algorithm breaks RSA, DSA and ECDSA)."""
     symmetric = sent.kind == ObjectType.SYMMETRIC_KEY
     own = CryptographicAlgorithm.AES if symmetric else sent.algorithm
-    if spec.algorithm is not None and spec.algorithm != own:
+    if None not in (spec.algorithm, own) and spec.algorithm != own:
         raise field_error("the Cryptographic Algorithm attribute differs from the object's own")
     bits = len(sent.raw) * 8 if symmetric else sent.bits
-    if spec.length is not None and spec.length != bits:
+    if None not in (spec.length, bits) and spec.length != bits:
         raise field_error("the Cryptographic Length attribute differs from the object's own")
     if spec.certificate_type is not None and spec.certificate_type != sent.data_type:
         raise field_error("the Certificate Type attribute differs from the certificate's own")
