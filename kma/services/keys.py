@@ -128,10 +128,13 @@ def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
     kept = kma.store.query(
         "SELECT name, value FROM key_custom_attributes WHERE key_id = ? ORDER BY name, idx", (key_id,)
     )
+    # Sensitive, set by the client with the object, is kept beside what the object is (key_kmip)
+    sensitive = kma.store.scalar("SELECT sensitive FROM key_kmip WHERE key_id = ?", (key_id,))
     return {
         **_row(row),
         "held_by_backups": [dict(r) for r in held],
-        "kmip_attributes": [dict(r) for r in kept],
+        "kmip_attributes": [dict(r) for r in kept]
+        + ([{"name": "Sensitive", "value": "True"}] if sensitive else []),
     }
 
 

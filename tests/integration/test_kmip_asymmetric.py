@@ -254,6 +254,8 @@ def test_a_registered_key_is_sent_only_as_it_was_kept(kma: RunningKma, client: K
         client.version = (1, 4)
     assert again.reason == ResultReason.SENSITIVE
     assert client.get_attributes(sensitive, ["Sensitive"]) == {"Sensitive": True}
+    shown = kma.client("co").get_key(sensitive).kmip_attributes  # the manager's key details
+    assert [(a.name, a.value) for a in shown] == [("Sensitive", "True")]
     undo = ttlv.text(Tag.UNIQUE_IDENTIFIER, sensitive) + ttlv.text(Tag.ATTRIBUTE_NAME, "Sensitive")
     assert refused(client, Operation.DELETE_ATTRIBUTE, undo).reason == ResultReason.PERMISSION_DENIED
     assert [e["condition"] for e in events(kma, before, "kmip.get")] == ["error", "error"]
