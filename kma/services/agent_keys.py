@@ -373,7 +373,8 @@ def insert_registered_key(
             f":now + {_policy_value('cryptoperiod', ':g')}"
         )
     return Stmt(
-        f"INSERT INTO keys ({columns}) SELECT {values} WHERE {may_use(':g')} AND {MAY_IMPORT}",
+        f"INSERT INTO keys ({columns}) SELECT {values} WHERE {may_use(':g')} AND {MAY_IMPORT} "
+        "AND NOT EXISTS (SELECT 1 FROM keys WHERE id = :id)",  # an Import's identifier, taken meanwhile
         {
             "id": key_id,
             "kma": kma_id,
@@ -384,8 +385,8 @@ def insert_registered_key(
             "now": now,
         },
         expect=1,
-        refusal=f"agent '{agent.agent_id}' is disabled, may not use key group '{group_id}', or its policy "
-        "does not allow import",
+        refusal=f"agent '{agent.agent_id}' is disabled, may not use key group '{group_id}', its policy "
+        f"does not allow import, or an object {key_id} exists already",
     )
 
 
