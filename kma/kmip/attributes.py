@@ -477,16 +477,19 @@ def digest(material: bytes) -> bytes:
 
 
 def _digest(k: KeyView) -> bytes | None:
-    """SHA-256 of the key's Raw material (kept when the material was destroyed; computed when
-    asked for)."""
+    """SHA-256 of the key's Raw material, of a public or private key's material in the Key Format
+    Type it was registered in, of a certificate's DER (kept when the material was destroyed;
+    computed when asked for)."""
     value = digest(k.material) if k.material is not None else _get(k.row, "digest")
     if value is None:
         return None
+    kind = objects.object_type(k.row)
+    fmt = objects.key_format(k.row) if kind in objects.ASYMMETRIC else KeyFormatType.RAW
     return ttlv.struct_(
         V,
         ttlv.enum(Tag.HASHING_ALGORITHM, HashingAlgorithm.SHA_256),
         ttlv.byte_string(Tag.DIGEST_VALUE, bytes(value)),
-        ttlv.enum(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW),
+        b"" if kind == ObjectType.CERTIFICATE else ttlv.enum(Tag.KEY_FORMAT_TYPE, fmt or KeyFormatType.RAW),
     )
 
 

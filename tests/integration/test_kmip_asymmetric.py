@@ -6,6 +6,7 @@ with its reason and an audit event."""
 from __future__ import annotations
 
 import datetime
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,10 @@ def test_a_private_key_and_a_certificate_are_kept_as_registered_and_wrapped(
         "Cryptographic Length": 2048,
         "Object Type": ObjectType.PRIVATE_KEY,
     }
+    asked = ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.text(Tag.ATTRIBUTE_NAME, "Digest")
+    digest = client.call(Operation.GET_ATTRIBUTES, asked).find(Tag.ATTRIBUTE).find(Tag.ATTRIBUTE_VALUE)
+    assert digest.get(Tag.DIGEST_VALUE) == hashlib.sha256(PKCS8).digest()
+    assert digest.get(Tag.KEY_FORMAT_TYPE) == KeyFormatType.PKCS_8
     row = key_row(kma, uid)
     assert row["material_wrapped"] and PKCS8 not in row["material_wrapped"]  # under the master key
     (event,) = events(kma, before, "kmip.register")
