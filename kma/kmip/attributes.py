@@ -31,6 +31,7 @@ from kma.kmip.enums import (
     ItemType,
     KeyFormatType,
     NameType,
+    ObjectType,
     ResultReason,
     RNGAlgorithm,
     State,
@@ -224,6 +225,11 @@ class NewKey:
     bits: int = KEY_BITS
     quantum_safe: bool = False  # the client asks for an object safe against quantum computers
     protect_stop: int | None = None  # a Protect Stop Date the client set (general key groups)
+    deactivation: int | None = None  # a Deactivation Date the client set (general key groups)
+    algorithm: int | None = None  # a Cryptographic Algorithm the client named
+    length: int | None = None  # a Cryptographic Length the client named
+    certificate_type: int | None = None  # a Certificate Type the client named (Register)
+    sensitive: bool = False  # KMIP Sensitive: the material never leaves the KMA in the clear
 
 
 def check_quantum_safe(spec: NewKey, bits: int | None) -> None:
@@ -238,18 +244,21 @@ def check_quantum_safe(spec: NewKey, bits: int | None) -> None:
 
 
 def _algorithm(spec: NewKey, attr: Attr, now: int) -> None:
-    if _typed(attr, ItemType.ENUMERATION) != CryptographicAlgorithm.AES:
+    """AES (the keys it makes), or the algorithm of a public or private key it is given."""
+    value = _typed(attr, ItemType.ENUMERATION)
+    if value != CryptographicAlgorithm.AES and value not in objects.ALGORITHM_NAMES:
         raise field_error(
-            "this KMA makes and holds AES keys only (3DES, which NIST withdrew, and asymmetric "
-            "keys are not offered)"
+            "this KMA makes AES keys and keeps registered RSA, DSA and ECDSA keys (3DES, which NIST "
+            "withdrew, is not offered)"
         )
+    spec.algorithm = int(value)
 
 
 def _length(spec: NewKey, attr: Attr, now: int) -> None:
-    bits = _typed(attr, ItemType.INTEGER)
-    if bits not in AES_BITS:
-        raise field_error(f"an AES key is 128, 192 or 256 bits long, not {bits}")
-    spec.bits = int(bits)
+    """The length a Create asks for (an AES size), or a Register's object has (checked there)."""
+    spec.length = int(_typed(attr, ItemType.INTEGER))
+    if spec.length in AES_BITS:
+        spec.bits = spec.length
 
 
 def _usage(spec: NewKey, attr: Attr, now: int) -> None:
@@ -288,10 +297,15 @@ def settle(spec: NewKey, general: bool, group: str) -> None:
             f"the policy of key group '{group}' keeps tape keys: AES-256 only (a policy for general "
             "keys allows AES-128 and AES-192)"
         )
-    if spec.protect_stop is not None and not general:
+    if (spec.protect_stop is not None or spec.deactivation is not None) and not general:
         raise field_error(
-            f"the policy of key group '{group}' sets its tape keys' dates; a Protect Stop Date is set "
-            "on keys of a key group whose policy keeps general keys"
+            f"the policy of key group '{group}' sets its tape keys' dates; a Protect Stop or Deactivation "
+            "Date is set on keys of a key group whose policy keeps general keys"
+        )
+    if spec.deactivation is not None and not spec.activate:
+        raise field_error(
+            "a Deactivation Date is set with an Activation Date (the object active from now): a "
+            "pre-active object's dates start when it is activated"
         )
     for unit in spec.tape_units:
         _bind(spec, unit, "Application Specific Information values")
@@ -311,6 +325,18 @@ def _protect_stop(spec: NewKey, attr: Attr, now: int) -> None:
     spec.protect_stop = int(_typed(attr, ItemType.DATE_TIME))
 
 
+def _deactivation(spec: NewKey, attr: Attr, now: int) -> None:
+    spec.deactivation = int(_typed(attr, ItemType.DATE_TIME))
+
+
+def _sensitive(spec: NewKey, attr: Attr, now: int) -> None:
+    spec.sensitive = bool(_typed(attr, ItemType.BOOLEAN))
+
+
+def _certificate_type(spec: NewKey, attr: Attr, now: int) -> None:
+    spec.certificate_type = int(_typed(attr, ItemType.ENUMERATION))
+
+
 def _group(spec: NewKey, attr: Attr, now: int) -> None:
     spec.group = str(_typed(attr, ItemType.TEXT_STRING))
 
@@ -324,7 +350,8 @@ def _activation(spec: NewKey, attr: Attr, now: int) -> None:
 
 
 def _ignored(spec: NewKey, attr: Attr, now: int) -> None:
-    """Accepted, without effect here (operation policies are the KMA's key policies)."""
+    """Accepted, without effect here (operation policies are the KMA's key policies; whether an
+    object is Fresh, never sent yet, is not kept: the audit trail says where it went)."""
 
 
 ON_CREATE: dict[str, Callable[[NewKey, Attr, int], None]] = {
@@ -343,7 +370,11 @@ ON_CREATE: dict[str, Callable[[NewKey, Attr, int], None]] = {
     "Object Group": _group,
     "Activation Date": _activation,
     "Protect Stop Date": _protect_stop,
+    "Deactivation Date": _deactivation,
+    "Sensitive": _sensitive,
+    "Certificate Type": _certificate_type,
     "Operation Policy Name": _ignored,
+    "Fresh": _ignored,
 }
 
 
@@ -446,16 +477,19 @@ def digest(material: bytes) -> bytes:
 
 
 def _digest(k: KeyView) -> bytes | None:
-    """SHA-256 of the key's Raw material (kept when the material was destroyed; computed when
-    asked for)."""
+    """SHA-256 of the key's Raw material, of a public or private key's material in the Key Format
+    Type it was registered in, of a certificate's DER (kept when the material was destroyed;
+    computed when asked for)."""
     value = digest(k.material) if k.material is not None else _get(k.row, "digest")
     if value is None:
         return None
+    kind = objects.object_type(k.row)
+    fmt = objects.key_format(k.row) if kind in objects.ASYMMETRIC else KeyFormatType.RAW
     return ttlv.struct_(
         V,
         ttlv.enum(Tag.HASHING_ALGORITHM, HashingAlgorithm.SHA_256),
         ttlv.byte_string(Tag.DIGEST_VALUE, bytes(value)),
-        ttlv.enum(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW),
+        b"" if kind == ObjectType.CERTIFICATE else ttlv.enum(Tag.KEY_FORMAT_TYPE, fmt or KeyFormatType.RAW),
     )
 
 
@@ -477,6 +511,21 @@ def _key_format(k: KeyView) -> bytes | None:
     return None if fmt is None else ttlv.enum(V, fmt)
 
 
+def _algorithm_of(k: KeyView) -> bytes | None:
+    algorithm = objects.algorithm(k.row)
+    return None if algorithm is None else ttlv.enum(V, algorithm)
+
+
+def _certificate(k: KeyView) -> bool:
+    """A live certificate whose DER is at hand (read when a certificate attribute is asked for)."""
+    return objects.object_type(k.row) == ObjectType.CERTIFICATE and k.material is not None
+
+
+def _subject_cn(k: KeyView) -> bytes | None:
+    name = objects.certificate_subject_cn(k.material) if k.material is not None and _certificate(k) else None
+    return None if name is None else ttlv.text(V, name)
+
+
 def _revocation(k: KeyView) -> bytes | None:
     code = _get(k.row, "revocation_reason")
     if code is None:
@@ -494,12 +543,20 @@ def _revocation(k: KeyView) -> bytes | None:
 STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
     "Unique Identifier": lambda k: ttlv.text(V, k.row["id"]),
     "Object Type": lambda k: ttlv.enum(V, objects.object_type(k.row)),
-    "Cryptographic Algorithm": lambda k: (
-        ttlv.enum(V, CryptographicAlgorithm.AES) if objects.is_symmetric(k.row) else None
-    ),
+    "Cryptographic Algorithm": _algorithm_of,
     "Cryptographic Length": lambda k: (
-        ttlv.integer(V, objects.bits(k.row)) if objects.is_symmetric(k.row) else None
+        ttlv.integer(V, objects.bits(k.row)) if objects.algorithm(k.row) is not None else None
     ),
+    "Certificate Type": lambda k: (
+        ttlv.enum(V, int(k.row["data_type"] or objects.X509))
+        if objects.object_type(k.row) == ObjectType.CERTIFICATE
+        else None
+    ),
+    "Certificate Length": lambda k: (
+        ttlv.integer(V, len(k.material)) if k.material and _certificate(k) else None
+    ),
+    "Certificate Subject CN": _subject_cn,
+    "Sensitive": lambda k: ttlv.boolean(V, bool(_get(k.row, "sensitive"))),  # False unless set
     "Cryptographic Usage Mask": lambda k: ttlv.integer(V, k.usage_mask),
     "Digest": _digest,
     "State": lambda k: ttlv.enum(V, k.state),
@@ -523,7 +580,9 @@ STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
     "x-KMA": _text_column("kma_id"),
 }
 ALIASES = {"x-Barcode": "x-Data-Unit"}
-V2_ONLY = frozenset({"Key Format Type"})  # an attribute from KMIP 2.0 on
+V2_ONLY = frozenset({"Key Format Type", "Certificate Subject CN"})  # attributes from KMIP 2.0 on
+# Attributes read from the object's material (so Get Attributes unwraps it when they are asked for).
+FROM_MATERIAL = frozenset({"Digest", "Certificate Length", "Certificate Subject CN"})
 
 
 def attribute(name: str, value: bytes, index: int = 0) -> bytes:
@@ -565,4 +624,6 @@ def attribute_names(key: KeyView, v2: bool = False) -> list[str]:
     ]
     if "Digest" not in names and (key.row["destroyed_at"] is None or _get(key.row, "digest") is not None):
         names.append("Digest")  # a live key has one; its value is read when asked for
+    if objects.object_type(key.row) == ObjectType.CERTIFICATE and key.row["destroyed_at"] is None:
+        names += ["Certificate Length", *(["Certificate Subject CN"] if v2 else [])]  # read likewise
     return names + kept_names

@@ -125,6 +125,30 @@ class Tag(IntEnum):
     LOG_MESSAGE = 0x420141
     INTEROP_FUNCTION = 0x420160
     INTEROP_IDENTIFIER = 0x420161
+    # KMIP 2.x operations: Adjust Attribute, Set Endpoint Role, Import
+    ADJUSTMENT_TYPE = 0x420158
+    ADJUSTMENT_VALUE = 0x420162
+    ENDPOINT_ROLE = 0x420151
+    REPLACE_EXISTING = 0x420124
+    KEY_WRAP_TYPE = 0x4200F8
+    # Public keys, private keys and certificates (KMIP Baseline Profile)
+    CERTIFICATE = 0x420013
+    CERTIFICATE_TYPE = 0x42001D
+    CERTIFICATE_VALUE = 0x42001E
+    CERTIFICATE_LENGTH = 0x4200AD
+    CERTIFICATE_SUBJECT_CN = 0x420108
+    PUBLIC_KEY = 0x42006D
+    PRIVATE_KEY = 0x420064
+    SENSITIVE = 0x420120
+    ALWAYS_SENSITIVE = 0x420121
+    FRESH = 0x4200A8
+    MODULUS = 0x420052
+    PUBLIC_EXPONENT = 0x42006C
+    P = 0x42005E
+    Q = 0x420071
+    G = 0x420037
+    X = 0x42009F
+    Y = 0x4200A0
     # Vendor extensions (tape semantics): see docs/api.md, "Agents".
     DATA_UNIT = 0x540001
     KEY_ISSUED = 0x540002
@@ -148,7 +172,12 @@ class Operation(IntEnum):
     DESTROY = 0x14
     QUERY = 0x18
     DISCOVER_VERSIONS = 0x1E
+    IMPORT = 0x2A
+    EXPORT = 0x2B
     LOG = 0x2C
+    ADJUST_ATTRIBUTE = 0x30
+    SET_ATTRIBUTE = 0x31
+    SET_ENDPOINT_ROLE = 0x32
     INTEROP = 0x34
     # Vendor extensions: a data unit's current write key, and writing from beginning of tape.
     WRITE_KEY = 0x80000001
@@ -179,9 +208,19 @@ class ResultReason(IntEnum):
     KEY_COMPRESSION_TYPE_NOT_SUPPORTED = 0x11
     ENCODING_OPTION_ERROR = 0x12
     KEY_VALUE_NOT_PRESENT = 0x13
+    SENSITIVE = 0x16
     INCOMPATIBLE_CRYPTOGRAPHIC_USAGE_MASK = 0x29
     # KMIP 2.x reasons, where 1.x has a general one
+    OBJECT_ALREADY_EXISTS = 0x18
+    NUMERIC_RANGE = 0x1B
+    INVALID_DATA_TYPE = 0x1C
+    MULTI_VALUED_ATTRIBUTE = 0x1E
+    ATTRIBUTE_NOT_FOUND = 0x21
+    ATTRIBUTE_READ_ONLY = 0x22
     ATTRIBUTE_SINGLE_VALUED = 0x23
+    KEY_WRAP_TYPE_NOT_SUPPORTED = 0x32
+    NON_UNIQUE_NAME_ATTRIBUTE = 0x35
+    OBJECT_DESTROYED = 0x36
     OBJECT_NOT_FOUND = 0x37
     WRONG_KEY_LIFECYCLE_STATE = 0x43
     GENERAL_FAILURE = 0x100
@@ -198,6 +237,9 @@ class ObjectType(IntEnum):
 
 class CryptographicAlgorithm(IntEnum):
     AES = 0x03
+    RSA = 0x04
+    DSA = 0x05
+    ECDSA = 0x06
 
 
 class State(IntEnum):
@@ -232,7 +274,14 @@ class NameType(IntEnum):
 class KeyFormatType(IntEnum):
     RAW = 0x01
     OPAQUE = 0x02
+    PKCS_1 = 0x03
+    PKCS_8 = 0x04
+    X_509 = 0x05
     TRANSPARENT_SYMMETRIC_KEY = 0x07
+    TRANSPARENT_DSA_PRIVATE_KEY = 0x08
+    TRANSPARENT_DSA_PUBLIC_KEY = 0x09
+    TRANSPARENT_RSA_PRIVATE_KEY = 0x0A
+    TRANSPARENT_RSA_PUBLIC_KEY = 0x0B
 
 
 class RevocationReasonCode(IntEnum):
@@ -283,3 +332,19 @@ class EncodingOption(IntEnum):
 class StorageStatusMask(IntFlag):
     ONLINE = 0x01
     ARCHIVAL = 0x02
+
+
+class AdjustmentType(IntEnum):
+    INCREMENT = 1
+    DECREMENT = 2
+    NEGATE = 3
+
+
+class EndpointRole(IntEnum):
+    CLIENT = 1
+    SERVER = 2
+
+
+class KeyWrapType(IntEnum):
+    NOT_WRAPPED = 1
+    AS_REGISTERED = 2

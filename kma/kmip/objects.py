@@ -1,17 +1,27 @@
 """What a managed object is: an AES key (256 bits from the pool, or 128/192 bits for a general
-key group), Secret Data or an Opaque Object, and how Register reads and Get sends each.
+key group), Secret Data, an Opaque Object, or (registered in a general key group) a public key,
+a private key or an X.509 certificate, and how Register reads and Get sends each.
 
 Every object is a row of `keys` (its material wrapped under the master key, its key group, its
 times), so the key groups' isolation, the audit trail, backups and the manager's lists hold for
 all of them; `key_kmip` says what it is when it is not an AES-256 key. An AES-128 or AES-192 key
 is a pool key whose first 16 or 24 bytes are its material: the pool's keys are in a backup
 before they are issued, and so is every AES key the KMA makes, whatever its size.
+
+A public or private key is kept in the Key Format Type it was registered in and sent back in it
+(no conversion): its material is the Key Material's bytes (PKCS#1, PKCS#8, X.509), or for a
+Transparent format the TTLV encoding of the Key Material structure. The KMA never generates an
+asymmetric key; it keeps what a client registers, weak sizes included (RSA-1024, DSA-512: the
+client has the key already; refusing to store it protects nothing).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 
 from kma.kmip import ttlv
 from kma.kmip.enums import CryptographicAlgorithm, ItemType, KeyFormatType, ObjectType, ResultReason, Tag
@@ -23,6 +33,45 @@ REGISTERED: dict[int, int] = {
     ObjectType.SYMMETRIC_KEY: Tag.SYMMETRIC_KEY,
     ObjectType.SECRET_DATA: Tag.SECRET_DATA,
     ObjectType.OPAQUE_OBJECT: Tag.OPAQUE_OBJECT,
+    ObjectType.PUBLIC_KEY: Tag.PUBLIC_KEY,
+    ObjectType.PRIVATE_KEY: Tag.PRIVATE_KEY,
+    ObjectType.CERTIFICATE: Tag.CERTIFICATE,
+}
+ASYMMETRIC = (ObjectType.PUBLIC_KEY, ObjectType.PRIVATE_KEY)
+X509 = 1  # Certificate Type X.509 (PGP certificates are not offered)
+ALGORITHM_NAMES: dict[int, str] = {
+    CryptographicAlgorithm.RSA: "RSA",
+    CryptographicAlgorithm.DSA: "DSA",
+    CryptographicAlgorithm.ECDSA: "ECDSA",
+}
+# Key Format Types a public / private key is registered in: byte strings, or a Transparent
+# structure with the fields it must have.
+_BYTES = frozenset({KeyFormatType.PKCS_1, KeyFormatType.PKCS_8, KeyFormatType.X_509})
+_FORMATS: dict[int, frozenset[int]] = {
+    ObjectType.PUBLIC_KEY: frozenset({KeyFormatType.PKCS_1, KeyFormatType.X_509}),
+    ObjectType.PRIVATE_KEY: frozenset({KeyFormatType.PKCS_1, KeyFormatType.PKCS_8}),
+}
+_TRANSPARENT: dict[int, tuple[int, int, tuple[int, ...]]] = {  # format -> (object, algorithm, fields)
+    KeyFormatType.TRANSPARENT_RSA_PUBLIC_KEY: (
+        ObjectType.PUBLIC_KEY,
+        CryptographicAlgorithm.RSA,
+        (Tag.MODULUS, Tag.PUBLIC_EXPONENT),
+    ),
+    KeyFormatType.TRANSPARENT_RSA_PRIVATE_KEY: (
+        ObjectType.PRIVATE_KEY,
+        CryptographicAlgorithm.RSA,
+        (Tag.MODULUS,),
+    ),
+    KeyFormatType.TRANSPARENT_DSA_PUBLIC_KEY: (
+        ObjectType.PUBLIC_KEY,
+        CryptographicAlgorithm.DSA,
+        (Tag.P, Tag.Q, Tag.G, Tag.Y),
+    ),
+    KeyFormatType.TRANSPARENT_DSA_PRIVATE_KEY: (
+        ObjectType.PRIVATE_KEY,
+        CryptographicAlgorithm.DSA,
+        (Tag.P, Tag.Q, Tag.G, Tag.X),
+    ),
 }
 MAX_OBJECT_BYTES = 64 * 1024  # an Opaque Object or Secret Data value
 KEY_BITS = 256  # the pool's keys
@@ -62,14 +111,26 @@ def is_symmetric(row: Any) -> bool:
 
 def key_format(row: Any) -> int | None:
     """The Key Format Type the object is sent in unless a Get names one: the one it was
-    registered in; a key the KMA made is Raw; an Opaque Object has none."""
+    registered in; a key the KMA made is Raw; an Opaque Object and a certificate have none."""
     kind = object_type(row)
-    if kind == ObjectType.OPAQUE_OBJECT:
+    if kind in (ObjectType.OPAQUE_OBJECT, ObjectType.CERTIFICATE):
         return None
     registered = _get(row, "key_format")
     if registered is not None:
         return int(registered)
     return KeyFormatType.OPAQUE if kind == ObjectType.SECRET_DATA else KeyFormatType.RAW
+
+
+def is_asymmetric(row: Any) -> bool:
+    return object_type(row) in ASYMMETRIC
+
+
+def algorithm(row: Any) -> int | None:
+    """The Cryptographic Algorithm of a key (AES, or a registered key's own); None for others."""
+    if is_symmetric(row):
+        return CryptographicAlgorithm.AES
+    value = _get(row, "algorithm")
+    return None if value is None or not is_asymmetric(row) else int(value)
 
 
 def what(row: Any) -> str:
@@ -78,7 +139,17 @@ def what(row: Any) -> str:
         return "secret data"
     if kind == ObjectType.OPAQUE_OBJECT:
         return "opaque object"
+    if kind == ObjectType.CERTIFICATE:
+        return "X.509 certificate"
+    if kind in ASYMMETRIC:
+        name = ALGORITHM_NAMES.get(algorithm(row) or 0, "?")
+        return f"{name}-{bits(row)} {'public' if kind == ObjectType.PUBLIC_KEY else 'private'} key"
     return f"AES-{bits(row)} key"
+
+
+def certificate_subject_cn(der: bytes) -> str | None:
+    names = x509.load_der_x509_certificate(der).subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(names[0].value) if names else None
 
 
 # --- Register ------------------------------------------------------------------------------
@@ -91,6 +162,8 @@ class Registered:
     raw: bytes
     data_type: int | None = None
     key_format: int | None = None
+    algorithm: int | None = None  # a public or private key's
+    bits: int | None = None  # a public or private key's Cryptographic Length
 
 
 def registered(payload: Item) -> Registered:
@@ -99,8 +172,8 @@ def registered(payload: Item) -> Registered:
     tag = REGISTERED.get(kind) if isinstance(kind, int) else None
     if tag is None:
         raise field_error(
-            "this KMA registers symmetric keys, secret data and opaque objects only (asymmetric keys, "
-            "certificates and templates are not offered)"
+            "this KMA registers symmetric keys, public and private keys, X.509 certificates, secret data "
+            "and opaque objects (templates and split keys are not offered)"
         )
     holder = payload.find(tag)
     if holder is None:
@@ -110,9 +183,13 @@ def registered(payload: Item) -> Registered:
         if not isinstance(data_type, int) or not isinstance(value, bytes):
             raise KmipError(ResultReason.MISSING_DATA, "an Opaque Object needs an Opaque Data Type and Value")
         return Registered(kind, _sized(value), data_type)
+    if kind == ObjectType.CERTIFICATE:
+        return _certificate(holder)
     block = holder.find(Tag.KEY_BLOCK)
     if block is None:
         raise KmipError(ResultReason.MISSING_DATA, "the object has no Key Block")
+    if kind in ASYMMETRIC:
+        return _asymmetric(kind, block)
     raw = block_material(block)
     fmt = block.get(Tag.KEY_FORMAT_TYPE)
     if kind == ObjectType.SECRET_DATA:
@@ -124,6 +201,57 @@ def registered(payload: Item) -> Registered:
     if algorithm != CryptographicAlgorithm.AES or len(raw) * 8 not in (128, 192, 256):
         raise field_error("this KMA holds AES keys only (16, 24 or 32 bytes of key material)")
     return Registered(kind, raw, None, fmt)
+
+
+def _certificate(holder: Item) -> Registered:
+    kind, value = holder.get(Tag.CERTIFICATE_TYPE), holder.get(Tag.CERTIFICATE_VALUE)
+    if not isinstance(kind, int) or not isinstance(value, bytes):
+        raise KmipError(ResultReason.MISSING_DATA, "a Certificate needs a Certificate Type and Value")
+    if kind != X509:
+        raise field_error("this KMA keeps X.509 certificates only (PGP certificates are not offered)")
+    try:
+        x509.load_der_x509_certificate(_sized(value))
+    except ValueError as error:
+        raise field_error(f"the Certificate Value is not a DER X.509 certificate: {error}") from None
+    return Registered(ObjectType.CERTIFICATE, value, X509)
+
+
+def _asymmetric(kind: int, block: Item) -> Registered:
+    """A public or private key as sent: its format (kept), algorithm and length (checked present)."""
+    if block.find(Tag.KEY_WRAPPING_DATA) is not None:
+        raise KmipError(ResultReason.FEATURE_NOT_SUPPORTED, "register key material unwrapped, inside TLS")
+    fmt, algorithm, length = (
+        block.get(Tag.KEY_FORMAT_TYPE),
+        block.get(Tag.CRYPTOGRAPHIC_ALGORITHM),
+        block.get(Tag.CRYPTOGRAPHIC_LENGTH),
+    )
+    noun = "public" if kind == ObjectType.PUBLIC_KEY else "private"
+    if algorithm not in ALGORITHM_NAMES:
+        raise field_error(f"a {noun} key here is RSA, DSA or ECDSA (its Key Block names the algorithm)")
+    if not isinstance(length, int) or length <= 0:
+        raise KmipError(ResultReason.MISSING_DATA, f"the {noun} key's Key Block needs a Cryptographic Length")
+    value = block.find(Tag.KEY_VALUE)
+    found = value.find(Tag.KEY_MATERIAL) if value is not None else None
+    if found is None:
+        raise KmipError(ResultReason.MISSING_DATA, "the key block has no key material")
+    transparent = _TRANSPARENT.get(fmt) if isinstance(fmt, int) else None
+    if isinstance(fmt, int) and fmt in _FORMATS[kind] and found.type == ItemType.BYTE_STRING:
+        raw = bytes(found.value)
+    elif transparent is not None and transparent[0] == kind and found.type == ItemType.STRUCTURE:
+        if transparent[1] != algorithm:
+            named = KeyFormatType(fmt).name
+            raise field_error(f"Key Format Type {named} is not for {ALGORITHM_NAMES[algorithm]} keys")
+        missing = [Tag(t).name.replace("_", " ").title() for t in transparent[2] if found.find(t) is None]
+        if missing:
+            raise KmipError(ResultReason.MISSING_DATA, f"the key material has no {', '.join(missing)}")
+        raw = found.encode()
+    else:
+        raise KmipError(
+            ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED,
+            f"a {noun} key is registered as PKCS#1, {'X.509' if noun == 'public' else 'PKCS#8'} or its "
+            "Transparent RSA / DSA structure",
+        )
+    return Registered(kind, _sized(raw), None, fmt, algorithm, length)
 
 
 def _sized(value: bytes) -> bytes:
@@ -159,6 +287,25 @@ def block_material(block: Item) -> bytes:
 def encode_object(row: Any, fmt: int | None, value: bytes, wrapping: bytes = b"") -> bytes:
     """The object as Get sends it; `value` is its plain material (or, with `wrapping`, wrapped)."""
     kind = object_type(row)
+    if kind == ObjectType.CERTIFICATE:
+        return ttlv.struct_(
+            Tag.CERTIFICATE,
+            ttlv.enum(Tag.CERTIFICATE_TYPE, int(_get(row, "data_type") or X509)),
+            ttlv.byte_string(Tag.CERTIFICATE_VALUE, value),
+        )
+    if kind in ASYMMETRIC:
+        fmt = int(_get(row, "key_format") or KeyFormatType.PKCS_1)
+        material = value if fmt not in _BYTES else ttlv.byte_string(Tag.KEY_MATERIAL, value)
+        return ttlv.struct_(
+            REGISTERED[kind],
+            ttlv.struct_(
+                Tag.KEY_BLOCK,
+                ttlv.enum(Tag.KEY_FORMAT_TYPE, fmt),
+                ttlv.struct_(Tag.KEY_VALUE, material),
+                ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, algorithm(row) or 0),
+                ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, bits(row)),
+            ),
+        )
     if kind == ObjectType.OPAQUE_OBJECT:
         return ttlv.struct_(
             Tag.OPAQUE_OBJECT,

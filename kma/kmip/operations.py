@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from kma.audit.record import Condition, Retention
 from kma.crypto.hsm import HsmUnavailable
 from kma.errors import ClusterUnavailable, KmaLocked, NoReadyKey
-from kma.kmip import ops_attributes, ops_keys, ops_server, ops_tape, ttlv, v2
+from kma.kmip import ops_attributes, ops_keys, ops_server, ops_tape, ops_transfer, ttlv, v2
 from kma.kmip.context import Call
 from kma.kmip.enums import BatchErrorContinuation, Operation, ResultReason, ResultStatus, Tag
 from kma.kmip.messages import RETRY_LATER, SUPPORTED_VERSIONS, KmipError, Request, RequestItem, Result
@@ -42,6 +42,11 @@ HANDLERS: dict[int, Handler] = {
     Operation.MODIFY_ATTRIBUTE: ops_attributes.modify_attribute,
     Operation.DELETE_ATTRIBUTE: ops_attributes.delete_attribute,
     Operation.LOCATE: ops_attributes.locate,
+    Operation.SET_ATTRIBUTE: ops_attributes.set_attribute,
+    Operation.ADJUST_ATTRIBUTE: ops_attributes.adjust_attribute,
+    Operation.EXPORT: ops_transfer.export,
+    Operation.IMPORT: ops_transfer.import_,
+    Operation.SET_ENDPOINT_ROLE: ops_server.set_endpoint_role,
     Operation.WRITE_KEY: ops_tape.write_key,
     Operation.WRITE_FROM_BEGINNING: ops_tape.write_from_beginning,
 }

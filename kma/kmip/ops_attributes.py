@@ -1,4 +1,5 @@
-"""Get Attributes, Get Attribute List, Add/Modify/Delete Attribute and Locate.
+"""Get Attributes, Get Attribute List, Add/Modify/Delete Attribute, Set and Adjust Attribute
+(KMIP 2.x: Add or Modify as the key holds the attribute; a number or a time moved) and Locate.
 
 What an agent may change: a key's data unit while it has none (Name, x-Data-Unit or x-Barcode,
 or Application Specific Information in the LIBRARY-LTO namespace: a key protects one tape, and
@@ -18,7 +19,7 @@ from typing import Any
 from kma.kmip import attributes, objects, ttlv
 from kma.kmip.attributes import DATA_UNIT_ALIASES, Attr, KeyView, field_error
 from kma.kmip.context import Call
-from kma.kmip.enums import CryptographicAlgorithm, ItemType, ObjectType, ResultReason, Tag
+from kma.kmip.enums import AdjustmentType, CryptographicAlgorithm, ItemType, ObjectType, ResultReason, Tag
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
 from kma.services import agent_keys
@@ -27,19 +28,20 @@ from kma.services.agent_keys import LocateFilter
 MAX_LOCATED = 1000  # IDs in one Locate answer; Located Items (KMIP 1.3+) still counts them all
 
 
-def _view(call: Call, uid: str, digest: bool = False) -> KeyView:
-    row = call.key(uid, material=digest)
-    material = None
-    if digest and row["material_wrapped"] is not None:
-        plain = call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"])
-        material = objects.material(row, plain)
-    return KeyView(row, call.now, agent_keys.custom_attributes(call.kma, uid), material)
+def view(call: Call, uid: str, material: bool = False) -> KeyView:
+    """The key through KMIP; `material`: with its plain material (for a Digest, a certificate's
+    length or subject)."""
+    row = call.key(uid, material=material)
+    plain = None
+    if material and row["material_wrapped"] is not None:
+        plain = objects.material(row, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]))
+    return KeyView(row, call.now, agent_keys.custom_attributes(call.kma, uid), plain)
 
 
 async def get_attributes(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     names = [n.value for n in payload.all(Tag.ATTRIBUTE_NAME) if isinstance(n.value, str)]
-    key = _view(call, uid, digest=not names or "Digest" in names)
+    key = view(call, uid, material=not names or not attributes.FROM_MATERIAL.isdisjoint(names))
     encoded = attributes.encode_attributes(key, names or None, v2=call.version >= (2, 0))
     await call.audit("kmip.get_attributes", f"read {len(encoded)} attributes of key {uid}")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(encoded)
@@ -47,7 +49,7 @@ async def get_attributes(call: Call, payload: Item) -> bytes:
 
 async def get_attribute_list(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
-    names = attributes.attribute_names(_view(call, uid), v2=call.version >= (2, 0))
+    names = attributes.attribute_names(view(call, uid), v2=call.version >= (2, 0))
     await call.audit("kmip.get_attribute_list", f"listed the attributes of key {uid}")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(ttlv.text(Tag.ATTRIBUTE_NAME, n) for n in names)
 
@@ -60,12 +62,13 @@ def _one_attribute(payload: Item) -> Attr:
 
 
 def _read_only(name: str) -> KmipError:
-    """The KMA sets it; a lifecycle date follows the key's state (KMIP 2.x says so)."""
-    lifecycle = ResultReason.WRONG_KEY_LIFECYCLE_STATE if name.endswith(" Date") else None
+    """The KMA sets it (KMIP 2.x: Attribute Read Only); a lifecycle date follows the key's state
+    (2.x: Wrong Key Lifecycle State)."""
+    lifecycle = name.endswith(" Date")
     return KmipError(
         ResultReason.PERMISSION_DENIED,
         f"attribute '{name[:80]}' is set by the KMA, not by agents",
-        v2_reason=lifecycle,
+        v2_reason=ResultReason.WRONG_KEY_LIFECYCLE_STATE if lifecycle else ResultReason.ATTRIBUTE_READ_ONLY,
     )
 
 
@@ -90,7 +93,7 @@ def _kept(call: Call, attr: Attr) -> attributes.Kept:
     return attributes.client_attribute(attr)
 
 
-async def add_attribute(call: Call, payload: Item) -> bytes:
+async def add_attribute(call: Call, payload: Item, event: str = "kmip.add_attribute") -> bytes:
     uid = call.uid(payload)
     attr = _one_attribute(payload)
     row = call.key(uid)
@@ -107,12 +110,18 @@ async def add_attribute(call: Call, payload: Item) -> bytes:
             keep = attributes.client_attribute(attr)
             statements.append(agent_keys.add_custom_attribute(uid, keep.name, keep.text, keep.item))
         await call.commit(
-            "kmip.add_attribute",
+            event,
             [*statements, agent_keys.touch(uid, call.now)],
             f"bound key {uid} to data unit '{unit}'",
         )
         return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
     keep = _kept(call, attr)
+    if attr.name == "Name" and _holds(call, uid, attr.name, keep.text):
+        raise KmipError(
+            ResultReason.ILLEGAL_OPERATION,
+            f"key {uid} has the Name '{keep.text[:80]}' already",
+            v2_reason=ResultReason.NON_UNIQUE_NAME_ATTRIBUTE,
+        )
     if attr.name in attributes.SINGLE_VALUED and _holds(call, uid, attr.name):
         raise KmipError(
             ResultReason.ILLEGAL_OPERATION,
@@ -120,7 +129,7 @@ async def add_attribute(call: Call, payload: Item) -> bytes:
             v2_reason=ResultReason.ATTRIBUTE_SINGLE_VALUED,
         )
     await call.commit(
-        "kmip.add_attribute",
+        event,
         [
             agent_keys.guard_key(call.access, uid, call.now),
             agent_keys.add_custom_attribute(uid, keep.name, keep.text, keep.item),
@@ -145,16 +154,15 @@ def _raw(attr: Attr) -> list[bytes]:
     return [*parts, attr.value.encode()]
 
 
-def _holds(call: Call, uid: str, name: str) -> bool:
-    return (
-        call.kma.store.query_one(
-            "SELECT 1 FROM key_custom_attributes WHERE key_id = ? AND name = ?", (uid, name)
-        )
-        is not None
-    )
+def _holds(call: Call, uid: str, name: str, text: str | None = None) -> bool:
+    """Whether the key keeps attribute `name` (with this text, when given)."""
+    sql = "SELECT 1 FROM key_custom_attributes WHERE key_id = ? AND name = ?"
+    if text is None:
+        return call.kma.store.query_one(sql, (uid, name)) is not None
+    return call.kma.store.query_one(f"{sql} AND value = ?", (uid, name, text)) is not None
 
 
-async def modify_attribute(call: Call, payload: Item) -> bytes:
+async def modify_attribute(call: Call, payload: Item, event: str = "kmip.modify_attribute") -> bytes:
     uid = call.uid(payload)
     attr = _one_attribute(payload)
     row = call.key(uid)
@@ -166,11 +174,11 @@ async def modify_attribute(call: Call, payload: Item) -> bytes:
                 f"key {uid} stays bound to its data unit; write the tape from its beginning "
                 "to let its keys go",
             )
-        await call.audit("kmip.modify_attribute", f"kept key {uid} bound to data unit '{unit}' (no change)")
+        await call.audit(event, f"kept key {uid} bound to data unit '{unit}' (no change)")
         return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
     keep = _kept(call, attr)
     await call.commit(
-        "kmip.modify_attribute",
+        event,
         [
             agent_keys.guard_key(call.access, uid, call.now),
             agent_keys.modify_custom_attribute(uid, attr.name, attr.index, keep.text, keep.item),
@@ -179,6 +187,133 @@ async def modify_attribute(call: Call, payload: Item) -> bytes:
         f"changed attribute '{attr.name}' of key {uid}",
     )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
+
+
+async def set_attribute(call: Call, payload: Item) -> bytes:
+    """Set Attribute (KMIP 2.x): an attribute's value, added when the key has none, replaced when
+    it has one, under the rules of Add and Modify Attribute (so a data unit stays bound)."""
+    uid = call.uid(payload)
+    attr = _one_attribute(payload)
+    held = _values(call, uid, attr.name)
+    if len(held) > 1:
+        raise KmipError(
+            ResultReason.ILLEGAL_OPERATION,
+            f"key {uid} has {len(held)} values of '{attr.name[:80]}'; Set Attribute changes an attribute "
+            "with one value (Modify Attribute names the one to change)",
+            v2_reason=ResultReason.MULTI_VALUED_ATTRIBUTE,
+        )
+    row = call.key(uid)
+    bound = row["data_unit_id"] is not None and _binds(call, row, attr) is not None
+    if held:  # the one value, wherever its index is (earlier deletes may have left it at 1 or more)
+        named = Item(Tag.ATTRIBUTE_INDEX, ItemType.INTEGER, held[0][0])
+        one = Item(
+            Tag.ATTRIBUTE,
+            ItemType.STRUCTURE,
+            [Item(Tag.ATTRIBUTE_NAME, ItemType.TEXT_STRING, attr.name), named, attr.value],
+        )
+        payload = Item(
+            payload.tag, ItemType.STRUCTURE, [*(i for i in payload if i.tag != Tag.ATTRIBUTE), one]
+        )
+    if held or bound:
+        return await modify_attribute(call, payload, "kmip.set_attribute")
+    return await add_attribute(call, payload, "kmip.set_attribute")
+
+
+def _values(call: Call, uid: str, name: str) -> list[Any]:
+    return call.kma.store.query(
+        "SELECT idx, value, item FROM key_custom_attributes WHERE key_id = ? AND name = ? ORDER BY idx",
+        (uid, name),
+    )
+
+
+# What Adjust Attribute may change: numbers and times, each within its type's range.
+ADJUSTABLE: dict[int, tuple[int, int]] = {
+    ItemType.INTEGER: (-(2**31), 2**31 - 1),
+    ItemType.LONG_INTEGER: (-(2**63), 2**63 - 1),
+    ItemType.BIG_INTEGER: (-(2**1023), 2**1023 - 1),
+    ItemType.INTERVAL: (0, 2**32 - 1),
+    ItemType.DATE_TIME: (0, 2**63 - 1),
+}
+
+
+def _adjusted(name: str, value: Item, how: Any, by: Item | None) -> int:
+    if value.type not in ADJUSTABLE:
+        raise KmipError(
+            ResultReason.INVALID_FIELD,
+            f"attribute '{name[:80]}' is not a number or a time: Adjust Attribute cannot change it",
+            v2_reason=ResultReason.INVALID_DATA_TYPE,
+        )
+    if how == AdjustmentType.NEGATE:
+        if value.type in (ItemType.INTERVAL, ItemType.DATE_TIME):
+            raise field_error(f"attribute '{name[:80]}' is an interval or a time: it has no negative")
+        new = -int(value.value)
+    elif how in (AdjustmentType.INCREMENT, AdjustmentType.DECREMENT):
+        step = 1 if by is None else by.value
+        if (
+            not isinstance(step, int)
+            or isinstance(step, bool)
+            or by is not None
+            and by.type not in ADJUSTABLE
+        ):
+            raise field_error("the Adjustment Value must be a number")
+        new = int(value.value) + (step if how == AdjustmentType.INCREMENT else -step)
+    else:
+        raise field_error("Adjustment Type must be Increment, Decrement or Negate")
+    low, high = ADJUSTABLE[value.type]
+    if not low <= new <= high:
+        raise KmipError(
+            ResultReason.INVALID_FIELD,
+            f"attribute '{name[:80]}' would leave its type's range ({new})",
+            v2_reason=ResultReason.NUMERIC_RANGE,
+        )
+    return new
+
+
+async def adjust_attribute(call: Call, payload: Item) -> bytes:
+    """Adjust Attribute (KMIP 2.x): add to, subtract from or negate a number or a time a client
+    keeps on a key (its own x- attribute, Protection Period); the KMA's own attributes are
+    read-only here as in Modify Attribute."""
+    uid = call.uid(payload)
+    name = payload.get(Tag.ATTRIBUTE_NAME)  # KMIP 2.x's Attribute Reference, as 1.4 names it
+    if not isinstance(name, str):
+        raise KmipError(ResultReason.MISSING_DATA, "Adjust Attribute needs an Attribute Reference")
+    call.key(uid)
+    if name in attributes.STANDARD or not (name.startswith("x-") or name in attributes.CLIENT_SET):
+        raise _read_only(name)
+    held = _values(call, uid, name)
+    if not held:
+        raise KmipError(
+            ResultReason.ITEM_NOT_FOUND,
+            f"key {uid} has no attribute '{name[:80]}' to adjust",
+            v2_reason=ResultReason.ATTRIBUTE_NOT_FOUND,
+        )
+    if len(held) > 1:
+        raise KmipError(
+            ResultReason.ILLEGAL_OPERATION,
+            f"key {uid} has {len(held)} values of '{name[:80]}'; Adjust Attribute changes one with one value",
+            v2_reason=ResultReason.MULTI_VALUED_ATTRIBUTE,
+        )
+    index, _, item = held[0]
+    if item is None:  # kept as text
+        raise KmipError(
+            ResultReason.INVALID_FIELD,
+            f"attribute '{name[:80]}' is text, not a number or a time: Adjust Attribute cannot change it",
+            v2_reason=ResultReason.INVALID_DATA_TYPE,
+        )
+    value = ttlv.decode(bytes(item))
+    how = payload.get(Tag.ADJUSTMENT_TYPE)
+    new = _adjusted(name, value, how, payload.find(Tag.ADJUSTMENT_VALUE))
+    keep = attributes.kept(Attr(name, index, Item(Tag.ATTRIBUTE_VALUE, value.type, new)))
+    await call.commit(
+        "kmip.adjust_attribute",
+        [
+            agent_keys.guard_key(call.access, uid, call.now),
+            agent_keys.adjust_custom_attribute(uid, name, index, bytes(item), keep.text, keep.item or b""),
+            agent_keys.touch(uid, call.now),
+        ],
+        f"adjusted attribute '{name}' of key {uid}: {AdjustmentType(how).name.lower()} to {keep.text}",
+    )
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
 
 
 async def delete_attribute(call: Call, payload: Item) -> bytes:
@@ -211,9 +346,12 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
 
 
 def _by_algorithm(wanted: LocateFilter, algorithm: int) -> None:
-    """AES: the symmetric keys (the only algorithm here); anything else matches nothing."""
+    """AES: the symmetric keys; RSA, DSA, ECDSA: the public and private keys registered as such;
+    anything else matches nothing."""
     if algorithm == CryptographicAlgorithm.AES:
         wanted.object_types.append(ObjectType.SYMMETRIC_KEY)
+    elif algorithm in objects.ALGORITHM_NAMES:
+        wanted.algorithms.append(algorithm)
     else:
         wanted.nothing = True
 

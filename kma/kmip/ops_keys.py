@@ -21,6 +21,7 @@ from kma.kmip.attributes import NewKey, field_error
 from kma.kmip.context import Call
 from kma.kmip.enums import (
     BlockCipherMode,
+    CryptographicAlgorithm,
     EncodingOption,
     KeyFormatType,
     ObjectType,
@@ -37,15 +38,22 @@ from kma.services import agent_keys, key_issue
 from kma.services.keypool import new_key_id
 from kma.store import Stmt, WriteResult
 
+# Key Format Types a Get may name for a symmetric key or secret data.
+SENT_IN = (KeyFormatType.RAW, KeyFormatType.OPAQUE, KeyFormatType.TRANSPARENT_SYMMETRIC_KEY)
 COMPROMISE_REASONS = (RevocationReasonCode.KEY_COMPROMISE, RevocationReasonCode.CA_COMPROMISE)
 
 
-def _symmetric_only(payload: Item) -> None:
-    if payload.get(Tag.OBJECT_TYPE) != ObjectType.SYMMETRIC_KEY:
+def _symmetric_only(payload: Item, spec: NewKey) -> None:
+    if payload.get(Tag.OBJECT_TYPE) != ObjectType.SYMMETRIC_KEY or spec.algorithm not in (
+        None,
+        CryptographicAlgorithm.AES,
+    ):
         raise field_error(
-            "Create makes AES keys only (secret data and opaque objects are registered; asymmetric "
-            "keys are not offered)"
+            "Create makes AES keys only (secret data, opaque objects, public and private keys and "
+            "certificates are registered: this KMA does not generate asymmetric keys)"
         )
+    if spec.length is not None and spec.length not in attributes.AES_BITS:
+        raise field_error(f"an AES key is 128, 192 or 256 bits long, not {spec.length}")
 
 
 def settled(call: Call, payload: Item) -> tuple[NewKey, str]:
@@ -79,6 +87,10 @@ def _extras(key_id: str, spec: NewKey) -> list[Stmt]:
     out += [agent_keys.add_custom_attribute(key_id, k.name, k.text, k.item) for k in spec.kept]
     if spec.protect_stop is not None:
         out.append(agent_keys.set_protect_stop(key_id, spec.protect_stop))
+    if spec.deactivation is not None:
+        out.append(agent_keys.set_deactivation(key_id, spec.deactivation))
+    if spec.sensitive:
+        out.append(agent_keys.set_sensitive(key_id))
     return out
 
 
@@ -125,8 +137,8 @@ def _where(spec: NewKey, group: str) -> str:
 
 
 async def create(call: Call, payload: Item, activate: bool = False) -> bytes:
-    _symmetric_only(payload)
     spec, group = settled(call, payload)
+    _symmetric_only(payload, spec)
     attributes.check_quantum_safe(spec, spec.bits)
     spec.activate |= activate
     then = " and activated it (Activate in the same request)" if activate else ""
@@ -147,10 +159,14 @@ def repeats_a_short_pattern(raw: bytes) -> bool:
     return any(raw == (raw[:n] * (len(raw) // n + 1))[: len(raw)] for n in range(1, len(raw) // 2 + 1))
 
 
-async def register(call: Call, payload: Item) -> bytes:
+async def register(
+    call: Call, payload: Item, key_id: str | None = None, event: str = "kmip.register"
+) -> bytes:
+    """Register, and Import (`key_id`: the Unique Identifier the client gave, checked unused)."""
     sent = objects.registered(payload)
     kind, raw = sent.kind, sent.raw
     spec, group = settled(call, payload)
+    _as_described(spec, sent)
     attributes.check_quantum_safe(spec, len(raw) * 8 if kind == ObjectType.SYMMETRIC_KEY else None)
     general = group in call.access.general_groups
     # a tape key may become another drive's write key; a general key is its client's own business
@@ -159,12 +175,17 @@ async def register(call: Call, payload: Item) -> bytes:
             "the key material is one byte value or a short pattern repeated; register a random key"
         )
     symmetric = kind == ObjectType.SYMMETRIC_KEY
-    form = {"object_type": None if symmetric else kind, "bits": len(raw) * 8 if symmetric else None}
+    form = {
+        "object_type": None if symmetric else kind,
+        "bits": len(raw) * 8 if symmetric else sent.bits,
+        "algorithm": sent.algorithm,
+    }
     tape_key = symmetric and form["bits"] == attributes.KEY_BITS
     if not tape_key and not general:
         raise field_error(
-            f"the policy of key group '{group}' keeps tape keys (AES-256); secret data, opaque objects "
-            "and other AES sizes go to a key group whose policy keeps general keys"
+            f"the policy of key group '{group}' keeps tape keys (AES-256); secret data, opaque objects, "
+            "public and private keys, certificates and other AES sizes go to a key group whose policy "
+            "keeps general keys"
         )
     policy = agent_keys.group_policy(call.kma, group)
     if policy is None or not policy["allow_import"]:
@@ -174,7 +195,7 @@ async def register(call: Call, payload: Item) -> bytes:
             f"key policy '{name}' of key group '{group}' does not allow import: Register is refused",
         )
     kma = call.kma
-    key_id = new_key_id()
+    key_id = key_id or new_key_id()
     wrapped = kma.vault.master().wrap(f"key:{key_id}", raw)
     note = agent_keys.shredded_note(kma, spec.data_unit, call.now)
     statements = [agent_keys.register_data_unit(spec.data_unit, call.now)] if spec.data_unit else []
@@ -187,17 +208,38 @@ async def register(call: Call, payload: Item) -> bytes:
     statements += _extras(key_id, spec)
     if not tape_key or sent.key_format not in (None, KeyFormatType.RAW):
         statements.append(
-            agent_keys.set_form(key_id, form["object_type"], form["bits"], sent.data_type, sent.key_format)
+            agent_keys.set_form(
+                key_id, form["object_type"], form["bits"], sent.data_type, sent.key_format, sent.algorithm
+            )
         )
     what = objects.what(form)
     await call.commit(
-        "kmip.register",
+        event,
         statements,
         f"registered {what} {key_id} supplied by the agent {_where(spec, group)}{note}",
         ("key", key_id),
     )
     call.placeholder = key_id
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, key_id)
+
+
+def _as_described(spec: NewKey, sent: objects.Registered) -> None:
+    """Attributes that describe the object must say what its own block says; an asymmetric key is
+    never quantum safe (Shor's algorithm breaks RSA, DSA and ECDSA)."""
+    symmetric = sent.kind == ObjectType.SYMMETRIC_KEY
+    own = CryptographicAlgorithm.AES if symmetric else sent.algorithm
+    if None not in (spec.algorithm, own) and spec.algorithm != own:
+        raise field_error("the Cryptographic Algorithm attribute differs from the object's own")
+    bits = len(sent.raw) * 8 if symmetric else sent.bits
+    if None not in (spec.length, bits) and spec.length != bits:
+        raise field_error("the Cryptographic Length attribute differs from the object's own")
+    if spec.certificate_type is not None and spec.certificate_type != sent.data_type:
+        raise field_error("the Certificate Type attribute differs from the certificate's own")
+    if spec.quantum_safe and sent.kind in objects.ASYMMETRIC:
+        raise KmipError(
+            ResultReason.GENERAL_FAILURE,
+            "NOT_SAFE: an RSA, DSA or ECDSA key is not quantum safe (a quantum computer breaks it)",
+        )
 
 
 def _wrapping_key(call: Call, spec: Item) -> tuple[str, bytes, int]:
@@ -233,21 +275,49 @@ def _wrapping_key(call: Call, spec: Item) -> tuple[str, bytes, int]:
     return uid, plain(call, uid, row), int(mode)
 
 
-async def get(call: Call, payload: Item) -> bytes:
-    uid = call.uid(payload)
-    fmt = payload.get(Tag.KEY_FORMAT_TYPE)
-    if fmt not in (None, KeyFormatType.RAW, KeyFormatType.OPAQUE, KeyFormatType.TRANSPARENT_SYMMETRIC_KEY):
+def _sendable(row: Any, fmt: int | None, payload: Item) -> None:
+    """A symmetric key or secret data is sent Raw, Opaque or as Transparent Symmetric Key; a public
+    or private key or a certificate as it was registered: in its own Key Format Type (no
+    conversion), unwrapped (inside TLS)."""
+    if objects.object_type(row) not in (ObjectType.CERTIFICATE, *objects.ASYMMETRIC):
+        if fmt not in (None, *SENT_IN):
+            raise KmipError(
+                ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED,
+                "objects are sent Raw, Opaque or as Transparent Symmetric Key",
+            )
+        return
+    if fmt is not None and fmt != objects.key_format(row):
         raise KmipError(
             ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED,
-            "objects are sent Raw, Opaque or as Transparent Symmetric Key",
+            f"{objects.what(row)} is sent in the Key Format Type it was registered in only",
         )
+    if payload.find(Tag.KEY_WRAPPING_SPECIFICATION) is not None:
+        raise KmipError(
+            ResultReason.FEATURE_NOT_SUPPORTED, f"{objects.what(row)} is sent unwrapped only, inside TLS"
+        )
+
+
+async def get(call: Call, payload: Item, event: str = "kmip.get") -> bytes:
+    uid = call.uid(payload)
+    fmt = payload.get(Tag.KEY_FORMAT_TYPE)
     if payload.find(Tag.KEY_COMPRESSION_TYPE) is not None:
         raise KmipError(
             ResultReason.KEY_COMPRESSION_TYPE_NOT_SUPPORTED, "key compression does not apply to AES keys"
         )
     row = call.key(uid, material=True)
     if row["material_wrapped"] is None:
-        raise KmipError(ResultReason.KEY_VALUE_NOT_PRESENT, f"key {uid} was destroyed")
+        raise KmipError(
+            ResultReason.KEY_VALUE_NOT_PRESENT,
+            f"key {uid} was destroyed",
+            v2_reason=ResultReason.OBJECT_DESTROYED,
+        )
+    if row["sensitive"]:
+        raise KmipError(
+            ResultReason.PERMISSION_DENIED,
+            f"{objects.what(row)} {uid} is Sensitive: its material does not leave the KMA in the clear",
+            v2_reason=ResultReason.SENSITIVE,
+        )
+    _sendable(row, fmt, payload)
     material = plain(call, uid, row)
     fmt = fmt if fmt is not None else objects.key_format(row)
     spec = payload.find(Tag.KEY_WRAPPING_SPECIFICATION)
@@ -269,7 +339,7 @@ async def get(call: Call, payload: Item) -> bytes:
         )
         how = f", wrapped under key {wrap_id}"
     what = objects.what(row)
-    await call.audit("kmip.get", f"sent {what} {uid} to agent '{call.agent_id}'{how}", subject=("key", uid))
+    await call.audit(event, f"sent {what} {uid} to agent '{call.agent_id}'{how}", subject=("key", uid))
     return (
         ttlv.enum(Tag.OBJECT_TYPE, objects.object_type(row))
         + ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)

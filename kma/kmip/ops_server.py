@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from kma.kmip import ttlv
 from kma.kmip.context import Call
-from kma.kmip.enums import InteropFunction, ItemType, ObjectType, Operation, QueryFunction, ResultReason, Tag
+from kma.kmip.enums import (
+    EndpointRole,
+    InteropFunction,
+    ItemType,
+    ObjectType,
+    Operation,
+    QueryFunction,
+    ResultReason,
+    Tag,
+)
 from kma.kmip.messages import SUPPORTED_VERSIONS, KmipError
 from kma.kmip.ttlv import Item
 
@@ -15,7 +24,20 @@ VENDOR = "KMS Manager reference KMA"
 # clients' Query).
 QUERY_OPERATIONS = [op for op in Operation if op < 0x80000000]
 # Operations a later KMIP version added: a request of an earlier version has no such operation.
-SINCE: dict[int, tuple[int, int]] = {Operation.LOG: (2, 0), Operation.INTEROP: (2, 1)}
+SINCE: dict[int, tuple[int, int]] = {
+    **dict.fromkeys(
+        (
+            Operation.LOG,
+            Operation.IMPORT,
+            Operation.EXPORT,
+            Operation.ADJUST_ATTRIBUTE,
+            Operation.SET_ATTRIBUTE,
+            Operation.SET_ENDPOINT_ROLE,
+        ),
+        (2, 0),
+    ),
+    Operation.INTEROP: (2, 1),
+}
 
 
 def since(operation: int) -> tuple[int, int]:
@@ -28,11 +50,19 @@ EXTENSIONS = [
     ("Keys Released", Tag.KEYS_RELEASED, ItemType.INTEGER),
     ("Algorithms", Tag.ALGORITHMS, ItemType.TEXT_STRING),
 ]
-OBJECT_TYPES = (ObjectType.SYMMETRIC_KEY, ObjectType.SECRET_DATA, ObjectType.OPAQUE_OBJECT)
+OBJECT_TYPES = (
+    ObjectType.SYMMETRIC_KEY,
+    ObjectType.SECRET_DATA,
+    ObjectType.OPAQUE_OBJECT,
+    ObjectType.PUBLIC_KEY,
+    ObjectType.PRIVATE_KEY,
+    ObjectType.CERTIFICATE,
+)
 # Said in Server Information: what a client may ask for, and what it may not (NIST withdrew 3DES).
 ALGORITHMS = (
-    "AES-256 (tape key groups); AES-128, AES-192, AES-256, secret data and opaque objects (general key "
-    "groups). Not offered: 3DES (withdrawn by NIST), asymmetric keys, certificates."
+    "AES-256 (tape key groups); AES-128, AES-192, AES-256, secret data, opaque objects, and registered "
+    "RSA, DSA and ECDSA public and private keys and X.509 certificates (general key groups). Not "
+    "offered: 3DES (withdrawn by NIST), generating asymmetric keys."
 )
 
 
@@ -114,3 +144,18 @@ async def interop(call: Call, payload: Item) -> bytes:
     said = "began" if function == InteropFunction.BEGIN else "ended"
     await call.audit("kmip.interop", f"agent '{call.agent_id}' {said} test case '{identifier}'")
     return b""
+
+
+async def set_endpoint_role(call: Call, payload: Item) -> bytes:
+    """Set Endpoint Role: this KMA is a server, always; asked to be one, it says so. It never
+    takes the client's role on a connection (it sends no requests to agents)."""
+    role = payload.get(Tag.ENDPOINT_ROLE)
+    if role not in (EndpointRole.CLIENT, EndpointRole.SERVER):
+        raise KmipError(ResultReason.INVALID_FIELD, "Endpoint Role must be Client or Server")
+    if role == EndpointRole.CLIENT:
+        raise KmipError(
+            ResultReason.FEATURE_NOT_SUPPORTED,
+            "this KMA is a server endpoint only: it sends no requests to its agents",
+        )
+    await call.audit("kmip.set_endpoint_role", "kept the server endpoint role, as asked")
+    return ttlv.enum(Tag.ENDPOINT_ROLE, EndpointRole.SERVER)

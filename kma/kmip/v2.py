@@ -56,6 +56,11 @@ TAG_OF: dict[str, int] = {
     "Compromise Occurrence Date": Tag.COMPROMISE_OCCURRENCE_DATE,
     "Revocation Reason": Tag.REVOCATION_REASON,
     "Key Format Type": Tag.KEY_FORMAT_TYPE,
+    "Certificate Type": Tag.CERTIFICATE_TYPE,
+    "Certificate Length": Tag.CERTIFICATE_LENGTH,
+    "Certificate Subject CN": Tag.CERTIFICATE_SUBJECT_CN,
+    "Sensitive": Tag.SENSITIVE,
+    "Fresh": Tag.FRESH,
 }
 NOT_KEPT = "?"  # the 1.4 name of an attribute this KMA does not keep: it matches nothing
 NAME_OF: dict[int, str] = {tag: name for name, tag in TAG_OF.items()}
@@ -65,9 +70,15 @@ ATTRIBUTE_REFERENCE = 0x42013B
 CURRENT_ATTRIBUTE = 0x42013C
 NEW_ATTRIBUTE = 0x42013D
 
-_WITH_ATTRIBUTES = frozenset({Operation.CREATE, Operation.REGISTER, Operation.LOCATE})
-_CHANGING = frozenset({Operation.ADD_ATTRIBUTE, Operation.MODIFY_ATTRIBUTE, Operation.DELETE_ATTRIBUTE})
-_ANSWERED_BY_TAG = _CHANGING | {Operation.GET_ATTRIBUTES, Operation.GET_ATTRIBUTE_LIST}
+_WITH_ATTRIBUTES = frozenset({Operation.CREATE, Operation.REGISTER, Operation.LOCATE, Operation.IMPORT})
+_CHANGING = frozenset(
+    {Operation.ADD_ATTRIBUTE, Operation.MODIFY_ATTRIBUTE, Operation.DELETE_ATTRIBUTE, Operation.SET_ATTRIBUTE}
+)
+_ANSWERED_BY_TAG = _CHANGING | {
+    Operation.GET_ATTRIBUTES,
+    Operation.GET_ATTRIBUTE_LIST,
+    Operation.ADJUST_ATTRIBUTE,
+}
 
 
 def is_v2(version: tuple[int, int]) -> bool:
@@ -171,16 +182,7 @@ def response_payload(operation: int, payload: bytes) -> bytes:
     items = list(ttlv.decode(ttlv.struct_(Tag.RESPONSE_PAYLOAD, payload)))
     out = [item.encode() for item in items if item.tag == Tag.UNIQUE_IDENTIFIER]
     if operation == Operation.GET_ATTRIBUTES:
-        tagged = []
-        for attribute in (i for i in items if i.tag == Tag.ATTRIBUTE):
-            name = attribute.get(Tag.ATTRIBUTE_NAME)
-            tag = TAG_OF.get(name)
-            value = attribute.find(Tag.ATTRIBUTE_VALUE)
-            if tag is not None and value is not None:
-                tagged.append(Item(tag, value.type, value.value).encode())
-            elif isinstance(name, str) and name.startswith(f"{CLIENT_VENDOR}-") and value is not None:
-                tagged.append(_vendor(Tag.ATTRIBUTE, name, value.encode()))
-        out.append(ttlv.struct_of(ATTRIBUTES, tagged))
+        out.append(ttlv.struct_of(ATTRIBUTES, tagged(items)))
     elif operation == Operation.GET_ATTRIBUTE_LIST:
         for i in items:
             if i.tag == Tag.ATTRIBUTE_NAME and i.value in TAG_OF:
@@ -188,6 +190,20 @@ def response_payload(operation: int, payload: bytes) -> bytes:
             elif i.tag == Tag.ATTRIBUTE_NAME and str(i.value).startswith(f"{CLIENT_VENDOR}-"):
                 out.append(_vendor(ATTRIBUTE_REFERENCE, str(i.value)))
     return b"".join(out)
+
+
+def tagged(items: list[Item]) -> list[bytes]:
+    """1.4 Attribute structures (name, value) as 2.x has them: by tag, or as vendor attributes."""
+    out = []
+    for attribute in (i for i in items if i.tag == Tag.ATTRIBUTE):
+        name = attribute.get(Tag.ATTRIBUTE_NAME)
+        tag = TAG_OF.get(name)
+        value = attribute.find(Tag.ATTRIBUTE_VALUE)
+        if tag is not None and value is not None:
+            out.append(Item(tag, value.type, value.value).encode())
+        elif isinstance(name, str) and name.startswith(f"{CLIENT_VENDOR}-") and value is not None:
+            out.append(_vendor(Tag.ATTRIBUTE, name, value.encode()))
+    return out
 
 
 def _vendor(tag: int, name: str, *rest: bytes) -> bytes:

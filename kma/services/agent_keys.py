@@ -97,7 +97,7 @@ KEY_COLUMNS = (
     "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.kma_id, k.created_at, k.activated_at, "
     "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, k.registered_by, m.usage_mask, "
     "m.revocation_reason, m.revocation_message, m.changed_at, m.compromise_occurrence_at, m.digest, "
-    "m.object_type, m.bits, m.data_type, m.key_format"
+    "m.object_type, m.bits, m.data_type, m.key_format, m.algorithm, m.sensitive"
 )
 
 
@@ -373,7 +373,8 @@ def insert_registered_key(
             f":now + {_policy_value('cryptoperiod', ':g')}"
         )
     return Stmt(
-        f"INSERT INTO keys ({columns}) SELECT {values} WHERE {may_use(':g')} AND {MAY_IMPORT}",
+        f"INSERT INTO keys ({columns}) SELECT {values} WHERE {may_use(':g')} AND {MAY_IMPORT} "
+        "AND NOT EXISTS (SELECT 1 FROM keys WHERE id = :id)",  # an Import's identifier, taken meanwhile
         {
             "id": key_id,
             "kma": kma_id,
@@ -384,8 +385,8 @@ def insert_registered_key(
             "now": now,
         },
         expect=1,
-        refusal=f"agent '{agent.agent_id}' is disabled, may not use key group '{group_id}', or its policy "
-        "does not allow import",
+        refusal=f"agent '{agent.agent_id}' is disabled, may not use key group '{group_id}', its policy "
+        f"does not allow import, or an object {key_id} exists already",
     )
 
 
@@ -395,14 +396,37 @@ def set_form(
     bits: int | None,
     data_type: int | None,
     key_format: int | None = None,
+    algorithm: int | None = None,
 ) -> Stmt:
-    """What the key is when it is not an AES-256 symmetric key (kma/kmip/objects.py), and the
-    Key Format Type a client registered it in."""
+    """What the key is when it is not an AES-256 symmetric key (kma/kmip/objects.py), the Key
+    Format Type a client registered it in, and a public or private key's algorithm."""
     return Stmt(
-        "INSERT INTO key_kmip (key_id, object_type, bits, data_type, key_format) VALUES (?, ?, ?, ?, ?) "
+        "INSERT INTO key_kmip (key_id, object_type, bits, data_type, key_format, algorithm) "
+        "VALUES (?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (key_id) DO UPDATE SET object_type = excluded.object_type, bits = excluded.bits, "
-        "data_type = excluded.data_type, key_format = excluded.key_format",
-        (key_id, object_type, bits, data_type, key_format),
+        "data_type = excluded.data_type, key_format = excluded.key_format, algorithm = excluded.algorithm",
+        (key_id, object_type, bits, data_type, key_format, algorithm),
+    )
+
+
+def set_sensitive(key_id: str) -> Stmt:
+    """KMIP Sensitive, set with the object: its material is never sent in the clear."""
+    return Stmt(
+        "INSERT INTO key_kmip (key_id, sensitive) VALUES (?, 1) "
+        "ON CONFLICT (key_id) DO UPDATE SET sensitive = 1",
+        (key_id,),
+    )
+
+
+def set_deactivation(key_id: str, when: int) -> Stmt:
+    """A client's Deactivation Date for an object it activates at Create or Register: the
+    cryptoperiod ends then (at once when that is past), never later than its policy's."""
+    return Stmt(
+        "UPDATE keys SET deactivate_at = max(activated_at, min(deactivate_at, :when)), "
+        "protect_until = max(activated_at, min(protect_until, :when)) "
+        "WHERE id = :id AND activated_at IS NOT NULL",
+        {"id": key_id, "when": when},
+        expect=1,
     )
 
 
@@ -563,6 +587,18 @@ def modify_custom_attribute(
     )
 
 
+def adjust_custom_attribute(key_id: str, name: str, index: int, was: bytes, value: str, item: bytes) -> Stmt:
+    """A kept number's new value, only if it still holds the one it was computed from (two
+    adjustments at once: the later is refused, never lost)."""
+    return Stmt(
+        "UPDATE key_custom_attributes SET value = ?, item = ? WHERE key_id = ? AND name = ? AND idx = ? "
+        "AND item = ?",
+        (value, item, key_id, name, index, was),
+        expect=1,
+        refusal=f"attribute '{name}' changed while it was adjusted; adjust it again",
+    )
+
+
 def delete_custom_attribute(key_id: str, name: str, index: int) -> Stmt:
     return Stmt(
         "DELETE FROM key_custom_attributes WHERE key_id = ? AND name = ? AND idx = ?",
@@ -601,6 +637,7 @@ class LocateFilter:
     names: list[str] = field(default_factory=list)  # Name: the data unit, or a Name a client set
     object_types: list[int] = field(default_factory=list)  # KMIP Object Type
     bits: list[int] = field(default_factory=list)  # Cryptographic Length
+    algorithms: list[int] = field(default_factory=list)  # a registered public or private key's
     usage_mask: int | None = None
     nothing: bool = False  # e.g. an object type other than symmetric keys: no match at all
     # a lifecycle date's column -> the dates asked for: one is that date, two a range (KMIP)
@@ -635,6 +672,7 @@ def locate(
     form = "(SELECT {c} FROM key_kmip f WHERE f.key_id = k.id)"
     where += [f"coalesce({form.format(c='object_type')}, 2) = {p}" for p in bind("ot", wanted.object_types)]
     where += [f"coalesce({form.format(c='bits')}, 256) = {p}" for p in bind("bits", wanted.bits)]
+    where += [f"{form.format(c='algorithm')} = {p}" for p in bind("alg", wanted.algorithms)]
     for p in bind("nm", wanted.names):
         where.append(
             f"(k.data_unit_id = {p} OR EXISTS (SELECT 1 FROM key_custom_attributes c WHERE "
@@ -703,6 +741,7 @@ def _issued_here(kma: Appliance, agent: AgentAccess, now: int, wanted: LocateFil
             and not wanted.custom
             and all(t == 2 for t in wanted.object_types)
             and all(b == 256 for b in wanted.bits)
+            and not wanted.algorithms
             and (not wanted.states or state in wanted.states)
             and (wanted.usage_mask is None or (12 & wanted.usage_mask) == wanted.usage_mask)
             and all(s[c] is not None and a <= s[c] <= b for c, (a, b) in _date_ranges(wanted).items())

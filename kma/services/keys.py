@@ -34,11 +34,14 @@ from kma.services.paging import (
 )
 from kma.store import Stmt
 
-# What the object is (KMIP: an AES key of its size, Secret Data, an Opaque Object; key_kmip says
-# when it is not an AES-256 key), and the Name a client gave it (a general key's, or a tape
-# library's own label).
+# What the object is (KMIP: an AES key of its size, Secret Data, an Opaque Object, a registered
+# public or private key of its algorithm and size, an X.509 certificate; key_kmip says when it is
+# not an AES-256 key), and the Name a client gave it (a general key's, or a tape library's own label).
+_KEY_SQL = "CASE m.algorithm WHEN 4 THEN 'RSA' WHEN 5 THEN 'DSA' ELSE 'ECDSA' END || '-' || m.bits"
 OBJECT_SQL = (
     "coalesce((SELECT CASE m.object_type WHEN 7 THEN 'Secret Data' WHEN 8 THEN 'Opaque Object' "
+    f"WHEN 1 THEN 'X.509 Certificate' WHEN 3 THEN {_KEY_SQL} || ' Public Key' "
+    f"WHEN 4 THEN {_KEY_SQL} || ' Private Key' "
     "ELSE 'AES-' || coalesce(m.bits, 256) END FROM key_kmip m WHERE m.key_id = keys.id), 'AES-256')"
 )
 NAME_SQL = (
@@ -125,10 +128,13 @@ def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
     kept = kma.store.query(
         "SELECT name, value FROM key_custom_attributes WHERE key_id = ? ORDER BY name, idx", (key_id,)
     )
+    # Sensitive, set by the client with the object, is kept beside what the object is (key_kmip)
+    sensitive = kma.store.scalar("SELECT sensitive FROM key_kmip WHERE key_id = ?", (key_id,))
     return {
         **_row(row),
         "held_by_backups": [dict(r) for r in held],
-        "kmip_attributes": [dict(r) for r in kept],
+        "kmip_attributes": [dict(r) for r in kept]
+        + ([{"name": "Sensitive", "value": "True"}] if sensitive else []),
     }
 
 

@@ -227,7 +227,14 @@ def test_query_and_discover_versions(dal01: KmipClient) -> None:
     payload = dal01.call(Operation.QUERY, functions)
     operations = {i.value for i in payload.all(Tag.OPERATION)}
     kinds = [i.value for i in payload.all(Tag.OBJECT_TYPE)]
-    assert kinds == [ObjectType.SYMMETRIC_KEY, ObjectType.SECRET_DATA, ObjectType.OPAQUE_OBJECT]
+    assert kinds == [
+        ObjectType.SYMMETRIC_KEY,
+        ObjectType.SECRET_DATA,
+        ObjectType.OPAQUE_OBJECT,
+        ObjectType.PUBLIC_KEY,
+        ObjectType.PRIVATE_KEY,
+        ObjectType.CERTIFICATE,
+    ]
     assert {Operation.CREATE, Operation.GET, Operation.LOCATE, Operation.REVOKE} <= operations
     assert payload.get(Tag.VENDOR_IDENTIFICATION)
     assert Operation.CHECK in operations and all(op < 0x80000000 for op in operations)

@@ -175,7 +175,8 @@ def test_pykmip_client_speaking_kmip_2_0_runs_a_key_through_its_life(
         client.destroy(uid)
         with pytest.raises(KmipOperationFailure) as refused:
             client.get(uid)
-        assert refused.value.reason == enums.ResultReason.KEY_VALUE_NOT_PRESENT
+        # KMIP 2.x says Object Destroyed (1.x: Key Value Not Present)
+        assert refused.value.reason == enums.ResultReason.OBJECT_DESTROYED
     row = key_row(kma, uid)
     assert row["data_unit_id"] == "E20001" and row["destroyed_at"] is not None
     assert {e["operation"] for e in events(kma, before) if e["entity_id"] == AGENT} >= {

@@ -40,6 +40,20 @@ def enrolled_demo_agent(kma: RunningKma, tmp_path_factory: Any, agent_id: str) -
     return out
 
 
+def general_keys_demo(tmp_path_factory: Any, name: str) -> RunningKma:
+    """The demo KMA as a generic KMIP client needs it: the Dallas drives' key policy (tape-30d)
+    keeps general keys, allows import and lets agents revoke and destroy."""
+    kma = RunningKma.demo_in(tmp_path_factory.mktemp(name))
+    try:
+        kma.client("co").update_key_policy(
+            "tape-30d", agents_may_revoke=True, allow_import=True, general_keys=True
+        )
+    except BaseException:
+        kma.stop()
+        raise
+    return kma
+
+
 def new_passphrase(kma: RunningKma, agent_id: str) -> str:
     return kma.client("op").new_enrollment_passphrase(agent_id).passphrase
 

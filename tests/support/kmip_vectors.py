@@ -47,7 +47,6 @@ NOT_KEPT = frozenset(
         "Fresh",
         "Lease Time",
         "Never Extractable",
-        "Sensitive",
         "Original Creation Date",
         "Key Value Present",
         "Key Value Location",
