@@ -145,8 +145,18 @@ class SetupClient:
         result = self._call("POST", "/setup/restore", body)
         return SetUpKma(result["management_address"], result["ca_fingerprint"])
 
-    def join(self, kma: str, ca_fingerprint: str, kma_id: str, passphrase: str) -> SetUpKma:
-        """Join the cluster of the KMA at `kma` (its CA must have `ca_fingerprint`) as `kma_id`."""
-        body = {"kma": kma, "ca_fingerprint": ca_fingerprint, "kma_id": kma_id, "passphrase": passphrase}
+    def join(
+        self, kma: str, ca_fingerprint: str, kma_id: str, passphrase: str, hsm: dict[str, str] | None = None
+    ) -> SetUpKma:
+        """Join the cluster of the KMA at `kma` (its CA must have `ca_fingerprint`) as `kma_id`;
+        `hsm`: the [hsm] table of the token that is to hold the cluster's master key (docs/hsm.md)."""
+        body: dict[str, object] = {
+            "kma": kma,
+            "ca_fingerprint": ca_fingerprint,
+            "kma_id": kma_id,
+            "passphrase": passphrase,
+        }
+        if hsm:
+            body["hsm"] = hsm
         result = self._call("POST", "/setup/join", body)
         return SetUpKma(result["management_address"], result["ca_fingerprint"])

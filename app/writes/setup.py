@@ -63,7 +63,7 @@ def _restore(worker: OpContext, answers: SetupAnswers, quorum: Sequence[tuple[st
 
 def _join(worker: OpContext, answers: SetupAnswers, kma: str, fingerprint: str, passphrase: str) -> SetUpKma:
     with answers.client() as setup:
-        return setup.join(kma, fingerprint, answers.kma_id, passphrase)
+        return setup.join(kma, fingerprint, answers.kma_id, passphrase, answers.hsm or None)
 
 
 check_code = Write(_check_code, set())

@@ -150,6 +150,7 @@ class Join(BaseModel):
     ca_fingerprint: Text
     kma_id: Text
     passphrase: Annotated[str, Field(max_length=256)]
+    hsm: Annotated[dict[str, Text], Field(max_length=8)] | None = None  # the token to receive the master key
 
 
 @router.get("/ca")
@@ -238,7 +239,7 @@ def restore(body: Restore, setup: Authorised) -> dict[str, str]:
 
 @router.post("/setup/join")
 def join(body: Join, setup: Authorised) -> dict[str, str]:
-    setup.join(join_answers(body.model_dump()))
+    setup.join(join_answers(body.model_dump(exclude={"hsm"}), body.hsm))
     return {"management_address": setup.continue_address, "ca_fingerprint": setup.cluster_fingerprint()}
 
 
