@@ -101,8 +101,8 @@ def restore(
     settings = _hsm_settings(core, hsm, autonomous_unlock)
     # A token that is to hold the cluster's master key receives it once everything else is checked;
     # a token that holds one of the two keys of a KMA of its own opens the backup's blobs.
-    into_token = settings is not None and settings.holds_cluster_key
-    token = None if into_token else _open_token(settings)
+    receiver = settings if settings is not None and settings.holds_cluster_key else None
+    token = None if receiver else _open_token(settings)
     try:
         if token is not None:
             master = HsmMasterKey(master.raw(), token, _token_key(token))
@@ -124,8 +124,8 @@ def restore(
                 ),
                 master=master,
             )
-            if into_token:
-                _put_in_token(settings, master)
+            if receiver is not None:
+                _put_in_token(receiver, master)
             data_dir.take_from(staging)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -164,8 +164,7 @@ def _open_token(settings: HsmSettings | None) -> Token | None:
         raise BadBackup(f"{exc} The restore needs the token that holds the master key.") from None
 
 
-def _put_in_token(settings: HsmSettings | None, master: WrappingKey) -> None:
-    assert settings is not None
+def _put_in_token(settings: HsmSettings, master: WrappingKey) -> None:
     try:
         put_in_token(settings, master)
     except HsmUnavailable as exc:
