@@ -318,10 +318,15 @@ class JoinPage(SetupPage):
         self.choice = TokenChoice(
             answers.hsm,
             "In software: in this KMA's memory while it is unlocked",
-            "In a hardware security module: the cluster's key goes into this PKCS#11 token, wrapped "
-            "to a key the token makes for the join (join through a KMA that holds it in software)",
+            "In a hardware security module (PKCS#11 token on this KMA's machine)",
         )
         layout.addWidget(self.choice)
+        into_token = QLabel(
+            "The cluster's master key comes wrapped to a key the token makes for the join and is "
+            "unwrapped inside it, never to leave it; the KMA named above must hold it in software."
+        )
+        into_token.setWordWrap(True)
+        layout.addWidget(into_token)
         layout.addWidget(self.error)
         layout.addStretch()
 
