@@ -50,14 +50,18 @@ def _upload_backups(
     with answers.client() as setup:
         setup.upload_backup("database-backup", database)
         setup.upload_backup("core-security-backup", core)
-        pair = setup.check_backups()
+        pair = setup.check_backups(answers.autonomous_unlock, answers.hsm or None)
     return pair, serving_originals(known, pair.ca_fingerprint)
 
 
 def _restore(worker: OpContext, answers: SetupAnswers, quorum: Sequence[tuple[str, str]]) -> SetUpKma:
     with answers.client() as setup:
         return setup.restore(
-            answers.management_address, answers.service_address, quorum, answers.autonomous_unlock
+            answers.management_address,
+            answers.service_address,
+            quorum,
+            answers.autonomous_unlock,
+            answers.hsm or None,
         )
 
 

@@ -98,7 +98,7 @@ def restore(
     backup, core = check_pair(database_backup, core_security_backup)
     master = open_master(core, credentials)
     core.check_seal(master)
-    settings = _hsm_settings(core, hsm, autonomous_unlock)
+    settings = token_for(core, hsm, autonomous_unlock)
     # A token that is to hold the cluster's master key receives it once everything else is checked;
     # a token that holds one of the two keys of a KMA of its own opens the backup's blobs.
     receiver = settings if settings is not None and settings.holds_cluster_key else None
@@ -178,7 +178,20 @@ def _token_key(token: Token) -> object:
         raise BadBackup(f"{exc} The restore needs the token that holds the master key.") from None
 
 
-def _hsm_settings(
+def check_token(settings: HsmSettings | None) -> None:
+    """Before the quorum types: the chosen token opens with its PIN, and holds the token key of a KMA
+    of its own's backup (one that is to receive the cluster's master key gets it at the restore)."""
+    token = _open_token(settings)
+    if token is None:
+        return
+    try:
+        if settings is not None and not settings.holds_cluster_key:
+            _token_key(token)
+    finally:
+        token.close()
+
+
+def token_for(
     core: CoreSecurityBackup, table: dict[str, Any] | None, autonomous_unlock: bool
 ) -> HsmSettings | None:
     """The restore's [hsm] table, checked against what the core security backup records of the token

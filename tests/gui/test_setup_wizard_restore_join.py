@@ -161,3 +161,43 @@ def test_the_wizard_joins_a_kma_whose_token_receives_the_clusters_master_key(
     assert 'token_label = "kma-boston"' in config and 'holds = "cluster-master-key"' in config
     received = {"sensitive": True, "extractable": False, "value": "refused", "rsa_objects": 0}
     assert token_objects(hsm) == received  # not extractable; the join's key pair is gone
+
+
+def test_the_wizard_restores_an_hsm_kmas_backup_onto_its_token_not_onto_software(
+    qtbot: Any, controller: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hsm = softhsm(tmp_path)
+    monkeypatch.setenv("SOFTHSM2_CONF", str(hsm.conf))  # the source and the waiting KMA inherit it
+    table = tmp_path / "hsm.toml"
+    table.write_text(hsm.table())
+    source = RunningKma.demo_in(tmp_path / "source", hsm=table)
+    try:
+        core, database = take_backups(source, tmp_path / "backups")
+    finally:
+        source.stop()  # the machine the restore replaces
+    waiting = RunningKma.awaiting_setup(tmp_path / "waiting")
+    try:
+        _window, wizard = open_wizard(qtbot, controller)
+        choose_mode(qtbot, wizard, waiting, "restore", "RestoreFilesPage")
+        files = wizard.currentPage()
+        files.database.setText(str(database))
+        files.core.setText(str(core))
+        # Software is refused before the quorum types: the token key is in no backup nor key split
+        assert files.choice.software.isChecked()
+        refused_here(qtbot, wizard, "cannot be restored onto software")
+        choose_token(files.choice, hsm)
+        hsm.pin_file.write_text("0000\n")
+        refused_here(qtbot, wizard, "refused the PIN (wrong PIN)")
+        hsm.pin_file.write_text(PIN + "\n")
+        next_page(qtbot, wizard, "RestoreQuorumPage")
+        page = wizard.currentPage()
+        members = quorum(source)
+        type_quorum(page, members[:-1])
+        page.name.setText(members[-1]["name"])
+        page.passphrase.setText(members[-1]["passphrase"])
+        next_page(qtbot, wizard, "RestoreDonePage")
+        waiting.wait_ready(set_up=True)
+        assert waiting.client().status().master_key.startswith(f"pkcs11: token '{hsm.label}'")
+        assert f'token_label = "{hsm.label}"' in (waiting.data_dir / "kma.toml").read_text()
+    finally:
+        waiting.stop()

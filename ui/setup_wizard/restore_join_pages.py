@@ -70,6 +70,13 @@ class RestoreFilesPage(SetupPage):
         self.autonomous.setToolTip("Off is safer: a restarted KMA then waits for a quorum.")
         form.addRow("", self.autonomous)
         layout.addLayout(form)
+        layout.addWidget(QLabel("<b>The master key on this KMA</b>"))
+        self.choice = TokenChoice(
+            answers.hsm,
+            "In software: in this KMA's memory while it is unlocked",
+            "In a hardware security module (PKCS#11 token on this KMA's machine)",
+        )
+        layout.addWidget(self.choice)
         layout.addWidget(self.error)
         layout.addStretch()
 
@@ -103,8 +110,12 @@ class RestoreFilesPage(SetupPage):
                     else (f"Choose the {field.accessibleName().lower()} file.")
                 )
             files.append(path)
+        chosen = self.choice.chosen()
+        if isinstance(chosen, str):
+            return chosen
         answers = self.answers
         answers.autonomous_unlock = self.autonomous.isChecked()
+        answers.hsm = chosen
         known = ProfileStore().all()
         return setup_writes.upload_backups(answers, files[0], files[1], known)
 
