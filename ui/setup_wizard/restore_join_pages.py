@@ -1,11 +1,12 @@
 """The other two modes: restore this KMA from a backup, or join it to an existing cluster.
 
 Restore: the two backup files (sent to the KMA over the set-up connection: the installer holds
-them, the new machine has nothing yet), then the quorum's members each type their passphrase at
-the keyboard in turn; the key split pages are skipped, as the restored split is used. Join: an
-existing KMA, the cluster CA fingerprint to compare, this KMA's ID and one-time KMA passphrase, and
-where this KMA is to hold the cluster's master key (software, or a PKCS#11 token on its machine, as
-on the new cluster's Master key page); the joined KMA starts locked. Each refusal stays on the page
+them, the new machine has nothing yet) and where the restored KMA holds the master key, then the
+quorum's members each type their passphrase at the keyboard in turn; the key split pages are
+skipped, as the restored split is used. Join: an existing KMA, the cluster CA fingerprint to
+compare, this KMA's ID and one-time KMA passphrase, and where this KMA is to hold the cluster's
+master key; the joined KMA starts locked. Both offer the new cluster's Master key page's choice
+(software, or a PKCS#11 token on the KMA's machine: TokenChoice). Each refusal stays on the page
 where it was typed, with the KMA's reason.
 """
 
