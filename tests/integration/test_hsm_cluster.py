@@ -307,6 +307,8 @@ def test_an_hsm_kmas_backups_restore_onto_its_token_a_new_token_or_software_unde
     first, _ = first_node(tmp_path / "a")
     second: RunningKma | None = None
     try:
+        agent_dir = tmp_path / "drive"  # (enrolled before the join: the join restarts the first's rqlited)
+        enroll(first, DRIVE, agent_dir, demo_passphrase(first, DRIVE))
         passphrase = add_entry(first, tmp_path)
         new_dir = tmp_path / "b" / "kma"
         answers = join_answers(tmp_path, first, passphrase, hsm)
@@ -315,8 +317,6 @@ def test_an_hsm_kmas_backups_restore_onto_its_token_a_new_token_or_software_unde
         second = RunningKma(new_dir, first.demo, None)
         second.start()
         second.client("so").unlock_kma(JOINING, credentials=creds(first, "alice", "bob", "carol"))
-        agent_dir = tmp_path / "drive"
-        enroll(first, DRIVE, agent_dir, demo_passphrase(first, DRIVE))
         with kmip(agent_dir, service_address(second)) as agent:
             key_id = wait_until(lambda: _create(agent, "R00001"), 30.0, "the HSM KMA's key pool")
             material = agent.get(key_id)
