@@ -11,18 +11,24 @@ token key there, and locking logs out. Both are needed to wrap or unwrap anythin
 
 On a cluster KMA whose token holds the cluster's master key (``holds = "cluster-master-key"``, made by
 the join), an unlock checks that the token's key is the master key the quorum opened, and from then on
-every wrap and unwrap runs in the token (TokenHeldKey): the bytes the quorum opened are dropped.
+every wrap and unwrap runs in the token (TokenHeldKey): the bytes the quorum opened are dropped, once
+the keys derived from them (`DERIVED`) are made.
 """
 
 from __future__ import annotations
 
 import threading
 
+from kma.backup.fileformat import CORE_SEAL, DATABASE_BACKUP
 from kma.crypto import CryptoError, WrappingKey, derive_wrapping_key
-from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token, TokenHeldKey
+from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token, TokenHeldKey, wrap_for_join
 from kma.errors import KmaLocked
 
 MASTER_CONTEXT = "cluster-master-key"
+ROW_MAC = "row-mac"
+# Every key derived from the master key's bytes: a token holding the cluster's master key cannot derive
+# them, so its unlock does, from the bytes the quorum opened.
+DERIVED = (ROW_MAC, DATABASE_BACKUP, CORE_SEAL)
 
 
 def wrap_master_for_root(root_secret: bytes, master: WrappingKey) -> bytes:
@@ -33,7 +39,7 @@ def row_mac_key(master: WrappingKey) -> bytes:
     """The key of the MACs on the rows that grant power (kma/services/row_macs.py), derived from the
     master key's bytes (with an HSM: the unlock key's, which only the key split and autonomous unlock
     open), so a store, a replica file or a node credential alone cannot make a valid MAC."""
-    return derive_wrapping_key(master.raw(), "row-mac").raw()
+    return master.derive(ROW_MAC).raw()
 
 
 def unwrap_master_with_root(root_secret: bytes, blob: bytes) -> WrappingKey:
@@ -96,9 +102,6 @@ class Vault:
                 self._token, self._token_key = self._open(self.hsm)
             if self.hsm.holds_cluster_key:
                 self._master = check_token_holds(self._token, self._token_key, master, self.hsm)
-                # The token never gives the key's bytes back: the row MAC key (the cluster's, the same
-                # on every KMA) is derived now, from the key the quorum opened, before that is dropped.
-                self._row_mac_key = (self._master, row_mac_key(master))
             else:
                 self._master = HsmMasterKey(master.raw(), self._token, self._token_key)
 
@@ -137,7 +140,7 @@ class Vault:
 def check_token_holds(token: Token, token_key: object, master: WrappingKey, hsm: HsmSettings) -> TokenHeldKey:
     """The cluster's master key in the token, if `token_key` opens what `master` (the bytes a quorum
     opened) wraps; else HsmUnavailable: the token holds another key under the label."""
-    held = TokenHeldKey(token, token_key)
+    held = TokenHeldKey(token, token_key, {purpose: master.derive(purpose) for purpose in DERIVED})
     probe = master.random(32)
     try:
         if held.unwrap(MASTER_CONTEXT, master.wrap(MASTER_CONTEXT, probe)) == probe:
@@ -147,3 +150,21 @@ def check_token_holds(token: Token, token_key: object, master: WrappingKey, hsm:
     raise HsmUnavailable(
         f"The key labelled '{hsm.key_label}' in the HSM {hsm.token_name} is not this cluster's master key."
     )
+
+
+def put_in_token(settings: HsmSettings, master: WrappingKey) -> None:
+    """The cluster's master key `master` (bytes a quorum opened) into the token under
+    `settings.key_label`: RSA-OAEP to a key pair the token makes for it, unwrapped inside into a
+    non-extractable key object. A key already under the label is kept if it is this same key (a
+    failed earlier attempt put it there), refused (HsmUnavailable) if it is another."""
+    token = Token(settings)
+    try:
+        try:
+            held = token.master_key()
+        except HsmUnavailable:
+            public, join_key = token.join_key_pair()
+            token.unwrap_cluster_master(join_key, wrap_for_join(public, master))
+            return
+        check_token_holds(token, held, master, settings)
+    finally:
+        token.close()

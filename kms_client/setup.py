@@ -117,10 +117,13 @@ class SetupClient:
         if response.is_error:
             raise error_from_response(response)
 
-    def check_backups(self) -> BackupPair:
-        """Whether the two uploaded files belong together; raises `ValidationFailed` with the reason
-        (another cluster's pair, a newer schema, a damaged file) before anyone types a passphrase."""
-        result = self._call("POST", "/setup/restore/check")
+    def check_backups(self, autonomous_unlock: bool = True, hsm: dict[str, str] | None = None) -> BackupPair:
+        """Whether the two uploaded files belong together and can be restored so (autonomous unlock,
+        `hsm`: the [hsm] table of a token, docs/hsm.md); raises `ValidationFailed` with the reason
+        (another cluster's pair, a newer schema, a damaged file, a token that cannot be used) before
+        anyone types a passphrase."""
+        body: dict[str, Any] = {"autonomous_unlock": autonomous_unlock, **({"hsm": hsm} if hsm else {})}
+        result = self._call("POST", "/setup/restore/check", body)
         return BackupPair(
             str(result["cluster_name"]),
             str(result["ca_fingerprint"]),
@@ -134,19 +137,31 @@ class SetupClient:
         service_address: str,
         quorum: Sequence[tuple[str, str]],
         autonomous_unlock: bool = True,
+        hsm: dict[str, str] | None = None,
     ) -> SetUpKma:
-        """Restore from the uploaded backup files with a quorum's (member, passphrase) pairs."""
-        body = {
+        """Restore from the uploaded backup files with a quorum's (member, passphrase) pairs; `hsm`:
+        the [hsm] table of the token that holds (or is to receive) the master key."""
+        body: dict[str, Any] = {
             "management_address": management_address,
             "service_address": service_address,
             "members": [{"name": n, "passphrase": p} for n, p in quorum],
             "autonomous_unlock": autonomous_unlock,
+            **({"hsm": hsm} if hsm else {}),
         }
         result = self._call("POST", "/setup/restore", body)
         return SetUpKma(result["management_address"], result["ca_fingerprint"])
 
-    def join(self, kma: str, ca_fingerprint: str, kma_id: str, passphrase: str) -> SetUpKma:
-        """Join the cluster of the KMA at `kma` (its CA must have `ca_fingerprint`) as `kma_id`."""
-        body = {"kma": kma, "ca_fingerprint": ca_fingerprint, "kma_id": kma_id, "passphrase": passphrase}
+    def join(
+        self, kma: str, ca_fingerprint: str, kma_id: str, passphrase: str, hsm: dict[str, str] | None = None
+    ) -> SetUpKma:
+        """Join the cluster of the KMA at `kma` (its CA must have `ca_fingerprint`) as `kma_id`;
+        `hsm`: the [hsm] table of the token that is to hold the cluster's master key (docs/hsm.md)."""
+        body: dict[str, Any] = {
+            "kma": kma,
+            "ca_fingerprint": ca_fingerprint,
+            "kma_id": kma_id,
+            "passphrase": passphrase,
+            **({"hsm": hsm} if hsm else {}),
+        }
         result = self._call("POST", "/setup/join", body)
         return SetUpKma(result["management_address"], result["ca_fingerprint"])

@@ -50,20 +50,24 @@ def _upload_backups(
     with answers.client() as setup:
         setup.upload_backup("database-backup", database)
         setup.upload_backup("core-security-backup", core)
-        pair = setup.check_backups()
+        pair = setup.check_backups(answers.autonomous_unlock, answers.hsm or None)
     return pair, serving_originals(known, pair.ca_fingerprint)
 
 
 def _restore(worker: OpContext, answers: SetupAnswers, quorum: Sequence[tuple[str, str]]) -> SetUpKma:
     with answers.client() as setup:
         return setup.restore(
-            answers.management_address, answers.service_address, quorum, answers.autonomous_unlock
+            answers.management_address,
+            answers.service_address,
+            quorum,
+            answers.autonomous_unlock,
+            answers.hsm or None,
         )
 
 
 def _join(worker: OpContext, answers: SetupAnswers, kma: str, fingerprint: str, passphrase: str) -> SetUpKma:
     with answers.client() as setup:
-        return setup.join(kma, fingerprint, answers.kma_id, passphrase)
+        return setup.join(kma, fingerprint, answers.kma_id, passphrase, answers.hsm or None)
 
 
 check_code = Write(_check_code, set())

@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from kma.crypto import WrappingKey, derive_wrapping_key
+from kma.crypto import WrappingKey
 from kma.crypto.errors import IntegrityError
 from kma.errors import ValidationFailed
 from kma.pacing import SYNC_STEP, Pace, settle
@@ -55,6 +55,10 @@ class BadBackup(ValidationFailed):
 
 
 FIRST_GENERATION = 1
+# The purposes of the keys derived from the master key's bytes (WrappingKey.derive): generation 1's
+# backup key, and the key of the core security backup's seal.
+DATABASE_BACKUP = "database-backup"
+CORE_SEAL = "core-security-backup"
 
 
 def backup_key_context(generation: int) -> str:
@@ -66,14 +70,14 @@ def open_backup_key(master: WrappingKey, generation: int, wrapped: bytes | None)
     derived from the master key for the first split, made by the change for every later one
     (`wrapped` under the master key)."""
     if generation == FIRST_GENERATION:
-        return derive_wrapping_key(master.raw(), "database-backup")
+        return master.derive(DATABASE_BACKUP)
     if wrapped is None:
         raise BadBackup(f"There is no backup key of key split generation {generation}.")
     return WrappingKey(master.unwrap(backup_key_context(generation), wrapped))
 
 
 def _seal_key(master: WrappingKey) -> WrappingKey:
-    return derive_wrapping_key(master.raw(), "core-security-backup")
+    return master.derive(CORE_SEAL)
 
 
 def _b64(data: bytes) -> str:

@@ -97,6 +97,7 @@ def _run_restore(data_dir: DataDir, text: str, base: Path) -> int:
         f"backup {restored.backup_id}: {restored.keys} keys, {restored.audit_events} audit events"
     )
     print(f"CA fingerprint {restored.ca_fingerprint} (the cluster's own: agents keep trusting it)")
+    print(f"Master key: {restored.master_key}")
     print("The answers file holds passphrases: store it offline or destroy it now.")
     return 0
 

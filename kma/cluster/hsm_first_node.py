@@ -25,10 +25,10 @@ from pathlib import Path
 from kma.audit.signing import WRAP_CONTEXT
 from kma.backup.fileformat import backup_key_context
 from kma.crypto import CryptoError, WrappingKey
-from kma.crypto.hsm import CLUSTER_MASTER_KEY, HsmMasterKey, HsmSettings, HsmUnavailable, Token, wrap_for_join
+from kma.crypto.hsm import CLUSTER_MASTER_KEY, HsmMasterKey, HsmSettings, HsmUnavailable, Token
 from kma.datadir import DataDir
 from kma.errors import ValidationFailed
-from kma.vault import check_token_holds
+from kma.vault import put_in_token
 
 
 # (table, key column, blob column, context of a row's key) of every blob under the master key that
@@ -102,22 +102,6 @@ def _reseal(db: sqlite3.Connection, old: WrappingKey, new: WrappingKey) -> None:
             )
 
 
-def _into_token(settings: HsmSettings, master: WrappingKey) -> None:
-    """The cluster's master key into the token under `settings.key_label` (kept if a failed earlier
-    start put it there already, once checked to be the same key)."""
-    token = Token(settings)
-    try:
-        try:
-            check_token_holds(token, token.master_key(), master, settings)
-            return
-        except HsmUnavailable:
-            pass  # no such key yet (a key of another cluster under the label is refused below)
-        public, join_key = token.join_key_pair()
-        token.unwrap_cluster_master(join_key, wrap_for_join(public, master))
-    finally:
-        token.close()
-
-
 def seal_for_cluster(data_dir: DataDir, hsm: HsmSettings, copy: Path) -> HsmSettings:
     """Seal the boot copy `copy` of kma.db for the cluster (see the module); returns the `[hsm]`
     table the node runs with from then on. Raises ValidationFailed with the reason."""
@@ -135,7 +119,7 @@ def seal_for_cluster(data_dir: DataDir, hsm: HsmSettings, copy: Path) -> HsmSett
             finally:
                 token.close()
             settings = cluster_settings(hsm)
-            _into_token(settings, unlock_key)
+            put_in_token(settings, unlock_key)
         except HsmUnavailable as exc:
             raise ValidationFailed(str(exc)) from None
         db.execute("COMMIT")

@@ -66,6 +66,10 @@ class WrappingKey:
         """The key bytes, only so that this key can itself be wrapped under another key."""
         return self._key
 
+    def derive(self, purpose: str) -> WrappingKey:
+        """A key for one purpose (the row MACs, the backups), derived from this key's bytes."""
+        return derive_wrapping_key(self.raw(), purpose)
+
     def __repr__(self) -> str:
         return "WrappingKey(<secret>)"
 

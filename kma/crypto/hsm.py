@@ -23,6 +23,8 @@ import os
 import stat
 import struct
 import threading
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,14 +158,13 @@ class Token:
     """
 
     def __init__(self, settings: HsmSettings) -> None:
-        import pkcs11
         from pkcs11 import exceptions as p11
 
         self.settings = settings
         self.failure: str | None = None  # the last operation's failure, until one succeeds
         self._mutex = threading.Lock()
         try:
-            lib = pkcs11.lib(settings.module)
+            lib = _load(settings.module)
         except (RuntimeError, OSError) as exc:  # python-pkcs11 raises RuntimeError for a bad library
             raise HsmUnavailable(f"Cannot load the PKCS#11 module {settings.module}: {exc}") from None
         try:
@@ -331,6 +332,18 @@ class Token:
                 pass  # a token already gone has no session left to close
 
 
+def _load(module: str) -> Any:
+    """The PKCS#11 module, loaded (C_Initialize) in a thread of its own that then ends. SoftHSM2's
+    initialisation leaves an error (an OpenSSL engine it did not find) in the calling thread's OpenSSL
+    error queue, which Python's ssl, on the same libcrypto, later reads as its own TLS failure in that
+    thread ("NO_SUCH_ENGINE": a database backup streamed from rqlite failed so); the queue ends with
+    the thread."""
+    import pkcs11
+
+    with ThreadPoolExecutor(1, thread_name_prefix="pkcs11-load") as loader:
+        return loader.submit(pkcs11.lib, module).result()
+
+
 def _mapper() -> Any:
     """python-pkcs11's attributes plus CKA_ALLOWED_MECHANISMS: an array of CK_ULONG (C's
     unsigned long, which struct's native "L" is)."""
@@ -404,13 +417,19 @@ class HsmMasterKey(WrappingKey):
 class TokenHeldKey(WrappingKey):
     """The cluster's master key on a KMA whose token holds it (``holds = "cluster-master-key"``):
     the same AES-GCM blobs as a software KMA's master key makes, every one sealed and opened inside
-    the token, so other KMAs of the cluster (software or not) open what this one wraps."""
+    the token, so other KMAs of the cluster (software or not) open what this one wraps.
 
-    __slots__ = ("_token", "_token_key")
+    The token cannot derive from the key (it is AES-GCM only), so the keys derived from it that this
+    KMA needs (`derived`: the row MAC key, the backups' keys) are derived by the unlock, from the bytes
+    the quorum opened, before those are dropped: the same keys every other KMA of the cluster derives.
+    """
 
-    def __init__(self, token: Token, token_key: Any) -> None:  # no bytes: they are only in the token
-        self._token = token
+    __slots__ = ("_derived", "_token", "_token_key")
+
+    def __init__(self, token: Token, token_key: Any, derived: Mapping[str, WrappingKey]) -> None:
+        self._token = token  # no bytes: they are only in the token
         self._token_key = token_key
+        self._derived = dict(derived)
 
     def wrap(self, context: str, plaintext: bytes) -> bytes:
         return self._token.encrypt(self._token_key, context, plaintext)
@@ -428,6 +447,10 @@ class TokenHeldKey(WrappingKey):
             f"The cluster's master key is in this KMA's HSM {self._token.settings.token_name} and never "
             "leaves it: do this on a KMA of the cluster whose master key is in software."
         )
+
+    def derive(self, purpose: str) -> WrappingKey:
+        derived = self._derived.get(purpose)
+        return derived if derived is not None else super().derive(purpose)  # raw() says why not
 
     def __repr__(self) -> str:
         return f"TokenHeldKey({self._token.settings.token_name})"

@@ -28,6 +28,7 @@ from kma.backup.fileformat import (
     write_database_backup,
 )
 from kma.crypto import WrappingKey, fingerprint
+from kma.crypto.hsm import HsmSettings
 from kma.domain.actor import Actor
 from kma.domain.lifecycle import BACKUP_HOLDS_DESTROYED_KEY, HELD_OR_REPLICATED
 from kma.errors import Conflict, NotFound
@@ -109,6 +110,15 @@ def current_backup_key(kma: Appliance) -> tuple[WrappingKey, int]:
     return open_backup_key(kma.vault.master(), generation, keys.get(generation)), generation
 
 
+def hsm_key(hsm: HsmSettings | None) -> dict[str, str] | None:
+    """What a core security backup records of the token that holds the master key (docs/backups.md):
+    its name and key label, and with `holds` a token that holds the cluster's master key itself (which
+    the key split escrows) rather than one of its two keys (which nothing outside the token holds)."""
+    if hsm is None:
+        return None
+    return {"token": hsm.token_name, "key_label": hsm.key_label} | ({"holds": hsm.holds} if hsm.holds else {})
+
+
 def take_core_security_backup(kma: Appliance, actor: Actor) -> bytes:
     """The core security backup file: the key split's sealed shares and the wrapped master key."""
     master = kma.vault.master()
@@ -133,7 +143,7 @@ def take_core_security_backup(kma: Appliance, actor: Actor) -> bytes:
         master_wrapped_by_root=cluster[2],
         backup_keys={int(r[0]): bytes(r[1]) for r in keys},
         master=master,
-        hsm_key={"token": hsm.token_name, "key_label": hsm.key_label} if (hsm := kma.vault.hsm) else None,
+        hsm_key=hsm_key(kma.vault.hsm),
     )
     kma.commit(
         actor,

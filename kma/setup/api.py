@@ -35,7 +35,7 @@ from kma.errors import KmaError
 from kma.services.quorum.key_split import Credential
 from kma.setup.join import join_answers
 from kma.setup.new_cluster import DEFAULT_POOL, Answers, SplitMember, read_hsm
-from kma.setup.restore import RestoreAnswers, check_pair
+from kma.setup.restore import RestoreAnswers, check_pair, check_token, token_for
 from kma.setup.service import SetupSession
 
 SETUP_MAX_BODY = 256 * 2**20  # a backup file; a database backup of a large cluster is tens of MiB
@@ -138,11 +138,17 @@ class Finish(BaseModel):
         )
 
 
-class Restore(BaseModel):
+class RestoreChoices(BaseModel):
+    """What a restore is asked besides the files and the quorum, checked before the quorum types."""
+
+    autonomous_unlock: bool = True
+    hsm: Annotated[dict[str, Text], Field(max_length=8)] | None = None  # [hsm] of the answers (docs/hsm.md)
+
+
+class Restore(RestoreChoices):
     management_address: Text  # this machine's: network settings are not restored
     service_address: Text
     members: Annotated[list[Member], Field(max_length=20)]  # a quorum of the split in the backup
-    autonomous_unlock: bool = True
 
 
 class Join(BaseModel):
@@ -150,6 +156,7 @@ class Join(BaseModel):
     ca_fingerprint: Text
     kma_id: Text
     passphrase: Annotated[str, Field(max_length=256)]
+    hsm: Annotated[dict[str, Text], Field(max_length=8)] | None = None  # the token to receive the master key
 
 
 @router.get("/ca")
@@ -210,11 +217,14 @@ async def upload(
 
 
 @router.post("/setup/restore/check")
-def check_backups(setup: Authorised) -> dict[str, object]:
+def check_backups(setup: Authorised, body: RestoreChoices | None = None) -> dict[str, object]:
     """What the uploaded pair is a backup of, or the reason they cannot be restored (another
-    cluster's pair, a newer schema, a damaged file): asked before the quorum types."""
+    cluster's pair, a newer schema, a damaged file, a token the master key cannot be restored into
+    or that cannot be opened): asked before the quorum types."""
+    choices = body or RestoreChoices()
     database, core = (setup.uploaded(kind, what) for kind, what in UPLOADS.items())
-    backup, _core = check_pair(database, core)
+    backup, core_backup = check_pair(database, core)
+    check_token(token_for(core_backup, choices.hsm, choices.autonomous_unlock))
     manifest = backup.manifest
     return {
         "cluster_name": str(manifest["cluster"].get("name", "")),
@@ -230,7 +240,13 @@ def restore(body: Restore, setup: Authorised) -> dict[str, str]:
     quorum = tuple(Credential(m.name, m.passphrase) for m in body.members)
     setup.restore(
         RestoreAnswers(
-            database, core, quorum, body.management_address, body.service_address, body.autonomous_unlock
+            database,
+            core,
+            quorum,
+            body.management_address,
+            body.service_address,
+            body.autonomous_unlock,
+            body.hsm,
         )
     )
     return {"management_address": setup.continue_address, "ca_fingerprint": setup.cluster_fingerprint()}
@@ -238,7 +254,7 @@ def restore(body: Restore, setup: Authorised) -> dict[str, str]:
 
 @router.post("/setup/join")
 def join(body: Join, setup: Authorised) -> dict[str, str]:
-    setup.join(join_answers(body.model_dump()))
+    setup.join(join_answers(body.model_dump(exclude={"hsm"}), body.hsm))
     return {"management_address": setup.continue_address, "ca_fingerprint": setup.cluster_fingerprint()}
 
 

@@ -63,21 +63,18 @@ class JoinAnswers:
 
 
 def parse_join_answers(text: str) -> JoinAnswers:
-    from kma.setup.new_cluster import read_hsm
-
     data = tomllib.loads(text)
     table = data.get("join")
     if not isinstance(table, dict):
         raise ValidationFailed('An answers file with mode = "join" needs a [join] table.')
-    answers = join_answers(table)
-    hsm = read_hsm(data.get("hsm"), answers.kma_id)
-    if hsm is None:
-        return answers
-    return dataclasses.replace(answers, hsm=dataclasses.replace(hsm, holds=CLUSTER_MASTER_KEY))
+    return join_answers(table, data.get("hsm"))
 
 
-def join_answers(table: dict[str, Any]) -> JoinAnswers:
-    """The [join] table's fields (or the set-up API's), checked."""
+def join_answers(table: dict[str, Any], hsm_table: Any = None) -> JoinAnswers:
+    """The [join] table's fields (or the set-up API's), checked; `hsm_table`: the answers' [hsm]
+    table (or the set-up API's `hsm`), the token that is to receive the cluster's master key."""
+    from kma.setup.new_cluster import read_hsm
+
     fields: dict[str, Any] = {}
     for key in ("kma", "ca_fingerprint", "kma_id", "passphrase", "rqlite_http_address"):
         value = table.get(key, DEFAULT_RQLITE_HTTP if key == "rqlite_http_address" else None)
@@ -93,7 +90,10 @@ def join_answers(table: dict[str, Any]) -> JoinAnswers:
         raise ValidationFailed("'rqlite_http_address' must be a loopback address: only this KMA talks to it.")
     if not answers.ca_fingerprint.upper().startswith("SHA256:"):
         raise ValidationFailed("'ca_fingerprint' in [join] must be the cluster CA's SHA256:... fingerprint.")
-    return answers
+    hsm = read_hsm(hsm_table, answers.kma_id)
+    if hsm is None:
+        return answers
+    return dataclasses.replace(answers, hsm=dataclasses.replace(hsm, holds=CLUSTER_MASTER_KEY))
 
 
 def _key_and_csr(kma_id: str) -> tuple[bytes, str]:

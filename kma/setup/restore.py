@@ -42,14 +42,14 @@ from kma.crypto import (
     issue_server_certificate,
     open_share,
 )
-from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token
+from kma.crypto.hsm import CLUSTER_MASTER_KEY, HsmMasterKey, HsmSettings, HsmUnavailable, Token
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.errors import Conflict, ValidationFailed
 from kma.services.quorum.key_split import Credential
 from kma.store import Stmt
 from kma.store.schema import latest_schema_version
-from kma.vault import unwrap_master_with_root
+from kma.vault import put_in_token, unwrap_master_with_root
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,7 @@ class Restored:
     keys: int
     audit_events: int
     ca_fingerprint: str
+    master_key: str  # where the restored KMA holds the master key, as its restore event says
     master: WrappingKey | None = field(default=None, repr=False, compare=False)  # serves unlocked at once
 
 
@@ -97,8 +98,11 @@ def restore(
     backup, core = check_pair(database_backup, core_security_backup)
     master = open_master(core, credentials)
     core.check_seal(master)
-    settings = _hsm_settings(core, hsm)
-    token = _open_token(settings)
+    settings = token_for(core, hsm, autonomous_unlock)
+    # A token that is to hold the cluster's master key receives it once everything else is checked;
+    # a token that holds one of the two keys of a KMA of its own opens the backup's blobs.
+    receiver = settings if settings is not None and settings.holds_cluster_key else None
+    token = None if receiver else _open_token(settings)
     try:
         if token is not None:
             master = HsmMasterKey(master.raw(), token, _token_key(token))
@@ -115,11 +119,13 @@ def restore(
                     master,
                     (management_address, service_address),
                     autonomous_unlock,
-                    settings,
+                    (settings, core.hsm_key),
                     clock,
                 ),
                 master=master,
             )
+            if receiver is not None:
+                _put_in_token(receiver, master)
             data_dir.take_from(staging)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -158,6 +164,13 @@ def _open_token(settings: HsmSettings | None) -> Token | None:
         raise BadBackup(f"{exc} The restore needs the token that holds the master key.") from None
 
 
+def _put_in_token(settings: HsmSettings, master: WrappingKey) -> None:
+    try:
+        put_in_token(settings, master)
+    except HsmUnavailable as exc:
+        raise BadBackup(f"{exc} The restore needs a token to hold the cluster's master key.") from None
+
+
 def _token_key(token: Token) -> object:
     try:
         return token.master_key()
@@ -165,23 +178,50 @@ def _token_key(token: Token) -> object:
         raise BadBackup(f"{exc} The restore needs the token that holds the master key.") from None
 
 
-def _hsm_settings(core: CoreSecurityBackup, table: dict[str, Any] | None) -> HsmSettings | None:
-    """The restore's [hsm] table, required exactly when the backed-up master key is in an HSM."""
+def check_token(settings: HsmSettings | None) -> None:
+    """Before the quorum types: the chosen token opens with its PIN, and holds the token key of a KMA
+    of its own's backup (one that is to receive the cluster's master key gets it at the restore)."""
+    token = _open_token(settings)
+    if token is None:
+        return
+    try:
+        if settings is not None and not settings.holds_cluster_key:
+            _token_key(token)
+    finally:
+        token.close()
+
+
+def token_for(
+    core: CoreSecurityBackup, table: dict[str, Any] | None, autonomous_unlock: bool
+) -> HsmSettings | None:
+    """The restore's [hsm] table, checked against what the core security backup records of the token
+    that held the master key (docs/backups.md#restore-with-an-hsm)."""
     recorded = core.hsm_key
     if recorded is None:
         if table is not None:
             raise BadBackup("This backup's master key is in software, not in an HSM: leave out [hsm].")
         return None
+    holds = recorded.get("holds", "")
+    where = f"{recorded.get('token', '?')}, key labelled '{recorded.get('key_label', '?')}'"
     if table is None:
+        if holds == CLUSTER_MASTER_KEY:
+            return None  # the key split escrows the cluster's master key: the quorum restores it to software
         raise BadBackup(
-            f"This backup's master key is in an HSM ({recorded.get('token', '?')}, key labelled "
-            f"'{recorded.get('key_label', '?')}'): give [hsm] with the module, token and PIN of a token "
-            "that holds that key (docs/hsm.md)."
+            f"This backup's master key is in an HSM ({where}) and cannot be restored onto software: its "
+            "token key never leaves the token, and no backup or key split holds it. Give [hsm] with the "
+            "module, token and PIN of a token that holds that key (docs/hsm.md)."
         )
     try:
-        return HsmSettings.from_table(table, recorded.get("key_label", ""))
+        settings = HsmSettings.from_table(table, recorded.get("key_label", ""))
     except ValueError as exc:
         raise ValidationFailed(str(exc)) from None
+    if holds == CLUSTER_MASTER_KEY and autonomous_unlock:
+        raise ValidationFailed(
+            "With the cluster's master key in the token, autonomous unlock would keep it on this "
+            "machine's disk under the local unlock key: set autonomous_unlock = false (a quorum unlocks "
+            "the restored KMA after each start)."
+        )
+    return replace(settings, holds=holds)  # what the backup's token held, whatever the table says
 
 
 def open_master(core: CoreSecurityBackup, credentials: Sequence[Credential]) -> WrappingKey:
@@ -243,14 +283,19 @@ def _set_up(
     master: WrappingKey,
     addresses: tuple[str, str],
     autonomous_unlock: bool,
-    hsm: HsmSettings | None,
+    tokens: tuple[HsmSettings | None, dict[str, str] | None],
     clock: Clock | None,
 ) -> Restored:
+    """`tokens`: the restored KMA's token, and what the backup records of the one that made it."""
     from kma.appliance import Appliance
     from kma.cluster.store import open_store
     from kma.services.backups import withheld_warning
 
     management_address, service_address = addresses
+    hsm, recorded = tokens
+    master_key = f"in the HSM {hsm.token_name}" if hsm else "in software"
+    if recorded and not hsm:
+        master_key += f" (the KMA that made the backup held it in its HSM {recorded.get('token', '?')})"
     manifest = backup.manifest
     kma_id = str(manifest["kma_id"])
     conn = sqlite3.connect(stage.db)
@@ -332,8 +377,8 @@ def _set_up(
             ],
             f"restored KMA '{kma_id}' of cluster '{cluster_name}' from backup {manifest['backup_id']} "
             f"(made {manifest['created_at']}: {counts['keys']} keys, {counts['audit_events']} audit events) "
-            f"with a quorum of the key split; autonomous unlock {'on' if autonomous_unlock else 'off'}"
-            + (f"; {withheld_warning(withheld)}" if withheld else ""),
+            f"with a quorum of the key split; autonomous unlock {'on' if autonomous_unlock else 'off'}; "
+            f"the master key {master_key}" + (f"; {withheld_warning(withheld)}" if withheld else ""),
             ("kma", kma_id),
         )
     finally:
@@ -346,6 +391,7 @@ def _set_up(
         int(counts["keys"]),
         int(counts["audit_events"]),
         fingerprint(ca.cert_pem),
+        master_key,
     )
 
 

@@ -165,15 +165,22 @@ def walk(
     next_page(qtbot, wizard, "PoolPage")
     wizard.currentPage().size.setValue(25)
     next_page(qtbot, wizard, "MasterKeyPage")
-    master = wizard.currentPage()
+    master = wizard.currentPage().choice
     assert master.software.isChecked() and not master.token_form.isEnabled()  # software by default
     if hsm is not None:
         master.in_hsm.setChecked(True)
         master.module.setText(hsm.module)
         refused_here(qtbot, wizard, "Give the token label, the PIN file")
-        master.token.setText(hsm.label)
-        master.pin_file.setText(str(hsm.pin_file))
+        choose_token(master, hsm)
     next_page(qtbot, wizard, "SummaryPage")
+
+
+def choose_token(choice: Any, hsm: SoftHsm) -> None:
+    """The token's answers on a TokenChoice (the Master key page's, the join page's)."""
+    choice.in_hsm.setChecked(True)
+    choice.module.setText(hsm.module)
+    choice.token.setText(hsm.label)
+    choice.pin_file.setText(str(hsm.pin_file))
 
 
 def test_the_wizard_sets_up_a_new_kma_and_signs_in_its_security_officer(

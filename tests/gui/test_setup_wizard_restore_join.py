@@ -4,7 +4,8 @@ Restore: a backup of a demo KMA made in the test, its two files chosen, the quor
 typing in turn; each refusal (a changed byte, too few passphrases, a wrong one) is shown on the
 quorum page with the restore's reason and the KMA keeps waiting; then the restored KMA serves and
 the installer signs in as a restored user. Join: its refusals against a real KMA (unreachable,
-another cluster's CA, a KMA ID with no entry) stay on the join page, nothing written.
+another cluster's CA, a KMA ID with no entry) stay on the join page, nothing written; a join whose
+token (SoftHSM2) receives the cluster's master key.
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ import pytest
 from PySide6.QtWidgets import QWizard
 
 from tests.gui.helpers import WAIT_MS
-from tests.gui.test_setup_wizard import connect, next_page, open_wizard, refused_here
+from tests.gui.test_setup_wizard import choose_token, connect, next_page, open_wizard, refused_here
 from tests.integration.test_backups import changed, quorum, take_backups
+from tests.integration.test_hsm_cluster import JOINING, token_objects
+from tests.integration.test_kma_join_init import add_kma, passphrase_in
+from tests.support.first_node import demo_first_node
 from tests.support.first_setup import free_port, written
 from tests.support.kma_process import RunningKma
+from tests.support.softhsm import PIN, softhsm
 
 pytestmark = pytest.mark.gui
 
@@ -118,3 +123,81 @@ def test_the_wizard_refuses_a_join_on_its_page_with_the_reason(
     page.fingerprint.setText(source.fingerprint)
     refused_here(qtbot, wizard, "The cluster refused the join")
     assert written(waiting) == []
+
+
+def test_the_wizard_joins_a_kma_whose_token_receives_the_clusters_master_key(
+    qtbot: Any, controller: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hsm = softhsm(tmp_path, label="kma-boston")
+    monkeypatch.setenv("SOFTHSM2_CONF", str(hsm.conf))  # the KMA waiting in set-up mode inherits it
+    node = demo_first_node(tmp_path / "node")
+    waiting = RunningKma.awaiting_setup(tmp_path / "new")
+    try:
+        code, out, err = add_kma(node, tmp_path, JOINING, "alice", "bob", "carol")
+        assert code == 0, err
+        _window, wizard = open_wizard(qtbot, controller)
+        choose_mode(qtbot, wizard, waiting, "join", "JoinPage")
+        page = wizard.currentPage()
+        page.kma.setText(node.address)
+        page.fingerprint.setText(node.fingerprint)
+        page.kma_id.setText(JOINING)
+        page.passphrase.setText(passphrase_in(out))
+        # The token choice, as on the new cluster's Master key page: software by default
+        assert page.choice.software.isChecked() and not page.choice.token_form.isEnabled()
+        page.choice.in_hsm.setChecked(True)
+        page.choice.module.setText(hsm.module)
+        refused_here(qtbot, wizard, "Give the token label, the PIN file")
+        choose_token(page.choice, hsm)
+        hsm.pin_file.write_text("0000\n")
+        refused_here(qtbot, wizard, "refused the PIN (wrong PIN)")  # before anything is sent
+        assert written(waiting) == []
+        hsm.pin_file.write_text(PIN + "\n")
+        next_page(qtbot, wizard, "JoinDonePage")  # the one-time passphrase was not spent
+        assert "in the HSM token &#x27;kma-boston&#x27;" in wizard.currentPage().text.text()
+    finally:
+        waiting.stop()  # before its Raft node would try to reach the first node's (embedded here)
+        node.stop()
+    config = (waiting.data_dir / "kma.toml").read_text()
+    assert 'token_label = "kma-boston"' in config and 'holds = "cluster-master-key"' in config
+    received = {"sensitive": True, "extractable": False, "value": "refused", "rsa_objects": 0}
+    assert token_objects(hsm) == received  # not extractable; the join's key pair is gone
+
+
+def test_the_wizard_restores_an_hsm_kmas_backup_onto_its_token_not_onto_software(
+    qtbot: Any, controller: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hsm = softhsm(tmp_path)
+    monkeypatch.setenv("SOFTHSM2_CONF", str(hsm.conf))  # the source and the waiting KMA inherit it
+    table = tmp_path / "hsm.toml"
+    table.write_text(hsm.table())
+    source = RunningKma.demo_in(tmp_path / "source", hsm=table)
+    try:
+        core, database = take_backups(source, tmp_path / "backups")
+    finally:
+        source.stop()  # the machine the restore replaces
+    waiting = RunningKma.awaiting_setup(tmp_path / "waiting")
+    try:
+        _window, wizard = open_wizard(qtbot, controller)
+        choose_mode(qtbot, wizard, waiting, "restore", "RestoreFilesPage")
+        files = wizard.currentPage()
+        files.database.setText(str(database))
+        files.core.setText(str(core))
+        # Software is refused before the quorum types: the token key is in no backup nor key split
+        assert files.choice.software.isChecked()
+        refused_here(qtbot, wizard, "cannot be restored onto software")
+        choose_token(files.choice, hsm)
+        hsm.pin_file.write_text("0000\n")
+        refused_here(qtbot, wizard, "refused the PIN (wrong PIN)")
+        hsm.pin_file.write_text(PIN + "\n")
+        next_page(qtbot, wizard, "RestoreQuorumPage")
+        page = wizard.currentPage()
+        members = quorum(source)
+        type_quorum(page, members[:-1])
+        page.name.setText(members[-1]["name"])
+        page.passphrase.setText(members[-1]["passphrase"])
+        next_page(qtbot, wizard, "RestoreDonePage")
+        waiting.wait_ready(set_up=True)
+        assert waiting.client().status().master_key.startswith(f"pkcs11: token '{hsm.label}'")
+        assert f'token_label = "{hsm.label}"' in (waiting.data_dir / "kma.toml").read_text()
+    finally:
+        waiting.stop()

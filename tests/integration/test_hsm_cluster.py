@@ -19,6 +19,8 @@ import pytest
 from kma.crypto import WrappingKey
 from kma.kmip.client import KmipClient, KmipFailure
 from kms_client import KmsError, PendingQuorumOp
+from tests.integration.test_backups import answers as restore_answers
+from tests.integration.test_backups import quorum, take_backups
 from tests.integration.test_kma_join_init import init_join, passphrase_in
 from tests.integration.test_no_key_material_at_rest import files_under, found_in
 from tests.integration.test_quorum import creds
@@ -102,12 +104,16 @@ with pkcs11.lib(sys.argv[1]).get_token(token_label=sys.argv[2]).open(user_pin=sy
 """
 
 
-def token_objects(hsm: SoftHsm) -> dict[str, object]:
-    """The joined KMA's key object as the token reports it, asked in a process of its own (SoftHSM2
-    reads SOFTHSM2_CONF once per process, and this test's token folder is its own)."""
-    asked = [sys.executable, "-c", TOKEN_CHECK, hsm.module, hsm.label, PIN, f"kma-master-{JOINING}"]
-    done = subprocess.run(asked, check=True, capture_output=True, text=True)
-    return dict(json.loads(done.stdout))
+def in_token(hsm: SoftHsm, token_label: str, script: str, key_label: str) -> str:
+    """What `script` prints, run on the token in a process of its own (SoftHSM2 reads SOFTHSM2_CONF
+    once per process, and this test's token folder is its own)."""
+    asked = [sys.executable, "-c", script, hsm.module, token_label, PIN, key_label]
+    return subprocess.run(asked, check=True, capture_output=True, text=True).stdout
+
+
+def token_objects(hsm: SoftHsm, token_label: str | None = None) -> dict[str, object]:
+    """The joined (or restored) KMA's key object as the token reports it."""
+    return dict(json.loads(in_token(hsm, token_label or hsm.label, TOKEN_CHECK, f"kma-master-{JOINING}")))
 
 
 def cluster_master_key(first: RunningKma) -> bytes:
@@ -176,11 +182,6 @@ def test_an_hsm_kma_joins_a_software_cluster_with_the_master_key_wrapped_to_its_
         assert master_keys(second) == expected
         code, out, err = kma_cli(first, tmp_path, "so", "cluster", "status")
         assert code == 0 and "master key in HSM" in out and "master key in software" in out, err
-
-        # The HSM KMA cannot take a backup (its keys derive from the master key's bytes): it says so
-        with pytest.raises(KmsError, match="never leaves it"):
-            second.client("so").take_core_security_backup(tmp_path / "core.kmacore")
-        assert not (tmp_path / "core.kmacore").exists()
 
         # A lock through the first KMA stops the HSM KMA serving; a quorum unlocks it again
         first.client("so").lock_kma(JOINING)
@@ -297,3 +298,128 @@ def test_an_hsm_kma_becomes_a_first_node_and_a_software_kma_joins_it(tmp_path: P
         if second is not None:
             second.stop()
         first.stop()
+
+
+def test_an_hsm_kmas_backups_restore_onto_its_token_a_new_token_or_software_under_the_quorum(
+    tmp_path: Path, hsm: SoftHsm
+) -> None:
+    # Given a KMA whose token holds the cluster's master key, serving a key it made
+    first, _ = first_node(tmp_path / "a")
+    second: RunningKma | None = None
+    try:
+        agent_dir = tmp_path / "drive"  # (enrolled before the join: the join restarts the first's rqlited)
+        enroll(first, DRIVE, agent_dir, demo_passphrase(first, DRIVE))
+        passphrase = add_entry(first, tmp_path)
+        new_dir = tmp_path / "b" / "kma"
+        answers = join_answers(tmp_path, first, passphrase, hsm)
+        joined = run_kma("init", "--data-dir", str(new_dir), "--answers", str(answers), check=False)
+        assert joined.returncode == 0, joined.stdout + joined.stderr
+        second = RunningKma(new_dir, first.demo, None)
+        second.start()
+        second.client("so").unlock_kma(JOINING, credentials=creds(first, "alice", "bob", "carol"))
+        with kmip(agent_dir, service_address(second)) as agent:
+            key_id = wait_until(lambda: _create(agent, "R00001"), 30.0, "the HSM KMA's key pool")
+            material = agent.get(key_id)
+
+        # When it takes the core security backup and a database backup
+        core, database = take_backups(second, tmp_path / "offline")
+        master = cluster_master_key(first)
+    finally:
+        if second is not None:
+            second.stop()
+        first.stop()
+    # (its backups hold the cluster's master key only wrapped, as a software KMA's do)
+    assert found_in(core.read_bytes() + database.read_bytes(), {"master key": master}) == []
+    members = quorum(first)
+
+    # Then the quorum restores them onto software: the key split escrows the cluster's master key
+    done = restore_into(tmp_path / "software", core, database, members)
+    assert (
+        "Master key: in software (the KMA that made the backup held it in its HSM token 'kma-boston')" in done
+    )
+    assert serves(tmp_path / "software" / "kma", first, agent_dir, key_id) == material
+
+    # ... onto the token that holds it, with autonomous unlock off (it would put the key on disk)
+    with_token = hsm.table()
+    refused = restore_into(tmp_path / "token-autounlock", core, database, members, with_token, check=False)
+    assert "set autonomous_unlock = false" in refused
+    assert not (tmp_path / "token-autounlock" / "kma").exists()
+    done = restore_into(tmp_path / "token", core, database, members, with_token, autonomous_unlock=False)
+    assert "Master key: in the HSM token 'kma-boston'" in done
+    assert 'holds = "cluster-master-key"' in (tmp_path / "token" / "kma" / "kma.toml").read_text()
+    assert serves(tmp_path / "token" / "kma", first, agent_dir, key_id, unlock=True) == material
+
+    # ... and onto a new token, which receives it as a joining KMA's does: not extractable, and in
+    # clear in none of its files
+    hsm.add_token("kma-replacement")
+    with_new = hsm.table(token_label="kma-replacement")
+    done = restore_into(tmp_path / "new-token", core, database, members, with_new, autonomous_unlock=False)
+    assert "Master key: in the HSM token 'kma-replacement'" in done
+    assert token_objects(hsm, "kma-replacement") == {
+        "sensitive": True,
+        "extractable": False,
+        "value": "refused",
+        "rsa_objects": 0,
+    }
+    files = files_under(tmp_path / "new-token") + files_under(hsm.conf.parent / "softhsm-tokens")
+    assert {str(p): h for p in files if (h := found_in(p.read_bytes(), {"master key": master}))} == {}
+    assert serves(tmp_path / "new-token" / "kma", first, agent_dir, key_id, unlock=True) == material
+
+    # A token holding another key under the label is refused, and the target left untouched
+    hsm.add_token("kma-other")
+    in_token(hsm, "kma-other", MAKE_KEY, f"kma-master-{JOINING}")
+    with_other = hsm.table(token_label="kma-other")
+    refused = restore_into(
+        tmp_path / "other", core, database, members, with_other, autonomous_unlock=False, check=False
+    )
+    assert "is not this cluster's master key" in refused
+
+
+MAKE_KEY = """
+import sys
+import pkcs11
+from pkcs11 import Attribute, KeyType
+token = pkcs11.lib(sys.argv[1]).get_token(token_label=sys.argv[2])
+with token.open(user_pin=sys.argv[3], rw=True) as session:
+    template = {Attribute.SENSITIVE: True}
+    session.generate_key(KeyType.AES, 256, label=sys.argv[4], store=True, template=template)
+"""
+
+
+def restore_into(
+    folder: Path,
+    core: Path,
+    database: Path,
+    members: list[dict[str, str]],
+    hsm_table: str = "",
+    *,
+    autonomous_unlock: bool = True,
+    check: bool = True,
+) -> str:
+    """`kma init` restoring the two files into FOLDER/kma; what it printed (its error if `check` is
+    false, after checking it failed and wrote nothing)."""
+    folder.mkdir(parents=True)
+    plain = restore_answers(folder, core, database, members)
+    unlock = "" if autonomous_unlock else "autonomous_unlock = false\n"
+    plain.write_text(unlock + plain.read_text() + hsm_table)
+    done = run_kma("init", "--data-dir", str(folder / "kma"), "--answers", str(plain), check=False)
+    if check:
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+    assert done.returncode != 0 and not (folder / "kma").exists(), done.stdout
+    return done.stderr
+
+
+def serves(data_dir: Path, source: RunningKma, agent_dir: Path, key_id: str, unlock: bool = False) -> bytes:
+    """The key's material as the restored KMA in DATA_DIR serves it to the drive enrolled before the
+    backup (after a quorum's unlock, with `unlock`)."""
+    restored = RunningKma(data_dir, source.demo)
+    restored.start()
+    try:
+        if unlock:
+            assert restored.client().status().locked
+            restored.client("so").unlock_kma(JOINING, credentials=creds(source, "alice", "bob", "carol"))
+        with kmip(agent_dir, service_address(restored)) as agent:
+            return agent.get(key_id)
+    finally:
+        restored.stop()

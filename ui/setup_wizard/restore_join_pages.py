@@ -1,11 +1,13 @@
 """The other two modes: restore this KMA from a backup, or join it to an existing cluster.
 
 Restore: the two backup files (sent to the KMA over the set-up connection: the installer holds
-them, the new machine has nothing yet), then the quorum's members each type their passphrase at
-the keyboard in turn; the key split pages are skipped, as the restored split is used. Join: an
-existing KMA, the cluster CA fingerprint to compare, this KMA's ID and one-time KMA passphrase;
-the joined KMA starts locked. Each refusal stays on the page where it was typed, with the KMA's
-reason.
+them, the new machine has nothing yet) and where the restored KMA holds the master key, then the
+quorum's members each type their passphrase at the keyboard in turn; the key split pages are
+skipped, as the restored split is used. Join: an existing KMA, the cluster CA fingerprint to
+compare, this KMA's ID and one-time KMA passphrase, and where this KMA is to hold the cluster's
+master key; the joined KMA starts locked. Both offer the new cluster's Master key page's choice
+(software, or a PKCS#11 token on the KMA's machine: TokenChoice). Each refusal stays on the page
+where it was typed, with the KMA's reason.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from app.writes import setup as setup_writes
 from ui.files import ask_open_path
 from ui.messages import ask_first
 from ui.setup_wizard.base import STAY, SetupPage
+from ui.setup_wizard.settings_pages import TokenChoice
 from ui.trust_dialog import grouped
 from ui.widgets import PasswordLineEdit
 
@@ -68,6 +71,13 @@ class RestoreFilesPage(SetupPage):
         self.autonomous.setToolTip("Off is safer: a restarted KMA then waits for a quorum.")
         form.addRow("", self.autonomous)
         layout.addLayout(form)
+        layout.addWidget(QLabel("<b>The master key on this KMA</b>"))
+        self.choice = TokenChoice(
+            answers.hsm,
+            "In software: in this KMA's memory while it is unlocked",
+            "In a hardware security module (PKCS#11 token on this KMA's machine)",
+        )
+        layout.addWidget(self.choice)
         layout.addWidget(self.error)
         layout.addStretch()
 
@@ -101,8 +111,12 @@ class RestoreFilesPage(SetupPage):
                     else (f"Choose the {field.accessibleName().lower()} file.")
                 )
             files.append(path)
+        chosen = self.choice.chosen()
+        if isinstance(chosen, str):
+            return chosen
         answers = self.answers
         answers.autonomous_unlock = self.autonomous.isChecked()
+        answers.hsm = chosen
         known = ProfileStore().all()
         return setup_writes.upload_backups(answers, files[0], files[1], known)
 
@@ -312,6 +326,19 @@ class JoinPage(SetupPage):
         )
         explained.setWordWrap(True)
         layout.addWidget(explained)
+        layout.addWidget(QLabel("<b>The cluster's master key on this KMA</b>"))
+        self.choice = TokenChoice(
+            answers.hsm,
+            "In software: in this KMA's memory while it is unlocked",
+            "In a hardware security module (PKCS#11 token on this KMA's machine)",
+        )
+        layout.addWidget(self.choice)
+        into_token = QLabel(
+            "The cluster's master key comes wrapped to a key the token makes for the join and is "
+            "unwrapped inside it, never to leave it; the KMA named above must hold it in software."
+        )
+        into_token.setWordWrap(True)
+        layout.addWidget(into_token)
         layout.addWidget(self.error)
         layout.addStretch()
 
@@ -331,6 +358,10 @@ class JoinPage(SetupPage):
             return problem
         if not passphrase:
             return "Type the one-time KMA passphrase its entry was made with."
+        chosen = self.choice.chosen()
+        if isinstance(chosen, str):
+            return chosen
+        a.hsm = chosen
         return setup_writes.join(a, kma, fp, passphrase)
 
     def checked(self, result: Any) -> None:
@@ -359,10 +390,13 @@ class JoinDonePage(SetupPage):
         self.setButtonText(QWizard.FinishButton, "Close")
         self.wizard().setOption(QWizard.NoCancelButtonOnLastPage, True)  # nothing left to cancel
         kma = html.escape(self.answers.kma_id)
+        hsm = self.answers.hsm
+        where = f"in the HSM token '{hsm['token_label']}', never leaving it" if hsm else "in software"
         self.text.setText(
             f"<p>KMA <b>{kma}</b> is a member of the cluster now and serves at "
             f"<b>{html.escape(made.management_address)}</b>, with the cluster CA:</p>"
             f"<pre>{html.escape(grouped(made.ca_fingerprint))}</pre>"
+            f"<p>It holds the cluster's master key {html.escape(where)}.</p>"
             "<p><b>It is locked</b>: it holds no key material it can use until a quorum of the key split "
             f"unlocks it. Sign in to the cluster in the manager and unlock {kma} on its Cluster page (or "
             f"<tt>kma unlock --kma {kma}</tt>), with the quorum's members at hand.</p>"

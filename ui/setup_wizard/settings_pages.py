@@ -123,32 +123,28 @@ class PoolPage(SetupPage):
         return ""
 
 
-class MasterKeyPage(SetupPage):
-    """Software (the default), or a PKCS#11 token on the KMA's machine (docs/hsm.md)."""
+class TokenChoice(QWidget):
+    """Software, or a PKCS#11 token on the KMA's machine (module, token label, PIN file): the choice
+    of the new cluster's Master key page and of the join page (docs/hsm.md)."""
 
-    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
-        super().__init__(
-            answers,
-            ops,
-            "Master key",
-            "Where the key that wraps every stored key lives. The KMA checks the token when "
-            "it is set up; a token it cannot use stops the set-up with the reason.",
-        )
+    def __init__(self, hsm: dict[str, str], software: str, in_hsm: str) -> None:
+        super().__init__()
         layout = QVBoxLayout(self)
-        self.software = QRadioButton("In software: in the KMA's memory while it is unlocked")
-        self.in_hsm = QRadioButton("In a hardware security module (PKCS#11 token on the KMA's machine)")
-        self.software.setChecked(not answers.hsm)
-        self.in_hsm.setChecked(bool(answers.hsm))
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.software = QRadioButton(software)
+        self.in_hsm = QRadioButton(in_hsm)
+        self.software.setChecked(not hsm)
+        self.in_hsm.setChecked(bool(hsm))
         layout.addWidget(self.software)
         layout.addWidget(self.in_hsm)
         self.token_form = QWidget()
         form = QFormLayout(self.token_form)
-        self.module = QLineEdit(answers.hsm.get("module", ""))
+        self.module = QLineEdit(hsm.get("module", ""))
         self.module.setAccessibleName("PKCS#11 module")
         self.module.setPlaceholderText("/usr/lib/softhsm/libsofthsm2.so")
-        self.token = QLineEdit(answers.hsm.get("token_label", ""))
+        self.token = QLineEdit(hsm.get("token_label", ""))
         self.token.setAccessibleName("Token label")
-        self.pin_file = QLineEdit(answers.hsm.get("pin_file", ""))
+        self.pin_file = QLineEdit(hsm.get("pin_file", ""))
         self.pin_file.setAccessibleName("PIN file")
         self.pin_file.setPlaceholderText("/etc/kma/hsm.pin")
         form.addRow("PKCS#11 module:", self.module)
@@ -161,30 +157,49 @@ class MasterKeyPage(SetupPage):
         )
         note.setWordWrap(True)
         layout.addWidget(note)
-        layout.addWidget(self.error)
-        layout.addStretch()
         self.in_hsm.toggled.connect(self.token_form.setEnabled)
         self.token_form.setEnabled(self.in_hsm.isChecked())
 
-    def check(self) -> Any:
+    def chosen(self) -> dict[str, str] | str:
+        """The `[hsm]` table chosen (empty for software), or what is missing from it."""
         if not self.in_hsm.isChecked():
-            self.answers.hsm = {}
-            return ""
+            return {}
         chosen = {
             "module": self.module.text().strip(),
             "token_label": self.token.text().strip(),
             "pin_file": self.pin_file.text().strip(),
         }
-        missing = [
-            name
-            for name, value in [
-                ("the PKCS#11 module", chosen["module"]),
-                ("the token label", chosen["token_label"]),
-                ("the PIN file", chosen["pin_file"]),
-            ]
-            if not value
-        ]
+        names = {"module": "the PKCS#11 module", "token_label": "the token label", "pin_file": "the PIN file"}
+        missing = [names[key] for key, value in chosen.items() if not value]
         if missing:
             return f"Give {', '.join(missing)}, or keep the master key in software."
+        return chosen
+
+
+class MasterKeyPage(SetupPage):
+    """Software (the default), or a PKCS#11 token on the KMA's machine (docs/hsm.md)."""
+
+    def __init__(self, answers: SetupAnswers, ops: Any) -> None:
+        super().__init__(
+            answers,
+            ops,
+            "Master key",
+            "Where the key that wraps every stored key lives. The KMA checks the token when "
+            "it is set up; a token it cannot use stops the set-up with the reason.",
+        )
+        layout = QVBoxLayout(self)
+        self.choice = TokenChoice(
+            answers.hsm,
+            "In software: in the KMA's memory while it is unlocked",
+            "In a hardware security module (PKCS#11 token on the KMA's machine)",
+        )
+        layout.addWidget(self.choice)
+        layout.addWidget(self.error)
+        layout.addStretch()
+
+    def check(self) -> Any:
+        chosen = self.choice.chosen()
+        if isinstance(chosen, str):
+            return chosen
         self.answers.hsm = chosen
         return ""
