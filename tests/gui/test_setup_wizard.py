@@ -19,7 +19,8 @@ import pytest
 from PySide6.QtWidgets import QWizard
 
 from tests.gui.helpers import WAIT_MS
-from tests.support.first_setup import MEMBERS, OFFICER, describe, free_port, written
+from tests.support.cluster import free_port
+from tests.support.first_setup import MEMBERS, OFFICER, describe, written
 from tests.support.kma_process import RunningKma, run_kma
 from tests.support.softhsm import SoftHsm, softhsm
 from ui.setup_wizard.wizard import SetupWizard

@@ -12,7 +12,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.support.first_setup import MEMBERS, OFFICER, free_port
+from tests.support.cluster import free_port
+from tests.support.first_setup import MEMBERS, OFFICER
 from tests.support.kma_process import run_kma
 from tests.support.softhsm import PIN, softhsm
 

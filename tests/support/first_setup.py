@@ -3,7 +3,6 @@ and `kma init --answers` take, and what to compare between two KMAs set up from 
 
 from __future__ import annotations
 
-import socket
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -38,13 +37,6 @@ def answers_for(kma_address: str, service_port: int) -> dict[str, Any]:
         "autonomous_unlock": False,
         "key_pool_size": 25,
     }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def written(kma: RunningKma) -> list[str]:
