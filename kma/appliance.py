@@ -51,6 +51,8 @@ class Appliance:
         self.store = open_store(data_dir, self.kma_id, self.chain)  # embedded, or a cluster node's
         self.vault = Vault(data_dir.hsm())
         self.itself = Actor(self.kma_id, self.identity.management_address, kind="kma")
+        # Where its service listener listens (set by `kma serve`): recorded, signed, in its entry.
+        self.service_address = self.identity.service_address
         self._parts: dict[Callable[[Appliance], Any], Any] = {}
         self._parts_lock = threading.RLock()  # a part may be made of other parts
 

@@ -49,7 +49,7 @@ from kma.crypto.hsm import wrap_for_join
 from kma.domain.actor import Actor
 from kma.domain.validation import ID_PATTERN
 from kma.errors import Conflict, KmaError, LockedOut, Unauthenticated, ValidationFailed
-from kma.services import lockout, refusals
+from kma.services import entry_signatures, lockout, refusals
 from kma.store import Batch, Stmt
 
 MAX_CSR_BYTES = 16384
@@ -79,11 +79,14 @@ def members(kma: Appliance, joining: str) -> list[dict[str, Any]]:
     ones its rqlited is to trust; None for a KMA of a cluster made before node pins)."""
     out = []
     own = own_raft_address(kma)
+    genuine = entry_signatures.genuine_ids(kma)  # a forged entry's certificate is pinned nowhere
     for r in kma.store.query(
         "SELECT id, raft_address, voter, node_cert_pem FROM kmas WHERE awaiting_join = 0 "
         "AND removed_at IS NULL AND id <> ? ORDER BY id",
         (joining,),
     ):
+        if r["id"] not in genuine:
+            continue
         address = own if r["id"] == kma.kma_id and own else r["raft_address"]
         if address:
             out.append(
@@ -159,9 +162,12 @@ def join(
     if _KMA_ID.fullmatch(kma_id) and len(passphrase) <= 256:
         row = kma.store.query_one(
             "SELECT id, name, site_id, management_address, service_address, raft_address, voter, witness, "
+            "awaiting_join, removed_at, node_cert_pem, join_passphrase_hash, signature, "
             "join_passphrase_hash AS hash, join_passphrase_set_at AS set_at FROM kmas WHERE id = ?",
             (kma_id,),
         )
+    if row is not None and not entry_signatures.genuine(kma, row):
+        row = None  # written into the store without the KMA: no one joins as it (reported)
     stored = row["hash"] if row is not None else None
     if not verify_passphrase(passphrase, stored or _decoy_hash()) or stored is None or row is None:
         reason = (
@@ -225,6 +231,15 @@ def join(
                 (node_pem.decode("ascii"), backend, now, kma_id, stored),
                 expect=1,
                 refusal="the KMA passphrase was used by another join a moment ago",
+            ),
+            entry_signatures.sign_entry(
+                kma,
+                {
+                    **dict(row),
+                    "awaiting_join": 0,
+                    "node_cert_pem": node_pem.decode("ascii"),
+                    "join_passphrase_hash": None,
+                },
             ),
             Stmt(
                 "UPDATE kma_certificates SET revoked_at = ? WHERE kma_id = ? AND revoked_at IS NULL",

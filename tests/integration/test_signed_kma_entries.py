@@ -1,0 +1,73 @@
+"""KMA entries carry the cluster CA's signature (issue 26, item 1, defence in depth): a `kmas` row
+written through rqlite with a leaked node credential, on a real two-KMA cluster, is not pinned by
+any node's rqlited, is not given to agents, and is reported as tampered with."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from kma.kmip.tls import agent_context
+from kms_client import ClusterUnavailable
+from tests.integration.test_agents_follow_cluster import get_kmas
+from tests.integration.test_row_macs import _audit_verify
+from tests.support.agents import demo_passphrase, enroll
+from tests.support.cluster import BINARY, add_node, execute, files_of, first_node, replica
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
+
+FORGED = (
+    "INSERT INTO kmas (id, name, site_id, management_address, service_address, raft_address, version, "
+    "key_pool_size, node_cert_pem, created_at, updated_at) "
+    "VALUES ('mallory', 'Mallory', ?, '127.0.0.1:1', '127.0.0.1:9', '127.0.0.1:2', '0.1.0', 0, ?, ?, ?)"
+)
+
+
+def test_a_kma_entry_written_through_rqlite_is_not_pinned_nor_given_to_agents(tmp_path: Path) -> None:
+    first, ca = first_node(tmp_path / "a")
+    second = add_node(first, ca, tmp_path, "kma-dal-2")
+    try:
+        second.start()
+        agent_id = first.demo["agents"][0]["id"]
+        agent = tmp_path / "agent" / agent_id
+        enroll(first, agent_id, agent, demo_passphrase(first, agent_id))
+        drive_cert = (agent / "agent.pem").read_text(encoding="ascii")
+        with replica(first) as db:
+            site = db.execute("SELECT site_id FROM kmas WHERE id = 'kma-dal-1'").fetchone()[0]
+
+        # When someone with a node's credential writes a KMA entry naming the drive's certificate
+        now = int(time.time())
+        execute(first, [[FORGED, site, drive_cert, now, now]])
+        with replica(second) as db:
+            wait_until(
+                lambda: db.execute("SELECT 1 FROM kmas WHERE id = 'mallory'").fetchone() is not None,
+                30.0,
+                "the forged entry replicated",
+            )
+
+        # Then it is reported as tampered with
+        def reported() -> bool:
+            try:  # (today's code pinned the drive and restarted its rqlited: refused a moment)
+                events = list(first.client("auditor").iter_audit_events())
+            except ClusterUnavailable:
+                return False
+            return any(e.operation == "security.tamper" and e.subject_id == "mallory" for e in events)
+
+        wait_until(reported, 60.0, "the tamper event")
+        code, said = _audit_verify(first)
+        assert code == 1 and "kmas 'mallory' has no signature" in said
+        # and no node's rqlited trusts the drive's certificate
+        for kma in (first, second):
+            assert drive_cert.strip() not in files_of(kma).trusted_nodes.read_text(encoding="ascii")
+        # and agents are not sent to it
+        as_agent = agent_context(agent / "ca.pem", agent / "agent.pem", agent / "agent.key")
+        status, listed = get_kmas(first, as_agent)
+        assert status == 200
+        assert "mallory" not in {k["id"] for k in listed["kmas"]}  # type: ignore[attr-defined]
+        assert {"kma-dal-1", "kma-dal-2"} <= {k["id"] for k in listed["kmas"]}  # type: ignore[attr-defined]
+    finally:
+        second.stop()
+        first.stop()
