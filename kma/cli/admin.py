@@ -211,7 +211,7 @@ def _verify_rows(conn: sqlite3.Connection, data_dir: DataDir) -> bool:
     """The MACs of the rows that grant power, with the master key autonomous unlock opens (as `kma
     status` does, writing nothing); without it, the tamper events the running KMA recorded. And the
     signatures of the KMA entries, with the cluster CA's certificate."""
-    from kma.cluster.entry_signature import marker, tampered_entries
+    from kma.cluster.entry_signature import tampered_entries
     from kma.crypto import WrappingKey
     from kma.services.row_macs import recorded_tamper, tampered_rows
     from kma.vault import row_mac_key
@@ -234,7 +234,7 @@ def _verify_rows(conn: sqlite3.Connection, data_dir: DataDir) -> bool:
         if not bad:
             print("Rows that grant power (users, key group members, key split members): every MAC verifies.")
     # KMA entries are signed by the cluster CA: checked with its certificate, no master key needed.
-    forged = tampered_entries(conn, data_dir.ca_cert.read_bytes(), marker(data_dir.root).exists())
+    forged = tampered_entries(conn, data_dir.ca_cert.read_bytes(), data_dir.root)
     for row in forged:
         print(f"TAMPERED KMA entry: {row}; it grants nothing", file=sys.stderr)
     if not forged:

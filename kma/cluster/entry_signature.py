@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -46,11 +46,44 @@ SELECT = f"SELECT {', '.join(SIGNED)}, signature FROM kmas"
 CONTEXT = "kms-manager KMA entry signature v1"
 NO_SIGNATURE = "has no signature"
 BAD_SIGNATURE = "has a signature that does not verify"
+REMOVED_BEFORE = "was removed, and is written back as not removed (an older signed state)"
 
 
 def marker(data_root: Path) -> Path:
     """Present once this node has seen every KMA entry signed: then a missing signature is tampering."""
     return data_root / "entries-signed"
+
+
+def removed_file(data_root: Path) -> Path:
+    """The KMA IDs this node has seen removed (signed), one a line: a removal is for good, so an entry
+    written back with the signature it had before its removal is refused all the same."""
+    return data_root / "removed-kmas"
+
+
+def seen_removed(data_root: Path) -> set[str]:
+    path = removed_file(data_root)
+    return set(path.read_text(encoding="ascii").split()) if path.exists() else set()
+
+
+def remember_removed(
+    data_root: Path, ca_cert_pem: bytes, rows: Iterable[Mapping[str, Any] | sqlite3.Row]
+) -> None:
+    """Add the entries signed as removed to the removed KMAs this node remembers (the file rewritten
+    whole: never half a file)."""
+    kma_ids = {
+        str(r["id"])
+        for r in rows
+        if r["removed_at"] is not None
+        and r["signature"] is not None
+        and problem(ca_cert_pem, True, r) is None
+    }
+    known = seen_removed(data_root)
+    if kma_ids <= known:
+        return
+    path = removed_file(data_root)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(f"{i}\n" for i in sorted(known | kma_ids)), encoding="ascii")
+    tmp.replace(path)
 
 
 def message(row: Mapping[str, Any] | sqlite3.Row) -> bytes:
@@ -80,13 +113,23 @@ def _verifies(ca_cert_pem: bytes, signed: bytes, signature: str) -> bool:
     return True
 
 
-def problem(ca_cert_pem: bytes, signed_before: bool, row: Mapping[str, Any] | sqlite3.Row) -> str | None:
+def problem(
+    ca_cert_pem: bytes,
+    signed_before: bool,
+    row: Mapping[str, Any] | sqlite3.Row,
+    removed: set[str] | frozenset[str] = frozenset(),
+) -> str | None:
     """Why the entry grants nothing, or None when it is genuine. `signed_before`: this node has seen
-    every entry signed (`marker`), so an entry without a signature is no older one."""
+    every entry signed (`marker`), so an entry without a signature is no older one. `removed`: the
+    KMAs this node has seen removed (`seen_removed`)."""
     signature = row["signature"]
     if signature is None:
-        return NO_SIGNATURE if signed_before else None
-    return None if _verifies(ca_cert_pem, message(row), str(signature)) else BAD_SIGNATURE
+        why = NO_SIGNATURE if signed_before else None
+    else:
+        why = None if _verifies(ca_cert_pem, message(row), str(signature)) else BAD_SIGNATURE
+    if why is None and row["removed_at"] is None and row["id"] in removed:
+        return REMOVED_BEFORE
+    return why
 
 
 def all_signed(ca_cert_pem: bytes, rows: list[sqlite3.Row] | list[Mapping[str, Any]]) -> bool:
@@ -96,11 +139,12 @@ def all_signed(ca_cert_pem: bytes, rows: list[sqlite3.Row] | list[Mapping[str, A
     )
 
 
-def tampered_entries(conn: sqlite3.Connection, ca_cert_pem: bytes, signed_before: bool) -> list[str]:
+def tampered_entries(conn: sqlite3.Connection, ca_cert_pem: bytes, data_root: Path) -> list[str]:
     """Offline (`kma audit verify`): the KMA entries whose signature does not verify, described."""
     out = []
+    signed_before, removed = marker(data_root).exists(), seen_removed(data_root)
     for row in conn.execute(SELECT):
-        why = problem(ca_cert_pem, signed_before, row)
+        why = problem(ca_cert_pem, signed_before, row, removed)
         if why is not None:
             out.append(f"kmas '{row['id']}' {why}")
     return out

@@ -59,13 +59,15 @@ def member_pins(files: ClusterFiles) -> dict[str, str | None]:
             db.close()
     except sqlite3.Error:  # a replica not migrated yet, or being replaced by a snapshot
         return {}
-    ca = files.ca_cert.read_bytes()
-    signed = entry_signature.marker(files.folder.parent)
+    ca, root = files.ca_cert.read_bytes(), files.folder.parent
+    signed = entry_signature.marker(root)
     if not signed.exists() and entry_signature.all_signed(ca, rows):
         signed.write_text("every KMA entry carries the cluster CA's signature\n", encoding="utf-8")
+    entry_signature.remember_removed(root, ca, rows)
+    removed = entry_signature.seen_removed(root)
     pins = {}
     for row in rows:
-        why = entry_signature.problem(ca, signed.exists(), row)
+        why = entry_signature.problem(ca, signed.exists(), row, removed)
         if why is not None:  # the KMAs report it in the audit trail (kma/services/entry_signatures.py)
             if (row["id"], row["signature"]) not in _SAID and len(_SAID) < 1000:
                 _SAID.add((row["id"], row["signature"]))

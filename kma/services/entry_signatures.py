@@ -39,8 +39,10 @@ def signed_before(kma: Appliance) -> bool:
 
 
 def genuine(kma: Appliance, row: Mapping[str, Any] | sqlite3.Row) -> bool:
-    """Whether the entry's signature verifies; an entry that fails is reported as tampered with."""
-    why = entry_signature.problem(_ca_cert(kma), signed_before(kma), row)
+    """Whether the entry's signature verifies (and it is not a removed KMA written back as not
+    removed); an entry that fails is reported as tampered with."""
+    root = kma.data_dir.root
+    why = entry_signature.problem(_ca_cert(kma), signed_before(kma), row, entry_signature.seen_removed(root))
     if why is None:
         return True
     row_macs.report_tamper(kma, KMAS, row, why)
@@ -140,8 +142,10 @@ def after_unlock(kma: Appliance) -> None:
 
 def sweep(kma: Appliance) -> None:
     """Check every entry (reported at most once an hour each): the cluster watch does, each round, so
-    an entry forged anywhere is reported even if nobody uses it."""
-    for row in kma.store.query(SELECT):
+    an entry forged anywhere is reported even if nobody uses it. Removals are remembered here."""
+    rows = kma.store.query(SELECT)
+    entry_signature.remember_removed(kma.data_dir.root, _ca_cert(kma), rows)
+    for row in rows:
         genuine(kma, row)
 
 

@@ -105,3 +105,14 @@ def test_entries_from_before_signatures_are_trusted_until_every_entry_is_signed(
     assert not entry_signature.marker(tmp_path).exists()
     wrong = node_with(tmp_path / "b", [("kma-1", OWN, None, 0), ("kma-2", OTHER, None, 0)], signature="AAAA")
     assert wanted(wrong, "kma-1") is None  # its own entry does not verify: it keeps what it has
+
+
+def test_a_removed_kma_written_back_with_its_older_signature_stays_removed(tmp_path: Path) -> None:
+    before = node_with(tmp_path / "before", [("kma-1", OWN, None, 0), ("kma-2", OTHER, None, 0)])
+    with sqlite3.connect(before.replica) as db:
+        old_signature = db.execute("SELECT signature FROM kmas WHERE id = 'kma-2'").fetchone()[0]
+    files = node_with(tmp_path, [("kma-1", OWN, None, 0), ("kma-2", OTHER, 1700000000, 0)])
+    assert wanted(files, "kma-1") == {"kma-1": OWN}  # this node sees the removal
+    with sqlite3.connect(files.replica) as db:  # then someone writes back the entry as it was
+        db.execute("UPDATE kmas SET removed_at = NULL, signature = ? WHERE id = 'kma-2'", (old_signature,))
+    assert wanted(files, "kma-1") == {"kma-1": OWN}
