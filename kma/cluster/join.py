@@ -29,11 +29,15 @@ from __future__ import annotations
 
 import base64
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 
+from kma import metrics
 from kma.appliance import Appliance
 from kma.cluster.node_config import ClusterFiles
 from kma.crypto import (
@@ -60,6 +64,45 @@ WRONG = (
 )
 _KMA_ID = re.compile(ID_PATTERN)
 LOCKED = "Too many wrong KMA passphrases for this KMA ID from here; try again in 15 minutes."
+
+
+class _OnePerAddress:
+    """The joins being checked, by source address: one at a time each, so that one address cannot
+    run many Argon2id checks at once (each takes a core for a while); another from the same address
+    waits up to `WAIT_S` for its turn, then is refused. Other addresses never wait on it."""
+
+    WAIT_S = 2.0
+
+    def __init__(self) -> None:
+        self._turns = threading.Condition()
+        self._running: dict[str, int] = {}  # only addresses with a check running: no more entries
+        self._peak = 0
+
+    @contextmanager
+    def turn(self, address: str) -> Iterator[bool]:
+        """True while this join holds its address's turn; False when none came in time."""
+        with self._turns:
+            if not self._turns.wait_for(lambda: address not in self._running, self.WAIT_S):
+                metrics.JOIN_CHECKS.labels("busy").inc()
+                yield False
+                return
+            self._running[address] = running = self._running.get(address, 0) + 1
+            if running > self._peak:
+                self._peak = running
+                metrics.JOIN_CHECKS_PEAK.set(running)
+        metrics.JOIN_CHECKS.labels("checked").inc()
+        try:
+            yield True
+        finally:
+            with self._turns:
+                self._running[address] -= 1
+                if not self._running[address]:
+                    del self._running[address]
+                self._turns.notify_all()
+
+
+_CHECKS = _OnePerAddress()
+BUSY = "Another join from this address is being checked; try again in a moment."
 
 
 @cache
@@ -138,7 +181,27 @@ def join(
     address: str,
     master_key_public_pem: str | None = None,
 ) -> dict[str, Any]:
-    """Blocking (Argon2id, signing, a durable commit)."""
+    """Blocking (Argon2id, signing, a durable commit); one at a time per source address."""
+    with _CHECKS.turn(address) as mine:
+        if not mine:
+            refused = LockedOut(BUSY)
+            refusals.audit_anonymous(
+                kma, address, "kma.join", f"refused a join as KMA '{kma_id[:64]}': {BUSY}", "security"
+            )
+            refused.audited = True
+            raise refused
+        return _join(kma, kma_id, passphrase, node_csr, server_csr, address, master_key_public_pem)
+
+
+def _join(
+    kma: Appliance,
+    kma_id: str,
+    passphrase: str,
+    node_csr: str,
+    server_csr: str,
+    address: str,
+    master_key_public_pem: str | None,
+) -> dict[str, Any]:
     actor = Actor(kma_id[:64] or "unknown", address, kind="kma")
     subject = ("kma", kma_id[:64])
 
