@@ -6,7 +6,8 @@ that sets the signature only if the row still holds exactly the values signed. `
 the entry as it is, so that a change never blesses what someone wrote into the store. A KMA records
 its own service address, Raft address and node certificate, first-hand, when it unlocks
 (`after_unlock`, also at a start that unlocks): a locked KMA cannot sign, so it leaves its entry as
-it is (it serves no agent meanwhile anyway).
+it is (it serves no agent meanwhile anyway). Its own entry, should it not verify, it writes anew
+from what it knows first-hand (`own_entry`).
 """
 
 from __future__ import annotations
@@ -85,27 +86,37 @@ def resign(kma: Appliance, kma_id: str, **changes: Any) -> Stmt:
     return sign_entry(kma, {**row, **changes})
 
 
-def own_entry(kma: Appliance) -> list[Stmt]:
+def own_entry(kma: Appliance) -> tuple[list[Stmt], str]:
     """The statements that record this KMA's own addresses and node certificate, first-hand, and
-    sign its entry; none when they are recorded and signed already, or when its entry does not
-    verify (reported: a forged value is not signed over)."""
+    sign its entry, with what they do; none when they are recorded and signed already.
+
+    An entry of its own that does not verify (reported) is written anew from what this running,
+    unlocked KMA knows first-hand: it has joined, is a KMA and no witness, and no machine is to join
+    as it (no KMA passphrase pending); nothing someone wrote into it is signed over. A removed
+    KMA's entry is left as it is."""
     row = entry(kma, kma.kma_id)
     if row is None:
-        return []
-    first_hand = {"service_address": kma.service_address}
+        return [], ""
+    first_hand: dict[str, Any] = {"service_address": kma.service_address}
     files = ClusterFiles.of(kma.data_dir.root)
     if files.exists():
         first_hand["raft_address"] = files.load().raft_address
         first_hand["node_cert_pem"] = files.node_cert.read_text(encoding="ascii")
-    if row["signature"] is not None and all(row[f] == v for f, v in first_hand.items()):
-        return []
-    if not genuine(kma, row):
-        return []
+    ok = genuine(kma, row)
+    if ok and row["signature"] is not None and all(row[f] == v for f, v in first_hand.items()):
+        return [], ""
+    what = "recorded this KMA's service address, Raft address and node certificate in its entry, signed"
+    if not ok:
+        if row["removed_at"] is not None:
+            return [], ""
+        first_hand.update(witness=0, awaiting_join=0, join_passphrase_hash=None)
+        what = (
+            "wrote this KMA's own entry anew, signed, from what it knows first-hand (joined, no KMA "
+            "passphrase pending, its addresses and node certificate): it did not verify"
+        )
     sets = ", ".join(f"{f} = :{f}" for f in first_hand)
-    return [
-        Stmt(f"UPDATE kmas SET {sets} WHERE id = :id", {**first_hand, "id": kma.kma_id}, expect=1),
-        sign_entry(kma, {**row, **first_hand}),
-    ]
+    update = Stmt(f"UPDATE kmas SET {sets} WHERE id = :id", {**first_hand, "id": kma.kma_id}, expect=1)
+    return [update, sign_entry(kma, {**row, **first_hand})], what
 
 
 def after_unlock(kma: Appliance) -> None:
@@ -126,15 +137,9 @@ def after_unlock(kma: Appliance) -> None:
             entry_signature.marker(kma.data_dir.root).write_text(
                 "every KMA entry carries the cluster CA's signature\n", encoding="utf-8"
             )
-        own = own_entry(kma)
+        own, what = own_entry(kma)
         if own:
-            kma.commit(
-                kma.itself,
-                "kma.entry",
-                own,
-                "recorded this KMA's service address, Raft address and node certificate, signed",
-                ("kma", kma.kma_id),
-            )
+            kma.commit(kma.itself, "kma.entry", own, what, ("kma", kma.kma_id))
         sweep(kma)
     except KmaError as exc:
         log.error("the KMA entries could not be signed or checked after the unlock: %s", exc)

@@ -4,20 +4,24 @@ any node's rqlited, is not given to agents, and is reported as tampered with."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 
+from kma.crypto import hash_passphrase
+from kma.datadir import DataDir
 from kma.kmip.tls import agent_context
 from kms_client import ClusterUnavailable
 from tests.integration.test_agents_follow_cluster import get_kmas
-from tests.integration.test_row_macs import _audit_verify
-from tests.support.agents import demo_passphrase, enroll
+from tests.integration.test_row_macs import _audit_verify, _write_behind_the_kma
+from tests.support.agents import demo_passphrase, enroll, service_address
 from tests.support.cluster import BINARY, add_node, execute, files_of, first_node, replica
+from tests.support.kma_process import RunningKma
 from tests.support.waiting import wait_until
 
-pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
+needs_rqlited = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 
 FORGED = (
     "INSERT INTO kmas (id, name, site_id, management_address, service_address, raft_address, version, "
@@ -26,6 +30,7 @@ FORGED = (
 )
 
 
+@needs_rqlited
 def test_a_kma_entry_written_through_rqlite_is_not_pinned_nor_given_to_agents(tmp_path: Path) -> None:
     first, ca = first_node(tmp_path / "a")
     second = add_node(first, ca, tmp_path, "kma-dal-2")
@@ -71,3 +76,28 @@ def test_a_kma_entry_written_through_rqlite_is_not_pinned_nor_given_to_agents(tm
     finally:
         second.stop()
         first.stop()
+
+
+def test_a_kmas_own_entry_altered_in_its_store_is_reported_and_written_anew(fresh_kma: RunningKma) -> None:
+    """Someone with the store file gives the KMA's own entry a KMA passphrase (to join as it) and sends
+    its agents elsewhere: at its next start, unlocked, it reports that and writes its entry anew."""
+    kma_id = DataDir(fresh_kma.data_dir).identity().kma_id
+    forged = "UPDATE kmas SET join_passphrase_hash = ?, service_address = '203.0.113.9:5696' WHERE id = ?"
+    _write_behind_the_kma(fresh_kma, (forged, (hash_passphrase("mallory's KMA passphrase"), kma_id)))
+
+    def reported() -> bool:
+        events = fresh_kma.client("auditor").iter_audit_events()
+        return any(e.operation == "security.tamper" and e.subject_id == kma_id for e in events)
+
+    wait_until(reported, 30.0, "the tamper event")
+    db = sqlite3.connect(f"file:{fresh_kma.data_dir / 'kma.db'}?mode=ro", uri=True)
+    try:
+        hash_, address = db.execute(
+            "SELECT join_passphrase_hash, service_address FROM kmas WHERE id = ?", (kma_id,)
+        ).fetchone()
+    finally:
+        db.close()
+    assert hash_ is None and address == service_address(fresh_kma)
+    code, said = _audit_verify(fresh_kma)
+    assert "KMA entries: every signature by the cluster CA verifies." in said
+    assert code == 1  # the tamper event stays in the audit trail
