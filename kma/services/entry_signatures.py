@@ -137,21 +137,23 @@ def after_unlock(kma: Appliance) -> None:
             entry_signature.marker(kma.data_dir.root).write_text(
                 "every KMA entry carries the cluster CA's signature\n", encoding="utf-8"
             )
-        own, what = own_entry(kma)
-        if own:
-            kma.commit(kma.itself, "kma.entry", own, what, ("kma", kma.kma_id))
         sweep(kma)
     except KmaError as exc:
         log.error("the KMA entries could not be signed or checked after the unlock: %s", exc)
 
 
 def sweep(kma: Appliance) -> None:
-    """Check every entry (reported at most once an hour each): the cluster watch does, each round, so
-    an entry forged anywhere is reported even if nobody uses it. Removals are remembered here."""
+    """Check every entry (reported at most once an hour each), and put this KMA's own right when it
+    is unlocked: the cluster watch does, each round, so an entry forged anywhere is reported even if
+    nobody uses it, and its own is mended at once. Removals are remembered here."""
     rows = kma.store.query(SELECT)
     entry_signature.remember_removed(kma.data_dir.root, _ca_cert(kma), rows)
     for row in rows:
         genuine(kma, row)
+    if not kma.vault.locked:
+        own, what = own_entry(kma)
+        if own:
+            kma.commit(kma.itself, "kma.entry", own, what, ("kma", kma.kma_id))
 
 
 def genuine_ids(kma: Appliance) -> set[str]:
