@@ -55,7 +55,10 @@ class Running:
         # restarted node's stale replica does (and its outbox shipped first).
         self._catch_up()
         known = latest_schema_version()
-        kma.service_address = service_address
+        kma.own_entry = {"service_address": service_address}
+        if self.node is not None:
+            kma.own_entry["raft_address"] = self.node.config.raft_address
+            kma.own_entry["node_cert_pem"] = self.node.files.node_cert.read_text(encoding="ascii")
         kma.commit(
             kma.itself,
             "kma.listen",

@@ -211,8 +211,8 @@ def _verify_rows(conn: sqlite3.Connection, data_dir: DataDir) -> bool:
     """The MACs of the rows that grant power, with the master key autonomous unlock opens (as `kma
     status` does, writing nothing); without it, the tamper events the running KMA recorded. And the
     signatures of the KMA entries, with the cluster CA's certificate."""
-    from kma.cluster.entry_signature import tampered_entries
     from kma.crypto import WrappingKey
+    from kma.crypto.entry_signature import tampered_entries
     from kma.services.row_macs import recorded_tamper, tampered_rows
     from kma.vault import row_mac_key
 

@@ -5,7 +5,7 @@ would let any enrolled drive read and write the store. Each node's rqlited there
 its `-node-ca-cert`, the node certificates themselves (`cluster/nodes.pem`): those of the admitted,
 not removed KMAs and witnesses, as the store records them (`kmas.node_cert_pem`, set by the join
 and by each KMA at start), and only from entries whose signature by the cluster CA verifies
-(kma/cluster/entry_signature.py): a row written into the store with a leaked node credential pins
+(kma/crypto/entry_signature.py): a row written into the store with a leaked node credential pins
 nothing. Its HTTP API trusts this node's own certificate only: only its KMA
 talks to it. On top of the certificate, every command needs the node credential (`-auth`).
 
@@ -27,9 +27,9 @@ import os
 import sqlite3
 from collections.abc import Mapping
 
-from kma.cluster import entry_signature
 from kma.cluster.node_config import ClusterFiles
 from kma.cluster.rqlited import RqliteNode
+from kma.crypto import entry_signature
 from kma.datadir import write_private
 from kma.errors import KmaError
 

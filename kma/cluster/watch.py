@@ -6,7 +6,7 @@
   (kma/cluster/trust.py): when the members change (a join, a removal), it rewrites that list and
   restarts its rqlited, so a removed machine's certificate is refused from then on, its open
   connections closed.
-- Every KMA entry's signature is checked (kma/cluster/entry_signature.py): a forged one is reported.
+- Every KMA entry's signature is checked (kma/crypto/entry_signature.py): a forged one is reported.
 - Only admitted KMAs (and witnesses) stay in Raft. rqlite does not tie a node's ID to its
   certificate, so every cluster KMA also looks at the Raft membership and takes out (rqlite's
   DELETE /remove) any node that is not an admitted entry, auditing each time: at once when its

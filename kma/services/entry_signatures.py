@@ -1,5 +1,5 @@
 """Signing KMA entries where they are written, and checking them where they are used
-(kma/cluster/entry_signature.py says why a signature, and by the cluster CA).
+(kma/crypto/entry_signature.py says why a signature, and by the cluster CA).
 
 Every write of an entry's signed fields adds `sign_entry` to its own audited batch: the statement
 that sets the signature only if the row still holds exactly the values signed. `resign` first checks
@@ -18,9 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.cluster import entry_signature
-from kma.cluster.entry_signature import SELECT, SIGNED
-from kma.cluster.node_config import ClusterFiles
+from kma.crypto import entry_signature
+from kma.crypto.entry_signature import SELECT, SIGNED
 from kma.errors import Conflict, KmaError
 from kma.services import row_macs
 from kma.store import Stmt
@@ -97,11 +96,9 @@ def own_entry(kma: Appliance) -> tuple[list[Stmt], str]:
     row = entry(kma, kma.kma_id)
     if row is None:
         return [], ""
-    first_hand: dict[str, Any] = {"service_address": kma.service_address}
-    files = ClusterFiles.of(kma.data_dir.root)
-    if files.exists():
-        first_hand["raft_address"] = files.load().raft_address
-        first_hand["node_cert_pem"] = files.node_cert.read_text(encoding="ascii")
+    first_hand: dict[str, Any] = dict(kma.own_entry)
+    if not first_hand:  # not served (a restore, a command): nothing known first-hand
+        return [], ""
     ok = genuine(kma, row)
     if ok and row["signature"] is not None and all(row[f] == v for f, v in first_hand.items()):
         return [], ""

@@ -32,13 +32,13 @@ from kma.backup.fileformat import (
     read_database_backup,
 )
 from kma.clock import Clock
-from kma.cluster import entry_signature
 from kma.crypto import (
     BadPassphrase,
     CertifiedKey,
     CryptoError,
     WrappingKey,
     combine_shares,
+    entry_signature,
     fingerprint,
     issue_server_certificate,
     open_share,

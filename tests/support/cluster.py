@@ -19,12 +19,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from kma.cluster import entry_signature
 from kma.cluster.convert import cluster_ca, make_first_node
 from kma.cluster.node_config import ClusterFiles, NodeConfig, issue_node_certificate
 from kma.cluster.rqlited import RqliteNode
 from kma.cluster.trust import bundle, member_pins
-from kma.crypto import WrappingKey
+from kma.crypto import WrappingKey, entry_signature
 from kma.crypto.ca import CertifiedKey, issue_server_certificate
 from kma.datadir import DataDir, Identity, write_private
 from tests.support.kma_process import RunningKma
@@ -142,7 +141,7 @@ def execute(kma: RunningKma, statements: list[list[Any]]) -> None:
 
 
 def entry(kma_id: str, service: str, node_cert_pem: str | None) -> dict[str, object]:
-    """The signed fields of a joined KMA's entry (kma/cluster/entry_signature.py)."""
+    """The signed fields of a joined KMA's entry (kma/crypto/entry_signature.py)."""
     return {
         "id": kma_id,
         "witness": 0,

@@ -1,4 +1,4 @@
-"""A KMA entry's signature by the cluster CA (kma/cluster/entry_signature.py): made over the fields
+"""A KMA entry's signature by the cluster CA (kma/crypto/entry_signature.py): made over the fields
 that grant trust, checked with the CA certificate only, refused for any change or another CA."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from kma.cluster import entry_signature
+from kma.crypto import entry_signature
 from kma.crypto.ca import create_cluster_ca
 
 CA = create_cluster_ca("test cluster")

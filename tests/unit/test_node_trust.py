@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from kma.cluster import entry_signature
 from kma.cluster.node_config import ClusterFiles
 from kma.cluster.trust import bundle, wanted
+from kma.crypto import entry_signature
 from kma.crypto.ca import create_cluster_ca
 
 OWN = "-----BEGIN CERTIFICATE-----\nown\n-----END CERTIFICATE-----\n"
