@@ -46,6 +46,18 @@ SIGN_INS = Counter(
 API_REFUSALS = Counter(
     "kma_api_refusals", "Management API requests refused, by error code", ["code"], registry=EVENTS
 )
+JOIN_CHECKS = Counter(
+    "kma_join_passphrase_checks",
+    "KMA passphrase checks (Argon2id) of POST /cluster/join, by result: checked, or busy (refused: "
+    "another from the same address was being checked)",
+    ["result"],
+    registry=EVENTS,
+)
+JOIN_CHECKS_PEAK = Gauge(
+    "kma_join_passphrase_checks_concurrent_peak",
+    "The most KMA passphrase checks from one address that ran at once since the KMA started",
+    registry=EVENTS,
+)
 AUDIT_FORWARDING_ERRORS = Counter(
     "kma_audit_forwarding_errors", "Failures to connect or send to the syslog collector", registry=EVENTS
 )

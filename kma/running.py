@@ -1,8 +1,9 @@
 """What runs beside a served KMA's listeners: `kma serve` (kma/server.py) starts it once the
 sockets are bound and stops it after they close.
 
-At start the KMA records where it listens (on a cluster node, also its Raft address and its node
-certificate, which the other nodes' rqlited trust: kma/cluster/trust.py), unlocks itself if
+At start the KMA records where it listens (its service address, and on a cluster node its Raft
+address and its node certificate, which the other nodes' rqlited trust, once it is unlocked: they
+are signed, kma/services/entry_signatures.py), unlocks itself if
 autonomous unlock is on (and no Security Officer's lock stands), and says so in the audit trail;
 then the key pool fills in the background, the audit trail is pruned and database backups are taken
 on schedule.
@@ -19,7 +20,7 @@ from kma.cluster.rqlited import VERSION as RQLITE_VERSION
 from kma.cluster.rqlited import RqliteNode
 from kma.cluster.watch import ClusterWatch
 from kma.crypto import WrappingKey
-from kma.services import row_macs
+from kma.services import entry_signatures, row_macs
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.audit_pruner import auto_prune
 from kma.services.backup_schedule import backup_scheduler
@@ -54,23 +55,24 @@ class Running:
         # restarted node's stale replica does (and its outbox shipped first).
         self._catch_up()
         known = latest_schema_version()
+        kma.own_entry = {"service_address": service_address}
+        if self.node is not None:
+            kma.own_entry["raft_address"] = self.node.config.raft_address
+            kma.own_entry["node_cert_pem"] = self.node.files.node_cert.read_text(encoding="ascii")
         kma.commit(
             kma.itself,
             "kma.listen",
             [
                 # Its version and master key backend too: a joined KMA's row is made by another KMA.
                 Stmt(
-                    "UPDATE kmas SET management_address = ?, service_address = ?, version = ?, "
-                    "master_key = ? WHERE id = ? AND "
-                    "(management_address, service_address, version, master_key) IS NOT (?, ?, ?, ?)",
+                    "UPDATE kmas SET management_address = ?, version = ?, master_key = ? WHERE id = ? AND "
+                    "(management_address, version, master_key) IS NOT (?, ?, ?)",
                     (
                         management_address,
-                        service_address,
                         __version__,
                         kma.vault.backend,
                         kma.kma_id,
                         management_address,
-                        service_address,
                         __version__,
                         kma.vault.backend,
                     ),
@@ -91,6 +93,7 @@ class Running:
         unlocked = master is not None or unlock_autonomously(kma)
         if unlocked:
             row_macs.after_unlock(kma)
+            entry_signatures.after_unlock(kma)
         kma.audit(
             kma.itself,
             "kma.start",
@@ -128,16 +131,15 @@ class Running:
             time.sleep(0.05)
 
     def _node_statements(self) -> list[Stmt]:
-        """A cluster node's Raft address and node certificate, where the others read them, and the
-        rqlited release it runs (a rolling rqlite upgrade shows which nodes have moved)."""
+        """The rqlited release a cluster node runs (a rolling rqlite upgrade shows which nodes have
+        moved). Its Raft address and node certificate, which the others trust, are recorded signed
+        once it is unlocked (kma/services/entry_signatures.py)."""
         if self.node is None:
             return []
-        raft, pem = self.node.config.raft_address, self.node.files.node_cert.read_text(encoding="ascii")
         return [
             Stmt(
-                "UPDATE kmas SET raft_address = ?, node_cert_pem = ?, rqlite_version = ? WHERE id = ? "
-                "AND (raft_address, node_cert_pem, rqlite_version) IS NOT (?, ?, ?)",
-                (raft, pem, RQLITE_VERSION, self.kma.kma_id, raft, pem, RQLITE_VERSION),
+                "UPDATE kmas SET rqlite_version = ? WHERE id = ? AND rqlite_version IS NOT ?",
+                (RQLITE_VERSION, self.kma.kma_id, RQLITE_VERSION),
             )
         ]
 

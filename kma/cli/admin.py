@@ -210,8 +210,10 @@ def run_audit_verify(args: argparse.Namespace) -> int:
 
 def _verify_rows(conn: sqlite3.Connection, data_dir: DataDir) -> bool:
     """The MACs of the rows that grant power, with the master key autonomous unlock opens (as `kma
-    status` does, writing nothing); without it, the tamper events the running KMA recorded."""
+    status` does, writing nothing); without it, the tamper events the running KMA recorded. And the
+    signatures of the KMA entries, with the cluster CA's certificate."""
     from kma.crypto import WrappingKey
+    from kma.crypto.entry_signature import tampered_entries
     from kma.services.row_macs import recorded_tamper, tampered_rows
     from kma.vault import row_mac_key
 
@@ -232,9 +234,15 @@ def _verify_rows(conn: sqlite3.Connection, data_dir: DataDir) -> bool:
             print(f"TAMPERED row: {row}; it grants nothing", file=sys.stderr)
         if not bad:
             print("Rows that grant power (users, key group members, key split members): every MAC verifies.")
+    # KMA entries are signed by the cluster CA: checked with its certificate, no master key needed.
+    forged = tampered_entries(conn, data_dir.ca_cert.read_bytes(), data_dir.root)
+    for row in forged:
+        print(f"TAMPERED KMA entry: {row}; it grants nothing", file=sys.stderr)
+    if not forged:
+        print("KMA entries: every signature by the cluster CA verifies.")
     if recorded:
         print(f"TAMPER events in the audit trail: {recorded} (operation security.tamper)", file=sys.stderr)
-    return not bad and not recorded
+    return not bad and not forged and not recorded
 
 
 def _verify_export(args: argparse.Namespace) -> int:

@@ -29,11 +29,15 @@ from __future__ import annotations
 
 import base64
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 
+from kma import metrics
 from kma.appliance import Appliance
 from kma.cluster.node_config import ClusterFiles
 from kma.crypto import (
@@ -49,7 +53,7 @@ from kma.crypto.hsm import wrap_for_join
 from kma.domain.actor import Actor
 from kma.domain.validation import ID_PATTERN
 from kma.errors import Conflict, KmaError, LockedOut, Unauthenticated, ValidationFailed
-from kma.services import lockout, refusals
+from kma.services import entry_signatures, lockout, refusals
 from kma.store import Batch, Stmt
 
 MAX_CSR_BYTES = 16384
@@ -60,6 +64,47 @@ WRONG = (
 )
 _KMA_ID = re.compile(ID_PATTERN)
 LOCKED = "Too many wrong KMA passphrases for this KMA ID from here; try again in 15 minutes."
+
+
+class _OnePerAddress:
+    """The joins being checked, by source address: one at a time each, so that one address cannot
+    run many Argon2id checks at once (each takes a core for a while); another from the same address
+    waits up to `WAIT_S` for its turn, then is refused. Other addresses never wait on it."""
+
+    WAIT_S = 2.0
+
+    def __init__(self) -> None:
+        self._turns = threading.Condition()
+        self._running: dict[str, int] = {}  # only addresses with a check running: no more entries
+        self._peak = 0
+
+    @contextmanager
+    def turn(self, address: str) -> Iterator[bool]:
+        """True while this join holds its address's turn; False when none came in time."""
+        with self._turns:
+            mine = self._turns.wait_for(lambda: address not in self._running, self.WAIT_S)
+            if mine:
+                self._running[address] = running = self._running.get(address, 0) + 1
+                if running > self._peak:
+                    self._peak = running
+                    metrics.JOIN_CHECKS_PEAK.set(running)
+        if not mine:  # refused outside the lock: its audit event is a store write
+            metrics.JOIN_CHECKS.labels("busy").inc()
+            yield False
+            return
+        metrics.JOIN_CHECKS.labels("checked").inc()
+        try:
+            yield True
+        finally:
+            with self._turns:
+                self._running[address] -= 1
+                if not self._running[address]:
+                    del self._running[address]
+                self._turns.notify_all()
+
+
+_CHECKS = _OnePerAddress()
+BUSY = "Another join from this address is being checked; try again in a moment."
 
 
 @cache
@@ -79,11 +124,14 @@ def members(kma: Appliance, joining: str) -> list[dict[str, Any]]:
     ones its rqlited is to trust; None for a KMA of a cluster made before node pins)."""
     out = []
     own = own_raft_address(kma)
+    genuine = entry_signatures.genuine_ids(kma)  # a forged entry's certificate is pinned nowhere
     for r in kma.store.query(
         "SELECT id, raft_address, voter, node_cert_pem FROM kmas WHERE awaiting_join = 0 "
         "AND removed_at IS NULL AND id <> ? ORDER BY id",
         (joining,),
     ):
+        if r["id"] not in genuine:
+            continue
         address = own if r["id"] == kma.kma_id and own else r["raft_address"]
         if address:
             out.append(
@@ -135,7 +183,27 @@ def join(
     address: str,
     master_key_public_pem: str | None = None,
 ) -> dict[str, Any]:
-    """Blocking (Argon2id, signing, a durable commit)."""
+    """Blocking (Argon2id, signing, a durable commit); one at a time per source address."""
+    with _CHECKS.turn(address) as mine:
+        if not mine:
+            refused = LockedOut(BUSY)
+            refusals.audit_anonymous(
+                kma, address, "kma.join", f"refused a join as KMA '{kma_id[:64]}': {BUSY}", "security"
+            )
+            refused.audited = True
+            raise refused
+        return _join(kma, kma_id, passphrase, node_csr, server_csr, address, master_key_public_pem)
+
+
+def _join(
+    kma: Appliance,
+    kma_id: str,
+    passphrase: str,
+    node_csr: str,
+    server_csr: str,
+    address: str,
+    master_key_public_pem: str | None,
+) -> dict[str, Any]:
     actor = Actor(kma_id[:64] or "unknown", address, kind="kma")
     subject = ("kma", kma_id[:64])
 
@@ -159,9 +227,12 @@ def join(
     if _KMA_ID.fullmatch(kma_id) and len(passphrase) <= 256:
         row = kma.store.query_one(
             "SELECT id, name, site_id, management_address, service_address, raft_address, voter, witness, "
+            "awaiting_join, removed_at, node_cert_pem, join_passphrase_hash, signature, "
             "join_passphrase_hash AS hash, join_passphrase_set_at AS set_at FROM kmas WHERE id = ?",
             (kma_id,),
         )
+    if row is not None and not entry_signatures.genuine(kma, row):
+        row = None  # written into the store without the KMA: no one joins as it (reported)
     stored = row["hash"] if row is not None else None
     if not verify_passphrase(passphrase, stored or _decoy_hash()) or stored is None or row is None:
         reason = (
@@ -225,6 +296,15 @@ def join(
                 (node_pem.decode("ascii"), backend, now, kma_id, stored),
                 expect=1,
                 refusal="the KMA passphrase was used by another join a moment ago",
+            ),
+            entry_signatures.sign_entry(
+                kma,
+                {
+                    **dict(row),
+                    "awaiting_join": 0,
+                    "node_cert_pem": node_pem.decode("ascii"),
+                    "join_passphrase_hash": None,
+                },
             ),
             Stmt(
                 "UPDATE kma_certificates SET revoked_at = ? WHERE kma_id = ? AND revoked_at IS NULL",

@@ -31,6 +31,7 @@ from kma.appliance import Appliance
 from kma.crypto import hash_passphrase
 from kma.domain.validation import check_address, check_id, check_text
 from kma.errors import Conflict, KmaError, ValidationFailed
+from kma.services import entry_signatures
 from kma.services.change import Change
 from kma.services.common import refuse_taken, require
 from kma.services.quorum.key_split import Quorum
@@ -177,12 +178,25 @@ def _execute_add(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any
         expect=1,
         refusal=f"there is already a KMA '{p['id']}', or the cluster already has {MAX_VOTERS} voters",
     )
+    signed = entry_signatures.sign_entry(
+        kma,
+        {
+            "id": p["id"],
+            "witness": int(bool(p.get("witness", False))),
+            "awaiting_join": 1,
+            "removed_at": None,
+            "service_address": p["service_address"],
+            "raft_address": p["raft_address"],
+            "node_cert_pem": None,
+            "join_passphrase_hash": p["passphrase_hash"],
+        },
+    )
     role = "a witness" if p.get("witness") else "a voter" if p["voter"] else "a non-voter"
     message = (
         f"created the entry of KMA '{p['id']}' ({p['name']}) at site '{p['site_id']}' as {role}; "
         "it may now join with its one-time KMA passphrase, and starts locked"
     )
-    return Outcome(Change("kma.create", [insert], message, ("kma", str(p["id"]))))
+    return Outcome(Change("kma.create", [insert, signed], message, ("kma", str(p["id"]))))
 
 
 ADD_KMA = OpType("add_kma", _prepare_add, _execute_add)
@@ -218,8 +232,9 @@ def _execute_passphrase(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[s
         expect=1,
         refusal=f"KMA '{kma_id}' was removed meanwhile",
     )
+    signed = entry_signatures.resign(kma, kma_id, join_passphrase_hash=p["passphrase_hash"])
     message = f"set a new one-time KMA passphrase for KMA '{kma_id}'"
-    return Outcome(Change("kma.passphrase", [stmt], message, ("kma", kma_id)))
+    return Outcome(Change("kma.passphrase", [stmt, signed], message, ("kma", kma_id)))
 
 
 SET_KMA_PASSPHRASE = OpType("set_kma_passphrase", _prepare_passphrase, _execute_passphrase)
@@ -245,6 +260,11 @@ def _prepare_remove(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> P
 
 def _execute_remove(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
     kma_id, now = str(p["kma_id"]), kma.clock.now()
+    row = entry_signatures.entry(kma, kma_id)
+    if row is None:
+        raise Conflict(f"There is no KMA '{kma_id}'.")
+    # Signed even if the entry was forged: a removed entry grants nothing, whatever else it says.
+    removed = {**row, "removed_at": now, "join_passphrase_hash": None}
     statements = [
         Stmt(
             "UPDATE kmas SET removed_at = ?, locked = 1, join_passphrase_hash = NULL, "
@@ -257,6 +277,7 @@ def _execute_remove(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, 
             "UPDATE kma_certificates SET revoked_at = ? WHERE kma_id = ? AND revoked_at IS NULL",
             (now, kma_id),
         ),
+        entry_signatures.sign_entry(kma, removed),
     ]
     message = f"removed KMA '{kma_id}' from the cluster; its certificates are revoked"
     return Outcome(

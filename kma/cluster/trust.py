@@ -4,7 +4,9 @@ The cluster CA signs agents' and listeners' certificates too, so trusting the CA
 would let any enrolled drive read and write the store. Each node's rqlited therefore trusts, as
 its `-node-ca-cert`, the node certificates themselves (`cluster/nodes.pem`): those of the admitted,
 not removed KMAs and witnesses, as the store records them (`kmas.node_cert_pem`, set by the join
-and by each KMA at start). Its HTTP API trusts this node's own certificate only: only its KMA
+and by each KMA at start), and only from entries whose signature by the cluster CA verifies
+(kma/crypto/entry_signature.py): a row written into the store with a leaked node credential pins
+nothing. Its HTTP API trusts this node's own certificate only: only its KMA
 talks to it. On top of the certificate, every command needs the node credential (`-auth`).
 
 rqlited reads its trusted certificates once, at start. So each node follows the membership:
@@ -27,6 +29,7 @@ from collections.abc import Mapping
 
 from kma.cluster.node_config import ClusterFiles
 from kma.cluster.rqlited import RqliteNode
+from kma.crypto import entry_signature
 from kma.datadir import write_private
 from kma.errors import KmaError
 
@@ -39,6 +42,9 @@ def bundle(pins: Mapping[str, str]) -> bytes:
     return "".join(pins[kma_id].strip() + "\n" for kma_id in sorted(pins)).encode("ascii")
 
 
+_SAID: set[tuple[str, str | None]] = set()  # entries logged as not trusted (once each)
+
+
 def member_pins(files: ClusterFiles) -> dict[str, str | None]:
     """The node certificate of every admitted KMA (None where the store has none yet), read from
     this node's replica; empty when there is no replica yet."""
@@ -46,15 +52,29 @@ def member_pins(files: ClusterFiles) -> dict[str, str | None]:
         return {}
     try:
         db = sqlite3.connect(f"file:{files.replica}?mode=ro", uri=True, timeout=5)
+        db.row_factory = sqlite3.Row
         try:
-            rows = db.execute(
-                "SELECT id, node_cert_pem FROM kmas WHERE removed_at IS NULL AND awaiting_join = 0"
-            ).fetchall()
+            rows = db.execute(entry_signature.SELECT).fetchall()
         finally:
             db.close()
     except sqlite3.Error:  # a replica not migrated yet, or being replaced by a snapshot
         return {}
-    return {str(kma_id): pem for kma_id, pem in rows}
+    ca, root = files.ca_cert.read_bytes(), files.folder.parent
+    signed = entry_signature.marker(root)
+    if not signed.exists() and entry_signature.all_signed(ca, rows):
+        signed.write_text("every KMA entry carries the cluster CA's signature\n", encoding="utf-8")
+    entry_signature.remember_removed(root, ca, rows)
+    removed = entry_signature.seen_removed(root)
+    pins = {}
+    for row in rows:
+        why = entry_signature.problem(ca, signed.exists(), row, removed)
+        if why is not None:  # the KMAs report it in the audit trail (kma/services/entry_signatures.py)
+            if (row["id"], row["signature"]) not in _SAID and len(_SAID) < 1000:
+                _SAID.add((row["id"], row["signature"]))
+                log.error("not trusting the node certificate of KMA entry '%s': it %s", row["id"], why)
+        elif row["removed_at"] is None and not row["awaiting_join"]:
+            pins[str(row["id"])] = row["node_cert_pem"]
+    return pins
 
 
 def wanted(files: ClusterFiles, kma_id: str) -> dict[str, str] | None:

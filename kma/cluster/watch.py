@@ -6,6 +6,7 @@
   (kma/cluster/trust.py): when the members change (a join, a removal), it rewrites that list and
   restarts its rqlited, so a removed machine's certificate is refused from then on, its open
   connections closed.
+- Every KMA entry's signature is checked (kma/crypto/entry_signature.py): a forged one is reported.
 - Only admitted KMAs (and witnesses) stay in Raft. rqlite does not tie a node's ID to its
   certificate, so every cluster KMA also looks at the Raft membership and takes out (rqlite's
   DELETE /remove) any node that is not an admitted entry, auditing each time: at once when its
@@ -27,6 +28,7 @@ from kma.cluster.convert import retire_embedded_copy
 from kma.cluster.membership import leave_raft
 from kma.cluster.trust import follow_membership
 from kma.errors import KmaError
+from kma.services import entry_signatures
 from kma.worker import Worker
 
 if TYPE_CHECKING:
@@ -128,6 +130,7 @@ class ClusterWatch(Worker):
 
     def _follow_cluster(self) -> None:
         follow_lock(self.kma)
+        entry_signatures.sweep(self.kma)  # a forged KMA entry is reported even if nobody uses it
         retire_embedded_copy(self.kma)
         _, self._unknown = reap(self.kma, self._unknown)
 

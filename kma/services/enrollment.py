@@ -44,7 +44,7 @@ from kma.errors import (
     Unauthenticated,
     ValidationFailed,
 )
-from kma.services import refusals
+from kma.services import entry_signatures, refusals
 from kma.store import Stmt
 
 PASSPHRASE_LIFETIME = 7 * 86400
@@ -100,8 +100,11 @@ def cluster_kmas(kma: Appliance, own_service_address: str) -> list[dict[str, Any
         "SELECT id, name, site_id, service_address, locked FROM kmas "  # a witness serves no agent
         "WHERE removed_at IS NULL AND awaiting_join = 0 AND witness = 0 ORDER BY site_id, id"
     )
+    genuine = entry_signatures.genuine_ids(kma)  # a forged entry sends no agent anywhere
     out = []
     for r in rows:
+        if r["id"] not in genuine:
+            continue
         own = r["id"] == kma.kma_id
         locked = kma.vault.locked if own else bool(r["locked"])
         out.append(

@@ -218,11 +218,16 @@ def member_genuine(kma: Appliance, group_id: str, agent_id: str, stored: str | N
     return ok
 
 
-def report_tamper(kma: Appliance, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row) -> None:
+def report_tamper(
+    kma: Appliance, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row, why: str | None = None
+) -> None:
+    """A `security.tamper` event about the row (at most one per row per hour on this KMA). `why`:
+    what is wrong with it; by default, its MAC."""
     row_id = sealed.row_id(row)
     if not _REPORTS.due(sealed.table, row_id):
         return
-    why = "has no MAC" if row["mac"] is None else "has a MAC that does not verify"
+    if why is None:
+        why = "has no MAC" if row["mac"] is None else "has a MAC that does not verify"
     log.error("tampered row: %s '%s' %s", sealed.table, row_id, why)
     try:
         kma.audit(
@@ -313,7 +318,8 @@ def tamper_warning(kma: Appliance) -> str | None:
     if row is None or not row[0]:
         return None
     return (
-        f"{row[0]} tamper events: rows that grant power (users, key group members, key split members) were "
+        f"{row[0]} tamper events: rows that grant power (users, key group members, key split members, KMA "
+        "entries) were "
         "written or altered in the store without the KMA; they grant nothing. See the audit trail's "
         "'security.tamper' events, find how the store was reached, and remove or re-create those rows."
     )

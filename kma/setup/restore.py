@@ -38,6 +38,7 @@ from kma.crypto import (
     CryptoError,
     WrappingKey,
     combine_shares,
+    entry_signature,
     fingerprint,
     issue_server_certificate,
     open_share,
@@ -336,14 +337,17 @@ def _set_up(
         counts = manifest["counts"]
         installer = Actor("installer", "local console", kind="kma")
         withheld = int(kma.store.scalar(f"SELECT count(*) FROM keys WHERE {UNASSIGNED}"))
+        # Its entry moves to the new service address: signed again (the backup's entry is genuine).
+        own = kma.store.query_one(f"{entry_signature.SELECT} WHERE id = ?", (kma_id,))
+        signature = entry_signature.sign(ca.key_pem, {**dict(own or {}), "service_address": service_address})
         kma.commit(
             installer,
             "backup.restore",
             [
                 Stmt(
                     "UPDATE kmas SET management_address = ?, service_address = ?, autounlock_master = ?, "
-                    "locked = 0, updated_at = ? WHERE id = ?",
-                    (management_address, service_address, autounlock, now, kma_id),
+                    "locked = 0, updated_at = ?, signature = ? WHERE id = ?",
+                    (management_address, service_address, autounlock, now, signature, kma_id),
                     expect=1,
                 ),
                 Stmt("DELETE FROM sessions"),

@@ -4,7 +4,8 @@
 - an enrolled drive's agent certificate, or a KMA's listener certificate (both from the cluster
   CA), is refused by a node's Raft port and by its rqlited's HTTP API;
 - the node certificate alone, without the node credential, reads nothing through the HTTP API;
-- a removed KMA that keeps its files is cut off: its node certificate is refused by the others;
+- a removed KMA that keeps its files is cut off: its node certificate is refused by the others,
+  also after its entry is written back with the signature it had before its removal;
 - the first node's entry names its Raft address once it runs as a cluster node.
 """
 
@@ -16,11 +17,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kms_client import ClusterUnavailable
 from tests.integration.test_quorum import creds
 from tests.support.agents import demo_passphrase, enroll
 from tests.support.cluster import (
     BINARY,
     add_node,
+    execute,
     files_of,
     first_node,
     raft_port_lets_in,
@@ -94,6 +97,8 @@ def test_a_removed_kma_keeping_its_files_is_cut_off_by_the_others(tmp_path: Path
         files = files_of(second)
         assert raft_port_lets_in(first, files.node_cert, files.node_key)
 
+        with replica(first) as db:
+            before = db.execute("SELECT signature FROM kmas WHERE id = 'kma-dal-2'").fetchone()[0]
         # When the quorum removes the second KMA, which keeps running with all its files
         quorum = creds(first, "alice", "bob", "carol")
         removed = first.client("so").remove_kma("kma-dal-2", credentials=quorum)
@@ -107,14 +112,33 @@ def test_a_removed_kma_keeping_its_files_is_cut_off_by_the_others(tmp_path: Path
         )
         # and the cluster goes on taking changes
         wait_until(lambda: _written(first), 30.0, "a management write after the removal")
+
+        # When someone with a node's credential writes the entry back as it was before its removal,
+        # signature and all
+        execute(first, [["UPDATE kmas SET removed_at = NULL, signature = ? WHERE id = 'kma-dal-2'", before]])
+
+        # Then it is reported, and the removed KMA's node certificate is still trusted by no one
+        def reported() -> bool:
+            try:
+                events = list(first.client("auditor").iter_audit_events())
+            except ClusterUnavailable:
+                return False
+            return any(
+                e.operation == "security.tamper"
+                and e.subject_id == "kma-dal-2"
+                and "written back" in e.message
+                for e in events
+            )
+
+        wait_until(reported, 60.0, "the tamper event")
+        pem = files.node_cert.read_text(encoding="ascii").strip()
+        assert pem not in files_of(first).trusted_nodes.read_text(encoding="ascii")
     finally:
         second.stop()
         first.stop()
 
 
 def _written(kma: RunningKma) -> bool:
-    from kms_client import ClusterUnavailable
-
     try:
         kma.client("co").create_key_policy("after-removal", encryption_period=60, cryptoperiod=120)
     except ClusterUnavailable:

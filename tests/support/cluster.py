@@ -23,7 +23,7 @@ from kma.cluster.convert import cluster_ca, make_first_node
 from kma.cluster.node_config import ClusterFiles, NodeConfig, issue_node_certificate
 from kma.cluster.rqlited import RqliteNode
 from kma.cluster.trust import bundle, member_pins
-from kma.crypto import WrappingKey
+from kma.crypto import WrappingKey, entry_signature
 from kma.crypto.ca import CertifiedKey, issue_server_certificate
 from kma.datadir import DataDir, Identity, write_private
 from tests.support.kma_process import RunningKma
@@ -140,6 +140,30 @@ def execute(kma: RunningKma, statements: list[list[Any]]) -> None:
         client.close()
 
 
+def entry(kma_id: str, service: str, node_cert_pem: str | None) -> dict[str, object]:
+    """The signed fields of a joined KMA's entry (kma/crypto/entry_signature.py)."""
+    return {
+        "id": kma_id,
+        "witness": 0,
+        "awaiting_join": 0,
+        "removed_at": None,
+        "service_address": service,
+        "raft_address": "",
+        "node_cert_pem": node_cert_pem,
+        "join_passphrase_hash": None,
+    }
+
+
+def entry_changed(kma: RunningKma, ca: CertifiedKey, kma_id: str, **changes: str) -> list[Any]:
+    """The statement that changes a KMA entry's signed fields through rqlite and signs it again with
+    the cluster CA, as the KMA would (a test's shortcut; `kma` is a running node)."""
+    with replica(kma) as db:
+        row = dict(db.execute(f"{entry_signature.SELECT} WHERE id = ?", (kma_id,)).fetchone())
+    sets = ", ".join(f"{f} = ?" for f in changes)
+    signature = entry_signature.sign(ca.key_pem, {**row, **changes})
+    return [f"UPDATE kmas SET {sets}, signature = ? WHERE id = ?", *changes.values(), signature, kma_id]
+
+
 def add_node(
     first: RunningKma,
     ca: CertifiedKey,
@@ -190,8 +214,8 @@ def add_node(
             [
                 [
                     "INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
-                    "key_pool_size, autounlock_master, node_cert_pem, created_at, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "key_pool_size, autounlock_master, node_cert_pem, created_at, updated_at, signature) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     kma_id,
                     kma_id,
                     site,
@@ -203,6 +227,7 @@ def add_node(
                     pin,
                     now,
                     now,
+                    entry_signature.sign(ca.key_pem, entry(kma_id, service, pin)),  # as a join signs it
                 ]
             ],
         )

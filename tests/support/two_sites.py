@@ -14,7 +14,7 @@ from pathlib import Path
 from kma.cluster.rqlited import RqliteNode
 from kms_client import ClusterUnavailable, KmsError
 from tests.support.agents import demo_passphrase, enroll, kmip
-from tests.support.cluster import add_node, execute, files_of, first_node, free_port
+from tests.support.cluster import add_node, entry_changed, execute, files_of, first_node, free_port
 from tests.support.kma_process import RunningKma
 from tests.support.witness import RunningWitness, add_witness
 
@@ -78,11 +78,11 @@ def two_sites(tmp: Path) -> Iterator[TwoSites]:
             first,
             [
                 [
-                    "UPDATE kmas SET management_address = ?, service_address = ? WHERE id = ?",
+                    "UPDATE kmas SET management_address = ? WHERE id = ?",
                     f"127.0.0.1:{management}",
-                    f"127.0.0.1:{service}",
                     "kma-dal-1",
-                ]
+                ],
+                entry_changed(first, ca, "kma-dal-1", service_address=f"127.0.0.1:{service}"),
             ],
         )
         first.stop()

@@ -23,7 +23,7 @@ from kma.crypto.hsm import HsmUnavailable
 from kma.datadir import write_private
 from kma.domain.actor import Actor
 from kma.errors import Conflict, HsmFailed, ValidationFailed
-from kma.services import row_macs
+from kma.services import entry_signatures, row_macs
 from kma.services.change import Change
 from kma.services.common import require
 from kma.services.keypool import key_pool
@@ -115,6 +115,7 @@ def _execute_unlock(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping
     def unlock() -> None:
         kma.vault.unlock(quorum.master)
         row_macs.after_unlock(kma)
+        entry_signatures.after_unlock(kma)
         key_pool(kma).take_notice()
 
     change = Change("kma.unlock", statements, f"unlocked KMA '{kma_id}'", ("kma", kma_id))

@@ -1,0 +1,158 @@
+"""Signing KMA entries where they are written, and checking them where they are used
+(kma/crypto/entry_signature.py says why a signature, and by the cluster CA).
+
+Every write of an entry's signed fields adds `sign_entry` to its own audited batch: the statement
+that sets the signature only if the row still holds exactly the values signed. `resign` first checks
+the entry as it is, so that a change never blesses what someone wrote into the store. A KMA records
+its own service address, Raft address and node certificate, first-hand, when it unlocks
+(`after_unlock`, also at a start that unlocks): a locked KMA cannot sign, so it leaves its entry as
+it is (it serves no agent meanwhile anyway). Its own entry, should it not verify, it writes anew
+from what it knows first-hand (`own_entry`).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.crypto import entry_signature
+from kma.crypto.entry_signature import SELECT, SIGNED
+from kma.errors import Conflict, KmaError
+from kma.services import row_macs
+from kma.store import Stmt
+
+log = logging.getLogger(__name__)
+
+KMAS = row_macs.Sealed("kmas", ("id",), SIGNED, "kma")  # how a tampered entry is reported
+
+
+def _ca_cert(kma: Appliance) -> bytes:
+    """The cluster CA certificate from this KMA's data dir: the store's copy could be swapped."""
+    return kma.data_dir.ca_cert.read_bytes()
+
+
+def signed_before(kma: Appliance) -> bool:
+    return entry_signature.marker(kma.data_dir.root).exists()
+
+
+def genuine(kma: Appliance, row: Mapping[str, Any] | sqlite3.Row) -> bool:
+    """Whether the entry's signature verifies (and it is not a removed KMA written back as not
+    removed); an entry that fails is reported as tampered with."""
+    root = kma.data_dir.root
+    why = entry_signature.problem(_ca_cert(kma), signed_before(kma), row, entry_signature.seen_removed(root))
+    if why is None:
+        return True
+    row_macs.report_tamper(kma, KMAS, row, why)
+    return False
+
+
+def entry(kma: Appliance, kma_id: str) -> dict[str, Any] | None:
+    row = kma.store.query_one(f"{SELECT} WHERE id = ?", (kma_id,))
+    return None if row is None else dict(row)
+
+
+def sign_entry(kma: Appliance, row: Mapping[str, Any]) -> Stmt:
+    """The statement that signs the entry, for the batch that writes it (after its write): `row` holds
+    every signed field as the row has it once written. Needs an unlocked KMA (the CA's key)."""
+    cluster = kma.store.query_one("SELECT ca_key_wrapped FROM cluster WHERE id = 1")
+    if cluster is None:
+        raise KmaError("the store has no cluster CA")
+    ca_key = kma.vault.master().unwrap("cluster-ca-key", cluster["ca_key_wrapped"])
+    values = {f: row[f] for f in SIGNED}
+    where = " AND ".join(f"{f} IS :{f}" for f in SIGNED)
+    return Stmt(
+        f"UPDATE kmas SET signature = :signature WHERE {where}",
+        {**values, "signature": entry_signature.sign(ca_key, values)},
+        expect=1,
+        refusal=f"the entry of KMA '{row['id']}' changed meanwhile; try again",
+    )
+
+
+def resign(kma: Appliance, kma_id: str, **changes: Any) -> Stmt:
+    """`sign_entry` for the entry as `changes` leave it, refused when the entry does not verify now:
+    signing it would bless what someone wrote into the store."""
+    row = entry(kma, kma_id)
+    if row is None:
+        raise Conflict(f"There is no KMA '{kma_id}'.")
+    if not genuine(kma, row):
+        raise Conflict(
+            f"The entry of KMA '{kma_id}' was written or altered in the store without the KMA (its "
+            "signature does not verify), so it is not changed or trusted; remove it (a quorum operation)."
+        )
+    return sign_entry(kma, {**row, **changes})
+
+
+def own_entry(kma: Appliance) -> tuple[list[Stmt], str]:
+    """The statements that record this KMA's own addresses and node certificate, first-hand, and
+    sign its entry, with what they do; none when they are recorded and signed already.
+
+    An entry of its own that does not verify (reported) is written anew from what this running,
+    unlocked KMA knows first-hand: it has joined, is a KMA and no witness, and no machine is to join
+    as it (no KMA passphrase pending); nothing someone wrote into it is signed over. A removed
+    KMA's entry is left as it is."""
+    row = entry(kma, kma.kma_id)
+    if row is None:
+        return [], ""
+    first_hand: dict[str, Any] = dict(kma.own_entry)
+    if not first_hand:  # not served (a restore, a command): nothing known first-hand
+        return [], ""
+    ok = genuine(kma, row)
+    if ok and row["signature"] is not None and all(row[f] == v for f, v in first_hand.items()):
+        return [], ""
+    what = "recorded this KMA's service address, Raft address and node certificate in its entry, signed"
+    if not ok:
+        if row["removed_at"] is not None:
+            return [], ""
+        first_hand.update(witness=0, awaiting_join=0, join_passphrase_hash=None)
+        what = (
+            "wrote this KMA's own entry anew, signed, from what it knows first-hand (joined, no KMA "
+            "passphrase pending, its addresses and node certificate): it did not verify"
+        )
+    sets = ", ".join(f"{f} = :{f}" for f in first_hand)
+    update = Stmt(f"UPDATE kmas SET {sets} WHERE id = :id", {**first_hand, "id": kma.kma_id}, expect=1)
+    return [update, sign_entry(kma, {**row, **first_hand})], what
+
+
+def after_unlock(kma: Appliance) -> None:
+    """Sign the entries of a store from before signatures (first unlock on this version: trust on
+    first use), record this KMA's own entry, then check every entry. A failure (no cluster majority
+    now) is logged: the next unlock tries again."""
+    try:
+        if not signed_before(kma):
+            unsigned = [dict(r) for r in kma.store.query(f"{SELECT} WHERE signature IS NULL")]
+            if unsigned:
+                kma.commit(
+                    kma.itself,
+                    "security.entries_signed",
+                    [sign_entry(kma, r) for r in unsigned],
+                    f"signed {len(unsigned)} KMA entries written before entry signatures, trusting them "
+                    "on first use",
+                )
+            entry_signature.marker(kma.data_dir.root).write_text(
+                "every KMA entry carries the cluster CA's signature\n", encoding="utf-8"
+            )
+        sweep(kma)
+    except KmaError as exc:
+        log.error("the KMA entries could not be signed or checked after the unlock: %s", exc)
+
+
+def sweep(kma: Appliance) -> None:
+    """Check every entry (reported at most once an hour each), and put this KMA's own right when it
+    is unlocked: the cluster watch does, each round, so an entry forged anywhere is reported even if
+    nobody uses it, and its own is mended at once. Removals are remembered here."""
+    rows = kma.store.query(SELECT)
+    entry_signature.remember_removed(kma.data_dir.root, _ca_cert(kma), rows)
+    for row in rows:
+        genuine(kma, row)
+    if not kma.vault.locked:
+        own, what = own_entry(kma)
+        if own:
+            kma.commit(kma.itself, "kma.entry", own, what, ("kma", kma.kma_id))
+
+
+def genuine_ids(kma: Appliance) -> set[str]:
+    """The IDs of the entries whose signature verifies."""
+    return {str(r["id"]) for r in kma.store.query(SELECT) if genuine(kma, r)}
