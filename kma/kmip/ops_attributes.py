@@ -99,6 +99,7 @@ async def add_attribute(call: Call, payload: Item, event: str = "kmip.add_attrib
     row = call.key(uid)
     unit = _binds(call, row, attr)
     if unit is not None:
+        call.cannot_undo(f"binding key {uid} to data unit '{unit}'")
         if row["data_unit_id"] is not None:
             raise KmipError(
                 ResultReason.PERMISSION_DENIED,
@@ -143,6 +144,12 @@ async def add_attribute(call: Call, payload: Item, event: str = "kmip.add_attrib
         )
         or 0
     )
+    if call.undoing:
+        call.undoable(
+            f"added attribute '{attr.name}' to key {uid}",
+            agent_keys.unadd_custom_attribute(uid, keep.name, index, keep.text, keep.item),
+            agent_keys.untouch(uid, call.now, row["changed_at"]),
+        )
     value = Item(Tag.ATTRIBUTE_VALUE, attr.value.type, attr.value.value).encode()
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + attributes.attribute(attr.name, value, index)
 
