@@ -27,7 +27,8 @@ from kma.kmip.messages import KmipError, RequestItem, Result
 
 log = logging.getLogger(__name__)
 
-READS = frozenset(
+# Reads, and Log and Interop, which only add to the audit trail (which no undo rewrites).
+NOTHING_TO_UNDO = frozenset(
     {
         Operation.DISCOVER_VERSIONS,
         Operation.QUERY,
@@ -36,12 +37,19 @@ READS = frozenset(
         Operation.GET_ATTRIBUTES,
         Operation.GET_ATTRIBUTE_LIST,
         Operation.LOCATE,
+        Operation.LOG,
+        Operation.INTEROP,
     }
 )
-UNDOABLE = READS | {Operation.ACTIVATE, Operation.REGISTER, Operation.IMPORT, Operation.ADD_ATTRIBUTE}
+UNDOABLE = NOTHING_TO_UNDO | {
+    Operation.ACTIVATE,
+    Operation.REGISTER,
+    Operation.IMPORT,
+    Operation.ADD_ATTRIBUTE,
+}
 OFFERED = (
     "a batch with Undo may hold Activate, Register, Import and Add Attribute (not binding a data "
-    "unit) besides reads; send the others in a batch without Undo"
+    "unit) besides reads, Log and Interop; send the others in a batch without Undo"
 )
 
 
@@ -66,13 +74,20 @@ async def put_back(call: Call, done: list[tuple[Result, list[Compensation]]]) ->
                 )
             )
         else:
-            answers.append(undone(result))
+            answers.append(await _undone(call, result))
     return answers[::-1]
 
 
-def undone(result: Result) -> Result:
-    """Operation Undone, with the item's Unique Identifier only (never material)."""
+async def _undone(call: Call, result: Result) -> Result:
+    """Operation Undone, with the item's Unique Identifier only: an undone Get sends no material
+    (the trail, which said "sent", says so)."""
     uid = ttlv.decode(ttlv.struct_(Tag.RESPONSE_PAYLOAD, result.payload)).find(Tag.UNIQUE_IDENTIFIER)
+    if result.operation == Operation.GET and uid is not None:
+        await call.audit(
+            "kmip.undo",
+            f"undone: the material of {uid.value} was not sent after all",
+            subject=("key", str(uid.value)),
+        )
     payload = uid.encode() if uid is not None else b""
     return Result(result.operation, result.batch_id, ResultStatus.OPERATION_UNDONE, payload=payload)
 

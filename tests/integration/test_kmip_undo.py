@@ -100,6 +100,7 @@ def test_an_undone_batch_leaves_nothing_behind_and_the_trail_says_so(
     undone = [e["message"] for e in events(kma, before, "kmip.undo")]
     assert undone == [
         f"undone: activated key {uid} (back to pre-active)",
+        f"undone: the material of {uid} was not sent after all",
         f"undone: added attribute 'x-Marker' to key {uid}",
         f"undone: registered AES-256 key {uid} (removed as if never made; its material was never sent)",
     ]
@@ -150,3 +151,20 @@ def test_an_undo_batch_with_destroy_is_refused_before_anything_runs(
     (refused,) = events(kma, before)  # the refusal, and nothing else: no item ran
     assert refused["operation"] == "kmip.undo" and "nothing was run" in refused["message"]
     assert located(client, "x-Marker", marker) == []
+
+
+def test_binding_a_tape_cannot_be_undone_so_it_fails_and_the_batch_is_undone(
+    kma: RunningKma, client: KmipClient
+) -> None:
+    results = client.batch(
+        [
+            (Operation.REGISTER, register_payload(os.urandom(32))),
+            (Operation.ADD_ATTRIBUTE, text_attribute("x-Data-Unit", "UNDO01")),
+        ],
+        continuation=UNDO,
+    )
+    assert [r.status for r in results] == [ResultStatus.OPERATION_UNDONE, ResultStatus.OPERATION_FAILED]
+    assert results[1].reason == ResultReason.OPERATION_NOT_SUPPORTED
+    assert "binding key" in (results[1].message or "") and "cannot be undone" in (results[1].message or "")
+    uid = results[0].payload.get(Tag.UNIQUE_IDENTIFIER) if results[0].payload is not None else None
+    assert isinstance(uid, str) and key_row(kma, uid) == {}
