@@ -181,10 +181,10 @@ class Call:
         """In a batch with Undo: a handler that writes records how to put it back."""
         return self.compensations is not None
 
-    def undoable(self, message: str, *statements: Stmt) -> None:
-        """After a write that succeeded: `statements` put it back if a later item fails."""
+    def undoable(self, key_id: str, message: str, *statements: Stmt) -> None:
+        """After a write to `key_id` that succeeded: `statements` put it back if a later item fails."""
         if self.compensations is not None:
-            self.compensations.append(Compensation(statements, message, self.subject or ("key", "?")))
+            self.compensations.append(Compensation(statements, message, ("key", key_id)))
 
     def cannot_undo(self, what: str) -> None:
         """Refuse, before writing, a write that could not be put back, in a batch with Undo."""

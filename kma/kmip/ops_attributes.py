@@ -146,6 +146,7 @@ async def add_attribute(call: Call, payload: Item, event: str = "kmip.add_attrib
     )
     if call.undoing:
         call.undoable(
+            uid,
             f"added attribute '{attr.name}' to key {uid}",
             agent_keys.unadd_custom_attribute(uid, keep.name, index, keep.text, keep.item),
             agent_keys.untouch(uid, call.now, row["changed_at"]),

@@ -224,6 +224,7 @@ async def register(
     call.placeholder = key_id
     if call.undoing:
         call.undoable(
+            key_id,
             f"registered {what} {key_id} (removed as if never made; its material was never sent)",
             *agent_keys.unregister(call.access, key_id, call.now, spec.activate),
         )
@@ -371,6 +372,7 @@ async def activate(call: Call, payload: Item) -> bytes:
     )
     if call.undoing:
         call.undoable(
+            uid,
             f"activated key {uid} (back to pre-active)",
             agent_keys.unactivate(uid, call.now, row["protect_until"], row["deactivate_at"]),
         )

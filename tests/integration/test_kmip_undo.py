@@ -97,7 +97,9 @@ def test_an_undone_batch_leaves_nothing_behind_and_the_trail_says_so(
 
     assert located(client, "x-Marker", marker) == []
     assert key_row(kma, uid) == {}
-    undone = [e["message"] for e in events(kma, before, "kmip.undo")]
+    trail = events(kma, before, "kmip.undo")
+    assert {(e["entity_id"], e["subject_id"]) for e in trail} == {(AGENT, uid)}  # the agent's, on the key
+    undone = [e["message"] for e in trail]
     assert undone == [
         f"undone: activated key {uid} (back to pre-active)",
         f"undone: the material of {uid} was not sent after all",
