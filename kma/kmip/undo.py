@@ -5,11 +5,12 @@ Every item stays durable with its own audit event as it runs (the store commits 
 write). In a batch with Undo, each write also records its compensation (`Call.undoable`):
 Activate -> Pre-Active again with the periods it had; Register or Import -> the object removed as
 if never made (its material never left: the response goes out only at the end of the batch);
-Add Attribute -> the value removed. When an item fails, the compensations run newest first, each
-its own audited write ("undone: ..." by the same agent), and those items are answered Operation
-Undone with their Unique Identifier only (an undone Get sends no material). A compensation
-applies only while the object still holds what the batch wrote: when someone changed it
-meanwhile, the refusal is audited and the item answered failed, never silently.
+Add Attribute -> the value removed; Modify, Set, Adjust and Delete Attribute -> the value it
+had. When an item fails, the compensations run newest first, each its own audited write
+("undone: ..." by the same agent), and those items are answered Operation Undone with their
+Unique Identifier only (an undone Get sends no material). A compensation applies only while the
+object still holds what the batch wrote: when someone changed it meanwhile, the refusal is
+audited and the item answered failed, never silently.
 
 A batch with Undo holding an operation the KMA cannot put back (Create from the key pool,
 Revoke, Destroy, a tape's Write Key...) is refused before any of its items runs: never half-undone.
@@ -46,10 +47,15 @@ UNDOABLE = NOTHING_TO_UNDO | {
     Operation.REGISTER,
     Operation.IMPORT,
     Operation.ADD_ATTRIBUTE,
+    Operation.MODIFY_ATTRIBUTE,
+    Operation.SET_ATTRIBUTE,
+    Operation.ADJUST_ATTRIBUTE,
+    Operation.DELETE_ATTRIBUTE,
 }
 OFFERED = (
-    "a batch with Undo may hold Activate, Register, Import and Add Attribute (not binding a data "
-    "unit) besides reads, Log and Interop; send the others in a batch without Undo"
+    "a batch with Undo may hold Activate, Register, Import and Add, Modify, Set, Adjust and Delete "
+    "Attribute (not binding a data unit) besides reads, Log and Interop; send the others in a batch "
+    "without Undo"
 )
 
 

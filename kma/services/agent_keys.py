@@ -503,6 +503,31 @@ def unadd_custom_attribute(key_id: str, name: str, index: int, value: str, item:
     )
 
 
+def restore_custom_attribute(
+    key_id: str, name: str, index: int, was: tuple[str, bytes | None], wrote: tuple[str, bytes | None]
+) -> Stmt:
+    """A kept value (text, TTLV item) back to what it `was`, while it holds what was `wrote`."""
+    return Stmt(
+        "UPDATE key_custom_attributes SET value = ?, item = ? WHERE key_id = ? AND name = ? AND idx = ? "
+        "AND value = ? AND item IS ?",
+        (*was, key_id, name, index, *wrote),
+        expect=1,
+        refusal=f"attribute '{name}' of key {key_id} was changed or deleted since",
+    )
+
+
+def readd_custom_attribute(key_id: str, name: str, index: int, value: str, item: bytes | None) -> Stmt:
+    """A deleted kept value back at its index, unless another took that place or the key was destroyed."""
+    return Stmt(
+        "INSERT INTO key_custom_attributes (key_id, name, idx, value, item) SELECT :id, :name, :idx, :value, "
+        ":item WHERE NOT EXISTS (SELECT 1 FROM key_custom_attributes WHERE key_id = :id AND name = :name "
+        "AND idx = :idx) AND EXISTS (SELECT 1 FROM keys WHERE id = :id AND destroyed_at IS NULL)",
+        {"id": key_id, "name": name, "idx": index, "value": value, "item": item},
+        expect=1,
+        refusal=f"attribute '{name}' of key {key_id} was set again, or the key destroyed, since",
+    )
+
+
 def untouch(key_id: str, now: int, changed_at: int | None) -> Stmt:
     """The Last Change Date it had, unless the key changed again since."""
     return Stmt(

@@ -14,6 +14,7 @@ import pytest
 from kma.kmip import ttlv
 from kma.kmip.client import KmipClient, attribute, key_template, text_attribute
 from kma.kmip.enums import (
+    AdjustmentType,
     BatchErrorContinuation,
     CryptographicAlgorithm,
     KeyFormatType,
@@ -29,6 +30,7 @@ from tests.support.kma_process import RunningKma
 
 AGENT = "t10k-dal-01"
 UNDO = BatchErrorContinuation.UNDO
+ATTRIBUTE_REFERENCE, NEW_ATTRIBUTE = 0x42013B, 0x42013D  # KMIP 2.x tags
 
 
 @pytest.fixture(scope="module")
@@ -170,3 +172,74 @@ def test_binding_a_tape_cannot_be_undone_so_it_fails_and_the_batch_is_undone(
     assert "binding key" in (results[1].message or "") and "cannot be undone" in (results[1].message or "")
     uid = results[0].payload.get(Tag.UNIQUE_IDENTIFIER) if results[0].payload is not None else None
     assert isinstance(uid, str) and key_row(kma, uid) == {}
+
+
+def test_changed_and_deleted_attributes_get_their_values_back(kma: RunningKma, client: KmipClient) -> None:
+    uid = str(client.call(Operation.REGISTER, register_payload(os.urandom(32))).get(Tag.UNIQUE_IDENTIFIER))
+    key = ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
+    for name, value in (("x-Owner", "dba team"), ("x-Rack", "rack 4")):
+        client.call(Operation.ADD_ATTRIBUTE, key + text_attribute(name, value))
+    client.call(Operation.ADD_ATTRIBUTE, key + attribute("x-Uses", ttlv.integer(Tag.ATTRIBUTE_VALUE, 5)))
+    kept = client.get_attributes(uid, ["x-Owner", "x-Rack", "x-Uses"])
+    before = last_event(kma)
+    results = client.batch(
+        [
+            (Operation.MODIFY_ATTRIBUTE, key + text_attribute("x-Owner", "storage team")),
+            (Operation.DELETE_ATTRIBUTE, key + ttlv.text(Tag.ATTRIBUTE_NAME, "x-Rack")),
+            (Operation.MODIFY_ATTRIBUTE, key + attribute("x-Uses", ttlv.integer(Tag.ATTRIBUTE_VALUE, 6))),
+            (Operation.DELETE_ATTRIBUTE, key + ttlv.text(Tag.ATTRIBUTE_NAME, "x-Nothing")),  # fails
+        ],
+        continuation=UNDO,
+    )
+    assert [r.status for r in results] == [ResultStatus.OPERATION_UNDONE] * 3 + [
+        ResultStatus.OPERATION_FAILED
+    ]
+    assert (
+        client.get_attributes(uid, ["x-Owner", "x-Rack", "x-Uses"])
+        == kept
+        == {
+            "x-Owner": "dba team",
+            "x-Rack": "rack 4",
+            "x-Uses": 5,
+        }
+    )
+    assert [e["message"] for e in events(kma, before, "kmip.undo")] == [
+        f"undone: changed attribute 'x-Uses' of key {uid} (its value back)",
+        f"undone: deleted attribute 'x-Rack' of key {uid} (put back)",
+        f"undone: changed attribute 'x-Owner' of key {uid} (its value back)",
+    ]
+
+
+def test_set_and_adjust_in_kmip_2_get_their_values_back(client: KmipClient) -> None:
+    uid = str(client.call(Operation.REGISTER, register_payload(os.urandom(32))).get(Tag.UNIQUE_IDENTIFIER))
+    key = ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
+    client.call(Operation.ADD_ATTRIBUTE, key + attribute("x-Uses", ttlv.integer(Tag.ATTRIBUTE_VALUE, 5)))
+    client.version = (2, 1)
+
+    def vendor(name: str, *value: bytes) -> bytes:  # the client's x-<name> as 2.x names it
+        vendored = ttlv.text(Tag.VENDOR_IDENTIFICATION, "x") + ttlv.text(Tag.ATTRIBUTE_NAME, name)
+        return (
+            ttlv.struct_(Tag.ATTRIBUTE, vendored, *value)
+            if value
+            else ttlv.struct_(ATTRIBUTE_REFERENCE, vendored)
+        )
+
+    results = client.batch(
+        [
+            (
+                Operation.SET_ATTRIBUTE,
+                key + ttlv.struct_(NEW_ATTRIBUTE, ttlv.text(Tag.DESCRIPTION, "payroll")),
+            ),
+            (
+                Operation.ADJUST_ATTRIBUTE,
+                key + vendor("Uses") + ttlv.enum(Tag.ADJUSTMENT_TYPE, AdjustmentType.INCREMENT),
+            ),
+            (Operation.CHECK, key + ttlv.integer(Tag.CRYPTOGRAPHIC_USAGE_MASK, UsageMask.WRAP_KEY)),  # fails
+        ],
+        continuation=UNDO,
+    )
+    assert [r.status for r in results] == [ResultStatus.OPERATION_UNDONE] * 2 + [
+        ResultStatus.OPERATION_FAILED
+    ]
+    client.version = (1, 4)
+    assert client.get_attributes(uid, ["x-Uses", "Description"]) == {"x-Uses": 5}
