@@ -84,3 +84,18 @@ def test_an_added_value_is_removed_only_while_it_holds_what_was_added(db: sqlite
     db.execute("UPDATE key_custom_attributes SET value = 'b' WHERE key_id = 'k1'")  # modified since
     assert not applied(db, [agent_keys.unadd_custom_attribute("k1", "x-Tag", 0, "a", None)])
     assert applied(db, [agent_keys.unadd_custom_attribute("k1", "x-Tag", 0, "b", None)])
+
+
+def test_a_changed_or_deleted_value_comes_back_only_where_nothing_took_its_place(
+    db: sqlite3.Connection,
+) -> None:
+    registered_key(db, "k1")
+    db.execute("UPDATE key_custom_attributes SET value = 'b' WHERE key_id = 'k1'")  # what the batch wrote
+    assert applied(db, [agent_keys.restore_custom_attribute("k1", "x-Tag", 0, ("a", None), ("b", None))])
+    db.execute("UPDATE key_custom_attributes SET value = 'c' WHERE key_id = 'k1'")  # someone else's, since
+    assert not applied(db, [agent_keys.restore_custom_attribute("k1", "x-Tag", 0, ("a", None), ("b", None))])
+
+    assert not applied(db, [agent_keys.readd_custom_attribute("k1", "x-Tag", 0, "a", None)])  # index taken
+    db.execute("DELETE FROM key_custom_attributes WHERE key_id = 'k1'")
+    assert applied(db, [agent_keys.readd_custom_attribute("k1", "x-Tag", 0, "a", None)])
+    assert db.execute("SELECT value FROM key_custom_attributes WHERE key_id = 'k1'").fetchone()[0] == "a"
