@@ -76,8 +76,13 @@ def text_attribute(name: str, value: str) -> bytes:
 
 
 def request_message(
-    items: Sequence[tuple[int, bytes]], version: tuple[int, int] = (1, 4), batch_ids: bool = False
+    items: Sequence[tuple[int, bytes]],
+    version: tuple[int, int] = (1, 4),
+    batch_ids: bool = False,
+    continuation: int | None = None,
 ) -> bytes:
+    """`continuation`: the Batch Error Continuation Option (the server's default is Stop)."""
+    option = b"" if continuation is None else ttlv.enum(Tag.BATCH_ERROR_CONTINUATION_OPTION, continuation)
     header = ttlv.struct_(
         Tag.REQUEST_HEADER,
         ttlv.struct_(
@@ -85,6 +90,7 @@ def request_message(
             ttlv.integer(Tag.PROTOCOL_VERSION_MAJOR, version[0]),
             ttlv.integer(Tag.PROTOCOL_VERSION_MINOR, version[1]),
         ),
+        option,
         ttlv.integer(Tag.BATCH_COUNT, len(items)),
     )
     batch = []
@@ -191,8 +197,8 @@ class KmipClient:
             remaining -= len(chunk)
         return b"".join(chunks)
 
-    def batch(self, items: Sequence[tuple[int, bytes]]) -> list[ItemResult]:
-        return parse_response(self.send_raw(request_message(items, self.version)))
+    def batch(self, items: Sequence[tuple[int, bytes]], continuation: int | None = None) -> list[ItemResult]:
+        return parse_response(self.send_raw(request_message(items, self.version, continuation=continuation)))
 
     def call(self, operation: int, payload: bytes = b"") -> Item:
         return self.batch([(operation, payload)])[0].check()

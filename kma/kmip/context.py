@@ -8,7 +8,8 @@ takes effect within a second on open connections too; every write re-checks it i
 A `Call` is one request message: it carries the ID placeholder between batch items and the
 two ways a handler writes: `commit` (statements with their audit event) and `audit` (an event
 alone, e.g. "key sent"). Both wait until the event is durable: a key never leaves the KMA
-before the event recording it is on disk.
+before the event recording it is on disk. In a batch with Undo (kma/kmip/undo.py) a handler
+that writes also says, with `undoable`, how its write is put back.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from kma.appliance import Appliance
@@ -127,6 +129,16 @@ class AgentSession:
         return access
 
 
+@dataclass(frozen=True, slots=True)
+class Compensation:
+    """What puts back one batch item's write: statements guarded to apply only while the object
+    still holds what the item wrote (else the batch refuses), and what the audit event says."""
+
+    statements: tuple[Stmt, ...]
+    message: str  # what was undone, e.g. "activated key K (back to pre-active)"
+    subject: tuple[str, str]
+
+
 class Call:
     def __init__(self, kma: Appliance, session: AgentSession, version: tuple[int, int], now: int) -> None:
         self.kma = kma
@@ -135,6 +147,8 @@ class Call:
         self.now = now
         self.placeholder: str | None = None  # ID Placeholder: the last object created or registered
         self.subject: tuple[str, str] | None = None  # what the current item is about (for refusals)
+        # In a batch with Undo only: what puts back the current item's writes, in the order made.
+        self.compensations: list[Compensation] | None = None
 
     @property
     def agent_id(self) -> str:
@@ -162,6 +176,24 @@ class Call:
         return row
 
     # --- writing --------------------------------------------------------------------------
+    @property
+    def undoing(self) -> bool:
+        """In a batch with Undo: a handler that writes records how to put it back."""
+        return self.compensations is not None
+
+    def undoable(self, key_id: str, message: str, *statements: Stmt) -> None:
+        """After a write to `key_id` that succeeded: `statements` put it back if a later item fails."""
+        if self.compensations is not None:
+            self.compensations.append(Compensation(statements, message, ("key", key_id)))
+
+    def cannot_undo(self, what: str) -> None:
+        """Refuse, before writing, a write that could not be put back, in a batch with Undo."""
+        if self.compensations is not None:
+            raise KmipError(
+                ResultReason.OPERATION_NOT_SUPPORTED,
+                f"{what} cannot be undone; send it in a batch without Undo (Batch Error Continuation Option)",
+            )
+
     async def commit(
         self,
         operation: str,

@@ -145,10 +145,10 @@ def encode_response(version: tuple[int, int], results: list[Result], now: int) -
         if r.batch_id is not None:
             parts.append(ttlv.byte_string(Tag.UNIQUE_BATCH_ITEM_ID, r.batch_id))
         parts.append(ttlv.enum(Tag.RESULT_STATUS, r.status))
-        if r.status != ResultStatus.SUCCESS:
+        if r.status == ResultStatus.OPERATION_FAILED:
             parts.append(ttlv.enum(Tag.RESULT_REASON, r.reason or ResultReason.GENERAL_FAILURE))
             parts.append(ttlv.text(Tag.RESULT_MESSAGE, r.message or "the operation failed"))
-        elif r.operation is not None:
+        elif r.operation is not None:  # succeeded, or undone (Batch Error Continuation Option Undo)
             parts.append(ttlv.struct_(Tag.RESPONSE_PAYLOAD, r.payload))
         items.append(ttlv.struct_(Tag.BATCH_ITEM, *parts))
     header = ttlv.struct_(

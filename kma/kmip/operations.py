@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 from kma.audit.record import Condition, Retention
 from kma.crypto.hsm import HsmUnavailable
 from kma.errors import ClusterUnavailable, KmaLocked, NoReadyKey
-from kma.kmip import ops_attributes, ops_keys, ops_server, ops_tape, ops_transfer, ttlv, v2
-from kma.kmip.context import Call
+from kma.kmip import ops_attributes, ops_keys, ops_server, ops_tape, ops_transfer, ttlv, undo, v2
+from kma.kmip.context import Call, Compensation
 from kma.kmip.enums import BatchErrorContinuation, Operation, ResultReason, ResultStatus, Tag
 from kma.kmip.messages import RETRY_LATER, SUPPORTED_VERSIONS, KmipError, Request, RequestItem, Result
 from kma.kmip.ttlv import Item
@@ -75,6 +75,8 @@ def _creates_then_activates(item: RequestItem, following: RequestItem | None) ->
 async def run(call: Call, request: Request) -> list[Result]:
     """The batch items in order. A Create followed by an Activate of its placeholder is done as
     one durable write (the key is created active), answered as the two items it was."""
+    if request.continuation == BatchErrorContinuation.UNDO:
+        return await _run_undoable(call, request)
     results: list[Result] = []
     items = request.items
     index = 0
@@ -95,8 +97,40 @@ async def run(call: Call, request: Request) -> list[Result]:
             )
             index += 1
         if result.status != ResultStatus.SUCCESS and request.continuation != BatchErrorContinuation.CONTINUE:
-            break  # Stop (the default); Undo is treated as Stop: nothing done is ever undone
+            break  # Stop (the default)
     return results
+
+
+async def _run_undoable(call: Call, request: Request) -> list[Result]:
+    """Batch Error Continuation Option Undo (kma/kmip/undo.py): refused whole unless every item
+    can be put back; when an item fails, the ones before it are undone, those after not run."""
+    items = request.items
+    index = undo.first_not_undoable(items)
+    if index is not None:
+        message = (
+            f"nothing was run: item {index + 1} ({operation_name(items[index].operation)}) cannot be "
+            f"undone, and this batch asks for Undo; {undo.OFFERED}"
+        )
+        await call.audit("kmip.undo", message, condition=Condition.ERROR, retention=Retention.MEDIUM)
+        return [
+            Result(
+                i.operation,
+                i.batch_id,
+                ResultStatus.OPERATION_FAILED,
+                ResultReason.OPERATION_NOT_SUPPORTED,
+                message,
+            )
+            for i in items
+        ]
+    done: list[tuple[Result, list[Compensation]]] = []
+    for item in items:
+        call.compensations = []
+        result = await run_item(call, request, item)
+        compensations, call.compensations = call.compensations, None
+        if result.status != ResultStatus.SUCCESS:
+            return [*await undo.put_back(call, done), result]
+        done.append((result, compensations))
+    return [result for result, _ in done]
 
 
 async def run_item(call: Call, request: Request, item: RequestItem, handler: Handler | None = None) -> Result:

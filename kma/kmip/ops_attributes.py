@@ -99,6 +99,7 @@ async def add_attribute(call: Call, payload: Item, event: str = "kmip.add_attrib
     row = call.key(uid)
     unit = _binds(call, row, attr)
     if unit is not None:
+        call.cannot_undo(f"binding key {uid} to data unit '{unit}'")
         if row["data_unit_id"] is not None:
             raise KmipError(
                 ResultReason.PERMISSION_DENIED,
@@ -143,6 +144,13 @@ async def add_attribute(call: Call, payload: Item, event: str = "kmip.add_attrib
         )
         or 0
     )
+    if call.undoing:
+        call.undoable(
+            uid,
+            f"added attribute '{attr.name}' to key {uid}",
+            agent_keys.unadd_custom_attribute(uid, keep.name, index, keep.text, keep.item),
+            agent_keys.untouch(uid, call.now, row["changed_at"]),
+        )
     value = Item(Tag.ATTRIBUTE_VALUE, attr.value.type, attr.value.value).encode()
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + attributes.attribute(attr.name, value, index)
 
@@ -177,6 +185,7 @@ async def modify_attribute(call: Call, payload: Item, event: str = "kmip.modify_
         await call.audit(event, f"kept key {uid} bound to data unit '{unit}' (no change)")
         return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
     keep = _kept(call, attr)
+    was = _value_at(call, uid, attr.name, attr.index) if call.undoing else None
     await call.commit(
         event,
         [
@@ -186,6 +195,13 @@ async def modify_attribute(call: Call, payload: Item, event: str = "kmip.modify_
         ],
         f"changed attribute '{attr.name}' of key {uid}",
     )
+    if was is not None:
+        call.undoable(
+            uid,
+            f"changed attribute '{attr.name}' of key {uid} (its value back)",
+            agent_keys.restore_custom_attribute(uid, attr.name, attr.index, was, (keep.text, keep.item)),
+            agent_keys.untouch(uid, call.now, row["changed_at"]),
+        )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
 
 
@@ -217,6 +233,15 @@ async def set_attribute(call: Call, payload: Item) -> bytes:
     if held or bound:
         return await modify_attribute(call, payload, "kmip.set_attribute")
     return await add_attribute(call, payload, "kmip.set_attribute")
+
+
+def _value_at(call: Call, uid: str, name: str, index: int) -> tuple[str, bytes | None] | None:
+    """(text, TTLV item) of one kept value, if the key holds it."""
+    row = call.kma.store.query_one(
+        "SELECT value, item FROM key_custom_attributes WHERE key_id = ? AND name = ? AND idx = ?",
+        (uid, name, index),
+    )
+    return None if row is None else (row["value"], None if row["item"] is None else bytes(row["item"]))
 
 
 def _values(call: Call, uid: str, name: str) -> list[Any]:
@@ -277,7 +302,7 @@ async def adjust_attribute(call: Call, payload: Item) -> bytes:
     name = payload.get(Tag.ATTRIBUTE_NAME)  # KMIP 2.x's Attribute Reference, as 1.4 names it
     if not isinstance(name, str):
         raise KmipError(ResultReason.MISSING_DATA, "Adjust Attribute needs an Attribute Reference")
-    call.key(uid)
+    row = call.key(uid)
     if name in attributes.STANDARD or not (name.startswith("x-") or name in attributes.CLIENT_SET):
         raise _read_only(name)
     held = _values(call, uid, name)
@@ -313,6 +338,15 @@ async def adjust_attribute(call: Call, payload: Item) -> bytes:
         ],
         f"adjusted attribute '{name}' of key {uid}: {AdjustmentType(how).name.lower()} to {keep.text}",
     )
+    if call.undoing:
+        call.undoable(
+            uid,
+            f"adjusted attribute '{name}' of key {uid} (back to {held[0][1]})",
+            agent_keys.restore_custom_attribute(
+                uid, name, index, (held[0][1], bytes(item)), (keep.text, keep.item or b"")
+            ),
+            agent_keys.untouch(uid, call.now, row["changed_at"]),
+        )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
 
 
@@ -322,7 +356,7 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
     index = payload.get(Tag.ATTRIBUTE_INDEX, 0)
     if not isinstance(name, str) or not isinstance(index, int):
         raise KmipError(ResultReason.MISSING_DATA, "Delete Attribute needs an Attribute Name")
-    call.key(uid)
+    row = call.key(uid)
     kept_here = _holds(call, uid, name) and name not in (attributes.ASI, attributes.QUANTUM_SAFE)
     if not kept_here and (
         not name.startswith("x-") or name in attributes.STANDARD or name in DATA_UNIT_ALIASES
@@ -341,6 +375,15 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
         ],
         f"deleted attribute '{name}' of key {uid}",
     )
+    if call.undoing and old is not None:
+        call.undoable(
+            uid,
+            f"deleted attribute '{name}' of key {uid} (put back)",
+            agent_keys.readd_custom_attribute(
+                uid, name, index, old["value"], None if old["item"] is None else bytes(old["item"])
+            ),
+            agent_keys.untouch(uid, call.now, row["changed_at"]),
+        )
     value = attributes.kept_value(old) if old is not None else ttlv.text(Tag.ATTRIBUTE_VALUE, "")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + attributes.attribute(name, value, index)
 

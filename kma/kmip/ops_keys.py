@@ -194,6 +194,8 @@ async def register(
             ResultReason.PERMISSION_DENIED,
             f"key policy '{name}' of key group '{group}' does not allow import: Register is refused",
         )
+    if spec.data_unit:
+        call.cannot_undo(f"binding the new object to data unit '{spec.data_unit}'")
     kma = call.kma
     key_id = key_id or new_key_id()
     wrapped = kma.vault.master().wrap(f"key:{key_id}", raw)
@@ -220,6 +222,12 @@ async def register(
         ("key", key_id),
     )
     call.placeholder = key_id
+    if call.undoing:
+        call.undoable(
+            key_id,
+            f"registered {what} {key_id} (removed as if never made; its material was never sent)",
+            *agent_keys.unregister(call.access, key_id, call.now, spec.activate),
+        )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, key_id)
 
 
@@ -362,6 +370,12 @@ async def activate(call: Call, payload: Item) -> bytes:
         [agent_keys.activate(call.access, uid, call.now)],
         f"activated key {uid} (encryption period and cryptoperiod start now)",
     )
+    if call.undoing:
+        call.undoable(
+            uid,
+            f"activated key {uid} (back to pre-active)",
+            agent_keys.unactivate(uid, call.now, row["protect_until"], row["deactivate_at"]),
+        )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
 
 

@@ -38,12 +38,7 @@ REFUSED = [v for v in vectors("SKFF") if re.match(r"SKFF-M-(4|8|12)-", v.name)]
 SERVED = [v for v in vectors("TL", "SKLC", "SKFF", "OMOS", "BL", "QS") if v not in REFUSED]
 # Test cases this KMA does not pass, and why: each an expected, strict failure (one that starts
 # passing must leave this list). docs/api.md's profile table says the same.
-NOT_OFFERED = {
-    "BL-M-2-21": "needs Batch Error Continuation Option Undo, not offered: each batch item is durable "
-    "with its own audit event before the next runs (the store commits one event per write), so an "
-    "Activate already done stays done, and no compensating write could undo a Destroy or a Get that "
-    "sent its material; Undo is taken as Stop, each item answered as it went",
-}
+NOT_OFFERED: dict[str, str] = {}
 CONTINUES = {"TL-M-3": "TL-M-2"}  # a test case -> the one whose objects it works on
 
 

@@ -1,0 +1,124 @@
+"""Batch Error Continuation Option Undo: when an item of the batch fails, what the items before
+it wrote is put back.
+
+Every item stays durable with its own audit event as it runs (the store commits one event per
+write). In a batch with Undo, each write also records its compensation (`Call.undoable`):
+Activate -> Pre-Active again with the periods it had; Register or Import -> the object removed as
+if never made (its material never left: the response goes out only at the end of the batch);
+Add Attribute -> the value removed; Modify, Set, Adjust and Delete Attribute -> the value it
+had. When an item fails, the compensations run newest first, each its own audited write
+("undone: ..." by the same agent), and those items are answered Operation Undone with their
+Unique Identifier only (an undone Get sends no material). A compensation applies only while the
+object still holds what the batch wrote: when someone changed it meanwhile, the refusal is
+audited and the item answered failed, never silently.
+
+A batch with Undo holding an operation the KMA cannot put back (Create from the key pool,
+Revoke, Destroy, a tape's Write Key...) is refused before any of its items runs: never half-undone.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kma.audit.record import Condition, Retention
+from kma.kmip import ttlv
+from kma.kmip.context import Call, Compensation
+from kma.kmip.enums import Operation, ResultReason, ResultStatus, Tag
+from kma.kmip.messages import KmipError, RequestItem, Result
+
+log = logging.getLogger(__name__)
+
+# Reads, and Log and Interop, which only add to the audit trail (which no undo rewrites).
+NOTHING_TO_UNDO = frozenset(
+    {
+        Operation.DISCOVER_VERSIONS,
+        Operation.QUERY,
+        Operation.GET,
+        Operation.CHECK,
+        Operation.GET_ATTRIBUTES,
+        Operation.GET_ATTRIBUTE_LIST,
+        Operation.LOCATE,
+        Operation.LOG,
+        Operation.INTEROP,
+    }
+)
+UNDOABLE = NOTHING_TO_UNDO | {
+    Operation.ACTIVATE,
+    Operation.REGISTER,
+    Operation.IMPORT,
+    Operation.ADD_ATTRIBUTE,
+    Operation.MODIFY_ATTRIBUTE,
+    Operation.SET_ATTRIBUTE,
+    Operation.ADJUST_ATTRIBUTE,
+    Operation.DELETE_ATTRIBUTE,
+}
+OFFERED = (
+    "a batch with Undo may hold Activate, Register, Import and Add, Modify, Set, Adjust and Delete "
+    "Attribute (not binding a data unit) besides reads, Log and Interop; send the others in a batch "
+    "without Undo"
+)
+
+
+def first_not_undoable(items: list[RequestItem]) -> int | None:
+    """The index of the first item whose operation cannot be put back, if any."""
+    return next((i for i, item in enumerate(items) if item.operation not in UNDOABLE), None)
+
+
+async def put_back(call: Call, done: list[tuple[Result, list[Compensation]]]) -> list[Result]:
+    """Undo `done` (the items before the failed one, in order), newest first; their answers."""
+    answers = []
+    for result, compensations in reversed(done):
+        failures = [f for c in reversed(compensations) if (f := await _compensate(call, c)) is not None]
+        if failures:
+            answers.append(
+                Result(
+                    result.operation,
+                    result.batch_id,
+                    ResultStatus.OPERATION_FAILED,
+                    ResultReason.GENERAL_FAILURE,
+                    "; ".join(failures),
+                )
+            )
+        else:
+            answers.append(await _undone(call, result))
+    return answers[::-1]
+
+
+async def _undone(call: Call, result: Result) -> Result:
+    """Operation Undone, with the item's Unique Identifier only: an undone Get sends no material
+    (the trail, which said "sent", says so)."""
+    uid = ttlv.decode(ttlv.struct_(Tag.RESPONSE_PAYLOAD, result.payload)).find(Tag.UNIQUE_IDENTIFIER)
+    if result.operation == Operation.GET and uid is not None:
+        await call.audit(
+            "kmip.undo",
+            f"undone: the material of {uid.value} was not sent after all",
+            subject=("key", str(uid.value)),
+        )
+    payload = uid.encode() if uid is not None else b""
+    return Result(result.operation, result.batch_id, ResultStatus.OPERATION_UNDONE, payload=payload)
+
+
+async def _compensate(call: Call, compensation: Compensation) -> str | None:
+    """Run one compensation; None, or why it could not be undone (audited)."""
+    try:
+        await call.commit(
+            "kmip.undo", compensation.statements, f"undone: {compensation.message}", compensation.subject
+        )
+        return None
+    except KmipError as refused:  # its guard: the object changed since (the refusal is the event)
+        message, audited = f"could not undo: {refused.message}", refused.audited
+    except Exception:
+        log.exception("undoing %s failed", compensation.message)
+        message, audited = (
+            f"could not undo {compensation.message}: internal error; it is logged on the KMA",
+            False,
+        )
+    if not audited:
+        await call.audit(
+            "kmip.undo",
+            message,
+            subject=compensation.subject,
+            condition=Condition.ERROR,
+            retention=Retention.LONG,
+        )
+    return message
