@@ -366,31 +366,34 @@ class RqliteStore:
             self._caught_up.set()
 
     # --- the free-text indexes, built through the cluster ---------------------------------
-    def _fts_behind(self) -> bool:
+    def _fts_behind(self, indexes: Sequence[fts.TextIndex] = fts.INDEXES) -> bool:
         if self.outbox is None or time.monotonic() < self._fts_retry_at:
             return False
         with self.snapshot() as conn:
-            return any(index.behind(conn) for index in fts.INDEXES)
+            return any(index.behind(conn) for index in indexes)
 
     def _index_when_busy(self, drained: bool) -> None:
-        """Under sustained load (never idle for FTS_IDLE_S), a chunk of each index every
-        FTS_BUSY_S, so that the tails searches match directly stay short."""
+        """Under sustained load (never idle for FTS_IDLE_S), a chunk of each list's index every
+        FTS_BUSY_S, so that the tails their searches match row by row stay short (new rows come at
+        most at the rate of new tapes). The audit trail's waits for an idle moment, as before: a
+        Get load adds an event per Get, which every node would index in the busiest moments."""
         now = time.monotonic()
         if not drained or not self._caught_up.is_set() or now < self._fts_busy_at:
             return
         self._fts_busy_at = now + FTS_BUSY_S
-        if self._fts_behind():
-            self._index_fts(await_replica=False)  # the next is FTS_BUSY_S away: shipping goes on
+        lists = tuple(fts.LISTS.values())
+        if self._fts_behind(lists):
+            self._index_fts(lists, await_replica=False)  # the next is FTS_BUSY_S away: shipping goes on
 
-    def _index_fts(self, await_replica: bool = True) -> bool:
-        """Index the next chunk of each index's rows above its mark in one cluster request; True
-        if it did (and, `await_replica`, this KMA's replica shows it). The request moves each mark
+    def _index_fts(self, indexes: Sequence[fts.TextIndex] = fts.INDEXES, await_replica: bool = True) -> bool:
+        """Index the next chunk of each of `indexes`' rows above its mark in one cluster request;
+        True if it did (and, `await_replica`, this KMA's replica shows it). The request moves each mark
         only from the value read here (guarded): if another KMA indexed that chunk first, or a
         delete lowered the mark, it fails whole and the next round reads the marks again."""
         statements: list[list[Any]] = []
         marks: list[tuple[fts.TextIndex, int]] = []
         with self.snapshot() as conn:
-            for index in fts.INDEXES:
+            for index in indexes:
                 mark, upto = index.next_chunk(conn)
                 if upto is None:
                     continue
