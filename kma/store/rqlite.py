@@ -415,11 +415,13 @@ class RqliteStore:
             return False
         if not await_replica:
             return True
-        # The next chunks start from the marks as the local replica shows them: wait for them there.
+        # The next chunks start from the marks as the local replica shows them: wait for them there,
+        # unless writes arrive meanwhile (the outbox's, whose age is the replication lag): they go
+        # first, and the next idle round reads the marks again.
         deadline = time.monotonic() + OWN_WRITE_TIMEOUT_S
         index, mark = marks[-1]
         while self.scalar(index.mark_sql) == mark:
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or not self._queue.empty():
                 return False
             time.sleep(0.005)
         return True
