@@ -7,8 +7,8 @@ index a given chunk.
 
 Each index (FTS5, external content) holds exactly the rows of its table up to its mark
 (`TextIndex`). Adding a row does not touch the index: the store's writer thread indexes the rows
-above the mark in chunks, in transactions of their own, when it has nothing else to do (or when
-the unindexed tail grows past a bound under sustained load). So a KMIP Create, which adds a data
+above the mark in chunks, in transactions of their own, when it has nothing else to do (and,
+under sustained load, once rows have waited a moment). So a KMIP Create, which adds a data
 unit, pays nothing for search. Delete and update triggers keep the rows below the mark in step
 at once, and lower the mark when the newest rows go, so that a re-used row number is never taken
 for indexed (migrations 0005, 0048).

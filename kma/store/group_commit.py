@@ -9,9 +9,10 @@ with a refusal pay for them. The chain's stored head is written once per commit,
 group's last event.
 
 The free-text indexes (the audit trail's, each list's search) are not maintained per write: when
-no write has arrived for a moment (and, under sustained load, every FTS_BUSY_S), the committer
-indexes the rows above each index's mark in chunks, each in a transaction of its own
-(kma/store/fts.py); searches match the rows not indexed yet directly.
+no write has arrived for a moment, the committer indexes the rows above each index's mark in
+chunks, each in a transaction of its own (kma/store/fts.py); under sustained load, once rows have
+waited FTS_BUSY_S, one chunk follows each group until it has caught up. Searches match the rows
+not indexed yet directly.
 
 The store runs it on its writer thread: it reads (batch, future) items from a queue and hands
 each group's outcomes to `deliver`, which resolves the futures.
@@ -35,8 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 MAX_GROUP = 256  # batches per commit; bounds the latency of the first one in a group
 FTS_IDLE_S = 0.05  # index free text once no write has arrived for this long
-FTS_BUSY_S = 1.0  # ... or, under sustained load, this often: the tails searches match stay short
-FTS_BUSY_CHUNKS = 8  # chunks per index at most, under load: writes wait behind them
+FTS_BUSY_S = 1.0  # ... or, under sustained load, once rows have waited this long (short tails)
 FTS_RETRY_S = 30.0  # after a failed indexing transaction, wait this long before the next
 
 Item = tuple[Batch, Any]  # a batch and what stands for its caller (a Future)
@@ -71,11 +71,7 @@ class GroupCommitter:
             if self._fts_behind_since is None:
                 self._fts_behind_since = time.monotonic()
             elif time.monotonic() - self._fts_behind_since >= FTS_BUSY_S and self._fts_behind():
-                for _ in range(FTS_BUSY_CHUNKS):
-                    if not self._index_fts():
-                        break
-                if self._fts_behind_since is not None:
-                    self._fts_behind_since = time.monotonic()
+                self._index_fts()  # a chunk after each group, until caught up: no long stall
 
     # --- the free-text indexes, off the write path --------------------------------------
     def _fts_behind(self) -> bool:
