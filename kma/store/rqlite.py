@@ -369,8 +369,13 @@ class RqliteStore:
     def _fts_behind(self, indexes: Sequence[fts.TextIndex] = fts.INDEXES) -> bool:
         if self.outbox is None or time.monotonic() < self._fts_retry_at:
             return False
-        with self.snapshot() as conn:
-            return any(index.behind(conn) for index in indexes)
+        try:
+            with self.snapshot() as conn:
+                return any(index.behind(conn) for index in indexes)
+        except (sqlite3.Error, OSError):  # the replica swapped or not there: never stop the writer
+            log.warning("reading the free-text indexes' marks failed; retrying later", exc_info=True)
+            self._fts_retry_at = time.monotonic() + FTS_RETRY_S
+            return False
 
     def _index_when_busy(self, drained: bool) -> None:
         """Under sustained load (never idle for FTS_IDLE_S), a chunk of each list's index every
@@ -392,25 +397,25 @@ class RqliteStore:
         delete lowered the mark, it fails whole and the next round reads the marks again."""
         statements: list[list[Any]] = []
         marks: list[tuple[fts.TextIndex, int]] = []
-        with self.snapshot() as conn:
-            for index in indexes:
-                mark, upto = index.next_chunk(conn)
-                if upto is None:
-                    continue
-                marks.append((index, mark))
-                at = {"mark": mark, "upto": upto}
-                statements += [rqlite_statement(index.move_sql, at), [GUARD_SQL, 1]]
-                statements.append(rqlite_statement(index.index_sql, at))
-        if not statements:
-            return False
         try:
+            with self.snapshot() as conn:
+                for index in indexes:
+                    mark, upto = index.next_chunk(conn)
+                    if upto is None:
+                        continue
+                    marks.append((index, mark))
+                    at = {"mark": mark, "upto": upto}
+                    statements += [rqlite_statement(index.move_sql, at), [GUARD_SQL, 1]]
+                    statements.append(rqlite_statement(index.index_sql, at))
+            if not statements:
+                return False
             self.client.execute(statements)
         except StatementFailed as failed:
             if failed.index % 3 != 1:  # not a guard: something is wrong with an index itself
                 log.error("indexing for free-text search failed (%s); retrying later", failed)
                 self._fts_retry_at = time.monotonic() + FTS_RETRY_S
             return False
-        except ClusterUnavailable:
+        except (ClusterUnavailable, sqlite3.Error, OSError):
             self._fts_retry_at = time.monotonic() + FTS_RETRY_S
             return False
         if not await_replica:
