@@ -383,8 +383,8 @@ class RqliteStore:
         most at the rate of new tapes). The audit trail's waits for an idle moment, as before: a
         Get load adds an event per Get, which every node would index in the busiest moments."""
         now = time.monotonic()
-        if not drained or not self._caught_up.is_set() or now < self._fts_busy_at:
-            return
+        if not drained or not self._caught_up.is_set() or self._unseen or now < self._fts_busy_at:
+            return  # (callers waiting for their writes come first)
         self._fts_busy_at = now + FTS_BUSY_S
         lists = tuple(fts.LISTS.values())
         if self._fts_behind(lists):
