@@ -75,8 +75,11 @@ def service_of(kma: RunningKma) -> str:
 
 
 def rqlited_pid(kma: RunningKma) -> int:
+    """The KMA's rqlited: a child of whichever of its threads started it (a KMA that joined the
+    cluster starts it from a thread of its own, not the main one)."""
     assert kma.process is not None
-    children = Path(f"/proc/{kma.process.pid}/task/{kma.process.pid}/children").read_text().split()
+    tasks = Path(f"/proc/{kma.process.pid}/task")
+    children = [p for task in tasks.iterdir() for p in (task / "children").read_text().split()]
     return next(int(p) for p in children if "rqlited" in Path(f"/proc/{p}/cmdline").read_text())
 
 

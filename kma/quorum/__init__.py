@@ -33,7 +33,16 @@ from kma.crypto import CryptoError
 from kma.domain.actor import Actor
 from kma.errors import Conflict, KmaError, KmaLocked, NotFound, ValidationFailed
 from kma.quorum.protected import OP_TYPES
-from kma.services.paging import Filter, ListSpec, Page, PageRequest, TextSearch, list_page, one_of
+from kma.services.paging import (
+    Filter,
+    ListSpec,
+    Page,
+    PageRequest,
+    TextSearch,
+    indexed_rows,
+    list_page,
+    one_of,
+)
 from kma.services.quorum import escrow
 from kma.services.quorum.key_split import (
     Credential,
@@ -63,9 +72,7 @@ LIST = ListSpec(
     default_sort="submitted_at",
     default_order="desc",
     search=("id", "summary", "type", "requested_by"),
-    text=TextSearch(
-        "id", "SELECT id AS found FROM pending_quorum_ops_text WHERE pending_quorum_ops_text MATCH :text"
-    ),
+    text=TextSearch("id", indexed_rows("pending_quorum_ops_text", "id")),
     filters={
         "state": Filter("state = :value", one_of(*STATES)),
         "type": Filter("type = :value", one_of(*OP_TYPES)),

@@ -15,7 +15,16 @@ from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound
 from kma.services.common import describe, patch, refuse_taken, require
-from kma.services.paging import Filter, ListSpec, Page, PageRequest, TextSearch, boolean, list_page
+from kma.services.paging import (
+    Filter,
+    ListSpec,
+    Page,
+    PageRequest,
+    TextSearch,
+    boolean,
+    indexed_rows,
+    list_page,
+)
 from kma.services.row_macs import member_of
 from kma.store import Stmt
 
@@ -43,7 +52,7 @@ LIST = ListSpec(
     sort_fields={"id": "id", "site_id": "site_id", "created_at": "created_at"},
     default_sort="id",
     search=("id", "description", "site_id"),
-    text=TextSearch("id", "SELECT id AS found FROM agents_text WHERE agents_text MATCH :text"),
+    text=TextSearch("id", indexed_rows("agents_text", "id")),
     filters={
         "site_id": Filter("site_id = :value"),
         "enabled": Filter("enabled = :value", boolean),

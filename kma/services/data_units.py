@@ -10,7 +10,7 @@ from kma.domain.lifecycle import DATA_UNIT_STATE_SQL, DataUnitState, data_unit_c
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound
 from kma.services.common import patch
-from kma.services.paging import ListSpec, Page, PageRequest, TextSearch, choice, list_page
+from kma.services.paging import ListSpec, Page, PageRequest, TextSearch, choice, indexed_rows, list_page
 from kma.store import Stmt
 
 # A unit with no key is one whose has_keys the store's triggers cleared (migration 0015): a
@@ -26,7 +26,7 @@ LIST = ListSpec(
     sort_fields={"id": "id", "created_at": "created_at"},
     default_sort="id",
     search=("id", "description"),
-    text=TextSearch("id", "SELECT id AS found FROM data_units_text WHERE data_units_text MATCH :text"),
+    text=TextSearch("id", indexed_rows("data_units_text", "id")),
     filters={"state": choice({**data_unit_conditions("listed.id"), DataUnitState.NO_KEY: "has_keys = 0"})},
 )
 

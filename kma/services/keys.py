@@ -30,9 +30,10 @@ from kma.services.paging import (
     TextSearch,
     boolean,
     choice,
+    indexed_rows,
     list_page,
 )
-from kma.store import Stmt
+from kma.store import Stmt, fts
 
 # What the object is (KMIP: an AES key of its size, Secret Data, an Opaque Object, a registered
 # public or private key of its algorithm and size, an X.509 certificate; key_kmip says when it is
@@ -71,14 +72,18 @@ LIST = ListSpec(
     default_sort="activated_at",  # newest issued first; unassigned pool keys (NULL) last
     default_order="desc",
     search=("id", "data_unit_id", "key_group_id"),
-    # A key is found by its ID (keys_text), its volser (the ID in data_units_text) or its group (a few rows);
-    # the second and third leave out keys the one before found, so each key comes once.
+    # A key is found by its ID (keys_text), its volser (the ID in data_units_text, or of a unit above
+    # that index's mark: not indexed yet, kma/store/fts.py) or its group (a few rows); each part
+    # after the first leaves out keys the one before found, so each key comes once.
     text=TextSearch(
         "seq",
         (
-            "SELECT rowid AS found FROM keys_text WHERE keys_text MATCH :text "
+            f"{indexed_rows('keys_text', 'rowid')} "
             "UNION ALL SELECT k.rowid FROM data_units_text d CROSS JOIN keys k ON k.data_unit_id = d.id "
             f"WHERE data_units_text MATCH 'id : ' || :text AND {_NOT_LIKE.format('k.id')} "
+            "UNION ALL SELECT k.rowid FROM data_units d CROSS JOIN keys k ON k.data_unit_id = d.id "
+            f"WHERE d.rowid > ({fts.LISTS['data_units_text'].mark_sql}) AND d.id LIKE :q ESCAPE '\\' "
+            f"AND {_NOT_LIKE.format('k.id')} "
             "UNION ALL SELECT k.rowid FROM key_groups g CROSS JOIN keys k ON k.key_group_id = g.id "
             f"WHERE g.id LIKE :q ESCAPE '\\' AND {_NOT_LIKE.format('k.id')} "
             f"AND {_NOT_LIKE.format('k.data_unit_id')}"

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kma.errors import BadRequest, ValidationFailed
+from kma.store import fts
 from kma.store.base import Store
 
 MAX_LIMIT = 1000
@@ -93,6 +94,23 @@ class TextSearch:
 
     key: str
     rows: str
+
+
+def like_any(columns: Sequence[str]) -> str:
+    """SQL: one of `columns` holds the search text (`:q`, a LIKE pattern)."""
+    return "(" + " OR ".join(f"{c} LIKE :q ESCAPE '\\'" for c in columns) + ")"
+
+
+def indexed_rows(name: str, found: str) -> str:
+    """`TextSearch.rows` of a table with its own search index `name`: `found` (a column, or rowid)
+    of the rows the index may match, and of the rows above its mark, which it does not hold yet
+    (the store's writer indexes them in the background, kma/store/fts.py), those LIKE finds in
+    the indexed columns: a few, read by rowid."""
+    index = fts.LISTS[name]
+    return (
+        f"SELECT {found} AS found FROM {name} WHERE {name} MATCH :text UNION ALL "
+        f"SELECT {found} FROM {index.table} WHERE rowid > ({index.mark_sql}) AND {like_any(index.columns)}"
+    )
 
 
 TRIGRAM = 3  # the index holds every three characters: shorter text cannot be looked up in it
@@ -184,7 +202,7 @@ def _search(spec: ListSpec, q: str, where: list[str], bound: dict[str, Any]) -> 
     if "\x00" in q:  # SQLite's LIKE would stop at the NUL and match every row
         raise ValidationFailed("The search text contains a NUL character.")
     bound["q"] = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    where.append("(" + " OR ".join(f"{c} LIKE :q ESCAPE '\\'" for c in spec.search) + ")")
+    where.append(like_any(spec.search))
     if spec.text is None or len(q) < TRIGRAM:
         return None
     bound["text"] = '"' + q.replace('"', '""') + '"'  # an FTS5 phrase: its text taken as is

@@ -20,7 +20,17 @@ from kma.errors import NotFound, ValidationFailed
 from kma.services import lockout
 from kma.services.change import Change
 from kma.services.common import refuse_taken
-from kma.services.paging import Filter, ListSpec, Page, PageRequest, TextSearch, boolean, list_page, one_of
+from kma.services.paging import (
+    Filter,
+    ListSpec,
+    Page,
+    PageRequest,
+    TextSearch,
+    boolean,
+    indexed_rows,
+    list_page,
+    one_of,
+)
 from kma.services.row_macs import USERS, seal
 from kma.store import Stmt
 
@@ -36,7 +46,7 @@ LIST = ListSpec(
     sort_fields={"id": "id", "name": "name", "created_at": "created_at"},
     default_sort="id",
     search=("id", "name"),
-    text=TextSearch("id", "SELECT id AS found FROM users_text WHERE users_text MATCH :text"),
+    text=TextSearch("id", indexed_rows("users_text", "id")),
     filters={
         "role": Filter("(',' || roles || ',') LIKE '%,' || :value || ',%'", one_of(*Role)),
         "enabled": Filter("enabled = :value", boolean),

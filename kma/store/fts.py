@@ -1,20 +1,22 @@
-"""Free-text index of the audit trail, kept off the write path.
+"""Free-text indexes kept off the write path: the audit trail's and each list's search index.
 
 The same on both stores: embedded, the writer thread indexes in local transactions; in a cluster
 (kma/store/rqlite.py) each KMA's writer sends the same INSERT through rqlite, so every node's copy
-of the index is built by the same statements, and a guard on the mark lets only one KMA's request
+of an index is built by the same statements, and a guard on the mark lets only one KMA's request
 index a given chunk.
 
-`audit_fts` (FTS5, external content) holds exactly the events with `id <= audit_fts_state.indexed_to`
-(the mark). Appending an event does not touch the index: the store's writer thread indexes the
-events above the mark in batches, in transactions of their own, when it has nothing else to do
-(or when the unindexed tail grows past a bound under sustained load). Pruning's delete trigger
-removes an event from the index only if it is below the mark, and lowers the mark when the newest
-events go, so that a re-used id is never taken for indexed (migration 0005).
+Each index (FTS5, external content) holds exactly the rows of its table up to its mark
+(`TextIndex`). Adding a row does not touch the index: the store's writer thread indexes the rows
+above the mark in chunks, in transactions of their own, when it has nothing else to do (and,
+under sustained load, once rows have waited a moment). So a KMIP Create, which adds a data
+unit, pays nothing for search. Delete and update triggers keep the rows below the mark in step
+at once, and lower the mark when the newest rows go, so that a re-used row number is never taken
+for indexed (migrations 0005, 0048).
 
-Searches read the index for ids up to the mark and match the (small) tail above it here, with
-`text_match`, which reproduces FTS5's unicode61 tokenizer and the prefix phrases `fts_query`
-builds, so an event is found the same way before and after it is indexed.
+Searches read the index for rows up to the mark and match the (small) tail above it directly,
+so a row is found the same way before and after it is indexed: a list by LIKE, as it decides
+anyway (kma/services/paging.py); the audit trail with `text_match`, which reproduces FTS5's
+unicode61 tokenizer and the prefix phrases `fts_query` builds.
 """
 
 from __future__ import annotations
@@ -22,49 +24,104 @@ from __future__ import annotations
 import functools
 import sqlite3
 import unicodedata
+from dataclasses import dataclass
 
 FTS_COLUMNS = ("message", "operation", "entity_id", "subject_id")
-INDEX_CHUNK = 500  # events per indexing transaction: bounds how long a write waits behind one
+INDEX_CHUNK = 500  # rows per indexing transaction: bounds how long a write waits behind one
 
-INDEX_SQL = (
-    f"INSERT INTO audit_fts (rowid, {', '.join(FTS_COLUMNS)}) "
-    f"SELECT id, {', '.join(FTS_COLUMNS)} FROM audit_events WHERE id > :mark AND id <= :upto"
+
+@dataclass(frozen=True)
+class TextIndex:
+    """An FTS5 index (external content) kept off the write path: it holds exactly the rows of
+    `table` whose row number is at most its mark. Rows above the mark are indexed in chunks by the
+    store's writer; the delete and update triggers touch the index only for rows below the mark,
+    and lower the mark when the newest rows go, so that a re-used row number is never taken for
+    indexed (migrations 0005, 0048)."""
+
+    name: str  # the FTS5 table
+    table: str  # its content table
+    row: str  # the content table's row number (rowid, or its alias)
+    columns: tuple[str, ...]
+    mark_sql: str  # the mark
+    move_sql: str  # moves the mark from :mark to :upto, and only from there (one indexer wins)
+
+    @property
+    def index_sql(self) -> str:
+        cols = ", ".join(self.columns)
+        return (
+            f"INSERT INTO {self.name} (rowid, {cols}) SELECT {self.row}, {cols} FROM {self.table} "
+            f"WHERE {self.row} > :mark AND {self.row} <= :upto"
+        )
+
+    def next_chunk(self, conn: sqlite3.Connection, limit: int = INDEX_CHUNK) -> tuple[int, int | None]:
+        """The mark, and the row number of the `limit`th row above it (None: every row is indexed)."""
+        mark = int(conn.execute(self.mark_sql).fetchone()[0])
+        upto = conn.execute(
+            f"SELECT max({self.row}) FROM (SELECT {self.row} FROM {self.table} WHERE {self.row} > ? "
+            f"ORDER BY {self.row} LIMIT ?)",
+            (mark, limit),
+        ).fetchone()[0]
+        return mark, None if upto is None else int(upto)
+
+    def behind(self, conn: sqlite3.Connection) -> bool:
+        """Whether rows wait above the mark."""
+        newest = conn.execute(f"SELECT coalesce(max({self.row}), 0) FROM {self.table}").fetchone()[0]
+        return bool(newest > conn.execute(self.mark_sql).fetchone()[0])
+
+    def index_batch(self, conn: sqlite3.Connection, limit: int = INDEX_CHUNK) -> tuple[int, int]:
+        """Index up to `limit` rows above the mark, in the caller's transaction.
+
+        Returns (new mark, rows indexed). The caller commits (or rolls back) the transaction.
+        """
+        mark, upto = self.next_chunk(conn, limit)
+        if upto is None:
+            return mark, 0
+        conn.execute(self.move_sql, {"mark": mark, "upto": upto})
+        count = conn.execute(self.index_sql, {"mark": mark, "upto": upto}).rowcount
+        return upto, count
+
+
+def list_index(name: str, table: str, *columns: str) -> TextIndex:
+    """A list's search index (migration 0048): its mark is its row in text_index_marks."""
+    return TextIndex(
+        name,
+        table,
+        "rowid",
+        columns,
+        f"SELECT indexed_to FROM text_index_marks WHERE name = '{name}'",
+        f"UPDATE text_index_marks SET indexed_to = :upto WHERE name = '{name}' AND indexed_to = :mark",
+    )
+
+
+AUDIT = TextIndex(
+    "audit_fts",
+    "audit_events",
+    "id",
+    FTS_COLUMNS,
+    "SELECT indexed_to FROM audit_fts_state WHERE id = 1",
+    "UPDATE audit_fts_state SET indexed_to = :upto WHERE id = 1 AND indexed_to = :mark",
 )
-
-
-def next_chunk(conn: sqlite3.Connection, limit: int = INDEX_CHUNK) -> tuple[int, int | None]:
-    """The mark, and the id of the `limit`th event above it (None: every event is indexed)."""
-    mark = int(conn.execute("SELECT indexed_to FROM audit_fts_state WHERE id = 1").fetchone()[0])
-    upto = conn.execute(
-        "SELECT max(id) FROM (SELECT id FROM audit_events WHERE id > ? ORDER BY id LIMIT ?)", (mark, limit)
-    ).fetchone()[0]
-    return mark, None if upto is None else int(upto)
-
-
-def index_batch(conn: sqlite3.Connection, limit: int = INDEX_CHUNK) -> tuple[int, int]:
-    """Index up to `limit` events above the mark, in the caller's transaction.
-
-    Returns (new mark, events indexed). The caller commits (or rolls back) the transaction.
-    """
-    mark, upto = next_chunk(conn, limit)
-    if upto is None:
-        return mark, 0
-    count = conn.execute(INDEX_SQL, {"mark": mark, "upto": upto}).rowcount
-    conn.execute("UPDATE audit_fts_state SET indexed_to = ? WHERE id = 1", (upto,))
-    return int(upto), count
+LISTS = {
+    index.name: index
+    for index in (
+        list_index("keys_text", "keys", "id"),
+        list_index("data_units_text", "data_units", "id", "description"),
+        list_index("agents_text", "agents", "id", "description", "site_id"),
+        list_index("users_text", "users", "id", "name"),
+        list_index("pending_quorum_ops_text", "pending_quorum_ops", "id", "summary", "type", "requested_by"),
+    )
+}
+INDEXES = (AUDIT, *LISTS.values())
 
 
 def index_all(conn: sqlite3.Connection) -> int:
-    """Index every event above the mark in one transaction (tools and benches that write behind
-    the store's back); returns how many."""
+    """Index every row above each index's mark in one transaction (tools and benches that write
+    behind the store's back); returns how many."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        mark = int(conn.execute("SELECT indexed_to FROM audit_fts_state WHERE id = 1").fetchone()[0])
-        upto = conn.execute("SELECT max(id) FROM audit_events").fetchone()[0]
         count = 0
-        if upto is not None and upto > mark:
-            count = conn.execute(INDEX_SQL, {"mark": mark, "upto": upto}).rowcount
-            conn.execute("UPDATE audit_fts_state SET indexed_to = ? WHERE id = 1", (upto,))
+        for index in INDEXES:
+            count += index.index_batch(conn, limit=-1)[1]  # LIMIT -1: no limit
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

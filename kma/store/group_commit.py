@@ -8,9 +8,11 @@ not undo its neighbours); savepoints cost a copy of every page a batch touches, 
 with a refusal pay for them. The chain's stored head is written once per commit, after the
 group's last event.
 
-The free-text index of the audit trail is not maintained per event: when no write has arrived
-for a moment (or the unindexed tail passes FTS_TAIL_LIMIT under sustained load), the committer
-indexes the events above the mark in chunks, each in a transaction of its own (kma/store/fts.py).
+The free-text indexes (the audit trail's, each list's search) are not maintained per write: when
+no write has arrived for a moment, the committer indexes the rows above each index's mark in
+chunks, each in a transaction of its own (kma/store/fts.py); under sustained load, once rows have
+waited FTS_BUSY_S, one chunk follows each group until it has caught up. Searches match the rows
+not indexed yet directly.
 
 The store runs it on its writer thread: it reads (batch, future) items from a queue and hands
 each group's outcomes to `deliver`, which resolves the futures.
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 MAX_GROUP = 256  # batches per commit; bounds the latency of the first one in a group
 FTS_IDLE_S = 0.05  # index free text once no write has arrived for this long
-FTS_TAIL_LIMIT = 5000  # ... or, under sustained load, once this many events wait for it
+FTS_BUSY_S = 1.0  # ... or, under sustained load, once rows have waited this long (short tails)
 FTS_RETRY_S = 30.0  # after a failed indexing transaction, wait this long before the next
 
 Item = tuple[Batch, Any]  # a batch and what stands for its caller (a Future)
@@ -48,17 +50,17 @@ class GroupCommitter:
         self.chain = chain
         if chain is not None:
             chain.load_head(conn)
-        # What the writer knows of the free-text index: the mark, and the newest event it wrote.
-        self._fts_mark = int(conn.execute("SELECT indexed_to FROM audit_fts_state").fetchone()[0])
-        self._fts_last = int(conn.execute("SELECT coalesce(max(id), 0) FROM audit_events").fetchone()[0])
+        # Whether rows may wait above an index's mark: anything was written since the last
+        # indexing found none (a start finds what the last run left).
+        self._fts_behind_since: float | None = time.monotonic()
         self._fts_retry_at = 0.0
 
     def run(self, items: queue.Queue[Item | None], deliver: Deliver) -> None:
-        """Commit groups until a None arrives; between them, catch the free-text index up."""
+        """Commit groups until a None arrives; between them, catch the free-text indexes up."""
         while True:
             try:
                 item = items.get(timeout=FTS_IDLE_S) if self._fts_behind() else items.get()
-            except queue.Empty:  # idle: catch the free-text index up, a chunk at a time
+            except queue.Empty:  # idle: catch the free-text indexes up, a chunk at a time
                 while self._fts_behind() and items.empty() and self._index_fts():
                     pass
                 continue
@@ -66,33 +68,33 @@ class GroupCommitter:
                 return
             group = gather(items, item)
             deliver(group, self.commit_group(group))
-            if self._fts_last - self._fts_mark >= FTS_TAIL_LIMIT:
-                self._index_fts()
+            if self._fts_behind_since is None:
+                self._fts_behind_since = time.monotonic()
+            elif time.monotonic() - self._fts_behind_since >= FTS_BUSY_S and self._fts_behind():
+                self._index_fts()  # a chunk after each group, until caught up: no long stall
 
-    # --- the free-text index, off the write path ---------------------------------------
+    # --- the free-text indexes, off the write path --------------------------------------
     def _fts_behind(self) -> bool:
-        return self._fts_last > self._fts_mark and time.monotonic() >= self._fts_retry_at
+        return self._fts_behind_since is not None and time.monotonic() >= self._fts_retry_at
 
     def _index_fts(self) -> bool:
-        """Index one chunk of events above the mark in its own transaction; False when there
-        is nothing more to index (or indexing failed: it is retried later, searches meanwhile
-        match the tail directly)."""
+        """Index one chunk of each index's rows above its mark, in one transaction of their own;
+        False when there is nothing more to index (or indexing failed: it is retried later,
+        searches meanwhile match the tails directly)."""
         conn = self.conn
         try:
             conn.execute("BEGIN IMMEDIATE")
-            mark, count = fts.index_batch(conn)
+            counts = [index.index_batch(conn)[1] for index in fts.INDEXES]
             conn.execute("COMMIT")
         except Exception:
-            log.exception("indexing audit events for free-text search failed; retrying later")
+            log.exception("indexing for free-text search failed; retrying later")
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             self._fts_retry_at = time.monotonic() + FTS_RETRY_S
             return False
-        self._fts_mark = mark
-        if count < fts.INDEX_CHUNK:  # caught up (events written behind the store's back included)
-            self._fts_last = mark
+        if max(counts) < fts.INDEX_CHUNK:  # caught up (rows written behind the store's back included)
+            self._fts_behind_since = None
             return False
-        self._fts_last = max(self._fts_last, mark)
         return True
 
     # --- one group -----------------------------------------------------------------------
@@ -148,7 +150,6 @@ class GroupCommitter:
             last = conn.execute(stmt.sql, stmt.params).lastrowid
             assert last is not None
             next_id = last - len(rows) + 1  # one statement's rows get consecutive rowids
-            self._fts_last = max(self._fts_last, last)
         outcomes: list[Outcome] = []
         for batch_counts, event in zip(counts, events, strict=True):
             outcomes.append(WriteResult(batch_counts, next_id if event is not None else None))
@@ -185,10 +186,7 @@ class GroupCommitter:
         if record is None or self.chain is None:
             return None
         stmt = audit_rows.events([self.chain.next_event(record)])
-        event_id = conn.execute(stmt.sql, stmt.params).lastrowid
-        if event_id is not None and event_id > self._fts_last:
-            self._fts_last = event_id
-        return event_id
+        return conn.execute(stmt.sql, stmt.params).lastrowid
 
 
 def integrity_message(exc: sqlite3.IntegrityError) -> str:

@@ -11,10 +11,11 @@ applied: a group with a refusal is sent again batch by batch, and a refused batc
 goes in a request of its own. Only this writer appends to this KMA's chain (each KMA writes its own
 chain), so chains from different KMAs never conflict.
 
-Free text: the writer of the KMA that runs (the one holding the outbox) also keeps the audit
-trail's free-text index: when idle, it sends the next chunk of unindexed events (FTS5's INSERT, as
-embedded) with the mark's move guarded, so of several KMAs indexing at once one request wins and
-the others fail whole.
+Free text: the writer of the KMA that runs (the one holding the outbox) also keeps the free-text
+indexes (the audit trail's, the lists' search): when idle, it sends the next chunk of each index's
+unindexed rows (FTS5's INSERT, as embedded) with the marks' moves guarded, so of several KMAs
+indexing at once one request wins and the others fail whole. A chunk is one Raft entry of at most
+INDEX_CHUNK rows per index: no entry rebuilds a whole index.
 
 Reads: rqlite keeps its SQLite file on disk in WAL mode and allows external read-only
 connections; the KMA reads that file directly, so reads are local (they work while the cluster
@@ -82,12 +83,12 @@ OWN_WRITE_TIMEOUT_S = 5.0
 # (without blocking on it: a follower learns of a commit only with the leader's next append, up
 # to ~100 ms later when nothing else is written, and meanwhile new entries can go).
 REPLICA_POLL_S = 0.005
-# The free-text index of the audit trail (kma/store/fts.py), built through the cluster by each
-# KMA's writer when it has nothing else to send. Less eager than embedded (FTS_IDLE_S) since
+# The free-text indexes (the audit trail's, the lists' search: kma/store/fts.py), built through the
+# cluster by each KMA's writer when it has nothing else to send. Less eager than embedded (FTS_IDLE_S) since
 # every KMA tries and each try is a Raft write; searches match the unindexed tail meanwhile.
 FTS_IDLE_S = 0.5
+FTS_BUSY_S = 1.0  # ... and, while it is never idle that long, a chunk of each this often
 FTS_RETRY_S = 30.0  # after the cluster took no indexing request, wait this long before the next
-FTS_MARK_SQL = "UPDATE audit_fts_state SET indexed_to = ? WHERE id = 1 AND indexed_to = ?"
 
 Item = tuple[Batch, "Future[WriteResult]"]
 _WAKE = object()  # the outbox has new entries to ship
@@ -203,6 +204,7 @@ class RqliteStore:
         self._head_uncertain = True  # read at the first write
         self._quiet_until = 0.0
         self._fts_retry_at = 0.0
+        self._fts_busy_at = time.monotonic() + FTS_BUSY_S
         # The write mark this KMA's replica must show to have caught up (None: not yet sent).
         self._sync_mark: int | None = None
         self._caught_up = threading.Event()
@@ -316,6 +318,7 @@ class RqliteStore:
             drained = self._ship_outbox()
         self._tell_seen()
         self._catch_up(drained)
+        self._index_when_busy(drained)
         wait = self._idle_wait(drained)
         try:
             item = self._queue.get(timeout=wait)
@@ -387,42 +390,68 @@ class RqliteStore:
             log.info("this KMA's replica has caught up with the cluster")
             self._caught_up.set()
 
-    # --- the free-text index, built through the cluster ----------------------------------
-    def _fts_behind(self) -> bool:
+    # --- the free-text indexes, built through the cluster ---------------------------------
+    def _fts_behind(self, indexes: Sequence[fts.TextIndex] = fts.INDEXES) -> bool:
         if self.outbox is None or time.monotonic() < self._fts_retry_at:
             return False
-        newest = self.scalar("SELECT coalesce(max(id), 0) FROM audit_events")
-        return bool(newest > self.scalar("SELECT indexed_to FROM audit_fts_state WHERE id = 1"))
-
-    def _index_fts(self) -> bool:
-        """Index the next chunk of events above the mark in one cluster request; True if it did.
-        The request moves the mark only from the value read here (guarded): if another KMA
-        indexed that chunk first, or pruning lowered the mark, it fails whole and the next round
-        reads the mark again."""
-        with self.snapshot() as conn:
-            mark, upto = fts.next_chunk(conn)
-        if upto is None:
-            return False
         try:
-            self.client.execute(
-                [
-                    [FTS_MARK_SQL, upto, mark],
-                    [GUARD_SQL, 1],
-                    rqlite_statement(fts.INDEX_SQL, {"mark": mark, "upto": upto}),
-                ]
-            )
-        except StatementFailed as failed:
-            if failed.index != 1:  # not the guard: something is wrong with the index itself
-                log.error("indexing audit events for free-text search failed (%s); retrying later", failed)
-                self._fts_retry_at = time.monotonic() + FTS_RETRY_S
-            return False
-        except ClusterUnavailable:
+            with self.snapshot() as conn:
+                return any(index.behind(conn) for index in indexes)
+        except (sqlite3.Error, OSError):  # the replica swapped or not there: never stop the writer
+            log.warning("reading the free-text indexes' marks failed; retrying later", exc_info=True)
             self._fts_retry_at = time.monotonic() + FTS_RETRY_S
             return False
-        # The next chunk starts from the mark as the local replica shows it: wait for it there.
+
+    def _index_when_busy(self, drained: bool) -> None:
+        """Under sustained load (never idle for FTS_IDLE_S), a chunk of each list's index every
+        FTS_BUSY_S, so that the tails their searches match row by row stay short (new rows come at
+        most at the rate of new tapes). The audit trail's waits for an idle moment, as before: a
+        Get load adds an event per Get, which every node would index in the busiest moments."""
+        now = time.monotonic()
+        if not drained or not self._caught_up.is_set() or self._unseen or now < self._fts_busy_at:
+            return  # (callers waiting for their writes come first)
+        self._fts_busy_at = now + FTS_BUSY_S
+        lists = tuple(fts.LISTS.values())
+        if self._fts_behind(lists):
+            self._index_fts(lists, await_replica=False)  # the next is FTS_BUSY_S away: shipping goes on
+
+    def _index_fts(self, indexes: Sequence[fts.TextIndex] = fts.INDEXES, await_replica: bool = True) -> bool:
+        """Index the next chunk of each of `indexes`' rows above its mark in one cluster request;
+        True if it did (and, `await_replica`, this KMA's replica shows it). The request moves each mark
+        only from the value read here (guarded): if another KMA indexed that chunk first, or a
+        delete lowered the mark, it fails whole and the next round reads the marks again."""
+        statements: list[list[Any]] = []
+        marks: list[tuple[fts.TextIndex, int]] = []
+        try:
+            with self.snapshot() as conn:
+                for index in indexes:
+                    mark, upto = index.next_chunk(conn)
+                    if upto is None:
+                        continue
+                    marks.append((index, mark))
+                    at = {"mark": mark, "upto": upto}
+                    statements += [rqlite_statement(index.move_sql, at), [GUARD_SQL, 1]]
+                    statements.append(rqlite_statement(index.index_sql, at))
+            if not statements:
+                return False
+            self.client.execute(statements)
+        except StatementFailed as failed:
+            if failed.index % 3 != 1:  # not a guard: something is wrong with an index itself
+                log.error("indexing for free-text search failed (%s); retrying later", failed)
+                self._fts_retry_at = time.monotonic() + FTS_RETRY_S
+            return False
+        except (ClusterUnavailable, sqlite3.Error, OSError):
+            self._fts_retry_at = time.monotonic() + FTS_RETRY_S
+            return False
+        if not await_replica:
+            return True
+        # The next chunks start from the marks as the local replica shows them: wait for them there,
+        # unless writes arrive meanwhile (the outbox's, whose age is the replication lag): they go
+        # first, and the next idle round reads the marks again.
         deadline = time.monotonic() + OWN_WRITE_TIMEOUT_S
-        while self.scalar("SELECT indexed_to FROM audit_fts_state WHERE id = 1") == mark:
-            if time.monotonic() > deadline:
+        index, mark = marks[-1]
+        while self.scalar(index.mark_sql) == mark:
+            if time.monotonic() > deadline or not self._queue.empty():
                 return False
             time.sleep(0.005)
         return True

@@ -42,7 +42,7 @@ def record(message: str, subject: str = "E00001") -> AuditRecord:
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SQLiteStore]:
     monkeypatch.setattr(store_module, "FTS_IDLE_S", 3600.0)  # the test decides when to index
-    monkeypatch.setattr(store_module, "FTS_TAIL_LIMIT", 10**9)
+    monkeypatch.setattr(store_module, "FTS_BUSY_S", 10**9)
     s = SQLiteStore(tmp_path / "kma.db", AuditChain("kma-1", "site-1", SystemClock()))
     yield s
     s.close()
@@ -116,7 +116,7 @@ def test_paging_crosses_from_the_tail_to_the_index(store: SQLiteStore) -> None:
 
 def test_the_writer_indexes_when_idle_and_under_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store_module, "FTS_IDLE_S", 0.01)
-    monkeypatch.setattr(store_module, "FTS_TAIL_LIMIT", 50)
+    monkeypatch.setattr(store_module, "FTS_BUSY_S", 0.01)
     s = SQLiteStore(tmp_path / "kma.db", AuditChain("kma-1", "site-1", SystemClock()))
     try:
         futures = [s.submit(Batch((), record(f"restore {i}"))) for i in range(3 * 2000 + 10)]

@@ -1,7 +1,8 @@
 """Search in the lists finds what it found when it tested each row, now from trigram indexes
 (migration 0035): an exact ID or volser, a prefix, a fragment, a miss; SQLite's LIKE's case rules
 (ASCII letters in any case, other letters as typed). The indexes follow every write, on one KMA
-and in a cluster, and a store that had rows before the migration has them indexed."""
+and in a cluster (built in the background since 0048: tests/integration/test_list_search_background.py),
+and a store that had rows before the migration has them indexed."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from kma.store import schema
+from kma.store import fts, schema
 from kma.store import sqlite as embedded
 from kms_client.paging import iter_all
 from tests.support.cluster import three_kmas
-from tests.support.kma_process import RunningKma
+from tests.support.kma_process import RunningKma, read_only_db
 from tests.support.waiting import wait_until
 
 TEXT_TABLES = ("keys_text", "data_units_text", "agents_text", "users_text", "pending_quorum_ops_text")
@@ -61,6 +62,13 @@ def check_searches(kma: RunningKma, typed: list[str]) -> None:
     wait_until(lambda: not disagreements(), 60, f"every list's search agreeing with its rows: {typed}")
 
 
+def all_indexed(db: RunningKma | Path) -> bool:
+    """Every list's rows are in its search index (the KMA's writer indexes them in the background,
+    migration 0048): FTS5's integrity check expects every row of its table indexed."""
+    with read_only_db(db) as conn:
+        return all(index.behind(conn) is False for index in fts.LISTS.values())
+
+
 def test_search_finds_ids_volsers_prefixes_and_fragments_as_before(fresh_kma: RunningKma) -> None:
     op = fresh_kma.client("op")
     op.create_data_unit("ZQ4711", "Offsite vault Café, shelf 9")
@@ -87,7 +95,8 @@ def test_search_finds_ids_volsers_prefixes_and_fragments_as_before(fresh_kma: Ru
 
 
 def test_the_index_follows_each_change(fresh_kma: RunningKma) -> None:
-    """A new row is found at once, a changed description by its new words only."""
+    """A new row is found at once (before the writer indexed it, and after), a changed description by
+    its new words only."""
     op = fresh_kma.client("op")
     op.create_data_unit("VX0001", "In the Dallas vault")
     assert found(op.list_data_units, "dallas vault") == ["VX0001"]
@@ -97,6 +106,7 @@ def test_the_index_follows_each_change(fresh_kma: RunningKma) -> None:
     key = op.issue_key("backup-dallas", "VX0001")
     assert key.id in found(op.list_keys, "vx000")
     assert found(op.list_keys, key.id[3:11]) == [key.id]
+    wait_until(lambda: all_indexed(fresh_kma), 60, "the writer indexing every new row")
     fresh_kma.stop()
     with sqlite3.connect(fresh_kma.data_dir / "kma.db") as db:
         for table in TEXT_TABLES:  # FTS5 checks its index against the table, row by row
@@ -124,12 +134,16 @@ def test_a_store_from_before_the_index_has_its_rows_indexed(tmp_path: Path) -> N
 
 
 def test_search_in_a_cluster_finds_what_another_kma_wrote(tmp_path: Path) -> None:
-    """rqlite's SQLite runs the triggers on every node: a tape registered on one KMA is found by
-    fragment on another."""
+    """A tape registered on one KMA is found by fragment on another: from the rows above the index's
+    mark as soon as they arrive, and once a KMA's writer indexed them through the cluster, from the
+    index on every node."""
     with three_kmas(tmp_path) as kmas:
         writer, reader = kmas[1].client("op"), kmas[2].client("op")
         writer.create_data_unit("CL0042", "Cluster vault tape")
         key = writer.issue_key("backup-dallas", "CL0042")
         wait_until(lambda: found(reader.list_data_units, "ster vau") == ["CL0042"], 60, "the unit found")
         wait_until(lambda: found(reader.list_keys, key.id[4:12]) == [key.id], 60, "the key found")
+        check_searches(kmas[2], ["CL0042", "cl00", "vault", key.id[:5], "no such tape"])
+        replica = kmas[2].data_dir / "cluster" / "rqlite" / "db.sqlite"
+        wait_until(lambda: all_indexed(replica), 60, "the cluster indexing every new row")
         check_searches(kmas[2], ["CL0042", "cl00", "vault", key.id[:5], "no such tape"])
