@@ -19,13 +19,13 @@ import pytest
 
 from kms_client import NotSetUp, Trust, Unauthenticated, ValidationFailed
 from kms_client.setup import SetupClient
+from tests.support.cluster import free_port
 from tests.support.first_setup import (
     MEMBERS,
     OFFICER,
     answers_for,
     answers_toml,
     describe,
-    free_port,
     written,
 )
 from tests.support.kma_process import RunningKma, run_kma
