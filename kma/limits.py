@@ -21,6 +21,10 @@ from typing import Any
 
 from kma.errors import ValidationFailed
 
+# One HTTP exchange on the service listener (an enrollment: Argon2id, signing and a durable commit,
+# which on a loaded cluster waits out a leader election). The enrolling agent waits longer than this.
+ENROLLMENT_DEADLINE = 60.0
+
 
 @dataclass(frozen=True)
 class ListenerLimits:

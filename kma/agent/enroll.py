@@ -29,8 +29,8 @@ from cryptography.x509.oid import NameOID
 
 from kma.crypto import fingerprint
 from kma.datadir import write_private
-from kma.kmip.enrollment_http import DEADLINE
 from kma.kmip.tls import agent_context
+from kma.limits import ENROLLMENT_DEADLINE
 
 
 class EnrollmentError(Exception):
@@ -55,7 +55,7 @@ def _split(address: str) -> tuple[str, int]:
 def _request(
     host: str, port: int, context: ssl.SSLContext, method: str, path: str, body: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    conn = http.client.HTTPSConnection(host, port, context=context, timeout=DEADLINE + 15)
+    conn = http.client.HTTPSConnection(host, port, context=context, timeout=ENROLLMENT_DEADLINE + 15)
     try:
         data = json.dumps(body).encode() if body is not None else None
         conn.request(method, path, body=data, headers={"Content-Type": "application/json"})

@@ -33,9 +33,6 @@ from kma.kmip.messages import CATCHING_UP
 from kma.services import enrollment
 
 log = logging.getLogger(__name__)
-# One HTTP exchange on the service listener: Argon2id, signing and a durable commit (which, on a
-# loaded cluster, waits out a leader election). The enrolling side waits longer than this.
-DEADLINE = 60.0
 MAX_HEAD = 8192
 MAX_BODY = 32768
 Refuse = Callable[[str, str, str], Awaitable[None]]  # (address, operation, message): audited, rate-limited

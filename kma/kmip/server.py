@@ -49,7 +49,7 @@ from kma.kmip.messages import (
     request_version,
 )
 from kma.kmip.ttlv import TTLVError
-from kma.limits import ConnectionGate, Crowded, ListenerLimits, Refused, Ticket
+from kma.limits import ENROLLMENT_DEADLINE, ConnectionGate, Crowded, ListenerLimits, Refused, Ticket
 from kma.services import kma_certificates, refusals
 from kma.tls import server_context
 
@@ -271,7 +271,7 @@ class ServiceListener:
         if first == b"\x42":
             await self._kmip(conn, session, first, reader, writer)
         elif first.isalpha():
-            conn.expect("http", enrollment_http.DEADLINE)
+            conn.expect("http", ENROLLMENT_DEADLINE)
             assert self._enrollments is not None
             await enrollment_http.serve(
                 enrollment_http.Listener(
