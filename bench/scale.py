@@ -51,7 +51,7 @@ from bench.keys import (  # noqa: E402
 from bench.rounds import Spread, interleave, ratio_of, summarise, too_wide  # noqa: E402
 from kma import quorum  # noqa: E402
 from kma.kmip import ttlv  # noqa: E402
-from kma.kmip.client import key_template, name_attribute, request_message  # noqa: E402
+from kma.kmip.client import key_template, name_attribute, parse_response, request_message  # noqa: E402
 from kma.kmip.enums import ObjectType, Operation, Tag  # noqa: E402
 from kma.services import agents, data_units, keys, users  # noqa: E402
 from kma.services.paging import ListSpec  # noqa: E402
@@ -97,26 +97,56 @@ def locate_request(unit: str) -> bytes:
 
 
 # --- filling a store through KMIP ---------------------------------------------------------
+# The build issues many times any pool, and in a one-KMA cluster only keys a database backup holds
+# are issued (issue 12). A backup of a store near a million keys (over a GB, paced to half a core)
+# takes minutes on a busy machine, so the pool is made as large as the KMA allows while the store
+# fills (the issue rate it covers is this over one backup's length), and an agent refused for an
+# empty pool waits as a drive would and asks again: a refusal for any other reason fails the build.
+BUILD_POOL = 100_000
+EMPTY_POOL = b"no Ready key"  # in the refusal's Result Message (kma/services/keypool.py)
+EMPTY_POOL_PAUSE = 1.0
+
+
+def why_failed(response: bytes) -> str:
+    """The first refused item's Result Message, for the build's error."""
+    try:
+        return next((r.message or "no message") for r in parse_response(response) if r.status != 0)
+    except Exception as exc:  # noqa: BLE001 - an answer that is not even KMIP says so
+        return f"an answer that could not be read ({exc!r})"
+
+
+def issue(conn: Conn, request: bytes, tally: dict[str, Any]) -> bytes | None:
+    """Send one issuing request until it is answered other than 'no Ready key'; the response when
+    it succeeded, else None (counted, with the first failure's reason)."""
+    while not ok(response := conn.exchange(request)):
+        if EMPTY_POOL not in response:
+            tally["errors"] += 1
+            tally["why"] = tally["why"] or why_failed(response)
+            return None
+        tally["waits"] += 1
+        time.sleep(EMPTY_POOL_PAUSE)
+    tally["done"] += 1
+    return response
+
+
 def _fill_agent(address: str, files: Files, agent: int, tapes: int, keys_total: int, out: Any) -> None:
     """One agent (a thread): its share of the tapes by Write Key, then its share of the other
-    keys by Create + Activate on those tapes. Reports (done, errors, sampled uids)."""
-    done = errors = 0
-    uids: list[str] = []
+    keys by Create + Activate on those tapes. Reports its tally (done, errors and why, waits for
+    an empty pool, sampled uids)."""
+    tally: dict[str, Any] = {"done": 0, "errors": 0, "waits": 0, "why": None, "uids": []}
     try:
         conn = Conn(address, files)
         for n in range(agent, tapes, AGENTS):
-            good = ok(conn.exchange(write_key_request(volser(n))))
-            done, errors = done + good, errors + (not good)
+            issue(conn, write_key_request(volser(n)), tally)
         for i in range(agent, keys_total - tapes, AGENTS):
-            response = conn.exchange(create_activate_request(volser(i % tapes)))
-            good = ok(response)
-            done, errors = done + good, errors + (not good)
-            if good and len(uids) < SAMPLE // AGENTS:
-                uids.append(uid_of(response))
+            response = issue(conn, create_activate_request(volser(i % tapes)), tally)
+            if response is not None and len(tally["uids"]) < SAMPLE // AGENTS:
+                tally["uids"].append(uid_of(response))
     except Exception as exc:  # reported, never a thread that dies silently and a fill that waits
         print(f"agent {agent}: {exc!r}", file=sys.stderr, flush=True)
-        errors += 1
-    out.put((done, errors, uids))
+        tally["errors"] += 1
+        tally["why"] = tally["why"] or repr(exc)
+    out.put(tally)
 
 
 def _fill_process(
@@ -154,21 +184,40 @@ def fill(
                 results.append(out.get(timeout=30))
             except queue.Empty:  # report progress while the agents work
                 backups.check()  # the pool would run dry: stop now, saying why
-                keys = kma.client("op").list_keys(limit=1)
-                count = f"{keys.total:,}" if keys.total_exact else f"over {keys.total:,}"
-                print(f"  {time.time() - began:6.0f} s: {count} keys", flush=True)
+                print(
+                    f"  {time.time() - began:6.0f} s: {progress(kma)} Last backup: {backups.last}.",
+                    flush=True,
+                )
     except BaseException:
         for proc in procs:
             proc.terminate()
         raise
     for proc in procs:
         proc.join()
-    done, errors = sum(r[0] for r in results), sum(r[1] for r in results)
+    done, errors, waits = (sum(r[k] for r in results) for k in ("done", "errors", "waits"))
     wall = time.time() - began
-    print(f"filled {done:,} requests in {wall:.0f} s ({done / wall:.0f}/s), {errors} errors", flush=True)
+    print(
+        f"filled {done:,} requests in {wall:.0f} s ({done / wall:.0f}/s), {errors} errors, "
+        f"{waits:,} waits of {EMPTY_POOL_PAUSE:.0f} s for an empty pool",
+        flush=True,
+    )
     if errors:
-        raise RuntimeError(f"{errors} requests failed while filling the store")
-    return [u for r in results for u in r[2]]
+        why = next(r["why"] for r in results if r["why"])
+        raise RuntimeError(f"{errors} requests failed while filling the store; the first: {why}")
+    return [u for r in results for u in r["uids"]]
+
+
+def progress(kma: RunningKma) -> str:
+    """The store's size and the pool as the dashboard tells a Backup Operator (its warning too)."""
+    keys = kma.client("op").list_keys(limit=1)
+    count = f"{keys.total:,}" if keys.total_exact else f"over {keys.total:,}"
+    dashboard = kma.client("backup").dashboard()
+    pool = dashboard.backups
+    if pool is None:
+        return f"{count} keys"
+    warning = next((w for w in dashboard.warnings if "run out" in w), "")
+    waiting = f"{pool.keys_waiting_for_backup:,} wait for a backup"
+    return f"{count} keys; {pool.ready_keys:,} Ready, {waiting}. {warning}"
 
 
 def open_store(
@@ -190,6 +239,7 @@ def open_store(
         raise SystemExit(f"{root} holds another size ({meta['keys']} keys); name another --store")
     root.mkdir(parents=True, exist_ok=True)
     kma, address = start_kma(root)
+    fill_pool(kma, BUILD_POOL)
     backups = KeptBackedUp(kma)  # the fill issues many times the pool
     try:
         try:

@@ -257,7 +257,7 @@ class BackupReadiness(Response):
     keys_waiting_for_backup: int
     ready_keys: int
     keys_issued_recently: int  # by this KMA in the last 7 days
-    # Seconds at that rate, or the last day's if faster; None when none were issued.
+    # Seconds at that rate, or the last day's or hour's if faster; None when none were issued.
     ready_keys_run_out_in: int | None
     keys_withheld_by_restore: int = 0  # the backup's unassigned keys: perhaps issued after it, never again
     core_security_backup_up_to_date: bool

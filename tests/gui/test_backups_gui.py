@@ -127,7 +127,7 @@ def test_a_one_kma_dashboard_shows_the_keys_waiting_and_when_the_ready_keys_run_
     qtbot.waitUntil(lambda: "Last database backup" in line.text(), timeout=WAIT_MS)
     # Then the backup line counts the Ready and waiting keys and says when the Ready ones run out
     assert "3 Ready keys, 3 waiting for a backup" in line.text()
-    assert "at the recent issue rate they run out in 24 h" in line.text()  # today's rate: 3 a day
+    assert "at the recent issue rate they run out in 1 h" in line.text()  # the last hour's: 3 an hour
     # And the warning says the waiting keys are not issued until a backup holds them
     warnings = dashboard.findChild(QLabel, "dashboardWarnings").text()
     assert "3 generated keys wait for a database backup before they can be issued" in warnings
