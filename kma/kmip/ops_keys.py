@@ -199,7 +199,7 @@ async def register(
     kma = call.kma
     key_id = key_id or new_key_id()
     wrapped = kma.vault.master().wrap(f"key:{key_id}", raw)
-    note = agent_keys.shredded_note(kma, spec.data_unit, call.now)
+    note = agent_keys.shredded_note(kma, spec.data_unit)
     statements = [agent_keys.register_data_unit(spec.data_unit, call.now)] if spec.data_unit else []
     statements.append(
         agent_keys.insert_registered_key(

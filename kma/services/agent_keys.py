@@ -19,6 +19,7 @@ unshipped assignments too, so a drive's Get or Locate right after its Write Key 
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.domain.lifecycle import DATA_UNIT_STATE_SQL, DESTROYABLE_SQL, KeyState, key_in_state
+from kma.domain.lifecycle import DATA_UNIT_SHREDDED, DESTROYABLE_SQL, KeyState, key_in_state
 from kma.services import row_macs
 from kma.store import Stmt
 from kma.store.batch import Deferred
@@ -292,16 +293,13 @@ def register_data_unit(data_unit_id: str, now: int) -> Stmt:
     )
 
 
-def shredded_note(kma: Appliance, data_unit_id: str | None, now: int) -> str:
+def shredded_note(kma: Appliance, data_unit_id: str | None) -> str:
     """For the audit message of a key given to a shredded data unit: it becomes readable again,
     which must not happen silently (a read of the state for the message only; the write does not
     depend on it)."""
     if not data_unit_id:
         return ""
-    state = kma.store.scalar(
-        f"SELECT {DATA_UNIT_STATE_SQL} FROM data_units WHERE id = :id", {"id": data_unit_id, "now": now}
-    )
-    if state != "shredded":
+    if not kma.store.scalar(f"SELECT {DATA_UNIT_SHREDDED}", {"id": data_unit_id}):
         return ""
     return (
         f"; data unit '{data_unit_id}' was shredded (every key destroyed) and is readable "
@@ -323,24 +321,12 @@ def assign_pool_key(
     """Give a pool key to a group (and data unit), activated or Pre-Active. `agent_asks`: the
     agent must be enabled and may use the group (else an Operator issues it, to the group);
     `groups`: the agent's verified key groups (`AgentAccess.groups`)."""
-    sets = "key_group_id = :g, data_unit_id = :du, agent_id = :agent"
-    if activate:
-        sets += ", " + _activation(":g")
-    allowed = may_use(":g") if agent_asks else "EXISTS (SELECT 1 FROM key_groups WHERE id = :g)"
-    sql = (
-        f"UPDATE keys SET {sets} WHERE id = :id AND key_group_id IS NULL AND activated_at IS NULL "
-        f"AND destroyed_at IS NULL AND withheld_at IS NULL AND {allowed}"
-    )
     refusal = (
         f"agent '{agent_id}' is disabled or may not use key group '{group_id}'"
         if agent_asks
         else "the key could not be activated"
     )
     if only_if_no_write_key:
-        sql += (
-            f" AND NOT EXISTS (SELECT 1 FROM keys c WHERE c.data_unit_id = :du AND "
-            f"c.key_group_id IN {AGENT_GROUPS} AND {PROTECTING.format(t='c.')})"
-        )
         refusal += ", or another write key was issued for the data unit a moment ago"
     params = {
         "id": key_id,
@@ -350,7 +336,26 @@ def assign_pool_key(
         "du": data_unit_id,
         "now": now,
     }
-    return Stmt(sql, params, expect=1, refusal=refusal)
+    return Stmt(_assignment(activate, agent_asks, only_if_no_write_key), params, expect=1, refusal=refusal)
+
+
+@functools.cache
+def _assignment(activate: bool, agent_asks: bool, only_if_no_write_key: bool) -> str:
+    """The UPDATE of `assign_pool_key`: one text per form, built once (every issued key has one)."""
+    sets = "key_group_id = :g, data_unit_id = :du, agent_id = :agent"
+    if activate:
+        sets += ", " + _activation(":g")
+    allowed = may_use(":g") if agent_asks else "EXISTS (SELECT 1 FROM key_groups WHERE id = :g)"
+    sql = (
+        f"UPDATE keys SET {sets} WHERE id = :id AND key_group_id IS NULL AND activated_at IS NULL "
+        f"AND destroyed_at IS NULL AND withheld_at IS NULL AND {allowed}"
+    )
+    if only_if_no_write_key:
+        sql += (
+            f" AND NOT EXISTS (SELECT 1 FROM keys c WHERE c.data_unit_id = :du AND "
+            f"c.key_group_id IN {AGENT_GROUPS} AND {PROTECTING.format(t='c.')})"
+        )
+    return sql
 
 
 def insert_registered_key(

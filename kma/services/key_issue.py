@@ -59,7 +59,7 @@ def prepare(
     key_id = key_pool(kma).take()
     from_pool = key_id is not None
     statements = list(before)
-    note = agent_keys.shredded_note(kma, data_unit, now)
+    note = agent_keys.shredded_note(kma, data_unit)
     if data_unit is not None:
         statements.append(agent_keys.register_data_unit(data_unit, now))
     if key_id is None:
