@@ -209,15 +209,13 @@ def fill(
 
 def progress(kma: RunningKma) -> str:
     """The store's size and the pool as the dashboard tells a Backup Operator (its warning too)."""
-    keys = kma.client("op").list_keys(limit=1)
-    count = f"{keys.total:,}" if keys.total_exact else f"over {keys.total:,}"
     dashboard = kma.client("backup").dashboard()
     pool = dashboard.backups
     if pool is None:
-        return f"{count} keys"
+        return "no backup readiness on the dashboard"
     warning = next((w for w in dashboard.warnings if "run out" in w), "")
     waiting = f"{pool.keys_waiting_for_backup:,} wait for a backup"
-    return f"{count} keys; {pool.ready_keys:,} Ready, {waiting}. {warning}"
+    return f"{pool.keys_issued_recently:,} keys issued; {pool.ready_keys:,} Ready, {waiting}. {warning}"
 
 
 def open_store(
