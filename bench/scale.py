@@ -31,6 +31,7 @@ import string
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +178,7 @@ def fill(
     began = time.time()
     for proc in procs:
         proc.start()
-    results = []
+    results: list[dict[str, Any]] = []
     try:
         while len(results) < AGENTS:
             try:
@@ -220,9 +221,11 @@ def progress(kma: RunningKma) -> str:
 
 def open_store(
     root: Path, keys_total: int, tapes: int, issuing: bool = True
-) -> tuple[RunningKma, str, list[Files], list[str]]:
+) -> tuple[RunningKma, str, list[Files], list[str], Callable[[], None]]:
     """The store in `root` when it holds `keys_total` keys on `tapes` tapes; else build it there.
-    `issuing`: the bench issues keys, so the pool is backed up as it refills (bench/keys.py)."""
+    `issuing`: the bench issues keys, so the pool is backed up before the rounds, and the returned
+    call backs up what it refilled since (bench/keys.py `pool_backer`)."""
+    back_up: Callable[[], None] = lambda: None  # noqa: E731 - a store that issues nothing
     meta_file = root / "scale.json"
     if meta_file.exists():
         meta = json.loads(meta_file.read_text())
@@ -231,9 +234,9 @@ def open_store(
             kma.start()
             address = next(k for k in kma.client("so").list_kmas().items).service_address
             if meta.get("demo", {}).get("key_split") and issuing:
-                back_up_pool(kma)
+                back_up = back_up_pool(kma)
             print(f"reusing the store in {root}", flush=True)
-            return kma, address, [tuple(f) for f in meta["agents"]], meta["uids"]  # type: ignore[misc]
+            return kma, address, [tuple(f) for f in meta["agents"]], meta["uids"], back_up
         raise SystemExit(f"{root} holds another size ({meta['keys']} keys); name another --store")
     root.mkdir(parents=True, exist_ok=True)
     kma, address = start_kma(root)
@@ -251,15 +254,17 @@ def open_store(
     meta = {"keys": keys_total, "tapes": tapes, "demo": kma.demo, "agents": files, "uids": uids}
     meta_file.write_text(json.dumps(meta))
     if issuing:
-        back_up_pool(kma)
-    return kma, address, files, uids
+        back_up = back_up_pool(kma)
+    return kma, address, files, uids, back_up
 
 
-def back_up_pool(kma: RunningKma) -> None:
-    """A pool of POOL keys, backed up (so Ready), before any measured round issues from it."""
+def back_up_pool(kma: RunningKma) -> Callable[[], None]:
+    """A pool of POOL keys, backed up (so Ready), before any measured round issues from it; the
+    call that backs up what the pool refilled since, before each later round (a round of new
+    tapes issues more than a pool: without it the fresh store's pool ran dry in the third)."""
     fill_pool(kma, POOL)
     # A backup now (the pool's keys wait for one), outside any round.
-    pool_backer(kma.client("backup", timeout=BACKUP_TIMEOUT))
+    return pool_backer(kma.client("backup", timeout=BACKUP_TIMEOUT))
 
 
 # --- the agent path ----------------------------------------------------------------------
@@ -316,6 +321,7 @@ def _agent_worker(
 
 
 def agent_round(store: Store, op: str, duration: float, seed: str) -> dict[str, float]:
+    store.back_up()  # outside the timing: the keys the last round's new tapes took, refilled
     ctx = mp.get_context("spawn")
     out: Any = ctx.Queue()
     start = time.time() + 5.0  # TLS handshakes (16, on a busy machine) before the window
@@ -426,7 +432,9 @@ def list_round(store: Store, repeats: int) -> dict[str, float]:
 
 class Store:
     def __init__(self, root: Path, keys_total: int, tapes: int, issuing: bool = True) -> None:
-        self.kma, self.address, self.files, self.uids = open_store(root, keys_total, tapes, issuing)
+        self.kma, self.address, self.files, self.uids, self.back_up = open_store(
+            root, keys_total, tapes, issuing
+        )
         self.tapes = tapes
 
 
