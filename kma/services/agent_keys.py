@@ -745,11 +745,14 @@ def locate(
     where += [f"k.data_unit_id = {p}" for p in bind("du", wanted.data_units)]
     where += [f"k.key_group_id = {p}" for p in bind("g", wanted.groups)]
     where += [f"k.id = {p}" for p in bind("id", wanted.key_ids)]
+    # An attribute's value names the keys that have it, through its index (migration 0050): as a
+    # test of each key in turn (EXISTS, or OR-ed with the data unit) a Locate by Name read every
+    # key of the agent's groups, 270 ms at a million keys, seconds with 16 drives asking at once.
     for i, (name, value, item) in enumerate(wanted.custom):
         params[f"cn{i}"], params[f"cv{i}"], params[f"ci{i}"] = name, value, item
         where.append(
-            f"EXISTS (SELECT 1 FROM key_custom_attributes c WHERE c.key_id = k.id "
-            f"AND c.name = :cn{i} AND c.value = :cv{i} AND c.item IS :ci{i})"
+            f"k.id IN (SELECT c.key_id FROM key_custom_attributes c "
+            f"WHERE c.name = :cn{i} AND c.value = :cv{i} AND c.item IS :ci{i})"
         )
     form = "(SELECT {c} FROM key_kmip f WHERE f.key_id = k.id)"
     where += [f"coalesce({form.format(c='object_type')}, 2) = {p}" for p in bind("ot", wanted.object_types)]
@@ -757,8 +760,8 @@ def locate(
     where += [f"{form.format(c='algorithm')} = {p}" for p in bind("alg", wanted.algorithms)]
     for p in bind("nm", wanted.names):
         where.append(
-            f"(k.data_unit_id = {p} OR EXISTS (SELECT 1 FROM key_custom_attributes c WHERE "
-            f"c.key_id = k.id AND c.name = 'Name' AND c.value = {p}))"
+            f"k.id IN (SELECT n.id FROM keys n WHERE n.data_unit_id = {p} UNION ALL "
+            f"SELECT c.key_id FROM key_custom_attributes c WHERE c.name = 'Name' AND c.value = {p})"
         )
     for column, (earliest, latest) in _date_ranges(wanted).items():
         params[f"{column}_from"], params[f"{column}_to"] = earliest, latest

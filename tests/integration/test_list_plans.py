@@ -16,6 +16,7 @@ import itertools
 import re
 import time
 from collections.abc import Iterator
+from copy import copy
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,8 @@ import pytest
 from kma import quorum
 from kma.domain.lifecycle import KeyState, key_in_state
 from kma.errors import ValidationFailed
-from kma.services import agents, dashboard, data_units, keys, users
+from kma.services import agent_keys, agents, dashboard, data_units, keys, users
+from kma.services.agent_keys import AgentAccess, LocateFilter
 from kma.services.paging import COUNT_LIMIT, ListSpec, PageRequest, encode_cursor, list_page
 from kms_client.paging import iter_all
 from tests.support.kma_process import RunningKma, read_only_db
@@ -57,15 +59,15 @@ class CapturingStore:
     counts (`COUNT_LIMIT + 1`), which the list finds another way."""
 
     def __init__(self, counted: int = 0) -> None:
-        self.statements: list[tuple[str, dict[str, Any]]] = []
+        self.statements: list[tuple[str, Any]] = []
         self.counted = counted
 
-    def scalar(self, sql: str, params: dict[str, Any]) -> int:
-        self.statements.append((sql, dict(params)))
+    def scalar(self, sql: str, params: dict[str, Any] | tuple[Any, ...]) -> int:
+        self.statements.append((sql, copy(params)))
         return self.counted
 
-    def query(self, sql: str, params: dict[str, Any]) -> list[Any]:
-        self.statements.append((sql, dict(params)))
+    def query(self, sql: str, params: dict[str, Any] | tuple[Any, ...]) -> list[Any]:
+        self.statements.append((sql, copy(params)))
         return []
 
 
@@ -321,3 +323,43 @@ def test_the_dashboard_counts_keys_in_each_state_from_an_index(large_store: Path
         plan = plan_of(conn, sql, {"now": int(time.time())})
         assert not [s for s in plan if re.match(r"^SCAN keys$", s) or "TEMP B-TREE" in s], plan
         assert any(re.match(r"(SEARCH|SCAN) keys USING (COVERING )?INDEX", s) for s in plan), plan
+
+
+class LocatingKma:
+    """Stands in for the KMA inside `agent_keys.locate` only to see the SQL it would run (an
+    embedded store: nothing waits to be shipped)."""
+
+    def __init__(self) -> None:
+        self.store = CapturingStore()
+        self.store.unshipped_all = list  # type: ignore[attr-defined]
+
+
+DALLAS_DRIVE = AgentAccess(
+    agent_id="t10k-dal-01",
+    enabled=True,
+    site_id="dallas",
+    default_group="backup-dallas",
+    groups=frozenset({"backup-dallas"}),
+    certificate_fingerprint=None,
+)
+# How drives and libraries find the keys of a tape: by its Name (an LTO library), by the data unit
+# attribute, by a client's own attribute, each also with a state; a tape with a key and one without.
+LOCATES = {
+    "Name": LocateFilter([], [], [], [], [], names=["E00001"]),
+    "Name, Active": LocateFilter([], [], [2], [], [], names=["E00001"]),
+    "data unit": LocateFilter(["E00001"], [], [], [], []),
+    "x- attribute": LocateFilter([], [], [], [("x-barcode", "E00001L6", None)], []),
+}
+
+
+@pytest.mark.parametrize("form", LOCATES)
+def test_a_locate_for_a_tape_reads_only_that_tapes_keys(large_store: Path, form: str) -> None:
+    """A Locate by Name tested every key of the drive's groups against the Name (an OR with the
+    data unit): 270 ms at a million keys, and seconds while 16 drives asked at once (issue 33)."""
+    kma = LocatingKma()
+    agent_keys.locate(kma, DALLAS_DRIVE, int(time.time()), LOCATES[form], 0, 100)  # type: ignore[arg-type]
+    with read_only_db(large_store) as conn:
+        for sql, params in kma.store.statements:
+            plan = plan_of(conn, sql, params)
+            walks = [s for s in plan if re.match(r"^SCAN k$|^SEARCH k USING INDEX keys_group|^CORRELATED", s)]
+            assert not walks, f"{form}: {sql}\n{plan}"
