@@ -254,6 +254,8 @@ class AuditBrowser(QWidget):
             text = "Loading audit events…"
         elif total == 0:
             text = "No audit events match." if (self.model.q or self.model.filters) else "No audit events."
+        elif not self.model.total_exact:  # the KMA stops counting a search's matches at large numbers
+            text = f"Showing {shown:,} of more than {total:,} audit events"
         else:
             text = f"{total:,} audit events"
             if shown < total:
