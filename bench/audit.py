@@ -271,7 +271,8 @@ def measure(auditor: Any) -> dict[str, Any]:
         verdict = ""
         if target is not None:
             verdict = f"  (target <= {target:.0f} ms: {'met' if ms <= target else 'MISSED'})"
-        print(f"{name:<26} {ms:8.1f} ms   {page.total:>9,} matching{verdict}", flush=True)
+        matching = f"{page.total:>9,} matching" if page.total_exact else f"over {page.total:,} matching"
+        print(f"{name:<26} {ms:8.1f} ms   {matching}{verdict}", flush=True)
     first = auditor.list_audit_events(limit=100)
     newest = first.items[0].id
     for name, call, runs in (
