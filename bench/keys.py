@@ -391,9 +391,9 @@ class KeptBackedUp:
         self.client = kma.client("backup", timeout=BACKUP_TIMEOUT)
         self.interval = interval
         self.failure: str | None = None
-        self.last = "none yet"  # the newest backup's size and length, for a bench's progress lines
+        self.last_made = "none yet"  # the newest backup's size and length, for a bench's progress lines
         self._stop = threading.Event()
-        self._last = self.client.create_backup().id
+        self._kept_id = self.client.create_backup().id
         self._thread = threading.Thread(target=self._run, name="bench-backups", daemon=True)
         self._thread.start()
 
@@ -405,9 +405,9 @@ class KeptBackedUp:
                 if readiness is not None and readiness.keys_waiting_for_backup:
                     began = time.monotonic()
                     made = self.client.create_backup()
-                    self.last = f"{made.size / 1e6:,.0f} MB in {time.monotonic() - began:.0f} s"
-                    self.client.delete_backup(self._last)
-                    self._last = made.id
+                    self.last_made = f"{made.size / 1e6:,.0f} MB in {time.monotonic() - began:.0f} s"
+                    self.client.delete_backup(self._kept_id)
+                    self._kept_id = made.id
                 failures = 0
             except Exception as exc:  # noqa: BLE001 - any failure is reported, none ends this silently
                 if self._stop.is_set():

@@ -186,7 +186,7 @@ def fill(
             except queue.Empty:  # report progress while the agents work
                 backups.check()  # the pool would run dry: stop now, saying why
                 print(
-                    f"  {time.time() - began:6.0f} s: {progress(kma)} Last backup: {backups.last}.",
+                    f"  {time.time() - began:6.0f} s: {progress(kma)} Last backup: {backups.last_made}.",
                     flush=True,
                 )
     except BaseException:

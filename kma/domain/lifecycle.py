@@ -162,13 +162,12 @@ def data_unit_conditions(unit: str = "data_units.id") -> dict[DataUnitState, str
 
 
 DATA_UNIT_IN_STATE = data_unit_conditions()
-# One named data unit (:id) is Shredded, tested by its own keys (two lookups in their data unit's
-# index): the lists' form above reads every Destroyed key once per query, which a single unit's
-# test on the issuing path must not (issue 33: a tenth of a Create's CPU, in a store with few).
-_ONE_UNIT = ":id"
+# One named data unit (:id) is Shredded, tested by its own keys (its Destroyed keys' index, migration
+# 0049, then its live ones'): the lists' form above reads every Destroyed key once per query, which a
+# single unit's test on the issuing path must not (issue 33: a tenth of a Create's CPU).
 DATA_UNIT_SHREDDED = (
-    f"{_unit_has_key(_ONE_UNIT, 'k.destroyed_at IS NOT NULL')} "
-    f"AND NOT {_unit_has_key(_ONE_UNIT, 'k.destroyed_at IS NULL')}"
+    f"{_unit_has_key(':id', 'k.destroyed_at IS NOT NULL')} "
+    f"AND NOT {_unit_has_key(':id', 'k.destroyed_at IS NULL')}"
 )
 *_FIRST, _LAST = DATA_UNIT_IN_STATE  # the last needs no test of its own
 DATA_UNIT_STATE_SQL = (

@@ -325,13 +325,18 @@ def test_the_dashboard_counts_keys_in_each_state_from_an_index(large_store: Path
         assert any(re.match(r"(SEARCH|SCAN) keys USING (COVERING )?INDEX", s) for s in plan), plan
 
 
+class LocatingStore(CapturingStore):
+    """An embedded store as `agent_keys.locate` reads it: nothing waits to be shipped."""
+
+    def unshipped_all(self) -> list[Any]:
+        return []
+
+
 class LocatingKma:
-    """Stands in for the KMA inside `agent_keys.locate` only to see the SQL it would run (an
-    embedded store: nothing waits to be shipped)."""
+    """Stands in for the KMA inside `agent_keys.locate` only to see the SQL it would run."""
 
     def __init__(self) -> None:
-        self.store = CapturingStore()
-        self.store.unshipped_all = list  # type: ignore[attr-defined]
+        self.store = LocatingStore()
 
 
 DALLAS_DRIVE = AgentAccess(
