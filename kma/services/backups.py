@@ -364,8 +364,16 @@ def readiness(kma: Appliance) -> dict[str, Any]:
         )
         for name, window in ISSUE_RATE_WINDOWS.items()
     }
-    per_second = max(issued_since[name] / window for name, window in ISSUE_RATE_WINDOWS.items())
-    runs_out_in = int(ready / per_second) if per_second else None
+    # At the fastest window's rate, in whole seconds (3 keys in the last hour last 3 Ready keys an
+    # hour, not the 59 min a float's rounding made of it).
+    runs_out_in = min(
+        (
+            ready * window // issued_since[name]
+            for name, window in ISSUE_RATE_WINDOWS.items()
+            if issued_since[name]
+        ),
+        default=None,
+    )
     core = core_status(kma)
     return {
         "last_backup_at": last,

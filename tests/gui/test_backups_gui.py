@@ -131,6 +131,7 @@ def test_a_one_kma_dashboard_shows_the_keys_waiting_and_when_the_ready_keys_run_
     # And the warning says the waiting keys are not issued until a backup holds them
     warnings = dashboard.findChild(QLabel, "dashboardWarnings").text()
     assert "3 generated keys wait for a database backup before they can be issued" in warnings
+    assert "the 3 Ready keys run out in 1 h" in warnings  # as the line says (not 59 min)
 
 
 @pytest.mark.parametrize(("days", "tone"), [(2, "warn"), (8, "bad")])
