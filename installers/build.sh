@@ -50,6 +50,10 @@ if [ "$build" = 1 ]; then
   echo "built in $(( $(date +%s) - started )) s; $(du -sh "$BUNDLE" | cut -f1) in $BUNDLE"
 fi
 [ -x "$BUNDLE/kma" ] && [ -x "$BUNDLE/kms-manager" ] || die "no bundle at $BUNDLE (build it first)"
+# The licence and every shipped component's (the LGPL's Qt with how to replace it), read from the
+# environment the bundle was frozen from; the archive and the Windows and macOS installers carry both.
+cp "$ROOT/LICENSE" "$BUNDLE/LICENSE"
+"$PYTHON" "$ROOT/installers/licences.py" gui > "$BUNDLE/THIRD_PARTY_NOTICES.txt"
 
 if [ "$smoke" = 1 ]; then
   if [ -n "${KMS_SMOKE_DIR:-}" ]; then

@@ -1,6 +1,7 @@
 """Print the Debian package's copyright file: this project, the Python runtime frozen into
-/usr/lib/kma and every Python distribution the KMA runs on (read from their installed metadata, so
-the list follows pyproject.toml), rqlited with rqlite's licence and the Go modules it links.
+/usr/lib/kma and every Python distribution the KMA runs on (read from their installed metadata by
+installers/licences.py, so the list follows pyproject.toml), rqlited with rqlite's licence and the
+Go modules it links.
 
 Usage: python copyright.py RQLITE_LICENSE RQLITED_BINARY > copyright   (run by build-deb.sh)
 """
@@ -10,48 +11,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import sysconfig
-import tomllib
-from importlib.metadata import Distribution, PackageNotFoundError, distribution
 from pathlib import Path
 
-from packaging.requirements import Requirement
-
-PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
-
-
-def runtime_distributions() -> list[Distribution]:
-    """pyproject.toml's dependencies without extras (the server's), and theirs, recursively, as
-    installed in the environment the bundle was frozen from."""
-    seen: dict[str, Distribution] = {}
-    project = tomllib.loads(PYPROJECT.read_text())["project"]
-    todo = [Requirement(text).name for text in project["dependencies"]]
-    while todo:
-        name = todo.pop()
-        try:
-            dist = distribution(name)
-        except PackageNotFoundError:
-            continue  # a requirement for another platform or Python
-        key = dist.metadata["Name"].lower()
-        if key in seen:
-            continue
-        seen[key] = dist
-        for text in dist.requires or []:
-            requirement = Requirement(text)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                todo.append(requirement.name)
-    return sorted(seen.values(), key=lambda d: d.metadata["Name"].lower())
-
-
-def licence_of(dist: Distribution) -> str:
-    meta = dist.metadata
-    expression = meta.get("License-Expression")
-    if expression:
-        return expression
-    classifiers = [c.split(" :: ")[-1] for c in meta.get_all("Classifier") or [] if c.startswith("License")]
-    licence = (meta.get("License") or "").strip()
-    if classifiers:
-        return ", ".join(classifiers)
-    return licence.splitlines()[0] if licence else "see the distribution's own files"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # installers/licences.py
+from licences import PROJECT_LICENCE, licence_of, shipped_distributions  # noqa: E402
 
 
 def indented(text: str) -> str:
@@ -66,15 +29,15 @@ def main(rqlite_licence: Path, rqlited: Path) -> None:
     linked = [line.split()[1:3] for line in modules.stdout.splitlines() if line.strip().startswith("dep")]
     print("kma: the KMS Key Management Appliance, headless (Debian package)")
     print()
-    print("Copyright: the KMS project <kms@kms.example>. The project has not published a licence for")
-    print("its own code (kma, kms_client, tape_planning); until it does, no right to redistribute them")
-    print("is granted beyond the terms under which you received this package.")
+    print("Copyright: the KMS project <kms@kms.example>. Its own code (kma, kms_client, tape_planning)")
+    print(f"is under the Apache License, Version 2.0 ({PROJECT_LICENCE}): the full text is in")
+    print("/usr/share/common-licenses/Apache-2.0.")
     print()
     print("This package also contains, frozen into /usr/lib/kma by PyInstaller, the following")
     print("components, each under its own licence (the common ones in /usr/share/common-licenses):")
     print()
     print(f"  Python {sys.version.split()[0]}: PSF-2.0 (the full text below)")
-    for dist in runtime_distributions():
+    for dist in shipped_distributions():
         print(f"  {dist.metadata['Name']} {dist.version}: {licence_of(dist)}")
     print("  Swagger UI 5 (in fastapi-offline's files): Apache-2.0")
     print("  PyInstaller's bootloader: GPL-2.0+ with the PyInstaller bootloader exception")

@@ -12,6 +12,7 @@ app="$DIST/KMS Manager.app"
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/pyproject.toml" | head -1)"
 stage="$(mktemp -d)"; trap 'rm -rf "$stage"' EXIT
 cp -R "$app" "$stage/"
+cp "$DIST/kms-manager/LICENSE" "$DIST/kms-manager/THIRD_PARTY_NOTICES.txt" "$stage/"
 ln -s /Applications "$stage/Applications"
 dmg="$DIST/kms-manager-$version-macos.dmg"
 hdiutil create -volname "KMS Manager" -srcfolder "$stage" -ov -format UDZO "$dmg"

@@ -13,6 +13,10 @@ function Check($what) { if ($LASTEXITCODE -ne 0) { throw "build.ps1: FAILED: $wh
 Write-Host "== PyInstaller: installers\kms-manager.spec -> $bundle"
 python -m PyInstaller --noconfirm --log-level WARN --distpath dist --workpath build installers\kms-manager.spec
 Check "PyInstaller"
+# The licence and every shipped component's (the LGPL's Qt with how to replace it): the installer
+# shows LICENSE before and the notices after installing (kms-manager.iss).
+Copy-Item LICENSE "$bundle\LICENSE"
+python installers\licences.py gui | Out-File -Encoding utf8 "$bundle\THIRD_PARTY_NOTICES.txt"; Check "licences.py"
 
 Write-Host "== smoke: kma.exe --help, kma.exe demo --json"
 $smoke = Join-Path ([System.IO.Path]::GetTempPath()) ("kms-smoke-" + [guid]::NewGuid())

@@ -14,6 +14,8 @@
 AppId={{5C2A7E0B-6F3D-4B8E-9A51-2D7C4E8B1F60}
 AppName=KMS Manager
 AppVersion={#AppVersion}
+LicenseFile=..\..\LICENSE
+InfoAfterFile=..\..\dist\kms-manager\THIRD_PARTY_NOTICES.txt
 AppPublisher=KMS project
 DefaultDirName={autopf}\KMS Manager
 DefaultGroupName=KMS Manager

@@ -129,3 +129,13 @@ def test_archive_holds_the_bundle(built: Built) -> None:
     with tarfile.open(tarball) as archive:
         names = set(archive.getnames())
     assert {"kms-manager/kma", "kms-manager/kms-manager"} <= names
+
+
+def test_bundle_carries_the_licence_and_every_components_notice(built: Built) -> None:
+    """A user of the desktop bundle learns under what licence it runs, and how to replace its LGPL Qt."""
+    assert "Apache License" in (built.bundle / "LICENSE").read_text()
+    notices = (built.bundle / "THIRD_PARTY_NOTICES.txt").read_text()
+    for component in ("PySide6", "shiboken6", "cryptography", "fastapi", "keyring"):
+        assert f"\n  {component} " in notices, component
+    assert "LGPL-3.0" in notices and "in place of that folder" in notices
+    assert (built.bundle / "_internal" / "PySide6").is_dir()  # where the notice says Qt can be replaced

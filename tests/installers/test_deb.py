@@ -206,7 +206,9 @@ def test_lintian_finds_no_error_and_every_warning_is_overridden_with_a_reason(in
 def test_the_package_brings_its_own_rqlited_and_uses_debians_libraries(installed: Installed) -> None:
     rqlited = subprocess.run(["/usr/lib/kma/rqlited", "-version"], capture_output=True, text=True, check=True)
     assert "v8.43.4" in rqlited.stdout + rqlited.stderr
-    assert "rqlite" in Path("/usr/share/doc/kma/copyright").read_text()
+    copyright_file = Path("/usr/share/doc/kma/copyright").read_text()
+    assert "rqlite" in copyright_file
+    assert "Apache License, Version 2.0" in copyright_file and "common-licenses/Apache-2.0" in copyright_file
     internal = Path("/usr/lib/kma/_internal")
     for library in ("libssl.so.3", "libcrypto.so.3", "libz.so.1", "libsqlite3.so.0"):
         assert not (internal / library).exists(), f"{library} is embedded, not Debian's"
