@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -50,7 +51,8 @@ def test_json_is_one_object_with_the_same_plan():
 @pytest.mark.parametrize(
     ("change", "says"),
     [
-        (["--drive", "T20000"], "kma plan: drive: 'T20000' was not measured"),
+        (["--drive", "T20000"], "kma plan: drive: 'T20000' is not known; known: LTO5"),
+        (["--network", "wifi"], "kma plan: network: 'wifi' is not one of none, 100mb, gige"),
         (["--data", "0TB"], "kma plan: data: '0TB' must be more than zero"),
         (["--window=-8h"], "kma plan: window: '-8h' must be longer than zero"),
         (["--file-size", "1 gigabyte"], "kma plan: file size: '1 gigabyte' is not a size"),
@@ -62,3 +64,20 @@ def test_bad_input_exits_2_with_a_clear_message(change, says):
     result = run_kma(*EXAMPLE, *change, check=False)
     assert result.returncode == 2
     assert says in result.stderr and result.stdout == ""
+
+
+def test_a_gige_bound_lto8_backup_prints_the_stage_table_with_its_bottleneck():
+    # Given an LTO-8 (a maker's figure) fed over Gigabit Ethernet from a fast array, backing up at 30 MB/s
+    result = run_kma(
+        "plan", "--drive", "LTO8", "--data", "10TB", "--window", "8h", "--network", "gige",
+        "--disk-rate", "500", "--measured-rate", "30", "--archive-object-size", "8KB",
+    )  # fmt: skip
+    out = result.stdout
+    # Then the stage table names the network as paper 002 does, with its line, and says what to change
+    assert re.search(r"Network: Gigabit Ethernet +108\.3 +Yes \(Network\) +paper 002, line 1218", out)
+    assert "maker's figure: LTO Program: Ultrium 8 specification" in out
+    assert "Measured 30.0 MB/s is under 70% of the 108.3 MB/s this path should give" in out
+    assert "A dedicated backup LAN or a SAN path to the drives (paper 002, lines 406-408)" in out
+    # and the archive path gives paper 004's 3,000 objects/s for 8 KB objects, 500 a transaction
+    assert "3,000 objects/s (paper 004, line 167)" in out
+    assert "Papers: 000 Sun KMS 2.0" in out and "bench/keys.py" not in out.split("Backup data path")[1]
