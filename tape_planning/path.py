@@ -287,7 +287,7 @@ def _network_stage(network: str, san_gbit: str) -> Stage:
             "Network",
             f.value,
             f.source,
-            f"measured 108.29-111.84 MB/s against the stated {value('gige_rated'):g} MB/s limit "
+            f"measured 108.29-111.84 MB/s; stated limit {value('gige_rated'):g} MB/s "
             f"({figure('gige_rated').source})",
         )
     share = value("path_share_low")

@@ -74,8 +74,9 @@ def path_text(path: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-def path_html(path: Path, chart: str = "") -> str:
-    """The stage table, then ``chart`` (an <img> of the rate per stage, for the PDF), then the rest."""
+def path_html(path: Path, chart: str = "", table: bool = True) -> str:
+    """The stage table (unless the page draws its own), then ``chart`` (an <img> of the rate per
+    stage, for the PDF), then the rest."""
     head = "".join(f"<th align='left'>{escape(h)}</th>" for h in STAGE_HEADER)
     body = "".join(
         ("<tr style='background:#fde0dc'>" if row[2] != "No" else "<tr>")
@@ -83,11 +84,10 @@ def path_html(path: Path, chart: str = "") -> str:
         + "</tr>"
         for row in stage_rows(path)
     )
-    parts = [
-        "<h2>Backup data path</h2>",
-        f"<table border='1' cellspacing='0' cellpadding='3'><tr>{head}</tr>{body}</table>",
-        chart,
-    ]
+    parts = ["<h2>Backup data path</h2>"]
+    if table:
+        parts.append(f"<table border='1' cellspacing='0' cellpadding='3'><tr>{head}</tr>{body}</table>")
+    parts.append(chart)
     for heading, lines in path_sections(path):
         parts.append(f"<h3>{escape(heading)}</h3><ul>" + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>")
     parts.append(
