@@ -46,8 +46,8 @@ class KmaCapacity:
 # lowest of bench/keys.py's 16-agent key-service figures (create 2,585/s, get 3,997/s).
 KMA_CAPACITY = KmaCapacity(
     1385.0,
-    "measured with this product's bench/keys.py, create_activate workload (KMIP Create + Activate of "
-    "a new tape key), 16 agents, one KMA on a 2-core machine: 1,385 pairs/s (README, Planning)",
+    "measured by this product's key-service benchmark: KMIP Create + Activate of a new tape key from "
+    "16 agents, one KMA on a 2-core machine, 1,385 pairs/s (README, Planning)",
 )
 MIN_KMAS_PER_SITE = 2  # the product's rule: at least two KMAs per site, so one can fail or be serviced
 SIZING_NOTES = (
