@@ -59,7 +59,9 @@ def archive_lines(object_size: str, per_transaction: int, objects: int) -> list[
             f"{objects:,} objects take {objects / r.objects_per_s / 3600:,.1f} h."
         )
     lines += [
-        f"Aggregate many objects a transaction: the overhead is paid once ({figure('archive_aggregation').source}).",
-        f"Encrypting in the application server did not slow archiving ({figure('archive_encryption').source}).",
+        "Aggregate many objects a transaction: the overhead is paid once "
+        f"({figure('archive_aggregation').source}).",
+        "Encrypting in the application server did not slow archiving "
+        f"({figure('archive_encryption').source}).",
     ]
     return lines

@@ -17,7 +17,12 @@ from tape_planning.units import PlanError
 
 # The line of each drive's "Characterization Data Charts" heading in paper 000 (data/README.md).
 _CHARTS_LINE = {"T10000": 1090, "T9840D": 1474, "LTO4": 1806, "T10000B": 2375}
-_NATIVE_LINES = {"T10000": "lines 72, 1016", "T9840D": "lines 1364-1365", "LTO4": "lines 1699-1700", "T10000B": "line 2310"}
+_NATIVE_LINES = {
+    "T10000": "lines 72, 1016",
+    "T9840D": "lines 1364-1365",
+    "LTO4": "lines 1699-1700",
+    "T10000B": "line 2310",
+}
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,9 @@ def _mixed_or_scaled(key: str, ratio: float) -> Rate:
     share, mixed = value("mix_compressible_share"), value("mix_compressible_ratio")
     if abs(ratio - 1 / (share / mixed + 1 - share)) < 0.01:
         f = figure(f"{key}_average_backup")
-        return Rate(value(f.key), f.source, f"measured on mixed real data ({value(key + '_effective_ratio'):g}:1)")
+        return Rate(
+            value(f.key), f.source, f"measured on mixed real data ({value(key + '_effective_ratio'):g}:1)"
+        )
     return _scaled(value(f"{key}_native"), figure(f"{key}_native").source)(ratio)
 
 
@@ -137,7 +144,14 @@ def _paper_drives() -> dict[str, PathDrive]:
         drives[key] = PathDrive(key, name, value(native.key), native.source, False, None, None, fn)
     w = figure("ultrium960_write_windows")
     drives["ULTRIUM960"] = PathDrive(
-        "ULTRIUM960", "HP Ultrium 960", value(w.key), w.source, False, None, None, _ultrium960,
+        "ULTRIUM960",
+        "HP Ultrium 960",
+        value(w.key),
+        w.source,
+        False,
+        None,
+        None,
+        _ultrium960,
         "measured tape write with compressible data",
     )
     return drives

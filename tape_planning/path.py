@@ -9,6 +9,7 @@ papers give no figure for is shown without a rate and never invented. Drives com
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tape_planning import drives as catalogue
@@ -115,13 +116,15 @@ def _rate(text: str, field: str, required: bool) -> float | None:
     try:
         rate = float(str(text).strip().removesuffix("MB/s").strip())
     except ValueError:
-        raise PlanError(field, f"{str(text).strip()!r} is not a rate; type MB/s as a number, e.g. 400") from None
+        raise PlanError(
+            field, f"{str(text).strip()!r} is not a rate; type MB/s as a number, e.g. 400"
+        ) from None
     if rate <= 0:
         raise PlanError(field, f"{rate:g} must be more than zero")
     return rate
 
 
-def compression(data_type: str, drive: catalogue.PathDrive, software: bool) -> Compression:
+def compression(data_type: str, software: bool) -> Compression:
     """The ratio the drive gets: data type presets (003, 001's 80/20 mix) or a typed N:1."""
     notes: list[str] = []
     text = str(data_type).strip().lower()
@@ -133,7 +136,8 @@ def compression(data_type: str, drive: catalogue.PathDrive, software: bool) -> C
     if software:
         notes.append(
             "Software compression is on and the drive compresses too: the drive gets compressed data "
-            f"(planned at 1:1), the backup is slower and the ratio no better ({figure('never_compress_twice').source})."
+            "(planned at 1:1), the backup is slower and the ratio no better "
+            f"({figure('never_compress_twice').source})."
         )
         ratio = 1.0
     notes.append(
@@ -159,7 +163,7 @@ def _mix() -> tuple[float, str]:
     )
 
 
-_PRESETS = {
+_PRESETS: dict[str, Callable[[], tuple[float, str]]] = {
     "typical": _mix,
     "database": lambda: (value("database_ratio"), f"databases, {figure('database_ratio').source}"),
     "media": lambda: (value("media_ratio"), f"video, audio, images, {figure('media_ratio').source}"),
@@ -178,7 +182,7 @@ def make_path(request: PathRequest) -> Path:
     network = _choice(request.network, NETWORKS, "network")
     if request.lan_free and network != "san":
         raise PlanError("network", "LAN-free backups run over the SAN: choose san, or clear LAN-free")
-    packing = compression(request.data_type, drive, bool(request.software_compression))
+    packing = compression(request.data_type, bool(request.software_compression))
     disk = _disk_stage(request)
     stages = [
         disk,
@@ -219,7 +223,9 @@ def make_path(request: PathRequest) -> Path:
 def _disk_stage(request: PathRequest) -> Stage:
     kind = _choice(request.disk, DISKS, "disk")
     if kind == "single":
-        return Stage("Source disk: one spindle", "Disk", value("single_spindle"), figure("single_spindle").source)
+        return Stage(
+            "Source disk: one spindle", "Disk", value("single_spindle"), figure("single_spindle").source
+        )
     if kind == "busy":
         f = figure("busy_spindle")
         return Stage("Source disk: one spindle, busy", "Disk", value("busy_spindle"), f.source)
@@ -247,7 +253,9 @@ _SMALL_READ = {  # (system, parallel) -> the paper's measured small-file read ra
 
 def _file_system_stage(files: str, system: str, concurrency: int, disk_rate: float | None) -> Stage:
     if files != "small":
-        return Stage(f"File system: {files} files", "File System", None, NO_FIGURE, "no limit below the disk's rate")
+        return Stage(
+            f"File system: {files} files", "File System", None, NO_FIGURE, "no limit below the disk's rate"
+        )
     measured = figure(_SMALL_READ[(system, concurrency > 1)])
     seeking = value("small_file_seek_low")
     by_seeks = (disk_rate or float("inf")) * (1 - seeking)
@@ -270,7 +278,8 @@ def _file_system_stage(files: str, system: str, concurrency: int, disk_rate: flo
 
 
 def _seek_words(seeking: float) -> str:
-    return f"a disk backing up small files spends {seeking:.0%}-{value('small_file_seek_high'):.0%} of its time seeking"
+    high = value("small_file_seek_high")
+    return f"a disk backing up small files spends {seeking:.0%}-{high:.0%} of its time seeking"
 
 
 def _network_stage(network: str, san_gbit: str) -> Stage:
@@ -278,7 +287,11 @@ def _network_stage(network: str, san_gbit: str) -> Stage:
         return Stage("Network: none (local backup)", "Network", None, "no network in the path")
     if network == "100mb":
         return Stage(
-            "Network: 100 Mb Ethernet", "Network", value("lan_100mb"), figure("lan_100mb").source, "tops out at 5-6 MB/s"
+            "Network: 100 Mb Ethernet",
+            "Network",
+            value("lan_100mb"),
+            figure("lan_100mb").source,
+            "tops out at 5-6 MB/s",
         )
     if network == "gige":
         f = figure("gige_measured_windows")
@@ -319,7 +332,9 @@ def _server_stage(request: PathRequest) -> Stage:
         limits.append((bus / rule, figure("pci_rule").source, f"half of the {bus:,.0f} MB/s bus"))
     if request.software_compression:
         f = figure("sw_compression_on")
-        limits.append((value("sw_compression_on"), f.source, "software compression: 156 -> 46 MB/s at 99% CPU"))
+        limits.append(
+            (value("sw_compression_on"), f.source, "software compression: 156 -> 46 MB/s at 99% CPU")
+        )
     if not limits:
         return Stage("Backup server", "Server", None, NO_FIGURE, "no bus or compression limit given")
     rate, source, detail = min(limits)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from tape_planning import advice
-from tape_planning.figures import PAPERS
+from tape_planning.figures import PAPERS, figure
 from tape_planning.path import Path, drives_for_window
 from tape_planning.units import format_size, format_window
 
@@ -33,21 +33,27 @@ def path_sections(path: Path) -> list[tuple[str, list[str]]]:
     d = path.drive
     rate = [
         f"The path sustains {path.rate:,.1f} MB/s; the bottleneck is {b.name} ({b.kind}).",
-        f"{format_size(path.data_bytes)} takes {path.hours:,.1f} h against a {format_window(path.window_s)} window"
+        f"{format_size(path.data_bytes)} takes {path.hours:,.1f} h against a "
+        f"{format_window(path.window_s)} window"
         + (": it fits." if path.hours * 3600 <= path.window_s else ": it does not fit."),
         f"Drives for the window at this path's rate (paper 003's sizing): {drives_for_window(path):.1f}; "
         "more drives help only if the stages before them keep up.",
     ]
     if path.crc_factor < 1:
         rate.insert(1, f"CRC checking is on: {1 - path.crc_factor:.0%} off the rate, included above "
-                       f"({advice.figure('crc_cost').source}).")  # fmt: skip
+                       f"({figure('crc_cost').source}).")  # fmt: skip
     drive = [
         f"{d.name}: {d.native_mb_per_s:g} MB/s {d.rate_label} ({d.native_source})."
         + (f" Lowest streaming rate {d.min_streaming_mb_per_s:g} MB/s." if d.min_streaming_mb_per_s else ""),
     ]
     if d.makers_figure:
-        drive.append("A maker's specification, not a measurement: real paths reach less (paper 003, line 123).")
-    compression = [f"Planned at {path.compression.ratio:.2f}:1: {path.compression.source}.", *path.compression.notes]
+        drive.append(
+            "A maker's specification, not a measurement: real paths reach less (paper 003, line 123)."
+        )
+    compression = [
+        f"Planned at {path.compression.ratio:.2f}:1: {path.compression.source}.",
+        *path.compression.notes,
+    ]
     return [
         ("Rate and bottleneck", rate),
         ("What to change first", advice.change_first(path)),
@@ -89,7 +95,9 @@ def path_html(path: Path, chart: str = "", table: bool = True) -> str:
         parts.append(f"<table border='1' cellspacing='0' cellpadding='3'><tr>{head}</tr>{body}</table>")
     parts.append(chart)
     for heading, lines in path_sections(path):
-        parts.append(f"<h3>{escape(heading)}</h3><ul>" + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>")
+        parts.append(
+            f"<h3>{escape(heading)}</h3><ul>" + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>"
+        )
     parts.append(
         "<p><small>Papers: " + escape("; ".join(f"{k} {v}" for k, v in PAPERS.items())) + "</small></p>"
     )

@@ -22,7 +22,9 @@ def add_plan(sub: Any) -> None:
         "each stage's rate and source, the bottleneck and what to change first; for the four drives the "
         "KMS white paper measured, also buffer settings, cartridges and KMAs per site.",
     )
-    p.add_argument("--drive", required=True, help="e.g. LTO8, LTO9, TS1160, T10000D, T10000, LTO4, ULTRIUM960")
+    p.add_argument(
+        "--drive", required=True, help="e.g. LTO8, LTO9, TS1160, T10000D, T10000, LTO4, ULTRIUM960"
+    )
     p.add_argument("--drives", default="1", metavar="N", help="drives written at once (default 1)")
     p.add_argument("--data", required=True, help="data to back up in the window, e.g. 20TB")
     p.add_argument("--window", required=True, help="backup window, e.g. 8h or 90min")
@@ -32,7 +34,9 @@ def add_plan(sub: Any) -> None:
     p.add_argument("--files", default="typical", help="large, typical or small (millions of small files)")
     p.add_argument("--system", default="windows", help="windows or unix (small-file rates differ)")
     p.add_argument("--disk", default="array", help="array, single, busy or measured")
-    p.add_argument("--disk-rate", default="400", metavar="MB/S", help="the array's rated or the measured read rate")
+    p.add_argument(
+        "--disk-rate", default="400", metavar="MB/S", help="the array's rated or the measured read rate"
+    )
     p.add_argument("--network", default="none", help="none, 100mb, gige, 10gige or san")
     p.add_argument("--san-gbit", default="8", metavar="GB", help="Fibre Channel speed with --network san")
     p.add_argument("--lan-free", action="store_true", help="LAN-free backup over the SAN")
@@ -45,7 +49,9 @@ def add_plan(sub: Any) -> None:
     p.add_argument("--archive-object-size", default="", help="also plan an archive path (DR550), e.g. 1MB")
     p.add_argument("--archive-per-transaction", type=int, default=500, help="objects a transaction")
     p.add_argument("--archive-objects", type=int, default=1_000_000, help="objects to archive")
-    p.add_argument("--compressibility", default="", help="N:1 for the measured-drive plan (default: data type)")
+    p.add_argument(
+        "--compressibility", default="", help="N:1 for the measured-drive plan (default: data type)"
+    )
     p.add_argument("--file-size", default="", help="typical file size for the measured-drive plan, e.g. 1GB")
     p.add_argument(
         "--mixed-256k",
@@ -81,13 +87,21 @@ def run_plan(args: argparse.Namespace) -> int:
             file_size = args.file_size or FILE_SIZE_OF_MIX[path.request.files]
             plan = make_plan(
                 PlanRequest(
-                    drive_named(args.drive), args.data, args.window, ratio, file_size, args.mixed_256k, args.streams
+                    drive_named(args.drive),
+                    args.data,
+                    args.window,
+                    ratio,
+                    file_size,
+                    args.mixed_256k,
+                    args.streams,
                 )
             )
             out = plan.to_dict()
             text = plan_text(plan) + "\n" + text
         if args.archive_object_size:
-            lines = archive_lines(args.archive_object_size, args.archive_per_transaction, args.archive_objects)
+            lines = archive_lines(
+                args.archive_object_size, args.archive_per_transaction, args.archive_objects
+            )
             text += "\nArchive path (paper 004)\n" + "".join(f"  {line}\n" for line in lines)
             out["archive"] = lines
     except PlanError as exc:
@@ -95,7 +109,10 @@ def run_plan(args: argparse.Namespace) -> int:
         return 2
     if args.json:
         out["path"] = {
-            "stages": [dict(zip(("stage", "mb_per_s", "bottleneck", "source", "how"), r, strict=True)) for r in stage_rows(path)],
+            "stages": [
+                dict(zip(("stage", "mb_per_s", "bottleneck", "source", "how"), r, strict=True))
+                for r in stage_rows(path)
+            ],
             "bottleneck": asdict(path.bottleneck),
             "mb_per_s": path.rate,
             "hours": path.hours,

@@ -164,7 +164,9 @@ def test_a_slow_backup_is_walked_to_its_bottleneck_and_exported(qtbot, tmp_path)
     assert "3.38 MB/s" in area.path_report.toPlainText()  # single-stream restore, 002 Table 6
     # and a bad rate is named, outlined, and keeps what was typed
     set_text(qtbot, inputs.disk_rate, "fast")
-    assert "disk rate: 'fast' is not a rate" in area.error.text() and "c62828" in inputs.disk_rate.styleSheet()
+    assert (
+        "disk rate: 'fast' is not a rate" in area.error.text() and "c62828" in inputs.disk_rate.styleSheet()
+    )
     assert not area.export_button.isEnabled()
     set_text(qtbot, inputs.disk_rate, "500")
 

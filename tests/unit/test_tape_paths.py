@@ -12,7 +12,12 @@ from tape_planning.archive import archive_rate
 from tape_planning.path import PathRequest, drives_for_window, make_path
 from tape_planning.path_report import path_text, stage_rows
 
-ULTRIUM960_ARRAY = {"drive": "ULTRIUM960", "disk": "measured", "disk_mb_s": "262.24", "application": "dataprotector"}
+ULTRIUM960_ARRAY = {
+    "drive": "ULTRIUM960",
+    "disk": "measured",
+    "disk_mb_s": "262.24",
+    "application": "dataprotector",
+}
 
 
 def stage(path, kind):
@@ -80,12 +85,16 @@ def test_002_software_compression_crc_and_buffer_memory():
     assert path.bottleneck.kind == "Server" and path.bottleneck.rate == 46  # 156 -> 46 MB/s
     assert path.rate == pytest.approx(46 * 0.8)  # CRC: about -20%
     assert path.compression.ratio == 1 and "never" not in path.compression.notes[0]
-    assert "4 x 8 x 256 KB = 8 MB (paper 002, line 1968)" in " ".join(settings(make_path(PathRequest(**ULTRIUM960_ARRAY, concurrency=4))))
+    assert "4 x 8 x 256 KB = 8 MB (paper 002, line 1968)" in " ".join(
+        settings(make_path(PathRequest(**ULTRIUM960_ARRAY, concurrency=4)))
+    )
 
 
 # -- paper 003: sizing, the LAN, LAN-free -------------------------------------------------------
 def test_003_two_tb_in_four_hours_at_20_mb_s_needs_6_9_drives():
-    path = make_path(PathRequest(drive="LTO1", drives=7, data="2TB", window="4h", disk="measured", disk_mb_s="140"))
+    path = make_path(
+        PathRequest(drive="LTO1", drives=7, data="2TB", window="4h", disk="measured", disk_mb_s="140")
+    )
     assert round(drives_for_window(path), 1) == 6.9
 
 
@@ -97,7 +106,9 @@ def test_003_100mb_lan_and_the_first_lto_at_2_to_1():
 
 
 def test_003_lan_free_small_files_lose_a_quarter_to_a_third():
-    path = make_path(PathRequest(files="small", network="san", lan_free=True, application="tsm", disk_mb_s="2000"))
+    path = make_path(
+        PathRequest(files="small", network="san", lan_free=True, application="tsm", disk_mb_s="2000")
+    )
     assert stage(path, "Application").rate == pytest.approx(10.59 * 0.7)
     with pytest.raises(PlanError, match="LAN-free backups run over the SAN"):
         make_path(PathRequest(lan_free=True, network="gige"))
@@ -124,7 +135,9 @@ def test_todays_drives_are_makers_figures_and_shoe_shine_behind_a_slow_disk():
     path = make_path(PathRequest(drive="LTO6", disk="single", data_type="incompressible"))
     assert path.drive.makers_figure and "maker's figure" in stage(path, "Tape").source
     words = " ".join(streaming(path).lines)
-    assert "below the LTO-6 (Ultrium 6)'s lowest streaming rate of 40 MB/s" in words and "shoe-shines" in words
+    assert (
+        "below the LTO-6 (Ultrium 6)'s lowest streaming rate of 40 MB/s" in words and "shoe-shines" in words
+    )
 
 
 def test_a_measured_rate_in_line_with_the_path_says_so():
@@ -132,9 +145,13 @@ def test_a_measured_rate_in_line_with_the_path_says_so():
     assert "in line" in checklist(path)[0] and "paper 003, line 194" in checklist(path)[0]
 
 
-@pytest.mark.parametrize("drive", ["LTO5", "LTO9", "TS1160", "T10000D", "LTO4", "T9840D", "ULTRIUM960", "DLTS4"])
+@pytest.mark.parametrize(
+    "drive", ["LTO5", "LTO9", "TS1160", "T10000D", "LTO4", "T9840D", "ULTRIUM960", "DLTS4"]
+)
 def test_every_stage_names_its_source(drive):
     path = make_path(PathRequest(drive=drive, network="gige", files="small", application="dataprotector"))
     for row in stage_rows(path):
-        assert re.search(r"paper 00\d, (.*, )?lines? \d|maker's figure|your measurement|no network|give no figure", row[3])
+        assert re.search(
+            r"paper 00\d, (.*, )?lines? \d|maker's figure|your measurement|no network|give no figure", row[3]
+        )
     assert "bench/" not in path_text(path)

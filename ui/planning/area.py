@@ -235,7 +235,8 @@ class PlanningArea(QWidget):
         self._replan_deployment()
         problems = list(dict.fromkeys(p for p in self._problems.values() if p))
         self.error.say(
-            " ".join(f"{p}." for p in problems) + " The plan shown is from the last good inputs; fix this to update it."
+            " ".join(f"{p}." for p in problems)
+            + " The plan shown is from the last good inputs; fix this to update it."
             if problems
             else ""
         )
@@ -316,7 +317,9 @@ class PlanningArea(QWidget):
         chart = ""
         if self.rate_chart.view is not None:
             self.rate_chart.view.resize(640, 260)  # a size of its own: the tab may never have been shown
-            doc.addResource(QTextDocument.ImageResource, QUrl("stages.png"), self.rate_chart.view.grab().toImage())
+            doc.addResource(
+                QTextDocument.ImageResource, QUrl("stages.png"), self.rate_chart.view.grab().toImage()
+            )
             chart = "<h3>Rate per stage (MB/s)</h3><p><img src='stages.png' width='640'></p>"
         else:
             chart = f"<p>Rate per stage: {escape(rate_words(self.path))}</p>"

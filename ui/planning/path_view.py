@@ -185,7 +185,9 @@ class PathDiagram(QWidget):
             box.setObjectName("pathStage")
             neck = stage is path.bottleneck
             colour = BOTTLENECK_COLOUR if neck else "palette(mid)"
-            box.setStyleSheet(f"QFrame#pathStage {{ border: {3 if neck else 1}px solid {colour}; border-radius: 4px; }}")
+            box.setStyleSheet(
+                f"QFrame#pathStage {{ border: {3 if neck else 1}px solid {colour}; border-radius: 4px; }}"
+            )
             rate = "no limit" if stage.rate is None else f"{stage.rate:,.1f} MB/s"
             head = f"Yes ({stage.kind})" if neck else stage.kind
             label = QLabel(f"<b>{head}</b><br>{stage.name}<br>{rate}")
