@@ -187,8 +187,10 @@ def settings(path: Path) -> list[str]:
             "\u201cLab Performance Data\u201d, line 999).",
             f"Multiplexing raises backup throughput and lowers restore throughput ({_f('mux_restore')}).",
         ]
-    return [f"Blocks of 128 KB or more ({_f('block_128k')}); small fixed blocks slow drives that adapt their "
-            f"speed ({_f('small_fixed_blocks')})."]  # fmt: skip
+    return [
+        f"Blocks of 128 KB or more ({_f('block_128k')}); small fixed blocks slow drives that adapt their "
+        f"speed ({_f('small_fixed_blocks')})."
+    ]
 
 
 def checklist(path: Path) -> list[str]:

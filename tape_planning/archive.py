@@ -14,8 +14,12 @@ from tape_planning.units import PlanError, format_size, parse_size
 
 KB, MB = 1000, 1000 * 1000  # decimal, as the project counts sizes (units.py)
 # (object size, objects a transaction) -> the figure; MB/s for 1 MB objects, objects/s for 8 KB ones
-ARCHIVE = {(MB, 500): "archive_1mb_500", (MB, 25): "archive_1mb_25", (8 * KB, 500): "archive_8k_500",
-           (8 * KB, 25): "archive_8k_25"}  # fmt: skip
+ARCHIVE = {
+    (MB, 500): "archive_1mb_500",
+    (MB, 25): "archive_1mb_25",
+    (8 * KB, 500): "archive_8k_500",
+    (8 * KB, 25): "archive_8k_25",
+}
 RETRIEVE = {(MB, 500): "retrieve_1mb_500", (8 * KB, 500): "retrieve_8k_500"}
 
 
@@ -50,9 +54,13 @@ def archive_lines(object_size: str, per_transaction: int, objects: int) -> list[
     lines = []
     for op in ("archive", "retrieve"):
         r = archive_rate(object_size, per_transaction, op)
-        asked = "" if r.exact else (
-            f" (the paper states no figure for {object_size} x {per_transaction}; nearest stated point)"
-        )  # fmt: skip
+        asked = (
+            ""
+            if r.exact
+            else (
+                f" (the paper states no figure for {object_size} x {per_transaction}; nearest stated point)"
+            )
+        )
         lines.append(
             f"{op.capitalize()}: {format_size(r.object_bytes)} objects, {r.per_transaction} a transaction: "
             f"{r.mb_per_s:,.1f} MB/s, {r.objects_per_s:,.0f} objects/s ({r.source}){asked}; "

@@ -136,9 +136,15 @@ def _paper_drives() -> dict[str, PathDrive]:
         )
     lto1 = figure("lto1_native")
     drives["LTO1"] = PathDrive(
-        "LTO1", "IBM LTO Ultrium (1st gen.)", value("lto1_native"), lto1.source, False, None, None,
+        "LTO1",
+        "IBM LTO Ultrium (1st gen.)",
+        value("lto1_native"),
+        lto1.source,
+        False,
+        None,
+        None,
         _scaled(value("lto1_native"), lto1.source),
-    )  # fmt: skip
+    )
     for key, name, fn in (("LTO3", "IBM LTO-3", _lto3), ("DLTS4", "Quantum DLT-S4", _dlts4)):
         native = figure(f"{key.lower()}_native")
         drives[key] = PathDrive(key, name, value(native.key), native.source, False, None, None, fn)

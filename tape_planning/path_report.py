@@ -40,8 +40,11 @@ def path_sections(path: Path) -> list[tuple[str, list[str]]]:
         "more drives help only if the stages before them keep up.",
     ]
     if path.crc_factor < 1:
-        rate.insert(1, f"CRC checking is on: {1 - path.crc_factor:.0%} off the rate, included above "
-                       f"({figure('crc_cost').source}).")  # fmt: skip
+        rate.insert(
+            1,
+            f"CRC checking is on: {1 - path.crc_factor:.0%} off the rate, included above "
+            f"({figure('crc_cost').source}).",
+        )
     drive = [
         f"{d.name}: {d.native_mb_per_s:g} MB/s {d.rate_label} ({d.native_source})."
         + (f" Lowest streaming rate {d.min_streaming_mb_per_s:g} MB/s." if d.min_streaming_mb_per_s else ""),

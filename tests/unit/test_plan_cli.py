@@ -70,9 +70,22 @@ def test_bad_input_exits_2_with_a_clear_message(change, says):
 def test_a_gige_bound_lto8_backup_prints_the_stage_table_with_its_bottleneck():
     # Given an LTO-8 (a maker's figure) fed over Gigabit Ethernet from a fast array, backing up at 30 MB/s
     result = run_kma(
-        "plan", "--drive", "LTO8", "--data", "10TB", "--window", "8h", "--network", "gige",
-        "--disk-rate", "500", "--measured-rate", "30", "--archive-object-size", "8KB",
-    )  # fmt: skip
+        "plan",
+        "--drive",
+        "LTO8",
+        "--data",
+        "10TB",
+        "--window",
+        "8h",
+        "--network",
+        "gige",
+        "--disk-rate",
+        "500",
+        "--measured-rate",
+        "30",
+        "--archive-object-size",
+        "8KB",
+    )
     out = result.stdout
     # Then the stage table names the network as paper 002 does, with its line, and says what to change
     assert re.search(r"Network: Gigabit Ethernet +108\.3 +Yes \(Network\) +paper 002, line 1218", out)

@@ -42,10 +42,19 @@ from ui.charts import ChartBox, QtCharts, count_axis
 
 BOTTLENECK_COLOUR = "#c62828"
 STAGE_COLOUR = "#2f6db5"
-NETWORK_NAMES = {"none": "none (local)", "100mb": "100 Mb Ethernet", "gige": "Gigabit Ethernet",
-                 "10gige": "10 Gigabit Ethernet", "san": "SAN (Fibre Channel)"}  # fmt: skip
-DISK_NAMES = {"array": "disk array (rated MB/s)", "single": "one spindle", "busy": "one busy spindle",
-              "measured": "measured read rate (MB/s)"}  # fmt: skip
+NETWORK_NAMES = {
+    "none": "none (local)",
+    "100mb": "100 Mb Ethernet",
+    "gige": "Gigabit Ethernet",
+    "10gige": "10 Gigabit Ethernet",
+    "san": "SAN (Fibre Channel)",
+}
+DISK_NAMES = {
+    "array": "disk array (rated MB/s)",
+    "single": "one spindle",
+    "busy": "one busy spindle",
+    "measured": "measured read rate (MB/s)",
+}
 PATH_DEFAULTS = PathRequest()
 
 
@@ -76,12 +85,20 @@ class PathInputs(QWidget):
         self.measured = QLineEdit()
         self.measured.setPlaceholderText("MB/s your backup runs at")
         cells: list[tuple[str, QWidget]] = [
-            ("Drive:", self.drive), ("Drives:", self.drives), ("Data type:", self.data_type),
-            ("Files:", self.files), ("System:", self.system), ("Source disk:", self.disk),
-            ("Disk MB/s:", self.disk_rate), ("Network:", self.network), ("SAN Gb/s:", self.san_gbit),
-            ("Application:", self.application), ("Concurrency:", self.concurrency), ("Bus MB/s:", self.bus),
+            ("Drive:", self.drive),
+            ("Drives:", self.drives),
+            ("Data type:", self.data_type),
+            ("Files:", self.files),
+            ("System:", self.system),
+            ("Source disk:", self.disk),
+            ("Disk MB/s:", self.disk_rate),
+            ("Network:", self.network),
+            ("SAN Gb/s:", self.san_gbit),
+            ("Application:", self.application),
+            ("Concurrency:", self.concurrency),
+            ("Bus MB/s:", self.bus),
             ("Measured MB/s:", self.measured),
-        ]  # fmt: skip
+        ]
         grid = QGridLayout(self)
         grid.setContentsMargins(0, 0, 0, 0)
         for i, (label, widget) in enumerate(cells):
@@ -99,20 +116,34 @@ class PathInputs(QWidget):
         for col in (1, 3, 5, 7):
             grid.setColumnStretch(col, 1)
         self.fields: dict[str, QWidget] = {
-            "drive": self.drive, "drives": self.drives, "data type": self.data_type,
-            "compressibility": self.data_type, "files": self.files, "system": self.system,
-            "disk": self.disk, "disk rate": self.disk_rate, "network": self.network,
-            "SAN speed": self.san_gbit, "application": self.application, "concurrency": self.concurrency,
-            "bus": self.bus, "measured rate": self.measured,
-        }  # fmt: skip
+            "drive": self.drive,
+            "drives": self.drives,
+            "data type": self.data_type,
+            "compressibility": self.data_type,
+            "files": self.files,
+            "system": self.system,
+            "disk": self.disk,
+            "disk rate": self.disk_rate,
+            "network": self.network,
+            "SAN speed": self.san_gbit,
+            "application": self.application,
+            "concurrency": self.concurrency,
+            "bus": self.bus,
+            "measured rate": self.measured,
+        }
         self.set_request(PATH_DEFAULTS)
 
     def set_request(self, r: PathRequest) -> None:
         self.drive.setCurrentIndex(max(self.drive.findData(r.drive), 0))
         self.drives.setValue(int(r.drives))
         self.data_type.setEditText(r.data_type)
-        for combo, key in ((self.files, r.files), (self.system, r.system), (self.disk, r.disk),
-                           (self.network, r.network), (self.application, r.application)):  # fmt: skip
+        for combo, key in (
+            (self.files, r.files),
+            (self.system, r.system),
+            (self.disk, r.disk),
+            (self.network, r.network),
+            (self.application, r.application),
+        ):
             combo.setCurrentIndex(max(combo.findData(key), 0))
         self.disk_rate.setText(r.disk_mb_s)
         self.san_gbit.setText(r.san_gbit)
