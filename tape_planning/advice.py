@@ -22,10 +22,13 @@ def _disk(path: Path) -> list[str]:
 
 
 def _file_system(path: Path) -> list[str]:
-    return [
+    parallel = (
         "Back up in parallel streams (concurrency/multiplexing): one stream read the small files at "
         f"{value('small_read_single_windows'):g} MB/s, parallel streams at "
-        f"{value('small_read_parallel_windows'):g} ({_f('small_read_parallel_windows')}).",
+        f"{value('small_read_parallel_windows'):g} ({_f('small_read_parallel_windows')})."
+    )
+    return [
+        *([parallel] if path.concurrency == 1 else []),
         f"Files mostly below 64 KB: consider an image (raw disk) backup ({_f('raw_disk_below_64k')}).",
         f"TSM: send small files to a disk storage pool and migrate them to tape ({_f('tsm_small_to_disk')}).",
         f"Or a slower drive, or backup to disk, that this source can keep streaming ({_f('slower_drive')}).",

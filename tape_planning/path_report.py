@@ -36,8 +36,7 @@ def path_sections(path: Path) -> list[tuple[str, list[str]]]:
         f"{format_size(path.data_bytes)} takes {path.hours:,.1f} h against a "
         f"{format_window(path.window_s)} window"
         + (": it fits." if path.hours * 3600 <= path.window_s else ": it does not fit."),
-        f"Drives for the window at this path's rate (paper 003's sizing): {drives_for_window(path):.1f}; "
-        "more drives help only if the stages before them keep up.",
+        _sizing(path),
     ]
     if path.crc_factor < 1:
         rate.insert(
@@ -67,6 +66,21 @@ def path_sections(path: Path) -> list[tuple[str, list[str]]]:
         ("Application settings", advice.settings(path)),
         ("My backup is slow: checklist", advice.checklist(path)),
     ]
+
+
+def _sizing(path: Path) -> str:
+    need = path.data_bytes / 1e6 / path.window_s
+    if path.bottleneck.kind != "Tape":
+        return (
+            f"The window needs {need:,.1f} MB/s, {need / path.rate:.1f} times what this path gives: more "
+            f"drives do not help until the {path.bottleneck.kind.lower()} stage is faster "
+            f"({figure('sizing_caveat').source})."
+        )
+    return (
+        f"Drives for the window (paper 003's sizing, {figure('sizing_drives').source}): data an hour / "
+        f"one drive's sustained rate = {drives_for_window(path):.1f}; this assumes the stages before the "
+        "drives keep up as drives are added."
+    )
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:

@@ -77,6 +77,7 @@ def test_002_table_2_small_files_and_table_6_their_restore():
     path = make_path(PathRequest(**ULTRIUM960_ARRAY, files="small", concurrency=4))
     assert stage(path, "File System").rate == 29.02  # Table 2, test 3 (parallel read)
     assert path.rate == pytest.approx(22.98)  # Table 2, test 5: Data Protector's catalogue work
+    assert path.bottleneck.kind == "File System"  # as Table 2 marks it
     assert "3.38 MB/s, as measured (paper 002, line 1355)" in " ".join(restore(path))
 
 
