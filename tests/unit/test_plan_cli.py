@@ -47,6 +47,10 @@ def test_json_is_one_object_with_the_same_plan():
     assert plan["multiplexing"] == {"streams": 4, "data_buffers": 16, "rule": "multiplexing-moderate"}
     assert plan["recommended"]["data_buffers"] == 32 and plan["key_service"]["kmas_per_site"] == 2
     assert len(plan["throughput"]) == 12
+    # and the data path beside it: the default array (400 MB/s rated, 200 by 002's 50% rule) is
+    # slower than the T10000's measured 309 MB/s
+    assert plan["path"]["bottleneck"]["kind"] == "Disk" and plan["path"]["mb_per_s"] == 200
+    assert len(plan["path"]["stages"]) == 6
 
 
 @pytest.mark.parametrize(
