@@ -177,3 +177,15 @@ def test_a_slow_backup_is_walked_to_its_bottleneck_and_exported(qtbot, tmp_path)
     text = " ".join(doc.getAllText(i).text() for i in range(doc.pageCount()))
     assert "Backup data path" in text and "Yes (File System)" in text and "paper 002, line 1158" in text
     assert "Rate per stage (MB/s)" in text and "bench/" not in text
+
+
+def test_the_archive_tab_gives_paper_004s_rates(qtbot):
+    area = PlanningArea()
+    qtbot.addWidget(area)
+    archive = area.archive
+    archive.object_size.setEditText("8KB")
+    assert "3,000 objects/s (paper 004, line 167)" in archive.report.toPlainText()
+    archive.per_transaction.setValue(25)
+    assert "495 objects/s (paper 004, line 215)" in archive.report.toPlainText()
+    archive.object_size.setEditText("big")
+    assert "object size: 'big' is not a size" in archive.error.text() and not archive.report.isEnabled()

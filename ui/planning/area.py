@@ -39,7 +39,15 @@ from tape_planning.path_report import path_html
 from tape_planning.report import buffer_label, plan_html
 from ui.files import ask_save_path, tell_saved
 from ui.planning.charts import ThroughputCharts
-from ui.planning.path_view import PATH_DEFAULTS, PathDiagram, PathInputs, RateChart, StageTable, rate_words
+from ui.planning.path_view import (
+    PATH_DEFAULTS,
+    ArchivePanel,
+    PathDiagram,
+    PathInputs,
+    RateChart,
+    StageTable,
+    rate_words,
+)
 from ui.widgets import ErrorLabel, page_header
 
 DEFAULTS = {
@@ -81,6 +89,8 @@ class PlanningArea(QWidget):
         self.tabs = QTabWidget()
         self.tabs.addTab(self._path_tab(), "Data path")
         self.tabs.addTab(self._deployment_tab(deployment_inputs), "Drive settings and KMAs")
+        self.archive = ArchivePanel()
+        self.tabs.addTab(self.archive, "Archive (DR550)")
         layout.addWidget(self.tabs, 1)
         self._load()  # before the signals: loading must not replan (and save) half-loaded inputs
         self._replan_on_edits()

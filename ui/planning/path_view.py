@@ -7,6 +7,7 @@ Recomputed on every edit on the GUI thread: the planner only looks figures up (n
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -22,10 +23,12 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
+    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
 
+from tape_planning.archive import archive_lines
 from tape_planning.drives import all_drives
 from tape_planning.path import (
     APPLICATION_NAMES,
@@ -38,6 +41,7 @@ from tape_planning.path import (
     PathRequest,
 )
 from tape_planning.path_report import STAGE_HEADER, stage_rows
+from tape_planning.units import PlanError
 from ui.charts import ChartBox, QtCharts, count_axis
 
 BOTTLENECK_COLOUR = "#c62828"
@@ -324,3 +328,58 @@ def _spin(low: int, high: int) -> QSpinBox:
     spin = QSpinBox()
     spin.setRange(low, high)
     return spin
+
+
+class ArchivePanel(QWidget):
+    """The archive-appliance path (paper 004): object size and objects a transaction -> rates."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.object_size = _combo(("1MB", "8KB"), {}, editable=True)
+        self.object_size.lineEdit().setPlaceholderText("e.g. 1MB or 8KB")
+        self.per_transaction = _spin(1, 100_000)
+        self.per_transaction.setValue(500)
+        self.objects = _spin(1, 2_000_000_000)
+        self.objects.setValue(1_000_000)
+        self.error = QLabel()
+        self.error.setStyleSheet(f"color: {BOTTLENECK_COLOUR};")
+        self.report = QTextBrowser()
+        self.report.setAccessibleName("Archive plan")
+        grid = QGridLayout()
+        cells = (
+            ("Object size:", self.object_size),
+            ("Objects a transaction:", self.per_transaction),
+            ("Objects:", self.objects),
+        )
+        for i, (label, widget) in enumerate(cells):
+            text = QLabel(label)
+            text.setBuddy(widget)
+            widget.setAccessibleName(label.rstrip(":"))
+            grid.addWidget(text, 0, i * 2)
+            grid.addWidget(widget, 0, i * 2 + 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(grid)
+        layout.addWidget(self.error)
+        layout.addWidget(self.report, 1)
+        self.object_size.editTextChanged.connect(self.replan)
+        self.per_transaction.valueChanged.connect(self.replan)
+        self.objects.valueChanged.connect(self.replan)
+        self.replan()
+
+    def replan(self, *_: Any) -> None:
+        try:
+            lines = archive_lines(
+                self.object_size.currentText(), self.per_transaction.value(), self.objects.value()
+            )
+        except PlanError as exc:
+            self.error.setText(f"{exc}.")
+            self.report.setEnabled(False)
+            return
+        self.error.setText("")
+        self.report.setEnabled(True)
+        self.report.setHtml(
+            "<h3>Archive path (IBM DR550, SSAM API)</h3><ul>"
+            + "".join(f"<li>{escape(line)}</li>" for line in lines)
+            + "</ul><p><small>Paper 004 states these points in words; nothing between them is read off its "
+            "charts.</small></p>"
+        )
