@@ -46,6 +46,7 @@ from ui.planning.path_view import (
     PathInputs,
     RateChart,
     StageTable,
+    rate_chart_image,
     rate_words,
 )
 from ui.widgets import ErrorLabel, page_header
@@ -324,13 +325,10 @@ class PlanningArea(QWidget):
             raise ValueError("no plan to export")
         path.write_bytes(b"")  # fails here, with the reason, if the folder is not writable
         doc = QTextDocument()
-        chart = ""
-        if self.rate_chart.view is not None:
-            self.rate_chart.view.resize(640, 260)  # a size of its own: the tab may never have been shown
-            doc.addResource(
-                QTextDocument.ImageResource, QUrl("stages.png"), self.rate_chart.view.grab().toImage()
-            )
-            chart = "<h3>Rate per stage (MB/s)</h3><p><img src='stages.png' width='640'></p>"
+        image = rate_chart_image(self.path)
+        if image is not None:
+            doc.addResource(QTextDocument.ImageResource, QUrl("stages.png"), image)
+            chart = "<h3>Rate per stage (MB/s)</h3><p><img src='stages.png' width='600'></p>"
         else:
             chart = f"<p>Rate per stage: {escape(rate_words(self.path))}</p>"
         images = []

@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -297,6 +297,17 @@ def rate_chart(path: Path) -> Any:
     series.attachAxis(axis)
     chart.legend().setVisible(False)
     return chart
+
+
+def rate_chart_image(path: Path, width: int = 700, height: int = 260) -> Any:
+    """The chart drawn at a fixed size for print (the page's view takes whatever the layout gives)."""
+    chart = rate_chart(path)
+    if chart is None:
+        return None
+    view = QtCharts.QChartView(chart)
+    view.setRenderHint(QPainter.Antialiasing)
+    view.resize(width, height)
+    return view.grab().toImage()
 
 
 def rate_words(path: Path) -> str:
