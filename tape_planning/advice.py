@@ -187,7 +187,7 @@ def settings(path: Path) -> list[str]:
             "SIZE_DATA_BUFFERS and NUMBER_DATA_BUFFERS: for the four drives paper 000 measured, `kma plan` "
             "gives the measured best; for other drives at least 256 KB buffers "
             "(paper 000, Chapter 6, T10000 Tape Drive Characterization: "
-            "\u201cLab Performance Data\u201d, line 999).",
+            "\u201cLab Performance Data\u201d, lines 998-1001).",
             f"Multiplexing raises backup throughput and lowers restore throughput ({_f('mux_restore')}).",
         ]
     return [
