@@ -52,11 +52,13 @@ KMA_CAPACITY = KmaCapacity(
 MIN_KMAS_PER_SITE = 2  # the product's rule: at least two KMAs per site, so one can fail or be serviced
 SIZING_NOTES = (
     "Drives needed assumes throughput scales with the number of drives; server, bus, SAN/SCSI path "
-    "and disk limits often stop it from scaling (LTO sizing paper). Test in place when you can.",
-    "A path (SCSI, FC, LAN) sustains about 70-75% of its rated rate; the slowest part of the backup "
-    "path decides the rate. Small files and small blocks starve drives.",
+    "and disk limits often stop it from scaling (paper 003, IBM LTO Ultrium Performance "
+    "Considerations, lines 89-93). Test in place when you can.",
+    "A path (SCSI, FC, LAN) sustains about 70-75% of its rated rate (paper 003, line 123); the slowest "
+    "part of the backup path decides the rate (paper 002, lines 364-365): see the Data path plan.",
     "The figures are single-stream NetBackup backups from one client on hosts tuned for large "
-    "sequential transfers; multiplexed throughput was not measured.",
+    "sequential transfers; multiplexed throughput was not measured (Chapter 6, T10000 Tape Drive "
+    "Characterization: \u201cCharacterization Data Charts\u201d).",
 )
 
 
