@@ -250,7 +250,8 @@ class StageTable(QTableWidget):
         self.setEditTriggers(QTableWidget.NoEditTriggers)
         self.verticalHeader().setVisible(False)
         self.horizontalHeader().setStretchLastSection(True)
-        self.setWordWrap(True)
+        self.setWordWrap(False)  # one line a stage, elided; the whole text is in each cell's tooltip
+        self.setTextElideMode(Qt.ElideRight)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
 
     def show_path(self, path: Path) -> None:
@@ -259,14 +260,13 @@ class StageTable(QTableWidget):
         for r, (row, stage) in enumerate(zip(rows, path.stages, strict=True)):
             for c, text in enumerate(row):
                 item = QTableWidgetItem(text)
-                item.setToolTip(stage.source + (f"\n{stage.detail}" if stage.detail else ""))
+                item.setToolTip(f"{text}\n\n{stage.source}" + (f"\n{stage.detail}" if stage.detail else ""))
                 if stage is path.bottleneck:
                     item.setForeground(QColor(BOTTLENECK_COLOUR))
                 self.setItem(r, c, item)
         self.resizeColumnsToContents()
         self.setColumnWidth(0, min(self.columnWidth(0), 220))
         self.setColumnWidth(3, min(self.columnWidth(3), 200))
-        self.resizeRowsToContents()
         height = self.horizontalHeader().height() + sum(self.rowHeight(r) for r in range(len(rows)))
         self.setFixedHeight(height + 2 * self.frameWidth())
 
