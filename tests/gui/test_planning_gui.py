@@ -154,6 +154,7 @@ def test_a_slow_backup_is_walked_to_its_bottleneck_and_exported(qtbot, tmp_path)
     assert row[1:4] == ["108.3", "Yes (Network)", "paper 002, line 1218"]
     assert area.stage_table.item(5, 3).toolTip().startswith("maker's figure")  # the LTO-8 is not measured
     assert "under 70% of the 108.3 MB/s" in area.path_report.toPlainText()
+    assert "the drives shoe-shine" in area.path_summary.text()  # 108.3 MB/s under the LTO-8's 112
     # When the network goes and the server turns out to hold millions of small files
     choose(inputs.network, "none")
     assert area.path.bottleneck.kind == "Disk"  # 250 MB/s: half the array's rated 500 (002's 50% rule)

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from tape_planning import Plan, PlanError, PlanRequest, make_plan
+from tape_planning.advice import streaming
 from tape_planning.measurements import DRIVE_NAMES, DRIVES
 from tape_planning.path import Path as DataPath
 from tape_planning.path import PathRequest, make_path
@@ -408,7 +409,17 @@ def path_summary_html(path: DataPath) -> str:
         f"<b>{path.rate:,.1f} MB/s</b> · bottleneck: <b style='color:#c62828'>{escape(b.name)} "
         f"(Yes ({b.kind}))</b> · {path.hours:,.1f} h, {fits} the window"
         + (f" · you measured {path.measured:,.1f} MB/s" if path.measured is not None else "")
+        + _streaming_words(path)
     )
+
+
+def _streaming_words(path: DataPath) -> str:
+    flow = streaming(path)
+    if flow.streaming:
+        return " · the drives stream"
+    if flow.minimum is not None and flow.feed_per_drive < flow.minimum:
+        return " · <b style='color:#c62828'>the drives shoe-shine</b> (see Streaming)"
+    return " · the drives start and stop (see Streaming)"
 
 
 def _editable(items: tuple[str, ...], hint: str) -> QComboBox:
