@@ -142,22 +142,29 @@ def render_destroyed_key(window, controller, out, grab, settle) -> list[Path]:
 
 
 def render_planning(out, grab) -> list[Path]:
-    """The Planning window as the sign-in window opens it (no KMA needed), planning HP LTO4s: one
-    chart per buffer size. (The Planning page of the main window is among the pages above.)"""
+    """The Planning window as the sign-in window opens it (no KMA needed): a slow backup's data path
+    to its bottleneck (an LTO-8 behind Gigabit Ethernet, measured at 30 MB/s), then the drive
+    settings of HP LTO4s, one chart per buffer size. (The main window's Planning page is above.)"""
+    from tape_planning.path import PathRequest
     from ui.planning.area import PlanningWindow
 
     window = PlanningWindow()
-    window.resize(1280, 800)
+    window.resize(1280, 860)
     area = window.area
-    area.drive.setCurrentIndex(area.drive.findData("LTO4"))
     area.data.setText("50TB")
     area.window.setText("10h")
+    area.path_inputs.set_request(
+        PathRequest(drive="LTO8", network="gige", disk="array", disk_mb_s="500", measured_mb_s="30")
+    )
+    area.drive.setCurrentIndex(area.drive.findData("LTO4"))
     area.ratio.setEditText("2:1")
     area.file_size.setEditText("1GB")
     window.show()
-    path = grab(window, out / "planning_window.png")
+    paths = [grab(window, out / "planning_window.png")]
+    area.tabs.setCurrentIndex(1)
+    paths.append(grab(window, out / "planning_drive_settings.png"))
     window.close()
-    return [path]
+    return paths
 
 
 if __name__ == "__main__":

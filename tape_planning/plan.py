@@ -46,17 +46,19 @@ class KmaCapacity:
 # lowest of bench/keys.py's 16-agent key-service figures (create 2,585/s, get 3,997/s).
 KMA_CAPACITY = KmaCapacity(
     1385.0,
-    "measured with this product's bench/keys.py, create_activate workload (KMIP Create + Activate of "
-    "a new tape key), 16 agents, one KMA on a 2-core machine: 1,385 pairs/s (README, Planning)",
+    "measured by this product's key-service benchmark: KMIP Create + Activate of a new tape key from "
+    "16 agents, one KMA on a 2-core machine, 1,385 pairs/s (README, Planning)",
 )
 MIN_KMAS_PER_SITE = 2  # the product's rule: at least two KMAs per site, so one can fail or be serviced
 SIZING_NOTES = (
     "Drives needed assumes throughput scales with the number of drives; server, bus, SAN/SCSI path "
-    "and disk limits often stop it from scaling (LTO sizing paper). Test in place when you can.",
-    "A path (SCSI, FC, LAN) sustains about 70-75% of its rated rate; the slowest part of the backup "
-    "path decides the rate. Small files and small blocks starve drives.",
+    "and disk limits often stop it from scaling (paper 003, IBM LTO Ultrium Performance "
+    "Considerations, lines 89-93). Test in place when you can.",
+    "A path (SCSI, FC, LAN) sustains about 70-75% of its rated rate (paper 003, line 123); the slowest "
+    "part of the backup path decides the rate (paper 002, lines 364-365): see the Data path plan.",
     "The figures are single-stream NetBackup backups from one client on hosts tuned for large "
-    "sequential transfers; multiplexed throughput was not measured.",
+    "sequential transfers; multiplexed throughput was not measured (Chapter 6, T10000 Tape Drive "
+    "Characterization: \u201cCharacterization Data Charts\u201d).",
 )
 
 

@@ -129,3 +129,64 @@ def test_planning_is_an_area_of_the_main_window_for_every_role(qtbot, controller
     assert "Moderate multiplexing" in area.report.toPlainText()
     assert len(area.charts.boxes) == 4
     assert len(area.charts.findChildren(ChartBox)) == 4  # the previous plan's charts are gone at once
+
+
+def choose(combo, key):
+    combo.setCurrentIndex(combo.findData(key))
+
+
+def test_a_slow_backup_is_walked_to_its_bottleneck_and_exported(qtbot, tmp_path):
+    # Given an LTO-8 fed from a fast array over Gigabit Ethernet, measured at 30 MB/s
+    area = PlanningArea()
+    qtbot.addWidget(area)
+    area.show()
+    inputs = area.path_inputs
+    set_text(qtbot, area.data, "10TB")
+    choose(inputs.drive, "LTO8")
+    choose(inputs.network, "gige")
+    set_text(qtbot, inputs.disk_rate, "500")
+    set_text(qtbot, inputs.measured, "30")
+    # Then the drawn path outlines the network, as paper 002's Table 3 marks it
+    assert "Bottleneck: Network: Gigabit Ethernet, 108.3 MB/s" in area.diagram.accessibleDescription()
+    outlined = [b.accessibleName() for b in area.diagram.boxes if "the bottleneck" in b.accessibleName()]
+    assert outlined == ["Network: 108.3 MB/s, the bottleneck"]
+    row = [area.stage_table.item(2, c).text() for c in range(5)]
+    assert row[1:4] == ["108.3", "Yes (Network)", "paper 002, line 1218"]
+    assert area.stage_table.item(5, 3).toolTip().startswith("maker's figure")  # the LTO-8 is not measured
+    assert "under 70% of the 108.3 MB/s" in area.path_report.toPlainText()
+    assert "the drives shoe-shine" in area.path_summary.text()  # 108.3 MB/s under the LTO-8's 112
+    # When the network goes and the server turns out to hold millions of small files
+    choose(inputs.network, "none")
+    assert area.path.bottleneck.kind == "Disk"  # 250 MB/s: half the array's rated 500 (002's 50% rule)
+    choose(inputs.files, "small")
+    # Then the file system is the bottleneck (002 Table 2), and a shoe-shining warning follows
+    assert "Yes (File System)" in area.path_summary.text() and "10.6 MB/s" in area.path_summary.text()
+    assert "Each drive is fed 10.6 MB/s" in area.path_report.toPlainText()
+    assert "3.38 MB/s" in area.path_report.toPlainText()  # single-stream restore, 002 Table 6
+    # and a bad rate is named, outlined, and keeps what was typed
+    set_text(qtbot, inputs.disk_rate, "fast")
+    assert (
+        "disk rate: 'fast' is not a rate" in area.error.text() and "c62828" in inputs.disk_rate.styleSheet()
+    )
+    assert not area.export_button.isEnabled()
+    set_text(qtbot, inputs.disk_rate, "500")
+
+    # When exported, the PDF holds the stage table and the chart of rate per stage
+    pdf = area.export_pdf(tmp_path / "path.pdf")
+    doc = QPdfDocument()
+    doc.load(str(pdf))
+    text = " ".join(doc.getAllText(i).text() for i in range(doc.pageCount()))
+    assert "Backup data path" in text and "Yes (File System)" in text and "paper 002, line 1158" in text
+    assert "Rate per stage (MB/s)" in text and "bench/" not in text
+
+
+def test_the_archive_tab_gives_paper_004s_rates(qtbot):
+    area = PlanningArea()
+    qtbot.addWidget(area)
+    archive = area.archive
+    archive.object_size.setEditText("8KB")
+    assert "3,000 objects/s (paper 004, line 167)" in archive.report.toPlainText()
+    archive.per_transaction.setValue(25)
+    assert "495 objects/s (paper 004, line 215)" in archive.report.toPlainText()
+    archive.object_size.setEditText("big")
+    assert "object size: 'big' is not a size" in archive.error.text() and not archive.report.isEnabled()

@@ -208,7 +208,8 @@ def test_drives_cartridges_and_kmas_of_a_plan():
     )
     assert p.cartridges.native_gb == 800 and p.cartridges.needed == 3  # 2 TB / 800 GB = 2.5
     assert p.key_service.kmas_per_site == 2
-    assert "bench/keys.py" in p.key_service.capacity_source and "1,385" in p.key_service.capacity_source
+    source = p.key_service.capacity_source
+    assert "key-service benchmark" in source and "1,385" in source and "bench/" not in source
     compressed = plan(drive="T10000", data="20TB", ratio="2:1")
     assert (compressed.cartridges.needed, compressed.cartridges.needed_uncompressed) == (21, 41)
 

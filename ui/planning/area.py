@@ -7,6 +7,7 @@ field is outlined and named in the error line; the fields keep what was typed.
 
 from __future__ import annotations
 
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +25,31 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSpinBox,
     QSplitter,
+    QTabWidget,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
 
 from tape_planning import Plan, PlanError, PlanRequest, make_plan
+from tape_planning.advice import streaming
 from tape_planning.measurements import DRIVE_NAMES, DRIVES
+from tape_planning.path import Path as DataPath
+from tape_planning.path import PathRequest, make_path
+from tape_planning.path_report import path_html
 from tape_planning.report import buffer_label, plan_html
 from ui.files import ask_save_path, tell_saved
 from ui.planning.charts import ThroughputCharts
+from ui.planning.path_view import (
+    PATH_DEFAULTS,
+    ArchivePanel,
+    PathDiagram,
+    PathInputs,
+    RateChart,
+    StageTable,
+    rate_chart_image,
+    rate_words,
+)
 from ui.widgets import ErrorLabel, page_header
 
 DEFAULTS = {
@@ -57,17 +73,73 @@ class PlanningArea(QWidget):
         super().__init__(parent)
         self.setObjectName("page:planning")
         self.plan: Plan | None = None
+        self.path: DataPath | None = None
+        self._problems: dict[str, str] = {}
         layout = QVBoxLayout(self)
         layout.addWidget(
             page_header(
                 "Planning",
-                "Drive settings, drives, cartridges and KMAs for an encrypted tape deployment, answered from "
-                "the KMS 2.0 white paper's measured figures only. No KMA needed.",
+                "Why a backup runs at its rate: the data path stage by stage from five published papers, "
+                "and for the drives the KMS 2.0 white paper measured, drive settings, cartridges and KMAs. "
+                "No KMA needed.",
             )
         )
-        layout.addLayout(self._inputs())
+        deployment_inputs = self._inputs()
+        layout.addLayout(self._shared_inputs())
         self.error = ErrorLabel("Planning problem", "planningError")
         layout.addWidget(self.error)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self._path_tab(), "Data path")
+        self.tabs.addTab(self._deployment_tab(deployment_inputs), "Drive settings and KMAs")
+        self.archive = ArchivePanel()
+        self.tabs.addTab(self.archive, "Archive (DR550)")
+        layout.addWidget(self.tabs, 1)
+        self._load()  # before the signals: loading must not replan (and save) half-loaded inputs
+        self._replan_on_edits()
+        self.replan()
+
+    def _shared_inputs(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        for label, widget in (("Data:", self.data), ("Window:", self.window)):
+            text = QLabel(label)
+            text.setBuddy(widget)
+            row.addWidget(text)
+            row.addWidget(widget, 1)
+        row.addWidget(self.export_button)
+        return row
+
+    def _path_tab(self) -> QWidget:
+        tab = QWidget()
+        box = QVBoxLayout(tab)
+        self.path_inputs = PathInputs()
+        box.addWidget(self.path_inputs)
+        self.path_summary = QLabel()
+        self.path_summary.setObjectName("pathSummary")
+        self.path_summary.setWordWrap(True)
+        self.path_summary.setAccessibleName("Path summary")
+        box.addWidget(self.path_summary)
+        self.diagram = PathDiagram()
+        box.addWidget(self.diagram)
+        self.stage_table = StageTable()
+        self.path_report = QTextBrowser()
+        self.path_report.setAccessibleName("Path plan")
+        left = QWidget()
+        column = QVBoxLayout(left)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.stage_table)
+        column.addWidget(self.path_report, 1)
+        self.rate_chart = RateChart()
+        self.path_splitter = QSplitter(Qt.Horizontal)
+        self.path_splitter.addWidget(left)
+        self.path_splitter.addWidget(self.rate_chart)
+        self.path_splitter.setSizes([840, 360])
+        box.addWidget(self.path_splitter, 1)
+        return tab
+
+    def _deployment_tab(self, inputs: QGridLayout) -> QWidget:
+        tab = QWidget()
+        layout = QVBoxLayout(tab)
+        layout.addLayout(inputs)
         self.summary = QLabel()
         self.summary.setObjectName("planningSummary")
         self.summary.setWordWrap(True)
@@ -90,9 +162,7 @@ class PlanningArea(QWidget):
         self.splitter.setStretchFactor(1, 5)
         self.splitter.setSizes([520, 700])
         layout.addWidget(self.splitter, 1)
-        self._load()  # before the signals: loading must not replan (and save) half-loaded inputs
-        self._replan_on_edits()
-        self.replan()
+        return tab
 
     # -- inputs ---------------------------------------------------------------------------------
     def _inputs(self) -> QGridLayout:
@@ -132,24 +202,18 @@ class PlanningArea(QWidget):
         grid = QGridLayout()
         cells = [
             ("Drive:", self.drive),
-            ("Data:", self.data),
-            ("Window:", self.window),
             ("Compressibility:", self.ratio),
             ("File size:", self.file_size),
             ("Streams a drive:", self.streams),
         ]
         for i, (label, widget) in enumerate(cells):
-            row, col = divmod(i, 3)
+            row, col = divmod(i, 4)
             text = QLabel(label)
             text.setBuddy(widget)
             grid.addWidget(text, row, col * 2)
             grid.addWidget(widget, row, col * 2 + 1)
-        options = QHBoxLayout()
-        options.addWidget(self.mixed)
-        options.addStretch(1)
-        options.addWidget(self.export_button)
-        grid.addLayout(options, 2, 0, 1, 6)
-        for col in (1, 3, 5):
+        grid.addWidget(self.mixed, 1, 0, 1, 8)
+        for col in (1, 3, 5, 7):
             grid.setColumnStretch(col, 1)
         return grid
 
@@ -161,6 +225,7 @@ class PlanningArea(QWidget):
             combo.editTextChanged.connect(self.replan)
         self.mixed.toggled.connect(self.replan)
         self.streams.valueChanged.connect(self.replan)
+        self.path_inputs.on_change(self.replan)
 
     def request(self) -> PlanRequest:
         return PlanRequest(
@@ -175,28 +240,66 @@ class PlanningArea(QWidget):
 
     # -- the plan -------------------------------------------------------------------------------
     def replan(self, *_: Any) -> None:
-        for widget in self.fields.values():
+        """Both plans from the fields; a refusal outlines its field and keeps the last good plan shown."""
+        for widget in [*self.fields.values(), *self.path_inputs.fields.values()]:
             widget.setStyleSheet("")
+        self._replan_path()
+        self._replan_deployment()
+        problems = list(dict.fromkeys(p for p in self._problems.values() if p))
+        self.error.say(
+            " ".join(f"{p}." for p in problems)
+            + " The plan shown is from the last good inputs; fix this to update it."
+            if problems
+            else ""
+        )
+        self.export_button.setEnabled(self.plan is not None and self.path is not None)
+        if not problems:
+            self._save()
+
+    def _refused(self, part: str, exc: PlanError, fields: dict[str, QWidget]) -> None:
+        self._problems[part] = str(exc)
+        widget = fields.get(exc.field) or self.fields.get(exc.field)
+        if widget is not None:
+            widget.setStyleSheet(BAD_FIELD)
+
+    def _replan_path(self) -> None:
+        parts = (self.path_summary, self.diagram, self.stage_table, self.path_report, self.rate_chart)
+        try:
+            path = make_path(self.path_inputs.request(self.data.text(), self.window.text()))
+        except PlanError as exc:
+            self.path = None
+            self._refused("path", exc, self.path_inputs.fields)
+            for part in parts:
+                part.setEnabled(False)
+            return
+        self.path, self._problems["path"] = path, ""
+        for part in parts:
+            part.setEnabled(True)
+        self.path_summary.setText(path_summary_html(path))
+        self.diagram.show_path(path)
+        self.stage_table.show_path(path)
+        scroll = self.path_report.verticalScrollBar().value()
+        self.path_report.setHtml(path_html(path, table=False))
+        self.path_report.verticalScrollBar().setValue(scroll)
+        self.rate_chart.show_path(path)
+
+    def _replan_deployment(self) -> None:
         try:
             plan = make_plan(self.request())
         except PlanError as exc:
             self.plan = None
-            if exc.field in self.fields:
-                self.fields[exc.field].setStyleSheet(BAD_FIELD)
-            self.error.say(f"{exc}. The plan shown is from the last good inputs; fix this to update it.")
-            for part in (self.summary, self.report, self.charts, self.export_button):
+            self._refused("deployment", exc, self.fields)
+            for part in (self.summary, self.report, self.charts):
                 part.setEnabled(False)
             return
-        self.plan = plan
-        self.error.say("")
-        for part in (self.summary, self.report, self.charts, self.export_button):
+        self.plan, self._problems["deployment"] = plan, ""
+        for part in (self.summary, self.report, self.charts):
             part.setEnabled(True)
         self.summary.setText(summary_html(plan))
         scroll = self.report.verticalScrollBar().value()
         self.report.setHtml(plan_html(plan))
         self.report.verticalScrollBar().setValue(scroll)
         self.charts.show_plan(plan)
-        self._save()
 
     # -- PDF ------------------------------------------------------------------------------------
     def choose_pdf(self) -> None:
@@ -219,20 +322,30 @@ class PlanningArea(QWidget):
 
     def export_pdf(self, path: Path) -> Path:
         """Write the plan and its charts to ``path`` (A4). Raises OSError if the file cannot be written."""
-        if self.plan is None:
+        if self.plan is None or self.path is None:
             raise ValueError("no plan to export")
         path.write_bytes(b"")  # fails here, with the reason, if the folder is not writable
         doc = QTextDocument()
+        image = rate_chart_image(self.path)
+        if image is not None:
+            doc.addResource(QTextDocument.ImageResource, QUrl("stages.png"), image)
+            chart = "<h3>Rate per stage (MB/s)</h3><p><img src='stages.png' width='600'></p>"
+        else:
+            chart = f"<p>Rate per stage: {escape(rate_words(self.path))}</p>"
         images = []
         for i, box in enumerate(self.charts.boxes):
             if box.view is not None:
                 images.append(f"<td><img src='chart{i}.png' width='330'></td>")
                 doc.addResource(QTextDocument.ImageResource, QUrl(f"chart{i}.png"), box.view.grab().toImage())
         rows = "".join(f"<tr>{''.join(images[i : i + 2])}</tr>" for i in range(0, len(images), 2))
-        doc.setHtml(plan_html(self.plan) + f"<h3>Throughput by data buffers (MB/s)</h3><table>{rows}</table>")
+        doc.setHtml(
+            path_html(self.path, chart)
+            + plan_html(self.plan)
+            + f"<h3>Throughput by data buffers (MB/s)</h3><table>{rows}</table>"
+        )
         writer = QPdfWriter(str(path))
         writer.setPageSize(QPageSize(QPageSize.A4))
-        writer.setTitle(f"Tape encryption plan: {self.plan.inputs.summary()}")
+        writer.setTitle(f"Backup path and tape encryption plan: {self.plan.inputs.summary()}")
         writer.setCreator("KMS Manager")
         doc.print_(writer)
         del writer  # closes the file
@@ -250,11 +363,29 @@ class PlanningArea(QWidget):
         self.file_size.setEditText(str(get("file_size")))
         self.mixed.setChecked(str(get("mixed_256k")).lower() == "true")
         self.streams.setValue(int(get("streams") or 1))
+        self.path_inputs.set_request(_stored_path(s))
 
     def _save(self) -> None:
         s = QSettings()
         for key, value in vars(self.request()).items():
             s.setValue(f"planning/{key}", value)
+        for key, value in vars(self.path_inputs.request("", "")).items():
+            if key not in ("data", "window"):
+                s.setValue(f"planning/path/{key}", value)
+
+
+def _stored_path(s: QSettings) -> PathRequest:
+    """The path last planned; a value QSettings gives back as text is read back to its type."""
+    values: dict[str, Any] = {}
+    for key, default in vars(PATH_DEFAULTS).items():
+        stored = s.value(f"planning/path/{key}", default)
+        if isinstance(default, bool):
+            values[key] = str(stored).lower() == "true"
+        elif isinstance(default, int):
+            values[key] = int(stored) if str(stored).isdigit() else default
+        else:
+            values[key] = str(stored)
+    return PathRequest(**values)
 
 
 def summary_html(plan: Plan) -> str:
@@ -269,6 +400,26 @@ def summary_html(plan: Plan) -> str:
         f"<b>{k.kmas_per_site} KMAs per site</b>"
         + ("" if plan.exact_match else " · <i>nearest measured row, see Workload</i>")
     )
+
+
+def path_summary_html(path: DataPath) -> str:
+    b = path.bottleneck
+    fits = "fits" if path.hours * 3600 <= path.window_s else "does not fit"
+    return (
+        f"<b>{path.rate:,.1f} MB/s</b> · bottleneck: <b style='color:#c62828'>{escape(b.name)} "
+        f"(Yes ({b.kind}))</b> · {path.hours:,.1f} h, {fits} the window"
+        + (f" · you measured {path.measured:,.1f} MB/s" if path.measured is not None else "")
+        + _streaming_words(path)
+    )
+
+
+def _streaming_words(path: DataPath) -> str:
+    flow = streaming(path)
+    if flow.streaming:
+        return " · the drives stream"
+    if flow.minimum is not None and flow.feed_per_drive < flow.minimum:
+        return " · <b style='color:#c62828'>the drives shoe-shine</b> (see Streaming)"
+    return " · the drives start and stop (see Streaming)"
 
 
 def _editable(items: tuple[str, ...], hint: str) -> QComboBox:
