@@ -35,21 +35,22 @@ def view(call: Call, uid: str, material: bool = False) -> KeyView:
     plain = None
     if material and row["material_wrapped"] is not None:
         plain = objects.material(row, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]))
-    return KeyView(row, call.now, agent_keys.custom_attributes(call.kma, uid), plain)
+    custom = agent_keys.custom_attributes(call.kma, uid)
+    return KeyView(row, call.now, custom, plain, sent=agent_keys.material_sent(call.kma, uid))
 
 
 async def get_attributes(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     names = [n.value for n in payload.all(Tag.ATTRIBUTE_NAME) if isinstance(n.value, str)]
     key = view(call, uid, material=not names or not attributes.FROM_MATERIAL.isdisjoint(names))
-    encoded = attributes.encode_attributes(key, names or None, v2=call.version >= (2, 0))
+    encoded = attributes.encode_attributes(key, names or None, call.version)
     await call.audit("kmip.get_attributes", f"read {len(encoded)} attributes of key {uid}")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(encoded)
 
 
 async def get_attribute_list(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
-    names = attributes.attribute_names(view(call, uid), v2=call.version >= (2, 0))
+    names = attributes.attribute_names(view(call, uid), call.version)
     await call.audit("kmip.get_attribute_list", f"listed the attributes of key {uid}")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(ttlv.text(Tag.ATTRIBUTE_NAME, n) for n in names)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.keywrap import aes_key_wrap, aes_key_wrap_with_padding
 
+from kma.audit.record import Retention
 from kma.kmip import attributes, objects, ttlv
 from kma.kmip.attributes import NewKey, field_error
 from kma.kmip.context import Call
@@ -347,7 +348,14 @@ async def get(call: Call, payload: Item, event: str = "kmip.get") -> bytes:
         )
         how = f", wrapped under key {wrap_id}"
     what = objects.what(row)
-    await call.audit(event, f"sent {what} {uid} to agent '{call.agent_id}'{how}", subject=("key", uid))
+    # The first send ends the object's Fresh days (KMIP Fresh): that event is kept long.
+    first = not agent_keys.material_sent(call.kma, uid)
+    await call.audit(
+        event,
+        f"sent {what} {uid} to agent '{call.agent_id}'{how}{' (its first send)' if first else ''}",
+        subject=("key", uid),
+        retention=Retention.LONG if first else Retention.SHORT,
+    )
     return (
         ttlv.enum(Tag.OBJECT_TYPE, objects.object_type(row))
         + ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)

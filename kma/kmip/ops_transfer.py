@@ -58,7 +58,7 @@ async def export(call: Call, payload: Item) -> bytes:
     kind, uid, obj = sent
     key = ops_attributes.view(call, str(uid.value), material=True)
     listed = ttlv.decode(
-        ttlv.struct_(Tag.RESPONSE_PAYLOAD, *attributes.encode_attributes(key, None, v2=True))
+        ttlv.struct_(Tag.RESPONSE_PAYLOAD, *attributes.encode_attributes(key, None, call.version))
     )
     return (
         kind.encode() + uid.encode() + ttlv.struct_of(v2.ATTRIBUTES, v2.tagged(list(listed))) + obj.encode()

@@ -187,6 +187,24 @@ READABLE_BY_ID = (
 )
 
 
+# What sends an object's material to a client (KMIP Get, and Export, which is a Get).
+SENDING = ("kmip.get", "kmip.export")
+
+
+def material_sent(kma: Appliance, key_id: str) -> bool:
+    """Whether the object's material was ever sent to a client (KMIP Fresh is its opposite). The
+    audit trail is the record: the event of a first send is kept long (`Retention.LONG`), and a
+    cluster KMA cut off from the majority ships it from its outbox like any event."""
+    return (
+        kma.store.query_one(
+            "SELECT 1 FROM audit_events WHERE subject_type = 'key' AND subject_id = ? "
+            f"AND operation IN {SENDING} AND condition = 'success' LIMIT 1",
+            (key_id,),
+        )
+        is not None
+    )
+
+
 def custom_attributes(kma: Appliance, key_id: str) -> list[Row]:
     return kma.store.query(
         "SELECT name, idx, value, item FROM key_custom_attributes WHERE key_id = ? ORDER BY name, idx",
