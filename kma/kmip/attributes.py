@@ -518,11 +518,13 @@ def _digest(k: KeyView) -> bytes | None:
         return None
     kind = objects.object_type(k.row)
     fmt = objects.key_format(k.row) if kind in objects.ASYMMETRIC else KeyFormatType.RAW
+    if kind == ObjectType.CERTIFICATE:  # optional for a certificate, yet clients (PyKMIP) read one
+        fmt = KeyFormatType.X_509
     return ttlv.struct_(
         V,
         ttlv.enum(Tag.HASHING_ALGORITHM, HashingAlgorithm.SHA_256),
         ttlv.byte_string(Tag.DIGEST_VALUE, bytes(value)),
-        b"" if kind == ObjectType.CERTIFICATE else ttlv.enum(Tag.KEY_FORMAT_TYPE, fmt or KeyFormatType.RAW),
+        ttlv.enum(Tag.KEY_FORMAT_TYPE, fmt or KeyFormatType.RAW),
     )
 
 
@@ -597,7 +599,6 @@ STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
     "Extractable": lambda k: ttlv.boolean(V, not k.sensitive),
     "Never Extractable": lambda k: ttlv.boolean(V, k.sensitive),
     "Fresh": lambda k: None if k.sent is None else ttlv.boolean(V, not k.sent),
-    "Key Value Present": lambda k: ttlv.boolean(V, k.row["destroyed_at"] is None),
     # Every object's material is kept in the KMA's database, wrapped under its master key (even
     # when that key is in an HSM): software storage.
     "Protection Storage Mask": lambda k: ttlv.integer(V, SOFTWARE_STORAGE),
@@ -622,6 +623,12 @@ STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
     "x-Data-Unit": _text_column("data_unit_id"),
     "x-Key-State": lambda k: ttlv.text(V, k.kma_state),
     "x-KMA": _text_column("kma_id"),
+}
+# Answered when asked for by name only, not among "all attributes" nor in Get Attribute List: every
+# object holds its value until destroyed (no Key Value Location here), so it tells what State
+# does, and clients that predate it (PyKMIP 0.11) cannot decode a whole answer that holds it.
+ON_REQUEST: dict[str, Callable[[KeyView], bytes | None]] = {
+    "Key Value Present": lambda k: ttlv.boolean(V, k.row["destroyed_at"] is None),
 }
 ALIASES = {"x-Barcode": "x-Data-Unit"}
 # Attributes read from the object's material (so Get Attributes unwraps it when they are asked for).
@@ -654,7 +661,7 @@ def encode_attributes(key: KeyView, names: list[str] | None, version: tuple[int,
         if name in kept_names:
             out += [attribute(name, kept_value(c), c["idx"]) for c in key.custom if c["name"] == name]
             continue
-        encoder = STANDARD.get(ALIASES.get(name, name))
+        encoder = STANDARD.get(ALIASES.get(name, name)) or ON_REQUEST.get(name)
         value = encoder(key) if encoder is not None else None
         if value is not None:
             out.append(attribute(name, value))
