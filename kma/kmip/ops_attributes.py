@@ -480,6 +480,7 @@ LOCATE_BY: dict[str, Callable[[LocateFilter, Attr], None]] = {
     "Object Type": _typed_rule(ItemType.ENUMERATION, lambda w, v: w.object_types.append(v)),
     "Cryptographic Algorithm": _typed_rule(ItemType.ENUMERATION, _by_algorithm),
     "Cryptographic Length": _typed_rule(ItemType.INTEGER, lambda w, v: w.bits.append(v)),
+    "Certificate Type": _typed_rule(ItemType.ENUMERATION, lambda w, v: w.certificate_types.append(v)),
     "Name": _by_name,
     **dict.fromkeys(DATA_UNIT_ALIASES, _by_data_unit),
     attributes.ASI: _by_application,

@@ -38,6 +38,10 @@ RECOMPUTED = frozenset(
         "Certificate Subject CN",
         "x-Key-State",
         "x-KMA",
+        "Short Unique Identifier",
+        "Always Sensitive",
+        "Never Extractable",
+        "Protection Storage Mask",
     }
 )
 # An object that was compromised, revoked or destroyed stays so: it is not imported (it would

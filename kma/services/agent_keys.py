@@ -738,6 +738,7 @@ class LocateFilter:
     object_types: list[int] = field(default_factory=list)  # KMIP Object Type
     bits: list[int] = field(default_factory=list)  # Cryptographic Length
     algorithms: list[int] = field(default_factory=list)  # a registered public or private key's
+    certificate_types: list[int] = field(default_factory=list)  # a registered certificate's
     usage_mask: int | None = None
     nothing: bool = False  # e.g. an object type other than symmetric keys: no match at all
     # a lifecycle date's column -> the dates asked for: one is that date, two a range (KMIP)
@@ -776,6 +777,10 @@ def locate(
     where += [f"coalesce({form.format(c='object_type')}, 2) = {p}" for p in bind("ot", wanted.object_types)]
     where += [f"coalesce({form.format(c='bits')}, 256) = {p}" for p in bind("bits", wanted.bits)]
     where += [f"{form.format(c='algorithm')} = {p}" for p in bind("alg", wanted.algorithms)]
+    where += [  # a certificate (Object Type 1) whose Certificate Type is X.509 (1) unless kept
+        f"{form.format(c='object_type')} = 1 AND coalesce({form.format(c='data_type')}, 1) = {p}"
+        for p in bind("ct", wanted.certificate_types)
+    ]
     for p in bind("nm", wanted.names):
         where.append(
             f"k.id IN (SELECT n.id FROM keys n WHERE n.data_unit_id = {p} UNION ALL "
@@ -845,6 +850,7 @@ def _issued_here(kma: Appliance, agent: AgentAccess, now: int, wanted: LocateFil
             and all(t == 2 for t in wanted.object_types)
             and all(b == 256 for b in wanted.bits)
             and not wanted.algorithms
+            and not wanted.certificate_types
             and (not wanted.states or state in wanted.states)
             and (wanted.usage_mask is None or (12 & wanted.usage_mask) == wanted.usage_mask)
             and all(s[c] is not None and a <= s[c] <= b for c, (a, b) in _date_ranges(wanted).items())

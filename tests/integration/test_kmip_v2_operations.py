@@ -214,7 +214,7 @@ def test_export_sends_the_object_with_its_attributes_under_gets_rules(
     block = out.find(Tag.SYMMETRIC_KEY).find(Tag.KEY_BLOCK)  # type: ignore[union-attr]
     assert block.find(Tag.KEY_VALUE).get(Tag.KEY_MATERIAL) == material  # type: ignore[union-attr]
     (event,) = events(kma, before, "kmip.export")
-    assert event["message"] == f"sent AES-128 key {key} to agent '{AGENT}'"
+    assert event["message"] == f"sent AES-128 key {key} to agent '{AGENT}' (its first send)"
 
     sensitive, _ = aes_128(client, ttlv.boolean(Tag.SENSITIVE, True))
     assert refused(client, Operation.EXPORT, uid_of(sensitive)).reason == ResultReason.SENSITIVE
