@@ -605,7 +605,9 @@ STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
     "Cryptographic Usage Mask": lambda k: ttlv.integer(V, k.usage_mask),
     "Digest": _digest,
     "State": lambda k: ttlv.enum(V, k.state),
-    "Initial Date": _date("created_at"),
+    # Initial Date: when it became an agent's object; Original Creation Date: when its material
+    # was made (a pool key is made ahead of its Create)
+    "Initial Date": lambda k: ttlv.date_time(V, _get(k.row, "issued_at") or k.row["created_at"]),
     "Original Creation Date": _date("created_at"),
     "Last Change Date": lambda k: ttlv.date_time(V, k.last_change),
     "Activation Date": _date("activated_at"),

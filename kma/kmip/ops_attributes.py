@@ -457,7 +457,7 @@ def _by_usage(wanted: LocateFilter, mask: int) -> None:
 
 # Lifecycle dates a Locate may name (one value: that date; two: the range between them).
 DATE_COLUMNS = {
-    "Initial Date": "created_at",
+    "Initial Date": "issued_at",
     "Activation Date": "activated_at",
     "Protect Stop Date": "protect_until",
     "Deactivation Date": "deactivate_at",

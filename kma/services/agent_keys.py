@@ -95,7 +95,7 @@ def set_protect_stop(key_id: str, when: int) -> Stmt:
 
 
 KEY_COLUMNS = (
-    "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.kma_id, k.created_at, k.activated_at, "
+    "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.kma_id, k.created_at, k.issued_at, k.activated_at, "
     "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, k.registered_by, m.usage_mask, "
     "m.revocation_reason, m.revocation_message, m.changed_at, m.compromise_occurrence_at, m.digest, "
     "m.object_type, m.bits, m.data_type, m.key_format, m.algorithm, m.sensitive"
@@ -283,13 +283,15 @@ def deferred_assignment(
         "activated_at": now if activate else None,
         "protect_until": now + policy["encryption_period"] if activate else None,
         "deactivate_at": now + policy["cryptoperiod"] if activate else None,
+        "issued_at": now,
     }
     statements = [register_data_unit(data_unit_id, now)] if data_unit_id else []
     statements.append(
         Stmt(
             "UPDATE keys SET key_group_id = :key_group_id, data_unit_id = :data_unit_id, "
             "agent_id = :agent_id, activated_at = :activated_at, protect_until = :protect_until, "
-            "deactivate_at = :deactivate_at WHERE id = :id AND kma_id = :kma AND key_group_id IS NULL "
+            "deactivate_at = :deactivate_at, issued_at = :issued_at "
+            "WHERE id = :id AND kma_id = :kma AND key_group_id IS NULL "
             "AND activated_at IS NULL AND destroyed_at IS NULL AND withheld_at IS NULL",
             {**shows, "kma": kma.kma_id},
             expect=1,
@@ -360,7 +362,7 @@ def assign_pool_key(
 @functools.cache
 def _assignment(activate: bool, agent_asks: bool, only_if_no_write_key: bool) -> str:
     """The UPDATE of `assign_pool_key`: one text per form, built once (every issued key has one)."""
-    sets = "key_group_id = :g, data_unit_id = :du, agent_id = :agent"
+    sets = "key_group_id = :g, data_unit_id = :du, agent_id = :agent, issued_at = :now"
     if activate:
         sets += ", " + _activation(":g")
     allowed = may_use(":g") if agent_asks else "EXISTS (SELECT 1 FROM key_groups WHERE id = :g)"
@@ -387,8 +389,9 @@ def insert_registered_key(
     activate: bool,
 ) -> Stmt:
     """A key with the agent's own material, only into a group whose policy allows import."""
-    columns = "id, kma_id, material_wrapped, key_group_id, data_unit_id, agent_id, registered_by, created_at"
-    values = ":id, :kma, :material, :g, :du, :agent, :agent, :now"
+    columns = "id, kma_id, material_wrapped, key_group_id, data_unit_id, agent_id, registered_by, created_at, "
+    columns += "issued_at"
+    values = ":id, :kma, :material, :g, :du, :agent, :agent, :now, :now"
     if activate:
         columns += ", activated_at, protect_until, deactivate_at"
         values += (

@@ -12,8 +12,50 @@ from tests.support.pykmip_suite import run_suite
 AGENT = "pykmip-suite"
 GROUP = "IntegrationTestKeys"  # the Object Group the suite names its keys with
 YEAR = 365 * 86400
-# The suite's tests that ask for what this KMA declines by design, and why (docs/api.md).
-DECLINED: dict[str, str] = {}
+KEY_PAIRS = "Create Key Pair: this KMA does not generate asymmetric keys (it keeps registered ones)"
+DERIVE = "Derive Key: this KMA does not derive keys (nor keep the HMAC keys derivation starts from)"
+SPLIT = "split keys: not offered (the KMA's own key split is its master key's, under quorum)"
+IDEA = "IDEA keys: this KMA makes AES keys only"
+GONE = (
+    "a destroyed object's record stays (its dates, digest: the tape's history): Get answers Key "
+    "Value Not Present (KMIP 2.x: Object Destroyed), not Item Not Found as PyKMIP's server does"
+)
+# The suite's tests that ask for what this KMA declines by design, and why (docs/api.md says the
+# same). Each must fail: one that passes leaves the list.
+DECLINED: dict[str, str] = {
+    "TestIntegration.test_key_pair_create_get_destroy": KEY_PAIRS,
+    "TestIntegration.test_split_key_register_get_destroy": SPLIT,
+    "TestIntegration.test_symmetric_key_create_get_destroy": GONE,
+    "TestIntegration.test_symmetric_key_register_get_destroy": GONE,
+    "TestIntegration.test_modify_delete_attribute": (
+        "reads an Attribute Index 0 the answer leaves out (KMIP: an absent index is 0; the OASIS 1.4 "
+        "test cases' answers leave it out too)"
+    ),
+    "TestIntegration.test_symmetric_key_create_getattributes_locate_destroy": (
+        "Locate by Operation Policy Name: operation policies are the KMA's key policies, it keeps no "
+        "Operation Policy Name"
+    ),
+    "TestProxyKmipClientIntegration.test_asymmetric_key_pair_create_get_destroy": KEY_PAIRS,
+    "TestProxyKmipClientIntegration.test_create_key_pair_sign_signature_verify": KEY_PAIRS,
+    "TestProxyKmipClientIntegration.test_create_getattributes_locate_destroy": IDEA,
+    "TestProxyKmipClientIntegration.test_modify_delete_attribute": IDEA,
+    "TestProxyKmipClientIntegration.test_derive_key_using_encryption": DERIVE,
+    "TestProxyKmipClientIntegration.test_derive_key_using_hmac": DERIVE,
+    "TestProxyKmipClientIntegration.test_derive_key_using_nist_800_108c": DERIVE,
+    "TestProxyKmipClientIntegration.test_derive_key_using_pbkdf2": DERIVE,
+    "TestProxyKmipClientIntegration.test_encrypt_decrypt": (
+        "Encrypt and Decrypt: a key manager hands keys to drives, it is not a cryptographic service"
+    ),
+    "TestProxyKmipClientIntegration.test_split_key_register_get_destroy": SPLIT,
+    "TestProxyKmipClientIntegration.test_create_get_wrapped_destroy": (
+        "PyKMIP 0.11 reads a wrapped key's Key Value as a structure; KMIP and the OASIS test case "
+        "AX-M-2 have it a Byte String, as this KMA answers (expected 1, received 8)"
+    ),
+    "TestProxyKmipClientIntegration.test_register_wrapped_get_destroy": (
+        "material wrapped under a key this KMA does not hold ('42') is not kept: the KMA keeps only "
+        "material it can check and send"
+    ),
+}
 
 
 def test_pykmip_integration_suite(tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -44,3 +86,4 @@ def test_pykmip_integration_suite(tmp_path_factory: pytest.TempPathFactory) -> N
     assert len(results) >= 37
     assert {n: failed[n] for n in failed if n not in DECLINED} == {}, "\n".join(refused)
     assert [n for n in DECLINED if n not in failed] == []  # a declined test that passes leaves the list
+    assert len(results) - len(failed) == 19
