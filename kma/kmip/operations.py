@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from kma.audit.record import Condition, Retention
 from kma.crypto.hsm import HsmUnavailable
 from kma.errors import ClusterUnavailable, KmaLocked, NoReadyKey
-from kma.kmip import ops_attributes, ops_keys, ops_server, ops_tape, ops_transfer, ttlv, undo, v2
+from kma.kmip import fields, ops_attributes, ops_keys, ops_server, ops_tape, ops_transfer, ttlv, undo, v2
 from kma.kmip.context import Call, Compensation
 from kma.kmip.enums import BatchErrorContinuation, Operation, ResultReason, ResultStatus, Tag
 from kma.kmip.messages import RETRY_LATER, SUPPORTED_VERSIONS, KmipError, Request, RequestItem, Result
@@ -148,6 +148,7 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
                 f"KMIP {request.version[0]}.{request.version[1]} is not supported; this KMA speaks "
                 "KMIP 1.0 to 1.4, 2.0 and 2.1",
             )
+        fields.check(item.operation, item.payload, request.version)
         if item.operation not in OPEN_OPERATIONS:
             call.session.access()
             if call.kma.vault.locked:

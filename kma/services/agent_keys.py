@@ -187,6 +187,12 @@ READABLE_BY_ID = (
 )
 
 
+def key_id_taken(kma: Appliance, key_id: str) -> str | None:
+    """The ID of the key whose ID is `key_id` in any case (IDs are unique regardless of case)."""
+    found = kma.store.scalar("SELECT id FROM keys WHERE id = ? COLLATE NOCASE LIMIT 1", (key_id,))
+    return None if found is None else str(found)
+
+
 # What sends an object's material to a client (KMIP Get, and Export, which is a Get).
 SENDING = ("kmip.get", "kmip.export")
 
@@ -400,7 +406,8 @@ def insert_registered_key(
         )
     return Stmt(
         f"INSERT INTO keys ({columns}) SELECT {values} WHERE {may_use(':g')} AND {MAY_IMPORT} "
-        "AND NOT EXISTS (SELECT 1 FROM keys WHERE id = :id)",  # an Import's identifier, taken meanwhile
+        # an Import's identifier, taken meanwhile (in any case)
+        "AND NOT EXISTS (SELECT 1 FROM keys WHERE id = :id COLLATE NOCASE)",
         {
             "id": key_id,
             "kma": kma_id,

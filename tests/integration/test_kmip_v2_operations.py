@@ -28,7 +28,7 @@ from kma.kmip.enums import (
 )
 from kma.kmip.ttlv import Item
 from tests.support.agents import enrolled_demo_agent, events, general_keys_demo, kmip, last_event
-from tests.support.kma_process import RunningKma
+from tests.support.kma_process import RunningKma, read_only_db
 
 AGENT = "t10k-dal-01"
 ATTRIBUTES, ATTRIBUTE_REFERENCE, NEW_ATTRIBUTE = 0x420125, 0x42013B, 0x42013D
@@ -287,3 +287,52 @@ def test_set_endpoint_role_keeps_the_kma_a_server(kma: RunningKma, client: KmipC
         to_client.reason == ResultReason.FEATURE_NOT_SUPPORTED and "server endpoint only" in to_client.message
     )
     assert [e["condition"] for e in events(kma, before, "kmip.set_endpoint_role")] == ["success", "error"]
+
+
+def test_identifiers_are_unique_regardless_of_case_and_another_groups_are_not_told(
+    kma: RunningKma, client: KmipClient
+) -> None:
+    """Import under another spelling of a key's ID is refused; under the ID of a key of a group the
+    agent may not use, it is answered as Get answers an ID it does not know (no existence oracle)."""
+    key, _ = aes_128(client)
+    exported = export(client, key)
+    client.call(Operation.IMPORT, import_payload("Tape-Key.7", exported, drop=(Tag.UNIQUE_IDENTIFIER,)))
+    twin = refused(
+        client, Operation.IMPORT, import_payload("TAPE-KEY.7", exported, drop=(Tag.UNIQUE_IDENTIFIER,))
+    )
+    assert twin.reason == ResultReason.OBJECT_ALREADY_EXISTS and "Tape-Key.7" in twin.message
+
+    with read_only_db(kma) as db:  # a key of Boston's backups, a group this Dallas drive may not use
+        boston = db.execute("SELECT id FROM keys WHERE key_group_id = 'backup-boston' LIMIT 1").fetchone()[0]
+    for spelling in (boston, boston.lower()):
+        hidden = refused(
+            client, Operation.IMPORT, import_payload(spelling, exported, drop=(Tag.UNIQUE_IDENTIFIER,))
+        )
+        unknown = refused(client, Operation.GET, uid_of(spelling))
+        assert (hidden.reason, hidden.message) == (unknown.reason, unknown.message)
+        assert hidden.reason == ResultReason.OBJECT_NOT_FOUND  # KMIP 2.x: Item Not Found in 1.x
+    with read_only_db(kma) as db:
+        assert (
+            db.execute("SELECT count(*) FROM keys WHERE id = ? COLLATE NOCASE", (boston,)).fetchone()[0] == 1
+        )
+
+
+@pytest.mark.parametrize(
+    ("version", "operation", "payload", "field"),
+    [
+        # a 2.0 Locate with its attributes outside the Attributes structure (a C library sends this)
+        ((2, 0), Operation.LOCATE, ttlv.enum(Tag.OBJECT_TYPE, 2), "Object Type"),
+        ((2, 1), Operation.LOCATE, ttlv.struct_(Tag.NAME, ttlv.text(Tag.NAME_VALUE, "E00001")), "Name"),
+        ((2, 0), Operation.GET_ATTRIBUTES, ttlv.text(Tag.ATTRIBUTE_NAME, "State"), "Attribute Name"),
+        ((1, 4), Operation.GET, ttlv.text(Tag.ATTRIBUTE_NAME, "State"), "Attribute Name"),
+        ((1, 0), Operation.ACTIVATE, ttlv.integer(Tag.MAXIMUM_ITEMS, 1), "Maximum Items"),
+        ((1, 2), Operation.CREATE, ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, 3), "Cryptographic Algorithm"),
+    ],
+)
+def test_a_field_a_request_may_not_hold_is_refused_naming_it(
+    client: KmipClient, version: tuple[int, int], operation: int, payload: bytes, field: str
+) -> None:
+    client.version = version
+    answer = refused(client, operation, payload)
+    assert answer.reason == ResultReason.INVALID_FIELD
+    assert f"take a {field} field" in answer.message
