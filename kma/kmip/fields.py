@@ -14,7 +14,6 @@ from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
 from kma.kmip.v2 import ATTRIBUTE_REFERENCE, ATTRIBUTES, CURRENT_ATTRIBUTE, NEW_ATTRIBUTE
 
-
 _UID = frozenset({Tag.UNIQUE_IDENTIFIER})
 _OBJECTS = frozenset(
     {

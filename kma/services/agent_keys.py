@@ -395,8 +395,8 @@ def insert_registered_key(
     activate: bool,
 ) -> Stmt:
     """A key with the agent's own material, only into a group whose policy allows import."""
-    columns = "id, kma_id, material_wrapped, key_group_id, data_unit_id, agent_id, registered_by, created_at, "
-    columns += "issued_at"
+    columns = "id, kma_id, material_wrapped, key_group_id, data_unit_id, agent_id, registered_by, "
+    columns += "created_at, issued_at"
     values = ":id, :kma, :material, :g, :du, :agent, :agent, :now, :now"
     if activate:
         columns += ", activated_at, protect_until, deactivate_at"

@@ -79,7 +79,9 @@ def test_pykmip_integration_suite(tmp_path_factory: pytest.TempPathFactory) -> N
         enroll(kma, AGENT, agent_dir, new_passphrase(kma, AGENT))
         start = last_event(kma)
         results = run_suite(agent_dir, tmp_path_factory.mktemp("suite"))
-        refused = [f"{e['operation']}: {e['message']}" for e in events(kma, start) if e["condition"] == "error"]
+        refused = [
+            f"{e['operation']}: {e['message']}" for e in events(kma, start) if e["condition"] == "error"
+        ]
     finally:
         kma.stop()
     failed = {name: said for name, said in results.items() if said != "passed"}

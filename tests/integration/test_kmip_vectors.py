@@ -19,7 +19,6 @@ import pytest
 
 from kma.kmip import ttlv
 from kma.kmip.client import KmipClient, KmipFailure, attribute
-from kma.kmip.v2 import ATTRIBUTE_REFERENCE, ATTRIBUTES
 from kma.kmip.enums import (
     CryptographicAlgorithm,
     InteropFunction,
@@ -29,6 +28,7 @@ from kma.kmip.enums import (
     ResultStatus,
     Tag,
 )
+from kma.kmip.v2 import ATTRIBUTE_REFERENCE, ATTRIBUTES
 from tests.support.agents import enrolled_demo_agent, events, general_keys_demo, kmip, last_event
 from tests.support.kma_process import RunningKma
 from tests.support.kmip_vectors import VECTORS, Bindings, Vector, vectors
