@@ -52,8 +52,8 @@ DECLINED: dict[str, str] = {
         "AX-M-2 have it a Byte String, as this KMA answers (expected 1, received 8)"
     ),
     "TestProxyKmipClientIntegration.test_register_wrapped_get_destroy": (
-        "material wrapped under a key this KMA does not hold ('42') is not kept: the KMA keeps only "
-        "material it can check and send"
+        "material wrapped under a key this KMA does not hold ('42') cannot be unwrapped, so it is not "
+        "kept (material wrapped under a key of the agent's with Unwrap Key usage is unwrapped and kept)"
     ),
 }
 

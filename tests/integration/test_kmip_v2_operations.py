@@ -5,16 +5,19 @@ each under the rules of the 1.x operation it extends, refused with its 2.x reaso
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.keywrap import aes_key_wrap
 
 from kma.kmip import ttlv
 from kma.kmip.client import KmipClient, KmipFailure
 from kma.kmip.enums import (
     AdjustmentType,
+    BlockCipherMode,
     CryptographicAlgorithm,
     EndpointRole,
     ItemType,
@@ -25,6 +28,8 @@ from kma.kmip.enums import (
     RevocationReasonCode,
     State,
     Tag,
+    UsageMask,
+    WrappingMethod,
 )
 from kma.kmip.ttlv import Item
 from tests.support.agents import enrolled_demo_agent, events, general_keys_demo, kmip, last_event
@@ -336,3 +341,58 @@ def test_a_field_a_request_may_not_hold_is_refused_naming_it(
     answer = refused(client, operation, payload)
     assert answer.reason == ResultReason.INVALID_FIELD
     assert f"take a {field} field" in answer.message
+
+
+def wrapped_register(kek: str, wrapped: bytes) -> bytes:
+    """A Register of an AES-256 key whose material is wrapped (RFC 3394) under key `kek`."""
+    block = ttlv.struct_(
+        Tag.KEY_BLOCK,
+        ttlv.enum(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW),
+        ttlv.byte_string(Tag.KEY_VALUE, wrapped),  # KMIP: a wrapped Key Value is a Byte String
+        ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES),
+        ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, 256),
+        ttlv.struct_(
+            Tag.KEY_WRAPPING_DATA,
+            ttlv.enum(Tag.WRAPPING_METHOD, WrappingMethod.ENCRYPT),
+            ttlv.struct_(
+                Tag.ENCRYPTION_KEY_INFORMATION,
+                ttlv.text(Tag.UNIQUE_IDENTIFIER, kek),
+                ttlv.struct_(
+                    Tag.CRYPTOGRAPHIC_PARAMETERS,
+                    ttlv.enum(Tag.BLOCK_CIPHER_MODE, BlockCipherMode.NIST_KEY_WRAP),
+                ),
+            ),
+        ),
+    )
+    return (
+        ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY)
+        + ttlv.struct_(ATTRIBUTES)
+        + ttlv.struct_(Tag.SYMMETRIC_KEY, block)
+    )
+
+
+def test_a_key_registered_wrapped_under_an_agents_key_is_unwrapped_and_kept(
+    kma: RunningKma, client: KmipClient
+) -> None:
+    now = ttlv.date_time(Tag.ACTIVATION_DATE, int(time.time()))
+    usage = ttlv.integer(Tag.CRYPTOGRAPHIC_USAGE_MASK, UsageMask.WRAP_KEY | UsageMask.UNWRAP_KEY)
+    kek, kek_material = aes_128(client, usage, now)
+    plain = os.urandom(32)
+    before = last_event(kma)
+    got = client.call(Operation.REGISTER, wrapped_register(kek, aes_key_wrap(kek_material, plain)))
+    uid = str(got.get(Tag.UNIQUE_IDENTIFIER))
+    sent = client.call(Operation.GET, uid_of(uid)).find(Tag.SYMMETRIC_KEY)
+    assert sent.find(Tag.KEY_BLOCK).find(Tag.KEY_VALUE).get(Tag.KEY_MATERIAL) == plain  # type: ignore[union-attr]
+    (event,) = events(kma, before, "kmip.register")
+    assert event["message"].endswith(f"(unwrapped under key {kek})")
+
+    tampered = refused(client, Operation.REGISTER, wrapped_register(kek, os.urandom(40)))
+    assert (
+        tampered.reason == ResultReason.INVALID_FIELD
+        and f"does not unwrap under key {kek}" in tampered.message
+    )
+    data_key, material = aes_128(client, now)  # no Unwrap Key usage
+    unfit = refused(client, Operation.REGISTER, wrapped_register(data_key, aes_key_wrap(material, plain)))
+    assert unfit.reason == ResultReason.PERMISSION_DENIED and "no Unwrap Key usage" in unfit.message
+    unknown = refused(client, Operation.REGISTER, wrapped_register("42", aes_key_wrap(material, plain)))
+    assert unknown.reason == ResultReason.OBJECT_NOT_FOUND
