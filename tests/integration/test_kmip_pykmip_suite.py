@@ -58,6 +58,7 @@ DECLINED: dict[str, str] = {
 }
 
 
+@pytest.mark.slow
 def test_pykmip_integration_suite(tmp_path_factory: pytest.TempPathFactory) -> None:
     kma = RunningKma.demo_in(tmp_path_factory.mktemp("pykmip-suite"))
     try:
