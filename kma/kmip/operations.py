@@ -148,11 +148,11 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
                 f"KMIP {request.version[0]}.{request.version[1]} is not supported; this KMA speaks "
                 "KMIP 1.0 to 1.4, 2.0 and 2.1",
             )
-        fields.check(item.operation, item.payload, request.version)
         if item.operation not in OPEN_OPERATIONS:
             call.session.access()
             if call.kma.vault.locked:
                 raise KmaLocked(LOCKED)
+        fields.check(item.operation, item.payload, request.version)
         if not v2.is_v2(request.version):
             return Result(item.operation, item.batch_id, payload=await handler(call, item.payload))
         # one implementation of each operation: 2.x in, run as 1.4, answered in 2.x
