@@ -25,6 +25,7 @@ from typing import Any
 from kma.domain.lifecycle import key_state
 from kma.domain.validation import ID_PATTERN
 from kma.kmip import objects, ttlv
+from kma.kmip.attribute_versions import defined
 from kma.kmip.enums import (
     CryptographicAlgorithm,
     HashingAlgorithm,
@@ -59,6 +60,7 @@ QUANTUM_SAFE = "Quantum Safe"
 QUANTUM_SAFE_BITS = 256
 CUSTOM_NAME = re.compile(r"^x-[A-Za-z0-9 ._-]{1,62}$")
 MAX_CUSTOM_VALUE = 1024
+SOFTWARE_STORAGE = 0x1  # KMIP Protection Storage Mask: Software
 ACTIVATION_SKEW = 5  # an Activation Date this many seconds ahead still means "now"
 _DATA_UNIT = re.compile(ID_PATTERN)
 
@@ -230,6 +232,7 @@ class NewKey:
     length: int | None = None  # a Cryptographic Length the client named
     certificate_type: int | None = None  # a Certificate Type the client named (Register)
     sensitive: bool = False  # KMIP Sensitive: the material never leaves the KMA in the clear
+    extractable: bool | None = None  # KMIP Extractable, when the client said
 
 
 def check_quantum_safe(spec: NewKey, bits: int | None) -> None:
@@ -307,6 +310,13 @@ def settle(spec: NewKey, general: bool, group: str) -> None:
             "a Deactivation Date is set with an Activation Date (the object active from now): a "
             "pre-active object's dates start when it is activated"
         )
+    if spec.extractable is not None and spec.extractable == spec.sensitive:
+        if spec.sensitive:
+            raise field_error(
+                "a Sensitive object is not Extractable here: its material never leaves the KMA, "
+                "in the clear or wrapped"
+            )
+        spec.sensitive = True  # not Extractable: its material never leaves the KMA
     for unit in spec.tape_units:
         _bind(spec, unit, "Application Specific Information values")
     for label in spec.labels:
@@ -349,9 +359,19 @@ def _activation(spec: NewKey, attr: Attr, now: int) -> None:
     spec.activate = True
 
 
+def _extractable(spec: NewKey, attr: Attr, now: int) -> None:
+    spec.extractable = bool(_typed(attr, ItemType.BOOLEAN))
+
+
+def _fresh(spec: NewKey, attr: Attr, now: int) -> None:
+    """A client registering material that has been elsewhere says Fresh = False, and it stays so;
+    True is what every new object is here until its material is first sent."""
+    if not _typed(attr, ItemType.BOOLEAN):
+        spec.kept.append(kept(attr))
+
+
 def _ignored(spec: NewKey, attr: Attr, now: int) -> None:
-    """Accepted, without effect here (operation policies are the KMA's key policies; whether an
-    object is Fresh, never sent yet, is not kept: the audit trail says where it went)."""
+    """Accepted, without effect here (operation policies are the KMA's key policies)."""
 
 
 ON_CREATE: dict[str, Callable[[NewKey, Attr, int], None]] = {
@@ -372,9 +392,10 @@ ON_CREATE: dict[str, Callable[[NewKey, Attr, int], None]] = {
     "Protect Stop Date": _protect_stop,
     "Deactivation Date": _deactivation,
     "Sensitive": _sensitive,
+    "Extractable": _extractable,
     "Certificate Type": _certificate_type,
     "Operation Policy Name": _ignored,
-    "Fresh": _ignored,
+    "Fresh": _fresh,
 }
 
 
@@ -397,13 +418,21 @@ class KeyView:
     """A key row seen through KMIP, at one instant (`material`: its plain bytes, when a Digest
     is asked for)."""
 
-    __slots__ = ("custom", "material", "now", "row")
+    __slots__ = ("custom", "material", "now", "row", "sent")
 
-    def __init__(self, row: Any, now: int, custom: Iterable[Any] = (), material: bytes | None = None) -> None:
+    def __init__(
+        self,
+        row: Any,
+        now: int,
+        custom: Iterable[Any] = (),
+        material: bytes | None = None,
+        sent: bool | None = None,
+    ) -> None:
         self.row = row
         self.now = now
         self.custom = list(custom)
         self.material = material
+        self.sent = sent  # whether its material was ever sent (None: not looked up)
 
     @property
     def state(self) -> State:
@@ -422,6 +451,10 @@ class KeyView:
         return str(
             key_state(self.now, r["activated_at"], r["protect_until"], r["deactivate_at"], r["destroyed_at"])
         )
+
+    @property
+    def sensitive(self) -> bool:
+        return bool(_get(self.row, "sensitive"))
 
     @property
     def usage_mask(self) -> int:
@@ -485,11 +518,13 @@ def _digest(k: KeyView) -> bytes | None:
         return None
     kind = objects.object_type(k.row)
     fmt = objects.key_format(k.row) if kind in objects.ASYMMETRIC else KeyFormatType.RAW
+    if kind == ObjectType.CERTIFICATE:  # optional for a certificate, yet clients (PyKMIP) read one
+        fmt = KeyFormatType.X_509
     return ttlv.struct_(
         V,
         ttlv.enum(Tag.HASHING_ALGORITHM, HashingAlgorithm.SHA_256),
         ttlv.byte_string(Tag.DIGEST_VALUE, bytes(value)),
-        b"" if kind == ObjectType.CERTIFICATE else ttlv.enum(Tag.KEY_FORMAT_TYPE, fmt or KeyFormatType.RAW),
+        ttlv.enum(Tag.KEY_FORMAT_TYPE, fmt or KeyFormatType.RAW),
     )
 
 
@@ -542,6 +577,7 @@ def _revocation(k: KeyView) -> bytes | None:
 # "all attributes" lists them.
 STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
     "Unique Identifier": lambda k: ttlv.text(V, k.row["id"]),
+    "Short Unique Identifier": lambda k: ttlv.byte_string(V, hashlib.sha256(k.row["id"].encode()).digest()),
     "Object Type": lambda k: ttlv.enum(V, objects.object_type(k.row)),
     "Cryptographic Algorithm": _algorithm_of,
     "Cryptographic Length": lambda k: (
@@ -556,11 +592,22 @@ STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
         ttlv.integer(V, len(k.material)) if k.material and _certificate(k) else None
     ),
     "Certificate Subject CN": _subject_cn,
-    "Sensitive": lambda k: ttlv.boolean(V, bool(_get(k.row, "sensitive"))),  # False unless set
+    # Sensitive is set with the object and never changed: it was always so, and then never
+    # leaves the KMA, in the clear or wrapped (not Extractable, never was).
+    "Sensitive": lambda k: ttlv.boolean(V, k.sensitive),
+    "Always Sensitive": lambda k: ttlv.boolean(V, k.sensitive),
+    "Extractable": lambda k: ttlv.boolean(V, not k.sensitive),
+    "Never Extractable": lambda k: ttlv.boolean(V, k.sensitive),
+    "Fresh": lambda k: None if k.sent is None else ttlv.boolean(V, not k.sent),
+    # Every object's material is kept in the KMA's database, wrapped under its master key (even
+    # when that key is in an HSM): software storage.
+    "Protection Storage Mask": lambda k: ttlv.integer(V, SOFTWARE_STORAGE),
     "Cryptographic Usage Mask": lambda k: ttlv.integer(V, k.usage_mask),
     "Digest": _digest,
     "State": lambda k: ttlv.enum(V, k.state),
-    "Initial Date": _date("created_at"),
+    # Initial Date: when it became an agent's object; Original Creation Date: when its material
+    # was made (a pool key is made ahead of its Create)
+    "Initial Date": lambda k: ttlv.date_time(V, _get(k.row, "issued_at") or k.row["created_at"]),
     "Original Creation Date": _date("created_at"),
     "Last Change Date": lambda k: ttlv.date_time(V, k.last_change),
     "Activation Date": _date("activated_at"),
@@ -579,8 +626,13 @@ STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
     "x-Key-State": lambda k: ttlv.text(V, k.kma_state),
     "x-KMA": _text_column("kma_id"),
 }
+# Answered when asked for by name only, not among "all attributes" nor in Get Attribute List: every
+# object holds its value until destroyed (no Key Value Location here), so it tells what State
+# does, and clients that predate it (PyKMIP 0.11) cannot decode a whole answer that holds it.
+ON_REQUEST: dict[str, Callable[[KeyView], bytes | None]] = {
+    "Key Value Present": lambda k: ttlv.boolean(V, k.row["destroyed_at"] is None),
+}
 ALIASES = {"x-Barcode": "x-Data-Unit"}
-V2_ONLY = frozenset({"Key Format Type", "Certificate Subject CN"})  # attributes from KMIP 2.0 on
 # Attributes read from the object's material (so Get Attributes unwraps it when they are asked for).
 FROM_MATERIAL = frozenset({"Digest", "Certificate Length", "Certificate Subject CN"})
 
@@ -598,32 +650,32 @@ def kept_value(row: Any) -> bytes:
     return bytes(item) if item is not None else ttlv.text(V, row["value"])
 
 
-def encode_attributes(key: KeyView, names: list[str] | None, v2: bool = False) -> list[bytes]:
-    """The key's attributes named (all when `names` is None); absent ones are left out. What a
-    client set is answered as it sent it (a library's own Name or x-Barcode included)."""
+def encode_attributes(key: KeyView, names: list[str] | None, version: tuple[int, int]) -> list[bytes]:
+    """The key's attributes named (all when `names` is None) that the client's KMIP version has;
+    absent ones are left out. What a client set is answered as it sent it (a library's own Name
+    or x-Barcode included)."""
     kept_names = dict.fromkeys(c["name"] for c in key.custom)
     out = []
-    every = [*(n for n in STANDARD if n not in kept_names and (v2 or n not in V2_ONLY)), *kept_names]
+    every = [*(n for n in STANDARD if n not in kept_names), *kept_names]
     for name in names if names is not None else every:
+        if not defined(name, version):
+            continue
         if name in kept_names:
             out += [attribute(name, kept_value(c), c["idx"]) for c in key.custom if c["name"] == name]
             continue
-        encoder = STANDARD.get(ALIASES.get(name, name))
+        encoder = STANDARD.get(ALIASES.get(name, name)) or ON_REQUEST.get(name)
         value = encoder(key) if encoder is not None else None
         if value is not None:
             out.append(attribute(name, value))
     return out
 
 
-def attribute_names(key: KeyView, v2: bool = False) -> list[str]:
+def attribute_names(key: KeyView, version: tuple[int, int]) -> list[str]:
+    """What "all attributes" would hold for this version: the same names, in the same order."""
     kept_names = list(dict.fromkeys(c["name"] for c in key.custom))
-    names = [
-        n
-        for n, encoder in STANDARD.items()
-        if n not in kept_names and (v2 or n not in V2_ONLY) and encoder(key) is not None
-    ]
+    names = [n for n, encoder in STANDARD.items() if n not in kept_names and encoder(key) is not None]
     if "Digest" not in names and (key.row["destroyed_at"] is None or _get(key.row, "digest") is not None):
         names.append("Digest")  # a live key has one; its value is read when asked for
     if objects.object_type(key.row) == ObjectType.CERTIFICATE and key.row["destroyed_at"] is None:
-        names += ["Certificate Length", *(["Certificate Subject CN"] if v2 else [])]  # read likewise
-    return names + kept_names
+        names += ["Certificate Length", "Certificate Subject CN"]  # read likewise
+    return [n for n in names + kept_names if defined(n, version)]

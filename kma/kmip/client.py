@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kma.kmip import ttlv
+from kma.kmip import ttlv, v2
 from kma.kmip.enums import (
     BlockCipherMode,
     CryptographicAlgorithm,
@@ -218,13 +218,22 @@ class KmipClient:
         activate_at: int | None = None,
         usage_mask: int | None = None,
     ) -> str:
-        payload = ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + key_template(
-            data_unit, group, activate_at, usage_mask
+        payload = ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + self._in_version(
+            key_template(data_unit, group, activate_at, usage_mask)
         )
         return str(self.call(Operation.CREATE, payload).get(Tag.UNIQUE_IDENTIFIER))
 
+    def _in_version(self, template: bytes) -> bytes:
+        """A Template-Attribute as the client's version has it: KMIP 2.x sends an Attributes
+        structure of tagged attributes instead (a 2.x server refuses a Template-Attribute)."""
+        if self.version < v2.VERSION:
+            return template
+        return ttlv.struct_of(v2.ATTRIBUTES, v2.tagged(list(ttlv.decode(template))))
+
     def create_and_activate(self, data_unit: str | None = None, group: str | None = None) -> str:
-        create = ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + key_template(data_unit, group)
+        create = ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + self._in_version(
+            key_template(data_unit, group)
+        )
         results = self.batch([(Operation.CREATE, create), (Operation.ACTIVATE, b"")])
         uid = results[0].check().get(Tag.UNIQUE_IDENTIFIER)
         if len(results) < 2:

@@ -46,10 +46,11 @@ ALGORITHM_NAMES: dict[int, str] = {
 }
 # Key Format Types a public / private key is registered in: byte strings, or a Transparent
 # structure with the fields it must have.
-_BYTES = frozenset({KeyFormatType.PKCS_1, KeyFormatType.PKCS_8, KeyFormatType.X_509})
+# Raw: the key's bytes as its client has them (PyKMIP registers DER keys so), kept and sent back so.
+_BYTES = frozenset({KeyFormatType.RAW, KeyFormatType.PKCS_1, KeyFormatType.PKCS_8, KeyFormatType.X_509})
 _FORMATS: dict[int, frozenset[int]] = {
-    ObjectType.PUBLIC_KEY: frozenset({KeyFormatType.PKCS_1, KeyFormatType.X_509}),
-    ObjectType.PRIVATE_KEY: frozenset({KeyFormatType.PKCS_1, KeyFormatType.PKCS_8}),
+    ObjectType.PUBLIC_KEY: frozenset({KeyFormatType.RAW, KeyFormatType.PKCS_1, KeyFormatType.X_509}),
+    ObjectType.PRIVATE_KEY: frozenset({KeyFormatType.RAW, KeyFormatType.PKCS_1, KeyFormatType.PKCS_8}),
 }
 _TRANSPARENT: dict[int, tuple[int, int, tuple[int, ...]]] = {  # format -> (object, algorithm, fields)
     KeyFormatType.TRANSPARENT_RSA_PUBLIC_KEY: (
@@ -248,8 +249,8 @@ def _asymmetric(kind: int, block: Item) -> Registered:
     else:
         raise KmipError(
             ResultReason.KEY_FORMAT_TYPE_NOT_SUPPORTED,
-            f"a {noun} key is registered as PKCS#1, {'X.509' if noun == 'public' else 'PKCS#8'} or its "
-            "Transparent RSA / DSA structure",
+            f"a {noun} key is registered Raw, as PKCS#1, {'X.509' if noun == 'public' else 'PKCS#8'} or "
+            "its Transparent RSA / DSA structure",
         )
     return Registered(kind, _sized(raw), None, fmt, algorithm, length)
 

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from kma.audit.record import Condition, Retention
 from kma.crypto.hsm import HsmUnavailable
 from kma.errors import ClusterUnavailable, KmaLocked, NoReadyKey
-from kma.kmip import ops_attributes, ops_keys, ops_server, ops_tape, ops_transfer, ttlv, undo, v2
+from kma.kmip import fields, ops_attributes, ops_keys, ops_server, ops_tape, ops_transfer, ttlv, undo, v2
 from kma.kmip.context import Call, Compensation
 from kma.kmip.enums import BatchErrorContinuation, Operation, ResultReason, ResultStatus, Tag
 from kma.kmip.messages import RETRY_LATER, SUPPORTED_VERSIONS, KmipError, Request, RequestItem, Result
@@ -152,6 +152,7 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
             call.session.access()
             if call.kma.vault.locked:
                 raise KmaLocked(LOCKED)
+        fields.check(item.operation, item.payload, request.version)
         if not v2.is_v2(request.version):
             return Result(item.operation, item.batch_id, payload=await handler(call, item.payload))
         # one implementation of each operation: 2.x in, run as 1.4, answered in 2.x

@@ -35,21 +35,22 @@ def view(call: Call, uid: str, material: bool = False) -> KeyView:
     plain = None
     if material and row["material_wrapped"] is not None:
         plain = objects.material(row, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]))
-    return KeyView(row, call.now, agent_keys.custom_attributes(call.kma, uid), plain)
+    custom = agent_keys.custom_attributes(call.kma, uid)
+    return KeyView(row, call.now, custom, plain, sent=agent_keys.material_sent(call.kma, uid))
 
 
 async def get_attributes(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     names = [n.value for n in payload.all(Tag.ATTRIBUTE_NAME) if isinstance(n.value, str)]
     key = view(call, uid, material=not names or not attributes.FROM_MATERIAL.isdisjoint(names))
-    encoded = attributes.encode_attributes(key, names or None, v2=call.version >= (2, 0))
+    encoded = attributes.encode_attributes(key, names or None, call.version)
     await call.audit("kmip.get_attributes", f"read {len(encoded)} attributes of key {uid}")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(encoded)
 
 
 async def get_attribute_list(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
-    names = attributes.attribute_names(view(call, uid), v2=call.version >= (2, 0))
+    names = attributes.attribute_names(view(call, uid), call.version)
     await call.audit("kmip.get_attribute_list", f"listed the attributes of key {uid}")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(ttlv.text(Tag.ATTRIBUTE_NAME, n) for n in names)
 
@@ -456,7 +457,7 @@ def _by_usage(wanted: LocateFilter, mask: int) -> None:
 
 # Lifecycle dates a Locate may name (one value: that date; two: the range between them).
 DATE_COLUMNS = {
-    "Initial Date": "created_at",
+    "Initial Date": "issued_at",
     "Activation Date": "activated_at",
     "Protect Stop Date": "protect_until",
     "Deactivation Date": "deactivate_at",
@@ -479,6 +480,7 @@ LOCATE_BY: dict[str, Callable[[LocateFilter, Attr], None]] = {
     "Object Type": _typed_rule(ItemType.ENUMERATION, lambda w, v: w.object_types.append(v)),
     "Cryptographic Algorithm": _typed_rule(ItemType.ENUMERATION, _by_algorithm),
     "Cryptographic Length": _typed_rule(ItemType.INTEGER, lambda w, v: w.bits.append(v)),
+    "Certificate Type": _typed_rule(ItemType.ENUMERATION, lambda w, v: w.certificate_types.append(v)),
     "Name": _by_name,
     **dict.fromkeys(DATA_UNIT_ALIASES, _by_data_unit),
     attributes.ASI: _by_application,

@@ -16,7 +16,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.keywrap import aes_key_wrap, aes_key_wrap_with_padding
 
-from kma.kmip import attributes, objects, ttlv
+from kma.audit.record import Retention
+from kma.kmip import attributes, objects, ttlv, wrapping
 from kma.kmip.attributes import NewKey, field_error
 from kma.kmip.context import Call
 from kma.kmip.enums import (
@@ -29,7 +30,6 @@ from kma.kmip.enums import (
     RevocationReasonCode,
     State,
     Tag,
-    UsageMask,
     WrappingMethod,
 )
 from kma.kmip.messages import KmipError
@@ -162,7 +162,9 @@ def repeats_a_short_pattern(raw: bytes) -> bool:
 async def register(
     call: Call, payload: Item, key_id: str | None = None, event: str = "kmip.register"
 ) -> bytes:
-    """Register, and Import (`key_id`: the Unique Identifier the client gave, checked unused)."""
+    """Register, and Import (`key_id`: the Unique Identifier the client gave, checked unused).
+    Material wrapped under a key of the agent's is unwrapped first (kma/kmip/wrapping.py)."""
+    payload, wrapped_by = wrapping.unwrapped(call, payload)
     sent = objects.registered(payload)
     kind, raw = sent.kind, sent.raw
     spec, group = settled(call, payload)
@@ -218,7 +220,8 @@ async def register(
     await call.commit(
         event,
         statements,
-        f"registered {what} {key_id} supplied by the agent {_where(spec, group)}{note}",
+        f"registered {what} {key_id} supplied by the agent {_where(spec, group)}{note}"
+        + (f" (unwrapped under key {wrapped_by})" if wrapped_by else ""),
         ("key", key_id),
     )
     call.placeholder = key_id
@@ -248,39 +251,6 @@ def _as_described(spec: NewKey, sent: objects.Registered) -> None:
             ResultReason.GENERAL_FAILURE,
             "NOT_SAFE: an RSA, DSA or ECDSA key is not quantum safe (a quantum computer breaks it)",
         )
-
-
-def _wrapping_key(call: Call, spec: Item) -> tuple[str, bytes, int]:
-    """(wrapping key ID, its material, block cipher mode) for a Key Wrapping Specification."""
-    if spec.get(Tag.WRAPPING_METHOD) != WrappingMethod.ENCRYPT:
-        raise KmipError(ResultReason.FEATURE_NOT_SUPPORTED, "only the Encrypt wrapping method is supported")
-    if spec.find(Tag.MAC_SIGNATURE_KEY_INFORMATION) is not None:
-        raise KmipError(ResultReason.FEATURE_NOT_SUPPORTED, "MAC/signature key wrapping is not supported")
-    if spec.get(Tag.ENCODING_OPTION, EncodingOption.NO_ENCODING) != EncodingOption.NO_ENCODING:
-        raise KmipError(ResultReason.ENCODING_OPTION_ERROR, "only the No Encoding option is supported")
-    info = spec.find(Tag.ENCRYPTION_KEY_INFORMATION)
-    uid = info.get(Tag.UNIQUE_IDENTIFIER) if info is not None else None
-    if not isinstance(uid, str):
-        raise KmipError(ResultReason.MISSING_DATA, "the Key Wrapping Specification names no wrapping key")
-    params = info.find(Tag.CRYPTOGRAPHIC_PARAMETERS) if info is not None else None
-    mode = (
-        params.get(Tag.BLOCK_CIPHER_MODE, BlockCipherMode.NIST_KEY_WRAP)
-        if params
-        else BlockCipherMode.NIST_KEY_WRAP
-    )
-    if mode not in (BlockCipherMode.NIST_KEY_WRAP, BlockCipherMode.AES_KEY_WRAP_PADDING):
-        raise KmipError(
-            ResultReason.FEATURE_NOT_SUPPORTED, "keys are wrapped with AES Key Wrap (RFC 3394 or 5649) only"
-        )
-    row = call.key(uid, material=True)
-    view = attributes.KeyView(row, call.now)
-    if view.state != State.ACTIVE or row["material_wrapped"] is None:
-        raise KmipError(ResultReason.PERMISSION_DENIED, f"wrapping key {uid} is not active")
-    if not view.usage_mask & UsageMask.WRAP_KEY:
-        raise KmipError(ResultReason.PERMISSION_DENIED, f"key {uid} is not for wrapping (no Wrap Key usage)")
-    if not objects.is_symmetric(row):
-        raise KmipError(ResultReason.PERMISSION_DENIED, f"{uid} is not a key: it cannot wrap keys")
-    return uid, plain(call, uid, row), int(mode)
 
 
 def _sendable(row: Any, fmt: int | None, payload: Item) -> None:
@@ -330,12 +300,12 @@ async def get(call: Call, payload: Item, event: str = "kmip.get") -> bytes:
     fmt = fmt if fmt is not None else objects.key_format(row)
     spec = payload.find(Tag.KEY_WRAPPING_SPECIFICATION)
     if spec is None:
-        value, wrapping, how = material, b"", ""
+        value, wrapping_data, how = material, b"", ""
     else:
-        wrap_id, kek, mode = _wrapping_key(call, spec)
+        wrap_id, kek, mode = wrapping.wrapping_key(call, spec)
         wrap = aes_key_wrap if mode == BlockCipherMode.NIST_KEY_WRAP else aes_key_wrap_with_padding
         value = wrap(kek, material)
-        wrapping = ttlv.struct_(
+        wrapping_data = ttlv.struct_(
             Tag.KEY_WRAPPING_DATA,
             ttlv.enum(Tag.WRAPPING_METHOD, WrappingMethod.ENCRYPT),
             ttlv.struct_(
@@ -347,11 +317,18 @@ async def get(call: Call, payload: Item, event: str = "kmip.get") -> bytes:
         )
         how = f", wrapped under key {wrap_id}"
     what = objects.what(row)
-    await call.audit(event, f"sent {what} {uid} to agent '{call.agent_id}'{how}", subject=("key", uid))
+    # The first send ends the object's Fresh days (KMIP Fresh): that event is kept long.
+    first = not agent_keys.material_sent(call.kma, uid)
+    await call.audit(
+        event,
+        f"sent {what} {uid} to agent '{call.agent_id}'{how}{' (its first send)' if first else ''}",
+        subject=("key", uid),
+        retention=Retention.LONG if first else Retention.SHORT,
+    )
     return (
         ttlv.enum(Tag.OBJECT_TYPE, objects.object_type(row))
         + ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
-        + objects.encode_object(row, fmt, value, wrapping)
+        + objects.encode_object(row, fmt, value, wrapping_data)
     )
 
 

@@ -23,6 +23,7 @@ from kma.kmip.context import Call
 from kma.kmip.enums import ItemType, KeyWrapType, ResultReason, State, Tag
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
+from kma.services import agent_keys
 
 # What an Export carries that this KMA sets itself: read again from the object and its own clock.
 RECOMPUTED = frozenset(
@@ -38,6 +39,10 @@ RECOMPUTED = frozenset(
         "Certificate Subject CN",
         "x-Key-State",
         "x-KMA",
+        "Short Unique Identifier",
+        "Always Sensitive",
+        "Never Extractable",
+        "Protection Storage Mask",
     }
 )
 # An object that was compromised, revoked or destroyed stays so: it is not imported (it would
@@ -58,7 +63,7 @@ async def export(call: Call, payload: Item) -> bytes:
     kind, uid, obj = sent
     key = ops_attributes.view(call, str(uid.value), material=True)
     listed = ttlv.decode(
-        ttlv.struct_(Tag.RESPONSE_PAYLOAD, *attributes.encode_attributes(key, None, v2=True))
+        ttlv.struct_(Tag.RESPONSE_PAYLOAD, *attributes.encode_attributes(key, None, call.version))
     )
     return (
         kind.encode() + uid.encode() + ttlv.struct_of(v2.ATTRIBUTES, v2.tagged(list(listed))) + obj.encode()
@@ -119,13 +124,16 @@ async def import_(call: Call, payload: Item) -> bytes:
     wrap = payload.get(Tag.KEY_WRAP_TYPE, KeyWrapType.NOT_WRAPPED)
     if wrap not in (KeyWrapType.NOT_WRAPPED, KeyWrapType.AS_REGISTERED):
         raise KmipError(ResultReason.INVALID_FIELD, "Key Wrap Type is Not Wrapped or As Registered")
-    if call.kma.store.query_one("SELECT 1 FROM keys WHERE id = ?", (uid,)) is not None:
+    taken = agent_keys.key_id_taken(call.kma, uid)
+    if taken is not None:
+        if agent_keys.visible_key(call.kma, call.access, taken) is None:  # answered as Get answers
+            raise KmipError(ResultReason.ITEM_NOT_FOUND, f"no key '{uid[:64]}' that this agent may see")
         replace = (
             " (Replace Existing: an object is never replaced)" if payload.get(Tag.REPLACE_EXISTING) else ""
         )
         raise KmipError(
             ResultReason.ILLEGAL_OPERATION,
-            f"an object {uid} exists already{replace}",
+            f"an object {taken} exists already{replace}",
             v2_reason=ResultReason.OBJECT_ALREADY_EXISTS,
         )
     kept = _checked(payload, uid)

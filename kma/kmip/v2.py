@@ -60,7 +60,13 @@ TAG_OF: dict[str, int] = {
     "Certificate Length": Tag.CERTIFICATE_LENGTH,
     "Certificate Subject CN": Tag.CERTIFICATE_SUBJECT_CN,
     "Sensitive": Tag.SENSITIVE,
+    "Always Sensitive": Tag.ALWAYS_SENSITIVE,
+    "Extractable": Tag.EXTRACTABLE,
+    "Never Extractable": Tag.NEVER_EXTRACTABLE,
     "Fresh": Tag.FRESH,
+    "Key Value Present": Tag.KEY_VALUE_PRESENT,
+    "Short Unique Identifier": Tag.SHORT_UNIQUE_IDENTIFIER,
+    "Protection Storage Mask": Tag.PROTECTION_STORAGE_MASK,
 }
 NOT_KEPT = "?"  # the 1.4 name of an attribute this KMA does not keep: it matches nothing
 NAME_OF: dict[int, str] = {tag: name for name, tag in TAG_OF.items()}

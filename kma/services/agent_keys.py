@@ -95,7 +95,7 @@ def set_protect_stop(key_id: str, when: int) -> Stmt:
 
 
 KEY_COLUMNS = (
-    "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.kma_id, k.created_at, k.activated_at, "
+    "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.kma_id, k.created_at, k.issued_at, k.activated_at, "
     "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, k.registered_by, m.usage_mask, "
     "m.revocation_reason, m.revocation_message, m.changed_at, m.compromise_occurrence_at, m.digest, "
     "m.object_type, m.bits, m.data_type, m.key_format, m.algorithm, m.sensitive"
@@ -187,6 +187,30 @@ READABLE_BY_ID = (
 )
 
 
+def key_id_taken(kma: Appliance, key_id: str) -> str | None:
+    """The ID of the key whose ID is `key_id` in any case (IDs are unique regardless of case)."""
+    found = kma.store.scalar("SELECT id FROM keys WHERE id = ? COLLATE NOCASE LIMIT 1", (key_id,))
+    return None if found is None else str(found)
+
+
+# What sends an object's material to a client (KMIP Get, and Export, which is a Get).
+SENDING = ("kmip.get", "kmip.export")
+
+
+def material_sent(kma: Appliance, key_id: str) -> bool:
+    """Whether the object's material was ever sent to a client (KMIP Fresh is its opposite). The
+    audit trail is the record: the event of a first send is kept long (`Retention.LONG`), and a
+    cluster KMA cut off from the majority ships it from its outbox like any event."""
+    return (
+        kma.store.query_one(
+            "SELECT 1 FROM audit_events WHERE subject_type = 'key' AND subject_id = ? "
+            f"AND operation IN {SENDING} AND condition = 'success' LIMIT 1",
+            (key_id,),
+        )
+        is not None
+    )
+
+
 def custom_attributes(kma: Appliance, key_id: str) -> list[Row]:
     return kma.store.query(
         "SELECT name, idx, value, item FROM key_custom_attributes WHERE key_id = ? ORDER BY name, idx",
@@ -265,13 +289,15 @@ def deferred_assignment(
         "activated_at": now if activate else None,
         "protect_until": now + policy["encryption_period"] if activate else None,
         "deactivate_at": now + policy["cryptoperiod"] if activate else None,
+        "issued_at": now,
     }
     statements = [register_data_unit(data_unit_id, now)] if data_unit_id else []
     statements.append(
         Stmt(
             "UPDATE keys SET key_group_id = :key_group_id, data_unit_id = :data_unit_id, "
             "agent_id = :agent_id, activated_at = :activated_at, protect_until = :protect_until, "
-            "deactivate_at = :deactivate_at WHERE id = :id AND kma_id = :kma AND key_group_id IS NULL "
+            "deactivate_at = :deactivate_at, issued_at = :issued_at "
+            "WHERE id = :id AND kma_id = :kma AND key_group_id IS NULL "
             "AND activated_at IS NULL AND destroyed_at IS NULL AND withheld_at IS NULL",
             {**shows, "kma": kma.kma_id},
             expect=1,
@@ -342,7 +368,7 @@ def assign_pool_key(
 @functools.cache
 def _assignment(activate: bool, agent_asks: bool, only_if_no_write_key: bool) -> str:
     """The UPDATE of `assign_pool_key`: one text per form, built once (every issued key has one)."""
-    sets = "key_group_id = :g, data_unit_id = :du, agent_id = :agent"
+    sets = "key_group_id = :g, data_unit_id = :du, agent_id = :agent, issued_at = :now"
     if activate:
         sets += ", " + _activation(":g")
     allowed = may_use(":g") if agent_asks else "EXISTS (SELECT 1 FROM key_groups WHERE id = :g)"
@@ -369,8 +395,9 @@ def insert_registered_key(
     activate: bool,
 ) -> Stmt:
     """A key with the agent's own material, only into a group whose policy allows import."""
-    columns = "id, kma_id, material_wrapped, key_group_id, data_unit_id, agent_id, registered_by, created_at"
-    values = ":id, :kma, :material, :g, :du, :agent, :agent, :now"
+    columns = "id, kma_id, material_wrapped, key_group_id, data_unit_id, agent_id, registered_by, "
+    columns += "created_at, issued_at"
+    values = ":id, :kma, :material, :g, :du, :agent, :agent, :now, :now"
     if activate:
         columns += ", activated_at, protect_until, deactivate_at"
         values += (
@@ -379,7 +406,8 @@ def insert_registered_key(
         )
     return Stmt(
         f"INSERT INTO keys ({columns}) SELECT {values} WHERE {may_use(':g')} AND {MAY_IMPORT} "
-        "AND NOT EXISTS (SELECT 1 FROM keys WHERE id = :id)",  # an Import's identifier, taken meanwhile
+        # an Import's identifier, taken meanwhile (in any case)
+        "AND NOT EXISTS (SELECT 1 FROM keys WHERE id = :id COLLATE NOCASE)",
         {
             "id": key_id,
             "kma": kma_id,
@@ -720,6 +748,7 @@ class LocateFilter:
     object_types: list[int] = field(default_factory=list)  # KMIP Object Type
     bits: list[int] = field(default_factory=list)  # Cryptographic Length
     algorithms: list[int] = field(default_factory=list)  # a registered public or private key's
+    certificate_types: list[int] = field(default_factory=list)  # a registered certificate's
     usage_mask: int | None = None
     nothing: bool = False  # e.g. an object type other than symmetric keys: no match at all
     # a lifecycle date's column -> the dates asked for: one is that date, two a range (KMIP)
@@ -758,6 +787,10 @@ def locate(
     where += [f"coalesce({form.format(c='object_type')}, 2) = {p}" for p in bind("ot", wanted.object_types)]
     where += [f"coalesce({form.format(c='bits')}, 256) = {p}" for p in bind("bits", wanted.bits)]
     where += [f"{form.format(c='algorithm')} = {p}" for p in bind("alg", wanted.algorithms)]
+    where += [  # a certificate (Object Type 1) whose Certificate Type is X.509 (1) unless kept
+        f"{form.format(c='object_type')} = 1 AND coalesce({form.format(c='data_type')}, 1) = {p}"
+        for p in bind("ct", wanted.certificate_types)
+    ]
     for p in bind("nm", wanted.names):
         where.append(
             f"k.id IN (SELECT n.id FROM keys n WHERE n.data_unit_id = {p} UNION ALL "
@@ -827,6 +860,7 @@ def _issued_here(kma: Appliance, agent: AgentAccess, now: int, wanted: LocateFil
             and all(t == 2 for t in wanted.object_types)
             and all(b == 256 for b in wanted.bits)
             and not wanted.algorithms
+            and not wanted.certificate_types
             and (not wanted.states or state in wanted.states)
             and (wanted.usage_mask is None or (12 & wanted.usage_mask) == wanted.usage_mask)
             and all(s[c] is not None and a <= s[c] <= b for c, (a, b) in _date_ranges(wanted).items())

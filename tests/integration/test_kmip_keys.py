@@ -217,8 +217,11 @@ def test_creates_are_durable_and_audited_before_the_answer(dal01: KmipClient, km
     created = events(kma, before, "kmip.create")
     assert created and created[0]["subject_id"] == uid and created[0]["retention"] == "long"
     dal01.get(uid)
+    dal01.get(uid)
     sent = events(kma, before, "kmip.get")
-    assert sent and sent[0]["subject_id"] == uid and sent[0]["retention"] == "short"
+    # the first send ends the key's Fresh days (KMIP Fresh): kept long; later ones short
+    assert [(e["subject_id"], e["retention"]) for e in sent] == [(uid, "long"), (uid, "short")]
+    assert sent[0]["message"].endswith("(its first send)") and "first" not in sent[1]["message"]
 
 
 def test_query_and_discover_versions(dal01: KmipClient) -> None:

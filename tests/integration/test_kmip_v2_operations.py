@@ -5,16 +5,19 @@ each under the rules of the 1.x operation it extends, refused with its 2.x reaso
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.keywrap import aes_key_wrap
 
 from kma.kmip import ttlv
 from kma.kmip.client import KmipClient, KmipFailure
 from kma.kmip.enums import (
     AdjustmentType,
+    BlockCipherMode,
     CryptographicAlgorithm,
     EndpointRole,
     ItemType,
@@ -25,10 +28,12 @@ from kma.kmip.enums import (
     RevocationReasonCode,
     State,
     Tag,
+    UsageMask,
+    WrappingMethod,
 )
 from kma.kmip.ttlv import Item
 from tests.support.agents import enrolled_demo_agent, events, general_keys_demo, kmip, last_event
-from tests.support.kma_process import RunningKma
+from tests.support.kma_process import RunningKma, read_only_db
 
 AGENT = "t10k-dal-01"
 ATTRIBUTES, ATTRIBUTE_REFERENCE, NEW_ATTRIBUTE = 0x420125, 0x42013B, 0x42013D
@@ -214,7 +219,7 @@ def test_export_sends_the_object_with_its_attributes_under_gets_rules(
     block = out.find(Tag.SYMMETRIC_KEY).find(Tag.KEY_BLOCK)  # type: ignore[union-attr]
     assert block.find(Tag.KEY_VALUE).get(Tag.KEY_MATERIAL) == material  # type: ignore[union-attr]
     (event,) = events(kma, before, "kmip.export")
-    assert event["message"] == f"sent AES-128 key {key} to agent '{AGENT}'"
+    assert event["message"] == f"sent AES-128 key {key} to agent '{AGENT}' (its first send)"
 
     sensitive, _ = aes_128(client, ttlv.boolean(Tag.SENSITIVE, True))
     assert refused(client, Operation.EXPORT, uid_of(sensitive)).reason == ResultReason.SENSITIVE
@@ -287,3 +292,107 @@ def test_set_endpoint_role_keeps_the_kma_a_server(kma: RunningKma, client: KmipC
         to_client.reason == ResultReason.FEATURE_NOT_SUPPORTED and "server endpoint only" in to_client.message
     )
     assert [e["condition"] for e in events(kma, before, "kmip.set_endpoint_role")] == ["success", "error"]
+
+
+def test_identifiers_are_unique_regardless_of_case_and_another_groups_are_not_told(
+    kma: RunningKma, client: KmipClient
+) -> None:
+    """Import under another spelling of a key's ID is refused; under the ID of a key of a group the
+    agent may not use, it is answered as Get answers an ID it does not know (no existence oracle)."""
+    key, _ = aes_128(client)
+    exported = export(client, key)
+    client.call(Operation.IMPORT, import_payload("Tape-Key.7", exported, drop=(Tag.UNIQUE_IDENTIFIER,)))
+    twin = refused(
+        client, Operation.IMPORT, import_payload("TAPE-KEY.7", exported, drop=(Tag.UNIQUE_IDENTIFIER,))
+    )
+    assert twin.reason == ResultReason.OBJECT_ALREADY_EXISTS and "Tape-Key.7" in twin.message
+
+    with read_only_db(kma) as db:  # a key of Boston's backups, a group this Dallas drive may not use
+        boston = db.execute("SELECT id FROM keys WHERE key_group_id = 'backup-boston' LIMIT 1").fetchone()[0]
+    for spelling in (boston, boston.lower()):
+        hidden = refused(
+            client, Operation.IMPORT, import_payload(spelling, exported, drop=(Tag.UNIQUE_IDENTIFIER,))
+        )
+        unknown = refused(client, Operation.GET, uid_of(spelling))
+        assert (hidden.reason, hidden.message) == (unknown.reason, unknown.message)
+        assert hidden.reason == ResultReason.OBJECT_NOT_FOUND  # KMIP 2.x: Item Not Found in 1.x
+    with read_only_db(kma) as db:
+        assert (
+            db.execute("SELECT count(*) FROM keys WHERE id = ? COLLATE NOCASE", (boston,)).fetchone()[0] == 1
+        )
+
+
+@pytest.mark.parametrize(
+    ("version", "operation", "payload", "field"),
+    [
+        # a 2.0 Locate with its attributes outside the Attributes structure (a C library sends this)
+        ((2, 0), Operation.LOCATE, ttlv.enum(Tag.OBJECT_TYPE, 2), "Object Type"),
+        ((2, 1), Operation.LOCATE, ttlv.struct_(Tag.NAME, ttlv.text(Tag.NAME_VALUE, "E00001")), "Name"),
+        ((2, 0), Operation.GET_ATTRIBUTES, ttlv.text(Tag.ATTRIBUTE_NAME, "State"), "Attribute Name"),
+        ((1, 4), Operation.GET, ttlv.text(Tag.ATTRIBUTE_NAME, "State"), "Attribute Name"),
+        ((1, 0), Operation.ACTIVATE, ttlv.integer(Tag.MAXIMUM_ITEMS, 1), "Maximum Items"),
+        ((1, 2), Operation.CREATE, ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, 3), "Cryptographic Algorithm"),
+    ],
+)
+def test_a_field_a_request_may_not_hold_is_refused_naming_it(
+    client: KmipClient, version: tuple[int, int], operation: int, payload: bytes, field: str
+) -> None:
+    client.version = version
+    answer = refused(client, operation, payload)
+    assert answer.reason == ResultReason.INVALID_FIELD
+    assert f"take a {field} field" in answer.message
+
+
+def wrapped_register(kek: str, wrapped: bytes) -> bytes:
+    """A Register of an AES-256 key whose material is wrapped (RFC 3394) under key `kek`."""
+    block = ttlv.struct_(
+        Tag.KEY_BLOCK,
+        ttlv.enum(Tag.KEY_FORMAT_TYPE, KeyFormatType.RAW),
+        ttlv.byte_string(Tag.KEY_VALUE, wrapped),  # KMIP: a wrapped Key Value is a Byte String
+        ttlv.enum(Tag.CRYPTOGRAPHIC_ALGORITHM, CryptographicAlgorithm.AES),
+        ttlv.integer(Tag.CRYPTOGRAPHIC_LENGTH, 256),
+        ttlv.struct_(
+            Tag.KEY_WRAPPING_DATA,
+            ttlv.enum(Tag.WRAPPING_METHOD, WrappingMethod.ENCRYPT),
+            ttlv.struct_(
+                Tag.ENCRYPTION_KEY_INFORMATION,
+                ttlv.text(Tag.UNIQUE_IDENTIFIER, kek),
+                ttlv.struct_(
+                    Tag.CRYPTOGRAPHIC_PARAMETERS,
+                    ttlv.enum(Tag.BLOCK_CIPHER_MODE, BlockCipherMode.NIST_KEY_WRAP),
+                ),
+            ),
+        ),
+    )
+    return (
+        ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY)
+        + ttlv.struct_(ATTRIBUTES)
+        + ttlv.struct_(Tag.SYMMETRIC_KEY, block)
+    )
+
+
+def test_a_key_registered_wrapped_under_an_agents_key_is_unwrapped_and_kept(
+    kma: RunningKma, client: KmipClient
+) -> None:
+    now = ttlv.date_time(Tag.ACTIVATION_DATE, int(time.time()))
+    usage = ttlv.integer(Tag.CRYPTOGRAPHIC_USAGE_MASK, UsageMask.WRAP_KEY | UsageMask.UNWRAP_KEY)
+    kek, kek_material = aes_128(client, usage, now)
+    plain = os.urandom(32)
+    before = last_event(kma)
+    got = client.call(Operation.REGISTER, wrapped_register(kek, aes_key_wrap(kek_material, plain)))
+    uid = str(got.get(Tag.UNIQUE_IDENTIFIER))
+    sent = client.call(Operation.GET, uid_of(uid)).find(Tag.SYMMETRIC_KEY)
+    assert sent.find(Tag.KEY_BLOCK).find(Tag.KEY_VALUE).get(Tag.KEY_MATERIAL) == plain  # type: ignore[union-attr]
+    (event,) = events(kma, before, "kmip.register")
+    assert event["message"].endswith(f"(unwrapped under key {kek})")
+
+    tampered = refused(client, Operation.REGISTER, wrapped_register(kek, os.urandom(40)))
+    assert (
+        tampered.reason == ResultReason.INVALID_FIELD
+        and f"does not unwrap under key {kek}" in tampered.message
+    )
+    data_key, material = aes_128(client, now)  # no Unwrap Key usage
+    unfit = refused(client, Operation.REGISTER, wrapped_register(data_key, aes_key_wrap(material, plain)))
+    assert unfit.reason == ResultReason.PERMISSION_DENIED and "no Unwrap Key usage" in unfit.message
+    unknown = refused(client, Operation.REGISTER, wrapped_register("42", aes_key_wrap(material, plain)))
+    assert unknown.reason == ResultReason.OBJECT_NOT_FOUND
