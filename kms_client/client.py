@@ -747,6 +747,8 @@ class KmsClient:
     set_kma_passphrase = _part("_members", MembershipCalls.set_kma_passphrase)
     remove_kma = _part("_members", MembershipCalls.remove_kma)
     raise_cluster_version = _part("_members", MembershipCalls.raise_cluster_version)
+    master_key = _part("_members", MembershipCalls.master_key)
+    rotate_master_key = _part("_members", MembershipCalls.rotate_master_key)
     join_cluster = _part("_members", MembershipCalls.join_cluster)
 
     # -- the cluster at a glance (topology.py) ------------------------------------------------
