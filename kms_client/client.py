@@ -672,15 +672,18 @@ class KmsClient:
         members: Iterable[str],
         *,
         credentials: Credentials | None = None,
+        rotate_master_key: bool = False,
     ) -> KeySplitChange:
         """Re-split under a new root secret among the named new `members`; `credentials` are those
         of current members (the old quorum). Always pending: it runs once every new member has set
         their own passphrase (`enrol_key_split_member`, with the code in `enrolment_codes`) and M
-        current members have approved. Old shares then stop working."""
+        current members have approved. Old shares then stop working. `rotate_master_key`: the new
+        split protects a new master key generation, and every blob is re-wrapped under it."""
         body = present(
             threshold=threshold,
             members=[{"name": m} for m in members],
             credentials=credentials_body(credentials),
+            rotate_master_key=rotate_master_key or None,
         )
         return self._connection.call("PUT", "/cluster/key-split", key_split_change, body=body)
 

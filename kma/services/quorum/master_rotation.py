@@ -43,12 +43,13 @@ BLOB_COUNT = (
 )
 
 
-def refusal(kma: Appliance) -> str | None:
-    """Why a rotation cannot start now, or None."""
+def refusal(kma: Appliance, op_id: str = "") -> str | None:
+    """Why a rotation cannot start now, or None (`op_id`: a key split change that rotates too)."""
     if kma.store.scalar("SELECT count(*) FROM master_key_generations"):
         return "A master key rotation is still under way: it must end before another starts."
     if kma.store.scalar(
-        "SELECT count(*) FROM pending_quorum_ops WHERE state = 'pending' AND type = 'change_key_split'"
+        "SELECT count(*) FROM pending_quorum_ops WHERE state = 'pending' AND type = 'change_key_split' AND id <> ?",
+        (op_id,),
     ):
         return (
             "A key split change is pending: it holds the master key as it was when submitted. Let it run "
@@ -82,10 +83,79 @@ def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared
     )
 
 
-def _backup_key_statements(old: WrappingKey, new: MasterKeys, split_generation: int, now: int) -> list[Stmt]:
-    """A new backup key for the new key split generation; and the first generation's (derived from
-    the old master key, which is going) kept under the new one, for backups taken under it."""
+def first_backup_key(old: WrappingKey, new: MasterKeys, now: int) -> Stmt:
+    """The first key split generation's backup key is derived from the master key, which is going:
+    kept under the new one (once; a later rotation re-wraps it), for the backups taken under it."""
+    first = new.wrap(backup_key_context(FIRST), old.derive(DATABASE_BACKUP).raw())
+    return Stmt(
+        "INSERT OR IGNORE INTO backup_keys (generation, key_wrapped, created_at) VALUES (?, ?, ?)",
+        (FIRST, first, now),
+    )
+
+
+def start_statements(kma: Appliance, op_id: str, old: WrappingKey, new: MasterKeys) -> list[Stmt]:
+    """What starts a rotation from `old` to `new` (both of the quorum's opening), besides the new
+    `master_wrapped_by_root` and key split generation its operation writes: the generation itself,
+    the two keys under each other while the re-wrap runs, and the rotation's row."""
+    generation, now = new.generation, kma.clock.now()
+    requested_by = kma.store.scalar("SELECT requested_by FROM pending_quorum_ops WHERE id = ?", (op_id,))
+    return [
+        Stmt(
+            "UPDATE cluster SET master_generation = ? WHERE id = 1 AND master_generation = ?",
+            (generation, generation - 1),
+            expect=1,
+            refusal="the master key was rotated meanwhile",
+        ),
+        Stmt(
+            "INSERT INTO master_key_generations (generation, key_wrapped, next_wrapped, created_at) "
+            "VALUES (?, ?, ?, ?)",
+            (
+                generation - 1,
+                new.current.wrap(key_context(generation - 1), old.raw()),
+                old.wrap(next_context(generation - 1), new.current.raw()),
+                now,
+            ),
+        ),
+        Stmt(
+            "INSERT INTO master_key_rotations (to_generation, op_id, started_at, started_by, blobs_total) "
+            f"VALUES (?, ?, ?, ?, ({BLOB_COUNT}))",
+            (generation, op_id, now, str(requested_by or "quorum")),
+        ),
+        first_backup_key(old, new, now),
+    ]
+
+
+def take_up(kma: Appliance, old: WrappingKey, new: MasterKeys) -> None:
+    """Once the rotation is committed: this KMA (if unlocked) wraps under the new generation at once."""
+    from kma.services.master_rewrap import rewrap  # the worker imports this module's BLOB_COUNT
+
+    if not kma.vault.locked:
+        kma.vault.unlock(new.current, new.generation, {new.generation - 1: old})
+    rewrap(kma).wake()
+
+
+def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
+    if why := refusal(kma):
+        raise Conflict(why)
+    to_generation = int(p["to_generation"])
+    if quorum.master.generation != to_generation - 1:
+        raise Conflict(f"The master key is no longer of generation {to_generation - 1}.")
+    old = quorum.master.current
+    new = MasterKeys(WrappingKey(quorum.master.random(32)), to_generation)
+    split_generation, now = int(kma.store.scalar("SELECT split_generation FROM cluster")), kma.clock.now()
+    mac_key = row_mac_key(new)
+    members = kma.store.query(
+        "SELECT name, share_sealed FROM key_split_members WHERE generation = ?", (split_generation,)
+    )
     statements = [
+        Stmt(
+            "UPDATE cluster SET master_wrapped_by_root = ?, split_generation = ? "
+            "WHERE id = 1 AND split_generation = ?",
+            (wrap_master_for_root(quorum.root_secret, new.current), split_generation + 1, split_generation),
+            expect=1,
+            refusal="the key split changed meanwhile",
+        ),
+        *start_statements(kma, op_id, old, new),
         Stmt(
             "INSERT INTO backup_keys (generation, key_wrapped, created_at) VALUES (?, ?, ?)",
             (
@@ -93,64 +163,7 @@ def _backup_key_statements(old: WrappingKey, new: MasterKeys, split_generation: 
                 new.wrap(backup_key_context(split_generation + 1), WrappingKey.generate().raw()),
                 now,
             ),
-        )
-    ]
-    first = new.wrap(backup_key_context(FIRST), old.derive(DATABASE_BACKUP).raw())
-    statements.append(
-        Stmt(
-            "INSERT OR IGNORE INTO backup_keys (generation, key_wrapped, created_at) VALUES (?, ?, ?)",
-            (FIRST, first, now),
-        )
-    )
-    return statements
-
-
-def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
-    if why := refusal(kma):
-        raise Conflict(why)
-    to_generation = int(p["to_generation"])
-    old = quorum.master.current if isinstance(quorum.master, MasterKeys) else quorum.master
-    if quorum.master.generation != to_generation - 1:
-        raise Conflict(f"The master key is no longer of generation {to_generation - 1}.")
-    new_key = WrappingKey(quorum.master.random(32))
-    new = MasterKeys(new_key, to_generation)
-    cluster = kma.store.query_one("SELECT split_generation FROM cluster")
-    assert cluster is not None
-    split_generation, now = int(cluster[0]), kma.clock.now()
-    requested_by = kma.store.scalar("SELECT requested_by FROM pending_quorum_ops WHERE id = ?", (op_id,))
-    mac_key = row_mac_key(new)
-    members = kma.store.query(
-        "SELECT name, share_sealed FROM key_split_members WHERE generation = ?", (split_generation,)
-    )
-    statements = [
-        Stmt(
-            "UPDATE cluster SET master_wrapped_by_root = ?, master_generation = ?, split_generation = ? "
-            "WHERE id = 1 AND master_generation = ? AND split_generation = ?",
-            (
-                wrap_master_for_root(quorum.root_secret, new_key),
-                to_generation,
-                split_generation + 1,
-                to_generation - 1,
-                split_generation,
-            ),
-            expect=1,
-            refusal="the master key or the key split changed meanwhile",
         ),
-        Stmt(
-            "INSERT INTO master_key_generations (generation, key_wrapped, next_wrapped, created_at) VALUES (?, ?, ?, ?)",
-            (
-                to_generation - 1,
-                new_key.wrap(key_context(to_generation - 1), old.raw()),
-                old.wrap(next_context(to_generation - 1), new_key.raw()),
-                now,
-            ),
-        ),
-        Stmt(
-            "INSERT INTO master_key_rotations (to_generation, op_id, started_at, started_by, blobs_total) "
-            f"VALUES (?, ?, ?, ?, ({BLOB_COUNT}))",
-            (to_generation, op_id, now, str(requested_by or "quorum")),
-        ),
-        *_backup_key_statements(old, new, split_generation, now),
         Stmt(
             "UPDATE key_split_members SET generation = ? WHERE generation = ?",
             (split_generation + 1, split_generation),
@@ -175,16 +188,8 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
         f"unchanged (generation {split_generation + 1}); database backups from now on use a new backup key: "
         "take a new core security backup"
     )
-
-    def take_up() -> None:
-        from kma.services.master_rewrap import rewrap  # the worker imports this module's BLOB_COUNT
-
-        kma.vault.unlock(new_key, to_generation, {to_generation - 1: old})
-        rewrap(kma).wake()
-
-    return Outcome(
-        Change("cluster.master_key_rotation", statements, message, ("cluster", "master_key")), take_up
-    )
+    change = Change("cluster.master_key_rotation", statements, message, ("cluster", "master_key"))
+    return Outcome(change, lambda: take_up(kma, old, new))
 
 
 ROTATE_MASTER_KEY = OpType("rotate_master_key", _prepare, _execute)
