@@ -27,12 +27,13 @@ from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.generations import header
 from kma.errors import KmaLocked
 from kma.services import master_keys, row_macs
-from kma.store import Batch, Stmt
+from kma.store import Batch, Refused, Stmt
 from kma.worker import Worker
 
 CHUNK = 200  # blobs per batch: small enough that a drive's request never waits long behind one
 BETWEEN_CHUNKS_S = 0.05  # leaves the agents their share of the store while a rotation runs
 IDLE_S = 5.0  # how soon a KMA notices a rotation started or ended on another KMA
+LEASE_S = 15  # a KMA that re-wraps renews its lease at each chunk; silent this long, another takes over
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +85,7 @@ class Rewrap(Worker):
                 "SELECT to_generation FROM master_key_rotations WHERE finished_at IS NULL "
                 "ORDER BY to_generation DESC LIMIT 1"
             )
-            if rotation is None or kma.vault.generation != rotation[0]:
+            if rotation is None or kma.vault.generation != rotation[0] or not self._lease(int(rotation[0])):
                 return IDLE_S
             if self._chunk() or self._macs():
                 return BETWEEN_CHUNKS_S
@@ -92,6 +93,27 @@ class Rewrap(Worker):
         except KmaLocked:
             pass
         return IDLE_S
+
+    def _lease(self, generation: int) -> bool:
+        """Whether this KMA re-wraps now: it holds the rotation's lease, or takes it from a KMA that
+        has not renewed it for LEASE_S (stopped, killed, cut off)."""
+        kma, now = self.kma, self.kma.clock.now()
+        try:
+            kma.store.write(
+                Batch(
+                    [
+                        Stmt(
+                            "UPDATE master_key_rotations SET worker_kma = ?, lease_until = ? WHERE to_generation = ? "
+                            "AND finished_at IS NULL AND (worker_kma IS NULL OR worker_kma = ? OR lease_until < ?)",
+                            (kma.kma_id, now + LEASE_S, generation, kma.kma_id, now),
+                            expect=1,
+                        )
+                    ]
+                )
+            )
+        except Refused:
+            return False
+        return True
 
     def _own_unlock_blob(self) -> None:
         """This KMA's autonomous unlock blob under the newest generation, and its row saying so."""

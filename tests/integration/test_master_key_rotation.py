@@ -26,6 +26,7 @@ from kms_client import KmsClient
 from tests.integration.test_key_split_change import NEW, enrol_all
 from tests.integration.test_quorum import creds
 from tests.support.agents import enrolled_demo_agent, kmip, service_address
+from tests.support.cluster import replica, three_kmas
 from tests.support.kma_process import RunningKma, read_only_db, ready_pool
 from tests.support.waiting import wait_until
 
@@ -134,7 +135,9 @@ def test_a_kma_killed_halfway_finishes_the_rotation_after_its_restart(kma: Runni
 
     kma.start(int(kma.address.rsplit(":", 1)[1]))  # autonomous unlock: it holds the old generation
     so = kma.client("so")
-    wait_until(lambda: rotated(so, start + 1), 120, interval=0.2, what="the rotation to end after the restart")
+    wait_until(
+        lambda: rotated(so, start + 1), 120, interval=0.2, what="the rotation to end after the restart"
+    )
     assert set(blobs_by_generation(kma)) == {header(start + 1)}
     with kmip(drive, service_address(kma)) as client:  # a restarted KMA listens on another port here
         assert client.get(uid) == material
@@ -161,7 +164,9 @@ def open_copy_with(core: Path, members: list[tuple[str, str]], copy: Path) -> di
     root_opens_master = False
     db = sqlite3.connect(copy)
     try:
-        blobs = db.execute("SELECT id, material_wrapped FROM keys WHERE material_wrapped IS NOT NULL").fetchall()
+        blobs = db.execute(
+            "SELECT id, material_wrapped FROM keys WHERE material_wrapped IS NOT NULL"
+        ).fetchall()
         opened = 0
         for key_id, blob in blobs:
             try:
@@ -170,7 +175,9 @@ def open_copy_with(core: Path, members: list[tuple[str, str]], copy: Path) -> di
             except CryptoError:
                 pass
         try:
-            master.unwrap("cluster-ca-key", bytes(db.execute("SELECT ca_key_wrapped FROM cluster").fetchone()[0]))
+            master.unwrap(
+                "cluster-ca-key", bytes(db.execute("SELECT ca_key_wrapped FROM cluster").fetchone()[0])
+            )
             ca = 1
         except IntegrityError:
             ca = 0
@@ -181,7 +188,9 @@ def open_copy_with(core: Path, members: list[tuple[str, str]], copy: Path) -> di
     try:
         from kma.crypto import combine_shares, open_share
 
-        root = combine_shares([open_share(shares.sealed_shares[n], n, p) for n, p in members][: shares.threshold])
+        root = combine_shares(
+            [open_share(shares.sealed_shares[n], n, p) for n, p in members][: shares.threshold]
+        )
         unwrap_master_with_root(root, wrapped)
         root_opens_master = True
     except CryptoError:
@@ -213,3 +222,52 @@ def test_after_a_split_change_with_rotation_the_old_core_backup_opens_nothing_ne
     assert opened["of"] > 3000
     # The new members' quorum is what opens it now.
     assert so.master_key().generation == start + 1
+
+
+def test_on_a_cluster_every_kma_takes_the_new_generation_through_a_leader_change(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    with three_kmas(tmp_path) as kmas:
+        topology = kmas[0].client("co").cluster_topology()
+        leader_address, leader_id = next((k.management_address, k.id) for k in topology.kmas if k.leader)
+        leader = next(k for k in kmas if k.address == leader_address)
+        follower = next(k for k in kmas if k is not leader)
+        drive = enrolled_demo_agent(follower, tmp_path_factory, "t10k-dal-01")
+        with kmip(drive, service_address(follower)) as client:
+            written = {
+                uid: client.get(uid) for uid in (client.create_and_activate(f"C{n:05d}") for n in range(3))
+            }
+
+        # When the rotation runs through a follower and the Raft leader is killed halfway
+        so = follower.client("so")
+        so.rotate_master_key(credentials=creds(follower, *MEMBERS))
+        wait_until(lambda: so.master_key().rotation.blobs_done > 100, 60, interval=0.05, what="the re-wrap")
+        leader.kill()
+
+        # Then the others go on: every blob is re-wrapped while it is down (the rotation then waits
+        # for it, unless it took the new generation up before it was killed)
+        def old_blobs() -> int:
+            with replica(follower) as db:
+                return int(
+                    db.execute(
+                        "SELECT count(*) FROM keys WHERE material_wrapped IS NOT NULL "
+                        "AND substr(material_wrapped, 1, 5) IS NOT ?",
+                        (header(2),),
+                    ).fetchone()[0]
+                )
+
+        wait_until(
+            lambda: old_blobs() == 0, 120, interval=0.5, what="every key re-wrapped without the leader"
+        )
+        state = so.master_key()
+        assert not state.rotating or tuple(state.rotation.kmas_waiting) == (leader_id,)
+        leader.restart()
+        wait_until(lambda: rotated(so, 2), 120, interval=0.2, what="the rotation to end")
+        for kma in kmas:
+            assert kma.client("so").status().master_key_generation == 2
+            with kmip(drive, service_address(kma)) as client:
+                assert all(client.get(uid) == material for uid, material in written.items())
+        assert old_blobs() == 0
+        with replica(follower) as db:
+            assert [tuple(r) for r in db.execute("SELECT DISTINCT master_generation FROM kmas")] == [(2,)]
+            assert db.execute("SELECT count(*) FROM master_key_generations").fetchone()[0] == 0

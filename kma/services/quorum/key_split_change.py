@@ -116,7 +116,7 @@ def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared
     }
     if rotate:
         payload["next_master"] = master.wrap(_next_master_context(op_id), protected.raw()).hex()
-    shown = {"threshold": threshold, "members": names, "rotate_master_key": rotate}
+    shown = {"threshold": threshold, "members": names} | ({"rotate_master_key": True} if rotate else {})
     return Prepared(summary, shown, payload, statements=enrolments, handed_out=codes, waits=True)
 
 

@@ -25,5 +25,7 @@ CREATE TABLE master_key_rotations (
     started_by     TEXT NOT NULL,
     blobs_total    INTEGER NOT NULL,        -- blobs under the old generation when it started
     blobs_done     INTEGER NOT NULL DEFAULT 0,
+    worker_kma     TEXT,                    -- the KMA re-wrapping now (one at a time: no work done twice)
+    lease_until    INTEGER,                 -- when another KMA may take over (this one stopped, or died)
     finished_at    INTEGER
 );
