@@ -24,6 +24,7 @@ from kma.setup.restore import open_master
 from kma.vault import unwrap_master_with_root
 from kms_client import KmsClient
 from tests.integration.test_key_split_change import NEW, enrol_all
+from tests.integration.test_metrics import scrape
 from tests.integration.test_quorum import creds
 from tests.support.agents import enrolled_demo_agent, kmip, service_address
 from tests.support.cluster import replica, three_kmas
@@ -111,6 +112,8 @@ def test_a_drive_keeps_writing_and_reading_through_a_rotation(kma: RunningKma, d
     auditor = kma.client("auditor")
     [ended] = auditor.list_audit_events(operation="cluster.master_key_rotated", limit=1).items
     assert f"generation {start} is destroyed" in ended.message
+    metrics = scrape(kma, so.token).text
+    assert f"kma_master_key_generation {start + 1}.0" in metrics and "kma_master_key_rotating 0.0" in metrics
     # A new core security backup is asked for, as after a key split change.
     assert not so.core_security_backup_status().up_to_date
     assert any("core security backup" in w for w in so.dashboard().warnings)
@@ -224,6 +227,7 @@ def test_after_a_split_change_with_rotation_the_old_core_backup_opens_nothing_ne
     assert so.master_key().generation == start + 1
 
 
+@pytest.mark.slow
 def test_on_a_cluster_every_kma_takes_the_new_generation_through_a_leader_change(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
