@@ -23,11 +23,14 @@ def master_key_line(state: Any) -> str:
         return f"<span style='color:{GOOD}'>Master key: generation {state.generation}{done}</span>"
     line = (
         f"<b style='color:{WARN}'>Master key rotation to generation {rotation.to_generation}: "
-        f"{rotation.percent}%</b> ({rotation.blobs_done:,} of {rotation.blobs_total:,} stored keys and secrets "
+        f"{rotation.percent}%</b> ({rotation.blobs_done:,} of {rotation.blobs_total:,} "
+        f"stored keys and secrets "
         "re-wrapped; drives are served throughout)"
     )
     if rotation.kmas_waiting:
-        line += f"; waiting for KMA {html.escape(', '.join(rotation.kmas_waiting))} to take the new generation"
+        line += (
+            f"; waiting for KMA {html.escape(', '.join(rotation.kmas_waiting))} to take the new generation"
+        )
     return line
 
 

@@ -359,7 +359,8 @@ class CoreSecurityBackup:
         wrapped = self.body.get("backup_keys", {}).get(str(generation))
         if generation != FIRST_GENERATION and wrapped is None:
             raise BadBackup(
-                f"This database backup was taken after a key split change or a master key rotation (key split "
+                f"This database backup was taken after a key split change or a master key "
+                f"rotation (key split "
                 f"generation {generation}); this core security backup was taken before it (generation "
                 f"{self.generation}) and does not open it. Use a core security backup taken since that "
                 "change, with its key split's passphrases."

@@ -38,12 +38,12 @@ class MasterKeys(WrappingKey):
 
     __slots__ = ("current", "generation", "older")
 
-    def __init__(self, current: WrappingKey, generation: int, older: Mapping[int, WrappingKey] | None = None):
-        if isinstance(current, MasterKeys):
-            current = current.current
-        self.current = current
-        self.generation = generation
-        self.older = dict(older or {})
+    def __init__(
+        self, current: WrappingKey, generation: int, older: Mapping[int, WrappingKey] | None = None
+    ) -> None:
+        self.current: WrappingKey = current.current if isinstance(current, MasterKeys) else current
+        self.generation: int = generation
+        self.older: dict[int, WrappingKey] = dict(older or {})
 
     def key(self, generation: int) -> WrappingKey | None:
         return self.current if generation == self.generation else self.older.get(generation)

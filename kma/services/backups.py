@@ -89,7 +89,8 @@ def core_status(kma: Appliance) -> dict[str, Any]:
         "message": "The core security backup is of the key split in force."
         if current
         else f"The last core security backup is superseded: the key split changed after it was taken "
-        f"or the master key was rotated (generation {row['split_generation']}, now {row['current']}). It still opens the "
+        f"or the master key was rotated (generation {row['split_generation']}, now "
+        f"{row['current']}). It still opens the "
         "database backups taken before the change, with the old key split's passphrases, but none "
         "taken after it. A Security Officer must take a new one; database backups wait for it.",
     }

@@ -64,7 +64,8 @@ def generations_of(
             f"The master key of generation {generation} does not open generation {newest}."
         ) from None
     raise KmaError(
-        f"This KMA's master key is of generation {generation}, which a rotation has destroyed (now {newest}): "
+        f"This KMA's master key is of generation {generation}, which a rotation has "
+        f"destroyed (now {newest}): "
         "a quorum of the key split must unlock it."
     )
 

@@ -103,8 +103,10 @@ class Rewrap(Worker):
                 Batch(
                     [
                         Stmt(
-                            "UPDATE master_key_rotations SET worker_kma = ?, lease_until = ? WHERE to_generation = ? "
-                            "AND finished_at IS NULL AND (worker_kma IS NULL OR worker_kma = ? OR lease_until < ?)",
+                            "UPDATE master_key_rotations SET worker_kma = ?, lease_until = ? WHERE "
+                            "to_generation = ? "
+                            "AND finished_at IS NULL AND (worker_kma IS NULL OR worker_kma = ? OR "
+                            "lease_until < ?)",
                             (kma.kma_id, now + LEASE_S, generation, kma.kma_id, now),
                             expect=1,
                         )
@@ -134,7 +136,8 @@ class Rewrap(Worker):
             "kma.master_key_generation",
             [
                 Stmt(
-                    "UPDATE kmas SET autounlock_master = CASE WHEN ? IS NULL THEN autounlock_master ELSE ? END, "
+                    "UPDATE kmas SET autounlock_master = CASE WHEN ? IS NULL THEN autounlock_master "
+                    "ELSE ? END, "
                     "master_generation = ? WHERE id = ? AND master_generation = ? AND autounlock_master IS ?",
                     (new_blob, new_blob, generation, kma.kma_id, row[1], blob),
                 )
@@ -227,15 +230,18 @@ class Rewrap(Worker):
             "cluster.master_key_rotated",
             [
                 Stmt(
-                    "UPDATE master_key_rotations SET finished_at = ? WHERE to_generation = ? AND finished_at IS NULL",
+                    "UPDATE master_key_rotations SET finished_at = ? WHERE to_generation = ? AND "
+                    "finished_at IS NULL",
                     (kma.clock.now(), generation),
                     expect=1,
                     refusal="the rotation has already ended",
                 ),
                 Stmt("DELETE FROM master_key_generations WHERE generation < ?", (generation,)),
             ],
-            f"ended the master key rotation to generation {generation}: {done} blobs re-wrapped, every KMA holds "
-            f"generation {generation}, and generation {generation - 1} is destroyed; take a new core security "
+            f"ended the master key rotation to generation {generation}: {done} blobs "
+            f"re-wrapped, every KMA holds "
+            f"generation {generation}, and generation {generation - 1} is destroyed; take a "
+            f"new core security "
             "backup (those taken before no longer open a database backup taken from now on)",
             ("cluster", "master_key"),
         )

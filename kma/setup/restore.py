@@ -306,8 +306,10 @@ def _master_generations(db: Path, plain: WrappingKey, generation: int, opened: W
         conn.close()
     if newest != generation:
         raise BadBackup(
-            f"This database backup holds keys under master key generation {newest}; this core security backup "
-            f"holds generation {generation} (a master key rotation came between them) and does not open them. "
+            f"This database backup holds keys under master key generation {newest}; this core "
+            f"security backup "
+            f"holds generation {generation} (a master key rotation came between them) and "
+            f"does not open them. "
             f"Use a core security backup taken under generation {newest}: "
             + ("one taken before the rotation." if newest < generation else "one taken after the rotation.")
         )

@@ -58,7 +58,8 @@ def blobs_by_generation(kma: RunningKma) -> dict[bytes, int]:
     """How many stored keys' blobs start with each generation's header (5 bytes)."""
     with read_only_db(kma) as db:
         rows = db.execute(
-            "SELECT substr(material_wrapped, 1, 5), count(*) FROM keys WHERE material_wrapped IS NOT NULL GROUP BY 1"
+            "SELECT substr(material_wrapped, 1, 5), count(*) FROM keys WHERE "
+            "material_wrapped IS NOT NULL GROUP BY 1"
         )
         return {bytes(r[0]): r[1] for r in rows}
 

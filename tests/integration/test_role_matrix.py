@@ -119,6 +119,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "PUT /kmas/{id}/passphrase": frozenset({SO}),
     "POST /kmas/{id}/remove": frozenset({SO}),
     "POST /cluster/version": frozenset({SO}),  # issue 30
+    "POST /cluster/master-key/rotation": frozenset({SO}),  # issue 38
     "POST /cluster/join": PUBLIC,  # a joining KMA, with its one-time KMA passphrase
     # Backups (issue 12).
     "GET /backups": frozenset({BO, SO, AU}),
@@ -132,6 +133,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /core-security-backup": frozenset({SO}),
     # The cluster at a glance (issue 14).
     "GET /cluster/topology": ANY,
+    "GET /cluster/master-key": ANY,  # issue 38: the generation and a rotation's progress
     "GET /cluster/upgrade-check": frozenset({SO}),  # issue 30
     "GET /metrics": ANY,  # outside /api/v1; also a metrics token (tests/integration/test_metrics.py)
     "GET /audit-forwarding": frozenset({AU, SO, CO}),

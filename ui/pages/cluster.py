@@ -142,7 +142,13 @@ class ClusterPage(QWidget):
         self.rotate_button.setObjectName("clusterRotateMasterKey")
         self.rotate_button.clicked.connect(self.rotate_master_key)
         self.rotate_button.setEnabled(False)  # until the KMA says whether a rotation may start
-        buttons = (self.lock_button, self.unlock_button, self.add_button, self.remove_button, self.rotate_button)
+        buttons = (
+            self.lock_button,
+            self.unlock_button,
+            self.add_button,
+            self.remove_button,
+            self.rotate_button,
+        )
         for button in buttons:
             top.addWidget(button, 0, Qt.AlignTop)
             button.setVisible(ctx.may("quorum.submit"))  # the server refuses others; no use offering it
@@ -208,7 +214,10 @@ class ClusterPage(QWidget):
             failure=self._failed,
         )
         self.ctx.ops.read(
-            lambda c: c.client.master_key(), parent=self, success=self.show_master_key, failure=self._no_master_key
+            lambda c: c.client.master_key(),
+            parent=self,
+            success=self.show_master_key,
+            failure=self._no_master_key,
         )
 
     def _no_master_key(self, exc: BaseException) -> bool:

@@ -22,8 +22,8 @@ from typing import Any
 from PySide6.QtCore import QRegularExpression, Qt
 from PySide6.QtGui import QRegularExpressionValidator
 from PySide6.QtWidgets import (
-    QDialog,
     QCheckBox,
+    QDialog,
     QDialogButtonBox,
     QFormLayout,
     QGroupBox,

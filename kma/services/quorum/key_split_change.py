@@ -206,7 +206,8 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
         statements,
         message
         + f"; and started the master key rotation to generation {new_master.generation}: every stored "
-        f"key and secret is re-wrapped in the background, then generation {new_master.generation - 1} is destroyed",
+        f"key and secret is re-wrapped in the background, then generation "
+        f"{new_master.generation - 1} is destroyed",
         ("cluster", "key_split"),
     )
     return Outcome(change, lambda: master_rotation.take_up(kma, old_master, new_master))

@@ -192,7 +192,9 @@ def _execute_autonomous(kma: Appliance, quorum: Quorum, op_id: str, payload: Map
             "WHERE id = ? AND autounlock_master IS NULL AND (SELECT master_generation FROM cluster) = ?",
             (blob, quorum.master.generation, now, kma_id, quorum.master.generation),
             expect=1,
-            refusal=f"autonomous unlock is already on for KMA '{kma_id}', or the master key was rotated meanwhile",
+            refusal=(
+                f"autonomous unlock is already on for KMA '{kma_id}', or the master key was rotated meanwhile"
+            ),
         )
         change = Change(
             "kma.autonomous_unlock",

@@ -48,7 +48,8 @@ def refusal(kma: Appliance, op_id: str = "") -> str | None:
     if kma.store.scalar("SELECT count(*) FROM master_key_generations"):
         return "A master key rotation is still under way: it must end before another starts."
     if kma.store.scalar(
-        "SELECT count(*) FROM pending_quorum_ops WHERE state = 'pending' AND type = 'change_key_split' AND id <> ?",
+        "SELECT count(*) FROM pending_quorum_ops WHERE state = 'pending' AND type = "
+        "'change_key_split' AND id <> ?",
         (op_id,),
     ):
         return (
@@ -56,15 +57,20 @@ def refusal(kma: Appliance, op_id: str = "") -> str | None:
             "(the rotation can follow it) or delete it first."
         )
     rows = kma.store.query(
-        "SELECT id, master_key, schema_version FROM kmas WHERE removed_at IS NULL AND awaiting_join = 0 ORDER BY id"
+        "SELECT id, master_key, schema_version FROM kmas WHERE removed_at IS NULL AND "
+        "awaiting_join = 0 ORDER BY id"
     )
     old = [r["id"] for r in rows if (r["schema_version"] or 0) < SCHEMA_WITH_GENERATIONS]
     if old:
-        return f"Every KMA must run a release that knows master key generations first; still older: {', '.join(old)}."
+        return (
+            f"Every KMA must run a release that knows master key generations first; still "
+            f"older: {', '.join(old)}."
+        )
     tokens = [r["id"] for r in rows if r["master_key"] == "pkcs11"]
     if tokens and len(rows) > 1:
         return (
-            f"The cluster's master key is in the HSM of KMA {', '.join(tokens)}: a new generation cannot reach "
+            f"The cluster's master key is in the HSM of KMA {', '.join(tokens)}: a new "
+            f"generation cannot reach "
             "a token yet (docs/hsm.md). Rotate on a cluster of software KMAs."
         )
     return None
@@ -75,7 +81,8 @@ def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared
         raise Conflict(why)
     generation = int(kma.store.scalar("SELECT master_generation FROM cluster") or FIRST)
     summary = (
-        f"Rotate the master key: make generation {generation + 1}, re-wrap every stored key and secret under it "
+        f"Rotate the master key: make generation {generation + 1}, re-wrap every stored "
+        f"key and secret under it "
         f"in the background, then destroy generation {generation}; a new core security backup will be needed"
     )
     return Prepared(
@@ -178,7 +185,8 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
         ),
         # The same shares rebuild the same root secret: approvals given meanwhile still count.
         Stmt(
-            "UPDATE pending_quorum_ops SET split_generation = ? WHERE state = 'pending' AND split_generation = ?",
+            "UPDATE pending_quorum_ops SET split_generation = ? WHERE state = 'pending' AND "
+            "split_generation = ?",
             (split_generation + 1, split_generation),
         ),
     ]
