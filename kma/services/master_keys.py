@@ -14,6 +14,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.generations import FIRST, MasterKeys
+from kma.crypto.hsm import HsmMasterKey
 from kma.errors import KmaError
 
 
@@ -48,6 +49,8 @@ def generations_of(
     old generation's (key_wrapped, next_wrapped)."""
     if isinstance(master, MasterKeys):
         master = master.current
+    if isinstance(master, HsmMasterKey):
+        master = WrappingKey(master.raw())  # the keys under each other are the unlock keys alone
     try:
         if generation == newest:
             older = (

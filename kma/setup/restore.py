@@ -394,6 +394,7 @@ def _set_up(
             [
                 Stmt(
                     "UPDATE kmas SET management_address = ?, service_address = ?, autounlock_master = ?, "
+                    "master_generation = (SELECT master_generation FROM cluster), "
                     "locked = 0, updated_at = ?, signature = ? WHERE id = ?",
                     (management_address, service_address, autounlock, now, signature, kma_id),
                     expect=1,
