@@ -23,6 +23,7 @@ from kma.services.quorum.key_split import Credential
 from kma.setup.restore import open_master
 from kma.vault import unwrap_master_with_root
 from kms_client import KmsClient
+from tests.integration.test_backups import cli, quorum, refused, restores
 from tests.integration.test_key_split_change import NEW, enrol_all
 from tests.integration.test_metrics import scrape
 from tests.integration.test_quorum import creds
@@ -150,6 +151,29 @@ def test_a_kma_killed_halfway_finishes_the_rotation_after_its_restart(kma: Runni
     assert not kma.client("so").status().locked
     with kmip(drive, service_address(kma)) as client:
         assert client.get(uid) == material
+
+
+def test_backups_across_a_rotation_open_with_a_core_backup_of_their_generation_only(
+    kma: RunningKma, tmp_path: Path
+) -> None:
+    so = kma.client("so")
+    start = so.master_key().generation
+    core_before, db_before = tmp_path / "before.kmacore", tmp_path / "before.kmabackup"
+    so.take_core_security_backup(core_before)
+    cli(kma, "backup", "backup", "create", "--out", str(db_before))
+    so.rotate_master_key(credentials=creds(kma, *MEMBERS))
+    wait_until(lambda: rotated(so, start + 1), 120, interval=0.2, what="the rotation to end")
+    assert "wait for it" in so.core_security_backup_status().message  # database backups wait for a new one
+    core_after, db_after = tmp_path / "after.kmacore", tmp_path / "after.kmabackup"
+    so.take_core_security_backup(core_after)
+    cli(kma, "backup", "backup", "create", "--out", str(db_after))
+
+    members = quorum(kma)
+    assert "or a master key rotation" in refused(tmp_path / "a", core_before, db_after, members)
+    assert "a master key rotation came between them" in refused(
+        tmp_path / "b", core_after, db_before, members
+    )
+    restores(tmp_path / "c", core_after, db_after, members)
 
 
 def copy_store(kma: RunningKma, dest: Path) -> Path:
