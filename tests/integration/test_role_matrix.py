@@ -319,6 +319,11 @@ def raise_cluster_version(w: World, user: str) -> tuple[dict[str, str], dict[str
     return {}, {"version": 2}  # pending (202) without credentials
 
 
+def rotate_master_key(w: World, user: str) -> tuple[dict[str, str], dict[str, Any]]:
+    w.every_kma_started()  # a KMA that never started may run a release without generations
+    return {}, {}  # pending (202) without credentials
+
+
 def none(w: World, user: str) -> tuple[dict[str, str], None]:
     return {}, None
 
@@ -419,6 +424,7 @@ CALLS: dict[str, Prep] = {
     "PUT /kmas/{id}/passphrase": lambda w, u: ({"id": w.kma_id}, {}),
     "POST /kmas/{id}/remove": lambda w, u: ({"id": w.joined_kma()}, {}),  # pending (202) without credentials
     "POST /cluster/version": raise_cluster_version,
+    "POST /cluster/master-key/rotation": rotate_master_key,
     "POST /cluster/join": lambda w, u: w.joining(),
     "GET /backups": none,
     "GET /backups/{id}": lambda w, u: ({"id": w.backup_id}, None),
@@ -430,6 +436,7 @@ CALLS: dict[str, Prep] = {
     "DELETE /backups/{id}": lambda w, u: ({"id": w.admin.create_backup().id}, None),
     "POST /core-security-backup": none,
     "GET /cluster/topology": none,
+    "GET /cluster/master-key": none,
     "GET /cluster/upgrade-check": none,
     "GET /metrics": none,
     "GET /audit-forwarding": none,
@@ -446,6 +453,7 @@ AFTER: dict[str, Callable[[World], None]] = {
     "PUT /kmas/{id}/passphrase": lambda w: w.drop_pending("set_kma_passphrase"),
     "POST /kmas/{id}/remove": lambda w: w.drop_pending("remove_kma"),
     "POST /cluster/version": lambda w: w.drop_pending("raise_cluster_version"),
+    "POST /cluster/master-key/rotation": lambda w: w.drop_pending("rotate_master_key"),
 }
 assert CALLS.keys() == EXPECTED.keys()
 
