@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kma.appliance import Appliance
@@ -199,24 +199,24 @@ class Rewrap(Worker):
             self.kma.store.write(Batch(statements))
 
     def _macs(self) -> int:
-        """Seal again the rows whose MAC verifies only under an older generation's row MAC key."""
-        kma = self.kma
-        keys = kma.vault.row_mac_keys()
+        """Seal again up to CHUNK rows whose MAC verifies only under an older generation's row MAC key."""
+        keys = self.kma.vault.row_mac_keys()
         current, older = keys[0], keys[1:]
-        statements = []
+        statements = [
+            dataclasses.replace(row_macs.seal(current, sealed, r), expect=None)
+            for sealed, r in self._sealed_rows()
+            if not hmac.compare_digest(str(r["mac"]), row_macs.mac(current, sealed, r))
+            and any(hmac.compare_digest(str(r["mac"]), row_macs.mac(k, sealed, r)) for k in older)
+        ][:CHUNK]
+        if statements:
+            self.kma.store.write(Batch(statements))
+        return len(statements)
+
+    def _sealed_rows(self) -> Iterator[tuple[row_macs.Sealed, Any]]:
         for sealed in (*row_macs.TABLES, row_macs.SESSIONS):
             columns = ", ".join((*sealed.key, *sealed.fields, "mac"))
-            for r in kma.store.query(f"SELECT {columns} FROM {sealed.table} WHERE mac IS NOT NULL"):  # noqa: S608
-                stored = str(r["mac"])
-                if hmac.compare_digest(stored, row_macs.mac(current, sealed, r)):
-                    continue
-                if any(hmac.compare_digest(stored, row_macs.mac(k, sealed, r)) for k in older):
-                    statements.append(dataclasses.replace(row_macs.seal(current, sealed, r), expect=None))
-                if len(statements) >= CHUNK:
-                    break
-        if statements:
-            kma.store.write(Batch(statements))
-        return len(statements)
+            for r in self.kma.store.query(f"SELECT {columns} FROM {sealed.table} WHERE mac IS NOT NULL"):  # noqa: S608
+                yield sealed, r
 
     def _finish(self, generation: int) -> None:
         kma = self.kma
@@ -238,11 +238,10 @@ class Rewrap(Worker):
                 ),
                 Stmt("DELETE FROM master_key_generations WHERE generation < ?", (generation,)),
             ],
-            f"ended the master key rotation to generation {generation}: {done} blobs "
-            f"re-wrapped, every KMA holds "
-            f"generation {generation}, and generation {generation - 1} is destroyed; take a "
-            f"new core security "
-            "backup (those taken before no longer open a database backup taken from now on)",
+            f"ended the master key rotation to generation {generation}: {done} blobs re-wrapped, "
+            f"every KMA holds generation {generation}, and generation {generation - 1} is destroyed; "
+            "take a new core security backup (those taken before no longer open a database backup "
+            "taken from now on)",
             ("cluster", "master_key"),
         )
         master_keys.take_up(kma)

@@ -58,7 +58,7 @@ def refusal(kma: Appliance, op_id: str = "") -> str | None:
         )
     rows = kma.store.query(
         "SELECT id, master_key, schema_version FROM kmas WHERE removed_at IS NULL AND "
-        "awaiting_join = 0 ORDER BY id"
+        "awaiting_join = 0 AND witness = 0 ORDER BY id"  # a witness opens no blob
     )
     old = [r["id"] for r in rows if (r["schema_version"] or 0) < SCHEMA_WITH_GENERATIONS]
     if old:
