@@ -24,12 +24,14 @@ from kma.setup.restore import open_master
 from kma.vault import unwrap_master_with_root
 from kms_client import KmsClient
 from tests.integration.test_backups import cli, quorum, refused, restores
+from tests.integration.test_hsm import drive as hsm_drive
 from tests.integration.test_key_split_change import NEW, enrol_all
 from tests.integration.test_metrics import scrape
 from tests.integration.test_quorum import creds
 from tests.support.agents import enrolled_demo_agent, kmip, service_address
 from tests.support.cluster import replica, three_kmas
 from tests.support.kma_process import RunningKma, read_only_db, ready_pool, run_kma
+from tests.support.softhsm import softhsm
 from tests.support.waiting import wait_until
 
 MEMBERS = ("alice", "bob", "carol")
@@ -302,3 +304,32 @@ def test_on_a_cluster_every_kma_takes_the_new_generation_through_a_leader_change
         with replica(follower) as db:
             assert [tuple(r) for r in db.execute("SELECT DISTINCT master_generation FROM kmas")] == [(2,)]
             assert db.execute("SELECT count(*) FROM master_key_generations").fetchone()[0] == 0
+
+
+@pytest.fixture
+def hsm_kma(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningKma]:
+    """A demo KMA whose master key is in a SoftHSM2 token (as tests/integration/test_hsm.py's)."""
+    token = softhsm(tmp_path)
+    monkeypatch.setenv("SOFTHSM2_CONF", str(token.conf))
+    table = tmp_path / "hsm.toml"
+    table.write_text(token.table())
+    kma = RunningKma.demo_in(tmp_path, hsm=table)
+    yield kma
+    kma.stop()
+
+
+def test_a_kma_with_its_master_key_in_an_hsm_rotates_its_unlock_key(
+    tmp_path: Path, hsm_kma: RunningKma
+) -> None:
+    folder = hsm_drive(hsm_kma, tmp_path)
+    with kmip(folder, service_address(hsm_kma)) as client:
+        uid = client.create_and_activate("H00001")
+        material = client.get(uid)
+    so = hsm_kma.client("so")
+    so.rotate_master_key(credentials=creds(hsm_kma, *MEMBERS))
+    wait_until(lambda: rotated(so, 2), 120, interval=0.2, what="the rotation to end")
+    assert set(blobs_by_generation(hsm_kma)) == {2}
+    hsm_kma.restart()  # autonomous unlock with the new generation, through the same token key
+    assert not hsm_kma.client("so").status().locked
+    with kmip(folder, service_address(hsm_kma)) as client:
+        assert client.get(uid) == material
