@@ -3,8 +3,12 @@ reading keys while every blob is re-wrapped, and reads the same bytes after; a K
 finishes after its restart; and after a key split change that rotates the master key, the core
 security backup from before opens nothing of a copy of the store taken after.
 
-One demo KMA for the module, its pool grown so that a rotation takes a while; each test rotates
-from whatever generation the one before left.
+Also: database backups across a rotation open only with a core security backup of their
+generation; a cluster of three goes through a rotation while its Raft leader is killed; a KMA with
+its master key in an HSM rotates its unlock key.
+
+One demo KMA for the first tests, its pool grown so that a rotation takes a while; each rotates from
+whatever generation the one before left.
 """
 
 from __future__ import annotations
