@@ -25,7 +25,7 @@ from kma.audit.signing import WRAP_CONTEXT
 from kma.backup.fileformat import backup_key_context
 from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.generations import header
-from kma.errors import KmaLocked
+from kma.errors import Conflict, KmaLocked
 from kma.services import master_keys, row_macs
 from kma.store import Batch, Refused, Stmt
 from kma.worker import Worker
@@ -225,16 +225,29 @@ class Rewrap(Worker):
         done = kma.store.scalar(
             "SELECT blobs_done FROM master_key_rotations WHERE to_generation = ?", (generation,)
         )
+        current = header(generation)
+        try:
+            self._end(generation, done, current)
+        except Conflict as exc:  # a key of the old generation arrived meanwhile (a KMA's outbox)
+            self.log.info("the rotation goes on: %s", exc.message)
+            return
+        master_keys.take_up(kma)
+
+    def _end(self, generation: int, done: int, current: bytes) -> None:
+        kma = self.kma
         kma.commit(
             kma.itself,
             "cluster.master_key_rotated",
             [
+                # Checked in the batch itself: a KMA cut off during the rotation ships the keys it
+                # made under the old generation before it takes the new one up.
                 Stmt(
                     "UPDATE master_key_rotations SET finished_at = ? WHERE to_generation = ? AND "
-                    "finished_at IS NULL",
-                    (kma.clock.now(), generation),
+                    "finished_at IS NULL AND NOT EXISTS (SELECT 1 FROM keys WHERE material_wrapped "
+                    "IS NOT NULL AND substr(material_wrapped, 1, ?) IS NOT ?)",
+                    (kma.clock.now(), generation, len(current), current),
                     expect=1,
-                    refusal="the rotation has already ended",
+                    refusal="the rotation has already ended, or keys of the old generation are still stored",
                 ),
                 Stmt("DELETE FROM master_key_generations WHERE generation < ?", (generation,)),
             ],
@@ -244,7 +257,6 @@ class Rewrap(Worker):
             "taken from now on)",
             ("cluster", "master_key"),
         )
-        master_keys.take_up(kma)
 
 
 def rewrap(kma: Appliance) -> Rewrap:
