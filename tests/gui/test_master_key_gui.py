@@ -37,3 +37,18 @@ def test_a_security_officer_rotates_the_master_key_and_sees_its_progress(qtbot, 
     qtbot.waitUntil(ended, timeout=WAIT_MS * 4)
     assert any("Master key rotation to generation 2:" in text and "%" in text for text in seen), seen
     assert fresh_kma.client("so").master_key().generation == 2
+
+
+def test_the_key_split_change_offers_a_rotation_without_forcing_it(qtbot, controller, demo_kma):
+    from ui.quorum.key_split import KeySplitDialog
+
+    window = sign_in(qtbot, controller, demo_kma, "so")
+    page = open_page(qtbot, window, "locking")
+    qtbot.waitUntil(page.split_button.isEnabled, timeout=WAIT_MS)
+    qtbot.mouseClick(page.split_button, Qt.LeftButton)
+    dialog = active_dialog(qtbot, KeySplitDialog)
+    assert dialog.rotate.text() == "Also rotate the master key" and not dialog.rotate.isChecked()
+    assert dialog.values()["rotate_master_key"] is False
+    dialog.rotate.setChecked(True)
+    assert dialog.values()["rotate_master_key"] is True
+    dialog.reject()
