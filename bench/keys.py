@@ -1,7 +1,7 @@
 """Key service throughput: the KMA's KMIP listener beside PyKMIP's server, same machine, same work.
 
     python bench/keys.py [--rounds 15] [--duration 1] [--levels 1,16,64] [--workloads create,get]
-                         [--no-pykmip | --baseline REV | --hsm]
+                         [--no-pykmip | --baseline REV [--rotating] | --hsm]
 
 Three workloads, each at 1, 16 and 64 concurrent agents (one TLS connection each, one request
 at a time, as a drive does it):
@@ -26,6 +26,10 @@ on a busy two-core machine; `--levels 16` about 5.
 worktree and its KMA ("baseline") is run interleaved against this tree's ("kma"); the ratios are
 then this tree's over REV's, printed as "x% faster (median within a% slower..b% faster,
 spread y%)".
+
+`--rotating` (with `--baseline`): this tree's KMA keeps a master key rotation running the whole
+time (one after another, each re-wrapping every stored key in the background), so the ratios say
+what a rotation costs the drives while it runs.
 
 Both servers get byte-identical requests (KMIP 1.2) from the same client code, which runs in
 two processes of threads so that the client is not what is measured. Each KMA agent is a real
@@ -542,8 +546,44 @@ class Server:
         self.stop()
 
 
+class KeptRotating:
+    """`--rotating`: a master key rotation under way the whole time (docs/backups.md): started with
+    the demo's quorum, a core security backup taken at once (a rotation supersedes it, and the pool's
+    database backups wait for a new one), and the next rotation started as soon as one ends."""
+
+    def __init__(self, kma: RunningKma) -> None:
+        self.so = kma.client("so")
+        self.credentials = [(m["name"], m["passphrase"]) for m in kma.demo["key_split"]["members"]][:3]
+        self.core = Path(kma.data_dir).parent / "bench.kmacore"
+        self.rotations = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-rotations", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if not self.so.master_key().rotating:
+                    self.so.rotate_master_key(credentials=self.credentials)
+                    self.so.take_core_security_backup(self.core)
+                    self.rotations += 1
+            except Exception as exc:  # noqa: BLE001 - reported; the next try follows
+                print(f"bench rotations: {exc!r}", file=sys.stderr, flush=True)
+            self._stop.wait(0.5)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        print(f"bench rotations: {self.rotations} master key rotations started", flush=True)
+
+
 def kma_server(
-    tmp: Path, agents: int, name: str = "kma", source: Path | None = None, hsm: Path | None = None
+    tmp: Path,
+    agents: int,
+    name: str = "kma",
+    source: Path | None = None,
+    hsm: Path | None = None,
+    rotating: bool = False,
 ) -> Server:
     kma, service = start_kma(tmp / name, source, hsm)
     try:
@@ -553,7 +593,15 @@ def kma_server(
         raise
     assert kma.process is not None
     backer = pool_backer(kma.client("backup", timeout=BACKUP_TIMEOUT))
-    return Server(name, kma.process.pid, service, files, kma.stop, backer)
+    if not rotating:
+        return Server(name, kma.process.pid, service, files, kma.stop, backer)
+    rotations = KeptRotating(kma)
+
+    def stop() -> None:
+        rotations.stop()
+        kma.stop()
+
+    return Server(name, kma.process.pid, service, files, stop, backer)
 
 
 def pykmip_server(tmp: Path, agents: int) -> Server:
@@ -691,7 +739,14 @@ def parse_args() -> argparse.Namespace:
     who.add_argument(
         "--hsm", action="store_true", help="the KMA with its master key in SoftHSM2 against the software KMA"
     )
+    parser.add_argument(
+        "--rotating",
+        action="store_true",
+        help="with --baseline: this tree's KMA rotates its master key throughout, one rotation after another",
+    )
     args = parser.parse_args()
+    if args.rotating and not args.baseline:
+        parser.error("--rotating compares with a KMA that does not rotate: give --baseline REV")
     args.levels = [int(x) for x in args.levels.split(",")]
     args.workloads = [w for w in args.workloads.split(",") if w]
     if not args.workloads or set(args.workloads) - set(WORKLOADS):
@@ -724,7 +779,7 @@ def main() -> int:
         try:
             if args.hsm:
                 servers.append(kma_server(tmp, agents, "hsm", hsm=softhsm_table(tmp)))
-            servers.append(kma_server(tmp, agents))
+            servers.append(kma_server(tmp, agents, rotating=args.rotating))
             if args.baseline:
                 baseline_tree = git_worktree(args.baseline, tmp / "baseline-tree")
                 result["commit"] = head_of(ROOT)

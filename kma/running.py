@@ -20,11 +20,12 @@ from kma.cluster.rqlited import VERSION as RQLITE_VERSION
 from kma.cluster.rqlited import RqliteNode
 from kma.cluster.watch import ClusterWatch
 from kma.crypto import WrappingKey
-from kma.services import entry_signatures, row_macs
+from kma.services import entry_signatures, master_keys, row_macs
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.audit_pruner import auto_prune
 from kma.services.backup_schedule import backup_scheduler
 from kma.services.keypool import key_pool
+from kma.services.master_rewrap import rewrap
 from kma.services.quorum.locking import unlock_autonomously
 from kma.store import Stmt
 from kma.store.schema import latest_schema_version
@@ -46,6 +47,7 @@ class Running:
         # locks made elsewhere; removed KMAs out of Raft; the node trusting only current members
         self.cluster_watch = ClusterWatch(kma, node)
         self.forwarder = audit_forwarder(kma)
+        self.rewrap = rewrap(kma)  # a master key rotation's background half, here or started elsewhere
 
     def start(self, management_address: str, service_address: str, master: WrappingKey | None = None) -> None:
         """`master`: given by the set-up that has just made this KMA (its key split proven a moment
@@ -89,7 +91,7 @@ class Running:
             retention=Retention.MEDIUM,
         )
         if master is not None:
-            kma.vault.unlock(master)
+            master_keys.unlock(kma, master)
         unlocked = master is not None or unlock_autonomously(kma)
         if unlocked:
             row_macs.after_unlock(kma)
@@ -121,6 +123,7 @@ class Running:
         self.backups.start()
         self.cluster_watch.start()
         self.forwarder.start()
+        self.rewrap.start()
 
     def _catch_up(self) -> None:
         """After a start, wait (a while) until the store has caught up with the cluster (a restarted
@@ -144,6 +147,7 @@ class Running:
         ]
 
     def stop(self) -> None:
+        self.rewrap.stop()
         self.forwarder.stop()
         self.cluster_watch.stop()
         self.backups.stop()

@@ -21,6 +21,7 @@ import threading
 
 from kma.backup.fileformat import CORE_SEAL, DATABASE_BACKUP
 from kma.crypto import CryptoError, WrappingKey, derive_wrapping_key
+from kma.crypto.generations import FIRST, MasterKeys
 from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token, TokenHeldKey, wrap_for_join
 from kma.errors import KmaLocked
 
@@ -49,7 +50,7 @@ def unwrap_master_with_root(root_secret: bytes, blob: bytes) -> WrappingKey:
 class Vault:
     def __init__(self, hsm: HsmSettings | None = None) -> None:
         self.hsm = hsm
-        self._master: WrappingKey | None = None
+        self._master: MasterKeys | None = None
         self._token: Token | None = None
         self._token_key: object = None
         self._problem: str | None = None  # why the token could not be opened at the last unlock
@@ -70,7 +71,8 @@ class Vault:
         token = self._token
         return self._problem or (token.failure if token is not None else None)
 
-    def master(self) -> WrappingKey:
+    def master(self) -> MasterKeys:
+        """The master key's generations this KMA holds (the current one wraps); raises KmaLocked."""
         master = self._master
         if master is None:
             raise KmaLocked()
@@ -84,26 +86,49 @@ class Vault:
             derived = self._row_mac_key = (master, row_mac_key(master))
         return derived[1]
 
+    def row_mac_keys(self) -> list[bytes]:
+        """The row MAC key of every generation held, the current first: a row sealed before a
+        rotation verifies until the rotation seals it again."""
+        master = self.master()
+        return [self.row_mac_key(), *(row_mac_key(k) for k in master.keys()[1:])]
+
+    @property
+    def generation(self) -> int:
+        """The master key generation this KMA wraps under; raises KmaLocked."""
+        return self.master().generation
+
     def new_key_material(self, size: int = 32) -> bytes:
         """Fresh key material from the master key's generator (the token's with an HSM)."""
         return self.master().random(size)
 
-    def unlock(self, master: WrappingKey) -> None:
-        """Open the vault with what the key split or autonomous unlock opened.
+    def unlock(
+        self, master: WrappingKey, generation: int = FIRST, older: dict[int, WrappingKey] | None = None
+    ) -> None:
+        """Open the vault with what the key split or autonomous unlock opened: the master key of
+        `generation`, and during a rotation the `older` generations still needed
+        (kma/services/master_keys.py says which).
 
         With an HSM this logs into the token first; raises HsmUnavailable (and stays locked) when
         the token is missing, refuses the PIN or lacks the master key: never a software fallback.
         """
+        if isinstance(master, MasterKeys):
+            master = master.current
         with self._lock:
             if self.hsm is None:
-                self._master = master
+                self._master = MasterKeys(master, generation, older)
                 return
             if self._token is None:
                 self._token, self._token_key = self._open(self.hsm)
             if self.hsm.holds_cluster_key:
-                self._master = check_token_holds(self._token, self._token_key, master, self.hsm)
+                held = check_token_holds(self._token, self._token_key, master, self.hsm)
+                self._master = MasterKeys(held, generation)
             else:
-                self._master = HsmMasterKey(master.raw(), self._token, self._token_key)
+                token, token_key = self._token, self._token_key
+                self._master = MasterKeys(
+                    HsmMasterKey(master.raw(), token, token_key),
+                    generation,
+                    {g: HsmMasterKey(k.raw(), token, token_key) for g, k in (older or {}).items()},
+                )
 
     def check_hsm(self) -> None:
         """With an HSM: log into the token and find the master key there, then log out; raises

@@ -672,15 +672,18 @@ class KmsClient:
         members: Iterable[str],
         *,
         credentials: Credentials | None = None,
+        rotate_master_key: bool = False,
     ) -> KeySplitChange:
         """Re-split under a new root secret among the named new `members`; `credentials` are those
         of current members (the old quorum). Always pending: it runs once every new member has set
         their own passphrase (`enrol_key_split_member`, with the code in `enrolment_codes`) and M
-        current members have approved. Old shares then stop working."""
+        current members have approved. Old shares then stop working. `rotate_master_key`: the new
+        split protects a new master key generation, and every blob is re-wrapped under it."""
         body = present(
             threshold=threshold,
             members=[{"name": m} for m in members],
             credentials=credentials_body(credentials),
+            rotate_master_key=rotate_master_key or None,
         )
         return self._connection.call("PUT", "/cluster/key-split", key_split_change, body=body)
 
@@ -747,6 +750,8 @@ class KmsClient:
     set_kma_passphrase = _part("_members", MembershipCalls.set_kma_passphrase)
     remove_kma = _part("_members", MembershipCalls.remove_kma)
     raise_cluster_version = _part("_members", MembershipCalls.raise_cluster_version)
+    master_key = _part("_members", MembershipCalls.master_key)
+    rotate_master_key = _part("_members", MembershipCalls.rotate_master_key)
     join_cluster = _part("_members", MembershipCalls.join_cluster)
 
     # -- the cluster at a glance (topology.py) ------------------------------------------------

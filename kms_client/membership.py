@@ -15,7 +15,7 @@ from typing import Any
 from ._http import Credentials, credentials_body, present, segment
 from .connection import Connection
 from .reader import JsonObject, read, reader
-from .wire import Kma, PendingQuorumOp
+from .wire import Kma, MasterKeyState, PendingQuorumOp
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,20 @@ class MembershipCalls:
         is the operation: `executed` when M credentials came with it, else pending."""
         body = present(version=version, credentials=credentials_body(credentials))
         return self._connection.call("POST", "/cluster/version", reader(PendingQuorumOp), body=body)
+
+    def master_key(self) -> MasterKeyState:
+        """Any signed-in user: the master key's generation and its rotation (under way, or the
+        last one) with its progress, and why a rotation cannot start now (None: it can)."""
+        return self._connection.call("GET", "/cluster/master-key", reader(MasterKeyState))
+
+    def rotate_master_key(self, *, credentials: Credentials | None = None) -> PendingQuorumOp:
+        """Security Officer, quorum-protected: a new master key generation; every stored key and
+        secret is re-wrapped under it in the background, then the old generation is destroyed. The
+        answer is the operation: `executed` when M credentials came with it, else pending."""
+        body = present(credentials=credentials_body(credentials))
+        return self._connection.call(
+            "POST", "/cluster/master-key/rotation", reader(PendingQuorumOp), body=body
+        )
 
     def join_cluster(
         self,

@@ -47,6 +47,7 @@ QUORUM_OP_TYPES = (
     "set_kma_passphrase",
     "remove_kma",
     "raise_cluster_version",
+    "rotate_master_key",
 )
 
 

@@ -208,6 +208,7 @@ class Dashboard:
     users: int
     pending_quorum_operations: int
     backups: BackupReadiness | None = None
+    master_key: MasterKeyState | None = None
     warnings: tuple[str, ...]
 
 
@@ -413,6 +414,27 @@ class Lane:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MasterKeyRotation:
+    to_generation: int
+    op_id: str
+    started_at: datetime
+    started_by: str
+    finished_at: datetime | None
+    blobs_total: int
+    blobs_done: int
+    percent: int
+    kmas_waiting: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MasterKeyState:
+    generation: int
+    rotating: bool
+    rotation: MasterKeyRotation | None
+    rotation_refused: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class MemberEnrolment(behaviour.MemberEnrolmentState):
     member: str
     enrolled_at: datetime | None
@@ -536,6 +558,7 @@ class Status:
     autonomous_unlock: bool
     master_key: str = "software"
     caught_up: bool = True
+    master_key_generation: int = 1
     time: datetime
     warnings: tuple[str, ...]
 

@@ -80,3 +80,7 @@ class JoinGrant(Response):
     members: list[JoinMember]  # the Raft addresses to join
     node_credential: str | None = None  # what rqlited asks of every command; None: an older cluster
     master_key_wrapped: str | None = None  # base64 RSA-OAEP to master_key_public_pem, when it was sent
+
+
+class MasterKeyRotationRequest(WithCredentials):
+    """Rotate the master key (quorum-protected): nothing to choose but the credentials."""

@@ -73,6 +73,7 @@ class EnrolmentBody(Request):
 class KeySplitChange(WithCredentials):
     threshold: int | None = None
     members: Annotated[list[NewMember], Field(max_length=64)] = Field(default_factory=list)
+    rotate_master_key: bool = False  # and rotate the master key, in the same ceremony (docs/backups.md)
 
 
 class LifetimeBody(Request):

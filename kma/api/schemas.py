@@ -67,6 +67,7 @@ class Status(Response):
     autonomous_unlock: bool
     master_key: str = "software"  # "software", or "pkcs11: token ... in MODULE" (docs/hsm.md)
     caught_up: bool = True  # its replica holds what the cluster had committed at its start: it serves agents
+    master_key_generation: int = 1  # of the cluster's master key (docs/backups.md#master-key-rotation)
     time: Time
     warnings: list[str]
 
@@ -263,6 +264,25 @@ class BackupReadiness(Response):
     core_security_backup_up_to_date: bool
 
 
+class MasterKeyRotation(Response):
+    to_generation: int
+    op_id: str
+    started_at: Time
+    started_by: str
+    finished_at: Time | None
+    blobs_total: int  # blobs under the old generation when it started
+    blobs_done: int
+    percent: int  # 100 once ended
+    kmas_waiting: list[str]  # KMAs that have not taken the new generation up yet (down or locked)
+
+
+class MasterKeyState(Response):
+    generation: int  # 1: never rotated
+    rotating: bool
+    rotation: MasterKeyRotation | None  # the one under way, else the last one
+    rotation_refused: str | None = None  # why a rotation cannot start now; None: it can
+
+
 class Dashboard(Response):
     cluster_name: str
     sites: int
@@ -274,6 +294,7 @@ class Dashboard(Response):
     users: int
     pending_quorum_operations: int
     backups: BackupReadiness | None = None  # None from a KMA before backups existed
+    master_key: MasterKeyState | None = None  # None from a KMA before master key rotations
     warnings: list[str]
 
 

@@ -69,8 +69,8 @@ def open_backup_key(master: WrappingKey, generation: int, wrapped: bytes | None)
     """The key that wraps the data key of each database backup taken under key split `generation`:
     derived from the master key for the first split, made by the change for every later one
     (`wrapped` under the master key)."""
-    if generation == FIRST_GENERATION:
-        return master.derive(DATABASE_BACKUP)
+    if generation == FIRST_GENERATION and wrapped is None:
+        return master.derive(DATABASE_BACKUP)  # kept under the master key from its first rotation on
     if wrapped is None:
         raise BadBackup(f"There is no backup key of key split generation {generation}.")
     return WrappingKey(master.unwrap(backup_key_context(generation), wrapped))
@@ -294,6 +294,7 @@ def core_security_backup(
     backup_keys: Mapping[int, bytes],
     master: WrappingKey,
     hsm_key: Mapping[str, str] | None = None,
+    master_generation: int = FIRST_GENERATION,
 ) -> bytes:
     """The core security backup file's bytes (JSON, sealed under a master-derived key).
     `backup_keys`: every key split change's backup key so far, wrapped under the master key.
@@ -306,6 +307,7 @@ def core_security_backup(
         "created_at": created_at,
         "key_split": {"threshold": threshold, "generation": generation, "members": dict(sealed_shares)},
         "master_wrapped_by_root": _b64(master_wrapped_by_root),
+        **({"master_generation": master_generation} if master_generation != FIRST_GENERATION else {}),
         "backup_keys": {
             str(generation): _b64(wrapped) for generation, wrapped in sorted(backup_keys.items())
         },
@@ -343,6 +345,11 @@ class CoreSecurityBackup:
         return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else None
 
     @property
+    def master_generation(self) -> int:
+        """The master key generation it holds (1 for files from before master key rotations)."""
+        return int(self.body.get("master_generation", FIRST_GENERATION))
+
+    @property
     def master_wrapped_by_root(self) -> bytes:
         return _unb64(self.body["master_wrapped_by_root"], "The wrapped master key")
 
@@ -352,8 +359,9 @@ class CoreSecurityBackup:
         wrapped = self.body.get("backup_keys", {}).get(str(generation))
         if generation != FIRST_GENERATION and wrapped is None:
             raise BadBackup(
-                f"This database backup was taken after a key split change (key split generation "
-                f"{generation}); this core security backup was taken before it (generation "
+                f"This database backup was taken after a key split change or a master key "
+                f"rotation (key split "
+                f"generation {generation}); this core security backup was taken before it (generation "
                 f"{self.generation}) and does not open it. Use a core security backup taken since that "
                 "change, with its key split's passphrases."
             )

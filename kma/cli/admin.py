@@ -113,6 +113,7 @@ def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
     from kma.cluster.rqlited import close_left_open
     from kma.cluster.store import open_store
+    from kma.services import master_keys
     from kma.services.backups import describe_duration, readiness
     from kma.services.dashboard import key_counts, status
     from kma.services.quorum.locking import unlock_autonomously
@@ -127,6 +128,7 @@ def run_status(args: argparse.Namespace) -> int:
         info.update(key_counts(kma))
         info["backups"] = readiness(kma)
         info["autonomous_unlock_works"] = not kma.vault.locked
+        info["master_key_rotation"] = master_keys.status(kma)
     finally:
         kma.close()
     if args.json:
@@ -136,7 +138,7 @@ def run_status(args: argparse.Namespace) -> int:
         f"Cluster {info['cluster_name']}: KMA {info['kma_id']} ({info['kma_name']}) at site {info['site_id']}"
     )
     print(f"Version {info['version']}; autonomous unlock {'on' if info['autonomous_unlock'] else 'off'}")
-    print(f"Master key: {info['master_key']}")
+    print(f"Master key: {info['master_key']}; {master_keys.describe(info['master_key_rotation'])}")
     exact = info["keys_by_state_exact"]
     print(
         "Keys: "

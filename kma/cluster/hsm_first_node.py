@@ -25,6 +25,7 @@ from pathlib import Path
 from kma.audit.signing import WRAP_CONTEXT
 from kma.backup.fileformat import backup_key_context
 from kma.crypto import CryptoError, WrappingKey
+from kma.crypto.generations import MasterKeys
 from kma.crypto.hsm import CLUSTER_MASTER_KEY, HsmMasterKey, HsmSettings, HsmUnavailable, Token
 from kma.datadir import DataDir
 from kma.errors import ValidationFailed
@@ -76,6 +77,10 @@ def _reseal(db: sqlite3.Connection, old: WrappingKey, new: WrappingKey) -> None:
         "SELECT (SELECT count(*) FROM pending_quorum_ops WHERE escrow_wrapped IS NOT NULL) + "
         "(SELECT count(*) FROM key_split_enrolments WHERE share_wrapped IS NOT NULL)"
     ).fetchone()[0]
+    if db.execute("SELECT count(*) FROM master_key_generations").fetchone()[0]:
+        raise ValidationFailed(
+            "A master key rotation is under way: let it end before this KMA becomes a cluster's first node."
+        )
     if pending:
         raise ValidationFailed(
             "Quorum operations or key split enrolments are pending: finish or cancel "
@@ -112,9 +117,10 @@ def seal_for_cluster(data_dir: DataDir, hsm: HsmSettings, copy: Path) -> HsmSett
         try:
             token = Token(hsm)
             try:
-                old = HsmMasterKey(unlock_key.raw(), token, token.master_key())
+                (generation,) = db.execute("SELECT master_generation FROM cluster").fetchone()
+                old = MasterKeys(HsmMasterKey(unlock_key.raw(), token, token.master_key()), generation)
                 db.execute("BEGIN IMMEDIATE")
-                _reseal(db, old, unlock_key)
+                _reseal(db, old, MasterKeys(unlock_key, generation))  # blobs keep their generation
                 db.execute("UPDATE kmas SET autounlock_master = NULL WHERE id = ?", (kma_id,))
             finally:
                 token.close()

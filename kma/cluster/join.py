@@ -161,6 +161,12 @@ def _serial(cert_pem: bytes) -> tuple[str, int]:
 
 def _wrap_master_for(kma: Appliance, public_pem: str) -> bytes:
     """The cluster's master key wrapped to a joining token's join key (RSA-OAEP)."""
+    if kma.store.scalar("SELECT count(*) FROM master_key_generations"):
+        raise Conflict(
+            "A master key rotation is under way: the token could receive only the new generation, and "
+            "blobs of the old one are still stored. Join this KMA once the rotation has ended (the Cluster "
+            "page shows its progress). The KMA passphrase was not spent."
+        )
     try:
         public = serialization.load_pem_public_key(public_pem.encode("ascii", "replace"))
         der = public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)

@@ -23,6 +23,7 @@ from kma.services.common import refuse_taken
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.key_split_change import CHANGE_KEY_SPLIT
 from kma.services.quorum.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
+from kma.services.quorum.master_rotation import ROTATE_MASTER_KEY
 from kma.services.quorum.op_type import KEPT_AS_HASH, OpType, Outcome, Prepared
 
 
@@ -100,5 +101,6 @@ OP_TYPES: dict[str, OpType] = {
         SET_KMA_PASSPHRASE,
         REMOVE_KMA,
         RAISE_CLUSTER_VERSION,
+        ROTATE_MASTER_KEY,
     )
 }

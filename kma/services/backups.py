@@ -23,6 +23,7 @@ from kma.appliance import Appliance
 from kma.backup.fileformat import (
     DATABASE_SUFFIX,
     FIRST_GENERATION,
+    backup_key_context,
     core_security_backup,
     open_backup_key,
     write_database_backup,
@@ -88,7 +89,8 @@ def core_status(kma: Appliance) -> dict[str, Any]:
         "message": "The core security backup is of the key split in force."
         if current
         else f"The last core security backup is superseded: the key split changed after it was taken "
-        f"(generation {row['split_generation']}, now {row['current']}). It still opens the "
+        f"or the master key was rotated (generation {row['split_generation']}, now "
+        f"{row['current']}). It still opens the "
         "database backups taken before the change, with the old key split's passphrases, but none "
         "taken after it. A Security Officer must take a new one; database backups wait for it.",
     }
@@ -124,7 +126,7 @@ def take_core_security_backup(kma: Appliance, actor: Actor) -> bytes:
     master = kma.vault.master()
     with kma.store.snapshot() as conn:
         cluster = conn.execute(
-            "SELECT split_threshold, split_generation, master_wrapped_by_root FROM cluster"
+            "SELECT split_threshold, split_generation, master_wrapped_by_root, master_generation FROM cluster"
         ).fetchone()
         shares = conn.execute(
             "SELECT name, share_sealed FROM key_split_members WHERE generation = ?", (cluster[1],)
@@ -141,9 +143,16 @@ def take_core_security_backup(kma: Appliance, actor: Actor) -> bytes:
         generation=cluster[1],
         sealed_shares={r[0]: r[1] for r in shares},
         master_wrapped_by_root=cluster[2],
-        backup_keys={int(r[0]): bytes(r[1]) for r in keys},
+        # under the newest generation, even while a rotation has not re-wrapped them yet
+        backup_keys={
+            int(r[0]): master.wrap(
+                backup_key_context(int(r[0])), master.unwrap(backup_key_context(int(r[0])), bytes(r[1]))
+            )
+            for r in keys
+        },
         master=master,
         hsm_key=hsm_key(kma.vault.hsm),
+        master_generation=int(cluster[3]),
     )
     kma.commit(
         actor,

@@ -6,7 +6,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.lifecycle import KeyState, key_in_state
-from kma.services import backups, row_macs
+from kma.services import backups, master_keys, row_macs
 from kma.services.kmas import list_kmas
 from kma.services.paging import COUNT_LIMIT, PageRequest
 from kma.services.quorum import pending_count
@@ -35,6 +35,12 @@ def warnings(kma: Appliance) -> list[str]:
             "the cluster has committed it serves no agent (they are told to try another KMA)."
         )
     out += backups.warnings(backups.readiness(kma))
+    rotation = master_keys.status(kma)
+    if rotation["rotating"]:
+        out.append(
+            f"The {master_keys.describe(rotation)}. Drives are served throughout; the old generation is "
+            "destroyed when it ends."
+        )
     tampered = row_macs.tamper_warning(kma)
     if tampered:
         out.append(tampered)
@@ -79,6 +85,7 @@ def dashboard(kma: Appliance) -> dict[str, Any]:
         "users": scalar("SELECT count(*) FROM users"),
         "pending_quorum_operations": pending_count(kma),
         "backups": backups.readiness(kma),
+        "master_key": master_keys.status(kma),
         "warnings": warnings(kma),
     }
 
@@ -99,6 +106,7 @@ def status(kma: Appliance) -> dict[str, Any]:
         "locked": kma.vault.locked,
         "autonomous_unlock": bool(me["auto"]) if me else False,
         "master_key": master_key(kma),
+        "master_key_generation": master_keys.current_generation(kma),
         "caught_up": kma.store.caught_up(),
         "time": kma.clock.now(),
         "warnings": warnings(kma),

@@ -34,6 +34,7 @@ from prometheus_client.registry import Collector
 from kma.appliance import Appliance
 from kma.errors import ValidationFailed
 from kma.metrics import EVENTS
+from kma.services import master_keys
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.keypool import key_pool
 from kma.services.replication_lag import replication_lags
@@ -64,7 +65,28 @@ class _ApplianceState(Collector):
             value=lag.age_seconds,
         )
         yield from _cluster_lags(kma)
+        yield from _master_key(kma)
         yield from extra_gauges(kma)
+
+
+def _master_key(kma: Appliance) -> list[GaugeMetricFamily]:
+    state = master_keys.status(kma)
+    rotation = state["rotation"] or {}
+    return [
+        GaugeMetricFamily(
+            "kma_master_key_generation", "The cluster's master key generation", value=state["generation"]
+        ),
+        GaugeMetricFamily(
+            "kma_master_key_rotating",
+            "1 while a master key rotation re-wraps blobs",
+            value=int(state["rotating"]),
+        ),
+        GaugeMetricFamily(
+            "kma_master_key_rotation_blobs_remaining",
+            "Blobs still under the old master key generation (0 when no rotation runs)",
+            value=(rotation["blobs_total"] - rotation["blobs_done"]) if state["rotating"] else 0,
+        ),
+    ]
 
 
 def _cluster_lags(kma: Appliance) -> list[GaugeMetricFamily]:

@@ -43,10 +43,12 @@ from kma.crypto import (
     issue_server_certificate,
     open_share,
 )
+from kma.crypto.generations import MasterKeys
 from kma.crypto.hsm import CLUSTER_MASTER_KEY, HsmMasterKey, HsmSettings, HsmUnavailable, Token
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
-from kma.errors import Conflict, ValidationFailed
+from kma.errors import Conflict, KmaError, ValidationFailed
+from kma.services.master_keys import generations_of
 from kma.services.quorum.key_split import Credential
 from kma.store import Stmt
 from kma.store.schema import latest_schema_version
@@ -97,7 +99,8 @@ def restore(
     if not data_dir.is_empty():
         raise Conflict(f"{root} is not empty; a restore needs a new or empty data directory.")
     backup, core = check_pair(database_backup, core_security_backup)
-    master = open_master(core, credentials)
+    plain = open_master(core, credentials)
+    master: WrappingKey = MasterKeys(plain, core.master_generation)
     core.check_seal(master)
     settings = token_for(core, hsm, autonomous_unlock)
     # A token that is to hold the cluster's master key receives it once everything else is checked;
@@ -106,13 +109,14 @@ def restore(
     token = None if receiver else _open_token(settings)
     try:
         if token is not None:
-            master = HsmMasterKey(master.raw(), token, _token_key(token))
+            master = MasterKeys(HsmMasterKey(master.raw(), token, _token_key(token)), core.master_generation)
         key = core.backup_key(master, backup.backup_key_generation)
         staging = data_dir.staging("restore")
         try:
             stage = DataDir(staging)
             decrypt_database_backup(backup, key, stage.db)
             _check_database(stage.db, backup)
+            master = _master_generations(stage.db, plain, core.master_generation, master)
             restored = replace(
                 _set_up(
                     stage,
@@ -278,6 +282,50 @@ def _check_database(db: Path, backup: DatabaseBackup) -> None:
         raise BadBackup("The database inside the backup is not a sound KMA store.")
 
 
+def _master_generations(db: Path, plain: WrappingKey, generation: int, opened: WrappingKey) -> WrappingKey:
+    """The master key generations that open the database (`opened`, what the core security backup
+    opened, unless a rotation was under way in it); refused if the core security backup holds another
+    generation than the database's (a rotation came between the two backups)."""
+    conn = sqlite3.connect(db)
+    try:
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(cluster)")}
+        newest = (
+            conn.execute("SELECT master_generation FROM cluster").fetchone()[0]
+            if "master_generation" in columns
+            else 1
+        )
+        old = (
+            conn.execute(
+                "SELECT key_wrapped, next_wrapped FROM master_key_generations WHERE generation = ?",
+                (newest - 1,),
+            ).fetchone()
+            if "master_generation" in columns
+            else None
+        )
+    finally:
+        conn.close()
+    if newest != generation:
+        raise BadBackup(
+            f"This database backup holds keys under master key generation {newest}; this core "
+            f"security backup "
+            f"holds generation {generation} (a master key rotation came between them) and "
+            f"does not open them. "
+            f"Use a core security backup taken under generation {newest}: "
+            + ("one taken before the rotation." if newest < generation else "one taken after the rotation.")
+        )
+    if old is None:
+        return opened
+    if isinstance(opened, MasterKeys) and isinstance(opened.current, HsmMasterKey):
+        raise BadBackup(
+            "This database backup was taken during a master key rotation of a KMA with an HSM: restore one "
+            "taken after the rotation ended."
+        )
+    try:
+        return generations_of(plain, generation, newest, (bytes(old[0]), bytes(old[1])))
+    except KmaError as exc:
+        raise BadBackup(exc.message) from None
+
+
 def _set_up(
     stage: DataDir,
     backup: DatabaseBackup,
@@ -346,6 +394,7 @@ def _set_up(
             [
                 Stmt(
                     "UPDATE kmas SET management_address = ?, service_address = ?, autounlock_master = ?, "
+                    "master_generation = (SELECT master_generation FROM cluster), "
                     "locked = 0, updated_at = ?, signature = ? WHERE id = ?",
                     (management_address, service_address, autounlock, now, signature, kma_id),
                     expect=1,

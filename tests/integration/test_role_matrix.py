@@ -119,6 +119,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "PUT /kmas/{id}/passphrase": frozenset({SO}),
     "POST /kmas/{id}/remove": frozenset({SO}),
     "POST /cluster/version": frozenset({SO}),  # issue 30
+    "POST /cluster/master-key/rotation": frozenset({SO}),  # issue 38
     "POST /cluster/join": PUBLIC,  # a joining KMA, with its one-time KMA passphrase
     # Backups (issue 12).
     "GET /backups": frozenset({BO, SO, AU}),
@@ -132,6 +133,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /core-security-backup": frozenset({SO}),
     # The cluster at a glance (issue 14).
     "GET /cluster/topology": ANY,
+    "GET /cluster/master-key": ANY,  # issue 38: the generation and a rotation's progress
     "GET /cluster/upgrade-check": frozenset({SO}),  # issue 30
     "GET /metrics": ANY,  # outside /api/v1; also a metrics token (tests/integration/test_metrics.py)
     "GET /audit-forwarding": frozenset({AU, SO, CO}),
@@ -317,6 +319,11 @@ def raise_cluster_version(w: World, user: str) -> tuple[dict[str, str], dict[str
     return {}, {"version": 2}  # pending (202) without credentials
 
 
+def rotate_master_key(w: World, user: str) -> tuple[dict[str, str], dict[str, Any]]:
+    w.every_kma_started()  # a KMA that never started may run a release without generations
+    return {}, {}  # pending (202) without credentials
+
+
 def none(w: World, user: str) -> tuple[dict[str, str], None]:
     return {}, None
 
@@ -417,6 +424,7 @@ CALLS: dict[str, Prep] = {
     "PUT /kmas/{id}/passphrase": lambda w, u: ({"id": w.kma_id}, {}),
     "POST /kmas/{id}/remove": lambda w, u: ({"id": w.joined_kma()}, {}),  # pending (202) without credentials
     "POST /cluster/version": raise_cluster_version,
+    "POST /cluster/master-key/rotation": rotate_master_key,
     "POST /cluster/join": lambda w, u: w.joining(),
     "GET /backups": none,
     "GET /backups/{id}": lambda w, u: ({"id": w.backup_id}, None),
@@ -428,6 +436,7 @@ CALLS: dict[str, Prep] = {
     "DELETE /backups/{id}": lambda w, u: ({"id": w.admin.create_backup().id}, None),
     "POST /core-security-backup": none,
     "GET /cluster/topology": none,
+    "GET /cluster/master-key": none,
     "GET /cluster/upgrade-check": none,
     "GET /metrics": none,
     "GET /audit-forwarding": none,
@@ -444,6 +453,7 @@ AFTER: dict[str, Callable[[World], None]] = {
     "PUT /kmas/{id}/passphrase": lambda w: w.drop_pending("set_kma_passphrase"),
     "POST /kmas/{id}/remove": lambda w: w.drop_pending("remove_kma"),
     "POST /cluster/version": lambda w: w.drop_pending("raise_cluster_version"),
+    "POST /cluster/master-key/rotation": lambda w: w.drop_pending("rotate_master_key"),
 }
 assert CALLS.keys() == EXPECTED.keys()
 

@@ -32,6 +32,7 @@ from app.pages import PageSpec, register
 from app.writes.quorum import lock_kma
 from ui.cluster_scene import TopologyScene
 from ui.form_dialog import FormDialog
+from ui.master_key import master_key_line, open_rotation
 from ui.pages import kma_membership
 from ui.quorum.locking import open_unlock
 from ui.upgrade_check import UpgradeCheckDialog, upgrade_check_controls
@@ -137,7 +138,18 @@ class ClusterPage(QWidget):
         self.remove_button = QPushButton("Remove KMA…")
         self.remove_button.setObjectName("clusterRemoveKma")
         self.remove_button.clicked.connect(self.remove_selected)
-        for button in (self.lock_button, self.unlock_button, self.add_button, self.remove_button):
+        self.rotate_button = QPushButton("Rotate master key…")
+        self.rotate_button.setObjectName("clusterRotateMasterKey")
+        self.rotate_button.clicked.connect(self.rotate_master_key)
+        self.rotate_button.setEnabled(False)  # until the KMA says whether a rotation may start
+        buttons = (
+            self.lock_button,
+            self.unlock_button,
+            self.add_button,
+            self.remove_button,
+            self.rotate_button,
+        )
+        for button in buttons:
             top.addWidget(button, 0, Qt.AlignTop)
             button.setVisible(ctx.may("quorum.submit"))  # the server refuses others; no use offering it
         self.upgrade_button, self.not_offered = upgrade_check_controls(ctx)
@@ -157,6 +169,13 @@ class ClusterPage(QWidget):
         self.forwarding.setWordWrap(True)
         self.forwarding.hide()
         outer.addWidget(self.forwarding)
+        self.master_key = QLabel()
+        self.master_key.setObjectName("clusterMasterKey")
+        self.master_key.setWordWrap(True)
+        self.master_key.setTextFormat(Qt.RichText)
+        self.master_key.setAccessibleName("Master key")
+        outer.addWidget(self.master_key)
+        self.master_key_state: Any = None
 
         self.scene = TopologyScene(self)
         self.scene.kma_selected.connect(self._selected)
@@ -193,6 +212,26 @@ class ClusterPage(QWidget):
             parent=self,
             success=self.show_topology,
             failure=self._failed,
+        )
+        self.ctx.ops.read(
+            lambda c: c.client.master_key(),
+            parent=self,
+            success=self.show_master_key,
+            failure=self._no_master_key,
+        )
+
+    def _no_master_key(self, exc: BaseException) -> bool:
+        self.master_key.setText("")  # a KMA of a release before rotations; the banner says if it is down
+        return True
+
+    def show_master_key(self, state: Any) -> None:
+        self.master_key_state = state
+        self.master_key.setText(master_key_line(state))
+        self.rotate_button.setEnabled(state.rotation_refused is None)
+        self.rotate_button.setToolTip(
+            state.rotation_refused
+            or "A new master key generation: every stored key re-wrapped under it in the background "
+            "(quorum-protected)."
         )
 
     def _failed(self, exc: BaseException) -> bool:
@@ -312,6 +351,10 @@ class ClusterPage(QWidget):
         dialog = UpgradeCheckDialog(self.ctx, self)
         dialog.open()
         return dialog
+
+    def rotate_master_key(self) -> Any:
+        state = self.master_key_state
+        return None if state is None else open_rotation(self.ctx, self, state)
 
     def unlock_selected(self) -> Any:
         kma = self.scene.selected_kma()

@@ -22,6 +22,7 @@ from typing import Any
 from PySide6.QtCore import QRegularExpression, Qt
 from PySide6.QtGui import QRegularExpressionValidator
 from PySide6.QtWidgets import (
+    QCheckBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
@@ -87,6 +88,7 @@ class KeySplitDialog(QuorumFormDialog):
 
     def __init__(self, ctx: AppContext, split: Any, on_done: Any, parent: QWidget | None = None) -> None:
         self.new_members: NewMembersEditor | None = None
+        self.rotate: QCheckBox | None = None
         super().__init__(
             ctx,
             "Change the key split",
@@ -101,7 +103,12 @@ class KeySplitDialog(QuorumFormDialog):
                     help="How many of the new members it takes to unlock a KMA or approve a change",
                 )
             ],
-            lambda v: change_key_split(v["threshold"], v["members"], credentials=v["credentials"]),
+            lambda v: change_key_split(
+                v["threshold"],
+                v["members"],
+                credentials=v["credentials"],
+                rotate_master_key=v["rotate_master_key"],
+            ),
             on_done,
             what="the current quorum approves it",
             intro=f"Now <b>{split.threshold} of {len(split.members)}</b>: "
@@ -128,6 +135,15 @@ class KeySplitDialog(QuorumFormDialog):
         self.caution.setStyleSheet("color: #b26a00;")
         self.caution.hide()
         inner.addWidget(self.caution)
+        # One ceremony: the new split then protects a new master key (docs/backups.md), never forced.
+        self.rotate = QCheckBox("Also rotate the master key")
+        self.rotate.setObjectName("keySplitRotate")
+        self.rotate.setToolTip(
+            "The new members' split protects a new master key generation; every stored key is re-wrapped "
+            "under it in the background, so a core security backup of the old members, with a copy of the "
+            "store taken afterwards, opens nothing issued or re-wrapped since."
+        )
+        inner.addWidget(self.rotate)
         layout = self.layout()
         layout.insertWidget(layout.indexOf(self.error) - 1, group)  # above the current quorum's
         self._validate()
@@ -138,6 +154,7 @@ class KeySplitDialog(QuorumFormDialog):
     def values(self) -> dict[str, Any]:
         out = super().values()
         out["members"] = self.new_members.names() if self.new_members is not None else []
+        out["rotate_master_key"] = self.rotate is not None and self.rotate.isChecked()
         return out
 
     def problem(self) -> str:

@@ -1,5 +1,5 @@
-"""Cluster membership: a KMA's entry and its one-time KMA passphrase (quorum), the join, and the
-cluster version (quorum)."""
+"""Cluster membership: a KMA's entry and its one-time KMA passphrase (quorum), the join, the
+cluster version (quorum) and the master key's rotation (quorum)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request, Response
 
 from kma import quorum
 from kma.api import schemas
-from kma.api.deps import Kma, QuorumSubmit, client_address
+from kma.api.deps import Kma, QuorumSubmit, SignedIn, client_address
 from kma.api.membership_schemas import (
     AddKmaBody,
     ClusterVersionRaise,
@@ -15,13 +15,16 @@ from kma.api.membership_schemas import (
     JoinGrant,
     KmaAdmission,
     KmaPassphraseBody,
+    MasterKeyRotationRequest,
 )
 from kma.api.openapi import CHECKS_PASSPHRASES
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp
+from kma.api.schemas import MasterKeyState
 from kma.appliance import Appliance
 from kma.cluster import join, membership
 from kma.quorum import Submitted
-from kma.services import kmas
+from kma.services import kmas, master_keys
+from kma.services.quorum import master_rotation
 
 router = APIRouter(tags=["cluster"])
 ANSWERS: dict[int | str, dict[str, object]] = {
@@ -98,3 +101,22 @@ def join_cluster(body: JoinBody, kma: Kma, request: Request) -> dict[str, object
         client_address(request),
         body.master_key_public_pem,
     )
+
+
+@router.get("/cluster/master-key", response_model=MasterKeyState)
+def get_master_key(kma: Kma, actor: SignedIn) -> dict[str, object]:
+    """The master key's generation and its rotation (under way, or the last one), with its progress."""
+    return master_keys.status(kma) | {"rotation_refused": master_rotation.refusal(kma)}
+
+
+@router.post(
+    "/cluster/master-key/rotation", response_model=PendingQuorumOp, status_code=202, responses=ANSWERS
+)
+def rotate_master_key(
+    body: MasterKeyRotationRequest, kma: Kma, actor: QuorumSubmit, response: Response
+) -> PendingQuorumOp:
+    """Quorum-protected: a new master key generation; every blob is re-wrapped under it in the
+    background (progress: GET /cluster/master-key), then the old generation is destroyed."""
+    done = quorum.submit(kma, actor, "rotate_master_key", {}, body.key_split_credentials())
+    response.status_code = 201 if done.executed else 202
+    return PendingQuorumOp.model_validate(done.op)

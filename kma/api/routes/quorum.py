@@ -75,7 +75,11 @@ def get_key_split(kma: Kma, actor: QuorumRead) -> dict[str, object]:
 def change_key_split(body: KeySplitChange, kma: Kma, actor: QuorumSubmit) -> KeySplitChangePending:
     """Always pending: it runs once each new member has set their passphrase (POST
     /quorum-operations/{id}/enrol with their code) and M current members have approved."""
-    request = {"threshold": body.threshold, "members": [{"name": m.name} for m in body.members]}
+    request = {
+        "threshold": body.threshold,
+        "members": [{"name": m.name} for m in body.members],
+        "rotate_master_key": body.rotate_master_key,
+    }
     done = quorum.submit(kma, actor, "change_key_split", request, body.key_split_credentials())
     return KeySplitChangePending.model_validate({**done.op, "enrolment_codes": done.handed_out})
 

@@ -17,10 +17,10 @@ from kma.appliance import Appliance
 from kma.crypto import (
     BadPassphrase,
     CryptoError,
-    WrappingKey,
     combine_shares,
     open_share,
 )
+from kma.crypto.generations import FIRST, MasterKeys
 from kma.domain.validation import check_id
 from kma.errors import Conflict, KmaError, LockedOut, ValidationFailed
 from kma.services import lockout, row_macs
@@ -74,6 +74,7 @@ class KeySplit:
     lifetime: int  # seconds a pending quorum operation waits for approvals
     sealed: dict[str, str]  # member name -> share sealed under that member's passphrase
     master_wrapped_by_root: bytes
+    master_generation: int = FIRST  # of the master key `master_wrapped_by_root` holds
 
     @property
     def members(self) -> list[str]:
@@ -85,7 +86,7 @@ class Quorum:
     """Proof that M members' credentials were given: the root secret and the master key it opens."""
 
     root_secret: bytes = field(repr=False)
-    master: WrappingKey
+    master: MasterKeys  # of the newest generation only
     members: tuple[str, ...]
     generation: int  # of the key split these members belong to
 
@@ -97,8 +98,8 @@ class WrongCredential(ValidationFailed):
 def current_split(kma: Appliance) -> KeySplit:
     with kma.store.snapshot() as conn:
         cluster = conn.execute(
-            "SELECT split_threshold, split_generation, quorum_op_lifetime, master_wrapped_by_root "
-            "FROM cluster"
+            "SELECT split_threshold, split_generation, quorum_op_lifetime, master_wrapped_by_root, "
+            "master_generation FROM cluster"
         ).fetchone()
         rows = conn.execute(
             "SELECT name, share_sealed, generation, mac FROM key_split_members WHERE generation = ?",
@@ -106,7 +107,7 @@ def current_split(kma: Appliance) -> KeySplit:
         ).fetchall()
     # A member row written without the KMA counts for nothing (an unlocked KMA can tell: row MACs).
     members = {r[0]: r[1] for r in rows if row_macs.genuine(kma, row_macs.SPLIT_MEMBERS, r)}
-    return KeySplit(cluster[0], cluster[1], cluster[2], members, cluster[3])
+    return KeySplit(cluster[0], cluster[1], cluster[2], members, cluster[3], cluster[4])
 
 
 def check_distinct(credentials: Sequence[Credential]) -> None:
@@ -167,4 +168,4 @@ def reconstruct(split: KeySplit, shares: Sequence[Share], members: Sequence[str]
             "These key split credentials do not rebuild the cluster's root secret "
             "(the key split may have changed)."
         ) from None
-    return Quorum(root, master, tuple(members), split.generation)
+    return Quorum(root, MasterKeys(master, split.master_generation), tuple(members), split.generation)

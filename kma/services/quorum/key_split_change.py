@@ -33,9 +33,11 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.backup.fileformat import backup_key_context
 from kma.crypto import CryptoError, WrappingKey, split_secret
+from kma.crypto.generations import MasterKeys
 from kma.errors import Conflict
 from kma.services import lockout
 from kma.services.change import Change
+from kma.services.quorum import master_rotation
 from kma.services.quorum.escrow import seal_share, unseal_share
 from kma.services.quorum.key_split import Quorum, Share, check_split_members, current_split
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
@@ -81,9 +83,14 @@ def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared
     names = [str(m["name"]) for m in request.get("members", [])]
     check_split_members(threshold, names)
     master = kma.vault.master()
+    rotate = request.get("rotate_master_key") is True
+    if rotate and (why := master_rotation.refusal(kma, op_id)):
+        raise Conflict(why)
+    # Rotating too: the new split protects a new master key, made now and held until then under this one.
+    protected = WrappingKey(master.random(32)) if rotate else master
     root = secrets.token_bytes(32)
     shares = split_secret(root, threshold, len(names))
-    wrapped_master = wrap_master_for_root(root, master).hex()
+    wrapped_master = wrap_master_for_root(root, protected).hex()
     del root
     codes = {name: new_code() for name in names}
     enrolments = tuple(
@@ -99,6 +106,7 @@ def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared
     summary = (
         f"Change the key split from {old.threshold} of {len(old.sealed)} ({', '.join(old.members)}) "
         f"to {threshold} of {len(names)} ({', '.join(names)}); each new member sets their own passphrase"
+        + ("; and rotate the master key (every stored key re-wrapped under a new one)" if rotate else "")
     )
     payload = {
         "threshold": threshold,
@@ -106,7 +114,9 @@ def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared
         "master_wrapped_by_root": wrapped_master,
         "binding": binding.hex(),
     }
-    shown = {"threshold": threshold, "members": names}
+    if rotate:
+        payload["next_master"] = master.wrap(_next_master_context(op_id), protected.raw()).hex()
+    shown = {"threshold": threshold, "members": names} | ({"rotate_master_key": True} if rotate else {})
     return Prepared(summary, shown, payload, statements=enrolments, handed_out=codes, waits=True)
 
 
@@ -141,8 +151,10 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
         waiting = ", ".join(n for n in names if n not in sealed)
         raise Conflict(f"Not every new key split member has set their passphrase yet: {waiting}.")
     now, generation = kma.clock.now(), quorum.generation + 1
-    mac_key = row_mac_key(quorum.master)
-    backup_key = quorum.master.wrap(backup_key_context(generation), WrappingKey.generate().raw())
+    rotation = _rotation(kma, quorum, op_id, p)
+    master = quorum.master if rotation is None else rotation[1]  # what the new split protects
+    mac_key = row_mac_key(master)
+    backup_key = master.wrap(backup_key_context(generation), WrappingKey.generate().raw())
     statements = [
         Stmt(
             "UPDATE cluster SET master_wrapped_by_root = ?, split_threshold = ?, split_generation = ? "
@@ -184,7 +196,40 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
         f"generation {generation}; each new member set their own passphrase; the old shares no longer work; "
         "database backups from now on use a new backup key: take a new core security backup"
     )
-    return Outcome(Change("cluster.key_split", statements, message, ("cluster", "key_split")))
+    change = Change("cluster.key_split", statements, message, ("cluster", "key_split"))
+    if rotation is None:
+        return Outcome(change)
+    old_master, new_master = rotation
+    statements += master_rotation.start_statements(kma, op_id, old_master, new_master)
+    change = Change(
+        "cluster.key_split",
+        statements,
+        message
+        + f"; and started the master key rotation to generation {new_master.generation}: every stored "
+        f"key and secret is re-wrapped in the background, then generation "
+        f"{new_master.generation - 1} is destroyed",
+        ("cluster", "key_split"),
+    )
+    return Outcome(change, lambda: master_rotation.take_up(kma, old_master, new_master))
+
+
+def _next_master_context(op_id: str) -> str:
+    return f"quorum-next-master:{op_id}"
+
+
+def _rotation(
+    kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]
+) -> tuple[WrappingKey, MasterKeys] | None:
+    """With a rotation asked for: (the master key now, the next generation's), else None."""
+    if "next_master" not in p:
+        return None
+    if why := master_rotation.refusal(kma, op_id):
+        raise Conflict(why)
+    try:
+        new = WrappingKey(quorum.master.unwrap(_next_master_context(op_id), bytes.fromhex(p["next_master"])))
+    except (CryptoError, ValueError):
+        raise Conflict("The new master key of this operation cannot be opened.") from None
+    return quorum.master.current, MasterKeys(new, quorum.master.generation + 1)
 
 
 CHANGE_KEY_SPLIT = OpType("change_key_split", _prepare, _execute, _ready)

@@ -22,8 +22,8 @@ from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.hsm import HsmUnavailable
 from kma.datadir import write_private
 from kma.domain.actor import Actor
-from kma.errors import Conflict, HsmFailed, ValidationFailed
-from kma.services import entry_signatures, row_macs
+from kma.errors import Conflict, HsmFailed, KmaError, ValidationFailed
+from kma.services import entry_signatures, master_keys, row_macs
 from kma.services.change import Change
 from kma.services.common import require
 from kma.services.keypool import key_pool
@@ -113,7 +113,7 @@ def _execute_unlock(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping
     ]
 
     def unlock() -> None:
-        kma.vault.unlock(quorum.master)
+        master_keys.unlock(kma, quorum.master)
         row_macs.after_unlock(kma)
         entry_signatures.after_unlock(kma)
         key_pool(kma).take_notice()
@@ -131,17 +131,23 @@ def unlock_autonomously(kma: Appliance) -> bool:
     Officer's lock stands; False (and still locked) otherwise. Writes nothing."""
     path = kma.data_dir.unlock_key
     # A Security Officer's lock (kmas.locked) outlives a restart: only a quorum lifts it.
-    blob = kma.store.scalar("SELECT autounlock_master FROM kmas WHERE id = ? AND locked = 0", (kma.kma_id,))
-    if blob is None or not path.exists():
+    row = kma.store.query_one(
+        "SELECT autounlock_master, master_generation FROM kmas WHERE id = ? AND locked = 0", (kma.kma_id,)
+    )
+    if row is None or row[0] is None or not path.exists():
         return False
     try:
         local = WrappingKey(path.read_bytes())
-        kma.vault.unlock(WrappingKey(local.unwrap(f"autounlock:{kma.kma_id}", blob)))
+        master = WrappingKey(local.unwrap(f"autounlock:{kma.kma_id}", row[0]))
+        master_keys.unlock(kma, master, int(row[1]))  # its generation: maybe the one a rotation replaces
     except HsmUnavailable as exc:
         log.error("the HSM cannot be used; staying locked: %s", exc)
         return False
     except (CryptoError, ValueError, OSError):
         log.error("the local unlock key does not open the master key; staying locked")
+        return False
+    except KmaError as exc:
+        log.error("staying locked: %s", exc)
         return False
     return True
 
@@ -182,11 +188,13 @@ def _execute_autonomous(kma: Appliance, quorum: Quorum, op_id: str, payload: Map
         local = WrappingKey.generate()
         blob = local.wrap(f"autounlock:{kma_id}", quorum.master.raw())
         stmt = Stmt(
-            "UPDATE kmas SET autounlock_master = ?, updated_at = ? "
-            "WHERE id = ? AND autounlock_master IS NULL",
-            (blob, now, kma_id),
+            "UPDATE kmas SET autounlock_master = ?, master_generation = ?, updated_at = ? "
+            "WHERE id = ? AND autounlock_master IS NULL AND (SELECT master_generation FROM cluster) = ?",
+            (blob, quorum.master.generation, now, kma_id, quorum.master.generation),
             expect=1,
-            refusal=f"autonomous unlock is already on for KMA '{kma_id}'",
+            refusal=(
+                f"autonomous unlock is already on for KMA '{kma_id}', or the master key was rotated meanwhile"
+            ),
         )
         change = Change(
             "kma.autonomous_unlock",

@@ -1,0 +1,8 @@
+"""The master key's rotation (Security Officer, quorum-protected): a new generation, every stored
+key re-wrapped under it in the background (docs/backups.md#master-key-rotation)."""
+
+from __future__ import annotations
+
+from app.writes import Write
+
+rotate_master_key = Write("rotate_master_key", {"kmas", "quorum", "backups"})
