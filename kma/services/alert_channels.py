@@ -156,7 +156,7 @@ def channels(kma: Appliance) -> list[Channel]:
 
 def unwrap_secrets(kma: Appliance, channel_id: str, blob: bytes) -> dict[str, str]:
     """The channel's secrets; needs the master key (KmaLocked while the KMA is locked)."""
-    return dict(json.loads(kma.vault.master.unwrap(_context(channel_id), bytes(blob))))
+    return dict(json.loads(kma.vault.master().unwrap(_context(channel_id), bytes(blob))))
 
 
 def stored_secrets(kma: Appliance, channel_id: str) -> dict[str, str]:
@@ -191,7 +191,7 @@ def add_channel(
     clean, classes = SETTINGS[kind](settings), _classes(audit_classes or [])
     wrapped_secrets = _secrets(kind, given, {})
     channel_id = random.token_hex(8).upper()
-    blob = kma.vault.master.wrap(_context(channel_id), json.dumps(wrapped_secrets).encode())
+    blob = kma.vault.master().wrap(_context(channel_id), json.dumps(wrapped_secrets).encode())
     now = kma.clock.now()
     insert = Stmt(
         "INSERT INTO alert_channels (id, name, kind, enabled, settings, secrets_wrapped, warnings, "
@@ -215,7 +215,7 @@ def change_channel(
     check_text(name, "The channel's name", max_len=80, required=True)
     clean, classes = SETTINGS[kind](settings), _classes(audit_classes)
     kept = unwrap_secrets(kma, channel_id, row["secrets_wrapped"])
-    blob = kma.vault.master.wrap(_context(channel_id), json.dumps(_secrets(kind, given, kept)).encode())
+    blob = kma.vault.master().wrap(_context(channel_id), json.dumps(_secrets(kind, given, kept)).encode())
     update = Stmt(
         "UPDATE alert_channels SET name = ?, enabled = ?, settings = ?, secrets_wrapped = ?, warnings = ?, "
         "audit_classes = ?, updated_at = ? WHERE id = ? AND updated_at = ? "

@@ -1,0 +1,148 @@
+"""Alerts that leave the building, against real receivers the test starts: net-snmp's snmptrapd
+(SNMPv3 authPriv, an inform and a trap channel), an SMTP server with STARTTLS (aiosmtpd), and an
+HTTPS webhook receiver that checks the signature. A dashboard warning's start and end reach each;
+a receiver that is down gets what it missed once it is back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kms_client import Forbidden, ValidationFailed
+from tests.integration.test_metrics import samples, scrape, value
+from tests.integration.test_quorum import creds
+from tests.support.alert_receivers import SmtpReceiver, Snmptrapd, WebhookReceiver
+from tests.support.kma_process import RunningKma
+from tests.support.waiting import wait_until
+
+SECRET = "the webhook's shared secret"
+LOCKED = "This KMA is locked"
+
+
+@pytest.fixture
+def receivers(fresh_kma: RunningKma) -> Iterator[dict[str, Any]]:
+    kma_id = fresh_kma.client("auditor").status().kma_id
+    so = fresh_kma.client("so")
+    engines = so.alert_channels().snmp_engine_ids
+    parts = {"webhook": WebhookReceiver(SECRET), "smtp": SmtpReceiver(), "snmp": Snmptrapd([engines[kma_id]])}
+    for part in parts.values():
+        part.start()
+    yield parts
+    for part in parts.values():
+        part.stop()
+
+
+def add_channels(so: Any, r: dict[str, Any]) -> dict[str, str]:
+    hook, smtp, trapd = r["webhook"], r["smtp"], r["snmp"]
+    snmp = {"address": trapd.address, "user": trapd.USER, "auth_protocol": "SHA-256", "priv_protocol": "AES"}
+    keys = {"auth_key": trapd.AUTH, "priv_key": trapd.PRIV}
+    return {
+        "webhook": so.add_alert_channel(
+            "SOC webhook", "webhook", {"url": hook.url, "ca_pem": hook.tls.ca_pem}, {"secret": SECRET},
+            audit_classes=["site"],
+        ).id,
+        "email": so.add_alert_channel(
+            "On-call e-mail", "email",
+            {"address": smtp.address, "sender": "kma@example.com", "recipients": ["oncall@example.com"],
+             "ca_pem": smtp.tls.ca_pem},
+            {},
+        ).id,
+        "inform": so.add_alert_channel("NOC informs", "snmp", snmp | {"mode": "inform"}, keys).id,
+        "trap": so.add_alert_channel("NOC traps", "snmp", snmp | {"mode": "trap"}, keys).id,
+    }
+
+
+def kinds(hook: WebhookReceiver, kind: str) -> list[dict[str, Any]]:
+    return [a for a in hook.alerts if a["kind"] == kind]
+
+
+def mails(smtp: SmtpReceiver, words: str) -> list[Any]:
+    return [m for m in smtp.messages if words in m["Subject"]]
+
+
+def test_a_warning_start_and_end_reach_every_channel(fresh_kma: RunningKma, receivers: dict[str, Any]) -> None:
+    so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
+    kma_id = auditor.status().kma_id
+    hook, smtp, trapd = receivers["webhook"], receivers["smtp"], receivers["snmp"]
+    ids = add_channels(so, receivers)
+
+    # A test alert on each: the answer says the receiver took it, and it did
+    for channel_id in ids.values():
+        result = so.send_test_alert(channel_id)
+        assert result.delivered and result.error is None, result
+    assert [a["kind"] for a in hook.alerts] == ["test"] and hook.bad_signatures == 0
+    assert mails(smtp, "Test alert") and smtp.messages[0]["To"] == "oncall@example.com"
+    wait_until(lambda: trapd.received().count(".1.3.6.1.4.1.32473.1.0.4") == 2, 10, "the test inform and trap")
+
+    # When a Security Officer locks the KMA, its warning reaches every channel
+    so.lock_kma(kma_id)
+    started = wait_until(lambda: kinds(hook, "warning.started"), 30, "the webhook gets the warning")
+    assert LOCKED in started[0]["text"] and started[0]["kma_id"] == kma_id
+    wait_until(lambda: mails(smtp, f"Warning: {LOCKED}"), 30, "the e-mail of the warning")
+    wait_until(lambda: trapd.received().count(".1.3.6.1.4.1.32473.1.0.1") == 2, 30, "the inform and the trap")
+    assert f'STRING: "{started[0]["warning"]}"' in trapd.received()
+
+    # And once a quorum unlocks it, the warning's end, under the same identity
+    so.unlock_kma(kma_id, credentials=creds(fresh_kma, "alice", "bob", "carol"))
+    ended = wait_until(lambda: kinds(hook, "warning.ended"), 30, "the webhook gets the warning's end")
+    assert ended[0]["warning"] == started[0]["warning"] and LOCKED in ended[0]["text"]
+    wait_until(lambda: mails(smtp, "Warning over"), 30, "the e-mail of the warning's end")
+    wait_until(lambda: trapd.received().count(".1.3.6.1.4.1.32473.1.0.2") == 2, 30, "the end as inform and trap")
+    assert len(kinds(hook, "warning.started")) == 1  # a warning that goes on is not sent again
+
+    metrics = samples(scrape(fresh_kma, auditor.token).text)
+    assert value(metrics, "kma_alerts_delivered_total", kind="webhook") >= 2
+
+
+def test_a_receiver_down_gets_the_alerts_once_back(fresh_kma: RunningKma, receivers: dict[str, Any]) -> None:
+    so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
+    hook, smtp = receivers["webhook"], receivers["smtp"]
+    ids = add_channels(so, receivers)
+    hook.stop()
+    smtp.stop()
+    so.create_site("alert-during", "Made while the webhook receiver is down")
+
+    def waiting() -> Any:
+        status = {c.id: c.this_kma for c in auditor.alert_channels().items}[ids["webhook"]]
+        return status.queued >= 1 and status.last_error
+    wait_until(waiting, 30, "the alert waits in the queue, and the channel says why")
+    assert not so.send_test_alert(ids["email"]).delivered
+
+    hook.start()
+    smtp.start()
+    site = wait_until(
+        lambda: [a for a in kinds(hook, "audit.event") if "alert-during" in a["text"]], 60, "the late alert"
+    )
+    assert site[0]["event"]["event_class"] == "site" and site[0]["event"]["operation"] == "site.create"
+    wait_until(lambda: {c.id: c.this_kma for c in auditor.alert_channels().items}[ids["webhook"]].queued == 0,
+               30, "the queue empties")
+    assert so.send_test_alert(ids["email"]).delivered
+
+
+def test_secrets_never_leave_and_only_a_security_officer_configures(
+    fresh_kma: RunningKma, receivers: dict[str, Any]
+) -> None:
+    so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
+    add_channels(so, receivers)
+    listed = auditor.alert_channels()
+    text = repr(listed)
+    for secret in (SECRET, Snmptrapd.AUTH, Snmptrapd.PRIV):
+        assert secret not in text
+    hook = next(c for c in listed.items if c.kind == "webhook")
+    assert hook.secrets_set == ("secret",) and "KMA-ALERTS-MIB DEFINITIONS" in listed.mib
+    with pytest.raises(Forbidden):
+        auditor.send_test_alert(hook.id)
+    with pytest.raises(ValidationFailed, match="https"):
+        so.add_alert_channel("plain", "webhook", {"url": "http://127.0.0.1:1/x"}, {"secret": SECRET})
+    with pytest.raises(ValidationFailed, match="8 characters"):
+        so.add_alert_channel(
+            "weak", "snmp",
+            {"address": "127.0.0.1:162", "mode": "trap", "user": "u", "auth_protocol": "SHA", "priv_protocol": "AES"},
+            {"auth_key": "short", "priv_key": "short"},
+        )
+    # A change that leaves the secret out keeps it: the next test alert is still signed right
+    so.change_alert_channel(hook.id, "SOC webhook", "webhook", {"url": hook.settings.url,
+                                                                 "ca_pem": hook.settings.ca_pem})
+    assert so.send_test_alert(hook.id).delivered and receivers["webhook"].bad_signatures == 0
