@@ -65,11 +65,15 @@ ALERTS_DELIVERED = Counter(
     "kma_alerts_delivered", "Alerts a receiver took, by channel kind", ["kind"], registry=EVENTS
 )
 ALERT_ERRORS = Counter(
-    "kma_alert_errors", "Failed attempts to deliver an alert (it stays queued), by channel kind", ["kind"],
+    "kma_alert_errors",
+    "Failed attempts to deliver an alert (it stays queued), by channel kind",
+    ["kind"],
     registry=EVENTS,
 )
 ALERTS_DROPPED = Counter(
-    "kma_alerts_dropped", "Alerts dropped from a full queue (the oldest first), by channel kind", ["kind"],
+    "kma_alerts_dropped",
+    "Alerts dropped from a full queue (the oldest first), by channel kind",
+    ["kind"],
     registry=EVENTS,
 )
 KEY_REQUESTS = Counter(

@@ -35,8 +35,8 @@ CATCH_UP_WAIT_S = 30.0
 
 class Running:
     """Starts and stops the workers of one served KMA (kma/worker.py): the key pool's refill, the
-    audit pruner, the backup scheduler, the cluster watch, the audit forwarder and the alert sender. The KMA (its
-    `Appliance`) owns them; this is the order they start and stop in."""
+    audit pruner, the backup scheduler, the cluster watch, the audit forwarder and the alert
+    sender. The KMA (its `Appliance`) owns them; this is the order they start and stop in."""
 
     def __init__(self, kma: Appliance, node: RqliteNode | None = None) -> None:
         self.kma = kma

@@ -32,6 +32,7 @@ EVENT_FIELDS = (
     "created_at",
 )
 
+
 class DeliveryFailed(Exception):
     """The receiver did not take the alert; it stays queued. The words say why, for the officer."""
 

@@ -26,7 +26,12 @@ MIB_NAME = "KMA-ALERTS-MIB"
 MIB_FILE = files("kma.alerts") / f"{MIB_NAME}.txt"
 ENTERPRISE = "1.3.6.1.4.1.32473"  # the example enterprise number of RFC 5612, as the syslog copy's
 ROOT = f"{ENTERPRISE}.1"  # kmaAlertsMIB
-NOTIFICATIONS = {WARNING_STARTED: f"{ROOT}.0.1", WARNING_ENDED: f"{ROOT}.0.2", AUDIT_EVENT: f"{ROOT}.0.3", TEST: f"{ROOT}.0.4"}
+NOTIFICATIONS = {
+    WARNING_STARTED: f"{ROOT}.0.1",
+    WARNING_ENDED: f"{ROOT}.0.2",
+    AUDIT_EVENT: f"{ROOT}.0.3",
+    TEST: f"{ROOT}.0.4",
+}
 OBJECT = {
     "id": f"{ROOT}.1.1",
     "kma_id": f"{ROOT}.1.2",
@@ -80,7 +85,9 @@ def varbinds(alert: Alert) -> list[hlapi.ObjectType]:
         values |= {name: str(event.get(name) or "") for name in ("event_class", "operation", "severity")}
         values["chain_seq"] = Unsigned32(int(event.get("chain_seq") or 0))
     return [
-        hlapi.ObjectType(hlapi.ObjectIdentity(f"{OBJECT[name]}.0"), v if isinstance(v, Unsigned32) else OctetString(v))
+        hlapi.ObjectType(
+            hlapi.ObjectIdentity(f"{OBJECT[name]}.0"), v if isinstance(v, Unsigned32) else OctetString(v)
+        )
         for name, v in values.items()
     ]
 
@@ -97,21 +104,18 @@ class _Loop:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
 
-_loop: _Loop | None = None
-_loop_lock = threading.Lock()
+_loops: list[_Loop] = []  # the one loop, made at the first send
+_loops_lock = threading.Lock()
 
 
 def _the_loop() -> _Loop:
-    global _loop
-    with _loop_lock:
-        if _loop is None:
-            _loop = _Loop()
-        return _loop
+    with _loops_lock:
+        if not _loops:
+            _loops.append(_Loop())
+        return _loops[0]
 
 
-async def _send(
-    kma_id: str, host: str, port: int, mode: str, user: hlapi.UsmUserData, alert: Alert
-) -> None:
+async def _send(kma_id: str, host: str, port: int, mode: str, user: hlapi.UsmUserData, alert: Alert) -> None:
     loop = _the_loop()
     engine = loop.engines.get(kma_id)
     if engine is None:

@@ -14,16 +14,26 @@ class AlertChannelSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", from_attributes=True)
 
-    address: str | None = Field(None, max_length=262, description="snmp, email: HOST:PORT of the manager or SMTP server")
-    mode: Literal["inform", "trap"] | None = Field(None, description="snmp: informs (acknowledged) or traps")
-    user: str | None = Field(None, max_length=32, description="snmp: the SNMPv3 user (authPriv)")
-    auth_protocol: str | None = Field(None, max_length=16, description="snmp: SHA, SHA-224, SHA-256, SHA-384, SHA-512")
-    priv_protocol: str | None = Field(None, max_length=16, description="snmp: AES, AES-192, AES-256")
-    url: str | None = Field(None, max_length=2000, description="webhook: https://HOST/PATH")
-    ca_pem: str | None = Field(None, max_length=32_000, description="webhook, email: a pinned CA; none: the system's trust")
-    sender: str | None = Field(None, max_length=254, description="email: the From address")
-    recipients: list[str] | None = Field(None, max_length=50, description="email: the To addresses")
-    username: str | None = Field(None, max_length=254, description="email: the SMTP user, if the server wants one")
+    address: str | None = Field(
+        None, max_length=262, description="snmp, email: HOST:PORT of the manager or SMTP server"
+    )
+    mode: Literal["inform", "trap"] | None = Field(
+        default=None, description="snmp: informs (acknowledged) or traps"
+    )
+    user: str | None = Field(default=None, max_length=32, description="snmp: the SNMPv3 user (authPriv)")
+    auth_protocol: str | None = Field(
+        None, max_length=16, description="snmp: SHA, SHA-224, SHA-256, SHA-384, SHA-512"
+    )
+    priv_protocol: str | None = Field(default=None, max_length=16, description="snmp: AES, AES-192, AES-256")
+    url: str | None = Field(default=None, max_length=2000, description="webhook: https://HOST/PATH")
+    ca_pem: str | None = Field(
+        None, max_length=32_000, description="webhook, email: a pinned CA; none: the system's trust"
+    )
+    sender: str | None = Field(default=None, max_length=254, description="email: the From address")
+    recipients: list[str] | None = Field(default=None, max_length=50, description="email: the To addresses")
+    username: str | None = Field(
+        None, max_length=254, description="email: the SMTP user, if the server wants one"
+    )
 
 
 class AlertChannelSecrets(BaseModel):
@@ -31,10 +41,14 @@ class AlertChannelSecrets(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    auth_key: str | None = Field(None, max_length=256, description="snmp: the authentication passphrase")
-    priv_key: str | None = Field(None, max_length=256, description="snmp: the privacy passphrase")
-    secret: str | None = Field(None, max_length=256, description="webhook: the shared secret it signs with")
-    password: str | None = Field(None, max_length=256, description="email: the SMTP password")
+    auth_key: str | None = Field(
+        default=None, max_length=256, description="snmp: the authentication passphrase"
+    )
+    priv_key: str | None = Field(default=None, max_length=256, description="snmp: the privacy passphrase")
+    secret: str | None = Field(
+        default=None, max_length=256, description="webhook: the shared secret it signs with"
+    )
+    password: str | None = Field(default=None, max_length=256, description="email: the SMTP password")
 
 
 class AlertChannelPut(BaseModel):
@@ -44,7 +58,9 @@ class AlertChannelPut(BaseModel):
     kind: Literal["snmp", "webhook", "email"]
     enabled: bool = True
     warnings: bool = Field(True, description="carries the dashboard's warnings as they start and end")
-    audit_classes: list[str] = Field(default_factory=list, max_length=40, description="audit event classes it carries")
+    audit_classes: list[str] = Field(
+        default_factory=list, max_length=40, description="audit event classes it carries"
+    )
     settings: AlertChannelSettings
     secrets: AlertChannelSecrets = Field(default_factory=AlertChannelSecrets)
 

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from cryptography import x509
 
 from kma.alerts import mail, snmp, webhook
-from kma.alerts.message import TEST, Alert
+from kma.alerts.message import TEST, Alert, DeliveryFailed
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.domain.validation import check_address, check_text
@@ -126,7 +126,9 @@ def _secrets(kind: str, given: dict[str, str | None], stored: dict[str, str]) ->
     """The channel's secrets after a change: each given one replaces the stored one."""
     out = dict(stored) | {k: v for k, v in given.items() if k in SECRETS[kind] and v}
     if kind == "snmp" and not all(len(out.get(k, "")) >= 8 for k in SECRETS["snmp"]):
-        raise ValidationFailed("SNMPv3 authPriv needs an authentication key and a privacy key of 8 characters or more.")
+        raise ValidationFailed(
+            "SNMPv3 authPriv needs an authentication key and a privacy key of 8 characters or more."
+        )
     if kind == "webhook" and len(out.get("secret", "")) < 16:
         raise ValidationFailed("A webhook needs a shared secret of 16 characters or more to sign with.")
     return {k: v for k, v in out.items() if k in SECRETS[kind]}
@@ -140,10 +142,16 @@ def _classes(classes: list[str]) -> list[str]:
 
 
 def _row(kma: Appliance, channel_id: str) -> Any:
-    row = kma.store.query_one(f"SELECT {COLUMNS}, secrets_wrapped FROM alert_channels WHERE id = ?", (channel_id,))
+    row = kma.store.query_one(
+        f"SELECT {COLUMNS}, secrets_wrapped FROM alert_channels WHERE id = ?", (channel_id,)
+    )
     if row is None:
         raise NotFound(f"There is no alert channel '{channel_id}'.")
     return row
+
+
+def cluster_name(kma: Appliance) -> str:
+    return str(kma.store.scalar("SELECT name FROM cluster") or "")
 
 
 def channel(kma: Appliance, channel_id: str) -> Channel:
@@ -151,7 +159,9 @@ def channel(kma: Appliance, channel_id: str) -> Channel:
 
 
 def channels(kma: Appliance) -> list[Channel]:
-    return [Channel.from_row(r) for r in kma.store.query(f"SELECT {COLUMNS} FROM alert_channels ORDER BY name")]
+    return [
+        Channel.from_row(r) for r in kma.store.query(f"SELECT {COLUMNS} FROM alert_channels ORDER BY name")
+    ]
 
 
 def unwrap_secrets(kma: Appliance, channel_id: str, blob: bytes) -> dict[str, str]:
@@ -163,27 +173,17 @@ def stored_secrets(kma: Appliance, channel_id: str) -> dict[str, str]:
     return unwrap_secrets(kma, channel_id, _row(kma, channel_id)["secrets_wrapped"])
 
 
-def describe(kma: Appliance, ch: Channel) -> dict[str, Any]:
-    """A channel as the API answers it: its settings, which secrets are set (never their values)."""
-    from kma.services.alerts import alert_sender  # the sender's status of this channel on this KMA
-
-    return {
-        "id": ch.id,
-        "name": ch.name,
-        "kind": ch.kind,
-        "enabled": ch.enabled,
-        "warnings": ch.warnings,
-        "audit_classes": list(ch.audit_classes),
-        "settings": ch.settings,
-        "secrets_set": sorted(k for k, v in stored_secrets(kma, ch.id).items() if v),
-        "updated_at": ch.updated_at,
-        "this_kma": alert_sender(kma).channel_status(ch.id),
-    }
-
-
 def add_channel(
-    kma: Appliance, actor: Actor, name: str, kind: str, settings: dict[str, Any], given: dict[str, str | None],
-    *, enabled: bool = True, warnings: bool = True, audit_classes: list[str] | None = None,
+    kma: Appliance,
+    actor: Actor,
+    name: str,
+    kind: str,
+    settings: dict[str, Any],
+    given: dict[str, str | None],
+    *,
+    enabled: bool = True,
+    warnings: bool = True,
+    audit_classes: list[str] | None = None,
 ) -> Channel:
     if kind not in KINDS:
         raise ValidationFailed(f"An alert channel is one of {', '.join(KINDS)}.")
@@ -197,18 +197,43 @@ def add_channel(
         "INSERT INTO alert_channels (id, name, kind, enabled, settings, secrets_wrapped, warnings, "
         "audit_classes, created_at, updated_at) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
         "WHERE NOT EXISTS (SELECT 1 FROM alert_channels WHERE name = ?)",
-        (channel_id, name, kind, int(enabled), json.dumps(clean), blob, int(warnings), json.dumps(classes), now, now, name),
+        (
+            channel_id,
+            name,
+            kind,
+            int(enabled),
+            json.dumps(clean),
+            blob,
+            int(warnings),
+            json.dumps(classes),
+            now,
+            now,
+            name,
+        ),
         expect=1,
         refusal=f"an alert channel named '{name}' exists already",
     )
-    kma.commit(actor, "alerts.channel_add", [insert], f"added {kind} alert channel '{name}'", ("alert_channel", channel_id))
-    _changed(kma)
+    kma.commit(
+        actor,
+        "alerts.channel_add",
+        [insert],
+        f"added {kind} alert channel '{name}'",
+        ("alert_channel", channel_id),
+    )
     return channel(kma, channel_id)
 
 
 def change_channel(
-    kma: Appliance, actor: Actor, channel_id: str, name: str, settings: dict[str, Any],
-    given: dict[str, str | None], *, enabled: bool, warnings: bool, audit_classes: list[str],
+    kma: Appliance,
+    actor: Actor,
+    channel_id: str,
+    name: str,
+    settings: dict[str, Any],
+    given: dict[str, str | None],
+    *,
+    enabled: bool,
+    warnings: bool,
+    audit_classes: list[str],
 ) -> Channel:
     row = _row(kma, channel_id)
     kind = row["kind"]
@@ -220,34 +245,49 @@ def change_channel(
         "UPDATE alert_channels SET name = ?, enabled = ?, settings = ?, secrets_wrapped = ?, warnings = ?, "
         "audit_classes = ?, updated_at = ? WHERE id = ? AND updated_at = ? "
         "AND NOT EXISTS (SELECT 1 FROM alert_channels WHERE name = ? AND id <> ?)",
-        (name, int(enabled), json.dumps(clean), blob, int(warnings), json.dumps(classes), kma.clock.now(),
-         channel_id, row["updated_at"], name, channel_id),
+        (
+            name,
+            int(enabled),
+            json.dumps(clean),
+            blob,
+            int(warnings),
+            json.dumps(classes),
+            kma.clock.now(),
+            channel_id,
+            row["updated_at"],
+            name,
+            channel_id,
+        ),
         expect=1,
         refusal=f"another alert channel is named '{name}', or the channel changed meanwhile: read it again",
     )
     secrets_changed = sorted(k for k, v in given.items() if v)
-    said = f"changed alert channel '{name}'" + (f" (new {', '.join(secrets_changed)})" if secrets_changed else "")
+    said = f"changed alert channel '{name}'" + (
+        f" (new {', '.join(secrets_changed)})" if secrets_changed else ""
+    )
     kma.commit(actor, "alerts.channel_change", [update], said, ("alert_channel", channel_id))
-    _changed(kma)
     return channel(kma, channel_id)
 
 
 def remove_channel(kma: Appliance, actor: Actor, channel_id: str) -> None:
     row = _row(kma, channel_id)
     statements = [
-        Stmt("DELETE FROM alert_channels WHERE id = ?", (channel_id,), expect=1, missing=True,
-             refusal=f"there is no alert channel '{channel_id}'"),
+        Stmt(
+            "DELETE FROM alert_channels WHERE id = ?",
+            (channel_id,),
+            expect=1,
+            missing=True,
+            refusal=f"there is no alert channel '{channel_id}'",
+        ),
         Stmt("DELETE FROM alert_queue WHERE channel_id = ?", (channel_id,)),
     ]
-    kma.commit(actor, "alerts.channel_remove", statements, f"removed alert channel '{row['name']}'",
-               ("alert_channel", channel_id))
-    _changed(kma)
-
-
-def _changed(kma: Appliance) -> None:
-    from kma.services.alerts import alert_sender
-
-    alert_sender(kma).wake()
+    kma.commit(
+        actor,
+        "alerts.channel_remove",
+        statements,
+        f"removed alert channel '{row['name']}'",
+        ("alert_channel", channel_id),
+    )
 
 
 def deliver(kma: Appliance, ch: Channel, secret: dict[str, str], alert: Alert) -> None:
@@ -257,24 +297,43 @@ def deliver(kma: Appliance, ch: Channel, secret: dict[str, str], alert: Alert) -
         webhook.send(s["url"], s.get("ca_pem"), secret["secret"].encode(), alert)
     elif ch.kind == "email":
         host, _, port = s["address"].rpartition(":")
-        mail.send(host.strip("[]"), int(port), s.get("ca_pem"), s.get("username"), secret.get("password"),
-                  s["sender"], s["recipients"], alert)
+        mail.send(
+            host.strip("[]"),
+            int(port),
+            s.get("ca_pem"),
+            s.get("username"),
+            secret.get("password"),
+            s["sender"],
+            s["recipients"],
+            alert,
+        )
     else:
         host, _, port = s["address"].rpartition(":")
-        snmp.send(kma.kma_id, host.strip("[]"), int(port), s["mode"], s["user"], s["auth_protocol"],
-                  secret["auth_key"], s["priv_protocol"], secret["priv_key"], alert)
+        snmp.send(
+            kma.kma_id,
+            host.strip("[]"),
+            int(port),
+            s["mode"],
+            s["user"],
+            s["auth_protocol"],
+            secret["auth_key"],
+            s["priv_protocol"],
+            secret["priv_key"],
+            alert,
+        )
 
 
 def send_test(kma: Appliance, actor: Actor, channel_id: str) -> dict[str, Any]:
     """A test alert on one channel, now, from this KMA: the answer says whether the receiver took it
     (a trap is taken once sent). Audited either way."""
-    from kma.alerts.message import DeliveryFailed
-    from kma.services.alerts import cluster_name
-
     ch = channel(kma, channel_id)
     alert = Alert(
-        id=f"{kma.kma_id}:test-{random.token_hex(4)}", kind=TEST, cluster=cluster_name(kma), kma_id=kma.kma_id,
-        time=kma.clock.now(), text=f"A test alert on channel '{ch.name}', asked for by {actor.entity_id}.",
+        id=f"{kma.kma_id}:test-{random.token_hex(4)}",
+        kind=TEST,
+        cluster=cluster_name(kma),
+        kma_id=kma.kma_id,
+        time=kma.clock.now(),
+        text=f"A test alert on channel '{ch.name}', asked for by {actor.entity_id}.",
     )
     error = None
     try:

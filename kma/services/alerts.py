@@ -30,11 +30,18 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kma.alerts.message import AUDIT_EVENT, EVENT_FIELDS, WARNING_ENDED, WARNING_STARTED, Alert, DeliveryFailed
+from kma.alerts.message import (
+    AUDIT_EVENT,
+    EVENT_FIELDS,
+    WARNING_ENDED,
+    WARNING_STARTED,
+    Alert,
+    DeliveryFailed,
+)
 from kma.errors import KmaError
 from kma.metrics import ALERT_ERRORS, ALERTS_DELIVERED, ALERTS_DROPPED
 from kma.services import alert_channels
-from kma.services.alert_channels import Channel
+from kma.services.alert_channels import Channel, cluster_name, stored_secrets
 from kma.services.dashboard import warnings as dashboard_warnings
 from kma.store import Batch, Stmt
 from kma.worker import Worker
@@ -59,10 +66,6 @@ def identity(warning: str) -> str:
     out, the same while the warning lasts and in its end."""
     words = _NUMBERS.sub("#", _NUMBER.sub("#", warning))
     return "w-" + hashlib.sha256(words.encode()).hexdigest()[:16]
-
-
-def cluster_name(kma: Appliance) -> str:
-    return str(kma.store.scalar("SELECT name FROM cluster") or "")
 
 
 @dataclass
@@ -95,7 +98,8 @@ class AlertSender(Worker):
     def channel_status(self, channel_id: str) -> dict[str, Any]:
         st = self._status.get(channel_id) or ChannelStatus()
         queued = self.kma.store.scalar(
-            "SELECT count(*) FROM alert_queue WHERE kma_id = ? AND channel_id = ?", (self.kma.kma_id, channel_id)
+            "SELECT count(*) FROM alert_queue WHERE kma_id = ? AND channel_id = ?",
+            (self.kma.kma_id, channel_id),
         )
         out = {k: v for k, v in asdict(st).items() if k not in ("next_try", "backoff")}
         return out | {"queued": int(queued or 0)}
@@ -119,7 +123,7 @@ class AlertSender(Worker):
             self._status.setdefault(ch.id, ChannelStatus())
             cached = self._secrets.get(ch.id)
             if (cached is None or cached[0] != ch.updated_at) and not self.kma.vault.locked:
-                self._secrets[ch.id] = (ch.updated_at, alert_channels.stored_secrets(self.kma, ch.id))
+                self._secrets[ch.id] = (ch.updated_at, stored_secrets(self.kma, ch.id))
 
     def _alert(self, kind: str, text: str, **more: Any) -> Alert:
         kma = self.kma
@@ -139,7 +143,9 @@ class AlertSender(Worker):
         now_shown = {identity(w): w for w in dashboard_warnings(self.kma)}
         known = {
             r["identity"]: r["text"]
-            for r in self.kma.store.query("SELECT identity, text FROM alert_warnings WHERE kma_id = ?", (kma_id,))
+            for r in self.kma.store.query(
+                "SELECT identity, text FROM alert_warnings WHERE kma_id = ?", (kma_id,)
+            )
         }
         started = [i for i in now_shown if i not in known]
         ended = [i for i in known if i not in now_shown]
@@ -217,7 +223,9 @@ class AlertSender(Worker):
             if time.monotonic() < st.next_try:
                 continue
             if cached is None:
-                st.last_error = "waiting for this KMA's unlock: the channel's secrets are under the master key"
+                st.last_error = (
+                    "waiting for this KMA's unlock: the channel's secrets are under the master key"
+                )
                 continue
             rows = self.kma.store.query(
                 "SELECT seq, alert FROM alert_queue WHERE kma_id = ? AND channel_id = ? ORDER BY seq LIMIT ?",
@@ -272,7 +280,22 @@ def queued_by_channel(kma: Appliance) -> dict[str, int]:
     return {str(r["name"]): int(r["n"]) for r in rows}
 
 
+def describe_channel(kma: Appliance, ch: Channel) -> dict[str, Any]:
+    """A channel as the API answers it: its settings, which secrets are set (never their values)."""
+    return {
+        "id": ch.id,
+        "name": ch.name,
+        "kind": ch.kind,
+        "enabled": ch.enabled,
+        "warnings": ch.warnings,
+        "audit_classes": list(ch.audit_classes),
+        "settings": ch.settings,
+        "secrets_set": sorted(k for k, v in stored_secrets(kma, ch.id).items() if v),
+        "updated_at": ch.updated_at,
+        "this_kma": alert_sender(kma).channel_status(ch.id),
+    }
+
+
 def alert_sender(kma: Appliance) -> AlertSender:
     """This KMA's one alert sender (started by `kma serve`, kma/running.py)."""
     return kma.part(AlertSender)
-

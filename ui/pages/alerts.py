@@ -42,13 +42,29 @@ SETTINGS: dict[str, list[Field]] = {
     ],
     "snmp": [
         Field("address", "SNMP manager", required=True, help="HOST:PORT, e.g. nms.example.com:162"),
-        Field("mode", "Send as", "choice", required=True, default="inform",
-              choices=[("Informs (acknowledged)", "inform"), ("Traps", "trap")]),
+        Field(
+            "mode",
+            "Send as",
+            "choice",
+            required=True,
+            default="inform",
+            choices=[("Informs (acknowledged)", "inform"), ("Traps", "trap")],
+        ),
         Field("user", "SNMPv3 user", required=True),
-        Field("auth_protocol", "Authentication", "choice", default="SHA-256",
-              choices=[(p, p) for p in ("SHA", "SHA-224", "SHA-256", "SHA-384", "SHA-512")]),
-        Field("priv_protocol", "Privacy", "choice", default="AES",
-              choices=[(p, p) for p in ("AES", "AES-192", "AES-256")]),
+        Field(
+            "auth_protocol",
+            "Authentication",
+            "choice",
+            default="SHA-256",
+            choices=[(p, p) for p in ("SHA", "SHA-224", "SHA-256", "SHA-384", "SHA-512")],
+        ),
+        Field(
+            "priv_protocol",
+            "Privacy",
+            "choice",
+            default="AES",
+            choices=[(p, p) for p in ("AES", "AES-192", "AES-256")],
+        ),
     ],
 }
 SECRETS: dict[str, list[tuple[str, str]]] = {
@@ -70,11 +86,18 @@ def _fields(kind: str, channel: Any | None) -> list[Field]:
         needed = channel is None and kind != "email"
         out.append(Field(key, label, "password", required=needed, help="" if channel is None else KEEP))
     out += [
-        Field("warnings", "Carries the dashboard's warnings", "bool",
-              default=channel.warnings if channel else True),
-        Field("audit_classes", "Audit event classes",
-              default=", ".join(channel.audit_classes) if channel else "",
-              help="Comma-separated, e.g. security, quorum, key"),
+        Field(
+            "warnings",
+            "Carries the dashboard's warnings",
+            "bool",
+            default=channel.warnings if channel else True,
+        ),
+        Field(
+            "audit_classes",
+            "Audit event classes",
+            default=", ".join(channel.audit_classes) if channel else "",
+            help="Comma-separated, e.g. security, quorum, key",
+        ),
         Field("enabled", "Enabled", "bool", default=channel.enabled if channel else True),
     ]
     return out
@@ -119,7 +142,9 @@ def _fares(channel: Any) -> str:
         return "Off"
     if st.last_error:
         return f"{st.queued} waiting: {st.last_error}"
-    return f"{st.delivered} delivered, {st.queued} waiting" + (f", {st.dropped} dropped" if st.dropped else "")
+    return f"{st.delivered} delivered, {st.queued} waiting" + (
+        f", {st.dropped} dropped" if st.dropped else ""
+    )
 
 
 class AlertsPage(QWidget):
@@ -137,11 +162,14 @@ class AlertsPage(QWidget):
                 "the audit events you choose: SNMPv3 managers, webhooks, e-mail.",
             )
         )
+        self.offered = ctx.offers("alerts")
+        if not self.offered:  # a KMA of an earlier release
+            layout.addWidget(QLabel(ctx.not_offered("alert channels")))
         self.table = QTreeWidget()
         self.table.setRootIsDecorated(False)
         self.table.setHeaderLabels(list(self.COLUMNS))
         self.table.setAccessibleName("Alert channels")
-        self.table.header().setSectionResizeMode(QHeaderView.ResizeToContents)  # a handful of rows
+        self.table.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)  # a handful of rows
         self.table.itemSelectionChanged.connect(self._update_buttons)
         self.table.itemDoubleClicked.connect(lambda *_: self._change())
         layout.addWidget(self.table, 1)
@@ -174,6 +202,8 @@ class AlertsPage(QWidget):
         self._update_buttons()
 
     def refresh(self) -> None:
+        if not self.offered:
+            return
         self.ctx.ops.read(lambda w: w.client.alert_channels(), parent=self, success=self._show)
 
     def _show(self, found: Any) -> None:
@@ -198,17 +228,23 @@ class AlertsPage(QWidget):
         return next((c for c in self.channels if c.id == wanted), None)
 
     def _update_buttons(self) -> None:
-        may = self.ctx.may("alerts.write")
+        may = self.offered and self.ctx.may("alerts.write")
         chosen = self.selected() is not None
         for key, button in self.buttons.items():
             button.setVisible(may)
             button.setEnabled(may and (key in SETTINGS or chosen))
 
     def _edit(self, kind: str, channel: Any | None) -> None:
-        title = f"New {KIND_WORDS[kind]} alert channel" if channel is None else f"Alert channel {channel.name}"
+        title = (
+            f"New {KIND_WORDS[kind]} alert channel" if channel is None else f"Alert channel {channel.name}"
+        )
         FormDialog(
-            self.ctx, title, _fields(kind, channel), lambda v: _submit(kind, channel, v),
-            noun="alert channel", parent=self,
+            self.ctx,
+            title,
+            _fields(kind, channel),
+            lambda v: _submit(kind, channel, v),
+            noun="alert channel",
+            parent=self,
         ).open()
 
     def _change(self) -> None:
@@ -221,9 +257,15 @@ class AlertsPage(QWidget):
         if channel is None:
             return
         FormDialog(
-            self.ctx, f"Remove alert channel {channel.name}", [], lambda _v: remove_alert_channel(channel.id),
+            self.ctx,
+            f"Remove alert channel {channel.name}",
+            [],
+            lambda _v: remove_alert_channel(channel.id),
             intro=f"Remove '{channel.name}'? What it still had to send is dropped.",
-            ok_text="Remove", busy_text="Removing…", danger=True, parent=self,
+            ok_text="Remove",
+            busy_text="Removing…",
+            danger=True,
+            parent=self,
         ).open()
 
     def _test(self) -> None:
@@ -231,7 +273,9 @@ class AlertsPage(QWidget):
         if channel is None:
             return
         self.ctx.ops.write(
-            send_test_alert(channel.id), parent=self, label=f"Sending a test alert on {channel.name}…",
+            send_test_alert(channel.id),
+            parent=self,
+            label=f"Sending a test alert on {channel.name}…",
             success=lambda result: self._tested(channel, result),
         )
 
@@ -244,4 +288,6 @@ class AlertsPage(QWidget):
             self.result.setStyleSheet("color: #b00020;")
 
 
-register(PageSpec("alerts", "Alerts", AlertsPage, permission="alerts.read", order=950, icon="SP_MessageBoxWarning"))
+register(
+    PageSpec("alerts", "Alerts", AlertsPage, permission="alerts.read", order=950, icon="SP_MessageBoxWarning")
+)
