@@ -27,8 +27,11 @@ def test_security_officer_adds_a_webhook_and_a_test_alert_arrives(
         page = open_page(qtbot, window, "alerts")
         page.buttons["webhook"].click()
         dialog = active_dialog(qtbot, FormDialog)
-        fill_form(qtbot, dialog, {"name": "SOC", "url": receiver.url, "secret": SECRET,
-                                  "audit_classes": "security, quorum"})
+        fill_form(
+            qtbot,
+            dialog,
+            {"name": "SOC", "url": receiver.url, "secret": SECRET, "audit_classes": "security, quorum"},
+        )
         dialog.editors["ca_pem"].setPlainText(receiver.tls.ca_pem)  # pasted, as a PEM is
         submit(qtbot, dialog)
         qtbot.waitUntil(lambda: page.table.topLevelItemCount() == 1, timeout=WAIT_MS)
@@ -44,4 +47,3 @@ def test_security_officer_adds_a_webhook_and_a_test_alert_arrives(
         qtbot.waitUntil(lambda: "reached 'SOC'" in page.result.text(), timeout=WAIT_MS)
     finally:
         receiver.stop()
-

@@ -40,13 +40,21 @@ def add_channels(so: Any, r: dict[str, Any]) -> dict[str, str]:
     keys = {"auth_key": trapd.AUTH, "priv_key": trapd.PRIV}
     return {
         "webhook": so.add_alert_channel(
-            "SOC webhook", "webhook", {"url": hook.url, "ca_pem": hook.tls.ca_pem}, {"secret": SECRET},
+            "SOC webhook",
+            "webhook",
+            {"url": hook.url, "ca_pem": hook.tls.ca_pem},
+            {"secret": SECRET},
             audit_classes=["site"],
         ).id,
         "email": so.add_alert_channel(
-            "On-call e-mail", "email",
-            {"address": smtp.address, "sender": "kma@example.com", "recipients": ["oncall@example.com"],
-             "ca_pem": smtp.tls.ca_pem},
+            "On-call e-mail",
+            "email",
+            {
+                "address": smtp.address,
+                "sender": "kma@example.com",
+                "recipients": ["oncall@example.com"],
+                "ca_pem": smtp.tls.ca_pem,
+            },
             {},
         ).id,
         "inform": so.add_alert_channel("NOC informs", "snmp", snmp | {"mode": "inform"}, keys).id,
@@ -62,7 +70,9 @@ def mails(smtp: SmtpReceiver, words: str) -> list[Any]:
     return [m for m in smtp.messages if words in m["Subject"]]
 
 
-def test_a_warning_start_and_end_reach_every_channel(fresh_kma: RunningKma, receivers: dict[str, Any]) -> None:
+def test_a_warning_start_and_end_reach_every_channel(
+    fresh_kma: RunningKma, receivers: dict[str, Any]
+) -> None:
     so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
     kma_id = auditor.status().kma_id
     hook, smtp, trapd = receivers["webhook"], receivers["smtp"], receivers["snmp"]
@@ -74,7 +84,9 @@ def test_a_warning_start_and_end_reach_every_channel(fresh_kma: RunningKma, rece
         assert result.delivered and result.error is None, result
     assert [a["kind"] for a in hook.alerts] == ["test"] and hook.bad_signatures == 0
     assert mails(smtp, "Test alert") and smtp.messages[0]["To"] == "oncall@example.com"
-    wait_until(lambda: trapd.received().count(".1.3.6.1.4.1.32473.1.0.4") == 2, 10, "the test inform and trap")
+    wait_until(
+        lambda: trapd.received().count(".1.3.6.1.4.1.32473.1.0.4") == 2, 10, "the test inform and trap"
+    )
 
     # When a Security Officer locks the KMA, its warning reaches every channel
     so.lock_kma(kma_id)
@@ -89,7 +101,9 @@ def test_a_warning_start_and_end_reach_every_channel(fresh_kma: RunningKma, rece
     ended = wait_until(lambda: kinds(hook, "warning.ended"), 30, "the webhook gets the warning's end")
     assert ended[0]["warning"] == started[0]["warning"] and LOCKED in ended[0]["text"]
     wait_until(lambda: mails(smtp, "Warning over"), 30, "the e-mail of the warning's end")
-    wait_until(lambda: trapd.received().count(".1.3.6.1.4.1.32473.1.0.2") == 2, 30, "the end as inform and trap")
+    wait_until(
+        lambda: trapd.received().count(".1.3.6.1.4.1.32473.1.0.2") == 2, 30, "the end as inform and trap"
+    )
     assert len(kinds(hook, "warning.started")) == 1  # a warning that goes on is not sent again
 
     metrics = samples(scrape(fresh_kma, auditor.token).text)
@@ -107,6 +121,7 @@ def test_a_receiver_down_gets_the_alerts_once_back(fresh_kma: RunningKma, receiv
     def waiting() -> Any:
         status = {c.id: c.this_kma for c in auditor.alert_channels().items}[ids["webhook"]]
         return status.queued >= 1 and status.last_error
+
     wait_until(waiting, 30, "the alert waits in the queue, and the channel says why")
     assert not so.send_test_alert(ids["email"]).delivered
 
@@ -116,8 +131,11 @@ def test_a_receiver_down_gets_the_alerts_once_back(fresh_kma: RunningKma, receiv
         lambda: [a for a in kinds(hook, "audit.event") if "alert-during" in a["text"]], 60, "the late alert"
     )
     assert site[0]["event"]["event_class"] == "site" and site[0]["event"]["operation"] == "site.create"
-    wait_until(lambda: {c.id: c.this_kma for c in auditor.alert_channels().items}[ids["webhook"]].queued == 0,
-               30, "the queue empties")
+    wait_until(
+        lambda: {c.id: c.this_kma for c in auditor.alert_channels().items}[ids["webhook"]].queued == 0,
+        30,
+        "the queue empties",
+    )
     assert so.send_test_alert(ids["email"]).delivered
 
 
@@ -138,11 +156,19 @@ def test_secrets_never_leave_and_only_a_security_officer_configures(
         so.add_alert_channel("plain", "webhook", {"url": "http://127.0.0.1:1/x"}, {"secret": SECRET})
     with pytest.raises(ValidationFailed, match="8 characters"):
         so.add_alert_channel(
-            "weak", "snmp",
-            {"address": "127.0.0.1:162", "mode": "trap", "user": "u", "auth_protocol": "SHA", "priv_protocol": "AES"},
+            "weak",
+            "snmp",
+            {
+                "address": "127.0.0.1:162",
+                "mode": "trap",
+                "user": "u",
+                "auth_protocol": "SHA",
+                "priv_protocol": "AES",
+            },
             {"auth_key": "short", "priv_key": "short"},
         )
     # A change that leaves the secret out keeps it: the next test alert is still signed right
-    so.change_alert_channel(hook.id, "SOC webhook", "webhook", {"url": hook.settings.url,
-                                                                 "ca_pem": hook.settings.ca_pem})
+    so.change_alert_channel(
+        hook.id, "SOC webhook", "webhook", {"url": hook.settings.url, "ca_pem": hook.settings.ca_pem}
+    )
     assert so.send_test_alert(hook.id).delivered and receivers["webhook"].bad_signatures == 0

@@ -114,7 +114,11 @@ class SmtpReceiver:
 
     def start(self) -> None:
         self._controller = Controller(
-            self, hostname="127.0.0.1", port=self.port, tls_context=self.tls.server_context(), require_starttls=True
+            self,
+            hostname="127.0.0.1",
+            port=self.port,
+            tls_context=self.tls.server_context(),
+            require_starttls=True,
         )
         self._controller.start()
 
@@ -133,7 +137,9 @@ class Snmptrapd:
     def __init__(self, engine_ids: list[str]) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="snmptrapd-"))
         self.port = free_port(socket.SOCK_DGRAM)
-        users = [f'createUser -e 0x{e} {self.USER} SHA-256 "{self.AUTH}" AES "{self.PRIV}"' for e in engine_ids]
+        users = [
+            f'createUser -e 0x{e} {self.USER} SHA-256 "{self.AUTH}" AES "{self.PRIV}"' for e in engine_ids
+        ]
         users.append(f'createUser {self.USER} SHA-256 "{self.AUTH}" AES "{self.PRIV}"')
         (self.dir / "snmptrapd.conf").write_text("\n".join([*users, f"authUser log {self.USER} priv", ""]))
         self.log = self.dir / "traps.log"
@@ -146,8 +152,20 @@ class Snmptrapd:
     def start(self) -> None:
         binary = shutil.which("snmptrapd") or "/usr/sbin/snmptrapd"
         self._proc = subprocess.Popen(
-            [binary, "-f", "-C", "-c", str(self.dir / "snmptrapd.conf"), "-Lf", str(self.log), "-On",
-             "-M", "/dev/null", f"--persistentDir={self.dir / 'persist'}", f"udp:127.0.0.1:{self.port}"],
+            [
+                binary,
+                "-f",
+                "-C",
+                "-c",
+                str(self.dir / "snmptrapd.conf"),
+                "-Lf",
+                str(self.log),
+                "-On",
+                "-M",
+                "/dev/null",
+                f"--persistentDir={self.dir / 'persist'}",
+                f"udp:127.0.0.1:{self.port}",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
