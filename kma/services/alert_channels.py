@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import secrets as random
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -173,6 +174,30 @@ def stored_secrets(kma: Appliance, channel_id: str) -> dict[str, str]:
     return unwrap_secrets(kma, channel_id, _row(kma, channel_id)["secrets_wrapped"])
 
 
+class ChannelSecrets:
+    """The channels' secrets this KMA holds in memory, by channel and version (`updated_at`): taken
+    as a channel is saved here, or unwrapped while unlocked, so that a KMA a quorum then locks still
+    sends its alerts (the "locked" warning first)."""
+
+    def __init__(self, kma: Appliance) -> None:
+        self.kma = kma
+        self._known: dict[str, tuple[int, dict[str, str]]] = {}
+        self._lock = threading.Lock()
+
+    def remember(self, ch: Channel, secrets: dict[str, str]) -> None:
+        with self._lock:
+            self._known[ch.id] = (ch.updated_at, secrets)
+
+    def of(self, ch: Channel) -> dict[str, str] | None:
+        """The channel's secrets; a locked KMA keeps using the last it had (None if it never had any)."""
+        with self._lock:
+            known = self._known.get(ch.id)
+        if (known is None or known[0] != ch.updated_at) and not self.kma.vault.locked:
+            self.remember(ch, stored_secrets(self.kma, ch.id))
+            return self.of(ch)
+        return known[1] if known else None
+
+
 def add_channel(
     kma: Appliance,
     actor: Actor,
@@ -220,7 +245,13 @@ def add_channel(
         f"added {kind} alert channel '{name}'",
         ("alert_channel", channel_id),
     )
-    return channel(kma, channel_id)
+    return _saved(kma, channel_id, wrapped_secrets)
+
+
+def _saved(kma: Appliance, channel_id: str, secrets: dict[str, str]) -> Channel:
+    saved = channel(kma, channel_id)
+    kma.part(ChannelSecrets).remember(saved, secrets)
+    return saved
 
 
 def change_channel(
@@ -240,7 +271,8 @@ def change_channel(
     check_text(name, "The channel's name", max_len=80, required=True)
     clean, classes = SETTINGS[kind](settings), _classes(audit_classes)
     kept = unwrap_secrets(kma, channel_id, row["secrets_wrapped"])
-    blob = kma.vault.master().wrap(_context(channel_id), json.dumps(_secrets(kind, given, kept)).encode())
+    now_secrets = _secrets(kind, given, kept)
+    blob = kma.vault.master().wrap(_context(channel_id), json.dumps(now_secrets).encode())
     update = Stmt(
         "UPDATE alert_channels SET name = ?, enabled = ?, settings = ?, secrets_wrapped = ?, warnings = ?, "
         "audit_classes = ?, updated_at = ? WHERE id = ? AND updated_at = ? "
@@ -266,7 +298,7 @@ def change_channel(
         f" (new {', '.join(secrets_changed)})" if secrets_changed else ""
     )
     kma.commit(actor, "alerts.channel_change", [update], said, ("alert_channel", channel_id))
-    return channel(kma, channel_id)
+    return _saved(kma, channel_id, now_secrets)
 
 
 def remove_channel(kma: Appliance, actor: Actor, channel_id: str) -> None:

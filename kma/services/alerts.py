@@ -41,7 +41,7 @@ from kma.alerts.message import (
 from kma.errors import KmaError
 from kma.metrics import ALERT_ERRORS, ALERTS_DELIVERED, ALERTS_DROPPED
 from kma.services import alert_channels
-from kma.services.alert_channels import Channel, cluster_name, stored_secrets
+from kma.services.alert_channels import Channel, ChannelSecrets, cluster_name, stored_secrets
 from kma.services.dashboard import warnings as dashboard_warnings
 from kma.store import Batch, Stmt
 from kma.worker import Worker
@@ -57,7 +57,8 @@ WARNING_CHECK = 2.0  # seconds between looks at the dashboard's warnings
 SETTING_CHECK = 1.0  # seconds between looks at the channels (changed through any KMA)
 MAX_BACKOFF = 30.0
 
-_NUMBER = re.compile(r"\d[\d,.:]*(\s*(days?|h|min|s|%))?")
+# A number standing alone ("8 days", "(3 keys", "127.0.0.1:6514"), not one inside a name (kma-dal-1).
+_NUMBER = re.compile(r"(?<![\w-])\d[\d,.:]*(\s*(days?|h|min|s|%)\b)?")
 _NUMBERS = re.compile(r"#(\s*#)+")
 
 
@@ -90,9 +91,10 @@ class AlertSender(Worker):
         super().__init__()
         self.kma = kma
         self._channels: list[Channel] = []
-        self._secrets: dict[str, tuple[int, dict[str, str]]] = {}  # id -> (updated_at, secrets)
+        self._secrets = kma.part(ChannelSecrets)
         self._status: dict[str, ChannelStatus] = {}
         self._checked = {"settings": 0.0, "warnings": 0.0}
+        self._loaded = False
 
     # --- what the API and /metrics show ----------------------------------------------------
     def channel_status(self, channel_id: str) -> dict[str, Any]:
@@ -118,12 +120,25 @@ class AlertSender(Worker):
         return 0.0 if self._deliver() else POLL
 
     def _load_channels(self) -> None:
+        first, self._loaded = not self._loaded, True  # the first look since this KMA started
         self._channels = [c for c in alert_channels.channels(self.kma) if c.enabled]
+        added = [c for c in self._channels if c.id not in self._status]
         for ch in self._channels:
             self._status.setdefault(ch.id, ChannelStatus())
-            cached = self._secrets.get(ch.id)
-            if (cached is None or cached[0] != ch.updated_at) and not self.kma.vault.locked:
-                self._secrets[ch.id] = (ch.updated_at, stored_secrets(self.kma, ch.id))
+            self._secrets.of(ch)  # unwrapped now, while this KMA may be unlocked
+        if added and not first:
+            self._tell_what_goes_on(added)
+
+    def _tell_what_goes_on(self, added: list[Channel]) -> None:
+        """A channel added (or turned on) meanwhile gets the warnings that are on now, as started:
+        it would otherwise hear of them only at their end."""
+        rows = self.kma.store.query(
+            "SELECT identity, text FROM alert_warnings WHERE kma_id = ? ORDER BY since", (self.kma.kma_id,)
+        )
+        alerts = [self._alert(WARNING_STARTED, r["text"], warning=r["identity"]) for r in rows]
+        stmts = [s for ch in added if ch.warnings for s in self._enqueue(ch, alerts)] if alerts else []
+        if stmts:
+            self.kma.store.write(Batch(stmts))
 
     def _alert(self, kind: str, text: str, **more: Any) -> Alert:
         kma = self.kma
@@ -219,10 +234,10 @@ class AlertSender(Worker):
         more = False
         for ch in self._channels:
             st = self._status[ch.id]
-            cached = self._secrets.get(ch.id)
             if time.monotonic() < st.next_try:
                 continue
-            if cached is None:
+            secret = self._secrets.of(ch)
+            if secret is None:
                 st.last_error = (
                     "waiting for this KMA's unlock: the channel's secrets are under the master key"
                 )
@@ -232,7 +247,7 @@ class AlertSender(Worker):
                 (self.kma.kma_id, ch.id, BATCH),
             )
             for row in rows:
-                if not self._send(ch, cached[1], row["seq"], Alert.from_json(row["alert"])):
+                if not self._send(ch, secret, row["seq"], Alert.from_json(row["alert"])):
                     break
             else:
                 more = more or len(rows) == BATCH

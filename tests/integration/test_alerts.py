@@ -62,8 +62,8 @@ def add_channels(so: Any, r: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def kinds(hook: WebhookReceiver, kind: str) -> list[dict[str, Any]]:
-    return [a for a in hook.alerts if a["kind"] == kind]
+def kinds(hook: WebhookReceiver, kind: str, words: str = "") -> list[dict[str, Any]]:
+    return [a for a in hook.alerts if a["kind"] == kind and words in a["text"]]
 
 
 def mails(smtp: SmtpReceiver, words: str) -> list[Any]:
@@ -82,32 +82,56 @@ def test_a_warning_start_and_end_reach_every_channel(
     for channel_id in ids.values():
         result = so.send_test_alert(channel_id)
         assert result.delivered and result.error is None, result
-    assert [a["kind"] for a in hook.alerts] == ["test"] and hook.bad_signatures == 0
-    assert mails(smtp, "Test alert") and smtp.messages[0]["To"] == "oncall@example.com"
+    assert kinds(hook, "test") and hook.bad_signatures == 0
+    assert mails(smtp, "Test alert")[0]["To"] == "oncall@example.com"
     wait_until(
         lambda: trapd.received().count(".1.3.6.1.4.1.32473.1.0.4") == 2, 10, "the test inform and trap"
     )
+    # A channel added while a warning is on hears of it at once (this KMA's test clock's)
+    wait_until(lambda: kinds(hook, "warning.started", "test clock"), 30, "the warning already on")
+    wait_until(lambda: trapd.received().count(".1.3.6.1.4.1.32473.1.0.1") == 2, 30, "it as inform and trap")
 
     # When a Security Officer locks the KMA, its warning reaches every channel
     so.lock_kma(kma_id)
-    started = wait_until(lambda: kinds(hook, "warning.started"), 30, "the webhook gets the warning")
+    started = wait_until(lambda: kinds(hook, "warning.started", LOCKED), 30, "the webhook gets the warning")
     assert LOCKED in started[0]["text"] and started[0]["kma_id"] == kma_id
     wait_until(lambda: mails(smtp, f"Warning: {LOCKED}"), 30, "the e-mail of the warning")
-    wait_until(lambda: trapd.received().count(".1.3.6.1.4.1.32473.1.0.1") == 2, 30, "the inform and the trap")
+    wait_until(lambda: trapd.received().count(".1.3.6.1.4.1.32473.1.0.1") == 4, 30, "the inform and the trap")
     assert f'STRING: "{started[0]["warning"]}"' in trapd.received()
 
     # And once a quorum unlocks it, the warning's end, under the same identity
     so.unlock_kma(kma_id, credentials=creds(fresh_kma, "alice", "bob", "carol"))
-    ended = wait_until(lambda: kinds(hook, "warning.ended"), 30, "the webhook gets the warning's end")
+    ended = wait_until(lambda: kinds(hook, "warning.ended", LOCKED), 30, "the webhook gets the warning's end")
     assert ended[0]["warning"] == started[0]["warning"] and LOCKED in ended[0]["text"]
     wait_until(lambda: mails(smtp, "Warning over"), 30, "the e-mail of the warning's end")
     wait_until(
         lambda: trapd.received().count(".1.3.6.1.4.1.32473.1.0.2") == 2, 30, "the end as inform and trap"
     )
-    assert len(kinds(hook, "warning.started")) == 1  # a warning that goes on is not sent again
+    assert len(kinds(hook, "warning.started", LOCKED)) == 1  # a warning that goes on is not sent again
+    assert not kinds(hook, "warning.ended", "test clock")
 
     metrics = samples(scrape(fresh_kma, auditor.token).text)
-    assert value(metrics, "kma_alerts_delivered_total", kind="webhook") >= 2
+    assert value(metrics, "kma_alerts_delivered_total", kind="webhook") >= 3
+
+
+def test_audit_forwarding_falling_behind_is_a_warning_that_alerts(
+    fresh_kma: RunningKma, receivers: dict[str, Any]
+) -> None:
+    so, hook = fresh_kma.client("so"), receivers["webhook"]
+    add_channels(so, receivers)
+    so.set_audit_forwarding("127.0.0.1:9", fresh_kma.ca_pem)  # where nothing listens
+    so.create_site("alert-unforwarded", "An event the collector never gets")
+    fresh_kma.advance_clock(600)
+    started = wait_until(
+        lambda: kinds(hook, "warning.started", "Audit forwarding"), 30, "the forwarding warning"
+    )
+    assert "127.0.0.1:9 is behind" in started[0]["text"]
+    assert any(
+        "Audit forwarding to 127.0.0.1:9 is behind" in w for w in so.status().warnings
+    )  # the dashboard's
+    so.set_audit_forwarding("127.0.0.1:9", fresh_kma.ca_pem, enabled=False)
+    ended = wait_until(lambda: kinds(hook, "warning.ended", "Audit forwarding"), 30, "its end")
+    assert ended[0]["warning"] == started[0]["warning"]
 
 
 def test_a_receiver_down_gets_the_alerts_once_back(fresh_kma: RunningKma, receivers: dict[str, Any]) -> None:

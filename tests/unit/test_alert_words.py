@@ -24,6 +24,10 @@ def test_a_warning_keeps_its_identity_while_its_numbers_change() -> None:
         RUNS_OUT.format(0, 9, "1 h"),
     ]
     assert len({identity(w) for w in later}) == 1
+    lagging = "KMA {} has {} writes (key assignments, audit events) that have waited {} to reach the cluster."
+    first = identity(lagging.format("kma-dal-1", 3, "1 min"))
+    assert first == identity(lagging.format("kma-dal-1", 40, "2 h"))
+    assert first != identity(lagging.format("kma-dal-2", 3, "1 min"))
     assert identity("This KMA is locked: it serves no keys until a quorum unlocks it.") != identity(
         "The last database backup is 8 days old."
     )
