@@ -121,8 +121,9 @@ class AlertSender(Worker):
 
     def _load_channels(self) -> None:
         first, self._loaded = not self._loaded, True  # the first look since this KMA started
+        before = {c.id for c in self._channels}
         self._channels = [c for c in alert_channels.channels(self.kma) if c.enabled]
-        added = [c for c in self._channels if c.id not in self._status]
+        added = [c for c in self._channels if c.id not in before]
         for ch in self._channels:
             self._status.setdefault(ch.id, ChannelStatus())
             self._secrets.of(ch)  # unwrapped now, while this KMA may be unlocked
