@@ -17,8 +17,9 @@ TIMEOUT = 10.0
 
 def message(alert: Alert, sender: str, recipients: list[str]) -> EmailMessage:
     msg = EmailMessage()
-    first = alert.text.split(". ")[0].rstrip(".")
-    msg["Subject"] = f"[KMA {alert.cluster}] {alert.title.split(' from ')[0]}: {first[:120]}"
+    first = " ".join(alert.text.split()).split(". ")[0].rstrip(".")  # one line: a header has no breaks
+    cluster = " ".join(alert.cluster.split())
+    msg["Subject"] = f"[KMA {cluster}] {alert.title.split(' from ')[0]}: {first[:120]}"
     msg["From"] = sender
     msg["To"] = ", ".join(recipients)
     msg["X-KMA-Alert-Id"] = alert.id

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from kma.alerts import snmp
+from kma.alerts import mail, snmp
+from kma.alerts.message import AUDIT_EVENT, Alert
 from kma.services.alerts import identity
 
 RUNS_OUT = (
@@ -75,3 +76,12 @@ def test_the_shipped_mib_declares_what_the_kma_sends() -> None:
 def test_an_engine_id_is_the_kmas_own_and_stable() -> None:
     assert snmp.engine_id("kma-dal-1") == "80007ed904" + b"kma-dal-1".hex()
     assert snmp.engine_id("kma-dal-1") != snmp.engine_id("kma-dal-2")
+
+
+def test_an_email_subject_is_one_line_whatever_the_words() -> None:
+    alert = Alert(
+        id="k:1", kind=AUDIT_EVENT, cluster="Vault\nB", kma_id="k", time=0, text="two\r\nlines. More."
+    )
+    msg = mail.message(alert, "kma@example.com", ["oncall@example.com"])
+    assert msg["Subject"] == "[KMA Vault B] Audit event: two lines"
+    assert "lines. More." in msg.get_content()  # the body keeps the words as they are
