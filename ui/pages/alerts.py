@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
@@ -211,7 +212,7 @@ class AlertsPage(QWidget):
         self.table.clear()
         for ch in self.channels:
             item = QTreeWidgetItem([ch.name, KIND_WORDS[ch.kind], _where(ch), _carries(ch), _fares(ch)])
-            item.setData(0, 256, ch.id)
+            item.setData(0, Qt.ItemDataRole.UserRole, ch.id)
             self.table.addTopLevelItem(item)
         engines = ", ".join(f"{k}: 0x{v}" for k, v in sorted(found.snmp_engine_ids.items()))
         self.note.setText(
@@ -224,7 +225,7 @@ class AlertsPage(QWidget):
         items = self.table.selectedItems()
         if not items:
             return None
-        wanted = items[0].data(0, 256)
+        wanted = items[0].data(0, Qt.ItemDataRole.UserRole)
         return next((c for c in self.channels if c.id == wanted), None)
 
     def _update_buttons(self) -> None:
