@@ -6,10 +6,18 @@ a receiver that is down gets what it missed once it is back."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kma.alerts.message import Alert
+from kma.appliance import Appliance
+from kma.cluster.store import open_store
+from kma.datadir import DataDir
+from kma.services.alert_channels import add_channel
+from kma.services.alerts import QUEUE_LIMIT, alert_sender
+from kma.services.quorum.locking import unlock_autonomously
 from kms_client import Forbidden, ValidationFailed
 from tests.integration.test_metrics import samples, scrape, value
 from tests.integration.test_quorum import creds
@@ -198,3 +206,36 @@ def test_secrets_never_leave_and_only_a_security_officer_configures(
         hook.id, "SOC webhook", "webhook", {"url": hook.settings.url, "ca_pem": hook.settings.ca_pem}
     )
     assert so.send_test_alert(hook.id).delivered and receivers["webhook"].bad_signatures == 0
+
+
+def test_a_full_queue_drops_its_oldest_alerts_and_counts_them(tmp_path: Path) -> None:
+    """The queue is bounded: a receiver gone for long costs at most QUEUE_LIMIT alerts of store per
+    KMA and channel; the oldest make way, and the channel and /metrics say how many."""
+    demo = RunningKma.demo_in(tmp_path, test_clock=False)
+    demo.stop()
+    kma = Appliance(DataDir(demo.data_dir), open_store)  # in-process: the sender's rounds run here
+    try:
+        assert unlock_autonomously(kma)
+        nowhere = {"url": "https://127.0.0.1:9/alerts"}  # nothing listens: every delivery fails
+        channel = add_channel(
+            kma,
+            kma.itself,
+            "gone",
+            "webhook",
+            nowhere,
+            {"secret": SECRET},
+            warnings=False,
+            audit_classes=["drill"],
+        )
+        sender = alert_sender(kma)
+        sender.work()  # its first round: the channel, and this KMA's audit events from now on
+        for n in range(QUEUE_LIMIT + 5):
+            kma.audit(kma.itself, "drill.event", f"drill {n}", event_class="drill")
+        for _ in range(4):  # 500 events a round
+            sender.work()
+        status = sender.channel_status(channel.id)
+        assert status["queued"] == QUEUE_LIMIT and status["dropped"] == 5 and status["last_error"]
+        oldest = kma.store.query_one("SELECT alert FROM alert_queue ORDER BY seq LIMIT 1")
+        assert oldest is not None and Alert.from_json(oldest["alert"]).text == "drill 5"
+    finally:
+        kma.close()
