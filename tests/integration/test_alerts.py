@@ -22,6 +22,7 @@ from kms_client import Forbidden, ValidationFailed
 from tests.integration.test_metrics import samples, scrape, value
 from tests.integration.test_quorum import creds
 from tests.support.alert_receivers import SmtpReceiver, Snmptrapd, WebhookReceiver
+from tests.support.cluster import add_node, first_node
 from tests.support.kma_process import RunningKma
 from tests.support.waiting import wait_until
 
@@ -239,3 +240,32 @@ def test_a_full_queue_drops_its_oldest_alerts_and_counts_them(tmp_path: Path) ->
         assert oldest is not None and Alert.from_json(oldest["alert"]).text == "drill 5"
     finally:
         kma.close()
+
+
+def test_in_a_cluster_each_kma_sends_its_own(tmp_path: Path) -> None:
+    """On rqlite, a channel set through one KMA is followed by the others, each sending its own
+    audit events and its own warnings, named by its id."""
+    hook = WebhookReceiver(SECRET)
+    hook.start()
+    first, ca = first_node(tmp_path / "a")
+    second = add_node(first, ca, tmp_path, "kma-dal-2")
+    try:
+        second.start()
+        so = first.client("so")
+        so.add_alert_channel(
+            "SOC",
+            "webhook",
+            {"url": hook.url, "ca_pem": hook.tls.ca_pem},
+            {"secret": SECRET},
+            audit_classes=["site"],
+        )
+        second.client("so").create_site("made-on-2", "Through the second KMA")
+        made = wait_until(lambda: kinds(hook, "audit.event", "made-on-2"), 30, "the second KMA's event")
+        assert made[0]["kma_id"] == "kma-dal-2" and len(made) == 1  # the first KMA does not send it
+        so.lock_kma("kma-dal-2")
+        locked = wait_until(lambda: kinds(hook, "warning.started", LOCKED), 30, "the second KMA's warning")
+        assert [a["kma_id"] for a in locked] == ["kma-dal-2"]
+    finally:
+        second.stop()
+        first.stop()
+        hook.stop()
