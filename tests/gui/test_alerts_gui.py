@@ -4,11 +4,21 @@ Auditor sees the channel but cannot change it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.gui.helpers import WAIT_MS, active_dialog, fill_form, open_page, sign_in, submit, wait_idle
+from tests.gui.helpers import (
+    WAIT_MS,
+    active_dialog,
+    fill_form,
+    message_boxes,
+    open_page,
+    sign_in,
+    submit,
+    wait_idle,
+)
 from tests.support.alert_receivers import WebhookReceiver
 from ui.form_dialog import FormDialog
 
@@ -18,7 +28,7 @@ SECRET = "a secret shared with the SOC"
 
 
 def test_security_officer_adds_a_webhook_and_a_test_alert_arrives(
-    qtbot: Any, controller: Any, fresh_kma: Any
+    qtbot: Any, controller: Any, fresh_kma: Any, tmp_path: Path
 ) -> None:
     receiver = WebhookReceiver(SECRET)
     receiver.start()
@@ -45,5 +55,11 @@ def test_security_officer_adds_a_webhook_and_a_test_alert_arrives(
         wait_idle(qtbot, window.ctx.ops)
         assert receiver.alerts[0]["kind"] == "test" and receiver.bad_signatures == 0
         qtbot.waitUntil(lambda: "reached 'SOC'" in page.result.text(), timeout=WAIT_MS)
+
+        # The MIB, for the SNMP managers, saved from the page
+        page.write_mib(tmp_path / "KMA-ALERTS-MIB.txt")
+        assert (tmp_path / "KMA-ALERTS-MIB.txt").read_text().startswith("KMA-ALERTS-MIB DEFINITIONS")
+        for box in message_boxes():  # "Saved to ..."
+            box.accept()
     finally:
         receiver.stop()

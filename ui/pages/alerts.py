@@ -3,6 +3,7 @@ how each fares on this KMA, and a test alert (docs/alerts.md). An Auditor sees t
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -21,6 +22,7 @@ from app.changes import ChangeFollower
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.alerts import add_alert_channel, change_alert_channel, remove_alert_channel, send_test_alert
+from ui.files import ask_save_path, tell_saved
 from ui.form_dialog import Field, FormDialog
 from ui.widgets import page_header
 
@@ -155,6 +157,7 @@ class AlertsPage(QWidget):
         super().__init__()
         self.ctx = ctx
         self.channels: list[Any] = []
+        self.mib = ""
         layout = QVBoxLayout(self)
         layout.addWidget(
             page_header(
@@ -198,6 +201,11 @@ class AlertsPage(QWidget):
             row.addWidget(button)
             self.buttons[key] = button
         row.addStretch(1)
+        self.save_mib = QPushButton("Save the MIB…")  # for the SNMP managers; an Auditor may too
+        self.save_mib.setObjectName("alerts_mib")
+        self.save_mib.setEnabled(False)
+        self.save_mib.clicked.connect(self._save_mib)
+        row.addWidget(self.save_mib)
         layout.addLayout(row)
         ChangeFollower(self, ctx.ops, {"alerts"}, self.refresh, every_show=True)
         self._update_buttons()
@@ -208,6 +216,8 @@ class AlertsPage(QWidget):
         self.ctx.ops.read(lambda w: w.client.alert_channels(), parent=self, success=self._show)
 
     def _show(self, found: Any) -> None:
+        self.mib = found.mib
+        self.save_mib.setEnabled(bool(self.mib))
         self.channels = list(found.items)
         self.table.clear()
         for ch in self.channels:
@@ -268,6 +278,21 @@ class AlertsPage(QWidget):
             danger=True,
             parent=self,
         ).open()
+
+    def _save_mib(self) -> None:
+        path = ask_save_path(self, "mib", "Save the MIB", "KMA-ALERTS-MIB.txt", "MIB files (*.txt *.mib)")
+        if path is not None:
+            self.write_mib(path)
+
+    def write_mib(self, path: Path) -> None:
+        try:
+            path.write_text(self.mib, encoding="ascii")
+        except OSError as exc:
+            self.result.setText(
+                f"✘ The MIB could not be saved to {path}: {exc.strerror or exc}. Choose another folder."
+            )
+            return
+        tell_saved(self, "MIB saved", path, "Load it into the SNMP manager that receives the KMAs' alerts.")
 
     def _test(self) -> None:
         channel = self.selected()
