@@ -13,6 +13,7 @@ the KMA's id and so never changes; informs need no such set-up."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 from importlib.resources import files
 from typing import Any
@@ -115,11 +116,15 @@ def _the_loop() -> _Loop:
         return _loops[0]
 
 
-async def _send(kma_id: str, host: str, port: int, mode: str, user: hlapi.UsmUserData, alert: Alert) -> None:
+async def _send(
+    kma_id: str, keys: str, host: str, port: int, mode: str, user: hlapi.UsmUserData, alert: Alert
+) -> None:
+    # One engine per KMA and set of keys: an engine keeps the keys it first met for a user at a
+    # manager, so new keys for the same user there (a rotation) need an engine of their own.
     loop = _the_loop()
-    engine = loop.engines.get(kma_id)
+    engine = loop.engines.get(keys)
     if engine is None:
-        engine = loop.engines[kma_id] = hlapi.SnmpEngine(OctetString(hexValue=engine_id(kma_id)))
+        engine = loop.engines[keys] = hlapi.SnmpEngine(OctetString(hexValue=engine_id(kma_id)))
     target = await hlapi.UdpTransportTarget.create((host, port), timeout=TIMEOUT, retries=RETRIES)
     notification = hlapi.NotificationType(hlapi.ObjectIdentity(NOTIFICATIONS[alert.kind])).add_varbinds(
         *varbinds(alert)
@@ -153,8 +158,10 @@ def send(
         privProtocol=PRIV_PROTOCOLS[priv_protocol],
     )
     wait = TIMEOUT * (RETRIES + 1) + 5
+    said = "\0".join([kma_id, user, auth_protocol, auth_key, priv_protocol, priv_key])
+    keys = hashlib.sha256(said.encode()).hexdigest()  # the cache's key; the secrets stay out of it
     try:
-        _the_loop().run(_send(kma_id, host, port, mode, usm, alert), wait)
+        _the_loop().run(_send(kma_id, keys, host, port, mode, usm, alert), wait)
     except DeliveryFailed:
         raise
     except Exception as exc:  # pysnmp's own errors (a name it cannot resolve, a socket's)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kma.alerts import snmp
 from kma.alerts.message import Alert
 from kma.appliance import Appliance
 from kma.cluster.store import open_store
@@ -269,3 +270,37 @@ def test_in_a_cluster_each_kma_sends_its_own(tmp_path: Path) -> None:
         second.stop()
         first.stop()
         hook.stop()
+
+
+class RotatedTrapd(Snmptrapd):
+    AUTH, PRIV = "auth passphrase 2", "priv passphrase 2"
+
+
+def test_new_snmp_keys_for_the_same_user_and_manager_are_used_at_once() -> None:
+    """A key rotation: the manager now knows the user by its new keys only, and so does the KMA."""
+    alert = Alert(id="k:1", kind="test", cluster="c", kma_id="kma-x", time=0, text="after the rotation")
+    before, after = Snmptrapd([snmp.engine_id("kma-x")]), RotatedTrapd([snmp.engine_id("kma-x")])
+    after.port = before.port  # the same manager, restarted with the user's new keys
+    before.start()
+    try:
+        for trapd in (before, after):
+            if trapd is after:
+                before.stop()
+                after.start()
+            for mode in ("inform", "trap"):
+                snmp.send(
+                    "kma-x",
+                    "127.0.0.1",
+                    trapd.port,
+                    mode,
+                    trapd.USER,
+                    "SHA-256",
+                    trapd.AUTH,
+                    "AES",
+                    trapd.PRIV,
+                    alert,
+                )
+        wait_until(lambda: after.received().count(".1.3.6.1.4.1.32473.1.0.4") == 2, 10, "inform and trap")
+    finally:
+        before.stop()
+        after.stop()
