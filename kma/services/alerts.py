@@ -128,18 +128,39 @@ class AlertSender(Worker):
             self._status.setdefault(ch.id, ChannelStatus())
             self._secrets.of(ch)  # unwrapped now, while this KMA may be unlocked
         if added and not first:
-            self._tell_what_goes_on(added)
+            self._catch_up(added)
 
-    def _tell_what_goes_on(self, added: list[Channel]) -> None:
-        """A channel added (or turned on) meanwhile gets the warnings that are on now, as started:
-        it would otherwise hear of them only at their end."""
+    def _catch_up(self, added: list[Channel]) -> None:
+        """A channel added (or turned on) meanwhile gets the warnings that are on now, as started
+        (it would otherwise hear of them only at their end), and this KMA's events of its classes
+        that passed since it was saved: it may have been saved through another KMA a moment before
+        this one's replica showed it."""
+        kma_id = self.kma.kma_id
         rows = self.kma.store.query(
-            "SELECT identity, text FROM alert_warnings WHERE kma_id = ? ORDER BY since", (self.kma.kma_id,)
+            "SELECT identity, text FROM alert_warnings WHERE kma_id = ? ORDER BY since", (kma_id,)
         )
-        alerts = [self._alert(WARNING_STARTED, r["text"], warning=r["identity"]) for r in rows]
-        stmts = [s for ch in added if ch.warnings for s in self._enqueue(ch, alerts)] if alerts else []
+        on = [self._alert(WARNING_STARTED, r["text"], warning=r["identity"]) for r in rows]
+        pos = self.kma.store.scalar("SELECT chain_seq FROM alert_audit_positions WHERE kma_id = ?", (kma_id,))
+        stmts = []
+        for ch in added:
+            events = (
+                self.kma.store.query(
+                    "SELECT * FROM audit_events WHERE created_at >= ? AND kma_id = ? AND chain_seq <= ? "
+                    "ORDER BY chain_seq LIMIT ?",
+                    (ch.updated_at, kma_id, pos, EVENTS_READ),
+                )
+                if ch.audit_classes and pos is not None
+                else []
+            )
+            alerts = (on if ch.warnings else []) + [
+                self._event_alert(r) for r in events if r["event_class"] in ch.audit_classes
+            ]
+            stmts += self._enqueue(ch, alerts) if alerts else []
         if stmts:
             self.kma.store.write(Batch(stmts))
+
+    def _event_alert(self, row: Any) -> Alert:
+        return self._alert(AUDIT_EVENT, str(row["message"]), event={f: row[f] for f in EVENT_FIELDS})
 
     def _alert(self, kind: str, text: str, **more: Any) -> Alert:
         kma = self.kma
@@ -199,11 +220,7 @@ class AlertSender(Worker):
             return
         stmts = []
         for ch in self._channels:
-            alerts = [
-                self._alert(AUDIT_EVENT, str(r["message"]), event={f: r[f] for f in EVENT_FIELDS})
-                for r in rows
-                if r["event_class"] in ch.audit_classes
-            ]
+            alerts = [self._event_alert(r) for r in rows if r["event_class"] in ch.audit_classes]
             stmts += self._enqueue(ch, alerts) if alerts else []
         stmts.append(_position(kma_id, int(rows[-1]["chain_seq"]), self.kma.clock.now()))
         self.kma.store.write(Batch(stmts))
