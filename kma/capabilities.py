@@ -22,4 +22,5 @@ CAPABILITIES: dict[str, str] = {
     "backups.core": "the core security backup",
     "audit.retention": "audit retention, signed checkpoints, pruning",
     "audit.forwarding": "the audit trail copied to a syslog collector over TLS",
+    "alerts": "alert channels (SNMPv3, webhooks, e-mail) with warnings and chosen audit events",
 }

@@ -61,6 +61,21 @@ JOIN_CHECKS_PEAK = Gauge(
 AUDIT_FORWARDING_ERRORS = Counter(
     "kma_audit_forwarding_errors", "Failures to connect or send to the syslog collector", registry=EVENTS
 )
+ALERTS_DELIVERED = Counter(
+    "kma_alerts_delivered", "Alerts a receiver took, by channel kind", ["kind"], registry=EVENTS
+)
+ALERT_ERRORS = Counter(
+    "kma_alert_errors",
+    "Failed attempts to deliver an alert (it stays queued), by channel kind",
+    ["kind"],
+    registry=EVENTS,
+)
+ALERTS_DROPPED = Counter(
+    "kma_alerts_dropped",
+    "Alerts dropped from a full queue (the oldest first), by channel kind",
+    ["kind"],
+    registry=EVENTS,
+)
 KEY_REQUESTS = Counter(
     "kma_key_requests",
     "KMIP operations on the service listener, by operation and result",

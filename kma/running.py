@@ -21,6 +21,7 @@ from kma.cluster.rqlited import RqliteNode
 from kma.cluster.watch import ClusterWatch
 from kma.crypto import WrappingKey
 from kma.services import entry_signatures, master_keys, row_macs
+from kma.services.alerts import alert_sender
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.audit_pruner import auto_prune
 from kma.services.backup_schedule import backup_scheduler
@@ -35,8 +36,8 @@ CATCH_UP_WAIT_S = 30.0
 
 class Running:
     """Starts and stops the workers of one served KMA (kma/worker.py): the key pool's refill, the
-    audit pruner, the backup scheduler, the cluster watch and the audit forwarder. The KMA (its
-    `Appliance`) owns them; this is the order they start and stop in."""
+    audit pruner, the backup scheduler, the cluster watch, the audit forwarder and the alert
+    sender. The KMA (its `Appliance`) owns them; this is the order they start and stop in."""
 
     def __init__(self, kma: Appliance, node: RqliteNode | None = None) -> None:
         self.kma = kma
@@ -48,6 +49,7 @@ class Running:
         self.cluster_watch = ClusterWatch(kma, node)
         self.forwarder = audit_forwarder(kma)
         self.rewrap = rewrap(kma)  # a master key rotation's background half, here or started elsewhere
+        self.alerts = alert_sender(kma)
 
     def start(self, management_address: str, service_address: str, master: WrappingKey | None = None) -> None:
         """`master`: given by the set-up that has just made this KMA (its key split proven a moment
@@ -124,6 +126,7 @@ class Running:
         self.cluster_watch.start()
         self.forwarder.start()
         self.rewrap.start()
+        self.alerts.start()
 
     def _catch_up(self) -> None:
         """After a start, wait (a while) until the store has caught up with the cluster (a restarted
@@ -148,6 +151,7 @@ class Running:
 
     def stop(self) -> None:
         self.rewrap.stop()
+        self.alerts.stop()
         self.forwarder.stop()
         self.cluster_watch.stop()
         self.backups.stop()

@@ -120,6 +120,8 @@ PERMISSIONS = (
     "backups.write",
     "backups.core",
     "upgrades.check",
+    "alerts.read",
+    "alerts.write",
 )
 
 

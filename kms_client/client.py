@@ -25,6 +25,7 @@ from ._http import (
     query,
     segment,
 )
+from .alerts import AlertCalls
 from .audit import AuditCalls
 from .backups import BackupCalls
 from .connection import Connection
@@ -108,6 +109,7 @@ class KmsClient:
         self._backups = BackupCalls(connection)
         self._members = MembershipCalls(connection)
         self._topology = TopologyCalls(connection)
+        self._alerts = AlertCalls(connection)
 
     # -- the connection -------------------------------------------------------------------------
 
@@ -759,3 +761,10 @@ class KmsClient:
     audit_forwarding = _part("_topology", TopologyCalls.audit_forwarding)
     set_audit_forwarding = _part("_topology", TopologyCalls.set_audit_forwarding)
     upgrade_check = _part("_topology", TopologyCalls.upgrade_check)
+
+    # -- alert channels (alerts.py) -------------------------------------------------------------
+    alert_channels = _part("_alerts", AlertCalls.alert_channels)
+    add_alert_channel = _part("_alerts", AlertCalls.add_alert_channel)
+    change_alert_channel = _part("_alerts", AlertCalls.change_alert_channel)
+    remove_alert_channel = _part("_alerts", AlertCalls.remove_alert_channel)
+    send_test_alert = _part("_alerts", AlertCalls.send_test_alert)

@@ -39,6 +39,61 @@ class Agent:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AlertChannel:
+    id: str
+    name: str
+    kind: str
+    enabled: bool
+    warnings: bool
+    audit_classes: tuple[str, ...]
+    settings: AlertChannelSettings
+    secrets_set: tuple[str, ...]
+    updated_at: datetime
+    this_kma: AlertChannelStatus
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertChannelSettings:
+    """Where and how a channel sends; each kind reads its own fields and ignores the others."""
+
+    address: str | None = None
+    mode: str | None = None
+    user: str | None = None
+    auth_protocol: str | None = None
+    priv_protocol: str | None = None
+    url: str | None = None
+    ca_pem: str | None = None
+    sender: str | None = None
+    recipients: tuple[str, ...] | None = None
+    username: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertChannelStatus:
+    """How the channel fares on the KMA that answers (each KMA sends its own alerts)."""
+
+    queued: int
+    delivered: int
+    dropped: int
+    last_delivered_at: datetime | None
+    last_error: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertChannels:
+    items: tuple[AlertChannel, ...]
+    snmp_engine_ids: Mapping[str, str]
+    mib: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertTestResult:
+    delivered: bool
+    error: str | None
+    alert_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class AuditEvent:
     id: int
     kma_id: str

@@ -2,12 +2,12 @@
 # Installs what the project needs on a fresh Debian machine (idempotent; run as root or with sudo).
 # System: Qt's runtime libraries, Xvfb for a real window, D-Bus and gnome-keyring for a real
 # Secret Service; SoftHSM2 for the HSM tests (docs/hsm.md); lintian and patchelf for the .deb's build
-# and check. Python: this project with its GUI and dev extras.
+# and check; snmptrapd (net-snmp) receives the alert tests' SNMPv3 notifications. Python: this project with its GUI and dev extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-  xvfb xauth dbus dbus-x11 gnome-keyring
+  xvfb xauth dbus dbus-x11 gnome-keyring snmptrapd
   libegl1 libgl1 libopengl0 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libfreetype6 libdbus-1-3
   libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
   libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libxcb-xfixes0 libxrender1
@@ -25,7 +25,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PYTHON="${PYTHON:-python3}"
-if ! "$PYTHON" -c "import kma, app, PySide6, pytestqt, pytest_env, schemathesis, kmip, pkcs11" 2>/dev/null \
+if ! "$PYTHON" -c "import kma, app, PySide6, pytestqt, pytest_env, schemathesis, kmip, pkcs11, pysnmp, aiosmtpd" 2>/dev/null \
    || [ pyproject.toml -nt .setup-done ]; then
   "$PYTHON" -m pip install --quiet --disable-pip-version-check -e ".[gui,dev]"
   touch .setup-done

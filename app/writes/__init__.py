@@ -24,6 +24,7 @@ from app.operations import OpContext
 KINDS = frozenset(
     {
         "agents",
+        "alerts",
         "audit",
         "backups",
         "data_units",

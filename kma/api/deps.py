@@ -122,6 +122,8 @@ def with_filters(req: PageRequest, **filters: str | bool | int | None) -> PageRe
 SignedIn = Annotated[Actor, Depends(require(Permission.SIGNED_IN))]
 UsersRead = Annotated[Actor, Depends(require(Permission.USERS_READ))]
 UsersWrite = Annotated[Actor, Depends(require(Permission.USERS_WRITE))]
+AlertsRead = Annotated[Actor, Depends(require(Permission.ALERTS_READ))]
+AlertsWrite = Annotated[Actor, Depends(require(Permission.ALERTS_WRITE))]
 SitesWrite = Annotated[Actor, Depends(require(Permission.SITES_WRITE))]
 KmasWrite = Annotated[Actor, Depends(require(Permission.KMAS_WRITE))]
 PoliciesRead = Annotated[Actor, Depends(require(Permission.POLICIES_READ))]

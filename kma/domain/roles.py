@@ -42,6 +42,8 @@ class Permission(StrEnum):
     BACKUPS_WRITE = "backups.write"  # make, download, delete database backups; their schedule
     CORE_BACKUP = "backups.core"  # take the core security backup
     UPGRADE_CHECK = "upgrades.check"  # whether the cluster is ready for a rolling upgrade, its order
+    ALERTS_READ = "alerts.read"  # the alert channels (never their secrets) and how each fares
+    ALERTS_WRITE = "alerts.write"  # add, change, remove alert channels; send a test alert
 
 
 SO, CO, OP, BO, AU, QM = Role
@@ -68,6 +70,8 @@ GRANTS: dict[Permission, frozenset[Role]] = {
     Permission.BACKUPS_WRITE: frozenset({BO}),
     Permission.CORE_BACKUP: frozenset({SO}),
     Permission.UPGRADE_CHECK: frozenset({SO}),
+    Permission.ALERTS_READ: frozenset({SO, AU}),
+    Permission.ALERTS_WRITE: frozenset({SO}),
 }
 
 

@@ -8,6 +8,7 @@ from kma.appliance import Appliance
 from kma.domain.lifecycle import KeyState, key_in_state
 from kma.services import backups, master_keys, row_macs
 from kma.services.kmas import list_kmas
+from kma.services.lag_warnings import lag_warnings
 from kma.services.paging import COUNT_LIMIT, PageRequest
 from kma.services.quorum import pending_count
 
@@ -51,6 +52,7 @@ def warnings(kma: Appliance) -> list[str]:
             "binding was refused: see the audit trail's 'not recorded in the cluster' events). Each key "
             "stays readable by the drive that wrote with it."
         )
+    out += lag_warnings(kma)
     if kma.test_clock:
         out.append("This KMA runs on a test clock (KMA_TEST_CLOCK_FILE); never in production.")
     return out

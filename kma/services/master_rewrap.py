@@ -27,6 +27,7 @@ from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.generations import header
 from kma.errors import Conflict, KmaLocked
 from kma.services import master_keys, row_macs
+from kma.services.alert_channels import secrets_context
 from kma.store import Batch, Refused, Stmt
 from kma.worker import Worker
 
@@ -62,6 +63,7 @@ BLOBS = (
         "share_wrapped",
         lambda r: f"quorum-new-share:{r['op_id']}:{r['member_name']}",
     ),
+    Blobs("alert_channels", ("id",), "secrets_wrapped", lambda r: secrets_context(r["id"])),
     Blobs("keys", ("id",), "material_wrapped", lambda r: f"key:{r['id']}"),  # the many: last
 )
 

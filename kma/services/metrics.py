@@ -35,6 +35,7 @@ from kma.appliance import Appliance
 from kma.errors import ValidationFailed
 from kma.metrics import EVENTS
 from kma.services import master_keys
+from kma.services.alerts import queued_by_channel
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.keypool import key_pool
 from kma.services.replication_lag import replication_lags
@@ -108,11 +109,20 @@ def _cluster_lags(kma: Appliance) -> list[GaugeMetricFamily]:
 
 
 def extra_gauges(kma: Appliance) -> list[GaugeMetricFamily]:
-    """Gauges of optional parts (audit forwarding), present only when configured."""
+    """Gauges of optional parts (alert channels, audit forwarding), present only when configured."""
+    queued = queued_by_channel(kma)
+    out = []
+    if queued:
+        family = GaugeMetricFamily(
+            "kma_alerts_queued", "Alerts this KMA has still to deliver, by channel", labels=["channel"]
+        )
+        for name, count in sorted(queued.items()):
+            family.add_metric([name], count)
+        out.append(family)
     lag = audit_forwarder(kma).status()
     if lag.address is None:
-        return []
-    return [
+        return out
+    return out + [
         GaugeMetricFamily(
             "kma_audit_forwarding_lag_events",
             "Committed audit events not yet sent to the syslog collector",

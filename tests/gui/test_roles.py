@@ -11,7 +11,7 @@ pytestmark = pytest.mark.gui
 EVERYONE = {"dashboard", "cluster", "sites", "settings", "planning"}
 EXPECTED = {
     "so": EVERYONE
-    | {"users", "key_policies", "key_groups", "agents", "audit", "quorum", "locking", "backups"},
+    | {"users", "key_policies", "key_groups", "agents", "audit", "quorum", "locking", "backups", "alerts"},
     "co": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys", "audit"},
     "op": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys"},
     "backup": EVERYONE | {"backups"},
@@ -27,6 +27,7 @@ EXPECTED = {
         "quorum",
         "locking",
         "backups",
+        "alerts",
     },
     "qm1": EVERYONE | {"quorum", "locking"},  # quorum.read: the key split and lock state they approve
     "admin": EVERYONE
@@ -41,6 +42,7 @@ EXPECTED = {
         "quorum",
         "locking",
         "backups",
+        "alerts",
     },
 }
 

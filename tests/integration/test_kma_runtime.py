@@ -22,7 +22,7 @@ def test_closing_a_kma_stops_its_workers(tmp_path: Path) -> None:
     try:
         assert key_pool(kma) is key_pool(kma), "one key pool per KMA"
         running = Running(kma)  # what `kma serve` starts, but not its start-up
-        workers = [running.pool, running.pruner, running.backups, running.forwarder]
+        workers = [running.pool, running.pruner, running.backups, running.forwarder, running.alerts]
         assert running.pool is key_pool(kma)
         for worker in workers:
             worker.start()

@@ -138,6 +138,12 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "GET /metrics": ANY,  # outside /api/v1; also a metrics token (tests/integration/test_metrics.py)
     "GET /audit-forwarding": frozenset({AU, SO, CO}),
     "PUT /audit-forwarding": frozenset({SO}),
+    # Alert channels (issue 43).
+    "GET /alert-channels": frozenset({SO, AU}),
+    "POST /alert-channels": frozenset({SO}),
+    "PUT /alert-channels/{id}": frozenset({SO}),
+    "DELETE /alert-channels/{id}": frozenset({SO}),
+    "POST /alert-channels/{id}/test": frozenset({SO}),
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
@@ -175,6 +181,8 @@ PERMISSION_ROUTES = {
     "backups.write": "PUT /backups/schedule",
     "backups.core": "POST /core-security-backup",
     "upgrades.check": "GET /cluster/upgrade-check",
+    "alerts.read": "GET /alert-channels",
+    "alerts.write": "POST /alert-channels",
 }
 PERMISSION_OF = {route: permission for permission, route in PERMISSION_ROUTES.items()}
 
@@ -208,6 +216,21 @@ class World:
         site_id = f"mx-gone-{self.n()}"
         self.admin.create_site(site_id, "To be deleted")
         return site_id
+
+    def webhook_channel(self) -> dict[str, Any]:
+        return {
+            "name": f"mx-hook-{self.n()}",
+            "kind": "webhook",
+            "enabled": False,
+            "settings": {"url": "https://127.0.0.1:9/alerts"},
+            "secrets": {"secret": "a shared secret of the matrix"},
+        }
+
+    def fresh_channel(self) -> str:
+        body = self.webhook_channel()
+        return self.admin.add_alert_channel(
+            body["name"], "webhook", body["settings"], body["secrets"], enabled=False
+        ).id
 
     def fresh_key(self, compromised: bool = False) -> str:
         key_id = self.admin.issue_key("mx-group", "MX0001").id
@@ -442,6 +465,12 @@ CALLS: dict[str, Prep] = {
     "GET /audit-forwarding": none,
     # Enabled: the KMA starts sending to a port where nothing listens, and keeps trying.
     "PUT /audit-forwarding": lambda w, u: ({}, {"address": "127.0.0.1:9", "ca_pem": w.kma.ca_pem}),
+    "GET /alert-channels": none,
+    "POST /alert-channels": lambda w, u: ({}, w.webhook_channel()),
+    "PUT /alert-channels/{id}": lambda w, u: ({"id": w.fresh_channel()}, w.webhook_channel()),
+    "DELETE /alert-channels/{id}": lambda w, u: ({"id": w.fresh_channel()}, None),
+    # Nothing listens there: the answer says the test alert was not delivered (still a 200).
+    "POST /alert-channels/{id}/test": lambda w, u: ({"id": w.fresh_channel()}, None),
 }
 # Run after the call, whatever its outcome: lock and unlock must leave the KMA unlocked.
 AFTER: dict[str, Callable[[World], None]] = {

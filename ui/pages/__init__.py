@@ -20,6 +20,7 @@ AREA_MODULES = (
     "ui.quorum.pending",  # Pending approvals: inbox, badge, notifications, locked banner
     "ui.quorum.locking",  # Lock and unlock, autonomous unlock, quorum lifetime
     "ui.pages.backups",  # Database backups, their schedule, the core security backup
+    "ui.pages.alerts",  # Alert channels: SNMPv3, webhooks, e-mail; a test alert
     "ui.pages.planning",  # Planning a deployment from the white paper's measurements (no KMA needed)
     "ui.audit.pages",  # the auditor's browser and histories
 )

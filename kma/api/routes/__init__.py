@@ -46,3 +46,7 @@ ROUTERS += [backups.router]
 from kma.api.routes import audit_forwarding, topology  # noqa: E402  the cluster at a glance
 
 ROUTERS += [topology.router, audit_forwarding.router]
+
+from kma.api.routes import alerts  # noqa: E402  alert channels (SNMPv3, webhooks, e-mail)
+
+ROUTERS += [alerts.router]

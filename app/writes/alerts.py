@@ -1,0 +1,10 @@
+"""Alert channels: add, change, remove; a test alert (its answer says whether it was delivered)."""
+
+from __future__ import annotations
+
+from app.writes import Write
+
+add_alert_channel = Write("add_alert_channel", {"alerts"}, "Alert channel '{0}' added.")
+change_alert_channel = Write("change_alert_channel", {"alerts"}, "Alert channel '{1}' saved.")
+remove_alert_channel = Write("remove_alert_channel", {"alerts"}, "Alert channel removed.")
+send_test_alert = Write("send_test_alert", {"alerts"})
