@@ -33,6 +33,7 @@ from tests.integration.test_key_split_change import NEW, enrol_all
 from tests.integration.test_metrics import scrape
 from tests.integration.test_quorum import creds
 from tests.support.agents import enrolled_demo_agent, kmip, service_address
+from tests.support.alert_receivers import WebhookReceiver
 from tests.support.cluster import replica, three_kmas
 from tests.support.kma_process import RunningKma, read_only_db, ready_pool, run_kma
 from tests.support.softhsm import softhsm
@@ -74,6 +75,9 @@ def blobs_by_generation(kma: RunningKma) -> dict[int, int]:
 def test_a_drive_keeps_writing_and_reading_through_a_rotation(kma: RunningKma, drive: Path) -> None:
     so = kma.client("so")
     start = so.master_key().generation
+    hook = WebhookReceiver("a webhook's secret")  # not started: its channel's secrets are what matter
+    settings = {"url": hook.url, "ca_pem": hook.tls.ca_pem}
+    channel = so.add_alert_channel("SOC webhook", "webhook", settings, {"secret": "a webhook's secret"}).id
     with kmip(drive, service_address(kma)) as client:
         before = {client.create_and_activate(f"R{n:05d}"): None for n in range(5)}
         written = {uid: client.get(uid) for uid in before}
@@ -113,6 +117,9 @@ def test_a_drive_keeps_writing_and_reading_through_a_rotation(kma: RunningKma, d
         for uid, material in {**written, **during}.items():
             assert client.get(uid) == material
     assert set(blobs_by_generation(kma)) == {start + 1}
+    with read_only_db(kma) as db:  # an alert channel's secrets are re-wrapped too
+        row = db.execute("SELECT secrets_wrapped FROM alert_channels WHERE id = ?", (channel,)).fetchone()
+    assert generation_of(bytes(row[0])) == start + 1
     state = so.master_key()
     assert state.rotation is not None and state.rotation.percent == 100 and state.rotation.blobs_done > 3000
     with read_only_db(kma) as db:
