@@ -64,11 +64,11 @@ impl Peer {
                 find(item, "ResponsePayload").cloned().ok_or_else(|| "no Response Payload".to_owned())
             }
             _ => Err(format!(
-                "Operation failed: {} ({})",
+                "Operation failed: {} (Result Reason {})",
                 text(item, "ResultMessage").unwrap_or_default(),
                 match find(item, "ResultReason").map(|r| &r.value) {
-                    Some(TTLValue::Enumeration(reason)) => reason.name.clone(),
-                    _ => String::new(),
+                    Some(TTLValue::Enumeration(reason)) => format!("{:#x}", reason.value),
+                    _ => "none".to_owned(),
                 }
             )),
         }
