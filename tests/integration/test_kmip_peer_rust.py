@@ -13,7 +13,14 @@ from kmip.core import enums
 from kmip.pie.client import ProxyKmipClient
 from kmip.pie.exceptions import KmipOperationFailure
 
-from tests.support.agents import enrolled_demo_agent, events, general_keys_demo, key_row, last_event, service_address
+from tests.support.agents import (
+    enrolled_demo_agent,
+    events,
+    general_keys_demo,
+    key_row,
+    last_event,
+    service_address,
+)
 from tests.support.kma_process import RunningKma
 from tests.support.rust_peer import built_peer, run_peer
 
@@ -82,7 +89,18 @@ def test_rust_client_runs_a_key_from_create_to_destroy(
     assert row["destroyed_at"] is not None and row["material_wrapped"] is None
     assert row["agent_id"] == AGENT
     # And the audit trail names the agent for every step, the key for the create and destroy
-    done = [(e["operation"], e["subject_id"]) for e in events(kma, before) if e["entity_id"] == AGENT and e["condition"] == "success"]
-    for operation in ("kmip.create", "kmip.activate", "kmip.get", "kmip.locate", "kmip.revoke", "kmip.destroy"):
+    done = [
+        (e["operation"], e["subject_id"])
+        for e in events(kma, before)
+        if e["entity_id"] == AGENT and e["condition"] == "success"
+    ]
+    for operation in (
+        "kmip.create",
+        "kmip.activate",
+        "kmip.get",
+        "kmip.locate",
+        "kmip.revoke",
+        "kmip.destroy",
+    ):
         assert operation in {o for o, _ in done}, operation
     assert ("kmip.create", uid) in done and ("kmip.destroy", uid) in done
