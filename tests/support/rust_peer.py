@@ -1,6 +1,6 @@
 """A KMIP client in Rust that nobody here wrote (tests/peers/rust-kmip: NLnet Labs' kmip-protocol
-for 1.x, Cosmian's cosmian_kmip TTLV for 2.x), built with cargo from crates.io at the versions
-its Cargo.lock pins, and run as an enrolled agent.
+for 1.0, Cosmian's cosmian_kmip types and TTLV for 1.4, 2.0 and 2.1), built with cargo from
+crates.io at the versions its Cargo.lock pins, and run as an enrolled agent.
 
 The build is cached in ~/.cache/kms-manager/rust-kmip (cargo's target folder): a second run only
 checks that nothing changed. Where cargo is missing the tests skip with the reason, except under

@@ -20,7 +20,10 @@ type Peer = Client<SslStream<TcpStream>>;
 fn connect(agent: &Agent, address: &str) -> Result<Peer, String> {
     let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
     let tcp = TcpStream::connect(address).map_err(|e| format!("connect {address}: {e}"))?;
-    let tls = agent.connector()?.connect(host, tcp).map_err(|e| format!("TLS: {e}"))?;
+    let tls = agent
+        .connector()?
+        .connect(host, tcp)
+        .map_err(|e| format!("TLS: {e}"))?;
     Ok(ClientBuilder::new(tls).build())
 }
 
@@ -43,7 +46,10 @@ fn create(client: &Peer, name: &str) -> Result<String, String> {
 fn get(client: &Peer, id: &str) -> Result<Value, String> {
     let got = client.get_key(id).map_err(|e| e.to_string())?;
     let ManagedObject::SymmetricKey(key) = got.cryptographic_object else {
-        return Err(format!("Get answered a {:?}, not a symmetric key", got.object_type));
+        return Err(format!(
+            "Get answered a {:?}, not a symmetric key",
+            got.object_type
+        ));
     };
     let KeyMaterial::Bytes(material) = key.key_block.key_value.key_material else {
         return Err("Get answered key material that is not raw bytes".into());
@@ -52,9 +58,15 @@ fn get(client: &Peer, id: &str) -> Result<Value, String> {
 }
 
 fn locate(client: &Peer, name: &str) -> Result<Value, String> {
-    match client.do_request(RequestPayload::Locate(vec![Attribute::Name(name.to_owned())])) {
+    match client.do_request(RequestPayload::Locate(vec![Attribute::Name(
+        name.to_owned(),
+    )])) {
         Ok(ResponsePayload::Locate(found)) => {
-            let ids: Vec<String> = found.unique_identifiers.into_iter().map(|id| id.0).collect();
+            let ids: Vec<String> = found
+                .unique_identifiers
+                .into_iter()
+                .map(|id| id.0)
+                .collect();
             Ok(json!({ "ids": ids }))
         }
         Ok(other) => Err(format!("unexpected answer to Locate: {other:?}")),
@@ -73,7 +85,13 @@ pub fn start(agent: &Agent, address: &str, name: &str) -> bool {
         Err(e) => return report("create", Err(e)),
     };
     report("create", Ok(json!({ "id": id })))
-        && report("activate", client.activate_key(&id).map(|_| json!({ "id": id })).map_err(|e| e.to_string()))
+        && report(
+            "activate",
+            client
+                .activate_key(&id)
+                .map(|_| json!({ "id": id }))
+                .map_err(|e| e.to_string()),
+        )
         && report("get", get(&client, &id))
         && report("locate", locate(&client, name))
 }
@@ -85,7 +103,11 @@ pub fn retire(agent: &Agent, address: &str, id: &str) -> bool {
         Err(e) => return report("connect", Err(e)),
     };
     let ok = |_| json!({ "id": id });
-    report("revoke", client.revoke_key(id).map(ok).map_err(|e| e.to_string()))
-        && report("destroy", client.destroy_key(id).map(ok).map_err(|e| e.to_string()))
-        && !report("get_after_destroy", get(&client, id))
+    report(
+        "revoke",
+        client.revoke_key(id).map(ok).map_err(|e| e.to_string()),
+    ) && report(
+        "destroy",
+        client.destroy_key(id).map(ok).map_err(|e| e.to_string()),
+    ) && !report("get_after_destroy", get(&client, id))
 }
