@@ -28,6 +28,14 @@ BUSY = "This KMA is busy, try another KMA"
 CATCHING_UP = f"{BUSY}: it is catching up with the cluster after its start"
 
 
+# Result Reasons a later 1.x version added, with what a client of an older version is told instead
+# in its own version's words (a 1.0 client cannot decode Key Value Not Present).
+_OLDER_REASON: dict[ResultReason, tuple[tuple[int, int], ResultReason]] = {
+    ResultReason.ENCODING_OPTION_ERROR: ((1, 1), ResultReason.FEATURE_NOT_SUPPORTED),
+    ResultReason.KEY_VALUE_NOT_PRESENT: ((1, 2), ResultReason.ITEM_NOT_FOUND),
+}
+
+
 class KmipError(Exception):
     """One batch item fails: a KMIP Result Reason and a message the client may show."""
 
@@ -41,9 +49,11 @@ class KmipError(Exception):
         self.v2_reason = v2_reason  # what KMIP 2.x says instead (e.g. Wrong Key Lifecycle State)
 
     def reason_in(self, version: tuple[int, int]) -> ResultReason:
-        """The Result Reason in `version`: 2.x has its own where 1.x answers generally."""
+        """The Result Reason in `version`: 2.x has its own where 1.x answers generally; a 1.x
+        version older than the reason answers with one it defines."""
         if version < (2, 0):
-            return self.reason
+            since, older = _OLDER_REASON.get(self.reason, ((1, 0), self.reason))
+            return self.reason if version >= since else older
         if self.v2_reason is not None:
             return self.v2_reason
         return ResultReason.OBJECT_NOT_FOUND if self.reason == ResultReason.ITEM_NOT_FOUND else self.reason
