@@ -129,7 +129,7 @@ class KeySplitDialog(QuorumFormDialog):
         self.caution.hide()
         inner.addWidget(self.caution)
         layout = self.layout()
-        layout.insertWidget(layout.indexOf(self.error) - 1, group)  # above the current quorum's
+        layout.insertWidget(layout.indexOf(self.message_room) - 1, group)  # above the current quorum's
         self._validate()
 
     def _ok_label(self) -> None:

@@ -291,7 +291,7 @@ class QuorumFormDialog(FormDialog):
         self.credentials.changed.connect(self._ok_label)
         inner.addWidget(self.credentials)
         layout = self.layout()
-        layout.insertWidget(layout.indexOf(self.error), group)
+        layout.insertWidget(layout.indexOf(self.message_room), group)
         load_members(ctx, self, self._members_known)
         self._validate()
         self._ok_label()
