@@ -4,9 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QRadioButton, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCompleter,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QRadioButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.setup import SetupAnswers, id_problem, strength
+from app.writes import setup as setup_writes
 from ui.setup_wizard.base import SetupPage
 from ui.setup_wizard.widgets import StrengthMeter
 from ui.widgets import PasswordLineEdit
@@ -147,8 +158,12 @@ class TokenChoice(QWidget):
         self.pin_file = QLineEdit(hsm.get("pin_file", ""))
         self.pin_file.setAccessibleName("PIN file")
         self.pin_file.setPlaceholderText("/etc/kma/hsm.pin")
+        self.tokens = QLabel()  # the labels the module has, once the KMA has said them
+        self.tokens.setObjectName("moduleTokens")
+        self.tokens.setWordWrap(True)
         form.addRow("PKCS#11 module:", self.module)
         form.addRow("Token label:", self.token)
+        form.addRow("", self.tokens)
         form.addRow("User PIN file:", self.pin_file)
         layout.addWidget(self.token_form)
         note = QLabel(
@@ -159,6 +174,14 @@ class TokenChoice(QWidget):
         layout.addWidget(note)
         self.in_hsm.toggled.connect(self.token_form.setEnabled)
         self.token_form.setEnabled(self.in_hsm.isChecked())
+
+    def offer_tokens(self, labels: list[str]) -> None:
+        """The module's token labels: completed as typed, and said under the field."""
+        completer = QCompleter(labels, self.token)
+        completer.setCaseSensitivity(Qt.CaseInsensitive)
+        self.token.setCompleter(completer)
+        said = ", ".join(labels) if labels else "none initialised"
+        self.tokens.setText(f"Tokens in this module: {said}.")
 
     def chosen(self) -> dict[str, str] | str:
         """The `[hsm]` table chosen (empty for software), or what is missing from it."""
@@ -174,6 +197,9 @@ class TokenChoice(QWidget):
         if missing:
             return f"Give {', '.join(missing)}, or keep the master key in software."
         return chosen
+
+
+TOKEN_FAULTS = (("PKCS#11 module", "module"), ("PIN", "pin_file"))  # the KMA's words -> the field
 
 
 class MasterKeyPage(SetupPage):
@@ -196,10 +222,43 @@ class MasterKeyPage(SetupPage):
         layout.addWidget(self.choice)
         layout.addWidget(self.error)
         layout.addStretch()
+        self.choice.module.editingFinished.connect(self._ask_tokens)
+        self._chosen: dict[str, str] = {}
+
+    def _ask_tokens(self) -> None:
+        """Which tokens the module has, asked once the module is typed (quietly: a wrong module
+        is said when the page is left)."""
+        module = self.choice.module.text().strip()
+        if module:
+            self.ops.write(
+                setup_writes.check_hsm(self.answers, {"module": module}),
+                parent=self,
+                quiet=True,
+                success=self.choice.offer_tokens,
+                failure=lambda _exc: True,
+            )
 
     def check(self) -> Any:
+        """Software, or a token the KMA opens now with its PIN: a typo is said here, not at the
+        last step after the ceremony."""
         chosen = self.choice.chosen()
         if isinstance(chosen, str):
             return chosen
-        self.answers.hsm = chosen
-        return ""
+        self._chosen = chosen
+        if not chosen:
+            self.answers.hsm = chosen
+            return ""
+        return setup_writes.check_hsm(self.answers, chosen)
+
+    def checked(self, result: Any) -> None:
+        self.answers.hsm = self._chosen
+        self.choice.offer_tokens(result)
+
+    def _refused(self, exc: BaseException) -> bool:
+        said = super()._refused(exc)
+        text = self.error.text()  # the field at fault takes the focus, so typing corrects it
+        name = next((field for words, field in TOKEN_FAULTS if words in text), "token")
+        fault: QLineEdit = getattr(self.choice, name)
+        fault.setFocus()
+        fault.selectAll()
+        return said
