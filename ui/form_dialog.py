@@ -20,6 +20,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -163,6 +164,12 @@ class FormDialog(QDialog):
         self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         self.ok = self.buttons.button(QDialogButtonBox.Ok)
         self.ok.setText(ok_text)
+        # Cancel never takes Enter from a form holding typed work (focus may land on it while a
+        # write runs): Enter sends the form, or, when sending destroys something, does nothing.
+        cancel = self.buttons.button(QDialogButtonBox.Cancel)
+        cancel.setAutoDefault(False)
+        self.ok.setDefault(not danger)
+        self._typing: QWidget | None = None  # where the user was when they sent the form
         if danger:
             # A destructive confirmation: Enter (or a stray double-click) must not confirm it.
             self.ok.setStyleSheet(
@@ -170,9 +177,8 @@ class FormDialog(QDialog):
                 "QPushButton:disabled { color: palette(mid); }"
             )
             self.ok.setAutoDefault(False)
-            cancel = self.buttons.button(QDialogButtonBox.Cancel)
-            cancel.setDefault(True)
-            if not fields:
+            if not fields:  # nothing typed to lose: Enter is Cancel
+                cancel.setDefault(True)
                 cancel.setFocus(Qt.OtherFocusReason)
         self.buttons.accepted.connect(self._accept)
         self.buttons.rejected.connect(self.reject)
@@ -425,6 +431,8 @@ class FormDialog(QDialog):
             return
         values = self.values()
         self.error.say("")
+        focused = QApplication.focusWidget()
+        self._typing = focused if focused is not None and self.isAncestorOf(focused) else None
         self.ok.setEnabled(False)
         self.ctx.ops.write(
             self._submit(values),
@@ -460,7 +468,16 @@ class FormDialog(QDialog):
             return True
         self.error.say(f"{message.what} {message.todo}")
         grow_to_fit(self)
+        fault = self.field_at_fault(exc) or self._typing
+        if fault is not None and fault.isEnabled():
+            fault.setFocus(Qt.OtherFocusReason)
+            if isinstance(fault, QLineEdit):
+                fault.selectAll()  # typing replaces what was refused
         return True
+
+    def field_at_fault(self, exc: BaseException) -> QWidget | None:
+        """The field a refusal is about, to take the focus (None: where the user was)."""
+        return None
 
     def _taken_id(self, exc: BaseException) -> tuple[str, str] | None:
         """A create refused because the ID is in use: (the ID field, what to say under it)."""

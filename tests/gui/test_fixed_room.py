@@ -103,3 +103,32 @@ def test_the_wizards_member_page_stays_put_as_the_passphrase_grows_strong(qtbot,
     _stays(wizard, fields, lambda: qtbot.keyClicks(members.passphrase, STRONG))
     assert not members.meter.hint.isVisible()
     wizard.reject()
+
+
+def test_after_a_refusal_the_focus_is_on_the_member_at_fault_and_enter_keeps_the_typing(
+    qtbot, controller, fresh_kma
+):
+    client = fresh_kma.client("so")
+    client.lock_kma(client.status().kma_id)
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    page = open_page(qtbot, window, "locking")
+    qtbot.waitUntil(page.unlock_button.isEnabled, timeout=WAIT_MS)
+    qtbot.mouseClick(page.unlock_button, Qt.LeftButton)
+    dialog = active_dialog(qtbot, QuorumFormDialog)
+    members = {m["name"]: m["passphrase"] for m in fresh_kma.demo["key_split"]["members"]}
+    while len(dialog.credentials.rows) < 3:
+        dialog.credentials.add_row()
+    for (_row, member, passphrase), name in zip(dialog.credentials.rows, ("alice", "bob", "carol"), strict=True):
+        member.setEditText(name)
+        qtbot.keyClicks(passphrase, members[name] if name != "bob" else "not bob's passphrase")
+    # When the KMA refuses bob's passphrase
+    qtbot.keyClick(dialog.credentials.rows[2][2], Qt.Key_Return)  # Enter sends the form
+    qtbot.waitUntil(lambda: "'bob'" in dialog.error.text(), timeout=WAIT_MS)
+    # Then the focus is in bob's passphrase, ready to be typed again, and Enter is not Cancel
+    bob = dialog.credentials.rows[1][2]
+    qtbot.waitUntil(bob.hasFocus, timeout=WAIT_MS)
+    assert bob.selectedText() == bob.text()
+    assert not dialog.buttons.button(dialog.buttons.StandardButton.Cancel).isDefault()
+    qtbot.keyClick(dialog.buttons.button(dialog.buttons.StandardButton.Cancel), Qt.Key_Return)
+    assert dialog.isVisible() and dialog.credentials.rows[0][2].text() == members["alice"]
+    dialog.reject()

@@ -326,6 +326,15 @@ class QuorumFormDialog(FormDialog):
             return base
         return self.credentials.problem()
 
+    def field_at_fault(self, exc: BaseException) -> QWidget | None:
+        """A refused member's passphrase (the KMA names the member: 'alice')."""
+        said = exc.message if isinstance(exc, kms_client.ApiError) else ""
+        for _row, member, passphrase in self.credentials.rows if self.credentials is not None else []:
+            name = member.currentText().strip()
+            if name and f"'{name}'" in said:
+                return passphrase
+        return None
+
     def done(self, result: int) -> None:
         if self.credentials is not None:
             self.credentials.clear()
