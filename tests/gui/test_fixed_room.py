@@ -118,7 +118,9 @@ def test_after_a_refusal_the_focus_is_on_the_member_at_fault_and_enter_keeps_the
     members = {m["name"]: m["passphrase"] for m in fresh_kma.demo["key_split"]["members"]}
     while len(dialog.credentials.rows) < 3:
         dialog.credentials.add_row()
-    for (_row, member, passphrase), name in zip(dialog.credentials.rows, ("alice", "bob", "carol"), strict=True):
+    for (_row, member, passphrase), name in zip(
+        dialog.credentials.rows, ("alice", "bob", "carol"), strict=True
+    ):
         member.setEditText(name)
         qtbot.keyClicks(passphrase, members[name] if name != "bob" else "not bob's passphrase")
     # When the KMA refuses bob's passphrase

@@ -31,7 +31,9 @@ def test_esc_asks_and_a_security_officer_resumes_the_enrolment_with_new_codes(qt
     # When bob presses Esc: the dialog asks, and Esc again keeps the ceremony going
     qtbot.keyClick(ceremony, Qt.Key_Escape)
     qtbot.waitUntil(lambda: ceremony.stop_box is not None and ceremony.stop_box.isVisible(), timeout=WAIT_MS)
-    assert "4 new members have not set their passphrase yet: bob, carol, dave, erin" in ceremony.stop_box.text()
+    assert (
+        "4 new members have not set their passphrase yet: bob, carol, dave, erin" in ceremony.stop_box.text()
+    )
     qtbot.keyClick(ceremony.stop_box, Qt.Key_Escape)
     qtbot.waitUntil(lambda: not ceremony.stop_box.isVisible(), timeout=WAIT_MS)
     assert ceremony.isVisible() and ceremony.current() == "bob"
