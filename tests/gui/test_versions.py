@@ -1,6 +1,7 @@
 """Versions and the upgrade check as a newcomer reads them (issue 45): Help > About names the
 manager's release and the connected KMA's release and schema; the upgrade check says what it checks,
-names each KMA once, and calls no single embedded KMA a "Raft leader"."""
+names each KMA once, and calls no single embedded KMA a "Raft leader"; the User guide covers what a
+newcomer meets."""
 
 from __future__ import annotations
 
@@ -42,3 +43,16 @@ def test_the_upgrade_check_of_one_embedded_kma_reads_right(qtbot, controller, de
     assert "Raft leader" not in text
     assert "What it checks" in text and "does not know which you will install" in text
     assert dialog.text.alignment() & Qt.AlignTop
+
+
+def test_the_user_guide_covers_what_a_newcomer_meets(qtbot):
+    from ui.user_guide import UserGuide
+
+    guide = UserGuide()
+    qtbot.addWidget(guide)
+    text = guide.browser.toPlainText()
+    for heading in ("Setting up a KMA", "Backups and restore", "The master key in an HSM", "A locked KMA"):
+        assert heading in text
+    for heading in ("Upgrades", "Planning", "Core security backup", "Help > About"):
+        assert heading in text
+    assert "Key\nAES-256" not in text and "A tape's key is AES-256" in text
