@@ -13,6 +13,7 @@ import re
 import socket
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -262,6 +263,12 @@ def test_the_wizard_puts_the_master_key_in_an_hsm(
         hsm.pin_file.chmod(0o600)
         next_page(qtbot, wizard, "SummaryPage")
         next_page(qtbot, wizard, "SignInPage")
+        done = wizard.currentPage()
+        assert f"agents (tape drives) at <b>{wizard.answers.service_address}</b>" in done.text.text()
+        offered: list[str] = []
+        monkeypatch.setattr("ui.setup_wizard.finish_pages.ask_save_path", lambda *a: offered.append(a[3]))
+        done.ask_where_to_print()
+        assert offered == [f"acme-tape-vault-key-split-cards-{date.today().isoformat()}.pdf"]
         kma.wait_ready(set_up=True)
         status = kma.client().status()
         assert status.master_key == f"pkcs11: token '{hsm.label}' in {hsm.module}"

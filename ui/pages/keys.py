@@ -112,7 +112,7 @@ COLUMNS = [
     Column("id", "Key ID", 290),
     Column("state", "State", 190, format=words, tone=state_tone),
     Column("compromised", "Compromised", 95, format=yes_no, tone=lambda k: "bad" if k.compromised else None),
-    Column("algorithm", "Object", 100),
+    Column("algorithm", "Object", 170),  # "RSA-2048 Private Key" unclipped
     Column("name", "Name", 150),
     Column("data_unit_id", "Data unit", 100),
     Column("key_group_id", "Key group", 120),

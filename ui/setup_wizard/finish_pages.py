@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QVBoxLayout, QW
 
 from app.setup import SetupAnswers
 from app.writes import setup as setup_writes
-from ui.files import ask_save_path, tell_saved
+from ui.files import ask_save_path, dated_name, tell_saved
 from ui.setup_wizard.base import SetupPage, reason
 from ui.setup_wizard.cards import cards_for, write_pdf
 from ui.trust_dialog import grouped
@@ -184,7 +184,9 @@ class DonePage(SetupPage):
         self.wizard().button(QWizard.CancelButton).setEnabled(True)
         self.text.setText(
             f"<p>The cluster <b>{html.escape(a.cluster_name)}</b> has its first KMA, "
-            f"<b>{html.escape(a.kma_id)}</b>, serving at <b>{html.escape(a.made.management_address)}</b>.</p>"
+            f"<b>{html.escape(a.kma_id)}</b>, serving managers at "
+            f"<b>{html.escape(a.made.management_address)}</b> and agents (tape drives) at "
+            f"<b>{html.escape(a.service_address)}</b>: give that to whoever enrols the drives.</p>"
             "<p>Its cluster CA fingerprint (the manager trusts it from now on; compare it with "
             "the KMA's console):</p>"
             f"<pre>{html.escape(grouped(a.made.ca_fingerprint))}</pre>"
@@ -196,7 +198,8 @@ class DonePage(SetupPage):
         )
 
     def ask_where_to_print(self) -> None:
-        path = ask_save_path(self, "setup", "Save the key split cards", "key-split-cards.pdf", "PDF (*.pdf)")
+        name = dated_name("key-split-cards", ".pdf", self.answers.cluster_name)
+        path = ask_save_path(self, "setup", "Save the key split cards", name, "PDF (*.pdf)")
         if path:
             self.print_cards(path)
             tell_saved(self, "Key split cards saved", path, "Print one for each member.")
