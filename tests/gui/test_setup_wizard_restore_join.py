@@ -89,6 +89,9 @@ def test_the_wizard_restores_a_kma_from_its_backup_files_and_signs_in(
     type_quorum(page, wrong)
     refused_here(qtbot, wizard, f"passphrase of key split member '{wrong[2]['name']}' is wrong")
     assert written(waiting) == []
+    # The focus is back where the members type, not on Cancel, which Enter never presses
+    qtbot.waitUntil(page.name.hasFocus, timeout=WAIT_MS)
+    assert not wizard.button(QWizard.CancelButton).autoDefault()
 
     type_quorum(page, quorum(source)[:-1])
     last = quorum(source)[-1]  # the last member types and presses Restore

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QPushButton,
     QVBoxLayout,
+    QWidget,
     QWizard,
 )
 
@@ -226,6 +227,9 @@ class RestoreQuorumPage(SetupPage):
     def checked(self, result: Any) -> None:
         self.answers.made = result
         self.start_again()
+
+    def field_at_fault(self, exc: BaseException) -> QWidget | None:
+        return self.name  # the members type again, from the first
 
     def _refused(self, exc: BaseException) -> bool:
         super()._refused(exc)

@@ -254,11 +254,8 @@ class MasterKeyPage(SetupPage):
         self.answers.hsm = self._chosen
         self.choice.offer_tokens(result)
 
-    def _refused(self, exc: BaseException) -> bool:
-        said = super()._refused(exc)
-        text = self.error.text()  # the field at fault takes the focus, so typing corrects it
+    def field_at_fault(self, exc: BaseException) -> QWidget | None:
+        text = self.error.text()
         name = next((field for words, field in TOKEN_FAULTS if words in text), "token")
         fault: QLineEdit = getattr(self.choice, name)
-        fault.setFocus()
-        fault.selectAll()
-        return said
+        return fault
