@@ -1,5 +1,5 @@
-"""Smaller things a newcomer met (issue 45): default file names say whose and when, and an
-object's type is not clipped."""
+"""Smaller things a newcomer met (issue 45): default file names say whose and when, an object's
+type is not clipped, and local mode's sign-in window still leads to the demo credentials."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ from datetime import date
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPushButton
 
 from app.quorum_watch import QuorumWatch
-from tests.gui.helpers import WAIT_MS, open_page, sign_in
+from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -36,3 +38,21 @@ def test_the_object_column_shows_a_private_keys_type_whole(qtbot, controller, de
     column = next(i for i, c in enumerate(page.spec.columns) if c.key == "algorithm")
     needed = page.view.fontMetrics().horizontalAdvance("RSA-2048 Private Key") + 16  # the cell's margins
     assert page.view.columnWidth(column) >= needed
+
+
+def test_after_sign_out_in_local_mode_the_sign_in_window_leads_to_the_demo_credentials(
+    qtbot, controller, demo_kma
+):
+    from app.demo_credentials import DemoCredentials
+    from ui.demo_credentials import DemoCredentialsDialog
+
+    controller.demo = DemoCredentials(demo_kma.demo)
+    controller.local_ca = demo_kma.fingerprint
+    sign_in(qtbot, controller, demo_kma, "so")
+    controller.sign_out()
+    window = controller.sign_in_window
+    qtbot.mouseClick(window.demo_button, Qt.LeftButton)
+    dialog = active_dialog(qtbot, DemoCredentialsDialog)
+    next(b for b in dialog.findChildren(QPushButton) if b.accessibleName() == "Sign in as op").click()
+    qtbot.waitUntil(lambda: controller.window is not None and controller.window.isVisible(), timeout=WAIT_MS)
+    assert controller.session.user.id == "op"
