@@ -23,7 +23,8 @@ HOW = (
 WHAT = (
     "What it checks, whatever release comes next (it does not know which you will install): every "
     "KMA of the cluster responds and is caught up, no KMA has writes waiting for the cluster, and "
-    "the newest database backup is at most 24 h old, the way back should the upgrade go wrong."
+    "the newest database backup is at most 24 h old and holds every key (the way back should the "
+    "upgrade go wrong)."
 )
 
 

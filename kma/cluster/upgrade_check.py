@@ -16,6 +16,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.cluster.topology import kma_nodes
 from kma.services.backups import describe_duration
+from kma.services.keypool import key_pool
 from kms_client import KmsClient, KmsError, fingerprint_of
 
 # What the order tells of each KMA.
@@ -148,6 +149,16 @@ def _backup_check(kma: Appliance) -> Check:
             False,
             f"The newest database backup is {describe_duration(age)} old "
             f"(at most {BACKUP_MAX_AGE_S // 3600} h for an upgrade).",
+            todo,
+        )
+    pool = key_pool(kma)
+    waiting = pool.waiting() if pool.alone() else 0
+    if waiting:  # a one-KMA cluster's keys since then exist nowhere but on this machine
+        return Check(
+            "backup",
+            False,
+            f"The newest database backup is {describe_duration(age)} old, but {waiting:,} keys made since "
+            "wait for one: they exist nowhere else.",
             todo,
         )
     return Check("backup", True, f"The newest database backup is {describe_duration(age)} old.")

@@ -61,4 +61,4 @@ def test_esc_asks_and_a_security_officer_resumes_the_enrolment_with_new_codes(qt
     # And the codes the closed dialog held open nothing any more
     with pytest.raises(kms_client.ValidationFailed):
         fresh_kma.client().enrol_key_split_member(op_id, "carol", old_codes["carol"], "carol-new-pass-3")
-    resumed._leave()
+    resumed.stop()

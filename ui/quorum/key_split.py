@@ -358,10 +358,11 @@ class MemberEnrolmentDialog(QDialog):
         stop = self.stop_box.addButton("Stop for now", QMessageBox.DestructiveRole)
         self.stop_box.setDefaultButton(keep)
         self.stop_box.setEscapeButton(keep)
-        stop.clicked.connect(self._leave)
+        stop.clicked.connect(self.stop)
         self.stop_box.open()
 
-    def _leave(self) -> None:
+    def stop(self) -> None:
+        """Close without asking (the change stays pending, resumable with new codes)."""
         self._leaving = True
         self.reject()
 
