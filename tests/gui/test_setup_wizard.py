@@ -178,7 +178,7 @@ def walk(
         # A typo in the token label is said here, naming the module's tokens, not after the ceremony
         choose_token(master, replace(hsm, label=hsm.label + "x"))
         refused_here(qtbot, wizard, f"its tokens: '{hsm.label}'")
-        assert master.token.hasFocus() and master.tokens.text() == ""
+        assert master.token.hasFocus() and "listed here once" in master.tokens.text()
         choose_token(master, hsm)
     next_page(qtbot, wizard, "SummaryPage")
     if hsm is not None:

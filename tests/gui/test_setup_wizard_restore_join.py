@@ -189,6 +189,8 @@ def test_the_wizard_restores_an_hsm_kmas_backup_onto_its_token_not_onto_software
         # Software is refused before the quorum types: the token key is in no backup nor key split
         assert files.choice.software.isChecked()
         refused_here(qtbot, wizard, "cannot be restored onto software")
+        said = files.error.text()  # in the wizard's words: no answers file's table, no repository path
+        assert "Choose the HSM that holds that key" in said and "[hsm]" not in said and "docs/" not in said
         choose_token(files.choice, hsm)
         hsm.pin_file.write_text("0000\n")
         refused_here(qtbot, wizard, "refused the PIN (wrong PIN)")

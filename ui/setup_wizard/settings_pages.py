@@ -134,6 +134,9 @@ class PoolPage(SetupPage):
         return ""
 
 
+NO_TOKENS_YET = "The module's tokens are listed here once the KMA has read the module."
+
+
 class TokenChoice(QWidget):
     """Software, or a PKCS#11 token on the KMA's machine (module, token label, PIN file): the choice
     of the new cluster's Master key page and of the join page (docs/hsm.md)."""
@@ -158,7 +161,7 @@ class TokenChoice(QWidget):
         self.pin_file = QLineEdit(hsm.get("pin_file", ""))
         self.pin_file.setAccessibleName("PIN file")
         self.pin_file.setPlaceholderText("/etc/kma/hsm.pin")
-        self.tokens = QLabel()  # the labels the module has, once the KMA has said them
+        self.tokens = QLabel(NO_TOKENS_YET)  # the labels the module has, once the KMA has said them
         self.tokens.setObjectName("moduleTokens")
         self.tokens.setWordWrap(True)
         form.addRow("PKCS#11 module:", self.module)
