@@ -37,6 +37,8 @@ class BackupPair:
     ca_fingerprint: str
     kma_id: str
     created_at: int  # Unix seconds
+    threshold: int = 0  # the key split of the core security backup: any `threshold` of `members`
+    members: tuple[str, ...] = ()
 
 
 class SetupClient:
@@ -136,6 +138,8 @@ class SetupClient:
             str(result["ca_fingerprint"]),
             str(result["kma_id"]),
             int(result["created_at"]),
+            int(result.get("threshold", 0)),
+            tuple(str(m) for m in result.get("members", ())),
         )
 
     def restore(

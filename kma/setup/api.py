@@ -244,6 +244,9 @@ def check_backups(setup: Authorised, body: RestoreChoices | None = None) -> dict
         "ca_fingerprint": backup.cluster_fingerprint,
         "kma_id": str(manifest.get("kma_id", "")),
         "created_at": int(manifest["created_at"]),
+        # Who the restore's quorum is: the key split the core security backup holds (names only).
+        "threshold": core_backup.threshold,
+        "members": sorted(core_backup.sealed_shares),
     }
 
 

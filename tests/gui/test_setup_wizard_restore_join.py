@@ -76,6 +76,8 @@ def test_the_wizard_restores_a_kma_from_its_backup_files_and_signs_in(
     files.core.setText(str(core))
     next_page(qtbot, wizard, "RestoreQuorumPage")
     page = wizard.currentPage()
+    members = sorted(m["name"] for m in source.demo["key_split"]["members"])
+    assert f"any 3 of its {len(members)} members ({', '.join(members)})" in page.subTitle()  # who types
     type_quorum(page, quorum(source))
     refused_here(qtbot, wizard, "changed")  # a changed byte: found once the quorum opens the backup
     assert "members type again" in page.typed_so_far.text()
