@@ -289,6 +289,7 @@ class FormDialog(QDialog):
 
     def _combo(self, spec: Field) -> QWidget:
         combo = QComboBox()
+        combo.setSizeAdjustPolicy(QComboBox.AdjustToContents)  # "Dallas (dallas)" whole, not "Dall…"
         for label, value in spec.choices:
             combo.addItem(label, value)
         if spec.default is not None:
@@ -335,6 +336,9 @@ class FormDialog(QDialog):
             combo.setCurrentIndex(max(0, combo.findData(spec.default)))
         combo.setEnabled(bool(items))
         self._validate()
+        wide = self.sizeHint().width()  # the choices just read may be longer than the dialog
+        if wide > self.width():
+            self.resize(wide, self.height())
 
     def _fill_failed(self, combo: QComboBox, exc: BaseException) -> bool:
         combo.clear()

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QPushButton
 
 from app.quorum_watch import QuorumWatch
 from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in
+from ui.form_dialog import FormDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -56,3 +57,24 @@ def test_after_sign_out_in_local_mode_the_sign_in_window_leads_to_the_demo_crede
     next(b for b in dialog.findChildren(QPushButton) if b.accessibleName() == "Sign in as op").click()
     qtbot.waitUntil(lambda: controller.window is not None and controller.window.isVisible(), timeout=WAIT_MS)
     assert controller.session.user.id == "op"
+
+
+def test_a_forms_choices_are_shown_whole_once_they_have_loaded(qtbot, controller, demo_kma):
+    from PySide6.QtWidgets import QComboBox
+
+    from tests.gui.helpers import action
+
+    window = sign_in(qtbot, controller, demo_kma, "admin")
+    action(open_page(qtbot, window, "agents"), "New agent…").trigger()
+    dialog = active_dialog(qtbot, FormDialog)
+    combos = [e for e in dialog.editors.values() if isinstance(e, QComboBox)]
+    assert combos
+    for combo in combos:
+        qtbot.waitUntil(combo.isEnabled, timeout=WAIT_MS)
+
+    def whole(combo: QComboBox) -> bool:
+        longest = max(combo.fontMetrics().horizontalAdvance(combo.itemText(i)) for i in range(combo.count()))
+        return combo.width() >= longest + 20
+
+    qtbot.waitUntil(lambda: all(whole(c) for c in combos), timeout=WAIT_MS)  # widened, not clipped
+    dialog.reject()
