@@ -91,7 +91,7 @@ def destruction_texts(key: Any) -> dict[str, str]:
     """The database backups that hold the key (any key's, read with its details), and a destroyed
     key's destruction in words: complete, or incomplete while those backups hold it."""
     held = "\n".join(f"{b.id} (made {when(b.created_at)})" for b in key.held_by_backups)
-    texts = {"held_by_backups": held or "None"}
+    texts = {"held_by_backups": held}  # none: "—", as every empty field
     if key.destruction_complete is False:
         texts["destruction_complete"] = (
             "No: the database backups below still hold the key. Deleting them (Backups page) "
