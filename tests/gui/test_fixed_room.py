@@ -1,6 +1,7 @@
 """A form keeps fixed room for its hints and errors (issue 45): a line that comes and goes under a
 field, a passphrase's strength hint, or the "cannot be sent yet" line never moves the fields a user
-is about to click, so a click meant for one field never lands in another."""
+is about to click, so a click meant for one field never lands in another. After a refusal the focus
+is on the field at fault, and Enter never reaches Cancel."""
 
 from __future__ import annotations
 
