@@ -140,8 +140,11 @@ class AppController(QObject):
     # -- sign-out and exit --------------------------------------------------------------------
     def sign_out(self) -> None:
         profile = self.session.profile
+        demo = self.ctx.demo  # local mode's demo: the sign-in window still leads to its credentials
         self._end_session()
-        self.show_sign_in(profile, "Signed out.", try_remembered=False)
+        window = self.show_sign_in(profile, "Signed out.", try_remembered=False)
+        if demo is not None:
+            window.offer_demo(demo)
 
     def _end_session(self) -> None:
         profile = self.session.profile

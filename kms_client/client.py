@@ -45,6 +45,7 @@ from .wire import (
     Dashboard,
     DataUnit,
     EnrollmentPassphrase,
+    EnrolmentCodes,
     Key,
     KeyGroup,
     KeyPolicy,
@@ -697,6 +698,13 @@ class KmsClient:
             f"/quorum-operations/{segment(op_id)}/enrol",
             reader(PendingQuorumOp),
             body={"member": member, "code": code, "passphrase": passphrase},
+        )
+
+    def new_enrolment_codes(self, op_id: str) -> EnrolmentCodes:
+        """New one-time codes for the members of a pending key split change still to enrol (an
+        interrupted ceremony resumes with them); their earlier codes stop working."""
+        return self._connection.call(
+            "POST", f"/quorum-operations/{segment(op_id)}/enrolment-codes", reader(EnrolmentCodes)
         )
 
     def set_quorum_lifetime(self, seconds: int) -> KeySplit:

@@ -37,6 +37,8 @@ class BackupPair:
     ca_fingerprint: str
     kma_id: str
     created_at: int  # Unix seconds
+    threshold: int = 0  # the key split of the core security backup: any `threshold` of `members`
+    members: tuple[str, ...] = ()
 
 
 class SetupClient:
@@ -100,6 +102,13 @@ class SetupClient:
         check: str = self._call("POST", "/setup/proof", body)["check"]
         return check
 
+    def check_hsm(self, hsm: dict[str, str], kma_id: str = "") -> list[str]:
+        """Whether the token of `hsm` (the answers' [hsm] table) opens with its PIN and can take the
+        master key (raises `ValidationFailed` with the reason); returns the module's token labels.
+        With only `module` in `hsm`, just those labels."""
+        tokens: list[str] = self._call("POST", "/setup/hsm", {"kma_id": kma_id, "hsm": hsm})["tokens"]
+        return tokens
+
     def finish(self, answers: dict[str, Any]) -> SetUpKma:
         """`answers`: the answers file's fields with `threshold` and `members` (names only)."""
         result = self._call("POST", "/setup/finish", answers)
@@ -129,6 +138,8 @@ class SetupClient:
             str(result["ca_fingerprint"]),
             str(result["kma_id"]),
             int(result["created_at"]),
+            int(result.get("threshold", 0)),
+            tuple(str(m) for m in result.get("members", ())),
         )
 
     def restore(

@@ -298,6 +298,14 @@ class EnrollmentPassphrase:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EnrolmentCodes:
+    """New one-time codes for the members of a pending key split change still to enrol."""
+
+    op_id: str
+    enrolment_codes: Mapping[str, str]
+
+
+@dataclass(frozen=True, kw_only=True)
 class AuditFacets:
     operation: tuple[str, ...]
     event_class: tuple[str, ...]

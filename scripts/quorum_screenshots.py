@@ -127,13 +127,14 @@ class Shots:
         alice = client.enrol_key_split_member(
             change.op.id, "alice", change.enrolment_codes["alice"], "alice-own-passphrase"
         )
-        after_alice = type(change)(alice, change.enrolment_codes)
-        ceremony = MemberEnrolmentDialog(self.ctx, after_alice, lambda _op: None, parent=page)
+        ceremony = MemberEnrolmentDialog(
+            self.ctx, alice, change.enrolment_codes, lambda _op: None, parent=page
+        )
         ceremony.open()
         ceremony.passphrase.setText("bob-types-this")
         ceremony.again.setText("bob-types-this")
         paths.append(self.grab(ceremony, "key_split_enrolment.png"))
-        ceremony.reject()
+        ceremony.stop()
         client.delete_quorum_operation(change.op.id)
         return paths
 

@@ -171,7 +171,7 @@ def render(  # noqa: PLR0915 - the walk, page by page
         shot("9_master_key")  # software, or a PKCS#11 token (docs/hsm.md)
         next_page()
         shot("10_summary")
-        wizard.button(QWizard.CommitButton).click()  # the progress page, while the KMA works
+        wizard.button(QWizard.NextButton).click()  # "Set up the KMA": the progress page, while the KMA works
         paths.append(grab(wizard, out / "setup_11_progress.png"))
         deadline = time.monotonic() + 60
         while type(wizard.currentPage()).__name__ != "SignInPage" and time.monotonic() < deadline:

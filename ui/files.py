@@ -8,6 +8,8 @@ given one silently falls back to that working folder.
 
 from __future__ import annotations
 
+import re
+from datetime import date
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, QStandardPaths, Qt, QUrl
@@ -28,6 +30,13 @@ def start_folder(kind: str) -> Path:
 def _remember(kind: str, path: str) -> Path:
     QSettings().setValue(f"{kind}/folder", str(Path(path).parent))
     return Path(path)
+
+
+def dated_name(what: str, suffix: str, cluster: str | None = "") -> str:
+    """A default file name that says whose and when: "acme-tape-vault-key-split-cards-2026-12-06.pdf"
+    (several clusters' cards or backups in one folder stay apart)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", (cluster or "").lower()).strip("-")
+    return "-".join(filter(None, [slug, what, date.today().isoformat()])) + suffix
 
 
 def ask_save_path(parent: QWidget | None, kind: str, title: str, name: str, kinds: str) -> Path | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -41,7 +42,7 @@ from app.setup import Strength, strength
 from app.writes import Change
 from ui.format import words
 from ui.setup_wizard.widgets import StrengthMeter
-from ui.widgets import ErrorLabel, PasswordLineEdit, grow_to_fit
+from ui.widgets import ErrorLabel, PasswordLineEdit, RoomLabel, grow_to_fit
 
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 PASSWORDS = ("password", "new_passphrase")  # kept as typed, spaces included
@@ -106,6 +107,17 @@ _VALUE_CHECKS: dict[str, Callable[[Field, Any], str]] = {
 }
 
 
+def _hint_lines(spec: Field) -> int:
+    """The room kept under a field for what may be wrong with it: two lines where the words can
+    be long (which characters an ID may not have, a passphrase's strength), one for "required",
+    none where nothing can be wrong (a plain text field cannot be typed longer than allowed)."""
+    if spec.read_only:
+        return 0
+    if spec.kind in ("id", "password", "new_passphrase", "multiline") or spec.at_least:
+        return 2
+    return int(spec.required)
+
+
 class FormDialog(QDialog):
     """Asks for ``fields``, then runs the write ``submit(values)`` on the write lane."""
 
@@ -148,17 +160,16 @@ class FormDialog(QDialog):
             label.setTextFormat(Qt.RichText)
             layout.addWidget(label)
         layout.addLayout(self._build_rows(fields))
-        self.error = ErrorLabel(reserve_lines=2)
-        layout.addWidget(self.error)
-        self.missing = QLabel()  # why the form cannot be sent yet, before the user touched it
-        self.missing.setObjectName("formMissing")
-        self.missing.setWordWrap(True)
-        self.missing.setEnabled(False)  # drawn muted: a to-do, not an error
-        self.missing.hide()
-        layout.addWidget(self.missing)
+        layout.addWidget(self._message_room())
         self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         self.ok = self.buttons.button(QDialogButtonBox.Ok)
         self.ok.setText(ok_text)
+        # Cancel never takes Enter from a form holding typed work (focus may land on it while a
+        # write runs): Enter sends the form, or, when sending destroys something, does nothing.
+        cancel = self.buttons.button(QDialogButtonBox.Cancel)
+        cancel.setAutoDefault(False)
+        self.ok.setDefault(not danger)
+        self._typing: QWidget | None = None  # where the user was when they sent the form
         if danger:
             # A destructive confirmation: Enter (or a stray double-click) must not confirm it.
             self.ok.setStyleSheet(
@@ -166,15 +177,30 @@ class FormDialog(QDialog):
                 "QPushButton:disabled { color: palette(mid); }"
             )
             self.ok.setAutoDefault(False)
-            cancel = self.buttons.button(QDialogButtonBox.Cancel)
-            cancel.setDefault(True)
-            if not fields:
+            if not fields:  # nothing typed to lose: Enter is Cancel
+                cancel.setDefault(True)
                 cancel.setFocus(Qt.OtherFocusReason)
         self.buttons.accepted.connect(self._accept)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
         self._validate()
         self._load_choices()
+
+    def _message_room(self) -> QWidget:
+        """Above the buttons, two lines kept for the KMA's refusal (red) or, until the user has
+        touched a field, why the form cannot be sent yet (muted: a to-do, not an error)."""
+        self.message_room = QWidget()
+        column = QVBoxLayout(self.message_room)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        self.error = ErrorLabel(reserve_lines=0)
+        self.missing = RoomLabel("Why the form cannot be sent yet", "formMissing", reserve_lines=0)
+        self.missing.setEnabled(False)
+        column.addWidget(self.error)
+        column.addWidget(self.missing)
+        column.addStretch(1)
+        self.message_room.setMinimumHeight(2 * self.fontMetrics().lineSpacing())
+        return self.message_room
 
     def _build_rows(self, fields: list[Field]) -> QFormLayout:
         """Each field with its label, and under it the line that says what is wrong with it."""
@@ -197,7 +223,7 @@ class FormDialog(QDialog):
             if spec.kind == "new_passphrase":
                 self.meters[spec.key] = StrengthMeter()
                 column.addWidget(self.meters[spec.key])
-            hint = ErrorLabel(f"{spec.label}: problem", f"hint:{spec.key}")
+            hint = ErrorLabel(f"{spec.label}: problem", f"hint:{spec.key}", _hint_lines(spec))
             column.addWidget(hint)
             self.hints[spec.key] = hint
             form.addRow(label, cell)
@@ -263,6 +289,7 @@ class FormDialog(QDialog):
 
     def _combo(self, spec: Field) -> QWidget:
         combo = QComboBox()
+        combo.setSizeAdjustPolicy(QComboBox.AdjustToContents)  # "Dallas (dallas)" whole, not "Dall…"
         for label, value in spec.choices:
             combo.addItem(label, value)
         if spec.default is not None:
@@ -309,6 +336,9 @@ class FormDialog(QDialog):
             combo.setCurrentIndex(max(0, combo.findData(spec.default)))
         combo.setEnabled(bool(items))
         self._validate()
+        wide = self.sizeHint().width()  # the choices just read may be longer than the dialog
+        if wide > self.width():
+            self.resize(wide, self.height())
 
     def _fill_failed(self, combo: QComboBox, exc: BaseException) -> bool:
         combo.clear()
@@ -345,8 +375,7 @@ class FormDialog(QDialog):
         if not problem and value and spec.kind == "new_passphrase":
             found = self._strength(spec)
             if not found.enough:
-                said = [f"{spec.label} is {found.words.lower()}.", found.hint, LONGER]
-                problem = " ".join(filter(None, said))
+                problem = f"{spec.label} is {found.words.lower()}. {LONGER}"  # how: the meter says
         if not problem and spec.at_least and value is not None:
             floor = self.values()[spec.at_least]
             other = next(f for f in self.fields if f.key == spec.at_least)
@@ -396,8 +425,7 @@ class FormDialog(QDialog):
             shown_inline = shown_inline or bool(text)
         missing = "" if shown_inline or not problem else problem
         if missing != self.missing.text():
-            self.missing.setText(missing)
-            self.missing.setVisible(bool(missing))
+            self.missing.say(missing)
             grow_to_fit(self)
 
     def _accept(self) -> None:
@@ -407,6 +435,8 @@ class FormDialog(QDialog):
             return
         values = self.values()
         self.error.say("")
+        focused = QApplication.focusWidget()
+        self._typing = focused if focused is not None and self.isAncestorOf(focused) else None
         self.ok.setEnabled(False)
         self.ctx.ops.write(
             self._submit(values),
@@ -442,7 +472,16 @@ class FormDialog(QDialog):
             return True
         self.error.say(f"{message.what} {message.todo}")
         grow_to_fit(self)
+        fault = self.field_at_fault(exc) or self._typing
+        if fault is not None and fault.isEnabled():
+            fault.setFocus(Qt.OtherFocusReason)
+            if isinstance(fault, QLineEdit):
+                fault.selectAll()  # typing replaces what was refused
         return True
+
+    def field_at_fault(self, exc: BaseException) -> QWidget | None:
+        """The field a refusal is about, to take the focus (None: where the user was)."""
+        return None
 
     def _taken_id(self, exc: BaseException) -> tuple[str, str] | None:
         """A create refused because the ID is in use: (the ID field, what to say under it)."""

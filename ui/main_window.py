@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMainWindow,
-    QMessageBox,
     QSplitter,
     QStackedWidget,
     QStyle,
@@ -246,14 +245,12 @@ class MainWindow(QMainWindow):
         dialog.open()
         return dialog
 
-    def _about(self) -> None:
-        QMessageBox.about(
-            self,
-            "About KMS Manager",
-            "<h3>KMS Manager</h3><p>Manages the keys of encrypting tape drives through a "
-            "cluster of Key Management Appliances.</p><p>Keys never leave the KMAs in the "
-            "clear; this manager only ever sees their state.</p>",
-        )
+    def _about(self) -> Any:
+        from ui.about_dialog import AboutDialog
+
+        dialog = AboutDialog(self.ctx, self)
+        dialog.open()
+        return dialog
 
     # -- status -------------------------------------------------------------------------------
     def _user_text(self, *_user: Any) -> None:

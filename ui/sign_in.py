@@ -131,6 +131,24 @@ class SignInWindow(QDialog):
 
         self.planning_window = open_planning_window()
 
+    def offer_demo(self, credentials: Any) -> None:
+        """Local mode, signed out: Demo credentials… opens the same list, whose "Sign in as" signs
+        in here as that demo user."""
+        from ui.demo_credentials import DemoCredentialsDialog
+
+        def sign_in_as(user_id: str) -> None:
+            self.user.setText(user_id)
+            self.passphrase.setText(credentials.passphrase_of(user_id) or "")
+            self.submit()
+
+        def show() -> None:
+            self.demo_dialog = DemoCredentialsDialog(credentials, None, self)
+            self.demo_dialog.sign_in_as.connect(sign_in_as)
+            self.demo_dialog.open()
+
+        self.demo_button = self.buttons.addButton("Demo credentials…", QDialogButtonBox.HelpRole)
+        self.demo_button.clicked.connect(show)
+
     def open_setup(self) -> None:
         from ui.setup_wizard.wizard import SetupWizard
 

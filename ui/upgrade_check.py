@@ -20,6 +20,14 @@ HOW = (
 )
 
 
+WHAT = (
+    "What it checks, whatever release comes next (it does not know which you will install): every "
+    "KMA of the cluster responds and is caught up, no KMA has writes waiting for the cluster, and "
+    "the newest database backup is at most 24 h old and holds every key (the way back should the "
+    "upgrade go wrong)."
+)
+
+
 def describe(answer: Any) -> str:
     """The answer as rich text: the verdict, every check (a failed one with what to do), the order."""
     failed = [c for c in answer.checks if not c.ok]
@@ -42,7 +50,7 @@ def describe(answer: Any) -> str:
         "</li>"
         for s in answer.order
     )
-    return f"{verdict}<ul>{checks}</ul><p>{html.escape(HOW)}</p><ol>{steps}</ol>"
+    return f"{verdict}<p>{html.escape(WHAT)}</p><ul>{checks}</ul><p>{html.escape(HOW)}</p><ol>{steps}</ol>"
 
 
 def upgrade_check_controls(ctx: AppContext) -> tuple[QPushButton, QLabel]:
@@ -75,6 +83,7 @@ class UpgradeCheckDialog(QDialog):
         self.text.setObjectName("upgradeCheckText")
         self.text.setTextFormat(Qt.RichText)
         self.text.setWordWrap(True)
+        self.text.setAlignment(Qt.AlignLeft | Qt.AlignTop)  # not centred under a blank band
         self.text.setTextInteractionFlags(Qt.TextSelectableByMouse)
         layout.addWidget(self.text, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.Close)

@@ -49,22 +49,20 @@ class PasswordLineEdit(QLineEdit):
         super().hideEvent(event)  # type: ignore[arg-type]
 
 
-class ErrorLabel(QLabel):
-    """A form's problem, in red under its fields; hidden while there is none.
+class RoomLabel(QLabel):
+    """A line of words that comes and goes in a form without moving the fields around it.
 
-    ``reserve_lines`` keeps that many lines of room while hidden, so a refusal coming and going
-    neither resizes the dialog (which a window manager may then re-centre) nor moves its fields
-    under the user's typing."""
+    It keeps ``reserve_lines`` of room while hidden, and once a longer text has needed more room
+    it keeps that too: a hint or an error appearing, growing or going never shifts the fields
+    below it under the user's cursor (a click meant for one field landing in another), nor
+    resizes the window (which a window manager may then re-centre)."""
 
-    def __init__(
-        self, accessible_name: str = "Error", object_name: str = "formError", reserve_lines: int = 0
-    ) -> None:
+    def __init__(self, accessible_name: str, object_name: str, reserve_lines: int = 1) -> None:
         super().__init__()
         self.setObjectName(object_name)
         self.setWordWrap(True)
-        self.setStyleSheet("color: #c62828;")
         self.setAccessibleName(accessible_name)
-        if reserve_lines:
+        if reserve_lines:  # 0: a line that may never show (a field that cannot be wrong)
             policy = self.sizePolicy()
             policy.setRetainSizeWhenHidden(True)
             self.setSizePolicy(policy)
@@ -74,6 +72,21 @@ class ErrorLabel(QLabel):
     def say(self, text: str) -> None:
         self.setText(text)
         self.setVisible(bool(text))
+        if text and self.width() > 0 and self.sizePolicy().retainSizeWhenHidden():
+            needed = self.heightForWidth(self.width())
+            if needed > self.minimumHeight():
+                self.setMinimumHeight(needed)
+
+
+class ErrorLabel(RoomLabel):
+    """A form's problem, in red under its fields (or the one field it is about); hidden while
+    there is none, its room kept (:class:`RoomLabel`)."""
+
+    def __init__(
+        self, accessible_name: str = "Error", object_name: str = "formError", reserve_lines: int = 1
+    ) -> None:
+        super().__init__(accessible_name, object_name, reserve_lines)
+        self.setStyleSheet("color: #c62828;")
 
 
 def page_header(title: str, subtitle: str = "") -> QWidget:
@@ -105,16 +118,16 @@ def page_header(title: str, subtitle: str = "") -> QWidget:
 
 
 def grow_to_fit(widget: QWidget) -> None:
-    """Once the event loop has laid out rows just added to `widget`, let its window grow to
-    show them unsquashed (never shrinking what the user sized)."""
+    """Once the event loop has laid out rows just added to `widget`, let its window grow down
+    to show them unsquashed (never shrinking what the user sized, never widening: a wrapped line
+    of words asks for more width than it needs, and a wider window moves its buttons)."""
 
     def grow() -> None:
         window = widget.window()
-        hint = window.sizeHint()
-        width, height = max(window.width(), hint.width()), max(window.height(), hint.height())
-        if (width, height) != (window.width(), window.height()):
+        height = max(window.height(), window.heightForWidth(window.width()), window.sizeHint().height())
+        if height != window.height():
             top_left = window.pos()  # grow downwards: the fields stay where the user is typing
-            window.resize(width, height)
+            window.resize(window.width(), height)
             window.move(top_left)
 
     QTimer.singleShot(0, widget, grow)

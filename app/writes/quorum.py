@@ -3,6 +3,8 @@ and deleting pending operations."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.writes import Write
 
 # An approval may complete the operation, which then changes what it was about.
@@ -10,6 +12,15 @@ approve_quorum_operation = Write("approve_quorum_operation", {"quorum", "users",
 change_key_split = Write("change_key_split", {"quorum"})
 delete_quorum_operation = Write("delete_quorum_operation", {"quorum"}, "Pending operation deleted.")
 enrol_key_split_member = Write("enrol_key_split_member", {"quorum"})
+
+
+def _resume_enrolment(worker: Any, op_id: str) -> tuple[Any, dict[str, str]]:
+    """New codes for the members still to enrol, then the operation as it is now (who is left)."""
+    codes = worker.client.new_enrolment_codes(op_id).enrolment_codes
+    return worker.client.get_quorum_operation(op_id), dict(codes)
+
+
+resume_enrolment = Write(_resume_enrolment, {"quorum"})
 lock_kma = Write("lock_kma", {"kmas"}, "KMA {0} locked.")
 set_autonomous_unlock = Write("set_autonomous_unlock", {"kmas", "quorum"})
 set_quorum_lifetime = Write("set_quorum_lifetime", {"quorum"}, "Quorum operation lifetime saved.")

@@ -37,6 +37,11 @@ def _prove(worker: OpContext, answers: SetupAnswers, typed: Sequence[tuple[str, 
         return setup.prove(typed)
 
 
+def _check_hsm(worker: OpContext, answers: SetupAnswers, hsm: dict[str, str]) -> list[str]:
+    with answers.client() as setup:
+        return setup.check_hsm(hsm, answers.kma_id)
+
+
 def _finish(worker: OpContext, answers: SetupAnswers) -> SetUpKma:
     with answers.client() as setup:
         return setup.finish(answers.finish_body())
@@ -74,6 +79,7 @@ check_code = Write(_check_code, set())
 check_network = Write(_check_network, set())
 draft_key_split = Write(_draft_key_split, set())
 prove = Write(_prove, set())
+check_hsm = Write(_check_hsm, set())
 finish = Write(_finish, set())
 upload_backups = Write(_upload_backups, set())
 restore = Write(_restore, set())

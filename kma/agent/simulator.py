@@ -44,7 +44,7 @@ class Simulation:
     write_ratio: float = 0.3
     rewrite_ratio: float = 0.1  # of writes: from beginning of tape
     tapes: int = 50
-    prefix: str = "E"
+    prefix: str = "S"  # simulated cartridges, never the demo's own E and A tapes
     seed: int | None = None
 
 

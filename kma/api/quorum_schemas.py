@@ -114,6 +114,13 @@ class KeySplitChangePending(PendingQuorumOp):
     enrolment_codes: dict[str, str]
 
 
+class EnrolmentCodes(Response):
+    """New one-time codes for the members of a pending key split change still to enrol."""
+
+    op_id: str
+    enrolment_codes: dict[str, str]
+
+
 class KeySplit(Response):
     threshold: int
     members: list[str]

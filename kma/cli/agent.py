@@ -48,7 +48,11 @@ def add_agent(sub: Any) -> None:
         help="share of writes that start from the beginning of the tape (0..1)",
     )
     sim.add_argument("--tapes", type=int, default=50, help="volsers PREFIX00001 .. PREFIXnnnnn")
-    sim.add_argument("--prefix", default="E", help="volser prefix (E: encrypted media pool)")
+    sim.add_argument(
+        "--prefix",
+        default="S",
+        help="volser prefix (default S: apart from the demo's own E and A cartridges)",
+    )
     sim.add_argument("--seed", type=int, default=None)
     sim.add_argument("--verbose", action="store_true", help="print every mount")
     sim.add_argument("--json", action="store_true", help="print the summary as one JSON object")

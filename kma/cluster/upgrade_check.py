@@ -8,6 +8,7 @@ Each failed check names what to do.
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.cluster.topology import kma_nodes
 from kma.services.backups import describe_duration
+from kma.services.keypool import key_pool
 from kms_client import KmsClient, KmsError, fingerprint_of
 
 # What the order tells of each KMA.
@@ -61,8 +63,14 @@ def _caught_up(kma: Appliance, node: dict[str, Any]) -> bool | None:
         return None
 
 
+def kma_words(name: str, kma_id: str) -> str:
+    """ "KMA Dallas 1 (kma-dal-1)", or "KMA vault-a (kma-a)": the word KMA once, whatever the name."""
+    said = name if re.search(r"\bKMA\b", name, re.IGNORECASE) else f"KMA {name}"
+    return f"{said} ({kma_id})"
+
+
 def _kma_checks(node: dict[str, Any], awaiting: bool, caught_up: bool | None) -> list[Check]:
-    who, kma_id = f"KMA {node['name']} ({node['id']})", node["id"]
+    who, kma_id = kma_words(node["name"], node["id"]), node["id"]
     if awaiting:
         return [
             Check(
@@ -143,6 +151,16 @@ def _backup_check(kma: Appliance) -> Check:
             f"(at most {BACKUP_MAX_AGE_S // 3600} h for an upgrade).",
             todo,
         )
+    pool = key_pool(kma)
+    waiting = pool.waiting() if pool.alone() else 0
+    if waiting:  # a one-KMA cluster's keys since then exist nowhere but on this machine
+        return Check(
+            "backup",
+            False,
+            f"The newest database backup is {describe_duration(age)} old, but {waiting:,} keys made since "
+            "wait for one: they exist nowhere else.",
+            todo,
+        )
     return Check("backup", True, f"The newest database backup is {describe_duration(age)} old.")
 
 
@@ -180,6 +198,8 @@ def upgrade_check(kma: Appliance) -> dict[str, Any]:
     checks = [c for n in nodes for c in _kma_checks(n, n["id"] in awaiting, caught_up.get(n["id"]))]
     checks.append(_backup_check(kma))
     order = [n for n in upgrade_order(nodes) if n["id"] not in awaiting]
+    if kma.store.cluster is None:  # one embedded KMA: no Raft, so no leader to speak of
+        order = [{**n, "leader": False} for n in order]
     return {
         "ready": all(c.ok for c in checks),
         "checks": [asdict(c) for c in checks],

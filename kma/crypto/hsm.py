@@ -173,7 +173,9 @@ class Token:
             else:
                 token = lib.get_token(token_serial=settings.token_serial.encode())
         except p11.NoSuchToken:
-            raise HsmUnavailable(f"The HSM {settings.token_name} is not in {settings.module}.") from None
+            raise HsmUnavailable(
+                f"The HSM {settings.token_name} is not in {settings.module}; {_tokens_said(lib)}"
+            ) from None
         except p11.PKCS11Error as exc:
             raise HsmUnavailable(f"The HSM {settings.token_name} cannot be found: {_name(exc)}.") from None
         pin = settings.read_pin()
@@ -185,6 +187,10 @@ class Token:
             raise HsmUnavailable(f"The HSM {settings.token_name} has locked its user PIN.") from None
         except p11.PKCS11Error as exc:
             raise HsmUnavailable(f"The HSM {settings.token_name} cannot be opened: {_name(exc)}.") from None
+
+    def check_key_label_free(self) -> None:
+        """Refuses, before anything is made, a token that already has a key under the label."""
+        self._free_label()
 
     def _call(self, what: str, operation: Any) -> Any:
         from pkcs11 import exceptions as p11
@@ -342,6 +348,32 @@ def _load(module: str) -> Any:
 
     with ThreadPoolExecutor(1, thread_name_prefix="pkcs11-load") as loader:
         return loader.submit(pkcs11.lib, module).result()
+
+
+def token_labels(module: str) -> list[str]:
+    """The labels of the initialised tokens a PKCS#11 module offers (what a typo is checked
+    against); refuses a module that cannot be loaded."""
+    try:
+        lib = _load(module)
+    except (RuntimeError, OSError) as exc:
+        raise HsmUnavailable(f"Cannot load the PKCS#11 module {module}: {exc}") from None
+    return _labels(lib)
+
+
+def _labels(lib: Any) -> list[str]:
+    from pkcs11 import exceptions as p11
+
+    try:
+        return sorted(token.label for token in lib.get_tokens(token_flags=None) if token.label)
+    except p11.PKCS11Error:
+        return []
+
+
+def _tokens_said(lib: Any) -> str:
+    labels = _labels(lib)
+    if not labels:
+        return "it has no initialised token."
+    return "its tokens: " + ", ".join(f"'{label}'" for label in labels) + "."
 
 
 def _mapper() -> Any:

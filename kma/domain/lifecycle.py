@@ -63,6 +63,12 @@ HELD_OR_REPLICATED = (
 BACKUP_HOLDS_DESTROYED_KEY = (
     "{b}deleted_at IS NULL AND {b}created_at >= {t}backup_mark AND {b}created_at <= {t}destroyed_at"
 )
+# A live database backup holds a key's material, destroyed or not: one that began after the key
+# was marked (and, for a destroyed key, no later than its destruction). A key's details list them.
+BACKUP_HOLDS_KEY = (
+    "{b}deleted_at IS NULL AND {b}created_at >= {t}backup_mark "
+    "AND ({t}destroyed_at IS NULL OR {b}created_at <= {t}destroyed_at)"
+)
 _POOL = "{t}destroyed_at IS NULL AND {t}activated_at IS NULL"
 _LIVE = "{t}destroyed_at IS NULL AND {t}activated_at IS NOT NULL"
 _STATE_COLUMNS = {

@@ -23,7 +23,7 @@ from kma.domain.strength import check_strength
 from kma.domain.validation import check_passphrase
 from kma.errors import Conflict, KmaError, NotFound, ValidationFailed
 from kma.services import refusals
-from kma.services.quorum.key_split_change import code_hash, unwrap_share
+from kma.services.quorum.key_split_change import code_hash, new_code, unwrap_share
 from kma.store import Stmt
 
 WRONG_CODE = "The enrolment code is wrong, already used, or not for this member of this key split change."
@@ -90,3 +90,46 @@ def enrol(
     )
     quorum.run_if_ready(kma, actor, op_id)  # the last enrolment may complete it
     return quorum.get_op(kma, op_id)
+
+
+def new_codes(kma: Appliance, actor: Actor, op_id: str) -> dict[str, str]:
+    """New one-time codes for the members of a pending key split change who have not enrolled yet
+    (a ceremony interrupted, its codes lost); each earlier code stops working. The operation's
+    approvals and the members who have enrolled stay as they are."""
+    quorum.sweep(kma)
+    op = kma.store.query_one("SELECT state, type FROM pending_quorum_ops WHERE id = ?", (op_id,))
+    if op is None:
+        raise NotFound(f"There is no quorum operation '{op_id[:64]}'.")
+    if op["type"] != "change_key_split":
+        raise Conflict(f"Quorum operation {op_id} is not a key split change; nobody enrols for it.")
+    if op["state"] != "pending":
+        raise Conflict(f"Quorum operation {op_id} is {op['state']}; nobody can enrol for it any more.")
+    waiting = [
+        row["member_name"]
+        for row in kma.store.query(
+            "SELECT member_name FROM key_split_enrolments WHERE op_id = ? AND enrolled_at IS NULL "
+            "ORDER BY position",
+            (op_id,),
+        )
+    ]
+    if not waiting:
+        raise Conflict(f"Every new member of quorum operation {op_id} has set their passphrase already.")
+    codes = {name: new_code() for name in waiting}
+    kma.commit(
+        actor,
+        "quorum.enrolment_codes",
+        [
+            Stmt(
+                "UPDATE key_split_enrolments SET code_hash = ? WHERE op_id = ? AND member_name = ? "
+                "AND enrolled_at IS NULL "
+                "AND EXISTS (SELECT 1 FROM pending_quorum_ops WHERE id = ? AND state = 'pending')",
+                (code_hash(code), op_id, name, op_id),
+                expect=1,
+                refusal=f"member '{name}' has enrolled meanwhile, or operation {op_id} is no longer pending",
+            )
+            for name, code in codes.items()
+        ],
+        f"new enrolment codes for {', '.join(repr(n) for n in waiting)} of quorum operation {op_id}",
+        ("quorum_operation", op_id),
+    )
+    return codes

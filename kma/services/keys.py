@@ -13,6 +13,7 @@ from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.domain.lifecycle import (
     BACKUP_HOLDS_DESTROYED_KEY,
+    BACKUP_HOLDS_KEY,
     DESTROYABLE_SQL,
     KeyState,
     key_in_state,
@@ -125,7 +126,7 @@ def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
     )
     if row is None:
         raise NotFound(f"There is no key '{key_id}'.")
-    holds = BACKUP_HOLDS_DESTROYED_KEY.format(t="keys.", b="b.")
+    holds = BACKUP_HOLDS_KEY.format(t="keys.", b="b.")
     held = kma.store.query(
         f"SELECT b.id, b.created_at FROM backups b, keys WHERE keys.id = ? AND {holds} ORDER BY b.created_at",
         (key_id,),

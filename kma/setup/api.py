@@ -6,6 +6,7 @@ POST /api/v1/setup/code          check the set-up code (every POST below carries
 POST /api/v1/setup/network       can the KMA listen on these management and service addresses?
 POST /api/v1/setup/key-split     draft the key split; answers which members must prove it
 POST /api/v1/setup/proof         those members' passphrases again: do they reconstruct the secret?
+POST /api/v1/setup/hsm           does this [hsm] token open with its PIN? (and the module's token labels)
 POST /api/v1/setup/finish        the rest of the answers: the KMA is made, and serves normally
 PUT  /api/v1/setup/restore/database-backup       a restore's two backup files, sent by the installer
 PUT  /api/v1/setup/restore/core-security-backup  (raw bodies, up to 256 MiB each; ?name=FILE)
@@ -34,7 +35,7 @@ from kma.api.deps import client_address
 from kma.errors import KmaError
 from kma.services.quorum.key_split import Credential
 from kma.setup.join import join_answers
-from kma.setup.new_cluster import DEFAULT_POOL, Answers, SplitMember, read_hsm
+from kma.setup.new_cluster import DEFAULT_POOL, Answers, SplitMember, check_new_token, read_hsm
 from kma.setup.restore import RestoreAnswers, check_pair, check_token, token_for
 from kma.setup.service import SetupSession
 
@@ -195,6 +196,18 @@ def prove(body: Proof, setup: Authorised) -> dict[str, str]:
     return {"check": setup.prove({m.name: m.passphrase for m in body.members})}
 
 
+class TokenCheck(BaseModel):
+    kma_id: Text = ""  # names the master key's default label, kma-master-<kma_id>
+    hsm: Annotated[dict[str, Text], Field(max_length=8)]
+
+
+@router.post("/setup/hsm")
+def check_hsm(body: TokenCheck, setup: Authorised) -> dict[str, list[str]]:
+    """The Master key page's check as the installer leaves it, so a typo in the module, token or
+    PIN file is said there, not at the last step; answers the module's token labels."""
+    return {"tokens": check_new_token(body.hsm, body.kma_id)}
+
+
 @router.post("/setup/finish")
 def finish(body: Finish, setup: Authorised) -> dict[str, str]:
     setup.finish(body.answers())
@@ -231,6 +244,9 @@ def check_backups(setup: Authorised, body: RestoreChoices | None = None) -> dict
         "ca_fingerprint": backup.cluster_fingerprint,
         "kma_id": str(manifest.get("kma_id", "")),
         "created_at": int(manifest["created_at"]),
+        # Who the restore's quorum is: the key split the core security backup holds (names only).
+        "threshold": core_backup.threshold,
+        "members": sorted(core_backup.sealed_shares),
     }
 
 

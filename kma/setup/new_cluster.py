@@ -27,7 +27,7 @@ from kma.crypto import (
     hash_passphrase,
     issue_server_certificate,
 )
-from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token
+from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token, token_labels
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
@@ -267,6 +267,26 @@ def _create(
     finally:
         if token is not None:
             token.close()  # the vault logs in on its own when `kma serve` unlocks it
+
+
+def check_new_token(table: dict[str, Any], kma_id: str) -> list[str]:
+    """Before the set-up's last step: the token of `table` ([hsm] of the answers) opens with its
+    PIN and has no key under the master key's label yet. Returns the labels of the module's
+    tokens; with only `module` given, just those (what the installer may choose from)."""
+    if set(table) <= {"module"}:
+        try:
+            return token_labels(str(table.get("module", "")))
+        except HsmUnavailable as exc:
+            raise ValidationFailed(str(exc)) from None
+    token = _open_token(read_hsm(table, kma_id))
+    assert token is not None
+    try:
+        token.check_key_label_free()
+        return token_labels(token.settings.module)
+    except HsmUnavailable as exc:
+        raise ValidationFailed(str(exc)) from None
+    finally:
+        token.close()
 
 
 def _open_token(hsm: HsmSettings | None) -> Token | None:

@@ -204,7 +204,9 @@ def token_for(
     recorded = core.hsm_key
     if recorded is None:
         if table is not None:
-            raise BadBackup("This backup's master key is in software, not in an HSM: leave out [hsm].")
+            raise BadBackup(
+                "This backup's master key is in software, not in an HSM: restore it without an HSM."
+            )
         return None
     holds = recorded.get("holds", "")
     where = f"{recorded.get('token', '?')}, key labelled '{recorded.get('key_label', '?')}'"
@@ -213,8 +215,8 @@ def token_for(
             return None  # the key split escrows the cluster's master key: the quorum restores it to software
         raise BadBackup(
             f"This backup's master key is in an HSM ({where}) and cannot be restored onto software: its "
-            "token key never leaves the token, and no backup or key split holds it. Give [hsm] with the "
-            "module, token and PIN of a token that holds that key (docs/hsm.md)."
+            "token key never leaves the token, and no backup or key split holds it. Choose the HSM that "
+            "holds that key: its PKCS#11 module, token label and PIN file."
         )
     try:
         settings = HsmSettings.from_table(table, recorded.get("key_label", ""))

@@ -126,8 +126,8 @@ def test_new_user_waits_for_three_quorum_members_and_runs(qtbot, controller, dem
     op_id = inbox.current().id
     assert user_id in inbox.details.request.toPlainText()
     assert "jo-passphrase-1" not in inbox.details.request.toPlainText()
-    # a Security Officer may delete but not approve
-    assert [s.text for s, _a in inbox.list._actions] == ["Delete…"]
+    # a Security Officer may delete (and continue a key split change's enrolment) but not approve
+    assert [s.text for s, _a in inbox.list._actions] == ["Continue enrolment…", "Delete…"]
 
     # When three quorum members approve it in turn, each as a different key split member
     seen = []

@@ -12,10 +12,13 @@ from __future__ import annotations
 import re
 import socket
 from collections.abc import Iterator
+from dataclasses import replace
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWizard
 
 from tests.gui.helpers import WAIT_MS
@@ -172,8 +175,14 @@ def walk(
         master.in_hsm.setChecked(True)
         master.module.setText(hsm.module)
         refused_here(qtbot, wizard, "Give the token label, the PIN file")
+        # A typo in the token label is said here, naming the module's tokens, not after the ceremony
+        choose_token(master, replace(hsm, label=hsm.label + "x"))
+        refused_here(qtbot, wizard, f"its tokens: '{hsm.label}'")
+        assert master.token.hasFocus() and "listed here once" in master.tokens.text()
         choose_token(master, hsm)
     next_page(qtbot, wizard, "SummaryPage")
+    if hsm is not None:
+        assert master.tokens.text() == f"Tokens in this module: {hsm.label}."
 
 
 def choose_token(choice: Any, hsm: SoftHsm) -> None:
@@ -241,7 +250,25 @@ def test_the_wizard_puts_the_master_key_in_an_hsm(
         assert f"in the HSM token &#x27;{hsm.label}&#x27;" in wizard.currentPage().text.text()
         wizard.currentPage().save_answers(tmp_path / "answers.toml")
         assert f'token_label = "{hsm.label}"' in (tmp_path / "answers.toml").read_text()
+        # The PIN file loosened after its check: the set-up fails, and Back keeps the proven split
+        hsm.pin_file.chmod(0o644)
+        qtbot.keyClick(wizard, Qt.Key_Return)  # Enter on the Summary sets up the KMA
+        progress = wizard.page_named("ProgressPage")
+        qtbot.waitUntil(lambda: "PIN" in progress.error.text(), timeout=WAIT_MS * 3)
+        assert "keeps the proven key split" in progress.error.text()
+        for page in ("SummaryPage", "MasterKeyPage"):
+            qtbot.waitUntil(wizard.button(QWizard.BackButton).isEnabled, timeout=WAIT_MS)
+            wizard.button(QWizard.BackButton).click()
+            assert type(wizard.currentPage()).__name__ == page
+        hsm.pin_file.chmod(0o600)
+        next_page(qtbot, wizard, "SummaryPage")
         next_page(qtbot, wizard, "SignInPage")
+        done = wizard.currentPage()
+        assert f"agents (tape drives) at <b>{wizard.answers.service_address}</b>" in done.text.text()
+        offered: list[str] = []
+        monkeypatch.setattr("ui.setup_wizard.finish_pages.ask_save_path", lambda *a: offered.append(a[3]))
+        done.ask_where_to_print()
+        assert offered == [f"acme-tape-vault-key-split-cards-{date.today().isoformat()}.pdf"]
         kma.wait_ready(set_up=True)
         status = kma.client().status()
         assert status.master_key == f"pkcs11: token '{hsm.label}' in {hsm.module}"

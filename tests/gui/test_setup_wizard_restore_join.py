@@ -76,6 +76,8 @@ def test_the_wizard_restores_a_kma_from_its_backup_files_and_signs_in(
     files.core.setText(str(core))
     next_page(qtbot, wizard, "RestoreQuorumPage")
     page = wizard.currentPage()
+    members = sorted(m["name"] for m in source.demo["key_split"]["members"])
+    assert f"any 3 of its {len(members)} members ({', '.join(members)})" in page.subTitle()  # who types
     type_quorum(page, quorum(source))
     refused_here(qtbot, wizard, "changed")  # a changed byte: found once the quorum opens the backup
     assert "members type again" in page.typed_so_far.text()
@@ -89,6 +91,9 @@ def test_the_wizard_restores_a_kma_from_its_backup_files_and_signs_in(
     type_quorum(page, wrong)
     refused_here(qtbot, wizard, f"passphrase of key split member '{wrong[2]['name']}' is wrong")
     assert written(waiting) == []
+    # The focus is back where the members type, not on Cancel, which Enter never presses
+    qtbot.waitUntil(page.name.hasFocus, timeout=WAIT_MS)
+    assert not wizard.button(QWizard.CancelButton).autoDefault()
 
     type_quorum(page, quorum(source)[:-1])
     last = quorum(source)[-1]  # the last member types and presses Restore
@@ -186,6 +191,8 @@ def test_the_wizard_restores_an_hsm_kmas_backup_onto_its_token_not_onto_software
         # Software is refused before the quorum types: the token key is in no backup nor key split
         assert files.choice.software.isChecked()
         refused_here(qtbot, wizard, "cannot be restored onto software")
+        said = files.error.text()  # in the wizard's words: no answers file's table, no repository path
+        assert "Choose the HSM that holds that key" in said and "[hsm]" not in said and "docs/" not in said
         choose_token(files.choice, hsm)
         hsm.pin_file.write_text("0000\n")
         refused_here(qtbot, wizard, "refused the PIN (wrong PIN)")

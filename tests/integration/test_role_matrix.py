@@ -112,6 +112,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /kmas/{id}/lock": frozenset({SO}),
     "POST /kmas/{id}/unlock": frozenset({SO}),
     "PUT /cluster/key-split": frozenset({SO}),
+    "POST /quorum-operations/{id}/enrolment-codes": frozenset({SO}),
     "PUT /cluster/autonomous-unlock": frozenset({SO}),
     "PUT /cluster/quorum-lifetime": frozenset({SO}),
     # Cluster membership (issue 11).
@@ -440,6 +441,7 @@ CALLS: dict[str, Prep] = {
         {"threshold": 3, "members": [{"name": m["name"]} for m in w.kma.demo["key_split"]["members"]]},
     ),
     "POST /quorum-operations/{id}/enrol": lambda w, u: w.enrolment(),
+    "POST /quorum-operations/{id}/enrolment-codes": lambda w, u: (w.enrolment()[0], None),
     "PUT /cluster/autonomous-unlock": lambda w, u: ({}, {"enabled": False}),
     "PUT /cluster/quorum-lifetime": lambda w, u: ({}, {"seconds": 86400}),
     # Quorum-protected: without credentials a new entry or passphrase is a pending operation (202).
@@ -478,6 +480,7 @@ AFTER: dict[str, Callable[[World], None]] = {
     "POST /kmas/{id}/unlock": World.ensure_unlocked,
     "PUT /cluster/key-split": lambda w: w.drop_pending("change_key_split"),
     "POST /quorum-operations/{id}/enrol": lambda w: w.drop_pending("change_key_split"),
+    "POST /quorum-operations/{id}/enrolment-codes": lambda w: w.drop_pending("change_key_split"),
     "PUT /cluster/autonomous-unlock": lambda w: w.drop_pending("set_autonomous_unlock"),
     "PUT /kmas/{id}/passphrase": lambda w: w.drop_pending("set_kma_passphrase"),
     "POST /kmas/{id}/remove": lambda w: w.drop_pending("remove_kma"),

@@ -87,6 +87,16 @@ def test_upgrade_check_wants_a_backup_of_the_last_day_and_names_what_to_do(
     assert code == 0, err
     assert "Ready: every check passed." in out and "1. kma-dal-1" in out
 
+    # A larger pool: the KMA makes keys no backup holds, which exist only on this machine
+    size = so.get_kma("kma-dal-1").key_pool_size
+    so.update_kma("kma-dal-1", key_pool_size=size + 50)
+    waiting = wait_until(
+        lambda: [c for c in so.upgrade_check().checks if not c.ok], 15, "keys waiting for a backup"
+    )
+    assert waiting[0].name == "backup" and "wait for one: they exist nowhere else" in waiting[0].message
+    fresh_kma.client("backup").create_backup()
+    assert so.upgrade_check().ready
+
     # A day and an hour later the backup is too old: the check fails, saying what to do.
     fresh_kma.advance_clock(DAY + 3600)
     so = fresh_kma.client("so")  # signed in again: a day ended the session

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from app.changes import ChangeFollower
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.quorum_watch import QuorumWatch
 from app.writes.backups import (
     create_backup,
     delete_backup,
@@ -29,7 +30,7 @@ from app.writes.backups import (
     take_core_security_backup,
 )
 from kms_client import Page
-from ui.files import ask_save_path, tell_saved
+from ui.files import ask_save_path, dated_name, tell_saved
 from ui.form_dialog import Field, FormDialog
 from ui.format import counted
 from ui.list_page import ActionSpec, ListPage, ListSpec
@@ -257,11 +258,15 @@ class BackupsPage(QWidget):
             text += f" <span style='color:{AGE_COLOURS['bad']}'>{failed}</span>"
         self.schedule.setText(f"<b>Schedule</b> (of KMA {schedule.kma_id}): {text}")
 
+    def _cluster_name(self) -> str:
+        status = QuorumWatch.of(self.ctx).status  # the KMA's last polled status, if any yet
+        return str(status.cluster_name) if status is not None else ""
+
     def _take_core(self) -> None:
         path = _ask_save(
             self,
             "Save the core security backup",
-            "core-security-backup.kmacore",
+            dated_name("core-security-backup", ".kmacore", self._cluster_name()),
             "Core security backups (*.kmacore)",
         )
         if path is None:
@@ -299,7 +304,7 @@ class BackupsPage(QWidget):
                 ),
                 Field(
                     "folder",
-                    "Target folder",
+                    "Target folder on the KMA's machine",
                     default=current.folder if current else "",
                     max_length=4096,
                     help="A folder on the KMA's machine (absolute path); scheduled backups are copied there.",

@@ -88,14 +88,16 @@ def detail_texts(key: Any) -> dict[str, str]:
 
 
 def destruction_texts(key: Any) -> dict[str, str]:
-    """A destroyed key's destruction in words: complete, or which backups still hold it."""
-    if key.destruction_complete is not False:
-        return {}
-    return {
-        "destruction_complete": "No: the database backups below still hold the key. Deleting them "
-        "(Backups page) completes its destruction.",
-        "held_by_backups": "\n".join(f"{b.id} (made {when(b.created_at)})" for b in key.held_by_backups),
-    }
+    """The database backups that hold the key (any key's, read with its details), and a destroyed
+    key's destruction in words: complete, or incomplete while those backups hold it."""
+    held = "\n".join(f"{b.id} (made {when(b.created_at)})" for b in key.held_by_backups)
+    texts = {"held_by_backups": held}  # none: "—", as every empty field
+    if key.destruction_complete is False:
+        texts["destruction_complete"] = (
+            "No: the database backups below still hold the key. Deleting them (Backups page) "
+            "completes its destruction."
+        )
+    return texts
 
 
 def open_details(page: ListPage, key: Any) -> DetailsDialog:
@@ -110,7 +112,7 @@ COLUMNS = [
     Column("id", "Key ID", 290),
     Column("state", "State", 190, format=words, tone=state_tone),
     Column("compromised", "Compromised", 95, format=yes_no, tone=lambda k: "bad" if k.compromised else None),
-    Column("algorithm", "Object", 100),
+    Column("algorithm", "Object", 170),  # "RSA-2048 Private Key" unclipped
     Column("name", "Name", 150),
     Column("data_unit_id", "Data unit", 100),
     Column("key_group_id", "Key group", 120),

@@ -145,7 +145,7 @@ class KeySplitDialog(QuorumFormDialog):
         )
         inner.addWidget(self.rotate)
         layout = self.layout()
-        layout.insertWidget(layout.indexOf(self.error) - 1, group)  # above the current quorum's
+        layout.insertWidget(layout.indexOf(self.message_room) - 1, group)  # above the current quorum's
         self._validate()
 
     def _ok_label(self) -> None:
@@ -174,19 +174,28 @@ class KeySplitDialog(QuorumFormDialog):
 
 
 class MemberEnrolmentDialog(QDialog):
-    """The ceremony: each new member in turn types their own passphrase twice.
+    """The ceremony: each new member in turn types their own passphrase twice. ``codes``: the
+    one-time enrolment code of each member still to enrol (from the change, or new ones when a
+    Security Officer resumes it from Pending approvals).
 
     ``on_changed(op)`` runs when the change has executed (the last enrolment completed it)."""
 
     def __init__(
-        self, ctx: AppContext, change: Any, on_changed: Callable[[Any], None], parent: QWidget | None = None
+        self,
+        ctx: AppContext,
+        op: Any,
+        codes: dict[str, str],
+        on_changed: Callable[[Any], None],
+        parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.ctx = ctx
-        self.op = change.op
-        self._codes = dict(change.enrolment_codes)
+        self.op = op
+        self._codes = dict(codes)
         self._on_changed = on_changed
         self.outcome: QMessageBox | None = None
+        self.stop_box: QMessageBox | None = None  # "stop with members still to enrol?"
+        self._leaving = False
         self.setWindowTitle("New key split members set their passphrases")
         self.setWindowModality(Qt.WindowModal)
         self.setMinimumWidth(540)
@@ -339,6 +348,40 @@ class MemberEnrolmentDialog(QDialog):
         box.setObjectName("enrolmentCodes")
         box.open()
         return box
+
+    def reject(self) -> None:
+        """Esc or Close while members are still to enrol asks first: their codes go with the
+        dialog (a Security Officer can resume with new ones, under Pending approvals)."""
+        waiting = self.op.awaiting_enrolment if self.op.state == "pending" else ()
+        if self._leaving or not waiting:
+            super().reject()
+            return
+        n = len(waiting)
+        self.stop_box = QMessageBox(
+            QMessageBox.Question,
+            "Stop the enrolment?",
+            f"{n} new member{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} not set "
+            f"{'their' if n != 1 else 'a'} passphrase yet: {', '.join(waiting)}.",
+            QMessageBox.NoButton,
+            self,
+        )
+        self.stop_box.setObjectName("stopEnrolment")
+        self.stop_box.setInformativeText(
+            "The change stays pending. To carry on later, a Security Officer selects it under "
+            "Pending approvals and chooses Continue enrolment…, which gives new codes (the ones "
+            "shown here stop working)."
+        )
+        keep = self.stop_box.addButton("Keep going", QMessageBox.RejectRole)
+        stop = self.stop_box.addButton("Stop for now", QMessageBox.DestructiveRole)
+        self.stop_box.setDefaultButton(keep)
+        self.stop_box.setEscapeButton(keep)
+        stop.clicked.connect(self.stop)
+        self.stop_box.open()
+
+    def stop(self) -> None:
+        """Close without asking (the change stays pending, resumable with new codes)."""
+        self._leaving = True
+        self.reject()
 
     def done(self, result: int) -> None:
         self.passphrase.clear()

@@ -433,7 +433,9 @@ class LockingPage(QWidget):
             box.open()
 
         def submitted(change: Any) -> None:
-            self.enrolment = MemberEnrolmentDialog(self.ctx, change, changed, parent=self)
+            self.enrolment = MemberEnrolmentDialog(
+                self.ctx, change.op, change.enrolment_codes, changed, parent=self
+            )
             self.enrolment.finished.connect(lambda _r: self.refresh())
             self.enrolment.open()
 

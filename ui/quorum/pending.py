@@ -31,11 +31,12 @@ from PySide6.QtWidgets import (
 from app.context import AppContext
 from app.pages import PageSpec, register, register_window_extension
 from app.quorum_watch import QuorumWatch
-from app.writes.quorum import delete_quorum_operation
+from app.writes.quorum import delete_quorum_operation, resume_enrolment
 from ui.form_dialog import FormDialog
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
+from ui.quorum.key_split import MemberEnrolmentDialog
 from ui.quorum.widgets import (
     QUORUM_PAGE,
     TYPE_WORDS,
@@ -254,6 +255,7 @@ class QuorumPage(QWidget):
         self.ctx = ctx
         self.setObjectName("page:quorum")
         self._want: str | None = None
+        self.enrolment: MemberEnrolmentDialog | None = None  # a resumed key split ceremony
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
         top.addWidget(page_header(TITLE, self._subtitle()), 1)
@@ -270,6 +272,12 @@ class QuorumPage(QWidget):
                     toolbar=True,
                     shortcut="Ctrl+Return",
                     enabled=lambda op: op.pending,
+                ),
+                ActionSpec(
+                    "Continue enrolment…",
+                    lambda _p, op: self.resume_enrolment(op),
+                    "quorum.submit",
+                    enabled=lambda op: op.pending and bool(op.awaiting_enrolment),
                 ),
                 ActionSpec(
                     "Delete…",
@@ -351,6 +359,20 @@ class QuorumPage(QWidget):
         dialog.approved.connect(self._changed)
         dialog.open()
         return dialog
+
+    def resume_enrolment(self, op: Any) -> None:
+        """An interrupted key split ceremony, resumed: new codes for the members still to enrol
+        (their earlier codes stop working), then the same dialog each member types in."""
+
+        def resumed(answer: tuple[Any, dict[str, str]]) -> None:
+            current, codes = answer
+            self.enrolment = MemberEnrolmentDialog(self.ctx, current, codes, self._changed, parent=self)
+            self.enrolment.finished.connect(lambda _r: self.refresh())
+            self.enrolment.open()
+
+        self.ctx.ops.write(
+            resume_enrolment(op.id), parent=self, label="New enrolment codes…", success=resumed
+        )
 
     def delete(self, op: Any) -> FormDialog:
         dialog = FormDialog(

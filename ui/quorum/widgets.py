@@ -291,7 +291,7 @@ class QuorumFormDialog(FormDialog):
         self.credentials.changed.connect(self._ok_label)
         inner.addWidget(self.credentials)
         layout = self.layout()
-        layout.insertWidget(layout.indexOf(self.error), group)
+        layout.insertWidget(layout.indexOf(self.message_room), group)
         load_members(ctx, self, self._members_known)
         self._validate()
         self._ok_label()
@@ -325,6 +325,15 @@ class QuorumFormDialog(FormDialog):
         if base or self.credentials is None:
             return base
         return self.credentials.problem()
+
+    def field_at_fault(self, exc: BaseException) -> QWidget | None:
+        """A refused member's passphrase (the KMA names the member: 'alice')."""
+        said = exc.message if isinstance(exc, kms_client.ApiError) else ""
+        for _row, member, passphrase in self.credentials.rows if self.credentials is not None else []:
+            name = member.currentText().strip()
+            if name and f"'{name}'" in said:
+                return passphrase
+        return None
 
     def done(self, result: int) -> None:
         if self.credentials is not None:

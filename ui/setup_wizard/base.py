@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtWidgets import QWizard, QWizardPage
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QLineEdit, QWidget, QWizard, QWizardPage
 
 import kms_client
 from app.errors import describe
@@ -39,6 +40,7 @@ class SetupPage(QWizardPage):
         self.error = ErrorLabel("Set-up problem", "setupError")
         self._passed = False
         self.busy = False
+        self._typing: QWidget | None = None  # where the installer was when Next asked the KMA
 
     def check(self) -> Any:  # '' | a problem | STAY | a worker function
         return ""
@@ -62,7 +64,13 @@ class SetupPage(QWizardPage):
         self._ask(found)
         return False
 
+    def field_at_fault(self, exc: BaseException) -> QWidget | None:
+        """The field a refusal is about, to take the focus (None: where the installer was)."""
+        return None
+
     def _ask(self, work: Callable[[Any], Any]) -> None:
+        focused = QApplication.focusWidget()
+        self._typing = focused if focused is not None and self.isAncestorOf(focused) else None
         self.busy = True
         self.wizard().button(QWizard.NextButton).setEnabled(False)
         self.ops.write(
@@ -86,4 +94,11 @@ class SetupPage(QWizardPage):
         self.busy = False
         self.wizard().button(QWizard.NextButton).setEnabled(True)
         self.error.say(reason(exc))
+        # Back to the field at fault (or where the installer was), never Cancel: Enter there
+        # would throw the typed answers away.
+        fault = self.field_at_fault(exc) or self._typing
+        if fault is not None and fault.isEnabled():
+            fault.setFocus(Qt.OtherFocusReason)
+            if isinstance(fault, QLineEdit):
+                fault.selectAll()
         return True

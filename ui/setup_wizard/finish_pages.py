@@ -6,11 +6,12 @@ import html
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QVBoxLayout, QWizard
 
 from app.setup import SetupAnswers
 from app.writes import setup as setup_writes
-from ui.files import ask_save_path, tell_saved
+from ui.files import ask_save_path, dated_name, tell_saved
 from ui.setup_wizard.base import SetupPage, reason
 from ui.setup_wizard.cards import cards_for, write_pdf
 from ui.trust_dialog import grouped
@@ -24,8 +25,9 @@ class SummaryPage(SetupPage):
             "Summary",
             "Nothing has been written to the KMA yet. Set it up, or go back to change an answer.",
         )
-        self.setCommitPage(True)
-        self.setButtonText(QWizard.CommitButton, "Set up the KMA")
+        # Not a commit page: should the set-up fail (a token gone since its check), Back from the
+        # progress page returns here and to the answers, the proven key split kept by the KMA.
+        self.setButtonText(QWizard.NextButton, "Set up the KMA")
         layout = QVBoxLayout(self)
         self.text = QLabel()
         self.text.setWordWrap(True)
@@ -37,6 +39,7 @@ class SummaryPage(SetupPage):
             "`kma init --answers FILE`, which asks each person."
         )
         self.save_button.clicked.connect(self.ask_where_to_save)
+        self.save_button.setAutoDefault(False)  # Enter sets up the KMA; saving is a click
         layout.addWidget(self.save_button)
         self.saved = QLabel()
         layout.addWidget(self.saved)
@@ -107,6 +110,7 @@ class ProgressPage(SetupPage):
         layout.addWidget(self.retry)
         layout.addStretch()
         self.done = False
+        self.running = False
 
     def initializePage(self) -> None:  # noqa: N802 - Qt override
         self.run()
@@ -121,12 +125,17 @@ class ProgressPage(SetupPage):
             "it all in its audit trail, then starts serving normally."
         )
         self.wizard().button(QWizard.CancelButton).setEnabled(False)
+        self.running = True
+        # After the wizard has set its buttons for this page (it enables Back): no Back meanwhile.
+        back = self.wizard().button(QWizard.BackButton)
+        QTimer.singleShot(0, self, lambda: back.setEnabled(not self.running))
         answers = self.answers
         self.ops.write(
             setup_writes.finish(answers), parent=self, quiet=True, success=self._made, failure=self._failed
         )
 
     def _made(self, made: Any) -> None:
+        self.running = False
         self.answers.made = made
         self.done = True
         self.bar.setRange(0, 1)
@@ -135,10 +144,15 @@ class ProgressPage(SetupPage):
         self.wizard().next()
 
     def _failed(self, exc: BaseException) -> bool:
+        self.running = False
         self.bar.setRange(0, 1)
         self.bar.setValue(0)
-        self.error.say(f"{reason(exc)} Nothing was set up; the KMA still waits in set-up mode.")
+        self.error.say(
+            f"{reason(exc)} Nothing was set up; the KMA still waits in set-up mode and keeps the "
+            "proven key split: correct the answer with Back, or Try again."
+        )
         self.wizard().button(QWizard.CancelButton).setEnabled(True)
+        self.wizard().button(QWizard.BackButton).setEnabled(True)
         self.retry.show()
         return True
 
@@ -170,7 +184,9 @@ class DonePage(SetupPage):
         self.wizard().button(QWizard.CancelButton).setEnabled(True)
         self.text.setText(
             f"<p>The cluster <b>{html.escape(a.cluster_name)}</b> has its first KMA, "
-            f"<b>{html.escape(a.kma_id)}</b>, serving at <b>{html.escape(a.made.management_address)}</b>.</p>"
+            f"<b>{html.escape(a.kma_id)}</b>, serving managers at "
+            f"<b>{html.escape(a.made.management_address)}</b> and agents (tape drives) at "
+            f"<b>{html.escape(a.service_address)}</b>: give that to whoever enrols the drives.</p>"
             "<p>Its cluster CA fingerprint (the manager trusts it from now on; compare it with "
             "the KMA's console):</p>"
             f"<pre>{html.escape(grouped(a.made.ca_fingerprint))}</pre>"
@@ -182,7 +198,8 @@ class DonePage(SetupPage):
         )
 
     def ask_where_to_print(self) -> None:
-        path = ask_save_path(self, "setup", "Save the key split cards", "key-split-cards.pdf", "PDF (*.pdf)")
+        name = dated_name("key-split-cards", ".pdf", self.answers.cluster_name)
+        path = ask_save_path(self, "setup", "Save the key split cards", name, "PDF (*.pdf)")
         if path:
             self.print_cards(path)
             tell_saved(self, "Key split cards saved", path, "Print one for each member.")

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QPushButton,
     QVBoxLayout,
+    QWidget,
     QWizard,
 )
 
@@ -187,6 +188,13 @@ class RestoreQuorumPage(SetupPage):
         self.typed: list[tuple[str, str]] = []
 
     def initializePage(self) -> None:  # noqa: N802 - Qt override
+        pair = self.answers.backup
+        if pair is not None and pair.threshold:
+            self.setSubTitle(
+                f"The key split in the backup is restored with it: any {pair.threshold} of its "
+                f"{len(pair.members)} members ({', '.join(pair.members)}) each type their own name and "
+                "passphrase, then Next member; the last one presses Restore the KMA."
+            )
         self.start_again()
 
     def start_again(self) -> None:
@@ -226,6 +234,9 @@ class RestoreQuorumPage(SetupPage):
     def checked(self, result: Any) -> None:
         self.answers.made = result
         self.start_again()
+
+    def field_at_fault(self, exc: BaseException) -> QWidget | None:
+        return self.name  # the members type again, from the first
 
     def _refused(self, exc: BaseException) -> bool:
         super()._refused(exc)

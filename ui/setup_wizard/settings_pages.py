@@ -4,9 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QRadioButton, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCompleter,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QRadioButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.setup import SetupAnswers, id_problem, strength
+from app.writes import setup as setup_writes
 from ui.setup_wizard.base import SetupPage
 from ui.setup_wizard.widgets import StrengthMeter
 from ui.widgets import PasswordLineEdit
@@ -123,6 +134,9 @@ class PoolPage(SetupPage):
         return ""
 
 
+NO_TOKENS_YET = "The module's tokens are listed here once the KMA has read the module."
+
+
 class TokenChoice(QWidget):
     """Software, or a PKCS#11 token on the KMA's machine (module, token label, PIN file): the choice
     of the new cluster's Master key page and of the join page (docs/hsm.md)."""
@@ -147,8 +161,12 @@ class TokenChoice(QWidget):
         self.pin_file = QLineEdit(hsm.get("pin_file", ""))
         self.pin_file.setAccessibleName("PIN file")
         self.pin_file.setPlaceholderText("/etc/kma/hsm.pin")
+        self.tokens = QLabel(NO_TOKENS_YET)  # the labels the module has, once the KMA has said them
+        self.tokens.setObjectName("moduleTokens")
+        self.tokens.setWordWrap(True)
         form.addRow("PKCS#11 module:", self.module)
         form.addRow("Token label:", self.token)
+        form.addRow("", self.tokens)
         form.addRow("User PIN file:", self.pin_file)
         layout.addWidget(self.token_form)
         note = QLabel(
@@ -159,6 +177,14 @@ class TokenChoice(QWidget):
         layout.addWidget(note)
         self.in_hsm.toggled.connect(self.token_form.setEnabled)
         self.token_form.setEnabled(self.in_hsm.isChecked())
+
+    def offer_tokens(self, labels: list[str]) -> None:
+        """The module's token labels: completed as typed, and said under the field."""
+        completer = QCompleter(labels, self.token)
+        completer.setCaseSensitivity(Qt.CaseInsensitive)
+        self.token.setCompleter(completer)
+        said = ", ".join(labels) if labels else "none initialised"
+        self.tokens.setText(f"Tokens in this module: {said}.")
 
     def chosen(self) -> dict[str, str] | str:
         """The `[hsm]` table chosen (empty for software), or what is missing from it."""
@@ -174,6 +200,9 @@ class TokenChoice(QWidget):
         if missing:
             return f"Give {', '.join(missing)}, or keep the master key in software."
         return chosen
+
+
+TOKEN_FAULTS = (("PKCS#11 module", "module"), ("PIN", "pin_file"))  # the KMA's words -> the field
 
 
 class MasterKeyPage(SetupPage):
@@ -196,10 +225,40 @@ class MasterKeyPage(SetupPage):
         layout.addWidget(self.choice)
         layout.addWidget(self.error)
         layout.addStretch()
+        self.choice.module.editingFinished.connect(self._ask_tokens)
+        self._chosen: dict[str, str] = {}
+
+    def _ask_tokens(self) -> None:
+        """Which tokens the module has, asked once the module is typed (quietly: a wrong module
+        is said when the page is left)."""
+        module = self.choice.module.text().strip()
+        if module:
+            self.ops.write(
+                setup_writes.check_hsm(self.answers, {"module": module}),
+                parent=self,
+                quiet=True,
+                success=self.choice.offer_tokens,
+                failure=lambda _exc: True,
+            )
 
     def check(self) -> Any:
+        """Software, or a token the KMA opens now with its PIN: a typo is said here, not at the
+        last step after the ceremony."""
         chosen = self.choice.chosen()
         if isinstance(chosen, str):
             return chosen
-        self.answers.hsm = chosen
-        return ""
+        self._chosen = chosen
+        if not chosen:
+            self.answers.hsm = chosen
+            return ""
+        return setup_writes.check_hsm(self.answers, chosen)
+
+    def checked(self, result: Any) -> None:
+        self.answers.hsm = self._chosen
+        self.choice.offer_tokens(result)
+
+    def field_at_fault(self, exc: BaseException) -> QWidget | None:
+        text = self.error.text()
+        name = next((field for words, field in TOKEN_FAULTS if words in text), "token")
+        fault: QLineEdit = getattr(self.choice, name)
+        return fault

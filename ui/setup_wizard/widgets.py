@@ -7,6 +7,7 @@ from PySide6.QtGui import QColor, QPainter, QPainterPath, QPalette, QPen
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from app.setup import MIN_STRENGTH, STRENGTH_WORDS, Strength
+from ui.widgets import RoomLabel
 
 QUORUM = QColor("#2e7d32")
 
@@ -85,8 +86,7 @@ class StrengthMeter(QWidget):
         row.addWidget(self.bar, 1)
         row.addWidget(self.words)
         layout.addLayout(row)
-        self.hint = QLabel()
-        self.hint.setWordWrap(True)
+        self.hint = RoomLabel("Passphrase strength hint", "strengthHint", reserve_lines=2)
         layout.addWidget(self.hint)
         self.show_strength(Strength(0, "", ""))
 
@@ -96,5 +96,4 @@ class StrengthMeter(QWidget):
         self.bar.setStyleSheet(f"QProgressBar::chunk {{ background: {color}; }}")
         self.words.setText(s.words)
         minimum = f"At least “{STRENGTH_WORDS[MIN_STRENGTH]}”: a few unrelated words work well."
-        self.hint.setText(f"{s.hint} {minimum}".strip() if not s.enough else "")
-        self.hint.setVisible(not s.enough)
+        self.hint.say("" if s.enough else s.hint or minimum)  # one of them: it fits its room

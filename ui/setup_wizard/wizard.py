@@ -87,6 +87,7 @@ class SetupWizard(QWizard):
         self.setMinimumSize(760, 560)
         self.answers = SetupAnswers()
         self.stop_box: QMessageBox | None = None  # "Stop the ceremony?", while it asks
+        self.button(QWizard.CancelButton).setAutoDefault(False)  # Enter never throws answers away
         self._stopping = False
         self.pages: dict[str, Any] = {}
         self.page_ids: dict[str, int] = {}  # what ModePage's nextId dispatches on the chosen mode to

@@ -24,6 +24,7 @@ from kma.api.quorum_schemas import (
     AutonomousUnlockBody,
     CredentialBody,
     EnrolmentBody,
+    EnrolmentCodes,
     KeySplit,
     KeySplitChange,
     KeySplitChangePending,
@@ -90,6 +91,12 @@ def enrol_member(op_id: str, body: EnrolmentBody, kma: Kma, request: Request) ->
     return member_enrolment.enrol(
         kma, client_address(request), op_id, body.member, body.code, body.passphrase
     )
+
+
+@router.post("/quorum-operations/{op_id}/enrolment-codes", response_model=EnrolmentCodes)
+def new_enrolment_codes(op_id: str, kma: Kma, actor: QuorumSubmit) -> dict[str, object]:
+    """Resume an interrupted ceremony: new codes for the members still to enrol (earlier ones stop)."""
+    return {"op_id": op_id, "enrolment_codes": member_enrolment.new_codes(kma, actor, op_id)}
 
 
 @router.put("/cluster/quorum-lifetime", response_model=KeySplit)
