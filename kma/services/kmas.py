@@ -6,6 +6,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
+from kma.domain.lifecycle import HELD_OR_REPLICATED
 from kma.domain.validation import check_text
 from kma.errors import NotFound, ValidationFailed
 from kma.services.common import describe, patch, require
@@ -16,8 +17,11 @@ LIST = ListSpec(
     select=(
         "SELECT id, name, site_id, management_address, service_address, raft_address, voter, witness, "
         "awaiting_join, removed_at, version, schema_version, rqlite_version, locked, key_pool_size, "
+        # Ready as the pool, the Backups page and the key states count it: a pool key a backup or
+        # another KMA holds (a Generated one waiting for its backup is not Ready).
         "(SELECT count(*) FROM keys k WHERE k.kma_id = kmas.id AND k.activated_at IS NULL "
-        "AND k.destroyed_at IS NULL AND k.key_group_id IS NULL AND k.withheld_at IS NULL) "
+        "AND k.destroyed_at IS NULL AND k.key_group_id IS NULL AND k.withheld_at IS NULL "
+        f"AND {HELD_OR_REPLICATED.format(t='k.')}) "
         "AS pool_ready, created_at "
         "FROM kmas"
     ),

@@ -331,6 +331,7 @@ def test_a_new_one_kma_cluster_issues_no_key_until_a_backup_holds_its_pool(
     wait_until(lambda: admin.dashboard().backups.keys_waiting_for_backup == 5, 30)  # type: ignore[union-attr]
     dashboard = admin.dashboard()
     assert dashboard.keys_by_state["generated"] == 5 and dashboard.keys_by_state["ready"] == 0
+    assert [k.pool_ready for k in dashboard.kmas] == [0]  # the KMA table's pool counts Ready keys alone
     assert any("5 generated keys wait for a database backup" in w for w in dashboard.warnings)
     assert any("There is no database backup" in w for w in dashboard.warnings)
     # When a key is asked for, it is refused with the reason
@@ -348,6 +349,7 @@ def test_a_new_one_kma_cluster_issues_no_key_until_a_backup_holds_its_pool(
     after = admin.dashboard()
     assert after.keys_by_state["ready"] == 4 and after.backups is not None
     assert after.backups.ready_keys == 4 and after.backups.last_backup_age is not None
+    assert [k.pool_ready for k in after.kmas] == [4]
     assert after.backups.ready_keys_run_out_in == 4 * 3600  # one key issued in the last hour
     status = run_kma("status", "--data-dir", str(new_kma.data_dir)).stdout
     assert "Ready keys 4; waiting for a backup" in status and "run out in 4 h" in status

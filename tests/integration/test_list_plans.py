@@ -30,7 +30,7 @@ from kma.services import agent_keys, agents, dashboard, data_units, keys, users
 from kma.services.agent_keys import AgentAccess, LocateFilter
 from kma.services.paging import COUNT_LIMIT, ListSpec, PageRequest, encode_cursor, list_page
 from kms_client.paging import iter_all
-from tests.support.kma_process import RunningKma, read_only_db
+from tests.support.kma_process import RunningKma, pool_keys, read_only_db
 from tests.support.waiting import wait_until
 
 POOL = 100_000  # the largest key pool a KMA may have: the product's own bulk path for keys
@@ -152,12 +152,7 @@ def large_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     kma = RunningKma.demo_in(tmp_path_factory.mktemp("large-store"))
     so = kma.client("so")
     so.update_kma("kma-dal-1", key_pool_size=POOL)
-    wait_until(
-        lambda: next(k for k in so.list_kmas().items if k.id == "kma-dal-1").pool_ready >= POOL,
-        300,
-        interval=0.5,
-        what="the key pool filling",
-    )
+    wait_until(lambda: pool_keys(kma) >= POOL, 300, interval=0.5, what="the key pool filling")
     yield kma.data_dir / "kma.db"
     kma.stop()
 

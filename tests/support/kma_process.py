@@ -231,6 +231,14 @@ def read_only_db(kma: RunningKma | Path) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
+def pool_keys(kma: RunningKma) -> int:
+    """Pool keys the KMA has generated, Ready or still waiting for a backup (the store's count: the
+    API's counts stop at the lists' limit, and a one-KMA pool is Ready only once backed up)."""
+    with read_only_db(kma) as db:
+        pool = "activated_at IS NULL AND destroyed_at IS NULL AND key_group_id IS NULL"
+        return int(db.execute(f"SELECT count(*) FROM keys WHERE {pool}").fetchone()[0])
+
+
 def ready_pool(kma: RunningKma, size: int, timeout: float = 120) -> None:
     """A one-KMA cluster issues only keys a database backup holds (issue 12): grow the demo KMA's
     pool to `size`, wait until it is generated, and back it up, for tests that issue many keys."""
