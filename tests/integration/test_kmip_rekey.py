@@ -130,6 +130,13 @@ def test_rekey_makes_a_new_key_linked_both_ways_and_leaves_the_old_one_as_it_was
     assert fresh["deactivate_at"] - fresh["activated_at"] == 2 * 365 * DAY
     history = {(e["subject_id"], e["condition"]) for e in events(kma, before, "kmip.rekey")}
     assert {(old, "success"), (new, "success"), (third, "success")} <= history
+    # What an auditor sees: each key's history says what replaced it, the details show the Links
+    auditor = kma.client("auditor")
+    said = [e.message for e in auditor.key_history(old).events if e.operation == "kmip.rekey"]
+    assert f"key {old} replaced by key {new} (Re-Key); it keeps its state until it is revoked" in said
+    assert f"refused rekey: key {old} was already replaced by key {new}; re-key that one" in said
+    shown = {(a.name, a.value) for a in kma.client("op").get_key(new).kmip_attributes}
+    assert {("Link: Replaces", old), ("Link: Replaced by", third)} <= shown
 
 
 def test_rekey_over_kmip_2_0_answers_the_links_as_attributes(
