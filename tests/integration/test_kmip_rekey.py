@@ -119,6 +119,10 @@ def test_rekey_makes_a_new_key_linked_both_ways_and_leaves_the_old_one_as_it_was
             LinkType.REPLACED_OBJECT: old
         }
 
+        with pytest.raises(KmipOperationFailure) as asked:  # attributes come from the existing key
+            client.rekey(uid=new, activation_date=1_900_000_000)
+        assert asked.value.reason == enums.ResultReason.INVALID_FIELD
+
         kma.advance_clock(30 * DAY)
         third = client.rekey(uid=new, offset=0)  # active from now, for the same periods
         assert _links(dirs[DATABASES], new) == {
