@@ -23,10 +23,7 @@ from kma.kmip.context import Call
 from kma.kmip.enums import ResultReason, State, Tag
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys, key_issue
-from kma.store import Stmt
-
-NAME = "Name"  # moves to the new key (kept as a client attribute in a general key group)
+from kma.services import agent_keys, key_issue, successors
 
 
 def _replaceable(call: Call, uid: str, row: Any) -> None:
@@ -65,11 +62,10 @@ def _replaceable(call: Call, uid: str, row: Any) -> None:
         )
 
 
-def _dates(call: Call, row: Any, offset: int | None) -> tuple[int | None, int | None, int | None]:
-    """The new key's Activation, Protect Stop and Deactivation Dates (KMIP Re-Key's table)."""
-    activated, protect, deactivate = row["activated_at"], row["protect_until"], row["deactivate_at"]
-    if offset is None or activated is None:  # no Offset, or no dates to shift: the same dates
-        return activated, protect, deactivate
+def _dates(call: Call, row: Any, offset: int | None) -> successors.Dates:
+    """The new key's dates, as KMIP Re-Key's table says."""
+    if offset is None or row["activated_at"] is None:  # no Offset, or no dates to shift: the same
+        return successors.Dates(row["activated_at"], row["protect_until"], row["deactivate_at"])
     if offset < 0 or offset > attributes.ACTIVATION_SKEW:
         raise KmipError(
             ResultReason.INVALID_FIELD,
@@ -77,63 +73,7 @@ def _dates(call: Call, row: Any, offset: int | None) -> tuple[int | None, int | 
             "activates a key at once or when Activate is sent: Re-Key with Offset 0 (the new key "
             "active from now, for the existing key's periods) or without an Offset (its dates)",
         )
-    start = call.now + offset
-    shift = start - activated
-    return (
-        start,
-        None if protect is None else protect + shift,
-        None if deactivate is None else deactivate + shift,
-    )
-
-
-def _links(old: str, new: str, now: int) -> list[Stmt]:
-    """Both Links, the existing key's Names moved to the new key; refused if the existing key
-    was replaced meanwhile (another Re-Key of it a moment ago)."""
-    return [
-        Stmt(
-            "INSERT INTO key_kmip (key_id, replacement_id, changed_at) VALUES (:old, :new, :now) "
-            "ON CONFLICT (key_id) DO UPDATE SET replacement_id = excluded.replacement_id, "
-            "changed_at = excluded.changed_at WHERE key_kmip.replacement_id IS NULL",
-            {"old": old, "new": new, "now": now},
-            expect=1,
-            refusal=f"key {old} was replaced by another Re-Key a moment ago",
-        ),
-        Stmt(
-            "INSERT INTO key_kmip (key_id, replaced_id) VALUES (?, ?) "
-            "ON CONFLICT (key_id) DO UPDATE SET replaced_id = excluded.replaced_id",
-            (new, old),
-        ),
-        Stmt(
-            "INSERT INTO key_custom_attributes (key_id, name, idx, value, item) "
-            "SELECT ?, name, idx, value, item FROM key_custom_attributes WHERE key_id = ?",
-            (new, old),
-        ),
-        Stmt("DELETE FROM key_custom_attributes WHERE key_id = ? AND name = ?", (old, NAME)),
-    ]
-
-
-def _successor(call: Call, old: str, row: Any, offset: int | None) -> Any:
-    """What makes the new key what the existing one is (beside its group, done by the issue)."""
-    activated, protect, deactivate = _dates(call, row, offset)
-    bits = objects.bits(row)
-
-    def keep(new: str) -> list[Stmt]:
-        out = [agent_keys.guard_key(call.access, old, call.now), *_links(old, new, call.now)]
-        if bits != attributes.KEY_BITS:
-            out.append(agent_keys.set_form(new, None, bits, None))
-        if row["usage_mask"] is not None:
-            out.append(agent_keys.set_usage_mask(new, int(row["usage_mask"])))
-        if row["sensitive"]:
-            out.append(agent_keys.set_sensitive(new))
-        out.append(
-            Stmt(
-                "UPDATE keys SET activated_at = ?, protect_until = ?, deactivate_at = ? WHERE id = ?",
-                (activated, protect, deactivate, new),
-            )
-        )
-        return out
-
-    return keep
+    return successors.shifted(row, call.now + offset)
 
 
 async def rekey(call: Call, payload: Item) -> bytes:
@@ -148,6 +88,7 @@ async def rekey(call: Call, payload: Item) -> bytes:
     offset = payload.get(Tag.OFFSET)
     offset = int(offset) if isinstance(offset, int) else None
     group = row["key_group_id"]
+    dates = _dates(call, row, offset)
     issue = key_issue.prepare(
         call.kma,
         group,
@@ -157,7 +98,10 @@ async def rekey(call: Call, payload: Item) -> bytes:
         groups=call.access.groups,
         activate=False,
         agent_asks=True,
-        keep=_successor(call, uid, row, offset),
+        keep=lambda new: [
+            agent_keys.guard_key(call.access, uid, call.now),
+            *successors.statements(uid, row, new, call.now, dates),
+        ],
     )
     new = issue.key_id
     size = f"AES-{objects.bits(row)}"

@@ -4,6 +4,7 @@ unchanged, both keys' history audited; refused for another group's agent and for
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -189,3 +190,45 @@ def test_query_lists_rekey(configs: dict[str, str]) -> None:
     with ProxyKmipClient(config_file=configs[WEB]) as client:
         answer = client.proxy.query(query_functions=[enums.QueryFunction.QUERY_OPERATIONS])
         assert enums.Operation.REKEY.value in [op.value for op in answer.operations]
+
+
+def test_a_policy_rotation_period_makes_the_successor_itself(
+    kma: RunningKma, configs: dict[str, str]
+) -> None:
+    """A policy created with a rotation period: once it has passed since a key's activation, the
+    KMA makes the successor itself (linked both ways, audited as the KMA), as a Re-Key would."""
+    co, op = kma.client("co"), kma.client("op")
+    with pytest.raises(Exception, match="general keys"):  # tape keys change per tape
+        co.create_key_policy("tape-rotating", encryption_period=DAY, cryptoperiod=DAY, rotation_period=DAY)
+    policy = co.create_key_policy(
+        "rotating-90d",
+        encryption_period=365 * DAY,
+        cryptoperiod=365 * DAY,
+        general_keys=True,
+        rotation_period=90 * DAY,
+    )
+    assert policy.rotation_period == 90 * DAY
+    co.create_key_group("rotating", "rotating-90d")
+    co.set_key_group_agents("rotating", [WEB])
+    op.update_agent(WEB, default_key_group_id="rotating")
+    with ProxyKmipClient(config_file=configs[WEB]) as client:
+        uid = client.create(enums.CryptographicAlgorithm.AES, 256, name="ledger")
+        client.activate(uid)
+        old_bytes = client.get(uid).value
+        before = last_event(kma)
+        kma.advance_clock(91 * DAY)
+        op = kma.client("op")  # (signed in again: the sessions expired with the 91 days)
+        deadline = time.monotonic() + 60
+        links: dict[str, str] = {}
+        while "Link: Replaced by" not in links and time.monotonic() < deadline:
+            time.sleep(0.5)
+            links = {a.name: a.value for a in op.get_key(uid).kmip_attributes}
+        new = links["Link: Replaced by"]
+        assert client.get(new).value != old_bytes and client.get(uid).value == old_bytes
+        got = _attributes(client, new, ["State", "Name"])
+        assert got["State"][0].value == enums.State.ACTIVE and got["Name"][0].name_value.value == "ledger"
+    fresh = key_row(kma, new)
+    assert fresh["deactivate_at"] - fresh["activated_at"] == 365 * DAY
+    rotated = events(kma, before, "key.rotate")
+    assert {(e["subject_id"], e["condition"]) for e in rotated} >= {(uid, "success"), (new, "success")}
+    assert {e["entity_id"] for e in rotated} == {kma.client("admin").status().kma_id}
