@@ -26,6 +26,7 @@ from kma.worker import Worker
 NAME = "Name"  # moves to the new key (a general key's Name is kept as a client attribute)
 CHECK_S = 60.0  # how often the KMA looks for keys whose rotation is due
 TEST_CLOCK_CHECK_S = 1.0  # under a test clock, time jumps: look every second
+LATE_S = 3600  # after which any KMA rotates a key another KMA's pool made
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ def statements(old: str, row: Any, new: str, now: int, dates: Dates) -> list[Stm
 
 # --- the rotation period: the KMA re-keys by itself --------------------------------------------
 # Active general keys (not compromised, not replaced) whose policy's rotation period has passed
-# since their activation, oldest first.
+# since their activation, oldest first. Each KMA rotates the keys its own pool made; a key whose
+# KMA is gone or cut off is rotated by any KMA once an hour late (two at once: one is refused).
 DUE = (
     f"SELECT {agent_keys.KEY_COLUMNS} FROM keys k JOIN key_groups g ON g.id = k.key_group_id "
     "JOIN key_policies p ON p.id = g.policy_id LEFT JOIN key_kmip m ON m.key_id = k.id "
@@ -96,6 +98,7 @@ DUE = (
     "AND k.activated_at + p.rotation_period <= :now AND k.deactivate_at > :now "
     "AND k.destroyed_at IS NULL AND k.compromised_at IS NULL AND k.data_unit_id IS NULL "
     "AND coalesce(m.object_type, 2) = 2 AND m.replacement_id IS NULL "
+    f"AND (k.kma_id = :me OR k.activated_at + p.rotation_period + {LATE_S} <= :now) "
     "ORDER BY k.activated_at LIMIT 50"
 )
 
@@ -160,7 +163,7 @@ class Rotation(Worker):
         if not self.kma.store.scalar(ROTATING):  # no policy rotates: no scan of the keys
             return self.check_s
         started = time.monotonic()
-        for row in self.kma.store.query(DUE, {"now": self.kma.clock.now()}):
+        for row in self.kma.store.query(DUE, {"now": self.kma.clock.now(), "me": self.kma.kma_id}):
             if self.stopping:
                 break
             try:
