@@ -28,6 +28,7 @@ from kma.services.backup_schedule import backup_scheduler
 from kma.services.keypool import key_pool
 from kma.services.master_rewrap import rewrap
 from kma.services.quorum.locking import unlock_autonomously
+from kma.services.successors import rotation
 from kma.store import Stmt
 from kma.store.schema import latest_schema_version
 
@@ -36,14 +37,16 @@ CATCH_UP_WAIT_S = 30.0
 
 class Running:
     """Starts and stops the workers of one served KMA (kma/worker.py): the key pool's refill, the
-    audit pruner, the backup scheduler, the cluster watch, the audit forwarder and the alert
-    sender. The KMA (its `Appliance`) owns them; this is the order they start and stop in."""
+    audit pruner, the backup scheduler, the cluster watch, the audit forwarder, the alert
+    sender and the key rotation. The KMA (its `Appliance`) owns them; this is the order they start
+    and stop in."""
 
     def __init__(self, kma: Appliance, node: RqliteNode | None = None) -> None:
         self.kma = kma
         self.node = node  # this KMA's rqlite node; None when its store is embedded
         self.pool = key_pool(kma)
         self.pruner = auto_prune(kma)
+        self.rotation = rotation(kma)
         self.backups = backup_scheduler(kma)
         # locks made elsewhere; removed KMAs out of Raft; the node trusting only current members
         self.cluster_watch = ClusterWatch(kma, node)
@@ -122,6 +125,7 @@ class Running:
             )
         self.pool.start()
         self.pruner.start()
+        self.rotation.start()
         self.backups.start()
         self.cluster_watch.start()
         self.forwarder.start()
@@ -156,4 +160,5 @@ class Running:
         self.cluster_watch.stop()
         self.backups.stop()
         self.pruner.stop()
+        self.rotation.stop()
         self.pool.stop()

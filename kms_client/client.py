@@ -410,8 +410,11 @@ class KmsClient:
         allow_import: bool | None = None,
         agents_may_revoke: bool | None = None,
         general_keys: bool | None = None,
+        rotation_period: int | None = None,
     ) -> KeyPolicy:
-        """Periods are whole seconds, > 0, cryptoperiod >= encryption_period; fixed for good."""
+        """Periods are whole seconds, > 0, cryptoperiod >= encryption_period; fixed for good. A
+        rotation period (general keys): the KMA makes a key's successor that long after its
+        activation."""
         body = present(
             id=id,
             description=description,
@@ -421,6 +424,7 @@ class KmsClient:
             allow_import=allow_import,
             agents_may_revoke=agents_may_revoke,
             general_keys=general_keys,
+            rotation_period=rotation_period,
         )
         return self._connection.call("POST", "/key-policies", reader(KeyPolicy), body=body)
 

@@ -405,6 +405,7 @@ class KeyPolicy:
     allow_import: bool
     agents_may_revoke: bool
     general_keys: bool = False
+    rotation_period: int | None = None
     created_at: datetime
     updated_at: datetime
 

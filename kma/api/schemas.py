@@ -140,6 +140,8 @@ class KeyPolicy(Response):
     allow_import: bool
     agents_may_revoke: bool
     general_keys: bool = False  # keys for generic KMIP clients; else tape keys (Name = volser, AES-256)
+    # seconds after a general key's activation when the KMA makes its successor (None: never)
+    rotation_period: int | None = None
     created_at: Time
     updated_at: Time
 
@@ -347,6 +349,7 @@ class PolicyCreate(Request):
     allow_import: bool = False
     agents_may_revoke: bool = False
     general_keys: bool = False
+    rotation_period: Period | None = None  # general keys only; fixed for good, as the periods
 
 
 class PolicyPatch(Request):

@@ -31,6 +31,7 @@ from kma.kmip.enums import (
     HashingAlgorithm,
     ItemType,
     KeyFormatType,
+    LinkType,
     NameType,
     ObjectType,
     ResultReason,
@@ -561,6 +562,24 @@ def _subject_cn(k: KeyView) -> bytes | None:
     return None if name is None else ttlv.text(V, name)
 
 
+def links(k: KeyView) -> list[bytes]:
+    """Re-Key's Links (kma/kmip/ops_rekey.py): to the key that replaced this one, and to the key
+    this one replaced; a key in the middle of a chain has both."""
+    out = []
+    for link_type, column in (
+        (LinkType.REPLACEMENT_OBJECT, "replacement_id"),
+        (LinkType.REPLACED_OBJECT, "replaced_id"),
+    ):
+        other = _get(k.row, column)
+        if other is not None:
+            out.append(
+                ttlv.struct_(
+                    V, ttlv.enum(Tag.LINK_TYPE, link_type), ttlv.text(Tag.LINKED_OBJECT_IDENTIFIER, other)
+                )
+            )
+    return out
+
+
 def _revocation(k: KeyView) -> bytes | None:
     code = _get(k.row, "revocation_reason")
     if code is None:
@@ -632,6 +651,10 @@ STANDARD: dict[str, Callable[[KeyView], bytes | None]] = {
 ON_REQUEST: dict[str, Callable[[KeyView], bytes | None]] = {
     "Key Value Present": lambda k: ttlv.boolean(V, k.row["destroyed_at"] is None),
 }
+# Attributes that may hold several values (each answered with its Attribute Index), when asked
+# for by name and in Get Attribute List, not among "all attributes": PyKMIP 0.11 cannot decode a
+# Link, and would fail a whole answer that holds one.
+MULTIPLE: dict[str, Callable[[KeyView], list[bytes]]] = {"Link": links}
 ALIASES = {"x-Barcode": "x-Data-Unit"}
 # Attributes read from the object's material (so Get Attributes unwraps it when they are asked for).
 FROM_MATERIAL = frozenset({"Digest", "Certificate Length", "Certificate Subject CN"})
@@ -663,6 +686,9 @@ def encode_attributes(key: KeyView, names: list[str] | None, version: tuple[int,
         if name in kept_names:
             out += [attribute(name, kept_value(c), c["idx"]) for c in key.custom if c["name"] == name]
             continue
+        if name in MULTIPLE:
+            out += [attribute(name, value, i) for i, value in enumerate(MULTIPLE[name](key))]
+            continue
         encoder = STANDARD.get(ALIASES.get(name, name)) or ON_REQUEST.get(name)
         value = encoder(key) if encoder is not None else None
         if value is not None:
@@ -671,9 +697,11 @@ def encode_attributes(key: KeyView, names: list[str] | None, version: tuple[int,
 
 
 def attribute_names(key: KeyView, version: tuple[int, int]) -> list[str]:
-    """What "all attributes" would hold for this version: the same names, in the same order."""
+    """What "all attributes" would hold for this version, in the same order, and the Links (named
+    only: see MULTIPLE)."""
     kept_names = list(dict.fromkeys(c["name"] for c in key.custom))
     names = [n for n, encoder in STANDARD.items() if n not in kept_names and encoder(key) is not None]
+    names += [n for n, values in MULTIPLE.items() if values(key)]
     if "Digest" not in names and (key.row["destroyed_at"] is None or _get(key.row, "digest") is not None):
         names.append("Digest")  # a live key has one; its value is read when asked for
     if objects.object_type(key.row) == ObjectType.CERTIFICATE and key.row["destroyed_at"] is None:

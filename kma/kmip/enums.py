@@ -62,6 +62,9 @@ class Tag(IntEnum):
     KEY_WRAPPING_DATA = 0x420046
     KEY_WRAPPING_SPECIFICATION = 0x420047
     LAST_CHANGE_DATE = 0x420048
+    LINK = 0x42004A
+    LINK_TYPE = 0x42004B
+    LINKED_OBJECT_IDENTIFIER = 0x42004C
     MAC_SIGNATURE_KEY_INFORMATION = 0x42004E
     MAXIMUM_ITEMS = 0x42004F
     MAXIMUM_RESPONSE_SIZE = 0x420050
@@ -70,6 +73,7 @@ class Tag(IntEnum):
     NAME_VALUE = 0x420055
     OBJECT_GROUP = 0x420056
     OBJECT_TYPE = 0x420057
+    OFFSET = 0x420058
     OPERATION = 0x42005C
     OPAQUE_DATA_TYPE = 0x420059
     OPAQUE_DATA_VALUE = 0x42005A
@@ -168,6 +172,7 @@ class Tag(IntEnum):
 
 class Operation(IntEnum):
     CREATE = 0x01
+    REKEY = 0x04
     REGISTER = 0x03
     LOCATE = 0x08
     CHECK = 0x09
@@ -358,3 +363,8 @@ class EndpointRole(IntEnum):
 class KeyWrapType(IntEnum):
     NOT_WRAPPED = 1
     AS_REGISTERED = 2
+
+
+class LinkType(IntEnum):
+    REPLACEMENT_OBJECT = 0x00000106  # on the existing key: its successor
+    REPLACED_OBJECT = 0x00000107  # on the new key: the key it replaced

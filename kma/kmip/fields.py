@@ -57,6 +57,7 @@ COMMON: dict[int, frozenset[int]] = {
     Operation.WRITE_FROM_BEGINNING: _TAPE,
 }
 V1: dict[int, frozenset[int]] = {
+    Operation.REKEY: _UID | {Tag.OFFSET, Tag.TEMPLATE_ATTRIBUTE},
     Operation.CREATE: frozenset({Tag.OBJECT_TYPE, Tag.TEMPLATE_ATTRIBUTE}),
     Operation.REGISTER: frozenset({Tag.OBJECT_TYPE, Tag.TEMPLATE_ATTRIBUTE}) | _OBJECTS,
     Operation.LOCATE: _LOCATING | {Tag.ATTRIBUTE},
@@ -66,6 +67,9 @@ V1: dict[int, frozenset[int]] = {
     Operation.DELETE_ATTRIBUTE: _UID | {Tag.ATTRIBUTE_NAME, Tag.ATTRIBUTE_INDEX},
 }
 V2: dict[int, frozenset[int]] = {
+    # PyKMIP 0.11 sends a 2.x Re-Key its 1.x (empty) Template-Attribute: taken, and Re-Key refuses
+    # any attribute set there as in 1.x
+    Operation.REKEY: _UID | {Tag.OFFSET, ATTRIBUTES, Tag.TEMPLATE_ATTRIBUTE},
     Operation.CREATE: frozenset({Tag.OBJECT_TYPE, ATTRIBUTES, Tag.PROTECTION_STORAGE_MASKS}),
     Operation.REGISTER: frozenset({Tag.OBJECT_TYPE, ATTRIBUTES, Tag.PROTECTION_STORAGE_MASKS}) | _OBJECTS,
     Operation.IMPORT: _UID

@@ -15,7 +15,18 @@ from collections.abc import Awaitable, Callable
 from kma.audit.record import Condition, Retention
 from kma.crypto.hsm import HsmUnavailable
 from kma.errors import ClusterUnavailable, KmaLocked, NoReadyKey
-from kma.kmip import fields, ops_attributes, ops_keys, ops_server, ops_tape, ops_transfer, ttlv, undo, v2
+from kma.kmip import (
+    fields,
+    ops_attributes,
+    ops_keys,
+    ops_rekey,
+    ops_server,
+    ops_tape,
+    ops_transfer,
+    ttlv,
+    undo,
+    v2,
+)
 from kma.kmip.context import Call, Compensation
 from kma.kmip.enums import BatchErrorContinuation, Operation, ResultReason, ResultStatus, Tag
 from kma.kmip.messages import RETRY_LATER, SUPPORTED_VERSIONS, KmipError, Request, RequestItem, Result
@@ -30,6 +41,7 @@ HANDLERS: dict[int, Handler] = {
     Operation.LOG: ops_server.log,
     Operation.INTEROP: ops_server.interop,
     Operation.CREATE: ops_keys.create,
+    Operation.REKEY: ops_rekey.rekey,
     Operation.REGISTER: ops_keys.register,
     Operation.GET: ops_keys.get,
     Operation.ACTIVATE: ops_keys.activate,

@@ -28,6 +28,7 @@ CLIENT_VENDOR = "x"  # KMIP 1.x's client attributes "x-..." are 2.x's vendor "x"
 TAG_OF: dict[str, int] = {
     "Unique Identifier": Tag.UNIQUE_IDENTIFIER,
     "Object Type": Tag.OBJECT_TYPE,
+    "Link": Tag.LINK,
     "Cryptographic Algorithm": Tag.CRYPTOGRAPHIC_ALGORITHM,
     "Cryptographic Length": Tag.CRYPTOGRAPHIC_LENGTH,
     "Cryptographic Usage Mask": Tag.CRYPTOGRAPHIC_USAGE_MASK,
@@ -76,7 +77,9 @@ ATTRIBUTE_REFERENCE = 0x42013B
 CURRENT_ATTRIBUTE = 0x42013C
 NEW_ATTRIBUTE = 0x42013D
 
-_WITH_ATTRIBUTES = frozenset({Operation.CREATE, Operation.REGISTER, Operation.LOCATE, Operation.IMPORT})
+_WITH_ATTRIBUTES = frozenset(
+    {Operation.CREATE, Operation.REGISTER, Operation.LOCATE, Operation.IMPORT, Operation.REKEY}
+)
 _CHANGING = frozenset(
     {Operation.ADD_ATTRIBUTE, Operation.MODIFY_ATTRIBUTE, Operation.DELETE_ATTRIBUTE, Operation.SET_ATTRIBUTE}
 )

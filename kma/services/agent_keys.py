@@ -98,7 +98,8 @@ KEY_COLUMNS = (
     "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.kma_id, k.created_at, k.issued_at, k.activated_at, "
     "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, k.registered_by, m.usage_mask, "
     "m.revocation_reason, m.revocation_message, m.changed_at, m.compromise_occurrence_at, m.digest, "
-    "m.object_type, m.bits, m.data_type, m.key_format, m.algorithm, m.sensitive"
+    "m.object_type, m.bits, m.data_type, m.key_format, m.algorithm, m.sensitive, m.replacement_id, "
+    "m.replaced_id"
 )
 
 

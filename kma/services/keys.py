@@ -134,13 +134,21 @@ def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
     kept = kma.store.query(
         "SELECT name, value FROM key_custom_attributes WHERE key_id = ? ORDER BY name, idx", (key_id,)
     )
-    # Sensitive, set by the client with the object, is kept beside what the object is (key_kmip)
-    sensitive = kma.store.scalar("SELECT sensitive FROM key_kmip WHERE key_id = ?", (key_id,))
+    # Sensitive, set by the client with the object, and Re-Key's Links (kma/kmip/ops_rekey.py) are
+    # kept beside what the object is (key_kmip)
+    kmip = kma.store.query_one(
+        "SELECT sensitive, replacement_id, replaced_id FROM key_kmip WHERE key_id = ?", (key_id,)
+    )
+    own = []
+    if kmip is not None:
+        own += [{"name": "Sensitive", "value": "True"}] if kmip["sensitive"] else []
+        for label, column in (("Replaced by", "replacement_id"), ("Replaces", "replaced_id")):
+            if kmip[column] is not None:
+                own.append({"name": f"Link: {label}", "value": kmip[column]})
     return {
         **_row(row),
         "held_by_backups": [dict(r) for r in held],
-        "kmip_attributes": [dict(r) for r in kept]
-        + ([{"name": "Sensitive", "value": "True"}] if sensitive else []),
+        "kmip_attributes": [dict(r) for r in kept] + own,
     }
 
 

@@ -78,6 +78,7 @@ def create_policy(
     allow_import: bool = False,
     agents_may_revoke: bool = False,
     general_keys: bool = False,
+    rotation_period: int | None = None,
 ) -> dict[str, Any]:
     check_id(policy_id, "The key policy ID")
     check_text(description, "The description")
@@ -85,6 +86,15 @@ def create_policy(
         raise ValidationFailed("Periods must be at least one second and at most 100 years.")
     if cryptoperiod < encryption_period:
         raise ValidationFailed("The cryptoperiod cannot be shorter than the encryption period.")
+    if rotation_period is not None and not general_keys:
+        raise ValidationFailed(
+            "A rotation period is for a policy that keeps general keys (tape keys change per tape)."
+        )
+    if rotation_period is not None and not 0 < rotation_period <= encryption_period:
+        raise ValidationFailed(
+            "The rotation period must be at least one second and at most the encryption period "
+            "(a key's successor is made while the key still protects data)."
+        )
     now = kma.clock.now()
     kma.commit(
         actor,
@@ -92,8 +102,8 @@ def create_policy(
         [
             Stmt(
                 "INSERT INTO key_policies (id, description, encryption_period, cryptoperiod, allow_export, "
-                "allow_import, agents_may_revoke, general_keys, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "allow_import, agents_may_revoke, general_keys, rotation_period, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     policy_id,
                     description,
@@ -103,13 +113,15 @@ def create_policy(
                     int(allow_import),
                     int(agents_may_revoke),
                     int(general_keys),
+                    rotation_period,
                     now,
                     now,
                 ),
             )
         ],
         f"created key policy '{policy_id}': encryption period {encryption_period}s, "
-        f"cryptoperiod {cryptoperiod}s",
+        f"cryptoperiod {cryptoperiod}s"
+        + (f", rotation period {rotation_period}s" if rotation_period is not None else ""),
         ("key_policy", policy_id),
     )
     return get_policy(kma, policy_id)

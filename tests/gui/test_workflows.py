@@ -56,6 +56,15 @@ def test_create_policy_group_agent_and_data_unit(qtbot, controller, demo_kma):
     )
     policy = _wait_row(qtbot, page, f"pol-{tag}")
     assert (policy.encryption_period, policy.cryptoperiod) == (30 * 86400, 3650 * 86400)
+    assert policy.rotation_period is None  # 0 days: never
+    # A policy for general keys whose successors the KMA makes itself after 90 days
+    _new(
+        qtbot,
+        page,
+        "New key policy…",
+        {"id": f"rot-{tag}", "general_keys": True, "encryption_period": 365, "rotation_period": 90},
+    )
+    assert _wait_row(qtbot, page, f"rot-{tag}").rotation_period == 90 * 86400
 
     # Key group under that policy (the policy list is read from the KMA)
     page = open_page(qtbot, window, "key_groups")

@@ -50,6 +50,16 @@ def _new_policy(page: ListPage, _obj: Any) -> None:
                 help="Free-text names, AES-128/192/256, secret data and opaque objects. "
                 "Off: tape keys (Name is the volser, AES-256).",
             ),
+            Field(
+                "rotation_period",
+                "Rotation period",
+                "days",
+                default=0,
+                minimum=0,
+                maximum=36500,
+                help="General keys: this long after a key's activation the KMA makes its successor "
+                "(a Re-Key, linked both ways). 0: never. Cannot change later.",
+            ),
         ],
         lambda v: create_key_policy(
             v["id"],
@@ -60,6 +70,7 @@ def _new_policy(page: ListPage, _obj: Any) -> None:
             allow_import=v["allow_import"],
             agents_may_revoke=v["agents_may_revoke"],
             general_keys=v["general_keys"],
+            rotation_period=v["rotation_period"] or None,
         ),
         intro="Periods are fixed once the policy exists.",
         ok_text="Create policy",
@@ -102,6 +113,9 @@ SPEC = ListSpec(
         Column("allow_import", "Import", 70),
         Column("agents_may_revoke", "Agents revoke", 100),
         Column("general_keys", "General keys", 100),
+        Column(
+            "rotation_period", "Rotation", 100, format=lambda v: period(v) if v else "—", align_right=True
+        ),
         Column("created_at", "Created", 140),
         Column("updated_at", "Updated", 140, hidden=True),
     ],
