@@ -490,7 +490,8 @@ class KmsClient:
         order: Order | None = None,
         **filters: FilterValue,
     ) -> Page[Agent]:
-        """Filters: `site_id`, `enabled`."""
+        """Filters: `site_id`, `enabled`, `key_group_id`, `expires_within_days` (the agent's
+        certificate expires within that many days, or has expired)."""
         return self._connection.list(
             "/agents",
             Agent,
@@ -657,6 +658,12 @@ class KmsClient:
     def lock_kma(self, id: str) -> Kma:
         """Security Officer: the KMA serves nothing secret until a quorum unlocks it."""
         return self._connection.call("POST", f"/kmas/{segment(id)}/lock", reader(Kma))
+
+    def renew_kma_certificate(self, id: str) -> Kma:
+        """Security Officer: that KMA's listener certificate is renewed now (by the KMA answering
+        when it is its own, else by that KMA within a second or so; `certificate_renewal_requested`
+        says it has not yet)."""
+        return self._connection.call("POST", f"/kmas/{segment(id)}/certificate/renew", reader(Kma))
 
     def unlock_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:
         """Quorum-protected; a locked KMA still answers this (and sign-in, status, approvals)."""

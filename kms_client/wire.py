@@ -159,6 +159,18 @@ class CaInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CertificateExpiry:
+    """When one certificate of the cluster expires (kma/services/certificates.py)."""
+
+    kind: str
+    owner: str
+    expires_at: datetime
+    seconds_left: int
+    warning: bool
+    expired: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class ChainReport:
     intact: bool
     events_checked: int
@@ -209,6 +221,7 @@ class Dashboard:
     pending_quorum_operations: int
     backups: BackupReadiness | None = None
     warnings: tuple[str, ...]
+    certificates: tuple[CertificateExpiry, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -372,6 +385,9 @@ class Kma:
     removed_at: datetime | None = None
     schema_version: int | None = None
     rqlite_version: str | None = None
+    certificate_expires_at: datetime | None = None
+    node_certificate_expires_at: datetime | None = None
+    certificate_renewal_requested: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -538,6 +554,7 @@ class Status:
     caught_up: bool = True
     time: datetime
     warnings: tuple[str, ...]
+    certificates: tuple[CertificateExpiry, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -57,6 +57,17 @@ class Error(BaseModel):
 
 
 # --- responses -------------------------------------------------------------------------
+class CertificateExpiry(Response):
+    """When one certificate of the cluster expires (kma/services/certificates.py)."""
+
+    kind: str  # ca, listener, node (a KMA's) or agent
+    owner: str  # the cluster's name (ca), a KMA ID or an agent ID
+    expires_at: Time
+    seconds_left: int  # by the KMA's clock; 0 or less: expired
+    warning: bool  # a warning threshold (kma.toml [certificates] warn_before) is reached
+    expired: bool
+
+
 class Status(Response):
     cluster_name: str
     kma_id: str
@@ -69,6 +80,8 @@ class Status(Response):
     caught_up: bool = True  # its replica holds what the cluster had committed at its start: it serves agents
     time: Time
     warnings: list[str]
+    # The CA's and every KMA's certificates, and the agents' a warning reached (soonest first)
+    certificates: list[CertificateExpiry] = []
 
 
 class About(Response):
@@ -128,6 +141,9 @@ class Kma(Response):
     removed_at: Time | None = None  # removed from the cluster (kept for its history)
     schema_version: int | None = None  # the newest schema its release knows; None: never started
     rqlite_version: str | None = None  # its cluster node's rqlited release; None: embedded, or never started
+    certificate_expires_at: Time | None = None  # its listener certificate's; None: not known yet
+    node_certificate_expires_at: Time | None = None  # its cluster node certificate's; None: embedded
+    certificate_renewal_requested: bool = False  # a Security Officer asked it to renew its listener's
 
 
 class KeyPolicy(Response):
@@ -275,6 +291,8 @@ class Dashboard(Response):
     pending_quorum_operations: int
     backups: BackupReadiness | None = None  # None from a KMA before backups existed
     warnings: list[str]
+    # The CA's and every KMA's certificates, and the agents' a warning reached (soonest first)
+    certificates: list[CertificateExpiry] = []
 
 
 # --- requests --------------------------------------------------------------------------

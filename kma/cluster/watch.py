@@ -28,7 +28,7 @@ from kma.cluster.convert import retire_embedded_copy
 from kma.cluster.membership import leave_raft
 from kma.cluster.trust import follow_membership
 from kma.errors import KmaError
-from kma.services import entry_signatures
+from kma.services import certificate_renewal, entry_signatures
 from kma.worker import Worker
 
 if TYPE_CHECKING:
@@ -132,6 +132,7 @@ class ClusterWatch(Worker):
         follow_lock(self.kma)
         entry_signatures.sweep(self.kma)  # a forged KMA entry is reported even if nobody uses it
         retire_embedded_copy(self.kma)
+        certificate_renewal.follow_request(self.kma)  # a Security Officer's "renew now" made elsewhere
         _, self._unknown = reap(self.kma, self._unknown)
 
     def _follow_members(self) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.lifecycle import KeyState, key_in_state
-from kma.services import backups, row_macs
+from kma.services import backups, certificates, row_macs
 from kma.services.kmas import list_kmas
 from kma.services.paging import COUNT_LIMIT, PageRequest
 from kma.services.quorum import pending_count
@@ -35,6 +35,7 @@ def warnings(kma: Appliance) -> list[str]:
             "the cluster has committed it serves no agent (they are told to try another KMA)."
         )
     out += backups.warnings(backups.readiness(kma))
+    out += certificates.warnings(kma)
     tampered = row_macs.tamper_warning(kma)
     if tampered:
         out.append(tampered)
@@ -80,6 +81,7 @@ def dashboard(kma: Appliance) -> dict[str, Any]:
         "pending_quorum_operations": pending_count(kma),
         "backups": backups.readiness(kma),
         "warnings": warnings(kma),
+        "certificates": [e.as_answer() for e in certificates.expiries(kma)],
     }
 
 
@@ -102,4 +104,5 @@ def status(kma: Appliance) -> dict[str, Any]:
         "caught_up": kma.store.caught_up(),
         "time": kma.clock.now(),
         "warnings": warnings(kma),
+        "certificates": [e.as_answer() for e in certificates.expiries(kma)],
     }

@@ -19,6 +19,7 @@ import json
 import re
 import threading
 import time
+from datetime import timedelta
 from functools import cache
 from typing import Any
 
@@ -48,7 +49,6 @@ from kma.services import entry_signatures, refusals
 from kma.store import Stmt
 
 PASSPHRASE_LIFETIME = 7 * 86400
-CERTIFICATE_DAYS = 3650
 MAX_CSR_BYTES = 16384
 MAX_FAILURES, LOCKOUT = 5, 900
 MAX_TRACKED = 10_000
@@ -201,7 +201,8 @@ def enroll(
         kma.vault.master().unwrap("cluster-ca-key", cluster["ca_key_wrapped"]),
     )
     try:
-        cert_pem = sign_agent_csr(ca, csr_pem, agent_id, days=CERTIFICATE_DAYS)
+        validity = timedelta(seconds=kma.data_dir.certificate_settings().agent_validity)
+        cert_pem = sign_agent_csr(ca, csr_pem, agent_id, validity=validity)
     except (CryptoError, ValueError) as exc:
         raise refuse(
             f"The certificate signing request was refused: {exc}.", ValidationFailed, f"bad CSR ({exc})"

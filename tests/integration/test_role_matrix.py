@@ -111,6 +111,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "DELETE /quorum-operations/{id}": frozenset({SO}),
     "POST /kmas/{id}/lock": frozenset({SO}),
     "POST /kmas/{id}/unlock": frozenset({SO}),
+    "POST /kmas/{id}/certificate/renew": frozenset({SO}),  # issue 38
     "PUT /cluster/key-split": frozenset({SO}),
     "PUT /cluster/autonomous-unlock": frozenset({SO}),
     "PUT /cluster/quorum-lifetime": frozenset({SO}),
@@ -404,6 +405,7 @@ CALLS: dict[str, Prep] = {
     "DELETE /quorum-operations/{id}": lambda w, u: ({"id": w.pending_op()}, None),
     "POST /kmas/{id}/lock": lambda w, u: ({"id": w.kma_id}, None),
     "POST /kmas/{id}/unlock": lambda w, u: ({"id": w.locked_kma()}, {"credentials": w.credentials()}),
+    "POST /kmas/{id}/certificate/renew": lambda w, u: ({"id": w.kma_id}, None),
     # Without credentials these become pending operations (202): allowed, and nothing changes yet.
     "PUT /cluster/key-split": lambda w, u: (
         {},

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from kma.api import schemas
 from kma.api.deps import AgentsRead, AgentsWrite, Kma, Paging, with_filters
@@ -18,9 +20,19 @@ def list_agents(
     site_id: str | None = None,
     enabled: bool | None = None,
     key_group_id: str | None = None,
+    expires_within_days: Annotated[int | None, Query(ge=0, le=36500)] = None,
 ) -> Page:
+    """`expires_within_days`: only agents whose certificate expires within that many days (or has
+    expired): those to renew or give a new enrollment passphrase."""
     return agents.list_agents(
-        kma, with_filters(paging, site_id=site_id, enabled=enabled, key_group_id=key_group_id)
+        kma,
+        with_filters(
+            paging,
+            site_id=site_id,
+            enabled=enabled,
+            key_group_id=key_group_id,
+            expires_within_days=expires_within_days,
+        ),
     )
 
 
