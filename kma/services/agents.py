@@ -60,8 +60,10 @@ LIST = ListSpec(
             "EXISTS (SELECT 1 FROM key_group_agents ga "
             "WHERE ga.agent_id = listed.id AND ga.key_group_id = :value)"
         ),
-        # days; an agent never enrolled has no certificate to expire
-        "expires_within_days": Filter("certificate_expires_at <= :now + :value * 86400", int),
+        # days, on the machine's clock as TLS judges certificates; an agent never enrolled has none
+        "expires_within_days": Filter(
+            "certificate_expires_at <= CAST(strftime('%s', 'now') AS INTEGER) + :value * 86400", int
+        ),
     },
     filtered_sorts={
         "site_id": frozenset({"site_id", "enabled", "key_group_id"}),

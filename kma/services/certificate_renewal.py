@@ -36,6 +36,7 @@ from kma.services.certificates import (
     certificate_watch,
     cluster_ca,
     first_certificate,
+    real_now,
     recorded,
     serial_and_expiry,
     settings,
@@ -132,7 +133,7 @@ def renew_if_due(kma: Appliance) -> bool:
         return True
     pem, _ = _current(kma)
     _, not_after = serial_and_expiry(pem)
-    left = not_after - kma.clock.now()
+    left = not_after - real_now()
     if left > settings(kma).renew_before:
         return False
     renew(kma, kma.itself, f"{max(left, 0)} s before it expires")

@@ -6,11 +6,14 @@ the joining KMA's; the current one of a kind is the newest not revoked) and each
 (`agents.certificate_not_after`). A warning starts as each threshold of kma.toml's
 `[certificates] warn_before` is reached (90 and 30 days by default) and again when the certificate
 has expired; each is an audit event once (`certificate_warnings` remembers it was given), whichever
-KMA notices first. Times are the KMA's clock; TLS itself checks them on the real one.
+KMA notices first. Certificates are judged on the machine's clock (`real_now`), as TLS judges
+them, even when a test clock moves the KMA's own dates: a test proves expiry and renewal with short
+validities and real handshakes.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -65,6 +68,11 @@ class Expiry:
         if self.seconds_left <= 0:
             return f"{whose} expired on {day}"
         return f"{whose} expires in {describe_duration(self.seconds_left)} ({day})"
+
+
+def real_now() -> int:
+    """The machine's clock: what every TLS handshake checks a certificate against."""
+    return int(time.time())
 
 
 def settings(kma: Appliance) -> CertificateSettings:
@@ -150,7 +158,7 @@ def expiries(kma: Appliance, agents: int = AGENTS_SHOWN, every_agent: bool = Fal
     """The CA's, every KMA's and the soonest-expiring agents' certificates (those a warning has
     reached, or `every_agent`), with how long each has left."""
     warn_before = settings(kma).warn_before
-    now = kma.clock.now()
+    now = real_now()
     horizon = LAST_SECOND if every_agent else now + warn_before[0]
     found = []
     for kind, owner, certificate, expires_at, warned in _rows(kma, horizon, agents):
@@ -161,7 +169,7 @@ def expiries(kma: Appliance, agents: int = AGENTS_SHOWN, every_agent: bool = Fal
 
 def agents_warned(kma: Appliance) -> tuple[int, int]:
     """How many agents' certificates a warning has reached, and how many of them expired."""
-    now = kma.clock.now()
+    now = real_now()
     row = kma.store.query_one(
         "SELECT count(*) AS near, coalesce(sum(certificate_not_after <= :now), 0) AS expired FROM agents "
         "WHERE certificate_not_after <= :horizon",
@@ -210,7 +218,7 @@ def announce_warnings(kma: Appliance) -> int:
         statement = Stmt(
             "INSERT INTO certificate_warnings (certificate, warn_before, warned_at) VALUES (?, ?, ?) "
             "ON CONFLICT DO NOTHING",
-            (expiry.certificate, level, kma.clock.now()),
+            (expiry.certificate, level, real_now()),
             expect=1,
             refusal="another KMA gave this warning a moment ago",
         )

@@ -217,6 +217,7 @@ def enroll(
             Stmt(
                 "UPDATE agents SET enrollment_passphrase_hash = NULL, enrollment_passphrase_set_at = NULL, "
                 "enrolled_at = :now, certificate_fingerprint = :fp, certificate_not_after = :not_after, "
+                "previous_certificate_fingerprint = NULL, "
                 "updated_at = :now WHERE id = :id AND enabled = 1 AND enrollment_passphrase_hash = :hash",
                 {"now": now, "fp": fingerprint, "not_after": not_after, "id": agent_id, "hash": stored},
                 expect=1,
