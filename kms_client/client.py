@@ -44,6 +44,7 @@ from .wire import (
     Dashboard,
     DataUnit,
     EnrollmentPassphrase,
+    EnrollmentPassphrases,
     Key,
     KeyGroup,
     KeyPolicy,
@@ -535,6 +536,19 @@ class KmsClient:
             enabled=enabled,
         )
         return self._connection.call("PATCH", f"/agents/{segment(id)}", reader(Agent), body=body)
+
+    def new_enrollment_passphrases(self, agent_ids: Sequence[str]) -> list[EnrollmentPassphrase]:
+        """Operator: a new one-time passphrase for each agent (drives that cannot renew their own
+        certificate), asked for 100 at a time; each replaces the agent's earlier one."""
+        out: list[EnrollmentPassphrase] = []
+        ids = list(agent_ids)
+        for start in range(0, len(ids), 100):
+            body = {"agent_ids": ids[start : start + 100]}
+            made = self._connection.call(
+                "POST", "/agents/enrollment-passphrases", reader(EnrollmentPassphrases), body
+            )
+            out.extend(made.passphrases)
+        return out
 
     def new_enrollment_passphrase(self, id: str) -> EnrollmentPassphrase:
         """A new one-time passphrase for the agent (replaces any earlier one); shown once."""

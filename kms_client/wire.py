@@ -255,6 +255,14 @@ class EnrollmentPassphrase:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EnrollmentPassphrases:
+    """One-time enrollment passphrases for several agents (drives that cannot renew their own
+    certificate), each shown this once."""
+
+    passphrases: tuple[EnrollmentPassphrase, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class AuditFacets:
     operation: tuple[str, ...]
     event_class: tuple[str, ...]
@@ -410,6 +418,9 @@ class KmaNode(behaviour.KmaNodeText):
     last_contact_seconds: float | None
     this_kma: bool
     health: str
+    certificate_expires_at: datetime | None = None
+    node_certificate_expires_at: datetime | None = None
+    certificate_warning: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,6 +29,7 @@ Text = Annotated[str, Field(max_length=200)]
 Passphrase = Annotated[str, Field(min_length=1, max_length=256)]
 Comment = Annotated[str, Field(min_length=1, max_length=500)]
 Period = Annotated[int, Field(gt=0, le=100 * 365 * 86400)]
+MAX_PASSPHRASES_AT_ONCE = 100  # each costs an Argon2id hash (about 0.1 s)
 T = TypeVar("T")
 
 
@@ -186,6 +187,13 @@ class Agent(Response):
 class EnrollmentPassphrase(Response):
     agent_id: str
     passphrase: str
+
+
+class EnrollmentPassphrases(Response):
+    """One-time enrollment passphrases for several agents (drives that cannot renew their own
+    certificate), each shown this once."""
+
+    passphrases: list[EnrollmentPassphrase]
 
 
 class DataUnit(Response):
@@ -376,6 +384,10 @@ class AgentCreate(Request):
     description: Text = ""
     site_id: Id
     default_key_group_id: Id
+
+
+class AgentIds(Request):
+    agent_ids: Annotated[list[Id], Field(min_length=1, max_length=MAX_PASSPHRASES_AT_ONCE)]
 
 
 class AgentPatch(Request):

@@ -15,6 +15,7 @@ from typing import Any
 from kma import __version__
 from kma.appliance import Appliance
 from kma.services.audit_forwarding import audit_forwarder
+from kma.services.certificates import expiries
 from kma.services.replication_lag import replication_lags
 from kma.store import cluster_version
 from kma.store.cluster_view import NodeStatus
@@ -146,6 +147,13 @@ def _node_status(kma: Appliance) -> dict[str, NodeStatus]:
 def kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
     status = _node_status(kma)
     lags = replication_lags(kma)
+    certificates: dict[str, dict[str, Any]] = {}
+    for expiry in expiries(kma, agents=0):  # each KMA's listener and node certificates
+        mine = certificates.setdefault(expiry.owner, {"certificate_warning": False})
+        if expiry.kind in ("listener", "node"):
+            name = "certificate_expires_at" if expiry.kind == "listener" else "node_certificate_expires_at"
+            mine[name] = expiry.expires_at
+            mine["certificate_warning"] |= expiry.warning is not None
     rows = kma.store.query(
         "SELECT id, name, site_id, management_address, service_address, version, schema_version, "
         "rqlite_version, locked, witness, master_key "
@@ -180,6 +188,7 @@ def kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
             "replication_lag": asdict(lags[row["id"]]) if row["id"] in lags else None,
             "last_contact_seconds": 0.0 if me else (node.last_contact_seconds if node else None),
             "this_kma": me,
+            **certificates.get(row["id"], {}),
         }
         out["health"] = _health(out)
         nodes.append(out)

@@ -148,6 +148,18 @@ def update_agent(kma: Appliance, actor: Actor, agent_id: str, **changes: Any) ->
     return get_agent(kma, agent_id)
 
 
+def new_enrollment_passphrases(kma: Appliance, actor: Actor, agent_ids: list[str]) -> list[dict[str, str]]:
+    """A passphrase for each agent, each set and audited as `new_enrollment_passphrase` does (the
+    agent's history shows it); every agent must exist before any passphrase changes."""
+    wanted = list(dict.fromkeys(agent_ids))
+    marks = ",".join("?" * len(wanted))
+    known = {r["id"] for r in kma.store.query(f"SELECT id FROM agents WHERE id IN ({marks})", wanted)}
+    missing = [a for a in wanted if a not in known]
+    if missing:
+        raise NotFound(f"There is no agent {', '.join(repr(a) for a in missing[:5])}; no passphrase was set.")
+    return [{"agent_id": a, "passphrase": new_enrollment_passphrase(kma, actor, a)} for a in wanted]
+
+
 def new_enrollment_passphrase(kma: Appliance, actor: Actor, agent_id: str) -> str:
     """A fresh one-time passphrase; it replaces any earlier one. Returned once, never stored."""
     passphrase = "-".join(secrets.token_hex(3).upper() for _ in range(4))

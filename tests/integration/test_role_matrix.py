@@ -78,6 +78,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /agents": frozenset({OP}),
     "PATCH /agents/{id}": frozenset({OP}),
     "POST /agents/{id}/enrollment-passphrase": frozenset({OP}),
+    "POST /agents/enrollment-passphrases": frozenset({OP}),  # issue 38
     "GET /data-units": frozenset({OP, CO, AU}),
     "GET /data-units/{id}": frozenset({OP, CO, AU}),
     "GET /keys": frozenset({OP, CO, AU}),
@@ -374,6 +375,7 @@ CALLS: dict[str, Prep] = {
     ),
     "PATCH /agents/{id}": lambda w, u: ({"id": "mx-agent"}, {"description": f"changed {w.n()}"}),
     "POST /agents/{id}/enrollment-passphrase": lambda w, u: ({"id": "mx-agent"}, None),
+    "POST /agents/enrollment-passphrases": lambda w, u: ({}, {"agent_ids": ["mx-agent"]}),
     "GET /data-units": none,
     "GET /data-units/{id}": lambda w, u: ({"id": "MX0001"}, None),
     "GET /keys": none,

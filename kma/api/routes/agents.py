@@ -51,6 +51,13 @@ def update_agent(agent_id: str, body: schemas.AgentPatch, kma: Kma, actor: Agent
     return agents.update_agent(kma, actor, agent_id, **body.model_dump(exclude_none=True))
 
 
+@router.post("/enrollment-passphrases", response_model=schemas.EnrollmentPassphrases)
+def new_enrollment_passphrases(body: schemas.AgentIds, kma: Kma, actor: AgentsWrite) -> dict[str, object]:
+    """A new one-time passphrase for each agent listed (at most 100 a request): for drives whose
+    certificate an operator installs, before it expires. Each replaces the agent's earlier one."""
+    return {"passphrases": agents.new_enrollment_passphrases(kma, actor, body.agent_ids)}
+
+
 @router.post("/{agent_id}/enrollment-passphrase", response_model=schemas.EnrollmentPassphrase)
 def new_enrollment_passphrase(agent_id: str, kma: Kma, actor: AgentsWrite) -> dict[str, object]:
     return {"agent_id": agent_id, "passphrase": agents.new_enrollment_passphrase(kma, actor, agent_id)}
