@@ -545,7 +545,7 @@ class KmsClient:
         for start in range(0, len(ids), 100):
             body = {"agent_ids": ids[start : start + 100]}
             made = self._connection.call(
-                "POST", "/agents/enrollment-passphrases", reader(EnrollmentPassphrases), body
+                "POST", "/agents/enrollment-passphrases", reader(EnrollmentPassphrases), body=body
             )
             out.extend(made.passphrases)
         return out

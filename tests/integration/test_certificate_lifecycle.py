@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kms_client import NotFound
 from tests.integration.test_metrics import samples, scrape, value
 from tests.support.agents import enroll, events, kmip, last_event, new_passphrase, service_address
 from tests.support.kma_process import RunningKma, run_kma
@@ -213,3 +214,22 @@ def test_a_kma_renews_its_listener_certificate_while_a_drive_keeps_reading_keys(
     messages = [e["message"] for e in events(kma, 0, "kma.certificate_renew")]
     assert any("so asked for it" in m for m in messages)
     assert any("before it expires" in m for m in messages)
+
+
+def test_passphrases_for_several_agents_are_all_or_nothing_and_each_in_its_agents_history(
+    kma: RunningKma,
+) -> None:
+    op = kma.client("op")
+    mark = last_event(kma)
+    with pytest.raises(NotFound, match="no-such-drive"):
+        op.new_enrollment_passphrases(["9840d-bos-01", "no-such-drive"])
+    assert events(kma, mark, "agent.enrollment_passphrase") == []
+
+    made = op.new_enrollment_passphrases(["9840d-bos-01", "t10k-dal-02"])
+    assert [p.agent_id for p in made] == ["9840d-bos-01", "t10k-dal-02"]
+    assert len({p.passphrase for p in made}) == 2
+    audited = events(kma, mark, "agent.enrollment_passphrase")
+    assert [(e["subject_type"], e["subject_id"]) for e in audited] == [
+        ("agent", "9840d-bos-01"),
+        ("agent", "t10k-dal-02"),
+    ]
