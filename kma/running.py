@@ -24,7 +24,8 @@ from kma.services import entry_signatures, row_macs
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.audit_pruner import auto_prune
 from kma.services.backup_schedule import backup_scheduler
-from kma.services.certificates import certificate_watch, first_certificate, recorded
+from kma.services.certificate_renewal import certificate_watch
+from kma.services.certificates import first_certificate, recorded
 from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
 from kma.store import Stmt

@@ -33,7 +33,7 @@ from kma.datadir import write_private
 from kma.domain.actor import Actor
 from kma.errors import Conflict
 from kma.services.certificates import (
-    certificate_watch,
+    announce_warnings,
     cluster_ca,
     first_certificate,
     real_now,
@@ -44,6 +44,7 @@ from kma.services.certificates import (
 from kma.services.kmas import get_kma
 from kma.store import Stmt
 from kma.tls import server_context
+from kma.worker import Worker
 
 
 class ListenerTls:
@@ -112,6 +113,8 @@ def renew(kma: Appliance, actor: Actor, why: str) -> dict[str, Any]:
         "kma.certificate_renew",
         [
             recorded(kma.kma_id, "server", new.cert_pem.decode("ascii")),
+            # replaced: refused from now on wherever a KMA certificate is checked (a leaked old key)
+            Stmt("UPDATE kma_certificates SET revoked_at = ? WHERE serial = ?", (real_now(), old_serial)),
             Stmt("UPDATE kmas SET certificate_renewal_requested_at = NULL WHERE id = ?", (kma.kma_id,)),
         ],
         f"renewed KMA {kma.kma_id}'s listener certificate ({why}): serial {serial}, valid until "
@@ -166,3 +169,29 @@ def request(kma: Appliance, actor: Actor, kma_id: str) -> dict[str, Any]:
         ("kma", kma_id),
     )
     return get_kma(kma, kma_id)
+
+
+class CertificateWatch(Worker):
+    """Every `check_every` (kma.toml [certificates]): the warnings that started since the last look
+    become audit events, and this KMA renews its own listener certificate when it is due."""
+
+    name = "kma-certificates"
+    pause_s = 60.0
+
+    def __init__(self, kma: Appliance) -> None:
+        super().__init__()
+        self.kma = kma
+
+    def work(self) -> float:
+        announce_warnings(self.kma)
+        renew_if_due(self.kma)
+        return float(settings(self.kma).check_every)
+
+    def failed(self, exc: Exception) -> float:
+        self.log.error("%s: round failed; retrying", self.name, exc_info=exc)
+        return min(self.pause_s, float(settings(self.kma).check_every))
+
+
+def certificate_watch(kma: Appliance) -> CertificateWatch:
+    """This KMA's one certificate watch (`kma serve` starts it: kma/running.py)."""
+    return kma.part(CertificateWatch)

@@ -6,9 +6,11 @@ the joining KMA's; the current one of a kind is the newest not revoked) and each
 (`agents.certificate_not_after`). A warning starts as each threshold of kma.toml's
 `[certificates] warn_before` is reached (90 and 30 days by default) and again when the certificate
 has expired; each is an audit event once (`certificate_warnings` remembers it was given), whichever
-KMA notices first. Certificates are judged on the machine's clock (`real_now`), as TLS judges
-them, even when a test clock moves the KMA's own dates: a test proves expiry and renewal with short
-validities and real handshakes.
+KMA's certificate watch (kma/services/certificate_renewal.py) notices first.
+
+Certificates are judged on the machine's clock (`real_now`), as TLS judges them, even when a test
+clock moves the KMA's own dates: a test proves expiry and renewal with short validities and real
+handshakes.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from kma.crypto import CertifiedKey, load_certificate
 from kma.services.backups import describe_duration
 from kma.services.paging import LAST_SECOND
 from kma.store import Batch, Refused, Stmt
-from kma.worker import Worker
 
 KIND_WORDS = {
     "ca": "the cluster CA certificate",
@@ -228,32 +229,3 @@ def announce_warnings(kma: Appliance) -> int:
             continue
         given += 1
     return given
-
-
-class CertificateWatch(Worker):
-    """Every `check_every` (kma.toml [certificates]): the warnings that started since the last look
-    become audit events, and this KMA renews its own listener certificate when it is due
-    (kma/services/certificate_renewal.py)."""
-
-    name = "kma-certificates"
-    pause_s = 60.0
-
-    def __init__(self, kma: Appliance) -> None:
-        super().__init__()
-        self.kma = kma
-
-    def work(self) -> float:
-        from kma.services.certificate_renewal import renew_if_due
-
-        announce_warnings(self.kma)
-        renew_if_due(self.kma)
-        return float(settings(self.kma).check_every)
-
-    def failed(self, exc: Exception) -> float:
-        self.log.error("%s: round failed; retrying", self.name, exc_info=exc)
-        return min(self.pause_s, float(settings(self.kma).check_every))
-
-
-def certificate_watch(kma: Appliance) -> CertificateWatch:
-    """This KMA's one certificate watch (`kma serve` starts it: kma/running.py)."""
-    return kma.part(CertificateWatch)
