@@ -189,13 +189,28 @@ def test_a_kma_renews_its_listener_certificate_while_a_drive_keeps_reading_keys(
     reader = threading.Thread(target=reading, daemon=True)
     reader.start()
     try:
-        # When a Security Officer renews it from the API (40 s certificates from now on)
+        # When a Security Officer renews it with `kma cluster renew-certificate` (40 s ones from now on)
         write_settings(kma)
-        renewed = so.renew_kma_certificate(kma_id)
+        secret = tmp_path / "so.passphrase"
+        secret.write_text(kma.passphrases["so"] + "\n")
+        said = run_kma(
+            "cluster",
+            "renew-certificate",
+            kma_id,
+            "--kma",
+            kma.address,
+            "--data-dir",
+            str(kma.data_dir),
+            "--user",
+            "so",
+            "--passphrase-file",
+            str(secret),
+        ).stdout
+        assert f"KMA {kma_id}'s listener certificate renewed: valid until" in said
         after = presented_serial(service, kma.ca_pem)
         assert after != before
         assert presented_serial(kma.address, kma.ca_pem) == after  # both listeners
-        assert renewed.certificate_expires_at is not None
+        assert so.get_kma(kma_id).certificate_expires_at is not None
         # Then the KMA renews it by itself before it expires, and again
         wait_until(
             lambda: presented_serial(service, kma.ca_pem) not in (before, after),
