@@ -16,6 +16,7 @@ import pytest
 from kms_client import NotFound
 from tests.integration.test_metrics import samples, scrape, value
 from tests.support.agents import enroll, events, kmip, last_event, new_passphrase, service_address
+from tests.support.cluster import add_node, first_node, replica
 from tests.support.kma_process import RunningKma, run_kma
 from tests.support.waiting import wait_until
 
@@ -248,3 +249,48 @@ def test_passphrases_for_several_agents_are_all_or_nothing_and_each_in_its_agent
         ("agent", "9840d-bos-01"),
         ("agent", "t10k-dal-02"),
     ]
+
+
+def test_on_a_cluster_each_kma_shows_its_certificates_and_renews_when_asked_through_another(
+    tmp_path: Path,
+) -> None:
+    first, ca = first_node(tmp_path / "a")
+    second = add_node(first, ca, tmp_path, "kma-dal-2")
+    try:
+        second.start()
+        so = first.client("so")
+        shown = {k.id: k for k in so.cluster_topology().kmas}
+        assert shown["kma-dal-2"].certificate_expires_at is not None
+        assert shown["kma-dal-2"].node_certificate_expires_at is not None
+        kinds = {(c.kind, c.owner) for c in so.dashboard().certificates}
+        assert {("listener", "kma-dal-2"), ("node", "kma-dal-2"), ("node", "kma-dal-1")} <= kinds
+        before = presented_serial(service_address(second), ca.cert_pem.decode())
+
+        # When a Security Officer connected to the first KMA renews the second's certificate
+        asked = so.renew_kma_certificate("kma-dal-2")
+        assert asked.id == "kma-dal-2"
+
+        # Then the second KMA renews it itself (it holds the key), and the request is cleared
+        wait_until(
+            lambda: presented_serial(service_address(second), ca.cert_pem.decode()) != before,
+            30,
+            what="the second KMA's renewal",
+            interval=0.2,
+        )
+        wait_until(
+            lambda: not so.get_kma("kma-dal-2").certificate_renewal_requested, 30, what="the request cleared"
+        )
+
+        def audited(operation: str) -> list[tuple[str, str]]:
+            with replica(first) as db:
+                sql = "SELECT entity_id, message FROM audit_events WHERE operation = ? ORDER BY id"
+                return [tuple(r) for r in db.execute(sql, (operation,))]
+
+        assert [who for who, _ in audited("kma.certificate_renew_request")] == ["so"]
+        [(who, message)] = wait_until(
+            lambda: audited("kma.certificate_renew"), 30, what="the renewal's event"
+        )
+        assert who == "kma-dal-2" and "a Security Officer asked for it" in message
+    finally:
+        second.stop()
+        first.stop()
