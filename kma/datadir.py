@@ -96,6 +96,12 @@ class DataDir:
         return self.root / "unlock.key"
 
     @property
+    def node_renewal_asked(self) -> Path:
+        """Present once a Security Officer asked this KMA to renew its certificates: a cluster node
+        then renews its node certificate too (kma/cluster/node_renewal.py), and removes this."""
+        return self.root / "renew-node-certificate"
+
+    @property
     def rows_sealed(self) -> Path:
         """Present once this KMA has unlocked on a version with row MACs (kma/services/row_macs.py):
         from then on a row without a MAC is tampered with, not merely older."""

@@ -79,7 +79,7 @@ def _current(kma: Appliance) -> tuple[str, x509.Certificate]:
     return first, load_certificate(first.encode("ascii"))
 
 
-def _hosts(cert: x509.Certificate) -> list[str]:
+def hosts_of(cert: x509.Certificate) -> list[str]:
     """The names the certificate gives (loopback is added again by the issuer)."""
     try:
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
@@ -101,7 +101,7 @@ def renew(kma: Appliance, actor: Actor, why: str) -> dict[str, Any]:
     old_pem, old = _current(kma)
     ca = cluster_ca(kma)
     validity = timedelta(seconds=settings(kma).kma_validity)
-    new = issue_server_certificate(ca, kma.kma_id, _hosts(old), validity=validity)
+    new = issue_server_certificate(ca, kma.kma_id, hosts_of(old), validity=validity)
     _replace(kma.data_dir.server_key, new.key_pem)
     _replace(kma.data_dir.server_cert, new.cert_pem + ca.cert_pem)
     listener_tls(kma).reload()
@@ -133,6 +133,7 @@ def renew_if_due(kma: Appliance) -> bool:
     )
     if asked is not None and asked["at"] is not None:
         renew(kma, kma.itself, "a Security Officer asked for it")
+        kma.data_dir.node_renewal_asked.touch()  # a cluster node: its node certificate too
         return True
     pem, _ = _current(kma)
     _, not_after = serial_and_expiry(pem)
@@ -152,7 +153,9 @@ def follow_request(kma: Appliance) -> None:
 def request(kma: Appliance, actor: Actor, kma_id: str) -> dict[str, Any]:
     """A Security Officer's "renew now": done here if it is this KMA's, else recorded for that KMA."""
     if kma_id == kma.kma_id:
-        return renew(kma, actor, f"{actor.entity_id} asked for it")
+        renewed = renew(kma, actor, f"{actor.entity_id} asked for it")
+        kma.data_dir.node_renewal_asked.touch()  # a cluster node: its node certificate too
+        return renewed
     kma.commit(
         actor,
         "kma.certificate_renew_request",

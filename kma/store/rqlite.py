@@ -169,6 +169,9 @@ class RaftMembers:
     def remove(self, node_id: str) -> None:
         self._client.remove_node(node_id)
 
+    def use_certificate(self, cert: Path, key: Path) -> None:
+        self._client.use_certificate(cert, key)
+
 
 class _Closing(Exception):
     """The writer was asked to stop (`close`)."""

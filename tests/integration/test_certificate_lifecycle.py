@@ -9,14 +9,16 @@ import socket
 import ssl
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from kms_client import NotFound
+from kma.cluster.node_renewal import lets_in
+from kms_client import ClusterUnavailable, NotFound
 from tests.integration.test_metrics import samples, scrape, value
 from tests.support.agents import enroll, events, kmip, last_event, new_passphrase, service_address
-from tests.support.cluster import add_node, first_node, replica
+from tests.support.cluster import add_node, files_of, first_node, replica
 from tests.support.kma_process import RunningKma, run_kma
 from tests.support.waiting import wait_until
 
@@ -158,25 +160,15 @@ def test_an_agent_renews_over_mutual_tls_and_an_expired_certificate_is_refused_b
     assert stale.returncode == 2
 
 
-def test_a_kma_renews_its_listener_certificate_while_a_drive_keeps_reading_keys(
-    kma: RunningKma, tmp_path: Path
-) -> None:
-    so = kma.client("so")
-    kma_id = so.status().kma_id
-    service = service_address(kma)
-    before = presented_serial(service, kma.ca_pem)
-    drive_dir = tmp_path / "reader"
-    enroll(kma, "lto4-dal-01", drive_dir, new_passphrase(kma, "lto4-dal-01"))
-    setup = kmip(drive_dir)
-    key_id, _ = setup.write_key("E38002")
-    material = setup.get(key_id)
-    setup.close()
-
+@contextmanager
+def keep_reading(drive_dir: Path, key_id: str) -> Iterator[tuple[list[bytes], list[BaseException]]]:
+    """A drive mounting one tape again and again, a new connection each time, while the block runs:
+    the keys it read and what failed."""
     reads: list[bytes] = []
     failures: list[BaseException] = []
     stop = threading.Event()
 
-    def reading() -> None:  # a drive mounting the tape again and again, a new connection each time
+    def reading() -> None:
         while not stop.is_set():
             try:
                 client = kmip(drive_dir)
@@ -184,46 +176,72 @@ def test_a_kma_renews_its_listener_certificate_while_a_drive_keeps_reading_keys(
                     reads.append(client.get(key_id))
                 finally:
                     client.close()
-            except BaseException as exc:  # noqa: BLE001  # reported below
+            except BaseException as exc:  # noqa: BLE001  # reported by the test
                 failures.append(exc)
 
     reader = threading.Thread(target=reading, daemon=True)
     reader.start()
     try:
-        # When a Security Officer renews it with `kma cluster renew-certificate` (40 s ones from now on)
-        write_settings(kma)
-        secret = tmp_path / "so.passphrase"
-        secret.write_text(kma.passphrases["so"] + "\n")
-        said = run_kma(
-            "cluster",
-            "renew-certificate",
-            kma_id,
-            "--kma",
-            kma.address,
-            "--data-dir",
-            str(kma.data_dir),
-            "--user",
-            "so",
-            "--passphrase-file",
-            str(secret),
-        ).stdout
-        assert f"KMA {kma_id}'s listener certificate renewed: valid until" in said
-        after = presented_serial(service, kma.ca_pem)
-        assert after != before
-        assert presented_serial(kma.address, kma.ca_pem) == after  # both listeners
-        assert so.get_kma(kma_id).certificate_expires_at is not None
-        # Then the KMA renews it by itself before it expires, and again
-        wait_until(
-            lambda: presented_serial(service, kma.ca_pem) not in (before, after),
-            40,
-            what="the KMA's own renewal",
-            interval=0.5,
-        )
+        yield reads, failures
         count = len(reads)
-        wait_until(lambda: len(reads) > count + 3, 20, what="more reads after the renewal")
+        wait_until(lambda: len(reads) > count + 3, 30, what="more reads after the renewal")
     finally:
         stop.set()
         reader.join(timeout=20)
+
+
+def a_drive_with_a_key(
+    kma: RunningKma, tmp_path: Path, agent_id: str, volser: str
+) -> tuple[Path, str, bytes]:
+    drive_dir = tmp_path / agent_id
+    enroll(kma, agent_id, drive_dir, new_passphrase(kma, agent_id))
+    setup = kmip(drive_dir)
+    try:
+        key_id, _ = setup.write_key(volser)
+        return drive_dir, key_id, setup.get(key_id)
+    finally:
+        setup.close()
+
+
+def test_a_kma_renews_its_listener_certificate_while_a_drive_keeps_reading_keys(
+    kma: RunningKma, tmp_path: Path
+) -> None:
+    so = kma.client("so")
+    kma_id = so.status().kma_id
+    service = service_address(kma)
+    before = presented_serial(service, kma.ca_pem)
+    drive_dir, key_id, material = a_drive_with_a_key(kma, tmp_path, "lto4-dal-01", "E38002")
+    try:
+        with keep_reading(drive_dir, key_id) as (reads, failures):
+            # When a Security Officer renews it with `kma cluster renew-certificate` (40 s ones from now on)
+            write_settings(kma)
+            secret = tmp_path / "so.passphrase"
+            secret.write_text(kma.passphrases["so"] + "\n")
+            said = run_kma(
+                "cluster",
+                "renew-certificate",
+                kma_id,
+                "--kma",
+                kma.address,
+                "--data-dir",
+                str(kma.data_dir),
+                "--user",
+                "so",
+                "--passphrase-file",
+                str(secret),
+            ).stdout
+            assert f"KMA {kma_id}'s listener certificate renewed: valid until" in said
+            after = presented_serial(service, kma.ca_pem)
+            assert after != before
+            assert presented_serial(kma.address, kma.ca_pem) == after  # both listeners
+            # Then the KMA renews it by itself before it expires, and again
+            wait_until(
+                lambda: presented_serial(service, kma.ca_pem) not in (before, after),
+                40,
+                what="the KMA's own renewal",
+                interval=0.5,
+            )
+    finally:
         write_settings(kma, kma_validity="5y", renew_before="180d")
     assert not failures, failures[:3]
     assert reads and all(r == material for r in reads)
@@ -291,6 +309,69 @@ def test_on_a_cluster_each_kma_shows_its_certificates_and_renews_when_asked_thro
             lambda: audited("kma.certificate_renew"), 30, what="the renewal's event"
         )
         assert who == "kma-dal-2" and "a Security Officer asked for it" in message
+    finally:
+        second.stop()
+        first.stop()
+
+
+def test_a_cluster_kma_renews_its_node_certificate_and_every_node_trusts_it_without_a_gap(
+    tmp_path: Path,
+) -> None:
+    first, ca = first_node(tmp_path / "a")
+    second = add_node(first, ca, tmp_path, "kma-dal-2")
+    try:
+        second.start()
+        node = files_of(second)
+        old_cert, old_key = tmp_path / "old.crt", tmp_path / "old.key"
+        old_cert.write_bytes(node.node_cert.read_bytes())
+        old_key.write_bytes(node.node_key.read_bytes())
+        old_key.chmod(0o600)
+        so = first.client("so")
+        before = {k.id: k for k in so.cluster_topology().kmas}["kma-dal-2"].node_certificate_expires_at
+
+        # When a Security Officer renews the second KMA's certificates
+        so.renew_kma_certificate("kma-dal-2")
+
+        # Then it moves to a new node certificate once the first node trusts it, and the first
+        # node then refuses the old one
+        wait_until(
+            lambda: node.node_cert.read_bytes() != old_cert.read_bytes(), 60, what="the switch", interval=0.5
+        )
+        first_raft = files_of(first).load().raft_address
+        assert lets_in(first_raft, node.node_cert, node.node_key)
+        wait_until(
+            lambda: not lets_in(first_raft, old_cert, old_key), 60, what="the old one refused", interval=0.5
+        )
+        wait_until(
+            lambda: (
+                {k.id: k for k in so.cluster_topology().kmas}["kma-dal-2"].node_certificate_expires_at
+                != before
+            ),
+            60,
+            what="the new node certificate recorded",
+        )
+        # And the cluster takes writes again once each rqlited is back (management writes may wait
+        # out a leader election while the nodes restart; the drives' reads above never do)
+        so2 = second.client("so")
+
+        def written() -> bool:
+            try:
+                so2.create_site("renewed", "After the renewal")
+            except ClusterUnavailable:
+                return False
+            return True
+
+        wait_until(written, 60, what="a write through the renewed KMA", interval=0.5)
+        wait_until(lambda: any(s.id == "renewed" for s in so.list_sites().items), 30, what="replication")
+        with replica(first) as db:
+            said = [
+                r[0]
+                for r in db.execute(
+                    "SELECT message FROM audit_events WHERE operation = ?", ("kma.node_certificate_renew",)
+                )
+            ]
+        assert any("staged a new node certificate" in m for m in said)
+        assert any("every node trusted it before" in m for m in said)
     finally:
         second.stop()
         first.stop()
