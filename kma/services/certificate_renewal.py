@@ -133,7 +133,7 @@ def renew_if_due(kma: Appliance) -> bool:
     )
     if asked is not None and asked["at"] is not None:
         renew(kma, kma.itself, "a Security Officer asked for it")
-        kma.data_dir.node_renewal_asked.touch()  # a cluster node: its node certificate too
+        _node_too(kma)
         return True
     pem, _ = _current(kma)
     _, not_after = serial_and_expiry(pem)
@@ -142,6 +142,13 @@ def renew_if_due(kma: Appliance) -> bool:
         return False
     renew(kma, kma.itself, f"{max(left, 0)} s before it expires")
     return True
+
+
+def _node_too(kma: Appliance) -> None:
+    """Asked by a Security Officer: a cluster node renews its node certificate too (its cluster
+    watch does, kma/cluster/node_renewal.py)."""
+    if kma.store.cluster is not None:
+        kma.data_dir.node_renewal_asked.touch()
 
 
 def follow_request(kma: Appliance) -> None:
@@ -154,7 +161,7 @@ def request(kma: Appliance, actor: Actor, kma_id: str) -> dict[str, Any]:
     """A Security Officer's "renew now": done here if it is this KMA's, else recorded for that KMA."""
     if kma_id == kma.kma_id:
         renewed = renew(kma, actor, f"{actor.entity_id} asked for it")
-        kma.data_dir.node_renewal_asked.touch()  # a cluster node: its node certificate too
+        _node_too(kma)
         return renewed
     kma.commit(
         actor,
