@@ -13,8 +13,9 @@ before it is used, in three steps of the cluster watch's round, each safe to rep
    own client of rqlited presents it, and its rqlited restarts with it.
 3. Its entry then pins the new certificate only; the others drop the old one as they follow.
 
-When: `renew_before` ahead of the node certificate's expiry (kma.toml [certificates]), or when its
-listener certificate is renewed on request (kma/services/certificate_renewal.py asks, `request`).
+When: `renew_before` ahead of the node certificate's expiry (kma.toml [certificates]), or when a
+Security Officer renews its listener certificate (kma/services/certificate_renewal.py leaves
+`DataDir.node_renewal_asked`); one KMA at a time (none stages while another's entry pins two).
 Only an unlocked KMA renews (the CA's key); a witness, which holds no master key, does not.
 """
 
@@ -68,6 +69,13 @@ def lets_in(address: str, cert: Path, key: Path) -> bool:
         return False
 
 
+# Other KMAs whose entry pins two node certificates: renewing theirs now
+_RENEWING = (
+    "SELECT count(*) FROM kmas WHERE id <> ? AND removed_at IS NULL AND instr(substr(node_cert_pem, "
+    "instr(node_cert_pem, 'END CERTIFICATE') + 1), 'END CERTIFICATE') > 0"
+)
+
+
 class NodeRenewal:
     """The three steps, for the cluster watch of one KMA (`step` each round)."""
 
@@ -102,6 +110,10 @@ class NodeRenewal:
         self._switch(current, cert, key)
 
     def _due(self, current: str) -> bool:
+        """Asked, or `renew_before` reached; and no other KMA is renewing its own (its entry pins
+        two), so the nodes restart for one KMA at a time."""
+        if self.kma.store.scalar(_RENEWING, (self.kma.kma_id,)):
+            return False
         if self.kma.data_dir.node_renewal_asked.exists():
             return True
         _, not_after = serial_and_expiry(current.strip() + "\n")
