@@ -147,13 +147,6 @@ def _node_status(kma: Appliance) -> dict[str, NodeStatus]:
 def kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
     status = _node_status(kma)
     lags = replication_lags(kma)
-    certificates: dict[str, dict[str, Any]] = {}
-    for expiry in expiries(kma, agents=0):  # each KMA's listener and node certificates
-        mine = certificates.setdefault(expiry.owner, {"certificate_warning": False})
-        if expiry.kind in ("listener", "node"):
-            name = "certificate_expires_at" if expiry.kind == "listener" else "node_certificate_expires_at"
-            mine[name] = expiry.expires_at
-            mine["certificate_warning"] |= expiry.warning is not None
     rows = kma.store.query(
         "SELECT id, name, site_id, management_address, service_address, version, schema_version, "
         "rqlite_version, locked, witness, master_key "
@@ -188,7 +181,6 @@ def kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
             "replication_lag": asdict(lags[row["id"]]) if row["id"] in lags else None,
             "last_contact_seconds": 0.0 if me else (node.last_contact_seconds if node else None),
             "this_kma": me,
-            **certificates.get(row["id"], {}),
         }
         out["health"] = _health(out)
         nodes.append(out)
@@ -238,8 +230,21 @@ def _forwarding(kma: Appliance) -> dict[str, Any] | None:
     return None if status.address is None else asdict(status)
 
 
+def _certificates(kma: Appliance) -> dict[str, dict[str, Any]]:
+    """Each KMA's listener and node certificates' expiry, and whether a warning reached either."""
+    found: dict[str, dict[str, Any]] = {}
+    for expiry in expiries(kma, agents=0):
+        if expiry.kind in ("listener", "node"):
+            mine = found.setdefault(expiry.owner, {"certificate_warning": False})
+            name = "certificate_expires_at" if expiry.kind == "listener" else "node_certificate_expires_at"
+            mine[name] = expiry.expires_at
+            mine["certificate_warning"] |= expiry.warning is not None
+    return found
+
+
 def topology(kma: Appliance) -> dict[str, Any]:
-    nodes = kma_nodes(kma)
+    certificates = _certificates(kma)
+    nodes = [{**n, **certificates.get(n["id"], {})} for n in kma_nodes(kma)]
     agents = _agents_by_site(kma)
     sites = [dict(r) for r in kma.store.query("SELECT id, name FROM sites ORDER BY name, id")]
     names = {s["id"]: s["name"] for s in sites}
