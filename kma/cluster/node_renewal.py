@@ -154,6 +154,7 @@ class NodeRenewal:
         os.replace(cert, files.node_cert)
         if store.cluster is not None:
             store.cluster.use_certificate(files.node_cert, files.node_key)
+            store.cluster.node_restarting()
         self.kma.own_entry["node_cert_pem"] = new
         self.node.stop()
         self.node.start()

@@ -144,7 +144,9 @@ class ClusterWatch(Worker):
 
     def _follow_members(self) -> None:
         """After `reap`: a removed KMA is out of Raft before this node stops trusting it."""
-        if self.node is not None and follow_membership(self.node):
+        cluster = self.kma.store.cluster
+        restarting = cluster.node_restarting if cluster is not None else None
+        if self.node is not None and follow_membership(self.node, restarting):
             self._restarted = True
         if self._restarted:  # until the cluster takes the event (it may be electing a leader)
             self.kma.audit(
