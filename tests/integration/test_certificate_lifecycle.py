@@ -364,12 +364,12 @@ def test_a_cluster_kma_renews_its_node_certificate_and_every_node_trusts_it_with
             # Then it moves to a new node certificate once the first node trusts it; the first node
             # lets the new one in and, once the entry pins it alone, refuses the old one (each
             # rqlited restarts as the pins change: its port is closed for a moment)
-            wait_until(lambda: node.node_cert.read_bytes() != old_cert.read_bytes(), 60, what="the switch")
+            wait_until(lambda: node.node_cert.read_bytes() != old_cert.read_bytes(), 120, what="the switch")
             wait_until(
-                lambda: lets_in(first_raft, node.node_cert, node.node_key), 60, what="the new one let in"
+                lambda: lets_in(first_raft, node.node_cert, node.node_key), 120, what="the new one let in"
             )
-            wait_until(lambda: not lets_in(first_raft, old_cert, old_key), 60, what="the old one refused")
-            wait_until(lambda: node_expiry() != before, 60, what="the new node certificate recorded")
+            wait_until(lambda: not lets_in(first_raft, old_cert, old_key), 120, what="the old one refused")
+            wait_until(lambda: node_expiry() != before, 120, what="the new node certificate recorded")
         assert not failures, failures[:3]
         assert reads and all(r == material for r in reads)
 
