@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kma.certificate_settings import CertificateSettings
 from kma.crypto.hsm import HsmSettings
 from kma.errors import UnsafePermissions, ValidationFailed
 from kma.limits import ListenerLimits
@@ -93,6 +94,12 @@ class DataDir:
     @property
     def unlock_key(self) -> Path:
         return self.root / "unlock.key"
+
+    @property
+    def node_renewal_asked(self) -> Path:
+        """Present once a Security Officer asked this KMA to renew its certificates: a cluster node
+        then renews its node certificate too (kma/cluster/node_renewal.py), and removes this."""
+        return self.root / "renew-node-certificate"
 
     @property
     def rows_sealed(self) -> Path:
@@ -216,3 +223,9 @@ class DataDir:
 
     def listener_limits(self) -> ListenerLimits:
         return ListenerLimits.from_table(self._config().get("listeners", {}))
+
+    def certificate_settings(self) -> CertificateSettings:
+        """The `[certificates]` table: validities, warnings, renewal (kma/certificate_settings.py)."""
+        if not self.identity_file.exists():
+            return CertificateSettings()  # set-up mode: the defaults
+        return CertificateSettings.from_table(self.settings("certificates"))

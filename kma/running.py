@@ -25,6 +25,8 @@ from kma.services.alerts import alert_sender
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.audit_pruner import auto_prune
 from kma.services.backup_schedule import backup_scheduler
+from kma.services.certificate_renewal import certificate_watch
+from kma.services.certificates import first_certificate, recorded
 from kma.services.keypool import key_pool
 from kma.services.master_rewrap import rewrap
 from kma.services.quorum.locking import unlock_autonomously
@@ -53,6 +55,7 @@ class Running:
         self.forwarder = audit_forwarder(kma)
         self.rewrap = rewrap(kma)  # a master key rotation's background half, here or started elsewhere
         self.alerts = alert_sender(kma)
+        self.certificates = certificate_watch(kma)  # expiry warnings; renews its listener certificate
 
     def start(self, management_address: str, service_address: str, master: WrappingKey | None = None) -> None:
         """`master`: given by the set-up that has just made this KMA (its key split proven a moment
@@ -89,6 +92,7 @@ class Running:
                     (known, kma.kma_id, known),
                 ),  # the newest schema its release knows, its own word
                 *self._node_statements(),
+                *self._own_certificates(),
             ],
             f"listening on {management_address} (management) and {service_address} (service)"
             + (f", Raft on {self.node.config.raft_address}" if self.node else ""),
@@ -131,6 +135,7 @@ class Running:
         self.forwarder.start()
         self.rewrap.start()
         self.alerts.start()
+        self.certificates.start()
 
     def _catch_up(self) -> None:
         """After a start, wait (a while) until the store has caught up with the cluster (a restarted
@@ -153,9 +158,21 @@ class Running:
             )
         ]
 
+    def _own_certificates(self) -> list[Stmt]:
+        """Its listener and node certificates as it presents them, so that every KMA shows when
+        they expire (the first KMA's come from set-up, a renewed one's from before a restart)."""
+        listener = first_certificate(self.kma.data_dir.server_cert.read_text(encoding="ascii"))
+        out = [recorded(self.kma.kma_id, "server", listener)]
+        if self.node is not None:
+            out.append(
+                recorded(self.kma.kma_id, "node", self.node.files.node_cert.read_text(encoding="ascii"))
+            )
+        return out
+
     def stop(self) -> None:
         self.rewrap.stop()
         self.alerts.stop()
+        self.certificates.stop()
         self.forwarder.stop()
         self.cluster_watch.stop()
         self.backups.stop()

@@ -34,8 +34,8 @@ from kma.kmip.server import ServiceListener
 from kma.limits import ListenerLimits
 from kma.running import Running
 from kma.services import kma_certificates, refusals
+from kma.services.certificate_renewal import listener_tls
 from kma.systemd import notify
-from kma.tls import server_context
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +117,7 @@ class _Server(Listener):
     def __init__(self, config: uvicorn.Config, kma: Appliance, limits: ListenerLimits, on_ready: Any) -> None:
         # Client certificates are optional (managers sign in with a passphrase); one a KMA presents
         # is checked against removed KMAs (kma/services/kma_certificates.py).
-        data_dir = kma.data_dir
-        tls = server_context(data_dir.server_cert, data_dir.server_key, data_dir.ca_cert)
+        tls = listener_tls(kma).context()  # a renewed certificate is loaded into it in place
         super().__init__(config, tls, limits, on_ready)
         self.kma = kma
 

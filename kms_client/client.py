@@ -45,6 +45,7 @@ from .wire import (
     Dashboard,
     DataUnit,
     EnrollmentPassphrase,
+    EnrollmentPassphrases,
     EnrolmentCodes,
     Key,
     KeyGroup,
@@ -497,7 +498,8 @@ class KmsClient:
         order: Order | None = None,
         **filters: FilterValue,
     ) -> Page[Agent]:
-        """Filters: `site_id`, `enabled`."""
+        """Filters: `site_id`, `enabled`, `key_group_id`, `expires_within_days` (the agent's
+        certificate expires within that many days, or has expired)."""
         return self._connection.list(
             "/agents",
             Agent,
@@ -541,6 +543,19 @@ class KmsClient:
             enabled=enabled,
         )
         return self._connection.call("PATCH", f"/agents/{segment(id)}", reader(Agent), body=body)
+
+    def new_enrollment_passphrases(self, agent_ids: Sequence[str]) -> list[EnrollmentPassphrase]:
+        """Operator: a new one-time passphrase for each agent (drives that cannot renew their own
+        certificate), asked for 100 at a time; each replaces the agent's earlier one."""
+        out: list[EnrollmentPassphrase] = []
+        ids = list(agent_ids)
+        for start in range(0, len(ids), 100):
+            body = {"agent_ids": ids[start : start + 100]}
+            made = self._connection.call(
+                "POST", "/agents/enrollment-passphrases", reader(EnrollmentPassphrases), body=body
+            )
+            out.extend(made.passphrases)
+        return out
 
     def new_enrollment_passphrase(self, id: str) -> EnrollmentPassphrase:
         """A new one-time passphrase for the agent (replaces any earlier one); shown once."""
@@ -664,6 +679,12 @@ class KmsClient:
     def lock_kma(self, id: str) -> Kma:
         """Security Officer: the KMA serves nothing secret until a quorum unlocks it."""
         return self._connection.call("POST", f"/kmas/{segment(id)}/lock", reader(Kma))
+
+    def renew_kma_certificate(self, id: str) -> Kma:
+        """Security Officer: that KMA's listener certificate is renewed now (by the KMA answering
+        when it is its own, else by that KMA within a second or so; `certificate_renewal_requested`
+        says it has not yet)."""
+        return self._connection.call("POST", f"/kmas/{segment(id)}/certificate/renew", reader(Kma))
 
     def unlock_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:
         """Quorum-protected; a locked KMA still answers this (and sign-in, status, approvals)."""

@@ -214,6 +214,18 @@ class CaInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CertificateExpiry:
+    """When one certificate of the cluster expires (kma/services/certificates.py)."""
+
+    kind: str
+    owner: str
+    expires_at: datetime
+    seconds_left: int
+    warning: bool
+    expired: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class ChainReport:
     intact: bool
     events_checked: int
@@ -265,6 +277,7 @@ class Dashboard:
     backups: BackupReadiness | None = None
     master_key: MasterKeyState | None = None
     warnings: tuple[str, ...]
+    certificates: tuple[CertificateExpiry, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,6 +308,14 @@ class DaySeverity:
 class EnrollmentPassphrase:
     agent_id: str
     passphrase: str = field(repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnrollmentPassphrases:
+    """One-time enrollment passphrases for several agents (drives that cannot renew their own
+    certificate), each shown this once."""
+
+    passphrases: tuple[EnrollmentPassphrase, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -437,6 +458,9 @@ class Kma:
     removed_at: datetime | None = None
     schema_version: int | None = None
     rqlite_version: str | None = None
+    certificate_expires_at: datetime | None = None
+    node_certificate_expires_at: datetime | None = None
+    certificate_renewal_requested: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -459,6 +483,9 @@ class KmaNode(behaviour.KmaNodeText):
     last_contact_seconds: float | None
     this_kma: bool
     health: str
+    certificate_expires_at: datetime | None = None
+    node_certificate_expires_at: datetime | None = None
+    certificate_warning: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -625,6 +652,7 @@ class Status:
     master_key_generation: int = 1
     time: datetime
     warnings: tuple[str, ...]
+    certificates: tuple[CertificateExpiry, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, kw_only=True)

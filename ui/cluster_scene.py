@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QGraphicsTextItem,
 )
 
-NODE_W, NODE_H = 210.0, 164.0
+NODE_W, NODE_H = 210.0, 181.0
 GAP = 18.0
 PAD = 16.0
 TITLE_H = 34.0
@@ -56,6 +56,16 @@ def _versions(kma: Any) -> list[str]:
     return [f"{release} · {schema}", rqlited]
 
 
+def certificate_line(kma: Any) -> str:
+    """When its certificate expires (a witness: its node certificate), marked when a warning of
+    the KMA's (kma.toml [certificates] warn_before) has been reached."""
+    expires = kma.node_certificate_expires_at if kma.witness else kma.certificate_expires_at
+    if expires is None:
+        return "certificate expiry not known yet"
+    mark = " ⚠" if kma.certificate_warning else ""
+    return f"{'node ' if kma.witness else ''}certificate until {expires.astimezone():%Y-%m-%d}{mark}"
+
+
 def kma_lines(kma: Any) -> list[str]:
     """What a KMA node says, line by line (also its tooltip and accessible description)."""
     kind = "witness (no key service)" if kma.witness else "voter" if kma.voter else "non-voter"
@@ -68,7 +78,13 @@ def kma_lines(kma: Any) -> list[str]:
         else f"last contact {_seconds(kma.last_contact_seconds)} ago"
     )
     if kma.witness:  # no key service: nothing to lock, no agent-path writes to lag
-        return [role, "responding" if kma.responding else "NOT RESPONDING", *_versions(kma), contact]
+        return [
+            role,
+            "responding" if kma.responding else "NOT RESPONDING",
+            *_versions(kma),
+            contact,
+            certificate_line(kma),
+        ]
     return [
         role,
         ("responding" if kma.responding else "NOT RESPONDING")
@@ -77,6 +93,7 @@ def kma_lines(kma: Any) -> list[str]:
         kma.master_key_text,
         lag_text,
         contact,
+        certificate_line(kma),
     ]
 
 
@@ -105,7 +122,14 @@ class KmaNode(QGraphicsRectItem):
         y = 46.0
         for i, line in enumerate(kma_lines(kma)):
             text = QGraphicsSimpleTextItem(line, self)
-            text.setBrush(border if i == 1 and (not kma.responding or kma.locked) else INK)
+            warn = line.endswith("⚠")  # its certificate: renew it (it renews itself before it expires)
+            text.setBrush(
+                border
+                if i == 1 and (not kma.responding or kma.locked)
+                else HEALTH["warning"][0]
+                if warn
+                else INK
+            )
             text.setPos(10, y)
             y += 16.5
         where = f" at {kma.management_address}" if kma.management_address else ""

@@ -9,6 +9,10 @@ from kms_client import Agent, EnrollmentPassphrase
 new_enrollment_passphrase = Write(
     "new_enrollment_passphrase", {"agents"}, "New enrollment passphrase for agent {0}."
 )
+# For drives that cannot renew their own certificate (ui/pages/agent_passphrases.py)
+new_enrollment_passphrases = Write(
+    "new_enrollment_passphrases", {"agents"}, "New enrollment passphrases made."
+)
 update_agent = Write("update_agent", {"agents"}, "Agent {0} saved.")
 
 

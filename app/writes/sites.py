@@ -7,4 +7,8 @@ from app.writes import Write
 create_site = Write("create_site", {"sites"}, "Site {0} created.")
 delete_site = Write("delete_site", {"sites"}, "Site {0} deleted.")
 update_kma = Write("update_kma", {"kmas", "sites"}, "KMA {0} saved.")
+# The KMA answering renews its own at once; another KMA within a second or so (it holds the key).
+renew_kma_certificate = Write(
+    "renew_kma_certificate", {"kmas"}, "KMA {0}'s listener certificate renewal asked for."
+)
 update_site = Write("update_site", {"sites"}, "Site {0} saved.")

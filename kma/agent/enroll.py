@@ -45,14 +45,14 @@ class Enrolled:
     kmas: list[dict[str, Any]]
 
 
-def _split(address: str) -> tuple[str, int]:
+def split_address(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise EnrollmentError(f"'{address}' is not HOST:PORT")
     return host.strip("[]"), int(port)
 
 
-def _request(
+def service_request(
     host: str, port: int, context: ssl.SSLContext, method: str, path: str, body: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     conn = http.client.HTTPSConnection(host, port, context=context, timeout=ENROLLMENT_DEADLINE + 15)
@@ -73,11 +73,11 @@ def _request(
 
 def fetch_ca(address: str) -> tuple[bytes, str]:
     """The CA the service listener presents (unverified: the caller compares fingerprints)."""
-    host, port = _split(address)
+    host, port = split_address(address)
     unverified = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     unverified.check_hostname = False
     unverified.verify_mode = ssl.CERT_NONE
-    ca_pem = _request(host, port, unverified, "GET", "/v1/ca")["ca_pem"].encode()
+    ca_pem = service_request(host, port, unverified, "GET", "/v1/ca")["ca_pem"].encode()
     return ca_pem, fingerprint(ca_pem)
 
 
@@ -109,7 +109,7 @@ def pykmip_config(host: str, port: int, out: Path) -> str:
 def enroll(
     address: str, agent_id: str, passphrase: str, out_dir: Path, ca_fingerprint: str | None = None
 ) -> Enrolled:
-    host, port = _split(address)
+    host, port = split_address(address)
     ca_pem, found = fetch_ca(address)
     if ca_fingerprint is not None and found.upper() != ca_fingerprint.strip().upper():
         raise EnrollmentError(
@@ -120,7 +120,7 @@ def enroll(
     key_pem, csr_pem = make_csr(agent_id)
     try:
         verified = agent_context(out_dir / "ca.pem")
-        answer = _request(
+        answer = service_request(
             host,
             port,
             verified,

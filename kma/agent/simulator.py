@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import os
 import random
 import threading
@@ -26,12 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kma.agent.enroll import EnrollmentError
+from kma.agent.renew import renew, renewal_due
 from kma.kmip.client import KmipClient, KmipFailure
 from kma.kmip.messages import BUSY, RETRY_LATER
 from kma.kmip.tls import agent_context
 
 RETRY_S = 30.0
 RETRY_PAUSE_S = 0.25
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -122,9 +127,12 @@ class KmaList:
         return self._order
 
     def refresh(self) -> bool:
-        """Ask the KMAs in order until one answers; True when the list changed."""
+        """Ask the KMAs in order until one answers; True when the list changed. And renew the
+        agent's certificate when it is due (kma/agent/renew.py): new connections present the new
+        one, those open keep the old, which the KMA accepts until it expires."""
         with self._lock:
             self._due = time.monotonic() + self.refresh_s
+            self._renew_if_due()
             for address in self._order:
                 try:
                     answer = self._ask(address)
@@ -140,6 +148,17 @@ class KmaList:
                 self._order = kma_order(self.agent_dir)
                 return True
             return False
+
+    def _renew_if_due(self) -> None:
+        if not renewal_due(self.agent_dir):
+            return
+        try:
+            renew(self.agent_dir)
+        except EnrollmentError as exc:  # tried again at the next refresh
+            log.warning("the agent certificate could not be renewed: %s", exc)
+            return
+        self.context.load_cert_chain(str(self.agent_dir / "agent.pem"), str(self.agent_dir / "agent.key"))
+        self._order = kma_order(self.agent_dir)
 
     def _ask(self, address: str) -> dict[str, Any]:
         host, _, port = address.rpartition(":")

@@ -29,6 +29,7 @@ Text = Annotated[str, Field(max_length=200)]
 Passphrase = Annotated[str, Field(min_length=1, max_length=256)]
 Comment = Annotated[str, Field(min_length=1, max_length=500)]
 Period = Annotated[int, Field(gt=0, le=100 * 365 * 86400)]
+MAX_PASSPHRASES_AT_ONCE = 100  # each costs an Argon2id hash (about 0.1 s)
 T = TypeVar("T")
 
 
@@ -57,6 +58,17 @@ class Error(BaseModel):
 
 
 # --- responses -------------------------------------------------------------------------
+class CertificateExpiry(Response):
+    """When one certificate of the cluster expires (kma/services/certificates.py)."""
+
+    kind: str  # ca, listener, node (a KMA's) or agent
+    owner: str  # the cluster's name (ca), a KMA ID or an agent ID
+    expires_at: Time
+    seconds_left: int  # by the KMA's clock; 0 or less: expired
+    warning: bool  # a warning threshold (kma.toml [certificates] warn_before) is reached
+    expired: bool
+
+
 class Status(Response):
     cluster_name: str
     kma_id: str
@@ -70,6 +82,8 @@ class Status(Response):
     master_key_generation: int = 1  # of the cluster's master key (docs/backups.md#master-key-rotation)
     time: Time
     warnings: list[str]
+    # The CA's and every KMA's certificates, and the agents' a warning reached (soonest first)
+    certificates: list[CertificateExpiry] = []
 
 
 class About(Response):
@@ -129,6 +143,9 @@ class Kma(Response):
     removed_at: Time | None = None  # removed from the cluster (kept for its history)
     schema_version: int | None = None  # the newest schema its release knows; None: never started
     rqlite_version: str | None = None  # its cluster node's rqlited release; None: embedded, or never started
+    certificate_expires_at: Time | None = None  # its listener certificate's; None: not known yet
+    node_certificate_expires_at: Time | None = None  # its cluster node certificate's; None: embedded
+    certificate_renewal_requested: bool = False  # a Security Officer asked it to renew its listener's
 
 
 class KeyPolicy(Response):
@@ -173,6 +190,13 @@ class Agent(Response):
 class EnrollmentPassphrase(Response):
     agent_id: str
     passphrase: str
+
+
+class EnrollmentPassphrases(Response):
+    """One-time enrollment passphrases for several agents (drives that cannot renew their own
+    certificate), each shown this once."""
+
+    passphrases: list[EnrollmentPassphrase]
 
 
 class DataUnit(Response):
@@ -298,6 +322,8 @@ class Dashboard(Response):
     backups: BackupReadiness | None = None  # None from a KMA before backups existed
     master_key: MasterKeyState | None = None  # None from a KMA before master key rotations
     warnings: list[str]
+    # The CA's and every KMA's certificates, and the agents' a warning reached (soonest first)
+    certificates: list[CertificateExpiry] = []
 
 
 # --- requests --------------------------------------------------------------------------
@@ -382,6 +408,10 @@ class AgentCreate(Request):
     description: Text = ""
     site_id: Id
     default_key_group_id: Id
+
+
+class AgentIds(Request):
+    agent_ids: Annotated[list[Id], Field(min_length=1, max_length=MAX_PASSPHRASES_AT_ONCE)]
 
 
 class AgentPatch(Request):

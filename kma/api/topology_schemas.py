@@ -30,6 +30,10 @@ class KmaNode(Response):
     last_contact_seconds: float | None
     this_kma: bool
     health: str  # ok | warning (locked or lagging) | down (not responding)
+    certificate_expires_at: Time | None = None  # its listener certificate; None: not recorded yet
+    node_certificate_expires_at: Time | None = None  # its cluster node certificate; None: embedded
+    # A warning threshold (kma.toml [certificates] warn_before) reached by either, or expired
+    certificate_warning: bool = False
 
 
 class SiteAgents(Response):

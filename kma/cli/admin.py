@@ -157,10 +157,27 @@ def run_status(args: argparse.Namespace) -> int:
             rate = f"at the recent issue rate the Ready keys run out in {describe_duration(runs_out)}"
         waiting = backup["keys_waiting_for_backup"]
         print(f"Ready keys {backup['ready_keys']}; waiting for a backup {waiting}; {rate}")
+    for line in _certificate_lines(info["certificates"]):
+        print(line)
     for warning in info["warnings"]:
         if not warning.startswith("This KMA is locked"):
             print(f"WARNING: {warning}")
     return 0
+
+
+def _certificate_lines(found: list[dict[str, Any]]) -> list[str]:
+    """One line per certificate: the CA's, each KMA's, and the agents' a warning reached."""
+    from datetime import UTC, datetime
+
+    from kma.services.backups import describe_duration
+
+    lines = []
+    for c in found:
+        day = datetime.fromtimestamp(c["expires_at"], UTC).strftime("%Y-%m-%d %H:%M UTC")
+        left = "EXPIRED" if c["expired"] else f"in {describe_duration(c['seconds_left'])}"
+        mark = " (warning)" if c["warning"] and not c["expired"] else ""
+        lines.append(f"Certificate {c['kind']:<8} {c['owner']:<20} expires {day}, {left}{mark}")
+    return lines
 
 
 def add_audit(sub: Any) -> None:

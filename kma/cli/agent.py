@@ -1,4 +1,4 @@
-"""`kma agent enroll` and `kma agent simulate`: an encryption agent's side, for demos and load."""
+"""`kma agent enroll`, `renew` and `simulate`: an encryption agent's side, for demos and load."""
 
 from __future__ import annotations
 
@@ -31,6 +31,17 @@ def add_agent(sub: Any) -> None:
         "without it the fingerprint is shown and trusted on first use",
     )
     enroll.set_defaults(run=run_enroll)
+
+    renew = commands.add_parser(
+        "renew",
+        help="renew the agent's certificate over mutual TLS (no passphrase) once less than a third "
+        "of its validity is left, or now with --now",
+    )
+    renew.add_argument(
+        "--agent-dir", required=True, type=Path, help="the --out directory of `kma agent enroll`"
+    )
+    renew.add_argument("--now", action="store_true", help="renew even if it is not due yet")
+    renew.set_defaults(run=run_renew)
 
     sim = commands.add_parser("simulate", help="act as N tape drives mounting tapes")
     sim.add_argument(
@@ -75,6 +86,24 @@ def run_enroll(args: argparse.Namespace) -> int:
     for kma in result.kmas:
         print(f"  KMA {kma['id']} ({kma['site_id']}) {kma['service_address']} {kma['status']}")
     print(f"PyKMIP: ProxyKmipClient(config_file='{result.out_dir / 'pykmip.conf'}')")
+    return 0
+
+
+def run_renew(args: argparse.Namespace) -> int:
+    from kma.agent.enroll import EnrollmentError
+    from kma.agent.renew import expires_at, renew, renewal_due
+
+    try:
+        if not args.now and not renewal_due(args.agent_dir):
+            print(f"Not due: the certificate is valid until {expires_at(args.agent_dir):%Y-%m-%d %H:%M} UTC")
+            return 0
+        until = renew(args.agent_dir)
+    except (EnrollmentError, OSError, ValueError) as exc:
+        print(f"kma agent renew: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"Renewed: the new certificate is valid until {until:%Y-%m-%d %H:%M} UTC; files in {args.agent_dir}"
+    )
     return 0
 
 

@@ -1,4 +1,5 @@
-"""`kma cluster status [--json]`: the cluster at a glance, through a running KMA's API.
+"""`kma cluster status [--json]`: the cluster at a glance, through a running KMA's API;
+`kma cluster renew-certificate KMA_ID`: a KMA's new listener certificate now.
 
 Further `kma cluster ...` actions hang off the same `cluster` parser (`add_cluster_commands`).
 """
@@ -23,10 +24,31 @@ def add_cluster_commands(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=run_status)
+    r = _connected(
+        c_sub.add_parser(
+            "renew-certificate",
+            help="give a KMA a new listener certificate now (Security Officer); each KMA also "
+            "renews its own before it expires",
+            description=CONNECTION_HELP,
+        )
+    )
+    r.add_argument("kma_id", help="the KMA whose certificate to renew")
+    r.set_defaults(run=run_renew_certificate)
 
 
 def _seconds(value: float | None) -> str:
     return "never" if value is None else f"{value:.1f} s ago"
+
+
+@_talking
+def run_renew_certificate(args: argparse.Namespace, client: Any) -> int:
+    kma = client.renew_kma_certificate(args.kma_id)
+    if kma.certificate_renewal_requested:
+        print(f"KMA {kma.id} was asked to renew its listener certificate; it does within a second or so.")
+    else:
+        until = kma.certificate_expires_at
+        print(f"KMA {kma.id}'s listener certificate renewed: valid until {until:%Y-%m-%d %H:%M} UTC.")
+    return 0
 
 
 def _kma_line(k: Any) -> str:
@@ -41,6 +63,8 @@ def _kma_line(k: Any) -> str:
         f"  {k.id:<12} {k.name:<20} {role.strip():<16} "
         f"{'responding' if k.responding else 'NOT RESPONDING':<14} {'LOCKED' if k.locked else 'unlocked':<8} "
         f"{k.master_key_text}; {k.versions_text}; {lag}; last contact {_seconds(k.last_contact_seconds)}"
+        + (f"; certificate until {k.certificate_expires_at:%Y-%m-%d}" if k.certificate_expires_at else "")
+        + (" (warning)" if k.certificate_warning else "")
     )
 
 

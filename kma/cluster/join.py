@@ -32,6 +32,7 @@ import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from functools import cache
 from typing import Any
 
@@ -149,7 +150,8 @@ def _sign(kma: Appliance, ca: CertifiedKey, csr: str, kma_id: str, hosts: list[s
     if len(csr) > MAX_CSR_BYTES:
         raise ValidationFailed("A certificate signing request is too large.")
     try:
-        return sign_kma_csr(ca, csr.encode("ascii", "replace"), kma_id, hosts)
+        validity = timedelta(seconds=kma.data_dir.certificate_settings().kma_validity)
+        return sign_kma_csr(ca, csr.encode("ascii", "replace"), kma_id, hosts, validity=validity)
     except (CryptoError, ValueError) as exc:
         raise ValidationFailed(f"The certificate signing request was refused: {exc}.") from None
 

@@ -24,9 +24,10 @@ import secrets
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
-from kma.crypto.ca import CertifiedKey, issue_server_certificate
+from kma.crypto.ca import SERVER_VALIDITY, CertifiedKey, issue_server_certificate
 from kma.datadir import write_private
 from kma.errors import ValidationFailed
 
@@ -181,8 +182,10 @@ def load_node_config(path: Path) -> NodeConfig:
     return NodeConfig(node_id, _address(data, "raft_address", path), http_address, voter, members, witness)
 
 
-def issue_node_certificate(ca: CertifiedKey, node_id: str, hosts: Sequence[str]) -> CertifiedKey:
+def issue_node_certificate(
+    ca: CertifiedKey, node_id: str, hosts: Sequence[str], validity: timedelta = SERVER_VALIDITY
+) -> CertifiedKey:
     """A node's certificate from the cluster CA: serverAuth and clientAuth (Raft connections go
     both ways, and the KMA is the client of its rqlited's HTTP API), naming the hosts of its Raft
     address plus loopback."""
-    return issue_server_certificate(ca, node_id, hosts)
+    return issue_server_certificate(ca, node_id, hosts, validity=validity)

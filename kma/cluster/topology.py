@@ -15,6 +15,7 @@ from typing import Any
 from kma import __version__
 from kma.appliance import Appliance
 from kma.services.audit_forwarding import audit_forwarder
+from kma.services.certificates import expiries
 from kma.services.replication_lag import replication_lags
 from kma.store import cluster_version
 from kma.store.cluster_view import NodeStatus
@@ -229,8 +230,21 @@ def _forwarding(kma: Appliance) -> dict[str, Any] | None:
     return None if status.address is None else asdict(status)
 
 
+def _certificates(kma: Appliance) -> dict[str, dict[str, Any]]:
+    """Each KMA's listener and node certificates' expiry, and whether a warning reached either."""
+    found: dict[str, dict[str, Any]] = {}
+    for expiry in expiries(kma, agents=0):
+        if expiry.kind in ("listener", "node"):
+            mine = found.setdefault(expiry.owner, {"certificate_warning": False})
+            name = "certificate_expires_at" if expiry.kind == "listener" else "node_certificate_expires_at"
+            mine[name] = expiry.expires_at
+            mine["certificate_warning"] |= expiry.warning is not None
+    return found
+
+
 def topology(kma: Appliance) -> dict[str, Any]:
-    nodes = kma_nodes(kma)
+    certificates = _certificates(kma)
+    nodes = [{**n, **certificates.get(n["id"], {})} for n in kma_nodes(kma)]
     agents = _agents_by_site(kma)
     sites = [dict(r) for r in kma.store.query("SELECT id, name FROM sites ORDER BY name, id")]
     names = {s["id"]: s["name"] for s in sites}

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from kma.cluster.node_config import ClusterFiles
 from kma.cluster.rqlited import RqliteNode
@@ -99,9 +99,9 @@ def raft_members(node: RqliteNode) -> set[str] | None:
         client.close()
 
 
-def follow_membership(node: RqliteNode) -> bool:
+def follow_membership(node: RqliteNode, restarting: Callable[[], None] | None = None) -> bool:
     """Bring the node's trusted certificates in line with the cluster's members; restart its
-    rqlited when they changed. True when it did."""
+    rqlited when they changed (`restarting` told first). True when it did."""
     files = node.files
     pins = wanted(files, node.config.node_id)
     want = None if pins is None else bundle(pins)
@@ -118,6 +118,8 @@ def follow_membership(node: RqliteNode) -> bool:
     write_private(tmp, want)
     os.replace(tmp, files.trusted_nodes)
     log.info("the cluster's members changed: restarting rqlited to trust their node certificates only")
+    if restarting is not None:
+        restarting()
     node.stop()
     node.start()
     return True

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING
 from kma.audit.record import Condition
 from kma.cluster.convert import retire_embedded_copy
 from kma.cluster.membership import leave_raft
+from kma.cluster.node_renewal import NodeRenewal
 from kma.cluster.trust import follow_membership
 from kma.errors import KmaError
-from kma.services import entry_signatures
+from kma.services import certificate_renewal, entry_signatures
 from kma.worker import Worker
 
 if TYPE_CHECKING:
@@ -117,9 +118,10 @@ class ClusterWatch(Worker):
         self.node = node  # this KMA's rqlited, to trust only the current members' node certificates
         self._unknown: frozenset[str] = frozenset()  # Raft members no entry knows, seen last round
         self._restarted = False  # its node restarted to follow the members; not audited yet
+        self.node_renewal = NodeRenewal(kma, node) if node is not None else None
 
     def work(self) -> float:
-        for step in (self._follow_cluster, self._follow_members):
+        for step in (self._follow_cluster, self._follow_members, self._renew_node):
             try:
                 step()
             except KmaError as exc:  # the local node is unavailable for a moment
@@ -132,11 +134,19 @@ class ClusterWatch(Worker):
         follow_lock(self.kma)
         entry_signatures.sweep(self.kma)  # a forged KMA entry is reported even if nobody uses it
         retire_embedded_copy(self.kma)
+        certificate_renewal.follow_request(self.kma)  # a Security Officer's "renew now" made elsewhere
         _, self._unknown = reap(self.kma, self._unknown)
+
+    def _renew_node(self) -> None:
+        """Its node certificate, before it expires or when asked (kma/cluster/node_renewal.py)."""
+        if self.node_renewal is not None:
+            self.node_renewal.step()
 
     def _follow_members(self) -> None:
         """After `reap`: a removed KMA is out of Raft before this node stops trusting it."""
-        if self.node is not None and follow_membership(self.node):
+        cluster = self.kma.store.cluster
+        restarting = cluster.node_restarting if cluster is not None else None
+        if self.node is not None and follow_membership(self.node, restarting):
             self._restarted = True
         if self._restarted:  # until the cluster takes the event (it may be electing a leader)
             self.kma.audit(

@@ -220,8 +220,10 @@ def issue_server_certificate(
     common_name: str,
     hosts: Sequence[str],
     now: datetime | None = None,
+    validity: timedelta = SERVER_VALIDITY,
 ) -> CertifiedKey:
-    """A KMA's TLS certificate, valid 5 years, for both listeners and for replication.
+    """A KMA's TLS certificate, valid 5 years unless `validity` says otherwise (kma.toml
+    [certificates]), for both listeners and for replication.
 
     It names every host given plus ``localhost`` and ``127.0.0.1`` (the bundled local KMA and the
     installer connect over loopback), and allows serverAuth and clientAuth because KMAs
@@ -236,7 +238,7 @@ def issue_server_certificate(
             _common_name(common_name),
             key.public_key(),
             _now(now),
-            validity=SERVER_VALIDITY,
+            validity=validity,
             usages=[ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH],
         )
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
@@ -272,14 +274,20 @@ def sign_agent_csr(
     agent_id: str,
     now: datetime | None = None,
     days: int = 3650,
+    validity: timedelta | None = None,
 ) -> bytes:
     """Issue an enrolling agent's client certificate (PEM) for the key in its CSR.
 
     The subject is always ``CN=agent_id``: the KMA decides who the agent is, whatever the CSR
-    claims. The CSR's own signature proves the agent holds the private key.
+    claims. The CSR's own signature proves the agent holds the private key. `validity`, when
+    given (kma.toml [certificates] agent_validity), replaces `days`.
     """
-    if days < 1:
-        raise ValueError(f"validity must be at least one day, got {days}")
+    if validity is None:
+        if days < 1:
+            raise ValueError(f"validity must be at least one day, got {days}")
+        validity = timedelta(days=days)
+    if validity <= timedelta(0):
+        raise ValueError(f"validity must be positive, got {validity}")
     public_key = _agent_public_key(csr_pem)
     ca_cert, ca_key = load_ca(ca)
     cert = leaf_certificate(
@@ -287,14 +295,19 @@ def sign_agent_csr(
         _common_name(agent_id),
         public_key,
         _now(now),
-        validity=timedelta(days=days),
+        validity=validity,
         usages=[ExtendedKeyUsageOID.CLIENT_AUTH],
     ).sign(ca_key, hashes.SHA256())
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
 def sign_kma_csr(
-    ca: CertifiedKey, csr_pem: bytes, kma_id: str, hosts: Sequence[str], now: datetime | None = None
+    ca: CertifiedKey,
+    csr_pem: bytes,
+    kma_id: str,
+    hosts: Sequence[str],
+    now: datetime | None = None,
+    validity: timedelta = SERVER_VALIDITY,
 ) -> bytes:
     """A joining KMA's certificate (PEM) for the key in its CSR: the same names, usages and
     validity as `issue_server_certificate`, but the private key never left the joining machine.
@@ -307,7 +320,7 @@ def sign_kma_csr(
             _common_name(kma_id),
             public_key,
             _now(now),
-            validity=SERVER_VALIDITY,
+            validity=validity,
             usages=[ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH],
         )
         .add_extension(x509.SubjectAlternativeName(_kma_names(hosts)), critical=False)

@@ -118,7 +118,7 @@ class AgentSession:
                 ResultReason.AUTHENTICATION_NOT_SUCCESSFUL,
                 f"'{self.agent_id}' is not an enrolled agent of this cluster",
             )
-        if access.certificate_fingerprint != self.fingerprint:
+        if self.fingerprint not in (access.certificate_fingerprint, access.previous_fingerprint):
             raise KmipError(
                 ResultReason.AUTHENTICATION_NOT_SUCCESSFUL,
                 f"this certificate of agent '{self.agent_id}' was replaced when it enrolled again",

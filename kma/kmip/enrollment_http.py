@@ -9,6 +9,8 @@ request per connection (`Connection: close`), bounded sizes and times:
                         agent's certificate needed); `marker` changes whenever the list does
     POST /v1/enroll  {"agent_id", "passphrase", "csr_pem"}
                      -> {"agent_id", "certificate_pem", "ca_pem", "kmas": [...]}
+    POST /v1/renew   {"csr_pem"}, presenting the agent's current certificate (no passphrase)
+                     -> the same answer (kma/services/agent_renewal.py)
 
 Errors use the management API's shape: {"error": {"code", "message"}} with its status codes.
 
@@ -30,7 +32,7 @@ from kma.appliance import Appliance
 from kma.crypto import fingerprint
 from kma.errors import BadRequest, Busy, KmaError, PayloadTooLarge
 from kma.kmip.messages import CATCHING_UP
-from kma.services import enrollment
+from kma.services import agent_renewal, enrollment
 
 log = logging.getLogger(__name__)
 MAX_HEAD = 8192
@@ -111,8 +113,8 @@ async def serve(
     try:
         method, path, body = await _read_request(first, reader, listener.request_timeout)
         ssl_object = writer.get_extra_info("ssl_object")
-        certified = bool(ssl_object is not None and ssl_object.getpeercert(binary_form=True))
-        reply = await _route(listener, method, path, body, address, certified)
+        presented = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        reply = await _route(listener, method, path, body, address, presented or None)
     except KmaError as error:
         if not error.audited:
             await listener.refuse(address, "agent.enroll", f"refused: {error.message}")
@@ -125,8 +127,9 @@ async def serve(
 
 
 async def _route(
-    listener: Listener, method: str, path: str, body: bytes, address: str, certified: bool
+    listener: Listener, method: str, path: str, body: bytes, address: str, presented: bytes | None
 ) -> bytes:
+    """`presented`: the client certificate (DER) the TLS layer verified against the cluster CA."""
     kma = listener.kma
     if path == "/v1/ca" and method == "GET":
         ca_pem = kma.data_dir.ca_cert.read_bytes()
@@ -153,13 +156,41 @@ async def _route(
                 listener.service_address,
             )
         return _response(200, result)
+    if path == "/v1/renew" and method == "POST":
+        return await _renew(listener, body, address, presented)
     if path == "/v1/kmas" and method == "GET":
-        if not certified:  # the TLS layer verified any certificate against the cluster CA
-            return _error(401, "unauthenticated", "Present an agent certificate to see the KMAs.")
-        kmas = await asyncio.get_running_loop().run_in_executor(
-            None, enrollment.cluster_kmas, kma, listener.service_address
-        )
-        return _response(200, {"kmas": kmas, "marker": enrollment.kmas_marker(kmas)})
-    if path in ("/v1/ca", "/v1/enroll", "/v1/kmas"):
+        return await _kmas(listener, presented)
+    if path in ("/v1/ca", "/v1/enroll", "/v1/kmas", "/v1/renew"):
         return _error(405, "bad_request", f"{method} is not allowed on {path}.")
-    return _error(404, "not_found", "The service listener serves KMIP, /v1/ca, /v1/enroll and /v1/kmas only.")
+    return _error(
+        404, "not_found", "The service listener serves KMIP, /v1/ca, /v1/enroll, /v1/renew and /v1/kmas only."
+    )
+
+
+async def _kmas(listener: Listener, presented: bytes | None) -> bytes:
+    kma = listener.kma
+    if presented is None:  # the TLS layer verified any certificate against the cluster CA
+        return _error(401, "unauthenticated", "Present an agent certificate to see the KMAs.")
+    kmas = await asyncio.get_running_loop().run_in_executor(
+        None, enrollment.cluster_kmas, kma, listener.service_address
+    )
+    return _response(200, {"kmas": kmas, "marker": enrollment.kmas_marker(kmas)})
+
+
+async def _renew(listener: Listener, body: bytes, address: str, presented: bytes | None) -> bytes:
+    if presented is None:
+        return _error(401, "unauthenticated", "Present the agent's current certificate to renew it.")
+    try:
+        csr = json.loads(body)["csr_pem"]
+        if not isinstance(csr, str):
+            raise TypeError
+    except (ValueError, KeyError, TypeError):
+        raise BadRequest('Send JSON {"csr_pem"} (a string).') from None
+    kma = listener.kma
+    if not kma.store.caught_up():
+        raise Busy(CATCHING_UP)
+    async with listener.slots:  # a signature and a durable commit, as an enrollment
+        result = await asyncio.get_running_loop().run_in_executor(
+            None, agent_renewal.renew, kma, presented, csr.encode(), address, listener.service_address
+        )
+    return _response(200, result)

@@ -25,7 +25,7 @@ RETRY_LATER = "The cluster cannot take this change now; nothing was changed, try
 # How a refusal begins that another KMA can serve at once (a drive goes on to the next KMA of its
 # list; `kma agent simulate` does): this KMA has just started and its replica is catching up.
 BUSY = "This KMA is busy, try another KMA"
-CATCHING_UP = f"{BUSY}: it is catching up with the cluster after its start"
+CATCHING_UP = f"{BUSY}: it is catching up with the cluster after its start (or its rqlited's restart)"
 
 
 # Result Reasons a later 1.x version added, with what a client of an older version is told instead

@@ -51,7 +51,7 @@ from kma.kmip.messages import (
 from kma.kmip.ttlv import TTLVError
 from kma.limits import ENROLLMENT_DEADLINE, ConnectionGate, Crowded, ListenerLimits, Refused, Ticket
 from kma.services import kma_certificates, refusals
-from kma.tls import server_context
+from kma.services.certificate_renewal import listener_tls
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 65536  # bytes of one request (header excluded): far above any real KMIP request here
@@ -88,7 +88,7 @@ class ServiceListener:
         )
         self.sock = sock
         self.address = address
-        self.context = server_context(kma.data_dir.server_cert, kma.data_dir.server_key, kma.data_dir.ca_cert)
+        self.context = listener_tls(kma).context()  # a renewed certificate is loaded into it in place
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None

@@ -114,6 +114,8 @@ class AgentAccess:
     groups: frozenset[str]
     certificate_fingerprint: str | None
     general_groups: frozenset[str] = frozenset()  # of `groups`: those whose policy keeps general keys
+    # The certificate a renewal replaced: still accepted until it expires (kma/services/agent_renewal.py)
+    previous_fingerprint: str | None = None
 
 
 def mine(agent: AgentAccess | None) -> dict[str, Any]:
@@ -127,6 +129,7 @@ def agent_access(kma: Appliance, agent_id: str) -> AgentAccess | None:
     """The agent's permissions; its key groups are those whose membership row's MAC verifies."""
     row = kma.store.query_one(
         "SELECT enabled, site_id, default_key_group_id, certificate_fingerprint, "
+        "previous_certificate_fingerprint, "
         "(SELECT group_concat(key_group_id || char(9) || coalesce(mac, ''), char(10)) FROM key_group_agents "
         "WHERE agent_id = agents.id) AS groups, "
         "(SELECT group_concat(ga.key_group_id, char(10)) FROM key_group_agents ga "
@@ -151,6 +154,7 @@ def agent_access(kma: Appliance, agent_id: str) -> AgentAccess | None:
         groups,
         row["certificate_fingerprint"],
         frozenset(g for g in (row["general"] or "").split("\n") if g) & groups,
+        row["previous_certificate_fingerprint"],
     )
 
 

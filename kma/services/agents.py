@@ -60,6 +60,10 @@ LIST = ListSpec(
             "EXISTS (SELECT 1 FROM key_group_agents ga "
             "WHERE ga.agent_id = listed.id AND ga.key_group_id = :value)"
         ),
+        # days, on the machine's clock as TLS judges certificates; an agent never enrolled has none
+        "expires_within_days": Filter(
+            "certificate_expires_at <= CAST(strftime('%s', 'now') AS INTEGER) + :value * 86400", int
+        ),
     },
     filtered_sorts={
         "site_id": frozenset({"site_id", "enabled", "key_group_id"}),
@@ -142,6 +146,18 @@ def update_agent(kma: Appliance, actor: Actor, agent_id: str, **changes: Any) ->
             ("agent", agent_id),
         )
     return get_agent(kma, agent_id)
+
+
+def new_enrollment_passphrases(kma: Appliance, actor: Actor, agent_ids: list[str]) -> list[dict[str, str]]:
+    """A passphrase for each agent, each set and audited as `new_enrollment_passphrase` does (the
+    agent's history shows it); every agent must exist before any passphrase changes."""
+    wanted = list(dict.fromkeys(agent_ids))
+    marks = ",".join("?" * len(wanted))
+    known = {r["id"] for r in kma.store.query(f"SELECT id FROM agents WHERE id IN ({marks})", wanted)}
+    missing = [a for a in wanted if a not in known]
+    if missing:
+        raise NotFound(f"There is no agent {', '.join(repr(a) for a in missing[:5])}; no passphrase was set.")
+    return [{"agent_id": a, "passphrase": new_enrollment_passphrase(kma, actor, a)} for a in wanted]
 
 
 def new_enrollment_passphrase(kma: Appliance, actor: Actor, agent_id: str) -> str:

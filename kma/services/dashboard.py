@@ -6,7 +6,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.lifecycle import KeyState, key_in_state
-from kma.services import backups, master_keys, row_macs
+from kma.services import backups, certificates, master_keys, row_macs
 from kma.services.kmas import list_kmas
 from kma.services.lag_warnings import lag_warnings
 from kma.services.paging import COUNT_LIMIT, PageRequest
@@ -42,6 +42,7 @@ def warnings(kma: Appliance) -> list[str]:
             f"The {master_keys.describe(rotation)}. Drives are served throughout; the old generation is "
             "destroyed when it ends."
         )
+    out += certificates.warnings(kma)
     tampered = row_macs.tamper_warning(kma)
     if tampered:
         out.append(tampered)
@@ -89,6 +90,7 @@ def dashboard(kma: Appliance) -> dict[str, Any]:
         "backups": backups.readiness(kma),
         "master_key": master_keys.status(kma),
         "warnings": warnings(kma),
+        "certificates": [e.as_answer() for e in certificates.expiries(kma)],
     }
 
 
@@ -112,4 +114,5 @@ def status(kma: Appliance) -> dict[str, Any]:
         "caught_up": kma.store.caught_up(),
         "time": kma.clock.now(),
         "warnings": warnings(kma),
+        "certificates": [e.as_answer() for e in certificates.expiries(kma)],
     }

@@ -19,6 +19,7 @@ import json
 import re
 import threading
 import time
+from datetime import timedelta
 from functools import cache
 from typing import Any
 
@@ -48,7 +49,6 @@ from kma.services import entry_signatures, refusals
 from kma.store import Stmt
 
 PASSPHRASE_LIFETIME = 7 * 86400
-CERTIFICATE_DAYS = 3650
 MAX_CSR_BYTES = 16384
 MAX_FAILURES, LOCKOUT = 5, 900
 MAX_TRACKED = 10_000
@@ -201,7 +201,8 @@ def enroll(
         kma.vault.master().unwrap("cluster-ca-key", cluster["ca_key_wrapped"]),
     )
     try:
-        cert_pem = sign_agent_csr(ca, csr_pem, agent_id, days=CERTIFICATE_DAYS)
+        validity = timedelta(seconds=kma.data_dir.certificate_settings().agent_validity)
+        cert_pem = sign_agent_csr(ca, csr_pem, agent_id, validity=validity)
     except (CryptoError, ValueError) as exc:
         raise refuse(
             f"The certificate signing request was refused: {exc}.", ValidationFailed, f"bad CSR ({exc})"
@@ -216,6 +217,7 @@ def enroll(
             Stmt(
                 "UPDATE agents SET enrollment_passphrase_hash = NULL, enrollment_passphrase_set_at = NULL, "
                 "enrolled_at = :now, certificate_fingerprint = :fp, certificate_not_after = :not_after, "
+                "previous_certificate_fingerprint = NULL, "
                 "updated_at = :now WHERE id = :id AND enabled = 1 AND enrollment_passphrase_hash = :hash",
                 {"now": now, "fp": fingerprint, "not_after": not_after, "id": agent_id, "hash": stored},
                 expect=1,

@@ -13,6 +13,11 @@ from kma.services.common import describe, patch, require
 from kma.services.keypool import key_pool
 from kma.services.paging import ListSpec, Page, PageRequest, list_page
 
+# The expiry of a KMA's current (newest, not revoked) certificate of one purpose
+_CURRENT = (
+    "(SELECT c.not_after FROM kma_certificates c WHERE c.kma_id = kmas.id AND c.purpose = '{purpose}' "
+    "AND c.revoked_at IS NULL ORDER BY c.issued_at DESC LIMIT 1)"
+)
 LIST = ListSpec(
     select=(
         "SELECT id, name, site_id, management_address, service_address, raft_address, voter, witness, "
@@ -22,7 +27,12 @@ LIST = ListSpec(
         "(SELECT count(*) FROM keys k WHERE k.kma_id = kmas.id AND k.activated_at IS NULL "
         "AND k.destroyed_at IS NULL AND k.key_group_id IS NULL AND k.withheld_at IS NULL "
         f"AND {HELD_OR_REPLICATED.format(t='k.')}) "
-        "AS pool_ready, created_at "
+        "AS pool_ready, created_at, "
+        + _CURRENT.format(purpose="server")
+        + " AS certificate_expires_at, "
+        + _CURRENT.format(purpose="node")
+        + " AS node_certificate_expires_at, "
+        "certificate_renewal_requested_at IS NOT NULL AS certificate_renewal_requested "
         "FROM kmas"
     ),
     sort_fields={"id": "id", "name": "name", "site_id": "site_id"},

@@ -34,7 +34,7 @@ from prometheus_client.registry import Collector
 from kma.appliance import Appliance
 from kma.errors import ValidationFailed
 from kma.metrics import EVENTS
-from kma.services import master_keys
+from kma.services import certificates, master_keys
 from kma.services.alerts import queued_by_channel
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.keypool import key_pool
@@ -67,6 +67,7 @@ class _ApplianceState(Collector):
         )
         yield from _cluster_lags(kma)
         yield from _master_key(kma)
+        yield from _certificates(kma)
         yield from extra_gauges(kma)
 
 
@@ -106,6 +107,29 @@ def _cluster_lags(kma: Appliance) -> list[GaugeMetricFamily]:
         writes.add_metric([kma_id], lag.depth)
         seconds.add_metric([kma_id], lag.age_seconds)
     return [writes, seconds]
+
+
+def _certificates(kma: Appliance) -> list[GaugeMetricFamily]:
+    """Seconds until each certificate expires: the CA's, each KMA's listener and node certificates
+    (labelled by KMA), and the soonest of the agents' (owner ""), with how many agents' a warning
+    reached: what an alert on `< 30 * 86400` needs."""
+    left = GaugeMetricFamily(
+        "kma_certificate_expiry_seconds",
+        "Seconds until a certificate expires (negative: expired), by kind (ca, listener, node, agent) "
+        "and owner (the KMA; the agents' soonest has none)",
+        labels=["kind", "owner"],
+    )
+    for expiry in certificates.expiries(kma, agents=1, every_agent=True):
+        left.add_metric(
+            [expiry.kind, "" if expiry.kind in ("ca", "agent") else expiry.owner], expiry.seconds_left
+        )
+    near, _ = certificates.agents_warned(kma)
+    warned = GaugeMetricFamily(
+        "kma_agent_certificates_expiring",
+        "Agents whose certificate expires within the first warning (kma.toml [certificates]) or expired",
+        value=near,
+    )
+    return [left, warned]
 
 
 def extra_gauges(kma: Appliance) -> list[GaugeMetricFamily]:

@@ -19,6 +19,8 @@ class Cluster(Protocol):
 
     def members(self) -> list[str]: ...  # the IDs of the Raft members, voters or not
     def remove(self, node_id: str) -> None: ...  # out of the Raft configuration (needs a leader)
+    def use_certificate(self, cert: Path, key: Path) -> None: ...  # a renewed node certificate
+    def node_restarting(self) -> None: ...  # agents wait until the rebuilt replica caught up again
 
 
 class Store(Protocol):

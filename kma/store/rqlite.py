@@ -45,7 +45,7 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import replace
@@ -160,14 +160,23 @@ class _Replica:
 class RaftMembers:
     """`Store.cluster` of a cluster KMA: the Raft membership, through this KMA's own node."""
 
-    def __init__(self, client: RqliteClient) -> None:
+    def __init__(self, client: RqliteClient, on_restart: Callable[[], None]) -> None:
         self._client = client
+        self._on_restart = on_restart
+
+    def node_restarting(self) -> None:
+        """This KMA's rqlited is about to restart (it rebuilds its SQLite replica at start): agents
+        are told to try another KMA until the replica has caught up again, as after the KMA's start."""
+        self._on_restart()
 
     def members(self) -> list[str]:
         return [str(n["id"]) for n in self._client.get_json("/nodes", ver="2", nonvoters="")["nodes"]]
 
     def remove(self, node_id: str) -> None:
         self._client.remove_node(node_id)
+
+    def use_certificate(self, cert: Path, key: Path) -> None:
+        self._client.use_certificate(cert, key)
 
 
 class _Closing(Exception):
@@ -184,7 +193,7 @@ class RqliteStore:
         outbox: Path | None = None,
     ) -> None:
         self.client = client
-        self.cluster = RaftMembers(client)
+        self.cluster = RaftMembers(client, self._catch_up_again)
         self.kma_id = kma_id
         self.chain = chain
         self.path = replica
@@ -369,6 +378,13 @@ class RqliteStore:
         if self._awaiting_replica or self._unseen or not self._caught_up.is_set():
             return REPLICA_POLL_S
         return FTS_IDLE_S if self.outbox is not None else None
+
+    def _catch_up_again(self) -> None:
+        if self.outbox is None:  # not the KMA that serves: nothing waits on it
+            return
+        self._sync_mark = None
+        self._caught_up.clear()
+        self._queue.put(_WAKE)
 
     def _catch_up(self, drained: bool) -> None:
         """Send this KMA's sync mark once the cluster takes writes (`drained`: its outbox went);

@@ -72,7 +72,14 @@ class RqliteClient:
         timeout: float = 5.0,
     ) -> None:
         self.base = f"https://{http_address}"
+        self._context = context
         self._http = httpx.Client(base_url=self.base, verify=context, timeout=timeout, auth=credential)
+
+    def use_certificate(self, cert: Path, key: Path) -> None:
+        """A renewed node certificate (kma/cluster/node_renewal.py): presented from the next
+        connection on, and trusted as the restarted rqlited's, beside the one before."""
+        self._context.load_verify_locations(cafile=str(cert))
+        self._context.load_cert_chain(str(cert), str(key))
 
     def close(self) -> None:
         self._http.close()

@@ -78,6 +78,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /agents": frozenset({OP}),
     "PATCH /agents/{id}": frozenset({OP}),
     "POST /agents/{id}/enrollment-passphrase": frozenset({OP}),
+    "POST /agents/enrollment-passphrases": frozenset({OP}),  # issue 38
     "GET /data-units": frozenset({OP, CO, AU}),
     "GET /data-units/{id}": frozenset({OP, CO, AU}),
     "GET /keys": frozenset({OP, CO, AU}),
@@ -111,6 +112,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "DELETE /quorum-operations/{id}": frozenset({SO}),
     "POST /kmas/{id}/lock": frozenset({SO}),
     "POST /kmas/{id}/unlock": frozenset({SO}),
+    "POST /kmas/{id}/certificate/renew": frozenset({SO}),  # issue 38
     "PUT /cluster/key-split": frozenset({SO}),
     "POST /quorum-operations/{id}/enrolment-codes": frozenset({SO}),
     "PUT /cluster/autonomous-unlock": frozenset({SO}),
@@ -404,6 +406,7 @@ CALLS: dict[str, Prep] = {
     ),
     "PATCH /agents/{id}": lambda w, u: ({"id": "mx-agent"}, {"description": f"changed {w.n()}"}),
     "POST /agents/{id}/enrollment-passphrase": lambda w, u: ({"id": "mx-agent"}, None),
+    "POST /agents/enrollment-passphrases": lambda w, u: ({}, {"agent_ids": ["mx-agent"]}),
     "GET /data-units": none,
     "GET /data-units/{id}": lambda w, u: ({"id": "MX0001"}, None),
     "GET /keys": none,
@@ -435,6 +438,7 @@ CALLS: dict[str, Prep] = {
     "DELETE /quorum-operations/{id}": lambda w, u: ({"id": w.pending_op()}, None),
     "POST /kmas/{id}/lock": lambda w, u: ({"id": w.kma_id}, None),
     "POST /kmas/{id}/unlock": lambda w, u: ({"id": w.locked_kma()}, {"credentials": w.credentials()}),
+    "POST /kmas/{id}/certificate/renew": lambda w, u: ({"id": w.kma_id}, None),
     # Without credentials these become pending operations (202): allowed, and nothing changes yet.
     "PUT /cluster/key-split": lambda w, u: (
         {},

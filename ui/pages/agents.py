@@ -14,6 +14,7 @@ from ui.form_dialog import Field, FormDialog
 from ui.format import when, yes_no
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
+from ui.pages.agent_passphrases import EnrollmentPassphrasesDialog
 from ui.pages.common import enabled_tone
 from ui.pages.sites import site_choices
 from ui.secret_dialog import OneTimeSecretDialog
@@ -81,6 +82,13 @@ def _new_passphrase(page: ListPage, agent: Any) -> None:
     ).open()
 
 
+def _bulk_passphrases(page: ListPage, _obj: Any) -> EnrollmentPassphrasesDialog:
+    dialog = EnrollmentPassphrasesDialog(page.ctx, page)
+    dialog.open()
+    page.last_secret_dialog = dialog  # type: ignore[attr-defined]
+    return dialog
+
+
 def _edit_agent(page: ListPage, a: Any) -> None:
     FormDialog(
         page.ctx,
@@ -129,8 +137,8 @@ SPEC = ListSpec(
     title="Agents",
     noun="agent",
     live=True,
-    subtitle="Encrypting tape drives. An agent enrolls once with a one-time passphrase; "
-    "a disabled agent gets no keys.",
+    subtitle="Encrypting tape drives. An agent enrolls once with a one-time passphrase and renews its "
+    "certificate itself before it expires; a disabled agent gets no keys.",
     columns=[
         Column("id", "Agent ID", 120),
         Column("description", "Description", 230),
@@ -173,11 +181,26 @@ SPEC = ListSpec(
             "enabled",
             "Enabled",
             [("Enabled and disabled", None), ("Enabled only", True), ("Disabled only", False)],
-        )
+        ),
+        FilterSpec(
+            "expires_within_days",
+            "Certificate expires",
+            [
+                ("Any expiry", None),
+                ("Within 7 days", 7),
+                ("Within 30 days", 30),
+                ("Within 90 days", 90),
+                ("Within a year", 365),
+                ("Already expired", 0),
+            ],
+        ),
     ],
     actions=[
         ActionSpec("New agent…", _new_agent, "agents.write", needs="none", toolbar=True, shortcut="Ctrl+N"),
         ActionSpec("New enrollment passphrase…", _new_passphrase, "agents.write", toolbar=True),
+        ActionSpec(
+            "Passphrases for expiring agents…", _bulk_passphrases, "agents.write", needs="none", toolbar=True
+        ),
         ActionSpec("Enable", _set_enabled(True), "agents.write", enabled=lambda a: not a.enabled),
         ActionSpec("Disable", _set_enabled(False), "agents.write", enabled=lambda a: a.enabled),
         ActionSpec("Edit agent…", _edit_agent, "agents.write"),

@@ -30,7 +30,8 @@ from app.changes import ChangeFollower
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.quorum import lock_kma
-from ui.cluster_scene import TopologyScene
+from app.writes.sites import renew_kma_certificate
+from ui.cluster_scene import TopologyScene, certificate_line
 from ui.form_dialog import FormDialog
 from ui.master_key import master_key_line, open_rotation
 from ui.pages import kma_membership
@@ -152,6 +153,15 @@ class ClusterPage(QWidget):
         for button in buttons:
             top.addWidget(button, 0, Qt.AlignTop)
             button.setVisible(ctx.may("quorum.submit"))  # the server refuses others; no use offering it
+        self.renew_button = QPushButton("Renew certificate…")
+        self.renew_button.setObjectName("clusterRenewCertificate")
+        self.renew_button.setToolTip(
+            "Give the selected KMA a new listener certificate now. Each KMA also renews its own "
+            "before it expires; agents and managers trust the cluster CA, so nothing changes for them."
+        )
+        self.renew_button.clicked.connect(self.renew_selected)
+        self.renew_button.setVisible(ctx.may("kmas.write"))
+        top.addWidget(self.renew_button, 0, Qt.AlignTop)
         self.upgrade_button, self.not_offered = upgrade_check_controls(ctx)
         self.upgrade_button.clicked.connect(self.upgrade_check)
         top.addWidget(self.upgrade_button, 0, Qt.AlignTop)
@@ -281,6 +291,9 @@ class ClusterPage(QWidget):
         self.lock_button.setEnabled(kma is not None and kma.responding and not kma.locked and not kma.witness)
         self.unlock_button.setEnabled(kma is not None and kma.locked)
         self.remove_button.setEnabled(kma is not None and not kma.this_kma)
+        self.renew_button.setEnabled(
+            kma is not None and kma.responding and not kma.locked and not kma.witness
+        )
         self.remove_button.setToolTip(
             "A KMA removes the others, not itself: connect to another KMA to remove this one. " + VOTING
             if kma is not None and kma.this_kma
@@ -293,13 +306,19 @@ class ClusterPage(QWidget):
                 f"Selected: {kma.name} ({kma.id}), a witness: it votes in Raft and serves no keys"
             )
         else:
-            self.hint.setText(f"Selected: {kma.name} ({kma.id}) at {kma.management_address}")
+            self.hint.setText(
+                f"Selected: {kma.name} ({kma.id}) at {kma.management_address}; {certificate_line(kma)}"
+            )
 
     def _menu(self, pos: Any) -> None:
         item = self.view.itemAt(pos)
         while item is not None and item.parentItem() is not None:
             item = item.parentItem()
-        if item is None or item.data(0) is None or not self.ctx.may("quorum.submit"):
+        if (
+            item is None
+            or item.data(0) is None
+            or not (self.ctx.may("quorum.submit") or self.ctx.may("kmas.write"))
+        ):
             return
         self.scene.clearSelection()
         item.setSelected(True)
@@ -311,6 +330,10 @@ class ClusterPage(QWidget):
         menu.addAction(self.remove_button.text(), self.remove_selected).setEnabled(
             self.remove_button.isEnabled()
         )
+        if self.ctx.may("kmas.write"):
+            menu.addAction(self.renew_button.text(), self.renew_selected).setEnabled(
+                self.renew_button.isEnabled()
+            )
         menu.popup(self.view.viewport().mapToGlobal(pos))
 
     def lock_selected(self) -> FormDialog | None:
@@ -337,6 +360,28 @@ class ClusterPage(QWidget):
             parent=self,
         )
         dialog.setObjectName("clusterLockDialog")
+        dialog.open()
+        return dialog
+
+    def renew_selected(self) -> FormDialog | None:
+        kma = self.scene.selected_kma()
+        if kma is None:
+            return None
+        dialog = FormDialog(
+            self.ctx,
+            f"Renew the certificate of KMA {kma.id}",
+            [],
+            lambda _v: renew_kma_certificate(kma.id),
+            intro=f"Give <b>{html.escape(kma.name)}</b> ({html.escape(kma.id)}) a new listener certificate "
+            f"now? Its current one: {html.escape(certificate_line(kma))}.<br><br>The KMA makes a new key "
+            "and the cluster CA signs it; both listeners present it from the next connection on, and "
+            "connections already open (a drive reading its keys) keep working. Agents and managers "
+            "trust the cluster CA, not this certificate, so nothing changes for them. Audited.",
+            ok_text="Renew certificate",
+            busy_text="Renewing…",
+            parent=self,
+        )
+        dialog.setObjectName("clusterRenewDialog")
         dialog.open()
         return dialog
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
@@ -29,11 +30,21 @@ from app.pages import PageSpec, register
 from app.quorum_watch import QuorumWatch
 from app.writes import KINDS
 from ui.audit.charts import ChartsPanel
-from ui.format import counted, words
+from ui.format import counted, when, words
 from ui.pages.backups import AGE_COLOURS, backup_line
 from ui.widgets import page_header
 
 REFRESH_MS = 15_000  # follows changes made elsewhere; two cheap reads
+CERTIFICATE_KINDS = {"ca": "Cluster CA", "listener": "KMA listener", "node": "KMA node", "agent": "Agent"}
+
+
+def describe_left(seconds: int) -> str:
+    """``in 1,825 days``, ``in 5 h``, ``in 40 s``: how long a certificate has left."""
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size * (2 if unit == "day" else 1):
+            n = seconds // size
+            return f"in {n:,} {unit}{'s' if unit == 'day' and n != 1 else ''}"
+    return f"in {seconds} s"
 
 
 class StatCard(QFrame):
@@ -200,6 +211,7 @@ class DashboardPage(QWidget):
         kma_layout.addWidget(self.kmas_note)
         row.addWidget(kma_box, 1)
         layout.addLayout(row)
+        layout.addWidget(self._certificates_box())
         layout.addStretch(1)
 
         self._timer = QTimer(self)
@@ -209,6 +221,40 @@ class DashboardPage(QWidget):
         # A little of everything, which drives change too: read again at every show.
         ChangeFollower(self, ctx.ops, KINDS, self.refresh, every_show=True)
         QuorumWatch.of(ctx).locked_changed.connect(self._lock_changed)
+
+    def _certificates_box(self) -> QFrame:
+        box = QFrame()
+        box.setFrameShape(QFrame.StyledPanel)
+        box_layout = QVBoxLayout(box)
+        box_layout.addWidget(QLabel("<b>Certificates</b>"))
+        self.certificates = QTreeWidget()
+        self.certificates.setObjectName("dashboardCertificates")
+        self.certificates.setRootIsDecorated(False)
+        self.certificates.setHeaderLabels(["Certificate", "Of", "Expires", "Left"])
+        self.certificates.setAccessibleName("Certificates")
+        # The CA, two per KMA (at most 20) and the soonest agents': every column may fit its contents.
+        self.certificates.header().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.certificates.setMaximumHeight(170)
+        box_layout.addWidget(self.certificates)
+        return box
+
+    def _show_certificates(self, found: Any) -> None:
+        """Each certificate's expiry; amber once a warning started, red once expired."""
+        self.certificates.clear()
+        for c in found:
+            left = "expired" if c.expired else describe_left(c.seconds_left)
+            item = QTreeWidgetItem(
+                [
+                    CERTIFICATE_KINDS.get(c.kind, c.kind),
+                    c.owner,
+                    when(c.expires_at),
+                    left + (" ⚠" if c.warning else ""),
+                ]
+            )
+            if c.warning or c.expired:
+                for column in range(4):
+                    item.setForeground(column, QColor("#c62828" if c.expired else "#b26a00"))
+            self.certificates.addTopLevelItem(item)
 
     def _lock_changed(self, _locked: bool) -> None:
         if self._loaded and self.isVisible():
@@ -286,6 +332,7 @@ class DashboardPage(QWidget):
             bar.setFormat(f"more than {count:,}" if more else f"{count:,}")
         in_all = counted(total, "key") + " in all" if exact else f"More than {total:,} keys in all"
         self.keys_total.setText(in_all)
+        self._show_certificates(dash.certificates)
         self.kmas.clear()
         for k in dash.kmas:
             state = "Locked" if k.locked else "Unlocked"

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from kma.api import schemas
 from kma.api.deps import AgentsRead, AgentsWrite, Kma, Paging, with_filters
@@ -18,9 +20,19 @@ def list_agents(
     site_id: str | None = None,
     enabled: bool | None = None,
     key_group_id: str | None = None,
+    expires_within_days: Annotated[int | None, Query(ge=0, le=36500)] = None,
 ) -> Page:
+    """`expires_within_days`: only agents whose certificate expires within that many days (or has
+    expired): those to renew or give a new enrollment passphrase."""
     return agents.list_agents(
-        kma, with_filters(paging, site_id=site_id, enabled=enabled, key_group_id=key_group_id)
+        kma,
+        with_filters(
+            paging,
+            site_id=site_id,
+            enabled=enabled,
+            key_group_id=key_group_id,
+            expires_within_days=expires_within_days,
+        ),
     )
 
 
@@ -37,6 +49,13 @@ def create_agent(body: schemas.AgentCreate, kma: Kma, actor: AgentsWrite) -> dic
 @router.patch("/{agent_id}", response_model=schemas.Agent)
 def update_agent(agent_id: str, body: schemas.AgentPatch, kma: Kma, actor: AgentsWrite) -> dict[str, object]:
     return agents.update_agent(kma, actor, agent_id, **body.model_dump(exclude_none=True))
+
+
+@router.post("/enrollment-passphrases", response_model=schemas.EnrollmentPassphrases)
+def new_enrollment_passphrases(body: schemas.AgentIds, kma: Kma, actor: AgentsWrite) -> dict[str, object]:
+    """A new one-time passphrase for each agent listed (at most 100 a request): for drives whose
+    certificate an operator installs, before it expires. Each replaces the agent's earlier one."""
+    return {"passphrases": agents.new_enrollment_passphrases(kma, actor, body.agent_ids)}
 
 
 @router.post("/{agent_id}/enrollment-passphrase", response_model=schemas.EnrollmentPassphrase)

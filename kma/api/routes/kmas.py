@@ -8,7 +8,7 @@ from kma import quorum
 from kma.api import schemas
 from kma.api.deps import Kma, KmaEvenLocked, KmasWrite, Paging, QuorumSubmit, SignedIn
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, UnlockBody, ran_or_pending
-from kma.services import kmas
+from kma.services import certificate_renewal, kmas
 from kma.services.paging import Page
 from kma.services.quorum import locking
 
@@ -28,6 +28,13 @@ def get_kma(kma_id: str, kma: Kma, actor: SignedIn) -> dict[str, object]:
 @router.patch("/{kma_id}", response_model=schemas.Kma)
 def update_kma(kma_id: str, body: schemas.KmaPatch, kma: Kma, actor: KmasWrite) -> dict[str, object]:
     return kmas.update_kma(kma, actor, kma_id, **body.model_dump(exclude_none=True))
+
+
+@router.post("/{kma_id}/certificate/renew", response_model=schemas.Kma)
+def renew_kma_certificate(kma_id: str, kma: Kma, actor: KmasWrite) -> dict[str, object]:
+    """A new listener certificate for that KMA now: made at once if it is the KMA answering, else
+    by that KMA within a second or so (it holds the key)."""
+    return certificate_renewal.request(kma, actor, kma_id)
 
 
 @router.post("/{kma_id}/lock", response_model=schemas.Kma)
