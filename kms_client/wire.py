@@ -372,6 +372,7 @@ class Kma:
     removed_at: datetime | None = None
     schema_version: int | None = None
     rqlite_version: str | None = None
+    entry_problem: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

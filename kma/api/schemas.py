@@ -128,6 +128,7 @@ class Kma(Response):
     removed_at: Time | None = None  # removed from the cluster (kept for its history)
     schema_version: int | None = None  # the newest schema its release knows; None: never started
     rqlite_version: str | None = None  # its cluster node's rqlited release; None: embedded, or never started
+    entry_problem: str | None = None  # why its entry is not trusted (a signature does not verify)
 
 
 class KeyPolicy(Response):

@@ -14,6 +14,7 @@ from typing import Any
 
 from kma import __version__
 from kma.appliance import Appliance
+from kma.services import entry_signatures
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.replication_lag import replication_lags
 from kma.store import cluster_version
@@ -152,8 +153,11 @@ def kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
         "FROM kmas "
         "WHERE removed_at IS NULL ORDER BY site_id, name, id"  # a removed KMA is history, not a member
     )
+    # An entry whose signatures do not verify (written or altered in the store, reported) sends no
+    # manager, upgrade check or other KMA anywhere: the KMA list flags it instead (services/kmas.py).
+    trusted = entry_signatures.trusted_ids(kma)
     nodes = []
-    for row in rows:
+    for row in (r for r in rows if r["id"] in trusted):
         node: NodeStatus | None = status.get(row["id"])
         me = row["id"] == kma.kma_id
         out = {
