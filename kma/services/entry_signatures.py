@@ -181,12 +181,19 @@ def own_routes(kma: Appliance) -> tuple[list[Stmt], str]:
     ok = routes_genuine(kma, row)
     if ok and row["route_signature"] is not None and row["management_address"] == address:
         return [], ""
-    if not ok:  # what someone wrote into them is not signed over: the set-up's name and site are lost
+    what = f"recorded this KMA's management address ({address}) in its entry, signed"
+    if not ok:
         kma_row = kma.store.query_one("SELECT removed_at FROM kmas WHERE id = ?", (kma.kma_id,))
         if kma_row is None or kma_row["removed_at"] is not None:
             return [], ""
+        # Its name, site, vote and pool size it does not know first-hand: signed as the store holds
+        # them, and said, so that an officer checks them (the KMA list shows them).
+        what += (
+            f"; its routes did not verify, so it also signed, as the store holds them: name "
+            f"'{row['name']}', site '{row['site_id']}', {'voter' if row['voter'] else 'non-voter'}, "
+            f"key pool {row['key_pool_size']} (check them)"
+        )
     update = Stmt("UPDATE kmas SET management_address = ? WHERE id = ?", (address, kma.kma_id), expect=1)
-    what = f"recorded this KMA's management address ({address}) in its entry, signed"
     return [update, sign_routes(kma, {**row, "management_address": address})], what
 
 
