@@ -170,7 +170,7 @@ class Call:
         return uid
 
     def key(self, uid: str, material: bool = False) -> Any:
-        row = agent_keys.visible_key(self.kma, self.access, uid, material)
+        row = agent_keys.visible_key(self.kma, self.access, uid, material, self.session.actor)
         if row is None:
             raise KmipError(ResultReason.ITEM_NOT_FOUND, f"no key '{uid[:64]}' that this agent may see")
         return row
