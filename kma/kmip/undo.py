@@ -10,7 +10,10 @@ had. When an item fails, the compensations run newest first, each its own audite
 ("undone: ..." by the same agent), and those items are answered Operation Undone with their
 Unique Identifier only (an undone Get sends no material). A compensation applies only while the
 object still holds what the batch wrote: when someone changed it meanwhile, the refusal is
-audited and the item answered failed, never silently.
+audited and the item answered failed, never silently. Nor once anyone else used the object since
+the batch began (another drive's Get or Write Key of it, a user's change: each an audit event naming
+the key), and not when the agent may no longer use the key: both checked in the compensation's own
+batch.
 
 A batch with Undo holding an operation the KMA cannot put back (Create from the key pool,
 Revoke, Destroy, a tape's Write Key...) is refused before any of its items runs: never half-undone.
@@ -25,6 +28,8 @@ from kma.kmip import ttlv
 from kma.kmip.context import Call, Compensation
 from kma.kmip.enums import Operation, ResultReason, ResultStatus, Tag
 from kma.kmip.messages import KmipError, RequestItem, Result
+from kma.services import agent_keys
+from kma.store import Stmt
 
 log = logging.getLogger(__name__)
 
@@ -98,12 +103,29 @@ async def _undone(call: Call, result: Result) -> Result:
     return Result(result.operation, result.batch_id, ResultStatus.OPERATION_UNDONE, payload=payload)
 
 
+def _guards(call: Call, compensation: Compensation) -> list[Stmt]:
+    """What a compensation checks in its own batch, on the cluster's newest state: the agent may still
+    use the key (its access read again), and nobody else used the key since the batch began (then
+    putting it back would contradict what they were told, and the audit trail with it)."""
+    kind, key_id = compensation.subject
+    if kind != "key":
+        return []
+    agent_id = call.access.agent_id
+    params = {"id": key_id, "agent": agent_id, "since": call.now}
+    used = call.kma.store.query_one(agent_keys.USED_BY_OTHERS, params)
+    who = "another agent or user" if used is None else f"'{used['entity_id']}' ({used['operation']})"
+    access = agent_keys.agent_access(call.kma, agent_id) or call.access
+    return [
+        agent_keys.guard_key(access, key_id, call.now),
+        agent_keys.unused_by_others(agent_id, key_id, call.now, who),
+    ]
+
+
 async def _compensate(call: Call, compensation: Compensation) -> str | None:
     """Run one compensation; None, or why it could not be undone (audited)."""
     try:
-        await call.commit(
-            "kmip.undo", compensation.statements, f"undone: {compensation.message}", compensation.subject
-        )
+        statements = [*_guards(call, compensation), *compensation.statements]
+        await call.commit("kmip.undo", statements, f"undone: {compensation.message}", compensation.subject)
         return None
     except KmipError as refused:  # its guard: the object changed since (the refusal is the event)
         message, audited = f"could not undo: {refused.message}", refused.audited

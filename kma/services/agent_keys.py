@@ -483,6 +483,23 @@ def activate(agent: AgentAccess, key_id: str, now: int) -> Stmt:
 
 
 # --- putting back a write of a batch with Undo (kma/kmip/undo.py) ----------------------------
+USED_BY_OTHERS = (
+    "SELECT entity_id, operation FROM audit_events WHERE subject_type = 'key' AND subject_id = :id "
+    "AND entity_id <> :agent AND created_at >= :since ORDER BY id LIMIT 1"
+)
+
+
+def unused_by_others(agent_id: str, key_id: str, since: int, who: str) -> Stmt:
+    """Changes nothing; refuses the batch once anyone but the agent used the key since `since` (its
+    Undo batch began): a Get, a tape's Write Key, a user's change are each an event naming the key."""
+    return Stmt(
+        f"UPDATE keys SET id = id WHERE id = :id AND NOT EXISTS ({USED_BY_OTHERS})",
+        {"id": key_id, "agent": agent_id, "since": since},
+        expect=1,
+        refusal=f"key {key_id} was used by {who} after this batch wrote it, so the batch's write stays",
+    )
+
+
 # Each applies only while the object still holds what the batch wrote (else it refuses: someone
 # changed the object meanwhile, and the undo must not overwrite that).
 def unactivate(key_id: str, activated_at: int, protect_until: int | None, deactivate_at: int | None) -> Stmt:
