@@ -136,6 +136,26 @@ async def _run_undoable(call: Call, request: Request) -> list[Result]:
 async def run_item(call: Call, request: Request, item: RequestItem, handler: Handler | None = None) -> Result:
     name = operation_name(item.operation)
     call.subject = None
+    if call.budget.full:  # the answer reached its limit: not run (one event for them all, at the end)
+        call.budget.not_run += 1
+        message = f"not run: the answer had reached its limit of {call.budget.limit:,} bytes"
+        reason = ResultReason.RESPONSE_TOO_LARGE
+        return Result(item.operation, item.batch_id, ResultStatus.OPERATION_FAILED, reason, message)
+    try:
+        result = await _run_item(call, request, item, name, handler)
+        call.budget.spend(len(result.payload or b""))
+        return result
+    except KmipError as error:  # Response Too Large: the item ran, its answer is not sent
+        said = f"refused {name}: {error.message}; its answer was not sent"
+        await call.audit(f"kmip.{name}", said, condition=Condition.ERROR, retention=Retention.MEDIUM)
+        return Result(
+            item.operation, item.batch_id, ResultStatus.OPERATION_FAILED, error.reason, error.message
+        )
+
+
+async def _run_item(
+    call: Call, request: Request, item: RequestItem, name: str, handler: Handler | None
+) -> Result:
     try:
         handler = handler or HANDLERS.get(item.operation)
         if handler is None or request.version < ops_server.since(item.operation):
