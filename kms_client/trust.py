@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from cryptography import x509
@@ -53,12 +54,9 @@ class KmaSocket(ssl.SSLSocket):
 
 
 def peer_common_name(sock: ssl.SSLSocket) -> str | None:
-    peer = sock.getpeercert() or {}
-    for rdn in peer.get("subject", ()):
-        for key, value in rdn:
-            if key == "commonName":
-                return str(value)
-    return None
+    peer: dict[str, Any] = dict(sock.getpeercert() or {})
+    names = [pair for rdn in peer.get("subject", ()) for pair in rdn]
+    return next((str(value) for key, value in names if key == "commonName"), None)
 
 
 def ssl_context_for(ca_pem: str) -> ssl.SSLContext:
