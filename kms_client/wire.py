@@ -119,6 +119,7 @@ class BackupReadiness:
     keys_issued_recently: int
     ready_keys_run_out_in: int | None
     keys_withheld_by_restore: int = 0
+    keys_bound_after_restore: int = 0
     core_security_backup_up_to_date: bool
 
 

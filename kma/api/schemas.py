@@ -261,6 +261,7 @@ class BackupReadiness(Response):
     # Seconds at that rate, or the last day's or hour's if faster; None when none were issued.
     ready_keys_run_out_in: int | None
     keys_withheld_by_restore: int = 0  # the backup's unassigned keys: perhaps issued after it, never again
+    keys_bound_after_restore: int = 0  # of those, bound to a key group at a drive's first read by ID
     core_security_backup_up_to_date: bool
 
 

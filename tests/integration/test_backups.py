@@ -228,6 +228,9 @@ def test_a_withheld_key_is_bound_to_the_group_of_the_first_agent_that_reads_it(
             bound = restored.client("auditor").list_audit_events(operation="key.withheld_bound").items
             assert [e.subject_id for e in bound] == [withheld]
             assert "t10k-dal-02" in bound[0].message and "backup-dallas" in bound[0].message
+            assert any(
+                "1 keys withheld by the restore were bound" in w for w in restored.client().status().warnings
+            )
         finally:
             restored.stop()
     finally:
