@@ -22,6 +22,7 @@ Revoke, Destroy, a tape's Write Key...) is refused before any of its items runs:
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
 from kma.audit.record import Condition, Retention
 from kma.kmip import ttlv
@@ -72,6 +73,8 @@ def first_not_undoable(items: list[RequestItem]) -> int | None:
 async def put_back(call: Call, done: list[tuple[Result, list[Compensation]]]) -> list[Result]:
     """Undo `done` (the items before the failed one, in order), newest first; their answers."""
     answers = []
+    # The undone Gets' keys: one event each, where its newest Get is undone, however many Gets.
+    unsent = Counter(uid for result, _ in done if (uid := _got(result)) is not None)
     for result, compensations in reversed(done):
         failures = [f for c in reversed(compensations) if (f := await _compensate(call, c)) is not None]
         if failures:
@@ -85,20 +88,26 @@ async def put_back(call: Call, done: list[tuple[Result, list[Compensation]]]) ->
                 )
             )
         else:
-            answers.append(await _undone(call, result))
+            answers.append(await _undone(call, result, unsent))
     return answers[::-1]
 
 
-async def _undone(call: Call, result: Result) -> Result:
+def _got(result: Result) -> str | None:
+    """The key a Get item sent, None for any other item."""
+    if result.operation != Operation.GET:
+        return None
+    uid = ttlv.decode(ttlv.struct_(Tag.RESPONSE_PAYLOAD, result.payload)).get(Tag.UNIQUE_IDENTIFIER)
+    return None if uid is None else str(uid)
+
+
+async def _undone(call: Call, result: Result, unsent: Counter[str]) -> Result:
     """Operation Undone, with the item's Unique Identifier only: an undone Get sends no material
-    (the trail, which said "sent", says so)."""
+    (the trail, which said "sent", says so once per key: `unsent` counts its Gets)."""
     uid = ttlv.decode(ttlv.struct_(Tag.RESPONSE_PAYLOAD, result.payload)).find(Tag.UNIQUE_IDENTIFIER)
-    if result.operation == Operation.GET and uid is not None:
-        await call.audit(
-            "kmip.undo",
-            f"undone: the material of {uid.value} was not sent after all",
-            subject=("key", str(uid.value)),
-        )
+    if (key_id := _got(result)) is not None and (gets := unsent.pop(key_id, 0)):
+        times = f" ({gets} Gets)" if gets > 1 else ""
+        said = f"undone: the material of {key_id} was not sent after all{times}"
+        await call.audit("kmip.undo", said, subject=("key", key_id))
     payload = uid.encode() if uid is not None else b""
     return Result(result.operation, result.batch_id, ResultStatus.OPERATION_UNDONE, payload=payload)
 

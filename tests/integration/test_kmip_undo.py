@@ -284,4 +284,7 @@ def test_an_undo_leaves_a_key_another_drive_used_meanwhile(
     assert client.get_attributes(uid, ["State"])["State"] == 2  # Active, as the other drive was told
     trail = [e["message"] for e in events(kma, before, "kmip.undo")]
     assert not any(m.startswith(f"undone: activated key {uid}") for m in trail)  # never both said
+    assert [m for m in trail if "was not sent" in m] == [  # the batch's reads, in one event
+        f"undone: the material of {uid} was not sent after all (500 Gets)"
+    ]
     assert any(m.startswith("refused: key") and "was used by 't10k-dal-02'" in m for m in trail), trail
