@@ -84,3 +84,17 @@ def test_failover_goes_on_with_the_kma_whose_certificate_names_it(listener: tupl
     assert client.address == address
     assert any(b"session token" in h for h in heard)
     client.close()
+
+
+def test_a_sign_in_whose_kma_is_down_sends_no_passphrase_to_another_kmas_certificate(
+    listener: tuple[str, list[bytes]],
+) -> None:
+    address, heard = listener
+    client = _client([KnownKma("kma-2", "Dallas 2", "dallas", address)])
+    client.token = None
+    with pytest.raises(TrustError):  # the sign-in never reached its KMA: it would go on elsewhere
+        client.request(
+            "POST", "/auth/login", body={"username": "so", "passphrase": "so's passphrase"}, auth=False
+        )
+    assert not any(b"passphrase" in h for h in heard)
+    client.close()
