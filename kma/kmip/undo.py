@@ -119,7 +119,7 @@ def _guards(call: Call, compensation: Compensation) -> list[Stmt]:
     kind, key_id = compensation.subject
     if kind != "key":
         return []
-    agent_id = call.access.agent_id
+    agent_id = call.agent_id
     params = {"id": key_id, "agent": agent_id, "since": call.now}
     used = call.kma.store.query_one(agent_keys.USED_BY_OTHERS, params)
     who = "another agent or user" if used is None else f"'{used['entity_id']}' ({used['operation']})"

@@ -288,3 +288,37 @@ def test_an_undo_leaves_a_key_another_drive_used_meanwhile(
         f"undone: the material of {uid} was not sent after all (500 Gets)"
     ]
     assert any(m.startswith("refused: key") and "was used by 't10k-dal-02'" in m for m in trail), trail
+
+
+def test_an_undo_is_refused_once_the_agent_may_no_longer_use_the_key(
+    kma: RunningKma, client: KmipClient
+) -> None:
+    """Issue 39, item 2: a put-back re-checks the agent's access: disabled while its batch runs, the
+    agent's activation is not put back by it (the trail and the answer say why)."""
+    created = client.call(
+        Operation.CREATE,
+        ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + key_template(usage_mask=UsageMask.ENCRYPT),
+    )
+    uid = str(created.get(Tag.UNIQUE_IDENTIFIER))
+    key = ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
+    operator = kma.client("op")
+    done = threading.Event()
+
+    def operator_disables_the_drive() -> None:  # as soon as the batch has activated the key
+        while not done.is_set():
+            if operator.get_key(uid).activated_at is not None:
+                operator.update_agent(AGENT, enabled=False)
+                return
+
+    disabling = threading.Thread(target=operator_disables_the_drive)
+    disabling.start()
+    try:
+        items = [(Operation.ACTIVATE, key), *[(Operation.GET, key)] * 500, (Operation.ACTIVATE, key)]
+        results = client.batch(items, continuation=UNDO)
+    finally:
+        done.set()
+        disabling.join()
+        operator.update_agent(AGENT, enabled=True)
+    assert results[0].status == ResultStatus.OPERATION_FAILED
+    assert "may no longer use its key group" in (results[0].message or "")
+    assert key_row(kma, uid)["activated_at"] is not None
