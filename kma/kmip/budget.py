@@ -7,7 +7,8 @@ items run: once they would pass the client's Maximum Response Size, or the liste
 passes it fails Response Too Large and the items after it are not run (each answered so, in one
 audit event for them all). And the reads of one message past the first `READS_IN_FULL` (Locate,
 Get Attributes, Get Attribute List, Check, Query, Discover Versions) are summarised in one event at
-its end; a Get, which sends key material, is recorded each time, naming its key.
+its end; a Get, which sends key material, is recorded each time, naming its key. A summarised read
+waits for no audit commit, so it rests as long as it worked instead (kma/kmip/operations.py).
 """
 
 from __future__ import annotations
