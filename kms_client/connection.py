@@ -160,12 +160,16 @@ class Connection:
             raise impostor from lost
         raise lost
 
+    def expect(self, kma_id: str | None) -> None:
+        """Refuse, from now on, a certificate at this address that does not name `kma_id`."""
+        self._tls.expected_kma = kma_id  # type: ignore[attr-defined]
+
     def _point_at(self, address: str, kma_id: str | None = None) -> None:
         """`kma_id`: the KMA expected at `address` (None: whichever KMA of the cluster CA answers
         there, as for the address the user gave)."""
         self.address = address
         self._http.base_url = httpx.URL(base_url(address))
-        self._tls.expected_kma = kma_id  # type: ignore[attr-defined]
+        self.expect(kma_id)
 
     def call(
         self,

@@ -54,7 +54,11 @@ def _caught_up(kma: Appliance, node: dict[str, Any]) -> bool | None:
     ca = kma.data_dir.ca_cert.read_text(encoding="ascii")
     try:
         with KmsClient(
-            node["management_address"], ca_pem=ca, ca_fingerprint=fingerprint_of(ca), timeout=PEER_TIMEOUT_S
+            node["management_address"],
+            ca_pem=ca,
+            ca_fingerprint=fingerprint_of(ca),
+            timeout=PEER_TIMEOUT_S,
+            kma_id=node["id"],  # the KMA its signed entry names, not whoever answers there
         ) as peer:
             return peer.status().caught_up
     except KmsError:
