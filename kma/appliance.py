@@ -51,8 +51,9 @@ class Appliance:
         self.store = open_store(data_dir, self.kma_id, self.chain)  # embedded, or a cluster node's
         self.vault = Vault(data_dir.hsm())
         self.itself = Actor(self.kma_id, self.identity.management_address, kind="kma")
-        # What it knows first-hand of its own entry, set by `kma serve`: its service address and, on
-        # a cluster node, its Raft address and node certificate (kma/services/entry_signatures.py).
+        # What it knows first-hand of its own entry, set by `kma serve`: its management and service
+        # addresses and, on a cluster node, its Raft address and node certificate
+        # (kma/services/entry_signatures.py).
         self.own_entry: dict[str, str] = {}
         self._parts: dict[Callable[[Appliance], Any], Any] = {}
         self._parts_lock = threading.RLock()  # a part may be made of other parts

@@ -39,6 +39,7 @@ class ListenerLimits:
     max_per_address: int = 128  # from one address: in their handshake; and without a client certificate
     enrollments_at_once: int = 2  # each costs an Argon2id verification and a signature
     refusals_per_second: int = 20  # per listener, of peers without an identity, recorded one by one
+    kmip_max_answer: int = 1 << 20  # bytes of one KMIP answer's payloads (kma/kmip/budget.py)
     # Addresses of reverse proxies whose X-Forwarded-For is believed; none by default.
     trusted_proxies: tuple[str, ...] = ()
 

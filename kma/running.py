@@ -65,7 +65,7 @@ class Running:
         # restarted node's stale replica does (and its outbox shipped first).
         self._catch_up()
         known = latest_schema_version()
-        kma.own_entry = {"service_address": service_address}
+        kma.own_entry = {"service_address": service_address, "management_address": management_address}
         if self.node is not None:
             kma.own_entry["raft_address"] = self.node.config.raft_address
             kma.own_entry["node_cert_pem"] = self.node.files.node_cert.read_text(encoding="ascii")
@@ -74,8 +74,10 @@ class Running:
             "kma.listen",
             [
                 # Its version and master key backend too: a joined KMA's row is made by another KMA.
+                # A signed management address it records once unlocked (entry_signatures.own_routes).
                 Stmt(
-                    "UPDATE kmas SET management_address = ?, version = ?, master_key = ? WHERE id = ? AND "
+                    "UPDATE kmas SET management_address = CASE WHEN route_signature IS NULL THEN ? ELSE "
+                    "management_address END, version = ?, master_key = ? WHERE id = ? AND "
                     "(management_address, version, master_key) IS NOT (?, ?, ?)",
                     (
                         management_address,

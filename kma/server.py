@@ -33,6 +33,7 @@ from kma.datadir import DataDir
 from kma.kmip.server import ServiceListener
 from kma.limits import ListenerLimits
 from kma.running import Running
+from kma.secrecy import keep_memory_private
 from kma.services import kma_certificates, refusals
 from kma.services.certificate_renewal import listener_tls
 from kma.systemd import notify
@@ -158,6 +159,7 @@ def serve(
     master: WrappingKey | None = None,
     record_addresses: bool = False,
 ) -> None:
+    keep_memory_private()  # before any key or PIN is read
     identity = data_dir.identity()
     limits = data_dir.listener_limits()
     refusals.set_rate(limits.refusals_per_second)

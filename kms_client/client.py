@@ -97,7 +97,10 @@ class KmsClient:
         transport: httpx.BaseTransport | None = None,
         cluster: Sequence[KnownKma] = (),
         on_failover: Callable[[Failover], None] | None = None,
+        kma_id: str | None = None,
     ) -> None:
+        """`kma_id`: the KMA expected at `address`; its certificate must name it (another KMA's or a
+        drive's certificate from the same cluster CA is refused, `TrustError`)."""
         self._connection = connection = Connection(
             address,
             ca_pem=ca_pem,
@@ -107,6 +110,7 @@ class KmsClient:
             cluster=cluster,
             on_failover=on_failover,
         )
+        connection.expect(kma_id)
         self._audit = AuditCalls(connection)
         self._backups = BackupCalls(connection)
         self._members = MembershipCalls(connection)

@@ -57,9 +57,10 @@ class Connection:
         self.cluster = tuple(cluster)
         self.on_failover = on_failover
         self._switching = threading.Lock()
+        self._tls = ssl_context_for(ca_pem)
         self._http = httpx.Client(
             base_url=url,
-            verify=ssl_context_for(ca_pem),
+            verify=self._tls,
             timeout=timeout,
             transport=transport,
             headers={"Accept": "application/json"},
@@ -129,18 +130,24 @@ class Connection:
                 return self._http.request("GET", "/status")
 
         with self._switching:
+            expected = self._tls.expected_kma  # type: ignore[attr-defined]
             if self.address != gone:  # another thread switched meanwhile: go on where it went
                 if not again:
                     raise lost
                 return send()
+            impostor: TrustError | None = None
             for kma in failover_order(self.cluster, gone):
-                self._point_at(kma.address)
+                # Only the KMA it chose gets the token or passphrase: its certificate must name it.
+                self._point_at(kma.address, kma.id)
                 try:
                     response = send() if again else answers()
                 except KmaUnreachable:
                     continue
+                except TrustError as exc:  # not that KMA there (a rewritten address): nothing was sent
+                    impostor = impostor or exc
+                    continue
                 except BaseException:
-                    self._point_at(gone)
+                    self._point_at(gone, expected)
                     raise
                 if self.on_failover is not None:
                     known = next((k.name for k in self.cluster if k.address == gone), gone)
@@ -148,12 +155,21 @@ class Connection:
                 if not again:
                     raise lost
                 return response
-            self._point_at(gone)
+            self._point_at(gone, expected)
+        if impostor is not None:
+            raise impostor from lost
         raise lost
 
-    def _point_at(self, address: str) -> None:
+    def expect(self, kma_id: str | None) -> None:
+        """Refuse, from now on, a certificate at this address that does not name `kma_id`."""
+        self._tls.expected_kma = kma_id  # type: ignore[attr-defined]
+
+    def _point_at(self, address: str, kma_id: str | None = None) -> None:
+        """`kma_id`: the KMA expected at `address` (None: whichever KMA of the cluster CA answers
+        there, as for the address the user gave)."""
         self.address = address
         self._http.base_url = httpx.URL(base_url(address))
+        self.expect(kma_id)
 
     def call(
         self,

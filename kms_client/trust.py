@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from cryptography import x509
@@ -39,9 +40,29 @@ def same_fingerprint(a: str, b: str) -> bool:
     return normalize_fingerprint(a) == normalize_fingerprint(b)
 
 
+class KmaSocket(ssl.SSLSocket):
+    """A TLS connection that, once the cluster CA and host name are verified, also refuses a peer
+    whose certificate is not the expected KMA's (its subject names the KMA ID): the cluster CA also
+    certifies drives, listeners and every other KMA, and a failover must reach the KMA it chose."""
+
+    def do_handshake(self, block: bool = False) -> None:
+        super().do_handshake(block)
+        expected = getattr(self.context, "expected_kma", None)
+        if expected is not None and (named := peer_common_name(self)) != expected:
+            self.close()
+            raise ssl.SSLCertVerificationError(f"the certificate there names '{named}', not KMA '{expected}'")
+
+
+def peer_common_name(sock: ssl.SSLSocket) -> str | None:
+    peer: dict[str, Any] = dict(sock.getpeercert() or {})
+    names = [pair for rdn in peer.get("subject", ()) for pair in rdn]
+    return next((str(value) for key, value in names if key == "commonName"), None)
+
+
 def ssl_context_for(ca_pem: str) -> ssl.SSLContext:
     """A client context that trusts `ca_pem` only (no system CAs), checks the host name and
-    refuses anything older than TLS 1.2."""
+    refuses anything older than TLS 1.2. Setting its `expected_kma` to a KMA ID also refuses any
+    certificate but that KMA's (`KmaSocket`)."""
     try:
         ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cadata=ca_pem)
     except ssl.SSLError as exc:
@@ -49,6 +70,8 @@ def ssl_context_for(ca_pem: str) -> ssl.SSLContext:
     ctx.check_hostname = True
     ctx.verify_mode = ssl.CERT_REQUIRED
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.sslsocket_class = KmaSocket
+    ctx.expected_kma = None  # type: ignore[attr-defined]
     return ctx
 
 

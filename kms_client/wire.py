@@ -174,6 +174,7 @@ class BackupReadiness:
     keys_issued_recently: int
     ready_keys_run_out_in: int | None
     keys_withheld_by_restore: int = 0
+    keys_bound_after_restore: int = 0
     core_security_backup_up_to_date: bool
 
 
@@ -461,6 +462,7 @@ class Kma:
     certificate_expires_at: datetime | None = None
     node_certificate_expires_at: datetime | None = None
     certificate_renewal_requested: bool = False
+    entry_problem: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

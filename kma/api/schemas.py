@@ -146,6 +146,7 @@ class Kma(Response):
     certificate_expires_at: Time | None = None  # its listener certificate's; None: not known yet
     node_certificate_expires_at: Time | None = None  # its cluster node certificate's; None: embedded
     certificate_renewal_requested: bool = False  # a Security Officer asked it to renew its listener's
+    entry_problem: str | None = None  # why its entry is not trusted (a signature does not verify)
 
 
 class KeyPolicy(Response):
@@ -287,6 +288,7 @@ class BackupReadiness(Response):
     # Seconds at that rate, or the last day's or hour's if faster; None when none were issued.
     ready_keys_run_out_in: int | None
     keys_withheld_by_restore: int = 0  # the backup's unassigned keys: perhaps issued after it, never again
+    keys_bound_after_restore: int = 0  # of those, bound to a key group at a drive's first read by ID
     core_security_backup_up_to_date: bool
 
 

@@ -235,11 +235,14 @@ def _join(
     if _KMA_ID.fullmatch(kma_id) and len(passphrase) <= 256:
         row = kma.store.query_one(
             "SELECT id, name, site_id, management_address, service_address, raft_address, voter, witness, "
-            "awaiting_join, removed_at, node_cert_pem, join_passphrase_hash, signature, "
-            "join_passphrase_hash AS hash, join_passphrase_set_at AS set_at FROM kmas WHERE id = ?",
+            "awaiting_join, removed_at, node_cert_pem, join_passphrase_hash, signature, key_pool_size, "
+            "route_signature, join_passphrase_hash AS hash, join_passphrase_set_at AS set_at "
+            "FROM kmas WHERE id = ?",
             (kma_id,),
         )
-    if row is not None and not entry_signatures.genuine(kma, row):
+    if row is not None and not (
+        entry_signatures.genuine(kma, row) and entry_signatures.routes_genuine(kma, row)
+    ):
         row = None  # written into the store without the KMA: no one joins as it (reported)
     stored = row["hash"] if row is not None else None
     if not verify_passphrase(passphrase, stored or _decoy_hash()) or stored is None or row is None:

@@ -191,12 +191,23 @@ def _execute_add(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any
             "join_passphrase_hash": p["passphrase_hash"],
         },
     )
+    routed = entry_signatures.sign_routes(
+        kma,
+        {
+            "id": p["id"],
+            "name": p["name"],
+            "site_id": p["site_id"],
+            "management_address": p["management_address"],
+            "voter": int(bool(p["voter"])),
+            "key_pool_size": int(p["key_pool_size"]),
+        },
+    )
     role = "a witness" if p.get("witness") else "a voter" if p["voter"] else "a non-voter"
     message = (
         f"created the entry of KMA '{p['id']}' ({p['name']}) at site '{p['site_id']}' as {role}; "
         "it may now join with its one-time KMA passphrase, and starts locked"
     )
-    return Outcome(Change("kma.create", [insert, signed], message, ("kma", str(p["id"]))))
+    return Outcome(Change("kma.create", [insert, signed, routed], message, ("kma", str(p["id"]))))
 
 
 ADD_KMA = OpType("add_kma", _prepare_add, _execute_add)

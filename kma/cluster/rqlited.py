@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kma.cluster.node_config import NODE_USER, ClusterFiles, NodeConfig
 from kma.errors import KmaError
-from kma.store.rqlite_http import RqliteClient, tls_context
+from kma.store.rqlite_http import RESTARTS, RqliteClient, tls_context
 
 log = logging.getLogger(__name__)
 VERSION = "v8.43.4"
@@ -207,7 +207,10 @@ class RqliteNode:
                 preexec_fn=_death_signal(),  # noqa: PLW1509
             )
         self._pid_file.write_text(str(self.process.pid))
-        self.wait_ready(timeout)
+        try:
+            self.wait_ready(timeout)
+        finally:
+            RESTARTS.end(self.config.http_address)  # requests waiting for it go on (or fail)
         self.keep_private()
         threading.Thread(target=self._keep_private_while_running, name="rqlited-files", daemon=True).start()
 
@@ -253,6 +256,7 @@ class RqliteNode:
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
+        RESTARTS.begin(self.config.http_address)  # this KMA's requests wait for it, bounded
         process.terminate()
         try:
             process.wait(timeout)

@@ -8,12 +8,13 @@ one KMA and for twenty. A KMA the store has no node status for is "not respondin
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from kma import __version__
 from kma.appliance import Appliance
+from kma.services import entry_signatures
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.certificates import expiries
 from kma.services.replication_lag import replication_lags
@@ -144,7 +145,15 @@ def _node_status(kma: Appliance) -> dict[str, NodeStatus]:
         return {}
 
 
-def kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
+def trusted_nodes(kma: Appliance) -> list[dict[str, Any]]:
+    """The KMAs whose entry's signatures verify (kma/services/entry_signatures.py): an entry written
+    or altered in the store (reported) sends no manager, upgrade check or other KMA anywhere; the
+    KMA list flags it instead (kma/services/kmas.py)."""
+    return kma_nodes(kma, entry_signatures.trusted_ids(kma))
+
+
+def kma_nodes(kma: Appliance, trusted: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """Every member KMA as the topology shows it; only those in `trusted` when given."""
     status = _node_status(kma)
     lags = replication_lags(kma)
     rows = kma.store.query(
@@ -154,7 +163,7 @@ def kma_nodes(kma: Appliance) -> list[dict[str, Any]]:
         "WHERE removed_at IS NULL ORDER BY site_id, name, id"  # a removed KMA is history, not a member
     )
     nodes = []
-    for row in rows:
+    for row in (r for r in rows if trusted is None or r["id"] in trusted):
         node: NodeStatus | None = status.get(row["id"])
         me = row["id"] == kma.kma_id
         out = {
@@ -244,7 +253,7 @@ def _certificates(kma: Appliance) -> dict[str, dict[str, Any]]:
 
 def topology(kma: Appliance) -> dict[str, Any]:
     certificates = _certificates(kma)
-    nodes = [{**n, **certificates.get(n["id"], {})} for n in kma_nodes(kma)]
+    nodes = [{**n, **certificates.get(n["id"], {})} for n in trusted_nodes(kma)]
     agents = _agents_by_site(kma)
     sites = [dict(r) for r in kma.store.query("SELECT id, name FROM sites ORDER BY name, id")]
     names = {s["id"]: s["name"] for s in sites}

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.cluster.topology import kma_nodes
+from kma.cluster.topology import trusted_nodes
 from kma.services.backups import describe_duration
 from kma.services.keypool import key_pool
 from kms_client import KmsClient, KmsError, fingerprint_of
@@ -56,7 +56,11 @@ def _caught_up(kma: Appliance, node: dict[str, Any]) -> bool | None:
     ca = kma.data_dir.ca_cert.read_text(encoding="ascii")
     try:
         with KmsClient(
-            node["management_address"], ca_pem=ca, ca_fingerprint=fingerprint_of(ca), timeout=PEER_TIMEOUT_S
+            node["management_address"],
+            ca_pem=ca,
+            ca_fingerprint=fingerprint_of(ca),
+            timeout=PEER_TIMEOUT_S,
+            kma_id=node["id"],  # the KMA its signed entry names, not whoever answers there
         ) as peer:
             return peer.status().caught_up
     except KmsError:
@@ -188,7 +192,7 @@ def upgrade_order(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def upgrade_check(kma: Appliance) -> dict[str, Any]:
-    nodes = kma_nodes(kma)
+    nodes = trusted_nodes(kma)  # a KMA is asked only at a signed management address
     with ThreadPoolExecutor(max_workers=8) as pool:  # one slow KMA does not hold up asking the others
         asked = {n["id"]: pool.submit(_caught_up, kma, n) for n in nodes if n["responding"]}
         caught_up = {kma_id: future.result() for kma_id, future in asked.items()}

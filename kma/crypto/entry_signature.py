@@ -13,6 +13,13 @@ not joined as, and is reported as tampered with (kma/services/entry_signatures.p
 Entries of a store made before signatures are signed, trusted on first use, at the first unlock on
 this version; a node marks in its data dir (`marker`) that it has seen every entry signed, and from
 then on an entry without a signature is tampered with.
+
+The fields that route a user or say what a KMA is (`ROUTED`: its management address, where the
+manager fails over to with a bearer token or passphrase; its name, site, vote and key pool) carry a
+second signature, `route_signature`, made and checked the same way (its own marker, `routes_marker`).
+A column of its own: an older release signs `SIGNED` only, and during a rolling upgrade its entries
+must go on granting what it signed. The lock state is not signed: each KMA knows its own first-hand,
+and a forged one can only lock a KMA, which whoever writes the store can do by worse means.
 """
 
 from __future__ import annotations
@@ -42,8 +49,11 @@ SIGNED = (
     "join_passphrase_hash",
 )
 SELECT = f"SELECT {', '.join(SIGNED)}, signature FROM kmas"
+ROUTED = ("id", "name", "site_id", "management_address", "voter", "key_pool_size")
+SELECT_ROUTES = f"SELECT {', '.join(ROUTED)}, route_signature FROM kmas"
 # Said first in what is signed, so that no certificate or other use of the CA's key can pass for it.
 CONTEXT = "kms-manager KMA entry signature v1"
+ROUTES_CONTEXT = "kms-manager KMA entry routes signature v1"
 NO_SIGNATURE = "has no signature"
 BAD_SIGNATURE = "has a signature that does not verify"
 REMOVED_BEFORE = "was removed, and is written back as not removed (an older signed state)"
@@ -52,6 +62,11 @@ REMOVED_BEFORE = "was removed, and is written back as not removed (an older sign
 def marker(data_root: Path) -> Path:
     """Present once this node has seen every KMA entry signed: then a missing signature is tampering."""
     return data_root / "entries-signed"
+
+
+def routes_marker(data_root: Path) -> Path:
+    """Present once this node has seen every KMA entry's routes signed."""
+    return data_root / "entry-routes-signed"
 
 
 def removed_file(data_root: Path) -> Path:
@@ -92,12 +107,27 @@ def message(row: Mapping[str, Any] | sqlite3.Row) -> bytes:
     return json.dumps([CONTEXT, values], separators=(",", ":"), ensure_ascii=True).encode()
 
 
-def sign(ca_key_pem: bytes, row: Mapping[str, Any] | sqlite3.Row) -> str:
-    """The signature of the entry's trust-granting fields, made with the cluster CA's key."""
+def routes_message(row: Mapping[str, Any] | sqlite3.Row) -> bytes:
+    values = [row[f] for f in ROUTED]
+    values[4:6] = [int(values[4]), int(values[5])]  # voter, key_pool_size: 0/1 or numbers however given
+    return json.dumps([ROUTES_CONTEXT, values], separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def _sign(ca_key_pem: bytes, signed: bytes) -> str:
     key = serialization.load_pem_private_key(ca_key_pem, password=None)
     if not isinstance(key, ec.EllipticCurvePrivateKey):
         raise ValueError("the cluster CA's key is not an EC key")
-    return base64.b64encode(key.sign(message(row), ec.ECDSA(hashes.SHA256()))).decode("ascii")
+    return base64.b64encode(key.sign(signed, ec.ECDSA(hashes.SHA256()))).decode("ascii")
+
+
+def sign(ca_key_pem: bytes, row: Mapping[str, Any] | sqlite3.Row) -> str:
+    """The signature of the entry's trust-granting fields, made with the cluster CA's key."""
+    return _sign(ca_key_pem, message(row))
+
+
+def sign_routes(ca_key_pem: bytes, row: Mapping[str, Any] | sqlite3.Row) -> str:
+    """The signature of the entry's routing fields (`ROUTED`), made with the cluster CA's key."""
+    return _sign(ca_key_pem, routes_message(row))
 
 
 @lru_cache(maxsize=4096)
@@ -132,6 +162,19 @@ def problem(
     return why
 
 
+def routes_problem(
+    ca_cert_pem: bytes, signed_before: bool, row: Mapping[str, Any] | sqlite3.Row
+) -> str | None:
+    """Why the entry's routes (`ROUTED`, read with `SELECT_ROUTES`) are not to be followed, or None.
+    `signed_before`: this node has seen every entry's routes signed (`routes_marker`)."""
+    signature = row["route_signature"]
+    if signature is None:
+        return "has no signature over its management address, name and site" if signed_before else None
+    if _verifies(ca_cert_pem, routes_message(row), str(signature)):
+        return None
+    return "has a management address, name or site that its signature does not cover (altered)"
+
+
 def all_signed(ca_cert_pem: bytes, rows: list[sqlite3.Row] | list[Mapping[str, Any]]) -> bool:
     """Whether every entry carries a signature that verifies (then this node writes its `marker`)."""
     return bool(rows) and all(
@@ -145,6 +188,15 @@ def tampered_entries(conn: sqlite3.Connection, ca_cert_pem: bytes, data_root: Pa
     signed_before, removed = marker(data_root).exists(), seen_removed(data_root)
     for row in conn.execute(SELECT):
         why = problem(ca_cert_pem, signed_before, row, removed)
+        if why is not None:
+            out.append(f"kmas '{row['id']}' {why}")
+    routes_before = routes_marker(data_root).exists()
+    try:
+        rows = conn.execute(SELECT_ROUTES).fetchall()
+    except sqlite3.OperationalError:  # a store from before route signatures (migration 0059)
+        rows = []
+    for row in rows:
+        why = routes_problem(ca_cert_pem, routes_before, row)
         if why is not None:
             out.append(f"kmas '{row['id']}' {why}")
     return out

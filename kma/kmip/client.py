@@ -80,9 +80,13 @@ def request_message(
     version: tuple[int, int] = (1, 4),
     batch_ids: bool = False,
     continuation: int | None = None,
+    max_response_size: int | None = None,
 ) -> bytes:
-    """`continuation`: the Batch Error Continuation Option (the server's default is Stop)."""
+    """`continuation`: the Batch Error Continuation Option (the server's default is Stop);
+    `max_response_size`: the Maximum Response Size the client asks for, in bytes."""
     option = b"" if continuation is None else ttlv.enum(Tag.BATCH_ERROR_CONTINUATION_OPTION, continuation)
+    if max_response_size is not None:
+        option = ttlv.integer(Tag.MAXIMUM_RESPONSE_SIZE, max_response_size) + option
     header = ttlv.struct_(
         Tag.REQUEST_HEADER,
         ttlv.struct_(
@@ -108,7 +112,7 @@ def request_message(
 
 
 def parse_response(data: bytes) -> list[ItemResult]:
-    message = ttlv.decode(data)
+    message = ttlv.decode(data, max_items=len(data) // ttlv.HEADER_SIZE + 1)  # an answer may list many IDs
     if message.tag != Tag.RESPONSE_MESSAGE:
         raise KmipFailure(None, None, "the server did not answer with a KMIP response message")
     out = []

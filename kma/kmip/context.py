@@ -26,6 +26,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
 from kma.domain.actor import Actor
+from kma.kmip.budget import MessageBudget
 from kma.kmip.enums import ResultReason, Tag
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
@@ -149,6 +150,7 @@ class Call:
         self.subject: tuple[str, str] | None = None  # what the current item is about (for refusals)
         # In a batch with Undo only: what puts back the current item's writes, in the order made.
         self.compensations: list[Compensation] | None = None
+        self.budget = MessageBudget()  # its answer's size and its reads' events (kmip/budget.py)
 
     @property
     def agent_id(self) -> str:
@@ -170,7 +172,7 @@ class Call:
         return uid
 
     def key(self, uid: str, material: bool = False) -> Any:
-        row = agent_keys.visible_key(self.kma, self.access, uid, material)
+        row = agent_keys.visible_key(self.kma, self.access, uid, material, self.session.actor)
         if row is None:
             raise KmipError(ResultReason.ITEM_NOT_FOUND, f"no key '{uid[:64]}' that this agent may see")
         return row
@@ -225,6 +227,8 @@ class Call:
         condition: Condition = Condition.SUCCESS,
         retention: Retention = Retention.SHORT,
     ) -> None:
+        if condition == Condition.SUCCESS and self.budget.summarise(operation):
+            return
         record = self.kma.record(
             self.session.actor,
             operation,
@@ -234,6 +238,19 @@ class Call:
             retention=retention,
         )
         await durable(self.kma, Batch((), record), self.session.bridge)
+
+    async def audit_summary(self) -> None:
+        """At the message's end: one event for its summarised reads and the items not run."""
+        said = self.budget.summary()
+        if said is not None:
+            self.budget = MessageBudget()  # written once
+            failed = "items not run" in said
+            await self.audit(
+                "kmip.message",
+                said,
+                condition=Condition.WARNING if failed else Condition.SUCCESS,
+                retention=Retention.MEDIUM if failed else Retention.SHORT,
+            )
 
 
 async def audit_event(

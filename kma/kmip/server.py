@@ -36,6 +36,7 @@ from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
 from kma.domain.actor import Actor
 from kma.kmip import enrollment_http, operations, ttlv
+from kma.kmip.budget import MessageBudget
 from kma.kmip.context import AgentSession, Call, CommitBridge, audit_event
 from kma.kmip.enums import ItemType, Operation, ResultReason, ResultStatus, Tag
 from kma.kmip.messages import (
@@ -394,8 +395,10 @@ class ServiceListener:
                     await self._audit(session, "kmip.authenticate", f"refused: {exc.message}")
                     return self._all_failed(request, exc, now), False
         call = Call(self.kma, session, request.version, now)
+        call.budget = MessageBudget.asked(request.max_response_size, self.limits.kmip_max_answer)
         started = time.perf_counter()
         results = await operations.run(call, request)
+        await call.audit_summary()
         _measure(results, time.perf_counter() - started)
         response = encode_response(request.version, results, now)
         limit = request.max_response_size

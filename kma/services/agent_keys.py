@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kma.appliance import Appliance
+from kma.domain.actor import Actor
 from kma.domain.lifecycle import DATA_UNIT_SHREDDED, DESTROYABLE_SQL, KeyState, key_in_state
-from kma.services import row_macs
+from kma.services import row_macs, withheld_keys
+from kma.services.withheld_keys import UNBOUND
 from kma.store import Stmt
 from kma.store.batch import Deferred
 
@@ -159,9 +161,11 @@ def agent_access(kma: Appliance, agent_id: str) -> AgentAccess | None:
 
 
 def visible_key(
-    kma: Appliance, agent: AgentAccess, key_id: str, material: bool = False
+    kma: Appliance, agent: AgentAccess, key_id: str, material: bool = False, actor: Actor | None = None
 ) -> Row | Mapping[str, Any] | None:
-    """The key if the agent may see it (its group is one the agent may use), else None."""
+    """The key if the agent may see it (its group is one the agent may use), else None. A key a
+    restore withheld is bound to the agent's group at its first read (`actor`: the reading agent;
+    kma/services/withheld_keys.py)."""
     # What this KMA issued and has not shipped, looked at first: it is forgotten only once the
     # replica holds it, so one of the two reads below finds the key.
     shows = kma.store.unshipped(pending_name(key_id))
@@ -170,7 +174,9 @@ def visible_key(
     params = {"id": key_id, **mine(agent)}
     row = kma.store.query_one(f"{sql} AND k.key_group_id IN {AGENT_GROUPS}", params)
     if row is None and shows is None:
-        return kma.store.query_one(f"{sql} AND {READABLE_BY_ID}", params)
+        return _read_by_id(
+            kma, agent, key_id, kma.store.query_one(f"{sql} AND {READABLE_BY_ID}", params), actor
+        )
     if row is not None or shows is None:
         return row
     row = kma.store.query_one(sql, params)
@@ -182,10 +188,22 @@ def visible_key(
     return {**dict(row), **shows} if row["key_group_id"] is None else row
 
 
-# Keys an agent reads by ID though they are not in its groups: a key a restore withheld (the backup
-# held it unassigned, but it may have been issued after; the restored KMA cannot know to whom, and
-# only a drive that wrote with it knows its 128-bit ID), and a key whose assignment to this agent
-# the cluster refused (its tape was written with it all the same).
+def _read_by_id(
+    kma: Appliance, agent: AgentAccess, key_id: str, row: Row | None, actor: Actor | None
+) -> Row | Mapping[str, Any] | None:
+    """A key `READABLE_BY_ID` found: a withheld one is bound to the agent's group first."""
+    if row is None or row["key_group_id"] is not None or not kma.store.query(UNBOUND, (key_id,)):
+        return row  # a key whose assignment to this agent the cluster refused
+    if actor is None:
+        return None
+    group = withheld_keys.bind(kma, actor, key_id, agent.groups, agent.default_group)
+    return {**dict(row), "key_group_id": group} if group and _may_see(kma, agent, group) else None
+
+
+# Keys an agent reads by ID though they are not in its groups: a key a restore withheld and no read
+# has bound to a group yet (the backup held it unassigned, but it may have been issued after; the
+# restored KMA cannot know to whom: the first read binds it, kma/services/withheld_keys.py), and a
+# key whose assignment to this agent the cluster refused (its tape was written with it all the same).
 READABLE_BY_ID = (
     "((k.withheld_at IS NOT NULL AND k.key_group_id IS NULL) OR EXISTS (SELECT 1 FROM "
     "unrecorded_bindings u WHERE u.key_id = k.id AND u.agent_id = :agent))"
@@ -498,6 +516,23 @@ def activate(agent: AgentAccess, key_id: str, now: int) -> Stmt:
 
 
 # --- putting back a write of a batch with Undo (kma/kmip/undo.py) ----------------------------
+USED_BY_OTHERS = (
+    "SELECT entity_id, operation FROM audit_events WHERE subject_type = 'key' AND subject_id = :id "
+    "AND entity_id <> :agent AND created_at >= :since ORDER BY id LIMIT 1"
+)
+
+
+def unused_by_others(agent_id: str, key_id: str, since: int, who: str) -> Stmt:
+    """Changes nothing; refuses the batch once anyone but the agent used the key since `since` (its
+    Undo batch began): a Get, a tape's Write Key, a user's change are each an event naming the key."""
+    return Stmt(
+        f"UPDATE keys SET id = id WHERE id = :id AND NOT EXISTS ({USED_BY_OTHERS})",
+        {"id": key_id, "agent": agent_id, "since": since},
+        expect=1,
+        refusal=f"key {key_id} was used by {who} after this batch wrote it, so the batch's write stays",
+    )
+
+
 # Each applies only while the object still holds what the batch wrote (else it refuses: someone
 # changed the object meanwhile, and the undo must not overwrite that).
 def unactivate(key_id: str, activated_at: int, protect_until: int | None, deactivate_at: int | None) -> Stmt:

@@ -348,6 +348,8 @@ def delete_backup(kma: Appliance, actor: Actor, backup_id: str, reason: str = "d
 # minute before it ran dry).
 ISSUE_RATE_WINDOWS = {"recently": 7 * 86400, "last_day": 86400, "last_hour": 3600}
 WITHHELD = "SELECT count(*) FROM keys WHERE withheld_at IS NOT NULL AND key_group_id IS NULL"
+# Withheld keys a drive's first read bound to its key group (kma/services/withheld_keys.py).
+BOUND = "SELECT count(*) FROM keys WHERE withheld_at IS NOT NULL AND key_group_id IS NOT NULL"
 
 
 def readiness(kma: Appliance) -> dict[str, Any]:
@@ -393,6 +395,7 @@ def readiness(kma: Appliance) -> dict[str, Any]:
         **{f"keys_issued_{name}": count for name, count in issued_since.items()},
         "ready_keys_run_out_in": runs_out_in,
         "keys_withheld_by_restore": int(kma.store.scalar(WITHHELD)),
+        "keys_bound_after_restore": int(kma.store.scalar(BOUND)),
         "core_security_backup": core,
         "core_security_backup_up_to_date": core["up_to_date"],
     }
@@ -437,6 +440,12 @@ def warnings(info: dict[str, Any]) -> list[str]:
         )
     if info["keys_withheld_by_restore"]:
         out.append(withheld_warning(info["keys_withheld_by_restore"]))
+    if info["keys_bound_after_restore"]:
+        out.append(
+            f"{info['keys_bound_after_restore']} keys withheld by the restore were bound to the key group of "
+            "the first drive that read them by ID (the audit trail's key.withheld_bound events name each "
+            "drive and group): check that each drive's group is its tape's."
+        )
     core = info["core_security_backup"]
     if core["exists"] and not core["up_to_date"]:
         out.append(core["message"])

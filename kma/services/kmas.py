@@ -9,6 +9,7 @@ from kma.domain.actor import Actor
 from kma.domain.lifecycle import HELD_OR_REPLICATED
 from kma.domain.validation import check_text
 from kma.errors import NotFound, ValidationFailed
+from kma.services import entry_signatures
 from kma.services.common import describe, patch, require
 from kma.services.keypool import key_pool
 from kma.services.paging import ListSpec, Page, PageRequest, list_page
@@ -41,23 +42,31 @@ LIST = ListSpec(
 )
 
 
-def _row(kma: Appliance, row: Any) -> dict[str, Any]:
+UNTRUSTED = (
+    "written or altered in the store without a KMA (its signature does not verify): nobody is sent "
+    "to it; remove it (a quorum operation)"
+)
+
+
+def _row(kma: Appliance, row: Any, trusted: set[str]) -> dict[str, Any]:
     out = dict(row)
     # This KMA knows its own lock state first-hand; the others' is what they last recorded.
     out["locked"] = kma.vault.locked if out["id"] == kma.kma_id else bool(out["locked"])
+    out["entry_problem"] = None if out["id"] in trusted else UNTRUSTED
     return out
 
 
 def list_kmas(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, LIST, req)
-    return page.with_items([_row(kma, r) for r in page.items])
+    trusted = entry_signatures.trusted_ids(kma)
+    return page.with_items([_row(kma, r, trusted) for r in page.items])
 
 
 def get_kma(kma: Appliance, kma_id: str) -> dict[str, Any]:
     row = kma.store.query_one(f"SELECT * FROM ({LIST.select}) WHERE id = ?", (kma_id,))
     if row is None:
         raise NotFound(f"There is no KMA '{kma_id}'.")
-    return _row(kma, row)
+    return _row(kma, row, entry_signatures.trusted_ids(kma))
 
 
 def update_kma(kma: Appliance, actor: Actor, kma_id: str, **changes: Any) -> dict[str, Any]:
@@ -72,7 +81,10 @@ def update_kma(kma: Appliance, actor: Actor, kma_id: str, **changes: Any) -> dic
         kma.commit(
             actor,
             "kma.update",
-            [patch("KMA", kma_id, changes, kma.clock.now())],
+            [
+                patch("KMA", kma_id, changes, kma.clock.now()),
+                entry_signatures.resign_routes(kma, kma_id, **changes),
+            ],
             f"changed KMA '{kma_id}': {describe(changes)}",
             ("kma", kma_id),
         )

@@ -328,6 +328,22 @@ def _master_generations(db: Path, plain: WrappingKey, generation: int, opened: W
         raise BadBackup(exc.message) from None
 
 
+def _own_entry_signed(
+    kma: Any, ca_key_pem: bytes, management_address: str, service_address: str
+) -> tuple[str, str]:
+    """The signatures of the restored KMA's entry (`kma`: its Appliance) at its new addresses (the
+    backup's entry is genuine)."""
+    sql = "{} WHERE id = ?"
+    own = kma.store.query_one(sql.format(entry_signature.SELECT), (kma.kma_id,))
+    routes = kma.store.query_one(sql.format(entry_signature.SELECT_ROUTES), (kma.kma_id,))
+    return (
+        entry_signature.sign(ca_key_pem, {**dict(own or {}), "service_address": service_address}),
+        entry_signature.sign_routes(
+            ca_key_pem, {**dict(routes or {}), "management_address": management_address}
+        ),
+    )
+
+
 def _set_up(
     stage: DataDir,
     backup: DatabaseBackup,
@@ -387,9 +403,7 @@ def _set_up(
         counts = manifest["counts"]
         installer = Actor("installer", "local console", kind="kma")
         withheld = int(kma.store.scalar(f"SELECT count(*) FROM keys WHERE {UNASSIGNED}"))
-        # Its entry moves to the new service address: signed again (the backup's entry is genuine).
-        own = kma.store.query_one(f"{entry_signature.SELECT} WHERE id = ?", (kma_id,))
-        signature = entry_signature.sign(ca.key_pem, {**dict(own or {}), "service_address": service_address})
+        signature, route_signature = _own_entry_signed(kma, ca.key_pem, management_address, service_address)
         kma.commit(
             installer,
             "backup.restore",
@@ -397,8 +411,16 @@ def _set_up(
                 Stmt(
                     "UPDATE kmas SET management_address = ?, service_address = ?, autounlock_master = ?, "
                     "master_generation = (SELECT master_generation FROM cluster), "
-                    "locked = 0, updated_at = ?, signature = ? WHERE id = ?",
-                    (management_address, service_address, autounlock, now, signature, kma_id),
+                    "locked = 0, updated_at = ?, signature = ?, route_signature = ? WHERE id = ?",
+                    (
+                        management_address,
+                        service_address,
+                        autounlock,
+                        now,
+                        signature,
+                        route_signature,
+                        kma_id,
+                    ),
                     expect=1,
                 ),
                 Stmt("DELETE FROM sessions"),

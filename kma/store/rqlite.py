@@ -50,7 +50,7 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from filelock import FileLock, Timeout
 
@@ -60,7 +60,14 @@ from kma.store.batch import Batch, Deferred, Params, Refused, Stmt, WriteResult,
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import gather, integrity_message
 from kma.store.outbox import Entry, Outbox
-from kma.store.rqlite_http import ClusterUnavailable, RqliteClient, StatementFailed, rqlite_statement
+from kma.store.rqlite_http import (
+    RESTARTS,
+    SETTLE_WAIT_S,
+    ClusterUnavailable,
+    RqliteClient,
+    StatementFailed,
+    rqlite_statement,
+)
 
 if TYPE_CHECKING:
     from kma.audit.chain import AuditChain
@@ -83,6 +90,7 @@ OWN_WRITE_TIMEOUT_S = 5.0
 # (without blocking on it: a follower learns of a commit only with the leader's next append, up
 # to ~100 ms later when nothing else is written, and meanwhile new entries can go).
 REPLICA_POLL_S = 0.005
+T = TypeVar("T")
 # The free-text indexes (the audit trail's, the lists' search: kma/store/fts.py), built through the
 # cluster by each KMA's writer when it has nothing else to send. Less eager than embedded (FTS_IDLE_S) since
 # every KMA tries and each try is a Raft write; searches match the unindexed tail meanwhile.
@@ -247,11 +255,24 @@ class RqliteStore:
 
     # --- reads (the local replica) -------------------------------------------------------
     def query(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
-        return self._replica.conn().execute(sql, params).fetchall()
+        return self._settled(lambda: self._replica.conn().execute(sql, params).fetchall())
 
     def query_one(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = self._replica.conn().execute(sql, params).fetchone()
+        row: sqlite3.Row | None = self._settled(lambda: self._replica.conn().execute(sql, params).fetchone())
         return row
+
+    def _settled(self, read: Callable[[], T]) -> T:
+        """`read` of the replica; while rqlited restarts (its file rebuilt from a snapshot: no
+        tables, or no file, for a moment) it is tried again, for at most `SETTLE_WAIT_S`, rather
+        than failing the user's request (issue 39, item 6)."""
+        deadline = time.monotonic() + SETTLE_WAIT_S
+        while True:
+            try:
+                return read()
+            except (sqlite3.OperationalError, sqlite3.DatabaseError, FileNotFoundError):
+                if time.monotonic() >= deadline or not RESTARTS.settling(self.client.address):
+                    raise
+            time.sleep(0.05)
 
     def scalar(self, sql: str, params: Params = ()) -> Any:
         row = self.query_one(sql, params)

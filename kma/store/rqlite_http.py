@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import re
 import ssl
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,46 @@ _LOOKS_LIKE_BLOB = re.compile(r"\s*[xX]'([0-9a-fA-F]{2})*'\s*")
 
 
 __all__ = ["ClusterUnavailable", "RqliteClient", "StatementFailed"]
+
+
+SETTLE_WAIT_S = 5.0  # how long a request waits for its node's rqlited to be back (a restart)
+RECENTLY_S = 10.0  # after a restart, "no leader" answers are the cluster settling, waited out too
+
+
+class Restarts:
+    """The rqlited nodes of this process being restarted (kma/cluster/rqlited.py: each node's
+    rqlited restarts whenever the cluster's members change, kma/cluster/trust.py): meanwhile its
+    HTTP API refuses connections and, a moment after, the cluster may have no leader. A request
+    that meets either waits for it, bounded, rather than failing at once (issue 39, item 6)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._down: set[str] = set()
+        self._back_at: dict[str, float] = {}
+
+    def begin(self, address: str) -> None:
+        with self._lock:
+            self._down.add(address)
+
+    def end(self, address: str) -> None:
+        with self._lock:
+            self._down.discard(address)
+            self._back_at[address] = time.monotonic()
+            self._lock.notify_all()
+
+    def settling(self, address: str) -> bool:
+        """Being restarted, or back from a restart only a moment ago."""
+        with self._lock:
+            back = self._back_at.get(address)
+            return address in self._down or (back is not None and time.monotonic() - back < RECENTLY_S)
+
+    def wait(self, address: str, timeout: float) -> bool:
+        """Wait until the node is back (at most `timeout` s); whether it is."""
+        with self._lock:
+            return self._lock.wait_for(lambda: address not in self._down, timeout)
+
+
+RESTARTS = Restarts()
 
 
 class StatementFailed(Exception):
@@ -73,6 +115,7 @@ class RqliteClient:
     ) -> None:
         self.base = f"https://{http_address}"
         self._context = context
+        self.address = http_address
         self._http = httpx.Client(base_url=self.base, verify=context, timeout=timeout, auth=credential)
 
     def use_certificate(self, cert: Path, key: Path) -> None:
@@ -87,19 +130,55 @@ class RqliteClient:
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             response = self._http.request(method, path, **kwargs)
+        except httpx.ConnectError as exc:  # nothing was sent: its rqlited may be restarting
+            if not (RESTARTS.settling(self.address) and RESTARTS.wait(self.address, SETTLE_WAIT_S)):
+                raise ClusterUnavailable(f"the cluster store cannot be reached: {exc}") from exc
+            return self._request_once(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise ClusterUnavailable(f"the cluster store cannot be reached: {exc}") from exc
+        return self._checked(response)
+
+    def _request_once(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ClusterUnavailable(f"the cluster store cannot be reached: {exc}") from exc
+        return self._checked(response)
+
+    @staticmethod
+    def _checked(response: httpx.Response) -> httpx.Response:
         if response.status_code >= 500 or response.status_code == 408:
             text = response.text.strip()[:200]
             raise ClusterUnavailable(f"the cluster store refused the request: {text or response.status_code}")
         return response
 
+    def _leader_settled(self, method: str, path: str, **kwargs: Any) -> Any:
+        """The answer's body; a "no leader" answer a moment after a node's restart (nothing was
+        applied) is asked again until a leader answers, at most `SETTLE_WAIT_S`."""
+        deadline = time.monotonic() + SETTLE_WAIT_S
+        while True:
+            try:
+                body = self._request(method, path, **kwargs).json()
+            except ClusterUnavailable as exc:
+                if not self._wait_for_leader(exc.message, deadline):
+                    raise
+            else:
+                error = str(body.get("error", "")) if isinstance(body, dict) else ""
+                if not self._wait_for_leader(error, deadline):
+                    return body
+            time.sleep(0.2)
+
+    def _wait_for_leader(self, error: str, deadline: float) -> bool:
+        """Whether `error` says only that there is no leader (nothing was applied; "leadership lost"
+        while committing is no such answer) while this node settles after a restart."""
+        no_leader = any(s in error for s in ("not leader", "leader not found", "no leader"))
+        return no_leader and time.monotonic() < deadline and RESTARTS.settling(self.address)
+
     def execute(self, statements: Sequence[list[Any]], transaction: bool = True) -> list[dict[str, Any]]:
         """Run `statements` (already in rqlite's form) in one request; raises StatementFailed with
         the first failed statement's index: then nothing of the request was applied."""
         params = {"transaction": ""} if transaction else {}
-        response = self._request("POST", "/db/execute", params=params, json=list(statements))
-        body = response.json()
+        body = self._leader_settled("POST", "/db/execute", params=params, json=list(statements))
         if "error" in body:  # the node could not run the request at all (no leader, forwarding failed)
             raise ClusterUnavailable(f"the cluster store cannot take changes now: {body['error']}")
         results: list[dict[str, Any]] = body.get("results", [])
@@ -111,10 +190,9 @@ class RqliteClient:
     def query(
         self, sql: str, params: Sequence[Any] | Mapping[str, Any] = (), level: str = "linearizable"
     ) -> list[list[Any]]:
-        response = self._request(
+        body = self._leader_settled(
             "POST", "/db/query", params={"level": level}, json=[rqlite_statement(sql, params)]
         )
-        body = response.json()
         if "error" in body or not body.get("results"):
             raise ClusterUnavailable(f"the cluster store cannot answer now: {body.get('error', body)}")
         result = body["results"][0]

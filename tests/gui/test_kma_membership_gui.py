@@ -4,6 +4,7 @@ the plain warning about a two-voter cluster; then removes it, waiting for the qu
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -20,6 +21,8 @@ from tests.gui.helpers import (
     sign_in,
     submit,
 )
+from tests.integration.test_row_macs import _write_behind_the_kma
+from tests.integration.test_signed_kma_entries import FORGED
 from ui.quorum.widgets import QuorumFormDialog
 from ui.secret_dialog import OneTimeSecretDialog
 
@@ -125,3 +128,23 @@ def test_add_a_witness_with_its_raft_address_only(qtbot, controller, fresh_kma):
     entry = fresh_kma.client("so").get_kma(witness_id)
     assert entry.witness and entry.voter and entry.awaiting_join and entry.site_id == site
     assert (entry.management_address, entry.service_address, entry.key_pool_size) == ("", "", 0)
+
+
+def test_a_kma_entry_written_into_the_store_is_flagged_not_trusted(qtbot, controller, fresh_kma):
+    """Issue 39, item 1: an entry whose signature does not verify is shown, flagged, in the KMA list
+    (the topology, and so the manager's failover, leave it out)."""
+    now = int(time.time())
+    site = fresh_kma.client("so").list_kmas().items[0].site_id
+    cert = "-----BEGIN CERTIFICATE-----\nforged\n-----END CERTIFICATE-----\n"
+    _write_behind_the_kma(fresh_kma, (FORGED, (site, cert, now, now)))
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    kmas = open_page(qtbot, window, "sites").kmas
+    qtbot.waitUntil(lambda: kmas.model.row_of("mallory") >= 0, timeout=WAIT_MS)
+    column = next(i for i, c in enumerate(kmas.model.columns) if c.title == "Entry")
+
+    def shown(kma_id: str) -> str:
+        return str(kmas.model.data(kmas.model.index(kmas.model.row_of(kma_id), column)))
+
+    own = next(k.id for k in fresh_kma.client("so").list_kmas().items if k.id != "mallory")
+    assert (shown("mallory"), shown(own)) == ("not trusted", "signed")
+    assert "mallory" not in {k.id for k in fresh_kma.client("so").cluster_topology().kmas}

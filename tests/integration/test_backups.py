@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kma.kmip.client import KmipFailure
 from kma.store import fts
 from kma.store.schema import EXTRA_FOR_TESTS
 from kms_client import Conflict as ClientConflict
@@ -141,8 +142,15 @@ def test_round_trip_restores_every_row_and_serves_enrolled_agents(source: Runnin
         assert tables(new) == tables(old)
         for table in tables(old):
             skip = (
-                # the entry's signature covers the service address: signed again for the new one
-                ("management_address", "service_address", "autounlock_master", "updated_at", "signature")
+                # the entry's signatures cover its addresses: signed again for the new ones
+                (
+                    "management_address",
+                    "service_address",
+                    "autounlock_master",
+                    "updated_at",
+                    "signature",
+                    "route_signature",
+                )
                 if table == "kmas"
                 else ("backup_mark", "withheld_at")
                 if table == "keys"
@@ -188,6 +196,54 @@ def files(source: RunningKma, tmp_path_factory: pytest.TempPathFactory) -> tuple
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX modes; on Windows the folder's ACL applies")
+def test_a_withheld_key_is_bound_to_the_group_of_the_first_agent_that_reads_it(
+    source: RunningKma, tmp_path: Path
+) -> None:
+    """Issue 39, item 7: a key ID is no secret (the tape carries it), so a key a restore withheld is
+    not readable by every agent: the first read binds it to that agent's group, audited."""
+    drives = {"t10k-dal-02": tmp_path / "dallas", "t10k-bos-01": tmp_path / "boston"}
+    for agent_id, folder in drives.items():
+        enroll(source, agent_id, folder, demo_passphrase(source, agent_id))
+    core, database = take_backups(source, tmp_path / "offline")
+    source.stop()
+    try:
+        target = tmp_path / "restored" / "kma"
+        run_kma(
+            "init",
+            "--data-dir",
+            str(target),
+            "--answers",
+            str(answers(tmp_path, core, database, quorum(source))),
+        )
+        conn = sqlite3.connect(f"file:{target / 'kma.db'}?mode=ro", uri=True)
+        try:  # a pool key the source may have issued after the backup, its ID on some tape
+            (withheld,) = conn.execute(
+                "SELECT id FROM keys WHERE withheld_at IS NOT NULL AND key_group_id IS NULL LIMIT 1"
+            ).fetchone()
+        finally:
+            conn.close()
+        restored = RunningKma(target, source.demo, source=source.source)
+        restored.start()
+        try:
+            # When a Dallas drive reads it by its ID, it gets it; a Boston drive then does not
+            with kmip(drives["t10k-dal-02"], service_address(restored)) as dallas:
+                assert dallas.get(withheld)
+            with kmip(drives["t10k-bos-01"], service_address(restored)) as boston, pytest.raises(KmipFailure):
+                boston.get(withheld)
+            # and the officer sees the key in the Dallas group, and why, in the audit trail
+            assert restored.client("op").get_key(withheld).key_group_id == "backup-dallas"
+            bound = restored.client("auditor").list_audit_events(operation="key.withheld_bound").items
+            assert [e.subject_id for e in bound] == [withheld]
+            assert "t10k-dal-02" in bound[0].message and "backup-dallas" in bound[0].message
+            assert any(
+                "1 keys withheld by the restore were bound" in w for w in restored.client().status().warnings
+            )
+        finally:
+            restored.stop()
+    finally:
+        source.start()
+
+
 def test_backups_the_manager_saves_are_this_accounts_only(source: RunningKma, tmp_path: Path) -> None:
     """Both backups, saved by the manager under a desktop's usual umask, over older looser files
     too, are 0600 like the KMA's own scheduled copies (issue 26, item 7)."""

@@ -23,6 +23,7 @@ from tests.integration.test_backups import quorum, take_backups
 from tests.integration.test_no_key_material_at_rest import files_under, found_in
 from tests.integration.test_quorum import creds
 from tests.support.agents import demo_passphrase, enroll, events, kmip, service_address
+from tests.support.cluster import children
 from tests.support.first_setup import ONE_KMA_ANSWERS
 from tests.support.kma_process import RunningKma, read_only_db, run_kma
 from tests.support.softhsm import PIN, SoftHsm, softhsm
@@ -259,3 +260,23 @@ def test_backup_and_restore_onto_the_token_that_holds_the_master_key(
             assert agent.get(key_id) == material
     finally:
         restored.stop()
+
+
+def test_the_pin_is_in_no_process_argument_environment_log_or_core_file(hsm_kma: RunningKma) -> None:
+    """Issue 39, item 8: a serving KMA with an HSM has read its PIN, and holds it in memory only:
+    not in any of its processes' arguments or environment, not in its logs, and it makes no core
+    file (another process of its user cannot look into it either)."""
+    assert hsm_kma.process is not None
+    pid = hsm_kma.process.pid
+    assert hsm_kma.client().status().master_key.startswith("pkcs11")  # it has read its PIN
+    limits = Path(f"/proc/{pid}/limits").read_text()
+    assert any(
+        line.startswith("Max core file size") and line.split()[4:6] == ["0", "0"]
+        for line in limits.splitlines()
+    )
+    for proc in [pid, *children(pid)]:
+        for part in ("cmdline", "environ"):
+            assert PIN.encode() not in Path(f"/proc/{proc}/{part}").read_bytes(), (proc, part)
+    files = files_under(hsm_kma.data_dir)  # its logs, its configuration, its store
+    assert hsm_kma.data_dir / "logs" / "kma.log" in files
+    assert [f for f in files if PIN.encode() in f.read_bytes()] == []

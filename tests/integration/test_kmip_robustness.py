@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kma.kmip import ttlv
-from kma.kmip.client import key_template, parse_response, request_message
+from kma.kmip.client import attribute, key_template, parse_response, request_message
 from kma.kmip.enums import ObjectType, Operation, ResultReason, ResultStatus, Tag
 from tests.support.agents import agent_state, enrolled_demo_agent, events, kmip, last_event
 from tests.support.kma_process import RunningKma, ready_pool
@@ -240,3 +240,25 @@ def test_random_and_truncated_ttlv_never_disturbs_other_agents(kma: RunningKma, 
     assert "Traceback" not in kma.log_text()  # every bad message was an expected refusal
     with kmip(agent_dir) as client:
         assert client.discover_versions()
+
+
+def test_deep_nesting_and_oversized_attribute_values_are_refused(kma: RunningKma, agent_dir: Path) -> None:
+    """Issue 39, item 8: TTLV nested deeper than a KMIP message needs is Invalid Message (the
+    connection goes on); an attribute value longer than a key keeps, of any type, is refused with
+    its reason and nothing is stored."""
+    with kmip(agent_dir) as client:
+        nested = ttlv.text(Tag.ATTRIBUTE_VALUE, "x")
+        for _ in range(40):
+            nested = ttlv.struct_(Tag.ATTRIBUTE_VALUE, nested)
+        reason, message = _only_error(client.send_raw(request_message([(Operation.LOCATE, nested)])))
+        assert reason == ResultReason.INVALID_MESSAGE and "deep" in message
+        uid = client.create()
+        key = ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
+        for value in (
+            ttlv.text(Tag.ATTRIBUTE_VALUE, "v" * 5000),
+            ttlv.byte_string(Tag.ATTRIBUTE_VALUE, b"\x01" * 30000),
+        ):
+            [result] = client.batch([(Operation.ADD_ATTRIBUTE, key + attribute("x-Big", value))])
+            assert result.status == ResultStatus.OPERATION_FAILED, result
+            assert "x-Big" in (result.message or "")
+        assert "x-Big" not in client.get_attributes(uid, [])

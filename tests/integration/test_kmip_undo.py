@@ -6,6 +6,7 @@ anything in it runs."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -243,3 +244,81 @@ def test_set_and_adjust_in_kmip_2_get_their_values_back(client: KmipClient) -> N
     ]
     client.version = (1, 4)
     assert client.get_attributes(uid, ["x-Uses", "Description"]) == {"x-Uses": 5}
+
+
+def test_an_undo_leaves_a_key_another_drive_used_meanwhile(
+    kma: RunningKma, client: KmipClient, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 39, item 2: while a batch with Undo runs, another drive of the group reads the key the
+    batch activated; the undo then refuses to put it back (the drive holds its material as Active),
+    says so in the answer and the trail, and the key stays Active."""
+    other = enrolled_demo_agent(kma, tmp_path_factory, "t10k-dal-02")
+    created = client.call(
+        Operation.CREATE,
+        ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + key_template(usage_mask=UsageMask.ENCRYPT),
+    )
+    uid = str(created.get(Tag.UNIQUE_IDENTIFIER))
+    key = ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
+    got: list[bytes] = []
+    done = threading.Event()
+
+    def other_drive() -> None:  # reads the key as soon as it is Active
+        with kmip(other) as drive:
+            while not done.is_set() and not got:
+                if drive.get_attributes(uid, ["State"])["State"] == 2:
+                    got.append(drive.get(uid))
+
+    reader = threading.Thread(target=other_drive)
+    reader.start()
+    before = last_event(kma)
+    try:  # the batch's reads give the other drive time; its second Activate fails: undo
+        items = [(Operation.ACTIVATE, key), *[(Operation.GET, key)] * 500, (Operation.ACTIVATE, key)]
+        results = client.batch(items, continuation=UNDO)
+    finally:
+        done.set()
+        reader.join()
+    assert got, "the other drive read the key while the batch ran"
+    assert results[0].status == ResultStatus.OPERATION_FAILED
+    assert "could not undo: key" in (results[0].message or "")
+    assert "was used by 't10k-dal-02'" in (results[0].message or "")
+    assert client.get_attributes(uid, ["State"])["State"] == 2  # Active, as the other drive was told
+    trail = [e["message"] for e in events(kma, before, "kmip.undo")]
+    assert not any(m.startswith(f"undone: activated key {uid}") for m in trail)  # never both said
+    assert [m for m in trail if "was not sent" in m] == [  # the batch's reads, in one event
+        f"undone: the material of {uid} was not sent after all (500 Gets)"
+    ]
+    assert any(m.startswith("refused: key") and "was used by 't10k-dal-02'" in m for m in trail), trail
+
+
+def test_an_undo_is_refused_once_the_agent_may_no_longer_use_the_key(
+    kma: RunningKma, client: KmipClient
+) -> None:
+    """Issue 39, item 2: a put-back re-checks the agent's access: disabled while its batch runs, the
+    agent's activation is not put back by it (the trail and the answer say why)."""
+    created = client.call(
+        Operation.CREATE,
+        ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + key_template(usage_mask=UsageMask.ENCRYPT),
+    )
+    uid = str(created.get(Tag.UNIQUE_IDENTIFIER))
+    key = ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
+    operator = kma.client("op")
+    done = threading.Event()
+
+    def operator_disables_the_drive() -> None:  # as soon as the batch has activated the key
+        while not done.is_set():
+            if operator.get_key(uid).activated_at is not None:
+                operator.update_agent(AGENT, enabled=False)
+                return
+
+    disabling = threading.Thread(target=operator_disables_the_drive)
+    disabling.start()
+    try:
+        items = [(Operation.ACTIVATE, key), *[(Operation.GET, key)] * 500, (Operation.ACTIVATE, key)]
+        results = client.batch(items, continuation=UNDO)
+    finally:
+        done.set()
+        disabling.join()
+        operator.update_agent(AGENT, enabled=True)
+    assert results[0].status == ResultStatus.OPERATION_FAILED
+    assert "may no longer use its key group" in (results[0].message or "")
+    assert key_row(kma, uid)["activated_at"] is not None

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.agents import enrolled_demo_agent, kmip, service_address
+from kma.kmip.client import parse_response, request_message
+from kma.kmip.enums import BatchErrorContinuation, Operation, ResultReason, ResultStatus
+from tests.support.agents import enrolled_demo_agent, events, kmip, last_event, service_address
 from tests.support.kma_process import RunningKma, read_only_db
 from tests.support.waiting import wait_until
 
@@ -28,6 +30,7 @@ LIMITS = {
     "handshake_timeout": 2,
     "request_timeout": 2,
     "anonymous_idle_timeout": 2,
+    "kmip_max_answer": 65536,
 }
 AGENT = "t10k-dal-01"
 CLOSE_WAIT = 8.0  # well past every lowered limit, well short of the defaults (10 s and more)
@@ -275,3 +278,35 @@ def test_enrolled_agents_get_in_past_silent_handshakes_from_their_own_address(
         assert any("to make room" in m for m in refusals(crowded, "service.refused"))
     finally:
         close_all(silent)
+
+
+def test_a_small_message_asking_for_a_huge_answer_is_bounded_and_summarised(
+    kma: RunningKma, agent_dir: Path
+) -> None:
+    """Issue 39, item 3: a 40 KB message of 1,000 empty Locates (each answering every key the drive
+    may see: about 250 KB in all here) is answered within the KMA's limit (lowered to 64 KB here):
+    the Locate that passes it fails Response Too Large, the rest are not run; the trail holds a few
+    events and one summary, not a thousand."""
+    before = last_event(kma)
+    with kmip(agent_dir) as client:
+        continuing = BatchErrorContinuation.CONTINUE  # (with Stop, the items after it are left out)
+        message = request_message([(Operation.LOCATE, b"")] * 1000, continuation=continuing)
+        assert len(message) < 65536
+        raw = client.send_raw(message)
+        results = parse_response(raw)
+        assert len(raw) <= 65536 + 1000 * 200  # the limit, and the failed items' short answers
+        ran = [r for r in results if r.status == ResultStatus.SUCCESS]
+        failed = [r for r in results if r.status != ResultStatus.SUCCESS]
+        assert ran and failed and len(ran) + len(failed) == 1000
+        assert {r.reason for r in failed} == {ResultReason.RESPONSE_TOO_LARGE}
+        assert "the answer would pass 65,536 bytes" in (failed[0].message or "")
+        assert all("not run" in (r.message or "") for r in failed[1:])
+        # A client's own Maximum Response Size is honoured the same way
+        asked = request_message([(Operation.LOCATE, b"")] * 3, max_response_size=64)
+        reasons = [r.reason for r in parse_response(client.send_raw(asked))]
+        assert reasons == [ResultReason.RESPONSE_TOO_LARGE] * 3
+        assert client.locate()  # the connection goes on
+    trail = events(kma, before)
+    assert len(trail) < 60
+    summaries = [e["message"] for e in trail if e["operation"] == "kmip.message"]
+    assert any("more reads in this message, summarised" in m and "items not run" in m for m in summaries)

@@ -106,3 +106,48 @@ def test_a_kmas_own_entry_altered_in_its_store_is_reported_and_written_anew(fres
     code, said = _audit_verify(fresh_kma)
     assert "KMA entries: every signature by the cluster CA verifies." in said
     assert code == 1  # the tamper event stays in the audit trail
+
+
+@needs_rqlited
+def test_a_management_address_rewritten_through_rqlite_sends_no_manager_there(tmp_path: Path) -> None:
+    """Issue 39, item 1: a KMA entry's management address (where the manager fails over to with its
+    bearer token) pointed elsewhere through rqlite is reported, left out of the topology and so of the
+    manager's failover list, flagged in the KMA list; the KMA, once back, records its own anew."""
+    first, ca = first_node(tmp_path / "a")
+    second = add_node(first, ca, tmp_path, "kma-dal-2", voter=False)  # the first alone keeps a majority
+    try:
+        second.start()
+        so = first.client("so")
+        wait_until(lambda: "kma-dal-2" in {k.id for k in so.learn_cluster()}, 30.0, "the second KMA listed")
+        second.stop()
+
+        # When someone with a node's credential points the stopped KMA's entry at their own listener
+        execute(first, [["UPDATE kmas SET management_address = '127.0.0.1:9' WHERE id = 'kma-dal-2'"]])
+
+        # Then it is reported as tampered with, and no manager learns that address
+        def reported() -> bool:
+            events = so.iter_audit_events()
+            return any(e.operation == "security.tamper" and e.subject_id == "kma-dal-2" for e in events)
+
+        wait_until(reported, 30.0, "the tamper event")
+        assert {k.id for k in so.learn_cluster()} == {"kma-dal-1"}
+        assert "127.0.0.1:9" not in repr(so.upgrade_check())  # nor does the upgrade check go there
+        listed = {k.id: k for k in so.list_kmas().items}
+        assert (
+            listed["kma-dal-2"].entry_problem
+            and "signature does not verify" in listed["kma-dal-2"].entry_problem
+        )
+        assert listed["kma-dal-1"].entry_problem is None
+        code, said = _audit_verify(first)
+        assert code == 1 and "kmas 'kma-dal-2' has a management address" in said
+
+        # When the KMA starts again, unlocked, it records its own management address, signed
+        second.start()
+        wait_until(
+            lambda: {k.id: k.address for k in so.learn_cluster()}.get("kma-dal-2") == second.address,
+            30.0,
+            "the KMA's own address back in the topology",
+        )
+    finally:
+        second.stop()
+        first.stop()

@@ -214,8 +214,8 @@ def add_node(
             [
                 [
                     "INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
-                    "key_pool_size, autounlock_master, node_cert_pem, created_at, updated_at, signature) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "key_pool_size, autounlock_master, node_cert_pem, created_at, updated_at, signature, "
+                    "route_signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     kma_id,
                     kma_id,
                     site,
@@ -228,6 +228,17 @@ def add_node(
                     now,
                     now,
                     entry_signature.sign(ca.key_pem, entry(kma_id, service, pin)),  # as a join signs it
+                    entry_signature.sign_routes(
+                        ca.key_pem,
+                        {
+                            "id": kma_id,
+                            "name": kma_id,
+                            "site_id": site,
+                            "management_address": management,
+                            "voter": 1,
+                            "key_pool_size": 200,
+                        },
+                    ),  # as the quorum operation that made the entry signs it
                 ]
             ],
         )

@@ -71,3 +71,35 @@ def test_audit_verify_lists_the_tampered_entries(tmp_path: Path) -> None:
     assert entry_signature.tampered_entries(conn, CA.cert_pem, tmp_path) == [
         "kmas 'mallory' has a signature that does not verify"
     ]
+
+
+ROUTES = {
+    "id": "kma-2",
+    "name": "Dallas 2",
+    "site_id": "dallas",
+    "management_address": "10.0.0.2:8443",
+    "voter": 1,
+    "key_pool_size": 200,
+}
+
+
+def test_the_management_address_name_site_and_vote_are_signed_too() -> None:
+    """Issue 39, item 1: where the manager fails over to with a bearer token is signed."""
+    good = {**ROUTES, "route_signature": entry_signature.sign_routes(CA.key_pem, ROUTES)}
+    assert entry_signature.routes_problem(CA.cert_pem, True, good) is None
+    assert entry_signature.routes_problem(CA.cert_pem, True, {**good, "voter": True}) is None
+    for field, value in [
+        ("management_address", "203.0.113.9:8443"),
+        ("name", "Boston 1"),
+        ("site_id", "boston"),
+        ("voter", 0),
+        ("key_pool_size", 0),
+        ("id", "kma-3"),
+    ]:
+        assert entry_signature.routes_problem(CA.cert_pem, True, {**good, field: value}) is not None
+    # An entry signature is no route signature, nor the other way round.
+    swapped = {**good, "route_signature": entry_signature.sign(CA.key_pem, ENTRY)}
+    assert entry_signature.routes_problem(CA.cert_pem, True, swapped) is not None
+    unsigned = {**ROUTES, "route_signature": None}
+    assert entry_signature.routes_problem(CA.cert_pem, True, unsigned) is not None
+    assert entry_signature.routes_problem(CA.cert_pem, False, unsigned) is None  # an older store

@@ -127,6 +127,13 @@ KMAS = ListSpec(
             tone=lambda k: "warn" if k.awaiting_join or k.removed_at else None,
         ),
         Column("voter", "Voter", 55, format=yes_no),
+        Column(
+            "entry_problem",
+            "Entry",
+            80,
+            format=lambda v: "not trusted" if v else "signed",
+            tone=lambda k: "bad" if k.entry_problem else None,
+        ),
         Column("locked", "Locked", 65, format=yes_no, tone=lambda k: "bad" if k.locked else None),
         Column("management_address", "Management address", 160),
         Column("service_address", "Service address", 160),
