@@ -26,12 +26,13 @@ from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.domain.validation import check_address, check_text
 from kma.errors import NotFound, ValidationFailed
+from kma.services import row_macs
 from kma.store import Stmt
 
 KINDS = ("snmp", "webhook", "email")
 SECRETS = {"snmp": ("auth_key", "priv_key"), "webhook": ("secret",), "email": ("password",)}
 CLASS = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-COLUMNS = "id, name, kind, enabled, settings, warnings, audit_classes, created_at, updated_at"
+COLUMNS = "id, name, kind, enabled, settings, warnings, audit_classes, created_at, updated_at, mac"
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,13 @@ def channels(kma: Appliance) -> list[Channel]:
     ]
 
 
+def genuine_channels(kma: Appliance) -> list[Channel]:
+    """The channels alerts may go to: one written or altered in the store without the KMA (its MAC
+    does not verify) is reported as tampered with and gets nothing."""
+    rows = kma.store.query(f"SELECT {COLUMNS} FROM alert_channels ORDER BY name")
+    return [Channel.from_row(r) for r in rows if row_macs.genuine(kma, row_macs.ALERT_CHANNELS, r)]
+
+
 def unwrap_secrets(kma: Appliance, channel_id: str, blob: bytes) -> dict[str, str]:
     """The channel's secrets; needs the master key (KmaLocked while the KMA is locked)."""
     return dict(json.loads(kma.vault.master().unwrap(secrets_context(channel_id), bytes(blob))))
@@ -241,11 +249,27 @@ def add_channel(
     kma.commit(
         actor,
         "alerts.channel_add",
-        [insert],
+        [insert, _seal(kma, channel_id, name, kind, enabled, clean, warnings, classes)],
         f"added {kind} alert channel '{name}'",
         ("alert_channel", channel_id),
     )
     return _saved(kma, channel_id, wrapped_secrets)
+
+
+def _seal(
+    kma: Appliance,
+    channel_id: str,
+    name: str,
+    kind: str,
+    enabled: bool,
+    settings: dict[str, Any],
+    warnings: bool,
+    classes: list[str],
+) -> Stmt:
+    """The MAC of the channel as written (row_macs.ALERT_CHANNELS), in the batch that writes it."""
+    row = {"id": channel_id, "name": name, "kind": kind, "enabled": int(enabled)}
+    row |= {"settings": json.dumps(settings), "warnings": int(warnings), "audit_classes": json.dumps(classes)}
+    return row_macs.seal(kma.vault.row_mac_key(), row_macs.ALERT_CHANNELS, row)
 
 
 def _saved(kma: Appliance, channel_id: str, secrets: dict[str, str]) -> Channel:
@@ -297,7 +321,8 @@ def change_channel(
     said = f"changed alert channel '{name}'" + (
         f" (new {', '.join(secrets_changed)})" if secrets_changed else ""
     )
-    kma.commit(actor, "alerts.channel_change", [update], said, ("alert_channel", channel_id))
+    seal = _seal(kma, channel_id, name, kind, enabled, clean, warnings, classes)
+    kma.commit(actor, "alerts.channel_change", [update, seal], said, ("alert_channel", channel_id))
     return _saved(kma, channel_id, now_secrets)
 
 
@@ -358,7 +383,13 @@ def deliver(kma: Appliance, ch: Channel, secret: dict[str, str], alert: Alert) -
 def send_test(kma: Appliance, actor: Actor, channel_id: str) -> dict[str, Any]:
     """A test alert on one channel, now, from this KMA: the answer says whether the receiver took it
     (a trap is taken once sent). Audited either way."""
-    ch = channel(kma, channel_id)
+    row = _row(kma, channel_id)
+    if not row_macs.genuine(kma, row_macs.ALERT_CHANNELS, row):
+        raise ValidationFailed(
+            f"The alert channel '{row['name']}' was written or altered in the store without the KMA (see the "
+            "audit trail's security.tamper events): it gets no alert. Remove it and add it again."
+        )
+    ch = Channel.from_row(row)
     alert = Alert(
         id=f"{kma.kma_id}:test-{random.token_hex(4)}",
         kind=TEST,

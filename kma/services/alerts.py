@@ -122,7 +122,7 @@ class AlertSender(Worker):
     def _load_channels(self) -> None:
         first, self._loaded = not self._loaded, True  # the first look since this KMA started
         before = {c.id for c in self._channels}
-        self._channels = [c for c in alert_channels.channels(self.kma) if c.enabled]
+        self._channels = [c for c in alert_channels.genuine_channels(self.kma) if c.enabled]
         added = [c for c in self._channels if c.id not in before]
         for ch in self._channels:
             self._status.setdefault(ch.id, ChannelStatus())

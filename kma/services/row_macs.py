@@ -2,7 +2,7 @@
 
 A leaked replica file or node credential lets someone write rows without the KMA's API. The rows
 that grant power (a user's roles, passphrase and whether it is enabled; a session; an agent's
-membership of a key group; a key split member's sealed share) therefore carry an HMAC-SHA256
+membership of a key group; a key split member's sealed share; where alerts go) therefore carry an HMAC-SHA256
 under a key derived from the master key (`kma.vault.row_mac_key`), which only an unlocked KMA
 holds. Each write path
 adds `seal(...)` to its own audited batch: an UPDATE that sets the MAC only if the row still holds
@@ -61,7 +61,10 @@ class Sealed:
 USERS = Sealed("users", ("id",), ("roles", "enabled", "passphrase_hash"), "user")
 MEMBERSHIP = Sealed("key_group_agents", ("key_group_id", "agent_id"), (), "agent")
 SPLIT_MEMBERS = Sealed("key_split_members", ("name",), ("share_sealed", "generation"), "key_split_member")
-TABLES = (USERS, MEMBERSHIP, SPLIT_MEMBERS)  # sealed at the first unlock and checked at each
+# Where the cluster's warnings and chosen audit events go: a forged one would send them elsewhere.
+ALERT_CHANNEL_FIELDS = ("name", "kind", "enabled", "settings", "warnings", "audit_classes")
+ALERT_CHANNELS = Sealed("alert_channels", ("id",), ALERT_CHANNEL_FIELDS, "alert_channel")
+TABLES = (USERS, MEMBERSHIP, SPLIT_MEMBERS, ALERT_CHANNELS)  # sealed at the first unlock and checked at each
 # Sessions come and go: not swept; one made while this KMA was locked is sealed when it unlocks.
 SESSIONS = Sealed("sessions", ("token_hash",), ("user_id", "expires_at"), "session")
 
@@ -324,7 +327,7 @@ def tamper_warning(kma: Appliance) -> str | None:
         return None
     return (
         f"{row[0]} tamper events: rows that grant power (users, key group members, key split members, KMA "
-        "entries) were "
+        "entries, alert channels) were "
         "written or altered in the store without the KMA; they grant nothing. See the audit trail's "
         "'security.tamper' events, find how the store was reached, and remove or re-create those rows."
     )

@@ -3,6 +3,7 @@ group membership written straight into the store grants nothing, and is reported
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from kma.services.auth import token_hash
 from kms_client import Unauthenticated, ValidationFailed
 from tests.integration.test_quorum import creds
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address
+from tests.support.alert_receivers import WebhookReceiver
 from tests.support.cluster import BINARY, execute, first_node
 from tests.support.kma_process import RunningKma, run_kma
 from tests.support.waiting import wait_until
@@ -107,6 +109,40 @@ def test_a_membership_written_into_the_store_gives_no_key(fresh_kma: RunningKma,
         assert len(bos.get(bos.create_and_activate("B40001"))) == 32  # its own group still works
     code, said = _audit_verify(fresh_kma)
     assert code == 1 and "key_group_agents 'backup-dallas/t10k-bos-01'" in said
+
+
+def test_an_alert_channel_altered_in_the_store_gets_no_alert_and_is_reported(fresh_kma: RunningKma) -> None:
+    """A leaked store could point a channel at someone else's receiver: the cluster's warnings and the
+    audit events an officer chose would go there, signed with the channel's own secret."""
+    ours, theirs = WebhookReceiver("the SOC's secret"), WebhookReceiver("the SOC's secret")
+    ours.start()
+    theirs.start()
+    try:
+        so = fresh_kma.client("so")
+        settings = {"url": ours.url, "ca_pem": ours.tls.ca_pem}
+        for name in ("SOC", "NOC"):
+            so.add_alert_channel(
+                name, "webhook", settings, {"secret": "the SOC's secret"}, audit_classes=["site"]
+            )
+        moved = next(c.id for c in so.alert_channels().items if c.name == "NOC")
+        elsewhere = json.dumps({"url": theirs.url, "ca_pem": theirs.tls.ca_pem})
+        _write_behind_the_kma(
+            fresh_kma, ("UPDATE alert_channels SET settings = ? WHERE id = ?", (elsewhere, moved))
+        )
+
+        so = fresh_kma.client("so")
+        so.create_site("after-the-leak", "Made once the store was altered")
+        wait_until(
+            lambda: any("after-the-leak" in a["text"] for a in ours.alerts), 30, "the SOC's channel hears"
+        )
+        with pytest.raises(ValidationFailed, match="without the KMA"):
+            so.send_test_alert(moved)
+        assert theirs.alerts == []
+    finally:
+        ours.stop()
+        theirs.stop()
+    code, said = _audit_verify(fresh_kma)
+    assert code == 1 and f"alert_channels '{moved}'" in said
 
 
 def test_a_store_from_before_row_macs_keeps_working(fresh_kma: RunningKma, tmp_path: Path) -> None:

@@ -19,6 +19,10 @@ def _db() -> sqlite3.Connection:
     db.execute("CREATE TABLE key_group_agents (key_group_id TEXT, agent_id TEXT, mac TEXT)")
     db.execute("CREATE TABLE key_split_members (name TEXT, share_sealed TEXT, generation INTEGER, mac TEXT)")
     db.execute(
+        "CREATE TABLE alert_channels (id TEXT, name TEXT, kind TEXT, enabled INTEGER, settings TEXT, "
+        "warnings INTEGER, audit_classes TEXT, mac TEXT)"
+    )
+    db.execute(
         "INSERT INTO users (id, roles, enabled, passphrase_hash) VALUES ('jo', 'auditor', 1, '$argon2id$...')"
     )
     return db
