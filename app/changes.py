@@ -46,7 +46,11 @@ class ChangeFollower(QObject):
             self.stale = True
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
-        if watched is self._page and event.type() == QEvent.Type.Show and (self.stale or self.every_show):
+        # The event's type first: a page being destroyed sends its filter events (ChildRemoved) after
+        # this follower's Python attributes are gone.
+        if event.type() != QEvent.Type.Show:
+            return False
+        if watched is self._page and (self.stale or self.every_show):
             self.stale = False
             self._refresh()
         return False

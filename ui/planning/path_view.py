@@ -103,6 +103,10 @@ class PathInputs(QWidget):
             ("Bus MB/s:", self.bus),
             ("Measured MB/s:", self.measured),
         ]
+        for _label, widget in cells:
+            if isinstance(widget, QComboBox):  # narrower than its longest choice, so the page fits 1280 px
+                widget.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+                widget.setMinimumContentsLength(14)
         grid = QGridLayout(self)
         grid.setContentsMargins(0, 0, 0, 0)
         for i, (label, widget) in enumerate(cells):
