@@ -89,6 +89,8 @@ def test_the_dashboard_says_locked_when_the_kma_is_locked(qtbot, controller, fre
     assert "Unlocked" not in [
         dashboard.kmas.topLevelItem(i).text(3) for i in range(dashboard.kmas.topLevelItemCount())
     ]
+    # and the warnings line says locked rather than the "No warnings." it showed before
+    assert "No warnings" not in dashboard.warnings.text() and "locked" in dashboard.warnings.text()
 
 
 def test_the_demo_banner_and_credentials_leave_with_the_demo(qtbot, controller, demo_kma, fresh_kma):

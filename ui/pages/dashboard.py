@@ -286,6 +286,14 @@ class DashboardPage(QWidget):
             "<a href='cluster'>see the picture</a>"
         )
 
+    def _show_warnings(self, warnings: list[str]) -> None:
+        if warnings:
+            self.warnings.setText("⚠ " + "<br>⚠ ".join(warnings))
+            self.warnings.setStyleSheet("color: #b26a00;")
+        else:
+            self.warnings.setText("✔ No warnings.")
+            self.warnings.setStyleSheet("")
+
     def _show(self, result: tuple[Any, Any]) -> None:
         dash, status = result
         subtitle = self.header.findChild(QLabel, "pageSubtitle")
@@ -302,6 +310,9 @@ class DashboardPage(QWidget):
         self.kmas_note.setVisible(dash is None)
         if dash is None:
             self.kmas.clear()
+            self._show_warnings(
+                list(status.warnings) or ["This KMA is locked: it serves no key until it is unlocked."]
+            )
             return
         self.cards["sites"].set(dash.sites)
         self.cards["kmas"].set(len(dash.kmas))
@@ -313,13 +324,7 @@ class DashboardPage(QWidget):
             text, tone = backup_line(dash.backups)
             self.backup_age.setText(f"<span style='color:{AGE_COLOURS[tone]}'>●</span> {text}")
         self.backup_age.setVisible(dash.backups is not None)
-        warnings = list(dict.fromkeys([*dash.warnings, *status.warnings]))
-        if warnings:
-            self.warnings.setText("⚠ " + "<br>⚠ ".join(warnings))
-            self.warnings.setStyleSheet("color: #b26a00;")
-        else:
-            self.warnings.setText("✔ No warnings.")
-            self.warnings.setStyleSheet("")
+        self._show_warnings(list(dict.fromkeys([*dash.warnings, *status.warnings])))
         # The KMA counts each state up to 10,000 (as its lists do): a bar past that is shown full
         # and says "more than".
         total = sum(dash.keys_by_state.values())
