@@ -37,6 +37,7 @@ def test_add_a_kma_shows_its_passphrase_once_and_the_two_voter_warning(qtbot, co
     # When the Security Officer adds a KMA with three key split credentials
     action(kmas, "Add KMA…").trigger()
     dialog = active_dialog(qtbot, QuorumFormDialog)
+    assert "kma convert-to-cluster" in dialog.intro_text  # how an embedded KMA becomes one others join
     fill_form(
         qtbot,
         dialog,

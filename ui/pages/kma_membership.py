@@ -85,6 +85,10 @@ def add_kma(page: ListPage, _obj: Any) -> QuorumFormDialog:
         lambda done: show_kma_passphrase(page, done),
         what="the KMA's entry is created",
         ok_text="Add KMA",
+        intro="The new machine then joins with <tt>kma init</tt> and the one-time KMA passphrase this "
+        'gives. A KMA on embedded SQLite (the Cluster page says "embedded store") must first become '
+        "a cluster node, or no KMA can join it: <tt>kma convert-to-cluster --data-dir DIR "
+        "--raft-address HOST:PORT</tt>, then restart it (docs/cluster.md).",
         busy_text="Adding KMA…",
         parent=page,
     )
