@@ -212,6 +212,10 @@ class AlertSender(Worker):
             head = self.kma.store.scalar("SELECT chain_seq FROM audit_heads WHERE kma_id = ?", (kma_id,)) or 0
             self.kma.store.write(Batch([_position(kma_id, int(head), self.kma.clock.now())]))
             return
+        if not any(c.audit_classes for c in self._channels):
+            # Nothing wants events: no replicated write per poll. The position stays where it was; a
+            # channel saved later reads on from there, keeping only events from its save on.
+            return
         rows = self.kma.store.query(
             "SELECT * FROM audit_events WHERE kma_id = ? AND chain_seq > ? ORDER BY chain_seq LIMIT ?",
             (kma_id, pos, EVENTS_READ),
@@ -220,7 +224,11 @@ class AlertSender(Worker):
             return
         stmts = []
         for ch in self._channels:
-            alerts = [self._event_alert(r) for r in rows if r["event_class"] in ch.audit_classes]
+            alerts = [
+                self._event_alert(r)
+                for r in rows
+                if r["event_class"] in ch.audit_classes and r["created_at"] >= ch.updated_at
+            ]
             stmts += self._enqueue(ch, alerts) if alerts else []
         stmts.append(_position(kma_id, int(rows[-1]["chain_seq"]), self.kma.clock.now()))
         self.kma.store.write(Batch(stmts))
