@@ -50,6 +50,7 @@ SAMPLE = {
     "role": "operator",
     "state": "pending",
     "type": "create_user",
+    "expires_within_days": "30",
 }
 
 
