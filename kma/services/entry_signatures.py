@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from kma.appliance import Appliance
@@ -197,20 +198,21 @@ def own_routes(kma: Appliance) -> tuple[list[Stmt], str]:
     return [update, sign_routes(kma, {**row, "management_address": address})], what
 
 
-def _sign_routes_first_use(kma: Appliance) -> None:
-    """Sign the routes of the entries of a store from before route signatures (trust on first use)."""
-    unsigned = [dict(r) for r in kma.store.query(f"{SELECT_ROUTES} WHERE route_signature IS NULL")]
+def _sign_first_use(
+    kma: Appliance, select: str, sign: Callable[[Appliance, Mapping[str, Any]], Stmt], what: str, marker: Path
+) -> None:
+    """Sign the entries of a store from before such signatures (`select` names the unsigned ones),
+    trusting them on first use, then mark the data directory so it is done once."""
+    unsigned = [dict(r) for r in kma.store.query(select)]
     if unsigned:
         kma.commit(
             kma.itself,
             "security.entries_signed",
-            [sign_routes(kma, r) for r in unsigned],
-            f"signed the management address, name and site of {len(unsigned)} KMA entries written "
-            "before route signatures, trusting them on first use",
+            [sign(kma, r) for r in unsigned],
+            f"signed {what} of {len(unsigned)} KMA entries written before they were signed, trusting "
+            "them on first use",
         )
-    entry_signature.routes_marker(kma.data_dir.root).write_text(
-        "every KMA entry's routes carry the cluster CA's signature\n", encoding="utf-8"
-    )
+    marker.write_text(f"every KMA entry's {what} carry the cluster CA's signature\n", encoding="utf-8")
 
 
 def after_unlock(kma: Appliance) -> None:
@@ -218,21 +220,15 @@ def after_unlock(kma: Appliance) -> None:
     first use), record this KMA's own entry, then check every entry. A failure (no cluster majority
     now) is logged: the next unlock tries again."""
     try:
+        root = kma.data_dir.root
         if not routes_signed_before(kma):
-            _sign_routes_first_use(kma)
+            routes = f"{SELECT_ROUTES} WHERE route_signature IS NULL"
+            where = "management address, name and site"
+            _sign_first_use(kma, routes, sign_routes, where, entry_signature.routes_marker(root))
         if not signed_before(kma):
-            unsigned = [dict(r) for r in kma.store.query(f"{SELECT} WHERE signature IS NULL")]
-            if unsigned:
-                kma.commit(
-                    kma.itself,
-                    "security.entries_signed",
-                    [sign_entry(kma, r) for r in unsigned],
-                    f"signed {len(unsigned)} KMA entries written before entry signatures, trusting them "
-                    "on first use",
-                )
-            entry_signature.marker(kma.data_dir.root).write_text(
-                "every KMA entry carries the cluster CA's signature\n", encoding="utf-8"
-            )
+            entries = f"{SELECT} WHERE signature IS NULL"
+            what = "service and Raft addresses and node certificate"
+            _sign_first_use(kma, entries, sign_entry, what, entry_signature.marker(root))
         sweep(kma)
     except KmaError as exc:
         log.error("the KMA entries could not be signed or checked after the unlock: %s", exc)
