@@ -77,7 +77,7 @@ from kma.kmip import ttlv  # noqa: E402
 from kma.kmip.client import key_template, parse_response, request_message  # noqa: E402
 from kma.kmip.enums import ObjectType, Operation, Tag  # noqa: E402
 from kma.services.keypool import low_water  # noqa: E402
-from tests.support.kma_process import RunningKma  # noqa: E402
+from tests.support.kma_process import RunningKma, pool_keys  # noqa: E402
 
 VERSION = (1, 2)
 MAX_AGENTS = 64
@@ -344,11 +344,11 @@ def fill_pool(kma: RunningKma, size: int) -> str:
     so.update_kma("kma-dal-1", key_pool_size=size)
     deadline = time.time() + 120 * max(1.0, size / POOL)
     full = size - low_water(size) + 1  # a pool this full is not refilled (kma/services/keypool.py)
-    while (this := next(k for k in so.list_kmas().items if k.id == "kma-dal-1")).pool_ready < full:
+    while pool_keys(kma) < full:
         if time.time() > deadline:
             raise RuntimeError("the key pool did not fill")
         time.sleep(0.2)
-    return this.service_address
+    return next(k for k in so.list_kmas().items if k.id == "kma-dal-1").service_address
 
 
 def pool_backer(backup_operator: Any) -> Callable[[], None]:

@@ -231,9 +231,10 @@ def read_only_db(kma: RunningKma | Path) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
-def pool_keys(kma: RunningKma) -> int:
-    """Pool keys the KMA has generated, Ready or still waiting for a backup (the store's count: the
-    API's counts stop at the lists' limit, and a one-KMA pool is Ready only once backed up)."""
+def pool_keys(kma: RunningKma | Path) -> int:
+    """Pool keys the KMA (or the store at this path) has generated, Ready or still waiting for a
+    backup (the store's count: the API's counts stop at the lists' limit, and a one-KMA pool is
+    Ready only once backed up)."""
     with read_only_db(kma) as db:
         pool = "activated_at IS NULL AND destroyed_at IS NULL AND key_group_id IS NULL"
         return int(db.execute(f"SELECT count(*) FROM keys WHERE {pool}").fetchone()[0])
