@@ -113,6 +113,8 @@ class AlertSender(Worker):
             self.woken = False
             self._checked["settings"] = now
             self._load_channels()
+        if not self._channels:  # nobody listens: no look at the warnings or events (a KMA's CPU)
+            return POLL
         if now - self._checked["warnings"] >= WARNING_CHECK:
             self._checked["warnings"] = now
             self._note_warnings()
@@ -122,7 +124,14 @@ class AlertSender(Worker):
     def _load_channels(self) -> None:
         first, self._loaded = not self._loaded, True  # the first look since this KMA started
         before = {c.id for c in self._channels}
-        self._channels = [c for c in alert_channels.genuine_channels(self.kma) if c.enabled]
+        channels = [c for c in alert_channels.genuine_channels(self.kma) if c.enabled]
+        if first:
+            self._start_position()
+        if channels and not self._channels and not first:
+            # The warnings were not followed while no channel listened: bring them up to date,
+            # sending nothing, so that the catch-up below announces those on now.
+            self._note_warnings()
+        self._channels = channels
         added = [c for c in self._channels if c.id not in before]
         for ch in self._channels:
             self._status.setdefault(ch.id, ChannelStatus())
@@ -204,13 +213,21 @@ class AlertSender(Worker):
         wanted = [c for c in self._channels if c.warnings]
         self.kma.store.write(Batch(stmts + [s for c in wanted for s in self._enqueue(c, alerts)]))
 
+    def _start_position(self) -> None:
+        """The first start of a KMA with alerts: its events are followed from its chain's head on
+        (a channel saved later keeps those from its save on)."""
+        kma_id = self.kma.kma_id
+        if self.kma.store.scalar("SELECT 1 FROM alert_audit_positions WHERE kma_id = ?", (kma_id,)):
+            return
+        head = self.kma.store.scalar("SELECT chain_seq FROM audit_heads WHERE kma_id = ?", (kma_id,)) or 0
+        self.kma.store.write(Batch([_position(kma_id, int(head), self.kma.clock.now())]))
+
     def _note_audit_events(self) -> None:
         """Queue this KMA's new audit events on the channels that carry their class."""
         kma_id = self.kma.kma_id
         pos = self.kma.store.scalar("SELECT chain_seq FROM alert_audit_positions WHERE kma_id = ?", (kma_id,))
-        if pos is None:  # the first start of a KMA with alerts: from its chain's head on
-            head = self.kma.store.scalar("SELECT chain_seq FROM audit_heads WHERE kma_id = ?", (kma_id,)) or 0
-            self.kma.store.write(Batch([_position(kma_id, int(head), self.kma.clock.now())]))
+        if pos is None:
+            self._start_position()
             return
         if not any(c.audit_classes for c in self._channels):
             # Nothing wants events: no replicated write per poll. The position stays where it was; a
