@@ -82,8 +82,9 @@ commit="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 cat > "$stage/changelog" <<CHANGELOG
 kma ($version) unstable; urgency=medium
 
-  * Version $version of the KMS Key Management Appliance, built from commit $commit
-    of the KMS project's repository (its history says what changed).
+  * Version $version of the KMS Key Management Appliance.
+    Built from commit $commit of the KMS project's repository;
+    its history says what changed.
 
  -- KMS project <kms@kms.example>  $when
 CHANGELOG
