@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from kma import quorum
 from kma.domain.lifecycle import KeyState, key_in_state
 from kma.errors import ValidationFailed
+from kma.quorum import pending_ops
 from kma.services import agent_keys, agents, dashboard, data_units, keys, users
 from kma.services.agent_keys import AgentAccess, LocateFilter
 from kma.services.paging import COUNT_LIMIT, ListSpec, PageRequest, encode_cursor, list_page
@@ -40,7 +40,7 @@ LISTS: dict[str, tuple[ListSpec, str]] = {
     "data_units": (data_units.LIST, "data_units"),
     "agents": (agents.LIST, "agents"),
     "users": (users.LIST, "users"),
-    "quorum_operations": (quorum.LIST, "pending_quorum_ops"),
+    "quorum_operations": (pending_ops.LIST, "pending_quorum_ops"),
 }
 SAMPLE = {
     "key_group_id": "backup-dallas",
