@@ -3,7 +3,7 @@
 The demo's credentials (every user and key split member) are kept beside the demo KMA
 (:mod:`app.demo_credentials`), so every start signs in by itself, headless or not, and Help >
 Demo credentials shows them all. The window opens on the page the user last chose. Without a
-display, :func:`app.screenshots.render_local` renders the pages instead.
+display, :func:`manager.screenshots.render_local` renders the pages instead.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def main() -> int:
     from screenshot_session import offscreen_manager
 
     from app.profiles import ConnectionProfile
-    from app.screenshots import grab, settle
+    from manager.screenshots import grab, settle
     from app.signin import sign_in
 
     app, controller, tmp = offscreen_manager("kms-backup-screenshots-")

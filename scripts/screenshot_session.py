@@ -16,7 +16,7 @@ def offscreen_manager(prefix: str) -> tuple[Any, Any, Path]:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from app.controller import AppController
+    from manager.controller import AppController
 
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
     QSettings.setDefaultFormat(QSettings.IniFormat)

@@ -29,7 +29,7 @@ def main() -> int:
     import setup_screenshots
     from screenshot_session import offscreen_manager, signed_in_to_demo
 
-    from app.screenshots import grab, render_pages, settle
+    from manager.screenshots import grab, render_pages, settle
 
     app, controller, tmp = offscreen_manager("kms-screenshots-")
     with signed_in_to_demo(controller, tmp) as (signed, profile, demo):

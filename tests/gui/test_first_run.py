@@ -34,7 +34,7 @@ def _headless_main_job(home: Path) -> subprocess.CompletedProcess[str]:
     }
     env.update(HOME=str(home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
     return subprocess.run(
-        [sys.executable, "-m", "app.main", "--local"],
+        [sys.executable, "-m", "manager.main", "--local"],
         env=env,
         cwd=ROOT,
         capture_output=True,

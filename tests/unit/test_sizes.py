@@ -14,7 +14,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("kma", "kms_client", "app", "ui", "tape_planning")
+PACKAGES = ("kma", "kms_client", "app", "ui", "manager", "tape_planning")
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 500
 
