@@ -18,7 +18,7 @@ from app import demo_credentials
 from app.demo_credentials import DemoCredentials
 from app.local_kma import DEMO_ADMIN, LocalKma, ReadyInfo
 from app.profiles import ConnectionProfile
-from app.signin import sign_in
+from app.sign_in import sign_in
 
 LOCAL_PROFILE = "Local KMA"
 

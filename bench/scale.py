@@ -55,7 +55,7 @@ from kma.kmip.client import key_template, name_attribute, parse_response, reques
 from kma.kmip.enums import ObjectType, Operation, Tag  # noqa: E402
 from kma.quorum import pending_ops  # noqa: E402
 from kma.services import agents, data_units, keys, users  # noqa: E402
-from kma.services.paging import ListSpec  # noqa: E402
+from kma.services.paging import ListQuery  # noqa: E402
 from tests.support.kma_process import RunningKma  # noqa: E402
 
 AGENTS = 16
@@ -362,7 +362,7 @@ def agent_round(store: Store, op: str, duration: float, seed: str) -> dict[str, 
 
 
 # --- the manager's lists -----------------------------------------------------------------
-LISTS: dict[str, tuple[str, ListSpec]] = {
+LISTS: dict[str, tuple[str, ListQuery]] = {
     "keys": ("list_keys", keys.LIST),
     "data_units": ("list_data_units", data_units.LIST),
     "agents": ("list_agents", agents.LIST),

@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.assets import get_asset
-    from manager.controller import AppController
     from app.theme import apply_theme
+    from manager.controller import AppController
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("KMS")

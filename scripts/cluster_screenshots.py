@@ -76,8 +76,8 @@ def wait_for(ops: Any, shown: Callable[[], bool]) -> None:
 def cluster_page(controller: Any, kma: Any) -> tuple[Any, Any]:
     """The manager signed in to `kma` as the Security Officer, on the Cluster page: window, page."""
     from app.profiles import ConnectionProfile
+    from app.sign_in import sign_in
     from manager.screenshots import SIZE
-    from app.signin import sign_in
 
     profile = ConnectionProfile("Dallas cluster", kma.address, "so", kma.fingerprint, kma.ca_pem)
     window = controller.signed_in(sign_in(profile, kma.passphrases["so"]), profile)

@@ -34,7 +34,7 @@ def signed_in_to_demo(controller: Any, tmp: Path) -> Iterator[tuple[Any, Any, An
     from app.demo_credentials import DemoCredentials
     from app.local_kma import LocalKma
     from app.local_mode import local_profile
-    from app.signin import sign_in
+    from app.sign_in import sign_in
 
     kma = LocalKma(tmp / "kma")
     demo = kma.create_demo()

@@ -54,7 +54,7 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
     details, and the one-time enrollment passphrase."""
     from ui.details import DetailsDialog
     from ui.secret_dialog import OneTimeSecretDialog
-    from ui.sign_in import SignInWindow
+    from ui.sign_in_window import SignInWindow
     from ui.trust_dialog import TrustDialog
 
     paths = []

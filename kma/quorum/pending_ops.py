@@ -14,7 +14,7 @@ from kma.errors import NotFound
 from kma.quorum.protected import OP_TYPES
 from kma.services.paging import (
     Filter,
-    ListSpec,
+    ListQuery,
     Page,
     PageRequest,
     TextSearch,
@@ -27,7 +27,7 @@ STATES = ("pending", "executed", "expired", "deleted", "failed")
 PUBLIC = (
     "id, type, summary, request, requested_by, submitted_at, updated_at, expires_at, state, threshold, result"
 )
-LIST = ListSpec(
+LIST = ListQuery(
     select=f"SELECT {PUBLIC} FROM pending_quorum_ops",
     sort_fields={
         "submitted_at": "submitted_at",

@@ -23,7 +23,7 @@ from kma.services.change import Change
 from kma.services.common import refuse_taken
 from kma.services.paging import (
     Filter,
-    ListSpec,
+    ListQuery,
     Page,
     PageRequest,
     TextSearch,
@@ -44,7 +44,7 @@ SELECT = (
     "SELECT id, name, roles, enabled, created_at, updated_at, (SELECT l.locked_until FROM lockouts l "
     "WHERE l.kind = 'user' AND l.name = users.id AND l.address = '*') AS locked_until FROM users"
 )
-LIST = ListSpec(
+LIST = ListQuery(
     select=SELECT,
     sort_fields={"id": "id", "name": "name", "created_at": "created_at"},
     default_sort="id",
