@@ -27,7 +27,8 @@ from kma.crypto import (
     hash_passphrase,
     issue_server_certificate,
 )
-from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token, token_labels
+from kma.crypto.hsm import HsmMasterKey, Token, token_labels
+from kma.crypto.hsm_settings import HsmSettings, HsmUnavailable
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role

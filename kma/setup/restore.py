@@ -37,7 +37,8 @@ from kma.crypto import (
     open_share,
 )
 from kma.crypto.generations import MasterKeys
-from kma.crypto.hsm import CLUSTER_MASTER_KEY, HsmMasterKey, HsmSettings, HsmUnavailable, Token
+from kma.crypto.hsm import HsmMasterKey, Token
+from kma.crypto.hsm_settings import CLUSTER_MASTER_KEY, HsmSettings, HsmUnavailable
 from kma.datadir import DataDir
 from kma.errors import Conflict, KmaError, ValidationFailed
 from kma.services.master_keys import generations_of

@@ -27,7 +27,7 @@ from kma.crypto import (
     fingerprint,
     issue_server_certificate,
 )
-from kma.crypto.hsm import HsmSettings
+from kma.crypto.hsm_settings import HsmSettings
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.steps import step
