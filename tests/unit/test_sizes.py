@@ -36,10 +36,6 @@ ALLOWED_LONG_MODULES = {
     "ui/quorum/widgets.py": "house: to split",
 }
 ALLOWED_LONG_FUNCTIONS: dict[str, str] = {
-    "ui/pages/cluster.py:ClusterPage.__init__": "house",
-    "ui/pages/dashboard.py:DashboardPage.__init__": "house",
-    "ui/quorum/locking.py:LockingPage.__init__": "house",
-    "ui/sign_in_window.py:SignInWindow.__init__": "house",
 }
 
 

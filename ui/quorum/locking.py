@@ -128,7 +128,7 @@ def _with_change_button(
 
 
 class LockingPage(QWidget):
-    def __init__(self, ctx: AppContext) -> None:  # noqa: PLR0915 - layout, top to bottom
+    def __init__(self, ctx: AppContext) -> None:
         super().__init__()
         self.ctx = ctx
         self.setObjectName("page:locking")
@@ -139,6 +139,14 @@ class LockingPage(QWidget):
         self.enrolment: MemberEnrolmentDialog | None = None  # the ceremony after a key split change
         can_change = ctx.may("quorum.submit")
         layout = QVBoxLayout(self)
+        layout.addLayout(self._header_row())
+        layout.addWidget(self._this_kma(can_change))
+        layout.addWidget(self._quorum(can_change))
+        layout.addWidget(self._cluster())
+        layout.addStretch(1)
+        self.watch.locked_changed.connect(self._lock_changed)
+
+    def _header_row(self) -> QHBoxLayout:
         top = QHBoxLayout()
         top.addWidget(
             page_header(
@@ -153,8 +161,10 @@ class LockingPage(QWidget):
         refresh.setAccessibleName("Refresh lock state")
         refresh.clicked.connect(self.refresh)
         top.addWidget(refresh, 0, Qt.AlignTop)
-        layout.addLayout(top)
+        return top
 
+    def _this_kma(self, can_change: bool) -> QGroupBox:
+        """This KMA's state, its pending unlock and autonomous unlock, and the buttons that change them."""
         this = QGroupBox("This KMA")
         form = QFormLayout(this)
         form.setLabelAlignment(Qt.AlignRight)
@@ -191,8 +201,9 @@ class LockingPage(QWidget):
             buttons.addWidget(b)
         buttons.addStretch(1)
         form.addRow("", buttons)
-        layout.addWidget(this)
+        return this
 
+    def _quorum(self, can_change: bool) -> QGroupBox:
         quorum = QGroupBox("Quorum")
         qform = QFormLayout(quorum)
         qform.setLabelAlignment(Qt.AlignRight)
@@ -210,8 +221,9 @@ class LockingPage(QWidget):
         )
         qform.addRow("Key split:", split_row)
         qform.addRow("Pending operations expire after:", life_row)
-        layout.addWidget(quorum)
+        return quorum
 
+    def _cluster(self) -> QGroupBox:
         cluster = QGroupBox("KMAs in the cluster")
         cl = QVBoxLayout(cluster)
         self.kmas = QTreeWidget()
@@ -229,9 +241,7 @@ class LockingPage(QWidget):
         self.kmas_note.setWordWrap(True)
         self.kmas_note.hide()
         cl.addWidget(self.kmas_note)
-        layout.addWidget(cluster)
-        layout.addStretch(1)
-        self.watch.locked_changed.connect(self._lock_changed)
+        return cluster
 
     # -- loading ------------------------------------------------------------------------------
     def showEvent(self, event: Any) -> None:  # noqa: N802
