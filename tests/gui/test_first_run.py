@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QPushButton
 from app.local_mode import LocalMode
 from tests.gui.helpers import WAIT_MS, action, active_dialog, open_page
 from ui.demo_credentials_dialog import DemoCredentialsDialog
-from ui.quorum.widgets import ApproveDialog
+from ui.quorum.approval import ApproveDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 

@@ -36,11 +36,11 @@ from ui.form_dialog import FormDialog
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
+from ui.quorum.approval import ApproveDialog
 from ui.quorum.key_split import MemberEnrolmentDialog
 from ui.quorum.widgets import (
     QUORUM_PAGE,
     TYPE_WORDS,
-    ApproveDialog,
     canonical_text,
     progress_text,
     request_view,
