@@ -95,7 +95,8 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
     paths.append(grab(guide, out / "user_guide.png"))
     guide.close()
 
-    from ui.form_dialog import Field, FormDialog
+    from ui.form_dialog import FormDialog
+    from ui.form_field import Field
 
     form = FormDialog(
         controller.ctx,

@@ -8,7 +8,8 @@ from PySide6.QtCore import Qt
 from kma.store.schema import latest_schema_version
 from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in, wait_idle
 from ui.details import DetailsDialog
-from ui.list_page import ListPage, ListSpec
+from ui.list_page import ListPage
+from ui.list_spec import ListSpec
 from ui.pages import keys as keys_area
 
 pytestmark = pytest.mark.gui

@@ -35,7 +35,7 @@ from ui.cluster_scene import TopologyScene, certificate_line
 from ui.form_dialog import FormDialog
 from ui.master_key import master_key_line, open_rotation
 from ui.pages import kma_membership
-from ui.quorum.locking import open_unlock
+from ui.quorum.unlock import open_unlock
 from ui.upgrade_check import UpgradeCheckDialog, upgrade_check_controls
 from ui.widgets import page_header
 

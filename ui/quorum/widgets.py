@@ -41,7 +41,8 @@ import kms_client
 from app.context import AppContext
 from app.quorum_watch import QuorumWatch
 from app.writes import Change
-from ui.form_dialog import ID_PATTERN, Field, FormDialog
+from ui.form_dialog import FormDialog
+from ui.form_field import ID_PATTERN, Field
 from ui.format import when
 from ui.widgets import PasswordLineEdit, grow_to_fit
 
