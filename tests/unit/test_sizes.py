@@ -30,10 +30,12 @@ ALLOWED_LONG_MODULES = {
     "kma/kmip/ops_attributes.py": "split by the agentpath branch",
     # client: the calls become generated (kms_client/calls.py), KmsClient keeps the connection
     "kms_client/client.py": "generated calls on the client branch",
-    "kma/store/rqlite.py": "house: to split",
+    # house (issue 44 item 3): the cluster store's writer is one class (group commit, the outbox's
+    # shipping, free-text indexing, catching up, migrations); splitting it by noun needs the
+    # cluster suite around each move, which did not fit this session
+    "kma/store/rqlite.py": "not split yet",
 }
-ALLOWED_LONG_FUNCTIONS: dict[str, str] = {
-}
+ALLOWED_LONG_FUNCTIONS: dict[str, str] = {}
 
 
 def product_files() -> list[Path]:
