@@ -3,7 +3,7 @@
 The demo's credentials (every user and key split member) are kept beside the demo KMA
 (:mod:`app.demo_credentials`), so every start signs in by itself, headless or not, and Help >
 Demo credentials shows them all. The window opens on the page the user last chose. Without a
-display, :func:`app.screenshots.render_local` renders the pages instead.
+display, :func:`manager.screenshots.render_local` renders the pages instead.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from app import demo_credentials
 from app.demo_credentials import DemoCredentials
 from app.local_kma import DEMO_ADMIN, LocalKma, ReadyInfo
 from app.profiles import ConnectionProfile
-from app.signin import sign_in
+from app.sign_in import sign_in
 
 LOCAL_PROFILE = "Local KMA"
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import kms_client
 from app.profiles import ConnectionProfile
-from app.signin import SignedIn, sign_in
+from app.sign_in import SignedIn, sign_in
 from kms_client.setup import BackupPair, SetupClient, SetUpKma
 from kms_client.trust import same_fingerprint
 

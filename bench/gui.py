@@ -39,7 +39,7 @@ QSettings.setDefaultFormat(QSettings.IniFormat)
 QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, {settings!r})
 app = QApplication([])
 app.setOrganizationName("KMS-bench"); app.setApplicationName("kms-manager")
-from app.controller import AppController
+from manager.controller import AppController
 controller = AppController(app)
 window = controller.show_sign_in()
 def shown():
@@ -177,9 +177,9 @@ def keys_list(kma, demo: dict) -> dict:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from app.controller import AppController
     from app.local_mode import local_profile
-    from app.signin import sign_in
+    from app.sign_in import sign_in
+    from manager.controller import AppController
 
     QSettings.setDefaultFormat(QSettings.IniFormat)
     QSettings.setPath(

@@ -50,12 +50,12 @@ from bench.keys import (  # noqa: E402
     uid_of,
 )
 from bench.rounds import Spread, interleave, ratio_of, summarise, too_wide  # noqa: E402
-from kma import quorum  # noqa: E402
 from kma.kmip import ttlv  # noqa: E402
 from kma.kmip.client import key_template, name_attribute, parse_response, request_message  # noqa: E402
 from kma.kmip.enums import ObjectType, Operation, Tag  # noqa: E402
+from kma.quorum import pending_ops  # noqa: E402
 from kma.services import agents, data_units, keys, users  # noqa: E402
-from kma.services.paging import ListSpec  # noqa: E402
+from kma.services.paging import ListQuery  # noqa: E402
 from tests.support.kma_process import RunningKma  # noqa: E402
 
 AGENTS = 16
@@ -362,12 +362,12 @@ def agent_round(store: Store, op: str, duration: float, seed: str) -> dict[str, 
 
 
 # --- the manager's lists -----------------------------------------------------------------
-LISTS: dict[str, tuple[str, ListSpec]] = {
+LISTS: dict[str, tuple[str, ListQuery]] = {
     "keys": ("list_keys", keys.LIST),
     "data_units": ("list_data_units", data_units.LIST),
     "agents": ("list_agents", agents.LIST),
     "users": ("list_users", users.LIST),
-    "quorum_operations": ("list_quorum_operations", quorum.LIST),
+    "quorum_operations": ("list_quorum_operations", pending_ops.LIST),
 }
 # A value for each filter of a free value (closed ones are tried with every value).
 FILTER_VALUES: dict[str, Any] = {
@@ -405,7 +405,7 @@ def list_queries() -> list[tuple[str, str, dict[str, Any]]]:
             elif flt.choices is not None:
                 values = list(flt.choices)
             elif field == "state":
-                values = list(quorum.STATES)
+                values = list(pending_ops.STATES)
             else:
                 values = [FILTER_VALUES[field]]
             out += [(f"{name} {field}={v}", method, {field: v}) for v in values]

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kma.certificate_settings import CertificateSettings
-from kma.crypto.hsm import HsmSettings
+from kma.crypto.hsm_settings import HsmSettings
 from kma.errors import UnsafePermissions, ValidationFailed
 from kma.limits import ListenerLimits
 

@@ -19,7 +19,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.clock import FixedClock
 from kma.cluster.store import open_store
-from kma.crypto.hsm import HsmSettings
+from kma.crypto.hsm_settings import HsmSettings
 from kma.datadir import DataDir, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role

@@ -31,6 +31,7 @@ from kma.services.keypool import key_pool
 from kma.services.master_rewrap import rewrap
 from kma.services.quorum.locking import unlock_autonomously
 from kma.services.successors import rotation
+from kma.steps import step
 from kma.store import Stmt
 from kma.store.schema import latest_schema_version
 
@@ -60,10 +61,16 @@ class Running:
     def start(self, management_address: str, service_address: str, master: WrappingKey | None = None) -> None:
         """`master`: given by the set-up that has just made this KMA (its key split proven a moment
         ago), which then serves at once, unlocked; after a restart, autonomous unlock decides."""
-        kma = self.kma
         # What it records and whether it may unlock itself, as the cluster has it now, not as a
         # restarted node's stale replica does (and its outbox shipped first).
         self._catch_up()
+        self._record_where_it_listens(management_address, service_address)
+        self._unlock(master)
+        self._start_the_workers()
+
+    @step("start")
+    def _record_where_it_listens(self, management_address: str, service_address: str) -> None:
+        kma = self.kma
         known = latest_schema_version()
         kma.own_entry = {"service_address": service_address, "management_address": management_address}
         if self.node is not None:
@@ -101,6 +108,11 @@ class Running:
             ("kma", kma.kma_id),
             retention=Retention.MEDIUM,
         )
+
+    @step("start")
+    def _unlock(self, master: WrappingKey | None) -> None:
+        """With the set-up's master key, or by autonomous unlock; otherwise it stays locked."""
+        kma = self.kma
         if master is not None:
             master_keys.unlock(kma, master)
         unlocked = master is not None or unlock_autonomously(kma)
@@ -129,6 +141,8 @@ class Running:
                 subject=("kma", kma.kma_id),
                 event_class="security",
             )
+
+    def _start_the_workers(self) -> None:
         self.pool.start()
         self.pruner.start()
         self.rotation.start()

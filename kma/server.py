@@ -13,18 +13,17 @@ import asyncio
 import json
 import logging
 import os
-import signal
 import socket
-import ssl
-import sys
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 
 from kma.api.app import create_app
-from kma.api.listener import ManagementAcceptor, ManagementProtocol
+from kma.api.listener import STOP_REQUESTED, Listener, listen, note_stop_requests, split_address
 from kma.appliance import Appliance
 from kma.cluster.serve import start_cluster_node
 from kma.cluster.store import open_store
@@ -36,80 +35,10 @@ from kma.running import Running
 from kma.secrecy import keep_memory_private
 from kma.services import kma_certificates, refusals
 from kma.services.certificate_renewal import listener_tls
+from kma.steps import step
 from kma.systemd import notify
 
 log = logging.getLogger(__name__)
-
-
-def split_address(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
-def listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto must be IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say so, and without
-    # it every response (headers, then body) waits ~40 ms for a delayed ACK (Nagle).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    # Restart on the same port at once (no TIME_WAIT wait). On Windows SO_REUSEADDR would instead
-    # let another program bind the port the KMA listens on; there the exclusive option is the safe one.
-    reuse = socket.SO_EXCLUSIVEADDRUSE if sys.platform == "win32" else socket.SO_REUSEADDR  # type: ignore[attr-defined]
-    sock.setsockopt(socket.SOL_SOCKET, reuse, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
-    sock.set_inheritable(True)
-    return sock
-
-
-STOP_REQUESTED = threading.Event()
-
-
-def note_stop_requests() -> None:
-    """uvicorn shuts down on SIGTERM/SIGINT and then raises the signal again for the previous
-    handler; with the default one that would end the process before the clean-up (agents, store,
-    ready file). This handler only notes it, so `serve` returns normally (exit 0 = stopped cleanly),
-    and a stop asked for between two listeners (set-up mode handing over) is not lost."""
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: STOP_REQUESTED.set())
-
-
-class Listener(uvicorn.Server):
-    """uvicorn serving a management app on connections that ManagementAcceptor lets in."""
-
-    def __init__(
-        self, config: uvicorn.Config, tls: ssl.SSLContext, limits: ListenerLimits, on_ready: Any
-    ) -> None:
-        super().__init__(config)
-        self.tls = tls
-        self.limits = limits
-        self._on_ready = on_ready
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await self.lifespan.startup()
-        if self.lifespan.should_exit:
-            sys.exit(3)  # uvicorn's STARTUP_FAILURE
-        assert sockets is not None and len(sockets) == 1
-        acceptor = ManagementAcceptor(sockets[0], self._protocol, self.tls, self.limits, self._refused)
-        acceptor.start()
-        self.servers = [acceptor]  # type: ignore[list-item]  # closed and awaited by uvicorn's shutdown
-        self.started = True
-        self._on_ready()
-
-    def _protocol(self, on_lost: Any) -> ManagementProtocol:
-        return ManagementProtocol(
-            config=self.config,
-            server_state=self.server_state,
-            app_state=self.lifespan.state,
-            request_timeout=self.limits.request_timeout,
-            on_lost=on_lost,
-            peer_refused=self._peer_refused,
-        )
-
-    def _peer_refused(self, address: str, der: bytes) -> bool:
-        return False  # before set-up there are no KMAs to refuse
-
-    def _refused(self, address: str, message: str) -> None:
-        log.info("refused a management connection from %s: %s", address, message)
 
 
 class _Server(Listener):
@@ -160,27 +89,76 @@ def serve(
     record_addresses: bool = False,
 ) -> None:
     keep_memory_private()  # before any key or PIN is read
-    identity = data_dir.identity()
     limits = data_dir.listener_limits()
     refusals.set_rate(limits.refusals_per_second)
+    listeners = _open_the_listeners(data_dir, management_port, service_port, record_addresses)
+    node = start_cluster_node(data_dir)  # None when the store is embedded
+    kma = Appliance(data_dir, open_store)
+    running = _start_the_workers(kma, node, listeners, master)
+    agents = _start_the_agent_listener(kma, listeners, limits)
+    server = _Server(
+        _management_config(kma, limits), kma, limits, _ready(kma, listeners, ready_file, announce)
+    )
+    note_stop_requests()
+    server.should_exit = STOP_REQUESTED.is_set()  # stopped while set-up mode handed over: stop now
+    try:
+        asyncio.run(server.serve(sockets=[listeners.management_socket]))
+    finally:
+        notify("STOPPING=1")
+        agents.stop()
+        running.stop()
+        kma.close()
+        if node is not None:
+            node.stop()
+        if ready_file is not None:
+            ready_file.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class _Listeners:
+    management_socket: socket.socket
+    service_socket: socket.socket
+    management: str  # host:port as bound (a port of 0 is given one)
+    service: str
+    ca: str  # the cluster CA's fingerprint, announced
+
+
+@step("serve")
+def _open_the_listeners(
+    data_dir: DataDir, management_port: int | None, service_port: int | None, record_addresses: bool
+) -> _Listeners:
+    identity = data_dir.identity()
     host, configured_port = split_address(identity.management_address)
     sock = listen(host, configured_port if management_port is None else management_port)
-    bound = sock.getsockname()
-    management = f"{host}:{bound[1]}"
+    management = f"{host}:{sock.getsockname()[1]}"
     service_host, configured_service_port = split_address(identity.service_address)
     service_sock = listen(service_host, configured_service_port if service_port is None else service_port)
     service = f"{service_host}:{service_sock.getsockname()[1]}"
     if record_addresses and (management, service) != (identity.management_address, identity.service_address):
         data_dir.record_addresses(management, service)
-    ca = fingerprint(data_dir.ca_cert.read_bytes())
+    return _Listeners(sock, service_sock, management, service, fingerprint(data_dir.ca_cert.read_bytes()))
 
-    node = start_cluster_node(data_dir)  # None when the store is embedded
-    kma = Appliance(data_dir, open_store)
+
+@step("serve")
+def _start_the_workers(
+    kma: Appliance, node: Any, listeners: _Listeners, master: WrappingKey | None
+) -> Running:
     running = Running(kma, node)  # autonomous unlock, key pool, audit pruner, cluster watch
-    running.start(management, service, master)
-    agents = ServiceListener(kma, service_sock, service, limits)
+    running.start(listeners.management, listeners.service, master)
+    return running
+
+
+@step("serve")
+def _start_the_agent_listener(
+    kma: Appliance, listeners: _Listeners, limits: ListenerLimits
+) -> ServiceListener:
+    agents = ServiceListener(kma, listeners.service_socket, listeners.service, limits)
     agents.start()
-    config = uvicorn.Config(
+    return agents
+
+
+def _management_config(kma: Appliance, limits: ListenerLimits) -> uvicorn.Config:
+    return uvicorn.Config(
         create_app(kma),
         log_level="warning",
         access_log=False,
@@ -191,28 +169,35 @@ def serve(
         forwarded_allow_ips=list(limits.trusted_proxies),
     )
 
+
+def _ready(
+    kma: Appliance, listeners: _Listeners, ready_file: Path | None, announce: Any
+) -> Callable[[], None]:
+    """What to do once the management API serves: announce it, write the ready file, tell systemd."""
+    management, service, ca = listeners.management, listeners.service, listeners.ca
+
+    def write(caught_up: bool) -> None:
+        assert ready_file is not None
+        tmp = ready_file.with_suffix(".tmp")
+        tmp.write_text(
+            json.dumps(
+                {
+                    "management_address": management,
+                    "service_address": service,
+                    "ca_fingerprint": ca,
+                    "pid": os.getpid(),
+                    "caught_up": caught_up,
+                }
+            )
+        )
+        tmp.replace(ready_file)
+
     def ready() -> None:
-        announce(f"KMA {identity.kma_id} ({'locked' if kma.vault.locked else 'unlocked'})")
+        announce(f"KMA {kma.kma_id} ({'locked' if kma.vault.locked else 'unlocked'})")
         announce(f"management  https://{management}")
         announce(f"service     {service}")
         announce(f"CA fingerprint {ca}")
         if ready_file is not None:
-
-            def write(caught_up: bool) -> None:
-                tmp = ready_file.with_suffix(".tmp")
-                tmp.write_text(
-                    json.dumps(
-                        {
-                            "management_address": management,
-                            "service_address": service,
-                            "ca_fingerprint": ca,
-                            "pid": os.getpid(),
-                            "caught_up": caught_up,
-                        }
-                    )
-                )
-                tmp.replace(ready_file)
-
             write(kma.store.caught_up())
             if not kma.store.caught_up():  # serving agents from then on: say so there too
                 threading.Thread(
@@ -221,17 +206,4 @@ def serve(
         # systemd (Type=notify) starts what is ordered after the KMA now: both listeners serve
         notify(f"READY=1\nSTATUS=Serving management on {management}, agents on {service}")
 
-    server = _Server(config, kma, limits, ready)
-    note_stop_requests()
-    server.should_exit = STOP_REQUESTED.is_set()  # stopped while set-up mode handed over: stop now
-    try:
-        asyncio.run(server.serve(sockets=[sock]))
-    finally:
-        notify("STOPPING=1")
-        agents.stop()
-        running.stop()
-        kma.close()
-        if node is not None:
-            node.stop()
-        if ready_file is not None:
-            ready_file.unlink(missing_ok=True)
+    return ready

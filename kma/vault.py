@@ -22,7 +22,8 @@ import threading
 from kma.backup.fileformat import CORE_SEAL, DATABASE_BACKUP
 from kma.crypto import CryptoError, WrappingKey, derive_wrapping_key
 from kma.crypto.generations import FIRST, MasterKeys
-from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token, TokenHeldKey, wrap_for_join
+from kma.crypto.hsm import HsmMasterKey, Token, TokenHeldKey, wrap_for_join
+from kma.crypto.hsm_settings import HsmSettings, HsmUnavailable
 from kma.errors import KmaLocked
 
 MASTER_CONTEXT = "cluster-master-key"

@@ -27,8 +27,8 @@ def main() -> int:
     from screenshot_session import offscreen_manager
 
     from app.profiles import ConnectionProfile
-    from app.screenshots import grab, settle
-    from app.signin import sign_in
+    from app.sign_in import sign_in
+    from manager.screenshots import grab, settle
 
     app, controller, tmp = offscreen_manager("kms-backup-screenshots-")
     from tests.support.first_setup import one_kma_with_keys_waiting

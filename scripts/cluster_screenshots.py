@@ -64,7 +64,7 @@ def three_kmas() -> Iterator[list[Any]]:
 def wait_for(ops: Any, shown: Callable[[], bool]) -> None:
     import time
 
-    from app.screenshots import settle
+    from manager.screenshots import settle
 
     deadline = time.monotonic() + 30
     while not shown():
@@ -76,8 +76,8 @@ def wait_for(ops: Any, shown: Callable[[], bool]) -> None:
 def cluster_page(controller: Any, kma: Any) -> tuple[Any, Any]:
     """The manager signed in to `kma` as the Security Officer, on the Cluster page: window, page."""
     from app.profiles import ConnectionProfile
-    from app.screenshots import SIZE
-    from app.signin import sign_in
+    from app.sign_in import sign_in
+    from manager.screenshots import SIZE
 
     profile = ConnectionProfile("Dallas cluster", kma.address, "so", kma.fingerprint, kma.ca_pem)
     window = controller.signed_in(sign_in(profile, kma.passphrases["so"]), profile)
@@ -92,7 +92,7 @@ def render_three_kmas_one_down(out: Path) -> Path:
     killed, and the page drawn once it shows it not responding."""
     from screenshot_session import offscreen_manager
 
-    from app.screenshots import grab
+    from manager.screenshots import grab
 
     app, controller, tmp = offscreen_manager("kms-cluster-three-")
     with three_kmas() as kmas:
@@ -117,7 +117,7 @@ def render_failover(out: Path) -> Path:
     the manager goes on with another KMA and says so in the status bar."""
     from screenshot_session import offscreen_manager
 
-    from app.screenshots import grab
+    from manager.screenshots import grab
     from tests.support.cluster import not_the_leader
 
     app, controller, tmp = offscreen_manager("kms-cluster-failover-")
@@ -157,7 +157,7 @@ def main() -> int:
 
     from screenshot_session import offscreen_manager, signed_in_to_demo
 
-    from app.screenshots import SIZE, grab, settle
+    from manager.screenshots import SIZE, grab, settle
 
     app, controller, tmp = offscreen_manager("kms-cluster-screenshots-")
     with signed_in_to_demo(controller, tmp) as (signed, profile, _demo):

@@ -142,7 +142,7 @@ class Shots:
         """Confirm, the banner across the page, the unlock window; unlocks again at the end."""
         from PySide6.QtWidgets import QMessageBox
 
-        from ui.quorum.locking import open_unlock
+        from ui.quorum.unlock import open_unlock
 
         page = self.page("locking")
         confirm = page.lock()

@@ -16,7 +16,7 @@ def offscreen_manager(prefix: str) -> tuple[Any, Any, Path]:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from app.controller import AppController
+    from manager.controller import AppController
 
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
     QSettings.setDefaultFormat(QSettings.IniFormat)
@@ -34,7 +34,7 @@ def signed_in_to_demo(controller: Any, tmp: Path) -> Iterator[tuple[Any, Any, An
     from app.demo_credentials import DemoCredentials
     from app.local_kma import LocalKma
     from app.local_mode import local_profile
-    from app.signin import sign_in
+    from app.sign_in import sign_in
 
     kma = LocalKma(tmp / "kma")
     demo = kma.create_demo()

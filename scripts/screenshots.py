@@ -29,7 +29,7 @@ def main() -> int:
     import setup_screenshots
     from screenshot_session import offscreen_manager, signed_in_to_demo
 
-    from app.screenshots import grab, render_pages, settle
+    from manager.screenshots import grab, render_pages, settle
 
     app, controller, tmp = offscreen_manager("kms-screenshots-")
     with signed_in_to_demo(controller, tmp) as (signed, profile, demo):
@@ -54,7 +54,7 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
     details, and the one-time enrollment passphrase."""
     from ui.details import DetailsDialog
     from ui.secret_dialog import OneTimeSecretDialog
-    from ui.sign_in import SignInWindow
+    from ui.sign_in_window import SignInWindow
     from ui.trust_dialog import TrustDialog
 
     paths = []
@@ -95,7 +95,8 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
     paths.append(grab(guide, out / "user_guide.png"))
     guide.close()
 
-    from ui.form_dialog import Field, FormDialog
+    from ui.form_dialog import FormDialog
+    from ui.form_field import Field
 
     form = FormDialog(
         controller.ctx,

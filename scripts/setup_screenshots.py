@@ -281,7 +281,7 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.operations import Operations
-    from app.screenshots import grab, settle
+    from manager.screenshots import grab, settle
 
     QSettings.setDefaultFormat(QSettings.IniFormat)
     QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, tempfile.mkdtemp(prefix="kms-settings-"))

@@ -1,7 +1,7 @@
 """The one list page every area uses: filter box, filters, table, column chooser, actions.
 
-An area module declares a :class:`ListSpec` (columns, filters, actions, how to fetch); this page
-does the rest: server-side filter (debounced) and sort, lazy paging through
+An area module declares a :class:`~ui.list_spec.ListSpec` (columns, filters, actions, how to
+fetch); this page does the rest: server-side filter (debounced) and sort, lazy paging through
 :class:`~ui.paged_model.PagedTableModel`, a context menu, double-click or Enter for details,
 keyboard shortcuts (Ctrl+F filter, F5 refresh, Menu key for the context menu), and remembers
 column widths, order and visibility per list in ``QSettings``.
@@ -9,9 +9,6 @@ column widths, order and visibility per list in ``QSettings``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from PySide6.QtCore import QPoint, QSettings, Qt, QTimer, Signal
@@ -35,73 +32,11 @@ from app.changes import ChangeFollower
 from app.context import AppContext
 from ui.details import DetailsDialog
 from ui.format import counted
-from ui.paged_model import Column, ObjectRole, PagedTableModel
+from ui.list_spec import ActionSpec, ListSpec
+from ui.paged_model import ObjectRole, PagedTableModel
 from ui.widgets import page_header
 
 POLL_MS = 5000
-
-
-@dataclass(frozen=True)
-class FilterSpec:
-    """A drop-down filter sent to the KMA as ``param=value`` (first choice: no filter)."""
-
-    param: str
-    label: str
-    choices: list[tuple[str, Any]]
-
-
-@dataclass(frozen=True)
-class ActionSpec:
-    """Something the user can do to the selected row(s) (or to the list, ``needs="none"``)."""
-
-    text: str
-    run: Callable[[ListPage, Any], None]  # (page, selected object or None)
-    permission: str = ""  # who sees it: whom the KMA grants this (empty = whoever sees the page)
-    needs: str = "one"  # "one" | "none"
-    enabled: Callable[[Any], bool] | None = None  # for the selected object
-    shortcut: str = ""
-    toolbar: bool = False
-    danger: bool = False
-
-
-@dataclass
-class ListSpec:
-    """Everything specific to one area's list."""
-
-    key: str
-    title: str
-    noun: str  # "key", "agent": used in messages
-    columns: list[Column]
-    fetch: Callable[[Any], Callable[..., Any]]  # client -> client.list_things
-    get: Callable[[Any], Callable[[str], Any]] | None = None  # client -> client.get_thing
-    subtitle: str = ""
-    plural: str = ""  # "keys", "KMAs", "audit events" (default: title in lower case)
-    filters: list[FilterSpec] = field(default_factory=list)
-    actions: list[ActionSpec] = field(default_factory=list)
-    details: Callable[[ListPage, Any], None] | None = None
-    page_size: int = 200
-    default_sort: tuple[str, Qt.SortOrder] | None = None
-    searchable: bool = True
-    fixed_filters: dict[str, Any] = field(default_factory=dict)
-    sort_fields: frozenset[str] | None = None  # what the KMA sorts by; None = every column
-    # The KMA's own pairing of sorts with filters (its ListSpec.filtered_sorts): another sort than
-    # the default goes only with the filters named for it. None: every sort with every filter.
-    filtered_sorts: dict[str, frozenset[str]] | None = None
-    # The kinds of thing the list shows (app.writes.KINDS; default: its key): a write that changes
-    # one of them makes the list read again.
-    shows: AbstractSet[str] = frozenset()
-    # The KMA or the drives change it with no write from this manager (an agent enrolling, a
-    # scheduled backup): polled while on screen. Other lists read again when a write of this
-    # manager changed them and whenever they are shown.
-    live: bool = False
-
-    def __post_init__(self) -> None:
-        self.shows = frozenset(self.shows or {self.key})
-        if self.sort_fields is not None:
-            allowed = self.sort_fields
-            self.columns = [
-                replace(c, sortable=c.sortable and (c.sort_field or c.key) in allowed) for c in self.columns
-            ]
 
 
 class ListPage(QWidget):

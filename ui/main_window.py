@@ -238,7 +238,7 @@ class MainWindow(QMainWindow):
         UserGuide.show_for(self)
 
     def show_demo_credentials(self) -> Any:
-        from ui.demo_credentials import DemoCredentialsDialog
+        from ui.demo_credentials_dialog import DemoCredentialsDialog
 
         dialog = DemoCredentialsDialog(self.ctx.demo, self.ctx.session.user, self)
         dialog.sign_in_as.connect(self.sign_in_as_requested)

@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import socket
 import ssl
+import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from kma import metrics
@@ -238,3 +242,74 @@ class ManagementAcceptor:
 
     async def wait_closed(self) -> None:
         await asyncio.gather(*filter(None, [self._task]), *self._handshakes, return_exceptions=True)
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto must be IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say so, and without
+    # it every response (headers, then body) waits ~40 ms for a delayed ACK (Nagle).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    # Restart on the same port at once (no TIME_WAIT wait). On Windows SO_REUSEADDR would instead
+    # let another program bind the port the KMA listens on; there the exclusive option is the safe one.
+    reuse = socket.SO_EXCLUSIVEADDRUSE if sys.platform == "win32" else socket.SO_REUSEADDR  # type: ignore[attr-defined]
+    sock.setsockopt(socket.SOL_SOCKET, reuse, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.set_inheritable(True)
+    return sock
+
+
+STOP_REQUESTED = threading.Event()
+
+
+def note_stop_requests() -> None:
+    """uvicorn shuts down on SIGTERM/SIGINT and then raises the signal again for the previous
+    handler; with the default one that would end the process before the clean-up (agents, store,
+    ready file). This handler only notes it, so `serve` returns normally (exit 0 = stopped cleanly),
+    and a stop asked for between two listeners (set-up mode handing over) is not lost."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: STOP_REQUESTED.set())
+
+
+class Listener(uvicorn.Server):
+    """uvicorn serving a management app on connections that ManagementAcceptor lets in."""
+
+    def __init__(
+        self, config: uvicorn.Config, tls: ssl.SSLContext, limits: ListenerLimits, on_ready: Any
+    ) -> None:
+        super().__init__(config)
+        self.tls = tls
+        self.limits = limits
+        self._on_ready = on_ready
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await self.lifespan.startup()
+        if self.lifespan.should_exit:
+            sys.exit(3)  # uvicorn's STARTUP_FAILURE
+        assert sockets is not None and len(sockets) == 1
+        acceptor = ManagementAcceptor(sockets[0], self._protocol, self.tls, self.limits, self._refused)
+        acceptor.start()
+        self.servers = [acceptor]  # type: ignore[list-item]  # closed and awaited by uvicorn's shutdown
+        self.started = True
+        self._on_ready()
+
+    def _protocol(self, on_lost: Any) -> ManagementProtocol:
+        return ManagementProtocol(
+            config=self.config,
+            server_state=self.server_state,
+            app_state=self.lifespan.state,
+            request_timeout=self.limits.request_timeout,
+            on_lost=on_lost,
+            peer_refused=self._peer_refused,
+        )
+
+    def _peer_refused(self, address: str, der: bytes) -> bool:
+        return False  # before set-up there are no KMAs to refuse
+
+    def _refused(self, address: str, message: str) -> None:
+        log.info("refused a management connection from %s: %s", address, message)

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from kma.api.openapi import CHECKS_PASSPHRASES
 from kma.api.schemas import PassphraseBody, Request, Response, Time, UserCreate, UserPatch
-from kma.quorum import Submitted
+from kma.quorum.engine import Submitted
 from kma.services.quorum.key_split import Credential
 
 MemberName = Annotated[str, Field(min_length=1, max_length=64)]

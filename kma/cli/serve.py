@@ -73,7 +73,7 @@ def run_serve(args: argparse.Namespace) -> int:
     announce = lambda line: print(line, flush=True)  # noqa: E731
     with lock:
         if not setting_up and is_witness(data_dir):  # a voter with no key service: rqlited only
-            from kma.server import STOP_REQUESTED, note_stop_requests
+            from kma.api.listener import STOP_REQUESTED, note_stop_requests
 
             note_stop_requests()
             serve_witness(data_dir, args.ready_file, announce, STOP_REQUESTED)

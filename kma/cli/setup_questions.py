@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from kma.crypto.hsm import KEYRING_SERVICE, HsmSettings, HsmUnavailable, Token
+from kma.crypto.hsm import Token
+from kma.crypto.hsm_settings import KEYRING_SERVICE, HsmSettings, HsmUnavailable
 from kma.domain.strength import check_strength
 from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import ValidationFailed

@@ -28,7 +28,8 @@ from kma.cluster.rqlited import RqliteNode
 from kma.cluster.trust import bundle
 from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.ca import CertifiedKey
-from kma.crypto.hsm import HsmMasterKey, HsmUnavailable, Token
+from kma.crypto.hsm import HsmMasterKey, Token
+from kma.crypto.hsm_settings import HsmUnavailable
 from kma.datadir import DataDir
 from kma.errors import Conflict, ValidationFailed
 

@@ -26,7 +26,8 @@ from kma.audit.signing import WRAP_CONTEXT
 from kma.backup.fileformat import backup_key_context
 from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.generations import MasterKeys
-from kma.crypto.hsm import CLUSTER_MASTER_KEY, HsmMasterKey, HsmSettings, HsmUnavailable, Token
+from kma.crypto.hsm import HsmMasterKey, Token
+from kma.crypto.hsm_settings import CLUSTER_MASTER_KEY, HsmSettings, HsmUnavailable
 from kma.datadir import DataDir
 from kma.errors import ValidationFailed
 from kma.vault import put_in_token

@@ -32,6 +32,7 @@ import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -55,6 +56,7 @@ from kma.domain.actor import Actor
 from kma.domain.validation import ID_PATTERN
 from kma.errors import Conflict, KmaError, LockedOut, Unauthenticated, ValidationFailed
 from kma.services import entry_signatures, lockout, refusals
+from kma.steps import step
 from kma.store import Batch, Stmt
 
 MAX_CSR_BYTES = 16384
@@ -203,6 +205,37 @@ def join(
         return _join(kma, kma_id, passphrase, node_csr, server_csr, address, master_key_public_pem)
 
 
+@dataclass(frozen=True)
+class _Attempt:
+    """One join being checked: who claims to join, from where, and the failure slots it holds."""
+
+    kma: Appliance
+    kma_id: str
+    address: str
+    counters: tuple[lockout.Counter, lockout.Counter]  # (this address, everywhere): `lockout.for_join`
+
+    @property
+    def actor(self) -> Actor:
+        return Actor(self.kma_id[:64] or "unknown", self.address, kind="kma")
+
+    @property
+    def subject(self) -> tuple[str, str]:
+        return ("kma", self.kma_id[:64])
+
+    def refuse(self, error: KmaError, reason: str, stranger: bool = False) -> KmaError:
+        message = f"refused a join as KMA '{self.kma_id[:64]}': {reason}"
+        if stranger:
+            refusals.audit_anonymous(self.kma, self.address, "kma.join", message, "security", self.subject)
+        else:
+            self.kma.audit(self.actor, "kma.join", message, subject=self.subject, event_class="security")
+        error.audited = True
+        return error
+
+    def give_back(self) -> None:
+        """The passphrase was right: its failure slots are returned."""
+        self.kma.store.write(Batch([lockout.give_back(c) for c in self.counters]))
+
+
 def _join(
     kma: Appliance,
     kma_id: str,
@@ -212,26 +245,32 @@ def _join(
     address: str,
     master_key_public_pem: str | None,
 ) -> dict[str, Any]:
-    actor = Actor(kma_id[:64] or "unknown", address, kind="kma")
-    subject = ("kma", kma_id[:64])
+    attempt = _take_a_failure_slot(kma, kma_id, address)
+    row = _check_the_kma_passphrase(attempt, passphrase)
+    joining = _list_the_nodes_to_join(attempt)
+    cluster, ca = _open_the_cluster_ca(kma)
+    node_pem, server_pem = _sign_the_certificates(attempt, ca, row, node_csr, server_csr)
+    wrapped = _wrap_the_master_key(attempt, row, master_key_public_pem)
+    _record_the_join(attempt, row, node_pem, server_pem, wrapped)
+    return _grant(kma, cluster, row, node_pem, server_pem, joining, wrapped)
 
-    def refuse(error: KmaError, reason: str, stranger: bool = False) -> KmaError:
-        message = f"refused a join as KMA '{kma_id[:64]}': {reason}"
-        if stranger:
-            refusals.audit_anonymous(kma, address, "kma.join", message, "security", subject)
-        else:
-            kma.audit(actor, "kma.join", message, subject=subject, event_class="security")
-        error.audited = True
-        return error
 
-    here, everywhere = counters = lockout.for_join(kma_id[:64], address)
-    if not lockout.take_slots(kma, counters):
-        raise refuse(
+@step("join")
+def _take_a_failure_slot(kma: Appliance, kma_id: str, address: str) -> _Attempt:
+    attempt = _Attempt(kma, kma_id, address, lockout.for_join(kma_id[:64], address))
+    if not lockout.take_slots(kma, attempt.counters):
+        raise attempt.refuse(
             LockedOut(LOCKED),
             f"locked out after wrong KMA passphrases (from {address} or from everywhere)",
             stranger=True,
         )
-    row = None
+    return attempt
+
+
+@step("join")
+def _check_the_kma_passphrase(attempt: _Attempt, passphrase: str) -> Any:
+    """The entry's row, if the passphrase is its own, still fresh, and the entry genuine."""
+    kma, kma_id, row = attempt.kma, attempt.kma_id, None
     if _KMA_ID.fullmatch(kma_id) and len(passphrase) <= 256:
         row = kma.store.query_one(
             "SELECT id, name, site_id, management_address, service_address, raft_address, voter, witness, "
@@ -253,50 +292,80 @@ def _join(
             if stored is None
             else ("wrong KMA passphrase")
         )
-        raise refuse(Unauthenticated(WRONG), reason, stranger=row is None or stored is None)
+        raise attempt.refuse(Unauthenticated(WRONG), reason, stranger=row is None or stored is None)
     if kma.clock.now() - int(row["set_at"] or 0) > PASSPHRASE_LIFETIME:
-        kma.store.write(Batch([lockout.give_back(c) for c in counters]))  # right, but too old
-        raise refuse(
+        attempt.give_back()  # right, but too old
+        raise attempt.refuse(
             Unauthenticated("This KMA passphrase has expired (they last 7 days); ask for a new one."),
             "the KMA passphrase has expired",
         )
-    joining = members(kma, kma_id)
+    return row
+
+
+@step("join")
+def _list_the_nodes_to_join(attempt: _Attempt) -> list[dict[str, Any]]:
+    joining = members(attempt.kma, attempt.kma_id)
     if not joining:  # a node with an empty join list would start a cluster of its own
-        kma.store.write(Batch([lockout.give_back(c) for c in counters]))  # the passphrase was right
-        raise refuse(
+        attempt.give_back()
+        raise attempt.refuse(
             Conflict(
-                f"KMA '{kma.kma_id}' is not a cluster node yet, so there is no Raft cluster to join: make it "
-                "the first node first (kma convert-to-cluster, then restart it). The KMA passphrase was not "
-                "spent."
+                f"KMA '{attempt.kma.kma_id}' is not a cluster node yet, so there is no Raft cluster to join: "
+                "make it the first node first (kma convert-to-cluster, then restart it). The KMA passphrase "
+                "was not spent."
             ),
             "no cluster node to join yet",
         )
+    return joining
+
+
+@step("join")
+def _open_the_cluster_ca(kma: Appliance) -> tuple[Any, CertifiedKey]:
     cluster = kma.store.query_one("SELECT name, ca_cert_pem, ca_key_wrapped FROM cluster WHERE id = 1")
     assert cluster is not None
-    ca = CertifiedKey(
-        cluster["ca_cert_pem"].encode(),
-        kma.vault.master().unwrap("cluster-ca-key", cluster["ca_key_wrapped"]),
-    )
+    key = kma.vault.master().unwrap("cluster-ca-key", cluster["ca_key_wrapped"])
+    return cluster, CertifiedKey(cluster["ca_cert_pem"].encode(), key)
+
+
+@step("join")
+def _sign_the_certificates(
+    attempt: _Attempt, ca: CertifiedKey, row: Any, node_csr: str, server_csr: str
+) -> tuple[bytes, bytes]:
     addresses = (row["management_address"], row["service_address"], row["raft_address"])
     # A witness has a Raft address only (its other two are empty).
     hosts = sorted({a.rpartition(":")[0].strip("[]") for a in addresses} - {"0.0.0.0", "::", ""})
     try:
-        node_pem = _sign(kma, ca, node_csr, kma_id, hosts)
-        server_pem = _sign(kma, ca, server_csr, kma_id, hosts)
+        return (
+            _sign(attempt.kma, ca, node_csr, attempt.kma_id, hosts),
+            _sign(attempt.kma, ca, server_csr, attempt.kma_id, hosts),
+        )
     except KmaError as exc:
-        raise refuse(exc, exc.message) from None
+        raise attempt.refuse(exc, exc.message) from None
+
+
+@step("join")
+def _wrap_the_master_key(attempt: _Attempt, row: Any, master_key_public_pem: str | None) -> bytes | None:
+    """For a KMA with an HSM: the master key wrapped to its token's join key."""
     try:
         if master_key_public_pem is not None and row["witness"]:
             raise ValidationFailed("A witness holds no master key: join it without [hsm].")
-        wrapped = None if master_key_public_pem is None else _wrap_master_for(kma, master_key_public_pem)
+        return None if master_key_public_pem is None else _wrap_master_for(attempt.kma, master_key_public_pem)
     except KmaError as exc:
-        kma.store.write(Batch([lockout.give_back(c) for c in counters]))  # the passphrase was right
-        raise refuse(exc, exc.message) from None
+        attempt.give_back()
+        raise attempt.refuse(exc, exc.message) from None
+
+
+@step("join")
+def _record_the_join(
+    attempt: _Attempt, row: Any, node_pem: bytes, server_pem: bytes, wrapped: bytes | None
+) -> None:
+    """One guarded batch: the passphrase spent, the entry joined, the certificates recorded."""
+    kma, kma_id = attempt.kma, attempt.kma_id
+    here, everywhere = attempt.counters
     backend = "software" if wrapped is None else "pkcs11"
     now = kma.clock.now()
     issued = [(purpose, *_serial(pem)) for purpose, pem in (("node", node_pem), ("server", server_pem))]
     kma.commit(
-        actor,
+        attempt.actor,
         "kma.join",
         [
             Stmt(
@@ -304,7 +373,7 @@ def _join(
                 "awaiting_join = 0, locked = 1 - witness, "  # a witness holds no key to lock
                 "node_cert_pem = ?, master_key = ?, updated_at = ? "
                 "WHERE id = ? AND join_passphrase_hash = ?",
-                (node_pem.decode("ascii"), backend, now, kma_id, stored),
+                (node_pem.decode("ascii"), backend, now, kma_id, row["hash"]),
                 expect=1,
                 refusal="the KMA passphrase was used by another join a moment ago",
             ),
@@ -332,13 +401,25 @@ def _join(
             lockout.forget(here),
             lockout.give_back(everywhere),
         ],
-        f"KMA '{kma_id}' joined from {address}: node certificate {issued[0][1]}, server certificate "
+        f"KMA '{kma_id}' joined from {attempt.address}: node certificate {issued[0][1]}, server certificate "
         f"{issued[1][1]}; earlier certificates of this KMA revoked, and every node now trusts the new "
         "node certificate instead; "
         + ("the cluster's master key sent wrapped to the join key of its HSM token; " if wrapped else "")
         + ("it votes as a witness, with no key service" if row["witness"] else "it starts locked"),
-        subject,
+        attempt.subject,
     )
+
+
+def _grant(
+    kma: Appliance,
+    cluster: Any,
+    row: Any,
+    node_pem: bytes,
+    server_pem: bytes,
+    joining: list[dict[str, Any]],
+    wrapped: bytes | None,
+) -> dict[str, Any]:
+    """The answer to the joining machine."""
     return {
         "cluster_name": cluster["name"],
         "ca_pem": cluster["ca_cert_pem"],

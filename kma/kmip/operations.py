@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from kma.audit.record import Condition, Retention
-from kma.crypto.hsm import HsmUnavailable
+from kma.crypto.hsm_settings import HsmUnavailable
 from kma.errors import ClusterUnavailable, KmaLocked, NoReadyKey
 from kma.kmip import (
     fields,

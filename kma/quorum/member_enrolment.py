@@ -15,13 +15,13 @@ from __future__ import annotations
 import hmac
 from typing import Any
 
-from kma import quorum
 from kma.appliance import Appliance
 from kma.crypto import CryptoError, seal_share
 from kma.domain.actor import Actor
 from kma.domain.strength import check_strength
 from kma.domain.validation import check_passphrase
 from kma.errors import Conflict, KmaError, NotFound, ValidationFailed
+from kma.quorum import engine, pending_ops
 from kma.services import refusals
 from kma.services.quorum.key_split_change import code_hash, new_code, unwrap_share
 from kma.store import Stmt
@@ -33,7 +33,7 @@ def enrol(
     kma: Appliance, address: str, op_id: str, member: str, code: str, passphrase: str
 ) -> dict[str, Any]:
     actor = Actor(member[:64], address)
-    quorum.sweep(kma)
+    engine.sweep(kma)
     row = kma.store.query_one(
         "SELECT o.state, o.type, e.code_hash, e.share_wrapped FROM pending_quorum_ops o "
         "LEFT JOIN key_split_enrolments e ON e.op_id = o.id AND e.member_name = ? WHERE o.id = ?",
@@ -68,7 +68,7 @@ def enrol(
         except (CryptoError, ValueError):
             raise KmaError(f"The new share of key split member '{member}' cannot be opened.") from None
     except KmaError as exc:
-        quorum.refuse(
+        engine.refuse(
             kma, actor, "quorum.enrol", exc, op_id, f" enrolment of key split member '{member[:64]}'"
         )
     now = kma.clock.now()
@@ -88,15 +88,15 @@ def enrol(
         f"new key split member '{member}' set their own passphrase for quorum operation {op_id}",
         ("quorum_operation", op_id),
     )
-    quorum.run_if_ready(kma, actor, op_id)  # the last enrolment may complete it
-    return quorum.get_op(kma, op_id)
+    engine.run_if_ready(kma, actor, op_id)  # the last enrolment may complete it
+    return pending_ops.get_op(kma, op_id)
 
 
 def new_codes(kma: Appliance, actor: Actor, op_id: str) -> dict[str, str]:
     """New one-time codes for the members of a pending key split change who have not enrolled yet
     (a ceremony interrupted, its codes lost); each earlier code stops working. The operation's
     approvals and the members who have enrolled stay as they are."""
-    quorum.sweep(kma)
+    engine.sweep(kma)
     op = kma.store.query_one("SELECT state, type FROM pending_quorum_ops WHERE id = ?", (op_id,))
     if op is None:
         raise NotFound(f"There is no quorum operation '{op_id[:64]}'.")

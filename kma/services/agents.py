@@ -17,7 +17,7 @@ from kma.errors import NotFound
 from kma.services.common import describe, patch, refuse_taken, require
 from kma.services.paging import (
     Filter,
-    ListSpec,
+    ListQuery,
     Page,
     PageRequest,
     TextSearch,
@@ -43,7 +43,7 @@ HEALTH = (
     "certificate_not_after AS certificate_expires_at"
 )
 
-LIST = ListSpec(
+LIST = ListQuery(
     select=(
         "SELECT id, description, site_id, default_key_group_id, enabled, "
         "enrolled_at IS NOT NULL AS enrolled, enrollment_passphrase_hash IS NOT NULL AS "

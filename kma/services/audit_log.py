@@ -25,7 +25,7 @@ from kma.services.paging import (
     COUNT_LIMIT,
     MAX_LIMIT,
     Filter,
-    ListSpec,
+    ListQuery,
     Page,
     PageRequest,
     decode_cursor,
@@ -62,7 +62,7 @@ def event_id(text: str) -> int:
 _SEVERITY_OF = "CASE :value " + " ".join(f"WHEN '{c}' THEN '{s}'" for c, s in SEVERITY.items()) + " END"
 _CONDITION_OF = "CASE :value " + " ".join(f"WHEN '{s}' THEN '{c}'" for c, s in SEVERITY.items()) + " END"
 
-LIST = ListSpec(
+LIST = ListQuery(
     select="SELECT * FROM audit_events",
     sort_fields={"id": "id", "created_at": "created_at"},
     default_sort="id",

@@ -29,7 +29,7 @@ from kma.backup.fileformat import (
     write_database_backup,
 )
 from kma.crypto import WrappingKey, fingerprint
-from kma.crypto.hsm import HsmSettings
+from kma.crypto.hsm_settings import HsmSettings
 from kma.domain.actor import Actor
 from kma.domain.lifecycle import BACKUP_HOLDS_DESTROYED_KEY, HELD_OR_REPLICATED
 from kma.errors import Conflict, NotFound

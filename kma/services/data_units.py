@@ -10,13 +10,13 @@ from kma.domain.lifecycle import DATA_UNIT_STATE_SQL, DataUnitState, data_unit_c
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound
 from kma.services.common import patch
-from kma.services.paging import ListSpec, Page, PageRequest, TextSearch, choice, indexed_rows, list_page
+from kma.services.paging import ListQuery, Page, PageRequest, TextSearch, choice, indexed_rows, list_page
 from kma.store import Stmt
 
 # A unit with no key is one whose has_keys the store's triggers cleared (migration 0015): a
 # condition a small index of such units serves, where testing each unit for a key walked them all.
 # The state column keeps the lifecycle's own definition; a test keeps the two in agreement.
-LIST = ListSpec(
+LIST = ListQuery(
     select=(
         f"SELECT id, description, {DATA_UNIT_STATE_SQL} AS state, "
         "(SELECT count(*) FROM keys k WHERE k.data_unit_id = data_units.id) AS key_count, "

@@ -19,6 +19,7 @@ import json
 import re
 import threading
 import time
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -46,6 +47,7 @@ from kma.errors import (
     ValidationFailed,
 )
 from kma.services import entry_signatures, refusals
+from kma.steps import step
 from kma.store import Stmt
 
 PASSPHRASE_LIFETIME = 7 * 86400
@@ -137,22 +139,58 @@ def kmas_marker(kmas: list[dict[str, Any]]) -> str:
     return hashlib.sha256(json.dumps(kmas, sort_keys=True).encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class _Enrolment:
+    """One enrollment being checked: the agent it claims to be, and from where."""
+
+    kma: Appliance
+    agent_id: str
+    address: str
+
+    @property
+    def known_form(self) -> bool:
+        return bool(_AGENT_ID.match(self.agent_id))
+
+    @property
+    def actor(self) -> Actor:
+        return Actor(self.agent_id if self.known_form else "unknown", self.address, kind="agent")
+
+    @property
+    def subject(self) -> tuple[str, str] | None:
+        return ("agent", self.agent_id) if self.known_form else None
+
+    def refuse(self, message: str, error: type[KmaError], audit: str, known: bool = True) -> KmaError:
+        if known:
+            self.kma.audit(self.actor, "agent.enroll", f"refused enrollment: {audit}", subject=self.subject)
+        else:  # anyone can make these up: audited within the rate limit for unknown peers
+            refusals.audit_unknown(self.kma, self.address, "agent.enroll", f"refused enrollment: {audit}")
+        return error(message, audited=True)
+
+
 def enroll(
     kma: Appliance, agent_id: str, passphrase: str, csr_pem: bytes, address: str, own_service_address: str
 ) -> dict[str, Any]:
     """Blocking (Argon2id, signing, a durable commit): run it off any event loop."""
-    known_form = bool(_AGENT_ID.match(agent_id))
-    actor = Actor(agent_id if known_form else "unknown", address, kind="agent")
-    subject = ("agent", agent_id) if known_form else None
+    enrolment = _Enrolment(kma, agent_id, address)
+    row = _check_the_enrollment_passphrase(enrolment, passphrase)
+    _check_the_agent_may_enroll(enrolment, row, csr_pem)
+    cert_pem, ca_pem = _sign_the_certificate(enrolment, csr_pem)
+    _record_the_enrollment(enrolment, row["hash"], cert_pem)
+    FAILURES.clear(agent_id)
+    return {
+        "agent_id": agent_id,
+        "site_id": row["site_id"],
+        "certificate_pem": cert_pem.decode(),
+        "ca_pem": ca_pem,
+        "kmas": cluster_kmas(kma, own_service_address),
+    }
 
-    def refuse(message: str, error: type[KmaError], audit: str, known: bool = True) -> KmaError:
-        if known:
-            kma.audit(actor, "agent.enroll", f"refused enrollment: {audit}", subject=subject)
-        else:  # anyone can make these up: audited within the rate limit for unknown peers
-            refusals.audit_unknown(kma, address, "agent.enroll", f"refused enrollment: {audit}")
-        return error(message, audited=True)
 
-    if not known_form or len(passphrase) > 256:
+@step("enrollment")
+def _check_the_enrollment_passphrase(enrolment: _Enrolment, passphrase: str) -> Any:
+    """The agent's row, if the passphrase is its own (a wrong one counts towards its lockout)."""
+    kma, agent_id, refuse = enrolment.kma, enrolment.agent_id, enrolment.refuse
+    if not enrolment.known_form or len(passphrase) > 256:
         raise refuse(WRONG, Unauthenticated, "malformed agent ID or passphrase", known=False)
     if FAILURES.locked(agent_id):
         raise refuse(
@@ -179,8 +217,14 @@ def enroll(
             raise refuse(WRONG, Unauthenticated, f"no agent '{agent_id}'", known=False)
         raise refuse(WRONG, Unauthenticated, "no passphrase set" if stored is None else "wrong passphrase")
     assert row is not None
-    now = kma.clock.now()
-    if row["set_at"] is None or now - int(row["set_at"]) > PASSPHRASE_LIFETIME:
+    return row
+
+
+@step("enrollment")
+def _check_the_agent_may_enroll(enrolment: _Enrolment, row: Any, csr_pem: bytes) -> None:
+    """A fresh passphrase, an enabled agent, a CSR of a sane size."""
+    refuse = enrolment.refuse
+    if row["set_at"] is None or enrolment.kma.clock.now() - int(row["set_at"]) > PASSPHRASE_LIFETIME:
         raise refuse(
             "This enrollment passphrase has expired (they last 7 days); ask an Operator for a new one.",
             Unauthenticated,
@@ -188,12 +232,18 @@ def enroll(
         )
     if not row["enabled"]:
         raise refuse(
-            f"Agent '{agent_id}' is disabled; an Operator must enable it first.",
+            f"Agent '{enrolment.agent_id}' is disabled; an Operator must enable it first.",
             Forbidden,
             "the agent is disabled",
         )
     if len(csr_pem) > MAX_CSR_BYTES:
         raise refuse("The certificate signing request is too large.", ValidationFailed, "oversize CSR")
+
+
+@step("enrollment")
+def _sign_the_certificate(enrolment: _Enrolment, csr_pem: bytes) -> tuple[bytes, str]:
+    """The agent's certificate from the cluster CA, and the CA's certificate (PEM)."""
+    kma = enrolment.kma
     cluster = kma.store.query_one("SELECT ca_cert_pem, ca_key_wrapped FROM cluster WHERE id = 1")
     assert cluster is not None
     ca = CertifiedKey(
@@ -202,16 +252,24 @@ def enroll(
     )
     try:
         validity = timedelta(seconds=kma.data_dir.certificate_settings().agent_validity)
-        cert_pem = sign_agent_csr(ca, csr_pem, agent_id, validity=validity)
+        return sign_agent_csr(ca, csr_pem, enrolment.agent_id, validity=validity), cluster["ca_cert_pem"]
     except (CryptoError, ValueError) as exc:
-        raise refuse(
+        raise enrolment.refuse(
             f"The certificate signing request was refused: {exc}.", ValidationFailed, f"bad CSR ({exc})"
         ) from None
+
+
+@step("enrollment")
+def _record_the_enrollment(enrolment: _Enrolment, stored: str, cert_pem: bytes) -> None:
+    """The passphrase spent and the certificate recorded, only if the passphrase is still the one
+    checked (two enrollments racing with one passphrase: one wins)."""
+    kma, agent_id = enrolment.kma, enrolment.agent_id
     cert = load_certificate(cert_pem)
     fingerprint = hashlib.sha256(cert.public_bytes(serialization.Encoding.DER)).hexdigest()
     not_after = int(cert.not_valid_after_utc.timestamp())
+    now = kma.clock.now()
     kma.commit(
-        actor,
+        enrolment.actor,
         "agent.enroll",
         [
             Stmt(
@@ -227,13 +285,5 @@ def enroll(
         ],
         f"agent '{agent_id}' enrolled; certificate sha256 {fingerprint[:16]}..., valid until "
         f"{cert.not_valid_after_utc:%Y-%m-%d}",
-        subject,
+        enrolment.subject,
     )
-    FAILURES.clear(agent_id)
-    return {
-        "agent_id": agent_id,
-        "site_id": row["site_id"],
-        "certificate_pem": cert_pem.decode(),
-        "ca_pem": cluster["ca_cert_pem"],
-        "kmas": cluster_kmas(kma, own_service_address),
-    }

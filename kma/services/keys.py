@@ -25,7 +25,7 @@ from kma.services import agent_keys, key_issue
 from kma.services.common import require
 from kma.services.paging import (
     Filter,
-    ListSpec,
+    ListQuery,
     Page,
     PageRequest,
     TextSearch,
@@ -62,7 +62,7 @@ _NOT_LIKE = "coalesce({} NOT LIKE :q ESCAPE '\\', 1)"
 # state filter is there instead. Ties in a sort are broken by the key's row number (`seq`, the
 # order in which the pool made the keys), which every index ends with: an index ending in the
 # random key ID would put each new key at a random place, on the Create path.
-LIST = ListSpec(
+LIST = ListQuery(
     select=f"SELECT {PUBLIC}, rowid AS seq FROM keys",
     sort_fields={
         "created_at": "created_at",

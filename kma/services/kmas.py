@@ -12,14 +12,14 @@ from kma.errors import NotFound, ValidationFailed
 from kma.services import entry_signatures
 from kma.services.common import describe, patch, require
 from kma.services.keypool import key_pool
-from kma.services.paging import ListSpec, Page, PageRequest, list_page
+from kma.services.paging import ListQuery, Page, PageRequest, list_page
 
 # The expiry of a KMA's current (newest, not revoked) certificate of one purpose
 _CURRENT = (
     "(SELECT c.not_after FROM kma_certificates c WHERE c.kma_id = kmas.id AND c.purpose = '{purpose}' "
     "AND c.revoked_at IS NULL ORDER BY c.issued_at DESC LIMIT 1)"
 )
-LIST = ListSpec(
+LIST = ListQuery(
     select=(
         "SELECT id, name, site_id, management_address, service_address, raft_address, voter, witness, "
         "awaiting_join, removed_at, version, schema_version, rqlite_version, locked, key_pool_size, "

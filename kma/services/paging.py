@@ -117,7 +117,10 @@ TRIGRAM = 3  # the index holds every three characters: shorter text cannot be lo
 
 
 @dataclass(frozen=True)
-class ListSpec:
+class ListQuery:
+    """The SQL of one list the API pages (its select, sorts, filters and search); the manager's
+    page that shows it is a `ListSpec` (ui/list_page.py)."""
+
     select: str  # a full SELECT; filters, search and sort apply to its output columns (`listed`)
     # API field -> SQL over the output columns, or several (ties in the first ordered by the next),
     # so that one index (a, b, id) serves both a filter on a and the sort by a.
@@ -197,7 +200,7 @@ def _after(columns: Sequence[str], values: Sequence[Any], order: str) -> str:
     return f"({beyond} OR ({first} = {at} AND {after_ties}))"
 
 
-def _search(spec: ListSpec, q: str, where: list[str], bound: dict[str, Any]) -> TextSearch | None:
+def _search(spec: ListQuery, q: str, where: list[str], bound: dict[str, Any]) -> TextSearch | None:
     """Add the search for `q` to `where` and `bound`; the text index that finds its rows, if any."""
     if "\x00" in q:  # SQLite's LIKE would stop at the NUL and match every row
         raise ValidationFailed("The search text contains a NUL character.")
@@ -234,7 +237,7 @@ def _few_candidates(store: Store, text: TextSearch, bound: Mapping[str, Any]) ->
 
 
 def list_page(
-    store: Store, spec: ListSpec, req: PageRequest, params: Mapping[str, Any] | None = None
+    store: Store, spec: ListQuery, req: PageRequest, params: Mapping[str, Any] | None = None
 ) -> Page:
     if not 1 <= req.limit <= MAX_LIMIT:
         raise ValidationFailed(f"limit must be 1 to {MAX_LIMIT}.")

@@ -14,13 +14,13 @@ from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
 from kma.errors import Conflict, NotFound, ValidationFailed
 from kma.services.common import describe, patch, require
-from kma.services.paging import ListSpec, Page, PageRequest, list_page
+from kma.services.paging import ListQuery, Page, PageRequest, list_page
 from kma.services.row_macs import member_of
 from kma.store import Stmt
 
 MAX_PERIOD = 100 * 365 * 86400
 FLAGS = ("allow_export", "allow_import", "agents_may_revoke", "general_keys")
-POLICIES = ListSpec(
+POLICIES = ListQuery(
     select="SELECT * FROM key_policies",
     sort_fields={
         "id": "id",
@@ -31,7 +31,7 @@ POLICIES = ListSpec(
     default_sort="id",
     search=("id", "description"),
 )
-GROUPS = ListSpec(
+GROUPS = ListQuery(
     select=(
         "SELECT g.*, (SELECT group_concat(agent_id, ',') FROM key_group_agents a "
         "WHERE a.key_group_id = g.id) AS agent_ids FROM key_groups g"

@@ -9,10 +9,10 @@ from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound
 from kma.services.common import describe, patch, require
-from kma.services.paging import ListSpec, Page, PageRequest, list_page
+from kma.services.paging import ListQuery, Page, PageRequest, list_page
 from kma.store import Stmt
 
-LIST = ListSpec(
+LIST = ListQuery(
     select="SELECT id, name, description, created_at, updated_at FROM sites",
     sort_fields={"id": "id", "name": "name", "created_at": "created_at"},
     default_sort="name",

@@ -1,13 +1,14 @@
 """Users and their roles (Security Officer's area).
 
 Creating, changing and setting the passphrase of a user are quorum-protected through the API:
-each has a `*_change` builder that `kma.quorum.protected` commits together with its pending
-quorum operation. The plain functions commit at once, for first set-up and the demo.
+each has a `*_change` builder that its quorum operation type (`CREATE_USER`, `UPDATE_USER`,
+`SET_USER_PASSPHRASE`, at the end) commits together with its pending quorum operation. The plain
+functions commit at once, for first set-up and the demo.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kma.appliance import Appliance
@@ -22,7 +23,7 @@ from kma.services.change import Change
 from kma.services.common import refuse_taken
 from kma.services.paging import (
     Filter,
-    ListSpec,
+    ListQuery,
     Page,
     PageRequest,
     TextSearch,
@@ -31,6 +32,8 @@ from kma.services.paging import (
     list_page,
     one_of,
 )
+from kma.services.quorum.key_split import Quorum
+from kma.services.quorum.op_type import KEPT_AS_HASH, OpType, Outcome, Prepared
 from kma.services.row_macs import USERS, seal
 from kma.store import Stmt
 
@@ -41,7 +44,7 @@ SELECT = (
     "SELECT id, name, roles, enabled, created_at, updated_at, (SELECT l.locked_until FROM lockouts l "
     "WHERE l.kind = 'user' AND l.name = users.id AND l.address = '*') AS locked_until FROM users"
 )
-LIST = ListSpec(
+LIST = ListQuery(
     select=SELECT,
     sort_fields={"id": "id", "name": "name", "created_at": "created_at"},
     default_sort="id",
@@ -217,3 +220,68 @@ def set_passphrase_change(kma: Appliance, user_id: str, passphrase_hash: str) ->
         f"set the passphrase of user '{user_id}'",
         ("user", user_id),
     )
+
+
+# --- the quorum operations that protect them ---------------------------------------------
+def _user_must_exist(kma: Appliance, user_id: str) -> None:
+    get_user(kma, user_id)  # NotFound with a plain message
+
+
+def _prepare_create_user(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
+    user_id, name, roles = str(request["id"]), str(request["name"]), list(request["roles"])
+    role_text = check_new_user(user_id, name, roles, str(request["passphrase"]))
+    refuse_taken(kma, "user", user_id)
+    shown = {"id": user_id, "name": name, "roles": role_text.split(","), "passphrase": KEPT_AS_HASH}
+    payload = {
+        "id": user_id,
+        "name": name,
+        "roles": role_text,
+        "passphrase_hash": hash_passphrase(str(request["passphrase"])),
+    }
+    return Prepared(f"Create user '{user_id}' ({name}) with roles {role_words(role_text)}", shown, payload)
+
+
+def _execute_create_user(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
+    return Outcome(create_user_change(kma, p["id"], p["name"], p["roles"], p["passphrase_hash"]))
+
+
+def _prepare_update_user(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
+    user_id = str(request["id"])
+    changes = check_user_changes(request.get("name"), request.get("roles"), request.get("enabled"))
+    if not changes:
+        raise ValidationFailed("The request changes nothing.")
+    _user_must_exist(kma, user_id)
+    shown: dict[str, Any] = {"id": user_id}
+    shown.update(
+        {k: (v.split(",") if k == "roles" else bool(v) if k == "enabled" else v) for k, v in changes.items()}
+    )
+    described = "; ".join(
+        f"roles {role_words(changes['roles'])}" if k == "roles" else f"{k} {v!r}"
+        for k, v in shown.items()
+        if k != "id"
+    )
+    return Prepared(f"Change user '{user_id}': {described}", shown, {"id": user_id, "changes": changes})
+
+
+def _execute_update_user(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
+    return Outcome(update_user_change(kma, p["id"], dict(p["changes"])))
+
+
+def _prepare_set_passphrase(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
+    user_id, passphrase = str(request["id"]), str(request["passphrase"])
+    check_user_passphrase(passphrase, user_id)
+    _user_must_exist(kma, user_id)
+    return Prepared(
+        f"Set the passphrase of user '{user_id}'",
+        {"id": user_id, "passphrase": KEPT_AS_HASH},
+        {"id": user_id, "passphrase_hash": hash_passphrase(passphrase)},
+    )
+
+
+def _execute_set_passphrase(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
+    return Outcome(set_passphrase_change(kma, p["id"], p["passphrase_hash"]))
+
+
+CREATE_USER = OpType("create_user", _prepare_create_user, _execute_create_user)
+UPDATE_USER = OpType("update_user", _prepare_update_user, _execute_update_user)
+SET_USER_PASSPHRASE = OpType("set_user_passphrase", _prepare_set_passphrase, _execute_set_passphrase)

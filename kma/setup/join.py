@@ -44,7 +44,8 @@ from cryptography.x509.oid import NameOID
 from kma.cluster.node_config import ClusterFiles, NodeConfig
 from kma.cluster.trust import bundle
 from kma.crypto import CertifiedKey, fingerprint
-from kma.crypto.hsm import CLUSTER_MASTER_KEY, HsmSettings, HsmUnavailable, Token
+from kma.crypto.hsm import Token
+from kma.crypto.hsm_settings import CLUSTER_MASTER_KEY, HsmSettings, HsmUnavailable
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.validation import check_address, check_id, check_passphrase
 from kma.errors import Conflict, KmaError, ValidationFailed

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import uvicorn
 
+from kma.api.listener import STOP_REQUESTED, Listener, listen, note_stop_requests
 from kma.crypto import WrappingKey, create_cluster_ca, issue_server_certificate
 from kma.datadir import DataDir, write_private
 from kma.limits import ListenerLimits
-from kma.server import STOP_REQUESTED, Listener, listen, note_stop_requests
 from kma.setup.api import create_setup_app
 from kma.setup.service import SetupSession, split_address
 from kma.tls import server_context

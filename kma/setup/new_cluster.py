@@ -27,7 +27,8 @@ from kma.crypto import (
     hash_passphrase,
     issue_server_certificate,
 )
-from kma.crypto.hsm import HsmMasterKey, HsmSettings, HsmUnavailable, Token, token_labels
+from kma.crypto.hsm import HsmMasterKey, Token, token_labels
+from kma.crypto.hsm_settings import HsmSettings, HsmUnavailable
 from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
@@ -35,6 +36,7 @@ from kma.domain.strength import check_user_passphrase
 from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import Conflict, ValidationFailed
 from kma.services.quorum.key_split import check_split_members
+from kma.steps import step
 from kma.store import Stmt
 from kma.vault import row_mac_key, wrap_master_for_root
 
@@ -207,11 +209,28 @@ def initialise(
     `refusals`: (address, what) of wrong set-up codes before the KMA existed, for its audit trail.
     Returns the new master key, for a set-up that goes on serving at once.
     """
-    from kma.setup.proof import draft_key_split, prove
+    _check_the_answers(data_dir, answers)
+    split = _prove_the_key_split(answers, split)
+    staging = DataDir(data_dir.staging("setting-up"))
+    try:
+        master = _create(staging, answers, clock, split, refusals)
+        _move_into_place(data_dir, staging)
+    finally:
+        shutil.rmtree(staging.root, ignore_errors=True)
+    return master
 
+
+@step("new cluster")
+def _check_the_answers(data_dir: DataDir, answers: Answers) -> None:
     check_settings(answers)
     if data_dir.is_initialised() or data_dir.db.exists():
         raise Conflict(f"{data_dir.root} already holds a KMA; choose an empty directory.")
+
+
+@step("new cluster")
+def _prove_the_key_split(answers: Answers, split: KeySplitDraft | None) -> KeySplitDraft:
+    from kma.setup.proof import draft_key_split, prove
+
     if split is None:
         check_key_split(answers.threshold, answers.members)
         split = draft_key_split(answers.threshold, [(m.name, m.passphrase) for m in answers.members])
@@ -221,13 +240,12 @@ def initialise(
             "The answers name other key split members or another threshold than the "
             "key split that was proven."
         )
-    staging = DataDir(data_dir.staging("setting-up"))
-    try:
-        master = _create(staging, answers, clock, split, refusals)
-        data_dir.take_from(staging.root)
-    finally:
-        shutil.rmtree(staging.root, ignore_errors=True)
-    return master
+    return split
+
+
+@step("new cluster")
+def _move_into_place(data_dir: DataDir, staging: DataDir) -> None:
+    data_dir.take_from(staging.root)
 
 
 def _create(
@@ -239,23 +257,11 @@ def _create(
 ) -> WrappingKey:
 
     root_secret = split.root_secret  # refuses an unproven draft
-    token = _open_token(answers.hsm)  # a missing token or wrong PIN stops here
+    token = _open_the_token(answers.hsm)  # a missing token or wrong PIN stops here
     data_dir.create()
-
-    ca = create_cluster_ca(answers.cluster_name)
-    hosts = {
-        addr.rpartition(":")[0].strip("[]") for addr in (answers.management_address, answers.service_address)
-    }
-    server = issue_server_certificate(
-        ca, answers.kma_id, sorted(h for h in hosts if h not in ("0.0.0.0", "::"))
-    )
-    data_dir.ca_cert.parent.mkdir(parents=True, exist_ok=True)
-    data_dir.ca_cert.write_bytes(ca.cert_pem)
-    data_dir.server_cert.write_bytes(server.cert_pem + ca.cert_pem)
-    write_private(data_dir.server_key, server.key_pem)
-
+    ca = _issue_the_certificates(data_dir, answers)
     try:
-        master = _new_master(token)
+        master = _make_the_master_key(token)
         try:
             return _initialise(data_dir, answers, clock, (root_secret, split.sealed), ca, master, refusals)
         except BaseException:
@@ -267,6 +273,23 @@ def _create(
     finally:
         if token is not None:
             token.close()  # the vault logs in on its own when `kma serve` unlocks it
+
+
+@step("new cluster")
+def _issue_the_certificates(data_dir: DataDir, answers: Answers) -> CertifiedKey:
+    """The cluster CA and this KMA's server certificate, written into the data directory."""
+    ca = create_cluster_ca(answers.cluster_name)
+    hosts = {
+        addr.rpartition(":")[0].strip("[]") for addr in (answers.management_address, answers.service_address)
+    }
+    server = issue_server_certificate(
+        ca, answers.kma_id, sorted(h for h in hosts if h not in ("0.0.0.0", "::"))
+    )
+    data_dir.ca_cert.parent.mkdir(parents=True, exist_ok=True)
+    data_dir.ca_cert.write_bytes(ca.cert_pem)
+    data_dir.server_cert.write_bytes(server.cert_pem + ca.cert_pem)
+    write_private(data_dir.server_key, server.key_pem)
+    return ca
 
 
 def check_new_token(table: dict[str, Any], kma_id: str) -> list[str]:
@@ -296,7 +319,13 @@ def _open_token(hsm: HsmSettings | None) -> Token | None:
         raise ValidationFailed(str(exc)) from None
 
 
-def _new_master(token: Token | None) -> WrappingKey:
+@step("new cluster")
+def _open_the_token(hsm: HsmSettings | None) -> Token | None:
+    return _open_token(hsm)
+
+
+@step("new cluster")
+def _make_the_master_key(token: Token | None) -> WrappingKey:
     if token is None:
         return WrappingKey.generate()
     return HsmMasterKey(token.random(32), token, token.generate_master())
@@ -311,92 +340,49 @@ def _initialise(
     master: WrappingKey,
     refusals: Sequence[tuple[str, str]],
 ) -> WrappingKey:
-    from kma.appliance import Appliance
-    from kma.audit.record import Condition
-    from kma.cluster.store import open_store
-    from kma.services.row_macs import SPLIT_MEMBERS, seal
-    from kma.services.users import seal_user
+    _write_the_identity(data_dir, answers)
+    autounlock = _keep_the_autonomous_unlock_key(data_dir, answers, master)
+    _record_the_new_cluster(data_dir, answers, clock, (split, ca, master, autounlock), refusals)
+    return master
 
+
+@step("new cluster")
+def _write_the_identity(data_dir: DataDir, answers: Answers) -> None:
     identity = Identity(answers.kma_id, answers.site_id, answers.management_address, answers.service_address)
     data_dir.identity_file.write_text(
         identity.to_toml() + (answers.hsm.to_toml() if answers.hsm else ""), encoding="utf-8"
     )
 
-    autounlock = None
-    if answers.autonomous_unlock:
-        local = WrappingKey.generate()
-        write_private(data_dir.unlock_key, local.raw())
-        autounlock = local.wrap(f"autounlock:{answers.kma_id}", master.raw())
+
+@step("new cluster")
+def _keep_the_autonomous_unlock_key(data_dir: DataDir, answers: Answers, master: WrappingKey) -> bytes | None:
+    """With autonomous unlock: this KMA's unlock key file, and the master key wrapped under it."""
+    if not answers.autonomous_unlock:
+        return None
+    local = WrappingKey.generate()
+    write_private(data_dir.unlock_key, local.raw())
+    return local.wrap(f"autounlock:{answers.kma_id}", master.raw())
+
+
+@step("new cluster")
+def _record_the_new_cluster(
+    data_dir: DataDir,
+    answers: Answers,
+    clock: Clock | None,
+    secrets: tuple[tuple[bytes, dict[str, str]], CertifiedKey, WrappingKey, bytes | None],
+    refusals: Sequence[tuple[str, str]],
+) -> None:
+    """The cluster's first rows in one audited commit, then the set-up codes refused before it."""
+    from kma.appliance import Appliance
+    from kma.audit.record import Condition
+    from kma.cluster.store import open_store
 
     kma = Appliance(data_dir, open_store, clock)
     try:
-        now = kma.clock.now()
-        installer = Actor("installer", "local console", kind="kma")
-        mac_key = row_mac_key(master)
-        officer_hash = hash_passphrase(answers.officer_passphrase)
-        statements = [
-            Stmt(
-                "INSERT INTO cluster (id, name, created_at, master_wrapped_by_root, ca_cert_pem, "
-                "ca_key_wrapped, split_threshold) VALUES (1, ?, ?, ?, ?, ?, ?)",
-                (
-                    answers.cluster_name,
-                    now,
-                    wrap_master_for_root(split[0], master),
-                    ca.cert_pem.decode(),
-                    master.wrap("cluster-ca-key", ca.key_pem),
-                    answers.threshold,
-                ),
-            ),
-            Stmt(
-                "INSERT INTO sites (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                (answers.site_id, answers.site_name, now, now),
-            ),
-            Stmt(
-                "INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
-                "key_pool_size, autounlock_master, master_key, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    answers.kma_id,
-                    answers.kma_name,
-                    answers.site_id,
-                    answers.management_address,
-                    answers.service_address,
-                    _version(),
-                    answers.key_pool_size,
-                    autounlock,
-                    "pkcs11" if answers.hsm else "software",
-                    now,
-                    now,
-                ),
-            ),
-            Stmt(
-                "INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    answers.officer_id,
-                    answers.officer_name,
-                    str(Role.SECURITY_OFFICER),
-                    officer_hash,
-                    now,
-                    now,
-                ),
-            ),
-            seal_user(mac_key, answers.officer_id, str(Role.SECURITY_OFFICER), 1, officer_hash),
-        ] + [
-            stmt
-            for name, sealed in split[1].items()
-            for stmt in (
-                Stmt(
-                    "INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, 1)",
-                    (name, sealed),
-                ),
-                seal(mac_key, SPLIT_MEMBERS, {"name": name, "share_sealed": sealed, "generation": 1}),
-            )
-        ]
         kma.commit(
-            installer,
+            Actor("installer", "local console", kind="kma"),
             "cluster.create",
-            statements,
+            _first_rows(answers, *secrets, kma.clock.now()),
             f"created cluster '{answers.cluster_name}' with KMA '{answers.kma_id}' at site "
             f"'{answers.site_id}'; key split {answers.threshold} of {len(answers.members)}; "
             f"autonomous unlock {'on' if answers.autonomous_unlock else 'off'}; master key "
@@ -414,7 +400,81 @@ def _initialise(
             )
     finally:
         kma.close()
-    return master
+
+
+def _first_rows(
+    answers: Answers,
+    split: tuple[bytes, dict[str, str]],
+    ca: CertifiedKey,
+    master: WrappingKey,
+    autounlock: bytes | None,
+    now: int,
+) -> list[Stmt]:
+    """The cluster, its site, this KMA, the first Security Officer and the key split members."""
+    from kma.services.row_macs import SPLIT_MEMBERS, seal
+    from kma.services.users import seal_user
+
+    mac_key = row_mac_key(master)
+    officer_hash = hash_passphrase(answers.officer_passphrase)
+    return [
+        Stmt(
+            "INSERT INTO cluster (id, name, created_at, master_wrapped_by_root, ca_cert_pem, "
+            "ca_key_wrapped, split_threshold) VALUES (1, ?, ?, ?, ?, ?, ?)",
+            (
+                answers.cluster_name,
+                now,
+                wrap_master_for_root(split[0], master),
+                ca.cert_pem.decode(),
+                master.wrap("cluster-ca-key", ca.key_pem),
+                answers.threshold,
+            ),
+        ),
+        Stmt(
+            "INSERT INTO sites (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            (answers.site_id, answers.site_name, now, now),
+        ),
+        Stmt(
+            "INSERT INTO kmas (id, name, site_id, management_address, service_address, version, "
+            "key_pool_size, autounlock_master, master_key, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                answers.kma_id,
+                answers.kma_name,
+                answers.site_id,
+                answers.management_address,
+                answers.service_address,
+                _version(),
+                answers.key_pool_size,
+                autounlock,
+                "pkcs11" if answers.hsm else "software",
+                now,
+                now,
+            ),
+        ),
+        Stmt(
+            "INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                answers.officer_id,
+                answers.officer_name,
+                str(Role.SECURITY_OFFICER),
+                officer_hash,
+                now,
+                now,
+            ),
+        ),
+        seal_user(mac_key, answers.officer_id, str(Role.SECURITY_OFFICER), 1, officer_hash),
+    ] + [
+        stmt
+        for name, sealed in split[1].items()
+        for stmt in (
+            Stmt(
+                "INSERT INTO key_split_members (name, share_sealed, generation) VALUES (?, ?, 1)",
+                (name, sealed),
+            ),
+            seal(mac_key, SPLIT_MEMBERS, {"name": name, "share_sealed": sealed, "generation": 1}),
+        )
+    ]
 
 
 def _version() -> str:

@@ -13,59 +13,40 @@ settings are not restored. Sessions are not restored either: everyone signs in a
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from kma.backup.fileformat import (
-    DATABASE_SUFFIX,
     BadBackup,
     CoreSecurityBackup,
     DatabaseBackup,
     decrypt_database_backup,
-    file_sha256,
     read_core_security_backup,
     read_database_backup,
 )
 from kma.clock import Clock
 from kma.crypto import (
     BadPassphrase,
-    CertifiedKey,
     CryptoError,
     WrappingKey,
     combine_shares,
-    entry_signature,
-    fingerprint,
-    issue_server_certificate,
     open_share,
 )
 from kma.crypto.generations import MasterKeys
-from kma.crypto.hsm import CLUSTER_MASTER_KEY, HsmMasterKey, HsmSettings, HsmUnavailable, Token
-from kma.datadir import DataDir, Identity, write_private
-from kma.domain.actor import Actor
+from kma.crypto.hsm import HsmMasterKey, Token
+from kma.crypto.hsm_settings import CLUSTER_MASTER_KEY, HsmSettings, HsmUnavailable
+from kma.datadir import DataDir
 from kma.errors import Conflict, KmaError, ValidationFailed
 from kma.services.master_keys import generations_of
 from kma.services.quorum.key_split import Credential
-from kma.store import Stmt
+from kma.setup.restored_kma import Restored, set_up
+from kma.steps import step
 from kma.store.schema import latest_schema_version
 from kma.vault import put_in_token, unwrap_master_with_root
-
-
-@dataclass(frozen=True)
-class Restored:
-    cluster_name: str
-    kma_id: str
-    backup_id: str
-    backup_created_at: int
-    keys: int
-    audit_events: int
-    ca_fingerprint: str
-    master_key: str  # where the restored KMA holds the master key, as its restore event says
-    master: WrappingKey | None = field(default=None, repr=False, compare=False)  # serves unlocked at once
 
 
 @dataclass(frozen=True)
@@ -98,8 +79,8 @@ def restore(
     root = data_dir.root
     if not data_dir.is_empty():
         raise Conflict(f"{root} is not empty; a restore needs a new or empty data directory.")
-    backup, core = check_pair(database_backup, core_security_backup)
-    plain = open_master(core, credentials)
+    backup, core = _check_the_backup_pair(database_backup, core_security_backup)
+    plain = _open_the_master_key(core, credentials)
     master: WrappingKey = MasterKeys(plain, core.master_generation)
     core.check_seal(master)
     settings = token_for(core, hsm, autonomous_unlock)
@@ -114,11 +95,10 @@ def restore(
         staging = data_dir.staging("restore")
         try:
             stage = DataDir(staging)
-            decrypt_database_backup(backup, key, stage.db)
-            _check_database(stage.db, backup)
+            _decrypt_the_database(backup, key, stage)
             master = _master_generations(stage.db, plain, core.master_generation, master)
             restored = replace(
-                _set_up(
+                set_up(
                     stage,
                     backup,
                     master,
@@ -138,6 +118,24 @@ def restore(
         if token is not None:
             token.close()
     return restored
+
+
+@step("restore")
+def _check_the_backup_pair(
+    database_backup: Path, core_security_backup: Path
+) -> tuple[DatabaseBackup, CoreSecurityBackup]:
+    return check_pair(database_backup, core_security_backup)
+
+
+@step("restore")
+def _open_the_master_key(core: CoreSecurityBackup, credentials: Sequence[Credential]) -> WrappingKey:
+    return open_master(core, credentials)
+
+
+@step("restore")
+def _decrypt_the_database(backup: DatabaseBackup, key: WrappingKey, stage: DataDir) -> None:
+    decrypt_database_backup(backup, key, stage.db)
+    _check_database(stage.db, backup)
 
 
 def check_pair(
@@ -326,154 +324,6 @@ def _master_generations(db: Path, plain: WrappingKey, generation: int, opened: W
         return generations_of(plain, generation, newest, (bytes(old[0]), bytes(old[1])))
     except KmaError as exc:
         raise BadBackup(exc.message) from None
-
-
-def _own_entry_signed(
-    kma: Any, ca_key_pem: bytes, management_address: str, service_address: str
-) -> tuple[str, str]:
-    """The signatures of the restored KMA's entry (`kma`: its Appliance) at its new addresses (the
-    backup's entry is genuine)."""
-    sql = "{} WHERE id = ?"
-    own = kma.store.query_one(sql.format(entry_signature.SELECT), (kma.kma_id,))
-    routes = kma.store.query_one(sql.format(entry_signature.SELECT_ROUTES), (kma.kma_id,))
-    return (
-        entry_signature.sign(ca_key_pem, {**dict(own or {}), "service_address": service_address}),
-        entry_signature.sign_routes(
-            ca_key_pem, {**dict(routes or {}), "management_address": management_address}
-        ),
-    )
-
-
-def _set_up(
-    stage: DataDir,
-    backup: DatabaseBackup,
-    master: WrappingKey,
-    addresses: tuple[str, str],
-    autonomous_unlock: bool,
-    tokens: tuple[HsmSettings | None, dict[str, str] | None],
-    clock: Clock | None,
-) -> Restored:
-    """`tokens`: the restored KMA's token, and what the backup records of the one that made it."""
-    from kma.appliance import Appliance
-    from kma.cluster.store import open_store
-    from kma.services.backups import withheld_warning
-
-    management_address, service_address = addresses
-    hsm, recorded = tokens
-    master_key = f"in the HSM {hsm.token_name}" if hsm else "in software"
-    if recorded and not hsm:
-        master_key += f" (the KMA that made the backup held it in its HSM {recorded.get('token', '?')})"
-    manifest = backup.manifest
-    kma_id = str(manifest["kma_id"])
-    conn = sqlite3.connect(stage.db)
-    try:
-        site = conn.execute("SELECT site_id FROM kmas WHERE id = ?", (kma_id,)).fetchone()
-        cluster_name, ca_pem, ca_key_wrapped = conn.execute(
-            "SELECT name, ca_cert_pem, ca_key_wrapped FROM cluster"
-        ).fetchone()
-    finally:
-        conn.close()
-    if site is None:
-        raise BadBackup(f"The backup names KMA '{kma_id}', which its own database does not hold.")
-    ca = CertifiedKey(ca_pem.encode("ascii"), master.unwrap("cluster-ca-key", ca_key_wrapped))
-    hosts = {a.rpartition(":")[0].strip("[]") for a in (management_address, service_address)}
-    server = issue_server_certificate(ca, kma_id, sorted(h for h in hosts if h not in ("0.0.0.0", "::")))
-    stage.ca_cert.parent.mkdir(parents=True, exist_ok=True)
-    stage.ca_cert.write_bytes(ca.cert_pem)
-    stage.server_cert.write_bytes(server.cert_pem + ca.cert_pem)
-    write_private(stage.server_key, server.key_pem)
-    stage.identity_file.write_text(
-        Identity(kma_id, site[0], management_address, service_address).to_toml()
-        + (hsm.to_toml() if hsm else ""),
-        encoding="utf-8",
-    )
-    autounlock = None
-    if autonomous_unlock:
-        local = WrappingKey.generate()
-        write_private(stage.unlock_key, local.raw())
-        autounlock = local.wrap(f"autounlock:{kma_id}", master.raw())
-    kept = stage.root / "backups" / f"{manifest['backup_id']}{DATABASE_SUFFIX}"
-    kept.parent.mkdir(mode=0o700)
-    shutil.copyfile(backup.path, kept)
-    os.chmod(kept, 0o600)
-
-    kma = Appliance(stage, open_store, clock)  # brings an older backup's schema up to date
-    try:
-        now = kma.clock.now()
-        counts = manifest["counts"]
-        installer = Actor("installer", "local console", kind="kma")
-        withheld = int(kma.store.scalar(f"SELECT count(*) FROM keys WHERE {UNASSIGNED}"))
-        signature, route_signature = _own_entry_signed(kma, ca.key_pem, management_address, service_address)
-        kma.commit(
-            installer,
-            "backup.restore",
-            [
-                Stmt(
-                    "UPDATE kmas SET management_address = ?, service_address = ?, autounlock_master = ?, "
-                    "master_generation = (SELECT master_generation FROM cluster), "
-                    "locked = 0, updated_at = ?, signature = ?, route_signature = ? WHERE id = ?",
-                    (
-                        management_address,
-                        service_address,
-                        autounlock,
-                        now,
-                        signature,
-                        route_signature,
-                        kma_id,
-                    ),
-                    expect=1,
-                ),
-                Stmt("DELETE FROM sessions"),
-                # The backup restored from holds every key it copied: they stay Ready.
-                Stmt(
-                    "INSERT INTO backups (id, kma_id, created_at, created_by, scheduled, file_name, size, "
-                    "sha256, schema_version, keys, audit_events) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)",
-                    (
-                        manifest["backup_id"],
-                        kma_id,
-                        manifest["created_at"],
-                        manifest["created_by"],
-                        kept.name,
-                        kept.stat().st_size,
-                        file_sha256(kept),
-                        backup.schema_version,
-                        counts["keys"],
-                        counts["audit_events"],
-                    ),
-                ),
-                Stmt(
-                    "UPDATE keys SET backup_mark = ? "
-                    "WHERE backup_mark IS NULL AND material_wrapped IS NOT NULL",
-                    (manifest["created_at"],),
-                ),
-                # One key, one tape: every pool key the backup holds as unassigned may have been issued
-                # after it was taken (to a tape this backup does not know of). None is issued again; each
-                # stays readable by its ID (kma/services/agent_keys.py READABLE_BY_ID), and the pool is
-                # made anew.
-                Stmt(f"UPDATE keys SET withheld_at = ? WHERE {UNASSIGNED}", (now,)),
-            ],
-            f"restored KMA '{kma_id}' of cluster '{cluster_name}' from backup {manifest['backup_id']} "
-            f"(made {manifest['created_at']}: {counts['keys']} keys, {counts['audit_events']} audit events) "
-            f"with a quorum of the key split; autonomous unlock {'on' if autonomous_unlock else 'off'}; "
-            f"the master key {master_key}" + (f"; {withheld_warning(withheld)}" if withheld else ""),
-            ("kma", kma_id),
-        )
-    finally:
-        kma.close()
-    return Restored(
-        cluster_name,
-        kma_id,
-        str(manifest["backup_id"]),
-        int(manifest["created_at"]),
-        int(counts["keys"]),
-        int(counts["audit_events"]),
-        fingerprint(ca.cert_pem),
-        master_key,
-    )
-
-
-# The pool keys a backup holds as unassigned, of every KMA (any of them may have issued its own after).
-UNASSIGNED = "activated_at IS NULL AND destroyed_at IS NULL AND key_group_id IS NULL AND withheld_at IS NULL"
 
 
 def read_restore_answers(data: dict[str, Any], base: Path) -> RestoreAnswers:

@@ -155,7 +155,7 @@ def check_can_listen(address: str, what: str, own_port: int | None = None) -> No
 
     `own_port`: the port set-up mode itself listens on; the KMA may keep it (it lets it go first).
     """
-    from kma.server import listen
+    from kma.api.listener import listen
 
     host, port = split_address(address)
     if port == own_port:

@@ -14,7 +14,7 @@ import pytest
 from PySide6.QtCore import QSettings, QStandardPaths
 from PySide6.QtWidgets import QApplication
 
-from app.controller import AppController
+from manager.controller import AppController
 
 
 class MemoryKeyring(keyring.backend.KeyringBackend):

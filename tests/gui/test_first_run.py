@@ -16,8 +16,8 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QPushButton
 
 from app.local_mode import LocalMode
 from tests.gui.helpers import WAIT_MS, action, active_dialog, open_page
-from ui.demo_credentials import DemoCredentialsDialog
-from ui.quorum.widgets import ApproveDialog
+from ui.demo_credentials_dialog import DemoCredentialsDialog
+from ui.quorum.approval import ApproveDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -34,7 +34,7 @@ def _headless_main_job(home: Path) -> subprocess.CompletedProcess[str]:
     }
     env.update(HOME=str(home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
     return subprocess.run(
-        [sys.executable, "-m", "app.main", "--local"],
+        [sys.executable, "-m", "manager.main", "--local"],
         env=env,
         cwd=ROOT,
         capture_output=True,

@@ -8,7 +8,8 @@ from PySide6.QtCore import Qt
 from kma.store.schema import latest_schema_version
 from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in, wait_idle
 from ui.details import DetailsDialog
-from ui.list_page import ListPage, ListSpec
+from ui.list_page import ListPage
+from ui.list_spec import ListSpec
 from ui.pages import keys as keys_area
 
 pytestmark = pytest.mark.gui
@@ -139,7 +140,7 @@ def test_a_list_too_long_to_count_says_more_than(qtbot, controller, tmp_path):
 
 def test_the_manager_pairs_sorts_with_filters_as_the_kma_does() -> None:
     """Each list page offers a sort together with a filter exactly when the KMA does."""
-    from kma import quorum
+    from kma.quorum import pending_ops
     from kma.services import agents, data_units, keys, users
     from ui.pages import agents as agents_area
     from ui.pages import data_units as data_units_area
@@ -151,7 +152,7 @@ def test_the_manager_pairs_sorts_with_filters_as_the_kma_does() -> None:
         (data_units_area.SPEC, data_units.LIST),
         (agents_area.SPEC, agents.LIST),
         (users_area.SPEC, users.LIST),
-        (quorum_area.SPEC, quorum.LIST),
+        (quorum_area.SPEC, pending_ops.LIST),
     ):
         assert shown.filtered_sorts == dict(served.filtered_sorts), shown.key
         assert shown.default_sort is not None and shown.default_sort[0] == served.default_sort, shown.key

@@ -44,7 +44,7 @@ def test_local_kma_stops_with_the_manager(tmp_path: Path, stop: signal.Signals) 
         "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
     }
     manager = subprocess.Popen(
-        [sys.executable, "-m", "app.main", "--local", "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "manager.main", "--local", "--data-dir", str(data_dir)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -70,7 +70,7 @@ def _manager(data_dir: Path, home: Path) -> subprocess.Popen[str]:
         "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "app.main", "--local", "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "manager.main", "--local", "--data-dir", str(data_dir)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -31,7 +31,8 @@ from tests.support.cluster import free_port
 from tests.support.first_setup import MEMBERS
 from tests.support.kma_process import RunningKma
 from ui.form_dialog import FormDialog
-from ui.quorum.widgets import ApproveDialog, QuorumFormDialog
+from ui.quorum.approval import ApproveDialog
+from ui.quorum.widgets import QuorumFormDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 

@@ -45,7 +45,7 @@ def test_after_sign_out_in_local_mode_the_sign_in_window_leads_to_the_demo_crede
     qtbot, controller, demo_kma
 ):
     from app.demo_credentials import DemoCredentials
-    from ui.demo_credentials import DemoCredentialsDialog
+    from ui.demo_credentials_dialog import DemoCredentialsDialog
 
     controller.demo = DemoCredentials(demo_kma.demo)
     controller.local_ca = demo_kma.fingerprint

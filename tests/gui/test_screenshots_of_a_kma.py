@@ -33,7 +33,7 @@ def _render(
         [
             sys.executable,
             "-m",
-            "app.main",
+            "manager.main",
             "--screenshots",
             str(tmp_path / "shots"),
             "--kma",
@@ -77,7 +77,7 @@ def test_a_fingerprint_that_is_not_the_kmas_is_refused(demo_kma: RunningKma, tmp
 
 def test_the_options_come_together() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "app.main", "--kma", "127.0.0.1:8443"],
+        [sys.executable, "-m", "manager.main", "--kma", "127.0.0.1:8443"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -14,7 +14,7 @@ from kms_client.release import release
 from tests.gui.helpers import WAIT_MS, sign_in
 from tests.support.kma_process import RunningKma
 from tests.support.releases import release_tree
-from ui.sign_in import SignInWindow
+from ui.sign_in_window import SignInWindow
 from ui.widgets import PasswordLineEdit
 
 pytestmark = pytest.mark.gui

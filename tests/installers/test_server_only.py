@@ -27,7 +27,17 @@ from tests.support.waiting import wait_until
 pytestmark = [pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-PROJECT = ["pyproject.toml", "README.md", "kma", "kms_client", "tape_planning", "app", "ui", "resources"]
+PROJECT = [
+    "pyproject.toml",
+    "README.md",
+    "kma",
+    "kms_client",
+    "tape_planning",
+    "app",
+    "ui",
+    "manager",
+    "resources",
+]
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Every list query the API can issue is answered from an index, on a store of 100,000+ keys.
 
-The queries are enumerated from the lists' own options (each `ListSpec`'s sorts, both orders, and
+The queries are enumerated from the lists' own options (each `ListQuery`'s sorts, both orders, and
 filters, every value of a closed one), first pages and the page after, so a sort or filter added
 later is checked without touching this test. Each query is the one the service builds, captured
 on its way to the store, then explained by SQLite on the real KMA's database: no query may walk a
@@ -23,24 +23,24 @@ from typing import Any
 
 import pytest
 
-from kma import quorum
 from kma.domain.lifecycle import KeyState, key_in_state
 from kma.errors import ValidationFailed
+from kma.quorum import pending_ops
 from kma.services import agent_keys, agents, dashboard, data_units, keys, users
 from kma.services.agent_keys import AgentAccess, LocateFilter
-from kma.services.paging import COUNT_LIMIT, ListSpec, PageRequest, encode_cursor, list_page
+from kma.services.paging import COUNT_LIMIT, ListQuery, PageRequest, encode_cursor, list_page
 from kms_client.paging import iter_all
 from tests.support.kma_process import RunningKma, pool_keys, read_only_db
 from tests.support.waiting import wait_until
 
 POOL = 100_000  # the largest key pool a KMA may have: the product's own bulk path for keys
 # Every list the manager pages, the table it reads, and a value for each filter of a free value.
-LISTS: dict[str, tuple[ListSpec, str]] = {
+LISTS: dict[str, tuple[ListQuery, str]] = {
     "keys": (keys.LIST, "keys"),
     "data_units": (data_units.LIST, "data_units"),
     "agents": (agents.LIST, "agents"),
     "users": (users.LIST, "users"),
-    "quorum_operations": (quorum.LIST, "pending_quorum_ops"),
+    "quorum_operations": (pending_ops.LIST, "pending_quorum_ops"),
 }
 SAMPLE = {
     "key_group_id": "backup-dallas",
@@ -72,7 +72,7 @@ class CapturingStore:
         return []
 
 
-def filter_values(spec: ListSpec) -> list[dict[str, str]]:
+def filter_values(spec: ListQuery) -> list[dict[str, str]]:
     """Each filter with each of its values (a sample for a free value)."""
     filters: list[dict[str, str]] = []
     for name, flt in spec.filters.items():
@@ -83,12 +83,12 @@ def filter_values(spec: ListSpec) -> list[dict[str, str]]:
     return filters
 
 
-def offered(spec: ListSpec, sort: str, chosen: dict[str, str]) -> bool:
+def offered(spec: ListQuery, sort: str, chosen: dict[str, str]) -> bool:
     """The list offers this sort with this filter: the default sort, or one it names for it."""
     return sort == spec.default_sort or all(n in spec.filtered_sorts.get(sort, ()) for n in chosen)
 
 
-def requests(spec: ListSpec) -> Iterator[tuple[str, PageRequest]]:
+def requests(spec: ListQuery) -> Iterator[tuple[str, PageRequest]]:
     """Every sort in both orders, alone and with every filter value it is offered with; first
     pages and later ones (after a row with values, and after one whose sort values are NULL)."""
     asked = [
@@ -178,7 +178,7 @@ def test_every_list_query_is_answered_from_an_index(large_store: Path, name: str
 TYPED = ("E00001", "backup-dal", "dallas", "4F2A9C", 'no "such" 50%_row')
 
 
-def searches(spec: ListSpec) -> Iterator[tuple[str, PageRequest]]:
+def searches(spec: ListQuery) -> Iterator[tuple[str, PageRequest]]:
     """Each typed text with each request the list offers (every sort, order, filter, cursor)."""
     for text, (label, req) in itertools.product(TYPED, requests(spec)):
         yield f"q={text!r} {label}", replace(req, q=text)

@@ -9,7 +9,7 @@ import keyring
 import pytest
 from keyring.backend import KeyringBackend
 
-from kma.crypto.hsm import HsmSettings, HsmUnavailable, read_pin_file
+from kma.crypto.hsm_settings import HsmSettings, HsmUnavailable, read_pin_file
 from kma.errors import ValidationFailed
 from kma.setup.new_cluster import read_hsm
 

@@ -7,6 +7,11 @@ code) and names the modules of each cycle it finds. Folders too: when ui/pages i
 and ui/audit imports ui/pages, neither folder can be understood, moved or left out without the
 other, even if no two modules import each other. A folder is a module's first two name parts
 (``ui.pages.keys`` is in ``ui.pages``); a top-level module (``ui.format``) is its own.
+
+No cycle is not yet a direction: the packages also import only downwards (`LAYERS`: `manager`, the
+composition root, above `ui` above `app` above `kms_client`; the KMA apart, reaching a KMA only
+through `kms_client` for its command line), and the KMA's entry points (`kma serve`, its workers'
+start, the command line) are imported by nothing beneath them, imports inside functions included.
 """
 
 from __future__ import annotations
@@ -17,8 +22,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("kma", "kms_client", "app", "ui", "tape_planning")
+PACKAGES = ("kma", "kms_client", "app", "ui", "manager", "tape_planning")
 FOLDER_PACKAGES = ("kma", "ui", "app")
+# What each package may import of ours: only what is below it (docs/architecture.md).
+LAYERS = {
+    "manager": {"ui", "app", "kms_client", "tape_planning"},
+    "ui": {"app", "kms_client", "tape_planning"},
+    "app": {"kms_client", "tape_planning"},
+    "kms_client": {"tape_planning"},
+    "tape_planning": set(),
+    "kma": {"kms_client", "tape_planning"},  # the `kma` command line speaks to a KMA as a client
+}
+# The top of the KMA: what starts it. Only these import each other.
+KMA_ENTRY_POINTS = ("kma.cli", "kma.__main__", "kma.server", "kma.running")
 
 
 def module_names() -> dict[str, Path]:
@@ -150,3 +166,40 @@ def test_no_import_cycle_between_folders(package: str) -> None:
         + "\nthrough:\n"
         + "\n".join(why)
     )
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a package above the importer's (LAYERS), or of a KMA entry point from below."""
+
+    def entry(module: str) -> bool:
+        return any(module == e or module.startswith(f"{e}.") for e in KMA_ENTRY_POINTS)
+
+    found = []
+    for name, imported in sorted(graph.items()):
+        package = name.split(".")[0]
+        for target in sorted(imported):
+            other = target.split(".")[0]
+            if other != package and other not in LAYERS[package]:
+                found.append(f"{name} -> {target} ({package} is below {other})")
+            elif entry(target) and not entry(name):
+                found.append(f"{name} -> {target} (an entry point of the KMA)")
+    return found
+
+
+def test_the_checker_finds_an_import_upwards_even_inside_a_function() -> None:
+    graph = {
+        "app.controller": {"ui.sign_in", "kms_client"},
+        "kma.setup.listener": {"kma.server"},
+        "kma.server": {"kma.setup.listener"},
+        "ui.sign_in": {"app.session"},
+    }
+    assert upward_imports(graph) == [
+        "app.controller -> ui.sign_in (app is below ui)",
+        "kma.setup.listener -> kma.server (an entry point of the KMA)",
+    ]
+
+
+def test_packages_import_only_downwards() -> None:
+    assert set(LAYERS) == set(PACKAGES)
+    found = upward_imports(module_graph())
+    assert not found, "imports against the layering (docs/architecture.md):\n" + "\n".join(found)

@@ -23,7 +23,7 @@ import pytest
 import kms_client
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ("ui", "app")
+FOLDERS = ("ui", "app", "manager")
 # Files that may spell a role name, and why (display or file formats, not who may do what).
 SPELLED_FOR_A_REASON = {
     "ui/format.py": "the words a role is shown as (Security Officer)",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from kma.server import listen
+from kma.api.listener import listen
 
 
 async def nodelay_of_an_accepted_connection(sock: socket.socket) -> int:

@@ -15,7 +15,7 @@ VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["versi
 
 @pytest.mark.parametrize(
     ("command", "code"),
-    [("kma", "from kma.cli import main; main()"), ("kms-manager", "from app.main import main; main()")],
+    [("kma", "from kma.cli import main; main()"), ("kms-manager", "from manager.main import main; main()")],
 )
 def test_version_is_the_one_in_pyproject(command: str, code: str) -> None:
     done = subprocess.run(

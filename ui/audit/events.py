@@ -8,7 +8,8 @@ from typing import Any
 from PySide6.QtWidgets import QMessageBox
 
 from ui.format import words
-from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
+from ui.list_page import ListPage
+from ui.list_spec import ActionSpec, FilterSpec, ListSpec
 from ui.paged_model import Column
 
 

@@ -10,9 +10,11 @@ from PySide6.QtCore import Qt
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.agents import create_agent_with_passphrase, new_enrollment_passphrase, update_agent
-from ui.form_dialog import Field, FormDialog
+from ui.form_dialog import FormDialog
+from ui.form_field import Field
 from ui.format import when, yes_no
-from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
+from ui.list_page import ListPage
+from ui.list_spec import ActionSpec, FilterSpec, ListSpec
 from ui.paged_model import Column
 from ui.pages.agent_passphrases import EnrollmentPassphrasesDialog
 from ui.pages.common import enabled_tone

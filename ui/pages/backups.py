@@ -31,9 +31,11 @@ from app.writes.backups import (
 )
 from kms_client import Page
 from ui.files import ask_save_path, dated_name, tell_saved
-from ui.form_dialog import Field, FormDialog
+from ui.form_dialog import FormDialog
+from ui.form_field import Field
 from ui.format import counted
-from ui.list_page import ActionSpec, ListPage, ListSpec
+from ui.list_page import ListPage
+from ui.list_spec import ActionSpec, ListSpec
 from ui.paged_model import Column
 from ui.widgets import page_header
 

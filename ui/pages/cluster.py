@@ -35,7 +35,7 @@ from ui.cluster_scene import TopologyScene, certificate_line
 from ui.form_dialog import FormDialog
 from ui.master_key import master_key_line, open_rotation
 from ui.pages import kma_membership
-from ui.quorum.locking import open_unlock
+from ui.quorum.unlock import open_unlock
 from ui.upgrade_check import UpgradeCheckDialog, upgrade_check_controls
 from ui.widgets import page_header
 
@@ -113,13 +113,54 @@ class TopologyView(QGraphicsView):
 
 
 class ClusterPage(QWidget):
-    def __init__(self, ctx: AppContext) -> None:  # noqa: PLR0915 - layout, top to bottom
+    def __init__(self, ctx: AppContext) -> None:
         super().__init__()
         self.ctx = ctx
         self.setObjectName("page:cluster")
         self.topology: Any = None
         self._loading = False
         outer = QVBoxLayout(self)
+        outer.addLayout(self._header_row(ctx))
+        outer.addWidget(self.not_offered)
+
+        self.banner = QLabel("Loading the cluster…")
+        self.banner.setObjectName("clusterTolerance")
+        self.banner.setWordWrap(True)
+        self.banner.setTextFormat(Qt.RichText)
+        self.banner.setAccessibleName("Failure tolerance")
+        outer.addWidget(self.banner)
+        self.forwarding = QLabel()
+        self.forwarding.setObjectName("clusterForwarding")
+        self.forwarding.setWordWrap(True)
+        self.forwarding.hide()
+        outer.addWidget(self.forwarding)
+        self.master_key = QLabel()
+        self.master_key.setObjectName("clusterMasterKey")
+        self.master_key.setWordWrap(True)
+        self.master_key.setTextFormat(Qt.RichText)
+        self.master_key.setAccessibleName("Master key")
+        outer.addWidget(self.master_key)
+        self.master_key_state: Any = None
+
+        self.scene = TopologyScene(self)
+        self.scene.kma_selected.connect(self._selected)
+        self.view = TopologyView(self.scene)
+        self.view.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._menu)
+        outer.addWidget(self.view, 1)
+        self.hint = QLabel("Select a KMA to act on it.")
+        self.hint.setObjectName("clusterHint")
+        outer.addWidget(self.hint)
+
+        self._timer = QTimer(self)
+        self._timer.setInterval(REFRESH_MS)
+        self._timer.timeout.connect(self.refresh)
+        ChangeFollower(self, ctx.ops, {"kmas", "sites", "agents"}, self.refresh)
+        self._selected(None)
+
+    # --- refreshing, in the background ---------------------------------------------------------
+    def _header_row(self, ctx: AppContext) -> QHBoxLayout:
+        """The title and the buttons that act on the cluster, each shown only to who may use it."""
         top = QHBoxLayout()
         self.header = page_header("Cluster", "Sites, KMAs and agents, refreshed every few seconds.")
         top.addWidget(self.header, 1)
@@ -165,45 +206,8 @@ class ClusterPage(QWidget):
         self.upgrade_button, self.not_offered = upgrade_check_controls(ctx)
         self.upgrade_button.clicked.connect(self.upgrade_check)
         top.addWidget(self.upgrade_button, 0, Qt.AlignTop)
-        outer.addLayout(top)
-        outer.addWidget(self.not_offered)
+        return top
 
-        self.banner = QLabel("Loading the cluster…")
-        self.banner.setObjectName("clusterTolerance")
-        self.banner.setWordWrap(True)
-        self.banner.setTextFormat(Qt.RichText)
-        self.banner.setAccessibleName("Failure tolerance")
-        outer.addWidget(self.banner)
-        self.forwarding = QLabel()
-        self.forwarding.setObjectName("clusterForwarding")
-        self.forwarding.setWordWrap(True)
-        self.forwarding.hide()
-        outer.addWidget(self.forwarding)
-        self.master_key = QLabel()
-        self.master_key.setObjectName("clusterMasterKey")
-        self.master_key.setWordWrap(True)
-        self.master_key.setTextFormat(Qt.RichText)
-        self.master_key.setAccessibleName("Master key")
-        outer.addWidget(self.master_key)
-        self.master_key_state: Any = None
-
-        self.scene = TopologyScene(self)
-        self.scene.kma_selected.connect(self._selected)
-        self.view = TopologyView(self.scene)
-        self.view.setContextMenuPolicy(Qt.CustomContextMenu)
-        self.view.customContextMenuRequested.connect(self._menu)
-        outer.addWidget(self.view, 1)
-        self.hint = QLabel("Select a KMA to act on it.")
-        self.hint.setObjectName("clusterHint")
-        outer.addWidget(self.hint)
-
-        self._timer = QTimer(self)
-        self._timer.setInterval(REFRESH_MS)
-        self._timer.timeout.connect(self.refresh)
-        ChangeFollower(self, ctx.ops, {"kmas", "sites", "agents"}, self.refresh)
-        self._selected(None)
-
-    # --- refreshing, in the background ---------------------------------------------------------
     def showEvent(self, event: Any) -> None:  # noqa: N802
         super().showEvent(event)
         self.refresh()

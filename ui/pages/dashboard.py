@@ -109,19 +109,12 @@ def _load(worker: Any) -> tuple[Any, Any]:
 
 
 class DashboardPage(QWidget):
-    def __init__(self, ctx: AppContext) -> None:  # noqa: PLR0915 - layout, top to bottom
+    def __init__(self, ctx: AppContext) -> None:
         super().__init__()
         self.ctx = ctx
         self.setObjectName("page:dashboard")
         outer = QVBoxLayout(self)
-        top = QHBoxLayout()
-        self.header = page_header("Dashboard", "Loading the cluster's state…")
-        top.addWidget(self.header, 1)
-        refresh = QPushButton("Refresh")
-        refresh.setAccessibleName("Refresh dashboard")
-        refresh.clicked.connect(self.refresh)
-        top.addWidget(refresh, 0, Qt.AlignTop)
-        outer.addLayout(top)
+        outer.addLayout(self._header_row())
 
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
@@ -132,6 +125,35 @@ class DashboardPage(QWidget):
         layout = QVBoxLayout(body)
         layout.setContentsMargins(0, 0, 0, 0)
 
+        layout.addLayout(self._cards())
+        self._status_lines(layout)
+        row = QHBoxLayout()
+        row.addWidget(self._keys_box(), 1)
+        row.addWidget(self._kmas_box(), 1)
+        layout.addLayout(row)
+        layout.addWidget(self._certificates_box())
+        layout.addStretch(1)
+
+        self._timer = QTimer(self)
+        self._timer.setInterval(REFRESH_MS)
+        self._timer.timeout.connect(self.refresh)
+        self._loaded = False
+        # A little of everything, which drives change too: read again at every show.
+        ChangeFollower(self, ctx.ops, KINDS, self.refresh, every_show=True)
+        QuorumWatch.of(ctx).locked_changed.connect(self._lock_changed)
+
+    def _header_row(self) -> QHBoxLayout:
+        top = QHBoxLayout()
+        self.header = page_header("Dashboard", "Loading the cluster's state…")
+        top.addWidget(self.header, 1)
+        refresh = QPushButton("Refresh")
+        refresh.setAccessibleName("Refresh dashboard")
+        refresh.clicked.connect(self.refresh)
+        top.addWidget(refresh, 0, Qt.AlignTop)
+        return top
+
+    def _cards(self) -> QGridLayout:
+        """The counts, each opening its page."""
         cards = QGridLayout()
         self.cards = {
             k: StatCard(t, page)
@@ -146,8 +168,10 @@ class DashboardPage(QWidget):
         }
         for i, card in enumerate(self.cards.values()):
             cards.addWidget(card, 0, i)
-        layout.addLayout(cards)
+        return cards
 
+    def _status_lines(self, layout: QVBoxLayout) -> None:
+        """The cluster's health, the last backup's age and the warnings, one line each."""
         # The cluster's health in one line; the link opens the picture (ui/pages/cluster.py).
         self.cluster_health = QLabel()
         self.cluster_health.setObjectName("dashboardClusterHealth")
@@ -168,7 +192,7 @@ class DashboardPage(QWidget):
         self.warnings.setAccessibleName("Warnings")
         layout.addWidget(self.warnings)
 
-        row = QHBoxLayout()
+    def _keys_box(self) -> QFrame:
         keys_box = QFrame()
         keys_box.setFrameShape(QFrame.StyledPanel)
         keys_layout = QVBoxLayout(keys_box)
@@ -190,8 +214,9 @@ class DashboardPage(QWidget):
         self.keys_total = QLabel()
         keys_layout.addWidget(self.keys_total)
         keys_layout.addStretch(1)
-        row.addWidget(keys_box, 1)
+        return keys_box
 
+    def _kmas_box(self) -> QFrame:
         kma_box = QFrame()
         kma_box.setFrameShape(QFrame.StyledPanel)
         kma_layout = QVBoxLayout(kma_box)
@@ -209,18 +234,7 @@ class DashboardPage(QWidget):
         self.kmas_note.setWordWrap(True)
         self.kmas_note.hide()
         kma_layout.addWidget(self.kmas_note)
-        row.addWidget(kma_box, 1)
-        layout.addLayout(row)
-        layout.addWidget(self._certificates_box())
-        layout.addStretch(1)
-
-        self._timer = QTimer(self)
-        self._timer.setInterval(REFRESH_MS)
-        self._timer.timeout.connect(self.refresh)
-        self._loaded = False
-        # A little of everything, which drives change too: read again at every show.
-        ChangeFollower(self, ctx.ops, KINDS, self.refresh, every_show=True)
-        QuorumWatch.of(ctx).locked_changed.connect(self._lock_changed)
+        return kma_box
 
     def _certificates_box(self) -> QFrame:
         box = QFrame()

@@ -11,9 +11,11 @@ from app.pages import PageSpec, register
 from app.writes.data_units import create_data_unit, issue_key, update_data_unit
 from ui.audit.history import history_tab
 from ui.details import DetailsDialog
-from ui.form_dialog import Field, FormDialog
+from ui.form_dialog import FormDialog
+from ui.form_field import Field
 from ui.format import words
-from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
+from ui.list_page import ListPage
+from ui.list_spec import ActionSpec, FilterSpec, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import state_tone
 

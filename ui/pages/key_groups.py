@@ -19,8 +19,10 @@ from PySide6.QtWidgets import (
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.key_groups import create_key_group, set_key_group_agents, update_key_group
-from ui.form_dialog import Field, FormDialog
-from ui.list_page import ActionSpec, ListPage, ListSpec
+from ui.form_dialog import FormDialog
+from ui.form_field import Field
+from ui.list_page import ListPage
+from ui.list_spec import ActionSpec, ListSpec
 from ui.paged_model import Column
 from ui.widgets import ErrorLabel
 

@@ -9,9 +9,11 @@ from PySide6.QtCore import Qt
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.key_policies import create_key_policy, update_key_policy
-from ui.form_dialog import Field, FormDialog
+from ui.form_dialog import FormDialog
+from ui.form_field import Field
 from ui.format import period
-from ui.list_page import ActionSpec, ListPage, ListSpec
+from ui.list_page import ListPage
+from ui.list_spec import ActionSpec, ListSpec
 from ui.paged_model import Column
 
 

@@ -16,8 +16,9 @@ import html
 from typing import Any
 
 from app.writes import kma_membership as writes
-from ui.form_dialog import Field
-from ui.list_page import ActionSpec, ListPage
+from ui.form_field import Field
+from ui.list_page import ListPage
+from ui.list_spec import ActionSpec
 from ui.quorum.widgets import QuorumFormDialog
 from ui.secret_dialog import OneTimeSecretDialog
 

@@ -10,9 +10,11 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.sites import create_site, delete_site, update_kma, update_site
-from ui.form_dialog import Field, FormDialog
+from ui.form_dialog import FormDialog
+from ui.form_field import Field
 from ui.format import when, yes_no
-from ui.list_page import ActionSpec, ListPage, ListSpec
+from ui.list_page import ListPage
+from ui.list_spec import ActionSpec, ListSpec
 from ui.paged_model import Column
 from ui.pages import kma_membership
 from ui.widgets import page_header

@@ -17,9 +17,10 @@ import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.users import create_user, set_user_passphrase, update_user
-from ui.form_dialog import Field
+from ui.form_field import Field
 from ui.format import when, words
-from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
+from ui.list_page import ListPage
+from ui.list_spec import ActionSpec, FilterSpec, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import enabled_tone
 from ui.quorum.widgets import QuorumFormDialog

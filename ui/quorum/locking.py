@@ -33,10 +33,12 @@ from app.context import AppContext
 from app.operations import OpContext
 from app.pages import PageSpec, register
 from app.quorum_watch import QuorumWatch
-from app.writes.quorum import lock_kma, set_autonomous_unlock, set_quorum_lifetime, unlock_kma
-from ui.form_dialog import Field, FormDialog
+from app.writes.quorum import lock_kma, set_autonomous_unlock, set_quorum_lifetime
+from ui.form_dialog import FormDialog
+from ui.form_field import Field
 from ui.format import period
 from ui.quorum.key_split import KeySplitDialog, MemberEnrolmentDialog
+from ui.quorum.unlock import open_unlock
 from ui.quorum.widgets import QuorumFormDialog, open_operation, progress_text
 from ui.widgets import page_header
 
@@ -46,50 +48,6 @@ GOOD, BAD = "#2e7d32", "#c62828"
 
 def _pill(label: QLabel, text: str, color: str) -> None:
     label.setText(f"<b style='color:{color}'>●</b> <b>{html.escape(text)}</b>")
-
-
-def open_unlock(ctx: AppContext, parent: QWidget, kma_id: str | None) -> QuorumFormDialog | None:
-    """Unlock ``kma_id`` with key split credentials (fewer than M: a pending unlock)."""
-    watch = QuorumWatch.of(ctx)
-    if kma_id is None and watch.status is not None:
-        kma_id = watch.status.kma_id
-    if kma_id is None:  # not polled yet: ask which KMA this is, then open
-        ctx.ops.read(
-            lambda worker: worker.client.status(),
-            parent=parent,
-            success=lambda s: open_unlock(ctx, parent, s.kma_id),
-        )
-        return None
-    threshold = watch.threshold()
-
-    def unlocked(kma: Any) -> None:
-        box = QMessageBox(
-            QMessageBox.Information,
-            "KMA unlocked",
-            f"{kma.name} ({kma.id}) is unlocked and serves keys again.",
-            QMessageBox.Ok,
-            parent,
-        )
-        box.setObjectName("unlockedMessage")
-        box.setWindowModality(Qt.WindowModal)
-        box.open()
-
-    dialog = QuorumFormDialog(
-        ctx,
-        f"Unlock KMA {kma_id}",
-        [],
-        lambda v: unlock_kma(kma_id, credentials=v["credentials"]),
-        unlocked,
-        rows=threshold or 1,
-        what="the KMA unlocks",
-        intro=f"Unlock <b>{html.escape(kma_id)}</b>: it rebuilds the cluster's root secret from "
-        "the key split members' shares, opens its master key and serves keys again.",
-        ok_text="Unlock",
-        busy_text="Unlocking…",
-        parent=parent,
-    )
-    dialog.open()
-    return dialog
 
 
 def _load(worker: OpContext) -> dict[str, Any]:  # worker thread: kms_client only
@@ -128,7 +86,7 @@ def _with_change_button(
 
 
 class LockingPage(QWidget):
-    def __init__(self, ctx: AppContext) -> None:  # noqa: PLR0915 - layout, top to bottom
+    def __init__(self, ctx: AppContext) -> None:
         super().__init__()
         self.ctx = ctx
         self.setObjectName("page:locking")
@@ -139,6 +97,14 @@ class LockingPage(QWidget):
         self.enrolment: MemberEnrolmentDialog | None = None  # the ceremony after a key split change
         can_change = ctx.may("quorum.submit")
         layout = QVBoxLayout(self)
+        layout.addLayout(self._header_row())
+        layout.addWidget(self._this_kma(can_change))
+        layout.addWidget(self._quorum(can_change))
+        layout.addWidget(self._cluster())
+        layout.addStretch(1)
+        self.watch.locked_changed.connect(self._lock_changed)
+
+    def _header_row(self) -> QHBoxLayout:
         top = QHBoxLayout()
         top.addWidget(
             page_header(
@@ -153,8 +119,10 @@ class LockingPage(QWidget):
         refresh.setAccessibleName("Refresh lock state")
         refresh.clicked.connect(self.refresh)
         top.addWidget(refresh, 0, Qt.AlignTop)
-        layout.addLayout(top)
+        return top
 
+    def _this_kma(self, can_change: bool) -> QGroupBox:
+        """This KMA's state, its pending unlock and autonomous unlock, and the buttons that change them."""
         this = QGroupBox("This KMA")
         form = QFormLayout(this)
         form.setLabelAlignment(Qt.AlignRight)
@@ -191,8 +159,9 @@ class LockingPage(QWidget):
             buttons.addWidget(b)
         buttons.addStretch(1)
         form.addRow("", buttons)
-        layout.addWidget(this)
+        return this
 
+    def _quorum(self, can_change: bool) -> QGroupBox:
         quorum = QGroupBox("Quorum")
         qform = QFormLayout(quorum)
         qform.setLabelAlignment(Qt.AlignRight)
@@ -210,8 +179,9 @@ class LockingPage(QWidget):
         )
         qform.addRow("Key split:", split_row)
         qform.addRow("Pending operations expire after:", life_row)
-        layout.addWidget(quorum)
+        return quorum
 
+    def _cluster(self) -> QGroupBox:
         cluster = QGroupBox("KMAs in the cluster")
         cl = QVBoxLayout(cluster)
         self.kmas = QTreeWidget()
@@ -229,9 +199,7 @@ class LockingPage(QWidget):
         self.kmas_note.setWordWrap(True)
         self.kmas_note.hide()
         cl.addWidget(self.kmas_note)
-        layout.addWidget(cluster)
-        layout.addStretch(1)
-        self.watch.locked_changed.connect(self._lock_changed)
+        return cluster
 
     # -- loading ------------------------------------------------------------------------------
     def showEvent(self, event: Any) -> None:  # noqa: N802

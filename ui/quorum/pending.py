@@ -34,13 +34,14 @@ from app.quorum_watch import QuorumWatch
 from app.writes.quorum import delete_quorum_operation, resume_enrolment
 from ui.form_dialog import FormDialog
 from ui.format import when, words
-from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
+from ui.list_page import ListPage
+from ui.list_spec import ActionSpec, FilterSpec, ListSpec
 from ui.paged_model import Column
+from ui.quorum.approval import ApproveDialog
 from ui.quorum.key_split import MemberEnrolmentDialog
 from ui.quorum.widgets import (
     QUORUM_PAGE,
     TYPE_WORDS,
-    ApproveDialog,
     canonical_text,
     progress_text,
     request_view,

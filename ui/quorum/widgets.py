@@ -5,9 +5,11 @@
 * :class:`QuorumFormDialog`: a :class:`~ui.form_dialog.FormDialog` that also offers optional key
   split credentials, for every quorum-protected request (users, unlock, autonomous unlock); a
   pending answer is said by it.
-* :class:`ApproveDialog`: approve one pending quorum operation as one key split member.
-* :func:`tell_pending` / :func:`tell_outcome`: say plainly what happened (waiting for N of M, or
-  executed) with a link to the operation under Pending approvals.
+* :func:`tell_pending`: say plainly that a request waits (N of M approvals) with a link to the
+  operation under Pending approvals.
+
+Approving one pending operation as one key split member, and what it then says:
+ui/quorum/approval.py.
 
 Key split members are names with passphrases, not users: the person at the keyboard types the
 member's name and passphrase. Passphrases go to the KMA once and are not kept by the manager.
@@ -24,9 +26,6 @@ from PySide6.QtCore import QRegularExpression, Qt, Signal
 from PySide6.QtGui import QFontDatabase, QRegularExpressionValidator
 from PySide6.QtWidgets import (
     QComboBox,
-    QDialog,
-    QDialogButtonBox,
-    QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -40,13 +39,12 @@ from PySide6.QtWidgets import (
 
 import kms_client
 from app.context import AppContext
-from app.errors import ErrorKind, describe
 from app.quorum_watch import QuorumWatch
 from app.writes import Change
-from app.writes.quorum import approve_quorum_operation
-from ui.form_dialog import ID_PATTERN, Field, FormDialog
+from ui.form_dialog import FormDialog
+from ui.form_field import ID_PATTERN, Field
 from ui.format import when
-from ui.widgets import ErrorLabel, PasswordLineEdit, grow_to_fit
+from ui.widgets import PasswordLineEdit, grow_to_fit
 
 MAX_CREDENTIALS = 10
 QUORUM_PAGE = "quorum"
@@ -354,7 +352,7 @@ def open_operation(widget: QWidget | None, op_id: str) -> None:
         page.select_operation(op_id)
 
 
-def _box(
+def message_box(
     parent: QWidget | None, icon: QMessageBox.Icon, title: str, text: str, informative: str, name: str
 ) -> QMessageBox:
     """``text`` is plain; ``informative`` is rich text (escape what it quotes)."""
@@ -368,7 +366,7 @@ def _box(
 
 def tell_pending(ctx: AppContext, parent: QWidget | None, op: Any) -> QMessageBox:
     """A request became a pending quorum operation: say so, and link to it."""
-    box = _box(
+    box = message_box(
         parent,
         QMessageBox.Information,
         "Waiting for approval",
@@ -384,154 +382,3 @@ def tell_pending(ctx: AppContext, parent: QWidget | None, op: Any) -> QMessageBo
     box.open()
     QuorumWatch.of(ctx).poll_now()
     return box
-
-
-def tell_outcome(ctx: AppContext, parent: QWidget | None, op: Any, member: str) -> QMessageBox:
-    """After an approval: still pending with N of M, executed, or failed (and why)."""
-    got, need = len(op.approvals), op.approvals_needed
-    if op.state == "executed":
-        box = _box(
-            parent,
-            QMessageBox.Information,
-            "Approved and executed",
-            f"Approved as {member}: {got} of {need}. The quorum is complete and the KMA "
-            "has executed the operation.",
-            html.escape(f"{op.summary}: {op.result or 'done'}."),
-            "quorumOutcome",
-        )
-    elif op.state == "pending":
-        more = max(need - got, 0)
-        box = _box(
-            parent,
-            QMessageBox.Information,
-            "Approval recorded",
-            f"Approved as {member}. Still pending: {got} of {need} — {more} more key "
-            f"split member{'s' if more != 1 else ''} must approve before it runs.",
-            html.escape(op.summary) + ".",
-            "quorumOutcome",
-        )
-    else:
-        box = _box(
-            parent,
-            QMessageBox.Warning,
-            "Quorum reached, but it did not run",
-            f"The operation is {op.state}: {op.result or 'no reason given'}.",
-            "Nothing was changed. Check the details and the audit log; submit the request "
-            "again if it still applies.",
-            "quorumOutcome",
-        )
-    box.addButton(QMessageBox.Ok)
-    box.open()
-    QuorumWatch.of(ctx).poll_now()
-    return box
-
-
-# -- approving ---------------------------------------------------------------------------------------
-class ApproveDialog(QDialog):
-    """Approve ``op`` as one key split member: name + passphrase, window-modal."""
-
-    approved = Signal(object)  # the PendingQuorumOp as the KMA answered
-
-    def __init__(self, ctx: AppContext, op: Any, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.ctx = ctx
-        self.op = op
-        self.outcome: QMessageBox | None = None
-        self.setWindowTitle(f"Approve: {type_words(op.type)}")
-        self.setWindowModality(Qt.WindowModal)
-        self.setMinimumWidth(520)
-        self._approved = {a.member for a in op.approvals}
-        layout = QVBoxLayout(self)
-        done = ", ".join(f"{a.member} (by {a.approved_by})" for a in op.approvals) or "none yet"
-        intro = QLabel(
-            f"<b>{html.escape(op.summary)}</b><br>Requested by {html.escape(op.requested_by)} · "
-            f"{progress_text(op)} approvals so far: {html.escape(done)}."
-        )
-        intro.setWordWrap(True)
-        intro.setTextFormat(Qt.RichText)
-        layout.addWidget(intro)
-        layout.addWidget(QLabel("What will run, exactly:"))
-        request = request_view(canonical_text(op))
-        request.setMinimumHeight(150)
-        layout.addWidget(request, 1)  # spare height goes here, not between the labels
-        note = QLabel(
-            "Approve only if this is exactly the change you expect. The passphrase "
-            "opens this member's share of the cluster's root secret for this operation "
-            "only; the manager does not keep it."
-        )
-        note.setWordWrap(True)
-        layout.addWidget(note)
-        form = QFormLayout()
-        self.member = member_box((), "Key split member")
-        self.member.currentTextChanged.connect(self._validate)
-        self.passphrase = PasswordLineEdit()
-        self.passphrase.setAccessibleName("Key split member passphrase")
-        self.passphrase.setPlaceholderText("The member's own passphrase")
-        self.passphrase.textChanged.connect(self._validate)
-        self.passphrase.returnPressed.connect(self._accept)
-        form.addRow("Key split &member:", self.member)
-        form.addRow("&Passphrase:", self.passphrase)
-        layout.addLayout(form)
-        self.error = ErrorLabel(reserve_lines=2)
-        layout.addWidget(self.error)
-        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.ok = buttons.button(QDialogButtonBox.Ok)
-        self.ok.setText("Approve")
-        buttons.accepted.connect(self._accept)
-        buttons.rejected.connect(self.reject)
-        layout.addWidget(buttons)
-        load_members(ctx, self, self._members_known)
-        self._validate()
-
-    def _members_known(self, members: tuple[str, ...]) -> None:
-        set_members(self.member, [m for m in members if m not in self._approved])
-
-    def problem(self) -> str:
-        name = self.member.currentText().strip()
-        if not name:
-            return "Choose the key split member you approve as."
-        if name in self._approved:
-            return f"Key split member {name} has already approved this operation."
-        if not self.passphrase.text():
-            return f"Enter the passphrase of key split member {name}."
-        return ""
-
-    def _validate(self) -> None:
-        problem = self.problem()
-        self.ok.setEnabled(not problem)
-        self.ok.setToolTip(problem)
-
-    def _accept(self) -> None:
-        if self.problem():
-            self.error.say(self.problem())
-            return
-        member, passphrase, op_id = self.member.currentText().strip(), self.passphrase.text(), self.op.id
-        self.error.say("")
-        self.ok.setEnabled(False)
-        self.ctx.ops.write(
-            approve_quorum_operation(op_id, member, passphrase),
-            parent=self,
-            label="Approving…",
-            success=lambda op: self._done(op, member),
-            failure=self._failed,
-        )
-
-    def _done(self, op: Any, member: str) -> None:
-        self.accept()
-        self.approved.emit(op)
-        self.outcome = tell_outcome(self.ctx, self.parentWidget(), op, member)
-
-    def _failed(self, exc: BaseException) -> bool:
-        message = describe(exc)
-        self.ok.setEnabled(True)
-        if message.kind in (ErrorKind.SESSION_EXPIRED, ErrorKind.UNREACHABLE):
-            self.error.say(message.what)
-            return False
-        if isinstance(exc, kms_client.ValidationFailed):
-            self.passphrase.clear()  # most often a mistyped passphrase: type it again
-        self.error.say(f"{message.what} {message.todo}")
-        return True
-
-    def done(self, result: int) -> None:
-        self.passphrase.clear()
-        super().done(result)

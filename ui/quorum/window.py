@@ -66,7 +66,7 @@ class LockedBanner(Banner):
         self.hide()
 
     def _unlock(self) -> None:
-        from ui.quorum.locking import open_unlock
+        from ui.quorum.unlock import open_unlock
 
         status = QuorumWatch.of(self.ctx).status
         open_unlock(self.ctx, self.window_, status.kma_id if status else None)

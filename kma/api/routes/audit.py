@@ -14,10 +14,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Response
 from fastapi.responses import StreamingResponse
 
-from kma import quorum
 from kma.api import audit_schemas, schemas
 from kma.api.deps import AuditManage, AuditRead, Kma, Paging, with_filters
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, ran_or_pending
+from kma.quorum import engine
 from kma.services import audit_export, audit_log, audit_retention
 from kma.services.paging import Page, PageRequest
 
@@ -121,7 +121,7 @@ def set_audit_retention(
     if not audit_retention.shortens(kma, **periods):
         return audit_retention.set_retention(kma, actor, auto_prune=body.auto_prune, **periods)
     request = {**{k: v for k, v in periods.items() if v is not None}, "auto_prune": body.auto_prune}
-    done = quorum.submit(kma, actor, "shorten_audit_retention", request, body.key_split_credentials())
+    done = engine.submit(kma, actor, "shorten_audit_retention", request, body.key_split_credentials())
     return ran_or_pending(done, response, lambda: audit_retention.get_retention(kma))
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from kma import quorum
 from kma.api import schemas
 from kma.api.deps import Kma, KmaEvenLocked, KmasWrite, Paging, QuorumSubmit, SignedIn
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, UnlockBody, ran_or_pending
+from kma.quorum import engine
 from kma.services import certificate_renewal, kmas
 from kma.services.paging import Page
 from kma.services.quorum import locking
@@ -46,5 +46,5 @@ def lock_kma(kma_id: str, kma: Kma, actor: QuorumSubmit) -> dict[str, object]:
 def unlock_kma(
     kma_id: str, body: UnlockBody, kma: KmaEvenLocked, actor: QuorumSubmit, response: Response
 ) -> schemas.Kma | PendingQuorumOp:
-    done = quorum.submit(kma, actor, "unlock_kma", {"kma_id": kma_id}, body.key_split_credentials())
+    done = engine.submit(kma, actor, "unlock_kma", {"kma_id": kma_id}, body.key_split_credentials())
     return ran_or_pending(done, response, lambda: schemas.Kma.model_validate(kmas.get_kma(kma, kma_id)))

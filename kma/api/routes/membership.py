@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from kma import quorum
 from kma.api import schemas
 from kma.api.deps import Kma, QuorumSubmit, SignedIn, client_address
 from kma.api.membership_schemas import (
@@ -22,7 +21,8 @@ from kma.api.quorum_schemas import PENDING, PendingQuorumOp
 from kma.api.schemas import MasterKeyState
 from kma.appliance import Appliance
 from kma.cluster import join, membership
-from kma.quorum import Submitted
+from kma.quorum import engine
+from kma.quorum.engine import Submitted
 from kma.services import kmas, master_keys
 from kma.services.quorum import master_rotation
 
@@ -51,7 +51,7 @@ def _answer(kma: Appliance, done: Submitted, response: Response, adds_voter: boo
 def create_kma_entry(body: AddKmaBody, kma: Kma, actor: QuorumSubmit, response: Response) -> KmaAdmission:
     """Quorum-protected. The one-time KMA passphrase is in this answer only."""
     request = body.model_dump(exclude={"credentials"})
-    done = quorum.submit(kma, actor, "add_kma", request, body.key_split_credentials())
+    done = engine.submit(kma, actor, "add_kma", request, body.key_split_credentials())
     return _answer(kma, done, response, body.voter or body.witness)
 
 
@@ -60,7 +60,7 @@ def set_kma_passphrase(
     kma_id: str, body: KmaPassphraseBody, kma: Kma, actor: QuorumSubmit, response: Response
 ) -> KmaAdmission:
     """Quorum-protected: a new one-time KMA passphrase (also how a dead KMA is replaced)."""
-    done = quorum.submit(kma, actor, "set_kma_passphrase", {"kma_id": kma_id}, body.key_split_credentials())
+    done = engine.submit(kma, actor, "set_kma_passphrase", {"kma_id": kma_id}, body.key_split_credentials())
     return _answer(kma, done, response, adds_voter=False)
 
 
@@ -69,7 +69,7 @@ def remove_kma(
     kma_id: str, body: KmaPassphraseBody, kma: Kma, actor: QuorumSubmit, response: Response
 ) -> schemas.Kma | PendingQuorumOp:
     """Quorum-protected: the KMA leaves the cluster; its certificates stop working at once."""
-    done = quorum.submit(kma, actor, "remove_kma", {"kma_id": kma_id}, body.key_split_credentials())
+    done = engine.submit(kma, actor, "remove_kma", {"kma_id": kma_id}, body.key_split_credentials())
     if not done.executed:
         response.status_code = 202
         return PendingQuorumOp.model_validate(done.op)
@@ -82,7 +82,7 @@ def raise_cluster_version(
 ) -> PendingQuorumOp:
     """Quorum-protected: raise the cluster version, once every KMA runs a release that supports it
     (refused, naming the KMAs still too old, until then)."""
-    done = quorum.submit(
+    done = engine.submit(
         kma, actor, "raise_cluster_version", {"version": body.version}, body.key_split_credentials()
     )
     response.status_code = 201 if done.executed else 202
@@ -117,6 +117,6 @@ def rotate_master_key(
 ) -> PendingQuorumOp:
     """Quorum-protected: a new master key generation; every blob is re-wrapped under it in the
     background (progress: GET /cluster/master-key), then the old generation is destroyed."""
-    done = quorum.submit(kma, actor, "rotate_master_key", {}, body.key_split_credentials())
+    done = engine.submit(kma, actor, "rotate_master_key", {}, body.key_split_credentials())
     response.status_code = 201 if done.executed else 202
     return PendingQuorumOp.model_validate(done.op)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from kma import quorum
 from kma.api import schemas
 from kma.api.deps import (
     Kma,
@@ -32,9 +31,9 @@ from kma.api.quorum_schemas import (
     PendingQuorumOp,
     ran_or_pending,
 )
-from kma.quorum import member_enrolment
+from kma.quorum import engine, member_enrolment
 from kma.services.paging import Page
-from kma.services.quorum import locking
+from kma.services.quorum import key_split, locking
 from kma.services.quorum.key_split import Credential
 
 router = APIRouter(tags=["quorum"])
@@ -44,12 +43,12 @@ router = APIRouter(tags=["quorum"])
 def list_operations(
     kma: KmaEvenLocked, actor: QuorumRead, paging: Paging, state: str | None = None, type: str | None = None
 ) -> Page:  # noqa: A002
-    return quorum.list_ops(kma, with_filters(paging, state=state, type=type))
+    return engine.list_ops(kma, with_filters(paging, state=state, type=type))
 
 
 @router.get("/quorum-operations/{op_id}", response_model=PendingQuorumOp)
 def get_operation(op_id: str, kma: KmaEvenLocked, actor: QuorumRead) -> dict[str, object]:
-    return quorum.show_op(kma, op_id)
+    return engine.show_op(kma, op_id)
 
 
 @router.post(
@@ -58,18 +57,18 @@ def get_operation(op_id: str, kma: KmaEvenLocked, actor: QuorumRead) -> dict[str
 def approve_operation(
     op_id: str, body: CredentialBody, kma: KmaEvenLocked, actor: QuorumApprove
 ) -> dict[str, object]:
-    return quorum.approve(kma, actor, op_id, Credential(body.member, body.passphrase))
+    return engine.approve(kma, actor, op_id, Credential(body.member, body.passphrase))
 
 
 @router.delete("/quorum-operations/{op_id}", status_code=204)
 def delete_operation(op_id: str, kma: Kma, actor: QuorumDelete) -> Response:
-    quorum.delete(kma, actor, op_id)
+    engine.delete(kma, actor, op_id)
     return Response(status_code=204)
 
 
 @router.get("/cluster/key-split", response_model=KeySplit)
 def get_key_split(kma: Kma, actor: QuorumRead) -> dict[str, object]:
-    return quorum.key_split_view(kma)
+    return key_split.key_split_view(kma)
 
 
 @router.put("/cluster/key-split", response_model=KeySplitChangePending, status_code=202)
@@ -81,7 +80,7 @@ def change_key_split(body: KeySplitChange, kma: Kma, actor: QuorumSubmit) -> Key
         "members": [{"name": m.name} for m in body.members],
         "rotate_master_key": body.rotate_master_key,
     }
-    done = quorum.submit(kma, actor, "change_key_split", request, body.key_split_credentials())
+    done = engine.submit(kma, actor, "change_key_split", request, body.key_split_credentials())
     return KeySplitChangePending.model_validate({**done.op, "enrolment_codes": done.handed_out})
 
 
@@ -101,7 +100,7 @@ def new_enrolment_codes(op_id: str, kma: Kma, actor: QuorumSubmit) -> dict[str, 
 
 @router.put("/cluster/quorum-lifetime", response_model=KeySplit)
 def set_quorum_lifetime(body: LifetimeBody, kma: Kma, actor: QuorumSubmit) -> dict[str, object]:
-    return quorum.set_lifetime(kma, actor, body.seconds)
+    return key_split.set_lifetime(kma, actor, body.seconds)
 
 
 @router.get("/cluster/autonomous-unlock", response_model=AutonomousUnlock)
@@ -115,7 +114,7 @@ def get_autonomous_unlock(kma: Kma, actor: QuorumRead) -> dict[str, object]:
 def set_autonomous_unlock(
     body: AutonomousUnlockBody, kma: Kma, actor: QuorumSubmit, response: Response
 ) -> AutonomousUnlock | PendingQuorumOp:
-    done = quorum.submit(
+    done = engine.submit(
         kma, actor, "set_autonomous_unlock", {"enabled": body.enabled}, body.key_split_credentials()
     )
     return ran_or_pending(

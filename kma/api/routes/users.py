@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from kma import quorum
 from kma.api import schemas
 from kma.api.deps import Kma, Paging, UsersRead, UsersWrite, with_filters
 from kma.api.quorum_schemas import (
@@ -13,6 +12,7 @@ from kma.api.quorum_schemas import (
     UserPatchQuorum,
     ran_or_pending,
 )
+from kma.quorum import engine
 from kma.services import users
 from kma.services.paging import Page
 
@@ -38,7 +38,7 @@ def create_user(
     body: UserCreateQuorum, kma: Kma, actor: UsersWrite, response: Response
 ) -> schemas.User | PendingQuorumOp:
     request = body.model_dump(exclude={"credentials"})
-    done = quorum.submit(kma, actor, "create_user", request, body.key_split_credentials())
+    done = engine.submit(kma, actor, "create_user", request, body.key_split_credentials())
     return ran_or_pending(done, response, lambda: schemas.User.model_validate(users.get_user(kma, body.id)))
 
 
@@ -49,7 +49,7 @@ def update_user(
     request = {"id": user_id, **body.model_dump(exclude={"credentials"}, exclude_none=True)}
     if len(request) == 1:  # nothing to change: no quorum needed to say so
         return schemas.User.model_validate(users.get_user(kma, user_id))
-    done = quorum.submit(kma, actor, "update_user", request, body.key_split_credentials())
+    done = engine.submit(kma, actor, "update_user", request, body.key_split_credentials())
     return ran_or_pending(done, response, lambda: schemas.User.model_validate(users.get_user(kma, user_id)))
 
 
@@ -58,5 +58,5 @@ def set_passphrase(
     user_id: str, body: PassphraseQuorum, kma: Kma, actor: UsersWrite, response: Response
 ) -> Response | PendingQuorumOp:
     request = {"id": user_id, "passphrase": body.passphrase}
-    done = quorum.submit(kma, actor, "set_user_passphrase", request, body.key_split_credentials())
+    done = engine.submit(kma, actor, "set_user_passphrase", request, body.key_split_credentials())
     return ran_or_pending(done, response, lambda: Response(status_code=204))

@@ -21,14 +21,16 @@ from kma.crypto import (
     open_share,
 )
 from kma.crypto.generations import FIRST, MasterKeys
+from kma.domain.actor import Actor
 from kma.domain.validation import check_id
 from kma.errors import Conflict, KmaError, LockedOut, ValidationFailed
 from kma.services import lockout, row_macs
-from kma.store import Batch
+from kma.store import Batch, Stmt
 from kma.vault import unwrap_master_with_root
 
 Share = tuple[int, bytes]
 MAX_SPLIT_MEMBERS = 10
+MIN_LIFETIME, MAX_LIFETIME = 300, 30 * 86400  # of a pending quorum operation
 
 
 def check_split_members(threshold: Any, names: list[str]) -> None:
@@ -169,3 +171,33 @@ def reconstruct(split: KeySplit, shares: Sequence[Share], members: Sequence[str]
             "(the key split may have changed)."
         ) from None
     return Quorum(root, MasterKeys(master, split.master_generation), tuple(members), split.generation)
+
+
+# --- the key split as the Quorum page shows it, and how long operations wait ------------
+def key_split_view(kma: Appliance) -> dict[str, Any]:
+    split = current_split(kma)
+    return {
+        "threshold": split.threshold,
+        "members": split.members,
+        "generation": split.generation,
+        "operation_lifetime": split.lifetime,
+    }
+
+
+def set_lifetime(kma: Appliance, actor: Actor, seconds: int) -> dict[str, Any]:
+    """How long new pending quorum operations wait for approvals (existing ones keep their expiry)."""
+    if not MIN_LIFETIME <= seconds <= MAX_LIFETIME:
+        raise ValidationFailed(
+            f"The lifetime of a pending quorum operation must be {MIN_LIFETIME} seconds "
+            f"to {MAX_LIFETIME // 86400} days."
+        )
+    kma.commit(
+        actor,
+        "cluster.quorum_lifetime",
+        [
+            Stmt("UPDATE cluster SET quorum_op_lifetime = ? WHERE id = 1", (seconds,), expect=1),
+        ],
+        f"pending quorum operations now expire after {seconds} seconds",
+        ("cluster", "key_split"),
+    )
+    return key_split_view(kma)

@@ -130,6 +130,37 @@ def _ready(kma: Appliance, op_id: str) -> bool:
 
 def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
     threshold, names = int(p["threshold"]), list(p["members"])
+    sealed = _new_shares(kma, quorum, op_id, p)
+    generation = quorum.generation + 1
+    rotation = _rotation(kma, quorum, op_id, p)
+    master = quorum.master if rotation is None else rotation[1]  # what the new split protects
+    statements = _new_split_statements(kma, quorum, op_id, p, sealed, master)
+    message = (
+        f"changed the key split to {threshold} of {len(names)} ({', '.join(names)}); "
+        f"generation {generation}; each new member set their own passphrase; the old shares no longer work; "
+        "database backups from now on use a new backup key: take a new core security backup"
+    )
+    change = Change("cluster.key_split", statements, message, ("cluster", "key_split"))
+    if rotation is None:
+        return Outcome(change)
+    old_master, new_master = rotation
+    statements += master_rotation.start_statements(kma, op_id, old_master, new_master)
+    change = Change(
+        "cluster.key_split",
+        statements,
+        message
+        + f"; and started the master key rotation to generation {new_master.generation}: every stored "
+        f"key and secret is re-wrapped in the background, then generation "
+        f"{new_master.generation - 1} is destroyed",
+        ("cluster", "key_split"),
+    )
+    return Outcome(change, lambda: master_rotation.take_up(kma, old_master, new_master))
+
+
+def _new_shares(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> dict[str, bytes]:
+    """The new members' sealed shares, once the split is proven made here for this operation and
+    every new member has set their passphrase."""
+    threshold, names = int(p["threshold"]), list(p["members"])
     wrapped_master = str(p["master_wrapped_by_root"])
     try:
         made_here = quorum.master.unwrap(_binding_context(op_id), bytes.fromhex(p["binding"])) == _digest(
@@ -150,16 +181,28 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
     if sorted(sealed) != sorted(names):
         waiting = ", ".join(n for n in names if n not in sealed)
         raise Conflict(f"Not every new key split member has set their passphrase yet: {waiting}.")
+    return sealed
+
+
+def _new_split_statements(
+    kma: Appliance,
+    quorum: Quorum,
+    op_id: str,
+    p: Mapping[str, Any],
+    sealed: Mapping[str, bytes],
+    master: WrappingKey,
+) -> list[Stmt]:
+    """The new split in force (its members, a new backup key), and every other pending operation
+    failed: approvals collected under the old split can never rebuild the new root secret."""
+    threshold, names = int(p["threshold"]), list(p["members"])
     now, generation = kma.clock.now(), quorum.generation + 1
-    rotation = _rotation(kma, quorum, op_id, p)
-    master = quorum.master if rotation is None else rotation[1]  # what the new split protects
     mac_key = row_mac_key(master)
     backup_key = master.wrap(backup_key_context(generation), WrappingKey.generate().raw())
-    statements = [
+    return [
         Stmt(
             "UPDATE cluster SET master_wrapped_by_root = ?, split_threshold = ?, split_generation = ? "
             "WHERE id = 1 AND split_generation = ?",
-            (bytes.fromhex(wrapped_master), threshold, generation, quorum.generation),
+            (bytes.fromhex(str(p["master_wrapped_by_root"])), threshold, generation, quorum.generation),
             expect=1,
             refusal="the key split changed meanwhile",
         ),
@@ -191,26 +234,6 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -
             (now, f"the key split changed (quorum operation {op_id}); submit it again", op_id),
         ),
     ]
-    message = (
-        f"changed the key split to {threshold} of {len(names)} ({', '.join(names)}); "
-        f"generation {generation}; each new member set their own passphrase; the old shares no longer work; "
-        "database backups from now on use a new backup key: take a new core security backup"
-    )
-    change = Change("cluster.key_split", statements, message, ("cluster", "key_split"))
-    if rotation is None:
-        return Outcome(change)
-    old_master, new_master = rotation
-    statements += master_rotation.start_statements(kma, op_id, old_master, new_master)
-    change = Change(
-        "cluster.key_split",
-        statements,
-        message
-        + f"; and started the master key rotation to generation {new_master.generation}: every stored "
-        f"key and secret is re-wrapped in the background, then generation "
-        f"{new_master.generation - 1} is destroyed",
-        ("cluster", "key_split"),
-    )
-    return Outcome(change, lambda: master_rotation.take_up(kma, old_master, new_master))
 
 
 def _next_master_context(op_id: str) -> str:

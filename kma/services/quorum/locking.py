@@ -19,7 +19,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.crypto import CryptoError, WrappingKey
-from kma.crypto.hsm import HsmUnavailable
+from kma.crypto.hsm_settings import HsmUnavailable
 from kma.datadir import write_private
 from kma.domain.actor import Actor
 from kma.errors import Conflict, HsmFailed, KmaError, ValidationFailed

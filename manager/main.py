@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.assets import get_asset
-    from app.controller import AppController
     from app.theme import apply_theme
+    from manager.controller import AppController
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("KMS")
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         if headless:
             if args.screenshots is None:
                 sys.stderr.write("No display found: rendering the pages to PNG files instead.\n")
-            from app.screenshots import render_local
+            from manager.screenshots import render_local
 
             return render_local(local, args.screenshots)
         local.start()
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 def _render_kma(controller: object, args: argparse.Namespace) -> int:
     """Sign in to the KMA at ``--kma`` (its CA pinned) and render its pages; print their paths."""
     from app.profiles import ConnectionProfile
-    from app.screenshots import render_signed_in
+    from manager.screenshots import render_signed_in
 
     try:
         passphrase = args.passphrase_file.read_text(encoding="utf-8").rstrip("\r\n")  # the line, as typed

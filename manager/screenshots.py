@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 from app import demo_credentials
 from app.local_kma import DEMO_ADMIN, LocalKmaError
 from app.local_mode import LocalMode, banner_text, local_profile, start_local
-from app.signin import sign_in
+from app.sign_in import sign_in
 
 SIZE = (1280, 800)
 
@@ -77,7 +77,7 @@ def render_local(local: LocalMode, out_dir: Path | None) -> int:
 
     The window's layout and last page are not remembered: the first real window must not
     open on whatever page was rendered last."""
-    from ui.sign_in import SignInWindow
+    from ui.sign_in_window import SignInWindow
 
     controller = local.controller
     kma = local.kma

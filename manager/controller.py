@@ -18,7 +18,7 @@ from app.operations import Operations
 from app.pages import window_extensions
 from app.profiles import ConnectionProfile
 from app.session import SessionController
-from app.signin import SignedIn
+from app.sign_in import SignedIn
 from kms_client import Failover
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class AppController(QObject):
     def show_sign_in(
         self, profile: ConnectionProfile | None = None, message: str = "", try_remembered: bool = True
     ) -> Any:
-        from ui.sign_in import SignInWindow
+        from ui.sign_in_window import SignInWindow
 
         window = SignInWindow(self.ops, reauth_profile=profile, message=message)
         window.signed_in.connect(self.signed_in)
@@ -111,7 +111,7 @@ class AppController(QObject):
 
     # -- expired session ----------------------------------------------------------------------
     def _reauth(self) -> None:
-        from ui.sign_in import SignInWindow
+        from ui.sign_in_window import SignInWindow
 
         if self.window is None or self.reauth_window is not None or self.session.client is None:
             return
@@ -162,7 +162,7 @@ class AppController(QObject):
         """Local mode: sign out and sign in again as another demo user (Help > Demo credentials)."""
         from dataclasses import replace
 
-        from app.signin import sign_in
+        from app.sign_in import sign_in
 
         passphrase = self.demo.passphrase_of(user_id) if self.demo is not None else None
         profile = self.session.profile

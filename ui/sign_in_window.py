@@ -28,7 +28,7 @@ from app.assets import get_asset
 from app.errors import describe
 from app.operations import Operations
 from app.profiles import ConnectionProfile, ProfileStore
-from app.signin import SignedIn, fetch_trust, resume, sign_in
+from app.sign_in import SignedIn, fetch_trust, resume, sign_in
 from ui.trust_dialog import TrustDialog, grouped
 from ui.widgets import ErrorLabel, PasswordLineEdit, grow_to_fit
 
@@ -36,11 +36,11 @@ NEW_PROFILE = "New connection…"
 
 
 class SignInWindow(QDialog):
-    """Emits :attr:`signed_in` with a :class:`~app.signin.SignedIn` and the profile used."""
+    """Emits :attr:`signed_in` with a :class:`~app.sign_in.SignedIn` and the profile used."""
 
     signed_in = Signal(object, object)  # SignedIn, ConnectionProfile
 
-    def __init__(  # noqa: PLR0915 - layout, top to bottom
+    def __init__(
         self,
         ops: Operations,
         parent: QWidget | None = None,
@@ -67,6 +67,30 @@ class SignInWindow(QDialog):
         self.note.setWordWrap(True)
         layout.addWidget(self.note)
 
+        layout.addLayout(self._form())
+
+        self.error = ErrorLabel("Sign-in problem", "signInError")
+        layout.addWidget(self.error)
+
+        layout.addWidget(self._buttons(reauth_client is not None))
+
+        self._setup_keyring()
+        self._load_profiles(reauth_profile)
+        self.profile.currentIndexChanged.connect(self._profile_chosen)
+        for edit in (self.name, self.address, self.user):
+            edit.textChanged.connect(self._validate)
+        self.address.textEdited.connect(lambda _t: self._show_pin(None))
+        self.passphrase.textChanged.connect(self._validate)
+        for edit in (self.address, self.user, self.passphrase):  # an old error goes with the edit
+            edit.textEdited.connect(lambda _t: self.error.say(""))
+        if reauth_client is not None:
+            for w in (self.profile, self.name, self.address, self.user):
+                w.setEnabled(False)
+            self.passphrase.setFocus()
+        self._validate()
+
+    def _form(self) -> QFormLayout:
+        """The connection (a saved profile, or a new one's name and address), its pinned CA, the user."""
         form = QFormLayout()
         self.profile = QComboBox()
         self.profile.setAccessibleName("Connection profile")
@@ -93,38 +117,21 @@ class SignInWindow(QDialog):
         form.addRow("User ID:", self.user)
         form.addRow("Passphrase:", self.passphrase)
         form.addRow("", self.remember)
-        layout.addLayout(form)
+        return form
 
-        self.error = ErrorLabel("Sign-in problem", "signInError")
-        layout.addWidget(self.error)
-
+    def _buttons(self, reauth: bool) -> QDialogButtonBox:
         self.buttons = QDialogButtonBox()
         self.sign_in_button = self.buttons.addButton("Sign in", QDialogButtonBox.AcceptRole)
         self.sign_in_button.setDefault(True)
-        self.buttons.addButton(QDialogButtonBox.Cancel if reauth_client else QDialogButtonBox.Close)
-        if reauth_client is None:  # planning needs no KMA: open it before there is one
+        self.buttons.addButton(QDialogButtonBox.Cancel if reauth else QDialogButtonBox.Close)
+        if not reauth:  # planning needs no KMA: open it before there is one
             self.plan_button = self.buttons.addButton("Plan a deployment…", QDialogButtonBox.HelpRole)
             self.plan_button.clicked.connect(self.open_planning)
             self.setup_button = self.buttons.addButton("Set up a new KMA…", QDialogButtonBox.HelpRole)
             self.setup_button.clicked.connect(self.open_setup)
         self.buttons.accepted.connect(self.submit)
         self.buttons.rejected.connect(self.reject)
-        layout.addWidget(self.buttons)
-
-        self._setup_keyring()
-        self._load_profiles(reauth_profile)
-        self.profile.currentIndexChanged.connect(self._profile_chosen)
-        for edit in (self.name, self.address, self.user):
-            edit.textChanged.connect(self._validate)
-        self.address.textEdited.connect(lambda _t: self._show_pin(None))
-        self.passphrase.textChanged.connect(self._validate)
-        for edit in (self.address, self.user, self.passphrase):  # an old error goes with the edit
-            edit.textEdited.connect(lambda _t: self.error.say(""))
-        if reauth_client is not None:
-            for w in (self.profile, self.name, self.address, self.user):
-                w.setEnabled(False)
-            self.passphrase.setFocus()
-        self._validate()
+        return self.buttons
 
     def open_planning(self) -> None:
         from ui.planning.area import open_planning_window
@@ -134,7 +141,7 @@ class SignInWindow(QDialog):
     def offer_demo(self, credentials: Any) -> None:
         """Local mode, signed out: Demo credentials… opens the same list, whose "Sign in as" signs
         in here as that demo user."""
-        from ui.demo_credentials import DemoCredentialsDialog
+        from ui.demo_credentials_dialog import DemoCredentialsDialog
 
         def sign_in_as(user_id: str) -> None:
             self.user.setText(user_id)
