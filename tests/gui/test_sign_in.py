@@ -1,4 +1,5 @@
 """Sign-in: CA trust on first use, remembered sessions only in a secure keyring."""
+
 from __future__ import annotations
 
 import re
