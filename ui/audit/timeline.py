@@ -24,6 +24,8 @@ STATE_COLOURS = {
     # keys
     "ready": "#9aa5b1",
     "generated": "#c3cad3",
+    "pre_active": "#7fa7cf",
+    "withheld": "#b39ddb",
     "protect_and_process": "#2e9d5b",
     "process_only": "#d9a21b",
     "deactivated": "#d9731b",
