@@ -21,7 +21,7 @@ class KeyState(StrEnum):
     GENERATED = "generated"
     READY = "ready"
     PRE_ACTIVE = "pre_active"  # an agent's key in its key group, not yet activated
-    WITHHELD = "withheld"  # held back by a restore until an agent reads it by its ID
+    WITHHELD = "withheld"  # held back by a restore until an agent's read binds it to its group
     PROTECT_AND_PROCESS = "protect_and_process"
     PROCESS_ONLY = "process_only"
     DEACTIVATED = "deactivated"
@@ -58,10 +58,10 @@ def key_state(
 
 
 def _waiting(ready: bool, in_key_group: bool, withheld: bool) -> KeyState:
-    if withheld:
-        return KeyState.WITHHELD
     if in_key_group:
         return KeyState.PRE_ACTIVE
+    if withheld:
+        return KeyState.WITHHELD
     return KeyState.READY if ready else KeyState.GENERATED
 
 
@@ -91,8 +91,9 @@ _WAITING = "{t}destroyed_at IS NULL AND {t}activated_at IS NULL"
 _POOL = f"{_WAITING} AND {{t}}key_group_id IS NULL AND {{t}}withheld_at IS NULL"
 _LIVE = "{t}destroyed_at IS NULL AND {t}activated_at IS NOT NULL"
 _STATE_COLUMNS = {
-    KeyState.WITHHELD: f"{_WAITING} AND {{t}}withheld_at IS NOT NULL",
-    KeyState.PRE_ACTIVE: f"{_WAITING} AND {{t}}withheld_at IS NULL AND {{t}}key_group_id IS NOT NULL",
+    # Once an agent's read binds a withheld key to its group it is that group's key (docs/backups.md)
+    KeyState.WITHHELD: f"{_WAITING} AND {{t}}withheld_at IS NOT NULL AND {{t}}key_group_id IS NULL",
+    KeyState.PRE_ACTIVE: f"{_WAITING} AND {{t}}key_group_id IS NOT NULL",
     KeyState.GENERATED: f"{_POOL} AND NOT {HELD_OR_REPLICATED}",
     KeyState.READY: f"{_POOL} AND {HELD_OR_REPLICATED}",
     # unlikely(): a hint that few keys are Deactivated (they are destroyed once their cryptoperiod
@@ -131,8 +132,8 @@ def key_in_state(state: KeyState, t: str = "") -> str:
 # The order in which the states are decided: the first whose condition holds.
 _DECIDED = (
     KeyState.DESTROYED,
-    KeyState.WITHHELD,
     KeyState.PRE_ACTIVE,
+    KeyState.WITHHELD,
     KeyState.GENERATED,
     KeyState.READY,
     KeyState.DEACTIVATED,

@@ -120,9 +120,9 @@ def _waiting_state(key: Mapping[str, Any]) -> KeyState:
         return KeyState.PRE_ACTIVE
     if key["activated_at"] is not None:  # issued later: until then a pool key
         return KeyState.READY
-    if key.get("withheld_at") is not None:
-        return KeyState.WITHHELD
-    return KeyState.PRE_ACTIVE if key.get("key_group_id") is not None else KeyState.READY
+    if key.get("key_group_id") is not None:
+        return KeyState.PRE_ACTIVE
+    return KeyState.WITHHELD if key.get("withheld_at") is not None else KeyState.READY
 
 
 def _first_point(key: Mapping[str, Any]) -> tuple[int, str, str | None, str | None]:
