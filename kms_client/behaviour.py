@@ -111,6 +111,7 @@ PERMISSIONS = (
     "data.read",
     "data.write",
     "audit.read",
+    "history.read",
     "audit.manage",
     "quorum.read",
     "quorum.approve",

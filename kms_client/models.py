@@ -24,6 +24,8 @@ DATA_UNIT_STATES = ("no_key", "readable_normal", "readable_needs_rekey", "shredd
 KEY_STATES = (
     "generated",
     "ready",
+    "pre_active",
+    "withheld",
     "protect_and_process",
     "process_only",
     "deactivated",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QPoint, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
@@ -25,6 +25,8 @@ from PySide6.QtWidgets import (
 
 import kms_client
 from ui.format import words
+
+PLACE_KEY = "demoCredentials"
 
 
 def copy_button(text: str, accessible: str) -> QPushButton:
@@ -59,7 +61,6 @@ class DemoCredentialsDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("demoCredentials")
         self.setWindowTitle("Demo credentials")
-        self.resize(820, 640)
         layout = QVBoxLayout(self)
         where = credentials.kept_in or f"{credentials.data.get('data_dir', '')}/demo-credentials.json"
         intro = QLabel(
@@ -122,6 +123,24 @@ class DemoCredentialsDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.Close)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
+        self._come_back_where_left()
+
+    def _come_back_where_left(self) -> None:
+        """It is opened from the sign-in window and from the main window, each time anew: it comes
+        back where the user last left it (if that is still on a screen) rather than centred on
+        whichever window opened it."""
+        settings = QSettings()
+        where, size = settings.value(f"{PLACE_KEY}/pos"), settings.value(f"{PLACE_KEY}/size")
+        self.resize(size if isinstance(size, QSize) else QSize(820, 640))
+        if isinstance(where, QPoint) and QGuiApplication.screenAt(where) is not None:
+            self.move(where)
+
+        def remember(_result: int) -> None:
+            settings = QSettings()
+            settings.setValue(f"{PLACE_KEY}/pos", self.pos())
+            settings.setValue(f"{PLACE_KEY}/size", self.size())
+
+        self.finished.connect(remember)
 
     def _sign_in_as(self, user_id: str) -> None:
         self.sign_in_as.emit(user_id)  # it stays open: trying every role is one click each

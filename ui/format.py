@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 _STATE_WORDS = {
+    "pre_active": "Pre-active",
     "protect_and_process": "Active (protect and process)",
     "process_only": "Active (process only)",
     "no_key": "No key",

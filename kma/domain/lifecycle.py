@@ -2,9 +2,14 @@
 
 Generated -> Ready -> Protect-and-Process (activated; encryption period runs) -> Process-Only
 (read, no new writes) -> Deactivated (cryptoperiod over, or revoked) -> Destroyed. Compromised is
-a flag beside the state. The same rules are written once more as SQL (`key_in_state`, one
-condition per state, and `key_state_sql` made of them) so lists can filter and count by state in
-the store; a test keeps the two in agreement.
+a flag beside the state. Generated and Ready are pool keys only; a key an agent made or registered
+waits in its key group as Pre-Active (KMIP's word) until it is activated, and a key a restore held
+back (its backup's unassigned keys, which may have been issued after the backup) is Withheld: none
+of those is counted as the pool, so every "Ready" on one screen is the same number.
+
+The same rules are written once more as SQL (`key_in_state`, one condition per state, and
+`key_state_sql` made of them) so lists can filter and count by state in the store; a test keeps
+the two in agreement.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from enum import StrEnum
 class KeyState(StrEnum):
     GENERATED = "generated"
     READY = "ready"
+    PRE_ACTIVE = "pre_active"  # an agent's key in its key group, not yet activated
+    WITHHELD = "withheld"  # held back by a restore until an agent's read binds it to its group
     PROTECT_AND_PROCESS = "protect_and_process"
     PROCESS_ONLY = "process_only"
     DEACTIVATED = "deactivated"
@@ -35,16 +42,27 @@ def key_state(
     deactivate_at: int | None,
     destroyed_at: int | None,
     ready: bool = True,
+    *,
+    in_key_group: bool = False,
+    withheld: bool = False,
 ) -> KeyState:
     if destroyed_at is not None:
         return KeyState.DESTROYED
     if activated_at is None or protect_until is None or deactivate_at is None:
-        return KeyState.READY if ready else KeyState.GENERATED
+        return _waiting(ready, in_key_group, withheld)
     if now >= deactivate_at:
         return KeyState.DEACTIVATED
     if now >= protect_until:
         return KeyState.PROCESS_ONLY
     return KeyState.PROTECT_AND_PROCESS
+
+
+def _waiting(ready: bool, in_key_group: bool, withheld: bool) -> KeyState:
+    if in_key_group:
+        return KeyState.PRE_ACTIVE
+    if withheld:
+        return KeyState.WITHHELD
+    return KeyState.READY if ready else KeyState.GENERATED
 
 
 # Each state as a condition on a key row's columns: what lists filter by (an index serves the
@@ -69,9 +87,13 @@ BACKUP_HOLDS_KEY = (
     "{b}deleted_at IS NULL AND {b}created_at >= {t}backup_mark "
     "AND ({t}destroyed_at IS NULL OR {b}created_at <= {t}destroyed_at)"
 )
-_POOL = "{t}destroyed_at IS NULL AND {t}activated_at IS NULL"
+_WAITING = "{t}destroyed_at IS NULL AND {t}activated_at IS NULL"
+_POOL = f"{_WAITING} AND {{t}}key_group_id IS NULL AND {{t}}withheld_at IS NULL"
 _LIVE = "{t}destroyed_at IS NULL AND {t}activated_at IS NOT NULL"
 _STATE_COLUMNS = {
+    # Once an agent's read binds a withheld key to its group it is that group's key (docs/backups.md)
+    KeyState.WITHHELD: f"{_WAITING} AND {{t}}withheld_at IS NOT NULL AND {{t}}key_group_id IS NULL",
+    KeyState.PRE_ACTIVE: f"{_WAITING} AND {{t}}key_group_id IS NOT NULL",
     KeyState.GENERATED: f"{_POOL} AND NOT {HELD_OR_REPLICATED}",
     KeyState.READY: f"{_POOL} AND {HELD_OR_REPLICATED}",
     # unlikely(): a hint that few keys are Deactivated (they are destroyed once their cryptoperiod
@@ -110,6 +132,8 @@ def key_in_state(state: KeyState, t: str = "") -> str:
 # The order in which the states are decided: the first whose condition holds.
 _DECIDED = (
     KeyState.DESTROYED,
+    KeyState.PRE_ACTIVE,
+    KeyState.WITHHELD,
     KeyState.GENERATED,
     KeyState.READY,
     KeyState.DEACTIVATED,
@@ -157,7 +181,15 @@ def data_unit_conditions(unit: str = "data_units.id") -> dict[DataUnitState, str
     has_write_key = _unit_has_key(unit, key_in_state(KeyState.PROTECT_AND_PROCESS, "k."))
     destroyed = _units_with_key_in(unit, (KeyState.DESTROYED,))
     not_writing = _units_with_key_in(
-        unit, (KeyState.GENERATED, KeyState.READY, KeyState.DEACTIVATED, KeyState.PROCESS_ONLY)
+        unit,
+        (
+            KeyState.GENERATED,
+            KeyState.READY,
+            KeyState.PRE_ACTIVE,
+            KeyState.WITHHELD,
+            KeyState.DEACTIVATED,
+            KeyState.PROCESS_ONLY,
+        ),
     )
     return {
         DataUnitState.NO_KEY: f"NOT {has_key}",

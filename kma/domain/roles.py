@@ -33,6 +33,9 @@ class Permission(StrEnum):
     DATA_READ = "data.read"  # data units and keys
     DATA_WRITE = "data.write"
     AUDIT_READ = "audit.read"
+    # One object's lifecycle and its own events (a key's, a data unit's, an agent's): whoever works
+    # with those objects reads how they came to be so, not only the audit readers.
+    HISTORY_READ = "history.read"
     AUDIT_MANAGE = "audit.manage"  # retention, signed checkpoints, pruning, forwarding
     QUORUM_READ = "quorum.read"  # pending quorum operations and the key split configuration
     QUORUM_APPROVE = "quorum.approve"
@@ -61,6 +64,7 @@ GRANTS: dict[Permission, frozenset[Role]] = {
     Permission.DATA_READ: frozenset({OP, CO, AU}),
     Permission.DATA_WRITE: frozenset({OP}),
     Permission.AUDIT_READ: frozenset({AU, SO, CO}),
+    Permission.HISTORY_READ: frozenset({AU, SO, CO, OP}),
     Permission.AUDIT_MANAGE: frozenset({SO}),
     Permission.QUORUM_READ: frozenset({QM, SO, AU}),
     Permission.QUORUM_APPROVE: frozenset({QM}),

@@ -450,7 +450,15 @@ class KeyView:
     def kma_state(self) -> str:
         r = self.row
         return str(
-            key_state(self.now, r["activated_at"], r["protect_until"], r["deactivate_at"], r["destroyed_at"])
+            key_state(
+                self.now,
+                r["activated_at"],
+                r["protect_until"],
+                r["deactivate_at"],
+                r["destroyed_at"],
+                in_key_group=_get(r, "key_group_id") is not None,
+                withheld=_get(r, "withheld_at") is not None,
+            )
         )
 
     @property

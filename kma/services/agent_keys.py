@@ -766,7 +766,7 @@ def _kmip_state(*states: KeyState, compromised: bool = False) -> str:
 
 
 STATE_SQL = {  # KMIP State -> condition on a key row
-    1: _kmip_state(KeyState.READY),  # Pre-Active
+    1: _kmip_state(KeyState.GENERATED, KeyState.READY, KeyState.PRE_ACTIVE, KeyState.WITHHELD),  # Pre-Active
     2: _kmip_state(KeyState.PROTECT_AND_PROCESS, KeyState.PROCESS_ONLY),  # Active
     3: _kmip_state(KeyState.DEACTIVATED),
     4: f"NOT {key_in_state(KeyState.DESTROYED, 'k.')} AND k.compromised_at IS NOT NULL",  # Compromised

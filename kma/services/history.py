@@ -22,7 +22,7 @@ EVENT_LIMIT = 1000
 Events = Sequence[Mapping[str, Any]]
 KEY_COLUMNS = (
     "id, kma_id, key_group_id, data_unit_id, agent_id, created_at, activated_at, protect_until, "
-    "deactivate_at, compromised_at, destroyed_at, destroy_comment"
+    "deactivate_at, compromised_at, destroyed_at, destroy_comment, registered_by, withheld_at"
 )
 RELEASED_KEY_COLUMNS = ", ".join(f"k.{c.strip()}" for c in KEY_COLUMNS.split(","))
 KEY_LANES = 24  # a data unit has a handful of keys; more would not be readable as lanes
@@ -105,7 +105,7 @@ def key_state_at(key: Mapping[str, Any], t: int) -> KeyState | None:
     if key["destroyed_at"] is not None and key["destroyed_at"] <= t:
         return KeyState.DESTROYED
     if key["activated_at"] is None or key["activated_at"] > t:
-        return KeyState.READY
+        return _waiting_state(key)
     if t >= key["deactivate_at"]:
         return KeyState.DEACTIVATED
     if t >= key["protect_until"]:
@@ -113,13 +113,34 @@ def key_state_at(key: Mapping[str, Any], t: int) -> KeyState | None:
     return KeyState.PROTECT_AND_PROCESS
 
 
+def _waiting_state(key: Mapping[str, Any]) -> KeyState:
+    """A key before its activation: an agent's key (registered or made) waits in its key group; a
+    pool key waits in the pool until issued, or is held back by a restore until an agent reads it."""
+    if key.get("registered_by") is not None:
+        return KeyState.PRE_ACTIVE
+    if key["activated_at"] is not None:  # issued later: until then a pool key
+        return KeyState.READY
+    if key.get("key_group_id") is not None:
+        return KeyState.PRE_ACTIVE
+    return KeyState.WITHHELD if key.get("withheld_at") is not None else KeyState.READY
+
+
+def _first_point(key: Mapping[str, Any]) -> tuple[int, str, str | None, str | None]:
+    if key.get("registered_by"):
+        return (
+            key["created_at"],
+            KeyState.PRE_ACTIVE,
+            key["registered_by"],
+            "registered or made by the agent",
+        )
+    return (key["created_at"], KeyState.READY, f"KMA {key['kma_id']}", "generated into the key pool")
+
+
 def _key_lane(key: Mapping[str, Any], events: Events, now: int) -> Lane:
     kid = key["id"]
     tape = key["data_unit_id"] or key.get("released_from")
     issued_for = f"data unit {tape}" if tape else "no data unit"
-    points: list[tuple[int, str, str | None, str | None]] = [
-        (key["created_at"], KeyState.READY, f"KMA {key['kma_id']}", "generated into the key pool")
-    ]
+    points: list[tuple[int, str, str | None, str | None]] = [_first_point(key)]
     if key["activated_at"] is not None:
         points += [
             (

@@ -53,6 +53,7 @@ PUBLIC = (
     f"id, key_group_id, data_unit_id, agent_id, kma_id, {OBJECT_SQL} AS algorithm, {NAME_SQL} AS name, "
     f"{key_state_sql()} AS state, compromised_at IS NOT NULL AS compromised, compromised_at, "
     "created_at, activated_at, protect_until, deactivate_at, destroyed_at, destroy_comment, backup_mark, "
+    "withheld_at, "
     "CASE WHEN destroyed_at IS NULL THEN NULL ELSE NOT EXISTS (SELECT 1 FROM backups b WHERE "
     f"{BACKUP_HOLDS_DESTROYED_KEY.format(t='keys.', b='b.')}) END AS destruction_complete"
 )

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace as Row
 
 import pytest
 from PySide6.QtCore import Qt
 
 from tests.gui.helpers import WAIT_MS, open_page, sign_in, wait_idle
 from ui.audit.pages import AuditArea
+from ui.audit.timeline import TimelineWidget
 
 pytestmark = pytest.mark.gui
 
@@ -222,3 +225,56 @@ def test_dashboard_cards_open_their_pages_where_the_roles_allow(qtbot, controlle
     cards["data_units"].setFocus()
     qtbot.keyClick(cards["data_units"], Qt.Key_Return)
     qtbot.waitUntil(lambda: window.current_key() == "data_units", timeout=WAIT_MS)
+
+
+def test_a_cryptoperiod_years_ahead_does_not_squeeze_the_history_drawn(qtbot):
+    # Given a key two days old whose cryptoperiod ends six years from now
+    now = datetime(2026, 12, 7, tzinfo=UTC)
+    history = Row(
+        now=now,
+        lanes=[
+            Row(
+                label="Key 1",
+                spans=[
+                    Row(
+                        state="protect_and_process",
+                        start=now - timedelta(days=2),
+                        end=None,
+                        by="op",
+                        note=None,
+                    )
+                ],
+            )
+        ],
+        boundaries=[
+            Row(
+                kind="encryption_period_end",
+                at=now + timedelta(days=10),
+                label="Encryption period ends",
+                planned=True,
+                by=None,
+                lane=0,
+            ),
+            Row(
+                kind="cryptoperiod_end",
+                at=now + timedelta(days=6 * 365),
+                label="Cryptoperiod ends",
+                planned=True,
+                by=None,
+                lane=0,
+            ),
+        ],
+        events=[],
+        events_total=0,
+    )
+    timeline = TimelineWidget()
+    qtbot.addWidget(timeline)
+    timeline.resize(900, 200)
+    timeline.set_history(history)
+    # Then the drawing spans the history and the near boundary, not six years
+    start, end = timeline.shown_period()
+    assert end - start < timedelta(days=30)
+    # and the far boundary is still named, drawn at the edge
+    assert [b.label for b in timeline.beyond_view()] == ["Cryptoperiod ends"]
+    assert "Ahead, beyond this view: Cryptoperiod ends" in timeline.describe()
+    assert not timeline.grab().isNull()

@@ -86,6 +86,27 @@ def test_enter_opens_details(qtbot, controller, demo_kma):
     dialog.close()
 
 
+def test_an_operator_reads_a_keys_history_in_its_details(qtbot, controller, demo_kma):
+    # Given an Operator, who works with keys but does not read the audit trail as a whole
+    window = sign_in(qtbot, controller, demo_kma, "op")
+    page = open_page(qtbot, window, "keys")
+    qtbot.waitUntil(lambda: page.model.rowCount() > 0, timeout=WAIT_MS)
+    page.view.setFocus()
+    page.view.selectRow(0)
+    key = page.model.object_at(0)
+    qtbot.keyClick(page.view, Qt.Key_Return)
+    dialog = active_dialog(qtbot, DetailsDialog)
+    # Then the key's details have a History tab that shows how the key came to its state
+    assert [dialog.tabs.tabText(i) for i in range(dialog.tabs.count())] == ["Details", "History"]
+    history = dialog.tabs.widget(1)
+    qtbot.waitUntil(lambda: history.history is not None, timeout=WAIT_MS)
+    assert history.history.subject_id == key.id and history.history.lanes
+    dialog.close()
+    # and the server, not the manager, decides: a Backup Operator is refused the same history
+    with pytest.raises(Exception, match="roles do not allow this"):
+        demo_kma.client("backup").key_history(key.id)
+
+
 def test_the_kmas_list_shows_the_schema_each_kmas_release_knows(qtbot, controller, demo_kma):
     window = sign_in(qtbot, controller, demo_kma, "auditor")
     kmas = open_page(qtbot, window, "sites").kmas

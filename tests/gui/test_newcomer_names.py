@@ -59,6 +59,32 @@ def test_after_sign_out_in_local_mode_the_sign_in_window_leads_to_the_demo_crede
     assert controller.session.user.id == "op"
 
 
+def test_the_demo_credentials_come_back_where_the_user_left_them(qtbot, controller, demo_kma):
+    from PySide6.QtCore import QPoint
+
+    from app.demo_credentials import DemoCredentials
+    from ui.demo_credentials import DemoCredentialsDialog
+
+    # Given the demo credentials opened from the sign-in window and moved aside, then closed
+    controller.demo = DemoCredentials(demo_kma.demo)
+    controller.local_ca = demo_kma.fingerprint
+    window = controller.show_sign_in()
+    qtbot.addWidget(window)
+    window.offer_demo(controller.demo)
+    qtbot.mouseClick(window.demo_button, Qt.LeftButton)
+    first = active_dialog(qtbot, DemoCredentialsDialog)
+    first.move(QPoint(61, 47))
+    qtbot.waitUntil(lambda: first.pos() == QPoint(61, 47), timeout=WAIT_MS)
+    first.reject()
+    # When they are opened again from the main window, after signing in
+    main = sign_in(qtbot, controller, demo_kma, "so")
+    again = main.show_demo_credentials()
+    qtbot.waitUntil(again.isVisible, timeout=WAIT_MS)
+    # Then they open where they were left, not centred on the new window
+    assert again.pos() == QPoint(61, 47)
+    again.reject()
+
+
 def test_a_forms_choices_are_shown_whole_once_they_have_loaded(qtbot, controller, demo_kma):
     from PySide6.QtWidgets import QComboBox
 

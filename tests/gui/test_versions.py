@@ -56,3 +56,31 @@ def test_the_user_guide_covers_what_a_newcomer_meets(qtbot):
     for heading in ("Upgrades", "Planning", "Core security backup", "Help > About"):
         assert heading in text
     assert "Key\nAES-256" not in text and "A tape's key is AES-256" in text
+
+
+def test_at_the_end_of_the_user_guide_its_scroll_bar_says_so(qtbot):
+    from PySide6.QtWidgets import QApplication
+
+    from app.theme import apply_theme
+    from ui.user_guide import UserGuide
+
+    # Given the guide read to its end, in the manager's own look
+    apply_theme()
+    try:
+        guide = UserGuide()
+        qtbot.addWidget(guide)
+        guide.resize(720, 680)
+        guide.show()
+        bar = guide.browser.verticalScrollBar()
+        qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=WAIT_MS)
+        bar.setValue(bar.maximum())
+        image = bar.grab().toImage()
+    finally:
+        QApplication.instance().setStyleSheet("")
+    # Then the handle, drawn at the bottom, is what stands out: darker than the groove above it
+    middle = image.width() // 2
+
+    def lightness(y: int) -> int:
+        return image.pixelColor(middle, y).lightness()
+
+    assert lightness(image.height() - 30) < lightness(30)

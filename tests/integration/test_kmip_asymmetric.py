@@ -286,3 +286,21 @@ def test_a_deactivation_date_ends_the_cryptoperiod_never_later_than_the_policy(c
         ),
     )
     assert pre_active.reason == ResultReason.INVALID_FIELD and "with an Activation Date" in pre_active.message
+
+
+def test_registered_and_made_objects_wait_as_pre_active_and_are_not_counted_as_the_pool(
+    kma: RunningKma, client: KmipClient
+) -> None:
+    # Given an agent that registered a private key and made a key it has not activated yet
+    registered = register(client, key_object(ObjectType.PRIVATE_KEY, KeyFormatType.PKCS_8, PKCS8))
+    made = client.create()
+    admin = kma.client("admin")
+    # Then both are Pre-active, in the list, in their details and as KMIP's Locate reads them
+    assert {admin.get_key(registered).state, admin.get_key(made).state} == {"pre_active"}
+    listed = {k.id for k in admin.list_keys(state="pre_active", limit=1000).items}
+    assert {registered, made} <= listed
+    assert {registered, made} <= set(client.locate(state=State.PRE_ACTIVE))
+    # and the dashboard's Ready keys are the pool's Ready keys, as the KMAs table counts them
+    dashboard = admin.dashboard()
+    assert dashboard.keys_by_state["ready"] == sum(k.pool_ready for k in dashboard.kmas)
+    assert dashboard.keys_by_state["pre_active"] >= 2

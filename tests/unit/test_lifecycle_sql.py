@@ -24,7 +24,7 @@ from kma.domain.lifecycle import (
 
 KEYS_TABLE = """CREATE TABLE keys (id INTEGER PRIMARY KEY, data_unit_id TEXT, activated_at INTEGER,
     protect_until INTEGER, deactivate_at INTEGER, compromised_at INTEGER, destroyed_at INTEGER,
-    backup_mark INTEGER)"""
+    backup_mark INTEGER, key_group_id TEXT, withheld_at INTEGER)"""
 BACKUP_AT = 10  # the one live database backup of the one-KMA cluster began then
 TIME = st.integers(min_value=0, max_value=2**40)
 PERIOD = st.integers(min_value=1, max_value=200 * 365 * 86400)
@@ -39,6 +39,8 @@ class KeyTimes:
     destroyed_at: int | None
     periods: tuple[int, int] = (1, 1)  # its policy's encryption period and cryptoperiod
     backup_mark: int | None = None  # marked by a backup that began then (kma/services/backups.py)
+    key_group_id: str | None = None  # an agent's key (made, registered, or issued) is in a group
+    withheld_at: int | None = None  # held back by a restore
 
     @property
     def held_by_backup(self) -> bool:
@@ -56,13 +58,17 @@ def key_times(draw: st.DrawFn) -> KeyTimes:
     periods = (encryption_period, cryptoperiod)
     if draw(st.booleans()):
         mark = draw(st.sampled_from([None, BACKUP_AT - 1, BACKUP_AT, BACKUP_AT + 1]))
-        return KeyTimes(None, None, None, compromised_at, destroyed_at, periods, mark)
+        group = draw(st.sampled_from([None, "drives"]))
+        withheld_at = draw(st.none() | TIME)
+        return KeyTimes(None, None, None, compromised_at, destroyed_at, periods, mark, group, withheld_at)
     activated = draw(TIME)
     protect_until, deactivate_at = activated + encryption_period, activated + cryptoperiod
     revoked = draw(st.none() | st.integers(min_value=activated, max_value=deactivate_at))
     if revoked is not None:
         protect_until, deactivate_at = min(protect_until, revoked), min(deactivate_at, revoked)
-    return KeyTimes(activated, protect_until, deactivate_at, compromised_at, destroyed_at, periods)
+    return KeyTimes(
+        activated, protect_until, deactivate_at, compromised_at, destroyed_at, periods, None, "drives"
+    )
 
 
 @st.composite
@@ -86,7 +92,7 @@ def memory_db(keys: list[KeyTimes], data_unit: str = "E00001") -> sqlite3.Connec
     )
     db.executemany(
         "INSERT INTO keys (data_unit_id, activated_at, protect_until, deactivate_at, compromised_at, "
-        "destroyed_at, backup_mark) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "destroyed_at, backup_mark, key_group_id, withheld_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 data_unit,
@@ -96,6 +102,8 @@ def memory_db(keys: list[KeyTimes], data_unit: str = "E00001") -> sqlite3.Connec
                 k.compromised_at,
                 k.destroyed_at,
                 k.backup_mark,
+                k.key_group_id,
+                k.withheld_at,
             )
             for k in keys
         ],
@@ -119,6 +127,8 @@ def python_state(key: KeyTimes, now: int) -> KeyState:
         key.deactivate_at,
         key.destroyed_at,
         ready=key.held_by_backup,
+        in_key_group=key.key_group_id is not None,
+        withheld=key.withheld_at is not None,
     )
 
 

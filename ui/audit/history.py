@@ -215,6 +215,12 @@ class HistoryView(QWidget):
             self.timeline.select_event(self.events.events[current.row()].id)
 
 
+def may_read_history(ctx: AppContext) -> bool:
+    """Whether the user reads a key's, data unit's or agent's history (a KMA before history.read
+    granted it with audit.read alone)."""
+    return ctx.may("history.read") or ctx.may("audit.read")
+
+
 def history_tab(
     ctx: AppContext, subject_type: str, subject_id: str, parent: QWidget | None = None
 ) -> HistoryView:

@@ -24,6 +24,8 @@ STATE_COLOURS = {
     # keys
     "ready": "#9aa5b1",
     "generated": "#c3cad3",
+    "pre_active": "#7fa7cf",
+    "withheld": "#b39ddb",
     "protect_and_process": "#2e9d5b",
     "process_only": "#d9a21b",
     "deactivated": "#d9731b",
@@ -47,7 +49,11 @@ BOUNDARY_COLOURS = {
     "released": "#7b5cc4",
 }
 LABEL_W, AXIS_H, LANE_H, LANE_GAP, EVENTS_H, LEGEND_H, MARGIN = 190, 34, 24, 6, 30, 22, 10
-TICK_STEPS = [timedelta(hours=h) for h in (1, 6)] + [timedelta(days=d) for d in (1, 7, 30, 91, 365, 730)]
+# How far past the history a planned boundary may lie and still be drawn to scale.
+HORIZON_SHARE, MIN_HORIZON = 0.5, timedelta(days=30)
+TICK_STEPS = [timedelta(hours=h) for h in (1, 6)] + [
+    timedelta(days=d) for d in (1, 7, 30, 91, 365, 730, 1826, 3652)
+]
 
 
 @dataclass(frozen=True)
@@ -100,7 +106,31 @@ class TimelineWidget(QWidget):
             for b in self.history.boundaries
             if b.kind == "released"
         ]
+        parts += [f"Ahead, beyond this view: {b.label} {when(b.at)}" for b in self.beyond_view()]
         return ". ".join(parts)
+
+    def shown_period(self) -> tuple[datetime, datetime]:
+        """The time the drawing spans: the history so far, and what is planned shortly after it.
+
+        A cryptoperiod ending in six years would otherwise squeeze two days of history into a
+        few pixels; such far boundaries are drawn at the right edge instead (``beyond_view``)."""
+        h = self.history
+        times = [h.now] + [s.start for lane in h.lanes for s in lane.spans]
+        times += [b.at for b in h.boundaries if not b.planned] + [e.created_at for e in h.events]
+        start, end = min(times), max(times)
+        horizon = end + max((end - start) * HORIZON_SHARE, MIN_HORIZON)
+        end = max([end] + [b.at for b in h.boundaries if b.planned and b.at <= horizon])
+        if end <= start:
+            end = start + timedelta(days=1)
+        pad = (end - start) * 0.03
+        return start - pad, end + pad
+
+    def beyond_view(self) -> list[Any]:
+        """Planned boundaries too far ahead to draw to scale."""
+        if self.history is None or not self.history.lanes:
+            return []
+        end = self.shown_period()[1]
+        return [b for b in self.history.boundaries if b.planned and b.at > end]
 
     def _height(self) -> int:
         lanes = len(self.history.lanes) if self.history is not None else 1
@@ -110,16 +140,6 @@ class TimelineWidget(QWidget):
         return QSize(800, self._height())
 
     # -- geometry -----------------------------------------------------------------------------
-    def _range(self) -> tuple[datetime, datetime]:
-        h = self.history
-        times = [h.now] + [s.start for lane in h.lanes for s in lane.spans]
-        times += [b.at for b in h.boundaries] + [e.created_at for e in h.events]
-        start, end = min(times), max(times)
-        if end <= start:
-            end = start + timedelta(days=1)
-        pad = (end - start) * 0.03
-        return start - pad, end + pad
-
     def _x(self, t: datetime, start: datetime, end: datetime) -> float:
         width = max(self.width() - LABEL_W - MARGIN, 10)
         return LABEL_W + width * ((t - start) / (end - start))
@@ -141,7 +161,7 @@ class TimelineWidget(QWidget):
                 self.rect(), Qt.AlignCenter, "Choose a key, data unit or agent to see its history."
             )
             return
-        start, end = self._range()
+        start, end = self.shown_period()
         self._axis(painter, start, end, text)
         for index, lane in enumerate(self.history.lanes):
             self._lane(painter, index, lane, start, end, text)
@@ -195,15 +215,18 @@ class TimelineWidget(QWidget):
 
     def _boundaries(self, painter: QPainter, start: datetime, end: datetime, text: QColor) -> None:
         lanes = len(self.history.lanes)
+        far = self.beyond_view()
         for b in self.history.boundaries:
-            x = self._x(b.at, start, end)
+            x = self._x(min(b.at, end), start, end)
             colour = QColor(BOUNDARY_COLOURS.get(b.kind, text.name()))
             pen = QPen(colour, 2, Qt.DashLine if b.planned else Qt.SolidLine)
             painter.setPen(pen)
             lane = min(max(b.lane, 0), lanes - 1)
             y0, y1 = self._lane_y(lane) - 2, self._lane_y(lane) + LANE_H + 2
             painter.drawLine(QPointF(x, y0), QPointF(x, y1))
-            ahead = " (ahead)" if b.planned else ""
+            ahead = " (ahead, beyond this view)" if b in far else " (ahead)" if b.planned else ""
+            if b in far:
+                painter.drawText(QRectF(x - 14, y0 - 14, 12, 12), Qt.AlignCenter, "›")
             tip = f"<b>{b.label}</b>{ahead}<br>{when(b.at)}" + (f"<br>by <b>{b.by}</b>" if b.by else "")
             self._hits.insert(0, _Hit(QRectF(x - 4, y0, 8, y1 - y0), tip))
 

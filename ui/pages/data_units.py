@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.data_units import create_data_unit, issue_key, update_data_unit
-from ui.audit.history import history_tab
+from ui.audit.history import history_tab, may_read_history
 from ui.details import DetailsDialog
 from ui.form_dialog import FormDialog
 from ui.form_field import Field
@@ -113,7 +113,7 @@ def _details(page: ListPage, unit: Any) -> None:
 
     dialog = DetailsDialog(f"Data unit {unit.id}", unit, page)
     dialog.add_tab(keys_list(page.ctx, {"data_unit_id": unit.id}, dialog), "Keys")
-    if page.ctx.may("audit.read"):
+    if may_read_history(page.ctx):
         dialog.add_tab(history_tab(page.ctx, "data_unit", unit.id, dialog), "History")
     dialog.open()
 

@@ -12,7 +12,7 @@ import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.keys import compromise_key, destroy_key
-from ui.audit.history import history_tab
+from ui.audit.history import history_tab, may_read_history
 from ui.details import DetailsDialog
 from ui.form_dialog import FormDialog
 from ui.form_field import Field
@@ -104,7 +104,7 @@ def destruction_texts(key: Any) -> dict[str, str]:
 
 def open_details(page: ListPage, key: Any) -> DetailsDialog:
     dialog = DetailsDialog(f"Key {key.id}", key, page, labels=LABELS, texts=detail_texts(key))
-    if page.ctx.may("audit.read"):
+    if may_read_history(page.ctx):
         dialog.add_tab(history_tab(page.ctx, "key", key.id, dialog), "History")
     dialog.open()
     return dialog
