@@ -63,7 +63,7 @@ def test_the_demo_credentials_come_back_where_the_user_left_them(qtbot, controll
     from PySide6.QtCore import QPoint
 
     from app.demo_credentials import DemoCredentials
-    from ui.demo_credentials import DemoCredentialsDialog
+    from ui.demo_credentials_dialog import DemoCredentialsDialog
 
     # Given the demo credentials opened from the sign-in window and moved aside, then closed
     controller.demo = DemoCredentials(demo_kma.demo)
