@@ -1,8 +1,8 @@
 """The dispatch table of quorum-protected operations, and the user ones (the key split change:
 `kma.services.quorum.key_split_change`).
 
-Not here yet, because the features they protect do not exist yet: transfer partners, restoring
-a backup and software upgrades. Each will be one more `OpType` in `OP_TYPES`.
+Not here yet, because the features they protect do not exist yet: restoring a backup and
+software upgrades. Each will be one more `OpType` in `OP_TYPES`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from kma.services.quorum.key_split_change import CHANGE_KEY_SPLIT
 from kma.services.quorum.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
 from kma.services.quorum.master_rotation import ROTATE_MASTER_KEY
 from kma.services.quorum.op_type import KEPT_AS_HASH, OpType, Outcome, Prepared
+from kma.services.transfer_partners import REGISTER_TRANSFER_PARTNER
 
 
 def _user_must_exist(kma: Appliance, user_id: str) -> None:
@@ -102,5 +103,6 @@ OP_TYPES: dict[str, OpType] = {
         REMOVE_KMA,
         RAISE_CLUSTER_VERSION,
         ROTATE_MASTER_KEY,
+        REGISTER_TRANSFER_PARTNER,
     )
 }
