@@ -199,7 +199,7 @@ def _answer(opened: Opened, p: Plan, imported: int = 0, group: str | None = None
 
 def import_transfer_file(kma: Appliance, actor: Actor, text: str, key_group_id: str) -> dict[str, Any]:
     opened = open_file(kma, actor, text)
-    if kma.store.scalar(_MAY_IMPORT.replace(":g", "?"), (key_group_id,)) != 1:
+    if kma.store.scalar("SELECT " + _MAY_IMPORT.replace(":g", "?"), (key_group_id,)) != 1:
         _refuse(kma, actor, f"Key group '{key_group_id}' does not exist or its policy does not allow import.")
     p = plan(kma, opened.units)
     if p.conflicts:

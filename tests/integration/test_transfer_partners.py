@@ -125,7 +125,7 @@ def test_1000_tapes_move_to_the_partner_and_its_drive_reads_each_with_the_same_k
         "dallas",
         1000,
         1000,
-        [],
+        (),
     )
     before = last_event(partnered.offsite)
     done = offsite_so.import_transfer_file(exported.file, "from-dallas")
@@ -176,6 +176,11 @@ def refused(sides: Sides, file: str, error: type[Exception], reason: str, group:
 
 
 def fresh_export(sides: Sides, volser: str, **kw: Any) -> str:
+    """A file with `volser`'s keys; a volser not yet at Dallas is a new tape written there first."""
+    op = sides.dallas.client("op")
+    if not op.list_keys(data_unit_id=volser).items:
+        op.create_data_unit(volser)
+        op.issue_key("backup-dallas", volser)
     return sides.dallas.client("op").export_transfer_file("offsite", volsers=[volser], **kw).file
 
 
@@ -210,7 +215,7 @@ def test_a_file_from_an_unregistered_sender_or_for_another_cluster_is_refused(pa
 def test_conflicts_disabled_partners_and_groups_without_import_are_refused(partnered: Sides) -> None:
     # E00003 exists at both clusters (two demos), each with its own key: one key, one tape.
     refused(partnered, fresh_export(partnered, "E00003"), Conflict, "E00003 exists here with another key")
-    file = fresh_export(partnered, "E00006")
+    file = fresh_export(partnered, "X00001")
     refused(partnered, file, ValidationFailed, "does not allow import", group="backup-dallas")
     partnered.offsite_so.disable_transfer_partner("dallas")
     try:
@@ -221,8 +226,9 @@ def test_conflicts_disabled_partners_and_groups_without_import_are_refused(partn
 
 
 def test_an_expired_file_is_refused(partnered: Sides) -> None:
-    file = fresh_export(partnered, "E00007", valid_days=1)
+    file = fresh_export(partnered, "X00002", valid_days=1)
     partnered.offsite.advance_clock(2 * DAY)
+    partnered.offsite_so = partnered.offsite.client("so")  # the session before ended meanwhile
     refused(partnered, file, ValidationFailed, "expired")
 
 
