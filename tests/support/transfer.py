@@ -3,6 +3,7 @@ file as a partner, or a stranger, would) and the quorum registration both sides 
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from typing import Any
@@ -60,3 +61,38 @@ def one_tape(volser: str, material: bytes, key_id: str | None = None) -> dict[st
 
 def text_of(identity: Identity) -> str:
     return identity_text(identity.public)
+
+
+class MatrixPartner:
+    """What the role matrix (tests/integration/test_role_matrix.py) needs to call each transfer
+    route so that it succeeds: a registered partner whose private identity the test holds, an
+    exportable tape and a key group that allows import; made at first use."""
+
+    def __init__(self, admin: KmsClient, kma: RunningKma) -> None:
+        self.admin, self.kma, self.n = admin, kma, 0
+        self.identity = Identity.generate()
+        register(admin, kma, "mx-partner", text_of(self.identity))
+        admin.create_key_policy(
+            "mx-transfer", encryption_period=3600, cryptoperiod=7200, allow_export=True, allow_import=True
+        )
+        admin.create_key_group("mx-transfer", "mx-transfer")
+        admin.create_data_unit("MXT0001")
+        admin.issue_key("mx-transfer", "MXT0001")
+
+    def fresh(self) -> str:
+        self.n += 1
+        return f"mx-partner-{self.n}"
+
+    def pending_body(self) -> dict[str, Any]:
+        return {"id": self.fresh(), "name": "Matrix partner", "identity": text_of(Identity.generate())}
+
+    def removable(self) -> str:
+        partner_id = self.fresh()
+        register(self.admin, self.kma, partner_id, text_of(Identity.generate()))
+        return partner_id
+
+    def file(self) -> str:
+        """A new tape's file from the partner to this KMA."""
+        self.n += 1
+        here = self.admin.get_transfer_identity().identity
+        return file_from(self.identity, here, [one_tape(f"MXI{self.n:04d}", os.urandom(32))])
