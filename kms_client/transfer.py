@@ -23,7 +23,7 @@ class TransferCalls:
         return self._connection.call("GET", "/transfer-identity", reader(TransferIdentity))
 
     def list_transfer_partners(
-        self, *, limit: int = 100, cursor: str | None = None, q: str | None = None, **filters: FilterValue
+        self, /, *, limit: int = 100, cursor: str | None = None, q: str | None = None, **filters: FilterValue
     ) -> Page[TransferPartner]:
         return self._connection.list(
             "/transfer-partners", TransferPartner, query(filters, limit=limit, cursor=cursor, q=q)
@@ -98,9 +98,9 @@ class TransferCalls:
 
     def preview_transfer_import(self, file: str) -> TransferImport:
         """Security Officer: what importing `file` would do; refusals as for an import."""
-        return self._connection.call(
-            "POST", "/transfer-imports/preview", reader(TransferImport), body={"file": file}, timeout=LONG_WORK_S
-        )
+        body = {"file": file}
+        path = "/transfer-imports/preview"
+        return self._connection.call("POST", path, reader(TransferImport), body=body, timeout=LONG_WORK_S)
 
     def import_transfer_file(self, file: str, key_group_id: str) -> TransferImport:
         """Security Officer: every data unit of `file` into `key_group_id`, or nothing."""

@@ -120,9 +120,9 @@ class Identity:
     def open(self, sealed: SealedFile) -> dict[str, Any]:
         """The payload of a file whose signature `sealed.verify` checked, for this identity."""
         if sealed.header.get("recipient_fingerprint") != fingerprint(self.public):
+            meant_for, here = sealed.header.get("recipient_fingerprint"), fingerprint(self.public)
             raise TransferFileRefused(
-                "The file is meant for another cluster (its recipient fingerprint is "
-                f"{sealed.header.get('recipient_fingerprint')}, this cluster's is {fingerprint(self.public)})."
+                f"The file is meant for another cluster (recipient {meant_for}; this cluster is {here})."
             )
         try:
             one_time = x25519.X25519PublicKey.from_public_bytes(_unb64(sealed.header["ephemeral_key"]))

@@ -42,7 +42,8 @@ class Selection:
     written_to: int | None = None
 
     def where(self) -> tuple[str, dict[str, Any]]:
-        parts, params = [], {}
+        parts: list[str] = []
+        params: dict[str, Any] = {}
         if self.volsers:
             parts.append("k.data_unit_id IN (SELECT value FROM json_each(:volsers))")
             params["volsers"] = json.dumps(list(self.volsers))
@@ -76,7 +77,9 @@ _KEYS = (
 
 def _collect(kma: Appliance, rows: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """The payload's data units, and the keys left behind with why."""
-    master, units, left = kma.vault.master(), {}, []
+    master = kma.vault.master()
+    units: dict[str, dict[str, Any]] = {}
+    left: list[dict[str, str]] = []
     for r in rows:
         why = (
             "destroyed"

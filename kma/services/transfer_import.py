@@ -87,7 +87,21 @@ def open_file(kma: Appliance, actor: Actor, text: str) -> Opened:
     imported_at = kma.store.scalar(
         "SELECT done_at FROM transfer_files WHERE id = ? AND direction = 'import'", (str(header["file_id"]),)
     )
-    return Opened(header, partner, units, imported_at)
+    return Opened(header, partner, list(units or ()), imported_at)
+
+
+_TIMES = ("created_at", "activated_at", "protect_until", "deactivate_at", "compromised_at")
+
+
+def _key_problem(key: Any) -> str | None:
+    check_text(key["id"], "A key ID", max_len=128, required=True)
+    if len(bytes.fromhex(key["material"])) != 32:
+        return f"key {key['id']} is not an AES-256 key"
+    if not isinstance(key["created_at"], int) or any(
+        key.get(t) is not None and not isinstance(key[t], int) for t in _TIMES
+    ):
+        return f"key {key['id']} has a time that is not a number"
+    return None
 
 
 def _problem(units: Any) -> str | None:
@@ -97,21 +111,11 @@ def _problem(units: Any) -> str | None:
     try:
         for unit in units:
             check_id(unit["id"], "A volser")
-            for key in unit["keys"]:
-                check_text(key["id"], "A key ID", max_len=128, required=True)
-                if len(bytes.fromhex(key["material"])) != 32:
-                    return f"key {key['id']} is not an AES-256 key"
-                for when in (
-                    "created_at",
-                    "activated_at",
-                    "protect_until",
-                    "deactivate_at",
-                    "compromised_at",
-                ):
-                    if key.get(when) is not None and not isinstance(key[when], int):
-                        return f"key {key['id']} has a time that is not a number"
             if not unit["keys"]:
                 return f"data unit {unit['id']} has no key"
+            problem = next(filter(None, (_key_problem(k) for k in unit["keys"])), None)
+            if problem:
+                return problem
     except ValidationFailed as bad:
         return bad.message
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -281,7 +285,8 @@ def _insert_key(wrapped: bytes, key: dict[str, Any], unit: str, group: str, kma_
         "INSERT INTO keys (id, kma_id, material_wrapped, key_group_id, data_unit_id, created_at, issued_at, "
         "activated_at, protect_until, deactivate_at, compromised_at, backup_mark) "
         "SELECT :id, :kma, :material, :g, :du, :created, :now, :activated, :protect, :deactivate, "
-        f":compromised, :now WHERE {_MAY_IMPORT} AND NOT EXISTS (SELECT 1 FROM keys WHERE id = :id COLLATE NOCASE)",
+        f":compromised, :now WHERE {_MAY_IMPORT} "
+        "AND NOT EXISTS (SELECT 1 FROM keys WHERE id = :id COLLATE NOCASE)",
         {
             "id": key["id"],
             "kma": kma_id,

@@ -95,7 +95,8 @@ def test_a_partner_registered_under_quorum_shows_its_fingerprint_on_both_sides(p
     dallas = partnered.offsite.client("auditor").get_transfer_partner("dallas")
     assert dallas.fingerprint == partnered.dallas_so.get_transfer_identity().fingerprint
     (event,) = [e for e in events(partnered.dallas, 0) if e["subject_id"] == "offsite"]
-    assert "registered transfer partner 'offsite'" in event["message"] and offsite.fingerprint in event["message"]
+    assert "registered transfer partner 'offsite'" in event["message"]
+    assert offsite.fingerprint in event["message"]
 
 
 def test_a_fingerprint_that_does_not_match_the_identity_is_refused(partnered: Sides) -> None:
