@@ -15,6 +15,7 @@ import pytest
 
 from kma.crypto.transfer import Identity, fingerprint, parse_identity
 from kms_client import Conflict, Forbidden, PendingQuorumOp, ValidationFailed
+from tests.integration.test_quorum_cli import kma_cli
 from tests.support.agents import demo_passphrase, enroll, events, kmip, last_event
 from tests.support.kma_process import RunningKma, read_only_db, ready_pool
 from tests.support.transfer import file_from, one_tape, quorum, register, text_of
@@ -224,6 +225,36 @@ def test_conflicts_disabled_partners_and_groups_without_import_are_refused(partn
     finally:
         partnered.offsite_so.enable_transfer_partner("dallas")
     assert partnered.offsite_so.import_transfer_file(file, "from-dallas").imported == 1
+
+
+def test_the_cli_exports_previews_and_imports(partnered: Sides, tmp_path: Path) -> None:
+    fresh_export(partnered, "X00003")  # the tape, written at Dallas (and a first file, not used)
+    out = tmp_path / "to-offsite.kmstransfer"
+    code, text, err = kma_cli(
+        partnered.dallas,
+        tmp_path,
+        "op",
+        "transfer",
+        "export",
+        "offsite",
+        "--volser",
+        "X00003",
+        "--out",
+        str(out),
+    )
+    assert code == 0 and "1 data units, 1 keys" in text, err
+    code, text, err = kma_cli(partnered.offsite, tmp_path, "so", "transfer", "preview", str(out))
+    assert code == 0 and "1 new" in text and "from partner dallas" in text, err
+    code, text, err = kma_cli(
+        partnered.offsite, tmp_path, "so", "transfer", "import", str(out), "--key-group", "from-dallas"
+    )
+    assert code == 0 and "Imported 1 data units" in text, err
+    code, text, err = kma_cli(
+        partnered.offsite, tmp_path, "so", "transfer", "import", str(out), "--key-group", "backup-dallas"
+    )
+    assert code != 0 and "does not allow import" in err
+    code, text, err = kma_cli(partnered.offsite, tmp_path, "auditor", "transfer", "partners")
+    assert code == 0 and "dallas" in text and "enabled" in text, err
 
 
 def test_an_expired_file_is_refused(partnered: Sides) -> None:
