@@ -16,6 +16,7 @@ from kma.crypto.transfer import PRIVATE_CONTEXT, Identity, fingerprint, identity
 from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
 from kma.errors import Conflict, NotFound, ValidationFailed
+from kma.services import row_macs
 from kma.services.change import Change
 from kma.services.paging import ListSpec, Page, PageRequest, list_page
 from kma.services.quorum.key_split import Quorum
@@ -25,7 +26,7 @@ from kma.store import Stmt
 LIST = ListSpec(
     select=(
         "SELECT id, name, contact, fingerprint, public_identity, may_send, may_receive, enabled, "
-        "registered_by_op, created_at, updated_at FROM transfer_partners"
+        "registered_by_op, created_at, updated_at, mac FROM transfer_partners"
     ),
     sort_fields={"id": "id", "name": "name", "created_at": "created_at"},
     default_sort="id",
@@ -35,6 +36,7 @@ LIST = ListSpec(
 
 def _row(row: Any) -> dict[str, Any]:
     out = dict(row)
+    del out["mac"]
     out["identity"] = identity_text(bytes(out.pop("public_identity")))
     for flag in ("may_send", "may_receive", "enabled"):
         out[flag] = bool(out[flag])
@@ -86,16 +88,33 @@ def get_transfer_partner(kma: Appliance, partner_id: str) -> dict[str, Any]:
     return _row(row)
 
 
+def _genuine(kma: Appliance, row: Any) -> bool:
+    """The row a quorum registered (its MAC verifies, its public keys are the fingerprint's): a row
+    written into the store behind the KMA's back neither receives keys nor sends them."""
+    public = bytes(row["public_identity"])
+    return fingerprint(public) == row["fingerprint"] and row_macs.genuine(
+        kma, row_macs.TRANSFER_PARTNERS, row
+    )
+
+
 def partner_by_identity(kma: Appliance, public_identity: bytes) -> dict[str, Any] | None:
     row = kma.store.query_one(LIST.select + " WHERE public_identity = ?", (public_identity,))
-    return None if row is None else {**_row(row), "public_identity": public_identity}
+    if row is None or not _genuine(kma, row):
+        return None
+    return {**_row(row), "public_identity": public_identity}
 
 
 def partner_public(kma: Appliance, partner_id: str) -> bytes:
-    found = kma.store.scalar("SELECT public_identity FROM transfer_partners WHERE id = ?", (partner_id,))
-    if found is None:
+    """The public keys of a partner keys may be exported to; a forged row is refused."""
+    row = kma.store.query_one(LIST.select + " WHERE id = ?", (partner_id,))
+    if row is None:
         raise NotFound(f"There is no transfer partner '{partner_id}'.")
-    return bytes(found)
+    if not _genuine(kma, row):
+        raise Conflict(
+            f"Transfer partner '{partner_id}' was not registered through this cluster (its row does not "
+            "verify): nothing is exported to it. See the audit trail's security events."
+        )
+    return bytes(row["public_identity"])
 
 
 def _prepare_register(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
@@ -163,8 +182,24 @@ def _execute_register(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str
         expect=1,
         refusal=f"a transfer partner '{p['id']}' or one with this identity was registered meanwhile",
     )
+    sealed = _seal(kma, p["id"], p["fingerprint"], bool(p["may_send"]), bool(p["may_receive"]), True)
     message = f"registered transfer partner '{p['id']}' ({p['name']}), fingerprint {p['fingerprint']}"
-    return Outcome(Change("transfer.partner.register", [stmt], message, ("transfer_partner", p["id"])))
+    return Outcome(
+        Change("transfer.partner.register", [stmt, sealed], message, ("transfer_partner", p["id"]))
+    )
+
+
+def _seal(
+    kma: Appliance, partner_id: str, print_: str, may_send: bool, may_receive: bool, enabled: bool
+) -> Stmt:
+    row = {
+        "id": partner_id,
+        "fingerprint": print_,
+        "may_send": int(may_send),
+        "may_receive": int(may_receive),
+        "enabled": int(enabled),
+    }
+    return row_macs.seal(kma.vault.row_mac_key(), row_macs.TRANSFER_PARTNERS, row)
 
 
 REGISTER_TRANSFER_PARTNER = OpType("register_transfer_partner", _prepare_register, _execute_register)
@@ -174,6 +209,11 @@ def set_transfer_partner_enabled(
     kma: Appliance, actor: Actor, partner_id: str, enabled: bool
 ) -> dict[str, Any]:
     now, word = kma.clock.now(), "enabled" if enabled else "disabled"
+    row = kma.store.query_one(LIST.select + " WHERE id = ?", (partner_id,))
+    if row is None:
+        raise NotFound(f"There is no transfer partner '{partner_id}'.")
+    if enabled and not _genuine(kma, row):
+        raise Conflict(f"Transfer partner '{partner_id}' does not verify: register it again under quorum.")
     kma.commit(
         actor,
         f"transfer.partner.{'enable' if enabled else 'disable'}",
@@ -184,7 +224,8 @@ def set_transfer_partner_enabled(
                 expect=1,
                 missing=True,
                 refusal=f"there is no transfer partner '{partner_id}'",
-            )
+            ),
+            _seal(kma, partner_id, row["fingerprint"], row["may_send"], row["may_receive"], enabled),
         ],
         f"{word} transfer partner '{partner_id}'"
         + ("" if enabled else ": nothing is exported to it or imported from it until it is enabled"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -268,3 +269,30 @@ def test_fingerprints_are_read_aloud_in_groups() -> None:
     identity = Identity.generate()
     text = fingerprint(parse_identity(text_of(identity)))
     assert len(text.split(" ")) == 16 and all(len(g) == 4 for g in text.split(" "))
+
+
+def test_a_partner_written_into_the_store_receives_and_sends_nothing(fresh_kma: RunningKma) -> None:
+    forged = Identity.generate()
+    public = forged.public
+    fresh_kma.stop()  # rows written with sqlite3 into a stopped KMA's store, as a leaked file allows
+    db = sqlite3.connect(fresh_kma.data_dir / "kma.db")
+    with db:
+        db.execute(
+            "INSERT INTO transfer_partners (id, name, public_identity, fingerprint, may_send, may_receive, "
+            "registered_by_op, created_at, updated_at) "
+            "VALUES ('mallory', 'Mallory', ?, ?, 1, 1, 'none', 0, 0)",
+            (public, fingerprint(public)),
+        )
+    db.close()
+    fresh_kma.start()
+    with pytest.raises(Conflict, match="not registered through this cluster"):
+        fresh_kma.client("op").export_transfer_file("mallory", volsers=["E00004"])
+    here = fresh_kma.client("so").get_transfer_identity().identity
+    with pytest.raises(ValidationFailed, match="not a registered transfer partner"):
+        fresh_kma.client("so").preview_transfer_import(
+            file_from(forged, here, [one_tape("M00001", os.urandom(32))])
+        )
+    assert any(
+        e.subject_id == "mallory"
+        for e in fresh_kma.client("auditor").iter_audit_events(operation="security.tamper")
+    )

@@ -21,7 +21,8 @@ CREATE TABLE transfer_partners (
     enabled          INTEGER NOT NULL DEFAULT 1,
     registered_by_op TEXT NOT NULL,             -- the quorum operation that registered it
     created_at       INTEGER NOT NULL,
-    updated_at       INTEGER NOT NULL
+    updated_at       INTEGER NOT NULL,
+    mac              TEXT                       -- row MAC (kma/services/row_macs.py): whom keys go to
 );
 
 -- One row per file, sent or imported: an imported file's ID is taken once, which is what makes a
