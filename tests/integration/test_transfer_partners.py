@@ -154,6 +154,15 @@ def test_1000_tapes_move_to_the_partner_and_its_drive_reads_each_with_the_same_k
     assert counts(partnered.offsite) == unchanged
 
 
+def test_the_tapes_history_says_where_its_key_went_and_came_from(partnered: Sides) -> None:
+    sent = partnered.dallas.client("auditor").history("data_unit", TAPES[0])
+    (went,) = [b for b in sent.boundaries if b.kind == "exported"]
+    assert "keys exported to partner 'offsite'" in went.label and went.by == "op"
+    got = partnered.offsite.client("auditor").history("data_unit", TAPES[0])
+    (came,) = [b for b in got.boundaries if b.kind == "imported"]
+    assert "keys imported from partner 'dallas'" in came.label and came.by == "so"
+
+
 def test_keys_whose_policy_forbids_export_stay_and_are_named(partnered: Sides) -> None:
     # A00001 is in the archive group, whose policy (archive-7y) does not allow export.
     exported = partnered.dallas.client("op").export_transfer_file(
