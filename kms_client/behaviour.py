@@ -123,6 +123,10 @@ PERMISSIONS = (
     "upgrades.check",
     "alerts.read",
     "alerts.write",
+    "transfer.read",
+    "transfer.partners",
+    "transfer.export",
+    "transfer.import",
 )
 
 

@@ -37,6 +37,7 @@ from .paging import iter_all, iter_pages
 from .reader import Page, reader
 from .release import release
 from .topology import TopologyCalls
+from .transfer import TransferCalls
 from .wire import (
     About,
     Agent,
@@ -116,6 +117,7 @@ class KmsClient:
         self._members = MembershipCalls(connection)
         self._topology = TopologyCalls(connection)
         self._alerts = AlertCalls(connection)
+        self._transfer = TransferCalls(connection)
 
     # -- the connection -------------------------------------------------------------------------
 
@@ -805,3 +807,15 @@ class KmsClient:
     change_alert_channel = _part("_alerts", AlertCalls.change_alert_channel)
     remove_alert_channel = _part("_alerts", AlertCalls.remove_alert_channel)
     send_test_alert = _part("_alerts", AlertCalls.send_test_alert)
+
+    # -- transfer partners, exports, imports (transfer.py) ------------------------------------------
+    get_transfer_identity = _part("_transfer", TransferCalls.get_transfer_identity)
+    list_transfer_partners = _part("_transfer", TransferCalls.list_transfer_partners)
+    get_transfer_partner = _part("_transfer", TransferCalls.get_transfer_partner)
+    register_transfer_partner = _part("_transfer", TransferCalls.register_transfer_partner)
+    enable_transfer_partner = _part("_transfer", TransferCalls.enable_transfer_partner)
+    disable_transfer_partner = _part("_transfer", TransferCalls.disable_transfer_partner)
+    remove_transfer_partner = _part("_transfer", TransferCalls.remove_transfer_partner)
+    export_transfer_file = _part("_transfer", TransferCalls.export_transfer_file)
+    preview_transfer_import = _part("_transfer", TransferCalls.preview_transfer_import)
+    import_transfer_file = _part("_transfer", TransferCalls.import_transfer_file)

@@ -50,6 +50,7 @@ QUORUM_OP_TYPES = (
     "remove_kma",
     "raise_cluster_version",
     "rotate_master_key",
+    "register_transfer_partner",
 )
 
 

@@ -418,6 +418,13 @@ class KeyGroup:
 
 
 @dataclass(frozen=True, kw_only=True)
+class KeyLeftBehind:
+    data_unit_id: str
+    key_id: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class KeyPolicy:
     id: str
     description: str
@@ -675,6 +682,66 @@ class TopologySite(behaviour.TopologySiteKmas["KmaNode"]):
     name: str
     kmas: tuple[KmaNode, ...]
     agents: SiteAgents
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferConflict:
+    data_unit_id: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferExport:
+    file_id: str
+    partner_id: str
+    recipient_fingerprint: str
+    sender_fingerprint: str
+    data_units: int
+    keys: int
+    expires_at: datetime
+    not_exported: tuple[KeyLeftBehind, ...]
+    not_found: tuple[str, ...]
+    file: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferIdentity:
+    identity: str
+    fingerprint: str
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferImport:
+    file_id: str
+    partner_id: str
+    partner_name: str
+    sender_name: str
+    created_at: datetime | None
+    expires_at: datetime
+    data_units: int
+    keys: int
+    new: int
+    already_here: int
+    conflicts: tuple[TransferConflict, ...]
+    imported_before_at: datetime | None
+    imported: int
+    key_group_id: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferPartner:
+    id: str
+    name: str
+    contact: str
+    identity: str
+    fingerprint: str
+    may_send: bool
+    may_receive: bool
+    enabled: bool
+    registered_by_op: str
+    created_at: datetime
+    updated_at: datetime
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -34,6 +34,7 @@ KINDS = frozenset(
         "kmas",
         "quorum",
         "sites",
+        "transfer",
         "users",
     }
 )

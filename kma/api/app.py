@@ -13,6 +13,7 @@ from kma.appliance import Appliance
 from kma.metrics import API_REQUESTS
 
 MAX_BODY = 64 * 1024
+MAX_TRANSFER_BODY = 256 * 2**20 + MAX_BODY  # a transfer file (kma/api/transfer_schemas.py) and its request
 PREFIX = "/api/v1"
 
 
@@ -24,18 +25,20 @@ class BodyLimit:
     the app is too late, as FastAPI turns any failure while reading a body into a 400.
     """
 
-    def __init__(self, app: ASGIApp, limit: int = MAX_BODY) -> None:
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY, larger: dict[str, int] | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.larger = larger or {}  # path -> its own limit (a transfer file)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.larger.get(scope["path"], self.limit)
         length = dict(scope.get("headers", [])).get(b"content-length")
         if length is not None:
-            if not length.isdigit() or int(length) > self.limit:
-                await _too_large(scope, send, self.limit)
+            if not length.isdigit() or int(length) > limit:
+                await _too_large(scope, send, limit)
                 return
             await self.app(scope, receive, send)
             return
@@ -47,8 +50,8 @@ class BodyLimit:
             if message["type"] != "http.request":
                 break  # the client went away: let the app see that
             seen += len(message.get("body", b""))
-            if seen > self.limit:
-                await _too_large(scope, send, self.limit)
+            if seen > limit:
+                await _too_large(scope, send, limit)
                 return
             if not message.get("more_body", False):
                 break
@@ -118,7 +121,8 @@ def create_app(kma: Appliance) -> FastAPI:
         app.include_router(router, prefix=PREFIX)
     metrics.install(app, kma)  # GET /metrics, outside /api/v1, where Prometheus looks
     openapi.install(app, PREFIX, [*ROUTERS, metrics.router])  # the document's errors, the docs page
-    app.add_middleware(BodyLimit)
+    transfer = {f"{PREFIX}/transfer-imports{end}": MAX_TRANSFER_BODY for end in ("", "/preview")}
+    app.add_middleware(BodyLimit, larger=transfer)
     # outermost: a body refused by BodyLimit counts too
     app.add_middleware(CountRequests, templates=openapi.route_templates(app))
     return app

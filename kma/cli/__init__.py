@@ -8,7 +8,19 @@ import sys
 from collections.abc import Callable, Sequence
 
 from kma import __version__
-from kma.cli import admin, agent, backup, cluster_status, convert, membership, plan, quorum, serve, upgrade
+from kma.cli import (
+    admin,
+    agent,
+    backup,
+    cluster_status,
+    convert,
+    membership,
+    plan,
+    quorum,
+    serve,
+    transfer,
+    upgrade,
+)
 from kma.datadir import keep_private
 from kma.errors import KmaError
 
@@ -26,6 +38,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], N
     cluster_status.add_cluster_commands,  # kma cluster status: through a running KMA's API
     membership.add_member_commands,  # kma cluster add-kma, kma-passphrase (after `kma cluster status`)
     upgrade.add_upgrade_commands,  # kma upgrade check: through a running KMA's API
+    transfer.add_transfer,  # kma transfer ...: partners and transfer files through a running KMA's API
 ]
 
 

@@ -47,6 +47,10 @@ class Permission(StrEnum):
     UPGRADE_CHECK = "upgrades.check"  # whether the cluster is ready for a rolling upgrade, its order
     ALERTS_READ = "alerts.read"  # the alert channels (never their secrets) and how each fares
     ALERTS_WRITE = "alerts.write"  # add, change, remove alert channels; send a test alert
+    TRANSFER_READ = "transfer.read"  # this cluster's transfer identity and its transfer partners
+    TRANSFER_PARTNERS = "transfer.partners"  # register (under quorum), enable, disable, remove partners
+    TRANSFER_EXPORT = "transfer.export"  # export data units' keys to a partner
+    TRANSFER_IMPORT = "transfer.import"  # preview and import a partner's transfer file
 
 
 SO, CO, OP, BO, AU, QM = Role
@@ -76,6 +80,10 @@ GRANTS: dict[Permission, frozenset[Role]] = {
     Permission.UPGRADE_CHECK: frozenset({SO}),
     Permission.ALERTS_READ: frozenset({SO, AU}),
     Permission.ALERTS_WRITE: frozenset({SO}),
+    Permission.TRANSFER_READ: frozenset({SO, CO, OP, AU}),
+    Permission.TRANSFER_PARTNERS: frozenset({SO}),
+    Permission.TRANSFER_EXPORT: frozenset({OP}),
+    Permission.TRANSFER_IMPORT: frozenset({SO}),
 }
 
 

@@ -2,8 +2,8 @@
 feature it protects (users: `kma.services.users`; the key split change:
 `kma.services.quorum.key_split_change`; ...); this table only lists them.
 
-Not here yet, because the features they protect do not exist yet: transfer partners, restoring
-a backup and software upgrades. Each will be one more `OpType` in `OP_TYPES`.
+Not here yet, because the features they protect do not exist yet: restoring a backup and
+software upgrades. Each will be one more `OpType` in `OP_TYPES`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from kma.services.quorum.key_split_change import CHANGE_KEY_SPLIT
 from kma.services.quorum.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
 from kma.services.quorum.master_rotation import ROTATE_MASTER_KEY
 from kma.services.quorum.op_type import OpType
+from kma.services.transfer_partners import REGISTER_TRANSFER_PARTNER
 from kma.services.users import CREATE_USER, SET_USER_PASSPHRASE, UPDATE_USER
 
 OP_TYPES: dict[str, OpType] = {
@@ -32,5 +33,6 @@ OP_TYPES: dict[str, OpType] = {
         REMOVE_KMA,
         RAISE_CLUSTER_VERSION,
         ROTATE_MASTER_KEY,
+        REGISTER_TRANSFER_PARTNER,
     )
 }

@@ -285,6 +285,7 @@ def data_unit_history(kma: Appliance, unit_id: str) -> dict[str, Any]:
             "created", unit["created_at"], "registered", False, _first_actor(events, "data_unit.create"), 0
         )
     ]
+    boundaries += _transfers(kma, unit_id)
     for index, key in enumerate(keys[-KEY_LANES:], start=1):
         lane = _key_lane(key, events, now)
         if key["released_at"] is not None:
@@ -303,6 +304,27 @@ def data_unit_history(kma: Appliance, unit_id: str) -> dict[str, Any]:
         total,
         {"description": unit["description"], "keys": len(current), "released_keys": len(released)},
     )
+
+
+def _transfers(kma: Appliance, unit_id: str) -> list[Boundary]:
+    """Where the tape's keys went to and came from: each transfer file naming it (docs/transfer.md)."""
+    rows = kma.store.query(
+        "SELECT f.id, f.partner_id, f.direction, f.done_by, f.done_at FROM data_unit_transfers t "
+        "JOIN transfer_files f ON f.id = t.file_id WHERE t.data_unit_id = ? ORDER BY f.done_at",
+        (unit_id,),
+    )
+    words = {"export": "keys exported to partner", "import": "keys imported from partner"}
+    return [
+        Boundary(
+            f"{r['direction']}ed",
+            r["done_at"],
+            f"{words[r['direction']]} '{r['partner_id']}' (transfer file {r['id']})",
+            False,
+            r["done_by"],
+            0,
+        )
+        for r in rows
+    ]
 
 
 def _by_at(events: Events, t: int) -> str | None:

@@ -25,6 +25,7 @@ from kma.audit.signing import WRAP_CONTEXT
 from kma.backup.fileformat import backup_key_context
 from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.generations import header
+from kma.crypto.transfer import PRIVATE_CONTEXT as TRANSFER_PRIVATE
 from kma.errors import Conflict, KmaLocked
 from kma.services import master_keys, row_macs
 from kma.services.alert_channels import secrets_context
@@ -64,6 +65,7 @@ BLOBS = (
         lambda r: f"quorum-new-share:{r['op_id']}:{r['member_name']}",
     ),
     Blobs("alert_channels", ("id",), "secrets_wrapped", lambda r: secrets_context(r["id"])),
+    Blobs("transfer_identity", ("id",), "private_wrapped", lambda r: TRANSFER_PRIVATE),
     Blobs("keys", ("id",), "material_wrapped", lambda r: f"key:{r['id']}"),  # the many: last
 )
 

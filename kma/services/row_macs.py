@@ -64,7 +64,18 @@ SPLIT_MEMBERS = Sealed("key_split_members", ("name",), ("share_sealed", "generat
 # Where the cluster's warnings and chosen audit events go: a forged one would send them elsewhere.
 ALERT_CHANNEL_FIELDS = ("name", "kind", "enabled", "settings", "warnings", "audit_classes")
 ALERT_CHANNELS = Sealed("alert_channels", ("id",), ALERT_CHANNEL_FIELDS, "alert_channel")
-TABLES = (USERS, MEMBERSHIP, SPLIT_MEMBERS, ALERT_CHANNELS)  # sealed at the first unlock and checked at each
+# Whom keys are exported to and whose files are imported: a forged partner would receive them. The
+# fingerprint stands for the public keys (the partner's use checks it is theirs, transfer_partners.py).
+TRANSFER_PARTNERS = Sealed(
+    "transfer_partners", ("id",), ("fingerprint", "may_send", "may_receive", "enabled"), "transfer_partner"
+)
+TABLES = (
+    USERS,
+    MEMBERSHIP,
+    SPLIT_MEMBERS,
+    ALERT_CHANNELS,
+    TRANSFER_PARTNERS,
+)  # sealed at first unlock, checked at each
 # Sessions come and go: not swept; one made while this KMA was locked is sealed when it unlocks.
 SESSIONS = Sealed("sessions", ("token_hash",), ("user_id", "expires_at"), "session")
 

@@ -11,9 +11,11 @@ pytestmark = pytest.mark.gui
 EVERYONE = {"dashboard", "cluster", "sites", "settings", "planning"}
 EXPECTED = {
     "so": EVERYONE
-    | {"users", "key_policies", "key_groups", "agents", "audit", "quorum", "locking", "backups", "alerts"},
-    "co": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys", "audit"},
-    "op": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys"},
+    | {"users", "key_policies", "key_groups", "agents", "audit", "quorum", "locking", "backups", "alerts"}
+    | {"transfer_partners"},
+    "co": EVERYONE
+    | {"key_policies", "key_groups", "agents", "data_units", "keys", "audit", "transfer_partners"},
+    "op": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys", "transfer_partners"},
     "backup": EVERYONE | {"backups"},
     "auditor": EVERYONE
     | {
@@ -28,6 +30,7 @@ EXPECTED = {
         "locking",
         "backups",
         "alerts",
+        "transfer_partners",
     },
     "qm1": EVERYONE | {"quorum", "locking"},  # quorum.read: the key split and lock state they approve
     "admin": EVERYONE
@@ -43,6 +46,7 @@ EXPECTED = {
         "locking",
         "backups",
         "alerts",
+        "transfer_partners",
     },
 }
 

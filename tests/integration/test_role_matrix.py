@@ -27,6 +27,7 @@ from kms_client import KmsClient
 from tests.integration.helpers import API, domain_snapshot, error_of, raw_http
 from tests.support.first_node import demo_first_node
 from tests.support.kma_process import RunningKma
+from tests.support.transfer import MatrixPartner
 
 SO, CO, OP, BO, AU, QM = (
     "security_officer",
@@ -147,6 +148,17 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "PUT /alert-channels/{id}": frozenset({SO}),
     "DELETE /alert-channels/{id}": frozenset({SO}),
     "POST /alert-channels/{id}/test": frozenset({SO}),
+    # Transfer partners, exports, imports (issue 40).
+    "GET /transfer-identity": frozenset({SO, CO, OP, AU}),
+    "GET /transfer-partners": frozenset({SO, CO, OP, AU}),
+    "GET /transfer-partners/{id}": frozenset({SO, CO, OP, AU}),
+    "POST /transfer-partners": frozenset({SO}),
+    "POST /transfer-partners/{id}/enable": frozenset({SO}),
+    "POST /transfer-partners/{id}/disable": frozenset({SO}),
+    "DELETE /transfer-partners/{id}": frozenset({SO}),
+    "POST /transfer-exports": frozenset({OP}),
+    "POST /transfer-imports/preview": frozenset({SO}),
+    "POST /transfer-imports": frozenset({SO}),
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
@@ -187,6 +199,10 @@ PERMISSION_ROUTES = {
     "upgrades.check": "GET /cluster/upgrade-check",
     "alerts.read": "GET /alert-channels",
     "alerts.write": "POST /alert-channels",
+    "transfer.read": "GET /transfer-partners",
+    "transfer.partners": "POST /transfer-partners/{id}/enable",
+    "transfer.export": "POST /transfer-exports",
+    "transfer.import": "POST /transfer-imports/preview",
 }
 PERMISSION_OF = {route: permission for permission, route in PERMISSION_ROUTES.items()}
 
@@ -212,6 +228,7 @@ class World:
     tokens: dict[str, str] = field(default_factory=dict)
     permissions: dict[str, set[str]] = field(default_factory=dict)  # each user's, from GET /auth/me
     _n: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    _transfer: MatrixPartner | None = None
 
     def n(self) -> int:
         return next(self._n)
@@ -332,6 +349,11 @@ class World:
                 removed = self.as_admin("POST", f"/kmas/{kma['id']}/remove", quorum)
                 assert removed.status_code == 200, removed.text
 
+    def transfer(self) -> MatrixPartner:
+        if self._transfer is None:
+            self._transfer = MatrixPartner(self.admin, self.kma)
+        return self._transfer
+
     def fresh_token(self, user: str) -> str:
         client = self.kma.client(user)
         assert client.token is not None
@@ -353,6 +375,11 @@ def rotate_master_key(w: World, user: str) -> tuple[dict[str, str], dict[str, An
 
 def none(w: World, user: str) -> tuple[dict[str, str], None]:
     return {}, None
+
+
+def the_partner(w: World, user: str) -> tuple[dict[str, str], None]:
+    w.transfer()  # registered at first use
+    return {"id": "mx-partner"}, None
 
 
 # How to call each route so that, when allowed, it succeeds: (path parameters, JSON body).
@@ -478,6 +505,19 @@ CALLS: dict[str, Prep] = {
     "DELETE /alert-channels/{id}": lambda w, u: ({"id": w.fresh_channel()}, None),
     # Nothing listens there: the answer says the test alert was not delivered (still a 200).
     "POST /alert-channels/{id}/test": lambda w, u: ({"id": w.fresh_channel()}, None),
+    "GET /transfer-identity": none,
+    "GET /transfer-partners": none,
+    "GET /transfer-partners/{id}": the_partner,
+    "POST /transfer-partners": lambda w, u: ({}, w.transfer().pending_body()),  # pending (202)
+    "POST /transfer-partners/{id}/enable": the_partner,
+    "POST /transfer-partners/{id}/disable": the_partner,
+    "DELETE /transfer-partners/{id}": lambda w, u: ({"id": w.transfer().removable()}, None),
+    "POST /transfer-exports": lambda w, u: (
+        {},
+        {"partner_id": w.transfer() and "mx-partner", "volsers": ["MXT0001"]},
+    ),
+    "POST /transfer-imports/preview": lambda w, u: ({}, {"file": w.transfer().file()}),
+    "POST /transfer-imports": lambda w, u: ({}, {"file": w.transfer().file(), "key_group_id": "mx-transfer"}),
 }
 # Run after the call, whatever its outcome: lock and unlock must leave the KMA unlocked.
 AFTER: dict[str, Callable[[World], None]] = {
@@ -491,6 +531,8 @@ AFTER: dict[str, Callable[[World], None]] = {
     "POST /kmas/{id}/remove": lambda w: w.drop_pending("remove_kma"),
     "POST /cluster/version": lambda w: w.drop_pending("raise_cluster_version"),
     "POST /cluster/master-key/rotation": lambda w: w.drop_pending("rotate_master_key"),
+    "POST /transfer-partners": lambda w: w.drop_pending("register_transfer_partner"),
+    "POST /transfer-partners/{id}/disable": lambda w: w.admin.enable_transfer_partner("mx-partner") and None,
 }
 assert CALLS.keys() == EXPECTED.keys()
 

@@ -47,6 +47,8 @@ BOUNDARY_COLOURS = {
     "cryptoperiod_end": "#d9731b",
     "compromised": "#c0392b",
     "released": "#7b5cc4",
+    "exported": "#2e86c1",  # keys sent to a transfer partner (docs/transfer.md)
+    "imported": "#17a589",  # keys that came from one
 }
 LABEL_W, AXIS_H, LANE_H, LANE_GAP, EVENTS_H, LEGEND_H, MARGIN = 190, 34, 24, 6, 30, 22, 10
 # How far past the history a planned boundary may lie and still be drawn to scale.
@@ -104,7 +106,7 @@ class TimelineWidget(QWidget):
         parts += [
             f"{b.label} {when(b.at)}" + (f" by {b.by}" if b.by else "")
             for b in self.history.boundaries
-            if b.kind == "released"
+            if b.kind in ("released", "exported", "imported")
         ]
         parts += [f"Ahead, beyond this view: {b.label} {when(b.at)}" for b in self.beyond_view()]
         return ". ".join(parts)

@@ -21,6 +21,7 @@ AREA_MODULES = (
     "ui.quorum.locking",  # Lock and unlock, autonomous unlock, quorum lifetime
     "ui.pages.backups",  # Database backups, their schedule, the core security backup
     "ui.pages.alerts",  # Alert channels: SNMPv3, webhooks, e-mail; a test alert
+    "ui.pages.transfer_partners",  # Transfer partners: identity, partners, export, import wizard
     "ui.pages.planning",  # Planning a deployment from the white paper's measurements (no KMA needed)
     "ui.audit.pages",  # the auditor's browser and histories
 )

@@ -1,0 +1,145 @@
+"""Transfer files at scale (issue 40): import, export and import again of N data units, and the
+key service's Get p99 while an export runs against its p99 idle.
+
+    python bench/transfer.py                  # 10,000 data units
+    python bench/transfer.py --tapes 100000
+
+Two demo KMAs (two clusters, real processes over TLS). The sending cluster is filled by importing
+a file of N tapes written by a third identity the bench holds (registered there as a partner):
+that import is the first figure. Then an Operator exports the N tapes to the second cluster,
+which previews and imports the file. Meanwhile one enrolled drive Gets a key of the sending
+cluster in a loop: its p99 right after the big import, during the export, and idle (10 s after
+the export, once the background work the import left has settled); target: during the export
+within 1.5x of idle. Prints a table, then one JSON object. Figures from a shared machine are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kma.crypto.transfer import Identity  # noqa: E402
+from tests.support.agents import demo_passphrase, enroll, kmip  # noqa: E402
+from tests.support.kma_process import RunningKma  # noqa: E402
+from tests.support.transfer import file_from, one_tape, register, text_of  # noqa: E402
+
+DAY = 86400
+
+
+def timed(what: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = what()
+    return time.perf_counter() - start, out
+
+
+class GetProbe:
+    """One drive Getting one key again and again; latencies in ms, by window."""
+
+    def __init__(self, agent_dir: Path, key_id: str) -> None:
+        self.agent_dir, self.key_id = agent_dir, key_id
+        self.window: list[float] | None = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        with kmip(self.agent_dir) as drive:
+            while not self.stop.is_set():
+                start = time.perf_counter()
+                drive.get(self.key_id)
+                window = self.window
+                if window is not None:
+                    window.append((time.perf_counter() - start) * 1000)
+
+    def measure(self, during: Callable[[], Any] | None, seconds: float = 5.0) -> tuple[list[float], Any]:
+        self.window = []
+        out = during() if during else time.sleep(seconds)
+        got, self.window = self.window, None
+        return got, out
+
+
+def p99(ms: list[float]) -> float:
+    return statistics.quantiles(ms, n=100)[98] if len(ms) >= 2 else float("nan")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tapes", type=int, default=10_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-transfer-") as tmp_dir:
+        tmp = Path(tmp_dir)
+        sender = RunningKma.demo_in(tmp / "sender", test_clock=False)
+        receiver = RunningKma.demo_in(tmp / "receiver", test_clock=False)
+        try:
+            return run(args.tapes, tmp, sender, receiver)
+        finally:
+            sender.stop()
+            receiver.stop()
+
+
+def run(tapes: int, tmp: Path, sender: RunningKma, receiver: RunningKma) -> int:
+    origin = Identity.generate()
+    s_so, r_so = sender.client("so"), receiver.client("so")
+    s_id, r_id = s_so.get_transfer_identity(), r_so.get_transfer_identity()
+    register(s_so, sender, "origin", text_of(origin))
+    register(s_so, sender, "receiver", r_id.identity)
+    register(r_so, receiver, "sender", s_id.identity)
+    for kma in (sender, receiver):
+        co = kma.client("co")
+        co.create_key_policy(
+            "moved", encryption_period=30 * DAY, cryptoperiod=365 * DAY, allow_import=True, allow_export=True
+        )
+        co.create_key_group("moved", "moved")
+        co.set_key_group_agents("moved", ["t10k-dal-01"])
+    units = [one_tape(f"B{n:07d}", os.urandom(32)) for n in range(tapes)]
+    seed = file_from(origin, s_id.identity, units, valid_s=DAY)
+    seed_s, _ = timed(lambda: s_so.import_transfer_file(seed, "moved"))
+    enroll(sender, "t10k-dal-01", tmp / "drive", demo_passphrase(sender, "t10k-dal-01"))
+    probe = GetProbe(tmp / "drive", units[0]["keys"][0]["id"])
+    before, _ = probe.measure(None)
+    op = sender.client("op")
+    during, (export_s, exported) = probe.measure(
+        lambda: timed(lambda: op.export_transfer_file("receiver", key_group_id="moved"))
+    )
+    time.sleep(10)  # the sender's background work after its big import (list search indexing) settles
+    idle, _ = probe.measure(None, 10.0)
+    probe.stop.set()
+    preview_s, preview = timed(lambda: r_so.preview_transfer_import(exported.file))
+    import_s, imported = timed(lambda: r_so.import_transfer_file(exported.file, "moved"))
+    assert exported.data_units == tapes and preview.new == tapes and imported.imported == tapes
+    figures = {
+        "tapes": tapes,
+        "file_mib": round(len(exported.file) / 2**20, 1),
+        "import_at_sender_s": round(seed_s, 1),
+        "export_s": round(export_s, 1),
+        "preview_s": round(preview_s, 1),
+        "import_s": round(import_s, 1),
+        "get_p99_right_after_the_import_ms": round(p99(before), 2),
+        "get_p99_idle_ms": round(p99(idle), 2),
+        "get_p99_during_export_ms": round(p99(during), 2),
+        "gets_idle": len(idle),
+        "gets_during_export": len(during),
+        "load_average": os.getloadavg()[0],
+    }
+    ratio = figures["get_p99_during_export_ms"] / figures["get_p99_idle_ms"]
+    figures["get_p99_ratio"] = round(ratio, 2)
+    for name, value in figures.items():
+        print(f"{name:<28} {value}")
+    print(f"target: Get p99 during an export within 1.5x of idle: {'met' if ratio <= 1.5 else 'NOT met'}")
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

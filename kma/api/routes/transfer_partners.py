@@ -1,0 +1,101 @@
+"""Transfer partners, and the keys of data units exported to them and imported from them
+(docs/transfer.md). Registering a partner is quorum-protected."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from kma.api import schemas
+from kma.api.deps import Kma, Paging, TransferExport, TransferImport, TransferPartners, TransferRead
+from kma.api.quorum_schemas import PENDING, PendingQuorumOp, ran_or_pending
+from kma.api.transfer_schemas import TransferExport as TransferExportAnswer
+from kma.api.transfer_schemas import (
+    TransferExportCreate,
+    TransferFileBody,
+    TransferIdentity,
+    TransferImportCreate,
+    TransferPartner,
+    TransferPartnerCreate,
+)
+from kma.api.transfer_schemas import (
+    TransferImport as TransferImportAnswer,
+)
+from kma.quorum import engine
+from kma.services import transfer_export, transfer_import, transfer_partners
+from kma.services.paging import Page
+
+router = APIRouter(tags=["transfer"])
+
+
+@router.get("/transfer-identity", response_model=TransferIdentity)
+def get_transfer_identity(kma: Kma, actor: TransferRead) -> dict[str, object]:
+    """This cluster's identity: the line partners register and the fingerprint to read to them."""
+    return transfer_partners.get_transfer_identity(kma)
+
+
+@router.get("/transfer-partners", response_model=schemas.Page[TransferPartner])
+def list_transfer_partners(kma: Kma, actor: TransferRead, paging: Paging) -> Page:
+    return transfer_partners.list_transfer_partners(kma, paging)
+
+
+@router.get("/transfer-partners/{partner_id}", response_model=TransferPartner)
+def get_transfer_partner(partner_id: str, kma: Kma, actor: TransferRead) -> dict[str, object]:
+    return transfer_partners.get_transfer_partner(kma, partner_id)
+
+
+@router.post(
+    "/transfer-partners", response_model=TransferPartner | PendingQuorumOp, status_code=201, responses=PENDING
+)
+def register_transfer_partner(
+    body: TransferPartnerCreate, kma: Kma, actor: TransferPartners, response: Response
+) -> TransferPartner | PendingQuorumOp:
+    """Quorum-protected: with M key split credentials the partner is registered at once."""
+    request = body.model_dump(exclude={"credentials"})
+    done = engine.submit(kma, actor, "register_transfer_partner", request, body.key_split_credentials())
+    return ran_or_pending(
+        done,
+        response,
+        lambda: TransferPartner.model_validate(transfer_partners.get_transfer_partner(kma, body.id)),
+    )
+
+
+@router.post("/transfer-partners/{partner_id}/enable", response_model=TransferPartner)
+def enable_transfer_partner(partner_id: str, kma: Kma, actor: TransferPartners) -> dict[str, object]:
+    return transfer_partners.set_transfer_partner_enabled(kma, actor, partner_id, True)
+
+
+@router.post("/transfer-partners/{partner_id}/disable", response_model=TransferPartner)
+def disable_transfer_partner(partner_id: str, kma: Kma, actor: TransferPartners) -> dict[str, object]:
+    return transfer_partners.set_transfer_partner_enabled(kma, actor, partner_id, False)
+
+
+@router.delete("/transfer-partners/{partner_id}", status_code=204)
+def remove_transfer_partner(partner_id: str, kma: Kma, actor: TransferPartners) -> Response:
+    transfer_partners.remove_transfer_partner(kma, actor, partner_id)
+    return Response(status_code=204)
+
+
+@router.post("/transfer-exports", response_model=TransferExportAnswer, status_code=201)
+def export_transfer_file(body: TransferExportCreate, kma: Kma, actor: TransferExport) -> dict[str, object]:
+    """The transfer file for a partner with the chosen data units' keys (only those whose policy
+    allows export: the others are named), signed by this cluster and wrapped to the partner."""
+    selection = transfer_export.Selection(
+        tuple(body.volsers),
+        body.volser_from,
+        body.volser_to,
+        body.key_group_id,
+        body.written_from,
+        body.written_to,
+    )
+    return transfer_export.export_transfer_file(kma, actor, body.partner_id, selection, body.valid_days)
+
+
+@router.post("/transfer-imports/preview", response_model=TransferImportAnswer)
+def preview_transfer_import(body: TransferFileBody, kma: Kma, actor: TransferImport) -> dict[str, object]:
+    """What importing the file would do (it is checked as for an import); writes nothing."""
+    return transfer_import.preview_transfer_import(kma, actor, body.file)
+
+
+@router.post("/transfer-imports", response_model=TransferImportAnswer)
+def import_transfer_file(body: TransferImportCreate, kma: Kma, actor: TransferImport) -> dict[str, object]:
+    return transfer_import.import_transfer_file(kma, actor, body.file, body.key_group_id)

@@ -1,0 +1,102 @@
+"""Request and response bodies of transfer partners, exports and imports (docs/transfer.md)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from kma.api.quorum_schemas import WithCredentials
+from kma.api.schemas import Request, Response, Time
+
+MAX_FILE = 256 * 2**20  # a transfer file of 100,000 data units is about 40 MiB
+
+
+class TransferIdentity(Response):
+    identity: str = Field(description="the line partners register: kms-transfer-identity-v1:...")
+    fingerprint: str = Field(description="SHA-256 of the public keys, read aloud to the partner")
+    created_at: Time | None = None
+
+
+class TransferPartner(Response):
+    id: str
+    name: str
+    contact: str
+    identity: str
+    fingerprint: str
+    may_send: bool = Field(description="its files are imported here")
+    may_receive: bool = Field(description="keys are exported to it")
+    enabled: bool
+    registered_by_op: str = Field(description="the quorum operation that registered it")
+    created_at: Time
+    updated_at: Time
+
+
+class TransferPartnerCreate(WithCredentials):
+    id: str = Field(min_length=1, max_length=64)
+    name: str = Field(min_length=1, max_length=200)
+    contact: str = Field("", max_length=200)
+    identity: str = Field(min_length=1, max_length=200, description="the partner's identity line")
+    fingerprint: str = Field(
+        "", max_length=100, description="the fingerprint the partner read out of band; checked when given"
+    )
+    may_send: bool = True
+    may_receive: bool = True
+
+
+class TransferExportCreate(Request):
+    partner_id: str = Field(min_length=1, max_length=64)
+    volsers: list[str] = Field(default_factory=list, max_length=1000)
+    volser_from: str | None = Field(None, max_length=64)
+    volser_to: str | None = Field(None, max_length=64)
+    key_group_id: str | None = Field(None, max_length=64)
+    written_from: int | None = Field(None, description="a key of the unit was first used at or after")
+    written_to: int | None = Field(None, description="a key of the unit was first used at or before")
+    valid_days: int = Field(30, ge=1, le=365)
+
+
+class KeyLeftBehind(Response):
+    data_unit_id: str
+    key_id: str
+    reason: str
+
+
+class TransferExport(Response):
+    file_id: str
+    partner_id: str
+    recipient_fingerprint: str
+    sender_fingerprint: str
+    data_units: int
+    keys: int
+    expires_at: Time
+    not_exported: list[KeyLeftBehind]
+    not_found: list[str] = Field(description="volsers asked for that have no key here")
+    file: str = Field(description="the transfer file, to hand to the partner")
+
+
+class TransferFileBody(Request):
+    file: str = Field(min_length=1, max_length=MAX_FILE)
+
+
+class TransferImportCreate(TransferFileBody):
+    key_group_id: str = Field(min_length=1, max_length=64)
+
+
+class TransferConflict(Response):
+    data_unit_id: str
+    reason: str
+
+
+class TransferImport(Response):
+    file_id: str
+    partner_id: str
+    partner_name: str
+    sender_name: str
+    created_at: Time | None
+    expires_at: Time
+    data_units: int
+    keys: int
+    new: int = Field(description="data units with a key not here yet")
+    already_here: int
+    conflicts: list[TransferConflict]
+    imported_before_at: Time | None = Field(description="when this very file was imported here before")
+    imported: int = Field(description="data units written (0 for a preview)")
+    key_group_id: str | None

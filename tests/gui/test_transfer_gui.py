@@ -1,0 +1,101 @@
+"""The Transfer partners page against a real KMA: the cluster's fingerprint is shown; a partner is
+registered with the quorum's credentials; the export wizard writes a file only the partner opens;
+the import wizard previews a partner's file, then imports it, and refuses an altered one."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kma.crypto.transfer import Identity, SealedFile, fingerprint
+from tests.gui.helpers import (
+    WAIT_MS,
+    action,
+    active_dialog,
+    fill_form,
+    give_credentials,
+    open_page,
+    sign_in,
+    submit,
+)
+from tests.support.transfer import file_from, one_tape, text_of
+from ui.form_dialog import FormDialog
+from ui.pages.transfer_partners import ImportWizard
+from ui.quorum.widgets import QuorumFormDialog
+
+pytestmark = pytest.mark.gui
+DAY = 86400
+
+
+def test_register_export_and_import_through_the_wizards(
+    qtbot: Any, controller: Any, fresh_kma: Any, tmp_path: Path
+) -> None:
+    partner = Identity.generate()
+    co = fresh_kma.client("co")
+    co.create_key_policy("incoming", encryption_period=30 * DAY, cryptoperiod=365 * DAY, allow_import=True)
+    co.create_key_group("incoming", "incoming")
+    window = sign_in(qtbot, controller, fresh_kma, "admin")
+    page = open_page(qtbot, window, "transfer_partners")
+    here = fresh_kma.client("so").get_transfer_identity()
+    qtbot.waitUntil(lambda: page.fingerprint.text() == here.fingerprint, timeout=WAIT_MS)
+    assert page.identity.text() == here.identity
+
+    # Register: the fingerprint read on the phone, three key split credentials
+    action(page.list, "Register partner…").trigger()
+    dialog = active_dialog(qtbot, QuorumFormDialog)
+    fill_form(
+        qtbot,
+        dialog,
+        {
+            "id": "vault",
+            "name": "Offsite vault",
+            "identity": text_of(partner),
+            "fingerprint": fingerprint(partner.public),
+        },
+    )
+    give_credentials(qtbot, dialog, fresh_kma, ("alice", "bob", "carol"))
+    submit(qtbot, dialog)
+    qtbot.waitUntil(lambda: page.list.model.row_of("vault") >= 0, timeout=WAIT_MS)
+
+    # Export wizard: E00004's key goes to the vault, the archive tape's stays and is named
+    page.list.view.selectRow(page.list.model.row_of("vault"))
+    action(page.list, "Export tapes…").trigger()
+    dialog = active_dialog(qtbot, FormDialog)
+    out = tmp_path / "to-vault.kmstransfer"
+    fill_form(qtbot, dialog, {"volsers": "E00004 A00001", "out": str(out)})
+    submit(qtbot, dialog)
+    qtbot.waitUntil(lambda: "1 data units" in page.result.text(), timeout=WAIT_MS)
+    assert "A00001 (the policy of key group 'archive' does not allow export)" in page.result.text()
+    sealed = SealedFile.read(out.read_bytes())
+    sealed.verify(sealed.sender)
+    assert [u["id"] for u in partner.open(sealed)["data_units"]] == ["E00004"]
+
+    # Import wizard: preview, then import the vault's tape into a group that allows import
+    incoming = tmp_path / "from-vault.kmstransfer"
+    incoming.write_text(file_from(partner, here.identity, [one_tape("V00001", os.urandom(32))]))
+    action(page.list, "Import file…").trigger()
+    wizard = active_dialog(qtbot, ImportWizard)
+    qtbot.waitUntil(lambda: wizard.group.findData("incoming") >= 0, timeout=WAIT_MS)
+    wizard.group.setCurrentIndex(wizard.group.findData("incoming"))
+    wizard.path.setText(str(incoming))
+    wizard.preview_button.click()
+    qtbot.waitUntil(lambda: "1 new" in wizard.summary.text(), timeout=WAIT_MS)
+    assert "vault" in wizard.summary.text() and wizard.import_button.isEnabled()
+    wizard.import_button.click()
+    qtbot.waitUntil(lambda: "Imported 1 data units" in wizard.summary.text(), timeout=WAIT_MS)
+    assert fresh_kma.client("op").list_keys(data_unit_id="V00001").items[0].key_group_id == "incoming"
+
+    # An altered file is refused at preview, with the reason, and cannot be imported
+    document = json.loads(file_from(partner, here.identity, [one_tape("V00002", os.urandom(32))]))
+    document["header"]["sender_name"] = "someone else"
+    altered = tmp_path / "altered.kmstransfer"
+    altered.write_text(json.dumps(document))
+    wizard.path.setText(str(altered))
+    wizard.preview_button.click()
+    qtbot.waitUntil(lambda: "Refused" in wizard.summary.text(), timeout=WAIT_MS)
+    assert "altered" in wizard.summary.text() and not wizard.import_button.isEnabled()
+    wizard.close()

@@ -1,0 +1,348 @@
+"""Transfer partners: this cluster's identity and fingerprint, the partner clusters (registered
+under quorum), the export of tapes' keys to one of them, and the import wizard with its preview
+(docs/transfer.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.context import AppContext
+from app.pages import PageSpec, register
+from app.writes.transfer import (
+    disable_transfer_partner,
+    enable_transfer_partner,
+    export_transfer_file,
+    import_transfer_file,
+    read_transfer_file,
+    register_transfer_partner,
+    remove_transfer_partner,
+)
+from ui.form_dialog import FormDialog
+from ui.form_field import Field
+from ui.format import when, yes_no
+from ui.list_page import ListPage
+from ui.list_spec import ActionSpec, ListSpec
+from ui.paged_model import Column
+from ui.quorum.widgets import QuorumFormDialog
+from ui.widgets import page_header
+
+
+def _register(page: ListPage, _obj: Any) -> QuorumFormDialog:
+    dialog = QuorumFormDialog(
+        page.ctx,
+        "Register transfer partner",
+        [
+            Field("id", "Partner ID", "id", required=True),
+            Field("name", "Name", required=True),
+            Field("contact", "Contact"),
+            Field(
+                "identity", "Identity", required=True, help="The partner's line: kms-transfer-identity-v1:…"
+            ),
+            Field(
+                "fingerprint",
+                "Fingerprint",
+                required=True,
+                help="As the partner read it to you on the phone; it must match the identity.",
+            ),
+            Field("may_send", "Its files are imported here", "bool", default=True),
+            Field("may_receive", "Keys are exported to it", "bool", default=True),
+        ],
+        lambda v: register_transfer_partner(
+            v["id"],
+            v["name"],
+            v["identity"],
+            fingerprint=v["fingerprint"],
+            contact=v["contact"],
+            may_send=v["may_send"],
+            may_receive=v["may_receive"],
+            credentials=v["credentials"],
+        ),
+        what="the partner is registered",
+        ok_text="Register partner",
+        busy_text="Registering partner…",
+        parent=page,
+    )
+    dialog.open()
+    return dialog
+
+
+def _remove(page: ListPage, partner: Any) -> None:
+    FormDialog(
+        page.ctx,
+        f"Remove transfer partner {partner.id}",
+        [],
+        lambda _v: remove_transfer_partner(partner.id),
+        intro=f"Remove <b>{partner.name}</b>? Nothing is exported to it or imported from it again "
+        "unless a quorum registers it anew. The files exchanged with it stay in the audit trail.",
+        ok_text="Remove partner",
+        busy_text="Removing partner…",
+        danger=True,
+        parent=page,
+    ).open()
+
+
+def _volsers(text: str) -> list[str]:
+    return [v for v in text.replace(",", " ").split() if v]
+
+
+def _export(page: ListPage, partner: Any) -> FormDialog:
+    """The export wizard: which tapes, for how long, where to save the file."""
+    view = page.parent()
+
+    def done(answer: Any) -> None:
+        if isinstance(view, TransferPartnersPage):
+            view.show_export(answer)
+
+    dialog = FormDialog(
+        page.ctx,
+        f"Export tapes to {partner.name}",
+        [
+            Field("volsers", "Volsers", "multiline", help="One or more, by spaces, commas or lines."),
+            Field("volser_from", "From volser"),
+            Field("volser_to", "To volser"),
+            Field("key_group_id", "Key group", help="Every data unit of this key group."),
+            Field("valid_days", "Valid for", "int", default=30, minimum=1, maximum=365, help="Days."),
+            Field("out", "Save to", required=True, help="The file to hand to the partner."),
+        ],
+        lambda v: export_transfer_file(
+            Path(v["out"]).expanduser(),
+            partner.id,
+            volsers=_volsers(v["volsers"] or ""),
+            volser_from=v["volser_from"] or None,
+            volser_to=v["volser_to"] or None,
+            key_group_id=v["key_group_id"] or None,
+            valid_days=v["valid_days"],
+        ),
+        done,
+        intro=f"The keys go wrapped to <b>{partner.name}</b> (fingerprint {partner.fingerprint}) and signed "
+        "by this cluster. Keys whose policy does not allow export stay here and are named.",
+        ok_text="Export",
+        busy_text="Exporting…",
+        parent=page,
+    )
+    dialog.open()
+    return dialog
+
+
+class ImportWizard(QDialog):
+    """Choose a file and a key group, see what the import would do, then import."""
+
+    def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.setWindowTitle("Import a transfer file")
+        self.setWindowModality(Qt.WindowModal)
+        self.setMinimumWidth(560)
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        self.path = QLineEdit()
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        row = QHBoxLayout()
+        row.addWidget(self.path, 1)
+        row.addWidget(browse)
+        form.addRow("Transfer file", row)
+        self.group = QComboBox()
+        form.addRow("Into key group", self.group)
+        layout.addLayout(form)
+        self.summary = QLabel("Choose the file, then Preview.")
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        layout.addWidget(self.summary)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        self.preview_button = self.buttons.addButton("Preview", QDialogButtonBox.ActionRole)
+        self.import_button = self.buttons.addButton("Import", QDialogButtonBox.AcceptRole)
+        self.import_button.setEnabled(False)
+        self.preview_button.clicked.connect(self.preview)
+        self.import_button.clicked.connect(self.run_import)
+        self.buttons.rejected.connect(self.reject)
+        layout.addWidget(self.buttons)
+        self.path.textChanged.connect(lambda _t: self.import_button.setEnabled(False))
+        ctx.ops.read(lambda w: list(w.client.iter_key_groups()), parent=self, success=self._groups)
+
+    def _groups(self, groups: list[Any]) -> None:
+        for g in groups:
+            self.group.addItem(f"{g.id} ({g.policy_id})", g.id)
+
+    def _browse(self) -> None:
+        name, _ = QFileDialog.getOpenFileName(self, "Transfer file")
+        if name:
+            self.path.setText(name)
+
+    def preview(self) -> None:
+        source = Path(self.path.text().strip()).expanduser()
+        self.summary.setText("Checking the file…")
+        self.ctx.ops.read(
+            lambda w: w.client.preview_transfer_import(read_transfer_file(source)),
+            parent=self,
+            label="Checking the transfer file…",
+            success=self._previewed,
+            failure=self._refused,
+        )
+
+    def _previewed(self, p: Any) -> None:
+        lines = [
+            f"From partner <b>{p.partner_id}</b> ({p.partner_name}), sent by {p.sender_name}, "
+            f"valid until {when(p.expires_at)}.",
+            f"{p.data_units:,} data units, {p.keys:,} keys: {p.new:,} new, {p.already_here:,} here already.",
+        ]
+        if p.imported_before_at:
+            lines.append(
+                f"This file was imported on {when(p.imported_before_at)}: importing it changes nothing."
+            )
+        lines += [f"Conflict: {c.reason}" for c in p.conflicts[:20]]
+        if p.conflicts:
+            lines.append(f"{len(p.conflicts):,} data units conflict: the import would be refused.")
+        self.summary.setText("<br>".join(lines))
+        self.import_button.setEnabled(not p.conflicts and p.new > 0)
+
+    def _refused(self, exc: BaseException) -> bool:
+        from app.errors import describe
+
+        message = describe(exc)
+        self.summary.setText(f"<b>Refused:</b> {message.what} {message.todo}")
+        self.import_button.setEnabled(False)
+        return True
+
+    def run_import(self) -> None:
+        self.import_button.setEnabled(False)
+        self.ctx.ops.write(
+            import_transfer_file(Path(self.path.text().strip()).expanduser(), self.group.currentData()),
+            parent=self,
+            label="Importing…",
+            success=self._imported,
+            failure=self._refused,
+        )
+
+    def _imported(self, done: Any) -> None:
+        self.summary.setText(
+            f"Imported {done.imported:,} data units into key group <b>{done.key_group_id}</b> from "
+            f"partner {done.partner_id}."
+        )
+
+
+def _import(page: ListPage, _obj: Any) -> ImportWizard:
+    wizard = ImportWizard(page.ctx, page)
+    wizard.open()
+    return wizard
+
+
+PARTNERS = ListSpec(
+    key="transfer_partners",
+    title="Transfer partners",
+    noun="transfer partner",
+    columns=[
+        Column("id", "Partner ID", 130),
+        Column("name", "Name", 180),
+        Column("enabled", "Enabled", 70, format=yes_no, tone=lambda p: None if p.enabled else "warn"),
+        Column("may_send", "Sends here", 80, format=yes_no),
+        Column("may_receive", "Receives", 75, format=yes_no),
+        Column("fingerprint", "Fingerprint", 420),
+        Column("contact", "Contact", 160),
+        Column("created_at", "Registered", 140),
+    ],
+    fetch=lambda client: client.list_transfer_partners,
+    sort_fields=frozenset({"id", "name", "created_at"}),
+    shows={"transfer"},
+    actions=[
+        ActionSpec("Register partner…", _register, "transfer.partners", needs="none", toolbar=True),
+        ActionSpec("Export tapes…", _export, "transfer.export", toolbar=True, enabled=lambda p: p.enabled),
+        ActionSpec("Import file…", _import, "transfer.import", needs="none", toolbar=True),
+        ActionSpec(
+            "Enable",
+            lambda page, p: page.ctx.ops.write(enable_transfer_partner(p.id), parent=page),
+            "transfer.partners",
+            enabled=lambda p: not p.enabled,
+        ),
+        ActionSpec(
+            "Disable",
+            lambda page, p: page.ctx.ops.write(disable_transfer_partner(p.id), parent=page),
+            "transfer.partners",
+            enabled=lambda p: p.enabled,
+        ),
+        ActionSpec("Remove partner…", _remove, "transfer.partners", danger=True),
+    ],
+    default_sort=("id", Qt.AscendingOrder),
+)
+
+
+class TransferPartnersPage(QWidget):
+    """This cluster's identity above (what partners register), the partners below."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        layout = QVBoxLayout(self)
+        layout.addWidget(
+            page_header(
+                "Transfer partners",
+                "Clusters that tapes go to or come from: their keys travel in a transfer file "
+                "wrapped to the partner and signed by the sender (docs/transfer.md).",
+            )
+        )
+        self.fingerprint = QLabel("")
+        self.fingerprint.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.identity = QLineEdit()
+        self.identity.setReadOnly(True)
+        form = QFormLayout()
+        form.addRow("This cluster's fingerprint", self.fingerprint)
+        form.addRow("Identity to give partners", self.identity)
+        layout.addLayout(form)
+        self.list = ListPage(ctx, PARTNERS, self, embedded=True)
+        layout.addWidget(self.list, 1)
+        self.result = QLabel("")
+        self.result.setWordWrap(True)
+        self.result.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        layout.addWidget(self.result)
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.ctx.ops.read(lambda w: w.client.get_transfer_identity(), parent=self, success=self._identity)
+        self.list.refresh()
+
+    def _identity(self, identity: Any) -> None:
+        self.fingerprint.setText(identity.fingerprint)
+        self.identity.setText(identity.identity)
+
+    def show_export(self, done: Any) -> None:
+        text = (
+            f"Transfer file {done.file_id}: {done.data_units:,} data units, {done.keys:,} keys for "
+            f"partner {done.partner_id}, valid until {when(done.expires_at)}."
+        )
+        if done.not_exported:
+            named = "; ".join(f"{x.data_unit_id} ({x.reason})" for x in done.not_exported[:10])
+            text += f" {len(done.not_exported):,} keys did not leave: {named}."
+        if done.not_found:
+            text += f" No key here for: {', '.join(done.not_found[:10])}."
+        self.result.setText(text)
+
+    def save_state(self) -> None:
+        self.list.save_state()
+
+
+register(
+    PageSpec(
+        "transfer_partners",
+        "Transfer partners",
+        TransferPartnersPage,
+        permission="transfer.read",
+        order=75,
+        icon="SP_ArrowRight",
+    )
+)
