@@ -29,6 +29,7 @@ from .alerts import AlertCalls
 from .audit import AuditCalls
 from .backups import BackupCalls
 from .connection import Connection
+from .directory import DirectoryCalls
 from .errors import IncompatibleKma, NotFound, Unauthenticated
 from .failover import Failover, KnownKma
 from .membership import MembershipCalls
@@ -116,6 +117,7 @@ class KmsClient:
         self._members = MembershipCalls(connection)
         self._topology = TopologyCalls(connection)
         self._alerts = AlertCalls(connection)
+        self._directory = DirectoryCalls(connection)
 
     # -- the connection -------------------------------------------------------------------------
 
@@ -805,3 +807,7 @@ class KmsClient:
     change_alert_channel = _part("_alerts", AlertCalls.change_alert_channel)
     remove_alert_channel = _part("_alerts", AlertCalls.remove_alert_channel)
     send_test_alert = _part("_alerts", AlertCalls.send_test_alert)
+
+    # -- directory sign-in (directory.py) -------------------------------------------------------
+    get_directory = _part("_directory", DirectoryCalls.get_directory)
+    set_directory = _part("_directory", DirectoryCalls.set_directory)

@@ -306,6 +306,22 @@ class DaySeverity:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DirectorySettings:
+    configured: bool
+    enabled: bool = False
+    url: str = ""
+    start_tls: bool = False
+    ca_pem: str = ""
+    bind_format: str = ""
+    search_base: str = ""
+    user_attribute: str = "sAMAccountName"
+    group_attribute: str = "memberOf"
+    name_attribute: str = "displayName"
+    group_roles: tuple[GroupRolesOut, ...] = field(default_factory=tuple)
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class EnrollmentPassphrase:
     agent_id: str
     passphrase: str = field(repr=False)
@@ -359,6 +375,12 @@ class ForwardingStatus:
     lag_events: int
     lag_seconds: float
     last_error: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupRolesOut:
+    group: str
+    roles: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -716,3 +738,4 @@ class User(behaviour.UserPermissions):
     created_at: datetime
     updated_at: datetime
     permissions: tuple[str, ...] = field(default_factory=tuple)
+    directory_account: str | None = None

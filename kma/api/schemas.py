@@ -110,6 +110,11 @@ class User(Response):
         description="What the user's roles allow, by the names of the KMA's grant table "
         "(e.g. `agents.write`): a client asks these, never the roles.",
     )
+    directory_account: str | None = Field(
+        default=None,  # a KMA older than directory sign-in has local users only
+        description="The directory entry (DN) of a user who signs in with a directory account; "
+        "null for a local user.",
+    )
 
 
 class Session(Response):

@@ -20,6 +20,7 @@ from kma.errors import ValidationFailed
 from kma.services import users
 from kma.services.audit_retention import SHORTEN_RETENTION
 from kma.services.common import refuse_taken
+from kma.services.directory import SET_DIRECTORY
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.key_split_change import CHANGE_KEY_SPLIT
 from kma.services.quorum.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
@@ -29,6 +30,12 @@ from kma.services.quorum.op_type import KEPT_AS_HASH, OpType, Outcome, Prepared
 
 def _user_must_exist(kma: Appliance, user_id: str) -> None:
     users.get_user(kma, user_id)  # NotFound with a plain message
+
+
+def _refuse_directory_account(kma: Appliance, user_id: str, what: str) -> None:
+    """A directory account's passphrase and roles are the directory's (docs/directory.md)."""
+    if users.get_user(kma, user_id)["directory_account"]:
+        raise ValidationFailed(f"'{user_id}' is a directory account: {what}.")
 
 
 # --- users -------------------------------------------------------------------------------
@@ -56,6 +63,8 @@ def _prepare_update_user(kma: Appliance, op_id: str, request: Mapping[str, Any])
     if not changes:
         raise ValidationFailed("The request changes nothing.")
     _user_must_exist(kma, user_id)
+    if "roles" in changes:
+        _refuse_directory_account(kma, user_id, "its roles follow its directory groups at each sign-in")
     shown: dict[str, Any] = {"id": user_id}
     shown.update(
         {k: (v.split(",") if k == "roles" else bool(v) if k == "enabled" else v) for k, v in changes.items()}
@@ -76,6 +85,7 @@ def _prepare_set_passphrase(kma: Appliance, op_id: str, request: Mapping[str, An
     user_id, passphrase = str(request["id"]), str(request["passphrase"])
     check_user_passphrase(passphrase, user_id)
     _user_must_exist(kma, user_id)
+    _refuse_directory_account(kma, user_id, "its passphrase is set in the directory")
     return Prepared(
         f"Set the passphrase of user '{user_id}'",
         {"id": user_id, "passphrase": KEPT_AS_HASH},
@@ -102,5 +112,6 @@ OP_TYPES: dict[str, OpType] = {
         REMOVE_KMA,
         RAISE_CLUSTER_VERSION,
         ROTATE_MASTER_KEY,
+        SET_DIRECTORY,
     )
 }

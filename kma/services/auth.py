@@ -23,11 +23,12 @@ from typing import Any, NoReturn
 from kma.appliance import Appliance
 from kma.audit.record import Retention
 from kma.crypto import hash_passphrase, verify_passphrase
+from kma.directory import ldap
 from kma.domain.actor import Actor
-from kma.domain.roles import parse_roles
-from kma.errors import LockedOut, Unauthenticated
+from kma.domain.roles import parse_roles, role_words
+from kma.errors import Forbidden, KmaLocked, LockedOut, Unauthenticated
 from kma.metrics import SIGN_INS
-from kma.services import lockout, refusals, row_macs, users
+from kma.services import directory, lockout, refusals, row_macs, users
 from kma.store import Stmt
 
 SESSION_SECONDS = 30 * 60
@@ -79,7 +80,6 @@ def sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Sess
 
 
 def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Session:
-    now = kma.clock.now()
     name = user_id[:64]
     who = Actor(name, address)
     counters = lockout.for_sign_in(name, address)
@@ -90,6 +90,10 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
         SIGN_INS.labels("locked_out").inc()
         raise LockedOut(LOCKED, audited=True)
     row = kma.store.query_one("SELECT * FROM users WHERE id = ?", (user_id,))
+    if row is None or directory.is_directory_account(row["passphrase_hash"]):
+        settings = directory.get_directory(kma)
+        if settings is not None and settings["enabled"] and (row is None or row["enabled"]):
+            return _sign_in_with_directory(kma, settings, user_id, passphrase, who, counters)
     if row is None or not row["enabled"] or not row_macs.genuine(kma, row_macs.USERS, row):
         verify_passphrase(passphrase, _DUMMY_HASH)  # same time as a real check
         why = f"refused: unknown or disabled user '{name}'"
@@ -98,6 +102,20 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
         raise Unauthenticated(WRONG, audited=True)
     if not verify_passphrase(passphrase, row["passphrase_hash"]):
         _refuse(kma, who, "wrong passphrase", counters)
+    return _open_session(kma, who, user_id, counters, [], "signed in")
+
+
+def _open_session(
+    kma: Appliance,
+    who: Actor,
+    user_id: str,
+    counters: tuple[lockout.Counter, ...],
+    first: list[Stmt],
+    said: str,
+) -> Session:
+    """A new session for `user_id`, in one batch after the statements `first` (a directory
+    account's row as the directory has it now)."""
+    now = kma.clock.now()
     token = secrets.token_urlsafe(32)
     expires = now + SESSION_SECONDS
     here, everywhere = counters
@@ -105,6 +123,7 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
         who,
         "auth.sign_in",
         [
+            *first,
             Stmt(
                 "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) "
                 "SELECT ?, id, ?, ? FROM users WHERE id = ? AND enabled = 1",
@@ -117,12 +136,74 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
             lockout.give_back(everywhere),
             Stmt("DELETE FROM sessions WHERE expires_at <= ?", (now,)),
         ],
-        "signed in",
+        said,
         ("user", user_id),
         retention=Retention.MEDIUM,
     )
     SIGN_INS.labels("signed_in").inc()
     return Session(token, expires, users.get_user(kma, user_id))
+
+
+def _sign_in_with_directory(
+    kma: Appliance,
+    settings: dict[str, Any],
+    user_id: str,
+    passphrase: str,
+    who: Actor,
+    counters: tuple[lockout.Counter, ...],
+) -> Session:
+    """The directory checks the passphrase (the KMA binds as the person) and its groups give the
+    roles, as they are now: the user's row follows them."""
+    url = settings["url"]
+    try:
+        account = ldap.authenticate(directory.directory_of(settings), user_id, passphrase)
+    except ldap.DirectoryUnreachable as exc:
+        kma.audit(
+            who,
+            "auth.sign_in",
+            f"refused: the directory {url} cannot be reached ({exc})",
+            event_class="security",
+            subject=("user", who.entity_id),
+        )
+        SIGN_INS.labels("refused").inc()
+        raise directory.DirectoryUnavailable(
+            f"The directory ({url}) cannot be reached, so directory accounts cannot sign in now; "
+            "local accounts still can. Ask a Security Officer.",
+            audited=True,
+        ) from None
+    if account is None:
+        _refuse(kma, who, f"the directory {url} refused the passphrase", counters)
+    roles = directory.roles_of(settings, account)
+    if not roles:
+        why = f"refused: directory account '{account.dn}' is in no group mapped to a role"
+        kma.audit(who, "auth.sign_in", why, event_class="security", subject=("user", who.entity_id))
+        SIGN_INS.labels("refused").inc()
+        raise Forbidden(
+            "Your directory account is in no group that grants a role on this KMS; ask a Security Officer.",
+            audited=True,
+        )
+    try:
+        key = kma.vault.row_mac_key()
+    except KmaLocked:
+        raise KmaLocked(
+            "This KMA is locked: directory accounts sign in once a quorum has unlocked it; "
+            "local accounts can now.",
+            audited=False,
+        ) from None
+    marked, now = directory.DIRECTORY_MARK + account.dn, kma.clock.now()
+    row = [
+        Stmt(
+            "INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET name = excluded.name, roles = excluded.roles, "
+            "passphrase_hash = excluded.passphrase_hash, updated_at = excluded.updated_at "
+            "WHERE users.passphrase_hash LIKE 'directory:%' AND users.enabled = 1",
+            (user_id, account.name[:200], roles, marked, now, now),
+        ),
+        users.seal_user(key, user_id, roles, 1, marked),
+    ]
+    said = f"signed in with directory account '{account.dn}' as {role_words(roles)}"
+    return _open_session(kma, who, user_id, counters, row, said)
 
 
 def _refuse(kma: Appliance, who: Actor, reason: str, counters: tuple[lockout.Counter, ...]) -> NoReturn:

@@ -2,7 +2,8 @@
 
 A leaked replica file or node credential lets someone write rows without the KMA's API. The rows
 that grant power (a user's roles, passphrase and whether it is enabled; a session; an agent's
-membership of a key group; a key split member's sealed share; where alerts go) therefore carry an HMAC-SHA256
+membership of a key group; a key split member's sealed share; where alerts go; which directory
+groups grant which roles) therefore carry an HMAC-SHA256
 under a key derived from the master key (`kma.vault.row_mac_key`), which only an unlocked KMA
 holds. Each write path
 adds `seal(...)` to its own audited batch: an UPDATE that sets the MAC only if the row still holds
@@ -64,7 +65,15 @@ SPLIT_MEMBERS = Sealed("key_split_members", ("name",), ("share_sealed", "generat
 # Where the cluster's warnings and chosen audit events go: a forged one would send them elsewhere.
 ALERT_CHANNEL_FIELDS = ("name", "kind", "enabled", "settings", "warnings", "audit_classes")
 ALERT_CHANNELS = Sealed("alert_channels", ("id",), ALERT_CHANNEL_FIELDS, "alert_channel")
-TABLES = (USERS, MEMBERSHIP, SPLIT_MEMBERS, ALERT_CHANNELS)  # sealed at the first unlock and checked at each
+# Which directory groups grant which roles: a forged one would make anybody a Security Officer.
+DIRECTORY = Sealed("directory_settings", ("id",), ("settings",), "directory")
+TABLES = (
+    USERS,
+    MEMBERSHIP,
+    SPLIT_MEMBERS,
+    ALERT_CHANNELS,
+    DIRECTORY,
+)  # sealed at the first unlock and checked at each
 # Sessions come and go: not swept; one made while this KMA was locked is sealed when it unlocks.
 SESSIONS = Sealed("sessions", ("token_hash",), ("user_id", "expires_at"), "session")
 

@@ -34,12 +34,14 @@ from kma.services.paging import (
 from kma.services.row_macs import USERS, seal
 from kma.store import Stmt
 
-PUBLIC = ("id", "name", "roles", "enabled", "locked_until", "created_at", "updated_at")
+PUBLIC = ("id", "name", "roles", "enabled", "locked_until", "created_at", "updated_at", "directory_account")
 # A user's `locked_until` is the lockout over all addresses (kma.services.lockout); a lockout of one
 # source address shows in the audit trail, not here.
 SELECT = (
     "SELECT id, name, roles, enabled, created_at, updated_at, (SELECT l.locked_until FROM lockouts l "
-    "WHERE l.kind = 'user' AND l.name = users.id AND l.address = '*') AS locked_until FROM users"
+    "WHERE l.kind = 'user' AND l.name = users.id AND l.address = '*') AS locked_until, "
+    "CASE WHEN passphrase_hash LIKE 'directory:%' THEN substr(passphrase_hash, 11) END AS directory_account "
+    "FROM users"
 )
 LIST = ListSpec(
     select=SELECT,
@@ -54,12 +56,13 @@ LIST = ListSpec(
     filtered_sorts={"name": frozenset({"role", "enabled"}), "created_at": frozenset({"role", "enabled"})},
 )
 # A batch that touches users ends with this guard, so no change leaves the cluster without an
-# enabled Security Officer (checked on the state after the change, inside the same batch).
+# enabled local Security Officer (checked on the state after the change, inside the same batch): a
+# directory account cannot be the last, since the directory may be down when one is needed.
 KEEP_A_SECURITY_OFFICER = Stmt(
     "UPDATE cluster SET id = id WHERE EXISTS (SELECT 1 FROM users WHERE enabled = 1 "
-    "AND (',' || roles || ',') LIKE '%,security_officer,%')",
+    "AND (',' || roles || ',') LIKE '%,security_officer,%' AND passphrase_hash NOT LIKE 'directory:%')",
     expect=1,
-    refusal="the cluster must keep at least one enabled Security Officer",
+    refusal="the cluster must keep at least one enabled local Security Officer",
 )
 
 

@@ -147,6 +147,9 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "PUT /alert-channels/{id}": frozenset({SO}),
     "DELETE /alert-channels/{id}": frozenset({SO}),
     "POST /alert-channels/{id}/test": frozenset({SO}),
+    # Directory sign-in (issue 43): its settings and group mapping; setting them is quorum-protected.
+    "GET /directory": frozenset({SO, AU}),
+    "PUT /directory": frozenset({SO}),
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
@@ -477,6 +480,17 @@ CALLS: dict[str, Prep] = {
     "DELETE /alert-channels/{id}": lambda w, u: ({"id": w.fresh_channel()}, None),
     # Nothing listens there: the answer says the test alert was not delivered (still a 200).
     "POST /alert-channels/{id}/test": lambda w, u: ({"id": w.fresh_channel()}, None),
+    "GET /directory": none,
+    "PUT /directory": lambda w, u: (
+        {},
+        {
+            "url": "ldaps://127.0.0.1:9",
+            "ca_pem": w.kma.ca_pem,
+            "bind_format": "{user}@corp.example",
+            "search_base": "dc=corp,dc=example",
+            "group_roles": [{"group": "cn=KMS Auditors,dc=corp,dc=example", "roles": ["auditor"]}],
+        },
+    ),
 }
 # Run after the call, whatever its outcome: lock and unlock must leave the KMA unlocked.
 AFTER: dict[str, Callable[[World], None]] = {
@@ -490,6 +504,7 @@ AFTER: dict[str, Callable[[World], None]] = {
     "POST /kmas/{id}/remove": lambda w: w.drop_pending("remove_kma"),
     "POST /cluster/version": lambda w: w.drop_pending("raise_cluster_version"),
     "POST /cluster/master-key/rotation": lambda w: w.drop_pending("rotate_master_key"),
+    "PUT /directory": lambda w: w.drop_pending("set_directory"),
 }
 assert CALLS.keys() == EXPECTED.keys()
 

@@ -50,3 +50,7 @@ ROUTERS += [topology.router, audit_forwarding.router]
 from kma.api.routes import alerts  # noqa: E402  alert channels (SNMPv3, webhooks, e-mail)
 
 ROUTERS += [alerts.router]
+
+from kma.api.routes import directory  # noqa: E402  directory sign-in (LDAP, Active Directory)
+
+ROUTERS += [directory.router]
