@@ -221,14 +221,15 @@ class KmsClient:
 
     # -- session --------------------------------------------------------------------------------
 
-    def sign_in(self, user_id: str, passphrase: str) -> Session:
+    def sign_in(self, user_id: str, passphrase: str, code: str | None = None) -> Session:
         """Sign in and keep the token for later calls. Wrong credentials: `Unauthenticated`;
-        too many failures in a row: `LockedOut`."""
+        too many failures in a row: `LockedOut`; a user whose two-step sign-in is on and no
+        `code` (from their authenticator app, or a recovery code): `SecondFactorRequired`."""
         session = self._connection.call(
             "POST",
             "/auth/sign-in",
             reader(Session),
-            body={"user_id": user_id, "passphrase": passphrase},
+            body=present(user_id=user_id, passphrase=passphrase, code=code),
             auth=False,
         )
         self._connection.token = session.token
@@ -811,3 +812,6 @@ class KmsClient:
     # -- directory sign-in (directory.py) -------------------------------------------------------
     get_directory = _part("_directory", DirectoryCalls.get_directory)
     set_directory = _part("_directory", DirectoryCalls.set_directory)
+    enrol_second_factor = _part("_directory", DirectoryCalls.enrol_second_factor)
+    confirm_second_factor = _part("_directory", DirectoryCalls.confirm_second_factor)
+    turn_off_second_factor = _part("_directory", DirectoryCalls.turn_off_second_factor)

@@ -1,14 +1,15 @@
-"""Directory sign-in's settings: a part of `KmsClient`, given its connection (same threading rule:
-network I/O, never on the GUI thread). Setting them is quorum-protected."""
+"""Directory sign-in's settings, and two-step sign-in: a part of `KmsClient`, given its connection
+(same threading rule: network I/O, never on the GUI thread). Setting the directory and turning a
+user's second factor off are quorum-protected."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ._http import Credentials, credentials_body, present
+from ._http import Credentials, credentials_body, present, segment
 from .connection import Connection
 from .reader import reader
-from .wire import DirectorySettings, PendingQuorumOp
+from .wire import DirectorySettings, PendingQuorumOp, SecondFactorEnrolment
 
 
 class DirectoryCalls:
@@ -51,3 +52,20 @@ class DirectoryCalls:
             credentials=credentials_body(credentials),
         )
         return self._connection.call_or_pending("PUT", "/directory", reader(DirectorySettings), body)
+
+    def enrol_second_factor(self) -> SecondFactorEnrolment:
+        """The signed-in user's new TOTP secret (as an otpauth:// URI too) and recovery codes,
+        shown this once; two-step sign-in is on once `confirm_second_factor` takes a first code."""
+        return self._connection.call("POST", "/auth/second-factor", reader(SecondFactorEnrolment))
+
+    def confirm_second_factor(self, code: str) -> None:
+        """Two-step sign-in is on from now (`ValidationFailed` for a code that is not the current one)."""
+        self._connection.request("POST", "/auth/second-factor/confirm", body={"code": code})
+
+    def turn_off_second_factor(
+        self, id: str, *, credentials: Credentials | None = None
+    ) -> PendingQuorumOp | None:
+        """Quorum-protected: None when it was turned off, else the pending operation."""
+        body = present(credentials=credentials_body(credentials))
+        path = f"/users/{segment(id)}/second-factor"
+        return self._connection.call_or_pending("DELETE", path, lambda _: None, body)

@@ -49,6 +49,7 @@ QUORUM_OP_TYPES = (
     "raise_cluster_version",
     "rotate_master_key",
     "set_directory",
+    "turn_off_second_factor",
 )
 
 

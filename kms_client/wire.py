@@ -614,6 +614,16 @@ class Retention:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SecondFactorEnrolment:
+    """Shown once, never again: the secret (also as an otpauth:// URI, for a QR code) and the
+    recovery codes."""
+
+    secret: str
+    otpauth_uri: str
+    recovery_codes: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Series:
     days: int
     start: datetime
@@ -739,3 +749,4 @@ class User(behaviour.UserPermissions):
     updated_at: datetime
     permissions: tuple[str, ...] = field(default_factory=tuple)
     directory_account: str | None = None
+    second_factor: bool = False

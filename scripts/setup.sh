@@ -29,7 +29,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PYTHON="${PYTHON:-python3}"
-if ! "$PYTHON" -c "import kma, app, PySide6, pytestqt, pytest_env, schemathesis, kmip, pkcs11, pysnmp, aiosmtpd, ldap3" 2>/dev/null \
+if ! "$PYTHON" -c "import kma, app, PySide6, pytestqt, pytest_env, schemathesis, kmip, pkcs11, pysnmp, aiosmtpd, ldap3, pyotp, segno" 2>/dev/null \
    || [ pyproject.toml -nt .setup-done ]; then
   "$PYTHON" -m pip install --quiet --disable-pip-version-check -e ".[gui,dev]"
   touch .setup-done

@@ -115,6 +115,9 @@ class User(Response):
         description="The directory entry (DN) of a user who signs in with a directory account; "
         "null for a local user.",
     )
+    second_factor: bool = Field(
+        default=False, description="Whether the user's sign-ins need a code from their authenticator app."
+    )
 
 
 class Session(Response):
@@ -337,6 +340,24 @@ class Dashboard(Response):
 class SignIn(Request):
     user_id: Annotated[str, Field(min_length=1, max_length=256)]
     passphrase: Passphrase
+    code: Annotated[str, Field(max_length=32)] | None = Field(
+        default=None,
+        description="The code from the user's authenticator app (or a recovery code) when their "
+        "two-step sign-in is on; without it such a user gets 401 `second_factor_required`.",
+    )
+
+
+class SecondFactorCode(Request):
+    code: Annotated[str, Field(min_length=1, max_length=32)]
+
+
+class SecondFactorEnrolment(Response):
+    """Shown once, never again: the secret (also as an otpauth:// URI, for a QR code) and the
+    recovery codes."""
+
+    secret: str
+    otpauth_uri: str
+    recovery_codes: list[str]
 
 
 class SiteCreate(Request):

@@ -17,7 +17,7 @@ from kma.crypto import hash_passphrase
 from kma.domain.roles import role_words
 from kma.domain.strength import check_user_passphrase
 from kma.errors import ValidationFailed
-from kma.services import users
+from kma.services import second_factor, users
 from kma.services.audit_retention import SHORTEN_RETENTION
 from kma.services.common import refuse_taken
 from kma.services.directory import SET_DIRECTORY
@@ -97,6 +97,19 @@ def _execute_set_passphrase(kma: Appliance, quorum: Quorum, op_id: str, p: Mappi
     return Outcome(users.set_passphrase_change(kma, p["id"], p["passphrase_hash"]))
 
 
+def _prepare_turn_off_second_factor(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
+    user_id = str(request["id"])
+    if not users.get_user(kma, user_id)["second_factor"]:
+        raise ValidationFailed(f"User '{user_id}' has no two-step sign-in to turn off.")
+    return Prepared(f"Turn two-step sign-in off for user '{user_id}'", {"id": user_id}, {"id": user_id})
+
+
+def _execute_turn_off_second_factor(
+    kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]
+) -> Outcome:
+    return Outcome(second_factor.turn_off_change(kma, p["id"]))
+
+
 OP_TYPES: dict[str, OpType] = {
     op.name: op
     for op in (
@@ -113,5 +126,6 @@ OP_TYPES: dict[str, OpType] = {
         RAISE_CLUSTER_VERSION,
         ROTATE_MASTER_KEY,
         SET_DIRECTORY,
+        OpType("turn_off_second_factor", _prepare_turn_off_second_factor, _execute_turn_off_second_factor),
     )
 }

@@ -28,7 +28,7 @@ from kma.domain.actor import Actor
 from kma.domain.roles import parse_roles, role_words
 from kma.errors import Forbidden, KmaLocked, LockedOut, Unauthenticated
 from kma.metrics import SIGN_INS
-from kma.services import directory, lockout, refusals, row_macs, users
+from kma.services import directory, lockout, refusals, row_macs, second_factor, users
 from kma.store import Stmt
 
 SESSION_SECONDS = 30 * 60
@@ -71,15 +71,15 @@ class Gates:
             return gate
 
 
-def sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Session:
+def sign_in(kma: Appliance, user_id: str, passphrase: str, address: str, code: str | None = None) -> Session:
     """Sign-ins from one address run one after another, so a flood of guesses from one place
     (unknown user IDs never lock out) uses at most one core and the KMA keeps serving."""
     gate = kma.part(Gates).of(address)
     with gate.lock:
-        return _sign_in(kma, user_id, passphrase, address)
+        return _sign_in(kma, user_id, passphrase, address, code)
 
 
-def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Session:
+def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str, code: str | None) -> Session:
     name = user_id[:64]
     who = Actor(name, address)
     counters = lockout.for_sign_in(name, address)
@@ -93,7 +93,8 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
     if row is None or directory.is_directory_account(row["passphrase_hash"]):
         settings = directory.get_directory(kma)
         if settings is not None and settings["enabled"] and (row is None or row["enabled"]):
-            return _sign_in_with_directory(kma, settings, user_id, passphrase, who, counters)
+            row_now, said = _sign_in_with_directory(kma, settings, user_id, passphrase, who, counters)
+            return _open_session(kma, who, user_id, counters, code, row_now, said)
     if row is None or not row["enabled"] or not row_macs.genuine(kma, row_macs.USERS, row):
         verify_passphrase(passphrase, _DUMMY_HASH)  # same time as a real check
         why = f"refused: unknown or disabled user '{name}'"
@@ -102,7 +103,7 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
         raise Unauthenticated(WRONG, audited=True)
     if not verify_passphrase(passphrase, row["passphrase_hash"]):
         _refuse(kma, who, "wrong passphrase", counters)
-    return _open_session(kma, who, user_id, counters, [], "signed in")
+    return _open_session(kma, who, user_id, counters, code, [], "signed in")
 
 
 def _open_session(
@@ -110,20 +111,32 @@ def _open_session(
     who: Actor,
     user_id: str,
     counters: tuple[lockout.Counter, ...],
+    code: str | None,
     first: list[Stmt],
     said: str,
 ) -> Session:
-    """A new session for `user_id`, in one batch after the statements `first` (a directory
-    account's row as the directory has it now)."""
+    """A new session for `user_id` once its second factor (if on) takes `code`, in one batch after
+    the statements `first` (a directory account's row as the directory has it now)."""
+    here, everywhere = counters
+    try:
+        used = second_factor.check(kma, user_id, code)
+    except second_factor.SecondFactorRequired:
+        # The passphrase was right: its slots go back while the person fetches the code.
+        back = [lockout.give_back(here), lockout.give_back(everywhere)]
+        asked = "passphrase right; asked for the second factor"
+        kma.commit(who, "auth.sign_in", back, asked, ("user", user_id), retention=Retention.MEDIUM)
+        raise
+    if used is None:
+        _refuse(kma, who, "wrong second-factor code", counters)
     now = kma.clock.now()
     token = secrets.token_urlsafe(32)
     expires = now + SESSION_SECONDS
-    here, everywhere = counters
     kma.commit(
         who,
         "auth.sign_in",
         [
             *first,
+            *used,
             Stmt(
                 "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) "
                 "SELECT ?, id, ?, ? FROM users WHERE id = ? AND enabled = 1",
@@ -151,9 +164,10 @@ def _sign_in_with_directory(
     passphrase: str,
     who: Actor,
     counters: tuple[lockout.Counter, ...],
-) -> Session:
+) -> tuple[list[Stmt], str]:
     """The directory checks the passphrase (the KMA binds as the person) and its groups give the
-    roles, as they are now: the user's row follows them."""
+    roles, as they are now: the statements that make the user's row follow them, and what the audit
+    event says."""
     url = settings["url"]
     try:
         account = ldap.authenticate(directory.directory_of(settings), user_id, passphrase)
@@ -202,8 +216,7 @@ def _sign_in_with_directory(
         ),
         users.seal_user(key, user_id, roles, 1, marked),
     ]
-    said = f"signed in with directory account '{account.dn}' as {role_words(roles)}"
-    return _open_session(kma, who, user_id, counters, row, said)
+    return row, f"signed in with directory account '{account.dn}' as {role_words(roles)}"
 
 
 def _refuse(kma: Appliance, who: Actor, reason: str, counters: tuple[lockout.Counter, ...]) -> NoReturn:

@@ -64,6 +64,7 @@ BLOBS = (
         lambda r: f"quorum-new-share:{r['op_id']}:{r['member_name']}",
     ),
     Blobs("alert_channels", ("id",), "secrets_wrapped", lambda r: secrets_context(r["id"])),
+    Blobs("second_factors", ("user_id",), "secret_wrapped", lambda r: f"totp:{r['user_id']}"),
     Blobs("keys", ("id",), "material_wrapped", lambda r: f"key:{r['id']}"),  # the many: last
 )
 

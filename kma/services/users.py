@@ -34,13 +34,24 @@ from kma.services.paging import (
 from kma.services.row_macs import USERS, seal
 from kma.store import Stmt
 
-PUBLIC = ("id", "name", "roles", "enabled", "locked_until", "created_at", "updated_at", "directory_account")
+PUBLIC = (
+    "id",
+    "name",
+    "roles",
+    "enabled",
+    "locked_until",
+    "created_at",
+    "updated_at",
+    "directory_account",
+    "second_factor",
+)
 # A user's `locked_until` is the lockout over all addresses (kma.services.lockout); a lockout of one
 # source address shows in the audit trail, not here.
 SELECT = (
     "SELECT id, name, roles, enabled, created_at, updated_at, (SELECT l.locked_until FROM lockouts l "
     "WHERE l.kind = 'user' AND l.name = users.id AND l.address = '*') AS locked_until, "
-    "CASE WHEN passphrase_hash LIKE 'directory:%' THEN substr(passphrase_hash, 11) END AS directory_account "
+    "CASE WHEN passphrase_hash LIKE 'directory:%' THEN substr(passphrase_hash, 11) END AS directory_account, "
+    "EXISTS (SELECT 1 FROM second_factors f WHERE f.user_id = users.id AND f.confirmed = 1) AS second_factor "
     "FROM users"
 )
 LIST = ListSpec(
@@ -71,6 +82,7 @@ def user_row(row: Any) -> dict[str, Any]:
     out["roles"] = [r for r in out["roles"].split(",") if r]
     out["permissions"] = permissions_of(parse_roles(row["roles"]))
     out["enabled"] = bool(out["enabled"])
+    out["second_factor"] = bool(out["second_factor"])
     return out
 
 
