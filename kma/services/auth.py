@@ -93,7 +93,7 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str, code: 
     if row is None or directory.is_directory_account(row["passphrase_hash"]):
         settings = directory.get_directory(kma)
         if settings is not None and settings["enabled"] and (row is None or row["enabled"]):
-            row_now, said = _sign_in_with_directory(kma, settings, user_id, passphrase, who, counters)
+            row_now, said = _sign_in_with_directory(kma, settings, user_id, passphrase, who)
             return _open_session(kma, who, user_id, counters, code, row_now, said)
     if row is None or not row["enabled"] or not row_macs.genuine(kma, row_macs.USERS, row):
         verify_passphrase(passphrase, _DUMMY_HASH)  # same time as a real check
@@ -163,7 +163,6 @@ def _sign_in_with_directory(
     user_id: str,
     passphrase: str,
     who: Actor,
-    counters: tuple[lockout.Counter, ...],
 ) -> tuple[list[Stmt], str]:
     """The directory checks the passphrase (the KMA binds as the person) and its groups give the
     roles, as they are now: the statements that make the user's row follow them, and what the audit
@@ -172,13 +171,8 @@ def _sign_in_with_directory(
     try:
         account = ldap.authenticate(directory.directory_of(settings), user_id, passphrase)
     except ldap.DirectoryUnreachable as exc:
-        kma.audit(
-            who,
-            "auth.sign_in",
-            f"refused: the directory {url} cannot be reached ({exc})",
-            event_class="security",
-            subject=("user", who.entity_id),
-        )
+        why = f"refused: the directory {url} cannot be reached ({exc})"  # at the bounded rate, as above
+        refusals.audit_anonymous(kma, who.address, "auth.sign_in", why, "security", ("user", who.entity_id))
         SIGN_INS.labels("refused").inc()
         raise directory.DirectoryUnavailable(
             f"The directory ({url}) cannot be reached, so directory accounts cannot sign in now; "
@@ -186,7 +180,12 @@ def _sign_in_with_directory(
             audited=True,
         ) from None
     if account is None:
-        _refuse(kma, who, f"the directory {url} refused the passphrase", counters)
+        # Audited at the bounded rate of unknown users: any user ID may reach the directory, and a
+        # flood of new ones must not flood the trail (the lockout slot is taken all the same).
+        why = f"refused: the directory {url} refused user '{who.entity_id}' or their passphrase"
+        refusals.audit_anonymous(kma, who.address, "auth.sign_in", why, "security", ("user", who.entity_id))
+        SIGN_INS.labels("refused").inc()
+        raise Unauthenticated(WRONG, audited=True)
     roles = directory.roles_of(settings, account)
     if not roles:
         why = f"refused: directory account '{account.dn}' is in no group mapped to a role"

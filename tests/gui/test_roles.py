@@ -11,13 +11,25 @@ pytestmark = pytest.mark.gui
 EVERYONE = {"dashboard", "cluster", "sites", "settings", "planning"}
 EXPECTED = {
     "so": EVERYONE
-    | {"users", "key_policies", "key_groups", "agents", "audit", "quorum", "locking", "backups", "alerts"},
+    | {
+        "users",
+        "directory",
+        "key_policies",
+        "key_groups",
+        "agents",
+        "audit",
+        "quorum",
+        "locking",
+        "backups",
+        "alerts",
+    },
     "co": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys", "audit"},
     "op": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys"},
     "backup": EVERYONE | {"backups"},
     "auditor": EVERYONE
     | {
         "users",
+        "directory",
         "key_policies",
         "key_groups",
         "agents",
@@ -33,6 +45,7 @@ EXPECTED = {
     "admin": EVERYONE
     | {
         "users",
+        "directory",
         "key_policies",
         "key_groups",
         "agents",

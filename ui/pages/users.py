@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.writes.second_factor import turn_off_second_factor
 from app.writes.users import create_user, set_user_passphrase, update_user
 from ui.form_dialog import Field
 from ui.format import when, words
@@ -122,6 +123,32 @@ def _set_passphrase(page: ListPage, user: Any) -> QuorumFormDialog:
     return dialog
 
 
+def _turn_off_second_factor(page: ListPage, user: Any) -> QuorumFormDialog:
+    dialog = QuorumFormDialog(
+        page.ctx,
+        f"Turn off two-step sign-in for {user.id}",
+        [],
+        lambda v: turn_off_second_factor(user.id, credentials=v["credentials"]),
+        what="two-step sign-in is turned off",
+        intro=(
+            f"Turn off two-step sign-in for <b>{html.escape(user.name)}</b> ({html.escape(user.id)})? "
+            "For a lost authenticator with no recovery code left: the user then signs in with the "
+            "passphrase alone, and may turn it on again with a new phone."
+        ),
+        ok_text="Turn off",
+        busy_text="Turning off…",
+        danger=True,
+        parent=page,
+    )
+    dialog.open()
+    return dialog
+
+
+def _local(user: Any) -> bool:
+    """A local user: a directory account's passphrase and roles are the directory's."""
+    return not getattr(user, "directory_account", None)
+
+
 SPEC = ListSpec(
     key="users",
     title="Users",
@@ -137,6 +164,14 @@ SPEC = ListSpec(
         Column("name", "Name", 200),
         Column("roles", "Roles", 320, sortable=False, format=_roles_text),
         Column("enabled", "Enabled", 80, tone=enabled_tone),
+        Column(
+            "directory_account",
+            "Signs in with",
+            220,
+            sortable=False,
+            format=lambda v: v or "local passphrase",
+        ),
+        Column("second_factor", "Two-step", 80, sortable=False, format=lambda v: "on" if v else "off"),
         Column("locked_until", "Locked out until", 150, format=when),
         Column("created_at", "Created", 140),
         Column("updated_at", "Updated", 140, hidden=True),
@@ -148,8 +183,14 @@ SPEC = ListSpec(
     filters=[FilterSpec("role", "Role", ROLE_CHOICES)],
     actions=[
         ActionSpec("New user…", new_user, "users.write", needs="none", toolbar=True, shortcut="Ctrl+N"),
-        ActionSpec("Edit user…", _edit_user, "users.write", toolbar=True),
-        ActionSpec("Set passphrase…", _set_passphrase, "users.write"),
+        ActionSpec("Edit user…", _edit_user, "users.write", toolbar=True, enabled=_local),
+        ActionSpec("Set passphrase…", _set_passphrase, "users.write", enabled=_local),
+        ActionSpec(
+            "Turn off two-step sign-in…",
+            _turn_off_second_factor,
+            "users.write",
+            enabled=lambda u: bool(getattr(u, "second_factor", False)),
+        ),
         ActionSpec("Enable…", _set_enabled(True), "users.write", enabled=lambda u: not u.enabled),
         ActionSpec("Disable…", _set_enabled(False), "users.write", enabled=lambda u: u.enabled),
     ],
