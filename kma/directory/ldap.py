@@ -16,11 +16,8 @@ from __future__ import annotations
 import re
 import ssl
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
-
-import ldap3
-from ldap3.core.exceptions import LDAPException
-from ldap3.utils.conv import escape_filter_chars
 
 TIMEOUT = 5  # seconds to connect, and to wait for each answer
 INVALID_CREDENTIALS = 49
@@ -59,6 +56,10 @@ def authenticate(directory: Directory, user: str, password: str) -> Account | No
     Raises DirectoryUnreachable when it cannot tell (no answer, TLS refused or not verified)."""
     if not ACCOUNT.fullmatch(user) or not password:
         return None  # an empty password would be an anonymous bind, which proves nothing
+    # Imported here: only a KMA with a directory pays for it (every `kma` command imports this module).
+    import ldap3
+    from ldap3.core.exceptions import LDAPException
+
     parts = urlsplit(directory.url)
     tls = ldap3.Tls(validate=ssl.CERT_REQUIRED, ca_certs_data=directory.ca_pem)
     server = ldap3.Server(
@@ -88,8 +89,11 @@ def authenticate(directory: Directory, user: str, password: str) -> Account | No
         connection.unbind()
 
 
-def _own_entry(connection: ldap3.Connection, directory: Directory, user: str, bind_name: str) -> Account:
+def _own_entry(connection: Any, directory: Directory, user: str, bind_name: str) -> Account:
     """The signed-in user's entry, read with their own rights; no groups when it cannot be found."""
+    import ldap3
+    from ldap3.utils.conv import escape_filter_chars
+
     attributes = [directory.group_attribute, directory.name_attribute]
     query = f"({directory.user_attribute}={escape_filter_chars(user)})"
     connection.search(directory.search_base, query, ldap3.SUBTREE, attributes=attributes, size_limit=2)
