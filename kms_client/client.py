@@ -815,3 +815,4 @@ class KmsClient:
     enrol_second_factor = _part("_directory", DirectoryCalls.enrol_second_factor)
     confirm_second_factor = _part("_directory", DirectoryCalls.confirm_second_factor)
     turn_off_second_factor = _part("_directory", DirectoryCalls.turn_off_second_factor)
+    get_users_report = _part("_directory", DirectoryCalls.get_users_report)

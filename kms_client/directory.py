@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from ._http import Credentials, credentials_body, present, segment
 from .connection import Connection
 from .reader import reader
-from .wire import DirectorySettings, PendingQuorumOp, SecondFactorEnrolment
+from .wire import DirectorySettings, PendingQuorumOp, SecondFactorEnrolment, SignedReport
 
 
 class DirectoryCalls:
@@ -69,3 +69,7 @@ class DirectoryCalls:
         body = present(credentials=credentials_body(credentials))
         path = f"/users/{segment(id)}/second-factor"
         return self._connection.call_or_pending("DELETE", path, lambda _: None, body)
+
+    def get_users_report(self) -> SignedReport:
+        """Users and their roles, directory mapping included: a CSV and its detached signature."""
+        return self._connection.call("GET", "/reports/users", reader(SignedReport))

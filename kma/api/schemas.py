@@ -347,6 +347,15 @@ class SignIn(Request):
     )
 
 
+class SignedReport(Response):
+    """A report as a CSV file and its detached signature record (checked offline by
+    `kma audit verify --export FILE --signature FILE.sig --ca CA.pem`)."""
+
+    filename: str
+    csv: str
+    signature: str  # the .sig file's exact text (JSON)
+
+
 class SecondFactorCode(Request):
     code: Annotated[str, Field(min_length=1, max_length=32)]
 

@@ -7,7 +7,11 @@ verified leaves local accounts working and says so; the KMA keeps no directory p
 
 from __future__ import annotations
 
+import csv
+import io
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -208,3 +212,43 @@ def test_bad_settings_are_refused_and_change_nothing(
     with pytest.raises(ValidationFailed, match=words):
         set_directory(kma, slapd, **change)
     assert kma.client("so").get_directory().url == slapd.ldaps_url
+
+
+def test_a_signed_report_of_users_and_roles_names_directory_accounts_and_the_mapping(
+    kma: RunningKma, tmp_path: Path
+) -> None:
+    sign_in(kma, "adams", ADAMS_PW)
+    report = kma.client("auditor").get_users_report()
+    rows = list(csv.DictReader(io.StringIO(report.csv)))
+    by_id = {r["id"]: r for r in rows}
+    assert by_id["adams"]["signs_in_with"] == "directory cn=adams,ou=Users,dc=corp,dc=example"
+    assert by_id["adams"]["roles"] == "security_officer"
+    assert by_id["so"]["signs_in_with"] == "local passphrase" and by_id["so"]["kind"] == "user"
+    groups = {r["id"]: r["roles"] for r in rows if r["kind"] == "directory_group"}
+    assert groups == {SECURITY: "security_officer", AUDITORS: "auditor", OPERATORS: "operator"}
+    with pytest.raises(Forbidden):
+        kma.client("op").get_users_report()
+
+    # Checked offline against the cluster's CA; one changed byte and it no longer verifies.
+    path, sig, ca = tmp_path / report.filename, tmp_path / f"{report.filename}.sig", tmp_path / "ca.pem"
+    path.write_text(report.csv)
+    sig.write_text(report.signature)
+    ca.write_text(kma.ca_pem)
+    verify = [
+        sys.executable,
+        "-m",
+        "kma",
+        "audit",
+        "verify",
+        "--export",
+        str(path),
+        "--signature",
+        str(sig),
+        "--ca",
+        str(ca),
+    ]
+    checked = subprocess.run(verify, capture_output=True, text=True, check=False)
+    assert checked.returncode == 0 and "Export verified (users.csv)" in checked.stdout, checked.stderr
+    path.write_text(report.csv.replace("security_officer", "auditor", 1))
+    checked = subprocess.run(verify, capture_output=True, text=True, check=False)
+    assert checked.returncode == 1 and "content was changed" in checked.stderr

@@ -156,6 +156,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /auth/second-factor": ANY,
     "POST /auth/second-factor/confirm": ANY,
     "DELETE /users/{id}/second-factor": frozenset({SO}),
+    "GET /reports/users": frozenset({AU, SO, CO}),  # the signed report of users and their roles
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
@@ -518,6 +519,7 @@ CALLS: dict[str, Prep] = {
     "POST /alert-channels/{id}/test": lambda w, u: ({"id": w.fresh_channel()}, None),
     "GET /directory": none,
     "POST /auth/second-factor": none,
+    "GET /reports/users": none,
     # Enrols the caller and sends the authenticator's current code: their second factor is on, until
     # AFTER turns it off again (sessions stay).
     "POST /auth/second-factor/confirm": lambda w, u: ({}, {"code": w.enrolled_code(u)}),

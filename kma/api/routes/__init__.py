@@ -51,6 +51,6 @@ from kma.api.routes import alerts  # noqa: E402  alert channels (SNMPv3, webhook
 
 ROUTERS += [alerts.router]
 
-from kma.api.routes import directory  # noqa: E402  directory sign-in (LDAP, Active Directory)
+from kma.api.routes import directory, reports  # noqa: E402  directory sign-in; signed reports
 
-ROUTERS += [directory.router]
+ROUTERS += [directory.router, reports.router]
