@@ -6,12 +6,25 @@ while a local account still signs in."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
 
-from tests.gui.helpers import WAIT_MS, active_dialog, fill_form, give_credentials, open_page, sign_in, submit
+import ui.pages.users as users_page
+from kma.audit.exports import verify_export
+from tests.gui.helpers import (
+    WAIT_MS,
+    action,
+    active_dialog,
+    fill_form,
+    give_credentials,
+    message_boxes,
+    open_page,
+    sign_in,
+    submit,
+)
 from tests.support.slapd import GROUPS, Slapd, slapd_or_skip
 from ui.quorum.widgets import QuorumFormDialog
 
@@ -95,3 +108,19 @@ def test_a_directory_down_is_said_at_sign_in(
     qtbot.waitUntil(window.error.isVisible, timeout=WAIT_MS)
     assert "cannot be reached" in window.error.text() and "local accounts still can" in window.error.text()
     assert controller.window is None
+
+
+def test_an_auditor_saves_the_signed_report_of_users(
+    qtbot: Any, controller: Any, fresh_kma: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saved = tmp_path / "users.csv"
+    monkeypatch.setattr(users_page, "ask_save_path", lambda *_a: saved)  # the file dialog's answer
+    window = sign_in(qtbot, controller, fresh_kma, "auditor")
+    page = open_page(qtbot, window, "users")
+    action(page, "Signed report…").trigger()
+    qtbot.waitUntil(lambda: saved.with_name("users.csv.sig").exists(), timeout=WAIT_MS)
+    check = verify_export(saved, None, fresh_kma.ca_pem.encode())
+    assert check.ok and check.kind == "users.csv", check.problem
+    assert "so,Sam Officer,security_officer" in saved.read_text()
+    for box in message_boxes():  # "Saved to ..."
+        box.accept()

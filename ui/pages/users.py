@@ -12,12 +12,14 @@ import html
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
 
 import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.second_factor import turn_off_second_factor
 from app.writes.users import create_user, set_user_passphrase, update_user
+from ui.files import ask_save_path, tell_saved
 from ui.form_dialog import Field
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
@@ -144,6 +146,36 @@ def _turn_off_second_factor(page: ListPage, user: Any) -> QuorumFormDialog:
     return dialog
 
 
+def _signed_report(page: ListPage, _obj: Any) -> None:
+    """Users and their roles (directory mapping included) as a CSV and its signature, beside it."""
+
+    def save(report: Any) -> None:
+        path = ask_save_path(page, "reports", "Save the signed report", report.filename, "CSV files (*.csv)")
+        if path is None:
+            return
+        signature = path.with_name(path.name + ".sig")
+        try:
+            path.write_text(report.csv, encoding="utf-8", newline="")
+            signature.write_text(report.signature, encoding="utf-8")
+        except OSError as exc:
+            text = f"The report could not be saved to {path}: {exc.strerror or exc}. Choose another folder."
+            QMessageBox(
+                QMessageBox.Icon.Warning, "Report not saved", text, QMessageBox.StandardButton.Ok, page
+            ).open()
+            return
+        tell_saved(
+            page,
+            "Signed report saved",
+            path,
+            f"Its signature is {signature.name}, beside it. Anyone checks both offline with "
+            f"kma audit verify --export {path.name} --ca <the cluster's CA certificate>.",
+        )
+
+    page.ctx.ops.read(
+        lambda w: w.client.get_users_report(), parent=page, label="Making the report…", success=save
+    )
+
+
 def _local(user: Any) -> bool:
     """A local user: a directory account's passphrase and roles are the directory's."""
     return not getattr(user, "directory_account", None)
@@ -183,6 +215,7 @@ SPEC = ListSpec(
     filters=[FilterSpec("role", "Role", ROLE_CHOICES)],
     actions=[
         ActionSpec("New user…", new_user, "users.write", needs="none", toolbar=True, shortcut="Ctrl+N"),
+        ActionSpec("Signed report…", _signed_report, "audit.read", needs="none", toolbar=True),
         ActionSpec("Edit user…", _edit_user, "users.write", toolbar=True, enabled=_local),
         ActionSpec("Set passphrase…", _set_passphrase, "users.write", enabled=_local),
         ActionSpec(
