@@ -92,7 +92,7 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str, code: 
     row = kma.store.query_one("SELECT * FROM users WHERE id = ?", (user_id,))
     if row is None or directory.is_directory_account(row["passphrase_hash"]):
         settings = directory.get_directory(kma)
-        if settings is not None and settings["enabled"] and (row is None or row["enabled"]):
+        if settings is not None and settings["enabled"] and _may_use_directory(kma, user_id, row):
             row_now, said = _sign_in_with_directory(kma, settings, user_id, passphrase, who)
             return _open_session(kma, who, user_id, counters, code, row_now, said)
     if row is None or not row["enabled"] or not row_macs.genuine(kma, row_macs.USERS, row):
@@ -104,6 +104,17 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str, code: 
     if not verify_passphrase(passphrase, row["passphrase_hash"]):
         _refuse(kma, who, "wrong passphrase", counters)
     return _open_session(kma, who, user_id, counters, code, [], "signed in")
+
+
+def _may_use_directory(kma: Appliance, user_id: str, row: Any) -> bool:
+    """Not for a disabled account, nor for an ID that another user has in another case ("SO" when
+    "so" is local): the audit trail must never show two people as one."""
+    if row is not None:
+        return bool(row["enabled"])
+    twin = kma.store.query_one(
+        "SELECT 1 FROM users WHERE id = ? COLLATE NOCASE AND id <> ?", (user_id, user_id)
+    )
+    return twin is None
 
 
 def _open_session(

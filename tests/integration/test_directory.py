@@ -99,8 +99,15 @@ def test_a_directory_account_signs_in_with_the_roles_its_groups_map_to(kma: Runn
     )
 
 
-def test_a_wrong_directory_password_or_an_unknown_account_is_refused(kma: RunningKma) -> None:
-    for user, password in (("adams", "not the password"), ("nobody", "whatever it is"), ("adams", " ")):
+def test_a_wrong_directory_password_or_an_unknown_account_is_refused(kma: RunningKma, slapd: Slapd) -> None:
+    # "SO" in the directory is not the local "so": the trail never shows two people as one.
+    slapd.add_person("SO", "Someone Else", "a directory password", ["KMS Security"])
+    for user, password in (
+        ("adams", "not the password"),
+        ("nobody", "whatever it is"),
+        ("adams", " "),
+        ("SO", "a directory password"),
+    ):
         with pytest.raises(Unauthenticated, match="user ID or passphrase is wrong"):
             sign_in(kma, user, password)
 
