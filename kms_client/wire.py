@@ -643,7 +643,7 @@ class Session:
 @dataclass(frozen=True, kw_only=True)
 class SignedReport:
     """A report as a CSV file and its detached signature record (checked offline by
-    `kma audit verify-export FILE --signature FILE.sig --ca CA.pem`)."""
+    `kma audit verify --export FILE --signature FILE.sig --ca CA.pem`)."""
 
     filename: str
     csv: str
