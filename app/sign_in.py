@@ -34,13 +34,14 @@ def make_client(profile: ConnectionProfile) -> kms_client.KmsClient:
     )
 
 
-def sign_in(profile: ConnectionProfile, passphrase: str) -> SignedIn:
+def sign_in(profile: ConnectionProfile, passphrase: str, code: str | None = None) -> SignedIn:
     """Asks the KMA what it offers first: one of a release this manager cannot manage is named
-    (`IncompatibleKma`) before the passphrase is sent."""
+    (`IncompatibleKma`) before the passphrase is sent. `code`: the authenticator's (or a recovery
+    code) for a user whose two-step sign-in is on (`SecondFactorRequired` without it)."""
     client = make_client(profile)
     try:
         about = client.about()
-        session = client.sign_in(profile.user_id, passphrase)
+        session = client.sign_in(profile.user_id, passphrase, code)
     except BaseException:
         client.close()
         raise

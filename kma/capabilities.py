@@ -23,4 +23,6 @@ CAPABILITIES: dict[str, str] = {
     "audit.retention": "audit retention, signed checkpoints, pruning",
     "audit.forwarding": "the audit trail copied to a syslog collector over TLS",
     "alerts": "alert channels (SNMPv3, webhooks, e-mail) with warnings and chosen audit events",
+    "users.directory": "directory sign-in (LDAP, Active Directory): groups mapped to roles under quorum",
+    "users.second-factor": "two-step sign-in: TOTP codes and recovery codes after the passphrase",
 }

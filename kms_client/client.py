@@ -29,6 +29,7 @@ from .alerts import AlertCalls
 from .audit import AuditCalls
 from .backups import BackupCalls
 from .connection import Connection
+from .directory import DirectoryCalls
 from .errors import IncompatibleKma, NotFound, Unauthenticated
 from .failover import Failover, KnownKma
 from .membership import MembershipCalls
@@ -118,6 +119,7 @@ class KmsClient:
         self._topology = TopologyCalls(connection)
         self._alerts = AlertCalls(connection)
         self._transfer = TransferCalls(connection)
+        self._directory = DirectoryCalls(connection)
 
     # -- the connection -------------------------------------------------------------------------
 
@@ -221,14 +223,15 @@ class KmsClient:
 
     # -- session --------------------------------------------------------------------------------
 
-    def sign_in(self, user_id: str, passphrase: str) -> Session:
+    def sign_in(self, user_id: str, passphrase: str, code: str | None = None) -> Session:
         """Sign in and keep the token for later calls. Wrong credentials: `Unauthenticated`;
-        too many failures in a row: `LockedOut`."""
+        too many failures in a row: `LockedOut`; a user whose two-step sign-in is on and no
+        `code` (from their authenticator app, or a recovery code): `SecondFactorRequired`."""
         session = self._connection.call(
             "POST",
             "/auth/sign-in",
             reader(Session),
-            body={"user_id": user_id, "passphrase": passphrase},
+            body=present(user_id=user_id, passphrase=passphrase, code=code),
             auth=False,
         )
         self._connection.token = session.token
@@ -819,3 +822,10 @@ class KmsClient:
     export_transfer_file = _part("_transfer", TransferCalls.export_transfer_file)
     preview_transfer_import = _part("_transfer", TransferCalls.preview_transfer_import)
     import_transfer_file = _part("_transfer", TransferCalls.import_transfer_file)
+    # -- directory sign-in (directory.py) -------------------------------------------------------
+    get_directory = _part("_directory", DirectoryCalls.get_directory)
+    set_directory = _part("_directory", DirectoryCalls.set_directory)
+    enrol_second_factor = _part("_directory", DirectoryCalls.enrol_second_factor)
+    confirm_second_factor = _part("_directory", DirectoryCalls.confirm_second_factor)
+    turn_off_second_factor = _part("_directory", DirectoryCalls.turn_off_second_factor)
+    get_users_report = _part("_directory", DirectoryCalls.get_users_report)

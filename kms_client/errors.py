@@ -69,6 +69,16 @@ class ClusterUnavailable(ApiError):
     this KMA, or a leader election under way); nothing was changed, try again or another KMA."""
 
 
+class SecondFactorRequired(Unauthenticated):
+    """401 `second_factor_required`: the passphrase was right and the user's two-step sign-in is
+    on: sign in again with the code from their authenticator app (or a recovery code)."""
+
+
+class DirectoryUnavailable(ApiError):
+    """503 `directory_unavailable`: the directory (LDAP, Active Directory) cannot be reached or
+    verified, so directory accounts cannot sign in now; local accounts can."""
+
+
 class NotSetUp(ApiError):
     """503 `setup_mode`: the KMA has not been set up yet and answers only its set-up API."""
 
@@ -90,6 +100,8 @@ ERROR_CLASSES: dict[str, type[ApiError]] = {
     "kma_locked": KmaLocked,
     "cluster_unavailable": ClusterUnavailable,
     "setup_mode": NotSetUp,
+    "directory_unavailable": DirectoryUnavailable,
+    "second_factor_required": SecondFactorRequired,
     "internal": InternalError,
 }
 

@@ -51,6 +51,8 @@ QUORUM_OP_TYPES = (
     "raise_cluster_version",
     "rotate_master_key",
     "register_transfer_partner",
+    "set_directory",
+    "turn_off_second_factor",
 )
 
 

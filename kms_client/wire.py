@@ -306,6 +306,22 @@ class DaySeverity:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DirectorySettings:
+    configured: bool
+    enabled: bool = False
+    url: str = ""
+    start_tls: bool = False
+    ca_pem: str = ""
+    bind_format: str = ""
+    search_base: str = ""
+    user_attribute: str = "sAMAccountName"
+    group_attribute: str = "memberOf"
+    name_attribute: str = "displayName"
+    group_roles: tuple[GroupRolesOut, ...] = field(default_factory=tuple)
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class EnrollmentPassphrase:
     agent_id: str
     passphrase: str = field(repr=False)
@@ -359,6 +375,12 @@ class ForwardingStatus:
     lag_events: int
     lag_seconds: float
     last_error: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupRolesOut:
+    group: str
+    roles: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -599,6 +621,16 @@ class Retention:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SecondFactorEnrolment:
+    """Shown once, never again: the secret (also as an otpauth:// URI, for a QR code) and the
+    recovery codes."""
+
+    secret: str
+    otpauth_uri: str
+    recovery_codes: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Series:
     days: int
     start: datetime
@@ -613,6 +645,16 @@ class Session:
     token: str = field(repr=False)
     expires_at: datetime
     user: User
+
+
+@dataclass(frozen=True, kw_only=True)
+class SignedReport:
+    """A report as a CSV file and its detached signature record (checked offline by
+    `kma audit verify --export FILE --signature FILE.sig --ca CA.pem`)."""
+
+    filename: str
+    csv: str
+    signature: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -783,3 +825,5 @@ class User(behaviour.UserPermissions):
     created_at: datetime
     updated_at: datetime
     permissions: tuple[str, ...] = field(default_factory=tuple)
+    directory_account: str | None = None
+    second_factor: bool = False

@@ -169,6 +169,13 @@ class MainWindow(QMainWindow):
         if page is not None and hasattr(page, "refresh"):
             page.refresh()
 
+    def open_second_factor(self) -> Any:
+        from ui.second_factor_dialog import SecondFactorDialog
+
+        dialog = SecondFactorDialog(self.ctx, self)
+        dialog.open()
+        return dialog
+
     # -- menus --------------------------------------------------------------------------------
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -177,6 +184,10 @@ class MainWindow(QMainWindow):
         sign_out.setShortcut(QKeySequence("Ctrl+Shift+L"))
         sign_out.triggered.connect(self.sign_out_requested)
         file_menu.addAction(sign_out)
+        if self.ctx.offers("users.second-factor"):
+            two_step = QAction("&Two-step sign-in…", self)
+            two_step.triggered.connect(self.open_second_factor)
+            file_menu.addAction(two_step)
         file_menu.addSeparator()
         quit_action = QAction("&Quit", self)
         quit_action.setShortcut(QKeySequence.Quit)

@@ -108,6 +108,11 @@ class SignInWindow(QDialog):
         self.user.setAccessibleName("User ID")
         self.passphrase = PasswordLineEdit()
         self.passphrase.setAccessibleName("Passphrase")
+        # Two-step sign-in: shown once the KMA asks for a code (the passphrase was right).
+        self.code = QLineEdit()
+        self.code.setAccessibleName("Authenticator code")
+        self.code.setPlaceholderText("6 digits from your authenticator app, or a recovery code")
+        self.code.setMaxLength(32)
         self.remember = QCheckBox("Remember me on this computer (session only, in the OS keyring)")
         self.remember.setAccessibleName("Remember session")
         form.addRow("Connection:", self.profile)
@@ -116,6 +121,10 @@ class SignInWindow(QDialog):
         form.addRow("Cluster CA:", self.fingerprint)
         form.addRow("User ID:", self.user)
         form.addRow("Passphrase:", self.passphrase)
+        form.addRow("Code:", self.code)
+        form.setRowVisible(self.code, False)
+        self.form = form
+        self._asked_code_for: ConnectionProfile | None = None
         form.addRow("", self.remember)
         return form
 
@@ -247,13 +256,17 @@ class SignInWindow(QDialog):
 
     def submit(self) -> None:
         profile = self.current_profile()
+        asked = self._asked_code_for  # the same sign-in again, now with the code: its CA is trusted
+        if asked is not None and (asked.address, asked.user_id) == (profile.address, profile.user_id):
+            profile = asked
         passphrase = self.passphrase.text()
         if self.reauth_client is not None:
             client = self.reauth_client
+            code = self.code.text().strip() or None
             self._busy(True, "Signing in…")
             self.ops.write(
                 lambda _worker: SignedIn(
-                    client, *_session_parts(client.sign_in(profile.user_id, passphrase))
+                    client, *_session_parts(client.sign_in(profile.user_id, passphrase, code))
                 ),
                 client=client,
                 parent=self,
@@ -297,8 +310,9 @@ class SignInWindow(QDialog):
 
     def _sign_in(self, profile: ConnectionProfile, passphrase: str) -> None:
         self._busy(True, f"Signing in to {profile.address} as {profile.user_id}…")
+        code = self.code.text().strip() or None
         self.ops.write(
-            lambda _worker: sign_in(profile, passphrase),
+            lambda _worker: sign_in(profile, passphrase, code),
             parent=self,
             quiet=True,
             label="Signing in…",
@@ -357,7 +371,17 @@ class SignInWindow(QDialog):
             profile.ca_fingerprint = profile.ca_pem = ""
             self.store.save(profile)
             self._show_pin(profile)
+        if isinstance(exc, kms_client.SecondFactorRequired):
+            self._asked_code_for = profile
+            self.form.setRowVisible(self.code, True)
+            self.note.setText(
+                "Two-step sign-in is on for this user: enter the code your authenticator app shows now "
+                "(or one of your recovery codes), then Sign in."
+            )
+            self.code.setFocus()
+            return True
         if isinstance(exc, kms_client.Unauthenticated):
+            self.code.clear()
             self.show_error(
                 "Wrong user ID or passphrase, or the user is disabled. "
                 "Check them and try again (five failures in a row lock the user "
@@ -372,6 +396,7 @@ class SignInWindow(QDialog):
 
     def done(self, result: int) -> None:
         self.passphrase.clear()
+        self.code.clear()
         super().done(result)
 
 

@@ -110,6 +110,14 @@ class User(Response):
         description="What the user's roles allow, by the names of the KMA's grant table "
         "(e.g. `agents.write`): a client asks these, never the roles.",
     )
+    directory_account: str | None = Field(
+        default=None,  # a KMA older than directory sign-in has local users only
+        description="The directory entry (DN) of a user who signs in with a directory account; "
+        "null for a local user.",
+    )
+    second_factor: bool = Field(
+        default=False, description="Whether the user's sign-ins need a code from their authenticator app."
+    )
 
 
 class Session(Response):
@@ -332,6 +340,33 @@ class Dashboard(Response):
 class SignIn(Request):
     user_id: Annotated[str, Field(min_length=1, max_length=256)]
     passphrase: Passphrase
+    code: Annotated[str, Field(max_length=32)] | None = Field(
+        default=None,
+        description="The code from the user's authenticator app (or a recovery code) when their "
+        "two-step sign-in is on; without it such a user gets 401 `second_factor_required`.",
+    )
+
+
+class SignedReport(Response):
+    """A report as a CSV file and its detached signature record (checked offline by
+    `kma audit verify --export FILE --signature FILE.sig --ca CA.pem`)."""
+
+    filename: str
+    csv: str
+    signature: str  # the .sig file's exact text (JSON)
+
+
+class SecondFactorCode(Request):
+    code: Annotated[str, Field(min_length=1, max_length=32)]
+
+
+class SecondFactorEnrolment(Response):
+    """Shown once, never again: the secret (also as an otpauth:// URI, for a QR code) and the
+    recovery codes."""
+
+    secret: str
+    otpauth_uri: str
+    recovery_codes: list[str]
 
 
 class SiteCreate(Request):

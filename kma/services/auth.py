@@ -23,11 +23,12 @@ from typing import Any, NoReturn
 from kma.appliance import Appliance
 from kma.audit.record import Retention
 from kma.crypto import hash_passphrase, verify_passphrase
+from kma.directory import ldap
 from kma.domain.actor import Actor
-from kma.domain.roles import parse_roles
-from kma.errors import LockedOut, Unauthenticated
+from kma.domain.roles import parse_roles, role_words
+from kma.errors import Forbidden, KmaLocked, LockedOut, Unauthenticated
 from kma.metrics import SIGN_INS
-from kma.services import lockout, refusals, row_macs, users
+from kma.services import directory, lockout, refusals, row_macs, second_factor, users
 from kma.store import Stmt
 
 SESSION_SECONDS = 30 * 60
@@ -70,16 +71,15 @@ class Gates:
             return gate
 
 
-def sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Session:
+def sign_in(kma: Appliance, user_id: str, passphrase: str, address: str, code: str | None = None) -> Session:
     """Sign-ins from one address run one after another, so a flood of guesses from one place
     (unknown user IDs never lock out) uses at most one core and the KMA keeps serving."""
     gate = kma.part(Gates).of(address)
     with gate.lock:
-        return _sign_in(kma, user_id, passphrase, address)
+        return _sign_in(kma, user_id, passphrase, address, code)
 
 
-def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Session:
-    now = kma.clock.now()
+def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str, code: str | None) -> Session:
     name = user_id[:64]
     who = Actor(name, address)
     counters = lockout.for_sign_in(name, address)
@@ -90,6 +90,11 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
         SIGN_INS.labels("locked_out").inc()
         raise LockedOut(LOCKED, audited=True)
     row = kma.store.query_one("SELECT * FROM users WHERE id = ?", (user_id,))
+    if row is None or directory.is_directory_account(row["passphrase_hash"]):
+        settings = directory.get_directory(kma)
+        if settings is not None and settings["enabled"] and _may_use_directory(kma, user_id, row):
+            row_now, said = _sign_in_with_directory(kma, settings, user_id, passphrase, who)
+            return _open_session(kma, who, user_id, counters, code, row_now, said)
     if row is None or not row["enabled"] or not row_macs.genuine(kma, row_macs.USERS, row):
         verify_passphrase(passphrase, _DUMMY_HASH)  # same time as a real check
         why = f"refused: unknown or disabled user '{name}'"
@@ -98,13 +103,51 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
         raise Unauthenticated(WRONG, audited=True)
     if not verify_passphrase(passphrase, row["passphrase_hash"]):
         _refuse(kma, who, "wrong passphrase", counters)
+    return _open_session(kma, who, user_id, counters, code, [], "signed in")
+
+
+def _may_use_directory(kma: Appliance, user_id: str, row: Any) -> bool:
+    """Not for a disabled account, nor for an ID that another user has in another case ("SO" when
+    "so" is local): the audit trail must never show two people as one."""
+    if row is not None:
+        return bool(row["enabled"])
+    twin = kma.store.query_one(
+        "SELECT 1 FROM users WHERE id = ? COLLATE NOCASE AND id <> ?", (user_id, user_id)
+    )
+    return twin is None
+
+
+def _open_session(
+    kma: Appliance,
+    who: Actor,
+    user_id: str,
+    counters: tuple[lockout.Counter, ...],
+    code: str | None,
+    first: list[Stmt],
+    said: str,
+) -> Session:
+    """A new session for `user_id` once its second factor (if on) takes `code`, in one batch after
+    the statements `first` (a directory account's row as the directory has it now)."""
+    here, everywhere = counters
+    try:
+        used = second_factor.check(kma, user_id, code)
+    except second_factor.SecondFactorRequired:
+        # The passphrase was right: its slots go back while the person fetches the code.
+        back = [lockout.give_back(here), lockout.give_back(everywhere)]
+        asked = "passphrase right; asked for the second factor"
+        kma.commit(who, "auth.sign_in", back, asked, ("user", user_id), retention=Retention.MEDIUM)
+        raise
+    if used is None:
+        _refuse(kma, who, "wrong second-factor code", counters)
+    now = kma.clock.now()
     token = secrets.token_urlsafe(32)
     expires = now + SESSION_SECONDS
-    here, everywhere = counters
     kma.commit(
         who,
         "auth.sign_in",
         [
+            *first,
+            *used,
             Stmt(
                 "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) "
                 "SELECT ?, id, ?, ? FROM users WHERE id = ? AND enabled = 1",
@@ -117,12 +160,73 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str) -> Ses
             lockout.give_back(everywhere),
             Stmt("DELETE FROM sessions WHERE expires_at <= ?", (now,)),
         ],
-        "signed in",
+        said,
         ("user", user_id),
         retention=Retention.MEDIUM,
     )
     SIGN_INS.labels("signed_in").inc()
     return Session(token, expires, users.get_user(kma, user_id))
+
+
+def _sign_in_with_directory(
+    kma: Appliance,
+    settings: dict[str, Any],
+    user_id: str,
+    passphrase: str,
+    who: Actor,
+) -> tuple[list[Stmt], str]:
+    """The directory checks the passphrase (the KMA binds as the person) and its groups give the
+    roles, as they are now: the statements that make the user's row follow them, and what the audit
+    event says."""
+    url = settings["url"]
+    try:
+        account = ldap.authenticate(directory.directory_of(settings), user_id, passphrase)
+    except ldap.DirectoryUnreachable as exc:
+        why = f"refused: the directory {url} cannot be reached ({exc})"  # at the bounded rate, as above
+        refusals.audit_anonymous(kma, who.address, "auth.sign_in", why, "security", ("user", who.entity_id))
+        SIGN_INS.labels("refused").inc()
+        raise directory.DirectoryUnavailable(
+            f"The directory ({url}) cannot be reached, so directory accounts cannot sign in now; "
+            "local accounts still can. Ask a Security Officer.",
+            audited=True,
+        ) from None
+    if account is None:
+        # Audited at the bounded rate of unknown users: any user ID may reach the directory, and a
+        # flood of new ones must not flood the trail (the lockout slot is taken all the same).
+        why = f"refused: the directory {url} refused user '{who.entity_id}' or their passphrase"
+        refusals.audit_anonymous(kma, who.address, "auth.sign_in", why, "security", ("user", who.entity_id))
+        SIGN_INS.labels("refused").inc()
+        raise Unauthenticated(WRONG, audited=True)
+    roles = directory.roles_of(settings, account)
+    if not roles:
+        why = f"refused: directory account '{account.dn}' is in no group mapped to a role"
+        kma.audit(who, "auth.sign_in", why, event_class="security", subject=("user", who.entity_id))
+        SIGN_INS.labels("refused").inc()
+        raise Forbidden(
+            "Your directory account is in no group that grants a role on this KMS; ask a Security Officer.",
+            audited=True,
+        )
+    try:
+        key = kma.vault.row_mac_key()
+    except KmaLocked:
+        raise KmaLocked(
+            "This KMA is locked: directory accounts sign in once a quorum has unlocked it; "
+            "local accounts can now.",
+            audited=False,
+        ) from None
+    marked, now = directory.DIRECTORY_MARK + account.dn, kma.clock.now()
+    row = [
+        Stmt(
+            "INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET name = excluded.name, roles = excluded.roles, "
+            "passphrase_hash = excluded.passphrase_hash, updated_at = excluded.updated_at "
+            "WHERE users.passphrase_hash LIKE 'directory:%' AND users.enabled = 1",
+            (user_id, account.name[:200], roles, marked, now, now),
+        ),
+        users.seal_user(key, user_id, roles, 1, marked),
+    ]
+    return row, f"signed in with directory account '{account.dn}' as {role_words(roles)}"
 
 
 def _refuse(kma: Appliance, who: Actor, reason: str, counters: tuple[lockout.Counter, ...]) -> NoReturn:

@@ -66,6 +66,7 @@ BLOBS = (
     ),
     Blobs("alert_channels", ("id",), "secrets_wrapped", lambda r: secrets_context(r["id"])),
     Blobs("transfer_identity", ("id",), "private_wrapped", lambda r: TRANSFER_PRIVATE),
+    Blobs("second_factors", ("user_id",), "secret_wrapped", lambda r: f"totp:{r['user_id']}"),
     Blobs("keys", ("id",), "material_wrapped", lambda r: f"key:{r['id']}"),  # the many: last
 )
 

@@ -2,7 +2,8 @@
 
 A leaked replica file or node credential lets someone write rows without the KMA's API. The rows
 that grant power (a user's roles, passphrase and whether it is enabled; a session; an agent's
-membership of a key group; a key split member's sealed share; where alerts go) therefore carry an HMAC-SHA256
+membership of a key group; a key split member's sealed share; where alerts go; which directory
+groups grant which roles; a user's recovery codes) therefore carry an HMAC-SHA256
 under a key derived from the master key (`kma.vault.row_mac_key`), which only an unlocked KMA
 holds. Each write path
 adds `seal(...)` to its own audited batch: an UPDATE that sets the MAC only if the row still holds
@@ -69,13 +70,13 @@ ALERT_CHANNELS = Sealed("alert_channels", ("id",), ALERT_CHANNEL_FIELDS, "alert_
 TRANSFER_PARTNERS = Sealed(
     "transfer_partners", ("id",), ("fingerprint", "may_send", "may_receive", "enabled"), "transfer_partner"
 )
-TABLES = (
-    USERS,
-    MEMBERSHIP,
-    SPLIT_MEMBERS,
-    ALERT_CHANNELS,
-    TRANSFER_PARTNERS,
-)  # sealed at first unlock, checked at each
+# Which directory groups grant which roles: a forged one would make anybody a Security Officer.
+DIRECTORY = Sealed("directory_settings", ("id",), ("settings",), "directory")
+# A user's second factor: a forged recovery code would let its holder past it. The secret is under
+# the master key, bound to the user (kma/services/second_factor.py), so it needs no MAC.
+SECOND_FACTORS = Sealed("second_factors", ("user_id",), ("confirmed", "recovery_hashes"), "user")
+# Sealed at the first unlock and checked at each:
+TABLES = (USERS, MEMBERSHIP, SPLIT_MEMBERS, ALERT_CHANNELS, TRANSFER_PARTNERS, DIRECTORY, SECOND_FACTORS)
 # Sessions come and go: not swept; one made while this KMA was locked is sealed when it unlocks.
 SESSIONS = Sealed("sessions", ("token_hash",), ("user_id", "expires_at"), "session")
 

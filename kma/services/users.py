@@ -37,12 +37,25 @@ from kma.services.quorum.op_type import KEPT_AS_HASH, OpType, Outcome, Prepared
 from kma.services.row_macs import USERS, seal
 from kma.store import Stmt
 
-PUBLIC = ("id", "name", "roles", "enabled", "locked_until", "created_at", "updated_at")
+PUBLIC = (
+    "id",
+    "name",
+    "roles",
+    "enabled",
+    "locked_until",
+    "created_at",
+    "updated_at",
+    "directory_account",
+    "second_factor",
+)
 # A user's `locked_until` is the lockout over all addresses (kma.services.lockout); a lockout of one
 # source address shows in the audit trail, not here.
 SELECT = (
     "SELECT id, name, roles, enabled, created_at, updated_at, (SELECT l.locked_until FROM lockouts l "
-    "WHERE l.kind = 'user' AND l.name = users.id AND l.address = '*') AS locked_until FROM users"
+    "WHERE l.kind = 'user' AND l.name = users.id AND l.address = '*') AS locked_until, "
+    "CASE WHEN passphrase_hash LIKE 'directory:%' THEN substr(passphrase_hash, 11) END AS directory_account, "
+    "EXISTS (SELECT 1 FROM second_factors f WHERE f.user_id = users.id AND f.confirmed = 1) AS second_factor "
+    "FROM users"
 )
 LIST = ListQuery(
     select=SELECT,
@@ -57,12 +70,13 @@ LIST = ListQuery(
     filtered_sorts={"name": frozenset({"role", "enabled"}), "created_at": frozenset({"role", "enabled"})},
 )
 # A batch that touches users ends with this guard, so no change leaves the cluster without an
-# enabled Security Officer (checked on the state after the change, inside the same batch).
+# enabled local Security Officer (checked on the state after the change, inside the same batch): a
+# directory account cannot be the last, since the directory may be down when one is needed.
 KEEP_A_SECURITY_OFFICER = Stmt(
     "UPDATE cluster SET id = id WHERE EXISTS (SELECT 1 FROM users WHERE enabled = 1 "
-    "AND (',' || roles || ',') LIKE '%,security_officer,%')",
+    "AND (',' || roles || ',') LIKE '%,security_officer,%' AND passphrase_hash NOT LIKE 'directory:%')",
     expect=1,
-    refusal="the cluster must keep at least one enabled Security Officer",
+    refusal="the cluster must keep at least one enabled local Security Officer",
 )
 
 
@@ -71,6 +85,7 @@ def user_row(row: Any) -> dict[str, Any]:
     out["roles"] = [r for r in out["roles"].split(",") if r]
     out["permissions"] = permissions_of(parse_roles(row["roles"]))
     out["enabled"] = bool(out["enabled"])
+    out["second_factor"] = bool(out["second_factor"])
     return out
 
 
@@ -223,6 +238,12 @@ def set_passphrase_change(kma: Appliance, user_id: str, passphrase_hash: str) ->
 
 
 # --- the quorum operations that protect them ---------------------------------------------
+def _refuse_directory_account(kma: Appliance, user_id: str, what: str) -> None:
+    """A directory account's passphrase and roles are the directory's (docs/directory.md)."""
+    if get_user(kma, user_id)["directory_account"]:
+        raise ValidationFailed(f"'{user_id}' is a directory account: {what}.")
+
+
 def _user_must_exist(kma: Appliance, user_id: str) -> None:
     get_user(kma, user_id)  # NotFound with a plain message
 
@@ -251,6 +272,8 @@ def _prepare_update_user(kma: Appliance, op_id: str, request: Mapping[str, Any])
     if not changes:
         raise ValidationFailed("The request changes nothing.")
     _user_must_exist(kma, user_id)
+    if "roles" in changes:
+        _refuse_directory_account(kma, user_id, "its roles follow its directory groups at each sign-in")
     shown: dict[str, Any] = {"id": user_id}
     shown.update(
         {k: (v.split(",") if k == "roles" else bool(v) if k == "enabled" else v) for k, v in changes.items()}
@@ -271,6 +294,7 @@ def _prepare_set_passphrase(kma: Appliance, op_id: str, request: Mapping[str, An
     user_id, passphrase = str(request["id"]), str(request["passphrase"])
     check_user_passphrase(passphrase, user_id)
     _user_must_exist(kma, user_id)
+    _refuse_directory_account(kma, user_id, "its passphrase is set in the directory")
     return Prepared(
         f"Set the passphrase of user '{user_id}'",
         {"id": user_id, "passphrase": KEPT_AS_HASH},

@@ -11,8 +11,19 @@ pytestmark = pytest.mark.gui
 EVERYONE = {"dashboard", "cluster", "sites", "settings", "planning"}
 EXPECTED = {
     "so": EVERYONE
-    | {"users", "key_policies", "key_groups", "agents", "audit", "quorum", "locking", "backups", "alerts"}
-    | {"transfer_partners"},
+    | {
+        "users",
+        "directory",
+        "key_policies",
+        "key_groups",
+        "agents",
+        "audit",
+        "quorum",
+        "locking",
+        "backups",
+        "alerts",
+        "transfer_partners",
+    },
     "co": EVERYONE
     | {"key_policies", "key_groups", "agents", "data_units", "keys", "audit", "transfer_partners"},
     "op": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys", "transfer_partners"},
@@ -20,6 +31,7 @@ EXPECTED = {
     "auditor": EVERYONE
     | {
         "users",
+        "directory",
         "key_policies",
         "key_groups",
         "agents",
@@ -36,6 +48,7 @@ EXPECTED = {
     "admin": EVERYONE
     | {
         "users",
+        "directory",
         "key_policies",
         "key_groups",
         "agents",

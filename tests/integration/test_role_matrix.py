@@ -10,12 +10,14 @@ be exactly what the calls of that permission's route show.
 from __future__ import annotations
 
 import itertools
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import pyotp
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -159,6 +161,14 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /transfer-exports": frozenset({OP}),
     "POST /transfer-imports/preview": frozenset({SO}),
     "POST /transfer-imports": frozenset({SO}),
+    # Directory sign-in (issue 43): its settings and group mapping; setting them is quorum-protected.
+    "GET /directory": frozenset({SO, AU}),
+    "PUT /directory": frozenset({SO}),
+    # Two-step sign-in (issue 43): each user enrols themselves; a Security Officer turns it off (quorum).
+    "POST /auth/second-factor": ANY,
+    "POST /auth/second-factor/confirm": ANY,
+    "DELETE /users/{id}/second-factor": frozenset({SO}),
+    "GET /reports/users": frozenset({AU, SO, CO}),  # the signed report of users and their roles
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
@@ -359,6 +369,36 @@ class World:
         assert client.token is not None
         return client.token
 
+    def enrolled_code(self, user: str) -> str:
+        """Enrols `user` in two-step sign-in (their matrix session's); their authenticator's code now."""
+        headers = {"Authorization": f"Bearer {self.tokens[user]}"}
+        secret = self.http.post("/auth/second-factor", headers=headers).json()["secret"]
+        return pyotp.TOTP(secret).at(self.kma_time())
+
+    def kma_time(self) -> float:
+        offset = (
+            self.kma.clock_file.read_text() if self.kma.clock_file and self.kma.clock_file.exists() else "0"
+        )
+        return time.time() + int(offset or 0)
+
+    def second_factor_on(self, user: str) -> str:
+        """`user`'s two-step sign-in on (their own session enrols and confirms)."""
+        if not self.as_admin("GET", f"/users/{user}").json()["second_factor"]:
+            token = self.fresh_token(user)
+            headers = {"Authorization": f"Bearer {token}"}
+            secret = self.http.post("/auth/second-factor", headers=headers).json()["secret"]
+            code = pyotp.TOTP(secret).at(self.kma_time())
+            assert self.http.post(
+                "/auth/second-factor/confirm", json={"code": code}, headers=headers
+            ).is_success
+        return user
+
+    def second_factors_off(self) -> None:
+        for user in USERS:
+            if self.as_admin("GET", f"/users/{user}").json()["second_factor"]:
+                body = {"credentials": self.credentials()}
+                assert self.as_admin("DELETE", f"/users/{user}/second-factor", body).status_code == 204
+
 
 Prep = Callable[[World, str], tuple[dict[str, str], dict[str, Any] | None]]
 
@@ -518,6 +558,23 @@ CALLS: dict[str, Prep] = {
     ),
     "POST /transfer-imports/preview": lambda w, u: ({}, {"file": w.transfer().file()}),
     "POST /transfer-imports": lambda w, u: ({}, {"file": w.transfer().file(), "key_group_id": "mx-transfer"}),
+    "GET /directory": none,
+    "POST /auth/second-factor": none,
+    "GET /reports/users": none,
+    # Enrols the caller and sends the authenticator's current code: their second factor is on, until
+    # AFTER turns it off again (sessions stay).
+    "POST /auth/second-factor/confirm": lambda w, u: ({}, {"code": w.enrolled_code(u)}),
+    "DELETE /users/{id}/second-factor": lambda w, u: ({"id": w.second_factor_on("qm3")}, {}),
+    "PUT /directory": lambda w, u: (
+        {},
+        {
+            "url": "ldaps://127.0.0.1:9",
+            "ca_pem": w.kma.ca_pem,
+            "bind_format": "{user}@corp.example",
+            "search_base": "dc=corp,dc=example",
+            "group_roles": [{"group": "cn=KMS Auditors,dc=corp,dc=example", "roles": ["auditor"]}],
+        },
+    ),
 }
 # Run after the call, whatever its outcome: lock and unlock must leave the KMA unlocked.
 AFTER: dict[str, Callable[[World], None]] = {
@@ -533,6 +590,9 @@ AFTER: dict[str, Callable[[World], None]] = {
     "POST /cluster/master-key/rotation": lambda w: w.drop_pending("rotate_master_key"),
     "POST /transfer-partners": lambda w: w.drop_pending("register_transfer_partner"),
     "POST /transfer-partners/{id}/disable": lambda w: w.admin.enable_transfer_partner("mx-partner") and None,
+    "PUT /directory": lambda w: w.drop_pending("set_directory"),
+    "POST /auth/second-factor/confirm": lambda w: w.second_factors_off(),
+    "DELETE /users/{id}/second-factor": lambda w: w.drop_pending("turn_off_second_factor"),
 }
 assert CALLS.keys() == EXPECTED.keys()
 

@@ -10,6 +10,7 @@ AREA_MODULES = (
     "ui.pages.dashboard",  # the cluster's numbers, with the audit trail's charts below them
     "ui.pages.cluster",  # the cluster as a picture: sites, KMAs, agents, failure tolerance
     "ui.pages.users",
+    "ui.pages.directory",  # Directory sign-in: LDAP / Active Directory, groups mapped to roles
     "ui.pages.sites",
     "ui.pages.key_policies",
     "ui.pages.key_groups",

@@ -12,11 +12,14 @@ import html
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
 
 import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.writes.second_factor import turn_off_second_factor
 from app.writes.users import create_user, set_user_passphrase, update_user
+from ui.files import ask_save_path, tell_saved
 from ui.form_field import Field
 from ui.format import when, words
 from ui.list_page import ListPage
@@ -123,6 +126,62 @@ def _set_passphrase(page: ListPage, user: Any) -> QuorumFormDialog:
     return dialog
 
 
+def _turn_off_second_factor(page: ListPage, user: Any) -> QuorumFormDialog:
+    dialog = QuorumFormDialog(
+        page.ctx,
+        f"Turn off two-step sign-in for {user.id}",
+        [],
+        lambda v: turn_off_second_factor(user.id, credentials=v["credentials"]),
+        what="two-step sign-in is turned off",
+        intro=(
+            f"Turn off two-step sign-in for <b>{html.escape(user.name)}</b> ({html.escape(user.id)})? "
+            "For a lost authenticator with no recovery code left: the user then signs in with the "
+            "passphrase alone, and may turn it on again with a new phone."
+        ),
+        ok_text="Turn off",
+        busy_text="Turning off…",
+        danger=True,
+        parent=page,
+    )
+    dialog.open()
+    return dialog
+
+
+def _signed_report(page: ListPage, _obj: Any) -> None:
+    """Users and their roles (directory mapping included) as a CSV and its signature, beside it."""
+
+    def save(report: Any) -> None:
+        path = ask_save_path(page, "reports", "Save the signed report", report.filename, "CSV files (*.csv)")
+        if path is None:
+            return
+        signature = path.with_name(path.name + ".sig")
+        try:
+            path.write_text(report.csv, encoding="utf-8", newline="")
+            signature.write_text(report.signature, encoding="utf-8")
+        except OSError as exc:
+            text = f"The report could not be saved to {path}: {exc.strerror or exc}. Choose another folder."
+            QMessageBox(
+                QMessageBox.Icon.Warning, "Report not saved", text, QMessageBox.StandardButton.Ok, page
+            ).open()
+            return
+        tell_saved(
+            page,
+            "Signed report saved",
+            path,
+            f"Its signature is {signature.name}, beside it. Anyone checks both offline with "
+            f"kma audit verify --export {path.name} --ca <the cluster's CA certificate>.",
+        )
+
+    page.ctx.ops.read(
+        lambda w: w.client.get_users_report(), parent=page, label="Making the report…", success=save
+    )
+
+
+def _local(user: Any) -> bool:
+    """A local user: a directory account's passphrase and roles are the directory's."""
+    return not getattr(user, "directory_account", None)
+
+
 SPEC = ListSpec(
     key="users",
     title="Users",
@@ -138,6 +197,14 @@ SPEC = ListSpec(
         Column("name", "Name", 200),
         Column("roles", "Roles", 320, sortable=False, format=_roles_text),
         Column("enabled", "Enabled", 80, tone=enabled_tone),
+        Column(
+            "directory_account",
+            "Signs in with",
+            220,
+            sortable=False,
+            format=lambda v: v or "local passphrase",
+        ),
+        Column("second_factor", "Two-step", 80, sortable=False, format=lambda v: "on" if v else "off"),
         Column("locked_until", "Locked out until", 150, format=when),
         Column("created_at", "Created", 140),
         Column("updated_at", "Updated", 140, hidden=True),
@@ -149,8 +216,15 @@ SPEC = ListSpec(
     filters=[FilterSpec("role", "Role", ROLE_CHOICES)],
     actions=[
         ActionSpec("New user…", new_user, "users.write", needs="none", toolbar=True, shortcut="Ctrl+N"),
-        ActionSpec("Edit user…", _edit_user, "users.write", toolbar=True),
-        ActionSpec("Set passphrase…", _set_passphrase, "users.write"),
+        ActionSpec("Signed report…", _signed_report, "audit.read", needs="none", toolbar=True),
+        ActionSpec("Edit user…", _edit_user, "users.write", toolbar=True, enabled=_local),
+        ActionSpec("Set passphrase…", _set_passphrase, "users.write", enabled=_local),
+        ActionSpec(
+            "Turn off two-step sign-in…",
+            _turn_off_second_factor,
+            "users.write",
+            enabled=lambda u: bool(getattr(u, "second_factor", False)),
+        ),
         ActionSpec("Enable…", _set_enabled(True), "users.write", enabled=lambda u: not u.enabled),
         ActionSpec("Disable…", _set_enabled(False), "users.write", enabled=lambda u: u.enabled),
     ],

@@ -54,3 +54,6 @@ ROUTERS += [alerts.router]
 from kma.api.routes import transfer_partners  # noqa: E402  transfer partners, exports, imports
 
 ROUTERS += [transfer_partners.router]
+from kma.api.routes import directory, reports  # noqa: E402  directory sign-in; signed reports
+
+ROUTERS += [directory.router, reports.router]

@@ -10,6 +10,7 @@ from kma.api.quorum_schemas import (
     PendingQuorumOp,
     UserCreateQuorum,
     UserPatchQuorum,
+    WithCredentials,
     ran_or_pending,
 )
 from kma.quorum import engine
@@ -59,4 +60,14 @@ def set_passphrase(
 ) -> Response | PendingQuorumOp:
     request = {"id": user_id, "passphrase": body.passphrase}
     done = engine.submit(kma, actor, "set_user_passphrase", request, body.key_split_credentials())
+    return ran_or_pending(done, response, lambda: Response(status_code=204))
+
+
+@router.delete("/{user_id}/second-factor", status_code=204, response_model=None, responses=PENDING)
+def turn_off_second_factor(
+    user_id: str, body: WithCredentials, kma: Kma, actor: UsersWrite, response: Response
+) -> Response | PendingQuorumOp:
+    """For a user who lost their authenticator and their recovery codes: they sign in with their
+    passphrase alone again, and may enrol anew."""
+    done = engine.submit(kma, actor, "turn_off_second_factor", {"id": user_id}, body.key_split_credentials())
     return ran_or_pending(done, response, lambda: Response(status_code=204))

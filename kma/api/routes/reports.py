@@ -1,0 +1,17 @@
+"""Signed reports for the Auditor, the Compliance Officer and Security Officers (docs/directory.md:
+users and their roles)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from kma.api import schemas
+from kma.api.deps import AuditRead, Kma
+from kma.services.user_report import users_report
+
+router = APIRouter(prefix="/reports", tags=["audit"])
+
+
+@router.get("/users", response_model=schemas.SignedReport)
+def get_users_report(kma: Kma, actor: AuditRead) -> dict[str, str]:
+    return users_report(kma, actor)

@@ -1,0 +1,2 @@
+"""Signing in with a directory account (LDAP, Active Directory): `ldap.authenticate` binds as the
+user over TLS and reads their groups; `kma.services.directory` maps them to roles."""
