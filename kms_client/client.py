@@ -37,6 +37,7 @@ from .paging import iter_all, iter_pages
 from .reader import Page, reader
 from .release import release
 from .topology import TopologyCalls
+from .trust import Trust
 from .wire import (
     About,
     Agent,
@@ -122,6 +123,12 @@ class KmsClient:
     @property
     def address(self) -> str:
         return self._connection.address
+
+    @property
+    def renewed_ca(self) -> Trust | None:
+        """The cluster CA's renewed certificate when the KMA offered one for the pinned CA (the same
+        name and key, a later end): trusted for this connection; save it as the new pin."""
+        return self._connection.renewed_ca
 
     @property
     def cluster(self) -> tuple[KnownKma, ...]:
@@ -791,6 +798,7 @@ class KmsClient:
     raise_cluster_version = _part("_members", MembershipCalls.raise_cluster_version)
     master_key = _part("_members", MembershipCalls.master_key)
     rotate_master_key = _part("_members", MembershipCalls.rotate_master_key)
+    renew_cluster_ca = _part("_members", MembershipCalls.renew_cluster_ca)
     join_cluster = _part("_members", MembershipCalls.join_cluster)
 
     # -- the cluster at a glance (topology.py) ------------------------------------------------

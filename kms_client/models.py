@@ -48,6 +48,7 @@ QUORUM_OP_TYPES = (
     "remove_kma",
     "raise_cluster_version",
     "rotate_master_key",
+    "renew_cluster_ca",
 )
 
 

@@ -212,6 +212,7 @@ class Boundary:
 class CaInfo:
     ca_pem: str
     fingerprint: str
+    previous_ca_pems: tuple[str, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -95,6 +95,9 @@ class About(Response):
 class CaInfo(Response):
     ca_pem: str
     fingerprint: str
+    # The CA's earlier certificates, newest first: a client that pinned one accepts `ca_pem` when
+    # it renews it (the same name and key: kms_client/trust.py)
+    previous_ca_pems: list[str] = []
 
 
 class User(Response):

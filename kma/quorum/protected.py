@@ -20,6 +20,7 @@ from kma.errors import ValidationFailed
 from kma.services import users
 from kma.services.audit_retention import SHORTEN_RETENTION
 from kma.services.common import refuse_taken
+from kma.services.quorum.ca_rollover import RENEW_CLUSTER_CA
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.key_split_change import CHANGE_KEY_SPLIT
 from kma.services.quorum.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
@@ -102,5 +103,6 @@ OP_TYPES: dict[str, OpType] = {
         REMOVE_KMA,
         RAISE_CLUSTER_VERSION,
         ROTATE_MASTER_KEY,
+        RENEW_CLUSTER_CA,
     )
 }
