@@ -37,7 +37,7 @@ from .paging import iter_all, iter_pages
 from .reader import Page, reader
 from .release import release
 from .topology import TopologyCalls
-from .trust import Trust
+from .trust import Trust, renews
 from .wire import (
     About,
     Agent,
@@ -123,12 +123,6 @@ class KmsClient:
     @property
     def address(self) -> str:
         return self._connection.address
-
-    @property
-    def renewed_ca(self) -> Trust | None:
-        """The cluster CA's renewed certificate when the KMA offered one for the pinned CA (the same
-        name and key, a later end): trusted for this connection; save it as the new pin."""
-        return self._connection.renewed_ca
 
     @property
     def cluster(self) -> tuple[KnownKma, ...]:
@@ -223,6 +217,18 @@ class KmsClient:
     def ca(self) -> CaInfo:
         """The CA as this KMA reports it, over the verified connection."""
         return self._connection.call("GET", "/ca", reader(CaInfo))
+
+    def ca_renewal(self) -> Trust | None:
+        """The cluster CA's renewed certificate when the cluster renewed the pinned one (the same name
+        and key, a later end; docs/security.md), else None: save it as the new pin, so that this
+        client still connects once the pinned certificate has expired."""
+        connection = self._connection
+        if connection.renewed_ca is not None:  # accepted at connection: the pinned one had expired
+            return connection.renewed_ca
+        served = self.ca().ca_pem
+        if served.strip() != connection.ca_pem.strip() and renews(connection.ca_pem, served):
+            return Trust.from_pem(served)
+        return None
 
     # -- session --------------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ class Connection:
         ca_pem, renewed = pinned_ca(address, ca_pem, ca_fingerprint, timeout, transport)
         # the cluster CA's renewed certificate, accepted for the pinned one: a manager saves it
         self.renewed_ca = Trust.from_pem(ca_pem) if renewed else None
+        self.ca_pem = ca_pem  # what this connection trusts
         self.address = address
         self.timeout = timeout
         self.token: str | None = None

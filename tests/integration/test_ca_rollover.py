@@ -83,9 +83,11 @@ def test_the_cluster_ca_rolls_over_while_drives_and_managers_that_trust_the_old_
         [ca_row] = [c for c in board.certificates if c.kind == "ca"]
         assert abs(ca_row.expires_at.timestamp() - ca_end(second)) < 2
 
+        # A manager that saved the old certificate is told of the renewal, to save it
+        assert (told := so.ca_renewal()) is not None and told.ca_pem == second
         # A manager holding only the old pin signs in and is handed the renewal to save
         pinned_only = KmsClient(kma.address, ca_fingerprint=kma.fingerprint)
-        assert pinned_only.renewed_ca is not None and pinned_only.renewed_ca.ca_pem == second
+        assert (found := pinned_only.ca_renewal()) is not None and found.ca_pem == second
         pinned_only.sign_in("so", kma.passphrases["so"])
         pinned_only.close()
         # ... but a CA that is no renewal of the pinned one is refused, as before
@@ -146,7 +148,7 @@ def test_the_cluster_ca_rolls_over_while_drives_and_managers_that_trust_the_old_
         assert refused()
         # A manager that saved the expired certificate signs in on its renewal
         saved = KmsClient(kma.address, ca_pem=second, ca_fingerprint=Trust.from_pem(second).fingerprint)
-        assert saved.renewed_ca is not None and saved.renewed_ca.ca_pem == third
+        assert (found := saved.ca_renewal()) is not None and found.ca_pem == third
         saved.sign_in("so", kma.passphrases["so"])
         saved.close()
         # And the audit chain still verifies under the renewed certificate
