@@ -13,9 +13,11 @@ CA, `kma agent` saves it), a manager at sign-in (kms_client accepts a renewal of
 When: automatically once the CA certificate has `ca_renew_before` left (5 years by default), by
 whichever KMA's certificate watch sees it first, or when a Security Officer decides, under quorum
 (kma/services/quorum/ca_rollover.py). Each KMA then follows within `check_every`: it writes the new
-certificate to its trust file, loads it into its listeners and re-issues its listener and node
-certificates (they were capped at the old CA certificate's end). A cluster node's Raft trust is not
-touched: it pins node certificates, not the CA (kma/cluster/trust.py). The certificate it replaces is kept in
+certificate to its trust file, loads it into its listeners and re-issues its listener certificate in
+place (it ended with the old CA certificate). A cluster node's Raft trust is not touched: it pins node
+certificates, not the CA (kma/cluster/trust.py); a node certificate renews `renew_before` its end as
+always (kma/cluster/node_renewal.py), from then on under the new CA certificate, without restarting
+every rqlited at the rollover. The certificate it replaces is kept in
 `ca_certificates`: `GET /ca` shows it to a client that pinned it, backups keep naming the cluster by
 its first one, and it is retired (left out of the trust files) when it expires.
 """

@@ -199,8 +199,8 @@ class CertificateWatch(Worker):
         announce_warnings(self.kma)
         ca_renewal.renew_if_due(self.kma)
         if not self.kma.vault.locked and ca_renewal.follow(self.kma):
+            # in place, no restart; its node certificate renews on its own schedule (renew_before)
             renew(self.kma, self.kma.itself, "the cluster CA certificate was renewed")
-            _node_too(self.kma)
         else:
             renew_if_due(self.kma)
         return float(settings(self.kma).check_every)
