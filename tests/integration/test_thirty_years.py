@@ -4,7 +4,8 @@ drive works throughout: it writes tapes every year and reads the tape written in
 same bytes at the end, after its certificate was renewed several times, the KMA's renewed itself
 again and again, the cluster CA rolled over (by a quorum, then by itself), the master key was
 rotated twice and a general key policy's rotation period made a successor every five years; the
-audit chain verifies end to end."""
+backups of year 3 restore together and their core security backup opens nothing of year 30's, as
+docs/backups.md says; the audit chain verifies end to end."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from pathlib import Path
 
 from kma.kmip.client import KmipClient
 from kms_client import KmsClient, Trust
+from tests.integration.test_backups import cli, quorum, refused, restores
 from tests.integration.test_ca_rollover import served_other_than
 from tests.integration.test_certificate_lifecycle import write_settings
 from tests.integration.test_quorum import creds
 from tests.support.agents import enroll, events, kmip, new_passphrase
-from tests.support.kma_process import RunningKma, run_kma
+from tests.support.kma_process import RunningKma, read_only_db, run_kma
 from tests.support.waiting import wait_until
 
 DAY = 86400
@@ -93,7 +95,8 @@ def test_thirty_years_of_tapes_certificates_ca_master_keys_and_rotations(tmp_pat
         co.create_key_group("databases", "db-5y")
         co.set_key_group_agents("databases", [SERVER])
         op.update_agent(SERVER, default_key_group_id="databases")
-        drive, server = tmp_path / "drive", tmp_path / "server"
+        drive, server, backups = tmp_path / "drive", tmp_path / "server", tmp_path / "backups"
+        backups.mkdir()
         enroll(kma, DRIVE, drive, new_passphrase(kma, DRIVE))
         enroll(kma, SERVER, server, new_passphrase(kma, SERVER))
 
@@ -108,6 +111,9 @@ def test_thirty_years_of_tapes_certificates_ca_master_keys_and_rotations(tmp_pat
         ca_short = ca_lasting = ""
         for year in range(1, 31):
             kma.advance_clock(YEAR)
+            if year == 3:  # the backups of year 3, kept for the years to come
+                so(kma).take_core_security_backup(backups / "year3.kmacore")
+                cli(kma, "backup", "backup", "create", "--out", str(backups / "year3.kmabackup"))
             if year in (8, 22):
                 rotate_master_key(kma, 2 if year == 8 else 3)
             if year == 12:
@@ -140,6 +146,17 @@ def test_thirty_years_of_tapes_certificates_ca_master_keys_and_rotations(tmp_pat
         assert len(events(kma, 0, "kma.certificate_renew")) >= 3
         assert len([e for e in events(kma, 0, "agent.renew") if e["subject_id"] == DRIVE]) >= 7
         assert so(kma).master_key().generation == 3
+        # The backups of year 3 restore together (the database backup's keys open with the core
+        # security backup of its generation), the year-0 tape's key in them; year 3's core security
+        # backup opens nothing of year 30's database backup (two master key rotations came between)
+        so(kma).take_core_security_backup(backups / "year30.kmacore")
+        cli(kma, "backup", "backup", "create", "--out", str(backups / "year30.kmabackup"))
+        members = quorum(kma)
+        restores(tmp_path / "restored", backups / "year3.kmacore", backups / "year3.kmabackup", members)
+        with read_only_db(tmp_path / "restored" / "kma" / "kma.db") as db:
+            assert db.execute("SELECT 1 FROM keys WHERE id = ?", (tape_key,)).fetchone()
+        why = refused(tmp_path / "mixed", backups / "year3.kmacore", backups / "year30.kmabackup", members)
+        assert "master key rotation" in why
         verified = run_kma("audit", "verify", "--data-dir", str(kma.data_dir), check=False)
         assert verified.returncode == 0, verified.stdout + verified.stderr
     finally:
