@@ -406,6 +406,7 @@ class Key:
     held_by_backups: tuple[HeldBackup, ...] = field(default_factory=tuple)
     name: str | None = None
     kmip_attributes: tuple[KmipAttribute, ...] = field(default_factory=tuple)
+    rotation_due_at: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -250,6 +250,9 @@ class Key(Response):
     # KMIP client gave the object, if any; in a key's details, every attribute a client set.
     name: str | None = None
     kmip_attributes: list[KmipAttribute] = []
+    # When the KMA makes this general key's successor itself (its policy's rotation period); None:
+    # it never will (no rotation period, a tape key, replaced already, ending before)
+    rotation_due_at: Time | None = None
 
 
 class AuditEvent(Response):
