@@ -14,6 +14,7 @@ from cryptography import x509
 
 from kma.kmip.client import KmipFailure
 from kms_client import KmsClient, Trust
+from tests.integration.test_backups import cli
 from tests.integration.test_certificate_lifecycle import (
     a_drive_with_a_key,
     keep_reading,
@@ -137,6 +138,11 @@ def test_the_cluster_ca_rolls_over_while_drives_and_managers_that_trust_the_old_
         assert (found := saved.ca_renewal()) is not None and found.ca_pem == third
         saved.sign_in("so", kma.passphrases["so"])
         saved.close()
+        # A Security Officer's `kma cluster renew-ca` submits it for the key split members' approval
+        said = cli(kma, "so", "cluster", "renew-ca").stdout
+        assert "submitted as quorum operation" in said and "kma quorum approve" in said
+        pending = so.list_quorum_operations(state="pending").items
+        assert [o.type for o in pending] == ["renew_cluster_ca"]
         # And the audit chain still verifies under the renewed certificate
         verified = run_kma("audit", "verify", "--data-dir", str(kma.data_dir), check=False)
         assert verified.returncode == 0, verified.stdout + verified.stderr
