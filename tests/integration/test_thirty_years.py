@@ -3,9 +3,10 @@ clock) while its certificates live and die on the real clock in seconds (short v
 drive works throughout: it writes tapes every year and reads the tape written in year 0 with the
 same bytes at the end, after its certificate was renewed several times, the KMA's renewed itself
 again and again, the cluster CA rolled over (by a quorum, then by itself), the master key was
-rotated twice and a general key policy's rotation period made a successor every five years; the
-backups of year 3 restore together and their core security backup opens nothing of year 30's, as
-docs/backups.md says; the audit chain verifies end to end."""
+rotated twice (the second time in a key split change's ceremony) and a general key policy's
+rotation period made a successor every five years; the backups of year 3 restore together and
+their core security backup opens nothing of year 30's, as docs/backups.md says; the audit chain
+verifies end to end."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from kms_client import KmsClient, Trust
 from tests.integration.test_backups import cli, quorum, refused, restores
 from tests.integration.test_ca_rollover import served_other_than
 from tests.integration.test_certificate_lifecycle import write_settings
+from tests.integration.test_key_split_change import NAMES, enrol_all
 from tests.integration.test_quorum import creds
 from tests.support.agents import enroll, events, kmip, new_passphrase
 from tests.support.kma_process import RunningKma, read_only_db, run_kma
@@ -46,8 +48,8 @@ def so(kma: RunningKma) -> KmsClient:
     return kma.client("so")  # signed in afresh: a session does not outlive a jump of a year
 
 
-def rotate_master_key(kma: RunningKma, generation: int) -> None:
-    kma.client("so").rotate_master_key(credentials=creds(kma, *MEMBERS))
+def master_key_generation(kma: RunningKma, generation: int) -> None:
+    """Wait for the rotation to `generation` to end: every blob re-wrapped, the old one destroyed."""
     wait_until(
         lambda: (state := so(kma).master_key()).generation == generation and not state.rotating,
         120,
@@ -114,8 +116,15 @@ def test_thirty_years_of_tapes_certificates_ca_master_keys_and_rotations(tmp_pat
             if year == 3:  # the backups of year 3, kept for the years to come
                 so(kma).take_core_security_backup(backups / "year3.kmacore")
                 cli(kma, "backup", "backup", "create", "--out", str(backups / "year3.kmabackup"))
-            if year in (8, 22):
-                rotate_master_key(kma, 2 if year == 8 else 3)
+            if year == 8:
+                kma.client("so").rotate_master_key(credentials=creds(kma, *MEMBERS))
+                master_key_generation(kma, 2)
+            if year == 22:  # new key split members, and the master key rotated in the same ceremony
+                change = so(kma).change_key_split(
+                    2, NAMES, credentials=creds(kma, *MEMBERS), rotate_master_key=True
+                )
+                assert enrol_all(kma, change).state == "executed"
+                master_key_generation(kma, 3)
             if year == 12:
                 ca_short, ca_lasting = roll_the_ca(kma)
             if year % 5 == 0:  # the database key's successor, made by the KMA in that very year
@@ -149,7 +158,7 @@ def test_thirty_years_of_tapes_certificates_ca_master_keys_and_rotations(tmp_pat
         # The backups of year 3 restore together (the database backup's keys open with the core
         # security backup of its generation), the year-0 tape's key in them; year 3's core security
         # backup opens nothing of year 30's database backup (two master key rotations came between)
-        so(kma).take_core_security_backup(backups / "year30.kmacore")
+        so(kma).take_core_security_backup(backups / "year30.kmacore")  # database backups wait for it
         cli(kma, "backup", "backup", "create", "--out", str(backups / "year30.kmabackup"))
         members = quorum(kma)
         restores(tmp_path / "restored", backups / "year3.kmacore", backups / "year3.kmabackup", members)
