@@ -168,6 +168,14 @@ def pinned_ca(
         pinned = pinned or next(found, None)
     actual = fingerprint_of(ca_pem)
     if same_fingerprint(actual, ca_fingerprint):
+        if expired(ca_pem):
+            end = x509.load_pem_x509_certificate(ca_pem.encode("ascii")).not_valid_after_utc
+            raise TrustError(
+                f"The cluster CA certificate you trust for {address} expired on {end:%Y-%m-%d %H:%M} UTC "
+                "and the KMA offers no renewal of it, so no connection to it can be verified. Ask the "
+                "KMA's administrator: the cluster renews its CA certificate before it expires (a "
+                "Security Officer can renew it at once, under quorum)."
+            )
         return ca_pem, False
     if pinned is not None and renews(pinned, ca_pem):
         return ca_pem, True
