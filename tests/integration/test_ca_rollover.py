@@ -10,6 +10,7 @@ import json
 import ssl
 from pathlib import Path
 
+import pytest
 from cryptography import x509
 
 from kma.kmip.client import KmipFailure
@@ -36,6 +37,8 @@ SHORT_CA = {
     "renew_before": "20s",
     "agent_validity": "10y",
 }
+
+pytestmark = pytest.mark.slow  # the real clock: certificates expire inside the test
 
 
 def ca_end(pem: str) -> float:

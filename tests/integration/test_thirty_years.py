@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from kma.kmip.client import KmipClient
 from kms_client import KmsClient, Trust
 from tests.integration.test_backups import cli, quorum, refused, restores
@@ -33,6 +35,8 @@ MEMBERS = ("alice", "bob", "carol")
 # Real-clock lives: a KMA's certificates last 40 s (renewed 30 s before their end), an agent's as
 # long as the CA certificate it was issued under; the CA's are set as the test goes.
 SHORT = {"kma_validity": "40s", "renew_before": "30s", "agent_validity": "10y"}
+
+pytestmark = pytest.mark.slow  # the real clock: certificates expire inside the test
 
 
 @contextmanager
