@@ -34,6 +34,14 @@ def make_client(profile: ConnectionProfile) -> kms_client.KmsClient:
     )
 
 
+def take_renewed_ca(profile: ConnectionProfile, client: kms_client.KmsClient) -> None:
+    """The cluster renewed its CA certificate (the same name and key) since the profile pinned it:
+    the profile pins the renewal from now on (saved with it), so it works after the old one ends."""
+    renewed = client.ca_renewal()
+    if renewed is not None:
+        profile.ca_pem, profile.ca_fingerprint = renewed.ca_pem, renewed.fingerprint
+
+
 def sign_in(profile: ConnectionProfile, passphrase: str, code: str | None = None) -> SignedIn:
     """Asks the KMA what it offers first: one of a release this manager cannot manage is named
     (`IncompatibleKma`) before the passphrase is sent. `code`: the authenticator's (or a recovery
@@ -45,6 +53,7 @@ def sign_in(profile: ConnectionProfile, passphrase: str, code: str | None = None
     except BaseException:
         client.close()
         raise
+    take_renewed_ca(profile, client)
     return SignedIn(client, session.user, session.token, about)
 
 
@@ -58,4 +67,5 @@ def resume(profile: ConnectionProfile, token: str) -> SignedIn:
     except BaseException:
         client.close()
         raise
+    take_renewed_ca(profile, client)
     return SignedIn(client, user, token, about)

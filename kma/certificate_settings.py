@@ -7,6 +7,8 @@ kma.toml. Each value is a whole number and a unit (s, m, h, d or y; a year is 36
     warn_before = ["90d", "30d"] # a warning (and an audit event) as each of these is reached
     renew_before = "180d"        # a KMA renews its own listener certificate this long before it expires
     check_every = "1h"           # how often a KMA looks at its certificates
+    ca_validity = "20y"          # the cluster CA's certificate, when renewed (kma/services/ca_renewal.py)
+    ca_renew_before = "5y"       # the cluster renews its CA certificate this long before it expires
 
 The defaults suit a deployment; a test sets minutes or seconds so that real TLS handshakes see
 certificates expire and renew on the real clock. docs/security.md says what each lasts.
@@ -44,6 +46,8 @@ class CertificateSettings:
     warn_before: tuple[int, ...] = (90 * DAY, 30 * DAY)  # longest first
     renew_before: int = 180 * DAY
     check_every: int = 3600
+    ca_validity: int = 20 * 365 * DAY + 5 * DAY
+    ca_renew_before: int = 5 * 365 * DAY
 
     @classmethod
     def from_table(cls, table: dict[str, Any]) -> CertificateSettings:
@@ -69,5 +73,10 @@ class CertificateSettings:
             raise ValidationFailed(
                 f"{_SETTINGS}: renew_before must be shorter than kma_validity, or a KMA would renew "
                 "its certificate as soon as it has it."
+            )
+        if settings.ca_renew_before >= settings.ca_validity:
+            raise ValidationFailed(
+                f"{_SETTINGS}: ca_renew_before must be shorter than ca_validity, or the cluster would "
+                "renew its CA certificate as soon as it has it."
             )
         return settings

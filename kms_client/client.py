@@ -39,6 +39,7 @@ from .reader import Page, reader
 from .release import release
 from .topology import TopologyCalls
 from .transfer import TransferCalls
+from .trust import Trust, renews
 from .wire import (
     About,
     Agent,
@@ -220,6 +221,18 @@ class KmsClient:
     def ca(self) -> CaInfo:
         """The CA as this KMA reports it, over the verified connection."""
         return self._connection.call("GET", "/ca", reader(CaInfo))
+
+    def ca_renewal(self) -> Trust | None:
+        """The cluster CA's renewed certificate when the cluster renewed the pinned one (the same name
+        and key, a later end; docs/security.md), else None: save it as the new pin, so that this
+        client still connects once the pinned certificate has expired."""
+        connection = self._connection
+        if connection.renewed_ca is not None:  # accepted at connection: the pinned one had expired
+            return connection.renewed_ca
+        served = self.ca().ca_pem
+        if served.strip() != connection.ca_pem.strip() and renews(connection.ca_pem, served):
+            return Trust.from_pem(served)
+        return None
 
     # -- session --------------------------------------------------------------------------------
 
@@ -796,6 +809,7 @@ class KmsClient:
     raise_cluster_version = _part("_members", MembershipCalls.raise_cluster_version)
     master_key = _part("_members", MembershipCalls.master_key)
     rotate_master_key = _part("_members", MembershipCalls.rotate_master_key)
+    renew_cluster_ca = _part("_members", MembershipCalls.renew_cluster_ca)
     join_cluster = _part("_members", MembershipCalls.join_cluster)
 
     # -- the cluster at a glance (topology.py) ------------------------------------------------

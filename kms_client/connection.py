@@ -18,7 +18,7 @@ from ._http import base_url, error_from_response, translated_transport_errors, u
 from .errors import KmaUnreachable, TrustError
 from .failover import Failover, KnownKma, failover_order, never_sent
 from .reader import JsonObject, Page, read, read_page
-from .trust import Trust, fingerprint_of, same_fingerprint, ssl_context_for
+from .trust import Trust, pinned_ca, ssl_context_for
 from .wire import PendingQuorumOp
 
 T = TypeVar("T")
@@ -39,16 +39,10 @@ class Connection:
         on_failover: Callable[[Failover], None] | None,
     ) -> None:
         url = base_url(address)
-        if ca_pem is None:
-            ca_pem = Trust.fetch(address, timeout=timeout, transport=transport).ca_pem
-        actual = fingerprint_of(ca_pem)
-        if not same_fingerprint(actual, ca_fingerprint):
-            raise TrustError(
-                f"The cluster CA for {address} has fingerprint {actual}, not the pinned "
-                f"{ca_fingerprint}. This is not the cluster you trusted; do not sign in. If the "
-                "cluster CA really changed, confirm its new fingerprint with the KMA's "
-                "administrator and trust it again."
-            )
+        ca_pem, renewed = pinned_ca(address, ca_pem, ca_fingerprint, timeout, transport)
+        # the cluster CA's renewed certificate, accepted for the pinned one: a manager saves it
+        self.renewed_ca = Trust.from_pem(ca_pem) if renewed else None
+        self.ca_pem = ca_pem  # what this connection trusts
         self.address = address
         self.timeout = timeout
         self.token: str | None = None

@@ -137,6 +137,13 @@ class MembershipCalls:
             "POST", "/cluster/master-key/rotation", reader(PendingQuorumOp), body=body
         )
 
+    def renew_cluster_ca(self, *, credentials: Credentials | None = None) -> PendingQuorumOp:
+        """Security Officer, quorum-protected: the cluster CA's next certificate now (the same name
+        and key, a new validity); every KMA re-issues its certificates under it. The answer is the
+        operation: `executed` when M credentials came with it, else pending."""
+        body = present(credentials=credentials_body(credentials))
+        return self._connection.call("POST", "/cluster/ca/renewal", reader(PendingQuorumOp), body=body)
+
     def join_cluster(
         self,
         kma_id: str,

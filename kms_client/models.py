@@ -53,6 +53,7 @@ QUORUM_OP_TYPES = (
     "register_transfer_partner",
     "set_directory",
     "turn_off_second_factor",
+    "renew_cluster_ca",
 )
 
 

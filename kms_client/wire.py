@@ -212,6 +212,7 @@ class Boundary:
 class CaInfo:
     ca_pem: str
     fingerprint: str
+    previous_ca_pems: tuple[str, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -427,6 +428,7 @@ class Key:
     held_by_backups: tuple[HeldBackup, ...] = field(default_factory=tuple)
     name: str | None = None
     kmip_attributes: tuple[KmipAttribute, ...] = field(default_factory=tuple)
+    rotation_due_at: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

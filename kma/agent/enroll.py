@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from kma.crypto import fingerprint
+from kma.crypto import fingerprint, renews
 from kma.datadir import write_private
 from kma.kmip.tls import agent_context
 from kma.limits import ENROLLMENT_DEADLINE
@@ -71,14 +71,27 @@ def service_request(
     return payload
 
 
-def fetch_ca(address: str) -> tuple[bytes, str]:
-    """The CA the service listener presents (unverified: the caller compares fingerprints)."""
+def fetch_ca(address: str) -> tuple[bytes, str, list[bytes]]:
+    """The CA the service listener presents, and its earlier certificates (unverified: the caller
+    compares fingerprints)."""
     host, port = split_address(address)
     unverified = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     unverified.check_hostname = False
     unverified.verify_mode = ssl.CERT_NONE
-    ca_pem = service_request(host, port, unverified, "GET", "/v1/ca")["ca_pem"].encode()
-    return ca_pem, fingerprint(ca_pem)
+    answer = service_request(host, port, unverified, "GET", "/v1/ca")
+    ca_pem = answer["ca_pem"].encode()
+    return ca_pem, fingerprint(ca_pem), [p.encode() for p in answer.get("previous_ca_pems", [])]
+
+
+def pinned(ca_pem: bytes, found: str, previous: list[bytes], ca_fingerprint: str | None) -> str:
+    """The fingerprint to record for `ca_pem`: it must be the expected CA's, or the renewal of the
+    expected CA's certificate (the same name and key, kma/services/ca_renewal.py)."""
+    if ca_fingerprint is None or found.upper() == ca_fingerprint.strip().upper():
+        return found
+    expected = [p for p in previous if fingerprint(p).upper() == ca_fingerprint.strip().upper()]
+    if expected and renews(expected[0], ca_pem):
+        return found
+    raise EnrollmentError(f"the KMA presents CA {found}, not the expected {ca_fingerprint}; not enrolling")
 
 
 def make_csr(agent_id: str) -> tuple[bytes, bytes]:
@@ -110,11 +123,8 @@ def enroll(
     address: str, agent_id: str, passphrase: str, out_dir: Path, ca_fingerprint: str | None = None
 ) -> Enrolled:
     host, port = split_address(address)
-    ca_pem, found = fetch_ca(address)
-    if ca_fingerprint is not None and found.upper() != ca_fingerprint.strip().upper():
-        raise EnrollmentError(
-            f"the KMA presents CA {found}, not the expected {ca_fingerprint}; not enrolling"
-        )
+    ca_pem, found, previous = fetch_ca(address)
+    pinned(ca_pem, found, previous, ca_fingerprint)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "ca.pem").write_bytes(ca_pem)
     key_pem, csr_pem = make_csr(agent_id)

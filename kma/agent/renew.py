@@ -4,7 +4,10 @@ It sends a CSR for a new key (`POST /v1/renew`) to one of its KMAs over mutual T
 certificate it holds; the KMA signs it if that certificate is still the agent's current one
 (kma/services/agent_renewal.py). The new key and certificate replace agent.key and agent.pem
 (each written beside and renamed over the old), so every new connection presents the new one;
-the KMA still accepts the old one on connections already open until it expires.
+the KMA still accepts the old one on connections already open until it expires. When the cluster
+CA's certificate was renewed (kma/services/ca_renewal.py) the answer carries the new one, which the
+agent trusts from then on in place of ca.pem (only a renewal of the CA it trusts: the same name and
+key).
 
 When: once less than a third of the certificate's validity is left (so a ten-year certificate
 renews after six years and eight months, a test's three-minute one after two minutes), by
@@ -19,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kma.agent.enroll import EnrollmentError, make_csr, service_request, split_address
-from kma.crypto import fingerprint, load_certificate
+from kma.crypto import fingerprint, load_certificate, renews
 from kma.datadir import write_private
 from kma.kmip.tls import agent_context
 
@@ -66,8 +69,16 @@ def renew(agent_dir: Path) -> datetime:
             failures.append(f"{address}: {exc}")
     else:
         raise EnrollmentError("no KMA renewed the certificate: " + "; ".join(failures))
-    if fingerprint(answer["ca_pem"].encode()) != info["ca_fingerprint"]:
-        raise EnrollmentError("the KMA answered with a different CA than the agent trusts; not renewing")
+    ca_pem = answer["ca_pem"].encode()
+    if fingerprint(ca_pem) != info["ca_fingerprint"]:
+        if not renews((agent_dir / "ca.pem").read_bytes(), ca_pem):
+            raise EnrollmentError("the KMA answered with a different CA than the agent trusts; not renewing")
+        # the cluster CA's renewed certificate (the same name and key): trusted from now on
+        _replace(agent_dir / "ca.pem", ca_pem)
+        _replace(
+            agent_dir / "agent.json",
+            (json.dumps(info | {"ca_fingerprint": fingerprint(ca_pem)}) + "\n").encode(),
+        )
     _replace(agent_dir / "agent.key", key_pem)
     _replace(agent_dir / "agent.pem", answer["certificate_pem"].encode())
     _replace(agent_dir / "kmas.json", (json.dumps(answer["kmas"], indent=2) + "\n").encode())

@@ -84,3 +84,7 @@ class JoinGrant(Response):
 
 class MasterKeyRotationRequest(WithCredentials):
     """Rotate the master key (quorum-protected): nothing to choose but the credentials."""
+
+
+class CaRenewalRequest(WithCredentials):
+    """Renew the cluster CA certificate now (quorum-protected): nothing to choose but the credentials."""

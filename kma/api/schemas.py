@@ -95,6 +95,9 @@ class About(Response):
 class CaInfo(Response):
     ca_pem: str
     fingerprint: str
+    # The CA's earlier certificates, newest first: a client that pinned one accepts `ca_pem` when
+    # it renews it (the same name and key: kms_client/trust.py)
+    previous_ca_pems: list[str] = []
 
 
 class User(Response):
@@ -255,6 +258,9 @@ class Key(Response):
     # KMIP client gave the object, if any; in a key's details, every attribute a client set.
     name: str | None = None
     kmip_attributes: list[KmipAttribute] = []
+    # When the KMA makes this general key's successor itself (its policy's rotation period); None:
+    # it never will (no rotation period, a tape key, replaced already, ending before)
+    rotation_due_at: Time | None = None
 
 
 class AuditEvent(Response):

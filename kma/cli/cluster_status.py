@@ -1,5 +1,6 @@
 """`kma cluster status [--json]`: the cluster at a glance, through a running KMA's API;
-`kma cluster renew-certificate KMA_ID`: a KMA's new listener certificate now.
+`kma cluster renew-certificate KMA_ID`: a KMA's new listener certificate now;
+`kma cluster renew-ca`: the cluster CA's next certificate now (quorum).
 
 Further `kma cluster ...` actions hang off the same `cluster` parser (`add_cluster_commands`).
 """
@@ -34,6 +35,15 @@ def add_cluster_commands(sub: Any) -> None:
     )
     r.add_argument("kma_id", help="the KMA whose certificate to renew")
     r.set_defaults(run=run_renew_certificate)
+    a = _connected(
+        c_sub.add_parser(
+            "renew-ca",
+            help="renew the cluster CA certificate now (Security Officer, quorum); the cluster also "
+            "renews it by itself before it expires",
+            description=CONNECTION_HELP,
+        )
+    )
+    a.set_defaults(run=run_renew_ca)
 
 
 def _seconds(value: float | None) -> str:
@@ -48,6 +58,19 @@ def run_renew_certificate(args: argparse.Namespace, client: Any) -> int:
     else:
         until = kma.certificate_expires_at
         print(f"KMA {kma.id}'s listener certificate renewed: valid until {until:%Y-%m-%d %H:%M} UTC.")
+    return 0
+
+
+@_talking
+def run_renew_ca(args: argparse.Namespace, client: Any) -> int:
+    op = client.renew_cluster_ca()
+    if op.state == "executed":
+        print("The cluster CA certificate was renewed; every KMA re-issues its certificates under it.")
+    else:
+        print(
+            f"Renewal of the cluster CA certificate submitted as quorum operation {op.id}: "
+            f"it needs {op.approvals_needed} key split members' approvals (`kma quorum approve {op.id}`)."
+        )
     return 0
 
 

@@ -12,6 +12,8 @@ from kma.crypto.ca import (
     fingerprint,
     issue_server_certificate,
     load_certificate,
+    renew_cluster_ca,
+    renews,
     sign_agent_csr,
     sign_kma_csr,
 )
@@ -36,6 +38,8 @@ __all__ = [
     "issue_server_certificate",
     "load_certificate",
     "open_share",
+    "renew_cluster_ca",
+    "renews",
     "seal_share",
     "sign_agent_csr",
     "sign_kma_csr",

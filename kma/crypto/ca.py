@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -28,6 +29,8 @@ __all__ = [
     "leaf_certificate",
     "load_ca",
     "load_certificate",
+    "renew_cluster_ca",
+    "renews",
     "sign_agent_csr",
     "sign_kma_csr",
 ]
@@ -146,6 +149,39 @@ def create_cluster_ca(cluster_name: str, now: datetime | None = None) -> Certifi
         .sign(key, hashes.SHA256())
     )
     return CertifiedKey(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+
+def renew_cluster_ca(ca: CertifiedKey, validity: timedelta, now: datetime | None = None) -> bytes:
+    """The cluster CA's next certificate (PEM): the same name, key and key identifier, valid
+    `validity` from now. Everything the CA's key signed (agents', KMAs' and audit signing keys'
+    certificates, KMA entries) verifies under it unchanged, and a party still holding the previous
+    certificate verifies what the CA signs from now on with that one until it expires: the new
+    certificate is at once self-signed and signed by the old one, since both are the same key."""
+    old, key = load_ca(ca)
+    start = _now(now)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(old.subject)
+        .issuer_name(old.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start - CLOCK_SKEW)
+        .not_valid_after(start + validity)
+    )
+    for extension in old.extensions:
+        builder = builder.add_extension(extension.value, extension.critical)
+    return builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+
+
+def renews(trusted_pem: bytes, offered_pem: bytes) -> bool:
+    """Whether `offered` is a renewal of the CA certificate `trusted` (`renew_cluster_ca`): the same
+    name and key, and a valid self-signature, so only the holder of the trusted CA's key made it."""
+    try:
+        trusted, offered = load_certificate(trusted_pem), load_certificate(offered_pem)
+        offered.verify_directly_issued_by(offered)
+    except (CryptoError, ValueError, TypeError, InvalidSignature):
+        return False
+    return offered.subject == trusted.subject and offered.public_key() == trusted.public_key()
 
 
 def leaf_certificate(

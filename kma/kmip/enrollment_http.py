@@ -4,7 +4,7 @@ The listener tells the two protocols apart by their first byte after the TLS han
 message starts with 0x42, an HTTP request with a method name. Two routes, JSON in and out, one
 request per connection (`Connection: close`), bounded sizes and times:
 
-    GET  /v1/ca      -> {"ca_pem", "fingerprint"}            trust on first use, as /api/v1/ca
+    GET  /v1/ca      -> {"ca_pem", "fingerprint", "previous_ca_pems"}  trust on first use, as /api/v1/ca
     GET  /v1/kmas    -> {"kmas": [...], "marker"}            the cluster's KMAs now (an enrolled
                         agent's certificate needed); `marker` changes whenever the list does
     POST /v1/enroll  {"agent_id", "passphrase", "csr_pem"}
@@ -32,7 +32,8 @@ from kma.appliance import Appliance
 from kma.crypto import fingerprint
 from kma.errors import BadRequest, Busy, KmaError, PayloadTooLarge
 from kma.kmip.messages import CATCHING_UP
-from kma.services import agent_renewal, enrollment
+from kma.services import agent_renewal, ca_renewal, enrollment
+from kma.services.certificates import first_certificate
 
 log = logging.getLogger(__name__)
 MAX_HEAD = 8192
@@ -132,8 +133,16 @@ async def _route(
     """`presented`: the client certificate (DER) the TLS layer verified against the cluster CA."""
     kma = listener.kma
     if path == "/v1/ca" and method == "GET":
-        ca_pem = kma.data_dir.ca_cert.read_bytes()
-        return _response(200, {"ca_pem": ca_pem.decode(), "fingerprint": fingerprint(ca_pem)})
+        ca_pem = first_certificate(kma.data_dir.ca_cert.read_text(encoding="ascii"))  # the current one
+        previous = ca_renewal.previous(kma)  # an agent told the fingerprint of one accepts its renewal
+        return _response(
+            200,
+            {
+                "ca_pem": ca_pem,
+                "fingerprint": fingerprint(ca_pem.encode("ascii")),
+                "previous_ca_pems": previous,
+            },
+        )
     if path == "/v1/enroll" and method == "POST":
         try:
             request = json.loads(body)

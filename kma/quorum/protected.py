@@ -12,6 +12,7 @@ from kma.cluster.membership import ADD_KMA, REMOVE_KMA, SET_KMA_PASSPHRASE
 from kma.cluster.version import RAISE_CLUSTER_VERSION
 from kma.services.audit_retention import SHORTEN_RETENTION
 from kma.services.directory import SET_DIRECTORY
+from kma.services.quorum.ca_rollover import RENEW_CLUSTER_CA
 from kma.services.quorum.key_split_change import CHANGE_KEY_SPLIT
 from kma.services.quorum.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
 from kma.services.quorum.master_rotation import ROTATE_MASTER_KEY
@@ -38,5 +39,6 @@ OP_TYPES: dict[str, OpType] = {
         REGISTER_TRANSFER_PARTNER,
         SET_DIRECTORY,
         TURN_OFF_SECOND_FACTOR,
+        RENEW_CLUSTER_CA,
     )
 }

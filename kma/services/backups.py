@@ -59,9 +59,13 @@ def backups_dir(kma: Appliance) -> Path:
 
 
 def cluster_identity(kma: Appliance) -> dict[str, str]:
-    row = kma.store.query_one("SELECT name, ca_cert_pem FROM cluster")
+    # by its first CA certificate: a renewal of the CA's (issue 38) is the same cluster
+    row = kma.store.query_one(
+        "SELECT name, coalesce((SELECT cert_pem FROM ca_certificates ORDER BY replaced_at LIMIT 1), "
+        "ca_cert_pem) AS first_ca FROM cluster"
+    )
     assert row is not None
-    return {"name": row["name"], "ca_fingerprint": fingerprint(row["ca_cert_pem"].encode("ascii"))}
+    return {"name": row["name"], "ca_fingerprint": fingerprint(row["first_ca"].encode("ascii"))}
 
 
 # --- the core security backup -------------------------------------------------------------

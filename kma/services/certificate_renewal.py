@@ -32,6 +32,7 @@ from kma.crypto import issue_server_certificate, load_certificate
 from kma.datadir import write_private
 from kma.domain.actor import Actor
 from kma.errors import Conflict
+from kma.services import ca_renewal
 from kma.services.certificates import (
     announce_warnings,
     cluster_ca,
@@ -68,6 +69,7 @@ class ListenerTls:
         with self._lock:
             for context in self._contexts:
                 context.load_cert_chain(str(d.server_cert), str(d.server_key))
+                context.load_verify_locations(str(d.ca_cert))  # a renewed cluster CA certificate
 
 
 def listener_tls(kma: Appliance) -> ListenerTls:
@@ -183,7 +185,8 @@ def request(kma: Appliance, actor: Actor, kma_id: str) -> dict[str, Any]:
 
 class CertificateWatch(Worker):
     """Every `check_every` (kma.toml [certificates]): the warnings that started since the last look
-    become audit events, and this KMA renews its own listener certificate when it is due."""
+    become audit events, the cluster CA certificate is renewed when due (kma/services/ca_renewal.py)
+    and followed here, and this KMA renews its own listener certificate when it is due."""
 
     name = "kma-certificates"
     pause_s = 60.0
@@ -194,7 +197,12 @@ class CertificateWatch(Worker):
 
     def work(self) -> float:
         announce_warnings(self.kma)
-        renew_if_due(self.kma)
+        ca_renewal.renew_if_due(self.kma)
+        if not self.kma.vault.locked and ca_renewal.follow(self.kma):
+            # in place, no restart; its node certificate renews on its own schedule (renew_before)
+            renew(self.kma, self.kma.itself, "the cluster CA certificate was renewed")
+        else:
+            renew_if_due(self.kma)
         return float(settings(self.kma).check_every)
 
     def failed(self, exc: Exception) -> float:

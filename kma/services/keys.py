@@ -49,8 +49,19 @@ OBJECT_SQL = (
 NAME_SQL = (
     "(SELECT c.value FROM key_custom_attributes c WHERE c.key_id = keys.id AND c.name = 'Name' AND c.idx = 0)"
 )
+# When the KMA makes an active general key's successor itself (its policy's rotation period after its
+# activation, kma/services/successors.py); NULL when it never will (no period, replaced, ended).
+ROTATION_DUE_SQL = (
+    "(SELECT keys.activated_at + p.rotation_period FROM key_groups g "
+    "JOIN key_policies p ON p.id = g.policy_id WHERE g.id = keys.key_group_id AND p.general_keys = 1 "
+    "AND keys.activated_at IS NOT NULL AND keys.destroyed_at IS NULL AND keys.compromised_at IS NULL "
+    "AND keys.data_unit_id IS NULL AND keys.activated_at + p.rotation_period < keys.deactivate_at "
+    "AND NOT EXISTS (SELECT 1 FROM key_kmip m WHERE m.key_id = keys.id "
+    "AND (m.replacement_id IS NOT NULL OR coalesce(m.object_type, 2) <> 2)))"
+)
 PUBLIC = (
     f"id, key_group_id, data_unit_id, agent_id, kma_id, {OBJECT_SQL} AS algorithm, {NAME_SQL} AS name, "
+    f"{ROTATION_DUE_SQL} AS rotation_due_at, "
     f"{key_state_sql()} AS state, compromised_at IS NOT NULL AS compromised, compromised_at, "
     "created_at, activated_at, protect_until, deactivate_at, destroyed_at, destroy_comment, backup_mark, "
     "withheld_at, "

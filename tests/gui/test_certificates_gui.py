@@ -11,11 +11,23 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
-from tests.gui.helpers import WAIT_MS, action, active_dialog, open_page, sign_in, submit, wait_idle
+from app.profiles import ProfileStore
+from kms_client import Trust
+from tests.gui.helpers import (
+    WAIT_MS,
+    action,
+    active_dialog,
+    give_credentials,
+    open_page,
+    sign_in,
+    submit,
+    wait_idle,
+)
 from tests.integration.test_certificate_lifecycle import presented_serial, write_settings
 from tests.support.agents import enroll, events, new_passphrase, service_address
 from ui.form_dialog import FormDialog
 from ui.pages.agent_passphrases import EnrollmentPassphrasesDialog
+from ui.quorum.widgets import QuorumFormDialog
 
 
 def _rows(tree: Any) -> list[list[str]]:
@@ -88,3 +100,46 @@ def test_an_operator_finds_expiring_agents_and_gets_their_passphrases_as_csv(
 
     # The passphrase is real: the drive enrolls again with it
     enroll(fresh_kma, "t10k-dal-01", tmp_path / "again", row["passphrase"])
+
+
+def test_a_security_officer_renews_the_cluster_ca_and_a_saved_connection_pins_its_renewal(
+    qtbot: Any, controller: Any, fresh_kma: Any
+) -> None:
+    write_settings(fresh_kma, kma_validity="5y", renew_before="180d", ca_validity="3000d")
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    dashboard = open_page(qtbot, window, "dashboard").dashboard
+    qtbot.waitUntil(lambda: dashboard.certificates.topLevelItemCount() >= 2, timeout=WAIT_MS)
+    assert _rows(dashboard.certificates)[0][:2] == ["Cluster CA", "Demo Tape Vault"]
+    assert _rows(dashboard.certificates)[0][3].startswith("in 7,")  # the demo's 20 years
+
+    # When the Security Officer renews the cluster CA from the Cluster page, with a quorum
+    page = open_page(qtbot, window, "cluster")
+    assert page.ca_button.isVisible()
+    qtbot.mouseClick(page.ca_button, Qt.LeftButton)
+    dialog = active_dialog(qtbot, QuorumFormDialog)
+    assert "new certificate for the same name and key" in dialog.intro_text
+    give_credentials(qtbot, dialog, fresh_kma, ("alice", "bob", "carol"))
+    submit(qtbot, dialog)
+
+    # Then the dashboard shows the renewed certificate's end (3,000 days from now)
+    dashboard = open_page(qtbot, window, "dashboard").dashboard
+
+    def ca_row() -> list[str]:
+        rows = _rows(dashboard.certificates)
+        return rows[0] if rows else []
+
+    qtbot.waitUntil(lambda: ca_row()[3:] and ca_row()[3].startswith("in 2,99"), timeout=WAIT_MS * 2)
+    renewed = Trust.fetch(fresh_kma.address)
+    assert renewed.fingerprint != fresh_kma.fingerprint and renewed.previous == (fresh_kma.ca_pem,)
+
+    # And signing in again with the saved connection (it pinned the old certificate) pins the renewal
+    controller.sign_out()
+    again = controller.show_sign_in()
+    qtbot.addWidget(again)
+    again.profile.setCurrentIndex(again.profile.findData("test so"))
+    qtbot.keyClicks(again.passphrase, fresh_kma.passphrases["so"])
+    qtbot.mouseClick(again.sign_in_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: controller.window is not None and controller.window.isVisible(), timeout=WAIT_MS)
+    saved = ProfileStore().get("test so")
+    assert saved is not None and saved.ca_fingerprint == renewed.fingerprint
+    assert saved.ca_pem == renewed.ca_pem

@@ -126,6 +126,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /kmas/{id}/remove": frozenset({SO}),
     "POST /cluster/version": frozenset({SO}),  # issue 30
     "POST /cluster/master-key/rotation": frozenset({SO}),  # issue 38
+    "POST /cluster/ca/renewal": frozenset({SO}),  # issue 38: the CA rolls over
     "POST /cluster/join": PUBLIC,  # a joining KMA, with its one-time KMA passphrase
     # Backups (issue 12).
     "GET /backups": frozenset({BO, SO, AU}),
@@ -413,6 +414,10 @@ def rotate_master_key(w: World, user: str) -> tuple[dict[str, str], dict[str, An
     return {}, {}  # pending (202) without credentials
 
 
+def none_body_pending(w: World, user: str) -> tuple[dict[str, str], dict[str, Any]]:
+    return {}, {}  # pending (202) without credentials
+
+
 def none(w: World, user: str) -> tuple[dict[str, str], None]:
     return {}, None
 
@@ -522,6 +527,7 @@ CALLS: dict[str, Prep] = {
     "POST /kmas/{id}/remove": lambda w, u: ({"id": w.joined_kma()}, {}),  # pending (202) without credentials
     "POST /cluster/version": raise_cluster_version,
     "POST /cluster/master-key/rotation": rotate_master_key,
+    "POST /cluster/ca/renewal": none_body_pending,
     "POST /cluster/join": lambda w, u: w.joining(),
     "GET /backups": none,
     "GET /backups/{id}": lambda w, u: ({"id": w.backup_id}, None),
@@ -593,6 +599,7 @@ AFTER: dict[str, Callable[[World], None]] = {
     "PUT /directory": lambda w: w.drop_pending("set_directory"),
     "POST /auth/second-factor/confirm": lambda w: w.second_factors_off(),
     "DELETE /users/{id}/second-factor": lambda w: w.drop_pending("turn_off_second_factor"),
+    "POST /cluster/ca/renewal": lambda w: w.drop_pending("renew_cluster_ca"),
 }
 assert CALLS.keys() == EXPECTED.keys()
 

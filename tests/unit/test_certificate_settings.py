@@ -36,6 +36,7 @@ def test_the_defaults_are_a_deployments_and_a_test_sets_seconds() -> None:
         ({"warn_before": []}, "warn_before is a list"),
         ({"kma_validity": "1h", "renew_before": "2h"}, "renew_before must be shorter than kma_validity"),
         ({"kma_validty": "5y"}, "unknown setting 'kma_validty'"),
+        ({"ca_validity": "1y", "ca_renew_before": "2y"}, "ca_renew_before must be shorter than ca_validity"),
     ],
 )
 def test_a_wrong_setting_is_refused_with_the_fix(table: dict[str, object], says: str) -> None:

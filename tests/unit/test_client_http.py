@@ -360,3 +360,27 @@ def test_not_found_on_a_missing_site(ca_pem: str) -> None:
     body = {"error": {"code": "not_found", "message": "No site with that ID."}}
     with pytest.raises(NotFound, match="No site"):
         client_with(ca_pem, lambda r: ok(body, 404)).update_site("gone", name="x")
+
+
+def test_a_pinned_ca_certificate_that_expired_with_no_renewal_is_explained() -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Expired cluster CA")])
+    now = datetime.now(UTC)
+    expired_pem = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(days=30))
+        .not_valid_after(now - timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+        .public_bytes(serialization.Encoding.PEM)
+        .decode()
+    )
+    served = {"ca_pem": expired_pem, "fingerprint": fingerprint_of(expired_pem), "previous_ca_pems": []}
+    with pytest.raises(
+        TrustError, match="expired on .* offers no renewal of it.*Ask the KMA's administrator"
+    ):
+        client_with(expired_pem, lambda r: ok(served))

@@ -545,3 +545,19 @@ def test_load_certificate_refuses_garbage() -> None:
         load_certificate(b"garbage")
     with pytest.raises(CryptoError):
         fingerprint(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+
+
+def test_a_renewed_cluster_ca_certificate_vouches_for_what_the_old_one_signed(ca: CertifiedKey) -> None:
+    from kma.crypto import renew_cluster_ca, renews
+    from kms_client.trust import renews as client_renews
+
+    leaf = load_certificate(issue_server_certificate(ca, "kma-dal-1", ["kma1"], now=NOW).cert_pem)
+    renewed_pem = renew_cluster_ca(ca, timedelta(days=7305), now=NOW + timedelta(days=5400))
+    renewed = load_certificate(renewed_pem)
+    assert renewed.not_valid_after_utc > load_certificate(ca.cert_pem).not_valid_after_utc
+    leaf.verify_directly_issued_by(renewed)  # what the old certificate's key signed
+    assert renews(ca.cert_pem, renewed_pem) and client_renews(ca.cert_pem.decode(), renewed_pem.decode())
+    # A CA of the same name but another key is no renewal, nor is a certificate that is no CA's
+    impostor = create_cluster_ca("dallas", now=NOW).cert_pem
+    assert not renews(ca.cert_pem, impostor) and not client_renews(ca.cert_pem.decode(), impostor.decode())
+    assert not renews(ca.cert_pem, issue_server_certificate(ca, "x", ["x"]).cert_pem)

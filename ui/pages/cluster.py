@@ -31,6 +31,7 @@ from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.quorum import lock_kma
 from app.writes.sites import renew_kma_certificate
+from ui.ca_renewal import open_ca_renewal
 from ui.cluster_scene import TopologyScene, certificate_line
 from ui.form_dialog import FormDialog
 from ui.master_key import master_key_line, open_rotation
@@ -184,12 +185,20 @@ class ClusterPage(QWidget):
         self.rotate_button.setObjectName("clusterRotateMasterKey")
         self.rotate_button.clicked.connect(self.rotate_master_key)
         self.rotate_button.setEnabled(False)  # until the KMA says whether a rotation may start
+        self.ca_button = QPushButton("Renew cluster CA…")
+        self.ca_button.setObjectName("clusterRenewCa")
+        self.ca_button.setToolTip(
+            "A new certificate for the cluster CA, the same name and key (quorum-protected); the "
+            "cluster renews it by itself before it expires."
+        )
+        self.ca_button.clicked.connect(lambda: open_ca_renewal(self.ctx, self))
         buttons = (
             self.lock_button,
             self.unlock_button,
             self.add_button,
             self.remove_button,
             self.rotate_button,
+            self.ca_button,
         )
         for button in buttons:
             top.addWidget(button, 0, Qt.AlignTop)

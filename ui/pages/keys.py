@@ -77,7 +77,12 @@ def _details(page: ListPage, key: Any) -> None:
     )
 
 
-LABELS = {"compromised_at": "Compromised at", "algorithm": "Object", "kmip_attributes": "KMIP attributes"}
+LABELS = {
+    "compromised_at": "Compromised at",
+    "algorithm": "Object",
+    "kmip_attributes": "KMIP attributes",
+    "rotation_due_at": "Rotation due (the KMA makes its successor)",
+}
 
 
 def detail_texts(key: Any) -> dict[str, str]:
@@ -122,6 +127,8 @@ COLUMNS = [
     Column("activated_at", "Activated", 140),
     Column("protect_until", "Protect until", 140),
     Column("deactivate_at", "Deactivate at", 140),
+    # when the KMA makes its successor itself (its policy's rotation period): general keys only
+    Column("rotation_due_at", "Rotation due", 140, sortable=False),
     Column("destroyed_at", "Destroyed", 140, hidden=True),
     Column("kma_id", "KMA", 90, hidden=True),
 ]

@@ -9,6 +9,7 @@ from kma.api import schemas
 from kma.api.deps import Kma, QuorumSubmit, SignedIn, client_address
 from kma.api.membership_schemas import (
     AddKmaBody,
+    CaRenewalRequest,
     ClusterVersionRaise,
     JoinBody,
     JoinGrant,
@@ -118,5 +119,16 @@ def rotate_master_key(
     """Quorum-protected: a new master key generation; every blob is re-wrapped under it in the
     background (progress: GET /cluster/master-key), then the old generation is destroyed."""
     done = engine.submit(kma, actor, "rotate_master_key", {}, body.key_split_credentials())
+    response.status_code = 201 if done.executed else 202
+    return PendingQuorumOp.model_validate(done.op)
+
+
+@router.post("/cluster/ca/renewal", response_model=PendingQuorumOp, status_code=202, responses=ANSWERS)
+def renew_cluster_ca(
+    body: CaRenewalRequest, kma: Kma, actor: QuorumSubmit, response: Response
+) -> PendingQuorumOp:
+    """Quorum-protected: the cluster CA's next certificate now (the same name and key; the cluster
+    also renews it by itself `ca_renew_before` its end); every KMA re-issues its certificates under it."""
+    done = engine.submit(kma, actor, "renew_cluster_ca", {}, body.key_split_credentials())
     response.status_code = 201 if done.executed else 202
     return PendingQuorumOp.model_validate(done.op)

@@ -7,7 +7,8 @@ from kma.api import schemas
 from kma.api.deps import Kma, KmaEvenLocked, SignedIn
 from kma.capabilities import API_VERSION, CAPABILITIES
 from kma.crypto import fingerprint
-from kma.services import dashboard
+from kma.services import ca_renewal, dashboard
+from kma.services.certificates import first_certificate
 
 router = APIRouter(tags=["status"])
 
@@ -26,8 +27,12 @@ def get_about(kma: KmaEvenLocked) -> dict[str, object]:
 
 @router.get("/ca", response_model=schemas.CaInfo)
 def get_ca(kma: KmaEvenLocked) -> dict[str, object]:
-    pem = kma.data_dir.ca_cert.read_bytes()
-    return {"ca_pem": pem.decode(), "fingerprint": fingerprint(pem)}
+    pem = first_certificate(kma.data_dir.ca_cert.read_text(encoding="ascii"))
+    return {
+        "ca_pem": pem,
+        "fingerprint": fingerprint(pem.encode("ascii")),
+        "previous_ca_pems": ca_renewal.previous(kma),
+    }
 
 
 @router.get("/dashboard", response_model=schemas.Dashboard)
