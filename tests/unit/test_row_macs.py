@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from kma.crypto import WrappingKey
-from kma.services.row_macs import MEMBERSHIP, USERS, mac, seal, tampered_rows
+from kma.services.row_macs import MEMBERSHIP, TABLES, USERS, mac, seal, tampered_rows
 from kma.vault import row_mac_key
 
 KEY = row_mac_key(WrappingKey(bytes(32)))
@@ -13,15 +13,11 @@ USER = {"id": "jo", "roles": "auditor", "enabled": 1, "passphrase_hash": "$argon
 
 
 def _db() -> sqlite3.Connection:
+    """Every sealed table, with its key, its sealed fields and a MAC (as the migrations make them)."""
     db = sqlite3.connect(":memory:")
     db.row_factory = sqlite3.Row
-    db.execute("CREATE TABLE users (id TEXT, roles TEXT, enabled INTEGER, passphrase_hash TEXT, mac TEXT)")
-    db.execute("CREATE TABLE key_group_agents (key_group_id TEXT, agent_id TEXT, mac TEXT)")
-    db.execute("CREATE TABLE key_split_members (name TEXT, share_sealed TEXT, generation INTEGER, mac TEXT)")
-    db.execute(
-        "CREATE TABLE alert_channels (id TEXT, name TEXT, kind TEXT, enabled INTEGER, settings TEXT, "
-        "warnings INTEGER, audit_classes TEXT, mac TEXT)"
-    )
+    for sealed in TABLES:
+        db.execute(f"CREATE TABLE {sealed.table} ({', '.join((*sealed.key, *sealed.fields, 'mac'))})")
     db.execute(
         "INSERT INTO users (id, roles, enabled, passphrase_hash) VALUES ('jo', 'auditor', 1, '$argon2id$...')"
     )
