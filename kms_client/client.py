@@ -31,6 +31,7 @@ from .backups import BackupCalls
 from .connection import Connection
 from .errors import IncompatibleKma, NotFound, Unauthenticated
 from .failover import Failover, KnownKma
+from .media import MediaCalls
 from .membership import MembershipCalls
 from .models import KeySplitChange, key_split_change
 from .paging import iter_all, iter_pages
@@ -116,6 +117,7 @@ class KmsClient:
         self._members = MembershipCalls(connection)
         self._topology = TopologyCalls(connection)
         self._alerts = AlertCalls(connection)
+        self._media = MediaCalls(connection)
 
     # -- the connection -------------------------------------------------------------------------
 
@@ -539,12 +541,21 @@ class KmsClient:
         site_id: str | None = None,
         default_key_group_id: str | None = None,
         enabled: bool | None = None,
+        drive_model: str | None = None,
+        drive_generation: str | None = None,
+        library: str | None = None,
+        library_partition: str | None = None,
     ) -> Agent:
+        """`drive_generation`: LTO-5..LTO-9, T10000A-D, T9840A-D ("" clears it; docs/media.md)."""
         body = present(
             description=description,
             site_id=site_id,
             default_key_group_id=default_key_group_id,
             enabled=enabled,
+            drive_model=drive_model,
+            drive_generation=drive_generation,
+            library=library,
+            library_partition=library_partition,
         )
         return self._connection.call("PATCH", f"/agents/{segment(id)}", reader(Agent), body=body)
 
@@ -805,3 +816,15 @@ class KmsClient:
     change_alert_channel = _part("_alerts", AlertCalls.change_alert_channel)
     remove_alert_channel = _part("_alerts", AlertCalls.remove_alert_channel)
     send_test_alert = _part("_alerts", AlertCalls.send_test_alert)
+
+    # -- media pools and the media rules (media.py) ----------------------------------------------
+    list_media_pools = _part("_media", MediaCalls.list_media_pools)
+    get_media_pool = _part("_media", MediaCalls.get_media_pool)
+    create_media_pool = _part("_media", MediaCalls.create_media_pool)
+    update_media_pool = _part("_media", MediaCalls.update_media_pool)
+    delete_media_pool = _part("_media", MediaCalls.delete_media_pool)
+    get_media_pool_migration = _part("_media", MediaCalls.get_media_pool_migration)
+    get_media_settings = _part("_media", MediaCalls.get_media_settings)
+    update_media_settings = _part("_media", MediaCalls.update_media_settings)
+    get_media_refusals = _part("_media", MediaCalls.get_media_refusals)
+    list_tapes_to_relabel = _part("_media", MediaCalls.list_tapes_to_relabel)

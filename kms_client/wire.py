@@ -36,6 +36,10 @@ class Agent:
     last_contact_at: datetime | None = None
     certificate_expires_at: datetime | None = None
     keys_served_7d: int = 0
+    drive_model: str = ""
+    drive_generation: str | None = None
+    library: str = ""
+    library_partition: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -362,6 +366,16 @@ class ForwardingStatus:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GenerationMigration:
+    generation: str
+    drives: int
+    append: int
+    read_only: int
+    rewrite_from_bot: int
+    unreadable_without: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class HeldBackup:
     """A live database backup that still holds a destroyed key."""
 
@@ -528,6 +542,47 @@ class MasterKeyState:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MediaPool:
+    id: str
+    description: str
+    pattern: str
+    key_group_id: str | None
+    never_encrypted: bool
+    read_only: bool
+    tapes: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class MediaPoolMigration:
+    pool_id: str
+    tapes: int
+    writer_unknown: int
+    written_by: tuple[WrittenBy, ...]
+    generations: tuple[GenerationMigration, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MediaRefusals:
+    """This KMA's refused write keys by reason since it started."""
+
+    two_pools: int
+    never_encrypted: int
+    read_only: int
+    no_pool: int
+    key_group: int
+    generation: int
+    relabel: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class MediaSettings:
+    unmatched: str
+    generation_rule: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class MemberEnrolment(behaviour.MemberEnrolmentState):
     member: str
     enrolled_at: datetime | None
@@ -658,6 +713,15 @@ class Status:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TapeToRelabel:
+    id: str
+    description: str
+    key_count: int
+    pool_id: str | None
+    updated_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
 class Topology(behaviour.TopologyKmas["KmaNode"]):
     cluster_name: str
     answered_by: str
@@ -716,3 +780,9 @@ class User(behaviour.UserPermissions):
     created_at: datetime
     updated_at: datetime
     permissions: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WrittenBy:
+    generation: str
+    tapes: int

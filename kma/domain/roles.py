@@ -44,6 +44,8 @@ class Permission(StrEnum):
     UPGRADE_CHECK = "upgrades.check"  # whether the cluster is ready for a rolling upgrade, its order
     ALERTS_READ = "alerts.read"  # the alert channels (never their secrets) and how each fares
     ALERTS_WRITE = "alerts.write"  # add, change, remove alert channels; send a test alert
+    MEDIA_READ = "media.read"  # media pools, their migration view, the relabel list, media settings
+    MEDIA_WRITE = "media.write"  # define media pools and the media settings (docs/media.md)
 
 
 SO, CO, OP, BO, AU, QM = Role
@@ -72,6 +74,8 @@ GRANTS: dict[Permission, frozenset[Role]] = {
     Permission.UPGRADE_CHECK: frozenset({SO}),
     Permission.ALERTS_READ: frozenset({SO, AU}),
     Permission.ALERTS_WRITE: frozenset({SO}),
+    Permission.MEDIA_READ: frozenset({SO, OP, CO, AU}),
+    Permission.MEDIA_WRITE: frozenset({SO}),
 }
 
 

@@ -50,3 +50,7 @@ ROUTERS += [topology.router, audit_forwarding.router]
 from kma.api.routes import alerts  # noqa: E402  alert channels (SNMPv3, webhooks, e-mail)
 
 ROUTERS += [alerts.router]
+
+from kma.api.routes import media_pools  # noqa: E402  media pools and the media rules
+
+ROUTERS += [media_pools.router]
