@@ -122,6 +122,8 @@ PERMISSIONS = (
     "upgrades.check",
     "alerts.read",
     "alerts.write",
+    "media.read",
+    "media.write",
 )
 
 

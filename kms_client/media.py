@@ -13,7 +13,9 @@ class MediaCalls:
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
 
-    def list_media_pools(self, *, limit: int = 100, cursor: str | None = None, q: str | None = None) -> Page[MediaPool]:
+    def list_media_pools(
+        self, *, limit: int = 100, cursor: str | None = None, q: str | None = None
+    ) -> Page[MediaPool]:
         return self._connection.list("/media-pools", MediaPool, query({}, limit=limit, cursor=cursor, q=q))
 
     def get_media_pool(self, id: str) -> MediaPool:

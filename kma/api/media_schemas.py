@@ -8,7 +8,9 @@ from pydantic import Field
 
 from kma.api.schemas import Id, Request, Response, Text, Time
 
-Pattern = Annotated[str, Field(min_length=1, max_length=65, description="E*, E00000-E49999, ABC000L8-ABC999L8")]
+Pattern = Annotated[
+    str, Field(min_length=1, max_length=65, description="E*, E00000-E49999, ABC000L8-ABC999L8")
+]
 
 
 class MediaPool(Response):

@@ -26,7 +26,9 @@ async def judged(call: Call, volser: str, asked_group: str | None, from_bot: boo
         return verdict
     record, summary = media_rules.THROTTLE.admit(call.agent_id)
     if summary is not None:
-        await call.audit(summary.operation, summary.message, condition=Condition.WARNING, subject=("cluster", "media"))
+        await call.audit(
+            summary.operation, summary.message, condition=Condition.WARNING, subject=("cluster", "media")
+        )
     if verdict.refusal is None:
         if record:
             await call.audit(

@@ -147,7 +147,11 @@ async def create(call: Call, payload: Item, activate: bool = False) -> bytes:
         group = verdict.group or group
     then = " and activated it (Activate in the same request)" if activate else ""
     key_id, _ = await issue(
-        call, "kmip.create", group, spec, lambda k: f"created key {k} {_where(spec, group)}{then}{verdict.note() if verdict else ''}"
+        call,
+        "kmip.create",
+        group,
+        spec,
+        lambda k: f"created key {k} {_where(spec, group)}{then}{verdict.note() if verdict else ''}",
     )
     if verdict is not None and spec.data_unit:
         await media.record_writer(call, spec.data_unit, verdict, True)

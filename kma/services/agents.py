@@ -11,9 +11,9 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.crypto import hash_passphrase
+from kma.domain import media
 from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
-from kma.domain import media
 from kma.errors import NotFound, ValidationFailed
 from kma.services.common import describe, patch, refuse_taken, require
 from kma.services.paging import (

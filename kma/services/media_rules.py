@@ -96,11 +96,15 @@ def _refused(verdict: Verdict, reason: Refusal, message: str) -> Verdict:
     return verdict
 
 
-def _pool_rules(kma: Appliance, verdict: Verdict, volser: str, groups: frozenset[str], asked: str | None) -> None:
+def _pool_rules(
+    kma: Appliance, verdict: Verdict, volser: str, groups: frozenset[str], asked: str | None
+) -> None:
     pools = pools_of(kma, volser)
     if len(pools) > 1:
         names = " and ".join(f"'{p.id}'" for p in pools[:3])
-        _refused(verdict, Refusal.TWO_POOLS, f"volser '{volser}' is in media pools {names}: a tape belongs to one")
+        _refused(
+            verdict, Refusal.TWO_POOLS, f"volser '{volser}' is in media pools {names}: a tape belongs to one"
+        )
         return
     if not pools:
         unmatched = settings_now(kma)[0]

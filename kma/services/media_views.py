@@ -18,7 +18,8 @@ from kma.services.paging import Page, PageRequest
 def _writers(kma: Appliance, pattern: VolserPattern) -> Counter[str | None]:
     where, params = pattern.sql()
     rows = kma.store.query(
-        f"SELECT writer_generation AS g, count(*) AS n FROM data_units WHERE {where} GROUP BY writer_generation",
+        f"SELECT writer_generation AS g, count(*) AS n FROM data_units WHERE {where} "
+        "GROUP BY writer_generation",
         params,
     )
     return Counter({r["g"]: int(r["n"]) for r in rows})
@@ -46,7 +47,9 @@ def _row(generation: str, drives: Counter[str], writers: Counter[str | None]) ->
         "drives": drives[generation],
         "append": sum(n for w, n in written.items() if media.can_append(generation, w)),
         "read_only": sum(
-            n for w, n in written.items() if media.can_read(generation, w) and not media.can_append(generation, w)
+            n
+            for w, n in written.items()
+            if media.can_read(generation, w) and not media.can_append(generation, w)
         ),
         "rewrite_from_bot": sum(n for w, n in written.items() if not media.can_read(generation, w)),
         "unreadable_without": sum(alone),
@@ -60,9 +63,7 @@ def migration_view(kma: Appliance, pool_id: str) -> dict[str, Any]:
     pool = get_media_pool(kma, pool_id)
     writers = _writers(kma, VolserPattern.parse(pool["pattern"]))
     drives = _drives(kma)
-    generations = sorted(
-        {*drives, *(g for g in writers if g is not None)}, key=lambda g: media.GENERATIONS.index(g)
-    )
+    generations = sorted({*drives, *(g for g in writers if g is not None)}, key=media.GENERATIONS.index)
     return {
         "pool_id": pool_id,
         "tapes": sum(writers.values()),

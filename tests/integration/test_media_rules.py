@@ -37,7 +37,9 @@ def drive(kma: RunningKma, tmp: Path, agent_id: str, generation: str) -> KmipCli
     """A new tape drive of `generation` in Dallas (key group backup-dallas), enrolled, connected."""
     op = kma.client("op")
     op.create_agent(agent_id, "dallas", "backup-dallas", f"{generation} drive")
-    op.update_agent(agent_id, drive_generation=generation, drive_model=f"HP Ultrium {generation}", library="SL3000")
+    op.update_agent(
+        agent_id, drive_generation=generation, drive_model=f"HP Ultrium {generation}", library="SL3000"
+    )
     enroll(kma, agent_id, tmp / agent_id, new_passphrase(kma, agent_id))
     return kmip(tmp / agent_id)
 
@@ -137,7 +139,9 @@ def test_a_pool_keeps_its_tapes_keys_in_its_key_group_and_names_itself_when_refu
     assert "media pool 'dallas'" in message
 
 
-def test_a_volser_of_no_pool_follows_the_cluster_setting(kma: RunningKma, drives: dict[str, KmipClient]) -> None:
+def test_a_volser_of_no_pool_follows_the_cluster_setting(
+    kma: RunningKma, drives: dict[str, KmipClient]
+) -> None:
     so = kma.client("so")
     assert drives["LTO-8"].write_key("Z10001")[1]  # serve (the default)
     so.update_media_settings(unmatched="refuse")

@@ -147,6 +147,17 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "PUT /alert-channels/{id}": frozenset({SO}),
     "DELETE /alert-channels/{id}": frozenset({SO}),
     "POST /alert-channels/{id}/test": frozenset({SO}),
+    # Media pools and the media rules (issue 41).
+    "GET /media-pools": frozenset({SO, OP, CO, AU}),
+    "GET /media-pools/{id}": frozenset({SO, OP, CO, AU}),
+    "GET /media-pools/{id}/migration": frozenset({SO, OP, CO, AU}),
+    "GET /media/settings": frozenset({SO, OP, CO, AU}),
+    "GET /media/refusals": frozenset({SO, OP, CO, AU}),
+    "GET /media/relabel": frozenset({SO, OP, CO, AU}),
+    "POST /media-pools": frozenset({SO}),
+    "PATCH /media-pools/{id}": frozenset({SO}),
+    "DELETE /media-pools/{id}": frozenset({SO}),
+    "PATCH /media/settings": frozenset({SO}),
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
@@ -186,6 +197,8 @@ PERMISSION_ROUTES = {
     "upgrades.check": "GET /cluster/upgrade-check",
     "alerts.read": "GET /alert-channels",
     "alerts.write": "POST /alert-channels",
+    "media.read": "GET /media-pools",
+    "media.write": "POST /media-pools",
 }
 PERMISSION_OF = {route: permission for permission, route in PERMISSION_ROUTES.items()}
 
@@ -228,6 +241,11 @@ class World:
             "settings": {"url": "https://127.0.0.1:9/alerts"},
             "secrets": {"secret": "a shared secret of the matrix"},
         }
+
+    def fresh_pool(self) -> str:
+        pool_id = f"mx-pool-{self.n()}"
+        self.admin.create_media_pool(pool_id, f"MX{self.n()}*")
+        return pool_id
 
     def fresh_channel(self) -> str:
         body = self.webhook_channel()
@@ -477,6 +495,16 @@ CALLS: dict[str, Prep] = {
     "DELETE /alert-channels/{id}": lambda w, u: ({"id": w.fresh_channel()}, None),
     # Nothing listens there: the answer says the test alert was not delivered (still a 200).
     "POST /alert-channels/{id}/test": lambda w, u: ({"id": w.fresh_channel()}, None),
+    "GET /media-pools": none,
+    "GET /media-pools/{id}": lambda w, u: ({"id": "mx-pool"}, None),
+    "GET /media-pools/{id}/migration": lambda w, u: ({"id": "mx-pool"}, None),
+    "GET /media/settings": none,
+    "GET /media/refusals": none,
+    "GET /media/relabel": none,
+    "POST /media-pools": lambda w, u: ({}, {"id": f"mx-pool-{w.n()}", "pattern": f"MY{w.n()}*"}),
+    "PATCH /media-pools/{id}": lambda w, u: ({"id": "mx-pool"}, {"description": f"changed {w.n()}"}),
+    "DELETE /media-pools/{id}": lambda w, u: ({"id": w.fresh_pool()}, None),
+    "PATCH /media/settings": lambda w, u: ({}, {"unmatched": "serve"}),
 }
 # Run after the call, whatever its outcome: lock and unlock must leave the KMA unlocked.
 AFTER: dict[str, Callable[[World], None]] = {
@@ -508,6 +536,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     admin.create_key_group("mx-other", "mx-policy")  # new agents' default, so mx-group's agents can be set
     admin.create_agent("mx-agent", site_id="dallas", default_key_group_id="mx-group")
     admin.create_data_unit("MX0001")
+    admin.create_media_pool("mx-pool", "MX*", key_group_id="mx-group")
     w.key_id = w.fresh_key()
     admin.take_core_security_backup(tmp_path_factory.mktemp("offline") / "core.kmacore")
     w.backup_id = admin.create_backup().id
