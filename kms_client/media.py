@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ._http import present, query, segment
+from ._http import FilterValue, Order, present, query, segment
 from .connection import Connection
 from .reader import Page, reader
 from .wire import MediaPool, MediaPoolMigration, MediaRefusals, MediaSettings, TapeToRelabel
@@ -14,9 +14,18 @@ class MediaCalls:
         self._connection = connection
 
     def list_media_pools(
-        self, *, limit: int = 100, cursor: str | None = None, q: str | None = None
+        self,
+        /,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+        **filters: FilterValue,
     ) -> Page[MediaPool]:
-        return self._connection.list("/media-pools", MediaPool, query({}, limit=limit, cursor=cursor, q=q))
+        params = query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order)
+        return self._connection.list("/media-pools", MediaPool, params)
 
     def get_media_pool(self, id: str) -> MediaPool:
         return self._connection.call("GET", f"/media-pools/{segment(id)}", reader(MediaPool))
@@ -86,6 +95,17 @@ class MediaCalls:
         """This KMA's refused write keys by reason since it started."""
         return self._connection.call("GET", "/media/refusals", reader(MediaRefusals))
 
-    def list_tapes_to_relabel(self, *, limit: int = 100, cursor: str | None = None) -> Page[TapeToRelabel]:
+    def list_tapes_to_relabel(
+        self,
+        /,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+        **filters: FilterValue,
+    ) -> Page[TapeToRelabel]:
         """Tapes whose keys were all destroyed: each is written from BOT before it is reused."""
-        return self._connection.list("/media/relabel", TapeToRelabel, query({}, limit=limit, cursor=cursor))
+        params = query(filters, limit=limit, cursor=cursor, q=q, sort=sort, order=order)
+        return self._connection.list("/media/relabel", TapeToRelabel, params)
