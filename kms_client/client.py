@@ -524,12 +524,21 @@ class KmsClient:
         site_id: str,
         default_key_group_id: str,
         description: str | None = None,
+        *,
+        drive_model: str | None = None,
+        drive_generation: str | None = None,
+        library: str | None = None,
+        library_partition: str | None = None,
     ) -> Agent:
         body = present(
             id=id,
             description=description,
             site_id=site_id,
             default_key_group_id=default_key_group_id,
+            drive_model=drive_model,
+            drive_generation=drive_generation,
+            library=library,
+            library_partition=library_partition,
         )
         return self._connection.call("POST", "/agents", reader(Agent), body=body)
 

@@ -293,6 +293,8 @@ class DataUnit:
     key_count: int
     created_at: datetime
     updated_at: datetime
+    pool_id: str | None = None
+    writer_generation: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -718,6 +720,7 @@ class TapeToRelabel:
     description: str
     key_count: int
     pool_id: str | None
+    writer_generation: str | None = None
     updated_at: datetime
 
 
@@ -739,6 +742,8 @@ class TopologySite(behaviour.TopologySiteKmas["KmaNode"]):
     name: str
     kmas: tuple[KmaNode, ...]
     agents: SiteAgents
+    drives_by_kma: Mapping[str, int] = field(default_factory=dict)
+    warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -91,4 +91,5 @@ class TapeToRelabel(Response):
     description: str
     key_count: int
     pool_id: str | None
+    writer_generation: str | None = None
     updated_at: Time

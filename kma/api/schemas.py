@@ -212,6 +212,8 @@ class DataUnit(Response):
     key_count: int
     created_at: Time
     updated_at: Time
+    pool_id: str | None = None  # its media pool (docs/media.md)
+    writer_generation: str | None = None  # the drive generation that wrote it from BOT, or first
 
 
 class HeldBackup(Response):

@@ -34,6 +34,17 @@ LIST = ListSpec(
 )
 
 
+# A listed data unit (`listed.id`) is in the pool :value, read from the pool's stored pattern: a
+# range LOW-HIGH of one length, else a GLOB (kma/domain/media.py), upper case as the agent path matches.
+_LOW = "substr(p.pattern, 1, instr(p.pattern, '-') - 1)"
+_HIGH = "substr(p.pattern, instr(p.pattern, '-') + 1)"
+IN_POOL = (
+    "EXISTS (SELECT 1 FROM media_pools p WHERE p.id = :value AND CASE WHEN instr(p.pattern, '-') > 0 "
+    f"THEN length(listed.id) = length({_LOW}) AND upper(listed.id) BETWEEN {_LOW} AND {_HIGH} "
+    "ELSE upper(listed.id) GLOB p.pattern END)"
+)
+
+
 @dataclass(frozen=True)
 class MediaPool:
     id: str
@@ -92,6 +103,12 @@ def pools_of(kma: Appliance, volser: str) -> list[MediaPool]:
 
 def settings_now(kma: Appliance) -> tuple[Unmatched, GenerationRule]:
     return kma.part(PoolCache).current()[1]
+
+
+def pool_id_of(kma: Appliance, volser: str) -> str | None:
+    """The one pool of the volser (None: no pool, or two)."""
+    pools = pools_of(kma, volser)
+    return pools[0].id if len(pools) == 1 else None
 
 
 def _row(kma: Appliance, row: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from kma.domain import media
 from kma.domain.lifecycle import DataUnitState
 from kma.domain.media import VolserPattern
 from kma.services.data_units import list_data_units
-from kma.services.media_pools import get_media_pool, pools_of
+from kma.services.media_pools import get_media_pool
 from kma.services.paging import Page, PageRequest
 
 
@@ -78,8 +78,4 @@ def relabel_list(kma: Appliance, req: PageRequest) -> Page:
     its labels, before it is reused; a Write Key for one is refused until then."""
     shredded = replace(req, filters={**req.filters, "state": str(DataUnitState.SHREDDED)})
     page = list_data_units(kma, shredded)
-    items = []
-    for unit in page.items:
-        pools = pools_of(kma, unit["id"])
-        items.append({**unit, "pool_id": pools[0].id if len(pools) == 1 else None})
-    return page.with_items(items)
+    return page

@@ -40,8 +40,11 @@ def test_security_officer_defines_pools_and_sees_what_the_kma_refused(
     assert texts == {"plain": "never encrypted", "dallas": "key group backup-dallas"}
 
     # The demo's tapes E00001 and E00002 had their only keys destroyed: relabel before reuse
-    qtbot.waitUntil(lambda: page.relabel.model.rowCount() == 2, timeout=WAIT_MS)
-    assert {page.relabel.model.index(r, 1).data() for r in range(2)} == {"dallas"}
+    def relabel() -> dict[str, str]:
+        model = page.relabel.model
+        return {model.index(r, 0).data(): model.index(r, 1).data() for r in range(model.rowCount())}
+
+    qtbot.waitUntil(lambda: relabel() == {"E00001": "dallas", "E00002": "dallas"}, timeout=WAIT_MS)
 
     # The migration view of the Dallas pool opens with its generations
     page.pools.view.selectRow(page.pools.model.row_of("dallas"))
@@ -66,3 +69,12 @@ def test_an_auditor_sees_the_pools_but_cannot_change_them(
     page = open_page(qtbot, window, "media_pools")
     shown = {spec.text for spec, act in page.pools._actions if act.isVisible()}
     assert "Migration view…" in shown and "New pool…" not in shown
+
+
+def test_the_cluster_page_gives_the_papers_advice_for_a_one_kma_site(
+    qtbot: Any, controller: Any, demo_kma: Any
+) -> None:
+    window = sign_in(qtbot, controller, demo_kma, "auditor")
+    page = open_page(qtbot, window, "cluster")
+    qtbot.waitUntil(lambda: "at least two KMAs per site" in page.banner.text(), timeout=WAIT_MS)
+    assert "Site Dallas has one KMA" in page.banner.text()

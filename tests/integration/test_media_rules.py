@@ -177,3 +177,28 @@ def test_pools_and_drives_are_checked_as_they_are_entered(kma: RunningKma) -> No
         op.update_agent("t10k-dal-01", drive_generation="LTO-10")
     assert op.list_agents(drive_generation="LTO-7").total == 1
     assert isinstance(op, KmsClient)
+
+
+def test_data_units_show_and_filter_by_their_pool_and_writer(
+    kma: RunningKma, drives: dict[str, KmipClient]
+) -> None:
+    drives["LTO-8"].write_from_beginning("E10020")
+    op = kma.client("op")
+    unit = op.get_data_unit("E10020")
+    assert (unit.pool_id, unit.writer_generation) == ("dallas", "LTO-8")
+    in_pool = {u.id for u in op.iter_data_units(pool_id="dallas", writer_generation="LTO-8")}
+    assert "E10020" in in_pool and all(u.startswith("E") for u in in_pool)
+    assert "A00001" in {u.id for u in op.iter_data_units(pool_id="archive")}
+    assert op.get_data_unit("Z10001").pool_id is None
+
+
+def test_a_site_with_one_kma_is_warned_and_its_drives_are_counted_per_kma(
+    kma: RunningKma, drives: dict[str, KmipClient]
+) -> None:
+    drives["LTO-8"].write_key("E10030")
+    sites = {s.id: s for s in kma.client("auditor").cluster_topology().sites}
+    dallas, boston = sites["dallas"], sites["boston"]
+    assert any("has one KMA for its" in w and "at least two KMAs per site" in w for w in dallas.warnings)
+    assert any("has no KMA of its own" in w for w in boston.warnings)
+    me = kma.client("so").status().kma_id
+    assert dallas.drives_by_kma[me] >= 2  # the two simulated drives, served by this one KMA

@@ -16,6 +16,7 @@ from ui.format import words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import state_tone
+from ui.pages.media_pools import generation_filter
 
 STATES = ("no_key", "readable_normal", "readable_needs_rekey", "shredded")
 
@@ -127,6 +128,8 @@ SPEC = ListSpec(
         Column("description", "Description", 260),
         Column("state", "State", 170, format=words, tone=state_tone),
         Column("key_count", "Keys", 60, align_right=True),
+        Column("pool_id", "Media pool", 110, sortable=False, format=lambda p: p or ""),
+        Column("writer_generation", "Written by", 90, sortable=False, format=lambda g: g or ""),
         Column("created_at", "Created", 140),
         Column("updated_at", "Updated", 140),
     ],
@@ -134,7 +137,10 @@ SPEC = ListSpec(
     sort_fields=frozenset({"id", "created_at"}),  # the KMA filters by state, does not sort by it
     filtered_sorts={},  # units in a state are listed by ID
     get=lambda client: client.get_data_unit,
-    filters=[FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES])],
+    filters=[
+        FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES]),
+        generation_filter("writer_generation", "Written by"),
+    ],
     actions=[
         ActionSpec("New data unit…", _new_unit, "data.write", needs="none", toolbar=True, shortcut="Ctrl+N"),
         ActionSpec("Edit description…", _edit_unit, "data.write"),

@@ -26,11 +26,38 @@ from app.writes.media_pools import (
     update_media_settings,
 )
 from ui.form_dialog import Field, FormDialog
-from ui.list_page import ActionSpec, ListPage, ListSpec
+from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
 from ui.widgets import page_header
 
 NO_GROUP = ""  # the drive's default key group
+# The generations the KMA knows (kma/domain/media.py), oldest first within each drive type.
+DRIVE_GENERATIONS = (
+    *(f"LTO-{n}" for n in range(5, 10)),
+    *(f"T10000{g}" for g in "ABCD"),
+    *(f"T9840{g}" for g in "ABCD"),
+)
+
+
+def generation_filter(param: str, label: str) -> FilterSpec:
+    return FilterSpec(param, label, [("Any generation", None)] + [(g, g) for g in DRIVE_GENERATIONS])
+
+
+def drive_fields(agent: Any) -> list[Field]:
+    """A tape drive's model, generation, library and partition (docs/media.md)."""
+    return [
+        Field(
+            "drive_generation",
+            "Drive generation",
+            "choice",
+            default=agent.drive_generation or "",
+            choices=[("(not a tape drive)", "")] + [(g, g) for g in DRIVE_GENERATIONS],
+            help="What the KMA judges appends and writes from BOT by.",
+        ),
+        Field("drive_model", "Drive model", default=agent.drive_model),
+        Field("library", "Library", default=agent.library),
+        Field("library_partition", "Partition", default=agent.library_partition),
+    ]
 REFUSALS = {
     "never_encrypted": "never-encrypted pool",
     "read_only": "read-only pool",
