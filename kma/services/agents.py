@@ -110,7 +110,7 @@ def create_agent(
     """`drive`: a tape drive's drive_model, drive_generation, library, library_partition."""
     check_id(agent_id, "The agent ID")
     check_text(description, "The description")
-    drive = {k: v for k, v in _drive_fields(drive).items() if v}
+    drive = {k: v for k, v in drive_fields(drive).items() if v}
     require(kma, "site", site_id)
     require(kma, "key group", default_key_group_id)
     refuse_taken(kma, "agent", agent_id)
@@ -134,7 +134,7 @@ def create_agent(
     return get_agent(kma, agent_id)
 
 
-def _drive_fields(drive: dict[str, Any]) -> dict[str, Any]:
+def drive_fields(drive: dict[str, Any]) -> dict[str, Any]:
     """The drive fields given, checked; an empty generation clears it (not a tape drive)."""
     out = {k: v for k, v in drive.items() if v is not None}
     for name in ("drive_model", "library", "library_partition"):
@@ -161,7 +161,7 @@ def update_agent(kma: Appliance, actor: Actor, agent_id: str, **changes: Any) ->
         statements += member_of(kma, changes["default_key_group_id"], agent_id)
     if "enabled" in changes:
         changes["enabled"] = int(changes["enabled"])
-    changes.update(_drive_fields({k: changes.pop(k) for k in DRIVE.split(", ") if k in changes}))
+    changes.update(drive_fields({k: changes.pop(k) for k in DRIVE.split(", ") if k in changes}))
     if changes:
         statements.insert(0, patch("agent", agent_id, changes, kma.clock.now()))
         kma.commit(

@@ -11,7 +11,16 @@ from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound
 from kma.services.common import patch
 from kma.services.media_pools import IN_POOL, pool_id_of
-from kma.services.paging import Filter, ListSpec, Page, PageRequest, TextSearch, choice, indexed_rows, list_page
+from kma.services.paging import (
+    Filter,
+    ListSpec,
+    Page,
+    PageRequest,
+    TextSearch,
+    choice,
+    indexed_rows,
+    list_page,
+)
 from kma.store import Stmt
 
 # A unit with no key is one whose has_keys the store's triggers cleared (migration 0015): a

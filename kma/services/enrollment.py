@@ -19,6 +19,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Mapping
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -46,6 +47,8 @@ from kma.errors import (
     ValidationFailed,
 )
 from kma.services import entry_signatures, refusals
+from kma.services.agents import DRIVE, drive_fields
+from kma.services.common import describe, patch
 from kma.store import Stmt
 
 PASSPHRASE_LIFETIME = 7 * 86400
@@ -138,9 +141,16 @@ def kmas_marker(kmas: list[dict[str, Any]]) -> str:
 
 
 def enroll(
-    kma: Appliance, agent_id: str, passphrase: str, csr_pem: bytes, address: str, own_service_address: str
+    kma: Appliance,
+    agent_id: str,
+    passphrase: str,
+    csr_pem: bytes,
+    address: str,
+    own_service_address: str,
+    drive: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Blocking (Argon2id, signing, a durable commit): run it off any event loop."""
+    """Blocking (Argon2id, signing, a durable commit): run it off any event loop. `drive`: what a
+    tape drive says it is (kma/services/agents.py's drive fields), recorded with the enrollment."""
     known_form = bool(_AGENT_ID.match(agent_id))
     actor = Actor(agent_id if known_form else "unknown", address, kind="agent")
     subject = ("agent", agent_id) if known_form else None
@@ -192,6 +202,10 @@ def enroll(
             Forbidden,
             "the agent is disabled",
         )
+    try:
+        told = drive_fields({k: v for k, v in (drive or {}).items() if k in DRIVE.split(", ")})
+    except ValidationFailed as bad:
+        raise refuse(bad.message, ValidationFailed, f"bad drive description ({bad.message})") from None
     if len(csr_pem) > MAX_CSR_BYTES:
         raise refuse("The certificate signing request is too large.", ValidationFailed, "oversize CSR")
     cluster = kma.store.query_one("SELECT ca_cert_pem, ca_key_wrapped FROM cluster WHERE id = 1")
@@ -223,10 +237,11 @@ def enroll(
                 expect=1,
                 refusal="the passphrase was used by another enrollment a moment ago, "
                 "or the agent was disabled",
-            )
+            ),
+            *([patch("agent", agent_id, told, now)] if told else []),
         ],
         f"agent '{agent_id}' enrolled; certificate sha256 {fingerprint[:16]}..., valid until "
-        f"{cert.not_valid_after_utc:%Y-%m-%d}",
+        f"{cert.not_valid_after_utc:%Y-%m-%d}" + (f"; drive {describe(told)}" if told else ""),
         subject,
     )
     FAILURES.clear(agent_id)

@@ -15,8 +15,8 @@ import pytest
 from kma.kmip.client import KmipClient, KmipFailure
 from kma.kmip.enums import ResultReason
 from kms_client import KmsClient
-from tests.support.agents import enroll, events, key_row, kmip, last_event, new_passphrase
-from tests.support.kma_process import RunningKma
+from tests.support.agents import enroll, events, key_row, kmip, last_event, new_passphrase, service_address
+from tests.support.kma_process import RunningKma, run_kma
 from tests.support.kma_process import read_only_db as db
 
 
@@ -202,3 +202,26 @@ def test_a_site_with_one_kma_is_warned_and_its_drives_are_counted_per_kma(
     assert any("has no KMA of its own" in w for w in boston.warnings)
     me = kma.client("so").status().kma_id
     assert dallas.drives_by_kma[me] >= 2  # the two simulated drives, served by this one KMA
+
+
+def test_a_drive_says_what_it_is_when_it_enrols(kma: RunningKma, tmp_path: Path) -> None:
+    op = kma.client("op")
+    op.create_agent("lto9-dal", "dallas", "backup-dallas")
+    base = ["agent", "enroll", "--kma", service_address(kma), "--agent-id", "lto9-dal"]
+    secret = tmp_path / "passphrase"
+    secret.write_text(new_passphrase(kma, "lto9-dal") + "\n")
+    files = [
+        "--passphrase-file",
+        str(secret),
+        "--out",
+        str(tmp_path / "drive"),
+        "--ca-fingerprint",
+        kma.fingerprint,
+    ]
+    # A generation the KMA does not know is refused, saying which it knows; the passphrase still works
+    wrong = run_kma(*base, *files, "--drive-generation", "LTO-10", check=False)
+    assert wrong.returncode != 0 and "is not a drive generation; known: LTO-5" in wrong.stderr
+    told = ["--drive-generation", "LTO-9", "--drive-model", "IBM TS2290", "--library", "SL8500"]
+    assert run_kma(*base, *files, *told, check=False).returncode == 0
+    agent = op.get_agent("lto9-dal")
+    assert (agent.drive_generation, agent.drive_model, agent.library) == ("LTO-9", "IBM TS2290", "SL8500")

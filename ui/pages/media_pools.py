@@ -58,6 +58,8 @@ def drive_fields(agent: Any) -> list[Field]:
         Field("library", "Library", default=agent.library),
         Field("library_partition", "Partition", default=agent.library_partition),
     ]
+
+
 REFUSALS = {
     "never_encrypted": "never-encrypted pool",
     "read_only": "read-only pool",
