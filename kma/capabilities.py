@@ -23,4 +23,5 @@ CAPABILITIES: dict[str, str] = {
     "audit.retention": "audit retention, signed checkpoints, pruning",
     "audit.forwarding": "the audit trail copied to a syslog collector over TLS",
     "alerts": "alert channels (SNMPv3, webhooks, e-mail) with warnings and chosen audit events",
+    "media.pools": "media pools, drive generations and the media rules on write keys (docs/media.md)",
 }

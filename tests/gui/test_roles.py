@@ -11,9 +11,10 @@ pytestmark = pytest.mark.gui
 EVERYONE = {"dashboard", "cluster", "sites", "settings", "planning"}
 EXPECTED = {
     "so": EVERYONE
-    | {"users", "key_policies", "key_groups", "agents", "audit", "quorum", "locking", "backups", "alerts"},
-    "co": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys", "audit"},
-    "op": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys"},
+    | {"users", "key_policies", "key_groups", "agents", "audit", "quorum", "locking", "backups", "alerts"}
+    | {"media_pools"},
+    "co": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys", "audit", "media_pools"},
+    "op": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys", "media_pools"},
     "backup": EVERYONE | {"backups"},
     "auditor": EVERYONE
     | {
@@ -28,6 +29,7 @@ EXPECTED = {
         "locking",
         "backups",
         "alerts",
+        "media_pools",
     },
     "qm1": EVERYONE | {"quorum", "locking"},  # quorum.read: the key split and lock state they approve
     "admin": EVERYONE
@@ -43,6 +45,7 @@ EXPECTED = {
         "locking",
         "backups",
         "alerts",
+        "media_pools",
     },
 }
 

@@ -79,6 +79,14 @@ MIGRATION_COLUMNS = (
 )
 
 
+def refusals_line(counts: Any) -> str:
+    """This KMA's refused write keys by reason, in words (the page and the dashboard)."""
+    said = [f"{getattr(counts, key):,} {text}" for key, text in REFUSALS.items() if getattr(counts, key)]
+    return "Write keys refused by the media rules on this KMA since it started: " + (
+        ", ".join(said) + "." if said else "none."
+    )
+
+
 def _groups(client: Any) -> list[tuple[str, Any]]:
     return [("(the drive's default key group)", NO_GROUP)] + [(g.id, g.id) for g in client.iter_key_groups()]
 
@@ -330,10 +338,7 @@ class MediaPoolsPage(QWidget):
         self.ctx.ops.read(lambda c: c.client.get_media_refusals(), parent=self, success=self._show_refusals)
 
     def _show_refusals(self, counts: Any) -> None:
-        said = [f"{getattr(counts, key):,} {text}" for key, text in REFUSALS.items() if getattr(counts, key)]
-        self.refusals.setText(
-            "Write keys refused by this KMA since it started: " + (", ".join(said) if said else "none") + "."
-        )
+        self.refusals.setText(refusals_line(counts))
 
     def save_state(self) -> None:
         self.pools.save_state()
