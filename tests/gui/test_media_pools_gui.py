@@ -60,7 +60,7 @@ def test_security_officer_defines_pools_and_sees_what_the_kma_refused(
     page.refresh()
     qtbot.waitUntil(lambda: "1 never-encrypted pool" in page.refusals.text(), timeout=WAIT_MS)
     # and so does the dashboard, with a link to the page
-    dashboard = open_page(qtbot, window, "dashboard")
+    dashboard = open_page(qtbot, window, "dashboard").dashboard
     dashboard.refresh()
     qtbot.waitUntil(lambda: "1 never-encrypted pool" in dashboard.media.text(), timeout=WAIT_MS)
     wait_idle(qtbot, window.ctx.ops)
