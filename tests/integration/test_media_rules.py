@@ -190,6 +190,9 @@ def test_data_units_show_and_filter_by_their_pool_and_writer(
     assert "E10020" in in_pool and all(u.startswith("E") for u in in_pool)
     assert "A00001" in {u.id for u in op.iter_data_units(pool_id="archive")}
     assert op.get_data_unit("Z10001").pool_id is None
+    # a plain tape seen in the encrypted pool's range: registered, never given a key
+    op.create_data_unit("E10040", "seen in the library, never written encrypted")
+    assert "E10040" in {u.id for u in op.iter_data_units(pool_id="dallas", state="no_key")}
 
 
 def test_a_site_with_one_kma_is_warned_and_its_drives_are_counted_per_kma(
