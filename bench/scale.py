@@ -378,6 +378,7 @@ FILTER_VALUES: dict[str, Any] = {
     "site_id": "dallas",
     "role": "operator",
     "type": "create_user",
+    "expires_within_days": 30,
     "writer_generation": "LTO-8",  # docs/media.md: with --media-pools, the drives are LTO-8s
     "pool_id": "bench-s",
     "drive_generation": "LTO-8",
