@@ -2,6 +2,7 @@
 
     python bench/scale.py                                   # small: 20,000 keys on 4,000 tapes
     python bench/scale.py --keys 1000000 --tapes 200000 --store /work/scratch/scale-store
+    python bench/scale.py ... --media-pools 50      # the large store's drives judged by 50 media pools
 
 The large store is filled through the KMA's own KMIP service, as drives fill it: each tape gets
 its first key by Write Key, and the remaining keys come by Create + Activate (one request, the
@@ -377,6 +378,11 @@ FILTER_VALUES: dict[str, Any] = {
     "site_id": "dallas",
     "role": "operator",
     "type": "create_user",
+    "expires_within_days": 30,
+    "writer_generation": "LTO-8",  # docs/media.md: with --media-pools, the drives are LTO-8s
+    "pool_id": "bench-s",
+    "drive_generation": "LTO-8",
+    "library": "SL3000",
 }
 
 
@@ -438,6 +444,25 @@ class Store:
         self.tapes = tapes
 
 
+def with_media_pools(kma: RunningKma, count: int) -> None:
+    """`count` media pools (the store's S and N tapes in two of them, bound to the drives' group;
+    the others of other volsers, one never encrypted) and every drive an LTO-8: each Write Key is
+    then judged by pools, generation and relabel rules (kma/services/media_rules.py)."""
+    so, op = kma.client("so"), kma.client("op")
+    made = {p.id for p in so.list_media_pools(limit=1000).items}
+    wanted = [("bench-s", "S*", "backup-dallas", False), ("bench-n", "N*", "backup-dallas", False)]
+    wanted.append(("bench-plain", "X*", None, True))
+    wanted += [
+        (f"bench-{i:02d}", f"P{i:02d}0000-P{i:02d}9999", "backup-dallas", False) for i in range(count - 3)
+    ]
+    for pool_id, pattern, group, plain in wanted[:count]:
+        if pool_id not in made:
+            so.create_media_pool(pool_id, pattern, key_group_id=group, never_encrypted=plain)
+    for agent in op.iter_agents():
+        if agent.id.startswith("bench-") and agent.drive_generation != "LTO-8":
+            op.update_agent(agent.id, drive_generation="LTO-8")
+
+
 def main() -> int:
     exit_on_signals()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -449,6 +474,12 @@ def main() -> int:
         type=Path,
         default=Path("/tmp/kma-scale-fresh"),
         help="the fresh store to compare with (400 keys on 200 tapes; reused)",
+    )
+    parser.add_argument(
+        "--media-pools",
+        type=int,
+        default=0,
+        help="media pools on the large store, its drives LTO-8 (docs/media.md): what the rules cost",
     )
     parser.add_argument("--build-only", action="store_true", help="fill the store, measure nothing")
     parser.add_argument("--rounds", type=int, default=5, help="rounds, alternating the stores")
@@ -462,6 +493,8 @@ def main() -> int:
     if args.build_only:
         large.kma.stop()
         return 0
+    if args.media_pools:
+        with_media_pools(large.kma, args.media_pools)
     fresh = Store(args.fresh_store, 400, 200)
     stores = {"fresh": fresh, "large": large}
     try:

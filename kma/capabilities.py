@@ -25,4 +25,5 @@ CAPABILITIES: dict[str, str] = {
     "alerts": "alert channels (SNMPv3, webhooks, e-mail) with warnings and chosen audit events",
     "users.directory": "directory sign-in (LDAP, Active Directory): groups mapped to roles under quorum",
     "users.second-factor": "two-step sign-in: TOTP codes and recovery codes after the passphrase",
+    "media.pools": "media pools, drive generations and the media rules on write keys (docs/media.md)",
 }

@@ -127,6 +127,8 @@ PERMISSIONS = (
     "transfer.partners",
     "transfer.export",
     "transfer.import",
+    "media.read",
+    "media.write",
 )
 
 

@@ -32,6 +32,7 @@ from .connection import Connection
 from .directory import DirectoryCalls
 from .errors import IncompatibleKma, NotFound, Unauthenticated
 from .failover import Failover, KnownKma
+from .media import MediaCalls
 from .membership import MembershipCalls
 from .models import KeySplitChange, key_split_change
 from .paging import iter_all, iter_pages
@@ -121,6 +122,7 @@ class KmsClient:
         self._alerts = AlertCalls(connection)
         self._transfer = TransferCalls(connection)
         self._directory = DirectoryCalls(connection)
+        self._media = MediaCalls(connection)
 
     # -- the connection -------------------------------------------------------------------------
 
@@ -540,12 +542,21 @@ class KmsClient:
         site_id: str,
         default_key_group_id: str,
         description: str | None = None,
+        *,
+        drive_model: str | None = None,
+        drive_generation: str | None = None,
+        library: str | None = None,
+        library_partition: str | None = None,
     ) -> Agent:
         body = present(
             id=id,
             description=description,
             site_id=site_id,
             default_key_group_id=default_key_group_id,
+            drive_model=drive_model,
+            drive_generation=drive_generation,
+            library=library,
+            library_partition=library_partition,
         )
         return self._connection.call("POST", "/agents", reader(Agent), body=body)
 
@@ -557,12 +568,21 @@ class KmsClient:
         site_id: str | None = None,
         default_key_group_id: str | None = None,
         enabled: bool | None = None,
+        drive_model: str | None = None,
+        drive_generation: str | None = None,
+        library: str | None = None,
+        library_partition: str | None = None,
     ) -> Agent:
+        """`drive_generation`: LTO-5..LTO-9, T10000A-D, T9840A-D ("" clears it; docs/media.md)."""
         body = present(
             description=description,
             site_id=site_id,
             default_key_group_id=default_key_group_id,
             enabled=enabled,
+            drive_model=drive_model,
+            drive_generation=drive_generation,
+            library=library,
+            library_partition=library_partition,
         )
         return self._connection.call("PATCH", f"/agents/{segment(id)}", reader(Agent), body=body)
 
@@ -843,3 +863,14 @@ class KmsClient:
     confirm_second_factor = _part("_directory", DirectoryCalls.confirm_second_factor)
     turn_off_second_factor = _part("_directory", DirectoryCalls.turn_off_second_factor)
     get_users_report = _part("_directory", DirectoryCalls.get_users_report)
+    # -- media pools and the media rules (media.py) ----------------------------------------------
+    list_media_pools = _part("_media", MediaCalls.list_media_pools)
+    get_media_pool = _part("_media", MediaCalls.get_media_pool)
+    create_media_pool = _part("_media", MediaCalls.create_media_pool)
+    update_media_pool = _part("_media", MediaCalls.update_media_pool)
+    delete_media_pool = _part("_media", MediaCalls.delete_media_pool)
+    get_media_pool_migration = _part("_media", MediaCalls.get_media_pool_migration)
+    get_media_settings = _part("_media", MediaCalls.get_media_settings)
+    update_media_settings = _part("_media", MediaCalls.update_media_settings)
+    get_media_refusals = _part("_media", MediaCalls.get_media_refusals)
+    list_tapes_to_relabel = _part("_media", MediaCalls.list_tapes_to_relabel)

@@ -36,6 +36,10 @@ class Agent:
     last_contact_at: datetime | None = None
     certificate_expires_at: datetime | None = None
     keys_served_7d: int = 0
+    drive_model: str = ""
+    drive_generation: str | None = None
+    library: str = ""
+    library_partition: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -290,6 +294,8 @@ class DataUnit:
     key_count: int
     created_at: datetime
     updated_at: datetime
+    pool_id: str | None = None
+    writer_generation: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -376,6 +382,16 @@ class ForwardingStatus:
     lag_events: int
     lag_seconds: float
     last_error: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationMigration:
+    generation: str
+    drives: int
+    append: int
+    read_only: int
+    rewrite_from_bot: int
+    unreadable_without: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -559,6 +575,47 @@ class MasterKeyState:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MediaPool:
+    id: str
+    description: str
+    pattern: str
+    key_group_id: str | None
+    never_encrypted: bool
+    read_only: bool
+    tapes: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class MediaPoolMigration:
+    pool_id: str
+    tapes: int
+    writer_unknown: int
+    written_by: tuple[WrittenBy, ...]
+    generations: tuple[GenerationMigration, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MediaRefusals:
+    """This KMA's refused write keys by reason since it started."""
+
+    two_pools: int
+    never_encrypted: int
+    read_only: int
+    no_pool: int
+    key_group: int
+    generation: int
+    relabel: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class MediaSettings:
+    unmatched: str
+    generation_rule: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class MemberEnrolment(behaviour.MemberEnrolmentState):
     member: str
     enrolled_at: datetime | None
@@ -709,6 +766,16 @@ class Status:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TapeToRelabel:
+    id: str
+    description: str
+    key_count: int
+    pool_id: str | None
+    writer_generation: str | None = None
+    updated_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
 class Topology(behaviour.TopologyKmas["KmaNode"]):
     cluster_name: str
     answered_by: str
@@ -726,6 +793,8 @@ class TopologySite(behaviour.TopologySiteKmas["KmaNode"]):
     name: str
     kmas: tuple[KmaNode, ...]
     agents: SiteAgents
+    drives_by_kma: Mapping[str, int] = field(default_factory=dict)
+    warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -829,3 +898,9 @@ class User(behaviour.UserPermissions):
     permissions: tuple[str, ...] = field(default_factory=tuple)
     directory_account: str | None = None
     second_factor: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class WrittenBy:
+    generation: str
+    tapes: int

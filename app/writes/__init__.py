@@ -32,6 +32,7 @@ KINDS = frozenset(
         "key_policies",
         "keys",
         "kmas",
+        "media_pools",
         "quorum",
         "sites",
         "transfer",

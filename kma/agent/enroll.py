@@ -120,8 +120,15 @@ def pykmip_config(host: str, port: int, out: Path) -> str:
 
 
 def enroll(
-    address: str, agent_id: str, passphrase: str, out_dir: Path, ca_fingerprint: str | None = None
+    address: str,
+    agent_id: str,
+    passphrase: str,
+    out_dir: Path,
+    ca_fingerprint: str | None = None,
+    drive: dict[str, str] | None = None,
 ) -> Enrolled:
+    """`drive`: what the drive says it is (drive_model, drive_generation, library,
+    library_partition; docs/media.md), recorded with its enrollment."""
     host, port = split_address(address)
     ca_pem, found, previous = fetch_ca(address)
     pinned(ca_pem, found, previous, ca_fingerprint)
@@ -136,7 +143,8 @@ def enroll(
             verified,
             "POST",
             "/v1/enroll",
-            {"agent_id": agent_id, "passphrase": passphrase, "csr_pem": csr_pem.decode()},
+            {"agent_id": agent_id, "passphrase": passphrase, "csr_pem": csr_pem.decode()}
+            | ({"drive": drive} if drive else {}),
         )
     except (OSError, ssl.SSLError) as exc:
         raise EnrollmentError(f"the KMA's certificate does not match its CA: {exc}") from None

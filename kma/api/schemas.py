@@ -197,6 +197,11 @@ class Agent(Response):
     last_contact_at: Time | None = None  # its newest request on the service listener
     certificate_expires_at: Time | None = None  # of the certificate it enrolled with last
     keys_served_7d: int = 0  # keys sent to it (KMIP Get) in the last seven days
+    # a tape drive's model and generation (LTO-5..9, T10000A-D, T9840A-D: docs/media.md)
+    drive_model: str = ""
+    drive_generation: str | None = None
+    library: str = ""
+    library_partition: str = ""
 
 
 class EnrollmentPassphrase(Response):
@@ -218,6 +223,8 @@ class DataUnit(Response):
     key_count: int
     created_at: Time
     updated_at: Time
+    pool_id: str | None = None  # its media pool (docs/media.md)
+    writer_generation: str | None = None  # the drive generation that wrote it from BOT, or first
 
 
 class HeldBackup(Response):
@@ -451,6 +458,10 @@ class AgentCreate(Request):
     description: Text = ""
     site_id: Id
     default_key_group_id: Id
+    drive_model: Text = ""
+    drive_generation: Annotated[str, Field(max_length=20)] | None = None  # "" or none: not a tape drive
+    library: Text = ""
+    library_partition: Text = ""
 
 
 class AgentIds(Request):
@@ -462,6 +473,10 @@ class AgentPatch(Request):
     site_id: Id | None = None
     default_key_group_id: Id | None = None
     enabled: bool | None = None
+    drive_model: Text | None = None
+    drive_generation: Annotated[str, Field(max_length=20)] | None = None  # "" clears it
+    library: Text | None = None
+    library_partition: Text | None = None
 
 
 class DataUnitCreate(Request):

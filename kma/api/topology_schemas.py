@@ -48,6 +48,10 @@ class TopologySite(Response):
     name: str
     kmas: list[KmaNode]
     agents: SiteAgents
+    # the white paper's redundancy advice (kma/cluster/redundancy.py): which KMA served each of the
+    # site's drives last, among those seen in the last day, and what falls short of it
+    drives_by_kma: dict[str, int] = {}
+    warnings: list[str] = []
 
 
 class SiteLink(Response):

@@ -30,6 +30,13 @@ def add_agent(sub: Any) -> None:
         help="the CA fingerprint `kma serve` printed (SHA256:...); "
         "without it the fingerprint is shown and trusted on first use",
     )
+    for flag, what in (
+        ("--drive-model", "the drive's model, e.g. 'IBM TS1160'"),
+        ("--drive-generation", "LTO-5..LTO-9, T10000A-D, T9840A-D (docs/media.md)"),
+        ("--library", "the tape library the drive is in"),
+        ("--library-partition", "its partition of the library"),
+    ):
+        enroll.add_argument(flag, default=None, help=what)
     enroll.set_defaults(run=run_enroll)
 
     renew = commands.add_parser(
@@ -76,7 +83,9 @@ def run_enroll(args: argparse.Namespace) -> int:
     lines = args.passphrase_file.read_text(encoding="utf-8").splitlines()
     passphrase = lines[0].strip() if lines else ""
     try:
-        result = enroll(args.kma, args.agent_id, passphrase, args.out, args.ca_fingerprint)
+        names = ("drive_model", "drive_generation", "library", "library_partition")
+        drive = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+        result = enroll(args.kma, args.agent_id, passphrase, args.out, args.ca_fingerprint, drive)
     except EnrollmentError as exc:
         print(f"kma agent enroll: {exc}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ from typing import Any
 
 from kma import __version__
 from kma.appliance import Appliance
+from kma.cluster.redundancy import site_redundancy
 from kma.services import entry_signatures
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.certificates import expiries
@@ -260,15 +261,17 @@ def topology(kma: Appliance) -> dict[str, Any]:
     none = {"total": 0, "enrolled": 0, "disabled": 0, "seen_last_hour": 0}
     members = (Member(n["site_id"], n["voter"], n["responding"], n["witness"]) for n in nodes)
     tolerance = failure_tolerance(members, names)
+    listed = [
+        {**s, "kmas": [n for n in nodes if n["site_id"] == s["id"]], "agents": agents.get(s["id"], none)}
+        for s in sites
+    ]
+    redundancy = site_redundancy(kma, listed, nodes)  # kma/cluster/redundancy.py
     return {
         "cluster_name": kma.store.scalar("SELECT name FROM cluster") or "",
         "answered_by": kma.kma_id,
         "cluster_version": cluster_version.current(kma.store.query(cluster_version.CURRENT_SQL))[0],
         "time": kma.clock.now(),
-        "sites": [
-            {**s, "kmas": [n for n in nodes if n["site_id"] == s["id"]], "agents": agents.get(s["id"], none)}
-            for s in sites
-        ],
+        "sites": [{**s, **redundancy[s["id"]]} for s in listed],
         "links": _links([s["id"] for s in sites], nodes),
         "audit_forwarding": _forwarding(kma),
         "failure_tolerance": {

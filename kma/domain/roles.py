@@ -51,6 +51,8 @@ class Permission(StrEnum):
     TRANSFER_PARTNERS = "transfer.partners"  # register (under quorum), enable, disable, remove partners
     TRANSFER_EXPORT = "transfer.export"  # export data units' keys to a partner
     TRANSFER_IMPORT = "transfer.import"  # preview and import a partner's transfer file
+    MEDIA_READ = "media.read"  # media pools, their migration view, the relabel list, media settings
+    MEDIA_WRITE = "media.write"  # define media pools and the media settings (docs/media.md)
 
 
 SO, CO, OP, BO, AU, QM = Role
@@ -84,6 +86,8 @@ GRANTS: dict[Permission, frozenset[Role]] = {
     Permission.TRANSFER_PARTNERS: frozenset({SO}),
     Permission.TRANSFER_EXPORT: frozenset({OP}),
     Permission.TRANSFER_IMPORT: frozenset({SO}),
+    Permission.MEDIA_READ: frozenset({SO, OP, CO, AU}),
+    Permission.MEDIA_WRITE: frozenset({SO}),
 }
 
 

@@ -147,10 +147,14 @@ async def _route(
         try:
             request = json.loads(body)
             agent_id, passphrase, csr = request["agent_id"], request["passphrase"], request["csr_pem"]
-            if not all(isinstance(v, str) for v in (agent_id, passphrase, csr)):
+            drive = request.get("drive") or {}  # what a tape drive says it is (docs/media.md)
+            if not all(isinstance(v, str) for v in (agent_id, passphrase, csr, *drive.values())):
                 raise TypeError
-        except (ValueError, KeyError, TypeError):
-            raise BadRequest('Send JSON {"agent_id", "passphrase", "csr_pem"} (all strings).') from None
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise BadRequest(
+                'Send JSON {"agent_id", "passphrase", "csr_pem"} (all strings), and optionally "drive": '
+                '{"drive_model", "drive_generation", "library", "library_partition"}.'
+            ) from None
         if not kma.store.caught_up():  # its replica may not know the passphrase yet
             raise Busy(CATCHING_UP)
         async with listener.slots:
@@ -163,6 +167,7 @@ async def _route(
                 csr.encode(),
                 address,
                 listener.service_address,
+                drive,
             )
         return _response(200, result)
     if path == "/v1/renew" and method == "POST":

@@ -17,7 +17,7 @@ from typing import Any
 from cryptography.hazmat.primitives.keywrap import aes_key_wrap, aes_key_wrap_with_padding
 
 from kma.audit.record import Retention
-from kma.kmip import attributes, objects, ttlv, wrapping
+from kma.kmip import attributes, media, objects, ttlv, wrapping
 from kma.kmip.attributes import NewKey, field_error
 from kma.kmip.context import Call
 from kma.kmip.enums import (
@@ -141,10 +141,20 @@ async def create(call: Call, payload: Item, activate: bool = False) -> bytes:
     _symmetric_only(payload, spec)
     attributes.check_quantum_safe(spec, spec.bits)
     spec.activate |= activate
+    verdict = None
+    if spec.data_unit and group not in call.access.general_groups:  # a tape's new key: a write from BOT
+        verdict = await media.judged(call, spec.data_unit, spec.group, True, "kmip.create")
+        group = verdict.group or group
     then = " and activated it (Activate in the same request)" if activate else ""
     key_id, _ = await issue(
-        call, "kmip.create", group, spec, lambda k: f"created key {k} {_where(spec, group)}{then}"
+        call,
+        "kmip.create",
+        group,
+        spec,
+        lambda k: f"created key {k} {_where(spec, group)}{then}{verdict.note() if verdict else ''}",
     )
+    if verdict is not None and spec.data_unit:
+        await media.record_writer(call, spec.data_unit, verdict, True)
     return ttlv.enum(Tag.OBJECT_TYPE, ObjectType.SYMMETRIC_KEY) + ttlv.text(Tag.UNIQUE_IDENTIFIER, key_id)
 
 

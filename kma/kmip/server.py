@@ -51,7 +51,7 @@ from kma.kmip.messages import (
 )
 from kma.kmip.ttlv import TTLVError
 from kma.limits import ENROLLMENT_DEADLINE, ConnectionGate, Crowded, ListenerLimits, Refused, Ticket
-from kma.services import kma_certificates, refusals
+from kma.services import kma_certificates, media_rules, refusals
 from kma.services.certificate_renewal import listener_tls
 
 log = logging.getLogger(__name__)
@@ -200,6 +200,7 @@ class ServiceListener:
                     conn.timed_out = True
                     conn.task.cancel()
             self._summarise_later(refusals.UNKNOWN_PEERS.flush())
+            self._summarise_later(media_rules.THROTTLE.flush())
 
     def _summarise_later(self, summary: refusals.Summary | None) -> None:
         if summary is not None:

@@ -11,9 +11,10 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.crypto import hash_passphrase
+from kma.domain import media
 from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
-from kma.errors import NotFound
+from kma.errors import NotFound, ValidationFailed
 from kma.services.common import describe, patch, refuse_taken, require
 from kma.services.paging import (
     Filter,
@@ -43,11 +44,13 @@ HEALTH = (
     "certificate_not_after AS certificate_expires_at"
 )
 
+DRIVE = "drive_model, drive_generation, library, library_partition"  # docs/media.md
+
 LIST = ListQuery(
     select=(
         "SELECT id, description, site_id, default_key_group_id, enabled, "
         "enrolled_at IS NOT NULL AS enrolled, enrollment_passphrase_hash IS NOT NULL AS "
-        f"enrollment_pending, enrolled_at, created_at, updated_at, {HEALTH} FROM agents"
+        f"enrollment_pending, enrolled_at, created_at, updated_at, {HEALTH}, {DRIVE} FROM agents"
     ),
     sort_fields={"id": "id", "site_id": "site_id", "created_at": "created_at"},
     default_sort="id",
@@ -56,6 +59,8 @@ LIST = ListQuery(
     filters={
         "site_id": Filter("site_id = :value"),
         "enabled": Filter("enabled = :value", boolean),
+        "drive_generation": Filter("drive_generation = :value"),
+        "library": Filter("library = :value"),
         "key_group_id": Filter(
             "EXISTS (SELECT 1 FROM key_group_agents ga "
             "WHERE ga.agent_id = listed.id AND ga.key_group_id = :value)"
@@ -100,9 +105,12 @@ def create_agent(
     site_id: str,
     default_key_group_id: str,
     description: str = "",
+    **drive: str | None,
 ) -> dict[str, Any]:
+    """`drive`: a tape drive's drive_model, drive_generation, library, library_partition."""
     check_id(agent_id, "The agent ID")
     check_text(description, "The description")
+    drive = {k: v for k, v in drive_fields(drive).items() if v}
     require(kma, "site", site_id)
     require(kma, "key group", default_key_group_id)
     refuse_taken(kma, "agent", agent_id)
@@ -117,11 +125,28 @@ def create_agent(
                 (agent_id, description, site_id, default_key_group_id, now, now),
             ),
             *member_of(kma, default_key_group_id, agent_id),
+            *([patch("agent", agent_id, drive, now)] if drive else []),
         ],
-        f"created agent '{agent_id}' at site '{site_id}', default key group '{default_key_group_id}'",
+        f"created agent '{agent_id}' at site '{site_id}', default key group '{default_key_group_id}'"
+        + (f"; drive {describe(drive)}" if drive else ""),
         ("agent", agent_id),
     )
     return get_agent(kma, agent_id)
+
+
+def drive_fields(drive: dict[str, Any]) -> dict[str, Any]:
+    """The drive fields given, checked; an empty generation clears it (not a tape drive)."""
+    out = {k: v for k, v in drive.items() if v is not None}
+    for name in ("drive_model", "library", "library_partition"):
+        if name in out:
+            check_text(out[name], f"The {name.replace('_', ' ')}")
+    if "drive_generation" in out:
+        try:
+            given = out["drive_generation"]
+            out["drive_generation"] = media.check_generation(given) if given else None
+        except ValueError as bad:
+            raise ValidationFailed(f"The drive generation {bad}.") from None
+    return out
 
 
 def update_agent(kma: Appliance, actor: Actor, agent_id: str, **changes: Any) -> dict[str, Any]:
@@ -136,6 +161,7 @@ def update_agent(kma: Appliance, actor: Actor, agent_id: str, **changes: Any) ->
         statements += member_of(kma, changes["default_key_group_id"], agent_id)
     if "enabled" in changes:
         changes["enabled"] = int(changes["enabled"])
+    changes.update(drive_fields({k: changes.pop(k) for k in DRIVE.split(", ") if k in changes}))
     if changes:
         statements.insert(0, patch("agent", agent_id, changes, kma.clock.now()))
         kma.commit(

@@ -18,6 +18,7 @@ TABLES = {  # noun -> table, for messages and existence checks
     "agent": "agents",
     "data unit": "data_units",
     "key": "keys",
+    "media pool": "media_pools",
 }
 
 

@@ -10,7 +10,17 @@ from kma.domain.lifecycle import DATA_UNIT_STATE_SQL, DataUnitState, data_unit_c
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound
 from kma.services.common import patch
-from kma.services.paging import ListQuery, Page, PageRequest, TextSearch, choice, indexed_rows, list_page
+from kma.services.media_pools import IN_POOL, pool_id_of
+from kma.services.paging import (
+    Filter,
+    ListQuery,
+    Page,
+    PageRequest,
+    TextSearch,
+    choice,
+    indexed_rows,
+    list_page,
+)
 from kma.store import Stmt
 
 # A unit with no key is one whose has_keys the store's triggers cleared (migration 0015): a
@@ -20,26 +30,32 @@ LIST = ListQuery(
     select=(
         f"SELECT id, description, {DATA_UNIT_STATE_SQL} AS state, "
         "(SELECT count(*) FROM keys k WHERE k.data_unit_id = data_units.id) AS key_count, "
-        "created_at, updated_at, has_keys FROM data_units"
+        "created_at, updated_at, has_keys, writer_generation FROM data_units"
     ),
     # No index holds units in state order; units in a state are listed by ID only.
     sort_fields={"id": "id", "created_at": "created_at"},
     default_sort="id",
     search=("id", "description"),
     text=TextSearch("id", indexed_rows("data_units_text", "id")),
-    filters={"state": choice({**data_unit_conditions("listed.id"), DataUnitState.NO_KEY: "has_keys = 0"})},
+    filters={
+        "state": choice({**data_unit_conditions("listed.id"), DataUnitState.NO_KEY: "has_keys = 0"}),
+        # docs/media.md: the generation of the drive that wrote the tape, and its media pool
+        "writer_generation": Filter("writer_generation = :value"),
+        "pool_id": Filter(IN_POOL),
+    },
 )
 
 
-def _row(row: Any) -> dict[str, Any]:
+def _row(kma: Appliance, row: Any) -> dict[str, Any]:
     out = dict(row)
     del out["has_keys"]  # what the no_key filter reads; the state says it
+    out["pool_id"] = pool_id_of(kma, out["id"])
     return out
 
 
 def list_data_units(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, LIST, req, {"now": kma.clock.now()})
-    return page.with_items([_row(r) for r in page.items])
+    return page.with_items([_row(kma, r) for r in page.items])
 
 
 def get_data_unit(kma: Appliance, unit_id: str) -> dict[str, Any]:
@@ -48,7 +64,7 @@ def get_data_unit(kma: Appliance, unit_id: str) -> dict[str, Any]:
     )
     if row is None:
         raise NotFound(f"There is no data unit '{unit_id}'.")
-    return _row(row)
+    return _row(kma, row)
 
 
 def create_data_unit(kma: Appliance, actor: Actor, unit_id: str, description: str = "") -> dict[str, Any]:

@@ -19,6 +19,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
@@ -47,6 +48,8 @@ from kma.errors import (
     ValidationFailed,
 )
 from kma.services import entry_signatures, refusals
+from kma.services.agents import DRIVE, drive_fields
+from kma.services.common import describe, patch
 from kma.steps import step
 from kma.store import Stmt
 
@@ -168,14 +171,22 @@ class _Enrolment:
 
 
 def enroll(
-    kma: Appliance, agent_id: str, passphrase: str, csr_pem: bytes, address: str, own_service_address: str
+    kma: Appliance,
+    agent_id: str,
+    passphrase: str,
+    csr_pem: bytes,
+    address: str,
+    own_service_address: str,
+    drive: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Blocking (Argon2id, signing, a durable commit): run it off any event loop."""
+    """Blocking (Argon2id, signing, a durable commit): run it off any event loop. `drive`: what a
+    tape drive says it is (kma/services/agents.py's drive fields), recorded with the enrollment."""
     enrolment = _Enrolment(kma, agent_id, address)
     row = _check_the_enrollment_passphrase(enrolment, passphrase)
     _check_the_agent_may_enroll(enrolment, row, csr_pem)
+    told = _check_the_drive_description(enrolment, drive)
     cert_pem, ca_pem = _sign_the_certificate(enrolment, csr_pem)
-    _record_the_enrollment(enrolment, row["hash"], cert_pem)
+    _record_the_enrollment(enrolment, row["hash"], cert_pem, told)
     FAILURES.clear(agent_id)
     return {
         "agent_id": agent_id,
@@ -241,6 +252,17 @@ def _check_the_agent_may_enroll(enrolment: _Enrolment, row: Any, csr_pem: bytes)
 
 
 @step("enrollment")
+def _check_the_drive_description(enrolment: _Enrolment, drive: Mapping[str, str] | None) -> dict[str, Any]:
+    """What the drive says it is (model, generation, library), checked before anything is spent."""
+    try:
+        return drive_fields({k: v for k, v in (drive or {}).items() if k in DRIVE.split(", ")})
+    except ValidationFailed as bad:
+        raise enrolment.refuse(
+            bad.message, ValidationFailed, f"bad drive description ({bad.message})"
+        ) from None
+
+
+@step("enrollment")
 def _sign_the_certificate(enrolment: _Enrolment, csr_pem: bytes) -> tuple[bytes, str]:
     """The agent's certificate from the cluster CA, and the CA's certificate (PEM)."""
     kma = enrolment.kma
@@ -260,7 +282,7 @@ def _sign_the_certificate(enrolment: _Enrolment, csr_pem: bytes) -> tuple[bytes,
 
 
 @step("enrollment")
-def _record_the_enrollment(enrolment: _Enrolment, stored: str, cert_pem: bytes) -> None:
+def _record_the_enrollment(enrolment: _Enrolment, stored: str, cert_pem: bytes, told: dict[str, Any]) -> None:
     """The passphrase spent and the certificate recorded, only if the passphrase is still the one
     checked (two enrollments racing with one passphrase: one wins)."""
     kma, agent_id = enrolment.kma, enrolment.agent_id
@@ -281,9 +303,10 @@ def _record_the_enrollment(enrolment: _Enrolment, stored: str, cert_pem: bytes) 
                 expect=1,
                 refusal="the passphrase was used by another enrollment a moment ago, "
                 "or the agent was disabled",
-            )
+            ),
+            *([patch("agent", agent_id, told, now)] if told else []),
         ],
         f"agent '{agent_id}' enrolled; certificate sha256 {fingerprint[:16]}..., valid until "
-        f"{cert.not_valid_after_utc:%Y-%m-%d}",
+        f"{cert.not_valid_after_utc:%Y-%m-%d}" + (f"; drive {describe(told)}" if told else ""),
         enrolment.subject,
     )

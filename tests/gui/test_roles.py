@@ -23,10 +23,21 @@ EXPECTED = {
         "backups",
         "alerts",
         "transfer_partners",
+        "media_pools",
     },
     "co": EVERYONE
-    | {"key_policies", "key_groups", "agents", "data_units", "keys", "audit", "transfer_partners"},
-    "op": EVERYONE | {"key_policies", "key_groups", "agents", "data_units", "keys", "transfer_partners"},
+    | {
+        "key_policies",
+        "key_groups",
+        "agents",
+        "data_units",
+        "keys",
+        "audit",
+        "transfer_partners",
+        "media_pools",
+    },
+    "op": EVERYONE
+    | {"key_policies", "key_groups", "agents", "data_units", "keys", "transfer_partners", "media_pools"},
     "backup": EVERYONE | {"backups"},
     "auditor": EVERYONE
     | {
@@ -43,6 +54,7 @@ EXPECTED = {
         "backups",
         "alerts",
         "transfer_partners",
+        "media_pools",
     },
     "qm1": EVERYONE | {"quorum", "locking"},  # quorum.read: the key split and lock state they approve
     "admin": EVERYONE
@@ -60,6 +72,7 @@ EXPECTED = {
         "backups",
         "alerts",
         "transfer_partners",
+        "media_pools",
     },
 }
 

@@ -170,6 +170,17 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /auth/second-factor/confirm": ANY,
     "DELETE /users/{id}/second-factor": frozenset({SO}),
     "GET /reports/users": frozenset({AU, SO, CO}),  # the signed report of users and their roles
+    # Media pools and the media rules (issue 41).
+    "GET /media-pools": frozenset({SO, OP, CO, AU}),
+    "GET /media-pools/{id}": frozenset({SO, OP, CO, AU}),
+    "GET /media-pools/{id}/migration": frozenset({SO, OP, CO, AU}),
+    "GET /media/settings": frozenset({SO, OP, CO, AU}),
+    "GET /media/refusals": frozenset({SO, OP, CO, AU}),
+    "GET /media/relabel": frozenset({SO, OP, CO, AU}),
+    "POST /media-pools": frozenset({SO}),
+    "PATCH /media-pools/{id}": frozenset({SO}),
+    "DELETE /media-pools/{id}": frozenset({SO}),
+    "PATCH /media/settings": frozenset({SO}),
 }
 # The demo users: one per role, and admin with every role.
 USERS: dict[str, frozenset[str]] = {
@@ -214,6 +225,8 @@ PERMISSION_ROUTES = {
     "transfer.partners": "POST /transfer-partners/{id}/enable",
     "transfer.export": "POST /transfer-exports",
     "transfer.import": "POST /transfer-imports/preview",
+    "media.read": "GET /media-pools",
+    "media.write": "POST /media-pools",
 }
 PERMISSION_OF = {route: permission for permission, route in PERMISSION_ROUTES.items()}
 
@@ -257,6 +270,11 @@ class World:
             "settings": {"url": "https://127.0.0.1:9/alerts"},
             "secrets": {"secret": "a shared secret of the matrix"},
         }
+
+    def fresh_pool(self) -> str:
+        pool_id = f"mx-pool-{self.n()}"
+        self.admin.create_media_pool(pool_id, f"MX{self.n()}*")
+        return pool_id
 
     def fresh_channel(self) -> str:
         body = self.webhook_channel()
@@ -581,6 +599,16 @@ CALLS: dict[str, Prep] = {
             "group_roles": [{"group": "cn=KMS Auditors,dc=corp,dc=example", "roles": ["auditor"]}],
         },
     ),
+    "GET /media-pools": none,
+    "GET /media-pools/{id}": lambda w, u: ({"id": "mx-pool"}, None),
+    "GET /media-pools/{id}/migration": lambda w, u: ({"id": "mx-pool"}, None),
+    "GET /media/settings": none,
+    "GET /media/refusals": none,
+    "GET /media/relabel": none,
+    "POST /media-pools": lambda w, u: ({}, {"id": f"mx-pool-{w.n()}", "pattern": f"MY{w.n()}*"}),
+    "PATCH /media-pools/{id}": lambda w, u: ({"id": "mx-pool"}, {"description": f"changed {w.n()}"}),
+    "DELETE /media-pools/{id}": lambda w, u: ({"id": w.fresh_pool()}, None),
+    "PATCH /media/settings": lambda w, u: ({}, {"unmatched": "serve"}),
 }
 # Run after the call, whatever its outcome: lock and unlock must leave the KMA unlocked.
 AFTER: dict[str, Callable[[World], None]] = {
@@ -618,6 +646,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     admin.create_key_group("mx-other", "mx-policy")  # new agents' default, so mx-group's agents can be set
     admin.create_agent("mx-agent", site_id="dallas", default_key_group_id="mx-group")
     admin.create_data_unit("MX0001")
+    admin.create_media_pool("mx-pool", "MX*", key_group_id="mx-group")
     w.key_id = w.fresh_key()
     admin.take_core_security_backup(tmp_path_factory.mktemp("offline") / "core.kmacore")
     w.backup_id = admin.create_backup().id

@@ -16,6 +16,7 @@ AREA_MODULES = (
     "ui.pages.key_groups",
     "ui.pages.agents",
     "ui.pages.data_units",
+    "ui.pages.media_pools",  # Media pools, the migration view, tapes to relabel (docs/media.md)
     "ui.pages.keys",
     "ui.pages.settings",
     "ui.quorum.pending",  # Pending approvals: inbox, badge, notifications, locked banner

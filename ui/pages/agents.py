@@ -18,6 +18,7 @@ from ui.list_spec import ActionSpec, FilterSpec, ListSpec
 from ui.paged_model import Column
 from ui.pages.agent_passphrases import EnrollmentPassphrasesDialog
 from ui.pages.common import enabled_tone
+from ui.pages.media_pools import drive_fields, generation_filter
 from ui.pages.sites import site_choices
 from ui.secret_dialog import OneTimeSecretDialog
 
@@ -106,6 +107,7 @@ def _edit_agent(page: ListPage, a: Any) -> None:
                 default=a.default_key_group_id,
                 load_choices=_group_choices,
             ),
+            *drive_fields(a),
         ],
         lambda v: update_agent(a.id, **v),
         busy_text="Saving agent…",
@@ -146,6 +148,8 @@ SPEC = ListSpec(
         Column("description", "Description", 230),
         Column("site_id", "Site", 70),
         Column("default_key_group_id", "Default key group", 125),
+        Column("drive_generation", "Drive", 80, sortable=False, format=lambda g: g or ""),
+        Column("library", "Library", 100, sortable=False),
         Column("enabled", "Enabled", 65, tone=enabled_tone),
         Column("enrolled", "Enrolled", 65),
         Column("enrollment_pending", "Awaiting enrollment", 130, format=yes_no, hidden=True),
@@ -179,6 +183,7 @@ SPEC = ListSpec(
     },
     get=lambda client: client.get_agent,
     filters=[
+        generation_filter("drive_generation", "Drive generation"),
         FilterSpec(
             "enabled",
             "Enabled",

@@ -273,9 +273,13 @@ class ClusterPage(QWidget):
         line, colour = health_line(topology)
         tolerance = topology.failure_tolerance
         releases = releases_line(topology)
+        # the white paper's redundancy advice per site (kma/cluster/redundancy.py)
+        advice = [w for site in topology.sites for w in getattr(site, "warnings", ())]
         self.banner.setText(
             f"<b style='color:{colour}'>● {html.escape(line)}</b><br>"
-            f"{html.escape(tolerance.summary)}" + (f"<br>{html.escape(releases)}" if releases else "")
+            f"{html.escape(tolerance.summary)}"
+            + (f"<br>{html.escape(releases)}" if releases else "")
+            + "".join(f"<br><span style='color:{WARN}'>{html.escape(w)}</span>" for w in advice)
         )
         subtitle = self.header.findChild(QLabel, "pageSubtitle")
         if subtitle is not None:

@@ -179,6 +179,12 @@ class DashboardPage(QWidget):
         self.cluster_health.setWordWrap(True)
         self.cluster_health.linkActivated.connect(lambda _: self.window().show_page("cluster"))
         layout.addWidget(self.cluster_health)
+        self.media = QLabel()  # write keys refused by the media rules (docs/media.md)
+        self.media.setObjectName("dashboardMediaRefusals")
+        self.media.setTextFormat(Qt.RichText)
+        self.media.linkActivated.connect(lambda _: self.window().show_page("media_pools"))
+        self.media.hide()
+        layout.addWidget(self.media)
 
         self.backup_age = QLabel()  # amber after a day, red after a week (ui/pages/backups.py)
         self.backup_age.setObjectName("dashboardBackupAge")
@@ -289,6 +295,14 @@ class DashboardPage(QWidget):
         self._loaded = True
         self.ctx.ops.read(_load, parent=self, success=self._show)
         self.ctx.ops.read(lambda c: c.client.cluster_topology(), parent=self, success=self._show_health)
+        if self.ctx.may("media.read") and self.ctx.offers("media.pools"):
+            self.ctx.ops.read(lambda c: c.client.get_media_refusals(), parent=self, success=self._show_media)
+
+    def _show_media(self, counts: Any) -> None:
+        from ui.pages.media_pools import refusals_line
+
+        self.media.setText(f"{refusals_line(counts)} <a href='media_pools'>Media pools</a>")
+        self.media.show()
 
     def _show_health(self, topology: Any) -> None:
         from ui.pages.cluster import health_line

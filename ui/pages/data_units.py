@@ -18,6 +18,7 @@ from ui.list_page import ListPage
 from ui.list_spec import ActionSpec, FilterSpec, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import state_tone
+from ui.pages.media_pools import generation_filter
 
 STATES = ("no_key", "readable_normal", "readable_needs_rekey", "shredded")
 
@@ -129,6 +130,8 @@ SPEC = ListSpec(
         Column("description", "Description", 260),
         Column("state", "State", 170, format=words, tone=state_tone),
         Column("key_count", "Keys", 60, align_right=True),
+        Column("pool_id", "Media pool", 110, sortable=False, format=lambda p: p or ""),
+        Column("writer_generation", "Written by", 90, sortable=False, format=lambda g: g or ""),
         Column("created_at", "Created", 140),
         Column("updated_at", "Updated", 140),
     ],
@@ -136,7 +139,10 @@ SPEC = ListSpec(
     sort_fields=frozenset({"id", "created_at"}),  # the KMA filters by state, does not sort by it
     filtered_sorts={},  # units in a state are listed by ID
     get=lambda client: client.get_data_unit,
-    filters=[FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES])],
+    filters=[
+        FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES]),
+        generation_filter("writer_generation", "Written by"),
+    ],
     actions=[
         ActionSpec("New data unit…", _new_unit, "data.write", needs="none", toolbar=True, shortcut="Ctrl+N"),
         ActionSpec("Edit description…", _edit_unit, "data.write"),

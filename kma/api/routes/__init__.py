@@ -57,3 +57,6 @@ ROUTERS += [transfer_partners.router]
 from kma.api.routes import directory, reports  # noqa: E402  directory sign-in; signed reports
 
 ROUTERS += [directory.router, reports.router]
+from kma.api.routes import media_pools  # noqa: E402  media pools and the media rules
+
+ROUTERS += [media_pools.router]

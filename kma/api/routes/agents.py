@@ -20,6 +20,8 @@ def list_agents(
     site_id: str | None = None,
     enabled: bool | None = None,
     key_group_id: str | None = None,
+    drive_generation: str | None = None,
+    library: str | None = None,
     expires_within_days: Annotated[int | None, Query(ge=0, le=36500)] = None,
 ) -> Page:
     """`expires_within_days`: only agents whose certificate expires within that many days (or has
@@ -31,6 +33,8 @@ def list_agents(
             site_id=site_id,
             enabled=enabled,
             key_group_id=key_group_id,
+            drive_generation=drive_generation,
+            library=library,
             expires_within_days=expires_within_days,
         ),
     )
@@ -43,7 +47,10 @@ def get_agent(agent_id: str, kma: Kma, actor: AgentsRead) -> dict[str, object]:
 
 @router.post("", response_model=schemas.Agent, status_code=201)
 def create_agent(body: schemas.AgentCreate, kma: Kma, actor: AgentsWrite) -> dict[str, object]:
-    return agents.create_agent(kma, actor, body.id, body.site_id, body.default_key_group_id, body.description)
+    drive = body.model_dump(include={"drive_model", "drive_generation", "library", "library_partition"})
+    return agents.create_agent(
+        kma, actor, body.id, body.site_id, body.default_key_group_id, body.description, **drive
+    )
 
 
 @router.patch("/{agent_id}", response_model=schemas.Agent)

@@ -11,8 +11,17 @@ router = APIRouter(prefix="/data-units", tags=["data units"])
 
 
 @router.get("", response_model=schemas.Page[schemas.DataUnit])
-def list_data_units(kma: Kma, actor: DataRead, paging: Paging, state: str | None = None) -> Page:
-    return data_units.list_data_units(kma, with_filters(paging, state=state))
+def list_data_units(
+    kma: Kma,
+    actor: DataRead,
+    paging: Paging,
+    state: str | None = None,
+    pool_id: str | None = None,
+    writer_generation: str | None = None,
+) -> Page:
+    """`pool_id`: the tapes of a media pool; `writer_generation`: those a drive generation wrote."""
+    filters = with_filters(paging, state=state, pool_id=pool_id, writer_generation=writer_generation)
+    return data_units.list_data_units(kma, filters)
 
 
 @router.get("/{unit_id}", response_model=schemas.DataUnit)
