@@ -22,8 +22,8 @@ from kma.kmip.context import Call
 from kma.kmip.enums import AdjustmentType, CryptographicAlgorithm, ItemType, ObjectType, ResultReason, Tag
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys
-from kma.services.agent_keys import LocateFilter
+from kma.services.agent_keys import key_access, key_attributes, key_lifecycle, key_locate, key_undo
+from kma.services.agent_keys.key_locate import LocateFilter
 
 MAX_LOCATED = 1000  # IDs in one Locate answer; Located Items (KMIP 1.3+) still counts them all
 
@@ -35,8 +35,8 @@ def view(call: Call, uid: str, material: bool = False) -> KeyView:
     plain = None
     if material and row["material_wrapped"] is not None:
         plain = objects.material(row, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]))
-    custom = agent_keys.custom_attributes(call.kma, uid)
-    return KeyView(row, call.now, custom, plain, sent=agent_keys.material_sent(call.kma, uid))
+    custom = key_attributes.custom_attributes(call.kma, uid)
+    return KeyView(row, call.now, custom, plain, sent=key_access.material_sent(call.kma, uid))
 
 
 async def get_attributes(call: Call, payload: Item) -> bytes:
@@ -107,13 +107,13 @@ async def add_attribute(call: Call, payload: Item, event: str = "kmip.add_attrib
                 f"key {uid} already belongs to data unit '{row['data_unit_id']}'; a key is "
                 "bound to one data unit until the tape is written from its beginning",
             )
-        statements = agent_keys.bind_data_unit(call.access, uid, unit, call.now)
+        statements = key_lifecycle.bind_data_unit(call.access, uid, unit, call.now)
         if attr.name == attributes.ASI:
             keep = attributes.client_attribute(attr)
-            statements.append(agent_keys.add_custom_attribute(uid, keep.name, keep.text, keep.item))
+            statements.append(key_attributes.add_custom_attribute(uid, keep.name, keep.text, keep.item))
         await call.commit(
             event,
-            [*statements, agent_keys.touch(uid, call.now)],
+            [*statements, key_lifecycle.touch(uid, call.now)],
             f"bound key {uid} to data unit '{unit}'",
         )
         return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
@@ -133,9 +133,9 @@ async def add_attribute(call: Call, payload: Item, event: str = "kmip.add_attrib
     await call.commit(
         event,
         [
-            agent_keys.guard_key(call.access, uid, call.now),
-            agent_keys.add_custom_attribute(uid, keep.name, keep.text, keep.item),
-            agent_keys.touch(uid, call.now),
+            key_lifecycle.guard_key(call.access, uid, call.now),
+            key_attributes.add_custom_attribute(uid, keep.name, keep.text, keep.item),
+            key_lifecycle.touch(uid, call.now),
         ],
         f"added attribute '{attr.name}' to key {uid}",
     )
@@ -149,8 +149,8 @@ async def add_attribute(call: Call, payload: Item, event: str = "kmip.add_attrib
         call.undoable(
             uid,
             f"added attribute '{attr.name}' to key {uid}",
-            agent_keys.unadd_custom_attribute(uid, keep.name, index, keep.text, keep.item),
-            agent_keys.untouch(uid, call.now, row["changed_at"]),
+            key_undo.unadd_custom_attribute(uid, keep.name, index, keep.text, keep.item),
+            key_undo.untouch(uid, call.now, row["changed_at"]),
         )
     value = Item(Tag.ATTRIBUTE_VALUE, attr.value.type, attr.value.value).encode()
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + attributes.attribute(attr.name, value, index)
@@ -190,9 +190,9 @@ async def modify_attribute(call: Call, payload: Item, event: str = "kmip.modify_
     await call.commit(
         event,
         [
-            agent_keys.guard_key(call.access, uid, call.now),
-            agent_keys.modify_custom_attribute(uid, attr.name, attr.index, keep.text, keep.item),
-            agent_keys.touch(uid, call.now),
+            key_lifecycle.guard_key(call.access, uid, call.now),
+            key_attributes.modify_custom_attribute(uid, attr.name, attr.index, keep.text, keep.item),
+            key_lifecycle.touch(uid, call.now),
         ],
         f"changed attribute '{attr.name}' of key {uid}",
     )
@@ -200,8 +200,8 @@ async def modify_attribute(call: Call, payload: Item, event: str = "kmip.modify_
         call.undoable(
             uid,
             f"changed attribute '{attr.name}' of key {uid} (its value back)",
-            agent_keys.restore_custom_attribute(uid, attr.name, attr.index, was, (keep.text, keep.item)),
-            agent_keys.untouch(uid, call.now, row["changed_at"]),
+            key_undo.restore_custom_attribute(uid, attr.name, attr.index, was, (keep.text, keep.item)),
+            key_undo.untouch(uid, call.now, row["changed_at"]),
         )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
 
@@ -333,9 +333,11 @@ async def adjust_attribute(call: Call, payload: Item) -> bytes:
     await call.commit(
         "kmip.adjust_attribute",
         [
-            agent_keys.guard_key(call.access, uid, call.now),
-            agent_keys.adjust_custom_attribute(uid, name, index, bytes(item), keep.text, keep.item or b""),
-            agent_keys.touch(uid, call.now),
+            key_lifecycle.guard_key(call.access, uid, call.now),
+            key_attributes.adjust_custom_attribute(
+                uid, name, index, bytes(item), keep.text, keep.item or b""
+            ),
+            key_lifecycle.touch(uid, call.now),
         ],
         f"adjusted attribute '{name}' of key {uid}: {AdjustmentType(how).name.lower()} to {keep.text}",
     )
@@ -343,10 +345,10 @@ async def adjust_attribute(call: Call, payload: Item) -> bytes:
         call.undoable(
             uid,
             f"adjusted attribute '{name}' of key {uid} (back to {held[0][1]})",
-            agent_keys.restore_custom_attribute(
+            key_undo.restore_custom_attribute(
                 uid, name, index, (held[0][1], bytes(item)), (keep.text, keep.item or b"")
             ),
-            agent_keys.untouch(uid, call.now, row["changed_at"]),
+            key_undo.untouch(uid, call.now, row["changed_at"]),
         )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
 
@@ -370,9 +372,9 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
     await call.commit(
         "kmip.delete_attribute",
         [
-            agent_keys.guard_key(call.access, uid, call.now),
-            agent_keys.delete_custom_attribute(uid, name, index),
-            agent_keys.touch(uid, call.now),
+            key_lifecycle.guard_key(call.access, uid, call.now),
+            key_attributes.delete_custom_attribute(uid, name, index),
+            key_lifecycle.touch(uid, call.now),
         ],
         f"deleted attribute '{name}' of key {uid}",
     )
@@ -380,10 +382,10 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
         call.undoable(
             uid,
             f"deleted attribute '{name}' of key {uid} (put back)",
-            agent_keys.readd_custom_attribute(
+            key_undo.readd_custom_attribute(
                 uid, name, index, old["value"], None if old["item"] is None else bytes(old["item"])
             ),
-            agent_keys.untouch(uid, call.now, row["changed_at"]),
+            key_undo.untouch(uid, call.now, row["changed_at"]),
         )
     value = attributes.kept_value(old) if old is not None else ttlv.text(Tag.ATTRIBUTE_VALUE, "")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + attributes.attribute(name, value, index)
@@ -445,7 +447,7 @@ def _typed_rule(
 
 
 def _by_state(wanted: LocateFilter, state: int) -> None:
-    if state in agent_keys.STATE_SQL:
+    if state in key_locate.STATE_SQL:
         wanted.states.append(state)
     else:
         wanted.nothing = True
@@ -515,7 +517,7 @@ async def locate(call: Call, payload: Item) -> bytes:
     offset = payload.get(Tag.OFFSET_ITEMS, 0)
     if not isinstance(limit, int) or not isinstance(offset, int) or limit < 0 or offset < 0:
         raise field_error("Maximum Items and Offset Items must be non-negative integers")
-    ids, total = agent_keys.locate(call.kma, call.access, call.now, wanted, offset, min(limit, MAX_LOCATED))
+    ids, total = key_locate.locate(call.kma, call.access, call.now, wanted, offset, min(limit, MAX_LOCATED))
     what = ", ".join(f"data unit '{u}'" for u in wanted.data_units) or "all visible keys"
     await call.audit(
         "kmip.locate",

@@ -34,7 +34,8 @@ from kma.kmip.enums import (
 )
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys, key_issue
+from kma.services import key_issue
+from kma.services.agent_keys import key_access, key_attributes, key_lifecycle, key_undo
 from kma.services.keypool import new_key_id
 from kma.store import Stmt, WriteResult
 
@@ -81,16 +82,16 @@ def chosen_group(call: Call, asked: str | None) -> str:
 
 
 def _extras(key_id: str, spec: NewKey) -> list[Stmt]:
-    out = [agent_keys.set_form(key_id, None, spec.bits, None)] if spec.bits != attributes.KEY_BITS else []
+    out = [key_lifecycle.set_form(key_id, None, spec.bits, None)] if spec.bits != attributes.KEY_BITS else []
     if spec.usage_mask != attributes.DEFAULT_USAGE:
-        out.append(agent_keys.set_usage_mask(key_id, spec.usage_mask))
-    out += [agent_keys.add_custom_attribute(key_id, k.name, k.text, k.item) for k in spec.kept]
+        out.append(key_lifecycle.set_usage_mask(key_id, spec.usage_mask))
+    out += [key_attributes.add_custom_attribute(key_id, k.name, k.text, k.item) for k in spec.kept]
     if spec.protect_stop is not None:
-        out.append(agent_keys.set_protect_stop(key_id, spec.protect_stop))
+        out.append(key_lifecycle.set_protect_stop(key_id, spec.protect_stop))
     if spec.deactivation is not None:
-        out.append(agent_keys.set_deactivation(key_id, spec.deactivation))
+        out.append(key_lifecycle.set_deactivation(key_id, spec.deactivation))
     if spec.sensitive:
-        out.append(agent_keys.set_sensitive(key_id))
+        out.append(key_lifecycle.set_sensitive(key_id))
     return out
 
 
@@ -189,7 +190,7 @@ async def register(
             "public and private keys, certificates and other AES sizes go to a key group whose policy "
             "keeps general keys"
         )
-    policy = agent_keys.group_policy(call.kma, group)
+    policy = key_access.group_policy(call.kma, group)
     if policy is None or not policy["allow_import"]:
         name = policy["id"] if policy is not None else "?"
         raise KmipError(
@@ -201,10 +202,10 @@ async def register(
     kma = call.kma
     key_id = key_id or new_key_id()
     wrapped = kma.vault.master().wrap(f"key:{key_id}", raw)
-    note = agent_keys.shredded_note(kma, spec.data_unit)
-    statements = [agent_keys.register_data_unit(spec.data_unit, call.now)] if spec.data_unit else []
+    note = key_lifecycle.shredded_note(kma, spec.data_unit)
+    statements = [key_lifecycle.register_data_unit(spec.data_unit, call.now)] if spec.data_unit else []
     statements.append(
-        agent_keys.insert_registered_key(
+        key_lifecycle.insert_registered_key(
             key_id, kma.kma_id, wrapped, call.access, group, spec.data_unit, call.now, spec.activate
         )
     )
@@ -212,7 +213,7 @@ async def register(
     statements += _extras(key_id, spec)
     if not tape_key or sent.key_format not in (None, KeyFormatType.RAW):
         statements.append(
-            agent_keys.set_form(
+            key_lifecycle.set_form(
                 key_id, form["object_type"], form["bits"], sent.data_type, sent.key_format, sent.algorithm
             )
         )
@@ -229,7 +230,7 @@ async def register(
         call.undoable(
             key_id,
             f"registered {what} {key_id} (removed as if never made; its material was never sent)",
-            *agent_keys.unregister(call.access, key_id, call.now, spec.activate),
+            *key_undo.unregister(call.access, key_id, call.now, spec.activate),
         )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, key_id)
 
@@ -318,7 +319,7 @@ async def get(call: Call, payload: Item, event: str = "kmip.get") -> bytes:
         how = f", wrapped under key {wrap_id}"
     what = objects.what(row)
     # The first send ends the object's Fresh days (KMIP Fresh): that event is kept long.
-    first = not agent_keys.material_sent(call.kma, uid)
+    first = not key_access.material_sent(call.kma, uid)
     await call.audit(
         event,
         f"sent {what} {uid} to agent '{call.agent_id}'{how}{' (its first send)' if first else ''}",
@@ -344,20 +345,20 @@ async def activate(call: Call, payload: Item) -> bytes:
         )
     await call.commit(
         "kmip.activate",
-        [agent_keys.activate(call.access, uid, call.now)],
+        [key_lifecycle.activate(call.access, uid, call.now)],
         f"activated key {uid} (encryption period and cryptoperiod start now)",
     )
     if call.undoing:
         call.undoable(
             uid,
             f"activated key {uid} (back to pre-active)",
-            agent_keys.unactivate(uid, call.now, row["protect_until"], row["deactivate_at"]),
+            key_undo.unactivate(uid, call.now, row["protect_until"], row["deactivate_at"]),
         )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
 
 
 def _may_revoke(call: Call, row: Any, what: str) -> None:
-    policy = agent_keys.group_policy(call.kma, row["key_group_id"])
+    policy = key_access.group_policy(call.kma, row["key_group_id"])
     if policy is None or not policy["agents_may_revoke"]:
         name = policy["id"] if policy is not None else "?"
         raise KmipError(
@@ -382,7 +383,7 @@ async def revoke(call: Call, payload: Item) -> bytes:
     detail = f"; compromise occurred at {occurred}" if compromised and isinstance(occurred, int) else ""
     await call.commit(
         "kmip.revoke",
-        agent_keys.revoke(
+        key_lifecycle.revoke(
             call.access, uid, call.now, call.now if compromised else None, code, message, occurred
         ),
         f"revoked key {uid}: {what} (reason {code}{': ' + message if message else ''}{detail})",
@@ -406,10 +407,10 @@ async def destroy(call: Call, payload: Item) -> bytes:
     with_material = call.key(uid, material=True)
     kept = []
     if with_material["material_wrapped"] is not None:
-        kept.append(agent_keys.keep_digest(uid, attributes.digest(plain(call, uid, with_material))))
+        kept.append(key_lifecycle.keep_digest(uid, attributes.digest(plain(call, uid, with_material))))
     await call.commit(
         "kmip.destroy",
-        [agent_keys.destroy(call.access, uid, call.now, comment), *kept],
+        [key_lifecycle.destroy(call.access, uid, call.now, comment), *kept],
         f"destroyed key {uid}: {comment}",
     )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)

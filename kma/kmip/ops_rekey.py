@@ -23,7 +23,8 @@ from kma.kmip.context import Call
 from kma.kmip.enums import ResultReason, State, Tag
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys, key_issue, successors
+from kma.services import key_issue, successors
+from kma.services.agent_keys import key_lifecycle
 
 
 def _replaceable(call: Call, uid: str, row: Any) -> None:
@@ -99,7 +100,7 @@ async def rekey(call: Call, payload: Item) -> bytes:
         activate=False,
         agent_asks=True,
         keep=lambda new: [
-            agent_keys.guard_key(call.access, uid, call.now),
+            key_lifecycle.guard_key(call.access, uid, call.now),
             *successors.statements(uid, row, new, call.now, dates),
         ],
     )

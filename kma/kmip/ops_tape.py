@@ -22,7 +22,7 @@ from kma.kmip.enums import ResultReason, Tag
 from kma.kmip.messages import KmipError
 from kma.kmip.ops_keys import chosen_group, issue
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys
+from kma.services.agent_keys import key_access, key_lifecycle
 
 
 def _request(call: Call, payload: Item) -> tuple[str, str]:
@@ -43,7 +43,7 @@ def _answer(key_id: str, unit: str, tail: bytes) -> bytes:
 async def write_key(call: Call, payload: Item) -> bytes:
     unit, group = _request(call, payload)
     for _ in range(2):  # a second look if another drive issued one at the same moment
-        current = agent_keys.current_write_key(call.kma, call.access, unit, call.now)
+        current = key_access.current_write_key(call.kma, call.access, unit, call.now)
         if current is not None:
             await call.audit(
                 "kmip.write_key",
@@ -75,7 +75,7 @@ async def write_key(call: Call, payload: Item) -> bytes:
 
 async def write_from_beginning(call: Call, payload: Item) -> bytes:
     unit, group = _request(call, payload)
-    release = agent_keys.release_data_unit(call.access, unit, call.now)
+    release = key_lifecycle.release_data_unit(call.access, unit, call.now)
     spec = NewKey(data_unit=unit, activate=True)
     key_id, result = await issue(
         call,

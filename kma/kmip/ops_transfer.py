@@ -23,7 +23,7 @@ from kma.kmip.context import Call
 from kma.kmip.enums import ItemType, KeyWrapType, ResultReason, State, Tag
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys
+from kma.services.agent_keys import key_access
 
 # What an Export carries that this KMA sets itself: read again from the object and its own clock.
 RECOMPUTED = frozenset(
@@ -124,9 +124,9 @@ async def import_(call: Call, payload: Item) -> bytes:
     wrap = payload.get(Tag.KEY_WRAP_TYPE, KeyWrapType.NOT_WRAPPED)
     if wrap not in (KeyWrapType.NOT_WRAPPED, KeyWrapType.AS_REGISTERED):
         raise KmipError(ResultReason.INVALID_FIELD, "Key Wrap Type is Not Wrapped or As Registered")
-    taken = agent_keys.key_id_taken(call.kma, uid)
+    taken = key_access.key_id_taken(call.kma, uid)
     if taken is not None:
-        if agent_keys.visible_key(call.kma, call.access, taken) is None:  # answered as Get answers
+        if key_access.visible_key(call.kma, call.access, taken) is None:  # answered as Get answers
             raise KmipError(ResultReason.ITEM_NOT_FOUND, f"no key '{uid[:64]}' that this agent may see")
         replace = (
             " (Replace Existing: an object is never replaced)" if payload.get(Tag.REPLACE_EXISTING) else ""

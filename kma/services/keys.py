@@ -21,7 +21,8 @@ from kma.domain.lifecycle import (
 )
 from kma.domain.validation import check_text
 from kma.errors import Conflict, NotFound
-from kma.services import agent_keys, key_issue
+from kma.services import key_issue
+from kma.services.agent_keys import key_lifecycle
 from kma.services.common import require
 from kma.services.paging import (
     Filter,
@@ -209,7 +210,11 @@ def destroy_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict
     now = kma.clock.now()
     wrapped = kma.store.scalar("SELECT material_wrapped FROM keys WHERE id = ?", (key_id,))
     digest = (  # KMIP's Digest stays with the key once its material is gone
-        [agent_keys.keep_digest(key_id, sha256(kma.vault.master().unwrap(f"key:{key_id}", wrapped)).digest())]
+        [
+            key_lifecycle.keep_digest(
+                key_id, sha256(kma.vault.master().unwrap(f"key:{key_id}", wrapped)).digest()
+            )
+        ]
         if wrapped is not None
         else []
     )
