@@ -107,7 +107,7 @@ async def add_attribute(call: Call, payload: Item, event: str = "kmip.add_attrib
                 f"key {uid} already belongs to data unit '{row['data_unit_id']}'; a key is "
                 "bound to one data unit until the tape is written from its beginning",
             )
-        statements = key_lifecycle.bind_data_unit(call.access, uid, unit, call.now)
+        statements = key_lifecycle.bind_data_unit(call.kma, call.access, row, unit, call.now)
         if attr.name == attributes.ASI:
             keep = attributes.client_attribute(attr)
             statements.append(key_attributes.add_custom_attribute(uid, keep.name, keep.text, keep.item))

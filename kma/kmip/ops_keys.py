@@ -34,7 +34,7 @@ from kma.kmip.enums import (
 )
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import key_issue
+from kma.services import key_issue, key_macs
 from kma.services.agent_keys import key_access, key_attributes, key_lifecycle, key_undo
 from kma.services.keypool import new_key_id
 from kma.store import Stmt, WriteResult
@@ -206,7 +206,22 @@ async def register(
     statements = [key_lifecycle.register_data_unit(spec.data_unit, call.now)] if spec.data_unit else []
     statements.append(
         key_lifecycle.insert_registered_key(
-            key_id, kma.kma_id, wrapped, call.access, group, spec.data_unit, call.now, spec.activate
+            key_id,
+            kma.kma_id,
+            wrapped,
+            call.access,
+            group,
+            spec.data_unit,
+            call.now,
+            spec.activate,
+            key_macs.mac(
+                kma.vault.row_mac_key(),
+                key_id,
+                key_group_id=group,
+                data_unit_id=spec.data_unit,
+                agent_id=call.access.agent_id,
+                registered_by=call.access.agent_id,
+            ),
         )
     )
     spec.bits = attributes.KEY_BITS  # what the object is comes from its material, just below
@@ -384,7 +399,7 @@ async def revoke(call: Call, payload: Item) -> bytes:
     await call.commit(
         "kmip.revoke",
         key_lifecycle.revoke(
-            call.access, uid, call.now, call.now if compromised else None, code, message, occurred
+            call.kma, call.access, row, call.now, call.now if compromised else None, code, message, occurred
         ),
         f"revoked key {uid}: {what} (reason {code}{': ' + message if message else ''}{detail})",
     )
@@ -410,7 +425,7 @@ async def destroy(call: Call, payload: Item) -> bytes:
         kept.append(key_lifecycle.keep_digest(uid, attributes.digest(plain(call, uid, with_material))))
     await call.commit(
         "kmip.destroy",
-        [key_lifecycle.destroy(call.access, uid, call.now, comment), *kept],
+        [*key_lifecycle.destroy(call.kma, call.access, row, call.now, comment), *kept],
         f"destroyed key {uid}: {comment}",
     )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)

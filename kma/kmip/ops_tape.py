@@ -75,7 +75,7 @@ async def write_key(call: Call, payload: Item) -> bytes:
 
 async def write_from_beginning(call: Call, payload: Item) -> bytes:
     unit, group = _request(call, payload)
-    release = key_lifecycle.release_data_unit(call.access, unit, call.now)
+    release = key_lifecycle.release_data_unit(call.kma, call.access, unit, call.now)
     spec = NewKey(data_unit=unit, activate=True)
     key_id, result = await issue(
         call,

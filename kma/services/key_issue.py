@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kma.appliance import Appliance
+from kma.services import key_macs
 from kma.services.agent_keys import key_lifecycle
 from kma.services.keypool import key_pool, new_key_id
 from kma.store import Stmt
@@ -76,6 +77,9 @@ def prepare(
             only_if_no_write_key,
             agent_asks=agent_asks,
             groups=groups,
+            mac=key_macs.mac(
+                kma.vault.row_mac_key(), key_id, key_group_id=group, data_unit_id=data_unit, agent_id=agent_id
+            ),
         )
     )
     kept = keep(key_id)

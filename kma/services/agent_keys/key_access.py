@@ -17,7 +17,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.domain.lifecycle import KeyState, key_in_state
-from kma.services import row_macs, withheld_keys
+from kma.services import key_macs, row_macs, withheld_keys
 from kma.services.withheld_keys import UNBOUND
 
 Row = sqlite3.Row
@@ -70,7 +70,7 @@ KEY_COLUMNS = (
     "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, k.registered_by, m.usage_mask, "
     "m.revocation_reason, m.revocation_message, m.changed_at, m.compromise_occurrence_at, m.digest, "
     "m.object_type, m.bits, m.data_type, m.key_format, m.algorithm, m.sensitive, m.replacement_id, "
-    "m.replaced_id"
+    "m.replaced_id, k.mac"
 )
 
 
@@ -143,18 +143,23 @@ def visible_key(
     params = {"id": key_id, **mine(agent)}
     row = kma.store.query_one(f"{sql} AND k.key_group_id IN {AGENT_GROUPS}", params)
     if row is None and shows is None:
-        return _read_by_id(
-            kma, agent, key_id, kma.store.query_one(f"{sql} AND {READABLE_BY_ID}", params), actor
-        )
+        found = _genuine(kma, kma.store.query_one(f"{sql} AND {READABLE_BY_ID}", params))
+        return _read_by_id(kma, agent, key_id, found, actor)
     if row is not None or shows is None:
-        return row
-    row = kma.store.query_one(sql, params)
+        return _genuine(kma, row)
+    row = _genuine(kma, kma.store.query_one(sql, params))
     if row is None:
         return None
     group = shows["key_group_id"] if row["key_group_id"] is None else row["key_group_id"]
     if not may_see(kma, agent, group):
         return None
     return {**dict(row), **shows} if row["key_group_id"] is None else row
+
+
+def _genuine(kma: Appliance, row: Row | None) -> Row | None:
+    """The row, unless its MAC fails (kma/services/key_macs.py): a key forged or moved in the store
+    is served to nobody, and reported."""
+    return row if row is None or key_macs.verified(kma, row) else None
 
 
 def _read_by_id(
@@ -225,12 +230,13 @@ def current_write_key(kma: Appliance, agent: AgentAccess, data_unit_id: str, now
     ]
     if issued_here:
         return str(max(issued_here, key=lambda s: (s["activated_at"], s["id"]))["id"])
-    value = kma.store.scalar(
-        f"SELECT k.id FROM keys k WHERE k.data_unit_id = :du AND k.key_group_id IN {AGENT_GROUPS} "
-        f"AND {PROTECTING.format(t='k.')} ORDER BY k.activated_at DESC, k.id LIMIT 1",
+    rows = kma.store.query(  # the newest whose MAC verifies: a forged one is passed over, reported
+        f"SELECT {key_macs.COLUMNS} FROM keys k WHERE k.data_unit_id = :du "
+        f"AND k.key_group_id IN {AGENT_GROUPS} AND {PROTECTING.format(t='k.')} "
+        "ORDER BY k.activated_at DESC, k.id LIMIT 8",
         {"du": data_unit_id, **mine(agent), "now": now},
     )
-    return None if value is None else str(value)
+    return next(iter(key_macs.genuine_ids(kma, rows)), None)
 
 
 def may_see(kma: Appliance, agent: AgentAccess, group_id: str) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.lifecycle import DATA_UNIT_SHREDDED, DESTROYABLE_SQL
+from kma.services import key_macs
 from kma.services.agent_keys.key_access import (
     AGENT_GROUPS,
     MAY_IMPORT,
@@ -79,14 +80,18 @@ def deferred_assignment(
         "deactivate_at": now + policy["cryptoperiod"] if activate else None,
         "issued_at": now,
     }
+    shows["mac"] = key_macs.mac(
+        kma.vault.row_mac_key(), key_id, key_group_id=group_id, data_unit_id=data_unit_id, agent_id=agent_id
+    )
     statements = [register_data_unit(data_unit_id, now)] if data_unit_id else []
     statements.append(
         Stmt(
             "UPDATE keys SET key_group_id = :key_group_id, data_unit_id = :data_unit_id, "
             "agent_id = :agent_id, activated_at = :activated_at, protect_until = :protect_until, "
-            "deactivate_at = :deactivate_at, issued_at = :issued_at "
-            "WHERE id = :id AND kma_id = :kma AND key_group_id IS NULL "
-            "AND activated_at IS NULL AND destroyed_at IS NULL AND withheld_at IS NULL",
+            "deactivate_at = :deactivate_at, issued_at = :issued_at, mac = :mac "
+            "WHERE id = :id AND kma_id = :kma AND key_group_id IS NULL AND activated_at IS NULL "
+            "AND destroyed_at IS NULL AND withheld_at IS NULL AND compromised_at IS NULL "
+            "AND registered_by IS NULL",
             {**shows, "kma": kma.kma_id},
             expect=1,
             refusal=f"pool key {key_id} of KMA '{kma.kma_id}' was no longer unassigned in the cluster",
@@ -130,10 +135,13 @@ def assign_pool_key(
     only_if_no_write_key: bool = False,
     agent_asks: bool = True,
     groups: frozenset[str] = frozenset(),
+    *,
+    mac: str,
 ) -> Stmt:
     """Give a pool key to a group (and data unit), activated or Pre-Active. `agent_asks`: the
     agent must be enabled and may use the group (else an Operator issues it, to the group);
-    `groups`: the agent's verified key groups (`AgentAccess.groups`)."""
+    `groups`: the agent's verified key groups (`AgentAccess.groups`); `mac`: the key row's MAC
+    as this writes it (`key_macs.mac`)."""
     refusal = (
         f"agent '{agent_id}' is disabled or may not use key group '{group_id}'"
         if agent_asks
@@ -148,6 +156,7 @@ def assign_pool_key(
         "g": group_id,
         "du": data_unit_id,
         "now": now,
+        "mac": mac,
     }
     return Stmt(_assignment(activate, agent_asks, only_if_no_write_key), params, expect=1, refusal=refusal)
 
@@ -155,13 +164,14 @@ def assign_pool_key(
 @functools.cache
 def _assignment(activate: bool, agent_asks: bool, only_if_no_write_key: bool) -> str:
     """The UPDATE of `assign_pool_key`: one text per form, built once (every issued key has one)."""
-    sets = "key_group_id = :g, data_unit_id = :du, agent_id = :agent, issued_at = :now"
+    sets = "key_group_id = :g, data_unit_id = :du, agent_id = :agent, issued_at = :now, mac = :mac"
     if activate:
         sets += ", " + _activation(":g")
     allowed = may_use(":g") if agent_asks else "EXISTS (SELECT 1 FROM key_groups WHERE id = :g)"
     sql = (
         f"UPDATE keys SET {sets} WHERE id = :id AND key_group_id IS NULL AND activated_at IS NULL "
-        f"AND destroyed_at IS NULL AND withheld_at IS NULL AND {allowed}"
+        "AND destroyed_at IS NULL AND withheld_at IS NULL AND compromised_at IS NULL "
+        f"AND registered_by IS NULL AND {allowed}"
     )
     if only_if_no_write_key:
         sql += (
@@ -180,11 +190,13 @@ def insert_registered_key(
     data_unit_id: str | None,
     now: int,
     activate: bool,
+    mac: str,
 ) -> Stmt:
-    """A key with the agent's own material, only into a group whose policy allows import."""
+    """A key with the agent's own material, only into a group whose policy allows import (`mac`:
+    its row's, `key_macs.mac`)."""
     columns = "id, kma_id, material_wrapped, key_group_id, data_unit_id, agent_id, registered_by, "
-    columns += "created_at, issued_at"
-    values = ":id, :kma, :material, :g, :du, :agent, :agent, :now, :now"
+    columns += "created_at, issued_at, mac"
+    values = ":id, :kma, :material, :g, :du, :agent, :agent, :now, :now, :mac"
     if activate:
         columns += ", activated_at, protect_until, deactivate_at"
         values += (
@@ -203,6 +215,7 @@ def insert_registered_key(
             "g": group_id,
             "du": data_unit_id,
             "now": now,
+            "mac": mac,
         },
         expect=1,
         refusal=f"agent '{agent.agent_id}' is disabled, may not use key group '{group_id}', its policy "
@@ -280,15 +293,18 @@ def activate(agent: AgentAccess, key_id: str, now: int) -> Stmt:
 
 
 def revoke(
+    kma: Appliance,
     agent: AgentAccess,
-    key_id: str,
+    key: key_macs.KeyRow,
     now: int,
     compromised_at: int | None,
     reason: int,
     message: str | None,
     occurred: int | None = None,
 ) -> list[Stmt]:
-    """Compromise (any live key) or deactivate now (a key not yet deactivated)."""
+    """Compromise (any live key) or deactivate now (a key not yet deactivated). `key`: its row as
+    read before (`visible_key`)."""
+    key_id = key["id"]
     params = {"id": key_id, **mine(agent), "now": now, "when": compromised_at}
     guard = f"AND {may_use('keys.key_group_id')} AND {MAY_REVOKE}"
     if compromised_at is not None:
@@ -299,7 +315,9 @@ def revoke(
             expect=1,
             refusal="the key is already compromised or destroyed",
         )
+        sealed = [key_macs.reseal(kma, key, compromised_at=compromised_at)]
     else:
+        sealed = []
         change = Stmt(
             "UPDATE keys SET activated_at = coalesce(activated_at, :now), "
             "protect_until = min(coalesce(protect_until, :now), :now), "
@@ -318,13 +336,14 @@ def revoke(
         "compromise_occurrence_at = coalesce(excluded.compromise_occurrence_at, compromise_occurrence_at)",
         (key_id, reason, message, occurred, now),
     )
-    return [change, record]
+    return [change, *sealed, record]
 
 
-def destroy(agent: AgentAccess, key_id: str, now: int, comment: str) -> Stmt:
+def destroy(kma: Appliance, agent: AgentAccess, key: key_macs.KeyRow, now: int, comment: str) -> list[Stmt]:
     """Deactivated or compromised keys, and Pre-Active ones (KMIP allows it: such a key has never
-    protected data, its material can go)."""
-    return Stmt(
+    protected data, its material can go). `key`: its row as read before (`visible_key`)."""
+    key_id = key["id"]
+    change = Stmt(
         "UPDATE keys SET destroyed_at = :now, destroy_comment = :comment, material_wrapped = NULL "
         f"WHERE id = :id AND ({DESTROYABLE_SQL} OR (destroyed_at IS NULL AND activated_at IS NULL)) "
         f"AND key_group_id IS NOT NULL AND {may_use('keys.key_group_id')} AND {MAY_REVOKE}",
@@ -332,6 +351,7 @@ def destroy(agent: AgentAccess, key_id: str, now: int, comment: str) -> Stmt:
         expect=1,
         refusal="only pre-active, deactivated or compromised keys can be destroyed",
     )
+    return [change, key_macs.reseal(kma, key, destroyed_at=now)]
 
 
 def keep_digest(key_id: str, digest: bytes) -> Stmt:
@@ -352,7 +372,11 @@ def touch(key_id: str, now: int) -> Stmt:
     )
 
 
-def bind_data_unit(agent: AgentAccess, key_id: str, data_unit_id: str, now: int) -> list[Stmt]:
+def bind_data_unit(
+    kma: Appliance, agent: AgentAccess, key: key_macs.KeyRow, data_unit_id: str, now: int
+) -> list[Stmt]:
+    """`key`: its row as read before (`visible_key`)."""
+    key_id = key["id"]
     return [
         register_data_unit(data_unit_id, now),
         Stmt(
@@ -362,22 +386,32 @@ def bind_data_unit(agent: AgentAccess, key_id: str, data_unit_id: str, now: int)
             expect=1,
             refusal="the key is already bound to a data unit",
         ),
+        key_macs.reseal(kma, key, data_unit_id=data_unit_id),
     ]
 
 
-def release_data_unit(agent: AgentAccess, data_unit_id: str, now: int) -> list[Stmt]:
-    """Writing from beginning of tape: the data unit's keys (that the agent sees) let go of it."""
-    params = {"du": data_unit_id, **mine(agent), "now": now}
+def release_data_unit(kma: Appliance, agent: AgentAccess, data_unit_id: str, now: int) -> list[Stmt]:
+    """Writing from beginning of tape: the data unit's keys (that the agent sees) let go of it, each
+    sealed again. A key whose row fails its MAC is left as it is (and reported), never sealed."""
+    rows = kma.store.query(
+        f"SELECT {key_macs.COLUMNS} FROM keys k WHERE k.data_unit_id = :du "
+        f"AND k.key_group_id IN {AGENT_GROUPS}",
+        {"du": data_unit_id, **mine(agent)},
+    )
+    held = [r for r in rows if key_macs.verified(kma, r)]
+    params = {
+        "du": data_unit_id,
+        "agent": agent.agent_id,
+        "now": now,
+        "held": json.dumps([r["id"] for r in held]),
+    }
+    these = "data_unit_id = :du AND id IN (SELECT value FROM json_each(:held))"
     return [
         Stmt(
             "INSERT INTO data_unit_released_keys (key_id, data_unit_id, agent_id, released_at) "
-            f"SELECT id, data_unit_id, :agent, :now FROM keys WHERE data_unit_id = :du "
-            f"AND key_group_id IN {AGENT_GROUPS}",
+            f"SELECT id, data_unit_id, :agent, :now FROM keys WHERE {these}",
             params,
         ),
-        Stmt(
-            "UPDATE keys SET data_unit_id = NULL "
-            f"WHERE data_unit_id = :du AND key_group_id IN {AGENT_GROUPS}",
-            params,
-        ),
+        Stmt(f"UPDATE keys SET data_unit_id = NULL WHERE {these}", params),
+        *(key_macs.reseal(kma, row, data_unit_id=None) for row in held),
     ]

@@ -9,6 +9,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.lifecycle import KeyState, key_in_state
+from kma.services import key_macs
 from kma.services.agent_keys.key_access import AGENT_GROUPS, AgentAccess, may_see, mine
 
 
@@ -110,12 +111,12 @@ def locate(
     total += len(issued_here)
     first = issued_here[offset : offset + limit]  # the newest keys: they come first
     params["limit"], params["offset"] = limit - len(first), max(0, offset - len(issued_here))
-    rows = kma.store.query(
-        f"SELECT k.id FROM keys k WHERE {condition} ORDER BY k.activated_at IS NULL DESC, "
+    rows = kma.store.query(  # a row whose MAC fails is left out (and reported)
+        f"SELECT {key_macs.COLUMNS} FROM keys k WHERE {condition} ORDER BY k.activated_at IS NULL DESC, "
         "k.activated_at DESC, k.created_at DESC, k.id LIMIT :limit OFFSET :offset",
         params,
     )
-    found = first + [str(r[0]) for r in rows]
+    found = first + key_macs.genuine_ids(kma, rows)
     if total == 0 and offset == 0:  # a tape the cluster records no key for: one it refused to bind?
         found = _unrecorded(kma, agent, wanted)[:limit]
         total = len(found)
