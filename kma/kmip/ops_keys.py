@@ -17,8 +17,8 @@ from typing import Any
 from cryptography.hazmat.primitives.keywrap import aes_key_wrap, aes_key_wrap_with_padding
 
 from kma.audit.record import Retention
-from kma.kmip import attributes, objects, ttlv, wrapping
-from kma.kmip.attributes import NewKey, field_error
+from kma.kmip import attributes, key_creation, key_view, objects, ttlv, wrapping
+from kma.kmip.attributes import field_error
 from kma.kmip.context import Call
 from kma.kmip.enums import (
     BlockCipherMode,
@@ -32,6 +32,7 @@ from kma.kmip.enums import (
     Tag,
     WrappingMethod,
 )
+from kma.kmip.key_creation import NewKey
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
 from kma.services import key_issue, key_macs
@@ -59,9 +60,9 @@ def _symmetric_only(payload: Item, spec: NewKey) -> None:
 
 def settled(call: Call, payload: Item) -> tuple[NewKey, str]:
     """A Create's or Register's attributes as the chosen key group's policy takes them."""
-    spec = attributes.new_key(attributes.request_attributes(payload), call.now)
+    spec = key_creation.new_key(attributes.request_attributes(payload), call.now)
     group = chosen_group(call, spec.group)
-    attributes.settle(spec, group in call.access.general_groups, group)
+    key_creation.settle(spec, group in call.access.general_groups, group)
     return spec, group
 
 
@@ -140,7 +141,7 @@ def _where(spec: NewKey, group: str) -> str:
 async def create(call: Call, payload: Item, activate: bool = False) -> bytes:
     spec, group = settled(call, payload)
     _symmetric_only(payload, spec)
-    attributes.check_quantum_safe(spec, spec.bits)
+    key_creation.check_quantum_safe(spec, spec.bits)
     spec.activate |= activate
     then = " and activated it (Activate in the same request)" if activate else ""
     key_id, _ = await issue(
@@ -170,7 +171,7 @@ async def register(
     kind, raw = sent.kind, sent.raw
     spec, group = settled(call, payload)
     _as_described(spec, sent)
-    attributes.check_quantum_safe(spec, len(raw) * 8 if kind == ObjectType.SYMMETRIC_KEY else None)
+    key_creation.check_quantum_safe(spec, len(raw) * 8 if kind == ObjectType.SYMMETRIC_KEY else None)
     general = group in call.access.general_groups
     # a tape key may become another drive's write key; a general key is its client's own business
     if kind == ObjectType.SYMMETRIC_KEY and not general and repeats_a_short_pattern(raw):
@@ -351,7 +352,7 @@ async def get(call: Call, payload: Item, event: str = "kmip.get") -> bytes:
 async def activate(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     row = call.key(uid)
-    state = attributes.KeyView(row, call.now).state
+    state = key_view.KeyView(row, call.now).state
     if state != State.PRE_ACTIVE:
         raise KmipError(
             ResultReason.PERMISSION_DENIED,
@@ -410,7 +411,7 @@ async def destroy(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     row = call.key(uid)
     _may_revoke(call, row, "destroy")
-    state = attributes.KeyView(row, call.now).state
+    state = key_view.KeyView(row, call.now).state
     if state not in (State.PRE_ACTIVE, State.DEACTIVATED, State.COMPROMISED):
         raise KmipError(
             ResultReason.PERMISSION_DENIED,
@@ -422,7 +423,7 @@ async def destroy(call: Call, payload: Item) -> bytes:
     with_material = call.key(uid, material=True)
     kept = []
     if with_material["material_wrapped"] is not None:
-        kept.append(key_lifecycle.keep_digest(uid, attributes.digest(plain(call, uid, with_material))))
+        kept.append(key_lifecycle.keep_digest(uid, key_view.digest(plain(call, uid, with_material))))
     await call.commit(
         "kmip.destroy",
         [*key_lifecycle.destroy(call.kma, call.access, row, call.now, comment), *kept],
@@ -435,7 +436,7 @@ async def check(call: Call, payload: Item) -> bytes:
     """Check: may the client use the key for what it names (its usage mask)? Usage limits and
     leases are not kept here, so a visible, live key with the usage asked for passes."""
     uid = call.uid(payload)
-    view = attributes.KeyView(call.key(uid), call.now)
+    view = key_view.KeyView(call.key(uid), call.now)
     if view.state not in (State.PRE_ACTIVE, State.ACTIVE, State.DEACTIVATED):
         raise KmipError(
             ResultReason.PERMISSION_DENIED, f"key {uid} is {view.state.name.lower().replace('_', '-')}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from kma.audit.record import Retention
-from kma.kmip import attributes, objects, ttlv
+from kma.kmip import attributes, key_view, objects, ttlv
 from kma.kmip.context import Call
 from kma.kmip.enums import ResultReason, State, Tag
 from kma.kmip.messages import KmipError
@@ -37,7 +37,7 @@ def _replaceable(call: Call, uid: str, row: Any) -> None:
             "its new key when it is written from the beginning); Re-Key serves key groups whose "
             "policy keeps general keys",
         )
-    state = attributes.KeyView(row, call.now).state
+    state = key_view.KeyView(row, call.now).state
     if state in (State.DESTROYED, State.DESTROYED_COMPROMISED):
         raise KmipError(
             ResultReason.PERMISSION_DENIED,

@@ -16,9 +16,10 @@ Released (0x540003, integer).
 from __future__ import annotations
 
 from kma.kmip import ttlv
-from kma.kmip.attributes import NewKey, field_error, is_data_unit
+from kma.kmip.attributes import field_error, is_data_unit
 from kma.kmip.context import Call
 from kma.kmip.enums import ResultReason, Tag
+from kma.kmip.key_creation import NewKey
 from kma.kmip.messages import KmipError
 from kma.kmip.ops_keys import chosen_group, issue
 from kma.kmip.ttlv import Item

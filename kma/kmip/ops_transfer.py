@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from kma.domain.validation import ID_PATTERN
-from kma.kmip import attributes, ops_attributes, ops_keys, ttlv, v2
+from kma.kmip import attributes, key_view, ops_attributes, ops_keys, ttlv, v2
 from kma.kmip.attributes import Attr, field_error
 from kma.kmip.context import Call
 from kma.kmip.enums import ItemType, KeyWrapType, ResultReason, State, Tag
@@ -63,7 +63,7 @@ async def export(call: Call, payload: Item) -> bytes:
     kind, uid, obj = sent
     key = ops_attributes.view(call, str(uid.value), material=True)
     listed = ttlv.decode(
-        ttlv.struct_(Tag.RESPONSE_PAYLOAD, *attributes.encode_attributes(key, None, call.version))
+        ttlv.struct_(Tag.RESPONSE_PAYLOAD, *key_view.encode_attributes(key, None, call.version))
     )
     return (
         kind.encode() + uid.encode() + ttlv.struct_of(v2.ATTRIBUTES, v2.tagged(list(listed))) + obj.encode()
