@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -194,11 +195,36 @@ def key_id_taken(kma: Appliance, key_id: str) -> str | None:
 SENDING = ("kmip.get", "kmip.export")
 
 
+class _Sent:
+    """Keys whose material this KMA saw was sent: a send stays sent (Fresh never comes back), so a
+    drive's repeated Gets of its key read the audit trail for it once."""
+
+    MOST = 200_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys: set[str] = set()
+
+    def __contains__(self, key_id: str) -> bool:
+        return key_id in self._keys
+
+    def add(self, key_id: str) -> None:
+        with self._lock:
+            if len(self._keys) >= self.MOST:
+                self._keys.clear()
+            self._keys.add(key_id)
+
+
+_SENT = _Sent()
+
+
 def material_sent(kma: Appliance, key_id: str) -> bool:
     """Whether the object's material was ever sent to a client (KMIP Fresh is its opposite). The
     audit trail is the record: the event of a first send is kept long (`Retention.LONG`), and a
     cluster KMA cut off from the majority ships it from its outbox like any event."""
-    return (
+    if key_id in _SENT:
+        return True
+    sent = (
         kma.store.query_one(
             "SELECT 1 FROM audit_events WHERE subject_type = 'key' AND subject_id = ? "
             f"AND operation IN {SENDING} AND condition = 'success' LIMIT 1",
@@ -206,6 +232,9 @@ def material_sent(kma: Appliance, key_id: str) -> bool:
         )
         is not None
     )
+    if sent:
+        _SENT.add(key_id)
+    return sent
 
 
 def group_policy(kma: Appliance, group_id: str) -> Row | None:
