@@ -44,6 +44,12 @@ KEYS = row_macs.Sealed("keys", ("id",), FIELDS, "key")
 COLUMNS = "k.id, k.key_group_id, k.data_unit_id, k.agent_id, k.registered_by, k.compromised_at, "
 COLUMNS += "k.destroyed_at, k.mac"
 CHUNK = 500  # rows sealed per batch at the first unlock
+WRITES_MACS = 90  # the migration (0090_key_macs.sql) from which a KMA's release seals the keys it writes
+# KMAs of the cluster whose release writes keys without a MAC (a rolling upgrade under way): until
+# none is left, a key without a MAC may be theirs, not forged.
+OLDER_KMAS = (
+    "SELECT id FROM kmas WHERE removed_at IS NULL AND awaiting_join = 0 AND coalesce(schema_version, 0) < ?"
+)
 KeyRow = Mapping[str, Any] | sqlite3.Row
 
 
@@ -137,12 +143,16 @@ def tampered_keys(conn: sqlite3.Connection, key: bytes, sealed_already: bool) ->
 
 
 def seal_existing(kma: Appliance) -> None:
-    """At an unlock: seal the keys written before key MACs, a chunk per audited batch, trusting them
-    on first use; then mark this KMA as done (`DataDir.keys_sealed`). Resumable: stopped half way,
-    the next unlock goes on."""
+    """At an unlock, and each cluster watch round until done: once no KMA of the cluster runs a
+    release that writes keys without a MAC (`OLDER_KMAS`; until then such a key may be theirs), seal
+    the keys written before key MACs, a chunk per audited batch, trusting them on first use, and
+    mark this KMA as done (`DataDir.keys_sealed`): from then on a key without a MAC is forged.
+    Resumable: stopped half way, the next call goes on."""
     if kma.data_dir.keys_sealed.exists():
         return
     try:
+        if kma.store.query(OLDER_KMAS, (WRITES_MACS,)):
+            return
         key = kma.vault.row_mac_key()
         while rows := kma.store.query(
             f"SELECT {', '.join(('id', *FIELDS))} FROM keys WHERE mac IS NULL ORDER BY id LIMIT {CHUNK}"  # noqa: S608
@@ -159,7 +169,7 @@ def seal_existing(kma: Appliance) -> None:
             if len(rows) < CHUNK:
                 break
     except (KmaError, KmaLocked) as exc:
-        row_macs.log.error("the keys could not be sealed after the unlock (the next unlock goes on): %s", exc)
+        row_macs.log.error("the keys could not be sealed (tried again in a moment): %s", exc)
         return
     kma.data_dir.keys_sealed.write_text("key rows carry a MAC\n", encoding="utf-8")
 
