@@ -108,6 +108,12 @@ class DataDir:
         return self.root / "rows-sealed"
 
     @property
+    def keys_sealed(self) -> Path:
+        """Present once this KMA has sealed the key rows from before key MACs (kma/services/key_macs.py):
+        from then on a key without a MAC is tampered with, not merely older."""
+        return self.root / "keys-sealed"
+
+    @property
     def log_file(self) -> Path:
         return self.root / "logs" / "kma.log"
 

@@ -20,7 +20,7 @@ from kma.cluster.rqlited import VERSION as RQLITE_VERSION
 from kma.cluster.rqlited import RqliteNode
 from kma.cluster.watch import ClusterWatch
 from kma.crypto import WrappingKey
-from kma.services import entry_signatures, master_keys, row_macs
+from kma.services import entry_signatures, key_macs, master_keys, row_macs
 from kma.services.alerts import alert_sender
 from kma.services.audit_forwarding import audit_forwarder
 from kma.services.audit_pruner import auto_prune
@@ -118,6 +118,7 @@ class Running:
         unlocked = master is not None or unlock_autonomously(kma)
         if unlocked:
             row_macs.after_unlock(kma)
+            key_macs.seal_existing(kma)
             entry_signatures.after_unlock(kma)
         kma.audit(
             kma.itself,

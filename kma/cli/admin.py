@@ -233,6 +233,7 @@ def _verify_rows(conn: sqlite3.Connection, data_dir: DataDir) -> bool:
     signatures of the KMA entries, with the cluster CA's certificate."""
     from kma.crypto import WrappingKey
     from kma.crypto.entry_signature import tampered_entries
+    from kma.services.key_macs import tampered_keys
     from kma.services.row_macs import recorded_tamper, tampered_rows
     from kma.vault import row_mac_key
 
@@ -249,10 +250,14 @@ def _verify_rows(conn: sqlite3.Connection, data_dir: DataDir) -> bool:
         local = WrappingKey(data_dir.unlock_key.read_bytes())
         master = WrappingKey(local.unwrap(f"autounlock:{kma_id}", blob[0]))
         bad = tampered_rows(conn, row_mac_key(master), data_dir.rows_sealed.exists())
+        bad += tampered_keys(conn, row_mac_key(master), data_dir.keys_sealed.exists())
         for row in bad:
             print(f"TAMPERED row: {row}; it grants nothing", file=sys.stderr)
         if not bad:
-            print("Rows that grant power (users, key group members, key split members): every MAC verifies.")
+            print(
+                "Rows that grant power (users, key group members, key split members, keys): "
+                "every MAC verifies."
+            )
     # KMA entries are signed by the cluster CA: checked with its certificate, no master key needed.
     forged = tampered_entries(conn, data_dir.ca_cert.read_bytes(), data_dir.root)
     for row in forged:

@@ -29,7 +29,7 @@ from kma.cluster.membership import leave_raft
 from kma.cluster.node_renewal import NodeRenewal
 from kma.cluster.trust import follow_membership
 from kma.errors import KmaError
-from kma.services import certificate_renewal, entry_signatures
+from kma.services import certificate_renewal, entry_signatures, key_macs
 from kma.worker import Worker
 
 if TYPE_CHECKING:
@@ -135,6 +135,8 @@ class ClusterWatch(Worker):
         entry_signatures.sweep(self.kma)  # a forged KMA entry is reported even if nobody uses it
         retire_embedded_copy(self.kma)
         certificate_renewal.follow_request(self.kma)  # a Security Officer's "renew now" made elsewhere
+        if not self.kma.vault.locked:  # keys from KMAs still on an older release (a rolling upgrade)
+            key_macs.seal_existing(self.kma)
         _, self._unknown = reap(self.kma, self._unknown)
 
     def _renew_node(self) -> None:

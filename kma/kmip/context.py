@@ -30,8 +30,8 @@ from kma.kmip.budget import MessageBudget
 from kma.kmip.enums import ResultReason, Tag
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys
-from kma.services.agent_keys import AgentAccess
+from kma.services.agent_keys import key_access
+from kma.services.agent_keys.key_access import AgentAccess
 from kma.store import Batch, Refused, Stmt, WriteResult
 from kma.store.batch import Deferred
 
@@ -113,7 +113,7 @@ class AgentSession:
                 ResultReason.AUTHENTICATION_NOT_SUCCESSFUL,
                 "a client certificate from enrollment is required for KMIP",
             )
-        access = agent_keys.agent_access(self.kma, self.agent_id)
+        access = key_access.agent_access(self.kma, self.agent_id)
         if access is None or access.certificate_fingerprint is None:
             raise KmipError(
                 ResultReason.AUTHENTICATION_NOT_SUCCESSFUL,
@@ -172,7 +172,7 @@ class Call:
         return uid
 
     def key(self, uid: str, material: bool = False) -> Any:
-        row = agent_keys.visible_key(self.kma, self.access, uid, material, self.session.actor)
+        row = key_access.visible_key(self.kma, self.access, uid, material, self.session.actor)
         if row is None:
             raise KmipError(ResultReason.ITEM_NOT_FOUND, f"no key '{uid[:64]}' that this agent may see")
         return row

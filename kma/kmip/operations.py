@@ -21,6 +21,7 @@ from kma.kmip import (
     fields,
     ops_attributes,
     ops_keys,
+    ops_locate,
     ops_rekey,
     ops_server,
     ops_tape,
@@ -55,7 +56,7 @@ HANDLERS: dict[int, Handler] = {
     Operation.ADD_ATTRIBUTE: ops_attributes.add_attribute,
     Operation.MODIFY_ATTRIBUTE: ops_attributes.modify_attribute,
     Operation.DELETE_ATTRIBUTE: ops_attributes.delete_attribute,
-    Operation.LOCATE: ops_attributes.locate,
+    Operation.LOCATE: ops_locate.locate,
     Operation.SET_ATTRIBUTE: ops_attributes.set_attribute,
     Operation.ADJUST_ATTRIBUTE: ops_attributes.adjust_attribute,
     Operation.EXPORT: ops_transfer.export,
@@ -162,8 +163,8 @@ async def run_item(call: Call, request: Request, item: RequestItem, handler: Han
         # A read past a message's first few waits for no audit event of its own: it rests as long as
         # it worked, so that one message of a thousand reads takes no more than half the KMA from
         # the other agents (kma/pacing.py does the same for a backup).
-        rest = time.perf_counter() - started if call.budget.summarised.total() > summarised else 0.0
-        await asyncio.sleep(rest)
+        if call.budget.summarised.total() > summarised:
+            await asyncio.sleep(time.perf_counter() - started)
         return result
     except KmipError as error:  # Response Too Large: the item ran, its answer is not sent
         said = f"refused {name}: {error.message}; its answer was not sent"

@@ -1,31 +1,26 @@
 """Get Attributes, Get Attribute List, Add/Modify/Delete Attribute, Set and Adjust Attribute
-(KMIP 2.x: Add or Modify as the key holds the attribute; a number or a time moved) and Locate.
+(KMIP 2.x: Add or Modify as the key holds the attribute; a number or a time moved); Locate is
+kma/kmip/ops_locate.py.
 
 What an agent may change: a key's data unit while it has none (Name, x-Data-Unit or x-Barcode,
 or Application Specific Information in the LIBRARY-LTO namespace: a key protects one tape, and
 only writing from beginning of tape lets go of it), and what clients keep on a key (their own
 `x-` attributes of any type, Alternative Name, Contact Information, Description, Application
-Specific Information of other namespaces). Everything else is the KMA's to set. Locate finds the
-keys the agent may see by data unit, name, key group, state, usage, lifecycle date or kept
-attribute, newest first; when it finds exactly one, that key is the ID placeholder for the next
-batch items (KMIP 1.0).
+Specific Information of other namespaces). Everything else is the KMA's to set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from kma.kmip import attributes, objects, ttlv
-from kma.kmip.attributes import DATA_UNIT_ALIASES, Attr, KeyView, field_error
+from kma.kmip import attributes, key_view, objects, ttlv
+from kma.kmip.attributes import DATA_UNIT_ALIASES, Attr, field_error
 from kma.kmip.context import Call
-from kma.kmip.enums import AdjustmentType, CryptographicAlgorithm, ItemType, ObjectType, ResultReason, Tag
+from kma.kmip.enums import AdjustmentType, ItemType, ResultReason, Tag
+from kma.kmip.key_view import KeyView
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys
-from kma.services.agent_keys import LocateFilter
-
-MAX_LOCATED = 1000  # IDs in one Locate answer; Located Items (KMIP 1.3+) still counts them all
+from kma.services.agent_keys import key_access, key_attributes, key_lifecycle, key_undo
 
 
 def view(call: Call, uid: str, material: bool = False) -> KeyView:
@@ -35,22 +30,22 @@ def view(call: Call, uid: str, material: bool = False) -> KeyView:
     plain = None
     if material and row["material_wrapped"] is not None:
         plain = objects.material(row, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]))
-    custom = agent_keys.custom_attributes(call.kma, uid)
-    return KeyView(row, call.now, custom, plain, sent=agent_keys.material_sent(call.kma, uid))
+    custom = key_attributes.custom_attributes(call.kma, uid)
+    return KeyView(row, call.now, custom, plain, sent=key_access.material_sent(call.kma, uid))
 
 
 async def get_attributes(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     names = [n.value for n in payload.all(Tag.ATTRIBUTE_NAME) if isinstance(n.value, str)]
-    key = view(call, uid, material=not names or not attributes.FROM_MATERIAL.isdisjoint(names))
-    encoded = attributes.encode_attributes(key, names or None, call.version)
+    key = view(call, uid, material=not names or not key_view.FROM_MATERIAL.isdisjoint(names))
+    encoded = key_view.encode_attributes(key, names or None, call.version)
     await call.audit("kmip.get_attributes", f"read {len(encoded)} attributes of key {uid}")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(encoded)
 
 
 async def get_attribute_list(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
-    names = attributes.attribute_names(view(call, uid), call.version)
+    names = key_view.attribute_names(view(call, uid), call.version)
     await call.audit("kmip.get_attribute_list", f"listed the attributes of key {uid}")
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + b"".join(ttlv.text(Tag.ATTRIBUTE_NAME, n) for n in names)
 
@@ -87,7 +82,7 @@ def _binds(call: Call, row: Any, attr: Attr) -> str | None:
 
 
 def _kept(call: Call, attr: Attr) -> attributes.Kept:
-    if attr.name in attributes.STANDARD and attr.name != "Name" or attr.name in attributes.ALIASES:
+    if attr.name in key_view.STANDARD and attr.name != "Name" or attr.name in key_view.ALIASES:
         raise _read_only(attr.name)
     if not (attr.name.startswith("x-") or attr.name in attributes.CLIENT_SET or attr.name == "Name"):
         raise _read_only(attr.name)
@@ -107,13 +102,13 @@ async def add_attribute(call: Call, payload: Item, event: str = "kmip.add_attrib
                 f"key {uid} already belongs to data unit '{row['data_unit_id']}'; a key is "
                 "bound to one data unit until the tape is written from its beginning",
             )
-        statements = agent_keys.bind_data_unit(call.access, uid, unit, call.now)
+        statements = key_lifecycle.bind_data_unit(call.kma, call.access, row, unit, call.now)
         if attr.name == attributes.ASI:
             keep = attributes.client_attribute(attr)
-            statements.append(agent_keys.add_custom_attribute(uid, keep.name, keep.text, keep.item))
+            statements.append(key_attributes.add_custom_attribute(uid, keep.name, keep.text, keep.item))
         await call.commit(
             event,
-            [*statements, agent_keys.touch(uid, call.now)],
+            [*statements, key_lifecycle.touch(uid, call.now)],
             f"bound key {uid} to data unit '{unit}'",
         )
         return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
@@ -133,9 +128,9 @@ async def add_attribute(call: Call, payload: Item, event: str = "kmip.add_attrib
     await call.commit(
         event,
         [
-            agent_keys.guard_key(call.access, uid, call.now),
-            agent_keys.add_custom_attribute(uid, keep.name, keep.text, keep.item),
-            agent_keys.touch(uid, call.now),
+            key_lifecycle.guard_key(call.access, uid, call.now),
+            key_attributes.add_custom_attribute(uid, keep.name, keep.text, keep.item),
+            key_lifecycle.touch(uid, call.now),
         ],
         f"added attribute '{attr.name}' to key {uid}",
     )
@@ -149,11 +144,11 @@ async def add_attribute(call: Call, payload: Item, event: str = "kmip.add_attrib
         call.undoable(
             uid,
             f"added attribute '{attr.name}' to key {uid}",
-            agent_keys.unadd_custom_attribute(uid, keep.name, index, keep.text, keep.item),
-            agent_keys.untouch(uid, call.now, row["changed_at"]),
+            key_undo.unadd_custom_attribute(uid, keep.name, index, keep.text, keep.item),
+            key_undo.untouch(uid, call.now, row["changed_at"]),
         )
     value = Item(Tag.ATTRIBUTE_VALUE, attr.value.type, attr.value.value).encode()
-    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + attributes.attribute(attr.name, value, index)
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + key_view.attribute(attr.name, value, index)
 
 
 def _raw(attr: Attr) -> list[bytes]:
@@ -190,9 +185,9 @@ async def modify_attribute(call: Call, payload: Item, event: str = "kmip.modify_
     await call.commit(
         event,
         [
-            agent_keys.guard_key(call.access, uid, call.now),
-            agent_keys.modify_custom_attribute(uid, attr.name, attr.index, keep.text, keep.item),
-            agent_keys.touch(uid, call.now),
+            key_lifecycle.guard_key(call.access, uid, call.now),
+            key_attributes.modify_custom_attribute(uid, attr.name, attr.index, keep.text, keep.item),
+            key_lifecycle.touch(uid, call.now),
         ],
         f"changed attribute '{attr.name}' of key {uid}",
     )
@@ -200,8 +195,8 @@ async def modify_attribute(call: Call, payload: Item, event: str = "kmip.modify_
         call.undoable(
             uid,
             f"changed attribute '{attr.name}' of key {uid} (its value back)",
-            agent_keys.restore_custom_attribute(uid, attr.name, attr.index, was, (keep.text, keep.item)),
-            agent_keys.untouch(uid, call.now, row["changed_at"]),
+            key_undo.restore_custom_attribute(uid, attr.name, attr.index, was, (keep.text, keep.item)),
+            key_undo.untouch(uid, call.now, row["changed_at"]),
         )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + ttlv.struct_(Tag.ATTRIBUTE, *_raw(attr))
 
@@ -304,7 +299,7 @@ async def adjust_attribute(call: Call, payload: Item) -> bytes:
     if not isinstance(name, str):
         raise KmipError(ResultReason.MISSING_DATA, "Adjust Attribute needs an Attribute Reference")
     row = call.key(uid)
-    if name in attributes.STANDARD or not (name.startswith("x-") or name in attributes.CLIENT_SET):
+    if name in key_view.STANDARD or not (name.startswith("x-") or name in attributes.CLIENT_SET):
         raise _read_only(name)
     held = _values(call, uid, name)
     if not held:
@@ -333,9 +328,11 @@ async def adjust_attribute(call: Call, payload: Item) -> bytes:
     await call.commit(
         "kmip.adjust_attribute",
         [
-            agent_keys.guard_key(call.access, uid, call.now),
-            agent_keys.adjust_custom_attribute(uid, name, index, bytes(item), keep.text, keep.item or b""),
-            agent_keys.touch(uid, call.now),
+            key_lifecycle.guard_key(call.access, uid, call.now),
+            key_attributes.adjust_custom_attribute(
+                uid, name, index, bytes(item), keep.text, keep.item or b""
+            ),
+            key_lifecycle.touch(uid, call.now),
         ],
         f"adjusted attribute '{name}' of key {uid}: {AdjustmentType(how).name.lower()} to {keep.text}",
     )
@@ -343,10 +340,10 @@ async def adjust_attribute(call: Call, payload: Item) -> bytes:
         call.undoable(
             uid,
             f"adjusted attribute '{name}' of key {uid} (back to {held[0][1]})",
-            agent_keys.restore_custom_attribute(
+            key_undo.restore_custom_attribute(
                 uid, name, index, (held[0][1], bytes(item)), (keep.text, keep.item or b"")
             ),
-            agent_keys.untouch(uid, call.now, row["changed_at"]),
+            key_undo.untouch(uid, call.now, row["changed_at"]),
         )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
 
@@ -360,7 +357,7 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
     row = call.key(uid)
     kept_here = _holds(call, uid, name) and name not in (attributes.ASI, attributes.QUANTUM_SAFE)
     if not kept_here and (
-        not name.startswith("x-") or name in attributes.STANDARD or name in DATA_UNIT_ALIASES
+        not name.startswith("x-") or name in key_view.STANDARD or name in DATA_UNIT_ALIASES
     ):
         raise _read_only(name)
     old = call.kma.store.query_one(
@@ -370,9 +367,9 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
     await call.commit(
         "kmip.delete_attribute",
         [
-            agent_keys.guard_key(call.access, uid, call.now),
-            agent_keys.delete_custom_attribute(uid, name, index),
-            agent_keys.touch(uid, call.now),
+            key_lifecycle.guard_key(call.access, uid, call.now),
+            key_attributes.delete_custom_attribute(uid, name, index),
+            key_lifecycle.touch(uid, call.now),
         ],
         f"deleted attribute '{name}' of key {uid}",
     )
@@ -380,151 +377,10 @@ async def delete_attribute(call: Call, payload: Item) -> bytes:
         call.undoable(
             uid,
             f"deleted attribute '{name}' of key {uid} (put back)",
-            agent_keys.readd_custom_attribute(
+            key_undo.readd_custom_attribute(
                 uid, name, index, old["value"], None if old["item"] is None else bytes(old["item"])
             ),
-            agent_keys.untouch(uid, call.now, row["changed_at"]),
+            key_undo.untouch(uid, call.now, row["changed_at"]),
         )
-    value = attributes.kept_value(old) if old is not None else ttlv.text(Tag.ATTRIBUTE_VALUE, "")
-    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + attributes.attribute(name, value, index)
-
-
-def _by_algorithm(wanted: LocateFilter, algorithm: int) -> None:
-    """AES: the symmetric keys; RSA, DSA, ECDSA: the public and private keys registered as such;
-    anything else matches nothing."""
-    if algorithm == CryptographicAlgorithm.AES:
-        wanted.object_types.append(ObjectType.SYMMETRIC_KEY)
-    elif algorithm in objects.ALGORITHM_NAMES:
-        wanted.algorithms.append(algorithm)
-    else:
-        wanted.nothing = True
-
-
-def _by_data_unit(wanted: LocateFilter, attr: Attr) -> None:
-    try:
-        wanted.data_units.append(attributes.data_unit_of(attr))
-    except KmipError:
-        wanted.nothing = True  # not a data unit ID: no key has that name
-
-
-def _by_name(wanted: LocateFilter, attr: Attr) -> None:
-    """A Name is the data unit's, or one a client set (a library's own label)."""
-    value = attr.value.get(Tag.NAME_VALUE) if attr.value.type == ItemType.STRUCTURE else None
-    if not isinstance(value, str):
-        raise field_error("a Name attribute needs a Name Value text string")
-    wanted.names.append(value)
-
-
-def _by_application(wanted: LocateFilter, attr: Attr) -> None:
-    """LIBRARY-LTO information names a data unit; other namespaces are kept as sent."""
-    try:
-        unit = attributes.tape_unit(attr)
-    except KmipError:
-        wanted.nothing = True  # not a cartridge this KMA could hold
-        return
-    if unit is not None:
-        wanted.data_units.append(unit)
-    else:
-        _by_kept(wanted, attr)
-
-
-def _by_kept(wanted: LocateFilter, attr: Attr) -> None:
-    keep = attributes.client_attribute(attr)
-    wanted.custom.append((keep.name, keep.text, keep.item))
-
-
-def _typed_rule(
-    typ: ItemType, add: Callable[[LocateFilter, Any], None]
-) -> Callable[[LocateFilter, Attr], None]:
-    def rule(wanted: LocateFilter, attr: Attr) -> None:
-        if attr.value.type != typ:
-            raise field_error(f"attribute '{attr.name}' must be a {typ.name.lower().replace('_', ' ')}")
-        add(wanted, attr.value.value)
-
-    return rule
-
-
-def _by_state(wanted: LocateFilter, state: int) -> None:
-    if state in agent_keys.STATE_SQL:
-        wanted.states.append(state)
-    else:
-        wanted.nothing = True
-
-
-def _by_usage(wanted: LocateFilter, mask: int) -> None:
-    wanted.usage_mask = (wanted.usage_mask or 0) | mask
-
-
-# Lifecycle dates a Locate may name (one value: that date; two: the range between them).
-DATE_COLUMNS = {
-    "Initial Date": "issued_at",
-    "Activation Date": "activated_at",
-    "Protect Stop Date": "protect_until",
-    "Deactivation Date": "deactivate_at",
-    "Compromise Date": "compromised_at",
-    "Destroy Date": "destroyed_at",
-}
-
-
-def _by_date(wanted: LocateFilter, attr: Attr) -> None:
-    if attr.value.type != ItemType.DATE_TIME:
-        raise field_error(f"attribute '{attr.name}' must be a date-time")
-    dates = wanted.dates.setdefault(DATE_COLUMNS[attr.name], [])
-    if len(dates) == 2:
-        raise field_error(f"Locate takes one '{attr.name}' (that date) or two (a range), not more")
-    dates.append(int(attr.value.value))
-
-
-LOCATE_BY: dict[str, Callable[[LocateFilter, Attr], None]] = {
-    **dict.fromkeys(DATE_COLUMNS, _by_date),
-    "Object Type": _typed_rule(ItemType.ENUMERATION, lambda w, v: w.object_types.append(v)),
-    "Cryptographic Algorithm": _typed_rule(ItemType.ENUMERATION, _by_algorithm),
-    "Cryptographic Length": _typed_rule(ItemType.INTEGER, lambda w, v: w.bits.append(v)),
-    "Certificate Type": _typed_rule(ItemType.ENUMERATION, lambda w, v: w.certificate_types.append(v)),
-    "Name": _by_name,
-    **dict.fromkeys(DATA_UNIT_ALIASES, _by_data_unit),
-    attributes.ASI: _by_application,
-    "Alternative Name": _by_kept,
-    "Contact Information": _by_kept,
-    "Description": _by_kept,
-    "Object Group": _typed_rule(ItemType.TEXT_STRING, lambda w, v: w.groups.append(v)),
-    "State": _typed_rule(ItemType.ENUMERATION, _by_state),
-    "Unique Identifier": _typed_rule(ItemType.TEXT_STRING, lambda w, v: w.key_ids.append(v)),
-    "Cryptographic Usage Mask": _typed_rule(ItemType.INTEGER, _by_usage),
-}
-
-
-def _locate_filter(attrs: list[Attr]) -> LocateFilter:
-    wanted = LocateFilter([], [], [], [], [])
-    for attr in attrs:
-        rule = LOCATE_BY.get(attr.name)
-        if rule is not None:
-            rule(wanted, attr)
-        elif attr.name.startswith("x-"):
-            _by_kept(wanted, attr)
-        else:
-            raise field_error(f"Locate cannot look for attribute '{attr.name[:80]}'")
-    if len(set(wanted.states)) > 1 or len(set(wanted.data_units)) > 1 or len(set(wanted.groups)) > 1:
-        wanted.nothing = True  # a key has one state, one data unit, one group
-    return wanted
-
-
-async def locate(call: Call, payload: Item) -> bytes:
-    wanted = _locate_filter(attributes.request_attributes(payload))
-    limit = payload.get(Tag.MAXIMUM_ITEMS, MAX_LOCATED)
-    offset = payload.get(Tag.OFFSET_ITEMS, 0)
-    if not isinstance(limit, int) or not isinstance(offset, int) or limit < 0 or offset < 0:
-        raise field_error("Maximum Items and Offset Items must be non-negative integers")
-    ids, total = agent_keys.locate(call.kma, call.access, call.now, wanted, offset, min(limit, MAX_LOCATED))
-    what = ", ".join(f"data unit '{u}'" for u in wanted.data_units) or "all visible keys"
-    await call.audit(
-        "kmip.locate",
-        f"located {len(ids)} of {total} keys ({what})",
-        subject=("data_unit", wanted.data_units[0]) if wanted.data_units else None,
-    )
-    if total == 1 and ids:
-        call.placeholder = ids[0]
-    # Located Items (KMIP 1.3+, optional) for a client that pages (names Maximum or Offset Items)
-    pages = payload.find(Tag.MAXIMUM_ITEMS) is not None or payload.find(Tag.OFFSET_ITEMS) is not None
-    located = ttlv.integer(Tag.LOCATED_ITEMS, total) if call.version >= (1, 3) and pages else b""
-    return located + b"".join(ttlv.text(Tag.UNIQUE_IDENTIFIER, i) for i in ids)
+    value = key_view.kept_value(old) if old is not None else ttlv.text(Tag.ATTRIBUTE_VALUE, "")
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid) + key_view.attribute(name, value, index)

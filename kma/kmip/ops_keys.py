@@ -17,8 +17,8 @@ from typing import Any
 from cryptography.hazmat.primitives.keywrap import aes_key_wrap, aes_key_wrap_with_padding
 
 from kma.audit.record import Retention
-from kma.kmip import attributes, media, objects, ttlv, wrapping
-from kma.kmip.attributes import NewKey, field_error
+from kma.kmip import attributes, key_creation, key_view, media, objects, ttlv, wrapping
+from kma.kmip.attributes import field_error
 from kma.kmip.context import Call
 from kma.kmip.enums import (
     BlockCipherMode,
@@ -32,9 +32,11 @@ from kma.kmip.enums import (
     Tag,
     WrappingMethod,
 )
+from kma.kmip.key_creation import NewKey
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys, key_issue
+from kma.services import key_issue, key_macs
+from kma.services.agent_keys import key_access, key_attributes, key_lifecycle, key_undo
 from kma.services.keypool import new_key_id
 from kma.store import Stmt, WriteResult
 
@@ -58,9 +60,9 @@ def _symmetric_only(payload: Item, spec: NewKey) -> None:
 
 def settled(call: Call, payload: Item) -> tuple[NewKey, str]:
     """A Create's or Register's attributes as the chosen key group's policy takes them."""
-    spec = attributes.new_key(attributes.request_attributes(payload), call.now)
+    spec = key_creation.new_key(attributes.request_attributes(payload), call.now)
     group = chosen_group(call, spec.group)
-    attributes.settle(spec, group in call.access.general_groups, group)
+    key_creation.settle(spec, group in call.access.general_groups, group)
     return spec, group
 
 
@@ -81,16 +83,16 @@ def chosen_group(call: Call, asked: str | None) -> str:
 
 
 def _extras(key_id: str, spec: NewKey) -> list[Stmt]:
-    out = [agent_keys.set_form(key_id, None, spec.bits, None)] if spec.bits != attributes.KEY_BITS else []
+    out = [key_lifecycle.set_form(key_id, None, spec.bits, None)] if spec.bits != attributes.KEY_BITS else []
     if spec.usage_mask != attributes.DEFAULT_USAGE:
-        out.append(agent_keys.set_usage_mask(key_id, spec.usage_mask))
-    out += [agent_keys.add_custom_attribute(key_id, k.name, k.text, k.item) for k in spec.kept]
+        out.append(key_lifecycle.set_usage_mask(key_id, spec.usage_mask))
+    out += [key_attributes.add_custom_attribute(key_id, k.name, k.text, k.item) for k in spec.kept]
     if spec.protect_stop is not None:
-        out.append(agent_keys.set_protect_stop(key_id, spec.protect_stop))
+        out.append(key_lifecycle.set_protect_stop(key_id, spec.protect_stop))
     if spec.deactivation is not None:
-        out.append(agent_keys.set_deactivation(key_id, spec.deactivation))
+        out.append(key_lifecycle.set_deactivation(key_id, spec.deactivation))
     if spec.sensitive:
-        out.append(agent_keys.set_sensitive(key_id))
+        out.append(key_lifecycle.set_sensitive(key_id))
     return out
 
 
@@ -139,7 +141,7 @@ def _where(spec: NewKey, group: str) -> str:
 async def create(call: Call, payload: Item, activate: bool = False) -> bytes:
     spec, group = settled(call, payload)
     _symmetric_only(payload, spec)
-    attributes.check_quantum_safe(spec, spec.bits)
+    key_creation.check_quantum_safe(spec, spec.bits)
     spec.activate |= activate
     verdict = None
     if spec.data_unit and group not in call.access.general_groups:  # a tape's new key: a write from BOT
@@ -179,7 +181,65 @@ async def register(
     kind, raw = sent.kind, sent.raw
     spec, group = settled(call, payload)
     _as_described(spec, sent)
-    attributes.check_quantum_safe(spec, len(raw) * 8 if kind == ObjectType.SYMMETRIC_KEY else None)
+    key_creation.check_quantum_safe(spec, len(raw) * 8 if kind == ObjectType.SYMMETRIC_KEY else None)
+    form, tape_key = _registrable(call, sent, group)
+    if spec.data_unit:
+        call.cannot_undo(f"binding the new object to data unit '{spec.data_unit}'")
+    kma = call.kma
+    key_id = key_id or new_key_id()
+    wrapped = kma.vault.master().wrap(f"key:{key_id}", raw)
+    note = key_lifecycle.shredded_note(kma, spec.data_unit)
+    statements = [key_lifecycle.register_data_unit(spec.data_unit, call.now)] if spec.data_unit else []
+    statements.append(
+        key_lifecycle.insert_registered_key(
+            key_id,
+            kma.kma_id,
+            wrapped,
+            call.access,
+            group,
+            spec.data_unit,
+            call.now,
+            spec.activate,
+            key_macs.mac(
+                kma.vault.row_mac_key(),
+                key_id,
+                key_group_id=group,
+                data_unit_id=spec.data_unit,
+                agent_id=call.access.agent_id,
+                registered_by=call.access.agent_id,
+            ),
+        )
+    )
+    spec.bits = attributes.KEY_BITS  # what the object is comes from its material, just below
+    statements += _extras(key_id, spec)
+    if not tape_key or sent.key_format not in (None, KeyFormatType.RAW):
+        statements.append(
+            key_lifecycle.set_form(
+                key_id, form["object_type"], form["bits"], sent.data_type, sent.key_format, sent.algorithm
+            )
+        )
+    what = objects.what(form)
+    await call.commit(
+        event,
+        statements,
+        f"registered {what} {key_id} supplied by the agent {_where(spec, group)}{note}"
+        + (f" (unwrapped under key {wrapped_by})" if wrapped_by else ""),
+        ("key", key_id),
+    )
+    call.placeholder = key_id
+    if call.undoing:
+        call.undoable(
+            key_id,
+            f"registered {what} {key_id} (removed as if never made; its material was never sent)",
+            *key_undo.unregister(call.access, key_id, call.now, spec.activate),
+        )
+    return ttlv.text(Tag.UNIQUE_IDENTIFIER, key_id)
+
+
+def _registrable(call: Call, sent: objects.Registered, group: str) -> tuple[dict[str, Any], bool]:
+    """What the registered object is (its form), and whether it is a tape key, once the object and
+    its key group's policy allow it here."""
+    kind, raw = sent.kind, sent.raw
     general = group in call.access.general_groups
     # a tape key may become another drive's write key; a general key is its client's own business
     if kind == ObjectType.SYMMETRIC_KEY and not general and repeats_a_short_pattern(raw):
@@ -199,49 +259,14 @@ async def register(
             "public and private keys, certificates and other AES sizes go to a key group whose policy "
             "keeps general keys"
         )
-    policy = agent_keys.group_policy(call.kma, group)
+    policy = key_access.group_policy(call.kma, group)
     if policy is None or not policy["allow_import"]:
         name = policy["id"] if policy is not None else "?"
         raise KmipError(
             ResultReason.PERMISSION_DENIED,
             f"key policy '{name}' of key group '{group}' does not allow import: Register is refused",
         )
-    if spec.data_unit:
-        call.cannot_undo(f"binding the new object to data unit '{spec.data_unit}'")
-    kma = call.kma
-    key_id = key_id or new_key_id()
-    wrapped = kma.vault.master().wrap(f"key:{key_id}", raw)
-    note = agent_keys.shredded_note(kma, spec.data_unit)
-    statements = [agent_keys.register_data_unit(spec.data_unit, call.now)] if spec.data_unit else []
-    statements.append(
-        agent_keys.insert_registered_key(
-            key_id, kma.kma_id, wrapped, call.access, group, spec.data_unit, call.now, spec.activate
-        )
-    )
-    spec.bits = attributes.KEY_BITS  # what the object is comes from its material, just below
-    statements += _extras(key_id, spec)
-    if not tape_key or sent.key_format not in (None, KeyFormatType.RAW):
-        statements.append(
-            agent_keys.set_form(
-                key_id, form["object_type"], form["bits"], sent.data_type, sent.key_format, sent.algorithm
-            )
-        )
-    what = objects.what(form)
-    await call.commit(
-        event,
-        statements,
-        f"registered {what} {key_id} supplied by the agent {_where(spec, group)}{note}"
-        + (f" (unwrapped under key {wrapped_by})" if wrapped_by else ""),
-        ("key", key_id),
-    )
-    call.placeholder = key_id
-    if call.undoing:
-        call.undoable(
-            key_id,
-            f"registered {what} {key_id} (removed as if never made; its material was never sent)",
-            *agent_keys.unregister(call.access, key_id, call.now, spec.activate),
-        )
-    return ttlv.text(Tag.UNIQUE_IDENTIFIER, key_id)
+    return form, tape_key
 
 
 def _as_described(spec: NewKey, sent: objects.Registered) -> None:
@@ -328,7 +353,7 @@ async def get(call: Call, payload: Item, event: str = "kmip.get") -> bytes:
         how = f", wrapped under key {wrap_id}"
     what = objects.what(row)
     # The first send ends the object's Fresh days (KMIP Fresh): that event is kept long.
-    first = not agent_keys.material_sent(call.kma, uid)
+    first = not key_access.material_sent(call.kma, uid)
     await call.audit(
         event,
         f"sent {what} {uid} to agent '{call.agent_id}'{how}{' (its first send)' if first else ''}",
@@ -345,7 +370,7 @@ async def get(call: Call, payload: Item, event: str = "kmip.get") -> bytes:
 async def activate(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     row = call.key(uid)
-    state = attributes.KeyView(row, call.now).state
+    state = key_view.KeyView(row, call.now).state
     if state != State.PRE_ACTIVE:
         raise KmipError(
             ResultReason.PERMISSION_DENIED,
@@ -354,20 +379,20 @@ async def activate(call: Call, payload: Item) -> bytes:
         )
     await call.commit(
         "kmip.activate",
-        [agent_keys.activate(call.access, uid, call.now)],
+        [key_lifecycle.activate(call.access, uid, call.now)],
         f"activated key {uid} (encryption period and cryptoperiod start now)",
     )
     if call.undoing:
         call.undoable(
             uid,
             f"activated key {uid} (back to pre-active)",
-            agent_keys.unactivate(uid, call.now, row["protect_until"], row["deactivate_at"]),
+            key_undo.unactivate(uid, call.now, row["protect_until"], row["deactivate_at"]),
         )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
 
 
 def _may_revoke(call: Call, row: Any, what: str) -> None:
-    policy = agent_keys.group_policy(call.kma, row["key_group_id"])
+    policy = key_access.group_policy(call.kma, row["key_group_id"])
     if policy is None or not policy["agents_may_revoke"]:
         name = policy["id"] if policy is not None else "?"
         raise KmipError(
@@ -392,8 +417,8 @@ async def revoke(call: Call, payload: Item) -> bytes:
     detail = f"; compromise occurred at {occurred}" if compromised and isinstance(occurred, int) else ""
     await call.commit(
         "kmip.revoke",
-        agent_keys.revoke(
-            call.access, uid, call.now, call.now if compromised else None, code, message, occurred
+        key_lifecycle.revoke(
+            call.kma, call.access, row, call.now, call.now if compromised else None, code, message, occurred
         ),
         f"revoked key {uid}: {what} (reason {code}{': ' + message if message else ''}{detail})",
     )
@@ -404,7 +429,7 @@ async def destroy(call: Call, payload: Item) -> bytes:
     uid = call.uid(payload)
     row = call.key(uid)
     _may_revoke(call, row, "destroy")
-    state = attributes.KeyView(row, call.now).state
+    state = key_view.KeyView(row, call.now).state
     if state not in (State.PRE_ACTIVE, State.DEACTIVATED, State.COMPROMISED):
         raise KmipError(
             ResultReason.PERMISSION_DENIED,
@@ -416,10 +441,10 @@ async def destroy(call: Call, payload: Item) -> bytes:
     with_material = call.key(uid, material=True)
     kept = []
     if with_material["material_wrapped"] is not None:
-        kept.append(agent_keys.keep_digest(uid, attributes.digest(plain(call, uid, with_material))))
+        kept.append(key_lifecycle.keep_digest(uid, key_view.digest(plain(call, uid, with_material))))
     await call.commit(
         "kmip.destroy",
-        [agent_keys.destroy(call.access, uid, call.now, comment), *kept],
+        [*key_lifecycle.destroy(call.kma, call.access, row, call.now, comment), *kept],
         f"destroyed key {uid}: {comment}",
     )
     return ttlv.text(Tag.UNIQUE_IDENTIFIER, uid)
@@ -429,7 +454,7 @@ async def check(call: Call, payload: Item) -> bytes:
     """Check: may the client use the key for what it names (its usage mask)? Usage limits and
     leases are not kept here, so a visible, live key with the usage asked for passes."""
     uid = call.uid(payload)
-    view = attributes.KeyView(call.key(uid), call.now)
+    view = key_view.KeyView(call.key(uid), call.now)
     if view.state not in (State.PRE_ACTIVE, State.ACTIVE, State.DEACTIVATED):
         raise KmipError(
             ResultReason.PERMISSION_DENIED, f"key {uid} is {view.state.name.lower().replace('_', '-')}"

@@ -18,12 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 from kma.audit.record import Retention
-from kma.kmip import attributes, objects, ttlv
+from kma.kmip import attributes, key_view, objects, ttlv
 from kma.kmip.context import Call
 from kma.kmip.enums import ResultReason, State, Tag
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys, key_issue, successors
+from kma.services import key_issue, successors
+from kma.services.agent_keys import key_lifecycle
 
 
 def _replaceable(call: Call, uid: str, row: Any) -> None:
@@ -36,7 +37,7 @@ def _replaceable(call: Call, uid: str, row: Any) -> None:
             "its new key when it is written from the beginning); Re-Key serves key groups whose "
             "policy keeps general keys",
         )
-    state = attributes.KeyView(row, call.now).state
+    state = key_view.KeyView(row, call.now).state
     if state in (State.DESTROYED, State.DESTROYED_COMPROMISED):
         raise KmipError(
             ResultReason.PERMISSION_DENIED,
@@ -99,7 +100,7 @@ async def rekey(call: Call, payload: Item) -> bytes:
         activate=False,
         agent_asks=True,
         keep=lambda new: [
-            agent_keys.guard_key(call.access, uid, call.now),
+            key_lifecycle.guard_key(call.access, uid, call.now),
             *successors.statements(uid, row, new, call.now, dates),
         ],
     )

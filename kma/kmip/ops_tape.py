@@ -19,13 +19,14 @@ Released (0x540003, integer).
 from __future__ import annotations
 
 from kma.kmip import media, ttlv
-from kma.kmip.attributes import NewKey, field_error, is_data_unit
+from kma.kmip.attributes import field_error, is_data_unit
 from kma.kmip.context import Call
 from kma.kmip.enums import ResultReason, Tag
+from kma.kmip.key_creation import NewKey
 from kma.kmip.messages import KmipError
 from kma.kmip.ops_keys import chosen_group, issue
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys
+from kma.services.agent_keys import key_access, key_lifecycle
 from kma.services.media_rules import Verdict
 
 
@@ -49,7 +50,7 @@ def _answer(key_id: str, unit: str, tail: bytes) -> bytes:
 async def write_key(call: Call, payload: Item) -> bytes:
     unit, group, verdict = await _request(call, payload, False, "kmip.write_key")
     for _ in range(2):  # a second look if another drive issued one at the same moment
-        current = agent_keys.current_write_key(call.kma, call.access, unit, call.now)
+        current = key_access.current_write_key(call.kma, call.access, unit, call.now)
         if current is not None:
             await call.audit(
                 "kmip.write_key",
@@ -83,7 +84,7 @@ async def write_key(call: Call, payload: Item) -> bytes:
 
 async def write_from_beginning(call: Call, payload: Item) -> bytes:
     unit, group, verdict = await _request(call, payload, True, "kmip.write_from_beginning")
-    release = agent_keys.release_data_unit(call.access, unit, call.now)
+    release = key_lifecycle.release_data_unit(call.kma, call.access, unit, call.now)
     spec = NewKey(data_unit=unit, activate=True)
     key_id, result = await issue(
         call,

@@ -17,13 +17,13 @@ from __future__ import annotations
 import re
 
 from kma.domain.validation import ID_PATTERN
-from kma.kmip import attributes, ops_attributes, ops_keys, ttlv, v2
+from kma.kmip import attributes, key_view, ops_attributes, ops_keys, ttlv, v2
 from kma.kmip.attributes import Attr, field_error
 from kma.kmip.context import Call
 from kma.kmip.enums import ItemType, KeyWrapType, ResultReason, State, Tag
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import agent_keys
+from kma.services.agent_keys import key_access
 
 # What an Export carries that this KMA sets itself: read again from the object and its own clock.
 RECOMPUTED = frozenset(
@@ -63,7 +63,7 @@ async def export(call: Call, payload: Item) -> bytes:
     kind, uid, obj = sent
     key = ops_attributes.view(call, str(uid.value), material=True)
     listed = ttlv.decode(
-        ttlv.struct_(Tag.RESPONSE_PAYLOAD, *attributes.encode_attributes(key, None, call.version))
+        ttlv.struct_(Tag.RESPONSE_PAYLOAD, *key_view.encode_attributes(key, None, call.version))
     )
     return (
         kind.encode() + uid.encode() + ttlv.struct_of(v2.ATTRIBUTES, v2.tagged(list(listed))) + obj.encode()
@@ -124,9 +124,9 @@ async def import_(call: Call, payload: Item) -> bytes:
     wrap = payload.get(Tag.KEY_WRAP_TYPE, KeyWrapType.NOT_WRAPPED)
     if wrap not in (KeyWrapType.NOT_WRAPPED, KeyWrapType.AS_REGISTERED):
         raise KmipError(ResultReason.INVALID_FIELD, "Key Wrap Type is Not Wrapped or As Registered")
-    taken = agent_keys.key_id_taken(call.kma, uid)
+    taken = key_access.key_id_taken(call.kma, uid)
     if taken is not None:
-        if agent_keys.visible_key(call.kma, call.access, taken) is None:  # answered as Get answers
+        if key_access.visible_key(call.kma, call.access, taken) is None:  # answered as Get answers
             raise KmipError(ResultReason.ITEM_NOT_FOUND, f"no key '{uid[:64]}' that this agent may see")
         replace = (
             " (Replace Existing: an object is never replaced)" if payload.get(Tag.REPLACE_EXISTING) else ""

@@ -29,7 +29,7 @@ from kma.kmip import ttlv
 from kma.kmip.context import Call, Compensation
 from kma.kmip.enums import Operation, ResultReason, ResultStatus, Tag
 from kma.kmip.messages import KmipError, RequestItem, Result
-from kma.services import agent_keys
+from kma.services.agent_keys import key_access, key_lifecycle, key_undo
 from kma.store import Stmt
 
 log = logging.getLogger(__name__)
@@ -121,12 +121,12 @@ def _guards(call: Call, compensation: Compensation) -> list[Stmt]:
         return []
     agent_id = call.agent_id
     params = {"id": key_id, "agent": agent_id, "since": call.now}
-    used = call.kma.store.query_one(agent_keys.USED_BY_OTHERS, params)
+    used = call.kma.store.query_one(key_undo.USED_BY_OTHERS, params)
     who = "another agent or user" if used is None else f"'{used['entity_id']}' ({used['operation']})"
-    access = agent_keys.agent_access(call.kma, agent_id) or call.access
+    access = key_access.agent_access(call.kma, agent_id) or call.access
     return [
-        agent_keys.guard_key(access, key_id, call.now),
-        agent_keys.unused_by_others(agent_id, key_id, call.now, who),
+        key_lifecycle.guard_key(access, key_id, call.now),
+        key_undo.unused_by_others(agent_id, key_id, call.now, who),
     ]
 
 

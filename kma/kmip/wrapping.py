@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from cryptography.hazmat.primitives.keywrap import InvalidUnwrap, aes_key_unwrap, aes_key_unwrap_with_padding
 
-from kma.kmip import attributes, objects
+from kma.kmip import key_view, objects
 from kma.kmip.attributes import field_error
 from kma.kmip.context import Call
 from kma.kmip.enums import (
@@ -53,7 +53,7 @@ def wrapping_key(call: Call, spec: Item, usage: int = UsageMask.WRAP_KEY) -> tup
             ResultReason.FEATURE_NOT_SUPPORTED, "keys are wrapped with AES Key Wrap (RFC 3394 or 5649) only"
         )
     row = call.key(uid, material=True)
-    view = attributes.KeyView(row, call.now)
+    view = key_view.KeyView(row, call.now)
     if view.state != State.ACTIVE or row["material_wrapped"] is None:
         raise KmipError(ResultReason.PERMISSION_DENIED, f"wrapping key {uid} is not active")
     if not view.usage_mask & usage:

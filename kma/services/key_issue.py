@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kma.appliance import Appliance
-from kma.services import agent_keys
+from kma.services import key_macs
+from kma.services.agent_keys import key_lifecycle
 from kma.services.keypool import key_pool, new_key_id
 from kma.store import Stmt
 from kma.store.batch import Deferred
@@ -59,14 +60,14 @@ def prepare(
     key_id = key_pool(kma).take()
     from_pool = key_id is not None
     statements = list(before)
-    note = agent_keys.shredded_note(kma, data_unit)
+    note = key_lifecycle.shredded_note(kma, data_unit)
     if data_unit is not None:
-        statements.append(agent_keys.register_data_unit(data_unit, now))
+        statements.append(key_lifecycle.register_data_unit(data_unit, now))
     if key_id is None:
         key_id = new_key_id()
         statements.append(key_pool(kma).generate_stmt(key_id, now))
     statements.append(
-        agent_keys.assign_pool_key(
+        key_lifecycle.assign_pool_key(
             key_id,
             agent_id,
             group,
@@ -76,11 +77,14 @@ def prepare(
             only_if_no_write_key,
             agent_asks=agent_asks,
             groups=groups,
+            mac=key_macs.mac(
+                kma.vault.row_mac_key(), key_id, key_group_id=group, data_unit_id=data_unit, agent_id=agent_id
+            ),
         )
     )
     kept = keep(key_id)
     statements += kept
     deferred = None
     if agent_asks and agent_id is not None and kma.store.deferring and from_pool and not before and not kept:
-        deferred = agent_keys.deferred_assignment(kma, key_id, agent_id, group, data_unit, now, activate)
+        deferred = key_lifecycle.deferred_assignment(kma, key_id, agent_id, group, data_unit, now, activate)
     return KeyIssue(kma, key_id, from_pool, statements, deferred, note)

@@ -30,6 +30,7 @@ from kma.appliance import Appliance
 from kma.audit.record import Retention
 from kma.domain.lifecycle import HELD_OR_REPLICATED
 from kma.errors import KmaLocked, NoReadyKey
+from kma.services import key_macs
 from kma.store import Stmt
 from kma.worker import Worker
 
@@ -160,8 +161,8 @@ class KeyPool(Worker):
         """The INSERT of one freshly generated, wrapped key (raises KmaLocked when locked)."""
         wrapped = self.kma.vault.master().wrap(f"key:{key_id}", self.kma.vault.new_key_material())
         return Stmt(
-            "INSERT INTO keys (id, kma_id, material_wrapped, created_at) VALUES (?, ?, ?, ?)",
-            (key_id, self.kma.kma_id, wrapped, now),
+            "INSERT INTO keys (id, kma_id, material_wrapped, created_at, mac) VALUES (?, ?, ?, ?, ?)",
+            (key_id, self.kma.kma_id, wrapped, now, key_macs.pool_key_mac(self.kma, key_id)),
         )
 
     def refill(self) -> int:

@@ -21,7 +21,8 @@ from kma.domain.lifecycle import (
 )
 from kma.domain.validation import check_text
 from kma.errors import Conflict, NotFound
-from kma.services import agent_keys, key_issue
+from kma.services import key_issue, key_macs
+from kma.services.agent_keys import key_lifecycle
 from kma.services.common import require
 from kma.services.paging import (
     Filter,
@@ -197,6 +198,8 @@ def issue_key(
 def compromise_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict[str, Any]:
     check_text(comment, "The comment", max_len=500, required=True)
     require(kma, "key", key_id)
+    row = key_macs.sealed_key(kma, key_id)
+    now = kma.clock.now()
     kma.commit(
         actor,
         "key.compromise",
@@ -204,10 +207,11 @@ def compromise_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> d
             Stmt(
                 "UPDATE keys SET compromised_at = ? "
                 "WHERE id = ? AND compromised_at IS NULL AND destroyed_at IS NULL",
-                (kma.clock.now(), key_id),
+                (now, key_id),
                 expect=1,
                 refusal="the key is already compromised or destroyed",
-            )
+            ),
+            key_macs.reseal(kma, row, compromised_at=now),
         ],
         f"marked key {key_id} compromised: {comment}",
         ("key", key_id),
@@ -218,10 +222,15 @@ def compromise_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> d
 def destroy_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict[str, Any]:
     check_text(comment, "The comment", max_len=500, required=True)
     require(kma, "key", key_id)
+    row = key_macs.sealed_key(kma, key_id)
     now = kma.clock.now()
     wrapped = kma.store.scalar("SELECT material_wrapped FROM keys WHERE id = ?", (key_id,))
     digest = (  # KMIP's Digest stays with the key once its material is gone
-        [agent_keys.keep_digest(key_id, sha256(kma.vault.master().unwrap(f"key:{key_id}", wrapped)).digest())]
+        [
+            key_lifecycle.keep_digest(
+                key_id, sha256(kma.vault.master().unwrap(f"key:{key_id}", wrapped)).digest()
+            )
+        ]
         if wrapped is not None
         else []
     )
@@ -237,6 +246,7 @@ def destroy_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict
                 expect=1,
                 refusal="only deactivated or compromised keys can be destroyed",
             ),
+            key_macs.reseal(kma, row, destroyed_at=now),
             Stmt(  # its data unit changed too (it may now be shredded)
                 "UPDATE data_units SET updated_at = ? "
                 "WHERE id = (SELECT data_unit_id FROM keys WHERE id = ?)",

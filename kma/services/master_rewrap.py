@@ -27,7 +27,7 @@ from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.generations import header
 from kma.crypto.transfer import PRIVATE_CONTEXT as TRANSFER_PRIVATE
 from kma.errors import Conflict, KmaLocked
-from kma.services import master_keys, row_macs
+from kma.services import key_macs, master_keys, row_macs
 from kma.services.alert_channels import secrets_context
 from kma.store import Batch, Refused, Stmt
 from kma.worker import Worker
@@ -78,6 +78,7 @@ class Rewrap(Worker):
         super().__init__()
         self.kma = kma
         self._after: dict[str, tuple[Any, ...]] = {}  # per table, the last key a chunk reached
+        self._key_macs = key_macs.RotationReseal()
 
     def work(self) -> float:
         kma = self.kma
@@ -92,7 +93,7 @@ class Rewrap(Worker):
             )
             if rotation is None or kma.vault.generation != rotation[0] or not self._lease(int(rotation[0])):
                 return IDLE_S
-            if self._chunk() or self._macs():
+            if self._chunk() or self._macs() or self._key_macs.chunk(kma, CHUNK):
                 return BETWEEN_CHUNKS_S
             self._finish(int(rotation[0]))
         except KmaLocked:

@@ -338,8 +338,8 @@ def tamper_warning(kma: Appliance) -> str | None:
     if row is None or not row[0]:
         return None
     return (
-        f"{row[0]} tamper events: rows that grant power (users, key group members, key split members, KMA "
-        "entries, alert channels) were "
-        "written or altered in the store without the KMA; they grant nothing. See the audit trail's "
-        "'security.tamper' events, find how the store was reached, and remove or re-create those rows."
+        f"{row[0]} tamper events: rows that grant power (users, key group members, key split members, "
+        "keys, KMA entries, alert channels) were written or altered in the store without the KMA; they "
+        "grant nothing. See the audit trail's 'security.tamper' events, find how the store was reached, "
+        "and remove or re-create those rows."
     )

@@ -19,7 +19,8 @@ from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
 from kma.clock import OffsetFileClock
 from kma.errors import Conflict, KmaError
-from kma.services import agent_keys, key_issue
+from kma.services import key_issue
+from kma.services.agent_keys import key_access, key_lifecycle
 from kma.store import Stmt
 from kma.worker import Worker
 
@@ -73,11 +74,11 @@ def statements(old: str, row: Any, new: str, now: int, dates: Dates) -> list[Stm
         Stmt("DELETE FROM key_custom_attributes WHERE key_id = ? AND name = ?", (old, NAME)),
     ]
     if row["bits"] is not None:  # AES-128 or AES-192 (an AES-256 key has none)
-        out.append(agent_keys.set_form(new, None, int(row["bits"]), None))
+        out.append(key_lifecycle.set_form(new, None, int(row["bits"]), None))
     if row["usage_mask"] is not None:
-        out.append(agent_keys.set_usage_mask(new, int(row["usage_mask"])))
+        out.append(key_lifecycle.set_usage_mask(new, int(row["usage_mask"])))
     if row["sensitive"]:
-        out.append(agent_keys.set_sensitive(new))
+        out.append(key_lifecycle.set_sensitive(new))
     out.append(
         Stmt(
             "UPDATE keys SET activated_at = ?, protect_until = ?, deactivate_at = ? WHERE id = ?",
@@ -92,7 +93,7 @@ def statements(old: str, row: Any, new: str, now: int, dates: Dates) -> list[Stm
 # since their activation, oldest first. Each KMA rotates the keys its own pool made; a key whose
 # KMA is gone or cut off is rotated by any KMA once an hour late (two at once: one is refused).
 DUE = (
-    f"SELECT {agent_keys.KEY_COLUMNS} FROM keys k JOIN key_groups g ON g.id = k.key_group_id "
+    f"SELECT {key_access.KEY_COLUMNS} FROM keys k JOIN key_groups g ON g.id = k.key_group_id "
     "JOIN key_policies p ON p.id = g.policy_id LEFT JOIN key_kmip m ON m.key_id = k.id "
     "WHERE p.general_keys = 1 AND p.rotation_period IS NOT NULL AND k.activated_at IS NOT NULL "
     "AND k.activated_at + p.rotation_period <= :now AND k.deactivate_at > :now "

@@ -20,7 +20,7 @@ from kma.crypto.transfer import fingerprint
 from kma.domain.actor import Actor
 from kma.errors import ValidationFailed
 from kma.pacing import Pace
-from kma.services import transfer_partners
+from kma.services import key_macs, transfer_partners
 from kma.store import Stmt
 
 DAY = 86400
@@ -71,7 +71,8 @@ class Selection:
 
 _KEYS = (
     "SELECT k.rowid AS seq, k.id, k.data_unit_id, k.key_group_id, k.material_wrapped, k.created_at, "
-    "k.activated_at, k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, d.description, "
+    "k.activated_at, k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, k.agent_id, "
+    "k.registered_by, k.mac, d.description, "
     "d.created_at AS unit_created_at, coalesce(p.allow_export, 0) AS allow_export "
     "FROM keys k JOIN data_units d ON d.id = k.data_unit_id "
     "LEFT JOIN key_groups g ON g.id = k.key_group_id LEFT JOIN key_policies p ON p.id = g.policy_id "
@@ -105,6 +106,8 @@ def _collect(kma: Appliance, rows: Iterable[Any]) -> tuple[list[dict[str, Any]],
         why = (
             "destroyed"
             if r["material_wrapped"] is None
+            else "altered in the store without the KMA (its MAC does not verify)"
+            if not key_macs.verified(kma, r)
             else None
             if r["allow_export"]
             else f"the policy of key group '{r['key_group_id']}' does not allow export"

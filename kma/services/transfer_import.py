@@ -25,8 +25,8 @@ from kma.crypto.transfer import SealedFile, TransferFileRefused, fingerprint
 from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
 from kma.errors import Conflict, KmaError, ValidationFailed
-from kma.services import transfer_partners
-from kma.services.agent_keys import register_data_unit
+from kma.services import key_macs, transfer_partners
+from kma.services.agent_keys.key_lifecycle import register_data_unit
 from kma.store import Stmt
 
 CHUNK = 5000  # IDs per look-up query
@@ -275,17 +275,27 @@ def _statements(
         for key in unit["keys"]:
             if key["id"].lower() not in p.present:
                 wrapped = master.wrap(f"key:{key['id']}", bytes.fromhex(key["material"]))
-                statements.append(_insert_key(wrapped, key, unit["id"], group, kma.kma_id, now))
+                sealed = key_macs.mac(
+                    kma.vault.row_mac_key(),
+                    key["id"],
+                    key_group_id=group,
+                    data_unit_id=unit["id"],
+                    compromised_at=key.get("compromised_at"),
+                )
+                statements.append(_insert_key(wrapped, key, unit["id"], group, kma.kma_id, now, sealed))
     return statements
 
 
-def _insert_key(wrapped: bytes, key: dict[str, Any], unit: str, group: str, kma_id: str, now: int) -> Stmt:
-    """A key of the file, with its own times; `backup_mark` now, so the next backup holds it."""
+def _insert_key(
+    wrapped: bytes, key: dict[str, Any], unit: str, group: str, kma_id: str, now: int, sealed: str
+) -> Stmt:
+    """A key of the file, with its own times; `backup_mark` now, so the next backup holds it; `sealed`:
+    its row's MAC (kma/services/key_macs.py), or every agent would be refused it as forged."""
     return Stmt(
         "INSERT INTO keys (id, kma_id, material_wrapped, key_group_id, data_unit_id, created_at, issued_at, "
-        "activated_at, protect_until, deactivate_at, compromised_at, backup_mark) "
+        "activated_at, protect_until, deactivate_at, compromised_at, backup_mark, mac) "
         "SELECT :id, :kma, :material, :g, :du, :created, :now, :activated, :protect, :deactivate, "
-        f":compromised, :now WHERE {_MAY_IMPORT} "
+        f":compromised, :now, :mac WHERE {_MAY_IMPORT} "
         "AND NOT EXISTS (SELECT 1 FROM keys WHERE id = :id COLLATE NOCASE)",
         {
             "id": key["id"],
@@ -299,6 +309,7 @@ def _insert_key(wrapped: bytes, key: dict[str, Any], unit: str, group: str, kma_
             "protect": key.get("protect_until"),
             "deactivate": key.get("deactivate_at"),
             "compromised": key.get("compromised_at"),
+            "mac": sealed,
         },
         expect=1,
         refusal=f"key {key['id']} was made here meanwhile, or key group '{group}' no longer allows import",

@@ -17,7 +17,8 @@ from __future__ import annotations
 from kma.appliance import Appliance
 from kma.audit.record import Condition
 from kma.domain.actor import Actor
-from kma.errors import Conflict
+from kma.errors import Conflict, NotFound
+from kma.services import key_macs
 from kma.store import Batch, Refused, Stmt
 
 BOUND = "key.withheld_bound"
@@ -41,6 +42,10 @@ def bind(kma: Appliance, actor: Actor, key_id: str, groups: frozenset[str], defa
         f"(agent '{actor.entity_id}'): the backup held it unassigned, it may have been issued after; "
         "from now on only agents of that group read it"
     )
+    try:
+        row = key_macs.sealed_key(kma, key_id)
+    except (Conflict, NotFound):
+        return None  # a forged row is bound to nobody (its tamper event says so)
     event = kma.record(actor, BOUND, message, subject=("key", key_id), condition=Condition.WARNING)
     stmt = Stmt(
         "UPDATE keys SET key_group_id = ? WHERE id = ? AND key_group_id IS NULL AND withheld_at IS NOT NULL "
@@ -50,7 +55,7 @@ def bind(kma: Appliance, actor: Actor, key_id: str, groups: frozenset[str], defa
         refusal=f"key '{key_id}' was bound by another agent's read a moment ago",
     )
     try:
-        kma.store.write(Batch([stmt], event))
+        kma.store.write(Batch([stmt, key_macs.reseal(kma, row, key_group_id=group)], event))
     except (Refused, Conflict):
         bound = kma.store.query_leader("SELECT key_group_id FROM keys WHERE id = ?", (key_id,))
         return str(bound[0][0]) if bound and bound[0][0] else None

@@ -222,9 +222,9 @@ def _record_the_restore(
                     (manifest["created_at"],),
                 ),
                 # One key, one tape: every pool key the backup holds as unassigned may have been issued
-                # after it was taken (to a tape this backup does not know of). None is issued again; each
-                # stays readable by its ID (kma/services/agent_keys.py READABLE_BY_ID), and the pool is
-                # made anew.
+                # after it was taken (to a tape this backup does not know of). None is issued again;
+                # each stays readable by its ID (kma/services/agent_keys/key_access.py READABLE_BY_ID),
+                # and the pool is made anew.
                 Stmt(f"UPDATE keys SET withheld_at = ? WHERE {UNASSIGNED}", (now,)),
             ],
             f"restored KMA '{kma_id}' of cluster '{cluster_name}' from backup {manifest['backup_id']} "

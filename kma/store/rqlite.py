@@ -568,7 +568,7 @@ class RqliteStore:
         dropped silently. Its event goes in as an error saying so, and what the drive did with the
         key (its tape, agent and group) as an unrecorded binding for an officer to resolve: the
         key's material stays in the cluster's store, and that agent still reads it by ID
-        (kma/services/agent_keys.py READABLE_BY_ID)."""
+        (kma/services/agent_keys/key_access.py READABLE_BY_ID)."""
         seq, at, record, change = entry
         assert change is not None
         reason = self._refusal(Batch(change.statements), failed).message

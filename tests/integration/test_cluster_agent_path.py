@@ -16,7 +16,6 @@ from tests.support.agents import enrolled_demo_agent, kmip, service_address
 from tests.support.cluster import (
     BINARY,
     assert_every_kma_agrees,
-    execute,
     outbox_depth,
     processes,
     replica,
@@ -160,9 +159,16 @@ def test_an_assignment_the_cluster_refuses_is_an_error_event_on_every_kma_and_sh
     cut = kmas[1]
     agent = enrolled_demo_agent(cut, tmp_path_factory, "t10k-dal-01")
     wait_until(lambda: _own_pool(cut) >= 20, 60.0, "the KMA's own pool filled")
-    # Meanwhile the cluster's store changes the KMA's unassigned pool keys (here: every one marked
-    # destroyed), while the KMA's pool still holds them in memory: its next assignment is refused.
-    execute(kmas[0], [["UPDATE keys SET destroyed_at = 1 WHERE kma_id = ? AND key_group_id IS NULL", CUT_ID]])
+    # Meanwhile the cluster changes the KMA's unassigned pool keys (here: an operator marks every one
+    # compromised through another KMA; a change written into the store without a KMA would be a forged
+    # key row, served to nobody), while the KMA's pool still holds them in memory: its next assignment
+    # is refused.
+    with replica(kmas[0]) as db:
+        sql = "SELECT id FROM keys WHERE kma_id = ? AND key_group_id IS NULL AND destroyed_at IS NULL"
+        pool = [str(r[0]) for r in db.execute(sql, (CUT_ID,))]
+    operator = kmas[0].client("op")
+    for key_id in pool:
+        operator.compromise_key(key_id, "changed in the cluster while the KMA was cut off")
     with kmip(agent) as drive:
         refused_key, issued = drive.write_key("REF001")
         assert issued

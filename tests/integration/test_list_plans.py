@@ -26,8 +26,10 @@ import pytest
 from kma.domain.lifecycle import KeyState, key_in_state
 from kma.errors import ValidationFailed
 from kma.quorum import pending_ops
-from kma.services import agent_keys, agents, dashboard, data_units, keys, users
-from kma.services.agent_keys import AgentAccess, LocateFilter
+from kma.services import agents, dashboard, data_units, keys, users
+from kma.services.agent_keys import key_locate
+from kma.services.agent_keys.key_access import AgentAccess
+from kma.services.agent_keys.key_locate import LocateFilter
 from kma.services.paging import COUNT_LIMIT, ListQuery, PageRequest, encode_cursor, list_page
 from kms_client.paging import iter_all
 from tests.support.kma_process import RunningKma, pool_keys, read_only_db
@@ -322,14 +324,14 @@ def test_the_dashboard_counts_keys_in_each_state_from_an_index(large_store: Path
 
 
 class LocatingStore(CapturingStore):
-    """An embedded store as `agent_keys.locate` reads it: nothing waits to be shipped."""
+    """An embedded store as `key_locate.locate` reads it: nothing waits to be shipped."""
 
     def unshipped_all(self) -> list[Any]:
         return []
 
 
 class LocatingKma:
-    """Stands in for the KMA inside `agent_keys.locate` only to see the SQL it would run."""
+    """Stands in for the KMA inside `key_locate.locate` only to see the SQL it would run."""
 
     def __init__(self) -> None:
         self.store = LocatingStore()
@@ -358,7 +360,7 @@ def test_a_locate_for_a_tape_reads_only_that_tapes_keys(large_store: Path, form:
     """A Locate by Name tested every key of the drive's groups against the Name (an OR with the
     data unit): 270 ms at a million keys, and seconds while 16 drives asked at once (issue 33)."""
     kma = LocatingKma()
-    agent_keys.locate(kma, DALLAS_DRIVE, int(time.time()), LOCATES[form], 0, 100)  # type: ignore[arg-type]
+    key_locate.locate(kma, DALLAS_DRIVE, int(time.time()), LOCATES[form], 0, 100)  # type: ignore[arg-type]
     with read_only_db(large_store) as conn:
         for sql, params in kma.store.statements:
             plan = plan_of(conn, sql, params)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kma.services import agent_keys
-from kma.services.agent_keys import AgentAccess
+from kma.services.agent_keys import key_undo
+from kma.services.agent_keys.key_access import AgentAccess
 from kma.store import Stmt
 from kma.store.sqlite import connect, migrate
 
@@ -57,11 +57,11 @@ def test_an_activation_is_undone_only_while_the_key_is_as_the_batch_left_it(db: 
     registered_key(db, "k2", **{**active, "deactivate_at": AT})  # revoked in the same second
     registered_key(db, "k3", **active, compromised_at=AT)
 
-    assert applied(db, [agent_keys.unactivate("k1", AT, 5, None)])
+    assert applied(db, [key_undo.unactivate("k1", AT, 5, None)])
     row = db.execute("SELECT activated_at, protect_until, deactivate_at FROM keys WHERE id = 'k1'").fetchone()
     assert tuple(row) == (None, 5, None)  # Pre-Active, with the Protect Stop Date it had
-    assert not applied(db, [agent_keys.unactivate("k2", AT, None, None)])
-    assert not applied(db, [agent_keys.unactivate("k3", AT, None, None)])
+    assert not applied(db, [key_undo.unactivate("k2", AT, None, None)])
+    assert not applied(db, [key_undo.unactivate("k3", AT, None, None)])
 
 
 def test_a_registration_is_undone_only_while_the_object_is_unchanged(db: sqlite3.Connection) -> None:
@@ -70,10 +70,10 @@ def test_a_registration_is_undone_only_while_the_object_is_unchanged(db: sqlite3
     registered_key(db, "k2", data_unit_id="VOL001")  # bound to a tape by someone since
     registered_key(db, "k3", activated_at=AT, protect_until=AT + DAY, deactivate_at=AT + DAY)
 
-    assert applied(db, agent_keys.unregister(AGENT, "k1", AT, activated=False))
+    assert applied(db, key_undo.unregister(AGENT, "k1", AT, activated=False))
     assert db.execute("SELECT count(*) FROM key_custom_attributes WHERE key_id = 'k1'").fetchone()[0] == 0
-    assert not applied(db, agent_keys.unregister(AGENT, "k2", AT, activated=False))
-    assert not applied(db, agent_keys.unregister(AGENT, "k3", AT, activated=False))  # activated since
+    assert not applied(db, key_undo.unregister(AGENT, "k2", AT, activated=False))
+    assert not applied(db, key_undo.unregister(AGENT, "k3", AT, activated=False))  # activated since
     kept = {r[0] for r in db.execute("SELECT id FROM keys")}
     assert kept == {"k2", "k3"}
     assert db.execute("SELECT count(*) FROM key_custom_attributes").fetchone()[0] == 2  # rolled back whole
@@ -82,8 +82,8 @@ def test_a_registration_is_undone_only_while_the_object_is_unchanged(db: sqlite3
 def test_an_added_value_is_removed_only_while_it_holds_what_was_added(db: sqlite3.Connection) -> None:
     registered_key(db, "k1")
     db.execute("UPDATE key_custom_attributes SET value = 'b' WHERE key_id = 'k1'")  # modified since
-    assert not applied(db, [agent_keys.unadd_custom_attribute("k1", "x-Tag", 0, "a", None)])
-    assert applied(db, [agent_keys.unadd_custom_attribute("k1", "x-Tag", 0, "b", None)])
+    assert not applied(db, [key_undo.unadd_custom_attribute("k1", "x-Tag", 0, "a", None)])
+    assert applied(db, [key_undo.unadd_custom_attribute("k1", "x-Tag", 0, "b", None)])
 
 
 def test_a_changed_or_deleted_value_comes_back_only_where_nothing_took_its_place(
@@ -91,11 +91,11 @@ def test_a_changed_or_deleted_value_comes_back_only_where_nothing_took_its_place
 ) -> None:
     registered_key(db, "k1")
     db.execute("UPDATE key_custom_attributes SET value = 'b' WHERE key_id = 'k1'")  # what the batch wrote
-    assert applied(db, [agent_keys.restore_custom_attribute("k1", "x-Tag", 0, ("a", None), ("b", None))])
+    assert applied(db, [key_undo.restore_custom_attribute("k1", "x-Tag", 0, ("a", None), ("b", None))])
     db.execute("UPDATE key_custom_attributes SET value = 'c' WHERE key_id = 'k1'")  # someone else's, since
-    assert not applied(db, [agent_keys.restore_custom_attribute("k1", "x-Tag", 0, ("a", None), ("b", None))])
+    assert not applied(db, [key_undo.restore_custom_attribute("k1", "x-Tag", 0, ("a", None), ("b", None))])
 
-    assert not applied(db, [agent_keys.readd_custom_attribute("k1", "x-Tag", 0, "a", None)])  # index taken
+    assert not applied(db, [key_undo.readd_custom_attribute("k1", "x-Tag", 0, "a", None)])  # index taken
     db.execute("DELETE FROM key_custom_attributes WHERE key_id = 'k1'")
-    assert applied(db, [agent_keys.readd_custom_attribute("k1", "x-Tag", 0, "a", None)])
+    assert applied(db, [key_undo.readd_custom_attribute("k1", "x-Tag", 0, "a", None)])
     assert db.execute("SELECT value FROM key_custom_attributes WHERE key_id = 'k1'").fetchone()[0] == "a"

@@ -23,7 +23,7 @@ from kma.crypto.hsm_settings import HsmUnavailable
 from kma.datadir import write_private
 from kma.domain.actor import Actor
 from kma.errors import Conflict, HsmFailed, KmaError, ValidationFailed
-from kma.services import entry_signatures, master_keys, row_macs
+from kma.services import entry_signatures, key_macs, master_keys, row_macs
 from kma.services.change import Change
 from kma.services.common import require
 from kma.services.keypool import key_pool
@@ -115,6 +115,7 @@ def _execute_unlock(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping
     def unlock() -> None:
         master_keys.unlock(kma, quorum.master)
         row_macs.after_unlock(kma)
+        key_macs.seal_existing(kma)
         entry_signatures.after_unlock(kma)
         key_pool(kma).take_notice()
 
