@@ -132,7 +132,7 @@ class SessionController(QObject):
             return
         self._retry.stop()
         self.ops.read(
-            lambda ctx: ctx.client.me(),
+            lambda ctx: ctx.client.get_me(),
             quiet=True,
             success=self._probe_ok,
             failure=self._probe_failed,

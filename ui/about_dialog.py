@@ -55,7 +55,7 @@ class AboutDialog(QDialog):
             return
 
         def read(worker: Any) -> str:
-            status = worker.client.status()
+            status = worker.client.get_status()
             kma = worker.client.get_kma(status.kma_id)
             schema = f", database schema {kma.schema_version}" if kma.schema_version is not None else ""
             where = f"{status.kma_name} ({status.kma_id}) at {worker.client.address}"

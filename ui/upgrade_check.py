@@ -99,7 +99,10 @@ class UpgradeCheckDialog(QDialog):
     def check(self) -> None:
         self.again.setEnabled(False)
         self.ctx.ops.read(
-            lambda c: c.client.upgrade_check(), parent=self, success=self.show_answer, failure=self._failed
+            lambda c: c.client.get_upgrade_check(),
+            parent=self,
+            success=self.show_answer,
+            failure=self._failed,
         )
 
     def show_answer(self, answer: Any) -> None:

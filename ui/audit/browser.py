@@ -227,7 +227,7 @@ class AuditBrowser(QWidget):
         if not self._loaded:
             self.refresh()
             self.ctx.ops.read(
-                lambda worker: worker.client.audit_facets(),
+                lambda worker: worker.client.get_audit_facets(),
                 parent=self,
                 success=self.filters.set_facets,
                 quiet=True,
@@ -430,7 +430,7 @@ class AuditBrowser(QWidget):
         values = self.filters.values()
 
         def op(worker: OpContext) -> Any:
-            report = worker.client.audit_report(**values)
+            report = worker.client.get_audit_report(**values)
             report.save(path)
             return report
 

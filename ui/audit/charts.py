@@ -69,7 +69,7 @@ class ChartsPanel(QWidget):
         self._loaded = True
         days = int(self.days.currentData())
         self.ctx.ops.read(
-            lambda worker: worker.client.dashboard_series(days), parent=self, success=self.show_series
+            lambda worker: worker.client.get_dashboard_series(days), parent=self, success=self.show_series
         )
 
     def show_series(self, series: Any) -> None:

@@ -86,7 +86,9 @@ class RetentionDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.Close)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
-        ctx.ops.read(lambda worker: worker.client.audit_retention(), parent=self, success=self.show_retention)
+        ctx.ops.read(
+            lambda worker: worker.client.get_audit_retention(), parent=self, success=self.show_retention
+        )
 
     def show_retention(self, retention: Any) -> None:
         for key, _ in CLASSES:
@@ -112,7 +114,7 @@ class RetentionDialog(QDialog):
         if isinstance(result, kms_client.PendingQuorumOp):
             self.pending = tell_pending(self.ctx, self, result)
             self.ctx.ops.read(
-                lambda worker: worker.client.audit_retention(), parent=self, success=self.show_retention
+                lambda worker: worker.client.get_audit_retention(), parent=self, success=self.show_retention
             )
             return
         self.show_retention(result)

@@ -233,7 +233,7 @@ class BackupsPage(QWidget):
 
     def _read_panels(self) -> None:
         self.ctx.ops.read(
-            lambda c: (c.client.core_security_backup_status(), c.client.backup_schedule()),
+            lambda c: (c.client.core_security_backup_status(), c.client.get_backup_schedule()),
             parent=self,
             success=self._show,
         )

@@ -218,13 +218,13 @@ class ClusterPage(QWidget):
             return
         self._loading = True
         self.ctx.ops.read(
-            lambda c: c.client.cluster_topology(),
+            lambda c: c.client.get_topology(),
             parent=self,
             success=self.show_topology,
             failure=self._failed,
         )
         self.ctx.ops.read(
-            lambda c: c.client.master_key(),
+            lambda c: c.client.get_master_key(),
             parent=self,
             success=self.show_master_key,
             failure=self._no_master_key,

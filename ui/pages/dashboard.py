@@ -99,13 +99,13 @@ class StatCard(QFrame):
 
 def _load(worker: Any) -> tuple[Any, Any]:
     """The KMA's status, and the dashboard unless the KMA is locked (it then refuses it)."""
-    status = worker.client.status()
+    status = worker.client.get_status()
     if status.locked:
         return None, status
     try:
-        return worker.client.dashboard(), status
+        return worker.client.get_dashboard(), status
     except kms_client.KmaLocked:  # locked in between
-        return None, worker.client.status()
+        return None, worker.client.get_status()
 
 
 class DashboardPage(QWidget):
@@ -274,7 +274,7 @@ class DashboardPage(QWidget):
     def refresh(self) -> None:
         self._loaded = True
         self.ctx.ops.read(_load, parent=self, success=self._show)
-        self.ctx.ops.read(lambda c: c.client.cluster_topology(), parent=self, success=self._show_health)
+        self.ctx.ops.read(lambda c: c.client.get_topology(), parent=self, success=self._show_health)
 
     def _show_health(self, topology: Any) -> None:
         from ui.pages.cluster import health_line

@@ -55,7 +55,7 @@ def open_unlock(ctx: AppContext, parent: QWidget, kma_id: str | None) -> QuorumF
         kma_id = watch.status.kma_id
     if kma_id is None:  # not polled yet: ask which KMA this is, then open
         ctx.ops.read(
-            lambda worker: worker.client.status(),
+            lambda worker: worker.client.get_status(),
             parent=parent,
             success=lambda s: open_unlock(ctx, parent, s.kma_id),
         )
@@ -102,7 +102,7 @@ def _load(worker: OpContext) -> dict[str, Any]:  # worker thread: kms_client onl
             return None
 
     return {
-        "status": client.status(),
+        "status": client.get_status(),
         "split": maybe(client.get_key_split),
         "auto": maybe(client.get_autonomous_unlock),
         "kmas": maybe(lambda: list(client.iter_kmas())),
