@@ -158,7 +158,7 @@ class SessionController(QObject):
         self.cluster_learnt.emit(kmas)
 
     def next_delay(self) -> int:
-        return min(MAX_BACKOFF_S, 2**self._attempt)
+        return int(min(MAX_BACKOFF_S, 2**self._attempt))
 
     # -- internals ----------------------------------------------------------------------------
     def _schedule(self) -> None:

@@ -27,8 +27,8 @@ class AlertCalls(Calls):
         kind: str,
         settings: Mapping[str, Any],
         secrets: Mapping[str, Any] | None = None,
-        enabled: bool = True,
-        warnings: bool = True,
+        enabled: bool | None = None,
+        warnings: bool | None = None,
         audit_classes: Iterable[str] | None = None,
     ) -> AlertChannel:
         """Security Officer: `kind` is snmp, webhook or email; `settings` and `secrets` as
@@ -45,8 +45,8 @@ class AlertCalls(Calls):
         kind: str,
         settings: Mapping[str, Any],
         secrets: Mapping[str, Any] | None = None,
-        enabled: bool = True,
-        warnings: bool = True,
+        enabled: bool | None = None,
+        warnings: bool | None = None,
         audit_classes: Iterable[str] | None = None,
     ) -> AlertChannel:
         """Security Officer: the whole channel again; a secret left out keeps the stored one."""

@@ -113,7 +113,7 @@ class Calls:
             "/sites", Site, query({"limit": limit, "cursor": cursor, "q": q, "sort": sort, "order": order})
         )
 
-    def create_site(self, id: str, name: str, description: str = "") -> Site:
+    def create_site(self, id: str, name: str, description: str | None = None) -> Site:
         """`POST /api/v1/sites`."""
         return self._connection.call(
             "POST", "/sites", reader(Site), body=present(id=id, name=name, description=description)
@@ -296,11 +296,11 @@ class Calls:
         id: str,
         encryption_period: int,
         cryptoperiod: int,
-        description: str = "",
-        allow_export: bool = False,
-        allow_import: bool = False,
-        agents_may_revoke: bool = False,
-        general_keys: bool = False,
+        description: str | None = None,
+        allow_export: bool | None = None,
+        allow_import: bool | None = None,
+        agents_may_revoke: bool | None = None,
+        general_keys: bool | None = None,
         rotation_period: int | None = None,
     ) -> KeyPolicy:
         """`POST /api/v1/key-policies`."""
@@ -368,7 +368,7 @@ class Calls:
             query({"limit": limit, "cursor": cursor, "q": q, "sort": sort, "order": order}),
         )
 
-    def create_key_group(self, id: str, policy_id: str, description: str = "") -> KeyGroup:
+    def create_key_group(self, id: str, policy_id: str, description: str | None = None) -> KeyGroup:
         """`POST /api/v1/key-groups`."""
         return self._connection.call(
             "POST",
@@ -432,7 +432,9 @@ class Calls:
             ),
         )
 
-    def create_agent(self, id: str, site_id: str, default_key_group_id: str, description: str = "") -> Agent:
+    def create_agent(
+        self, id: str, site_id: str, default_key_group_id: str, description: str | None = None
+    ) -> Agent:
         """`POST /api/v1/agents`."""
         return self._connection.call(
             "POST",
@@ -501,7 +503,7 @@ class Calls:
             query({"state": state, "limit": limit, "cursor": cursor, "q": q, "sort": sort, "order": order}),
         )
 
-    def create_data_unit(self, id: str, description: str = "") -> DataUnit:
+    def create_data_unit(self, id: str, description: str | None = None) -> DataUnit:
         """`POST /api/v1/data-units`."""
         return self._connection.call(
             "POST", "/data-units", reader(DataUnit), body=present(id=id, description=description)
@@ -875,7 +877,9 @@ class Calls:
         """`GET /api/v1/backups/schedule`."""
         return self._connection.call("GET", "/backups/schedule", reader(BackupSchedule))
 
-    def set_backup_schedule(self, frequency: str, folder: str = "", keep: int = 7) -> BackupSchedule:
+    def set_backup_schedule(
+        self, frequency: str, folder: str | None = None, keep: int | None = None
+    ) -> BackupSchedule:
         """`PUT /api/v1/backups/schedule`."""
         return self._connection.call(
             "PUT",
@@ -909,7 +913,7 @@ class Calls:
         """`GET /api/v1/audit-forwarding`."""
         return self._connection.call("GET", "/audit-forwarding", reader(AuditForwarding))
 
-    def set_audit_forwarding(self, address: str, ca_pem: str, enabled: bool = True) -> AuditForwarding:
+    def set_audit_forwarding(self, address: str, ca_pem: str, enabled: bool | None = None) -> AuditForwarding:
         """`PUT /api/v1/audit-forwarding`."""
         return self._connection.call(
             "PUT",
@@ -928,8 +932,8 @@ class Calls:
         kind: str,
         settings: Mapping[str, Any],
         secrets: Mapping[str, Any] | None = None,
-        enabled: bool = True,
-        warnings: bool = True,
+        enabled: bool | None = None,
+        warnings: bool | None = None,
         audit_classes: Iterable[str] | None = None,
     ) -> AlertChannel:
         """`POST /api/v1/alert-channels`."""
@@ -955,8 +959,8 @@ class Calls:
         kind: str,
         settings: Mapping[str, Any],
         secrets: Mapping[str, Any] | None = None,
-        enabled: bool = True,
-        warnings: bool = True,
+        enabled: bool | None = None,
+        warnings: bool | None = None,
         audit_classes: Iterable[str] | None = None,
     ) -> AlertChannel:
         """`PUT /api/v1/alert-channels/{channel_id}`."""

@@ -270,14 +270,16 @@ class _Signature:
         self.optional: list[str] = []
         self.keyword: list[str] = []
 
-    def add(self, name: str, schema: dict[str, Any], required: bool, keyword: bool = False) -> str:
+    def add(
+        self, name: str, schema: dict[str, Any], required: bool, keyword: bool = False, body: bool = False
+    ) -> str:
         kind, value = _argument_type(name, schema)
         if required:
             self.positional.append(f"{name}: {kind.removesuffix(' | None')}")
             return value
-        given = schema.get("default")
-        if given is not None and value != name:  # a list or object with a default: the server's
-            given = None
+        # A body's field left out takes the server's default (a list's, an object's, any other),
+        # so a caller may pass None for "as the KMA decides"; a query parameter shows its own.
+        given = None if body else schema.get("default")
         if given is None and not kind.endswith("| None"):
             kind += " | None"
             if value != name and not value.startswith("None if"):
@@ -317,7 +319,8 @@ def _call(document: dict[str, Any], path: str, verb: str, operation: dict[str, A
         required = set(schema.get("required", ()))
         fields = sorted(schema.get("properties", {}).items(), key=lambda f: f[0] not in required)
         for field_name, prop in fields:
-            body_values.append(f"{field_name}={signature.add(field_name, prop, field_name in required)}")
+            value = signature.add(field_name, prop, field_name in required, body=True)
+            body_values.append(f"{field_name}={value}")
     route = path.removeprefix(PREFIX)
     for parameter in operation.get("parameters", ()):
         if parameter["in"] == "path":
