@@ -6,13 +6,19 @@ threading rule: network I/O, never on the GUI thread.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any, Protocol
 
 from ._http import query
 from .calls import Calls
 from .paging import iter_all
 from .reader import Page
 from .wire import AuditEvent, History
+
+
+class Sink(Protocol):
+    """Where a download is written: a binary file, or anything with its `write`."""
+
+    def write(self, data: bytes, /) -> object: ...
 
 
 class AuditCalls(Calls):
@@ -34,7 +40,7 @@ class AuditCalls(Calls):
         """Events newer than `after_id`, oldest first (the live tail: poll with the last ID seen)."""
         return self.list_audit_events(limit=limit, order="asc", sort="id", after_id=after_id, **filters)
 
-    def export_audit_csv(self, /, dest: IO[bytes], *, q: str | None = None, **filters: Any) -> int:
+    def export_audit_csv(self, /, dest: Sink, *, q: str | None = None, **filters: Any) -> int:
         """Stream the signed CSV of the filter into `dest`; returns the bytes written."""
         written = 0
         params = query({"q": q, **filters})

@@ -56,7 +56,7 @@ class ActionSpec(Generic[Row]):
     """Something the user can do to the selected row(s) (or to the list, ``needs="none"``)."""
 
     text: str
-    run: Callable[[ListPage[Row], Row | None], Any]  # (page, selected object or None)
+    run: Callable[[ListPage[Row], Any], Any]  # (page, the selected Row; None when needs="none")
     permission: str = ""  # who sees it: whom the KMA grants this (empty = whoever sees the page)
     needs: str = "one"  # "one" | "none"
     enabled: Callable[[Row], bool] | None = None  # for the selected object

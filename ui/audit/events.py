@@ -7,6 +7,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QMessageBox
 
+from kms_client import AuditEvent
 from ui.format import words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
 from ui.paged_model import Column
@@ -41,7 +42,7 @@ COLUMNS = [
 AUDIT_SORT = frozenset({"id", "created_at"})
 
 
-def _verify(page: ListPage, _obj: Any) -> None:
+def _verify(page: ListPage[AuditEvent], _obj: Any) -> None:
     def show(report: Any) -> None:
         if report.intact:
             QMessageBox.information(

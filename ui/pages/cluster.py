@@ -92,9 +92,9 @@ class TopologyView(QGraphicsView):
 
     def __init__(self, scene: TopologyScene) -> None:
         super().__init__(scene)
-        self.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
-        self.setAlignment(Qt.AlignCenter)
-        self.setDragMode(QGraphicsView.ScrollHandDrag)
+        self.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
         self.setAccessibleName("Cluster topology")
         self.setObjectName("clusterView")
 
@@ -151,7 +151,7 @@ class ClusterPage(QWidget):
             self.rotate_button,
         )
         for button in buttons:
-            top.addWidget(button, 0, Qt.AlignTop)
+            top.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
             button.setVisible(ctx.may("quorum.submit"))  # the server refuses others; no use offering it
         self.renew_button = QPushButton("Renew certificate…")
         self.renew_button.setObjectName("clusterRenewCertificate")
@@ -161,17 +161,17 @@ class ClusterPage(QWidget):
         )
         self.renew_button.clicked.connect(self.renew_selected)
         self.renew_button.setVisible(ctx.may("kmas.write"))
-        top.addWidget(self.renew_button, 0, Qt.AlignTop)
+        top.addWidget(self.renew_button, 0, Qt.AlignmentFlag.AlignTop)
         self.upgrade_button, self.not_offered = upgrade_check_controls(ctx)
         self.upgrade_button.clicked.connect(self.upgrade_check)
-        top.addWidget(self.upgrade_button, 0, Qt.AlignTop)
+        top.addWidget(self.upgrade_button, 0, Qt.AlignmentFlag.AlignTop)
         outer.addLayout(top)
         outer.addWidget(self.not_offered)
 
         self.banner = QLabel("Loading the cluster…")
         self.banner.setObjectName("clusterTolerance")
         self.banner.setWordWrap(True)
-        self.banner.setTextFormat(Qt.RichText)
+        self.banner.setTextFormat(Qt.TextFormat.RichText)
         self.banner.setAccessibleName("Failure tolerance")
         outer.addWidget(self.banner)
         self.forwarding = QLabel()
@@ -182,7 +182,7 @@ class ClusterPage(QWidget):
         self.master_key = QLabel()
         self.master_key.setObjectName("clusterMasterKey")
         self.master_key.setWordWrap(True)
-        self.master_key.setTextFormat(Qt.RichText)
+        self.master_key.setTextFormat(Qt.TextFormat.RichText)
         self.master_key.setAccessibleName("Master key")
         outer.addWidget(self.master_key)
         self.master_key_state: Any = None
@@ -190,7 +190,7 @@ class ClusterPage(QWidget):
         self.scene = TopologyScene(self)
         self.scene.kma_selected.connect(self._selected)
         self.view = TopologyView(self.scene)
-        self.view.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._menu)
         outer.addWidget(self.view, 1)
         self.hint = QLabel("Select a KMA to act on it.")

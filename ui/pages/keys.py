@@ -12,6 +12,7 @@ import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.keys import compromise_key, destroy_key
+from kms_client import Key
 from ui.audit.history import history_tab
 from ui.details import DetailsDialog
 from ui.form_dialog import Field, FormDialog
@@ -22,7 +23,7 @@ from ui.pages.common import state_tone
 
 KEY_SORT = frozenset({"created_at", "activated_at", "id", "data_unit_id"})  # the KMA filters by state
 # Filtered, keys are listed newest activation first (kma/services/keys.py pairs sorts with filters).
-KEY_DEFAULT_SORT = ("activated_at", Qt.DescendingOrder)
+KEY_DEFAULT_SORT = ("activated_at", Qt.SortOrder.DescendingOrder)
 KEY_FILTERED_SORTS = {
     "created_at": frozenset({"compromised"}),
     "id": frozenset({"compromised"}),
@@ -30,11 +31,11 @@ KEY_FILTERED_SORTS = {
 }
 
 
-def destroyable(key: Any) -> bool:
+def destroyable(key: Key) -> bool:
     return key.state != "destroyed" and (key.state == "deactivated" or key.compromised)
 
 
-def _compromise(page: ListPage, key: Any) -> None:
+def _compromise(page: ListPage[Key], key: Key) -> None:
     FormDialog(
         page.ctx,
         f"Mark key {key.id} compromised",
@@ -49,7 +50,7 @@ def _compromise(page: ListPage, key: Any) -> None:
     ).open()
 
 
-def _destroy(page: ListPage, key: Any) -> None:
+def _destroy(page: ListPage[Key], key: Key) -> None:
     FormDialog(
         page.ctx,
         f"Destroy key {key.id}",
@@ -65,7 +66,7 @@ def _destroy(page: ListPage, key: Any) -> None:
     ).open()
 
 
-def _details(page: ListPage, key: Any) -> None:
+def _details(page: ListPage[Key], key: Key) -> None:
     """A list row lacks what only a key's own details carry (the backups holding a destroyed
     key): fetch them, then show the dialog."""
     page.ctx.ops.read(
@@ -100,7 +101,7 @@ def destruction_texts(key: Any) -> dict[str, str]:
     return texts
 
 
-def open_details(page: ListPage, key: Any) -> DetailsDialog:
+def open_details(page: ListPage[Key], key: Key) -> DetailsDialog:
     dialog = DetailsDialog(f"Key {key.id}", key, page, labels=LABELS, texts=detail_texts(key))
     if page.ctx.may("audit.read"):
         dialog.add_tab(history_tab(page.ctx, "key", key.id, dialog), "History")
@@ -169,7 +170,7 @@ SPEC = ListSpec(
 )
 
 
-def keys_list(ctx: AppContext, fixed: dict[str, Any], parent: QWidget | None = None) -> ListPage:
+def keys_list(ctx: AppContext, fixed: dict[str, Any], parent: QWidget | None = None) -> ListPage[Key]:
     """Keys of one data unit or key group, for a details tab."""
     spec = ListSpec(
         key="keys_of",
@@ -189,7 +190,7 @@ def keys_list(ctx: AppContext, fixed: dict[str, Any], parent: QWidget | None = N
     return ListPage(ctx, spec, parent, embedded=True)
 
 
-def build(ctx: AppContext) -> ListPage:
+def build(ctx: AppContext) -> ListPage[Key]:
     return ListPage(ctx, SPEC)
 
 

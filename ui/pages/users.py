@@ -17,6 +17,7 @@ import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.users import create_user, set_user_passphrase, update_user
+from kms_client import User
 from ui.form_dialog import Field
 from ui.format import when, words
 from ui.list_page import ActionSpec, FilterSpec, ListPage, ListSpec
@@ -31,7 +32,7 @@ def _roles_text(roles: Any) -> str:
     return ", ".join(words(r) for r in roles or ())
 
 
-def new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
+def new_user(page: ListPage[User], _obj: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx,
         "New user",
@@ -58,7 +59,7 @@ def new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
     return dialog
 
 
-def _edit_user(page: ListPage, user: Any) -> QuorumFormDialog:
+def _edit_user(page: ListPage[User], user: User) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx,
         f"Edit user {user.id}",
@@ -78,7 +79,7 @@ def _edit_user(page: ListPage, user: Any) -> QuorumFormDialog:
 def _set_enabled(enabled: bool) -> Any:
     verb = "Enable" if enabled else "Disable"
 
-    def run(page: ListPage, user: Any) -> QuorumFormDialog:
+    def run(page: ListPage[User], user: User) -> QuorumFormDialog:
         effect = "may sign in again" if enabled else "can no longer sign in; their sessions end"
         dialog = QuorumFormDialog(
             page.ctx,
@@ -98,7 +99,7 @@ def _set_enabled(enabled: bool) -> Any:
     return run
 
 
-def _set_passphrase(page: ListPage, user: Any) -> QuorumFormDialog:
+def _set_passphrase(page: ListPage[User], user: User) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx,
         f"Set passphrase for {user.id}",
@@ -153,11 +154,11 @@ SPEC = ListSpec(
         ActionSpec("Enable…", _set_enabled(True), "users.write", enabled=lambda u: not u.enabled),
         ActionSpec("Disable…", _set_enabled(False), "users.write", enabled=lambda u: u.enabled),
     ],
-    default_sort=("id", Qt.AscendingOrder),
+    default_sort=("id", Qt.SortOrder.AscendingOrder),
 )
 
 
-def build(ctx: AppContext) -> ListPage:
+def build(ctx: AppContext) -> ListPage[User]:
     return ListPage(ctx, SPEC)
 
 

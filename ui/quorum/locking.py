@@ -64,14 +64,14 @@ def open_unlock(ctx: AppContext, parent: QWidget, kma_id: str | None) -> QuorumF
 
     def unlocked(kma: Any) -> None:
         box = QMessageBox(
-            QMessageBox.Information,
+            QMessageBox.Icon.Information,
             "KMA unlocked",
             f"{kma.name} ({kma.id}) is unlocked and serves keys again.",
-            QMessageBox.Ok,
+            QMessageBox.StandardButton.Ok,
             parent,
         )
         box.setObjectName("unlockedMessage")
-        box.setWindowModality(Qt.WindowModal)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
         box.open()
 
     dialog = QuorumFormDialog(
@@ -122,7 +122,7 @@ def _with_change_button(
     button.clicked.connect(slot)
     button.setVisible(visible)
     button.setEnabled(False)
-    row.addWidget(button, 0, Qt.AlignTop)
+    row.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
     row.addStretch(1)
     return row, button
 
@@ -152,14 +152,14 @@ class LockingPage(QWidget):
         refresh = QPushButton("Refresh")
         refresh.setAccessibleName("Refresh lock state")
         refresh.clicked.connect(self.refresh)
-        top.addWidget(refresh, 0, Qt.AlignTop)
+        top.addWidget(refresh, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(top)
 
         this = QGroupBox("This KMA")
         form = QFormLayout(this)
-        form.setLabelAlignment(Qt.AlignRight)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         self.kma = QLabel("Loading…")
-        self.kma.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.kma.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.state = QLabel()
         self.state.setAccessibleName("Lock state")
         self.state.setObjectName("lockState")
@@ -195,7 +195,7 @@ class LockingPage(QWidget):
 
         quorum = QGroupBox("Quorum")
         qform = QFormLayout(quorum)
-        qform.setLabelAlignment(Qt.AlignRight)
+        qform.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         self.split = QLabel()
         self.split.setWordWrap(False)  # one line each (the button sits right after it)
         self.split.setAccessibleName("Key split")
@@ -218,7 +218,7 @@ class LockingPage(QWidget):
         self.kmas.setRootIsDecorated(False)
         self.kmas.setHeaderLabels(["KMA", "Site", "Management address", "State"])
         self.kmas.setAccessibleName("KMAs in the cluster")
-        self.kmas.header().setSectionResizeMode(QHeaderView.Interactive)
+        self.kmas.header().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.kmas.header().setStretchLastSection(True)
         for i, w in enumerate((220, 110, 200)):
             self.kmas.setColumnWidth(i, w)
@@ -422,11 +422,11 @@ class LockingPage(QWidget):
 
         def changed(_op: Any) -> None:
             box = QMessageBox(
-                QMessageBox.Information,
+                QMessageBox.Icon.Information,
                 "Key split changed",
                 f"{_op.result or 'The key split changed'}. The previous members' "
                 "shares no longer open anything.",
-                QMessageBox.Ok,
+                QMessageBox.StandardButton.Ok,
                 self,
             )
             box.setObjectName("keySplitChanged")

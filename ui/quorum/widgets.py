@@ -76,7 +76,7 @@ def request_view(text: str = "") -> QPlainTextEdit:
     view.setObjectName("canonicalRequest")
     view.setReadOnly(True)
     view.setAccessibleName("Canonical request")
-    view.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+    view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
     return view
 
 
@@ -90,7 +90,7 @@ def member_box(members: Sequence[str], accessible: str) -> QComboBox:
     e.g. while the KMA is locked and will not tell them)."""
     box = QComboBox()
     box.setEditable(True)
-    box.setInsertPolicy(QComboBox.NoInsert)
+    box.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
     box.addItems(list(members))
     box.setCurrentIndex(-1)
     box.setEditText("")
@@ -150,7 +150,7 @@ class RowsEditor(QWidget):
         self.add_button = QPushButton(add_text)
         self.add_button.setAccessibleName(add_name)
         self.add_button.clicked.connect(lambda: self.add_row())  # noqa: PLW0108 - not `checked`
-        outer.addWidget(self.add_button, 0, Qt.AlignLeft)
+        outer.addWidget(self.add_button, 0, Qt.AlignmentFlag.AlignLeft)
 
     def add_row(self) -> None:
         raise NotImplementedError
@@ -358,11 +358,13 @@ def _box(
     parent: QWidget | None, icon: QMessageBox.Icon, title: str, text: str, informative: str, name: str
 ) -> QMessageBox:
     """``text`` is plain; ``informative`` is rich text (escape what it quotes)."""
-    box = QMessageBox(icon, title, html.escape(text, quote=False), QMessageBox.NoButton, parent)
-    box.setTextFormat(Qt.RichText)  # so the escaped names read as written, not as &#x27;
+    box = QMessageBox(
+        icon, title, html.escape(text, quote=False), QMessageBox.StandardButton.NoButton, parent
+    )
+    box.setTextFormat(Qt.TextFormat.RichText)  # so the escaped names read as written, not as &#x27;
     box.setInformativeText(informative)
     box.setObjectName(name)
-    box.setWindowModality(Qt.WindowModal)
+    box.setWindowModality(Qt.WindowModality.WindowModal)
     return box
 
 
@@ -370,15 +372,15 @@ def tell_pending(ctx: AppContext, parent: QWidget | None, op: Any) -> QMessageBo
     """A request became a pending quorum operation: say so, and link to it."""
     box = _box(
         parent,
-        QMessageBox.Information,
+        QMessageBox.Icon.Information,
         "Waiting for approval",
         f"Waiting for approval: {progress_text(op)} — quorum members can approve it under Pending approvals.",
         f"{html.escape(op.summary)}.<br>It runs once {op.approvals_needed} key split members "
         f"have approved, and expires on {when(op.expires_at)} if they have not.",
         "quorumPending",
     )
-    link = box.addButton("Open Pending approvals", QMessageBox.AcceptRole)
-    box.addButton(QMessageBox.Close)
+    link = box.addButton("Open Pending approvals", QMessageBox.ButtonRole.AcceptRole)
+    box.addButton(QMessageBox.StandardButton.Close)
     box.setDefaultButton(link)
     link.clicked.connect(lambda: open_operation(parent, op.id))
     box.open()
@@ -392,7 +394,7 @@ def tell_outcome(ctx: AppContext, parent: QWidget | None, op: Any, member: str) 
     if op.state == "executed":
         box = _box(
             parent,
-            QMessageBox.Information,
+            QMessageBox.Icon.Information,
             "Approved and executed",
             f"Approved as {member}: {got} of {need}. The quorum is complete and the KMA "
             "has executed the operation.",
@@ -403,7 +405,7 @@ def tell_outcome(ctx: AppContext, parent: QWidget | None, op: Any, member: str) 
         more = max(need - got, 0)
         box = _box(
             parent,
-            QMessageBox.Information,
+            QMessageBox.Icon.Information,
             "Approval recorded",
             f"Approved as {member}. Still pending: {got} of {need} — {more} more key "
             f"split member{'s' if more != 1 else ''} must approve before it runs.",
@@ -413,14 +415,14 @@ def tell_outcome(ctx: AppContext, parent: QWidget | None, op: Any, member: str) 
     else:
         box = _box(
             parent,
-            QMessageBox.Warning,
+            QMessageBox.Icon.Warning,
             "Quorum reached, but it did not run",
             f"The operation is {op.state}: {op.result or 'no reason given'}.",
             "Nothing was changed. Check the details and the audit log; submit the request "
             "again if it still applies.",
             "quorumOutcome",
         )
-    box.addButton(QMessageBox.Ok)
+    box.addButton(QMessageBox.StandardButton.Ok)
     box.open()
     QuorumWatch.of(ctx).poll_now()
     return box
@@ -438,7 +440,7 @@ class ApproveDialog(QDialog):
         self.op = op
         self.outcome: QMessageBox | None = None
         self.setWindowTitle(f"Approve: {type_words(op.type)}")
-        self.setWindowModality(Qt.WindowModal)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
         self.setMinimumWidth(520)
         self._approved = {a.member for a in op.approvals}
         layout = QVBoxLayout(self)
@@ -448,7 +450,7 @@ class ApproveDialog(QDialog):
             f"{progress_text(op)} approvals so far: {html.escape(done)}."
         )
         intro.setWordWrap(True)
-        intro.setTextFormat(Qt.RichText)
+        intro.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(intro)
         layout.addWidget(QLabel("What will run, exactly:"))
         request = request_view(canonical_text(op))
@@ -474,8 +476,10 @@ class ApproveDialog(QDialog):
         layout.addLayout(form)
         self.error = ErrorLabel(reserve_lines=2)
         layout.addWidget(self.error)
-        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.ok = buttons.button(QDialogButtonBox.Ok)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.ok = buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.ok.setText("Approve")
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
