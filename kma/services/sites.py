@@ -43,9 +43,7 @@ def get_site(kma: Appliance, site_id: str) -> SiteRow:
     return SiteRow(**dict(row))
 
 
-def create_site(
-    kma: Appliance, actor: Actor, site_id: str, name: str, description: str = ""
-) -> SiteRow:
+def create_site(kma: Appliance, actor: Actor, site_id: str, name: str, description: str = "") -> SiteRow:
     check_id(site_id, "The site ID")
     check_text(name, "The name", required=True)
     check_text(description, "The description")
