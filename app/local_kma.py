@@ -29,7 +29,9 @@ from filelock import FileLock, Timeout
 DEMO_ADMIN = "admin"
 # The frozen kma.exe is a console program: started from the windowed manager it would open a
 # console window of its own on Windows.
-NO_CONSOLE: dict[str, Any] = {"creationflags": subprocess.CREATE_NO_WINDOW} if sys.platform == "win32" else {}
+NO_CONSOLE: dict[str, Any] = (
+    {"creationflags": getattr(subprocess, "CREATE_NO_WINDOW", 0)} if sys.platform == "win32" else {}
+)
 PORTS_FILE = "local-mode-ports.json"  # the manager's own note inside the local KMA's folder
 LOCK_FILE = "kma.lock"  # held by a running `kma serve` (one process per data folder)
 
@@ -103,7 +105,10 @@ class LocalKma:
             )
         out = stdout.decode().strip()
         try:
-            return json.loads(out.splitlines()[-1] if "\n" in out and not out.startswith("{") else out)
+            made: dict[str, Any] = json.loads(
+                out.splitlines()[-1] if "\n" in out and not out.startswith("{") else out
+            )
+            return made
         except (json.JSONDecodeError, IndexError) as exc:
             raise LocalKmaError(f"kma demo printed no JSON: {out[:200]!r}") from exc
 

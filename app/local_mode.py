@@ -24,7 +24,7 @@ LOCAL_PROFILE = "Local KMA"
 
 
 def default_data_dir() -> Path:
-    base = QStandardPaths.writableLocation(QStandardPaths.AppDataLocation)
+    base = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)
     return Path(base) / "local-kma"
 
 
@@ -83,7 +83,7 @@ class LocalMode:
         )
         progress.setWindowTitle("KMS Manager")
         progress.setMinimumDuration(0)
-        progress.setWindowModality(Qt.ApplicationModal)
+        progress.setWindowModality(Qt.WindowModality.ApplicationModal)
         progress.canceled.connect(self.controller.app.quit)
         progress.show()
         self.progress = progress
@@ -113,9 +113,13 @@ class LocalMode:
         self.controller.ops.write(
             lambda _worker: sign_in(profile, passphrase),
             quiet=True,
-            success=lambda s: (self._close_progress(), self.controller.signed_in(s, profile)),
+            success=lambda s: self._signed_in(s, profile),
             failure=self._failed,
         )
+
+    def _signed_in(self, signed: Any, profile: Any) -> None:
+        self._close_progress()
+        self.controller.signed_in(signed, profile)
 
     def _failed(self, exc: BaseException) -> bool:
         from app.errors import describe

@@ -41,11 +41,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import shiboken6
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal, Slot
 from PySide6.QtWidgets import QProgressDialog, QWidget
+
+if TYPE_CHECKING:
+    from kms_client import KmsClient
 
 PROGRESS_DELAY_MS = 600
 
@@ -63,7 +66,7 @@ class OpContext:
     """What a worker function may use. Safe to call from the worker thread."""
 
     def __init__(self, client: Any, relay: _Relay, key: int = 0) -> None:
-        self.client = client
+        self.client: KmsClient = client  # the session's (None before sign-in: a read then fails)
         self._relay = relay
         self._key = key
         self._cancel = threading.Event()
@@ -190,10 +193,10 @@ class Operations(QObject):
             handle.change = op
         self._handles[key] = handle
         # Receivers are slots of this GUI-thread object: emits from the worker are queued.
-        relay.succeeded.connect(self._on_success, Qt.QueuedConnection)
-        relay.failed.connect(self._on_failure, Qt.QueuedConnection)
-        relay.progressed.connect(self._on_progress, Qt.QueuedConnection)
-        relay.finished.connect(self._on_finished, Qt.QueuedConnection)
+        relay.succeeded.connect(self._on_success, Qt.ConnectionType.QueuedConnection)
+        relay.failed.connect(self._on_failure, Qt.ConnectionType.QueuedConnection)
+        relay.progressed.connect(self._on_progress, Qt.ConnectionType.QueuedConnection)
+        relay.finished.connect(self._on_finished, Qt.ConnectionType.QueuedConnection)
         if label:
             timer = QTimer(self)
             timer.setSingleShot(True)
@@ -238,7 +241,7 @@ class Operations(QObject):
         dialog.setCancelButtonText("Stop waiting" if handle.lane is Lane.WRITE else "Cancel")
         if handle.lane is Lane.WRITE:
             dialog.setToolTip("The change may still complete on the KMA after you stop waiting.")
-        dialog.setWindowModality(Qt.WindowModal)
+        dialog.setWindowModality(Qt.WindowModality.WindowModal)
         dialog.setAccessibleName(f"Progress: {handle.label}")
         dialog.canceled.connect(handle.cancel)
         dialog.canceled.connect(lambda k=key: self._on_cancelled(k))

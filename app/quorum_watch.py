@@ -107,7 +107,7 @@ class QuorumWatch(QObject):
         want_split = read_ops and self.key_split is None
 
         def op(worker: OpContext) -> tuple[Any, Any, Any]:  # worker thread: kms_client only
-            status = worker.client.status()
+            status = worker.client.get_status()
             page = None
             if read_ops:
                 page = worker.client.list_quorum_operations(state="pending", limit=PAGE_LIMIT)

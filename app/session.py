@@ -132,7 +132,7 @@ class SessionController(QObject):
             return
         self._retry.stop()
         self.ops.read(
-            lambda ctx: ctx.client.me(),
+            lambda ctx: ctx.client.get_me(),
             quiet=True,
             success=self._probe_ok,
             failure=self._probe_failed,
@@ -158,7 +158,7 @@ class SessionController(QObject):
         self.cluster_learnt.emit(kmas)
 
     def next_delay(self) -> int:
-        return min(MAX_BACKOFF_S, 2**self._attempt)
+        return int(min(MAX_BACKOFF_S, 2**self._attempt))
 
     # -- internals ----------------------------------------------------------------------------
     def _schedule(self) -> None:

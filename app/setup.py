@@ -232,7 +232,7 @@ def serving_originals(profiles: list[ConnectionProfile], ca_fingerprint: str) ->
                     timeout=ORIGINAL_PROBE_SECONDS,
                 )
                 with client:
-                    status = client.status()
+                    status = client.get_status()
             except (kms_client.KmsError, OSError):
                 continue
             seen = f"{status.kma_id} at {address}"

@@ -48,7 +48,7 @@ def sign_in(profile: ConnectionProfile, passphrase: str, code: str | None = None
     code) for a user whose two-step sign-in is on (`SecondFactorRequired` without it)."""
     client = make_client(profile)
     try:
-        about = client.about()
+        about = client.get_about()
         session = client.sign_in(profile.user_id, passphrase, code)
     except BaseException:
         client.close()
@@ -62,8 +62,8 @@ def resume(profile: ConnectionProfile, token: str) -> SignedIn:
     client = make_client(profile)
     client.use_token(token)
     try:
-        about = client.about()  # the KMA may have been upgraded since
-        user = client.me()
+        about = client.get_about()  # the KMA may have been upgraded since
+        user = client.get_me()
     except BaseException:
         client.close()
         raise

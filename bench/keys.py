@@ -358,7 +358,7 @@ def pool_backer(backup_operator: Any) -> Callable[[], None]:
     last: list[str] = []
 
     def back_up() -> None:
-        readiness = backup_operator.dashboard().backups
+        readiness = backup_operator.get_dashboard().backups
         if readiness is None or not readiness.keys_waiting_for_backup:
             return
         last.append(backup_operator.create_backup().id)
@@ -405,7 +405,7 @@ class KeptBackedUp:
         failures = 0
         while not self._stop.wait(self.interval):
             try:
-                readiness = self.client.dashboard().backups
+                readiness = self.client.get_dashboard().backups
                 if readiness is not None and readiness.keys_waiting_for_backup:
                     began = time.monotonic()
                     made = self.client.create_backup()
@@ -563,7 +563,7 @@ class KeptRotating:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                if not self.so.master_key().rotating:
+                if not self.so.get_master_key().rotating:
                     self.so.rotate_master_key(credentials=self.credentials)
                     self.so.take_core_security_backup(self.core)
                     self.rotations += 1

@@ -211,7 +211,7 @@ def fill(
 
 def progress(kma: RunningKma) -> str:
     """The store's size and the pool as the dashboard tells a Backup Operator (its warning too)."""
-    dashboard = kma.client("backup").dashboard()
+    dashboard = kma.client("backup").get_dashboard()
     pool = dashboard.backups
     if pool is None:
         return "no backup readiness on the dashboard"

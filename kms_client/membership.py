@@ -1,8 +1,9 @@
 """Cluster membership: a KMA's entry and its one-time KMA passphrase (quorum), the join, and the
 cluster version (quorum).
 
-A part of `KmsClient`, given its connection; same threading rule:
-every method does network I/O, never call one on the GUI thread.
+What `KmsClient` adds to the generated calls (calls.py) here: the answers read into the client's
+own composition (the one-time KMA passphrase beside its operation; the join grant's decoded key).
+Same threading rule: network I/O, never on the GUI thread.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._http import Credentials, credentials_body, present, segment
-from .connection import Connection
-from .reader import JsonObject, read, reader
-from .wire import Kma, MasterKeyState, PendingQuorumOp
+from .calls import Calls
+from .reader import JsonObject, read
+from .wire import PendingQuorumOp
 
 
 @dataclass(frozen=True)
@@ -65,14 +66,8 @@ def _join_grant(d: JsonObject) -> JoinGrant:
     return replace(read(JoinGrant, fields), master_key_wrapped=base64.b64decode(wrapped) if wrapped else None)
 
 
-class MembershipCalls:
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-
-    def get_kma(self, id: str) -> Kma:  # noqa: A002  the API's name
-        return self._connection.call("GET", f"/kmas/{segment(id)}", reader(Kma))
-
-    def create_kma_entry(
+class MembershipCalls(Calls):
+    def add_kma(
         self,
         id: str,  # noqa: A002  the API's field name
         site_id: str,
@@ -102,47 +97,11 @@ class MembershipCalls:
         )
         return self._connection.call("POST", "/kmas", _admission, body=body)
 
-    def set_kma_passphrase(self, id: str, *, credentials: Credentials | None = None) -> KmaAdmission:  # noqa: A002
+    def set_kma_passphrase(self, kma_id: str, *, credentials: Credentials | None = None) -> KmaAdmission:
         """Security Officer, quorum-protected: a new one-time KMA passphrase for an entry; a
         machine that joins with it becomes that KMA (how a dead KMA is replaced)."""
         body = present(credentials=credentials_body(credentials))
-        return self._connection.call("PUT", f"/kmas/{segment(id)}/passphrase", _admission, body=body)
-
-    def remove_kma(self, id: str, *, credentials: Credentials | None = None) -> Kma | PendingQuorumOp:  # noqa: A002
-        """Security Officer, quorum-protected: the KMA leaves the cluster (ask another KMA); its
-        certificates stop working at once on both listeners and it leaves Raft."""
-        body = present(credentials=credentials_body(credentials))
-        return self._connection.call_or_pending("POST", f"/kmas/{segment(id)}/remove", reader(Kma), body)
-
-    def raise_cluster_version(
-        self, version: int, *, credentials: Credentials | None = None
-    ) -> PendingQuorumOp:
-        """Security Officer, quorum-protected: raise the cluster version once every KMA runs a
-        release that supports it (refused, naming the KMAs still too old, until then). The answer
-        is the operation: `executed` when M credentials came with it, else pending."""
-        body = present(version=version, credentials=credentials_body(credentials))
-        return self._connection.call("POST", "/cluster/version", reader(PendingQuorumOp), body=body)
-
-    def master_key(self) -> MasterKeyState:
-        """Any signed-in user: the master key's generation and its rotation (under way, or the
-        last one) with its progress, and why a rotation cannot start now (None: it can)."""
-        return self._connection.call("GET", "/cluster/master-key", reader(MasterKeyState))
-
-    def rotate_master_key(self, *, credentials: Credentials | None = None) -> PendingQuorumOp:
-        """Security Officer, quorum-protected: a new master key generation; every stored key and
-        secret is re-wrapped under it in the background, then the old generation is destroyed. The
-        answer is the operation: `executed` when M credentials came with it, else pending."""
-        body = present(credentials=credentials_body(credentials))
-        return self._connection.call(
-            "POST", "/cluster/master-key/rotation", reader(PendingQuorumOp), body=body
-        )
-
-    def renew_cluster_ca(self, *, credentials: Credentials | None = None) -> PendingQuorumOp:
-        """Security Officer, quorum-protected: the cluster CA's next certificate now (the same name
-        and key, a new validity); every KMA re-issues its certificates under it. The answer is the
-        operation: `executed` when M credentials came with it, else pending."""
-        body = present(credentials=credentials_body(credentials))
-        return self._connection.call("POST", "/cluster/ca/renewal", reader(PendingQuorumOp), body=body)
+        return self._connection.call("PUT", f"/kmas/{segment(kma_id)}/passphrase", _admission, body=body)
 
     def join_cluster(
         self,

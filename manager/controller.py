@@ -134,7 +134,7 @@ class AppController(QObject):
 
     def _reauth_finished(self, result: int) -> None:
         self.reauth_window = None
-        if result != QDialog.Accepted:
+        if result != QDialog.DialogCode.Accepted:
             self.sign_out()
 
     # -- sign-out and exit --------------------------------------------------------------------

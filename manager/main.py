@@ -8,8 +8,12 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kms_client.release import release
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import QObject
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -78,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     from app.theme import apply_theme
     from manager.controller import AppController
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    running = QApplication.instance()
+    app = running if isinstance(running, QApplication) else QApplication(sys.argv[:1])
     app.setOrganizationName("KMS")
     app.setOrganizationDomain("kms.example")
     app.setApplicationName("kms-manager")
@@ -128,7 +133,7 @@ def _render_kma(controller: object, args: argparse.Namespace) -> int:
     return 0
 
 
-def _quit_on_signals(app: object) -> None:
+def _quit_on_signals(app: QObject) -> None:
     """Ctrl-C or SIGTERM quits through Qt, so aboutToQuit runs (local mode stops its KMA).
 
     Python runs signal handlers only between bytecodes, so a timer wakes the interpreter while
@@ -143,7 +148,7 @@ def _quit_on_signals(app: object) -> None:
     # macOS, where it is how a session or service manager asks a program to quit.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: QApplication.quit())
-    timer = QTimer(app)  # type: ignore[call-overload]
+    timer = QTimer(app)
     timer.timeout.connect(lambda: None)
     timer.start(250)
 

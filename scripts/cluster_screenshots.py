@@ -102,7 +102,7 @@ def render_three_kmas_one_down(out: Path) -> Path:
             lambda: len(page.scene.nodes) == 3 and all(n.kma.responding for n in page.scene.nodes.values()),
         )
         victim = next(k for k, n in page.scene.nodes.items() if k != "kma-dal-1" and not n.kma.leader)
-        kmas[[k.client().status().kma_id for k in kmas].index(victim)].kill()
+        kmas[[k.client().get_status().kma_id for k in kmas].index(victim)].kill()
         wait_for(controller.ops, lambda: not page.scene.nodes[victim].kma.responding)
         page.scene.nodes[victim].setSelected(True)
         path = grab(window, out / "cluster_three_one_down.png")

@@ -19,7 +19,7 @@ class AboutDialog(QDialog):
         super().__init__(parent)
         self.ctx = ctx
         self.setWindowTitle("About KMS Manager")
-        self.setWindowModality(Qt.WindowModal)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
         self.setMinimumWidth(440)
         layout = QVBoxLayout(self)
         intro = QLabel(
@@ -31,10 +31,10 @@ class AboutDialog(QDialog):
         layout.addWidget(intro)
         self.versions = QLabel()
         self.versions.setObjectName("aboutVersions")
-        self.versions.setTextFormat(Qt.RichText)
-        self.versions.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.versions.setTextFormat(Qt.TextFormat.RichText)
+        self.versions.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.versions)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
         self._show_versions("reading…")
@@ -55,7 +55,7 @@ class AboutDialog(QDialog):
             return
 
         def read(worker: Any) -> str:
-            status = worker.client.status()
+            status = worker.client.get_status()
             kma = worker.client.get_kma(status.kma_id)
             schema = f", database schema {kma.schema_version}" if kma.schema_version is not None else ""
             where = f"{status.kma_name} ({status.kma_id}) at {worker.client.address}"

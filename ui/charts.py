@@ -9,10 +9,13 @@ from PySide6.QtCore import QMargins
 from PySide6.QtGui import QPainter, QPalette
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+QtCharts: Any
 try:
     from PySide6 import QtCharts
 except ImportError:  # a trimmed Qt build: numbers in words instead
     QtCharts = None
+
+__all__ = ["QtCharts", "ChartBox", "count_axis"]
 
 
 def count_axis(top: float) -> Any:
@@ -23,7 +26,7 @@ def count_axis(top: float) -> Any:
     axis = QtCharts.QValueAxis()
     axis.setLabelFormat("%d")
     axis.setRange(0, max(step * (int(top // step) + 1), 1))
-    axis.setTickType(QtCharts.QValueAxis.TicksDynamic)
+    axis.setTickType(QtCharts.QValueAxis.TickType.TicksDynamic)
     axis.setTickAnchor(0)
     axis.setTickInterval(step)
     return axis
@@ -43,7 +46,7 @@ class ChartBox(QWidget):
         self.view: Any = None
         if QtCharts is not None:
             self.view = QtCharts.QChartView()
-            self.view.setRenderHint(QPainter.Antialiasing)
+            self.view.setRenderHint(QPainter.RenderHint.Antialiasing)
             self.view.setMinimumHeight(240)
             self.view.setAccessibleName(title)
             layout.addWidget(self.view)
@@ -56,8 +59,12 @@ class ChartBox(QWidget):
         if self.view is not None:
             chart.setTitle(self.title)
             chart.setMargins(QMargins(4, 4, 4, 4))
-            dark = self.palette().color(QPalette.Window).lightness() < 128
-            chart.setTheme(QtCharts.QChart.ChartThemeDark if dark else QtCharts.QChart.ChartThemeLight)
+            dark = self.palette().color(QPalette.ColorRole.Window).lightness() < 128
+            chart.setTheme(
+                QtCharts.QChart.ChartTheme.ChartThemeDark
+                if dark
+                else QtCharts.QChart.ChartTheme.ChartThemeLight
+            )
             chart.setBackgroundVisible(False)
             self.view.setChart(chart)
             self.view.setAccessibleDescription(description)

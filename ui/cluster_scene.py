@@ -104,11 +104,17 @@ class KmaNode(QGraphicsRectItem):
         super().__init__(0, 0, NODE_W, NODE_H)
         self.kma = kma
         border, fill = HEALTH.get(kma.health, HEALTH["down"])
-        self.setPen(QPen(border, 3 if kma.this_kma else 2, Qt.SolidLine if kma.responding else Qt.DashLine))
+        self.setPen(
+            QPen(
+                border,
+                3 if kma.this_kma else 2,
+                Qt.PenStyle.SolidLine if kma.responding else Qt.PenStyle.DashLine,
+            )
+        )
         self.setBrush(QBrush(fill))
-        self.setFlag(QGraphicsItem.ItemIsSelectable, True)
-        self.setFlag(QGraphicsItem.ItemIsFocusable, True)
-        self.setCursor(Qt.PointingHandCursor)
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsFocusable, True)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
         title = QGraphicsSimpleTextItem(f"{kma.name}", self)
         font = QFont()
         font.setBold(True)
@@ -209,7 +215,7 @@ class TopologyScene(QGraphicsScene):
 
     def _site(self, site: Any, region: QRectF) -> None:
         box = QGraphicsRectItem(region)
-        box.setPen(QPen(SITE_BORDER, 1.5, Qt.DashLine))
+        box.setPen(QPen(SITE_BORDER, 1.5, Qt.PenStyle.DashLine))
         box.setBrush(QBrush(SITE_FILL))
         box.setZValue(-1)
         self.addItem(box)
@@ -281,7 +287,14 @@ class TopologyScene(QGraphicsScene):
             path.lineTo(b)
         line = QGraphicsPathItem(path)
         slow = lag is not None and lag >= 10
-        line.setPen(QPen(QColor("#b26a00") if slow else QColor("#0969da"), 3, Qt.SolidLine, Qt.RoundCap))
+        line.setPen(
+            QPen(
+                QColor("#b26a00") if slow else QColor("#0969da"),
+                3,
+                Qt.PenStyle.SolidLine,
+                Qt.PenCapStyle.RoundCap,
+            )
+        )
         line.setZValue(-2)
         self.addItem(line)
         if lag is None:

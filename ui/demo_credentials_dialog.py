@@ -45,8 +45,8 @@ def copy_button(text: str, accessible: str) -> QPushButton:
 
 def _secret_label(text: str) -> QLabel:
     label = QLabel(text)
-    label.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
-    label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+    label.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     return label
 
 
@@ -120,7 +120,7 @@ class DemoCredentialsDialog(QDialog):
         scroll.setWidgetResizable(True)
         scroll.setWidget(body)
         layout.addWidget(scroll, 1)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
         self._come_back_where_left()

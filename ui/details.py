@@ -64,21 +64,23 @@ class DetailsDialog(QDialog):
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle(title)
-        self.setWindowModality(Qt.WindowModal)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
         self.setMinimumWidth(520)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         form_host = QWidget()
         form = QFormLayout(form_host)
-        form.setLabelAlignment(Qt.AlignRight)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         for label, text in field_rows(obj, labels, texts):
             value = QLabel(text)
-            value.setTextInteractionFlags(Qt.TextSelectableByMouse | Qt.TextSelectableByKeyboard)
+            value.setTextInteractionFlags(
+                Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
+            )
             value.setWordWrap(True)
             value.setAccessibleName(label)
             form.addRow(label + ":", value)
         self.tabs.addTab(form_host, "Details")
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs)

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 def start_folder(kind: str) -> Path:
     """Where a dialog for ``kind`` of file opens: the last folder used for it, Documents, home."""
     last = str(QSettings().value(f"{kind}/folder", "") or "")
-    documents = QStandardPaths.writableLocation(QStandardPaths.DocumentsLocation)
+    documents = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
     for folder in (last, documents):
         if folder and Path(folder).is_dir():
             return Path(folder)
@@ -52,17 +52,17 @@ def ask_open_path(parent: QWidget | None, kind: str, title: str, kinds: str) -> 
 def tell_saved(parent: QWidget | None, title: str, path: Path, more: str = "") -> QMessageBox:
     """A non-blocking box: what was saved and where, with a button that opens its folder."""
     box = QMessageBox(
-        QMessageBox.Information,
+        QMessageBox.Icon.Information,
         title,
         f"Saved to {path}." + (f"\n\n{more}" if more else ""),
-        QMessageBox.NoButton,
+        QMessageBox.StandardButton.NoButton,
         parent,
     )
     box.setObjectName("fileSaved")
-    box.setAttribute(Qt.WA_DeleteOnClose)
-    box.setWindowModality(Qt.WindowModal)
-    folder = box.addButton("Open folder", QMessageBox.ActionRole)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.setWindowModality(Qt.WindowModality.WindowModal)
+    folder = box.addButton("Open folder", QMessageBox.ButtonRole.ActionRole)
     folder.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(path.parent))))
-    box.addButton(QMessageBox.Ok)
+    box.addButton(QMessageBox.StandardButton.Ok)
     box.open()
     return box

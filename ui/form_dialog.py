@@ -53,7 +53,7 @@ class FormDialog(QDialog):
         title: str,
         fields: list[Field],
         submit: Callable[[dict[str, Any]], Change],
-        on_done: Callable[[Any], None] | None = None,
+        on_done: Callable[[Any], object] | None = None,
         *,
         intro: str = "",
         noun: str = "",
@@ -69,7 +69,7 @@ class FormDialog(QDialog):
         self._on_done = on_done
         self._busy_text = busy_text
         self.setWindowTitle(title)
-        self.setWindowModality(Qt.WindowModal)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
         self.setMinimumWidth(480)
         self.editors: dict[str, QWidget] = {}
         self.hints: dict[str, ErrorLabel] = {}  # the message under each field
@@ -83,16 +83,18 @@ class FormDialog(QDialog):
         if intro:
             label = QLabel(intro)
             label.setWordWrap(True)
-            label.setTextFormat(Qt.RichText)
+            label.setTextFormat(Qt.TextFormat.RichText)
             layout.addWidget(label)
         layout.addLayout(self._build_rows(fields))
         layout.addWidget(self._message_room())
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.ok = self.buttons.button(QDialogButtonBox.Ok)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.ok.setText(ok_text)
         # Cancel never takes Enter from a form holding typed work (focus may land on it while a
         # write runs): Enter sends the form, or, when sending destroys something, does nothing.
-        cancel = self.buttons.button(QDialogButtonBox.Cancel)
+        cancel = self.buttons.button(QDialogButtonBox.StandardButton.Cancel)
         cancel.setAutoDefault(False)
         self.ok.setDefault(not danger)
         self._typing: QWidget | None = None  # where the user was when they sent the form
@@ -105,7 +107,7 @@ class FormDialog(QDialog):
             self.ok.setAutoDefault(False)
             if not fields:  # nothing typed to lose: Enter is Cancel
                 cancel.setDefault(True)
-                cancel.setFocus(Qt.OtherFocusReason)
+                cancel.setFocus(Qt.FocusReason.OtherFocusReason)
         self.buttons.accepted.connect(self._accept)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
@@ -131,7 +133,7 @@ class FormDialog(QDialog):
     def _build_rows(self, fields: list[Field]) -> QFormLayout:
         """Each field with its label, and under it the line that says what is wrong with it."""
         form = QFormLayout()
-        form.setFieldGrowthPolicy(QFormLayout.ExpandingFieldsGrow)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.ExpandingFieldsGrow)
         for spec in fields:
             editor = self._make_editor(spec)
             editor.setAccessibleName(spec.label)
@@ -215,7 +217,9 @@ class FormDialog(QDialog):
 
     def _combo(self, spec: Field) -> QWidget:
         combo = QComboBox()
-        combo.setSizeAdjustPolicy(QComboBox.AdjustToContents)  # "Dallas (dallas)" whole, not "Dall…"
+        combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToContents
+        )  # "Dallas (dallas)" whole, not "Dall…"
         for label, value in spec.choices:
             combo.addItem(label, value)
         if spec.default is not None:
@@ -394,13 +398,13 @@ class FormDialog(QDialog):
         if taken is not None:
             self._refusal = taken
             self._validate()
-            self.editors[taken[0]].setFocus(Qt.OtherFocusReason)
+            self.editors[taken[0]].setFocus(Qt.FocusReason.OtherFocusReason)
             return True
         self.error.say(f"{message.what} {message.todo}")
         grow_to_fit(self)
         fault = self.field_at_fault(exc) or self._typing
         if fault is not None and fault.isEnabled():
-            fault.setFocus(Qt.OtherFocusReason)
+            fault.setFocus(Qt.FocusReason.OtherFocusReason)
             if isinstance(fault, QLineEdit):
                 fault.selectAll()  # typing replaces what was refused
         return True

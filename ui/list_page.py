@@ -9,7 +9,7 @@ column widths, order and visibility per list in ``QSettings``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic
 
 from PySide6.QtCore import QPoint, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QShortcut
@@ -33,28 +33,30 @@ from app.context import AppContext
 from ui.details import DetailsDialog
 from ui.format import counted
 from ui.list_spec import ActionSpec, ListSpec
-from ui.paged_model import ObjectRole, PagedTableModel
+from ui.paged_model import PagedTableModel, Row
 from ui.widgets import page_header
 
 POLL_MS = 5000
 
 
-class ListPage(QWidget):
+class ListPage(QWidget, Generic[Row]):
     """A paged, sortable, filterable list of one kind of object."""
 
     details_requested = Signal(object)
 
     def __init__(
-        self, ctx: AppContext, spec: ListSpec, parent: QWidget | None = None, *, embedded: bool = False
+        self, ctx: AppContext, spec: ListSpec[Row], parent: QWidget | None = None, *, embedded: bool = False
     ) -> None:
         super().__init__(parent)
         self.ctx = ctx
         self.spec = spec
         self.setObjectName(f"list:{spec.key}")
-        self.model = PagedTableModel(spec.columns, spec.fetch, ctx.ops, spec.page_size, self)
+        self.model: PagedTableModel[Row] = PagedTableModel(
+            spec.columns, spec.fetch, ctx.ops, spec.page_size, self
+        )
         self.model.parent_widget = self
         self.model.fixed_filters = dict(spec.fixed_filters)
-        self._actions: list[tuple[ActionSpec, QAction]] = []
+        self._actions: list[tuple[ActionSpec[Row], QAction]] = []
         self._filter_boxes: dict[str, QComboBox] = {}
         self._loaded_once = False
         self._embedded = embedded
@@ -125,7 +127,7 @@ class ListPage(QWidget):
             action = QAction(spec.text, self)
             if spec.shortcut:
                 action.setShortcut(QKeySequence(spec.shortcut))
-                action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+                action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
                 self.addAction(action)
             action.triggered.connect(lambda _c=False, s=spec: self.run_action(s))
             self._actions.append((spec, action))
@@ -145,43 +147,40 @@ class ListPage(QWidget):
         self.columns_button.setText("Columns")
         self.columns_button.setToolTip("Choose which columns to show")
         self.columns_button.setAccessibleName("Choose columns")
-        self.columns_button.setPopupMode(QToolButton.InstantPopup)
+        self.columns_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.columns_button.setMenu(QMenu(self.columns_button))
         self.columns_button.menu().aboutToShow.connect(
             lambda: self._fill_column_menu(self.columns_button.menu())
         )
         bar.addWidget(self.columns_button)
-        QShortcut(
-            QKeySequence.Find, self, activated=self._focus_filter, context=Qt.WidgetWithChildrenShortcut
-        )
+        within = Qt.ShortcutContext.WidgetWithChildrenShortcut
+        QShortcut(QKeySequence.StandardKey.Find, self, self._focus_filter, within)
         if self._embedded:  # in a dialog; in the main window F5 is View > Refresh (one owner)
-            QShortcut(
-                QKeySequence.Refresh, self, activated=self.refresh, context=Qt.WidgetWithChildrenShortcut
-            )
+            QShortcut(QKeySequence.StandardKey.Refresh, self, self.refresh, within)
         return bar
 
     def _build_view(self) -> QTableView:
         view = QTableView()
         view.setModel(self.model)
         view.setAccessibleName(self.spec.title)
-        view.setSelectionBehavior(QAbstractItemView.SelectRows)
-        view.setSelectionMode(QAbstractItemView.SingleSelection)
+        view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         view.setAlternatingRowColors(True)
         view.setWordWrap(False)
         view.setShowGrid(False)
         view.setTabKeyNavigation(False)
-        view.setVerticalScrollMode(QAbstractItemView.ScrollPerPixel)
-        view.setHorizontalScrollMode(QAbstractItemView.ScrollPerPixel)
+        view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        view.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         vheader = view.verticalHeader()
         vheader.setVisible(False)
-        vheader.setSectionResizeMode(QHeaderView.Fixed)  # uniform rows: cheap for 100k
+        vheader.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # uniform rows: cheap for 100k
         vheader.setDefaultSectionSize(max(22, view.fontMetrics().height() + 8))
         header = view.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.Interactive)  # never ResizeToContents
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)  # never ResizeToContents
         header.setStretchLastSection(True)
         header.setSectionsMovable(True)
         header.setHighlightSections(False)
-        header.setContextMenuPolicy(Qt.CustomContextMenu)
+        header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         header.customContextMenuRequested.connect(self._header_menu)
         header.sectionResized.connect(lambda *_: self._save_timer.start())
         header.sectionMoved.connect(lambda *_: self._save_timer.start())
@@ -198,9 +197,9 @@ class ListPage(QWidget):
                 if (col.sort_field or col.key) == field_name:
                     header.setSortIndicator(i, order)
         else:
-            header.setSortIndicator(-1, Qt.AscendingOrder)
+            header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         header.sortIndicatorChanged.connect(self._sort_changed)
-        view.setContextMenuPolicy(Qt.CustomContextMenu)
+        view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         view.customContextMenuRequested.connect(self._context_menu)
         view.activated.connect(lambda _i: self.show_details())
         view.doubleClicked.connect(lambda _i: None)
@@ -209,7 +208,7 @@ class ListPage(QWidget):
         return view
 
     # -- behaviour ----------------------------------------------------------------------------
-    def _allowed(self, spec: ActionSpec) -> bool:
+    def _allowed(self, spec: ActionSpec[Row]) -> bool:
         return not spec.permission or self.ctx.may(spec.permission)
 
     def refresh(self) -> None:
@@ -258,7 +257,7 @@ class ListPage(QWidget):
         self.view.verticalScrollBar().setValue(scroll)
 
     def _focus_filter(self) -> None:
-        self.filter_edit.setFocus(Qt.ShortcutFocusReason)
+        self.filter_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.filter_edit.selectAll()
 
     def _apply_filter(self) -> None:
@@ -268,7 +267,10 @@ class ListPage(QWidget):
         self._sort_note = ""
         if not self._sort_offered(self.model.sort_field, filters):
             asked = self._heading(self.model.sort_field)
-            self.model.sort_field, self.model.sort_order = self.spec.default_sort or (None, Qt.AscendingOrder)
+            self.model.sort_field, self.model.sort_order = self.spec.default_sort or (
+                None,
+                Qt.SortOrder.AscendingOrder,
+            )
             self._show_sort_indicator()
             now = self._heading(self.model.sort_field)
             self._sort_note = f"sorted by {now}: filtered, the list cannot be sorted by {asked}"
@@ -315,14 +317,14 @@ class ListPage(QWidget):
                 header.setSortIndicator(i, self.model.sort_order)
                 break
         else:
-            header.setSortIndicator(-1, Qt.AscendingOrder)
+            header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         header.blockSignals(False)
 
-    def current_object(self) -> Any:
+    def current_object(self) -> Row | None:
         index = self.view.currentIndex()
         if not index.isValid() or not self.view.selectionModel().isRowSelected(index.row()):
             return None
-        return self.model.data(index, ObjectRole)
+        return self.model.object_at(index.row())
 
     def _select_first_if_none(self, *_: Any) -> None:
         if not self.view.currentIndex().isValid() and self.model.rowCount():
@@ -340,13 +342,13 @@ class ListPage(QWidget):
             else:
                 action.setEnabled(obj is not None and (spec.enabled is None or spec.enabled(obj)))
 
-    def run_action(self, spec: ActionSpec) -> None:
+    def run_action(self, spec: ActionSpec[Row]) -> None:
         obj = None if spec.needs == "none" else self.current_object()
         if spec.needs != "none" and obj is None:
             return
         spec.run(self, obj)
 
-    def show_details(self, obj: Any = None) -> None:
+    def show_details(self, obj: Row | None = None) -> None:
         obj = obj or self.current_object()
         if obj is None:
             return
@@ -356,7 +358,7 @@ class ListPage(QWidget):
             return
         DetailsDialog(f"{self.spec.noun.capitalize()} {getattr(obj, 'id', '')}", obj, self).open()
 
-    def object_changed(self, obj: Any) -> None:
+    def object_changed(self, obj: Row) -> None:
         """An action changed ``obj``: show the new state in place."""
         self.model.replace(obj)
         self._update_actions()

@@ -1,7 +1,7 @@
 """What a list page declares (`ListSpec`): its columns, filters, actions and how to fetch its rows;
 `ui/list_page.py` is the one page that shows any of them. The KMA's side of the same list is a
 `ListQuery` (kma/services/paging.py). An action's or the details' first argument is the
-`ListPage` showing the list.
+`ListPage` showing the list; ``Row`` is the wire class the list shows (``Key``).
 """
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Generic
 
 from PySide6.QtCore import Qt
 
-from ui.paged_model import Column
+from kms_client import KmsClient, Page
+from ui.paged_model import Column, Row
 
 
 @dataclass(frozen=True)
@@ -26,34 +27,34 @@ class FilterSpec:
 
 
 @dataclass(frozen=True)
-class ActionSpec:
+class ActionSpec(Generic[Row]):
     """Something the user can do to the selected row(s) (or to the list, ``needs="none"``)."""
 
     text: str
-    run: Callable[[Any, Any], None]  # (page, selected object or None)
+    run: Callable[[Any, Any], Any]  # (the ListPage, the selected Row; None when needs="none")
     permission: str = ""  # who sees it: whom the KMA grants this (empty = whoever sees the page)
     needs: str = "one"  # "one" | "none"
-    enabled: Callable[[Any], bool] | None = None  # for the selected object
+    enabled: Callable[[Row], bool] | None = None  # for the selected object
     shortcut: str = ""
     toolbar: bool = False
     danger: bool = False
 
 
 @dataclass
-class ListSpec:
-    """Everything specific to one area's list."""
+class ListSpec(Generic[Row]):
+    """Everything specific to one area's list; ``Row`` is the wire class it shows (``Key``)."""
 
     key: str
     title: str
     noun: str  # "key", "agent": used in messages
     columns: list[Column]
-    fetch: Callable[[Any], Callable[..., Any]]  # client -> client.list_things
-    get: Callable[[Any], Callable[[str], Any]] | None = None  # client -> client.get_thing
+    fetch: Callable[[KmsClient], Callable[..., Page[Row]]]  # client -> client.list_things
+    get: Callable[[KmsClient], Callable[[str], Row]] | None = None  # client -> client.get_thing
     subtitle: str = ""
     plural: str = ""  # "keys", "KMAs", "audit events" (default: title in lower case)
     filters: list[FilterSpec] = field(default_factory=list)
-    actions: list[ActionSpec] = field(default_factory=list)
-    details: Callable[[Any, Any], None] | None = None
+    actions: list[ActionSpec[Row]] = field(default_factory=list)
+    details: Callable[[Any, Row], Any] | None = None
     page_size: int = 200
     default_sort: tuple[str, Qt.SortOrder] | None = None
     searchable: bool = True

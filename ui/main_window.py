@@ -58,7 +58,7 @@ class MainWindow(QMainWindow):
         self.local_banner = LocalModeBanner(local_note, self)
         self.local_banner.setVisible(bool(local_note))
         layout.addWidget(self.local_banner)
-        self.splitter = QSplitter(Qt.Horizontal)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.nav = QListWidget()
         self.nav.setObjectName("navigation")
         self.nav.setAccessibleName("Areas")
@@ -101,7 +101,7 @@ class MainWindow(QMainWindow):
         self._slots.clear()
         for spec in self.specs:
             item = QListWidgetItem(spec.title)
-            item.setData(Qt.UserRole, spec.key)
+            item.setData(Qt.ItemDataRole.UserRole, spec.key)
             item.setToolTip(spec.description or spec.title)
             item.setIcon(self._icon(spec))
             self.nav.addItem(item)
@@ -126,7 +126,7 @@ class MainWindow(QMainWindow):
 
     def current_key(self) -> str | None:
         item = self.nav.currentItem()
-        return item.data(Qt.UserRole) if item else None
+        return item.data(Qt.ItemDataRole.UserRole) if item else None
 
     def show_page(self, key: str) -> QWidget | None:
         for row, spec in enumerate(self.specs):
@@ -190,22 +190,22 @@ class MainWindow(QMainWindow):
             file_menu.addAction(two_step)
         file_menu.addSeparator()
         quit_action = QAction("&Quit", self)
-        quit_action.setShortcut(QKeySequence.Quit)
-        quit_action.setMenuRole(QAction.QuitRole)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.setMenuRole(QAction.MenuRole.QuitRole)
         quit_action.triggered.connect(self.close)
         file_menu.addAction(quit_action)
 
         view = bar.addMenu("&View")
         refresh = QAction("&Refresh", self)
-        refresh.setShortcuts([QKeySequence.Refresh, QKeySequence("Ctrl+R")])
+        refresh.setShortcuts([QKeySequence(QKeySequence.StandardKey.Refresh), QKeySequence("Ctrl+R")])
         refresh.triggered.connect(self.refresh_current)
         view.addAction(refresh)
         nav_focus = QAction("Go to &navigation", self)
         nav_focus.setShortcut(QKeySequence("Ctrl+L"))
-        nav_focus.triggered.connect(lambda: self.nav.setFocus(Qt.ShortcutFocusReason))
+        nav_focus.triggered.connect(lambda: self.nav.setFocus(Qt.FocusReason.ShortcutFocusReason))
         view.addAction(nav_focus)
         full = QAction("&Full screen", self)
-        full.setShortcut(QKeySequence.FullScreen)
+        full.setShortcut(QKeySequence.StandardKey.FullScreen)
         full.setCheckable(True)
         full.toggled.connect(lambda on: self.showFullScreen() if on else self.showNormal())
         view.addAction(full)
@@ -213,7 +213,7 @@ class MainWindow(QMainWindow):
 
         help_menu = bar.addMenu("&Help")
         guide = QAction("&User guide", self)
-        guide.setShortcut(QKeySequence.HelpContents)
+        guide.setShortcut(QKeySequence.StandardKey.HelpContents)
         guide.triggered.connect(self._user_guide)
         help_menu.addAction(guide)
         if self.ctx.demo is not None:
@@ -222,7 +222,7 @@ class MainWindow(QMainWindow):
             help_menu.addAction(demo)
         help_menu.addSeparator()
         about = QAction("&About KMS Manager", self)
-        about.setMenuRole(QAction.AboutRole)
+        about.setMenuRole(QAction.MenuRole.AboutRole)
         about.triggered.connect(self._about)
         help_menu.addAction(about)
 

@@ -31,8 +31,8 @@ class ErrorPresenter(QObject):
         self.show(message, parent or self.window)
 
     def show(self, message: UserMessage, parent: QWidget | None) -> None:
-        icon = QMessageBox.Critical if message.kind is ErrorKind.TRUST else QMessageBox.Warning
-        box = QMessageBox(icon, message.title, message.what, QMessageBox.Ok, parent)
+        icon = QMessageBox.Icon.Critical if message.kind is ErrorKind.TRUST else QMessageBox.Icon.Warning
+        box = QMessageBox(icon, message.title, message.what, QMessageBox.StandardButton.Ok, parent)
         box.setInformativeText(message.todo)
         box.setObjectName("errorMessage")
         if message.detail:
@@ -53,13 +53,13 @@ def ask_first(
 ) -> tuple[QMessageBox, QAbstractButton, QAbstractButton]:
     """A warning that asks before what cannot be undone: staying is the default and what Esc picks.
     Window-modal and not yet open: the caller connects the two buttons, then opens it."""
-    box = QMessageBox(QMessageBox.Warning, title, text, QMessageBox.NoButton, parent)
+    box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.NoButton, parent)
     if informative:
         box.setInformativeText(informative)
     box.setObjectName(name)
-    box.setWindowModality(Qt.WindowModal)
+    box.setWindowModality(Qt.WindowModality.WindowModal)
     go_button = box.addButton(*go)
-    stay_button = box.addButton(stay, QMessageBox.RejectRole)
+    stay_button = box.addButton(stay, QMessageBox.ButtonRole.RejectRole)
     box.setDefaultButton(stay_button)
     box.setEscapeButton(stay_button)
     return box, go_button, stay_button

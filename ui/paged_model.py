@@ -11,27 +11,34 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 
 from app.operations import OpContext, Operations
+from kms_client import KmsClient, Page
 from ui.format import display
 
-ObjectRole = int(Qt.UserRole) + 1  # the kms_client object behind the row
-IdRole = int(Qt.UserRole) + 2  # the object's id
-SortRole = int(Qt.UserRole) + 3  # raw value of the cell, for comparisons
+ObjectRole = int(Qt.ItemDataRole.UserRole) + 1  # the kms_client object behind the row
+IdRole = int(Qt.ItemDataRole.UserRole) + 2  # the object's id
+SortRole = int(Qt.ItemDataRole.UserRole) + 3  # raw value of the cell, for comparisons
 
 # data() runs for every visible cell and role on every paint: compare plain ints, because
 # comparing PySide6 enums costs microseconds each and dominated scrolling a 100k-row list.
-_TEXT_ROLES = frozenset({int(Qt.DisplayRole), int(Qt.ToolTipRole), int(Qt.AccessibleTextRole)})
-_ALIGN_ROLE = int(Qt.TextAlignmentRole)
-_FOREGROUND_ROLE = int(Qt.ForegroundRole)
+_TEXT_ROLES = frozenset(
+    {
+        int(Qt.ItemDataRole.DisplayRole),
+        int(Qt.ItemDataRole.ToolTipRole),
+        int(Qt.ItemDataRole.AccessibleTextRole),
+    }
+)
+_ALIGN_ROLE = int(Qt.ItemDataRole.TextAlignmentRole)
+_FOREGROUND_ROLE = int(Qt.ItemDataRole.ForegroundRole)
 _HANDLED = _TEXT_ROLES | {_ALIGN_ROLE, _FOREGROUND_ROLE, ObjectRole, IdRole, SortRole}
-_LEFT = int((Qt.AlignLeft | Qt.AlignVCenter).value)
-_RIGHT = int((Qt.AlignRight | Qt.AlignVCenter).value)
-_ROW_FLAGS = Qt.ItemIsEnabled | Qt.ItemIsSelectable
+_LEFT = int((Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter).value)
+_RIGHT = int((Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter).value)
+_ROW_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -58,12 +65,14 @@ class Column:
         return self.format(value) if self.format else display(value)
 
 
-Fetcher = Callable[..., Any]  # kms_client list method signature: (limit, cursor, q, sort, order, **filters)
+Row = TypeVar("Row")  # the wire class a list shows: kms_client's Key, Agent, ...
+# A kms_client list method: (limit, cursor, q, sort, order, **filters) -> Page[Row]
+Fetcher = Callable[..., Page[Row]]
 
 _BRUSHES = {"bad": QBrush(QColor(200, 40, 40)), "warn": QBrush(QColor(190, 120, 0))}
 
 
-class PagedTableModel(QAbstractTableModel):
+class PagedTableModel(QAbstractTableModel, Generic[Row]):
     """Rows from a ``kms_client`` ``list_*`` method, loaded page by page."""
 
     loading_changed = Signal(bool)
@@ -74,7 +83,7 @@ class PagedTableModel(QAbstractTableModel):
     def __init__(
         self,
         columns: list[Column],
-        fetch: Callable[[Any], Fetcher],
+        fetch: Callable[[KmsClient], Fetcher[Row]],
         ops: Operations,
         page_size: int = 200,
         parent: QObject | None = None,
@@ -84,7 +93,7 @@ class PagedTableModel(QAbstractTableModel):
         self._fetch = fetch  # client -> bound list method; resolved on the worker thread
         self._ops = ops
         self._page_size = page_size
-        self._rows: list[Any] = []
+        self._rows: list[Row] = []
         self._ids: dict[str, int] = {}
         self._texts: dict[int, list[str]] = {}
         self._cursor: str | None = None
@@ -94,7 +103,7 @@ class PagedTableModel(QAbstractTableModel):
         self._total = 0
         self._total_exact = True
         self.sort_field: str | None = None
-        self.sort_order = Qt.AscendingOrder
+        self.sort_order = Qt.SortOrder.AscendingOrder
         self.q = ""
         self.filters: dict[str, Any] = {}
         self.fixed_filters: dict[str, Any] = {}
@@ -107,14 +116,19 @@ class PagedTableModel(QAbstractTableModel):
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self.columns)
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole) -> Any:
-        if orientation == Qt.Horizontal and 0 <= section < len(self.columns):
-            if role in (Qt.DisplayRole, Qt.AccessibleTextRole):
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if orientation == Qt.Orientation.Horizontal and 0 <= section < len(self.columns):
+            if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.AccessibleTextRole):
                 return self.columns[section].title
-            if role == Qt.TextAlignmentRole:
+            if role == Qt.ItemDataRole.TextAlignmentRole:
                 right = self.columns[section].align_right
-                return int((Qt.AlignRight if right else Qt.AlignLeft) | Qt.AlignVCenter)
-        if orientation == Qt.Vertical and role == Qt.DisplayRole:
+                return int(
+                    (Qt.AlignmentFlag.AlignRight if right else Qt.AlignmentFlag.AlignLeft)
+                    | Qt.AlignmentFlag.AlignVCenter
+                )
+        if orientation == Qt.Orientation.Vertical and role == Qt.ItemDataRole.DisplayRole:
             return section + 1
         return None
 
@@ -156,7 +170,7 @@ class PagedTableModel(QAbstractTableModel):
         if self.canFetchMore(parent):
             self._request(self._cursor)
 
-    def sort(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
         if not 0 <= column < len(self.columns) or not self.columns[column].sortable:
             return
         col = self.columns[column]
@@ -181,10 +195,10 @@ class PagedTableModel(QAbstractTableModel):
     def loading(self) -> bool:
         return self._loading
 
-    def objects(self) -> list[Any]:
+    def objects(self) -> list[Row]:
         return list(self._rows)
 
-    def object_at(self, row: int) -> Any:
+    def object_at(self, row: int) -> Row | None:
         return self._rows[row] if 0 <= row < len(self._rows) else None
 
     def row_of(self, obj_id: str) -> int:
@@ -215,7 +229,7 @@ class PagedTableModel(QAbstractTableModel):
             return
         generation, params, limit, fetch = self._generation, self._params(), self._page_size, self._fetch
 
-        def op(ctx: OpContext) -> Any:  # worker thread: no Qt calls
+        def op(ctx: OpContext) -> Page[Row]:  # worker thread: no Qt calls
             return fetch(ctx.client)(limit=limit, cursor=None, **params)
 
         self._ops.read(
@@ -226,7 +240,7 @@ class PagedTableModel(QAbstractTableModel):
             failure=lambda _exc: True,
         )  # the next poll or F5 will say it
 
-    def _poll_arrived(self, generation: int, page: Any) -> None:
+    def _poll_arrived(self, generation: int, page: Page[Row]) -> None:
         if generation != self._generation or self._loading:
             return
         items = list(page.items)
@@ -250,7 +264,7 @@ class PagedTableModel(QAbstractTableModel):
             self._total = page.total
             self.total_changed.emit(self._total)
 
-    def replace(self, obj: Any) -> None:
+    def replace(self, obj: Row) -> None:
         """Show an object the user just changed without reloading the list."""
         row = self.row_of(getattr(obj, "id", ""))
         if row < 0:
@@ -265,7 +279,7 @@ class PagedTableModel(QAbstractTableModel):
             params["q"] = self.q
         if self.sort_field:
             params["sort"] = self.sort_field
-            params["order"] = "asc" if self.sort_order == Qt.AscendingOrder else "desc"
+            params["order"] = "asc" if self.sort_order == Qt.SortOrder.AscendingOrder else "desc"
         return params
 
     def _request(self, cursor: str | None) -> None:
@@ -274,7 +288,7 @@ class PagedTableModel(QAbstractTableModel):
         limit = self._page_size
         fetch = self._fetch
 
-        def op(ctx: OpContext) -> Any:  # worker thread: no Qt calls
+        def op(ctx: OpContext) -> Page[Row]:  # worker thread: no Qt calls
             return fetch(ctx.client)(limit=limit, cursor=cursor, **params)
 
         self._set_loading(True)
@@ -285,7 +299,7 @@ class PagedTableModel(QAbstractTableModel):
             failure=lambda exc: self._page_failed(generation, exc),
         )
 
-    def _page_arrived(self, generation: int, page: Any) -> None:
+    def _page_arrived(self, generation: int, page: Page[Row]) -> None:
         if generation != self._generation:
             return
         items = list(page.items)

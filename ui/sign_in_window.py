@@ -58,7 +58,7 @@ class SignInWindow(QDialog):
         self.setWindowIcon(QIcon(str(get_asset("icons/app.svg"))))
         self.setMinimumWidth(480)
         if reauth_client is not None:
-            self.setWindowModality(Qt.WindowModal)
+            self.setWindowModality(Qt.WindowModality.WindowModal)
 
         layout = QVBoxLayout(self)
         title = QLabel("<h2>KMS Manager</h2>" if not reauth_client else "<h3>Session ended</h3>")
@@ -102,7 +102,7 @@ class SignInWindow(QDialog):
         self.address.setPlaceholderText("host:port of the KMA's management listener")
         self.fingerprint = QLabel()
         self.fingerprint.setWordWrap(True)
-        self.fingerprint.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.fingerprint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.fingerprint.setAccessibleName("Pinned CA fingerprint")
         self.user = QLineEdit()
         self.user.setAccessibleName("User ID")
@@ -130,13 +130,19 @@ class SignInWindow(QDialog):
 
     def _buttons(self, reauth: bool) -> QDialogButtonBox:
         self.buttons = QDialogButtonBox()
-        self.sign_in_button = self.buttons.addButton("Sign in", QDialogButtonBox.AcceptRole)
+        self.sign_in_button = self.buttons.addButton("Sign in", QDialogButtonBox.ButtonRole.AcceptRole)
         self.sign_in_button.setDefault(True)
-        self.buttons.addButton(QDialogButtonBox.Cancel if reauth else QDialogButtonBox.Close)
+        self.buttons.addButton(
+            QDialogButtonBox.StandardButton.Cancel if reauth else QDialogButtonBox.StandardButton.Close
+        )
         if not reauth:  # planning needs no KMA: open it before there is one
-            self.plan_button = self.buttons.addButton("Plan a deployment…", QDialogButtonBox.HelpRole)
+            self.plan_button = self.buttons.addButton(
+                "Plan a deployment…", QDialogButtonBox.ButtonRole.HelpRole
+            )
             self.plan_button.clicked.connect(self.open_planning)
-            self.setup_button = self.buttons.addButton("Set up a new KMA…", QDialogButtonBox.HelpRole)
+            self.setup_button = self.buttons.addButton(
+                "Set up a new KMA…", QDialogButtonBox.ButtonRole.HelpRole
+            )
             self.setup_button.clicked.connect(self.open_setup)
         self.buttons.accepted.connect(self.submit)
         self.buttons.rejected.connect(self.reject)
@@ -162,7 +168,7 @@ class SignInWindow(QDialog):
             self.demo_dialog.sign_in_as.connect(sign_in_as)
             self.demo_dialog.open()
 
-        self.demo_button = self.buttons.addButton("Demo credentials…", QDialogButtonBox.HelpRole)
+        self.demo_button = self.buttons.addButton("Demo credentials…", QDialogButtonBox.ButtonRole.HelpRole)
         self.demo_button.clicked.connect(show)
 
     def open_setup(self) -> None:
@@ -295,7 +301,7 @@ class SignInWindow(QDialog):
         self.trust_dialog = dialog
 
         def answered(result: int) -> None:
-            if result == QDialog.Accepted:
+            if result == QDialog.DialogCode.Accepted:
                 profile.ca_fingerprint = trust.fingerprint
                 profile.ca_pem = trust.ca_pem
                 self.store.save(profile)

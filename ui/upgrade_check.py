@@ -81,16 +81,18 @@ class UpgradeCheckDialog(QDialog):
         layout = QVBoxLayout(self)
         self.text = QLabel("Checking…")
         self.text.setObjectName("upgradeCheckText")
-        self.text.setTextFormat(Qt.RichText)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
         self.text.setWordWrap(True)
-        self.text.setAlignment(Qt.AlignLeft | Qt.AlignTop)  # not centred under a blank band
-        self.text.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.text.setAlignment(
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop
+        )  # not centred under a blank band
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.text, 1)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.again = QPushButton("Check again")
         self.again.setObjectName("upgradeCheckAgain")
         self.again.clicked.connect(self.check)
-        buttons.addButton(self.again, QDialogButtonBox.ActionRole)
+        buttons.addButton(self.again, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
         self.answer: Any = None
@@ -99,7 +101,10 @@ class UpgradeCheckDialog(QDialog):
     def check(self) -> None:
         self.again.setEnabled(False)
         self.ctx.ops.read(
-            lambda c: c.client.upgrade_check(), parent=self, success=self.show_answer, failure=self._failed
+            lambda c: c.client.get_upgrade_check(),
+            parent=self,
+            success=self.show_answer,
+            failure=self._failed,
         )
 
     def show_answer(self, answer: Any) -> None:

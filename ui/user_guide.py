@@ -22,7 +22,7 @@ class UserGuide(QDialog):
         self.browser.setOpenExternalLinks(True)
         self.browser.setHtml(get_asset("guide/user-guide.html").read_text(encoding="utf-8"))
         layout.addWidget(self.browser, 1)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.close)
         layout.addWidget(buttons)
 

@@ -21,18 +21,21 @@ class PasswordLineEdit(QLineEdit):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setEchoMode(QLineEdit.Password)
+        self.setEchoMode(QLineEdit.EchoMode.Password)
         self.setInputMethodHints(
-            Qt.ImhHiddenText | Qt.ImhNoPredictiveText | Qt.ImhNoAutoUppercase | Qt.ImhSensitiveData
+            Qt.InputMethodHint.ImhHiddenText
+            | Qt.InputMethodHint.ImhNoPredictiveText
+            | Qt.InputMethodHint.ImhNoAutoUppercase
+            | Qt.InputMethodHint.ImhSensitiveData
         )
         self._reveal = QAction("Show passphrase", self)
         self._reveal.setCheckable(True)
         self._reveal.setIcon(QIcon(str(get_asset("icons/eye.svg"))))
         self._reveal.toggled.connect(self._toggle)
-        self.addAction(self._reveal, QLineEdit.TrailingPosition)
+        self.addAction(self._reveal, QLineEdit.ActionPosition.TrailingPosition)
 
     def _toggle(self, shown: bool) -> None:
-        self.setEchoMode(QLineEdit.Normal if shown else QLineEdit.Password)
+        self.setEchoMode(QLineEdit.EchoMode.Normal if shown else QLineEdit.EchoMode.Password)
         self._reveal.setText("Hide passphrase" if shown else "Show passphrase")
 
     def clear(self) -> None:

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from app.operations import OpContext
 from app.writes import Write
-from kms_client import Agent, EnrollmentPassphrase
+from kms_client import Agent, EnrollmentPassphrase, KmsClient
 
 new_enrollment_passphrase = Write(
-    "new_enrollment_passphrase", {"agents"}, "New enrollment passphrase for agent {0}."
+    KmsClient.new_enrollment_passphrase, {"agents"}, "New enrollment passphrase for agent {0}."
 )
 # For drives that cannot renew their own certificate (ui/pages/agent_passphrases.py)
 new_enrollment_passphrases = Write(
-    "new_enrollment_passphrases", {"agents"}, "New enrollment passphrases made."
+    KmsClient.new_enrollment_passphrases, {"agents"}, "New enrollment passphrases made."
 )
-update_agent = Write("update_agent", {"agents"}, "Agent {0} saved.")
+update_agent = Write(KmsClient.update_agent, {"agents"}, "Agent {0} saved.")
 
 
 def _create_with_passphrase(

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from app.operations import OpContext
 from app.writes import Write
-from kms_client import Backup
+from kms_client import Backup, KmsClient
 
-create_backup = Write("create_backup", {"backups"}, "Backup made.")
-delete_backup = Write("delete_backup", {"backups"}, "Backup {0} deleted.")
-set_backup_schedule = Write("set_backup_schedule", {"backups"}, "Backup schedule saved.")
-take_core_security_backup = Write("take_core_security_backup", {"backups"})
+create_backup = Write(KmsClient.create_backup, {"backups"}, "Backup made.")
+delete_backup = Write(KmsClient.delete_backup, {"backups"}, "Backup {0} deleted.")
+set_backup_schedule = Write(KmsClient.set_backup_schedule, {"backups"}, "Backup schedule saved.")
+take_core_security_backup = Write(KmsClient.take_core_security_backup, {"backups"})
 
 
 def _download(worker: OpContext, backup: Backup, dest: Path) -> int:

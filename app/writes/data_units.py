@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from app.operations import OpContext
 from app.writes import Write
-from kms_client import DataUnit
+from kms_client import DataUnit, KmsClient
 
-create_data_unit = Write("create_data_unit", {"data_units"}, "Data unit {0} created.")
-update_data_unit = Write("update_data_unit", {"data_units"}, "Data unit {0} saved.")
+create_data_unit = Write(KmsClient.create_data_unit, {"data_units"}, "Data unit {0} created.")
+update_data_unit = Write(KmsClient.update_data_unit, {"data_units"}, "Data unit {0} saved.")
 
 
 def _issue_key(worker: OpContext, key_group_id: str, data_unit_id: str) -> DataUnit:

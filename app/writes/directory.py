@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from app.writes import Write
+from kms_client import KmsClient
 
-set_directory = Write("set_directory", {"users", "quorum"}, "Directory sign-in saved.")
+set_directory = Write(KmsClient.set_directory, {"users", "quorum"}, "Directory sign-in saved.")

@@ -4,7 +4,8 @@ passphrase for an entry, removing a KMA."""
 from __future__ import annotations
 
 from app.writes import Write
+from kms_client import KmsClient
 
-create_kma_entry = Write("create_kma_entry", {"kmas", "quorum"})
-set_kma_passphrase = Write("set_kma_passphrase", {"kmas", "quorum"})
-remove_kma = Write("remove_kma", {"kmas", "quorum"})
+add_kma = Write(KmsClient.add_kma, {"kmas", "quorum"})
+set_kma_passphrase = Write(KmsClient.set_kma_passphrase, {"kmas", "quorum"})
+remove_kma = Write(KmsClient.remove_kma, {"kmas", "quorum"})

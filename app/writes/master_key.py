@@ -4,5 +4,6 @@ key re-wrapped under it in the background (docs/backups.md#master-key-rotation).
 from __future__ import annotations
 
 from app.writes import Write
+from kms_client import KmsClient
 
-rotate_master_key = Write("rotate_master_key", {"kmas", "quorum", "backups"})
+rotate_master_key = Write(KmsClient.rotate_master_key, {"kmas", "quorum", "backups"})

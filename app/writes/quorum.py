@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from app.writes import Write
+from kms_client import KmsClient
 
 # An approval may complete the operation, which then changes what it was about.
-approve_quorum_operation = Write("approve_quorum_operation", {"quorum", "users", "kmas", "audit"})
-change_key_split = Write("change_key_split", {"quorum"})
-delete_quorum_operation = Write("delete_quorum_operation", {"quorum"}, "Pending operation deleted.")
-enrol_key_split_member = Write("enrol_key_split_member", {"quorum"})
+approve_quorum_operation = Write(KmsClient.approve_quorum_operation, {"quorum", "users", "kmas", "audit"})
+change_key_split = Write(KmsClient.change_key_split, {"quorum"})
+delete_quorum_operation = Write(KmsClient.delete_quorum_operation, {"quorum"}, "Pending operation deleted.")
+enrol_key_split_member = Write(KmsClient.enrol_key_split_member, {"quorum"})
 
 
 def _resume_enrolment(worker: Any, op_id: str) -> tuple[Any, dict[str, str]]:
@@ -21,7 +22,7 @@ def _resume_enrolment(worker: Any, op_id: str) -> tuple[Any, dict[str, str]]:
 
 
 resume_enrolment = Write(_resume_enrolment, {"quorum"})
-lock_kma = Write("lock_kma", {"kmas"}, "KMA {0} locked.")
-set_autonomous_unlock = Write("set_autonomous_unlock", {"kmas", "quorum"})
-set_quorum_lifetime = Write("set_quorum_lifetime", {"quorum"}, "Quorum operation lifetime saved.")
-unlock_kma = Write("unlock_kma", {"kmas", "quorum"})
+lock_kma = Write(KmsClient.lock_kma, {"kmas"}, "KMA {0} locked.")
+set_autonomous_unlock = Write(KmsClient.set_autonomous_unlock, {"kmas", "quorum"})
+set_quorum_lifetime = Write(KmsClient.set_quorum_lifetime, {"quorum"}, "Quorum operation lifetime saved.")
+unlock_kma = Write(KmsClient.unlock_kma, {"kmas", "quorum"})

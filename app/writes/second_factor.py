@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from app.writes import Write
+from kms_client import KmsClient
 
-enrol_second_factor = Write("enrol_second_factor", {"users"})
-confirm_second_factor = Write("confirm_second_factor", {"users"}, "Two-step sign-in is on.")
-turn_off_second_factor = Write("turn_off_second_factor", {"users", "quorum"}, "Two-step sign-in turned off.")
+enrol_second_factor = Write(KmsClient.enrol_second_factor, {"users"})
+confirm_second_factor = Write(KmsClient.confirm_second_factor, {"users"}, "Two-step sign-in is on.")
+turn_off_second_factor = Write(
+    KmsClient.turn_off_second_factor, {"users", "quorum"}, "Two-step sign-in turned off."
+)

@@ -8,13 +8,19 @@ from typing import Any
 
 from app.operations import OpContext
 from app.writes import Write
-from kms_client import ValidationFailed
+from kms_client import KmsClient, ValidationFailed
 from kms_client.wire import TransferExport, TransferImport
 
-register_transfer_partner = Write("register_transfer_partner", {"transfer", "quorum"})
-enable_transfer_partner = Write("enable_transfer_partner", {"transfer"}, "Transfer partner {0} enabled.")
-disable_transfer_partner = Write("disable_transfer_partner", {"transfer"}, "Transfer partner {0} disabled.")
-remove_transfer_partner = Write("remove_transfer_partner", {"transfer"}, "Transfer partner {0} removed.")
+register_transfer_partner = Write(KmsClient.register_transfer_partner, {"transfer", "quorum"})
+enable_transfer_partner = Write(
+    KmsClient.enable_transfer_partner, {"transfer"}, "Transfer partner {0} enabled."
+)
+disable_transfer_partner = Write(
+    KmsClient.disable_transfer_partner, {"transfer"}, "Transfer partner {0} disabled."
+)
+remove_transfer_partner = Write(
+    KmsClient.remove_transfer_partner, {"transfer"}, "Transfer partner {0} removed."
+)
 
 
 def local_file_refused(what: str, path: Path, exc: OSError | UnicodeError) -> ValidationFailed:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from app.writes import Write
+from kms_client import KmsClient
 
-create_user = Write("create_user", {"users", "quorum"})
-set_user_passphrase = Write("set_user_passphrase", {"users", "quorum"})
-update_user = Write("update_user", {"users", "quorum"})
+create_user = Write(KmsClient.create_user, {"users", "quorum"})
+set_user_passphrase = Write(KmsClient.set_user_passphrase, {"users", "quorum"})
+update_user = Write(KmsClient.update_user, {"users", "quorum"})

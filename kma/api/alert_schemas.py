@@ -56,13 +56,13 @@ class AlertChannelPut(BaseModel):
 
     name: str = Field(min_length=1, max_length=80)
     kind: Literal["snmp", "webhook", "email"]
+    settings: AlertChannelSettings
+    secrets: AlertChannelSecrets = Field(default_factory=AlertChannelSecrets)
     enabled: bool = True
     warnings: bool = Field(True, description="carries the dashboard's warnings as they start and end")
     audit_classes: list[str] = Field(
         default_factory=list, max_length=40, description="audit event classes it carries"
     )
-    settings: AlertChannelSettings
-    secrets: AlertChannelSecrets = Field(default_factory=AlertChannelSecrets)
 
 
 class AlertChannelStatus(Response):

@@ -93,7 +93,7 @@ def _kma_line(k: Any) -> str:
 
 @_talking
 def run_status(args: argparse.Namespace, client: Any) -> int:
-    topo = client.cluster_topology()
+    topo = client.get_topology()
     if args.json:
         print(json.dumps(dataclasses.asdict(topo), indent=2, default=str))
         return 0

@@ -115,7 +115,7 @@ def _report(done: Any) -> int:
 
 @_talking
 def run_add_kma(args: argparse.Namespace, client: Any) -> int:
-    done = client.create_kma_entry(
+    done = client.add_kma(
         args.kma_id,
         args.site,
         name=args.name,
@@ -131,7 +131,7 @@ def run_add_kma(args: argparse.Namespace, client: Any) -> int:
 
 @_talking
 def run_add_witness(args: argparse.Namespace, client: Any) -> int:
-    done = client.create_kma_entry(
+    done = client.add_kma(
         args.kma_id,
         args.site,
         name=args.name,

@@ -267,7 +267,7 @@ def run_delete(args: argparse.Namespace, client: Any) -> int:
 
 @_talking
 def run_lock(args: argparse.Namespace, client: Any) -> int:
-    kma_id = args.kma_id or client.status().kma_id
+    kma_id = args.kma_id or client.get_status().kma_id
     client.lock_kma(kma_id)
     print(f"KMA {kma_id} is locked: it serves no keys until a quorum unlocks it (kma unlock).")
     return 0
@@ -291,6 +291,6 @@ def _credentials(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 @_talking
 def run_unlock(args: argparse.Namespace, client: Any) -> int:
-    kma_id = args.kma_id or client.status().kma_id
+    kma_id = args.kma_id or client.get_status().kma_id
     result = client.unlock_kma(kma_id, credentials=_credentials(args))
     return _report(result, f"KMA {kma_id} is unlocked.")

@@ -33,7 +33,7 @@ def step_line(n: int, step: Any) -> str:
 
 @_talking
 def run_check(args: argparse.Namespace, client: Any) -> int:
-    answer = client.upgrade_check()
+    answer = client.get_upgrade_check()
     if args.json:
         print(json.dumps(dataclasses.asdict(answer), indent=2, default=str))
         return 0 if answer.ready else 1

@@ -62,7 +62,7 @@ def _caught_up(kma: Appliance, node: dict[str, Any]) -> bool | None:
             timeout=PEER_TIMEOUT_S,
             kma_id=node["id"],  # the KMA its signed entry names, not whoever answers there
         ) as peer:
-            return peer.status().caught_up
+            return peer.get_status().caught_up
     except KmsError:
         return None
 

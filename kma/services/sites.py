@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kma.appliance import Appliance
@@ -20,20 +21,29 @@ LIST = ListQuery(
 )
 
 
+@dataclass(frozen=True)
+class SiteRow:
+    """A site as the store holds it (times in seconds since the epoch); the API's `Site` reads it."""
+
+    id: str
+    name: str
+    description: str
+    created_at: int
+    updated_at: int
+
+
 def list_sites(kma: Appliance, req: PageRequest) -> Page:
     return list_page(kma.store, LIST, req)
 
 
-def get_site(kma: Appliance, site_id: str) -> dict[str, Any]:
+def get_site(kma: Appliance, site_id: str) -> SiteRow:
     row = kma.store.query_one(LIST.select + " WHERE id = ?", (site_id,))
     if row is None:
         raise NotFound(f"There is no site '{site_id}'.")
-    return dict(row)
+    return SiteRow(**dict(row))
 
 
-def create_site(
-    kma: Appliance, actor: Actor, site_id: str, name: str, description: str = ""
-) -> dict[str, Any]:
+def create_site(kma: Appliance, actor: Actor, site_id: str, name: str, description: str = "") -> SiteRow:
     check_id(site_id, "The site ID")
     check_text(name, "The name", required=True)
     check_text(description, "The description")
@@ -53,7 +63,7 @@ def create_site(
     return get_site(kma, site_id)
 
 
-def update_site(kma: Appliance, actor: Actor, site_id: str, **changes: Any) -> dict[str, Any]:
+def update_site(kma: Appliance, actor: Actor, site_id: str, **changes: Any) -> SiteRow:
     changes = {k: v for k, v in changes.items() if v is not None}
     if "name" in changes:
         check_text(changes["name"], "The name", required=True)

@@ -179,7 +179,7 @@ def test_security_officer_turns_on_daily_pruning(qtbot, controller, fresh_kma):
     assert not dialog.auto.isChecked()
     dialog.auto.setChecked(True)
     qtbot.mouseClick(dialog.save_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: fresh_kma.client("auditor").audit_retention().auto_prune, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: fresh_kma.client("auditor").get_audit_retention().auto_prune, timeout=WAIT_MS)
     dialog.reject()
     again = RetentionDialog(controller.ctx, page)
     qtbot.waitUntil(lambda: again.info.text() != "Loading…", timeout=WAIT_MS)
@@ -206,7 +206,7 @@ def test_shortening_retention_in_the_manager_waits_for_the_quorum(qtbot, control
     qtbot.waitUntil(lambda: dialog.spins["long"].value() > 365, timeout=WAIT_MS)  # read back: unchanged
     (op,) = fresh_kma.client("so").list_quorum_operations(state="pending").items
     assert op.type == "shorten_audit_retention"
-    assert fresh_kma.client("auditor").audit_retention().long > 365 * 86400
+    assert fresh_kma.client("auditor").get_audit_retention().long > 365 * 86400
     dialog.pending.close()
     dialog.reject()
 

@@ -50,7 +50,7 @@ def test_one_kma_is_drawn_with_its_tolerance_and_a_security_officer_locks_it_fro
     submit(qtbot, dialog)
 
     # Then the KMA is locked (as the API says), and the picture shows it with unlock offered
-    qtbot.waitUntil(lambda: fresh_kma.client().status().locked, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: fresh_kma.client().get_status().locked, timeout=WAIT_MS)
     qtbot.waitUntil(lambda: page.scene.nodes["kma-dal-1"].kma.locked, timeout=WAIT_MS)
     assert page.scene.selected_kma().id == "kma-dal-1"  # still selected after the refresh
     assert page.unlock_button.isEnabled() and not page.lock_button.isEnabled()

@@ -67,9 +67,9 @@ def test_three_kmas_a_killed_one_shows_down_and_recovers_and_one_is_locked_from_
         submit(qtbot, active_dialog(qtbot, FormDialog))
 
         # Then that KMA is locked, as its own API says, and the picture shows it locked
-        qtbot.waitUntil(lambda: kmas[victim].client().status().locked, timeout=WAIT_MS)
+        qtbot.waitUntil(lambda: kmas[victim].client().get_status().locked, timeout=WAIT_MS)
         qtbot.waitUntil(lambda: page.scene.nodes[victim].kma.locked, timeout=WAIT_MS)
-        assert not first.client().status().locked
+        assert not first.client().get_status().locked
     finally:
         for kma in reversed(list(kmas.values())):
             kma.stop()

@@ -37,7 +37,7 @@ def test_lock_confirmation_defaults_to_cancel_and_says_there_is_no_other_kma(qtb
     # And Enter cancels: the KMA stays unlocked
     qtbot.keyClick(confirm, Qt.Key_Return)
     qtbot.waitUntil(lambda: not confirm.isVisible(), timeout=WAIT_MS)
-    assert not fresh_kma.client("so").status().locked
+    assert not fresh_kma.client("so").get_status().locked
 
 
 def test_f5_in_a_focused_table_refreshes_and_lists_follow_changes(qtbot, qtlog, controller, demo_kma):

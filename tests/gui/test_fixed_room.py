@@ -110,7 +110,7 @@ def test_after_a_refusal_the_focus_is_on_the_member_at_fault_and_enter_keeps_the
     qtbot, controller, fresh_kma
 ):
     client = fresh_kma.client("so")
-    client.lock_kma(client.status().kma_id)
+    client.lock_kma(client.get_status().kma_id)
     window = sign_in(qtbot, controller, fresh_kma, "so")
     page = open_page(qtbot, window, "locking")
     qtbot.waitUntil(page.unlock_button.isEnabled, timeout=WAIT_MS)

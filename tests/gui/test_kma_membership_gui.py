@@ -148,4 +148,4 @@ def test_a_kma_entry_written_into_the_store_is_flagged_not_trusted(qtbot, contro
 
     own = next(k.id for k in fresh_kma.client("so").list_kmas().items if k.id != "mallory")
     assert (shown("mallory"), shown(own)) == ("not trusted", "signed")
-    assert "mallory" not in {k.id for k in fresh_kma.client("so").cluster_topology().kmas}
+    assert "mallory" not in {k.id for k in fresh_kma.client("so").get_topology().kmas}

@@ -153,7 +153,10 @@ def test_a_list_too_long_to_count_says_more_than(qtbot, controller, tmp_path):
         dashboard = open_page(qtbot, window, "dashboard").dashboard
         generated = dashboard.key_bars["generated"][1]
         qtbot.waitUntil(lambda: generated.format() == f"more than {COUNT_LIMIT:,}", timeout=WAIT_MS)
-        assert dashboard.key_bars["destroyed"][1].format() == f"{so.dashboard().keys_by_state['destroyed']:,}"
+        assert (
+            dashboard.key_bars["destroyed"][1].format()
+            == f"{so.get_dashboard().keys_by_state['destroyed']:,}"
+        )
         assert dashboard.keys_total.text().startswith("More than ")
     finally:
         kma.stop()

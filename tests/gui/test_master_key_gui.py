@@ -36,7 +36,7 @@ def test_a_security_officer_rotates_the_master_key_and_sees_its_progress(qtbot, 
 
     qtbot.waitUntil(ended, timeout=WAIT_MS * 4)
     assert any("Master key rotation to generation 2:" in text and "%" in text for text in seen), seen
-    assert fresh_kma.client("so").master_key().generation == 2
+    assert fresh_kma.client("so").get_master_key().generation == 2
 
 
 def test_the_key_split_change_offers_a_rotation_without_forcing_it(qtbot, controller, demo_kma):

@@ -46,7 +46,7 @@ def _sign_in_elsewhere(qtbot: Any, controller: Any, kma: RunningKma, user_id: st
 
 def _locked(kma: RunningKma) -> None:
     client = kma.client("so")
-    client.lock_kma(client.status().kma_id)
+    client.lock_kma(client.get_status().kma_id)
 
 
 def test_a_locked_kma_of_another_cluster_is_not_offered_the_last_clusters_members(
@@ -222,7 +222,7 @@ def test_a_restore_says_it_replaces_a_dead_machine_and_asks_when_the_original_an
     wizard.button(QWizard.NextButton).click()
     # Then the wizard says the original answers, and asks; "Do not restore" stays on the page
     qtbot.waitUntil(lambda: files.asking is not None and files.asking.isVisible(), timeout=WAIT_MS * 3)
-    kma_id = demo_kma.client("so").status().kma_id
+    kma_id = demo_kma.client("so").get_status().kma_id
     assert f"{kma_id} at {demo_kma.address}" in files.asking.text()
     next(b for b in files.asking.buttons() if b.text() == "Do not restore").click()
     qtbot.waitUntil(lambda: "Not restored" in files.error.text(), timeout=WAIT_MS)

@@ -213,7 +213,7 @@ def test_lock_shows_one_banner_and_three_credentials_unlock(qtbot, controller, f
     qtbot.waitUntil(banner.isVisible, timeout=WAIT_MS)
     assert "This KMA is locked; a quorum must unlock it" in banner.label.text()
     qtbot.waitUntil(lambda: "Locked" in page.state.text(), timeout=WAIT_MS)
-    assert fresh_kma.client("so").status().locked
+    assert fresh_kma.client("so").get_status().locked
 
     # Then pages that need the KMA show the banner, not an error box per call
     shown = []
@@ -240,7 +240,7 @@ def test_lock_shows_one_banner_and_three_credentials_unlock(qtbot, controller, f
     # Then the KMA serves again and the banner goes
     qtbot.waitUntil(lambda: not banner.isVisible(), timeout=WAIT_MS)
     qtbot.waitUntil(lambda: "Unlocked" in page.state.text(), timeout=WAIT_MS)
-    assert not fresh_kma.client("so").status().locked
+    assert not fresh_kma.client("so").get_status().locked
     assert all(p.text() == "" for _r, _m, p in rows)  # passphrases overwritten and cleared
 
 
@@ -275,7 +275,7 @@ def test_pending_unlock_is_approved_by_quorum_members_while_locked(qtbot, contro
     window = _switch_user(qtbot, controller, fresh_kma, "qm2")
     assert "executed" in _approve_in_inbox(qtbot, window, op_id, "bob", members["bob"])
     qtbot.waitUntil(lambda: not _banner(window, "lockedBanner").isVisible(), timeout=WAIT_MS)
-    assert not fresh_kma.client("so").status().locked
+    assert not fresh_kma.client("so").get_status().locked
 
 
 def test_badge_and_notification_follow_new_operations(qtbot, controller, demo_kma):

@@ -270,7 +270,7 @@ def test_the_wizard_puts_the_master_key_in_an_hsm(
         done.ask_where_to_print()
         assert offered == [f"acme-tape-vault-key-split-cards-{date.today().isoformat()}.pdf"]
         kma.wait_ready(set_up=True)
-        status = kma.client().status()
+        status = kma.client().get_status()
         assert status.master_key == f"pkcs11: token '{hsm.label}' in {hsm.module}"
         assert "[hsm]" in (kma.data_dir / "kma.toml").read_text()
     finally:

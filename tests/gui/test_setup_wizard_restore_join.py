@@ -205,7 +205,7 @@ def test_the_wizard_restores_an_hsm_kmas_backup_onto_its_token_not_onto_software
         page.passphrase.setText(members[-1]["passphrase"])
         next_page(qtbot, wizard, "RestoreDonePage")
         waiting.wait_ready(set_up=True)
-        assert waiting.client().status().master_key.startswith(f"pkcs11: token '{hsm.label}'")
+        assert waiting.client().get_status().master_key.startswith(f"pkcs11: token '{hsm.label}'")
         assert f'token_label = "{hsm.label}"' in (waiting.data_dir / "kma.toml").read_text()
     finally:
         waiting.stop()

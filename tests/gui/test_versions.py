@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.gui, pytest.mark.slow]
 def test_about_names_the_managers_release_and_the_kmas_release_and_schema(qtbot, controller, demo_kma):
     window = sign_in(qtbot, controller, demo_kma, "so")
     client = demo_kma.client("so")
-    status = client.status()
+    status = client.get_status()
     schema = client.get_kma(status.kma_id).schema_version
     assert schema is not None
     about = window._about()
@@ -32,7 +32,7 @@ def test_about_names_the_managers_release_and_the_kmas_release_and_schema(qtbot,
 
 def test_the_upgrade_check_of_one_embedded_kma_reads_right(qtbot, controller, demo_kma):
     window = sign_in(qtbot, controller, demo_kma, "so")
-    name = demo_kma.client("so").status().kma_name
+    name = demo_kma.client("so").get_status().kma_name
     assert "KMA" in name  # the demo's "KMA Dallas 1": the word is not said twice
     dialog = UpgradeCheckDialog(window.ctx, window)
     qtbot.addWidget(dialog)

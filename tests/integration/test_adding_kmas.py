@@ -55,7 +55,7 @@ def csr(name: str = "whatever-the-machine-says") -> tuple[ec.EllipticCurvePrivat
 
 def add_entry(kma: RunningKma, kma_id: str, *members: str, **fields: Any) -> KmaAdmission:
     so = kma.client("so")
-    return so.create_kma_entry(
+    return so.add_kma(
         kma_id, fields.pop("site_id", "boston"), **{**ADDRESSES, **fields}, credentials=creds(kma, *members)
     )
 
@@ -193,7 +193,7 @@ def test_a_new_passphrase_replaces_the_machine_and_revokes_its_certificates(node
 def test_only_a_security_officer_creates_entries(node_kma: RunningKma) -> None:
     op: KmsClient = node_kma.client("op")
     with pytest.raises(Forbidden):
-        op.create_kma_entry("kma-z", "boston", **ADDRESSES)
+        op.add_kma("kma-z", "boston", **ADDRESSES)
     with pytest.raises(Conflict, match="already a KMA"):
         add_entry(node_kma, "kma-dal-1", "alice")
 
@@ -261,7 +261,7 @@ def test_a_removed_kmas_certificates_are_refused_by_both_listeners(
 
     # Then its certificate no longer works on either listener; managers without one are unaffected
     assert _answers(as_kma, management) is None and _answers(as_kma, service) is None
-    assert node_kma.client().status().kma_id == "kma-dal-1"
+    assert node_kma.client().get_status().kma_id == "kma-dal-1"
     removed = so.get_kma("kma-bos-5")
     assert removed.removed_at is not None and removed.locked
     refused = events(node_kma, q="refused a client certificate")
@@ -294,7 +294,7 @@ def test_a_witness_entry_has_only_a_raft_address_votes_and_joins_unlocked(node_k
     three = creds(node_kma, "alice", "bob", "carol")
     # A witness serves no one: management or service addresses are refused, as is a missing one for a KMA
     with pytest.raises(ValidationFailed, match="witness has no management address"):
-        so.create_kma_entry(
+        so.add_kma(
             "witness-1",
             "boston",
             raft_address="127.0.0.1:14009",
@@ -303,7 +303,7 @@ def test_a_witness_entry_has_only_a_raft_address_votes_and_joins_unlocked(node_k
             credentials=three,
         )
     with pytest.raises(ValidationFailed, match="service address is required"):
-        so.create_kma_entry(
+        so.add_kma(
             "kma-bos-9",
             "boston",
             raft_address="127.0.0.1:14009",
@@ -312,9 +312,7 @@ def test_a_witness_entry_has_only_a_raft_address_votes_and_joins_unlocked(node_k
         )
 
     # Given the quorum creates a witness's entry: it counts as a voter (two voters would be three)
-    done = so.create_kma_entry(
-        "witness-1", "boston", raft_address="127.0.0.1:14009", witness=True, credentials=three
-    )
+    done = so.add_kma("witness-1", "boston", raft_address="127.0.0.1:14009", witness=True, credentials=three)
     assert done.op.state == "executed" and done.voters == 2
     entry = so.get_kma("witness-1")
     assert (entry.witness, entry.voter, entry.key_pool_size, entry.service_address) == (True, True, 0, "")
@@ -336,5 +334,5 @@ def test_each_kma_shows_the_schema_its_release_knows_and_an_entry_none_until_its
     # Then the KMAs list shows the schema the running KMA's release knows, and none for the entry
     auditor = node_kma.client("auditor")
     kmas = {k.id: k for k in auditor.iter_kmas()}
-    assert kmas[auditor.status().kma_id].schema_version == latest_schema_version()
+    assert kmas[auditor.get_status().kma_id].schema_version == latest_schema_version()
     assert kmas["kma-bos-1"].schema_version is None

@@ -33,9 +33,9 @@ LOCKED = "This KMA is locked"
 
 @pytest.fixture
 def receivers(fresh_kma: RunningKma) -> Iterator[dict[str, Any]]:
-    kma_id = fresh_kma.client("auditor").status().kma_id
+    kma_id = fresh_kma.client("auditor").get_status().kma_id
     so = fresh_kma.client("so")
-    engines = so.alert_channels().snmp_engine_ids
+    engines = so.list_alert_channels().snmp_engine_ids
     parts = {"webhook": WebhookReceiver(SECRET), "smtp": SmtpReceiver(), "snmp": Snmptrapd([engines[kma_id]])}
     for part in parts.values():
         part.start()
@@ -84,7 +84,7 @@ def test_a_warning_start_and_end_reach_every_channel(
     fresh_kma: RunningKma, receivers: dict[str, Any]
 ) -> None:
     so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
-    kma_id = auditor.status().kma_id
+    kma_id = auditor.get_status().kma_id
     hook, smtp, trapd = receivers["webhook"], receivers["smtp"], receivers["snmp"]
     ids = add_channels(so, receivers)
 
@@ -137,7 +137,7 @@ def test_audit_forwarding_falling_behind_is_a_warning_that_alerts(
     )
     assert "127.0.0.1:9 is behind" in started[0]["text"]
     assert any(
-        "Audit forwarding to 127.0.0.1:9 is behind" in w for w in so.status().warnings
+        "Audit forwarding to 127.0.0.1:9 is behind" in w for w in so.get_status().warnings
     )  # the dashboard's
     so.set_audit_forwarding("127.0.0.1:9", fresh_kma.ca_pem, enabled=False)
     ended = wait_until(lambda: kinds(hook, "warning.ended", "Audit forwarding"), 30, "its end")
@@ -156,7 +156,9 @@ def test_a_receiver_down_gets_the_alerts_once_back_across_a_kma_restart(
     so.create_site("alert-during", "Made while the webhook receiver is down")
 
     def webhook_status() -> Any:
-        return {c.id: c.this_kma for c in fresh_kma.client("auditor").alert_channels().items}[ids["webhook"]]
+        return {c.id: c.this_kma for c in fresh_kma.client("auditor").list_alert_channels().items}[
+            ids["webhook"]
+        ]
 
     wait_until(lambda: webhook_status().queued >= 1 and webhook_status().last_error, 30, "queued, and why")
     assert not so.send_test_alert(ids["email"]).delivered
@@ -180,7 +182,7 @@ def test_secrets_never_leave_and_only_a_security_officer_configures(
 ) -> None:
     so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
     add_channels(so, receivers)
-    listed = auditor.alert_channels()
+    listed = auditor.list_alert_channels()
     text = repr(listed)
     for secret in (SECRET, Snmptrapd.AUTH, Snmptrapd.PRIV):
         assert secret not in text

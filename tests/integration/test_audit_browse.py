@@ -41,7 +41,7 @@ def test_filters_combine(demo_kma: RunningKma) -> None:
     )
     assert page.total == len(page.items) > 0
     assert all((e.event_class, e.entity_id) == ("key", "op") for e in page.items)
-    facets = auditor.audit_facets()
+    facets = auditor.get_audit_facets()
     assert "key.destroy" in facets.operation and "dallas" in facets.site_id
 
 
@@ -81,7 +81,7 @@ def test_agent_history_follows_enable_and_disable(demo_kma: RunningKma) -> None:
 
 def test_dashboard_series_count_keys_issued_and_events_by_severity(demo_kma: RunningKma) -> None:
     auditor = demo_kma.client("auditor")
-    series = auditor.dashboard_series(days=410)
+    series = auditor.get_dashboard_series(days=410)
     assert len(series.keys_issued) == 410
     issued = auditor.list_keys(limit=1, sort="activated_at").total - series.keys_by_state.get("ready", 0)
     assert sum(d.count for d in series.keys_issued) == issued

@@ -40,7 +40,9 @@ def test_every_event_arrives_once_in_order_across_a_collector_outage(
     so.set_audit_forwarding(collector.address, collector.ca_pem)
     so.create_site("fw-before", "Before the outage")
     wait_until(lambda: any(b"fw-before" in m for m in collector.received()), 30, "the first events arrive")
-    wait_until(lambda: auditor.audit_forwarding().this_kma.lag_events == 0, 30, "the KMA has sent everything")
+    wait_until(
+        lambda: auditor.get_audit_forwarding().this_kma.lag_events == 0, 30, "the KMA has sent everything"
+    )
     first = collector.received()[0]
     assert first.startswith(b"<110>1 ") and b" kma-dal-1 kma - audit.forwarding [kma@32473 " in first
 
@@ -50,7 +52,7 @@ def test_every_event_arrives_once_in_order_across_a_collector_outage(
         so.create_site(f"fw-during-{n}", "During the outage")
 
     def lagging() -> bool:
-        forwarding = auditor.cluster_topology().audit_forwarding
+        forwarding = auditor.get_topology().audit_forwarding
         assert forwarding is not None and forwarding.address == collector.address
         return forwarding.lag_events >= 3 and not forwarding.connected and forwarding.last_error is not None
 
@@ -64,7 +66,7 @@ def test_every_event_arrives_once_in_order_across_a_collector_outage(
     collector.start()
     so.create_site("fw-after", "After the outage")
     wait_until(lambda: any(b"fw-after" in m for m in collector.received()), 30, "the later events arrive")
-    wait_until(lambda: auditor.audit_forwarding().this_kma.lag_events == 0, 30, "the KMA catches up")
+    wait_until(lambda: auditor.get_audit_forwarding().this_kma.lag_events == 0, 30, "the KMA catches up")
 
     got = seqs(collector.received())
     assert got == list(range(got[0], got[0] + len(got))), "every event once, in chain order"
@@ -85,7 +87,7 @@ def test_only_a_security_officer_sets_forwarding_and_bad_settings_are_refused(
         so.set_audit_forwarding("no-port", collector.ca_pem)
     with pytest.raises(ValidationFailed, match="PEM"):
         so.set_audit_forwarding(collector.address, "not a certificate")
-    assert so.audit_forwarding().address is None
+    assert so.get_audit_forwarding().address is None
 
 
 def test_a_collector_that_hangs_then_dies_loses_nothing_and_the_lag_says_so(
@@ -96,7 +98,9 @@ def test_a_collector_that_hangs_then_dies_loses_nothing_and_the_lag_says_so(
     so.set_audit_forwarding(collector.address, collector.ca_pem)
     so.create_site("hang-before", "Before the hang")
     wait_until(lambda: any(b"hang-before" in m for m in collector.received()), 30, "the first events arrive")
-    wait_until(lambda: auditor.audit_forwarding().this_kma.lag_events == 0, 30, "the KMA has sent everything")
+    wait_until(
+        lambda: auditor.get_audit_forwarding().this_kma.lag_events == 0, 30, "the KMA has sent everything"
+    )
 
     # When the collector stops reading while events are committed, holding what it was sent unread
     collector.pause()
@@ -108,13 +112,15 @@ def test_a_collector_that_hangs_then_dies_loses_nothing_and_the_lag_says_so(
     collector.die()
 
     # Then the KMA does not count those events as delivered
-    assert auditor.audit_forwarding().this_kma.lag_events >= 20
-    wait_until(lambda: not auditor.audit_forwarding().this_kma.connected, 30, "the KMA shows it disconnected")
+    assert auditor.get_audit_forwarding().this_kma.lag_events >= 20
+    wait_until(
+        lambda: not auditor.get_audit_forwarding().this_kma.connected, 30, "the KMA shows it disconnected"
+    )
     # and once a collector is back on that address, every event reaches it, at least once
     collector.start()
     so.create_site("hang-after", "After the collector came back")
     wait_until(lambda: any(b"hang-after" in m for m in collector.received()), 30, "the later events arrive")
-    wait_until(lambda: auditor.audit_forwarding().this_kma.lag_events <= 1, 30, "the KMA catches up")
+    wait_until(lambda: auditor.get_audit_forwarding().this_kma.lag_events <= 1, 30, "the KMA catches up")
     got = set(seqs(collector.received()))
     assert got >= set(range(min(got), max(got) + 1)), "no event of the chain is missing"
     text = b"\n".join(collector.received())
@@ -165,7 +171,7 @@ def test_every_kma_of_a_cluster_follows_a_setting_changed_through_one(tmp_path: 
         # Then the second KMA sends its events to B, and says so
         wait_until(lambda: any(from_second(m) for m in b.received()), 30, "the second KMA's events reach B")
         auditor = second.client("auditor")
-        shows_b = lambda: auditor.audit_forwarding().this_kma.address == b.address  # noqa: E731
+        shows_b = lambda: auditor.get_audit_forwarding().this_kma.address == b.address  # noqa: E731
         wait_until(shows_b, 30, "the second KMA shows B")
     finally:
         second.stop()

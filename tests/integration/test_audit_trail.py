@@ -155,7 +155,7 @@ def test_signed_report_states_the_chain_result_and_verifies_offline(
     demo_kma: RunningKma, tmp_path: Path
 ) -> None:
     auditor = demo_kma.client("auditor")
-    report = auditor.audit_report(operation="key.destroy")
+    report = auditor.get_audit_report(operation="key.destroy")
     assert report.chain.intact
     assert "Audit chain INTACT" in report.html and "key.destroy" in report.html
     html, sig = report.save(tmp_path / report.filename)
@@ -234,7 +234,7 @@ def test_events_cannot_be_deleted_outside_pruning(fresh_kma: RunningKma) -> None
 
 def test_retention_periods_are_settings_with_rules(fresh_kma: RunningKma) -> None:
     so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
-    assert auditor.audit_retention().short == 90 * DAY
+    assert auditor.get_audit_retention().short == 90 * DAY
     changed = so.set_audit_retention(short=120 * DAY)  # longer: runs at once
     assert isinstance(changed, Retention)
     assert changed.short == 120 * DAY and changed.long >= changed.medium >= changed.short
@@ -254,12 +254,12 @@ def test_one_officer_cannot_shorten_retention_to_erase_history(fresh_kma: Runnin
     ]:
         with pytest.raises(ValidationFailed, match=reason):
             so.set_audit_retention(**too_short, credentials=creds(fresh_kma, "alice", "bob", "carol"))
-    before = auditor.audit_retention()
+    before = auditor.get_audit_retention()
 
     pending = so.set_audit_retention(long=365 * DAY, medium=90 * DAY, short=30 * DAY)
     assert isinstance(pending, PendingQuorumOp) and pending.type == "shorten_audit_retention"
     assert "long 7 y 2 d -> 1 y 0 d" in pending.summary
-    assert auditor.audit_retention() == before  # nothing changed yet
+    assert auditor.get_audit_retention() == before  # nothing changed yet
     so.delete_quorum_operation(pending.id)
 
     op = so.set_audit_retention(long=365 * DAY, credentials=creds(fresh_kma, "alice"))
@@ -267,7 +267,7 @@ def test_one_officer_cannot_shorten_retention_to_erase_history(fresh_kma: Runnin
     for member in ("bob", "carol"):
         op = qm1.approve_quorum_operation(op.id, *creds(fresh_kma, member)[0])
     assert op.state == "executed"
-    assert auditor.audit_retention().long == 365 * DAY
+    assert auditor.get_audit_retention().long == 365 * DAY
     executed = auditor.list_audit_events(operation="quorum.execute", subject_id="retention").items[0]
     assert "long 1 y 0 d" in executed.message
 
@@ -310,7 +310,7 @@ def test_the_kma_prunes_by_itself_once_a_day_when_told_to(fresh_kma: RunningKma)
 
     fresh_kma.advance_clock(400 * DAY)  # short and medium events are past their period
     so, auditor = fresh_kma.client("so"), fresh_kma.client("auditor")
-    assert not auditor.audit_retention().auto_prune
+    assert not auditor.get_audit_retention().auto_prune
 
     def prunes() -> list[object]:
         return auditor.list_audit_events(operation="audit.prune", condition="success", limit=100).items
@@ -334,4 +334,4 @@ def test_the_kma_prunes_by_itself_once_a_day_when_told_to(fresh_kma: RunningKma)
     so.set_audit_retention(short=101 * DAY)  # due now
     wait_until(lambda: len(prunes()) == 2, 30, what="the second prune, a day later")
     off = so.set_audit_retention(auto_prune=False)
-    assert not off.auto_prune and auditor.audit_retention().long == off.long
+    assert not off.auto_prune and auditor.get_audit_retention().long == off.long

@@ -236,7 +236,8 @@ def test_a_withheld_key_is_bound_to_the_group_of_the_first_agent_that_reads_it(
             assert [e.subject_id for e in bound] == [withheld]
             assert "t10k-dal-02" in bound[0].message and "backup-dallas" in bound[0].message
             assert any(
-                "1 keys withheld by the restore were bound" in w for w in restored.client().status().warnings
+                "1 keys withheld by the restore were bound" in w
+                for w in restored.client().get_status().warnings
             )
         finally:
             restored.stop()
@@ -384,8 +385,8 @@ def test_a_new_one_kma_cluster_issues_no_key_until_a_backup_holds_its_pool(
     admin.create_key_group("g", "p")
     admin.create_data_unit("E00001")
     # Given a new KMA whose pool was generated but never backed up
-    wait_until(lambda: admin.dashboard().backups.keys_waiting_for_backup == 5, 30)  # type: ignore[union-attr]
-    dashboard = admin.dashboard()
+    wait_until(lambda: admin.get_dashboard().backups.keys_waiting_for_backup == 5, 30)  # type: ignore[union-attr]
+    dashboard = admin.get_dashboard()
     assert dashboard.keys_by_state["generated"] == 5 and dashboard.keys_by_state["ready"] == 0
     assert [k.pool_ready for k in dashboard.kmas] == [0]  # the KMA table's pool counts Ready keys alone
     assert any("5 generated keys wait for a database backup" in w for w in dashboard.warnings)
@@ -402,7 +403,7 @@ def test_a_new_one_kma_cluster_issues_no_key_until_a_backup_holds_its_pool(
     admin.create_backup()
     key = admin.issue_key("g", "E00001")
     assert key.state == "protect_and_process"
-    after = admin.dashboard()
+    after = admin.get_dashboard()
     assert after.keys_by_state["ready"] == 4 and after.backups is not None
     assert after.backups.ready_keys == 4 and after.backups.last_backup_age is not None
     assert [k.pool_ready for k in after.kmas] == [4]
@@ -422,12 +423,12 @@ def test_a_one_kma_cluster_issuing_faster_than_its_backups_is_warned_before_it_r
     admin.create_key_group("g", "p")
     admin.create_data_unit("E00001")
     admin.update_kma(admin.list_kmas().items[0].id, key_pool_size=60)
-    wait_until(lambda: admin.dashboard().backups.keys_waiting_for_backup >= 55, 60)  # type: ignore[union-attr]
+    wait_until(lambda: admin.get_dashboard().backups.keys_waiting_for_backup >= 55, 60)  # type: ignore[union-attr]
     admin.take_core_security_backup(tmp_path / "core.kmacore")
     admin.create_backup()
     for _ in range(12):
         admin.issue_key("g", "E00001")
-    dashboard = admin.dashboard()
+    dashboard = admin.get_dashboard()
     assert dashboard.backups is not None and dashboard.backups.ready_keys_run_out_in is not None
     assert dashboard.backups.ready_keys_run_out_in <= 4 * 3600  # 12 an hour; at most 48 left
     assert any(
@@ -493,7 +494,7 @@ def test_scheduled_backups_keep_the_newest_and_a_failure_is_an_error_event(
     wait_until(lambda: auditor.list_audit_events(operation="backup.scheduled").items, timeout=30)
     failed = auditor.list_audit_events(operation="backup.scheduled").items[0]
     assert failed.severity == "error" and "does not exist" in failed.message
-    assert "does not exist" in (backup.backup_schedule().last_error or "")
+    assert "does not exist" in (backup.get_backup_schedule().last_error or "")
 
 
 def test_a_key_split_change_supersedes_the_core_security_backup_for_every_later_database_backup(
@@ -516,7 +517,7 @@ def test_a_key_split_change_supersedes_the_core_security_backup_for_every_later_
     status = fresh_kma.client("backup").core_security_backup_status()
     assert status.exists and not status.up_to_date and "superseded" in status.message
     assert "superseded" in cli(fresh_kma, "backup", "backup", "list").stdout
-    assert any("superseded" in w for w in fresh_kma.client("so").dashboard().warnings)
+    assert any("superseded" in w for w in fresh_kma.client("so").get_dashboard().warnings)
     # ... and no database backup is taken until a new core security backup exists
     refusal = cli(fresh_kma, "backup", "backup", "create", "--out", str(tmp_path / "x"), check=False)
     assert refusal.returncode != 0 and "new core security backup" in refusal.stderr

@@ -552,7 +552,7 @@ def test_forged_and_ended_sessions_are_401_and_audited(demo_kma: RunningKma) -> 
     }
     with read_only_db(demo_kma) as db:
         assert db.execute("SELECT count(*) FROM data_units WHERE id = 'FORGED'").fetchone()[0] == 0
-    assert op.me().id == "op"  # the real session still works
+    assert op.get_me().id == "op"  # the real session still works
 
 
 def test_search_and_names_take_odd_text_literally(demo_kma: RunningKma) -> None:

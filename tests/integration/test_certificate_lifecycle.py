@@ -70,9 +70,9 @@ def presented_serial(address: str, ca_pem: str) -> int:
 
 def test_expiry_is_shown_everywhere_and_a_warning_is_audited_once(kma: RunningKma, tmp_path: Path) -> None:
     so = kma.client("so")
-    board = so.dashboard()
+    board = so.get_dashboard()
     kinds = {(c.kind, c.owner): c for c in board.certificates}
-    kma_id = so.status().kma_id
+    kma_id = so.get_status().kma_id
     assert kinds[("ca", board.cluster_name)].warning is False  # 20 years: beyond 2000 days
     listener = kinds[("listener", kma_id)]
     assert listener.warning and not listener.expired and listener.seconds_left > 1800 * 86400
@@ -220,7 +220,7 @@ def test_a_kma_renews_its_listener_certificate_while_a_drive_keeps_reading_keys(
     kma: RunningKma, tmp_path: Path
 ) -> None:
     so = kma.client("so")
-    kma_id = so.status().kma_id
+    kma_id = so.get_status().kma_id
     service = service_address(kma)
     before = presented_serial(service, kma.ca_pem)
     drive_dir, key_id, material = a_drive_with_a_key(kma, tmp_path, "lto4-dal-01", "E38002")
@@ -290,10 +290,10 @@ def test_on_a_cluster_each_kma_shows_its_certificates_and_renews_when_asked_thro
     try:
         second.start()
         so = first.client("so")
-        shown = {k.id: k for k in so.cluster_topology().kmas}
+        shown = {k.id: k for k in so.get_topology().kmas}
         assert shown["kma-dal-2"].certificate_expires_at is not None
         assert shown["kma-dal-2"].node_certificate_expires_at is not None
-        kinds = {(c.kind, c.owner) for c in so.dashboard().certificates}
+        kinds = {(c.kind, c.owner) for c in so.get_dashboard().certificates}
         assert {("listener", "kma-dal-2"), ("node", "kma-dal-2"), ("node", "kma-dal-1")} <= kinds
         before = presented_serial(service_address(second), ca.cert_pem.decode())
 

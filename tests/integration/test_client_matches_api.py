@@ -16,7 +16,7 @@ import kms_client
 from kma.domain.lifecycle import DataUnitState, KeyState
 from kma.domain.roles import Permission, Role
 from tests.support.kma_process import RunningKma
-from tests.support.model_generator import WIRE, model_generator
+from tests.support.model_generator import CALLS, WIRE, model_generator
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,9 @@ def served_document(demo_kma: RunningKma) -> dict[str, Any]:
 
 
 def test_the_client_is_generated_from_the_document_a_kma_serves(served_document: dict[str, Any]) -> None:
-    assert model_generator().render(served_document) == WIRE.read_text(encoding="utf-8")
+    generator = model_generator()
+    assert generator.render(served_document) == WIRE.read_text(encoding="utf-8")
+    assert generator.render_calls(served_document) == CALLS.read_text(encoding="utf-8")
 
 
 def test_the_client_knows_the_roles_and_states_of_the_kma() -> None:

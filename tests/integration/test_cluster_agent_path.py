@@ -69,7 +69,7 @@ def _issue_events(kma: RunningKma) -> list[tuple[int, str]]:
 
 def _lag_seen(kma: RunningKma, kma_id: str) -> int | None:
     """The depth of `kma_id`'s outbox in `kma`'s topology (None: unknown there)."""
-    lag = {k.id: k.replication_lag for k in kma.client("qm1").cluster_topology().kmas}[kma_id]
+    lag = {k.id: k.replication_lag for k in kma.client("qm1").get_topology().kmas}[kma_id]
     return None if lag is None else lag.depth
 
 
@@ -191,7 +191,7 @@ def test_an_assignment_the_cluster_refuses_is_an_error_event_on_every_kma_and_sh
         with replica(kma) as db:
             kept = db.execute("SELECT key_id, data_unit_id, agent_id FROM unrecorded_bindings").fetchall()
         assert [tuple(r) for r in kept] == [(refused_key, "REF001", "t10k-dal-01")]
-        assert any("tapes were written with a key" in w for w in kma.client("so").dashboard().warnings)
+        assert any("tapes were written with a key" in w for w in kma.client("so").get_dashboard().warnings)
     with kmip(agent) as drive:  # a later read of that tape finds the key it was written with
         assert drive.locate(data_unit="REF001") == [refused_key]
         assert len(drive.get(refused_key)) == 32

@@ -139,7 +139,7 @@ def test_a_one_kma_cluster_gains_a_kma_through_the_whole_flow_and_loses_it_with_
         second.start()
 
         # Then it has caught up, starts locked, and a quorum unlocks it
-        status = second.client().status()
+        status = second.client().get_status()
         assert status.kma_id == "kma-bos-1" and status.locked
         assert raft_members(first) == {"kma-dal-1", "kma-bos-1"}
         with pytest.raises(KmaLocked):
@@ -155,7 +155,9 @@ def test_a_one_kma_cluster_gains_a_kma_through_the_whole_flow_and_loses_it_with_
         wait_until(lambda: _has_policy(first, "made-on-second"), 1.0, "the second KMA's change on the first")
         # A Security Officer locks it through the first KMA: it locks itself at once
         first.client("so").lock_kma("kma-bos-1")
-        wait_until(lambda: second.client().status().locked, 3.0, "the second KMA locked through the first")
+        wait_until(
+            lambda: second.client().get_status().locked, 3.0, "the second KMA locked through the first"
+        )
         with replica(first) as db:
             before = table_rows(db)
 

@@ -332,6 +332,6 @@ def test_a_kma_started_at_once_after_a_kill_waits_for_its_old_node_to_end(tmp_pa
         threading.Timer(2.0, os.kill, (old, signal.SIGCONT)).start()
         kma.start()
         assert _ended(old)
-        assert kma.client("op").dashboard().kmas
+        assert kma.client("op").get_dashboard().kmas
     finally:
         kma.stop()

@@ -14,7 +14,7 @@ ONLY_KMA = "This is the only KMA: losing it stops key service and management ali
 
 
 def test_one_kma_is_the_leader_voter_and_only_failure_point(demo_kma: RunningKma) -> None:
-    topo = demo_kma.client("qm1").cluster_topology()  # any signed-in role may look
+    topo = demo_kma.client("qm1").get_topology()  # any signed-in role may look
     assert [s.name for s in topo.sites] == ["Boston", "Dallas"]
     (kma,) = topo.kmas
     assert (kma.id, kma.site_id, kma.leader, kma.voter, kma.responding, kma.locked, kma.health) == (
@@ -36,7 +36,7 @@ def test_one_kma_is_the_leader_voter_and_only_failure_point(demo_kma: RunningKma
 def test_agents_are_counted_at_their_site(demo_kma: RunningKma) -> None:
     op = demo_kma.client("op")
     agents = list(op.iter_agents())
-    topo = op.cluster_topology()
+    topo = op.get_topology()
     for site in topo.sites:
         mine = [a for a in agents if a.site_id == site.id]
         assert site.agents.total == len(mine)
@@ -47,7 +47,7 @@ def test_agents_are_counted_at_their_site(demo_kma: RunningKma) -> None:
 def test_a_locked_kma_still_shows_itself_locked(fresh_kma: RunningKma) -> None:
     so = fresh_kma.client("so")
     so.lock_kma("kma-dal-1")
-    (kma,) = so.cluster_topology().kmas
+    (kma,) = so.get_topology().kmas
     assert (kma.locked, kma.health, kma.responding) == (True, "warning", True)
 
 

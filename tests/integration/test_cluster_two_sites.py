@@ -89,7 +89,7 @@ def _exists(get: Any, object_id: str) -> bool:
 def test_the_witness_is_a_voter_at_its_own_site_and_no_agent_is_sent_to_it(
     sites: TwoSites, tmp_path: Path
 ) -> None:
-    topology = sites.kmas["kma-dal-1"].client("so").cluster_topology()
+    topology = sites.kmas["kma-dal-1"].client("so").get_topology()
     by_site = {s.id: [k.id for k in s.kmas] for s in topology.sites}
     assert by_site["witness"] == ["witness-1"]
     witness = next(k for s in topology.sites for k in s.kmas if k.id == "witness-1")
@@ -204,7 +204,7 @@ def test_a_whole_site_lost_its_drives_fail_over_and_the_witness_keeps_management
         # and management writes go on: Dallas's two voters and the witness are 3 of 5
         dallas = sites.kmas["kma-dal-1"]
         wait_until(lambda: management_write(dallas, "after-boston-lost"), 30.0, "a management write")
-        tolerance = dallas.client("so").cluster_topology().failure_tolerance
+        tolerance = dallas.client("so").get_topology().failure_tolerance
         assert tolerance.management_writes and tolerance.voters_responding == 3
     finally:
         for kma_id in boston:
@@ -245,7 +245,7 @@ def test_the_witness_starts_its_rqlited_again_when_it_ends(sites: TwoSites) -> N
     so = sites.kmas["kma-dal-1"].client("so")
 
     def voting() -> bool:
-        witness = next(k for s in so.cluster_topology().sites for k in s.kmas if k.id == "witness-1")
+        witness = next(k for s in so.get_topology().sites for k in s.kmas if k.id == "witness-1")
         return witness.responding and witness.voter
 
     wait_until(voting, 30.0, "the witness responding again")

@@ -60,7 +60,7 @@ def drive(kma: RunningKma, tmp: Path) -> Path:
 
 
 def warnings_of(kma: RunningKma) -> list[str]:
-    return kma.client().status().warnings
+    return kma.client().get_status().warnings
 
 
 def test_set_up_with_an_hsm_puts_a_master_key_in_the_token_that_cannot_be_read_out(
@@ -85,8 +85,8 @@ def test_set_up_with_an_hsm_puts_a_master_key_in_the_token_that_cannot_be_read_o
     kma = RunningKma(data_dir, {"users": [{"id": "so", "passphrase": "correct horse battery"}]})
     kma.start()
     try:
-        assert not kma.client().status().locked
-        assert kma.client().status().master_key.startswith(f"pkcs11: token '{hsm.label}'")
+        assert not kma.client().get_status().locked
+        assert kma.client().get_status().master_key.startswith(f"pkcs11: token '{hsm.label}'")
     finally:
         kma.stop()
 
@@ -155,12 +155,12 @@ def test_a_locked_kma_cannot_use_the_token_until_a_quorum_unlocks_it(
         key_id = agent.create_and_activate("H00002")
         material = agent.get(key_id)
     so = hsm_kma.client("so")
-    kma_id = so.status().kma_id
+    kma_id = so.get_status().kma_id
     so.lock_kma(kma_id)
     with kmip(agent_dir, service_address(hsm_kma)) as agent, pytest.raises(KmipFailure, match="locked"):
         agent.get(key_id)
     hsm_kma.restart()  # the lock holds: the unlock key stays shut, so the token key is unused
-    assert hsm_kma.client().status().locked
+    assert hsm_kma.client().get_status().locked
     hsm_kma.client("so").unlock_kma(kma_id, credentials=creds(hsm_kma, "alice", "bob", "carol"))
     with kmip(agent_dir, service_address(hsm_kma)) as agent:
         assert agent.get(key_id) == material
@@ -182,7 +182,7 @@ def test_a_wrong_pin_or_a_missing_token_stops_the_kma_serving_with_a_clear_warni
 
     hsm.pin_file.write_text("0000\n")
     hsm_kma.start(port)
-    status = hsm_kma.client().status()
+    status = hsm_kma.client().get_status()
     assert status.locked and any("refused the PIN (wrong PIN)" in w for w in status.warnings)
     said = run_kma("status", "--data-dir", str(hsm_kma.data_dir)).stdout
     assert "WARNING: The HSM holding the master key fails" in said and "wrong PIN" in said
@@ -192,7 +192,7 @@ def test_a_wrong_pin_or_a_missing_token_stops_the_kma_serving_with_a_clear_warni
     assert trail and "wrong PIN" in trail[-1]["message"] and trail[-1]["condition"] == "error"
     with pytest.raises(KmsError, match="wrong PIN"):  # a quorum cannot unlock it past the token either
         hsm_kma.client("so").unlock_kma("kma-dal-1", credentials=creds(hsm_kma, "alice", "bob", "carol"))
-    assert hsm_kma.client().status().locked
+    assert hsm_kma.client().get_status().locked
     hsm_kma.stop()
 
     hsm.pin_file.write_text(PIN + "\n")
@@ -202,7 +202,7 @@ def test_a_wrong_pin_or_a_missing_token_stops_the_kma_serving_with_a_clear_warni
     folder.rename(away)
     hsm_kma.start(port)
     assert any(f"token '{hsm.label}' is not in" in w for w in warnings_of(hsm_kma))
-    assert hsm_kma.client().status().locked
+    assert hsm_kma.client().get_status().locked
     hsm_kma.stop()
 
     away.rename(folder)
@@ -268,7 +268,7 @@ def test_the_pin_is_in_no_process_argument_environment_log_or_core_file(hsm_kma:
     file (another process of its user cannot look into it either)."""
     assert hsm_kma.process is not None
     pid = hsm_kma.process.pid
-    assert hsm_kma.client().status().master_key.startswith("pkcs11")  # it has read its PIN
+    assert hsm_kma.client().get_status().master_key.startswith("pkcs11")  # it has read its PIN
     limits = Path(f"/proc/{pid}/limits").read_text()
     assert any(
         line.startswith("Max core file size") and line.split()[4:6] == ["0", "0"]

@@ -125,7 +125,7 @@ def cluster_master_key(first: RunningKma) -> bytes:
 
 
 def master_keys(kma: RunningKma) -> dict[str, str | None]:
-    topology = kma.client("so").cluster_topology()
+    topology = kma.client("so").get_topology()
     return {k.id: k.master_key for site in topology.sites for k in site.kmas}
 
 
@@ -154,10 +154,10 @@ def test_an_hsm_kma_joins_a_software_cluster_with_the_master_key_wrapped_to_its_
 
         second = RunningKma(new_dir, first.demo, None)
         second.start()
-        assert second.client().status().locked  # it waits for a quorum, as any joined KMA
+        assert second.client().get_status().locked  # it waits for a quorum, as any joined KMA
         unlocked = second.client("so").unlock_kma(JOINING, credentials=creds(first, "alice", "bob", "carol"))
         assert not isinstance(unlocked, PendingQuorumOp) and not unlocked.locked
-        assert second.client().status().master_key.startswith("pkcs11: token 'kma-boston'")
+        assert second.client().get_status().master_key.startswith("pkcs11: token 'kma-boston'")
 
         # Then a key made on either KMA is served by the other, the same material
         agent_dir = tmp_path / "drive"
@@ -185,7 +185,7 @@ def test_an_hsm_kma_joins_a_software_cluster_with_the_master_key_wrapped_to_its_
 
         # A lock through the first KMA stops the HSM KMA serving; a quorum unlocks it again
         first.client("so").lock_kma(JOINING)
-        wait_until(lambda: second.client().status().locked, 5.0, "the HSM KMA locked through the first")
+        wait_until(lambda: second.client().get_status().locked, 5.0, "the HSM KMA locked through the first")
         with kmip(agent_dir, service_address(second)) as agent, pytest.raises(KmipFailure, match="locked"):
             agent.get(made_on_first)
         second.client("so").unlock_kma(JOINING, credentials=creds(first, "alice", "bob", "carol"))
@@ -247,7 +247,7 @@ def test_an_hsm_kma_becomes_a_first_node_and_a_software_kma_joins_it(tmp_path: P
         # When it starts, its store is sealed for the cluster: the master key now in its token only,
         # and autonomous unlock off (it would keep the key on disk), so a quorum unlocks it
         first.start()
-        assert first.client().status().locked
+        assert first.client().get_status().locked
         config = (first.data_dir / "kma.toml").read_text()
         assert 'key_label = "kma-master-kma-dal-1-cluster"' in config
         assert 'holds = "cluster-master-key"' in config
@@ -417,7 +417,7 @@ def serves(data_dir: Path, source: RunningKma, agent_dir: Path, key_id: str, unl
     restored.start()
     try:
         if unlock:
-            assert restored.client().status().locked
+            assert restored.client().get_status().locked
             restored.client("so").unlock_kma(JOINING, credentials=creds(source, "alice", "bob", "carol"))
         with kmip(agent_dir, service_address(restored)) as agent:
             return agent.get(key_id)

@@ -137,9 +137,9 @@ def test_enrolled_members_then_the_old_quorum_approves(fresh_kma: RunningKma) ->
     so.set_autonomous_unlock(False, credentials=NEW[:2])  # the new quorum is a real one
     fresh_kma.restart()
     so = fresh_kma.client("so")
-    assert so.status().locked
-    assert not isinstance(so.unlock_kma(so.status().kma_id, credentials=NEW[1:]), PendingQuorumOp)
-    assert not so.status().locked
+    assert so.get_status().locked
+    assert not isinstance(so.unlock_kma(so.get_status().kma_id, credentials=NEW[1:]), PendingQuorumOp)
+    assert not so.get_status().locked
 
 
 def test_a_new_member_cannot_enrol_with_a_guessable_passphrase(fresh_kma: RunningKma) -> None:

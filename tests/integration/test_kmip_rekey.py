@@ -231,4 +231,4 @@ def test_a_policy_rotation_period_makes_the_successor_itself(
     assert fresh["deactivate_at"] - fresh["activated_at"] == 365 * DAY
     rotated = events(kma, before, "key.rotate")
     assert {(e["subject_id"], e["condition"]) for e in rotated} >= {(uid, "success"), (new, "success")}
-    assert {e["entity_id"] for e in rotated} == {kma.client("admin").status().kma_id}
+    assert {e["entity_id"] for e in rotated} == {kma.client("admin").get_status().kma_id}

@@ -169,7 +169,7 @@ def test_management_closes_idle_and_half_sent_requests_and_keeps_answering(kma: 
     half.sendall(b"GET /api/v1/status HTTP/1.1\r\nHost: kma\r\nX-Slow: ")
     try:
         wait_until(lambda: is_closed(idle) and is_closed(half), CLOSE_WAIT, what="idle and half-sent closed")
-        assert kma.client().status().cluster_name  # the listener keeps answering
+        assert kma.client().get_status().cluster_name  # the listener keeps answering
     finally:
         close_all([idle, half])
 
@@ -179,7 +179,7 @@ def test_management_caps_connections_per_address_and_in_all(kma: RunningKma) -> 
     one_address = [tls(kma, management, "127.0.0.10") for _ in range(6)]
     try:
         assert len(held(one_address)) <= 4
-        assert kma.client().status().cluster_name  # others are still served meanwhile
+        assert kma.client().get_status().cluster_name  # others are still served meanwhile
     finally:
         close_all(one_address)
     many = [tls(kma, management, f"127.0.1.{n}") for n in range(1, 11)]
@@ -188,7 +188,7 @@ def test_management_caps_connections_per_address_and_in_all(kma: RunningKma) -> 
         assert any("this listener's limit" in m for m in refusals(kma, "api.connection_refused"))
     finally:
         close_all(many)
-    assert kma.client().status().cluster_name
+    assert kma.client().get_status().cluster_name
 
 
 def test_both_listeners_share_one_tls_policy(kma: RunningKma) -> None:
@@ -234,8 +234,8 @@ def test_a_manager_is_served_when_strangers_fill_the_management_port(crowded: Ru
             s.sendall(b"GET /api/v1/status HTTP/1.1\r\nHost: kma\r\nX-Slow: ")  # half-sent
     try:
         assert len(held(strangers)) <= CROWDED["management_max_connections"]
-        assert crowded.client("so").status().cluster_name
-        assert crowded.client("op").status().cluster_name  # a second manager, a second connection
+        assert crowded.client("so").get_status().cluster_name
+        assert crowded.client("op").get_status().cluster_name  # a second manager, a second connection
         assert any("to make room" in m for m in refusals(crowded, "api.connection_refused"))
     finally:
         close_all(strangers)

@@ -58,7 +58,7 @@ def drive(kma: RunningKma, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def rotated(so: KmsClient, generation: int) -> bool:
-    state = so.master_key()
+    state = so.get_master_key()
     return state.generation == generation and not state.rotating
 
 
@@ -74,7 +74,7 @@ def blobs_by_generation(kma: RunningKma) -> dict[int, int]:
 
 def test_a_drive_keeps_writing_and_reading_through_a_rotation(kma: RunningKma, drive: Path) -> None:
     so = kma.client("so")
-    start = so.master_key().generation
+    start = so.get_master_key().generation
     hook = WebhookReceiver("a webhook's secret")  # not started: its channel's secrets are what matter
     settings = {"url": hook.url, "ca_pem": hook.tls.ca_pem}
     channel = so.add_alert_channel("SOC webhook", "webhook", settings, {"secret": "a webhook's secret"}).id
@@ -104,7 +104,7 @@ def test_a_drive_keeps_writing_and_reading_through_a_rotation(kma: RunningKma, d
     try:
         op = so.rotate_master_key(credentials=creds(kma, *MEMBERS))
         assert op.state == "executed"
-        wait_until(lambda: so.master_key().rotating or rotated(so, start + 1), 30, what="the rotation")
+        wait_until(lambda: so.get_master_key().rotating or rotated(so, start + 1), 30, what="the rotation")
         wait_until(lambda: rotated(so, start + 1), 120, interval=0.2, what="the rotation to end")
     finally:
         stop.set()
@@ -120,7 +120,7 @@ def test_a_drive_keeps_writing_and_reading_through_a_rotation(kma: RunningKma, d
     with read_only_db(kma) as db:  # an alert channel's secrets are re-wrapped too
         row = db.execute("SELECT secrets_wrapped FROM alert_channels WHERE id = ?", (channel,)).fetchone()
     assert generation_of(bytes(row[0])) == start + 1
-    state = so.master_key()
+    state = so.get_master_key()
     assert state.rotation is not None and state.rotation.percent == 100 and state.rotation.blobs_done > 3000
     with read_only_db(kma) as db:
         assert db.execute("SELECT count(*) FROM master_key_generations").fetchone()[0] == 0
@@ -131,19 +131,19 @@ def test_a_drive_keeps_writing_and_reading_through_a_rotation(kma: RunningKma, d
     assert f"kma_master_key_generation {start + 1}.0" in metrics and "kma_master_key_rotating 0.0" in metrics
     # A new core security backup is asked for, as after a key split change.
     assert not so.core_security_backup_status().up_to_date
-    assert any("core security backup" in w for w in so.dashboard().warnings)
+    assert any("core security backup" in w for w in so.get_dashboard().warnings)
 
 
 def test_a_kma_killed_halfway_finishes_the_rotation_after_its_restart(kma: RunningKma, drive: Path) -> None:
     so = kma.client("so")
-    start = so.master_key().generation
+    start = so.get_master_key().generation
     with kmip(drive, service_address(kma)) as client:
         uid = client.create_and_activate("K00001")
         material = client.get(uid)
     so.rotate_master_key(credentials=creds(kma, *MEMBERS))
 
     def under_way() -> bool:
-        rotation = so.master_key().rotation
+        rotation = so.get_master_key().rotation
         return rotation is not None and rotation.blobs_done > 100  # past the few blobs before the keys
 
     wait_until(under_way, 30, interval=0.02, what="the re-wrap to begin")
@@ -163,7 +163,7 @@ def test_a_kma_killed_halfway_finishes_the_rotation_after_its_restart(kma: Runni
         assert client.get(uid) == material
     # Its autonomous unlock blob is of the new generation: a restart now still unlocks it.
     kma.restart()
-    assert not kma.client("so").status().locked
+    assert not kma.client("so").get_status().locked
     with kmip(drive, service_address(kma)) as client:
         assert client.get(uid) == material
 
@@ -172,7 +172,7 @@ def test_backups_across_a_rotation_open_with_a_core_backup_of_their_generation_o
     kma: RunningKma, tmp_path: Path
 ) -> None:
     so = kma.client("so")
-    start = so.master_key().generation
+    start = so.get_master_key().generation
     core_before, db_before = tmp_path / "before.kmacore", tmp_path / "before.kmabackup"
     so.take_core_security_backup(core_before)
     cli(kma, "backup", "backup", "create", "--out", str(db_before))
@@ -245,7 +245,7 @@ def test_after_a_split_change_with_rotation_the_old_core_backup_opens_nothing_ne
     kma: RunningKma, tmp_path: Path
 ) -> None:
     so = kma.client("so")
-    start = so.master_key().generation
+    start = so.get_master_key().generation
     old_core = tmp_path / "before.kmacore"
     so.take_core_security_backup(old_core)
     old_members = creds(kma, *MEMBERS)
@@ -264,7 +264,7 @@ def test_after_a_split_change_with_rotation_the_old_core_backup_opens_nothing_ne
     assert opened == {"keys": 0, "of": opened["of"], "ca": 0, "master": 0}
     assert opened["of"] > 3000
     # The new members' quorum is what opens it now.
-    assert so.master_key().generation == start + 1
+    assert so.get_master_key().generation == start + 1
 
 
 @pytest.mark.slow
@@ -272,7 +272,7 @@ def test_on_a_cluster_every_kma_takes_the_new_generation_through_a_leader_change
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     with three_kmas(tmp_path) as kmas:
-        topology = kmas[0].client("co").cluster_topology()
+        topology = kmas[0].client("co").get_topology()
         leader_address, leader_id = next((k.management_address, k.id) for k in topology.kmas if k.leader)
         leader = next(k for k in kmas if k.address == leader_address)
         follower = next(k for k in kmas if k is not leader)
@@ -285,7 +285,9 @@ def test_on_a_cluster_every_kma_takes_the_new_generation_through_a_leader_change
         # When the rotation runs through a follower and the Raft leader is killed halfway
         so = follower.client("so")
         so.rotate_master_key(credentials=creds(follower, *MEMBERS))
-        wait_until(lambda: so.master_key().rotation.blobs_done > 100, 60, interval=0.05, what="the re-wrap")
+        wait_until(
+            lambda: so.get_master_key().rotation.blobs_done > 100, 60, interval=0.05, what="the re-wrap"
+        )
         leader.kill()
 
         # Then the others go on: every blob is re-wrapped while it is down (the rotation then waits
@@ -307,14 +309,14 @@ def test_on_a_cluster_every_kma_takes_the_new_generation_through_a_leader_change
         # and every KMA still up takes the new generation (at its next watch round): only the
         # killed one is waited for
         def waiting_only_for_the_killed_one() -> bool:
-            state = so.master_key()
+            state = so.get_master_key()
             return not state.rotating or tuple(state.rotation.kmas_waiting) == (leader_id,)
 
         wait_until(waiting_only_for_the_killed_one, 60, interval=0.5, what="the KMAs still up to take it")
         leader.restart()
         wait_until(lambda: rotated(so, 2), 120, interval=0.2, what="the rotation to end")
         for kma in kmas:
-            assert kma.client("so").status().master_key_generation == 2
+            assert kma.client("so").get_status().master_key_generation == 2
             with kmip(drive, service_address(kma)) as client:
                 assert all(client.get(uid) == material for uid, material in written.items())
         assert old_blobs() == 0
@@ -347,6 +349,6 @@ def test_a_kma_with_its_master_key_in_an_hsm_rotates_its_unlock_key(
     wait_until(lambda: rotated(so, 2), 120, interval=0.2, what="the rotation to end")
     assert set(blobs_by_generation(hsm_kma)) == {2}
     hsm_kma.restart()  # autonomous unlock with the new generation, through the same token key
-    assert not hsm_kma.client("so").status().locked
+    assert not hsm_kma.client("so").get_status().locked
     with kmip(folder, service_address(hsm_kma)) as client:
         assert client.get(uid) == material

@@ -157,7 +157,7 @@ def test_a_cluster_kma_counts_each_audit_event_it_commits_once(tmp_path: Path) -
         with open(kma.data_dir / "kma.toml", "a", encoding="utf-8") as config:
             config.write('\n[metrics]\ntoken_file = "metrics.token"\n')
         kma.restart()
-        kma_id = kma.client().status().kma_id
+        kma_id = kma.client().get_status().kma_id
 
         def events_in_store() -> int:
             with replica(kma) as db:

@@ -26,9 +26,9 @@ def test_an_agent_named_like_another_but_for_case_is_refused(demo_kma: RunningKm
 
 def test_a_kma_entry_named_like_another_but_for_case_is_refused(demo_kma: RunningKma) -> None:
     so = demo_kma.client("so")
-    kma_id = so.status().kma_id
+    kma_id = so.get_status().kma_id
     with pytest.raises(kms_client.Conflict, match=f"already a KMA '{kma_id}'"):
-        so.create_kma_entry(
+        so.add_kma(
             kma_id.upper(),
             "dallas",
             raft_address="127.0.0.1:4002",

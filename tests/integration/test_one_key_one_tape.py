@@ -173,7 +173,7 @@ def test_a_kma_killed_while_rqlited_has_its_files_open_to_all_starts_again(tmp_p
 def fresh_pool_backed_up(kma: RunningKma) -> None:
     """A restored one-KMA KMA's fresh pool generated, then held by a backup: Ready to issue."""
     admin = kma.client("admin")
-    waiting = lambda: (admin.dashboard().backups or pytest.fail("no backups")).keys_waiting_for_backup  # noqa: E731
+    waiting = lambda: (admin.get_dashboard().backups or pytest.fail("no backups")).keys_waiting_for_backup  # noqa: E731
     wait_until(lambda: waiting() >= 20, 60.0, what="a fresh pool generated")
     admin.create_backup()
 
@@ -212,7 +212,7 @@ def test_a_restored_kma_never_issues_a_key_issued_after_its_backup(
         # The officer is told, on the dashboard, in the audit trail and by `kma status`
         admin = restored.client("admin")
         told = "keys may have been issued after the backup this KMA was restored from; their tapes will"
-        assert any(told in w for w in admin.dashboard().warnings)
+        assert any(told in w for w in admin.get_dashboard().warnings)
         events = restored.client("auditor").list_audit_events(operation="backup.restore").items
         assert told in events[0].message
         assert told in run_kma("status", "--data-dir", str(target)).stdout

@@ -19,7 +19,7 @@ import pytest
 from tests.support.kma_process import RunningKma
 
 API = "/api/v1"
-UNAUTHENTICATED = {"sign_in", "get_status", "get_about", "get_ca", "join_cluster", "enrol_member"}
+UNAUTHENTICATED = {"sign_in", "get_status", "get_about", "get_ca", "join_cluster", "enrol_key_split_member"}
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,7 @@ def test_create_user_with_three_credentials_runs_at_once(fresh_kma: RunningKma) 
     executed = events(fresh_kma, operation="quorum.execute", subject_id="jo")
     assert len(executed) == 1 and executed[0].condition == "success"
     assert "alice, bob, carol" in executed[0].message
-    assert fresh_kma.client("so").dashboard().pending_quorum_operations == 0
+    assert fresh_kma.client("so").get_dashboard().pending_quorum_operations == 0
 
 
 def test_one_credential_makes_it_pending_and_two_more_approvals_run_it_once(fresh_kma: RunningKma) -> None:
@@ -87,7 +87,7 @@ def test_one_credential_makes_it_pending_and_two_more_approvals_run_it_once(fres
         "passphrase": "(given; kept only as its hash)",
     }
     assert op.requested_by == "so" and (op.expires_at - op.submitted_at).total_seconds() == DAY
-    assert so.dashboard().pending_quorum_operations == 1
+    assert so.get_dashboard().pending_quorum_operations == 1
     assert not user_exists(fresh_kma, "pat")
 
     op = qm1.approve_quorum_operation(op.id, *creds(fresh_kma, "bob")[0])
@@ -99,7 +99,7 @@ def test_one_credential_makes_it_pending_and_two_more_approvals_run_it_once(fres
     assert [a.member for a in op.approvals] == ["alice", "bob", "carol"]
     assert user_exists(fresh_kma, "pat")
     fresh_kma.client("pat", "a good passphrase")
-    assert so.dashboard().pending_quorum_operations == 0
+    assert so.get_dashboard().pending_quorum_operations == 0
 
     # A fourth approval finds it done: it never runs a second time.
     with pytest.raises(Conflict, match="executed"):
@@ -192,7 +192,7 @@ def test_an_expired_operation_never_runs(fresh_kma: RunningKma) -> None:
     op = qm1.get_quorum_operation(op.id)
     assert op.state == "expired" and len(op.approvals) == 2
     assert not user_exists(fresh_kma, "late")
-    assert so.dashboard().pending_quorum_operations == 0
+    assert so.get_dashboard().pending_quorum_operations == 0
     expired = events(fresh_kma, operation="quorum.expire", subject_id=op.id)
     assert len(expired) == 1 and "2 of 3 approvals" in expired[0].message
     with pytest.raises(Conflict):

@@ -35,7 +35,7 @@ def kma_cli(kma: RunningKma, tmp: Path, user: str, *args: str, pin: str = "data-
 def test_lock_then_unlock_through_a_pending_quorum_operation(fresh_kma: RunningKma, tmp_path: Path) -> None:
     code, out, err = kma_cli(fresh_kma, tmp_path, "so", "lock")
     assert code == 0 and "is locked" in out, err
-    assert fresh_kma.client().status().locked
+    assert fresh_kma.client().get_status().locked
 
     (alice,) = creds(fresh_kma, "alice")
     cred_file = secret_file(tmp_path, "creds", f"# one member for now\n{alice[0]} {alice[1]}")
@@ -66,7 +66,7 @@ def test_lock_then_unlock_through_a_pending_quorum_operation(fresh_kma: RunningK
         )
         assert code == 0, err
     assert "3 of 3 approvals; the operation is executed" in out
-    assert not fresh_kma.client().status().locked
+    assert not fresh_kma.client().get_status().locked
 
 
 def test_wrong_member_passphrase_and_delete(fresh_kma: RunningKma, tmp_path: Path) -> None:

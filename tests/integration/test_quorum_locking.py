@@ -23,7 +23,7 @@ from tests.support.kma_process import RunningKma
 
 def assert_locked_out(kma: RunningKma) -> None:
     """Managers and agents alike get the clear "KMA locked" error; status says why."""
-    status = kma.client().status()
+    status = kma.client().get_status()
     assert status.locked and any("locked" in w for w in status.warnings)
     op, so = kma.client("op"), kma.client("so")  # signing in still works
     with pytest.raises(KmaLocked, match="locked"):
@@ -31,7 +31,7 @@ def assert_locked_out(kma: RunningKma) -> None:
     with pytest.raises(KmaLocked):
         op.issue_key("backup-dallas", "E00009")  # what an agent's key request does
     with pytest.raises(KmaLocked):
-        so.dashboard()
+        so.get_dashboard()
     with pytest.raises(KmaLocked):
         so.create_user(
             "nope", "Nope", ["auditor"], "a good passphrase", credentials=creds(kma, "alice", "bob", "carol")
@@ -39,7 +39,7 @@ def assert_locked_out(kma: RunningKma) -> None:
 
 
 def assert_serving(kma: RunningKma) -> None:
-    assert not kma.client().status().locked
+    assert not kma.client().get_status().locked
     op = kma.client("op")
     assert op.list_keys(limit=1).total > 0
     assert op.issue_key("backup-dallas", "E00009").state == "protect_and_process"
@@ -49,18 +49,18 @@ def test_restart_with_autonomous_unlock_off_stays_locked_until_a_quorum_unlocks(
     fresh_kma: RunningKma,
 ) -> None:
     so = fresh_kma.client("so")
-    assert so.get_autonomous_unlock().enabled and fresh_kma.client().status().autonomous_unlock
+    assert so.get_autonomous_unlock().enabled and fresh_kma.client().get_status().autonomous_unlock
     pending = so.set_autonomous_unlock(False, credentials=creds(fresh_kma, "alice"))
     assert isinstance(pending, PendingQuorumOp) and pending.type == "set_autonomous_unlock"
     so.delete_quorum_operation(pending.id)
     done = so.set_autonomous_unlock(False, credentials=creds(fresh_kma, "alice", "bob", "carol"))
-    assert done == AutonomousUnlock(kma_id=so.status().kma_id, enabled=False)
+    assert done == AutonomousUnlock(kma_id=so.get_status().kma_id, enabled=False)
     assert not (fresh_kma.data_dir / "unlock.key").exists()
 
     fresh_kma.restart()
     assert_locked_out(fresh_kma)
 
-    kma_id = fresh_kma.client().status().kma_id
+    kma_id = fresh_kma.client().get_status().kma_id
     so, qm1 = fresh_kma.client("so"), fresh_kma.client("qm1")
     op = so.unlock_kma(kma_id, credentials=creds(fresh_kma, "alice"))
     assert isinstance(op, PendingQuorumOp) and op.summary == f"Unlock KMA '{kma_id}'"
@@ -68,7 +68,7 @@ def test_restart_with_autonomous_unlock_off_stays_locked_until_a_quorum_unlocks(
         so.unlock_kma(kma_id, credentials=creds(fresh_kma, "bob"))
     assert [o.id for o in qm1.iter_quorum_operations(state="pending")] == [op.id]
     assert qm1.approve_quorum_operation(op.id, *creds(fresh_kma, "dave")[0]).state == "pending"
-    assert fresh_kma.client().status().locked
+    assert fresh_kma.client().get_status().locked
     assert qm1.approve_quorum_operation(op.id, *creds(fresh_kma, "erin")[0]).state == "executed"
     assert_serving(fresh_kma)
     assert (
@@ -80,7 +80,7 @@ def test_restart_with_autonomous_unlock_off_stays_locked_until_a_quorum_unlocks(
 
 
 def test_restart_with_autonomous_unlock_on_resumes_service_at_once(fresh_kma: RunningKma) -> None:
-    assert fresh_kma.client().status().autonomous_unlock
+    assert fresh_kma.client().get_status().autonomous_unlock
     fresh_kma.restart()
     assert_serving(fresh_kma)
 
@@ -99,7 +99,7 @@ def test_a_security_officers_lock_holds_across_a_restart_until_a_quorum_unlocks(
     fresh_kma: RunningKma,
 ) -> None:
     so = fresh_kma.client("so")
-    kma_id = so.status().kma_id
+    kma_id = so.get_status().kma_id
     with pytest.raises(Forbidden):
         fresh_kma.client("qm1").lock_kma(kma_id)
     with pytest.raises(Conflict, match="not locked"):
@@ -126,7 +126,7 @@ def test_an_unlock_pending_when_the_kma_restarts_is_settled_not_stuck(fresh_kma:
     """An unlock submitted while locked holds its approvals in memory only; after a restart it
     fails with the reason, and a new unlock can be submitted."""
     so = fresh_kma.client("so")
-    kma_id = so.status().kma_id
+    kma_id = so.get_status().kma_id
     so.lock_kma(kma_id)
     op = so.unlock_kma(kma_id, credentials=creds(fresh_kma, "alice"))
     assert isinstance(op, PendingQuorumOp)

@@ -639,7 +639,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     # A cluster's first node, so that KMAs may join it (POST /cluster/join).
     kma = demo_first_node(tmp_path_factory.mktemp("role-matrix"), listeners={"refusals_per_second": 10_000})
     admin = kma.client("admin")
-    w = World(kma, admin, raw_http(kma), kma_id=admin.status().kma_id)
+    w = World(kma, admin, raw_http(kma), kma_id=admin.get_status().kma_id)
     admin.create_site("mx-site", "Matrix site")
     admin.create_key_policy("mx-policy", encryption_period=86400, cryptoperiod=2 * 86400)
     admin.create_key_group("mx-group", "mx-policy")
@@ -729,7 +729,7 @@ def test_sign_in_and_auth_me_name_what_the_role_table_allows(world: World, user:
     body = {"user_id": user, "passphrase": world.kma.passphrases[user]}
     signed_in = world.http.post("/auth/sign-in", json=body).json()["user"]["permissions"]
     assert set(signed_in) == expected
-    assert world.kma.client(user).me().permissions == tuple(signed_in)  # what the manager asks
+    assert world.kma.client(user).get_me().permissions == tuple(signed_in)  # what the manager asks
 
 
 @pytest.mark.parametrize("route", SIGNED_IN_ROUTES)

@@ -70,7 +70,7 @@ def test_a_user_written_into_the_store_cannot_sign_in_and_is_reported(fresh_kma:
     assert "TAMPERED row: users 'eve' has a MAC that does not verify" in said
     tamper = [e for e in fresh_kma.client("auditor").iter_audit_events() if e.operation == "security.tamper"]
     assert {e.subject_id for e in tamper} >= {"mallory", "eve"}
-    warnings = fresh_kma.client("so").dashboard().warnings
+    warnings = fresh_kma.client("so").get_dashboard().warnings
     assert any("tamper events" in w for w in warnings)
 
 
@@ -124,7 +124,7 @@ def test_an_alert_channel_altered_in_the_store_gets_no_alert_and_is_reported(fre
             so.add_alert_channel(
                 name, "webhook", settings, {"secret": "the SOC's secret"}, audit_classes=["site"]
             )
-        moved = next(c.id for c in so.alert_channels().items if c.name == "NOC")
+        moved = next(c.id for c in so.list_alert_channels().items if c.name == "NOC")
         elsewhere = json.dumps({"url": theirs.url, "ca_pem": theirs.tls.ca_pem})
         _write_behind_the_kma(
             fresh_kma, ("UPDATE alert_channels SET settings = ? WHERE id = ?", (elsewhere, moved))

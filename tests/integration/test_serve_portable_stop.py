@@ -98,6 +98,6 @@ def test_a_second_server_on_the_same_data_is_refused(tmp_path: Path) -> None:
         )
         assert second.returncode == 2
         assert "Another `kma serve` is already running" in second.stderr
-        assert kma.client("admin").me().id == "admin"  # the first one is untouched
+        assert kma.client("admin").get_me().id == "admin"  # the first one is untouched
     finally:
         kma.stop()

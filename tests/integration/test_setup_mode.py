@@ -129,7 +129,7 @@ def test_set_up_over_the_network_then_the_kma_serves_normally(waiting: RunningKm
     waiting.wait_ready(set_up=True)
     assert waiting.fingerprint == made.ca_fingerprint != waiting.setup.get("ca_fingerprint")
     officer = waiting.client("so", OFFICER["passphrase"])
-    assert officer.me().roles == ("security_officer",) or "security_officer" in officer.me().roles
+    assert officer.get_me().roles == ("security_officer",) or "security_officer" in officer.get_me().roles
     # The code worked once: the set-up API is gone with set-up mode.
     with connect_raw(waiting) as http:
         assert http.post("/api/v1/setup/code", headers={"X-Setup-Code": "x"}).status_code == 404

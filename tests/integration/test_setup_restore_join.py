@@ -71,7 +71,7 @@ def test_a_waiting_kma_is_restored_from_uploaded_backups_and_serves_the_cluster(
     officer = waiting.client("op")  # the restored users sign in at once: the quorum unlocked it
     # every key restored, the pool's unassigned keys withheld (never issued again) and a fresh pool
     assert officer.list_keys().total >= keys
-    backups = officer.dashboard().backups
+    backups = officer.get_dashboard().backups
     assert backups is not None and backups.keys_withheld_by_restore > 0
     assert waiting.client("auditor").list_audit_events(operation="backup.restore").items
 

@@ -131,7 +131,7 @@ def test_a_management_address_rewritten_through_rqlite_sends_no_manager_there(tm
 
         wait_until(reported, 30.0, "the tamper event")
         assert {k.id for k in so.learn_cluster()} == {"kma-dal-1"}
-        assert "127.0.0.1:9" not in repr(so.upgrade_check())  # nor does the upgrade check go there
+        assert "127.0.0.1:9" not in repr(so.get_upgrade_check())  # nor does the upgrade check go there
         listed = {k.id: k for k in so.list_kmas().items}
         assert (
             listed["kma-dal-2"].entry_problem

@@ -4,7 +4,7 @@ from tests.support.kma_process import RunningKma
 
 
 def test_demo_kma_serves_its_status_over_pinned_tls(demo_kma: RunningKma) -> None:
-    status = demo_kma.client().status()
+    status = demo_kma.client().get_status()
     assert status.cluster_name == "Demo Tape Vault"
     assert not status.locked
 

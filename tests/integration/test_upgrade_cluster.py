@@ -228,14 +228,14 @@ def test_a_cluster_of_release_0_1_0_upgrades_one_kma_at_a_time_while_drives_get_
 
     # The cluster version, raised under quorum: pending, then approved by the key split's members.
     so = kmas[1].client("so")
-    assert so.cluster_topology().cluster_version == 1
+    assert so.get_topology().cluster_version == 1
     pending = so.raise_cluster_version(2, credentials=creds(kmas[1], "alice"))
     assert pending.state == "pending" and pending.type == "raise_cluster_version"
     for user, member in (("qm1", "bob"), ("qm2", "carol")):
         approved = kmas[1].client(user).approve_quorum_operation(pending.id, *creds(kmas[1], member)[0])
     assert approved.state == "executed", approved
     assert approved.result == "raised the cluster version from 1 to 2 (every KMA runs 0.2.0 or later)"
-    assert so.cluster_topology().cluster_version == 2
+    assert so.get_topology().cluster_version == 2
     # The contract migration waited for the raise, and ran once it was committed.
     wait_until(
         lambda: tables(kmas[2]) >= {"cluster_version", "contract_probe"},

@@ -276,7 +276,7 @@ def three_kmas(tmp: Path) -> Iterator[list[RunningKma]]:
 def not_the_leader(kmas: list[RunningKma]) -> tuple[RunningKma, list[RunningKma]]:
     """A KMA that is not the Raft leader (killing it leaves the cluster taking changes at once),
     and the others."""
-    topology = kmas[0].client("co").cluster_topology()
+    topology = kmas[0].client("co").get_topology()
     leader = next(k.management_address for k in topology.kmas if k.leader)
     connected = next(k for k in kmas if k.address != leader)
     return connected, [k for k in kmas if k is not connected]

@@ -70,7 +70,7 @@ def answers_toml(answers: dict[str, Any]) -> str:
 def describe(client: Any) -> dict[str, Any]:
     """What an installer chose, as a signed-in Security Officer sees it on any KMA."""
     split = client.get_key_split()
-    status = client.status()
+    status = client.get_status()
     return {
         "users": sorted((u.id, u.name, tuple(sorted(u.roles))) for u in client.iter_all(client.list_users)),
         "split": (split.threshold, split.members),
@@ -134,12 +134,12 @@ def one_kma_with_keys_waiting(tmp: Path) -> RunningKma:
     admin = kma.client("admin")
     admin.create_key_policy("tape-30d", encryption_period=30 * 86400, cryptoperiod=365 * 86400)
     admin.create_key_group("backup-dallas", "tape-30d")
-    wait_until(lambda: admin.dashboard().keys_by_state["generated"] >= 6, 60, what="a full key pool")
+    wait_until(lambda: admin.get_dashboard().keys_by_state["generated"] >= 6, 60, what="a full key pool")
     admin.take_core_security_backup(tmp / "core.kmacore")
     admin.create_backup()
     for volser in ("E00001", "E00002", "E00003"):
         admin.create_data_unit(volser)
         admin.issue_key("backup-dallas", volser)
     # the pool refills; those keys wait
-    wait_until(lambda: admin.dashboard().keys_by_state["generated"] >= 3, 60, what="the pool refilled")
+    wait_until(lambda: admin.get_dashboard().keys_by_state["generated"] >= 3, 60, what="the pool refilled")
     return kma

@@ -252,11 +252,11 @@ def ready_pool(kma: RunningKma, size: int, timeout: float = 120) -> None:
     """A one-KMA cluster issues only keys a database backup holds (issue 12): grow the demo KMA's
     pool to `size`, wait until it is generated, and back it up, for tests that issue many keys."""
     admin = kma.client("admin")
-    kma_id = admin.status().kma_id
+    kma_id = admin.get_status().kma_id
     admin.update_kma(kma_id, key_pool_size=size)
 
     def filled() -> bool:
-        counts = admin.dashboard().keys_by_state
+        counts = admin.get_dashboard().keys_by_state
         return counts.get("generated", 0) + counts.get("ready", 0) >= size
 
     wait_until(filled, timeout, interval=0.2, what="the key pool filling")

@@ -8,6 +8,7 @@ from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
 WIRE = ROOT / "kms_client" / "wire.py"
+CALLS = ROOT / "kms_client" / "calls.py"
 
 
 def model_generator() -> ModuleType:

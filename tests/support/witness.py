@@ -94,7 +94,7 @@ def add_witness(
     site made first, then the join on the "new machine" and `kma serve` there."""
     so = first.client("so")
     so.create_site(site, site.capitalize(), "Third place: a Raft voter with no key service")
-    done = so.create_kma_entry(
+    done = so.add_kma(
         kma_id,
         site,
         raft_address=f"127.0.0.1:{free_port()}",

@@ -232,7 +232,7 @@ def test_error_json_becomes_the_typed_error(ca_pem: str) -> None:
 def test_an_unknown_error_code_still_raises_api_error(ca_pem: str) -> None:
     body = {"error": {"code": "brand_new", "message": "Something new."}}
     with pytest.raises(ApiError) as caught:
-        client_with(ca_pem, lambda r: ok(body, 400)).me()
+        client_with(ca_pem, lambda r: ok(body, 400)).get_me()
     assert (type(caught.value), caught.value.code) == (ApiError, "brand_new")
 
 
@@ -246,7 +246,7 @@ def test_an_unknown_error_code_still_raises_api_error(ca_pem: str) -> None:
 )
 def test_an_error_body_outside_the_contract_is_internal(ca_pem: str, response: httpx.Response) -> None:
     with pytest.raises(InternalError) as caught:
-        client_with(ca_pem, lambda r: response).status()
+        client_with(ca_pem, lambda r: response).get_status()
     assert caught.value.code == "internal"
     assert caught.value.status == response.status_code
     assert "<html>" not in str(caught.value)
@@ -271,7 +271,7 @@ def test_network_failures_are_kma_unreachable(ca_pem: str, exc: Exception) -> No
         raise exc
 
     with pytest.raises(KmaUnreachable, match="kma.example:8443"):
-        client_with(ca_pem, handler).status()
+        client_with(ca_pem, handler).get_status()
 
 
 def test_certificate_verification_failure_is_a_trust_error(ca_pem: str) -> None:
@@ -282,7 +282,7 @@ def test_certificate_verification_failure_is_a_trust_error(ca_pem: str) -> None:
             raise httpx.ConnectError("TLS failed") from cause
 
     with pytest.raises(TrustError):
-        client_with(ca_pem, handler).status()
+        client_with(ca_pem, handler).get_status()
 
 
 # -- sessions -----------------------------------------------------------------------------------
@@ -304,11 +304,11 @@ def test_sign_in_keeps_the_token_and_sends_it_until_sign_out(ca_pem: str) -> Non
     assert client.token == "tok1" == session.token
     assert json.loads(seen[0].content) == {"user_id": "so1", "passphrase": "correct horse"}
     assert "authorization" not in seen[0].headers
-    client.me()
+    client.get_me()
     assert seen[1].headers["authorization"] == "Bearer tok1"
     client.sign_out()
     assert client.token is None
-    client.me()
+    client.get_me()
     assert "authorization" not in seen[-1].headers
 
 
@@ -321,7 +321,7 @@ def test_use_token_resumes_a_saved_session(ca_pem: str) -> None:
 
     client = client_with(ca_pem, handler)
     client.use_token("saved")
-    assert client.me().id == "so1"
+    assert client.get_me().id == "so1"
     assert seen[0].headers["authorization"] == "Bearer saved"
 
 
@@ -332,7 +332,7 @@ def test_sign_out_of_an_expired_session_just_forgets_the_token(ca_pem: str) -> N
     client.sign_out()
     assert client.token is None
     with pytest.raises(Unauthenticated):
-        client.me()
+        client.get_me()
 
 
 # -- paging -------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""kms_client/wire.py is generated from the KMA's OpenAPI document (scripts/generate-client-models.py)
-and read by one reader: a schema changed in kma/api without regenerating fails here, and the reader
-keeps what the GUI relies on (aware times, tuples, a newer KMA's extra fields ignored)."""
+"""kms_client/wire.py (the answers) and kms_client/calls.py (the calls) are generated from the KMA's
+OpenAPI document (scripts/generate-client-models.py), answers read by one reader: a schema or route
+changed in kma/api without regenerating fails here, and the reader keeps what the GUI relies on
+(aware times, tuples, a newer KMA's extra fields ignored)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from kms_client import Kma, Page, PendingQuorumOp, Session, read
 from kms_client.reader import read_page
-from tests.support.model_generator import WIRE, model_generator
+from tests.support.model_generator import CALLS, WIRE, model_generator
 
 T0 = "2026-11-21T07:40:00Z"
 KMA = {
@@ -41,6 +42,25 @@ def test_the_checked_in_models_are_generated_from_the_kmas_document(generator: M
     assert WIRE.read_text(encoding="utf-8") == generated, (
         "kms_client/wire.py is stale: run scripts/generate-client-models.py"
     )
+
+
+def test_the_checked_in_calls_are_generated_from_the_kmas_document(generator: ModuleType) -> None:
+    generated = generator.render_calls(generator.served_document())
+    assert CALLS.read_text(encoding="utf-8") == generated, (
+        "kms_client/calls.py is stale: run scripts/generate-client-models.py"
+    )
+
+
+def test_the_check_fails_on_stale_calls(
+    generator: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A route renamed (or added) without regenerating: the check names the method it lacks."""
+    stale = tmp_path / "calls.py"
+    stale.write_text(CALLS.read_text().replace("def approve_quorum_operation(", "def approve_operation("))
+    monkeypatch.setattr(generator, "CALLS", stale)
+    monkeypatch.setattr("sys.argv", ["generate-client-models.py", "--check"])
+    assert generator.main() == 1
+    assert "+    def approve_quorum_operation(" in capsys.readouterr().out
 
 
 def test_the_check_fails_on_a_stale_module(

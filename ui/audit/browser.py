@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.operations import OpContext
+from kms_client import AuditEvent
 from ui.audit.events import SPEC as LIST_SPEC
 from ui.files import ask_save_path
 from ui.format import when, words
@@ -42,7 +43,7 @@ PAGE_SIZE = 300
 HISTORY_SUBJECTS = ("key", "data_unit", "agent")
 
 
-class AuditEventModel(PagedTableModel):
+class AuditEventModel(PagedTableModel[AuditEvent]):
     """The paged model, plus new events put on top by the live tail."""
 
     def newest_id(self) -> int | None:
@@ -98,7 +99,7 @@ class AuditBrowser(QWidget):
         self.chain_banner.setObjectName("chainBanner")
         self.chain_banner.setWordWrap(True)
         self.chain_banner.setAccessibleName("Audit chain verification")
-        self.chain_banner.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.chain_banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._banner_style("neutral")
         layout.addWidget(self.chain_banner)
 
@@ -115,7 +116,7 @@ class AuditBrowser(QWidget):
         self.details = QTextBrowser()
         self.details.setAccessibleName("Selected event")
         self.details.setOpenLinks(False)
-        split = QSplitter(Qt.Horizontal)
+        split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.view)
         split.addWidget(self.details)
         split.setStretchFactor(0, 4)
@@ -132,12 +133,10 @@ class AuditBrowser(QWidget):
         self._tail = QTimer(self)
         self._tail.setInterval(TAIL_MS)
         self._tail.timeout.connect(self.poll_tail)
-        QShortcut(
-            QKeySequence.Find,
-            self,
-            activated=self.filters.text.setFocus,
-            context=Qt.WidgetWithChildrenShortcut,
+        find = QShortcut(
+            QKeySequence.StandardKey.Find, self, context=Qt.ShortcutContext.WidgetWithChildrenShortcut
         )
+        find.activated.connect(self.filters.text.setFocus)
         # F5 is the main window's View > Refresh, which refreshes this page: a second F5 here
         # would make the key ambiguous (and do nothing) whenever the table has focus.
 
@@ -191,23 +190,25 @@ class AuditBrowser(QWidget):
         view = QTableView()
         view.setModel(self.model)
         view.setAccessibleName("Audit events")
-        view.setSelectionBehavior(QAbstractItemView.SelectRows)
-        view.setSelectionMode(QAbstractItemView.SingleSelection)
+        view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         view.setAlternatingRowColors(True)
         view.setWordWrap(False)
         view.setShowGrid(False)
         view.verticalHeader().setVisible(False)
-        view.verticalHeader().setSectionResizeMode(QHeaderView.Fixed)
+        view.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         view.verticalHeader().setDefaultSectionSize(max(22, view.fontMetrics().height() + 8))
         header = view.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.Interactive)  # never ResizeToContents on a big table
+        header.setSectionResizeMode(
+            QHeaderView.ResizeMode.Interactive
+        )  # never ResizeToContents on a big table
         header.setStretchLastSection(True)
         for i, col in enumerate(COLUMNS):
             header.resizeSection(i, col.width)
             view.setColumnHidden(i, col.hidden)
         header.setSortIndicatorShown(True)
         header.setSectionsClickable(True)
-        header.setSortIndicator(-1, Qt.DescendingOrder)
+        header.setSortIndicator(-1, Qt.SortOrder.DescendingOrder)
         header.sortIndicatorChanged.connect(self._sort_changed)
         view.selectionModel().currentRowChanged.connect(self._selected)
         view.activated.connect(lambda _i: self.history_of_selected())
@@ -227,7 +228,7 @@ class AuditBrowser(QWidget):
         if not self._loaded:
             self.refresh()
             self.ctx.ops.read(
-                lambda worker: worker.client.audit_facets(),
+                lambda worker: worker.client.get_audit_facets(),
                 parent=self,
                 success=self.filters.set_facets,
                 quiet=True,
@@ -310,9 +311,9 @@ class AuditBrowser(QWidget):
         if on:
             header = self.view.horizontalHeader()
             header.blockSignals(True)
-            header.setSortIndicator(-1, Qt.DescendingOrder)
+            header.setSortIndicator(-1, Qt.SortOrder.DescendingOrder)
             header.blockSignals(False)
-            self.model.sort_field, self.model.sort_order = None, Qt.DescendingOrder  # newest first
+            self.model.sort_field, self.model.sort_order = None, Qt.SortOrder.DescendingOrder  # newest first
             self.apply_filter()
             self._tail.start()
         else:
@@ -430,7 +431,7 @@ class AuditBrowser(QWidget):
         values = self.filters.values()
 
         def op(worker: OpContext) -> Any:
-            report = worker.client.audit_report(**values)
+            report = worker.client.get_audit_report(**values)
             report.save(path)
             return report
 

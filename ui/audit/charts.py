@@ -69,7 +69,7 @@ class ChartsPanel(QWidget):
         self._loaded = True
         days = int(self.days.currentData())
         self.ctx.ops.read(
-            lambda worker: worker.client.dashboard_series(days), parent=self, success=self.show_series
+            lambda worker: worker.client.get_dashboard_series(days), parent=self, success=self.show_series
         )
 
     def show_series(self, series: Any) -> None:
@@ -134,8 +134,8 @@ class ChartsPanel(QWidget):
         now = QDateTime.currentDateTimeUtc()
         axis_x.setRange(now.addDays(-days), now)
         axis_y = count_axis(top)
-        chart.addAxis(axis_x, Qt.AlignBottom)
-        chart.addAxis(axis_y, Qt.AlignLeft)
+        chart.addAxis(axis_x, Qt.AlignmentFlag.AlignBottom)
+        chart.addAxis(axis_y, Qt.AlignmentFlag.AlignLeft)
         for s in all_series:
             s.attachAxis(axis_x)
             s.attachAxis(axis_y)

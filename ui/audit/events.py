@@ -7,6 +7,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QMessageBox
 
+from kms_client import AuditEvent
 from ui.format import words
 from ui.list_page import ListPage
 from ui.list_spec import ActionSpec, FilterSpec, ListSpec
@@ -42,7 +43,7 @@ COLUMNS = [
 AUDIT_SORT = frozenset({"id", "created_at"})
 
 
-def _verify(page: ListPage, _obj: Any) -> None:
+def _verify(page: ListPage[AuditEvent], _obj: Any) -> None:
     def show(report: Any) -> None:
         if report.intact:
             QMessageBox.information(

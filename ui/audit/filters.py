@@ -86,7 +86,7 @@ class AuditFilterBar(QWidget):
         self.saved = QToolButton()
         self.saved.setText("Saved filters")
         self.saved.setAccessibleName("Saved filters")
-        self.saved.setPopupMode(QToolButton.InstantPopup)
+        self.saved.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.saved.setMenu(QMenu(self.saved))
         self.saved.menu().aboutToShow.connect(self._fill_saved_menu)
         grid.addWidget(self.saved, 0, 5)
@@ -128,7 +128,7 @@ class AuditFilterBar(QWidget):
         for column, (param, label, placeholder) in enumerate(PICKED):
             combo = QComboBox()
             combo.setEditable(True)
-            combo.setInsertPolicy(QComboBox.NoInsert)
+            combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
             combo.lineEdit().setPlaceholderText(placeholder)
             combo.setAccessibleName(label)
             combo.setToolTip(label)
@@ -175,8 +175,8 @@ class AuditFilterBar(QWidget):
         state["range"] = self.range.currentIndex()
         state["text"] = self.text.text()
         if self.range.currentData() == "custom":
-            state["since"] = self.since.dateTime().toString(Qt.ISODate)
-            state["until"] = self.until.dateTime().toString(Qt.ISODate)
+            state["since"] = self.since.dateTime().toString(Qt.DateFormat.ISODate)
+            state["until"] = self.until.dateTime().toString(Qt.DateFormat.ISODate)
         return state
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -189,8 +189,8 @@ class AuditFilterBar(QWidget):
                 combo.setCurrentIndex(max(combo.findData(value), 0))
         self.range.setCurrentIndex(int(state.get("range", 0)))
         if state.get("since"):
-            self.since.setDateTime(QDateTime.fromString(state["since"], Qt.ISODate))
-            self.until.setDateTime(QDateTime.fromString(state["until"], Qt.ISODate))
+            self.since.setDateTime(QDateTime.fromString(state["since"], Qt.DateFormat.ISODate))
+            self.until.setDateTime(QDateTime.fromString(state["until"], Qt.DateFormat.ISODate))
         self.text.setText(state.get("text", ""))
         self._quiet = False
         self._now()

@@ -64,13 +64,15 @@ class HistoryEventsModel(QAbstractTableModel):
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
         return 0 if parent.isValid() else len(self.COLUMNS)
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole) -> Any:  # noqa: N802
-        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:  # noqa: N802
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return self.COLUMNS[section][1]
         return None
 
-    def data(self, index: Index, role: int = Qt.DisplayRole) -> Any:
-        if not index.isValid() or role not in (Qt.DisplayRole, Qt.ToolTipRole):
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             return None
         event = self.events[index.row()]
         key = self.COLUMNS[index.column()][0]
@@ -105,7 +107,7 @@ class HistoryView(QWidget):
         self.title = QLabel("Choose a key, a data unit or an agent.")
         self.title.setObjectName("historyTitle")
         self.title.setWordWrap(True)
-        self.title.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.title)
         layout.addWidget(self._body(), 1)
         if subject_type and subject_id:
@@ -146,17 +148,17 @@ class HistoryView(QWidget):
         self.table = QTableView()
         self.table.setModel(self.events)
         self.table.setAccessibleName("Events of this history")
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.Interactive)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
         for i, width in enumerate((130, 150, 90, 80)):
             header.resizeSection(i, width)
         self.table.selectionModel().currentRowChanged.connect(self._row_changed)
-        split = QSplitter(Qt.Vertical)
+        split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(scroll)
         split.addWidget(self.table)
         split.setStretchFactor(0, 2)

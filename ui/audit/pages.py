@@ -9,7 +9,8 @@ from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
 
 from app.context import AppContext
 from app.pages import PageSpec, register
-from ui.audit.browser import LIST_SPEC, AuditBrowser
+from ui.audit.browser import AuditBrowser
+from ui.audit.events import SPEC as LIST_SPEC
 from ui.audit.history import HistoryView
 from ui.widgets import page_header
 

@@ -44,7 +44,7 @@ class RetentionDialog(QDialog):
         self.on_pruned = on_pruned
         self.pending: QMessageBox | None = None  # the "waiting for approval" note after a shortening
         self.setWindowTitle("Audit retention")
-        self.setWindowModality(Qt.WindowModal)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
         layout = QVBoxLayout(self)
         intro = QLabel(
             "Each audit event has a retention class. Pruning removes events older than their "
@@ -83,10 +83,12 @@ class RetentionDialog(QDialog):
         for b in (self.save_button, self.checkpoint_button, self.prune_button):
             row.addWidget(b)
         layout.addLayout(row)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
-        ctx.ops.read(lambda worker: worker.client.audit_retention(), parent=self, success=self.show_retention)
+        ctx.ops.read(
+            lambda worker: worker.client.get_audit_retention(), parent=self, success=self.show_retention
+        )
 
     def show_retention(self, retention: Any) -> None:
         for key, _ in CLASSES:
@@ -112,7 +114,7 @@ class RetentionDialog(QDialog):
         if isinstance(result, kms_client.PendingQuorumOp):
             self.pending = tell_pending(self.ctx, self, result)
             self.ctx.ops.read(
-                lambda worker: worker.client.audit_retention(), parent=self, success=self.show_retention
+                lambda worker: worker.client.get_audit_retention(), parent=self, success=self.show_retention
             )
             return
         self.show_retention(result)
@@ -135,10 +137,10 @@ class RetentionDialog(QDialog):
             "Prune the audit trail",
             "Remove every audit event older than its retention class's period? The whole trail is verified "
             "first; nothing is pruned if it does not verify. Removed events cannot be brought back.",
-            QMessageBox.Cancel | QMessageBox.Yes,
-            QMessageBox.Cancel,
+            QMessageBox.StandardButton.Cancel | QMessageBox.StandardButton.Yes,
+            QMessageBox.StandardButton.Cancel,
         )
-        if answer == QMessageBox.Yes:
+        if answer == QMessageBox.StandardButton.Yes:
             self.prune()
 
     def prune(self) -> None:

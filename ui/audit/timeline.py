@@ -76,7 +76,7 @@ class TimelineWidget(QWidget):
         self._hits: list[_Hit] = []
         self._selected: int | None = None
         self.setMouseTracking(True)
-        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setAccessibleName("Timeline")
         self.setMinimumHeight(AXIS_H + LANE_H + EVENTS_H + 2 * MARGIN)
 
@@ -152,15 +152,17 @@ class TimelineWidget(QWidget):
     # -- painting -----------------------------------------------------------------------------
     def paintEvent(self, _event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         painter = QPainter(self)
-        painter.setRenderHint(QPainter.Antialiasing)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         pal = self.palette()
-        text = pal.color(QPalette.WindowText)
-        painter.fillRect(self.rect(), pal.color(QPalette.Base))
+        text = pal.color(QPalette.ColorRole.WindowText)
+        painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
         self._hits = []
         if self.history is None or not self.history.lanes:
             painter.setPen(text)
             painter.drawText(
-                self.rect(), Qt.AlignCenter, "Choose a key, data unit or agent to see its history."
+                self.rect(),
+                Qt.AlignmentFlag.AlignCenter,
+                "Choose a key, data unit or agent to see its history.",
             )
             return
         start, end = self.shown_period()
@@ -189,7 +191,9 @@ class TimelineWidget(QWidget):
                 painter.setPen(QPen(grid, 1))
                 painter.drawLine(QPointF(x, MARGIN + AXIS_H - 6), QPointF(x, bottom))
                 painter.setPen(text)
-                painter.drawText(QRectF(x - 45, MARGIN, 90, AXIS_H - 10), Qt.AlignCenter, tick.strftime(fmt))
+                painter.drawText(
+                    QRectF(x - 45, MARGIN, 90, AXIS_H - 10), Qt.AlignmentFlag.AlignCenter, tick.strftime(fmt)
+                )
             tick = _advance(tick, step)
 
     def _lane(
@@ -197,8 +201,12 @@ class TimelineWidget(QWidget):
     ) -> None:
         y = self._lane_y(index)
         painter.setPen(text)
-        label = painter.fontMetrics().elidedText(lane.label, Qt.ElideMiddle, LABEL_W - 12)
-        painter.drawText(QRectF(4, y, LABEL_W - 8, LANE_H), Qt.AlignVCenter | Qt.AlignLeft, label)
+        label = painter.fontMetrics().elidedText(lane.label, Qt.TextElideMode.ElideMiddle, LABEL_W - 12)
+        painter.drawText(
+            QRectF(4, y, LABEL_W - 8, LANE_H),
+            Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+            label,
+        )
         for span in lane.spans:
             x0 = self._x(span.start, start, end)
             x1 = self._x(span.end or self.history.now, start, end)
@@ -208,8 +216,12 @@ class TimelineWidget(QWidget):
             if rect.width() > 60:
                 painter.setPen(QColor("white") if colour.lightness() < 150 else QColor("black"))
                 room = int(rect.width()) - 6
-                name = painter.fontMetrics().elidedText(words(span.state), Qt.ElideRight, room)
-                painter.drawText(rect.adjusted(4, 0, -2, 0), Qt.AlignVCenter | Qt.AlignLeft, name)
+                name = painter.fontMetrics().elidedText(words(span.state), Qt.TextElideMode.ElideRight, room)
+                painter.drawText(
+                    rect.adjusted(4, 0, -2, 0),
+                    Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                    name,
+                )
             until = f" until {when(span.end)}" if span.end else " (now)"
             tip = f"<b>{words(span.state)}</b><br>{lane.label}<br>from {when(span.start)}{until}"
             tip += (f"<br>by <b>{span.by}</b>" if span.by else "") + (f"<br>{span.note}" if span.note else "")
@@ -221,14 +233,14 @@ class TimelineWidget(QWidget):
         for b in self.history.boundaries:
             x = self._x(min(b.at, end), start, end)
             colour = QColor(BOUNDARY_COLOURS.get(b.kind, text.name()))
-            pen = QPen(colour, 2, Qt.DashLine if b.planned else Qt.SolidLine)
+            pen = QPen(colour, 2, Qt.PenStyle.DashLine if b.planned else Qt.PenStyle.SolidLine)
             painter.setPen(pen)
             lane = min(max(b.lane, 0), lanes - 1)
             y0, y1 = self._lane_y(lane) - 2, self._lane_y(lane) + LANE_H + 2
             painter.drawLine(QPointF(x, y0), QPointF(x, y1))
             ahead = " (ahead, beyond this view)" if b in far else " (ahead)" if b.planned else ""
             if b in far:
-                painter.drawText(QRectF(x - 14, y0 - 14, 12, 12), Qt.AlignCenter, "›")
+                painter.drawText(QRectF(x - 14, y0 - 14, 12, 12), Qt.AlignmentFlag.AlignCenter, "›")
             tip = f"<b>{b.label}</b>{ahead}<br>{when(b.at)}" + (f"<br>by <b>{b.by}</b>" if b.by else "")
             self._hits.insert(0, _Hit(QRectF(x - 4, y0, 8, y1 - y0), tip))
 
@@ -237,7 +249,7 @@ class TimelineWidget(QWidget):
         painter.setPen(text)
         painter.drawText(
             QRectF(4, y - 10, LABEL_W - 8, 20),
-            Qt.AlignVCenter | Qt.AlignLeft,
+            Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
             f"Events ({self.history.events_total:,})",
         )
         for e in self.history.events:
@@ -246,7 +258,7 @@ class TimelineWidget(QWidget):
             diamond = QPolygonF(
                 [QPointF(x, y - size), QPointF(x + size, y), QPointF(x, y + size), QPointF(x - size, y)]
             )
-            painter.setPen(QPen(text, 2) if e.id == self._selected else Qt.NoPen)
+            painter.setPen(QPen(text, 2) if e.id == self._selected else Qt.PenStyle.NoPen)
             painter.setBrush(QColor(SEVERITY_COLOURS.get(e.severity, "#888888")))
             painter.drawPolygon(diamond)
             tip = (
@@ -254,7 +266,7 @@ class TimelineWidget(QWidget):
                 f"{e.condition}<br>{e.message}"
             )
             self._hits.insert(0, _Hit(QRectF(x - 6, y - 8, 12, 16), tip, e.id))
-        painter.setBrush(Qt.NoBrush)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
 
     def _legend(self, painter: QPainter, text: QColor) -> None:
         """The colours in use, then what the lines and markers mean."""
@@ -271,7 +283,9 @@ class TimelineWidget(QWidget):
             if shape == "box":
                 painter.fillRect(QRectF(x, y + 3, 12, 12), colour)
             else:
-                painter.setPen(QPen(colour, 2, Qt.DashLine if shape == "dash" else Qt.SolidLine))
+                painter.setPen(
+                    QPen(colour, 2, Qt.PenStyle.DashLine if shape == "dash" else Qt.PenStyle.SolidLine)
+                )
                 painter.drawLine(QPointF(x + 6, y + 1), QPointF(x + 6, y + 17))
             painter.setPen(text)
             painter.drawText(QPointF(x + 16, y + 14), label)
@@ -281,16 +295,16 @@ class TimelineWidget(QWidget):
 
     def _now(self, painter: QPainter, start: datetime, end: datetime) -> None:
         x = self._x(self.history.now, start, end)
-        painter.setPen(QPen(QColor("#4a8fd1"), 1, Qt.DotLine))
+        painter.setPen(QPen(QColor("#4a8fd1"), 1, Qt.PenStyle.DotLine))
         painter.drawLine(QPointF(x, MARGIN + AXIS_H - 4), QPointF(x, self._lane_y(len(self.history.lanes))))
-        painter.drawText(QRectF(x - 20, MARGIN + AXIS_H - 16, 40, 12), Qt.AlignCenter, "now")
+        painter.drawText(QRectF(x - 20, MARGIN + AXIS_H - 16, 40, 12), Qt.AlignmentFlag.AlignCenter, "now")
 
     # -- interaction --------------------------------------------------------------------------
     def _hit_at(self, pos: QPointF) -> _Hit | None:
         return next((h for h in self._hits if h.rect.contains(pos)), None)
 
     def event(self, event: QEvent) -> bool:
-        if event.type() == QEvent.ToolTip and isinstance(event, QHelpEvent):
+        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
             hit = self._hit_at(QPointF(event.pos()))
             if hit is not None:
                 QToolTip.showText(event.globalPos(), hit.tip, self)

@@ -51,7 +51,7 @@ class EnrollmentPassphrasesDialog(QDialog):
         self.ctx = ctx
         self.made: list[Any] = []
         self.setWindowTitle("Enrollment passphrases for several agents")
-        self.setWindowModality(Qt.WindowModal)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
         self.setMinimumSize(560, 480)
         layout = QVBoxLayout(self)
         intro = QLabel(
@@ -80,19 +80,19 @@ class EnrollmentPassphrasesDialog(QDialog):
         self.results = QTableWidget(0, 2)
         self.results.setHorizontalHeaderLabels(["Agent", "One-time passphrase"])
         self.results.horizontalHeader().setStretchLastSection(True)
-        self.results.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+        self.results.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.results.setAccessibleName("New enrollment passphrases")
         self.results.hide()
         layout.addWidget(self.results, 1)
         self.note = QLabel()
         self.note.setWordWrap(True)
         layout.addWidget(self.note)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
-        self.generate = buttons.addButton("Generate passphrases", QDialogButtonBox.ActionRole)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.generate = buttons.addButton("Generate passphrases", QDialogButtonBox.ButtonRole.ActionRole)
         self.generate.clicked.connect(self.make)
-        self.save = buttons.addButton("Save as CSV…", QDialogButtonBox.ActionRole)
+        self.save = buttons.addButton("Save as CSV…", QDialogButtonBox.ButtonRole.ActionRole)
         self.save.clicked.connect(self.ask_where_to_save)
-        self.copy = buttons.addButton("Copy", QDialogButtonBox.ActionRole)
+        self.copy = buttons.addButton("Copy", QDialogButtonBox.ButtonRole.ActionRole)
         self.copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(passphrases_csv(self.made)))
         for button in (self.save, self.copy):
             button.setEnabled(False)
@@ -102,7 +102,7 @@ class EnrollmentPassphrasesDialog(QDialog):
 
     def chosen(self) -> list[str]:
         items = (self.agents.item(i) for i in range(self.agents.count()))
-        return [item.text().split("  ")[0] for item in items if item.checkState() == Qt.Checked]
+        return [item.text().split("  ")[0] for item in items if item.checkState() == Qt.CheckState.Checked]
 
     def load(self) -> None:
         days = self.days.value()
@@ -115,8 +115,8 @@ class EnrollmentPassphrasesDialog(QDialog):
         for agent in agents:
             expires = agent.certificate_expires_at
             item = QListWidgetItem(f"{agent.id}  (certificate until {expires.astimezone():%Y-%m-%d %H:%M})")
-            item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
-            item.setCheckState(Qt.Checked)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked)
             self.agents.addItem(item)
         self.generate.setEnabled(bool(agents))
         self.note.setText(

@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.agents import create_agent_with_passphrase, new_enrollment_passphrase, update_agent
+from kms_client import Agent
 from ui.form_dialog import FormDialog
 from ui.form_field import Field
 from ui.format import when, yes_no
@@ -27,7 +28,7 @@ def _group_choices(client: Any) -> list[tuple[str, Any]]:
     return [(g.id, g.id) for g in client.iter_key_groups()]
 
 
-def show_passphrase(page: ListPage, agent_id: str, passphrase: str) -> OneTimeSecretDialog:
+def show_passphrase(page: ListPage[Agent], agent_id: str, passphrase: str) -> OneTimeSecretDialog:
     dialog = OneTimeSecretDialog(
         f"Enrollment passphrase for {agent_id}",
         f"Agent <b>{agent_id}</b> enrols once with this passphrase, then holds a certificate.",
@@ -39,7 +40,7 @@ def show_passphrase(page: ListPage, agent_id: str, passphrase: str) -> OneTimeSe
     return dialog
 
 
-def _new_agent(page: ListPage, _obj: Any) -> None:
+def _new_agent(page: ListPage[Agent], _obj: Any) -> None:
     def done(result: tuple[Any, Any]) -> None:
         agent, secret = result
         show_passphrase(page, agent.id, secret.passphrase)
@@ -70,7 +71,7 @@ def _new_agent(page: ListPage, _obj: Any) -> None:
     ).open()
 
 
-def _new_passphrase(page: ListPage, agent: Any) -> None:
+def _new_passphrase(page: ListPage[Agent], agent: Agent) -> None:
     FormDialog(
         page.ctx,
         f"New enrollment passphrase for {agent.id}",
@@ -85,14 +86,14 @@ def _new_passphrase(page: ListPage, agent: Any) -> None:
     ).open()
 
 
-def _bulk_passphrases(page: ListPage, _obj: Any) -> EnrollmentPassphrasesDialog:
+def _bulk_passphrases(page: ListPage[Agent], _obj: Any) -> EnrollmentPassphrasesDialog:
     dialog = EnrollmentPassphrasesDialog(page.ctx, page)
     dialog.open()
     page.last_secret_dialog = dialog  # type: ignore[attr-defined]
     return dialog
 
 
-def _edit_agent(page: ListPage, a: Any) -> None:
+def _edit_agent(page: ListPage[Agent], a: Agent) -> None:
     FormDialog(
         page.ctx,
         f"Edit agent {a.id}",
@@ -116,7 +117,7 @@ def _edit_agent(page: ListPage, a: Any) -> None:
 
 
 def _set_enabled(enabled: bool) -> Any:
-    def run(page: ListPage, agent: Any) -> None:
+    def run(page: ListPage[Agent], agent: Agent) -> None:
         label = "Enabling agent…" if enabled else "Disabling agent…"
         page.ctx.ops.write(update_agent(agent.id, enabled=enabled), parent=page, label=label)
 
@@ -212,11 +213,11 @@ SPEC = ListSpec(
         ActionSpec("Disable", _set_enabled(False), "agents.write", enabled=lambda a: a.enabled),
         ActionSpec("Edit agent…", _edit_agent, "agents.write"),
     ],
-    default_sort=("id", Qt.AscendingOrder),
+    default_sort=("id", Qt.SortOrder.AscendingOrder),
 )
 
 
-def build(ctx: AppContext) -> ListPage:
+def build(ctx: AppContext) -> ListPage[Agent]:
     return ListPage(ctx, SPEC)
 
 

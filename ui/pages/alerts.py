@@ -214,7 +214,7 @@ class AlertsPage(QWidget):
     def refresh(self) -> None:
         if not self.offered:
             return
-        self.ctx.ops.read(lambda w: w.client.alert_channels(), parent=self, success=self._show)
+        self.ctx.ops.read(lambda w: w.client.list_alert_channels(), parent=self, success=self._show)
 
     def _show(self, found: Any) -> None:
         self.mib = found.mib

@@ -29,7 +29,7 @@ from app.writes.backups import (
     set_backup_schedule,
     take_core_security_backup,
 )
-from kms_client import Page
+from kms_client import Backup, Page
 from ui.files import ask_save_path, dated_name, tell_saved
 from ui.form_dialog import FormDialog
 from ui.form_field import Field
@@ -88,9 +88,9 @@ def _size(n: int) -> str:
 
 def _tell(parent: QWidget, title: str, text: str) -> None:
     """An information box that does not block (window-modal, opened, deleted on close)."""
-    box = QMessageBox(QMessageBox.Information, title, text, QMessageBox.Ok, parent)
-    box.setAttribute(Qt.WA_DeleteOnClose)
-    box.setWindowModality(Qt.WindowModal)
+    box = QMessageBox(QMessageBox.Icon.Information, title, text, QMessageBox.StandardButton.Ok, parent)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.setWindowModality(Qt.WindowModality.WindowModal)
     box.open()
 
 
@@ -108,7 +108,7 @@ def _ask_save(parent: QWidget, title: str, name: str, kinds: str) -> Path | None
     return ask_save_path(parent, "backups", title, name, kinds)
 
 
-def _make(page: ListPage, _obj: Any) -> None:
+def _make(page: ListPage[Backup], _obj: Any) -> None:
     def done(backup: Any) -> None:
         _tell(
             page,
@@ -137,13 +137,13 @@ def download(
     )
 
 
-def _download(page: ListPage, backup: Any) -> None:
+def _download(page: ListPage[Backup], backup: Backup) -> None:
     path = _ask_save(page, "Save the database backup", f"{backup.id}.kmabackup", "KMA backups (*.kmabackup)")
     if path:
         download(page, page.ctx, backup, path)
 
 
-def _delete(page: ListPage, backup: Any) -> None:
+def _delete(page: ListPage[Backup], backup: Backup) -> None:
     FormDialog(
         page.ctx,
         f"Delete backup {backup.id}",
@@ -216,7 +216,7 @@ class BackupsPage(QWidget):
         self, layout: QVBoxLayout, title: str, button: str, permission: str, run: Callable[[], None]
     ) -> QLabel:
         box = QFrame()
-        box.setFrameShape(QFrame.StyledPanel)
+        box.setFrameShape(QFrame.Shape.StyledPanel)
         row = QHBoxLayout(box)
         label = QLabel(f"<b>{title}</b>: loading…")
         label.setWordWrap(True)
@@ -225,7 +225,7 @@ class BackupsPage(QWidget):
         if self.ctx.may(permission):
             action = QPushButton(button)
             action.clicked.connect(run)
-            row.addWidget(action, 0, Qt.AlignTop)
+            row.addWidget(action, 0, Qt.AlignmentFlag.AlignTop)
         layout.addWidget(box)
         return label
 
@@ -235,7 +235,7 @@ class BackupsPage(QWidget):
 
     def _read_panels(self) -> None:
         self.ctx.ops.read(
-            lambda c: (c.client.core_security_backup_status(), c.client.backup_schedule()),
+            lambda c: (c.client.core_security_backup_status(), c.client.get_backup_schedule()),
             parent=self,
             success=self._show,
         )

@@ -93,9 +93,9 @@ class TopologyView(QGraphicsView):
 
     def __init__(self, scene: TopologyScene) -> None:
         super().__init__(scene)
-        self.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
-        self.setAlignment(Qt.AlignCenter)
-        self.setDragMode(QGraphicsView.ScrollHandDrag)
+        self.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
         self.setAccessibleName("Cluster topology")
         self.setObjectName("clusterView")
 
@@ -127,7 +127,7 @@ class ClusterPage(QWidget):
         self.banner = QLabel("Loading the cluster…")
         self.banner.setObjectName("clusterTolerance")
         self.banner.setWordWrap(True)
-        self.banner.setTextFormat(Qt.RichText)
+        self.banner.setTextFormat(Qt.TextFormat.RichText)
         self.banner.setAccessibleName("Failure tolerance")
         outer.addWidget(self.banner)
         self.forwarding = QLabel()
@@ -138,7 +138,7 @@ class ClusterPage(QWidget):
         self.master_key = QLabel()
         self.master_key.setObjectName("clusterMasterKey")
         self.master_key.setWordWrap(True)
-        self.master_key.setTextFormat(Qt.RichText)
+        self.master_key.setTextFormat(Qt.TextFormat.RichText)
         self.master_key.setAccessibleName("Master key")
         outer.addWidget(self.master_key)
         self.master_key_state: Any = None
@@ -146,7 +146,7 @@ class ClusterPage(QWidget):
         self.scene = TopologyScene(self)
         self.scene.kma_selected.connect(self._selected)
         self.view = TopologyView(self.scene)
-        self.view.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._menu)
         outer.addWidget(self.view, 1)
         self.hint = QLabel("Select a KMA to act on it.")
@@ -231,13 +231,13 @@ class ClusterPage(QWidget):
             return
         self._loading = True
         self.ctx.ops.read(
-            lambda c: c.client.cluster_topology(),
+            lambda c: c.client.get_topology(),
             parent=self,
             success=self.show_topology,
             failure=self._failed,
         )
         self.ctx.ops.read(
-            lambda c: c.client.master_key(),
+            lambda c: c.client.get_master_key(),
             parent=self,
             success=self.show_master_key,
             failure=self._no_master_key,

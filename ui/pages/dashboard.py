@@ -53,7 +53,7 @@ class StatCard(QFrame):
     def __init__(self, caption: str, page: str) -> None:
         super().__init__()
         self.page = page
-        self.setFrameShape(QFrame.StyledPanel)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setObjectName("statCard")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
@@ -70,22 +70,22 @@ class StatCard(QFrame):
 
     def link(self, on: bool) -> None:
         """Clickable only where the user may open the page (roles decide which pages exist)."""
-        self.setCursor(Qt.PointingHandCursor if on else Qt.ArrowCursor)
-        self.setFocusPolicy(Qt.StrongFocus if on else Qt.NoFocus)
+        self.setCursor(Qt.CursorShape.PointingHandCursor if on else Qt.CursorShape.ArrowCursor)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus if on else Qt.FocusPolicy.NoFocus)
         self.setToolTip(f"Open {self.caption.text()}" if on else "")
 
     def _open(self) -> None:
         window = self.window()
-        if self.focusPolicy() != Qt.NoFocus and hasattr(window, "show_page"):
+        if self.focusPolicy() != Qt.FocusPolicy.NoFocus and hasattr(window, "show_page"):
             window.show_page(self.page)
 
     def mouseReleaseEvent(self, event: Any) -> None:  # noqa: N802
-        if event.button() == Qt.LeftButton and self.rect().contains(event.position().toPoint()):
+        if event.button() == Qt.MouseButton.LeftButton and self.rect().contains(event.position().toPoint()):
             self._open()
         super().mouseReleaseEvent(event)
 
     def keyPressEvent(self, event: Any) -> None:  # noqa: N802
-        if event.key() in (Qt.Key_Return, Qt.Key_Enter, Qt.Key_Space):
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
             self._open()
             return
         super().keyPressEvent(event)
@@ -99,13 +99,13 @@ class StatCard(QFrame):
 
 def _load(worker: Any) -> tuple[Any, Any]:
     """The KMA's status, and the dashboard unless the KMA is locked (it then refuses it)."""
-    status = worker.client.status()
+    status = worker.client.get_status()
     if status.locked:
         return None, status
     try:
-        return worker.client.dashboard(), status
+        return worker.client.get_dashboard(), status
     except kms_client.KmaLocked:  # locked in between
-        return None, worker.client.status()
+        return None, worker.client.get_status()
 
 
 class DashboardPage(QWidget):
@@ -118,7 +118,7 @@ class DashboardPage(QWidget):
 
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
         body = QWidget()
         scroll.setWidget(body)
         outer.addWidget(scroll, 1)
@@ -175,7 +175,7 @@ class DashboardPage(QWidget):
         # The cluster's health in one line; the link opens the picture (ui/pages/cluster.py).
         self.cluster_health = QLabel()
         self.cluster_health.setObjectName("dashboardClusterHealth")
-        self.cluster_health.setTextFormat(Qt.RichText)
+        self.cluster_health.setTextFormat(Qt.TextFormat.RichText)
         self.cluster_health.setWordWrap(True)
         self.cluster_health.linkActivated.connect(lambda _: self.window().show_page("cluster"))
         layout.addWidget(self.cluster_health)
@@ -200,7 +200,7 @@ class DashboardPage(QWidget):
 
     def _keys_box(self) -> QFrame:
         keys_box = QFrame()
-        keys_box.setFrameShape(QFrame.StyledPanel)
+        keys_box.setFrameShape(QFrame.Shape.StyledPanel)
         keys_layout = QVBoxLayout(keys_box)
         keys_layout.addWidget(QLabel("<b>Keys by state</b>"))
         self.key_grid = QGridLayout()
@@ -224,7 +224,7 @@ class DashboardPage(QWidget):
 
     def _kmas_box(self) -> QFrame:
         kma_box = QFrame()
-        kma_box.setFrameShape(QFrame.StyledPanel)
+        kma_box.setFrameShape(QFrame.Shape.StyledPanel)
         kma_layout = QVBoxLayout(kma_box)
         kma_layout.addWidget(QLabel("<b>KMAs</b>"))
         self.kmas = QTreeWidget()
@@ -232,7 +232,7 @@ class DashboardPage(QWidget):
         self.kmas.setHeaderLabels(["KMA", "Site", "Address", "State", "Key pool"])
         self.kmas.setAccessibleName("KMAs")
         # At most 20 KMAs: every column may fit its contents, so "190 of 200" is never cut short.
-        self.kmas.header().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.kmas.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.kmas.header().setStretchLastSection(True)
         kma_layout.addWidget(self.kmas)
         self.kmas_note = QLabel("The cluster's KMAs are not listed while this KMA is locked.")
@@ -244,7 +244,7 @@ class DashboardPage(QWidget):
 
     def _certificates_box(self) -> QFrame:
         box = QFrame()
-        box.setFrameShape(QFrame.StyledPanel)
+        box.setFrameShape(QFrame.Shape.StyledPanel)
         box_layout = QVBoxLayout(box)
         box_layout.addWidget(QLabel("<b>Certificates</b>"))
         self.certificates = QTreeWidget()
@@ -253,7 +253,7 @@ class DashboardPage(QWidget):
         self.certificates.setHeaderLabels(["Certificate", "Of", "Expires", "Left"])
         self.certificates.setAccessibleName("Certificates")
         # The CA, two per KMA (at most 20) and the soonest agents': every column may fit its contents.
-        self.certificates.header().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.certificates.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.certificates.setMaximumHeight(170)
         box_layout.addWidget(self.certificates)
         return box
@@ -391,7 +391,7 @@ class DashboardWithCharts(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         self.dashboard = DashboardPage(ctx)
         self.charts = ChartsPanel(ctx)
-        split = QSplitter(Qt.Vertical)
+        split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.dashboard)
         split.addWidget(self.charts)
         split.setStretchFactor(0, 3)

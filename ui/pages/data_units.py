@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.data_units import create_data_unit, issue_key, update_data_unit
+from kms_client import DataUnit
 from ui.audit.history import history_tab, may_read_history
 from ui.details import DetailsDialog
 from ui.form_dialog import FormDialog
@@ -23,7 +24,7 @@ from ui.pages.media_pools import generation_filter
 STATES = ("no_key", "readable_normal", "readable_needs_rekey", "shredded")
 
 
-def _new_unit(page: ListPage, _obj: Any) -> None:
+def _new_unit(page: ListPage[DataUnit], _obj: Any) -> None:
     FormDialog(
         page.ctx,
         "New data unit",
@@ -44,7 +45,7 @@ def _new_unit(page: ListPage, _obj: Any) -> None:
     ).open()
 
 
-def _edit_unit(page: ListPage, d: Any) -> None:
+def _edit_unit(page: ListPage[DataUnit], d: DataUnit) -> None:
     FormDialog(
         page.ctx,
         f"Edit data unit {d.id}",
@@ -55,7 +56,7 @@ def _edit_unit(page: ListPage, d: Any) -> None:
     ).open()
 
 
-def _issue_key(page: ListPage, d: Any) -> None:
+def _issue_key(page: ListPage[DataUnit], d: DataUnit) -> None:
     FormDialog(
         page.ctx,
         f"Issue a key for {d.id}",
@@ -86,7 +87,7 @@ def _groups_last_used_first(client: Any, unit_id: str) -> list[tuple[str, Any]]:
     return [(g, g) for g in groups]
 
 
-def _rekey(page: ListPage, d: Any) -> None:
+def _rekey(page: ListPage[DataUnit], d: DataUnit) -> None:
     FormDialog(
         page.ctx,
         f"Rekey {d.id}",
@@ -109,7 +110,7 @@ def _rekey(page: ListPage, d: Any) -> None:
     ).open()
 
 
-def _details(page: ListPage, unit: Any) -> None:
+def _details(page: ListPage[DataUnit], unit: DataUnit) -> None:
     from ui.pages.keys import keys_list
 
     dialog = DetailsDialog(f"Data unit {unit.id}", unit, page)
@@ -152,11 +153,11 @@ SPEC = ListSpec(
         ActionSpec("Issue key…", _issue_key, "data.write", enabled=lambda d: d.state != "shredded"),
     ],
     details=_details,
-    default_sort=("id", Qt.AscendingOrder),
+    default_sort=("id", Qt.SortOrder.AscendingOrder),
 )
 
 
-def build(ctx: AppContext) -> ListPage:
+def build(ctx: AppContext) -> ListPage[DataUnit]:
     return ListPage(ctx, SPEC)
 
 

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.key_groups import create_key_group, set_key_group_agents, update_key_group
+from kms_client import KeyGroup
 from ui.form_dialog import FormDialog
 from ui.form_field import Field
 from ui.list_page import ListPage
@@ -33,7 +34,7 @@ def _policy_choices(client: Any) -> list[tuple[str, Any]]:
     ]
 
 
-def _new_group(page: ListPage, _obj: Any) -> None:
+def _new_group(page: ListPage[KeyGroup], _obj: Any) -> None:
     FormDialog(
         page.ctx,
         "New key group",
@@ -49,7 +50,7 @@ def _new_group(page: ListPage, _obj: Any) -> None:
     ).open()
 
 
-def _edit_group(page: ListPage, g: Any) -> None:
+def _edit_group(page: ListPage[KeyGroup], g: KeyGroup) -> None:
     FormDialog(
         page.ctx,
         f"Edit key group {g.id}",
@@ -63,12 +64,12 @@ def _edit_group(page: ListPage, g: Any) -> None:
 class AgentAccessDialog(QDialog):
     """Tick the agents that may use a key group; sent as one PUT of the whole set."""
 
-    def __init__(self, page: ListPage, group: Any) -> None:
+    def __init__(self, page: ListPage[KeyGroup], group: KeyGroup) -> None:
         super().__init__(page)
         self.page = page
         self.group = group
         self.setWindowTitle(f"Agent access to {group.id}")
-        self.setWindowModality(Qt.WindowModal)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
         self.resize(460, 480)
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel(f"Agents that may use keys of <b>{group.id}</b>:"))
@@ -82,10 +83,12 @@ class AgentAccessDialog(QDialog):
         layout.addWidget(self.list, 1)
         self.error = ErrorLabel()
         layout.addWidget(self.error)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Save | QDialogButtonBox.Cancel)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
         self.buttons.accepted.connect(self._save)
         self.buttons.rejected.connect(self.reject)
-        self.buttons.button(QDialogButtonBox.Save).setEnabled(False)
+        self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(False)
         layout.addWidget(self.buttons)
         page.ctx.ops.read(
             lambda worker: list(worker.client.iter_agents()),
@@ -98,11 +101,11 @@ class AgentAccessDialog(QDialog):
         chosen = set(self.group.agent_ids)
         for agent in agents:
             item = QListWidgetItem(f"{agent.id}  —  {agent.description or agent.site_id}")
-            item.setData(Qt.UserRole, agent.id)
-            item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
-            item.setCheckState(Qt.Checked if agent.id in chosen else Qt.Unchecked)
+            item.setData(Qt.ItemDataRole.UserRole, agent.id)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked if agent.id in chosen else Qt.CheckState.Unchecked)
             self.list.addItem(item)
-        self.buttons.button(QDialogButtonBox.Save).setEnabled(True)
+        self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(True)
 
     def _filter(self, text: str) -> None:
         for i in range(self.list.count()):
@@ -111,14 +114,14 @@ class AgentAccessDialog(QDialog):
 
     def chosen(self) -> list[str]:
         return [
-            self.list.item(i).data(Qt.UserRole)
+            self.list.item(i).data(Qt.ItemDataRole.UserRole)
             for i in range(self.list.count())
-            if self.list.item(i).checkState() == Qt.Checked
+            if self.list.item(i).checkState() == Qt.CheckState.Checked
         ]
 
     def _save(self) -> None:
         ids = self.chosen()
-        self.buttons.button(QDialogButtonBox.Save).setEnabled(False)
+        self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(False)
         self.page.ctx.ops.write(
             set_key_group_agents(self.group.id, ids),
             parent=self,
@@ -133,7 +136,7 @@ class AgentAccessDialog(QDialog):
     def _failed(self, exc: BaseException) -> bool:
         from app.errors import describe
 
-        self.buttons.button(QDialogButtonBox.Save).setEnabled(True)
+        self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(True)
         self.error.say(describe(exc).text)
         return True
 
@@ -170,7 +173,7 @@ SPEC = ListSpec(
         ),
         ActionSpec("Edit description…", _edit_group, "policies.write"),
     ],
-    default_sort=("id", Qt.AscendingOrder),
+    default_sort=("id", Qt.SortOrder.AscendingOrder),
 )
 
 

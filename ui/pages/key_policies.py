@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.key_policies import create_key_policy, update_key_policy
+from kms_client import KeyPolicy
 from ui.form_dialog import FormDialog
 from ui.form_field import Field
 from ui.format import period
@@ -17,7 +18,7 @@ from ui.list_spec import ActionSpec, ListSpec
 from ui.paged_model import Column
 
 
-def _new_policy(page: ListPage, _obj: Any) -> None:
+def _new_policy(page: ListPage[KeyPolicy], _obj: Any) -> None:
     FormDialog(
         page.ctx,
         "New key policy",
@@ -81,7 +82,7 @@ def _new_policy(page: ListPage, _obj: Any) -> None:
     ).open()
 
 
-def _edit_policy(page: ListPage, p: Any) -> None:
+def _edit_policy(page: ListPage[KeyPolicy], p: KeyPolicy) -> None:
     FormDialog(
         page.ctx,
         f"Edit key policy {p.id}",
@@ -130,11 +131,11 @@ SPEC = ListSpec(
         ),
         ActionSpec("Edit key policy…", _edit_policy, "policies.write", toolbar=True),
     ],
-    default_sort=("id", Qt.AscendingOrder),
+    default_sort=("id", Qt.SortOrder.AscendingOrder),
 )
 
 
-def build(ctx: AppContext) -> ListPage:
+def build(ctx: AppContext) -> ListPage[KeyPolicy]:
     return ListPage(ctx, SPEC)
 
 

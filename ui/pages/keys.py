@@ -12,6 +12,7 @@ import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.keys import compromise_key, destroy_key
+from kms_client import Key
 from ui.audit.history import history_tab, may_read_history
 from ui.details import DetailsDialog
 from ui.form_dialog import FormDialog
@@ -24,7 +25,7 @@ from ui.pages.common import state_tone
 
 KEY_SORT = frozenset({"created_at", "activated_at", "id", "data_unit_id"})  # the KMA filters by state
 # Filtered, keys are listed newest activation first (kma/services/keys.py pairs sorts with filters).
-KEY_DEFAULT_SORT = ("activated_at", Qt.DescendingOrder)
+KEY_DEFAULT_SORT = ("activated_at", Qt.SortOrder.DescendingOrder)
 KEY_FILTERED_SORTS = {
     "created_at": frozenset({"compromised"}),
     "id": frozenset({"compromised"}),
@@ -32,11 +33,11 @@ KEY_FILTERED_SORTS = {
 }
 
 
-def destroyable(key: Any) -> bool:
+def destroyable(key: Key) -> bool:
     return key.state != "destroyed" and (key.state == "deactivated" or key.compromised)
 
 
-def _compromise(page: ListPage, key: Any) -> None:
+def _compromise(page: ListPage[Key], key: Key) -> None:
     FormDialog(
         page.ctx,
         f"Mark key {key.id} compromised",
@@ -51,7 +52,7 @@ def _compromise(page: ListPage, key: Any) -> None:
     ).open()
 
 
-def _destroy(page: ListPage, key: Any) -> None:
+def _destroy(page: ListPage[Key], key: Key) -> None:
     FormDialog(
         page.ctx,
         f"Destroy key {key.id}",
@@ -67,7 +68,7 @@ def _destroy(page: ListPage, key: Any) -> None:
     ).open()
 
 
-def _details(page: ListPage, key: Any) -> None:
+def _details(page: ListPage[Key], key: Key) -> None:
     """A list row lacks what only a key's own details carry (the backups holding a destroyed
     key): fetch them, then show the dialog."""
     page.ctx.ops.read(
@@ -107,7 +108,7 @@ def destruction_texts(key: Any) -> dict[str, str]:
     return texts
 
 
-def open_details(page: ListPage, key: Any) -> DetailsDialog:
+def open_details(page: ListPage[Key], key: Key) -> DetailsDialog:
     dialog = DetailsDialog(f"Key {key.id}", key, page, labels=LABELS, texts=detail_texts(key))
     if may_read_history(page.ctx):
         dialog.add_tab(history_tab(page.ctx, "key", key.id, dialog), "History")
@@ -178,7 +179,7 @@ SPEC = ListSpec(
 )
 
 
-def keys_list(ctx: AppContext, fixed: dict[str, Any], parent: QWidget | None = None) -> ListPage:
+def keys_list(ctx: AppContext, fixed: dict[str, Any], parent: QWidget | None = None) -> ListPage[Key]:
     """Keys of one data unit or key group, for a details tab."""
     spec = ListSpec(
         key="keys_of",
@@ -198,7 +199,7 @@ def keys_list(ctx: AppContext, fixed: dict[str, Any], parent: QWidget | None = N
     return ListPage(ctx, spec, parent, embedded=True)
 
 
-def build(ctx: AppContext) -> ListPage:
+def build(ctx: AppContext) -> ListPage[Key]:
     return ListPage(ctx, SPEC)
 
 

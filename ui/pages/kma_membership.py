@@ -73,7 +73,7 @@ def add_kma(page: ListPage, _obj: Any) -> QuorumFormDialog:
                 "best: two voters stop management writes when either is lost.",
             ),
         ],
-        lambda v: writes.create_kma_entry(
+        lambda v: writes.add_kma(
             v["id"],
             v["site_id"],
             name=v["name"],
@@ -116,7 +116,7 @@ def add_witness(page: ListPage, _obj: Any) -> QuorumFormDialog:
                 "raft_address", "Raft address", required=True, help="HOST:PORT the KMAs reach for replication"
             ),
         ],
-        lambda v: writes.create_kma_entry(
+        lambda v: writes.add_kma(
             v["id"],
             v["site_id"],
             name=v["name"],

@@ -25,6 +25,7 @@ from app.writes.media_pools import (
     update_media_pool,
     update_media_settings,
 )
+from kms_client.wire import MediaPool
 from ui.form_dialog import FormDialog
 from ui.form_field import Field
 from ui.list_page import ListPage
@@ -144,7 +145,7 @@ def _fields(pool: Any | None) -> list[Field]:
     ]
 
 
-def _new_pool(page: ListPage, _obj: Any) -> None:
+def _new_pool(page: ListPage[MediaPool], _obj: Any) -> None:
     FormDialog(
         page.ctx,
         "New media pool",
@@ -163,7 +164,7 @@ def _new_pool(page: ListPage, _obj: Any) -> None:
     ).open()
 
 
-def _edit_pool(page: ListPage, pool: Any) -> None:
+def _edit_pool(page: ListPage[MediaPool], pool: Any) -> None:
     FormDialog(
         page.ctx,
         f"Edit media pool {pool.id}",
@@ -181,7 +182,7 @@ def _edit_pool(page: ListPage, pool: Any) -> None:
     ).open()
 
 
-def _delete_pool(page: ListPage, pool: Any) -> None:
+def _delete_pool(page: ListPage[MediaPool], pool: Any) -> None:
     FormDialog(
         page.ctx,
         f"Delete media pool {pool.id}",
@@ -195,7 +196,7 @@ def _delete_pool(page: ListPage, pool: Any) -> None:
     ).open()
 
 
-def _settings(page: ListPage, _obj: Any) -> None:
+def _settings(page: ListPage[MediaPool], _obj: Any) -> None:
     def ask(settings: Any) -> None:
         FormDialog(
             page.ctx,
@@ -228,7 +229,7 @@ def _settings(page: ListPage, _obj: Any) -> None:
     page.ctx.ops.read(lambda c: c.client.get_media_settings(), parent=page, success=ask)
 
 
-def _migration(page: ListPage, pool: Any) -> None:
+def _migration(page: ListPage[MediaPool], pool: Any) -> None:
     page.ctx.ops.read(
         lambda c: c.client.get_media_pool_migration(pool.id),
         parent=page,
@@ -242,7 +243,7 @@ class MigrationDialog(QDialog):
     def __init__(self, view: Any, parent: QWidget) -> None:
         super().__init__(parent)
         self.setWindowTitle(f"Migration view of media pool {view.pool_id}")
-        self.setWindowModality(Qt.WindowModal)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
         self.setMinimumWidth(640)
         layout = QVBoxLayout(self)
         written = ", ".join(f"{w.tapes:,} by {w.generation}" for w in view.written_by) or "none recorded"
@@ -251,14 +252,14 @@ class MigrationDialog(QDialog):
         )
         self.table = QTableWidget(len(view.generations), len(MIGRATION_COLUMNS))
         self.table.setHorizontalHeaderLabels([title for _, title in MIGRATION_COLUMNS])
-        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         for row, generation in enumerate(view.generations):
             for col, (key, _) in enumerate(MIGRATION_COLUMNS):
                 value = getattr(generation, key)
                 text = value if isinstance(value, str) else f"{value:,}"
                 self.table.setItem(row, col, QTableWidgetItem(text))
         layout.addWidget(self.table)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
 
@@ -284,7 +285,7 @@ POOLS = ListSpec(
         ActionSpec("Media settings…", _settings, "media.write", needs="none", toolbar=True),
         ActionSpec("Delete pool…", _delete_pool, "media.write", danger=True),
     ],
-    default_sort=("id", Qt.AscendingOrder),
+    default_sort=("id", Qt.SortOrder.AscendingOrder),
 )
 
 RELABEL = ListSpec(
@@ -321,7 +322,7 @@ class MediaPoolsPage(QWidget):
         self.refusals = QLabel()
         self.refusals.setObjectName("mediaRefusals")
         layout.addWidget(self.refusals)
-        split = QSplitter(Qt.Vertical)
+        split = QSplitter(Qt.Orientation.Vertical)
         self.pools = ListPage(ctx, POOLS, embedded=True)
         self.relabel = ListPage(ctx, RELABEL, embedded=True)
         for title, widget in (("Pools", self.pools), ("Tapes to relabel before reuse", self.relabel)):

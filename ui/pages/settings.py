@@ -37,7 +37,7 @@ class SettingsPage(QWidget):
         form = QFormLayout(account)
         self.who = QLabel()
         self.where = QLabel()
-        self.where.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.where.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         form.addRow("User:", self.who)
         form.addRow("KMA:", self.where)
         layout.addWidget(account)
@@ -104,19 +104,19 @@ class SettingsPage(QWidget):
         for p in self.store.all():
             pin = p.ca_fingerprint or "not pinned yet"
             item = QListWidgetItem(f"{p.name} — {p.address} — user {p.user_id or '?'}\n    CA {pin}")
-            item.setData(Qt.UserRole, p.name)
+            item.setData(Qt.ItemDataRole.UserRole, p.name)
             self.profiles.addItem(item)
         if not self.profiles.count():
             item = QListWidgetItem(
                 "No saved connections yet: they are added when you sign in from the sign-in window."
             )
-            item.setFlags(Qt.NoItemFlags)
+            item.setFlags(Qt.ItemFlag.NoItemFlags)
             self.profiles.addItem(item)
         self._update_buttons()
 
     def _selected(self) -> str | None:
         item = self.profiles.currentItem()
-        return item.data(Qt.UserRole) if item else None
+        return item.data(Qt.ItemDataRole.UserRole) if item else None
 
     def _update_buttons(self) -> None:
         has = self._selected() is not None

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.sites import create_site, delete_site, update_kma, update_site
+from kms_client import Kma, Site
 from ui.form_dialog import FormDialog
 from ui.form_field import Field
 from ui.format import when, yes_no
@@ -24,7 +25,7 @@ def site_choices(client: Any) -> list[tuple[str, Any]]:
     return [(f"{s.name} ({s.id})", s.id) for s in client.iter_sites()]
 
 
-def _new_site(page: ListPage, _obj: Any) -> None:
+def _new_site(page: ListPage[Site], _obj: Any) -> None:
     FormDialog(
         page.ctx,
         "New site",
@@ -40,7 +41,7 @@ def _new_site(page: ListPage, _obj: Any) -> None:
     ).open()
 
 
-def _edit_site(page: ListPage, site: Any) -> None:
+def _edit_site(page: ListPage[Site], site: Site) -> None:
     FormDialog(
         page.ctx,
         f"Edit site {site.id}",
@@ -54,7 +55,7 @@ def _edit_site(page: ListPage, site: Any) -> None:
     ).open()
 
 
-def _delete_site(page: ListPage, site: Any) -> None:
+def _delete_site(page: ListPage[Site], site: Site) -> None:
     FormDialog(
         page.ctx,
         f"Delete site {site.id}",
@@ -68,7 +69,7 @@ def _delete_site(page: ListPage, site: Any) -> None:
     ).open()
 
 
-def _edit_kma(page: ListPage, kma: Any) -> None:
+def _edit_kma(page: ListPage[Kma], kma: Kma) -> None:
     FormDialog(
         page.ctx,
         f"Edit KMA {kma.id}",
@@ -108,7 +109,7 @@ SITES = ListSpec(
         ActionSpec("Edit site…", _edit_site, "sites.write"),
         ActionSpec("Delete site…", _delete_site, "sites.write", danger=True),
     ],
-    default_sort=("id", Qt.AscendingOrder),
+    default_sort=("id", Qt.SortOrder.AscendingOrder),
 )
 
 KMAS = ListSpec(
@@ -166,7 +167,7 @@ class SitesPage(QWidget):
                 "At least two KMAs per site is recommended.",
             )
         )
-        split = QSplitter(Qt.Vertical)
+        split = QSplitter(Qt.Orientation.Vertical)
         self.sites = ListPage(ctx, SITES, embedded=True)
         self.kmas = ListPage(ctx, KMAS, embedded=True)
         for title, widget in (("Sites", self.sites), ("KMAs", self.kmas)):

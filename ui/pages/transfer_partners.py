@@ -33,6 +33,7 @@ from app.writes.transfer import (
     register_transfer_partner,
     remove_transfer_partner,
 )
+from kms_client.wire import TransferPartner
 from ui.form_dialog import FormDialog
 from ui.form_field import Field
 from ui.format import when, yes_no
@@ -43,7 +44,7 @@ from ui.quorum.widgets import QuorumFormDialog
 from ui.widgets import page_header
 
 
-def _register(page: ListPage, _obj: Any) -> QuorumFormDialog:
+def _register(page: ListPage[TransferPartner], _obj: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx,
         "Register transfer partner",
@@ -82,7 +83,7 @@ def _register(page: ListPage, _obj: Any) -> QuorumFormDialog:
     return dialog
 
 
-def _remove(page: ListPage, partner: Any) -> None:
+def _remove(page: ListPage[TransferPartner], partner: Any) -> None:
     FormDialog(
         page.ctx,
         f"Remove transfer partner {partner.id}",
@@ -101,7 +102,7 @@ def _volsers(text: str) -> list[str]:
     return [v for v in text.replace(",", " ").split() if v]
 
 
-def _export(page: ListPage, partner: Any) -> FormDialog:
+def _export(page: ListPage[TransferPartner], partner: Any) -> FormDialog:
     """The export wizard: which tapes, for how long, where to save the file."""
     view = page.parent()
 
@@ -147,7 +148,7 @@ class ImportWizard(QDialog):
         super().__init__(parent)
         self.ctx = ctx
         self.setWindowTitle("Import a transfer file")
-        self.setWindowModality(Qt.WindowModal)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
         self.setMinimumWidth(560)
         layout = QVBoxLayout(self)
         form = QFormLayout()
@@ -163,11 +164,11 @@ class ImportWizard(QDialog):
         layout.addLayout(form)
         self.summary = QLabel("Choose the file, then Preview.")
         self.summary.setWordWrap(True)
-        self.summary.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.summary)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Close)
-        self.preview_button = self.buttons.addButton("Preview", QDialogButtonBox.ActionRole)
-        self.import_button = self.buttons.addButton("Import", QDialogButtonBox.AcceptRole)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.preview_button = self.buttons.addButton("Preview", QDialogButtonBox.ButtonRole.ActionRole)
+        self.import_button = self.buttons.addButton("Import", QDialogButtonBox.ButtonRole.AcceptRole)
         self.import_button.setEnabled(False)
         self.preview_button.clicked.connect(self.preview)
         self.import_button.clicked.connect(self.run_import)
@@ -237,7 +238,7 @@ class ImportWizard(QDialog):
         )
 
 
-def _import(page: ListPage, _obj: Any) -> ImportWizard:
+def _import(page: ListPage[TransferPartner], _obj: Any) -> ImportWizard:
     wizard = ImportWizard(page.ctx, page)
     wizard.open()
     return wizard
@@ -278,7 +279,7 @@ PARTNERS = ListSpec(
         ),
         ActionSpec("Remove partner…", _remove, "transfer.partners", danger=True),
     ],
-    default_sort=("id", Qt.AscendingOrder),
+    default_sort=("id", Qt.SortOrder.AscendingOrder),
 )
 
 
@@ -297,7 +298,7 @@ class TransferPartnersPage(QWidget):
             )
         )
         self.fingerprint = QLabel("")
-        self.fingerprint.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.fingerprint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.identity = QLineEdit()
         self.identity.setReadOnly(True)
         form = QFormLayout()
@@ -308,7 +309,7 @@ class TransferPartnersPage(QWidget):
         layout.addWidget(self.list, 1)
         self.result = QLabel("")
         self.result.setWordWrap(True)
-        self.result.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.result)
         self.refresh()
 

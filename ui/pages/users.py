@@ -19,6 +19,7 @@ from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.second_factor import turn_off_second_factor
 from app.writes.users import create_user, set_user_passphrase, update_user
+from kms_client import User
 from ui.files import ask_save_path, tell_saved
 from ui.form_field import Field
 from ui.format import when, words
@@ -35,7 +36,7 @@ def _roles_text(roles: Any) -> str:
     return ", ".join(words(r) for r in roles or ())
 
 
-def new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
+def new_user(page: ListPage[User], _obj: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx,
         "New user",
@@ -62,7 +63,7 @@ def new_user(page: ListPage, _obj: Any) -> QuorumFormDialog:
     return dialog
 
 
-def _edit_user(page: ListPage, user: Any) -> QuorumFormDialog:
+def _edit_user(page: ListPage[User], user: User) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx,
         f"Edit user {user.id}",
@@ -82,7 +83,7 @@ def _edit_user(page: ListPage, user: Any) -> QuorumFormDialog:
 def _set_enabled(enabled: bool) -> Any:
     verb = "Enable" if enabled else "Disable"
 
-    def run(page: ListPage, user: Any) -> QuorumFormDialog:
+    def run(page: ListPage[User], user: User) -> QuorumFormDialog:
         effect = "may sign in again" if enabled else "can no longer sign in; their sessions end"
         dialog = QuorumFormDialog(
             page.ctx,
@@ -102,7 +103,7 @@ def _set_enabled(enabled: bool) -> Any:
     return run
 
 
-def _set_passphrase(page: ListPage, user: Any) -> QuorumFormDialog:
+def _set_passphrase(page: ListPage[User], user: User) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx,
         f"Set passphrase for {user.id}",
@@ -126,7 +127,7 @@ def _set_passphrase(page: ListPage, user: Any) -> QuorumFormDialog:
     return dialog
 
 
-def _turn_off_second_factor(page: ListPage, user: Any) -> QuorumFormDialog:
+def _turn_off_second_factor(page: ListPage[User], user: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx,
         f"Turn off two-step sign-in for {user.id}",
@@ -147,7 +148,7 @@ def _turn_off_second_factor(page: ListPage, user: Any) -> QuorumFormDialog:
     return dialog
 
 
-def _signed_report(page: ListPage, _obj: Any) -> None:
+def _signed_report(page: ListPage[User], _obj: Any) -> None:
     """Users and their roles (directory mapping included) as a CSV and its signature, beside it."""
 
     def save(report: Any) -> None:
@@ -228,11 +229,11 @@ SPEC = ListSpec(
         ActionSpec("Enable…", _set_enabled(True), "users.write", enabled=lambda u: not u.enabled),
         ActionSpec("Disable…", _set_enabled(False), "users.write", enabled=lambda u: u.enabled),
     ],
-    default_sort=("id", Qt.AscendingOrder),
+    default_sort=("id", Qt.SortOrder.AscendingOrder),
 )
 
 
-def build(ctx: AppContext) -> ListPage:
+def build(ctx: AppContext) -> ListPage[User]:
     return ListPage(ctx, SPEC)
 
 

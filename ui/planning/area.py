@@ -129,7 +129,7 @@ class PlanningArea(QWidget):
         column.addWidget(self.stage_table)
         column.addWidget(self.path_report, 1)
         self.rate_chart = RateChart()
-        self.path_splitter = QSplitter(Qt.Horizontal)
+        self.path_splitter = QSplitter(Qt.Orientation.Horizontal)
         self.path_splitter.addWidget(left)
         self.path_splitter.addWidget(self.rate_chart)
         self.path_splitter.setSizes([840, 360])
@@ -143,7 +143,7 @@ class PlanningArea(QWidget):
         self.summary = QLabel()
         self.summary.setObjectName("planningSummary")
         self.summary.setWordWrap(True)
-        self.summary.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary.setAccessibleName("Plan summary")
         layout.addWidget(self.summary)
 
@@ -155,7 +155,7 @@ class PlanningArea(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.charts)
         scroll.setAccessibleName("Throughput charts")
-        self.splitter = QSplitter(Qt.Horizontal)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.report)
         self.splitter.addWidget(scroll)
         self.splitter.setStretchFactor(0, 4)
@@ -328,7 +328,7 @@ class PlanningArea(QWidget):
         doc = QTextDocument()
         image = rate_chart_image(self.path)
         if image is not None:
-            doc.addResource(QTextDocument.ImageResource, QUrl("stages.png"), image)
+            doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl("stages.png"), image)
             chart = "<h3>Rate per stage (MB/s)</h3><p><img src='stages.png' width='600'></p>"
         else:
             chart = f"<p>Rate per stage: {escape(rate_words(self.path))}</p>"
@@ -336,7 +336,9 @@ class PlanningArea(QWidget):
         for i, box in enumerate(self.charts.boxes):
             if box.view is not None:
                 images.append(f"<td><img src='chart{i}.png' width='330'></td>")
-                doc.addResource(QTextDocument.ImageResource, QUrl(f"chart{i}.png"), box.view.grab().toImage())
+                doc.addResource(
+                    QTextDocument.ResourceType.ImageResource, QUrl(f"chart{i}.png"), box.view.grab().toImage()
+                )
         rows = "".join(f"<tr>{''.join(images[i : i + 2])}</tr>" for i in range(0, len(images), 2))
         doc.setHtml(
             path_html(self.path, chart)
@@ -344,7 +346,7 @@ class PlanningArea(QWidget):
             + f"<h3>Throughput by data buffers (MB/s)</h3><table>{rows}</table>"
         )
         writer = QPdfWriter(str(path))
-        writer.setPageSize(QPageSize(QPageSize.A4))
+        writer.setPageSize(QPageSize(QPageSize.PageSizeId.A4))
         writer.setTitle(f"Backup path and tape encryption plan: {self.plan.inputs.summary()}")
         writer.setCreator("KMS Manager")
         doc.print_(writer)
@@ -426,7 +428,7 @@ def _editable(items: tuple[str, ...], hint: str) -> QComboBox:
     combo = QComboBox()
     combo.setEditable(True)
     combo.addItems(list(items))
-    combo.setInsertPolicy(QComboBox.NoInsert)
+    combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
     combo.lineEdit().setPlaceholderText(hint)
     return combo
 
@@ -438,7 +440,7 @@ class PlanningWindow(QWidget):
         super().__init__()
         self.setObjectName("planningWindow")
         self.setWindowTitle("Planning — KMS Manager")
-        self.setAttribute(Qt.WA_DeleteOnClose)
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         layout = QVBoxLayout(self)
         self.area = PlanningArea(self)
         layout.addWidget(self.area)

@@ -75,9 +75,9 @@ class ThroughputCharts(QWidget):
         axis_x.setTitleText("data buffers")
         axis_y = count_axis(top)  # the same round steps as the dashboard's charts
         axis_y.setTitleText("MB/s")
-        chart.addAxis(axis_x, Qt.AlignBottom)
-        chart.addAxis(axis_y, Qt.AlignLeft)
+        chart.addAxis(axis_x, Qt.AlignmentFlag.AlignBottom)
+        chart.addAxis(axis_y, Qt.AlignmentFlag.AlignLeft)
         series.attachAxis(axis_x)
         series.attachAxis(axis_y)
-        chart.legend().setAlignment(Qt.AlignBottom)
+        chart.legend().setAlignment(Qt.AlignmentFlag.AlignBottom)
         return chart

@@ -218,7 +218,7 @@ class PathDiagram(QWidget):
         for i, stage in enumerate(path.stages):
             if i:
                 arrow = QLabel("\u2192")
-                arrow.setAlignment(Qt.AlignCenter)
+                arrow.setAlignment(Qt.AlignmentFlag.AlignCenter)
                 self.row.addWidget(arrow)
             box = QFrame()
             box.setObjectName("pathStage")
@@ -231,7 +231,7 @@ class PathDiagram(QWidget):
             head = f"Yes ({stage.kind})" if neck else stage.kind
             label = QLabel(f"<b>{head}</b><br>{stage.name}<br>{rate}")
             label.setWordWrap(True)
-            label.setAlignment(Qt.AlignCenter)
+            label.setAlignment(Qt.AlignmentFlag.AlignCenter)
             inner = QVBoxLayout(box)
             inner.setContentsMargins(6, 4, 6, 4)
             inner.addWidget(label)
@@ -251,12 +251,12 @@ class StageTable(QTableWidget):
         super().__init__(0, len(STAGE_HEADER), parent)
         self.setHorizontalHeaderLabels(STAGE_HEADER)
         self.setAccessibleName("Stages")
-        self.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.verticalHeader().setVisible(False)
         self.horizontalHeader().setStretchLastSection(True)
         self.setWordWrap(False)  # one line a stage, elided; the whole text is in each cell's tooltip
-        self.setTextElideMode(Qt.ElideRight)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
     def show_path(self, path: Path) -> None:
         rows = stage_rows(path)
@@ -295,8 +295,8 @@ def rate_chart(path: Path) -> Any:
     names.append([s.kind for s in stages])
     axis = count_axis(max(s.rate or 0.0 for s in stages))
     axis.setTitleText("MB/s")
-    chart.addAxis(names, Qt.AlignLeft)
-    chart.addAxis(axis, Qt.AlignBottom)
+    chart.addAxis(names, Qt.AlignmentFlag.AlignLeft)
+    chart.addAxis(axis, Qt.AlignmentFlag.AlignBottom)
     series.attachAxis(names)
     series.attachAxis(axis)
     chart.legend().setVisible(False)
@@ -309,7 +309,7 @@ def rate_chart_image(path: Path, width: int = 700, height: int = 260) -> Any:
     if chart is None:
         return None
     view = QtCharts.QChartView(chart)
-    view.setRenderHint(QPainter.Antialiasing)
+    view.setRenderHint(QPainter.RenderHint.Antialiasing)
     view.resize(width, height)
     return view.grab().toImage()
 
@@ -334,7 +334,7 @@ def _combo(keys: tuple[str, ...], names: dict[str, str], editable: bool = False)
         combo.addItem(names.get(key, key), key)
     if editable:
         combo.setEditable(True)
-        combo.setInsertPolicy(QComboBox.NoInsert)
+        combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
         combo.lineEdit().setPlaceholderText("typical, database, media, incompressible or N:1")
     return combo
 

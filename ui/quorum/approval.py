@@ -45,7 +45,7 @@ def tell_outcome(ctx: AppContext, parent: QWidget | None, op: Any, member: str) 
     if op.state == "executed":
         box = message_box(
             parent,
-            QMessageBox.Information,
+            QMessageBox.Icon.Information,
             "Approved and executed",
             f"Approved as {member}: {got} of {need}. The quorum is complete and the KMA "
             "has executed the operation.",
@@ -56,7 +56,7 @@ def tell_outcome(ctx: AppContext, parent: QWidget | None, op: Any, member: str) 
         more = max(need - got, 0)
         box = message_box(
             parent,
-            QMessageBox.Information,
+            QMessageBox.Icon.Information,
             "Approval recorded",
             f"Approved as {member}. Still pending: {got} of {need} — {more} more key "
             f"split member{'s' if more != 1 else ''} must approve before it runs.",
@@ -66,14 +66,14 @@ def tell_outcome(ctx: AppContext, parent: QWidget | None, op: Any, member: str) 
     else:
         box = message_box(
             parent,
-            QMessageBox.Warning,
+            QMessageBox.Icon.Warning,
             "Quorum reached, but it did not run",
             f"The operation is {op.state}: {op.result or 'no reason given'}.",
             "Nothing was changed. Check the details and the audit log; submit the request "
             "again if it still applies.",
             "quorumOutcome",
         )
-    box.addButton(QMessageBox.Ok)
+    box.addButton(QMessageBox.StandardButton.Ok)
     box.open()
     QuorumWatch.of(ctx).poll_now()
     return box
@@ -91,7 +91,7 @@ class ApproveDialog(QDialog):
         self.op = op
         self.outcome: QMessageBox | None = None
         self.setWindowTitle(f"Approve: {type_words(op.type)}")
-        self.setWindowModality(Qt.WindowModal)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
         self.setMinimumWidth(520)
         self._approved = {a.member for a in op.approvals}
         layout = QVBoxLayout(self)
@@ -101,7 +101,7 @@ class ApproveDialog(QDialog):
             f"{progress_text(op)} approvals so far: {html.escape(done)}."
         )
         intro.setWordWrap(True)
-        intro.setTextFormat(Qt.RichText)
+        intro.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(intro)
         layout.addWidget(QLabel("What will run, exactly:"))
         request = request_view(canonical_text(op))
@@ -127,8 +127,10 @@ class ApproveDialog(QDialog):
         layout.addLayout(form)
         self.error = ErrorLabel(reserve_lines=2)
         layout.addWidget(self.error)
-        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.ok = buttons.button(QDialogButtonBox.Ok)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.ok = buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.ok.setText("Approve")
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)

@@ -197,7 +197,7 @@ class MemberEnrolmentDialog(QDialog):
         self.stop_box: QMessageBox | None = None  # "stop with members still to enrol?"
         self._leaving = False
         self.setWindowTitle("New key split members set their passphrases")
-        self.setWindowModality(Qt.WindowModal)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
         self.setMinimumWidth(540)
         layout = QVBoxLayout(self)
         intro = QLabel(
@@ -206,11 +206,11 @@ class MemberEnrolmentDialog(QDialog):
             "member's share; the manager keeps nothing and nobody else chooses it."
         )
         intro.setWordWrap(True)
-        intro.setTextFormat(Qt.RichText)
+        intro.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(intro)
         self.progress = QLabel()
         self.progress.setObjectName("enrolmentProgress")
-        self.progress.setTextFormat(Qt.RichText)
+        self.progress.setTextFormat(Qt.TextFormat.RichText)
         self.progress.setWordWrap(True)
         layout.addWidget(self.progress)
 
@@ -240,8 +240,8 @@ class MemberEnrolmentDialog(QDialog):
             "A member who is not here sets their passphrase with their one-time code: kma quorum enrol"
         )
         self.codes_button.clicked.connect(self.show_codes)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
-        buttons.addButton(self.codes_button, QDialogButtonBox.ActionRole)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.addButton(self.codes_button, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
         self._show()
@@ -313,12 +313,12 @@ class MemberEnrolmentDialog(QDialog):
             self._on_changed(op)
         elif self.current() is None:
             self.outcome = QMessageBox(
-                QMessageBox.Information,
+                QMessageBox.Icon.Information,
                 "Every new member has set their passphrase",
                 f"Every new member has set their passphrase. The change now waits for the current "
                 f"key split members' approval ({progress_text(op)} so far); quorum members approve "
                 "it under Pending approvals.",
-                QMessageBox.Ok,
+                QMessageBox.StandardButton.Ok,
                 self,
             )
             self.outcome.setObjectName("enrolmentComplete")
@@ -335,15 +335,15 @@ class MemberEnrolmentDialog(QDialog):
         waiting = [m for m in self.op.awaiting_enrolment if m in self._codes]
         codes = "<br>".join(f"{html.escape(m)}: <tt>{html.escape(self._codes[m])}</tt>" for m in waiting)
         box = QMessageBox(
-            QMessageBox.Information,
+            QMessageBox.Icon.Information,
             "Enrolment codes",
             "Give each member who is not here their own code, privately. With it they set their "
             f"passphrase themselves:<br><tt>kma quorum enrol {html.escape(self.op.id)} --member NAME "
             "--code CODE --kma ADDRESS</tt>",
-            QMessageBox.Ok,
+            QMessageBox.StandardButton.Ok,
             self,
         )
-        box.setTextFormat(Qt.RichText)
+        box.setTextFormat(Qt.TextFormat.RichText)
         box.setInformativeText(codes)
         box.setObjectName("enrolmentCodes")
         box.open()
@@ -358,11 +358,11 @@ class MemberEnrolmentDialog(QDialog):
             return
         n = len(waiting)
         self.stop_box = QMessageBox(
-            QMessageBox.Question,
+            QMessageBox.Icon.Question,
             "Stop the enrolment?",
             f"{n} new member{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} not set "
             f"{'their' if n != 1 else 'a'} passphrase yet: {', '.join(waiting)}.",
-            QMessageBox.NoButton,
+            QMessageBox.StandardButton.NoButton,
             self,
         )
         self.stop_box.setObjectName("stopEnrolment")
@@ -371,8 +371,8 @@ class MemberEnrolmentDialog(QDialog):
             "Pending approvals and chooses Continue enrolment…, which gives new codes (the ones "
             "shown here stop working)."
         )
-        keep = self.stop_box.addButton("Keep going", QMessageBox.RejectRole)
-        stop = self.stop_box.addButton("Stop for now", QMessageBox.DestructiveRole)
+        keep = self.stop_box.addButton("Keep going", QMessageBox.ButtonRole.RejectRole)
+        stop = self.stop_box.addButton("Stop for now", QMessageBox.ButtonRole.DestructiveRole)
         self.stop_box.setDefaultButton(keep)
         self.stop_box.setEscapeButton(keep)
         stop.clicked.connect(self.stop)

@@ -60,7 +60,7 @@ def _load(worker: OpContext) -> dict[str, Any]:  # worker thread: kms_client onl
             return None
 
     return {
-        "status": client.status(),
+        "status": client.get_status(),
         "split": maybe(client.get_key_split),
         "auto": maybe(client.get_autonomous_unlock),
         "kmas": maybe(lambda: list(client.iter_kmas())),
@@ -80,7 +80,7 @@ def _with_change_button(
     button.clicked.connect(slot)
     button.setVisible(visible)
     button.setEnabled(False)
-    row.addWidget(button, 0, Qt.AlignTop)
+    row.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
     row.addStretch(1)
     return row, button
 
@@ -118,16 +118,16 @@ class LockingPage(QWidget):
         refresh = QPushButton("Refresh")
         refresh.setAccessibleName("Refresh lock state")
         refresh.clicked.connect(self.refresh)
-        top.addWidget(refresh, 0, Qt.AlignTop)
+        top.addWidget(refresh, 0, Qt.AlignmentFlag.AlignTop)
         return top
 
     def _this_kma(self, can_change: bool) -> QGroupBox:
         """This KMA's state, its pending unlock and autonomous unlock, and the buttons that change them."""
         this = QGroupBox("This KMA")
         form = QFormLayout(this)
-        form.setLabelAlignment(Qt.AlignRight)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         self.kma = QLabel("Loading…")
-        self.kma.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.kma.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.state = QLabel()
         self.state.setAccessibleName("Lock state")
         self.state.setObjectName("lockState")
@@ -164,7 +164,7 @@ class LockingPage(QWidget):
     def _quorum(self, can_change: bool) -> QGroupBox:
         quorum = QGroupBox("Quorum")
         qform = QFormLayout(quorum)
-        qform.setLabelAlignment(Qt.AlignRight)
+        qform.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         self.split = QLabel()
         self.split.setWordWrap(False)  # one line each (the button sits right after it)
         self.split.setAccessibleName("Key split")
@@ -188,7 +188,7 @@ class LockingPage(QWidget):
         self.kmas.setRootIsDecorated(False)
         self.kmas.setHeaderLabels(["KMA", "Site", "Management address", "State"])
         self.kmas.setAccessibleName("KMAs in the cluster")
-        self.kmas.header().setSectionResizeMode(QHeaderView.Interactive)
+        self.kmas.header().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.kmas.header().setStretchLastSection(True)
         for i, w in enumerate((220, 110, 200)):
             self.kmas.setColumnWidth(i, w)
@@ -390,11 +390,11 @@ class LockingPage(QWidget):
 
         def changed(_op: Any) -> None:
             box = QMessageBox(
-                QMessageBox.Information,
+                QMessageBox.Icon.Information,
                 "Key split changed",
                 f"{_op.result or 'The key split changed'}. The previous members' "
                 "shares no longer open anything.",
-                QMessageBox.Ok,
+                QMessageBox.StandardButton.Ok,
                 self,
             )
             box.setObjectName("keySplitChanged")

@@ -106,17 +106,17 @@ class OperationDetails(QWidget):
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(self.stack)
         empty = QLabel("Select an operation to see exactly what it will change.")
-        empty.setAlignment(Qt.AlignCenter)
+        empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         empty.setEnabled(False)
         self.stack.addWidget(empty)
 
         body = QFrame()
-        body.setFrameShape(QFrame.StyledPanel)
+        body.setFrameShape(QFrame.Shape.StyledPanel)
         layout = QVBoxLayout(body)
         self.headline = QLabel()
         self.headline.setObjectName("quorumSummary")
         self.headline.setWordWrap(True)
-        self.headline.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         font = self.headline.font()
         font.setPointSizeF(font.pointSizeF() * 1.2)
         font.setBold(True)
@@ -125,7 +125,7 @@ class OperationDetails(QWidget):
         layout.addWidget(self.headline)
         row = QHBoxLayout()
         form = QFormLayout()
-        form.setLabelAlignment(Qt.AlignRight)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         self.values: dict[str, QLabel] = {}
         for key, label in (
             ("id", "Operation ID"),
@@ -137,7 +137,9 @@ class OperationDetails(QWidget):
             ("approvals", "Approvals"),
         ):
             value = QLabel()
-            value.setTextInteractionFlags(Qt.TextSelectableByMouse | Qt.TextSelectableByKeyboard)
+            value.setTextInteractionFlags(
+                Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
+            )
             value.setWordWrap(True)
             value.setAccessibleName(label)
             self.values[key] = value
@@ -193,19 +195,19 @@ class OperationDialog(QDialog):
     def __init__(self, page: QuorumPage, op: Any) -> None:
         super().__init__(page)
         self.setWindowTitle(f"Quorum operation {op.id}")
-        self.setWindowModality(Qt.WindowModal)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
         self.resize(760, 420)
         layout = QVBoxLayout(self)
         self.details = OperationDetails()
         self.details.show_op(op)
         layout.addWidget(self.details, 1)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.page, self.op = page, op
         if page.ctx.may("quorum.approve") and op.pending:
-            approve = buttons.addButton("Approve…", QDialogButtonBox.ActionRole)
+            approve = buttons.addButton("Approve…", QDialogButtonBox.ButtonRole.ActionRole)
             approve.clicked.connect(self._approve)
         if page.ctx.may("quorum.delete") and op.pending:
-            delete = buttons.addButton("Delete…", QDialogButtonBox.DestructiveRole)
+            delete = buttons.addButton("Delete…", QDialogButtonBox.ButtonRole.DestructiveRole)
             delete.clicked.connect(self._delete)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
@@ -244,7 +246,7 @@ SPEC = ListSpec(
     sort_fields=frozenset({"submitted_at", "expires_at", "updated_at", "type", "state"}),
     filtered_sorts=dict.fromkeys(("expires_at", "updated_at", "type", "state"), frozenset({"state", "type"})),
     filters=[FilterSpec("state", "State", STATE_CHOICES), FilterSpec("type", "Type", TYPE_CHOICES)],
-    default_sort=("submitted_at", Qt.DescendingOrder),
+    default_sort=("submitted_at", Qt.SortOrder.DescendingOrder),
 )
 
 
@@ -261,7 +263,7 @@ class QuorumPage(QWidget):
         top = QHBoxLayout()
         top.addWidget(page_header(TITLE, self._subtitle()), 1)
         layout.addLayout(top)
-        split = QSplitter(Qt.Vertical)
+        split = QSplitter(Qt.Orientation.Vertical)
         spec = replace(
             SPEC,
             details=lambda _p, op: self.show_operation(op),

@@ -27,7 +27,7 @@ def open_unlock(ctx: AppContext, parent: QWidget, kma_id: str | None) -> QuorumF
         kma_id = watch.status.kma_id
     if kma_id is None:  # not polled yet: ask which KMA this is, then open
         ctx.ops.read(
-            lambda worker: worker.client.status(),
+            lambda worker: worker.client.get_status(),
             parent=parent,
             success=lambda s: open_unlock(ctx, parent, s.kma_id),
         )
@@ -36,14 +36,14 @@ def open_unlock(ctx: AppContext, parent: QWidget, kma_id: str | None) -> QuorumF
 
     def unlocked(kma: Any) -> None:
         box = QMessageBox(
-            QMessageBox.Information,
+            QMessageBox.Icon.Information,
             "KMA unlocked",
             f"{kma.name} ({kma.id}) is unlocked and serves keys again.",
-            QMessageBox.Ok,
+            QMessageBox.StandardButton.Ok,
             parent,
         )
         box.setObjectName("unlockedMessage")
-        box.setWindowModality(Qt.WindowModal)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
         box.open()
 
     dialog = QuorumFormDialog(

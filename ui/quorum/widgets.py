@@ -74,7 +74,7 @@ def request_view(text: str = "") -> QPlainTextEdit:
     view.setObjectName("canonicalRequest")
     view.setReadOnly(True)
     view.setAccessibleName("Canonical request")
-    view.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+    view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
     return view
 
 
@@ -88,7 +88,7 @@ def member_box(members: Sequence[str], accessible: str) -> QComboBox:
     e.g. while the KMA is locked and will not tell them)."""
     box = QComboBox()
     box.setEditable(True)
-    box.setInsertPolicy(QComboBox.NoInsert)
+    box.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
     box.addItems(list(members))
     box.setCurrentIndex(-1)
     box.setEditText("")
@@ -148,7 +148,7 @@ class RowsEditor(QWidget):
         self.add_button = QPushButton(add_text)
         self.add_button.setAccessibleName(add_name)
         self.add_button.clicked.connect(lambda: self.add_row())  # noqa: PLW0108 - not `checked`
-        outer.addWidget(self.add_button, 0, Qt.AlignLeft)
+        outer.addWidget(self.add_button, 0, Qt.AlignmentFlag.AlignLeft)
 
     def add_row(self) -> None:
         raise NotImplementedError
@@ -356,11 +356,13 @@ def message_box(
     parent: QWidget | None, icon: QMessageBox.Icon, title: str, text: str, informative: str, name: str
 ) -> QMessageBox:
     """``text`` is plain; ``informative`` is rich text (escape what it quotes)."""
-    box = QMessageBox(icon, title, html.escape(text, quote=False), QMessageBox.NoButton, parent)
-    box.setTextFormat(Qt.RichText)  # so the escaped names read as written, not as &#x27;
+    box = QMessageBox(
+        icon, title, html.escape(text, quote=False), QMessageBox.StandardButton.NoButton, parent
+    )
+    box.setTextFormat(Qt.TextFormat.RichText)  # so the escaped names read as written, not as &#x27;
     box.setInformativeText(informative)
     box.setObjectName(name)
-    box.setWindowModality(Qt.WindowModal)
+    box.setWindowModality(Qt.WindowModality.WindowModal)
     return box
 
 
@@ -368,15 +370,15 @@ def tell_pending(ctx: AppContext, parent: QWidget | None, op: Any) -> QMessageBo
     """A request became a pending quorum operation: say so, and link to it."""
     box = message_box(
         parent,
-        QMessageBox.Information,
+        QMessageBox.Icon.Information,
         "Waiting for approval",
         f"Waiting for approval: {progress_text(op)} — quorum members can approve it under Pending approvals.",
         f"{html.escape(op.summary)}.<br>It runs once {op.approvals_needed} key split members "
         f"have approved, and expires on {when(op.expires_at)} if they have not.",
         "quorumPending",
     )
-    link = box.addButton("Open Pending approvals", QMessageBox.AcceptRole)
-    box.addButton(QMessageBox.Close)
+    link = box.addButton("Open Pending approvals", QMessageBox.ButtonRole.AcceptRole)
+    box.addButton(QMessageBox.StandardButton.Close)
     box.setDefaultButton(link)
     link.clicked.connect(lambda: open_operation(parent, op.id))
     box.open()

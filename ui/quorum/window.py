@@ -170,7 +170,7 @@ class QuorumWindowExtras(QObject):
         title = next((s.title for s in self.window_.specs if s.key == QUORUM_PAGE), None)
         for row in range(nav.count()):
             item = nav.item(row)
-            if item.data(Qt.UserRole) != QUORUM_PAGE or title is None:
+            if item.data(Qt.ItemDataRole.UserRole) != QUORUM_PAGE or title is None:
                 continue
             item.setText(f"{title} ({count})" if count else title)
             font = QFont(item.font())
@@ -182,7 +182,7 @@ class QuorumWindowExtras(QObject):
                 else "No quorum operation is waiting for approval"
             )
             item.setToolTip(tip)
-            item.setData(Qt.AccessibleTextRole, f"{title}: {tip}")
+            item.setData(Qt.ItemDataRole.AccessibleTextRole, f"{title}: {tip}")
 
     def _arrived(self, ops: list[Any]) -> None:
         if not shiboken6.isValid(self.window_) or not acts_on_quorum(self.ctx):
@@ -193,7 +193,9 @@ class QuorumWindowExtras(QObject):
         QApplication.alert(window)
         if self.tray is not None and self.tray.supportsMessages():
             self._tray_op = ops[0].id
-            self.tray.showMessage("KMS Manager", notification_text(ops), QSystemTrayIcon.Information, 15000)
+            self.tray.showMessage(
+                "KMS Manager", notification_text(ops), QSystemTrayIcon.MessageIcon.Information, 15000
+            )
         else:
             self.arrival_banner.announce(ops)
 

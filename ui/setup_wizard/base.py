@@ -72,7 +72,7 @@ class SetupPage(QWizardPage):
         focused = QApplication.focusWidget()
         self._typing = focused if focused is not None and self.isAncestorOf(focused) else None
         self.busy = True
-        self.wizard().button(QWizard.NextButton).setEnabled(False)
+        self.wizard().button(QWizard.WizardButton.NextButton).setEnabled(False)
         self.ops.write(
             work,
             parent=self,
@@ -84,7 +84,7 @@ class SetupPage(QWizardPage):
 
     def _answered(self, result: Any) -> None:
         self.busy = False
-        self.wizard().button(QWizard.NextButton).setEnabled(True)
+        self.wizard().button(QWizard.WizardButton.NextButton).setEnabled(True)
         self.checked(result)
         self._passed = True
         wizard = self.wizard()
@@ -92,13 +92,13 @@ class SetupPage(QWizardPage):
 
     def _refused(self, exc: BaseException) -> bool:
         self.busy = False
-        self.wizard().button(QWizard.NextButton).setEnabled(True)
+        self.wizard().button(QWizard.WizardButton.NextButton).setEnabled(True)
         self.error.say(reason(exc))
         # Back to the field at fault (or where the installer was), never Cancel: Enter there
         # would throw the typed answers away.
         fault = self.field_at_fault(exc) or self._typing
         if fault is not None and fault.isEnabled():
-            fault.setFocus(Qt.OtherFocusReason)
+            fault.setFocus(Qt.FocusReason.OtherFocusReason)
             if isinstance(fault, QLineEdit):
                 fault.selectAll()
         return True

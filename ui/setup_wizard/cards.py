@@ -67,7 +67,7 @@ def paint_card(painter: QPainter, page: QRectF, card: KeySplitCard) -> None:
     """Draw one card into `page` (device pixels), scaled to the page's width."""
     unit = page.width() / 100  # everything in hundredths of the page's width
     painter.save()
-    painter.fillRect(page, Qt.white)
+    painter.fillRect(page, Qt.GlobalColor.white)
     frame = page.adjusted(4 * unit, 4 * unit, -4 * unit, -4 * unit)
     painter.setPen(QPen(ACCENT, unit * 0.4))
     painter.drawRoundedRect(frame, 2 * unit, 2 * unit)
@@ -81,8 +81,8 @@ def paint_card(painter: QPainter, page: QRectF, card: KeySplitCard) -> None:
         font.setBold(bold)
         painter.setFont(font)
         painter.setPen(color or QColor("#202020"))
-        box = painter.boundingRect(QRectF(x, y, width, page.height()), Qt.TextWordWrap, text)
-        painter.drawText(QRectF(x, y, width, box.height()), Qt.TextWordWrap, text)
+        box = painter.boundingRect(QRectF(x, y, width, page.height()), Qt.TextFlag.TextWordWrap, text)
+        painter.drawText(QRectF(x, y, width, box.height()), Qt.TextFlag.TextWordWrap, text)
         y += box.height() + size * unit * 0.5
 
     line("KEY SPLIT CARD", 2.2, True, ACCENT)
@@ -103,7 +103,11 @@ def paint_card(painter: QPainter, page: QRectF, card: KeySplitCard) -> None:
 def write_pdf(path: Path, cards: list[KeySplitCard]) -> None:
     writer = QPdfWriter(str(path))
     writer.setTitle(f"Key split cards — {cards[0].cluster}" if cards else "Key split cards")
-    writer.setPageLayout(QPageLayout(QPageSize(QPageSize.A4), QPageLayout.Portrait, QMarginsF(0, 0, 0, 0)))
+    writer.setPageLayout(
+        QPageLayout(
+            QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait, QMarginsF(0, 0, 0, 0)
+        )
+    )
     writer.setResolution(150)
     painter = QPainter(writer)
     try:
@@ -116,10 +120,10 @@ def write_pdf(path: Path, cards: list[KeySplitCard]) -> None:
 
 
 def render_png(path: Path, card: KeySplitCard, width: int = 800) -> Path:
-    image = QImage(width, round(width * 1.414), QImage.Format_RGB32)  # an A4 page
-    image.fill(Qt.white)
+    image = QImage(width, round(width * 1.414), QImage.Format.Format_RGB32)  # an A4 page
+    image.fill(Qt.GlobalColor.white)
     painter = QPainter(image)
-    painter.setRenderHint(QPainter.Antialiasing)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     paint_card(painter, QRectF(0, 0, image.width(), image.height()), card)
     painter.end()
     image.save(str(path))

@@ -27,7 +27,7 @@ class SummaryPage(SetupPage):
         )
         # Not a commit page: should the set-up fail (a token gone since its check), Back from the
         # progress page returns here and to the answers, the proven key split kept by the KMA.
-        self.setButtonText(QWizard.NextButton, "Set up the KMA")
+        self.setButtonText(QWizard.WizardButton.NextButton, "Set up the KMA")
         layout = QVBoxLayout(self)
         self.text = QLabel()
         self.text.setWordWrap(True)
@@ -95,7 +95,7 @@ class ProgressPage(SetupPage):
     def __init__(self, answers: SetupAnswers, ops: Any) -> None:
         super().__init__(answers, ops, "Setting up the KMA", "This takes a few seconds.")
         self.setCommitPage(True)  # once set up, there is no going back to do it again
-        self.setButtonText(QWizard.CommitButton, "Next >")
+        self.setButtonText(QWizard.WizardButton.CommitButton, "Next >")
         layout = QVBoxLayout(self)
         self.status = QLabel()
         self.status.setWordWrap(True)
@@ -124,10 +124,10 @@ class ProgressPage(SetupPage):
             "proven key split, creates the site, itself and the Security Officer, records "
             "it all in its audit trail, then starts serving normally."
         )
-        self.wizard().button(QWizard.CancelButton).setEnabled(False)
+        self.wizard().button(QWizard.WizardButton.CancelButton).setEnabled(False)
         self.running = True
         # After the wizard has set its buttons for this page (it enables Back): no Back meanwhile.
-        back = self.wizard().button(QWizard.BackButton)
+        back = self.wizard().button(QWizard.WizardButton.BackButton)
         QTimer.singleShot(0, self, lambda: back.setEnabled(not self.running))
         answers = self.answers
         self.ops.write(
@@ -151,8 +151,8 @@ class ProgressPage(SetupPage):
             f"{reason(exc)} Nothing was set up; the KMA still waits in set-up mode and keeps the "
             "proven key split: correct the answer with Back, or Try again."
         )
-        self.wizard().button(QWizard.CancelButton).setEnabled(True)
-        self.wizard().button(QWizard.BackButton).setEnabled(True)
+        self.wizard().button(QWizard.WizardButton.CancelButton).setEnabled(True)
+        self.wizard().button(QWizard.WizardButton.BackButton).setEnabled(True)
         self.retry.show()
         return True
 
@@ -179,9 +179,9 @@ class DonePage(SetupPage):
     def initializePage(self) -> None:  # noqa: N802 - Qt override
         a = self.answers
         assert a.made is not None
-        self.setButtonText(QWizard.FinishButton, f"Sign in as {a.officer_id}")
-        self.setButtonText(QWizard.CancelButton, "Close")
-        self.wizard().button(QWizard.CancelButton).setEnabled(True)
+        self.setButtonText(QWizard.WizardButton.FinishButton, f"Sign in as {a.officer_id}")
+        self.setButtonText(QWizard.WizardButton.CancelButton, "Close")
+        self.wizard().button(QWizard.WizardButton.CancelButton).setEnabled(True)
         self.text.setText(
             f"<p>The cluster <b>{html.escape(a.cluster_name)}</b> has its first KMA, "
             f"<b>{html.escape(a.kma_id)}</b>, serving managers at "

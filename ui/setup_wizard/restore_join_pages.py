@@ -131,14 +131,14 @@ class RestoreFilesPage(SetupPage):
             super()._answered(result)
             return
         self.busy = False
-        self.wizard().button(QWizard.NextButton).setEnabled(True)
+        self.wizard().button(QWizard.WizardButton.NextButton).setEnabled(True)
         box, go_on, stay = ask_first(
             self,
             "originalServing",
             "The original may still be serving",
             f"This is a backup of KMA {pair.kma_id} of cluster '{pair.cluster_name}', and that cluster "
             f"still answers: {', '.join(serving)}.",
-            ("It is gone: restore", QMessageBox.AcceptRole),
+            ("It is gone: restore", QMessageBox.ButtonRole.AcceptRole),
             "Do not restore",
             informative="A restore replaces a dead machine. Restored beside a running original, two KMAs "
             "with one ID and CA both serve keys. Restore only if that KMA is switched off for good, or is "
@@ -167,7 +167,7 @@ class RestoreQuorumPage(SetupPage):
             "one presses Restore the KMA.",
         )
         self.setCommitPage(True)
-        self.setButtonText(QWizard.CommitButton, "Restore the KMA")
+        self.setButtonText(QWizard.WizardButton.CommitButton, "Restore the KMA")
         layout = QVBoxLayout(self)
         form = QFormLayout()
         self.name = QLineEdit()
@@ -274,9 +274,9 @@ class RestoreDonePage(SetupPage):
     def initializePage(self) -> None:  # noqa: N802 - Qt override
         made = self.answers.made
         assert made is not None
-        self.setButtonText(QWizard.FinishButton, "Sign in")
-        self.setButtonText(QWizard.CancelButton, "Close")
-        self.wizard().button(QWizard.CancelButton).setEnabled(True)
+        self.setButtonText(QWizard.WizardButton.FinishButton, "Sign in")
+        self.setButtonText(QWizard.WizardButton.CancelButton, "Close")
+        self.wizard().button(QWizard.WizardButton.CancelButton).setEnabled(True)
         self.text.setText(
             f"<p>The KMA serves at <b>{html.escape(made.management_address)}</b> with the cluster's own CA "
             "(agents enrolled before the backup keep trusting it):</p>"
@@ -312,7 +312,7 @@ class JoinPage(SetupPage):
             "approves it) and hands you its one-time KMA passphrase.",
         )
         self.setCommitPage(True)
-        self.setButtonText(QWizard.CommitButton, "Join the cluster")
+        self.setButtonText(QWizard.WizardButton.CommitButton, "Join the cluster")
         layout = QVBoxLayout(self)
         form = QFormLayout()
         self.kma = QLineEdit()
@@ -398,8 +398,8 @@ class JoinDonePage(SetupPage):
     def initializePage(self) -> None:  # noqa: N802 - Qt override
         made = self.answers.made
         assert made is not None
-        self.setButtonText(QWizard.FinishButton, "Close")
-        self.wizard().setOption(QWizard.NoCancelButtonOnLastPage, True)  # nothing left to cancel
+        self.setButtonText(QWizard.WizardButton.FinishButton, "Close")
+        self.wizard().setOption(QWizard.WizardOption.NoCancelButtonOnLastPage, True)  # nothing left to cancel
         kma = html.escape(self.answers.kma_id)
         hsm = self.answers.hsm
         where = f"in the HSM token '{hsm['token_label']}', never leaving it" if hsm else "in software"

@@ -181,7 +181,7 @@ class TokenChoice(QWidget):
     def offer_tokens(self, labels: list[str]) -> None:
         """The module's token labels: completed as typed, and said under the field."""
         completer = QCompleter(labels, self.token)
-        completer.setCaseSensitivity(Qt.CaseInsensitive)
+        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.token.setCompleter(completer)
         said = ", ".join(labels) if labels else "none initialised"
         self.tokens.setText(f"Tokens in this module: {said}.")

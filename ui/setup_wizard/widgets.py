@@ -33,15 +33,15 @@ class QuorumPicture(QWidget):
         if n == 0:
             return
         painter = QPainter(self)
-        painter.setRenderHint(QPainter.Antialiasing)
-        text = self.palette().color(QPalette.WindowText)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        text = self.palette().color(QPalette.ColorRole.WindowText)
         step = min(44.0, (self.width() - 120) / n)
         for i in range(n):
             in_quorum = i < self.threshold
             x = 10 + i * step + step / 2
             color = QUORUM if in_quorum else text
             painter.setPen(QPen(color, 2))
-            painter.setBrush(color if in_quorum else Qt.NoBrush)
+            painter.setBrush(color if in_quorum else Qt.BrushStyle.NoBrush)
             painter.drawEllipse(QPointF(x, 26), 8, 8)
             body = QPainterPath()
             body.moveTo(x - 13, 58)
@@ -49,18 +49,18 @@ class QuorumPicture(QWidget):
             body.closeSubpath()
             painter.drawPath(body)
         if 0 < self.threshold <= n:
-            painter.setPen(QPen(QUORUM, 2, Qt.DashLine))
-            painter.setBrush(Qt.NoBrush)
+            painter.setPen(QPen(QUORUM, 2, Qt.PenStyle.DashLine))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(QRectF(10 + 2, 12, self.threshold * step - 4, 52), 8, 8)
             painter.setPen(text)
             painter.drawText(
                 QRectF(10, 68, self.width() - 20, 24),
-                Qt.AlignLeft,
+                Qt.AlignmentFlag.AlignLeft,
                 f"Any {self.threshold} of these {n} together form the quorum",
             )
         key_x = 10 + n * step + 24
         painter.setPen(QPen(QUORUM, 3))
-        painter.setBrush(Qt.NoBrush)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.drawEllipse(QPointF(key_x + 10, 38), 9, 9)
         painter.drawLine(QPointF(key_x + 19, 38), QPointF(key_x + 56, 38))
         painter.drawLine(QPointF(key_x + 48, 38), QPointF(key_x + 48, 48))

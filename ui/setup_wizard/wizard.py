@@ -82,12 +82,14 @@ class SetupWizard(QWizard):
         self.setObjectName("setupWizard")
         self.setWindowTitle("Set up a new KMA")
         self.setWindowIcon(QIcon(str(get_asset("icons/app.svg"))))
-        self.setWizardStyle(QWizard.ModernStyle)
-        self.setOption(QWizard.NoBackButtonOnStartPage)
+        self.setWizardStyle(QWizard.WizardStyle.ModernStyle)
+        self.setOption(QWizard.WizardOption.NoBackButtonOnStartPage)
         self.setMinimumSize(760, 560)
         self.answers = SetupAnswers()
         self.stop_box: QMessageBox | None = None  # "Stop the ceremony?", while it asks
-        self.button(QWizard.CancelButton).setAutoDefault(False)  # Enter never throws answers away
+        self.button(QWizard.WizardButton.CancelButton).setAutoDefault(
+            False
+        )  # Enter never throws answers away
         self._stopping = False
         self.pages: dict[str, Any] = {}
         self.page_ids: dict[str, int] = {}  # what ModePage's nextId dispatches on the chosen mode to
@@ -126,7 +128,7 @@ class SetupWizard(QWizard):
             "Stop the ceremony?",
             f"{who} typed their passphrase. Stop now, and nothing is written: everyone types again from "
             "the start next time.",
-            ("Stop and throw away", QMessageBox.DestructiveRole),
+            ("Stop and throw away", QMessageBox.ButtonRole.DestructiveRole),
             "Keep going",
         )
         stop.clicked.connect(self._stop)

@@ -102,7 +102,7 @@ def list_audit_checkpoints(kma: Kma, actor: AuditRead) -> list[dict[str, Any]]:
 
 
 @router.post("/checkpoints", response_model=list[audit_schemas.Checkpoint], status_code=201)
-def make_audit_checkpoint(kma: Kma, actor: AuditManage) -> list[dict[str, Any]]:
+def create_audit_checkpoint(kma: Kma, actor: AuditManage) -> list[dict[str, Any]]:
     return audit_retention.checkpoint(kma, actor)
 
 
@@ -126,5 +126,5 @@ def set_audit_retention(
 
 
 @router.post("/prune", response_model=audit_schemas.PruneResult)
-def prune_audit(kma: Kma, actor: AuditManage) -> dict[str, Any]:
+def prune_audit_events(kma: Kma, actor: AuditManage) -> dict[str, Any]:
     return audit_retention.prune(kma, actor)

@@ -49,7 +49,7 @@ def _answer(kma: Appliance, done: Submitted, response: Response, adds_voter: boo
 
 
 @router.post("/kmas", response_model=KmaAdmission, status_code=202, responses=ANSWERS)
-def create_kma_entry(body: AddKmaBody, kma: Kma, actor: QuorumSubmit, response: Response) -> KmaAdmission:
+def add_kma(body: AddKmaBody, kma: Kma, actor: QuorumSubmit, response: Response) -> KmaAdmission:
     """Quorum-protected. The one-time KMA passphrase is in this answer only."""
     request = body.model_dump(exclude={"credentials"})
     done = engine.submit(kma, actor, "add_kma", request, body.key_split_credentials())

@@ -40,28 +40,28 @@ router = APIRouter(tags=["quorum"])
 
 
 @router.get("/quorum-operations", response_model=schemas.Page[PendingQuorumOp])
-def list_operations(
+def list_quorum_operations(
     kma: KmaEvenLocked, actor: QuorumRead, paging: Paging, state: str | None = None, type: str | None = None
 ) -> Page:  # noqa: A002
     return engine.list_ops(kma, with_filters(paging, state=state, type=type))
 
 
 @router.get("/quorum-operations/{op_id}", response_model=PendingQuorumOp)
-def get_operation(op_id: str, kma: KmaEvenLocked, actor: QuorumRead) -> dict[str, object]:
+def get_quorum_operation(op_id: str, kma: KmaEvenLocked, actor: QuorumRead) -> dict[str, object]:
     return engine.show_op(kma, op_id)
 
 
 @router.post(
     "/quorum-operations/{op_id}/approve", response_model=PendingQuorumOp, responses=CHECKS_PASSPHRASES
 )
-def approve_operation(
+def approve_quorum_operation(
     op_id: str, body: CredentialBody, kma: KmaEvenLocked, actor: QuorumApprove
 ) -> dict[str, object]:
     return engine.approve(kma, actor, op_id, Credential(body.member, body.passphrase))
 
 
 @router.delete("/quorum-operations/{op_id}", status_code=204)
-def delete_operation(op_id: str, kma: Kma, actor: QuorumDelete) -> Response:
+def delete_quorum_operation(op_id: str, kma: Kma, actor: QuorumDelete) -> Response:
     engine.delete(kma, actor, op_id)
     return Response(status_code=204)
 
@@ -85,7 +85,7 @@ def change_key_split(body: KeySplitChange, kma: Kma, actor: QuorumSubmit) -> Key
 
 
 @router.post("/quorum-operations/{op_id}/enrol", response_model=PendingQuorumOp)
-def enrol_member(op_id: str, body: EnrolmentBody, kma: Kma, request: Request) -> dict[str, object]:
+def enrol_key_split_member(op_id: str, body: EnrolmentBody, kma: Kma, request: Request) -> dict[str, object]:
     """A new key split member sets their own passphrase; their one-time code authenticates them."""
     return member_enrolment.enrol(
         kma, client_address(request), op_id, body.member, body.code, body.passphrase

@@ -14,5 +14,7 @@ router = APIRouter(tags=["status"])
 
 
 @router.get("/dashboard/series", response_model=audit_schemas.Series)
-def get_series(kma: Kma, actor: SignedIn, days: Annotated[int, Query(ge=1, le=3660)] = 30) -> dict[str, Any]:
+def get_dashboard_series(
+    kma: Kma, actor: SignedIn, days: Annotated[int, Query(ge=1, le=3660)] = 30
+) -> dict[str, Any]:
     return day_series.series(kma, days)

@@ -16,17 +16,17 @@ def list_sites(kma: Kma, actor: SignedIn, paging: Paging) -> Page:
 
 
 @router.get("/{site_id}", response_model=schemas.Site)
-def get_site(site_id: str, kma: Kma, actor: SignedIn) -> dict[str, object]:
+def get_site(site_id: str, kma: Kma, actor: SignedIn) -> sites.SiteRow:
     return sites.get_site(kma, site_id)
 
 
 @router.post("", response_model=schemas.Site, status_code=201)
-def create_site(body: schemas.SiteCreate, kma: Kma, actor: SitesWrite) -> dict[str, object]:
+def create_site(body: schemas.SiteCreate, kma: Kma, actor: SitesWrite) -> sites.SiteRow:
     return sites.create_site(kma, actor, body.id, body.name, body.description)
 
 
 @router.patch("/{site_id}", response_model=schemas.Site)
-def update_site(site_id: str, body: schemas.SitePatch, kma: Kma, actor: SitesWrite) -> dict[str, object]:
+def update_site(site_id: str, body: schemas.SitePatch, kma: Kma, actor: SitesWrite) -> sites.SiteRow:
     return sites.update_site(kma, actor, site_id, **body.model_dump(exclude_none=True))
 
 

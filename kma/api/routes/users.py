@@ -55,7 +55,7 @@ def update_user(
 
 
 @router.put("/{user_id}/passphrase", status_code=204, response_model=None, responses=PENDING)
-def set_passphrase(
+def set_user_passphrase(
     user_id: str, body: PassphraseQuorum, kma: Kma, actor: UsersWrite, response: Response
 ) -> Response | PendingQuorumOp:
     request = {"id": user_id, "passphrase": body.passphrase}
