@@ -90,7 +90,7 @@ def test_the_cluster_ca_rolls_over_while_drives_and_managers_that_trust_the_old_
         assert Trust.fetch(kma.address).previous == (first_ca,)
         [renewed] = [e for e in events(kma, 0, "quorum.execute") if e["subject_id"] == "ca"]
         assert "renewed the cluster CA certificate (a quorum decided" in renewed["message"]
-        board = so.dashboard()
+        board = so.get_dashboard()
         [ca_row] = [c for c in board.certificates if c.kind == "ca"]
         assert abs(ca_row.expires_at.timestamp() - ca_end(second)) < 2
 
@@ -103,7 +103,7 @@ def test_the_cluster_ca_rolls_over_while_drives_and_managers_that_trust_the_old_
         pinned_only.close()
         # When the cluster renews the CA by itself before the 80 s one ends
         [automatic] = wait_until(lambda: events(kma, 0, "cluster.ca_renew"), 60, what="the automatic renewal")
-        assert automatic["entity_id"] == so.status().kma_id and "before it expires" in automatic["message"]
+        assert automatic["entity_id"] == so.get_status().kma_id and "before it expires" in automatic["message"]
         third = Trust.fetch(kma.address).ca_pem
         assert ca_end(third) > ca_end(second) + 1800
 

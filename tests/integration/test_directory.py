@@ -79,11 +79,11 @@ def events(kma: RunningKma, **filters: Any) -> list[str]:
 
 
 def test_a_directory_account_signs_in_with_the_roles_its_groups_map_to(kma: RunningKma, slapd: Slapd) -> None:
-    adams = sign_in(kma, "adams", ADAMS_PW).me()
+    adams = sign_in(kma, "adams", ADAMS_PW).get_me()
     assert (adams.name, adams.roles) == ("Ann Adams", ("security_officer",))
     assert adams.directory_account == "cn=adams,ou=Users,dc=corp,dc=example"
     assert "users.write" in adams.permissions
-    baker = sign_in(kma, "baker", BAKER_PW).me()
+    baker = sign_in(kma, "baker", BAKER_PW).get_me()
     assert baker.roles == ("auditor",) and "users.write" not in baker.permissions
     said = events(kma, operation="auth.sign_in", subject_id="adams")
     assert any(
@@ -115,9 +115,9 @@ def test_a_wrong_directory_password_or_an_unknown_account_is_refused(kma: Runnin
 def test_roles_follow_the_directory_at_each_sign_in(kma: RunningKma, slapd: Slapd) -> None:
     slapd.add_person("clark", "Cy Clark", "clark's password", ["KMS Operators"])
     clark = sign_in(kma, "clark", "clark's password")
-    assert clark.me().roles == ("operator",)
+    assert clark.get_me().roles == ("operator",)
     slapd.set_groups("clark", ["KMS Auditors", "KMS Operators"])
-    assert sign_in(kma, "clark", "clark's password").me().roles == ("auditor", "operator")
+    assert sign_in(kma, "clark", "clark's password").get_me().roles == ("auditor", "operator")
     slapd.set_groups("clark", ["Everyone"])
     with pytest.raises(Forbidden, match="no group that grants a role"):
         sign_in(kma, "clark", "clark's password")
@@ -129,7 +129,7 @@ def test_roles_follow_the_directory_at_each_sign_in(kma: RunningKma, slapd: Slap
     clark = sign_in(kma, "clark", "clark's password")
     kma.client("so").update_user("clark", enabled=False, credentials=creds(kma, "alice", "bob", "carol"))
     with pytest.raises(Unauthenticated):
-        clark.me()
+        clark.get_me()
     with pytest.raises(Unauthenticated):
         sign_in(kma, "clark", "clark's password")
 
@@ -161,10 +161,10 @@ def test_a_directory_down_says_so_and_local_accounts_still_sign_in(kma: RunningK
     try:
         with pytest.raises(DirectoryUnavailable, match="cannot be reached.*local accounts still can"):
             sign_in(kma, "adams", ADAMS_PW)
-        assert kma.client("so").me().roles == ("security_officer",)
+        assert kma.client("so").get_me().roles == ("security_officer",)
     finally:
         slapd.start()
-    assert sign_in(kma, "adams", ADAMS_PW).me().id == "adams"
+    assert sign_in(kma, "adams", ADAMS_PW).get_me().id == "adams"
     assert any("cannot be reached" in m for m in events(kma, operation="auth.sign_in", subject_id="adams"))
 
 
@@ -173,7 +173,7 @@ def test_starttls_works_and_a_directory_signed_by_another_ca_is_not_trusted(
 ) -> None:
     try:
         set_directory(kma, slapd, url=slapd.ldap_url, start_tls=True)
-        assert sign_in(kma, "baker", BAKER_PW).me().roles == ("auditor",)
+        assert sign_in(kma, "baker", BAKER_PW).get_me().roles == ("auditor",)
         set_directory(kma, slapd, ca_pem=_Tls("impostor").ca_pem)
         with pytest.raises(DirectoryUnavailable):
             sign_in(kma, "baker", BAKER_PW)
@@ -186,7 +186,7 @@ def test_a_new_mapping_needs_the_quorum_and_applies_at_once(kma: RunningKma, sla
     pending = set_directory(kma, slapd, group_roles={AUDITORS: ["operator"]}, members=("alice",))
     assert isinstance(pending, PendingQuorumOp)
     assert "KMS Auditors" in pending.summary and "Operator" in pending.summary
-    assert baker.me().roles == ("auditor",)  # nothing changed yet
+    assert baker.get_me().roles == ("auditor",)  # nothing changed yet
     with pytest.raises(Forbidden):
         baker.set_directory(
             url=slapd.ldaps_url, ca_pem="x", bind_format="{user}", search_base="x", group_roles={}
@@ -196,8 +196,8 @@ def test_a_new_mapping_needs_the_quorum_and_applies_at_once(kma: RunningKma, sla
         done = set_directory(kma, slapd, group_roles={AUDITORS: ["operator"]})
         assert not isinstance(done, PendingQuorumOp) and done.configured
         with pytest.raises(Unauthenticated):  # directory sessions end with a new mapping
-            baker.me()
-        assert sign_in(kma, "baker", BAKER_PW).me().roles == ("operator",)
+            baker.get_me()
+        assert sign_in(kma, "baker", BAKER_PW).get_me().roles == ("operator",)
     finally:
         set_directory(kma, slapd)
 

@@ -72,7 +72,7 @@ def test_a_key_moved_to_another_group_in_the_data_file_is_served_to_nobody(
     assert told and "keys" in told[0] and "MAC that does not verify" in told[0]
     code, said = _audit_verify(fresh_kma)
     assert code == 1 and f"keys '{dallas_key}' has a MAC that does not verify" in said
-    assert any("tamper events" in w for w in fresh_kma.client("so").dashboard().warnings)
+    assert any("tamper events" in w for w in fresh_kma.client("so").get_dashboard().warnings)
 
 
 def test_keys_from_before_key_macs_are_sealed_at_the_first_unlock(

@@ -301,6 +301,6 @@ def test_registered_and_made_objects_wait_as_pre_active_and_are_not_counted_as_t
     assert {registered, made} <= listed
     assert {registered, made} <= set(client.locate(state=State.PRE_ACTIVE))
     # and the dashboard's Ready keys are the pool's Ready keys, as the KMAs table counts them
-    dashboard = admin.dashboard()
+    dashboard = admin.get_dashboard()
     assert dashboard.keys_by_state["ready"] == sum(k.pool_ready for k in dashboard.kmas)
     assert dashboard.keys_by_state["pre_active"] >= 2

@@ -199,11 +199,11 @@ def test_a_site_with_one_kma_is_warned_and_its_drives_are_counted_per_kma(
     kma: RunningKma, drives: dict[str, KmipClient]
 ) -> None:
     drives["LTO-8"].write_key("E10030")
-    sites = {s.id: s for s in kma.client("auditor").cluster_topology().sites}
+    sites = {s.id: s for s in kma.client("auditor").get_topology().sites}
     dallas, boston = sites["dallas"], sites["boston"]
     assert any("has one KMA for its" in w and "at least two KMAs per site" in w for w in dallas.warnings)
     assert any("has no KMA of its own" in w for w in boston.warnings)
-    me = kma.client("so").status().kma_id
+    me = kma.client("so").get_status().kma_id
     assert dallas.drives_by_kma[me] >= 2  # the two simulated drives, served by this one KMA
 
 

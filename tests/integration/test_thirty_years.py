@@ -55,7 +55,7 @@ def so(kma: RunningKma) -> KmsClient:
 def master_key_generation(kma: RunningKma, generation: int) -> None:
     """Wait for the rotation to `generation` to end: every blob re-wrapped, the old one destroyed."""
     wait_until(
-        lambda: (state := so(kma).master_key()).generation == generation and not state.rotating,
+        lambda: (state := so(kma).get_master_key()).generation == generation and not state.rotating,
         120,
         what=f"master key generation {generation} in force",
         interval=0.5,
@@ -158,7 +158,7 @@ def test_thirty_years_of_tapes_certificates_ca_master_keys_and_rotations(tmp_pat
         # The KMA renewed its own certificate again and again; the drive renewed its own
         assert len(events(kma, 0, "kma.certificate_renew")) >= 3
         assert len([e for e in events(kma, 0, "agent.renew") if e["subject_id"] == DRIVE]) >= 7
-        assert so(kma).master_key().generation == 3
+        assert so(kma).get_master_key().generation == 3
         # The backups of year 3 restore together (the database backup's keys open with the core
         # security backup of its generation), the year-0 tape's key in them; year 3's core security
         # backup opens nothing of year 30's database backup (two master key rotations came between)
