@@ -73,7 +73,7 @@ def set_directory(kma: Any, slapd: Slapd) -> None:
         ca_pem=slapd.tls.ca_pem,
         bind_format="cn={user},ou=Users,dc=corp,dc=example",
         search_base="dc=corp,dc=example",
-        group_roles={f"cn=KMS Auditors,{GROUPS}": ["auditor"]},
+        group_roles=[{"group": f"cn=KMS Auditors,{GROUPS}", "roles": ["auditor"]}],
         credentials={m["name"]: m["passphrase"] for m in kma.demo["key_split"]["members"][:3]},
     )
 

@@ -103,7 +103,9 @@ def test_the_cluster_ca_rolls_over_while_drives_and_managers_that_trust_the_old_
         pinned_only.close()
         # When the cluster renews the CA by itself before the 80 s one ends
         [automatic] = wait_until(lambda: events(kma, 0, "cluster.ca_renew"), 60, what="the automatic renewal")
-        assert automatic["entity_id"] == so.get_status().kma_id and "before it expires" in automatic["message"]
+        assert (
+            automatic["entity_id"] == so.get_status().kma_id and "before it expires" in automatic["message"]
+        )
         third = Trust.fetch(kma.address).ca_pem
         assert ca_end(third) > ca_end(second) + 1800
 

@@ -56,6 +56,11 @@ def kma(tmp_path_factory: pytest.TempPathFactory, slapd: Slapd) -> Iterator[Runn
     running.stop()
 
 
+def as_rows(mapping: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """A group -> roles mapping as the API takes it: one {group, roles} per group."""
+    return [{"group": group, "roles": roles} for group, roles in mapping.items()]
+
+
 def set_directory(kma: RunningKma, slapd: Slapd, **changes: Any) -> Any:
     settings: dict[str, Any] = {
         "url": slapd.ldaps_url,
@@ -67,6 +72,7 @@ def set_directory(kma: RunningKma, slapd: Slapd, **changes: Any) -> Any:
     }
     members = changes.pop("members", ("alice", "bob", "carol"))
     settings.pop("members", None)
+    settings["group_roles"] = as_rows(settings["group_roles"])
     return kma.client("so").set_directory(**settings, credentials=creds(kma, *members))
 
 
@@ -189,7 +195,7 @@ def test_a_new_mapping_needs_the_quorum_and_applies_at_once(kma: RunningKma, sla
     assert baker.get_me().roles == ("auditor",)  # nothing changed yet
     with pytest.raises(Forbidden):
         baker.set_directory(
-            url=slapd.ldaps_url, ca_pem="x", bind_format="{user}", search_base="x", group_roles={}
+            url=slapd.ldaps_url, ca_pem="x", bind_format="{user}", search_base="x", group_roles=[]
         )
     assert baker.get_directory().group_roles[1].group == AUDITORS  # an Auditor reads the mapping
     try:

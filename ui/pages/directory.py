@@ -114,7 +114,9 @@ def _fields(s: Any) -> list[Field]:
 def _submit(values: dict[str, Any]) -> Any:
     settings = {k: v for k, v in values.items() if k not in ("credentials", "group_roles")}
     return set_directory(
-        group_roles=parse_mapping(values["group_roles"] or ""), credentials=values["credentials"], **settings
+        group_roles=[{"group": g, "roles": r} for g, r in parse_mapping(values["group_roles"] or "").items()],
+        credentials=values["credentials"],
+        **settings,
     )
 
 
