@@ -2,10 +2,11 @@
 # The whole test suite, on a fresh machine too: installs what it needs, then runs pytest on a
 # private D-Bus session with a real Secret Service and a virtual X display.
 #
-# On 3 pytest-xdist workers: the tests mostly wait on the KMA processes they start, so a third
-# worker keeps two cores busy. tests/conftest.py keeps the tests that share a module's fixture (or
-# the bundle build) on one worker. KMS_TEST_WORKERS=0 runs everything in one process; arguments go
-# to pytest (`./scripts/test.sh tests/unit -x`).
+# In one process by default. KMS_TEST_WORKERS=3 runs it on 3 pytest-xdist workers (35 min instead
+# of about an hour on two cores; tests/conftest.py keeps the tests that share a module's fixture,
+# the bundle build or dpkg on one worker), but two tests still fail there now and then
+# (docs/testing.md), so CI stays on one process until they are understood. Arguments go to pytest
+# (`./scripts/test.sh tests/unit -x`).
 #
 # KMS_COVERAGE=1 (CI sets it): the tests of COVERAGE_SAMPLE run first under coverage.py (line and
 # branch, the KMA processes they start included), then the rest as usual; the coverage of the
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 KMA_RQLITED="$(./scripts/build-rqlite.sh | tail -n 1)"
 export KMA_RQLITED
 
-pytest=(python3 -m pytest -n "${KMS_TEST_WORKERS:-3}" --dist loadgroup)
+pytest=(python3 -m pytest -n "${KMS_TEST_WORKERS:-0}" --dist loadgroup)
 in_session() {
   dbus-run-session -- xvfb-run -a -s "-screen 0 1600x1000x24" ./scripts/with-keyring.sh "$@"
 }

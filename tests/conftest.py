@@ -42,6 +42,8 @@ def shared_fixture_group(item: pytest.Item) -> str | None:
     folder's conftest (the installers' one bundle build) keeps every test using it on one worker.
     Tests that share nothing wider than themselves, or only this file's session fixtures (a worker
     may have its own demo KMA), go to whichever worker is free."""
+    if item.nodeid.startswith("tests/installers/"):
+        return "tests/installers"  # one dpkg at a time: two workers installing .debs lock each other out
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
         return None

@@ -135,7 +135,9 @@ def tampered_keys(conn: sqlite3.Connection, key: bytes, sealed_already: bool) ->
         stored = row["mac"]
         if stored is None and not sealed_already:
             continue
-        if stored is None or not hmac.compare_digest(str(stored), row_macs.mac(key, KEYS, row)):
+        if stored is None or not hmac.compare_digest(
+            str(stored).encode(), row_macs.mac(key, KEYS, row).encode()
+        ):
             out.append(
                 f"keys '{row['id']}' {'has no MAC' if stored is None else 'has a MAC that does not verify'}"
             )
@@ -203,8 +205,10 @@ class RotationReseal:
         stale = [
             dataclasses.replace(row_macs.seal(current, KEYS, r), expect=None)
             for r in rows
-            if not hmac.compare_digest(str(r["mac"]), row_macs.mac(current, KEYS, r))
-            and any(hmac.compare_digest(str(r["mac"]), row_macs.mac(k, KEYS, r)) for k in older)
+            if not hmac.compare_digest(str(r["mac"]).encode(), row_macs.mac(current, KEYS, r).encode())
+            and any(
+                hmac.compare_digest(str(r["mac"]).encode(), row_macs.mac(k, KEYS, r).encode()) for k in older
+            )
         ]
         if stale:
             self._clean = False

@@ -152,11 +152,12 @@ def genuine(kma: Appliance, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row
     stored = row["mac"]
     if stored is None and not kma.data_dir.rows_sealed.exists():
         return True  # a row from before this version, sealed by `after_unlock` in a moment
-    if stored is not None and hmac.compare_digest(str(stored), mac(key, sealed, row)):
+    if stored is not None and hmac.compare_digest(str(stored).encode(), mac(key, sealed, row).encode()):
         return True
     # During a master key rotation a row not sealed again yet verifies under the old generation's key.
     if stored is not None and any(
-        hmac.compare_digest(str(stored), mac(k, sealed, row)) for k in kma.vault.row_mac_keys()[1:]
+        hmac.compare_digest(str(stored).encode(), mac(k, sealed, row).encode())
+        for k in kma.vault.row_mac_keys()[1:]
     ):
         return True
     report_tamper(kma, sealed, row)
@@ -281,7 +282,9 @@ def tampered_rows(conn: sqlite3.Connection, key: bytes, sealed_already: bool) ->
             stored = row["mac"]
             if stored is None and not sealed_already:
                 continue
-            if stored is None or not hmac.compare_digest(str(stored), mac(key, sealed, row)):
+            if stored is None or not hmac.compare_digest(
+                str(stored).encode(), mac(key, sealed, row).encode()
+            ):
                 why = "has no MAC" if stored is None else "has a MAC that does not verify"
                 out.append(f"{sealed.table} '{sealed.row_id(row)}' {why}")
     return out

@@ -111,7 +111,7 @@ def _matching_step(kma: Appliance, row: Any, code: str) -> int | None:
     now = kma.clock.now() // STEP
     digits = code.replace(" ", "")
     for step in range(now + SKEW, now - SKEW - 1, -1):
-        if hmac.compare_digest(totp.at(step * STEP), digits):
+        if hmac.compare_digest(totp.at(step * STEP).encode(), digits.encode()):  # str: ASCII only
             return step
     return None
 

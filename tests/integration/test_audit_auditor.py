@@ -19,7 +19,15 @@ WRITE_METHODS = ("post", "put", "patch", "delete")
 # Writes a session's roles do not govern: signing in and out, a new key split member's enrolment
 # (its one-time code authenticates it; tests/integration/test_key_split_change.py), and a new KMA
 # joining the cluster (its one-time KMA passphrase does; tests/integration/test_kma_join_init.py).
-SESSION_ROUTES = {"/auth/sign-in", "/auth/sign-out", "/quorum-operations/{op_id}/enrol", "/cluster/join"}
+# A user's own session and second factor (any user enrols their own authenticator): no records.
+SESSION_ROUTES = {
+    "/auth/sign-in",
+    "/auth/sign-out",
+    "/auth/second-factor",
+    "/auth/second-factor/confirm",
+    "/quorum-operations/{op_id}/enrol",
+    "/cluster/join",
+}
 # Reads that are no area of records: the upgrade check asks every KMA of the cluster over TLS before
 # a rolling upgrade, a Security Officer's step (docs/upgrades.md), and tells nothing an auditor
 # cannot read on the Cluster page.

@@ -294,7 +294,7 @@ class DashboardPage(QWidget):
     def refresh(self) -> None:
         self._loaded = True
         self.ctx.ops.read(_load, parent=self, success=self._show)
-        self.ctx.ops.read(lambda c: c.client.cluster_topology(), parent=self, success=self._show_health)
+        self.ctx.ops.read(lambda c: c.client.get_topology(), parent=self, success=self._show_health)
         if self.ctx.may("media.read") and self.ctx.offers("media.pools"):
             self.ctx.ops.read(lambda c: c.client.get_media_refusals(), parent=self, success=self._show_media)
 

@@ -26,6 +26,7 @@ ALTER TABLE agents ADD COLUMN library TEXT NOT NULL DEFAULT '';
 ALTER TABLE agents ADD COLUMN library_partition TEXT NOT NULL DEFAULT '';
 
 -- The generation of the drive that last wrote the tape from BOT (or first wrote it): what every
--- later append is judged by.
+-- later append is judged by. Indexed with the ID, the Data units page's order, so a filter by
+-- writer reads its tapes in order rather than sorting them.
 ALTER TABLE data_units ADD COLUMN writer_generation TEXT;
-CREATE INDEX data_units_by_writer ON data_units (writer_generation) WHERE writer_generation IS NOT NULL;
+CREATE INDEX data_units_by_writer ON data_units (writer_generation, id) WHERE writer_generation IS NOT NULL;
