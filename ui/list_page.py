@@ -94,6 +94,7 @@ class ListPage(QWidget, Generic[Row]):
         self.model.total_changed.connect(self._update_status)
         self.model.page_loaded.connect(self._update_status)
         self.model.loading_changed.connect(self._update_status)
+        self.model.stale_changed.connect(self._update_status)
         self.model.rowsInserted.connect(self._select_first_if_none)
         self.model.modelAboutToBeReset.connect(self._keep_place)
         self.model.modelReset.connect(self._restore_place)
@@ -382,7 +383,10 @@ class ListPage(QWidget, Generic[Row]):
                 text += " — loading more…"
         if self._sort_note:
             text += f" ({self._sort_note})"
+        if self.model.stale:  # shown, not a dialog: the page keeps trying by itself
+            text += f" — not up to date: {self.model.stale}; trying again"
         self.status.setText(text)
+        self.status.setStyleSheet("color: #b26a00;" if self.model.stale else "")
 
     # -- menus --------------------------------------------------------------------------------
     def _context_menu(self, pos: QPoint) -> None:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 
+from app.errors import describe
 from app.operations import OpContext, Operations
 from kms_client import KmsClient, Page
 from ui.format import display
@@ -79,6 +81,9 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
     total_changed = Signal(int)
     page_loaded = Signal(int)  # rows in the page just added
     load_failed = Signal(object)
+    # Whether what is shown may be behind the KMA: a quiet re-read (a poll) failed and none has
+    # succeeded since. The page says so rather than showing old rows as if they were current.
+    stale_changed = Signal(str)  # what went wrong, in words; "" once a re-read succeeds
 
     def __init__(
         self,
@@ -98,6 +103,7 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
         self._texts: dict[int, list[str]] = {}
         self._cursor: str | None = None
         self._more = False
+        self.stale = ""  # why the rows shown may be out of date ("": they are the KMA's latest)
         self._loading = False
         self._generation = 0
         self._total = 0
@@ -237,12 +243,26 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
             parent=self.parent_widget,
             quiet=True,
             success=lambda page: self._poll_arrived(generation, page),
-            failure=lambda _exc: True,
-        )  # the next poll or F5 will say it
+            failure=lambda exc: self._poll_failed(generation, exc),
+        )
+
+    def _poll_failed(self, generation: int, exc: BaseException) -> bool:
+        """A quiet re-read failed: no dialog (the next one tries again), but the rows are marked
+        out of date, with why and since when, until a re-read succeeds."""
+        if generation == self._generation and not self.stale:
+            what = describe(exc).what.split(". ")[0].rstrip(".")
+            self._set_stale(f"{what} ({datetime.now().astimezone():%H:%M:%S})")
+        return True
+
+    def _set_stale(self, why: str) -> None:
+        if why != self.stale:
+            self.stale = why
+            self.stale_changed.emit(why)
 
     def _poll_arrived(self, generation: int, page: Page[Row]) -> None:
         if generation != self._generation or self._loading:
             return
+        self._set_stale("")
         items = list(page.items)
         if len(self._rows) <= self._page_size:
             # Only the first page is loaded: take the new one whole. Views keep their place
@@ -302,6 +322,7 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
     def _page_arrived(self, generation: int, page: Page[Row]) -> None:
         if generation != self._generation:
             return
+        self._set_stale("")
         items = list(page.items)
         if items:
             first = len(self._rows)

@@ -234,3 +234,22 @@ def test_a_filtered_list_keeps_an_order_the_kma_serves_and_says_so(qtbot, contro
     wait_idle(qtbot, controller.ops)
     assert page.model.sort_field == "created_at"
     assert "cannot be sorted" not in page.status.text()
+
+
+def test_a_live_list_says_when_it_is_no_longer_up_to_date(qtbot, controller, fresh_kma):
+    from ui.list_page import POLL_MS
+
+    # Given an Operator watching the agents, a list the manager re-reads by itself
+    window = sign_in(qtbot, controller, fresh_kma, "op")
+    page = open_page(qtbot, window, "agents")
+    qtbot.waitUntil(lambda: page.model.rowCount() > 0, timeout=WAIT_MS)
+    shown = page.model.rowCount()
+    assert "not up to date" not in page.status.text()
+    # When the KMA stops answering, the rows stay but the page says they may be old, and why
+    port = int(fresh_kma.address.rsplit(":", 1)[1])
+    fresh_kma.stop()
+    qtbot.waitUntil(lambda: "not up to date" in page.status.text(), timeout=3 * POLL_MS + WAIT_MS)
+    assert "cannot reach the KMA" in page.status.text() and page.model.rowCount() == shown
+    # Then once it answers again, the next re-read takes the mark away
+    fresh_kma.start(port)
+    qtbot.waitUntil(lambda: "not up to date" not in page.status.text(), timeout=3 * POLL_MS + WAIT_MS)
