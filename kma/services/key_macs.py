@@ -27,7 +27,6 @@ older copy of the store); the audit trail and backups tell what a key was.
 from __future__ import annotations
 
 import dataclasses
-import hmac
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
@@ -135,9 +134,7 @@ def tampered_keys(conn: sqlite3.Connection, key: bytes, sealed_already: bool) ->
         stored = row["mac"]
         if stored is None and not sealed_already:
             continue
-        if stored is None or not hmac.compare_digest(
-            str(stored).encode(), row_macs.mac(key, KEYS, row).encode()
-        ):
+        if not row_macs.matches(stored, row_macs.mac(key, KEYS, row)):
             out.append(
                 f"keys '{row['id']}' {'has no MAC' if stored is None else 'has a MAC that does not verify'}"
             )
@@ -205,10 +202,8 @@ class RotationReseal:
         stale = [
             dataclasses.replace(row_macs.seal(current, KEYS, r), expect=None)
             for r in rows
-            if not hmac.compare_digest(str(r["mac"]).encode(), row_macs.mac(current, KEYS, r).encode())
-            and any(
-                hmac.compare_digest(str(r["mac"]).encode(), row_macs.mac(k, KEYS, r).encode()) for k in older
-            )
+            if not row_macs.matches(r["mac"], row_macs.mac(current, KEYS, r))
+            and any(row_macs.matches(r["mac"], row_macs.mac(k, KEYS, r)) for k in older)
         ]
         if stale:
             self._clean = False

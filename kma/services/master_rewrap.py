@@ -16,7 +16,6 @@ row goes, and with it the last copy of its key.
 from __future__ import annotations
 
 import dataclasses
-import hmac
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -211,11 +210,8 @@ class Rewrap(Worker):
         statements = [
             dataclasses.replace(row_macs.seal(current, sealed, r), expect=None)
             for sealed, r in self._sealed_rows()
-            if not hmac.compare_digest(str(r["mac"]).encode(), row_macs.mac(current, sealed, r).encode())
-            and any(
-                hmac.compare_digest(str(r["mac"]).encode(), row_macs.mac(k, sealed, r).encode())
-                for k in older
-            )
+            if not row_macs.matches(r["mac"], row_macs.mac(current, sealed, r))
+            and any(row_macs.matches(r["mac"], row_macs.mac(k, sealed, r)) for k in older)
         ][:CHUNK]
         if statements:
             self.kma.store.write(Batch(statements))

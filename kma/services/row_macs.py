@@ -91,6 +91,12 @@ def mac(key: bytes, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row) -> str
     return hmac.new(key, canonical.encode(), hashlib.sha256).hexdigest()
 
 
+def matches(stored: object, expected: str) -> bool:
+    """Whether a row's stored MAC is `expected`, compared in constant time; whatever was written
+    into the column (NULL, not ASCII) is simply no match."""
+    return stored is not None and hmac.compare_digest(str(stored).encode(), expected.encode())
+
+
 def seal(key: bytes, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row) -> Stmt:
     """The statement that sets the row's MAC, for the batch that writes the row (after its write).
 
@@ -152,13 +158,10 @@ def genuine(kma: Appliance, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row
     stored = row["mac"]
     if stored is None and not kma.data_dir.rows_sealed.exists():
         return True  # a row from before this version, sealed by `after_unlock` in a moment
-    if stored is not None and hmac.compare_digest(str(stored).encode(), mac(key, sealed, row).encode()):
+    if matches(stored, mac(key, sealed, row)):
         return True
     # During a master key rotation a row not sealed again yet verifies under the old generation's key.
-    if stored is not None and any(
-        hmac.compare_digest(str(stored).encode(), mac(k, sealed, row).encode())
-        for k in kma.vault.row_mac_keys()[1:]
-    ):
+    if any(matches(stored, mac(k, sealed, row)) for k in kma.vault.row_mac_keys()[1:]):
         return True
     report_tamper(kma, sealed, row)
     return False
@@ -282,9 +285,7 @@ def tampered_rows(conn: sqlite3.Connection, key: bytes, sealed_already: bool) ->
             stored = row["mac"]
             if stored is None and not sealed_already:
                 continue
-            if stored is None or not hmac.compare_digest(
-                str(stored).encode(), mac(key, sealed, row).encode()
-            ):
+            if not matches(stored, mac(key, sealed, row)):
                 why = "has no MAC" if stored is None else "has a MAC that does not verify"
                 out.append(f"{sealed.table} '{sealed.row_id(row)}' {why}")
     return out
