@@ -38,7 +38,8 @@ from kma.domain.actor import Actor
 from kma.kmip import enrollment_http, operations, ttlv
 from kma.kmip.budget import MessageBudget
 from kma.kmip.context import AgentSession, Call, CommitBridge, audit_event
-from kma.kmip.enums import ItemType, Operation, ResultReason, ResultStatus, Tag
+from kma.kmip.enums import ItemType, ResultReason, ResultStatus, Tag
+from kma.kmip.measures import measured
 from kma.kmip.messages import (
     CATCHING_UP,
     KmipError,
@@ -54,6 +55,7 @@ from kma.limits import ENROLLMENT_DEADLINE, ConnectionGate, Crowded, ListenerLim
 from kma.services import kma_certificates, media_rules, refusals
 from kma.services.certificate_renewal import listener_tls
 
+CATCHING_UP_ERROR = KmipError(ResultReason.GENERAL_FAILURE, CATCHING_UP)  # the drive asks another KMA
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 65536  # bytes of one request (header excluded): far above any real KMIP request here
 PROCESSING_TIMEOUT = 120.0  # a request waiting on the store (it never should this long)
@@ -385,22 +387,23 @@ class ServiceListener:
         except KmipError as exc:
             await self._audit(session, "kmip.malformed", f"refused a request: {exc.message}")
             return error_response(request_version(message), exc.reason, exc.message, now), True
-        if any(item.operation not in operations.OPEN_OPERATIONS for item in request.items):
-            if not self.kma.store.caught_up():  # its replica may not know the agent, or the key yet
-                busy = KmipError(ResultReason.GENERAL_FAILURE, CATCHING_UP)
-                return self._all_failed(request, busy, now), False
-            try:
-                session.access()
-            except KmipError as exc:
-                if exc.reason == ResultReason.AUTHENTICATION_NOT_SUCCESSFUL:
-                    await self._audit(session, "kmip.authenticate", f"refused: {exc.message}")
-                    return self._all_failed(request, exc, now), False
+        return await self._serve(session, request, now)
+
+    async def _serve(self, session: AgentSession, request: Request, now: int) -> tuple[bytes, bool]:
+        rebuilds = self.kma.store.replica_rebuilds()
+        refused = await self._refusal(session, request, now, rebuilds)
+        if refused is not None:
+            return refused, False
         call = Call(self.kma, session, request.version, now)
         call.budget = MessageBudget.asked(request.max_response_size, self.limits.kmip_max_answer)
         started = time.perf_counter()
         results = await operations.run(call, request)
+        if self._rebuilt_since(rebuilds) and all(r.status == ResultStatus.OPERATION_FAILED for r in results):
+            # Nothing was written, and "not found" may have come from a bare snapshot: the drive
+            # asks another KMA (or this one again) rather than believing it.
+            return self._all_failed(request, CATCHING_UP_ERROR, now), False
         await call.audit_summary()
-        _measure(results, time.perf_counter() - started)
+        measured(results, time.perf_counter() - started)
         response = encode_response(request.version, results, now)
         limit = request.max_response_size
         if limit is not None and len(response) > limit:
@@ -411,6 +414,28 @@ class ServiceListener:
             await self._audit(session, "kmip.response_too_large", error.message)
             return self._all_failed(request, error, now), True
         return response, True
+
+    async def _refusal(
+        self, session: AgentSession, request: Request, now: int, rebuilds: int
+    ) -> bytes | None:
+        """None when the agent may be served; else the answer that refuses it (and closes)."""
+        if all(item.operation in operations.OPEN_OPERATIONS for item in request.items):
+            return None
+        if not self.kma.store.caught_up():  # its replica may not know the agent, or the key yet
+            return self._all_failed(request, CATCHING_UP_ERROR, now)
+        try:
+            session.access()
+        except KmipError as exc:
+            if self._rebuilt_since(rebuilds):  # read from a bare snapshot: perhaps not true
+                return self._all_failed(request, CATCHING_UP_ERROR, now)
+            if exc.reason == ResultReason.AUTHENTICATION_NOT_SUCCESSFUL:
+                await self._audit(session, "kmip.authenticate", f"refused: {exc.message}")
+                return self._all_failed(request, exc, now)
+        return None
+
+    def _rebuilt_since(self, rebuilds: int) -> bool:
+        """This KMA's rqlited began a restart since `rebuilds` was read (its replica rebuilt)."""
+        return not self.kma.store.caught_up() or self.kma.store.replica_rebuilds() != rebuilds
 
     @staticmethod
     def _all_failed(request: Request, error: KmipError, now: int) -> bytes:
@@ -465,28 +490,3 @@ class ServiceListener:
                 condition=Condition.WARNING,
                 bridge=self._bridge,
             )
-
-
-# Label values for /metrics: operations this KMA knows by name, anything else as "other", so an
-# agent cannot grow the label set. Children are looked up once per (operation, result).
-_OPERATION = {int(op): op.name.lower() for op in Operation}
-_RESULT = {int(st): st.name.lower() for st in ResultStatus}
-_COUNTERS: dict[tuple[int | None, int], Any] = {}
-_TIMERS: dict[int | None, Any] = {}
-
-
-def _measure(results: list[Result], seconds: float) -> None:
-    """Count each operation's result; time the message under its first operation."""
-    for r in results:
-        counter = _COUNTERS.get((r.operation, r.status))
-        if counter is None:
-            operation = _OPERATION.get(r.operation or 0, "other")
-            counter = metrics.KEY_REQUESTS.labels(operation, _RESULT.get(r.status, "other"))
-            _COUNTERS[(r.operation, r.status)] = counter
-        counter.inc()
-    if results:
-        timer = _TIMERS.get(results[0].operation)
-        if timer is None:
-            timer = metrics.KEY_REQUEST_SECONDS.labels(_OPERATION.get(results[0].operation or 0, "other"))
-            _TIMERS[results[0].operation] = timer
-        timer.observe(seconds)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import ssl
-import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -49,27 +48,37 @@ from kma.worker import Worker
 
 
 class ListenerTls:
-    """The TLS contexts of this KMA's listeners, made here so a renewal can load the new
-    certificate into each."""
+    """The TLS contexts of this KMA's listeners. A renewal never changes a context in use: it makes
+    a whole new one from the new files, and each listener's context hands every new handshake to
+    the newest (OpenSSL's server-name callback runs for every ClientHello, with or without a name).
+    Loading a certificate into a live context would leave, between the certificate and its key,
+    an instant in which a connection is accepted with no key to sign for it: the drive would see
+    its connection closed (issue 38's CI run saw exactly that)."""
 
     def __init__(self, kma: Appliance) -> None:
         self.kma = kma
-        self._contexts: list[ssl.SSLContext] = []
-        self._lock = threading.Lock()
+        self._newest: ssl.SSLContext | None = None  # replaced whole: one reference, never half-loaded
+
+    def _made(self) -> ssl.SSLContext:
+        d = self.kma.data_dir
+        return server_context(d.server_cert, d.server_key, d.ca_cert)
 
     def context(self) -> ssl.SSLContext:
-        d = self.kma.data_dir
-        made = server_context(d.server_cert, d.server_key, d.ca_cert)
-        with self._lock:
-            self._contexts.append(made)
+        made = self._made()
+        made.sni_callback = self._to_newest
         return made
 
+    def _to_newest(
+        self, connection: ssl.SSLObject | ssl.SSLSocket, _name: str | None, _ctx: ssl.SSLContext
+    ) -> None:
+        newest = self._newest
+        if newest is not None:
+            connection.context = newest
+
     def reload(self) -> None:
-        d = self.kma.data_dir
-        with self._lock:
-            for context in self._contexts:
-                context.load_cert_chain(str(d.server_cert), str(d.server_key))
-                context.load_verify_locations(str(d.ca_cert))  # a renewed cluster CA certificate
+        """From the next handshake on, both listeners present DIR/tls/server.pem as it is now, and
+        trust the cluster CA certificate as it is now (a renewed one)."""
+        self._newest = self._made()
 
 
 def listener_tls(kma: Appliance) -> ListenerTls:

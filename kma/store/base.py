@@ -38,6 +38,11 @@ class Store(Protocol):
         """This KMA's reads hold everything the cluster had committed when it started (embedded:
         always); until then it serves no agent and issues no pool key."""
 
+    def replica_rebuilds(self) -> int:
+        """How many times this KMA's replica began to be rebuilt (its rqlited restarted; embedded:
+        never). A read that found nothing (no such agent, no such key) is believed only when this,
+        and `caught_up`, did not change around it: the file it read may have been a bare snapshot."""
+
     def query(self, sql: str, params: Params = ()) -> list[sqlite3.Row]: ...
     def query_one(self, sql: str, params: Params = ()) -> sqlite3.Row | None: ...
     def scalar(self, sql: str, params: Params = ()) -> Any: ...

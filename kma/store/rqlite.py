@@ -225,6 +225,7 @@ class RqliteStore:
         # The write mark this KMA's replica must show to have caught up (None: not yet sent).
         self._sync_mark: int | None = None
         self._caught_up = threading.Event()
+        self._rebuilds = 0  # raised before each rqlited restart (RaftMembers.node_restarting)
         # One shipper per chain: a second process on this data dir (`kma status` beside `kma
         # serve`) writes its events straight through instead.
         self._outbox_lock: FileLock | None = None
@@ -252,6 +253,9 @@ class RqliteStore:
     def caught_up(self) -> bool:
         """The local replica holds everything the cluster had committed when this KMA started."""
         return self._caught_up.is_set()
+
+    def replica_rebuilds(self) -> int:
+        return self._rebuilds
 
     # --- reads (the local replica) -------------------------------------------------------
     def query(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
@@ -403,6 +407,7 @@ class RqliteStore:
     def _catch_up_again(self) -> None:
         if self.outbox is None:  # not the KMA that serves: nothing waits on it
             return
+        self._rebuilds += 1
         self._sync_mark = None
         self._caught_up.clear()
         self._queue.put(_WAKE)

@@ -217,6 +217,9 @@ class SQLiteStore:
     def caught_up(self) -> bool:
         return True
 
+    def replica_rebuilds(self) -> int:
+        return 0
+
     def query_leader(self, sql: str, params: Params = ()) -> list[list[Any]]:
         return [list(row) for row in self.query(sql, params)]
 
