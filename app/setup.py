@@ -89,6 +89,7 @@ class SetupAnswers:
     trust: kms_client.Trust | None = None
     code: str = ""
     modes: list[dict[str, str]] = field(default_factory=list)
+    service_port: int | None = None  # the port the KMA will serve agents on, when it fixes it
     management_address: str = ""
     service_address: str = ""
     mode: str = "new_cluster"

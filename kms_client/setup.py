@@ -27,6 +27,12 @@ class SetUpKma:
 
     management_address: str
     ca_fingerprint: str
+    service_address: str = ""  # where agents reach it; a KMA before 0.2.0 does not say
+
+    @classmethod
+    def answered(cls, result: dict[str, Any]) -> SetUpKma:
+        address = str(result.get("service_address", ""))
+        return cls(result["management_address"], result["ca_fingerprint"], address)
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,7 @@ class SetupClient:
     def finish(self, answers: dict[str, Any]) -> SetUpKma:
         """`answers`: the answers file's fields with `threshold` and `members` (names only)."""
         result = self._call("POST", "/setup/finish", answers)
-        return SetUpKma(result["management_address"], result["ca_fingerprint"])
+        return SetUpKma.answered(result)
 
     def upload_backup(self, which: str, path: Path) -> None:
         """`which`: "database-backup" or "core-security-backup"; the file goes to the KMA as it is."""
@@ -160,7 +166,7 @@ class SetupClient:
             **({"hsm": hsm} if hsm else {}),
         }
         result = self._call("POST", "/setup/restore", body)
-        return SetUpKma(result["management_address"], result["ca_fingerprint"])
+        return SetUpKma.answered(result)
 
     def join(
         self, kma: str, ca_fingerprint: str, kma_id: str, passphrase: str, hsm: dict[str, str] | None = None
@@ -175,4 +181,4 @@ class SetupClient:
             **({"hsm": hsm} if hsm else {}),
         }
         result = self._call("POST", "/setup/join", body)
-        return SetUpKma(result["management_address"], result["ca_fingerprint"])
+        return SetUpKma.answered(result)

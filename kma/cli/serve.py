@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -78,14 +79,18 @@ def run_serve(args: argparse.Namespace) -> int:
             note_stop_requests()
             serve_witness(data_dir, args.ready_file, announce, STOP_REQUESTED)
             return 0
-        management_port, master = args.management_port, None
+        management_port, service_port, master = args.management_port, args.service_port, None
         if setting_up:
+            # --service-port 0: the port is picked now, so that set-up records the one it will be
+            # (kma.toml, the KMA's entry, the wizard's last page), not the answered 5696.
+            service_port = free_port() if service_port == 0 else service_port
             finished = serve_setup(
                 data_dir,
                 args.setup_address or DEFAULT_SETUP_ADDRESS,
                 management_port,
                 args.ready_file,
                 announce,
+                service_port,
             )
             if finished is None:
                 return 0
@@ -93,13 +98,20 @@ def run_serve(args: argparse.Namespace) -> int:
         serve(
             data_dir,
             management_port,
-            args.service_port,
+            service_port,
             args.ready_file,
             announce=announce,
             master=master,
             record_addresses=args.record_addresses,
         )
     return 0
+
+
+def free_port() -> int:
+    """A port no one listens on now (the kernel's pick on loopback)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _stop_when_stdin_closes() -> None:

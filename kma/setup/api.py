@@ -171,6 +171,7 @@ def state(setup: Session) -> dict[str, object]:
         "state": "finished" if setup.finished.is_set() else "waiting",
         "version": __version__,
         "modes": setup.offered(),
+        "service_port": setup.service_port,  # fixed by `kma serve --service-port`; else None
     }
 
 
@@ -208,10 +209,19 @@ def check_hsm(body: TokenCheck, setup: Authorised) -> dict[str, list[str]]:
     return {"tokens": check_new_token(body.hsm, body.kma_id)}
 
 
+def made(setup: SetupSession) -> dict[str, str]:
+    """Where the set-up KMA serves managers and agents, and its cluster CA's fingerprint."""
+    return {
+        "management_address": setup.continue_address,
+        "service_address": setup.continue_service_address,
+        "ca_fingerprint": setup.cluster_fingerprint(),
+    }
+
+
 @router.post("/setup/finish")
 def finish(body: Finish, setup: Authorised) -> dict[str, str]:
     setup.finish(body.answers())
-    return {"management_address": setup.continue_address, "ca_fingerprint": setup.cluster_fingerprint()}
+    return made(setup)
 
 
 @router.put("/setup/restore/{upload}")
@@ -265,13 +275,13 @@ def restore(body: Restore, setup: Authorised) -> dict[str, str]:
             body.hsm,
         )
     )
-    return {"management_address": setup.continue_address, "ca_fingerprint": setup.cluster_fingerprint()}
+    return made(setup)
 
 
 @router.post("/setup/join")
 def join(body: Join, setup: Authorised) -> dict[str, str]:
     setup.join(join_answers(body.model_dump(exclude={"hsm"}), body.hsm))
-    return {"management_address": setup.continue_address, "ca_fingerprint": setup.cluster_fingerprint()}
+    return made(setup)
 
 
 fallback = APIRouter()

@@ -64,6 +64,7 @@ def serve_setup(
     management_port: int | None,
     ready_file: Path | None,
     announce: Callable[[str], None],
+    service_port: int | None = None,
 ) -> Finished | None:
     """Serve the set-up API until set-up has finished (then say where the KMA continues) or the
     process is stopped (None: still not set up, and nothing written)."""
@@ -82,7 +83,9 @@ def serve_setup(
 
     # With --management-port 0 (tests, local mode) the KMA continues on the port it has now.
     continue_port = None if management_port is None else (management_port or bound_port)
-    session = SetupSession(data_dir, temporary_ca.cert_pem.decode(), bound_port, continue_port, say)
+    session = SetupSession(
+        data_dir, temporary_ca.cert_pem.decode(), bound_port, continue_port, say, service_port
+    )
     with tempfile.TemporaryDirectory(prefix="kma-setup-") as folder:
         cert_file, key_file = Path(folder, "setup.pem"), Path(folder, "setup.key")
         write_private(cert_file, certificate.cert_pem + temporary_ca.cert_pem)
@@ -122,6 +125,9 @@ def serve_setup(
             ready_file.unlink(missing_ok=True)
     if not session.finished.is_set() or STOP_REQUESTED.is_set():
         return None
-    say(f"set-up finished: the KMA continues on https://{session.continue_address}")
+    say(
+        f"set-up finished: the KMA continues on https://{session.continue_address}; agents reach it at "
+        f"{session.continue_service_address}"
+    )
     assert session.made is not None
     return Finished(continue_port, session.made.master)

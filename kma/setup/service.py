@@ -25,7 +25,7 @@ import threading
 import time
 import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -183,12 +183,16 @@ class SetupSession:
         own_port: int,
         continue_port: int | None,
         announce: Callable[[str], None],
+        service_port: int | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.certificate_pem = certificate_pem  # the temporary one set-up mode serves TLS with
         self.fingerprint = fingerprint(certificate_pem.encode())
         self.own_port = own_port  # set-up mode's management port
         self.continue_port = continue_port  # `kma serve --management-port`: normal mode's port too
+        # `kma serve --service-port` (0: picked before set-up): the service listener's port, so the
+        # answered service address gets it, and kma.toml, the KMA's entry and the wizard say it.
+        self.service_port = service_port
         self.announce = announce
         self.code = new_code()
         self.wrong_codes: dict[str, WrongCodes] = {}  # by source address
@@ -287,11 +291,13 @@ class SetupSession:
                 f"(POST /api/v1/setup/{answers.mode})."
             )
         check_settings(answers)
+        answers = replace(answers, service_address=self._serving_at(answers.service_address))
         self.check_network(answers.management_address, answers.service_address)
         self._run(answers.mode, answers)
 
     def restore(self, answers: RestoreAnswers) -> None:
         """A restore from the two backup files (uploaded, see `uploads`); the restored split is used."""
+        answers = replace(answers, service_address=self._serving_at(answers.service_address))
         self.check_network(answers.management_address, answers.service_address)
         self._run("restore", answers)
         self.discard_uploads()
@@ -345,6 +351,19 @@ class SetupSession:
         assert self.made is not None
         host, port = split_address(self.made.management_address)
         return f"{host}:{port if self.continue_port is None else self.continue_port}"
+
+    def _serving_at(self, service_address: str) -> str:
+        """The answered service address, with the port `kma serve --service-port` gave, if any."""
+        if self.service_port is None:
+            return service_address
+        host = service_address.rpartition(":")[0] or "127.0.0.1"
+        return f"{host}:{self.service_port}"
+
+    @property
+    def continue_service_address(self) -> str:
+        """Where agents reach the KMA once set up: as kma.toml has it (a join: as the entry made in
+        the cluster had it), with the port `kma serve --service-port` gave, if any."""
+        return self._serving_at(self.data_dir.identity().service_address)
 
     def cluster_fingerprint(self) -> str:
         return fingerprint(self.data_dir.ca_cert.read_bytes())

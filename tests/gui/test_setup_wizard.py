@@ -22,6 +22,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWizard
 
 from tests.gui.helpers import WAIT_MS
+from tests.support.agents import service_address
 from tests.support.cluster import free_port
 from tests.support.first_setup import MEMBERS, OFFICER, describe, written
 from tests.support.kma_process import RunningKma, run_kma
@@ -99,6 +100,9 @@ def walk(
     next_page(qtbot, wizard, "NetworkPage")
     network = wizard.currentPage()
     assert network.management.text() == kma.address
+    # The KMA was started with --service-port 0: it picked its port before set-up, and offers it
+    assert wizard.answers.service_port not in (None, 0, 5696)
+    assert network.service.text() == f"127.0.0.1:{wizard.answers.service_port}"
     if mistakes:
         with socket.socket() as busy:
             busy.bind(("127.0.0.1", 0))
@@ -264,12 +268,15 @@ def test_the_wizard_puts_the_master_key_in_an_hsm(
         next_page(qtbot, wizard, "SummaryPage")
         next_page(qtbot, wizard, "SignInPage")
         done = wizard.currentPage()
-        assert f"agents (tape drives) at <b>{wizard.answers.service_address}</b>" in done.text.text()
+        # The port typed on the Network page gave way to the one the KMA serves agents on
+        serving = f"127.0.0.1:{wizard.answers.service_port}"
+        assert f"agents (tape drives) at <b>{serving}</b>" in done.text.text()
         offered: list[str] = []
         monkeypatch.setattr("ui.setup_wizard.finish_pages.ask_save_path", lambda *a: offered.append(a[3]))
         done.ask_where_to_print()
         assert offered == [f"acme-tape-vault-key-split-cards-{date.today().isoformat()}.pdf"]
         kma.wait_ready(set_up=True)
+        assert service_address(kma) == serving
         status = kma.client().get_status()
         assert status.master_key == f"pkcs11: token '{hsm.label}' in {hsm.module}"
         assert "[hsm]" in (kma.data_dir / "kma.toml").read_text()

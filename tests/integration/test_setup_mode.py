@@ -19,6 +19,7 @@ import pytest
 
 from kms_client import NotSetUp, Trust, Unauthenticated, ValidationFailed
 from kms_client.setup import SetupClient
+from tests.support.agents import service_address
 from tests.support.cluster import free_port
 from tests.support.first_setup import (
     MEMBERS,
@@ -123,10 +124,17 @@ def test_set_up_over_the_network_then_the_kma_serves_normally(waiting: RunningKm
     proof_members = setup.draft_key_split(2, MEMBERS)
     check = setup.prove([(name, dict(MEMBERS)[name]) for name in proof_members])
     assert len(check) == 9
-    made = setup.finish(answers_for(waiting.address, free_port()))
+    # Started with --service-port 0, it picked its service port before set-up and says which: the
+    # wizard offers it, and the 5696 typed anyway is not what kma.toml, its entry and the last page say
+    picked = setup.state()["service_port"]
+    assert isinstance(picked, int) and picked not in (0, 5696)
+    made = setup.finish(answers_for(waiting.address, 5696))
     assert made.management_address == waiting.address  # it continues where the wizard connected
+    assert made.service_address == f"127.0.0.1:{picked}"
 
     waiting.wait_ready(set_up=True)
+    assert service_address(waiting) == made.service_address  # where it listens
+    assert f'service_address = "{made.service_address}"' in (waiting.data_dir / "kma.toml").read_text()
     assert waiting.fingerprint == made.ca_fingerprint != waiting.setup.get("ca_fingerprint")
     officer = waiting.client("so", OFFICER["passphrase"])
     assert officer.get_me().roles == ("security_officer",) or "security_officer" in officer.get_me().roles
@@ -135,6 +143,7 @@ def test_set_up_over_the_network_then_the_kma_serves_normally(waiting: RunningKm
         assert http.post("/api/v1/setup/code", headers={"X-Setup-Code": "x"}).status_code == 404
     events = [e.operation for e in officer.iter_all(officer.list_audit_events)]
     assert "setup.code_refused" in events and "cluster.create" in events
+    assert officer.get_kma("kma-dal-1").service_address == made.service_address  # agents are sent there
     # Then the same answers, headless: the same KMA.
     headless = tmp_path / "headless"
     (tmp_path / "answers.toml").write_text(answers_toml(answers_for("127.0.0.1:8443", 5696)))

@@ -89,6 +89,7 @@ class ConnectPage(SetupPage):
         def reached(result: tuple[kms_client.Trust, dict[str, Any]]) -> None:
             self.answers.address, (self.answers.trust, state) = address, result
             self.answers.modes = state["modes"]
+            self.answers.service_port = state.get("service_port")
             self.fingerprint.setText(grouped(self.answers.trust.fingerprint))
             self.same.setEnabled(True)
             self.completeChanged.emit()
@@ -136,7 +137,8 @@ class NetworkPage(SetupPage):
     def initializePage(self) -> None:  # noqa: N802 - Qt override
         if not self.management.text():
             self.management.setText(self.answers.address)
-            self.service.setText(f"{self.answers.address.rpartition(':')[0]}:5696")
+            port = self.answers.service_port or 5696  # the KMA's own when started with --service-port
+            self.service.setText(f"{self.answers.address.rpartition(':')[0]}:{port}")
 
     def check(self) -> str | Callable[[Any], Any]:
         a = self.answers

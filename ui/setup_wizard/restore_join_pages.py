@@ -33,12 +33,20 @@ from PySide6.QtWidgets import (
 from app.profiles import ProfileStore
 from app.setup import SetupAnswers, id_problem, sign_in_when_serving
 from app.writes import setup as setup_writes
+from kms_client.setup import SetUpKma
 from ui.files import ask_open_path
 from ui.messages import ask_first
 from ui.setup_wizard.base import STAY, SetupPage
 from ui.setup_wizard.settings_pages import TokenChoice
 from ui.trust_dialog import grouped
 from ui.widgets import PasswordLineEdit
+
+
+def agents_at(made: SetUpKma) -> str:
+    """' and agents (tape drives) at HOST:PORT' as the set-up KMA said (an older KMA does not say)."""
+    if not made.service_address:
+        return ""
+    return f" and agents (tape drives) at <b>{html.escape(made.service_address)}</b>"
 
 
 def _page_after(page: SetupPage, name: str) -> int:
@@ -278,8 +286,9 @@ class RestoreDonePage(SetupPage):
         self.setButtonText(QWizard.WizardButton.CancelButton, "Close")
         self.wizard().button(QWizard.WizardButton.CancelButton).setEnabled(True)
         self.text.setText(
-            f"<p>The KMA serves at <b>{html.escape(made.management_address)}</b> with the cluster's own CA "
-            "(agents enrolled before the backup keep trusting it):</p>"
+            f"<p>The KMA serves managers at <b>{html.escape(made.management_address)}</b>"
+            f"{agents_at(made)} with the cluster's own CA (agents enrolled before the backup keep "
+            "trusting it):</p>"
             f"<pre>{html.escape(grouped(made.ca_fingerprint))}</pre>"
             "<p>Its users, roles, keys and audit trail are those of the backup. Sign in as one of its "
             "users.</p>"
@@ -404,8 +413,8 @@ class JoinDonePage(SetupPage):
         hsm = self.answers.hsm
         where = f"in the HSM token '{hsm['token_label']}', never leaving it" if hsm else "in software"
         self.text.setText(
-            f"<p>KMA <b>{kma}</b> is a member of the cluster now and serves at "
-            f"<b>{html.escape(made.management_address)}</b>, with the cluster CA:</p>"
+            f"<p>KMA <b>{kma}</b> is a member of the cluster now and serves managers at "
+            f"<b>{html.escape(made.management_address)}</b>{agents_at(made)}, with the cluster CA:</p>"
             f"<pre>{html.escape(grouped(made.ca_fingerprint))}</pre>"
             f"<p>It holds the cluster's master key {html.escape(where)}.</p>"
             "<p><b>It is locked</b>: it holds no key material it can use until a quorum of the key split "
