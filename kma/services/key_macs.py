@@ -35,7 +35,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.audit.record import Retention
 from kma.errors import Conflict, KmaError, KmaLocked, NotFound
-from kma.services import row_macs
+from kma.services import entry_signatures, row_macs
 from kma.store import Batch, Stmt
 
 FIELDS = ("key_group_id", "data_unit_id", "agent_id", "registered_by", "compromised_at", "destroyed_at")
@@ -45,7 +45,8 @@ COLUMNS += "k.destroyed_at, k.mac"
 CHUNK = 500  # rows sealed per batch at the first unlock
 WRITES_MACS = 90  # the migration (0090_key_macs.sql) from which a KMA's release seals the keys it writes
 # KMAs of the cluster whose release writes keys without a MAC (a rolling upgrade under way): until
-# none is left, a key without a MAC may be theirs, not forged.
+# none is left, a key without a MAC may be theirs, not forged. Only entries the cluster CA signed
+# count: a fake entry of an "older KMA" would otherwise hold the sealing off for ever.
 OLDER_KMAS = (
     "SELECT id FROM kmas WHERE removed_at IS NULL AND awaiting_join = 0 AND coalesce(schema_version, 0) < ?"
 )
@@ -150,7 +151,8 @@ def seal_existing(kma: Appliance) -> None:
     if kma.data_dir.keys_sealed.exists():
         return
     try:
-        if kma.store.query(OLDER_KMAS, (WRITES_MACS,)):
+        older = {str(r["id"]) for r in kma.store.query(OLDER_KMAS, (WRITES_MACS,))}
+        if older & entry_signatures.genuine_ids(kma):  # an entry written in without the CA holds nothing
             return
         key = kma.vault.row_mac_key()
         while rows := kma.store.query(

@@ -79,24 +79,32 @@ def test_keys_from_before_key_macs_are_sealed_at_the_first_unlock(
     fresh_kma: RunningKma, tmp_path: Path
 ) -> None:
     """An upgrade: keys without a MAC keep being served, are sealed once (audited), and from then on
-    a key without a MAC is tampered with."""
+    a key without a MAC is tampered with. An entry of an "older KMA" written into the store without
+    the cluster CA does not hold the sealing off (only a signed one would: a rolling upgrade)."""
     dal_dir, bos_dir = _two_drives(fresh_kma, tmp_path)
     with kmip(dal_dir, service_address(fresh_kma)) as dal:
         old_keys = [dal.create_and_activate(f"E7000{i}") for i in range(3)]
     fresh_kma.stop()
     (fresh_kma.data_dir / "keys-sealed").unlink()
     db = sqlite3.connect(fresh_kma.data_dir / "kma.db")
+    db.row_factory = sqlite3.Row
     with db:
         db.execute("UPDATE keys SET mac = NULL")
+        real = dict(db.execute("SELECT * FROM kmas").fetchone())
+        fake = {**real, "id": "kma-older", "name": "An older KMA", "schema_version": 80}
+        marks = ", ".join("?" * len(fake))
+        db.execute(f"INSERT INTO kmas ({', '.join(fake)}) VALUES ({marks})", tuple(fake.values()))
     db.close()
     fresh_kma.start()
 
     with kmip(dal_dir, service_address(fresh_kma)) as dal:
         assert all(len(dal.get(k)) == 32 for k in old_keys)
-    events = [e.operation for e in fresh_kma.client("auditor").iter_audit_events()]
+    trail = list(fresh_kma.client("auditor").iter_audit_events())
+    events = [e.operation for e in trail]
     assert events.count("security.keys_sealed") >= 1
-    assert "security.tamper" not in events
-    assert _audit_verify(fresh_kma)[0] == 0
+    assert {e.subject_id for e in trail if e.operation == "security.tamper"} == {"kma-older"}
+    code, said = _audit_verify(fresh_kma)
+    assert code == 1 and "kma-older" in said and "keys '" not in said  # the fake entry only
 
     db = sqlite3.connect(fresh_kma.data_dir / "kma.db", timeout=30)
     with db:  # a key written in now without a MAC: the store was sealed, so it is forged

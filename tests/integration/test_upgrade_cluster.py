@@ -151,6 +151,18 @@ def written_by(kma: RunningKma, kma_id: str) -> list[tuple[object, ...]]:
         ]
 
 
+def unsealed(kma: RunningKma) -> int:
+    """Keys without a MAC (written by release 0.1.0, or not sealed yet), as `kma`'s replica has it."""
+    with replica(kma) as db:
+        return int(db.execute("SELECT count(*) FROM keys WHERE mac IS NULL").fetchone()[0])
+
+
+def sealings(kma: RunningKma) -> int:
+    with replica(kma) as db:
+        sql = "SELECT count(*) FROM audit_events WHERE operation = 'security.keys_sealed'"
+        return int(db.execute(sql).fetchone()[0])
+
+
 def tables(kma: RunningKma) -> set[str]:
     with replica(kma) as db:
         return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -196,6 +208,8 @@ def test_a_cluster_of_release_0_1_0_upgrades_one_kma_at_a_time_while_drives_get_
             drives.keep_mounting()
             kma_id = DataDir(kma.data_dir).identity().kma_id
             assert recorded(kma)[kma_id] == (release(), latest_schema_version())
+            if n < len(kmas) - 1:  # keys of 0.1.0 have no MAC: none sealed while it writes keys too
+                assert sealings(kma) == 0 and unsealed(kma) > 0
             if n == 0:  # the raise is refused while KMAs of release 0.1.0 serve, naming them
                 with pytest.raises(ApiError) as refused:
                     kma.client("so").raise_cluster_version(2)
@@ -209,6 +223,11 @@ def test_a_cluster_of_release_0_1_0_upgrades_one_kma_at_a_time_while_drives_get_
     assert summary["failovers"] > 0  # each KMA was stopped in turn: the drives went to the others
     assert "contract_probe" not in tables(kmas[0])  # this tree's contract migration waits
     assert drives.written
+
+    # Once no KMA runs 0.1.0, the keys written without a MAC are sealed (then a key without one is
+    # forged); every key was served meanwhile, whichever release wrote it (no failures above).
+    wait_until(lambda: unsealed(kmas[0]) == 0, 60, what="the keys of 0.1.0 sealed after the last upgrade")
+    assert sealings(kmas[0]) >= 1
 
     # Every key issued meanwhile is on every KMA, the same bytes; chains verify; tables agree.
     seen = [keys_seen_by(kma, agent, drives.written) for kma in kmas]
