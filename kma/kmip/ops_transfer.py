@@ -2,14 +2,15 @@
 into another.
 
 Export is Get with the object's attributes beside it: the same rules (the agent sees the key,
-its material is live and not Sensitive, the formats and wrapping Get offers), audited as
-`kmip.export`. Import is Register with the Unique Identifier the client gives (one this KMA does
-not hold: an object is never replaced, it goes through its lifecycle), under Register's rules
-(a policy that allows import, tape or general keys). The attributes an Export carries that the
-KMA keeps itself are taken as a description to check, not as values to copy: the identifier and
-object type must be the request's, the State must follow from the dates given (Pre-Active,
-Active, Deactivated); dates of creation and change, Digest and the like are the KMA's own again.
-A compromised, revoked or destroyed object is not imported: it would come back to life.
+its material is live and not Sensitive, the formats and wrapping Get offers), and a key group
+whose policy allows export, audited as `kmip.export`. Import is Register with the Unique
+Identifier the client gives (one this KMA does not hold: an object is never replaced, it goes
+through its lifecycle), under Register's rules (a policy that allows import, tape or general
+keys). The attributes an Export carries that the KMA keeps itself are taken as a description to
+check, not as values to copy: the identifier and object type must be the request's, the State
+must follow from the dates given (Pre-Active, Active, Deactivated); dates of creation and change,
+Digest and the like are the KMA's own again. A compromised, revoked or destroyed object is not
+imported: it would come back to life.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ _ID = re.compile(ID_PATTERN)
 
 
 async def export(call: Call, payload: Item) -> bytes:
+    _may_export(call, call.uid(payload))
     sent = list(
         ttlv.decode(ttlv.struct_(Tag.RESPONSE_PAYLOAD, await ops_keys.get(call, payload, "kmip.export")))
     )
@@ -68,6 +70,20 @@ async def export(call: Call, payload: Item) -> bytes:
     return (
         kind.encode() + uid.encode() + ttlv.struct_of(v2.ATTRIBUTES, v2.tagged(list(listed))) + obj.encode()
     )
+
+
+def _may_export(call: Call, uid: str) -> None:
+    """Export is refused, with its reason, for a key whose group's policy does not allow export
+    (as Register is without allow_import): the policy's word holds on every way out, KMIP's too."""
+    group = call.key(uid)["key_group_id"]
+    policy = None if group is None else key_access.group_policy(call.kma, group)
+    if policy is None or not policy["allow_export"]:
+        name = policy["id"] if policy is not None else "?"
+        raise KmipError(
+            ResultReason.PERMISSION_DENIED,
+            f"key policy '{name}' of key group '{group}' does not allow export: Export is refused "
+            "(Get still serves the agent's own use of the key)",
+        )
 
 
 def _checked(payload: Item, uid: str) -> list[Item]:

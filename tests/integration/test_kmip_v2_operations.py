@@ -226,6 +226,27 @@ def test_export_sends_the_object_with_its_attributes_under_gets_rules(
     assert refused(client, Operation.EXPORT, uid_of("no-such-key")).reason == ResultReason.OBJECT_NOT_FOUND
 
 
+def test_export_is_refused_for_a_key_whose_policy_does_not_allow_export(
+    kma: RunningKma, client: KmipClient
+) -> None:
+    """The key policy's allow_export holds on KMIP's way out too (a transfer file already obeys
+    it): refused with the reason and audited; Get still serves the agent's own use."""
+    key, material = aes_128(client)
+    co = kma.client("co")
+    co.update_key_policy("tape-30d", allow_export=False)
+    try:
+        before = last_event(kma)
+        failure = refused(client, Operation.EXPORT, uid_of(key))
+        assert failure.reason == ResultReason.PERMISSION_DENIED
+        assert "key policy 'tape-30d' of key group 'backup-dallas' does not allow export" in failure.message
+        (event,) = events(kma, before, "kmip.export")
+        assert event["condition"] == "error" and "does not allow export" in event["message"]
+        assert client.get(key) == material
+    finally:
+        co.update_key_policy("tape-30d", allow_export=True)
+    assert export(client, key).find(Tag.SYMMETRIC_KEY) is not None
+
+
 def import_payload(uid: str, exported: Item, *extra: bytes, drop: tuple[int, ...] = ()) -> bytes:
     """An Import of what Export sent, under `uid` (the exported attributes but those dropped)."""
     held = exported.find(ATTRIBUTES)

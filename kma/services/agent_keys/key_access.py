@@ -239,8 +239,8 @@ def material_sent(kma: Appliance, key_id: str) -> bool:
 
 def group_policy(kma: Appliance, group_id: str) -> Row | None:
     return kma.store.query_one(
-        "SELECT p.id, p.encryption_period, p.cryptoperiod, p.agents_may_revoke, p.allow_import "
-        "FROM key_groups g JOIN key_policies p ON p.id = g.policy_id WHERE g.id = ?",
+        "SELECT p.id, p.encryption_period, p.cryptoperiod, p.agents_may_revoke, p.allow_import, "
+        "p.allow_export FROM key_groups g JOIN key_policies p ON p.id = g.policy_id WHERE g.id = ?",
         (group_id,),
     )
 
