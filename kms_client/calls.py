@@ -60,6 +60,7 @@ from .wire import (
     SignedReport,
     Site,
     Status,
+    TapeMovedBetweenPools,
     TapeToRelabel,
     Topology,
     TransferExport,
@@ -1230,6 +1231,10 @@ class Calls:
         """`GET /api/v1/reports/users`."""
         return self._connection.call("GET", "/reports/users", reader(SignedReport))
 
+    def get_media_report(self) -> SignedReport:
+        """`GET /api/v1/reports/media`."""
+        return self._connection.call("GET", "/reports/media", reader(SignedReport))
+
     def list_media_pools(
         self,
         *,
@@ -1339,5 +1344,22 @@ class Calls:
         return self._connection.list(
             "/media/relabel",
             TapeToRelabel,
+            query({"limit": limit, "cursor": cursor, "q": q, "sort": sort, "order": order}),
+        )
+
+    def list_tapes_moved_between_pools(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+    ) -> Page[TapeMovedBetweenPools]:
+        """Tapes holding a live key of another key group than their media pool's: written under another
+        pool, or the pools were redrawn since."""
+        return self._connection.list(
+            "/media/moved",
+            TapeMovedBetweenPools,
             query({"limit": limit, "cursor": cursor, "q": q, "sort": sort, "order": order}),
         )

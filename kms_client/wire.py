@@ -766,6 +766,18 @@ class Status:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TapeMovedBetweenPools:
+    """A tape holding a live key of another key group than its media pool's (docs/media.md)."""
+
+    id: str
+    pool_id: str
+    pool_key_group_id: str | None
+    key_groups: tuple[str, ...]
+    writer_generation: str | None = None
+    updated_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
 class TapeToRelabel:
     id: str
     description: str

@@ -9,6 +9,7 @@ column widths, order and visibility per list in ``QSettings``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Generic
 
 from PySide6.QtCore import QPoint, QSettings, Qt, QTimer, Signal
@@ -32,7 +33,7 @@ from app.changes import ChangeFollower
 from app.context import AppContext
 from ui.details import DetailsDialog
 from ui.format import counted
-from ui.list_spec import ActionSpec, ListSpec
+from ui.list_spec import ActionSpec, FilterSpec, ListSpec
 from ui.paged_model import PagedTableModel, Row
 from ui.widgets import page_header
 
@@ -113,14 +114,7 @@ class ListPage(QWidget, Generic[Row]):
         self.filter_edit.setVisible(self.spec.searchable)
         bar.addWidget(self.filter_edit, 2)
         for f in self.spec.filters:
-            combo = QComboBox()
-            combo.setAccessibleName(f.label)
-            combo.setToolTip(f.label)
-            for label, value in f.choices:
-                combo.addItem(label, value)
-            combo.currentIndexChanged.connect(self._apply_filter)
-            self._filter_boxes[f.param] = combo
-            bar.addWidget(combo, 1)
+            bar.addWidget(self._filter_box(f), 1)
         bar.addStretch(1)
         for spec in self.spec.actions:
             if not self._allowed(spec):
@@ -294,6 +288,30 @@ class ListPage(QWidget, Generic[Row]):
         self._sort_note = ""
         self._loaded_once = True
         self.model.sort(section, order)
+
+    def _filter_box(self, f: FilterSpec) -> QComboBox:
+        combo = QComboBox()
+        combo.setAccessibleName(f.label)
+        combo.setToolTip(f.label)
+        for label, value in f.choices:
+            combo.addItem(label, value)
+        combo.currentIndexChanged.connect(self._apply_filter)
+        self._filter_boxes[f.param] = combo
+        if f.load_choices is not None:
+            self._load_filter_choices(combo, f.load_choices)
+        return combo
+
+    def _load_filter_choices(self, combo: QComboBox, load: Callable[[Any], list[tuple[str, Any]]]) -> None:
+        """A filter's choices that only the KMA knows (its media pools), added once read; the
+        filter works with its fixed choices meanwhile, and keeps them if the read fails."""
+
+        def add(items: list[tuple[str, Any]]) -> None:
+            for label, value in items:
+                combo.addItem(label, value)
+
+        self.ctx.ops.read(
+            lambda worker: load(worker.client), parent=self, quiet=True, success=add, failure=lambda _e: True
+        )
 
     def _sort_offered(self, field_name: str | None, filters: dict[str, Any]) -> bool:
         """The KMA sorts by `field_name` with these filters (and the page's fixed ones)."""

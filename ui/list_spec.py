@@ -24,6 +24,8 @@ class FilterSpec:
     param: str
     label: str
     choices: list[tuple[str, Any]]
+    # more choices read from the KMA when the page opens (worker thread), after the fixed ones
+    load_choices: Callable[[Any], list[tuple[str, Any]]] | None = None
 
 
 @dataclass(frozen=True)

@@ -93,3 +93,14 @@ class TapeToRelabel(Response):
     pool_id: str | None
     writer_generation: str | None = None
     updated_at: Time
+
+
+class TapeMovedBetweenPools(Response):
+    """A tape holding a live key of another key group than its media pool's (docs/media.md)."""
+
+    id: str
+    pool_id: str
+    pool_key_group_id: str | None  # None: a never-encrypted pool
+    key_groups: list[str]  # the groups of its live keys
+    writer_generation: str | None = None
+    updated_at: Time

@@ -1,4 +1,5 @@
-"""What the media rules let a site see ahead: a pool's migration view and the relabel list."""
+"""What the media rules let a site see ahead: a pool's migration view, the relabel list, and the
+tapes that moved between pools."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from kma.domain.lifecycle import DataUnitState
 from kma.domain.media import VolserPattern
 from kma.services.data_units import list_data_units
 from kma.services.media_pools import get_media_pool
-from kma.services.paging import Page, PageRequest
+from kma.services.paging import ListQuery, Page, PageRequest, list_page
 
 
 def _writers(kma: Appliance, pattern: VolserPattern) -> Counter[str | None]:
@@ -79,3 +80,36 @@ def relabel_list(kma: Appliance, req: PageRequest) -> Page:
     shredded = replace(req, filters={**req.filters, "state": str(DataUnitState.SHREDDED)})
     page = list_data_units(kma, shredded)
     return page
+
+
+def _moved_select(kma: Appliance) -> tuple[str, dict[str, Any]]:
+    """One SELECT per pool, joined: the pool's tapes holding a live key of another key group than
+    the pool's (a never-encrypted pool: any live key). Such a tape was written under another pool,
+    or the pools were redrawn since: its next write key comes from the pool's group (or is
+    refused), and a drive of its old group that reads it may be refused."""
+    parts, params = [], {}
+    for n, row in enumerate(kma.store.query("SELECT id, pattern, key_group_id FROM media_pools ORDER BY id")):
+        where, bound = VolserPattern.parse(row["pattern"]).sql()
+        for name, value in bound.items():
+            where = where.replace(f":{name}", f":p{n}_{name}")
+            params[f"p{n}_{name}"] = value
+        params[f"p{n}_id"], params[f"p{n}_group"] = row["id"], row["key_group_id"]
+        live = "k.data_unit_id = d.id AND k.destroyed_at IS NULL"
+        parts.append(
+            f"SELECT d.id AS id, :p{n}_id AS pool_id, :p{n}_group AS pool_key_group_id, "
+            f"(SELECT group_concat(g, ' ') FROM (SELECT DISTINCT k.key_group_id AS g FROM keys k "
+            f"WHERE {live} ORDER BY g)) AS key_groups, d.writer_generation AS writer_generation, "
+            f"d.updated_at AS updated_at FROM data_units d WHERE {where} AND EXISTS "
+            f"(SELECT 1 FROM keys k WHERE {live} AND k.key_group_id IS NOT :p{n}_group)"
+        )
+    if not parts:
+        return "SELECT NULL AS id, NULL AS pool_id WHERE 0", {}
+    return " UNION ALL ".join(parts), params
+
+
+def moved_list(kma: Appliance, req: PageRequest) -> Page:
+    """Tapes whose live keys are of another key group than their media pool's (docs/media.md)."""
+    select, params = _moved_select(kma)
+    query = ListQuery(select=select, sort_fields={"id": ("id", "pool_id")}, default_sort="id", search=("id",))
+    page = list_page(kma.store, query, req, params)
+    return page.with_items([{**dict(r), "key_groups": (r["key_groups"] or "").split()} for r in page.items])

@@ -6,6 +6,8 @@ cluster's setting. Simulated drives are enrolled agents speaking KMIP over mutua
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -228,3 +230,46 @@ def test_a_drive_says_what_it_is_when_it_enrols(kma: RunningKma, tmp_path: Path)
     assert run_kma(*base, *files, *told, check=False).returncode == 0
     agent = op.get_agent("lto9-dal")
     assert (agent.drive_generation, agent.drive_model, agent.library) == ("LTO-9", "IBM TS2290", "SL8500")
+
+
+def test_tapes_that_moved_between_pools_are_listed_and_reported_signed(
+    kma: RunningKma, drives: dict[str, KmipClient], tmp_path: Path
+) -> None:
+    """A tape written while no pool held its volser, then a pool drawn over it bound to another key
+    group; a plain pool drawn over a tape that has a key: both are listed as moved, and the signed
+    media report carries them beside the tapes to relabel."""
+    so = kma.client("so")
+    drives["LTO-8"].write_key("M10001")  # backup-dallas, the drive's group: no pool holds M*
+    drives["LTO-8"].write_key("P10001")
+    drives["LTO-8"].write_key("M20001")
+    so.create_media_pool("boston-m", "M10000-M19999", key_group_id="backup-boston")
+    so.create_media_pool("plain-p", "P*", never_encrypted=True)
+    so.create_media_pool("dallas-m", "M20000-M29999", key_group_id="backup-dallas")
+    try:
+        op = kma.client("op")
+        moved = {t.id: t for t in op.iter_all(op.list_tapes_moved_between_pools)}
+        # (the demo's tapes written under other groups than the Dallas pool's are there too)
+        assert {"M10001", "P10001"} <= set(moved) and "M20001" not in moved  # its pool keeps its group
+        m = moved["M10001"]
+        assert (m.pool_id, m.pool_key_group_id, m.writer_generation) == ("boston-m", "backup-boston", "LTO-8")
+        assert list(m.key_groups) == ["backup-dallas"]
+        assert (moved["P10001"].pool_id, moved["P10001"].pool_key_group_id) == ("plain-p", None)
+        assert [t.id for t in op.list_tapes_moved_between_pools(q="M1").items] == ["M10001"]
+
+        report = op.get_media_report()
+        rows = list(csv.DictReader(io.StringIO(report.csv)))
+        lists = {(r["list"], r["volser"]) for r in rows}
+        assert {("moved_between_pools", "M10001"), ("moved_between_pools", "P10001")} <= lists
+        assert ("relabel", "E00002") in lists  # the demo's shredded tape, never written again
+        assert report.filename.startswith("media-report-")
+        path, sig, ca = tmp_path / report.filename, tmp_path / f"{report.filename}.sig", tmp_path / "ca.pem"
+        path.write_text(report.csv)
+        sig.write_text(report.signature)
+        ca.write_text(kma.ca_pem)
+        checked = run_kma("audit", "verify", "--export", str(path), "--signature", str(sig), "--ca", str(ca))
+        assert "Export verified (media.csv)" in checked.stdout
+        assert events(kma, 0, "report.media")
+    finally:
+        for pool in ("boston-m", "plain-p", "dallas-m"):
+            so.delete_media_pool(pool)
+    assert not {"M10001", "P10001"} & {t.id for t in op.iter_all(op.list_tapes_moved_between_pools)}

@@ -177,6 +177,8 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "GET /media/settings": frozenset({SO, OP, CO, AU}),
     "GET /media/refusals": frozenset({SO, OP, CO, AU}),
     "GET /media/relabel": frozenset({SO, OP, CO, AU}),
+    "GET /media/moved": frozenset({SO, OP, CO, AU}),
+    "GET /reports/media": frozenset({SO, OP, CO, AU}),  # the signed report of tapes to relabel and moved
     "POST /media-pools": frozenset({SO}),
     "PATCH /media-pools/{id}": frozenset({SO}),
     "DELETE /media-pools/{id}": frozenset({SO}),
@@ -605,6 +607,8 @@ CALLS: dict[str, Prep] = {
     "GET /media/settings": none,
     "GET /media/refusals": none,
     "GET /media/relabel": none,
+    "GET /media/moved": none,
+    "GET /reports/media": none,
     "POST /media-pools": lambda w, u: ({}, {"id": f"mx-pool-{w.n()}", "pattern": f"MY{w.n()}*"}),
     "PATCH /media-pools/{id}": lambda w, u: ({"id": "mx-pool"}, {"description": f"changed {w.n()}"}),
     "DELETE /media-pools/{id}": lambda w, u: ({"id": w.fresh_pool()}, None),

@@ -143,6 +143,12 @@ SPEC = ListSpec(
     filters=[
         FilterSpec("state", "State", [("Any state", None)] + [(words(s), s) for s in STATES]),
         generation_filter("writer_generation", "Written by"),
+        FilterSpec(
+            "pool_id",
+            "Media pool",
+            [("Any media pool", None)],
+            load_choices=lambda client: [(p.id, p.id) for p in client.iter_all(client.list_media_pools)],
+        ),
     ],
     actions=[
         ActionSpec("New data unit…", _new_unit, "data.write", needs="none", toolbar=True, shortcut="Ctrl+N"),

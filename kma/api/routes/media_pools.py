@@ -66,3 +66,10 @@ def get_media_refusals(kma: Kma, actor: MediaRead) -> dict[str, int]:
 def list_tapes_to_relabel(kma: Kma, actor: MediaRead, paging: Paging) -> Page:
     """Tapes whose keys were all destroyed: to be written from BOT before they are reused."""
     return media_views.relabel_list(kma, paging)
+
+
+@router.get("/media/moved", response_model=PageOf[schemas.TapeMovedBetweenPools])
+def list_tapes_moved_between_pools(kma: Kma, actor: MediaRead, paging: Paging) -> Page:
+    """Tapes holding a live key of another key group than their media pool's: written under another
+    pool, or the pools were redrawn since."""
+    return media_views.moved_list(kma, paging)
