@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-import ui.pages.users as users_page
+import ui.signed_report as signed_report
 from kma.audit.exports import verify_export
 from tests.gui.helpers import (
     WAIT_MS,
@@ -114,7 +114,7 @@ def test_an_auditor_saves_the_signed_report_of_users(
     qtbot: Any, controller: Any, fresh_kma: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     saved = tmp_path / "users.csv"
-    monkeypatch.setattr(users_page, "ask_save_path", lambda *_a: saved)  # the file dialog's answer
+    monkeypatch.setattr(signed_report, "ask_save_path", lambda *_a: saved)  # the file dialog's answer
     window = sign_in(qtbot, controller, fresh_kma, "auditor")
     page = open_page(qtbot, window, "users")
     action(page, "Signed report…").trigger()

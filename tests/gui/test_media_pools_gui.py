@@ -26,7 +26,7 @@ def _new_pool(qtbot: Any, page: Any, values: dict[str, Any]) -> None:
 
 
 def test_security_officer_defines_pools_and_sees_what_the_kma_refused(
-    qtbot: Any, controller: Any, fresh_kma: Any, tmp_path: Any
+    qtbot: Any, controller: Any, fresh_kma: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     window = sign_in(qtbot, controller, fresh_kma, "so")
     page = open_page(qtbot, window, "media_pools")
@@ -45,6 +45,17 @@ def test_security_officer_defines_pools_and_sees_what_the_kma_refused(
         return {model.index(r, 0).data(): model.index(r, 1).data() for r in range(model.rowCount())}
 
     qtbot.waitUntil(lambda: relabel() == {"E00001": "dallas", "E00002": "dallas"}, timeout=WAIT_MS)
+
+    # The demo's Dallas tapes whose keys are in other groups than the new pool's have moved pools;
+    # the signed report of both lists is saved with its signature beside it
+    qtbot.waitUntil(lambda: page.moved.model.rowCount() > 0, timeout=WAIT_MS)
+    assert {page.moved.model.index(r, 1).data() for r in range(page.moved.model.rowCount())} == {"dallas"}
+    saved = tmp_path / "media.csv"
+    monkeypatch.setattr("ui.signed_report.ask_save_path", lambda *_a: saved)
+    action(page.moved, "Signed report…").trigger()
+    qtbot.waitUntil(lambda: saved.with_name("media.csv.sig").exists(), timeout=WAIT_MS)
+    report = saved.read_text()
+    assert "relabel,E00001,dallas" in report and "moved_between_pools" in report
 
     # The migration view of the Dallas pool opens with its generations
     page.pools.view.selectRow(page.pools.model.row_of("dallas"))
@@ -82,3 +93,25 @@ def test_the_cluster_page_gives_the_papers_advice_for_a_one_kma_site(
     page = open_page(qtbot, window, "cluster")
     qtbot.waitUntil(lambda: "at least two KMAs per site" in page.banner.text(), timeout=WAIT_MS)
     assert "Site Dallas has one KMA" in page.banner.text()
+
+
+def test_an_operator_filters_data_units_by_the_pools_the_kma_has(
+    qtbot: Any, controller: Any, fresh_kma: Any
+) -> None:
+    so = fresh_kma.client("so")
+    so.create_media_pool("plain", "N*", never_encrypted=True)
+    so.create_media_pool("dallas", "E00000-E49999", key_group_id="backup-dallas")
+    window = sign_in(qtbot, controller, fresh_kma, "op")
+    units = open_page(qtbot, window, "data_units")
+    pools = units._filter_boxes["pool_id"]
+    qtbot.waitUntil(lambda: pools.findData("dallas") >= 0 and pools.findData("plain") >= 0, timeout=WAIT_MS)
+    column = [c.key for c in units.spec.columns].index("pool_id")
+
+    def shown() -> set[str]:
+        return {units.model.index(r, column).data() for r in range(units.model.rowCount())}
+
+    pools.setCurrentIndex(pools.findData("dallas"))
+    qtbot.waitUntil(lambda: units.model.rowCount() > 0 and shown() == {"dallas"}, timeout=WAIT_MS)
+    pools.setCurrentIndex(pools.findData("plain"))  # the demo has no N tape
+    qtbot.waitUntil(lambda: units.model.rowCount() == 0, timeout=WAIT_MS)
+    wait_idle(qtbot, window.ctx.ops)

@@ -1,5 +1,6 @@
 """Media pools: which tapes are encrypted and in which key group, the migration view of a pool's
-drive generations, the tapes to relabel, and this KMA's refused write keys (docs/media.md)."""
+drive generations, the tapes to relabel, those moved between pools (with a signed report of
+both), and this KMA's refused write keys (docs/media.md)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from ui.form_field import Field
 from ui.list_page import ListPage
 from ui.list_spec import ActionSpec, FilterSpec, ListSpec
 from ui.paged_model import Column
+from ui.signed_report import save_signed_report
 from ui.widgets import page_header
 
 NO_GROUP = ""  # the drive's default key group
@@ -305,8 +307,37 @@ RELABEL = ListSpec(
 )
 
 
+def _group_or_plain(group: str | None) -> str:
+    return group or "never encrypted"
+
+
+def _media_report(page: ListPage[Any], _obj: Any) -> None:
+    """The tapes to relabel and those moved between pools, as a signed CSV for the library's people."""
+    save_signed_report(page, lambda client: client.get_media_report())
+
+
+MOVED = ListSpec(
+    key="media_moved",
+    title="Tapes moved between pools",
+    noun="tape",
+    columns=[
+        Column("id", "Volser", 140),
+        Column("pool_id", "Pool now", 140),
+        Column("pool_key_group_id", "Pool's key group", 170, sortable=False, format=_group_or_plain),
+        Column("key_groups", "Its keys' groups", 200, sortable=False, format=", ".join),
+        Column("writer_generation", "Written by", 100, sortable=False, format=lambda g: g or ""),
+    ],
+    fetch=lambda client: client.list_tapes_moved_between_pools,
+    sort_fields=frozenset({"id"}),
+    actions=[ActionSpec("Signed report…", _media_report, needs="none", toolbar=True)],
+    shows={"media_pools", "keys", "data_units"},
+    default_sort=("id", Qt.SortOrder.AscendingOrder),
+)
+
+
 class MediaPoolsPage(QWidget):
-    """Pools above, the tapes to relabel below, and this KMA's refused write keys by reason."""
+    """Pools above; the tapes to relabel and those moved between pools below (a signed report of
+    both); and this KMA's refused write keys by reason."""
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__()
@@ -325,7 +356,12 @@ class MediaPoolsPage(QWidget):
         split = QSplitter(Qt.Orientation.Vertical)
         self.pools = ListPage(ctx, POOLS, embedded=True)
         self.relabel = ListPage(ctx, RELABEL, embedded=True)
-        for title, widget in (("Pools", self.pools), ("Tapes to relabel before reuse", self.relabel)):
+        self.moved = ListPage(ctx, MOVED, embedded=True)
+        for title, widget in (
+            ("Pools", self.pools),
+            ("Tapes to relabel before reuse", self.relabel),
+            ("Tapes whose keys are of another key group than their pool's", self.moved),
+        ):
             box = QWidget()
             inner = QVBoxLayout(box)
             inner.setContentsMargins(0, 0, 0, 0)
@@ -338,6 +374,7 @@ class MediaPoolsPage(QWidget):
     def refresh(self) -> None:
         self.pools.refresh()
         self.relabel.refresh()
+        self.moved.refresh()
         self.ctx.ops.read(lambda c: c.client.get_media_refusals(), parent=self, success=self._show_refusals)
 
     def _show_refusals(self, counts: Any) -> None:
@@ -346,6 +383,7 @@ class MediaPoolsPage(QWidget):
     def save_state(self) -> None:
         self.pools.save_state()
         self.relabel.save_state()
+        self.moved.save_state()
 
 
 register(

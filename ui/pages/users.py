@@ -12,7 +12,6 @@ import html
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox
 
 import kms_client
 from app.context import AppContext
@@ -20,7 +19,6 @@ from app.pages import PageSpec, register
 from app.writes.second_factor import turn_off_second_factor
 from app.writes.users import create_user, set_user_passphrase, update_user
 from kms_client import User
-from ui.files import ask_save_path, tell_saved
 from ui.form_field import Field
 from ui.format import when, words
 from ui.list_page import ListPage
@@ -28,6 +26,7 @@ from ui.list_spec import ActionSpec, FilterSpec, ListSpec
 from ui.paged_model import Column
 from ui.pages.common import enabled_tone
 from ui.quorum.widgets import QuorumFormDialog
+from ui.signed_report import save_signed_report
 
 ROLE_CHOICES = [("All roles", None)] + [(words(r), r) for r in kms_client.ROLES]
 
@@ -150,32 +149,7 @@ def _turn_off_second_factor(page: ListPage[User], user: Any) -> QuorumFormDialog
 
 def _signed_report(page: ListPage[User], _obj: Any) -> None:
     """Users and their roles (directory mapping included) as a CSV and its signature, beside it."""
-
-    def save(report: Any) -> None:
-        path = ask_save_path(page, "reports", "Save the signed report", report.filename, "CSV files (*.csv)")
-        if path is None:
-            return
-        signature = path.with_name(path.name + ".sig")
-        try:
-            path.write_text(report.csv, encoding="utf-8", newline="")
-            signature.write_text(report.signature, encoding="utf-8")
-        except OSError as exc:
-            text = f"The report could not be saved to {path}: {exc.strerror or exc}. Choose another folder."
-            QMessageBox(
-                QMessageBox.Icon.Warning, "Report not saved", text, QMessageBox.StandardButton.Ok, page
-            ).open()
-            return
-        tell_saved(
-            page,
-            "Signed report saved",
-            path,
-            f"Its signature is {signature.name}, beside it. Anyone checks both offline with "
-            f"kma audit verify --export {path.name} --ca <the cluster's CA certificate>.",
-        )
-
-    page.ctx.ops.read(
-        lambda w: w.client.get_users_report(), parent=page, label="Making the report…", success=save
-    )
+    save_signed_report(page, lambda client: client.get_users_report())
 
 
 def _local(user: Any) -> bool:
