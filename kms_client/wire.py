@@ -806,6 +806,8 @@ class TopologySite(behaviour.TopologySiteKmas["KmaNode"]):
     kmas: tuple[KmaNode, ...]
     agents: SiteAgents
     drives_by_kma: Mapping[str, int] = field(default_factory=dict)
+    libraries: tuple[str, ...] = field(default_factory=tuple)
+    pools_only_here: tuple[str, ...] = field(default_factory=tuple)
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 

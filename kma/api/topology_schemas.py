@@ -51,6 +51,10 @@ class TopologySite(Response):
     # the white paper's redundancy advice (kma/cluster/redundancy.py): which KMA served each of the
     # site's drives last, among those seen in the last day, and what falls short of it
     drives_by_kma: dict[str, int] = {}
+    # what losing the site leaves behind: its tape libraries (as its drives name them), and the
+    # media pools no drive at another site may read
+    libraries: list[str] = []
+    pools_only_here: list[str] = []
     warnings: list[str] = []
 
 

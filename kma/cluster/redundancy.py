@@ -1,5 +1,7 @@
 """Whether each site's drives are served as the white paper advises (docs/media.md, chapter 5):
-at least two KMAs per site, so that one can fail or be serviced, and the drives spread over them.
+at least two KMAs per site, so that one can fail or be serviced, and the drives spread over them;
+and what losing a site would leave behind: its tape libraries, and the media pools whose tapes no
+drive at another site may read (their key group's drives are all at this site).
 
 Which KMA served a drive is the KMA of the drive's newest audit event (every KMIP request is
 one): one seek per drive, as the topology's last contact reads it, never a scan of a day's events.
@@ -48,19 +50,59 @@ def _warnings(name: str, serving: Sequence[str], agents: int, drives: dict[str, 
     return out
 
 
+def _libraries(kma: Appliance) -> dict[str, list[str]]:
+    """Per site: the tape libraries its enabled drives are in (as the agents name them)."""
+    rows = kma.store.query(
+        "SELECT DISTINCT site_id, library FROM agents WHERE enabled = 1 AND library <> '' ORDER BY library"
+    )
+    out: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        out[r["site_id"]].append(str(r["library"]))
+    return out
+
+
+def _pools_only_at(kma: Appliance) -> dict[str, list[str]]:
+    """Per site: the media pools bound to a key group whose enabled drives are all at that site, so
+    that no drive anywhere else may read (or write) the pools' tapes once the site is lost."""
+    rows = kma.store.query(
+        "SELECT p.id AS pool, min(a.site_id) AS site, count(DISTINCT a.site_id) AS sites FROM media_pools p "
+        "JOIN key_group_agents m ON m.key_group_id = p.key_group_id "
+        "JOIN agents a ON a.id = m.agent_id AND a.enabled = 1 GROUP BY p.id ORDER BY p.id"
+    )
+    out: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        if r["sites"] == 1:
+            out[r["site"]].append(str(r["pool"]))
+    return out
+
+
+def _if_lost(name: str, pools: Sequence[str]) -> list[str]:
+    if not pools:
+        return []
+    those = f"media pool {pools[0]}" if len(pools) == 1 else f"media pools {', '.join(pools)}"
+    return [
+        f"Losing site {name} leaves {those} with no drive at another site that may read its tapes: "
+        "give a drive at another site (a disaster recovery site) the pool's key group."
+    ]
+
+
 def site_redundancy(
     kma: Appliance, sites: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
-    """Per site ID: `drives_by_kma` (KMA ID -> drives it served last, in the last day) and the
-    redundancy `warnings`."""
-    served = _drives_by_kma(kma)
+    """Per site ID: `drives_by_kma` (KMA ID -> drives it served last, in the last day), its
+    `libraries`, the media pools only its drives may read (`pools_only_here`) and the redundancy
+    `warnings`, what losing the site would leave behind among them."""
+    served, libraries, only_here = _drives_by_kma(kma), _libraries(kma), _pools_only_at(kma)
     out = {}
     for site in sites:
         serving = [n["id"] for n in nodes if n["site_id"] == site["id"] and not n.get("witness")]
         drives = served.get(site["id"], {})
         agents = site["agents"]["total"] - site["agents"]["disabled"]
+        pools = only_here.get(site["id"], [])
         out[site["id"]] = {
             "drives_by_kma": drives,
-            "warnings": _warnings(site["name"], serving, agents, drives),
+            "libraries": libraries.get(site["id"], []),
+            "pools_only_here": pools,
+            "warnings": _warnings(site["name"], serving, agents, drives) + _if_lost(site["name"], pools),
         }
     return out

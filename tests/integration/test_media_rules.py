@@ -207,6 +207,19 @@ def test_a_site_with_one_kma_is_warned_and_its_drives_are_counted_per_kma(
     assert any("has no KMA of its own" in w for w in boston.warnings)
     me = kma.client("so").get_status().kma_id
     assert dallas.drives_by_kma[me] >= 2  # the two simulated drives, served by this one KMA
+    # What losing Dallas leaves behind: its library, and the Dallas pool, whose key group's drives
+    # are all there; a drive of that group in Boston (a disaster recovery site) answers it
+    assert "SL3000" in dallas.libraries and "dallas" in dallas.pools_only_here
+    lost = "Losing site Dallas leaves media pool"
+    assert any(w.startswith(lost) and " dallas" in w for w in dallas.warnings)
+    op = kma.client("op")
+    op.create_agent("lto8-bos-dr", "boston", "backup-dallas", library="SL8500")
+    try:
+        sites = {s.id: s for s in kma.client("auditor").get_topology().sites}
+        assert "dallas" not in sites["dallas"].pools_only_here
+        assert "SL8500" in sites["boston"].libraries
+    finally:
+        op.update_agent("lto8-bos-dr", enabled=False)
 
 
 def test_a_drive_says_what_it_is_when_it_enrols(kma: RunningKma, tmp_path: Path) -> None:
