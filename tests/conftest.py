@@ -59,13 +59,14 @@ def shared_fixture_group(item: pytest.Item) -> str | None:
     return item.nodeid.split("::", 1)[0] if module_wide else None
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """Every test inherits its group from the fixtures it uses (no test needs a mark for it); an
     explicit `@pytest.mark.xdist_group(name)` (a test that must run alone with others of its
-    kind) wins."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            group = shared_fixture_group(item)
-            if group is not None:
-                item.add_marker(pytest.mark.xdist_group(group))
+    kind) wins. Marked as each test is collected: xdist's worker reads the groups in its own
+    `pytest_collection_modifyitems`, which runs before this file's would (a `tryfirst` there did not
+    help: the marks came too late, every group was split over the workers, and a module's tests
+    each made its module fixture again on another worker)."""
+    if item.get_closest_marker("xdist_group") is None:
+        group = shared_fixture_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
