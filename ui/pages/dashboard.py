@@ -149,7 +149,7 @@ class DashboardPage(QWidget):
         refresh = QPushButton("Refresh")
         refresh.setAccessibleName("Refresh dashboard")
         refresh.clicked.connect(self.refresh)
-        top.addWidget(refresh, 0, Qt.AlignTop)
+        top.addWidget(refresh, 0, Qt.AlignmentFlag.AlignTop)
         return top
 
     def _cards(self) -> QGridLayout:
@@ -181,7 +181,7 @@ class DashboardPage(QWidget):
         layout.addWidget(self.cluster_health)
         self.media = QLabel()  # write keys refused by the media rules (docs/media.md)
         self.media.setObjectName("dashboardMediaRefusals")
-        self.media.setTextFormat(Qt.RichText)
+        self.media.setTextFormat(Qt.TextFormat.RichText)
         self.media.linkActivated.connect(lambda _: self.window().show_page("media_pools"))
         self.media.hide()
         layout.addWidget(self.media)
