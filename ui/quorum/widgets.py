@@ -267,7 +267,7 @@ class QuorumFormDialog(FormDialog):
         title: str,
         fields: list[Field],
         submit: Callable[[dict[str, Any]], Change],
-        on_done: Callable[[Any], None] | None = None,
+        on_done: Callable[[Any], object] | None = None,
         *,
         rows: int = 0,
         what: str = "the change runs",
