@@ -4,7 +4,7 @@ under the fields it is about, with the KMA's reason."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QLineEdit, QWidget, QWizard, QWizardPage
@@ -13,6 +13,9 @@ import kms_client
 from app.errors import describe
 from app.setup import SetupAnswers
 from ui.widgets import ErrorLabel
+
+if TYPE_CHECKING:
+    from ui.setup_wizard.wizard import SetupWizard
 
 
 def reason(exc: BaseException) -> str:
@@ -41,6 +44,10 @@ class SetupPage(QWizardPage):
         self._passed = False
         self.busy = False
         self._typing: QWidget | None = None  # where the installer was when Next asked the KMA
+
+    def setup_wizard(self) -> SetupWizard:
+        """The wizard this page is in: every set-up page is added to a SetupWizard."""
+        return cast("SetupWizard", self.wizard())
 
     def check(self) -> Any:  # '' | a problem | STAY | a worker function
         return ""
