@@ -13,22 +13,24 @@ service, for two-site layouts) is added the same way, with its Raft address only
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, cast
 
+from PySide6.QtWidgets import QWidget
+
+from app.context import AppContext
 from app.writes import kma_membership as writes
 from ui.form_field import Field
-from ui.list_page import ListPage
 from ui.list_spec import ActionSpec
 from ui.quorum.widgets import QuorumFormDialog
 from ui.secret_dialog import OneTimeSecretDialog
 
-if TYPE_CHECKING:
-    from typing import TypeAlias
 
-    from ui.pages.cluster import ClusterPage
+class Page(Protocol):
+    """The page a form opens over, its parent, whose `ctx` it uses: the KMAs list (a ListPage) or
+    the Cluster page (ui/pages/cluster.py, which imports this module), both QWidgets."""
 
-    # The page a form opens over, whose `ctx` it uses: the KMAs list or the Cluster page.
-    Page: TypeAlias = ListPage[Any] | ClusterPage
+    @property
+    def ctx(self) -> AppContext: ...
 
 
 def _site_choices(client: Any) -> list[tuple[str, Any]]:
@@ -46,14 +48,13 @@ def show_kma_passphrase(page: Page, done: Any) -> OneTimeSecretDialog:
         f"<p>{html.escape(op.summary)}.</p><p>On the new machine, put this passphrase in the answers "
         f'file of <tt>kma init</tt> (<tt>mode = "join"</tt>). {state}</p>{warning}',
         done.kma_passphrase,
-        page,
+        cast(QWidget, page),
         what="KMA passphrase",
         warning="<b>This is shown only once.</b> The KMA keeps only its hash. If it is lost, ask for "
         "a new KMA passphrase (the old one stops working).",
     )
     dialog.open()
-    # Kept on the page as agents.py does; neither page class declares it, so mypy cannot know it.
-    page.last_secret_dialog = dialog  # type: ignore[union-attr]
+    page.last_secret_dialog = dialog  # type: ignore[attr-defined]
     return dialog
 
 
