@@ -153,7 +153,7 @@ def render_planning(out, grab) -> list[Path]:
     window.resize(1280, 860)
     area = window.area
     area.data.setText("50TB")
-    area.window.setText("10h")
+    area.window_edit.setText("10h")
     area.path_inputs.set_request(
         PathRequest(drive="LTO8", network="gige", disk="array", disk_mb_s="500", measured_mb_s="30")
     )

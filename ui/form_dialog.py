@@ -14,7 +14,7 @@ or above the buttons, and goes away as soon as the user changes something.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -113,6 +113,11 @@ class FormDialog(QDialog):
         layout.addWidget(self.buttons)
         self._validate()
         self._load_choices()
+
+    def main_layout(self) -> QVBoxLayout:
+        """The dialog's column (intro, fields, message room, buttons), made in ``__init__``, where
+        a subclass inserts its own group."""
+        return cast(QVBoxLayout, self.layout())
 
     def _message_room(self) -> QWidget:
         """Above the buttons, two lines kept for the KMA's refusal (red) or, until the user has
@@ -242,19 +247,20 @@ class FormDialog(QDialog):
 
     def _load_choices(self) -> None:
         for spec in self.fields:
-            if spec.load_choices is None:
-                continue
-            loader = spec.load_choices
-            combo = self.editors[spec.key]
-            assert isinstance(combo, QComboBox)
-            combo.setEnabled(False)
-            combo.addItem("Loading…", None)
-            self.ctx.ops.read(
-                lambda worker, fn=loader: fn(worker.client),
-                parent=self,
-                success=lambda items, cb=combo, s=spec: self._fill(cb, s, items),
-                failure=lambda exc, cb=combo: self._fill_failed(cb, exc),
-            )
+            if spec.load_choices is not None:
+                self._load_choices_of(spec, spec.load_choices)
+
+    def _load_choices_of(self, spec: Field, loader: Callable[[Any], list[tuple[str, Any]]]) -> None:
+        combo = self.editors[spec.key]
+        assert isinstance(combo, QComboBox)
+        combo.setEnabled(False)
+        combo.addItem("Loading…", None)
+        self.ctx.ops.read(
+            lambda worker: loader(worker.client),
+            parent=self,
+            success=lambda items: self._fill(combo, spec, items),
+            failure=lambda exc: self._fill_failed(combo, exc),
+        )
 
     def _fill(self, combo: QComboBox, spec: Field, items: list[tuple[str, Any]]) -> None:
         combo.clear()

@@ -35,7 +35,7 @@ def test_planning_opens_from_sign_in_before_any_kma_exists(qtbot, controller, tm
     # and plans the example
     choose_drive(area, "T10000")
     set_text(qtbot, area.data, "20TB")
-    set_text(qtbot, area.window, "8h")
+    set_text(qtbot, area.window_edit, "8h")
     area.ratio.setEditText("2:1")
     area.file_size.setEditText("1GB")
     # Then the plan shows the measured setting, the drives and the KMAs
@@ -84,8 +84,8 @@ def test_bad_fields_are_named_and_keep_what_was_typed(qtbot, tmp_path):
     cases = [
         (area.data, "0TB", "data: '0TB' must be more than zero"),
         (area.data, "20 zettabytes", "data: '20 zettabytes' is not a size"),
-        (area.window, "-8h", "window: '-8h' must be longer than zero"),
-        (area.window, "8 fortnights", "is not a duration"),
+        (area.window_edit, "-8h", "window: '-8h' must be longer than zero"),
+        (area.window_edit, "8 fortnights", "is not a duration"),
     ]
     for edit, typed, says in cases:
         set_text(qtbot, edit, typed)

@@ -171,7 +171,7 @@ def walk(
     next_page(qtbot, wizard, "UnlockPage")
     assert wizard.currentPage().off.isChecked()  # the safer choice by default
     next_page(qtbot, wizard, "PoolPage")
-    wizard.currentPage().size.setValue(25)
+    wizard.currentPage().pool_size.setValue(25)
     next_page(qtbot, wizard, "MasterKeyPage")
     master = wizard.currentPage().choice
     assert master.software.isChecked() and not master.token_form.isEnabled()  # software by default

@@ -8,8 +8,9 @@ editable, so a value not seen yet can still be typed. Saved filters live in ``QS
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from PySide6.QtCore import QDateTime, QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -51,6 +52,11 @@ PICKED = (
 
 def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _with_name(act: Callable[[str], None], name: str) -> Callable[[], None]:
+    """A menu entry's slot: ``act`` on the saved filter it names."""
+    return lambda: act(name)
 
 
 class AuditFilterBar(QWidget):
@@ -129,7 +135,9 @@ class AuditFilterBar(QWidget):
             combo = QComboBox()
             combo.setEditable(True)
             combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-            combo.lineEdit().setPlaceholderText(placeholder)
+            edit = combo.lineEdit()
+            assert edit is not None  # the combo box is editable
+            edit.setPlaceholderText(placeholder)
             combo.setAccessibleName(label)
             combo.setToolTip(label)
             combo.addItem("")
@@ -159,8 +167,8 @@ class AuditFilterBar(QWidget):
                 out[param] = value
         span = self.range.currentData()
         if span == "custom":
-            out["since"] = _iso(self.since.dateTime().toPython())
-            out["until"] = _iso(self.until.dateTime().toPython())
+            out["since"] = _iso(cast(datetime, self.since.dateTime().toPython()))
+            out["until"] = _iso(cast(datetime, self.until.dateTime().toPython()))
         elif span is not None:
             out["since"] = _iso(datetime.now(UTC) - span)
         if self.text.text().strip():
@@ -228,14 +236,14 @@ class AuditFilterBar(QWidget):
         menu.clear()
         saved = self.saved_filters()
         for name in sorted(saved):
-            menu.addAction(name, lambda n=name: self.apply_saved(n))
+            menu.addAction(name, _with_name(self.apply_saved, name))
         if saved:
             menu.addSeparator()
         menu.addAction("Save current filter as…", self._ask_save)
         delete = menu.addMenu("Delete saved filter")
         delete.setEnabled(bool(saved))
         for name in sorted(saved):
-            delete.addAction(name, lambda n=name: self.delete_saved(n))
+            delete.addAction(name, _with_name(self.delete_saved, name))
         menu.addAction("Clear filter", self.clear)
 
     def _ask_save(self) -> None:

@@ -69,9 +69,9 @@ class EnrollmentPassphrasesDialog(QDialog):
         self.days.setSuffix(" days")
         self.days.setAccessibleName("Expires within days")
         row.addWidget(self.days)
-        self.find = QPushButton("Find agents")
-        self.find.clicked.connect(self.load)
-        row.addWidget(self.find)
+        self.find_button = QPushButton("Find agents")
+        self.find_button.clicked.connect(self.load)
+        row.addWidget(self.find_button)
         row.addStretch(1)
         layout.addLayout(row)
         self.agents = QListWidget()
@@ -138,7 +138,7 @@ class EnrollmentPassphrasesDialog(QDialog):
         self.made = made
         self.agents.hide()
         self.generate.setEnabled(False)
-        self.find.setEnabled(False)
+        self.find_button.setEnabled(False)
         self.results.setRowCount(len(made))
         for row, p in enumerate(made):
             self.results.setItem(row, 0, QTableWidgetItem(p.agent_id))

@@ -201,7 +201,7 @@ class ClusterPage(QWidget):
             self.ca_button,
         )
         for button in buttons:
-            top.addWidget(button, 0, Qt.AlignTop)
+            top.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
             button.setVisible(ctx.may("quorum.submit"))  # the server refuses others; no use offering it
         self.renew_button = QPushButton("Renew certificate…")
         self.renew_button.setObjectName("clusterRenewCertificate")
@@ -211,10 +211,10 @@ class ClusterPage(QWidget):
         )
         self.renew_button.clicked.connect(self.renew_selected)
         self.renew_button.setVisible(ctx.may("kmas.write"))
-        top.addWidget(self.renew_button, 0, Qt.AlignTop)
+        top.addWidget(self.renew_button, 0, Qt.AlignmentFlag.AlignTop)
         self.upgrade_button, self.not_offered = upgrade_check_controls(ctx)
         self.upgrade_button.clicked.connect(self.upgrade_check)
-        top.addWidget(self.upgrade_button, 0, Qt.AlignTop)
+        top.addWidget(self.upgrade_button, 0, Qt.AlignmentFlag.AlignTop)
         return top
 
     def showEvent(self, event: Any) -> None:  # noqa: N802

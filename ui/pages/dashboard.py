@@ -3,7 +3,7 @@ the audit trail's charts (``ui.audit.charts``) below it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor
@@ -33,6 +33,9 @@ from ui.audit.charts import ChartsPanel
 from ui.format import counted, when, words
 from ui.pages.backups import AGE_COLOURS, backup_line
 from ui.widgets import page_header
+
+if TYPE_CHECKING:
+    from ui.main_window import MainWindow
 
 REFRESH_MS = 15_000  # follows changes made elsewhere; two cheap reads
 CERTIFICATE_KINDS = {"ca": "Cluster CA", "listener": "KMA listener", "node": "KMA node", "agent": "Agent"}
@@ -149,7 +152,7 @@ class DashboardPage(QWidget):
         refresh = QPushButton("Refresh")
         refresh.setAccessibleName("Refresh dashboard")
         refresh.clicked.connect(self.refresh)
-        top.addWidget(refresh, 0, Qt.AlignTop)
+        top.addWidget(refresh, 0, Qt.AlignmentFlag.AlignTop)
         return top
 
     def _cards(self) -> QGridLayout:
@@ -170,6 +173,10 @@ class DashboardPage(QWidget):
             cards.addWidget(card, 0, i)
         return cards
 
+    def _main_window(self) -> MainWindow:
+        """The main window showing this page (its links open other pages there)."""
+        return cast("MainWindow", self.window())
+
     def _status_lines(self, layout: QVBoxLayout) -> None:
         """The cluster's health, the last backup's age and the warnings, one line each."""
         # The cluster's health in one line; the link opens the picture (ui/pages/cluster.py).
@@ -177,12 +184,12 @@ class DashboardPage(QWidget):
         self.cluster_health.setObjectName("dashboardClusterHealth")
         self.cluster_health.setTextFormat(Qt.TextFormat.RichText)
         self.cluster_health.setWordWrap(True)
-        self.cluster_health.linkActivated.connect(lambda _: self.window().show_page("cluster"))
+        self.cluster_health.linkActivated.connect(lambda _: self._main_window().show_page("cluster"))
         layout.addWidget(self.cluster_health)
         self.media = QLabel()  # write keys refused by the media rules (docs/media.md)
         self.media.setObjectName("dashboardMediaRefusals")
-        self.media.setTextFormat(Qt.RichText)
-        self.media.linkActivated.connect(lambda _: self.window().show_page("media_pools"))
+        self.media.setTextFormat(Qt.TextFormat.RichText)
+        self.media.linkActivated.connect(lambda _: self._main_window().show_page("media_pools"))
         self.media.hide()
         layout.addWidget(self.media)
 
@@ -282,7 +289,7 @@ class DashboardPage(QWidget):
 
     def showEvent(self, event: Any) -> None:  # noqa: N802
         super().showEvent(event)
-        pages = getattr(self.window(), "visible_page_keys", lambda: [])()
+        pages: list[str] = getattr(self.window(), "visible_page_keys", lambda: [])()
         for card in self.cards.values():
             card.link(card.page in pages)
         self._timer.start()

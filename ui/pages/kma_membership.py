@@ -13,21 +13,31 @@ service, for two-site layouts) is added the same way, with its Raft address only
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import Any, Protocol, cast
 
+from PySide6.QtWidgets import QWidget
+
+from app.context import AppContext
 from app.writes import kma_membership as writes
 from ui.form_field import Field
-from ui.list_page import ListPage
 from ui.list_spec import ActionSpec
 from ui.quorum.widgets import QuorumFormDialog
 from ui.secret_dialog import OneTimeSecretDialog
+
+
+class Page(Protocol):
+    """The page a form opens over, its parent, whose `ctx` it uses: the KMAs list (a ListPage) or
+    the Cluster page (ui/pages/cluster.py, which imports this module), both QWidgets."""
+
+    @property
+    def ctx(self) -> AppContext: ...
 
 
 def _site_choices(client: Any) -> list[tuple[str, Any]]:
     return [(s.name, s.id) for s in client.iter_sites()]
 
 
-def show_kma_passphrase(page: ListPage, done: Any) -> OneTimeSecretDialog:
+def show_kma_passphrase(page: Page, done: Any) -> OneTimeSecretDialog:
     """The one-time KMA passphrase (and what to know about voters), shown once."""
     op = done.op
     so_far = f"{len(op.approvals)} of {op.approvals_needed} so far"
@@ -38,7 +48,7 @@ def show_kma_passphrase(page: ListPage, done: Any) -> OneTimeSecretDialog:
         f"<p>{html.escape(op.summary)}.</p><p>On the new machine, put this passphrase in the answers "
         f'file of <tt>kma init</tt> (<tt>mode = "join"</tt>). {state}</p>{warning}',
         done.kma_passphrase,
-        page,
+        cast(QWidget, page),
         what="KMA passphrase",
         warning="<b>This is shown only once.</b> The KMA keeps only its hash. If it is lost, ask for "
         "a new KMA passphrase (the old one stops working).",
@@ -48,7 +58,7 @@ def show_kma_passphrase(page: ListPage, done: Any) -> OneTimeSecretDialog:
     return dialog
 
 
-def add_kma(page: ListPage, _obj: Any) -> QuorumFormDialog:
+def add_kma(page: Page, _obj: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx,
         "Add a KMA",
@@ -97,7 +107,7 @@ def add_kma(page: ListPage, _obj: Any) -> QuorumFormDialog:
     return dialog
 
 
-def add_witness(page: ListPage, _obj: Any) -> QuorumFormDialog:
+def add_witness(page: Page, _obj: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx,
         "Add a witness",
@@ -138,7 +148,7 @@ def add_witness(page: ListPage, _obj: Any) -> QuorumFormDialog:
     return dialog
 
 
-def new_kma_passphrase(page: ListPage, kma: Any) -> QuorumFormDialog:
+def new_kma_passphrase(page: Page, kma: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx,
         f"New KMA passphrase for {kma.id}",
@@ -156,7 +166,7 @@ def new_kma_passphrase(page: ListPage, kma: Any) -> QuorumFormDialog:
     return dialog
 
 
-def remove_kma(page: ListPage, kma: Any) -> QuorumFormDialog:
+def remove_kma(page: Page, kma: Any) -> QuorumFormDialog:
     dialog = QuorumFormDialog(
         page.ctx,
         f"Remove KMA {kma.id}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from PySide6.QtCore import QSettings, Qt, QUrl
 from PySide6.QtGui import QPageSize, QPdfWriter, QTextDocument
@@ -100,7 +100,7 @@ class PlanningArea(QWidget):
 
     def _shared_inputs(self) -> QHBoxLayout:
         row = QHBoxLayout()
-        for label, widget in (("Data:", self.data), ("Window:", self.window)):
+        for label, widget in (("Data:", self.data), ("Window:", self.window_edit)):
             text = QLabel(label)
             text.setBuddy(widget)
             row.addWidget(text)
@@ -171,8 +171,8 @@ class PlanningArea(QWidget):
             self.drive.addItem(DRIVE_NAMES[drive], drive)
         self.data = QLineEdit()
         self.data.setPlaceholderText("e.g. 20TB")
-        self.window = QLineEdit()
-        self.window.setPlaceholderText("e.g. 8h")
+        self.window_edit = QLineEdit()
+        self.window_edit.setPlaceholderText("e.g. 8h")
         self.ratio = _editable(RATIOS, "N:1, e.g. 2:1")
         self.file_size = _editable(FILE_SIZES, "e.g. 1GB")
         self.mixed = QCheckBox("Mixed with 256 KB-limited drives (e.g. 9x40)")
@@ -184,7 +184,7 @@ class PlanningArea(QWidget):
         self.fields: dict[str, QWidget] = {
             "drive": self.drive,
             "data": self.data,
-            "window": self.window,
+            "window": self.window_edit,
             "compressibility": self.ratio,
             "file size": self.file_size,
             "streams": self.streams,
@@ -219,7 +219,7 @@ class PlanningArea(QWidget):
 
     def _replan_on_edits(self) -> None:
         self.drive.currentIndexChanged.connect(self.replan)
-        for edit in (self.data, self.window):
+        for edit in (self.data, self.window_edit):
             edit.textChanged.connect(self.replan)
         for combo in (self.ratio, self.file_size):
             combo.editTextChanged.connect(self.replan)
@@ -231,7 +231,7 @@ class PlanningArea(QWidget):
         return PlanRequest(
             drive=str(self.drive.currentData()),
             data=self.data.text(),
-            window=self.window.text(),
+            window=self.window_edit.text(),
             compressibility=self.ratio.currentText(),
             file_size=self.file_size.currentText(),
             mixed_256k=self.mixed.isChecked(),
@@ -265,7 +265,7 @@ class PlanningArea(QWidget):
     def _replan_path(self) -> None:
         parts = (self.path_summary, self.diagram, self.stage_table, self.path_report, self.rate_chart)
         try:
-            path = make_path(self.path_inputs.request(self.data.text(), self.window.text()))
+            path = make_path(self.path_inputs.request(self.data.text(), self.window_edit.text()))
         except PlanError as exc:
             self.path = None
             self._refused("path", exc, self.path_inputs.fields)
@@ -356,15 +356,18 @@ class PlanningArea(QWidget):
     # -- remembered inputs ----------------------------------------------------------------------
     def _load(self) -> None:
         s = QSettings()
-        get = lambda key: s.value(f"planning/{key}", DEFAULTS[key])  # noqa: E731
+
+        def get(key: str) -> object:
+            return s.value(f"planning/{key}", DEFAULTS[key])
+
         index = self.drive.findData(str(get("drive")))
         self.drive.setCurrentIndex(max(index, 0))
         self.data.setText(str(get("data")))
-        self.window.setText(str(get("window")))
+        self.window_edit.setText(str(get("window")))
         self.ratio.setEditText(str(get("compressibility")))
         self.file_size.setEditText(str(get("file_size")))
         self.mixed.setChecked(str(get("mixed_256k")).lower() == "true")
-        self.streams.setValue(int(get("streams") or 1))
+        self.streams.setValue(int(cast("str | int", get("streams")) or 1))
         self.path_inputs.set_request(_stored_path(s))
 
     def _save(self) -> None:
@@ -384,7 +387,7 @@ def _stored_path(s: QSettings) -> PathRequest:
         if isinstance(default, bool):
             values[key] = str(stored).lower() == "true"
         elif isinstance(default, int):
-            values[key] = int(stored) if str(stored).isdigit() else default
+            values[key] = int(cast("str | int", stored)) if str(stored).isdigit() else default
         else:
             values[key] = str(stored)
     return PathRequest(**values)
@@ -429,7 +432,9 @@ def _editable(items: tuple[str, ...], hint: str) -> QComboBox:
     combo.setEditable(True)
     combo.addItems(list(items))
     combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-    combo.lineEdit().setPlaceholderText(hint)
+    edit = combo.lineEdit()
+    assert edit is not None  # the combo box is editable
+    edit.setPlaceholderText(hint)
     return combo
 
 

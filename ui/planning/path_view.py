@@ -209,7 +209,9 @@ class PathDiagram(QWidget):
 
     def show_path(self, path: Path) -> None:
         while self.row.count():  # out of sight now, not at the next turn of the event loop
-            widget = self.row.takeAt(0).widget()
+            item = self.row.takeAt(0)
+            assert item is not None  # count() says there is one
+            widget = item.widget()
             if widget is not None:
                 widget.hide()
                 widget.setParent(None)
@@ -335,7 +337,9 @@ def _combo(keys: tuple[str, ...], names: dict[str, str], editable: bool = False)
     if editable:
         combo.setEditable(True)
         combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        combo.lineEdit().setPlaceholderText("typical, database, media, incompressible or N:1")
+        edit = combo.lineEdit()
+        assert edit is not None  # the combo box is editable
+        edit.setPlaceholderText("typical, database, media, incompressible or N:1")
     return combo
 
 
@@ -351,7 +355,9 @@ class ArchivePanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.object_size = _combo(("1MB", "8KB"), {}, editable=True)
-        self.object_size.lineEdit().setPlaceholderText("e.g. 1MB or 8KB")
+        object_size_edit = self.object_size.lineEdit()
+        assert object_size_edit is not None  # _combo made it editable
+        object_size_edit.setPlaceholderText("e.g. 1MB or 8KB")
         self.per_transaction = _spin(1, 100_000)
         self.per_transaction.setValue(500)
         self.objects = _spin(1, 2_000_000_000)

@@ -144,7 +144,7 @@ class KeySplitDialog(QuorumFormDialog):
             "store taken afterwards, opens nothing issued or re-wrapped since."
         )
         inner.addWidget(self.rotate)
-        layout = self.layout()
+        layout = self.main_layout()
         layout.insertWidget(layout.indexOf(self.message_room) - 1, group)  # above the current quorum's
         self._validate()
 

@@ -92,8 +92,10 @@ def member_box(members: Sequence[str], accessible: str) -> QComboBox:
     box.addItems(list(members))
     box.setCurrentIndex(-1)
     box.setEditText("")
-    box.lineEdit().setPlaceholderText("Key split member name")
-    box.lineEdit().setValidator(QRegularExpressionValidator(QRegularExpression(ID_PATTERN), box))
+    edit = box.lineEdit()
+    assert edit is not None  # the box is editable
+    edit.setPlaceholderText("Key split member name")
+    edit.setValidator(QRegularExpressionValidator(QRegularExpression(ID_PATTERN), box))
     box.setAccessibleName(accessible)
     box.setMinimumContentsLength(12)
     return box
@@ -267,7 +269,7 @@ class QuorumFormDialog(FormDialog):
         title: str,
         fields: list[Field],
         submit: Callable[[dict[str, Any]], Change],
-        on_done: Callable[[Any], None] | None = None,
+        on_done: Callable[[Any], object] | None = None,
         *,
         rows: int = 0,
         what: str = "the change runs",
@@ -288,7 +290,7 @@ class QuorumFormDialog(FormDialog):
         self.credentials.changed.connect(self._validate)
         self.credentials.changed.connect(self._ok_label)
         inner.addWidget(self.credentials)
-        layout = self.layout()
+        layout = self.main_layout()
         layout.insertWidget(layout.indexOf(self.message_room), group)
         load_members(ctx, self, self._members_known)
         self._validate()
@@ -327,6 +329,8 @@ class QuorumFormDialog(FormDialog):
     def field_at_fault(self, exc: BaseException) -> QWidget | None:
         """A refused member's passphrase (the KMA names the member: 'alice')."""
         said = exc.message if isinstance(exc, kms_client.ApiError) else ""
+        member: QComboBox
+        passphrase: PasswordLineEdit
         for _row, member, passphrase in self.credentials.rows if self.credentials is not None else []:
             name = member.currentText().strip()
             if name and f"'{name}'" in said:
@@ -346,6 +350,7 @@ def open_operation(widget: QWidget | None, op_id: str) -> None:
     show = getattr(window, "show_page", None)
     if show is None:
         return
+    assert window is not None  # None has no show_page
     show(QUORUM_PAGE)
     page = window.page(QUORUM_PAGE) if hasattr(window, "page") else None
     if page is not None and hasattr(page, "select_operation"):

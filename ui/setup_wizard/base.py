@@ -4,9 +4,9 @@ under the fields it is about, with the KMA's reason."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, cast
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, SignalInstance
 from PySide6.QtWidgets import QApplication, QLineEdit, QWidget, QWizard, QWizardPage
 
 import kms_client
@@ -26,6 +26,19 @@ def reason(exc: BaseException) -> str:
 STAY = object()  # check(): stay on this page, with nothing wrong (the page has more to ask)
 
 
+class SetupWizardView(Protocol):
+    """What a page reaches of its wizard beyond QWizard's: SetupWizard's (ui/setup_wizard/wizard.py,
+    which imports the pages) page IDs and pages by class name, and its sign-in signal."""
+
+    @property
+    def page_ids(self) -> dict[str, int]: ...
+
+    @property
+    def signed_in(self) -> SignalInstance: ...
+
+    def page_named(self, name: str) -> Any: ...
+
+
 class SetupPage(QWizardPage):
     """`check()` returns a problem found here ('' for none), or a worker function to ask the KMA;
     `checked(result)` takes its answer. Next moves on only once both agree."""
@@ -41,6 +54,10 @@ class SetupPage(QWizardPage):
         self._passed = False
         self.busy = False
         self._typing: QWidget | None = None  # where the installer was when Next asked the KMA
+
+    def setup_wizard(self) -> SetupWizardView:
+        """The wizard this page is in: every set-up page is added to a SetupWizard."""
+        return cast(SetupWizardView, self.wizard())
 
     def check(self) -> Any:  # '' | a problem | STAY | a worker function
         return ""

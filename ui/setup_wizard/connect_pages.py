@@ -201,7 +201,7 @@ class ModePage(SetupPage):
     def nextId(self) -> int:  # noqa: N802 - Qt override
         chosen = self.choice.checkedButton()
         mode = chosen.property("mode") if chosen is not None else self.answers.mode
-        return int(self.wizard().page_ids[MODE_FIRST_PAGE[mode]])
+        return int(self.setup_wizard().page_ids[MODE_FIRST_PAGE[mode]])
 
     def check(self) -> str | Callable[[Any], Any]:
         chosen = self.choice.checkedButton()

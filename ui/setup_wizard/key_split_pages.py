@@ -219,7 +219,7 @@ class ProofPage(SetupPage):
 
     def cleanupPage(self) -> None:  # noqa: N802 - Qt override
         # Back to the members: they start again from member 1 (the KMA replaces the draft).
-        self.wizard().page_named("MembersPage").initializePage()
+        self.setup_wizard().page_named("MembersPage").initializePage()
 
     def prove(self) -> None:
         typed = [(name, field.text()) for name, field in self.fields.items()]

@@ -50,7 +50,7 @@ def agents_at(made: SetUpKma) -> str:
 
 
 def _page_after(page: SetupPage, name: str) -> int:
-    return int(page.wizard().page_ids[name])
+    return int(page.setup_wizard().page_ids[name])
 
 
 class RestoreFilesPage(SetupPage):
@@ -308,7 +308,7 @@ class RestoreDonePage(SetupPage):
 
     def checked(self, result: Any) -> None:
         self.answers.forget_passphrases()
-        self.wizard().signed_in.emit(*result)
+        self.setup_wizard().signed_in.emit(*result)
 
 
 class JoinPage(SetupPage):

@@ -114,13 +114,13 @@ class PoolPage(SetupPage):
         )
         layout = QVBoxLayout(self)
         form = QFormLayout()
-        self.size = QSpinBox()
-        self.size.setRange(0, 100_000)
-        self.size.setSingleStep(100)
-        self.size.setGroupSeparatorShown(True)
-        self.size.setValue(answers.key_pool_size)
-        self.size.setAccessibleName("Key pool size")
-        form.addRow("Keys in the pool:", self.size)
+        self.pool_size = QSpinBox()
+        self.pool_size.setRange(0, 100_000)
+        self.pool_size.setSingleStep(100)
+        self.pool_size.setGroupSeparatorShown(True)
+        self.pool_size.setValue(answers.key_pool_size)
+        self.pool_size.setAccessibleName("Key pool size")
+        form.addRow("Keys in the pool:", self.pool_size)
         layout.addLayout(form)
         note = QLabel(
             "1,000 suits most sites; a site that writes thousands of new tapes a day may want more."
@@ -130,7 +130,7 @@ class PoolPage(SetupPage):
         layout.addStretch()
 
     def check(self) -> Any:
-        self.answers.key_pool_size = self.size.value()
+        self.answers.key_pool_size = self.pool_size.value()
         return ""
 
 

@@ -12,11 +12,11 @@ page then goes on to that mode's first page.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import QMessageBox, QWidget, QWizard
+from PySide6.QtWidgets import QMessageBox, QPushButton, QWidget, QWizard
 
 from app.assets import get_asset
 from app.setup import SetupAnswers, sign_in_when_serving
@@ -69,7 +69,7 @@ class SignInPage(DonePage):
 
     def checked(self, result: Any) -> None:
         self.answers.forget_passphrases()
-        self.wizard().signed_in.emit(*result)
+        self.setup_wizard().signed_in.emit(*result)
 
 
 class SetupWizard(QWizard):
@@ -87,9 +87,8 @@ class SetupWizard(QWizard):
         self.setMinimumSize(760, 560)
         self.answers = SetupAnswers()
         self.stop_box: QMessageBox | None = None  # "Stop the ceremony?", while it asks
-        self.button(QWizard.WizardButton.CancelButton).setAutoDefault(
-            False
-        )  # Enter never throws answers away
+        cancel = cast(QPushButton, self.button(QWizard.WizardButton.CancelButton))
+        cancel.setAutoDefault(False)  # Enter never throws answers away
         self._stopping = False
         self.pages: dict[str, Any] = {}
         self.page_ids: dict[str, int] = {}  # what ModePage's nextId dispatches on the chosen mode to
@@ -111,7 +110,7 @@ class SetupWizard(QWizard):
         if current in AFTER_MEMBERS:
             return len(self.answers.members)
         if current in ("MembersPage", "RestoreQuorumPage"):
-            return len(self.currentPage().typed)
+            return len(cast("MembersPage | RestoreQuorumPage", self.currentPage()).typed)
         return 0
 
     def reject(self) -> None:
