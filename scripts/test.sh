@@ -3,9 +3,9 @@
 # private D-Bus session with a real Secret Service and a virtual X display.
 #
 # In one process by default. KMS_TEST_WORKERS=3 runs it on 3 pytest-xdist workers (35 min instead
-# of about an hour on two cores; tests/conftest.py keeps the tests that share a module's fixture,
-# the bundle build or dpkg on one worker), but two tests still fail there now and then
-# (docs/testing.md), so CI stays on one process until they are understood. Arguments go to pytest
+# of about an hour on two cores), but pytest-xdist 3.8's groups do not hold under pytest 9
+# (docs/testing.md: tests/conftest.py's groups for a module's fixture, the bundle build and dpkg are
+# split over the workers), so CI stays on one process until they do. Arguments go to pytest
 # (`./scripts/test.sh tests/unit -x`).
 #
 # KMS_COVERAGE=1 (CI sets it): the tests of COVERAGE_SAMPLE run first under coverage.py (line and

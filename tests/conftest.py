@@ -1,5 +1,6 @@
 """Fixtures shared by every test directory: real KMA processes on loopback; and how the suite
-splits across pytest-xdist workers (scripts/test.sh runs it with `-n 3 --dist loadgroup`)."""
+splits across pytest-xdist workers (`KMS_TEST_WORKERS=3 scripts/test.sh`: `-n 3 --dist loadgroup`;
+under pytest 9 xdist 3.8 does not apply the groups, docs/testing.md)."""
 
 from __future__ import annotations
 
