@@ -2,10 +2,9 @@
 # The whole test suite, on a fresh machine too: installs what it needs, then runs pytest on a
 # private D-Bus session with a real Secret Service and a virtual X display.
 #
-# In one process by default. KMS_TEST_WORKERS=3 runs it on 3 pytest-xdist workers (35 min instead
-# of about an hour on two cores), but pytest-xdist 3.8's groups do not hold under pytest 9
-# (docs/testing.md: tests/conftest.py's groups for a module's fixture, the bundle build and dpkg are
-# split over the workers), so CI stays on one process until they do. Arguments go to pytest
+# In one process by default. KMS_TEST_WORKERS=3 runs it on 3 pytest-xdist workers, each test file
+# whole on one worker (about 35 min instead of about an hour on two cores; docs/testing.md); CI stays
+# on one process until a whole run on workers has passed there. Arguments go to pytest
 # (`./scripts/test.sh tests/unit -x`).
 #
 # KMS_COVERAGE=1 (CI sets it): the tests of COVERAGE_SAMPLE run first under coverage.py (line and
@@ -18,7 +17,7 @@ cd "$(dirname "$0")/.."
 KMA_RQLITED="$(./scripts/build-rqlite.sh | tail -n 1)"
 export KMA_RQLITED
 
-pytest=(python3 -m pytest -n "${KMS_TEST_WORKERS:-0}" --dist loadgroup)
+pytest=(python3 -m pytest -n "${KMS_TEST_WORKERS:-0}" --dist loadfile)
 in_session() {
   dbus-run-session -- xvfb-run -a -s "-screen 0 1600x1000x24" ./scripts/with-keyring.sh "$@"
 }

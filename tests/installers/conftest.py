@@ -3,6 +3,11 @@
 PyInstaller (about 1 minute with its cache warm, 2 cold, on 2 cores), the script's smoke run of the
 frozen ``kma`` and ``kms-manager`` (about 30 s) and, on Linux, the headless KMA's ``.deb``.
 Nothing lands in the tree's ``dist/`` or ``build/``.
+
+On pytest-xdist workers (``KMS_TEST_WORKERS``, ``--dist loadfile``: each file on one worker) the
+installer files may land on different workers. The first to need the bundle builds it into the
+run's shared folder while the others wait for it; and the files take turns, one at a time, since
+two of them install the same ``kma`` package on this machine.
 """
 
 from __future__ import annotations
@@ -10,10 +15,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,6 +36,23 @@ class Built:
         return self.dist / "kms-manager"
 
 
+def _shared(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """The folder every xdist worker of this run shares (None in one process)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return None
+    return tmp_path_factory.getbasetemp().parent
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_installer_file_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    shared = _shared(tmp_path_factory)
+    if shared is None:
+        yield
+        return
+    with FileLock(shared / "installers.lock"):
+        yield
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     # KMS_PREBUILT=DIR: test what `build.sh` already made with KMS_DIST_DIR=DIR/dist and
@@ -36,7 +60,24 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     prebuilt = os.environ.get("KMS_PREBUILT")
     if prebuilt and not os.environ.get("CI"):
         return Built(Path(prebuilt) / "dist", Path(prebuilt) / "smoke", "")
-    out = tmp_path_factory.mktemp("bundle")
+    shared = _shared(tmp_path_factory)
+    if shared is None:
+        return _build(tmp_path_factory.mktemp("bundle"))
+    with FileLock(shared / "bundle.lock"):  # one build for the run; a failed one fails every user
+        out, failed = shared / "bundle", shared / "bundle.failed"
+        assert not failed.exists(), failed.read_text()
+        if (out / "build.log").exists():
+            return Built(out / "dist", out / "smoke", (out / "build.log").read_text())
+        try:
+            made = _build(out)
+        except AssertionError as exc:
+            failed.write_text(str(exc))
+            raise
+        (out / "build.log").write_text(made.log)  # written last: the bundle is whole
+        return made
+
+
+def _build(out: Path) -> Built:
     env = {
         **os.environ,
         "KMS_DIST_DIR": str(out / "dist"),
