@@ -598,7 +598,8 @@ class MediaPoolMigration:
 
 @dataclass(frozen=True, kw_only=True)
 class MediaRefusals:
-    """This KMA's refused write keys by reason since it started."""
+    """This KMA's refused write keys by reason since it started; `cluster`, the same summed over the
+    cluster's `cluster_kmas` serving KMAs (each since its own start)."""
 
     two_pools: int
     never_encrypted: int
@@ -607,6 +608,8 @@ class MediaRefusals:
     key_group: int
     generation: int
     relabel: int
+    cluster: Mapping[str, int] = field(default_factory=dict)
+    cluster_kmas: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -75,7 +75,8 @@ class MediaPoolMigration(Response):
 
 
 class MediaRefusals(Response):
-    """This KMA's refused write keys by reason since it started."""
+    """This KMA's refused write keys by reason since it started; `cluster`, the same summed over the
+    cluster's `cluster_kmas` serving KMAs (each since its own start)."""
 
     two_pools: int
     never_encrypted: int
@@ -84,6 +85,8 @@ class MediaRefusals(Response):
     key_group: int
     generation: int
     relabel: int
+    cluster: dict[str, int] = {}
+    cluster_kmas: int = 1
 
 
 class TapeToRelabel(Response):

@@ -29,7 +29,7 @@ from kma.cluster.membership import leave_raft
 from kma.cluster.node_renewal import NodeRenewal
 from kma.cluster.trust import follow_membership
 from kma.errors import KmaError
-from kma.services import certificate_renewal, entry_signatures, key_macs
+from kma.services import certificate_renewal, entry_signatures, key_macs, media_refusals
 from kma.worker import Worker
 
 if TYPE_CHECKING:
@@ -138,6 +138,7 @@ class ClusterWatch(Worker):
         if not self.kma.vault.locked:  # keys from KMAs still on an older release (a rolling upgrade)
             key_macs.seal_existing(self.kma)
         _, self._unknown = reap(self.kma, self._unknown)
+        media_refusals.publish(self.kma)  # so that every KMA shows the cluster's refused write keys
 
     def _renew_node(self) -> None:
         """Its node certificate, before it expires or when asked (kma/cluster/node_renewal.py)."""

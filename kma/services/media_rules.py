@@ -71,6 +71,8 @@ class MediaRefusals:
         self._counts: Counter[str] = Counter()
         self._drives: dict[str, tuple[str | None, float]] = {}
         self.kma = kma
+        self.since = kma.clock.now()
+        self.published: dict[str, int] | None = None  # what the cluster's store holds of these
 
     def count(self, reason: Refusal) -> None:
         with self._lock:

@@ -85,11 +85,15 @@ MIGRATION_COLUMNS = (
 
 
 def refusals_line(counts: Any) -> str:
-    """This KMA's refused write keys by reason, in words (the page and the dashboard)."""
-    said = [f"{getattr(counts, key):,} {text}" for key, text in REFUSALS.items() if getattr(counts, key)]
-    return "Write keys refused by the media rules on this KMA since it started: " + (
-        ", ".join(said) + "." if said else "none."
-    )
+    """The refused write keys by reason, in words (the page and the dashboard): the cluster's when
+    it has several KMAs, each counting since its own start."""
+    kmas = getattr(counts, "cluster_kmas", 1)
+    numbers = counts.cluster if kmas > 1 and counts.cluster else {k: getattr(counts, k) for k in REFUSALS}
+    said = [f"{numbers.get(key, 0):,} {text}" for key, text in REFUSALS.items() if numbers.get(key)]
+    where = "on this KMA since it started"
+    if kmas > 1:
+        where = f"by the cluster's {kmas} KMAs, each since it started"
+    return f"Write keys refused by the media rules {where}: " + (", ".join(said) + "." if said else "none.")
 
 
 def _groups(client: Any) -> list[tuple[str, Any]]:

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Response
 from kma.api import media_schemas as schemas
 from kma.api.deps import Kma, MediaRead, MediaWrite, Paging
 from kma.api.schemas import Page as PageOf
-from kma.services import media_pools, media_rules, media_views
+from kma.services import media_pools, media_refusals, media_views
 from kma.services.paging import Page
 
 router = APIRouter(tags=["media"])
@@ -58,8 +58,8 @@ def update_media_settings(body: schemas.MediaSettingsPatch, kma: Kma, actor: Med
 
 
 @router.get("/media/refusals", response_model=schemas.MediaRefusals)
-def get_media_refusals(kma: Kma, actor: MediaRead) -> dict[str, int]:
-    return kma.part(media_rules.MediaRefusals).counts()
+def get_media_refusals(kma: Kma, actor: MediaRead) -> dict[str, object]:
+    return media_refusals.refusal_counts(kma)
 
 
 @router.get("/media/relabel", response_model=PageOf[schemas.TapeToRelabel])
