@@ -154,9 +154,10 @@ class NodeRenewal:
         os.replace(cert, files.node_cert)
         if store.cluster is not None:
             store.cluster.use_certificate(files.node_cert, files.node_key)
-            store.cluster.node_restarting()
         self.kma.own_entry["node_cert_pem"] = new
         self.node.stop()
+        if store.cluster is not None:  # once it is down (kma/cluster/trust.py says why)
+            store.cluster.node_restarting()
         self.node.start()
         self._unrecorded = (current, new)
 

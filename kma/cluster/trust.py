@@ -101,7 +101,7 @@ def raft_members(node: RqliteNode) -> set[str] | None:
 
 def follow_membership(node: RqliteNode, restarting: Callable[[], None] | None = None) -> bool:
     """Bring the node's trusted certificates in line with the cluster's members; restart its
-    rqlited when they changed (`restarting` told first). True when it did."""
+    rqlited when they changed (`restarting` told while it is down). True when it did."""
     files = node.files
     pins = wanted(files, node.config.node_id)
     want = None if pins is None else bundle(pins)
@@ -118,8 +118,11 @@ def follow_membership(node: RqliteNode, restarting: Callable[[], None] | None = 
     write_private(tmp, want)
     os.replace(tmp, files.trusted_nodes)
     log.info("the cluster's members changed: restarting rqlited to trust their node certificates only")
+    node.stop()
+    # Told once its rqlited is down, not before: a catch-up begun while the old rqlited still ran
+    # would end at once on the old replica, and the KMA would then read the rebuilt one, a bare
+    # snapshot for a moment ("not an enrolled agent"), as if caught up.
     if restarting is not None:
         restarting()
-    node.stop()
     node.start()
     return True

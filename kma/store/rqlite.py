@@ -173,8 +173,10 @@ class RaftMembers:
         self._on_restart = on_restart
 
     def node_restarting(self) -> None:
-        """This KMA's rqlited is about to restart (it rebuilds its SQLite replica at start): agents
-        are told to try another KMA until the replica has caught up again, as after the KMA's start."""
+        """This KMA's rqlited has stopped and is about to start again (it rebuilds its SQLite replica
+        at start): agents are told to try another KMA until the replica has caught up again, as after
+        the KMA's start. Called once the old rqlited is down, so that the catch-up is made against
+        the new one (kma/cluster/trust.py)."""
         self._on_restart()
 
     def members(self) -> list[str]:
