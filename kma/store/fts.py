@@ -1,7 +1,7 @@
 """Free-text indexes kept off the write path: the audit trail's and each list's search index.
 
 The same on both stores: embedded, the writer thread indexes in local transactions; in a cluster
-(kma/store/rqlite.py) each KMA's writer sends the same INSERT through rqlite, so every node's copy
+(kma/store/rqlite_fts.py) each KMA's writer sends the same INSERT through rqlite, so every node's copy
 of an index is built by the same statements, and a guard on the mark lets only one KMA's request
 index a given chunk.
 

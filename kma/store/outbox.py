@@ -6,8 +6,9 @@ another KMA could change too: it only appends to this KMA's own audit chain. Nor
 assignment of one of this KMA's own pool keys to an agent (a `Batch.deferred`: Create, Write Key):
 no other KMA issues that key. The rqlite store commits such writes here, to a local SQLite file
 with group commit (WAL, fsync), and answers at once; its writer ships them to the cluster in order
-(kma/store/rqlite.py), also while this KMA reaches no Raft majority: they wait here and go when it
-can. The events are numbered into the chain only when shipped, by the chain's one writer.
+(kma/store/rqlite_outbox_shipping.py), also while this KMA reaches no Raft majority: they wait here
+and go when it can. The events are numbered into the chain only when shipped, by the chain's one
+writer.
 
 What a deferred change shows (the key's group, data unit, activation) is also kept in memory,
 from the moment it is queued until this KMA's own replica holds it, so the agent-path reads see
