@@ -2,10 +2,9 @@
 # The whole test suite, on a fresh machine too: installs what it needs, then runs pytest on a
 # private D-Bus session with a real Secret Service and a virtual X display.
 #
-# In one process by default. KMS_TEST_WORKERS=3 runs it on 3 pytest-xdist workers, each test file
-# whole on one worker (about 35 min instead of about an hour on two cores; docs/testing.md); CI stays
-# on one process until a whole run on workers has passed there. Arguments go to pytest
-# (`./scripts/test.sh tests/unit -x`).
+# In one process by default. KMS_TEST_WORKERS=3 (CI sets it) runs it on 3 pytest-xdist workers, each
+# test file whole on one worker (about 38 min instead of about 68 on two cores; docs/testing.md).
+# Arguments go to pytest (`./scripts/test.sh tests/unit -x`).
 #
 # KMS_COVERAGE=1 (CI sets it): the tests of COVERAGE_SAMPLE run first under coverage.py (line and
 # branch, the KMA processes they start included), then the rest as usual; the coverage of the
