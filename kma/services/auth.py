@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -32,6 +33,7 @@ from kma.services import directory, lockout, refusals, row_macs, second_factor, 
 from kma.store import Stmt
 
 SESSION_SECONDS = 30 * 60
+CATCH_UP_WAIT_S = 5.0  # how long a session not found waits for a rebuilt replica to catch up
 WRONG = "The user ID or passphrase is wrong."
 LOCKED = "Too many failed sign-ins; try again in 15 minutes or ask a Security Officer."
 _DUMMY_HASH = hash_passphrase("timing equaliser for unknown users")
@@ -248,13 +250,25 @@ def _refuse(kma: Appliance, who: Actor, reason: str, counters: tuple[lockout.Cou
     raise Unauthenticated(WRONG, audited=True)
 
 
-def authenticate(kma: Appliance, token: str, address: str) -> Actor:
-    row = kma.store.query_one(
+def _session(kma: Appliance, token: str) -> Any:
+    return kma.store.query_one(
         "SELECT u.id, u.roles, u.enabled, u.passphrase_hash, u.mac, s.token_hash, s.user_id, s.expires_at, "
         "s.mac AS session_mac FROM sessions s JOIN users u ON u.id = s.user_id "
         "WHERE s.token_hash = ? AND s.expires_at > ? AND u.enabled = 1",
         (token_hash(token), kma.clock.now()),
     )
+
+
+def authenticate(kma: Appliance, token: str, address: str) -> Actor:
+    row = _session(kma, token)
+    # Not found while this KMA's replica is being rebuilt (its rqlited restarted): perhaps only not
+    # there yet. Believed once the replica has caught up again, or after CATCH_UP_WAIT_S.
+    deadline = time.monotonic() + CATCH_UP_WAIT_S
+    while row is None and not kma.store.caught_up() and time.monotonic() < deadline:
+        time.sleep(0.05)
+        row = _session(kma, token)
+    if row is None and kma.store.caught_up():
+        row = _session(kma, token)
     if (
         row is None
         or not row_macs.genuine(kma, row_macs.USERS, row)
