@@ -3,7 +3,7 @@
 # private D-Bus session with a real Secret Service and a virtual X display.
 #
 # In one process by default. KMS_TEST_WORKERS=3 (CI sets it) runs it on 3 pytest-xdist workers, each
-# test file whole on one worker (about 38 min instead of about 68 on two cores; docs/testing.md).
+# test file whole on one worker (about 30 min instead of about 68 on two cores; docs/testing.md).
 # Arguments go to pytest (`./scripts/test.sh tests/unit -x`).
 #
 # KMS_COVERAGE=1 (CI sets it): the tests of COVERAGE_SAMPLE run first under coverage.py (line and
