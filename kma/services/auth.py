@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import secrets
 import threading
-import time
 import weakref
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -263,11 +262,8 @@ def authenticate(kma: Appliance, token: str, address: str) -> Actor:
     row = _session(kma, token)
     # Not found while this KMA's replica is being rebuilt (its rqlited restarted): perhaps only not
     # there yet. Believed once the replica has caught up again, or after CATCH_UP_WAIT_S.
-    deadline = time.monotonic() + CATCH_UP_WAIT_S
-    while row is None and not kma.store.caught_up() and time.monotonic() < deadline:
-        time.sleep(0.05)
-        row = _session(kma, token)
-    if row is None and kma.store.caught_up():
+    if row is None and not kma.store.caught_up():
+        kma.store.caught_up(wait=CATCH_UP_WAIT_S)
         row = _session(kma, token)
     if (
         row is None

@@ -34,9 +34,10 @@ class Store(Protocol):
     def deferring(self) -> bool:
         """Commits a `Batch.deferred` to a local outbox (a cluster KMA's `kma serve`); else ignores it."""
 
-    def caught_up(self) -> bool:
+    def caught_up(self, wait: float = 0.0) -> bool:
         """This KMA's reads hold everything the cluster had committed when it started (embedded:
-        always); until then it serves no agent and issues no pool key."""
+        always); until then it serves no agent and issues no pool key. `wait`: seconds to wait for
+        it, at most."""
 
     def replica_rebuilds(self) -> int:
         """How many times this KMA's replica began to be rebuilt (its rqlited restarted; embedded:

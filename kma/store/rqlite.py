@@ -151,9 +151,9 @@ class RqliteStore:
     def deferring(self) -> bool:
         return self.outbox is not None
 
-    def caught_up(self) -> bool:
+    def caught_up(self, wait: float = 0.0) -> bool:
         """The local replica holds everything the cluster had committed when this KMA started."""
-        return self._caught_up.is_set()
+        return self._caught_up.wait(wait) if wait > 0 else self._caught_up.is_set()
 
     def replica_rebuilds(self) -> int:
         return self._rebuilds

@@ -214,7 +214,7 @@ class SQLiteStore:
     def unshipped_all(self) -> list[Mapping[str, Any]]:
         return []
 
-    def caught_up(self) -> bool:
+    def caught_up(self, wait: float = 0.0) -> bool:
         return True
 
     def replica_rebuilds(self) -> int:
