@@ -48,5 +48,4 @@ def refusal_counts(kma: Appliance) -> dict[str, object]:
     for row in kma.store.query(OTHERS, (kma.kma_id,)):
         if row["reason"] in cluster:
             cluster[row["reason"]] += int(row["n"])
-    serving = int(kma.store.scalar(SERVING) or 1)
-    return {**own, "cluster": cluster, "cluster_kmas": max(serving, 1)}
+    return {**own, "cluster": cluster, "cluster_kmas": max(int(kma.store.scalar(SERVING) or 0), 1)}
