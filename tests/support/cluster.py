@@ -26,6 +26,7 @@ from kma.cluster.trust import bundle, member_pins
 from kma.crypto import WrappingKey, entry_signature
 from kma.crypto.ca import CertifiedKey, issue_server_certificate
 from kma.datadir import DataDir, Identity, write_private
+from kma.errors import ClusterUnavailable
 from tests.support.kma_process import RunningKma
 from tests.support.waiting import wait_until
 
@@ -105,7 +106,14 @@ def raft_port_lets_in(kma: Node | str, cert: Path, key: Path) -> bool:
 def settle(first: RunningKma, newcomer: ClusterFiles) -> None:
     """Wait until every node of the first KMA's cluster trusts the newcomer's node certificate
     (each restarts its rqlited for it) and the cluster has a leader again."""
-    members = raft_addresses(first)
+
+    def members_known() -> list[str] | None:
+        try:
+            return raft_addresses(first)
+        except ClusterUnavailable:  # the first's rqlited may be restarting for the newcomer already
+            return None
+
+    members = wait_until(members_known, 60.0, "the first KMA's node answering")
     wait_until(
         lambda: all(raft_port_lets_in(a, newcomer.node_cert, newcomer.node_key) for a in members),
         60.0,
