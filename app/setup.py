@@ -107,6 +107,7 @@ class SetupAnswers:
     officer_name: str = ""
     officer_passphrase: str = ""  # until the wizard has signed the officer in
     autonomous_unlock: bool = False
+    second_factor_for_officers: bool = True  # Security Officers sign in with a second factor
     key_pool_size: int = 1000
     hsm: dict[str, str] = field(default_factory=dict)  # module, token_label, pin_file: empty for software
     made: SetUpKma | None = None
@@ -135,6 +136,7 @@ class SetupAnswers:
             "threshold": self.threshold,
             "members": list(self.members),
             "autonomous_unlock": self.autonomous_unlock,
+            "second_factor_roles": self.second_factor_roles(),
             "key_pool_size": self.key_pool_size,
             "hsm": dict(self.hsm) or None,
         }
@@ -152,6 +154,7 @@ class SetupAnswers:
             "# No passphrases: `kma init` asks each key split member and the Security Officer for theirs.\n"
             f"mode = {q(self.mode)}\ncluster_name = {q(self.cluster_name)}\n"
             f"autonomous_unlock = {str(self.autonomous_unlock).lower()}\n"
+            f"second_factor_roles = {json.dumps(self.second_factor_roles())}\n"
             f"key_pool_size = {self.key_pool_size}\n\n[site]\nid = {q(self.site_id)}\n"
             f"name = {q(self.site_name or self.site_id)}\n\n[kma]\nid = {q(self.kma_id)}\n"
             f"name = {q(self.kma_name or self.kma_id)}\nmanagement_address = {q(self.management_address)}\n"
@@ -159,6 +162,10 @@ class SetupAnswers:
             f"name = {q(self.officer_name)}\n\n[key_split]\nthreshold = {self.threshold}\n{members}"
             + ("\n[hsm]\n" + "".join(f"{k} = {q(v)}\n" for k, v in self.hsm.items()) if self.hsm else "")
         )
+
+    def second_factor_roles(self) -> list[str]:
+        """The answers' `second_factor_roles`: the roles that sign in with a second factor."""
+        return ["security_officer"] if self.second_factor_for_officers else []
 
     def forget_passphrases(self) -> None:
         self.officer_passphrase = ""

@@ -103,8 +103,9 @@ class DataDir:
 
     @property
     def rows_sealed(self) -> Path:
-        """Present once this KMA has unlocked on a version with row MACs (kma/services/row_macs.py):
-        from then on a row without a MAC is tampered with, not merely older."""
+        """Present once this KMA has unlocked on a version with row MACs (kma/services/row_macs.py),
+        listing the tables it sealed: from then on a row of theirs without a MAC is tampered with,
+        not merely older."""
         return self.root / "rows-sealed"
 
     @property

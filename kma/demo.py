@@ -27,7 +27,8 @@ from kma.services import agents, data_units, keys, policies, sites, users
 from kma.services.backups import take_core_security_backup
 from kma.services.keypool import key_pool
 from kma.services.quorum.locking import unlock_autonomously
-from kma.setup.new_cluster import Answers, SplitMember, initialise
+from kma.setup.answers import Answers, SplitMember
+from kma.setup.new_cluster import initialise
 
 DAY = 86400
 DEMO_KMA = "kma-dal-1"
@@ -73,6 +74,8 @@ def make_demo(data_dir: DataDir, port: int = 8443, hsm: HsmSettings | None = Non
             members=tuple(members),
             key_pool_size=200,
             hsm=hsm,
+            # A demo is explored without a phone at hand; docs/directory.md shows how to require it.
+            second_factor_roles=(),
         ),
         clock,
     )

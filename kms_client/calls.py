@@ -55,6 +55,7 @@ from .wire import (
     PruneResult,
     Retention,
     SecondFactorEnrolment,
+    SecondFactorPolicy,
     Series,
     Session,
     SignedReport,
@@ -119,6 +120,21 @@ class Calls:
     def confirm_second_factor(self, code: str) -> None:
         """`POST /api/v1/auth/second-factor/confirm`."""
         self._connection.request("POST", "/auth/second-factor/confirm", body=present(code=code))
+
+    def get_second_factor_policy(self) -> SecondFactorPolicy:
+        """`GET /api/v1/auth/second-factor/policy`."""
+        return self._connection.call("GET", "/auth/second-factor/policy", reader(SecondFactorPolicy))
+
+    def set_second_factor_policy(
+        self, roles: Iterable[str], *, credentials: Credentials | None = None
+    ) -> SecondFactorPolicy | PendingQuorumOp:
+        """`PUT /api/v1/auth/second-factor/policy`."""
+        return self._connection.call_or_pending(
+            "PUT",
+            "/auth/second-factor/policy",
+            reader(SecondFactorPolicy),
+            present(roles=list(roles), credentials=credentials_body(credentials)),
+        )
 
     def list_sites(
         self,

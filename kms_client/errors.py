@@ -74,6 +74,11 @@ class SecondFactorRequired(Unauthenticated):
     on: sign in again with the code from their authenticator app (or a recovery code)."""
 
 
+class SecondFactorEnrolmentRequired(Forbidden):
+    """403 `second_factor_enrolment_required`: the user's role requires two-step sign-in and it is
+    not set up: the session may only enrol one (`enrol_second_factor`, `confirm_second_factor`)."""
+
+
 class DirectoryUnavailable(ApiError):
     """503 `directory_unavailable`: the directory (LDAP, Active Directory) cannot be reached or
     verified, so directory accounts cannot sign in now; local accounts can."""
@@ -102,6 +107,7 @@ ERROR_CLASSES: dict[str, type[ApiError]] = {
     "setup_mode": NotSetUp,
     "directory_unavailable": DirectoryUnavailable,
     "second_factor_required": SecondFactorRequired,
+    "second_factor_enrolment_required": SecondFactorEnrolmentRequired,
     "internal": InternalError,
 }
 

@@ -693,6 +693,12 @@ class SecondFactorEnrolment:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SecondFactorPolicy:
+    roles: tuple[str, ...]
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Series:
     days: int
     start: datetime
@@ -915,6 +921,7 @@ class User(behaviour.UserPermissions):
     permissions: tuple[str, ...] = field(default_factory=tuple)
     directory_account: str | None = None
     second_factor: bool = False
+    second_factor_required: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

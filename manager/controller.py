@@ -7,6 +7,7 @@ windows themselves only know the context they are given.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import QObject
@@ -38,6 +39,7 @@ class AppController(QObject):
         self.sign_in_window: Any = None
         self.reauth_window: Any = None
         self.presenter: Any = None
+        self.enrolment: Any = None  # the two-step sign-in set-up a role requires, while it is open
         self.local_note = ""
         self.demo: Any = None  # DemoCredentials in local mode: Help > Demo credentials, "sign in as"
         self.local_ca = ""  # local mode's KMA's CA fingerprint: the banner and demo are about it only
@@ -70,15 +72,41 @@ class AppController(QObject):
             self.app.quit()
 
     def signed_in(self, signed: SignedIn, profile: ConnectionProfile) -> Any:
-        from ui.main_window import MainWindow
-        from ui.messages import ErrorPresenter
-
         self.session.start(signed.client, signed.user, profile, signed.about)
         if self.sign_in_window is not None:
             self.sign_in_window.signed_in.disconnect(self.signed_in)
             self.sign_in_window.rejected.disconnect(self._sign_in_closed)
             self.sign_in_window.close()
             self.sign_in_window = None
+        if signed.user.second_factor_required and not signed.user.second_factor:
+            return self._enrol_first(signed, profile)
+        return self._open_main_window(signed, profile)
+
+    def _enrol_first(self, signed: SignedIn, profile: ConnectionProfile) -> Any:
+        """The user's role requires two-step sign-in and they have none: the KMA refuses them all
+        else, so they set it up before the main window opens, or sign out."""
+        from ui.second_factor_dialog import SecondFactorDialog
+
+        dialog = SecondFactorDialog(self.ctx, required=True)
+        self.enrolment = dialog
+
+        def finished(result: int) -> None:
+            self.enrolment = None
+            if result == QDialog.DialogCode.Accepted:
+                enrolled = replace(signed, user=replace(signed.user, second_factor=True))
+                self.session.resume(enrolled.user)
+                self._open_main_window(enrolled, profile)
+            else:
+                self.sign_out()
+
+        dialog.finished.connect(finished)
+        dialog.show()
+        return dialog
+
+    def _open_main_window(self, signed: SignedIn, profile: ConnectionProfile) -> Any:
+        from ui.main_window import MainWindow
+        from ui.messages import ErrorPresenter
+
         # Local mode's banner and demo credentials belong to its KMA, not to one signed in later.
         local = bool(self.local_ca) and profile.ca_fingerprint == self.local_ca
         self.ctx.demo = self.demo if local else None
@@ -115,8 +143,6 @@ class AppController(QObject):
 
         if self.window is None or self.reauth_window is not None or self.session.client is None:
             return
-        from dataclasses import replace
-
         client = self.session.client
         profile = self.session.profile
         window = SignInWindow(
@@ -160,8 +186,6 @@ class AppController(QObject):
 
     def sign_in_as(self, user_id: str) -> None:
         """Local mode: sign out and sign in again as another demo user (Help > Demo credentials)."""
-        from dataclasses import replace
-
         from app.sign_in import sign_in
 
         passphrase = self.demo.passphrase_of(user_id) if self.demo is not None else None

@@ -30,6 +30,10 @@ INTRO = (
     "app on your phone (any TOTP app). Begin, scan the QR code with the app, keep the recovery "
     "codes somewhere safe (each works once if the phone is lost), then type the app's code."
 )
+REQUIRED = (
+    "<b>Your role requires two-step sign-in, and it is not set up for you yet.</b> The KMA lets you "
+    "do nothing else until it is. "
+)
 
 
 def qr_pixmap(uri: str, scale: int = 5) -> QPixmap:
@@ -44,13 +48,17 @@ def qr_pixmap(uri: str, scale: int = 5) -> QPixmap:
 
 
 class SecondFactorDialog(QDialog):
-    def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
+    """`required`: opened at sign-in for a user whose role requires it (the KMA refuses them
+    everything else until then): its way out is signing out, not closing."""
+
+    def __init__(self, ctx: AppContext, parent: QWidget | None = None, required: bool = False) -> None:
         super().__init__(parent)
         self.ctx = ctx
-        self.setWindowTitle("Two-step sign-in")
+        self.setObjectName("secondFactorDialog")
+        self.setWindowTitle("Set up two-step sign-in" if required else "Two-step sign-in")
         self.setWindowModality(Qt.WindowModality.WindowModal)
         layout = QVBoxLayout(self)
-        intro = QLabel(INTRO)
+        intro = QLabel((REQUIRED if required else "") + INTRO)
         intro.setWordWrap(True)
         layout.addWidget(intro)
         self.begin = QPushButton("Begin")
@@ -78,6 +86,8 @@ class SecondFactorDialog(QDialog):
         self.error = ErrorLabel("Two-step sign-in problem", "secondFactorError")
         layout.addWidget(self.error)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        if required:
+            self.buttons.button(QDialogButtonBox.StandardButton.Close).setText("Sign out")
         self.turn_on = self.buttons.addButton("Turn on", QDialogButtonBox.ButtonRole.AcceptRole)
         self.turn_on.setEnabled(False)
         self.buttons.accepted.connect(self._confirm)

@@ -10,9 +10,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
-from kma.domain.roles import GRANTS, Permission, Role, allows
+from kma.domain.roles import GRANTS, Permission, allows
 from kma.errors import Forbidden, KmaLocked, Unauthenticated
-from kma.services import auth
+from kma.services import auth, second_factor_policy
 from kma.services.paging import PageRequest
 
 API_PREFIX = "/api/v1"
@@ -80,7 +80,7 @@ def current_actor(request: Request, kma: KmaEvenLocked, token: Token) -> Actor:
 CurrentActor = Annotated[Actor, Depends(current_actor)]
 
 
-# The dependencies that refuse some roles (403): the OpenAPI document lists 403 where one is used.
+# The dependencies that refuse some users (403): the OpenAPI document lists 403 where one is used.
 ROLE_CHECKS: set[Callable[..., Actor]] = set()
 
 
@@ -88,13 +88,14 @@ def require(permission: Permission) -> Callable[[Actor], Actor]:
     """A dependency that lets only the roles granted `permission` through."""
 
     def check(actor: CurrentActor) -> Actor:
+        if actor.second_factor_pending:
+            raise second_factor_policy.refuse_until_enrolled()
         if not allows(actor.roles, permission):
             roles = ", ".join(sorted(GRANTS[permission]))
             raise Forbidden(f"Your roles do not allow this; it needs one of: {roles}.")
         return actor
 
-    if GRANTS[permission] != frozenset(Role):
-        ROLE_CHECKS.add(check)
+    ROLE_CHECKS.add(check)  # every one refuses a user who must enrol a second factor first
     return check
 
 

@@ -32,7 +32,8 @@ from kma.api.deps import ROLE_CHECKS, get_appliance, page_request, session_token
 ERRORS = {
     400: "Bad request: the body is not JSON, or the cursor is not one this KMA handed out",
     401: "Not signed in, the session expired, or a wrong passphrase",
-    403: "The signed-in user's roles do not allow this",
+    403: "The signed-in user's roles do not allow this, or their role requires two-step sign-in and "
+    "they have not set it up yet (`second_factor_enrolment_required`)",
     404: "No such object",
     409: "The object's state does not allow this",
     413: "The body is over 64 KiB",

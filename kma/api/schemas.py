@@ -121,6 +121,11 @@ class User(Response):
     second_factor: bool = Field(
         default=False, description="Whether the user's sign-ins need a code from their authenticator app."
     )
+    second_factor_required: bool = Field(
+        default=False,  # a KMA older than the policy requires it of nobody
+        description="Whether the user's roles require two-step sign-in (GET /auth/second-factor/policy). "
+        "True while `second_factor` is false: the user may do nothing but enrol one.",
+    )
 
 
 class Session(Response):
@@ -367,19 +372,6 @@ class SignedReport(Response):
     filename: str
     csv: str
     signature: str  # the .sig file's exact text (JSON)
-
-
-class SecondFactorCode(Request):
-    code: Annotated[str, Field(min_length=1, max_length=32)]
-
-
-class SecondFactorEnrolment(Response):
-    """Shown once, never again: the secret (also as an otpauth:// URI, for a QR code) and the
-    recovery codes."""
-
-    secret: str
-    otpauth_uri: str
-    recovery_codes: list[str]
 
 
 class SiteCreate(Request):

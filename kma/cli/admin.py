@@ -46,7 +46,7 @@ def run_init(args: argparse.Namespace) -> int:
     from kma.cli.membership import run_join
     from kma.cli.setup_questions import ask_answers, ask_missing_passphrases, missing_passphrases
     from kma.crypto import fingerprint
-    from kma.setup.new_cluster import answers_text, check_answers, read_answers
+    from kma.setup.answers import answers_text, check_answers, read_answers
     from kma.setup.service import answers_mode, run_answers
 
     data_dir = open_data_dir(args, must_exist=False)
@@ -234,7 +234,7 @@ def _verify_rows(conn: sqlite3.Connection, data_dir: DataDir) -> bool:
     from kma.crypto import WrappingKey
     from kma.crypto.entry_signature import tampered_entries
     from kma.services.key_macs import tampered_keys
-    from kma.services.row_macs import recorded_tamper, tampered_rows
+    from kma.services.row_macs import recorded_tamper, sealed_tables, tampered_rows
     from kma.vault import row_mac_key
 
     kma_id = data_dir.identity().kma_id
@@ -249,7 +249,7 @@ def _verify_rows(conn: sqlite3.Connection, data_dir: DataDir) -> bool:
     else:
         local = WrappingKey(data_dir.unlock_key.read_bytes())
         master = WrappingKey(local.unwrap(f"autounlock:{kma_id}", blob[0]))
-        bad = tampered_rows(conn, row_mac_key(master), data_dir.rows_sealed.exists())
+        bad = tampered_rows(conn, row_mac_key(master), sealed_tables(data_dir.rows_sealed))
         bad += tampered_keys(conn, row_mac_key(master), data_dir.keys_sealed.exists())
         for row in bad:
             print(f"TAMPERED row: {row}; it grants nothing", file=sys.stderr)
@@ -310,7 +310,7 @@ def run_demo(args: argparse.Namespace) -> int:
     import tomllib
 
     from kma.demo import DEMO_KMA, make_demo
-    from kma.setup.new_cluster import answers_text, read_hsm
+    from kma.setup.answers import answers_text, read_hsm
 
     data_dir = open_data_dir(args, must_exist=False)
     if data_dir.root.exists() and any(data_dir.root.iterdir()):

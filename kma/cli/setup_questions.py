@@ -14,11 +14,12 @@ from typing import TypeVar
 
 from kma.crypto.hsm import Token
 from kma.crypto.hsm_settings import KEYRING_SERVICE, HsmSettings, HsmUnavailable
+from kma.domain.roles import Role
 from kma.domain.strength import check_strength
 from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import ValidationFailed
 from kma.services.quorum.key_split import MAX_SPLIT_MEMBERS
-from kma.setup.new_cluster import DEFAULT_POOL, Answers, SplitMember, check_settings
+from kma.setup.answers import DEFAULT_POOL, Answers, SplitMember, check_settings
 from kma.setup.proof import KeySplitDraft, draft_key_split, prove
 from kma.setup.service import MODES, check_can_listen
 
@@ -126,11 +127,7 @@ def ask_answers(ask: Ask, secret: Ask, say: Callable[[str], None]) -> tuple[Answ
     officer_id = q.text("User ID", lambda v: check_id(v, "The Security Officer's user ID"), "so")
     officer_name = q.text("Name", lambda v: check_text(v, "The Security Officer's name", required=True))
     officer_passphrase = q.new_passphrase(officer_id, strong=False, user_inputs=[])
-    say(
-        "Autonomous unlock: off is safer (a restarted KMA waits locked until a quorum unlocks it); on "
-        "means a restarted KMA serves at once, without a quorum."
-    )
-    autonomous = q.yes("Autonomous unlock", False)
+    autonomous, two_step = _ask_unlock_and_sign_in(q, say)
     pool = q.number("Key pool size (keys made ahead so issuing never waits)", 0, 100_000, DEFAULT_POOL)
     say("Master key: in software, or in a hardware security module (PKCS#11 token; docs/hsm.md).")
     hsm = ask_hsm(q, kma_id) if q.yes("Master key in an HSM", False) else None
@@ -151,9 +148,24 @@ def ask_answers(ask: Ask, secret: Ask, say: Callable[[str], None]) -> tuple[Answ
         key_pool_size=pool,
         mode=mode,
         hsm=hsm,
+        second_factor_roles=(str(Role.SECURITY_OFFICER),) if two_step else (),
     )
     check_settings(answers)
     return answers, draft
+
+
+def _ask_unlock_and_sign_in(q: Questions, say: Callable[[str], None]) -> tuple[bool, bool]:
+    """Autonomous unlock (off by default) and two-step sign-in of Security Officers (on)."""
+    say(
+        "Autonomous unlock: off is safer (a restarted KMA waits locked until a quorum unlocks it); on "
+        "means a restarted KMA serves at once, without a quorum."
+    )
+    autonomous = q.yes("Autonomous unlock", False)
+    say(
+        "Two-step sign-in: a Security Officer then signs in with a code from an authenticator app as "
+        "well as the passphrase, and sets it up at the first sign-in."
+    )
+    return autonomous, q.yes("Require two-step sign-in of Security Officers", True)
 
 
 def ask_hsm(q: Questions, kma_id: str) -> HsmSettings:

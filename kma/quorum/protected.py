@@ -18,6 +18,7 @@ from kma.services.quorum.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
 from kma.services.quorum.master_rotation import ROTATE_MASTER_KEY
 from kma.services.quorum.op_type import OpType
 from kma.services.second_factor import TURN_OFF_SECOND_FACTOR
+from kma.services.second_factor_policy import SET_SECOND_FACTOR_ROLES
 from kma.services.transfer_partners import REGISTER_TRANSFER_PARTNER
 from kma.services.users import CREATE_USER, SET_USER_PASSPHRASE, UPDATE_USER
 
@@ -39,6 +40,7 @@ OP_TYPES: dict[str, OpType] = {
         REGISTER_TRANSFER_PARTNER,
         SET_DIRECTORY,
         TURN_OFF_SECOND_FACTOR,
+        SET_SECOND_FACTOR_ROLES,
         RENEW_CLUSTER_CA,
     )
 }

@@ -25,10 +25,10 @@ from kma.audit.record import Retention
 from kma.crypto import hash_passphrase, verify_passphrase
 from kma.directory import ldap
 from kma.domain.actor import Actor
-from kma.domain.roles import parse_roles, role_words
+from kma.domain.roles import Role, parse_roles, role_words
 from kma.errors import Forbidden, KmaLocked, LockedOut, Unauthenticated
 from kma.metrics import SIGN_INS
-from kma.services import directory, lockout, refusals, row_macs, second_factor, users
+from kma.services import directory, lockout, refusals, row_macs, second_factor, second_factor_policy, users
 from kma.store import Stmt
 
 SESSION_SECONDS = 30 * 60
@@ -271,7 +271,16 @@ def authenticate(kma: Appliance, token: str, address: str) -> Actor:
         or not row_macs.session_genuine(kma, {**dict(row), "mac": row["session_mac"]})
     ):
         raise Unauthenticated("Your session has expired or is not valid; sign in again.")
-    return Actor(row["id"], address, "user", parse_roles(row["roles"]))
+    roles = parse_roles(row["roles"])
+    return Actor(row["id"], address, "user", roles, _enrolment_pending(kma, row["id"], roles))
+
+
+def _enrolment_pending(kma: Appliance, user_id: str, roles: frozenset[Role]) -> bool:
+    """Whether this user's roles require a second factor they have not enrolled yet: their session
+    may do nothing else until they do (kma/services/second_factor_policy.py)."""
+    if kma.vault.locked or not second_factor_policy.requires(kma, roles):
+        return False
+    return not second_factor.is_on(kma, user_id)
 
 
 def sign_out(kma: Appliance, actor: Actor, token: str) -> None:

@@ -15,8 +15,10 @@ raises a `security.tamper` audit event (once per row per hour per KMA). A locked
 and cannot check: it serves no keys and lets a user do nothing but ask for its unlock, which needs
 the key split, and `genuine` answers True there; every row is checked again at each unlock.
 
-At the first unlock on this version (`DataDir.rows_sealed` absent) rows without a MAC are sealed,
-trusted on first use, in one audited batch; from then on a row without a MAC is tampered with.
+At the first unlock on this version rows without a MAC are sealed, trusted on first use, in one
+audited batch; from then on a row without a MAC is tampered with. `DataDir.rows_sealed` lists the
+tables sealed so, so a table a later version seals (its rows written by a migration) is trusted on
+first use at the first unlock on that version in the same way.
 Each unlock also sweeps every sealed table, so `kma audit verify` and the dashboard report what was
 forged while the KMA was stopped, not only what someone tried to use.
 """
@@ -33,6 +35,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kma.appliance import Appliance
@@ -75,8 +78,21 @@ DIRECTORY = Sealed("directory_settings", ("id",), ("settings",), "directory")
 # A user's second factor: a forged recovery code would let its holder past it. The secret is under
 # the master key, bound to the user (kma/services/second_factor.py), so it needs no MAC.
 SECOND_FACTORS = Sealed("second_factors", ("user_id",), ("confirmed", "recovery_hashes"), "user")
+# Which roles must sign in with a second factor: a forged row would let them in with a passphrase.
+SECOND_FACTOR_POLICY = Sealed("second_factor_policy", ("id",), ("roles",), "second_factor_policy")
 # Sealed at the first unlock and checked at each:
-TABLES = (USERS, MEMBERSHIP, SPLIT_MEMBERS, ALERT_CHANNELS, TRANSFER_PARTNERS, DIRECTORY, SECOND_FACTORS)
+TABLES = (
+    USERS,
+    MEMBERSHIP,
+    SPLIT_MEMBERS,
+    ALERT_CHANNELS,
+    TRANSFER_PARTNERS,
+    DIRECTORY,
+    SECOND_FACTORS,
+    SECOND_FACTOR_POLICY,
+)
+# What a `rows_sealed` file without a list of tables sealed (those written before the list was kept).
+FIRST_SEALED = frozenset(s.table for s in TABLES[:7])
 # Sessions come and go: not swept; one made while this KMA was locked is sealed when it unlocks.
 SESSIONS = Sealed("sessions", ("token_hash",), ("user_id", "expires_at"), "session")
 
@@ -156,7 +172,7 @@ def genuine(kma: Appliance, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row
     except KmaLocked:
         return True
     stored = row["mac"]
-    if stored is None and not kma.data_dir.rows_sealed.exists():
+    if stored is None and sealed.table not in sealed_tables(kma.data_dir.rows_sealed):
         return True  # a row from before this version, sealed by `after_unlock` in a moment
     if matches(stored, mac(key, sealed, row)):
         return True
@@ -276,18 +292,30 @@ def _rows(kma: Appliance, sealed: Sealed) -> list[Any]:
     return kma.store.query(_select(sealed))
 
 
-def tampered_rows(conn: sqlite3.Connection, key: bytes, sealed_already: bool) -> list[str]:
-    """Offline (`kma audit verify`): the rows whose MAC does not verify, described. `sealed_already`:
-    this KMA has unlocked on this version, so a row without a MAC is tampered with too."""
+def sealed_tables(rows_sealed: Path) -> frozenset[str]:
+    """The tables whose rows this KMA sealed at an unlock (`DataDir.rows_sealed`): a row of theirs
+    without a MAC is tampered with; one of another table is from before its version."""
+    try:
+        text = rows_sealed.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return frozenset()
+    listed = [line.removeprefix("table:").strip() for line in text.splitlines() if line.startswith("table:")]
+    return frozenset(listed) if listed else FIRST_SEALED
+
+
+def tampered_rows(conn: sqlite3.Connection, key: bytes, sealed: frozenset[str]) -> list[str]:
+    """Offline (`kma audit verify`): the rows whose MAC does not verify, described. `sealed`: the
+    tables this KMA has sealed at an unlock (`sealed_tables`), where a row without a MAC is tampered
+    with too."""
     out = []
-    for sealed in TABLES:
-        for row in conn.execute(_select(sealed)):
+    for table in TABLES:
+        for row in conn.execute(_select(table)):
             stored = row["mac"]
-            if stored is None and not sealed_already:
+            if stored is None and table.table not in sealed:
                 continue
-            if not matches(stored, mac(key, sealed, row)):
+            if not matches(stored, mac(key, table, row)):
                 why = "has no MAC" if stored is None else "has a MAC that does not verify"
-                out.append(f"{sealed.table} '{sealed.row_id(row)}' {why}")
+                out.append(f"{table.table} '{table.row_id(row)}' {why}")
     return out
 
 
@@ -317,17 +345,20 @@ def _seal_and_sweep(kma: Appliance) -> None:
             f"sealed {len(made)} sessions made while this KMA was locked",
             retention=Retention.MEDIUM,
         )
-    if not kma.data_dir.rows_sealed.exists():
-        unsealed = [(s, r) for s in TABLES for r in _rows(kma, s) if r["mac"] is None]
+    done = sealed_tables(kma.data_dir.rows_sealed)
+    new = [s for s in TABLES if s.table not in done]
+    if new:
+        unsealed = [(s, r) for s in new for r in _rows(kma, s) if r["mac"] is None]
         if unsealed:
             kma.commit(
                 kma.itself,
                 "security.rows_sealed",
                 [seal(key, s, r) for s, r in unsealed],
-                f"sealed {len(unsealed)} rows that grant power (users, key group members, key split "
-                "members) written before row MACs, trusting them on first use",
+                f"sealed {len(unsealed)} rows that grant power ({', '.join(s.table for s in new)}) "
+                "written before their row MACs, trusting them on first use",
             )
-        kma.data_dir.rows_sealed.write_text("rows that grant power carry a MAC\n", encoding="utf-8")
+        tables = "".join(f"table: {s.table}\n" for s in TABLES)
+        kma.data_dir.rows_sealed.write_text(f"rows that grant power carry a MAC\n{tables}", encoding="utf-8")
     for sealed in TABLES:
         for row in _rows(kma, sealed):
             genuine(kma, sealed, row)

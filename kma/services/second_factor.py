@@ -188,6 +188,12 @@ def check(kma: Appliance, user_id: str, code: str | None) -> list[Stmt] | None:
     ]
 
 
+def is_on(kma: Appliance, user_id: str) -> bool:
+    """Whether the user's second factor is enrolled, confirmed and its row genuine."""
+    row = _row(kma, user_id)
+    return row is not None and bool(row["confirmed"])
+
+
 def recovery_codes_left(kma: Appliance, user_id: str) -> int:
     row = _row(kma, user_id)
     return len(json.loads(row["recovery_hashes"])) if row is not None and row["confirmed"] else 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kma.appliance import Appliance
 from kma.audit.exports import iso
 from kma.domain.actor import Actor
-from kma.services import directory
+from kma.services import directory, second_factor_policy
 from kma.services.signed_report import signed_report
 from kma.services.users import SELECT, user_row
 
@@ -15,8 +15,9 @@ COLUMNS = ("kind", "id", "name", "roles", "enabled", "signs_in_with", "two_step"
 
 def _rows(kma: Appliance) -> list[list[str]]:
     rows = []
+    required = second_factor_policy.required_roles(kma)
     for row in kma.store.query(f"{SELECT} ORDER BY id"):
-        u = user_row(row)
+        u = user_row(row, required)
         rows.append(
             [
                 "user",
@@ -25,7 +26,11 @@ def _rows(kma: Appliance) -> list[list[str]]:
                 " ".join(u["roles"]),
                 "yes" if u["enabled"] else "no",
                 f"directory {u['directory_account']}" if u["directory_account"] else "local passphrase",
-                "on" if u["second_factor"] else "off",
+                "on"
+                if u["second_factor"]
+                else "required, not set up"
+                if u["second_factor_required"]
+                else "off",
                 iso(u["created_at"]),
                 iso(u["updated_at"]),
             ]

@@ -18,7 +18,7 @@ from kma.domain.roles import Role, format_roles, parse_roles, permissions_of, ro
 from kma.domain.strength import check_user_passphrase
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound, ValidationFailed
-from kma.services import lockout
+from kma.services import lockout, second_factor_policy
 from kma.services.change import Change
 from kma.services.common import refuse_taken
 from kma.services.paging import (
@@ -80,12 +80,15 @@ KEEP_A_SECURITY_OFFICER = Stmt(
 )
 
 
-def user_row(row: Any) -> dict[str, Any]:
+def user_row(row: Any, second_factor_roles: frozenset[Role] = frozenset()) -> dict[str, Any]:
+    """A user as the API shows it; `second_factor_roles`: the roles that require a second factor."""
     out = {k: row[k] for k in PUBLIC}
+    roles = parse_roles(row["roles"])
     out["roles"] = [r for r in out["roles"].split(",") if r]
-    out["permissions"] = permissions_of(parse_roles(row["roles"]))
+    out["permissions"] = permissions_of(roles)
     out["enabled"] = bool(out["enabled"])
     out["second_factor"] = bool(out["second_factor"])
+    out["second_factor_required"] = bool(roles & second_factor_roles)
     return out
 
 
@@ -100,14 +103,15 @@ def check_roles(roles: Sequence[str]) -> str:
 
 def list_users(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, LIST, req)
-    return page.with_items([user_row(r) for r in page.items])
+    required = second_factor_policy.required_roles(kma)
+    return page.with_items([user_row(r, required) for r in page.items])
 
 
 def get_user(kma: Appliance, user_id: str) -> dict[str, Any]:
     row = kma.store.query_one(f"{SELECT} WHERE id = ?", (user_id,))
     if row is None:
         raise NotFound(f"There is no user '{user_id}'.")
-    return user_row(row)
+    return user_row(row, second_factor_policy.required_roles(kma))
 
 
 def check_new_user(user_id: str, name: str, roles: Sequence[str], passphrase: str) -> str:

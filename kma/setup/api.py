@@ -34,8 +34,9 @@ from kma.api.app import PREFIX, BodyLimit
 from kma.api.deps import client_address
 from kma.errors import KmaError
 from kma.services.quorum.key_split import Credential
+from kma.setup.answers import DEFAULT_POOL, Answers, SplitMember, read_hsm
 from kma.setup.join import join_answers
-from kma.setup.new_cluster import DEFAULT_POOL, Answers, SplitMember, check_new_token, read_hsm
+from kma.setup.new_cluster import check_new_token
 from kma.setup.restore import RestoreAnswers, check_pair, check_token, token_for
 from kma.setup.service import SetupSession
 
@@ -117,6 +118,8 @@ class Finish(BaseModel):
     autonomous_unlock: bool = True
     key_pool_size: int = DEFAULT_POOL
     hsm: Annotated[dict[str, Text], Field(max_length=8)] | None = None  # [hsm] of the answers (docs/hsm.md)
+    # The roles that must sign in with a second factor; an older manager sends none: the default.
+    second_factor_roles: Annotated[list[Text], Field(max_length=6)] = ["security_officer"]
 
     def answers(self) -> Answers:
         return Answers(
@@ -136,6 +139,7 @@ class Finish(BaseModel):
             key_pool_size=self.key_pool_size,
             mode=self.mode,
             hsm=read_hsm(self.hsm, self.kma.id),
+            second_factor_roles=tuple(self.second_factor_roles),
         )
 
 

@@ -74,7 +74,7 @@ def parse_join_answers(text: str) -> JoinAnswers:
 def join_answers(table: dict[str, Any], hsm_table: Any = None) -> JoinAnswers:
     """The [join] table's fields (or the set-up API's), checked; `hsm_table`: the answers' [hsm]
     table (or the set-up API's `hsm`), the token that is to receive the cluster's master key."""
-    from kma.setup.new_cluster import read_hsm
+    from kma.setup.answers import read_hsm
 
     fields: dict[str, Any] = {}
     for key in ("kma", "ca_fingerprint", "kma_id", "passphrase", "rqlite_http_address"):

@@ -33,8 +33,9 @@ from kma.crypto import WrappingKey, fingerprint
 from kma.datadir import DataDir
 from kma.errors import Conflict, LockedOut, Unauthenticated, ValidationFailed
 from kma.services.quorum.key_split import check_split_members
+from kma.setup.answers import Answers, check_settings
 from kma.setup.join import JoinAnswers
-from kma.setup.new_cluster import Answers, check_settings, initialise
+from kma.setup.new_cluster import initialise
 from kma.setup.proof import KeySplitDraft, draft_key_split, prove
 from kma.setup.restore import RestoreAnswers
 

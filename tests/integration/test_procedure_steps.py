@@ -23,6 +23,7 @@ from kma.datadir import DataDir
 from kma.errors import Conflict, Unauthenticated
 from kma.services import enrollment
 from kma.setup import new_cluster
+from kma.setup.answers import parse_answers
 from kma.setup.restore import restore
 from kma.steps import failed_step, step
 from tests.support.first_setup import ONE_KMA_ANSWERS
@@ -76,7 +77,7 @@ def test_an_enrolment_with_a_wrong_passphrase_fails_at_the_passphrase_check(kma:
 
 
 def test_a_new_cluster_in_a_directory_holding_a_kma_fails_at_checking_the_answers(data_dir: Path) -> None:
-    answers = new_cluster.parse_answers(ONE_KMA_ANSWERS.format(key_pool_size=5))
+    answers = parse_answers(ONE_KMA_ANSWERS.format(key_pool_size=5))
     with pytest.raises(Conflict) as caught:
         new_cluster.initialise(DataDir(data_dir), answers)
     assert failed_step(caught.value) == "check the answers"

@@ -82,6 +82,7 @@ def test_interactive_set_up_in_a_terminal(
     type_secret(child, "so: the same passphrase again", OFFICER["passphrase"])
     for prompt, answer in [
         ("Autonomous unlock", ""),
+        ("Require two-step sign-in of Security Officers", ""),  # yes, the default
         ("Key pool size", "25"),
         ("Master key in an HSM", "yes" if hsm else ""),
     ]:

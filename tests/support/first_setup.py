@@ -36,6 +36,8 @@ def answers_for(kma_address: str, service_port: int) -> dict[str, Any]:
         "members": [name for name, _ in MEMBERS],
         "autonomous_unlock": False,
         "key_pool_size": 25,
+        # Two-step sign-in of Security Officers is the default; tests of it ask for it by name.
+        "second_factor_roles": [],
     }
 
 
@@ -55,6 +57,7 @@ def answers_toml(answers: dict[str, Any]) -> str:
         f'mode = "new_cluster"\ncluster_name = "{answers["cluster_name"]}"\n'
         f"autonomous_unlock = {str(answers['autonomous_unlock']).lower()}\n"
         f"key_pool_size = {answers['key_pool_size']}\n"
+        f"second_factor_roles = {answers.get('second_factor_roles', ['security_officer'])!r}\n"
         f'[site]\nid = "{site["id"]}"\nname = "{site["name"]}"\n'
         f'[kma]\nid = "{kma["id"]}"\nname = "{kma["name"]}"\n'
         f'management_address = "{kma["management_address"]}"\n'
@@ -78,6 +81,7 @@ def describe(client: Any) -> dict[str, Any]:
         "autonomous_unlock": status.autonomous_unlock,
         "kmas": sorted((k.id, k.name, k.site_id, k.key_pool_size) for k in client.iter_all(client.list_kmas)),
         "policies": sorted(p.id for p in client.iter_all(client.list_key_policies)),
+        "second_factor_roles": client.get_second_factor_policy().roles,
     }
 
 
@@ -85,6 +89,7 @@ def describe(client: Any) -> dict[str, Any]:
 ONE_KMA_ANSWERS = """
 cluster_name = "New Vault"
 key_pool_size = {key_pool_size}
+second_factor_roles = []
 [site]
 id = "dallas"
 name = "Dallas"

@@ -11,7 +11,7 @@ from keyring.backend import KeyringBackend
 
 from kma.crypto.hsm_settings import HsmSettings, HsmUnavailable, read_pin_file
 from kma.errors import ValidationFailed
-from kma.setup.new_cluster import read_hsm
+from kma.setup.answers import read_hsm
 
 GOOD = {"module": "/usr/lib/softhsm/libsofthsm2.so", "token_label": "t", "pin_file": "/etc/kma/hsm.pin"}
 

@@ -37,8 +37,9 @@ def test_every_mistake_is_explained_and_asked_again() -> None:
             "so",
             "Sam Officer",
             "no",
+            "no",
             "50",
-            "",  # officer, autonomous unlock, pool size, master key in software
+            "",  # officer, autonomous unlock, two-step sign-in, pool size, master key in software
         ]
     )
     secrets = iter(
@@ -82,11 +83,12 @@ def test_every_mistake_is_explained_and_asked_again() -> None:
     assert "The proof failed" in text and "They reconstruct the secret" in text
     assert (answers.threshold, [m.name for m in answers.members]) == (2, ["alice", "bob", "carol"])
     assert draft.proven and answers.autonomous_unlock is False and answers.key_pool_size == 50
+    assert answers.second_factor_roles == ()  # "no": no role needs two-step sign-in
 
 
 def test_answers_saved_without_passphrases_ask_each_person_for_theirs() -> None:
     from kma.cli.setup_questions import ask_missing_passphrases, missing_passphrases
-    from kma.setup.new_cluster import check_answers, read_answers
+    from kma.setup.answers import check_answers, read_answers
 
     saved = read_answers(
         'cluster_name = "Acme"\n[site]\nid = "dallas"\n[kma]\nid = "kma-1"\n[security_officer]\nid = "so"\n'
@@ -102,7 +104,7 @@ def test_answers_saved_without_passphrases_ask_each_person_for_theirs() -> None:
 
 
 def test_a_time_server_answer_is_refused_rather_than_silently_ignored() -> None:
-    from kma.setup.new_cluster import read_answers
+    from kma.setup.answers import read_answers
 
     with pytest.raises(ValidationFailed, match="uses its machine's clock.*NTP client"):
         read_answers(

@@ -9,6 +9,7 @@ manager says so plainly, with a link to it under Pending approvals.
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -16,7 +17,7 @@ from PySide6.QtCore import Qt
 import kms_client
 from app.context import AppContext
 from app.pages import PageSpec, register
-from app.writes.second_factor import turn_off_second_factor
+from app.writes.second_factor import set_second_factor_policy, turn_off_second_factor
 from app.writes.users import create_user, set_user_passphrase, update_user
 from kms_client import User
 from ui.form_field import Field
@@ -147,9 +148,51 @@ def _turn_off_second_factor(page: ListPage[User], user: Any) -> QuorumFormDialog
     return dialog
 
 
+def _second_factor_policy(page: ListPage[User], _obj: Any) -> None:
+    """Which roles must sign in with a second factor: the current answer first, then the form."""
+    page.ctx.ops.read(
+        lambda w: w.client.get_second_factor_policy(),
+        parent=page,
+        success=lambda policy: _policy_dialog(page, policy).open(),
+    )
+
+
+def _policy_dialog(page: ListPage[User], policy: Any) -> QuorumFormDialog:
+    return QuorumFormDialog(
+        page.ctx,
+        "Two-step sign-in by role",
+        [Field("roles", "Required of", "roles", default=list(policy.roles))],
+        lambda v: set_second_factor_policy(v["roles"] or [], credentials=v["credentials"]),
+        what="the roles are set",
+        intro=(
+            "The roles whose users must sign in with a code from an authenticator app as well as "
+            "their passphrase. A user of such a role without it sets it up at the next sign-in and "
+            "may do nothing else until then; key split members' approvals are not affected."
+        ),
+        ok_text="Set",
+        busy_text="Setting…",
+        parent=page,
+    )
+
+
 def _signed_report(page: ListPage[User], _obj: Any) -> None:
     """Users and their roles (directory mapping included) as a CSV and its signature, beside it."""
     save_signed_report(page, lambda client: client.get_users_report())
+
+
+@dataclass(frozen=True)
+class TwoStepColumn(Column):
+    """On or off, and whether the user's role requires it while it is off (they may do nothing
+    until they set it up)."""
+
+    def value(self, obj: Any) -> Any:
+        if getattr(obj, "second_factor", False):
+            return "on"
+        return "required, not set up" if getattr(obj, "second_factor_required", False) else "off"
+
+
+def _two_step_tone(user: Any) -> str | None:
+    return "warn" if user.second_factor_required and not user.second_factor else None
 
 
 def _local(user: Any) -> bool:
@@ -179,7 +222,7 @@ SPEC = ListSpec(
             sortable=False,
             format=lambda v: v or "local passphrase",
         ),
-        Column("second_factor", "Two-step", 80, sortable=False, format=lambda v: "on" if v else "off"),
+        TwoStepColumn("second_factor", "Two-step", 150, sortable=False, tone=_two_step_tone),
         Column("locked_until", "Locked out until", 150, format=when),
         Column("created_at", "Created", 140),
         Column("updated_at", "Updated", 140, hidden=True),
@@ -192,6 +235,7 @@ SPEC = ListSpec(
     actions=[
         ActionSpec("New user…", new_user, "users.write", needs="none", toolbar=True, shortcut="Ctrl+N"),
         ActionSpec("Signed report…", _signed_report, "audit.read", needs="none", toolbar=True),
+        ActionSpec("Two-step sign-in by role…", _second_factor_policy, "users.write", needs="none"),
         ActionSpec("Edit user…", _edit_user, "users.write", toolbar=True, enabled=_local),
         ActionSpec("Set passphrase…", _set_passphrase, "users.write", enabled=_local),
         ActionSpec(

@@ -60,6 +60,12 @@ class SummaryPage(SetupPage):
             ),
             ("Security Officer", f"{a.officer_name} ({a.officer_id})"),
             (
+                "Two-step sign-in",
+                "required of Security Officers: set up at the first sign-in"
+                if a.second_factor_for_officers
+                else "required of no role (a Security Officer can require it later)",
+            ),
+            (
                 "Autonomous unlock",
                 "on: a restarted KMA serves without a quorum"
                 if a.autonomous_unlock

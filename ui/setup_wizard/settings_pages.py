@@ -6,6 +6,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QCheckBox,
     QCompleter,
     QFormLayout,
     QLabel,
@@ -49,6 +50,15 @@ class OfficerPage(SetupPage):
         form.addRow("", self.meter)
         form.addRow("The same again:", self.again)
         layout.addLayout(form)
+        self.two_step = QCheckBox(
+            "Security Officers sign in with a code from an authenticator app as well (two-step sign-in)"
+        )
+        self.two_step.setChecked(answers.second_factor_for_officers)
+        self.two_step.setToolTip(
+            "You set it up at your first sign-in: a QR code to scan and recovery codes to keep. A "
+            "Security Officer can change which roles need it later, with the quorum."
+        )
+        layout.addWidget(self.two_step)
         layout.addWidget(self.error)
         layout.addStretch()
         self.passphrase.textChanged.connect(
@@ -74,6 +84,7 @@ class OfficerPage(SetupPage):
             self.again.clear()
             return "The two passphrases typed are not the same. Type the second one again."
         a.officer_passphrase = self.passphrase.text()
+        a.second_factor_for_officers = self.two_step.isChecked()
         return ""
 
 

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from kma.api import schemas
-from kma.api.deps import CurrentActor, Kma, KmaEvenLocked, SignedIn, Token, client_address
+from kma.api import schemas, second_factor_schemas
+from kma.api.deps import CurrentActor, Kma, KmaEvenLocked, SignedIn, Token, UsersWrite, client_address
 from kma.api.openapi import CHECKS_PASSPHRASES
-from kma.services import auth, second_factor, users
+from kma.api.quorum_schemas import PENDING, PendingQuorumOp, ran_or_pending
+from kma.quorum import engine
+from kma.services import auth, second_factor, second_factor_policy, users
 
 router = APIRouter(prefix="/auth", tags=["auth"])
 
@@ -26,14 +28,37 @@ def get_me(kma: KmaEvenLocked, actor: CurrentActor) -> dict[str, object]:
     return users.get_user(kma, actor.entity_id)
 
 
-# Two-step sign-in: each user enrols themselves (any signed-in user); a Security Officer turns a
-# user's off under quorum (DELETE /users/{id}/second-factor).
-@router.post("/second-factor", response_model=schemas.SecondFactorEnrolment, status_code=201)
-def enrol_second_factor(kma: Kma, actor: SignedIn) -> dict[str, object]:
+# Two-step sign-in: each user enrols themselves (any signed-in user, also one whose role requires it
+# and who may do nothing else until then); a Security Officer turns a user's off under quorum
+# (DELETE /users/{id}/second-factor) and sets which roles require it (PUT /auth/second-factor/policy).
+@router.post("/second-factor", response_model=second_factor_schemas.SecondFactorEnrolment, status_code=201)
+def enrol_second_factor(kma: Kma, actor: CurrentActor) -> dict[str, object]:
     return second_factor.enrol(kma, actor)
 
 
 @router.post("/second-factor/confirm", status_code=204)
-def confirm_second_factor(body: schemas.SecondFactorCode, kma: Kma, actor: SignedIn) -> Response:
+def confirm_second_factor(
+    body: second_factor_schemas.SecondFactorCode, kma: Kma, actor: CurrentActor
+) -> Response:
     second_factor.confirm(kma, actor, body.code)
     return Response(status_code=204)
+
+
+@router.get("/second-factor/policy", response_model=second_factor_schemas.SecondFactorPolicy)
+def get_second_factor_policy(kma: Kma, actor: SignedIn) -> second_factor_policy.Policy:
+    return second_factor_policy.get_policy(kma)
+
+
+# Quorum-protected, as lifting the requirement weakens every sign-in of those roles: with M key
+# split credentials it runs at once, with fewer it answers 202 with the pending operation.
+@router.put(
+    "/second-factor/policy",
+    response_model=second_factor_schemas.SecondFactorPolicy | PendingQuorumOp,
+    responses=PENDING,
+)
+def set_second_factor_policy(
+    body: second_factor_schemas.SecondFactorPolicyPut, kma: Kma, actor: UsersWrite, response: Response
+) -> second_factor_policy.Policy | PendingQuorumOp:
+    request = {"roles": body.roles}
+    done = engine.submit(kma, actor, "set_second_factor_roles", request, body.key_split_credentials())
+    return ran_or_pending(done, response, lambda: second_factor_policy.get_policy(kma))
