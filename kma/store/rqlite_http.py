@@ -12,7 +12,8 @@ import re
 import ssl
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,16 +39,36 @@ class Restarts:
     """The rqlited nodes of this process being restarted (kma/cluster/rqlited.py: each node's
     rqlited restarts whenever the cluster's members change, kma/cluster/trust.py): meanwhile its
     HTTP API refuses connections and, a moment after, the cluster may have no leader. A request
-    that meets either waits for it, bounded, rather than failing at once (issue 39, item 6)."""
+    that meets either waits for it, bounded, rather than failing at once (issue 39, item 6).
+    A restart also waits for the requests already sent to its node to be answered: rqlited cuts
+    the connections it holds when it stops, and a write cut mid-way may or may not have been
+    applied, which nobody could then tell its user."""
 
     def __init__(self) -> None:
         self._lock = threading.Condition()
         self._down: set[str] = set()
         self._back_at: dict[str, float] = {}
+        self._in_flight: dict[str, int] = {}
 
     def begin(self, address: str) -> None:
+        """No new request is sent to the node; those in flight are answered first (bounded)."""
         with self._lock:
             self._down.add(address)
+            self._lock.wait_for(lambda: not self._in_flight.get(address), SETTLE_WAIT_S)
+
+    @contextmanager
+    def sending(self, address: str) -> Iterator[None]:
+        """One request to the node at `address`: sent once the node is not being restarted (or
+        the wait ran out: the request then meets the stopped node and says so)."""
+        with self._lock:
+            self._lock.wait_for(lambda: address not in self._down, SETTLE_WAIT_S)
+            self._in_flight[address] = self._in_flight.get(address, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight[address] -= 1
+                self._lock.notify_all()
 
     def end(self, address: str) -> None:
         with self._lock:
@@ -127,9 +148,13 @@ class RqliteClient:
     def close(self) -> None:
         self._http.close()
 
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        with RESTARTS.sending(self.address):
+            return self._http.request(method, path, **kwargs)
+
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
-            response = self._http.request(method, path, **kwargs)
+            response = self._send(method, path, **kwargs)
         except httpx.ConnectError as exc:  # nothing was sent: its rqlited may be restarting
             if not (RESTARTS.settling(self.address) and RESTARTS.wait(self.address, SETTLE_WAIT_S)):
                 raise ClusterUnavailable(f"the cluster store cannot be reached: {exc}") from exc
@@ -140,7 +165,7 @@ class RqliteClient:
 
     def _request_once(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
-            response = self._http.request(method, path, **kwargs)
+            response = self._send(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise ClusterUnavailable(f"the cluster store cannot be reached: {exc}") from exc
         return self._checked(response)
