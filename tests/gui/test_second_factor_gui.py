@@ -5,28 +5,15 @@ asks for the code once the passphrase was right."""
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
-import pyotp
 import pytest
 from PySide6.QtCore import Qt
 
 from tests.gui.helpers import WAIT_MS, sign_in, wait_idle
+from tests.support.totp import code_now
 
 pytestmark = pytest.mark.gui
-
-
-def kma_now(kma: Any) -> int:
-    offset = int(kma.clock_file.read_text()) if kma.clock_file.exists() else 0
-    return int(time.time()) + offset
-
-
-def code_now(kma: Any, secret: str) -> str:
-    """The authenticator's code for the KMA's clock, away from a step's edge."""
-    if kma_now(kma) % 30 > 25:
-        kma.advance_clock(30 - kma_now(kma) % 30)
-    return pyotp.TOTP(secret).at(kma_now(kma))
 
 
 def test_a_user_turns_two_step_sign_in_on_with_the_qr_code(

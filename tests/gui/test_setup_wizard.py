@@ -27,6 +27,7 @@ from tests.support.cluster import free_port
 from tests.support.first_setup import MEMBERS, OFFICER, describe, written
 from tests.support.kma_process import RunningKma, run_kma
 from tests.support.softhsm import SoftHsm, softhsm
+from tests.support.totp import STEP, code_now, confirmed
 from ui.setup_wizard.wizard import SetupWizard
 
 pytestmark = pytest.mark.gui
@@ -168,6 +169,7 @@ def walk(
     officer.name.setText(OFFICER["name"])
     officer.passphrase.setText(OFFICER["passphrase"])
     officer.again.setText(OFFICER["passphrase"])
+    assert officer.two_step.isChecked()  # Security Officers sign in in two steps unless unticked
     next_page(qtbot, wizard, "UnlockPage")
     assert wizard.currentPage().off.isChecked()  # the safer choice by default
     next_page(qtbot, wizard, "PoolPage")
@@ -189,6 +191,17 @@ def walk(
         assert master.tokens.text() == f"Tokens in this module: {hsm.label}."
 
 
+def enrol_in(qtbot: Any, dialog: Any, kma: RunningKma) -> str:
+    """Two-step sign-in set up in `dialog` as its user would, with an authenticator; its secret."""
+    qtbot.mouseClick(dialog.begin, Qt.LeftButton)
+    qtbot.waitUntil(dialog.code.isEnabled, timeout=WAIT_MS)
+    found = re.search(r"<b>([A-Z2-7]+)</b>", dialog.secret.text())
+    assert found is not None
+    qtbot.keyClicks(dialog.code, code_now(kma, found.group(1)))
+    qtbot.mouseClick(dialog.turn_on, Qt.LeftButton)
+    return found.group(1)
+
+
 def choose_token(choice: Any, hsm: SoftHsm) -> None:
     """The token's answers on a TokenChoice (the Master key page's, the join page's)."""
     choice.in_hsm.setChecked(True)
@@ -207,14 +220,19 @@ def test_the_wizard_sets_up_a_new_kma_and_signs_in_its_security_officer(
     summary.save_answers(tmp_path / "answers.toml")
     saved = (tmp_path / "answers.toml").read_text()
     assert "passphrase" not in saved.replace("# No passphrases", "").replace("asks each", "")
+    assert 'second_factor_roles = ["security_officer"]' in saved
     next_page(qtbot, wizard, "SignInPage")
     done = wizard.currentPage()
     done.print_cards(tmp_path / "cards.pdf")
     pdf = (tmp_path / "cards.pdf").read_bytes()
     assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page\b", pdf)) == 3  # one per member
     wizard.button(QWizard.FinishButton).click()
-    qtbot.waitUntil(lambda: controller.window is not None or bool(done.error.text()), timeout=WAIT_MS * 6)
-    assert not done.error.text()
+    # Security Officers must sign in in two steps (the Officer page's default): before the main
+    # window, the new officer sets it up, or signs out.
+    qtbot.waitUntil(lambda: controller.enrolment is not None or bool(done.error.text()), timeout=WAIT_MS * 6)
+    assert not done.error.text() and controller.window is None
+    secret = enrol_in(qtbot, controller.enrolment, waiting)
+    qtbot.waitUntil(lambda: controller.window is not None, timeout=WAIT_MS * 3)
     assert controller.session.user.id == "so"
 
     # The same answers, headless: `kma init --answers` asks for the passphrases the file leaves out;
@@ -231,12 +249,15 @@ def test_the_wizard_sets_up_a_new_kma_and_signs_in_its_security_officer(
     run_kma(
         "init", "--data-dir", str(tmp_path / "headless" / "kma"), "--answers", str(tmp_path / "full.toml")
     )
-    other = RunningKma(tmp_path / "headless" / "kma")
+    other = RunningKma(tmp_path / "headless" / "kma", clock_file=tmp_path / "headless" / "clock")
     other.start()
     try:
         so = other.client("so", OFFICER["passphrase"])
-        so.unlock_kma("kma-dal-1", credentials=MEMBERS[:2])
-        new = waiting.client("so", OFFICER["passphrase"])
+        so.unlock_kma("kma-dal-1", credentials=MEMBERS[:2])  # a locked KMA asks no enrolment
+        confirmed(other, so)
+        waiting.advance_clock(STEP)  # the wizard's first code is spent: the next step's
+        new = waiting.client()
+        new.sign_in("so", OFFICER["passphrase"], code_now(waiting, secret))
         assert describe(so) == describe(new)
     finally:
         other.stop()

@@ -5,7 +5,6 @@ code works once, a wrong code is a failed sign-in; a Security Officer turns it o
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
@@ -21,8 +20,7 @@ from kms_client import (
 )
 from tests.integration.test_quorum import creds
 from tests.support.kma_process import RunningKma
-
-STEP = 30
+from tests.support.totp import STEP, mid_step
 
 
 @pytest.fixture(scope="module")
@@ -30,19 +28,6 @@ def kma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningKma]:
     running = RunningKma.demo_in(tmp_path_factory.mktemp("second-factor-kma"))
     yield running
     running.stop()
-
-
-def kma_now(kma: RunningKma) -> int:
-    assert kma.clock_file is not None
-    offset = int(kma.clock_file.read_text()) if kma.clock_file.exists() else 0
-    return int(time.time()) + offset
-
-
-def mid_step(kma: RunningKma) -> int:
-    """Moves the KMA's clock to the middle of a step (15 s from either edge, so a code computed
-    here is for the step the KMA is in when it checks it); the step."""
-    kma.advance_clock((15 - kma_now(kma) % STEP) % STEP)
-    return kma_now(kma) // STEP
 
 
 def enrolled(kma: RunningKma, user: str) -> tuple[pyotp.TOTP, list[str]]:

@@ -11,23 +11,15 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyotp
 import pytest
 
 from kms_client import PendingQuorumOp, SecondFactorEnrolmentRequired, SecondFactorRequired
 from tests.integration.test_quorum import creds
-from tests.integration.test_second_factor import STEP, mid_step
 from tests.support.first_setup import ONE_KMA_ANSWERS, ONE_KMA_MEMBER
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.totp import STEP, confirmed, mid_step
 
 OFFICER = ("so", "correct horse battery")
-
-
-def confirmed(kma: RunningKma, client: object) -> pyotp.TOTP:
-    """The signed-in user of `client` enrolled and confirmed; their authenticator."""
-    totp = pyotp.TOTP(client.enrol_second_factor().secret)  # type: ignore[attr-defined]
-    client.confirm_second_factor(totp.at(mid_step(kma) * STEP))  # type: ignore[attr-defined]
-    return totp
 
 
 @pytest.fixture
