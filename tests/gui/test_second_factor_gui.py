@@ -9,9 +9,20 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QCheckBox
 
-from tests.gui.helpers import WAIT_MS, sign_in, wait_idle
+from tests.gui.helpers import (
+    WAIT_MS,
+    action,
+    active_dialog,
+    give_credentials,
+    open_page,
+    sign_in,
+    submit,
+    wait_idle,
+)
 from tests.support.totp import code_now
+from ui.quorum.widgets import QuorumFormDialog
 
 pytestmark = pytest.mark.gui
 
@@ -61,3 +72,53 @@ def test_the_sign_in_window_asks_for_the_code(qtbot: Any, controller: Any, fresh
     qtbot.waitUntil(lambda: controller.window is not None or window.error.isVisible(), timeout=WAIT_MS)
     assert controller.window is not None, (window.error.text(), window.note.text())
     assert controller.window.ctx.session.user.id == "co"
+
+
+def test_a_security_officer_requires_two_step_sign_in_of_a_role_and_its_user_enrols_first(
+    qtbot: Any, controller: Any, fresh_kma: Any
+) -> None:
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    page = open_page(qtbot, window, "users")
+    action(page, "Two-step sign-in by role…").trigger()
+    dialog = active_dialog(qtbot, QuorumFormDialog)
+    roles = dialog.editors["roles"]
+    qtbot.waitUntil(lambda: roles.findChild(QCheckBox, "auditor") is not None, timeout=WAIT_MS)
+    assert not roles.findChild(QCheckBox, "auditor").isChecked()  # the demo requires it of nobody
+    roles.findChild(QCheckBox, "auditor").setChecked(True)
+    give_credentials(qtbot, dialog, fresh_kma, ("alice", "bob", "carol"))
+    submit(qtbot, dialog)
+    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=WAIT_MS * 2)
+    assert fresh_kma.client("co").get_second_factor_policy().roles == ("auditor",)
+    # The Users page says who still owes it
+    page.refresh()
+    qtbot.waitUntil(lambda: page.model.row_of("auditor") >= 0, timeout=WAIT_MS)
+    column = [c.title for c in page.spec.columns].index("Two-step")
+    qtbot.waitUntil(
+        lambda: page.model.index(page.model.row_of("auditor"), column).data() == "required, not set up",
+        timeout=WAIT_MS,
+    )
+    window.close()
+    controller.sign_out()
+
+    # The auditor's next sign-in opens the enrolment, not the main window; signing out leaves
+    window = controller.show_sign_in()
+    qtbot.addWidget(window)
+    window.profile.setCurrentIndex(window.profile.findData(None))
+    qtbot.keyClicks(window.name, "auditor-two-step")
+    qtbot.keyClicks(window.address, fresh_kma.address)
+    qtbot.keyClicks(window.user, "auditor")
+    qtbot.keyClicks(window.passphrase, fresh_kma.passphrases["auditor"])
+    qtbot.mouseClick(window.sign_in_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: getattr(window, "trust_dialog", None) is not None, timeout=WAIT_MS)
+    qtbot.mouseClick(window.trust_dialog.trust, Qt.LeftButton)
+    qtbot.waitUntil(lambda: controller.enrolment is not None, timeout=WAIT_MS)
+    enrolment = controller.enrolment
+    assert controller.window is None and enrolment.windowTitle() == "Set up two-step sign-in"
+    qtbot.mouseClick(enrolment.begin, Qt.LeftButton)
+    qtbot.waitUntil(enrolment.code.isEnabled, timeout=WAIT_MS)
+    secret = re.search(r"<b>([A-Z2-7]+)</b>", enrolment.secret.text()).group(1)
+    qtbot.keyClicks(enrolment.code, code_now(fresh_kma, secret))
+    qtbot.mouseClick(enrolment.turn_on, Qt.LeftButton)
+    qtbot.waitUntil(lambda: controller.window is not None, timeout=WAIT_MS * 2)
+    assert controller.window.ctx.session.user.id == "auditor"
+    assert fresh_kma.client("so").get_user("auditor").second_factor
