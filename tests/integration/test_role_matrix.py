@@ -169,6 +169,8 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /auth/second-factor": ANY,
     "POST /auth/second-factor/confirm": ANY,
     "DELETE /users/{id}/second-factor": frozenset({SO}),
+    "GET /auth/second-factor/policy": ANY,  # which roles must sign in in two steps
+    "PUT /auth/second-factor/policy": frozenset({SO}),  # quorum-protected
     "GET /reports/users": frozenset({AU, SO, CO}),  # the signed report of users and their roles
     # Media pools and the media rules (issue 41).
     "GET /media-pools": frozenset({SO, OP, CO, AU}),
@@ -586,6 +588,8 @@ CALLS: dict[str, Prep] = {
     "POST /transfer-imports": lambda w, u: ({}, {"file": w.transfer().file(), "key_group_id": "mx-transfer"}),
     "GET /directory": none,
     "POST /auth/second-factor": none,
+    "GET /auth/second-factor/policy": none,
+    "PUT /auth/second-factor/policy": lambda w, u: ({}, {"roles": []}),  # pending (202): nothing changes
     "GET /reports/users": none,
     # Enrols the caller and sends the authenticator's current code: their second factor is on, until
     # AFTER turns it off again (sessions stay).
