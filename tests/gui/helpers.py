@@ -23,6 +23,22 @@ def sign_in(
     remember: bool = False,
 ) -> Any:
     """Sign in through the sign-in window, accepting the CA on first contact."""
+    send_sign_in(qtbot, controller, kma, user_id, passphrase=passphrase, remember=remember)
+    qtbot.waitUntil(lambda: controller.window is not None and controller.window.isVisible(), timeout=WAIT_MS)
+    return controller.window
+
+
+def send_sign_in(
+    qtbot: Any,
+    controller: Any,
+    kma: Any,
+    user_id: str,
+    *,
+    passphrase: str | None = None,
+    remember: bool = False,
+) -> Any:
+    """A new connection's sign-in sent from the sign-in window and the KMA's CA trusted on first
+    contact; the window, whatever the KMA answers then."""
     window = controller.show_sign_in()
     qtbot.addWidget(window)
     window.profile.setCurrentIndex(window.profile.findData(None))  # "New connection…"
@@ -40,8 +56,7 @@ def sign_in(
     trust = window.trust_dialog
     assert trust.fingerprint == kma.fingerprint
     qtbot.mouseClick(trust.trust, Qt.LeftButton)
-    qtbot.waitUntil(lambda: controller.window is not None and controller.window.isVisible(), timeout=WAIT_MS)
-    return controller.window
+    return window
 
 
 def open_page(qtbot: Any, window: Any, key: str) -> Any:

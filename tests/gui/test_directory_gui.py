@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
 
 import ui.signed_report as signed_report
 from kma.audit.exports import verify_export
@@ -22,6 +21,7 @@ from tests.gui.helpers import (
     give_credentials,
     message_boxes,
     open_page,
+    send_sign_in,
     sign_in,
     submit,
 )
@@ -95,16 +95,7 @@ def test_a_directory_down_is_said_at_sign_in(
 ) -> None:
     set_directory(fresh_kma, slapd)
     slapd.stop()
-    window = controller.show_sign_in()
-    qtbot.addWidget(window)
-    window.profile.setCurrentIndex(window.profile.findData(None))
-    qtbot.keyClicks(window.name, "directory down")
-    qtbot.keyClicks(window.address, fresh_kma.address)
-    qtbot.keyClicks(window.user, "dana")
-    qtbot.keyClicks(window.passphrase, PASSWORD)
-    qtbot.mouseClick(window.sign_in_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: getattr(window, "trust_dialog", None) is not None, timeout=WAIT_MS)
-    qtbot.mouseClick(window.trust_dialog.trust, Qt.LeftButton)
+    window = send_sign_in(qtbot, controller, fresh_kma, "dana", passphrase=PASSWORD)
     qtbot.waitUntil(window.error.isVisible, timeout=WAIT_MS)
     assert "cannot be reached" in window.error.text() and "local accounts still can" in window.error.text()
     assert controller.window is None

@@ -17,6 +17,7 @@ from tests.gui.helpers import (
     active_dialog,
     give_credentials,
     open_page,
+    send_sign_in,
     sign_in,
     submit,
     wait_idle,
@@ -54,17 +55,7 @@ def test_the_sign_in_window_asks_for_the_code(qtbot: Any, controller: Any, fresh
     secret = co.enrol_second_factor().secret
     co.confirm_second_factor(code_now(fresh_kma, secret))
     fresh_kma.advance_clock(30)  # the confirmation's code is spent: the next step's
-    window = controller.show_sign_in()
-    qtbot.addWidget(window)
-    window.profile.setCurrentIndex(window.profile.findData(None))
-    qtbot.keyClicks(window.name, "two-step")
-    qtbot.keyClicks(window.address, fresh_kma.address)
-    qtbot.keyClicks(window.user, "co")
-    qtbot.keyClicks(window.passphrase, fresh_kma.passphrases["co"])
-    assert not window.code.isVisible()
-    qtbot.mouseClick(window.sign_in_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: getattr(window, "trust_dialog", None) is not None, timeout=WAIT_MS)
-    qtbot.mouseClick(window.trust_dialog.trust, Qt.LeftButton)
+    window = send_sign_in(qtbot, controller, fresh_kma, "co")
     qtbot.waitUntil(window.code.isVisible, timeout=WAIT_MS)
     assert "authenticator" in window.note.text() and controller.window is None
     qtbot.keyClicks(window.code, code_now(fresh_kma, secret))
@@ -100,17 +91,8 @@ def test_a_security_officer_requires_two_step_sign_in_of_a_role_and_its_user_enr
     window.close()
     controller.sign_out()
 
-    # The auditor's next sign-in opens the enrolment, not the main window; signing out leaves
-    window = controller.show_sign_in()
-    qtbot.addWidget(window)
-    window.profile.setCurrentIndex(window.profile.findData(None))
-    qtbot.keyClicks(window.name, "auditor-two-step")
-    qtbot.keyClicks(window.address, fresh_kma.address)
-    qtbot.keyClicks(window.user, "auditor")
-    qtbot.keyClicks(window.passphrase, fresh_kma.passphrases["auditor"])
-    qtbot.mouseClick(window.sign_in_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: getattr(window, "trust_dialog", None) is not None, timeout=WAIT_MS)
-    qtbot.mouseClick(window.trust_dialog.trust, Qt.LeftButton)
+    # The auditor's next sign-in opens the enrolment, not the main window
+    window = send_sign_in(qtbot, controller, fresh_kma, "auditor")
     qtbot.waitUntil(lambda: controller.enrolment is not None, timeout=WAIT_MS)
     enrolment = controller.enrolment
     assert controller.window is None and enrolment.windowTitle() == "Set up two-step sign-in"

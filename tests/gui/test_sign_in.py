@@ -7,11 +7,11 @@ import re
 import keyring
 import keyring.backends.fail
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings
 
 from app.profiles import ProfileStore
 from kms_client.release import release
-from tests.gui.helpers import WAIT_MS, sign_in
+from tests.gui.helpers import WAIT_MS, send_sign_in, sign_in
 from tests.support.kma_process import RunningKma
 from tests.support.releases import release_tree
 from ui.sign_in_window import SignInWindow
@@ -31,16 +31,7 @@ def test_first_connect_shows_ca_fingerprint_then_pins_it(qtbot, controller, demo
 
 
 def test_wrong_passphrase_says_so_and_stays_on_sign_in(qtbot, controller, demo_kma):
-    window = controller.show_sign_in()
-    qtbot.addWidget(window)
-    window.profile.setCurrentIndex(window.profile.findData(None))
-    qtbot.keyClicks(window.name, "wrong")
-    qtbot.keyClicks(window.address, demo_kma.address)
-    qtbot.keyClicks(window.user, "auditor")
-    qtbot.keyClicks(window.passphrase, "definitely-not-it")
-    qtbot.mouseClick(window.sign_in_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: getattr(window, "trust_dialog", None) is not None, timeout=WAIT_MS)
-    qtbot.mouseClick(window.trust_dialog.trust, Qt.LeftButton)
+    window = send_sign_in(qtbot, controller, demo_kma, "auditor", passphrase="definitely-not-it")
     qtbot.waitUntil(window.error.isVisible, timeout=WAIT_MS)
     assert "Wrong user ID or passphrase" in window.error.text()
     assert controller.window is None
@@ -95,16 +86,7 @@ def test_a_kma_of_release_0_1_0_is_named_at_sign_in_not_met_with_404s(qtbot, con
     # Given a real KMA of release 0.1.0, which has no GET /about
     old = RunningKma.demo_in(tmp_path, source=release_tree("0.1.0", tmp_path / "release-0.1.0"))
     try:
-        window = controller.show_sign_in()
-        qtbot.addWidget(window)
-        window.profile.setCurrentIndex(window.profile.findData(None))
-        qtbot.keyClicks(window.name, "old kma")
-        qtbot.keyClicks(window.address, old.address)
-        qtbot.keyClicks(window.user, "so")
-        qtbot.keyClicks(window.passphrase, old.passphrases["so"])
-        qtbot.mouseClick(window.sign_in_button, Qt.LeftButton)
-        qtbot.waitUntil(lambda: getattr(window, "trust_dialog", None) is not None, timeout=WAIT_MS)
-        qtbot.mouseClick(window.trust_dialog.trust, Qt.LeftButton)
+        window = send_sign_in(qtbot, controller, old, "so")
         # Then the sign-in names the KMA's release and what to do, and opens no window
         qtbot.waitUntil(window.error.isVisible, timeout=WAIT_MS)
     finally:
