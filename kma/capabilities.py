@@ -26,4 +26,6 @@ CAPABILITIES: dict[str, str] = {
     "users.directory": "directory sign-in (LDAP, Active Directory): groups mapped to roles under quorum",
     "users.second-factor": "two-step sign-in: TOTP codes and recovery codes after the passphrase",
     "media.pools": "media pools, drive generations and the media rules on write keys (docs/media.md)",
+    "users.second-factor-policy": "the roles that must sign in in two steps, set under quorum",
+    "reports.compliance": "signed reports: key inventory, cryptoperiods, agents, quorum operations",
 }

@@ -1251,6 +1251,38 @@ class Calls:
         """`GET /api/v1/reports/media`."""
         return self._connection.call("GET", "/reports/media", reader(SignedReport))
 
+    def get_key_inventory_report(self) -> SignedReport:
+        """`GET /api/v1/reports/key-inventory`."""
+        return self._connection.call("GET", "/reports/key-inventory", reader(SignedReport))
+
+    def get_cryptoperiods_report(self, days: int = 90) -> SignedReport:
+        """The keys whose cryptoperiod ends within `days`."""
+        return self._connection.call(
+            "GET", "/reports/cryptoperiods", reader(SignedReport), params=query({"days": days})
+        )
+
+    def get_agents_report(self, silent_days: int = 30, expiring_days: int = 90) -> SignedReport:
+        """Agents silent for `silent_days` or more, or whose certificate expires within
+        `expiring_days`."""
+        return self._connection.call(
+            "GET",
+            "/reports/agents",
+            reader(SignedReport),
+            params=query({"silent_days": silent_days, "expiring_days": expiring_days}),
+        )
+
+    def get_quorum_operations_report(
+        self, since: str | None = None, until: str | None = None
+    ) -> SignedReport:
+        """Quorum operations carried out from the day `since` to the day `until`, both included (UTC);
+        by default the last 90 days, today included."""
+        return self._connection.call(
+            "GET",
+            "/reports/quorum-operations",
+            reader(SignedReport),
+            params=query({"since": since, "until": until}),
+        )
+
     def list_media_pools(
         self,
         *,

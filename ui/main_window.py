@@ -176,6 +176,13 @@ class MainWindow(QMainWindow):
         dialog.open()
         return dialog
 
+    def open_reports(self) -> Any:
+        from ui.reports_dialog import ReportsDialog
+
+        dialog = ReportsDialog(self.ctx, self)
+        dialog.open()
+        return dialog
+
     # -- menus --------------------------------------------------------------------------------
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -188,6 +195,10 @@ class MainWindow(QMainWindow):
             two_step = QAction("&Two-step sign-in…", self)
             two_step.triggered.connect(self.open_second_factor)
             file_menu.addAction(two_step)
+        if self.ctx.may("audit.read") and self.ctx.offers("reports.compliance"):
+            reports = QAction("Signed &reports…", self)
+            reports.triggered.connect(self.open_reports)
+            file_menu.addAction(reports)
         file_menu.addSeparator()
         quit_action = QAction("&Quit", self)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)

@@ -172,6 +172,10 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "GET /auth/second-factor/policy": ANY,  # which roles must sign in in two steps
     "PUT /auth/second-factor/policy": frozenset({SO}),  # quorum-protected
     "GET /reports/users": frozenset({AU, SO, CO}),  # the signed report of users and their roles
+    "GET /reports/key-inventory": frozenset({AU, SO, CO}),  # the compliance reports (docs/reports.md)
+    "GET /reports/cryptoperiods": frozenset({AU, SO, CO}),
+    "GET /reports/agents": frozenset({AU, SO, CO}),
+    "GET /reports/quorum-operations": frozenset({AU, SO, CO}),
     # Media pools and the media rules (issue 41).
     "GET /media-pools": frozenset({SO, OP, CO, AU}),
     "GET /media-pools/{id}": frozenset({SO, OP, CO, AU}),
@@ -591,6 +595,10 @@ CALLS: dict[str, Prep] = {
     "GET /auth/second-factor/policy": none,
     "PUT /auth/second-factor/policy": lambda w, u: ({}, {"roles": []}),  # pending (202): nothing changes
     "GET /reports/users": none,
+    "GET /reports/key-inventory": none,
+    "GET /reports/cryptoperiods": none,
+    "GET /reports/agents": none,
+    "GET /reports/quorum-operations": none,
     # Enrols the caller and sends the authenticator's current code: their second factor is on, until
     # AFTER turns it off again (sessions stay).
     "POST /auth/second-factor/confirm": lambda w, u: ({}, {"code": w.enrolled_code(u)}),

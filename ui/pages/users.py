@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
 
 import kms_client
 from app.context import AppContext
@@ -150,6 +151,11 @@ def _turn_off_second_factor(page: ListPage[User], user: Any) -> QuorumFormDialog
 
 def _second_factor_policy(page: ListPage[User], _obj: Any) -> None:
     """Which roles must sign in with a second factor: the current answer first, then the form."""
+    if not page.ctx.offers("users.second-factor-policy"):
+        box = QMessageBox(QMessageBox.Icon.Information, "Two-step sign-in by role", "", parent=page)
+        box.setText(page.ctx.not_offered("two-step sign-in required by role"))
+        box.open()
+        return
     page.ctx.ops.read(
         lambda w: w.client.get_second_factor_policy(),
         parent=page,

@@ -1,15 +1,22 @@
-"""Signed reports for the Auditor, the Compliance Officer and Security Officers (docs/directory.md:
-users and their roles), and for those who run the library (docs/media.md: tapes to relabel, tapes
+"""Signed reports for the Auditor, the Compliance Officer and Security Officers (docs/reports.md:
+users and their roles, the key inventory, cryptoperiods ending, agents to look at, quorum
+operations carried out), and for those who run the library (docs/media.md: tapes to relabel, tapes
 moved between pools)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from datetime import UTC, date, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from kma.api import schemas
 from kma.api.deps import AuditRead, Kma, MediaRead
+from kma.services import compliance_reports as reports
 from kma.services.media_report import media_report
 from kma.services.user_report import users_report
+
+Days = Annotated[int, Query(ge=1, le=reports.MAX_DAYS)]
 
 router = APIRouter(prefix="/reports", tags=["audit"])
 
@@ -22,3 +29,37 @@ def get_users_report(kma: Kma, actor: AuditRead) -> dict[str, str]:
 @router.get("/media", response_model=schemas.SignedReport)
 def get_media_report(kma: Kma, actor: MediaRead) -> dict[str, str]:
     return media_report(kma, actor)
+
+
+@router.get("/key-inventory", response_model=schemas.SignedReport)
+def get_key_inventory_report(kma: Kma, actor: AuditRead) -> dict[str, str]:
+    return reports.key_inventory_report(kma, actor)
+
+
+@router.get("/cryptoperiods", response_model=schemas.SignedReport)
+def get_cryptoperiods_report(kma: Kma, actor: AuditRead, days: Days = 90) -> dict[str, str]:
+    """The keys whose cryptoperiod ends within `days`."""
+    return reports.cryptoperiods_report(kma, actor, days)
+
+
+@router.get("/agents", response_model=schemas.SignedReport)
+def get_agents_report(
+    kma: Kma, actor: AuditRead, silent_days: Days = 30, expiring_days: Days = 90
+) -> dict[str, str]:
+    """Agents silent for `silent_days` or more, or whose certificate expires within `expiring_days`."""
+    return reports.agents_report(kma, actor, silent_days, expiring_days)
+
+
+@router.get("/quorum-operations", response_model=schemas.SignedReport)
+def get_quorum_operations_report(
+    kma: Kma, actor: AuditRead, since: date | None = None, until: date | None = None
+) -> dict[str, str]:
+    """Quorum operations carried out from the day `since` to the day `until`, both included (UTC);
+    by default the last 90 days, today included."""
+    last = _day(until) if until is not None else kma.clock.now() // reports.DAY * reports.DAY
+    first = _day(since) if since is not None else last - 89 * reports.DAY
+    return reports.quorum_operations_report(kma, actor, reports.Period(first, last + reports.DAY))
+
+
+def _day(day: date) -> int:
+    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp())
