@@ -28,4 +28,5 @@ CAPABILITIES: dict[str, str] = {
     "media.pools": "media pools, drive generations and the media rules on write keys (docs/media.md)",
     "users.second-factor-policy": "the roles that must sign in in two steps, set under quorum",
     "reports.compliance": "signed reports: key inventory, cryptoperiods, agents, quorum operations",
+    "reports.schedule": "signed reports made on a schedule into a folder, and sent by e-mail",
 }

@@ -30,6 +30,7 @@ from kma.services.certificates import first_certificate, recorded
 from kma.services.keypool import key_pool
 from kma.services.master_rewrap import rewrap
 from kma.services.quorum.locking import unlock_autonomously
+from kma.services.report_schedule import report_scheduler
 from kma.services.successors import rotation
 from kma.steps import step
 from kma.store import Stmt
@@ -40,7 +41,7 @@ CATCH_UP_WAIT_S = 30.0
 
 class Running:
     """Starts and stops the workers of one served KMA (kma/worker.py): the key pool's refill, the
-    audit pruner, the backup scheduler, the cluster watch, the audit forwarder, the alert
+    audit pruner, the backup and report schedulers, the cluster watch, the audit forwarder, the alert
     sender and the key rotation. The KMA (its `Appliance`) owns them; this is the order they start
     and stop in."""
 
@@ -51,6 +52,7 @@ class Running:
         self.pruner = auto_prune(kma)
         self.rotation = rotation(kma)
         self.backups = backup_scheduler(kma)
+        self.reports = report_scheduler(kma)  # signed reports into a folder, by e-mail
         # locks made elsewhere; removed KMAs out of Raft; the node trusting only current members
         self.cluster_watch = ClusterWatch(kma, node)
         self.forwarder = audit_forwarder(kma)
@@ -148,6 +150,7 @@ class Running:
         self.pruner.start()
         self.rotation.start()
         self.backups.start()
+        self.reports.start()
         self.cluster_watch.start()
         self.forwarder.start()
         self.rewrap.start()
@@ -193,6 +196,7 @@ class Running:
         self.forwarder.stop()
         self.cluster_watch.stop()
         self.backups.stop()
+        self.reports.stop()
         self.pruner.stop()
         self.rotation.stop()
         self.pool.stop()

@@ -53,6 +53,7 @@ from .wire import (
     MediaSettings,
     PendingQuorumOp,
     PruneResult,
+    ReportSchedule,
     Retention,
     SecondFactorEnrolment,
     SecondFactorPolicy,
@@ -1281,6 +1282,30 @@ class Calls:
             "/reports/quorum-operations",
             reader(SignedReport),
             params=query({"since": since, "until": until}),
+        )
+
+    def get_report_schedule(self) -> ReportSchedule:
+        """This KMA's schedule of signed reports (its folder is on this KMA's machine)."""
+        return self._connection.call("GET", "/reports/schedule", reader(ReportSchedule))
+
+    def set_report_schedule(
+        self,
+        frequency: str,
+        folder: str | None = None,
+        reports: Iterable[str] | None = None,
+        email_channel_id: str | None = None,
+    ) -> ReportSchedule:
+        """`PUT /api/v1/reports/schedule`."""
+        return self._connection.call(
+            "PUT",
+            "/reports/schedule",
+            reader(ReportSchedule),
+            body=present(
+                frequency=frequency,
+                folder=folder,
+                reports=None if reports is None else list(reports),
+                email_channel_id=email_channel_id,
+            ),
         )
 
     def list_media_pools(

@@ -671,6 +671,20 @@ class AuditReport(behaviour.AuditReportFiles):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReportSchedule:
+    kma_id: str
+    frequency: str
+    folder: str
+    reports: tuple[str, ...]
+    email_channel_id: str | None
+    updated_at: datetime | None
+    updated_by: str | None
+    last_attempt_at: datetime | None
+    last_error: str | None
+    next_at: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Retention:
     long: int
     medium: int

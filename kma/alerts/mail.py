@@ -37,6 +37,13 @@ def send(
     recipients: list[str],
     alert: Alert,
 ) -> None:
+    send_message(host, port, ca_pem, username, password, message(alert, sender, recipients))
+
+
+def send_message(
+    host: str, port: int, ca_pem: str | None, username: str | None, password: str | None, msg: EmailMessage
+) -> None:
+    """`msg` over SMTP with STARTTLS (an alert, or the scheduled reports: kma/services/report_schedule.py)."""
     try:
         with smtplib.SMTP(host, port, timeout=TIMEOUT) as smtp:
             smtp.ehlo()
@@ -46,6 +53,6 @@ def send(
             smtp.ehlo()
             if username:
                 smtp.login(username, password or "")
-            smtp.send_message(message(alert, sender, recipients))
+            smtp.send_message(msg)
     except (smtplib.SMTPException, ssl.SSLError, OSError) as exc:
         raise DeliveryFailed(f"SMTP server {host}:{port}: {exc or type(exc).__name__}") from None

@@ -178,6 +178,22 @@ def unwrap_secrets(kma: Appliance, channel_id: str, blob: bytes) -> dict[str, st
     return dict(json.loads(kma.vault.master().unwrap(secrets_context(channel_id), bytes(blob))))
 
 
+def email_channel(kma: Appliance, channel_id: str) -> tuple[Channel, dict[str, str]]:
+    """An e-mail channel to send something else than alerts on (the scheduled reports), and its
+    secrets; refused when it is not one, or was altered in the store behind the KMA's back."""
+    row = _row(kma, channel_id)
+    if row["kind"] != "email":
+        raise ValidationFailed(f"The alert channel '{row['name']}' is not an e-mail channel.")
+    if not row_macs.genuine(kma, row_macs.ALERT_CHANNELS, row):
+        raise ValidationFailed(f"The alert channel '{row['name']}' was altered in the store without the KMA.")
+    return Channel.from_row(row), unwrap_secrets(kma, channel_id, row["secrets_wrapped"])
+
+
+def smtp_of(ch: Channel) -> tuple[str, int]:
+    host, _, port = ch.settings["address"].rpartition(":")
+    return host.strip("[]"), int(port)
+
+
 def stored_secrets(kma: Appliance, channel_id: str) -> dict[str, str]:
     return unwrap_secrets(kma, channel_id, _row(kma, channel_id)["secrets_wrapped"])
 
@@ -353,10 +369,10 @@ def deliver(kma: Appliance, ch: Channel, secret: dict[str, str], alert: Alert) -
     if ch.kind == "webhook":
         webhook.send(s["url"], s.get("ca_pem"), secret["secret"].encode(), alert)
     elif ch.kind == "email":
-        host, _, port = s["address"].rpartition(":")
+        host, port = smtp_of(ch)
         mail.send(
-            host.strip("[]"),
-            int(port),
+            host,
+            port,
             s.get("ca_pem"),
             s.get("username"),
             secret.get("password"),

@@ -58,7 +58,7 @@ def set_schedule(kma: Appliance, actor: Actor, frequency: str, folder: str, keep
     if not 1 <= keep <= 1000:
         raise ValidationFailed("Keep between 1 and 1,000 scheduled backups.")
     if frequency != "off":
-        _check_folder(folder)
+        check_folder(folder)
     now = kma.clock.now()
     kma.commit(
         actor,
@@ -80,7 +80,7 @@ def set_schedule(kma: Appliance, actor: Actor, frequency: str, folder: str, keep
     return get_schedule(kma)
 
 
-def _check_folder(folder: str) -> None:
+def check_folder(folder: str) -> None:
     path = Path(folder)
     if not folder or "\x00" in folder or not path.is_absolute():
         raise ValidationFailed("The target folder must be an absolute path on the KMA's machine.")
@@ -102,9 +102,9 @@ def run_if_due(kma: Appliance) -> str | None:
     now = kma.clock.now()
     if schedule["next_at"] is None or now < schedule["next_at"]:
         return None
-    kma.store.write(_attempted(kma, now, None))
+    kma.store.write(attempted(kma, "backup_schedules", now, None))
     try:
-        _check_folder(schedule["folder"])
+        check_folder(schedule["folder"])
         made = create_backup(kma, kma.itself, scheduled=True)
         target = Path(schedule["folder"]) / backup_file(kma, made["id"]).name
         part = target.with_name(target.name + ".part")
@@ -112,8 +112,8 @@ def run_if_due(kma: Appliance) -> str | None:
         copy_gradually(backup_file(kma, made["id"]), part)
         os.replace(part, target)
     except (KmaError, OSError) as exc:
-        reason = exc.message if isinstance(exc, KmaError) else f"{exc.strerror}: {exc.filename}"
-        kma.store.write(_attempted(kma, now, reason))
+        reason = failure(exc)
+        kma.store.write(attempted(kma, "backup_schedules", now, reason))
         kma.audit(
             kma.itself,
             "backup.scheduled",
@@ -130,15 +130,25 @@ def run_if_due(kma: Appliance) -> str | None:
     return str(made["id"])
 
 
-def _attempted(kma: Appliance, now: int, error: str | None) -> Batch:
+def attempted(kma: Appliance, table: str, now: int, error: str | None) -> Batch:
+    """This KMA's attempt on its schedule in `table` (backup_schedules, report_schedules)."""
     return Batch(
         [
             Stmt(
-                "UPDATE backup_schedules SET last_attempt_at = ?, last_error = ? WHERE kma_id = ?",
+                f"UPDATE {table} SET last_attempt_at = ?, last_error = ? WHERE kma_id = ?",
                 (now, error, kma.kma_id),
             )
         ]
     )
+
+
+def failure(exc: Exception) -> str:
+    """Why a scheduled run failed, in words: the KMA's refusal, or the file system's."""
+    if isinstance(exc, KmaError):
+        return exc.message
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}"
+    return str(exc)
 
 
 class BackupScheduler(Worker):

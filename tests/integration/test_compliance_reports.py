@@ -20,7 +20,9 @@ from kma.audit.exports import verify_export
 from kms_client import Forbidden, ValidationFailed
 from tests.integration.test_quorum import creds
 from tests.support.agents import enrolled_demo_agent
+from tests.support.alert_receivers import SmtpReceiver
 from tests.support.kma_process import RunningKma
+from tests.support.waiting import wait_until
 
 DAY = 86400
 
@@ -116,3 +118,64 @@ def test_quorum_operations_of_a_period_name_their_approvers(fresh_kma: RunningKm
     assert [e.condition for e in auditor.iter_audit_events(operation="report.quorum-operations")] == 2 * [
         "success"
     ]
+
+
+def test_scheduled_reports_land_in_the_folder_and_by_e_mail_and_a_failure_is_reported(
+    fresh_kma: RunningKma, tmp_path: Path
+) -> None:
+    smtp = SmtpReceiver()
+    smtp.start()
+    try:
+        so = fresh_kma.client("so")
+        channel = so.add_alert_channel(
+            "Compliance mailbox",
+            "email",
+            {
+                "address": smtp.address,
+                "sender": "kma@example.com",
+                "recipients": ["compliance@example.com"],
+                "ca_pem": smtp.tls.ca_pem,
+            },
+            {},
+        ).id
+        folder = tmp_path / "reports"
+        folder.mkdir()
+        # Bad input is refused, naming what is wrong; nothing is set
+        with pytest.raises(ValidationFailed, match="does not exist"):
+            so.set_report_schedule("weekly", str(tmp_path / "nowhere"), ["key-inventory"])
+        with pytest.raises(ValidationFailed, match="at least one report"):
+            so.set_report_schedule("weekly", str(folder), [])
+        with pytest.raises(ValidationFailed):
+            so.set_report_schedule("weekly", str(folder), ["everything"])
+        with pytest.raises(Forbidden):
+            fresh_kma.client("co").set_report_schedule("weekly", str(folder), ["agents"])
+        assert fresh_kma.client("co").get_report_schedule().frequency == "off"
+
+        set_to = so.set_report_schedule(
+            "weekly", str(folder), ["quorum-operations", "key-inventory"], channel
+        )
+        assert set_to.reports == ("key-inventory", "quorum-operations") and set_to.email_channel_id == channel
+        # The first run comes at once, the next a week later
+        wait_until(lambda: len(list(folder.glob("*.csv"))) == 2, 30, "the scheduled reports")
+        for made in folder.glob("*.csv"):
+            assert verify_export(made, None, fresh_kma.ca_pem.encode()).ok, made
+        wait_until(lambda: smtp.messages, 30, "the reports' e-mail")
+        mail = smtp.messages[0]
+        assert mail["To"] == "compliance@example.com" and "Signed reports" in mail["Subject"]
+        attached = sorted(p.get_filename() for p in mail.walk() if p.get_filename())
+        assert attached == sorted(
+            [f.name for f in folder.glob("*.csv")] + [f.name for f in folder.glob("*.sig")]
+        )
+
+        # The folder taken away: the next run fails, said in the schedule and the audit trail
+        for made in folder.iterdir():
+            made.unlink()
+        folder.rmdir()
+        fresh_kma.advance_clock(7 * DAY + 60)
+        auditor = fresh_kma.client("auditor")
+        wait_until(lambda: auditor.get_report_schedule().last_error, 30, "the failed run")
+        assert "does not exist" in auditor.get_report_schedule().last_error
+        failed = list(auditor.iter_audit_events(operation="report.scheduled"))
+        assert [e.severity for e in failed] == ["error"]
+    finally:
+        smtp.stop()

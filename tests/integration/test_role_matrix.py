@@ -176,6 +176,8 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "GET /reports/cryptoperiods": frozenset({AU, SO, CO}),
     "GET /reports/agents": frozenset({AU, SO, CO}),
     "GET /reports/quorum-operations": frozenset({AU, SO, CO}),
+    "GET /reports/schedule": frozenset({AU, SO, CO}),
+    "PUT /reports/schedule": frozenset({SO}),  # audit.manage: files on the KMA's machine, e-mail
     # Media pools and the media rules (issue 41).
     "GET /media-pools": frozenset({SO, OP, CO, AU}),
     "GET /media-pools/{id}": frozenset({SO, OP, CO, AU}),
@@ -599,6 +601,8 @@ CALLS: dict[str, Prep] = {
     "GET /reports/cryptoperiods": none,
     "GET /reports/agents": none,
     "GET /reports/quorum-operations": none,
+    "GET /reports/schedule": none,
+    "PUT /reports/schedule": lambda w, u: ({}, {"frequency": "off"}),
     # Enrols the caller and sends the authenticator's current code: their second factor is on, until
     # AFTER turns it off again (sessions stay).
     "POST /auth/second-factor/confirm": lambda w, u: ({}, {"code": w.enrolled_code(u)}),

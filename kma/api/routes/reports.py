@@ -6,13 +6,15 @@ moved between pools)."""
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
 from kma.api import schemas
-from kma.api.deps import AuditRead, Kma, MediaRead
+from kma.api.deps import AuditManage, AuditRead, Kma, MediaRead
+from kma.api.report_schemas import ReportSchedule, ReportScheduleSet
 from kma.services import compliance_reports as reports
+from kma.services import report_schedule
 from kma.services.media_report import media_report
 from kma.services.user_report import users_report
 
@@ -59,6 +61,19 @@ def get_quorum_operations_report(
     last = _day(until) if until is not None else kma.clock.now() // reports.DAY * reports.DAY
     first = _day(since) if since is not None else last - 89 * reports.DAY
     return reports.quorum_operations_report(kma, actor, reports.Period(first, last + reports.DAY))
+
+
+@router.get("/schedule", response_model=ReportSchedule)
+def get_report_schedule(kma: Kma, actor: AuditRead) -> dict[str, Any]:
+    """This KMA's schedule of signed reports (its folder is on this KMA's machine)."""
+    return report_schedule.get_schedule(kma)
+
+
+@router.put("/schedule", response_model=ReportSchedule)
+def set_report_schedule(body: ReportScheduleSet, kma: Kma, actor: AuditManage) -> dict[str, Any]:
+    return report_schedule.set_schedule(
+        kma, actor, body.frequency, body.folder, list(body.reports), body.email_channel_id
+    )
 
 
 def _day(day: date) -> int:
