@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.context import AppContext
+from ui.report_schedule import ScheduleBox
 from ui.signed_report import save_signed_report
 
 MAX_DAYS = 3650
@@ -96,6 +97,10 @@ class ReportsDialog(QDialog):
         for report in REPORTS:
             self.forms.addWidget(self._form(report))
         layout.addWidget(self.forms)
+        self.schedule: ScheduleBox | None = None
+        if ctx.offers("reports.schedule"):
+            self.schedule = ScheduleBox(ctx, self)
+            layout.addWidget(self.schedule)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.save_csv = QPushButton("Save signed CSV…")
         self.save_pdf = QPushButton("Save as PDF…")

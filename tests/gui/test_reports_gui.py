@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QSpinBox
 
 import ui.signed_report as signed_report
 from kma.audit.exports import verify_export
-from tests.gui.helpers import WAIT_MS, active_dialog, message_boxes, sign_in
+from tests.gui.helpers import WAIT_MS, active_dialog, fill_form, message_boxes, sign_in, submit
 from ui.reports_dialog import ReportsDialog
 
 pytestmark = pytest.mark.gui
@@ -63,3 +63,35 @@ def test_an_operator_has_no_reports_menu_entry(qtbot: Any, controller: Any, fres
     window = sign_in(qtbot, controller, fresh_kma, "op")
     entries = [a.text() for a in window.menuBar().actions()[0].menu().actions()]
     assert "Signed &reports…" not in entries
+
+
+def test_a_security_officer_schedules_reports_from_the_dialog(
+    qtbot: Any, controller: Any, fresh_kma: Any, tmp_path: Path
+) -> None:
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    dialog = window.open_reports()
+    box = dialog.schedule
+    qtbot.waitUntil(lambda: box.change.isEnabled() and "off" in box.state.text(), timeout=WAIT_MS)
+    form = box.edit()
+    qtbot.waitUntil(form.editors["email_channel_id"].isEnabled, timeout=WAIT_MS)
+    fill_form(qtbot, form, {"frequency": "weekly", "folder": str(tmp_path), "key-inventory": True})
+    submit(qtbot, form)
+    qtbot.waitUntil(lambda: "weekly" in box.state.text(), timeout=WAIT_MS * 2)
+    assert "Key inventory" in box.state.text()
+    schedule = fresh_kma.client("auditor").get_report_schedule()
+    assert (schedule.frequency, schedule.reports, schedule.folder) == (
+        "weekly",
+        ("key-inventory",),
+        str(tmp_path),
+    )
+    # The first run is at once: the signed inventory lands in the folder
+    qtbot.waitUntil(lambda: len(list(tmp_path.glob("key-inventory-report-*.csv"))) == 1, timeout=WAIT_MS * 3)
+
+
+def test_an_auditor_sees_the_schedule_but_cannot_change_it(
+    qtbot: Any, controller: Any, fresh_kma: Any
+) -> None:
+    window = sign_in(qtbot, controller, fresh_kma, "auditor")
+    dialog = window.open_reports()
+    qtbot.waitUntil(lambda: "Schedule" in dialog.schedule.state.text(), timeout=WAIT_MS)
+    assert not dialog.schedule.change.isVisible()
