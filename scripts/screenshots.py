@@ -38,6 +38,7 @@ def main() -> int:
         settle(controller.ops)
         paths = render_pages(window, controller.ops, args.out)
         paths += render_dialogs(window, controller, profile, args.out, grab, settle)
+        paths += render_reports(window, controller, args.out, grab, settle)
         paths += quorum_screenshots.render(window, controller, demo, args.out, grab, settle)
         paths += render_planning(args.out, grab)
         paths += cluster_screenshots.render_synthetic(args.out, grab)  # two sites, one KMA down; twenty
@@ -123,6 +124,16 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
     paths.append(grab(secret, out / "enrollment_passphrase.png"))
     secret.close()
     return paths
+
+
+def render_reports(window, controller, out, grab, settle) -> list[Path]:
+    """File > Signed reports…, with this KMA's schedule under the chosen report."""
+    reports = window.open_reports()
+    reports.choice.setCurrentRow(3)  # the quorum operations of a period
+    settle(controller.ops)
+    path = grab(reports, out / "signed_reports.png")
+    reports.close()
+    return [path]
 
 
 def render_destroyed_key(window, controller, out, grab, settle) -> list[Path]:

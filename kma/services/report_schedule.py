@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
 
 from kma.alerts import mail
 from kma.alerts.message import DeliveryFailed
@@ -53,25 +53,43 @@ REPORTS: dict[str, Make] = {
     "users": lambda kma, actor, _p: users_report(kma, actor),
     "media": lambda kma, actor, _p: media_report(kma, actor),
 }
-DEFAULT: dict[str, Any] = {
-    "frequency": "off",
-    "folder": "",
-    "reports": "",
-    "email_channel_id": None,
-    "updated_at": None,
-    "updated_by": None,
-    "last_attempt_at": None,
-    "last_error": None,
-}
 
 
-def get_schedule(kma: Appliance) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Schedule:
+    """This KMA's report schedule; the API's `ReportSchedule` reads it."""
+
+    kma_id: str
+    frequency: str = "off"
+    folder: str = ""
+    reports: list[str] = field(default_factory=list)
+    email_channel_id: str | None = None
+    updated_at: int | None = None
+    updated_by: str | None = None
+    last_attempt_at: int | None = None
+    last_error: str | None = None
+
+    @property
+    def next_at(self) -> int | None:
+        period = PERIODS.get(self.frequency)
+        return None if period is None else (self.last_attempt_at or 0) + period
+
+
+def get_schedule(kma: Appliance) -> Schedule:
     row = kma.store.query_one("SELECT * FROM report_schedules WHERE kma_id = ?", (kma.kma_id,))
-    out: dict[str, Any] = dict(DEFAULT) if row is None else {k: row[k] for k in DEFAULT}
-    period = PERIODS.get(out["frequency"])
-    due = None if period is None else (out["last_attempt_at"] or 0) + period
-    reports = [r for r in out.pop("reports").split(",") if r]
-    return {**out, "reports": reports, "kma_id": kma.kma_id, "next_at": due}
+    if row is None:
+        return Schedule(kma.kma_id)
+    return Schedule(
+        kma.kma_id,
+        row["frequency"],
+        row["folder"],
+        [r for r in row["reports"].split(",") if r],
+        row["email_channel_id"],
+        row["updated_at"],
+        row["updated_by"],
+        row["last_attempt_at"],
+        row["last_error"],
+    )
 
 
 def set_schedule(
@@ -81,7 +99,7 @@ def set_schedule(
     folder: str,
     reports: list[str],
     email_channel_id: str | None,
-) -> dict[str, Any]:
+) -> Schedule:
     if frequency not in FREQUENCIES:
         raise ValidationFailed(f"The frequency must be one of {', '.join(FREQUENCIES)}.")
     unknown = sorted(set(reports) - REPORTS.keys())
@@ -131,19 +149,19 @@ def run_if_due(kma: Appliance) -> list[str] | None:
     names, or None."""
     schedule = get_schedule(kma)
     now = kma.clock.now()
-    if schedule["next_at"] is None or now < schedule["next_at"]:
+    if schedule.next_at is None or now < schedule.next_at:
         return None
-    since = schedule["last_attempt_at"] or now - PERIODS[schedule["frequency"]]
+    since = schedule.last_attempt_at or now - PERIODS[schedule.frequency]
     period = Period(max(since, now - MAX_DAYS * DAY), now)  # a KMA stopped for years: its last ten
     kma.store.write(attempted(kma, "report_schedules", now, None))
     try:
-        check_folder(schedule["folder"])
-        made = [REPORTS[name](kma, kma.itself, period) for name in schedule["reports"]]
+        check_folder(schedule.folder)
+        made = [REPORTS[name](kma, kma.itself, period) for name in schedule.reports]
         for report in made:
-            _write_new(Path(schedule["folder"]) / report["filename"], report["csv"])
-            _write_new(Path(schedule["folder"]) / f"{report['filename']}.sig", report["signature"])
-        if schedule["email_channel_id"]:
-            _send(kma, schedule["email_channel_id"], made, period)
+            _write_new(Path(schedule.folder) / report["filename"], report["csv"])
+            _write_new(Path(schedule.folder) / f"{report['filename']}.sig", report["signature"])
+        if schedule.email_channel_id:
+            _send(kma, schedule.email_channel_id, made, period)
     except (KmaError, OSError, DeliveryFailed) as exc:
         reason = failure(exc)
         kma.store.write(attempted(kma, "report_schedules", now, reason))

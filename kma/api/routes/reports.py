@@ -6,7 +6,7 @@ moved between pools)."""
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
@@ -64,13 +64,13 @@ def get_quorum_operations_report(
 
 
 @router.get("/schedule", response_model=ReportSchedule)
-def get_report_schedule(kma: Kma, actor: AuditRead) -> dict[str, Any]:
+def get_report_schedule(kma: Kma, actor: AuditRead) -> report_schedule.Schedule:
     """This KMA's schedule of signed reports (its folder is on this KMA's machine)."""
     return report_schedule.get_schedule(kma)
 
 
 @router.put("/schedule", response_model=ReportSchedule)
-def set_report_schedule(body: ReportScheduleSet, kma: Kma, actor: AuditManage) -> dict[str, Any]:
+def set_report_schedule(body: ReportScheduleSet, kma: Kma, actor: AuditManage) -> report_schedule.Schedule:
     return report_schedule.set_schedule(
         kma, actor, body.frequency, body.folder, list(body.reports), body.email_channel_id
     )
