@@ -112,16 +112,7 @@ def run_if_due(kma: Appliance) -> str | None:
         copy_gradually(backup_file(kma, made["id"]), part)
         os.replace(part, target)
     except (KmaError, OSError) as exc:
-        reason = failure(exc)
-        kma.store.write(attempted(kma, "backup_schedules", now, reason))
-        kma.audit(
-            kma.itself,
-            "backup.scheduled",
-            f"scheduled database backup failed: {reason}",
-            condition=Condition.ERROR,
-            subject=("kma", kma.kma_id),
-            retention=Retention.LONG,
-        )
+        run_failed(kma, "backup_schedules", "backup.scheduled", "scheduled database backup", now, exc)
         return None
     mine = [b for b in list_backups(kma) if b["scheduled"] and b["kma_id"] == kma.kma_id]
     for old in mine[schedule["keep"] :]:
@@ -142,13 +133,24 @@ def attempted(kma: Appliance, table: str, now: int, error: str | None) -> Batch:
     )
 
 
-def failure(exc: Exception) -> str:
-    """Why a scheduled run failed, in words: the KMA's refusal, or the file system's."""
+def run_failed(kma: Appliance, table: str, operation: str, what: str, now: int, exc: Exception) -> None:
+    """A scheduled run that failed: the schedule's `last_error`, and an audit event of severity
+    error (an alert channel carrying it sends it on)."""
     if isinstance(exc, KmaError):
-        return exc.message
-    if isinstance(exc, OSError) and exc.strerror:
-        return f"{exc.strerror}: {exc.filename}"
-    return str(exc)
+        reason = exc.message
+    elif isinstance(exc, OSError) and exc.strerror:
+        reason = f"{exc.strerror}: {exc.filename}"
+    else:
+        reason = str(exc)
+    kma.store.write(attempted(kma, table, now, reason))
+    kma.audit(
+        kma.itself,
+        operation,
+        f"{what} failed: {reason}",
+        condition=Condition.ERROR,
+        subject=("kma", kma.kma_id),
+        retention=Retention.LONG,
+    )
 
 
 class BackupScheduler(Worker):

@@ -21,11 +21,10 @@ from kma.alerts import mail
 from kma.alerts.message import DeliveryFailed
 from kma.appliance import Appliance
 from kma.audit.exports import iso
-from kma.audit.record import Condition, Retention
 from kma.domain.actor import Actor
 from kma.errors import KmaError, ValidationFailed
 from kma.services import alert_channels
-from kma.services.backup_schedule import attempted, check_folder, failure
+from kma.services.backup_schedule import attempted, check_folder, run_failed
 from kma.services.compliance_reports import (
     DAY,
     MAX_DAYS,
@@ -163,16 +162,7 @@ def run_if_due(kma: Appliance) -> list[str] | None:
         if schedule.email_channel_id:
             _send(kma, schedule.email_channel_id, made, period)
     except (KmaError, OSError, DeliveryFailed) as exc:
-        reason = failure(exc)
-        kma.store.write(attempted(kma, "report_schedules", now, reason))
-        kma.audit(
-            kma.itself,
-            "report.scheduled",
-            f"scheduled reports failed: {reason}",
-            condition=Condition.ERROR,
-            subject=("kma", kma.kma_id),
-            retention=Retention.LONG,
-        )
+        run_failed(kma, "report_schedules", "report.scheduled", "scheduled reports", now, exc)
         return None
     return [r["filename"] for r in made]
 
