@@ -1,6 +1,7 @@
 """The alert sender: each KMA tells the cluster's alert channels about its own dashboard warnings,
 as they start and as they end, and about the audit events of its own chain whose class a channel
-carries (docs/alerts.md).
+carries (docs/alerts.md). The cluster's warnings, which every KMA sees alike (a backup's age, tamper
+events, certificates), are announced by one KMA only (`announcer`), not once per KMA.
 
 The warnings are the dashboard's own (`kma.services.dashboard.warnings`), whatever they are: a
 warning is known by its identity, its words with the numbers in them left out (so "the last backup
@@ -42,7 +43,7 @@ from kma.errors import KmaError
 from kma.metrics import ALERT_ERRORS, ALERTS_DELIVERED, ALERTS_DROPPED
 from kma.services import alert_channels
 from kma.services.alert_channels import Channel, ChannelSecrets, cluster_name, stored_secrets
-from kma.services.dashboard import warnings as dashboard_warnings
+from kma.services.dashboard import scoped_warnings
 from kma.store import Batch, Stmt
 from kma.worker import Worker
 
@@ -54,6 +55,8 @@ BATCH = 50  # alerts per channel per round
 EVENTS_READ = 500  # audit events read per round
 POLL = 0.5  # seconds between rounds when idle
 WARNING_CHECK = 2.0  # seconds between looks at the dashboard's warnings
+ANNOUNCER_CHECK = 10.0  # seconds between asks of which KMA announces the cluster's warnings
+CLUSTER = ""  # alert_warnings' owner of the cluster's warnings, whichever KMA announced them
 SETTING_CHECK = 1.0  # seconds between looks at the channels (changed through any KMA)
 MAX_BACKOFF = 30.0
 
@@ -93,7 +96,8 @@ class AlertSender(Worker):
         self._channels: list[Channel] = []
         self._secrets = kma.part(ChannelSecrets)
         self._status: dict[str, ChannelStatus] = {}
-        self._checked = {"settings": 0.0, "warnings": 0.0}
+        self._checked = {"settings": 0.0, "warnings": 0.0, "announcer": -ANNOUNCER_CHECK}
+        self._announcer = True
         self._loaded = False
 
     # --- what the API and /metrics show ----------------------------------------------------
@@ -145,8 +149,9 @@ class AlertSender(Worker):
         that passed since it was saved: it may have been saved through another KMA a moment before
         this one's replica showed it."""
         kma_id = self.kma.kma_id
+        owners = (kma_id, CLUSTER if self._announces() else kma_id)
         rows = self.kma.store.query(
-            "SELECT identity, text FROM alert_warnings WHERE kma_id = ? ORDER BY since", (kma_id,)
+            "SELECT identity, text FROM alert_warnings WHERE kma_id IN (?, ?) ORDER BY since", owners
         )
         on = [self._alert(WARNING_STARTED, r["text"], warning=r["identity"]) for r in rows]
         pos = self.kma.store.scalar("SELECT chain_seq FROM alert_audit_positions WHERE kma_id = ?", (kma_id,))
@@ -184,34 +189,52 @@ class AlertSender(Worker):
         )
 
     def _note_warnings(self) -> None:
-        """Queue a start for each warning that is new, an end for each that is gone."""
+        """Queue a start for each warning that is new, an end for each that is gone: this KMA's own,
+        and the cluster's while this KMA is the one that announces them (`announcer`)."""
         kma_id = self.kma.kma_id
-        now_shown = {identity(w): w for w in dashboard_warnings(self.kma)}
-        known = {
-            r["identity"]: r["text"]
-            for r in self.kma.store.query(
-                "SELECT identity, text FROM alert_warnings WHERE kma_id = ?", (kma_id,)
-            )
-        }
-        started = [i for i in now_shown if i not in known]
-        ended = [i for i in known if i not in now_shown]
-        if not started and not ended:
-            return
-        stmts, alerts = [], []
-        for i in started:
-            stmts.append(
-                Stmt(
-                    "INSERT INTO alert_warnings (kma_id, identity, text, since) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT (kma_id, identity) DO NOTHING",
-                    (kma_id, i, now_shown[i], self.kma.clock.now()),
+        scoped = scoped_warnings(self.kma)
+        cluster = {identity(w): w for w in scoped.cluster}
+        shown = {kma_id: {identity(w): w for w in scoped.this_kma}}
+        if self._announces():
+            shown[CLUSTER] = cluster
+        known: dict[str, dict[str, str]] = {kma_id: {}, CLUSTER: {}}
+        for r in self.kma.store.query(
+            "SELECT kma_id, identity, text FROM alert_warnings WHERE kma_id IN (?, ?)", (kma_id, CLUSTER)
+        ):
+            known[r["kma_id"]][r["identity"]] = r["text"]
+        stmts, alerts, now = [], [], self.kma.clock.now()
+        for owner, now_shown in shown.items():
+            for i, text in now_shown.items():
+                if i in known[owner]:
+                    continue
+                stmts.append(
+                    Stmt(
+                        "INSERT INTO alert_warnings (kma_id, identity, text, since) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT (kma_id, identity) DO NOTHING",
+                        (owner, i, text, now),
+                    )
                 )
-            )
-            alerts.append(self._alert(WARNING_STARTED, now_shown[i], warning=i))
-        for i in ended:
-            stmts.append(Stmt("DELETE FROM alert_warnings WHERE kma_id = ? AND identity = ?", (kma_id, i)))
-            alerts.append(self._alert(WARNING_ENDED, known[i], warning=i))
+                if not (owner == CLUSTER and i in known[kma_id]):  # announced already, as this KMA's
+                    alerts.append(self._alert(WARNING_STARTED, text, warning=i))
+            for i, text in known[owner].items():
+                if i in now_shown:
+                    continue
+                stmts.append(Stmt("DELETE FROM alert_warnings WHERE kma_id = ? AND identity = ?", (owner, i)))
+                if not (owner == kma_id and i in cluster):  # not over: the cluster's (before scopes)
+                    alerts.append(self._alert(WARNING_ENDED, text, warning=i))
+        if not stmts:
+            return
         wanted = [c for c in self._channels if c.warnings]
         self.kma.store.write(Batch(stmts + [s for c in wanted for s in self._enqueue(c, alerts)]))
+
+    def _announces(self) -> bool:
+        """Whether this KMA announces the cluster's warnings, asked of the cluster every
+        ANNOUNCER_CHECK seconds."""
+        now = time.monotonic()
+        if now - self._checked["announcer"] >= ANNOUNCER_CHECK:
+            self._checked["announcer"] = now
+            self._announcer = announcer(self.kma) == self.kma.kma_id
+        return self._announcer
 
     def _start_position(self) -> None:
         """The first start of a KMA with alerts: its events are followed from its chain's head on
@@ -357,3 +380,21 @@ def describe_channel(kma: Appliance, ch: Channel) -> dict[str, Any]:
 def alert_sender(kma: Appliance) -> AlertSender:
     """This KMA's one alert sender (started by `kma serve`, kma/running.py)."""
     return kma.part(AlertSender)
+
+
+def announcer(kma: Appliance) -> str:
+    """The KMA that announces the cluster's warnings (those every KMA sees in the store alike: a
+    backup's age, tamper events, certificates, a rotation): the first by ID of the cluster's KMAs
+    whose node the cluster reaches now, so each is announced once, and by the next KMA when that
+    one stops (it goes on from the warnings recorded, announcing only what changed). A KMA that
+    cannot tell (its node answers no status) announces them too: twice rather than never."""
+    if kma.store.cluster is None:
+        return kma.kma_id
+    try:
+        reachable = {n.kma_id for n in kma.store.cluster_nodes() if n.reachable}
+    except KmaError:
+        return kma.kma_id
+    kmas = kma.store.query(  # an unlocked KMA first: one that started locked holds no channel secrets
+        "SELECT id FROM kmas WHERE removed_at IS NULL AND witness = 0 ORDER BY locked, id"
+    )
+    return next((str(r["id"]) for r in kmas if r["id"] in reachable), kma.kma_id)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.lifecycle import KeyState, key_in_state
 from kma.services import backups, certificates, master_keys, row_macs
 from kma.services.kmas import list_kmas
-from kma.services.lag_warnings import lag_warnings
+from kma.services.lag_warnings import forwarding_warnings, replication_warnings
 from kma.services.paging import COUNT_LIMIT, PageRequest
 from kma.services.quorum import pending_count
 
@@ -23,7 +24,25 @@ def _counted(kma: Appliance, condition: str, params: dict[str, Any] | None = Non
     return int(kma.store.scalar(counting(condition), params or {}))
 
 
+@dataclass(frozen=True)
+class Warnings:
+    """The dashboard's warnings by whom they are about: this KMA (each KMA announces its own), or
+    the cluster (every KMA sees them in the store alike; one announces them, kma/services/alerts.py)."""
+
+    this_kma: list[str]
+    cluster: list[str]
+
+
 def warnings(kma: Appliance) -> list[str]:
+    scoped = scoped_warnings(kma)
+    return scoped.this_kma + scoped.cluster
+
+
+def scoped_warnings(kma: Appliance) -> Warnings:
+    return Warnings(_this_kmas(kma), _the_clusters(kma))
+
+
+def _this_kmas(kma: Appliance) -> list[str]:
     out = []
     problem = kma.vault.hsm_problem
     if problem:
@@ -35,14 +54,21 @@ def warnings(kma: Appliance) -> list[str]:
             "This KMA is catching up with the cluster after its start: until its replica holds what "
             "the cluster has committed it serves no agent (they are told to try another KMA)."
         )
-    out += backups.warnings(backups.readiness(kma))
+    out += forwarding_warnings(kma)
+    if kma.test_clock:
+        out.append("This KMA runs on a test clock (KMA_TEST_CLOCK_FILE); never in production.")
+    return out
+
+
+def _the_clusters(kma: Appliance) -> list[str]:
+    out = backups.warnings(backups.readiness(kma))
     rotation = master_keys.status(kma)
     if rotation["rotating"]:
         out.append(
             f"The {master_keys.describe(rotation)}. Drives are served throughout; the old generation is "
             "destroyed when it ends."
         )
-    out += certificates.warnings(kma)
+    out += certificates.warnings(kma)  # the CA's, every KMA's and the agents' certificates
     tampered = row_macs.tamper_warning(kma)
     if tampered:
         out.append(tampered)
@@ -53,10 +79,7 @@ def warnings(kma: Appliance) -> list[str]:
             "binding was refused: see the audit trail's 'not recorded in the cluster' events). Each key "
             "stays readable by the drive that wrote with it."
         )
-    out += lag_warnings(kma)
-    if kma.test_clock:
-        out.append("This KMA runs on a test clock (KMA_TEST_CLOCK_FILE); never in production.")
-    return out
+    return out + replication_warnings(kma)
 
 
 def master_key(kma: Appliance) -> str:

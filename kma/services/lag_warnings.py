@@ -17,7 +17,8 @@ REPLICATION_WARNING_SECONDS = 60
 FORWARDING_WARNING_SECONDS = 300
 
 
-def lag_warnings(kma: Appliance) -> list[str]:
+def replication_warnings(kma: Appliance) -> list[str]:
+    """Each KMA's writes that wait to reach the cluster: the cluster's warnings, every KMA sees them."""
     out = []
     if kma.store.cluster is not None:
         for kma_id, lag in sorted(replication_lags(kma).items()):
@@ -26,10 +27,15 @@ def lag_warnings(kma: Appliance) -> list[str]:
                     f"KMA {kma_id} has {lag.depth} writes (key assignments, audit events) that have waited "
                     f"{describe_duration(int(lag.age_seconds))} to reach the cluster."
                 )
+    return out
+
+
+def forwarding_warnings(kma: Appliance) -> list[str]:
+    """This KMA's copy of the audit trail that has not reached the syslog collector."""
     forwarding = audit_forwarder(kma).status()
     if forwarding.address is not None and forwarding.lag_seconds >= FORWARDING_WARNING_SECONDS:
-        out.append(
+        return [
             f"Audit forwarding to {forwarding.address} is behind: {forwarding.lag_events} events not yet "
             f"sent, the oldest {describe_duration(int(forwarding.lag_seconds))} old."
-        )
-    return out
+        ]
+    return []

@@ -5,6 +5,7 @@ a receiver that is down gets what it missed once it is back."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,15 +16,18 @@ from kma.alerts import snmp
 from kma.alerts.message import Alert
 from kma.appliance import Appliance
 from kma.cluster.store import open_store
+from kma.crypto import hash_passphrase
 from kma.datadir import DataDir
 from kma.services.alert_channels import add_channel
-from kma.services.alerts import QUEUE_LIMIT, alert_sender
+from kma.services.alerts import QUEUE_LIMIT, WARNING_CHECK, alert_sender, identity
+from kma.services.dashboard import scoped_warnings
 from kma.services.quorum.locking import unlock_autonomously
-from kms_client import Forbidden, ValidationFailed
+from kma.store import Batch, Stmt
+from kms_client import Forbidden, KmsError, ValidationFailed
 from tests.integration.test_metrics import samples, scrape, value
 from tests.integration.test_quorum import creds
 from tests.support.alert_receivers import SmtpReceiver, Snmptrapd, WebhookReceiver
-from tests.support.cluster import add_node, first_node
+from tests.support.cluster import add_node, execute, first_node
 from tests.support.kma_process import RunningKma
 from tests.support.waiting import wait_until
 
@@ -245,9 +249,36 @@ def test_a_full_queue_drops_its_oldest_alerts_and_counts_them(tmp_path: Path) ->
         kma.close()
 
 
+def test_the_kma_announcing_the_clusters_warnings_goes_on_from_those_recorded(tmp_path: Path) -> None:
+    """A cluster's warning already announced (by the KMA that announced them before this one, which
+    stopped) is not sent again by the KMA that takes over; this KMA's own warnings are its own."""
+    demo = RunningKma.demo_in(tmp_path, test_clock=False)
+    demo.stop()
+    kma = Appliance(DataDir(demo.data_dir), open_store)
+    try:
+        assert unlock_autonomously(kma)
+        nowhere = {"url": "https://127.0.0.1:9/alerts"}  # every delivery fails: what is sent stays queued
+        add_channel(kma, kma.itself, "gone", "webhook", nowhere, {"secret": SECRET}, warnings=True)
+        sender = alert_sender(kma)
+        sender.work()
+        kma.audit(kma.itself, "security.tamper", "a row written behind the KMA", event_class="security")
+        tamper = next(w for w in scoped_warnings(kma).cluster if "tamper events" in w)
+        kma.store.write(  # as the KMA before this one recorded it
+            Batch([Stmt("INSERT INTO alert_warnings VALUES ('', ?, ?, 0)", (identity(tamper), tamper))])
+        )
+        kma.vault.lock()  # and one of this KMA's own
+        time.sleep(WARNING_CHECK)  # the sender's next look at the warnings
+        sender.work()
+        queued = [Alert.from_json(r["alert"]) for r in kma.store.query("SELECT alert FROM alert_queue")]
+        assert [(a.kind, a.text[:18]) for a in queued] == [("warning.started", "This KMA is locked")]
+    finally:
+        kma.close()
+
+
 def test_in_a_cluster_each_kma_sends_its_own(tmp_path: Path) -> None:
     """On rqlite, a channel set through one KMA is followed by the others, each sending its own
-    audit events and its own warnings, named by its id."""
+    audit events and its own warnings, named by its id; a warning about the cluster, which both
+    KMAs see, is sent once."""
     hook = WebhookReceiver(SECRET)
     hook.start()
     first, ca = first_node(tmp_path / "a")
@@ -268,6 +299,21 @@ def test_in_a_cluster_each_kma_sends_its_own(tmp_path: Path) -> None:
         so.lock_kma("kma-dal-2")
         locked = wait_until(lambda: kinds(hook, "warning.started", LOCKED), 30, "the second KMA's warning")
         assert [a["kma_id"] for a in locked] == ["kma-dal-2"]
+
+        # A user row written through rqlite: its use is a tamper event, and a warning of the cluster's
+        forged = (
+            "INSERT INTO users (id, name, roles, passphrase_hash, created_at, updated_at, mac) "
+            "VALUES ('mallory', 'Mallory', 'security_officer', ?, 0, 0, ?)"
+        )
+        execute(first, [[forged, hash_passphrase("mallory's passphrase"), "00" * 32]])
+        with pytest.raises(KmsError):
+            first.client("mallory", "mallory's passphrase")
+        tamper = wait_until(
+            lambda: kinds(hook, "warning.started", "tamper events"), 30, "the cluster's warning"
+        )
+        time.sleep(3 * WARNING_CHECK)  # the other KMA's rounds
+        assert len(kinds(hook, "warning.started", "tamper events")) == 1
+        assert tamper[0]["kma_id"] == "kma-dal-1"  # the first of the KMAs the cluster reaches
     finally:
         second.stop()
         first.stop()
