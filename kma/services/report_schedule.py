@@ -1,6 +1,7 @@
 """Signed reports on a schedule (issue 43, docs/reports.md): daily, weekly or monthly, the chosen
 reports are made by this KMA (signed by the cluster's audit key, as when asked for) into a folder on
-its machine, and, when an e-mail alert channel is named, sent on it as attachments.
+its machine, each as its signed CSV and a PDF to read (kma/services/report_pdf.py), and, when an
+e-mail alert channel is named, sent on it as attachments.
 
 The schedule is this KMA's (`report_schedules`, one row per KMA), as its backup schedule is, and
 works the same way (kma/services/backup_schedule.py): a worker looks every CHECK_S seconds whether
@@ -35,6 +36,7 @@ from kma.services.compliance_reports import (
     quorum_operations_report,
 )
 from kma.services.media_report import media_report
+from kma.services.report_pdf import report_pdf
 from kma.services.user_report import users_report
 from kma.store import Stmt
 from kma.worker import Worker
@@ -157,8 +159,10 @@ def run_if_due(kma: Appliance) -> list[str] | None:
         check_folder(schedule.folder)
         made = [REPORTS[name](kma, kma.itself, period) for name in schedule.reports]
         for report in made:
-            _write_new(Path(schedule.folder) / report["filename"], report["csv"])
-            _write_new(Path(schedule.folder) / f"{report['filename']}.sig", report["signature"])
+            csv_file = Path(schedule.folder) / report["filename"]
+            _write_new(csv_file, report["csv"].encode("utf-8"))
+            _write_new(csv_file.with_name(csv_file.name + ".sig"), report["signature"].encode("utf-8"))
+            _write_new(csv_file.with_suffix(".pdf"), report_pdf(report))
         if schedule.email_channel_id:
             _send(kma, schedule.email_channel_id, made, period)
     except (KmaError, OSError, DeliveryFailed) as exc:
@@ -167,14 +171,14 @@ def run_if_due(kma: Appliance) -> list[str] | None:
     return [r["filename"] for r in made]
 
 
-def _write_new(path: Path, text: str) -> None:
+def _write_new(path: Path, data: bytes) -> None:
     """A new file of this account's only, renamed into place: the folder may be a share others
     write into, and a link planted under the name is replaced, not followed."""
     part = path.with_name(path.name + ".part")
     part.unlink(missing_ok=True)
     fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-        out.write(text)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
         out.flush()
         os.fsync(out.fileno())
     os.replace(part, path)
@@ -191,9 +195,12 @@ def _send(kma: Appliance, channel_id: str, made: list[dict[str, str]], period: P
     msg.set_content(
         f"The scheduled reports of KMA {kma.kma_id}, made at {iso(period.until)}:\n{names}\n\n"
         "Each CSV is signed by the cluster's audit key; its signature is the .sig file attached beside it.\n"
+        "The PDFs are for reading: they are not signed.\n"
         "Check both offline: kma audit verify --export REPORT.csv --ca <the cluster's CA certificate>\n"
     )
     for r in made:
+        pdf = r["filename"].removesuffix(".csv") + ".pdf"
+        msg.add_attachment(report_pdf(r), maintype="application", subtype="pdf", filename=pdf)
         msg.add_attachment(r["csv"].encode("utf-8"), maintype="text", subtype="csv", filename=r["filename"])
         msg.add_attachment(
             r["signature"].encode("utf-8"),

@@ -156,16 +156,15 @@ def test_scheduled_reports_land_in_the_folder_and_by_e_mail_and_a_failure_is_rep
         )
         assert set_to.reports == ("key-inventory", "quorum-operations") and set_to.email_channel_id == channel
         # The first run comes at once, the next a week later
-        wait_until(lambda: len(list(folder.glob("*.csv"))) == 2, 30, "the scheduled reports")
+        wait_until(lambda: len(list(folder.glob("*.pdf"))) == 2, 30, "the scheduled reports")  # written last
         for made in folder.glob("*.csv"):
             assert verify_export(made, None, fresh_kma.ca_pem.encode()).ok, made
+            assert made.with_suffix(".pdf").read_bytes().startswith(b"%PDF-1.4")  # to read beside it
         wait_until(lambda: smtp.messages, 30, "the reports' e-mail")
         mail = smtp.messages[0]
         assert mail["To"] == "compliance@example.com" and "Signed reports" in mail["Subject"]
         attached = sorted(p.get_filename() for p in mail.walk() if p.get_filename())
-        assert attached == sorted(
-            [f.name for f in folder.glob("*.csv")] + [f.name for f in folder.glob("*.sig")]
-        )
+        assert attached == sorted(f.name for f in folder.iterdir())  # each CSV, its signature, its PDF
 
         # The folder taken away: the next run fails, said in the schedule and the audit trail
         for made in folder.iterdir():
