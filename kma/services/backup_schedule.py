@@ -2,8 +2,8 @@
 the newest N (older scheduled backups expire: deleted like by hand, which may complete the
 destruction of keys they held).
 
-The schedule is this KMA's (`backup_schedules`, one row per KMA). A worker (kma/worker.py) looks every
-CHECK_S seconds whether a period has passed since the last attempt; a failed attempt (locked KMA,
+The schedule is this KMA's (`backup_schedules`, one row per KMA). A worker (kma/services/schedules.py)
+looks every CHECK_S seconds whether a period has passed since the last attempt; a failed attempt (locked KMA,
 no core security backup, folder gone or full) is an audit event of severity error, and the next
 attempt waits a period, so a broken schedule is reported once per period, not once a minute.
 
@@ -19,15 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.audit.record import Condition, Retention
 from kma.backup.fileformat import DATABASE_SUFFIX
 from kma.domain.actor import Actor
 from kma.errors import KmaError, ValidationFailed
 from kma.pacing import copy_gradually, remove_gradually
-from kma.store import Batch, Stmt
-from kma.worker import Worker
+from kma.services.schedules import Scheduler, attempted, check_folder, run_failed
+from kma.store import Stmt
 
-CHECK_S = 10.0  # a check is one small query
 PERIODS = {"hourly": 3600, "daily": 86400}
 FREQUENCIES = ("off", *PERIODS)
 DEFAULT: dict[str, Any] = {
@@ -80,20 +78,6 @@ def set_schedule(kma: Appliance, actor: Actor, frequency: str, folder: str, keep
     return get_schedule(kma)
 
 
-def check_folder(folder: str) -> None:
-    path = Path(folder)
-    if not folder or "\x00" in folder or not path.is_absolute():
-        raise ValidationFailed("The target folder must be an absolute path on the KMA's machine.")
-    try:
-        is_dir = path.is_dir()
-    except (OSError, ValueError):
-        is_dir = False
-    if not is_dir:
-        raise ValidationFailed(f"The target folder {folder} does not exist on the KMA's machine.")
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ValidationFailed(f"The KMA cannot write into {folder}.")
-
-
 def run_if_due(kma: Appliance) -> str | None:
     """Take a scheduled backup when a period has passed since the last attempt; its ID, or None."""
     from kma.services.backups import backup_file, create_backup, delete_backup, list_backups
@@ -121,51 +105,12 @@ def run_if_due(kma: Appliance) -> str | None:
     return str(made["id"])
 
 
-def attempted(kma: Appliance, table: str, now: int, error: str | None) -> Batch:
-    """This KMA's attempt on its schedule in `table` (backup_schedules, report_schedules)."""
-    return Batch(
-        [
-            Stmt(
-                f"UPDATE {table} SET last_attempt_at = ?, last_error = ? WHERE kma_id = ?",
-                (now, error, kma.kma_id),
-            )
-        ]
-    )
-
-
-def run_failed(kma: Appliance, table: str, operation: str, what: str, now: int, exc: Exception) -> None:
-    """A scheduled run that failed: the schedule's `last_error`, and an audit event of severity
-    error (an alert channel carrying it sends it on)."""
-    if isinstance(exc, KmaError):
-        reason = exc.message
-    elif isinstance(exc, OSError) and exc.strerror:
-        reason = f"{exc.strerror}: {exc.filename}"
-    else:
-        reason = str(exc)
-    kma.store.write(attempted(kma, table, now, reason))
-    kma.audit(
-        kma.itself,
-        operation,
-        f"{what} failed: {reason}",
-        condition=Condition.ERROR,
-        subject=("kma", kma.kma_id),
-        retention=Retention.LONG,
-    )
-
-
-class BackupScheduler(Worker):
+class BackupScheduler(Scheduler):
     name = "kma-backup-schedule"
-    pause_s = CHECK_S
 
-    def __init__(self, kma: Appliance) -> None:
-        super().__init__()
-        self.kma = kma
-
-    def work(self) -> float:
+    def run(self) -> str | None:
         made = run_if_due(self.kma)
-        if made:
-            self.log.info("scheduled database backup %s made", made)
-        return CHECK_S
+        return f"scheduled database backup {made} made" if made else None
 
 
 def backup_scheduler(kma: Appliance) -> BackupScheduler:

@@ -58,7 +58,7 @@ def key_inventory_report(kma: Appliance, actor: Actor) -> dict[str, str]:
         now,
     )
     by_site = kma.store.query(
-        f"SELECT coalesce(m.site_id, '(a KMA since removed)') AS id, {state} AS state, count(*) AS n "
+        f"SELECT coalesce(m.site_id, '(no KMA of this cluster)') AS id, {state} AS state, count(*) AS n "
         "FROM keys k LEFT JOIN kmas m ON m.id = k.kma_id GROUP BY 1, 2 ORDER BY 1, 2",
         now,
     )

@@ -4,7 +4,7 @@ its machine, each as its signed CSV and a PDF to read (kma/services/report_pdf.p
 e-mail alert channel is named, sent on it as attachments.
 
 The schedule is this KMA's (`report_schedules`, one row per KMA), as its backup schedule is, and
-works the same way (kma/services/backup_schedule.py): a worker looks every CHECK_S seconds whether
+works the same way (kma/services/schedules.py): a worker looks every CHECK_S seconds whether
 a period has passed since the last attempt; a failed attempt (a locked KMA signs nothing; the folder
 gone; the mail server refusing) is an audit event of severity error, and the next attempt waits a
 period. The quorum operations report of a run covers the period since the one before.
@@ -25,7 +25,6 @@ from kma.audit.exports import iso
 from kma.domain.actor import Actor
 from kma.errors import KmaError, ValidationFailed
 from kma.services import alert_channels
-from kma.services.backup_schedule import attempted, check_folder, run_failed
 from kma.services.compliance_reports import (
     DAY,
     MAX_DAYS,
@@ -37,11 +36,10 @@ from kma.services.compliance_reports import (
 )
 from kma.services.media_report import media_report
 from kma.services.report_pdf import report_pdf
+from kma.services.schedules import Scheduler, attempted, check_folder, run_failed
 from kma.services.user_report import users_report
 from kma.store import Stmt
-from kma.worker import Worker
 
-CHECK_S = 10.0
 PERIODS = {"daily": 86400, "weekly": 7 * 86400, "monthly": 30 * 86400}
 FREQUENCIES = ("off", *PERIODS)
 Make = Callable[[Appliance, Actor, Period], dict[str, str]]
@@ -214,19 +212,12 @@ def _send(kma: Appliance, channel_id: str, made: list[dict[str, str]], period: P
     )
 
 
-class ReportScheduler(Worker):
+class ReportScheduler(Scheduler):
     name = "kma-report-schedule"
-    pause_s = CHECK_S
 
-    def __init__(self, kma: Appliance) -> None:
-        super().__init__()
-        self.kma = kma
-
-    def work(self) -> float:
+    def run(self) -> str | None:
         made = run_if_due(self.kma)
-        if made:
-            self.log.info("scheduled reports made: %s", ", ".join(made))
-        return CHECK_S
+        return f"scheduled reports made: {', '.join(made)}" if made else None
 
 
 def report_scheduler(kma: Appliance) -> ReportScheduler:
