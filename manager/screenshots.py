@@ -63,6 +63,11 @@ def render_pages(
 def render_signed_in(controller: Any, profile: Any, passphrase: str, out_dir: Path) -> list[Path]:
     """Sign in to the profile's KMA and render every page this user sees, then close the window."""
     signed = sign_in(profile, passphrase)
+    if signed.user.second_factor_required and not signed.user.second_factor:
+        raise ValueError(
+            f"user {signed.user.id} must set up two-step sign-in first (their role requires it): "
+            "sign in once with the manager's window and scan its QR code"
+        )
     window = controller.signed_in(signed, profile)
     try:
         settle(controller.ops)

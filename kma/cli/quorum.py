@@ -81,6 +81,11 @@ def _connected(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     _reaching(p)
     p.add_argument("--user", required=True, help="your user ID")
     p.add_argument("--passphrase-file", type=Path, help="read your sign-in passphrase from this file")
+    p.add_argument(
+        "--sign-in-code-file",
+        type=Path,
+        help="read your two-step sign-in code (or a recovery code) from this file; asked when needed",
+    )
     return p
 
 
@@ -104,8 +109,15 @@ def _secret(path: Path | None, prompt: str) -> str:
 
 
 def _client(args: argparse.Namespace) -> Any:
+    from kms_client import SecondFactorRequired
+
     client = _pinned_client(args)
-    client.sign_in(args.user, _secret(args.passphrase_file, f"Passphrase of user {args.user}: "))
+    passphrase = _secret(args.passphrase_file, f"Passphrase of user {args.user}: ")
+    code = _secret(args.sign_in_code_file, "") if args.sign_in_code_file else None
+    try:
+        client.sign_in(args.user, passphrase, code)
+    except SecondFactorRequired:  # two-step sign-in is on for this user: the code, as typed now
+        client.sign_in(args.user, passphrase, _secret(None, "Code from your authenticator app: "))
     return client
 
 

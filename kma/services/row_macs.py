@@ -172,7 +172,7 @@ def genuine(kma: Appliance, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row
     except KmaLocked:
         return True
     stored = row["mac"]
-    if stored is None and sealed.table not in sealed_tables(kma.data_dir.rows_sealed):
+    if stored is None and not _sealed_here(kma, sealed):
         return True  # a row from before this version, sealed by `after_unlock` in a moment
     if matches(stored, mac(key, sealed, row)):
         return True
@@ -181,6 +181,16 @@ def genuine(kma: Appliance, sealed: Sealed, row: Mapping[str, Any] | sqlite3.Row
         return True
     report_tamper(kma, sealed, row)
     return False
+
+
+def _sealed_here(kma: Appliance, sealed: Sealed) -> bool:
+    """Whether this KMA sealed the rows of `sealed` at an unlock, so that one without a MAC is
+    forged. The tables of TABLES are listed in `rows_sealed` as each is sealed; the others (keys,
+    sessions) have rules of their own before this one, and count as sealed from the first unlock
+    with row MACs on."""
+    if sealed in TABLES:
+        return sealed.table in sealed_tables(kma.data_dir.rows_sealed)
+    return kma.data_dir.rows_sealed.exists()
 
 
 class _MadeWhileLocked:

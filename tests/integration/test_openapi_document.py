@@ -73,7 +73,8 @@ def test_each_operation_lists_the_errors_it_can_return(document: dict[str, Any])
         return {status for status in by_id[operation_id]["responses"] if int(status) >= 400}
 
     assert errors("get_status") == {"500"}  # no session, no parameters, answered even locked
-    assert errors("get_dashboard") == {"401", "500", "503"}  # any role, refused while locked
+    # any role, refused while locked, and to a session that owes its two-step sign-in enrolment
+    assert errors("get_dashboard") == {"401", "403", "500", "503"}
     assert errors("sign_in") == {"400", "401", "413", "422", "429", "500", "503"}
     assert errors("destroy_key") == {"400", "401", "403", "404", "409", "413", "422", "500", "503"}
     assert "429" not in errors("list_keys") and "413" not in errors("list_keys")

@@ -155,3 +155,27 @@ def test_a_store_from_before_the_policy_signs_in_as_it_did(tmp_path: Path) -> No
         assert "table: second_factor_policy" in (kma.data_dir / "rows-sealed").read_text()
     finally:
         kma.stop()
+
+
+def test_the_cli_signs_an_officer_in_with_a_code_from_a_file(new_cluster: RunningKma, tmp_path: Path) -> None:
+    """`kma cluster status` and the other commands that sign in: a user whose two-step sign-in is on
+    gives the code with --sign-in-code-file (or types it when asked); a wrong one is refused."""
+    totp = confirmed(new_cluster, new_cluster.client("so"))
+    (tmp_path / "passphrase").write_text(OFFICER[1] + "\n")
+
+    def status(code: str) -> tuple[int, str]:
+        (tmp_path / "code").write_text(code + "\n")
+        done = run_kma(
+            *("cluster", "status", "--kma", new_cluster.address, "--ca-fingerprint", new_cluster.fingerprint),
+            *("--user", "so", "--passphrase-file", str(tmp_path / "passphrase")),
+            *("--sign-in-code-file", str(tmp_path / "code"), "--json"),
+            check=False,
+        )
+        return done.returncode, done.stdout + done.stderr
+
+    new_cluster.advance_clock(STEP)  # the confirmation's code is spent: the next step's
+    code, said = status("000000" if totp.at(mid_step(new_cluster) * STEP) != "000000" else "111111")
+    assert code != 0 and "wrong" in said  # which factor was wrong is not said
+    code, said = status(totp.at(mid_step(new_cluster) * STEP))
+    assert code == 0, said
+    assert "kma-1" in said
