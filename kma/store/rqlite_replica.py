@@ -59,6 +59,9 @@ class Replica:
         inode = os.stat(self.path).st_ino
         held: tuple[int, sqlite3.Connection] | None = getattr(self._local, "held", None)
         if held is None or held[0] != inode:
+            # Forgotten before the new file is opened: while rqlited rebuilds it, that open may fail,
+            # and the next read must not find the connection just closed.
+            self._local.held = None
             if held is not None and not held[1].in_transaction:
                 held[1].close()
             held = (inode, self._open())

@@ -4,10 +4,15 @@ mid-way by the stop could have been applied or not: its user could not be told w
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
+from pathlib import Path
+
+import pytest
 
 from kma.store.rqlite_http import Restarts
+from kma.store.rqlite_replica import Replica
 
 
 def test_a_restart_waits_for_the_request_in_flight_and_later_requests_wait_for_the_restart() -> None:
@@ -48,3 +53,22 @@ def test_another_nodes_requests_do_not_wait_for_a_restart() -> None:
     with restarts.sending("node-b:4001"):
         pass
     assert time.monotonic() - started < 1.0
+
+
+def test_a_replica_read_after_a_failed_reopen_opens_the_file_again(tmp_path: Path) -> None:
+    """rqlited rebuilds its SQLite file at a restart: a read that meets it half made fails (and is
+    tried again by `_settled`); the next read opens the new file, never the connection closed."""
+    path = tmp_path / "db.sqlite"
+    sqlite3.connect(path).execute("CREATE TABLE t (x)").connection.commit()
+    replica = Replica(path, "node:4001")
+    try:
+        assert replica.query("SELECT count(*) FROM t")[0][0] == 0
+        path.unlink()
+        path.mkdir()  # a new inode that no SQLite connection opens
+        with pytest.raises(sqlite3.OperationalError):
+            replica.conn().execute("SELECT 1")
+        path.rmdir()
+        sqlite3.connect(path).execute("CREATE TABLE t (x)").connection.commit()
+        assert replica.query("SELECT count(*) FROM t")[0][0] == 0
+    finally:
+        replica.close()
