@@ -205,14 +205,22 @@ class CertificateWatch(Worker):
         self.kma = kma
 
     def work(self) -> float:
-        announce_warnings(self.kma)
-        ca_renewal.renew_if_due(self.kma)
-        if not self.kma.vault.locked and ca_renewal.follow(self.kma):
-            # in place, no restart; its node certificate renews on its own schedule (renew_before)
-            renew(self.kma, self.kma.itself, "the cluster CA certificate was renewed")
-        else:
-            renew_if_due(self.kma)
+        # Each part on its own: a warning that cannot be announced now holds no renewal back.
+        for part in (announce_warnings, self._renew):
+            try:
+                part(self.kma)
+            except Exception:
+                self.log.exception("%s: %s failed; tried again next round", self.name, part.__name__)
         return float(settings(self.kma).check_every)
+
+    @staticmethod
+    def _renew(kma: Appliance) -> None:
+        ca_renewal.renew_if_due(kma)
+        if not kma.vault.locked and ca_renewal.follow(kma):
+            # in place, no restart; its node certificate renews on its own schedule (renew_before)
+            renew(kma, kma.itself, "the cluster CA certificate was renewed")
+        else:
+            renew_if_due(kma)
 
     def failed(self, exc: Exception) -> float:
         self.log.error("%s: round failed; retrying", self.name, exc_info=exc)
