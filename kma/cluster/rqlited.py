@@ -113,6 +113,7 @@ class RqliteNode:
         self.files = files
         self.config = config or files.load()
         self.process: subprocess.Popen[bytes] | None = None
+        self._log_start = 0  # where this start's lines begin in rqlited.log
 
     def client(self) -> RqliteClient:
         """This KMA's client of its rqlited: it presents the node certificate and credential, and
@@ -195,6 +196,7 @@ class RqliteNode:
         self._outlive_previous()
         log_path = self.files.folder / "rqlited.log"
         with log_path.open("ab") as out:
+            self._log_start = out.tell()
             # The child runs only prctl before exec, loaded before the fork (_death_signal).
             self.process = subprocess.Popen(
                 self.command(join),
@@ -237,8 +239,8 @@ class RqliteNode:
             while time.monotonic() < deadline:
                 if self.process is not None and self.process.poll() is not None:
                     raise NodeFailed(
-                        f"rqlited exited with status {self.process.returncode}; see "
-                        f"{self.files.folder / 'rqlited.log'}"
+                        f"rqlited exited with status {self.process.returncode} ({self._last_words()}); "
+                        f"see {self.files.folder / 'rqlited.log'}"
                     )
                 # With a leader: a restarted node's file is only its last snapshot until the leader
                 # tells it what has been committed since (it could hold a key destroyed since).
@@ -251,6 +253,17 @@ class RqliteNode:
         raise NodeFailed(
             f"rqlited did not become ready within {timeout:.0f} s; see {self.files.folder / 'rqlited.log'}"
         )
+
+    def _last_words(self) -> str:
+        """The last line rqlited wrote since this start: why it exited (a port taken, a join that
+        failed), so the installer need not open its log first."""
+        try:
+            with (self.files.folder / "rqlited.log").open("rb") as written:
+                written.seek(self._log_start)
+                lines = written.read()[-4096:].decode("utf-8", "replace").strip().splitlines()
+        except OSError:
+            return "its log cannot be read"
+        return lines[-1].strip() if lines else "it wrote nothing"
 
     def stop(self, timeout: float = 15.0) -> None:
         process, self.process = self.process, None

@@ -27,9 +27,9 @@ from tests.gui.helpers import (
 from tests.gui.test_setup_wizard import connect, next_page, open_wizard, refused_here
 from tests.gui.test_setup_wizard_restore_join import choose_mode
 from tests.integration.test_backups import take_backups
-from tests.support.cluster import free_port
 from tests.support.first_setup import MEMBERS
 from tests.support.kma_process import RunningKma
+from tests.support.ports import free_port
 from ui.form_dialog import FormDialog
 from ui.quorum.approval import ApproveDialog
 from ui.quorum.widgets import QuorumFormDialog

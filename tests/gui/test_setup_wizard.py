@@ -23,9 +23,9 @@ from PySide6.QtWidgets import QWizard
 
 from tests.gui.helpers import WAIT_MS
 from tests.support.agents import service_address
-from tests.support.cluster import free_port
 from tests.support.first_setup import MEMBERS, OFFICER, describe, written
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.ports import free_port
 from tests.support.softhsm import SoftHsm, softhsm
 from tests.support.totp import STEP, code_now, confirmed
 from ui.setup_wizard.wizard import SetupWizard

@@ -22,10 +22,10 @@ from tests.gui.test_setup_wizard import choose_token, connect, next_page, open_w
 from tests.integration.test_backups import changed, quorum, take_backups
 from tests.integration.test_hsm_cluster import JOINING, token_objects
 from tests.integration.test_kma_join_init import add_kma, passphrase_in
-from tests.support.cluster import free_port
 from tests.support.first_node import demo_first_node
 from tests.support.first_setup import written
 from tests.support.kma_process import RunningKma
+from tests.support.ports import free_port
 from tests.support.softhsm import PIN, softhsm
 
 pytestmark = pytest.mark.gui

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -209,6 +210,22 @@ def test_a_node_with_a_certificate_from_another_ca_cannot_join(tmp_path: Path) -
         assert members == {"kma-dal-1"}
     finally:
         first.stop()
+
+
+def test_a_node_that_cannot_start_says_why_where_the_kma_reports_it(tmp_path: Path) -> None:
+    """CI once saw only "rqlited exited with status 1" from a joining KMA, its log gone with the
+    machine: the reason rqlited gave is in the message itself now."""
+    first, _ = first_node(tmp_path / "a")
+    first.stop()
+    files = files_of(first)
+    host, port = files.load().http_address.rsplit(":", 1)
+    with socket.socket() as taken:
+        taken.bind((host, int(port)))
+        taken.listen()
+        node = RqliteNode(files)
+        with pytest.raises(NodeFailed, match="address already in use"):
+            node.start(timeout=30)
+        node.stop()
 
 
 def _exists(get, object_id: str) -> bool:  # type: ignore[no-untyped-def]

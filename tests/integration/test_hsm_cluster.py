@@ -26,8 +26,9 @@ from tests.integration.test_no_key_material_at_rest import files_under, found_in
 from tests.integration.test_quorum import creds
 from tests.integration.test_quorum_cli import kma_cli, secret_file
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address
-from tests.support.cluster import BINARY, first_node, free_port, replica
+from tests.support.cluster import BINARY, first_node, replica
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.ports import free_port
 from tests.support.softhsm import PIN, SoftHsm, softhsm
 from tests.support.waiting import wait_until
 

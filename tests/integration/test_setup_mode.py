@@ -20,7 +20,6 @@ import pytest
 from kms_client import NotSetUp, Trust, Unauthenticated, ValidationFailed
 from kms_client.setup import SetupClient
 from tests.support.agents import service_address
-from tests.support.cluster import free_port
 from tests.support.first_setup import (
     MEMBERS,
     OFFICER,
@@ -30,6 +29,7 @@ from tests.support.first_setup import (
     written,
 )
 from tests.support.kma_process import RunningKma, run_kma
+from tests.support.ports import free_port
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ import pytest
 from kms_client import ApiError, KmsError, Trust
 from kms_client.setup import SetupClient
 from tests.integration.test_backups import changed, quorum, take_backups
-from tests.support.cluster import free_port
 from tests.support.first_setup import written
 from tests.support.kma_process import RunningKma
+from tests.support.ports import free_port
 
 
 @pytest.fixture(scope="module")

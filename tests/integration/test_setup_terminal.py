@@ -12,9 +12,9 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.support.cluster import free_port
 from tests.support.first_setup import MEMBERS, OFFICER
 from tests.support.kma_process import run_kma
+from tests.support.ports import free_port
 from tests.support.softhsm import PIN, softhsm
 
 PASSPHRASES = dict(MEMBERS)

@@ -24,6 +24,7 @@ from typing import Any
 from aiosmtpd.controller import Controller
 
 from kma.crypto.ca import create_cluster_ca, issue_server_certificate
+from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
 
@@ -41,12 +42,6 @@ class _Tls:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(self.cert, self.key)
         return context
-
-
-def free_port(kind: int = socket.SOCK_STREAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class WebhookReceiver:

@@ -28,15 +28,10 @@ from kma.crypto.ca import CertifiedKey, issue_server_certificate
 from kma.datadir import DataDir, Identity, write_private
 from kma.errors import ClusterUnavailable
 from tests.support.kma_process import RunningKma
+from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
 BINARY = Path(os.environ.get("KMA_RQLITED", Path.home() / ".cache/kms-manager/rqlite-v8.43.4/rqlited"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

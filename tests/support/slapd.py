@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.alert_receivers import _Tls, free_port
+from tests.support.alert_receivers import _Tls
+from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
 SUFFIX = "dc=corp,dc=example"

@@ -14,8 +14,9 @@ from pathlib import Path
 from kma.cluster.rqlited import RqliteNode
 from kms_client import ClusterUnavailable, KmsError
 from tests.support.agents import demo_passphrase, enroll, kmip
-from tests.support.cluster import add_node, entry_changed, execute, files_of, first_node, free_port
+from tests.support.cluster import add_node, entry_changed, execute, files_of, first_node
 from tests.support.kma_process import RunningKma
+from tests.support.ports import free_port
 from tests.support.witness import RunningWitness, add_witness
 
 SITES = {"dallas": ("kma-dal-1", "kma-dal-2"), "boston": ("kma-bos-1", "kma-bos-2")}

@@ -15,8 +15,9 @@ from pathlib import Path
 from kma.cluster.node_config import ClusterFiles
 from tests.integration.test_kma_join_init import init_join
 from tests.integration.test_quorum import creds
-from tests.support.cluster import free_port, rqlited_pid, settle
+from tests.support.cluster import rqlited_pid, settle
 from tests.support.kma_process import READY_TIMEOUT, RunningKma
+from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
 
