@@ -209,7 +209,9 @@ class Calls:
 
     def renew_kma_certificate(self, kma_id: str) -> Kma:
         """A new listener certificate for that KMA now: made at once if it is the KMA answering, else
-        by that KMA within a second or so (it holds the key)."""
+        by that KMA within a second or so (it holds the key). For a witness: a new node certificate,
+        which it asks for and an unlocked KMA signs, trusted by every node before the witness moves
+        to it."""
         return self._connection.call("POST", f"/kmas/{segment(kma_id)}/certificate/renew", reader(Kma))
 
     def lock_kma(self, kma_id: str) -> Kma:

@@ -42,7 +42,7 @@ PROBE_EVERY_S = 5.0  # a staged certificate is tried on the other nodes' Raft po
 PROBE_TIMEOUT_S = 1.0  # an accepted node connection is sent nothing: this long silent means let in
 
 
-def _next(files: ClusterFiles) -> tuple[Path, Path]:
+def next_files(files: ClusterFiles) -> tuple[Path, Path]:
     return files.folder / "node.next.crt", files.folder / "node.next.key"
 
 
@@ -70,7 +70,7 @@ def lets_in(address: str, cert: Path, key: Path) -> bool:
 
 
 # Other KMAs whose entry pins two node certificates: renewing theirs now
-_RENEWING = (
+RENEWING = (
     "SELECT count(*) FROM kmas WHERE id <> ? AND removed_at IS NULL AND instr(substr(node_cert_pem, "
     "instr(node_cert_pem, 'END CERTIFICATE') + 1), 'END CERTIFICATE') > 0"
 )
@@ -87,7 +87,7 @@ class NodeRenewal:
 
     def step(self) -> None:
         kma, files = self.kma, self.node.files
-        cert, key = _next(files)
+        cert, key = next_files(files)
         if self._unrecorded is not None:  # its rqlited restarted: the cluster takes it once it answers
             self._record(*self._unrecorded)
             self._unrecorded = None
@@ -112,7 +112,7 @@ class NodeRenewal:
     def _due(self, current: str) -> bool:
         """Asked, or `renew_before` reached; and no other KMA is renewing its own (its entry pins
         two), so the nodes restart for one KMA at a time."""
-        if self.kma.store.scalar(_RENEWING, (self.kma.kma_id,)):
+        if self.kma.store.scalar(RENEWING, (self.kma.kma_id,)):
             return False
         if self.kma.data_dir.node_renewal_asked.exists():
             return True
@@ -121,7 +121,7 @@ class NodeRenewal:
 
     def _stage(self, current: str) -> None:
         kma, files = self.kma, self.node.files
-        cert, key = _next(files)
+        cert, key = next_files(files)
         validity = timedelta(seconds=settings(kma).kma_validity)
         hosts = hosts_of(load_certificate(current.encode("ascii")))
         made = issue_node_certificate(cluster_ca(kma), kma.kma_id, hosts, validity)

@@ -28,6 +28,7 @@ from kma.cluster.convert import retire_embedded_copy
 from kma.cluster.membership import leave_raft
 from kma.cluster.node_renewal import NodeRenewal
 from kma.cluster.trust import follow_membership
+from kma.cluster.witness_renewal import answer_witnesses
 from kma.errors import KmaError
 from kma.services import certificate_renewal, entry_signatures, key_macs, media_refusals
 from kma.worker import Worker
@@ -121,7 +122,7 @@ class ClusterWatch(Worker):
         self.node_renewal = NodeRenewal(kma, node) if node is not None else None
 
     def work(self) -> float:
-        for step in (self._follow_cluster, self._follow_members, self._renew_node):
+        for step in (self._follow_cluster, self._follow_members, self._renew_node, self._answer_witnesses):
             try:
                 step()
             except KmaError as exc:  # the local node is unavailable for a moment
@@ -144,6 +145,11 @@ class ClusterWatch(Worker):
         """Its node certificate, before it expires or when asked (kma/cluster/node_renewal.py)."""
         if self.node_renewal is not None:
             self.node_renewal.step()
+
+    def _answer_witnesses(self) -> None:
+        """Their requests for a new node certificate (kma/cluster/witness_renewal.py)."""
+        if self.node is not None:
+            answer_witnesses(self.kma)
 
     def _follow_members(self) -> None:
         """After `reap`: a removed KMA is out of Raft before this node stops trusting it."""

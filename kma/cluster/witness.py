@@ -26,6 +26,7 @@ from kma import __version__
 from kma.cluster.node_config import ClusterFiles
 from kma.cluster.rqlited import NodeFailed, RqliteNode
 from kma.cluster.trust import follow_membership
+from kma.cluster.witness_renewal import WitnessRenewal
 from kma.crypto import fingerprint
 from kma.datadir import DataDir
 from kma.errors import ClusterUnavailable
@@ -63,6 +64,7 @@ def serve_witness(
         tmp.replace(ready_file)
     notify(f"READY=1\nSTATUS=Witness {config.node_id}: Raft on {config.raft_address}")
     recorded = False
+    renewal = WitnessRenewal(data_dir, node)
     try:
         while not stop.wait(CHECK_S):
             process = node.process
@@ -70,8 +72,11 @@ def serve_witness(
                 recorded = recorded or _record_release(node)
                 try:  # it trusts the current members' node certificates only, as a KMA's node does
                     follow_membership(node)
+                    renewal.step()  # and renews its own before it expires (a KMA signs it)
                 except NodeFailed as exc:
                     log.error("witness %s: %s", config.node_id, exc.message)
+                except (ClusterUnavailable, StatementFailed) as exc:  # no leader for a moment
+                    log.info("witness %s: renewal waits: %s", config.node_id, exc)
                 continue
             log.warning(
                 "rqlited of witness %s ended (status %s); starting it again",

@@ -174,19 +174,23 @@ def request(kma: Appliance, actor: Actor, kma_id: str) -> dict[str, Any]:
         renewed = renew(kma, actor, f"{actor.entity_id} asked for it")
         _node_too(kma)
         return renewed
+    witness = kma.store.scalar("SELECT witness FROM kmas WHERE id = ?", (kma_id,))
     kma.commit(
         actor,
         "kma.certificate_renew_request",
         [
             Stmt(
                 "UPDATE kmas SET certificate_renewal_requested_at = ? WHERE id = ? AND removed_at IS NULL "
-                "AND awaiting_join = 0 AND witness = 0",
+                "AND awaiting_join = 0",
                 (kma.clock.now(), kma_id),
                 expect=1,
-                refusal=f"there is no KMA '{kma_id}' serving agents (removed, a witness, or not joined yet)",
+                refusal=f"there is no KMA or witness '{kma_id}' in the cluster (removed, or not joined yet)",
             )
         ],
-        f"asked KMA '{kma_id}' to renew its listener certificate now",
+        # A witness asks an unlocked KMA to sign a new node certificate (kma/cluster/witness_renewal.py)
+        f"asked witness '{kma_id}' to renew its node certificate now"
+        if witness
+        else f"asked KMA '{kma_id}' to renew its listener certificate now",
         ("kma", kma_id),
     )
     return get_kma(kma, kma_id)

@@ -25,6 +25,7 @@ from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
 from kma.certificate_settings import CertificateSettings
 from kma.crypto import CertifiedKey, load_certificate
+from kma.crypto.ca import CLOCK_SKEW
 from kma.services.backups import describe_duration
 from kma.services.paging import LAST_SECOND
 from kma.store import Batch, Refused, Stmt
@@ -104,7 +105,10 @@ def serial_and_expiry(pem: str) -> tuple[str, int]:
 def recorded(kma_id: str, purpose: str, pem: str) -> Stmt:
     """Records a KMA's certificate of `purpose` (server, node) as its current one; nothing if known."""
     serial, not_after = serial_and_expiry(pem)
-    issued = int(load_certificate(pem.encode("ascii")).not_valid_before_utc.timestamp())
+    # When it was issued: every leaf is back-dated by CLOCK_SKEW (kma/crypto/ca.py), and the newest
+    # issued is a KMA's current one, so a renewal minutes after a join must not look older than it.
+    start = load_certificate(pem.encode("ascii")).not_valid_before_utc + CLOCK_SKEW
+    issued = int(start.timestamp())
     return Stmt(
         "INSERT INTO kma_certificates (serial, kma_id, purpose, not_after, issued_at) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (serial) DO NOTHING",

@@ -206,8 +206,9 @@ class ClusterPage(QWidget):
         self.renew_button = QPushButton("Renew certificate…")
         self.renew_button.setObjectName("clusterRenewCertificate")
         self.renew_button.setToolTip(
-            "Give the selected KMA a new listener certificate now. Each KMA also renews its own "
-            "before it expires; agents and managers trust the cluster CA, so nothing changes for them."
+            "Give the selected KMA a new listener certificate (a witness: a new node certificate) now. "
+            "Each renews its own before it expires; agents and managers trust the cluster CA, so "
+            "nothing changes for them."
         )
         self.renew_button.clicked.connect(self.renew_selected)
         self.renew_button.setVisible(ctx.may("kmas.write"))
@@ -308,9 +309,7 @@ class ClusterPage(QWidget):
         self.lock_button.setEnabled(kma is not None and kma.responding and not kma.locked and not kma.witness)
         self.unlock_button.setEnabled(kma is not None and kma.locked)
         self.remove_button.setEnabled(kma is not None and not kma.this_kma)
-        self.renew_button.setEnabled(
-            kma is not None and kma.responding and not kma.locked and not kma.witness
-        )
+        self.renew_button.setEnabled(kma is not None and kma.responding and not kma.locked)
         self.remove_button.setToolTip(
             "A KMA removes the others, not itself: connect to another KMA to remove this one. " + VOTING
             if kma is not None and kma.this_kma
@@ -320,7 +319,8 @@ class ClusterPage(QWidget):
             self.hint.setText("Select a KMA to act on it.")
         elif kma.witness:
             self.hint.setText(
-                f"Selected: {kma.name} ({kma.id}), a witness: it votes in Raft and serves no keys"
+                f"Selected: {kma.name} ({kma.id}), a witness: it votes in Raft and serves no keys; "
+                f"{certificate_line(kma)}"
             )
         else:
             self.hint.setText(
@@ -384,16 +384,28 @@ class ClusterPage(QWidget):
         kma = self.scene.selected_kma()
         if kma is None:
             return None
+        if kma.witness:
+            intro = (
+                f"Give the witness <b>{html.escape(kma.name)}</b> ({html.escape(kma.id)}) a new node "
+                f"certificate now? Its current one: {html.escape(certificate_line(kma))}.<br><br>The "
+                "witness makes a new key and asks; an unlocked KMA signs it with the cluster CA. Every "
+                "node trusts the new certificate before the witness moves to it, so it keeps its vote "
+                "throughout. Audited."
+            )
+        else:
+            intro = (
+                f"Give <b>{html.escape(kma.name)}</b> ({html.escape(kma.id)}) a new listener certificate "
+                f"now? Its current one: {html.escape(certificate_line(kma))}.<br><br>The KMA makes a new "
+                "key and the cluster CA signs it; both listeners present it from the next connection on, "
+                "and connections already open (a drive reading its keys) keep working. Agents and "
+                "managers trust the cluster CA, not this certificate, so nothing changes for them. Audited."
+            )
         dialog = FormDialog(
             self.ctx,
-            f"Renew the certificate of KMA {kma.id}",
+            f"Renew the certificate of {'witness' if kma.witness else 'KMA'} {kma.id}",
             [],
             lambda _v: renew_kma_certificate(kma.id),
-            intro=f"Give <b>{html.escape(kma.name)}</b> ({html.escape(kma.id)}) a new listener certificate "
-            f"now? Its current one: {html.escape(certificate_line(kma))}.<br><br>The KMA makes a new key "
-            "and the cluster CA signs it; both listeners present it from the next connection on, and "
-            "connections already open (a drive reading its keys) keep working. Agents and managers "
-            "trust the cluster CA, not this certificate, so nothing changes for them. Audited.",
+            intro=intro,
             ok_text="Renew certificate",
             busy_text="Renewing…",
             parent=self,

@@ -33,7 +33,8 @@ def update_kma(kma_id: str, body: schemas.KmaPatch, kma: Kma, actor: KmasWrite) 
 @router.post("/{kma_id}/certificate/renew", response_model=schemas.Kma)
 def renew_kma_certificate(kma_id: str, kma: Kma, actor: KmasWrite) -> dict[str, object]:
     """A new listener certificate for that KMA now: made at once if it is the KMA answering, else
-    by that KMA within a second or so (it holds the key)."""
+    by that KMA within a second or so (it holds the key). For a witness: a new node certificate, which
+    it asks for and an unlocked KMA signs, trusted by every node before the witness moves to it."""
     return certificate_renewal.request(kma, actor, kma_id)
 
 
