@@ -51,9 +51,10 @@ def test_security_officer_adds_a_webhook_and_a_test_alert_arrives(
 
         page.table.setCurrentItem(row)
         page.buttons["test"].click()
-        qtbot.waitUntil(lambda: receiver.alerts != [], timeout=WAIT_MS)
+        # (a new channel may also get the KMA's current warnings first: its test clock is one)
+        qtbot.waitUntil(lambda: any(a["kind"] == "test" for a in receiver.alerts), timeout=WAIT_MS)
         wait_idle(qtbot, window.ctx.ops)
-        assert receiver.alerts[0]["kind"] == "test" and receiver.bad_signatures == 0
+        assert receiver.bad_signatures == 0
         qtbot.waitUntil(lambda: "reached 'SOC'" in page.result.text(), timeout=WAIT_MS)
 
         # The MIB, for the SNMP managers, saved from the page

@@ -37,8 +37,8 @@ AGENT = "t10k-dal-02"
 FORM = """
 import json, sys
 from pathlib import Path
-from tests.support.cluster import add_node, first_node
-from tests.support.ports import free_port
+# The release's own test support, as it was then (its free_port lived in tests/support/cluster.py)
+from tests.support.cluster import add_node, first_node, free_port
 tmp = Path(sys.argv[1])
 first, ca = first_node(tmp / "first")
 kmas = [first]
