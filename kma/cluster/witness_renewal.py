@@ -8,7 +8,8 @@ to repeat after either side crashes:
 1. Asked: `renew_before` ahead of its node certificate's expiry (its kma.toml [certificates]), or
    when a Security Officer asks (`certificate_renewal_requested_at`), and no other entry pins two
    certificates, the witness makes a new key (`node.next.key`, never leaving its machine) and
-   writes a certificate signing request for it into its entry (`node_csr_pem`).
+   writes a certificate signing request for it, signed too by its current node key, into its entry
+   (`node_csr_pem`).
 2. Signed: an unlocked KMA checks the request (its signature; the names and validity are the
    KMA's, from the current certificate and its own settings), signs it with the cluster CA and
    pins the new certificate beside the current one in the witness's entry, signed; every node then
@@ -18,14 +19,16 @@ to repeat after either side crashes:
    with it, then clears its request. The KMA, seeing both pinned and no request, pins the new
    certificate alone, records it and audits it; the others drop the old one as they follow.
 
-A request grants nothing by itself: only a KMA that checks it signs the entry, and the certificate
-names the witness whatever the request says. Someone holding a witness's node credential could
-ask, but would get a certificate for a key that is not the witness's own: the witness never
-moves to it, and the next request replaces it.
+A request grants nothing by itself: it carries a signature over the CSR by the witness's current
+node key (`request_text`), which the KMA checks against the certificate the entry pins now
+(`checked_request`), and the certificate names the witness whatever the request says. A request
+written into the store with a leaked node credential alone is refused, audited and removed.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 import os
 import time
@@ -43,6 +46,7 @@ from kma.cluster.node_renewal import PROBE_EVERY_S, RENEWING, lets_in, next_file
 from kma.cluster.rqlited import RqliteNode
 from kma.crypto import load_certificate
 from kma.crypto.ca import sign_kma_csr
+from kma.crypto.errors import CryptoError
 from kma.datadir import DataDir, write_private
 from kma.errors import KmaError
 from kma.services import entry_signatures
@@ -52,6 +56,7 @@ from kma.store import Stmt
 
 log = logging.getLogger(__name__)
 END = "-----END CERTIFICATE-----"
+PROOF = ("-----BEGIN NODE KEY PROOF-----", "-----END NODE KEY PROOF-----")
 
 
 def pinned(node_cert_pem: str | None) -> list[str]:
@@ -118,9 +123,11 @@ class WitnessRenewal:
         )
         subject = load_certificate(current).subject
         csr = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
+        node_key = serialization.load_pem_private_key(self.files.node_key.read_bytes(), None)
+        assert isinstance(node_key, ec.EllipticCurvePrivateKey)  # node keys are P-256 (kma/crypto/ca.py)
         self._write(
             "UPDATE kmas SET node_csr_pem = ?, certificate_renewal_requested_at = NULL WHERE id = ?",
-            csr.public_bytes(serialization.Encoding.PEM).decode("ascii"),
+            request_text(csr, node_key),
         )
         log.info("witness %s asked the cluster for a new node certificate", self.node.config.node_id)
 
@@ -188,28 +195,75 @@ def answer_witnesses(kma: Appliance) -> None:
         pins, csr = pinned(row["node_cert_pem"]), row["node_csr_pem"]
         try:
             if csr is not None and (len(pins) == 1 or _public(pins[1].encode()) != _csr_public(csr)):
-                _sign(kma, row["id"], pins[0], csr)
+                _sign(kma, row["id"], row["node_cert_pem"], pins[0], csr)
             elif csr is None and len(pins) == 2:
-                _pin_alone(kma, row["id"], pins)
+                _pin_alone(kma, row["id"], row["node_cert_pem"], pins)
         except KmaError as exc:  # another KMA answered first, or the entry changed meanwhile
             log.info("witness %s's node certificate: %s", row["id"], exc.message)
 
 
-def _csr_public(csr_pem: str) -> bytes | None:
+def request_text(csr: x509.CertificateSigningRequest, node_key: ec.EllipticCurvePrivateKey) -> str:
+    """What a witness writes into `node_csr_pem`: the CSR, then its proof that it holds the current
+    node key, a signature over the CSR by that key. Only the witness itself can ask: a row written
+    with a leaked node credential alone gets no certificate signed."""
+    der = csr.public_bytes(serialization.Encoding.DER)
+    proof = base64.b64encode(node_key.sign(der, ec.ECDSA(hashes.SHA256()))).decode("ascii")
+    return csr.public_bytes(serialization.Encoding.PEM).decode("ascii") + f"{PROOF[0]}\n{proof}\n{PROOF[1]}\n"
+
+
+def checked_request(text: str, current_pem: str) -> bytes:
+    """The CSR (PEM) of a witness's request, once its proof verifies under the public key of the
+    certificate its entry pins now; CryptoError saying why not."""
     try:
+        csr_pem, rest = text.split(PROOF[0], 1)
+        proof = base64.b64decode(rest.split(PROOF[1], 1)[0].strip(), validate=True)
+        der = x509.load_pem_x509_csr(csr_pem.encode("ascii")).public_bytes(serialization.Encoding.DER)
+    except (ValueError, binascii.Error):
+        raise CryptoError("it is not a certificate signing request with its proof") from None
+    holder = load_certificate(current_pem.encode("ascii")).public_key()
+    if not isinstance(holder, ec.EllipticCurvePublicKey):
+        raise CryptoError("its current node certificate has no EC key to check the proof with")
+    try:
+        holder.verify(proof, der, ec.ECDSA(hashes.SHA256()))
+    except InvalidSignature:
+        raise CryptoError("its proof was not made with the witness's current node key") from None
+    return csr_pem.encode("ascii")
+
+
+def _csr_public(text: str) -> bytes | None:
+    try:
+        csr_pem = text.split(PROOF[0], 1)[0]
         key = x509.load_pem_x509_csr(csr_pem.encode("ascii")).public_key()
     except ValueError:
         return None
     return key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
-def _sign(kma: Appliance, witness_id: str, current: str, csr: str) -> None:
+def _unchanged(witness_id: str, pins: str, csr: str | None, sets: str, **values: str) -> Stmt:
+    """`sets` on the witness's entry only if it still pins `pins` and holds the request `csr`: two
+    KMAs answering at once must not pin two different certificates (the witness moves to one)."""
+    return Stmt(
+        f"UPDATE kmas SET {sets} WHERE id = :id AND node_cert_pem IS :pins AND node_csr_pem IS :csr",
+        {"id": witness_id, "pins": pins, "csr": csr, **values},
+        expect=1,
+        refusal=f"witness {witness_id}'s entry changed meanwhile (another KMA answered it)",
+    )
+
+
+def _sign(kma: Appliance, witness_id: str, pinned_now: str, current: str, csr: str) -> None:
     validity = timedelta(seconds=settings(kma).kma_validity)
     hosts = hosts_of(load_certificate(current.encode("ascii")))
     try:
-        made = sign_kma_csr(cluster_ca(kma), csr.encode("ascii"), witness_id, hosts, validity=validity)
-    except (KmaError, ValueError) as exc:
-        log.warning("witness %s asked for a node certificate with a request refused: %s", witness_id, exc)
+        csr_pem = checked_request(csr, current)
+        made = sign_kma_csr(cluster_ca(kma), csr_pem, witness_id, hosts, validity=validity)
+    except (CryptoError, ValueError) as exc:  # not what a witness writes: removed, said once
+        kma.commit(
+            kma.itself,
+            "kma.node_certificate_renew",
+            [_unchanged(witness_id, pinned_now, csr, "node_csr_pem = NULL")],
+            f"refused witness {witness_id}'s request for a new node certificate and removed it: {exc}",
+            ("kma", witness_id),
+        )
         return
     new = made.decode("ascii")
     both = current + new
@@ -218,12 +272,7 @@ def _sign(kma: Appliance, witness_id: str, current: str, csr: str) -> None:
         kma.itself,
         "kma.node_certificate_renew",
         [
-            Stmt(
-                "UPDATE kmas SET node_cert_pem = ? WHERE id = ? AND node_csr_pem IS ?",
-                (both, witness_id, csr),
-                expect=1,
-                refusal="its request changed meanwhile",
-            ),
+            _unchanged(witness_id, pinned_now, csr, "node_cert_pem = :new", new=both),
             entry_signatures.resign(kma, witness_id, node_cert_pem=both),
         ],
         f"signed witness {witness_id}'s request for a new node certificate ({serial}); its entry pins it "
@@ -232,7 +281,7 @@ def _sign(kma: Appliance, witness_id: str, current: str, csr: str) -> None:
     )
 
 
-def _pin_alone(kma: Appliance, witness_id: str, pins: list[str]) -> None:
+def _pin_alone(kma: Appliance, witness_id: str, pinned_now: str, pins: list[str]) -> None:
     old_serial, _ = serial_and_expiry(pins[0])
     serial, not_after = serial_and_expiry(pins[1])
     until = time.strftime("%Y-%m-%d %H:%M", time.gmtime(not_after))
@@ -240,12 +289,7 @@ def _pin_alone(kma: Appliance, witness_id: str, pins: list[str]) -> None:
         kma.itself,
         "kma.node_certificate_renew",
         [
-            Stmt(
-                "UPDATE kmas SET node_cert_pem = ? WHERE id = ? AND node_csr_pem IS NULL",
-                (pins[1], witness_id),
-                expect=1,
-                refusal="it asked again meanwhile",
-            ),
+            _unchanged(witness_id, pinned_now, None, "node_cert_pem = :new", new=pins[1]),
             entry_signatures.resign(kma, witness_id, node_cert_pem=pins[1]),
             recorded(witness_id, "node", pins[1]),
         ],

@@ -8,11 +8,15 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from kma.cluster.node_config import ClusterFiles
 from kma.cluster.node_renewal import lets_in
+from kma.cluster.witness_renewal import request_text
 from kms_client import ClusterUnavailable, KmsError
-from tests.support.cluster import BINARY, files_of, first_node, replica
+from tests.support.cluster import BINARY, execute, files_of, first_node, replica
 from tests.support.waiting import wait_until
 from tests.support.witness import RunningWitness, add_witness
 
@@ -51,6 +55,20 @@ def test_a_witness_renews_its_node_certificate_through_a_kma_and_keeps_its_vote(
         before = shown()
         assert before is not None  # the join recorded the first one
 
+        # A request written into the store by someone without the witness's node key (a leaked node
+        # credential) is refused, audited and removed: no certificate is signed for it
+        name = x509.Name([x509.NameAttribute(x509.NameOID.COMMON_NAME, "witness-1")])
+        stranger = ec.generate_private_key(ec.SECP256R1())
+        forged = x509.CertificateSigningRequestBuilder().subject_name(name).sign(stranger, hashes.SHA256())
+        sql = "UPDATE kmas SET node_csr_pem = ? WHERE id = 'witness-1'"
+        execute(first, [[sql, request_text(forged, stranger)]])
+        refused = wait_until(
+            lambda: [m for m in audited(first, "kma.node_certificate_renew") if "refused" in m],
+            30,
+            what="the forged request refused",
+        )
+        assert "not made with the witness's current node key" in refused[0], refused
+
         # When a Security Officer asks for a new one (the witness holds no CA key: a KMA signs)
         so.renew_kma_certificate("witness-1")
 
@@ -64,9 +82,12 @@ def test_a_witness_renews_its_node_certificate_through_a_kma_and_keeps_its_vote(
         wait_until(lambda: not lets_in(first_raft, old_cert, old_key), 120, what="the old one refused")
 
         # And the cluster of two voters takes writes again (the witness's vote is needed for each)
+        sites: list[int] = []
+
         def written() -> bool:
             try:
-                so.create_site("renewed", "After the witness's renewal")
+                so.create_site(f"renewed-{len(sites)}", "After the witness's renewal")
+                sites.append(1)
             except (ClusterUnavailable, KmsError):
                 return False
             return True
@@ -79,22 +100,40 @@ def test_a_witness_renews_its_node_certificate_through_a_kma_and_keeps_its_vote(
         asked = audited(first, "kma.certificate_renew_request")
         assert asked == ["asked witness 'witness-1' to renew its node certificate now"], asked
 
-        # And a witness whose certificate is due by its own settings asks by itself
+        # And a witness whose certificate is due by its own settings asks by itself; killed (with its
+        # rqlited) once it has asked, it finishes the renewal when it runs again
         config = witness.data_dir / "kma.toml"
-        config.write_text(
-            config.read_text(encoding="utf-8")
-            + '\n[certificates]\nkma_validity = "30y"\nrenew_before = "10y"\n',
-            encoding="utf-8",
-        )
+        settings = config.read_text(encoding="utf-8")
+        config.write_text(settings + '\n[certificates]\nkma_validity = "30y"\nrenew_before = "10y"\n')
         witness.stop()
         witness.start()
+
+        def asked_by_itself() -> bool:
+            with replica(first) as db:
+                try:
+                    row = db.execute("SELECT node_csr_pem FROM kmas WHERE id = 'witness-1'").fetchone()
+                except sqlite3.Error:
+                    return False
+            return row is not None and row[0] is not None
+
+        wait_until(asked_by_itself, 60, what="the witness's own request")
+        witness.kill()
+        config.write_text(settings)  # due no more: the renewal under way is finished, no new one begun
+        second_cert, second_key = tmp_path / "second.crt", tmp_path / "second.key"
+        second_cert.write_bytes(files.node_cert.read_bytes())
+        second_key.write_bytes(files.node_key.read_bytes())
+        second_key.chmod(0o600)
+        witness.start()
         wait_until(
-            lambda: (
-                len([m for m in audited(first, "kma.node_certificate_renew") if "signed witness" in m]) == 2
-            ),
-            90,
-            what="the witness's own request signed",
+            lambda: files.node_cert.read_bytes() != second_cert.read_bytes(), 120, what="the second switch"
         )
+        wait_until(lambda: not lets_in(first_raft, second_cert, second_key), 120, what="the second refused")
+        wait_until(lambda: lets_in(first_raft, files.node_cert, files.node_key), 120, what="the third let in")
+        wait_until(written, 90, what="a write with the witness's vote again", interval=0.5)
+        renewals = audited(first, "kma.node_certificate_renew")
+        assert len([m for m in renewals if "signed witness" in m]) == 2, renewals
+        assert len([m for m in renewals if "refused" in m]) == 1, renewals  # the forged one only
+        assert len([m for m in renewals if "renewed witness" in m]) == 2, renewals
     finally:
         if witness is not None:
             witness.stop()
