@@ -105,6 +105,7 @@ def run(tapes: int, tmp: Path, sender: RunningKma, receiver: RunningKma) -> int:
     units = [one_tape(f"B{n:07d}", os.urandom(32)) for n in range(tapes)]
     seed = file_from(origin, s_id.identity, units, valid_s=DAY)
     seed_s, _ = timed(lambda: s_so.import_transfer_file(seed, "moved"))
+    sender.client("backup").create_backup()  # imported keys are sent once a backup holds them
     enroll(sender, "t10k-dal-01", tmp / "drive", demo_passphrase(sender, "t10k-dal-01"))
     probe = GetProbe(tmp / "drive", units[0]["keys"][0]["id"])
     before, _ = probe.measure(None)

@@ -877,6 +877,7 @@ class TransferImport:
     imported_before_at: datetime | None
     imported: int
     key_group_id: str | None
+    keys_awaiting_backup: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -100,3 +100,8 @@ class TransferImport(Response):
     imported_before_at: Time | None = Field(description="when this very file was imported here before")
     imported: int = Field(description="data units written (0 for a preview)")
     key_group_id: str | None
+    keys_awaiting_backup: int = Field(
+        0,
+        description="imported keys (of any file) whose material is sent to no agent until a database "
+        "backup of this KMA holds them (a cluster of two or more KMAs holds them at once)",
+    )

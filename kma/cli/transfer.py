@@ -158,4 +158,9 @@ def run_import(args: argparse.Namespace, client: Any) -> int:
         print(f"  CONFLICT {conflict.data_unit_id}: {conflict.reason}")
     if args.action == "import":
         print(f"Imported {done.imported} data units into key group {done.key_group_id}")
+        if done.keys_awaiting_backup:
+            print(
+                f"{done.keys_awaiting_backup} imported keys are sent to drives once a database backup of "
+                "this KMA holds them: kma backup create"
+            )
     return 0

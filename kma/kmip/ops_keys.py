@@ -330,6 +330,12 @@ async def get(call: Call, payload: Item, event: str = "kmip.get") -> bytes:
             f"{objects.what(row)} {uid} is Sensitive: its material does not leave the KMA in the clear",
             v2_reason=ResultReason.SENSITIVE,
         )
+    if row["imported_at"] is not None and not key_access.held(call.kma, uid):
+        raise KmipError(
+            ResultReason.PERMISSION_DENIED,
+            f"key {uid} came from a transfer partner and is sent once a database backup of this KMA holds "
+            "it; ask a Backup Operator for one, then try again",
+        )
     _sendable(row, fmt, payload)
     material = plain(call, uid, row)
     fmt = fmt if fmt is not None else objects.key_format(row)

@@ -23,6 +23,7 @@ from kma.appliance import Appliance
 from kma.audit.record import Condition
 from kma.crypto.transfer import SealedFile, TransferFileRefused, fingerprint
 from kma.domain.actor import Actor
+from kma.domain.lifecycle import HELD_OR_REPLICATED
 from kma.domain.validation import check_id, check_text
 from kma.errors import Conflict, KmaError, ValidationFailed
 from kma.services import key_macs, transfer_partners
@@ -181,7 +182,9 @@ def preview_transfer_import(kma: Appliance, actor: Actor, text: str) -> dict[str
     return _answer(opened, plan(kma, opened.units))
 
 
-def _answer(opened: Opened, p: Plan, imported: int = 0, group: str | None = None) -> dict[str, Any]:
+def _answer(
+    opened: Opened, p: Plan, imported: int = 0, group: str | None = None, waiting: int = 0
+) -> dict[str, Any]:
     h = opened.header
     return {
         "file_id": h["file_id"],
@@ -198,6 +201,7 @@ def _answer(opened: Opened, p: Plan, imported: int = 0, group: str | None = None
         "imported_before_at": opened.imported_at,
         "imported": imported,
         "key_group_id": group,
+        "keys_awaiting_backup": waiting,
     }
 
 
@@ -229,7 +233,13 @@ def import_transfer_file(kma: Appliance, actor: Actor, text: str, key_group_id: 
         f"({partner['fingerprint']}), transfer file {file_id}, into key group '{key_group_id}'",
         ("transfer_partner", partner["id"]),
     )
-    return _answer(opened, p, len(p.new), key_group_id)
+    return _answer(opened, p, len(p.new), key_group_id, _awaiting_backup(kma))
+
+
+def _awaiting_backup(kma: Appliance) -> int:
+    """Imported keys whose material waits for a backup (`key_access.held`; none in a cluster)."""
+    sql = f"SELECT count(*) FROM keys WHERE imported_at IS NOT NULL AND NOT {HELD_OR_REPLICATED.format(t='')}"
+    return int(kma.store.scalar(sql) or 0)
 
 
 def _statements(
@@ -289,13 +299,14 @@ def _statements(
 def _insert_key(
     wrapped: bytes, key: dict[str, Any], unit: str, group: str, kma_id: str, now: int, sealed: str
 ) -> Stmt:
-    """A key of the file, with its own times; `backup_mark` now, so the next backup holds it; `sealed`:
+    """A key of the file, with its own times; `backup_mark` and `imported_at` now: its material is sent
+    to agents once the next backup (or another KMA) holds it (`key_access.held`); `sealed`:
     its row's MAC (kma/services/key_macs.py), or every agent would be refused it as forged."""
     return Stmt(
         "INSERT INTO keys (id, kma_id, material_wrapped, key_group_id, data_unit_id, created_at, issued_at, "
-        "activated_at, protect_until, deactivate_at, compromised_at, backup_mark, mac) "
+        "activated_at, protect_until, deactivate_at, compromised_at, backup_mark, imported_at, mac) "
         "SELECT :id, :kma, :material, :g, :du, :created, :now, :activated, :protect, :deactivate, "
-        f":compromised, :now, :mac WHERE {_MAY_IMPORT} "
+        f":compromised, :now, :now, :mac WHERE {_MAY_IMPORT} "
         "AND NOT EXISTS (SELECT 1 FROM keys WHERE id = :id COLLATE NOCASE)",
         {
             "id": key["id"],

@@ -87,6 +87,8 @@ def test_register_export_and_import_through_the_wizards(
     assert "vault" in wizard.summary.text() and wizard.import_button.isEnabled()
     wizard.import_button.click()
     qtbot.waitUntil(lambda: "Imported 1 data units" in wizard.summary.text(), timeout=WAIT_MS)
+    # a KMA of its own: the key is sent to drives once a backup holds it, and the wizard says so
+    assert "1 imported key is sent to drives once a database backup" in wizard.summary.text()
     assert fresh_kma.client("op").list_keys(data_unit_id="V00001").items[0].key_group_id == "incoming"
 
     # An altered file is refused at preview, with the reason, and cannot be imported

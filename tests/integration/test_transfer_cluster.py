@@ -35,7 +35,8 @@ def test_an_import_on_one_kma_is_served_by_every_kma(
         co.set_key_group_agents("arrivals", ["t10k-dal-02"])
         units = [one_tape(volser, material) for volser, material in tapes.items()]
         file = file_from(partner, so.get_transfer_identity().identity, units)
-        assert so.import_transfer_file(file, "arrivals").imported == len(tapes)
+        done = so.import_transfer_file(file, "arrivals")
+        assert (done.imported, done.keys_awaiting_backup) == (len(tapes), 0)  # held by the other KMAs
 
         agent = enrolled_demo_agent(follower, tmp_path_factory, "t10k-dal-02")
         ids = {u["id"]: u["keys"][0]["id"] for u in units}

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from kma.crypto.transfer import Identity, fingerprint, parse_identity
+from kma.kmip.client import KmipFailure
 from kms_client import Conflict, Forbidden, PendingQuorumOp, ValidationFailed
 from tests.integration.test_quorum_cli import kma_cli
 from tests.support.agents import demo_passphrase, enroll, events, kmip, last_event
@@ -132,7 +133,7 @@ def test_1000_tapes_move_to_the_partner_and_its_drive_reads_each_with_the_same_k
     )
     before = last_event(partnered.offsite)
     done = offsite_so.import_transfer_file(exported.file, "from-dallas")
-    assert done.imported == 1000
+    assert (done.imported, done.keys_awaiting_backup) == (1000, 1000)
     (event,) = events(partnered.offsite, before, "transfer.import")
     assert event["condition"] == "success" and "imported 1000 data units" in event["message"]
 
@@ -143,6 +144,13 @@ def test_1000_tapes_move_to_the_partner_and_its_drive_reads_each_with_the_same_k
         demo_passphrase(partnered.offsite, "t10k-dal-01"),
     )
     with kmip(tmp_path / "vault-drive") as drive:
+        # An import is in a backup of this KMA before its keys are sent (the offsite KMA is alone:
+        # no other KMA holds them); a drive finds the key by its tape and is told why it must wait
+        key_id, _ = partnered.written[TAPES[0]]
+        assert drive.locate(data_unit=TAPES[0]) == [key_id]
+        with pytest.raises(KmipFailure, match="once a database backup of this KMA holds it"):
+            drive.get(key_id)
+        partnered.offsite.client("backup").create_backup()
         for volser in TAPES:
             key_id, material = partnered.written[volser]
             assert drive.locate(data_unit=volser) == [key_id]

@@ -232,9 +232,16 @@ class ImportWizard(QDialog):
         )
 
     def _imported(self, done: Any) -> None:
+        n = done.keys_awaiting_backup
+        waiting = (
+            f"<br><br>{n:,} imported {'key is' if n == 1 else 'keys are'} sent to drives once a database "
+            "backup of this KMA holds them: ask a Backup Operator for one (Backups page)."
+            if n
+            else ""
+        )
         self.summary.setText(
             f"Imported {done.imported:,} data units into key group <b>{done.key_group_id}</b> from "
-            f"partner {done.partner_id}."
+            f"partner {done.partner_id}.{waiting}"
         )
 
 

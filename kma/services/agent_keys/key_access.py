@@ -17,7 +17,7 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
-from kma.domain.lifecycle import KeyState, key_in_state
+from kma.domain.lifecycle import HELD_OR_REPLICATED, KeyState, key_in_state
 from kma.services import key_macs, row_macs, withheld_keys
 from kma.services.withheld_keys import UNBOUND
 
@@ -71,7 +71,7 @@ KEY_COLUMNS = (
     "k.protect_until, k.deactivate_at, k.compromised_at, k.destroyed_at, k.registered_by, m.usage_mask, "
     "m.revocation_reason, m.revocation_message, m.changed_at, m.compromise_occurrence_at, m.digest, "
     "m.object_type, m.bits, m.data_type, m.key_format, m.algorithm, m.sensitive, m.replacement_id, "
-    "m.replaced_id, k.mac"
+    "m.replaced_id, k.mac, k.imported_at"
 )
 
 
@@ -183,6 +183,15 @@ READABLE_BY_ID = (
     "((k.withheld_at IS NOT NULL AND k.key_group_id IS NULL) OR EXISTS (SELECT 1 FROM "
     "unrecorded_bindings u WHERE u.key_id = k.id AND u.agent_id = :agent))"
 )
+
+
+def held(kma: Appliance, key_id: str) -> bool:
+    """Whether the key is held beyond this KMA's own store: by another KMA of the cluster, or by a
+    database backup that began after its `backup_mark` (`HELD_OR_REPLICATED`). An imported key's
+    material waits for it: the partner's copy is not this cluster's to count on, and a restore of
+    an earlier backup would lose a key a drive has already written with."""
+    sql = f"SELECT {HELD_OR_REPLICATED.format(t='')} FROM keys WHERE id = ?"
+    return bool(kma.store.scalar(sql, (key_id,)))
 
 
 def key_id_taken(kma: Appliance, key_id: str) -> str | None:
