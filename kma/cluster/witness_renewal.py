@@ -106,6 +106,8 @@ class WitnessRenewal:
         cert, key = next_files(self.files)
         if len(pins) == 2 and csr is not None and key.exists() and self._ours(pins[1], key):
             self._move(pins[1], cert, key)
+        elif csr is not None and not key.exists():  # its new key lost (a data dir put back): anew
+            self._ask(current, key)
         elif csr is None and len(pins) == 1 and not others_renewing and (asked or self._due(current)):
             self._ask(current, key)
 
