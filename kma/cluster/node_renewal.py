@@ -69,6 +69,12 @@ def lets_in(address: str, cert: Path, key: Path) -> bool:
         return False
 
 
+# The Raft addresses of the cluster's other nodes, which must let a new node certificate in first
+OTHER_NODES = (
+    "SELECT raft_address FROM kmas WHERE removed_at IS NULL AND awaiting_join = 0 AND id <> ? "
+    "AND raft_address <> ''"
+)
+
 # Other KMAs whose entry pins two node certificates: renewing theirs now
 RENEWING = (
     "SELECT count(*) FROM kmas WHERE id <> ? AND removed_at IS NULL AND instr(substr(node_cert_pem, "
@@ -140,11 +146,7 @@ class NodeRenewal:
         )
 
     def _others(self) -> list[str]:
-        rows = self.kma.store.query(
-            "SELECT raft_address FROM kmas WHERE removed_at IS NULL AND awaiting_join = 0 AND id <> ? "
-            "AND raft_address <> ''",
-            (self.kma.kma_id,),
-        )
+        rows = self.kma.store.query(OTHER_NODES, (self.kma.kma_id,))
         return [str(r["raft_address"]) for r in rows]
 
     def _switch(self, current: str, cert: Path, key: Path) -> None:

@@ -72,11 +72,9 @@ def serve_witness(
                 recorded = recorded or _record_release(node)
                 try:  # it trusts the current members' node certificates only, as a KMA's node does
                     follow_membership(node)
-                    renewal.step()  # and renews its own before it expires (a KMA signs it)
                 except NodeFailed as exc:
                     log.error("witness %s: %s", config.node_id, exc.message)
-                except (ClusterUnavailable, StatementFailed) as exc:  # no leader for a moment
-                    log.info("witness %s: renewal waits: %s", config.node_id, exc)
+                _renew(renewal, config.node_id)
                 continue
             log.warning(
                 "rqlited of witness %s ended (status %s); starting it again",
@@ -94,6 +92,17 @@ def serve_witness(
         node.stop()
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)
+
+
+def _renew(renewal: WitnessRenewal, node_id: str) -> None:
+    """Its node certificate before it expires (a KMA signs it); tried again next round on failure,
+    without ending the witness."""
+    try:
+        renewal.step()
+    except (ClusterUnavailable, StatementFailed) as exc:  # no leader for a moment
+        log.info("witness %s: renewal waits: %s", node_id, exc)
+    except Exception:
+        log.exception("witness %s: node certificate renewal failed; tried again", node_id)
 
 
 def _record_release(node: RqliteNode) -> bool:
