@@ -31,6 +31,7 @@ import base64
 import binascii
 import logging
 import os
+import sqlite3
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -39,10 +40,11 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
 from kma.appliance import Appliance
 from kma.cluster.node_config import ClusterFiles
-from kma.cluster.node_renewal import PROBE_EVERY_S, RENEWING, lets_in, next_files
+from kma.cluster.node_renewal import OTHER_NODES, PROBE_EVERY_S, RENEWING, lets_in, next_files
 from kma.cluster.rqlited import RqliteNode
 from kma.crypto import load_certificate
 from kma.crypto.ca import sign_kma_csr
@@ -65,9 +67,13 @@ def pinned(node_cert_pem: str | None) -> list[str]:
     return [block.strip() + "\n" + END + "\n" for block in blocks]
 
 
-def _public(pem: bytes) -> bytes:
-    key = load_certificate(pem).public_key()
+def _spki(key: PublicKeyTypes) -> bytes:
+    """A public key as bytes to compare (its SubjectPublicKeyInfo)."""
     return key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def _public(pem: bytes) -> bytes:
+    return _spki(load_certificate(pem).public_key())
 
 
 class WitnessRenewal:
@@ -136,8 +142,7 @@ class WitnessRenewal:
     def _ours(self, pem: str, key_file: Path) -> bool:
         """Whether the pinned certificate is for the key this witness made, from its cluster CA."""
         key = serialization.load_pem_private_key(key_file.read_bytes(), None).public_key()
-        ours = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-        if ours != _public(pem.encode("ascii")):
+        if _spki(key) != _public(pem.encode("ascii")):
             return False
         try:
             cert = load_certificate(pem.encode("ascii"))
@@ -163,11 +168,7 @@ class WitnessRenewal:
     def _others(self) -> list[str]:
         client = self.node.client()
         try:
-            rows = client.query(
-                "SELECT raft_address FROM kmas WHERE removed_at IS NULL AND awaiting_join = 0 AND id <> ? "
-                "AND raft_address <> ''",
-                (self.node.config.node_id,),
-            )
+            rows = client.query(OTHER_NODES, (self.node.config.node_id,))
         finally:
             client.close()
         return [str(r[0]) for r in rows]
@@ -195,13 +196,23 @@ def answer_witnesses(kma: Appliance) -> None:
         return
     for row in kma.store.query(_WITNESSES):
         pins, csr = pinned(row["node_cert_pem"]), row["node_csr_pem"]
+        sign = csr is not None and (len(pins) == 1 or _public(pins[1].encode()) != _csr_public(csr))
+        if not (sign or (csr is None and len(pins) == 2)) or not _current(kma, row):
+            continue
         try:
-            if csr is not None and (len(pins) == 1 or _public(pins[1].encode()) != _csr_public(csr)):
+            if sign:
                 _sign(kma, row["id"], row["node_cert_pem"], pins[0], csr)
-            elif csr is None and len(pins) == 2:
+            else:
                 _pin_alone(kma, row["id"], row["node_cert_pem"], pins)
         except KmaError as exc:  # another KMA answered first, or the entry changed meanwhile
             log.info("witness %s's node certificate: %s", row["id"], exc.message)
+
+
+def _current(kma: Appliance, row: sqlite3.Row) -> bool:
+    """Whether the leader holds the entry as this KMA's replica shows it: a replica behind (this
+    KMA's own answer not in it yet, or the witness's next step) would answer a request twice."""
+    sql = "SELECT node_cert_pem, node_csr_pem FROM kmas WHERE id = ?"
+    return kma.store.query_leader(sql, (row["id"],)) == [[row["node_cert_pem"], row["node_csr_pem"]]]
 
 
 def request_text(csr: x509.CertificateSigningRequest, node_key: ec.EllipticCurvePrivateKey) -> str:
@@ -235,10 +246,9 @@ def checked_request(text: str, current_pem: str) -> bytes:
 def _csr_public(text: str) -> bytes | None:
     try:
         csr_pem = text.split(PROOF[0], 1)[0]
-        key = x509.load_pem_x509_csr(csr_pem.encode("ascii")).public_key()
+        return _spki(x509.load_pem_x509_csr(csr_pem.encode("ascii")).public_key())
     except ValueError:
         return None
-    return key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
 def _unchanged(witness_id: str, pins: str, csr: str | None, sets: str, **values: str) -> Stmt:
