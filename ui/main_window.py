@@ -64,7 +64,7 @@ class MainWindow(QMainWindow):
         self.nav.setAccessibleName("Areas")
         self.nav.setIconSize(QSize(18, 18))
         self.nav.setSpacing(1)
-        self.nav.setMinimumWidth(170)
+        self.nav.setMinimumWidth(200)  # "Pending approvals (12)" in bold, with its icon, fits
         self.nav.setMaximumWidth(260)
         self.nav.currentRowChanged.connect(self._nav_changed)
         self.stack = QStackedWidget()
