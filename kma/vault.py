@@ -18,10 +18,11 @@ the keys derived from them (`DERIVED`) are made.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from kma.backup.fileformat import CORE_SEAL, DATABASE_BACKUP
 from kma.crypto import CryptoError, WrappingKey, derive_wrapping_key
-from kma.crypto.generations import FIRST, MasterKeys
+from kma.crypto.generations import FIRST, MasterKeys, UnheldGeneration
 from kma.crypto.hsm import HsmMasterKey, Token, TokenHeldKey, wrap_for_join
 from kma.crypto.hsm_settings import HsmSettings, HsmUnavailable
 from kma.errors import KmaLocked
@@ -57,6 +58,8 @@ class Vault:
         self._problem: str | None = None  # why the token could not be opened at the last unlock
         self._row_mac_key: tuple[WrappingKey, bytes] | None = None  # (from which master key, the key)
         self._lock = threading.Lock()
+        # Reads the store's generations into this vault (kma/services/master_keys.py `take_up`)
+        self.catch_up: Callable[[], bool] | None = None
 
     @property
     def locked(self) -> bool:
@@ -86,6 +89,23 @@ class Vault:
         if derived is None or derived[0] is not master:
             derived = self._row_mac_key = (master, row_mac_key(master))
         return derived[1]
+
+    def unwrap(self, context: str, blob: bytes) -> bytes:
+        """A blob under the master key. One of a generation newer than this KMA holds (a rotation
+        begun on another KMA, whose rows and new keys arrive before this KMA's next look at the
+        store) has the vault take up the generations the store names first; raises KmaLocked."""
+        try:
+            return self.master().unwrap(context, blob)
+        except UnheldGeneration:
+            if not self.caught_up():
+                raise
+        return self.master().unwrap(context, blob)
+
+    def caught_up(self) -> bool:
+        """Take up the master key generations the store names now (`catch_up`, set by the unlock:
+        kma/services/master_keys.py); True when what this vault holds changed."""
+        catch_up = self.catch_up
+        return catch_up is not None and catch_up()
 
     def row_mac_keys(self) -> list[bytes]:
         """The row MAC key of every generation held, the current first: a row sealed before a

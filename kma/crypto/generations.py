@@ -32,6 +32,11 @@ def generation_of(blob: bytes) -> int:
     return FIRST
 
 
+class UnheldGeneration(IntegrityError):
+    """A blob of a generation newer than this KMA's current one: a rotation began on another KMA
+    and this one has not taken the new generation up yet (kma/vault.py `Vault.unwrap` does then)."""
+
+
 class MasterKeys(WrappingKey):
     """The master key of the current generation (which wraps) and the older ones still needed
     (which only unwrap). ``raw``, ``derive`` and ``random`` are the current generation's."""
@@ -65,11 +70,16 @@ class MasterKeys(WrappingKey):
                 except IntegrityError:
                     pass  # maybe a first-generation blob whose nonce starts with the magic
         first = self.key(FIRST)
-        if first is None:
-            raise IntegrityError(
-                f"the blob is of master key generation {generation}, which this KMA does not hold"
-            )
-        return first.unwrap(context, blob)
+        try:
+            if first is None:
+                raise IntegrityError(
+                    f"the blob is of master key generation {generation}, which this KMA does not hold"
+                )
+            return first.unwrap(context, blob)
+        except IntegrityError as failed:
+            if generation > self.generation:
+                raise UnheldGeneration(str(failed)) from None
+            raise
 
     def random(self, size: int) -> bytes:
         return self.current.random(size)

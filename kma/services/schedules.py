@@ -1,8 +1,9 @@
 """What the backup and report schedules share (kma/services/backup_schedule.py,
 kma/services/report_schedule.py): each is this KMA's, into a folder on its machine, and run by a
-worker that looks every CHECK_S seconds whether a period has passed since the last attempt. A failed
-attempt is recorded (the schedule's `last_error`) and audited with severity error, and the next
-waits a period, so a broken schedule is reported once per period, not once a minute."""
+worker that looks every CHECK_S seconds (every second under a test clock, whose days pass in a
+moment) whether a period has passed since the last attempt. A failed attempt is recorded (the
+schedule's `last_error`) and audited with severity error, and the next waits a period, so a broken
+schedule is reported once per period, not once a minute."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from kma.store import Batch, Stmt
 from kma.worker import Worker
 
 CHECK_S = 10.0  # a check is one small query
+TEST_CLOCK_CHECK_S = 1.0  # under a test clock a day passes in a moment: look every second
 
 
 def check_folder(folder: str) -> None:
@@ -72,6 +74,7 @@ class Scheduler(Worker):
     def __init__(self, kma: Appliance) -> None:
         super().__init__()
         self.kma = kma
+        self.check_s = TEST_CLOCK_CHECK_S if kma.test_clock else CHECK_S
 
     def run(self) -> str | None:
         raise NotImplementedError
@@ -80,4 +83,4 @@ class Scheduler(Worker):
         made = self.run()
         if made:
             self.log.info("%s", made)
-        return CHECK_S
+        return self.check_s

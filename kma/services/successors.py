@@ -17,16 +17,15 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.audit.record import Condition, Retention
-from kma.clock import OffsetFileClock
 from kma.errors import Conflict, KmaError
 from kma.services import key_issue
 from kma.services.agent_keys import key_access, key_lifecycle
+from kma.services.schedules import TEST_CLOCK_CHECK_S
 from kma.store import Stmt
 from kma.worker import Worker
 
 NAME = "Name"  # moves to the new key (a general key's Name is kept as a client attribute)
 CHECK_S = 60.0  # how often the KMA looks for keys whose rotation is due
-TEST_CLOCK_CHECK_S = 1.0  # under a test clock, time jumps: look every second
 LATE_S = 3600  # after which any KMA rotates a key another KMA's pool made
 
 
@@ -156,7 +155,7 @@ class Rotation(Worker):
     def __init__(self, kma: Appliance) -> None:
         super().__init__()
         self.kma = kma
-        self.check_s = TEST_CLOCK_CHECK_S if isinstance(kma.clock, OffsetFileClock) else CHECK_S
+        self.check_s = TEST_CLOCK_CHECK_S if kma.test_clock else CHECK_S
 
     def work(self) -> float:
         if self.kma.vault.locked:
