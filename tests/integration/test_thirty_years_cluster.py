@@ -30,9 +30,9 @@ DRIVES = (
     "t10k-dal-02",
 )  # the first enrolled through the first KMA, the second through the other
 MEMBERS = ("alice", "bob", "carol")
-# Real-clock lives: a KMA's certificates last 100 s and are renewed 60 s before their end (each
+# Real-clock lives: a KMA's certificates last 60 s and are renewed 40 s before their end (each
 # node renewal has every member's rqlited re-pin it, so not too often); agents' as long as the CA's.
-SHORT = {"kma_validity": "100s", "renew_before": "60s", "agent_validity": "10y"}
+SHORT = {"kma_validity": "60s", "renew_before": "40s", "agent_validity": "10y"}
 
 pytestmark = pytest.mark.slow  # the real clock: certificates expire inside the test
 
