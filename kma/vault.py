@@ -19,9 +19,10 @@ put into the token when this KMA takes it up, under a label of its generation (`
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NoReturn
 
 from kma.backup.fileformat import CORE_SEAL, DATABASE_BACKUP
@@ -29,7 +30,9 @@ from kma.crypto import CryptoError, WrappingKey, derive_wrapping_key
 from kma.crypto.generations import FIRST, MasterKeys
 from kma.crypto.hsm import HsmMasterKey, Token, TokenHeldKey
 from kma.crypto.hsm_settings import HsmSettings, HsmUnavailable
-from kma.errors import KmaLocked
+from kma.errors import KmaError, KmaLocked
+
+log = logging.getLogger(__name__)
 
 MASTER_CONTEXT = "cluster-master-key"
 ROW_MAC = "row-mac"
@@ -62,6 +65,9 @@ class Vault:
         self._problem: str | None = None  # why the token could not be opened at the last unlock
         self._row_mac_key: tuple[WrappingKey, bytes] | None = None  # (from which master key, the key)
         self._lock = threading.Lock()
+        # Takes up the generations the store names (kma/services/master_keys.py `take_up`, set by the
+        # re-wrap worker): asked when a blob of a newer generation is met before the worker's round.
+        self.take_up: Callable[[], object] | None = None
 
     @property
     def locked(self) -> bool:
@@ -121,19 +127,20 @@ class Vault:
             master = master.current
         with self._lock:
             if self.hsm is None:
-                self._master = MasterKeys(master, generation, older)
+                self._master = MasterKeys(master, generation, older, self._caught_up)
                 return
             if self._token is None:
                 self._token, self._token_key = self._open(self.hsm)
             if self.hsm.holds_cluster_key:
                 held = hold_in_token(self._token, self.hsm, {**(older or {}), generation: master})
-                self._master = MasterKeys(held.pop(generation), generation, held)
+                self._master = MasterKeys(held.pop(generation), generation, held, self._caught_up)
             else:
                 token, token_key = self._token, self._token_key
                 self._master = MasterKeys(
                     HsmMasterKey(master.raw(), token, token_key),
                     generation,
                     {g: HsmMasterKey(k.raw(), token, token_key) for g, k in (older or {}).items()},
+                    self._caught_up,
                 )
 
     def token_labels(self) -> dict[int, str]:
@@ -159,6 +166,19 @@ class Vault:
                 return False
             token.destroy(key)
             return True
+
+    def _caught_up(self, generation: int) -> MasterKeys | None:
+        """The generations held once those the store names are taken up, for a blob of
+        `generation` (MasterKeys.catch_up); None if that failed (the blob then fails to open)."""
+        take_up = self.take_up
+        if take_up is None:
+            return None
+        try:
+            take_up()
+        except (KmaError, CryptoError) as exc:
+            log.error("master key generation %d could not be taken up: %s", generation, exc)
+            return None
+        return self._master
 
     def check_hsm(self) -> None:
         """With an HSM: log into the token and find the master key there, then log out; raises

@@ -80,6 +80,8 @@ class Rewrap(Worker):
         self.kma = kma
         self._after: dict[str, tuple[Any, ...]] = {}  # per table, the last key a chunk reached
         self._key_macs = key_macs.RotationReseal()
+        # A request that meets a blob of a generation this KMA has not taken up yet takes it up at once.
+        kma.vault.take_up = lambda: master_keys.take_up(kma)
 
     def work(self) -> float:
         kma = self.kma
