@@ -243,10 +243,19 @@ def hold_in_token(
             "cluster's master key."
         )
     for generation, key in sorted(missing.items()):
-        label = generation_label(settings, generation)
-        held[generation] = _holding(token, token.put_cluster_master(label, key), label, key) or _not_held(
-            settings, label
-        )
+        held[generation] = _put(token, settings, generation, key)
+    return held
+
+
+def _put(token: Token, settings: HsmSettings, generation: int, key: WrappingKey) -> TokenHeldKey:
+    """Master key `generation` (its bytes, `key`) put into the token under its own label; an object
+    that then fails the check is destroyed again, so the label is free for the next try."""
+    label = generation_label(settings, generation)
+    token_key = token.put_cluster_master(label, key)
+    held = _holding(token, token_key, label, key)
+    if held is None:
+        token.destroy(token_key)
+        _not_held(settings, label)
     return held
 
 
