@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kma.audit.record import Condition
-from kma.cluster.hsm_first_node import seal_for_cluster, write_hsm_table
+from kma.cluster.hsm_first_node import seal_for_cluster
 from kma.cluster.node_config import ClusterFiles, NodeConfig, issue_node_certificate, new_credential
 from kma.cluster.rqlited import RqliteNode
 from kma.cluster.trust import bundle
 from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.ca import CertifiedKey
 from kma.crypto.hsm import HsmMasterKey, Token
-from kma.crypto.hsm_settings import HsmUnavailable
+from kma.crypto.hsm_settings import HsmUnavailable, write_hsm_table
 from kma.datadir import DataDir
 from kma.errors import Conflict, ValidationFailed
 
@@ -129,7 +129,7 @@ def boot_from_embedded(data_dir: DataDir, node: RqliteNode) -> None:
             client.close()
     node.keep_private()  # the booted file replaced the node's own
     if sealed is not None:
-        write_hsm_table(data_dir, sealed)
+        write_hsm_table(data_dir.identity_file, sealed)
         data_dir.unlock_key.unlink(missing_ok=True)  # autonomous unlock is off on this node now
     data_dir.db.rename(data_dir.root / EMBEDDED_KEPT)
     for suffix in ("-wal", "-shm"):

@@ -133,14 +133,3 @@ def seal_for_cluster(data_dir: DataDir, hsm: HsmSettings, copy: Path) -> HsmSett
     finally:
         db.close()
     return settings
-
-
-def write_hsm_table(data_dir: DataDir, settings: HsmSettings) -> None:
-    """Replace kma.toml's `[hsm]` table (the first node's, after `seal_for_cluster`)."""
-    lines = data_dir.identity_file.read_text(encoding="utf-8").splitlines(keepends=True)
-    start = next(i for i, line in enumerate(lines) if line.strip() == "[hsm]")
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
-    text = "".join(lines[:start]).rstrip("\n") + "\n" + settings.to_toml() + "".join(lines[end:])
-    tmp = data_dir.identity_file.with_suffix(".toml.new")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(data_dir.identity_file)

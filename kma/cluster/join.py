@@ -322,7 +322,7 @@ def _list_the_nodes_to_join(attempt: _Attempt) -> list[dict[str, Any]]:
 def _open_the_cluster_ca(kma: Appliance) -> tuple[Any, CertifiedKey]:
     cluster = kma.store.query_one("SELECT name, ca_cert_pem, ca_key_wrapped FROM cluster WHERE id = 1")
     assert cluster is not None
-    key = kma.vault.unwrap("cluster-ca-key", cluster["ca_key_wrapped"])
+    key = kma.vault.master().unwrap("cluster-ca-key", cluster["ca_key_wrapped"])
     return cluster, CertifiedKey(cluster["ca_cert_pem"].encode(), key)
 
 

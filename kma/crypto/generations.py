@@ -10,7 +10,7 @@ generation does not authenticate falls back to generation 1, and AES-GCM tells t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from kma.crypto.envelope import WrappingKey
 from kma.crypto.errors import IntegrityError
@@ -32,23 +32,27 @@ def generation_of(blob: bytes) -> int:
     return FIRST
 
 
-class UnheldGeneration(IntegrityError):
-    """A blob of a generation newer than this KMA's current one: a rotation began on another KMA
-    and this one has not taken the new generation up yet (kma/vault.py `Vault.unwrap` does then)."""
-
-
 class MasterKeys(WrappingKey):
     """The master key of the current generation (which wraps) and the older ones still needed
-    (which only unwrap). ``raw``, ``derive`` and ``random`` are the current generation's."""
+    (which only unwrap). ``raw``, ``derive`` and ``random`` are the current generation's.
 
-    __slots__ = ("current", "generation", "older")
+    `catch_up` (the vault's): when a blob is of the generation after the current one (a rotation
+    started on another KMA wrapped it before this one took the new generation up), the generations
+    held once taken up now, or None; the blob is then opened with those."""
+
+    __slots__ = ("catch_up", "current", "generation", "older")
 
     def __init__(
-        self, current: WrappingKey, generation: int, older: Mapping[int, WrappingKey] | None = None
+        self,
+        current: WrappingKey,
+        generation: int,
+        older: Mapping[int, WrappingKey] | None = None,
+        catch_up: Callable[[int], MasterKeys | None] | None = None,
     ) -> None:
         self.current: WrappingKey = current.current if isinstance(current, MasterKeys) else current
         self.generation: int = generation
         self.older: dict[int, WrappingKey] = dict(older or {})
+        self.catch_up = catch_up
 
     def key(self, generation: int) -> WrappingKey | None:
         return self.current if generation == self.generation else self.older.get(generation)
@@ -62,6 +66,10 @@ class MasterKeys(WrappingKey):
 
     def unwrap(self, context: str, blob: bytes) -> bytes:
         generation = generation_of(blob)
+        if generation == self.generation + 1 and self.catch_up is not None:
+            newer = self.catch_up(generation)
+            if newer is not None and newer.key(generation) is not None:
+                return newer.unwrap(context, blob)
         if generation != FIRST:
             key = self.key(generation)
             if key is not None:
@@ -70,16 +78,11 @@ class MasterKeys(WrappingKey):
                 except IntegrityError:
                     pass  # maybe a first-generation blob whose nonce starts with the magic
         first = self.key(FIRST)
-        try:
-            if first is None:
-                raise IntegrityError(
-                    f"the blob is of master key generation {generation}, which this KMA does not hold"
-                )
-            return first.unwrap(context, blob)
-        except IntegrityError as failed:
-            if generation > self.generation:
-                raise UnheldGeneration(str(failed)) from None
-            raise
+        if first is None:
+            raise IntegrityError(
+                f"the blob is of master key generation {generation}, which this KMA does not hold"
+            )
+        return first.unwrap(context, blob)
 
     def random(self, size: int) -> bytes:
         return self.current.random(size)

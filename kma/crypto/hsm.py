@@ -104,19 +104,20 @@ class Token:
             ),
         )
 
-    def _free_label(self) -> str:
-        label = self.settings.key_label
-        if self._find(label) is not None:
+    def _free_label(self, label: str = "") -> str:
+        label = label or self.settings.key_label
+        if self.find(label) is not None:
             raise HsmUnavailable(f"The HSM {self.settings.token_name} already has a key labelled '{label}'.")
         return label
 
-    def join_key_pair(self) -> tuple[bytes, Any]:
-        """An RSA key pair made by the token for one join: the public key (DER) to send, and the
-        private key's handle, a session object (gone with the session) that can only unwrap."""
+    def join_key_pair(self, label: str = "") -> tuple[bytes, Any]:
+        """An RSA key pair made by the token for one join (or one key put in the token under `label`,
+        by default the settings'): the public key (DER) to send, and the private key's handle, a
+        session object (gone with the session) that can only unwrap."""
         from pkcs11 import Attribute, KeyType
         from pkcs11.util.rsa import encode_rsa_public_key
 
-        self._free_label()
+        self._free_label(label)
         private = {
             Attribute.SENSITIVE: True,
             Attribute.EXTRACTABLE: False,
@@ -131,15 +132,17 @@ class Token:
                 KeyType.RSA, JOIN_KEY_BITS, store=False, public_template=public, private_template=private
             ),
         )
-        return bytes(encode_rsa_public_key(pub)), priv
+        public_der = bytes(encode_rsa_public_key(pub))
+        self._call("destroy the key pair", pub.destroy)  # the DER is what is sent
+        return public_der, priv
 
-    def unwrap_cluster_master(self, join_key: Any, wrapped: bytes) -> Any:
+    def unwrap_cluster_master(self, join_key: Any, wrapped: bytes, label: str = "") -> Any:
         """The cluster's master key, unwrapped by `join_key` (RSA-OAEP) into a token key object
-        under the settings' label, as sensitive and non-extractable as a generated one."""
+        under `label` (by default the settings'), as sensitive and non-extractable as a generated one."""
         from pkcs11 import KeyType, Mechanism, ObjectClass
         from pkcs11.mechanisms import MGF
 
-        label = self._free_label()
+        label = self._free_label(label)
         return self._call(
             "unwrap the cluster's master key",
             lambda: join_key.unwrap_key(
@@ -154,7 +157,19 @@ class Token:
             ),
         )
 
-    def _find(self, label: str) -> Any:
+    def put_cluster_master(self, label: str, master: WrappingKey) -> Any:
+        """The cluster's master key `master` (bytes a quorum opened, or a generation a rotation made)
+        put into the token under `label` as a join does: wrapped to an RSA key pair the token makes for
+        it, unwrapped inside into a non-extractable key object. The key pair (session objects) is
+        destroyed at once, so a session that lives on (an unlocked KMA's) keeps none of it."""
+        public, join_key = self.join_key_pair(label)
+        try:
+            return self.unwrap_cluster_master(join_key, wrap_for_join(public, master), label)
+        finally:
+            self._call("destroy the key pair", join_key.destroy)
+
+    def find(self, label: str) -> Any:
+        """The key object under `label`, or None."""
         from pkcs11 import KeyType, ObjectClass
         from pkcs11 import exceptions as p11
 
@@ -169,7 +184,7 @@ class Token:
                 ) from None
 
     def master_key(self) -> Any:
-        key = self._find(self.settings.key_label)
+        key = self.find(self.settings.key_label)
         if key is None:
             raise HsmUnavailable(
                 f"The HSM {self.settings.token_name} has no master key labelled '{self.settings.key_label}'."
@@ -344,12 +359,17 @@ class TokenHeldKey(WrappingKey):
     the quorum opened, before those are dropped: the same keys every other KMA of the cluster derives.
     """
 
-    __slots__ = ("_derived", "_token", "_token_key")
+    __slots__ = ("_derived", "_token", "_token_key", "label")
 
-    def __init__(self, token: Token, token_key: Any, derived: Mapping[str, WrappingKey]) -> None:
+    def __init__(self, token: Token, token_key: Any, label: str, derived: Mapping[str, WrappingKey]) -> None:
         self._token = token  # no bytes: they are only in the token
         self._token_key = token_key
+        self.label = label  # of the key object: each master key generation has its own
         self._derived = dict(derived)
+
+    def held_by(self, token: Token) -> bool:
+        """Whether this key is in `token`'s session (a lock closes the session it was found in)."""
+        return self._token is token
 
     def wrap(self, context: str, plaintext: bytes) -> bytes:
         return self._token.encrypt(self._token_key, context, plaintext)
@@ -373,7 +393,7 @@ class TokenHeldKey(WrappingKey):
         return derived if derived is not None else super().derive(purpose)  # raw() says why not
 
     def __repr__(self) -> str:
-        return f"TokenHeldKey({self._token.settings.token_name})"
+        return f"TokenHeldKey({self._token.settings.token_name}, '{self.label}')"
 
 
 def wrap_for_join(public_der: bytes, master: WrappingKey) -> bytes:

@@ -38,10 +38,22 @@ class HsmSettings:
     # "": the token key is one of the master key's two keys (a KMA of its own); "cluster-master-key":
     # the token key is the cluster's master key, unwrapped into the token when this KMA joined.
     holds: str = ""
+    # With `holds`: the label of the token's key object of the generation before `key_label`'s, kept
+    # while a master key rotation still needs it, destroyed (and this emptied) once it has ended.
+    previous_key_label: str = ""
 
     @classmethod
     def from_table(cls, table: dict[str, Any], default_key_label: str) -> HsmSettings:
-        fields = {"module", "key_label", "token_label", "token_serial", "pin_file", "pin_keyring", "holds"}
+        fields = {
+            "module",
+            "key_label",
+            "token_label",
+            "token_serial",
+            "pin_file",
+            "pin_keyring",
+            "holds",
+            "previous_key_label",
+        }
         unknown = sorted(set(table) - fields - {"pin"})
         if "pin" in table:
             raise ValueError(
@@ -66,6 +78,11 @@ class HsmSettings:
             raise ValueError("[hsm] needs exactly one of 'pin_file' and 'pin_keyring'.")
         if settings.holds not in ("", CLUSTER_MASTER_KEY):
             raise ValueError(f"'holds' in [hsm] can only be '{CLUSTER_MASTER_KEY}' (set by a join).")
+        if settings.previous_key_label and not settings.holds_cluster_key:
+            raise ValueError(
+                f"'previous_key_label' in [hsm] goes only with holds = '{CLUSTER_MASTER_KEY}' (set by a "
+                "master key rotation)."
+            )
         return settings
 
     @property
@@ -97,6 +114,18 @@ class HsmSettings:
                 f"The OS keyring has no HSM PIN under service '{KEYRING_SERVICE}', name '{self.pin_keyring}'."
             )
         return pin
+
+
+def write_hsm_table(identity_file: Path, settings: HsmSettings) -> None:
+    """Replace the `[hsm]` table of kma.toml (`identity_file`) with `settings`, atomically: a first
+    node's after its conversion, a token KMA's after it took a new master key generation up."""
+    lines = identity_file.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.strip() == "[hsm]")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+    text = "".join(lines[:start]).rstrip("\n") + "\n" + settings.to_toml() + "".join(lines[end:])
+    tmp = identity_file.with_suffix(".toml.new")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(identity_file)
 
 
 def _toml_string(value: str) -> str:

@@ -29,7 +29,7 @@ def view(call: Call, uid: str, material: bool = False) -> KeyView:
     row = call.key(uid, material=material)
     plain = None
     if material and row["material_wrapped"] is not None:
-        plain = objects.material(row, call.kma.vault.unwrap(f"key:{uid}", row["material_wrapped"]))
+        plain = objects.material(row, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]))
     custom = key_attributes.custom_attributes(call.kma, uid)
     return KeyView(row, call.now, custom, plain, sent=key_access.material_sent(call.kma, uid))
 

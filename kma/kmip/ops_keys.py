@@ -68,7 +68,7 @@ def settled(call: Call, payload: Item) -> tuple[NewKey, str]:
 
 def plain(call: Call, uid: str, row: Any) -> bytes:
     """The object's material, unwrapped (callers checked it is not destroyed)."""
-    return objects.material(row, call.kma.vault.unwrap(f"key:{uid}", row["material_wrapped"]))
+    return objects.material(row, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]))
 
 
 def chosen_group(call: Call, asked: str | None) -> str:

@@ -62,7 +62,7 @@ def wrapping_key(call: Call, spec: Item, usage: int = UsageMask.WRAP_KEY) -> tup
         raise KmipError(ResultReason.PERMISSION_DENIED, f"key {uid} is not for {what} (no {named} usage)")
     if not objects.is_symmetric(row):
         raise KmipError(ResultReason.PERMISSION_DENIED, f"{uid} is not a key: it cannot wrap keys")
-    kek = objects.material(row, call.kma.vault.unwrap(f"key:{uid}", row["material_wrapped"]))
+    kek = objects.material(row, call.kma.vault.master().unwrap(f"key:{uid}", row["material_wrapped"]))
     return uid, kek, int(mode)
 
 

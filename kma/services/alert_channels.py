@@ -175,7 +175,7 @@ def genuine_channels(kma: Appliance) -> list[Channel]:
 
 def unwrap_secrets(kma: Appliance, channel_id: str, blob: bytes) -> dict[str, str]:
     """The channel's secrets; needs the master key (KmaLocked while the KMA is locked)."""
-    return dict(json.loads(kma.vault.unwrap(secrets_context(channel_id), bytes(blob))))
+    return dict(json.loads(kma.vault.master().unwrap(secrets_context(channel_id), bytes(blob))))
 
 
 def email_channel(kma: Appliance, channel_id: str) -> tuple[Channel, dict[str, str]]:

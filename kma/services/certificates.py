@@ -86,7 +86,7 @@ def cluster_ca(kma: Appliance) -> CertifiedKey:
     row = kma.store.query_one("SELECT ca_cert_pem, ca_key_wrapped FROM cluster WHERE id = 1")
     assert row is not None
     return CertifiedKey(
-        row["ca_cert_pem"].encode(), kma.vault.unwrap("cluster-ca-key", row["ca_key_wrapped"])
+        row["ca_cert_pem"].encode(), kma.vault.master().unwrap("cluster-ca-key", row["ca_key_wrapped"])
     )
 
 

@@ -270,7 +270,7 @@ def _sign_the_certificate(enrolment: _Enrolment, csr_pem: bytes) -> tuple[bytes,
     assert cluster is not None
     ca = CertifiedKey(
         cluster["ca_cert_pem"].encode(),
-        kma.vault.unwrap("cluster-ca-key", cluster["ca_key_wrapped"]),
+        kma.vault.master().unwrap("cluster-ca-key", cluster["ca_key_wrapped"]),
     )
     try:
         validity = timedelta(seconds=kma.data_dir.certificate_settings().agent_validity)

@@ -78,7 +78,7 @@ def _ca_key(kma: Appliance) -> bytes:
     cluster = kma.store.query_one("SELECT ca_key_wrapped FROM cluster WHERE id = 1")
     if cluster is None:
         raise KmaError("the store has no cluster CA")
-    return kma.vault.unwrap("cluster-ca-key", cluster["ca_key_wrapped"])
+    return kma.vault.master().unwrap("cluster-ca-key", cluster["ca_key_wrapped"])
 
 
 def sign_routes(kma: Appliance, row: Mapping[str, Any]) -> Stmt:

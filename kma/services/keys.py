@@ -226,7 +226,11 @@ def destroy_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict
     now = kma.clock.now()
     wrapped = kma.store.scalar("SELECT material_wrapped FROM keys WHERE id = ?", (key_id,))
     digest = (  # KMIP's Digest stays with the key once its material is gone
-        [key_lifecycle.keep_digest(key_id, sha256(kma.vault.unwrap(f"key:{key_id}", wrapped)).digest())]
+        [
+            key_lifecycle.keep_digest(
+                key_id, sha256(kma.vault.master().unwrap(f"key:{key_id}", wrapped)).digest()
+            )
+        ]
         if wrapped is not None
         else []
     )

@@ -79,7 +79,8 @@ def unlock(kma: Appliance, master: WrappingKey, generation: int | None = None) -
         generation = master.generation if isinstance(master, MasterKeys) else current_generation(kma)
     keys = open_generations(kma, master, generation)
     kma.vault.unlock(keys.current, keys.generation, keys.older)
-    kma.vault.catch_up = lambda: take_up(kma)
+    # A blob or a row MAC of a generation taken up on another KMA first has the vault take it up too
+    kma.vault.take_up = lambda: take_up(kma)
 
 
 def take_up(kma: Appliance) -> bool:

@@ -1,12 +1,14 @@
 """The background half of a master key rotation (kma/services/quorum/master_rotation.py).
 
 Every unlocked KMA runs it; each round: take up the generations the store says are needed (a
-rotation started or ended on another KMA), put this KMA's autonomous unlock blob under the newest
-generation, and while a rotation runs, re-wrap a chunk of the blobs still under the old generation
-and seal again the row MACs made with the old row MAC key. Each chunk is one batch whose UPDATEs
-name the blob they replace, so a key destroyed or re-wrapped meanwhile (by a drive's request, or
-by another KMA's worker) is left as it is: nothing depends on which KMA does the work, or on this
-process surviving it. After a crash or a leader change the next round goes on where the store is.
+rotation started or ended on another KMA; on a KMA whose HSM token holds the cluster's master key,
+that puts the new generation into the token, kma/services/token_generations.py), put this KMA's
+autonomous unlock blob under the newest generation and record that it holds it, and while a rotation
+runs, re-wrap a chunk of the blobs still under the old generation and seal again the row MACs made
+with the old row MAC key. Each chunk is one batch whose UPDATEs name the blob they replace, so a key
+destroyed or re-wrapped meanwhile (by a drive's request, or by another KMA's worker) is left as it
+is: nothing depends on which KMA does the work, or on this process surviving it. After a crash or a
+leader change the next round goes on where the store is.
 
 The rotation ends (one audited batch, by whichever KMA sees it first) when no blob and no row MAC
 of the old generation is left and every KMA of the cluster holds the new one: the old generation's
@@ -26,7 +28,7 @@ from kma.crypto import CryptoError, WrappingKey
 from kma.crypto.generations import header
 from kma.crypto.transfer import PRIVATE_CONTEXT as TRANSFER_PRIVATE
 from kma.errors import Conflict, KmaLocked
-from kma.services import key_macs, master_keys, row_macs
+from kma.services import key_macs, master_keys, row_macs, token_generations
 from kma.services.alert_channels import secrets_context
 from kma.store import Batch, Refused, Stmt
 from kma.worker import Worker
@@ -85,6 +87,7 @@ class Rewrap(Worker):
             return IDLE_S
         try:
             master_keys.take_up(kma)
+            token_generations.settle(kma)  # kma.toml names the token's new key object before it is recorded
             self._own_unlock_blob()
             rotation = kma.store.query_one(
                 "SELECT to_generation FROM master_key_rotations WHERE finished_at IS NULL "

@@ -106,7 +106,7 @@ def enrol(kma: Appliance, actor: Actor) -> dict[str, Any]:
 
 def _matching_step(kma: Appliance, row: Any, code: str) -> int | None:
     """The time step `code` is for, within the skew window; None if it is for none."""
-    secret = kma.vault.unwrap(context(row["user_id"]), bytes(row["secret_wrapped"])).decode()
+    secret = kma.vault.master().unwrap(context(row["user_id"]), bytes(row["secret_wrapped"])).decode()
     totp = pyotp.TOTP(secret, interval=STEP)
     now = kma.clock.now() // STEP
     digits = code.replace(" ", "")

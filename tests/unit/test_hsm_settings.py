@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from pathlib import Path
 
@@ -9,9 +10,10 @@ import keyring
 import pytest
 from keyring.backend import KeyringBackend
 
-from kma.crypto.hsm_settings import HsmSettings, HsmUnavailable, read_pin_file
+from kma.crypto.hsm_settings import HsmSettings, HsmUnavailable, read_pin_file, write_hsm_table
 from kma.errors import ValidationFailed
 from kma.setup.answers import read_hsm
+from kma.vault import generation_label
 
 GOOD = {"module": "/usr/lib/softhsm/libsofthsm2.so", "token_label": "t", "pin_file": "/etc/kma/hsm.pin"}
 
@@ -81,3 +83,28 @@ def test_the_pin_can_come_from_the_os_keyring() -> None:
             read_hsm({**GOOD, "pin_file": "", "pin_keyring": "boston"}, "kma-1").read_pin()
     finally:
         keyring.set_keyring(before)
+
+
+def test_a_rotation_rewrites_the_label_in_kma_toml_and_keeps_the_previous_one_until_it_ends(
+    tmp_path: Path,
+) -> None:
+    joined = read_hsm({**GOOD, "holds": "cluster-master-key"}, "kma-bos-1")
+    assert joined is not None
+    config = tmp_path / "kma.toml"
+    config.write_text('kma_id = "kma-bos-1"\n' + joined.to_toml() + '\n[cluster]\nraft = "x"\n')
+    assert generation_label(joined, 2) == "kma-master-kma-bos-1-g2"
+    taken_up = dataclasses.replace(
+        joined, key_label="kma-master-kma-bos-1-g2", previous_key_label=joined.key_label
+    )
+    assert generation_label(taken_up, 3) == "kma-master-kma-bos-1-g3"  # not ...-g2-g3
+
+    write_hsm_table(config, taken_up)
+    written = tomllib.loads(config.read_text())
+    assert read_hsm(written["hsm"], "kma-bos-1") == taken_up
+    assert written["kma_id"] == "kma-bos-1" and written["cluster"] == {"raft": "x"}  # the rest kept
+    write_hsm_table(config, dataclasses.replace(taken_up, previous_key_label=""))
+    assert "previous_key_label" not in config.read_text()
+
+    # Only a token holding the cluster's master key has generations of its own
+    with pytest.raises(ValidationFailed, match="'previous_key_label' in \\[hsm\\] goes only with holds"):
+        read_hsm({**GOOD, "previous_key_label": "kma-master-kma-bos-1"}, "kma-bos-1")

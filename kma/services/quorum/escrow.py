@@ -79,7 +79,7 @@ def escrow_key(kma: Appliance, op_id: str, holder: str | None, wrapped: bytes | 
                 "the master key: unlock the KMA first."
             )
         try:
-            return WrappingKey(kma.vault.unwrap(_context(op_id), wrapped))
+            return WrappingKey(kma.vault.master().unwrap(_context(op_id), wrapped))
         except (CryptoError, ValueError):
             raise EscrowLost("The approvals of this quorum operation cannot be opened.") from None
     key = in_memory(kma, op_id) if holder == MEMORY else None

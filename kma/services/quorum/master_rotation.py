@@ -10,12 +10,13 @@ backup cannot open). The key split itself (its members, passphrases and shares) 
 approvals already given to pending operations still count.
 
 Refused while a key split change is pending (its new split wraps the master key it was submitted
-under) or another rotation runs, and on a cluster where a KMA's token holds the master key (the new
-generation would have to reach that token: not yet done, docs/hsm.md).
+under) or another rotation runs. A KMA whose HSM token holds the cluster's master key takes the new
+generation into its token when it takes it up (docs/hsm.md#master-key-rotation-with-an-hsm-in-a-cluster).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,7 @@ from kma.appliance import Appliance
 from kma.backup.fileformat import DATABASE_BACKUP, backup_key_context
 from kma.crypto import WrappingKey
 from kma.crypto.generations import FIRST, MasterKeys
+from kma.crypto.hsm_settings import HsmUnavailable
 from kma.errors import Conflict
 from kma.services.change import Change
 from kma.services.master_keys import key_context, next_context
@@ -31,6 +33,8 @@ from kma.services.quorum.op_type import OpType, Outcome, Prepared
 from kma.services.row_macs import SPLIT_MEMBERS, seal
 from kma.store import Stmt
 from kma.vault import row_mac_key, wrap_master_for_root
+
+log = logging.getLogger(__name__)
 
 SCHEMA_WITH_GENERATIONS = 55  # migration 0055: a release that reads blobs of any generation
 
@@ -57,7 +61,7 @@ def refusal(kma: Appliance, op_id: str = "") -> str | None:
             "(the rotation can follow it) or delete it first."
         )
     rows = kma.store.query(
-        "SELECT id, master_key, schema_version FROM kmas WHERE removed_at IS NULL AND "
+        "SELECT id, schema_version FROM kmas WHERE removed_at IS NULL AND "
         "awaiting_join = 0 AND witness = 0 ORDER BY id"  # a witness opens no blob
     )
     old = [r["id"] for r in rows if (r["schema_version"] or 0) < SCHEMA_WITH_GENERATIONS]
@@ -65,13 +69,6 @@ def refusal(kma: Appliance, op_id: str = "") -> str | None:
         return (
             f"Every KMA must run a release that knows master key generations first; still "
             f"older: {', '.join(old)}."
-        )
-    tokens = [r["id"] for r in rows if r["master_key"] == "pkcs11"]
-    if tokens and len(rows) > 1:
-        return (
-            f"The cluster's master key is in the HSM of KMA {', '.join(tokens)}: a new "
-            f"generation cannot reach "
-            "a token yet (docs/hsm.md). Rotate on a cluster of software KMAs."
         )
     return None
 
@@ -137,7 +134,10 @@ def take_up(kma: Appliance, old: WrappingKey, new: MasterKeys) -> None:
     from kma.services.master_rewrap import rewrap  # the worker imports this module's BLOB_COUNT
 
     if not kma.vault.locked:
-        kma.vault.unlock(new.current, new.generation, {new.generation - 1: old})
+        try:
+            kma.vault.unlock(new.current, new.generation, {new.generation - 1: old})
+        except HsmUnavailable as exc:  # its token did not take the new generation: the re-wrap tries again
+            log.error("the HSM did not take master key generation %d up yet: %s", new.generation, exc)
     rewrap(kma).wake()
 
 
