@@ -77,6 +77,7 @@ from kma.kmip import ttlv  # noqa: E402
 from kma.kmip.client import key_template, parse_response, request_message  # noqa: E402
 from kma.kmip.enums import ObjectType, Operation, Tag  # noqa: E402
 from kma.services.keypool import low_water  # noqa: E402
+from kms_client import Unauthenticated  # noqa: E402
 from tests.support.kma_process import RunningKma, pool_keys  # noqa: E402
 
 VERSION = (1, 2)
@@ -392,6 +393,7 @@ class KeptBackedUp:
     after that be refused, which would otherwise be all the bench says)."""
 
     def __init__(self, kma: Any, interval: float = 1.0) -> None:  # a RunningKma, or bench/api.py's
+        self.kma = kma
         self.client = kma.client("backup", timeout=BACKUP_TIMEOUT)
         self.interval = interval
         self.failure: str | None = None
@@ -413,6 +415,8 @@ class KeptBackedUp:
                     self.client.delete_backup(self._kept_id)
                     self._kept_id = made.id
                 failures = 0
+            except Unauthenticated:  # a store filled for longer than a session lasts: sign in again
+                self.client = self.kma.client("backup", timeout=BACKUP_TIMEOUT)
             except Exception as exc:  # noqa: BLE001 - any failure is reported, none ends this silently
                 if self._stop.is_set():
                     return  # the bench is stopping (and perhaps its KMA): not a failure
