@@ -130,6 +130,28 @@ def master_keys(kma: RunningKma) -> dict[str, str | None]:
     return {k.id: k.master_key for site in topology.sites for k in site.kmas}
 
 
+def hsm_kma_joined(first: RunningKma, tmp: Path, hsm: SoftHsm) -> tuple[Path, RunningKma]:
+    """A drive enrolled through the first KMA (before the join, which restarts the first's rqlited),
+    then a KMA whose token is to hold the cluster's master key joined to it, started: the drive's
+    folder and that KMA."""
+    agent_dir = tmp / "drive"
+    enroll(first, DRIVE, agent_dir, demo_passphrase(first, DRIVE))
+    passphrase = add_entry(first, tmp)
+    new_dir = tmp / "b" / "kma"
+    joined = run_kma(
+        "init",
+        "--data-dir",
+        str(new_dir),
+        "--answers",
+        str(join_answers(tmp, first, passphrase, hsm)),
+        check=False,
+    )
+    assert joined.returncode == 0, joined.stdout + joined.stderr
+    second = RunningKma(new_dir, first.demo, None)
+    second.start()
+    return agent_dir, second
+
+
 def test_an_hsm_kma_joins_a_software_cluster_with_the_master_key_wrapped_to_its_token(
     tmp_path: Path, hsm: SoftHsm
 ) -> None:
@@ -308,15 +330,7 @@ def test_an_hsm_kmas_backups_restore_onto_its_token_a_new_token_or_software_unde
     first, _ = first_node(tmp_path / "a")
     second: RunningKma | None = None
     try:
-        agent_dir = tmp_path / "drive"  # (enrolled before the join: the join restarts the first's rqlited)
-        enroll(first, DRIVE, agent_dir, demo_passphrase(first, DRIVE))
-        passphrase = add_entry(first, tmp_path)
-        new_dir = tmp_path / "b" / "kma"
-        answers = join_answers(tmp_path, first, passphrase, hsm)
-        joined = run_kma("init", "--data-dir", str(new_dir), "--answers", str(answers), check=False)
-        assert joined.returncode == 0, joined.stdout + joined.stderr
-        second = RunningKma(new_dir, first.demo, None)
-        second.start()
+        agent_dir, second = hsm_kma_joined(first, tmp_path, hsm)
         second.client("so").unlock_kma(JOINING, credentials=creds(first, "alice", "bob", "carol"))
         with kmip(agent_dir, service_address(second)) as agent:
             key_id = wait_until(lambda: _create(agent, "R00001"), 30.0, "the HSM KMA's key pool")

@@ -22,19 +22,17 @@ import pytest
 
 from kms_client import KmsClient
 from tests.integration.test_hsm_cluster import (
-    DRIVE,
     JOINING,
     TOKEN_CHECK,
     _create,
     _get,
-    add_entry,
+    hsm_kma_joined,
     in_token,
-    join_answers,
 )
 from tests.integration.test_quorum import creds
-from tests.support.agents import demo_passphrase, enroll, kmip, service_address
+from tests.support.agents import kmip, service_address
 from tests.support.cluster import BINARY, first_node, replica
-from tests.support.kma_process import RunningKma, run_kma
+from tests.support.kma_process import RunningKma
 from tests.support.softhsm import SoftHsm, softhsm
 from tests.support.waiting import wait_until
 
@@ -136,15 +134,8 @@ def test_a_cluster_with_an_hsm_kma_rotates_its_master_key_into_the_token(
     drives: list[Drive] = []
     try:
         # Given a software KMA and a KMA whose token holds the cluster's master key, each serving keys
-        agent_dir = tmp_path / "drive"  # (enrolled before the join: the join restarts the first's rqlited)
-        enroll(first, DRIVE, agent_dir, demo_passphrase(first, DRIVE))
-        passphrase = add_entry(first, tmp_path)
-        new_dir = tmp_path / "b" / "kma"
-        answers = join_answers(tmp_path, first, passphrase, hsm)
-        joined = run_kma("init", "--data-dir", str(new_dir), "--answers", str(answers), check=False)
-        assert joined.returncode == 0, joined.stdout + joined.stderr
-        second = RunningKma(new_dir, first.demo, None)
-        second.start()
+        agent_dir, second = hsm_kma_joined(first, tmp_path, hsm)
+        new_dir = second.data_dir
         unlock(second, first)
         written: dict[str, bytes] = {}
         with kmip(agent_dir, service_address(first)) as agent:
