@@ -21,7 +21,7 @@ from kma.services.paging import (
     ListQuery,
     Page,
     PageRequest,
-    TextSearch,
+    SearchIndex,
     boolean,
     indexed_rows,
     list_page,
@@ -55,7 +55,7 @@ LIST = ListQuery(
     sort_fields={"id": "id", "site_id": "site_id", "created_at": "created_at"},
     default_sort="id",
     search=("id", "description", "site_id"),
-    text=TextSearch("id", indexed_rows("agents_text", "id")),
+    search_index=SearchIndex("id", indexed_rows("agents_text", "id")),
     filters={
         "site_id": Filter("site_id = :value"),
         "enabled": Filter("enabled = :value", boolean),

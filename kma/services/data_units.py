@@ -16,7 +16,7 @@ from kma.services.paging import (
     ListQuery,
     Page,
     PageRequest,
-    TextSearch,
+    SearchIndex,
     choice,
     indexed_rows,
     list_page,
@@ -36,7 +36,7 @@ LIST = ListQuery(
     sort_fields={"id": "id", "created_at": "created_at"},
     default_sort="id",
     search=("id", "description"),
-    text=TextSearch("id", indexed_rows("data_units_text", "id")),
+    search_index=SearchIndex("id", indexed_rows("data_units_text", "id")),
     filters={
         "state": choice({**data_unit_conditions("listed.id"), DataUnitState.NO_KEY: "has_keys = 0"}),
         # docs/media.md: the generation of the drive that wrote the tape, and its media pool

@@ -29,7 +29,7 @@ from kma.services.paging import (
     ListQuery,
     Page,
     PageRequest,
-    TextSearch,
+    SearchIndex,
     boolean,
     choice,
     indexed_rows,
@@ -69,7 +69,7 @@ PUBLIC = (
     "CASE WHEN destroyed_at IS NULL THEN NULL ELSE NOT EXISTS (SELECT 1 FROM backups b WHERE "
     f"{BACKUP_HOLDS_DESTROYED_KEY.format(t='keys.', b='b.')}) END AS destruction_complete"
 )
-_NOT_LIKE = "coalesce({} NOT LIKE :q ESCAPE '\\', 1)"
+_NOT_LIKE = "coalesce({} NOT LIKE :search ESCAPE '\\', 1)"
 # Each sort and filter is served by an index (migrations 0008, 0014). There is no sort by state: a
 # state follows from the key's times and the clock, so no index holds keys in state order; the
 # state filter is there instead. Ties in a sort are broken by the key's row number (`seq`, the
@@ -89,17 +89,17 @@ LIST = ListQuery(
     # A key is found by its ID (keys_text), its volser (the ID in data_units_text, or of a unit above
     # that index's mark: not indexed yet, kma/store/fts.py) or its group (a few rows); each part
     # after the first leaves out keys the one before found, so each key comes once.
-    text=TextSearch(
+    search_index=SearchIndex(
         "seq",
         (
             f"{indexed_rows('keys_text', 'rowid')} "
             "UNION ALL SELECT k.rowid FROM data_units_text d CROSS JOIN keys k ON k.data_unit_id = d.id "
-            f"WHERE data_units_text MATCH 'id : ' || :text AND {_NOT_LIKE.format('k.id')} "
+            f"WHERE data_units_text MATCH 'id : ' || :search_phrase AND {_NOT_LIKE.format('k.id')} "
             "UNION ALL SELECT k.rowid FROM data_units d CROSS JOIN keys k ON k.data_unit_id = d.id "
-            f"WHERE d.rowid > ({fts.LISTS['data_units_text'].mark_sql}) AND d.id LIKE :q ESCAPE '\\' "
+            f"WHERE d.rowid > ({fts.LISTS['data_units_text'].mark_sql}) AND d.id LIKE :search ESCAPE '\\' "
             f"AND {_NOT_LIKE.format('k.id')} "
             "UNION ALL SELECT k.rowid FROM key_groups g CROSS JOIN keys k ON k.key_group_id = g.id "
-            f"WHERE g.id LIKE :q ESCAPE '\\' AND {_NOT_LIKE.format('k.id')} "
+            f"WHERE g.id LIKE :search ESCAPE '\\' AND {_NOT_LIKE.format('k.id')} "
             f"AND {_NOT_LIKE.format('k.data_unit_id')}"
         ),
     ),

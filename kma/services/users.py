@@ -26,7 +26,7 @@ from kma.services.paging import (
     ListQuery,
     Page,
     PageRequest,
-    TextSearch,
+    SearchIndex,
     boolean,
     indexed_rows,
     list_page,
@@ -62,7 +62,7 @@ LIST = ListQuery(
     sort_fields={"id": "id", "name": "name", "created_at": "created_at"},
     default_sort="id",
     search=("id", "name"),
-    text=TextSearch("id", indexed_rows("users_text", "id")),
+    search_index=SearchIndex("id", indexed_rows("users_text", "id")),
     filters={
         "role": Filter("(',' || roles || ',') LIKE '%,' || :value || ',%'", one_of(*Role)),
         "enabled": Filter("enabled = :value", boolean),
