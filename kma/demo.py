@@ -182,7 +182,7 @@ def _replay_a_year(
         clock.advance((when - day) * DAY)
         day = when
         data_units.create_data_unit(kma, op, volser, f"Cartridge {volser}")
-        issued[volser] = keys.issue_key(kma, op, group, volser)["id"]
+        issued[volser] = keys.issue_key(kma, op, group, volser).id
     data_units.create_data_unit(kma, op, "E00009", "Scratch cartridge, not yet written")
     clock.advance(2 * DAY)
     keys.compromise_key(kma, op, issued["E00005"], "Cartridge lost in transit to the vault")

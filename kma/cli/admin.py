@@ -6,6 +6,7 @@ import argparse
 import json
 import sqlite3
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -124,8 +125,8 @@ def run_status(args: argparse.Namespace) -> int:
     kma = Appliance(data_dir, open_store)
     try:
         unlock_autonomously(kma)  # only to report whether it would; nothing is written
-        info = status(kma)
-        info.update(key_counts(kma))
+        info = asdict(status(kma))
+        info.update(asdict(key_counts(kma)))
         info["backups"] = readiness(kma)
         info["autonomous_unlock_works"] = not kma.vault.locked
         info["master_key_rotation"] = master_keys.status(kma)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from kma.domain.actor import Actor
 from kma.domain.lifecycle import BACKUP_HOLDS_DESTROYED_KEY, HELD_OR_REPLICATED
 from kma.errors import Conflict, NotFound
 from kma.pacing import remove_gradually
+from kma.services.common import typed_row
 from kma.services.keypool import POOL_KEYS, key_pool
 from kma.store import Batch, Stmt
 
@@ -69,35 +71,65 @@ def cluster_identity(kma: Appliance) -> dict[str, str]:
 
 
 # --- the core security backup -------------------------------------------------------------
-def core_status(kma: Appliance) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CoreStatus:
+    """Whether a core security backup exists and opens the backups taken now; the API's
+    `CoreSecurityBackupStatus` reads it."""
+
+    exists: bool
+    up_to_date: bool  # false also after a key split change: take a new one
+    created_at: int | None
+    created_by: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class BackupRow:
+    """A database backup's record (times in seconds since the epoch); the API's `Backup` reads it."""
+
+    id: str
+    kma_id: str
+    created_at: int
+    created_by: str
+    scheduled: bool
+    size: int
+    sha256: str
+    keys: int
+    audit_events: int
+    schema_version: int
+    deleted_at: int | None
+    deleted_by: str | None
+
+
+def core_status(kma: Appliance) -> CoreStatus:
     """Whether a core security backup exists and is of the key split now in force."""
     row = kma.store.query_one(
         "SELECT c.created_at, c.created_by, c.split_generation, k.split_generation AS current "
         "FROM core_security_backups c, cluster k ORDER BY c.created_at DESC, c.rowid DESC LIMIT 1"
     )
     if row is None:
-        return {
-            "exists": False,
-            "up_to_date": False,
-            "created_at": None,
-            "created_by": None,
-            "message": "No core security backup exists: a Security Officer must take one before "
+        return CoreStatus(
+            exists=False,
+            up_to_date=False,
+            created_at=None,
+            created_by=None,
+            message="No core security backup exists: a Security Officer must take one before "
             "the first database backup.",
-        }
+        )
     current = row["split_generation"] == row["current"]
-    return {
-        "exists": True,
-        "up_to_date": current,
-        "created_at": row["created_at"],
-        "created_by": row["created_by"],
-        "message": "The core security backup is of the key split in force."
+    return CoreStatus(
+        exists=True,
+        up_to_date=current,
+        created_at=row["created_at"],
+        created_by=row["created_by"],
+        message="The core security backup is of the key split in force."
         if current
         else f"The last core security backup is superseded: the key split changed after it was taken "
         f"or the master key was rotated (generation {row['split_generation']}, now "
         f"{row['current']}). It still opens the "
         "database backups taken before the change, with the old key split's passphrases, but none "
         "taken after it. A Security Officer must take a new one; database backups wait for it.",
-    }
+    )
 
 
 def backup_keys(kma: Appliance) -> dict[int, bytes]:
@@ -175,47 +207,32 @@ def take_core_security_backup(kma: Appliance, actor: Actor) -> bytes:
 
 
 # --- database backups ---------------------------------------------------------------------
-def _row(r: sqlite3.Row) -> dict[str, Any]:
-    return {
-        k: r[k]
-        for k in (
-            "id",
-            "kma_id",
-            "created_at",
-            "created_by",
-            "size",
-            "sha256",
-            "keys",
-            "audit_events",
-            "schema_version",
-            "deleted_at",
-            "deleted_by",
-        )
-    } | {"scheduled": bool(r["scheduled"])}
+def _row(r: sqlite3.Row) -> BackupRow:
+    return typed_row(BackupRow, {**dict(r), "scheduled": bool(r["scheduled"])})
 
 
-def list_backups(kma: Appliance, include_deleted: bool = False) -> list[dict[str, Any]]:
+def list_backups(kma: Appliance, include_deleted: bool = False) -> list[BackupRow]:
     where = "" if include_deleted else "WHERE deleted_at IS NULL"
     return [_row(r) for r in kma.store.query(f"SELECT * FROM backups {where} ORDER BY created_at DESC, id")]
 
 
-def get_backup(kma: Appliance, backup_id: str) -> dict[str, Any]:
+def get_backup(kma: Appliance, backup_id: str) -> BackupRow:
     row = kma.store.query_one("SELECT * FROM backups WHERE id = ?", (backup_id,))
     if row is None:
         raise NotFound(f"There is no backup '{backup_id[:64]}'.")
     return _row(row)
 
 
-def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> dict[str, Any]:
+def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> BackupRow:
     """Take a database backup into DIR/backups; returns its row."""
     key, key_generation = current_backup_key(kma)
     core = core_status(kma)
-    if not core["exists"]:
+    if not core.exists:
         raise Conflict(
             "Take the core security backup first (a Security Officer): without it no database "
             "backup could ever be opened."
         )
-    if not core["up_to_date"]:
+    if not core.up_to_date:
         raise Conflict(
             "The key split changed since the last core security backup, which cannot open a "
             "database backup taken now: a Security Officer must take a new core security backup "
@@ -304,10 +321,10 @@ def mark_keys(kma: Appliance, started: int) -> None:
 def backup_file(kma: Appliance, backup_id: str) -> Path:
     """The file of a live backup kept by this KMA."""
     backup = get_backup(kma, backup_id)
-    if backup["deleted_at"] is not None:
+    if backup.deleted_at is not None:
         raise NotFound(f"Backup '{backup_id}' was deleted; its file is gone.")
-    if backup["kma_id"] != kma.kma_id:
-        raise NotFound(f"Backup '{backup_id}' is kept by KMA '{backup['kma_id']}'; download it from there.")
+    if backup.kma_id != kma.kma_id:
+        raise NotFound(f"Backup '{backup_id}' is kept by KMA '{backup.kma_id}'; download it from there.")
     path = backups_dir(kma) / f"{backup_id}{DATABASE_SUFFIX}"
     if not path.exists():
         raise NotFound(f"The file of backup '{backup_id}' is missing from this KMA's backups folder.")
@@ -400,8 +417,8 @@ def readiness(kma: Appliance) -> dict[str, Any]:
         "ready_keys_run_out_in": runs_out_in,
         "keys_withheld_by_restore": int(kma.store.scalar(WITHHELD)),
         "keys_bound_after_restore": int(kma.store.scalar(BOUND)),
-        "core_security_backup": core,
-        "core_security_backup_up_to_date": core["up_to_date"],
+        "core_security_backup": asdict(core),
+        "core_security_backup_up_to_date": core.up_to_date,
     }
 
 

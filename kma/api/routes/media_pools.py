@@ -19,19 +19,19 @@ def list_media_pools(kma: Kma, actor: MediaRead, paging: Paging) -> Page:
 
 
 @router.get("/media-pools/{pool_id}", response_model=schemas.MediaPool)
-def get_media_pool(pool_id: str, kma: Kma, actor: MediaRead) -> dict[str, object]:
+def get_media_pool(pool_id: str, kma: Kma, actor: MediaRead) -> media_pools.MediaPoolRow:
     return media_pools.get_media_pool(kma, pool_id)
 
 
 @router.post("/media-pools", response_model=schemas.MediaPool, status_code=201)
-def create_media_pool(body: schemas.MediaPoolCreate, kma: Kma, actor: MediaWrite) -> dict[str, object]:
+def create_media_pool(body: schemas.MediaPoolCreate, kma: Kma, actor: MediaWrite) -> media_pools.MediaPoolRow:
     return media_pools.create_media_pool(kma, actor, body.id, **body.model_dump(exclude={"id"}))
 
 
 @router.patch("/media-pools/{pool_id}", response_model=schemas.MediaPool)
 def update_media_pool(
     pool_id: str, body: schemas.MediaPoolPatch, kma: Kma, actor: MediaWrite
-) -> dict[str, object]:
+) -> media_pools.MediaPoolRow:
     return media_pools.update_media_pool(kma, actor, pool_id, **body.model_dump(exclude_none=True))
 
 
@@ -42,7 +42,7 @@ def delete_media_pool(pool_id: str, kma: Kma, actor: MediaWrite) -> Response:
 
 
 @router.get("/media-pools/{pool_id}/migration", response_model=schemas.MediaPoolMigration)
-def get_media_pool_migration(pool_id: str, kma: Kma, actor: MediaRead) -> dict[str, object]:
+def get_media_pool_migration(pool_id: str, kma: Kma, actor: MediaRead) -> media_views.PoolMigration:
     """Per drive generation: the pool's tapes it appends to, only reads, or must rewrite from BOT."""
     return media_views.migration_view(kma, pool_id)
 

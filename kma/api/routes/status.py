@@ -14,7 +14,7 @@ router = APIRouter(tags=["status"])
 
 
 @router.get("/status", response_model=schemas.Status)
-def get_status(kma: KmaEvenLocked) -> dict[str, object]:
+def get_status(kma: KmaEvenLocked) -> dashboard.Status:
     return dashboard.status(kma)
 
 
@@ -36,5 +36,5 @@ def get_ca(kma: KmaEvenLocked) -> dict[str, object]:
 
 
 @router.get("/dashboard", response_model=schemas.Dashboard)
-def get_dashboard(kma: Kma, actor: SignedIn) -> dict[str, object]:
+def get_dashboard(kma: Kma, actor: SignedIn) -> dashboard.Dashboard:
     return dashboard.dashboard(kma)
