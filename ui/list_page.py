@@ -1,4 +1,4 @@
-"""The one list page every area uses: filter box, filters, table, column chooser, actions.
+"""The one list page every area uses: search box, filters, table, column chooser, actions.
 
 An area module declares a :class:`~ui.list_spec.ListSpec` (columns, filters, actions, how to
 fetch); this page does the rest: server-side filter (debounced) and sort, lazy paging through

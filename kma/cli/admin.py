@@ -116,7 +116,7 @@ def run_status(args: argparse.Namespace) -> int:
     from kma.cluster.store import open_store
     from kma.services import master_keys
     from kma.services.backups import describe_duration, readiness
-    from kma.services.dashboard import key_counts, status
+    from kma.services.dashboard import get_status, key_counts
     from kma.services.quorum.locking import unlock_autonomously
 
     data_dir = open_data_dir(args)
@@ -125,7 +125,7 @@ def run_status(args: argparse.Namespace) -> int:
     kma = Appliance(data_dir, open_store)
     try:
         unlock_autonomously(kma)  # only to report whether it would; nothing is written
-        info = asdict(status(kma))
+        info = asdict(get_status(kma))
         info.update(asdict(key_counts(kma)))
         info["backups"] = readiness(kma)
         info["autonomous_unlock_works"] = not kma.vault.locked

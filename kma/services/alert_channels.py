@@ -405,7 +405,7 @@ class Delivery:
     alert_id: str
 
 
-def send_test(kma: Appliance, actor: Actor, channel_id: str) -> Delivery:
+def send_test_alert(kma: Appliance, actor: Actor, channel_id: str) -> Delivery:
     """A test alert on one channel, now, from this KMA: the answer says whether the receiver took it
     (a trap is taken once sent). Audited either way."""
     row = _row(kma, channel_id)

@@ -146,7 +146,7 @@ def _head(kma: Appliance) -> int:
     return int(kma.store.scalar("SELECT chain_seq FROM audit_heads WHERE kma_id = ?", (kma.kma_id,)) or 0)
 
 
-def get_setting(kma: Appliance) -> ForwardingSetting:
+def get_audit_forwarding(kma: Appliance) -> ForwardingSetting:
     row = kma.store.query_one("SELECT address, ca_pem, enabled, updated_at FROM audit_forwarding")
     status = audit_forwarder(kma).status()
     if row is None:
@@ -154,7 +154,9 @@ def get_setting(kma: Appliance) -> ForwardingSetting:
     return ForwardingSetting(row["address"], row["ca_pem"], bool(row["enabled"]), row["updated_at"], status)
 
 
-def set_setting(kma: Appliance, actor: Actor, address: str, ca_pem: str, enabled: bool) -> ForwardingSetting:
+def set_audit_forwarding(
+    kma: Appliance, actor: Actor, address: str, ca_pem: str, enabled: bool
+) -> ForwardingSetting:
     """The cluster's collector, followed by every KMA. A collector new to a KMA gets that KMA's
     events from the head of its chain as it is before this change's own event (so the change is the
     first event it gets from this KMA); one it sent to before resumes from its own position."""
@@ -176,7 +178,7 @@ def set_setting(kma: Appliance, actor: Actor, address: str, ca_pem: str, enabled
     said = f"audit forwarding to {address}" if enabled else "audit forwarding turned off"
     kma.commit(actor, "audit.forwarding", [setting, start], said, ("cluster", "audit_forwarding"))
     audit_forwarder(kma).reload()
-    return get_setting(kma)
+    return get_audit_forwarding(kma)
 
 
 class AuditForwarder(Worker):

@@ -52,7 +52,7 @@ class Schedule:
         return None if period is None else (self.last_attempt_at or 0) + period
 
 
-def get_schedule(kma: Appliance) -> Schedule:
+def get_backup_schedule(kma: Appliance) -> Schedule:
     row = kma.store.query_one("SELECT * FROM backup_schedules WHERE kma_id = ?", (kma.kma_id,))
     last = kma.store.scalar(
         "SELECT max(created_at) FROM backups WHERE kma_id = ? AND scheduled = 1", (kma.kma_id,)
@@ -62,7 +62,7 @@ def get_schedule(kma: Appliance) -> Schedule:
     return typed_row(Schedule, {**dict(row), "kma_id": kma.kma_id, "last_scheduled_backup_at": last})
 
 
-def set_schedule(kma: Appliance, actor: Actor, frequency: str, folder: str, keep: int) -> Schedule:
+def set_backup_schedule(kma: Appliance, actor: Actor, frequency: str, folder: str, keep: int) -> Schedule:
     if frequency not in FREQUENCIES:
         raise ValidationFailed(f"The frequency must be one of {', '.join(FREQUENCIES)}.")
     if not 1 <= keep <= 1000:
@@ -87,14 +87,14 @@ def set_schedule(kma: Appliance, actor: Actor, frequency: str, folder: str, keep
         ("kma", kma.kma_id),
     )
     backup_scheduler(kma).wake()
-    return get_schedule(kma)
+    return get_backup_schedule(kma)
 
 
 def run_if_due(kma: Appliance) -> str | None:
     """Take a scheduled backup when a period has passed since the last attempt; its ID, or None."""
     from kma.services.backups import backup_file, create_backup, delete_backup, list_backups
 
-    schedule = get_schedule(kma)
+    schedule = get_backup_schedule(kma)
     now = kma.clock.now()
     if schedule.next_at is None or now < schedule.next_at:
         return None

@@ -126,7 +126,7 @@ class Dashboard:
     certificates: list[dict[str, Any]]  # soonest expiry first
 
 
-def dashboard(kma: Appliance) -> Dashboard:
+def get_dashboard(kma: Appliance) -> Dashboard:
     scalar = kma.store.scalar
     counts = key_counts(kma)
     return Dashboard(
@@ -165,7 +165,7 @@ class Status:
     certificates: list[dict[str, Any]]  # soonest expiry first
 
 
-def status(kma: Appliance) -> Status:
+def get_status(kma: Appliance) -> Status:
     from kma import __version__
 
     row = kma.store.query_one("SELECT name FROM cluster")

@@ -86,7 +86,7 @@ def _row(generation: str, drives: Counter[str], writers: Counter[str | None]) ->
     )
 
 
-def migration_view(kma: Appliance, pool_id: str) -> PoolMigration:
+def get_media_pool_migration(kma: Appliance, pool_id: str) -> PoolMigration:
     """Per drive generation (those of the cluster's drives and of the pool's tapes' writers): the
     pool's tapes it can append to, only read, or must rewrite from BOT; and the tapes that would
     be unreadable if its drives were retired."""
@@ -103,7 +103,7 @@ def migration_view(kma: Appliance, pool_id: str) -> PoolMigration:
     )
 
 
-def relabel_list(kma: Appliance, req: PageRequest) -> Page:
+def list_tapes_to_relabel(kma: Appliance, req: PageRequest) -> Page:
     """Tapes whose keys were all destroyed (Shredded): each must be written from BOT, overwriting
     its labels, before it is reused; a Write Key for one is refused until then."""
     shredded = replace(req, filters={**req.filters, "state": str(DataUnitState.SHREDDED)})
@@ -136,7 +136,7 @@ def _moved_select(kma: Appliance) -> tuple[str, dict[str, Any]]:
     return " UNION ALL ".join(parts), params
 
 
-def moved_list(kma: Appliance, req: PageRequest) -> Page:
+def list_tapes_moved_between_pools(kma: Appliance, req: PageRequest) -> Page:
     """Tapes whose live keys are of another key group than their media pool's (docs/media.md)."""
     select, params = _moved_select(kma)
     query = ListQuery(select=select, sort_fields={"id": ("id", "pool_id")}, default_sort="id", search=("id",))

@@ -86,19 +86,19 @@ def _group(row: Any) -> dict[str, Any]:
     return out
 
 
-def list_policies(kma: Appliance, req: PageRequest) -> Page:
+def list_key_policies(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, POLICIES, req)
     return page.with_items([_policy(r) for r in page.items])
 
 
-def get_policy(kma: Appliance, policy_id: str) -> PolicyRow:
+def get_key_policy(kma: Appliance, policy_id: str) -> PolicyRow:
     row = kma.store.query_one("SELECT * FROM key_policies WHERE id = ?", (policy_id,))
     if row is None:
         raise NotFound(f"There is no key policy '{policy_id}'.")
     return typed_row(PolicyRow, _policy(row))
 
 
-def create_policy(
+def create_key_policy(
     kma: Appliance,
     actor: Actor,
     policy_id: str,
@@ -155,10 +155,10 @@ def create_policy(
         + (f", rotation period {rotation_period}s" if rotation_period is not None else ""),
         ("key_policy", policy_id),
     )
-    return get_policy(kma, policy_id)
+    return get_key_policy(kma, policy_id)
 
 
-def update_policy(kma: Appliance, actor: Actor, policy_id: str, **changes: Any) -> PolicyRow:
+def update_key_policy(kma: Appliance, actor: Actor, policy_id: str, **changes: Any) -> PolicyRow:
     changes = {k: v for k, v in changes.items() if v is not None}
     if {"encryption_period", "cryptoperiod"} & changes.keys():
         require(kma, "key policy", policy_id)
@@ -182,22 +182,22 @@ def update_policy(kma: Appliance, actor: Actor, policy_id: str, **changes: Any) 
             f"changed key policy '{policy_id}': {describe(changes)}",
             ("key_policy", policy_id),
         )
-    return get_policy(kma, policy_id)
+    return get_key_policy(kma, policy_id)
 
 
-def list_groups(kma: Appliance, req: PageRequest) -> Page:
+def list_key_groups(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, GROUPS, req)
     return page.with_items([_group(r) for r in page.items])
 
 
-def get_group(kma: Appliance, group_id: str) -> GroupRow:
+def get_key_group(kma: Appliance, group_id: str) -> GroupRow:
     row = kma.store.query_one(f"SELECT * FROM ({GROUPS.select}) WHERE id = ?", (group_id,))
     if row is None:
         raise NotFound(f"There is no key group '{group_id}'.")
     return typed_row(GroupRow, _group(row))
 
 
-def create_group(
+def create_key_group(
     kma: Appliance, actor: Actor, group_id: str, policy_id: str, description: str = ""
 ) -> GroupRow:
     check_id(group_id, "The key group ID")
@@ -217,10 +217,10 @@ def create_group(
         f"created key group '{group_id}' under policy '{policy_id}'",
         ("key_group", group_id),
     )
-    return get_group(kma, group_id)
+    return get_key_group(kma, group_id)
 
 
-def update_group(kma: Appliance, actor: Actor, group_id: str, description: str | None = None) -> GroupRow:
+def update_key_group(kma: Appliance, actor: Actor, group_id: str, description: str | None = None) -> GroupRow:
     if description is not None:
         check_text(description, "The description")
         kma.commit(
@@ -230,10 +230,10 @@ def update_group(kma: Appliance, actor: Actor, group_id: str, description: str |
             f"changed key group '{group_id}' description",
             ("key_group", group_id),
         )
-    return get_group(kma, group_id)
+    return get_key_group(kma, group_id)
 
 
-def set_group_agents(kma: Appliance, actor: Actor, group_id: str, agent_ids: Sequence[str]) -> GroupRow:
+def set_key_group_agents(kma: Appliance, actor: Actor, group_id: str, agent_ids: Sequence[str]) -> GroupRow:
     require(kma, "key group", group_id)
     wanted = sorted(set(agent_ids))
     for agent_id in wanted:
@@ -258,4 +258,4 @@ def set_group_agents(kma: Appliance, actor: Actor, group_id: str, agent_ids: Seq
         f"key group '{group_id}' agents: {', '.join(wanted) or 'none'}",
         ("key_group", group_id),
     )
-    return get_group(kma, group_id)
+    return get_key_group(kma, group_id)

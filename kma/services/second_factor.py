@@ -84,7 +84,7 @@ class Enrolment:
     recovery_codes: list[str]
 
 
-def enrol(kma: Appliance, actor: Actor) -> Enrolment:
+def enrol_second_factor(kma: Appliance, actor: Actor) -> Enrolment:
     """A new secret and recovery codes for the signed-in user, shown once; on only once confirmed."""
     user_id = actor.entity_id
     secret = pyotp.random_base32(32)  # 160 bits, RFC 4226's recommended length

@@ -47,7 +47,7 @@ def _day(index: int) -> str:
     return datetime.fromtimestamp(index * DAY, UTC).strftime("%Y-%m-%d")
 
 
-def series(kma: Appliance, days: int = 30) -> Series:
+def get_dashboard_series(kma: Appliance, days: int = 30) -> Series:
     if not 1 <= days <= MAX_DAYS:
         raise ValidationFailed(f"days must be 1 to {MAX_DAYS}.")
     today = kma.clock.now() // DAY

@@ -74,4 +74,4 @@ def remove_alert_channel(channel_id: str, kma: Kma, actor: AlertsWrite) -> Respo
 
 @router.post("/{channel_id}/test", response_model=AlertTestResult)
 def send_test_alert(channel_id: str, kma: Kma, actor: AlertsWrite) -> service.Delivery:
-    return service.send_test(kma, actor, channel_id)
+    return service.send_test_alert(kma, actor, channel_id)

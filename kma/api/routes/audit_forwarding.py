@@ -13,11 +13,11 @@ router = APIRouter(prefix="/audit-forwarding", tags=["audit"])
 
 @router.get("", response_model=AuditForwarding)
 def get_audit_forwarding(kma: Kma, actor: AuditRead) -> audit_forwarding.ForwardingSetting:
-    return audit_forwarding.get_setting(kma)
+    return audit_forwarding.get_audit_forwarding(kma)
 
 
 @router.put("", response_model=AuditForwarding)
 def set_audit_forwarding(
     body: AuditForwardingPut, kma: Kma, actor: AuditManage
 ) -> audit_forwarding.ForwardingSetting:
-    return audit_forwarding.set_setting(kma, actor, body.address, body.ca_pem, body.enabled)
+    return audit_forwarding.set_audit_forwarding(kma, actor, body.address, body.ca_pem, body.enabled)

@@ -33,7 +33,7 @@ def get_me(kma: KmaEvenLocked, actor: CurrentActor) -> users.UserRow:
 # (DELETE /users/{id}/second-factor) and sets which roles require it (PUT /auth/second-factor/policy).
 @router.post("/second-factor", response_model=second_factor_schemas.SecondFactorEnrolment, status_code=201)
 def enrol_second_factor(kma: Kma, actor: CurrentActor) -> second_factor.Enrolment:
-    return second_factor.enrol(kma, actor)
+    return second_factor.enrol_second_factor(kma, actor)
 
 
 @router.post("/second-factor/confirm", status_code=204)

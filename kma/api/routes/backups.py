@@ -29,14 +29,14 @@ def create_backup(kma: Kma, actor: BackupsWrite) -> dict[str, Any]:
 
 @router.get("/backups/schedule", response_model=schemas.BackupSchedule)
 def get_backup_schedule(kma: Kma, actor: BackupsRead) -> backup_schedule.Schedule:
-    return backup_schedule.get_schedule(kma)
+    return backup_schedule.get_backup_schedule(kma)
 
 
 @router.put("/backups/schedule", response_model=schemas.BackupSchedule)
 def set_backup_schedule(
     body: schemas.BackupScheduleSet, kma: Kma, actor: BackupsWrite
 ) -> backup_schedule.Schedule:
-    return backup_schedule.set_schedule(kma, actor, body.frequency, body.folder, body.keep)
+    return backup_schedule.set_backup_schedule(kma, actor, body.frequency, body.folder, body.keep)
 
 
 @router.get("/backups/{backup_id}", response_model=schemas.Backup)

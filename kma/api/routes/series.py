@@ -17,4 +17,4 @@ router = APIRouter(tags=["status"])
 def get_dashboard_series(
     kma: Kma, actor: SignedIn, days: Annotated[int, Query(ge=1, le=3660)] = 30
 ) -> day_series.Series:
-    return day_series.series(kma, days)
+    return day_series.get_dashboard_series(kma, days)

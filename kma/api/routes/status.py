@@ -15,7 +15,7 @@ router = APIRouter(tags=["status"])
 
 @router.get("/status", response_model=schemas.Status)
 def get_status(kma: KmaEvenLocked) -> dashboard.Status:
-    return dashboard.status(kma)
+    return dashboard.get_status(kma)
 
 
 @router.get("/about", response_model=schemas.About)
@@ -37,4 +37,4 @@ def get_ca(kma: KmaEvenLocked) -> dict[str, object]:
 
 @router.get("/dashboard", response_model=schemas.Dashboard)
 def get_dashboard(kma: Kma, actor: SignedIn) -> dashboard.Dashboard:
-    return dashboard.dashboard(kma)
+    return dashboard.get_dashboard(kma)
