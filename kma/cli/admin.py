@@ -127,7 +127,7 @@ def run_status(args: argparse.Namespace) -> int:
         unlock_autonomously(kma)  # only to report whether it would; nothing is written
         info = asdict(get_status(kma))
         info.update(asdict(key_counts(kma)))
-        info["backups"] = readiness(kma)
+        info["backups"] = asdict(readiness(kma))
         info["autonomous_unlock_works"] = not kma.vault.locked
         info["master_key_rotation"] = master_keys.status(kma)
     finally:

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kma.appliance import Appliance
 from kma.backup.fileformat import (
@@ -373,7 +372,27 @@ WITHHELD = "SELECT count(*) FROM keys WHERE withheld_at IS NOT NULL AND key_grou
 BOUND = "SELECT count(*) FROM keys WHERE withheld_at IS NOT NULL AND key_group_id IS NOT NULL"
 
 
-def readiness(kma: Appliance) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Readiness:
+    """The last backup's age; in a one-KMA cluster, keys waiting for a backup and when the Ready keys
+    run out at the recent issue rate (seconds); the API's `BackupReadiness` reads it."""
+
+    last_backup_at: int | None
+    last_backup_age: int | None
+    one_kma: bool
+    keys_waiting_for_backup: int
+    ready_keys: int
+    keys_issued_recently: int  # by this KMA, in each of ISSUE_RATE_WINDOWS
+    keys_issued_last_day: int
+    keys_issued_last_hour: int
+    ready_keys_run_out_in: int | None  # None when none were issued
+    keys_withheld_by_restore: int
+    keys_bound_after_restore: int
+    core_security_backup: CoreStatus
+    core_security_backup_up_to_date: bool
+
+
+def readiness(kma: Appliance) -> Readiness:
     """The last backup's age, and in a one-KMA cluster how many keys wait for a backup and when the
     Ready keys run out at the recent issue rate, the last hour's, day's or week's, whichever is
     fastest (a refilled pool is Ready only after a backup)."""
@@ -407,19 +426,21 @@ def readiness(kma: Appliance) -> dict[str, Any]:
         default=None,
     )
     core = core_status(kma)
-    return {
-        "last_backup_at": last,
-        "last_backup_age": None if last is None else max(0, now - int(last)),
-        "one_kma": alone,
-        "keys_waiting_for_backup": key_pool(kma).waiting() if alone else 0,
-        "ready_keys": ready,
-        **{f"keys_issued_{name}": count for name, count in issued_since.items()},
-        "ready_keys_run_out_in": runs_out_in,
-        "keys_withheld_by_restore": int(kma.store.scalar(WITHHELD)),
-        "keys_bound_after_restore": int(kma.store.scalar(BOUND)),
-        "core_security_backup": asdict(core),
-        "core_security_backup_up_to_date": core.up_to_date,
-    }
+    return Readiness(
+        last_backup_at=last,
+        last_backup_age=None if last is None else max(0, now - int(last)),
+        one_kma=alone,
+        keys_waiting_for_backup=key_pool(kma).waiting() if alone else 0,
+        ready_keys=ready,
+        keys_issued_recently=issued_since["recently"],
+        keys_issued_last_day=issued_since["last_day"],
+        keys_issued_last_hour=issued_since["last_hour"],
+        ready_keys_run_out_in=runs_out_in,
+        keys_withheld_by_restore=int(kma.store.scalar(WITHHELD)),
+        keys_bound_after_restore=int(kma.store.scalar(BOUND)),
+        core_security_backup=core,
+        core_security_backup_up_to_date=core.up_to_date,
+    )
 
 
 def withheld_warning(count: int) -> str:
@@ -436,38 +457,38 @@ def describe_duration(seconds: int) -> str:
     return f"{hours} h" if hours else f"{max(1, seconds // 60)} min"
 
 
-def warnings(info: dict[str, Any]) -> list[str]:
+def warnings(info: Readiness) -> list[str]:
     out = []
-    if info["one_kma"] and info["last_backup_at"] is None:
+    if info.one_kma and info.last_backup_at is None:
         out.append(
             "There is no database backup: this one-KMA cluster issues no key until a backup holds its "
             "pool, and everything it knows would be lost with this machine. Take the core security "
             "backup, then a database backup."
         )
-    elif info["last_backup_age"] is not None and info["last_backup_age"] > 7 * 86400:
-        out.append(f"The last database backup is {describe_duration(info['last_backup_age'])} old.")
-    if info["keys_waiting_for_backup"]:
+    elif info.last_backup_age is not None and info.last_backup_age > 7 * 86400:
+        out.append(f"The last database backup is {describe_duration(info.last_backup_age)} old.")
+    if info.keys_waiting_for_backup:
         out.append(
-            f"{info['keys_waiting_for_backup']} generated keys wait for a database backup before they "
+            f"{info.keys_waiting_for_backup} generated keys wait for a database backup before they "
             "can be issued (a one-KMA cluster issues only keys a backup holds)."
         )
-    runs_out = info["ready_keys_run_out_in"]
-    if info["one_kma"] and runs_out is not None and runs_out < 7 * 86400:
+    runs_out = info.ready_keys_run_out_in
+    if info.one_kma and runs_out is not None and runs_out < 7 * 86400:
         out.append(
-            f"At the recent issue rate ({info['keys_issued_last_hour']} keys in the last hour, "
-            f"{info['keys_issued_last_day']} in the last day, {info['keys_issued_recently']} in 7 days) the "
-            f"{info['ready_keys']} Ready keys run out in {describe_duration(runs_out)}: take a "
+            f"At the recent issue rate ({info.keys_issued_last_hour} keys in the last hour, "
+            f"{info.keys_issued_last_day} in the last day, {info.keys_issued_recently} in 7 days) the "
+            f"{info.ready_keys} Ready keys run out in {describe_duration(runs_out)}: take a "
             "database backup before then."
         )
-    if info["keys_withheld_by_restore"]:
-        out.append(withheld_warning(info["keys_withheld_by_restore"]))
-    if info["keys_bound_after_restore"]:
+    if info.keys_withheld_by_restore:
+        out.append(withheld_warning(info.keys_withheld_by_restore))
+    if info.keys_bound_after_restore:
         out.append(
-            f"{info['keys_bound_after_restore']} keys withheld by the restore were bound to the key group of "
+            f"{info.keys_bound_after_restore} keys withheld by the restore were bound to the key group of "
             "the first drive that read them by ID (the audit trail's key.withheld_bound events name each "
             "drive and group): check that each drive's group is its tape's."
         )
-    core = info["core_security_backup"]
-    if core["exists"] and not core["up_to_date"]:
-        out.append(core["message"])
+    core = info.core_security_backup
+    if core.exists and not core.up_to_date:
+        out.append(core.message)
     return out

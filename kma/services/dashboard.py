@@ -8,6 +8,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.domain.lifecycle import KeyState, key_in_state
 from kma.services import backups, certificates, master_keys, row_macs
+from kma.services.backups import Readiness
 from kma.services.kmas import list_kmas
 from kma.services.lag_warnings import forwarding_warnings, replication_warnings
 from kma.services.paging import COUNT_LIMIT, PageRequest
@@ -120,7 +121,7 @@ class Dashboard:
     agents: int
     users: int
     pending_quorum_operations: int
-    backups: dict[str, Any]  # backups.readiness
+    backups: Readiness
     master_key: dict[str, Any]  # master_keys.status
     warnings: list[str]
     certificates: list[dict[str, Any]]  # soonest expiry first

@@ -34,7 +34,6 @@ NOT_YET_TYPED = frozenset(
         "audit_retention.checkpoint",
         "audit_retention.prune",
         "audit_retention.list_checkpoints",
-        "backups.readiness",
         "certificate_renewal.renew",
         "certificate_renewal.request",
         "entry_signatures.entry",
