@@ -254,10 +254,10 @@ def browser_queries(auditor: Any) -> list[tuple[str, Callable[[], Any], float | 
     return [
         ("first_page_ms", events(), 200),
         ("filtered_ms", events(severity="error", event_class="security", since=month_ago), 300),
-        ("free_text_ms", events(q="damaged"), 500),
-        ("free_text_volser_ms", events(q="E01234"), 500),
-        ("free_text_common_word_ms", events(q="key"), 500),
-        ("free_text_and_filter_ms", events(q="vault robot", operation="data_unit.update"), 500),
+        ("free_text_ms", events(search="damaged"), 500),
+        ("free_text_volser_ms", events(search="E01234"), 500),
+        ("free_text_common_word_ms", events(search="key"), 500),
+        ("free_text_and_filter_ms", events(search="vault robot", operation="data_unit.update"), 500),
         ("entity_filter_ms", events(entity_id="t10k-dal-07"), None),
         ("subject_history_ms", events(subject_type="user", subject_id="op"), None),
     ]

@@ -415,8 +415,13 @@ def list_queries() -> list[tuple[str, str, dict[str, Any]]]:
             else:
                 values = [FILTER_VALUES[field]]
             out += [(f"{name} {field}={v}", method, {field: v}) for v in values]
-        out += [(f"{name} q={text} ({what})", method, {"q": text}) for what, text in SEARCHES.items()]
-    out += [(f"audit q={text} ({what})", "list_audit_events", {"q": text}) for what, text in SEARCHES.items()]
+        out += [
+            (f"{name} search={text} ({what})", method, {"search": text}) for what, text in SEARCHES.items()
+        ]
+    out += [
+        (f"audit search={text} ({what})", "list_audit_events", {"search": text})
+        for what, text in SEARCHES.items()
+    ]
     return out
 
 
@@ -540,7 +545,7 @@ def report(args: argparse.Namespace, stores: dict[str, Store]) -> int:
         lists[label] = {"fresh_ms": fresh.median, "large_ms": large.median, "large_spread": large.as_dict()}
         print(f"{label:52} fresh {fresh.median:7.1f} ms  large {large}", flush=True)
     result["lists"] = lists
-    searches = {k: v for k, v in lists.items() if " q=" in k}
+    searches = {k: v for k, v in lists.items() if " search=" in k}
     result["slowest_search"] = max(searches.items(), key=lambda kv: kv[1]["large_ms"])[0]
     worst = max(lists.items(), key=lambda kv: kv[1]["large_ms"])
     result["slowest_list"] = {"query": worst[0], "ms": worst[1]["large_ms"]}

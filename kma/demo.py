@@ -136,7 +136,7 @@ def _replay_a_year(
     write_private(kma.data_dir.root / "demo-core-security-backup.kmacore", take_core_security_backup(kma, so))
     take_backup(kma, BACKUP_OPERATOR)
 
-    policies.create_policy(
+    policies.create_key_policy(
         kma,
         co,
         "tape-30d",
@@ -145,12 +145,12 @@ def _replay_a_year(
         "Backup tapes: 30-day writes, 1-year life",
         allow_export=True,
     )
-    policies.create_policy(
+    policies.create_key_policy(
         kma, co, "archive-7y", 365 * DAY, 7 * 365 * DAY, "Archive: 1-year writes, 7-year life"
     )
-    policies.create_group(kma, co, "backup-dallas", "tape-30d", "Nightly backups, Dallas")
-    policies.create_group(kma, co, "backup-boston", "tape-30d", "Nightly backups, Boston")
-    policies.create_group(kma, co, "archive", "archive-7y", "Long-term archive")
+    policies.create_key_group(kma, co, "backup-dallas", "tape-30d", "Nightly backups, Dallas")
+    policies.create_key_group(kma, co, "backup-boston", "tape-30d", "Nightly backups, Boston")
+    policies.create_key_group(kma, co, "archive", "archive-7y", "Long-term archive")
 
     drives = [
         ("t10k-dal-01", "dallas", "backup-dallas", "T10000B, library SL3000 Dallas"),
@@ -161,7 +161,7 @@ def _replay_a_year(
     ]
     for agent_id, site, group, description in drives:
         agents.create_agent(kma, op, agent_id, site, group, description)
-    policies.set_group_agents(kma, co, "archive", ["lto4-dal-01", "t10k-dal-01"])
+    policies.set_key_group_agents(kma, co, "archive", ["lto4-dal-01", "t10k-dal-01"])
 
     # Tapes written over the year: day 0 (400 days ago) to day 395 (5 days ago).
     schedule = [
@@ -182,7 +182,7 @@ def _replay_a_year(
         clock.advance((when - day) * DAY)
         day = when
         data_units.create_data_unit(kma, op, volser, f"Cartridge {volser}")
-        issued[volser] = keys.issue_key(kma, op, group, volser)["id"]
+        issued[volser] = keys.issue_key(kma, op, group, volser).id
     data_units.create_data_unit(kma, op, "E00009", "Scratch cartridge, not yet written")
     clock.advance(2 * DAY)
     keys.compromise_key(kma, op, issued["E00005"], "Cartridge lost in transit to the vault")

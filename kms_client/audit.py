@@ -40,10 +40,10 @@ class AuditCalls(Calls):
         """Events newer than `after_id`, oldest first (the live tail: poll with the last ID seen)."""
         return self.list_audit_events(limit=limit, order="asc", sort="id", after_id=after_id, **filters)
 
-    def export_audit_csv(self, /, dest: Sink, *, q: str | None = None, **filters: Any) -> int:
+    def export_audit_csv(self, /, dest: Sink, *, search: str | None = None, **filters: Any) -> int:
         """Stream the signed CSV of the filter into `dest`; returns the bytes written."""
         written = 0
-        params = query({"q": q, **filters})
+        params = query({"search": search, **filters})
         with self._connection.stream("/audit-events/export.csv", params=params) as response:
             for chunk in response.iter_bytes():
                 dest.write(chunk)

@@ -142,13 +142,15 @@ class Calls:
         *,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[Site]:
         """`GET /api/v1/sites`."""
         return self._connection.list(
-            "/sites", Site, query({"limit": limit, "cursor": cursor, "q": q, "sort": sort, "order": order})
+            "/sites",
+            Site,
+            query({"limit": limit, "cursor": cursor, "search": search, "sort": sort, "order": order}),
         )
 
     def create_site(self, id: str, name: str, description: str | None = None) -> Site:
@@ -179,13 +181,15 @@ class Calls:
         *,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[Kma]:
         """`GET /api/v1/kmas`."""
         return self._connection.list(
-            "/kmas", Kma, query({"limit": limit, "cursor": cursor, "q": q, "sort": sort, "order": order})
+            "/kmas",
+            Kma,
+            query({"limit": limit, "cursor": cursor, "search": search, "sort": sort, "order": order}),
         )
 
     def get_kma(self, kma_id: str) -> Kma:
@@ -234,7 +238,7 @@ class Calls:
         enabled: bool | None = None,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[User]:
@@ -248,7 +252,7 @@ class Calls:
                     "enabled": enabled,
                     "limit": limit,
                     "cursor": cursor,
-                    "q": q,
+                    "search": search,
                     "sort": sort,
                     "order": order,
                 }
@@ -332,7 +336,7 @@ class Calls:
         *,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[KeyPolicy]:
@@ -340,7 +344,7 @@ class Calls:
         return self._connection.list(
             "/key-policies",
             KeyPolicy,
-            query({"limit": limit, "cursor": cursor, "q": q, "sort": sort, "order": order}),
+            query({"limit": limit, "cursor": cursor, "search": search, "sort": sort, "order": order}),
         )
 
     def create_key_policy(
@@ -409,7 +413,7 @@ class Calls:
         *,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[KeyGroup]:
@@ -417,7 +421,7 @@ class Calls:
         return self._connection.list(
             "/key-groups",
             KeyGroup,
-            query({"limit": limit, "cursor": cursor, "q": q, "sort": sort, "order": order}),
+            query({"limit": limit, "cursor": cursor, "search": search, "sort": sort, "order": order}),
         )
 
     def create_key_group(self, id: str, policy_id: str, description: str | None = None) -> KeyGroup:
@@ -462,7 +466,7 @@ class Calls:
         expires_within_days: int | None = None,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[Agent]:
@@ -481,7 +485,7 @@ class Calls:
                     "expires_within_days": expires_within_days,
                     "limit": limit,
                     "cursor": cursor,
-                    "q": q,
+                    "search": search,
                     "sort": sort,
                     "order": order,
                 }
@@ -573,7 +577,7 @@ class Calls:
         writer_generation: str | None = None,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[DataUnit]:
@@ -588,7 +592,7 @@ class Calls:
                     "writer_generation": writer_generation,
                     "limit": limit,
                     "cursor": cursor,
-                    "q": q,
+                    "search": search,
                     "sort": sort,
                     "order": order,
                 }
@@ -624,7 +628,7 @@ class Calls:
         compromised: bool | None = None,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[Key]:
@@ -641,7 +645,7 @@ class Calls:
                     "compromised": compromised,
                     "limit": limit,
                     "cursor": cursor,
-                    "q": q,
+                    "search": search,
                     "sort": sort,
                     "order": order,
                 }
@@ -688,7 +692,7 @@ class Calls:
         after_id: int | None = None,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[AuditEvent]:
@@ -713,7 +717,7 @@ class Calls:
                     "after_id": after_id,
                     "limit": limit,
                     "cursor": cursor,
-                    "q": q,
+                    "search": search,
                     "sort": sort,
                     "order": order,
                 }
@@ -745,7 +749,7 @@ class Calls:
         after_id: int | None = None,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> AuditReport:
@@ -771,7 +775,7 @@ class Calls:
                     "after_id": after_id,
                     "limit": limit,
                     "cursor": cursor,
-                    "q": q,
+                    "search": search,
                     "sort": sort,
                     "order": order,
                 }
@@ -841,7 +845,7 @@ class Calls:
         type: str | None = None,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[PendingQuorumOp]:
@@ -855,7 +859,7 @@ class Calls:
                     "type": type,
                     "limit": limit,
                     "cursor": cursor,
-                    "q": q,
+                    "search": search,
                     "sort": sort,
                     "order": order,
                 }
@@ -1101,7 +1105,7 @@ class Calls:
         *,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[TransferPartner]:
@@ -1109,7 +1113,7 @@ class Calls:
         return self._connection.list(
             "/transfer-partners",
             TransferPartner,
-            query({"limit": limit, "cursor": cursor, "q": q, "sort": sort, "order": order}),
+            query({"limit": limit, "cursor": cursor, "search": search, "sort": sort, "order": order}),
         )
 
     def register_transfer_partner(
@@ -1315,7 +1319,7 @@ class Calls:
         *,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[MediaPool]:
@@ -1323,7 +1327,7 @@ class Calls:
         return self._connection.list(
             "/media-pools",
             MediaPool,
-            query({"limit": limit, "cursor": cursor, "q": q, "sort": sort, "order": order}),
+            query({"limit": limit, "cursor": cursor, "search": search, "sort": sort, "order": order}),
         )
 
     def create_media_pool(
@@ -1411,7 +1415,7 @@ class Calls:
         *,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[TapeToRelabel]:
@@ -1419,7 +1423,7 @@ class Calls:
         return self._connection.list(
             "/media/relabel",
             TapeToRelabel,
-            query({"limit": limit, "cursor": cursor, "q": q, "sort": sort, "order": order}),
+            query({"limit": limit, "cursor": cursor, "search": search, "sort": sort, "order": order}),
         )
 
     def list_tapes_moved_between_pools(
@@ -1427,7 +1431,7 @@ class Calls:
         *,
         limit: int = 100,
         cursor: str | None = None,
-        q: str | None = None,
+        search: str | None = None,
         sort: str | None = None,
         order: Order | None = None,
     ) -> Page[TapeMovedBetweenPools]:
@@ -1436,5 +1440,5 @@ class Calls:
         return self._connection.list(
             "/media/moved",
             TapeMovedBetweenPools,
-            query({"limit": limit, "cursor": cursor, "q": q, "sort": sort, "order": order}),
+            query({"limit": limit, "cursor": cursor, "search": search, "sort": sort, "order": order}),
         )

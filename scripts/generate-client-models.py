@@ -177,7 +177,7 @@ def render(document: dict[str, Any]) -> str:
 # their methods are hand-written in kms_client (client.py and its parts), under the route's name.
 HAND_WRITTEN = {"get_metrics"}
 # The query parameters every list takes, after its filters.
-LIST_PARAMETERS = ("limit", "cursor", "q", "sort", "order")
+LIST_PARAMETERS = ("limit", "cursor", "search", "sort", "order")
 
 CALLS_HEADER = '''"""The KMA management API's calls, one method per operation, named as the route's function;
 GENERATED from the OpenAPI document the KMA serves by scripts/generate-client-models.py: do not

@@ -1,4 +1,4 @@
-"""The one list page every area uses: filter box, filters, table, column chooser, actions.
+"""The one list page every area uses: search box, filters, table, column chooser, actions.
 
 An area module declares a :class:`~ui.list_spec.ListSpec` (columns, filters, actions, how to
 fetch); this page does the rest: server-side filter (debounced) and sort, lazy paging through
@@ -105,14 +105,14 @@ class ListPage(QWidget, Generic[Row]):
     # -- construction -------------------------------------------------------------------------
     def _build_toolbar(self) -> QHBoxLayout:
         bar = QHBoxLayout()
-        self.filter_edit = QLineEdit()
-        self.filter_edit.setPlaceholderText(f"Filter {self.spec.title.lower()}…  (Ctrl+F)")
-        self.filter_edit.setClearButtonEnabled(True)
-        self.filter_edit.setAccessibleName(f"Filter {self.spec.title}")
-        self.filter_edit.textChanged.connect(lambda _t: self._debounce.start())
-        self.filter_edit.returnPressed.connect(self._apply_filter)
-        self.filter_edit.setVisible(self.spec.searchable)
-        bar.addWidget(self.filter_edit, 2)
+        self.search_edit = QLineEdit()
+        self.search_edit.setPlaceholderText(f"Search {self.spec.title.lower()}…  (Ctrl+F)")
+        self.search_edit.setClearButtonEnabled(True)
+        self.search_edit.setAccessibleName(f"Search {self.spec.title}")
+        self.search_edit.textChanged.connect(lambda _t: self._debounce.start())
+        self.search_edit.returnPressed.connect(self._apply_filter)
+        self.search_edit.setVisible(self.spec.searchable)
+        bar.addWidget(self.search_edit, 2)
         for f in self.spec.filters:
             bar.addWidget(self._filter_box(f), 1)
         bar.addStretch(1)
@@ -149,7 +149,7 @@ class ListPage(QWidget, Generic[Row]):
         )
         bar.addWidget(self.columns_button)
         within = Qt.ShortcutContext.WidgetWithChildrenShortcut
-        QShortcut(QKeySequence.StandardKey.Find, self, self._focus_filter, within)
+        QShortcut(QKeySequence.StandardKey.Find, self, self._focus_search, within)
         if self._embedded:  # in a dialog; in the main window F5 is View > Refresh (one owner)
             QShortcut(QKeySequence.StandardKey.Refresh, self, self.refresh, within)
         return bar
@@ -251,9 +251,9 @@ class ListPage(QWidget, Generic[Row]):
             self.view.selectRow(row)
         self.view.verticalScrollBar().setValue(scroll)
 
-    def _focus_filter(self) -> None:
-        self.filter_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
-        self.filter_edit.selectAll()
+    def _focus_search(self) -> None:
+        self.search_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.search_edit.selectAll()
 
     def _apply_filter(self) -> None:
         self._debounce.stop()
@@ -269,7 +269,7 @@ class ListPage(QWidget, Generic[Row]):
             self._show_sort_indicator()
             now = self._heading(self.model.sort_field)
             self._sort_note = f"sorted by {now}: filtered, the list cannot be sorted by {asked}"
-        self.model.set_query(self.filter_edit.text(), filters)
+        self.model.set_query(self.search_edit.text(), filters)
 
     def _sort_changed(self, section: int, order: Qt.SortOrder) -> None:
         if section < 0:
@@ -388,7 +388,7 @@ class ListPage(QWidget, Generic[Row]):
         if self.model.loading and not shown:
             text = f"Loading {noun}…"
         elif total == 0:
-            text = f"No {noun} match." if (self.model.q or self.model.filters) else f"No {noun} yet."
+            text = f"No {noun} match." if (self.model.search or self.model.filters) else f"No {noun} yet."
         else:
             singular = self.spec.noun or noun
             if not self.model.total_exact:  # the KMA stops counting at large numbers

@@ -3,7 +3,7 @@
 Rows arrive a page at a time through ``canFetchMore``/``fetchMore`` as the view scrolls (Vorta
 ``archive_table_model``, Anki ``browser/table/model``), so a 100,000-row list costs one page to
 open and stays smooth: the view only asks for the rows it paints. Sorting and filtering are done by
-the KMA (``sort``/``order``/``q`` and per-list filters) because a proxy could only sort the rows
+the KMA (``sort``/``order``/``search`` and per-list filters) because a proxy could only sort the rows
 already loaded. Each reload bumps a generation so a late page from an older query is dropped.
 """
 
@@ -68,7 +68,7 @@ class Column:
 
 
 Row = TypeVar("Row")  # the wire class a list shows: kms_client's Key, Agent, ...
-# A kms_client list method: (limit, cursor, q, sort, order, **filters) -> Page[Row]
+# A kms_client list method: (limit, cursor, search, sort, order, **filters) -> Page[Row]
 Fetcher = Callable[..., Page[Row]]
 
 _BRUSHES = {"bad": QBrush(QColor(200, 40, 40)), "warn": QBrush(QColor(190, 120, 0))}
@@ -110,7 +110,7 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
         self._total_exact = True
         self.sort_field: str | None = None
         self.sort_order = Qt.SortOrder.AscendingOrder
-        self.q = ""
+        self.search = ""  # the search box's text
         self.filters: dict[str, Any] = {}
         self.fixed_filters: dict[str, Any] = {}
         self.parent_widget: Any = None
@@ -210,8 +210,8 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
     def row_of(self, obj_id: str) -> int:
         return self._ids.get(str(obj_id), -1)
 
-    def set_query(self, q: str, filters: dict[str, Any] | None = None) -> None:
-        self.q = q.strip()
+    def set_query(self, search: str, filters: dict[str, Any] | None = None) -> None:
+        self.search = search.strip()
         if filters is not None:
             self.filters = {k: v for k, v in filters.items() if v not in (None, "")}
         self.reload()
@@ -295,8 +295,8 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {**self.filters, **self.fixed_filters}
-        if self.q:
-            params["q"] = self.q
+        if self.search:
+            params["search"] = self.search
         if self.sort_field:
             params["sort"] = self.sort_field
             params["order"] = "asc" if self.sort_order == Qt.SortOrder.AscendingOrder else "desc"

@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.domain.roles import GRANTS, Permission, allows
-from kma.errors import Forbidden, KmaLocked, Unauthenticated
+from kma.errors import Forbidden, KmaLocked, Unauthenticated, ValidationFailed
 from kma.services import auth, second_factor_policy
 from kma.services.paging import PageRequest
 
@@ -102,11 +102,16 @@ def require(permission: Permission) -> Callable[[Actor], Actor]:
 def page_request(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
-    q: Annotated[str | None, Query(max_length=200)] = None,
+    search: Annotated[str | None, Query(max_length=200)] = None,
     sort: Annotated[str | None, Query(max_length=64)] = None,
     order: Annotated[str | None, Query(pattern="^(asc|desc)$")] = None,
+    # The search's old name, which release 0.1.0's client sends; not in the OpenAPI document, so
+    # that the generated client knows only `search` (docs/api.md).
+    q: Annotated[str | None, Query(max_length=200, include_in_schema=False)] = None,
 ) -> PageRequest:
-    return PageRequest(limit=limit, cursor=cursor, q=q, sort=sort, order=order)
+    if search is not None and q is not None:
+        raise ValidationFailed("Give the search text once, as `search` (`q` is its old name).")
+    return PageRequest(limit=limit, cursor=cursor, search=search if q is None else q, sort=sort, order=order)
 
 
 Paging = Annotated[PageRequest, Depends(page_request)]
@@ -116,7 +121,7 @@ def with_filters(req: PageRequest, **filters: str | bool | int | None) -> PageRe
     given = {
         k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in filters.items() if v is not None
     }
-    return PageRequest(req.limit, req.cursor, req.q, req.sort, req.order, given)
+    return PageRequest(req.limit, req.cursor, req.search, req.sort, req.order, given)
 
 
 # The signed-in actor, checked against one permission: `actor: UsersWrite` in a route signature.

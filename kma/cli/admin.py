@@ -6,6 +6,7 @@ import argparse
 import json
 import sqlite3
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,7 @@ def run_status(args: argparse.Namespace) -> int:
     from kma.cluster.store import open_store
     from kma.services import master_keys
     from kma.services.backups import describe_duration, readiness
-    from kma.services.dashboard import key_counts, status
+    from kma.services.dashboard import get_status, key_counts
     from kma.services.quorum.locking import unlock_autonomously
 
     data_dir = open_data_dir(args)
@@ -124,9 +125,9 @@ def run_status(args: argparse.Namespace) -> int:
     kma = Appliance(data_dir, open_store)
     try:
         unlock_autonomously(kma)  # only to report whether it would; nothing is written
-        info = status(kma)
-        info.update(key_counts(kma))
-        info["backups"] = readiness(kma)
+        info = asdict(get_status(kma))
+        info.update(asdict(key_counts(kma)))
+        info["backups"] = asdict(readiness(kma))
         info["autonomous_unlock_works"] = not kma.vault.locked
         info["master_key_rotation"] = master_keys.status(kma)
     finally:

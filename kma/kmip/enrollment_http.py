@@ -25,7 +25,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from kma.appliance import Appliance
@@ -169,7 +169,7 @@ async def _route(
                 listener.service_address,
                 drive,
             )
-        return _response(200, result)
+        return _response(200, asdict(result))
     if path == "/v1/renew" and method == "POST":
         return await _renew(listener, body, address, presented)
     if path == "/v1/kmas" and method == "GET":
@@ -188,7 +188,7 @@ async def _kmas(listener: Listener, presented: bytes | None) -> bytes:
     kmas = await asyncio.get_running_loop().run_in_executor(
         None, enrollment.cluster_kmas, kma, listener.service_address
     )
-    return _response(200, {"kmas": kmas, "marker": enrollment.kmas_marker(kmas)})
+    return _response(200, {"kmas": [asdict(k) for k in kmas], "marker": enrollment.kmas_marker(kmas)})
 
 
 async def _renew(listener: Listener, body: bytes, address: str, presented: bytes | None) -> bytes:
@@ -207,4 +207,4 @@ async def _renew(listener: Listener, body: bytes, address: str, presented: bytes
         result = await asyncio.get_running_loop().run_in_executor(
             None, agent_renewal.renew, kma, presented, csr.encode(), address, listener.service_address
         )
-    return _response(200, result)
+    return _response(200, asdict(result))

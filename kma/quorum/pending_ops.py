@@ -17,7 +17,7 @@ from kma.services.paging import (
     ListQuery,
     Page,
     PageRequest,
-    TextSearch,
+    SearchIndex,
     indexed_rows,
     list_page,
     one_of,
@@ -39,7 +39,7 @@ LIST = ListQuery(
     default_sort="submitted_at",
     default_order="desc",
     search=("id", "summary", "type", "requested_by"),
-    text=TextSearch("id", indexed_rows("pending_quorum_ops_text", "id")),
+    search_index=SearchIndex("id", indexed_rows("pending_quorum_ops_text", "id")),
     filters={
         "state": Filter("state = :value", one_of(*STATES)),
         "type": Filter("type = :value", one_of(*OP_TYPES)),

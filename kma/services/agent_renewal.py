@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 from datetime import timedelta
-from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
@@ -26,7 +25,7 @@ from kma.crypto import CryptoError, load_certificate, sign_agent_csr
 from kma.domain.actor import Actor
 from kma.errors import Forbidden, KmaError, Unauthenticated, ValidationFailed
 from kma.services.certificates import cluster_ca, settings
-from kma.services.enrollment import MAX_CSR_BYTES, cluster_kmas
+from kma.services.enrollment import MAX_CSR_BYTES, Enrolled, cluster_kmas
 from kma.store import Stmt
 
 
@@ -50,7 +49,7 @@ def _refused(kma: Appliance, actor: Actor, error: KmaError) -> KmaError:
 
 def renew(
     kma: Appliance, presented_der: bytes, csr_pem: bytes, address: str, own_service_address: str
-) -> dict[str, Any]:
+) -> Enrolled:
     """The agent's next certificate, for the key in its CSR; the same answer as an enrollment."""
     presented = x509.load_der_x509_certificate(presented_der)
     agent_id = _agent_id(presented)
@@ -109,10 +108,10 @@ def renew(
         f"{presented.not_valid_after_utc:%Y-%m-%d %H:%M} UTC)",
         ("agent", agent_id),
     )
-    return {
-        "agent_id": agent_id,
-        "site_id": row["site_id"],
-        "certificate_pem": cert_pem.decode(),
-        "ca_pem": ca.cert_pem.decode(),
-        "kmas": cluster_kmas(kma, own_service_address),
-    }
+    return Enrolled(
+        agent_id,
+        row["site_id"],
+        cert_pem.decode(),
+        ca.cert_pem.decode(),
+        cluster_kmas(kma, own_service_address),
+    )

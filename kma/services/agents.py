@@ -7,6 +7,8 @@ service listener) clears it, so it works once.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kma.appliance import Appliance
@@ -15,13 +17,13 @@ from kma.domain import media
 from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound, ValidationFailed
-from kma.services.common import describe, patch, refuse_taken, require
+from kma.services.common import describe, patch, refuse_taken, require, typed_row
 from kma.services.paging import (
     Filter,
     ListQuery,
     Page,
     PageRequest,
-    TextSearch,
+    SearchIndex,
     boolean,
     indexed_rows,
     list_page,
@@ -55,7 +57,7 @@ LIST = ListQuery(
     sort_fields={"id": "id", "site_id": "site_id", "created_at": "created_at"},
     default_sort="id",
     search=("id", "description", "site_id"),
-    text=TextSearch("id", indexed_rows("agents_text", "id")),
+    search_index=SearchIndex("id", indexed_rows("agents_text", "id")),
     filters={
         "site_id": Filter("site_id = :value"),
         "enabled": Filter("enabled = :value", boolean),
@@ -77,6 +79,29 @@ LIST = ListQuery(
 )
 
 
+@dataclass(frozen=True)
+class AgentRow:
+    """An agent (a tape drive or another KMIP client) with its health, as the API shows it (times
+    in seconds since the epoch); the API's `Agent` reads it."""
+
+    id: str
+    description: str
+    site_id: str
+    default_key_group_id: str
+    enabled: bool
+    enrolled: bool
+    enrollment_pending: bool  # a one-time enrollment passphrase waits to be used
+    created_at: int
+    updated_at: int
+    last_contact_at: int | None  # its newest request on the service listener
+    certificate_expires_at: int | None  # of the certificate it enrolled with last
+    keys_served_7d: int  # keys sent to it (KMIP Get) in the last seven days
+    drive_model: str  # docs/media.md
+    drive_generation: str | None
+    library: str
+    library_partition: str
+
+
 def _row(row: Any) -> dict[str, Any]:
     out = dict(row)
     for flag in ("enabled", "enrolled", "enrollment_pending"):
@@ -89,13 +114,13 @@ def list_agents(kma: Appliance, req: PageRequest) -> Page:
     return page.with_items([_row(r) for r in page.items])
 
 
-def get_agent(kma: Appliance, agent_id: str) -> dict[str, Any]:
+def get_agent(kma: Appliance, agent_id: str) -> AgentRow:
     row = kma.store.query_one(
         f"SELECT * FROM ({LIST.select}) WHERE id = :id", {"id": agent_id, "now": kma.clock.now()}
     )
     if row is None:
         raise NotFound(f"There is no agent '{agent_id}'.")
-    return _row(row)
+    return typed_row(AgentRow, _row(row))
 
 
 def create_agent(
@@ -106,7 +131,7 @@ def create_agent(
     default_key_group_id: str,
     description: str = "",
     **drive: str | None,
-) -> dict[str, Any]:
+) -> AgentRow:
     """`drive`: a tape drive's drive_model, drive_generation, library, library_partition."""
     check_id(agent_id, "The agent ID")
     check_text(description, "The description")
@@ -134,22 +159,23 @@ def create_agent(
     return get_agent(kma, agent_id)
 
 
-def drive_fields(drive: dict[str, Any]) -> dict[str, Any]:
+def drive_fields(drive: Mapping[str, str | None]) -> dict[str, str | None]:
     """The drive fields given, checked; an empty generation clears it (not a tape drive)."""
-    out = {k: v for k, v in drive.items() if v is not None}
+    given = {k: v for k, v in drive.items() if v is not None}
     for name in ("drive_model", "library", "library_partition"):
-        if name in out:
-            check_text(out[name], f"The {name.replace('_', ' ')}")
-    if "drive_generation" in out:
+        if name in given:
+            check_text(given[name], f"The {name.replace('_', ' ')}")
+    out: dict[str, str | None] = dict(given)
+    if "drive_generation" in given:
         try:
-            given = out["drive_generation"]
-            out["drive_generation"] = media.check_generation(given) if given else None
+            generation = given["drive_generation"]
+            out["drive_generation"] = media.check_generation(generation) if generation else None
         except ValueError as bad:
             raise ValidationFailed(f"The drive generation {bad}.") from None
     return out
 
 
-def update_agent(kma: Appliance, actor: Actor, agent_id: str, **changes: Any) -> dict[str, Any]:
+def update_agent(kma: Appliance, actor: Actor, agent_id: str, **changes: Any) -> AgentRow:
     changes = {k: v for k, v in changes.items() if v is not None}
     if "description" in changes:
         check_text(changes["description"], "The description")

@@ -396,7 +396,16 @@ def deliver(kma: Appliance, ch: Channel, secret: dict[str, str], alert: Alert) -
         )
 
 
-def send_test(kma: Appliance, actor: Actor, channel_id: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Delivery:
+    """A test alert's delivery; the API's `AlertTestResult` reads it."""
+
+    delivered: bool
+    error: str | None
+    alert_id: str
+
+
+def send_test_alert(kma: Appliance, actor: Actor, channel_id: str) -> Delivery:
     """A test alert on one channel, now, from this KMA: the answer says whether the receiver took it
     (a trap is taken once sent). Audited either way."""
     row = _row(kma, channel_id)
@@ -421,4 +430,4 @@ def send_test(kma: Appliance, actor: Actor, channel_id: str) -> dict[str, Any]:
         error = str(exc)
     said = f"test alert on '{ch.name}': " + ("delivered" if error is None else f"not delivered: {error}")
     kma.commit(actor, "alerts.test", [], said, ("alert_channel", channel_id))
-    return {"delivered": error is None, "error": error, "alert_id": alert.id}
+    return Delivery(error is None, error, alert.id)

@@ -361,20 +361,36 @@ def queued_by_channel(kma: Appliance) -> dict[str, int]:
     return {str(r["name"]): int(r["n"]) for r in rows}
 
 
-def describe_channel(kma: Appliance, ch: Channel) -> dict[str, Any]:
-    """A channel as the API answers it: its settings, which secrets are set (never their values)."""
-    return {
-        "id": ch.id,
-        "name": ch.name,
-        "kind": ch.kind,
-        "enabled": ch.enabled,
-        "warnings": ch.warnings,
-        "audit_classes": list(ch.audit_classes),
-        "settings": ch.settings,
-        "secrets_set": sorted(k for k, v in stored_secrets(kma, ch.id).items() if v),
-        "updated_at": ch.updated_at,
-        "this_kma": alert_sender(kma).channel_status(ch.id),
-    }
+@dataclass(frozen=True)
+class ChannelView:
+    """A channel as the API answers it (the API's `AlertChannel` reads it): its settings, which
+    secrets are set (never their values), and this KMA's sending to it."""
+
+    id: str
+    name: str
+    kind: str
+    enabled: bool
+    warnings: bool
+    audit_classes: list[str]
+    settings: dict[str, Any]
+    secrets_set: list[str]
+    updated_at: int
+    this_kma: dict[str, Any]
+
+
+def describe_channel(kma: Appliance, ch: Channel) -> ChannelView:
+    return ChannelView(
+        id=ch.id,
+        name=ch.name,
+        kind=ch.kind,
+        enabled=ch.enabled,
+        warnings=ch.warnings,
+        audit_classes=list(ch.audit_classes),
+        settings=ch.settings,
+        secrets_set=sorted(k for k, v in stored_secrets(kma, ch.id).items() if v),
+        updated_at=ch.updated_at,
+        this_kma=alert_sender(kma).channel_status(ch.id),
+    )
 
 
 def alert_sender(kma: Appliance) -> AlertSender:

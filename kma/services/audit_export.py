@@ -25,7 +25,7 @@ REPORT_ROWS = 5000
 
 
 def _filters(req: PageRequest) -> dict[str, str]:
-    return {**dict(req.filters), **({"q": req.q} if req.q else {})}
+    return {**dict(req.filters), **({"q": req.search} if req.search else {})}
 
 
 def _details(kma: Appliance, actor: Actor, req: PageRequest) -> dict[str, Any]:

@@ -28,8 +28,8 @@ import ssl
 import struct
 import sys
 import time
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cryptography import x509
 
@@ -72,6 +72,18 @@ class ForwardingStatus:
     lag_events: int
     lag_seconds: float
     last_error: str | None
+
+
+@dataclass(frozen=True)
+class ForwardingSetting:
+    """The cluster's collector as set (None: never set) and this KMA's forwarding; the API's
+    `AuditForwarding` reads it."""
+
+    address: str | None
+    ca_pem: str | None
+    enabled: bool
+    updated_at: int | None
+    this_kma: ForwardingStatus
 
 
 def check_address(address: str) -> str:
@@ -134,19 +146,17 @@ def _head(kma: Appliance) -> int:
     return int(kma.store.scalar("SELECT chain_seq FROM audit_heads WHERE kma_id = ?", (kma.kma_id,)) or 0)
 
 
-def get_setting(kma: Appliance) -> dict[str, Any]:
+def get_audit_forwarding(kma: Appliance) -> ForwardingSetting:
     row = kma.store.query_one("SELECT address, ca_pem, enabled, updated_at FROM audit_forwarding")
     status = audit_forwarder(kma).status()
-    return {
-        "address": row["address"] if row else None,
-        "ca_pem": row["ca_pem"] if row else None,
-        "enabled": bool(row["enabled"]) if row else False,
-        "updated_at": row["updated_at"] if row else None,
-        "this_kma": asdict(status),
-    }
+    if row is None:
+        return ForwardingSetting(None, None, False, None, status)
+    return ForwardingSetting(row["address"], row["ca_pem"], bool(row["enabled"]), row["updated_at"], status)
 
 
-def set_setting(kma: Appliance, actor: Actor, address: str, ca_pem: str, enabled: bool) -> dict[str, Any]:
+def set_audit_forwarding(
+    kma: Appliance, actor: Actor, address: str, ca_pem: str, enabled: bool
+) -> ForwardingSetting:
     """The cluster's collector, followed by every KMA. A collector new to a KMA gets that KMA's
     events from the head of its chain as it is before this change's own event (so the change is the
     first event it gets from this KMA); one it sent to before resumes from its own position."""
@@ -168,7 +178,7 @@ def set_setting(kma: Appliance, actor: Actor, address: str, ca_pem: str, enabled
     said = f"audit forwarding to {address}" if enabled else "audit forwarding turned off"
     kma.commit(actor, "audit.forwarding", [setting, start], said, ("cluster", "audit_forwarding"))
     audit_forwarder(kma).reload()
-    return get_setting(kma)
+    return get_audit_forwarding(kma)
 
 
 class AuditForwarder(Worker):

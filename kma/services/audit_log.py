@@ -107,11 +107,11 @@ def fts_query(text: str) -> str:
 
 
 def with_text(req: PageRequest) -> PageRequest:
-    """Move free text from `q` (LIKE in the generic pager) to the FTS filter."""
-    if not req.q:
+    """Move the search text (LIKE in the generic pager) to the FTS filter."""
+    if not req.search:
         return req
     filters = dict(req.filters)
-    query = fts_query(req.q)
+    query = fts_query(req.search)
     if query:
         filters["text"] = query
     return PageRequest(req.limit, req.cursor, None, req.sort, req.order, filters)

@@ -46,7 +46,7 @@ def token_hash(token: str) -> str:
 class Session:
     token: str
     expires_at: int
-    user: dict[str, Any]
+    user: users.UserRow
 
 
 class _Gate:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kma.appliance import Appliance
 from kma.backup.fileformat import (
@@ -34,6 +34,7 @@ from kma.domain.actor import Actor
 from kma.domain.lifecycle import BACKUP_HOLDS_DESTROYED_KEY, HELD_OR_REPLICATED
 from kma.errors import Conflict, NotFound
 from kma.pacing import remove_gradually
+from kma.services.common import typed_row
 from kma.services.keypool import POOL_KEYS, key_pool
 from kma.store import Batch, Stmt
 
@@ -69,35 +70,65 @@ def cluster_identity(kma: Appliance) -> dict[str, str]:
 
 
 # --- the core security backup -------------------------------------------------------------
-def core_status(kma: Appliance) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CoreStatus:
+    """Whether a core security backup exists and opens the backups taken now; the API's
+    `CoreSecurityBackupStatus` reads it."""
+
+    exists: bool
+    up_to_date: bool  # false also after a key split change: take a new one
+    created_at: int | None
+    created_by: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class BackupRow:
+    """A database backup's record (times in seconds since the epoch); the API's `Backup` reads it."""
+
+    id: str
+    kma_id: str
+    created_at: int
+    created_by: str
+    scheduled: bool
+    size: int
+    sha256: str
+    keys: int
+    audit_events: int
+    schema_version: int
+    deleted_at: int | None
+    deleted_by: str | None
+
+
+def core_status(kma: Appliance) -> CoreStatus:
     """Whether a core security backup exists and is of the key split now in force."""
     row = kma.store.query_one(
         "SELECT c.created_at, c.created_by, c.split_generation, k.split_generation AS current "
         "FROM core_security_backups c, cluster k ORDER BY c.created_at DESC, c.rowid DESC LIMIT 1"
     )
     if row is None:
-        return {
-            "exists": False,
-            "up_to_date": False,
-            "created_at": None,
-            "created_by": None,
-            "message": "No core security backup exists: a Security Officer must take one before "
+        return CoreStatus(
+            exists=False,
+            up_to_date=False,
+            created_at=None,
+            created_by=None,
+            message="No core security backup exists: a Security Officer must take one before "
             "the first database backup.",
-        }
+        )
     current = row["split_generation"] == row["current"]
-    return {
-        "exists": True,
-        "up_to_date": current,
-        "created_at": row["created_at"],
-        "created_by": row["created_by"],
-        "message": "The core security backup is of the key split in force."
+    return CoreStatus(
+        exists=True,
+        up_to_date=current,
+        created_at=row["created_at"],
+        created_by=row["created_by"],
+        message="The core security backup is of the key split in force."
         if current
         else f"The last core security backup is superseded: the key split changed after it was taken "
         f"or the master key was rotated (generation {row['split_generation']}, now "
         f"{row['current']}). It still opens the "
         "database backups taken before the change, with the old key split's passphrases, but none "
         "taken after it. A Security Officer must take a new one; database backups wait for it.",
-    }
+    )
 
 
 def backup_keys(kma: Appliance) -> dict[int, bytes]:
@@ -175,47 +206,32 @@ def take_core_security_backup(kma: Appliance, actor: Actor) -> bytes:
 
 
 # --- database backups ---------------------------------------------------------------------
-def _row(r: sqlite3.Row) -> dict[str, Any]:
-    return {
-        k: r[k]
-        for k in (
-            "id",
-            "kma_id",
-            "created_at",
-            "created_by",
-            "size",
-            "sha256",
-            "keys",
-            "audit_events",
-            "schema_version",
-            "deleted_at",
-            "deleted_by",
-        )
-    } | {"scheduled": bool(r["scheduled"])}
+def _row(r: sqlite3.Row) -> BackupRow:
+    return typed_row(BackupRow, {**dict(r), "scheduled": bool(r["scheduled"])})
 
 
-def list_backups(kma: Appliance, include_deleted: bool = False) -> list[dict[str, Any]]:
+def list_backups(kma: Appliance, include_deleted: bool = False) -> list[BackupRow]:
     where = "" if include_deleted else "WHERE deleted_at IS NULL"
     return [_row(r) for r in kma.store.query(f"SELECT * FROM backups {where} ORDER BY created_at DESC, id")]
 
 
-def get_backup(kma: Appliance, backup_id: str) -> dict[str, Any]:
+def get_backup(kma: Appliance, backup_id: str) -> BackupRow:
     row = kma.store.query_one("SELECT * FROM backups WHERE id = ?", (backup_id,))
     if row is None:
         raise NotFound(f"There is no backup '{backup_id[:64]}'.")
     return _row(row)
 
 
-def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> dict[str, Any]:
+def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> BackupRow:
     """Take a database backup into DIR/backups; returns its row."""
     key, key_generation = current_backup_key(kma)
     core = core_status(kma)
-    if not core["exists"]:
+    if not core.exists:
         raise Conflict(
             "Take the core security backup first (a Security Officer): without it no database "
             "backup could ever be opened."
         )
-    if not core["up_to_date"]:
+    if not core.up_to_date:
         raise Conflict(
             "The key split changed since the last core security backup, which cannot open a "
             "database backup taken now: a Security Officer must take a new core security backup "
@@ -304,10 +320,10 @@ def mark_keys(kma: Appliance, started: int) -> None:
 def backup_file(kma: Appliance, backup_id: str) -> Path:
     """The file of a live backup kept by this KMA."""
     backup = get_backup(kma, backup_id)
-    if backup["deleted_at"] is not None:
+    if backup.deleted_at is not None:
         raise NotFound(f"Backup '{backup_id}' was deleted; its file is gone.")
-    if backup["kma_id"] != kma.kma_id:
-        raise NotFound(f"Backup '{backup_id}' is kept by KMA '{backup['kma_id']}'; download it from there.")
+    if backup.kma_id != kma.kma_id:
+        raise NotFound(f"Backup '{backup_id}' is kept by KMA '{backup.kma_id}'; download it from there.")
     path = backups_dir(kma) / f"{backup_id}{DATABASE_SUFFIX}"
     if not path.exists():
         raise NotFound(f"The file of backup '{backup_id}' is missing from this KMA's backups folder.")
@@ -356,7 +372,27 @@ WITHHELD = "SELECT count(*) FROM keys WHERE withheld_at IS NOT NULL AND key_grou
 BOUND = "SELECT count(*) FROM keys WHERE withheld_at IS NOT NULL AND key_group_id IS NOT NULL"
 
 
-def readiness(kma: Appliance) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Readiness:
+    """The last backup's age; in a one-KMA cluster, keys waiting for a backup and when the Ready keys
+    run out at the recent issue rate (seconds); the API's `BackupReadiness` reads it."""
+
+    last_backup_at: int | None
+    last_backup_age: int | None
+    one_kma: bool
+    keys_waiting_for_backup: int
+    ready_keys: int
+    keys_issued_recently: int  # by this KMA, in each of ISSUE_RATE_WINDOWS
+    keys_issued_last_day: int
+    keys_issued_last_hour: int
+    ready_keys_run_out_in: int | None  # None when none were issued
+    keys_withheld_by_restore: int
+    keys_bound_after_restore: int
+    core_security_backup: CoreStatus
+    core_security_backup_up_to_date: bool
+
+
+def readiness(kma: Appliance) -> Readiness:
     """The last backup's age, and in a one-KMA cluster how many keys wait for a backup and when the
     Ready keys run out at the recent issue rate, the last hour's, day's or week's, whichever is
     fastest (a refilled pool is Ready only after a backup)."""
@@ -390,19 +426,21 @@ def readiness(kma: Appliance) -> dict[str, Any]:
         default=None,
     )
     core = core_status(kma)
-    return {
-        "last_backup_at": last,
-        "last_backup_age": None if last is None else max(0, now - int(last)),
-        "one_kma": alone,
-        "keys_waiting_for_backup": key_pool(kma).waiting() if alone else 0,
-        "ready_keys": ready,
-        **{f"keys_issued_{name}": count for name, count in issued_since.items()},
-        "ready_keys_run_out_in": runs_out_in,
-        "keys_withheld_by_restore": int(kma.store.scalar(WITHHELD)),
-        "keys_bound_after_restore": int(kma.store.scalar(BOUND)),
-        "core_security_backup": core,
-        "core_security_backup_up_to_date": core["up_to_date"],
-    }
+    return Readiness(
+        last_backup_at=last,
+        last_backup_age=None if last is None else max(0, now - int(last)),
+        one_kma=alone,
+        keys_waiting_for_backup=key_pool(kma).waiting() if alone else 0,
+        ready_keys=ready,
+        keys_issued_recently=issued_since["recently"],
+        keys_issued_last_day=issued_since["last_day"],
+        keys_issued_last_hour=issued_since["last_hour"],
+        ready_keys_run_out_in=runs_out_in,
+        keys_withheld_by_restore=int(kma.store.scalar(WITHHELD)),
+        keys_bound_after_restore=int(kma.store.scalar(BOUND)),
+        core_security_backup=core,
+        core_security_backup_up_to_date=core.up_to_date,
+    )
 
 
 def withheld_warning(count: int) -> str:
@@ -419,38 +457,38 @@ def describe_duration(seconds: int) -> str:
     return f"{hours} h" if hours else f"{max(1, seconds // 60)} min"
 
 
-def warnings(info: dict[str, Any]) -> list[str]:
+def warnings(info: Readiness) -> list[str]:
     out = []
-    if info["one_kma"] and info["last_backup_at"] is None:
+    if info.one_kma and info.last_backup_at is None:
         out.append(
             "There is no database backup: this one-KMA cluster issues no key until a backup holds its "
             "pool, and everything it knows would be lost with this machine. Take the core security "
             "backup, then a database backup."
         )
-    elif info["last_backup_age"] is not None and info["last_backup_age"] > 7 * 86400:
-        out.append(f"The last database backup is {describe_duration(info['last_backup_age'])} old.")
-    if info["keys_waiting_for_backup"]:
+    elif info.last_backup_age is not None and info.last_backup_age > 7 * 86400:
+        out.append(f"The last database backup is {describe_duration(info.last_backup_age)} old.")
+    if info.keys_waiting_for_backup:
         out.append(
-            f"{info['keys_waiting_for_backup']} generated keys wait for a database backup before they "
+            f"{info.keys_waiting_for_backup} generated keys wait for a database backup before they "
             "can be issued (a one-KMA cluster issues only keys a backup holds)."
         )
-    runs_out = info["ready_keys_run_out_in"]
-    if info["one_kma"] and runs_out is not None and runs_out < 7 * 86400:
+    runs_out = info.ready_keys_run_out_in
+    if info.one_kma and runs_out is not None and runs_out < 7 * 86400:
         out.append(
-            f"At the recent issue rate ({info['keys_issued_last_hour']} keys in the last hour, "
-            f"{info['keys_issued_last_day']} in the last day, {info['keys_issued_recently']} in 7 days) the "
-            f"{info['ready_keys']} Ready keys run out in {describe_duration(runs_out)}: take a "
+            f"At the recent issue rate ({info.keys_issued_last_hour} keys in the last hour, "
+            f"{info.keys_issued_last_day} in the last day, {info.keys_issued_recently} in 7 days) the "
+            f"{info.ready_keys} Ready keys run out in {describe_duration(runs_out)}: take a "
             "database backup before then."
         )
-    if info["keys_withheld_by_restore"]:
-        out.append(withheld_warning(info["keys_withheld_by_restore"]))
-    if info["keys_bound_after_restore"]:
+    if info.keys_withheld_by_restore:
+        out.append(withheld_warning(info.keys_withheld_by_restore))
+    if info.keys_bound_after_restore:
         out.append(
-            f"{info['keys_bound_after_restore']} keys withheld by the restore were bound to the key group of "
+            f"{info.keys_bound_after_restore} keys withheld by the restore were bound to the key group of "
             "the first drive that read them by ID (the audit trail's key.withheld_bound events name each "
             "drive and group): check that each drive's group is its tape's."
         )
-    core = info["core_security_backup"]
-    if core["exists"] and not core["up_to_date"]:
-        out.append(core["message"])
+    core = info.core_security_backup
+    if core.exists and not core.up_to_date:
+        out.append(core.message)
     return out

@@ -1,13 +1,20 @@
-"""Small pieces every area service uses: existence checks and PATCH statements."""
+"""Small pieces every area service uses: existence checks, PATCH statements, typed rows."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kma.appliance import Appliance
 from kma.errors import Conflict, NotFound
 from kma.store import Stmt
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+RowT = TypeVar("RowT", bound="DataclassInstance")
 
 TABLES = {  # noun -> table, for messages and existence checks
     "site": "sites",
@@ -52,3 +59,10 @@ def patch(noun: str, object_id: str, changes: Mapping[str, Any], now: int) -> St
 
 def describe(changes: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in changes.items())
+
+
+def typed_row(row_class: type[RowT], values: Mapping[str, Any] | sqlite3.Row) -> RowT:
+    """A service's typed row (a frozen dataclass the API's schema reads) from a store row or a
+    dict made from one: its fields taken by name, any other column left out, so that a column a
+    later migration adds changes no answer until the row names it."""
+    return row_class(**{f.name: values[f.name] for f in fields(row_class)})

@@ -8,6 +8,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.domain.lifecycle import KeyState, key_in_state
 from kma.services import backups, certificates, master_keys, row_macs
+from kma.services.backups import Readiness
 from kma.services.kmas import list_kmas
 from kma.services.lag_warnings import forwarding_warnings, replication_warnings
 from kma.services.paging import COUNT_LIMIT, PageRequest
@@ -88,54 +89,102 @@ def master_key(kma: Appliance) -> str:
     return f"pkcs11: {hsm.token_name} in {hsm.module}" if hsm else "software"
 
 
-def key_counts(kma: Appliance) -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class KeyCounts:
+    """Keys in each state, each up to COUNT_LIMIT, and whether each count is exact."""
+
+    keys_by_state: dict[str, int]
+    keys_by_state_exact: dict[str, bool]  # false: more than COUNT_LIMIT keys are in that state
+
+
+def key_counts(kma: Appliance) -> KeyCounts:
     """Keys in each state, each counted from the index its state's list reads, up to COUNT_LIMIT
     (one pass over a million keys took seconds), and whether each count is exact."""
     now = {"now": kma.clock.now()}
     counted = {str(s): _counted(kma, key_in_state(s), now) for s in KeyState}
-    return {
-        "keys_by_state": {s: min(n, COUNT_LIMIT) for s, n in counted.items()},
-        "keys_by_state_exact": {s: n <= COUNT_LIMIT for s, n in counted.items()},
-    }
+    return KeyCounts(
+        {s: min(n, COUNT_LIMIT) for s, n in counted.items()},
+        {s: n <= COUNT_LIMIT for s, n in counted.items()},
+    )
 
 
-def dashboard(kma: Appliance) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Dashboard:
+    """The cluster at a glance; the API's `Dashboard` reads it."""
+
+    cluster_name: str
+    sites: int
+    kmas: list[dict[str, Any]]  # the first 20, as the KMAs' list shows them
+    keys_by_state: dict[str, int]
+    keys_by_state_exact: dict[str, bool]
+    data_units: int
+    agents: int
+    users: int
+    pending_quorum_operations: int
+    backups: Readiness
+    master_key: dict[str, Any]  # master_keys.status
+    warnings: list[str]
+    certificates: list[dict[str, Any]]  # soonest expiry first
+
+
+def get_dashboard(kma: Appliance) -> Dashboard:
     scalar = kma.store.scalar
-    return {
-        "cluster_name": scalar("SELECT name FROM cluster"),
-        "sites": scalar("SELECT count(*) FROM sites"),
-        "kmas": list_kmas(kma, PageRequest(limit=20)).items,
-        **key_counts(kma),
-        "data_units": scalar("SELECT count(*) FROM data_units"),
-        "agents": scalar("SELECT count(*) FROM agents"),
-        "users": scalar("SELECT count(*) FROM users"),
-        "pending_quorum_operations": pending_count(kma),
-        "backups": backups.readiness(kma),
-        "master_key": master_keys.status(kma),
-        "warnings": warnings(kma),
-        "certificates": [e.as_answer() for e in certificates.expiries(kma)],
-    }
+    counts = key_counts(kma)
+    return Dashboard(
+        cluster_name=scalar("SELECT name FROM cluster"),
+        sites=scalar("SELECT count(*) FROM sites"),
+        kmas=list_kmas(kma, PageRequest(limit=20)).items,
+        keys_by_state=counts.keys_by_state,
+        keys_by_state_exact=counts.keys_by_state_exact,
+        data_units=scalar("SELECT count(*) FROM data_units"),
+        agents=scalar("SELECT count(*) FROM agents"),
+        users=scalar("SELECT count(*) FROM users"),
+        pending_quorum_operations=pending_count(kma),
+        backups=backups.readiness(kma),
+        master_key=master_keys.status(kma),
+        warnings=warnings(kma),
+        certificates=[e.as_answer() for e in certificates.expiries(kma)],
+    )
 
 
-def status(kma: Appliance) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Status:
+    """This KMA's state; the API's `Status` reads it (and `kma status` prints it)."""
+
+    cluster_name: str
+    kma_id: str
+    kma_name: str
+    site_id: str
+    version: str
+    locked: bool
+    autonomous_unlock: bool
+    master_key: str  # "software", or "pkcs11: TOKEN in MODULE"
+    master_key_generation: int
+    caught_up: bool  # its replica holds what the cluster had committed at its start
+    time: int
+    warnings: list[str]
+    certificates: list[dict[str, Any]]  # soonest expiry first
+
+
+def get_status(kma: Appliance) -> Status:
     from kma import __version__
 
     row = kma.store.query_one("SELECT name FROM cluster")
     me = kma.store.query_one(
         "SELECT name, site_id, autounlock_master IS NOT NULL AS auto FROM kmas WHERE id = ?", (kma.kma_id,)
     )
-    return {
-        "cluster_name": row["name"] if row else "",
-        "kma_id": kma.kma_id,
-        "kma_name": me["name"] if me else kma.kma_id,
-        "site_id": me["site_id"] if me else kma.identity.site_id,
-        "version": __version__,
-        "locked": kma.vault.locked,
-        "autonomous_unlock": bool(me["auto"]) if me else False,
-        "master_key": master_key(kma),
-        "master_key_generation": master_keys.current_generation(kma),
-        "caught_up": kma.store.caught_up(),
-        "time": kma.clock.now(),
-        "warnings": warnings(kma),
-        "certificates": [e.as_answer() for e in certificates.expiries(kma)],
-    }
+    return Status(
+        cluster_name=row["name"] if row else "",
+        kma_id=kma.kma_id,
+        kma_name=me["name"] if me else kma.kma_id,
+        site_id=me["site_id"] if me else kma.identity.site_id,
+        version=__version__,
+        locked=kma.vault.locked,
+        autonomous_unlock=bool(me["auto"]) if me else False,
+        master_key=master_key(kma),
+        master_key_generation=master_keys.current_generation(kma),
+        caught_up=kma.store.caught_up(),
+        time=kma.clock.now(),
+        warnings=warnings(kma),
+        certificates=[e.as_answer() for e in certificates.expiries(kma)],
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kma.appliance import Appliance
@@ -9,14 +10,14 @@ from kma.domain.actor import Actor
 from kma.domain.lifecycle import DATA_UNIT_STATE_SQL, DataUnitState, data_unit_conditions
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound
-from kma.services.common import patch
+from kma.services.common import patch, typed_row
 from kma.services.media_pools import IN_POOL, pool_id_of
 from kma.services.paging import (
     Filter,
     ListQuery,
     Page,
     PageRequest,
-    TextSearch,
+    SearchIndex,
     choice,
     indexed_rows,
     list_page,
@@ -36,7 +37,7 @@ LIST = ListQuery(
     sort_fields={"id": "id", "created_at": "created_at"},
     default_sort="id",
     search=("id", "description"),
-    text=TextSearch("id", indexed_rows("data_units_text", "id")),
+    search_index=SearchIndex("id", indexed_rows("data_units_text", "id")),
     filters={
         "state": choice({**data_unit_conditions("listed.id"), DataUnitState.NO_KEY: "has_keys = 0"}),
         # docs/media.md: the generation of the drive that wrote the tape, and its media pool
@@ -44,6 +45,21 @@ LIST = ListQuery(
         "pool_id": Filter(IN_POOL),
     },
 )
+
+
+@dataclass(frozen=True)
+class DataUnitRow:
+    """A data unit (a tape, by its volser) as the API shows it (times in seconds since the epoch);
+    the API's `DataUnit` reads it."""
+
+    id: str
+    description: str
+    state: str
+    key_count: int
+    created_at: int
+    updated_at: int
+    writer_generation: str | None  # the drive generation that wrote it from BOT, or first
+    pool_id: str | None  # its media pool (docs/media.md)
 
 
 def _row(kma: Appliance, row: Any) -> dict[str, Any]:
@@ -58,16 +74,16 @@ def list_data_units(kma: Appliance, req: PageRequest) -> Page:
     return page.with_items([_row(kma, r) for r in page.items])
 
 
-def get_data_unit(kma: Appliance, unit_id: str) -> dict[str, Any]:
+def get_data_unit(kma: Appliance, unit_id: str) -> DataUnitRow:
     row = kma.store.query_one(
         f"SELECT * FROM ({LIST.select}) WHERE id = :id", {"id": unit_id, "now": kma.clock.now()}
     )
     if row is None:
         raise NotFound(f"There is no data unit '{unit_id}'.")
-    return _row(kma, row)
+    return typed_row(DataUnitRow, _row(kma, row))
 
 
-def create_data_unit(kma: Appliance, actor: Actor, unit_id: str, description: str = "") -> dict[str, Any]:
+def create_data_unit(kma: Appliance, actor: Actor, unit_id: str, description: str = "") -> DataUnitRow:
     check_id(unit_id, "The data unit's external ID")
     check_text(description, "The description")
     now = kma.clock.now()
@@ -88,7 +104,7 @@ def create_data_unit(kma: Appliance, actor: Actor, unit_id: str, description: st
 
 def update_data_unit(
     kma: Appliance, actor: Actor, unit_id: str, description: str | None = None
-) -> dict[str, Any]:
+) -> DataUnitRow:
     if description is not None:
         check_text(description, "The description")
         kma.commit(

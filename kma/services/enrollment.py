@@ -20,7 +20,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -99,7 +99,29 @@ class _Failures:
 FAILURES = _Failures()
 
 
-def cluster_kmas(kma: Appliance, own_service_address: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class AgentKma:
+    """A KMA an agent may use, as the service listener tells agents (/v1/kmas, an enrollment)."""
+
+    id: str
+    name: str
+    site_id: str
+    service_address: str
+    status: str  # ready | locked
+
+
+@dataclass(frozen=True)
+class Enrolled:
+    """What an enrolled (or renewed) agent is sent: its certificate, the CA, the KMAs it may use."""
+
+    agent_id: str
+    site_id: str
+    certificate_pem: str
+    ca_pem: str
+    kmas: list[AgentKma]
+
+
+def cluster_kmas(kma: Appliance, own_service_address: str) -> list[AgentKma]:
     """The KMAs an agent may use, for discovery: its own site's first is the agent's choice."""
     rows = kma.store.query(
         "SELECT id, name, site_id, service_address, locked FROM kmas "  # a witness serves no agent
@@ -113,13 +135,13 @@ def cluster_kmas(kma: Appliance, own_service_address: str) -> list[dict[str, Any
         own = r["id"] == kma.kma_id
         locked = kma.vault.locked if own else bool(r["locked"])
         out.append(
-            {
-                "id": r["id"],
-                "name": r["name"],
-                "site_id": r["site_id"],
-                "service_address": own_service_address if own else r["service_address"],
-                "status": "locked" if locked else "ready",
-            }
+            AgentKma(
+                r["id"],
+                r["name"],
+                r["site_id"],
+                own_service_address if own else r["service_address"],
+                "locked" if locked else "ready",
+            )
         )
     return out
 
@@ -137,9 +159,9 @@ def _set_since(kma: Appliance, agent_id: str, seen: str | None, passphrase: str)
     return newest is not None and newest != seen and verify_passphrase(passphrase, newest)
 
 
-def kmas_marker(kmas: list[dict[str, Any]]) -> str:
+def kmas_marker(kmas: list[AgentKma]) -> str:
     """Changes whenever the KMA list does: an agent compares it with the one it holds."""
-    return hashlib.sha256(json.dumps(kmas, sort_keys=True).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps([asdict(k) for k in kmas], sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -178,7 +200,7 @@ def enroll(
     address: str,
     own_service_address: str,
     drive: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+) -> Enrolled:
     """Blocking (Argon2id, signing, a durable commit): run it off any event loop. `drive`: what a
     tape drive says it is (kma/services/agents.py's drive fields), recorded with the enrollment."""
     enrolment = _Enrolment(kma, agent_id, address)
@@ -188,13 +210,9 @@ def enroll(
     cert_pem, ca_pem = _sign_the_certificate(enrolment, csr_pem)
     _record_the_enrollment(enrolment, row["hash"], cert_pem, told)
     FAILURES.clear(agent_id)
-    return {
-        "agent_id": agent_id,
-        "site_id": row["site_id"],
-        "certificate_pem": cert_pem.decode(),
-        "ca_pem": ca_pem,
-        "kmas": cluster_kmas(kma, own_service_address),
-    }
+    return Enrolled(
+        agent_id, row["site_id"], cert_pem.decode(), ca_pem, cluster_kmas(kma, own_service_address)
+    )
 
 
 @step("enrollment")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kma.appliance import Appliance
@@ -53,6 +53,24 @@ class Lane:
     subject_type: str
     subject_id: str
     spans: list[Span] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class History:
+    """One key's, data unit's or agent's life: its lanes of states, boundaries and audit events (the
+    newest EVENT_LIMIT of `events_total`); the API's `History` reads it."""
+
+    subject_type: str
+    subject_id: str
+    title: str
+    now: int
+    state: str
+    lanes: list[Lane]
+    boundaries: list[Boundary]  # in time order
+    events: list[dict[str, Any]]
+    events_total: int
+    events_truncated: bool
+    facts: dict[str, Any]
 
 
 def _spans(points: Iterable[tuple[int, str, str | None, str | None]], now: int) -> list[Span]:
@@ -214,7 +232,7 @@ def _with_release(kma: Appliance, key: dict[str, Any]) -> dict[str, Any]:
     return {**key, **(dict(row) if row else NOT_RELEASED)}
 
 
-def key_history(kma: Appliance, key_id: str) -> dict[str, Any]:
+def key_history(kma: Appliance, key_id: str) -> History:
     key = _with_release(kma, _key_row(kma, key_id))
     now = kma.clock.now()
     events, total = _events(kma, "subject_type = 'key' AND subject_id = :id", {"id": key_id})
@@ -241,7 +259,7 @@ def key_history(kma: Appliance, key_id: str) -> dict[str, Any]:
 
 
 # --- data units ----------------------------------------------------------------------------
-def data_unit_history(kma: Appliance, unit_id: str) -> dict[str, Any]:
+def data_unit_history(kma: Appliance, unit_id: str) -> History:
     """The tape's state over time and a lane per key, including the keys that let go of it when it
     was written from beginning (each with its release): they stay in the tape's history."""
     unit = kma.store.query_one("SELECT id, description, created_at FROM data_units WHERE id = ?", (unit_id,))
@@ -339,7 +357,7 @@ def _by_at(events: Events, t: int) -> str | None:
 ENABLED = re.compile(r"\benabled=(0|1|False|True)\b")
 
 
-def agent_history(kma: Appliance, agent_id: str) -> dict[str, Any]:
+def agent_history(kma: Appliance, agent_id: str) -> History:
     agent = kma.store.query_one(
         "SELECT id, site_id, enabled, enrolled_at, enrollment_passphrase_hash IS NOT NULL AS pending, "
         "created_at FROM agents WHERE id = ?",
@@ -425,17 +443,17 @@ def _result(
     events: list[dict[str, Any]],
     total: int,
     facts: dict[str, Any],
-) -> dict[str, Any]:
-    return {
-        "subject_type": subject_type,
-        "subject_id": subject_id,
-        "title": title,
-        "now": now,
-        "state": state,
-        "lanes": [asdict(lane) for lane in lanes],
-        "boundaries": [asdict(b) for b in sorted(boundaries, key=lambda b: b.at)],
-        "events": events,
-        "events_total": total,
-        "events_truncated": total > len(events),
-        "facts": facts,
-    }
+) -> History:
+    return History(
+        subject_type,
+        subject_id,
+        title,
+        now,
+        state,
+        lanes,
+        sorted(boundaries, key=lambda b: b.at),
+        events,
+        total,
+        total > len(events),
+        facts,
+    )

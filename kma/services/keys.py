@@ -6,6 +6,7 @@ returns only a key's metadata.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from hashlib import sha256
 from typing import Any
 
@@ -23,13 +24,13 @@ from kma.domain.validation import check_text
 from kma.errors import Conflict, NotFound
 from kma.services import key_issue, key_macs
 from kma.services.agent_keys import key_lifecycle
-from kma.services.common import require
+from kma.services.common import require, typed_row
 from kma.services.paging import (
     Filter,
     ListQuery,
     Page,
     PageRequest,
-    TextSearch,
+    SearchIndex,
     boolean,
     choice,
     indexed_rows,
@@ -69,7 +70,7 @@ PUBLIC = (
     "CASE WHEN destroyed_at IS NULL THEN NULL ELSE NOT EXISTS (SELECT 1 FROM backups b WHERE "
     f"{BACKUP_HOLDS_DESTROYED_KEY.format(t='keys.', b='b.')}) END AS destruction_complete"
 )
-_NOT_LIKE = "coalesce({} NOT LIKE :q ESCAPE '\\', 1)"
+_NOT_LIKE = "coalesce({} NOT LIKE :search ESCAPE '\\', 1)"
 # Each sort and filter is served by an index (migrations 0008, 0014). There is no sort by state: a
 # state follows from the key's times and the clock, so no index holds keys in state order; the
 # state filter is there instead. Ties in a sort are broken by the key's row number (`seq`, the
@@ -89,17 +90,17 @@ LIST = ListQuery(
     # A key is found by its ID (keys_text), its volser (the ID in data_units_text, or of a unit above
     # that index's mark: not indexed yet, kma/store/fts.py) or its group (a few rows); each part
     # after the first leaves out keys the one before found, so each key comes once.
-    text=TextSearch(
+    search_index=SearchIndex(
         "seq",
         (
             f"{indexed_rows('keys_text', 'rowid')} "
             "UNION ALL SELECT k.rowid FROM data_units_text d CROSS JOIN keys k ON k.data_unit_id = d.id "
-            f"WHERE data_units_text MATCH 'id : ' || :text AND {_NOT_LIKE.format('k.id')} "
+            f"WHERE data_units_text MATCH 'id : ' || :search_phrase AND {_NOT_LIKE.format('k.id')} "
             "UNION ALL SELECT k.rowid FROM data_units d CROSS JOIN keys k ON k.data_unit_id = d.id "
-            f"WHERE d.rowid > ({fts.LISTS['data_units_text'].mark_sql}) AND d.id LIKE :q ESCAPE '\\' "
+            f"WHERE d.rowid > ({fts.LISTS['data_units_text'].mark_sql}) AND d.id LIKE :search ESCAPE '\\' "
             f"AND {_NOT_LIKE.format('k.id')} "
             "UNION ALL SELECT k.rowid FROM key_groups g CROSS JOIN keys k ON k.key_group_id = g.id "
-            f"WHERE g.id LIKE :q ESCAPE '\\' AND {_NOT_LIKE.format('k.id')} "
+            f"WHERE g.id LIKE :search ESCAPE '\\' AND {_NOT_LIKE.format('k.id')} "
             f"AND {_NOT_LIKE.format('k.data_unit_id')}"
         ),
     ),
@@ -119,6 +120,49 @@ LIST = ListQuery(
 )
 
 
+@dataclass(frozen=True)
+class HeldBackup:
+    """A live database backup that still holds a destroyed key."""
+
+    id: str
+    created_at: int
+
+
+@dataclass(frozen=True)
+class KmipAttribute:
+    """An attribute a KMIP client set on a key, as text."""
+
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class KeyRow:
+    """A key in its details (times in seconds since the epoch), never its material; the API's
+    `Key` reads it."""
+
+    id: str
+    key_group_id: str | None
+    data_unit_id: str | None
+    agent_id: str | None
+    kma_id: str
+    algorithm: str
+    name: str | None  # the Name a KMIP client gave the object
+    state: str
+    compromised: bool
+    created_at: int
+    activated_at: int | None
+    protect_until: int | None
+    deactivate_at: int | None
+    compromised_at: int | None
+    destroyed_at: int | None
+    destroy_comment: str | None
+    destruction_complete: bool | None  # destroyed, and no database backup holds it any more
+    rotation_due_at: int | None  # when the KMA makes this general key's successor
+    held_by_backups: list[HeldBackup]
+    kmip_attributes: list[KmipAttribute]
+
+
 def _row(row: Any) -> dict[str, Any]:
     out = dict(row)
     out.pop("seq", None)  # the list's tie-break only
@@ -133,7 +177,7 @@ def list_keys(kma: Appliance, req: PageRequest) -> Page:
     return page.with_items([_row(r) for r in page.items])
 
 
-def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
+def get_key(kma: Appliance, key_id: str) -> KeyRow:
     row = kma.store.query_one(
         f"SELECT {PUBLIC} FROM keys WHERE id = :id", {"id": key_id, "now": kma.clock.now()}
     )
@@ -154,15 +198,18 @@ def get_key(kma: Appliance, key_id: str) -> dict[str, Any]:
     )
     own = []
     if kmip is not None:
-        own += [{"name": "Sensitive", "value": "True"}] if kmip["sensitive"] else []
+        own += [KmipAttribute("Sensitive", "True")] if kmip["sensitive"] else []
         for label, column in (("Replaced by", "replacement_id"), ("Replaces", "replaced_id")):
             if kmip[column] is not None:
-                own.append({"name": f"Link: {label}", "value": kmip[column]})
-    return {
-        **_row(row),
-        "held_by_backups": [dict(r) for r in held],
-        "kmip_attributes": [dict(r) for r in kept] + own,
-    }
+                own.append(KmipAttribute(f"Link: {label}", kmip[column]))
+    return typed_row(
+        KeyRow,
+        {
+            **_row(row),
+            "held_by_backups": [HeldBackup(r["id"], r["created_at"]) for r in held],
+            "kmip_attributes": [KmipAttribute(r["name"], r["value"]) for r in kept] + own,
+        },
+    )
 
 
 def issue_key(
@@ -172,7 +219,7 @@ def issue_key(
     data_unit_id: str,
     agent_id: str | None = None,
     register_data_unit: bool = False,
-) -> dict[str, Any]:
+) -> KeyRow:
     """Activate a key for a data unit: Protect-and-Process from now, per the group's policy."""
     require(kma, "key group", key_group_id)
     if not register_data_unit:
@@ -195,7 +242,7 @@ def issue_key(
     return get_key(kma, issue.key_id)
 
 
-def compromise_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict[str, Any]:
+def compromise_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> KeyRow:
     check_text(comment, "The comment", max_len=500, required=True)
     require(kma, "key", key_id)
     row = key_macs.sealed_key(kma, key_id)
@@ -219,7 +266,7 @@ def compromise_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> d
     return get_key(kma, key_id)
 
 
-def destroy_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> dict[str, Any]:
+def destroy_key(kma: Appliance, actor: Actor, key_id: str, comment: str) -> KeyRow:
     check_text(comment, "The comment", max_len=500, required=True)
     require(kma, "key", key_id)
     row = key_macs.sealed_key(kma, key_id)

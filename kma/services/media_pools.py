@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from kma.appliance import Appliance
@@ -17,7 +17,7 @@ from kma.domain.actor import Actor
 from kma.domain.media import GenerationRule, Unmatched, VolserPattern
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound, ValidationFailed
-from kma.services.common import describe, patch, refuse_taken, require
+from kma.services.common import describe, patch, refuse_taken, require, typed_row
 from kma.services.paging import ListQuery, Page, PageRequest, list_page
 from kma.store import Stmt
 
@@ -52,6 +52,22 @@ class MediaPool:
     key_group_id: str | None
     never_encrypted: bool
     read_only: bool
+
+
+@dataclass(frozen=True)
+class MediaPoolRow:
+    """A media pool as the API shows it (times in seconds since the epoch); the API's `MediaPool`
+    reads it."""
+
+    id: str
+    description: str
+    pattern: str
+    key_group_id: str | None
+    never_encrypted: bool
+    read_only: bool
+    created_at: int
+    updated_at: int
+    tapes: int  # the data units whose volser the pattern matches
 
 
 class PoolCache:
@@ -124,11 +140,11 @@ def list_media_pools(kma: Appliance, req: PageRequest) -> Page:
     return page.with_items([_row(kma, r) for r in page.items])
 
 
-def get_media_pool(kma: Appliance, pool_id: str) -> dict[str, Any]:
+def get_media_pool(kma: Appliance, pool_id: str) -> MediaPoolRow:
     row = kma.store.query_one(LIST.select + " WHERE id = ?", (pool_id,))
     if row is None:
         raise NotFound(f"There is no media pool '{pool_id}'.")
-    return _row(kma, row)
+    return typed_row(MediaPoolRow, _row(kma, row))
 
 
 def _checked(changes: dict[str, Any]) -> dict[str, Any]:
@@ -149,7 +165,7 @@ def _checked(changes: dict[str, Any]) -> dict[str, Any]:
     return changes
 
 
-def create_media_pool(kma: Appliance, actor: Actor, pool_id: str, **fields: Any) -> dict[str, Any]:
+def create_media_pool(kma: Appliance, actor: Actor, pool_id: str, **fields: Any) -> MediaPoolRow:
     check_id(pool_id, "The media pool ID")
     fields = _checked({"description": "", "never_encrypted": False, "read_only": False, **fields})
     if "pattern" not in fields:
@@ -185,14 +201,14 @@ def _summary(fields: dict[str, Any]) -> str:
     return f"volsers {fields['pattern']}, {kind}{', read only' if fields.get('read_only') else ''}"
 
 
-def update_media_pool(kma: Appliance, actor: Actor, pool_id: str, **changes: Any) -> dict[str, Any]:
+def update_media_pool(kma: Appliance, actor: Actor, pool_id: str, **changes: Any) -> MediaPoolRow:
     current = get_media_pool(kma, pool_id)
     changes = _checked({k: v for k, v in changes.items() if v is not None})
     if changes.get("key_group_id") == "":
         changes["key_group_id"] = None  # "" unbinds the pool from its key group
     elif changes.get("key_group_id"):
         require(kma, "key group", changes["key_group_id"])
-    _checked({**current, **changes})
+    _checked({**asdict(current), **changes})
     if changes:
         kma.commit(
             actor,

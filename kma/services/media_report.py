@@ -10,7 +10,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.audit.exports import iso
 from kma.domain.actor import Actor
-from kma.services.media_views import moved_list, relabel_list
+from kma.services.media_views import list_tapes_moved_between_pools, list_tapes_to_relabel
 from kma.services.paging import MAX_LIMIT, Page, PageRequest
 from kma.services.signed_report import signed_report
 
@@ -48,7 +48,7 @@ def _rows(kma: Appliance) -> list[list[str]]:
             iso(t["updated_at"]),
             "every key destroyed: write it from BOT (overwrite existing labels) before reuse",
         ]
-        for t in _all(relabel_list, kma)
+        for t in _all(list_tapes_to_relabel, kma)
     ]
     rows += [
         [
@@ -61,7 +61,7 @@ def _rows(kma: Appliance) -> list[list[str]]:
             iso(t["updated_at"]),
             "its keys are of another key group than its pool's: check where it belongs",
         ]
-        for t in _all(moved_list, kma)
+        for t in _all(list_tapes_moved_between_pools, kma)
     ]
     return rows
 

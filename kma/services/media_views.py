@@ -4,7 +4,7 @@ tapes that moved between pools."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kma.appliance import Appliance
@@ -34,7 +34,36 @@ def _drives(kma: Appliance) -> Counter[str]:
     return Counter({r["g"]: int(r["n"]) for r in rows})
 
 
-def _row(generation: str, drives: Counter[str], writers: Counter[str | None]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GenerationMigration:
+    """What one drive generation does with a pool's tapes (the API's `GenerationMigration`)."""
+
+    generation: str
+    drives: int  # enabled drives of this generation
+    append: int
+    read_only: int
+    rewrite_from_bot: int
+    unreadable_without: int  # the pool's tapes no other generation's drives here can read
+
+
+@dataclass(frozen=True)
+class WrittenBy:
+    generation: str
+    tapes: int
+
+
+@dataclass(frozen=True)
+class PoolMigration:
+    """A pool's migration view; the API's `MediaPoolMigration` reads it."""
+
+    pool_id: str
+    tapes: int
+    writer_unknown: int
+    written_by: list[WrittenBy]
+    generations: list[GenerationMigration]
+
+
+def _row(generation: str, drives: Counter[str], writers: Counter[str | None]) -> GenerationMigration:
     written = {g: n for g, n in writers.items() if g is not None}
     readers = [d for d in drives if media.family(d) == media.family(generation)]
     # what retiring this generation's drives leaves unreadable: tapes no other drive here reads
@@ -43,38 +72,38 @@ def _row(generation: str, drives: Counter[str], writers: Counter[str | None]) ->
         for w, n in written.items()
         if media.can_read(generation, w) and not any(media.can_read(d, w) for d in readers if d != generation)
     ]
-    return {
-        "generation": generation,
-        "drives": drives[generation],
-        "append": sum(n for w, n in written.items() if media.can_append(generation, w)),
-        "read_only": sum(
+    return GenerationMigration(
+        generation=generation,
+        drives=drives[generation],
+        append=sum(n for w, n in written.items() if media.can_append(generation, w)),
+        read_only=sum(
             n
             for w, n in written.items()
             if media.can_read(generation, w) and not media.can_append(generation, w)
         ),
-        "rewrite_from_bot": sum(n for w, n in written.items() if not media.can_read(generation, w)),
-        "unreadable_without": sum(alone),
-    }
+        rewrite_from_bot=sum(n for w, n in written.items() if not media.can_read(generation, w)),
+        unreadable_without=sum(alone),
+    )
 
 
-def migration_view(kma: Appliance, pool_id: str) -> dict[str, Any]:
+def get_media_pool_migration(kma: Appliance, pool_id: str) -> PoolMigration:
     """Per drive generation (those of the cluster's drives and of the pool's tapes' writers): the
     pool's tapes it can append to, only read, or must rewrite from BOT; and the tapes that would
     be unreadable if its drives were retired."""
     pool = get_media_pool(kma, pool_id)
-    writers = _writers(kma, VolserPattern.parse(pool["pattern"]))
+    writers = _writers(kma, VolserPattern.parse(pool.pattern))
     drives = _drives(kma)
     generations = sorted({*drives, *(g for g in writers if g is not None)}, key=media.GENERATIONS.index)
-    return {
-        "pool_id": pool_id,
-        "tapes": sum(writers.values()),
-        "writer_unknown": writers[None],
-        "written_by": [{"generation": g, "tapes": writers[g]} for g in generations if writers[g]],
-        "generations": [_row(g, drives, writers) for g in generations],
-    }
+    return PoolMigration(
+        pool_id=pool_id,
+        tapes=sum(writers.values()),
+        writer_unknown=writers[None],
+        written_by=[WrittenBy(g, writers[g]) for g in generations if writers[g]],
+        generations=[_row(g, drives, writers) for g in generations],
+    )
 
 
-def relabel_list(kma: Appliance, req: PageRequest) -> Page:
+def list_tapes_to_relabel(kma: Appliance, req: PageRequest) -> Page:
     """Tapes whose keys were all destroyed (Shredded): each must be written from BOT, overwriting
     its labels, before it is reused; a Write Key for one is refused until then."""
     shredded = replace(req, filters={**req.filters, "state": str(DataUnitState.SHREDDED)})
@@ -107,7 +136,7 @@ def _moved_select(kma: Appliance) -> tuple[str, dict[str, Any]]:
     return " UNION ALL ".join(parts), params
 
 
-def moved_list(kma: Appliance, req: PageRequest) -> Page:
+def list_tapes_moved_between_pools(kma: Appliance, req: PageRequest) -> Page:
     """Tapes whose live keys are of another key group than their media pool's (docs/media.md)."""
     select, params = _moved_select(kma)
     query = ListQuery(select=select, sort_fields={"id": ("id", "pool_id")}, default_sort="id", search=("id",))

@@ -83,13 +83,14 @@ def one_of(*allowed: str) -> Callable[[str], str]:
 
 
 @dataclass(frozen=True)
-class TextSearch:
+class SearchIndex:
     """Where a list's search finds the rows that may match, from trigram indexes (migration 0035).
 
-    `rows` is a SELECT of `key` values (a column of the list) named `found`, given `:text`, the
-    search text as an FTS5 phrase, and `:q`, its LIKE pattern. It may return rows that do not
-    match (the index folds case wider than LIKE does), never miss one, and returns a row that
-    matches only once: the list's LIKE still decides, and its matches are counted from `rows`.
+    `rows` is a SELECT of `key` values (a column of the list) named `found`, given
+    `:search_phrase`, the search text as an FTS5 phrase, and `:search`, its LIKE pattern. It may
+    return rows that do not match (the index folds case wider than LIKE does), never miss one, and
+    returns a row that matches only once: the list's LIKE still decides, and its matches are
+    counted from `rows`.
     """
 
     key: str
@@ -97,18 +98,18 @@ class TextSearch:
 
 
 def like_any(columns: Sequence[str]) -> str:
-    """SQL: one of `columns` holds the search text (`:q`, a LIKE pattern)."""
-    return "(" + " OR ".join(f"{c} LIKE :q ESCAPE '\\'" for c in columns) + ")"
+    """SQL: one of `columns` holds the search text (`:search`, a LIKE pattern)."""
+    return "(" + " OR ".join(f"{c} LIKE :search ESCAPE '\\'" for c in columns) + ")"
 
 
 def indexed_rows(name: str, found: str) -> str:
-    """`TextSearch.rows` of a table with its own search index `name`: `found` (a column, or rowid)
+    """`SearchIndex.rows` of a table with its own search index `name`: `found` (a column, or rowid)
     of the rows the index may match, and of the rows above its mark, which it does not hold yet
     (the store's writer indexes them in the background, kma/store/fts.py), those LIKE finds in
     the indexed columns: a few, read by rowid."""
     index = fts.LISTS[name]
     return (
-        f"SELECT {found} AS found FROM {name} WHERE {name} MATCH :text UNION ALL "
+        f"SELECT {found} AS found FROM {name} WHERE {name} MATCH :search_phrase UNION ALL "
         f"SELECT {found} FROM {index.table} WHERE rowid > ({index.mark_sql}) AND {like_any(index.columns)}"
     )
 
@@ -126,7 +127,7 @@ class ListQuery:
     # so that one index (a, b, id) serves both a filter on a and the sort by a.
     sort_fields: Mapping[str, str | tuple[str, ...]]
     default_sort: str
-    search: Sequence[str] = ()
+    search: Sequence[str] = ()  # the columns the search text is looked for in (LIKE)
     filters: Mapping[str, Filter] = field(default_factory=dict)
     id_sql: str = "id"
     default_order: str = "asc"
@@ -134,14 +135,15 @@ class ListQuery:
     # those an index holds in that order. Any other pairing would sort all its matches for each
     # page (a million keys in one state), so the list refuses it and says what it offers instead.
     filtered_sorts: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    text: TextSearch | None = None  # search from an index; without it, `q` is tested row by row
+    # the search from an index; without it, `search` is tested row by row
+    search_index: SearchIndex | None = None
 
 
 @dataclass(frozen=True)
 class PageRequest:
     limit: int = 100
     cursor: str | None = None
-    q: str | None = None
+    search: str | None = None  # the search box's text
     sort: str | None = None
     order: str | None = None
     filters: Mapping[str, str] = field(default_factory=dict)
@@ -200,39 +202,39 @@ def _after(columns: Sequence[str], values: Sequence[Any], order: str) -> str:
     return f"({beyond} OR ({first} = {at} AND {after_ties}))"
 
 
-def _search(spec: ListQuery, q: str, where: list[str], bound: dict[str, Any]) -> TextSearch | None:
-    """Add the search for `q` to `where` and `bound`; the text index that finds its rows, if any."""
-    if "\x00" in q:  # SQLite's LIKE would stop at the NUL and match every row
+def _search(spec: ListQuery, search: str, where: list[str], bound: dict[str, Any]) -> SearchIndex | None:
+    """Add the search for `search` to `where` and `bound`; the index that finds its rows, if any."""
+    if "\x00" in search:  # SQLite's LIKE would stop at the NUL and match every row
         raise ValidationFailed("The search text contains a NUL character.")
-    bound["q"] = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    bound["search"] = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     where.append(like_any(spec.search))
-    if spec.text is None or len(q) < TRIGRAM:
+    if spec.search_index is None or len(search) < TRIGRAM:
         return None
-    bound["text"] = '"' + q.replace('"', '""') + '"'  # an FTS5 phrase: its text taken as is
-    return spec.text
+    bound["search_phrase"] = '"' + search.replace('"', '""') + '"'  # an FTS5 phrase: its text taken as is
+    return spec.search_index
 
 
 def _count(
-    store: Store, source: str, where: str, ordered: str, text: TextSearch | None, bound: Mapping[str, Any]
+    store: Store, source: str, where: str, ordered: str, index: SearchIndex | None, bound: Mapping[str, Any]
 ) -> int:
     """How many rows of `source` meet `where`, up to COUNT_LIMIT + 1."""
-    if text is not None:
+    if index is not None:
         # Counted from the index's candidates as it gives them, stopping as soon: the page's order
         # index may hold 10,000 matches of a fragment spread over a million keys.
         counting = (
-            f"SELECT 1 FROM ({text.rows}) AS candidate CROSS JOIN {source} "
-            f"WHERE {text.key} = candidate.found AND {where}"
+            f"SELECT 1 FROM ({index.rows}) AS candidate CROSS JOIN {source} "
+            f"WHERE {index.key} = candidate.found AND {where}"
         )
     else:  # counted in the page's order: the count reads the index the page reads, and stops as soon
         counting = f"SELECT 1 FROM {source} WHERE {where} ORDER BY {ordered}"
     return int(store.scalar(f"SELECT count(*) FROM ({counting} LIMIT {COUNT_LIMIT + 1})", bound))
 
 
-def _few_candidates(store: Store, text: TextSearch, bound: Mapping[str, Any]) -> bool:
-    """Whether the text index finds at most COUNT_LIMIT rows that may match. The page reads those
+def _few_candidates(store: Store, index: SearchIndex, bound: Mapping[str, Any]) -> bool:
+    """Whether the search index finds at most COUNT_LIMIT rows that may match. The page reads those
     from the index and sorts them; more match often enough that walking the page's order index,
     testing each row, finds a page soon."""
-    found = store.scalar(f"SELECT count(*) FROM ({text.rows} LIMIT {COUNT_LIMIT + 1})", bound)
+    found = store.scalar(f"SELECT count(*) FROM ({index.rows} LIMIT {COUNT_LIMIT + 1})", bound)
     return int(found) <= COUNT_LIMIT
 
 
@@ -260,16 +262,16 @@ def list_page(
         condition, filter_params = spec.filters[name].condition(value, f"f_{name}")
         where.append(condition)
         bound.update(filter_params)
-    text = _search(spec, req.q, where, bound) if req.q else None
+    index = _search(spec, req.search, where, bound) if req.search else None
     base_where = " AND ".join(where) or "1"
     source = f"({spec.select}) AS listed"
     chosen = spec.sort_fields[sort]
     columns = tuple(dict.fromkeys((*((chosen,) if isinstance(chosen, str) else chosen), spec.id_sql)))
     ordered = ", ".join(f"{c} {order}" for c in columns)
-    counted = _count(store, source, base_where, ordered, text, bound)
+    counted = _count(store, source, base_where, ordered, index, bound)
     page_where = base_where
-    if text is not None and counted <= COUNT_LIMIT and _few_candidates(store, text, bound):
-        page_where += f" AND {text.key} IN ({text.rows})"
+    if index is not None and counted <= COUNT_LIMIT and _few_candidates(store, index, bound):
+        page_where += f" AND {index.key} IN ({index.rows})"
     if req.cursor:
         values = decode_cursor(req.cursor, len(columns))
         bound.update({f"c{i}": v for i, v in enumerate(values)})

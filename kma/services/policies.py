@@ -7,13 +7,14 @@ clear message, and refused again by a trigger in the store should anything else 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
 from kma.errors import Conflict, NotFound, ValidationFailed
-from kma.services.common import describe, patch, require
+from kma.services.common import describe, patch, require, typed_row
 from kma.services.paging import ListQuery, Page, PageRequest, list_page
 from kma.services.row_macs import member_of
 from kma.store import Stmt
@@ -42,6 +43,36 @@ GROUPS = ListQuery(
 )
 
 
+@dataclass(frozen=True)
+class PolicyRow:
+    """A key policy (periods in seconds, times in seconds since the epoch); the API's `KeyPolicy`
+    reads it."""
+
+    id: str
+    description: str
+    encryption_period: int
+    cryptoperiod: int
+    allow_export: bool
+    allow_import: bool
+    agents_may_revoke: bool
+    general_keys: bool  # keys for generic KMIP clients; else tape keys
+    rotation_period: int | None  # after a general key's activation, its successor is made
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """A key group and the agents given its keys; the API's `KeyGroup` reads it."""
+
+    id: str
+    description: str
+    policy_id: str
+    agent_ids: list[str]
+    created_at: int
+    updated_at: int
+
+
 def _policy(row: Any) -> dict[str, Any]:
     out = dict(row)
     for flag in FLAGS:
@@ -55,19 +86,19 @@ def _group(row: Any) -> dict[str, Any]:
     return out
 
 
-def list_policies(kma: Appliance, req: PageRequest) -> Page:
+def list_key_policies(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, POLICIES, req)
     return page.with_items([_policy(r) for r in page.items])
 
 
-def get_policy(kma: Appliance, policy_id: str) -> dict[str, Any]:
+def get_key_policy(kma: Appliance, policy_id: str) -> PolicyRow:
     row = kma.store.query_one("SELECT * FROM key_policies WHERE id = ?", (policy_id,))
     if row is None:
         raise NotFound(f"There is no key policy '{policy_id}'.")
-    return _policy(row)
+    return typed_row(PolicyRow, _policy(row))
 
 
-def create_policy(
+def create_key_policy(
     kma: Appliance,
     actor: Actor,
     policy_id: str,
@@ -79,7 +110,7 @@ def create_policy(
     agents_may_revoke: bool = False,
     general_keys: bool = False,
     rotation_period: int | None = None,
-) -> dict[str, Any]:
+) -> PolicyRow:
     check_id(policy_id, "The key policy ID")
     check_text(description, "The description")
     if not 0 < encryption_period <= MAX_PERIOD or not 0 < cryptoperiod <= MAX_PERIOD:
@@ -124,10 +155,10 @@ def create_policy(
         + (f", rotation period {rotation_period}s" if rotation_period is not None else ""),
         ("key_policy", policy_id),
     )
-    return get_policy(kma, policy_id)
+    return get_key_policy(kma, policy_id)
 
 
-def update_policy(kma: Appliance, actor: Actor, policy_id: str, **changes: Any) -> dict[str, Any]:
+def update_key_policy(kma: Appliance, actor: Actor, policy_id: str, **changes: Any) -> PolicyRow:
     changes = {k: v for k, v in changes.items() if v is not None}
     if {"encryption_period", "cryptoperiod"} & changes.keys():
         require(kma, "key policy", policy_id)
@@ -151,24 +182,24 @@ def update_policy(kma: Appliance, actor: Actor, policy_id: str, **changes: Any) 
             f"changed key policy '{policy_id}': {describe(changes)}",
             ("key_policy", policy_id),
         )
-    return get_policy(kma, policy_id)
+    return get_key_policy(kma, policy_id)
 
 
-def list_groups(kma: Appliance, req: PageRequest) -> Page:
+def list_key_groups(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, GROUPS, req)
     return page.with_items([_group(r) for r in page.items])
 
 
-def get_group(kma: Appliance, group_id: str) -> dict[str, Any]:
+def get_key_group(kma: Appliance, group_id: str) -> GroupRow:
     row = kma.store.query_one(f"SELECT * FROM ({GROUPS.select}) WHERE id = ?", (group_id,))
     if row is None:
         raise NotFound(f"There is no key group '{group_id}'.")
-    return _group(row)
+    return typed_row(GroupRow, _group(row))
 
 
-def create_group(
+def create_key_group(
     kma: Appliance, actor: Actor, group_id: str, policy_id: str, description: str = ""
-) -> dict[str, Any]:
+) -> GroupRow:
     check_id(group_id, "The key group ID")
     check_text(description, "The description")
     require(kma, "key policy", policy_id)
@@ -186,12 +217,10 @@ def create_group(
         f"created key group '{group_id}' under policy '{policy_id}'",
         ("key_group", group_id),
     )
-    return get_group(kma, group_id)
+    return get_key_group(kma, group_id)
 
 
-def update_group(
-    kma: Appliance, actor: Actor, group_id: str, description: str | None = None
-) -> dict[str, Any]:
+def update_key_group(kma: Appliance, actor: Actor, group_id: str, description: str | None = None) -> GroupRow:
     if description is not None:
         check_text(description, "The description")
         kma.commit(
@@ -201,10 +230,10 @@ def update_group(
             f"changed key group '{group_id}' description",
             ("key_group", group_id),
         )
-    return get_group(kma, group_id)
+    return get_key_group(kma, group_id)
 
 
-def set_group_agents(kma: Appliance, actor: Actor, group_id: str, agent_ids: Sequence[str]) -> dict[str, Any]:
+def set_key_group_agents(kma: Appliance, actor: Actor, group_id: str, agent_ids: Sequence[str]) -> GroupRow:
     require(kma, "key group", group_id)
     wanted = sorted(set(agent_ids))
     for agent_id in wanted:
@@ -229,4 +258,4 @@ def set_group_agents(kma: Appliance, actor: Actor, group_id: str, agent_ids: Seq
         f"key group '{group_id}' agents: {', '.join(wanted) or 'none'}",
         ("key_group", group_id),
     )
-    return get_group(kma, group_id)
+    return get_key_group(kma, group_id)

@@ -22,6 +22,7 @@ import hmac
 import json
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pyotp
@@ -73,7 +74,17 @@ def _row(kma: Appliance, user_id: str) -> Any:
     return row
 
 
-def enrol(kma: Appliance, actor: Actor) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Enrolment:
+    """Shown once, never again: the secret (also as an otpauth:// URI, for a QR code) and the
+    recovery codes; the API's `SecondFactorEnrolment` reads it."""
+
+    secret: str
+    otpauth_uri: str
+    recovery_codes: list[str]
+
+
+def enrol_second_factor(kma: Appliance, actor: Actor) -> Enrolment:
     """A new secret and recovery codes for the signed-in user, shown once; on only once confirmed."""
     user_id = actor.entity_id
     secret = pyotp.random_base32(32)  # 160 bits, RFC 4226's recommended length
@@ -101,7 +112,7 @@ def enrol(kma: Appliance, actor: Actor) -> dict[str, Any]:
         ("user", user_id),
     )
     uri = pyotp.TOTP(secret, interval=STEP).provisioning_uri(name=user_id, issuer_name=ISSUER)
-    return {"secret": secret, "otpauth_uri": uri, "recovery_codes": codes}
+    return Enrolment(secret, uri, codes)
 
 
 def _matching_step(kma: Appliance, row: Any, code: str) -> int | None:
@@ -220,7 +231,7 @@ def turn_off_change(kma: Appliance, user_id: str) -> Change:
 # --- turning it off: a quorum operation (kma/quorum/protected.py lists it) ---------------------
 def _prepare_turn_off(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
     user_id = str(request["id"])
-    if not users.get_user(kma, user_id)["second_factor"]:
+    if not users.get_user(kma, user_id).second_factor:
         raise ValidationFailed(f"User '{user_id}' has no two-step sign-in to turn off.")
     return Prepared(f"Turn two-step sign-in off for user '{user_id}'", {"id": user_id}, {"id": user_id})
 

@@ -6,8 +6,8 @@ needs no gap logic. Both queries are range scans on covering indexes (migration 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from kma.appliance import Appliance
 from kma.errors import ValidationFailed
@@ -17,11 +17,37 @@ DAY = 86400
 MAX_DAYS = 3660
 
 
+@dataclass(frozen=True)
+class DayCount:
+    day: str  # YYYY-MM-DD, UTC
+    count: int
+
+
+@dataclass(frozen=True)
+class DaySeverity:
+    day: str
+    info: int
+    warning: int
+    error: int
+
+
+@dataclass(frozen=True)
+class Series:
+    """The dashboard's charts over `days` days from `start`; the API's `Series` reads it."""
+
+    days: int
+    start: int
+    keys_by_state: dict[str, int]  # each up to COUNT_LIMIT
+    keys_by_state_exact: dict[str, bool]  # false: more than COUNT_LIMIT keys are in that state
+    keys_issued: list[DayCount]
+    events_by_severity: list[DaySeverity]
+
+
 def _day(index: int) -> str:
     return datetime.fromtimestamp(index * DAY, UTC).strftime("%Y-%m-%d")
 
 
-def series(kma: Appliance, days: int = 30) -> dict[str, Any]:
+def get_dashboard_series(kma: Appliance, days: int = 30) -> Series:
     if not 1 <= days <= MAX_DAYS:
         raise ValidationFailed(f"days must be 1 to {MAX_DAYS}.")
     today = kma.clock.now() // DAY
@@ -42,13 +68,15 @@ def series(kma: Appliance, days: int = 30) -> dict[str, Any]:
     ):
         by_severity.setdefault(int(d), {})[str(severity)] = int(count)
     span = range(first, today + 1)
-    return {
-        "days": days,
-        "start": start,
-        **key_counts(kma),
-        "keys_issued": [{"day": _day(d), "count": issued.get(d, 0)} for d in span],
-        "events_by_severity": [
-            {"day": _day(d), **{s: by_severity.get(d, {}).get(s, 0) for s in ("info", "warning", "error")}}
+    counts = key_counts(kma)
+    return Series(
+        days=days,
+        start=start,
+        keys_by_state=counts.keys_by_state,
+        keys_by_state_exact=counts.keys_by_state_exact,
+        keys_issued=[DayCount(_day(d), issued.get(d, 0)) for d in span],
+        events_by_severity=[
+            DaySeverity(_day(d), *(by_severity.get(d, {}).get(s, 0) for s in ("info", "warning", "error")))
             for d in span
         ],
-    }
+    )

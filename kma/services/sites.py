@@ -9,7 +9,7 @@ from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound
-from kma.services.common import describe, patch, require
+from kma.services.common import describe, patch, require, typed_row
 from kma.services.paging import ListQuery, Page, PageRequest, list_page
 from kma.store import Stmt
 
@@ -40,7 +40,7 @@ def get_site(kma: Appliance, site_id: str) -> SiteRow:
     row = kma.store.query_one(LIST.select + " WHERE id = ?", (site_id,))
     if row is None:
         raise NotFound(f"There is no site '{site_id}'.")
-    return SiteRow(**dict(row))
+    return typed_row(SiteRow, row)
 
 
 def create_site(kma: Appliance, actor: Actor, site_id: str, name: str, description: str = "") -> SiteRow:

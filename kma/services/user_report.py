@@ -21,18 +21,14 @@ def _rows(kma: Appliance) -> list[list[str]]:
         rows.append(
             [
                 "user",
-                u["id"],
-                u["name"],
-                " ".join(u["roles"]),
-                "yes" if u["enabled"] else "no",
-                f"directory {u['directory_account']}" if u["directory_account"] else "local passphrase",
-                "on"
-                if u["second_factor"]
-                else "required, not set up"
-                if u["second_factor_required"]
-                else "off",
-                iso(u["created_at"]),
-                iso(u["updated_at"]),
+                u.id,
+                u.name,
+                " ".join(u.roles),
+                "yes" if u.enabled else "no",
+                f"directory {u.directory_account}" if u.directory_account else "local passphrase",
+                "on" if u.second_factor else "required, not set up" if u.second_factor_required else "off",
+                iso(u.created_at),
+                iso(u.updated_at),
             ]
         )
     settings = directory.get_directory(kma)

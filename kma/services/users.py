@@ -9,6 +9,7 @@ functions commit at once, for first set-up and the demo.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from kma.appliance import Appliance
@@ -26,7 +27,7 @@ from kma.services.paging import (
     ListQuery,
     Page,
     PageRequest,
-    TextSearch,
+    SearchIndex,
     boolean,
     indexed_rows,
     list_page,
@@ -37,17 +38,6 @@ from kma.services.quorum.op_type import KEPT_AS_HASH, OpType, Outcome, Prepared
 from kma.services.row_macs import USERS, seal
 from kma.store import Stmt
 
-PUBLIC = (
-    "id",
-    "name",
-    "roles",
-    "enabled",
-    "locked_until",
-    "created_at",
-    "updated_at",
-    "directory_account",
-    "second_factor",
-)
 # A user's `locked_until` is the lockout over all addresses (kma.services.lockout); a lockout of one
 # source address shows in the audit trail, not here.
 SELECT = (
@@ -62,7 +52,7 @@ LIST = ListQuery(
     sort_fields={"id": "id", "name": "name", "created_at": "created_at"},
     default_sort="id",
     search=("id", "name"),
-    text=TextSearch("id", indexed_rows("users_text", "id")),
+    search_index=SearchIndex("id", indexed_rows("users_text", "id")),
     filters={
         "role": Filter("(',' || roles || ',') LIKE '%,' || :value || ',%'", one_of(*Role)),
         "enabled": Filter("enabled = :value", boolean),
@@ -80,16 +70,39 @@ KEEP_A_SECURITY_OFFICER = Stmt(
 )
 
 
-def user_row(row: Any, second_factor_roles: frozenset[Role] = frozenset()) -> dict[str, Any]:
+@dataclass(frozen=True)
+class UserRow:
+    """A user as the API shows it (times in seconds since the epoch); the API's `User` reads it."""
+
+    id: str
+    name: str
+    roles: list[str]
+    enabled: bool
+    locked_until: int | None  # locked out over all addresses until then (kma.services.lockout)
+    created_at: int
+    updated_at: int
+    directory_account: str | None  # the directory entry (DN) of a directory account; None: local
+    second_factor: bool  # the user's sign-ins need a code from their authenticator app
+    second_factor_required: bool  # the user's roles require it (second_factor_policy)
+    permissions: list[str]  # what the roles allow, by the grant table's names
+
+
+def user_row(row: Any, second_factor_roles: frozenset[Role] = frozenset()) -> UserRow:
     """A user as the API shows it; `second_factor_roles`: the roles that require a second factor."""
-    out = {k: row[k] for k in PUBLIC}
     roles = parse_roles(row["roles"])
-    out["roles"] = [r for r in out["roles"].split(",") if r]
-    out["permissions"] = permissions_of(roles)
-    out["enabled"] = bool(out["enabled"])
-    out["second_factor"] = bool(out["second_factor"])
-    out["second_factor_required"] = bool(roles & second_factor_roles)
-    return out
+    return UserRow(
+        id=row["id"],
+        name=row["name"],
+        roles=[r for r in row["roles"].split(",") if r],
+        enabled=bool(row["enabled"]),
+        locked_until=row["locked_until"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        directory_account=row["directory_account"],
+        second_factor=bool(row["second_factor"]),
+        second_factor_required=bool(roles & second_factor_roles),
+        permissions=permissions_of(roles),
+    )
 
 
 def check_roles(roles: Sequence[str]) -> str:
@@ -104,10 +117,10 @@ def check_roles(roles: Sequence[str]) -> str:
 def list_users(kma: Appliance, req: PageRequest) -> Page:
     page = list_page(kma.store, LIST, req)
     required = second_factor_policy.required_roles(kma)
-    return page.with_items([user_row(r, required) for r in page.items])
+    return page.with_items([asdict(user_row(r, required)) for r in page.items])
 
 
-def get_user(kma: Appliance, user_id: str) -> dict[str, Any]:
+def get_user(kma: Appliance, user_id: str) -> UserRow:
     row = kma.store.query_one(f"{SELECT} WHERE id = ?", (user_id,))
     if row is None:
         raise NotFound(f"There is no user '{user_id}'.")
@@ -161,7 +174,7 @@ def _sealed_after(kma: Appliance, user_id: str, changes: dict[str, Any]) -> list
 
 def create_user(
     kma: Appliance, actor: Actor, user_id: str, name: str, roles: Sequence[str], passphrase: str
-) -> dict[str, Any]:
+) -> UserRow:
     role_text = check_new_user(user_id, name, roles, passphrase)
     refuse_taken(kma, "user", user_id)
     change = create_user_change(kma, user_id, name, role_text, hash_passphrase(passphrase))
@@ -169,7 +182,7 @@ def create_user(
     return get_user(kma, user_id)
 
 
-def check_user_changes(
+def _check_changes(
     name: str | None = None, roles: Sequence[str] | None = None, enabled: bool | None = None
 ) -> dict[str, Any]:
     """The columns a user update sets, validated; empty when nothing changes."""
@@ -212,8 +225,8 @@ def update_user(
     name: str | None = None,
     roles: Sequence[str] | None = None,
     enabled: bool | None = None,
-) -> dict[str, Any]:
-    changes = check_user_changes(name, roles, enabled)
+) -> UserRow:
+    changes = _check_changes(name, roles, enabled)
     if not changes:
         return get_user(kma, user_id)
     change = update_user_change(kma, user_id, changes)
@@ -244,7 +257,7 @@ def set_passphrase_change(kma: Appliance, user_id: str, passphrase_hash: str) ->
 # --- the quorum operations that protect them ---------------------------------------------
 def _refuse_directory_account(kma: Appliance, user_id: str, what: str) -> None:
     """A directory account's passphrase and roles are the directory's (docs/directory.md)."""
-    if get_user(kma, user_id)["directory_account"]:
+    if get_user(kma, user_id).directory_account:
         raise ValidationFailed(f"'{user_id}' is a directory account: {what}.")
 
 
@@ -272,7 +285,7 @@ def _execute_create_user(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[
 
 def _prepare_update_user(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
     user_id = str(request["id"])
-    changes = check_user_changes(request.get("name"), request.get("roles"), request.get("enabled"))
+    changes = _check_changes(request.get("name"), request.get("roles"), request.get("enabled"))
     if not changes:
         raise ValidationFailed("The request changes nothing.")
     _user_must_exist(kma, user_id)

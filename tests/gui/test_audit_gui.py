@@ -38,8 +38,8 @@ def test_browser_filters_and_searches_on_the_server(qtbot, audit_area, controlle
     assert {browser.model.object_at(i).operation for i in range(browser.model.rowCount())} == {"key.destroy"}
 
     browser.filters.clear()
-    qtbot.keyClicks(browser.filters.text, "lost transit")
-    qtbot.waitUntil(lambda: browser.model.q == "lost transit", timeout=WAIT_MS)
+    qtbot.keyClicks(browser.filters.search_edit, "lost transit")
+    qtbot.waitUntil(lambda: browser.model.search == "lost transit", timeout=WAIT_MS)
     wait_idle(qtbot, controller.ops)
     assert browser.model.rowCount() == 1
     assert browser.model.object_at(0).operation == "key.compromise"
@@ -49,12 +49,12 @@ def test_browser_filters_and_searches_on_the_server(qtbot, audit_area, controlle
 def test_saved_filters_come_back(qtbot, audit_area, controller):
     filters = audit_area.browser.filters
     filters.combos["severity"].setCurrentIndex(filters.combos["severity"].findData("error"))
-    filters.text.setText("forbidden")
+    filters.search_edit.setText("forbidden")
     filters.save_as("refusals")
     filters.clear()
     assert filters.values() == {}
     filters.apply_saved("refusals")
-    assert filters.values() == {"severity": "error", "q": "forbidden"}
+    assert filters.values() == {"severity": "error", "search": "forbidden"}
 
 
 def test_live_tail_shows_new_events_on_top(qtbot, audit_area, controller, demo_kma):

@@ -164,7 +164,7 @@ def test_words_agree_and_every_area_has_a_shortcut_and_help_explains_the_roles(q
     qtbot.waitUntil(lambda: kmas.model.total == 1 and "KMA" in kmas.status.text(), timeout=WAIT_MS)
     assert kmas.status.text() == "1 KMA"
     units = open_page(qtbot, window, "data_units")
-    qtbot.keyClicks(units.filter_edit, "E00009")
+    qtbot.keyClicks(units.search_edit, "E00009")
     qtbot.waitUntil(lambda: units.status.text() == "1 data unit", timeout=WAIT_MS)
 
     # Every area can be reached from the keyboard

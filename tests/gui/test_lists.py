@@ -56,8 +56,8 @@ def test_header_click_sorts_on_the_server(qtbot, keys_page, controller):
 
 
 def test_filter_box_asks_the_server(qtbot, keys_page, controller):
-    qtbot.keyClicks(keys_page.filter_edit, "zzzz-no-such-key")
-    qtbot.waitUntil(lambda: keys_page.model.q == "zzzz-no-such-key", timeout=WAIT_MS)
+    qtbot.keyClicks(keys_page.search_edit, "zzzz-no-such-key")
+    qtbot.waitUntil(lambda: keys_page.model.search == "zzzz-no-such-key", timeout=WAIT_MS)
     wait_idle(qtbot, controller.ops)
     assert keys_page.model.rowCount() == 0
     assert "No keys match" in keys_page.status.text()

@@ -264,7 +264,7 @@ def test_a_removed_kmas_certificates_are_refused_by_both_listeners(
     assert node_kma.client().get_status().kma_id == "kma-dal-1"
     removed = so.get_kma("kma-bos-5")
     assert removed.removed_at is not None and removed.locked
-    refused = events(node_kma, q="refused a client certificate")
+    refused = events(node_kma, search="refused a client certificate")
     assert {e.operation for e in refused} >= {"api.connection_refused", "service.tls"}
     assert all("kma-bos-5" in e.message for e in refused)
     with pytest.raises(Conflict, match="was removed"):

@@ -7,14 +7,14 @@ from tests.support.kma_process import RunningKma
 
 def test_free_text_finds_words_anywhere_in_the_message(demo_kma: RunningKma) -> None:
     auditor = demo_kma.client("auditor")
-    lost = auditor.list_audit_events(q="lost transit")
+    lost = auditor.list_audit_events(search="lost transit")
     assert [e.operation for e in lost.items] == ["key.compromise"]
     assert lost.total == 1
-    destroyed = auditor.list_audit_events(q="key.destroy", event_class="key")  # not reports *about* them
+    destroyed = auditor.list_audit_events(search="key.destroy", event_class="key")  # not reports *about* them
     assert destroyed.total >= 2 and {e.operation for e in destroyed.items} == {"key.destroy"}
-    prefix = auditor.list_audit_events(q="E0000", subject_type="data_unit")
+    prefix = auditor.list_audit_events(search="E0000", subject_type="data_unit")
     assert prefix.total >= 9  # E00001..E00009 registered
-    assert auditor.list_audit_events(q='" AND NEAR(').total == 0  # FTS syntax is taken literally
+    assert auditor.list_audit_events(search='" AND NEAR(').total == 0  # FTS syntax is taken literally
 
 
 def test_the_live_tail_returns_only_what_is_new(demo_kma: RunningKma) -> None:
@@ -91,8 +91,8 @@ def test_dashboard_series_count_keys_issued_and_events_by_severity(demo_kma: Run
 
 def test_free_text_pages_follow_on_without_gaps(demo_kma: RunningKma) -> None:
     auditor = demo_kma.client("auditor")
-    everything = auditor.list_audit_events(q="key", limit=1000)
-    paged = [e.id for e in auditor.iter_audit_events(q="key", limit=3)]
+    everything = auditor.list_audit_events(search="key", limit=1000)
+    paged = [e.id for e in auditor.iter_audit_events(search="key", limit=3)]
     assert paged == [e.id for e in everything.items] and len(paged) == everything.total
-    oldest_first = [e.id for e in auditor.iter_audit_events(q="key", limit=4, order="asc")]
+    oldest_first = [e.id for e in auditor.iter_audit_events(search="key", limit=4, order="asc")]
     assert oldest_first == sorted(paged)

@@ -109,7 +109,7 @@ def test_paging_crosses_from_the_tail_to_the_index(store: SQLiteStore) -> None:
     assert search(store, "robot", limit=3) == ids[::-1]
     assert search(store, "robot", limit=3, order="asc") == ids
     assert search(store, "robot slot", limit=100) == ids[::-1]
-    exported = [e["id"] for e in iter_events(store, PageRequest(q="robot"), chunk=4)]
+    exported = [e["id"] for e in iter_events(store, PageRequest(search="robot"), chunk=4)]
     assert exported == ids  # exports and counts use the same split (the `text` filter)
     assert search(store, "cleaning") == [ids[-1] + 1]
 
@@ -124,14 +124,14 @@ def test_a_search_matching_most_events_counts_only_up_to_the_lists_limit(store: 
     with raw(store) as conn:
         index_all(conn)
     store.write(Batch((), record("drive in dallas mounted tape again")))  # one above the mark
-    page = text_page(store, with_text(PageRequest(limit=100, q="dallas")))
+    page = text_page(store, with_text(PageRequest(limit=100, search="dallas")))
     assert (page.total, page.total_exact) == (COUNT_LIMIT, False)
     assert [r["id"] for r in page.items] == list(range(newest + 1, newest - 99, -1))  # the newest, in order
     filtered = text_page(
-        store, with_text(PageRequest(limit=100, q="dallas", filters={"subject_id": "E00001"}))
+        store, with_text(PageRequest(limit=100, search="dallas", filters={"subject_id": "E00001"}))
     )
     assert (filtered.total, filtered.total_exact) == (COUNT_LIMIT, False)
-    few = text_page(store, with_text(PageRequest(limit=100, q="again")))
+    few = text_page(store, with_text(PageRequest(limit=100, search="again")))
     assert (few.total, few.total_exact, len(few.items)) == (1, True, 1)
 
 

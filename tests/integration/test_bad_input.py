@@ -559,10 +559,10 @@ def test_search_and_names_take_odd_text_literally(demo_kma: RunningKma) -> None:
     op = demo_kma.client("op")
     # LIKE wildcards and quotes in a search are plain characters, not patterns.
     for q in ("%", "_", "E0000_", "'", "' OR '1'='1", "\\"):
-        assert op.list_data_units(q=q).total == 0, q
+        assert op.list_data_units(search=q).total == 0, q
     with pytest.raises(ValidationFailed):  # not "every tape", as SQLite's LIKE would have it
-        op.list_data_units(q="\x00")
-    assert op.list_data_units(q="E0000").total >= 9
+        op.list_data_units(search="\x00")
+    assert op.list_data_units(search="E0000").total >= 9
     # Printable unicode (right-to-left, zero-width, emoji) and SQL are fine in descriptions, kept exactly.
     texts = {
         "BIDI01": "\u202eevil.exe\u202c tape",
@@ -574,7 +574,7 @@ def test_search_and_names_take_odd_text_literally(demo_kma: RunningKma) -> None:
     for unit_id, text in texts.items():
         assert op.create_data_unit(unit_id, text).description == text
         assert op.get_data_unit(unit_id).description == text
-        assert op.list_data_units(q=text[:8]).total >= 1
+        assert op.list_data_units(search=text[:8]).total >= 1
     with read_only_db(demo_kma) as db:
         assert db.execute("SELECT count(*) FROM keys").fetchone()[0] > 0  # still there, of course
 

@@ -110,7 +110,7 @@ def test_a_search_on_a_cluster_kma_reads_the_index_and_finds_what_embedded_finds
                 assert index_all(conn) > EVENTS
 
             def on_cluster(q, cursor, filters):  # type: ignore[no-untyped-def]
-                page = auditor.list_audit_events(limit=200, cursor=cursor, q=q, **filters)
+                page = auditor.list_audit_events(limit=200, cursor=cursor, search=q, **filters)
                 return [e.id for e in page.items], page.next_cursor, page.total
 
             def on_embedded(q, cursor, filters):  # type: ignore[no-untyped-def]

@@ -154,7 +154,7 @@ def test_a_tape_is_shredded_only_when_every_one_of_its_keys_is_destroyed(fresh_k
     assert op.get_data_unit("LC0003").state == "readable_needs_rekey"
     op.destroy_key(second.id, "second key retired")
     assert op.get_data_unit("LC0003").state == "shredded"
-    assert op.list_data_units(state="shredded", q="LC0003").total == 1
+    assert op.list_data_units(state="shredded", search="LC0003").total == 1
 
 
 def test_destroy_without_a_comment_is_422_and_changes_nothing(steady_kma: RunningKma) -> None:

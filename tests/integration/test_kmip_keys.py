@@ -297,7 +297,7 @@ def test_the_drive_simulator_mounts_tapes(agents: dict[str, Path], kma: RunningK
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["failures"] == 0 and summary["mounts"] >= 40
     assert summary["keys_issued"] >= 1 and summary["writes"] + summary["reads"] == summary["mounts"]
-    written = kma.client("op").list_data_units(q="S0000", limit=100).items
+    written = kma.client("op").list_data_units(search="S0000", limit=100).items
     assert written and all(unit.state == "readable_normal" for unit in written)
 
 

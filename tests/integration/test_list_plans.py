@@ -183,7 +183,7 @@ TYPED = ("E00001", "backup-dal", "dallas", "4F2A9C", 'no "such" 50%_row')
 def searches(spec: ListQuery) -> Iterator[tuple[str, PageRequest]]:
     """Each typed text with each request the list offers (every sort, order, filter, cursor)."""
     for text, (label, req) in itertools.product(TYPED, requests(spec)):
-        yield f"q={text!r} {label}", replace(req, q=text)
+        yield f"search={text!r} {label}", replace(req, search=text)
 
 
 def text_steps_bad(conn: Any, sql: str, params: dict[str, Any], table: str) -> list[str]:
@@ -205,11 +205,11 @@ def text_steps_bad(conn: Any, sql: str, params: dict[str, Any], table: str) -> l
 @pytest.mark.parametrize("counted", [0, COUNT_LIMIT + 1], ids=["few matches", "many matches"])
 @pytest.mark.parametrize("name", LISTS)
 def test_every_search_is_answered_from_an_index(large_store: Path, name: str, counted: int) -> None:
-    """Search (`q`) in every list, with each sort, order and filter: the rows come from the list's
+    """Search (`search`) in every list, with each sort, order and filter: the rows come from the list's
     trigram index (migration 0035), as the plan shows; with more candidates than a count holds,
     the page walks its order index as without a search (a page of them is near)."""
     spec, table = LISTS[name]
-    assert spec.text is not None, f"the {name} list searches row by row"
+    assert spec.search_index is not None, f"the {name} list searches row by row"
     with read_only_db(large_store) as conn:
         failures = []
         for label, req in searches(spec):

@@ -14,6 +14,7 @@ from typing import Any
 from kma.store import fts, schema
 from kma.store import sqlite as embedded
 from kms_client.paging import iter_all
+from tests.integration.helpers import error_of, raw_http
 from tests.support.cluster import three_kmas
 from tests.support.kma_process import RunningKma, read_only_db
 from tests.support.waiting import wait_until
@@ -21,18 +22,18 @@ from tests.support.waiting import wait_until
 TEXT_TABLES = ("keys_text", "data_units_text", "agents_text", "users_text", "pending_quorum_ops_text")
 
 
-def like(q: str, *values: str | None) -> bool:
-    """SQLite's `value LIKE '%q%'`: a substring, ASCII letters folded, every other character as is."""
+def like(search: str, *values: str | None) -> bool:
+    """SQLite's `value LIKE '%search%'`: a substring, ASCII letters folded, every other character as is."""
     fold = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-    return any(v is not None and q.translate(fold) in v.translate(fold) for v in values)
+    return any(v is not None and search.translate(fold) in v.translate(fold) for v in values)
 
 
-def found(list_page: Callable[..., Any], q: str) -> list[str]:
-    return sorted(item.id for item in iter_all(list_page, q=q, limit=50))
+def found(list_page: Callable[..., Any], search: str) -> list[str]:
+    return sorted(item.id for item in iter_all(list_page, search=search, limit=50))
 
 
-def expected(items: Iterable[Any], fields: tuple[str, ...], q: str) -> list[str]:
-    return sorted(item.id for item in items if like(q, *(getattr(item, f) for f in fields)))
+def expected(items: Iterable[Any], fields: tuple[str, ...], search: str) -> list[str]:
+    return sorted(item.id for item in items if like(search, *(getattr(item, f) for f in fields)))
 
 
 def check_searches(kma: RunningKma, typed: list[str]) -> None:
@@ -53,9 +54,9 @@ def check_searches(kma: RunningKma, typed: list[str]) -> None:
         for list_page, fields in lists.items():
             everything = list(iter_all(list_page, limit=1000))
             wrong += [
-                (list_page.__name__, q)
-                for q in typed
-                if found(list_page, q) != expected(everything, fields, q)
+                (list_page.__name__, search)
+                for search in typed
+                if found(list_page, search) != expected(everything, fields, search)
             ]
         return wrong
 
@@ -92,6 +93,25 @@ def test_search_finds_ids_volsers_prefixes_and_fragments_as_before(fresh_kma: Ru
         "_",  # shorter than a trigram; LIKE's wildcards taken literally
     ]
     check_searches(fresh_kma, typed)
+
+
+def test_the_search_goes_by_search_and_by_its_old_name_q(fresh_kma: RunningKma) -> None:
+    """`search` is the search's query parameter; `q`, its name in release 0.1.0, which that
+    release's client still sends, finds the same rows; the document names `search` only."""
+    op = fresh_kma.client("op")
+    op.create_data_unit("QN0001", "Old name, new name")
+    op.create_data_unit("ZZ0001", "Not searched for")
+    with raw_http(fresh_kma, op.token) as http:
+        by_search = http.get("/data-units", params={"search": "qn000"})
+        by_q = http.get("/data-units", params={"q": "qn000"})
+        both = http.get("/data-units", params={"search": "qn000", "q": "qn000"})
+        document = http.get("/openapi.json").json()
+    assert [u["id"] for u in by_search.json()["items"]] == ["QN0001"]
+    assert by_q.json() == by_search.json()
+    assert both.status_code == 422
+    assert "once" in error_of(both)["message"]
+    listed = {p["name"] for p in document["paths"]["/api/v1/data-units"]["get"]["parameters"]}
+    assert "search" in listed and "q" not in listed
 
 
 def test_the_index_follows_each_change(fresh_kma: RunningKma) -> None:

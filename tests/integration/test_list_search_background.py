@@ -53,8 +53,8 @@ def indexed(s: SQLiteStore) -> int:
     return int(s.scalar("SELECT count(*) FROM data_units_text_docsize"))
 
 
-def found(s: SQLiteStore, q: str) -> list[str]:
-    page = list_page(s, data_units.LIST, PageRequest(limit=100, q=q), {"now": int(time.time())})
+def found(s: SQLiteStore, search: str) -> list[str]:
+    page = list_page(s, data_units.LIST, PageRequest(limit=100, search=search), {"now": int(time.time())})
     assert page.total == len(page.items)
     return [row["id"] for row in page.items]
 
@@ -153,8 +153,8 @@ def test_a_restarted_kma_indexes_what_it_left(fresh_kma: RunningKma) -> None:
         with read_only_db(fresh_kma) as conn:
             return bool(conn.execute("SELECT max(rowid) FROM data_units").fetchone()[0] == mark(conn))
 
-    def found_by_kma(q: str) -> list[str]:
-        return [u.id for u in fresh_kma.client("op").list_data_units(q=q).items]
+    def found_by_kma(search: str) -> list[str]:
+        return [u.id for u in fresh_kma.client("op").list_data_units(search=search).items]
 
     fresh_kma.client("op").create_data_unit("RS0001", "Before the restart")
     wait_until(caught_up, 60, "the writer indexing the new unit")

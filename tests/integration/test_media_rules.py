@@ -77,7 +77,7 @@ def test_a_write_key_for_a_tape_of_a_never_encrypted_pool_is_refused_and_audited
     assert said and said[0]["condition"] == "error" and "never encrypted" in said[0]["message"]
     assert kma.client("auditor").get_media_refusals().never_encrypted >= 1
     # no key was given to the plain tape
-    assert kma.client("op").list_data_units(q="N00001").total == 0
+    assert kma.client("op").list_data_units(search="N00001").total == 0
 
 
 def test_an_older_drive_may_not_append_to_a_newer_drives_tape_but_may_write_it_from_bot(
@@ -267,7 +267,7 @@ def test_tapes_that_moved_between_pools_are_listed_and_reported_signed(
         assert (m.pool_id, m.pool_key_group_id, m.writer_generation) == ("boston-m", "backup-boston", "LTO-8")
         assert list(m.key_groups) == ["backup-dallas"]
         assert (moved["P10001"].pool_id, moved["P10001"].pool_key_group_id) == ("plain-p", None)
-        assert [t.id for t in op.list_tapes_moved_between_pools(q="M1").items] == ["M10001"]
+        assert [t.id for t in op.list_tapes_moved_between_pools(search="M1").items] == ["M10001"]
 
         report = op.get_media_report()
         rows = list(csv.DictReader(io.StringIO(report.csv)))

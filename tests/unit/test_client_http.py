@@ -350,8 +350,8 @@ def test_iter_all_follows_cursors_and_keeps_filters(ca_pem: str) -> None:
         return ok(pages[request.url.params.get("cursor")])
 
     client = client_with(ca_pem, handler)
-    assert len(list(iter_all(client.list_sites, q="dal", limit=1))) == 3
-    assert [r.url.params.get("q") for r in seen] == ["dal", "dal"]
+    assert len(list(iter_all(client.list_sites, search="dal", limit=1))) == 3
+    assert [r.url.params.get("search") for r in seen] == ["dal", "dal"]
     assert len(list(client.iter_sites())) == 3
     assert [p.total for p in client.iter_pages(client.list_sites)] == [3, 3]
 

@@ -136,7 +136,7 @@ class AuditBrowser(QWidget):
         find = QShortcut(
             QKeySequence.StandardKey.Find, self, context=Qt.ShortcutContext.WidgetWithChildrenShortcut
         )
-        find.activated.connect(self.filters.text.setFocus)
+        find.activated.connect(self.filters.search_edit.setFocus)
         # F5 is the main window's View > Refresh, which refreshes this page: a second F5 here
         # would make the key ambiguous (and do nothing) whenever the table has focus.
 
@@ -246,15 +246,17 @@ class AuditBrowser(QWidget):
     def apply_filter(self) -> None:
         self._loaded = True
         values = self.filters.values()
-        q = values.pop("q", "")
-        self.model.set_query(q, values)
+        search = values.pop("search", "")
+        self.model.set_query(search, values)
 
     def _update_status(self, *_: Any) -> None:
         shown, total = self.model.rowCount(), self.model.total
         if self.model.loading and not shown:
             text = "Loading audit events…"
         elif total == 0:
-            text = "No audit events match." if (self.model.q or self.model.filters) else "No audit events."
+            text = (
+                "No audit events match." if (self.model.search or self.model.filters) else "No audit events."
+            )
         elif not self.model.total_exact:  # the KMA stops counting a search's matches at large numbers
             text = f"Showing {shown:,} of more than {total:,} audit events"
         else:

@@ -81,13 +81,15 @@ class AuditFilterBar(QWidget):
         self._quiet = False
 
     def _text_row(self, grid: QGridLayout) -> None:
-        self.text = QLineEdit()
-        self.text.setPlaceholderText("Search words in messages, operations, users, keys, volsers…  (Ctrl+F)")
-        self.text.setClearButtonEnabled(True)
-        self.text.setAccessibleName("Search audit events")
-        self.text.textChanged.connect(lambda _t: self._debounce.start())
-        self.text.returnPressed.connect(self._now)
-        grid.addWidget(self.text, 0, 0, 1, 5)
+        self.search_edit = QLineEdit()
+        self.search_edit.setPlaceholderText(
+            "Search words in messages, operations, users, keys, volsers…  (Ctrl+F)"
+        )
+        self.search_edit.setClearButtonEnabled(True)
+        self.search_edit.setAccessibleName("Search audit events")
+        self.search_edit.textChanged.connect(lambda _t: self._debounce.start())
+        self.search_edit.returnPressed.connect(self._now)
+        grid.addWidget(self.search_edit, 0, 0, 1, 5)
 
         self.saved = QToolButton()
         self.saved.setText("Saved filters")
@@ -159,7 +161,7 @@ class AuditFilterBar(QWidget):
         self._quiet = False
 
     def values(self) -> dict[str, Any]:
-        """The filter as list parameters (``q`` included when there is text)."""
+        """The filter as list parameters (``search`` included when there is text)."""
         out: dict[str, Any] = {}
         for param, combo in self.combos.items():
             value = combo.currentText().strip() if combo.isEditable() else combo.currentData()
@@ -171,8 +173,8 @@ class AuditFilterBar(QWidget):
             out["until"] = _iso(cast(datetime, self.until.dateTime().toPython()))
         elif span is not None:
             out["since"] = _iso(datetime.now(UTC) - span)
-        if self.text.text().strip():
-            out["q"] = self.text.text().strip()
+        if self.search_edit.text().strip():
+            out["search"] = self.search_edit.text().strip()
         return out
 
     def state(self) -> dict[str, Any]:
@@ -181,7 +183,7 @@ class AuditFilterBar(QWidget):
             p: (c.currentText() if c.isEditable() else c.currentData()) for p, c in self.combos.items()
         }
         state["range"] = self.range.currentIndex()
-        state["text"] = self.text.text()
+        state["text"] = self.search_edit.text()  # "text": the name saved views were stored under
         if self.range.currentData() == "custom":
             state["since"] = self.since.dateTime().toString(Qt.DateFormat.ISODate)
             state["until"] = self.until.dateTime().toString(Qt.DateFormat.ISODate)
@@ -199,7 +201,7 @@ class AuditFilterBar(QWidget):
         if state.get("since"):
             self.since.setDateTime(QDateTime.fromString(state["since"], Qt.DateFormat.ISODate))
             self.until.setDateTime(QDateTime.fromString(state["until"], Qt.DateFormat.ISODate))
-        self.text.setText(state.get("text", ""))
+        self.search_edit.setText(state.get("text", ""))
         self._quiet = False
         self._now()
 

@@ -41,12 +41,12 @@ def list_agents(
 
 
 @router.get("/{agent_id}", response_model=schemas.Agent)
-def get_agent(agent_id: str, kma: Kma, actor: AgentsRead) -> dict[str, object]:
+def get_agent(agent_id: str, kma: Kma, actor: AgentsRead) -> agents.AgentRow:
     return agents.get_agent(kma, agent_id)
 
 
 @router.post("", response_model=schemas.Agent, status_code=201)
-def create_agent(body: schemas.AgentCreate, kma: Kma, actor: AgentsWrite) -> dict[str, object]:
+def create_agent(body: schemas.AgentCreate, kma: Kma, actor: AgentsWrite) -> agents.AgentRow:
     drive = body.model_dump(include={"drive_model", "drive_generation", "library", "library_partition"})
     return agents.create_agent(
         kma, actor, body.id, body.site_id, body.default_key_group_id, body.description, **drive
@@ -54,7 +54,7 @@ def create_agent(body: schemas.AgentCreate, kma: Kma, actor: AgentsWrite) -> dic
 
 
 @router.patch("/{agent_id}", response_model=schemas.Agent)
-def update_agent(agent_id: str, body: schemas.AgentPatch, kma: Kma, actor: AgentsWrite) -> dict[str, object]:
+def update_agent(agent_id: str, body: schemas.AgentPatch, kma: Kma, actor: AgentsWrite) -> agents.AgentRow:
     return agents.update_agent(kma, actor, agent_id, **body.model_dump(exclude_none=True))
 
 

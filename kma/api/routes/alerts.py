@@ -10,7 +10,7 @@ from kma.alerts import snmp
 from kma.api.alert_schemas import AlertChannel, AlertChannelPut, AlertChannels, AlertTestResult
 from kma.api.deps import AlertsRead, AlertsWrite, Kma
 from kma.services import alert_channels as service
-from kma.services.alerts import describe_channel
+from kma.services.alerts import ChannelView, describe_channel
 
 router = APIRouter(prefix="/alert-channels", tags=["alerts"])
 
@@ -33,7 +33,7 @@ def list_alert_channels(kma: Kma, actor: AlertsRead) -> dict[str, Any]:
 
 
 @router.post("", response_model=AlertChannel, status_code=201)
-def add_alert_channel(body: AlertChannelPut, kma: Kma, actor: AlertsWrite) -> dict[str, Any]:
+def add_alert_channel(body: AlertChannelPut, kma: Kma, actor: AlertsWrite) -> ChannelView:
     ch = service.add_channel(
         kma,
         actor,
@@ -48,9 +48,7 @@ def add_alert_channel(body: AlertChannelPut, kma: Kma, actor: AlertsWrite) -> di
 
 
 @router.put("/{channel_id}", response_model=AlertChannel)
-def change_alert_channel(
-    channel_id: str, body: AlertChannelPut, kma: Kma, actor: AlertsWrite
-) -> dict[str, Any]:
+def change_alert_channel(channel_id: str, body: AlertChannelPut, kma: Kma, actor: AlertsWrite) -> ChannelView:
     if body.kind != service.channel(kma, channel_id).kind:
         from kma.errors import ValidationFailed
 
@@ -75,5 +73,5 @@ def remove_alert_channel(channel_id: str, kma: Kma, actor: AlertsWrite) -> Respo
 
 
 @router.post("/{channel_id}/test", response_model=AlertTestResult)
-def send_test_alert(channel_id: str, kma: Kma, actor: AlertsWrite) -> dict[str, Any]:
-    return service.send_test(kma, actor, channel_id)
+def send_test_alert(channel_id: str, kma: Kma, actor: AlertsWrite) -> service.Delivery:
+    return service.send_test_alert(kma, actor, channel_id)

@@ -40,7 +40,7 @@ def audit_filter(
     until: str | None = None,
     after_id: int | None = None,
 ) -> PageRequest:
-    """The browser's filter; `q` is free text (FTS5), `after_id` the live tail's cursor."""
+    """The browser's filter; `search` is free text (FTS5), `after_id` the live tail's cursor."""
     return with_filters(
         paging,
         operation=operation,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from kma.api.deps import AuditManage, AuditRead, Kma
@@ -14,10 +12,12 @@ router = APIRouter(prefix="/audit-forwarding", tags=["audit"])
 
 
 @router.get("", response_model=AuditForwarding)
-def get_audit_forwarding(kma: Kma, actor: AuditRead) -> dict[str, Any]:
-    return audit_forwarding.get_setting(kma)
+def get_audit_forwarding(kma: Kma, actor: AuditRead) -> audit_forwarding.ForwardingSetting:
+    return audit_forwarding.get_audit_forwarding(kma)
 
 
 @router.put("", response_model=AuditForwarding)
-def set_audit_forwarding(body: AuditForwardingPut, kma: Kma, actor: AuditManage) -> dict[str, Any]:
-    return audit_forwarding.set_setting(kma, actor, body.address, body.ca_pem, body.enabled)
+def set_audit_forwarding(
+    body: AuditForwardingPut, kma: Kma, actor: AuditManage
+) -> audit_forwarding.ForwardingSetting:
+    return audit_forwarding.set_audit_forwarding(kma, actor, body.address, body.ca_pem, body.enabled)

@@ -24,7 +24,7 @@ def sign_out(kma: KmaEvenLocked, actor: CurrentActor, token: Token) -> Response:
 
 
 @router.get("/me", response_model=schemas.User)
-def get_me(kma: KmaEvenLocked, actor: CurrentActor) -> dict[str, object]:
+def get_me(kma: KmaEvenLocked, actor: CurrentActor) -> users.UserRow:
     return users.get_user(kma, actor.entity_id)
 
 
@@ -32,8 +32,8 @@ def get_me(kma: KmaEvenLocked, actor: CurrentActor) -> dict[str, object]:
 # and who may do nothing else until then); a Security Officer turns a user's off under quorum
 # (DELETE /users/{id}/second-factor) and sets which roles require it (PUT /auth/second-factor/policy).
 @router.post("/second-factor", response_model=second_factor_schemas.SecondFactorEnrolment, status_code=201)
-def enrol_second_factor(kma: Kma, actor: CurrentActor) -> dict[str, object]:
-    return second_factor.enrol(kma, actor)
+def enrol_second_factor(kma: Kma, actor: CurrentActor) -> second_factor.Enrolment:
+    return second_factor.enrol_second_factor(kma, actor)
 
 
 @router.post("/second-factor/confirm", status_code=204)

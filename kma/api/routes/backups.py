@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Response
@@ -23,21 +24,23 @@ def list_backups(kma: Kma, actor: BackupsRead) -> dict[str, Any]:
 @router.post("/backups", response_model=schemas.BackupMade, status_code=201)
 def create_backup(kma: Kma, actor: BackupsWrite) -> dict[str, Any]:
     made = backups.create_backup(kma, actor)
-    return {**made, "core_security_backup": backups.core_status(kma)}
+    return {**asdict(made), "core_security_backup": backups.core_status(kma)}
 
 
 @router.get("/backups/schedule", response_model=schemas.BackupSchedule)
-def get_backup_schedule(kma: Kma, actor: BackupsRead) -> dict[str, Any]:
-    return backup_schedule.get_schedule(kma)
+def get_backup_schedule(kma: Kma, actor: BackupsRead) -> backup_schedule.Schedule:
+    return backup_schedule.get_backup_schedule(kma)
 
 
 @router.put("/backups/schedule", response_model=schemas.BackupSchedule)
-def set_backup_schedule(body: schemas.BackupScheduleSet, kma: Kma, actor: BackupsWrite) -> dict[str, Any]:
-    return backup_schedule.set_schedule(kma, actor, body.frequency, body.folder, body.keep)
+def set_backup_schedule(
+    body: schemas.BackupScheduleSet, kma: Kma, actor: BackupsWrite
+) -> backup_schedule.Schedule:
+    return backup_schedule.set_backup_schedule(kma, actor, body.frequency, body.folder, body.keep)
 
 
 @router.get("/backups/{backup_id}", response_model=schemas.Backup)
-def get_backup(backup_id: str, kma: Kma, actor: BackupsRead) -> dict[str, Any]:
+def get_backup(backup_id: str, kma: Kma, actor: BackupsRead) -> backups.BackupRow:
     return backups.get_backup(kma, backup_id)
 
 
@@ -54,7 +57,7 @@ def delete_backup(backup_id: str, kma: Kma, actor: BackupsWrite) -> Response:
 
 
 @router.get("/core-security-backup", response_model=schemas.CoreSecurityBackupStatus)
-def core_security_backup_status(kma: Kma, actor: BackupsRead) -> dict[str, Any]:
+def core_security_backup_status(kma: Kma, actor: BackupsRead) -> backups.CoreStatus:
     return backups.core_status(kma)
 
 

@@ -25,17 +25,17 @@ def list_data_units(
 
 
 @router.get("/{unit_id}", response_model=schemas.DataUnit)
-def get_data_unit(unit_id: str, kma: Kma, actor: DataRead) -> dict[str, object]:
+def get_data_unit(unit_id: str, kma: Kma, actor: DataRead) -> data_units.DataUnitRow:
     return data_units.get_data_unit(kma, unit_id)
 
 
 @router.post("", response_model=schemas.DataUnit, status_code=201)
-def create_data_unit(body: schemas.DataUnitCreate, kma: Kma, actor: DataWrite) -> dict[str, object]:
+def create_data_unit(body: schemas.DataUnitCreate, kma: Kma, actor: DataWrite) -> data_units.DataUnitRow:
     return data_units.create_data_unit(kma, actor, body.id, body.description)
 
 
 @router.patch("/{unit_id}", response_model=schemas.DataUnit)
 def update_data_unit(
     unit_id: str, body: schemas.DataUnitPatch, kma: Kma, actor: DataWrite
-) -> dict[str, object]:
+) -> data_units.DataUnitRow:
     return data_units.update_data_unit(kma, actor, unit_id, body.description)

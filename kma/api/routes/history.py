@@ -8,8 +8,6 @@ whole stays the audit readers').
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from kma.api import audit_schemas
@@ -20,15 +18,15 @@ router = APIRouter(tags=["history"])
 
 
 @router.get("/keys/{key_id}/history", response_model=audit_schemas.History)
-def key_history(key_id: str, kma: Kma, actor: HistoryRead) -> dict[str, Any]:
+def key_history(key_id: str, kma: Kma, actor: HistoryRead) -> history.History:
     return history.key_history(kma, key_id)
 
 
 @router.get("/data-units/{unit_id}/history", response_model=audit_schemas.History)
-def data_unit_history(unit_id: str, kma: Kma, actor: HistoryRead) -> dict[str, Any]:
+def data_unit_history(unit_id: str, kma: Kma, actor: HistoryRead) -> history.History:
     return history.data_unit_history(kma, unit_id)
 
 
 @router.get("/agents/{agent_id}/history", response_model=audit_schemas.History)
-def agent_history(agent_id: str, kma: Kma, actor: HistoryRead) -> dict[str, Any]:
+def agent_history(agent_id: str, kma: Kma, actor: HistoryRead) -> history.History:
     return history.agent_history(kma, agent_id)

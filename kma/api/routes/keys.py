@@ -33,20 +33,20 @@ def list_keys(
 
 
 @router.get("/{key_id}", response_model=schemas.Key)
-def get_key(key_id: str, kma: Kma, actor: DataRead) -> dict[str, object]:
+def get_key(key_id: str, kma: Kma, actor: DataRead) -> keys.KeyRow:
     return keys.get_key(kma, key_id)
 
 
 @router.post("", response_model=schemas.Key, status_code=201)
-def issue_key(body: schemas.KeyIssue, kma: Kma, actor: DataWrite) -> dict[str, object]:
+def issue_key(body: schemas.KeyIssue, kma: Kma, actor: DataWrite) -> keys.KeyRow:
     return keys.issue_key(kma, actor, body.key_group_id, body.data_unit_id)
 
 
 @router.post("/{key_id}/compromise", response_model=schemas.Key)
-def compromise_key(key_id: str, body: schemas.CommentBody, kma: Kma, actor: DataWrite) -> dict[str, object]:
+def compromise_key(key_id: str, body: schemas.CommentBody, kma: Kma, actor: DataWrite) -> keys.KeyRow:
     return keys.compromise_key(kma, actor, key_id, body.comment)
 
 
 @router.post("/{key_id}/destroy", response_model=schemas.Key)
-def destroy_key(key_id: str, body: schemas.CommentBody, kma: Kma, actor: DataWrite) -> dict[str, object]:
+def destroy_key(key_id: str, body: schemas.CommentBody, kma: Kma, actor: DataWrite) -> keys.KeyRow:
     return keys.destroy_key(kma, actor, key_id, body.comment)

@@ -19,19 +19,19 @@ def list_media_pools(kma: Kma, actor: MediaRead, paging: Paging) -> Page:
 
 
 @router.get("/media-pools/{pool_id}", response_model=schemas.MediaPool)
-def get_media_pool(pool_id: str, kma: Kma, actor: MediaRead) -> dict[str, object]:
+def get_media_pool(pool_id: str, kma: Kma, actor: MediaRead) -> media_pools.MediaPoolRow:
     return media_pools.get_media_pool(kma, pool_id)
 
 
 @router.post("/media-pools", response_model=schemas.MediaPool, status_code=201)
-def create_media_pool(body: schemas.MediaPoolCreate, kma: Kma, actor: MediaWrite) -> dict[str, object]:
+def create_media_pool(body: schemas.MediaPoolCreate, kma: Kma, actor: MediaWrite) -> media_pools.MediaPoolRow:
     return media_pools.create_media_pool(kma, actor, body.id, **body.model_dump(exclude={"id"}))
 
 
 @router.patch("/media-pools/{pool_id}", response_model=schemas.MediaPool)
 def update_media_pool(
     pool_id: str, body: schemas.MediaPoolPatch, kma: Kma, actor: MediaWrite
-) -> dict[str, object]:
+) -> media_pools.MediaPoolRow:
     return media_pools.update_media_pool(kma, actor, pool_id, **body.model_dump(exclude_none=True))
 
 
@@ -42,9 +42,9 @@ def delete_media_pool(pool_id: str, kma: Kma, actor: MediaWrite) -> Response:
 
 
 @router.get("/media-pools/{pool_id}/migration", response_model=schemas.MediaPoolMigration)
-def get_media_pool_migration(pool_id: str, kma: Kma, actor: MediaRead) -> dict[str, object]:
+def get_media_pool_migration(pool_id: str, kma: Kma, actor: MediaRead) -> media_views.PoolMigration:
     """Per drive generation: the pool's tapes it appends to, only reads, or must rewrite from BOT."""
-    return media_views.migration_view(kma, pool_id)
+    return media_views.get_media_pool_migration(kma, pool_id)
 
 
 @router.get("/media/settings", response_model=schemas.MediaSettings)
@@ -65,11 +65,11 @@ def get_media_refusals(kma: Kma, actor: MediaRead) -> dict[str, object]:
 @router.get("/media/relabel", response_model=PageOf[schemas.TapeToRelabel])
 def list_tapes_to_relabel(kma: Kma, actor: MediaRead, paging: Paging) -> Page:
     """Tapes whose keys were all destroyed: to be written from BOT before they are reused."""
-    return media_views.relabel_list(kma, paging)
+    return media_views.list_tapes_to_relabel(kma, paging)
 
 
 @router.get("/media/moved", response_model=PageOf[schemas.TapeMovedBetweenPools])
 def list_tapes_moved_between_pools(kma: Kma, actor: MediaRead, paging: Paging) -> Page:
     """Tapes holding a live key of another key group than their media pool's: written under another
     pool, or the pools were redrawn since."""
-    return media_views.moved_list(kma, paging)
+    return media_views.list_tapes_moved_between_pools(kma, paging)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
@@ -16,5 +16,5 @@ router = APIRouter(tags=["status"])
 @router.get("/dashboard/series", response_model=audit_schemas.Series)
 def get_dashboard_series(
     kma: Kma, actor: SignedIn, days: Annotated[int, Query(ge=1, le=3660)] = 30
-) -> dict[str, Any]:
-    return day_series.series(kma, days)
+) -> day_series.Series:
+    return day_series.get_dashboard_series(kma, days)

@@ -14,8 +14,8 @@ router = APIRouter(tags=["status"])
 
 
 @router.get("/status", response_model=schemas.Status)
-def get_status(kma: KmaEvenLocked) -> dict[str, object]:
-    return dashboard.status(kma)
+def get_status(kma: KmaEvenLocked) -> dashboard.Status:
+    return dashboard.get_status(kma)
 
 
 @router.get("/about", response_model=schemas.About)
@@ -36,5 +36,5 @@ def get_ca(kma: KmaEvenLocked) -> dict[str, object]:
 
 
 @router.get("/dashboard", response_model=schemas.Dashboard)
-def get_dashboard(kma: Kma, actor: SignedIn) -> dict[str, object]:
-    return dashboard.dashboard(kma)
+def get_dashboard(kma: Kma, actor: SignedIn) -> dashboard.Dashboard:
+    return dashboard.get_dashboard(kma)

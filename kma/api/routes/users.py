@@ -28,7 +28,7 @@ def list_users(
 
 
 @router.get("/{user_id}", response_model=schemas.User)
-def get_user(user_id: str, kma: Kma, actor: UsersRead) -> dict[str, object]:
+def get_user(user_id: str, kma: Kma, actor: UsersRead) -> users.UserRow:
     return users.get_user(kma, user_id)
 
 

@@ -90,7 +90,7 @@ class AgentAccess:
     previous_fingerprint: str | None = None
 
 
-def mine(agent: AgentAccess | None) -> dict[str, Any]:
+def mine(agent: AgentAccess | None) -> dict[str, str | None]:
     """The parameters `AGENT_GROUPS` and `may_use` read: the agent and its verified key groups."""
     if agent is None:
         return {"agent": None, "groups": "[]"}
