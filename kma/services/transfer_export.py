@@ -20,7 +20,7 @@ from kma.crypto.transfer import fingerprint
 from kma.domain.actor import Actor
 from kma.errors import ValidationFailed
 from kma.pacing import Pace
-from kma.services import key_macs, transfer_partners
+from kma.services import key_macs, transfer_jobs, transfer_partners
 from kma.store import Stmt
 
 DAY = 86400
@@ -97,12 +97,24 @@ def _rows(kma: Appliance, where: str, params: dict[str, Any]) -> Iterator[Any]:
         pace.rest()
 
 
-def _collect(kma: Appliance, rows: Iterable[Any]) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+def _count(kma: Appliance, where: str, params: dict[str, Any]) -> int:
+    """The selected data units: the total the export's progress counts to."""
+    sql = f"SELECT count(DISTINCT k.data_unit_id) FROM keys k WHERE {_TAPE_KEY} AND {where}"
+    return int(kma.store.scalar(sql, params) or 0)
+
+
+def _collect(
+    kma: Appliance, rows: Iterable[Any], total: int
+) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """The payload's data units, and the keys left behind with why."""
     master = kma.vault.master()
     units: dict[str, dict[str, Any]] = {}
     left: list[dict[str, str]] = []
-    for r in rows:
+    seen: set[str] = set()
+    for n, r in enumerate(rows, 1):
+        seen.add(r["data_unit_id"])
+        if n % CHUNK == 0:
+            transfer_jobs.report("reading keys", len(seen), total)
         why = (
             "destroyed"
             if r["material_wrapped"] is None
@@ -145,7 +157,10 @@ def export_transfer_file(
     partner = transfer_partners.get_transfer_partner(kma, partner_id)
     transfer_partners.usable_partner(kma, partner, "may_receive")
     where, params = selection.where()
-    units, left = _collect(kma, _rows(kma, where, params))
+    total = _count(kma, where, params)
+    transfer_jobs.report("reading keys", 0, total)
+    units, left = _collect(kma, _rows(kma, where, params), total)
+    transfer_jobs.report("sealing the file", total, total)
     found = {u["id"] for u in units} | {x["data_unit_id"] for x in left}
     missing = sorted(set(selection.volsers) - found)
     if not units:
