@@ -64,11 +64,13 @@ def write(
             "transfer.import",
             statements,
             (
-                f"imported data units {start + 1:,} to {start + len(units):,} of {total:,} "
-                f"({keys:,} keys) from transfer partner '{partner_id}' ({partner['fingerprint']}), "
-                f"transfer file {file_id}, into key group '{group}'"
+                f"imported {total} data units ({keys} keys)"
+                if total <= BATCH
+                else f"imported data units {start + 1} to {start + len(units)} of {total} ({keys} keys)"
             )
-            + ("; the import is complete" if last else ""),
+            + f" from transfer partner '{partner_id}' ({partner['fingerprint']}), transfer file {file_id}, "
+            f"into key group '{group}'"
+            + ("" if total <= BATCH else "; the import is complete" if last else ""),
             subject,
         )
         transfer_jobs.report("writing", start + len(units), total)
