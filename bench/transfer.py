@@ -10,7 +10,8 @@ that import is the first figure. Then an Operator exports the N tapes to the sec
 which previews and imports the file. Meanwhile one enrolled drive Gets a key of the sending
 cluster in a loop: its p99 right after the big import, during the export, idle (10 s after
 the export, once the background work the import left has settled), and during a second import of
-N other tapes at the sending cluster; target: during the export within 1.5x of idle. Prints a table, then one JSON object. Figures from a shared machine are noisy.
+N other tapes at the sending cluster; target: during the export within 1.5x of idle. Prints a
+table, then one JSON object. Figures from a shared machine are noisy.
 """
 
 from __future__ import annotations

@@ -168,7 +168,7 @@ def plan(kma: Appliance, units: list[dict[str, Any]]) -> Plan:
         ):
             on_unit.setdefault(r["data_unit_id"], set()).add(r["id"])
     master, new, here, conflicts = kma.vault.master(), [], [], []
-    transfer_jobs.report("checking the data units", 0, len(units))
+    transfer_jobs.report("checking the data units", 0, 0)
     for unit in units:
         theirs = {k["id"] for k in unit["keys"]}
         reason = None
