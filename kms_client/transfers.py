@@ -17,7 +17,10 @@ POLL_S = 1.0  # between two looks at a running job
 
 class TransferCalls(Calls):
     def follow_transfer_job(
-        self, job: TransferJob, progress: Callable[[TransferJob], None] | None = None, poll_s: float = POLL_S
+        self,
+        job: TransferJob,
+        progress: Callable[[TransferJob], None] | None = None,
+        poll_s: float | None = None,
     ) -> TransferJob:
         """Asks for the job every `poll_s` seconds until it ends, telling `progress` each time; the
         finished job (its answer in `exported`, `imported` or `pending_op`), or the job's failure
@@ -27,7 +30,7 @@ class TransferCalls(Calls):
                 progress(job)
             if job.state != "running":
                 break
-            time.sleep(poll_s)
+            time.sleep(POLL_S if poll_s is None else poll_s)
             job = self.get_transfer_job(job.id)
         if job.error is not None:
             raise api_error(job.error.status, job.error.code, job.error.message)

@@ -198,33 +198,54 @@ def plan(kma: Appliance, units: list[dict[str, Any]]) -> Plan:
     return Plan(new, set(by_key), here, conflicts)
 
 
-def preview_transfer_import(kma: Appliance, actor: Actor, text: str) -> dict[str, Any]:
+def preview_transfer_import(kma: Appliance, actor: Actor, text: str) -> ImportAnswer:
     transfer_jobs.report("checking the file", 0, 0)
     opened = open_file(kma, actor, text)
     return answer(opened, plan(kma, opened.units))
 
 
+@dataclass(frozen=True)
+class ImportAnswer:
+    """What an import did, or a preview says it would do (`imported` 0)."""
+
+    file_id: str
+    partner_id: str
+    partner_name: str
+    sender_name: str
+    created_at: int | None
+    expires_at: int
+    data_units: int
+    keys: int
+    new: int  # data units with a key not here yet
+    already_here: int
+    conflicts: list[dict[str, str]]
+    imported_before_at: int | None  # when this very file was imported here before
+    imported: int
+    key_group_id: str | None
+    keys_awaiting_backup: int
+
+
 def answer(
     opened: Opened, p: Plan, imported: int = 0, group: str | None = None, waiting: int = 0
-) -> dict[str, Any]:
+) -> ImportAnswer:
     h = opened.header
-    return {
-        "file_id": h["file_id"],
-        "partner_id": opened.partner["id"],
-        "partner_name": opened.partner["name"],
-        "sender_name": str(h.get("sender_name", "")),
-        "created_at": h.get("created_at"),
-        "expires_at": h["expires_at"],
-        "data_units": len(opened.units),
-        "keys": sum(len(u["keys"]) for u in opened.units),
-        "new": len(p.new),
-        "already_here": len(p.here),
-        "conflicts": p.conflicts,
-        "imported_before_at": opened.imported_at,
-        "imported": imported,
-        "key_group_id": group,
-        "keys_awaiting_backup": waiting,
-    }
+    return ImportAnswer(
+        file_id=h["file_id"],
+        partner_id=opened.partner["id"],
+        partner_name=opened.partner["name"],
+        sender_name=str(h.get("sender_name", "")),
+        created_at=h.get("created_at"),
+        expires_at=h["expires_at"],
+        data_units=len(opened.units),
+        keys=sum(len(u["keys"]) for u in opened.units),
+        new=len(p.new),
+        already_here=len(p.here),
+        conflicts=p.conflicts,
+        imported_before_at=opened.imported_at,
+        imported=imported,
+        key_group_id=group,
+        keys_awaiting_backup=waiting,
+    )
 
 
 class NeedsQuorum(KmaError):
@@ -263,7 +284,7 @@ def check_plan(opened: Opened, p: Plan, key_group_id: str) -> None:
         )
 
 
-def import_transfer_file(kma: Appliance, actor: Actor, text: str, key_group_id: str) -> dict[str, Any]:
+def import_transfer_file(kma: Appliance, actor: Actor, text: str, key_group_id: str) -> ImportAnswer:
     """Imports the file at once, or raises NeedsQuorum when the key group's policy asks for a
     quorum (unless a quorum approved this very file's import, begun here and still to finish)."""
     transfer_jobs.report("checking the file", 0, 0)

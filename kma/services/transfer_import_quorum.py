@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 from kma.appliance import Appliance
@@ -72,7 +73,7 @@ def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared
     preview = transfer_import.answer(
         opened, p, 0 if transfer_import.changes_nothing(opened, p) else len(p.new), group
     )
-    return Prepared(summary, shown, shown, statements=held, handed_out=preview)
+    return Prepared(summary, shown, shown, statements=held, handed_out=asdict(preview))
 
 
 def _checked(kma: Appliance, text: str, group: str) -> tuple[transfer_import.Opened, transfer_import.Plan]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Response
@@ -118,7 +119,9 @@ def start_transfer_export(body: TransferExportCreate, kma: Kma, actor: TransferE
 
 
 @router.post("/transfer-imports/preview", response_model=TransferImportAnswer)
-def preview_transfer_import(body: TransferFileBody, kma: Kma, actor: TransferImport) -> dict[str, object]:
+def preview_transfer_import(
+    body: TransferFileBody, kma: Kma, actor: TransferImport
+) -> transfer_import.ImportAnswer:
     """What importing the file would do (it is checked as for an import); writes nothing."""
     return transfer_import.preview_transfer_import(kma, actor, body.file)
 
@@ -126,7 +129,9 @@ def preview_transfer_import(body: TransferFileBody, kma: Kma, actor: TransferImp
 def _import(kma: Appliance, actor: Actor, body: TransferImportCreate) -> dict[str, Any]:
     """{"imported": the answer} or, under quorum and still waiting, {"pending_op": the operation}."""
     try:
-        return {"imported": transfer_import.import_transfer_file(kma, actor, body.file, body.key_group_id)}
+        return {
+            "imported": asdict(transfer_import.import_transfer_file(kma, actor, body.file, body.key_group_id))
+        }
     except transfer_import.NeedsQuorum:
         request = {"file": body.file, "key_group_id": body.key_group_id}
         done = engine.submit(kma, actor, "import_transfer_file", request, body.key_split_credentials())
