@@ -28,6 +28,7 @@ from kma.domain.actor import Actor
 from kma.domain.lifecycle import HELD_OR_REPLICATED
 from kma.domain.validation import check_id, check_text
 from kma.errors import Conflict, KmaError, ValidationFailed
+from kma.pacing import Pace
 from kma.services import transfer_import_writer, transfer_jobs, transfer_partners
 from kma.services.transfer_import_writer import MAY_IMPORT
 
@@ -129,8 +130,10 @@ def _problem(units: Any) -> str | None:
     """What is wrong with a payload's data units (a partner's software may have bugs), or None."""
     if not isinstance(units, list) or not units:
         return "it holds no list of data units"
+    pace = Pace()
     try:
         for unit in units:
+            pace.tick()
             check_id(unit["id"], "A volser")
             if not unit["keys"]:
                 return f"data unit {unit['id']} has no key"
@@ -169,7 +172,9 @@ def plan(kma: Appliance, units: list[dict[str, Any]]) -> Plan:
             on_unit.setdefault(r["data_unit_id"], set()).add(r["id"])
     master, new, here, conflicts = kma.vault.master(), [], [], []
     transfer_jobs.report("checking the data units", 0, 0)
+    pace = Pace()
     for unit in units:
+        pace.tick()
         theirs = {k["id"] for k in unit["keys"]}
         reason = None
         if on_unit.get(unit["id"], set()) - theirs:

@@ -17,6 +17,7 @@ The import is all or nothing where it matters:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,10 +25,9 @@ from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.pacing import Pace
 from kma.services import key_macs, transfer_jobs
-from kma.services.agent_keys.key_lifecycle import register_data_unit
 from kma.store import Stmt
 
-BATCH = 2000  # data units per transaction
+BATCH = 500  # data units per transaction: a drive's commit waits behind one at most (tens of ms)
 IMPORT_SHARE = 0.5  # of a core, while an import writes
 MAY_IMPORT = (
     "(SELECT p.allow_import FROM key_groups g JOIN key_policies p ON p.id = g.policy_id WHERE g.id = :g) = 1"
@@ -52,9 +52,11 @@ def write(
     for start in range(0, total, BATCH):
         units = new[start : start + BATCH]
         now = kma.clock.now()
-        statements = [begin(file_id, partner_id, group, actor, now, approved_by_op)]
+        statements = [begin(file_id, partner_id, group, actor, now, approved_by_op), _allows(group)]
+        statements += _units(file_id, units, now)
         for unit in units:
-            statements += _unit(kma, file_id, unit, present, group, now)
+            statements += _keys(kma, unit, present, group, now)
+            pace.tick()
         last = start + len(units) == total
         if last:
             statements.append(_finish(file_id, now))
@@ -126,21 +128,42 @@ def _finish(file_id: str, now: int) -> Stmt:
     )
 
 
-def _unit(
-    kma: Appliance, file_id: str, unit: dict[str, Any], present: set[str], group: str, now: int
-) -> list[Stmt]:
-    master = kma.vault.master()
-    statements = [
-        register_data_unit(unit["id"], now),
+def _allows(group: str) -> Stmt:
+    """The key group still allows import (its policy may have changed since the checks)."""
+    return Stmt(
+        f"UPDATE key_groups SET id = id WHERE id = :g AND {MAY_IMPORT}",
+        {"g": group},
+        expect=1,
+        refusal=f"key group '{group}' no longer exists or no longer allows import",
+    )
+
+
+def _units(file_id: str, units: list[dict[str, Any]], now: int) -> list[Stmt]:
+    """The batch's data units, made if new (with the file's description when theirs is empty),
+    and linked to the file: two statements for the whole batch, which the store runs in one go,
+    where one statement per data unit kept the drives' commits waiting three times as long."""
+    rows = json.dumps([[u["id"], str(u.get("description") or "")] for u in units])
+    return [
+        # every batch that binds keys to units makes them first, as register_data_unit does
         Stmt(
-            "UPDATE data_units SET description = ? WHERE id = ? AND description = ''",
-            (str(unit.get("description") or ""), unit["id"]),
+            "INSERT INTO data_units (id, description, created_at, updated_at, has_keys) "
+            "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), :now, :now, 1 "
+            "FROM json_each(:units) WHERE true ON CONFLICT (id) DO UPDATE SET "
+            "updated_at = max(updated_at, excluded.updated_at), has_keys = 1, "
+            "description = CASE WHEN description = '' THEN excluded.description ELSE description END",
+            {"units": rows, "now": now},
         ),
         Stmt(
-            "INSERT INTO data_unit_transfers (data_unit_id, file_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-            (unit["id"], file_id),
+            "INSERT INTO data_unit_transfers (data_unit_id, file_id) "
+            "SELECT json_extract(value, '$[0]'), :file FROM json_each(:units) WHERE true "
+            "ON CONFLICT DO NOTHING",
+            {"units": rows, "file": file_id},
         ),
     ]
+
+
+def _keys(kma: Appliance, unit: dict[str, Any], present: set[str], group: str, now: int) -> list[Stmt]:
+    master, statements = kma.vault.master(), []
     for key in unit["keys"]:
         if key["id"].lower() not in present:
             wrapped = master.wrap(f"key:{key['id']}", bytes.fromhex(key["material"]))
@@ -165,8 +188,7 @@ def _insert_key(
         "INSERT INTO keys (id, kma_id, material_wrapped, key_group_id, data_unit_id, created_at, issued_at, "
         "activated_at, protect_until, deactivate_at, compromised_at, backup_mark, imported_at, mac) "
         "SELECT :id, :kma, :material, :g, :du, :created, :now, :activated, :protect, :deactivate, "
-        f":compromised, :now, :now, :mac WHERE {MAY_IMPORT} "
-        "AND NOT EXISTS (SELECT 1 FROM keys WHERE id = :id COLLATE NOCASE)",
+        ":compromised, :now, :now, :mac WHERE NOT EXISTS (SELECT 1 FROM keys WHERE id = :id COLLATE NOCASE)",
         {
             "id": key["id"],
             "kma": kma_id,
@@ -182,5 +204,5 @@ def _insert_key(
             "mac": sealed,
         },
         expect=1,
-        refusal=f"key {key['id']} was made here meanwhile, or key group '{group}' no longer allows import",
+        refusal=f"key {key['id']} was made here meanwhile",
     )

@@ -168,7 +168,7 @@ def test_an_import_killed_halfway_is_finished_by_running_it_again(sides: Sides) 
     job = so.start_transfer_import(file, "bulk")
     with pytest.raises(NotFound):  # a job is its submitter's
         sides.offsite.client("auditor").get_transfer_job(job.id)
-    while job.done < 2000:  # the first batch is committed
+    while job.done < 2000:  # the first batches are committed
         assert job.state == "running", job.error
         time.sleep(0.05)
         job = so.get_transfer_job(job.id)
