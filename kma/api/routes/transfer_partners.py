@@ -162,8 +162,8 @@ def start_transfer_import(body: TransferImportCreate, kma: Kma, actor: TransferI
 
 @router.get("/transfer-jobs/{job_id}", response_model=TransferJob)
 def get_transfer_job(job_id: str, kma: Kma, actor: TransferRead) -> TransferJob:
-    """A transfer job you started on this KMA: its progress, then its answer or why it failed."""
-    return _job(kma.part(TransferJobs).get(actor, job_id))
+    """A transfer job of this KMA: its progress, then its answer or why it failed."""
+    return _job(kma.part(TransferJobs).get(job_id))
 
 
 def _job(job: transfer_jobs.TransferJob) -> TransferJob:
