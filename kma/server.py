@@ -10,6 +10,7 @@ start-up.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -193,6 +194,12 @@ def _ready(
         tmp.replace(ready_file)
 
     def ready() -> None:
+        # What the KMA made to start (its modules, the app, its caches) lives as long as it does:
+        # set aside, the interpreter's full garbage collections no longer walk it. They stop every
+        # thread; walking it made one last up to a third of a second, and every drive's request
+        # waited (seen during a transfer export, docs/transfer.md).
+        gc.collect()
+        gc.freeze()
         announce(f"KMA {kma.kma_id} ({'locked' if kma.vault.locked else 'unlocked'})")
         announce(f"management  https://{management}")
         announce(f"service     {service}")

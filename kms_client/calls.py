@@ -68,6 +68,7 @@ from .wire import (
     TransferExport,
     TransferIdentity,
     TransferImport,
+    TransferJob,
     TransferPartner,
     UpgradeCheck,
     User,
@@ -355,6 +356,7 @@ class Calls:
         description: str | None = None,
         allow_export: bool | None = None,
         allow_import: bool | None = None,
+        import_needs_quorum: bool | None = None,
         agents_may_revoke: bool | None = None,
         general_keys: bool | None = None,
         rotation_period: int | None = None,
@@ -371,6 +373,7 @@ class Calls:
                 description=description,
                 allow_export=allow_export,
                 allow_import=allow_import,
+                import_needs_quorum=import_needs_quorum,
                 agents_may_revoke=agents_may_revoke,
                 general_keys=general_keys,
                 rotation_period=rotation_period,
@@ -387,6 +390,7 @@ class Calls:
         description: str | None = None,
         allow_export: bool | None = None,
         allow_import: bool | None = None,
+        import_needs_quorum: bool | None = None,
         agents_may_revoke: bool | None = None,
         general_keys: bool | None = None,
         encryption_period: int | None = None,
@@ -401,6 +405,7 @@ class Calls:
                 description=description,
                 allow_export=allow_export,
                 allow_import=allow_import,
+                import_needs_quorum=import_needs_quorum,
                 agents_may_revoke=agents_may_revoke,
                 general_keys=general_keys,
                 encryption_period=encryption_period,
@@ -1196,20 +1201,68 @@ class Calls:
             ),
         )
 
+    def start_transfer_export(
+        self,
+        partner_id: str,
+        volsers: Iterable[str] | None = None,
+        volser_from: str | None = None,
+        volser_to: str | None = None,
+        key_group_id: str | None = None,
+        written_from: int | None = None,
+        written_to: int | None = None,
+        valid_days: int | None = None,
+    ) -> TransferJob:
+        """The export as a background job: poll `GET /transfer-jobs/{id}` for its progress; the
+        finished job holds the answer with the file (`exported`)."""
+        return self._connection.call(
+            "POST",
+            "/transfer-exports/jobs",
+            reader(TransferJob),
+            body=present(
+                partner_id=partner_id,
+                volsers=None if volsers is None else list(volsers),
+                volser_from=volser_from,
+                volser_to=volser_to,
+                key_group_id=key_group_id,
+                written_from=written_from,
+                written_to=written_to,
+                valid_days=valid_days,
+            ),
+        )
+
     def preview_transfer_import(self, file: str) -> TransferImport:
         """What importing the file would do (it is checked as for an import); writes nothing."""
         return self._connection.call(
             "POST", "/transfer-imports/preview", reader(TransferImport), body=present(file=file)
         )
 
-    def import_transfer_file(self, file: str, key_group_id: str) -> TransferImport:
-        """`POST /api/v1/transfer-imports`."""
-        return self._connection.call(
+    def import_transfer_file(
+        self, file: str, key_group_id: str, *, credentials: Credentials | None = None
+    ) -> TransferImport | PendingQuorumOp:
+        """Imports the file; when the key group's policy has `import_needs_quorum`, a quorum operation
+        (202 with it when the credentials that came are fewer than M)."""
+        return self._connection.call_or_pending(
             "POST",
             "/transfer-imports",
             reader(TransferImport),
-            body=present(file=file, key_group_id=key_group_id),
+            present(file=file, key_group_id=key_group_id, credentials=credentials_body(credentials)),
         )
+
+    def start_transfer_import(
+        self, file: str, key_group_id: str, *, credentials: Credentials | None = None
+    ) -> TransferJob:
+        """The import as a background job: poll `GET /transfer-jobs/{id}` for its progress; the
+        finished job holds the answer (`imported`) or, under quorum, the operation (`pending_op`)."""
+        return self._connection.call(
+            "POST",
+            "/transfer-imports/jobs",
+            reader(TransferJob),
+            body=present(file=file, key_group_id=key_group_id, credentials=credentials_body(credentials)),
+        )
+
+    def get_transfer_job(self, job_id: str) -> TransferJob:
+        """A transfer job you started on this KMA: its progress, then its answer or why it failed."""
+        return self._connection.call("GET", f"/transfer-jobs/{segment(job_id)}", reader(TransferJob))
 
     def get_directory(self) -> DirectorySettings:
         """`GET /api/v1/directory`."""

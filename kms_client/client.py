@@ -1,7 +1,8 @@
 """`KmsClient`: the KMA management API's calls (generated, calls.py, one per route and named as
 the route's function) over one connection, plus what the OpenAPI document cannot say: the
 connection itself (pinned TLS, token, failover), paging iterators, files saved with progress, and
-answers composed on the client (audit.py, backups.py, membership.py, alerts.py, below).
+answers composed on the client (audit.py, backups.py, membership.py, alerts.py, transfers.py,
+below).
 
 Threading: use a client from one thread at a time (e.g. the GUI's serial worker lane); handing it
 from one worker thread to another is fine, since the session token is a single attribute.
@@ -29,6 +30,7 @@ from .models import KeySplitChange, key_split_change
 from .paging import iter_all, iter_pages
 from .reader import Page
 from .release import release
+from .transfers import TransferCalls
 from .trust import Trust, renews
 from .wire import (
     About,
@@ -48,7 +50,7 @@ from .wire import (
 T = TypeVar("T")
 
 
-class KmsClient(AuditCalls, BackupCalls, MembershipCalls, AlertCalls):
+class KmsClient(AuditCalls, BackupCalls, MembershipCalls, AlertCalls, TransferCalls):
     """A signed-in (or not yet) connection to one KMA, verified against a pinned cluster CA.
 
     `ca_pem` is the CA saved at first contact (`Trust.fetch`). Without it the CA is read from

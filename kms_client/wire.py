@@ -472,6 +472,7 @@ class KeyPolicy:
     cryptoperiod: int
     allow_export: bool
     allow_import: bool
+    import_needs_quorum: bool = False
     agents_may_revoke: bool
     general_keys: bool = False
     rotation_period: int | None = None
@@ -878,6 +879,31 @@ class TransferImport:
     imported: int
     key_group_id: str | None
     keys_awaiting_backup: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferJob:
+    """An export or import running in the background on the KMA that took it; its client polls it."""
+
+    id: str
+    kind: str
+    state: str
+    phase: str
+    done: int
+    total: int
+    started_at: datetime
+    finished_at: datetime | None = None
+    error: TransferJobError | None = None
+    exported: TransferExport | None = None
+    imported: TransferImport | None = None
+    pending_op: PendingQuorumOp | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferJobError:
+    status: int
+    code: str
+    message: str
 
 
 @dataclass(frozen=True, kw_only=True)

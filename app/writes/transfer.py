@@ -9,7 +9,7 @@ from typing import Any
 from app.operations import OpContext
 from app.writes import Write
 from kms_client import KmsClient, ValidationFailed
-from kms_client.wire import TransferExport, TransferImport
+from kms_client.wire import PendingQuorumOp, TransferExport, TransferImport, TransferJob
 
 register_transfer_partner = Write(KmsClient.register_transfer_partner, {"transfer", "quorum"})
 enable_transfer_partner = Write(
@@ -33,7 +33,9 @@ def _export(worker: OpContext, dest: Path, partner_id: str, **selection: Any) ->
     if dest.exists():
         raise ValidationFailed(422, "validation_failed", f"{dest} already exists; choose a new file name.")
     worker.progress(f"Writing the transfer file for {partner_id}…")
-    done = worker.client.export_transfer_file(partner_id, **selection)
+    job = worker.client.start_transfer_export(partner_id, **selection)
+    done = worker.client.follow_transfer_job(job, lambda j: _progress(worker, j)).exported
+    assert done is not None  # a finished export job holds its answer
     try:
         dest.write_text(done.file, encoding="utf-8")
     except OSError as exc:
@@ -48,9 +50,24 @@ def read_transfer_file(source: Path) -> str:
         raise local_file_refused("read", source, exc) from None
 
 
-def _import(worker: OpContext, source: Path, key_group_id: str) -> TransferImport:
+def progress_text(job: TransferJob) -> str:
+    """ "Writing: 12,000 of 100,000 data units", as the manager shows a transfer job's progress."""
+    phase = job.phase[:1].upper() + job.phase[1:]
+    return f"{phase}: {job.done:,} of {job.total:,} data units" if job.total else f"{phase}…"
+
+
+def _progress(worker: OpContext, job: TransferJob) -> None:
+    worker.progress(progress_text(job), job.done, job.total)
+
+
+def _import(worker: OpContext, source: Path, key_group_id: str) -> TransferImport | PendingQuorumOp:
+    """The import, or the quorum operation it became (the key group's policy asks for a quorum)."""
     worker.progress(f"Importing {source.name}…")
-    return worker.client.import_transfer_file(read_transfer_file(source), key_group_id)
+    job = worker.client.start_transfer_import(read_transfer_file(source), key_group_id)
+    done = worker.client.follow_transfer_job(job, lambda j: _progress(worker, j))
+    answer = done.pending_op or done.imported
+    assert answer is not None  # a finished import job holds one or the other
+    return answer
 
 
 export_transfer_file = Write(_export, {"transfer", "data_units"})

@@ -121,7 +121,7 @@ def create_app(kma: Appliance) -> FastAPI:
         app.include_router(router, prefix=PREFIX)
     metrics.install(app, kma)  # GET /metrics, outside /api/v1, where Prometheus looks
     openapi.install(app, PREFIX, [*ROUTERS, metrics.router])  # the document's errors, the docs page
-    transfer = {f"{PREFIX}/transfer-imports{end}": MAX_TRANSFER_BODY for end in ("", "/preview")}
+    transfer = {f"{PREFIX}/transfer-imports{end}": MAX_TRANSFER_BODY for end in ("", "/preview", "/jobs")}
     app.add_middleware(BodyLimit, larger=transfer)
     # outermost: a body refused by BodyLimit counts too
     app.add_middleware(CountRequests, templates=openapi.route_templates(app))

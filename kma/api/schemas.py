@@ -172,6 +172,9 @@ class KeyPolicy(Response):
     cryptoperiod: int
     allow_export: bool
     allow_import: bool
+    import_needs_quorum: bool = Field(
+        False, description="an import into its key groups is a quorum operation (docs/transfer.md)"
+    )
     agents_may_revoke: bool
     general_keys: bool = False  # keys for generic KMIP clients; else tape keys (Name = volser, AES-256)
     # seconds after a general key's activation when the KMA makes its successor (None: never)
@@ -415,6 +418,7 @@ class PolicyCreate(Request):
     cryptoperiod: Period
     allow_export: bool = False
     allow_import: bool = False
+    import_needs_quorum: bool = False
     agents_may_revoke: bool = False
     general_keys: bool = False
     rotation_period: Period | None = None  # general keys only; fixed for good, as the periods
@@ -424,6 +428,7 @@ class PolicyPatch(Request):
     description: Text | None = None
     allow_export: bool | None = None
     allow_import: bool | None = None
+    import_needs_quorum: bool | None = None
     agents_may_revoke: bool | None = None
     general_keys: bool | None = None
     # Accepted only to be refused with a clear 409: periods never change once set.

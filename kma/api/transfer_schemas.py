@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from kma.api.quorum_schemas import WithCredentials
+from kma.api.quorum_schemas import PendingQuorumOp, WithCredentials
 from kma.api.schemas import Request, Response, Time
 
 MAX_FILE = 256 * 2**20  # a transfer file of 100,000 data units is about 40 MiB
@@ -76,7 +76,10 @@ class TransferFileBody(Request):
     file: str = Field(min_length=1, max_length=MAX_FILE)
 
 
-class TransferImportCreate(TransferFileBody):
+class TransferImportCreate(TransferFileBody, WithCredentials):
+    """`credentials`: key split credentials, for a key group whose policy has `import_needs_quorum`
+    (with M of them the import runs at once; with fewer it waits for approvals)."""
+
     key_group_id: str = Field(min_length=1, max_length=64)
 
 
@@ -104,4 +107,29 @@ class TransferImport(Response):
         0,
         description="imported keys (of any file) whose material is sent to no agent until a database "
         "backup of this KMA holds them (a cluster of two or more KMAs holds them at once)",
+    )
+
+
+class TransferJobError(Response):
+    status: int
+    code: str
+    message: str
+
+
+class TransferJob(Response):
+    """An export or import running in the background on the KMA that took it; its client polls it."""
+
+    id: str
+    kind: str = Field(description="export or import")
+    state: str = Field(description="running, done or failed")
+    phase: str = Field(description="what it does now: checking the file, reading keys, writing, ...")
+    done: int = Field(description="data units read (export) or written (import) so far")
+    total: int = Field(description="data units in all; 0 while not known yet")
+    started_at: Time
+    finished_at: Time | None = None
+    error: TransferJobError | None = Field(None, description="why it failed (state failed)")
+    exported: TransferExport | None = Field(None, description="an export's answer, with the file")
+    imported: TransferImport | None = Field(None, description="an import's answer")
+    pending_op: PendingQuorumOp | None = Field(
+        None, description="an import the key group's policy puts under quorum: the operation to approve"
     )

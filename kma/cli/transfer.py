@@ -58,7 +58,28 @@ def add_transfer(sub: Any) -> None:
         p.add_argument("file", type=Path)
         if action == "import":
             p.add_argument("--key-group", required=True, help="a key group whose policy allows import")
+            p.add_argument(
+                "--member",
+                action="append",
+                default=[],
+                help="a key split member (repeat; prompts for each), when the key group's policy puts "
+                "imports under quorum",
+            )
+            p.add_argument("--credentials-file", type=Path, help="lines of 'MEMBER PASSPHRASE'")
         p.set_defaults(run=run_import, action=action)
+
+
+def _followed(client: Any, job: Any) -> Any:
+    """The job run to its end, its progress printed as it changes."""
+    shown: list[tuple[str, int, int]] = []
+
+    def progress(j: Any) -> None:
+        now = (j.phase, j.done, j.total)
+        if j.state == "running" and j.total and (not shown or shown[-1] != now):
+            shown.append(now)
+            print(f"  {j.phase}: {j.done:,} of {j.total:,} data units", flush=True)
+
+    return client.follow_transfer_job(job, progress)
 
 
 @_talking
@@ -118,7 +139,7 @@ def run_partner_change(args: argparse.Namespace, client: Any) -> int:
 def run_export(args: argparse.Namespace, client: Any) -> int:
     if args.out.exists():
         raise Conflict(f"{args.out} already exists; choose a new file name.")
-    done = client.export_transfer_file(
+    job = client.start_transfer_export(
         args.partner_id,
         volsers=args.volser,
         volser_from=args.from_volser,
@@ -126,6 +147,7 @@ def run_export(args: argparse.Namespace, client: Any) -> int:
         key_group_id=args.key_group,
         valid_days=args.valid_days,
     )
+    done = _followed(client, job).exported
     args.out.write_text(done.file, encoding="utf-8")
     print(
         f"Transfer file {done.file_id}: {done.data_units} data units, {done.keys} keys, saved to {args.out}"
@@ -149,7 +171,17 @@ def run_import(args: argparse.Namespace, client: Any) -> int:
     if args.action == "preview":
         done = client.preview_transfer_import(text)
     else:
-        done = client.import_transfer_file(text, args.key_group)
+        job = _followed(
+            client, client.start_transfer_import(text, args.key_group, credentials=_credentials(args))
+        )
+        if job.pending_op is not None:
+            op = job.pending_op
+            print(
+                f"Submitted for approval: quorum operation {op.id} ({op.approvals_needed} approvals needed)"
+            )
+            print(f"  {op.summary}")
+            return 0
+        done = job.imported
     print(f"Transfer file {done.file_id} from partner {done.partner_id} ({done.partner_name})")
     print(
         f"  {done.data_units} data units, {done.keys} keys: {done.new} new, {done.already_here} here already"

@@ -93,9 +93,10 @@ class Identity:
     def public(self) -> bytes:
         return self._sign.public_key().public_bytes(*_RAW) + self._box.public_key().public_bytes(*_RAW)
 
-    def seal(self, recipient: bytes, header: dict[str, Any], payload: dict[str, Any]) -> bytes:
+    def seal(self, recipient: bytes, header: dict[str, Any], payload: dict[str, Any] | bytes) -> bytes:
         """The file for `recipient` (its 64 public bytes): `header` (file_id, times...) is
-        completed with the sender, recipient and one-time key, then signed."""
+        completed with the sender, recipient and one-time key, then signed. `payload`: the
+        payload, or its JSON encoded already (a large export encodes it a data unit at a time)."""
         one_time = x25519.X25519PrivateKey.generate()
         full = {
             **header,
@@ -106,7 +107,8 @@ class Identity:
         aad = _canonical(full)
         key = _file_key(one_time.exchange(x25519.X25519PublicKey.from_public_bytes(recipient[32:])), aad)
         nonce = os.urandom(12)
-        ciphertext = nonce + AESGCM(key).encrypt(nonce, json.dumps(payload).encode(), aad)
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        ciphertext = nonce + AESGCM(key).encrypt(nonce, body, aad)
         signature = self._sign.sign(_signed(aad, ciphertext))
         document = {
             "format": FORMAT,

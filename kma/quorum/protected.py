@@ -19,6 +19,7 @@ from kma.services.quorum.master_rotation import ROTATE_MASTER_KEY
 from kma.services.quorum.op_type import OpType
 from kma.services.second_factor import TURN_OFF_SECOND_FACTOR
 from kma.services.second_factor_policy import SET_SECOND_FACTOR_ROLES
+from kma.services.transfer_import_quorum import IMPORT_TRANSFER_FILE
 from kma.services.transfer_partners import REGISTER_TRANSFER_PARTNER
 from kma.services.users import CREATE_USER, SET_USER_PASSPHRASE, UPDATE_USER
 
@@ -38,6 +39,7 @@ OP_TYPES: dict[str, OpType] = {
         RAISE_CLUSTER_VERSION,
         ROTATE_MASTER_KEY,
         REGISTER_TRANSFER_PARTNER,
+        IMPORT_TRANSFER_FILE,
         SET_DIRECTORY,
         TURN_OFF_SECOND_FACTOR,
         SET_SECOND_FACTOR_ROLES,

@@ -20,7 +20,7 @@ from kma.services.row_macs import member_of
 from kma.store import Stmt
 
 MAX_PERIOD = 100 * 365 * 86400
-FLAGS = ("allow_export", "allow_import", "agents_may_revoke", "general_keys")
+FLAGS = ("allow_export", "allow_import", "import_needs_quorum", "agents_may_revoke", "general_keys")
 POLICIES = ListQuery(
     select="SELECT * FROM key_policies",
     sort_fields={
@@ -107,6 +107,7 @@ def create_key_policy(
     description: str = "",
     allow_export: bool = False,
     allow_import: bool = False,
+    import_needs_quorum: bool = False,
     agents_may_revoke: bool = False,
     general_keys: bool = False,
     rotation_period: int | None = None,
@@ -133,8 +134,8 @@ def create_key_policy(
         [
             Stmt(
                 "INSERT INTO key_policies (id, description, encryption_period, cryptoperiod, allow_export, "
-                "allow_import, agents_may_revoke, general_keys, rotation_period, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "allow_import, import_needs_quorum, agents_may_revoke, general_keys, rotation_period, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     policy_id,
                     description,
@@ -142,6 +143,7 @@ def create_key_policy(
                     cryptoperiod,
                     int(allow_export),
                     int(allow_import),
+                    int(import_needs_quorum),
                     int(agents_may_revoke),
                     int(general_keys),
                     rotation_period,

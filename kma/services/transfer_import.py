@@ -3,7 +3,9 @@
 Before anything is written the file must be intact and signed by a registered, enabled partner
 allowed to send, addressed to this cluster, not expired; every refusal is audited with its reason
 and writes nothing else. The preview says what an import would do; the import writes every data
-unit and key of the file in one batch, into a key group whose policy allows import, or nothing.
+unit and key of the file, in batches (kma/services/transfer_import_writer.py), into a key group whose
+policy allows import; when that policy asks for it (`import_needs_quorum`) the import is a quorum
+operation (kma/services/transfer_import_quorum.py), checked all over again when it runs.
 
 One key, one tape: a volser that exists here with a key the file does not hold, or a key ID that
 exists here for another data unit or with other bytes, is a conflict and the import is refused.
@@ -26,14 +28,19 @@ from kma.domain.actor import Actor
 from kma.domain.lifecycle import HELD_OR_REPLICATED
 from kma.domain.validation import check_id, check_text
 from kma.errors import Conflict, KmaError, ValidationFailed
-from kma.services import key_macs, transfer_partners
-from kma.services.agent_keys.key_lifecycle import register_data_unit
-from kma.store import Stmt
+from kma.pacing import Pace
+from kma.services import transfer_import_writer, transfer_jobs, transfer_partners
+from kma.services.transfer_import_writer import MAY_IMPORT
 
 CHUNK = 5000  # IDs per look-up query
-_MAY_IMPORT = (
-    "(SELECT p.allow_import FROM key_groups g JOIN key_policies p ON p.id = g.policy_id WHERE g.id = :g) = 1"
-)
+
+
+@dataclass(frozen=True)
+class Started:
+    """An import of the file that began here and did not finish (the KMA stopped halfway)."""
+
+    key_group_id: str
+    approved_by_op: str | None  # the quorum operation that approved it, if one did
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,7 @@ class Opened:
     partner: dict[str, Any]
     units: list[dict[str, Any]]
     imported_at: int | None  # when this very file was imported here before
+    started: Started | None = None  # an import of it that began here and is still to finish
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,15 @@ def _refuse(kma: Appliance, actor: Actor, reason: str, error: type[KmaError] = V
 def open_file(kma: Appliance, actor: Actor, text: str) -> Opened:
     """The file's content once every check passed; else an audited refusal saying why."""
     try:
+        return checked_file(kma, text)
+    except (ValidationFailed, Conflict) as refused:
+        _refuse(kma, actor, refused.message, type(refused))
+
+
+def checked_file(kma: Appliance, text: str) -> Opened:
+    """The file's content once every check passed; else a refusal (not audited: the caller says
+    under which operation) saying why."""
+    try:
         sealed = SealedFile.read(text.encode())
         partner = transfer_partners.partner_by_identity(kma, sealed.sender)
         if partner is None:
@@ -71,24 +88,28 @@ def open_file(kma: Appliance, actor: Actor, text: str) -> Opened:
         transfer_partners.usable_partner(kma, partner, "may_send")
         payload = transfer_partners.identity(kma).open(sealed)
     except TransferFileRefused as refused:
-        _refuse(kma, actor, str(refused))
-    except Conflict as refused:
-        _refuse(kma, actor, refused.message, Conflict)
+        raise ValidationFailed(str(refused)) from None
     header = sealed.header
     if int(header.get("expires_at", 0)) <= kma.clock.now():
-        _refuse(
-            kma,
-            actor,
-            f"The file expired (it was valid until {header.get('expires_at')}); ask for a new one.",
+        raise ValidationFailed(
+            f"The file expired (it was valid until {header.get('expires_at')}); ask for a new one."
         )
     units = payload.get("data_units")
     problem = _problem(units)
     if problem:
-        _refuse(kma, actor, f"The file's content is not valid: {problem}.")
-    imported_at = kma.store.scalar(
-        "SELECT done_at FROM transfer_files WHERE id = ? AND direction = 'import'", (str(header["file_id"]),)
+        raise ValidationFailed(f"The file's content is not valid: {problem}.")
+    row = kma.store.query_one(
+        "SELECT done_at, state, key_group_id, approved_by_op FROM transfer_files "
+        "WHERE id = ? AND direction = 'import'",
+        (str(header["file_id"]),),
     )
-    return Opened(header, partner, list(units or ()), imported_at)
+    if row is None:
+        return Opened(header, partner, list(units or ()), None)
+    if row["state"] == "done":
+        return Opened(header, partner, list(units or ()), row["done_at"])
+    return Opened(
+        header, partner, list(units or ()), None, Started(row["key_group_id"], row["approved_by_op"])
+    )
 
 
 _TIMES = ("created_at", "activated_at", "protect_until", "deactivate_at", "compromised_at")
@@ -109,8 +130,10 @@ def _problem(units: Any) -> str | None:
     """What is wrong with a payload's data units (a partner's software may have bugs), or None."""
     if not isinstance(units, list) or not units:
         return "it holds no list of data units"
+    pace = Pace()
     try:
         for unit in units:
+            pace.tick()
             check_id(unit["id"], "A volser")
             if not unit["keys"]:
                 return f"data unit {unit['id']} has no key"
@@ -148,7 +171,10 @@ def plan(kma: Appliance, units: list[dict[str, Any]]) -> Plan:
         ):
             on_unit.setdefault(r["data_unit_id"], set()).add(r["id"])
     master, new, here, conflicts = kma.vault.master(), [], [], []
+    transfer_jobs.report("checking the data units", 0, 0)
+    pace = Pace()
     for unit in units:
+        pace.tick()
         theirs = {k["id"] for k in unit["keys"]}
         reason = None
         if on_unit.get(unit["id"], set()) - theirs:
@@ -177,151 +203,135 @@ def plan(kma: Appliance, units: list[dict[str, Any]]) -> Plan:
     return Plan(new, set(by_key), here, conflicts)
 
 
-def preview_transfer_import(kma: Appliance, actor: Actor, text: str) -> dict[str, Any]:
+def preview_transfer_import(kma: Appliance, actor: Actor, text: str) -> ImportAnswer:
+    transfer_jobs.report("checking the file", 0, 0)
     opened = open_file(kma, actor, text)
-    return _answer(opened, plan(kma, opened.units))
+    return answer(opened, plan(kma, opened.units))
 
 
-def _answer(
+@dataclass(frozen=True)
+class ImportAnswer:
+    """What an import did, or a preview says it would do (`imported` 0)."""
+
+    file_id: str
+    partner_id: str
+    partner_name: str
+    sender_name: str
+    created_at: int | None
+    expires_at: int
+    data_units: int
+    keys: int
+    new: int  # data units with a key not here yet
+    already_here: int
+    conflicts: list[dict[str, str]]
+    imported_before_at: int | None  # when this very file was imported here before
+    imported: int
+    key_group_id: str | None
+    keys_awaiting_backup: int
+
+
+def answer(
     opened: Opened, p: Plan, imported: int = 0, group: str | None = None, waiting: int = 0
-) -> dict[str, Any]:
+) -> ImportAnswer:
     h = opened.header
-    return {
-        "file_id": h["file_id"],
-        "partner_id": opened.partner["id"],
-        "partner_name": opened.partner["name"],
-        "sender_name": str(h.get("sender_name", "")),
-        "created_at": h.get("created_at"),
-        "expires_at": h["expires_at"],
-        "data_units": len(opened.units),
-        "keys": sum(len(u["keys"]) for u in opened.units),
-        "new": len(p.new),
-        "already_here": len(p.here),
-        "conflicts": p.conflicts,
-        "imported_before_at": opened.imported_at,
-        "imported": imported,
-        "key_group_id": group,
-        "keys_awaiting_backup": waiting,
-    }
+    return ImportAnswer(
+        file_id=h["file_id"],
+        partner_id=opened.partner["id"],
+        partner_name=opened.partner["name"],
+        sender_name=str(h.get("sender_name", "")),
+        created_at=h.get("created_at"),
+        expires_at=h["expires_at"],
+        data_units=len(opened.units),
+        keys=sum(len(u["keys"]) for u in opened.units),
+        new=len(p.new),
+        already_here=len(p.here),
+        conflicts=p.conflicts,
+        imported_before_at=opened.imported_at,
+        imported=imported,
+        key_group_id=group,
+        keys_awaiting_backup=waiting,
+    )
 
 
-def import_transfer_file(kma: Appliance, actor: Actor, text: str, key_group_id: str) -> dict[str, Any]:
-    opened = open_file(kma, actor, text)
-    if kma.store.scalar("SELECT " + _MAY_IMPORT.replace(":g", "?"), (key_group_id,)) != 1:
-        _refuse(kma, actor, f"Key group '{key_group_id}' does not exist or its policy does not allow import.")
-    p = plan(kma, opened.units)
+class NeedsQuorum(KmaError):
+    """The key group's policy asks for a quorum: the caller submits the import as a quorum
+    operation (`import_transfer_file`) instead."""
+
+    code, status = "conflict", 409
+
+
+def needs_quorum(kma: Appliance, key_group_id: str) -> bool:
+    sql = (
+        "SELECT p.import_needs_quorum FROM key_groups g JOIN key_policies p ON p.id = g.policy_id "
+        "WHERE g.id = ?"
+    )
+    return bool(kma.store.scalar(sql, (key_group_id,)))
+
+
+def check_group(kma: Appliance, key_group_id: str) -> None:
+    if kma.store.scalar("SELECT " + MAY_IMPORT.replace(":g", "?"), (key_group_id,)) != 1:
+        raise ValidationFailed(
+            f"Key group '{key_group_id}' does not exist or its policy does not allow import."
+        )
+
+
+def check_plan(opened: Opened, p: Plan, key_group_id: str) -> None:
+    """Refuses an import whose units conflict with this cluster's, or that would finish an import
+    of the file begun into another key group."""
     if p.conflicts:
         named = "; ".join(c["reason"] for c in p.conflicts[:10])
-        _refuse(kma, actor, f"{len(p.conflicts)} data units conflict with this cluster's: {named}.", Conflict)
-    partner, file_id = opened.partner, str(opened.header["file_id"])
-    if opened.imported_at is not None or not p.new:
+        raise Conflict(f"{len(p.conflicts)} data units conflict with this cluster's: {named}.")
+    if opened.started is not None and opened.started.key_group_id != key_group_id:
+        raise Conflict(
+            f"An import of transfer file {opened.header['file_id']} into key group "
+            f"'{opened.started.key_group_id}' began here and did not finish: import it into that key "
+            "group to finish it."
+        )
+
+
+def import_transfer_file(kma: Appliance, actor: Actor, text: str, key_group_id: str) -> ImportAnswer:
+    """Imports the file at once, or raises NeedsQuorum when the key group's policy asks for a
+    quorum (unless a quorum approved this very file's import, begun here and still to finish)."""
+    transfer_jobs.report("checking the file", 0, 0)
+    opened = open_file(kma, actor, text)
+    try:
+        check_group(kma, key_group_id)
+        approved = opened.started is not None and opened.started.approved_by_op is not None
+        if needs_quorum(kma, key_group_id) and not approved:
+            raise NeedsQuorum(f"An import into key group '{key_group_id}' needs the key split quorum.")
+        p = plan(kma, opened.units)
+        check_plan(opened, p, key_group_id)
+    except (ValidationFailed, Conflict) as refused:
+        _refuse(kma, actor, refused.message, type(refused))
+    if changes_nothing(opened, p):
         kma.audit(
             actor,
             "transfer.import",
-            f"transfer file {file_id} from partner '{partner['id']}' changed nothing: every key in it is "
-            "here already",
+            nothing_message(opened),
             condition=Condition.WARNING,
-            subject=("transfer_partner", partner["id"]),
+            subject=("transfer_partner", opened.partner["id"]),
         )
-        return _answer(opened, p, 0, key_group_id)
-    now, keys = kma.clock.now(), sum(len(u["keys"]) for u in p.new)
-    kma.commit(
-        actor,
-        "transfer.import",
-        _statements(kma, actor, file_id, partner["id"], key_group_id, p, now),
-        f"imported {len(p.new)} data units ({keys} keys) from transfer partner '{partner['id']}' "
-        f"({partner['fingerprint']}), transfer file {file_id}, into key group '{key_group_id}'",
-        ("transfer_partner", partner["id"]),
+        return answer(opened, p, 0, key_group_id)
+    written = transfer_import_writer.write(
+        kma, actor, opened.header, opened.partner, p.new, p.present, key_group_id
     )
-    return _answer(opened, p, len(p.new), key_group_id, _awaiting_backup(kma))
+    return answer(opened, p, written, key_group_id, awaiting_backup(kma))
 
 
-def _awaiting_backup(kma: Appliance) -> int:
+def changes_nothing(opened: Opened, p: Plan) -> bool:
+    """This very file was imported, or every key in it is here already (and no import of it is
+    still to finish)."""
+    return opened.imported_at is not None or (not p.new and opened.started is None)
+
+
+def nothing_message(opened: Opened) -> str:
+    return (
+        f"transfer file {opened.header['file_id']} from partner '{opened.partner['id']}' changed nothing: "
+        "every key in it is here already"
+    )
+
+
+def awaiting_backup(kma: Appliance) -> int:
     """Imported keys whose material waits for a backup (`key_access.held`; none in a cluster)."""
     sql = f"SELECT count(*) FROM keys WHERE imported_at IS NOT NULL AND NOT {HELD_OR_REPLICATED.format(t='')}"
     return int(kma.store.scalar(sql) or 0)
-
-
-def _statements(
-    kma: Appliance,
-    actor: Actor,
-    file_id: str,
-    partner_id: str,
-    group: str,
-    p: Plan,
-    now: int,
-) -> list[Stmt]:
-    master, units = kma.vault.master(), p.new
-    statements = [
-        Stmt(
-            "INSERT INTO transfer_files (id, partner_id, direction, data_units, keys, done_by, done_at) "
-            "SELECT ?, ?, 'import', ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM transfer_files WHERE id = ?)",
-            (
-                file_id,
-                partner_id,
-                len(units),
-                sum(len(u["keys"]) for u in units),
-                actor.entity_id,
-                now,
-                file_id,
-            ),
-            expect=1,
-            refusal=f"transfer file {file_id} was imported meanwhile",
-        )
-    ]
-    for unit in units:
-        statements.append(register_data_unit(unit["id"], now))
-        statements.append(
-            Stmt(
-                "UPDATE data_units SET description = ? WHERE id = ? AND description = ''",
-                (str(unit.get("description") or ""), unit["id"]),
-            )
-        )
-        statements.append(
-            Stmt(
-                "INSERT INTO data_unit_transfers (data_unit_id, file_id) VALUES (?, ?)", (unit["id"], file_id)
-            )
-        )
-        for key in unit["keys"]:
-            if key["id"].lower() not in p.present:
-                wrapped = master.wrap(f"key:{key['id']}", bytes.fromhex(key["material"]))
-                sealed = key_macs.mac(
-                    kma.vault.row_mac_key(),
-                    key["id"],
-                    key_group_id=group,
-                    data_unit_id=unit["id"],
-                    compromised_at=key.get("compromised_at"),
-                )
-                statements.append(_insert_key(wrapped, key, unit["id"], group, kma.kma_id, now, sealed))
-    return statements
-
-
-def _insert_key(
-    wrapped: bytes, key: dict[str, Any], unit: str, group: str, kma_id: str, now: int, sealed: str
-) -> Stmt:
-    """A key of the file, with its own times; `backup_mark` and `imported_at` now: its material is sent
-    to agents once the next backup (or another KMA) holds it (`key_access.held`); `sealed`:
-    its row's MAC (kma/services/key_macs.py), or every agent would be refused it as forged."""
-    return Stmt(
-        "INSERT INTO keys (id, kma_id, material_wrapped, key_group_id, data_unit_id, created_at, issued_at, "
-        "activated_at, protect_until, deactivate_at, compromised_at, backup_mark, imported_at, mac) "
-        "SELECT :id, :kma, :material, :g, :du, :created, :now, :activated, :protect, :deactivate, "
-        f":compromised, :now, :now, :mac WHERE {_MAY_IMPORT} "
-        "AND NOT EXISTS (SELECT 1 FROM keys WHERE id = :id COLLATE NOCASE)",
-        {
-            "id": key["id"],
-            "kma": kma_id,
-            "material": wrapped,
-            "g": group,
-            "du": unit,
-            "created": int(key["created_at"]),
-            "now": now,
-            "activated": key.get("activated_at"),
-            "protect": key.get("protect_until"),
-            "deactivate": key.get("deactivate_at"),
-            "compromised": key.get("compromised_at"),
-            "mac": sealed,
-        },
-        expect=1,
-        refusal=f"key {key['id']} was made here meanwhile, or key group '{group}' no longer allows import",
-    )

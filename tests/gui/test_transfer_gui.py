@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from tests.gui.helpers import (
     sign_in,
     submit,
 )
-from tests.support.transfer import file_from, one_tape, text_of
+from tests.support.transfer import file_from, one_tape, register, text_of
 from ui.form_dialog import FormDialog
 from ui.pages.transfer_partners import ImportWizard
 from ui.quorum.widgets import QuorumFormDialog
@@ -100,4 +101,60 @@ def test_register_export_and_import_through_the_wizards(
     wizard.preview_button.click()
     qtbot.waitUntil(lambda: "Refused" in wizard.summary.text(), timeout=WAIT_MS)
     assert "altered" in wizard.summary.text() and not wizard.import_button.isEnabled()
+    wizard.close()
+
+
+def test_the_import_wizard_counts_the_data_units_written_and_says_when_a_quorum_must_approve(
+    qtbot: Any, controller: Any, fresh_kma: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("kms_client.transfers.POLL_S", 0.05)  # the wizard sees each batch
+    partner = Identity.generate()
+    register(fresh_kma.client("so"), fresh_kma, "vault", text_of(partner))
+    co = fresh_kma.client("co")
+    for group, needs_quorum in (("incoming", False), ("guarded", True)):
+        co.create_key_policy(
+            group,
+            encryption_period=30 * DAY,
+            cryptoperiod=365 * DAY,
+            allow_import=True,
+            import_needs_quorum=needs_quorum,
+        )
+        co.create_key_group(group, group)
+    here = fresh_kma.client("so").get_transfer_identity().identity
+    big = tmp_path / "big.kmstransfer"
+    big.write_text(file_from(partner, here, [one_tape(f"W{n:05d}", os.urandom(32)) for n in range(6000)]))
+    window = sign_in(qtbot, controller, fresh_kma, "admin")
+    page = open_page(qtbot, window, "transfer_partners")
+    action(page.list, "Import file…").trigger()
+    wizard = active_dialog(qtbot, ImportWizard)
+    qtbot.waitUntil(lambda: wizard.group.findData("incoming") >= 0, timeout=WAIT_MS)
+    wizard.group.setCurrentIndex(wizard.group.findData("incoming"))
+    wizard.path.setText(str(big))
+    wizard.preview_button.click()
+    qtbot.waitUntil(lambda: "6,000 new" in wizard.summary.text(), timeout=WAIT_MS)
+    wizard.import_button.click()
+    shown: list[str] = []
+
+    def imported() -> bool:
+        shown.append(wizard.summary.text())
+        return "Imported 6,000 data units" in shown[-1]
+
+    qtbot.waitUntil(imported, timeout=4 * WAIT_MS)
+    counts = [
+        int(m.group(1).replace(",", "")) for t in shown if (m := re.match(r"Writing: ([\d,]+) of 6,000", t))
+    ]
+    assert counts == sorted(counts) and any(0 < n < 6000 for n in counts), shown
+
+    # Into a key group whose policy asks for the quorum: submitted for approval, nothing written
+    small = tmp_path / "small.kmstransfer"
+    small.write_text(file_from(partner, here, [one_tape("G00001", os.urandom(32))]))
+    wizard.group.setCurrentIndex(wizard.group.findData("guarded"))
+    wizard.path.setText(str(small))
+    wizard.preview_button.click()
+    qtbot.waitUntil(lambda: "1 new" in wizard.summary.text(), timeout=WAIT_MS)
+    wizard.import_button.click()
+    qtbot.waitUntil(lambda: "Submitted for approval" in wizard.summary.text(), timeout=WAIT_MS)
+    (op,) = fresh_kma.client("so").list_quorum_operations(state="pending").items
+    assert op.type == "import_transfer_file" and op.id in wizard.summary.text()
+    assert not fresh_kma.client("op").list_keys(data_unit_id="G00001").items
     wizard.close()

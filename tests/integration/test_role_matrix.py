@@ -162,6 +162,9 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /transfer-exports": frozenset({OP}),
     "POST /transfer-imports/preview": frozenset({SO}),
     "POST /transfer-imports": frozenset({SO}),
+    "POST /transfer-exports/jobs": frozenset({OP}),
+    "POST /transfer-imports/jobs": frozenset({SO}),
+    "GET /transfer-jobs/{id}": frozenset({SO, CO, OP, AU}),
     # Directory sign-in (issue 43): its settings and group mapping; setting them is quorum-protected.
     "GET /directory": frozenset({SO, AU}),
     "PUT /directory": frozenset({SO}),
@@ -592,6 +595,15 @@ CALLS: dict[str, Prep] = {
     ),
     "POST /transfer-imports/preview": lambda w, u: ({}, {"file": w.transfer().file()}),
     "POST /transfer-imports": lambda w, u: ({}, {"file": w.transfer().file(), "key_group_id": "mx-transfer"}),
+    "POST /transfer-exports/jobs": lambda w, u: (
+        {},
+        {"partner_id": w.transfer() and "mx-partner", "volsers": ["MXT0001"]},
+    ),
+    "POST /transfer-imports/jobs": lambda w, u: (
+        {},
+        {"file": w.transfer().file(), "key_group_id": "mx-transfer"},
+    ),
+    "GET /transfer-jobs/{id}": lambda w, u: ({"id": w.transfer().job()}, None),
     "GET /directory": none,
     "POST /auth/second-factor": none,
     "GET /auth/second-factor/policy": none,

@@ -70,6 +70,7 @@ class MatrixPartner:
 
     def __init__(self, admin: KmsClient, kma: RunningKma) -> None:
         self.admin, self.kma, self.n = admin, kma, 0
+        self._job: str | None = None
         self.identity = Identity.generate()
         register(admin, kma, "mx-partner", text_of(self.identity))
         admin.create_key_policy(
@@ -90,6 +91,12 @@ class MatrixPartner:
         partner_id = self.fresh()
         register(self.admin, self.kma, partner_id, text_of(Identity.generate()))
         return partner_id
+
+    def job(self) -> str:
+        """A transfer job of the KMA (an import of a new tape), made at first use."""
+        if self._job is None:
+            self._job = self.admin.start_transfer_import(self.file(), "mx-transfer").id
+        return self._job
 
     def file(self) -> str:
         """A new tape's file from the partner to this KMA."""

@@ -33,6 +33,7 @@ HELPERS = {
     "history",
     "tail_audit_events",
     "ca_renewal",  # compares the CA the KMA serves (get_ca) with the pinned one
+    "follow_transfer_job",  # polls get_transfer_job until the job ends
 }
 
 

@@ -20,8 +20,6 @@ NOT_YET_TYPED = frozenset(
         "quorum.key_split.key_split_view",
         "quorum.key_split.set_lifetime",
         "transfer_export.export_transfer_file",
-        "transfer_import.import_transfer_file",
-        "transfer_import.preview_transfer_import",
         "transfer_partners.get_transfer_identity",
         "transfer_partners.get_transfer_partner",
         "transfer_partners.partner_by_identity",

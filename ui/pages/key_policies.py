@@ -45,6 +45,12 @@ def _new_policy(page: ListPage[KeyPolicy], _obj: Any) -> None:
             ),
             Field("allow_export", "Allow export", "bool"),
             Field("allow_import", "Allow import", "bool"),
+            Field(
+                "import_needs_quorum",
+                "Import needs quorum",
+                "bool",
+                help="An import of a transfer file into its key groups waits for the key split quorum.",
+            ),
             Field("agents_may_revoke", "Agents may revoke keys", "bool"),
             Field(
                 "general_keys",
@@ -71,6 +77,7 @@ def _new_policy(page: ListPage[KeyPolicy], _obj: Any) -> None:
             description=v["description"] or None,
             allow_export=v["allow_export"],
             allow_import=v["allow_import"],
+            import_needs_quorum=v["import_needs_quorum"],
             agents_may_revoke=v["agents_may_revoke"],
             general_keys=v["general_keys"],
             rotation_period=v["rotation_period"] or None,
@@ -90,6 +97,7 @@ def _edit_policy(page: ListPage[KeyPolicy], p: KeyPolicy) -> None:
             Field("description", "Description", default=p.description),
             Field("allow_export", "Allow export", "bool", default=p.allow_export),
             Field("allow_import", "Allow import", "bool", default=p.allow_import),
+            Field("import_needs_quorum", "Import needs quorum", "bool", default=p.import_needs_quorum),
             Field("agents_may_revoke", "Agents may revoke keys", "bool", default=p.agents_may_revoke),
             Field("general_keys", "General keys (generic KMIP clients)", "bool", default=p.general_keys),
         ],
@@ -114,6 +122,7 @@ SPEC = ListSpec(
         Column("cryptoperiod", "Cryptoperiod", 110, format=period, align_right=True),
         Column("allow_export", "Export", 70),
         Column("allow_import", "Import", 70),
+        Column("import_needs_quorum", "Import quorum", 100),
         Column("agents_may_revoke", "Agents revoke", 100),
         Column("general_keys", "General keys", 100),
         Column(

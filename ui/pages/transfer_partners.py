@@ -33,7 +33,7 @@ from app.writes.transfer import (
     register_transfer_partner,
     remove_transfer_partner,
 )
-from kms_client.wire import TransferPartner
+from kms_client.wire import PendingQuorumOp, TransferPartner
 from ui.form_dialog import FormDialog
 from ui.form_field import Field
 from ui.format import when, yes_no
@@ -229,9 +229,16 @@ class ImportWizard(QDialog):
             label="Importing…",
             success=self._imported,
             failure=self._refused,
+            progress=lambda text, _value, _maximum: self.summary.setText(text),
         )
 
     def _imported(self, done: Any) -> None:
+        if isinstance(done, PendingQuorumOp):
+            self.summary.setText(
+                f"Submitted for approval: quorum operation <b>{done.id}</b> needs {done.approvals_needed} "
+                "approvals (Pending approvals page). The keys are imported when the quorum approves."
+            )
+            return
         n = done.keys_awaiting_backup
         waiting = (
             f"<br><br>{n:,} imported {'key is' if n == 1 else 'keys are'} sent to drives once a database "

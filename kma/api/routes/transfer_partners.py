@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import Any
+
 from fastapi import APIRouter, Response
 
 from kma.api import schemas
@@ -14,15 +17,19 @@ from kma.api.transfer_schemas import (
     TransferFileBody,
     TransferIdentity,
     TransferImportCreate,
+    TransferJob,
     TransferPartner,
     TransferPartnerCreate,
 )
 from kma.api.transfer_schemas import (
     TransferImport as TransferImportAnswer,
 )
+from kma.appliance import Appliance
+from kma.domain.actor import Actor
 from kma.quorum import engine
-from kma.services import transfer_export, transfer_import, transfer_partners
+from kma.services import transfer_export, transfer_import, transfer_jobs, transfer_partners
 from kma.services.paging import Page
+from kma.services.transfer_jobs import TransferJobs
 
 router = APIRouter(tags=["transfer"])
 
@@ -75,11 +82,8 @@ def remove_transfer_partner(partner_id: str, kma: Kma, actor: TransferPartners) 
     return Response(status_code=204)
 
 
-@router.post("/transfer-exports", response_model=TransferExportAnswer, status_code=201)
-def export_transfer_file(body: TransferExportCreate, kma: Kma, actor: TransferExport) -> dict[str, object]:
-    """The transfer file for a partner with the chosen data units' keys (only those whose policy
-    allows export: the others are named), signed by this cluster and wrapped to the partner."""
-    selection = transfer_export.Selection(
+def _selection(body: TransferExportCreate) -> transfer_export.Selection:
+    return transfer_export.Selection(
         tuple(body.volsers),
         body.volser_from,
         body.volser_to,
@@ -87,15 +91,94 @@ def export_transfer_file(body: TransferExportCreate, kma: Kma, actor: TransferEx
         body.written_from,
         body.written_to,
     )
-    return transfer_export.export_transfer_file(kma, actor, body.partner_id, selection, body.valid_days)
+
+
+@router.post("/transfer-exports", response_model=TransferExportAnswer, status_code=201)
+def export_transfer_file(body: TransferExportCreate, kma: Kma, actor: TransferExport) -> dict[str, object]:
+    """The transfer file for a partner with the chosen data units' keys (only those whose policy
+    allows export: the others are named), signed by this cluster and wrapped to the partner."""
+    return transfer_export.export_transfer_file(
+        kma, actor, body.partner_id, _selection(body), body.valid_days
+    )
+
+
+@router.post("/transfer-exports/jobs", response_model=TransferJob, status_code=202)
+def start_transfer_export(body: TransferExportCreate, kma: Kma, actor: TransferExport) -> TransferJob:
+    """The export as a background job: poll `GET /transfer-jobs/{id}` for its progress; the
+    finished job holds the answer with the file (`exported`)."""
+    selection = _selection(body)
+
+    def work() -> dict[str, Any]:
+        return {
+            "exported": transfer_export.export_transfer_file(
+                kma, actor, body.partner_id, selection, body.valid_days
+            )
+        }
+
+    return _job(kma.part(TransferJobs).start(actor, "export", work))
 
 
 @router.post("/transfer-imports/preview", response_model=TransferImportAnswer)
-def preview_transfer_import(body: TransferFileBody, kma: Kma, actor: TransferImport) -> dict[str, object]:
+def preview_transfer_import(
+    body: TransferFileBody, kma: Kma, actor: TransferImport
+) -> transfer_import.ImportAnswer:
     """What importing the file would do (it is checked as for an import); writes nothing."""
     return transfer_import.preview_transfer_import(kma, actor, body.file)
 
 
-@router.post("/transfer-imports", response_model=TransferImportAnswer)
-def import_transfer_file(body: TransferImportCreate, kma: Kma, actor: TransferImport) -> dict[str, object]:
-    return transfer_import.import_transfer_file(kma, actor, body.file, body.key_group_id)
+def _import(kma: Appliance, actor: Actor, body: TransferImportCreate) -> dict[str, Any]:
+    """{"imported": the answer} or, under quorum and still waiting, {"pending_op": the operation}."""
+    try:
+        return {
+            "imported": asdict(transfer_import.import_transfer_file(kma, actor, body.file, body.key_group_id))
+        }
+    except transfer_import.NeedsQuorum:
+        request = {"file": body.file, "key_group_id": body.key_group_id}
+        done = engine.submit(kma, actor, "import_transfer_file", request, body.key_split_credentials())
+    if not done.executed:
+        return {"pending_op": done.op}
+    return {"imported": {**done.handed_out, "keys_awaiting_backup": transfer_import.awaiting_backup(kma)}}
+
+
+@router.post("/transfer-imports", response_model=TransferImportAnswer | PendingQuorumOp, responses=PENDING)
+def import_transfer_file(
+    body: TransferImportCreate, kma: Kma, actor: TransferImport, response: Response
+) -> TransferImportAnswer | PendingQuorumOp:
+    """Imports the file; when the key group's policy has `import_needs_quorum`, a quorum operation
+    (202 with it when the credentials that came are fewer than M)."""
+    answer = _import(kma, actor, body)
+    if "pending_op" in answer:
+        response.status_code = 202
+        return PendingQuorumOp.model_validate(answer["pending_op"])
+    return TransferImportAnswer.model_validate(answer["imported"])
+
+
+@router.post("/transfer-imports/jobs", response_model=TransferJob, status_code=202)
+def start_transfer_import(body: TransferImportCreate, kma: Kma, actor: TransferImport) -> TransferJob:
+    """The import as a background job: poll `GET /transfer-jobs/{id}` for its progress; the
+    finished job holds the answer (`imported`) or, under quorum, the operation (`pending_op`)."""
+    return _job(kma.part(TransferJobs).start(actor, "import", lambda: _import(kma, actor, body)))
+
+
+@router.get("/transfer-jobs/{job_id}", response_model=TransferJob)
+def get_transfer_job(job_id: str, kma: Kma, actor: TransferRead) -> TransferJob:
+    """A transfer job of this KMA: its progress, then its answer or why it failed."""
+    return _job(kma.part(TransferJobs).get(job_id))
+
+
+def _job(job: transfer_jobs.TransferJob) -> TransferJob:
+    error = (
+        None
+        if job.error_code is None
+        else {"status": job.error_status, "code": job.error_code, "message": job.error_message}
+    )
+    fields = {f: getattr(job, f) for f in ("id", "kind", "state", "phase", "done", "total")}
+    return TransferJob.model_validate(
+        {
+            **fields,
+            "started_at": job.started_at,
+            "finished_at": job.finished_at,
+            "error": error,
+            **(job.result or {}),
+        }
+    )

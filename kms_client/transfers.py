@@ -1,0 +1,37 @@
+"""Transfer files (docs/transfer.md): what `KmsClient` adds to the generated calls is following a
+transfer job (`start_transfer_export`, `start_transfer_import`) to its end with its progress.
+Same threading rule: network I/O, never on the GUI thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from .calls import Calls
+from .errors import api_error
+from .wire import TransferJob
+
+POLL_S = 1.0  # between two looks at a running job
+
+
+class TransferCalls(Calls):
+    def follow_transfer_job(
+        self,
+        job: TransferJob,
+        progress: Callable[[TransferJob], None] | None = None,
+        poll_s: float | None = None,
+    ) -> TransferJob:
+        """Asks for the job every `poll_s` seconds until it ends, telling `progress` each time; the
+        finished job (its answer in `exported`, `imported` or `pending_op`), or the job's failure
+        raised as the error the synchronous call would have raised."""
+        while True:
+            if progress is not None:
+                progress(job)
+            if job.state != "running":
+                break
+            time.sleep(POLL_S if poll_s is None else poll_s)
+            job = self.get_transfer_job(job.id)
+        if job.error is not None:
+            raise api_error(job.error.status, job.error.code, job.error.message)
+        return job
