@@ -1261,7 +1261,7 @@ class Calls:
         )
 
     def get_transfer_job(self, job_id: str) -> TransferJob:
-        """A transfer job you started on this KMA: its progress, then its answer or why it failed."""
+        """A transfer job of this KMA: its progress, then its answer or why it failed."""
         return self._connection.call("GET", f"/transfer-jobs/{segment(job_id)}", reader(TransferJob))
 
     def get_directory(self) -> DirectorySettings:
