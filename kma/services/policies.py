@@ -54,6 +54,7 @@ class PolicyRow:
     cryptoperiod: int
     allow_export: bool
     allow_import: bool
+    import_needs_quorum: bool  # an import into its key groups is a quorum operation
     agents_may_revoke: bool
     general_keys: bool  # keys for generic KMIP clients; else tape keys
     rotation_period: int | None  # after a general key's activation, its successor is made
@@ -172,6 +173,18 @@ def update_key_policy(kma: Appliance, actor: Actor, policy_id: str, **changes: A
         )
         raise Conflict(
             "A key policy's periods cannot change once set; create a new policy instead.", audited=True
+        )
+    if changes.get("import_needs_quorum") is False and get_key_policy(kma, policy_id).import_needs_quorum:
+        # Else one Compliance Officer could clear it, import alone, and set it again.
+        kma.audit(
+            actor,
+            "key_policy.update",
+            "refused: an import's quorum cannot be turned off once a policy asks for it",
+            subject=("key_policy", policy_id),
+        )
+        raise Conflict(
+            "A key policy that asks for a quorum to import keeps asking; create a new policy instead.",
+            audited=True,
         )
     if "description" in changes:
         check_text(changes["description"], "The description")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kma.crypto.transfer import Identity
-from kms_client import NotFound, PendingQuorumOp
+from kms_client import Conflict, NotFound, PendingQuorumOp
 from kms_client.wire import TransferJob
 from tests.integration.test_quorum_cli import kma_cli
 from tests.support.agents import demo_passphrase, enroll, events, kmip, last_event
@@ -224,3 +224,19 @@ def test_an_export_job_reports_its_progress_and_holds_the_file(sides: Sides) -> 
 
 def so_preview_new(sides: Sides, file: str) -> int:
     return sides.offsite.client("so").preview_transfer_import(file).new
+
+
+def test_a_policy_that_asks_for_quorum_to_import_says_so_and_keeps_asking(sides: Sides) -> None:
+    """One Compliance Officer must not clear the flag, import alone, and set it again."""
+    co = sides.offsite.client("co")
+    assert co.get_key_policy("guarded").import_needs_quorum
+    assert not co.get_key_policy("bulk").import_needs_quorum
+    with pytest.raises(Conflict) as refused:
+        co.update_key_policy("guarded", import_needs_quorum=False)
+    assert "keeps asking" in refused.value.message
+    assert co.get_key_policy("guarded").import_needs_quorum
+    co.create_key_policy("later", encryption_period=30 * DAY, cryptoperiod=365 * DAY, allow_import=True)
+    co.update_key_policy("later", import_needs_quorum=True)  # asking from now on is anyone's to decide
+    assert co.get_key_policy("later").import_needs_quorum
+    co.update_key_policy("later", description="asks now")  # other changes go on as before
+    assert co.get_key_policy("later").import_needs_quorum
