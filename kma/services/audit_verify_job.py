@@ -148,6 +148,7 @@ class ChainVerifications(Worker):
                 plan = plan_verification(conn, ca_pem, to_heads=True)
             job.progressed(0, plan.total)
             report = check_chains(store.query, plan, job.progressed, self._between_chunks)
+            job.progressed(report.events_checked, plan.total)  # a break's place, not its chunk's end
             mark = store.scalar("SELECT coalesce(max(id), 0) FROM audit_checkpoints")
             if report.intact or int(mark) == plan.checkpoint_mark:
                 return report
