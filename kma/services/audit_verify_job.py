@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 WAIT_S = 10.0  # the old route's wait: under the clients' 15 s timeout
 RECENT_S = 300  # the old route answers with a verification that ended this recently
-BETWEEN_CHUNKS_S = 0.005  # after each chunk (~25 ms of hashing): requests get the interpreter
+BETWEEN_CHUNKS_S = 0.005  # after each chunk (~70 ms of hashing): requests get the interpreter
 RESTARTS = 2  # at most this many fresh starts after a prune changed the checkpoints meanwhile
 IDLE_S = 60.0  # the worker's pause when no verification was asked for (it is woken when one is)
 
