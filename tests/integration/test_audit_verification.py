@@ -10,12 +10,15 @@ verification reads several chunks.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
 
 import pytest
 
 from bench.audit import generate
 from kms_client import ChainVerification
 from tests.integration.test_audit_trail import tamper
+from tests.support.cluster import BINARY, replica, three_kmas
 from tests.support.kma_process import RunningKma, read_only_db, run_kma
 from tests.support.waiting import wait_until
 
@@ -122,3 +125,21 @@ def test_a_changed_event_is_reported_with_its_place_in_the_chain(busy_kma: Runni
     assert (old.intact, old.first_bad_event_id) == (False, target)
     broken = auditor.list_audit_events(operation="audit.verify", condition="error", limit=1).items
     assert broken and f"BROKEN at event #{target}" in broken[0].message
+
+
+@pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
+def test_a_cluster_kma_verifies_every_kmas_chain_from_its_replica(tmp_path: Path) -> None:
+    """On a cluster node the job reads its own replica, which holds every KMA's chain."""
+    with three_kmas(tmp_path) as kmas:
+        first, second = kmas[0], kmas[1]
+        second.client("op").create_data_unit("AVC001", "written through another KMA")
+
+        def on_first() -> int:
+            with closing(replica(first)) as db:
+                sql = "SELECT count(*) FROM audit_events WHERE kma_id <> ?"
+                return int(db.execute(sql, ("kma-dal-1",)).fetchone()[0])
+
+        others = wait_until(on_first, 30, "the other KMAs' events on the first KMA's replica")
+        done = follow(first, first.client("auditor").start_audit_verification())[-1]
+        assert done.state == "finished" and done.report is not None and done.report.intact
+        assert done.events_checked == done.events_total > others
