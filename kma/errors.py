@@ -82,3 +82,10 @@ class ClusterUnavailable(KmaError):
     election is under way); nothing was changed, try again."""
 
     code, status = "cluster_unavailable", 503
+
+
+class VerificationRunning(KmaError):
+    """The audit chain's verification goes on in the background and had not ended within the time
+    an old client's request may wait (GET /audit-events/verify); asked again, it answers once done."""
+
+    code, status = "verification_running", 503

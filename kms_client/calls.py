@@ -33,6 +33,7 @@ from .wire import (
     BackupSchedule,
     CaInfo,
     ChainReport,
+    ChainVerification,
     CoreSecurityBackupStatus,
     Dashboard,
     DataUnit,
@@ -730,8 +731,17 @@ class Calls:
         )
 
     def verify_audit_chain(self) -> ChainReport:
-        """`GET /api/v1/audit-events/verify`."""
+        """The report of a verification that ends within 10 s (a small trail: at once); else 503
+        `verification_running`. For clients older than POST/GET /audit-events/verification."""
         return self._connection.call("GET", "/audit-events/verify", reader(ChainReport))
+
+    def get_audit_verification(self) -> ChainVerification:
+        """The running verification's progress, or the last one's result."""
+        return self._connection.call("GET", "/audit-events/verification", reader(ChainVerification))
+
+    def start_audit_verification(self) -> ChainVerification:
+        """Start verifying the chain in the background, or join the verification running."""
+        return self._connection.call("POST", "/audit-events/verification", reader(ChainVerification))
 
     def get_audit_facets(self) -> AuditFacets:
         """`GET /api/v1/audit-events/facets`."""

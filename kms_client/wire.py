@@ -241,6 +241,20 @@ class ChainReport:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ChainVerification:
+    """A verification of the audit chain running in the background, or the last one."""
+
+    state: str
+    started_at: datetime | None
+    started_by: str | None
+    finished_at: datetime | None
+    events_checked: int
+    events_total: int
+    report: ChainReport | None
+    error: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class AuditCheckpoint:
     id: int
     kma_id: str

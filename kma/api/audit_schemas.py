@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -25,6 +25,19 @@ class ChainReport(Response):
     first_bad_event_id: int | None
     reason: str | None
     checkpoints: list[CheckpointRef] = []
+
+
+class ChainVerification(Response):
+    """A verification of the audit chain running in the background, or the last one."""
+
+    state: Literal["none", "running", "finished", "failed"]  # none: none ran since the KMA started
+    started_at: Time | None
+    started_by: str | None
+    finished_at: Time | None
+    events_checked: int
+    events_total: int  # the events it covers: each chain up to its head when it started
+    report: ChainReport | None  # once finished: intact, or the first break
+    error: str | None  # why a failed one could not run to its end
 
 
 class Checkpoint(Response):

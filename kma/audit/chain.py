@@ -101,6 +101,38 @@ class ChainReport:
     checkpoints: tuple[Checkpoint, ...] = ()
 
 
+class ChainVerifier:
+    """Checks events one at a time, in (kma_id, chain_seq) order, so a caller can feed them in
+    chunks (a background verification reads a few thousand per query) and report progress.
+
+    `checkpoints` holds, per chain, the latest checkpoint whose signature the caller has checked:
+    events up to it are checked one by one (their own hash) and together (the checkpoint's digest
+    of what was kept), so events pruned below it leave no gap; above it the links start from the
+    checkpoint's hash."""
+
+    def __init__(
+        self, heads: Mapping[str, tuple[int, str]], checkpoints: Mapping[str, Checkpoint] | None = None
+    ) -> None:
+        self.heads = heads
+        self.starts = dict(checkpoints or {})
+        self.checked = 0
+        self.last = {kma_id: (cp.chain_seq, cp.hash) for kma_id, cp in self.starts.items()}
+        self.kept = {kma_id: RetainedDigest() for kma_id in self.starts}
+
+    def check(self, event: Mapping[str, Any]) -> ChainReport | None:
+        """None while the chain holds; the report naming `event` once it does not."""
+        self.checked += 1
+        problem = _event_problem(event, self.starts.get(event["kma_id"]), self.last, self.kept)
+        return ChainReport(False, self.checked, event["id"], problem) if problem else None
+
+    def finish(self) -> ChainReport:
+        """After the last event: the digests below the checkpoints, and each chain's end."""
+        problem = _ends_problem(self.starts, self.kept, self.heads, self.last)
+        if problem:
+            return ChainReport(False, self.checked, None, problem)
+        return ChainReport(True, self.checked, checkpoints=tuple(self.starts.values()))
+
+
 def verify_events(
     events: Iterable[Mapping[str, Any]],
     heads: Mapping[str, tuple[int, str]],
@@ -108,24 +140,13 @@ def verify_events(
 ) -> ChainReport:
     """Check every chain: hashes, links, no gaps, and each chain ends at its recorded head.
 
-    `events` must come ordered by (kma_id, chain_seq). `checkpoints` holds, per chain, the
-    latest checkpoint whose signature the caller has checked: events up to it are checked one
-    by one (their own hash) and together (the checkpoint's digest of what was kept), so events
-    pruned below it leave no gap; above it the links start from the checkpoint's hash.
-    """
-    starts = dict(checkpoints or {})
-    checked = 0
-    last = {kma_id: (cp.chain_seq, cp.hash) for kma_id, cp in starts.items()}
-    kept = {kma_id: RetainedDigest() for kma_id in starts}
+    `events` must come ordered by (kma_id, chain_seq); see `ChainVerifier` for `checkpoints`."""
+    verifier = ChainVerifier(heads, checkpoints)
     for event in events:
-        checked += 1
-        problem = _event_problem(event, starts.get(event["kma_id"]), last, kept)
-        if problem:
-            return ChainReport(False, checked, event["id"], problem)
-    problem = _ends_problem(starts, kept, heads, last)
-    if problem:
-        return ChainReport(False, checked, None, problem)
-    return ChainReport(True, checked, checkpoints=tuple(starts.values()))
+        broken = verifier.check(event)
+        if broken:
+            return broken
+    return verifier.finish()
 
 
 def _event_problem(

@@ -6,6 +6,8 @@ import argparse
 import json
 import sqlite3
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -204,7 +206,7 @@ def run_audit_verify(args: argparse.Namespace) -> int:
     if not args.data_dir:
         raise ValidationFailed("Give --data-dir DIR (this KMA's chain) or --export FILE (an exported file).")
     from kma.cluster.node_config import ClusterFiles
-    from kma.services.audit_log import verify_connection
+    from kma.services.audit_verification import verify_connection
 
     data_dir = open_data_dir(args)
     files = ClusterFiles.of(data_dir.root)
@@ -213,7 +215,7 @@ def run_audit_verify(args: argparse.Namespace) -> int:
     conn.row_factory = sqlite3.Row
     try:
         conn.execute("BEGIN")  # one snapshot: heads and events agree
-        report = verify_connection(conn, data_dir.ca_cert.read_bytes())
+        report = verify_connection(conn, data_dir.ca_cert.read_bytes(), _progress_printer())
         if report.intact:
             start = "".join(
                 f"; KMA {c.kma_id} from signed checkpoint #{c.id} (chain #{c.chain_seq})"
@@ -226,6 +228,21 @@ def run_audit_verify(args: argparse.Namespace) -> int:
     where = f" (first bad event: #{report.first_bad_event_id})" if report.first_bad_event_id else ""
     print(f"Audit trail BROKEN{where}: {report.reason}", file=sys.stderr)
     return 1
+
+
+def _progress_printer(every_s: float = 1.0) -> Callable[[int, int], None]:
+    """Prints "1,200,000 of 10,000,000 events checked" on stderr, at most once per `every_s` (and
+    at the first chunk, so a long verification says at once how much there is)."""
+    last = [0.0]
+
+    def progress(checked: int, total: int) -> None:
+        now = time.monotonic()
+        if last[0] and now - last[0] < every_s and checked < total:
+            return
+        last[0] = now
+        print(f"{checked:,} of {total:,} events checked", file=sys.stderr, flush=True)
+
+    return progress
 
 
 def _verify_rows(conn: sqlite3.Connection, data_dir: DataDir) -> bool:

@@ -171,24 +171,27 @@ def _unit_has_key(unit: str, condition: str = "1") -> str:
 # Protect-and-Process: few keys are in those states and each has an index, so these units are
 # named from those keys first (one list, read once) instead of testing every data unit in turn.
 # Quick while those keys are few; many Process-Only keys make a long list to read for each page.
-def _units_with_key_in(unit: str, states: tuple[KeyState, ...]) -> str:
-    either = " OR ".join(key_in_state(s, "k.") for s in states)
+def _units_with_key_in(unit: str, conditions: tuple[str, ...]) -> str:
+    either = " OR ".join(conditions)
     return f"{unit} IN (SELECT k.data_unit_id FROM keys k WHERE {either})"
+
+
+# A waiting key (Generated, Ready, Pre-active or Withheld: the four states together) bound to a data
+# unit, read from the small index of just those (migration 0107): as four states, each was a walk
+# of the whole key pool, whose keys are bound to no unit.
+_WAITING_ON_UNIT = f"({_WAITING.format(t='k.')} AND k.data_unit_id IS NOT NULL)"
 
 
 def data_unit_conditions(unit: str = "data_units.id") -> dict[DataUnitState, str]:
     has_key, has_live_key = _unit_has_key(unit), _unit_has_key(unit, "k.destroyed_at IS NULL")
     has_write_key = _unit_has_key(unit, key_in_state(KeyState.PROTECT_AND_PROCESS, "k."))
-    destroyed = _units_with_key_in(unit, (KeyState.DESTROYED,))
+    destroyed = _units_with_key_in(unit, (key_in_state(KeyState.DESTROYED, "k."),))
     not_writing = _units_with_key_in(
         unit,
         (
-            KeyState.GENERATED,
-            KeyState.READY,
-            KeyState.PRE_ACTIVE,
-            KeyState.WITHHELD,
-            KeyState.DEACTIVATED,
-            KeyState.PROCESS_ONLY,
+            _WAITING_ON_UNIT,
+            key_in_state(KeyState.DEACTIVATED, "k."),
+            key_in_state(KeyState.PROCESS_ONLY, "k."),
         ),
     )
     return {

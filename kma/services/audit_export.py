@@ -17,8 +17,9 @@ from kma.audit import report as html_report
 from kma.audit.exports import iso, signature_record, stream_csv
 from kma.audit.record import Condition, Retention
 from kma.domain.actor import Actor
-from kma.services.audit_log import iter_events, report_json, verify_chain, where_clause
+from kma.services.audit_log import iter_events, where_clause
 from kma.services.audit_signer import signer
+from kma.services.audit_verification import report_json, verify_chain
 from kma.services.paging import PageRequest
 
 REPORT_ROWS = 5000

@@ -1,4 +1,4 @@
-"""Reading the audit trail and verifying its hash chain.
+"""Reading the audit trail (verifying its hash chains: kma/services/audit_verification.py).
 
 Free text (`q`) goes through the FTS5 index (migration 0004), not LIKE: a LIKE '%word%' scans
 every row, which on a million events is seconds; the index answers in milliseconds. The index is
@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from kma.appliance import Appliance
-from kma.audit.chain import ChainReport, verify_events
-from kma.audit.checkpoint import Checkpoint
 from kma.audit.record import SEVERITY, Condition, Retention
-from kma.audit.signing import certificate_problem, signature_checks
 from kma.errors import ValidationFailed
 from kma.services.paging import (
     COUNT_LIMIT,
@@ -230,63 +226,3 @@ def facets(store: Store, limit: int = 500) -> dict[str, list[str]]:
             current = store.scalar(f"SELECT min({column}) FROM audit_events WHERE {column} > ?", (current,))
         out[column] = values
     return out
-
-
-# --- verification --------------------------------------------------------------------------
-def trusted_checkpoints(conn: sqlite3.Connection, ca_pem: bytes) -> tuple[dict[str, Checkpoint], list[str]]:
-    """Per chain, the latest checkpoint whose signature checks, and what failed to check."""
-    keys: dict[int, bytes | None] = {}
-    for row in conn.execute("SELECT id, public_key, certificate_pem FROM audit_signing_keys"):
-        problem = certificate_problem(row["certificate_pem"], bytes(row["public_key"]), ca_pem)
-        keys[row["id"]] = None if problem else bytes(row["public_key"])
-    best: dict[str, Checkpoint] = {}
-    problems: list[str] = []
-    for row in conn.execute("SELECT * FROM audit_checkpoints ORDER BY kma_id, chain_seq, id"):
-        cp = Checkpoint.from_row(row)
-        public_key = keys.get(cp.signing_key_id)
-        if public_key is None or not signature_checks(public_key, bytes(cp.signature), cp.message()):
-            problems.append(
-                f"signed checkpoint #{cp.id} (KMA {cp.kma_id}) does not check: it was "
-                "altered, or not signed by this cluster's audit key"
-            )
-            continue
-        best[cp.kma_id] = cp
-    return best, problems
-
-
-def cluster_ca(conn: sqlite3.Connection) -> bytes:
-    row = conn.execute("SELECT ca_cert_pem FROM cluster").fetchone()
-    return str(row[0]).encode() if row else b""
-
-
-def verify_chain(store: Store, ca_pem: bytes | None = None) -> ChainReport:
-    """Verify every chain from its latest trusted checkpoint (or from its start).
-
-    `ca_pem` is the CA this KMA serves TLS with (tls/ca.pem); the copy in the database is used
-    only when none is given, since whoever can rewrite the database could replace that copy.
-    """
-    with store.snapshot() as conn:
-        return verify_connection(conn, ca_pem)
-
-
-def verify_connection(conn: sqlite3.Connection, ca_pem: bytes | None = None) -> ChainReport:
-    heads = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT kma_id, chain_seq, hash FROM audit_heads")}
-    checkpoints, problems = trusted_checkpoints(conn, ca_pem or cluster_ca(conn))
-    events = conn.execute("SELECT * FROM audit_events ORDER BY kma_id, chain_seq")
-    report = verify_events(events, heads, checkpoints)
-    if report.intact and problems:
-        return ChainReport(False, report.events_checked, None, problems[0], report.checkpoints)
-    return report
-
-
-def report_json(report: ChainReport) -> Mapping[str, Any]:
-    return {
-        "intact": report.intact,
-        "events_checked": report.events_checked,
-        "first_bad_event_id": report.first_bad_event_id,
-        "reason": report.reason,
-        "checkpoints": [
-            {"id": cp.id, "kma_id": cp.kma_id, "chain_seq": cp.chain_seq, "created_at": cp.created_at}
-            for cp in report.checkpoints
-        ],
-    }

@@ -21,8 +21,8 @@ from kma.audit.record import Condition, Retention
 from kma.audit.signing import Signer
 from kma.domain.actor import Actor
 from kma.errors import Conflict, ValidationFailed
-from kma.services.audit_log import verify_chain
 from kma.services.audit_signer import signer, signing
+from kma.services.audit_verification import verify_chain
 from kma.services.change import Change
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.op_type import OpType, Outcome, Prepared

@@ -77,6 +77,33 @@ def test_verify_shows_the_result_plainly(qtbot, audit_area, controller):
     qtbot.mouseClick(browser.verify_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: browser.last_report is not None, timeout=WAIT_MS)
     assert "Audit chain intact" in browser.chain_banner.text()
+    assert browser.chain_check.state.state == "finished"  # what the KMA's background job said
+
+
+def test_verify_shows_the_progress_of_a_long_verification(qtbot, audit_area, controller):
+    """A verification of ten million events takes minutes: while the KMA reports it running, the
+    banner shows how far it got and the page keeps working; its result follows."""
+    browser = audit_area.browser
+    running = Row(state="running", events_checked=1_200_000, events_total=10_000_000, report=None, error=None)
+    browser.chain_check.seen(running)
+    assert "1,200,000 of 10,000,000 events checked (12%)" in browser.chain_banner.text()
+    assert browser.chain_check.running and browser.last_report is None
+    browser.filters.combos["operation"].setCurrentText("key.destroy")  # the page answers meanwhile
+    qtbot.waitUntil(lambda: browser.model.filters.get("operation") == "key.destroy", timeout=WAIT_MS)
+    # The next poll asks the KMA, whose real state (no verification of that size) ends it.
+    qtbot.waitUntil(
+        lambda: browser.last_report is not None or not browser.chain_check.running, timeout=WAIT_MS
+    )
+    wait_idle(qtbot, controller.ops)
+    broken = Row(
+        intact=False,
+        events_checked=4_321,
+        first_bad_event_id=4321,
+        reason="event #4321 was changed",
+        checkpoints=(),
+    )
+    browser.chain_check.seen(Row(state="finished", report=broken, error=None))
+    assert "BROKEN at event #4321 (after 4,321 events checked)" in browser.chain_banner.text()
 
 
 def test_exports_are_saved_and_verify_offline(qtbot, audit_area, controller, demo_kma, tmp_path):

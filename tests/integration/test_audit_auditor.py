@@ -27,6 +27,9 @@ SESSION_ROUTES = {
     "/auth/second-factor/confirm",
     "/quorum-operations/{op_id}/enrol",
     "/cluster/join",
+    # Starting a verification of the audit chain: an audit reader's own work, which changes no
+    # record (tests/integration/test_audit_verification.py).
+    "/audit-events/verification",
 }
 # Reads that are no area of records: the upgrade check asks every KMA of the cluster over TLS before
 # a rolling upgrade, a Security Officer's step (docs/upgrades.md), and tells nothing an auditor

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.support.kma_process import RunningKma
+from datetime import UTC, datetime
+
+from tests.support.kma_process import RunningKma, read_only_db
 
 
 def test_free_text_finds_words_anywhere_in_the_message(demo_kma: RunningKma) -> None:
@@ -87,6 +89,23 @@ def test_dashboard_series_count_keys_issued_and_events_by_severity(demo_kma: Run
     assert sum(d.count for d in series.keys_issued) == issued
     assert sum(d.info for d in series.events_by_severity) > 0
     assert series.keys_by_state["destroyed"] >= 2
+
+
+def test_dashboard_events_per_day_are_the_trails_own_counts(demo_kma: RunningKma) -> None:
+    """The chart's events per day and severity come from counts kept beside the trail (migration
+    0108), no longer from the events; each past day is what the trail holds, today at least what
+    it held a moment before."""
+    demo_kma.client("op").create_data_unit("SER0001", "an event of today")
+    with read_only_db(demo_kma.data_dir / "kma.db") as db:
+        rows = db.execute("SELECT created_at / 86400, severity, count(*) FROM audit_events GROUP BY 1, 2")
+        counted = {(datetime.fromtimestamp(d * 86400, UTC).strftime("%Y-%m-%d"), s): n for d, s, n in rows}
+    series = demo_kma.client("auditor").get_dashboard_series(days=410)
+    *past, today = series.events_by_severity
+    assert sum(d.info + d.warning + d.error for d in past) > 0
+    for day in past:
+        for severity in ("info", "warning", "error"):
+            assert getattr(day, severity) == counted.get((day.day, severity), 0), (day, severity)
+    assert today.info >= counted.get((today.day, "info"), 0) > 0
 
 
 def test_free_text_pages_follow_on_without_gaps(demo_kma: RunningKma) -> None:

@@ -3,7 +3,8 @@
 Rows come a page at a time through the generic ``PagedTableModel`` (the view asks only for what
 it paints); every filter, the free text (FTS5 on the KMA) and the sort are applied by the KMA.
 The live tail polls ``after_id`` every few seconds while the page is visible and puts new events
-on top. Chain verification is shown as a plain banner: intact, or the first broken event.
+on top. Chain verification runs on the KMA in the background (``ui.audit.verification``): the
+banner shows its progress, then plainly the result: intact, or the first broken event.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from app.context import AppContext
 from app.operations import OpContext
 from kms_client import AuditEvent
 from ui.audit.events import SPEC as LIST_SPEC
+from ui.audit.verification import ChainCheck
 from ui.files import ask_save_path
 from ui.format import when, words
 from ui.paged_model import ObjectRole, PagedTableModel
@@ -102,6 +104,7 @@ class AuditBrowser(QWidget):
         self.chain_banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._banner_style("neutral")
         layout.addWidget(self.chain_banner)
+        self.chain_check = ChainCheck(ctx, self, self._verifying, self.show_report, self._verify_failed)
 
         self.filters = AuditFilterBar()
         self.filters.changed.connect(self.apply_filter)
@@ -148,7 +151,10 @@ class AuditBrowser(QWidget):
         self.tail_button.setToolTip(f"Show new events as they happen (checks every {TAIL_MS // 1000} s)")
         self.tail_button.toggled.connect(self.set_tail)
         self.verify_button = QPushButton("Verify chain")
-        self.verify_button.setToolTip("Check every event's hash and link, from the latest signed checkpoint")
+        self.verify_button.setToolTip(
+            "Check every event's hash and link, from the latest signed checkpoint: the KMA does it in "
+            "the background and this banner shows how far it got"
+        )
         self.verify_button.clicked.connect(self.verify)
         self.csv_button = QPushButton("Export CSV…")
         self.csv_button.setToolTip(
@@ -350,14 +356,17 @@ class AuditBrowser(QWidget):
 
     # -- verification -------------------------------------------------------------------------
     def verify(self) -> None:
-        self.chain_banner.setText("Verifying the audit chain…")
+        """Start (or join) the KMA's background verification and follow it in the banner."""
         self._banner_style("neutral")
-        self.ctx.ops.read(
-            lambda worker: worker.client.verify_audit_chain(),
-            parent=self,
-            label="Verifying the audit chain…",
-            success=self.show_report,
-        )
+        self.chain_check.start()
+
+    def _verifying(self, text: str) -> None:
+        self.chain_banner.setText(text)
+        self._banner_style("neutral")
+
+    def _verify_failed(self, reason: str) -> None:
+        self.chain_banner.setText(f"✖ The audit chain could not be verified: {reason}.")
+        self._banner_style("bad")
 
     def show_report(self, report: Any) -> None:
         self.last_report = report
@@ -375,6 +384,7 @@ class AuditBrowser(QWidget):
             self._banner_style("ok")
         else:
             where = f" at event #{report.first_bad_event_id}" if report.first_bad_event_id else ""
+            where += f" (after {report.events_checked:,} events checked)"
             self.chain_banner.setText(
                 f"✖ Audit chain BROKEN{where}: {report.reason}. Preserve this KMA's "
                 "data folder and tell the Security Officer now."

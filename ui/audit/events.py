@@ -1,16 +1,12 @@
-"""The audit list: its columns, filters and the "Verify chain" action, as the auditor's browser
-(``ui.audit.browser``) shows them."""
+"""The audit list: its columns and filters, as the auditor's browser (``ui.audit.browser``) shows
+them; its "Verify chain" is the browser's (``ui.audit.verification``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QMessageBox
-
-from kms_client import AuditEvent
 from ui.format import words
-from ui.list_page import ListPage
-from ui.list_spec import ActionSpec, FilterSpec, ListSpec
+from ui.list_spec import FilterSpec, ListSpec
 from ui.paged_model import Column
 
 
@@ -43,30 +39,6 @@ COLUMNS = [
 AUDIT_SORT = frozenset({"id", "created_at"})
 
 
-def _verify(page: ListPage[AuditEvent], _obj: Any) -> None:
-    def show(report: Any) -> None:
-        if report.intact:
-            QMessageBox.information(
-                page,
-                "Audit chain intact",
-                f"All {report.events_checked:,} events check out: none was changed or removed.",
-            )
-        else:
-            QMessageBox.critical(
-                page,
-                "Audit chain broken",
-                f"Event {report.first_bad_event_id} does not match the chain: {report.reason}.\n\n"
-                "Preserve this KMA's data folder and tell the Security Officer now.",
-            )
-
-    page.ctx.ops.read(
-        lambda worker: worker.client.verify_audit_chain(),
-        parent=page,
-        label="Verifying the audit chain…",
-        success=show,
-    )
-
-
 SPEC = ListSpec(
     key="audit",
     title="Audit log",
@@ -89,6 +61,5 @@ SPEC = ListSpec(
             [("Any outcome", None), ("Success", "success"), ("Warning", "warning"), ("Error", "error")],
         ),
     ],
-    actions=[ActionSpec("Verify chain", _verify, needs="none", toolbar=True)],
     page_size=300,
 )

@@ -18,10 +18,14 @@ from kma.api import audit_schemas, schemas
 from kma.api.deps import AuditManage, AuditRead, Kma, Paging, with_filters
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, ran_or_pending
 from kma.quorum import engine
-from kma.services import audit_export, audit_log, audit_retention
+from kma.services import audit_export, audit_log, audit_retention, audit_verify_job
+from kma.services.audit_verification import report_json
 from kma.services.paging import Page, PageRequest
 
 router = APIRouter(prefix="/audit-events", tags=["audit"])
+VERIFICATION_RUNNING: dict[int | str, dict[str, Any]] = {
+    503: {"description": "`verification_running`: still verifying; ask again, or follow GET /verification"}
+}
 
 
 def audit_filter(
@@ -67,9 +71,23 @@ def list_audit_events(kma: Kma, actor: AuditRead, filters: AuditFilter) -> Page:
     return audit_log.list_events(kma, filters)
 
 
-@router.get("/verify", response_model=audit_schemas.ChainReport)
+@router.get("/verify", response_model=audit_schemas.ChainReport, responses=VERIFICATION_RUNNING)
 def verify_audit_chain(kma: Kma, actor: AuditRead) -> Mapping[str, Any]:
-    return audit_log.report_json(audit_log.verify_chain(kma.store, kma.data_dir.ca_cert.read_bytes()))
+    """The report of a verification that ends within 10 s (a small trail: at once); else 503
+    `verification_running`. For clients older than POST/GET /audit-events/verification."""
+    return report_json(audit_verify_job.verify_waiting(kma, actor))
+
+
+@router.post("/verification", response_model=audit_schemas.ChainVerification, status_code=202)
+def start_audit_verification(kma: Kma, actor: AuditRead) -> Mapping[str, Any]:
+    """Start verifying the chain in the background, or join the verification running."""
+    return audit_verify_job.verification_json(audit_verify_job.start(kma, actor))
+
+
+@router.get("/verification", response_model=audit_schemas.ChainVerification)
+def get_audit_verification(kma: Kma, actor: AuditRead) -> Mapping[str, Any]:
+    """The running verification's progress, or the last one's result."""
+    return audit_verify_job.verification_json(audit_verify_job.current(kma))
 
 
 @router.get("/facets", response_model=audit_schemas.Facets)
