@@ -25,16 +25,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from kma.appliance import Appliance
 from kma.audit.chain import ChainReport
 from kma.audit.record import Condition, Retention
 from kma.domain.actor import Actor
 from kma.errors import KmaError, VerificationRunning
-from kma.services.audit_verification import Stopped, check_chains, plan_verification, report_json
+from kma.services.audit_verification import Stopped, check_chains, plan_verification
 from kma.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -186,7 +184,7 @@ class ChainVerifications(Worker):
             log.error("recording the audit verification's end failed: %s", message, exc_info=exc)
 
 
-def start(kma: Appliance, actor: Actor) -> ChainVerification:
+def start_audit_verification(kma: Appliance, actor: Actor) -> ChainVerification:
     """Start a verification, or join the one running."""
     return kma.part(ChainVerifications).begin(actor).view()
 
@@ -194,13 +192,13 @@ def start(kma: Appliance, actor: Actor) -> ChainVerification:
 NONE = ChainVerification("none", None, None, None, 0, 0, None, None)
 
 
-def current(kma: Appliance) -> ChainVerification:
+def get_audit_verification(kma: Appliance) -> ChainVerification:
     """The running verification, or the last one; `NONE` when none ran since this KMA started."""
     job = kma.part(ChainVerifications).latest
     return NONE if job is None else job.view()
 
 
-def verify_waiting(kma: Appliance, actor: Actor, wait_s: float = WAIT_S) -> ChainReport:
+def verify_audit_chain(kma: Appliance, actor: Actor, wait_s: float = WAIT_S) -> ChainReport:
     """For the old GET /audit-events/verify: the report, if a verification gives one within `wait_s`."""
     job = kma.part(ChainVerifications).begin(actor, recent_s=RECENT_S)
     if not job.done.wait(wait_s):
@@ -214,16 +212,3 @@ def verify_waiting(kma: Appliance, actor: Actor, wait_s: float = WAIT_S) -> Chai
         raise KmaError(f"The audit chain could not be verified: {job.error}.")
     job.owed = False
     return job.report
-
-
-def verification_json(v: ChainVerification) -> Mapping[str, Any]:
-    return {
-        "state": v.state,
-        "started_at": v.started_at,
-        "started_by": v.started_by,
-        "finished_at": v.finished_at,
-        "events_checked": v.events_checked,
-        "events_total": v.events_total,
-        "report": report_json(v.report) if v.report is not None else None,
-        "error": v.error,
-    }

@@ -105,7 +105,6 @@ NOT_YET_NAMED = frozenset(
         "alerts.add_alert_channel -> alerts.describe_channel",  # the answer's presenter
         "alerts.change_alert_channel -> alerts.describe_channel",  # the answer's presenter
         "audit.list_audit_events -> audit_log.list_events",
-        "audit.verify_audit_chain -> audit_log.report_json",  # the answer's presenter
         "audit.get_audit_facets -> audit_log.facets",
         "audit.get_audit_report -> audit_export.report",
         "audit.list_audit_checkpoints -> audit_retention.list_checkpoints",

@@ -7,7 +7,6 @@ they need an unlocked KMA.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -17,9 +16,9 @@ from fastapi.responses import StreamingResponse
 from kma.api import audit_schemas, schemas
 from kma.api.deps import AuditManage, AuditRead, Kma, Paging, with_filters
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, ran_or_pending
+from kma.audit.chain import ChainReport
 from kma.quorum import engine
 from kma.services import audit_export, audit_log, audit_retention, audit_verify_job
-from kma.services.audit_verification import report_json
 from kma.services.paging import Page, PageRequest
 
 router = APIRouter(prefix="/audit-events", tags=["audit"])
@@ -72,22 +71,22 @@ def list_audit_events(kma: Kma, actor: AuditRead, filters: AuditFilter) -> Page:
 
 
 @router.get("/verify", response_model=audit_schemas.ChainReport, responses=VERIFICATION_RUNNING)
-def verify_audit_chain(kma: Kma, actor: AuditRead) -> Mapping[str, Any]:
+def verify_audit_chain(kma: Kma, actor: AuditRead) -> ChainReport:
     """The report of a verification that ends within 10 s (a small trail: at once); else 503
     `verification_running`. For clients older than POST/GET /audit-events/verification."""
-    return report_json(audit_verify_job.verify_waiting(kma, actor))
+    return audit_verify_job.verify_audit_chain(kma, actor)
 
 
 @router.post("/verification", response_model=audit_schemas.ChainVerification, status_code=202)
-def start_audit_verification(kma: Kma, actor: AuditRead) -> Mapping[str, Any]:
+def start_audit_verification(kma: Kma, actor: AuditRead) -> audit_verify_job.ChainVerification:
     """Start verifying the chain in the background, or join the verification running."""
-    return audit_verify_job.verification_json(audit_verify_job.start(kma, actor))
+    return audit_verify_job.start_audit_verification(kma, actor)
 
 
 @router.get("/verification", response_model=audit_schemas.ChainVerification)
-def get_audit_verification(kma: Kma, actor: AuditRead) -> Mapping[str, Any]:
+def get_audit_verification(kma: Kma, actor: AuditRead) -> audit_verify_job.ChainVerification:
     """The running verification's progress, or the last one's result."""
-    return audit_verify_job.verification_json(audit_verify_job.current(kma))
+    return audit_verify_job.get_audit_verification(kma)
 
 
 @router.get("/facets", response_model=audit_schemas.Facets)
