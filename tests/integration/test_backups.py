@@ -20,14 +20,14 @@ from kma.store.schema import EXTRA_FOR_TESTS
 from kms_client import Conflict as ClientConflict
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address
 from tests.support.first_setup import init_one_kma, start_one_kma_with_admin
-from tests.support.kma_process import RunningKma, run_kma
+from tests.support.kma_process import RunningKma, read_only_db, run_kma
 from tests.support.waiting import wait_until
 
 # Rows that legitimately differ after a restore: the restored KMA's addresses and local unlock key
 # (network settings are not restored), sessions (everyone signs in again), the backups table (the
 # restored one is recorded), and audit events after the backup, with what follows from them (the chain
-# heads, the free-text index): those are compared apart, and the chain is verified.
-SKIPPED_TABLES = {"sessions", "backups", "audit_events", "audit_heads"}
+# heads, the per-day counts, the free-text index): those are compared apart, and the chain is verified.
+SKIPPED_TABLES = {"sessions", "backups", "audit_events", "audit_heads", "audit_events_per_day"}
 # The free-text indexes and their marks: the source's writer goes on indexing, in the background,
 # rows its backup held before it indexed them (kma/store/fts.py); the restored KMA does the same.
 FREE_TEXT = (*(index.name for index in fts.INDEXES), "text_index_marks")
@@ -163,6 +163,13 @@ def test_round_trip_restores_every_row_and_serves_enrolled_agents(source: Runnin
         assert "backup.restore" in restore_event
         assert all(source_events[i] == e for i, e in restored_events.items())
         assert len(restored_events) == listing.items[0].audit_events
+        # (the restored trail's per-day counts are its own: the restore's event counted, none after)
+        with read_only_db(target / "kma.db") as db:
+            counted = db.execute("SELECT day, severity, events FROM audit_events_per_day WHERE events > 0")
+            trail = db.execute(
+                "SELECT created_at / 86400, severity, count(*) FROM audit_events GROUP BY 1, 2"
+            ).fetchall()
+            assert sorted(map(tuple, counted)) == sorted(map(tuple, trail))
         # ... the audit chain verifies ...
         verify = run_kma("audit", "verify", "--data-dir", str(target), check=False)
         assert verify.returncode == 0, verify.stdout + verify.stderr
