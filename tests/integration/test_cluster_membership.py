@@ -42,7 +42,8 @@ pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: 
 
 
 # What removing a KMA updates in place: its row, its certificates, the quorum operation, sessions
-# and write marks. Everything else may only gain rows.
+# and write marks, and the audit trail's per-day counts (they grow with its events). Everything
+# else may only gain rows.
 REMOVAL_UPDATES = {
     "kmas",
     "kma_certificates",
@@ -53,6 +54,7 @@ REMOVAL_UPDATES = {
     "cluster_write_marks",
     "cluster_outbox_marks",
     "lockouts",
+    "audit_events_per_day",
 }
 
 

@@ -43,10 +43,11 @@ def so(kma: RunningKma) -> KmsClient:
 
 def generation_everywhere(kmas: list[RunningKma], generation: int) -> None:
     """Until the rotation to `generation` has ended: every KMA took it, the old one destroyed."""
+    officers = [so(k) for k in kmas]  # one client each: a KMA holds 64 manager connections at most
     wait_until(
         lambda: (
-            all(so(k).get_status().master_key_generation == generation for k in kmas)
-            and not so(kmas[0]).get_master_key().rotating
+            all(o.get_status().master_key_generation == generation for o in officers)
+            and not officers[0].get_master_key().rotating
         ),
         180,
         what=f"master key generation {generation} on every KMA",
@@ -54,8 +55,8 @@ def generation_everywhere(kmas: list[RunningKma], generation: int) -> None:
     )
 
 
-def scheduled_backups(kma: RunningKma) -> list[str]:
-    return [b.id for b in kma.client("backup").list_backups().items if b.scheduled]
+def scheduled_backups(backup: KmsClient) -> list[str]:
+    return [b.id for b in backup.list_backups().items if b.scheduled]
 
 
 def audited(kma: RunningKma, operation: str, entity_id: str) -> int:
@@ -86,7 +87,8 @@ def test_a_cluster_lives_thirty_years_with_scheduled_backups_renewals_and_rotati
         backups.mkdir()
         so(first).take_core_security_backup(backups / "gen1.kmacore")  # scheduled backups wait for one
         first.client("backup").set_backup_schedule("daily", str(keep), keep=40)
-        wait_until(lambda: len(scheduled_backups(first)) == 1, 60, what="the first scheduled backup")
+        backup = first.client("backup")
+        wait_until(lambda: len(scheduled_backups(backup)) == 1, 60, what="the first scheduled backup")
 
         # Year 0: a tape written through the first KMA
         with kmip(drives[0], service_address(first)) as client:
@@ -95,13 +97,15 @@ def test_a_cluster_lives_thirty_years_with_scheduled_backups_renewals_and_rotati
         year3 = ""
         for year in range(1, 31):
             first.advance_clock(YEAR)  # the file both KMAs read
+            backup.close()  # a KMA holds 64 manager connections at most
+            backup = first.client("backup")  # signed in afresh: a session does not outlive a year
             wait_until(
-                lambda n=year + 1: len(scheduled_backups(first)) == n,
+                lambda n=year + 1, b=backup: len(scheduled_backups(b)) == n,
                 60,
                 what=f"year {year}'s scheduled backup",
             )
             if year == 3:
-                year3 = scheduled_backups(first)[0]  # newest first
+                year3 = scheduled_backups(backup)[0]  # newest first
             if year in (8, 21):
                 so(second).rotate_master_key(credentials=creds(second, *MEMBERS))
                 generation = 2 if year == 8 else 3
@@ -131,8 +135,8 @@ def test_a_cluster_lives_thirty_years_with_scheduled_backups_renewals_and_rotati
 
         # Year 30: the schedule made one backup a year (kept 40); each KMA renewed its certificates
         # several times; every KMA is at generation 3; drives read the year-0 key through both
-        assert len(scheduled_backups(first)) == 31
-        assert {p.name for p in keep.iterdir()} == {f"{b}.kmabackup" for b in scheduled_backups(first)}
+        assert len(scheduled_backups(backup)) == 31
+        assert {p.name for p in keep.iterdir()} == {f"{b}.kmabackup" for b in scheduled_backups(backup)}
         assert all(audited(first, "kma.certificate_renew", k) >= 2 for k in ("kma-dal-1", "kma-dal-2"))
         for kma in kmas:
             assert so(kma).get_status().master_key_generation == 3
@@ -147,7 +151,7 @@ def test_a_cluster_lives_thirty_years_with_scheduled_backups_renewals_and_rotati
         restores(tmp_path / "restored", backups / "gen1.kmacore", keep / f"{year3}.kmabackup", members)
         with read_only_db(tmp_path / "restored" / "kma" / "kma.db") as db:
             assert db.execute("SELECT 1 FROM keys WHERE id = ?", (tape_key,)).fetchone()
-        newest = keep / f"{scheduled_backups(first)[0]}.kmabackup"
+        newest = keep / f"{scheduled_backups(backup)[0]}.kmabackup"
         assert "master key rotation" in refused(
             tmp_path / "old-core", backups / "gen1.kmacore", newest, members
         )
