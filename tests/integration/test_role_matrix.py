@@ -93,6 +93,8 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /keys/{id}/destroy": frozenset({OP}),
     "GET /audit-events": frozenset({AU, SO, CO}),
     "GET /audit-events/verify": frozenset({AU, SO, CO}),
+    "POST /audit-events/verification": frozenset({AU, SO, CO}),
+    "GET /audit-events/verification": frozenset({AU, SO, CO}),
     # The auditor's view (issue 6).
     "GET /audit-events/facets": frozenset({AU, SO, CO}),
     "GET /audit-events/export.csv": frozenset({AU, SO, CO}),
@@ -522,6 +524,8 @@ CALLS: dict[str, Prep] = {
     "POST /keys/{id}/destroy": lambda w, u: ({"id": w.fresh_key(compromised=True)}, {"comment": "matrix"}),
     "GET /audit-events": none,
     "GET /audit-events/verify": none,
+    "POST /audit-events/verification": none,
+    "GET /audit-events/verification": none,
     "GET /audit-events/facets": none,
     "GET /audit-events/export.csv": none,
     "GET /audit-events/report": none,
