@@ -8,7 +8,7 @@ from typing import Any
 from PySide6.QtCore import QSettings
 
 from app.operations import Operations
-from app.session import SessionController
+from app.session.session import SessionController
 from kms_client.release import release
 
 

@@ -6,7 +6,7 @@ them, the pending quorum operations. The window turns that into a badge on "Pend
 notification when an operation arrives, and the "KMA is locked" banner. Nothing here touches a
 widget; the worker only calls ``kms_client`` (see :mod:`app.operations` for the threading rule).
 
-One watch per session (a child of the :class:`~app.session.SessionController`, found with
+One watch per session (a child of the :class:`~app.session.session.SessionController`, found with
 :meth:`QuorumWatch.of`), so pages and the window share the same counts and the cached key split
 (needed to offer member names while the KMA is locked and will not tell them).
 """
@@ -20,7 +20,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 import kms_client
 from app.context import AppContext
 from app.operations import OpContext
-from app.session import ConnectionState
+from app.session.session import ConnectionState
 
 POLL_MS = 15_000
 PAGE_LIMIT = 100

@@ -15,8 +15,8 @@ from datetime import date
 from typing import Any
 
 import kms_client
-from app.profiles import ConnectionProfile
-from app.sign_in import SignedIn, sign_in
+from app.session.profiles import ConnectionProfile
+from app.session.sign_in import SignedIn, sign_in
 from kms_client.setup import BackupPair, SetupClient, SetUpKma
 from kms_client.trust import same_fingerprint
 

@@ -177,8 +177,8 @@ def keys_list(kma, demo: dict) -> dict:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from app.local_mode import local_profile
-    from app.sign_in import sign_in
+    from app.local.local_mode import local_profile
+    from app.session.sign_in import sign_in
     from manager.controller import AppController
 
     QSettings.setDefaultFormat(QSettings.IniFormat)
@@ -245,7 +245,7 @@ def main() -> int:
     if args.bundle is not None:
         return bench_bundle(args.bundle.resolve(), args.runs)
 
-    from app.local_kma import LocalKma
+    from app.local.local_kma import LocalKma
 
     starts = cold_start(args.runs)
     print(

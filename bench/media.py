@@ -28,9 +28,10 @@ from kma.appliance import Appliance  # noqa: E402
 from kma.cluster.store import open_store  # noqa: E402
 from kma.datadir import DataDir  # noqa: E402
 from kma.domain.actor import Actor  # noqa: E402
-from kma.services import agents, media_pools  # noqa: E402
-from kma.services.media_pools import PoolCache  # noqa: E402
-from kma.services.media_rules import judge_write  # noqa: E402
+from kma.services import agents  # noqa: E402
+from kma.services.media import media_pools
+from kma.services.media.media_pools import PoolCache  # noqa: E402
+from kma.services.media.media_rules import judge_write  # noqa: E402
 from kma.store import Batch, Stmt  # noqa: E402
 from tests.support.kma_process import run_kma  # noqa: E402
 

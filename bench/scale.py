@@ -452,7 +452,7 @@ class Store:
 def with_media_pools(kma: RunningKma, count: int) -> None:
     """`count` media pools (the store's S and N tapes in two of them, bound to the drives' group;
     the others of other volsers, one never encrypted) and every drive an LTO-8: each Write Key is
-    then judged by pools, generation and relabel rules (kma/services/media_rules.py)."""
+    then judged by pools, generation and relabel rules (kma/services/media/media_rules.py)."""
     so, op = kma.client("so"), kma.client("op")
     made = {p.id for p in so.list_media_pools(limit=1000).items}
     wanted = [("bench-s", "S*", "backup-dallas", False), ("bench-n", "N*", "backup-dallas", False)]

@@ -81,7 +81,7 @@ if [ "$smoke" = 1 ]; then
   step "smoke: kma demo --json (migrations read through importlib.resources, Argon2, Shamir)"
   limit 300 "$BUNDLE/kma" demo --data-dir "$SMOKE/demo" --json > "$SMOKE/demo.out" \
     || die "kma demo exited $? (see $SMOKE/demo.out)"
-  # kma demo may print progress before its JSON; the JSON is the last line (as app/local_kma.py reads it).
+  # kma demo may print progress before its JSON; the JSON is the last line (as app/local/local_kma.py reads it).
   "$PYTHON" - "$SMOKE/demo.out" "$SMOKE/demo.json" <<'EOF' || die "kma demo printed no JSON"
 import json, sys
 out = open(sys.argv[1]).read().strip()

@@ -8,7 +8,7 @@ The appliance is also this KMA's runtime, as etcd's `EtcdServer` and rqlite's `S
 what a KMA holds in memory only while its process runs (its key pool, the escrow keys of quorum
 operations submitted while locked, the audit signer, the sign-in gates) and its background workers
 (kma/worker.py) are its `part`s, one of each kind, made at first use and gone with it. `kma serve`
-starts the workers (kma/running.py); `close` stops them.
+starts the workers (kma/runtime/running.py); `close` stops them.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class Appliance:
         self.itself = Actor(self.kma_id, self.identity.management_address, kind="kma")
         # What it knows first-hand of its own entry, set by `kma serve`: its management and service
         # addresses and, on a cluster node, its Raft address and node certificate
-        # (kma/services/entry_signatures.py).
+        # (kma/services/integrity/entry_signatures.py).
         self.own_entry: dict[str, str] = {}
         self._parts: dict[Callable[[Appliance], Any], Any] = {}
         self._parts_lock = threading.RLock()  # a part may be made of other parts

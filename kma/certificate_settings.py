@@ -7,7 +7,7 @@ kma.toml. Each value is a whole number and a unit (s, m, h, d or y; a year is 36
     warn_before = ["90d", "30d"] # a warning (and an audit event) as each of these is reached
     renew_before = "180d"        # a KMA renews its own listener certificate this long before it expires
     check_every = "1h"           # how often a KMA looks at its certificates
-    ca_validity = "20y"          # the cluster CA's certificate, when renewed (kma/services/ca_renewal.py)
+    ca_validity = "20y"          # the cluster CA's certificate, when renewed (services/certificates/)
     ca_renew_before = "5y"       # the cluster renews its CA certificate this long before it expires
 
 The defaults suit a deployment; a test sets minutes or seconds so that real TLS handshakes see

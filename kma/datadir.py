@@ -103,14 +103,15 @@ class DataDir:
 
     @property
     def rows_sealed(self) -> Path:
-        """Present once this KMA has unlocked on a version with row MACs (kma/services/row_macs.py),
+        """Present once this KMA has unlocked on a version with row MACs (kma/services/integrity/row_macs.py),
         listing the tables it sealed: from then on a row of theirs without a MAC is tampered with,
         not merely older."""
         return self.root / "rows-sealed"
 
     @property
     def keys_sealed(self) -> Path:
-        """Present once this KMA has sealed the key rows from before key MACs (kma/services/key_macs.py):
+        """Present once this KMA has sealed the key rows from before key MACs
+        (kma/services/integrity/key_macs.py):
         from then on a key without a MAC is tampered with, not merely older."""
         return self.root / "keys-sealed"
 

@@ -2,7 +2,7 @@
 requests on the service listener, management API requests, sign-ins, refusals, audit events as they
 commit, audit forwarding errors, refused TLS handshakes; with the build and the process's own
 figures. They start at zero when the KMA starts, as Prometheus expects of a counter. Gauges read at
-each scrape, and who may read them, are in kma/services/metrics.py. Imports nothing of the KMA's own
+each scrape, and who may read them, are in kma/services/overview/metrics.py. Imports nothing of the KMA's own
 but its version, so the store and the listeners can count without an import cycle."""
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ def wrap_master_for_root(root_secret: bytes, master: WrappingKey) -> bytes:
 
 
 def row_mac_key(master: WrappingKey) -> bytes:
-    """The key of the MACs on the rows that grant power (kma/services/row_macs.py), derived from the
+    """The key of the MACs on the rows that grant power (kma/services/integrity/row_macs.py), derived from the
     master key's bytes (with an HSM: the unlock key's, which only the key split and autonomous unlock
     open), so a store, a replica file or a node credential alone cannot make a valid MAC."""
     return master.derive(ROW_MAC).raw()
@@ -65,9 +65,9 @@ class Vault:
         self._problem: str | None = None  # why the token could not be opened at the last unlock
         self._row_mac_key: tuple[WrappingKey, bytes] | None = None  # (from which master key, the key)
         self._lock = threading.Lock()
-        # Takes up the generations the store names (kma/services/master_keys.py `take_up`, set at each
-        # unlock): asked when a blob or a row MAC of a newer generation is met before the re-wrap
-        # worker's next round.
+        # Takes up the generations the store names (kma/services/master_key/master_keys.py
+        # `take_up`, set at each unlock): asked when a blob or a row MAC of a newer generation is met
+        # before the re-wrap worker's next round.
         self.take_up: Callable[[], object] | None = None
 
     @property
@@ -119,7 +119,7 @@ class Vault:
     ) -> None:
         """Open the vault with what the key split or autonomous unlock opened: the master key of
         `generation`, and during a rotation the `older` generations still needed
-        (kma/services/master_keys.py says which).
+        (kma/services/master_key/master_keys.py says which).
 
         With an HSM this logs into the token first; raises HsmUnavailable (and stays locked) when
         the token is missing, refuses the PIN or lacks the master key: never a software fallback.
@@ -169,8 +169,9 @@ class Vault:
             return True
 
     def caught_up(self) -> bool:
-        """Take up the generations the store names now, for a row sealed again under a generation this
-        KMA has not taken up yet (kma/services/row_macs.py); True when what the vault holds changed."""
+        """Take up the generations the store names now, for a row sealed again under a generation
+        this KMA has not taken up yet (kma/services/integrity/row_macs.py); True when what the vault
+        holds changed."""
         before = self._master
         if before is None:
             return False

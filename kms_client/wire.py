@@ -221,7 +221,7 @@ class CaInfo:
 
 @dataclass(frozen=True, kw_only=True)
 class CertificateExpiry:
-    """When one certificate of the cluster expires (kma/services/certificates.py)."""
+    """When one certificate of the cluster expires (kma/services/certificates/certificate_expiry.py)."""
 
     kind: str
     owner: str

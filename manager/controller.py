@@ -13,13 +13,13 @@ from typing import Any
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QApplication, QDialog
 
-from app import secrets
 from app.context import AppContext
 from app.operations import Operations
 from app.pages import window_extensions
-from app.profiles import ConnectionProfile
-from app.session import SessionController
-from app.sign_in import SignedIn
+from app.session import secrets
+from app.session.profiles import ConnectionProfile
+from app.session.session import SessionController
+from app.session.sign_in import SignedIn
 from kms_client import Failover
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class AppController(QObject):
     def _enrol_first(self, signed: SignedIn, profile: ConnectionProfile) -> Any:
         """The user's role requires two-step sign-in and they have none: the KMA refuses them all
         else, so they set it up before the main window opens, or sign out."""
-        from ui.second_factor_dialog import SecondFactorDialog
+        from ui.dialogs.second_factor_dialog import SecondFactorDialog
 
         dialog = SecondFactorDialog(self.ctx, required=True)
         self.enrolment = dialog
@@ -128,7 +128,7 @@ class AppController(QObject):
 
     def _save_cluster(self, kmas: Any) -> None:
         """The cluster's KMAs go with the saved profile, for the next sign-in's failover."""
-        from app.profiles import ProfileStore
+        from app.session.profiles import ProfileStore
 
         profile = self.session.profile
         store = ProfileStore()
@@ -186,7 +186,7 @@ class AppController(QObject):
 
     def sign_in_as(self, user_id: str) -> None:
         """Local mode: sign out and sign in again as another demo user (Help > Demo credentials)."""
-        from app.sign_in import sign_in
+        from app.session.sign_in import sign_in
 
         passphrase = self.demo.passphrase_of(user_id) if self.demo is not None else None
         profile = self.session.profile

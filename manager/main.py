@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    from app.local_kma import has_display
+    from app.local.local_kma import has_display
 
     headless = args.kma is not None or (args.local and (args.screenshots is not None or not has_display()))
     if headless and not os.environ.get("QT_QPA_PLATFORM"):
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.kma is not None:
         return _render_kma(controller, args)
     if args.local:
-        from app.local_mode import LocalMode
+        from app.local.local_mode import LocalMode
 
         local = LocalMode(controller, args.data_dir)
         if headless:
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _render_kma(controller: object, args: argparse.Namespace) -> int:
     """Sign in to the KMA at ``--kma`` (its CA pinned) and render its pages; print their paths."""
-    from app.profiles import ConnectionProfile
+    from app.session.profiles import ConnectionProfile
     from manager.screenshots import render_signed_in
 
     try:

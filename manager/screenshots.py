@@ -10,10 +10,10 @@ from typing import Any
 from PySide6.QtCore import QEventLoop, QTimer
 from PySide6.QtWidgets import QApplication, QWidget
 
-from app import demo_credentials
-from app.local_kma import DEMO_ADMIN, LocalKmaError
-from app.local_mode import LocalMode, banner_text, local_profile, start_local
-from app.sign_in import sign_in
+from app.local import demo_credentials
+from app.local.local_kma import DEMO_ADMIN, LocalKmaError
+from app.local.local_mode import LocalMode, banner_text, local_profile, start_local
+from app.session.sign_in import sign_in
 
 SIZE = (1280, 800)
 

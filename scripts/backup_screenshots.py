@@ -26,8 +26,8 @@ def main() -> int:
     args = parser.parse_args()
     from screenshot_session import offscreen_manager
 
-    from app.profiles import ConnectionProfile
-    from app.sign_in import sign_in
+    from app.session.profiles import ConnectionProfile
+    from app.session.sign_in import sign_in
     from manager.screenshots import grab, settle
 
     app, controller, tmp = offscreen_manager("kms-backup-screenshots-")

@@ -75,8 +75,8 @@ def wait_for(ops: Any, shown: Callable[[], bool]) -> None:
 
 def cluster_page(controller: Any, kma: Any) -> tuple[Any, Any]:
     """The manager signed in to `kma` as the Security Officer, on the Cluster page: window, page."""
-    from app.profiles import ConnectionProfile
-    from app.sign_in import sign_in
+    from app.session.profiles import ConnectionProfile
+    from app.session.sign_in import sign_in
     from manager.screenshots import SIZE
 
     profile = ConnectionProfile("Dallas cluster", kma.address, "so", kma.fingerprint, kma.ca_pem)

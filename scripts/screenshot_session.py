@@ -31,10 +31,10 @@ def offscreen_manager(prefix: str) -> tuple[Any, Any, Path]:
 @contextmanager
 def signed_in_to_demo(controller: Any, tmp: Path) -> Iterator[tuple[Any, Any, Any]]:
     """(signed-in session, connection profile, demo data) of a local demo KMA, stopped afterwards."""
-    from app.demo_credentials import DemoCredentials
-    from app.local_kma import LocalKma
-    from app.local_mode import local_profile
-    from app.sign_in import sign_in
+    from app.local.demo_credentials import DemoCredentials
+    from app.local.local_kma import LocalKma
+    from app.local.local_mode import local_profile
+    from app.session.sign_in import sign_in
 
     kma = LocalKma(tmp / "kma")
     demo = kma.create_demo()

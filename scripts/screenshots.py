@@ -53,8 +53,8 @@ def main() -> int:
 def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]:
     """The windows a user meets outside the pages: sign-in, first-contact trust, a key's
     details, and the one-time enrollment passphrase."""
-    from ui.details import DetailsDialog
-    from ui.secret_dialog import OneTimeSecretDialog
+    from ui.dialogs.secret_dialog import OneTimeSecretDialog
+    from ui.lists.details import DetailsDialog
     from ui.sign_in_window import SignInWindow
     from ui.trust_dialog import TrustDialog
 
@@ -96,8 +96,8 @@ def render_dialogs(window, controller, profile, out, grab, settle) -> list[Path]
     paths.append(grab(guide, out / "user_guide.png"))
     guide.close()
 
-    from ui.form_dialog import FormDialog
-    from ui.form_field import Field
+    from ui.dialogs.form_dialog import FormDialog
+    from ui.dialogs.form_field import Field
 
     form = FormDialog(
         controller.ctx,
@@ -138,7 +138,7 @@ def render_reports(window, controller, out, grab, settle) -> list[Path]:
 
 def render_destroyed_key(window, controller, out, grab, settle) -> list[Path]:
     """A key destroyed after the demo's first backup took it: its destruction waits for that backup."""
-    from ui.details import DetailsDialog
+    from ui.lists.details import DetailsDialog
     from ui.pages.keys import LABELS, destruction_texts
 
     destroyed = controller.session.client.list_keys(state="destroyed").items

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
-from app.session import ConnectionState, SessionController
+from app.session.session import ConnectionState, SessionController
 
 
 class Banner(QFrame):

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from app.assets import get_asset
 from app.context import AppContext
 from app.pages import PageSpec, pages_for
-from app.session import ConnectionState
+from app.session.session import ConnectionState
 from ui.banners import LocalModeBanner, ReconnectBanner
 from ui.format import words
 
@@ -170,14 +170,14 @@ class MainWindow(QMainWindow):
             page.refresh()
 
     def open_second_factor(self) -> Any:
-        from ui.second_factor_dialog import SecondFactorDialog
+        from ui.dialogs.second_factor_dialog import SecondFactorDialog
 
         dialog = SecondFactorDialog(self.ctx, self)
         dialog.open()
         return dialog
 
     def open_reports(self) -> Any:
-        from ui.reports_dialog import ReportsDialog
+        from ui.reports.reports_dialog import ReportsDialog
 
         dialog = ReportsDialog(self.ctx, self)
         dialog.open()
@@ -260,7 +260,7 @@ class MainWindow(QMainWindow):
         UserGuide.show_for(self)
 
     def show_demo_credentials(self) -> Any:
-        from ui.demo_credentials_dialog import DemoCredentialsDialog
+        from ui.dialogs.demo_credentials_dialog import DemoCredentialsDialog
 
         dialog = DemoCredentialsDialog(self.ctx.demo, self.ctx.session.user, self)
         dialog.sign_in_as.connect(self.sign_in_as_requested)
@@ -268,7 +268,7 @@ class MainWindow(QMainWindow):
         return dialog
 
     def _about(self) -> Any:
-        from ui.about_dialog import AboutDialog
+        from ui.dialogs.about_dialog import AboutDialog
 
         dialog = AboutDialog(self.ctx, self)
         dialog.open()

@@ -6,7 +6,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QAbstractButton, QMessageBox, QWidget
 
 from app.errors import ErrorKind, UserMessage, describe
-from app.session import SessionController
+from app.session.session import SessionController
 
 
 class ErrorPresenter(QObject):

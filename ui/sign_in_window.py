@@ -23,12 +23,12 @@ from PySide6.QtWidgets import (
 )
 
 import kms_client
-from app import secrets
 from app.assets import get_asset
 from app.errors import describe
 from app.operations import Operations
-from app.profiles import ConnectionProfile, ProfileStore
-from app.sign_in import SignedIn, fetch_trust, resume, sign_in
+from app.session import secrets
+from app.session.profiles import ConnectionProfile, ProfileStore
+from app.session.sign_in import SignedIn, fetch_trust, resume, sign_in
 from ui.trust_dialog import TrustDialog, grouped
 from ui.widgets import ErrorLabel, PasswordLineEdit, grow_to_fit
 
@@ -36,7 +36,7 @@ NEW_PROFILE = "New connection…"
 
 
 class SignInWindow(QDialog):
-    """Emits :attr:`signed_in` with a :class:`~app.sign_in.SignedIn` and the profile used."""
+    """Emits :attr:`signed_in` with a :class:`~app.session.sign_in.SignedIn` and the profile used."""
 
     signed_in = Signal(object, object)  # SignedIn, ConnectionProfile
 
@@ -156,7 +156,7 @@ class SignInWindow(QDialog):
     def offer_demo(self, credentials: Any) -> None:
         """Local mode, signed out: Demo credentials… opens the same list, whose "Sign in as" signs
         in here as that demo user."""
-        from ui.demo_credentials_dialog import DemoCredentialsDialog
+        from ui.dialogs.demo_credentials_dialog import DemoCredentialsDialog
 
         def sign_in_as(user_id: str) -> None:
             self.user.setText(user_id)

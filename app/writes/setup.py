@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.operations import OpContext
-from app.profiles import ConnectionProfile
+from app.session.profiles import ConnectionProfile
 from app.setup import SetupAnswers, serving_originals
 from app.writes import Write
 from kms_client.setup import BackupPair, SetUpKma

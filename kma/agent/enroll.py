@@ -85,7 +85,7 @@ def fetch_ca(address: str) -> tuple[bytes, str, list[bytes]]:
 
 def pinned(ca_pem: bytes, found: str, previous: list[bytes], ca_fingerprint: str | None) -> str:
     """The fingerprint to record for `ca_pem`: it must be the expected CA's, or the renewal of the
-    expected CA's certificate (the same name and key, kma/services/ca_renewal.py)."""
+    expected CA's certificate (the same name and key, kma/services/certificates/ca_renewal.py)."""
     if ca_fingerprint is None or found.upper() == ca_fingerprint.strip().upper():
         return found
     expected = [p for p in previous if fingerprint(p).upper() == ca_fingerprint.strip().upper()]

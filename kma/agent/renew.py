@@ -2,12 +2,12 @@
 
 It sends a CSR for a new key (`POST /v1/renew`) to one of its KMAs over mutual TLS, presenting the
 certificate it holds; the KMA signs it if that certificate is still the agent's current one
-(kma/services/agent_renewal.py). The new key and certificate replace agent.key and agent.pem
+(kma/services/certificates/agent_renewal.py). The new key and certificate replace agent.key and agent.pem
 (each written beside and renamed over the old), so every new connection presents the new one;
 the KMA still accepts the old one on connections already open until it expires. When the cluster
-CA's certificate was renewed (kma/services/ca_renewal.py) the answer carries the new one, which the
-agent trusts from then on in place of ca.pem (only a renewal of the CA it trusts: the same name and
-key).
+CA's certificate was renewed (kma/services/certificates/ca_renewal.py) the answer carries the new one,
+which the agent trusts from then on in place of ca.pem (only a renewal of the CA it trusts: the
+same name and key).
 
 When: once less than a third of the certificate's validity is left (so a ten-year certificate
 renews after six years and eight months, a test's three-minute one after two minutes), by

@@ -43,7 +43,8 @@ def send(
 def send_message(
     host: str, port: int, ca_pem: str | None, username: str | None, password: str | None, msg: EmailMessage
 ) -> None:
-    """`msg` over SMTP with STARTTLS (an alert, or the scheduled reports: kma/services/report_schedule.py)."""
+    """`msg` over SMTP with STARTTLS (an alert, or the scheduled reports:
+    kma/services/reports/report_schedule.py)."""
     try:
         with smtplib.SMTP(host, port, timeout=TIMEOUT) as smtp:
             smtp.ehlo()

@@ -12,8 +12,8 @@ from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.domain.roles import GRANTS, Permission, allows
 from kma.errors import Forbidden, KmaLocked, Unauthenticated, ValidationFailed
-from kma.services import auth, second_factor_policy
 from kma.services.paging import PageRequest
+from kma.services.sign_in import auth, second_factor_policy
 
 API_PREFIX = "/api/v1"
 

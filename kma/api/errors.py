@@ -25,7 +25,8 @@ from kma.audit.record import Condition
 from kma.domain.actor import Actor
 from kma.errors import ClusterUnavailable, KmaError, Unauthenticated
 from kma.metrics import API_REFUSALS
-from kma.services import auth, refusals
+from kma.services import refusals
+from kma.services.sign_in import auth
 
 log = logging.getLogger(__name__)
 

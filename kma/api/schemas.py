@@ -59,7 +59,7 @@ class Error(BaseModel):
 
 # --- responses -------------------------------------------------------------------------
 class CertificateExpiry(Response):
-    """When one certificate of the cluster expires (kma/services/certificates.py)."""
+    """When one certificate of the cluster expires (kma/services/certificates/certificate_expiry.py)."""
 
     kind: str  # ca, listener, node (a KMA's) or agent
     owner: str  # the cluster's name (ca), a KMA ID or an agent ID

@@ -116,9 +116,9 @@ def run_status(args: argparse.Namespace) -> int:
     from kma.appliance import Appliance
     from kma.cluster.rqlited import close_left_open
     from kma.cluster.store import open_store
-    from kma.services import master_keys
     from kma.services.backups import describe_duration, readiness
-    from kma.services.dashboard import get_status, key_counts
+    from kma.services.master_key import master_keys
+    from kma.services.overview.dashboard import get_status, key_counts
     from kma.services.quorum.locking import unlock_autonomously
 
     data_dir = open_data_dir(args)
@@ -206,7 +206,7 @@ def run_audit_verify(args: argparse.Namespace) -> int:
     if not args.data_dir:
         raise ValidationFailed("Give --data-dir DIR (this KMA's chain) or --export FILE (an exported file).")
     from kma.cluster.node_config import ClusterFiles
-    from kma.services.audit_verification import verify_connection
+    from kma.services.audit.audit_verification import verify_connection
 
     data_dir = open_data_dir(args)
     files = ClusterFiles.of(data_dir.root)
@@ -251,8 +251,8 @@ def _verify_rows(conn: sqlite3.Connection, data_dir: DataDir) -> bool:
     signatures of the KMA entries, with the cluster CA's certificate."""
     from kma.crypto import WrappingKey
     from kma.crypto.entry_signature import tampered_entries
-    from kma.services.key_macs import tampered_keys
-    from kma.services.row_macs import recorded_tamper, sealed_tables, tampered_rows
+    from kma.services.integrity.key_macs import tampered_keys
+    from kma.services.integrity.row_macs import recorded_tamper, sealed_tables, tampered_rows
     from kma.vault import row_mac_key
 
     kma_id = data_dir.identity().kma_id

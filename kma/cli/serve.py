@@ -48,7 +48,7 @@ def add_serve(sub: Any) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     from kma.cluster.rqlited import close_left_open
     from kma.cluster.witness import is_witness, serve_witness
-    from kma.server import serve
+    from kma.runtime.server import serve
     from kma.setup.listener import DEFAULT_SETUP_ADDRESS, serve_setup
 
     data_dir = open_data_dir(args, must_exist=False)

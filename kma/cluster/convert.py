@@ -101,7 +101,7 @@ def make_first_node(
     host = raft_address.rpartition(":")[0].strip("[]")
     node = issue_node_certificate(ca, config.node_id, [host])
     # It trusts its own node certificate only until others join; it publishes it (and its Raft
-    # address) in the store at its next start, for them (kma/running.py).
+    # address) in the store at its next start, for them (kma/runtime/running.py).
     trusted = bundle({config.node_id: node.cert_pem.decode("ascii")})
     files.write(config, ca.cert_pem, node, trusted, new_credential())
     return config

@@ -4,7 +4,7 @@ with its one-time KMA passphrase and receives certificates for key pairs it made
 The new machine sends two certificate signing requests (its Raft node key and its listeners'
 key: the private keys never travel). This KMA checks the passphrase against the entry's Argon2id
 hash (a failure slot is taken first, per source address and over all, like signing in:
-`kma.services.lockout`, kind 'kma'), signs
+`kma.services.sign_in.lockout`, kind 'kma'), signs
 both CSRs with the cluster CA (CN = the KMA ID, whatever the CSR says), and in one guarded batch
 spends the passphrase (only if it is still the hash that was checked: two joins racing with one
 passphrase, one wins), marks the entry joined and locked, revokes the certificates of any earlier
@@ -55,7 +55,9 @@ from kma.crypto.hsm import wrap_for_join
 from kma.domain.actor import Actor
 from kma.domain.validation import ID_PATTERN
 from kma.errors import Conflict, KmaError, LockedOut, Unauthenticated, ValidationFailed
-from kma.services import entry_signatures, lockout, refusals
+from kma.services import refusals
+from kma.services.integrity import entry_signatures
+from kma.services.sign_in import lockout
 from kma.steps import step
 from kma.store import Batch, Stmt
 

@@ -31,9 +31,9 @@ from kma.appliance import Appliance
 from kma.crypto import hash_passphrase
 from kma.domain.validation import check_address, check_id, check_text
 from kma.errors import Conflict, KmaError, ValidationFailed
-from kma.services import entry_signatures
 from kma.services.change import Change
 from kma.services.common import refuse_taken, require
+from kma.services.integrity import entry_signatures
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.key_split_change import new_code
 from kma.services.quorum.op_type import OpType, Outcome, Prepared

@@ -6,7 +6,7 @@ before it is used, in three steps of the cluster watch's round, each safe to rep
 
 1. Staged: a new key and certificate from the cluster CA for the same names, kept beside the
    current ones (`node.next.crt`, `node.next.key`); the KMA's own entry then pins both (it records
-   its entry first-hand, kma/services/entry_signatures.py), so every other node restarts its
+   its entry first-hand, kma/services/integrity/entry_signatures.py), so every other node restarts its
    rqlited trusting both.
 2. Once every other member's Raft port lets the new certificate in (a real mutual-TLS handshake,
    tried every few seconds), the KMA moves to it: the files are renamed over the current ones, its
@@ -14,7 +14,7 @@ before it is used, in three steps of the cluster watch's round, each safe to rep
 3. Its entry then pins the new certificate only; the others drop the old one as they follow.
 
 When: `renew_before` ahead of the node certificate's expiry (kma.toml [certificates]), or when a
-Security Officer renews its listener certificate (kma/services/certificate_renewal.py leaves
+Security Officer renews its listener certificate (kma/services/certificates/certificate_renewal.py leaves
 `DataDir.node_renewal_asked`); one KMA at a time (none stages while another's entry pins two).
 Only an unlocked KMA renews (the CA's key); a witness, which holds no master key, does not.
 """
@@ -34,8 +34,14 @@ from kma.cluster.node_config import ClusterFiles, issue_node_certificate
 from kma.cluster.rqlited import RqliteNode
 from kma.crypto import load_certificate
 from kma.datadir import write_private
-from kma.services.certificate_renewal import hosts_of
-from kma.services.certificates import cluster_ca, real_now, recorded, serial_and_expiry, settings
+from kma.services.certificates.certificate_expiry import (
+    cluster_ca,
+    real_now,
+    recorded,
+    serial_and_expiry,
+    settings,
+)
+from kma.services.certificates.certificate_renewal import hosts_of
 
 log = logging.getLogger(__name__)
 PROBE_EVERY_S = 5.0  # a staged certificate is tried on the other nodes' Raft ports this often

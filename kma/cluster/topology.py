@@ -15,10 +15,10 @@ from typing import Any
 from kma import __version__
 from kma.appliance import Appliance
 from kma.cluster.redundancy import site_redundancy
-from kma.services import entry_signatures
-from kma.services.audit_forwarding import audit_forwarder
-from kma.services.certificates import expiries
-from kma.services.replication_lag import replication_lags
+from kma.services.audit.audit_forwarding import audit_forwarder
+from kma.services.certificates.certificate_expiry import expiries
+from kma.services.integrity import entry_signatures
+from kma.services.overview.replication_lag import replication_lags
 from kma.store import cluster_version
 from kma.store.cluster_view import NodeStatus
 
@@ -147,7 +147,7 @@ def _node_status(kma: Appliance) -> dict[str, NodeStatus]:
 
 
 def trusted_nodes(kma: Appliance) -> list[dict[str, Any]]:
-    """The KMAs whose entry's signatures verify (kma/services/entry_signatures.py): an entry written
+    """The KMAs whose entry's signatures verify (kma/services/integrity/entry_signatures.py): an entry written
     or altered in the store (reported) sends no manager, upgrade check or other KMA anywhere; the
     KMA list flags it instead (kma/services/kmas.py)."""
     return kma_nodes(kma, entry_signatures.trusted_ids(kma))
@@ -180,9 +180,9 @@ def kma_nodes(kma: Appliance, trusted: Collection[str] | None = None) -> list[di
             # This KMA knows its own lock state first-hand; the others' is what they last recorded.
             "locked": kma.vault.locked if me else bool(row["locked"]) and not row["witness"],
             "version": __version__ if me else row["version"],
-            # What each KMA recorded at its last start (kma/running.py): during a rolling upgrade, which
-            # KMAs run which release, know which migrations and run which rqlited. A node that answers
-            # says its rqlited release itself (a witness, which records nothing, too).
+            # What each KMA recorded at its last start (kma/runtime/running.py): during a rolling
+            # upgrade, which KMAs run which release, know which migrations and run which rqlited. A
+            # node that answers says its rqlited release itself (a witness, which records nothing, too).
             "schema_version": row["schema_version"],
             "rqlite_version": (node.rqlite_version if node else None) or row["rqlite_version"],
             # Where its master key is: software or its own HSM (docs/hsm.md#clusters); a witness has none.

@@ -68,7 +68,9 @@ def member_pins(files: ClusterFiles) -> dict[str, str | None]:
     pins = {}
     for row in rows:
         why = entry_signature.problem(ca, signed.exists(), row, removed)
-        if why is not None:  # the KMAs report it in the audit trail (kma/services/entry_signatures.py)
+        if (
+            why is not None
+        ):  # the KMAs report it in the audit trail (kma/services/integrity/entry_signatures.py)
             if (row["id"], row["signature"]) not in _SAID and len(_SAID) < 1000:
                 _SAID.add((row["id"], row["signature"]))
                 log.error("not trusting the node certificate of KMA entry '%s': it %s", row["id"], why)

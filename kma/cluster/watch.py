@@ -30,7 +30,9 @@ from kma.cluster.node_renewal import NodeRenewal
 from kma.cluster.trust import follow_membership
 from kma.cluster.witness_renewal import answer_witnesses
 from kma.errors import KmaError
-from kma.services import certificate_renewal, entry_signatures, key_macs, media_refusals
+from kma.services.certificates import certificate_renewal
+from kma.services.integrity import entry_signatures, key_macs
+from kma.services.media import media_refusals
 from kma.worker import Worker
 
 if TYPE_CHECKING:

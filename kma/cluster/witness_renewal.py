@@ -51,9 +51,15 @@ from kma.crypto.ca import sign_kma_csr
 from kma.crypto.errors import CryptoError
 from kma.datadir import DataDir, write_private
 from kma.errors import KmaError
-from kma.services import entry_signatures
-from kma.services.certificate_renewal import hosts_of
-from kma.services.certificates import cluster_ca, real_now, recorded, serial_and_expiry, settings
+from kma.services.certificates.certificate_expiry import (
+    cluster_ca,
+    real_now,
+    recorded,
+    serial_and_expiry,
+    settings,
+)
+from kma.services.certificates.certificate_renewal import hosts_of
+from kma.services.integrity import entry_signatures
 from kma.store import Stmt
 
 log = logging.getLogger(__name__)

@@ -4,11 +4,11 @@ A leaked replica file or node credential lets someone write rows without the KMA
 grants trust: every node's rqlited pins its node certificate (kma/cluster/trust.py), agents are
 sent to its service address, a machine may join as it with its one-time KMA passphrase, and being
 removed is what cuts a machine off. Witnesses and locked KMAs must check entries too, and hold no
-master key, so an HMAC (kma/services/row_macs.py) does not fit: the fields that grant trust are
+master key, so an HMAC (kma/services/integrity/row_macs.py) does not fit: the fields that grant trust are
 signed with the cluster CA's key (stored wrapped under the master key: only an unlocked KMA signs,
 in the audited batch that writes them) and checked with the CA certificate every node keeps in its
 data dir (public). An entry whose signature is missing or wrong is not pinned, not given to agents,
-not joined as, and is reported as tampered with (kma/services/entry_signatures.py).
+not joined as, and is reported as tampered with (kma/services/integrity/entry_signatures.py).
 
 Entries of a store made before signatures are signed, trusted on first use, at the first unlock on
 this version; a node marks in its data dir (`marker`) that it has seen every entry signed, and from

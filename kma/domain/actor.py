@@ -14,5 +14,5 @@ class Actor:
     kind: str = "user"  # user | agent | kma
     roles: frozenset[Role] = field(default_factory=frozenset)
     # A user whose roles require a second factor they have not enrolled: may only enrol one
-    # (kma/services/second_factor_policy.py); every permission check refuses them.
+    # (kma/services/sign_in/second_factor_policy.py); every permission check refuses them.
     second_factor_pending: bool = False

@@ -10,7 +10,7 @@ request per connection (`Connection: close`), bounded sizes and times:
     POST /v1/enroll  {"agent_id", "passphrase", "csr_pem"}
                      -> {"agent_id", "certificate_pem", "ca_pem", "kmas": [...]}
     POST /v1/renew   {"csr_pem"}, presenting the agent's current certificate (no passphrase)
-                     -> the same answer (kma/services/agent_renewal.py)
+                     -> the same answer (kma/services/certificates/agent_renewal.py)
 
 Errors use the management API's shape: {"error": {"code", "message"}} with its status codes.
 
@@ -32,8 +32,9 @@ from kma.appliance import Appliance
 from kma.crypto import fingerprint
 from kma.errors import BadRequest, Busy, KmaError, PayloadTooLarge
 from kma.kmip.messages import CATCHING_UP
-from kma.services import agent_renewal, ca_renewal, enrollment
-from kma.services.certificates import first_certificate
+from kma.services import enrollment
+from kma.services.certificates import agent_renewal, ca_renewal
+from kma.services.certificates.certificate_expiry import first_certificate
 
 log = logging.getLogger(__name__)
 MAX_HEAD = 8192

@@ -1,4 +1,4 @@
-"""The media rules on KMIP's write paths (kma/services/media_rules.py): Write Key, Write From
+"""The media rules on KMIP's write paths (kma/services/media/media_rules.py): Write Key, Write From
 Beginning, and Create or Register of a tape key for a data unit (the Tape Library Profile's new
 key, a write from BOT). A refusal becomes a Permission Denied the library's operator can act on."""
 
@@ -11,8 +11,8 @@ from kma.errors import KmaError
 from kma.kmip.context import Call
 from kma.kmip.enums import ResultReason
 from kma.kmip.messages import KmipError
-from kma.services import media_rules
-from kma.services.media_rules import Verdict
+from kma.services.media import media_rules
+from kma.services.media.media_rules import Verdict
 from kma.store import Refused, Stmt
 
 log = logging.getLogger(__name__)

@@ -35,8 +35,9 @@ from kma.kmip.enums import (
 from kma.kmip.key_creation import NewKey
 from kma.kmip.messages import KmipError
 from kma.kmip.ttlv import Item
-from kma.services import key_issue, key_macs
+from kma.services import key_issue
 from kma.services.agent_keys import key_access, key_attributes, key_lifecycle, key_undo
+from kma.services.integrity import key_macs
 from kma.services.keypool import new_key_id
 from kma.store import Stmt, WriteResult
 

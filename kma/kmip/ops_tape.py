@@ -27,7 +27,7 @@ from kma.kmip.messages import KmipError
 from kma.kmip.ops_keys import chosen_group, issue
 from kma.kmip.ttlv import Item
 from kma.services.agent_keys import key_access, key_lifecycle
-from kma.services.media_rules import Verdict
+from kma.services.media.media_rules import Verdict
 
 
 async def _request(call: Call, payload: Item, from_bot: bool, operation: str) -> tuple[str, str, Verdict]:

@@ -52,8 +52,10 @@ from kma.kmip.messages import (
 )
 from kma.kmip.ttlv import TTLVError
 from kma.limits import ENROLLMENT_DEADLINE, ConnectionGate, Crowded, ListenerLimits, Refused, Ticket
-from kma.services import kma_certificates, media_rules, refusals
-from kma.services.certificate_renewal import listener_tls
+from kma.services import refusals
+from kma.services.certificates import kma_certificates
+from kma.services.certificates.certificate_renewal import listener_tls
+from kma.services.media import media_rules
 
 CATCHING_UP_ERROR = KmipError(ResultReason.GENERAL_FAILURE, CATCHING_UP)  # the drive asks another KMA
 log = logging.getLogger(__name__)

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from kma.cluster.membership import ADD_KMA, REMOVE_KMA, SET_KMA_PASSPHRASE
 from kma.cluster.version import RAISE_CLUSTER_VERSION
-from kma.services.audit_retention import SHORTEN_RETENTION
-from kma.services.directory import SET_DIRECTORY
+from kma.services.audit.audit_retention import SHORTEN_RETENTION
 from kma.services.quorum.ca_rollover import RENEW_CLUSTER_CA
 from kma.services.quorum.key_split_change import CHANGE_KEY_SPLIT
 from kma.services.quorum.locking import SET_AUTONOMOUS_UNLOCK, UNLOCK_KMA
 from kma.services.quorum.master_rotation import ROTATE_MASTER_KEY
 from kma.services.quorum.op_type import OpType
-from kma.services.second_factor import TURN_OFF_SECOND_FACTOR
-from kma.services.second_factor_policy import SET_SECOND_FACTOR_ROLES
-from kma.services.transfer_import_quorum import IMPORT_TRANSFER_FILE
-from kma.services.transfer_partners import REGISTER_TRANSFER_PARTNER
+from kma.services.sign_in.directory import SET_DIRECTORY
+from kma.services.sign_in.second_factor import TURN_OFF_SECOND_FACTOR
+from kma.services.sign_in.second_factor_policy import SET_SECOND_FACTOR_ROLES
+from kma.services.transfer.transfer_import_quorum import IMPORT_TRANSFER_FILE
+from kma.services.transfer.transfer_partners import REGISTER_TRANSFER_PARTNER
 from kma.services.users import CREATE_USER, SET_USER_PASSPHRASE, UPDATE_USER
 
 OP_TYPES: dict[str, OpType] = {

@@ -18,6 +18,7 @@ from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound, ValidationFailed
 from kma.services.common import describe, patch, refuse_taken, require, typed_row
+from kma.services.integrity.row_macs import member_of
 from kma.services.paging import (
     Filter,
     ListQuery,
@@ -28,7 +29,6 @@ from kma.services.paging import (
     indexed_rows,
     list_page,
 )
-from kma.services.row_macs import member_of
 from kma.store import Stmt
 
 WEEK = 7 * 86400

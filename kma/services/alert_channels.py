@@ -26,7 +26,7 @@ from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.domain.validation import check_address, check_text
 from kma.errors import NotFound, ValidationFailed
-from kma.services import row_macs
+from kma.services.integrity import row_macs
 from kma.store import Stmt
 
 KINDS = ("snmp", "webhook", "email")

@@ -3,13 +3,13 @@ as they start and as they end, and about the audit events of its own chain whose
 carries (docs/alerts.md). The cluster's warnings, which every KMA sees alike (a backup's age, tamper
 events, certificates), are announced by one KMA only (`announcer`), not once per KMA.
 
-The warnings are the dashboard's own (`kma.services.dashboard.warnings`), whatever they are: a
+The warnings are the dashboard's own (`kma.services.overview.dashboard.warnings`), whatever they are: a
 warning is known by its identity, its words with the numbers in them left out (so "the last backup
 is 8 days old" and, a day later, "9 days old" are one warning that goes on), never by a list kept
 here. A KMA records the warnings it has announced (`alert_warnings`), so a restart announces only
 what changed meanwhile.
 
-Like the audit forwarder (kma/services/audit_forwarding.py), a worker of its own does the sending,
+Like the audit forwarder (kma/services/audit/audit_forwarding.py), a worker of its own does the sending,
 so neither the dashboard nor the audit write path waits for a receiver. What is to be sent is first
 queued in the store (`alert_queue`, per KMA and channel, at most QUEUE_LIMIT: when full the oldest
 makes way and `kma_alerts_dropped_total` counts it) and leaves the queue only once the receiver has
@@ -43,7 +43,7 @@ from kma.errors import KmaError
 from kma.metrics import ALERT_ERRORS, ALERTS_DELIVERED, ALERTS_DROPPED
 from kma.services import alert_channels
 from kma.services.alert_channels import Channel, ChannelSecrets, cluster_name, stored_secrets
-from kma.services.dashboard import scoped_warnings
+from kma.services.overview.dashboard import scoped_warnings
 from kma.store import Batch, Stmt
 from kma.worker import Worker
 
@@ -394,7 +394,7 @@ def describe_channel(kma: Appliance, ch: Channel) -> ChannelView:
 
 
 def alert_sender(kma: Appliance) -> AlertSender:
-    """This KMA's one alert sender (started by `kma serve`, kma/running.py)."""
+    """This KMA's one alert sender (started by `kma serve`, kma/runtime/running.py)."""
     return kma.part(AlertSender)
 
 

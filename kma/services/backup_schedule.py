@@ -126,5 +126,5 @@ class BackupScheduler(Scheduler):
 
 
 def backup_scheduler(kma: Appliance) -> BackupScheduler:
-    """This KMA's one backup scheduler (`kma serve` starts it: kma/running.py)."""
+    """This KMA's one backup scheduler (`kma serve` starts it: kma/runtime/running.py)."""
     return kma.part(BackupScheduler)

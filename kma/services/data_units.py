@@ -11,7 +11,7 @@ from kma.domain.lifecycle import DATA_UNIT_STATE_SQL, DataUnitState, data_unit_c
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound
 from kma.services.common import patch, typed_row
-from kma.services.media_pools import IN_POOL, pool_id_of
+from kma.services.media.media_pools import IN_POOL, pool_id_of
 from kma.services.paging import (
     Filter,
     ListQuery,

@@ -47,9 +47,10 @@ from kma.errors import (
     Unauthenticated,
     ValidationFailed,
 )
-from kma.services import entry_signatures, refusals
+from kma.services import refusals
 from kma.services.agents import DRIVE, drive_fields
 from kma.services.common import describe, patch
+from kma.services.integrity import entry_signatures
 from kma.steps import step
 from kma.store import Stmt
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kma.appliance import Appliance
-from kma.services import key_macs
 from kma.services.agent_keys import key_lifecycle
+from kma.services.integrity import key_macs
 from kma.services.keypool import key_pool, new_key_id
 from kma.store import Stmt
 from kma.store.batch import Deferred

@@ -30,7 +30,7 @@ from kma.appliance import Appliance
 from kma.audit.record import Retention
 from kma.domain.lifecycle import HELD_OR_REPLICATED
 from kma.errors import KmaLocked, NoReadyKey
-from kma.services import key_macs
+from kma.services.integrity import key_macs
 from kma.store import Stmt
 from kma.worker import Worker
 

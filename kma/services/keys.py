@@ -22,9 +22,10 @@ from kma.domain.lifecycle import (
 )
 from kma.domain.validation import check_text
 from kma.errors import Conflict, NotFound
-from kma.services import key_issue, key_macs
+from kma.services import key_issue
 from kma.services.agent_keys import key_lifecycle
 from kma.services.common import require, typed_row
+from kma.services.integrity import key_macs
 from kma.services.paging import (
     Filter,
     ListQuery,

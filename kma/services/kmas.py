@@ -9,8 +9,8 @@ from kma.domain.actor import Actor
 from kma.domain.lifecycle import HELD_OR_REPLICATED
 from kma.domain.validation import check_text
 from kma.errors import NotFound, ValidationFailed
-from kma.services import entry_signatures
 from kma.services.common import describe, patch, require
+from kma.services.integrity import entry_signatures
 from kma.services.keypool import key_pool
 from kma.services.paging import ListQuery, Page, PageRequest, list_page
 

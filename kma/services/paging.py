@@ -120,7 +120,7 @@ TRIGRAM = 3  # the index holds every three characters: shorter text cannot be lo
 @dataclass(frozen=True)
 class ListQuery:
     """The SQL of one list the API pages (its select, sorts, filters and search); the manager's
-    page that shows it is a `ListSpec` (ui/list_page.py)."""
+    page that shows it is a `ListSpec` (ui/lists/list_page.py)."""
 
     select: str  # a full SELECT; filters, search and sort apply to its output columns (`listed`)
     # API field -> SQL over the output columns, or several (ties in the first ordered by the next),

@@ -15,8 +15,8 @@ from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
 from kma.errors import Conflict, NotFound, ValidationFailed
 from kma.services.common import describe, patch, require, typed_row
+from kma.services.integrity.row_macs import member_of
 from kma.services.paging import ListQuery, Page, PageRequest, list_page
-from kma.services.row_macs import member_of
 from kma.store import Stmt
 
 MAX_PERIOD = 100 * 365 * 86400

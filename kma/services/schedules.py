@@ -1,5 +1,5 @@
 """What the backup and report schedules share (kma/services/backup_schedule.py,
-kma/services/report_schedule.py): each is this KMA's, into a folder on its machine, and run by a
+kma/services/reports/report_schedule.py): each is this KMA's, into a folder on its machine, and run by a
 worker that looks every CHECK_S seconds (every second under a test clock, whose days pass in a
 moment) whether a period has passed since the last attempt. A failed attempt is recorded (the
 schedule's `last_error`) and audited with severity error, and the next waits a period, so a broken

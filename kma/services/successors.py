@@ -175,5 +175,5 @@ class Rotation(Worker):
 
 
 def rotation(kma: Appliance) -> Rotation:
-    """This KMA's one rotation worker (`kma serve` starts it: kma/running.py)."""
+    """This KMA's one rotation worker (`kma serve` starts it: kma/runtime/running.py)."""
     return kma.part(Rotation)

@@ -19,9 +19,9 @@ from kma.domain.roles import Role, format_roles, parse_roles, permissions_of, ro
 from kma.domain.strength import check_user_passphrase
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound, ValidationFailed
-from kma.services import lockout, second_factor_policy
 from kma.services.change import Change
 from kma.services.common import refuse_taken
+from kma.services.integrity.row_macs import USERS, seal
 from kma.services.paging import (
     Filter,
     ListQuery,
@@ -35,10 +35,10 @@ from kma.services.paging import (
 )
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.op_type import KEPT_AS_HASH, OpType, Outcome, Prepared
-from kma.services.row_macs import USERS, seal
+from kma.services.sign_in import lockout, second_factor_policy
 from kma.store import Stmt
 
-# A user's `locked_until` is the lockout over all addresses (kma.services.lockout); a lockout of one
+# A user's `locked_until` is the lockout over all addresses (kma.services.sign_in.lockout); a lockout of one
 # source address shows in the audit trail, not here.
 SELECT = (
     "SELECT id, name, roles, enabled, created_at, updated_at, (SELECT l.locked_until FROM lockouts l "
@@ -78,7 +78,7 @@ class UserRow:
     name: str
     roles: list[str]
     enabled: bool
-    locked_until: int | None  # locked out over all addresses until then (kma.services.lockout)
+    locked_until: int | None  # locked out over all addresses until then (kma.services.sign_in.lockout)
     created_at: int
     updated_at: int
     directory_account: str | None  # the directory entry (DN) of a directory account; None: local
@@ -156,7 +156,7 @@ def create_user_change(
 
 
 def seal_user(key: bytes, user_id: str, roles: str, enabled: int, passphrase_hash: str) -> Stmt:
-    """The statement that sets the MAC of a user row as written (kma/services/row_macs.py)."""
+    """The statement that sets the MAC of a user row as written (kma/services/integrity/row_macs.py)."""
     row = {"id": user_id, "roles": roles, "enabled": enabled, "passphrase_hash": passphrase_hash}
     return seal(key, USERS, row)
 

@@ -18,7 +18,7 @@ from kma.appliance import Appliance
 from kma.audit.record import Condition
 from kma.domain.actor import Actor
 from kma.errors import Conflict, NotFound
-from kma.services import key_macs
+from kma.services.integrity import key_macs
 from kma.store import Batch, Refused, Stmt
 
 BOUND = "key.withheld_bound"

@@ -15,7 +15,7 @@ from kma.domain.strength import check_user_passphrase
 from kma.domain.validation import check_id, check_passphrase, check_text
 from kma.errors import ValidationFailed
 from kma.services.quorum.key_split import check_split_members
-from kma.services.second_factor_policy import check_roles as check_second_factor_roles
+from kma.services.sign_in.second_factor_policy import check_roles as check_second_factor_roles
 
 DEFAULT_POOL = 1000
 MAX_POOL = 100_000

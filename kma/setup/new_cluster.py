@@ -30,9 +30,9 @@ from kma.datadir import DataDir, Identity, write_private
 from kma.domain.actor import Actor
 from kma.domain.roles import Role
 from kma.errors import Conflict, ValidationFailed
-from kma.services.second_factor_policy import check_roles as check_second_factor_roles
-from kma.services.second_factor_policy import describe as describe_second_factor_roles
-from kma.services.second_factor_policy import policy_row
+from kma.services.sign_in.second_factor_policy import check_roles as check_second_factor_roles
+from kma.services.sign_in.second_factor_policy import describe as describe_second_factor_roles
+from kma.services.sign_in.second_factor_policy import policy_row
 from kma.setup.answers import Answers, check_key_split, check_settings, read_hsm
 from kma.steps import step
 from kma.store import Stmt
@@ -259,7 +259,7 @@ def _first_rows(
     now: int,
 ) -> list[Stmt]:
     """The cluster, its site, this KMA, the first Security Officer and the key split members."""
-    from kma.services.row_macs import SPLIT_MEMBERS, seal
+    from kma.services.integrity.row_macs import SPLIT_MEMBERS, seal
     from kma.services.users import seal_user
 
     mac_key = row_mac_key(master)

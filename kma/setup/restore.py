@@ -41,7 +41,7 @@ from kma.crypto.hsm import HsmMasterKey, Token
 from kma.crypto.hsm_settings import CLUSTER_MASTER_KEY, HsmSettings, HsmUnavailable
 from kma.datadir import DataDir
 from kma.errors import Conflict, KmaError, ValidationFailed
-from kma.services.master_keys import generations_of
+from kma.services.master_key.master_keys import generations_of
 from kma.services.quorum.key_split import Credential
 from kma.setup.restored_kma import Restored, set_up
 from kma.steps import step

@@ -7,8 +7,8 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QComboBox, QDialog, QMessageBox
 
-from ui.form_dialog import FormDialog
-from ui.list_page import ListPage
+from ui.dialogs.form_dialog import FormDialog
+from ui.lists.list_page import ListPage
 
 WAIT_MS = 15000
 

@@ -20,7 +20,7 @@ from tests.gui.helpers import (
     wait_idle,
 )
 from tests.support.alert_receivers import WebhookReceiver
-from ui.form_dialog import FormDialog
+from ui.dialogs.form_dialog import FormDialog
 
 pytestmark = pytest.mark.gui
 

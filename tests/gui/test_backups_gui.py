@@ -23,9 +23,9 @@ from tests.gui.helpers import (
     wait_idle,
 )
 from tests.support.first_setup import one_kma_with_keys_waiting
-from ui.details import DetailsDialog
-from ui.form_dialog import FormDialog
+from ui.dialogs.form_dialog import FormDialog
 from ui.format import when
+from ui.lists.details import DetailsDialog
 from ui.pages.backups import AGE_COLOURS, download
 
 pytestmark = pytest.mark.gui

@@ -11,7 +11,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
-from app.profiles import ProfileStore
+from app.session.profiles import ProfileStore
 from kms_client import Trust
 from tests.gui.helpers import (
     WAIT_MS,
@@ -25,7 +25,7 @@ from tests.gui.helpers import (
 )
 from tests.integration.test_certificate_lifecycle import presented_serial, write_settings
 from tests.support.agents import enroll, events, new_passphrase, service_address
-from ui.form_dialog import FormDialog
+from ui.dialogs.form_dialog import FormDialog
 from ui.pages.agent_passphrases import EnrollmentPassphrasesDialog
 from ui.quorum.widgets import QuorumFormDialog
 

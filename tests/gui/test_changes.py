@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import ui.list_page
+import ui.lists.list_page
 from app.writes.sites import create_site
 from tests.gui.helpers import WAIT_MS, open_page, sign_in
 from tests.support.agents import demo_passphrase, enroll
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.gui]
 @pytest.fixture
 def no_list_poll(monkeypatch: pytest.MonkeyPatch) -> None:
     """The light poll of live lists does not come round in a test: what it shows came otherwise."""
-    monkeypatch.setattr(ui.list_page, "POLL_MS", 3_600_000)
+    monkeypatch.setattr(ui.lists.list_page, "POLL_MS", 3_600_000)
 
 
 def _enrolled(page: Any, agent_id: str) -> bool:

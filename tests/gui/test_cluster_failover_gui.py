@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt, QTimer
 
-from app.profiles import ProfileStore
-from app.session import ConnectionState
+from app.session.profiles import ProfileStore
+from app.session.session import ConnectionState
 from kms_client.failover import called
 from tests.gui.helpers import WAIT_MS, open_page, sign_in
 from tests.integration.test_quorum import creds

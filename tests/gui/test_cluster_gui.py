@@ -21,12 +21,12 @@ from tests.support.topologies import (
     two_sites_and_a_witness_boston_down,
     two_sites_one_down,
 )
-from ui.cluster_scene import KmaNode
-from ui.form_dialog import FormDialog
+from ui.cluster.cluster_scene import KmaNode
+from ui.cluster.upgrade_check import UpgradeCheckDialog
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.secret_dialog import OneTimeSecretDialog
 from ui.pages.cluster import ClusterPage
 from ui.quorum.widgets import QuorumFormDialog
-from ui.secret_dialog import OneTimeSecretDialog
-from ui.upgrade_check import UpgradeCheckDialog
 
 
 def test_one_kma_is_drawn_with_its_tolerance_and_a_security_officer_locks_it_from_the_picture(

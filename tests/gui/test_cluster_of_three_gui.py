@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from kma import __version__
 from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in, submit
 from tests.support.cluster import BINARY, add_node, first_node
-from ui.form_dialog import FormDialog
+from ui.dialogs.form_dialog import FormDialog
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
 SHOWS_DOWN_MS = 10_000  # issue 14: a KMA going down shows within 10 s

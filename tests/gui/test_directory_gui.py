@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-import ui.signed_report as signed_report
+import ui.reports.signed_report as signed_report
 from kma.audit.exports import verify_export
 from tests.gui.helpers import (
     WAIT_MS,

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDialogButtonBox
 
 from tests.gui.helpers import WAIT_MS, action, active_dialog, open_page, sign_in, wait_idle
-from ui.form_dialog import FormDialog
+from ui.dialogs.form_dialog import FormDialog
 from ui.quorum.widgets import QuorumFormDialog
 
 pytestmark = [pytest.mark.gui]

@@ -14,9 +14,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox, QPushButton
 
-from app.local_mode import LocalMode
+from app.local.local_mode import LocalMode
 from tests.gui.helpers import WAIT_MS, action, active_dialog, open_page
-from ui.demo_credentials_dialog import DemoCredentialsDialog
+from ui.dialogs.demo_credentials_dialog import DemoCredentialsDialog
 from ui.quorum.approval import ApproveDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
@@ -104,7 +104,7 @@ def test_headless_first_run_then_local_mode_signs_in_by_itself(qtbot, controller
 
 
 def local_credentials(data_dir: Path) -> Any:
-    from app import demo_credentials
+    from app.local import demo_credentials
 
     found = demo_credentials.load(data_dir)
     assert found is not None

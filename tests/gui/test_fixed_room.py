@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QApplication, QWidget, QWizard
 
 from tests.gui.helpers import WAIT_MS, action, active_dialog, open_page, sign_in
 from tests.gui.test_newcomer import _to_members_page, waiting  # noqa: F401 - a fixture
-from ui.form_dialog import FormDialog
+from ui.dialogs.form_dialog import FormDialog
 from ui.quorum.key_split import KeySplitDialog
 from ui.quorum.widgets import QuorumFormDialog
 

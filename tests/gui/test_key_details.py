@@ -4,7 +4,7 @@ KMIP clients set on it (a tape library's Application Specific Information, its b
 from __future__ import annotations
 
 from kms_client import Key, read
-from ui.details import field_rows
+from ui.lists.details import field_rows
 from ui.pages.keys import LABELS, detail_texts
 
 CARTRIDGE = "123456789ABCDEF123456789123456789ABCDEF123456789ABCDEF1234000000"

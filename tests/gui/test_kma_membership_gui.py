@@ -23,8 +23,8 @@ from tests.gui.helpers import (
 )
 from tests.integration.test_row_macs import _write_behind_the_kma
 from tests.integration.test_signed_kma_entries import FORGED
+from ui.dialogs.secret_dialog import OneTimeSecretDialog
 from ui.quorum.widgets import QuorumFormDialog
-from ui.secret_dialog import OneTimeSecretDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 

@@ -7,9 +7,9 @@ from PySide6.QtCore import Qt
 
 from kma.store.schema import latest_schema_version
 from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in, wait_idle
-from ui.details import DetailsDialog
-from ui.list_page import ListPage
-from ui.list_spec import ListSpec
+from ui.lists.details import DetailsDialog
+from ui.lists.list_page import ListPage
+from ui.lists.list_spec import ListSpec
 from ui.pages import keys as keys_area
 
 pytestmark = pytest.mark.gui
@@ -237,7 +237,7 @@ def test_a_filtered_list_keeps_an_order_the_kma_serves_and_says_so(qtbot, contro
 
 
 def test_a_live_list_says_when_it_is_no_longer_up_to_date(qtbot, controller, fresh_kma):
-    from ui.list_page import POLL_MS
+    from ui.lists.list_page import POLL_MS
 
     # Given an Operator watching the agents, a list the manager re-reads by itself
     window = sign_in(qtbot, controller, fresh_kma, "op")

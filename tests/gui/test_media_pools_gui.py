@@ -11,7 +11,7 @@ import pytest
 
 from tests.gui.helpers import WAIT_MS, action, active_dialog, fill_form, open_page, sign_in, submit, wait_idle
 from tests.support.agents import demo_passphrase, enroll, kmip
-from ui.form_dialog import FormDialog
+from ui.dialogs.form_dialog import FormDialog
 from ui.pages.media_pools import MigrationDialog
 
 pytestmark = pytest.mark.gui
@@ -51,7 +51,7 @@ def test_security_officer_defines_pools_and_sees_what_the_kma_refused(
     qtbot.waitUntil(lambda: page.moved.model.rowCount() > 0, timeout=WAIT_MS)
     assert {page.moved.model.index(r, 1).data() for r in range(page.moved.model.rowCount())} == {"dallas"}
     saved = tmp_path / "media.csv"
-    monkeypatch.setattr("ui.signed_report.ask_save_path", lambda *_a: saved)
+    monkeypatch.setattr("ui.reports.signed_report.ask_save_path", lambda *_a: saved)
     action(page.moved, "Signed report…").trigger()
     qtbot.waitUntil(lambda: saved.with_name("media.csv.sig").exists(), timeout=WAIT_MS)
     report = saved.read_text()

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QApplication, QDialog, QLabel, QWizard
 
-from app.demo_credentials import DemoCredentials
+from app.local.demo_credentials import DemoCredentials
 from tests.gui.helpers import (
     WAIT_MS,
     action,
@@ -30,7 +30,7 @@ from tests.integration.test_backups import take_backups
 from tests.support.first_setup import MEMBERS
 from tests.support.kma_process import RunningKma
 from tests.support.ports import free_port
-from ui.form_dialog import FormDialog
+from ui.dialogs.form_dialog import FormDialog
 from ui.quorum.approval import ApproveDialog
 from ui.quorum.widgets import QuorumFormDialog
 

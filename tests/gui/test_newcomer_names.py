@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QPushButton
 
 from app.quorum_watch import QuorumWatch
 from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in
-from ui.form_dialog import FormDialog
+from ui.dialogs.form_dialog import FormDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -44,8 +44,8 @@ def test_the_object_column_shows_a_private_keys_type_whole(qtbot, controller, de
 def test_after_sign_out_in_local_mode_the_sign_in_window_leads_to_the_demo_credentials(
     qtbot, controller, demo_kma
 ):
-    from app.demo_credentials import DemoCredentials
-    from ui.demo_credentials_dialog import DemoCredentialsDialog
+    from app.local.demo_credentials import DemoCredentials
+    from ui.dialogs.demo_credentials_dialog import DemoCredentialsDialog
 
     controller.demo = DemoCredentials(demo_kma.demo)
     controller.local_ca = demo_kma.fingerprint
@@ -62,8 +62,8 @@ def test_after_sign_out_in_local_mode_the_sign_in_window_leads_to_the_demo_crede
 def test_the_demo_credentials_come_back_where_the_user_left_them(qtbot, controller, demo_kma):
     from PySide6.QtCore import QPoint
 
-    from app.demo_credentials import DemoCredentials
-    from ui.demo_credentials_dialog import DemoCredentialsDialog
+    from app.local.demo_credentials import DemoCredentials
+    from ui.dialogs.demo_credentials_dialog import DemoCredentialsDialog
 
     # Given the demo credentials opened from the sign-in window and moved aside, then closed
     controller.demo = DemoCredentials(demo_kma.demo)

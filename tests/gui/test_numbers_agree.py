@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtWidgets import QLabel
 
 from tests.gui.helpers import WAIT_MS, active_dialog, open_page, sign_in
-from ui.details import DetailsDialog
+from ui.lists.details import DetailsDialog
 from ui.pages.keys import _details
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QApplication, QCheckBox, QFrame, QLabel, QMessageB
 import kms_client
 from app.quorum_watch import QuorumWatch
 from tests.gui.helpers import WAIT_MS, action, active_dialog, fill_form, open_page, sign_in, submit
-from ui.form_dialog import FormDialog
+from ui.dialogs.form_dialog import FormDialog
 from ui.quorum.approval import ApproveDialog
 from ui.quorum.pending import OperationDialog
 from ui.quorum.widgets import QuorumFormDialog

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QSpinBox
 
-import ui.signed_report as signed_report
+import ui.reports.signed_report as signed_report
 from kma.audit.exports import verify_export
 from tests.gui.helpers import WAIT_MS, active_dialog, fill_form, message_boxes, sign_in, submit
-from ui.reports_dialog import ReportsDialog
+from ui.reports.reports_dialog import ReportsDialog
 
 pytestmark = pytest.mark.gui
 

@@ -11,8 +11,8 @@ import pytest
 
 from tests.gui.helpers import WAIT_MS, open_page, sign_in, wait_idle
 from tests.support.agents import enroll, kmip, new_passphrase
-from ui.details import field_rows
 from ui.format import when
+from ui.lists.details import field_rows
 from ui.pages.keys import COLUMNS, LABELS, detail_texts
 
 pytestmark = [pytest.mark.gui]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from app.session import ConnectionState
+from app.session.session import ConnectionState
 from tests.gui.helpers import WAIT_MS, open_page, sign_in, wait_idle
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]

@@ -323,7 +323,7 @@ def test_signing_in_to_a_kma_not_set_up_says_what_to_do_and_pins_nothing(
 ) -> None:
     from PySide6.QtCore import Qt
 
-    from app.profiles import ProfileStore
+    from app.session.profiles import ProfileStore
 
     window = controller.show_sign_in()
     qtbot.addWidget(window)

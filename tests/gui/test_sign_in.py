@@ -9,7 +9,7 @@ import keyring.backends.fail
 import pytest
 from PySide6.QtCore import QSettings
 
-from app.profiles import ProfileStore
+from app.session.profiles import ProfileStore
 from kms_client.release import release
 from tests.gui.helpers import WAIT_MS, send_sign_in, sign_in
 from tests.support.kma_process import RunningKma

@@ -24,7 +24,7 @@ from tests.gui.helpers import (
     submit,
 )
 from tests.support.transfer import file_from, one_tape, register, text_of
-from ui.form_dialog import FormDialog
+from ui.dialogs.form_dialog import FormDialog
 from ui.pages.transfer_partners import ImportWizard
 from ui.quorum.widgets import QuorumFormDialog
 

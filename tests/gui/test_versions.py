@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 
 from kms_client.release import release
 from tests.gui.helpers import WAIT_MS, sign_in
-from ui.upgrade_check import UpgradeCheckDialog
+from ui.cluster.upgrade_check import UpgradeCheckDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 

@@ -18,8 +18,8 @@ from tests.gui.helpers import (
     submit,
     wait_idle,
 )
-from ui.form_dialog import FormDialog
-from ui.secret_dialog import OneTimeSecretDialog
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.secret_dialog import OneTimeSecretDialog
 
 pytestmark = pytest.mark.gui
 

@@ -20,7 +20,7 @@ from kma.crypto import hash_passphrase
 from kma.datadir import DataDir
 from kma.services.alert_channels import add_channel
 from kma.services.alerts import QUEUE_LIMIT, WARNING_CHECK, alert_sender, identity
-from kma.services.dashboard import scoped_warnings
+from kma.services.overview.dashboard import scoped_warnings
 from kma.services.quorum.locking import unlock_autonomously
 from kma.store import Batch, Stmt
 from kms_client import Forbidden, KmsError, ValidationFailed

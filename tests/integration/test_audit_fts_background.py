@@ -18,7 +18,7 @@ import kma.store.group_commit as store_module
 from kma.audit.chain import AuditChain
 from kma.audit.record import AuditRecord, Condition, Retention
 from kma.clock import SystemClock
-from kma.services.audit_log import iter_events, text_page, with_text
+from kma.services.audit.audit_log import iter_events, text_page, with_text
 from kma.services.paging import COUNT_LIMIT, PageRequest
 from kma.store import Batch, SQLiteStore
 from kma.store.fts import index_all
@@ -179,7 +179,7 @@ def test_a_refused_batch_in_a_group_undoes_only_itself(store: SQLiteStore) -> No
     """Groups run without savepoints until a batch is refused; then the group runs again, each
     batch in its own savepoint: the refused batch's first statement is undone, its neighbours
     stay, its refusal is audited, and the stored head is the group's last event."""
-    from kma.services.audit_verification import verify_chain
+    from kma.services.audit.audit_verification import verify_chain
     from kma.store import Refused, Stmt
 
     with raw(store) as conn:

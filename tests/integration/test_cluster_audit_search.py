@@ -13,7 +13,7 @@ from kma.audit.chain import AuditChain
 from kma.audit.record import AuditRecord, Condition, Retention
 from kma.clock import SystemClock
 from kma.datadir import DataDir
-from kma.services.audit_log import TEXT_SOURCE, text_page, with_text
+from kma.services.audit.audit_log import TEXT_SOURCE, text_page, with_text
 from kma.services.paging import PageRequest
 from kma.store import SQLiteStore, audit_rows
 from kma.store.fts import index_all

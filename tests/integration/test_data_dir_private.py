@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from app.local_kma import LocalKma
+from app.local.local_kma import LocalKma
 from tests.support.first_setup import init_one_kma
 from tests.support.kma_process import RunningKma, run_kma
 

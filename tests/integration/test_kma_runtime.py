@@ -10,7 +10,7 @@ from pathlib import Path
 from kma.appliance import Appliance
 from kma.cluster.store import open_store
 from kma.datadir import DataDir
-from kma.running import Running
+from kma.runtime.running import Running
 from kma.services.keypool import key_pool
 from tests.support.kma_process import RunningKma
 

@@ -26,10 +26,11 @@ import pytest
 from kma.domain.lifecycle import KeyState, key_in_state
 from kma.errors import ValidationFailed
 from kma.quorum import pending_ops
-from kma.services import agents, dashboard, data_units, keys, users
+from kma.services import agents, data_units, keys, users
 from kma.services.agent_keys import key_locate
 from kma.services.agent_keys.key_access import AgentAccess
 from kma.services.agent_keys.key_locate import LocateFilter
+from kma.services.overview import dashboard
 from kma.services.paging import COUNT_LIMIT, ListQuery, PageRequest, encode_cursor, list_page
 from kms_client.paging import iter_all
 from tests.support.kma_process import RunningKma, pool_keys, read_only_db

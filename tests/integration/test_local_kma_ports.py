@@ -6,8 +6,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from app.local_kma import LocalKma
-from app.local_mode import banner_text
+from app.local.local_kma import LocalKma
+from app.local.local_mode import banner_text
 
 
 def _port(address: str) -> int:

@@ -13,7 +13,7 @@ from kma.crypto import hash_passphrase
 from kma.crypto.keysplit import seal_share
 from kma.kmip.client import KmipFailure
 from kma.kmip.enums import ResultReason
-from kma.services.auth import token_hash
+from kma.services.sign_in.auth import token_hash
 from kms_client import Unauthenticated, ValidationFailed
 from tests.integration.test_quorum import creds
 from tests.support.agents import demo_passphrase, enroll, kmip, service_address

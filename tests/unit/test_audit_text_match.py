@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import sqlite3
 
-from kma.services.audit_log import fts_query
+from kma.services.audit.audit_log import fts_query
 from kma.store.fts import text_match
 
 ALPHABET = list("abcAB xyz-._'\"*:^()019") + [

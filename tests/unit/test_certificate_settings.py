@@ -7,7 +7,7 @@ import pytest
 
 from kma.certificate_settings import DAY, CertificateSettings
 from kma.errors import ValidationFailed
-from kma.services.certificates import _level
+from kma.services.certificates.certificate_expiry import _level
 
 
 def test_the_defaults_are_a_deployments_and_a_test_sets_seconds() -> None:

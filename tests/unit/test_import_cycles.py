@@ -34,7 +34,7 @@ LAYERS = {
     "kma": {"kms_client", "tape_planning"},  # the `kma` command line speaks to a KMA as a client
 }
 # The top of the KMA: what starts it. Only these import each other.
-KMA_ENTRY_POINTS = ("kma.cli", "kma.__main__", "kma.server", "kma.running")
+KMA_ENTRY_POINTS = ("kma.cli", "kma.__main__", "kma.runtime.server", "kma.runtime.running")
 
 
 def module_names() -> dict[str, Path]:
@@ -189,13 +189,13 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 def test_the_checker_finds_an_import_upwards_even_inside_a_function() -> None:
     graph = {
         "app.controller": {"ui.sign_in", "kms_client"},
-        "kma.setup.listener": {"kma.server"},
-        "kma.server": {"kma.setup.listener"},
-        "ui.sign_in": {"app.session"},
+        "kma.setup.listener": {"kma.runtime.server"},
+        "kma.runtime.server": {"kma.setup.listener"},
+        "ui.sign_in": {"app.session.session"},
     }
     assert upward_imports(graph) == [
         "app.controller -> ui.sign_in (app is below ui)",
-        "kma.setup.listener -> kma.server (an entry point of the KMA)",
+        "kma.setup.listener -> kma.runtime.server (an entry point of the KMA)",
     ]
 
 

@@ -17,7 +17,7 @@ from cryptography import x509
 
 from kma.appliance import Appliance
 from kma.crypto import create_cluster_ca, issue_server_certificate
-from kma.services.certificate_renewal import ListenerTls
+from kma.services.certificates.certificate_renewal import ListenerTls
 
 
 def _write(path: Path, data: bytes) -> None:

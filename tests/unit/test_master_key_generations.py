@@ -36,7 +36,7 @@ def test_a_blob_of_the_next_generation_takes_it_up_and_opens() -> None:
 
 
 def test_the_vault_takes_up_a_newer_generation_for_a_row_mac_once() -> None:
-    """A row sealed again under the next generation on another KMA (kma/services/row_macs.py asks
+    """A row sealed again under the next generation on another KMA (kma/services/integrity/row_macs.py asks
     `caught_up` before calling it forged): the store's generations taken up, True once, then False."""
     old, new = WrappingKey.generate(), WrappingKey.generate()
     vault = Vault()

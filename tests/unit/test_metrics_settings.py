@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kma.errors import ValidationFailed
-from kma.services.metrics import MetricsSettings
+from kma.services.overview.metrics import MetricsSettings
 
 
 def test_no_metrics_table_means_no_token_and_nobody_gets_in_by_token(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The KMA's PDF of a signed report (kma/services/report_pdf.py), read back by a real PDF reader
+"""The KMA's PDF of a signed report (kma/services/reports/report_pdf.py), read back by a real PDF reader
 (Qt's, PDFium): every row's words are in it, wrapped within their column and over as many pages as
 it takes; characters PDF's text syntax gives a meaning to are text; the CSV stays the record."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kma.services.report_pdf import report_pdf
+from kma.services.reports.report_pdf import report_pdf
 
 pytest.importorskip("PySide6.QtPdf")
 from PySide6.QtPdf import QPdfDocument  # noqa: E402

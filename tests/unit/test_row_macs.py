@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from kma.crypto import WrappingKey
-from kma.services.row_macs import MEMBERSHIP, TABLES, USERS, mac, seal, sealed_tables, tampered_rows
+from kma.services.integrity.row_macs import MEMBERSHIP, TABLES, USERS, mac, seal, sealed_tables, tampered_rows
 from kma.vault import row_mac_key
 
 KEY = row_mac_key(WrappingKey(bytes(32)))

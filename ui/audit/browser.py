@@ -37,7 +37,7 @@ from ui.audit.events import SPEC as LIST_SPEC
 from ui.audit.verification import ChainCheck
 from ui.files import ask_save_path
 from ui.format import when, words
-from ui.paged_model import ObjectRole, PagedTableModel
+from ui.lists.paged_model import ObjectRole, PagedTableModel
 
 TAIL_MS = 3000
 COLUMNS = LIST_SPEC.columns  # the audit list's columns, sortable where the KMA sorts

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ui.format import words
-from ui.list_spec import FilterSpec, ListSpec
-from ui.paged_model import Column
+from ui.lists.list_spec import FilterSpec, ListSpec
+from ui.lists.paged_model import Column
 
 
 def _tone(e: Any) -> str | None:

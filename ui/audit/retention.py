@@ -32,7 +32,11 @@ from ui.quorum.widgets import tell_pending
 
 DAY = 86400
 CLASSES = (("long", "Long"), ("medium", "Medium"), ("short", "Short"))
-FLOOR_DAYS = {"long": 365, "medium": 90, "short": 30}  # the KMA's floors (kma/services/audit_retention.py)
+FLOOR_DAYS = {
+    "long": 365,
+    "medium": 90,
+    "short": 30,
+}  # the KMA's floors (kma/services/audit/audit_retention.py)
 
 
 class RetentionDialog(QDialog):

@@ -11,17 +11,17 @@ from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.agents import create_agent_with_passphrase, new_enrollment_passphrase, update_agent
 from kms_client import Agent
-from ui.form_dialog import FormDialog
-from ui.form_field import Field
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.form_field import Field
+from ui.dialogs.secret_dialog import OneTimeSecretDialog
 from ui.format import when, yes_no
-from ui.list_page import ListPage
-from ui.list_spec import ActionSpec, FilterSpec, ListSpec
-from ui.paged_model import Column
+from ui.lists.list_page import ListPage
+from ui.lists.list_spec import ActionSpec, FilterSpec, ListSpec
+from ui.lists.paged_model import Column
 from ui.pages.agent_passphrases import EnrollmentPassphrasesDialog
 from ui.pages.common import enabled_tone
 from ui.pages.media_pools import drive_fields, generation_filter
 from ui.pages.sites import site_choices
-from ui.secret_dialog import OneTimeSecretDialog
 
 
 def _group_choices(client: Any) -> list[tuple[str, Any]]:

@@ -22,9 +22,9 @@ from app.changes import ChangeFollower
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.alerts import add_alert_channel, change_alert_channel, remove_alert_channel, send_test_alert
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.form_field import Field
 from ui.files import ask_save_path, tell_saved
-from ui.form_dialog import FormDialog
-from ui.form_field import Field
 from ui.widgets import page_header
 
 KIND_WORDS = {"webhook": "Webhook", "email": "E-mail", "snmp": "SNMPv3"}

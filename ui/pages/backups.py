@@ -30,13 +30,13 @@ from app.writes.backups import (
     take_core_security_backup,
 )
 from kms_client import Backup, Page
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.form_field import Field
 from ui.files import ask_save_path, dated_name, tell_saved
-from ui.form_dialog import FormDialog
-from ui.form_field import Field
 from ui.format import counted
-from ui.list_page import ListPage
-from ui.list_spec import ActionSpec, ListSpec
-from ui.paged_model import Column
+from ui.lists.list_page import ListPage
+from ui.lists.list_spec import ActionSpec, ListSpec
+from ui.lists.paged_model import Column
 from ui.widgets import page_header
 
 DAY = 86400

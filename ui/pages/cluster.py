@@ -1,4 +1,4 @@
-"""Cluster: the topology as a picture (ui/cluster_scene.py), its failure tolerance in words, and
+"""Cluster: the topology as a picture (ui/cluster/cluster_scene.py), its failure tolerance in words, and
 what a Security Officer can do to a KMA from it.
 
 Refreshes every few seconds on the read pool while the page is shown (never on the GUI thread),
@@ -31,13 +31,13 @@ from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.quorum import lock_kma
 from app.writes.sites import renew_kma_certificate
-from ui.ca_renewal import open_ca_renewal
-from ui.cluster_scene import TopologyScene, certificate_line
-from ui.form_dialog import FormDialog
-from ui.master_key import master_key_line, open_rotation
+from ui.cluster.ca_renewal import open_ca_renewal
+from ui.cluster.cluster_scene import TopologyScene, certificate_line
+from ui.cluster.master_key import master_key_line, open_rotation
+from ui.cluster.upgrade_check import UpgradeCheckDialog, upgrade_check_controls
+from ui.dialogs.form_dialog import FormDialog
 from ui.pages import kma_membership
 from ui.quorum.unlock import open_unlock
-from ui.upgrade_check import UpgradeCheckDialog, upgrade_check_controls
 from ui.widgets import page_header
 
 KEY = "cluster"

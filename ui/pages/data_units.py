@@ -11,13 +11,13 @@ from app.pages import PageSpec, register
 from app.writes.data_units import create_data_unit, issue_key, update_data_unit
 from kms_client import DataUnit
 from ui.audit.history import history_tab, may_read_history
-from ui.details import DetailsDialog
-from ui.form_dialog import FormDialog
-from ui.form_field import Field
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.form_field import Field
 from ui.format import words
-from ui.list_page import ListPage
-from ui.list_spec import ActionSpec, FilterSpec, ListSpec
-from ui.paged_model import Column
+from ui.lists.details import DetailsDialog
+from ui.lists.list_page import ListPage
+from ui.lists.list_spec import ActionSpec, FilterSpec, ListSpec
+from ui.lists.paged_model import Column
 from ui.pages.common import state_tone
 from ui.pages.media_pools import generation_filter
 

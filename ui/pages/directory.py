@@ -22,7 +22,7 @@ from app.changes import ChangeFollower
 from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.directory import set_directory
-from ui.form_field import Field
+from ui.dialogs.form_field import Field
 from ui.format import words
 from ui.quorum.widgets import QuorumFormDialog
 from ui.widgets import page_header

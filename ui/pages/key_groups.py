@@ -20,11 +20,11 @@ from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.key_groups import create_key_group, set_key_group_agents, update_key_group
 from kms_client import KeyGroup
-from ui.form_dialog import FormDialog
-from ui.form_field import Field
-from ui.list_page import ListPage
-from ui.list_spec import ActionSpec, ListSpec
-from ui.paged_model import Column
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.form_field import Field
+from ui.lists.list_page import ListPage
+from ui.lists.list_spec import ActionSpec, ListSpec
+from ui.lists.paged_model import Column
 from ui.widgets import ErrorLabel
 
 

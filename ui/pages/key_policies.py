@@ -10,12 +10,12 @@ from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.key_policies import create_key_policy, update_key_policy
 from kms_client import KeyPolicy
-from ui.form_dialog import FormDialog
-from ui.form_field import Field
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.form_field import Field
 from ui.format import period
-from ui.list_page import ListPage
-from ui.list_spec import ActionSpec, ListSpec
-from ui.paged_model import Column
+from ui.lists.list_page import ListPage
+from ui.lists.list_spec import ActionSpec, ListSpec
+from ui.lists.paged_model import Column
 
 
 def _new_policy(page: ListPage[KeyPolicy], _obj: Any) -> None:

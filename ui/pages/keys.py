@@ -14,13 +14,13 @@ from app.pages import PageSpec, register
 from app.writes.keys import compromise_key, destroy_key
 from kms_client import Key
 from ui.audit.history import history_tab, may_read_history
-from ui.details import DetailsDialog
-from ui.form_dialog import FormDialog
-from ui.form_field import Field
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.form_field import Field
 from ui.format import when, words, yes_no
-from ui.list_page import ListPage
-from ui.list_spec import ActionSpec, FilterSpec, ListSpec
-from ui.paged_model import Column
+from ui.lists.details import DetailsDialog
+from ui.lists.list_page import ListPage
+from ui.lists.list_spec import ActionSpec, FilterSpec, ListSpec
+from ui.lists.paged_model import Column
 from ui.pages.common import state_tone
 
 KEY_SORT = frozenset({"created_at", "activated_at", "id", "data_unit_id"})  # the KMA filters by state

@@ -19,10 +19,10 @@ from PySide6.QtWidgets import QWidget
 
 from app.context import AppContext
 from app.writes import kma_membership as writes
-from ui.form_field import Field
-from ui.list_spec import ActionSpec
+from ui.dialogs.form_field import Field
+from ui.dialogs.secret_dialog import OneTimeSecretDialog
+from ui.lists.list_spec import ActionSpec
 from ui.quorum.widgets import QuorumFormDialog
-from ui.secret_dialog import OneTimeSecretDialog
 
 
 class Page(Protocol):

@@ -27,12 +27,12 @@ from app.writes.media_pools import (
     update_media_settings,
 )
 from kms_client.wire import MediaPool
-from ui.form_dialog import FormDialog
-from ui.form_field import Field
-from ui.list_page import ListPage
-from ui.list_spec import ActionSpec, FilterSpec, ListSpec
-from ui.paged_model import Column
-from ui.signed_report import save_signed_report
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.form_field import Field
+from ui.lists.list_page import ListPage
+from ui.lists.list_spec import ActionSpec, FilterSpec, ListSpec
+from ui.lists.paged_model import Column
+from ui.reports.signed_report import save_signed_report
 from ui.widgets import page_header
 
 NO_GROUP = ""  # the drive's default key group

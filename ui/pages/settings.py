@@ -16,10 +16,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import secrets
 from app.context import AppContext
 from app.pages import PageSpec, register
-from app.profiles import ProfileStore
+from app.session import secrets
+from app.session.profiles import ProfileStore
 from app.theme import saved_theme, set_theme
 from ui.format import words
 from ui.widgets import page_header

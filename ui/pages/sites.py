@@ -11,12 +11,12 @@ from app.context import AppContext
 from app.pages import PageSpec, register
 from app.writes.sites import create_site, delete_site, update_kma, update_site
 from kms_client import Kma, Site
-from ui.form_dialog import FormDialog
-from ui.form_field import Field
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.form_field import Field
 from ui.format import when, yes_no
-from ui.list_page import ListPage
-from ui.list_spec import ActionSpec, ListSpec
-from ui.paged_model import Column
+from ui.lists.list_page import ListPage
+from ui.lists.list_spec import ActionSpec, ListSpec
+from ui.lists.paged_model import Column
 from ui.pages import kma_membership
 from ui.widgets import page_header
 

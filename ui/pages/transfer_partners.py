@@ -34,12 +34,12 @@ from app.writes.transfer import (
     remove_transfer_partner,
 )
 from kms_client.wire import PendingQuorumOp, TransferPartner
-from ui.form_dialog import FormDialog
-from ui.form_field import Field
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.form_field import Field
 from ui.format import when, yes_no
-from ui.list_page import ListPage
-from ui.list_spec import ActionSpec, ListSpec
-from ui.paged_model import Column
+from ui.lists.list_page import ListPage
+from ui.lists.list_spec import ActionSpec, ListSpec
+from ui.lists.paged_model import Column
 from ui.quorum.widgets import QuorumFormDialog
 from ui.widgets import page_header
 

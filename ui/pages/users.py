@@ -21,14 +21,14 @@ from app.pages import PageSpec, register
 from app.writes.second_factor import set_second_factor_policy, turn_off_second_factor
 from app.writes.users import create_user, set_user_passphrase, update_user
 from kms_client import User
-from ui.form_field import Field
+from ui.dialogs.form_field import Field
 from ui.format import when, words
-from ui.list_page import ListPage
-from ui.list_spec import ActionSpec, FilterSpec, ListSpec
-from ui.paged_model import Column
+from ui.lists.list_page import ListPage
+from ui.lists.list_spec import ActionSpec, FilterSpec, ListSpec
+from ui.lists.paged_model import Column
 from ui.pages.common import enabled_tone
 from ui.quorum.widgets import QuorumFormDialog
-from ui.signed_report import save_signed_report
+from ui.reports.signed_report import save_signed_report
 
 ROLE_CHOICES = [("All roles", None)] + [(words(r), r) for r in kms_client.ROLES]
 

@@ -39,7 +39,7 @@ from app.context import AppContext
 from app.errors import describe
 from app.setup import key_split_caution, strength
 from app.writes.quorum import change_key_split, enrol_key_split_member
-from ui.form_field import ID_PATTERN, Field
+from ui.dialogs.form_field import ID_PATTERN, Field
 from ui.quorum.widgets import MAX_CREDENTIALS, QuorumFormDialog, RowsEditor, progress_text
 from ui.setup_wizard.widgets import StrengthMeter
 from ui.widgets import ErrorLabel, PasswordLineEdit

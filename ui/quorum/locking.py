@@ -34,8 +34,8 @@ from app.operations import OpContext
 from app.pages import PageSpec, register
 from app.quorum_watch import QuorumWatch
 from app.writes.quorum import lock_kma, set_autonomous_unlock, set_quorum_lifetime
-from ui.form_dialog import FormDialog
-from ui.form_field import Field
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.form_field import Field
 from ui.format import period
 from ui.quorum.key_split import KeySplitDialog, MemberEnrolmentDialog
 from ui.quorum.unlock import open_unlock

@@ -32,11 +32,11 @@ from app.context import AppContext
 from app.pages import PageSpec, register, register_window_extension
 from app.quorum_watch import QuorumWatch
 from app.writes.quorum import delete_quorum_operation, resume_enrolment
-from ui.form_dialog import FormDialog
+from ui.dialogs.form_dialog import FormDialog
 from ui.format import when, words
-from ui.list_page import ListPage
-from ui.list_spec import ActionSpec, FilterSpec, ListSpec
-from ui.paged_model import Column
+from ui.lists.list_page import ListPage
+from ui.lists.list_spec import ActionSpec, FilterSpec, ListSpec
+from ui.lists.paged_model import Column
 from ui.quorum.approval import ApproveDialog
 from ui.quorum.key_split import MemberEnrolmentDialog
 from ui.quorum.widgets import (

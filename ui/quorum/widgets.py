@@ -2,7 +2,7 @@
 
 * :class:`CredentialsEditor`: rows of key split member name + passphrase (fields that overwrite
   their text when cleared).
-* :class:`QuorumFormDialog`: a :class:`~ui.form_dialog.FormDialog` that also offers optional key
+* :class:`QuorumFormDialog`: a :class:`~ui.dialogs.form_dialog.FormDialog` that also offers optional key
   split credentials, for every quorum-protected request (users, unlock, autonomous unlock); a
   pending answer is said by it.
 * :func:`tell_pending`: say plainly that a request waits (N of M approvals) with a link to the
@@ -41,8 +41,8 @@ import kms_client
 from app.context import AppContext
 from app.quorum_watch import QuorumWatch
 from app.writes import Change
-from ui.form_dialog import FormDialog
-from ui.form_field import ID_PATTERN, Field
+from ui.dialogs.form_dialog import FormDialog
+from ui.dialogs.form_field import ID_PATTERN, Field
 from ui.format import when
 from ui.widgets import PasswordLineEdit, grow_to_fit
 

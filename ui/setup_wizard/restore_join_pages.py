@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWizard,
 )
 
-from app.profiles import ProfileStore
+from app.session.profiles import ProfileStore
 from app.setup import SetupAnswers, id_problem, sign_in_when_serving
 from app.writes import setup as setup_writes
 from kms_client.setup import SetUpKma

@@ -18,7 +18,7 @@ from kma.api.deps import AuditManage, AuditRead, Kma, Paging, with_filters
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, ran_or_pending
 from kma.audit.chain import ChainReport
 from kma.quorum import engine
-from kma.services import audit_export, audit_log, audit_retention, audit_verify_job
+from kma.services.audit import audit_export, audit_log, audit_retention, audit_verify_job
 from kma.services.paging import Page, PageRequest
 
 router = APIRouter(prefix="/audit-events", tags=["audit"])

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from kma.api.deps import AuditManage, AuditRead, Kma
 from kma.api.forwarding_schemas import AuditForwarding, AuditForwardingPut
-from kma.services import audit_forwarding
+from kma.services.audit import audit_forwarding
 
 router = APIRouter(prefix="/audit-forwarding", tags=["audit"])
 

@@ -7,7 +7,8 @@ from kma.api.deps import CurrentActor, Kma, KmaEvenLocked, SignedIn, Token, User
 from kma.api.openapi import CHECKS_PASSPHRASES
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, ran_or_pending
 from kma.quorum import engine
-from kma.services import auth, second_factor, second_factor_policy, users
+from kma.services import users
+from kma.services.sign_in import auth, second_factor, second_factor_policy
 
 router = APIRouter(prefix="/auth", tags=["auth"])
 

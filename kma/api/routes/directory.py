@@ -8,7 +8,7 @@ from kma.api.deps import Kma, UsersRead, UsersWrite
 from kma.api.directory_schemas import DirectoryPut, DirectorySettings
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, ran_or_pending
 from kma.quorum import engine
-from kma.services import directory
+from kma.services.sign_in import directory
 
 router = APIRouter(prefix="/directory", tags=["users"])
 

@@ -8,7 +8,8 @@ from kma.api import schemas
 from kma.api.deps import Kma, KmaEvenLocked, KmasWrite, Paging, QuorumSubmit, SignedIn
 from kma.api.quorum_schemas import PENDING, PendingQuorumOp, UnlockBody, ran_or_pending
 from kma.quorum import engine
-from kma.services import certificate_renewal, kmas
+from kma.services import kmas
+from kma.services.certificates import certificate_renewal
 from kma.services.paging import Page
 from kma.services.quorum import locking
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Response
 from kma.api import media_schemas as schemas
 from kma.api.deps import Kma, MediaRead, MediaWrite, Paging
 from kma.api.schemas import Page as PageOf
-from kma.services import media_pools, media_refusals, media_views
+from kma.services.media import media_pools, media_refusals, media_views
 from kma.services.paging import Page
 
 router = APIRouter(tags=["media"])

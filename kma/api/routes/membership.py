@@ -24,7 +24,8 @@ from kma.appliance import Appliance
 from kma.cluster import join, membership
 from kma.quorum import engine
 from kma.quorum.engine import Submitted
-from kma.services import kmas, master_keys
+from kma.services import kmas
+from kma.services.master_key import master_keys
 from kma.services.quorum import master_rotation
 
 router = APIRouter(tags=["cluster"])

@@ -1,4 +1,4 @@
-"""`GET /metrics`: Prometheus's text format on the management listener (kma/services/metrics.py).
+"""`GET /metrics`: Prometheus's text format on the management listener (kma/services/overview/metrics.py).
 
 Outside /api/v1, where Prometheus looks by default. A Prometheus server presents the metrics
 token from kma.toml's `[metrics]`; a person presents their session, and any role may read them,
@@ -12,7 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from kma.api.deps import KmaEvenLocked, Token, current_actor
 from kma.appliance import Appliance
-from kma.services import metrics
+from kma.services.overview import metrics
 
 router = APIRouter(tags=["metrics"])
 

@@ -13,10 +13,10 @@ from fastapi import APIRouter, Query
 from kma.api import schemas
 from kma.api.deps import AuditManage, AuditRead, Kma, MediaRead
 from kma.api.report_schemas import ReportSchedule, ReportScheduleSet
-from kma.services import compliance_reports as reports
-from kma.services import report_schedule
-from kma.services.media_report import media_report
-from kma.services.user_report import users_report
+from kma.services.media.media_report import media_report
+from kma.services.reports import compliance_reports as reports
+from kma.services.reports import report_schedule
+from kma.services.reports.user_report import users_report
 
 Days = Annotated[int, Query(ge=1, le=reports.MAX_DAYS)]
 

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from kma.api import audit_schemas
 from kma.api.deps import Kma, SignedIn
-from kma.services import series as day_series
+from kma.services.overview import series as day_series
 
 router = APIRouter(tags=["status"])
 

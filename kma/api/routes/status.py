@@ -7,8 +7,9 @@ from kma.api import schemas
 from kma.api.deps import Kma, KmaEvenLocked, SignedIn
 from kma.capabilities import API_VERSION, CAPABILITIES
 from kma.crypto import fingerprint
-from kma.services import ca_renewal, dashboard
-from kma.services.certificates import first_certificate
+from kma.services.certificates import ca_renewal
+from kma.services.certificates.certificate_expiry import first_certificate
+from kma.services.overview import dashboard
 
 router = APIRouter(tags=["status"])
 

@@ -27,9 +27,9 @@ from kma.api.transfer_schemas import (
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.quorum import engine
-from kma.services import transfer_export, transfer_import, transfer_jobs, transfer_partners
 from kma.services.paging import Page
-from kma.services.transfer_jobs import TransferJobs
+from kma.services.transfer import transfer_export, transfer_import, transfer_jobs, transfer_partners
+from kma.services.transfer.transfer_jobs import TransferJobs
 
 router = APIRouter(tags=["transfer"])
 

@@ -1,7 +1,7 @@
 """Keys as an encryption agent sees and changes them: the store side of the KMIP service.
 
 An agent sees the keys of the key groups it may use (`key_group_agents`, each row's MAC verified:
-kma/services/row_macs.py) and nothing else. Every statement that changes a key checks again, inside
+kma/services/integrity/row_macs.py) and nothing else. Every statement that changes a key checks again, inside
 the SQL, that the agent is enabled and may use the key's group (and, for revoke and destroy, that
 the group's policy lets agents revoke), so a permission withdrawn a moment ago holds even for a
 request already in flight. The functions here only read or build statements; the caller commits

@@ -18,7 +18,8 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.domain.lifecycle import HELD_OR_REPLICATED, KeyState, key_in_state
-from kma.services import key_macs, row_macs, withheld_keys
+from kma.services import withheld_keys
+from kma.services.integrity import key_macs, row_macs
 from kma.services.withheld_keys import UNBOUND
 
 Row = sqlite3.Row
@@ -26,7 +27,7 @@ Row = sqlite3.Row
 
 # The agent's key groups: a membership row counts only while it is in the cluster (a removal
 # works at once) and among the groups whose row MAC this KMA verified (:groups, `AgentAccess.groups`,
-# kma/services/row_macs.py), so a row written into the store without the KMA grants nothing.
+# kma/services/integrity/row_macs.py), so a row written into the store without the KMA grants nothing.
 AGENT_GROUPS = (
     "(SELECT key_group_id FROM key_group_agents WHERE agent_id = :agent "
     "AND key_group_id IN (SELECT value FROM json_each(:groups)))"
@@ -86,7 +87,8 @@ class AgentAccess:
     groups: frozenset[str]
     certificate_fingerprint: str | None
     general_groups: frozenset[str] = frozenset()  # of `groups`: those whose policy keeps general keys
-    # The certificate a renewal replaced: still accepted until it expires (kma/services/agent_renewal.py)
+    # The certificate a renewal replaced: still accepted until it expires
+    # (kma/services/certificates/agent_renewal.py)
     previous_fingerprint: str | None = None
 
 
@@ -158,7 +160,7 @@ def visible_key(
 
 
 def _genuine(kma: Appliance, row: Row | None) -> Row | None:
-    """The row, unless its MAC fails (kma/services/key_macs.py): a key forged or moved in the store
+    """The row, unless its MAC fails (kma/services/integrity/key_macs.py): a key forged or moved in the store
     is served to nobody, and reported."""
     return row if row is None or key_macs.verified(kma, row) else None
 

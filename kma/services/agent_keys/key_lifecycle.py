@@ -14,7 +14,6 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.lifecycle import DATA_UNIT_SHREDDED, DESTROYABLE_SQL
-from kma.services import key_macs
 from kma.services.agent_keys.key_access import (
     AGENT_GROUPS,
     MAY_IMPORT,
@@ -27,6 +26,7 @@ from kma.services.agent_keys.key_access import (
     pending_name,
     policy_value,
 )
+from kma.services.integrity import key_macs
 from kma.store import Stmt
 from kma.store.batch import Deferred
 

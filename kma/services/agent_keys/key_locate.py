@@ -9,8 +9,8 @@ from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.lifecycle import KeyState, key_in_state
-from kma.services import key_macs
 from kma.services.agent_keys.key_access import AGENT_GROUPS, AgentAccess, may_see, mine
+from kma.services.integrity import key_macs
 
 
 def _kmip_state(*states: KeyState, compromised: bool = False) -> str:

@@ -1,5 +1,5 @@
 """Renewing the cluster CA certificate when a Security Officer decides, under quorum (issue 38): the
-renewal itself is kma/services/ca_renewal.py; this KMA follows it at once, the others within
+renewal itself is kma/services/certificates/ca_renewal.py; this KMA follows it at once, the others within
 `check_every` (kma.toml [certificates])."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.errors import Conflict
 from kma.services.backups import describe_duration
-from kma.services.ca_renewal import day, renewal
-from kma.services.certificate_renewal import certificate_watch
-from kma.services.certificates import serial_and_expiry, settings
+from kma.services.certificates.ca_renewal import day, renewal
+from kma.services.certificates.certificate_expiry import serial_and_expiry, settings
+from kma.services.certificates.certificate_renewal import certificate_watch
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
 

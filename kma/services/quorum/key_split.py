@@ -24,7 +24,8 @@ from kma.crypto.generations import FIRST, MasterKeys
 from kma.domain.actor import Actor
 from kma.domain.validation import check_id
 from kma.errors import Conflict, KmaError, LockedOut, ValidationFailed
-from kma.services import lockout, row_macs
+from kma.services.integrity import row_macs
+from kma.services.sign_in import lockout
 from kma.store import Batch, Stmt
 from kma.vault import unwrap_master_with_root
 
@@ -124,7 +125,7 @@ def check_distinct(credentials: Sequence[Credential]) -> None:
 def open_credential(kma: Appliance, split: KeySplit, credential: Credential) -> Share:
     """The member's share, or `WrongCredential` (an unknown member and a wrong passphrase alike).
 
-    Each check takes one of the member's failure slots first (`kma.services.lockout`): five wrong
+    Each check takes one of the member's failure slots first (`kma.services.sign_in.lockout`): five wrong
     passphrases lock the member out for 15 minutes, whoever typed them and on whatever path, and
     while locked not even the right passphrase is checked. The caller audits the refusal.
     """

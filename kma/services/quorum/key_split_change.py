@@ -35,13 +35,13 @@ from kma.backup.fileformat import backup_key_context
 from kma.crypto import CryptoError, WrappingKey, split_secret
 from kma.crypto.generations import MasterKeys
 from kma.errors import Conflict
-from kma.services import lockout
 from kma.services.change import Change
+from kma.services.integrity.row_macs import SPLIT_MEMBERS, seal
 from kma.services.quorum import master_rotation
 from kma.services.quorum.escrow import seal_share, unseal_share
 from kma.services.quorum.key_split import Quorum, Share, check_split_members, current_split
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
-from kma.services.row_macs import SPLIT_MEMBERS, seal
+from kma.services.sign_in import lockout
 from kma.store import Stmt
 from kma.vault import row_mac_key, wrap_master_for_root
 

@@ -23,11 +23,12 @@ from kma.crypto.hsm_settings import HsmUnavailable
 from kma.datadir import write_private
 from kma.domain.actor import Actor
 from kma.errors import Conflict, HsmFailed, KmaError, ValidationFailed
-from kma.services import entry_signatures, key_macs, master_keys, row_macs
 from kma.services.change import Change
 from kma.services.common import require
+from kma.services.integrity import entry_signatures, key_macs, row_macs
 from kma.services.keypool import key_pool
 from kma.services.kmas import get_kma
+from kma.services.master_key import master_keys
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
 from kma.store import Stmt

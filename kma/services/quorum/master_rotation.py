@@ -2,12 +2,12 @@
 
 Its batch (one audit event) makes generation N+1, a fresh random key wrapped under the quorum's root
 secret in place of generation N; keeps N under N+1 and N+1 under N (`master_key_generations`) while
-the background re-wrap runs (kma/services/master_rewrap.py); seals the key split members' rows again
-under the new row MAC key; and, as a key split change does, starts a new key split generation with a
-new backup key, so that the core security backups taken before are superseded and database backups
-wait for a new one (a database backup from now on holds blobs of N+1, which an older core security
-backup cannot open). The key split itself (its members, passphrases and shares) is unchanged, so
-approvals already given to pending operations still count.
+the background re-wrap runs (kma/services/master_key/master_rewrap.py); seals the key split members'
+rows again under the new row MAC key; and, as a key split change does, starts a new key split
+generation with a new backup key, so that the core security backups taken before are superseded and
+database backups wait for a new one (a database backup from now on holds blobs of N+1, which an
+older core security backup cannot open). The key split itself (its members, passphrases and shares)
+is unchanged, so approvals already given to pending operations still count.
 
 Refused while a key split change is pending (its new split wraps the master key it was submitted
 under) or another rotation runs. A KMA whose HSM token holds the cluster's master key takes the new
@@ -27,10 +27,10 @@ from kma.crypto.generations import FIRST, MasterKeys
 from kma.crypto.hsm_settings import HsmUnavailable
 from kma.errors import Conflict
 from kma.services.change import Change
-from kma.services.master_keys import key_context, next_context
+from kma.services.integrity.row_macs import SPLIT_MEMBERS, seal
+from kma.services.master_key.master_keys import key_context, next_context
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
-from kma.services.row_macs import SPLIT_MEMBERS, seal
 from kma.store import Stmt
 from kma.vault import row_mac_key, wrap_master_for_root
 
@@ -38,7 +38,9 @@ log = logging.getLogger(__name__)
 
 SCHEMA_WITH_GENERATIONS = 55  # migration 0055: a release that reads blobs of any generation
 
-# Blobs under the master key, by table: counted at the start, re-wrapped by kma/services/master_rewrap.py.
+
+# Blobs under the master key, by table: counted at the start, re-wrapped by
+# kma/services/master_key/master_rewrap.py.
 BLOB_COUNT = (
     "SELECT (SELECT count(*) FROM keys WHERE material_wrapped IS NOT NULL)"
     " + (SELECT count(*) FROM audit_signing_keys) + (SELECT count(*) FROM backup_keys) + 1"
@@ -131,7 +133,7 @@ def start_statements(kma: Appliance, op_id: str, old: WrappingKey, new: MasterKe
 
 def take_up(kma: Appliance, old: WrappingKey, new: MasterKeys) -> None:
     """Once the rotation is committed: this KMA (if unlocked) wraps under the new generation at once."""
-    from kma.services.master_rewrap import rewrap  # the worker imports this module's BLOB_COUNT
+    from kma.services.master_key.master_rewrap import rewrap  # the worker imports this module's BLOB_COUNT
 
     if not kma.vault.locked:
         try:

@@ -1,0 +1,1 @@
+"""The cluster's certificates: when each expires, and their renewal (KMA, agent, cluster CA)."""

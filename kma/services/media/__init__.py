@@ -1,0 +1,1 @@
+"""Media pools and the white paper's media rules (docs/media.md)."""

@@ -1,0 +1,1 @@
+"""Transfer partners and the files that move keys between clusters (docs/transfer.md)."""

@@ -1,0 +1,119 @@
+"""An import under quorum: when the key group's policy has `import_needs_quorum`, importing a
+transfer file is the quorum operation `import_transfer_file` (docs/transfer.md).
+
+At submission the file is checked as for an import (sender, signature, expiry, key group,
+conflicts) and held with the pending operation in `transfer_held_files` (it is ciphertext only
+this cluster opens, signed by the partner; at most `MAX_HELD`); the approvers see the partner,
+the file's SHA-256, its data units and keys and the key group. When the quorum is reached the
+held file is checked all over again (a partner disabled, a key made, the file expired meanwhile:
+the operation fails and writes nothing), the file's row is marked approved by the operation in
+the operation's own batch, and the data units are written in batches right after
+(kma/services/transfer/transfer_import_writer.py). A file imported already changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.errors import ValidationFailed
+from kma.services.change import Change
+from kma.services.quorum.key_split import Quorum
+from kma.services.quorum.op_type import OpType, Outcome, Prepared
+from kma.services.transfer import transfer_import, transfer_import_writer
+from kma.store import Stmt
+
+MAX_HELD = 64 * 2**20  # a file held for approval (about 150,000 data units of one key each)
+PART = 2**20  # bytes per row of a held file
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
+    text, group = str(request["file"]), str(request["key_group_id"])
+    raw = text.encode()
+    if len(raw) > MAX_HELD:
+        raise ValidationFailed(
+            f"A transfer file held for the quorum's approval is at most {MAX_HELD // 2**20} MiB (this one "
+            f"is {len(raw) / 2**20:.0f} MiB): ask the partner for smaller files (by volser range)."
+        )
+    opened, p = _checked(kma, text, group)
+    h, partner = opened.header, opened.partner
+    keys = sum(len(u["keys"]) for u in opened.units)
+    shown = {
+        "file_id": h["file_id"],
+        "sha256": digest(text),
+        "partner_id": partner["id"],
+        "partner_name": partner["name"],
+        "partner_fingerprint": partner["fingerprint"],
+        "data_units": len(opened.units),
+        "keys": keys,
+        "new": len(p.new),
+        "already_here": len(p.here),
+        "key_group_id": group,
+        "expires_at": h["expires_at"],
+    }
+    summary = (
+        f"Import transfer file {h['file_id']} (SHA-256 {shown['sha256']}) from transfer partner "
+        f"'{partner['id']}' ({partner['name']}, fingerprint {partner['fingerprint']}): "
+        f"{len(opened.units):,} data units ({keys:,} keys; {len(p.new):,} new) into key group '{group}'"
+    )
+    held = tuple(
+        Stmt(
+            "INSERT INTO transfer_held_files (op_id, part, content) VALUES (?, ?, ?)",
+            (op_id, n, raw[i : i + PART]),
+        )
+        for n, i in enumerate(range(0, len(raw), PART))
+    )
+    preview = transfer_import.answer(
+        opened, p, 0 if transfer_import.changes_nothing(opened, p) else len(p.new), group
+    )
+    return Prepared(summary, shown, shown, statements=held, handed_out=asdict(preview))
+
+
+def _checked(kma: Appliance, text: str, group: str) -> tuple[transfer_import.Opened, transfer_import.Plan]:
+    opened = transfer_import.checked_file(kma, text)
+    transfer_import.check_group(kma, group)
+    p = transfer_import.plan(kma, opened.units)
+    transfer_import.check_plan(opened, p, group)
+    return opened, p
+
+
+def _execute(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping[str, Any]) -> Outcome:
+    parts = kma.store.query("SELECT content FROM transfer_held_files WHERE op_id = ? ORDER BY part", (op_id,))
+    text = b"".join(bytes(r["content"]) for r in parts).decode()
+    if digest(text) != payload["sha256"]:
+        raise ValidationFailed(
+            f"The transfer file held with quorum operation {op_id} is not the one submitted (its SHA-256 "
+            "differs): nothing is imported. Submit the file again."
+        )
+    group = str(payload["key_group_id"])
+    opened, p = _checked(kma, text, group)
+    subject = ("transfer_partner", opened.partner["id"])
+    if transfer_import.changes_nothing(opened, p):
+        return Outcome(Change("transfer.import", [], transfer_import.nothing_message(opened), subject))
+    file_id = str(opened.header["file_id"])
+    # The file's row, approved by this operation, commits with the operation's own end: an import
+    # that stops halfway is finished by importing the same file again, with no new quorum.
+    approved = transfer_import_writer.begin(
+        file_id, opened.partner["id"], group, kma.itself, kma.clock.now(), op_id
+    )
+
+    def write() -> None:
+        transfer_import_writer.write(
+            kma, kma.itself, opened.header, opened.partner, p.new, p.present, group, op_id
+        )
+
+    message = (
+        f"approved the import of transfer file {file_id} from transfer partner '{opened.partner['id']}' "
+        f"into key group '{group}': {len(p.new):,} data units are written now, in batches"
+    )
+    return Outcome(Change("transfer.import", [approved], message, subject), after=write)
+
+
+IMPORT_TRANSFER_FILE = OpType("import_transfer_file", _prepare, _execute)

@@ -1,0 +1,209 @@
+"""Writing an import's data units and keys in batches (docs/transfer.md, "Import").
+
+Every check (the file, its sender, the key group, one key one tape for the whole file) passes
+before the first batch. Then the data units are written `BATCH` at a time, each batch one
+transaction with its own audit event, paced as an export is (kma/pacing.py): between two batches
+the drives' requests, each of which commits its audit event, get the store and the KMA, instead
+of waiting tens of seconds behind one batch of 100,000 data units.
+
+The import is all or nothing where it matters:
+- nothing is written before the whole file is checked (a refusal writes nothing);
+- each batch writes whole data units, each with all its keys, and links them to the file;
+- the file's row is 'importing' from the first batch and 'done' with the last: the preview and the
+  history tell a finished import from one that stopped halfway (the KMA stopped, a batch refused);
+- the batches are idempotent: importing the same file again skips what is here and writes the
+  rest, so a re-run finishes an import that stopped, with nothing doubled.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from kma.appliance import Appliance
+from kma.domain.actor import Actor
+from kma.pacing import Pace
+from kma.services.integrity import key_macs
+from kma.services.transfer import transfer_jobs
+from kma.store import Stmt
+
+BATCH = 500  # data units per transaction: a drive's commit waits behind one at most (tens of ms)
+IMPORT_SHARE = 0.5  # of a core, while an import writes
+MAY_IMPORT = (
+    "(SELECT p.allow_import FROM key_groups g JOIN key_policies p ON p.id = g.policy_id WHERE g.id = :g) = 1"
+)
+
+
+def write(
+    kma: Appliance,
+    actor: Actor,
+    header: Mapping[str, Any],
+    partner: Mapping[str, Any],
+    new: list[dict[str, Any]],
+    present: set[str],
+    group: str,
+    approved_by_op: str | None = None,
+) -> int:
+    """Writes the `new` data units (their keys not in `present`) in batches; the number written."""
+    file_id, partner_id = str(header["file_id"]), str(partner["id"])
+    total, pace = len(new), Pace(IMPORT_SHARE)
+    subject = ("transfer_partner", partner_id)
+    transfer_jobs.report("writing", 0, total)
+    for start in range(0, total, BATCH):
+        units = new[start : start + BATCH]
+        now = kma.clock.now()
+        statements = [begin(file_id, partner_id, group, actor, now, approved_by_op), _allows(group)]
+        statements += _units(file_id, units, now)
+        for unit in units:
+            statements += _keys(kma, unit, present, group, now)
+            pace.tick()
+        last = start + len(units) == total
+        if last:
+            statements.append(_finish(file_id, now))
+        keys = sum(len(u["keys"]) for u in units)
+        kma.commit(
+            actor,
+            "transfer.import",
+            statements,
+            (
+                f"imported {total} data units ({keys} keys)"
+                if total <= BATCH
+                else f"imported data units {start + 1} to {start + len(units)} of {total} ({keys} keys)"
+            )
+            + f" from transfer partner '{partner_id}' ({partner['fingerprint']}), transfer file {file_id}, "
+            f"into key group '{group}'"
+            + ("" if total <= BATCH else "; the import is complete" if last else ""),
+            subject,
+        )
+        transfer_jobs.report("writing", start + len(units), total)
+        if not last:
+            pace.rest()
+    if not total:  # an import that stopped after its last data unit and before its end
+        kma.commit(
+            actor,
+            "transfer.import",
+            [begin(file_id, partner_id, group, actor, kma.clock.now(), approved_by_op), _finish(file_id, 0)],
+            f"finished importing transfer file {file_id} from transfer partner '{partner_id}': every "
+            "data unit in it was written before",
+            subject,
+        )
+    return total
+
+
+def begin(
+    file_id: str, partner_id: str, group: str, actor: Actor, now: int, approved_by_op: str | None
+) -> Stmt:
+    """The file's row, 'importing' (made by the first batch; each later one finds it so)."""
+    return Stmt(
+        "INSERT INTO transfer_files (id, partner_id, direction, data_units, keys, done_by, done_at, state, "
+        "key_group_id, approved_by_op) "
+        "VALUES (:id, :partner, 'import', 0, 0, :by, :now, 'importing', :g, :op) "
+        "ON CONFLICT (id) DO UPDATE SET approved_by_op = coalesce(excluded.approved_by_op, approved_by_op) "
+        "WHERE state = 'importing' AND direction = 'import' AND key_group_id = excluded.key_group_id",
+        {
+            "id": file_id,
+            "partner": partner_id,
+            "by": actor.entity_id,
+            "now": now,
+            "g": group,
+            "op": approved_by_op,
+        },
+        expect=1,
+        refusal=f"transfer file {file_id} was imported meanwhile, or into another key group",
+    )
+
+
+def _finish(file_id: str, now: int) -> Stmt:
+    """The file's row 'done', with the counts of every data unit it brought (this run's and any
+    earlier run's) and when it was done (`now`; 0 keeps the time of the last batch)."""
+    return Stmt(
+        "UPDATE transfer_files SET state = 'done', done_at = CASE WHEN :now > 0 THEN :now ELSE done_at END, "
+        "data_units = (SELECT count(*) FROM data_unit_transfers WHERE file_id = :id), "
+        "keys = (SELECT count(*) FROM keys WHERE data_unit_id IN "
+        "(SELECT data_unit_id FROM data_unit_transfers WHERE file_id = :id)) "
+        "WHERE id = :id AND state = 'importing'",
+        {"id": file_id, "now": now},
+        expect=1,
+        refusal=f"transfer file {file_id} was imported meanwhile",
+    )
+
+
+def _allows(group: str) -> Stmt:
+    """The key group still allows import (its policy may have changed since the checks)."""
+    return Stmt(
+        f"UPDATE key_groups SET id = id WHERE id = :g AND {MAY_IMPORT}",
+        {"g": group},
+        expect=1,
+        refusal=f"key group '{group}' no longer exists or no longer allows import",
+    )
+
+
+def _units(file_id: str, units: list[dict[str, Any]], now: int) -> list[Stmt]:
+    """The batch's data units, made if new (with the file's description when theirs is empty),
+    and linked to the file: two statements for the whole batch, which the store runs in one go,
+    where one statement per data unit kept the drives' commits waiting three times as long."""
+    rows = json.dumps([[u["id"], str(u.get("description") or "")] for u in units])
+    return [
+        # every batch that binds keys to units makes them first, as register_data_unit does
+        Stmt(
+            "INSERT INTO data_units (id, description, created_at, updated_at, has_keys) "
+            "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), :now, :now, 1 "
+            "FROM json_each(:units) WHERE true ON CONFLICT (id) DO UPDATE SET "
+            "updated_at = max(updated_at, excluded.updated_at), has_keys = 1, "
+            "description = CASE WHEN description = '' THEN excluded.description ELSE description END",
+            {"units": rows, "now": now},
+        ),
+        Stmt(
+            "INSERT INTO data_unit_transfers (data_unit_id, file_id) "
+            "SELECT json_extract(value, '$[0]'), :file FROM json_each(:units) WHERE true "
+            "ON CONFLICT DO NOTHING",
+            {"units": rows, "file": file_id},
+        ),
+    ]
+
+
+def _keys(kma: Appliance, unit: dict[str, Any], present: set[str], group: str, now: int) -> list[Stmt]:
+    master, statements = kma.vault.master(), []
+    for key in unit["keys"]:
+        if key["id"].lower() not in present:
+            wrapped = master.wrap(f"key:{key['id']}", bytes.fromhex(key["material"]))
+            sealed = key_macs.mac(
+                kma.vault.row_mac_key(),
+                key["id"],
+                key_group_id=group,
+                data_unit_id=unit["id"],
+                compromised_at=key.get("compromised_at"),
+            )
+            statements.append(_insert_key(wrapped, key, unit["id"], group, kma.kma_id, now, sealed))
+    return statements
+
+
+def _insert_key(
+    wrapped: bytes, key: dict[str, Any], unit: str, group: str, kma_id: str, now: int, sealed: str
+) -> Stmt:
+    """A key of the file, with its own times; `backup_mark` and `imported_at` now: its material is sent
+    to agents once the next backup (or another KMA) holds it (`key_access.held`); `sealed`:
+    its row's MAC (kma/services/integrity/key_macs.py), or every agent would be refused it as forged."""
+    return Stmt(
+        "INSERT INTO keys (id, kma_id, material_wrapped, key_group_id, data_unit_id, created_at, issued_at, "
+        "activated_at, protect_until, deactivate_at, compromised_at, backup_mark, imported_at, mac) "
+        "SELECT :id, :kma, :material, :g, :du, :created, :now, :activated, :protect, :deactivate, "
+        ":compromised, :now, :now, :mac WHERE NOT EXISTS (SELECT 1 FROM keys WHERE id = :id COLLATE NOCASE)",
+        {
+            "id": key["id"],
+            "kma": kma_id,
+            "material": wrapped,
+            "g": group,
+            "du": unit,
+            "created": int(key["created_at"]),
+            "now": now,
+            "activated": key.get("activated_at"),
+            "protect": key.get("protect_until"),
+            "deactivate": key.get("deactivate_at"),
+            "compromised": key.get("compromised_at"),
+            "mac": sealed,
+        },
+        expect=1,
+        refusal=f"key {key['id']} was made here meanwhile",
+    )

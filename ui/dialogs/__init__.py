@@ -1,0 +1,1 @@
+"""Dialogs the manager opens from anywhere: forms, secrets, trust, two-step sign-in, about."""

@@ -1,0 +1,1 @@
+"""Signed reports in the manager: the dialog, saving a report, the schedule."""
