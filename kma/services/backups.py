@@ -34,6 +34,7 @@ from kma.domain.actor import Actor
 from kma.domain.lifecycle import BACKUP_HOLDS_DESTROYED_KEY, HELD_OR_REPLICATED
 from kma.errors import Conflict, NotFound
 from kma.pacing import remove_gradually
+from kma.services import keys
 from kma.services.common import typed_row
 from kma.services.keypool import POOL_KEYS, key_pool
 from kma.store import Batch, Stmt
@@ -407,13 +408,7 @@ def readiness(kma: Appliance) -> Readiness:
         or 0
     )
     issued_since = {
-        name: int(
-            kma.store.scalar(
-                "SELECT count(*) FROM keys WHERE activated_at >= ? AND kma_id = ?", (now - window, kma.kma_id)
-            )
-            or 0
-        )
-        for name, window in ISSUE_RATE_WINDOWS.items()
+        name: keys.issued_since(kma, now - window, kma.kma_id) for name, window in ISSUE_RATE_WINDOWS.items()
     }
     # At the fastest window's rate, in whole seconds (3 keys in the last hour last 3 Ready keys an
     # hour, not the 59 min a float's rounding made of it).

@@ -115,3 +115,38 @@ def test_free_text_pages_follow_on_without_gaps(demo_kma: RunningKma) -> None:
     assert paged == [e.id for e in everything.items] and len(paged) == everything.total
     oldest_first = [e.id for e in auditor.iter_audit_events(search="key", limit=4, order="asc")]
     assert oldest_first == sorted(paged)
+
+
+def test_dashboard_issue_rates_and_keys_per_day_are_the_keys_own_counts(demo_kma: RunningKma) -> None:
+    """Keys issued per day and the backup readiness's issue rates come from counts kept beside the
+    keys (migration 0114), not from the keys: each must still be exactly what the keys say, the
+    hour, day and week windows included (each starts inside a day)."""
+    op = demo_kma.client("op")
+    group = op.list_key_groups(limit=1).items[0].id
+    op.create_data_unit("RATE01", "a tape for one key issued now")
+    op.issue_key(group, "RATE01")  # one issued now: today's count and the hour's window move
+    dashboard = demo_kma.client("auditor").get_dashboard()
+    series = demo_kma.client("auditor").get_dashboard_series(days=410)
+    readiness = dashboard.backups
+    assert readiness is not None
+    me = demo_kma.client("auditor").get_status().kma_id
+    with read_only_db(demo_kma.data_dir / "kma.db") as db:
+        now = int(db.execute("SELECT max(activated_at) FROM keys").fetchone()[0])
+        per_day = dict(db.execute("SELECT activated_at / 86400, count(*) FROM keys GROUP BY 1").fetchall())
+
+        def issued_in(window: int) -> int:
+            sql = "SELECT count(*) FROM keys WHERE activated_at >= ? AND kma_id = ?"
+            return int(db.execute(sql, (now - window, me)).fetchone()[0])
+
+        expected = (issued_in(3600), issued_in(86400), issued_in(7 * 86400))
+    # the dashboard read its windows a moment after `now`: nothing was issued between
+    hour, day, week = expected
+    assert hour >= 1 and readiness.keys_issued_recently == week
+    ready = readiness.ready_keys
+    assert readiness.ready_keys_run_out_in == min(
+        ready * 3600 // hour, ready * 86400 // day, ready * 7 * 86400 // week
+    )
+    for day in series.keys_issued:
+        index = int(datetime.strptime(day.day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()) // 86400
+        assert day.count == per_day.get(index, 0), day
+    assert sum(d.count for d in series.keys_issued) > 1

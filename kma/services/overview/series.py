@@ -1,8 +1,8 @@
 """Day-by-day series for the dashboard's charts: keys issued, audit events by severity.
 
 Days are UTC calendar days, oldest first, with empty days present as zeros so a chart's axis
-needs no gap logic. Keys issued are a range scan of the activation index; audit events come
-from their counts per day and severity (migration 0108), a few rows per day however busy.
+needs no gap logic. Keys issued come from their counts per day and KMA (migration 0114), audit
+events from their counts per day and severity (migration 0108): a few rows per day however busy.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 from kma.appliance import Appliance
 from kma.errors import ValidationFailed
+from kma.services import keys
 from kma.services.overview.dashboard import key_counts
 
 DAY = 86400
@@ -54,13 +55,7 @@ def get_dashboard_series(kma: Appliance, days: int = 30) -> Series:
     today = kma.clock.now() // DAY
     first = today - days + 1
     start = first * DAY
-    issued = {
-        int(r[0]): int(r[1])
-        for r in kma.store.query(
-            "SELECT activated_at / 86400 AS d, count(*) FROM keys WHERE activated_at >= ? GROUP BY d",
-            (start,),
-        )
-    }
+    issued = keys.issued_per_day(kma, first)
     by_severity: dict[int, dict[str, int]] = {}
     for d, severity, count in kma.store.query(
         "SELECT day, severity, events FROM audit_events_per_day WHERE day >= ?", (first,)
