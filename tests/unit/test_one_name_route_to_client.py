@@ -115,9 +115,6 @@ NOT_YET_NAMED = frozenset(
         "auth.get_me -> users.get_user",  # the signed-in user, one of the users
         "auth.get_second_factor_policy -> sign_in.second_factor_policy.get_policy",
         "backups.core_security_backup_status -> backups.core_status",
-        "kmas.renew_kma_certificate -> certificates.certificate_renewal.request",
-        "quorum.get_key_split -> quorum.key_split.key_split_view",
-        "quorum.set_quorum_lifetime -> quorum.key_split.set_lifetime",
         "media_pools.get_media_refusals -> media.media_refusals.refusal_counts",
         "reports.get_users_report -> reports.user_report.users_report",
         "reports.get_media_report -> media.media_report.media_report",

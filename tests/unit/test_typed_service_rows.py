@@ -17,8 +17,6 @@ NOT_YET_TYPED = frozenset(
         # Written on branches merged together with this guard (session 11): typed next.
         "sign_in.directory.check_settings",
         "sign_in.directory.get_directory",
-        "quorum.key_split.key_split_view",
-        "quorum.key_split.set_lifetime",
         "transfer.transfer_export.export_transfer_file",
         "transfer.transfer_partners.get_transfer_identity",
         "transfer.transfer_partners.get_transfer_partner",
@@ -32,14 +30,9 @@ NOT_YET_TYPED = frozenset(
         "audit.audit_retention.checkpoint",
         "audit.audit_retention.prune",
         "audit.audit_retention.list_checkpoints",
-        "certificates.certificate_renewal.renew",
-        "certificates.certificate_renewal.request",
         "integrity.entry_signatures.entry",
         "integrity.entry_signatures.routes",
-        "kmas.get_kma",
-        "kmas.update_kma",
         "master_key.master_keys.status",
-        "quorum.locking.lock_kma",
     }
 )
 
