@@ -17,11 +17,6 @@ NOT_YET_TYPED = frozenset(
         # Written on branches merged together with this guard (session 11): typed next.
         "sign_in.directory.check_settings",
         "sign_in.directory.get_directory",
-        "transfer.transfer_export.export_transfer_file",
-        "transfer.transfer_partners.get_transfer_identity",
-        "transfer.transfer_partners.get_transfer_partner",
-        "transfer.transfer_partners.partner_by_identity",
-        "transfer.transfer_partners.set_transfer_partner_enabled",
         "audit.audit_export.report",
         "audit.audit_log.where_clause",
         "audit.audit_log.iter_events",
