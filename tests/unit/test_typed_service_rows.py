@@ -15,8 +15,6 @@ SERVICES = Path(__file__).resolve().parents[2] / "kma" / "services"
 NOT_YET_TYPED = frozenset(
     {
         # Written on branches merged together with this guard (session 11): typed next.
-        "sign_in.directory.check_settings",
-        "sign_in.directory.get_directory",
         "audit.audit_export.report",
         "audit.audit_log.where_clause",
         "audit.audit_log.iter_events",

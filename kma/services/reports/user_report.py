@@ -34,9 +34,9 @@ def _rows(kma: Appliance) -> list[list[str]]:
         )
     settings = directory.get_directory(kma)
     if settings is not None:
-        state = "on" if settings["enabled"] else "off"
-        for m in settings["group_roles"]:
-            when = iso(settings["updated_at"])
+        state = "on" if settings.enabled else "off"
+        for m in settings.group_roles:
+            when = iso(settings.updated_at)
             rows.append(
                 [
                     "directory_group",
@@ -44,7 +44,7 @@ def _rows(kma: Appliance) -> list[list[str]]:
                     "",
                     " ".join(m["roles"]),
                     state,
-                    settings["url"],
+                    settings.url,
                     "",
                     "",
                     when,
