@@ -25,7 +25,6 @@ NOT_YET_TYPED = frozenset(
         "audit.audit_retention.list_checkpoints",
         "integrity.entry_signatures.entry",
         "integrity.entry_signatures.routes",
-        "master_key.master_keys.status",
     }
 )
 

@@ -66,8 +66,8 @@ def _this_kmas(kma: Appliance) -> list[str]:
 
 def _the_clusters(kma: Appliance) -> list[str]:
     out = backups.warnings(backups.readiness(kma))
-    rotation = master_keys.status(kma)
-    if rotation["rotating"]:
+    rotation = master_keys.get_master_key(kma)
+    if rotation.rotating:
         out.append(
             f"The {master_keys.describe(rotation)}. Drives are served throughout; the old generation is "
             "destroyed when it ends."
@@ -125,7 +125,7 @@ class Dashboard:
     users: int
     pending_quorum_operations: int
     backups: Readiness
-    master_key: dict[str, Any]  # master_keys.status
+    master_key: master_keys.MasterKeyRow
     warnings: list[str]
     certificates: list[dict[str, Any]]  # soonest expiry first
 
@@ -144,7 +144,7 @@ def get_dashboard(kma: Appliance) -> Dashboard:
         users=scalar("SELECT count(*) FROM users"),
         pending_quorum_operations=pending_count(kma),
         backups=backups.readiness(kma),
-        master_key=master_keys.status(kma),
+        master_key=master_keys.get_master_key(kma),
         warnings=warnings(kma),
         certificates=[e.as_answer() for e in certificate_expiry.expiries(kma)],
     )
