@@ -104,14 +104,6 @@ NOT_YET_NAMED = frozenset(
     {
         "alerts.add_alert_channel -> alerts.describe_channel",  # the answer's presenter
         "alerts.change_alert_channel -> alerts.describe_channel",  # the answer's presenter
-        "audit.list_audit_events -> audit.audit_log.list_events",
-        "audit.get_audit_facets -> audit.audit_log.facets",
-        "audit.get_audit_report -> audit.audit_export.report",
-        "audit.list_audit_checkpoints -> audit.audit_retention.list_checkpoints",
-        "audit.create_audit_checkpoint -> audit.audit_retention.checkpoint",
-        "audit.get_audit_retention -> audit.audit_retention.get_retention",
-        "audit.set_audit_retention -> audit.audit_retention.set_retention",
-        "audit.prune_audit_events -> audit.audit_retention.prune",
         "auth.get_me -> users.get_user",  # the signed-in user, one of the users
         "auth.get_second_factor_policy -> sign_in.second_factor_policy.get_policy",
         "backups.core_security_backup_status -> backups.core_status",

@@ -15,14 +15,6 @@ SERVICES = Path(__file__).resolve().parents[2] / "kma" / "services"
 NOT_YET_TYPED = frozenset(
     {
         # Written on branches merged together with this guard (session 11): typed next.
-        "audit.audit_export.report",
-        "audit.audit_log.where_clause",
-        "audit.audit_log.iter_events",
-        "audit.audit_retention.get_retention",
-        "audit.audit_retention.set_retention",
-        "audit.audit_retention.checkpoint",
-        "audit.audit_retention.prune",
-        "audit.audit_retention.list_checkpoints",
         "integrity.entry_signatures.entry",
         "integrity.entry_signatures.routes",
     }
