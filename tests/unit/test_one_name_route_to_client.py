@@ -102,14 +102,6 @@ ROUTES = Path(__file__).resolve().parents[2] / "kma" / "api" / "routes"
 # presenter or another noun on purpose, and say why.
 NOT_YET_NAMED = frozenset(
     {
-        "reports.get_users_report -> reports.user_report.users_report",
-        "reports.get_media_report -> media.media_report.media_report",
-        "reports.get_key_inventory_report -> reports.compliance_reports.key_inventory_report",
-        "reports.get_cryptoperiods_report -> reports.compliance_reports.cryptoperiods_report",
-        "reports.get_agents_report -> reports.compliance_reports.agents_report",
-        "reports.get_quorum_operations_report -> reports.compliance_reports.quorum_operations_report",
-        "reports.get_report_schedule -> reports.report_schedule.get_schedule",
-        "reports.set_report_schedule -> reports.report_schedule.set_schedule",
     }
 )
 
