@@ -97,14 +97,6 @@ def test_a_write_of_one_call_names_the_route_and_is_named_as_it(operations: dict
 
 ROUTES = Path(__file__).resolve().parents[2] / "kma" / "api" / "routes"
 
-# Routes whose service function has another name today (issue 44): each is renamed to the route's
-# name when its module is free of other work; the list only shrinks. Some answer through a
-# presenter or another noun on purpose, and say why.
-NOT_YET_NAMED = frozenset(
-    {
-    }
-)
-
 
 def _service_names(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
     """Names a routes module imports from kma.services: a module (its path, None) or a function
@@ -161,10 +153,7 @@ def test_a_route_and_its_service_function_share_one_name() -> None:
         for route, service in answered.items()
         if route.rsplit(".", 1)[1] != service.rsplit(".", 1)[1]
     }
-    assert not differ - NOT_YET_NAMED, (
-        f"routes whose service function is named otherwise: {sorted(differ - NOT_YET_NAMED)}; "
-        "name the service function as the route (docs/architecture.md)"
-    )
-    assert not NOT_YET_NAMED - differ, (
-        f"named alike now: take them off NOT_YET_NAMED: {sorted(NOT_YET_NAMED - differ)}"
+    assert not differ, (
+        f"routes whose service function is named otherwise: {sorted(differ)}; name the service "
+        "function as the route (docs/architecture.md), or answer through one of the route's name"
     )
