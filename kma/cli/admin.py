@@ -131,7 +131,8 @@ def run_status(args: argparse.Namespace) -> int:
         info.update(asdict(key_counts(kma)))
         info["backups"] = asdict(readiness(kma))
         info["autonomous_unlock_works"] = not kma.vault.locked
-        info["master_key_rotation"] = master_keys.status(kma)
+        rotation = master_keys.get_master_key(kma)
+        info["master_key_rotation"] = asdict(rotation)
     finally:
         kma.close()
     if args.json:
@@ -141,7 +142,7 @@ def run_status(args: argparse.Namespace) -> int:
         f"Cluster {info['cluster_name']}: KMA {info['kma_id']} ({info['kma_name']}) at site {info['site_id']}"
     )
     print(f"Version {info['version']}; autonomous unlock {'on' if info['autonomous_unlock'] else 'off'}")
-    print(f"Master key: {info['master_key']}; {master_keys.describe(info['master_key_rotation'])}")
+    print(f"Master key: {info['master_key']}; {master_keys.describe(rotation)}")
     exact = info["keys_by_state_exact"]
     print(
         "Keys: "

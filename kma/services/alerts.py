@@ -31,6 +31,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kma.alerts import snmp
 from kma.alerts.message import (
     AUDIT_EVENT,
     EVENT_FIELDS,
@@ -39,7 +40,8 @@ from kma.alerts.message import (
     Alert,
     DeliveryFailed,
 )
-from kma.errors import KmaError
+from kma.domain.actor import Actor
+from kma.errors import KmaError, ValidationFailed
 from kma.metrics import ALERT_ERRORS, ALERTS_DELIVERED, ALERTS_DROPPED
 from kma.services import alert_channels
 from kma.services.alert_channels import Channel, ChannelSecrets, cluster_name, stored_secrets
@@ -378,7 +380,81 @@ class ChannelView:
     this_kma: dict[str, Any]
 
 
-def describe_channel(kma: Appliance, ch: Channel) -> ChannelView:
+@dataclass(frozen=True)
+class AlertChannelList:
+    """Every channel, with what an SNMP manager needs to receive this cluster's traps; the API's
+    `AlertChannels` reads it."""
+
+    items: list[ChannelView]
+    snmp_engine_ids: dict[str, str]  # KMA id -> its SNMP engine ID (hex), for the managers' trap users
+    mib: str  # KMA-ALERTS-MIB, for the SNMP managers
+
+
+def list_alert_channels(kma: Appliance) -> AlertChannelList:
+    ids = [str(r["id"]) for r in kma.store.query("SELECT id FROM kmas ORDER BY id")]
+    return AlertChannelList(
+        items=[_view(kma, c) for c in alert_channels.channels(kma)],
+        snmp_engine_ids={i: snmp.engine_id(i) for i in ids},
+        mib=snmp.MIB_FILE.read_text(encoding="ascii"),
+    )
+
+
+def add_alert_channel(
+    kma: Appliance,
+    actor: Actor,
+    name: str,
+    kind: str,
+    settings: dict[str, Any],
+    given: dict[str, str | None],
+    *,
+    enabled: bool,
+    warnings: bool,
+    audit_classes: list[str],
+) -> ChannelView:
+    added = alert_channels.add_channel(
+        kma,
+        actor,
+        name,
+        kind,
+        settings,
+        given,
+        enabled=enabled,
+        warnings=warnings,
+        audit_classes=audit_classes,
+    )
+    return _view(kma, added)
+
+
+def change_alert_channel(
+    kma: Appliance,
+    actor: Actor,
+    channel_id: str,
+    kind: str,
+    name: str,
+    settings: dict[str, Any],
+    given: dict[str, str | None],
+    *,
+    enabled: bool,
+    warnings: bool,
+    audit_classes: list[str],
+) -> ChannelView:
+    if kind != alert_channels.channel(kma, channel_id).kind:
+        raise ValidationFailed("A channel's kind cannot change: add a new channel instead.")
+    changed = alert_channels.change_channel(
+        kma,
+        actor,
+        channel_id,
+        name,
+        settings,
+        given,
+        enabled=enabled,
+        warnings=warnings,
+        audit_classes=audit_classes,
+    )
+    return _view(kma, changed)
+
+
+def _view(kma: Appliance, ch: Channel) -> ChannelView:
     return ChannelView(
         id=ch.id,
         name=ch.name,

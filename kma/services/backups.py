@@ -101,7 +101,7 @@ class BackupRow:
     deleted_by: str | None
 
 
-def core_status(kma: Appliance) -> CoreStatus:
+def core_security_backup_status(kma: Appliance) -> CoreStatus:
     """Whether a core security backup exists and is of the key split now in force."""
     row = kma.store.query_one(
         "SELECT c.created_at, c.created_by, c.split_generation, k.split_generation AS current "
@@ -226,7 +226,7 @@ def get_backup(kma: Appliance, backup_id: str) -> BackupRow:
 def create_backup(kma: Appliance, actor: Actor, scheduled: bool = False) -> BackupRow:
     """Take a database backup into DIR/backups; returns its row."""
     key, key_generation = current_backup_key(kma)
-    core = core_status(kma)
+    core = core_security_backup_status(kma)
     if not core.exists:
         raise Conflict(
             "Take the core security backup first (a Security Officer): without it no database "
@@ -420,7 +420,7 @@ def readiness(kma: Appliance) -> Readiness:
         ),
         default=None,
     )
-    core = core_status(kma)
+    core = core_security_backup_status(kma)
     return Readiness(
         last_backup_at=last,
         last_backup_age=None if last is None else max(0, now - int(last)),

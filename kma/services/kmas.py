@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kma.appliance import Appliance
@@ -9,7 +10,7 @@ from kma.domain.actor import Actor
 from kma.domain.lifecycle import HELD_OR_REPLICATED
 from kma.domain.validation import check_text
 from kma.errors import NotFound, ValidationFailed
-from kma.services.common import describe, patch, require
+from kma.services.common import describe, patch, require, typed_row
 from kma.services.integrity import entry_signatures
 from kma.services.keypool import key_pool
 from kma.services.paging import ListQuery, Page, PageRequest, list_page
@@ -48,10 +49,40 @@ UNTRUSTED = (
 )
 
 
+@dataclass(frozen=True)
+class KmaRow:
+    """A KMA of the cluster as its entry and its key pool say (times in seconds since the epoch);
+    the API's `Kma` reads it."""
+
+    id: str
+    name: str
+    site_id: str
+    management_address: str
+    service_address: str
+    raft_address: str
+    voter: bool
+    witness: bool
+    awaiting_join: bool
+    removed_at: int | None
+    version: str
+    schema_version: int | None
+    rqlite_version: str | None
+    locked: bool
+    key_pool_size: int
+    pool_ready: int
+    created_at: int
+    certificate_expires_at: int | None
+    node_certificate_expires_at: int | None
+    certificate_renewal_requested: bool
+    entry_problem: str | None  # why its entry is not trusted; None: its signature verifies
+
+
 def _row(kma: Appliance, row: Any, trusted: set[str]) -> dict[str, Any]:
     out = dict(row)
     # This KMA knows its own lock state first-hand; the others' is what they last recorded.
     out["locked"] = kma.vault.locked if out["id"] == kma.kma_id else bool(out["locked"])
+    for flag in ("voter", "witness", "awaiting_join", "certificate_renewal_requested"):
+        out[flag] = bool(out[flag])
     out["entry_problem"] = None if out["id"] in trusted else UNTRUSTED
     return out
 
@@ -62,14 +93,14 @@ def list_kmas(kma: Appliance, req: PageRequest) -> Page:
     return page.with_items([_row(kma, r, trusted) for r in page.items])
 
 
-def get_kma(kma: Appliance, kma_id: str) -> dict[str, Any]:
+def get_kma(kma: Appliance, kma_id: str) -> KmaRow:
     row = kma.store.query_one(f"SELECT * FROM ({LIST.select}) WHERE id = ?", (kma_id,))
     if row is None:
         raise NotFound(f"There is no KMA '{kma_id}'.")
-    return _row(kma, row, entry_signatures.trusted_ids(kma))
+    return typed_row(KmaRow, _row(kma, row, entry_signatures.trusted_ids(kma)))
 
 
-def update_kma(kma: Appliance, actor: Actor, kma_id: str, **changes: Any) -> dict[str, Any]:
+def update_kma(kma: Appliance, actor: Actor, kma_id: str, **changes: Any) -> KmaRow:
     changes = {k: v for k, v in changes.items() if v is not None}
     if "name" in changes:
         check_text(changes["name"], "The name", required=True)

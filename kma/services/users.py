@@ -127,6 +127,11 @@ def get_user(kma: Appliance, user_id: str) -> UserRow:
     return user_row(row, second_factor_policy.required_roles(kma))
 
 
+def get_me(kma: Appliance, actor: Actor) -> UserRow:
+    """The signed-in user's own row, with their permissions: what the manager shows and allows."""
+    return get_user(kma, actor.entity_id)
+
+
 def check_new_user(user_id: str, name: str, roles: Sequence[str], passphrase: str) -> str:
     """Validate a new user; returns the roles as stored."""
     check_id(user_id, "The user ID")

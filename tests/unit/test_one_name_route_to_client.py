@@ -97,43 +97,6 @@ def test_a_write_of_one_call_names_the_route_and_is_named_as_it(operations: dict
 
 ROUTES = Path(__file__).resolve().parents[2] / "kma" / "api" / "routes"
 
-# Routes whose service function has another name today (issue 44): each is renamed to the route's
-# name when its module is free of other work; the list only shrinks. Some answer through a
-# presenter or another noun on purpose, and say why.
-NOT_YET_NAMED = frozenset(
-    {
-        "alerts.add_alert_channel -> alerts.describe_channel",  # the answer's presenter
-        "alerts.change_alert_channel -> alerts.describe_channel",  # the answer's presenter
-        "audit.list_audit_events -> audit.audit_log.list_events",
-        "audit.get_audit_facets -> audit.audit_log.facets",
-        "audit.get_audit_report -> audit.audit_export.report",
-        "audit.list_audit_checkpoints -> audit.audit_retention.list_checkpoints",
-        "audit.create_audit_checkpoint -> audit.audit_retention.checkpoint",
-        "audit.get_audit_retention -> audit.audit_retention.get_retention",
-        "audit.set_audit_retention -> audit.audit_retention.set_retention",
-        "audit.prune_audit_events -> audit.audit_retention.prune",
-        "auth.get_me -> users.get_user",  # the signed-in user, one of the users
-        "auth.get_second_factor_policy -> sign_in.second_factor_policy.get_policy",
-        "backups.core_security_backup_status -> backups.core_status",
-        "kmas.renew_kma_certificate -> certificates.certificate_renewal.request",
-        "quorum.get_key_split -> quorum.key_split.key_split_view",
-        "quorum.set_quorum_lifetime -> quorum.key_split.set_lifetime",
-        "media_pools.get_media_refusals -> media.media_refusals.refusal_counts",
-        "reports.get_users_report -> reports.user_report.users_report",
-        "reports.get_media_report -> media.media_report.media_report",
-        "reports.get_key_inventory_report -> reports.compliance_reports.key_inventory_report",
-        "reports.get_cryptoperiods_report -> reports.compliance_reports.cryptoperiods_report",
-        "reports.get_agents_report -> reports.compliance_reports.agents_report",
-        "reports.get_quorum_operations_report -> reports.compliance_reports.quorum_operations_report",
-        "reports.get_report_schedule -> reports.report_schedule.get_schedule",
-        "reports.set_report_schedule -> reports.report_schedule.set_schedule",
-        "transfer_partners.enable_transfer_partner"
-        " -> transfer.transfer_partners.set_transfer_partner_enabled",
-        "transfer_partners.disable_transfer_partner"
-        " -> transfer.transfer_partners.set_transfer_partner_enabled",
-    }
-)
-
 
 def _service_names(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
     """Names a routes module imports from kma.services: a module (its path, None) or a function
@@ -190,10 +153,7 @@ def test_a_route_and_its_service_function_share_one_name() -> None:
         for route, service in answered.items()
         if route.rsplit(".", 1)[1] != service.rsplit(".", 1)[1]
     }
-    assert not differ - NOT_YET_NAMED, (
-        f"routes whose service function is named otherwise: {sorted(differ - NOT_YET_NAMED)}; "
-        "name the service function as the route (docs/architecture.md)"
-    )
-    assert not NOT_YET_NAMED - differ, (
-        f"named alike now: take them off NOT_YET_NAMED: {sorted(NOT_YET_NAMED - differ)}"
+    assert not differ, (
+        f"routes whose service function is named otherwise: {sorted(differ)}; name the service "
+        "function as the route (docs/architecture.md), or answer through one of the route's name"
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kma.services.reports.report_pdf import report_pdf
+from kma.services.reports.signed_report import SignedReportRow
 
 pytest.importorskip("PySide6.QtPdf")
 from PySide6.QtPdf import QPdfDocument  # noqa: E402
@@ -24,10 +25,10 @@ def read_back(pdf: bytes, folder: Path) -> list[str]:
     return [doc.getAllText(n).text() for n in range(doc.pageCount())]
 
 
-def a_report(rows: list[list[str]]) -> dict[str, str]:
+def a_report(rows: list[list[str]]) -> SignedReportRow:
     body = "\n".join(",".join(f'"{c}"' for c in r) for r in [["operation", "summary"], *rows]) + "\n"
     details = {"report": "quorum operations carried out", "cluster": "Acme (Dallas)", "sha256": "ab" * 32}
-    return {"filename": "quorum-operations-report-x.csv", "csv": body, "signature": json.dumps(details)}
+    return SignedReportRow("quorum-operations-report-x.csv", body, json.dumps(details))
 
 
 def test_every_row_is_in_the_pdf_over_as_many_pages_as_it_takes(qapp: object, tmp_path: Path) -> None:

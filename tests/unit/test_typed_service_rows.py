@@ -1,8 +1,9 @@
 """Services return typed rows (a dataclass the route's schema reads, as `sites.SiteRow`), not bare
 `dict[str, Any]`s whose keys only a reader of the SQL knows (docs/architecture.md).
 
-A new public service function returning a bare dict fails here; so does an entry below once its
-function returns a typed row (take it off the list: the list only shrinks)."""
+A public service function returning a bare dict fails here. There are no exceptions: what is by
+nature a dict rather than a row (directory sign-in's settings, one sealed JSON text; a KMA entry's
+signed column sets; an exported audit event) is a TypedDict that names its keys, and says why."""
 
 from __future__ import annotations
 
@@ -10,38 +11,6 @@ import ast
 from pathlib import Path
 
 SERVICES = Path(__file__).resolve().parents[2] / "kma" / "services"
-
-# Not yet typed (issue 44): each returns a bare dict today.
-NOT_YET_TYPED = frozenset(
-    {
-        # Written on branches merged together with this guard (session 11): typed next.
-        "sign_in.directory.check_settings",
-        "sign_in.directory.get_directory",
-        "quorum.key_split.key_split_view",
-        "quorum.key_split.set_lifetime",
-        "transfer.transfer_export.export_transfer_file",
-        "transfer.transfer_partners.get_transfer_identity",
-        "transfer.transfer_partners.get_transfer_partner",
-        "transfer.transfer_partners.partner_by_identity",
-        "transfer.transfer_partners.set_transfer_partner_enabled",
-        "audit.audit_export.report",
-        "audit.audit_log.where_clause",
-        "audit.audit_log.iter_events",
-        "audit.audit_retention.get_retention",
-        "audit.audit_retention.set_retention",
-        "audit.audit_retention.checkpoint",
-        "audit.audit_retention.prune",
-        "audit.audit_retention.list_checkpoints",
-        "certificates.certificate_renewal.renew",
-        "certificates.certificate_renewal.request",
-        "integrity.entry_signatures.entry",
-        "integrity.entry_signatures.routes",
-        "kmas.get_kma",
-        "kmas.update_kma",
-        "master_key.master_keys.status",
-        "quorum.locking.lock_kma",
-    }
-)
 
 
 def _bare_dict_services() -> set[str]:
@@ -57,11 +26,6 @@ def _bare_dict_services() -> set[str]:
     return found
 
 
-def test_no_new_service_returns_a_bare_dict() -> None:
-    new = _bare_dict_services() - NOT_YET_TYPED
-    assert not new, f"services returning a bare dict: {sorted(new)}; return a typed row (a dataclass)"
-
-
-def test_a_service_typed_since_leaves_the_list() -> None:
-    typed = NOT_YET_TYPED - _bare_dict_services()
-    assert not typed, f"these return typed rows now: take them off NOT_YET_TYPED: {sorted(typed)}"
+def test_no_service_returns_a_bare_dict() -> None:
+    bare = _bare_dict_services()
+    assert not bare, f"services returning a bare dict: {sorted(bare)}; return a typed row (a dataclass)"

@@ -67,7 +67,7 @@ AuditFilter = Annotated[PageRequest, Depends(audit_filter)]
 
 @router.get("", response_model=schemas.Page[schemas.AuditEvent])
 def list_audit_events(kma: Kma, actor: AuditRead, filters: AuditFilter) -> Page:
-    return audit_log.list_events(kma, filters)
+    return audit_log.list_audit_events(kma, filters)
 
 
 @router.get("/verify", response_model=audit_schemas.ChainReport, responses=VERIFICATION_RUNNING)
@@ -91,7 +91,7 @@ def get_audit_verification(kma: Kma, actor: AuditRead) -> audit_verify_job.Chain
 
 @router.get("/facets", response_model=audit_schemas.Facets)
 def get_audit_facets(kma: Kma, actor: AuditRead) -> dict[str, list[str]]:
-    return audit_log.facets(kma.store)
+    return audit_log.get_audit_facets(kma.store)
 
 
 @router.get(
@@ -109,39 +109,39 @@ def export_audit_csv(kma: Kma, actor: AuditRead, filters: AuditFilter) -> Stream
 
 
 @router.get("/report", response_model=audit_schemas.Report)
-def get_audit_report(kma: Kma, actor: AuditRead, filters: AuditFilter) -> dict[str, Any]:
-    return audit_export.report(kma, actor, filters)
+def get_audit_report(kma: Kma, actor: AuditRead, filters: AuditFilter) -> audit_export.AuditReportRow:
+    return audit_export.get_audit_report(kma, actor, filters)
 
 
 @router.get("/checkpoints", response_model=list[audit_schemas.Checkpoint])
-def list_audit_checkpoints(kma: Kma, actor: AuditRead) -> list[dict[str, Any]]:
-    return audit_retention.list_checkpoints(kma)
+def list_audit_checkpoints(kma: Kma, actor: AuditRead) -> list[audit_retention.CheckpointRow]:
+    return audit_retention.list_audit_checkpoints(kma)
 
 
 @router.post("/checkpoints", response_model=list[audit_schemas.Checkpoint], status_code=201)
-def create_audit_checkpoint(kma: Kma, actor: AuditManage) -> list[dict[str, Any]]:
-    return audit_retention.checkpoint(kma, actor)
+def create_audit_checkpoint(kma: Kma, actor: AuditManage) -> list[audit_retention.CheckpointRow]:
+    return audit_retention.create_audit_checkpoint(kma, actor)
 
 
 @router.get("/retention", response_model=audit_schemas.Retention)
-def get_audit_retention(kma: Kma, actor: AuditRead) -> dict[str, Any]:
-    return audit_retention.get_retention(kma)
+def get_audit_retention(kma: Kma, actor: AuditRead) -> audit_retention.RetentionRow:
+    return audit_retention.get_audit_retention(kma)
 
 
 @router.patch("/retention", response_model=audit_schemas.Retention | PendingQuorumOp, responses=PENDING)
 def set_audit_retention(
     body: audit_schemas.RetentionPatch, kma: Kma, actor: AuditManage, response: Response
-) -> dict[str, Any] | PendingQuorumOp:
+) -> audit_retention.RetentionRow | PendingQuorumOp:
     """Lengthening runs at once; shortening any period is quorum-protected (it lets pruning remove
     history): with M key split credentials it runs, with fewer it answers 202 pending."""
     periods = {"long": body.long, "medium": body.medium, "short": body.short}
     if not audit_retention.shortens(kma, **periods):
-        return audit_retention.set_retention(kma, actor, auto_prune=body.auto_prune, **periods)
+        return audit_retention.set_audit_retention(kma, actor, auto_prune=body.auto_prune, **periods)
     request = {**{k: v for k, v in periods.items() if v is not None}, "auto_prune": body.auto_prune}
     done = engine.submit(kma, actor, "shorten_audit_retention", request, body.key_split_credentials())
-    return ran_or_pending(done, response, lambda: audit_retention.get_retention(kma))
+    return ran_or_pending(done, response, lambda: audit_retention.get_audit_retention(kma))
 
 
 @router.post("/prune", response_model=audit_schemas.PruneResult)
-def prune_audit_events(kma: Kma, actor: AuditManage) -> dict[str, Any]:
-    return audit_retention.prune(kma, actor)
+def prune_audit_events(kma: Kma, actor: AuditManage) -> audit_retention.PruneRow:
+    return audit_retention.prune_audit_events(kma, actor)

@@ -26,7 +26,7 @@ def sign_out(kma: KmaEvenLocked, actor: CurrentActor, token: Token) -> Response:
 
 @router.get("/me", response_model=schemas.User)
 def get_me(kma: KmaEvenLocked, actor: CurrentActor) -> users.UserRow:
-    return users.get_user(kma, actor.entity_id)
+    return users.get_me(kma, actor)
 
 
 # Two-step sign-in: each user enrols themselves (any signed-in user, also one whose role requires it
@@ -47,7 +47,7 @@ def confirm_second_factor(
 
 @router.get("/second-factor/policy", response_model=second_factor_schemas.SecondFactorPolicy)
 def get_second_factor_policy(kma: Kma, actor: SignedIn) -> second_factor_policy.Policy:
-    return second_factor_policy.get_policy(kma)
+    return second_factor_policy.get_second_factor_policy(kma)
 
 
 # Quorum-protected, as lifting the requirement weakens every sign-in of those roles: with M key
@@ -62,4 +62,4 @@ def set_second_factor_policy(
 ) -> second_factor_policy.Policy | PendingQuorumOp:
     request = {"roles": body.roles}
     done = engine.submit(kma, actor, "set_second_factor_roles", request, body.key_split_credentials())
-    return ran_or_pending(done, response, lambda: second_factor_policy.get_policy(kma))
+    return ran_or_pending(done, response, lambda: second_factor_policy.get_second_factor_policy(kma))

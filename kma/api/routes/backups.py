@@ -18,13 +18,16 @@ router = APIRouter(tags=["backups"])
 
 @router.get("/backups", response_model=schemas.Backups)
 def list_backups(kma: Kma, actor: BackupsRead) -> dict[str, Any]:
-    return {"items": backups.list_backups(kma), "core_security_backup": backups.core_status(kma)}
+    return {
+        "items": backups.list_backups(kma),
+        "core_security_backup": backups.core_security_backup_status(kma),
+    }
 
 
 @router.post("/backups", response_model=schemas.BackupMade, status_code=201)
 def create_backup(kma: Kma, actor: BackupsWrite) -> dict[str, Any]:
     made = backups.create_backup(kma, actor)
-    return {**asdict(made), "core_security_backup": backups.core_status(kma)}
+    return {**asdict(made), "core_security_backup": backups.core_security_backup_status(kma)}
 
 
 @router.get("/backups/schedule", response_model=schemas.BackupSchedule)
@@ -58,7 +61,7 @@ def delete_backup(backup_id: str, kma: Kma, actor: BackupsWrite) -> Response:
 
 @router.get("/core-security-backup", response_model=schemas.CoreSecurityBackupStatus)
 def core_security_backup_status(kma: Kma, actor: BackupsRead) -> backups.CoreStatus:
-    return backups.core_status(kma)
+    return backups.core_security_backup_status(kma)
 
 
 @router.post("/core-security-backup", response_class=Response)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from fastapi import APIRouter, Response
 
 from kma.api.deps import Kma, UsersRead, UsersWrite
@@ -15,7 +17,9 @@ router = APIRouter(prefix="/directory", tags=["users"])
 
 def _settings(kma: Kma) -> DirectorySettings:
     found = directory.get_directory(kma)
-    return DirectorySettings.model_validate({"configured": found is not None, **(found or {})})
+    return DirectorySettings.model_validate(
+        {"configured": found is not None, **(asdict(found) if found else {})}
+    )
 
 
 @router.get("", response_model=DirectorySettings)

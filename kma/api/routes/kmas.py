@@ -22,25 +22,25 @@ def list_kmas(kma: Kma, actor: SignedIn, paging: Paging) -> Page:
 
 
 @router.get("/{kma_id}", response_model=schemas.Kma)
-def get_kma(kma_id: str, kma: Kma, actor: SignedIn) -> dict[str, object]:
+def get_kma(kma_id: str, kma: Kma, actor: SignedIn) -> kmas.KmaRow:
     return kmas.get_kma(kma, kma_id)
 
 
 @router.patch("/{kma_id}", response_model=schemas.Kma)
-def update_kma(kma_id: str, body: schemas.KmaPatch, kma: Kma, actor: KmasWrite) -> dict[str, object]:
+def update_kma(kma_id: str, body: schemas.KmaPatch, kma: Kma, actor: KmasWrite) -> kmas.KmaRow:
     return kmas.update_kma(kma, actor, kma_id, **body.model_dump(exclude_none=True))
 
 
 @router.post("/{kma_id}/certificate/renew", response_model=schemas.Kma)
-def renew_kma_certificate(kma_id: str, kma: Kma, actor: KmasWrite) -> dict[str, object]:
+def renew_kma_certificate(kma_id: str, kma: Kma, actor: KmasWrite) -> kmas.KmaRow:
     """A new listener certificate for that KMA now: made at once if it is the KMA answering, else
     by that KMA within a second or so (it holds the key). For a witness: a new node certificate, which
     it asks for and an unlocked KMA signs, trusted by every node before the witness moves to it."""
-    return certificate_renewal.request(kma, actor, kma_id)
+    return certificate_renewal.renew_kma_certificate(kma, actor, kma_id)
 
 
 @router.post("/{kma_id}/lock", response_model=schemas.Kma)
-def lock_kma(kma_id: str, kma: Kma, actor: QuorumSubmit) -> dict[str, object]:
+def lock_kma(kma_id: str, kma: Kma, actor: QuorumSubmit) -> kmas.KmaRow:
     return locking.lock_kma(kma, actor, kma_id)
 
 

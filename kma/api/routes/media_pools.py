@@ -58,8 +58,8 @@ def update_media_settings(body: schemas.MediaSettingsPatch, kma: Kma, actor: Med
 
 
 @router.get("/media/refusals", response_model=schemas.MediaRefusals)
-def get_media_refusals(kma: Kma, actor: MediaRead) -> dict[str, object]:
-    return media_refusals.refusal_counts(kma)
+def get_media_refusals(kma: Kma, actor: MediaRead) -> media_refusals.MediaRefusalsRow:
+    return media_refusals.get_media_refusals(kma)
 
 
 @router.get("/media/relabel", response_model=PageOf[schemas.TapeToRelabel])

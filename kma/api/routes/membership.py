@@ -106,9 +106,10 @@ def join_cluster(body: JoinBody, kma: Kma, request: Request) -> dict[str, object
 
 
 @router.get("/cluster/master-key", response_model=MasterKeyState)
-def get_master_key(kma: Kma, actor: SignedIn) -> dict[str, object]:
+def get_master_key(kma: Kma, actor: SignedIn) -> MasterKeyState:
     """The master key's generation and its rotation (under way, or the last one), with its progress."""
-    return master_keys.status(kma) | {"rotation_refused": master_rotation.refusal(kma)}
+    found = MasterKeyState.model_validate(master_keys.get_master_key(kma))
+    return found.model_copy(update={"rotation_refused": master_rotation.refusal(kma)})
 
 
 @router.post(

@@ -67,8 +67,8 @@ def delete_quorum_operation(op_id: str, kma: Kma, actor: QuorumDelete) -> Respon
 
 
 @router.get("/cluster/key-split", response_model=KeySplit)
-def get_key_split(kma: Kma, actor: QuorumRead) -> dict[str, object]:
-    return key_split.key_split_view(kma)
+def get_key_split(kma: Kma, actor: QuorumRead) -> key_split.KeySplitRow:
+    return key_split.get_key_split(kma)
 
 
 @router.put("/cluster/key-split", response_model=KeySplitChangePending, status_code=202)
@@ -99,8 +99,8 @@ def new_enrolment_codes(op_id: str, kma: Kma, actor: QuorumSubmit) -> dict[str, 
 
 
 @router.put("/cluster/quorum-lifetime", response_model=KeySplit)
-def set_quorum_lifetime(body: LifetimeBody, kma: Kma, actor: QuorumSubmit) -> dict[str, object]:
-    return key_split.set_lifetime(kma, actor, body.seconds)
+def set_quorum_lifetime(body: LifetimeBody, kma: Kma, actor: QuorumSubmit) -> key_split.KeySplitRow:
+    return key_split.set_quorum_lifetime(kma, actor, body.seconds)
 
 
 @router.get("/cluster/autonomous-unlock", response_model=AutonomousUnlock)

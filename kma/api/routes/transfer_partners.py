@@ -35,7 +35,7 @@ router = APIRouter(tags=["transfer"])
 
 
 @router.get("/transfer-identity", response_model=TransferIdentity)
-def get_transfer_identity(kma: Kma, actor: TransferRead) -> dict[str, object]:
+def get_transfer_identity(kma: Kma, actor: TransferRead) -> transfer_partners.TransferIdentityRow:
     """This cluster's identity: the line partners register and the fingerprint to read to them."""
     return transfer_partners.get_transfer_identity(kma)
 
@@ -46,7 +46,9 @@ def list_transfer_partners(kma: Kma, actor: TransferRead, paging: Paging) -> Pag
 
 
 @router.get("/transfer-partners/{partner_id}", response_model=TransferPartner)
-def get_transfer_partner(partner_id: str, kma: Kma, actor: TransferRead) -> dict[str, object]:
+def get_transfer_partner(
+    partner_id: str, kma: Kma, actor: TransferRead
+) -> transfer_partners.TransferPartnerRow:
     return transfer_partners.get_transfer_partner(kma, partner_id)
 
 
@@ -67,13 +69,17 @@ def register_transfer_partner(
 
 
 @router.post("/transfer-partners/{partner_id}/enable", response_model=TransferPartner)
-def enable_transfer_partner(partner_id: str, kma: Kma, actor: TransferPartners) -> dict[str, object]:
-    return transfer_partners.set_transfer_partner_enabled(kma, actor, partner_id, True)
+def enable_transfer_partner(
+    partner_id: str, kma: Kma, actor: TransferPartners
+) -> transfer_partners.TransferPartnerRow:
+    return transfer_partners.enable_transfer_partner(kma, actor, partner_id)
 
 
 @router.post("/transfer-partners/{partner_id}/disable", response_model=TransferPartner)
-def disable_transfer_partner(partner_id: str, kma: Kma, actor: TransferPartners) -> dict[str, object]:
-    return transfer_partners.set_transfer_partner_enabled(kma, actor, partner_id, False)
+def disable_transfer_partner(
+    partner_id: str, kma: Kma, actor: TransferPartners
+) -> transfer_partners.TransferPartnerRow:
+    return transfer_partners.disable_transfer_partner(kma, actor, partner_id)
 
 
 @router.delete("/transfer-partners/{partner_id}", status_code=204)
@@ -94,7 +100,9 @@ def _selection(body: TransferExportCreate) -> transfer_export.Selection:
 
 
 @router.post("/transfer-exports", response_model=TransferExportAnswer, status_code=201)
-def export_transfer_file(body: TransferExportCreate, kma: Kma, actor: TransferExport) -> dict[str, object]:
+def export_transfer_file(
+    body: TransferExportCreate, kma: Kma, actor: TransferExport
+) -> transfer_export.TransferExportRow:
     """The transfer file for a partner with the chosen data units' keys (only those whose policy
     allows export: the others are named), signed by this cluster and wrapped to the partner."""
     return transfer_export.export_transfer_file(

@@ -9,11 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
 from kma.appliance import Appliance
 from kma.audit import report as html_report
+from kma.audit.chain import ChainReport
 from kma.audit.exports import iso, signature_record, stream_csv
 from kma.audit.record import Condition, Retention
 from kma.domain.actor import Actor
@@ -65,13 +67,26 @@ def csv_export(kma: Appliance, actor: Actor, req: PageRequest) -> Iterator[bytes
     return stream_csv(iter_events(kma.store, req), sig, ca_pem, _details(kma, actor, req))
 
 
-def report(kma: Appliance, actor: Actor, req: PageRequest, row_limit: int = REPORT_ROWS) -> dict[str, Any]:
+@dataclass(frozen=True)
+class AuditReportRow:
+    """A signed HTML report of the trail; the API's `Report` reads it."""
+
+    filename: str
+    html: str
+    signature: str  # the detached signature file's exact text (JSON)
+    chain: ChainReport  # the verification the report states
+
+
+def get_audit_report(
+    kma: Appliance, actor: Actor, req: PageRequest, row_limit: int = REPORT_ROWS
+) -> AuditReportRow:
     """The HTML report (first `row_limit` events) stating the chain verification, and its signature."""
     sig = signer(kma)
     where, bound = where_clause(req)
     total = int(kma.store.scalar(f"SELECT count(*) FROM audit_events WHERE {where}", bound) or 0)
     ca_pem = kma.data_dir.ca_cert.read_bytes()
-    chain = dict(report_json(verify_chain(kma.store, ca_pem)))
+    verified = verify_chain(kma.store, ca_pem)
+    chain = dict(report_json(verified))
     details = _details(kma, actor, req)
     html = html_report.render(
         cluster=details["cluster"],
@@ -90,9 +105,9 @@ def report(kma: Appliance, actor: Actor, req: PageRequest, row_limit: int = REPO
     stamp = details["created_at"].replace(":", "").replace("-", "")
     made = f"made a signed audit report ({_describe(req)}; chain {'intact' if chain['intact'] else 'BROKEN'})"
     _audit_export(kma, actor, "audit.report", made)
-    return {
-        "filename": f"audit-report-{stamp}.html",
-        "html": html,
-        "signature": json.dumps(record, ensure_ascii=False, indent=1) + "\n",
-        "chain": chain,
-    }
+    return AuditReportRow(
+        filename=f"audit-report-{stamp}.html",
+        html=html,
+        signature=json.dumps(record, ensure_ascii=False, indent=1) + "\n",
+        chain=verified,
+    )

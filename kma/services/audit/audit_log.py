@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple, TypedDict, cast
 
 from kma.appliance import Appliance
 from kma.audit.record import SEVERITY, Condition, Retention
@@ -113,7 +113,7 @@ def with_text(req: PageRequest) -> PageRequest:
     return PageRequest(req.limit, req.cursor, None, req.sort, req.order, filters)
 
 
-def list_events(kma: Appliance, req: PageRequest) -> Page:
+def list_audit_events(kma: Appliance, req: PageRequest) -> Page:
     req = with_text(req)
     if "text" in req.filters and (req.sort or "id") == "id":
         return text_page(kma.store, req)
@@ -184,7 +184,38 @@ def text_page(store: Store, req: PageRequest) -> Page:
     return Page(rows, next_cursor, min(count, COUNT_LIMIT), count <= COUNT_LIMIT)
 
 
-def where_clause(req: PageRequest) -> tuple[str, dict[str, Any]]:
+class Where(NamedTuple):
+    """A filter as SQL: not a row but a condition and the values it binds (text or numbers, as
+    each filter converts them), handed to the store as they are."""
+
+    sql: str
+    params: dict[str, Any]
+
+
+class AuditEventRecord(TypedDict):
+    """One event as `audit_events` holds it (migration 0001), every column: the exports write them
+    all, in the store's own words, so a column is named once, in the schema."""
+
+    id: int
+    kma_id: str
+    chain_seq: int
+    created_at: int
+    site_id: str
+    operation: str
+    severity: str
+    condition: str
+    event_class: str
+    entity_id: str
+    entity_address: str
+    message: str
+    retention: str
+    subject_type: str | None
+    subject_id: str | None
+    prev_hash: str
+    hash: str
+
+
+def where_clause(req: PageRequest) -> Where:
     """The WHERE of a filter (exports walk it by id rather than by page)."""
     req = with_text(req)
     where, bound = [], {}
@@ -194,10 +225,10 @@ def where_clause(req: PageRequest) -> tuple[str, dict[str, Any]]:
         flt = LIST.filters[name]
         where.append(flt.sql.replace(":value", f":f_{name}"))
         bound[f"f_{name}"] = flt.convert(value)
-    return " AND ".join(where) or "1", bound
+    return Where(" AND ".join(where) or "1", bound)
 
 
-def iter_events(store: Store, req: PageRequest, chunk: int = 2000) -> Iterator[dict[str, Any]]:
+def iter_events(store: Store, req: PageRequest, chunk: int = 2000) -> Iterator[AuditEventRecord]:
     """Every event matching the filter, oldest first, read in chunks (bounded memory)."""
     where, bound = where_clause(req)
     last = 0
@@ -207,11 +238,11 @@ def iter_events(store: Store, req: PageRequest, chunk: int = 2000) -> Iterator[d
         if not rows:
             return
         for row in rows:
-            yield dict(row)
+            yield cast(AuditEventRecord, dict(row))  # SELECT *: the table's columns
         last = rows[-1]["id"]
 
 
-def facets(store: Store, limit: int = 500) -> dict[str, list[str]]:
+def get_audit_facets(store: Store, limit: int = 500) -> dict[str, list[str]]:
     """The distinct values of each filterable column, for the browser's pick lists.
 
     Each is an index skip-scan (`min(col) WHERE col > previous`), so the cost grows with the

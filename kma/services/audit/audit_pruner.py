@@ -13,7 +13,7 @@ import time
 
 from kma.appliance import Appliance
 from kma.errors import KmaError, KmaLocked
-from kma.services.audit.audit_retention import prune, prune_due, schedule_changed
+from kma.services.audit.audit_retention import prune_audit_events, prune_due, schedule_changed
 from kma.worker import Worker
 
 CHECK_S = 600.0  # how often the KMA asks whether a prune is due
@@ -36,8 +36,8 @@ class AutoPrune(Worker):
             return CHECK_S
         try:
             if prune_due(self.kma):
-                result = prune(self.kma, self.kma.itself)
-                self.log.info("pruned %d audit events on schedule", result["removed"])
+                result = prune_audit_events(self.kma, self.kma.itself)
+                self.log.info("pruned %d audit events on schedule", result.removed)
         except KmaLocked:
             pass  # locked meanwhile: unlocking does not need us, the next check will do
         except KmaError as exc:  # e.g. the trail does not verify: refused, and audited

@@ -24,6 +24,7 @@ from kma.errors import Conflict, ValidationFailed
 from kma.services.audit.audit_signer import signer, signing
 from kma.services.audit.audit_verification import verify_chain
 from kma.services.change import Change
+from kma.services.common import typed_row
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
 from kma.store import Stmt
@@ -50,7 +51,49 @@ def schedule_changed(kma: Appliance) -> threading.Event:
     return kma.part(ScheduleChanged)
 
 
-def get_retention(kma: Appliance) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RetentionRow:
+    """The retention periods (seconds) and pruning's state; the API's `Retention` reads it."""
+
+    long: int
+    medium: int
+    short: int
+    auto_prune: bool  # the KMA prunes by itself once a day
+    updated_at: int
+    last_pruned_at: int | None
+    last_prune: str | None  # the last prune's audit message
+    checkpoints: int  # signed checkpoints kept
+
+    def period(self, retention_class: str) -> int:
+        """The period of `long`, `medium` or `short`."""
+        return {"long": self.long, "medium": self.medium, "short": self.short}[retention_class]
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    """A signed checkpoint of one KMA's chain; the API's `Checkpoint` reads it."""
+
+    id: int
+    kma_id: str
+    chain_seq: int
+    hash: str
+    created_at: int
+    retained_count: int
+    signing_key_id: int
+    signing_key: str  # the audit signing key's fingerprint
+
+
+@dataclass(frozen=True)
+class PruneRow:
+    """What a prune did; the API's `PruneResult` reads it."""
+
+    removed: int
+    checkpoints: int
+    cutoffs: dict[str, int]  # retention class -> events created before this were due
+    retention: RetentionRow
+
+
+def get_audit_retention(kma: Appliance) -> RetentionRow:
     row = kma.store.query_one(
         "SELECT long, medium, short, auto_prune, updated_at FROM audit_retention WHERE id = 1"
     )
@@ -60,13 +103,16 @@ def get_retention(kma: Appliance) -> dict[str, Any]:
         "AND condition = 'success' ORDER BY id DESC LIMIT 1"
     )
     checkpoints = int(kma.store.scalar("SELECT count(*) FROM audit_checkpoints") or 0)
-    return {
-        **dict(row),
-        "auto_prune": bool(row["auto_prune"]),
-        "last_pruned_at": last["created_at"] if last else None,
-        "last_prune": last["message"] if last else None,
-        "checkpoints": checkpoints,
-    }
+    return RetentionRow(
+        long=row["long"],
+        medium=row["medium"],
+        short=row["short"],
+        auto_prune=bool(row["auto_prune"]),
+        updated_at=row["updated_at"],
+        last_pruned_at=last["created_at"] if last else None,
+        last_prune=last["message"] if last else None,
+        checkpoints=checkpoints,
+    )
 
 
 def _years_days(seconds: int) -> str:
@@ -85,8 +131,8 @@ def _checked(kma: Appliance, periods: Mapping[str, int | None]) -> tuple[dict[st
                 f"The {name} retention period must be {_years_days(FLOORS[name])} to 100 years, in seconds "
                 f"(floors: {', '.join(f'{c} {_years_days(f)}' for c, f in FLOORS.items())})."
             )
-    current = get_retention(kma)
-    new = {c: given.get(c, current[c]) for c in CLASSES}
+    current = get_audit_retention(kma)
+    new = {c: given.get(c, current.period(c)) for c in CLASSES}
     if not new["long"] >= new["medium"] >= new["short"]:
         raise ValidationFailed("Retention periods must keep long >= medium >= short.")
     return given, new
@@ -94,14 +140,14 @@ def _checked(kma: Appliance, periods: Mapping[str, int | None]) -> tuple[dict[st
 
 def shortens(kma: Appliance, **periods: int | None) -> bool:
     """Whether these periods shorten any class: that removes history, so it needs the quorum."""
-    current = get_retention(kma)
-    return any(v is not None and v < current[c] for c, v in periods.items() if c in CLASSES)
+    current = get_audit_retention(kma)
+    return any(v is not None and v < current.period(c) for c, v in periods.items() if c in CLASSES)
 
 
 def _change(kma: Appliance, given: Mapping[str, int], auto_prune: bool | None) -> Change:
-    current = get_retention(kma)
-    new = {c: given.get(c, current[c]) for c in CLASSES}
-    auto = current["auto_prune"] if auto_prune is None else auto_prune
+    current = get_audit_retention(kma)
+    new = {c: given.get(c, current.period(c)) for c in CLASSES}
+    auto = current.auto_prune if auto_prune is None else auto_prune
     what = ", ".join(f"{c} {_years_days(new[c])}" for c in CLASSES)
     sets = ", ".join(f"{c} = :{c}" for c in given)
     return Change(
@@ -120,9 +166,9 @@ def _change(kma: Appliance, given: Mapping[str, int], auto_prune: bool | None) -
     )
 
 
-def set_retention(
+def set_audit_retention(
     kma: Appliance, actor: Actor, auto_prune: bool | None = None, **periods: int | None
-) -> dict[str, Any]:
+) -> RetentionRow:
     """Lengthen periods or switch automatic pruning; shortening goes through the quorum
     (`SHORTEN_RETENTION`), so one Security Officer cannot make pruning erase history."""
     given, _ = _checked(kma, periods)
@@ -132,14 +178,16 @@ def set_retention(
         change = _change(kma, given, auto_prune)
         kma.commit(actor, change.operation, change.statements, change.message, change.subject)
         schedule_changed(kma).set()  # a schedule just turned on may be due now
-    return get_retention(kma)
+    return get_audit_retention(kma)
 
 
 def _prepare_shorten(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
     given, new = _checked(kma, {c: request.get(c) for c in CLASSES})
     auto = request.get("auto_prune")
-    current = get_retention(kma)
-    what = ", ".join(f"{c} {_years_days(current[c])} -> {_years_days(new[c])}" for c in CLASSES if c in given)
+    current = get_audit_retention(kma)
+    what = ", ".join(
+        f"{c} {_years_days(current.period(c))} -> {_years_days(new[c])}" for c in CLASSES if c in given
+    )
     shown: dict[str, Any] = {**given, **({"auto_prune": auto} if auto is not None else {})}
     return Prepared(f"Change audit retention: {what}", shown, {"periods": given, "auto_prune": auto})
 
@@ -154,9 +202,9 @@ SHORTEN_RETENTION = OpType("shorten_audit_retention", _prepare_shorten, _execute
 
 def prune_due(kma: Appliance) -> bool:
     """Automatic pruning is on and the last prune (by anyone) is a day old or more."""
-    retention = get_retention(kma)
-    last = retention["last_pruned_at"]
-    return bool(retention["auto_prune"]) and (last is None or kma.clock.now() - last >= DAY)
+    retention = get_audit_retention(kma)
+    last = retention.last_pruned_at
+    return retention.auto_prune and (last is None or kma.clock.now() - last >= DAY)
 
 
 @dataclass(frozen=True)
@@ -224,7 +272,7 @@ def _refuse_broken(kma: Appliance, actor: Actor, operation: str) -> None:
         raise Conflict(message[0].upper() + message[1:] + ".", audited=True)
 
 
-def checkpoint(kma: Appliance, actor: Actor) -> list[dict[str, Any]]:
+def create_audit_checkpoint(kma: Appliance, actor: Actor) -> list[CheckpointRow]:
     """Sign each chain's current head (after verifying the whole trail)."""
     sig = signer(kma)
     with signing(kma).prune_lock:
@@ -239,17 +287,17 @@ def checkpoint(kma: Appliance, actor: Actor) -> list[dict[str, Any]]:
             f"signed audit checkpoints: {what}",
             ("audit", "chain"),
         )
-    return list_checkpoints(kma)[: len(cuts)]
+    return list_audit_checkpoints(kma)[: len(cuts)]
 
 
-def prune(kma: Appliance, actor: Actor) -> dict[str, Any]:
+def prune_audit_events(kma: Appliance, actor: Actor) -> PruneRow:
     """Remove events older than their retention class's period, up to signed checkpoints."""
     sig = signer(kma)
     with signing(kma).prune_lock:
         _refuse_broken(kma, actor, "audit.prune")
         now = kma.clock.now()
-        periods = get_retention(kma)
-        cutoffs = {c: now - int(periods[c]) for c in CLASSES}
+        periods = get_audit_retention(kma)
+        cutoffs = {c: now - periods.period(c) for c in CLASSES}
         cuts = _plan(kma, cutoffs)
         removed = 0
         for cut in cuts:
@@ -273,15 +321,15 @@ def prune(kma: Appliance, actor: Actor) -> dict[str, Any]:
                     Stmt("DELETE FROM audit_prune_permits WHERE kma_id = ?", (cut.kma_id,), expect=1),
                 ],
                 f"pruned {cut.removed} audit events of KMA {cut.kma_id} up to chain #{cut.seq} under a "
-                f"signed checkpoint (retention: long {_years_days(periods['long'])}, medium "
-                f"{_years_days(periods['medium'])}, short {_years_days(periods['short'])})",
+                f"signed checkpoint (retention: long {_years_days(periods.long)}, medium "
+                f"{_years_days(periods.medium)}, short {_years_days(periods.short)})",
                 ("audit", "chain"),
             )
             removed += cut.removed
-    return {"removed": removed, "checkpoints": len(cuts), "cutoffs": cutoffs, "retention": get_retention(kma)}
+    return PruneRow(removed, len(cuts), cutoffs, get_audit_retention(kma))
 
 
-def list_checkpoints(kma: Appliance, limit: int = 100) -> list[dict[str, Any]]:
+def list_audit_checkpoints(kma: Appliance, limit: int = 100) -> list[CheckpointRow]:
     rows = kma.store.query(
         "SELECT c.id, c.kma_id, c.chain_seq, c.hash, c.created_at, c.retained_count, c.signing_key_id, "
         "k.public_key FROM audit_checkpoints c JOIN audit_signing_keys k ON k.id = c.signing_key_id "
@@ -291,9 +339,6 @@ def list_checkpoints(kma: Appliance, limit: int = 100) -> list[dict[str, Any]]:
     from kma.audit.signing import key_fingerprint
 
     return [
-        {
-            **{k: r[k] for k in r.keys() if k != "public_key"},
-            "signing_key": key_fingerprint(bytes(r["public_key"])),
-        }
+        typed_row(CheckpointRow, {**dict(r), "signing_key": key_fingerprint(bytes(r["public_key"]))})
         for r in rows
     ]

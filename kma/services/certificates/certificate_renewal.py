@@ -11,10 +11,10 @@ certificate, so nothing changes for them.
 
 When: `renew_before` ahead of its expiry (kma.toml [certificates]), checked by the certificate
 watch (kma/services/certificates/certificate_expiry.py), or at once when a Security Officer asks
-(`request`): the
-KMA answering does it itself if the request is for it, else records it and the named KMA does it
-within a second (its cluster watch sees the request). Each KMA renews its own, so a cluster's KMAs
-renew one by one as their certificates come due, and none stops serving while it does.
+(`renew_kma_certificate`): the KMA answering does it itself if the request is for it, else records
+it and the named KMA does it within a second (its cluster watch sees the request). Each KMA renews
+its own, so a cluster's KMAs renew one by one as their certificates come due, and none stops serving
+while it does.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import os
 import ssl
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from cryptography import x509
 
@@ -42,7 +41,7 @@ from kma.services.certificates.certificate_expiry import (
     serial_and_expiry,
     settings,
 )
-from kma.services.kmas import get_kma
+from kma.services.kmas import KmaRow, get_kma
 from kma.store import Stmt
 from kma.tls import server_context
 from kma.worker import Worker
@@ -106,7 +105,7 @@ def _replace(path: Path, data: bytes) -> None:
     os.replace(fresh, path)
 
 
-def renew(kma: Appliance, actor: Actor, why: str) -> dict[str, Any]:
+def renew(kma: Appliance, actor: Actor, why: str) -> KmaRow:
     """Renew this KMA's listener certificate now; the KMA's entry as the API shows it."""
     if kma.vault.locked:
         raise Conflict("This KMA is locked: it can renew its certificate once a quorum unlocks it.")
@@ -169,7 +168,7 @@ def follow_request(kma: Appliance) -> None:
         certificate_watch(kma).wake()
 
 
-def request(kma: Appliance, actor: Actor, kma_id: str) -> dict[str, Any]:
+def renew_kma_certificate(kma: Appliance, actor: Actor, kma_id: str) -> KmaRow:
     """A Security Officer's "renew now": done here if it is this KMA's, else recorded for that KMA."""
     if kma_id == kma.kma_id:
         renewed = renew(kma, actor, f"{actor.entity_id} asked for it")

@@ -21,7 +21,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from kma.appliance import Appliance
 from kma.crypto import entry_signature
@@ -31,6 +31,37 @@ from kma.services.integrity import row_macs
 from kma.store import Stmt
 
 log = logging.getLogger(__name__)
+
+
+# An entry's signed column sets as the store holds them (0 and 1 for flags: a signature covers the
+# stored values exactly). Dicts rather than rows on purpose: a write signs the entry as its change
+# leaves it (`{**entry, **changes}`), and the signing code reads the columns by the names in
+# kma/crypto/entry_signature.py (SIGNED, ROUTED), the one list of what is signed.
+class SignedEntry(TypedDict):
+    """`SELECT`: the fields that grant trust, and their signature."""
+
+    id: str
+    witness: int
+    awaiting_join: int
+    removed_at: int | None
+    service_address: str
+    raft_address: str
+    node_cert_pem: str | None
+    join_passphrase_hash: str | None
+    signature: str | None
+
+
+class EntryRoutes(TypedDict):
+    """`SELECT_ROUTES`: where users and agents are sent, and its signature."""
+
+    id: str
+    name: str
+    site_id: str
+    management_address: str
+    voter: int
+    key_pool_size: int
+    route_signature: str | None
+
 
 KMAS = row_macs.Sealed("kmas", ("id",), SIGNED, "kma")  # how a tampered entry is reported
 
@@ -69,9 +100,9 @@ def genuine(kma: Appliance, row: Mapping[str, Any] | sqlite3.Row) -> bool:
     return False
 
 
-def entry(kma: Appliance, kma_id: str) -> dict[str, Any] | None:
+def entry(kma: Appliance, kma_id: str) -> SignedEntry | None:
     row = kma.store.query_one(f"{SELECT} WHERE id = ?", (kma_id,))
-    return None if row is None else dict(row)
+    return None if row is None else cast(SignedEntry, dict(row))
 
 
 def _ca_key(kma: Appliance) -> bytes:
@@ -94,9 +125,9 @@ def sign_routes(kma: Appliance, row: Mapping[str, Any]) -> Stmt:
     )
 
 
-def routes(kma: Appliance, kma_id: str) -> dict[str, Any] | None:
+def routes(kma: Appliance, kma_id: str) -> EntryRoutes | None:
     row = kma.store.query_one(f"{SELECT_ROUTES} WHERE id = ?", (kma_id,))
-    return None if row is None else dict(row)
+    return None if row is None else cast(EntryRoutes, dict(row))
 
 
 def resign_routes(kma: Appliance, kma_id: str, **changes: Any) -> Stmt:
@@ -156,7 +187,7 @@ def own_entry(kma: Appliance) -> tuple[list[Stmt], str]:
     if not first_hand:  # not served (a restore, a command): nothing known first-hand
         return [], ""
     ok = genuine(kma, row)
-    if ok and row["signature"] is not None and all(row[f] == v for f, v in first_hand.items()):
+    if ok and row["signature"] is not None and all(row.get(f) == v for f, v in first_hand.items()):
         return [], ""
     what = "recorded this KMA's service address, Raft address and node certificate in its entry, signed"
     if not ok:

@@ -9,7 +9,7 @@ unlocked when a rotation starts elsewhere takes the new generation up with `take
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from kma.appliance import Appliance
 from kma.crypto import CryptoError, WrappingKey
@@ -114,39 +114,64 @@ def kmas_waiting(kma: Appliance, generation: int) -> list[str]:
     ]
 
 
-def status(kma: Appliance) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MasterKeyRotationRow:
+    """A master key rotation, under way or the last one (times in seconds since the epoch)."""
+
+    to_generation: int
+    op_id: str
+    started_at: int
+    started_by: str
+    finished_at: int | None
+    blobs_total: int  # blobs under the old generation when it started
+    blobs_done: int
+    percent: int  # 100 once ended
+    kmas_waiting: list[str]  # KMAs that have not taken the new generation up yet (down or locked)
+
+
+@dataclass(frozen=True)
+class MasterKeyRow:
+    """The master key's generation and its rotation; the API's `MasterKeyState` reads it (the route
+    adds why a rotation cannot start now: `rotation_refused`)."""
+
+    generation: int  # 1: never rotated
+    rotating: bool
+    rotation: MasterKeyRotationRow | None  # the one under way, else the last one; None: never rotated
+
+
+def get_master_key(kma: Appliance) -> MasterKeyRow:
     """The master key's generation and the rotation under way (or the last one), for the dashboard,
     `kma status`, /metrics and the Cluster page."""
     generation = current_generation(kma)
     row = kma.store.query_one("SELECT * FROM master_key_rotations ORDER BY to_generation DESC LIMIT 1")
     waiting = kmas_waiting(kma, generation)
     if row is None:
-        return {"generation": generation, "rotating": False, "rotation": None}
+        return MasterKeyRow(generation, False, None)
     total, done = int(row["blobs_total"]), int(row["blobs_done"])
     running = row["finished_at"] is None
-    rotation = {
-        "to_generation": row["to_generation"],
-        "op_id": row["op_id"],
-        "started_at": row["started_at"],
-        "started_by": row["started_by"],
-        "finished_at": row["finished_at"],
-        "blobs_total": total,
-        "blobs_done": min(done, total),
-        "percent": 100 if not running else (min(99, done * 100 // total) if total else 99),
-        "kmas_waiting": waiting if running else [],
-    }
-    return {"generation": generation, "rotating": running, "rotation": rotation}
-
-
-def describe(state: dict[str, Any]) -> str:
-    """One line for `kma status` and the dashboard."""
-    rotation = state["rotation"]
-    if not state["rotating"]:
-        return f"master key generation {state['generation']}" + (" (rotated)" if rotation else "")
-    line = (
-        f"master key rotation to generation {rotation['to_generation']}: {rotation['percent']}% "
-        f"({rotation['blobs_done']} of {rotation['blobs_total']} blobs re-wrapped)"
+    rotation = MasterKeyRotationRow(
+        to_generation=row["to_generation"],
+        op_id=row["op_id"],
+        started_at=row["started_at"],
+        started_by=row["started_by"],
+        finished_at=row["finished_at"],
+        blobs_total=total,
+        blobs_done=min(done, total),
+        percent=100 if not running else (min(99, done * 100 // total) if total else 99),
+        kmas_waiting=waiting if running else [],
     )
-    if rotation["kmas_waiting"]:
-        line += f"; waiting for KMA {', '.join(rotation['kmas_waiting'])} to take the new generation"
+    return MasterKeyRow(generation, running, rotation)
+
+
+def describe(state: MasterKeyRow) -> str:
+    """One line for `kma status` and the dashboard."""
+    rotation = state.rotation
+    if not state.rotating or rotation is None:
+        return f"master key generation {state.generation}" + (" (rotated)" if rotation else "")
+    line = (
+        f"master key rotation to generation {rotation.to_generation}: {rotation.percent}% "
+        f"({rotation.blobs_done} of {rotation.blobs_total} blobs re-wrapped)"
+    )
+    if rotation.kmas_waiting:
+        line += f"; waiting for KMA {', '.join(rotation.kmas_waiting)} to take the new generation"
     return line

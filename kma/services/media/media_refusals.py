@@ -7,8 +7,10 @@ One KMA (embedded) has nothing to publish: its own counts are the cluster's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kma.appliance import Appliance
-from kma.services.media.media_rules import MediaRefusals
+from kma.services.media.media_rules import MediaRefusals, Refusal
 from kma.store import Batch, Stmt
 
 UPSERT = (
@@ -40,7 +42,23 @@ def publish(kma: Appliance) -> None:
     part.published = counts
 
 
-def refusal_counts(kma: Appliance) -> dict[str, object]:
+@dataclass(frozen=True)
+class MediaRefusalsRow:
+    """This KMA's refused write keys by reason (`media_rules.Refusal`) since it started, and the
+    cluster's; the API's `MediaRefusals` reads it."""
+
+    two_pools: int
+    never_encrypted: int
+    read_only: int
+    no_pool: int
+    key_group: int
+    generation: int
+    relabel: int
+    cluster: dict[str, int]  # reason -> the same summed over the cluster's serving KMAs
+    cluster_kmas: int  # those serving KMAs, this one included
+
+
+def get_media_refusals(kma: Appliance) -> MediaRefusalsRow:
     """This KMA's refused write keys by reason since it started, and the cluster's: summed over its
     serving KMAs (this one's as it counts them now, the others' as they last published them)."""
     own = kma.part(MediaRefusals).counts()
@@ -48,4 +66,14 @@ def refusal_counts(kma: Appliance) -> dict[str, object]:
     for row in kma.store.query(OTHERS, (kma.kma_id,)):
         if row["reason"] in cluster:
             cluster[row["reason"]] += int(row["n"])
-    return {**own, "cluster": cluster, "cluster_kmas": max(int(kma.store.scalar(SERVING) or 0), 1)}
+    return MediaRefusalsRow(
+        two_pools=own[Refusal.TWO_POOLS],
+        never_encrypted=own[Refusal.NEVER_ENCRYPTED],
+        read_only=own[Refusal.READ_ONLY],
+        no_pool=own[Refusal.NO_POOL],
+        key_group=own[Refusal.KEY_GROUP],
+        generation=own[Refusal.GENERATION],
+        relabel=own[Refusal.RELABEL],
+        cluster=cluster,
+        cluster_kmas=max(int(kma.store.scalar(SERVING) or 0), 1),
+    )

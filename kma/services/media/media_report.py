@@ -12,7 +12,7 @@ from kma.audit.exports import iso
 from kma.domain.actor import Actor
 from kma.services.media.media_views import list_tapes_moved_between_pools, list_tapes_to_relabel
 from kma.services.paging import MAX_LIMIT, Page, PageRequest
-from kma.services.reports.signed_report import signed_report
+from kma.services.reports.signed_report import SignedReportRow, signed_report
 
 COLUMNS = (
     "list",
@@ -66,7 +66,7 @@ def _rows(kma: Appliance) -> list[list[str]]:
     return rows
 
 
-def media_report(kma: Appliance, actor: Actor) -> dict[str, str]:
+def get_media_report(kma: Appliance, actor: Actor) -> SignedReportRow:
     return signed_report(
         kma, actor, "media", "tapes to relabel and tapes moved between pools", COLUMNS, _rows(kma)
     )

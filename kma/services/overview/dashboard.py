@@ -68,8 +68,8 @@ def _this_kmas(kma: Appliance) -> list[str]:
 
 def _the_clusters(kma: Appliance, readiness: Readiness) -> list[str]:
     out = backups.warnings(readiness)
-    rotation = master_keys.status(kma)
-    if rotation["rotating"]:
+    rotation = master_keys.get_master_key(kma)
+    if rotation.rotating:
         out.append(
             f"The {master_keys.describe(rotation)}. Drives are served throughout; the old generation is "
             "destroyed when it ends."
@@ -127,7 +127,7 @@ class Dashboard:
     users: int
     pending_quorum_operations: int
     backups: Readiness
-    master_key: dict[str, Any]  # master_keys.status
+    master_key: master_keys.MasterKeyRow
     warnings: list[str]
     certificates: list[dict[str, Any]]  # soonest expiry first
 
@@ -147,7 +147,7 @@ def get_dashboard(kma: Appliance) -> Dashboard:
         users=scalar("SELECT count(*) FROM users"),
         pending_quorum_operations=pending_count(kma),
         backups=readiness,
-        master_key=master_keys.status(kma),
+        master_key=master_keys.get_master_key(kma),
         warnings=warnings(kma, readiness),
         certificates=[e.as_answer() for e in certificate_expiry.expiries(kma)],
     )

@@ -73,21 +73,21 @@ class _ApplianceState(Collector):
 
 
 def _master_key(kma: Appliance) -> list[GaugeMetricFamily]:
-    state = master_keys.status(kma)
-    rotation = state["rotation"] or {}
+    state = master_keys.get_master_key(kma)
+    rotation = state.rotation
     return [
         GaugeMetricFamily(
-            "kma_master_key_generation", "The cluster's master key generation", value=state["generation"]
+            "kma_master_key_generation", "The cluster's master key generation", value=state.generation
         ),
         GaugeMetricFamily(
             "kma_master_key_rotating",
             "1 while a master key rotation re-wraps blobs",
-            value=int(state["rotating"]),
+            value=int(state.rotating),
         ),
         GaugeMetricFamily(
             "kma_master_key_rotation_blobs_remaining",
             "Blobs still under the old master key generation (0 when no rotation runs)",
-            value=(rotation["blobs_total"] - rotation["blobs_done"]) if state["rotating"] else 0,
+            value=(rotation.blobs_total - rotation.blobs_done) if state.rotating and rotation else 0,
         ),
     ]
 

@@ -175,17 +175,22 @@ def reconstruct(split: KeySplit, shares: Sequence[Share], members: Sequence[str]
 
 
 # --- the key split as the Quorum page shows it, and how long operations wait ------------
-def key_split_view(kma: Appliance) -> dict[str, Any]:
+@dataclass(frozen=True)
+class KeySplitRow:
+    """The key split without its shares, as the Quorum page shows it; the API's `KeySplit` reads it."""
+
+    threshold: int
+    members: list[str]
+    generation: int
+    operation_lifetime: int  # seconds a new pending quorum operation waits for approvals
+
+
+def get_key_split(kma: Appliance) -> KeySplitRow:
     split = current_split(kma)
-    return {
-        "threshold": split.threshold,
-        "members": split.members,
-        "generation": split.generation,
-        "operation_lifetime": split.lifetime,
-    }
+    return KeySplitRow(split.threshold, split.members, split.generation, split.lifetime)
 
 
-def set_lifetime(kma: Appliance, actor: Actor, seconds: int) -> dict[str, Any]:
+def set_quorum_lifetime(kma: Appliance, actor: Actor, seconds: int) -> KeySplitRow:
     """How long new pending quorum operations wait for approvals (existing ones keep their expiry)."""
     if not MIN_LIFETIME <= seconds <= MAX_LIFETIME:
         raise ValidationFailed(
@@ -201,4 +206,4 @@ def set_lifetime(kma: Appliance, actor: Actor, seconds: int) -> dict[str, Any]:
         f"pending quorum operations now expire after {seconds} seconds",
         ("cluster", "key_split"),
     )
-    return key_split_view(kma)
+    return get_key_split(kma)

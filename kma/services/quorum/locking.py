@@ -27,7 +27,7 @@ from kma.services.change import Change
 from kma.services.common import require
 from kma.services.integrity import entry_signatures, key_macs, row_macs
 from kma.services.keypool import key_pool
-from kma.services.kmas import get_kma
+from kma.services.kmas import KmaRow, get_kma
 from kma.services.master_key import master_keys
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
@@ -45,7 +45,7 @@ def this_kma_only(kma: Appliance, kma_id: str, what: str) -> None:
         )
 
 
-def lock_kma(kma: Appliance, actor: Actor, kma_id: str) -> dict[str, Any]:
+def lock_kma(kma: Appliance, actor: Actor, kma_id: str) -> KmaRow:
     """Lock at once: this KMA's vault forgets the master key before anything else can go wrong;
     another KMA of the cluster locks itself as soon as it sees the replicated lock (within a
     second: kma/cluster/watch.py)."""

@@ -22,7 +22,7 @@ from kma.audit.exports import iso
 from kma.domain.actor import Actor
 from kma.domain.lifecycle import key_state_sql
 from kma.errors import ValidationFailed
-from kma.services.reports.signed_report import signed_report
+from kma.services.reports.signed_report import SignedReportRow, signed_report
 
 DAY = 86400
 MAX_DAYS = 3650  # ten years: beyond, a question for the key policies, not a report
@@ -49,7 +49,7 @@ class Period:
         return self
 
 
-def key_inventory_report(kma: Appliance, actor: Actor) -> dict[str, str]:
+def get_key_inventory_report(kma: Appliance, actor: Actor) -> SignedReportRow:
     state = key_state_sql("k.")
     now = {"now": kma.clock.now()}
     by_group = kma.store.query(
@@ -77,7 +77,7 @@ def key_inventory_report(kma: Appliance, actor: Actor) -> dict[str, str]:
     return signed_report(kma, actor, "key-inventory", "the key inventory", columns, rows)
 
 
-def cryptoperiods_report(kma: Appliance, actor: Actor, days: int) -> dict[str, str]:
+def get_cryptoperiods_report(kma: Appliance, actor: Actor, days: int) -> SignedReportRow:
     now = kma.clock.now()
     ending = kma.store.query(
         "SELECT id, key_group_id, data_unit_id, agent_id, activated_at, protect_until, deactivate_at "
@@ -112,7 +112,7 @@ def cryptoperiods_report(kma: Appliance, actor: Actor, days: int) -> dict[str, s
     return signed_report(kma, actor, "cryptoperiods", what, columns, rows)
 
 
-def agents_report(kma: Appliance, actor: Actor, silent_days: int, expiring_days: int) -> dict[str, str]:
+def get_agents_report(kma: Appliance, actor: Actor, silent_days: int, expiring_days: int) -> SignedReportRow:
     now = kma.clock.now()
     silent_since = now - days_within(silent_days, "Silent for") * DAY
     expires_by = now + days_within(expiring_days, "Expiring within") * DAY
@@ -146,7 +146,7 @@ def agents_report(kma: Appliance, actor: Actor, silent_days: int, expiring_days:
     return signed_report(kma, actor, "agents", what, columns, rows)
 
 
-def quorum_operations_report(kma: Appliance, actor: Actor, period: Period) -> dict[str, str]:
+def get_quorum_operations_report(kma: Appliance, actor: Actor, period: Period) -> SignedReportRow:
     period.check()
     ops = kma.store.query(
         "SELECT o.id, o.type, o.summary, o.requested_by, o.submitted_at, o.updated_at, o.result, "

@@ -15,6 +15,8 @@ import io
 import json
 import textwrap
 
+from kma.services.reports.signed_report import SignedReportRow
+
 WIDTH, HEIGHT, MARGIN = 842, 595, 36  # A4 landscape, in points
 SIZE, LEADING = 7, 8.5  # Courier 7 pt: 0.6 of the size per character
 CHARS = int((WIDTH - 2 * MARGIN) / (0.6 * SIZE))
@@ -22,27 +24,27 @@ LINES = int((HEIGHT - 2 * MARGIN) / LEADING)
 MAX_COLUMN = 48  # characters: a wider cell wraps onto more lines of its row
 
 
-def report_pdf(report: dict[str, str]) -> bytes:
+def report_pdf(report: SignedReportRow) -> bytes:
     """The report (`signed_report`'s answer) as a PDF document."""
     lines = _text(report)
     pages = [lines[i : i + LINES] for i in range(0, len(lines), LINES)] or [[]]
     return _document(pages, _title(report))
 
 
-def _title(report: dict[str, str]) -> str:
-    what = str(json.loads(report["signature"]).get("report", "a signed report"))
+def _title(report: SignedReportRow) -> str:
+    what = str(json.loads(report.signature).get("report", "a signed report"))
     return what[:1].upper() + what[1:]
 
 
-def _text(report: dict[str, str]) -> list[str]:
-    details = json.loads(report["signature"])
-    table = list(csv.reader(io.StringIO(report["csv"])))
+def _text(report: SignedReportRow) -> list[str]:
+    details = json.loads(report.signature)
+    table = list(csv.reader(io.StringIO(report.csv)))
     head, body = (table[0], table[1:]) if table else ([], [])
     said = [
         _title(report),
         f"Cluster {details.get('cluster', '')}, made by KMA {details.get('kma_id', '')} at "
         f"{details.get('created_at', '')} for {details.get('created_by', '')}; {len(body)} rows.",
-        f"The record is {report['filename']} and its signature {report['filename']}.sig (SHA-256 "
+        f"The record is {report.filename} and its signature {report.filename}.sig (SHA-256 "
         f"{details.get('sha256', '')}): check them with kma audit verify --export. This PDF is for reading.",
     ]
     out = [line for s in said for line in textwrap.wrap(s, CHARS)] + [""]

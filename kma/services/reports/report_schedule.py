@@ -25,32 +25,33 @@ from kma.audit.exports import iso
 from kma.domain.actor import Actor
 from kma.errors import KmaError, ValidationFailed
 from kma.services import alert_channels
-from kma.services.media.media_report import media_report
+from kma.services.media.media_report import get_media_report
 from kma.services.reports.compliance_reports import (
     DAY,
     MAX_DAYS,
     Period,
-    agents_report,
-    cryptoperiods_report,
-    key_inventory_report,
-    quorum_operations_report,
+    get_agents_report,
+    get_cryptoperiods_report,
+    get_key_inventory_report,
+    get_quorum_operations_report,
 )
 from kma.services.reports.report_pdf import report_pdf
-from kma.services.reports.user_report import users_report
+from kma.services.reports.signed_report import SignedReportRow
+from kma.services.reports.user_report import get_users_report
 from kma.services.schedules import Scheduler, attempted, check_folder, run_failed
 from kma.store import Stmt
 
 PERIODS = {"daily": 86400, "weekly": 7 * 86400, "monthly": 30 * 86400}
 FREQUENCIES = ("off", *PERIODS)
-Make = Callable[[Appliance, Actor, Period], dict[str, str]]
+Make = Callable[[Appliance, Actor, Period], SignedReportRow]
 # The reports a schedule may make, with the horizons of the Reports dialog's defaults.
 REPORTS: dict[str, Make] = {
-    "key-inventory": lambda kma, actor, _p: key_inventory_report(kma, actor),
-    "cryptoperiods": lambda kma, actor, _p: cryptoperiods_report(kma, actor, 90),
-    "agents": lambda kma, actor, _p: agents_report(kma, actor, 30, 90),
-    "quorum-operations": quorum_operations_report,
-    "users": lambda kma, actor, _p: users_report(kma, actor),
-    "media": lambda kma, actor, _p: media_report(kma, actor),
+    "key-inventory": lambda kma, actor, _p: get_key_inventory_report(kma, actor),
+    "cryptoperiods": lambda kma, actor, _p: get_cryptoperiods_report(kma, actor, 90),
+    "agents": lambda kma, actor, _p: get_agents_report(kma, actor, 30, 90),
+    "quorum-operations": get_quorum_operations_report,
+    "users": lambda kma, actor, _p: get_users_report(kma, actor),
+    "media": lambda kma, actor, _p: get_media_report(kma, actor),
 }
 
 
@@ -74,7 +75,7 @@ class Schedule:
         return None if period is None else (self.last_attempt_at or 0) + period
 
 
-def get_schedule(kma: Appliance) -> Schedule:
+def get_report_schedule(kma: Appliance) -> Schedule:
     row = kma.store.query_one("SELECT * FROM report_schedules WHERE kma_id = ?", (kma.kma_id,))
     if row is None:
         return Schedule(kma.kma_id)
@@ -91,7 +92,7 @@ def get_schedule(kma: Appliance) -> Schedule:
     )
 
 
-def set_schedule(
+def set_report_schedule(
     kma: Appliance,
     actor: Actor,
     frequency: str,
@@ -140,13 +141,13 @@ def set_schedule(
         ("kma", kma.kma_id),
     )
     report_scheduler(kma).wake()
-    return get_schedule(kma)
+    return get_report_schedule(kma)
 
 
 def run_if_due(kma: Appliance) -> list[str] | None:
     """Make the scheduled reports when a period has passed since the last attempt; their file
     names, or None."""
-    schedule = get_schedule(kma)
+    schedule = get_report_schedule(kma)
     now = kma.clock.now()
     if schedule.next_at is None or now < schedule.next_at:
         return None
@@ -157,16 +158,16 @@ def run_if_due(kma: Appliance) -> list[str] | None:
         check_folder(schedule.folder)
         made = [REPORTS[name](kma, kma.itself, period) for name in schedule.reports]
         for report in made:
-            csv_file = Path(schedule.folder) / report["filename"]
-            _write_new(csv_file, report["csv"].encode("utf-8"))
-            _write_new(csv_file.with_name(csv_file.name + ".sig"), report["signature"].encode("utf-8"))
+            csv_file = Path(schedule.folder) / report.filename
+            _write_new(csv_file, report.csv.encode("utf-8"))
+            _write_new(csv_file.with_name(csv_file.name + ".sig"), report.signature.encode("utf-8"))
             _write_new(csv_file.with_suffix(".pdf"), report_pdf(report))
         if schedule.email_channel_id:
             _send(kma, schedule.email_channel_id, made, period)
     except (KmaError, OSError, DeliveryFailed) as exc:
         run_failed(kma, "report_schedules", "report.scheduled", "scheduled reports", now, exc)
         return None
-    return [r["filename"] for r in made]
+    return [r.filename for r in made]
 
 
 def _write_new(path: Path, data: bytes) -> None:
@@ -182,14 +183,14 @@ def _write_new(path: Path, data: bytes) -> None:
     os.replace(part, path)
 
 
-def _send(kma: Appliance, channel_id: str, made: list[dict[str, str]], period: Period) -> None:
+def _send(kma: Appliance, channel_id: str, made: list[SignedReportRow], period: Period) -> None:
     ch, secret = alert_channels.email_channel(kma, channel_id)
     cluster = " ".join(str(kma.store.scalar("SELECT name FROM cluster") or "").split())
     msg = EmailMessage()
     msg["Subject"] = f"[KMA {cluster}] Signed reports of {iso(period.until)[:10]}"
     msg["From"] = ch.settings["sender"]
     msg["To"] = ", ".join(ch.settings["recipients"])
-    names = "\n".join(f"- {r['filename']}" for r in made)
+    names = "\n".join(f"- {r.filename}" for r in made)
     msg.set_content(
         f"The scheduled reports of KMA {kma.kma_id}, made at {iso(period.until)}:\n{names}\n\n"
         "Each CSV is signed by the cluster's audit key; its signature is the .sig file attached beside it.\n"
@@ -197,14 +198,14 @@ def _send(kma: Appliance, channel_id: str, made: list[dict[str, str]], period: P
         "Check both offline: kma audit verify --export REPORT.csv --ca <the cluster's CA certificate>\n"
     )
     for r in made:
-        pdf = r["filename"].removesuffix(".csv") + ".pdf"
+        pdf = r.filename.removesuffix(".csv") + ".pdf"
         msg.add_attachment(report_pdf(r), maintype="application", subtype="pdf", filename=pdf)
-        msg.add_attachment(r["csv"].encode("utf-8"), maintype="text", subtype="csv", filename=r["filename"])
+        msg.add_attachment(r.csv.encode("utf-8"), maintype="text", subtype="csv", filename=r.filename)
         msg.add_attachment(
-            r["signature"].encode("utf-8"),
+            r.signature.encode("utf-8"),
             maintype="application",
             subtype="json",
-            filename=f"{r['filename']}.sig",
+            filename=f"{r.filename}.sig",
         )
     host, port = alert_channels.smtp_of(ch)
     mail.send_message(

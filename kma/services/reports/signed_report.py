@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kma.appliance import Appliance
@@ -18,6 +19,15 @@ from kma.audit.exports import iso, signature_record
 from kma.audit.record import Condition, Retention
 from kma.domain.actor import Actor
 from kma.services.audit.audit_signer import signer
+
+
+@dataclass(frozen=True)
+class SignedReportRow:
+    """A signed report: its CSV and detached signature record; the API's `SignedReport` reads it."""
+
+    filename: str  # NAME-report-STAMP.csv
+    csv: str
+    signature: str  # the .sig file's exact text (JSON): what was signed, by whom, for whom
 
 
 def _cell(value: Any) -> str:
@@ -28,7 +38,7 @@ def _cell(value: Any) -> str:
 
 def signed_report(
     kma: Appliance, actor: Actor, name: str, what: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
-) -> dict[str, str]:
+) -> SignedReportRow:
     """The CSV `name`.csv of `rows` under `columns`, its signature record, and its file name."""
     sig = signer(kma)  # a locked KMA signs nothing (503)
     out = io.StringIO(newline="")
@@ -58,8 +68,8 @@ def signed_report(
         event_class="audit",
     )
     stamp = created.replace(":", "").replace("-", "")
-    return {
-        "filename": f"{name}-report-{stamp}.csv",
-        "csv": body.decode("utf-8"),
-        "signature": json.dumps(record, ensure_ascii=False, indent=1) + "\n",
-    }
+    return SignedReportRow(
+        filename=f"{name}-report-{stamp}.csv",
+        csv=body.decode("utf-8"),
+        signature=json.dumps(record, ensure_ascii=False, indent=1) + "\n",
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from kma.appliance import Appliance
 from kma.audit.exports import iso
 from kma.domain.actor import Actor
-from kma.services.reports.signed_report import signed_report
+from kma.services.reports.signed_report import SignedReportRow, signed_report
 from kma.services.sign_in import directory, second_factor_policy
 from kma.services.users import SELECT, user_row
 
@@ -34,9 +34,9 @@ def _rows(kma: Appliance) -> list[list[str]]:
         )
     settings = directory.get_directory(kma)
     if settings is not None:
-        state = "on" if settings["enabled"] else "off"
-        for m in settings["group_roles"]:
-            when = iso(settings["updated_at"])
+        state = "on" if settings.enabled else "off"
+        for m in settings.group_roles:
+            when = iso(settings.updated_at)
             rows.append(
                 [
                     "directory_group",
@@ -44,7 +44,7 @@ def _rows(kma: Appliance) -> list[list[str]]:
                     "",
                     " ".join(m["roles"]),
                     state,
-                    settings["url"],
+                    settings.url,
                     "",
                     "",
                     when,
@@ -53,5 +53,5 @@ def _rows(kma: Appliance) -> list[list[str]]:
     return rows
 
 
-def users_report(kma: Appliance, actor: Actor) -> dict[str, str]:
+def get_users_report(kma: Appliance, actor: Actor) -> SignedReportRow:
     return signed_report(kma, actor, "users", "users and their roles", COLUMNS, _rows(kma))

@@ -95,7 +95,7 @@ def _sign_in(kma: Appliance, user_id: str, passphrase: str, address: str, code: 
     row = kma.store.query_one("SELECT * FROM users WHERE id = ?", (user_id,))
     if row is None or directory.is_directory_account(row["passphrase_hash"]):
         settings = directory.get_directory(kma)
-        if settings is not None and settings["enabled"] and _may_use_directory(kma, user_id, row):
+        if settings is not None and settings.enabled and _may_use_directory(kma, user_id, row):
             row_now, said = _sign_in_with_directory(kma, settings, user_id, passphrase, who)
             return _open_session(kma, who, user_id, counters, code, row_now, said)
     if row is None or not row["enabled"] or not row_macs.genuine(kma, row_macs.USERS, row):
@@ -173,7 +173,7 @@ def _open_session(
 
 def _sign_in_with_directory(
     kma: Appliance,
-    settings: dict[str, Any],
+    settings: directory.DirectoryRow,
     user_id: str,
     passphrase: str,
     who: Actor,
@@ -181,7 +181,7 @@ def _sign_in_with_directory(
     """The directory checks the passphrase (the KMA binds as the person) and its groups give the
     roles, as they are now: the statements that make the user's row follow them, and what the audit
     event says."""
-    url = settings["url"]
+    url = settings.url
     try:
         account = ldap.authenticate(directory.directory_of(settings), user_id, passphrase)
     except ldap.DirectoryUnreachable as exc:

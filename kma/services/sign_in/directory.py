@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 from cryptography import x509
@@ -24,6 +25,7 @@ from kma.directory.ldap import Account, Directory
 from kma.domain.roles import Role, format_roles, role_words
 from kma.errors import KmaError, ValidationFailed
 from kma.services.change import Change
+from kma.services.common import typed_row
 from kma.services.integrity import row_macs
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
@@ -44,6 +46,45 @@ class DirectoryUnavailable(KmaError):
     """The directory cannot be reached or not verified: its people cannot sign in now; local ones can."""
 
     code, status = "directory_unavailable", 503
+
+
+class GroupRoles(TypedDict):
+    group: str  # a directory group's DN
+    roles: list[str]  # the roles its members get
+
+
+class Settings(TypedDict):
+    """The settings as a Security Officer set them. Not a row but one JSON text: the store keeps it
+    whole in `directory_settings.settings`, sealed by a row MAC, and a SET_DIRECTORY quorum
+    operation carries it whole in its parameters until the M-th approval writes it."""
+
+    enabled: bool
+    url: str
+    start_tls: bool
+    ca_pem: str
+    bind_format: str
+    search_base: str
+    user_attribute: str
+    group_attribute: str
+    name_attribute: str
+    group_roles: list[GroupRoles]
+
+
+@dataclass(frozen=True)
+class DirectoryRow:
+    """The settings in force, and when they were set; the API's `DirectorySettings` reads it."""
+
+    enabled: bool
+    url: str
+    start_tls: bool
+    ca_pem: str
+    bind_format: str
+    search_base: str
+    user_attribute: str
+    group_attribute: str
+    name_attribute: str
+    group_roles: list[GroupRoles]
+    updated_at: int
 
 
 def is_directory_account(passphrase_hash: str) -> bool:
@@ -93,10 +134,10 @@ def _ca(value: Any) -> str:
     return text
 
 
-def _mappings(value: Any) -> list[dict[str, Any]]:
+def _mappings(value: Any) -> list[GroupRoles]:
     if not isinstance(value, list) or len(value) > MAX_MAPPINGS:
         raise ValidationFailed(f"The group mappings are a list of at most {MAX_MAPPINGS}.")
-    out: list[dict[str, Any]] = []
+    out: list[GroupRoles] = []
     for item in value:
         group = _text(item.get("group") if isinstance(item, Mapping) else None, "A mapping's group DN")
         roles = item.get("roles") or []
@@ -112,7 +153,7 @@ def _mappings(value: Any) -> list[dict[str, Any]]:
     return out
 
 
-def check_settings(request: Mapping[str, Any]) -> dict[str, Any]:
+def check_settings(request: Mapping[str, Any]) -> Settings:
     """The settings as stored, validated; a clear message for the first thing wrong."""
     start_tls = bool(request.get("start_tls", False))
     bind_format = _text(request.get("bind_format"), "The bind format")
@@ -127,55 +168,57 @@ def check_settings(request: Mapping[str, Any]) -> dict[str, Any]:
         if not ATTRIBUTE.fullmatch(name):
             raise ValidationFailed(f"'{name}' is not an LDAP attribute name.")
         attributes[field] = name
-    return {
-        "enabled": bool(request.get("enabled", True)),
-        "url": _url(request.get("url"), start_tls),
-        "start_tls": start_tls,
-        "ca_pem": _ca(request.get("ca_pem")),
-        "bind_format": bind_format,
-        "search_base": _text(request.get("search_base"), "The search base"),
-        **attributes,
-        "group_roles": _mappings(request.get("group_roles", [])),
-    }
+    return Settings(
+        enabled=bool(request.get("enabled", True)),
+        url=_url(request.get("url"), start_tls),
+        start_tls=start_tls,
+        ca_pem=_ca(request.get("ca_pem")),
+        bind_format=bind_format,
+        search_base=_text(request.get("search_base"), "The search base"),
+        user_attribute=attributes["user_attribute"],
+        group_attribute=attributes["group_attribute"],
+        name_attribute=attributes["name_attribute"],
+        group_roles=_mappings(request.get("group_roles", [])),
+    )
 
 
-def get_directory(kma: Appliance) -> dict[str, Any] | None:
+def get_directory(kma: Appliance) -> DirectoryRow | None:
     """The settings in force: None when none were set, or when the row is not genuine (a forged one
     grants nothing, and `genuine` reports it)."""
     row = kma.store.query_one("SELECT id, settings, updated_at, mac FROM directory_settings WHERE id = 1")
     if row is None or not row_macs.genuine(kma, row_macs.DIRECTORY, row):
         return None
-    return {**json.loads(row["settings"]), "updated_at": int(row["updated_at"])}
+    return typed_row(DirectoryRow, {**json.loads(row["settings"]), "updated_at": int(row["updated_at"])})
 
 
-def directory_of(settings: Mapping[str, Any]) -> Directory:
+def directory_of(settings: DirectoryRow) -> Directory:
     return Directory(
-        settings["url"],
-        settings["start_tls"],
-        settings["ca_pem"],
-        settings["bind_format"],
-        settings["search_base"],
-        settings["user_attribute"],
-        settings["group_attribute"],
-        settings["name_attribute"],
+        settings.url,
+        settings.start_tls,
+        settings.ca_pem,
+        settings.bind_format,
+        settings.search_base,
+        settings.user_attribute,
+        settings.group_attribute,
+        settings.name_attribute,
     )
 
 
-def roles_of(settings: Mapping[str, Any], account: Account) -> str:
+def roles_of(settings: DirectoryRow, account: Account) -> str:
     """The roles the account's groups grant (DNs compared without regard to case, as LDAP does)."""
     groups = {g.lower() for g in account.groups}
-    roles = {Role(r) for m in settings["group_roles"] if m["group"].lower() in groups for r in m["roles"]}
+    roles = {Role(r) for m in settings.group_roles if m["group"].lower() in groups for r in m["roles"]}
     return format_roles(sorted(roles))
 
 
-def describe(settings: Mapping[str, Any]) -> str:
+def describe(settings: Settings) -> str:
     if not settings["enabled"]:
         return "Turn directory sign-in off"
     maps = "; ".join(f"{m['group']} -> {role_words(','.join(m['roles']))}" for m in settings["group_roles"])
     return f"Directory sign-in from {settings['url']}: {maps or 'no group mapped'}"
 
 
-def set_directory_change(kma: Appliance, settings: dict[str, Any]) -> Change:
+def set_directory_change(kma: Appliance, settings: Settings) -> Change:
     text = json.dumps(settings, sort_keys=True, separators=(",", ":"))
     return Change(
         "directory.set",
@@ -206,7 +249,9 @@ def _prepare_set_directory(kma: Appliance, op_id: str, request: Mapping[str, Any
 
 
 def _execute_set_directory(kma: Appliance, quorum: Quorum, op_id: str, p: Mapping[str, Any]) -> Outcome:
-    return Outcome(set_directory_change(kma, dict(p["settings"])))
+    # The parameters are JSON again: checked once more (what check_settings made it returns as is),
+    # they are Settings, not a dict taken on trust.
+    return Outcome(set_directory_change(kma, check_settings(p["settings"])))
 
 
 SET_DIRECTORY = OpType("set_directory", _prepare_set_directory, _execute_set_directory)

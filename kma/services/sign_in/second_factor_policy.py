@@ -76,7 +76,7 @@ class Policy:
     updated_at: int | None  # None: as the cluster was made or upgraded, never changed since
 
 
-def get_policy(kma: Appliance) -> Policy:
+def get_second_factor_policy(kma: Appliance) -> Policy:
     row = kma.store.query_one("SELECT updated_at FROM second_factor_policy WHERE id = 1")
     return Policy(
         sorted(str(r) for r in required_roles(kma)),

@@ -164,9 +164,25 @@ def _collect(kma: Appliance, rows: Iterable[Any], total: int) -> tuple[list[Enco
     return units, left
 
 
+@dataclass(frozen=True)
+class TransferExportRow:
+    """An export's answer, the sealed file with it; the API's `TransferExport` reads it."""
+
+    file_id: str
+    partner_id: str
+    recipient_fingerprint: str
+    sender_fingerprint: str
+    data_units: int
+    keys: int
+    expires_at: int
+    not_exported: list[dict[str, str]]  # each key left behind: data_unit_id, key_id, reason
+    not_found: list[str]  # volsers asked for that have no key here
+    file: str  # the transfer file, to hand to the partner
+
+
 def export_transfer_file(
     kma: Appliance, actor: Actor, partner_id: str, selection: Selection, valid_days: int = 30
-) -> dict[str, Any]:
+) -> TransferExportRow:
     """The file for `partner_id` with the selected data units, and what was left behind."""
     if not 1 <= valid_days <= 365:
         raise ValidationFailed("A transfer file is valid for 1 to 365 days.")
@@ -208,18 +224,18 @@ def export_transfer_file(
         _message(partner, file_id, units, keys, left, missing),
         ("transfer_partner", partner_id),
     )
-    return {
-        "file_id": file_id,
-        "partner_id": partner_id,
-        "recipient_fingerprint": partner["fingerprint"],
-        "sender_fingerprint": fingerprint(identity.public),
-        "data_units": len(units),
-        "keys": keys,
-        "expires_at": header["expires_at"],
-        "not_exported": left,
-        "not_found": missing,
-        "file": sealed.decode(),
-    }
+    return TransferExportRow(
+        file_id=file_id,
+        partner_id=partner_id,
+        recipient_fingerprint=partner.fingerprint,
+        sender_fingerprint=fingerprint(identity.public),
+        data_units=len(units),
+        keys=keys,
+        expires_at=now + valid_days * DAY,
+        not_exported=left,
+        not_found=missing,
+        file=sealed.decode(),
+    )
 
 
 def _payload(units: list[Encoded]) -> bytes:
@@ -245,7 +261,7 @@ def _recorded(
 
 
 def _message(
-    partner: dict[str, Any],
+    partner: transfer_partners.TransferPartnerRow,
     file_id: str,
     units: list[Encoded],
     keys: int,
@@ -253,8 +269,8 @@ def _message(
     missing: list[str],
 ) -> str:
     text = (
-        f"exported {len(units)} data units ({keys} keys) to transfer partner '{partner['id']}' "
-        f"({partner['fingerprint']}) in transfer file {file_id}"
+        f"exported {len(units)} data units ({keys} keys) to transfer partner '{partner.id}' "
+        f"({partner.fingerprint}) in transfer file {file_id}"
     )
     if left:
         named = ", ".join(

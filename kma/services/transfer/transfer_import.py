@@ -46,7 +46,7 @@ class Started:
 @dataclass(frozen=True)
 class Opened:
     header: dict[str, Any]
-    partner: dict[str, Any]
+    partner: transfer_partners.TransferPartnerRow
     units: list[dict[str, Any]]
     imported_at: int | None  # when this very file was imported here before
     started: Started | None = None  # an import of it that began here and is still to finish
@@ -236,8 +236,8 @@ def answer(
     h = opened.header
     return ImportAnswer(
         file_id=h["file_id"],
-        partner_id=opened.partner["id"],
-        partner_name=opened.partner["name"],
+        partner_id=opened.partner.id,
+        partner_name=opened.partner.name,
         sender_name=str(h.get("sender_name", "")),
         created_at=h.get("created_at"),
         expires_at=h["expires_at"],
@@ -309,7 +309,7 @@ def import_transfer_file(kma: Appliance, actor: Actor, text: str, key_group_id: 
             "transfer.import",
             nothing_message(opened),
             condition=Condition.WARNING,
-            subject=("transfer_partner", opened.partner["id"]),
+            subject=("transfer_partner", opened.partner.id),
         )
         return answer(opened, p, 0, key_group_id)
     written = transfer_import_writer.write(
@@ -326,7 +326,7 @@ def changes_nothing(opened: Opened, p: Plan) -> bool:
 
 def nothing_message(opened: Opened) -> str:
     return (
-        f"transfer file {opened.header['file_id']} from partner '{opened.partner['id']}' changed nothing: "
+        f"transfer file {opened.header['file_id']} from partner '{opened.partner.id}' changed nothing: "
         "every key in it is here already"
     )
 

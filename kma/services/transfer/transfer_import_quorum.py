@@ -48,9 +48,9 @@ def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared
     shown = {
         "file_id": h["file_id"],
         "sha256": digest(text),
-        "partner_id": partner["id"],
-        "partner_name": partner["name"],
-        "partner_fingerprint": partner["fingerprint"],
+        "partner_id": partner.id,
+        "partner_name": partner.name,
+        "partner_fingerprint": partner.fingerprint,
         "data_units": len(opened.units),
         "keys": keys,
         "new": len(p.new),
@@ -60,7 +60,7 @@ def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared
     }
     summary = (
         f"Import transfer file {h['file_id']} (SHA-256 {shown['sha256']}) from transfer partner "
-        f"'{partner['id']}' ({partner['name']}, fingerprint {partner['fingerprint']}): "
+        f"'{partner.id}' ({partner.name}, fingerprint {partner.fingerprint}): "
         f"{len(opened.units):,} data units ({keys:,} keys; {len(p.new):,} new) into key group '{group}'"
     )
     held = tuple(
@@ -94,14 +94,14 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping[str, A
         )
     group = str(payload["key_group_id"])
     opened, p = _checked(kma, text, group)
-    subject = ("transfer_partner", opened.partner["id"])
+    subject = ("transfer_partner", opened.partner.id)
     if transfer_import.changes_nothing(opened, p):
         return Outcome(Change("transfer.import", [], transfer_import.nothing_message(opened), subject))
     file_id = str(opened.header["file_id"])
     # The file's row, approved by this operation, commits with the operation's own end: an import
     # that stops halfway is finished by importing the same file again, with no new quorum.
     approved = transfer_import_writer.begin(
-        file_id, opened.partner["id"], group, kma.itself, kma.clock.now(), op_id
+        file_id, opened.partner.id, group, kma.itself, kma.clock.now(), op_id
     )
 
     def write() -> None:
@@ -110,7 +110,7 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping[str, A
         )
 
     message = (
-        f"approved the import of transfer file {file_id} from transfer partner '{opened.partner['id']}' "
+        f"approved the import of transfer file {file_id} from transfer partner '{opened.partner.id}' "
         f"into key group '{group}': {len(p.new):,} data units are written now, in batches"
     )
     return Outcome(Change("transfer.import", [approved], message, subject), after=write)

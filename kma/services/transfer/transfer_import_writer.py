@@ -26,6 +26,7 @@ from kma.domain.actor import Actor
 from kma.pacing import Pace
 from kma.services.integrity import key_macs
 from kma.services.transfer import transfer_jobs
+from kma.services.transfer.transfer_partners import TransferPartnerRow
 from kma.store import Stmt
 
 BATCH = 500  # data units per transaction: a drive's commit waits behind one at most (tens of ms)
@@ -39,14 +40,14 @@ def write(
     kma: Appliance,
     actor: Actor,
     header: Mapping[str, Any],
-    partner: Mapping[str, Any],
+    partner: TransferPartnerRow,
     new: list[dict[str, Any]],
     present: set[str],
     group: str,
     approved_by_op: str | None = None,
 ) -> int:
     """Writes the `new` data units (their keys not in `present`) in batches; the number written."""
-    file_id, partner_id = str(header["file_id"]), str(partner["id"])
+    file_id, partner_id = str(header["file_id"]), partner.id
     total, pace = len(new), Pace(IMPORT_SHARE)
     subject = ("transfer_partner", partner_id)
     transfer_jobs.report("writing", 0, total)
@@ -71,7 +72,7 @@ def write(
                 if total <= BATCH
                 else f"imported data units {start + 1} to {start + len(units)} of {total} ({keys} keys)"
             )
-            + f" from transfer partner '{partner_id}' ({partner['fingerprint']}), transfer file {file_id}, "
+            + f" from transfer partner '{partner_id}' ({partner.fingerprint}), transfer file {file_id}, "
             f"into key group '{group}'"
             + ("" if total <= BATCH else "; the import is complete" if last else ""),
             subject,

@@ -9,7 +9,8 @@ Disabling (which only takes power away) and removing are a Security Officer's, a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from kma.appliance import Appliance
 from kma.crypto.transfer import PRIVATE_CONTEXT, Identity, fingerprint, identity_text, parse_identity
@@ -17,6 +18,7 @@ from kma.domain.actor import Actor
 from kma.domain.validation import check_id, check_text
 from kma.errors import Conflict, NotFound, ValidationFailed
 from kma.services.change import Change
+from kma.services.common import typed_row
 from kma.services.integrity import row_macs
 from kma.services.paging import ListQuery, Page, PageRequest, list_page
 from kma.services.quorum.key_split import Quorum
@@ -32,6 +34,33 @@ LIST = ListQuery(
     default_sort="id",
     search=("id", "name", "contact", "fingerprint"),
 )
+
+
+@dataclass(frozen=True)
+class TransferIdentityRow:
+    """This cluster's transfer identity as partners register it; the API's `TransferIdentity` reads it."""
+
+    identity: str  # the line partners register: kms-transfer-identity-v1:...
+    fingerprint: str
+    created_at: int | None
+
+
+@dataclass(frozen=True)
+class TransferPartnerRow:
+    """A transfer partner as registered (times in seconds since the epoch); the API's
+    `TransferPartner` reads it."""
+
+    id: str
+    name: str
+    contact: str
+    identity: str
+    fingerprint: str
+    may_send: bool  # its files are imported here
+    may_receive: bool  # keys are exported to it
+    enabled: bool
+    registered_by_op: str
+    created_at: int
+    updated_at: int
 
 
 def _row(row: Any) -> dict[str, Any]:
@@ -69,10 +98,10 @@ def identity(kma: Appliance) -> Identity:
     return Identity(master.unwrap(PRIVATE_CONTEXT, bytes(row["private_wrapped"])))
 
 
-def get_transfer_identity(kma: Appliance) -> dict[str, Any]:
+def get_transfer_identity(kma: Appliance) -> TransferIdentityRow:
     public = identity(kma).public
     created = kma.store.scalar("SELECT created_at FROM transfer_identity WHERE id = 1")
-    return {"identity": identity_text(public), "fingerprint": fingerprint(public), "created_at": created}
+    return TransferIdentityRow(identity_text(public), fingerprint(public), created)
 
 
 # --- partners ------------------------------------------------------------------------------
@@ -81,11 +110,11 @@ def list_transfer_partners(kma: Appliance, req: PageRequest) -> Page:
     return page.with_items([_row(r) for r in page.items])
 
 
-def get_transfer_partner(kma: Appliance, partner_id: str) -> dict[str, Any]:
+def get_transfer_partner(kma: Appliance, partner_id: str) -> TransferPartnerRow:
     row = kma.store.query_one(LIST.select + " WHERE id = ?", (partner_id,))
     if row is None:
         raise NotFound(f"There is no transfer partner '{partner_id}'.")
-    return _row(row)
+    return typed_row(TransferPartnerRow, _row(row))
 
 
 def _genuine(kma: Appliance, row: Any) -> bool:
@@ -97,11 +126,11 @@ def _genuine(kma: Appliance, row: Any) -> bool:
     )
 
 
-def partner_by_identity(kma: Appliance, public_identity: bytes) -> dict[str, Any] | None:
+def partner_by_identity(kma: Appliance, public_identity: bytes) -> TransferPartnerRow | None:
     row = kma.store.query_one(LIST.select + " WHERE public_identity = ?", (public_identity,))
     if row is None or not _genuine(kma, row):
         return None
-    return {**_row(row), "public_identity": public_identity}
+    return typed_row(TransferPartnerRow, _row(row))
 
 
 def partner_public(kma: Appliance, partner_id: str) -> bytes:
@@ -205,9 +234,17 @@ def _seal(
 REGISTER_TRANSFER_PARTNER = OpType("register_transfer_partner", _prepare_register, _execute_register)
 
 
-def set_transfer_partner_enabled(
-    kma: Appliance, actor: Actor, partner_id: str, enabled: bool
-) -> dict[str, Any]:
+def enable_transfer_partner(kma: Appliance, actor: Actor, partner_id: str) -> TransferPartnerRow:
+    """Only a partner whose row verifies (the one a quorum registered) is enabled again."""
+    return _set_enabled(kma, actor, partner_id, True)
+
+
+def disable_transfer_partner(kma: Appliance, actor: Actor, partner_id: str) -> TransferPartnerRow:
+    """Takes power away only, so a Security Officer does it alone."""
+    return _set_enabled(kma, actor, partner_id, False)
+
+
+def _set_enabled(kma: Appliance, actor: Actor, partner_id: str, enabled: bool) -> TransferPartnerRow:
     now, word = kma.clock.now(), "enabled" if enabled else "disabled"
     row = kma.store.query_one(LIST.select + " WHERE id = ?", (partner_id,))
     if row is None:
@@ -253,10 +290,12 @@ def remove_transfer_partner(kma: Appliance, actor: Actor, partner_id: str) -> No
     )
 
 
-def usable_partner(kma: Appliance, partner: Mapping[str, Any], direction: str) -> None:
+def usable_partner(
+    kma: Appliance, partner: TransferPartnerRow, direction: Literal["may_send", "may_receive"]
+) -> None:
     """Refuses a disabled partner, or one not registered to send or to receive (`direction`)."""
-    if not partner["enabled"]:
-        raise Conflict(f"Transfer partner '{partner['id']}' is disabled.")
-    if not partner[direction]:
+    if not partner.enabled:
+        raise Conflict(f"Transfer partner '{partner.id}' is disabled.")
+    if not (partner.may_send if direction == "may_send" else partner.may_receive):
         what = "send keys to this cluster" if direction == "may_send" else "receive keys from this cluster"
-        raise Conflict(f"Transfer partner '{partner['id']}' is not registered to {what}.")
+        raise Conflict(f"Transfer partner '{partner.id}' is not registered to {what}.")
