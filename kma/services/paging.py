@@ -37,10 +37,11 @@ class Filter:
     # (a partial index of a key state's rows, an expression index of a media pool's volsers): the
     # condition written so that the planner reads them from that index (a free filter's, with
     # :value), or, for a choice, per value that has one. Walking the order index for them read every
-    # row that does not match (the whole key pool, every data unit); so they are counted from their
-    # own index, in its order, and when they are at most COUNT_LIMIT the page reads them from it and
-    # takes the first in order. `sql` is then the test of a row, which the planner should not prefer
-    # to the order index when the matches are many (it would sort them all for each page).
+    # row that does not match (the whole key pool, every data unit); so they are found, and counted,
+    # in their own index, in its order (an index holding the list's ID too: nothing else is read),
+    # and when they are at most COUNT_LIMIT the page takes the first of them in its order, by their
+    # IDs. `sql` is then the test of a row, which the planner should not prefer to the order index
+    # when the matches are many (it would sort them all for each page).
     indexed: str | Mapping[Any, str] | None = None
 
     def condition(self, text: str, key: str) -> tuple[str, dict[str, Any], str | None]:
@@ -233,15 +234,9 @@ def _search(spec: ListQuery, search: str, where: list[str], bound: dict[str, Any
 
 
 def _count(
-    store: Store,
-    source: str,
-    where: str,
-    ordered: str | None,
-    index: SearchIndex | None,
-    bound: Mapping[str, Any],
+    store: Store, source: str, where: str, ordered: str, index: SearchIndex | None, bound: Mapping[str, Any]
 ) -> int:
-    """How many rows of `source` meet `where`, up to COUNT_LIMIT + 1; `ordered` None: in the order
-    of the index that holds the rows of a filter (`Filter.own_index`), which the planner picks."""
+    """How many rows of `source` meet `where`, up to COUNT_LIMIT + 1."""
     if index is not None:
         # Counted from the index's candidates as it gives them, stopping as soon: the page's order
         # index may hold 10,000 matches of a fragment spread over a million keys.
@@ -249,8 +244,6 @@ def _count(
             f"SELECT 1 FROM ({index.rows}) AS candidate CROSS JOIN {source} "
             f"WHERE {index.key} = candidate.found AND {where}"
         )
-    elif ordered is None:
-        counting = f"SELECT 1 FROM {source} WHERE {where}"
     else:  # counted in the page's order: the count reads the index the page reads, and stops as soon
         counting = f"SELECT 1 FROM {source} WHERE {where} ORDER BY {ordered}"
     return int(store.scalar(f"SELECT count(*) FROM ({counting} LIMIT {COUNT_LIMIT + 1})", bound))
@@ -266,12 +259,12 @@ def _few_candidates(store: Store, index: SearchIndex, bound: Mapping[str, Any]) 
 
 def _filters(
     spec: ListQuery, req: PageRequest, sort: str, bound: dict[str, Any]
-) -> tuple[list[str], list[str], list[str]]:
+) -> tuple[list[str], list[str], bool]:
     """The request's filters as conditions (their parameters added to `bound`): the page's, the
-    count's (each in its indexed form if it has one), and the indexed forms (`Filter.indexed`)."""
+    count's (each in its indexed form if it has one), and whether one has (`Filter.indexed`)."""
     where: list[str] = []
     counted_where: list[str] = []
-    own: list[str] = []
+    own = False
     for name, value in req.filters.items():
         if name not in spec.filters:
             raise ValidationFailed(f"Unknown filter '{name}'.")
@@ -284,8 +277,7 @@ def _filters(
         where.append(condition)
         counted_where.append(indexed or condition)
         bound.update(filter_params)
-        if indexed:
-            own.append(indexed)
+        own = own or indexed is not None
     return where, counted_where, own
 
 
@@ -308,16 +300,20 @@ def list_page(
     chosen = spec.sort_fields[sort]
     columns = tuple(dict.fromkeys((*((chosen,) if isinstance(chosen, str) else chosen), spec.id_sql)))
     ordered = ", ".join(f"{c} {order}" for c in columns)
-    if own and not req.search:  # counted from their own index, as it holds them
-        counted = _count(store, source, " AND ".join(counted_where), None, None, bound)
+    found = "[]"
+    if own and not req.search:  # found, and so counted, in their own index, in its order
+        matching = f"SELECT {spec.id_sql} AS found FROM {source} WHERE {' AND '.join(counted_where)}"
+        counting = f"SELECT count(*), json_group_array(found) FROM ({matching} LIMIT {COUNT_LIMIT + 1})"
+        row = store.query(counting, bound)
+        counted, found = (int(row[0][0]), str(row[0][1])) if row else (0, found)
     else:
         counted = _count(store, source, base_where, ordered, index, bound)
     page_where = base_where
     if index is not None and counted <= COUNT_LIMIT and _few_candidates(store, index, bound):
         page_where += f" AND {index.key} IN ({index.rows})"
-    elif own and counted <= COUNT_LIMIT:
-        # Found in their own index (the count's read), then taken in the page's order by their ID.
-        page_where += f" AND {spec.id_sql} IN (SELECT {spec.id_sql} FROM {source} WHERE {' AND '.join(own)})"
+    elif own and counted <= COUNT_LIMIT:  # the rows the count found, taken in the page's order by their ID
+        bound["found"] = found
+        page_where += f" AND {spec.id_sql} IN (SELECT value FROM json_each(:found))"
     if req.cursor:
         values = decode_cursor(req.cursor, len(columns))
         bound.update({f"c{i}": v for i, v in enumerate(values)})
