@@ -304,8 +304,8 @@ def list_page(
     if own and not req.search:  # found, and so counted, in their own index, in its order
         matching = f"SELECT {spec.id_sql} AS found FROM {source} WHERE {' AND '.join(counted_where)}"
         counting = f"SELECT count(*), json_group_array(found) FROM ({matching} LIMIT {COUNT_LIMIT + 1})"
-        row = store.query(counting, bound)
-        counted, found = (int(row[0][0]), str(row[0][1])) if row else (0, found)
+        answer = store.query(counting, bound)
+        counted, found = (int(answer[0][0]), str(answer[0][1])) if answer else (0, found)
     else:
         counted = _count(store, source, base_where, ordered, index, bound)
     page_where = base_where
