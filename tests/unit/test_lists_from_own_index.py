@@ -23,10 +23,11 @@ from kma.services.paging import PageRequest, list_page
 from kma.store.sqlite import connect, migrate
 
 NOW = 1_800_000_000
-UNITS = [
-    "E00000", "E00001", "e00002", "E4999A", "E49999", "E50000", "e5000", "EA0001", "F00001",
-    "ABC000L8", "abc500l8", "ABC999L8", "ABD000L8", "S1", "s12", "S12", "T12", "Z9", "z99999", "E0000_",
-]  # fmt: skip
+# Volsers in either case, of ranges' lengths and others, below, inside and above each pool.
+UNITS = (
+    "E00000 E00001 e00002 E4999A E49999 E50000 e5000 EA0001 F00001 ABC000L8 abc500l8 ABC999L8 "
+    "ABD000L8 S1 s12 S12 T12 Z9 z99999 E0000_"
+).split()
 POOLS = {
     "range": "E00000-E49999",
     "lto": "ABC000L8-ABC999L8",
