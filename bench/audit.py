@@ -1,16 +1,17 @@
 """Audit browser at scale: 1,000,000 events, then the browser's queries through the real API.
 
-    python bench/audit.py [--events 1000000] [--keep DIR]
+    python bench/audit.py [--events 1000000] [--keep DIR | --store DIR [--build-only]]
 
 Makes a demo KMA, appends N events to its chain directly in the database (one transaction,
 every hash computed by `kma.audit.chain.event_hash`, the same function the store's writer uses,
 so `kma audit verify` passes afterwards), starts `kma serve` on it and times, over HTTPS with a
-signed-in auditor:
-- first page of the browser (newest first, 100 rows, with the total): target <= 200 ms
-- a filtered query (severity + date range + event class): target <= 300 ms
-- a free-text search (FTS5): target <= 500 ms
-plus the next page, the live tail, facets and the day series. Each figure is the median of
-several runs after one warm-up. Then the chain's verification as the manager runs it: a background
+signed-in auditor, every query the browser makes: the first page (newest first, 100 rows, with
+the total), filters, free text (a word, a volser, a common word, a miss, with a filter, with a
+filter few of its matches meet), a user's, a key's and a tape's history, the next page, the live
+tail, facets, the 30-day series and the start of an export. Target: each within 100 ms at ten
+million events (issue 47). Each figure is the median of several runs after one warm-up.
+`--store DIR` keeps the build (10 million events: tens of minutes, several GB) and measures it
+again on the next run. Then the chain's verification as the manager runs it: a background
 job (POST /audit-events/verification), followed once a second, its progress printed, with the
 browser's first page asked meanwhile; its time and events/s. The last line printed is one JSON
 object.
@@ -247,48 +248,90 @@ def timed(call: Callable[[], Any], runs: int = 7) -> tuple[float, Any]:
     return statistics.median(samples), result
 
 
-def browser_queries(auditor: Any) -> list[tuple[str, Callable[[], Any], float | None]]:
-    """(figure, call, target ms): what the audit browser asks for, as the manager asks it."""
+TARGET_MS = 100  # every query the browser makes, at ten million events (issue 47)
+
+
+class FirstChunk(Exception):
+    """Raised by the export's sink at its first bytes: the export has started."""
+
+
+class StopAtFirstChunk:
+    def write(self, data: bytes) -> int:
+        raise FirstChunk
+
+
+def export_start(auditor: Any, **filters: Any) -> Callable[[], Any]:
+    """The time to the export's first bytes (the manager streams it to a file from there)."""
+
+    def call() -> Any:
+        try:
+            auditor.export_audit_csv(StopAtFirstChunk(), **filters)
+        except FirstChunk:
+            return None
+        raise RuntimeError("the export sent nothing")
+
+    return call
+
+
+def browser_queries(auditor: Any) -> list[tuple[str, Callable[[], Any]]]:
+    """(figure, call): what the audit browser asks for, as the manager asks it."""
     month_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 30 * DAY))
+    newest = auditor.list_audit_events(limit=100).items
+    key = next(e.subject_id for e in newest if e.subject_type == "key")
+    tape = next(e.subject_id for e in newest if e.subject_type == "data_unit")
 
     def events(**kw: Any) -> Callable[[], Any]:
         return lambda: auditor.list_audit_events(limit=100, **kw)
 
     return [
-        ("first_page_ms", events(), 200),
-        ("filtered_ms", events(severity="error", event_class="security", since=month_ago), 300),
-        ("free_text_ms", events(search="damaged"), 500),
-        ("free_text_volser_ms", events(search="E01234"), 500),
-        ("free_text_common_word_ms", events(search="key"), 500),
-        ("free_text_and_filter_ms", events(search="vault robot", operation="data_unit.update"), 500),
-        ("entity_filter_ms", events(entity_id="t10k-dal-07"), None),
-        ("subject_history_ms", events(subject_type="user", subject_id="op"), None),
+        ("first_page_ms", events()),
+        ("filtered_ms", events(severity="error", event_class="security", since=month_ago)),
+        ("free_text_ms", events(search="damaged")),
+        ("free_text_volser_ms", events(search="E01234")),
+        ("free_text_common_word_ms", events(search="key")),
+        ("free_text_and_filter_ms", events(search="vault robot", operation="data_unit.update")),
+        # a word in 1% of the events with a filter 4% of those meet (an agent's own changes), and
+        # one none of them meets (sign-ins): the issue's "dallas" and class key
+        ("free_text_rare_filter_ms", events(search="t10k-dal-07", event_class="agent")),
+        ("free_text_no_match_filter_ms", events(search="t10k-dal-07", event_class="auth")),
+        ("free_text_miss_ms", events(search="nosuchword")),
+        ("entity_filter_ms", events(entity_id="t10k-dal-07")),
+        ("user_history_ms", events(subject_type="user", subject_id="op")),
+        ("key_history_ms", events(subject_type="key", subject_id=key)),
+        ("tape_history_ms", events(subject_type="data_unit", subject_id=tape)),
     ]
 
 
 def measure(auditor: Any) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    for name, call, target in browser_queries(auditor):
+    for name, call in browser_queries(auditor):
         ms, page = timed(call)
         results[name] = round(ms, 1)
-        verdict = ""
-        if target is not None:
-            verdict = f"  (target <= {target:.0f} ms: {'met' if ms <= target else 'MISSED'})"
         matching = f"{page.total:>9,} matching" if page.total_exact else f"over {page.total:,} matching"
-        print(f"{name:<26} {ms:8.1f} ms   {matching}{verdict}", flush=True)
+        print(f"{name:<30} {ms:8.1f} ms   {matching}", flush=True)
     first = auditor.list_audit_events(limit=100)
     newest = first.items[0].id
     for name, call, runs in (
         ("next_page_ms", lambda: auditor.list_audit_events(limit=100, cursor=first.next_cursor), 7),
+        ("free_text_next_page_ms", next_page(auditor, search="key"), 7),
         ("live_tail_ms", lambda: auditor.tail_audit_events(newest - 5), 7),
         ("facets_ms", auditor.get_audit_facets, 3),
         ("series_30d_ms", lambda: auditor.get_dashboard_series(days=30), 3),
+        ("export_start_ms", export_start(auditor, event_class="security"), 3),
+        ("export_start_free_text_ms", export_start(auditor, search="damaged"), 3),
     ):
         ms, _ = timed(call, runs=runs)
         results[name] = round(ms, 1)
-        print(f"{name:<26} {ms:8.1f} ms", flush=True)
-    results |= verify_in_background(auditor)
+        print(f"{name:<30} {ms:8.1f} ms", flush=True)
+    over = sorted(k for k, v in results.items() if v > TARGET_MS)
+    print(f"over {TARGET_MS} ms: {', '.join(over) or 'none'}", flush=True)
+    results["over_target"] = over
     return results
+
+
+def next_page(auditor: Any, **kw: Any) -> Callable[[], Any]:
+    first = auditor.list_audit_events(limit=100, **kw)
+    return lambda: auditor.list_audit_events(limit=100, cursor=first.next_cursor, **kw)
 
 
 def verify_in_background(auditor: Any) -> dict[str, Any]:
@@ -324,34 +367,68 @@ def verify_in_background(auditor: Any) -> dict[str, Any]:
     }
 
 
+def build(data_dir: Path, events: int) -> tuple[dict[str, Any], float]:
+    """A demo KMA in `data_dir` with `events` events appended; its demo answer (kept beside it, so
+    that --store can reuse the build) and the seconds the events took."""
+    info = json.loads(run_kma("demo", "--data-dir", str(data_dir), "--json").stdout)
+    print(f"demo KMA in {data_dir}; appending {events:,} events ...", flush=True)
+    gen_s = generate(data_dir / "kma.db", events)
+    (data_dir.parent / "demo.json").write_text(json.dumps(info | {"generate_s": gen_s, "events": events}))
+    return info, gen_s
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keep", type=Path, help="keep the KMA in this (new) directory")
+    parser.add_argument(
+        "--store",
+        type=Path,
+        help="build in this directory and keep it there; if it holds a finished build of as many "
+        "events, measure that build again instead (a 10M build takes about 11 minutes)",
+    )
+    parser.add_argument("--build-only", action="store_true", help="with --store: build, do not measure")
+    parser.add_argument(
+        "--skip-verify",
+        action="store_true",
+        help="measure the browser only (verifying 10M events takes minutes)",
+    )
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="kma-audit-bench-"))
+    work = args.store or Path(tempfile.mkdtemp(prefix="kma-audit-bench-"))
     data_dir = work / "kma"
-    info = json.loads(run_kma("demo", "--data-dir", str(data_dir), "--json").stdout)
-    print(f"demo KMA in {data_dir}; appending {args.events:,} events ...", flush=True)
-    gen_s = generate(data_dir / "kma.db", args.events)
-    size_mb = (data_dir / "kma.db").stat().st_size / 1e6
+    saved = work / "demo.json"
+    if saved.exists() and json.loads(saved.read_text())["events"] == args.events:
+        info = json.loads(saved.read_text())
+        gen_s = info["generate_s"]
+        print(f"reusing the build in {data_dir} ({args.events:,} events, built in {gen_s:.1f} s)", flush=True)
+    else:
+        if data_dir.exists():
+            shutil.rmtree(work)
+        work.mkdir(parents=True, exist_ok=True)
+        info, gen_s = build(data_dir, args.events)
+    size_mb = sum(f.stat().st_size for f in data_dir.glob("kma.db*")) / 1e6
     print(f"  generated in {gen_s:.1f} s; database {size_mb:.0f} MB", flush=True)
+    results: dict[str, Any] = {"events": args.events, "generate_s": round(gen_s, 1), "db_mb": round(size_mb)}
+    if args.build_only:
+        print(json.dumps(results))
+        return 0
 
     kma = RunningKma(data_dir, info)
     kma.start()
-    results: dict[str, Any] = {"events": args.events, "generate_s": round(gen_s, 1), "db_mb": round(size_mb)}
     try:
-        results |= measure(kma.client("auditor"))
+        auditor = kma.client("auditor")
+        results |= measure(auditor)
+        if not args.skip_verify:
+            results |= verify_in_background(auditor)
     finally:
         kma.stop()
         if args.keep:
             shutil.move(str(data_dir), str(args.keep))
-        shutil.rmtree(work, ignore_errors=True)
-    results["targets_met"] = (
-        results["first_page_ms"] <= 200 and results["filtered_ms"] <= 300 and results["free_text_ms"] <= 500
-    )
+        if args.store is None:
+            shutil.rmtree(work, ignore_errors=True)
+    results["targets_met"] = not results["over_target"]
     print(json.dumps(results))
     return 0
 

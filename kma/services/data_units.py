@@ -11,7 +11,7 @@ from kma.domain.lifecycle import DATA_UNIT_STATE_SQL, DataUnitState, data_unit_c
 from kma.domain.validation import check_id, check_text
 from kma.errors import NotFound
 from kma.services.common import patch, typed_row
-from kma.services.media.media_pools import IN_POOL, pool_id_of
+from kma.services.media.media_pools import IN_POOL, IS_IN_POOL, pool_id_of
 from kma.services.paging import (
     Filter,
     ListQuery,
@@ -42,7 +42,7 @@ LIST = ListQuery(
         "state": choice({**data_unit_conditions("listed.id"), DataUnitState.NO_KEY: "has_keys = 0"}),
         # docs/media.md: the generation of the drive that wrote the tape, and its media pool
         "writer_generation": Filter("writer_generation = :value"),
-        "pool_id": Filter(IN_POOL),
+        "pool_id": Filter(IS_IN_POOL, indexed=IN_POOL),  # its tapes: a range of upper-case volsers
     },
 )
 

@@ -33,17 +33,36 @@ class Filter:
     # Instead of `sql`: one condition per allowed (converted) value, for values that are not
     # stored as such (a key's state is a condition on its times, which an index can serve).
     choices: Mapping[Any, str] | None = None
+    # The rows the filter matches, when an index of their own holds them but not in the list's order
+    # (a partial index of a key state's rows, an expression index of a media pool's volsers): the
+    # condition written so that the planner reads them from that index (a free filter's, with
+    # :value), or, for a choice, per value that has one. Walking the order index for them read every
+    # row that does not match (the whole key pool, every data unit); so they are found, and counted,
+    # in their own index, in its order (an index holding the list's ID too: nothing else is read),
+    # and when they are at most COUNT_LIMIT the page takes the first of them in its order, by their
+    # IDs. `sql` is then the test of a row, which the planner should not prefer to the order index
+    # when the matches are many (it would sort them all for each page).
+    indexed: str | Mapping[Any, str] | None = None
 
-    def condition(self, text: str, key: str) -> tuple[str, dict[str, Any]]:
+    def condition(self, text: str, key: str) -> tuple[str, dict[str, Any], str | None]:
+        """The SQL condition for the filter's `text`, its parameters, and the condition's indexed
+        form (`indexed`) if it has one."""
         value = self.convert(text)
+        indexed = self.indexed.get(value) if isinstance(self.indexed, Mapping) else self.indexed
         if self.choices is not None:
-            return self.choices[value], {}
-        return self.sql.replace(":value", f":{key}"), {key: value}
+            return self.choices[value], {}, indexed
+        named = f":{key}"
+        return self.sql.replace(":value", named), {key: value}, indexed and indexed.replace(":value", named)
 
 
-def choice(conditions: Mapping[Any, str], convert: Callable[[str], Any] | None = None) -> Filter:
-    """A filter with a closed set of values, each its own SQL condition."""
-    return Filter("", convert or one_of(*conditions), conditions)
+def choice(
+    conditions: Mapping[Any, str],
+    convert: Callable[[str], Any] | None = None,
+    own_index: frozenset[Any] = frozenset(),
+) -> Filter:
+    """A filter with a closed set of values, each its own SQL condition; those in `own_index` are
+    counted and found in an index of their own (`Filter.indexed`)."""
+    return Filter("", convert or one_of(*conditions), conditions, {v: conditions[v] for v in own_index})
 
 
 def boolean(text: str) -> int:
@@ -238,6 +257,30 @@ def _few_candidates(store: Store, index: SearchIndex, bound: Mapping[str, Any]) 
     return int(found) <= COUNT_LIMIT
 
 
+def _filters(
+    spec: ListQuery, req: PageRequest, sort: str, bound: dict[str, Any]
+) -> tuple[list[str], list[str], bool]:
+    """The request's filters as conditions (their parameters added to `bound`): the page's, the
+    count's (each in its indexed form if it has one), and whether one has (`Filter.indexed`)."""
+    where: list[str] = []
+    counted_where: list[str] = []
+    own = False
+    for name, value in req.filters.items():
+        if name not in spec.filters:
+            raise ValidationFailed(f"Unknown filter '{name}'.")
+        if sort != spec.default_sort and name not in spec.filtered_sorts.get(sort, ()):
+            raise ValidationFailed(
+                f"Cannot sort by '{sort}' while filtering by '{name}': no index holds those rows in "
+                f"that order. Sort by '{spec.default_sort}', or remove the filter."
+            )
+        condition, filter_params, indexed = spec.filters[name].condition(value, f"f_{name}")
+        where.append(condition)
+        counted_where.append(indexed or condition)
+        bound.update(filter_params)
+        own = own or indexed is not None
+    return where, counted_where, own
+
+
 def list_page(
     store: Store, spec: ListQuery, req: PageRequest, params: Mapping[str, Any] | None = None
 ) -> Page:
@@ -250,28 +293,27 @@ def list_page(
     if order not in ("asc", "desc"):
         raise ValidationFailed("order must be asc or desc.")
     bound: dict[str, Any] = dict(params or {})
-    where: list[str] = []
-    for name, value in req.filters.items():
-        if name not in spec.filters:
-            raise ValidationFailed(f"Unknown filter '{name}'.")
-        if sort != spec.default_sort and name not in spec.filtered_sorts.get(sort, ()):
-            raise ValidationFailed(
-                f"Cannot sort by '{sort}' while filtering by '{name}': no index holds those rows in "
-                f"that order. Sort by '{spec.default_sort}', or remove the filter."
-            )
-        condition, filter_params = spec.filters[name].condition(value, f"f_{name}")
-        where.append(condition)
-        bound.update(filter_params)
+    where, counted_where, own = _filters(spec, req, sort, bound)
     index = _search(spec, req.search, where, bound) if req.search else None
     base_where = " AND ".join(where) or "1"
     source = f"({spec.select}) AS listed"
     chosen = spec.sort_fields[sort]
     columns = tuple(dict.fromkeys((*((chosen,) if isinstance(chosen, str) else chosen), spec.id_sql)))
     ordered = ", ".join(f"{c} {order}" for c in columns)
-    counted = _count(store, source, base_where, ordered, index, bound)
+    found = "[]"
+    if own and not req.search:  # found, and so counted, in their own index, in its order
+        matching = f"SELECT {spec.id_sql} AS found FROM {source} WHERE {' AND '.join(counted_where)}"
+        counting = f"SELECT count(*), json_group_array(found) FROM ({matching} LIMIT {COUNT_LIMIT + 1})"
+        answer = store.query(counting, bound)
+        counted, found = (int(answer[0][0]), str(answer[0][1])) if answer else (0, found)
+    else:
+        counted = _count(store, source, base_where, ordered, index, bound)
     page_where = base_where
     if index is not None and counted <= COUNT_LIMIT and _few_candidates(store, index, bound):
         page_where += f" AND {index.key} IN ({index.rows})"
+    elif own and counted <= COUNT_LIMIT:  # the rows the count found, taken in the page's order by their ID
+        bound["found"] = found
+        page_where += f" AND {spec.id_sql} IN (SELECT value FROM json_each(:found))"
     if req.cursor:
         values = decode_cursor(req.cursor, len(columns))
         bound.update({f"c{i}": v for i, v in enumerate(values)})

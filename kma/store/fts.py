@@ -26,7 +26,10 @@ import sqlite3
 import unicodedata
 from dataclasses import dataclass
 
-FTS_COLUMNS = ("message", "operation", "entity_id", "subject_id")
+FTS_COLUMNS = ("message", "operation", "entity_id", "subject_id")  # what free text is matched in
+# The audit index also holds the columns the browser filters by, so that a filter is a term of the
+# free text's FTS5 query (migration 0105); the words typed are matched in FTS_COLUMNS only.
+AUDIT_FILTER_COLUMNS = ("event_class", "subject_type", "severity", "kma_id", "site_id", "retention")
 INDEX_CHUNK = 500  # rows per indexing transaction: bounds how long a write waits behind one
 
 
@@ -97,7 +100,7 @@ AUDIT = TextIndex(
     "audit_fts",
     "audit_events",
     "id",
-    FTS_COLUMNS,
+    (*FTS_COLUMNS, *AUDIT_FILTER_COLUMNS),
     "SELECT indexed_to FROM audit_fts_state WHERE id = 1",
     "UPDATE audit_fts_state SET indexed_to = :upto WHERE id = 1 AND indexed_to = :mark",
 )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kma.errors import KmaError
+from kma.pacing import Pace
 from kma.store import fts, schema
 from kma.store.batch import Batch, Params, WriteResult, counted
 from kma.store.cluster_view import NodeStatus, ReplicationLag
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from kma.audit.chain import AuditChain
 
 log = logging.getLogger(__name__)
-BACKUP_PAGES = 4096  # per step of an online backup: 16 MiB at the default 4 KiB page size
+BACKUP_PAGES = 256  # per step of an online backup: 1 MiB at the default 4 KiB page size (see backup)
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -158,12 +159,15 @@ class SQLiteStore:
 
         SQLite's online backup API copies BACKUP_PAGES pages per step from its own connection
         holding one read transaction: under WAL that is a fixed snapshot which writers do not
-        disturb (so the copy never starts over) and which blocks nobody. The copy is not paced: it
-        runs without the GIL and only into the page cache, and the sooner the caller has
-        encrypted and deleted it, the likelier its pages are dropped without ever being written
-        back (the kernel writes back dirty pages after 30 s). The rqlite store implements the
-        same method from rqlite's own consistent backup (GET /db/backup).
+        disturb (so the copy never starts over) and which blocks nobody. It is paced
+        (kma/pacing.py) as the encryption that follows is: a step copies a MiB, then rests as long
+        as it worked. Unpaced, the copy (without the GIL, into the page cache) took a whole core for
+        its length, 16 MiB at a time, and a drive's Get, which needs a core several times (its TLS,
+        its read, its audit commit), waited for one: Get's p99 doubled while a backup of a million
+        keys ran (bench/backup.py, issue 47). The rqlite store implements the same method from
+        rqlite's own consistent backup (GET /db/backup).
         """
+        pace = Pace()
         source = connect(self.path)
         target = sqlite3.connect(path)
         try:
@@ -173,7 +177,7 @@ class SQLiteStore:
             target.execute("PRAGMA journal_mode = OFF")
             source.execute("BEGIN")
             source.execute("SELECT count(*) FROM schema_migrations").fetchone()  # the snapshot starts here
-            source.backup(target, pages=BACKUP_PAGES)
+            source.backup(target, pages=BACKUP_PAGES, progress=lambda *_: pace.rest())
             source.execute("COMMIT")
             target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
         finally:

@@ -150,3 +150,37 @@ def test_dashboard_issue_rates_and_keys_per_day_are_the_keys_own_counts(demo_kma
         index = int(datetime.strptime(day.day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()) // 86400
         assert day.count == per_day.get(index, 0), day
     assert sum(d.count for d in series.keys_issued) > 1
+
+
+def test_free_text_with_a_filter_finds_what_each_finds_alone(demo_kma: RunningKma) -> None:
+    """The filters the index holds are terms of the free text's FTS5 query (migration 0105): the
+    events found are exactly the text's matches that the filter keeps, for every kind of filter;
+    and a word is matched in the text only, never in a filtered column (no event says "security",
+    though refusals are of that class)."""
+    auditor = demo_kma.client("auditor")
+    text = list(auditor.iter_audit_events(search="key", limit=1000))
+    assert text
+    newest = text[0].id  # events added meanwhile (a pool refill "generated ... keys") are left out
+    filters: list[dict[str, str]] = [
+        {"event_class": "key"},
+        {"subject_type": "data_unit"},
+        {"severity": "info"},
+        {"condition": "success"},
+        {"kma_id": "kma-dal-1"},
+        {"site_id": "dallas"},
+        {"retention": "long"},
+        {"entity_id": "op"},
+        {"operation": "key.destroy"},
+        {"event_class": "key", "entity_id": "op", "condition": "success"},
+    ]
+    for chosen in filters:
+        found = [
+            e.id for e in auditor.iter_audit_events(search="key", limit=1000, **chosen) if e.id <= newest
+        ]
+        kept = [e.id for e in text if all(str(getattr(e, n)) == v for n, v in chosen.items())]
+        assert found == kept, chosen
+    security = auditor.list_audit_events(event_class="security", limit=1000).items
+    said = [
+        e for e in security if "security" in f"{e.message} {e.operation} {e.entity_id} {e.subject_id}".lower()
+    ]
+    assert auditor.list_audit_events(search="security", event_class="security").total == len(said)

@@ -35,14 +35,38 @@ LIST = ListQuery(
 
 
 # A listed data unit (`listed.id`) is in the pool :value, read from the pool's stored pattern: a
-# range LOW-HIGH of one length, else a GLOB (kma/domain/media.py), upper case as the agent path matches.
+# range LOW-HIGH of one length, else a GLOB (kma/domain/media.py), upper case as the agent path
+# matches. Each part of the pattern is read once (an uncorrelated subquery), not once per unit, and
+# the volsers are a range of the index of upper-case volsers (migration 0104): from the range's low
+# end, or the pattern's fixed prefix (up to its first * or ?), to its high end, or that prefix
+# followed by a byte above any of UTF-8's. So a pool of few tapes among many is not every unit read.
+def _of_pool(part: str) -> str:
+    return f"(SELECT {part} FROM media_pools p WHERE p.id = :value)"
+
+
+_IS_RANGE = "instr(p.pattern, '-') > 0"
 _LOW = "substr(p.pattern, 1, instr(p.pattern, '-') - 1)"
 _HIGH = "substr(p.pattern, instr(p.pattern, '-') + 1)"
-IN_POOL = (
-    "EXISTS (SELECT 1 FROM media_pools p WHERE p.id = :value AND CASE WHEN instr(p.pattern, '-') > 0 "
-    f"THEN length(listed.id) = length({_LOW}) AND upper(listed.id) BETWEEN {_LOW} AND {_HIGH} "
-    "ELSE upper(listed.id) GLOB p.pattern END)"
-)
+_WILD = "min(instr(p.pattern || '*', '*'), instr(p.pattern || '?', '?'))"
+_PREFIX = f"substr(p.pattern, 1, {_WILD} - 1)"
+_FROM = f"CASE WHEN {_IS_RANGE} THEN {_LOW} ELSE {_PREFIX} END"
+_TO = f"CASE WHEN {_IS_RANGE} THEN {_HIGH} ELSE {_PREFIX} || x'ff' END"
+
+
+def in_pool(volser: str) -> str:
+    """SQL: the unit whose upper-case volser is `volser` is in the pool :value."""
+    return (
+        f"{volser} >= {_of_pool(_FROM)} AND {volser} <= {_of_pool(_TO)} "
+        f"AND CASE WHEN {_of_pool(_IS_RANGE)} THEN length({volser}) = {_of_pool(f'length({_LOW})')} "
+        f"ELSE {volser} GLOB {_of_pool('p.pattern')} END"
+    )
+
+
+# The pool's units read from the index of upper-case volsers; and the same test of a listed unit,
+# which the planner does not read that index for (`+` makes it another expression): with thousands
+# of units in the pool, the page walks the list's order and finds a page at once.
+IN_POOL = in_pool("upper(listed.id)")
+IS_IN_POOL = in_pool("upper(+listed.id)")
 
 
 @dataclass(frozen=True)
