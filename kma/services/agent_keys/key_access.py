@@ -8,6 +8,7 @@ see such unshipped assignments too, so a drive's Get or Locate right after its W
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
@@ -91,12 +92,17 @@ class AgentAccess:
     # (kma/services/certificates/agent_renewal.py)
     previous_fingerprint: str | None = None
 
+    @functools.cached_property
+    def groups_json(self) -> str:
+        """`groups` as the JSON array `AGENT_GROUPS` reads: made once, not on every request."""
+        return json.dumps(sorted(self.groups))
+
 
 def mine(agent: AgentAccess | None) -> dict[str, str | None]:
     """The parameters `AGENT_GROUPS` and `may_use` read: the agent and its verified key groups."""
     if agent is None:
         return {"agent": None, "groups": "[]"}
-    return {"agent": agent.agent_id, "groups": json.dumps(sorted(agent.groups))}
+    return {"agent": agent.agent_id, "groups": agent.groups_json}
 
 
 def agent_access(kma: Appliance, agent_id: str) -> AgentAccess | None:
