@@ -83,8 +83,11 @@ def _is_node_of(pid: int, rqlite_dir: Path) -> bool:
 
 
 def _owner_only(top: Path) -> None:
+    # Five times a second while rqlited runs: a folder already 0700 is not changed again (a write
+    # of its inode each time otherwise, for nothing).
     for folder, _, names in os.walk(top):
-        os.chmod(folder, 0o700)
+        if stat.S_IMODE(os.lstat(folder).st_mode) != 0o700:
+            os.chmod(folder, 0o700)
         for name in names:
             path = Path(folder, name)
             try:

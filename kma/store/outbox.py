@@ -22,9 +22,9 @@ import queue
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,9 @@ from kma.store.cluster_view import ReplicationLag
 from kma.store.group_commit import gather
 
 Item = tuple[AuditRecord, "Deferred | None", Future[WriteResult]]
+# A record's fields as they are (flat: texts, str enums, None): dataclasses.asdict copies every
+# value first, five times the cost of encoding them, once per agent operation.
+_RECORD = json.JSONEncoder().encode
 Entry = tuple[int, int, AuditRecord, Deferred | None]  # (outbox seq, created_at, record, change)
 
 
@@ -61,9 +64,17 @@ class Outbox:
         # name -> (outbox seq, or 0 while being committed; what it shows)
         self._unshipped: dict[str, tuple[int, Mapping[str, Any]]] = {}
         self._unshipped_lock = threading.Lock()
-        for seq, _, _, change in self.pending(-1):
+        # What waits to ship, for the shipper's cadence (kma/store/rqlite_outbox_shipping.py): the
+        # last outbox seq of each committed group and when (time.monotonic()), oldest first.
+        self._groups: deque[tuple[int, float]] = deque()
+        self._shipped_upto = 0
+        left = self.pending(-1)
+        for seq, _, _, change in left:
             if change is not None:
                 self._unshipped[change.name] = (seq, change.shows)
+        if left:  # left by the last run: due at once
+            self._shipped_upto = left[0][0] - 1
+            self._groups.append((left[-1][0], 0.0))
         self._thread = threading.Thread(target=self._run, name="kma-outbox-writer", daemon=True)
         self._thread.start()
 
@@ -116,6 +127,7 @@ class Outbox:
                 for (_, change, _), seq in zip(group, seqs, strict=True):
                     if change is not None:
                         self._unshipped[change.name] = (seq, change.shows)
+                self._groups.append((seqs[-1], time.monotonic()))
             for _, _, future in group:
                 future.set_result(WriteResult([], None))
             self._on_commit()
@@ -124,7 +136,7 @@ class Outbox:
         """The group in one transaction; the entries' outbox seqs, in order."""
         now, queued = self._now(), time.time()
         conn = self._writer
-        rows = [(now, queued, json.dumps(asdict(r)), _change_json(change)) for r, change, _ in group]
+        rows = [(now, queued, _RECORD(r.__dict__), _change_json(change)) for r, change, _ in group]
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.executemany(
@@ -151,6 +163,18 @@ class Outbox:
         """Entries up to `upto` are in the cluster's store: they leave the outbox."""
         with self._reader_lock:
             self._reader.execute("DELETE FROM outbox WHERE seq <= ?", (upto,))
+        with self._unshipped_lock:
+            self._shipped_upto = max(self._shipped_upto, upto)
+            while self._groups and self._groups[0][0] <= upto:
+                self._groups.popleft()
+
+    def waiting(self) -> tuple[int, float] | None:
+        """How many committed entries wait to ship and since when (time.monotonic() of the oldest
+        one's commit), from memory; None when none wait."""
+        with self._unshipped_lock:
+            if not self._groups:
+                return None
+            return self._groups[-1][0] - self._shipped_upto, self._groups[0][1]
 
     def lag(self, after: int = 0) -> ReplicationLag:
         """The entries waiting (after outbox seq `after`: what is left once those up to it ship)."""

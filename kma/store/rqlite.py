@@ -73,10 +73,13 @@ MARK_SQL = (
     "INSERT INTO cluster_write_marks (kma_id, seq) VALUES (?, ?) "
     "ON CONFLICT (kma_id) DO UPDATE SET seq = excluded.seq"
 )
-# While shipped outbox entries are not in this KMA's replica yet, the writer looks this often
+# While a caller waits to read its own write in this KMA's replica, the writer looks this often
 # (without blocking on it: a follower learns of a commit only with the leader's next append, up
 # to ~100 ms later when nothing else is written, and meanwhile new entries can go).
 REPLICA_POLL_S = 0.005
+# Shipped outbox entries not in the replica yet are read from the outbox's memory meanwhile, so
+# nobody waits for the replica to hold them: it is looked at less often (each look is a read).
+REPLICA_FORGET_S = 0.05
 
 Item = tuple[Batch, "Future[WriteResult]"]
 _WAKE = object()  # the outbox has new entries to ship
@@ -239,7 +242,7 @@ class RqliteStore:
         try:
             item = self._queue.get(timeout=wait)
         except queue.Empty:
-            drained = self._ship_outbox()
+            drained = self._ship_outbox(force=False)
             while (
                 wait == FTS_IDLE_S
                 and drained
@@ -249,7 +252,11 @@ class RqliteStore:
             ):
                 pass
             return drained
-        if item is None:  # what is left in the outbox goes at the next start
+        if item is None:  # what cannot ship now goes at the next start
+            try:
+                self._ship_outbox()
+            except Exception:
+                log.exception("shipping the outbox at close failed; it ships at the next start")
             while self._unseen:
                 time.sleep(REPLICA_POLL_S)
                 self._tell_seen()
@@ -257,9 +264,10 @@ class RqliteStore:
         return self._commit_waiting(self._take_group(item), drained)
 
     def _commit_waiting(self, group: list[Item], drained: bool) -> bool:
-        """Commit `group` behind whatever the outbox holds; whether the outbox is empty."""
+        """Commit `group` behind whatever the outbox holds; whether the outbox is empty (or its
+        entries wait to ship together, when `group` is only a wake-up from the outbox)."""
         try:
-            drained = self._ship_outbox()
+            drained = self._ship_outbox(force=bool(group))
             if group and not drained:
                 raise ClusterUnavailable(
                     "the cluster store takes no changes now (no Raft majority reachable)"
@@ -282,8 +290,11 @@ class RqliteStore:
         (events from other KMAs arrive by replication, without waking it)."""
         if not drained or (not self._caught_up.is_set() and self._sync_mark is None):
             return RETRY_S
-        if self._shipping.awaiting_replica or self._unseen or not self._caught_up.is_set():
+        if self._unseen or not self._caught_up.is_set():
             return REPLICA_POLL_S
+        waits = [self._shipping.due_in(), REPLICA_FORGET_S if self._shipping.awaiting_replica else None]
+        if due := [w for w in waits if w is not None]:
+            return min(due)
         return FTS_IDLE_S if self.outbox is not None else None
 
     def _catch_up_again(self) -> None:
@@ -318,9 +329,10 @@ class RqliteStore:
         """`first` and the batches waiting behind it (wake-ups dropped: the caller ships anyway)."""
         return gather(self._queue, first, skip=_WAKE)
 
-    def _ship_outbox(self) -> bool:
-        """Send the outbox's entries to the cluster in order; True once it is empty."""
-        return self._shipping.ship()
+    def _ship_outbox(self, force: bool = True) -> bool:
+        """Send the outbox's entries to the cluster in order; True once it is empty (or, unless
+        `force`, while they wait to ship together)."""
+        return self._shipping.ship(force)
 
     def _reload_head(self) -> bool:
         """Whether a lost answer left this KMA's chain head uncertain (then read back now)."""
