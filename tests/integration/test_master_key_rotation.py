@@ -291,6 +291,9 @@ def test_on_a_cluster_every_kma_takes_the_new_generation_through_a_leader_change
         with kmip(drive, service_address(follower)) as client:
             fresh = client.create_and_activate("C00009")
             written[fresh] = client.get(fresh)
+        # (the follower ships its new key to the cluster in the background, tens of milliseconds
+        # later: the third KMA serves it once its replica holds it)
+        wait_until(lambda: _in_replica(third, fresh), 10, interval=0.01, what="the new key on the third KMA")
         with kmip(drive, service_address(third)) as client:
             assert client.get(fresh) == written[fresh]
         assert third.client("so").get_status().master_key_generation == 2
@@ -363,3 +366,11 @@ def test_a_kma_with_its_master_key_in_an_hsm_rotates_its_unlock_key(
     assert not hsm_kma.client("so").get_status().locked
     with kmip(folder, service_address(hsm_kma)) as client:
         assert client.get(uid) == material
+
+
+def _in_replica(kma: RunningKma, key_id: str) -> bool:
+    with replica(kma) as db:
+        return (
+            db.execute("SELECT 1 FROM keys WHERE id = ? AND key_group_id IS NOT NULL", (key_id,)).fetchone()
+            is not None
+        )
