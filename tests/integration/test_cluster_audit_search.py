@@ -91,7 +91,7 @@ def test_a_search_on_a_cluster_kma_reads_the_index_and_finds_what_embedded_finds
                 r[3]
                 for r in db.execute(
                     f"EXPLAIN QUERY PLAN SELECT * FROM {TEXT_SOURCE} ORDER BY _r DESC LIMIT 100",
-                    {"f_text": '"vault"*'},
+                    {"f_index": '"vault"*'},
                 )
             )
             assert "SCAN f VIRTUAL TABLE INDEX" in plan  # f: audit_fts, read through its index
