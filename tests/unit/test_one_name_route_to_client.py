@@ -127,8 +127,10 @@ NOT_YET_NAMED = frozenset(
         "reports.get_quorum_operations_report -> reports.compliance_reports.quorum_operations_report",
         "reports.get_report_schedule -> reports.report_schedule.get_schedule",
         "reports.set_report_schedule -> reports.report_schedule.set_schedule",
-        "transfer_partners.enable_transfer_partner -> transfer.transfer_partners.set_transfer_partner_enabled",
-        "transfer_partners.disable_transfer_partner -> transfer.transfer_partners.set_transfer_partner_enabled",
+        "transfer_partners.enable_transfer_partner"
+        " -> transfer.transfer_partners.set_transfer_partner_enabled",
+        "transfer_partners.disable_transfer_partner"
+        " -> transfer.transfer_partners.set_transfer_partner_enabled",
     }
 )
 
