@@ -1262,7 +1262,9 @@ class Calls:
         self, file: str, key_group_id: str, *, credentials: Credentials | None = None
     ) -> TransferJob:
         """The import as a background job: poll `GET /transfer-jobs/{id}` for its progress; the
-        finished job holds the answer (`imported`) or, under quorum, the operation (`pending_op`)."""
+        finished job holds the answer (`imported`) or, under quorum, the operation (`pending_op`).
+        The file is held with the job (the credentials are not): an interrupted import is resumed
+        from it."""
         return self._connection.call(
             "POST",
             "/transfer-imports/jobs",
@@ -1271,8 +1273,14 @@ class Calls:
         )
 
     def get_transfer_job(self, job_id: str) -> TransferJob:
-        """A transfer job of this KMA: its progress, then its answer or why it failed."""
+        """A transfer job of the cluster: its progress, then its answer, why it failed, or what
+        interrupted it."""
         return self._connection.call("GET", f"/transfer-jobs/{segment(job_id)}", reader(TransferJob))
+
+    def resume_transfer_job(self, job_id: str) -> TransferJob:
+        """An interrupted import job, run again on this KMA from the file it holds: what was written is
+        skipped, the rest written (an import the quorum approved needs no new approval)."""
+        return self._connection.call("POST", f"/transfer-jobs/{segment(job_id)}/resume", reader(TransferJob))
 
     def get_directory(self) -> DirectorySettings:
         """`GET /api/v1/directory`."""

@@ -897,7 +897,8 @@ class TransferImport:
 
 @dataclass(frozen=True, kw_only=True)
 class TransferJob:
-    """An export or import running in the background on the KMA that took it; its client polls it."""
+    """An export or import running in the background on a KMA of the cluster; its client polls it
+    through any KMA of the cluster (the job is a row of the store)."""
 
     id: str
     kind: str
@@ -905,7 +906,10 @@ class TransferJob:
     phase: str
     done: int
     total: int
+    kma_id: str
+    started_by: str
     started_at: datetime
+    updated_at: datetime
     finished_at: datetime | None = None
     error: TransferJobError | None = None
     exported: TransferExport | None = None

@@ -117,17 +117,26 @@ class TransferJobError(Response):
 
 
 class TransferJob(Response):
-    """An export or import running in the background on the KMA that took it; its client polls it."""
+    """An export or import running in the background on a KMA of the cluster; its client polls it
+    through any KMA of the cluster (the job is a row of the store)."""
 
     id: str
     kind: str = Field(description="export or import")
-    state: str = Field(description="running, done or failed")
+    state: str = Field(
+        description="running, done, failed, or interrupted (the KMA that ran it stopped: `done` says "
+        "what it wrote; an import is resumed with POST /transfer-jobs/{id}/resume)"
+    )
     phase: str = Field(description="what it does now: checking the file, reading keys, writing, ...")
     done: int = Field(description="data units read (export) or written (import) so far")
     total: int = Field(description="data units in all; 0 while not known yet")
+    kma_id: str = Field(description="the KMA that runs it (or ran it)")
+    started_by: str = Field(description="who started it, or resumed it last")
     started_at: Time
+    updated_at: Time = Field(description="the running KMA's last word on it")
     finished_at: Time | None = None
-    error: TransferJobError | None = Field(None, description="why it failed (state failed)")
+    error: TransferJobError | None = Field(
+        None, description="why it failed (state failed) or what stopped it (state interrupted)"
+    )
     exported: TransferExport | None = Field(None, description="an export's answer, with the file")
     imported: TransferImport | None = Field(None, description="an import's answer")
     pending_op: PendingQuorumOp | None = Field(

@@ -67,6 +67,11 @@ def add_transfer(sub: Any) -> None:
             )
             p.add_argument("--credentials-file", type=Path, help="lines of 'MEMBER PASSPHRASE'")
         p.set_defaults(run=run_import, action=action)
+    p = _connected(
+        t_sub.add_parser("resume", help="finish an import job its KMA stopped halfway (Security Officer)")
+    )
+    p.add_argument("job_id", help="the interrupted job (its import said which)")
+    p.set_defaults(run=run_resume, action="import")
 
 
 def _followed(client: Any, job: Any) -> Any:
@@ -171,17 +176,27 @@ def run_import(args: argparse.Namespace, client: Any) -> int:
     if args.action == "preview":
         done = client.preview_transfer_import(text)
     else:
-        job = _followed(
-            client, client.start_transfer_import(text, args.key_group, credentials=_credentials(args))
-        )
-        if job.pending_op is not None:
-            op = job.pending_op
-            print(
-                f"Submitted for approval: quorum operation {op.id} ({op.approvals_needed} approvals needed)"
-            )
-            print(f"  {op.summary}")
-            return 0
-        done = job.imported
+        started = client.start_transfer_import(text, args.key_group, credentials=_credentials(args))
+        print(f"Transfer job {started.id}", flush=True)  # what `kma transfer resume` takes, if need be
+        return _import_end(args, _followed(client, started))
+    return _print_import(args, done)
+
+
+@_talking
+def run_resume(args: argparse.Namespace, client: Any) -> int:
+    return _import_end(args, _followed(client, client.resume_transfer_job(args.job_id)))
+
+
+def _import_end(args: argparse.Namespace, job: Any) -> int:
+    if job.pending_op is not None:
+        op = job.pending_op
+        print(f"Submitted for approval: quorum operation {op.id} ({op.approvals_needed} approvals needed)")
+        print(f"  {op.summary}")
+        return 0
+    return _print_import(args, job.imported)
+
+
+def _print_import(args: argparse.Namespace, done: Any) -> int:
     print(f"Transfer file {done.file_id} from partner {done.partner_id} ({done.partner_name})")
     print(
         f"  {done.data_units} data units, {done.keys} keys: {done.new} new, {done.already_here} here already"

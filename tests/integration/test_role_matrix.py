@@ -167,6 +167,7 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /transfer-exports/jobs": frozenset({OP}),
     "POST /transfer-imports/jobs": frozenset({SO}),
     "GET /transfer-jobs/{id}": frozenset({SO, CO, OP, AU}),
+    "POST /transfer-jobs/{id}/resume": frozenset({SO}),
     # Directory sign-in (issue 43): its settings and group mapping; setting them is quorum-protected.
     "GET /directory": frozenset({SO, AU}),
     "PUT /directory": frozenset({SO}),
@@ -608,6 +609,7 @@ CALLS: dict[str, Prep] = {
         {"file": w.transfer().file(), "key_group_id": "mx-transfer"},
     ),
     "GET /transfer-jobs/{id}": lambda w, u: ({"id": w.transfer().job()}, None),
+    "POST /transfer-jobs/{id}/resume": lambda w, u: ({"id": w.transfer().interrupted_job()}, None),
     "GET /directory": none,
     "POST /auth/second-factor": none,
     "GET /auth/second-factor/policy": none,

@@ -162,7 +162,7 @@ def _bulk_keys(kma: RunningKma) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-def test_an_import_killed_halfway_is_finished_by_running_it_again(sides: Sides) -> None:
+def test_an_import_killed_halfway_is_interrupted_and_resumed_to_its_end(sides: Sides, tmp_path: Path) -> None:
     file = sides.export(BULK[0], BULK[-1])
     so = sides.offsite.client("so")
     job = so.start_transfer_import(file, "bulk")
@@ -180,22 +180,36 @@ def test_an_import_killed_halfway_is_finished_by_running_it_again(sides: Sides) 
     sides.offsite.start(port)
 
     so = sides.offsite.client("so")
-    preview = so.preview_transfer_import(file)
-    file_id, (written, tapes) = preview.file_id, _bulk_keys(sides.offsite)
+    file_id, (written, tapes) = so.preview_transfer_import(file).file_id, _bulk_keys(sides.offsite)
     assert _file_row(sides.offsite, file_id)[0] == "importing"
     assert 2000 <= written < 5000 and written == tapes
-    assert (preview.new, preview.already_here, preview.imported_before_at) == (5000 - written, written, None)
+    # the job outlived the KMA's process: interrupted, with exactly what it wrote
+    stopped = sides.offsite.client("auditor").get_transfer_job(job.id)
+    assert (stopped.state, stopped.phase, stopped.done, stopped.total) == (
+        "interrupted",
+        "writing",
+        written,
+        5000,
+    )
+    assert stopped.error is not None and "resume it" in stopped.error.message
+    with pytest.raises(Conflict) as told:  # following it says why it ended, as the manager and CLI do
+        so.follow_transfer_job(stopped)
+    assert "stopped after" in told.value.message
+    with pytest.raises(NotFound):
+        so.resume_transfer_job("no-such-job")
 
     seen: list[TransferJob] = []
-    rerun = so.follow_transfer_job(so.start_transfer_import(file, "bulk"), seen.append, poll_s=0.05)
-    assert rerun.imported is not None and rerun.imported.imported == 5000 - written
-    with pytest.raises(NotFound):  # the job before the KMA was killed: gone with it
-        so.get_transfer_job(job.id)
-    counted = [j.done for j in seen if j.total]  # the progress the manager and the CLI show
-    assert {j.total for j in seen if j.total} == {5000 - written}
-    assert counted == sorted(counted) and counted[-1] == 5000 - written and seen[-1].state == "done"
+    resumed = so.follow_transfer_job(so.resume_transfer_job(job.id), seen.append, poll_s=0.05)
+    assert resumed.id == job.id and resumed.imported is not None
+    assert resumed.imported.imported == 5000 - written  # this run wrote the rest
+    counted = [j.done for j in seen if j.phase in ("writing", "done")]  # on from where it stopped
+    assert counted == sorted(counted) and counted[0] >= written and counted[-1] == 5000
+    assert {j.total for j in seen if j.phase in ("writing", "done")} == {5000} and seen[-1].state == "done"
     assert _bulk_keys(sides.offsite) == (5000, 5000)  # nothing doubled: one key, one tape
     assert _file_row(sides.offsite, file_id) == ("done", 5000, 5000)
+    assert _job_files(sides.offsite, job.id) == 0  # the held file went with the import's end
+    code, _, err = kma_cli(sides.offsite, tmp_path, "so", "transfer", "resume", job.id)
+    assert code != 0 and "only an interrupted job is resumed" in err  # done: nothing to resume
 
     before = last_event(sides.offsite)
     again = so.import_transfer_file(file, "bulk")
@@ -208,6 +222,13 @@ def test_an_import_killed_halfway_is_finished_by_running_it_again(sides: Sides) 
             key_id, material = sides.material(volser)
             assert drive.get(key_id) == material
         assert drive.locate(data_unit=BULK[-1]) == [sides.material(BULK[-1])[0]]
+
+
+def _job_files(kma: RunningKma, job_id: str) -> int:
+    with read_only_db(kma) as db:
+        return int(
+            db.execute("SELECT count(*) FROM transfer_job_files WHERE job_id = ?", (job_id,)).fetchone()[0]
+        )
 
 
 def test_an_export_job_reports_its_progress_and_holds_the_file(sides: Sides) -> None:

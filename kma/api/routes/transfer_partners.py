@@ -28,6 +28,7 @@ from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.quorum import engine
 from kma.services.paging import Page
+from kma.services.quorum.key_split import Credential
 from kma.services.transfer import transfer_export, transfer_import, transfer_jobs, transfer_partners
 from kma.services.transfer.transfer_jobs import TransferJobs
 
@@ -123,7 +124,7 @@ def start_transfer_export(body: TransferExportCreate, kma: Kma, actor: TransferE
             )
         }
 
-    return _job(kma.part(TransferJobs).start(actor, "export", work))
+    return _job(kma, kma.part(TransferJobs).start(actor, "export", lambda _file: work()))
 
 
 @router.post("/transfer-imports/preview", response_model=TransferImportAnswer)
@@ -134,15 +135,15 @@ def preview_transfer_import(
     return transfer_import.preview_transfer_import(kma, actor, body.file)
 
 
-def _import(kma: Appliance, actor: Actor, body: TransferImportCreate) -> dict[str, Any]:
+def _import(
+    kma: Appliance, actor: Actor, file: str, key_group_id: str, credentials: list[Credential]
+) -> dict[str, Any]:
     """{"imported": the answer} or, under quorum and still waiting, {"pending_op": the operation}."""
     try:
-        return {
-            "imported": asdict(transfer_import.import_transfer_file(kma, actor, body.file, body.key_group_id))
-        }
+        return {"imported": asdict(transfer_import.import_transfer_file(kma, actor, file, key_group_id))}
     except transfer_import.NeedsQuorum:
-        request = {"file": body.file, "key_group_id": body.key_group_id}
-        done = engine.submit(kma, actor, "import_transfer_file", request, body.key_split_credentials())
+        request = {"file": file, "key_group_id": key_group_id}
+        done = engine.submit(kma, actor, "import_transfer_file", request, credentials)
     if not done.executed:
         return {"pending_op": done.op}
     return {"imported": {**done.handed_out, "keys_awaiting_backup": transfer_import.awaiting_backup(kma)}}
@@ -154,7 +155,7 @@ def import_transfer_file(
 ) -> TransferImportAnswer | PendingQuorumOp:
     """Imports the file; when the key group's policy has `import_needs_quorum`, a quorum operation
     (202 with it when the credentials that came are fewer than M)."""
-    answer = _import(kma, actor, body)
+    answer = _import(kma, actor, body.file, body.key_group_id, body.key_split_credentials())
     if "pending_op" in answer:
         response.status_code = 202
         return PendingQuorumOp.model_validate(answer["pending_op"])
@@ -164,29 +165,53 @@ def import_transfer_file(
 @router.post("/transfer-imports/jobs", response_model=TransferJob, status_code=202)
 def start_transfer_import(body: TransferImportCreate, kma: Kma, actor: TransferImport) -> TransferJob:
     """The import as a background job: poll `GET /transfer-jobs/{id}` for its progress; the
-    finished job holds the answer (`imported`) or, under quorum, the operation (`pending_op`)."""
-    return _job(kma.part(TransferJobs).start(actor, "import", lambda: _import(kma, actor, body)))
+    finished job holds the answer (`imported`) or, under quorum, the operation (`pending_op`). The
+    file is held with the job (the credentials are not): an interrupted import is resumed from it."""
+    group, credentials = body.key_group_id, body.key_split_credentials()
+
+    def work(file: str) -> dict[str, Any]:
+        return _import(kma, actor, file, group, credentials)
+
+    return _job(kma, kma.part(TransferJobs).start(actor, "import", work, body.file, group))
 
 
 @router.get("/transfer-jobs/{job_id}", response_model=TransferJob)
 def get_transfer_job(job_id: str, kma: Kma, actor: TransferRead) -> TransferJob:
-    """A transfer job of this KMA: its progress, then its answer or why it failed."""
-    return _job(kma.part(TransferJobs).get(job_id))
+    """A transfer job of the cluster: its progress, then its answer, why it failed, or what
+    interrupted it."""
+    return _job(kma, kma.part(TransferJobs).get(job_id))
 
 
-def _job(job: transfer_jobs.TransferJob) -> TransferJob:
+@router.post("/transfer-jobs/{job_id}/resume", response_model=TransferJob, status_code=202)
+def resume_transfer_job(job_id: str, kma: Kma, actor: TransferImport) -> TransferJob:
+    """An interrupted import job, run again on this KMA from the file it holds: what was written is
+    skipped, the rest written (an import the quorum approved needs no new approval)."""
+    jobs = kma.part(TransferJobs)
+    group = str(jobs.get(job_id).key_group_id or "")
+
+    def work(file: str) -> dict[str, Any]:
+        return _import(kma, actor, file, group, [])
+
+    return _job(kma, jobs.resume(actor, job_id, work))
+
+
+def _job(kma: Appliance, job: transfer_jobs.TransferJob) -> TransferJob:
     error = (
         None
         if job.error_code is None
         else {"status": job.error_status, "code": job.error_code, "message": job.error_message}
     )
-    fields = {f: getattr(job, f) for f in ("id", "kind", "state", "phase", "done", "total")}
+    fields = ("id", "kind", "state", "phase", "done", "total", "kma_id", "started_by")
+    result = dict(job.result or {})
+    if "exported" in result:  # the file is held beside the job's row
+        result["exported"] = {**result["exported"], "file": kma.part(TransferJobs).exported_file(job.id)}
     return TransferJob.model_validate(
         {
-            **fields,
+            **{f: getattr(job, f) for f in fields},
             "started_at": job.started_at,
+            "updated_at": job.updated_at,
             "finished_at": job.finished_at,
             "error": error,
-            **(job.result or {}),
+            **result,
         }
     )

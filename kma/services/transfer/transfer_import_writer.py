@@ -62,6 +62,8 @@ def write(
         last = start + len(units) == total
         if last:
             statements.append(_finish(file_id, now))
+        # the job's count commits with the batch: after a crash it says exactly what is here
+        statements += transfer_jobs.noted("writing", start + len(units), total)
         keys = sum(len(u["keys"]) for u in units)
         kma.commit(
             actor,
@@ -77,7 +79,6 @@ def write(
             + ("" if total <= BATCH else "; the import is complete" if last else ""),
             subject,
         )
-        transfer_jobs.report("writing", start + len(units), total)
         if not last:
             pace.rest()
     if not total:  # an import that stopped after its last data unit and before its end

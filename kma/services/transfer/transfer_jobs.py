@@ -7,18 +7,26 @@ the pending quorum operation) from the finished job. Plain requests, as every ot
 API: nothing new for the client's connection, its proxies or its time-outs. The synchronous
 `POST /transfer-exports` and `/transfer-imports` remain, for scripts and earlier clients.
 
-A job is this KMA process's: it is gone after a restart (an import re-run finishes what it began,
-docs/transfer.md), its answer is kept for `KEEP_S` after it ends, and at most `MOST_RUNNING` run
-at once on a KMA. Whoever may see the transfer partners may follow any job: it holds counts, and a
-file that only its partner opens (the audit trail names what left and came in already).
+A job is a row of the store (`transfer_jobs`, replicated on a cluster), so any KMA of the cluster
+answers for it, and a restart does not lose it: the KMA that runs a job writes its progress (an
+import's in the very transaction of each batch, so `done` is what the store holds) and touches it
+every `HEARTBEAT_S`. A job left 'running' by a KMA that restarted, or that no KMA touched for
+`STALE_S`, is shown **interrupted**, with what it did; an import job holds its file
+(`transfer_job_files`) and is resumed by `resume` on any KMA (the batches are idempotent: what is
+here is skipped). At most `MOST_RUNNING` run at once on a KMA; a finished job is kept `KEEP_S`, an
+interrupted one `KEEP_INTERRUPTED_S`. Whoever may see the transfer partners may follow any job: it
+holds counts, and a file that only its partner opens (the audit trail names what left and came in).
 """
 
 from __future__ import annotations
 
 import contextvars
+import hashlib
+import json
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -26,103 +34,329 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.errors import Conflict, KmaError, NotFound
+from kma.store import Batch, Refused, Stmt
 
 log = logging.getLogger(__name__)
 
 KEEP_S = 3600  # a finished job's answer is kept this long (an export's file with it)
-MOST_RUNNING = 2  # jobs at once on one KMA: each holds its file in memory
+KEEP_INTERRUPTED_S = 7 * 86400  # an interrupted job (an import's file with it), to be resumed
+MOST_RUNNING = 2  # jobs at once on one KMA
+HEARTBEAT_S = 5.0  # the running KMA touches its job at least this often
+STALE_S = 30  # a 'running' job untouched this long: its KMA stopped (it is interrupted)
+PROGRESS_S = 1.0  # between two writes of a job's progress (a row replicated on a cluster)
+PART = 2**20  # bytes per row of a job's file
+PARTS_PER_WRITE = 4  # a large file is held in several transactions: drives wait behind none long
+
+_COLUMNS = (
+    "id, kind, started_by, kma_id, state, phase, done, total, key_group_id, started_at, "
+    "updated_at, finished_at, error_status, error_code, error_message, result"
+)
+
+_INSERT = (
+    f"INSERT INTO transfer_jobs ({_COLUMNS}) VALUES "
+    "(?, ?, ?, ?, 'running', 'starting', 0, 0, ?, ?, ?, NULL, NULL, NULL, NULL, NULL)"
+)
 
 
 @dataclass(frozen=True)
 class TransferJob:
     id: str
     kind: str  # "export" or "import"
-    started_by: str  # the entity that started it
-    state: str  # "running", "done", "failed"
+    started_by: str  # the entity that started it (or resumed it last)
+    kma_id: str  # the KMA that runs it (or ran it)
+    state: str  # "running", "done", "failed", "interrupted"
     phase: str  # what it does now, in words: "reading keys", "checking the file", "writing"
     done: int  # data units so far
     total: int  # data units in all (0 while not known yet)
     started_at: int
+    updated_at: int
     finished_at: int | None = None
     error_status: int | None = None
     error_code: str | None = None
     error_message: str | None = None
     result: dict[str, Any] | None = None  # the export's or the import's answer, or a pending op
+    key_group_id: str | None = None  # an import's
 
 
-_CURRENT: contextvars.ContextVar[Callable[[str, int, int], None] | None] = contextvars.ContextVar(
-    "transfer_job_progress", default=None
-)
+class _Running:
+    """The job this thread runs: where its progress goes."""
+
+    def __init__(self, jobs: TransferJobs, job_id: str, offset: int) -> None:
+        self.jobs, self.job_id, self.offset = jobs, job_id, offset
+        self.phase, self.written = "", 0.0
+
+    def statement(self, phase: str, done: int, total: int) -> Stmt:
+        if phase == "writing":  # a resumed import counts what the interrupted run wrote too
+            done, total = done + self.offset, total + self.offset
+        self.phase, self.written = phase, time.monotonic()
+        return Stmt(
+            "UPDATE transfer_jobs SET phase = ?, done = ?, total = ?, updated_at = ? WHERE id = ?",
+            (phase, done, total, self.jobs.kma.clock.now(), self.job_id),
+        )
+
+
+_CURRENT: contextvars.ContextVar[_Running | None] = contextvars.ContextVar("transfer_job", default=None)
 
 
 def report(phase: str, done: int, total: int) -> None:
     """Progress of the job this thread runs (a no-op outside a job: a synchronous request, or an
-    import a quorum approval ran)."""
-    progress = _CURRENT.get()
-    if progress is not None:
-        progress(phase, done, total)
+    import a quorum approval ran). Written at most every `PROGRESS_S`, and at each new phase."""
+    running = _CURRENT.get()
+    if running is not None and (phase != running.phase or time.monotonic() - running.written >= PROGRESS_S):
+        running.jobs.kma.store.write(Batch([running.statement(phase, done, total)]))
+
+
+def noted(phase: str, done: int, total: int) -> list[Stmt]:
+    """The job's progress as a statement of the caller's own batch (an import's batch: the job's
+    `done` is then exactly what the store holds, also after a crash); none outside a job."""
+    running = _CURRENT.get()
+    return [] if running is None else [running.statement(phase, done, total)]
+
+
+def _parts(job_id: str, raw: bytes) -> list[Stmt]:
+    return [
+        Stmt(
+            "INSERT INTO transfer_job_files (job_id, part, content) VALUES (?, ?, ?)",
+            (job_id, n, raw[i : i + PART]),
+        )
+        for n, i in enumerate(range(0, len(raw), PART))
+    ]
 
 
 class TransferJobs:
-    """This KMA's jobs (`kma.part(TransferJobs)`)."""
+    """This KMA's side of the jobs (`kma.part(TransferJobs)`): which it runs, and their threads."""
 
     def __init__(self, kma: Appliance) -> None:
-        self._kma = kma
-        self._jobs: dict[str, TransferJob] = {}
+        self.kma = kma
+        self._running: set[str] = set()  # the jobs this process runs
         self._lock = threading.Lock()
 
-    def start(self, actor: Actor, kind: str, work: Callable[[], dict[str, Any]]) -> TransferJob:
-        now = self._kma.clock.now()
-        with self._lock:
-            for old in [j for j in self._jobs.values() if j.finished_at and j.finished_at + KEEP_S < now]:
-                del self._jobs[old.id]
-            if sum(j.state == "running" for j in self._jobs.values()) >= MOST_RUNNING:
-                raise Conflict(
-                    f"{MOST_RUNNING} transfer jobs are running on this KMA; start this one when one has "
-                    "ended."
-                )
-            job = TransferJob(secrets.token_hex(8), kind, actor.entity_id, "running", "starting", 0, 0, now)
-            self._jobs[job.id] = job
-        thread = threading.Thread(
-            target=self._run, args=(job.id, work), name=f"transfer-{kind}-{job.id}", daemon=True
+    def start(
+        self,
+        actor: Actor,
+        kind: str,
+        work: Callable[[str], dict[str, Any]],
+        file: str = "",
+        key_group_id: str | None = None,
+    ) -> TransferJob:
+        """A new job running `work(file)`; an import's `file` is held with it, to be resumed from."""
+        now = self.kma.clock.now()
+        self._purge(now)
+        job_id = self._claim(secrets.token_hex(8))
+        try:
+            raw = file.encode()
+            row = (job_id, kind, actor.entity_id, self.kma.kma_id, key_group_id, now, now)
+            self.kma.store.write(Batch([Stmt(_INSERT, row)]))
+            statements = _parts(job_id, raw)
+            for i in range(0, len(statements), PARTS_PER_WRITE):
+                self.kma.store.write(Batch(statements[i : i + PARTS_PER_WRITE]))
+            if file:
+                self._hold_digest(job_id, raw)
+        except BaseException:
+            self._release(job_id)
+            raise
+        self._launch(job_id, work, file, 0)
+        return self.get(job_id)
+
+    def resume(self, actor: Actor, job_id: str, work: Callable[[str], dict[str, Any]]) -> TransferJob:
+        """An interrupted import job, run again from its held file on this KMA: the batches written
+        before are skipped, the rest written; its count goes on from what was done."""
+        job = self.get(job_id)
+        if job.state != "interrupted":
+            raise Conflict(f"Transfer job {job_id} is {job.state}: only an interrupted job is resumed.")
+        if job.kind != "import":
+            raise Conflict(
+                "An interrupted export is not resumed (it wrote nothing and handed out no file): "
+                "start the export again."
+            )
+        file = self._held(job_id)
+        self._claim(job_id)
+        try:
+            self.kma.store.write(Batch([self._resumed(actor, job)]))
+        except Refused as refused:
+            self._release(job_id)
+            raise Conflict(refused.message.capitalize() + ".") from None
+        except BaseException:
+            self._release(job_id)
+            raise
+        offset = job.done if job.phase == "writing" else 0
+        self._launch(job_id, work, file, offset)
+        return self.get(job_id)
+
+    def _resumed(self, actor: Actor, job: TransferJob) -> Stmt:
+        """The job, this KMA's now: unless another KMA resumed it since it was read."""
+        return Stmt(
+            "UPDATE transfer_jobs SET kma_id = :me, started_by = :by, phase = 'resuming', updated_at = :now "
+            "WHERE id = :id AND state = 'running' AND kma_id = :kma AND updated_at = :seen",
+            {
+                "me": self.kma.kma_id,
+                "by": actor.entity_id,
+                "now": self.kma.clock.now(),
+                "id": job.id,
+                "kma": job.kma_id,
+                "seen": job.updated_at,
+            },
+            expect=1,
+            refusal=f"transfer job {job.id} was resumed meanwhile",
         )
-        thread.start()
-        return job
 
     def get(self, job_id: str) -> TransferJob:
-        with self._lock:
-            job = self._jobs.get(job_id)
-        if job is None:
+        row = self.kma.store.query_one(f"SELECT {_COLUMNS} FROM transfer_jobs WHERE id = ?", (job_id,))
+        if row is None:
             raise NotFound(
-                f"There is no transfer job '{job_id[:64]}' on this KMA (a job is forgotten when the KMA "
-                "restarts, and an hour after it ends)."
+                f"There is no transfer job '{job_id[:64]}' (a job is kept an hour after it ends, and "
+                "an interrupted one a week)."
             )
+        job = TransferJob(
+            **{k: row[k] for k in row.keys() if k != "result"},
+            result=None if row["result"] is None else json.loads(row["result"]),
+        )
+        if job.state == "running" and self._stopped(job):
+            return _interrupted(job)
         return job
 
-    def _update(self, job_id: str, **changes: Any) -> None:
+    def exported_file(self, job_id: str) -> str:
+        """A finished export's file, held with its job."""
+        return self._held(job_id)
+
+    def _stopped(self, job: TransferJob) -> bool:
+        """The KMA that runs the job restarted (it is this one and runs it no more), or is silent."""
         with self._lock:
-            self._jobs[job_id] = replace(self._jobs[job_id], **changes)
+            mine_gone = job.kma_id == self.kma.kma_id and job.id not in self._running
+        return mine_gone or job.updated_at < self.kma.clock.now() - STALE_S
 
-    def _run(self, job_id: str, work: Callable[[], dict[str, Any]]) -> None:
-        def progress(phase: str, done: int, total: int) -> None:
-            self._update(job_id, phase=phase, done=done, total=total)
+    def _claim(self, job_id: str) -> str:
+        with self._lock:
+            if len(self._running) >= MOST_RUNNING:
+                raise Conflict(
+                    f"{MOST_RUNNING} transfer jobs are running on this KMA; start this one when one "
+                    "has ended."
+                )
+            if job_id in self._running:
+                raise Conflict(f"Transfer job {job_id} runs on this KMA already.")
+            self._running.add(job_id)
+        return job_id
 
-        _CURRENT.set(progress)
-        try:
-            result = work()
-        except KmaError as exc:
-            self._end(job_id, error_status=exc.status, error_code=exc.code, error_message=exc.message)
-        except Exception:
-            log.exception("transfer job %s failed", job_id)
-            self._end(
-                job_id,
-                error_status=500,
-                error_code="internal",
-                error_message="The transfer job failed on the KMA; its log says why.",
+    def _release(self, job_id: str) -> None:
+        with self._lock:
+            self._running.discard(job_id)
+
+    def _hold_digest(self, job_id: str, raw: bytes) -> None:
+        """The held file's SHA-256, written once all its parts are: a resume reads back only a file
+        held whole (the KMA may have stopped while it was held)."""
+        sql = "UPDATE transfer_jobs SET file_sha256 = ? WHERE id = ?"
+        self.kma.store.write(Batch([Stmt(sql, (hashlib.sha256(raw).hexdigest(), job_id))]))
+
+    def _held(self, job_id: str) -> str:
+        rows = self.kma.store.query(
+            "SELECT content FROM transfer_job_files WHERE job_id = ? ORDER BY part", (job_id,)
+        )
+        raw = b"".join(bytes(r["content"]) for r in rows)
+        expected = self.kma.store.scalar("SELECT file_sha256 FROM transfer_jobs WHERE id = ?", (job_id,))
+        if expected is None or hashlib.sha256(raw).hexdigest() != expected:
+            raise Conflict(
+                f"The file of transfer job {job_id} was not held whole when its KMA stopped: start the "
+                "import again with the file."
             )
-        else:
-            self._end(job_id, result=result)
+        return raw.decode()
 
-    def _end(self, job_id: str, **changes: Any) -> None:
-        state = "failed" if changes.get("error_code") else "done"
-        self._update(job_id, state=state, phase=state, finished_at=self._kma.clock.now(), **changes)
+    def _launch(self, job_id: str, work: Callable[[str], dict[str, Any]], file: str, offset: int) -> None:
+        threading.Thread(
+            target=self._run, args=(job_id, work, file, offset), name=f"transfer-job-{job_id}", daemon=True
+        ).start()
+
+    def _run(self, job_id: str, work: Callable[[str], dict[str, Any]], file: str, offset: int) -> None:
+        _CURRENT.set(_Running(self, job_id, offset))
+        beating = threading.Event()
+        threading.Thread(target=self._heartbeat, args=(job_id, beating), daemon=True).start()
+        try:
+            try:
+                result = work(file)
+            except KmaError as exc:
+                self._end(job_id, error=(exc.status, exc.code, exc.message))
+            except Exception:
+                log.exception("transfer job %s failed", job_id)
+                self._end(
+                    job_id, error=(500, "internal", "The transfer job failed on the KMA; its log says why.")
+                )
+            else:
+                self._end(job_id, result=result)
+        finally:
+            beating.set()
+            self._release(job_id)
+
+    def _heartbeat(self, job_id: str, ended: threading.Event) -> None:
+        sql = "UPDATE transfer_jobs SET updated_at = ? WHERE id = ? AND kma_id = ? AND state = 'running'"
+        while not ended.wait(HEARTBEAT_S):
+            try:
+                self.kma.store.write(Batch([Stmt(sql, (self.kma.clock.now(), job_id, self.kma.kma_id))]))
+            except Exception:  # the store is busy or gone: the next beat tries again
+                log.warning("transfer job %s: heartbeat not written", job_id, exc_info=True)
+
+    def _end(
+        self, job_id: str, result: dict[str, Any] | None = None, error: tuple[int, str, str] | None = None
+    ) -> None:
+        """The job's end and answer; an import's held file goes, an export's file is held instead."""
+        file = ""
+        if result is not None and isinstance(result.get("exported"), dict):
+            exported = dict(result["exported"])
+            file = str(exported.pop("file", ""))
+            result = {**result, "exported": exported}
+        raw = file.encode()
+        parts = _parts(job_id, raw)
+        for i in range(0, len(parts), PARTS_PER_WRITE):  # before the end that makes them the job's
+            self.kma.store.write(Batch(parts[i : i + PARTS_PER_WRITE]))
+        now = self.kma.clock.now()
+        status, code, message = error or (None, None, None)
+        ended = Stmt(
+            "UPDATE transfer_jobs SET state = :state, phase = :state, finished_at = :now, updated_at = :now, "
+            "error_status = :status, error_code = :code, error_message = :message, result = :result, "
+            "file_sha256 = :sha WHERE id = :id",
+            {
+                "state": "failed" if error else "done",
+                "now": now,
+                "status": status,
+                "code": code,
+                "message": message,
+                "result": None if result is None else json.dumps(result),
+                "sha": hashlib.sha256(raw).hexdigest() if file else None,
+                "id": job_id,
+            },
+        )
+        held = [] if file else [Stmt("DELETE FROM transfer_job_files WHERE job_id = ?", (job_id,))]
+        self.kma.store.write(Batch([*held, ended]))
+
+    def _purge(self, now: int) -> None:
+        """Jobs no longer kept (their files go with them, by a trigger)."""
+        self.kma.store.write(
+            Batch(
+                [
+                    Stmt(
+                        "DELETE FROM transfer_jobs WHERE (state <> 'running' AND finished_at < ?) "
+                        "OR (state = 'running' AND updated_at < ?)",
+                        (now - KEEP_S, now - KEEP_INTERRUPTED_S),
+                    )
+                ]
+            )
+        )
+
+
+def _interrupted(job: TransferJob) -> TransferJob:
+    what = (
+        f"after {job.done:,} of {job.total:,} data units were written (they are in the store)"
+        if job.phase == "writing"
+        else f"while {job.phase}"
+    )
+    then = (
+        f"resume it to finish the import (POST /transfer-jobs/{job.id}/resume, or "
+        f"kma transfer resume {job.id})"
+        if job.kind == "import"
+        else "nothing was handed out: start the export again"
+    )
+    return replace(
+        job,
+        state="interrupted",
+        error_status=409,
+        error_code="conflict",
+        error_message=f"The KMA that ran this transfer job ({job.kma_id}) stopped {what}: {then}.",
+    )
