@@ -34,6 +34,7 @@ from typing import Any
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.errors import Conflict, KmaError, NotFound
+from kma.pacing import Pace
 from kma.store import Batch, Refused, Stmt
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,10 @@ MOST_RUNNING = 2  # jobs at once on one KMA
 HEARTBEAT_S = 5.0  # the running KMA touches its job at least this often
 STALE_S = 30  # a 'running' job untouched this long: its KMA stopped (it is interrupted)
 PROGRESS_S = 1.0  # between two writes of a job's progress (a row replicated on a cluster)
-PART = 2**20  # bytes per row of a job's file
-PARTS_PER_WRITE = 4  # a large file is held in several transactions: drives wait behind none long
+# Bytes per row of a job's file, each its own transaction: a drive's commit waits behind one
+# 256 KiB write at most.
+PART = 256 * 1024
+DOWNLOAD_SHARE = 0.5  # of a core, while a job's file is handed out
 
 _COLUMNS = (
     "id, kind, started_by, kma_id, state, phase, done, total, key_group_id, started_at, "
@@ -116,7 +119,7 @@ def noted(phase: str, done: int, total: int) -> list[Stmt]:
 
 def file_sink() -> Callable[[bytes], None] | None:
     """Where the job this thread runs writes its file as it is made (held with the job, a part of
-    1 MiB at a time); None outside a job (a synchronous export answers with its file)."""
+    `PART` at a time); None outside a job (a synchronous export answers with its file)."""
     running = _CURRENT.get()
     if running is None:
         return None
@@ -251,7 +254,7 @@ class TransferJobs:
         job = self.get(job_id)
         if (job.kind, job.state) != ("export", "done"):
             raise Conflict(f"Transfer job {job_id} holds no file: it is an {job.kind} job, {job.state}.")
-        return held_file(self.kma, job_id)()
+        return _paced(held_file(self.kma, job_id)())
 
     def _stopped(self, job: TransferJob) -> bool:
         """The KMA that runs the job restarted (it is this one and runs it no more), or is silent."""
@@ -380,6 +383,15 @@ def held_file(kma: Appliance, job_id: str) -> Callable[[], Iterator[bytes]]:
             n += 1
 
     return parts
+
+
+def _paced(parts: Iterator[bytes]) -> Iterator[bytes]:
+    """A download that rests between parts as long as it worked (reading a part, encrypting it for
+    TLS), as a backup's copy does: the drives' requests keep the KMA meanwhile."""
+    pace = Pace(DOWNLOAD_SHARE)
+    for part in parts:
+        yield part
+        pace.rest()
 
 
 def _interrupted(job: TransferJob) -> TransferJob:
