@@ -1,13 +1,17 @@
 """Transfer files (docs/transfer.md): what `KmsClient` adds to the generated calls is following a
-transfer job (`start_transfer_export`, `start_transfer_import`) to its end with its progress.
+transfer job (`start_transfer_export`, `start_transfer_import`) to its end with its progress, and
+saving a finished export job's file as it downloads.
 Same threading rule: network I/O, never on the GUI thread.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+from ._http import segment
 from .calls import Calls
 from .errors import api_error
 from .wire import TransferJob
@@ -35,3 +39,23 @@ class TransferCalls(Calls):
         if job.error is not None:
             raise api_error(job.error.status, job.error.code, job.error.message)
         return job
+
+    def get_transfer_job_file(self, job_id: str, dest: Path) -> int:
+        """Saves a finished export job's transfer file to `dest` (a new file: an existing one is
+        never overwritten) as it downloads, a piece at a time; the bytes written. A download cut
+        short leaves no file behind."""
+        written = 0
+        with self._connection.stream(f"/transfer-jobs/{segment(job_id)}/file", timeout=600) as response:
+            try:
+                with dest.open("xb") as out:
+                    for chunk in response.iter_bytes():
+                        out.write(chunk)
+                        written += len(chunk)
+                    out.flush()
+                    os.fsync(out.fileno())
+            except FileExistsError:
+                raise
+            except BaseException:
+                dest.unlink(missing_ok=True)
+                raise
+        return written

@@ -866,7 +866,7 @@ class TransferExport:
     expires_at: datetime
     not_exported: tuple[KeyLeftBehind, ...]
     not_found: tuple[str, ...]
-    file: str
+    file: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -69,7 +69,11 @@ class TransferExport(Response):
     expires_at: Time
     not_exported: list[KeyLeftBehind]
     not_found: list[str] = Field(description="volsers asked for that have no key here")
-    file: str = Field(description="the transfer file, to hand to the partner")
+    file: str | None = Field(
+        None,
+        description="the transfer file, to hand to the partner (null in a job's answer: GET "
+        "/transfer-jobs/{id}/file streams it)",
+    )
 
 
 class TransferFileBody(Request):
@@ -137,7 +141,9 @@ class TransferJob(Response):
     error: TransferJobError | None = Field(
         None, description="why it failed (state failed) or what stopped it (state interrupted)"
     )
-    exported: TransferExport | None = Field(None, description="an export's answer, with the file")
+    exported: TransferExport | None = Field(
+        None, description="an export's answer (its file: GET /transfer-jobs/{id}/file)"
+    )
     imported: TransferImport | None = Field(None, description="an import's answer")
     pending_op: PendingQuorumOp | None = Field(
         None, description="an import the key group's policy puts under quorum: the operation to approve"

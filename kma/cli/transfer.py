@@ -153,7 +153,7 @@ def run_export(args: argparse.Namespace, client: Any) -> int:
         valid_days=args.valid_days,
     )
     done = _followed(client, job).exported
-    args.out.write_text(done.file, encoding="utf-8")
+    client.get_transfer_job_file(job.id, args.out)
     print(
         f"Transfer file {done.file_id}: {done.data_units} data units, {done.keys} keys, saved to {args.out}"
     )

@@ -121,11 +121,7 @@ class Identity:
 
     def open(self, sealed: SealedFile) -> dict[str, Any]:
         """The payload of a file whose signature `sealed.verify` checked, for this identity."""
-        if sealed.header.get("recipient_fingerprint") != fingerprint(self.public):
-            meant_for, here = sealed.header.get("recipient_fingerprint"), fingerprint(self.public)
-            raise TransferFileRefused(
-                f"The file is meant for another cluster (recipient {meant_for}; this cluster is {here})."
-            )
+        check_recipient(self, sealed.header)
         try:
             one_time = x25519.X25519PublicKey.from_public_bytes(_unb64(sealed.header["ephemeral_key"]))
             key = _file_key(self._box.exchange(one_time), sealed.aad)
@@ -148,16 +144,11 @@ class SealedFile:
     signature: bytes
 
     @classmethod
-    def read(cls, data: bytes) -> SealedFile:
+    def read(cls, data: bytes | dict[str, Any]) -> SealedFile:
+        """A version 1 file (its bytes, or its document parsed already)."""
         try:
-            document = json.loads(data)
-            if document.get("format") != FORMAT:
-                raise TransferFileRefused("This is not a transfer file.")
-            if document.get("version") != VERSION:
-                raise TransferFileRefused(
-                    f"The file is of transfer format version {document.get('version')}; this KMA reads "
-                    f"version {VERSION}."
-                )
+            document = json.loads(data) if isinstance(data, bytes) else data
+            check_format(document, VERSION)
             header = document["header"]
             if not isinstance(header, dict):
                 raise TypeError
@@ -186,8 +177,33 @@ class SealedFile:
             ) from None
 
 
-def _file_key(shared: bytes, aad: bytes) -> bytes:
-    info = b"kms-transfer-file v1 " + hashlib.sha256(aad).digest()
+def check_recipient(identity: Identity, header: dict[str, Any]) -> None:
+    """Refuses a file whose header names another cluster as its recipient."""
+    if header.get("recipient_fingerprint") != fingerprint(identity.public):
+        meant_for, here = header.get("recipient_fingerprint"), fingerprint(identity.public)
+        raise TransferFileRefused(
+            f"The file is meant for another cluster (recipient {meant_for}; this cluster is {here})."
+        )
+
+
+READS = (1, 2)  # the format versions this KMA reads
+
+
+def check_format(document: Any, version: int) -> None:
+    """Refuses what is not a transfer file, or one of a version this KMA does not read (naming it)."""
+    if document.get("format") != FORMAT:
+        raise TransferFileRefused("This is not a transfer file.")
+    if document.get("version") not in READS:
+        raise TransferFileRefused(
+            f"The file is of transfer format version {document.get('version')}; this KMA reads versions "
+            f"{', '.join(map(str, READS))}."
+        )
+    if document.get("version") != version:
+        raise TransferFileRefused(f"The file is not of transfer format version {version}.")
+
+
+def _file_key(shared: bytes, aad: bytes, info_prefix: bytes = b"kms-transfer-file v1 ") -> bytes:
+    info = info_prefix + hashlib.sha256(aad).digest()
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(shared)
 
 

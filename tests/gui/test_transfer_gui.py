@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from kma.crypto.transfer import Identity, SealedFile, fingerprint
+from kma.crypto import transfer_stream
+from kma.crypto.transfer import Identity, fingerprint
 from tests.gui.helpers import (
     WAIT_MS,
     action,
@@ -71,9 +72,9 @@ def test_register_export_and_import_through_the_wizards(
     submit(qtbot, dialog)
     qtbot.waitUntil(lambda: "1 data units" in page.result.text(), timeout=WAIT_MS)
     assert "A00001 (the policy of key group 'archive' does not allow export)" in page.result.text()
-    sealed = SealedFile.read(out.read_bytes())
+    sealed = transfer_stream.read(lambda: [out.read_bytes()])  # downloaded as it was read
     sealed.verify(sealed.sender)
-    assert [u["id"] for u in partner.open(sealed)["data_units"]] == ["E00004"]
+    assert [u["id"] for u in sealed.units(partner)] == ["E00004"]
 
     # Import wizard: preview, then import the vault's tape into a group that allows import
     incoming = tmp_path / "from-vault.kmstransfer"
@@ -137,9 +138,10 @@ def test_the_import_wizard_counts_the_data_units_written_and_says_when_a_quorum_
 
     def imported() -> bool:
         shown.append(wizard.summary.text())
-        return "Imported 3,000 data units" in shown[-1]
+        return "Imported" in shown[-1] or "Refused" in shown[-1]
 
     qtbot.waitUntil(imported, timeout=8 * WAIT_MS)  # paced batches, on a loaded machine too
+    assert "Imported 3,000 data units" in shown[-1], shown[-1]
     counts = [
         int(m.group(1).replace(",", "")) for t in shown if (m := re.match(r"Writing: ([\d,]+) of 3,000", t))
     ]
@@ -157,4 +159,30 @@ def test_the_import_wizard_counts_the_data_units_written_and_says_when_a_quorum_
     (op,) = fresh_kma.client("so").list_quorum_operations(state="pending").items
     assert op.type == "import_transfer_file" and op.id in wizard.summary.text()
     assert not fresh_kma.client("op").list_keys(data_unit_id="G00001").items
+
+    # The approvers at the Security Officer's side type their passphrases in the wizard: it runs at once
+    assert wizard.credentials_group.isVisible() and wizard.import_button.text() == "Submit for approval"
+    approved = tmp_path / "approved.kmstransfer"
+    approved.write_text(file_from(partner, here, [one_tape("G00002", os.urandom(32))]))
+    wizard.path.setText(str(approved))
+    wizard.preview_button.click()
+    qtbot.waitUntil(lambda: "1 new" in wizard.summary.text(), timeout=WAIT_MS)
+    give_credentials(qtbot, wizard, fresh_kma, ("alice", "bob", "carol"))
+    qtbot.waitUntil(lambda: wizard.import_button.text() == "Import", timeout=WAIT_MS)
+    wizard.import_button.click()
+    qtbot.waitUntil(
+        lambda: "Imported" in wizard.summary.text() or "Refused" in wizard.summary.text(), timeout=WAIT_MS
+    )
+    assert "Imported 1 data units" in wizard.summary.text(), wizard.summary.text()
+    assert [k.key_group_id for k in fresh_kma.client("op").list_keys(data_unit_id="G00002").items] == [
+        "guarded"
+    ]
+    assert len(fresh_kma.client("so").list_quorum_operations(state="pending").items) == 1  # only the first
+    assert all(not p.text() for _r, _m, p in wizard.credentials.rows)  # the passphrases are not kept
+    executed = fresh_kma.client("so").list_quorum_operations(state="executed").items
+    assert any(o.type == "import_transfer_file" for o in executed)
+
+    # Into a key group that does not ask for the quorum, no credentials are asked for
+    wizard.group.setCurrentIndex(wizard.group.findData("incoming"))
+    assert not wizard.credentials_group.isVisible() and wizard.import_button.text() == "Import"
     wizard.close()

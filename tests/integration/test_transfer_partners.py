@@ -209,14 +209,13 @@ def fresh_export(sides: Sides, volser: str, **kw: Any) -> str:
 
 
 def test_an_altered_file_is_refused(partnered: Sides) -> None:
-    document = json.loads(fresh_export(partnered, "E00006"))
-    ciphertext = bytearray(document["ciphertext"].encode())
-    ciphertext[40] = ord("A") if ciphertext[40] != ord("A") else ord("B")
-    refused(
-        partnered, json.dumps({**document, "ciphertext": ciphertext.decode()}), ValidationFailed, "altered"
-    )
+    first, chunk, trailer = fresh_export(partnered, "E00006").splitlines()  # format version 2
+    altered = chunk[:40] + ("A" if chunk[40] != "A" else "B") + chunk[41:]
+    refused(partnered, "\n".join([first, altered, trailer]), ValidationFailed, "altered")
+    document = json.loads(first)
     document["header"]["expires_at"] += 365 * DAY
-    refused(partnered, json.dumps(document), ValidationFailed, "altered")
+    refused(partnered, "\n".join([json.dumps(document), chunk, trailer]), ValidationFailed, "altered")
+    refused(partnered, "\n".join([first, trailer]), ValidationFailed, "damaged")  # a chunk dropped
     refused(partnered, "not a transfer file", ValidationFailed, "damaged")
 
 

@@ -231,7 +231,7 @@ def _job_files(kma: RunningKma, job_id: str) -> int:
         )
 
 
-def test_an_export_job_reports_its_progress_and_holds_the_file(sides: Sides) -> None:
+def test_an_export_job_reports_its_progress_and_holds_the_file(sides: Sides, tmp_path: Path) -> None:
     op = sides.dallas.client("op")
     seen: list[TransferJob] = []
     job = op.follow_transfer_job(
@@ -240,7 +240,14 @@ def test_an_export_job_reports_its_progress_and_holds_the_file(sides: Sides) -> 
     assert job.state == "done" and job.exported is not None and job.exported.data_units == 5000
     counted = [j.done for j in seen if j.total]
     assert counted == sorted(counted) and counted[-1] == 5000 and {j.total for j in seen if j.total} == {5000}
-    assert so_preview_new(sides, job.exported.file) == 0  # every tape of it is at the partner already
+    assert job.exported.file is None  # not in the answer: downloaded as it is read from the store
+    saved = tmp_path / "bulk.kmstransfer"
+    assert op.get_transfer_job_file(job.id, saved) == saved.stat().st_size
+    lines = saved.read_bytes().splitlines()
+    assert json.loads(lines[0])["version"] == 2 and len(lines) > 3  # header, sealed chunks, trailer
+    with pytest.raises(FileExistsError):  # a file saved is never overwritten
+        op.get_transfer_job_file(job.id, saved)
+    assert so_preview_new(sides, saved.read_text()) == 0  # every tape of it is at the partner already
 
 
 def so_preview_new(sides: Sides, file: str) -> int:

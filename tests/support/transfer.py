@@ -73,6 +73,7 @@ class MatrixPartner:
     def __init__(self, admin: KmsClient, kma: RunningKma) -> None:
         self.admin, self.kma, self.n = admin, kma, 0
         self._job: str | None = None
+        self._export_job: str | None = None
         self.identity = Identity.generate()
         register(admin, kma, "mx-partner", text_of(self.identity))
         admin.create_key_policy(
@@ -99,6 +100,24 @@ class MatrixPartner:
         if self._job is None:
             self._job = self.admin.start_transfer_import(self.file(), "mx-transfer").id
         return self._job
+
+    def settle(self) -> None:
+        """Waits for the jobs the last call started (an import, a resume) to end: they write in the
+        background, and the next call's snapshot of the store must not see them do it."""
+        sql = "SELECT count(*) FROM transfer_jobs WHERE state = 'running' AND kma_id <> 'kma-gone'"
+        for _ in range(600):
+            with sqlite3.connect(f"file:{self.kma.data_dir / 'kma.db'}?mode=ro", uri=True, timeout=30) as db:
+                if db.execute(sql).fetchone()[0] == 0:
+                    return
+            time.sleep(0.05)
+        raise AssertionError("a transfer job did not end within 30 s")
+
+    def export_job(self) -> str:
+        """A finished export job of the KMA (its file held with it), made at first use."""
+        if self._export_job is None:
+            job = self.admin.start_transfer_export("mx-partner", volsers=["MXT0001"])
+            self._export_job = self.admin.follow_transfer_job(job, poll_s=0.05).id
+        return self._export_job
 
     def interrupted_job(self) -> str:
         """An import job whose KMA stopped before it wrote anything (a KMA of the cluster that is gone:

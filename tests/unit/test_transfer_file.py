@@ -70,7 +70,8 @@ def test_a_file_resigned_by_someone_else_names_them_not_the_sender(
     [
         (b"not json", "damaged"),
         (b'{"format": "something else"}', "not a transfer file"),
-        (b'{"format": "kms-transfer-file", "version": 2}', "version 2"),
+        (b'{"format": "kms-transfer-file", "version": 3}', "version 3"),
+        (b'{"format": "kms-transfer-file", "version": 2}', "not of transfer format version 1"),
         (b'{"format": "kms-transfer-file", "version": 1, "header": []}', "damaged"),
     ],
 )

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFileDialog,
     QFormLayout,
+    QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from app.context import AppContext
 from app.pages import PageSpec, register
+from app.quorum_watch import QuorumWatch
 from app.writes.transfer import (
     disable_transfer_partner,
     enable_transfer_partner,
@@ -40,7 +42,7 @@ from ui.format import when, yes_no
 from ui.lists.list_page import ListPage
 from ui.lists.list_spec import ActionSpec, ListSpec
 from ui.lists.paged_model import Column
-from ui.quorum.widgets import QuorumFormDialog
+from ui.quorum.widgets import CredentialsEditor, QuorumFormDialog, credentials_note, load_members
 from ui.widgets import page_header
 
 
@@ -142,7 +144,10 @@ def _export(page: ListPage[TransferPartner], partner: Any) -> FormDialog:
 
 
 class ImportWizard(QDialog):
-    """Choose a file and a key group, see what the import would do, then import."""
+    """Choose a file and a key group, see what the import would do, then import. Into a key group
+    whose policy asks for the quorum (`import_needs_quorum`), the approvers type their key split
+    passphrases here, as in the other quorum dialogs: with M of them the import runs at once, with
+    fewer it is submitted for approval (the KMA checks them; they are sent once, kept nowhere)."""
 
     def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -162,6 +167,19 @@ class ImportWizard(QDialog):
         self.group = QComboBox()
         form.addRow("Into key group", self.group)
         layout.addLayout(form)
+        self._guarded: set[str] = set()  # key groups whose policy puts imports under quorum
+        self._watch = QuorumWatch.of(ctx)
+        self.credentials_group = QGroupBox("Key split credentials (the policy asks for the quorum)")
+        self.credentials_group.setObjectName("credentialsGroup")
+        inner = QVBoxLayout(self.credentials_group)
+        note = QLabel(credentials_note(self._watch, "the import runs"))
+        note.setWordWrap(True)
+        inner.addWidget(note)
+        self.credentials = CredentialsEditor(self._watch.members())
+        self.credentials.changed.connect(self._import_label)
+        inner.addWidget(self.credentials)
+        self.credentials_group.setVisible(False)
+        layout.addWidget(self.credentials_group)
         self.summary = QLabel("Choose the file, then Preview.")
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -175,11 +193,30 @@ class ImportWizard(QDialog):
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
         self.path.textChanged.connect(lambda _t: self.import_button.setEnabled(False))
-        ctx.ops.read(lambda w: list(w.client.iter_key_groups()), parent=self, success=self._groups)
+        self.group.currentIndexChanged.connect(lambda _i: self._import_label())
+        ctx.ops.read(
+            lambda w: (list(w.client.iter_key_groups()), list(w.client.iter_key_policies())),
+            parent=self,
+            success=self._groups,
+        )
+        load_members(ctx, self, self.credentials.set_members)
 
-    def _groups(self, groups: list[Any]) -> None:
+    def _groups(self, found: tuple[list[Any], list[Any]]) -> None:
+        groups, policies = found
+        asks = {p.id for p in policies if p.import_needs_quorum}
+        self._guarded = {g.id for g in groups if g.policy_id in asks}
         for g in groups:
             self.group.addItem(f"{g.id} ({g.policy_id})", g.id)
+        self._import_label()
+
+    def _import_label(self) -> None:
+        """The credentials where the key group's policy asks for the quorum; "Submit for approval"
+        while they are fewer than the quorum."""
+        guarded = self.group.currentData() in self._guarded
+        self.credentials_group.setVisible(guarded)
+        threshold = self._watch.threshold()
+        short = threshold is None or len(self.credentials.credentials()) < threshold
+        self.import_button.setText("Submit for approval" if guarded and short else "Import")
 
     def _browse(self) -> None:
         name, _ = QFileDialog.getOpenFileName(self, "Transfer file")
@@ -222,9 +259,18 @@ class ImportWizard(QDialog):
         return True
 
     def run_import(self) -> None:
+        guarded = self.group.currentData() in self._guarded
+        problem = self.credentials.problem() if guarded else ""
+        if problem:
+            self.summary.setText(f"<b>Key split credentials:</b> {problem}")
+            return
+        given = (self.credentials.credentials() or None) if guarded else None
+        self.credentials.clear()  # sent once, with this request, and kept nowhere
         self.import_button.setEnabled(False)
         self.ctx.ops.write(
-            import_transfer_file(Path(self.path.text().strip()).expanduser(), self.group.currentData()),
+            import_transfer_file(
+                Path(self.path.text().strip()).expanduser(), self.group.currentData(), given
+            ),
             parent=self,
             label="Importing…",
             success=self._imported,
@@ -250,6 +296,10 @@ class ImportWizard(QDialog):
             f"Imported {done.imported:,} data units into key group <b>{done.key_group_id}</b> from "
             f"partner {done.partner_id}.{waiting}"
         )
+
+    def done(self, result: int) -> None:
+        self.credentials.clear()
+        super().done(result)
 
 
 def _import(page: ListPage[TransferPartner], _obj: Any) -> ImportWizard:

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Response
+from fastapi.responses import StreamingResponse
 
 from kma.api import schemas
 from kma.api.deps import Kma, Paging, TransferExport, TransferImport, TransferPartners, TransferRead
@@ -25,6 +26,7 @@ from kma.api.transfer_schemas import (
     TransferImport as TransferImportAnswer,
 )
 from kma.appliance import Appliance
+from kma.crypto.transfer_stream import Source
 from kma.domain.actor import Actor
 from kma.quorum import engine
 from kma.services.paging import Page
@@ -33,6 +35,7 @@ from kma.services.transfer import transfer_export, transfer_import, transfer_job
 from kma.services.transfer.transfer_jobs import TransferJobs
 
 router = APIRouter(tags=["transfer"])
+FILE_TYPE = "application/octet-stream"
 
 
 @router.get("/transfer-identity", response_model=TransferIdentity)
@@ -119,8 +122,8 @@ def start_transfer_export(body: TransferExportCreate, kma: Kma, actor: TransferE
 
     def work() -> dict[str, Any]:
         return {
-            "exported": transfer_export.export_transfer_file(
-                kma, actor, body.partner_id, selection, body.valid_days
+            "exported": asdict(
+                transfer_export.export_transfer_file(kma, actor, body.partner_id, selection, body.valid_days)
             )
         }
 
@@ -132,17 +135,18 @@ def preview_transfer_import(
     body: TransferFileBody, kma: Kma, actor: TransferImport
 ) -> transfer_import.ImportAnswer:
     """What importing the file would do (it is checked as for an import); writes nothing."""
-    return transfer_import.preview_transfer_import(kma, actor, body.file)
+    return transfer_import.preview_transfer_import(kma, actor, transfer_import.whole(body.file))
 
 
 def _import(
-    kma: Appliance, actor: Actor, file: str, key_group_id: str, credentials: list[Credential]
+    kma: Appliance, actor: Actor, source: Source, key_group_id: str, credentials: list[Credential]
 ) -> dict[str, Any]:
     """{"imported": the answer} or, under quorum and still waiting, {"pending_op": the operation}."""
     try:
-        return {"imported": asdict(transfer_import.import_transfer_file(kma, actor, file, key_group_id))}
+        return {"imported": asdict(transfer_import.import_transfer_file(kma, actor, source, key_group_id))}
     except transfer_import.NeedsQuorum:
-        request = {"file": file, "key_group_id": key_group_id}
+        # held whole with the pending operation (at most 64 MiB, transfer_import_quorum.MAX_HELD)
+        request = {"file": b"".join(source()).decode(), "key_group_id": key_group_id}
         done = engine.submit(kma, actor, "import_transfer_file", request, credentials)
     if not done.executed:
         return {"pending_op": done.op}
@@ -155,7 +159,9 @@ def import_transfer_file(
 ) -> TransferImportAnswer | PendingQuorumOp:
     """Imports the file; when the key group's policy has `import_needs_quorum`, a quorum operation
     (202 with it when the credentials that came are fewer than M)."""
-    answer = _import(kma, actor, body.file, body.key_group_id, body.key_split_credentials())
+    answer = _import(
+        kma, actor, transfer_import.whole(body.file), body.key_group_id, body.key_split_credentials()
+    )
     if "pending_op" in answer:
         response.status_code = 202
         return PendingQuorumOp.model_validate(answer["pending_op"])
@@ -169,8 +175,8 @@ def start_transfer_import(body: TransferImportCreate, kma: Kma, actor: TransferI
     file is held with the job (the credentials are not): an interrupted import is resumed from it."""
     group, credentials = body.key_group_id, body.key_split_credentials()
 
-    def work(file: str) -> dict[str, Any]:
-        return _import(kma, actor, file, group, credentials)
+    def work(job_id: str) -> dict[str, Any]:
+        return _import(kma, actor, transfer_jobs.held_file(kma, job_id), group, credentials)
 
     return _job(kma, kma.part(TransferJobs).start(actor, "import", work, body.file, group))
 
@@ -189,10 +195,22 @@ def resume_transfer_job(job_id: str, kma: Kma, actor: TransferImport) -> Transfe
     jobs = kma.part(TransferJobs)
     group = str(jobs.get(job_id).key_group_id or "")
 
-    def work(file: str) -> dict[str, Any]:
-        return _import(kma, actor, file, group, [])
+    def work(job_id: str) -> dict[str, Any]:
+        return _import(kma, actor, transfer_jobs.held_file(kma, job_id), group, [])
 
     return _job(kma, jobs.resume(actor, job_id, work))
+
+
+@router.get(
+    "/transfer-jobs/{job_id}/file",
+    response_class=StreamingResponse,
+    responses={200: {"content": {FILE_TYPE: {}}, "description": "the transfer file, as it is read"}},
+)
+def get_transfer_job_file(job_id: str, kma: Kma, actor: TransferRead) -> StreamingResponse:
+    """A finished export job's transfer file, streamed from the store a part at a time."""
+    parts = kma.part(TransferJobs).exported_file(job_id)
+    disposition = f'attachment; filename="transfer-{job_id[:16]}.kmstransfer"'
+    return StreamingResponse(parts, media_type=FILE_TYPE, headers={"Content-Disposition": disposition})
 
 
 def _job(kma: Appliance, job: transfer_jobs.TransferJob) -> TransferJob:
@@ -202,9 +220,7 @@ def _job(kma: Appliance, job: transfer_jobs.TransferJob) -> TransferJob:
         else {"status": job.error_status, "code": job.error_code, "message": job.error_message}
     )
     fields = ("id", "kind", "state", "phase", "done", "total", "kma_id", "started_by")
-    result = dict(job.result or {})
-    if "exported" in result:  # the file is held beside the job's row
-        result["exported"] = {**result["exported"], "file": kma.part(TransferJobs).exported_file(job.id)}
+    result = job.result or {}
     return TransferJob.model_validate(
         {
             **{f: getattr(job, f) for f in fields},

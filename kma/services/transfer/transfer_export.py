@@ -13,10 +13,11 @@ import json
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from kma.appliance import Appliance
 from kma.crypto.transfer import fingerprint
+from kma.crypto.transfer_stream import FileWriter
 from kma.domain.actor import Actor
 from kma.errors import ValidationFailed
 from kma.pacing import Pace
@@ -106,21 +107,15 @@ def _count(kma: Appliance, where: str, params: dict[str, Any]) -> int:
     return int(kma.store.scalar(sql, params) or 0)
 
 
-class Encoded(NamedTuple):
-    """A data unit of the payload, encoded as soon as its keys are read."""
-
-    id: str
-    keys: int
-    json: str  # json.dumps of the unit's dict, as the payload holds it
-
-
-def _collect(kma: Appliance, rows: Iterable[Any], total: int) -> tuple[list[Encoded], list[dict[str, str]]]:
-    """The payload's data units, and the keys left behind with why. Each data unit is encoded as
-    soon as its keys are read (they come together): 100,000 strings stay in memory until the file
-    is sealed, not 300,000 dicts, whose growth set off the interpreter's full garbage collections
-    (they stop every thread, the drives' requests too) of up to a third of a second."""
+def _collect(
+    kma: Appliance, rows: Iterable[Any], total: int, writer: FileWriter
+) -> tuple[list[str], list[dict[str, str]]]:
+    """Writes the data units to the file as their keys are read (they come together); the volsers
+    written, and the keys left behind with why. A data unit is encoded and sealed into the file at
+    once: the export holds a chunk of the file at most, not 100,000 data units (whose dicts also
+    set off the interpreter's full garbage collections, which stop every thread)."""
     master = kma.vault.master()
-    units: list[Encoded] = []
+    written: list[str] = []
     left: list[dict[str, str]] = []
     unit: dict[str, Any] | None = None
     seen, last = 0, None
@@ -143,7 +138,8 @@ def _collect(kma: Appliance, rows: Iterable[Any], total: int) -> tuple[list[Enco
             continue
         if unit is None or unit["id"] != r["data_unit_id"]:
             if unit is not None:
-                units.append(Encoded(unit["id"], len(unit["keys"]), json.dumps(unit)))
+                writer.add(json.dumps(unit), len(unit["keys"]))
+                written.append(unit["id"])
             unit = {
                 "id": r["data_unit_id"],
                 "description": r["description"],
@@ -160,8 +156,9 @@ def _collect(kma: Appliance, rows: Iterable[Any], total: int) -> tuple[list[Enco
             }
         )
     if unit is not None:
-        units.append(Encoded(unit["id"], len(unit["keys"]), json.dumps(unit)))
-    return units, left
+        writer.add(json.dumps(unit), len(unit["keys"]))
+        written.append(unit["id"])
+    return written, left
 
 
 @dataclass(frozen=True)
@@ -177,24 +174,37 @@ class TransferExportRow:
     expires_at: int
     not_exported: list[dict[str, str]]  # each key left behind: data_unit_id, key_id, reason
     not_found: list[str]  # volsers asked for that have no key here
-    file: str  # the transfer file, to hand to the partner
+    file: str | None  # the transfer file to hand to the partner; None in a job (it holds the file)
 
 
 def export_transfer_file(
     kma: Appliance, actor: Actor, partner_id: str, selection: Selection, valid_days: int = 30
 ) -> TransferExportRow:
-    """The file for `partner_id` with the selected data units, and what was left behind."""
+    """The file for `partner_id` with the selected data units, and what was left behind. In a
+    transfer job the file is written to the job as it is made (`transfer_jobs.file_sink`) and the
+    answer's `file` is None; a synchronous export answers with it."""
     if not 1 <= valid_days <= 365:
         raise ValidationFailed("A transfer file is valid for 1 to 365 days.")
     partner = transfer_partners.get_transfer_partner(kma, partner_id)
     transfer_partners.usable_partner(kma, partner, "may_receive")
     where, params = selection.where()
     total = _count(kma, where, params)
+    identity = transfer_partners.identity(kma)
+    now, file_id = kma.clock.now(), uuid.uuid4().hex
+    cluster = kma.store.scalar("SELECT name FROM cluster WHERE id = 1")
+    header = {
+        "file_id": file_id,
+        "sender_name": cluster,
+        "created_at": now,
+        "expires_at": now + valid_days * DAY,
+    }
+    pieces: list[bytes] = []
+    sink = transfer_jobs.file_sink() or pieces.append
+    writer = FileWriter(identity, transfer_partners.partner_public(kma, partner_id), header, sink)
     transfer_jobs.report("reading keys", 0, total)
-    units, left = _collect(kma, _rows(kma, where, params), total)
+    units, left = _collect(kma, _rows(kma, where, params), total, writer)
     transfer_jobs.report("sealing the file", total, total)
-    found = {u.id for u in units} | {x["data_unit_id"] for x in left}
-    missing = sorted(set(selection.volsers) - found)
+    missing = sorted(set(selection.volsers) - set(units) - {x["data_unit_id"] for x in left})
     if not units:
         raise ValidationFailed(
             "No key of the chosen data units may leave: "
@@ -204,24 +214,12 @@ def export_transfer_file(
             )
             + "."
         )
-    identity = transfer_partners.identity(kma)
-    now, file_id = kma.clock.now(), uuid.uuid4().hex
-    keys = sum(u.keys for u in units)
-    cluster = kma.store.scalar("SELECT name FROM cluster WHERE id = 1")
-    header = {
-        "file_id": file_id,
-        "sender_name": cluster,
-        "created_at": now,
-        "expires_at": now + valid_days * DAY,
-        "data_units": len(units),
-        "keys": keys,
-    }
-    sealed = identity.seal(transfer_partners.partner_public(kma, partner_id), header, _payload(units))
+    writer.close()
     kma.commit(
         actor,
         "transfer.export",
-        _recorded(file_id, partner_id, units, keys, actor, now),
-        _message(partner, file_id, units, keys, left, missing),
+        _recorded(file_id, partner_id, units, writer.keys, actor, now),
+        _message(partner, file_id, units, writer.keys, left, missing),
         ("transfer_partner", partner_id),
     )
     return TransferExportRow(
@@ -230,22 +228,16 @@ def export_transfer_file(
         recipient_fingerprint=partner.fingerprint,
         sender_fingerprint=fingerprint(identity.public),
         data_units=len(units),
-        keys=keys,
-        expires_at=now + valid_days * DAY,
+        keys=writer.keys,
+        expires_at=header["expires_at"],
         not_exported=left,
         not_found=missing,
-        file=sealed.decode(),
+        file=b"".join(pieces).decode() if pieces else None,
     )
 
 
-def _payload(units: list[Encoded]) -> bytes:
-    """`json.dumps({"data_units": units})`, the same bytes, from the data units encoded one by one
-    (one call for 100,000 of them holds the interpreter half a second, and every drive's request)."""
-    return ('{"data_units": [' + ", ".join(u.json for u in units) + "]}").encode()
-
-
 def _recorded(
-    file_id: str, partner_id: str, units: list[Encoded], keys: int, actor: Actor, now: int
+    file_id: str, partner_id: str, units: list[str], keys: int, actor: Actor, now: int
 ) -> list[Stmt]:
     return [
         Stmt(
@@ -255,7 +247,7 @@ def _recorded(
         ),
         Stmt(
             "INSERT INTO data_unit_transfers (data_unit_id, file_id) SELECT value, ? FROM json_each(?)",
-            (file_id, json.dumps([u.id for u in units])),
+            (file_id, json.dumps(units)),
         ),
     ]
 
@@ -263,7 +255,7 @@ def _recorded(
 def _message(
     partner: transfer_partners.TransferPartnerRow,
     file_id: str,
-    units: list[Encoded],
+    units: list[str],
     keys: int,
     left: list[dict[str, str]],
     missing: list[str],

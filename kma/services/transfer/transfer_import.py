@@ -23,7 +23,8 @@ from typing import Any, NoReturn
 
 from kma.appliance import Appliance
 from kma.audit.record import Condition
-from kma.crypto.transfer import SealedFile, TransferFileRefused, fingerprint
+from kma.crypto import transfer_stream
+from kma.crypto.transfer import Identity, TransferFileRefused, check_recipient, fingerprint
 from kma.domain.actor import Actor
 from kma.domain.lifecycle import HELD_OR_REPLICATED
 from kma.domain.validation import check_id, check_text
@@ -32,7 +33,7 @@ from kma.pacing import Pace
 from kma.services.transfer import transfer_import_writer, transfer_jobs, transfer_partners
 from kma.services.transfer.transfer_import_writer import MAY_IMPORT
 
-CHUNK = 5000  # IDs per look-up query
+CHUNK = 5000  # data units of the file read, checked and planned at once (two look-up queries)
 
 
 @dataclass(frozen=True)
@@ -47,16 +48,40 @@ class Started:
 class Opened:
     header: dict[str, Any]
     partner: transfer_partners.TransferPartnerRow
-    units: list[dict[str, Any]]
+    file: transfer_stream.WholeFile | transfer_stream.StreamedFile  # its signature checked
+    identity: Identity  # this cluster's, which opens it
     imported_at: int | None  # when this very file was imported here before
     started: Started | None = None  # an import of it that began here and is still to finish
+
+    def units(self) -> Iterator[Any]:
+        """The file's data units, read again from the file (a version 2 file a chunk at a time)."""
+        return self.file.units(self.identity)
 
 
 @dataclass(frozen=True)
 class Plan:
-    new: list[dict[str, Any]]  # units with at least one key not here yet
-    present: set[str]  # the file's keys that are here already (lower case)
-    here: list[str]  # units whose keys are all here already
+    """What importing the file would do; counted a piece of the file at a time."""
+
+    data_units: int
+    keys: int
+    new: int  # units with at least one key not here yet
+    here: int  # units whose keys are all here already
+    conflicts: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class NewUnit:
+    """A data unit of the file not here yet (as the file gives it), and which of its keys are here
+    (lower case; none unless an import of the file stopped between two of its keys' writes)."""
+
+    unit: dict[str, Any]
+    present: set[str]
+
+
+@dataclass(frozen=True)
+class _Piece:
+    new: list[NewUnit]
+    here: int
     conflicts: list[dict[str, str]]
 
 
@@ -65,19 +90,19 @@ def _refuse(kma: Appliance, actor: Actor, reason: str, error: type[KmaError] = V
     raise error(reason, audited=True)
 
 
-def open_file(kma: Appliance, actor: Actor, text: str) -> Opened:
-    """The file's content once every check passed; else an audited refusal saying why."""
+def open_file(kma: Appliance, actor: Actor, source: transfer_stream.Source) -> Opened:
+    """The file once its sender, signature and recipient passed; else an audited refusal saying why."""
     try:
-        return checked_file(kma, text)
+        return checked_file(kma, source)
     except (ValidationFailed, Conflict) as refused:
         _refuse(kma, actor, refused.message, type(refused))
 
 
-def checked_file(kma: Appliance, text: str) -> Opened:
-    """The file's content once every check passed; else a refusal (not audited: the caller says
-    under which operation) saying why."""
+def checked_file(kma: Appliance, source: transfer_stream.Source) -> Opened:
+    """The file once its sender, signature, recipient and expiry passed (its content is checked as
+    `plan` reads it); else a refusal (not audited: the caller says under which operation)."""
     try:
-        sealed = SealedFile.read(text.encode())
+        sealed = transfer_stream.read(source)
         partner = transfer_partners.partner_by_identity(kma, sealed.sender)
         if partner is None:
             raise TransferFileRefused(
@@ -86,7 +111,8 @@ def checked_file(kma: Appliance, text: str) -> Opened:
             )
         sealed.verify(sealed.sender)
         transfer_partners.usable_partner(kma, partner, "may_send")
-        payload = transfer_partners.identity(kma).open(sealed)
+        identity = transfer_partners.identity(kma)
+        check_recipient(identity, sealed.header)
     except TransferFileRefused as refused:
         raise ValidationFailed(str(refused)) from None
     header = sealed.header
@@ -94,21 +120,17 @@ def checked_file(kma: Appliance, text: str) -> Opened:
         raise ValidationFailed(
             f"The file expired (it was valid until {header.get('expires_at')}); ask for a new one."
         )
-    units = payload.get("data_units")
-    problem = _problem(units)
-    if problem:
-        raise ValidationFailed(f"The file's content is not valid: {problem}.")
     row = kma.store.query_one(
         "SELECT done_at, state, key_group_id, approved_by_op FROM transfer_files "
         "WHERE id = ? AND direction = 'import'",
         (str(header["file_id"]),),
     )
     if row is None:
-        return Opened(header, partner, list(units or ()), None)
+        return Opened(header, partner, sealed, identity, None)
     if row["state"] == "done":
-        return Opened(header, partner, list(units or ()), row["done_at"])
+        return Opened(header, partner, sealed, identity, row["done_at"])
     return Opened(
-        header, partner, list(units or ()), None, Started(row["key_group_id"], row["approved_by_op"])
+        header, partner, sealed, identity, None, Started(row["key_group_id"], row["approved_by_op"])
     )
 
 
@@ -126,52 +148,104 @@ def _key_problem(key: Any) -> str | None:
     return None
 
 
-def _problem(units: Any) -> str | None:
-    """What is wrong with a payload's data units (a partner's software may have bugs), or None."""
-    if not isinstance(units, list) or not units:
-        return "it holds no list of data units"
-    pace = Pace()
+def _problem(unit: Any) -> str | None:
+    """What is wrong with a data unit of the payload (a partner's software may have bugs), or None."""
     try:
-        for unit in units:
-            pace.tick()
-            check_id(unit["id"], "A volser")
-            if not unit["keys"]:
-                return f"data unit {unit['id']} has no key"
-            problem = next(filter(None, (_key_problem(k) for k in unit["keys"])), None)
-            if problem:
-                return problem
+        check_id(unit["id"], "A volser")
+        if not unit["keys"]:
+            return f"data unit {unit['id']} has no key"
+        return next(filter(None, (_key_problem(k) for k in unit["keys"])), None)
     except ValidationFailed as bad:
         return bad.message
     except (KeyError, TypeError, ValueError, AttributeError):
         return "a data unit or key lacks a field"
-    return None
 
 
-def _chunks(values: list[str]) -> Iterator[str]:
-    for i in range(0, len(values), CHUNK):
-        yield json.dumps(values[i : i + CHUNK])
+def _pieces(opened: Opened) -> Iterator[list[dict[str, Any]]]:
+    """The file's data units, `CHUNK` at a time, each checked; a refusal at the first bad one
+    (nothing is written before the whole file was read so)."""
+    piece: list[dict[str, Any]] = []
+    pace = Pace()
+    try:
+        for unit in opened.units():
+            pace.tick()
+            problem = _problem(unit)
+            if problem:
+                raise ValidationFailed(f"The file's content is not valid: {problem}.")
+            piece.append(unit)
+            if len(piece) == CHUNK:
+                yield piece
+                piece = []
+    except TransferFileRefused as refused:
+        raise ValidationFailed(str(refused)) from None
+    if piece:
+        yield piece
 
 
-def plan(kma: Appliance, units: list[dict[str, Any]]) -> Plan:
-    """Which units are new, which are here already, which conflict with what is here."""
-    key_ids = [k["id"] for u in units for k in u["keys"]]
-    by_key: dict[str, Any] = {}
-    for chunk in _chunks(key_ids):
-        for r in kma.store.query(
-            "SELECT id, data_unit_id, material_wrapped FROM keys WHERE id COLLATE NOCASE IN "
-            "(SELECT value FROM json_each(?))",
-            (chunk,),
-        ):
-            by_key[r["id"].lower()] = r
-    on_unit: dict[str, set[str]] = {}
-    for chunk in _chunks([u["id"] for u in units]):
-        for r in kma.store.query(
-            "SELECT data_unit_id, id FROM keys WHERE data_unit_id IN (SELECT value FROM json_each(?))",
-            (chunk,),
-        ):
-            on_unit.setdefault(r["data_unit_id"], set()).add(r["id"])
-    master, new, here, conflicts = kma.vault.master(), [], [], []
+def held(kma: Appliance, table: str, owner: str, key: str) -> transfer_stream.Source:
+    """A file held in the store in parts (`table`: transfer_held_files or transfer_job_files, its
+    `owner` column `key`), read a part at a time, from the start at each call."""
+
+    def parts() -> Iterator[bytes]:
+        n = 0
+        while True:
+            row = kma.store.query_one(f"SELECT content FROM {table} WHERE {owner} = ? AND part = ?", (key, n))
+            if row is None:
+                return
+            yield bytes(row["content"])
+            n += 1
+
+    return parts
+
+
+def whole(text: str | bytes) -> transfer_stream.Source:
+    """A file that came whole (in a request's JSON, or held with a quorum operation)."""
+    raw = text.encode() if isinstance(text, str) else text
+    return lambda: (raw,)
+
+
+def _in_json(values: list[str]) -> str:
+    return json.dumps(values)
+
+
+def plan(kma: Appliance, opened: Opened) -> Plan:
+    """Which units are new, which are here already, which conflict with what is here: the whole
+    file read through, a piece at a time (none of it kept but the counts and the conflicts)."""
+    units = keys = new = here = 0
+    conflicts: list[dict[str, str]] = []
     transfer_jobs.report("checking the data units", 0, 0)
+    for piece in _pieces(opened):
+        found = _plan_piece(kma, piece)
+        units, keys = units + len(piece), keys + sum(len(u["keys"]) for u in piece)
+        new, here = new + len(found.new), here + found.here
+        conflicts += found.conflicts
+    if not units:
+        raise ValidationFailed("The file's content is not valid: it holds no list of data units.")
+    return Plan(units, keys, new, here, conflicts)
+
+
+def new_units(kma: Appliance, opened: Opened) -> Iterator[NewUnit]:
+    """The file's units not here yet, each with which of its keys are here: what the writer writes,
+    read and planned again a piece at a time (what came meanwhile is skipped)."""
+    for piece in _pieces(opened):
+        yield from _plan_piece(kma, piece).new
+
+
+def _plan_piece(kma: Appliance, units: list[dict[str, Any]]) -> _Piece:
+    by_key: dict[str, Any] = {}
+    for r in kma.store.query(
+        "SELECT id, data_unit_id, material_wrapped FROM keys WHERE id COLLATE NOCASE IN "
+        "(SELECT value FROM json_each(?))",
+        (_in_json([k["id"] for u in units for k in u["keys"]]),),
+    ):
+        by_key[r["id"].lower()] = r
+    on_unit: dict[str, set[str]] = {}
+    for r in kma.store.query(
+        "SELECT data_unit_id, id FROM keys WHERE data_unit_id IN (SELECT value FROM json_each(?))",
+        (_in_json([u["id"] for u in units]),),
+    ):
+        on_unit.setdefault(r["data_unit_id"], set()).add(r["id"])
+    master, found = kma.vault.master(), _Piece([], 0, [])
     pace = Pace()
     for unit in units:
         pace.tick()
@@ -180,33 +254,36 @@ def plan(kma: Appliance, units: list[dict[str, Any]]) -> Plan:
         if on_unit.get(unit["id"], set()) - theirs:
             reason = f"volser {unit['id']} exists here with another key"
         for key in unit["keys"]:
-            found = by_key.get(key["id"].lower())
+            here = by_key.get(key["id"].lower())
             if (
                 reason is None
-                and found is not None
+                and here is not None
                 and (
-                    found["data_unit_id"] != unit["id"]
-                    or found["material_wrapped"] is None
+                    here["data_unit_id"] != unit["id"]
+                    or here["material_wrapped"] is None
                     or not hmac.compare_digest(
-                        master.unwrap(f"key:{found['id']}", bytes(found["material_wrapped"])),
+                        master.unwrap(f"key:{here['id']}", bytes(here["material_wrapped"])),
                         bytes.fromhex(key["material"]),
                     )
                 )
             ):
                 reason = f"key {key['id']} exists here for another data unit or with other bytes"
         if reason:
-            conflicts.append({"data_unit_id": unit["id"], "reason": reason})
+            found.conflicts.append({"data_unit_id": unit["id"], "reason": reason})
         elif theirs - on_unit.get(unit["id"], set()):
-            new.append(unit)
+            found.new.append(NewUnit(unit, {k.lower() for k in theirs} & set(by_key)))
         else:
-            here.append(unit["id"])
-    return Plan(new, set(by_key), here, conflicts)
+            found = _Piece(found.new, found.here + 1, found.conflicts)
+    return found
 
 
-def preview_transfer_import(kma: Appliance, actor: Actor, text: str) -> ImportAnswer:
+def preview_transfer_import(kma: Appliance, actor: Actor, source: transfer_stream.Source) -> ImportAnswer:
     transfer_jobs.report("checking the file", 0, 0)
-    opened = open_file(kma, actor, text)
-    return answer(opened, plan(kma, opened.units))
+    opened = open_file(kma, actor, source)
+    try:
+        return answer(opened, plan(kma, opened))
+    except ValidationFailed as refused:
+        _refuse(kma, actor, refused.message)
 
 
 @dataclass(frozen=True)
@@ -241,10 +318,10 @@ def answer(
         sender_name=str(h.get("sender_name", "")),
         created_at=h.get("created_at"),
         expires_at=h["expires_at"],
-        data_units=len(opened.units),
-        keys=sum(len(u["keys"]) for u in opened.units),
-        new=len(p.new),
-        already_here=len(p.here),
+        data_units=p.data_units,
+        keys=p.keys,
+        new=p.new,
+        already_here=p.here,
         conflicts=p.conflicts,
         imported_before_at=opened.imported_at,
         imported=imported,
@@ -289,17 +366,19 @@ def check_plan(opened: Opened, p: Plan, key_group_id: str) -> None:
         )
 
 
-def import_transfer_file(kma: Appliance, actor: Actor, text: str, key_group_id: str) -> ImportAnswer:
+def import_transfer_file(
+    kma: Appliance, actor: Actor, source: transfer_stream.Source, key_group_id: str
+) -> ImportAnswer:
     """Imports the file at once, or raises NeedsQuorum when the key group's policy asks for a
     quorum (unless a quorum approved this very file's import, begun here and still to finish)."""
     transfer_jobs.report("checking the file", 0, 0)
-    opened = open_file(kma, actor, text)
+    opened = open_file(kma, actor, source)
     try:
         check_group(kma, key_group_id)
         approved = opened.started is not None and opened.started.approved_by_op is not None
         if needs_quorum(kma, key_group_id) and not approved:
             raise NeedsQuorum(f"An import into key group '{key_group_id}' needs the key split quorum.")
-        p = plan(kma, opened.units)
+        p = plan(kma, opened)
         check_plan(opened, p, key_group_id)
     except (ValidationFailed, Conflict) as refused:
         _refuse(kma, actor, refused.message, type(refused))
@@ -313,7 +392,7 @@ def import_transfer_file(kma: Appliance, actor: Actor, text: str, key_group_id: 
         )
         return answer(opened, p, 0, key_group_id)
     written = transfer_import_writer.write(
-        kma, actor, opened.header, opened.partner, p.new, p.present, key_group_id
+        kma, actor, opened.header, opened.partner, new_units(kma, opened), p.new, key_group_id
     )
     return answer(opened, p, written, key_group_id, awaiting_backup(kma))
 
@@ -321,7 +400,7 @@ def import_transfer_file(kma: Appliance, actor: Actor, text: str, key_group_id: 
 def changes_nothing(opened: Opened, p: Plan) -> bool:
     """This very file was imported, or every key in it is here already (and no import of it is
     still to finish)."""
-    return opened.imported_at is not None or (not p.new and opened.started is None)
+    return opened.imported_at is not None or (p.new == 0 and opened.started is None)
 
 
 def nothing_message(opened: Opened) -> str:

@@ -13,12 +13,14 @@ the operation's own batch, and the data units are written in batches right after
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
 from kma.appliance import Appliance
+from kma.crypto import transfer_stream
 from kma.errors import ValidationFailed
 from kma.services.change import Change
 from kma.services.quorum.key_split import Quorum
@@ -28,6 +30,13 @@ from kma.store import Stmt
 
 MAX_HELD = 64 * 2**20  # a file held for approval (about 150,000 data units of one key each)
 PART = 2**20  # bytes per row of a held file
+
+
+# The file just submitted, by its operation: an operation that runs at once (M credentials came
+# with it) runs before anything of it is written, its held file included.
+_SUBMITTED: contextvars.ContextVar[tuple[str, bytes] | None] = contextvars.ContextVar(
+    "transfer_file_submitted", default=None
+)
 
 
 def digest(text: str) -> str:
@@ -42,26 +51,26 @@ def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared
             f"A transfer file held for the quorum's approval is at most {MAX_HELD // 2**20} MiB (this one "
             f"is {len(raw) / 2**20:.0f} MiB): ask the partner for smaller files (by volser range)."
         )
-    opened, p = _checked(kma, text, group)
-    h, partner = opened.header, opened.partner
-    keys = sum(len(u["keys"]) for u in opened.units)
+    _SUBMITTED.set((op_id, raw))
+    opened, p = _checked(kma, transfer_import.whole(text), group)
+    h, partner, keys = opened.header, opened.partner, p.keys
     shown = {
         "file_id": h["file_id"],
         "sha256": digest(text),
         "partner_id": partner.id,
         "partner_name": partner.name,
         "partner_fingerprint": partner.fingerprint,
-        "data_units": len(opened.units),
+        "data_units": p.data_units,
         "keys": keys,
-        "new": len(p.new),
-        "already_here": len(p.here),
+        "new": p.new,
+        "already_here": p.here,
         "key_group_id": group,
         "expires_at": h["expires_at"],
     }
     summary = (
         f"Import transfer file {h['file_id']} (SHA-256 {shown['sha256']}) from transfer partner "
         f"'{partner.id}' ({partner.name}, fingerprint {partner.fingerprint}): "
-        f"{len(opened.units):,} data units ({keys:,} keys; {len(p.new):,} new) into key group '{group}'"
+        f"{p.data_units:,} data units ({keys:,} keys; {p.new:,} new) into key group '{group}'"
     )
     held = tuple(
         Stmt(
@@ -71,29 +80,37 @@ def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared
         for n, i in enumerate(range(0, len(raw), PART))
     )
     preview = transfer_import.answer(
-        opened, p, 0 if transfer_import.changes_nothing(opened, p) else len(p.new), group
+        opened, p, 0 if transfer_import.changes_nothing(opened, p) else p.new, group
     )
     return Prepared(summary, shown, shown, statements=held, handed_out=asdict(preview))
 
 
-def _checked(kma: Appliance, text: str, group: str) -> tuple[transfer_import.Opened, transfer_import.Plan]:
-    opened = transfer_import.checked_file(kma, text)
+def _checked(
+    kma: Appliance, source: transfer_stream.Source, group: str
+) -> tuple[transfer_import.Opened, transfer_import.Plan]:
+    opened = transfer_import.checked_file(kma, source)
     transfer_import.check_group(kma, group)
-    p = transfer_import.plan(kma, opened.units)
+    p = transfer_import.plan(kma, opened)
     transfer_import.check_plan(opened, p, group)
     return opened, p
 
 
 def _execute(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping[str, Any]) -> Outcome:
-    parts = kma.store.query("SELECT content FROM transfer_held_files WHERE op_id = ? ORDER BY part", (op_id,))
-    text = b"".join(bytes(r["content"]) for r in parts).decode()
-    if digest(text) != payload["sha256"]:
+    # read whole (at most MAX_HELD): the held parts go with the operation's end, before the batches
+    submitted = _SUBMITTED.get()
+    raw = (
+        submitted[1]
+        if submitted is not None and submitted[0] == op_id
+        else b"".join(transfer_import.held(kma, "transfer_held_files", "op_id", op_id)())
+    )
+    source = transfer_import.whole(raw)
+    if hashlib.sha256(raw).hexdigest() != payload["sha256"]:
         raise ValidationFailed(
             f"The transfer file held with quorum operation {op_id} is not the one submitted (its SHA-256 "
             "differs): nothing is imported. Submit the file again."
         )
     group = str(payload["key_group_id"])
-    opened, p = _checked(kma, text, group)
+    opened, p = _checked(kma, source, group)
     subject = ("transfer_partner", opened.partner.id)
     if transfer_import.changes_nothing(opened, p):
         return Outcome(Change("transfer.import", [], transfer_import.nothing_message(opened), subject))
@@ -106,12 +123,19 @@ def _execute(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping[str, A
 
     def write() -> None:
         transfer_import_writer.write(
-            kma, kma.itself, opened.header, opened.partner, p.new, p.present, group, op_id
+            kma,
+            kma.itself,
+            opened.header,
+            opened.partner,
+            transfer_import.new_units(kma, opened),
+            p.new,
+            group,
+            op_id,
         )
 
     message = (
         f"approved the import of transfer file {file_id} from transfer partner '{opened.partner.id}' "
-        f"into key group '{group}': {len(p.new):,} data units are written now, in batches"
+        f"into key group '{group}': {p.new:,} data units are written now, in batches"
     )
     return Outcome(Change("transfer.import", [approved], message, subject), after=write)
 

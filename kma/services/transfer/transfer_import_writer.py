@@ -18,7 +18,7 @@ The import is all or nothing where it matters:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from kma.appliance import Appliance
@@ -36,52 +36,65 @@ MAY_IMPORT = (
 )
 
 
+def _batches(new: Iterable[Any]) -> Iterator[tuple[list[Any], bool]]:
+    """`new` in batches of `BATCH`, each with whether it is the last."""
+    batch: list[Any] = []
+    for item in new:
+        if len(batch) == BATCH:
+            yield batch, False
+            batch = []
+        batch.append(item)
+    if batch:
+        yield batch, True
+
+
 def write(
     kma: Appliance,
     actor: Actor,
     header: Mapping[str, Any],
     partner: TransferPartnerRow,
-    new: list[dict[str, Any]],
-    present: set[str],
+    new: Iterable[Any],
+    total: int,
     group: str,
     approved_by_op: str | None = None,
 ) -> int:
-    """Writes the `new` data units (their keys not in `present`) in batches; the number written."""
+    """Writes the `new` data units (transfer_import.NewUnit: each with which of its keys are here)
+    in batches, `total` of
+    them as planned (fewer when some came meanwhile); the number written."""
     file_id, partner_id = str(header["file_id"]), partner.id
-    total, pace = len(new), Pace(IMPORT_SHARE)
+    pace, written = Pace(IMPORT_SHARE), 0
     subject = ("transfer_partner", partner_id)
     transfer_jobs.report("writing", 0, total)
-    for start in range(0, total, BATCH):
-        units = new[start : start + BATCH]
+    for batch, last in _batches(new):
+        units = [new_unit.unit for new_unit in batch]
         now = kma.clock.now()
         statements = [begin(file_id, partner_id, group, actor, now, approved_by_op), _allows(group)]
         statements += _units(file_id, units, now)
-        for unit in units:
-            statements += _keys(kma, unit, present, group, now)
+        for new_unit in batch:
+            statements += _keys(kma, new_unit.unit, new_unit.present, group, now)
             pace.tick()
-        last = start + len(units) == total
         if last:
             statements.append(_finish(file_id, now))
         # the job's count commits with the batch: after a crash it says exactly what is here
-        statements += transfer_jobs.noted("writing", start + len(units), total)
+        statements += transfer_jobs.noted("writing", written + len(units), total)
         keys = sum(len(u["keys"]) for u in units)
         kma.commit(
             actor,
             "transfer.import",
             statements,
             (
-                f"imported {total} data units ({keys} keys)"
-                if total <= BATCH
-                else f"imported data units {start + 1} to {start + len(units)} of {total} ({keys} keys)"
+                f"imported {len(units)} data units ({keys} keys)"
+                if last and not written
+                else f"imported data units {written + 1} to {written + len(units)} of {total} ({keys} keys)"
             )
             + f" from transfer partner '{partner_id}' ({partner.fingerprint}), transfer file {file_id}, "
-            f"into key group '{group}'"
-            + ("" if total <= BATCH else "; the import is complete" if last else ""),
+            f"into key group '{group}'" + ("; the import is complete" if last and written else ""),
             subject,
         )
+        written += len(units)
         if not last:
             pace.rest()
-    if not total:  # an import that stopped after its last data unit and before its end
+    if not written:  # an import that stopped after its last data unit and before its end
         kma.commit(
             actor,
             "transfer.import",
@@ -90,7 +103,7 @@ def write(
             "data unit in it was written before",
             subject,
         )
-    return total
+    return written
 
 
 def begin(

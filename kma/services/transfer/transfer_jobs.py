@@ -27,13 +27,14 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.errors import Conflict, KmaError, NotFound
+from kma.pacing import Pace
 from kma.store import Batch, Refused, Stmt
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,10 @@ MOST_RUNNING = 2  # jobs at once on one KMA
 HEARTBEAT_S = 5.0  # the running KMA touches its job at least this often
 STALE_S = 30  # a 'running' job untouched this long: its KMA stopped (it is interrupted)
 PROGRESS_S = 1.0  # between two writes of a job's progress (a row replicated on a cluster)
-PART = 2**20  # bytes per row of a job's file
-PARTS_PER_WRITE = 4  # a large file is held in several transactions: drives wait behind none long
+# Bytes per row of a job's file, each its own transaction: a drive's commit waits behind one
+# 256 KiB write at most.
+PART = 256 * 1024
+DOWNLOAD_SHARE = 0.5  # of a core, while a job's file is handed out
 
 _COLUMNS = (
     "id, kind, started_by, kma_id, state, phase, done, total, key_group_id, started_at, "
@@ -84,6 +87,7 @@ class _Running:
     def __init__(self, jobs: TransferJobs, job_id: str, offset: int) -> None:
         self.jobs, self.job_id, self.offset = jobs, job_id, offset
         self.phase, self.written = "", 0.0
+        self.file: HeldFile | None = None  # an export's, written as it is made
 
     def statement(self, phase: str, done: int, total: int) -> Stmt:
         if phase == "writing":  # a resumed import counts what the interrupted run wrote too
@@ -113,14 +117,43 @@ def noted(phase: str, done: int, total: int) -> list[Stmt]:
     return [] if running is None else [running.statement(phase, done, total)]
 
 
-def _parts(job_id: str, raw: bytes) -> list[Stmt]:
-    return [
-        Stmt(
-            "INSERT INTO transfer_job_files (job_id, part, content) VALUES (?, ?, ?)",
-            (job_id, n, raw[i : i + PART]),
-        )
-        for n, i in enumerate(range(0, len(raw), PART))
-    ]
+def file_sink() -> Callable[[bytes], None] | None:
+    """Where the job this thread runs writes its file as it is made (held with the job, a part of
+    `PART` at a time); None outside a job (a synchronous export answers with its file)."""
+    running = _CURRENT.get()
+    if running is None:
+        return None
+    if running.file is None:
+        running.file = HeldFile(running.jobs.kma, running.job_id)
+    return running.file.write
+
+
+class HeldFile:
+    """A job's file, written to the store as it comes, a part of `PART` bytes at a time."""
+
+    def __init__(self, kma: Appliance, job_id: str) -> None:
+        self.kma, self.job_id = kma, job_id
+        self.parts, self.hashed = 0, hashlib.sha256()
+        self._buffer = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self._buffer += data
+        self.hashed.update(data)
+        while len(self._buffer) >= PART:
+            self._flush(bytes(self._buffer[:PART]))
+            del self._buffer[:PART]
+
+    def _flush(self, part: bytes) -> None:
+        sql = "INSERT INTO transfer_job_files (job_id, part, content) VALUES (?, ?, ?)"
+        self.kma.store.write(Batch([Stmt(sql, (self.job_id, self.parts, part))]))
+        self.parts += 1
+
+    def close(self) -> str:
+        """Writes what is left; the file's SHA-256."""
+        if self._buffer:
+            self._flush(bytes(self._buffer))
+            self._buffer.clear()
+        return self.hashed.hexdigest()
 
 
 class TransferJobs:
@@ -139,23 +172,24 @@ class TransferJobs:
         file: str = "",
         key_group_id: str | None = None,
     ) -> TransferJob:
-        """A new job running `work(file)`; an import's `file` is held with it, to be resumed from."""
+        """A new job running `work(job_id)`; an import's `file` is held with it (`held_file`), which
+        it reads and is resumed from."""
         now = self.kma.clock.now()
         self._purge(now)
         job_id = self._claim(secrets.token_hex(8))
         try:
-            raw = file.encode()
             row = (job_id, kind, actor.entity_id, self.kma.kma_id, key_group_id, now, now)
             self.kma.store.write(Batch([Stmt(_INSERT, row)]))
-            statements = _parts(job_id, raw)
-            for i in range(0, len(statements), PARTS_PER_WRITE):
-                self.kma.store.write(Batch(statements[i : i + PARTS_PER_WRITE]))
             if file:
-                self._hold_digest(job_id, raw)
+                held, raw = HeldFile(self.kma, job_id), file.encode()
+                for i in range(0, len(raw), PART):
+                    held.write(raw[i : i + PART])
+                sql = "UPDATE transfer_jobs SET file_sha256 = ? WHERE id = ?"
+                self.kma.store.write(Batch([Stmt(sql, (held.close(), job_id))]))
         except BaseException:
             self._release(job_id)
             raise
-        self._launch(job_id, work, file, 0)
+        self._launch(job_id, work, 0)
         return self.get(job_id)
 
     def resume(self, actor: Actor, job_id: str, work: Callable[[str], dict[str, Any]]) -> TransferJob:
@@ -169,7 +203,7 @@ class TransferJobs:
                 "An interrupted export is not resumed (it wrote nothing and handed out no file): "
                 "start the export again."
             )
-        file = self._held(job_id)
+        self._check_held(job_id)
         self._claim(job_id)
         try:
             self.kma.store.write(Batch([self._resumed(actor, job)]))
@@ -180,7 +214,7 @@ class TransferJobs:
             self._release(job_id)
             raise
         offset = job.done if job.phase == "writing" else 0
-        self._launch(job_id, work, file, offset)
+        self._launch(job_id, work, offset)
         return self.get(job_id)
 
     def _resumed(self, actor: Actor, job: TransferJob) -> Stmt:
@@ -215,9 +249,12 @@ class TransferJobs:
             return _interrupted(job)
         return job
 
-    def exported_file(self, job_id: str) -> str:
-        """A finished export's file, held with its job."""
-        return self._held(job_id)
+    def exported_file(self, job_id: str) -> Iterator[bytes]:
+        """A finished export's file, held with its job, a part at a time."""
+        job = self.get(job_id)
+        if (job.kind, job.state) != ("export", "done"):
+            raise Conflict(f"Transfer job {job_id} holds no file: it is an {job.kind} job, {job.state}.")
+        return _paced(held_file(self.kma, job_id)())
 
     def _stopped(self, job: TransferJob) -> bool:
         """The KMA that runs the job restarted (it is this one and runs it no more), or is silent."""
@@ -241,46 +278,40 @@ class TransferJobs:
         with self._lock:
             self._running.discard(job_id)
 
-    def _hold_digest(self, job_id: str, raw: bytes) -> None:
-        """The held file's SHA-256, written once all its parts are: a resume reads back only a file
-        held whole (the KMA may have stopped while it was held)."""
-        sql = "UPDATE transfer_jobs SET file_sha256 = ? WHERE id = ?"
-        self.kma.store.write(Batch([Stmt(sql, (hashlib.sha256(raw).hexdigest(), job_id))]))
-
-    def _held(self, job_id: str) -> str:
-        rows = self.kma.store.query(
-            "SELECT content FROM transfer_job_files WHERE job_id = ? ORDER BY part", (job_id,)
-        )
-        raw = b"".join(bytes(r["content"]) for r in rows)
+    def _check_held(self, job_id: str) -> None:
+        """A resume reads back only a file held whole (the KMA may have stopped while it was held)."""
+        hashed = hashlib.sha256()
+        for part in held_file(self.kma, job_id)():
+            hashed.update(part)
         expected = self.kma.store.scalar("SELECT file_sha256 FROM transfer_jobs WHERE id = ?", (job_id,))
-        if expected is None or hashlib.sha256(raw).hexdigest() != expected:
+        if expected is None or hashed.hexdigest() != expected:
             raise Conflict(
                 f"The file of transfer job {job_id} was not held whole when its KMA stopped: start the "
                 "import again with the file."
             )
-        return raw.decode()
 
-    def _launch(self, job_id: str, work: Callable[[str], dict[str, Any]], file: str, offset: int) -> None:
+    def _launch(self, job_id: str, work: Callable[[str], dict[str, Any]], offset: int) -> None:
         threading.Thread(
-            target=self._run, args=(job_id, work, file, offset), name=f"transfer-job-{job_id}", daemon=True
+            target=self._run, args=(job_id, work, offset), name=f"transfer-job-{job_id}", daemon=True
         ).start()
 
-    def _run(self, job_id: str, work: Callable[[str], dict[str, Any]], file: str, offset: int) -> None:
-        _CURRENT.set(_Running(self, job_id, offset))
+    def _run(self, job_id: str, work: Callable[[str], dict[str, Any]], offset: int) -> None:
+        running = _Running(self, job_id, offset)
+        _CURRENT.set(running)
         beating = threading.Event()
         threading.Thread(target=self._heartbeat, args=(job_id, beating), daemon=True).start()
         try:
             try:
-                result = work(file)
+                result = work(job_id)
             except KmaError as exc:
-                self._end(job_id, error=(exc.status, exc.code, exc.message))
+                self._end(running, error=(exc.status, exc.code, exc.message))
             except Exception:
                 log.exception("transfer job %s failed", job_id)
                 self._end(
-                    job_id, error=(500, "internal", "The transfer job failed on the KMA; its log says why.")
+                    running, error=(500, "internal", "The transfer job failed on the KMA; its log says why.")
                 )
             else:
-                self._end(job_id, result=result)
+                self._end(running, result=result)
         finally:
             beating.set()
             self._release(job_id)
@@ -294,18 +325,14 @@ class TransferJobs:
                 log.warning("transfer job %s: heartbeat not written", job_id, exc_info=True)
 
     def _end(
-        self, job_id: str, result: dict[str, Any] | None = None, error: tuple[int, str, str] | None = None
+        self,
+        running: _Running,
+        result: dict[str, Any] | None = None,
+        error: tuple[int, str, str] | None = None,
     ) -> None:
-        """The job's end and answer; an import's held file goes, an export's file is held instead."""
-        file = ""
-        if result is not None and isinstance(result.get("exported"), dict):
-            exported = dict(result["exported"])
-            file = str(exported.pop("file", ""))
-            result = {**result, "exported": exported}
-        raw = file.encode()
-        parts = _parts(job_id, raw)
-        for i in range(0, len(parts), PARTS_PER_WRITE):  # before the end that makes them the job's
-            self.kma.store.write(Batch(parts[i : i + PARTS_PER_WRITE]))
+        """The job's end and answer; an import's held file goes (it is done with it), and so does a
+        failed export's; a finished export's file stays, to be handed out, its SHA-256 with it."""
+        sha = running.file.close() if running.file is not None and error is None else None
         now = self.kma.clock.now()
         status, code, message = error or (None, None, None)
         ended = Stmt(
@@ -319,11 +346,11 @@ class TransferJobs:
                 "code": code,
                 "message": message,
                 "result": None if result is None else json.dumps(result),
-                "sha": hashlib.sha256(raw).hexdigest() if file else None,
-                "id": job_id,
+                "sha": sha,
+                "id": running.job_id,
             },
         )
-        held = [] if file else [Stmt("DELETE FROM transfer_job_files WHERE job_id = ?", (job_id,))]
+        held = [] if sha else [Stmt("DELETE FROM transfer_job_files WHERE job_id = ?", (running.job_id,))]
         self.kma.store.write(Batch([*held, ended]))
 
     def _purge(self, now: int) -> None:
@@ -339,6 +366,32 @@ class TransferJobs:
                 ]
             )
         )
+
+
+def held_file(kma: Appliance, job_id: str) -> Callable[[], Iterator[bytes]]:
+    """A job's file, read from the store a part at a time, from the start at each call."""
+
+    def parts() -> Iterator[bytes]:
+        n = 0
+        while True:
+            row = kma.store.query_one(
+                "SELECT content FROM transfer_job_files WHERE job_id = ? AND part = ?", (job_id, n)
+            )
+            if row is None:
+                return
+            yield bytes(row["content"])
+            n += 1
+
+    return parts
+
+
+def _paced(parts: Iterator[bytes]) -> Iterator[bytes]:
+    """A download that rests between parts as long as it worked (reading a part, encrypting it for
+    TLS), as a backup's copy does: the drives' requests keep the KMA meanwhile."""
+    pace = Pace(DOWNLOAD_SHARE)
+    for part in parts:
+        yield part
+        pace.rest()
 
 
 def _interrupted(job: TransferJob) -> TransferJob:

@@ -29,7 +29,7 @@ CREATE TABLE transfer_jobs (
     file_sha256    TEXT
 );
 
--- A job's file, in parts of at most 1 MiB: an import's (the partner's ciphertext, which only this
+-- A job's file, in parts (of 256 KiB, each its own transaction): an import's (the partner's ciphertext, which only this
 -- cluster opens: it is what a resumed import reads again, on any KMA) until the import ends, and an
 -- export's (wrapped to its partner) until its answer is no longer kept.
 CREATE TABLE transfer_job_files (
