@@ -160,10 +160,7 @@ class SealedFile:
 
     @property
     def sender(self) -> bytes:
-        try:
-            return parse_identity(str(self.header["sender"]))
-        except (KeyError, ValueError):
-            raise TransferFileRefused("The file does not name its sender.") from None
+        return sender_of(self.header)
 
     def verify(self, sender: bytes) -> None:
         """Raises unless `sender`'s signing key signed this very header and ciphertext."""
@@ -175,6 +172,14 @@ class SealedFile:
             raise TransferFileRefused(
                 "The file's signature does not match its content: it was altered after it was signed."
             ) from None
+
+
+def sender_of(header: dict[str, Any]) -> bytes:
+    """The public identity a file's header names as its sender (every format version names it)."""
+    try:
+        return parse_identity(str(header["sender"]))
+    except (KeyError, ValueError):
+        raise TransferFileRefused("The file does not name its sender.") from None
 
 
 def check_recipient(identity: Identity, header: dict[str, Any]) -> None:

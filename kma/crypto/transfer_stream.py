@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, x25519
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from kma.crypto import transfer
-from kma.crypto.transfer import FORMAT, Identity, TransferFileRefused, fingerprint, parse_identity
+from kma.crypto.transfer import FORMAT, Identity, TransferFileRefused, fingerprint, sender_of
 
 VERSION = 2
 CHUNK_BYTES = 256 * 1024  # of payload per sealed chunk (a few hundred data units)
@@ -156,10 +156,7 @@ class StreamedFile:
 
     @property
     def sender(self) -> bytes:
-        try:
-            return parse_identity(str(self.header["sender"]))
-        except (KeyError, ValueError):
-            raise TransferFileRefused("The file does not name its sender.") from None
+        return sender_of(self.header)
 
     def verify(self, sender: bytes) -> None:
         try:
