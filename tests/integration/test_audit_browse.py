@@ -119,8 +119,8 @@ def test_free_text_pages_follow_on_without_gaps(demo_kma: RunningKma) -> None:
 
 def test_dashboard_issue_rates_and_keys_per_day_are_the_keys_own_counts(demo_kma: RunningKma) -> None:
     """Keys issued per day and the backup readiness's issue rates come from counts kept beside the
-    keys (migration 0114), not from the keys: each must still be exactly what the keys say, the
-    hour, day and week windows included (each starts inside a day)."""
+    keys (migration 0115), not from the keys: each must still be exactly what the keys say, the
+    hour, day and week windows included (each starts inside an hour)."""
     op = demo_kma.client("op")
     group = op.list_key_groups(limit=1).items[0].id
     op.create_data_unit("RATE01", "a tape for one key issued now")
