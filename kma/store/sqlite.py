@@ -21,6 +21,7 @@ from kma.errors import KmaError
 from kma.pacing import Pace
 from kma.store import fts, schema
 from kma.store.batch import Batch, Params, WriteResult, counted
+from kma.store.checkpointer import Checkpointer
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import GroupCommitter, Item, Outcome
 
@@ -29,10 +30,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 BACKUP_PAGES = 256  # per step of an online backup: 1 MiB at the default 4 KiB page size (see backup)
-# The writer copies the WAL back into the database every this many pages (SQLite's default: 1,000).
-# Each checkpoint writes back every page changed since the last one, once, however often it changed:
-# the audit trail's newest pages change at every commit, so checkpoints ten times rarer cost a Get's
-# audit event ~8 us less (bench/README.md, issue 47). The WAL file stays at up to ~40 MB.
+# The WAL is written back into the database by kma/store/checkpointer.py, beside the writer; the
+# writer itself checkpoints only when the WAL reaches this many pages (~40 MB), should that thread
+# fall behind. Rare checkpoints are also cheaper: each writes back every page changed since the
+# last one once, however often it changed (bench/README.md, issue 47).
 WAL_CHECKPOINT_PAGES = 10_000
 
 
@@ -121,7 +122,8 @@ class SQLiteStore:
         except BaseException:
             conn.close()
             raise
-        conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")  # the writer checkpoints
+        conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")  # only a bound, see above
+        self.checkpointer = Checkpointer(path)
         self.committer = GroupCommitter(conn, chain)
         self._queue: queue.Queue[Item | None] = queue.Queue()
         self._thread = threading.Thread(
@@ -236,6 +238,7 @@ class SQLiteStore:
     def close(self) -> None:
         self._queue.put(None)
         self._thread.join(timeout=10)
+        self.checkpointer.close()
         self.committer.conn.close()
         with self._readers_lock:
             for conn in self._readers:
