@@ -170,10 +170,12 @@ TAIL_SOURCE = (
 # A search stops after this long, and says how far it looked. A word with a filter none of its
 # matches meets walked the whole intersection of their doclists before it could say "none" (286 ms
 # at ten million events), as did counting a filter few of them meet to the end (280-430 ms). The
-# index is read in windows of event IDs in the page's order, each sized to the time left; once the
-# time is spent the page holds what was found, `searched_to` is the time of the last event looked
-# at, and the cursor searches on from there (the browser's "Search older events"). Once a page is
-# found, the count stops at the same time and the total says "more than" (`total_exact` false).
+# tail and the index are read in windows of event IDs in the page's order, each sized to the time
+# left (the first FIRST_WINDOW IDs, the tail's a 64th of that: it is matched row by row; then at
+# most four times the last); once the time is spent the page holds what was found, `searched_to` is
+# the time of the last event looked at, and the cursor searches on from there (the browser's
+# "Search older events"). Once a page is found, the count stops at the same time and the total
+# says "more than" (`total_exact` false).
 # A test's KMA (another process) can be given a tiny search: "budget seconds,first window".
 SEARCH_FOR_TESTS = "KMA_TEST_AUDIT_SEARCH"
 
@@ -209,18 +211,19 @@ class _TextSearch:
         """Up to `count` matches after the event `start` (exclusive; None: from the first)."""
         mark = int(self.bound["f_mark"])
         oldest = int(self.conn.execute("SELECT coalesce(min(id), 1) FROM audit_events").fetchone()[0])
+        newest = int(self.conn.execute("SELECT coalesce(max(id), 0) FROM audit_events").fetchone()[0])
+        # The tail is matched row by row (a short one, unless the indexer is far behind), the index
+        # by FTS5: both in windows, so that neither can hold the search past its time.
+        indexed = INDEX_SOURCE if self.where == "1" else TEXT_SOURCE
         if self.desc:
-            newest_indexed = mark if start is None else min(mark, start - 1)
-            steps = [(TAIL_SOURCE, mark + 1, (start or 2**62) - 1), (None, oldest, newest_indexed)]
+            below = newest if start is None else start - 1
+            steps = [(TAIL_SOURCE, mark + 1, below), (indexed, oldest, min(mark, below))]
         else:
-            first = oldest if start is None else max(oldest, start + 1)
-            steps = [(None, first, mark), (TAIL_SOURCE, max(mark, start or 0) + 1, 2**62)]
+            above = oldest if start is None else max(oldest, start + 1)
+            steps = [(indexed, above, mark), (TAIL_SOURCE, max(mark + 1, above), newest)]
         for source, low, high in steps:
-            if source is None:
-                done = self._windows(low, high, count, want)
-            else:
-                done = self._scan(source, low, high, count, want)
-            if done is not None:
+            first = max(1, FIRST_WINDOW // 64) if source == TAIL_SOURCE else FIRST_WINDOW
+            if (done := self._windows(source, low, high, first, count, want)) is not None:
                 return done
         return TextMatches(self.ids, True, None)
 
@@ -242,10 +245,12 @@ class _TextSearch:
                 return TextMatches(self.ids, False, None)
         return TextMatches(self.ids, False, None) if len(self.ids) >= count else None
 
-    def _windows(self, low: int, high: int, count: int, want: int) -> TextMatches | None:
-        """The index's matches between two event IDs, a window at a time while there is time."""
-        source = INDEX_SOURCE if self.where == "1" else TEXT_SOURCE
-        size = FIRST_WINDOW
+    def _windows(
+        self, source: str, low: int, high: int, size: int, count: int, want: int
+    ) -> TextMatches | None:
+        """The matches of `source` between two event IDs, a window at a time (the first of `size`
+        IDs) while there is time."""
+        first = size
         while low <= high:
             began = time.monotonic()
             w_low, w_high = (
@@ -259,7 +264,7 @@ class _TextSearch:
                 enough = len(self.ids) >= want
                 return TextMatches(self.ids, False, None if enough else (w_low if self.desc else w_high))
             per_id = max((now - began) / (w_high - w_low + 1), 1e-9)
-            size = min(size * 4, max(FIRST_WINDOW, int((self.deadline - now) / per_id)))
+            size = min(size * 4, max(first, int((self.deadline - now) / per_id)))
         return None
 
 
