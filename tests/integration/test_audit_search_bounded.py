@@ -74,6 +74,11 @@ def test_a_search_out_of_time_says_how_far_it_looked_and_goes_on(
     oldest_first = pages(store, "robot", order="asc", subject_id="E00007")
     assert [r["id"] for p in oldest_first for r in p.items] == wanted[::-1]
 
+    # The live tail's search starts at its `after_id`, not at the oldest event.
+    newer = pages(store, "robot", order="asc", subject_id="E00007", after_id=str(ids[30]))
+    assert [r["id"] for p in newer for r in p.items] == [ids[33], *tail]
+    assert len(newer) <= 4  # ids[31..39] a window of 4 at a time, then the tail's two
+
     nothing = pages(store, "robot", subject_id="E00042")  # a filter none of the word's matches meets
     assert all(not p.items for p in nothing)
     assert (nothing[-1].total, nothing[-1].total_exact, nothing[-1].searched_to) == (0, True, None)

@@ -207,10 +207,12 @@ class _TextSearch:
         self.deadline = time.monotonic() + SEARCH_BUDGET_S
         self.ids: list[int] = []
 
-    def run(self, start: int | None, count: int, want: int) -> TextMatches:
-        """Up to `count` matches after the event `start` (exclusive; None: from the first)."""
+    def run(self, start: int | None, count: int, want: int, after: int = 0) -> TextMatches:
+        """Up to `count` matches after the event `start` (exclusive; None: from the first), among
+        the events after `after` (the live tail's `after_id`: no window below it)."""
         mark = int(self.bound["f_mark"])
         oldest = int(self.conn.execute("SELECT coalesce(min(id), 1) FROM audit_events").fetchone()[0])
+        oldest = max(oldest, after + 1)
         newest = int(self.conn.execute("SELECT coalesce(max(id), 0) FROM audit_events").fetchone()[0])
         # The tail is matched row by row (a short one, unless the indexer is far behind), the index
         # by FTS5: both in windows, so that neither can hold the search past its time.
@@ -292,8 +294,9 @@ def text_page(store: Store, req: PageRequest) -> Page:
         bound["f_mark"] = conn.execute("SELECT indexed_to FROM audit_fts_state WHERE id = 1").fetchone()[0]
         # One pass in the page's order, up to COUNT_LIMIT + 1 matches in all: their number is the
         # total as every list counts it, and the first of them are the page.
+        after = int(bound.get("f_after_id", 0))
         found = _TextSearch(conn, where, bound, order == "desc").run(
-            start, max(want, COUNT_LIMIT + 1 - before), want
+            start, max(want, COUNT_LIMIT + 1 - before), want, after
         )
         listed = "SELECT value FROM json_each(:ids)"
         sql = f"SELECT * FROM audit_events WHERE id IN ({listed}) ORDER BY id {order}"
