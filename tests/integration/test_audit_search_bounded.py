@@ -3,7 +3,7 @@ meet, on ten million events, walked the whole intersection before it could answe
 search now stops within its time, says how far back it looked (`searched_to`), and its cursor
 searches on from there: following the cursors finds exactly what one unbounded search found, and the
 last page's total is the exact count. Here the time is none and the first window a few events, so
-that every request stops after one window.
+that every request stops after one batch of two rows.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def pages(s: SQLiteStore, q: str, order: str = "desc", **filters: str) -> list[P
 @pytest.fixture
 def tiny_search(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(audit_log, "SEARCH_BUDGET_S", 0.0)
-    monkeypatch.setattr(audit_log, "FIRST_WINDOW", 4)
+    monkeypatch.setattr(audit_log, "COUNT_BATCH", 2)
 
 
 def test_a_search_out_of_time_says_how_far_it_looked_and_goes_on(
@@ -63,7 +63,7 @@ def test_a_search_out_of_time_says_how_far_it_looked_and_goes_on(
     walked = pages(store, "robot", subject_id="E00007")
     found = [r["id"] for p in walked for r in p.items]
     assert found == wanted  # newest first, none twice, none missed
-    assert len(walked) > 3  # the index was searched a window a request
+    assert len(walked) > 3  # a few events a request
     stopped = walked[:-1]
     assert all(p.searched_to is not None and not p.total_exact for p in stopped)
     times = [p.searched_to for p in stopped if p.searched_to is not None]
@@ -77,7 +77,6 @@ def test_a_search_out_of_time_says_how_far_it_looked_and_goes_on(
     # The live tail's search starts at its `after_id`, not at the oldest event.
     newer = pages(store, "robot", order="asc", subject_id="E00007", after_id=str(ids[30]))
     assert [r["id"] for p in newer for r in p.items] == [ids[33], *tail]
-    assert len(newer) <= 4  # ids[31..39] a window of 4 at a time, then the tail's two
 
     nothing = pages(store, "robot", subject_id="E00042")  # a filter none of the word's matches meets
     assert all(not p.items for p in nothing)
@@ -87,7 +86,9 @@ def test_a_search_out_of_time_says_how_far_it_looked_and_goes_on(
 def test_a_search_with_a_page_found_stops_counting_in_time(
     store: SQLiteStore,  # noqa: F811  the fixture
     tiny_search: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(audit_log, "COUNT_BATCH", 5)  # a page (of 3) in the first rows read
     ids = [store.write(Batch((), record(f"robot slot {i}"))).event_id for i in range(40)]
     with raw(store) as conn:
         index_all(conn)
@@ -117,10 +118,10 @@ def test_a_free_text_export_reads_the_index_then_the_tail(store: SQLiteStore) ->
     ] == []
 
 
-# --- over HTTPS, a KMA whose searches stop after one window of 8 events ---------------------------
+# --- over HTTPS, a KMA whose searches stop after one batch of two rows ----------------------------
 @pytest.fixture
 def hurried_kma(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningKma]:
-    monkeypatch.setenv(audit_log.SEARCH_FOR_TESTS, "0,8")
+    monkeypatch.setenv(audit_log.SEARCH_FOR_TESTS, "0,2")
     kma = RunningKma.demo_in(tmp_path)
     yield kma
     kma.stop()
@@ -140,7 +141,7 @@ def test_the_api_says_how_far_a_search_looked_and_its_cursor_goes_on(hurried_kma
     wait_until(lambda: indexed(hurried_kma), 30, what="the demo's events indexed")
     first = auditor.list_audit_events(search="lost transit", limit=50)
     assert first.searched_to is not None and first.next_cursor is not None and not first.total_exact
-    assert first.items == []  # the compromise is older than the newest window
+    assert first.items == []  # the compromise is older than the first rows looked at
     found = list(auditor.iter_audit_events(search="lost transit", limit=50))
     assert [e.operation for e in found] == ["key.compromise"]
     walked: list[Any] = []
@@ -150,7 +151,7 @@ def test_the_api_says_how_far_a_search_looked_and_its_cursor_goes_on(hurried_kma
         walked.append(page)
         if (cursor := page.next_cursor) is None:
             break
-    assert all(not p.items for p in walked) and len(walked) > 2
+    assert all(not p.items for p in walked)  # (FTS5's one query ends at once on a store this small)
     assert (walked[-1].total, walked[-1].total_exact, walked[-1].searched_to) == (0, True, None)
 
 

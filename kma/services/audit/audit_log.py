@@ -169,113 +169,151 @@ TAIL_SOURCE = (
 
 # A search stops after this long, and says how far it looked. A word with a filter none of its
 # matches meets walked the whole intersection of their doclists before it could say "none" (286 ms
-# at ten million events), as did counting a filter few of them meet to the end (280-430 ms). The
-# tail and the index are read in windows of event IDs in the page's order, each sized to the time
-# left (the first FIRST_WINDOW IDs, the tail's a 64th of that: it is matched row by row; then at
-# most four times the last); once the time is spent the page holds what was found, `searched_to` is
-# the time of the last event looked at, and the cursor searches on from there (the browser's
-# "Search older events"). Once a page is found, the count stops at the same time and the total
-# says "more than" (`total_exact` false).
-# A test's KMA (another process) can be given a tiny search: "budget seconds,first window".
+# at ten million events), as did counting a filter few of them meet to the end (280-430 ms). Once
+# the time is spent the page holds what was found, `searched_to` is the time of the last event
+# looked at, and the cursor searches on from there (the browser's "Search older events"). Once a
+# page is found, the count stops at the same time and the total says "more than" (`total_exact`
+# false). A test's KMA (another process) can be given a tiny search: "budget seconds,batch".
 SEARCH_FOR_TESTS = "KMA_TEST_AUDIT_SEARCH"
 
 
 def _search_limits() -> tuple[float, int]:
     if override := os.environ.get(SEARCH_FOR_TESTS):
-        budget, window = override.split(",")
-        return float(budget), int(window)
-    return 0.05, 65_536
+        budget, batch = override.split(",")
+        return float(budget), int(batch)
+    return 0.05, 100
 
 
-# The time, and the event IDs in the first window (later ones as many as the time left allows).
-SEARCH_BUDGET_S, FIRST_WINDOW = _search_limits()
-COUNT_BATCH = 100  # matches read between two looks at the clock
+# The time, and the rows read between two looks at the clock.
+SEARCH_BUDGET_S, COUNT_BATCH = _search_limits()
 
 
 class TextMatches(NamedTuple):
     ids: list[int]  # in the page's order, after the cursor
     complete: bool  # every match after the cursor is among them
     stopped_at: int | None  # the search ran out of time short of a page: it goes on after this ID
+    by_rows: bool  # the filters were tested on the rows (the next request starts so)
+
+
+class _OneQueryStopped(Exception):
+    """The FTS5 query of the words and the filters did not end within its share of the time."""
 
 
 class _TextSearch:
-    """One search's matches: the tail above the mark and the index's windows, in the page's order."""
+    """One search's matches: the tail above the mark, then the index, in the page's order.
 
-    def __init__(self, conn: sqlite3.Connection, where: str, bound: dict[str, Any], desc: bool) -> None:
+    FTS5 checks a query's rowid bounds only on the rows it hands over: an AND of the words and the
+    filters with no match walks the whole intersection however it is bounded (290-340 ms at ten
+    million events for any window), and tells nothing of how far it got. So the index is asked
+    first as that one query (the filters as its terms: a filter few of the words' matches meet costs
+    only its own matches), under a progress handler that stops it at half the time; stopped, the
+    search goes on from its last match by the words alone, whose every match is handed over with
+    whether its row meets the filters: slower per event, but it says how far it looked at any
+    moment. The tail is read row by row, each row handed over, the same way."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, where: str, bound: dict[str, Any], desc: bool, by_rows: bool
+    ) -> None:
         self.conn, self.where, self.bound, self.desc = conn, where, bound, desc
+        self.by_rows = by_rows or where == "1"  # no filter: the words alone are the whole query
         self.order = "DESC" if desc else "ASC"
-        self.deadline = time.monotonic() + SEARCH_BUDGET_S
+        began = time.monotonic()
+        self.deadline = began + SEARCH_BUDGET_S
+        self.one_query_until = began + SEARCH_BUDGET_S / 2
         self.ids: list[int] = []
+        self.handed = 0  # rows the running query handed over
 
     def run(self, start: int | None, count: int, want: int, after: int = 0) -> TextMatches:
         """Up to `count` matches after the event `start` (exclusive; None: from the first), among
-        the events after `after` (the live tail's `after_id`: no window below it)."""
+        the events after `after` (the live tail's `after_id`)."""
         mark = int(self.bound["f_mark"])
         oldest = int(self.conn.execute("SELECT coalesce(min(id), 1) FROM audit_events").fetchone()[0])
         oldest = max(oldest, after + 1)
         newest = int(self.conn.execute("SELECT coalesce(max(id), 0) FROM audit_events").fetchone()[0])
-        # The tail is matched row by row (a short one, unless the indexer is far behind), the index
-        # by FTS5: both in windows, so that neither can hold the search past its time.
-        indexed = INDEX_SOURCE if self.where == "1" else TEXT_SOURCE
         if self.desc:
             below = newest if start is None else start - 1
-            steps = [(TAIL_SOURCE, mark + 1, below), (indexed, oldest, min(mark, below))]
+            steps = [(self._tail, mark + 1, below), (self._index, oldest, min(mark, below))]
         else:
             above = oldest if start is None else max(oldest, start + 1)
-            steps = [(indexed, above, mark), (TAIL_SOURCE, max(mark + 1, above), newest)]
-        for source, low, high in steps:
-            first = max(1, FIRST_WINDOW // 64) if source == TAIL_SOURCE else FIRST_WINDOW
-            if (done := self._windows(source, low, high, first, count, want)) is not None:
+            steps = [(self._index, above, mark), (self._tail, max(mark + 1, above), newest)]
+        for step, low, high in steps:
+            if low <= high and (done := step(low, high, count, want)) is not None:
                 return done
-        return TextMatches(self.ids, True, None)
+        return TextMatches(self.ids, True, None, self.by_rows)
 
-    def _scan(self, source: str, low: int, high: int, count: int, want: int) -> TextMatches | None:
-        """The matches of `source` between two event IDs; an answer once the search must stop."""
-        if low > high:
-            return None
+    def _tail(self, low: int, high: int, count: int, want: int) -> TextMatches | None:
         sql = (
-            f"SELECT _r FROM {source} WHERE {self.where} AND _r BETWEEN :w_low AND :w_high "
-            f"ORDER BY _r {self.order} LIMIT :n"
+            "SELECT id AS _r, audit_text_match(:f_text, message, operation, entity_id, subject_id) "
+            f"AND ({self.where}) FROM audit_events WHERE id > :f_mark AND id BETWEEN :w_low AND :w_high "
+            f"ORDER BY id {self.order}"
         )
-        cursor = self.conn.execute(
-            sql, {**self.bound, "w_low": low, "w_high": high, "n": count - len(self.ids)}
-        )
-        while batch := cursor.fetchmany(COUNT_BATCH):
-            self.ids += [r[0] for r in batch]
-            if len(self.ids) >= want and time.monotonic() > self.deadline:
-                cursor.close()
-                return TextMatches(self.ids, False, None)
-        return TextMatches(self.ids, False, None) if len(self.ids) >= count else None
+        return self._stream(sql, low, high, count, want)
 
-    def _windows(
-        self, source: str, low: int, high: int, size: int, count: int, want: int
-    ) -> TextMatches | None:
-        """The matches of `source` between two event IDs, a window at a time (the first of `size`
-        IDs) while there is time."""
-        first = size
-        while low <= high:
-            began = time.monotonic()
-            w_low, w_high = (
-                (max(low, high - size + 1), high) if self.desc else (low, min(high, low + size - 1))
+    def _index(self, low: int, high: int, count: int, want: int) -> TextMatches | None:
+        if not self.by_rows:
+            found = len(self.ids)
+            sql = (
+                f"SELECT _r, 1 FROM {TEXT_SOURCE} WHERE {self.where} AND _r BETWEEN :w_low AND :w_high "
+                f"ORDER BY _r {self.order} LIMIT :n"
             )
-            if (done := self._scan(source, w_low, w_high, count, want)) is not None:
-                return done
-            low, high = (low, w_low - 1) if self.desc else (w_high + 1, high)
-            now = time.monotonic()
-            if low <= high and now > self.deadline:
-                enough = len(self.ids) >= want
-                return TextMatches(self.ids, False, None if enough else (w_low if self.desc else w_high))
-            per_id = max((now - began) / (w_high - w_low + 1), 1e-9)
-            size = min(size * 4, max(first, int((self.deadline - now) / per_id)))
+            try:
+                return self._stream(sql, low, high, count, want, self.bound)
+            except _OneQueryStopped:
+                self.by_rows = True
+                if len(self.ids) > found:  # every event before its last match was looked at
+                    low, high = (low, self.ids[-1] - 1) if self.desc else (self.ids[-1] + 1, high)
+        words = INDEX_SOURCE if self.where == "1" else TEXT_SOURCE
+        sql = (
+            f"SELECT _r, ({self.where}) FROM {words} WHERE _r BETWEEN :w_low AND :w_high "
+            f"ORDER BY _r {self.order}"
+        )
+        return self._stream(sql, low, high, count, want, {**self.bound, "f_index": self.bound["f_words"]})
+
+    def _stop(self) -> int:
+        """The progress handler: the one query at its share of the time; another once it handed over
+        a row past the whole time (so that each request gets further)."""
+        if self.by_rows:
+            return int(self.handed > 0 and time.monotonic() > self.deadline)
+        return int(time.monotonic() > self.one_query_until)
+
+    def _stream(
+        self, sql: str, low: int, high: int, count: int, want: int, bound: dict[str, Any] | None = None
+    ) -> TextMatches | None:
+        """Read `sql`'s (event ID, matches) rows between two event IDs: an answer once the search must
+        stop, None once they are all read."""
+        params = {**(bound or self.bound), "w_low": low, "w_high": high, "n": count - len(self.ids)}
+        self.handed, last = 0, None
+        self.conn.set_progress_handler(self._stop, 100)
+        try:
+            cursor = self.conn.execute(sql, params)
+            while batch := cursor.fetchmany(COUNT_BATCH):
+                self.handed += len(batch)
+                self.ids += [r for r, ok in batch if ok]
+                last = batch[-1][0]
+                if len(self.ids) >= count or (len(self.ids) >= want and time.monotonic() > self.deadline):
+                    cursor.close()
+                    return TextMatches(self.ids, False, None, self.by_rows)
+                if time.monotonic() > self.deadline and (self.by_rows or len(self.ids) > 0):
+                    cursor.close()
+                    return TextMatches(self.ids, False, last, self.by_rows)
+        except sqlite3.OperationalError as exc:
+            if "interrupted" not in str(exc):
+                raise
+            if not self.by_rows:
+                raise _OneQueryStopped from None
+            return TextMatches(self.ids, False, None if len(self.ids) >= want else last, self.by_rows)
+        finally:
+            self.conn.set_progress_handler(None, 0)
         return None
 
 
-def text_cursor(cursor: str) -> tuple[int, int]:
-    """A free-text cursor: the matches before it (the total goes on from them) and its event ID."""
-    before, event = decode_cursor(cursor)
-    if not (isinstance(before, int) and isinstance(event, int)) or before < 0:
+def text_cursor(cursor: str) -> tuple[int, int, bool]:
+    """A free-text cursor: the matches before it (the total goes on from them), its event ID, and
+    whether the search tests the filters on the rows (`_TextSearch`)."""
+    before, event, by_rows = decode_cursor(cursor, size=3)
+    if not all(isinstance(v, int) for v in (before, event, by_rows)) or before < 0:
         raise BadRequest("The cursor is not valid; start again from the first page.")
-    return before, event
+    return before, event, bool(by_rows)
 
 
 def text_page(store: Store, req: PageRequest) -> Page:
@@ -288,16 +326,16 @@ def text_page(store: Store, req: PageRequest) -> Page:
     where, bound = where_clause(others)
     bound["f_text"] = req.filters["text"]
     bound["f_index"] = index_query(req.filters["text"], others.filters)
-    before, start = text_cursor(req.cursor) if req.cursor else (0, None)
+    bound["f_words"] = index_query(req.filters["text"], {})
+    before, start, by_rows = text_cursor(req.cursor) if req.cursor else (0, None, False)
     want = req.limit + 1
     with store.snapshot() as conn:  # the mark, the matches and the rows agree
         bound["f_mark"] = conn.execute("SELECT indexed_to FROM audit_fts_state WHERE id = 1").fetchone()[0]
         # One pass in the page's order, up to COUNT_LIMIT + 1 matches in all: their number is the
         # total as every list counts it, and the first of them are the page.
         after = int(bound.get("f_after_id", 0))
-        found = _TextSearch(conn, where, bound, order == "desc").run(
-            start, max(want, COUNT_LIMIT + 1 - before), want, after
-        )
+        search = _TextSearch(conn, where, bound, order == "desc", by_rows)
+        found = search.run(start, max(want, COUNT_LIMIT + 1 - before), want, after)
         listed = "SELECT value FROM json_each(:ids)"
         sql = f"SELECT * FROM audit_events WHERE id IN ({listed}) ORDER BY id {order}"
         rows = [dict(r) for r in conn.execute(sql, {"ids": json.dumps(found.ids[:want])})]
@@ -312,9 +350,9 @@ def text_page(store: Store, req: PageRequest) -> Page:
     rows = rows[: req.limit]
     next_cursor = None
     if more:
-        next_cursor = encode_cursor([before + len(rows), rows[-1]["id"]])
+        next_cursor = encode_cursor([before + len(rows), rows[-1]["id"], int(found.by_rows)])
     elif found.stopped_at is not None:
-        next_cursor = encode_cursor([before + len(rows), found.stopped_at])
+        next_cursor = encode_cursor([before + len(rows), found.stopped_at, int(found.by_rows)])
     counted = before + len(found.ids)
     exact = found.complete and counted <= COUNT_LIMIT
     return Page(rows, next_cursor, min(counted, COUNT_LIMIT), exact, searched_to)
