@@ -340,7 +340,7 @@ def test_a_search_that_stopped_offers_to_search_older_events(qtbot, controller, 
         qtbot.mouseClick(browser.search_older_button, Qt.LeftButton)
         wait_idle(qtbot, controller.ops)
         clicks += 1
-    assert clicks > 1  # a few events at a time, as the user asked
+    assert clicks >= 1  # on as the user asked (each click asks for up to two seconds while none is found)
     assert [browser.model.object_at(i).operation for i in range(browser.model.rowCount())] == [
         "key.compromise"
     ]

@@ -9,6 +9,7 @@ already loaded. Each reload bumps a generation so a late page from an older quer
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -72,6 +73,9 @@ Row = TypeVar("Row")  # the wire class a list shows: kms_client's Key, Agent, ..
 Fetcher = Callable[..., Page[Row]]
 
 _BRUSHES = {"bad": QBrush(QColor(200, 40, 40)), "warn": QBrush(QColor(190, 120, 0))}
+# A search the KMA stopped within its time (the audit trail's free text, tens of milliseconds a
+# request): "search on" asks again and again for this long while nothing is found.
+SEARCH_ON_S = 2.0
 
 
 class PagedTableModel(QAbstractTableModel, Generic[Row]):
@@ -104,6 +108,7 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
         self._cursor: str | None = None
         self._more = False
         self._pages = 0  # pages loaded since the last reload
+        self._search_on_until = 0.0  # `search_on` goes on asking until then
         self.stale = ""  # why the rows shown may be out of date ("": they are the KMA's latest)
         self._loading = False
         self._generation = 0
@@ -181,8 +186,10 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
             self._request(self._cursor)
 
     def search_on(self) -> None:
-        """Search on past where the KMA's last search stopped (`searched_to`)."""
+        """Search on past where the KMA's last search stopped (`searched_to`): request after request
+        (each within the KMA's time) while none is found, for up to SEARCH_ON_S."""
         if self._more and not self._loading:
+            self._search_on_until = time.monotonic() + SEARCH_ON_S
             self._request(self._cursor)
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
@@ -236,6 +243,7 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
         self._more = False
         self.searched_to = None
         self._pages = 0
+        self._search_on_until = 0.0
         self.endResetModel()
         self._set_loading(False)
         self._request(None)
@@ -353,6 +361,13 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
         self.total_changed.emit(self._total)
         self._set_loading(False)
         self.page_loaded.emit(len(items))
+        if (
+            self.searched_to is not None
+            and not items
+            and self._more
+            and time.monotonic() < self._search_on_until
+        ):
+            self._request(self._cursor)  # nothing in that stretch either: on, as the user asked
 
     def _page_failed(self, generation: int, exc: BaseException) -> bool:
         if generation == self._generation:

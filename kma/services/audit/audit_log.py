@@ -181,7 +181,7 @@ def _search_limits() -> tuple[float, int]:
     if override := os.environ.get(SEARCH_FOR_TESTS):
         budget, batch = override.split(",")
         return float(budget), int(batch)
-    return 0.05, 100
+    return 0.04, 100
 
 
 # The time, and the rows read between two looks at the clock.
@@ -269,12 +269,14 @@ class _TextSearch:
         )
         return self._stream(sql, low, high, count, want, {**self.bound, "f_index": self.bound["f_words"]})
 
-    def _stop(self) -> int:
-        """The progress handler: the one query at its share of the time; another once it handed over
-        a row past the whole time (so that each request gets further)."""
+    def _stop(self, want: int) -> int:
+        """The progress handler: the one query at its share of the time (at the whole time once it
+        found a page: it is counting); another once it handed over a row past the whole time (so
+        that each request gets further)."""
+        now = time.monotonic()
         if self.by_rows:
-            return int(self.handed > 0 and time.monotonic() > self.deadline)
-        return int(time.monotonic() > self.one_query_until)
+            return int(self.handed > 0 and now > self.deadline)
+        return int(now > (self.deadline if len(self.ids) >= want else self.one_query_until))
 
     def _stream(
         self, sql: str, low: int, high: int, count: int, want: int, bound: dict[str, Any] | None = None
@@ -283,7 +285,7 @@ class _TextSearch:
         stop, None once they are all read."""
         params = {**(bound or self.bound), "w_low": low, "w_high": high, "n": count - len(self.ids)}
         self.handed, last = 0, None
-        self.conn.set_progress_handler(self._stop, 100)
+        self.conn.set_progress_handler(lambda: self._stop(want), 100)
         try:
             cursor = self.conn.execute(sql, params)
             while batch := cursor.fetchmany(COUNT_BATCH):
@@ -299,9 +301,11 @@ class _TextSearch:
         except sqlite3.OperationalError as exc:
             if "interrupted" not in str(exc):
                 raise
+            if len(self.ids) >= want:  # a page found: the count stops here
+                return TextMatches(self.ids, False, None, self.by_rows)
             if not self.by_rows:
                 raise _OneQueryStopped from None
-            return TextMatches(self.ids, False, None if len(self.ids) >= want else last, self.by_rows)
+            return TextMatches(self.ids, False, last, self.by_rows)
         finally:
             self.conn.set_progress_handler(None, 0)
         return None
