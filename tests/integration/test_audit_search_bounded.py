@@ -83,6 +83,24 @@ def test_a_search_out_of_time_says_how_far_it_looked_and_goes_on(
     assert (nothing[-1].total, nothing[-1].total_exact, nothing[-1].searched_to) == (0, True, None)
 
 
+def test_words_that_seldom_meet_are_searched_on_by_one_of_them(
+    store: SQLiteStore,  # noqa: F811  the fixture
+    tiny_search: None,
+) -> None:
+    """Two words in one event out of many: FTS5's AND of them walks to the end; stopped, the search
+    goes on by the longer word's matches, testing the other on each row."""
+    ids = [
+        store.write(Batch((), record(f"robot slot {i}" + (" offsite" if i in (4, 30) else "")))).event_id
+        for i in range(40)
+    ]
+    with raw(store) as conn:
+        index_all(conn)
+    walked = pages(store, "robot offsite")
+    assert [r["id"] for p in walked for r in p.items] == [ids[30], ids[4]]
+    assert (walked[-1].total, walked[-1].total_exact) == (2, True)
+    assert [r["id"] for p in pages(store, "slot robot", order="asc") for r in p.items] == ids
+
+
 def test_a_search_with_a_page_found_stops_counting_in_time(
     store: SQLiteStore,  # noqa: F811  the fixture
     tiny_search: None,

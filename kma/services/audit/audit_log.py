@@ -207,15 +207,18 @@ class _TextSearch:
     million events for any window), and tells nothing of how far it got. So the index is asked
     first as that one query (the filters as its terms: a filter few of the words' matches meet costs
     only its own matches), under a progress handler that stops it at half the time; stopped, the
-    search goes on from its last match by the words alone, whose every match is handed over with
-    whether its row meets the filters: slower per event, but it says how far it looked at any
-    moment. The tail is read row by row, each row handed over, the same way."""
+    search goes on from its last match by one word alone (the longest: likely the rarest), whose
+    every match is handed over with whether its row meets the filters and the other words: slower
+    per event, but it says how far it looked at any moment. A search of one word and no filter is
+    that word's matches from the start. The tail is read row by row, each row handed over, the same
+    way."""
 
     def __init__(
         self, conn: sqlite3.Connection, where: str, bound: dict[str, Any], desc: bool, by_rows: bool
     ) -> None:
         self.conn, self.where, self.bound, self.desc = conn, where, bound, desc
-        self.by_rows = by_rows or where == "1"  # no filter: the words alone are the whole query
+        self.words = len(fts.parse_query(bound["f_text"]))
+        self.by_rows = by_rows or (where == "1" and self.words == 1)  # one word: its matches are all
         self.order = "DESC" if desc else "ASC"
         began = time.monotonic()
         self.deadline = began + SEARCH_BUDGET_S
@@ -252,8 +255,9 @@ class _TextSearch:
     def _index(self, low: int, high: int, count: int, want: int) -> TextMatches | None:
         if not self.by_rows:
             found = len(self.ids)
+            source = INDEX_SOURCE if self.where == "1" else TEXT_SOURCE  # words alone: the index alone
             sql = (
-                f"SELECT _r, 1 FROM {TEXT_SOURCE} WHERE {self.where} AND _r BETWEEN :w_low AND :w_high "
+                f"SELECT _r, 1 FROM {source} WHERE {self.where} AND _r BETWEEN :w_low AND :w_high "
                 f"ORDER BY _r {self.order} LIMIT :n"
             )
             try:
@@ -262,10 +266,13 @@ class _TextSearch:
                 self.by_rows = True
                 if len(self.ids) > found:  # every event before its last match was looked at
                     low, high = (low, self.ids[-1] - 1) if self.desc else (self.ids[-1] + 1, high)
-        words = INDEX_SOURCE if self.where == "1" else TEXT_SOURCE
+        alone = self.where == "1" and self.words == 1
+        others = " AND audit_text_match(:f_text, message, operation, entity_id, subject_id)" * (
+            self.words > 1
+        )
         sql = (
-            f"SELECT _r, ({self.where}) FROM {words} WHERE _r BETWEEN :w_low AND :w_high "
-            f"ORDER BY _r {self.order}"
+            f"SELECT _r, ({self.where}){others} FROM {INDEX_SOURCE if alone else TEXT_SOURCE} "
+            f"WHERE _r BETWEEN :w_low AND :w_high ORDER BY _r {self.order}"
         )
         return self._stream(sql, low, high, count, want, {**self.bound, "f_index": self.bound["f_words"]})
 
@@ -330,7 +337,8 @@ def text_page(store: Store, req: PageRequest) -> Page:
     where, bound = where_clause(others)
     bound["f_text"] = req.filters["text"]
     bound["f_index"] = index_query(req.filters["text"], others.filters)
-    bound["f_words"] = index_query(req.filters["text"], {})
+    longest = max(req.filters["text"].split(" AND "), key=len)  # one word of `fts_query`'s
+    bound["f_words"] = index_query(longest, {})
     before, start, by_rows = text_cursor(req.cursor) if req.cursor else (0, None, False)
     want = req.limit + 1
     with store.snapshot() as conn:  # the mark, the matches and the rows agree
