@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kma.audit.chain import event_hash  # noqa: E402
 from kma.store.fts import index_all  # noqa: E402
+from kma.store.sqlite import connect, migrate  # noqa: E402
 from tests.support.kma_process import RunningKma, run_kma  # noqa: E402
 
 DAY = 86400
@@ -308,6 +309,11 @@ def measure(auditor: Any) -> dict[str, Any]:
         ms, page = timed(call)
         results[name] = round(ms, 1)
         matching = f"{page.total:>9,} matching" if page.total_exact else f"over {page.total:,} matching"
+        if page.searched_to is not None:  # the search stopped within its time: how far back it looked
+            matching = (
+                f"{len(page.items):>9,} matching in the events back to {page.searched_to:%Y-%m-%d %H:%M}"
+            )
+            results[f"{name.removesuffix('_ms')}_searched_to"] = page.searched_to.isoformat()
         print(f"{name:<30} {ms:8.1f} ms   {matching}", flush=True)
     first = auditor.list_audit_events(limit=100)
     newest = first.items[0].id
@@ -323,7 +329,7 @@ def measure(auditor: Any) -> dict[str, Any]:
         ms, _ = timed(call, runs=runs)
         results[name] = round(ms, 1)
         print(f"{name:<30} {ms:8.1f} ms", flush=True)
-    over = sorted(k for k, v in results.items() if v > TARGET_MS)
+    over = sorted(k for k, v in results.items() if k.endswith("_ms") and v > TARGET_MS)
     print(f"over {TARGET_MS} ms: {', '.join(over) or 'none'}", flush=True)
     results["over_target"] = over
     return results
@@ -367,6 +373,29 @@ def verify_in_background(auditor: Any) -> dict[str, Any]:
     }
 
 
+def upgrade(data_dir: Path) -> float:
+    """Bring a kept store to this tree's schema as `kma serve` would (the copy kept before an upgrade
+    included, kma/store/sqlite.py), and remove that copy; returns the seconds taken (0: none to do)."""
+    db = data_dir / "kma.db"
+    before = set(data_dir.glob("kma-before-upgrade-*"))
+    started = time.perf_counter()
+    conn = connect(db)
+    try:
+        old = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+        new = migrate(conn, db)
+    finally:
+        conn.close()
+    taken = time.perf_counter() - started if new != old else 0.0
+    for copy in set(data_dir.glob("kma-before-upgrade-*")) - before:
+        copy.unlink()
+    if taken:
+        print(
+            f"  upgraded the store from schema {old} to {new} in {taken:.1f} s (its copy kept first)",
+            flush=True,
+        )
+    return taken
+
+
 def build(data_dir: Path, events: int) -> tuple[dict[str, Any], float]:
     """A demo KMA in `data_dir` with `events` events appended; its demo answer (kept beside it, so
     that --store can reuse the build) and the seconds the events took."""
@@ -403,14 +432,17 @@ def main() -> int:
         info = json.loads(saved.read_text())
         gen_s = info["generate_s"]
         print(f"reusing the build in {data_dir} ({args.events:,} events, built in {gen_s:.1f} s)", flush=True)
+        upgrade_s = upgrade(data_dir)
     else:
         if data_dir.exists():
             shutil.rmtree(work)
         work.mkdir(parents=True, exist_ok=True)
         info, gen_s = build(data_dir, args.events)
+        upgrade_s = 0.0
     size_mb = sum(f.stat().st_size for f in data_dir.glob("kma.db*")) / 1e6
     print(f"  generated in {gen_s:.1f} s; database {size_mb:.0f} MB", flush=True)
     results: dict[str, Any] = {"events": args.events, "generate_s": round(gen_s, 1), "db_mb": round(size_mb)}
+    results["upgrade_s"] = round(upgrade_s, 1)
     if args.build_only:
         print(json.dumps(results))
         return 0

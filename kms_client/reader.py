@@ -32,6 +32,9 @@ class Page(Generic[T]):
     next_cursor: str | None
     total: int
     total_exact: bool = True
+    # A search that stopped within its time short of the end (the audit trail's free text): the time
+    # of the last row it looked at; `next_cursor` searches on from there. None: searched to the end.
+    searched_to: datetime | None = None
 
 
 def parse_time(value: str) -> datetime:

@@ -46,6 +46,12 @@ class Page(Response, Generic[T]):
     next_cursor: str | None
     total: int  # the matches, counted up to a limit: then `total_exact` is false ("more than total")
     total_exact: bool = True
+    searched_to: Time | None = Field(
+        default=None,
+        description="a search that stopped, within its time, short of the end of the list (the audit "
+        "trail's free text): the time of the last row it looked at (the oldest, newest first); the rows "
+        "beyond are not searched yet, and `next_cursor` searches on from there. Null: searched to the end",
+    )
 
 
 class ErrorBody(BaseModel):

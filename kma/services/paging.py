@@ -174,6 +174,9 @@ class Page:
     next_cursor: str | None
     total: int
     total_exact: bool = True  # false: there are more than `total` matches (counting stopped)
+    # A search that ran out of its time before the end of the list (the audit trail's free text):
+    # the time (epoch seconds) of the last row it looked at; `next_cursor` searches on from there.
+    searched_to: int | None = None
 
     def with_items(self, items: list[Row]) -> Page:
         """The same page with its rows as the service shows them."""

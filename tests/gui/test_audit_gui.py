@@ -305,3 +305,46 @@ def test_a_cryptoperiod_years_ahead_does_not_squeeze_the_history_drawn(qtbot):
     assert [b.label for b in timeline.beyond_view()] == ["Cryptoperiod ends"]
     assert "Ahead, beyond this view: Cryptoperiod ends" in timeline.describe()
     assert not timeline.grab().isNull()
+
+
+@pytest.fixture
+def hurried_kma(tmp_path, monkeypatch):
+    """A KMA whose free-text searches stop after one batch of two rows (issue 47: at ten million
+    events a search stops within its time and says how far back it looked)."""
+    from kma.services.audit.audit_log import SEARCH_FOR_TESTS
+    from tests.support.kma_process import RunningKma
+
+    monkeypatch.setenv(SEARCH_FOR_TESTS, "0,2")
+    kma = RunningKma.demo_in(tmp_path)
+    yield kma
+    kma.stop()
+
+
+def test_a_search_that_stopped_offers_to_search_older_events(qtbot, controller, hurried_kma):
+    from kma.store.fts import text_match
+    from tests.integration.test_audit_search_bounded import indexed
+    from tests.support.kma_process import read_only_db
+    from tests.support.waiting import wait_until
+
+    window = sign_in(qtbot, controller, hurried_kma, "auditor")
+    browser = open_page(qtbot, window, "audit").browser
+    qtbot.waitUntil(lambda: browser.model.rowCount() > 0, timeout=WAIT_MS)
+    assert browser.search_older_button.isHidden()  # no search: every event listed as it is
+    wait_until(lambda: indexed(hurried_kma), 30, what="the demo's events indexed")
+    qtbot.keyClicks(browser.filters.search_edit, "key")
+    qtbot.waitUntil(lambda: browser.model.search == "key", timeout=WAIT_MS)
+    wait_idle(qtbot, controller.ops)
+    assert not browser.search_older_button.isHidden()
+    assert browser.model.rowCount() < 10  # what the first rows looked at held
+    assert "matching in the events back to" in browser.status.text()
+    clicks = 0
+    while not browser.search_older_button.isHidden() and clicks < 300:
+        qtbot.mouseClick(browser.search_older_button, Qt.LeftButton)
+        wait_idle(qtbot, controller.ops)
+        clicks += 1
+    with read_only_db(hurried_kma) as db:  # every event, matched as FTS5 matches
+        rows = db.execute("SELECT id, message, operation, entity_id, subject_id FROM audit_events")
+        matching = [r[0] for r in rows if text_match('"key"*', *r[1:])]
+    shown = [browser.model.object_at(i).id for i in range(browser.model.rowCount())]
+    assert shown == sorted(matching, reverse=True) and clicks >= 1
+    assert f"{len(matching):,} audit events" in browser.status.text()

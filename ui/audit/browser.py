@@ -126,9 +126,7 @@ class AuditBrowser(QWidget):
         split.setStretchFactor(1, 1)
         split.setSizes([900, 260])
         layout.addWidget(split, 1)
-        self.status = QLabel()
-        self.status.setObjectName("listStatus")
-        layout.addWidget(self.status)
+        layout.addLayout(self._status_bar())
         for signal in (self.model.total_changed, self.model.page_loaded, self.model.loading_changed):
             signal.connect(self._update_status)
         self.model.rowsInserted.connect(self._select_first_if_none)
@@ -190,6 +188,21 @@ class AuditBrowser(QWidget):
         refresh.setToolTip("Reload from the KMA (F5)")
         refresh.clicked.connect(self.refresh)
         bar.addWidget(refresh)
+        return bar
+
+    def _status_bar(self) -> QHBoxLayout:
+        self.status = QLabel()
+        self.status.setObjectName("listStatus")
+        # A free-text search the KMA stopped within its time (a word with a filter none or few of its
+        # matches meet, on millions of events): it says how far back it looked, and this goes on.
+        self.search_older_button = QPushButton("Search older events")
+        self.search_older_button.setToolTip("Go on searching the events older than those searched so far")
+        self.search_older_button.clicked.connect(self.model.search_on)
+        self.search_older_button.setVisible(False)
+        bar = QHBoxLayout()
+        bar.addWidget(self.status)
+        bar.addWidget(self.search_older_button)
+        bar.addStretch(1)
         return bar
 
     def _view(self) -> QTableView:
@@ -257,8 +270,19 @@ class AuditBrowser(QWidget):
 
     def _update_status(self, *_: Any) -> None:
         shown, total = self.model.rowCount(), self.model.total
+        searched_to = self.model.searched_to
+        self.search_older_button.setVisible(searched_to is not None)
+        self.search_older_button.setEnabled(not self.model.loading)
         if self.model.loading and not shown:
-            text = "Loading audit events…"
+            text = "Searching older audit events…" if searched_to else "Loading audit events…"
+        elif searched_to is not None:
+            oldest_first = (
+                self.model.sort_field is not None and self.model.sort_order == Qt.SortOrder.AscendingOrder
+            )
+            edge = "up to" if oldest_first else "back to"
+            self.search_older_button.setText("Search newer events" if oldest_first else "Search older events")
+            found = f"{shown:,} matching" if shown else "No match"
+            text = f"{found} in the events {edge} {when(searched_to)}; the rest not searched yet"
         elif total == 0:
             text = (
                 "No audit events match." if (self.model.search or self.model.filters) else "No audit events."

@@ -9,6 +9,7 @@ already loaded. Each reload bumps a generation so a late page from an older quer
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -72,6 +73,9 @@ Row = TypeVar("Row")  # the wire class a list shows: kms_client's Key, Agent, ..
 Fetcher = Callable[..., Page[Row]]
 
 _BRUSHES = {"bad": QBrush(QColor(200, 40, 40)), "warn": QBrush(QColor(190, 120, 0))}
+# A search the KMA stopped within its time (the audit trail's free text, tens of milliseconds a
+# request): "search on" asks again and again for this long while nothing is found.
+SEARCH_ON_S = 2.0
 
 
 class PagedTableModel(QAbstractTableModel, Generic[Row]):
@@ -103,11 +107,16 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
         self._texts: dict[int, list[str]] = {}
         self._cursor: str | None = None
         self._more = False
+        self._pages = 0  # pages loaded since the last reload
+        self._search_on_until = 0.0  # `search_on` goes on asking until then
         self.stale = ""  # why the rows shown may be out of date ("": they are the KMA's latest)
         self._loading = False
         self._generation = 0
         self._total = 0
         self._total_exact = True
+        # A search the KMA stopped within its time short of the end (the audit trail's free text):
+        # the time of the last row it looked at. Scrolling does not search on; `search_on` does.
+        self.searched_to: datetime | None = None
         self.sort_field: str | None = None
         self.sort_order = Qt.SortOrder.AscendingOrder
         self.search = ""  # the search box's text
@@ -170,10 +179,17 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
         return _ROW_FLAGS
 
     def canFetchMore(self, parent: Index = QModelIndex()) -> bool:  # noqa: B008
-        return not parent.isValid() and self._more and not self._loading
+        return not parent.isValid() and self._more and not self._loading and self.searched_to is None
 
     def fetchMore(self, parent: Index = QModelIndex()) -> None:  # noqa: B008
         if self.canFetchMore(parent):
+            self._request(self._cursor)
+
+    def search_on(self) -> None:
+        """Search on past where the KMA's last search stopped (`searched_to`): request after request
+        (each within the KMA's time) while none is found, for up to SEARCH_ON_S."""
+        if self._more and not self._loading:
+            self._search_on_until = time.monotonic() + SEARCH_ON_S
             self._request(self._cursor)
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
@@ -225,6 +241,9 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
         self._texts = {}
         self._cursor = None
         self._more = False
+        self.searched_to = None
+        self._pages = 0
+        self._search_on_until = 0.0
         self.endResetModel()
         self._set_loading(False)
         self._request(None)
@@ -264,7 +283,7 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
             return
         self._set_stale("")
         items = list(page.items)
-        if len(self._rows) <= self._page_size:
+        if len(self._rows) <= self._page_size and self._pages <= 1:
             # Only the first page is loaded: take the new one whole. Views keep their place
             # through modelAboutToBeReset/modelReset (ListPage keeps selection and scroll).
             if items != self._rows or page.total != self._total:
@@ -274,13 +293,16 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
                 self._texts = {}
                 self._cursor = page.next_cursor
                 self._more = page.next_cursor is not None
+                self.searched_to = getattr(page, "searched_to", None)
                 self.endResetModel()
         else:  # a long list scrolled far: update the rows it shows, never move them
             for obj in items:
                 row = self.row_of(getattr(obj, "id", ""))
                 if row >= 0 and self._rows[row] != obj:
                     self.replace(obj)
-        if page.total != self._total:
+        if (
+            page.total != self._total and getattr(page, "searched_to", None) is None
+        ):  # a partial count: not the total
             self._total = page.total
             self.total_changed.emit(self._total)
 
@@ -333,10 +355,19 @@ class PagedTableModel(QAbstractTableModel, Generic[Row]):
             self.endInsertRows()
         self._cursor = page.next_cursor
         self._more = page.next_cursor is not None
+        self.searched_to = getattr(page, "searched_to", None)
+        self._pages += 1
         self._total, self._total_exact = page.total, getattr(page, "total_exact", True)
         self.total_changed.emit(self._total)
         self._set_loading(False)
         self.page_loaded.emit(len(items))
+        if (
+            self.searched_to is not None
+            and not items
+            and self._more
+            and time.monotonic() < self._search_on_until
+        ):
+            self._request(self._cursor)  # nothing in that stretch either: on, as the user asked
 
     def _page_failed(self, generation: int, exc: BaseException) -> bool:
         if generation == self._generation:
