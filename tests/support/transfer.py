@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import tempfile
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from kma.crypto.transfer import Identity, identity_text, parse_identity
@@ -45,6 +47,15 @@ def file_from(
         "keys": sum(len(u["keys"]) for u in units),
     }
     return sender.seal(parse_identity(recipient_identity), header, {"data_units": units}).decode()
+
+
+def upload(client: KmsClient, text: str) -> str:
+    """The file sent as the manager and `kma transfer` send it (its own streamed request, from a
+    file on disk); its upload ID, which the preview, the import and the import job name."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "file.kmstransfer"
+        path.write_text(text, encoding="utf-8")
+        return client.upload_transfer_file(path).id
 
 
 def one_tape(volser: str, material: bytes, key_id: str | None = None) -> dict[str, Any]:
@@ -98,7 +109,7 @@ class MatrixPartner:
     def job(self) -> str:
         """A transfer job of the KMA (an import of a new tape), made at first use."""
         if self._job is None:
-            self._job = self.admin.start_transfer_import(self.file(), "mx-transfer").id
+            self._job = self.admin.start_transfer_import(upload(self.admin, self.file()), "mx-transfer").id
         return self._job
 
     def settle(self) -> None:

@@ -31,9 +31,9 @@ from app.writes.transfer import (
     enable_transfer_partner,
     export_transfer_file,
     import_transfer_file,
-    read_transfer_file,
     register_transfer_partner,
     remove_transfer_partner,
+    upload_transfer_file,
 )
 from kms_client.wire import PendingQuorumOp, TransferPartner
 from ui.dialogs.form_dialog import FormDialog
@@ -168,6 +168,7 @@ class ImportWizard(QDialog):
         form.addRow("Into key group", self.group)
         layout.addLayout(form)
         self._guarded: set[str] = set()  # key groups whose policy puts imports under quorum
+        self._upload_id = ""  # the previewed file, sent to the KMA: what the import names
         self._watch = QuorumWatch.of(ctx)
         self.credentials_group = QGroupBox("Key split credentials (the policy asks for the quorum)")
         self.credentials_group.setObjectName("credentialsGroup")
@@ -224,17 +225,26 @@ class ImportWizard(QDialog):
             self.path.setText(name)
 
     def preview(self) -> None:
+        """Sends the file (as it is read: its own request), then asks what importing it would do;
+        the import that follows names the same upload."""
         source = Path(self.path.text().strip()).expanduser()
         self.summary.setText("Checking the file…")
+        self._upload_id = ""
+
+        def sent_and_checked(w: Any) -> tuple[str, Any]:
+            upload_id = upload_transfer_file(w.client, source)
+            return upload_id, w.client.preview_transfer_import(upload_id)
+
         self.ctx.ops.read(
-            lambda w: w.client.preview_transfer_import(read_transfer_file(source)),
+            sent_and_checked,
             parent=self,
             label="Checking the transfer file…",
             success=self._previewed,
             failure=self._refused,
         )
 
-    def _previewed(self, p: Any) -> None:
+    def _previewed(self, sent: tuple[str, Any]) -> None:
+        self._upload_id, p = sent
         lines = [
             f"From partner <b>{p.partner_id}</b> ({p.partner_name}), sent by {p.sender_name}, "
             f"valid until {when(p.expires_at)}.",
@@ -268,9 +278,7 @@ class ImportWizard(QDialog):
         self.credentials.clear()  # sent once, with this request, and kept nowhere
         self.import_button.setEnabled(False)
         self.ctx.ops.write(
-            import_transfer_file(
-                Path(self.path.text().strip()).expanduser(), self.group.currentData(), given
-            ),
+            import_transfer_file(self._upload_id, self.group.currentData(), given),
             parent=self,
             label="Importing…",
             success=self._imported,

@@ -182,22 +182,6 @@ def _pieces(opened: Opened) -> Iterator[list[dict[str, Any]]]:
         yield piece
 
 
-def held(kma: Appliance, table: str, owner: str, key: str) -> transfer_stream.Source:
-    """A file held in the store in parts (`table`: transfer_held_files or transfer_job_files, its
-    `owner` column `key`), read a part at a time, from the start at each call."""
-
-    def parts() -> Iterator[bytes]:
-        n = 0
-        while True:
-            row = kma.store.query_one(f"SELECT content FROM {table} WHERE {owner} = ? AND part = ?", (key, n))
-            if row is None:
-                return
-            yield bytes(row["content"])
-            n += 1
-
-    return parts
-
-
 def whole(text: str | bytes) -> transfer_stream.Source:
     """A file that came whole (in a request's JSON, or held with a quorum operation)."""
     raw = text.encode() if isinstance(text, str) else text

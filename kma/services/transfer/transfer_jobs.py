@@ -35,6 +35,8 @@ from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.errors import Conflict, KmaError, NotFound
 from kma.pacing import Pace
+from kma.services.transfer import held_parts, transfer_uploads
+from kma.services.transfer.transfer_uploads import TransferUploadRow
 from kma.store import Batch, Refused, Stmt
 
 log = logging.getLogger(__name__)
@@ -169,28 +171,39 @@ class TransferJobs:
         actor: Actor,
         kind: str,
         work: Callable[[str], dict[str, Any]],
-        file: str = "",
+        upload: TransferUploadRow | None = None,
         key_group_id: str | None = None,
     ) -> TransferJob:
-        """A new job running `work(job_id)`; an import's `file` is held with it (`held_file`), which
-        it reads and is resumed from."""
+        """A new job running `work(job_id)`; an import's `upload` becomes the file held with it
+        (`held_file`), which it reads and is resumed from (the upload itself is removed)."""
         now = self.kma.clock.now()
         self._purge(now)
         job_id = self._claim(secrets.token_hex(8))
         try:
             row = (job_id, kind, actor.entity_id, self.kma.kma_id, key_group_id, now, now)
             self.kma.store.write(Batch([Stmt(_INSERT, row)]))
-            if file:
-                held, raw = HeldFile(self.kma, job_id), file.encode()
-                for i in range(0, len(raw), PART):
-                    held.write(raw[i : i + PART])
-                sql = "UPDATE transfer_jobs SET file_sha256 = ? WHERE id = ?"
-                self.kma.store.write(Batch([Stmt(sql, (held.close(), job_id))]))
+            if upload is not None:
+                self._take(job_id, upload)
         except BaseException:
             self._release(job_id)
             raise
         self._launch(job_id, work, 0)
         return self.get(job_id)
+
+    def _take(self, job_id: str, upload: TransferUploadRow) -> None:
+        """The upload's parts copied to the job's file inside the store, one part a transaction (a
+        drive's commit waits behind one at most), paced; the last with the file's SHA-256 and the
+        upload's removal."""
+        parts, pace = transfer_uploads.parts_of(self.kma, upload.id), Pace()
+        table = ("transfer_job_files", "job_id", job_id)
+        for n in range(parts):
+            last = [
+                Stmt("UPDATE transfer_jobs SET file_sha256 = ? WHERE id = ?", (upload.sha256, job_id)),
+                transfer_uploads.removed(upload.id),
+            ]
+            copy = transfer_uploads.copied(upload.id, n, *table)
+            self.kma.store.write(Batch([copy, *(last if n == parts - 1 else [])]))
+            pace.rest()
 
     def resume(self, actor: Actor, job_id: str, work: Callable[[str], dict[str, Any]]) -> TransferJob:
         """An interrupted import job, run again from its held file on this KMA: the batches written
@@ -370,19 +383,7 @@ class TransferJobs:
 
 def held_file(kma: Appliance, job_id: str) -> Callable[[], Iterator[bytes]]:
     """A job's file, read from the store a part at a time, from the start at each call."""
-
-    def parts() -> Iterator[bytes]:
-        n = 0
-        while True:
-            row = kma.store.query_one(
-                "SELECT content FROM transfer_job_files WHERE job_id = ? AND part = ?", (job_id, n)
-            )
-            if row is None:
-                return
-            yield bytes(row["content"])
-            n += 1
-
-    return parts
+    return held_parts.held(kma, "transfer_job_files", "job_id", job_id)
 
 
 def _paced(parts: Iterator[bytes]) -> Iterator[bytes]:
