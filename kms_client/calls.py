@@ -1278,6 +1278,23 @@ class Calls:
             ),
         )
 
+    def list_transfer_jobs(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        search: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+    ) -> Page[TransferJob]:
+        """The transfer jobs the cluster keeps, newest first (a finished one an hour, an interrupted
+        one a week): their progress, their answers, and the interrupted imports to resume."""
+        return self._connection.list(
+            "/transfer-jobs",
+            TransferJob,
+            query({"limit": limit, "cursor": cursor, "search": search, "sort": sort, "order": order}),
+        )
+
     def get_transfer_job(self, job_id: str) -> TransferJob:
         """A transfer job of the cluster: its progress, then its answer, why it failed, or what
         interrupted it."""

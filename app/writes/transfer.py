@@ -81,5 +81,17 @@ def _import(
     return answer
 
 
+def _resume(worker: OpContext, job_id: str) -> TransferImport | PendingQuorumOp:
+    """An interrupted import job run again on the KMA (what was written is skipped), followed to
+    its end: its answer, or the quorum operation it was submitted as."""
+    worker.progress(f"Resuming transfer job {job_id}…")
+    job = worker.client.resume_transfer_job(job_id)
+    done = worker.client.follow_transfer_job(job, lambda j: _progress(worker, j))
+    answer = done.pending_op or done.imported
+    assert answer is not None  # a finished import job holds one or the other
+    return answer
+
+
 export_transfer_file = Write(_export, {"transfer", "data_units"})
 import_transfer_file = Write(_import, {"transfer", "data_units", "keys"})
+resume_transfer_job = Write(_resume, {"transfer", "data_units", "keys"})

@@ -76,6 +76,22 @@ def text_of(identity: Identity) -> str:
     return identity_text(identity.public)
 
 
+def interrupted_import(kma: RunningKma, text: str, group: str, job_id: str) -> str:
+    """An import job of `text` into `group` whose KMA stopped before it wrote anything: a KMA of the
+    cluster that is gone, its row untouched for ten minutes (so any KMA shows it interrupted and
+    resumes it), its file held whole. Written into the store as that KMA would have left it."""
+    raw, then = text.encode(), int(time.time()) - 600
+    with sqlite3.connect(kma.data_dir / "kma.db", timeout=30) as db:
+        db.execute(
+            "INSERT INTO transfer_jobs (id, kind, started_by, kma_id, state, phase, key_group_id, "
+            "started_at, updated_at, file_sha256) VALUES (?, 'import', 'so', 'kma-gone', 'running', "
+            "'checking the file', ?, ?, ?, ?)",
+            (job_id, group, then, then, hashlib.sha256(raw).hexdigest()),
+        )
+        db.execute("INSERT INTO transfer_job_files (job_id, part, content) VALUES (?, 0, ?)", (job_id, raw))
+    return job_id
+
+
 class MatrixPartner:
     """What the role matrix (tests/integration/test_role_matrix.py) needs to call each transfer
     route so that it succeeds: a registered partner whose private identity the test holds, an
@@ -133,18 +149,7 @@ class MatrixPartner:
     def interrupted_job(self) -> str:
         """An import job whose KMA stopped before it wrote anything (a KMA of the cluster that is gone:
         its row untouched for ten minutes), holding a new tape's file: what a resume takes."""
-        raw, job_id = self.file().encode(), f"mx-job-{self.n}"
-        with sqlite3.connect(self.kma.data_dir / "kma.db", timeout=30) as db:
-            db.execute(
-                "INSERT INTO transfer_jobs (id, kind, started_by, kma_id, state, phase, key_group_id, "
-                "started_at, updated_at, file_sha256) VALUES (?, 'import', 'so', 'kma-gone', 'running', "
-                "'checking the file', 'mx-transfer', ?, ?, ?)",
-                (job_id, int(time.time()) - 600, int(time.time()) - 600, hashlib.sha256(raw).hexdigest()),
-            )
-            db.execute(
-                "INSERT INTO transfer_job_files (job_id, part, content) VALUES (?, 0, ?)", (job_id, raw)
-            )
-        return job_id
+        return interrupted_import(self.kma, self.file(), "mx-transfer", f"mx-job-{self.n}")
 
     def file(self) -> str:
         """A new tape's file from the partner to this KMA."""

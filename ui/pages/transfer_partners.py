@@ -42,6 +42,7 @@ from ui.format import when, yes_no
 from ui.lists.list_page import ListPage
 from ui.lists.list_spec import ActionSpec, ListSpec
 from ui.lists.paged_model import Column
+from ui.pages.transfer_jobs import JOBS
 from ui.quorum.widgets import CredentialsEditor, QuorumFormDialog, credentials_note, load_members
 from ui.widgets import page_header
 
@@ -379,6 +380,9 @@ class TransferPartnersPage(QWidget):
         layout.addLayout(form)
         self.list = ListPage(ctx, PARTNERS, self, embedded=True)
         layout.addWidget(self.list, 1)
+        # the exports and imports the cluster keeps: an interrupted import is resumed there
+        self.jobs = ListPage(ctx, JOBS, self, embedded=True)
+        layout.addWidget(self.jobs, 1)
         self.result = QLabel("")
         self.result.setWordWrap(True)
         self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -388,6 +392,7 @@ class TransferPartnersPage(QWidget):
     def refresh(self) -> None:
         self.ctx.ops.read(lambda w: w.client.get_transfer_identity(), parent=self, success=self._identity)
         self.list.refresh()
+        self.jobs.refresh()
 
     def _identity(self, identity: Any) -> None:
         self.fingerprint.setText(identity.fingerprint)
@@ -407,6 +412,7 @@ class TransferPartnersPage(QWidget):
 
     def save_state(self) -> None:
         self.list.save_state()
+        self.jobs.save_state()
 
 
 register(

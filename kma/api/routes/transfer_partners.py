@@ -235,6 +235,14 @@ def start_transfer_import(body: TransferImportCreate, kma: Kma, actor: TransferI
     return _job(kma, kma.part(TransferJobs).start(actor, "import", work, upload, group))
 
 
+@router.get("/transfer-jobs", response_model=schemas.Page[TransferJob])
+def list_transfer_jobs(kma: Kma, actor: TransferRead, paging: Paging) -> Page:
+    """The transfer jobs the cluster keeps, newest first (a finished one an hour, an interrupted
+    one a week): their progress, their answers, and the interrupted imports to resume."""
+    page = kma.part(TransferJobs).list(paging)
+    return page.with_items([_job(kma, j) for j in page.items])
+
+
 @router.get("/transfer-jobs/{job_id}", response_model=TransferJob)
 def get_transfer_job(job_id: str, kma: Kma, actor: TransferRead) -> TransferJob:
     """A transfer job of the cluster: its progress, then its answer, why it failed, or what

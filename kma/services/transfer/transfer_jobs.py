@@ -35,6 +35,7 @@ from kma.appliance import Appliance
 from kma.domain.actor import Actor
 from kma.errors import Conflict, KmaError, NotFound
 from kma.pacing import Pace
+from kma.services.paging import ListQuery, Page, PageRequest, list_page
 from kma.services.transfer import held_parts, transfer_uploads
 from kma.services.transfer.transfer_uploads import TransferUploadRow
 from kma.store import Batch, Refused, Stmt
@@ -55,6 +56,14 @@ DOWNLOAD_SHARE = 0.5  # of a core, while a job's file is handed out
 _COLUMNS = (
     "id, kind, started_by, kma_id, state, phase, done, total, key_group_id, started_at, "
     "updated_at, finished_at, error_status, error_code, error_message, result"
+)
+
+LIST = ListQuery(
+    select=f"SELECT {_COLUMNS} FROM transfer_jobs",
+    sort_fields={"started_at": "started_at"},
+    default_sort="started_at",
+    default_order="desc",
+    search=("id", "kind", "started_by", "key_group_id"),
 )
 
 _INSERT = (
@@ -254,6 +263,15 @@ class TransferJobs:
                 f"There is no transfer job '{job_id[:64]}' (a job is kept an hour after it ends, and "
                 "an interrupted one a week)."
             )
+        return self._job(row)
+
+    def list(self, req: PageRequest) -> Page:
+        """The jobs the cluster keeps (newest first): where the manager shows them, and resumes an
+        interrupted import."""
+        page = list_page(self.kma.store, LIST, req)
+        return page.with_items([self._job(r) for r in page.items])
+
+    def _job(self, row: Any) -> TransferJob:
         job = TransferJob(
             **{k: row[k] for k in row.keys() if k != "result"},
             result=None if row["result"] is None else json.loads(row["result"]),
