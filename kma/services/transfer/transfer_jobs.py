@@ -36,7 +36,7 @@ from kma.domain.actor import Actor
 from kma.errors import Conflict, KmaError, NotFound
 from kma.pacing import Pace
 from kma.services.paging import ListQuery, Page, PageRequest, list_page
-from kma.services.transfer import held_parts, transfer_uploads
+from kma.services.transfer import heap_look, held_parts, transfer_uploads
 from kma.services.transfer.transfer_uploads import TransferUploadRow
 from kma.store import Batch, Refused, Stmt
 
@@ -117,6 +117,8 @@ def report(phase: str, done: int, total: int) -> None:
     """Progress of the job this thread runs (a no-op outside a job: a synchronous request, or an
     import a quorum approval ran). Written at most every `PROGRESS_S`, and at each new phase."""
     running = _CURRENT.get()
+    if running is not None and phase != running.phase:
+        heap_look.look(running.job_id, running.phase or "starting")  # the phase that ends (bench only)
     if running is not None and (phase != running.phase or time.monotonic() - running.written >= PROGRESS_S):
         running.jobs.kma.store.write(Batch([running.statement(phase, done, total)]))
 
@@ -329,6 +331,7 @@ class TransferJobs:
     def _run(self, job_id: str, work: Callable[[str], dict[str, Any]], offset: int) -> None:
         running = _Running(self, job_id, offset)
         _CURRENT.set(running)
+        heap_look.start()
         beating = threading.Event()
         threading.Thread(target=self._heartbeat, args=(job_id, beating), daemon=True).start()
         try:
@@ -344,6 +347,7 @@ class TransferJobs:
             else:
                 self._end(running, result=result)
         finally:
+            heap_look.look(job_id, "ended")
             beating.set()
             self._release(job_id)
 
