@@ -118,13 +118,16 @@ def _checked(
 
 
 def _execute(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping[str, Any]) -> Outcome:
-    # read a part at a time (at most MAX_HELD): once through for its SHA-256, then as it is checked
+    # Run at once, the file is read where it was submitted (an upload, an import job's file, there
+    # until the batches end), a part at a time. Approved later, it is read whole (at most MAX_HELD):
+    # its held parts go with the operation's end, which commits before the batches are written.
     submitted = _SUBMITTED.get()
-    source = (
-        submitted[1]
-        if submitted is not None and submitted[0] == op_id
-        else held_parts.held(kma, "transfer_held_files", "op_id", op_id)
-    )
+    if submitted is not None and submitted[0] == op_id:
+        source = submitted[1]
+    else:
+        source = transfer_import.whole(
+            b"".join(held_parts.held(kma, "transfer_held_files", "op_id", op_id)())
+        )
     hashed = hashlib.sha256()
     for part in source():
         hashed.update(part)
