@@ -239,8 +239,8 @@ def start_transfer_import(body: TransferImportCreate, kma: Kma, actor: TransferI
 def list_transfer_jobs(kma: Kma, actor: TransferRead, paging: Paging) -> Page:
     """The transfer jobs the cluster keeps, newest first (a finished one an hour, an interrupted
     one a week): their progress, their answers, and the interrupted imports to resume."""
-    page = kma.part(TransferJobs).list(paging)
-    return page.with_items([_job(kma, j) for j in page.items])
+    jobs, page = kma.part(TransferJobs).list(paging)
+    return page.with_items([_job(kma, j).model_dump() for j in jobs])
 
 
 @router.get("/transfer-jobs/{job_id}", response_model=TransferJob)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kma.appliance import Appliance
+from kma.crypto.transfer_stream import Source
 from kma.domain.actor import Actor
 from kma.errors import Conflict, KmaError, NotFound
 from kma.pacing import Pace
@@ -269,11 +270,11 @@ class TransferJobs:
             )
         return self._job(row)
 
-    def list(self, req: PageRequest) -> Page:
-        """The jobs the cluster keeps (newest first): where the manager shows them, and resumes an
-        interrupted import."""
+    def list(self, req: PageRequest) -> tuple[list[TransferJob], Page]:
+        """The jobs the cluster keeps (newest first), where the manager shows them and resumes an
+        interrupted import: those of one page, and the page (its cursor and counts)."""
         page = list_page(self.kma.store, LIST, req)
-        return page.with_items([self._job(r) for r in page.items])
+        return [self._job(r) for r in page.items], page
 
     def _job(self, row: Any) -> TransferJob:
         job = TransferJob(
@@ -289,7 +290,7 @@ class TransferJobs:
         job = self.get(job_id)
         if (job.kind, job.state) != ("export", "done"):
             raise Conflict(f"Transfer job {job_id} holds no file: it is an {job.kind} job, {job.state}.")
-        return _paced(held_file(self.kma, job_id)())
+        return _paced(iter(held_file(self.kma, job_id)()))
 
     def _stopped(self, job: TransferJob) -> bool:
         """The KMA that runs the job restarted (it is this one and runs it no more), or is silent."""
@@ -405,7 +406,7 @@ class TransferJobs:
         )
 
 
-def held_file(kma: Appliance, job_id: str) -> Callable[[], Iterator[bytes]]:
+def held_file(kma: Appliance, job_id: str) -> Source:
     """A job's file, read from the store a part at a time, from the start at each call."""
     return held_parts.held(kma, "transfer_job_files", "job_id", job_id)
 
