@@ -20,7 +20,6 @@ holds counts, and a file that only its partner opens (the audit trail names what
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import hashlib
 import json
@@ -28,8 +27,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -285,12 +283,12 @@ class TransferJobs:
             return _interrupted(job)
         return job
 
-    def exported_file(self, job_id: str) -> AsyncIterator[bytes]:
+    def exported_file(self, job_id: str) -> Iterator[bytes]:
         """A finished export's file, held with its job, a part at a time."""
         job = self.get(job_id)
         if (job.kind, job.state) != ("export", "done"):
             raise Conflict(f"Transfer job {job_id} holds no file: it is an {job.kind} job, {job.state}.")
-        return _paced(iter(held_file(self.kma, job_id)()))
+        return _paced(held_file(self.kma, job_id)())
 
     def _stopped(self, job: TransferJob) -> bool:
         """The KMA that runs the job restarted (it is this one and runs it no more), or is silent."""
@@ -411,27 +409,13 @@ def held_file(kma: Appliance, job_id: str) -> Source:
     return held_parts.held(kma, "transfer_job_files", "job_id", job_id)
 
 
-# The thread that reads every download's parts from the store. Each thread that reads the store has
-# a connection of its own, whose page cache keeps up to 2 MiB of what it read: a download read on
-# the server's pool of threads (up to 40) left a part of the file in each of theirs, tens of MiB
-# at 100,000 data units (docs/transfer.md, "Memory"). Read on one thread, it is one cache.
-_DOWNLOADS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="transfer-download")
-
-
-async def _paced(parts: Iterator[bytes]) -> AsyncIterator[bytes]:
+def _paced(parts: Iterable[bytes]) -> Iterator[bytes]:
     """A download that rests between parts as long as it worked (reading a part, encrypting it for
-    TLS), as a backup's copy does: the drives' requests keep the KMA meanwhile. Its parts are read,
-    and its rests taken, on the one download thread."""
-    pace, loop, first = Pace(DOWNLOAD_SHARE), asyncio.get_running_loop(), True
-
-    def following() -> bytes | None:
-        if not first:
-            pace.rest()
-        return next(parts, None)
-
-    while (part := await loop.run_in_executor(_DOWNLOADS, following)) is not None:
-        first = False
+    TLS), as a backup's copy does: the drives' requests keep the KMA meanwhile."""
+    pace = Pace(DOWNLOAD_SHARE)
+    for part in parts:
         yield part
+        pace.rest()
 
 
 def _interrupted(job: TransferJob) -> TransferJob:
