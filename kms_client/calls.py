@@ -1240,36 +1240,59 @@ class Calls:
             ),
         )
 
-    def preview_transfer_import(self, file: str) -> TransferImport:
-        """What importing the file would do (it is checked as for an import); writes nothing."""
+    def preview_transfer_import(self, upload_id: str) -> TransferImport:
+        """What importing the uploaded file would do (it is checked as for an import); writes nothing
+        and leaves the upload for the import."""
         return self._connection.call(
-            "POST", "/transfer-imports/preview", reader(TransferImport), body=present(file=file)
+            "POST", "/transfer-imports/preview", reader(TransferImport), body=present(upload_id=upload_id)
         )
 
     def import_transfer_file(
-        self, file: str, key_group_id: str, *, credentials: Credentials | None = None
+        self, upload_id: str, key_group_id: str, *, credentials: Credentials | None = None
     ) -> TransferImport | PendingQuorumOp:
-        """Imports the file; when the key group's policy has `import_needs_quorum`, a quorum operation
-        (202 with it when the credentials that came are fewer than M)."""
+        """Imports the uploaded file (the upload is removed then); when the key group's policy has
+        `import_needs_quorum`, a quorum operation (202 with it when the credentials that came are
+        fewer than M)."""
         return self._connection.call_or_pending(
             "POST",
             "/transfer-imports",
             reader(TransferImport),
-            present(file=file, key_group_id=key_group_id, credentials=credentials_body(credentials)),
+            present(
+                upload_id=upload_id, key_group_id=key_group_id, credentials=credentials_body(credentials)
+            ),
         )
 
     def start_transfer_import(
-        self, file: str, key_group_id: str, *, credentials: Credentials | None = None
+        self, upload_id: str, key_group_id: str, *, credentials: Credentials | None = None
     ) -> TransferJob:
-        """The import as a background job: poll `GET /transfer-jobs/{id}` for its progress; the
-        finished job holds the answer (`imported`) or, under quorum, the operation (`pending_op`).
-        The file is held with the job (the credentials are not): an interrupted import is resumed
-        from it."""
+        """The import of the uploaded file as a background job: poll `GET /transfer-jobs/{id}` for its
+        progress; the finished job holds the answer (`imported`) or, under quorum, the operation
+        (`pending_op`). The file is held with the job (the upload is removed; the credentials are
+        not held): an interrupted import is resumed from it."""
         return self._connection.call(
             "POST",
             "/transfer-imports/jobs",
             reader(TransferJob),
-            body=present(file=file, key_group_id=key_group_id, credentials=credentials_body(credentials)),
+            body=present(
+                upload_id=upload_id, key_group_id=key_group_id, credentials=credentials_body(credentials)
+            ),
+        )
+
+    def list_transfer_jobs(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        search: str | None = None,
+        sort: str | None = None,
+        order: Order | None = None,
+    ) -> Page[TransferJob]:
+        """The transfer jobs the cluster keeps, newest first (a finished one an hour, an interrupted
+        one a week): their progress, their answers, and the interrupted imports to resume."""
+        return self._connection.list(
+            "/transfer-jobs",
+            TransferJob,
+            query({"limit": limit, "cursor": cursor, "search": search, "sort": sort, "order": order}),
         )
 
     def get_transfer_job(self, job_id: str) -> TransferJob:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import httpx
 
@@ -110,6 +110,18 @@ class Connection:
                 response.read()
                 raise error_from_response(response)
             yield response
+
+    def upload(self, path: str, content: BinaryIO, *, timeout: float | None = None) -> httpx.Response:
+        """A POST whose body is read from `content` (an open file) as it is sent, never held whole,
+        with its Content-Length; an error answer raises. Not sent again through another KMA: the
+        file may have arrived (an upload nobody uses expires)."""
+        wait = timeout or self.timeout
+        headers = {**self._headers(), "Content-Type": "application/octet-stream"}
+        with translated_transport_errors(self.address, wait):
+            response = self._http.post(path, content=content, headers=headers, timeout=wait)
+        if response.is_error:
+            raise error_from_response(response)
+        return response
 
     def _fail_over(
         self, lost: KmaUnreachable, gone: str, send: Callable[[], httpx.Response], again: bool

@@ -53,7 +53,7 @@ class Conflict(ApiError):
 
 
 class PayloadTooLarge(ApiError):
-    """413 `payload_too_large`: the body exceeds 64 KiB."""
+    """413 `payload_too_large`: the body exceeds its limit (64 KiB; a transfer upload 256 MiB)."""
 
 
 class LockedOut(ApiError):

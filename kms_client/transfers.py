@@ -1,6 +1,7 @@
-"""Transfer files (docs/transfer.md): what `KmsClient` adds to the generated calls is following a
-transfer job (`start_transfer_export`, `start_transfer_import`) to its end with its progress, and
-saving a finished export job's file as it downloads.
+"""Transfer files (docs/transfer.md): what `KmsClient` adds to the generated calls is uploading a
+file for an import as it is read (`upload_transfer_file`), following a transfer job
+(`start_transfer_export`, `start_transfer_import`) to its end with its progress, and saving a
+finished export job's file as it downloads.
 Same threading rule: network I/O, never on the GUI thread.
 """
 
@@ -14,12 +15,22 @@ from pathlib import Path
 from ._http import segment
 from .calls import Calls
 from .errors import api_error
-from .wire import TransferJob
+from .reader import read
+from .wire import TransferJob, TransferUpload
 
 POLL_S = 1.0  # between two looks at a running job
+UPLOAD_TIMEOUT_S = 600  # a 256 MiB file over a slow link
 
 
 class TransferCalls(Calls):
+    def upload_transfer_file(self, source: Path) -> TransferUpload:
+        """Sends the transfer file at `source` to the KMA as it reads it (`POST /transfer-uploads`,
+        the file as the body, never held whole here); the upload, whose `id` the preview, the
+        import and the import job name. Yours only; kept an hour unless an import uses it."""
+        with source.open("rb") as file:
+            response = self._connection.upload("/transfer-uploads", file, timeout=UPLOAD_TIMEOUT_S)
+        return read(TransferUpload, response.json())
+
     def follow_transfer_job(
         self,
         job: TransferJob,

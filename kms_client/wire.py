@@ -940,6 +940,14 @@ class TransferPartner:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TransferUpload:
+    id: str
+    size: int
+    sha256: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
 class UpgradeCheck:
     ready: bool
     checks: tuple[UpgradeCheckItem, ...]

@@ -175,7 +175,7 @@ def render(document: dict[str, Any]) -> str:
 # Operations the client does not call through the generated module (the Prometheus scrape, outside
 # the API). Answers composed on the client, or saved as a file, are skipped as such (see `_answer`):
 # their methods are hand-written in kms_client (client.py and its parts), under the route's name.
-HAND_WRITTEN = {"get_metrics"}
+HAND_WRITTEN = {"get_metrics", "upload_transfer_file"}  # the upload: a file streamed as the body
 # The query parameters every list takes, after its filters.
 LIST_PARAMETERS = ("limit", "cursor", "search", "sort", "order")
 

@@ -44,10 +44,12 @@ def _export(worker: OpContext, dest: Path, partner_id: str, **selection: Any) ->
     return done
 
 
-def read_transfer_file(source: Path) -> str:
+def upload_transfer_file(client: KmsClient, source: Path) -> str:
+    """The file sent to the KMA as it is read (its own request, never held whole); its upload ID,
+    which the preview and the import name."""
     try:
-        return source.read_text(encoding="utf-8")
-    except (OSError, UnicodeError) as exc:
+        return client.upload_transfer_file(source).id
+    except OSError as exc:
         raise local_file_refused("read", source, exc) from None
 
 
@@ -66,14 +68,24 @@ def _progress(worker: OpContext, job: TransferJob) -> None:
 
 
 def _import(
-    worker: OpContext, source: Path, key_group_id: str, credentials: list[tuple[str, str]] | None = None
+    worker: OpContext, upload_id: str, key_group_id: str, credentials: list[tuple[str, str]] | None = None
 ) -> TransferImport | PendingQuorumOp:
-    """The import, or the quorum operation it became (the key group's policy asks for a quorum):
-    with M key split `credentials` it runs at once, with fewer it waits for approvals."""
-    worker.progress(f"Importing {source.name}…")
-    job = worker.client.start_transfer_import(
-        read_transfer_file(source), key_group_id, credentials=credentials
-    )
+    """The import of an uploaded file (the preview's upload), or the quorum operation it became
+    (the key group's policy asks for a quorum): with M key split `credentials` it runs at once,
+    with fewer it waits for approvals."""
+    worker.progress("Importing…")
+    job = worker.client.start_transfer_import(upload_id, key_group_id, credentials=credentials)
+    done = worker.client.follow_transfer_job(job, lambda j: _progress(worker, j))
+    answer = done.pending_op or done.imported
+    assert answer is not None  # a finished import job holds one or the other
+    return answer
+
+
+def _resume(worker: OpContext, job_id: str) -> TransferImport | PendingQuorumOp:
+    """An interrupted import job run again on the KMA (what was written is skipped), followed to
+    its end: its answer, or the quorum operation it was submitted as."""
+    worker.progress(f"Resuming transfer job {job_id}…")
+    job = worker.client.resume_transfer_job(job_id)
     done = worker.client.follow_transfer_job(job, lambda j: _progress(worker, j))
     answer = done.pending_op or done.imported
     assert answer is not None  # a finished import job holds one or the other
@@ -82,3 +94,4 @@ def _import(
 
 export_transfer_file = Write(_export, {"transfer", "data_units"})
 import_transfer_file = Write(_import, {"transfer", "data_units", "keys"})
+resume_transfer_job = Write(_resume, {"transfer", "data_units", "keys"})

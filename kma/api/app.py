@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -9,12 +12,24 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kma import __version__
 from kma.api import errors, openapi
 from kma.api.routes import ROUTERS, metrics
+from kma.api.transfer_schemas import FILE_IN_JSON as FILE_IN_JSON_TEXT
 from kma.appliance import Appliance
 from kma.metrics import API_REQUESTS
+from kma.services.transfer import transfer_uploads
 
 MAX_BODY = 64 * 1024
-MAX_TRANSFER_BODY = 256 * 2**20 + MAX_BODY  # a transfer file (kma/api/transfer_schemas.py) and its request
 PREFIX = "/api/v1"
+
+
+@dataclass(frozen=True)
+class PathLimit:
+    """A path's own body limit and what its refusal says. `streamed`: the route reads the body as
+    it arrives and refuses it past the limit itself (a transfer upload): a body without
+    Content-Length is handed on as it comes, not buffered here first."""
+
+    limit: Callable[[], int]
+    message: Callable[[int], str]
+    streamed: bool = False
 
 
 class BodyLimit:
@@ -22,24 +37,31 @@ class BodyLimit:
     Content-Length or streamed (chunked), and audit the refusal like any other.
 
     A streamed body is read up to the limit first and then handed on: refusing it from inside
-    the app is too late, as FastAPI turns any failure while reading a body into a 400.
+    the app is too late, as FastAPI turns any failure while reading a body into a 400. A route
+    that reads its body itself (`PathLimit.streamed`) refuses it there, as it comes.
     """
 
-    def __init__(self, app: ASGIApp, limit: int = MAX_BODY, larger: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, limit: int = MAX_BODY, paths: dict[str, PathLimit] | None = None
+    ) -> None:
         self.app = app
-        self.limit = limit
-        self.larger = larger or {}  # path -> its own limit (a transfer file)
+        self.default = PathLimit(lambda: limit, _over)
+        self.paths = paths or {}  # path -> its own limit (a transfer upload)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.larger.get(scope["path"], self.limit)
+        own = self.paths.get(scope["path"], self.default)
+        limit, refusal = own.limit(), own.message
         length = dict(scope.get("headers", [])).get(b"content-length")
         if length is not None:
             if not length.isdigit() or int(length) > limit:
-                await _too_large(scope, send, limit)
+                await _too_large(scope, send, refusal(limit))
                 return
+            await self.app(scope, receive, send)
+            return
+        if own.streamed:
             await self.app(scope, receive, send)
             return
         buffered: list[Message] = []
@@ -51,7 +73,7 @@ class BodyLimit:
                 break  # the client went away: let the app see that
             seen += len(message.get("body", b""))
             if seen > limit:
-                await _too_large(scope, send, limit)
+                await _too_large(scope, send, refusal(limit))
                 return
             if not message.get("more_body", False):
                 break
@@ -65,8 +87,14 @@ class BodyLimit:
 TOO_LARGE = "The request body is over 64 KiB."
 
 
-async def _too_large(scope: Scope, send: Send, limit: int) -> None:
-    message = TOO_LARGE if limit == MAX_BODY else f"The request body is over {limit // 2**20} MiB."
+def _over(limit: int) -> str:
+    return TOO_LARGE if limit == MAX_BODY else f"The request body is over {limit // 2**20} MiB."
+
+
+FILE_IN_JSON = PathLimit(lambda: MAX_BODY, lambda _limit: FILE_IN_JSON_TEXT + ".")
+
+
+async def _too_large(scope: Scope, send: Send, message: str) -> None:
     await errors._audit_refusal(Request(scope), "payload_too_large", message)
     await errors.error_response(413, "payload_too_large", message)(scope, _no_body, send)
 
@@ -121,8 +149,13 @@ def create_app(kma: Appliance) -> FastAPI:
         app.include_router(router, prefix=PREFIX)
     metrics.install(app, kma)  # GET /metrics, outside /api/v1, where Prometheus looks
     openapi.install(app, PREFIX, [*ROUTERS, metrics.router])  # the document's errors, the docs page
-    transfer = {f"{PREFIX}/transfer-imports{end}": MAX_TRANSFER_BODY for end in ("", "/preview", "/jobs")}
-    app.add_middleware(BodyLimit, larger=transfer)
+    # A transfer file goes up as the body of its own request, which reads it as it comes; an import's
+    # JSON no longer carries it, and a large one is told so.
+    paths = {f"{PREFIX}/transfer-imports{end}": FILE_IN_JSON for end in ("", "/preview", "/jobs")}
+    paths[f"{PREFIX}/transfer-uploads"] = PathLimit(
+        transfer_uploads.most, transfer_uploads.too_large_message, streamed=True
+    )
+    app.add_middleware(BodyLimit, paths=paths)
     # outermost: a body refused by BodyLimit counts too
     app.add_middleware(CountRequests, templates=openapi.route_templates(app))
     return app

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from kma.api.quorum_schemas import PendingQuorumOp, WithCredentials
 from kma.api.schemas import Request, Response, Time
-
-MAX_FILE = 256 * 2**20  # a transfer file of 100,000 data units is about 40 MiB
 
 
 class TransferIdentity(Response):
@@ -76,11 +77,36 @@ class TransferExport(Response):
     )
 
 
-class TransferFileBody(Request):
-    file: str = Field(min_length=1, max_length=MAX_FILE)
+# What a request that still carries its file in its JSON is told (the way before issue 40's uploads;
+# no release sent it).
+FILE_IN_JSON = (
+    "A transfer file is no longer sent inside a request's JSON: upload it first (POST "
+    "/api/v1/transfer-uploads with the file as the request's body; kms_client's upload_transfer_file, "
+    "kma transfer and the manager do so) and name the upload_id it answers"
+)
 
 
-class TransferImportCreate(TransferFileBody, WithCredentials):
+class TransferUpload(Response):
+    id: str = Field(description="the upload's ID: the `upload_id` of the preview, the import, the import job")
+    size: int = Field(description="bytes")
+    sha256: str = Field(description="of the file as it arrived, hex")
+    expires_at: Time = Field(description="refused and removed after this, unless an import used it before")
+
+
+class TransferUploadRef(Request):
+    upload_id: str = Field(
+        min_length=1, max_length=64, description="a transfer file sent by POST /transfer-uploads (yours)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _file_not_inside(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "file" in data:
+            raise PydanticCustomError("file_in_json", FILE_IN_JSON)
+        return data
+
+
+class TransferImportCreate(TransferUploadRef, WithCredentials):
     """`credentials`: key split credentials, for a key group whose policy has `import_needs_quorum`
     (with M of them the import runs at once; with fewer it waits for approvals)."""
 

@@ -169,14 +169,14 @@ def run_export(args: argparse.Namespace, client: Any) -> int:
 
 @_talking
 def run_import(args: argparse.Namespace, client: Any) -> int:
-    try:
-        text = args.file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    try:  # sent as it is read (the file goes up as its own request, never held whole)
+        upload = client.upload_transfer_file(args.file)
+    except OSError as exc:
         raise ValidationFailed(f"Cannot read {args.file}: {exc}.") from None
     if args.action == "preview":
-        done = client.preview_transfer_import(text)
+        done = client.preview_transfer_import(upload.id)
     else:
-        started = client.start_transfer_import(text, args.key_group, credentials=_credentials(args))
+        started = client.start_transfer_import(upload.id, args.key_group, credentials=_credentials(args))
         print(f"Transfer job {started.id}", flush=True)  # what `kma transfer resume` takes, if need be
         return _import_end(args, _followed(client, started))
     return _print_import(args, done)

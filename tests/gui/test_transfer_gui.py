@@ -14,6 +14,7 @@ import pytest
 
 from kma.crypto import transfer_stream
 from kma.crypto.transfer import Identity, fingerprint
+from kms_client import Forbidden
 from tests.gui.helpers import (
     WAIT_MS,
     action,
@@ -24,8 +25,9 @@ from tests.gui.helpers import (
     sign_in,
     submit,
 )
-from tests.support.transfer import file_from, one_tape, register, text_of
+from tests.support.transfer import file_from, interrupted_import, one_tape, register, text_of
 from ui.dialogs.form_dialog import FormDialog
+from ui.pages.transfer_jobs import JOBS
 from ui.pages.transfer_partners import ImportWizard
 from ui.quorum.widgets import QuorumFormDialog
 
@@ -186,3 +188,39 @@ def test_the_import_wizard_counts_the_data_units_written_and_says_when_a_quorum_
     wizard.group.setCurrentIndex(wizard.group.findData("incoming"))
     assert not wizard.credentials_group.isVisible() and wizard.import_button.text() == "Import"
     wizard.close()
+
+
+def test_an_interrupted_import_is_resumed_from_the_transfer_partners_page(
+    qtbot: Any, controller: Any, fresh_kma: Any
+) -> None:
+    """The page lists the cluster's transfer jobs; an import whose KMA stopped is shown interrupted,
+    and a Security Officer resumes it there."""
+    partner = Identity.generate()
+    so = fresh_kma.client("so")
+    register(so, fresh_kma, "vault", text_of(partner))
+    co = fresh_kma.client("co")
+    co.create_key_policy("incoming", encryption_period=30 * DAY, cryptoperiod=365 * DAY, allow_import=True)
+    co.create_key_group("incoming", "incoming")
+    here = so.get_transfer_identity().identity
+    tapes = [one_tape(f"R{n:05d}", os.urandom(32)) for n in range(40)]
+    job_id = interrupted_import(fresh_kma, file_from(partner, here, tapes), "incoming", "stopped-import")
+
+    # the KMA refuses anyone but a Security Officer (the button is a Security Officer's only)
+    with pytest.raises(Forbidden, match="security_officer"):
+        fresh_kma.client("auditor").resume_transfer_job(job_id)
+    assert [a.permission for a in JOBS.actions if a.text == "Resume import"] == ["transfer.import"]
+
+    window = sign_in(qtbot, controller, fresh_kma, "so")
+    page = open_page(qtbot, window, "transfer_partners")
+    qtbot.waitUntil(lambda: page.jobs.model.row_of(job_id) >= 0, timeout=WAIT_MS)
+    row = page.jobs.model.row_of(job_id)
+    shown = [page.jobs.model.data(page.jobs.model.index(row, c)) for c in range(len(page.jobs.spec.columns))]
+    assert "interrupted" in shown and any("resume it to finish the import" in str(t) for t in shown), shown
+    page.jobs.view.selectRow(row)
+    resume = action(page.jobs, "Resume import")
+    qtbot.waitUntil(resume.isEnabled, timeout=WAIT_MS)
+    resume.trigger()
+    qtbot.waitUntil(lambda: "resumed and finished" in page.result.text(), timeout=4 * WAIT_MS)
+    assert "40 more data units imported into key group incoming" in page.result.text()
+    assert so.get_transfer_job(job_id).state == "done"
+    assert fresh_kma.client("op").list_keys(data_unit_id="R00039").items[0].key_group_id == "incoming"

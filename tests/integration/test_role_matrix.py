@@ -162,10 +162,12 @@ EXPECTED: dict[str, str | frozenset[str]] = {
     "POST /transfer-partners/{id}/disable": frozenset({SO}),
     "DELETE /transfer-partners/{id}": frozenset({SO}),
     "POST /transfer-exports": frozenset({OP}),
+    "POST /transfer-uploads": frozenset({SO}),
     "POST /transfer-imports/preview": frozenset({SO}),
     "POST /transfer-imports": frozenset({SO}),
     "POST /transfer-exports/jobs": frozenset({OP}),
     "POST /transfer-imports/jobs": frozenset({SO}),
+    "GET /transfer-jobs": frozenset({SO, CO, OP, AU}),
     "GET /transfer-jobs/{id}": frozenset({SO, CO, OP, AU}),
     "POST /transfer-jobs/{id}/resume": frozenset({SO}),
     "GET /transfer-jobs/{id}/file": frozenset({SO, CO, OP, AU}),
@@ -395,6 +397,16 @@ class World:
                 removed = self.as_admin("POST", f"/kmas/{kma['id']}/remove", quorum)
                 assert removed.status_code == 200, removed.text
 
+    def upload_as(self, user: str) -> str:
+        """A new tape's transfer file uploaded by `user` (an upload is its sender's only), when
+        `user` may upload; else an ID that names nothing (the call is refused before it is read)."""
+        if not may(user, "POST /transfer-uploads"):
+            return "no-upload"
+        headers = {"Authorization": f"Bearer {self.tokens[user]}"}
+        sent = self.http.post("/transfer-uploads", content=self.transfer().file().encode(), headers=headers)
+        assert sent.status_code == 201, sent.text
+        return str(sent.json()["id"])
+
     def transfer(self) -> MatrixPartner:
         if self._transfer is None:
             self._transfer = MatrixPartner(self.admin, self.kma)
@@ -436,7 +448,7 @@ class World:
                 assert self.as_admin("DELETE", f"/users/{user}/second-factor", body).status_code == 204
 
 
-Prep = Callable[[World, str], tuple[dict[str, str], dict[str, Any] | None]]
+Prep = Callable[[World, str], tuple[dict[str, str], dict[str, Any] | bytes | None]]
 
 
 def raise_cluster_version(w: World, user: str) -> tuple[dict[str, str], dict[str, Any]]:
@@ -599,16 +611,18 @@ CALLS: dict[str, Prep] = {
         {},
         {"partner_id": w.transfer() and "mx-partner", "volsers": ["MXT0001"]},
     ),
-    "POST /transfer-imports/preview": lambda w, u: ({}, {"file": w.transfer().file()}),
-    "POST /transfer-imports": lambda w, u: ({}, {"file": w.transfer().file(), "key_group_id": "mx-transfer"}),
+    "POST /transfer-uploads": lambda w, u: ({}, w.transfer().file().encode()),  # the file as the body
+    "POST /transfer-imports/preview": lambda w, u: ({}, {"upload_id": w.upload_as(u)}),
+    "POST /transfer-imports": lambda w, u: ({}, {"upload_id": w.upload_as(u), "key_group_id": "mx-transfer"}),
     "POST /transfer-exports/jobs": lambda w, u: (
         {},
         {"partner_id": w.transfer() and "mx-partner", "volsers": ["MXT0001"]},
     ),
     "POST /transfer-imports/jobs": lambda w, u: (
         {},
-        {"file": w.transfer().file(), "key_group_id": "mx-transfer"},
+        {"upload_id": w.upload_as(u), "key_group_id": "mx-transfer"},
     ),
+    "GET /transfer-jobs": none,
     "GET /transfer-jobs/{id}": lambda w, u: ({"id": w.transfer().job()}, None),
     "POST /transfer-jobs/{id}/resume": lambda w, u: ({"id": w.transfer().interrupted_job()}, None),
     "GET /transfer-jobs/{id}/file": lambda w, u: ({"id": w.transfer().export_job()}, None),
@@ -709,9 +723,10 @@ def request_for(w: World, route: str, user: str | None) -> httpx.Request:
         token = w.fresh_token(user)  # signing out must not end the session the matrix uses
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     prefix = "" if template == "/metrics" else API  # Prometheus looks at the root
-    return httpx.Request(
-        method, f"https://{w.kma.address}{prefix}{template.format(**params)}", json=body, headers=headers
-    )
+    url = f"https://{w.kma.address}{prefix}{template.format(**params)}"
+    if isinstance(body, bytes):  # a file, as the body of its own request (a transfer upload)
+        return httpx.Request(method, url, content=body, headers=headers)
+    return httpx.Request(method, url, json=body, headers=headers)
 
 
 def newest_refusal(w: World, entity_id: str) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ from kma.crypto.transfer import Identity
 from tests.support.agents import enrolled_demo_agent, kmip
 from tests.support.cluster import BINARY, not_the_leader, replica, three_kmas
 from tests.support.kma_process import RunningKma
-from tests.support.transfer import file_from, one_tape, register, text_of
+from tests.support.transfer import file_from, one_tape, register, text_of, upload
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason="rqlited not built: scripts/build-rqlite.sh")
@@ -37,7 +37,7 @@ def test_an_import_on_one_kma_is_served_by_every_kma(
         co.set_key_group_agents("arrivals", ["t10k-dal-02"])
         units = [one_tape(volser, material) for volser, material in tapes.items()]
         file = file_from(partner, so.get_transfer_identity().identity, units)
-        done = so.import_transfer_file(file, "arrivals")
+        done = so.import_transfer_file(upload(so, file), "arrivals")
         assert (done.imported, done.keys_awaiting_backup) == (len(tapes), 0)  # held by the other KMAs
 
         agent = enrolled_demo_agent(follower, tmp_path_factory, "t10k-dal-02")
@@ -48,7 +48,7 @@ def test_an_import_on_one_kma_is_served_by_every_kma(
                 assert drive.locate(data_unit=volser) == [ids[volser]]
                 assert drive.get(ids[volser]) == material
 
-        again = kmas[1].client("so").import_transfer_file(file, "arrivals")
+        again = kmas[1].client("so").import_transfer_file(upload(kmas[1].client("so"), file), "arrivals")
         assert (again.imported, again.already_here) == (0, len(tapes))
 
 
@@ -68,7 +68,7 @@ def test_a_job_is_followed_through_another_kma_and_resumed_there_when_its_kma_di
         units = [one_tape(volser, material) for volser, material in tapes.items()]
         file = file_from(partner, so.get_transfer_identity().identity, units)
 
-        job = runner.client("so").start_transfer_import(file, "jobs")
+        job = runner.client("so").start_transfer_import(upload(runner.client("so"), file), "jobs")
         watcher = other.client("auditor")
         seen = watcher.get_transfer_job(job.id)  # the job of another KMA, read here
         assert (seen.kind, seen.kma_id) == ("import", job.kma_id)

@@ -20,7 +20,7 @@ from kms_client import Conflict, Forbidden, PendingQuorumOp, ValidationFailed
 from tests.integration.test_quorum_cli import kma_cli
 from tests.support.agents import demo_passphrase, enroll, events, kmip, last_event
 from tests.support.kma_process import RunningKma, read_only_db, ready_pool
-from tests.support.transfer import file_from, one_tape, quorum, register, text_of
+from tests.support.transfer import file_from, one_tape, quorum, register, text_of, upload
 
 DAY = 86400
 TAPES = [f"T{n:05d}" for n in range(1000)]
@@ -124,7 +124,7 @@ def test_1000_tapes_move_to_the_partner_and_its_drive_reads_each_with_the_same_k
     assert "exported 1000 data units" in event["message"] and "'offsite'" in event["message"]
 
     offsite_so = partnered.offsite_so
-    preview = offsite_so.preview_transfer_import(exported.file)
+    preview = offsite_so.preview_transfer_import(upload(offsite_so, exported.file))
     assert (preview.partner_id, preview.data_units, preview.new, preview.conflicts) == (
         "dallas",
         1000,
@@ -132,7 +132,7 @@ def test_1000_tapes_move_to_the_partner_and_its_drive_reads_each_with_the_same_k
         (),
     )
     before = last_event(partnered.offsite)
-    done = offsite_so.import_transfer_file(exported.file, "from-dallas")
+    done = offsite_so.import_transfer_file(upload(offsite_so, exported.file), "from-dallas")
     assert (done.imported, done.keys_awaiting_backup) == (1000, 1000)
     first, last = events(partnered.offsite, before, "transfer.import")  # written in two batches
     assert first["condition"] == last["condition"] == "success"
@@ -161,7 +161,7 @@ def test_1000_tapes_move_to_the_partner_and_its_drive_reads_each_with_the_same_k
             assert drive.get(key_id) == material
 
     unchanged = counts(partnered.offsite)
-    again = offsite_so.import_transfer_file(exported.file, "from-dallas")
+    again = offsite_so.import_transfer_file(upload(offsite_so, exported.file), "from-dallas")
     assert (again.imported, again.already_here) == (0, 1000) and again.imported_before_at is not None
     assert counts(partnered.offsite) == unchanged
 
@@ -193,7 +193,7 @@ def refused(sides: Sides, file: str, error: type[Exception], reason: str, group:
     """The import is refused with `reason`, audited, and writes nothing."""
     before, event_id = counts(sides.offsite), last_event(sides.offsite)
     with pytest.raises(error, match=reason):
-        sides.offsite_so.import_transfer_file(file, group)
+        sides.offsite_so.import_transfer_file(upload(sides.offsite_so, file), group)
     assert counts(sides.offsite) == before
     (event,) = events(sides.offsite, event_id, "transfer.import")
     assert event["condition"] == "error"
@@ -245,7 +245,10 @@ def test_conflicts_disabled_partners_and_groups_without_import_are_refused(partn
         refused(partnered, file, Conflict, "disabled")
     finally:
         partnered.offsite_so.enable_transfer_partner("dallas")
-    assert partnered.offsite_so.import_transfer_file(file, "from-dallas").imported == 1
+    assert (
+        partnered.offsite_so.import_transfer_file(upload(partnered.offsite_so, file), "from-dallas").imported
+        == 1
+    )
 
 
 def test_the_cli_exports_previews_and_imports(partnered: Sides, tmp_path: Path) -> None:
@@ -310,7 +313,7 @@ def test_a_partner_written_into_the_store_receives_and_sends_nothing(fresh_kma: 
     here = fresh_kma.client("so").get_transfer_identity().identity
     with pytest.raises(ValidationFailed, match="not a registered transfer partner"):
         fresh_kma.client("so").preview_transfer_import(
-            file_from(forged, here, [one_tape("M00001", os.urandom(32))])
+            upload(fresh_kma.client("so"), file_from(forged, here, [one_tape("M00001", os.urandom(32))]))
         )
     assert any(
         e.subject_id == "mallory"

@@ -22,7 +22,7 @@ from kms_client.wire import TransferJob
 from tests.integration.test_quorum_cli import kma_cli
 from tests.support.agents import demo_passphrase, enroll, events, kmip, last_event
 from tests.support.kma_process import RunningKma, read_only_db
-from tests.support.transfer import file_from, one_tape, quorum, register, text_of
+from tests.support.transfer import file_from, one_tape, quorum, register, text_of, upload
 
 DAY = 86400
 GUARDED = [f"Q{n:05d}" for n in range(200)]  # imported under quorum
@@ -66,7 +66,9 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sides]:
         _policy(offsite, "guarded", allow_import=True, import_needs_quorum=True)
         _policy(offsite, "bulk", allow_import=True)
         units = {v: one_tape(v, os.urandom(32)) for v in GUARDED + BULK}
-        d_so.import_transfer_file(file_from(origin, d_id.identity, list(units.values())), "moved")
+        d_so.import_transfer_file(
+            upload(d_so, file_from(origin, d_id.identity, list(units.values()))), "moved"
+        )
         drive = tmp_path_factory.mktemp("drive")
         enroll(offsite, "t10k-dal-01", drive, demo_passphrase(offsite, "t10k-dal-01"))
         yield Sides(dallas, offsite, drive, units)
@@ -96,7 +98,9 @@ def test_an_import_into_a_key_group_whose_policy_asks_for_quorum_waits_for_its_a
 ) -> None:
     file = sides.export(GUARDED[0], GUARDED[-1])
     before = counts(sides.offsite)
-    pending = sides.offsite.client("so").import_transfer_file(file, "guarded")
+    pending = sides.offsite.client("so").import_transfer_file(
+        upload(sides.offsite.client("so"), file), "guarded"
+    )
     assert isinstance(pending, PendingQuorumOp) and pending.state == "pending"
     digest = hashlib.sha256(file.encode()).hexdigest()
     # What will run: the partner, the file's digest, its data units and the key group
@@ -139,7 +143,9 @@ def _held_files(kma: RunningKma) -> int:
 
 
 def test_a_deleted_import_operation_drops_the_file_it_held(sides: Sides) -> None:
-    pending = sides.offsite.client("so").import_transfer_file(sides.export("Q00000", "Q00009"), "guarded")
+    pending = sides.offsite.client("so").import_transfer_file(
+        upload(sides.offsite.client("so"), sides.export("Q00000", "Q00009")), "guarded"
+    )
     assert isinstance(pending, PendingQuorumOp) and _held_files(sides.offsite) > 0
     sides.offsite.client("so").delete_quorum_operation(pending.id)
     assert _held_files(sides.offsite) == 0
@@ -165,7 +171,7 @@ def _bulk_keys(kma: RunningKma) -> tuple[int, int]:
 def test_an_import_killed_halfway_is_interrupted_and_resumed_to_its_end(sides: Sides, tmp_path: Path) -> None:
     file = sides.export(BULK[0], BULK[-1])
     so = sides.offsite.client("so")
-    job = so.start_transfer_import(file, "bulk")
+    job = so.start_transfer_import(upload(so, file), "bulk")
     assert sides.offsite.client("auditor").get_transfer_job(job.id).kind == "import"  # who may see partners
     while job.done < 2000:  # the first batches are committed
         assert job.state == "running", job.error
@@ -180,7 +186,10 @@ def test_an_import_killed_halfway_is_interrupted_and_resumed_to_its_end(sides: S
     sides.offsite.start(port)
 
     so = sides.offsite.client("so")
-    file_id, (written, tapes) = so.preview_transfer_import(file).file_id, _bulk_keys(sides.offsite)
+    file_id, (written, tapes) = (
+        so.preview_transfer_import(upload(so, file)).file_id,
+        _bulk_keys(sides.offsite),
+    )
     assert _file_row(sides.offsite, file_id)[0] == "importing"
     assert 2000 <= written < 5000 and written == tapes
     # the job outlived the KMA's process: interrupted, with exactly what it wrote
@@ -212,7 +221,7 @@ def test_an_import_killed_halfway_is_interrupted_and_resumed_to_its_end(sides: S
     assert code != 0 and "only an interrupted job is resumed" in err  # done: nothing to resume
 
     before = last_event(sides.offsite)
-    again = so.import_transfer_file(file, "bulk")
+    again = so.import_transfer_file(upload(so, file), "bulk")
     assert not isinstance(again, PendingQuorumOp) and again.imported == 0
     assert [e["condition"] for e in events(sides.offsite, before, "transfer.import")] == ["warning"]
 
@@ -251,7 +260,7 @@ def test_an_export_job_reports_its_progress_and_holds_the_file(sides: Sides, tmp
 
 
 def so_preview_new(sides: Sides, file: str) -> int:
-    return sides.offsite.client("so").preview_transfer_import(file).new
+    return sides.offsite.client("so").preview_transfer_import(upload(sides.offsite.client("so"), file)).new
 
 
 def test_a_policy_that_asks_for_quorum_to_import_says_so_and_keeps_asking(sides: Sides) -> None:

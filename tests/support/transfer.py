@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import tempfile
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from kma.crypto.transfer import Identity, identity_text, parse_identity
@@ -47,6 +49,15 @@ def file_from(
     return sender.seal(parse_identity(recipient_identity), header, {"data_units": units}).decode()
 
 
+def upload(client: KmsClient, text: str) -> str:
+    """The file sent as the manager and `kma transfer` send it (its own streamed request, from a
+    file on disk); its upload ID, which the preview, the import and the import job name."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "file.kmstransfer"
+        path.write_text(text, encoding="utf-8")
+        return client.upload_transfer_file(path).id
+
+
 def one_tape(volser: str, material: bytes, key_id: str | None = None) -> dict[str, Any]:
     now = int(time.time())
     key = {
@@ -63,6 +74,22 @@ def one_tape(volser: str, material: bytes, key_id: str | None = None) -> dict[st
 
 def text_of(identity: Identity) -> str:
     return identity_text(identity.public)
+
+
+def interrupted_import(kma: RunningKma, text: str, group: str, job_id: str) -> str:
+    """An import job of `text` into `group` whose KMA stopped before it wrote anything: a KMA of the
+    cluster that is gone, its row untouched for ten minutes (so any KMA shows it interrupted and
+    resumes it), its file held whole. Written into the store as that KMA would have left it."""
+    raw, then = text.encode(), int(time.time()) - 600
+    with sqlite3.connect(kma.data_dir / "kma.db", timeout=30) as db:
+        db.execute(
+            "INSERT INTO transfer_jobs (id, kind, started_by, kma_id, state, phase, key_group_id, "
+            "started_at, updated_at, file_sha256) VALUES (?, 'import', 'so', 'kma-gone', 'running', "
+            "'checking the file', ?, ?, ?, ?)",
+            (job_id, group, then, then, hashlib.sha256(raw).hexdigest()),
+        )
+        db.execute("INSERT INTO transfer_job_files (job_id, part, content) VALUES (?, 0, ?)", (job_id, raw))
+    return job_id
 
 
 class MatrixPartner:
@@ -98,7 +125,7 @@ class MatrixPartner:
     def job(self) -> str:
         """A transfer job of the KMA (an import of a new tape), made at first use."""
         if self._job is None:
-            self._job = self.admin.start_transfer_import(self.file(), "mx-transfer").id
+            self._job = self.admin.start_transfer_import(upload(self.admin, self.file()), "mx-transfer").id
         return self._job
 
     def settle(self) -> None:
@@ -122,18 +149,7 @@ class MatrixPartner:
     def interrupted_job(self) -> str:
         """An import job whose KMA stopped before it wrote anything (a KMA of the cluster that is gone:
         its row untouched for ten minutes), holding a new tape's file: what a resume takes."""
-        raw, job_id = self.file().encode(), f"mx-job-{self.n}"
-        with sqlite3.connect(self.kma.data_dir / "kma.db", timeout=30) as db:
-            db.execute(
-                "INSERT INTO transfer_jobs (id, kind, started_by, kma_id, state, phase, key_group_id, "
-                "started_at, updated_at, file_sha256) VALUES (?, 'import', 'so', 'kma-gone', 'running', "
-                "'checking the file', 'mx-transfer', ?, ?, ?)",
-                (job_id, int(time.time()) - 600, int(time.time()) - 600, hashlib.sha256(raw).hexdigest()),
-            )
-            db.execute(
-                "INSERT INTO transfer_job_files (job_id, part, content) VALUES (?, 0, ?)", (job_id, raw)
-            )
-        return job_id
+        return interrupted_import(self.kma, self.file(), "mx-transfer", f"mx-job-{self.n}")
 
     def file(self) -> str:
         """A new tape's file from the partner to this KMA."""

@@ -31,9 +31,9 @@ from app.writes.transfer import (
     enable_transfer_partner,
     export_transfer_file,
     import_transfer_file,
-    read_transfer_file,
     register_transfer_partner,
     remove_transfer_partner,
+    upload_transfer_file,
 )
 from kms_client.wire import PendingQuorumOp, TransferPartner
 from ui.dialogs.form_dialog import FormDialog
@@ -42,6 +42,7 @@ from ui.format import when, yes_no
 from ui.lists.list_page import ListPage
 from ui.lists.list_spec import ActionSpec, ListSpec
 from ui.lists.paged_model import Column
+from ui.pages.transfer_jobs import JOBS
 from ui.quorum.widgets import CredentialsEditor, QuorumFormDialog, credentials_note, load_members
 from ui.widgets import page_header
 
@@ -168,6 +169,7 @@ class ImportWizard(QDialog):
         form.addRow("Into key group", self.group)
         layout.addLayout(form)
         self._guarded: set[str] = set()  # key groups whose policy puts imports under quorum
+        self._upload_id = ""  # the previewed file, sent to the KMA: what the import names
         self._watch = QuorumWatch.of(ctx)
         self.credentials_group = QGroupBox("Key split credentials (the policy asks for the quorum)")
         self.credentials_group.setObjectName("credentialsGroup")
@@ -224,17 +226,26 @@ class ImportWizard(QDialog):
             self.path.setText(name)
 
     def preview(self) -> None:
+        """Sends the file (as it is read: its own request), then asks what importing it would do;
+        the import that follows names the same upload."""
         source = Path(self.path.text().strip()).expanduser()
         self.summary.setText("Checking the file…")
+        self._upload_id = ""
+
+        def sent_and_checked(w: Any) -> tuple[str, Any]:
+            upload_id = upload_transfer_file(w.client, source)
+            return upload_id, w.client.preview_transfer_import(upload_id)
+
         self.ctx.ops.read(
-            lambda w: w.client.preview_transfer_import(read_transfer_file(source)),
+            sent_and_checked,
             parent=self,
             label="Checking the transfer file…",
             success=self._previewed,
             failure=self._refused,
         )
 
-    def _previewed(self, p: Any) -> None:
+    def _previewed(self, sent: tuple[str, Any]) -> None:
+        self._upload_id, p = sent
         lines = [
             f"From partner <b>{p.partner_id}</b> ({p.partner_name}), sent by {p.sender_name}, "
             f"valid until {when(p.expires_at)}.",
@@ -268,9 +279,7 @@ class ImportWizard(QDialog):
         self.credentials.clear()  # sent once, with this request, and kept nowhere
         self.import_button.setEnabled(False)
         self.ctx.ops.write(
-            import_transfer_file(
-                Path(self.path.text().strip()).expanduser(), self.group.currentData(), given
-            ),
+            import_transfer_file(self._upload_id, self.group.currentData(), given),
             parent=self,
             label="Importing…",
             success=self._imported,
@@ -371,6 +380,9 @@ class TransferPartnersPage(QWidget):
         layout.addLayout(form)
         self.list = ListPage(ctx, PARTNERS, self, embedded=True)
         layout.addWidget(self.list, 1)
+        # the exports and imports the cluster keeps: an interrupted import is resumed there
+        self.jobs = ListPage(ctx, JOBS, self, embedded=True)
+        layout.addWidget(self.jobs, 1)
         self.result = QLabel("")
         self.result.setWordWrap(True)
         self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -380,6 +392,7 @@ class TransferPartnersPage(QWidget):
     def refresh(self) -> None:
         self.ctx.ops.read(lambda w: w.client.get_transfer_identity(), parent=self, success=self._identity)
         self.list.refresh()
+        self.jobs.refresh()
 
     def _identity(self, identity: Any) -> None:
         self.fingerprint.setText(identity.fingerprint)
@@ -399,6 +412,7 @@ class TransferPartnersPage(QWidget):
 
     def save_state(self) -> None:
         self.list.save_state()
+        self.jobs.save_state()
 
 
 register(

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from kma.api import schemas
 from kma.api.deps import Kma, Paging, TransferExport, TransferImport, TransferPartners, TransferRead
@@ -15,12 +16,13 @@ from kma.api.quorum_schemas import PENDING, PendingQuorumOp, ran_or_pending
 from kma.api.transfer_schemas import TransferExport as TransferExportAnswer
 from kma.api.transfer_schemas import (
     TransferExportCreate,
-    TransferFileBody,
     TransferIdentity,
     TransferImportCreate,
     TransferJob,
     TransferPartner,
     TransferPartnerCreate,
+    TransferUpload,
+    TransferUploadRef,
 )
 from kma.api.transfer_schemas import (
     TransferImport as TransferImportAnswer,
@@ -31,7 +33,13 @@ from kma.domain.actor import Actor
 from kma.quorum import engine
 from kma.services.paging import Page
 from kma.services.quorum.key_split import Credential
-from kma.services.transfer import transfer_export, transfer_import, transfer_jobs, transfer_partners
+from kma.services.transfer import (
+    transfer_export,
+    transfer_import,
+    transfer_jobs,
+    transfer_partners,
+    transfer_uploads,
+)
 from kma.services.transfer.transfer_jobs import TransferJobs
 
 router = APIRouter(tags=["transfer"])
@@ -130,23 +138,58 @@ def start_transfer_export(body: TransferExportCreate, kma: Kma, actor: TransferE
     return _job(kma, kma.part(TransferJobs).start(actor, "export", lambda _file: work()))
 
 
+UPLOAD_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "the transfer file, as the partner sent it",
+        "content": {FILE_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+    }
+}
+
+
+@router.post("/transfer-uploads", response_model=TransferUpload, status_code=201, openapi_extra=UPLOAD_BODY)
+async def upload_transfer_file(
+    request: Request, kma: Kma, actor: TransferImport
+) -> transfer_uploads.TransferUploadRow:
+    """A transfer file, sent as the request's body and written to the store as it arrives: its `id`
+    is what the preview, the import and the import job name (`upload_id`). Yours only; refused
+    (413) past its size limit; kept an hour unless an import uses it."""
+    receiving = await run_in_threadpool(transfer_uploads.Receiving, kma, actor)
+    try:
+        async for piece in request.stream():
+            for part in receiving.add(piece):
+                await run_in_threadpool(receiving.write, part)
+        return await run_in_threadpool(receiving.close)
+    except Exception:  # too large, cut short, empty: nothing of it is kept
+        await run_in_threadpool(receiving.discard)
+        raise
+
+
 @router.post("/transfer-imports/preview", response_model=TransferImportAnswer)
 def preview_transfer_import(
-    body: TransferFileBody, kma: Kma, actor: TransferImport
+    body: TransferUploadRef, kma: Kma, actor: TransferImport
 ) -> transfer_import.ImportAnswer:
-    """What importing the file would do (it is checked as for an import); writes nothing."""
-    return transfer_import.preview_transfer_import(kma, actor, transfer_import.whole(body.file))
+    """What importing the uploaded file would do (it is checked as for an import); writes nothing
+    and leaves the upload for the import."""
+    upload = transfer_uploads.usable(kma, actor, body.upload_id)
+    return transfer_import.preview_transfer_import(kma, actor, transfer_uploads.source(kma, upload.id))
 
 
 def _import(
-    kma: Appliance, actor: Actor, source: Source, key_group_id: str, credentials: list[Credential]
+    kma: Appliance,
+    actor: Actor,
+    source: Source,
+    key_group_id: str,
+    credentials: list[Credential],
+    held: dict[str, str],
 ) -> dict[str, Any]:
-    """{"imported": the answer} or, under quorum and still waiting, {"pending_op": the operation}."""
+    """{"imported": the answer} or, under quorum and still waiting, {"pending_op": the operation};
+    `held`: where the file is in the store ({"upload_id": ...} or {"job_id": ...}), from where a
+    quorum submission copies it to the pending operation."""
     try:
         return {"imported": asdict(transfer_import.import_transfer_file(kma, actor, source, key_group_id))}
     except transfer_import.NeedsQuorum:
-        # held whole with the pending operation (at most 64 MiB, transfer_import_quorum.MAX_HELD)
-        request = {"file": b"".join(source()).decode(), "key_group_id": key_group_id}
+        request = {**held, "key_group_id": key_group_id}
         done = engine.submit(kma, actor, "import_transfer_file", request, credentials)
     if not done.executed:
         return {"pending_op": done.op}
@@ -157,11 +200,19 @@ def _import(
 def import_transfer_file(
     body: TransferImportCreate, kma: Kma, actor: TransferImport, response: Response
 ) -> TransferImportAnswer | PendingQuorumOp:
-    """Imports the file; when the key group's policy has `import_needs_quorum`, a quorum operation
-    (202 with it when the credentials that came are fewer than M)."""
+    """Imports the uploaded file (the upload is removed then); when the key group's policy has
+    `import_needs_quorum`, a quorum operation (202 with it when the credentials that came are
+    fewer than M)."""
+    upload = transfer_uploads.usable(kma, actor, body.upload_id)
     answer = _import(
-        kma, actor, transfer_import.whole(body.file), body.key_group_id, body.key_split_credentials()
+        kma,
+        actor,
+        transfer_uploads.source(kma, upload.id),
+        body.key_group_id,
+        body.key_split_credentials(),
+        {"upload_id": upload.id},
     )
+    transfer_uploads.remove(kma, upload.id)
     if "pending_op" in answer:
         response.status_code = 202
         return PendingQuorumOp.model_validate(answer["pending_op"])
@@ -170,15 +221,26 @@ def import_transfer_file(
 
 @router.post("/transfer-imports/jobs", response_model=TransferJob, status_code=202)
 def start_transfer_import(body: TransferImportCreate, kma: Kma, actor: TransferImport) -> TransferJob:
-    """The import as a background job: poll `GET /transfer-jobs/{id}` for its progress; the
-    finished job holds the answer (`imported`) or, under quorum, the operation (`pending_op`). The
-    file is held with the job (the credentials are not): an interrupted import is resumed from it."""
+    """The import of the uploaded file as a background job: poll `GET /transfer-jobs/{id}` for its
+    progress; the finished job holds the answer (`imported`) or, under quorum, the operation
+    (`pending_op`). The file is held with the job (the upload is removed; the credentials are not
+    held): an interrupted import is resumed from it."""
+    upload = transfer_uploads.usable(kma, actor, body.upload_id)
     group, credentials = body.key_group_id, body.key_split_credentials()
 
     def work(job_id: str) -> dict[str, Any]:
-        return _import(kma, actor, transfer_jobs.held_file(kma, job_id), group, credentials)
+        source = transfer_jobs.held_file(kma, job_id)
+        return _import(kma, actor, source, group, credentials, {"job_id": job_id})
 
-    return _job(kma, kma.part(TransferJobs).start(actor, "import", work, body.file, group))
+    return _job(kma, kma.part(TransferJobs).start(actor, "import", work, upload, group))
+
+
+@router.get("/transfer-jobs", response_model=schemas.Page[TransferJob])
+def list_transfer_jobs(kma: Kma, actor: TransferRead, paging: Paging) -> Page:
+    """The transfer jobs the cluster keeps, newest first (a finished one an hour, an interrupted
+    one a week): their progress, their answers, and the interrupted imports to resume."""
+    jobs, page = kma.part(TransferJobs).list(paging)
+    return page.with_items([_job(kma, j).model_dump() for j in jobs])
 
 
 @router.get("/transfer-jobs/{job_id}", response_model=TransferJob)
@@ -196,7 +258,7 @@ def resume_transfer_job(job_id: str, kma: Kma, actor: TransferImport) -> Transfe
     group = str(jobs.get(job_id).key_group_id or "")
 
     def work(job_id: str) -> dict[str, Any]:
-        return _import(kma, actor, transfer_jobs.held_file(kma, job_id), group, [])
+        return _import(kma, actor, transfer_jobs.held_file(kma, job_id), group, [], {"job_id": job_id})
 
     return _job(kma, jobs.resume(actor, job_id, work))
 

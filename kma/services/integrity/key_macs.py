@@ -93,9 +93,11 @@ class _Verified:
 _VERIFIED = _Verified()
 
 
-def verified(kma: Appliance, row: KeyRow) -> bool:
+def verified(kma: Appliance, row: KeyRow, remember: bool = True) -> bool:
     """Whether the key row may be served: its MAC verifies (or it is from before this version and
-    not sealed yet). A row that fails is reported as tampered with."""
+    not sealed yet). A row that fails is reported as tampered with. `remember`: keep the verified
+    row for the next look (a drive's repeated Gets); a read of every key once (an export) does not,
+    or the cache would hold each of its rows until it is full (100,000 of them: 40 MiB)."""
     stored = row["mac"]
     seen = (row["id"], *(row[f] for f in FIELDS), stored)
     if stored is not None and seen in _VERIFIED:
@@ -103,7 +105,7 @@ def verified(kma: Appliance, row: KeyRow) -> bool:
     if stored is None and not kma.data_dir.keys_sealed.exists() and not kma.vault.locked:
         return True  # from before this version: `seal_existing` seals it in a moment
     ok = row_macs.genuine(kma, KEYS, row)
-    if ok and stored is not None and not kma.vault.locked:
+    if ok and remember and stored is not None and not kma.vault.locked:
         _VERIFIED.add(seen)
     return ok
 

@@ -128,7 +128,7 @@ def _collect(
             "destroyed"
             if r["material_wrapped"] is None
             else "altered in the store without the KMA (its MAC does not verify)"
-            if not key_macs.verified(kma, r)
+            if not key_macs.verified(kma, r, remember=False)
             else None
             if r["allow_export"]
             else f"the policy of key group '{r['key_group_id']}' does not allow export"

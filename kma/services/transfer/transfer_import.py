@@ -31,9 +31,10 @@ from kma.domain.validation import check_id, check_text
 from kma.errors import Conflict, KmaError, ValidationFailed
 from kma.pacing import Pace
 from kma.services.transfer import transfer_import_writer, transfer_jobs, transfer_partners
-from kma.services.transfer.transfer_import_writer import MAY_IMPORT
+from kma.services.transfer.transfer_import_writer import IMPORT_SHARE, MAY_IMPORT
 
 CHUNK = 5000  # data units of the file read, checked and planned at once (two look-up queries)
+REST_EVERY = 500  # data units read by the plan between two rests
 
 
 @dataclass(frozen=True)
@@ -161,14 +162,18 @@ def _problem(unit: Any) -> str | None:
         return "a data unit or key lacks a field"
 
 
-def _pieces(opened: Opened) -> Iterator[list[dict[str, Any]]]:
+def _pieces(opened: Opened, resting: bool = False) -> Iterator[list[dict[str, Any]]]:
     """The file's data units, `CHUNK` at a time, each checked; a refusal at the first bad one
-    (nothing is written before the whole file was read so)."""
+    (nothing is written before the whole file was read so). `resting`: the plan's reading rests
+    every `REST_EVERY` data units as long as it worked, as the writes do (the writes' own reading
+    rests with them)."""
     piece: list[dict[str, Any]] = []
-    pace = Pace()
+    pace = Pace(IMPORT_SHARE)
     try:
-        for unit in opened.units():
+        for n, unit in enumerate(opened.units(), 1):
             pace.tick()
+            if resting and n % REST_EVERY == 0:
+                pace.rest()
             problem = _problem(unit)
             if problem:
                 raise ValidationFailed(f"The file's content is not valid: {problem}.")
@@ -180,22 +185,6 @@ def _pieces(opened: Opened) -> Iterator[list[dict[str, Any]]]:
         raise ValidationFailed(str(refused)) from None
     if piece:
         yield piece
-
-
-def held(kma: Appliance, table: str, owner: str, key: str) -> transfer_stream.Source:
-    """A file held in the store in parts (`table`: transfer_held_files or transfer_job_files, its
-    `owner` column `key`), read a part at a time, from the start at each call."""
-
-    def parts() -> Iterator[bytes]:
-        n = 0
-        while True:
-            row = kma.store.query_one(f"SELECT content FROM {table} WHERE {owner} = ? AND part = ?", (key, n))
-            if row is None:
-                return
-            yield bytes(row["content"])
-            n += 1
-
-    return parts
 
 
 def whole(text: str | bytes) -> transfer_stream.Source:
@@ -214,7 +203,7 @@ def plan(kma: Appliance, opened: Opened) -> Plan:
     units = keys = new = here = 0
     conflicts: list[dict[str, str]] = []
     transfer_jobs.report("checking the data units", 0, 0)
-    for piece in _pieces(opened):
+    for piece in _pieces(opened, resting=True):
         found = _plan_piece(kma, piece)
         units, keys = units + len(piece), keys + sum(len(u["keys"]) for u in piece)
         new, here = new + len(found.new), here + found.here

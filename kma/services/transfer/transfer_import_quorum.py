@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from kma.appliance import Appliance
@@ -25,38 +25,62 @@ from kma.errors import ValidationFailed
 from kma.services.change import Change
 from kma.services.quorum.key_split import Quorum
 from kma.services.quorum.op_type import OpType, Outcome, Prepared
-from kma.services.transfer import transfer_import, transfer_import_writer
+from kma.services.transfer import held_parts, transfer_import, transfer_import_writer
 from kma.store import Stmt
 
 MAX_HELD = 64 * 2**20  # a file held for approval (about 150,000 data units of one key each)
-PART = 2**20  # bytes per row of a held file
 
 
 # The file just submitted, by its operation: an operation that runs at once (M credentials came
-# with it) runs before anything of it is written, its held file included.
-_SUBMITTED: contextvars.ContextVar[tuple[str, bytes] | None] = contextvars.ContextVar(
+# with it) runs before anything of it is written, its held file included, and reads it where it was.
+_SUBMITTED: contextvars.ContextVar[tuple[str, transfer_stream.Source] | None] = contextvars.ContextVar(
     "transfer_file_submitted", default=None
 )
 
 
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+@dataclass(frozen=True)
+class _Submitted:
+    """Where the submitted file is in the store: an upload's parts, or an import job's file."""
+
+    table: str
+    owner: str
+    key: str
+    sha256: str
+    size: int
+
+
+def _submitted(kma: Appliance, request: Mapping[str, Any]) -> _Submitted:
+    if "upload_id" in request:
+        key, table, owner = str(request["upload_id"]), "transfer_upload_parts", "upload_id"
+        sql = "SELECT sha256, size FROM transfer_uploads WHERE id = ?"
+    else:
+        key, table, owner = str(request["job_id"]), "transfer_job_files", "job_id"
+        sql = (
+            "SELECT file_sha256 AS sha256, (SELECT sum(length(content)) FROM transfer_job_files "
+            "WHERE job_id = transfer_jobs.id) AS size FROM transfer_jobs WHERE id = ?"
+        )
+    row = kma.store.query_one(sql, (key,))
+    if row is None or row["sha256"] is None:
+        raise ValidationFailed("The transfer file to submit is no longer held here: upload it again.")
+    return _Submitted(table, owner, key, str(row["sha256"]), int(row["size"] or 0))
 
 
 def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared:
-    text, group = str(request["file"]), str(request["key_group_id"])
-    raw = text.encode()
-    if len(raw) > MAX_HELD:
+    """`request`: {"upload_id" (a transfer upload) or "job_id" (an import job's file), "key_group_id"}.
+    The file is copied inside the store to the operation's held parts, never read whole here."""
+    group, where = str(request["key_group_id"]), _submitted(kma, request)
+    if where.size > MAX_HELD:
         raise ValidationFailed(
             f"A transfer file held for the quorum's approval is at most {MAX_HELD // 2**20} MiB (this one "
-            f"is {len(raw) / 2**20:.0f} MiB): ask the partner for smaller files (by volser range)."
+            f"is {where.size / 2**20:.0f} MiB): ask the partner for smaller files (by volser range)."
         )
-    _SUBMITTED.set((op_id, raw))
-    opened, p = _checked(kma, transfer_import.whole(text), group)
+    source = held_parts.held(kma, where.table, where.owner, where.key)
+    _SUBMITTED.set((op_id, source))
+    opened, p = _checked(kma, source, group)
     h, partner, keys = opened.header, opened.partner, p.keys
     shown = {
         "file_id": h["file_id"],
-        "sha256": digest(text),
+        "sha256": where.sha256,
         "partner_id": partner.id,
         "partner_name": partner.name,
         "partner_fingerprint": partner.fingerprint,
@@ -72,17 +96,15 @@ def _prepare(kma: Appliance, op_id: str, request: Mapping[str, Any]) -> Prepared
         f"'{partner.id}' ({partner.name}, fingerprint {partner.fingerprint}): "
         f"{p.data_units:,} data units ({keys:,} keys; {p.new:,} new) into key group '{group}'"
     )
-    held = tuple(
-        Stmt(
-            "INSERT INTO transfer_held_files (op_id, part, content) VALUES (?, ?, ?)",
-            (op_id, n, raw[i : i + PART]),
-        )
-        for n, i in enumerate(range(0, len(raw), PART))
+    held = Stmt(
+        f"INSERT INTO transfer_held_files (op_id, part, content) SELECT ?, part, content FROM {where.table} "
+        f"WHERE {where.owner} = ?",
+        (op_id, where.key),
     )
     preview = transfer_import.answer(
         opened, p, 0 if transfer_import.changes_nothing(opened, p) else p.new, group
     )
-    return Prepared(summary, shown, shown, statements=held, handed_out=asdict(preview))
+    return Prepared(summary, shown, shown, statements=(held,), handed_out=asdict(preview))
 
 
 def _checked(
@@ -96,15 +118,20 @@ def _checked(
 
 
 def _execute(kma: Appliance, quorum: Quorum, op_id: str, payload: Mapping[str, Any]) -> Outcome:
-    # read whole (at most MAX_HELD): the held parts go with the operation's end, before the batches
+    # Run at once, the file is read where it was submitted (an upload, an import job's file, there
+    # until the batches end), a part at a time. Approved later, it is read whole (at most MAX_HELD):
+    # its held parts go with the operation's end, which commits before the batches are written.
     submitted = _SUBMITTED.get()
-    raw = (
-        submitted[1]
-        if submitted is not None and submitted[0] == op_id
-        else b"".join(transfer_import.held(kma, "transfer_held_files", "op_id", op_id)())
-    )
-    source = transfer_import.whole(raw)
-    if hashlib.sha256(raw).hexdigest() != payload["sha256"]:
+    if submitted is not None and submitted[0] == op_id:
+        source = submitted[1]
+    else:
+        source = transfer_import.whole(
+            b"".join(held_parts.held(kma, "transfer_held_files", "op_id", op_id)())
+        )
+    hashed = hashlib.sha256()
+    for part in source():
+        hashed.update(part)
+    if hashed.hexdigest() != payload["sha256"]:
         raise ValidationFailed(
             f"The transfer file held with quorum operation {op_id} is not the one submitted (its SHA-256 "
             "differs): nothing is imported. Submit the file again."

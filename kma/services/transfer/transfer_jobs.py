@@ -27,14 +27,18 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from kma.appliance import Appliance
+from kma.crypto.transfer_stream import Source
 from kma.domain.actor import Actor
 from kma.errors import Conflict, KmaError, NotFound
 from kma.pacing import Pace
+from kma.services.paging import ListQuery, Page, PageRequest, list_page
+from kma.services.transfer import heap_look, held_parts, transfer_uploads
+from kma.services.transfer.transfer_uploads import TransferUploadRow
 from kma.store import Batch, Refused, Stmt
 
 log = logging.getLogger(__name__)
@@ -53,6 +57,14 @@ DOWNLOAD_SHARE = 0.5  # of a core, while a job's file is handed out
 _COLUMNS = (
     "id, kind, started_by, kma_id, state, phase, done, total, key_group_id, started_at, "
     "updated_at, finished_at, error_status, error_code, error_message, result"
+)
+
+LIST = ListQuery(
+    select=f"SELECT {_COLUMNS} FROM transfer_jobs",
+    sort_fields={"started_at": "started_at"},
+    default_sort="started_at",
+    default_order="desc",
+    search=("id", "kind", "started_by", "key_group_id"),
 )
 
 _INSERT = (
@@ -106,6 +118,8 @@ def report(phase: str, done: int, total: int) -> None:
     """Progress of the job this thread runs (a no-op outside a job: a synchronous request, or an
     import a quorum approval ran). Written at most every `PROGRESS_S`, and at each new phase."""
     running = _CURRENT.get()
+    if running is not None and phase != running.phase:
+        heap_look.look(running.job_id, running.phase or "starting")  # the phase that ends (bench only)
     if running is not None and (phase != running.phase or time.monotonic() - running.written >= PROGRESS_S):
         running.jobs.kma.store.write(Batch([running.statement(phase, done, total)]))
 
@@ -169,28 +183,39 @@ class TransferJobs:
         actor: Actor,
         kind: str,
         work: Callable[[str], dict[str, Any]],
-        file: str = "",
+        upload: TransferUploadRow | None = None,
         key_group_id: str | None = None,
     ) -> TransferJob:
-        """A new job running `work(job_id)`; an import's `file` is held with it (`held_file`), which
-        it reads and is resumed from."""
+        """A new job running `work(job_id)`; an import's `upload` becomes the file held with it
+        (`held_file`), which it reads and is resumed from (the upload itself is removed)."""
         now = self.kma.clock.now()
         self._purge(now)
         job_id = self._claim(secrets.token_hex(8))
         try:
             row = (job_id, kind, actor.entity_id, self.kma.kma_id, key_group_id, now, now)
             self.kma.store.write(Batch([Stmt(_INSERT, row)]))
-            if file:
-                held, raw = HeldFile(self.kma, job_id), file.encode()
-                for i in range(0, len(raw), PART):
-                    held.write(raw[i : i + PART])
-                sql = "UPDATE transfer_jobs SET file_sha256 = ? WHERE id = ?"
-                self.kma.store.write(Batch([Stmt(sql, (held.close(), job_id))]))
+            if upload is not None:
+                self._take(job_id, upload)
         except BaseException:
             self._release(job_id)
             raise
         self._launch(job_id, work, 0)
         return self.get(job_id)
+
+    def _take(self, job_id: str, upload: TransferUploadRow) -> None:
+        """The upload's parts copied to the job's file inside the store, one part a transaction (a
+        drive's commit waits behind one at most), paced; the last with the file's SHA-256 and the
+        upload's removal."""
+        parts, pace = transfer_uploads.parts_of(self.kma, upload.id), Pace()
+        table = ("transfer_job_files", "job_id", job_id)
+        for n in range(parts):
+            last = [
+                Stmt("UPDATE transfer_jobs SET file_sha256 = ? WHERE id = ?", (upload.sha256, job_id)),
+                transfer_uploads.removed(upload.id),
+            ]
+            copy = transfer_uploads.copied(upload.id, n, *table)
+            self.kma.store.write(Batch([copy, *(last if n == parts - 1 else [])]))
+            pace.rest()
 
     def resume(self, actor: Actor, job_id: str, work: Callable[[str], dict[str, Any]]) -> TransferJob:
         """An interrupted import job, run again from its held file on this KMA: the batches written
@@ -241,6 +266,15 @@ class TransferJobs:
                 f"There is no transfer job '{job_id[:64]}' (a job is kept an hour after it ends, and "
                 "an interrupted one a week)."
             )
+        return self._job(row)
+
+    def list(self, req: PageRequest) -> tuple[list[TransferJob], Page]:
+        """The jobs the cluster keeps (newest first), where the manager shows them and resumes an
+        interrupted import: those of one page, and the page (its cursor and counts)."""
+        page = list_page(self.kma.store, LIST, req)
+        return [self._job(r) for r in page.items], page
+
+    def _job(self, row: Any) -> TransferJob:
         job = TransferJob(
             **{k: row[k] for k in row.keys() if k != "result"},
             result=None if row["result"] is None else json.loads(row["result"]),
@@ -298,6 +332,7 @@ class TransferJobs:
     def _run(self, job_id: str, work: Callable[[str], dict[str, Any]], offset: int) -> None:
         running = _Running(self, job_id, offset)
         _CURRENT.set(running)
+        heap_look.start()
         beating = threading.Event()
         threading.Thread(target=self._heartbeat, args=(job_id, beating), daemon=True).start()
         try:
@@ -313,6 +348,7 @@ class TransferJobs:
             else:
                 self._end(running, result=result)
         finally:
+            heap_look.look(job_id, "ended")
             beating.set()
             self._release(job_id)
 
@@ -368,24 +404,12 @@ class TransferJobs:
         )
 
 
-def held_file(kma: Appliance, job_id: str) -> Callable[[], Iterator[bytes]]:
+def held_file(kma: Appliance, job_id: str) -> Source:
     """A job's file, read from the store a part at a time, from the start at each call."""
-
-    def parts() -> Iterator[bytes]:
-        n = 0
-        while True:
-            row = kma.store.query_one(
-                "SELECT content FROM transfer_job_files WHERE job_id = ? AND part = ?", (job_id, n)
-            )
-            if row is None:
-                return
-            yield bytes(row["content"])
-            n += 1
-
-    return parts
+    return held_parts.held(kma, "transfer_job_files", "job_id", job_id)
 
 
-def _paced(parts: Iterator[bytes]) -> Iterator[bytes]:
+def _paced(parts: Iterable[bytes]) -> Iterator[bytes]:
     """A download that rests between parts as long as it worked (reading a part, encrypting it for
     TLS), as a backup's copy does: the drives' requests keep the KMA meanwhile."""
     pace = Pace(DOWNLOAD_SHARE)
