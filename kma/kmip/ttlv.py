@@ -137,8 +137,8 @@ def _item(buf: bytes, off: int, end: int, depth: int, budget: list[int]) -> tupl
 
 
 def _children(buf: bytes, start: int, length: int, tag: int, depth: int, budget: list[int]) -> list[Item]:
-    """A structure's items, each checked as `_item` checks it. Structures, enumerations and
-    integers (most of a drive's request) are read here without a call to `_item` each: the
+    """A structure's items, each checked as `_item` checks it. Structures, enumerations,
+    integers and text (most of a drive's request) are read here without a call to `_item` each: the
     listener's thread decodes every request (issue 47); any other item, or one that is not
     well-formed, goes through `_item`, which reads it or says what is wrong."""
     if length & 7:
@@ -178,6 +178,15 @@ def _children(buf: bytes, start: int, length: int, tag: int, depth: int, budget:
             child_tag = tag_type >> 8
             append(Item(child_tag, typ, _children(buf, at, size, child_tag, depth - 1, budget)))
             pos = at + size
+        elif (
+            typ == _TEXT and (size + 7) & ~7 <= stop - at and tag_type >> 8 & 0xFF0000 in (0x420000, 0x540000)
+        ):
+            end, padded = at + size, at + ((size + 7) & ~7)
+            if padded != end and buf[end:padded] != _ZEROS[: padded - end]:
+                raise TTLVError(f"item 0x{tag_type >> 8:06X} has non-zero padding")
+            budget[0] -= 1
+            append(Item(tag_type >> 8, typ, _text(buf, at, size, tag_type >> 8)))
+            pos = padded
         else:
             child, pos = _item(buf, pos, stop, depth - 1, budget)
             append(child)
