@@ -35,6 +35,7 @@ class TlsStream:
         "_limit",
         "_loop",
         "_outgoing",
+        "_peer_closed",
         "_reading",
         "_sock",
         "_waiter",
@@ -55,6 +56,7 @@ class TlsStream:
         self._outgoing: list[bytes] = []  # answers OpenSSL could not take yet, in order
         self._write_waiter: asyncio.Future[None] | None = None
         self._writing = False
+        self._peer_closed = False  # its close_notify came: it reads nothing more
 
     @classmethod
     async def accept(
@@ -68,7 +70,10 @@ class TlsStream:
         """The TLS handshake on an accepted socket; raises ssl.SSLError (with OpenSSL's reason)
         or OSError when it is refused, breaks off or takes longer than `timeout` seconds."""
         raw.setblocking(False)
-        sock = context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+        # Ragged ends raise SSLEOFError, so that b"" from recv means the peer's close_notify.
+        sock = context.wrap_socket(
+            raw, server_side=True, do_handshake_on_connect=False, suppress_ragged_eofs=False
+        )
         stream = cls(loop, sock, limit)
         try:
             async with asyncio.timeout(timeout):
@@ -128,8 +133,8 @@ class TlsStream:
                 if not sock.pending():
                     break
                 chunk = sock.recv(RECEIVE_SIZE)
-            if not chunk:  # the peer's close_notify, or its TCP FIN
-                self._eof = True
+            if not chunk:  # the peer's close_notify: as asyncio's TLS did, nothing more is sent to it
+                self._eof = self._peer_closed = True
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
             pass  # a record not yet whole, or a TLS message that was no data (a key update)
         except ssl.SSLEOFError:
@@ -181,8 +186,9 @@ class TlsStream:
 
     # --- writing ----------------------------------------------------------------------------
     def write(self, data: bytes) -> None:
-        """Send `data` (an error shows at `drain`); what OpenSSL cannot take now goes when it can."""
-        if self._error is not None:
+        """Send `data` (an error shows at `drain`); what OpenSSL cannot take now goes when it can.
+        Nothing goes once the peer said close_notify: it would refuse data after its own."""
+        if self._error is not None or self._peer_closed:
             return
         self._outgoing.append(data)
         if not self._writing:
