@@ -133,7 +133,9 @@ def test_a_truncated_message_is_audited(kma: RunningKma, agent_dir: Path) -> Non
     assert "ended after 50 bytes" in event["message"]
 
 
-def test_an_agent_that_sends_half_a_request_and_stalls_holds_up_no_one(kma: RunningKma, agent_dir: Path) -> None:
+def test_an_agent_that_sends_half_a_request_and_stalls_holds_up_no_one(
+    kma: RunningKma, agent_dir: Path
+) -> None:
     """A drive whose request stops half-way (a stalled link) costs the others nothing: they are
     served meanwhile, and the half request is answered once the rest of it arrives."""
     with kmip(agent_dir) as stalled, kmip(agent_dir) as other:
