@@ -20,7 +20,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,16 +47,17 @@ class CommitBridge:
     once and be committed alone, with an fsync of its own (~300 us of CPU on a virtual disk), and
     the others would wait for the next commit; together they share one. The order of the batches
     is the order of their submits, so each is committed as it would have been.
-    Coming back: the store's writer thread resolves a whole group of futures at once;
-    `asyncio.wrap_future` would wake the loop once per future (a self-pipe write each, and a GIL
-    hand-over each); here the first completion of a group schedules one drain and the rest only
-    queue up.
+    Coming back: the store's writer thread tells a whole group's outcomes at once (`submit_with`:
+    no concurrent Future per write, whose lock, condition and callbacks cost more than the rest of
+    the hand-over); `asyncio.wrap_future` would wake the loop once per write (a self-pipe write
+    each, and a GIL hand-over each); here the first outcome of a group schedules one drain and
+    the rest only queue up.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self._outgoing: list[tuple[Store, Batch, asyncio.Future[WriteResult]]] = []
-        self._done: deque[tuple[asyncio.Future[Any], Future[Any]]] = deque()
+        self._done: deque[tuple[asyncio.Future[Any], WriteResult | BaseException]] = deque()
         self._lock = threading.Lock()
         self._scheduled = False
 
@@ -73,16 +73,14 @@ class CommitBridge:
         outgoing, self._outgoing = self._outgoing, []
         for store, batch, waiter in outgoing:
             try:
-                future = store.submit(batch)
+                store.submit_with(batch, functools.partial(self._completed, waiter))
             except Exception as exc:  # noqa: BLE001 - the request that submitted it hears why
                 if not waiter.cancelled():
                     waiter.set_exception(exc)
-                continue
-            future.add_done_callback(functools.partial(self._completed, waiter))
 
-    def _completed(self, waiter: asyncio.Future[Any], done: Future[Any]) -> None:  # writer thread
-        with self._lock:
-            self._done.append((waiter, done))
+    def _completed(self, waiter: asyncio.Future[Any], outcome: WriteResult | BaseException) -> None:
+        with self._lock:  # the writer thread (or a cluster store's)
+            self._done.append((waiter, outcome))
             if self._scheduled:
                 return
             self._scheduled = True
@@ -93,14 +91,13 @@ class CommitBridge:
             ready = list(self._done)
             self._done.clear()
             self._scheduled = False
-        for waiter, done in ready:
+        for waiter, outcome in ready:
             if waiter.cancelled():
                 continue
-            error = done.exception()
-            if error is not None:
-                waiter.set_exception(error)
+            if isinstance(outcome, BaseException):
+                waiter.set_exception(outcome)
             else:
-                waiter.set_result(done.result())
+                waiter.set_result(outcome)
 
 
 def durable(kma: Appliance, batch: Batch, bridge: CommitBridge | None) -> asyncio.Future[WriteResult]:

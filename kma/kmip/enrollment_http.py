@@ -32,6 +32,7 @@ from kma.appliance import Appliance
 from kma.crypto import fingerprint
 from kma.errors import BadRequest, Busy, KmaError, PayloadTooLarge
 from kma.kmip.messages import CATCHING_UP
+from kma.kmip.tls_stream import TlsStream
 from kma.services import enrollment
 from kma.services.certificates import agent_renewal, ca_renewal
 from kma.services.certificates.certificate_expiry import first_certificate
@@ -80,11 +81,11 @@ def _error(status: int, code: str, message: str) -> bytes:
     return _response(status, {"error": {"code": code, "message": message}})
 
 
-async def _read_request(first: bytes, reader: asyncio.StreamReader, timeout: float) -> tuple[str, str, bytes]:
+async def _read_request(first: bytes, stream: TlsStream, timeout: float) -> tuple[str, str, bytes]:
     async with asyncio.timeout(timeout):
         head = first
         while b"\r\n\r\n" not in head:
-            chunk = await reader.read(MAX_HEAD)
+            chunk = await stream.read(MAX_HEAD)
             if not chunk:
                 raise BadRequest("The request ended before its headers did.")
             head += chunk
@@ -105,16 +106,14 @@ async def _read_request(first: bytes, reader: asyncio.StreamReader, timeout: flo
         if length > MAX_BODY:
             raise PayloadTooLarge(f"The request body must be at most {MAX_BODY} bytes.")
         if len(body) < length:
-            body += await reader.readexactly(length - len(body))
+            body += await stream.readexactly(length - len(body))
         return parts[0], parts[1], body[:length]
 
 
-async def serve(
-    listener: Listener, first: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str
-) -> None:
+async def serve(listener: Listener, first: bytes, stream: TlsStream, address: str) -> None:
     try:
-        method, path, body = await _read_request(first, reader, listener.request_timeout)
-        ssl_object = writer.get_extra_info("ssl_object")
+        method, path, body = await _read_request(first, stream, listener.request_timeout)
+        ssl_object = stream.get_extra_info("ssl_object")
         presented = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
         reply = await _route(listener, method, path, body, address, presented or None)
     except KmaError as error:
@@ -124,8 +123,8 @@ async def serve(
     except (TimeoutError, asyncio.IncompleteReadError, ValueError):
         await listener.refuse(address, "agent.enroll", "refused: incomplete or malformed HTTP request")
         reply = _error(400, "bad_request", "The request was incomplete or malformed.")
-    writer.write(reply)
-    await writer.drain()
+    stream.write(reply)
+    await stream.drain()
 
 
 async def _route(

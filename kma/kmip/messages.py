@@ -146,6 +146,20 @@ def parse_request(message: Item) -> Request:
     return Request(version, items, continuation, max_size if isinstance(max_size, int) else None)
 
 
+def _protocol_version(version: tuple[int, int]) -> bytes:
+    return ttlv.struct_(
+        Tag.PROTOCOL_VERSION,
+        ttlv.integer(Tag.PROTOCOL_VERSION_MAJOR, version[0]),
+        ttlv.integer(Tag.PROTOCOL_VERSION_MINOR, version[1]),
+    )
+
+
+# Encoded once: every answer carries its version, and most items succeed (the listener's thread
+# encodes every answer, issue 47). Only the versions this KMA speaks: a client names any it likes.
+_PROTOCOL_VERSIONS = {version: _protocol_version(version) for version in SUPPORTED_VERSIONS}
+_SUCCESS = ttlv.enum(Tag.RESULT_STATUS, ResultStatus.SUCCESS)
+
+
 def encode_response(version: tuple[int, int], results: list[Result], now: int) -> bytes:
     items = []
     for r in results:
@@ -154,7 +168,7 @@ def encode_response(version: tuple[int, int], results: list[Result], now: int) -
             parts.append(ttlv.enum(Tag.OPERATION, r.operation))
         if r.batch_id is not None:
             parts.append(ttlv.byte_string(Tag.UNIQUE_BATCH_ITEM_ID, r.batch_id))
-        parts.append(ttlv.enum(Tag.RESULT_STATUS, r.status))
+        parts.append(_SUCCESS if r.status == ResultStatus.SUCCESS else ttlv.enum(Tag.RESULT_STATUS, r.status))
         if r.status == ResultStatus.OPERATION_FAILED:
             parts.append(ttlv.enum(Tag.RESULT_REASON, r.reason or ResultReason.GENERAL_FAILURE))
             parts.append(ttlv.text(Tag.RESULT_MESSAGE, r.message or "the operation failed"))
@@ -163,11 +177,7 @@ def encode_response(version: tuple[int, int], results: list[Result], now: int) -
         items.append(ttlv.struct_(Tag.BATCH_ITEM, *parts))
     header = ttlv.struct_(
         Tag.RESPONSE_HEADER,
-        ttlv.struct_(
-            Tag.PROTOCOL_VERSION,
-            ttlv.integer(Tag.PROTOCOL_VERSION_MAJOR, version[0]),
-            ttlv.integer(Tag.PROTOCOL_VERSION_MINOR, version[1]),
-        ),
+        _PROTOCOL_VERSIONS.get(version) or _protocol_version(version),
         ttlv.date_time(Tag.TIME_STAMP, now),
         ttlv.integer(Tag.BATCH_COUNT, len(items)),
     )

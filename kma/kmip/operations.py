@@ -70,11 +70,11 @@ LOCKED = "This KMA is locked; use another KMA of the cluster until a quorum unlo
 OPEN_OPERATIONS = frozenset({Operation.DISCOVER_VERSIONS, Operation.QUERY})
 
 
+_NAMES = {int(op): op.name.lower() for op in Operation}  # looked up per batch item
+
+
 def operation_name(code: int) -> str:
-    try:
-        return Operation(code).name.lower()
-    except ValueError:
-        return f"0x{code:08X}"
+    return _NAMES.get(code) or f"0x{code:08X}"
 
 
 def _creates_then_activates(item: RequestItem, following: RequestItem | None) -> bool:

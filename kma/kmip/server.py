@@ -50,6 +50,7 @@ from kma.kmip.messages import (
     parse_request,
     request_version,
 )
+from kma.kmip.tls_stream import TlsStream
 from kma.kmip.ttlv import TTLVError
 from kma.limits import ENROLLMENT_DEADLINE, ConnectionGate, Crowded, ListenerLimits, Refused, Ticket
 from kma.services import refusals
@@ -215,19 +216,11 @@ class ServiceListener:
         task = asyncio.current_task()
         assert task is not None and self._loop is not None
         conn = self._connections[task]
-        writer: asyncio.StreamWriter | None = None
+        stream: TlsStream | None = None
         try:
-            # TLS from the first byte, not a stream upgraded by start_tls: bytes a stream buffers
-            # before the upgrade are lost and the handshake hangs (MagicStack/uvloop#707,
-            # python/cpython#142352). A refused handshake raises here, so it can be audited.
-            reader = asyncio.StreamReader(limit=MAX_MESSAGE)
-            protocol = asyncio.StreamReaderProtocol(reader)  # ours: uvloop returns its TLS layer
-            try:
-                transport, _ = await self._loop.connect_accepted_socket(
-                    lambda: protocol,
-                    sock,
-                    ssl=self.context,
-                    ssl_handshake_timeout=self.limits.handshake_timeout,
+            try:  # TLS from the first byte, OpenSSL on the socket itself (kma/kmip/tls_stream.py)
+                stream = await TlsStream.accept(
+                    self._loop, sock, self.context, self.limits.handshake_timeout, MAX_MESSAGE
                 )
             except (ssl.SSLError, OSError) as exc:
                 # e.g. "certificate has expired", "unable to get local issuer certificate"
@@ -237,8 +230,7 @@ class ServiceListener:
                 metrics.TLS_REFUSALS.labels("service").inc()
                 await self._unauthenticated(address, "service.tls", f"TLS handshake refused: {reason}")
                 return
-            writer = asyncio.StreamWriter(transport, protocol, reader, self._loop)
-            await self._connection(conn, reader, writer, address)
+            await self._connection(conn, stream, address)
         except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
             pass  # the peer left or broke TLS: nothing more to say to it
         except asyncio.CancelledError:
@@ -252,19 +244,17 @@ class ServiceListener:
         finally:
             self._connections.pop(task, None)
             self.gate.release(conn.ticket)
-            if writer is not None:
-                writer.close()
+            if stream is not None:
+                stream.close()
 
-    async def _connection(
-        self, conn: _Conn, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str
-    ) -> None:
-        ssl_object = writer.get_extra_info("ssl_object")
+    async def _connection(self, conn: _Conn, stream: TlsStream, address: str) -> None:
+        ssl_object = stream.get_extra_info("ssl_object")
         der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
         why = kma_certificates.refusal(self.kma, der) if der else None
         if why is not None:  # e.g. a removed KMA's certificate: refused before anything is read
             await self._unauthenticated(address, "service.tls", f"refused a client certificate: {why}")
             return
-        session = self._session(writer, address)
+        session = self._session(stream, address)
         try:
             self.gate.handshaken(conn.ticket, session.agent_id is not None)
         except Refused as refused:
@@ -273,9 +263,9 @@ class ServiceListener:
         if session.agent_id is None:  # it may enroll or ask what the KMA speaks, not linger
             conn.idle = self.limits.anonymous_idle_timeout
         conn.expect("idle", conn.idle)
-        first = await reader.readexactly(1)
+        first = await stream.readexactly(1)
         if first == b"\x42":
-            await self._kmip(conn, session, first, reader, writer)
+            await self._kmip(conn, session, first, stream)
         elif first.isalpha():
             conn.expect("http", ENROLLMENT_DEADLINE)
             assert self._enrollments is not None
@@ -288,17 +278,16 @@ class ServiceListener:
                     self._unauthenticated,
                 ),
                 first,
-                reader,
-                writer,
+                stream,
                 address,
             )
         else:
             await self._refuse(
-                session, writer, None, "kmip.malformed", "the connection carried neither KMIP nor HTTP"
+                session, stream, None, "kmip.malformed", "the connection carried neither KMIP nor HTTP"
             )
 
-    def _session(self, writer: asyncio.StreamWriter, address: str) -> AgentSession:
-        ssl_object = writer.get_extra_info("ssl_object")
+    def _session(self, stream: TlsStream, address: str) -> AgentSession:
+        ssl_object = stream.get_extra_info("ssl_object")
         der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
         if not der:
             return AgentSession(self.kma, None, None, address, self._bridge)
@@ -311,17 +300,16 @@ class ServiceListener:
         conn: _Conn,
         session: AgentSession,
         first: bytes,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        stream: TlsStream,
     ) -> None:
         conn.expect("message", self.limits.message_timeout)
-        header = first + await self._read(session, writer, reader, ttlv.HEADER_SIZE - 1, 1)
+        header = first + await self._read(session, stream, ttlv.HEADER_SIZE - 1, 1)
         while True:
             tag, typ, length = ttlv.read_header(header)
             if tag != Tag.REQUEST_MESSAGE or typ != ItemType.STRUCTURE:
                 await self._refuse(
                     session,
-                    writer,
+                    stream,
                     None,
                     "kmip.malformed",
                     f"not a KMIP request message (tag 0x{tag:06X}, type 0x{typ:02X})",
@@ -330,46 +318,43 @@ class ServiceListener:
             if length > MAX_MESSAGE:
                 await self._refuse(
                     session,
-                    writer,
+                    stream,
                     None,
                     "kmip.oversize",
                     f"a request of {length} bytes exceeds this KMA's limit of {MAX_MESSAGE}",
                 )
                 return
-            body = await self._read(session, writer, reader, length, ttlv.HEADER_SIZE)
+            body = await self._read(session, stream, length, ttlv.HEADER_SIZE)
             conn.expect("processing", PROCESSING_TIMEOUT)
             response, keep = await self.process(session, header + body)
             conn.expect("message", self.limits.message_timeout)
-            writer.write(response)
-            await writer.drain()
+            stream.write(response)
+            await stream.drain()
             if not keep:
                 return
             conn.expect("idle", conn.idle)
-            header = await reader.read(ttlv.HEADER_SIZE)
+            header = await stream.read(ttlv.HEADER_SIZE)
             if not header:
                 return  # the agent closed the connection between messages
             conn.expect("message", self.limits.message_timeout)
             if len(header) < ttlv.HEADER_SIZE:
-                header += await self._read(
-                    session, writer, reader, ttlv.HEADER_SIZE - len(header), len(header)
-                )
+                header += await self._read(session, stream, ttlv.HEADER_SIZE - len(header), len(header))
 
     async def _read(
         self,
         session: AgentSession,
-        writer: asyncio.StreamWriter,
-        reader: asyncio.StreamReader,
+        stream: TlsStream,
         n: int,
         already: int,
     ) -> bytes:
         """Exactly n more bytes of a message; a message cut short is answered and audited."""
         try:
-            return await reader.readexactly(n)
+            return await stream.readexactly(n)
         except asyncio.IncompleteReadError as exc:
             got = already + len(exc.partial)
             await self._refuse(
                 session,
-                writer,
+                stream,
                 None,
                 "kmip.truncated",
                 f"the message ended after {got} bytes, {n - len(exc.partial)} short",
@@ -450,14 +435,14 @@ class ServiceListener:
     async def _refuse(
         self,
         session: AgentSession,
-        writer: asyncio.StreamWriter,
+        stream: TlsStream,
         version: tuple[int, int] | None,
         operation: str,
         message: str,
     ) -> None:
         await self._audit(session, operation, f"refused: {message}; connection closed")
-        writer.write(error_response(version, ResultReason.INVALID_MESSAGE, message, self.kma.clock.now()))
-        await writer.drain()
+        stream.write(error_response(version, ResultReason.INVALID_MESSAGE, message, self.kma.clock.now()))
+        await stream.drain()
 
     async def _audit(self, session: AgentSession, operation: str, message: str) -> None:
         if session.agent_id is None:

@@ -137,15 +137,59 @@ def _item(buf: bytes, off: int, end: int, depth: int, budget: list[int]) -> tupl
 
 
 def _children(buf: bytes, start: int, length: int, tag: int, depth: int, budget: list[int]) -> list[Item]:
+    """A structure's items, each checked as `_item` checks it. Structures, enumerations,
+    integers and text (most of a drive's request) are read here without a call to `_item` each: the
+    listener's thread decodes every request (issue 47); any other item, or one that is not
+    well-formed, goes through `_item`, which reads it or says what is wrong."""
     if length & 7:
         raise TTLVError(f"structure 0x{tag:06X} has a length of {length}, not a multiple of 8")
     if depth <= 0:
         raise TTLVError("structures nest too deeply")
-    children = []
+    children: list[Item] = []
+    append = children.append
+    unpack = _HEADER.unpack_from
     pos, stop = start, start + length
     while pos < stop:
-        child, pos = _item(buf, pos, stop, depth - 1, budget)
-        children.append(child)
+        if stop - pos < HEADER_SIZE or budget[0] <= 0 or not 0x42 <= buf[pos] <= 0x54:
+            child, pos = _item(buf, pos, stop, depth - 1, budget)  # says what is wrong
+            append(child)
+            continue
+        tag_type, size = unpack(buf, pos)
+        typ = tag_type & 0xFF
+        at = pos + HEADER_SIZE
+        if typ in (_ENUM, _INTEGER):
+            if size != 4 or stop - at < 8 or tag_type >> 8 & 0xFF0000 not in (0x420000, 0x540000):
+                child, pos = _item(buf, pos, stop, depth - 1, budget)
+                append(child)
+                continue
+            if buf[at + 4 : at + 8] != _ZEROS[:4]:
+                raise TTLVError(f"item 0x{tag_type >> 8:06X} has non-zero padding")
+            budget[0] -= 1
+            value = _U32.unpack_from(buf, at)[0] if typ == _ENUM else _I32.unpack_from(buf, at)[0]
+            append(Item(tag_type >> 8, typ, value))
+            pos = at + 8
+        elif (
+            typ == _STRUCTURE
+            and not size & 7
+            and size <= stop - at
+            and tag_type >> 8 & 0xFF0000 in (0x420000, 0x540000)
+        ):
+            budget[0] -= 1
+            child_tag = tag_type >> 8
+            append(Item(child_tag, typ, _children(buf, at, size, child_tag, depth - 1, budget)))
+            pos = at + size
+        elif (
+            typ == _TEXT and (size + 7) & ~7 <= stop - at and tag_type >> 8 & 0xFF0000 in (0x420000, 0x540000)
+        ):
+            end, padded = at + size, at + ((size + 7) & ~7)
+            if padded != end and buf[end:padded] != _ZEROS[: padded - end]:
+                raise TTLVError(f"item 0x{tag_type >> 8:06X} has non-zero padding")
+            budget[0] -= 1
+            append(Item(tag_type >> 8, typ, _text(buf, at, size, tag_type >> 8)))
+            pos = padded
+        else:
+            child, pos = _item(buf, pos, stop, depth - 1, budget)
+            append(child)
     return children
 
 

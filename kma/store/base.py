@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from kma.store.batch import Batch, Params, WriteResult
+from kma.store.batch import Batch, Done, Params, WriteResult
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 
 
@@ -53,6 +53,7 @@ class Store(Protocol):
     def snapshot(self) -> AbstractContextManager[sqlite3.Connection]: ...
     def write(self, batch: Batch) -> WriteResult: ...
     def submit(self, batch: Batch) -> Future[WriteResult]: ...
+    def submit_with(self, batch: Batch, done: Done) -> None: ...  # as submit, `done` told on the writer
     def cluster_nodes(self) -> list[NodeStatus]: ...
     def replication_lag(self) -> ReplicationLag: ...
     # What a deferred change (`Batch.deferred`) shows until this KMA's replica holds it.

@@ -63,24 +63,33 @@ class Batch:
     deferred: Deferred | None = None
 
 
+Done = Callable[[WriteResult | BaseException], None]  # told a batch's outcome (`Store.submit_with`)
+
+
+def count(batch: Batch, failed: BaseException | None) -> None:
+    """For /metrics, once a batch's outcome is known: its audit event when it committed, or the
+    refusal event written instead (on every agent request: kept cheap)."""
+    if failed is None:
+        if batch.event is not None:
+            metrics.AUDIT_EVENTS_BY_SEVERITY[batch.event.severity].inc()
+    elif isinstance(failed, Refused) and batch.on_refusal is not None:
+        metrics.AUDIT_EVENTS_BY_SEVERITY["error"].inc()
+
+
 def counted(batch: Batch, future: Future[WriteResult]) -> Future[WriteResult]:
-    """`future`, counting for /metrics once it resolves: the batch's audit event when it commits,
-    or the refusal event written instead. Both stores' `submit` pass every write through here, so
-    each event counts once, whichever store and path (group commit, cluster, outbox) commits it."""
+    """`future`, counting for /metrics once it resolves (`count`). Both stores' `submit` pass every
+    write through here, and `submit_with` counts the same, so each event counts once, whichever
+    store and path (group commit, cluster, outbox) commits it."""
 
     if batch.event is None and batch.on_refusal is None:
         return future  # nothing to count, whatever the outcome
 
-    def count(done: Future[WriteResult]) -> None:  # on every agent request: kept cheap
+    def resolved(done: Future[WriteResult]) -> None:
         try:
             failed = done.exception()
         except CancelledError:
             return
-        if failed is None:
-            if batch.event is not None:
-                metrics.AUDIT_EVENTS_BY_SEVERITY[batch.event.severity].inc()
-        elif isinstance(failed, Refused) and batch.on_refusal is not None:
-            metrics.AUDIT_EVENTS_BY_SEVERITY["error"].inc()
+        count(batch, failed)
 
-    future.add_done_callback(count)
+    future.add_done_callback(resolved)
     return future

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from kma.store import audit_rows, rqlite_cluster, rqlite_schema
-from kma.store.batch import Batch, Params, WriteResult, counted
+from kma.store.batch import Batch, Done, Params, WriteResult, counted
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import gather
 from kma.store.outbox import Outbox
@@ -193,6 +193,10 @@ class RqliteStore:
         future: Future[WriteResult] = Future()
         self._queue.put((batch, future))
         return counted(batch, future)
+
+    def submit_with(self, batch: Batch, done: Done) -> None:
+        """As `submit`; `done` is told the outcome (the cluster's writes resolve Futures)."""
+        self.submit(batch).add_done_callback(lambda future: done(future.exception() or future.result()))
 
     def unshipped(self, name: str) -> Mapping[str, Any] | None:
         return None if self.outbox is None else self.outbox.unshipped(name)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kma.errors import KmaError
 from kma.pacing import Pace
 from kma.store import fts, schema
-from kma.store.batch import Batch, Params, WriteResult, counted
+from kma.store.batch import Batch, Done, Params, WriteResult, count, counted
 from kma.store.checkpointer import Checkpointer
 from kma.store.cluster_view import NodeStatus, ReplicationLag
 from kma.store.group_commit import GroupCommitter, Item, Outcome
@@ -204,6 +204,13 @@ class SQLiteStore:
         self._queue.put((batch, future))
         return counted(batch, future)
 
+    def submit_with(self, batch: Batch, done: Done) -> None:
+        """`submit` without a Future: the writer thread calls `done` with the outcome (the
+        WriteResult, or why not) once the batch is durable. The service listener hands over
+        every request's write this way: a Future's lock, condition and callbacks cost its writer
+        and its loop more than the hand-over itself (issue 47)."""
+        self._queue.put((batch, done))
+
     # --- the cluster: this KMA alone ----------------------------------------------------
     def cluster_nodes(self) -> list[NodeStatus]:
         return [
@@ -248,8 +255,11 @@ class SQLiteStore:
 
 def _resolve(group: Sequence[Item], outcomes: Sequence[Outcome]) -> None:
     """The writer thread's delivery: each batch's future gets its outcome."""
-    for (_, future), outcome in zip(group, outcomes, strict=True):
-        if isinstance(outcome, BaseException):
-            future.set_exception(outcome)
+    for (batch, waiter), outcome in zip(group, outcomes, strict=True):
+        if not isinstance(waiter, Future):  # from submit_with
+            count(batch, outcome if isinstance(outcome, BaseException) else None)
+            waiter(outcome)
+        elif isinstance(outcome, BaseException):
+            waiter.set_exception(outcome)
         else:
-            future.set_result(outcome)
+            waiter.set_result(outcome)

@@ -133,6 +133,27 @@ def test_a_truncated_message_is_audited(kma: RunningKma, agent_dir: Path) -> Non
     assert "ended after 50 bytes" in event["message"]
 
 
+def test_an_agent_that_sends_half_a_request_and_stalls_holds_up_no_one(
+    kma: RunningKma, agent_dir: Path
+) -> None:
+    """A drive whose request stops half-way (a stalled link) costs the others nothing: they are
+    served meanwhile, and the half request is answered once the rest of it arrives."""
+    with kmip(agent_dir) as stalled, kmip(agent_dir) as other:
+        assert stalled.sock is not None
+        uid = other.create_and_activate("E40004")
+        material = other.get(uid)
+        whole = request_message([(Operation.GET, ttlv.text(Tag.UNIQUE_IDENTIFIER, uid))])
+        stalled.sock.sendall(whole[:5])  # not even a whole header
+        for _ in range(20):
+            assert other.get(uid) == material
+        stalled.sock.sendall(whole[5:40])  # the header and part of the body
+        for _ in range(20):
+            assert other.get(uid) == material
+        [result] = parse_response(stalled.send_raw(whole[40:]))
+        assert result.check().find(Tag.SYMMETRIC_KEY) is not None
+        assert stalled.get(uid) == material  # and the connection goes on as usual
+
+
 def _mutations(rng: random.Random, valid: list[bytes]) -> bytes:
     """Random bytes, or a valid message cut short, with flipped bytes, or a lying length."""
     base = bytearray(rng.choice(valid))

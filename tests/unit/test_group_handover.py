@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from concurrent.futures import Future
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 
 from kma.kmip.context import CommitBridge, durable
 from kma.store import Batch, Refused, WriteResult, group_commit
+from kma.store.batch import Done
 from kma.store.group_commit import GroupCommitter
 
 
@@ -27,23 +27,18 @@ class RecordingStore:
     """Takes batches as the SQLite store does, and resolves them from another thread on demand."""
 
     def __init__(self, refuse: str | None = None) -> None:
-        self.submitted: list[tuple[Batch, Future[WriteResult]]] = []
+        self.submitted: list[tuple[Batch, Done]] = []
         self.refuse = refuse
 
-    def submit(self, batch: Batch) -> Future[WriteResult]:
+    def submit_with(self, batch: Batch, done: Done) -> None:
         if self.refuse is not None:
             raise RuntimeError(self.refuse)
-        future: Future[WriteResult] = Future()
-        self.submitted.append((batch, future))
-        return future
+        self.submitted.append((batch, done))
 
     def commit_all_from_writer_thread(self) -> None:
         def commit() -> None:
-            for i, (batch, future) in enumerate(self.submitted):
-                if batch.statements == ("refused",):
-                    future.set_exception(Refused("no"))
-                else:
-                    future.set_result(WriteResult([i], i))
+            for i, (batch, done) in enumerate(self.submitted):
+                done(Refused("no") if batch.statements == ("refused",) else WriteResult([i], i))
 
         writer = threading.Thread(target=commit)
         writer.start()
