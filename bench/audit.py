@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kma.audit.chain import event_hash  # noqa: E402
+from kma.audit.chain import HASHED_FIELDS, event_hash  # noqa: E402
 from kma.store.fts import index_all  # noqa: E402
 from kma.store.sqlite import connect, migrate  # noqa: E402
 from tests.support.kma_process import RunningKma, run_kma  # noqa: E402
@@ -207,24 +207,7 @@ def generate(db: Path, count: int, seed: int = 6) -> float:
             event["hash"] = head = event_hash(event)
             yield event
 
-    columns = (
-        "kma_id",
-        "chain_seq",
-        "created_at",
-        "site_id",
-        "operation",
-        "severity",
-        "condition",
-        "event_class",
-        "entity_id",
-        "entity_address",
-        "message",
-        "retention",
-        "subject_type",
-        "subject_id",
-        "prev_hash",
-        "hash",
-    )
+    columns = (*HASHED_FIELDS, "hash")
     sql = f"INSERT INTO audit_events ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})"
     conn.execute("BEGIN")
     conn.executemany(sql, rows())

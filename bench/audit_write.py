@@ -36,28 +36,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.audit import SEVERITY, _event  # noqa: E402
-from kma.audit.chain import event_hash  # noqa: E402
+from kma.audit.chain import HASHED_FIELDS, event_hash  # noqa: E402
 from kma.store.fts import AUDIT, AUDIT_FILTER_COLUMNS, FTS_COLUMNS, TextIndex  # noqa: E402
 from kma.store.sqlite import connect, migrate  # noqa: E402
 
-COLUMNS = (
-    "kma_id",
-    "chain_seq",
-    "created_at",
-    "site_id",
-    "operation",
-    "severity",
-    "condition",
-    "event_class",
-    "entity_id",
-    "entity_address",
-    "message",
-    "retention",
-    "subject_type",
-    "subject_id",
-    "prev_hash",
-    "hash",
-)
+COLUMNS = (*HASHED_FIELDS, "hash")  # an event row as the chain makes it
 INSERT = f"INSERT INTO audit_events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 ALL_PREFIXES = "1 2 3 4 5 6 7 8"
 # The text index's variants: (columns, prefix lengths, further options).

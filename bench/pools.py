@@ -15,7 +15,6 @@ size's. Prints a line per request kind, then, last, one JSON object.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from functools import partial
@@ -25,7 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.keys import exit_on_signals  # noqa: E402
-from bench.rounds import interleave, ratio_of, summarise, too_wide  # noqa: E402
+from bench.rounds import finish, interleave, ratio_of, summarise, too_wide  # noqa: E402
 from bench.scale import AGENT_OPS, Store, agent_round, with_media_pools  # noqa: E402
 from tests.support.kma_process import RunningKma  # noqa: E402
 
@@ -78,11 +77,7 @@ def main() -> int:
         with_media_pools(store.kma, args.media_pools)  # as bench/scale.py --media-pools left it
         store.kma.stop()
     result["p99_ratio_max"] = max(result[op]["p99_ratio"]["median"] for op in ops)
-    result["unreliable"] = unreliable
-    for line in unreliable:
-        print(f"UNRELIABLE: {line}", flush=True)
-    print(json.dumps(result))
-    return 2 if unreliable else 0
+    return finish(result, unreliable)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ The whole interface (a bench needs nothing else):
     kma = summarise(per_round["kma"])          # {"ops_per_s": median, ..., "spread": {...}}
     ratio = ratio_of(per_round["kma"], per_round["pykmip"], "ops_per_s")   # a Spread
     warning = too_wide("kma/pykmip create", ratio)                         # None or a sentence
+    return finish(result, [warning] if warning else [])  # the JSON last; exit status 2 if unreliable
 
 - A round function takes no argument and returns one round's figures, a flat dict of numbers
   (e.g. {"ops_per_s": ..., "p99_ms": ...}); every contender must return the same keys.
@@ -29,10 +30,12 @@ The whole interface (a bench needs nothing else):
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 Figures = dict[str, float]
 Round = Callable[[], Figures]
@@ -134,3 +137,13 @@ def too_wide(label: str, spread: Spread, limit: float = WIDE_PCT) -> str | None:
     if spread.ci_pct <= limit:
         return None
     return f"{label}: the median is only known within {spread.ci_pct:g}% (> {limit:g}%): {spread}"
+
+
+def finish(result: dict[str, Any], unreliable: list[str]) -> int:
+    """A bench's end: its medians not worth quoting listed (also as the JSON's `unreliable`), the
+    JSON object as the last line, and the exit status (2: some median is not worth quoting)."""
+    result["unreliable"] = unreliable
+    for line in unreliable:
+        print(f"UNRELIABLE: {line}", flush=True)
+    print(json.dumps(result))
+    return 2 if unreliable else 0

@@ -50,7 +50,7 @@ from bench.keys import (  # noqa: E402
     start_kma,
     uid_of,
 )
-from bench.rounds import Spread, interleave, ratio_of, summarise, too_wide  # noqa: E402
+from bench.rounds import Spread, finish, interleave, ratio_of, summarise, too_wide  # noqa: E402
 from kma.kmip import ttlv  # noqa: E402
 from kma.kmip.client import key_template, name_attribute, parse_response, request_message  # noqa: E402
 from kma.kmip.enums import ObjectType, Operation, Tag  # noqa: E402
@@ -556,11 +556,7 @@ def report(args: argparse.Namespace, stores: dict[str, Store]) -> int:
     result["slowest_list"] = {"query": worst[0], "ms": worst[1]["large_ms"]}
     result["lists_over_50ms"] = sorted(k for k, v in lists.items() if v["large_ms"] > 50)
     result["agent_p99_ratio_max"] = max(v["p99_ratio"]["median"] for v in agent.values())
-    result["unreliable"] = unreliable
-    for line in unreliable:
-        print(f"UNRELIABLE: {line}", flush=True)
-    print(json.dumps(result))
-    return 2 if unreliable else 0
+    return finish(result, unreliable)
 
 
 if __name__ == "__main__":
