@@ -28,6 +28,10 @@ from bench.rounds import finish, interleave, ratio_of, summarise, too_wide  # no
 from bench.scale import AGENT_OPS, Store, agent_round, with_media_pools  # noqa: E402
 from tests.support.kma_process import RunningKma  # noqa: E402
 
+# After the pools change: their writes' audit events indexed, the WAL checkpointed, before the
+# round (which itself starts 5 s after its drives connect), so neither half inherits the other's.
+SETTLE_S = 5.0
+
 
 def without_media_pools(kma: RunningKma) -> None:
     so = kma.client("so")
@@ -61,6 +65,7 @@ def main() -> int:
 
             def measured(name: str, op: str = op) -> dict[str, float]:
                 setting[name]()
+                time.sleep(SETTLE_S)
                 return agent_round(store, op, args.duration, f"{op}{time.time()}")
 
             runs = interleave({n: partial(measured, n) for n in setting}, args.rounds)
